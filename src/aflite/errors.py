@@ -1,0 +1,15 @@
+"""Exceptions that the CLI turns into a one-line message and a non-zero exit."""
+
+from __future__ import annotations
+
+
+class AfliteError(Exception):
+    """A problem with the user's input or parameters (not a bug): reported as one line, exit code 2."""
+
+
+class InputError(AfliteError, ValueError):
+    """Unreadable, malformed or inconsistent input data; the message names the file, line or column."""
+
+
+class ParameterError(AfliteError, ValueError):
+    """Parameters that are out of range or inconsistent with the data."""
