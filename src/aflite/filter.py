@@ -1,0 +1,447 @@
+"""AFLite: Algorithm 1 of Le Bras et al. (2020), "Adversarial Filters of Dataset Biases".
+
+Starting from S = D, each *filtering phase* trains m linear classifiers, each on a random subset of S of
+size t, and predicts the rest of S. An instance's predictability p̃(i) is the fraction of the partitions
+that held it out which predicted its label correctly. Up to k of the most predictable instances with
+p̃ ≥ τ are removed; the loop ends when |S| ≤ n or when fewer than k instances qualified (that last, short
+slice is still removed, as in the paper's pseudo-code).
+
+Everything random flows from ``random_state``: phase j draws its partitions, tie-breaking keys and Gumbel
+noise from ``np.random.default_rng([seed, j])``, so a run resumed after phase j continues exactly.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from aflite.ensemble import LinearEnsemble, make_ensemble
+from aflite.errors import InputError, ParameterError
+
+__all__ = [
+    "AFLite",
+    "PhaseScores",
+    "IterationRecord",
+    "FilterState",
+    "draw_partitions",
+    "score_phase",
+    "predictability",
+    "select_slice",
+    "SNLI_DEFAULTS",
+]
+
+Strategy = Literal["slicing", "greedy", "gumbel"]
+
+# Table 8 (appendix A.5), SNLI column, with the paper's final size; used as defaults expressed as
+# fractions of |D| so that they scale with the dataset: t = 50K, k = 10K, n ≈ 92K of |D| = 550,152.
+SNLI_DEFAULTS: dict[str, Any] = {
+    "dataset_size": 550_152,
+    "n_partitions": 64,
+    "train_size": 50_000,
+    "slice_size": 10_000,
+    "target_size": 92_000,
+    "threshold": 0.75,
+}
+
+
+def _frac(key: str) -> float:
+    return float(SNLI_DEFAULTS[key]) / SNLI_DEFAULTS["dataset_size"]
+
+
+@dataclass
+class PhaseScores:
+    """Scores of one filtering phase over the rows of S (in the order of ``rows``)."""
+
+    rows: NDArray[np.intp]  # indices into D
+    predictability: NDArray[np.float64]  # p̃, NaN where no partition held the row out
+    n_heldout: NDArray[np.int32]  # how many partitions held the row out (coverage)
+    n_correct: NDArray[np.int32]
+    seconds: float = 0.0
+    train_sizes: NDArray[np.int64] | None = None
+
+
+@dataclass
+class IterationRecord:
+    """One line of the filter's history."""
+
+    iteration: int
+    size_before: int
+    n_removed: int
+    size_after: int
+    n_eligible: int  # scored and p̃ ≥ τ
+    n_unscored: int  # never held out in this phase
+    coverage_mean: float  # mean number of partitions holding a row out
+    p_mean: float
+    p_quantiles: dict[str, float]  # min, q25, median, q75, max of p̃ over scored rows
+    seconds: float
+    fit_seconds: float
+    model_iterations: float  # mean optimiser steps per model (fast path), for diagnostics
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class FilterState:
+    """Everything needed to continue a run after a completed phase (checkpoints are arrays + JSON)."""
+
+    iteration: int  # number of completed phases
+    keep: NDArray[np.bool_]
+    predictability: NDArray[np.float64]
+    removed_at: NDArray[np.int32]
+    history: list[IterationRecord] = field(default_factory=list)
+    stop_reason: str | None = None
+    ensemble_state: dict[str, NDArray[Any]] = field(default_factory=dict)
+
+
+def _resolve_size(value: float | int, total: int, name: str) -> int:
+    """Counts are ints (or integral floats ≥ 1); a float in (0, 1) is a fraction of ``total``."""
+    if isinstance(value, bool) or not isinstance(value, int | float | np.integer | np.floating):
+        raise ParameterError(f"{name} must be a count or a fraction, not {value!r}")
+    if isinstance(value, float | np.floating):
+        v = float(value)
+        if 0.0 < v < 1.0:
+            return max(1, int(round(v * total)))
+        if not (v.is_integer() and v >= 1):
+            raise ParameterError(f"{name}={value} must be a count >= 1 or a fraction in (0, 1)")
+    count = int(value)
+    if count < 1:
+        raise ParameterError(f"{name} must be at least 1 (got {value})")
+    return count
+
+
+def draw_partitions(
+    n_rows: int,
+    n_partitions: int,
+    train_size: int,
+    rng: np.random.Generator,
+    groups: NDArray[np.int64] | None = None,
+) -> NDArray[np.bool_]:
+    """Random training sets, one column per partition (True = trains on that row).
+
+    Without groups each column is a uniform random subset of exactly ``train_size`` rows. With groups,
+    whole groups are taken in random order until the size is as close to ``train_size`` as possible, so
+    that no group is split between a classifier's training and held-out sides.
+    """
+    if train_size >= n_rows:
+        raise ParameterError(f"train_size t={train_size} must be smaller than |S|={n_rows}")
+    mask = np.zeros((n_rows, n_partitions), dtype=bool)
+    if groups is None:
+        for b in range(n_partitions):
+            mask[rng.choice(n_rows, size=train_size, replace=False), b] = True
+        return mask
+    uniq, inverse, counts = np.unique(groups, return_inverse=True, return_counts=True)
+    for b in range(n_partitions):
+        order = rng.permutation(len(uniq))
+        csum = np.cumsum(counts[order])
+        j = int(np.searchsorted(csum, train_size))  # first prefix reaching t
+        if j >= len(csum):
+            j = len(csum) - 1
+        elif j > 0 and abs(csum[j - 1] - train_size) <= abs(csum[j] - train_size):
+            j -= 1
+        if csum[j] >= n_rows:  # never train on everything: leave at least one group out
+            j -= 1
+        chosen = np.zeros(len(uniq), dtype=bool)
+        chosen[order[: j + 1]] = True
+        mask[:, b] = chosen[inverse]
+    return mask
+
+
+def _scores_from_predictions(
+    preds: NDArray[Any], y: NDArray[np.int64], train_mask: NDArray[np.bool_]
+) -> tuple[NDArray[np.float64], NDArray[np.int32], NDArray[np.int32]]:
+    held = ~train_mask
+    n_heldout = held.sum(1, dtype=np.int32)
+    n_correct = ((preds == y[:, None]) & held).sum(1, dtype=np.int32)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        p = np.where(n_heldout > 0, n_correct / np.maximum(n_heldout, 1), np.nan)
+    return p, n_heldout, n_correct
+
+
+def score_phase(
+    ensemble: LinearEnsemble,
+    y: NDArray[np.int64],
+    rows: NDArray[np.intp],
+    n_partitions: int,
+    train_size: int,
+    rng: np.random.Generator,
+    groups: NDArray[np.int64] | None = None,
+) -> PhaseScores:
+    """One filtering phase on the rows ``rows`` of a prepared ensemble (see :func:`predictability`)."""
+    start = time.perf_counter()
+    mask = draw_partitions(len(rows), n_partitions, train_size, rng, None if groups is None else groups[rows])
+    preds = ensemble.fit_predict(rows, mask)
+    p, n_heldout, n_correct = _scores_from_predictions(preds, y[rows], mask)
+    return PhaseScores(rows, p, n_heldout, n_correct, time.perf_counter() - start, mask.sum(0))
+
+
+def _check_inputs(X: ArrayLike, y: ArrayLike, groups: ArrayLike | None) -> tuple[Any, NDArray[Any], Any]:
+    Xa = X if isinstance(X, np.ndarray) else np.asarray(X)
+    if Xa.ndim != 2:
+        raise InputError(f"features must be a 2-D matrix, got shape {Xa.shape}")
+    if not np.issubdtype(Xa.dtype, np.number):
+        raise InputError(f"features must be numeric, got dtype {Xa.dtype}")
+    ya = np.asarray(y)
+    if ya.ndim != 1:
+        raise InputError(f"labels must be 1-D, got shape {ya.shape}")
+    if len(ya) != Xa.shape[0]:
+        raise InputError(f"features have {Xa.shape[0]} rows but there are {len(ya)} labels")
+    if Xa.shape[0] == 0:
+        raise InputError("the dataset is empty")
+    step = max(1, (64 << 20) // max(1, 4 * Xa.shape[1]))
+    for r0 in range(0, Xa.shape[0], step):  # chunked so that memory-mapped matrices are never loaded whole
+        block = Xa[r0 : r0 + step]
+        if not np.isfinite(block).all():
+            r, c = np.argwhere(~np.isfinite(block))[0]
+            raise InputError(f"features contain {block[r, c]} at row {r0 + r}, column {c}")
+    ga = None
+    if groups is not None:
+        ga = np.asarray(groups)
+        if ga.shape != ya.shape:
+            raise InputError(f"groups have {len(ga)} entries but there are {len(ya)} labels")
+        ga = np.unique(ga, return_inverse=True)[1].astype(np.int64)
+    return Xa, ya, ga
+
+
+def _encode(y: NDArray[Any]) -> tuple[NDArray[Any], NDArray[np.int64]]:
+    classes, codes = np.unique(y, return_inverse=True)
+    if len(classes) < 2:
+        raise InputError(f"need at least two classes to filter, found only {classes.tolist()!r}")
+    return classes, codes.astype(np.int64)
+
+
+def predictability(
+    X: ArrayLike,
+    y: ArrayLike,
+    *,
+    n_partitions: int = 64,
+    train_size: float | int = _frac("train_size"),
+    model: Any = "logistic",
+    groups: ArrayLike | None = None,
+    random_state: int = 0,
+) -> PhaseScores:
+    """A single filtering phase over all of D: how predictable each instance is to the linear ensemble.
+
+    This is the paper's "single iteration" baseline (rank once, cut once) and a useful ranking on its own.
+    """
+    Xa, ya, ga = _check_inputs(X, y, groups)
+    _, codes = _encode(ya)
+    n = len(codes)
+    t = _resolve_size(train_size, n, "train_size")
+    if t >= n:
+        raise ParameterError(f"train_size t={t} must be smaller than |D|={n}")
+    ens = make_ensemble(model)
+    ens.prepare(Xa, codes, int(codes.max()) + 1)
+    rng = np.random.default_rng([random_state, 0])
+    return score_phase(ens, codes, np.arange(n), n_partitions, t, rng, ga)
+
+
+def select_slice(
+    p: NDArray[np.float64],
+    k: int,
+    threshold: float,
+    rng: np.random.Generator,
+    strategy: Strategy = "slicing",
+) -> tuple[NDArray[np.intp], int]:
+    """Positions (into ``p``) to remove: up to k of the highest p̃ with p̃ ≥ τ; and how many qualified.
+
+    Ties (many instances sit at p̃ = 1) are broken by a seeded random key, never by row order — files are
+    ordered by premise or source, and a stable sort would remove one end of the file first.
+    ``gumbel`` instead takes the top k of ``log p̃ + Gumbel noise`` among the qualifying instances, which is
+    sampling k without replacement with probability proportional to p̃ (appendix A.2).
+    """
+    eligible = np.flatnonzero(~np.isnan(p) & (p >= threshold))
+    n_eligible = len(eligible)
+    take = min(k, n_eligible)
+    if take == 0:
+        return np.empty(0, dtype=np.intp), n_eligible
+    tie = rng.random(len(p))
+    if strategy == "gumbel":
+        with np.errstate(divide="ignore"):
+            key = np.log(p[eligible]) + rng.gumbel(size=n_eligible)
+        order = np.lexsort((tie[eligible], -key))
+    else:
+        order = np.lexsort((tie[eligible], -p[eligible]))
+    return eligible[order[:take]], n_eligible
+
+
+class AFLite:
+    """Adversarial filtering of dataset biases (Algorithm 1), scikit-learn style.
+
+    Parameters (sizes are counts, or fractions of |D| when given as floats in (0, 1)):
+
+    target_size (n)
+        Stop once |S| ≤ n. Default 92K/550K of |D| (the paper's filtered SNLI size).
+    n_partitions (m)
+        Classifiers per phase. Default 64 (Table 8).
+    train_size (t)
+        Training set size of each classifier. Default 50K/550K of |D| (Table 8, SNLI).
+    slice_size (k)
+        Most instances removed per phase. Default 10K/550K of |D| (Table 8, SNLI).
+    threshold (τ)
+        Only instances with p̃ ≥ τ are removed; a phase where fewer than k qualify is the last. Default 0.75.
+    strategy
+        ``slicing`` (the paper's default: top k), ``greedy`` (one instance per step, appendix A.1 (A)) or
+        ``gumbel`` (k sampled ∝ p̃ with the Gumbel trick, appendix A.1 (C)/A.2).
+    model
+        ``"logistic"`` (fast batched L2 logistic regression), ``"sklearn"`` (scikit-learn's
+        LogisticRegression in a loop), any scikit-learn classifier, or a :class:`LinearEnsemble`.
+    random_state
+        The single seed all randomness flows from.
+
+    Fitted attributes: ``keep_mask_``, ``predictability_`` (last p̃ before removal, or at the end; NaN if
+    never scored), ``removed_at_`` (phase index, -1 if kept), ``history_``, ``stop_reason_``, ``classes_``.
+    """
+
+    def __init__(
+        self,
+        target_size: float | int = _frac("target_size"),
+        n_partitions: int = SNLI_DEFAULTS["n_partitions"],
+        train_size: float | int = _frac("train_size"),
+        slice_size: float | int = _frac("slice_size"),
+        threshold: float = SNLI_DEFAULTS["threshold"],
+        strategy: Strategy = "slicing",
+        model: Any = "logistic",
+        C: float = 1.0,
+        random_state: int = 0,
+        max_iterations: int | None = None,
+    ) -> None:
+        self.target_size = target_size
+        self.n_partitions = n_partitions
+        self.train_size = train_size
+        self.slice_size = slice_size
+        self.threshold = threshold
+        self.strategy = strategy
+        self.model = model
+        self.C = C
+        self.random_state = random_state
+        self.max_iterations = max_iterations
+
+    def resolved_params(self, n: int) -> dict[str, Any]:
+        """The parameters as counts for a dataset of n instances, validated (raises ParameterError)."""
+        if self.strategy not in ("slicing", "greedy", "gumbel"):
+            raise ParameterError(f"strategy must be slicing, greedy or gumbel, not {self.strategy!r}")
+        if not 0.0 <= float(self.threshold) <= 1.0:
+            raise ParameterError(f"threshold τ={self.threshold} must lie in [0, 1]")
+        if int(self.n_partitions) < 1:
+            raise ParameterError(f"n_partitions m={self.n_partitions} must be at least 1")
+        target = _resolve_size(self.target_size, n, "target_size")
+        t = _resolve_size(self.train_size, n, "train_size")
+        k = _resolve_size(self.slice_size, n, "slice_size")
+        if self.strategy == "greedy":
+            k = 1
+        if target >= n:
+            raise ParameterError(f"target_size n={target} must be smaller than |D|={n}")
+        if t >= target:
+            raise ParameterError(
+                f"train_size t={t} must be smaller than target_size n={target} (Algorithm 1 needs t < n)"
+            )
+        return {
+            "dataset_size": n,
+            "target_size": target,
+            "n_partitions": int(self.n_partitions),
+            "train_size": t,
+            "slice_size": k,
+            "threshold": float(self.threshold),
+            "strategy": self.strategy,
+            "model": self.model if isinstance(self.model, str) else type(self.model).__name__,
+            "C": float(self.C),
+            "random_state": int(self.random_state),
+        }
+
+    def fit(
+        self,
+        X: ArrayLike,
+        y: ArrayLike,
+        groups: ArrayLike | None = None,
+        *,
+        resume: FilterState | None = None,
+        callback: Callable[[IterationRecord, FilterState], None] | None = None,
+    ) -> AFLite:
+        """Filter (X, y). ``callback`` runs after every phase (progress bars, checkpoints); ``resume``
+        continues from a state such a callback saved, giving exactly the uninterrupted result."""
+        Xa, ya, ga = _check_inputs(X, y, groups)
+        self.classes_, codes = _encode(ya)
+        n = len(codes)
+        params = self.resolved_params(n)
+        self.params_ = params
+        ens = make_ensemble(self.model, C=self.C)
+        ens.prepare(Xa, codes, len(self.classes_))
+        if resume is None:
+            state = FilterState(
+                iteration=0,
+                keep=np.ones(n, dtype=bool),
+                predictability=np.full(n, np.nan),
+                removed_at=np.full(n, -1, dtype=np.int32),
+            )
+        else:
+            state = resume
+            if len(state.keep) != n:
+                raise InputError(f"checkpoint is for {len(state.keep)} instances, the data has {n}")
+            ens.set_state(state.ensemble_state)
+        m, t, k = params["n_partitions"], params["train_size"], params["slice_size"]
+        target, tau = params["target_size"], params["threshold"]
+        while state.stop_reason is None:
+            size = int(state.keep.sum())
+            if size <= target:
+                state.stop_reason = f"target size reached (|S| = {size} <= n = {target})"
+                break
+            if self.max_iterations is not None and state.iteration >= self.max_iterations:
+                state.stop_reason = f"max_iterations={self.max_iterations} reached"
+                break
+            j = state.iteration
+            rng = np.random.default_rng([int(self.random_state), j])
+            rows = np.flatnonzero(state.keep)
+            scores = score_phase(ens, codes, rows, m, t, rng, ga)
+            p = scores.predictability
+            state.predictability[rows] = p
+            cap = min(k, size - target)  # never go below n
+            picked, n_eligible = select_slice(p, cap, tau, rng, self.strategy)
+            removed = rows[picked]
+            state.keep[removed] = False
+            state.removed_at[removed] = j
+            scored = p[~np.isnan(p)]
+            qs = np.quantile(scored, [0, 0.25, 0.5, 0.75, 1.0]) if len(scored) else np.full(5, np.nan)
+            stats = ens.last_stats
+            record = IterationRecord(
+                iteration=j,
+                size_before=size,
+                n_removed=len(removed),
+                size_after=size - len(removed),
+                n_eligible=n_eligible,
+                n_unscored=int(np.isnan(p).sum()),
+                coverage_mean=float(scores.n_heldout.mean()),
+                p_mean=float(scored.mean()) if len(scored) else float("nan"),
+                p_quantiles=dict(zip(("min", "q25", "median", "q75", "max"), map(float, qs), strict=True)),
+                seconds=scores.seconds,
+                fit_seconds=stats.seconds,
+                model_iterations=float(np.mean(stats.iterations)) if stats.iterations else float("nan"),
+            )
+            state.history.append(record)
+            state.iteration = j + 1
+            if n_eligible < k and size - len(removed) > target:
+                state.stop_reason = (
+                    f"fewer than k={k} instances had p̃ >= τ={tau} ({n_eligible} qualified) in phase {j}"
+                )
+            elif size - len(removed) <= target:
+                state.stop_reason = f"target size reached (|S| = {size - len(removed)} <= n = {target})"
+            state.ensemble_state = ens.get_state()
+            if callback is not None:
+                callback(record, state)
+        self.state_ = state
+        self.keep_mask_ = state.keep
+        self.predictability_ = state.predictability
+        self.removed_at_ = state.removed_at
+        self.history_ = state.history
+        self.stop_reason_ = state.stop_reason
+        self.n_iterations_ = state.iteration
+        return self
+
+    def fit_transform(self, X: ArrayLike, y: ArrayLike, groups: ArrayLike | None = None) -> NDArray[np.intp]:
+        """Fit and return the indices of the kept instances (D(Φ))."""
+        return np.flatnonzero(self.fit(X, y, groups).keep_mask_)
