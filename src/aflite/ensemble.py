@@ -293,7 +293,7 @@ class FastLogisticEnsemble(LinearEnsemble):
         nm = len(models)
         W = np.ascontiguousarray(theta[:, :d, :].transpose(1, 2, 0).reshape(d, K * nm), dtype=np.float32)
         b = np.ascontiguousarray(theta[:, d, :].T, dtype=np.float32)  # (K, nm)
-        wts = weight[:, models]
+        wts = weight if nm == weight.shape[1] else weight[:, models]
         grad_w = np.zeros((d, K * nm), dtype=np.float64)
         grad_b = np.zeros((K, nm), dtype=np.float64)
         loss = np.zeros(nm, dtype=np.float64)
@@ -315,7 +315,9 @@ class FastLogisticEnsemble(LinearEnsemble):
             ar = np.arange(R)
             zy = z[ar, yc, :]  # (R, nm): logit of the true class
             np.exp(z, out=z)
-            se = z.sum(1)
+            se = z[:, 0, :].copy()
+            for k in range(1, K):
+                se += z[:, k, :]
             wc = wts[r0 : r0 + R]
             loss += ((np.log(se) - zy) * wc).sum(0, dtype=np.float64)
             z /= se[:, None, :]

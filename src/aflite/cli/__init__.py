@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from aflite.errors import AfliteError
 
 # name of the module under aflite.cli for each sub-command, in --help order
-COMMANDS: tuple[str, ...] = ("filter", "synthetic", "bench")
+COMMANDS: tuple[str, ...] = ("filter", "bench")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,0 +1,186 @@
+"""``aflite filter``: AFLite on precomputed features and labels."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from aflite.errors import InputError, ParameterError
+
+SIZE_HELP = "a count, or a fraction of |D| when written as 0.x"
+
+
+def _size(text: str) -> float | int:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if 0 < value < 1:
+        return value
+    if value.is_integer() and value >= 1:
+        return int(value)
+    raise argparse.ArgumentTypeError(f"{text!r} is neither a count >= 1 nor a fraction in (0, 1)")
+
+
+def add_filter_options(p: argparse.ArgumentParser) -> None:
+    """AFLite's parameters with the paper's defaults; shared by ``filter`` and ``run``."""
+    from aflite.filter import SNLI_DEFAULTS as D
+
+    N = D["dataset_size"]
+    g = p.add_argument_group(
+        "AFLite parameters",
+        "Defaults are Table 8's SNLI setting (Le Bras et al. 2020, appendix A.5), scaled by |D|/550,152 "
+        "where they are sizes.",
+    )
+    g.add_argument("-n", "--target-size", type=_size, default=D["target_size"] / N, metavar="N",
+                   help=f"stop when |S| <= n; {SIZE_HELP} (default {D['target_size'] / N:.4f} = 92K/550K)")
+    g.add_argument("-m", "--partitions", type=int, default=D["n_partitions"], metavar="M",
+                   help="linear classifiers per filtering phase (default 64)")
+    g.add_argument("-t", "--train-size", type=_size, default=D["train_size"] / N, metavar="T",
+                   help=f"training set size of each classifier; {SIZE_HELP} (default {D['train_size'] / N:.4f}"
+                   " = 50K/550K)")
+    g.add_argument("-k", "--slice-size", type=_size, default=D["slice_size"] / N, metavar="K",
+                   help=f"most instances removed per phase; {SIZE_HELP} (default {D['slice_size'] / N:.4f}"
+                   " = 10K/550K)")
+    g.add_argument("--tau", "--threshold", dest="threshold", type=float, default=D["threshold"], metavar="TAU",
+                   help="only instances with predictability >= tau are removed (default 0.75)")
+    g.add_argument("--strategy", choices=("slicing", "greedy", "gumbel"), default="slicing",
+                   help="selection heuristic of appendix A.1 (default slicing, the paper's)")
+    g.add_argument("--model", choices=("logistic", "sklearn"), default="logistic",
+                   help="logistic: fast batched L2 logistic regression; sklearn: scikit-learn's "
+                   "LogisticRegression in a loop (reference, slow) (default logistic)")
+    g.add_argument("-C", type=float, default=1.0, help="inverse L2 strength, as in scikit-learn (default 1.0)")
+    g.add_argument("--seed", type=int, default=0, help="the one seed every random choice flows from (default 0)")
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser(
+        "filter",
+        help="filter a dataset given precomputed features and labels",
+        description="Run AFLite (Algorithm 1) on precomputed features Φ(x) and labels. Writes kept/removed "
+        "ids, a per-instance table and summary.json to --out; checkpoints after every phase and continues "
+        "with --resume.",
+    )
+    p.add_argument("--features", required=True, type=Path,
+                   help=".npy matrix, or .csv/.tsv/.parquet with numeric feature columns")
+    p.add_argument("--feature-columns", nargs="+", default=None, help="columns to use as features (default all numeric)")
+    p.add_argument("--labels", required=True, type=Path,
+                   help=".npy vector, or .csv/.tsv/.jsonl/.parquet/.txt with a label column")
+    p.add_argument("--label-column", default=None, help="label column name (default 'label')")
+    p.add_argument("--ids", type=Path, default=None, help="file of instance ids (default: row numbers)")
+    p.add_argument("--id-column", default=None, help="id column name (default 'id')")
+    p.add_argument("--groups", type=Path, default=None,
+                   help="file with a group per instance (column 'group'); a group is never split between a "
+                   "classifier's training and held-out sides")
+    p.add_argument("--out", required=True, type=Path, help="run directory")
+    p.add_argument("--resume", action="store_true", help="continue from the checkpoint in --out")
+    p.add_argument("--mmap", action="store_true", help="memory-map a .npy feature file instead of loading it")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    add_filter_options(p)
+    p.set_defaults(handler=run)
+
+
+def build_filter(args: argparse.Namespace) -> Any:
+    from aflite.filter import AFLite
+
+    return AFLite(
+        target_size=args.target_size,
+        n_partitions=args.partitions,
+        train_size=args.train_size,
+        slice_size=args.slice_size,
+        threshold=args.threshold,
+        strategy=args.strategy,
+        model=args.model,
+        C=args.C,
+        random_state=args.seed,
+    )
+
+
+def filter_with_rundir(
+    af: Any,
+    X: Any,
+    y: np.ndarray,
+    ids: np.ndarray,
+    out: Path,
+    *,
+    groups: np.ndarray | None = None,
+    resume: bool = False,
+    quiet: bool = False,
+    extra: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Fit ``af`` with a progress bar, a checkpoint after every phase, and the run directory's outputs."""
+    from tqdm import tqdm
+
+    from aflite.filter import _check_inputs
+    from aflite.rundir import fingerprint, load_checkpoint, save_checkpoint, write_results
+
+    # validate everything before touching the output directory
+    _check_inputs(X, y, groups)
+    if len(np.unique(y)) < 2:
+        raise InputError(f"need at least two classes to filter, found only {np.unique(y).tolist()!r}")
+    params = af.resolved_params(len(y))
+    if groups is not None:
+        params["groups"] = True
+    fp = fingerprint(X, y)
+    state = None
+    if out.exists() and any(out.iterdir()):
+        if not resume:
+            raise ParameterError(f"{out} is not empty: pass --resume to continue that run, or choose another --out")
+        state = load_checkpoint(out, params, fp)
+    out.mkdir(parents=True, exist_ok=True)
+
+    total = params["dataset_size"] - params["target_size"]
+    done0 = 0 if state is None else int((~state.keep).sum())
+    bar = tqdm(total=total, initial=done0, unit="inst", desc="removed", disable=quiet, file=sys.stderr,
+               dynamic_ncols=True)
+
+    def on_phase(record: Any, st: Any) -> None:
+        save_checkpoint(out, st, params, fp)
+        bar.update(record.n_removed)
+        bar.set_postfix(iter=record.iteration, S=record.size_after, eligible=record.n_eligible,
+                        s_per_phase=f"{record.seconds:.1f}")
+
+    start = time.perf_counter()
+    try:
+        af.fit(X, y, groups, resume=state, callback=on_phase)
+    finally:
+        bar.close()
+    info = {"wall_seconds_this_call": time.perf_counter() - start, "resumed_from_iteration":
+            None if state is None else int(state.iteration)}
+    if extra:
+        info.update(extra)
+    summary = write_results(out, ids, np.asarray(y), af.state_, params, info)
+    return summary
+
+
+def run(args: argparse.Namespace) -> int:
+    from aflite import data
+
+    X = data.load_features(args.features, columns=args.feature_columns, mmap=args.mmap)
+    y = data.load_labels(args.labels, column=args.label_column)
+    ids = data.load_ids(args.ids, column=args.id_column) if args.ids else np.arange(len(y))
+    groups = data.load_labels(args.groups, column="group") if args.groups else None
+    data.check_aligned(X.shape[0], len(y), len(ids))
+    if groups is not None and len(groups) != len(y):
+        raise InputError(f"{args.groups}: {len(groups)} groups for {len(y)} labels")
+    if len(np.unique(ids)) != len(ids):
+        raise InputError(f"{args.ids}: ids are not unique")
+    af = build_filter(args)
+    extra = {"inputs": {"features": str(args.features), "labels": str(args.labels),
+                        "ids": None if args.ids is None else str(args.ids)}}
+    summary = filter_with_rundir(af, X, y, ids, args.out, groups=groups, resume=args.resume, quiet=args.quiet,
+                                 extra=extra)
+    print(
+        f"kept {summary['size_after']} of {summary['size_before']} instances after {summary['n_iterations']} "
+        f"phase(s): {summary['stop_reason']}. Results in {args.out}",
+        file=sys.stderr,
+    )
+    return 0
+
+
+__all__ = ["register", "run", "add_filter_options", "filter_with_rundir", "build_filter"]
