@@ -257,3 +257,28 @@ def test_bad_inputs_are_refused():
         af.fit(X, np.full(100, "x"))
     with pytest.raises(InputError, match="2-D"):
         af.fit(X[:, 0], y)
+
+
+def test_incremental_greedy_keeps_partitions_uniform_size_and_resumes_exactly():
+    X, y, biased = planted(300, d=4)
+    kw = dict(target_size=150, n_partitions=16, train_size=60, slice_size=1, strategy="greedy", random_state=4)
+    full = AFLite(**kw).fit(X, y)
+    rows = np.flatnonzero(full.keep_mask_)
+    mask = full.state_.extra["greedy_mask"]
+    assert (mask[rows].sum(0) == 60).all()  # every partition still trains on exactly t rows of S
+    assert all(r.n_removed == 1 for r in full.history_[:-1])
+    assert biased[~full.keep_mask_].mean() > biased.mean()
+    saved = []
+
+    def stop_at_5(record, state):
+        if record.iteration == 5:
+            saved.append(FilterState(state.iteration, state.keep.copy(), state.predictability.copy(),
+                                     state.removed_at.copy(), list(state.history), state.stop_reason,
+                                     {k: v.copy() for k, v in state.ensemble_state.items()},
+                                     {k: v.copy() for k, v in state.extra.items()}))
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        AFLite(**kw).fit(X, y, callback=stop_at_5)
+    resumed = AFLite(**kw).fit(X, y, resume=saved[0])
+    assert np.array_equal(resumed.removed_at_, full.removed_at_)

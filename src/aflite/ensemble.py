@@ -44,7 +44,9 @@ class LinearEnsemble(ABC):
     ``fit_predict(rows, train_mask)`` trains one classifier per column of ``train_mask`` (shape
     ``(len(rows), m)``, True = that row is in the partition's training set) on ``X[rows]`` and returns
     the predicted class codes for every row and partition, shape ``(len(rows), m)``. Entries for training
-    rows are unspecified (the caller only reads held-out ones).
+    rows are unspecified (the caller only reads held-out ones). With ``models`` only those columns are
+    (re)trained and returned, each starting from its own previous solution where the implementation keeps
+    one (the incremental greedy strategy refits only the partitions a removal touched).
     """
 
     last_stats: FitStats
@@ -53,8 +55,9 @@ class LinearEnsemble(ABC):
     def prepare(self, X: NDArray[Any], y: NDArray[np.int64], n_classes: int) -> None: ...
 
     @abstractmethod
-    def fit_predict(self, rows: NDArray[np.intp], train_mask: NDArray[np.bool_]) -> NDArray[np.integer[Any]]:
-        ...
+    def fit_predict(
+        self, rows: NDArray[np.intp], train_mask: NDArray[np.bool_], models: NDArray[np.intp] | None = None
+    ) -> NDArray[np.integer[Any]]: ...
 
     def get_state(self) -> dict[str, NDArray[Any]]:
         """Arrays that, restored with :meth:`set_state`, make a resumed run continue exactly."""
@@ -82,12 +85,16 @@ class SklearnEnsemble(LinearEnsemble):
     def prepare(self, X: NDArray[Any], y: NDArray[np.int64], n_classes: int) -> None:
         self._X, self._y, self._k = X, y, n_classes
 
-    def fit_predict(self, rows: NDArray[np.intp], train_mask: NDArray[np.bool_]) -> NDArray[np.integer[Any]]:
+    def fit_predict(
+        self, rows: NDArray[np.intp], train_mask: NDArray[np.bool_], models: NDArray[np.intp] | None = None
+    ) -> NDArray[np.integer[Any]]:
         from sklearn.base import clone
 
         start = time.perf_counter()
         X = np.asarray(self._X[rows])
         y = self._y[rows]
+        if models is not None:
+            train_mask = train_mask[:, models]
         m = train_mask.shape[1]
         preds = np.full((len(rows), m), -1, dtype=_pred_dtype(self._k))
         todo = range(m) if self.partitions is None else self.partitions
@@ -132,6 +139,7 @@ class FastLogisticEnsemble(LinearEnsemble):
         self.chunk_mb = chunk_mb
         self.last_stats = FitStats()
         self._coef0: NDArray[np.float64] | None = None
+        self._coefs: NDArray[np.float64] | None = None  # per-model solutions of the last call
 
     # ------------------------------------------------------------------ preparation (once per dataset)
     def prepare(self, X: NDArray[Any], y: NDArray[np.int64], n_classes: int) -> None:
@@ -165,6 +173,7 @@ class FastLogisticEnsemble(LinearEnsemble):
         self._Xw = Xw
         self._Xw_rows = np.arange(n)
         self._coef0 = None
+        self._coefs = None
 
     def _take(self, rows: NDArray[np.intp]) -> NDArray[np.float32]:
         """Rows of the whitened matrix; AFLite only ever shrinks S, so compact in place of copying twice."""
@@ -184,14 +193,23 @@ class FastLogisticEnsemble(LinearEnsemble):
         raise ValueError("rows must be a sorted subset of the rows passed before")
 
     def get_state(self) -> dict[str, NDArray[Any]]:
-        return {} if self._coef0 is None else {"coef0": self._coef0}
+        state = {} if self._coef0 is None else {"coef0": self._coef0}
+        if self._coefs is not None:
+            state["coefs"] = self._coefs
+        return state
 
     def set_state(self, state: dict[str, NDArray[Any]]) -> None:
         self._coef0 = np.asarray(state["coef0"], dtype=np.float64) if "coef0" in state else None
+        self._coefs = np.asarray(state["coefs"], dtype=np.float64) if "coefs" in state else None
 
     # ------------------------------------------------------------------ one phase
-    def fit_predict(self, rows: NDArray[np.intp], train_mask: NDArray[np.bool_]) -> NDArray[np.integer[Any]]:
+    def fit_predict(
+        self, rows: NDArray[np.intp], train_mask: NDArray[np.bool_], models: NDArray[np.intp] | None = None
+    ) -> NDArray[np.integer[Any]]:
         start = time.perf_counter()
+        m_all = train_mask.shape[1]
+        if models is not None:
+            train_mask = train_mask[:, models]
         Xs = self._take(rows)
         y = self._y[rows]
         n, m = train_mask.shape
@@ -209,14 +227,17 @@ class FastLogisticEnsemble(LinearEnsemble):
         precond = np.repeat(1.0 / (0.25 + reg), K, axis=1)  # (m, P)
 
         theta = np.zeros((m, d + 1, K))
-        if self.warm_start and self._coef0 is not None and self._coef0.shape == (d + 1, K):
+        own = self._coefs is not None and self._coefs.shape == (m_all, d + 1, K)
+        if models is not None and own:
+            assert self._coefs is not None
+            theta[:] = self._coefs[models]  # a refit of partitions that changed a little: start where they were
+        elif self.warm_start and self._coef0 is not None and self._coef0.shape == (d + 1, K):
             theta[:] = self._coef0
         weight = train_mask.astype(np.float32) / t_b.astype(np.float32)  # per-sample weight 1/t_b on train rows
         preds = np.empty((n, m), dtype=_pred_dtype(K))
 
         state = _LbfgsState(m, P, self.memory)
-        models = np.arange(m)
-        f, g = self._loss_grad(Xs, y, weight, reg, theta, models, preds)
+        f, g = self._loss_grad(Xs, y, weight, reg, theta, np.arange(m), preds)
         state.passes += 1
         iters = np.zeros(m, dtype=np.int64)
         active = np.ones(m, dtype=bool)
@@ -264,7 +285,12 @@ class FastLogisticEnsemble(LinearEnsemble):
             if pending.size:
                 stop[pending] = True
             active[idx[stop]] = False
-        self._coef0 = theta.mean(0)
+        if models is None:
+            self._coefs = theta
+            self._coef0 = theta.mean(0)
+        elif own:
+            assert self._coefs is not None
+            self._coefs[models] = theta
         converged = int(self._converged(g).sum())
         self.last_stats = FitStats(time.perf_counter() - start, m, iters.tolist(), converged, state.passes)
         return preds

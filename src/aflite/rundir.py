@@ -48,6 +48,7 @@ def save_checkpoint(out: Path, state: FilterState, params: dict[str, Any], fp: s
         "fingerprint": fp,
     }
     arrays = {f"ens_{k}": v for k, v in state.ensemble_state.items()}
+    arrays.update({f"x_{k}": v for k, v in state.extra.items()})
     write_npz(
         out / CHECKPOINT,
         keep=state.keep,
@@ -82,6 +83,7 @@ def load_checkpoint(out: Path, params: dict[str, Any], fp: str) -> FilterState |
         history=[IterationRecord(**r) for r in meta["history"]],
         stop_reason=meta["stop_reason"],
         ensemble_state={k[4:]: v for k, v in data.items() if k.startswith("ens_")},
+        extra={k[2:]: v for k, v in data.items() if k.startswith("x_")},
     )
 
 

@@ -10,6 +10,7 @@ import argparse
 import importlib
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 from aflite.errors import AfliteError
 
@@ -17,10 +18,17 @@ from aflite.errors import AfliteError
 COMMANDS: tuple[str, ...] = ("filter", "bench")
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with one-line errors (the usage text is one ``--help`` away)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
     from aflite import __version__
 
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="aflite",
         description="Find, measure and remove dataset artifacts (AFLite, Le Bras et al. 2020).",
     )
@@ -34,7 +42,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # --help, --version or a usage error (already reported on one line)
+        return int(exc.code or 0) if not isinstance(exc.code, str) else 2
     try:
         code = args.handler(args)
     except AfliteError as exc:

@@ -145,13 +145,13 @@ def filter_with_rundir(
         bar.set_postfix(iter=record.iteration, S=record.size_after, eligible=record.n_eligible,
                         s_per_phase=f"{record.seconds:.1f}")
 
+    resumed_from = None if state is None else int(state.iteration)
     start = time.perf_counter()
     try:
         af.fit(X, y, groups, resume=state, callback=on_phase)
     finally:
         bar.close()
-    info = {"wall_seconds_this_call": time.perf_counter() - start, "resumed_from_iteration":
-            None if state is None else int(state.iteration)}
+    info = {"wall_seconds_this_call": time.perf_counter() - start, "resumed_from_iteration": resumed_from}
     if extra:
         info.update(extra)
     summary = write_results(out, ids, np.asarray(y), af.state_, params, info)
