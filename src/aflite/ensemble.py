@@ -271,7 +271,8 @@ class FastLogisticEnsemble(LinearEnsemble):
                     break
                 alpha[pending] *= 0.5
             if pending.size:  # line search failed: keep the old point, stop those models
-                new_theta[pending], new_f[pending], new_g[pending] = theta[idx[pending]], f[idx[pending]], g[idx[pending]]
+                kept = idx[pending]
+                new_theta[pending], new_f[pending], new_g[pending] = theta[kept], f[kept], g[kept]
                 # re-evaluate predictions at the kept point
                 self._loss_grad(Xs, y, weight, reg, theta[idx[pending]], idx[pending], preds)
             s = (new_theta - theta[idx]).reshape(len(idx), P)
@@ -385,7 +386,9 @@ class _LbfgsState:
         self.rho[slot, idx] = np.where(ok, 1.0 / np.where(ok, sy, 1.0), 0.0)
         self.count[idx] += 1
 
-    def direction(self, idx: NDArray[np.intp], g: NDArray[np.float64], precond: NDArray[np.float64]) -> NDArray[np.float64]:
+    def direction(
+        self, idx: NDArray[np.intp], g: NDArray[np.float64], precond: NDArray[np.float64]
+    ) -> NDArray[np.float64]:
         """Two-loop recursion, batched over models; a pair with rho = 0 is a no-op."""
         q = g.copy()
         mem = self.memory

@@ -68,7 +68,8 @@ def register(sub: Any) -> None:
     )
     p.add_argument("--features", required=True, type=Path,
                    help=".npy matrix, or .csv/.tsv/.parquet with numeric feature columns")
-    p.add_argument("--feature-columns", nargs="+", default=None, help="columns to use as features (default all numeric)")
+    p.add_argument("--feature-columns", nargs="+", default=None,
+                   help="columns to use as features (default all numeric)")
     p.add_argument("--labels", required=True, type=Path,
                    help=".npy vector, or .csv/.tsv/.jsonl/.parquet/.txt with a label column")
     p.add_argument("--label-column", default=None, help="label column name (default 'label')")

@@ -1,0 +1,25 @@
+"""Shared test options: ``--run-shared`` enables tests that read ../shared/data (skipped when it is absent)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--run-shared", action="store_true", help="run tests that read ../shared/data")
+    parser.addoption("--run-slow", action="store_true", help="run slow tests")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if "shared_data" in item.keywords:
+            if not config.getoption("--run-shared"):
+                item.add_marker(pytest.mark.skip(reason="reads ../shared/data: pass --run-shared"))
+            elif not SHARED_DATA.is_dir():
+                item.add_marker(pytest.mark.skip(reason=f"{SHARED_DATA} is absent"))
+        if "slow" in item.keywords and not config.getoption("--run-slow"):
+            item.add_marker(pytest.mark.skip(reason="slow: pass --run-slow"))
