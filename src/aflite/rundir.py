@@ -15,6 +15,7 @@ import hashlib
 import json
 import platform
 import sys
+import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -23,7 +24,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from aflite.atomic import atomic_open, write_json, write_npz
-from aflite.errors import InputError
+from aflite.errors import InputError, ParameterError
 from aflite.filter import FilterState, IterationRecord
 
 CHECKPOINT = "checkpoint.npz"
@@ -141,4 +142,61 @@ def write_results(
     if extra:
         summary.update(extra)
     write_json(out / "summary.json", summary)
+    return summary
+
+
+def run_filter(
+    af: Any,
+    X: Any,
+    y: np.ndarray,
+    ids: np.ndarray,
+    out: Path,
+    *,
+    groups: np.ndarray | None = None,
+    resume: bool = False,
+    quiet: bool = False,
+    extra: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Fit ``af`` with a progress bar, a checkpoint after every phase, and the run directory's outputs."""
+    from tqdm import tqdm
+
+    from aflite import rundir  # late-bound so that tests can intercept checkpoint writes
+    from aflite.filter import _check_inputs
+
+    # validate everything before touching the output directory
+    _check_inputs(X, y, groups)
+    if len(np.unique(y)) < 2:
+        raise InputError(f"need at least two classes to filter, found only {np.unique(y).tolist()!r}")
+    params = af.resolved_params(len(y))
+    if groups is not None:
+        params["groups"] = True
+    fp = fingerprint(X, y)
+    state = None
+    if (out / CHECKPOINT).exists() or (out / "summary.json").exists():
+        if not resume:
+            raise ParameterError(f"{out} holds a previous run: pass --resume to continue it, or choose another --out")
+        state = rundir.load_checkpoint(out, params, fp)
+    out.mkdir(parents=True, exist_ok=True)
+
+    total = params["dataset_size"] - params["target_size"]
+    done0 = 0 if state is None else int((~state.keep).sum())
+    bar = tqdm(total=total, initial=done0, unit="inst", desc="removed", disable=quiet, file=sys.stderr,
+               dynamic_ncols=True)
+
+    def on_phase(record: Any, st: Any) -> None:
+        rundir.save_checkpoint(out, st, params, fp)
+        bar.update(record.n_removed)
+        bar.set_postfix(iter=record.iteration, S=record.size_after, eligible=record.n_eligible,
+                        s_per_phase=f"{record.seconds:.1f}")
+
+    resumed_from = None if state is None else int(state.iteration)
+    start = time.perf_counter()
+    try:
+        af.fit(X, y, groups, resume=state, callback=on_phase)
+    finally:
+        bar.close()
+    info = {"wall_seconds_this_call": time.perf_counter() - start, "resumed_from_iteration": resumed_from}
+    if extra:
+        info.update(extra)
+    summary = rundir.write_results(out, ids, np.asarray(y), af.state_, params, info)
     return summary

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from aflite.errors import InputError, ParameterError
+from aflite.errors import InputError
 
 SIZE_HELP = "a count, or a fraction of |D| when written as 0.x"
 
@@ -102,65 +101,9 @@ def build_filter(args: argparse.Namespace) -> Any:
     )
 
 
-def filter_with_rundir(
-    af: Any,
-    X: Any,
-    y: np.ndarray,
-    ids: np.ndarray,
-    out: Path,
-    *,
-    groups: np.ndarray | None = None,
-    resume: bool = False,
-    quiet: bool = False,
-    extra: dict[str, Any] | None = None,
-) -> dict[str, Any]:
-    """Fit ``af`` with a progress bar, a checkpoint after every phase, and the run directory's outputs."""
-    from tqdm import tqdm
-
-    from aflite.filter import _check_inputs
-    from aflite.rundir import fingerprint, load_checkpoint, save_checkpoint, write_results
-
-    # validate everything before touching the output directory
-    _check_inputs(X, y, groups)
-    if len(np.unique(y)) < 2:
-        raise InputError(f"need at least two classes to filter, found only {np.unique(y).tolist()!r}")
-    params = af.resolved_params(len(y))
-    if groups is not None:
-        params["groups"] = True
-    fp = fingerprint(X, y)
-    state = None
-    if out.exists() and any(out.iterdir()):
-        if not resume:
-            raise ParameterError(f"{out} is not empty: pass --resume to continue that run, or choose another --out")
-        state = load_checkpoint(out, params, fp)
-    out.mkdir(parents=True, exist_ok=True)
-
-    total = params["dataset_size"] - params["target_size"]
-    done0 = 0 if state is None else int((~state.keep).sum())
-    bar = tqdm(total=total, initial=done0, unit="inst", desc="removed", disable=quiet, file=sys.stderr,
-               dynamic_ncols=True)
-
-    def on_phase(record: Any, st: Any) -> None:
-        save_checkpoint(out, st, params, fp)
-        bar.update(record.n_removed)
-        bar.set_postfix(iter=record.iteration, S=record.size_after, eligible=record.n_eligible,
-                        s_per_phase=f"{record.seconds:.1f}")
-
-    resumed_from = None if state is None else int(state.iteration)
-    start = time.perf_counter()
-    try:
-        af.fit(X, y, groups, resume=state, callback=on_phase)
-    finally:
-        bar.close()
-    info = {"wall_seconds_this_call": time.perf_counter() - start, "resumed_from_iteration": resumed_from}
-    if extra:
-        info.update(extra)
-    summary = write_results(out, ids, np.asarray(y), af.state_, params, info)
-    return summary
-
-
 def run(args: argparse.Namespace) -> int:
     from aflite import data
+    from aflite.rundir import run_filter
 
     X = data.load_features(args.features, columns=args.feature_columns, mmap=args.mmap)
     y = data.load_labels(args.labels, column=args.label_column)
@@ -174,8 +117,7 @@ def run(args: argparse.Namespace) -> int:
     af = build_filter(args)
     extra = {"inputs": {"features": str(args.features), "labels": str(args.labels),
                         "ids": None if args.ids is None else str(args.ids)}}
-    summary = filter_with_rundir(af, X, y, ids, args.out, groups=groups, resume=args.resume, quiet=args.quiet,
-                                 extra=extra)
+    summary = run_filter(af, X, y, ids, args.out, groups=groups, resume=args.resume, quiet=args.quiet, extra=extra)
     print(
         f"kept {summary['size_after']} of {summary['size_before']} instances after {summary['n_iterations']} "
         f"phase(s): {summary['stop_reason']}. Results in {args.out}",
@@ -184,4 +126,4 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-__all__ = ["register", "run", "add_filter_options", "filter_with_rundir", "build_filter"]
+__all__ = ["register", "run", "add_filter_options", "build_filter"]
