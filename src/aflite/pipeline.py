@@ -90,8 +90,8 @@ def run(
     feats = features.featurize(
         ds.texts_a, texts_b, featurizer, view,
         cache_dir=Path(cache_dir) if cache_dir else out / "cache",
-        y=ds.labels if featurizer == "warmup" else None,
-        ids=ds.ids if featurizer == "precomputed" else None,
+        y=ds.labels.tolist() if featurizer == "warmup" else None,
+        ids=ds.ids.tolist() if featurizer == "precomputed" else None,
         warmup_size=t if featurizer == "warmup" else 0.1,
         warmup_seed=seed,
         show_progress=not quiet,

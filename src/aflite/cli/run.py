@@ -21,6 +21,7 @@ def add_pipeline_options(p: argparse.ArgumentParser, featurizer_default: str) ->
     p.add_argument("--model-path", default=None,
                    help="a local Hugging Face model folder for minilm/warmup (default: the bundled all-MiniLM-L6-v2)")
     p.add_argument("--embeddings", default=None, help="for --featurizer precomputed: .npy/.npz/.parquet aligned by id")
+    p.add_argument("--embedding-ids", default=None, help="ids of a .npy --embeddings file, one per line")
     p.add_argument("--max-steps", type=int, default=None, help="warmup: cap on fine-tuning steps")
     p.add_argument("--cache", type=Path, default=None, help="feature cache folder (default OUT/cache)")
     p.add_argument("--no-groups", action="store_true",
@@ -72,6 +73,8 @@ def pipeline_kwargs(args: argparse.Namespace) -> dict[str, Any]:
         if not args.embeddings:
             raise ParameterError("--featurizer precomputed needs --embeddings FILE")
         fopts["path"] = args.embeddings
+        if args.embedding_ids:
+            fopts["ids_path"] = args.embedding_ids
     params = {"target_size": args.target_size, "n_partitions": args.partitions, "train_size": args.train_size,
               "slice_size": args.slice_size, "threshold": args.tau}
     return dict(featurizer=args.featurizer, view=args.view, params=params, strategy=args.strategy, seed=args.seed,

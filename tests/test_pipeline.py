@@ -1,0 +1,93 @@
+"""``aflite run`` / the pipeline: a dataset file in, the filtered dataset in the same format out."""
+
+from __future__ import annotations
+
+import gzip
+import json
+
+import numpy as np
+import pytest
+
+from aflite.cli import main
+from aflite.data import demo_dataset_path, load_dataset
+from aflite.pipeline import run, scaled_defaults
+
+
+@pytest.fixture()
+def small_snli(tmp_path):
+    """The first 600 pairs of the bundled real SNLI sample, same format."""
+    lines = gzip.decompress(demo_dataset_path().read_bytes()).splitlines(keepends=True)
+    path = tmp_path / "small.tsv.gz"
+    path.write_bytes(gzip.compress(b"".join(lines[:601])))
+    return path
+
+
+def planted_embeddings(tmp_path, ds, seed=0):
+    """Embeddings (npy + ids) where a third of the rows carry their label: a bias AFLite must remove."""
+    rng = np.random.default_rng(seed)
+    n = len(ds)
+    X = rng.standard_normal((n, 8)).astype(np.float32)
+    classes = sorted(set(ds.labels.tolist()))
+    biased = rng.random(n) < 0.35
+    for j, lab in enumerate(classes):
+        X[biased & (ds.labels == lab), j] += 4.0
+    np.save(tmp_path / "emb.npy", X)
+    (tmp_path / "emb.ids.txt").write_text("".join(f"{i}\n" for i in ds.ids))
+    return biased
+
+
+def test_scaled_defaults_follow_table_8():
+    d = scaled_defaults(550_152)
+    assert (d["n_partitions"], d["train_size"], d["slice_size"], d["target_size"]) == (64, 50_000, 10_000, 92_000)
+    s = scaled_defaults(19_666)
+    assert (s["train_size"], s["slice_size"], s["target_size"]) == (1787, 357, 3289)
+
+
+def test_run_writes_filtered_dataset_in_input_format(tmp_path, small_snli):
+    ds = load_dataset(small_snli)
+    biased = planted_embeddings(tmp_path, ds)
+    out = tmp_path / "run"
+    res = run(small_snli, out, featurizer="precomputed", params={"train_size": 100, "slice_size": 20,
+                                                                 "target_size": 200, "n_partitions": 16},
+              featurizer_options={"path": tmp_path / "emb.npy", "ids_path": tmp_path / "emb.ids.txt"}, quiet=True, probe=True)
+    kept_ids = (out / "kept_ids.txt").read_text().split()
+    assert len(kept_ids) == res.keep.sum() < len(ds)
+    # the filtered file: same header and the kept records byte for byte, gzip in -> gzip out
+    original = gzip.decompress(small_snli.read_bytes()).splitlines(keepends=True)
+    filtered = gzip.decompress(res.filtered_path.read_bytes()).splitlines(keepends=True)
+    assert filtered[0] == original[0]
+    assert filtered[1:] == [original[1 + i] for i in np.flatnonzero(res.keep)]
+    assert biased[~res.keep].mean() > 2 * biased[res.keep].mean()
+    s = json.loads((out / "summary.json").read_text())
+    assert s["featurizer"]["name"] == "precomputed"
+    assert s["parameters"]["train_size"] == 100
+    assert {r["name"] for r in s["partial_input_probe"]["results"]} >= {"D", "D(Φ)"}
+    md = (out / "summary.md").read_text()
+    assert "Removed by AFLite" in md and "Retained by AFLite" in md and "| label | before | after" in md
+
+
+def test_groups_keep_a_premise_on_one_side(tmp_path, small_snli):
+    ds = load_dataset(small_snli)
+    assert ds.groups is not None and len(np.unique(ds.groups)) < len(ds)
+    planted_embeddings(tmp_path, ds)
+    res = run(small_snli, tmp_path / "g", featurizer="precomputed", params={"train_size": 90, "slice_size": 30,
+                                                                          "target_size": 200, "n_partitions": 8},
+              featurizer_options={"path": tmp_path / "emb.npy", "ids_path": tmp_path / "emb.ids.txt"}, quiet=True, probe=False)
+    assert res.summary["parameters"]["groups"] is True
+
+
+def test_cli_run_with_ngram_features(tmp_path, small_snli, capsys):
+    out = tmp_path / "cli"
+    code = main(["run", str(small_snli), "--out", str(out), "--featurizer", "ngram", "--quiet", "-t", "100", "-k", "20",
+                 "-n", "200", "-m", "8", "--no-probe"])
+    assert code == 0
+    assert (out / "filtered.tsv.gz").exists() and (out / "instances.csv").exists()
+    printed = capsys.readouterr().out
+    assert "|D| = 600" in printed
+
+
+def test_cli_run_reports_bad_parameters_before_work(tmp_path, small_snli, capsys):
+    out = tmp_path / "bad"
+    assert main(["run", str(small_snli), "--out", str(out), "--featurizer", "ngram", "-t", "700"]) == 2
+    assert "train_size" in capsys.readouterr().err
+    assert not out.exists()
