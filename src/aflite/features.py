@@ -124,11 +124,17 @@ def _as_str_list(texts: Sequence[str], what: str) -> list[str]:
 class NgramFeaturizer:
     """Hashed word (1-2) + char_wb (2-4) n-gram TF-IDF, per text field, reduced by a seeded TruncatedSVD.
 
-    Each text field gets ``n_components`` dimensions (pairs: ``2 * n_components``, premise block first). With
-    fewer rows than ``n_components`` the SVD is clipped to ``n_rows - 1`` dimensions (see ``n_components_``).
-    ``dense=False`` skips the SVD and returns a sparse CSR float32 matrix.
-    ``svd_fit_rows`` caps the rows used to fit the SVD and IDF (a seeded random sample); all rows are
-    transformed.
+    Each text field gets ``n_components`` dimensions (pairs: ``2 * n_components``, premise block first), so
+    the hypothesis block of a pair equals the ``hypothesis`` view for the same options. With few rows the SVD
+    is clipped to ``n_rows - 1`` dimensions (see ``n_components_``). ``dense=False`` skips the SVD and returns
+    a sparse CSR float32 matrix.
+
+    Per field and analyzer (word, char): n-grams are hashed into ``n_features`` buckets; buckets seen in fewer
+    than ``min_df`` rows of the fit sample are dropped and at most ``max_columns`` of the most frequent are
+    kept (a randomized SVD over millions of hashed columns would need gigabytes); TF-IDF (sublinear tf, l2) is
+    fitted on the kept buckets. Word and char blocks are each unit-norm, then scaled by 1/sqrt(2).
+    ``svd_fit_rows`` caps the rows used to fit the column choice, IDF and SVD (a seeded random sample); all
+    rows are transformed.
     """
 
     name = "ngram"
@@ -140,6 +146,8 @@ class NgramFeaturizer:
         word_ngrams: tuple[int, int] = (1, 2),
         char_ngrams: tuple[int, int] = (2, 4),
         n_features: int = 2**20,
+        min_df: int = 2,
+        max_columns: int = 2**17,
         sublinear_tf: bool = True,
         svd_fit_rows: int | None = 200_000,
         seed: int = 0,
@@ -148,17 +156,25 @@ class NgramFeaturizer:
             raise ParameterError(f"n_components must be >= 1, got {n_components}")
         if n_features < 16:
             raise ParameterError(f"n_features must be >= 16, got {n_features}")
+        if min_df < 1 or max_columns < 1:
+            raise ParameterError("min_df and max_columns must be >= 1")
         if svd_fit_rows is not None and svd_fit_rows < 2:
             raise ParameterError(f"svd_fit_rows must be >= 2, got {svd_fit_rows}")
+        for rng_ in (word_ngrams, char_ngrams):
+            if len(rng_) != 2 or not 1 <= rng_[0] <= rng_[1]:
+                raise ParameterError(f"an n-gram range must be (low, high) with 1 <= low <= high, got {rng_}")
         self.n_components = int(n_components)
         self.dense = bool(dense)
         self.word_ngrams = (int(word_ngrams[0]), int(word_ngrams[1]))
         self.char_ngrams = (int(char_ngrams[0]), int(char_ngrams[1]))
         self.n_features = int(n_features)
+        self.min_df = int(min_df)
+        self.max_columns = int(max_columns)
         self.sublinear_tf = bool(sublinear_tf)
         self.svd_fit_rows = svd_fit_rows
         self.seed = int(seed)
-        self._fields: list[tuple[Any, Any, Any]] | None = None  # per field: (tfidf_word, tfidf_char, svd)
+        # per field: ([(columns, tfidf) per analyzer], svd or None)
+        self._fields: list[tuple[list[tuple[np.ndarray, Any]], Any]] | None = None
         self.n_components_: list[int] = []
 
     def get_options(self) -> dict[str, Any]:
@@ -168,6 +184,8 @@ class NgramFeaturizer:
             "word_ngrams": list(self.word_ngrams),
             "char_ngrams": list(self.char_ngrams),
             "n_features": self.n_features,
+            "min_df": self.min_df,
+            "max_columns": self.max_columns,
             "sublinear_tf": self.sublinear_tf,
             "svd_fit_rows": self.svd_fit_rows,
             "seed": self.seed,
@@ -181,33 +199,41 @@ class NgramFeaturizer:
         char = HashingVectorizer(analyzer="char_wb", ngram_range=self.char_ngrams, lowercase=True, **common)
         return word, char
 
+    def _sample_rows(self, n: int) -> np.ndarray | None:
+        if self.svd_fit_rows is None or n <= self.svd_fit_rows:
+            return None
+        return np.sort(np.random.default_rng(self.seed).choice(n, size=self.svd_fit_rows, replace=False))
+
+    def _choose_columns(self, counts: sp.csr_matrix) -> np.ndarray:
+        df = np.bincount(counts.indices, minlength=counts.shape[1])
+        min_df = self.min_df if (df >= self.min_df).any() else 1
+        cols = np.flatnonzero(df >= min_df)
+        if len(cols) > self.max_columns:
+            # most frequent first; ties broken by bucket index (deterministic)
+            order = np.lexsort((cols, -df[cols]))
+            cols = np.sort(cols[order[: self.max_columns]])
+        return cols
+
     def _tfidf_field(
-        self, texts: list[str], fitted: tuple[Any, Any, Any] | None
-    ) -> tuple[sp.csr_matrix, Any]:
+        self, texts: list[str], fitted: list[tuple[np.ndarray, Any]] | None, sample: np.ndarray | None
+    ) -> tuple[sp.csr_matrix, list[tuple[np.ndarray, Any]]]:
         from sklearn.feature_extraction.text import TfidfTransformer
 
-        word_h, char_h = self._hashers()
         blocks = []
-        tfidfs = []
-        for k, hasher in enumerate((word_h, char_h)):
-            counts = hasher.transform(texts)
+        state: list[tuple[np.ndarray, Any]] = []
+        for k, hasher in enumerate(self._hashers()):
+            counts = sp.csr_matrix(hasher.transform(texts))
             if fitted is None:
+                fit_counts = counts if sample is None else counts[sample]
+                cols = self._choose_columns(fit_counts)
                 tf = TfidfTransformer(sublinear_tf=self.sublinear_tf, norm="l2")
-                tf.fit(self._fit_sample(counts))
+                tf.fit(fit_counts[:, cols])
             else:
-                tf = fitted[k]
-            tfidfs.append(tf)
-            blocks.append(tf.transform(counts))
-        # Word and char blocks are each unit-norm; scale so that the row is unit-norm overall.
+                cols, tf = fitted[k]
+            state.append((cols, tf))
+            blocks.append(tf.transform(counts[:, cols]))
         x = sp.hstack(blocks, format="csr", dtype=np.float32) * np.float32(1 / math.sqrt(2))
-        return sp.csr_matrix(x, dtype=np.float32), tfidfs
-
-    def _fit_sample(self, x: sp.csr_matrix) -> sp.csr_matrix:
-        n = x.shape[0]
-        if self.svd_fit_rows is None or n <= self.svd_fit_rows:
-            return x
-        rows = np.sort(np.random.default_rng(self.seed).choice(n, size=self.svd_fit_rows, replace=False))
-        return x[rows]
+        return sp.csr_matrix(x, dtype=np.float32), state
 
     def fit(self, texts_a: Sequence[str], texts_b: Sequence[str] | None = None, y: Any = None) -> Self:
         self._fit_transform(texts_a, texts_b)
@@ -222,23 +248,25 @@ class NgramFeaturizer:
         from sklearn.decomposition import TruncatedSVD
 
         fields = [list(texts_a)] + ([] if texts_b is None else [list(texts_b)])
-        if len(fields[0]) < 2:
-            raise InputError(f"ngram features need at least 2 rows to fit, got {len(fields[0])}")
-        fitted: list[tuple[Any, Any, Any]] = []
+        n = len(fields[0])
+        if n < 2:
+            raise InputError(f"ngram features need at least 2 rows to fit, got {n}")
+        sample = self._sample_rows(n)
+        fitted: list[tuple[list[tuple[np.ndarray, Any]], Any]] = []
         outs: list[Matrix] = []
         self.n_components_ = []
         for texts in fields:
-            x, tfidfs = self._tfidf_field(texts, None)
+            x, state = self._tfidf_field(texts, None, sample)
             svd = None
             if self.dense:
-                k = min(self.n_components, x.shape[0] - 1)
+                k = max(1, min(self.n_components, n - 1, x.shape[1] - 1))
                 svd = TruncatedSVD(n_components=k, algorithm="randomized", n_iter=5, random_state=self.seed)
-                svd.fit(self._fit_sample(x))
+                svd.fit(x if sample is None else x[sample])
                 self.n_components_.append(k)
                 outs.append(np.asarray(svd.transform(x), dtype=np.float32))
             else:
                 outs.append(x)
-            fitted.append((tfidfs[0], tfidfs[1], svd))
+            fitted.append((state, svd))
         self._fields = fitted
         return self._combine(outs)
 
@@ -249,8 +277,8 @@ class NgramFeaturizer:
         if len(fields) != len(self._fields):
             raise ParameterError(f"fitted on {len(self._fields)} text field(s), transform got {len(fields)}")
         outs: list[Matrix] = []
-        for texts, (tw, tc, svd) in zip(fields, self._fields, strict=True):
-            x, _ = self._tfidf_field(texts, (tw, tc, svd))
+        for texts, (state, svd) in zip(fields, self._fields, strict=True):
+            x, _ = self._tfidf_field(texts, state, None)
             outs.append(x if svd is None else np.asarray(svd.transform(x), dtype=np.float32))
         return self._combine(outs)
 
@@ -405,7 +433,7 @@ class MiniLMFeaturizer:
         self,
         model_path: str | os.PathLike[str] | None = None,
         max_length: int = DEFAULT_MAX_LENGTH,
-        batch_size: int = 64,
+        batch_size: int = 32,
         normalize: bool = True,
         num_threads: int | None = None,
         device: str | None = None,
@@ -517,7 +545,7 @@ class WarmupFeaturizer:
     def __init__(
         self,
         model_path: str | os.PathLike[str] | None = None,
-        epochs: int = 1,
+        epochs: int = 3,
         lr: float = 5e-5,
         batch_size: int = 32,
         weight_decay: float = 0.01,
@@ -526,7 +554,7 @@ class WarmupFeaturizer:
         cpu_max_steps: int | None = 300,
         train_max_length: int = 128,
         max_length: int = DEFAULT_MAX_LENGTH,
-        embed_batch_size: int = 64,
+        embed_batch_size: int = 32,
         dropout: float = 0.1,
         seed: int = 0,
         num_threads: int | None = None,

