@@ -47,9 +47,15 @@ def test_run_writes_filtered_dataset_in_input_format(tmp_path, small_snli):
     ds = load_dataset(small_snli)
     biased = planted_embeddings(tmp_path, ds)
     out = tmp_path / "run"
-    res = run(small_snli, out, featurizer="precomputed", params={"train_size": 100, "slice_size": 20,
-                                                                 "target_size": 200, "n_partitions": 16},
-              featurizer_options={"path": tmp_path / "emb.npy", "ids_path": tmp_path / "emb.ids.txt"}, quiet=True, probe=True)
+    res = run(
+        small_snli,
+        out,
+        featurizer="precomputed",
+        params={"train_size": 100, "slice_size": 20, "target_size": 200, "n_partitions": 16},
+        featurizer_options={"path": tmp_path / "emb.npy", "ids_path": tmp_path / "emb.ids.txt"},
+        quiet=True,
+        probe=True,
+    )
     kept_ids = (out / "kept_ids.txt").read_text().split()
     assert len(kept_ids) == res.keep.sum() < len(ds)
     # the filtered file: same header and the kept records byte for byte, gzip in -> gzip out
@@ -70,16 +76,40 @@ def test_groups_keep_a_premise_on_one_side(tmp_path, small_snli):
     ds = load_dataset(small_snli)
     assert ds.groups is not None and len(np.unique(ds.groups)) < len(ds)
     planted_embeddings(tmp_path, ds)
-    res = run(small_snli, tmp_path / "g", featurizer="precomputed", params={"train_size": 90, "slice_size": 30,
-                                                                          "target_size": 200, "n_partitions": 8},
-              featurizer_options={"path": tmp_path / "emb.npy", "ids_path": tmp_path / "emb.ids.txt"}, quiet=True, probe=False)
+    res = run(
+        small_snli,
+        tmp_path / "g",
+        featurizer="precomputed",
+        params={"train_size": 90, "slice_size": 30, "target_size": 200, "n_partitions": 8},
+        featurizer_options={"path": tmp_path / "emb.npy", "ids_path": tmp_path / "emb.ids.txt"},
+        quiet=True,
+        probe=False,
+    )
     assert res.summary["parameters"]["groups"] is True
 
 
 def test_cli_run_with_ngram_features(tmp_path, small_snli, capsys):
     out = tmp_path / "cli"
-    code = main(["run", str(small_snli), "--out", str(out), "--featurizer", "ngram", "--quiet", "-t", "100", "-k", "20",
-                 "-n", "200", "-m", "8", "--no-probe"])
+    code = main(
+        [
+            "run",
+            str(small_snli),
+            "--out",
+            str(out),
+            "--featurizer",
+            "ngram",
+            "--quiet",
+            "-t",
+            "100",
+            "-k",
+            "20",
+            "-n",
+            "200",
+            "-m",
+            "8",
+            "--no-probe",
+        ]
+    )
     assert code == 0
     assert (out / "filtered.tsv.gz").exists() and (out / "instances.csv").exists()
     printed = capsys.readouterr().out

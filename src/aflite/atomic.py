@@ -23,6 +23,7 @@ def atomic_open(path: str | os.PathLike[str], mode: str = "w", encoding: str | N
     target.parent.mkdir(parents=True, exist_ok=True)
     binary = "b" in mode
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes it 0600; give the file the mode a plain open() would
     try:
         with os.fdopen(fd, mode, encoding=None if binary else encoding, newline=None if binary else "") as fh:
             yield fh
@@ -33,6 +34,12 @@ def atomic_open(path: str | os.PathLike[str], mode: str = "w", encoding: str | N
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 def write_text(path: str | os.PathLike[str], text: str) -> None:

@@ -206,6 +206,17 @@ class FastLogisticEnsemble(LinearEnsemble):
     def fit_predict(
         self, rows: NDArray[np.intp], train_mask: NDArray[np.bool_], models: NDArray[np.intp] | None = None
     ) -> NDArray[np.integer[Any]]:
+        from threadpoolctl import threadpool_limits
+
+        # Tiny problems (the synthetic experiment: t = 100, a few features) are dominated by BLAS thread
+        # start-up: one thread was 5-10x faster there. Large ones want every core. Results do not depend on it.
+        small = len(rows) * (self._dim + 1) * self._k * train_mask.shape[1] < 2_000_000
+        with threadpool_limits(limits=1 if small else None):
+            return self._fit_predict(rows, train_mask, models)
+
+    def _fit_predict(
+        self, rows: NDArray[np.intp], train_mask: NDArray[np.bool_], models: NDArray[np.intp] | None
+    ) -> NDArray[np.integer[Any]]:
         start = time.perf_counter()
         m_all = train_mask.shape[1]
         if models is not None:

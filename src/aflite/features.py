@@ -531,7 +531,8 @@ class WarmupFeaturizer:
     ``transform`` returns the mean-pooled last hidden state, the representation the (dropout +) linear head
     reads.
 
-    Defaults: AdamW, lr 5e-5 (weight decay 0.01, 10% linear warm-up then linear decay), batch 32, 1 epoch,
+    Defaults: AdamW, lr 5e-5 (weight decay 0.01, 10% linear warm-up then linear decay), batch 32, 3 epochs
+    (the paper's epoch count, appendix A.6),
     max_length 128 while training. The paper used lr 1e-5, 3 epochs, batch 92 for RoBERTa-large on a 55K-row
     warm-up slice (~1,800 steps). A 22M-parameter MiniLM on a slice of a few thousand rows takes only tens
     to a few hundred steps, and small BERT-style models are usually fine-tuned at 3e-5..1e-4: at 1e-5 it

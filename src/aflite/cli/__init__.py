@@ -15,7 +15,7 @@ from typing import NoReturn
 from aflite.errors import AfliteError
 
 # name of the module under aflite.cli for each sub-command, in --help order
-COMMANDS: tuple[str, ...] = ("demo", "run", "filter", "bench")
+COMMANDS: tuple[str, ...] = ("demo", "run", "filter", "bench", "synthetic")
 
 
 class _Parser(argparse.ArgumentParser):

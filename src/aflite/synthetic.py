@@ -1,0 +1,609 @@
+"""The synthetic experiment of Le Bras et al. (2020), §3 / Figure 2 / appendix Table 7.
+
+Two concentric rings (the label says which ring a point came from) at four class separations, plus
+class-specific Gaussian *bias* features on 75% of each class and label-independent *noise* features on the
+rest. The bias makes the task linearly solvable; AFLite (Table 8: m=128, t=100, k=1, τ=0.75) should remove
+the biased instances preferentially, so that logistic regression falls to near chance on D(Φ) while an
+RBF-kernel SVM, which can still use the rings, stays well above it.
+
+Design (the paper does not give its generator; these are our choices, all parameters of the functions):
+
+* **Separation.** Outer ring radius 1, inner ring radius ``1 - separation``; every point gets isotropic
+  Gaussian noise of std ``ring_noise`` (0.25) on both coordinates, angles uniform. So separation is the gap
+  between the two ring radii, in units of the outer radius (0.8: radii 1 and 0.2; 0.4: radii 1 and 0.6).
+  The classes are balanced (``n_samples // 2`` inner points).
+* **Bias features.** ``bias_dim`` (2) extra columns. For a biased instance with label y they are drawn from
+  N(±μ, I) (+ for label 1, − for label 0) with ‖2μ‖ = ``bias_shift`` (2.5) along the diagonal, so the bias
+  alone predicts the label with Bayes accuracy Φ(1.25) ≈ 89%: logistic regression on D gets ≈ 0.75·0.89 +
+  0.25·0.5 ≈ 79%, almost all of it through the bias (on the rings alone it is at chance).
+* **Noise features.** For the other 25% of each class the same columns are N(0, I): label-independent, in
+  the same place and of the same scale, so nothing but their relation to the label tells them apart.
+* **Flips** (only for separation ≥ 0.8, as in the paper's leftmost panel): ``flip_fraction`` (5%) of the
+  biased instances, chosen uniformly, get the *other* label. A flipped point keeps its ring position but
+  carries the label — and therefore the bias features — of the opposite class: its geometry contradicts its
+  label (adversarial to the RBF model), while its bias features "explain" it, which is why AFLite can find
+  and remove most of them, as the paper reports.
+* **Split.** AFLite runs on all of D (it never sees a model's dev data: it only uses features and labels).
+  One stratified random split of D into train (80%) and dev (20%) is drawn per seed; the models for the
+  "D" column train on D's train part and are scored on D's dev part, and for the "D(Φ)" column on the
+  kept rows of the same train / dev parts. This reports dev accuracy on the filtered distribution, as
+  Table 7 does ("identically-distributed train-test split of S", §2), with the two columns paired.
+* **Models.** scikit-learn defaults (the paper's footnote 6): ``SVC(kernel="rbf")`` and
+  ``LogisticRegression`` (max_iter raised so that it converges), on the raw features.
+* **Target size.** Table 8 does not control n for the synthetic data; we use n = 2t = 200 and let τ stop
+  the filter (with N = 1,000 it stops near |S| ≈ 500, far above n).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from aflite.errors import ParameterError
+
+__all__ = [
+    "PAPER_SEPARATIONS",
+    "PAPER_TABLE7",
+    "SYNTHETIC_AFLITE",
+    "SyntheticData",
+    "RunRecord",
+    "Figure2Panel",
+    "SyntheticResult",
+    "make_circles_dataset",
+    "train_dev_split",
+    "evaluate_models",
+    "run_one",
+    "run_synthetic",
+    "format_table",
+    "plot_figure2",
+]
+
+PAPER_SEPARATIONS: tuple[float, ...] = (0.8, 0.7, 0.6, 0.4)
+
+# Appendix Table 7: mean dev accuracy (%) and std over 10 seeds, (D mean, D std, D(Φ) mean, D(Φ) std).
+# The paper prints the std as two-digit subscripts (97.0 ₀₂ means 97.0 ± 0.2).
+PAPER_TABLE7: dict[float, dict[str, tuple[float, float, float, float]]] = {
+    0.8: {"svm": (97.0, 0.2, 90.7, 0.6), "lr": (83.5, 0.5, 50.7, 1.2)},
+    0.7: {"svm": (89.9, 0.4, 82.5, 0.9), "lr": (74.3, 1.1, 52.4, 1.3)},
+    0.6: {"svm": (87.6, 0.4, 77.8, 0.9), "lr": (74.3, 1.0, 53.1, 1.2)},
+    0.4: {"svm": (83.8, 0.5, 70.7, 1.0), "lr": (75.4, 0.9, 53.4, 1.2)},
+}
+
+# Table 8, "Synthetic" column; n is not controlled there (τ stops the filter): we use n = 2t.
+SYNTHETIC_AFLITE: dict[str, Any] = {
+    "n_partitions": 128,
+    "train_size": 100,
+    "slice_size": 1,
+    "threshold": 0.75,
+    "target_size": 200,
+}
+
+MODEL_NAMES: dict[str, str] = {"svm": "SVM-RBF", "lr": "Logistic Reg."}
+
+DEFAULT_N_SAMPLES = 1000
+DEFAULT_DEV_FRACTION = 0.2
+BIAS_FRACTION = 0.75
+FLIP_FRACTION = 0.05
+FLIP_MIN_SEPARATION = 0.8
+
+
+# ----------------------------------------------------------------------------------------------- data
+@dataclass
+class SyntheticData:
+    """One synthetic dataset. Rows are in random order (the generator shuffles them)."""
+
+    X: NDArray[np.float64]  # (N, 2 + bias_dim): ring coordinates, then bias / noise features
+    y: NDArray[np.int64]  # label: 1 = inner ring, 0 = outer ring (after flips)
+    coords: NDArray[np.float64]  # (N, 2): the ring coordinates (= X[:, :2])
+    ring: NDArray[np.int64]  # the ring each point was drawn from (= y except where flipped)
+    is_biased: NDArray[np.bool_]  # True: bias features; False: noise features
+    flipped: NDArray[np.bool_]  # label flipped (only for separation >= 0.8)
+    separation: float
+    params: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def n_samples(self) -> int:
+        return len(self.y)
+
+
+def _check_fraction(name: str, value: float, *, closed: bool = False) -> float:
+    v = float(value)
+    ok = (0.0 <= v <= 1.0) if closed else (0.0 < v < 1.0)
+    if not (math.isfinite(v) and ok):
+        raise ParameterError(f"{name}={value} must lie in {'[0, 1]' if closed else '(0, 1)'}")
+    return v
+
+
+def make_circles_dataset(
+    separation: float,
+    n_samples: int = DEFAULT_N_SAMPLES,
+    random_state: int | np.random.Generator | None = 0,
+    *,
+    ring_noise: float = 0.25,
+    bias_fraction: float = BIAS_FRACTION,
+    bias_dim: int = 2,
+    bias_shift: float = 2.5,
+    flip_fraction: float | None = None,
+) -> SyntheticData:
+    """Two noisy concentric rings with planted class-specific bias features (see the module docstring).
+
+    ``separation`` in (0, 1) is the gap between the ring radii (outer 1, inner ``1 - separation``).
+    ``flip_fraction`` (of the biased instances) defaults to 5% when ``separation >= 0.8`` and 0 otherwise.
+    """
+    sep = _check_fraction("separation", separation)
+    if isinstance(n_samples, bool) or int(n_samples) != n_samples or n_samples < 8:
+        raise ParameterError(f"n_samples={n_samples} must be an integer >= 8")
+    n = int(n_samples)
+    bias_fraction = _check_fraction("bias_fraction", bias_fraction, closed=True)
+    if flip_fraction is None:
+        flip_fraction = FLIP_FRACTION if sep >= FLIP_MIN_SEPARATION - 1e-9 else 0.0
+    flip_fraction = _check_fraction("flip_fraction", flip_fraction, closed=True)
+    if int(bias_dim) < 1:
+        raise ParameterError(f"bias_dim={bias_dim} must be at least 1")
+    if not (math.isfinite(ring_noise) and ring_noise >= 0) or not (math.isfinite(bias_shift) and bias_shift >= 0):
+        raise ParameterError("ring_noise and bias_shift must be finite and non-negative")
+    rng = random_state if isinstance(random_state, np.random.Generator) else np.random.default_rng(random_state)
+
+    n_inner = n // 2
+    ring = np.repeat(np.array([0, 1], dtype=np.int64), [n - n_inner, n_inner])
+    radius = np.where(ring == 1, 1.0 - sep, 1.0)
+    angle = rng.uniform(0.0, 2.0 * np.pi, n)
+    coords = np.c_[radius * np.cos(angle), radius * np.sin(angle)] + rng.normal(0.0, ring_noise, (n, 2))
+
+    is_biased = np.zeros(n, dtype=bool)
+    for c in (0, 1):  # exactly round(75%) of each class
+        idx = np.flatnonzero(ring == c)
+        is_biased[rng.choice(idx, int(round(bias_fraction * len(idx))), replace=False)] = True
+    flipped = np.zeros(n, dtype=bool)
+    biased_idx = np.flatnonzero(is_biased)
+    n_flip = int(round(flip_fraction * len(biased_idx)))
+    if n_flip:
+        flipped[rng.choice(biased_idx, n_flip, replace=False)] = True
+    y = np.where(flipped, 1 - ring, ring).astype(np.int64)
+
+    d = int(bias_dim)
+    mu = (bias_shift / 2.0) / np.sqrt(d)  # per coordinate, so that ‖μ₁ − μ₀‖ = bias_shift
+    sign = np.where(y == 1, 1.0, -1.0)[:, None]
+    gauss = rng.normal(size=(n, d))
+    feats = np.where(is_biased[:, None], sign * mu + gauss, gauss)
+
+    perm = rng.permutation(n)
+    coords, feats, ring, y = coords[perm], feats[perm], ring[perm], y[perm]
+    is_biased, flipped = is_biased[perm], flipped[perm]
+    X = np.ascontiguousarray(np.c_[coords, feats], dtype=np.float64)
+    params = {
+        "separation": sep, "n_samples": n, "inner_radius": 1.0 - sep, "outer_radius": 1.0, "ring_noise": ring_noise,
+        "bias_fraction": bias_fraction, "bias_dim": d, "bias_shift": bias_shift, "flip_fraction": flip_fraction,
+        "n_flipped": n_flip,
+    }
+    return SyntheticData(X=X, y=y, coords=X[:, :2], ring=ring, is_biased=is_biased, flipped=flipped,
+                         separation=sep, params=params)
+
+
+def train_dev_split(
+    y: NDArray[Any], dev_fraction: float = DEFAULT_DEV_FRACTION, random_state: int | np.random.Generator | None = 0
+) -> NDArray[np.bool_]:
+    """A stratified random dev mask (True = dev): round(dev_fraction · |class|) rows of each class."""
+    dev_fraction = _check_fraction("dev_fraction", dev_fraction)
+    rng = random_state if isinstance(random_state, np.random.Generator) else np.random.default_rng(random_state)
+    dev = np.zeros(len(y), dtype=bool)
+    for c in np.unique(y):
+        idx = np.flatnonzero(y == c)
+        dev[rng.choice(idx, int(round(dev_fraction * len(idx))), replace=False)] = True
+    return dev
+
+
+def evaluate_models(
+    X: NDArray[np.float64], y: NDArray[np.int64], train: NDArray[np.bool_], dev: NDArray[np.bool_]
+) -> dict[str, float]:
+    """Dev accuracy (%) of an RBF SVM and logistic regression trained on the ``train`` rows.
+
+    NaN for a model that cannot be trained (a single class left) or scored (no dev rows)."""
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.svm import SVC
+
+    out: dict[str, float] = {}
+    models: dict[str, Callable[[], Any]] = {
+        "svm": lambda: SVC(kernel="rbf"),
+        "lr": lambda: LogisticRegression(max_iter=1000),
+    }
+    for name, make in models.items():
+        if train.sum() == 0 or len(np.unique(y[train])) < 2 or dev.sum() == 0:
+            out[name] = float("nan")
+            continue
+        model = make().fit(X[train], y[train])
+        out[name] = 100.0 * float(model.score(X[dev], y[dev]))
+    return out
+
+
+# ----------------------------------------------------------------------------------------------- runs
+@dataclass
+class RunRecord:
+    """One (separation, seed) run: accuracies in %, fractions in [0, 1]."""
+
+    separation: float
+    seed: int
+    n_samples: int
+    n_kept: int
+    n_iterations: int
+    stop_reason: str
+    accuracy_D: dict[str, float]
+    accuracy_filtered: dict[str, float]
+    accuracy_coords_only: dict[str, float]  # no-bias baseline: the same models on D's 2-D coordinates alone
+    biased_fraction_before: float
+    biased_fraction_after: float
+    biased_removed: float  # fraction of the biased instances AFLite removed
+    unbiased_removed: float  # fraction of the unbiased (noise-feature) instances AFLite removed
+    n_flipped: int
+    flipped_removed: float  # fraction of the flipped instances removed (NaN when none were flipped)
+    n_train: int
+    n_dev: int
+    n_train_filtered: int
+    n_dev_filtered: int
+    aflite_seconds: float
+    seconds: float
+
+
+@dataclass
+class Figure2Panel:
+    """What one column of Figure 2 needs: the 2-D points, labels, AFLite's keep mask and the accuracies."""
+
+    separation: float
+    seed: int
+    coords: NDArray[np.float64]
+    y: NDArray[np.int64]
+    keep: NDArray[np.bool_]
+    flipped: NDArray[np.bool_]
+    accuracy_D: dict[str, float]
+    accuracy_filtered: dict[str, float]
+
+
+def _aflite_params(overrides: dict[str, Any] | None) -> dict[str, Any]:
+    params = dict(SYNTHETIC_AFLITE)
+    for key, value in (overrides or {}).items():
+        if key not in SYNTHETIC_AFLITE and key not in ("strategy", "model", "C"):
+            raise ParameterError(f"unknown AFLite parameter {key!r}")
+        params[key] = value
+    return params
+
+
+def run_one(
+    separation: float,
+    seed: int,
+    n_samples: int = DEFAULT_N_SAMPLES,
+    *,
+    aflite_params: dict[str, Any] | None = None,
+    dev_fraction: float = DEFAULT_DEV_FRACTION,
+    data_kwargs: dict[str, Any] | None = None,
+    callback: Callable[[Any, Any], None] | None = None,
+) -> tuple[RunRecord, Figure2Panel]:
+    """Build the data for (separation, seed), run AFLite on all of D, evaluate on D and on D(Φ)."""
+    from aflite.filter import AFLite
+
+    start = time.perf_counter()
+    params = _aflite_params(aflite_params)
+    data = make_circles_dataset(separation, n_samples, random_state=np.random.default_rng([seed, 0]),
+                                **(data_kwargs or {}))
+    dev = train_dev_split(data.y, dev_fraction, np.random.default_rng([seed, 1]))
+    train = ~dev
+    t0 = time.perf_counter()
+    af = AFLite(**params, random_state=int(seed)).fit(data.X, data.y, callback=callback)
+    aflite_seconds = time.perf_counter() - t0
+    keep = np.asarray(af.keep_mask_, dtype=bool)
+
+    acc_d = evaluate_models(data.X, data.y, train, dev)
+    acc_f = evaluate_models(data.X, data.y, train & keep, dev & keep)
+    acc_c = evaluate_models(data.coords, data.y, train, dev)
+    b, f = data.is_biased, data.flipped
+    record = RunRecord(
+        separation=data.separation,
+        seed=int(seed),
+        n_samples=data.n_samples,
+        n_kept=int(keep.sum()),
+        n_iterations=int(af.n_iterations_),
+        stop_reason=str(af.stop_reason_),
+        accuracy_D=acc_d,
+        accuracy_filtered=acc_f,
+        accuracy_coords_only=acc_c,
+        biased_fraction_before=float(b.mean()),
+        biased_fraction_after=float(b[keep].mean()) if keep.any() else float("nan"),
+        biased_removed=float((~keep[b]).mean()) if b.any() else float("nan"),
+        unbiased_removed=float((~keep[~b]).mean()) if (~b).any() else float("nan"),
+        n_flipped=int(f.sum()),
+        flipped_removed=float((~keep[f]).mean()) if f.any() else float("nan"),
+        n_train=int(train.sum()),
+        n_dev=int(dev.sum()),
+        n_train_filtered=int((train & keep).sum()),
+        n_dev_filtered=int((dev & keep).sum()),
+        aflite_seconds=aflite_seconds,
+        seconds=time.perf_counter() - start,
+    )
+    panel = Figure2Panel(separation=data.separation, seed=int(seed), coords=data.coords, y=data.y, keep=keep,
+                         flipped=f, accuracy_D=acc_d, accuracy_filtered=acc_f)
+    return record, panel
+
+
+def _mean_std(values: Iterable[float]) -> dict[str, float]:
+    a = np.array([v for v in values if v is not None and not math.isnan(v)], dtype=float)
+    if len(a) == 0:
+        return {"mean": float("nan"), "std": float("nan"), "n": 0}
+    return {"mean": float(a.mean()), "std": float(a.std(ddof=1)) if len(a) > 1 else 0.0, "n": int(len(a))}
+
+
+@dataclass
+class SyntheticResult:
+    """All runs of :func:`run_synthetic`, their aggregates, and one Figure-2 panel per separation."""
+
+    runs: list[RunRecord]
+    separations: tuple[float, ...]
+    seeds: tuple[int, ...]
+    n_samples: int
+    dev_fraction: float
+    aflite_params: dict[str, Any]
+    data_params: dict[str, Any]
+    panels: list[Figure2Panel]
+    seconds: float = 0.0
+    blas_threads: int | None = None
+
+    def runs_for(self, separation: float) -> list[RunRecord]:
+        return [r for r in self.runs if math.isclose(r.separation, separation)]
+
+    def summary(self) -> dict[float, dict[str, Any]]:
+        """Per separation: mean/std (sample std, ddof=1) over seeds of every reported quantity."""
+        out: dict[float, dict[str, Any]] = {}
+        for sep in self.separations:
+            rs = self.runs_for(sep)
+            out[sep] = {
+                "n_runs": len(rs),
+                "accuracy_D": {m: _mean_std(r.accuracy_D[m] for r in rs) for m in MODEL_NAMES},
+                "accuracy_filtered": {m: _mean_std(r.accuracy_filtered[m] for r in rs) for m in MODEL_NAMES},
+                "accuracy_coords_only": {m: _mean_std(r.accuracy_coords_only[m] for r in rs) for m in MODEL_NAMES},
+                **{
+                    key: _mean_std(float(getattr(r, key)) for r in rs)
+                    for key in ("n_kept", "n_iterations", "biased_fraction_before", "biased_fraction_after",
+                                "biased_removed", "unbiased_removed", "flipped_removed", "n_dev_filtered",
+                                "aflite_seconds", "seconds")
+                },
+            }
+        return out
+
+    def to_json(self) -> dict[str, Any]:
+        """Plain JSON-ready dict (NaN → None): parameters, the paper's table, the aggregates and every run."""
+        summary = self.summary()
+        obj = {
+            "experiment": "synthetic concentric circles (Le Bras et al. 2020, §3, Fig. 2, Table 7)",
+            "separations": list(self.separations),
+            "seeds": list(self.seeds),
+            "n_samples": self.n_samples,
+            "dev_fraction": self.dev_fraction,
+            "aflite": dict(self.aflite_params),
+            "data": dict(self.data_params),
+            "blas_threads": self.blas_threads,
+            "seconds": self.seconds,
+            "paper_table7": {
+                str(sep): {m: {"D": {"mean": v[0], "std": v[1]}, "D_filtered": {"mean": v[2], "std": v[3]}}
+                           for m, v in row.items()}
+                for sep, row in PAPER_TABLE7.items()
+            },
+            "summary": {str(sep): s for sep, s in summary.items()},
+            "runs": [asdict(r) for r in self.runs],
+        }
+        return _clean(obj)
+
+
+def _clean(obj: Any) -> Any:
+    if isinstance(obj, dict):
+        return {str(k): _clean(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [_clean(v) for v in obj]
+    if isinstance(obj, np.integer):
+        return int(obj)
+    if isinstance(obj, float | np.floating):
+        return None if not math.isfinite(float(obj)) else float(obj)
+    return obj
+
+
+def run_synthetic(
+    seeds: Iterable[int] = range(10),
+    separations: Sequence[float] = PAPER_SEPARATIONS,
+    n_samples: int = DEFAULT_N_SAMPLES,
+    *,
+    aflite_params: dict[str, Any] | None = None,
+    dev_fraction: float = DEFAULT_DEV_FRACTION,
+    data_kwargs: dict[str, Any] | None = None,
+    progress: bool = True,
+    blas_threads: int | None = 1,
+) -> SyntheticResult:
+    """Every (separation, seed) run of the synthetic experiment, with AFLite at Table 8's setting.
+
+    ``aflite_params`` overrides entries of :data:`SYNTHETIC_AFLITE` (n_partitions, train_size, slice_size,
+    threshold, target_size; also strategy / model / C). ``blas_threads`` caps BLAS threads during the runs
+    (the models here are tiny — t=100 rows, 4 features — so threading only adds overhead, and on a busy
+    machine a lot of it); None leaves the thread pools alone.
+    """
+    seeds = tuple(int(s) for s in seeds)
+    separations = tuple(_check_fraction("separation", s) for s in separations)
+    if not seeds:
+        raise ParameterError("need at least one seed")
+    if not separations:
+        raise ParameterError("need at least one separation")
+    if len(set(seeds)) != len(seeds):
+        raise ParameterError("seeds must be distinct")
+    params = _aflite_params(aflite_params)
+    target = params["target_size"]
+    if isinstance(target, int) and target >= n_samples:
+        raise ParameterError(f"n_samples={n_samples} must exceed AFLite's target size n={target}")
+    dev_fraction = _check_fraction("dev_fraction", dev_fraction)
+
+    import contextlib
+
+    from tqdm import tqdm
+
+    start = time.perf_counter()
+    runs: list[RunRecord] = []
+    panels: list[Figure2Panel] = []
+    limiter: Any = contextlib.nullcontext()
+    if blas_threads is not None:
+        from threadpoolctl import threadpool_limits
+
+        limiter = threadpool_limits(limits=int(blas_threads))
+    total = len(seeds) * len(separations)
+    with limiter, tqdm(total=total, desc="synthetic", unit="run", disable=not progress, dynamic_ncols=True) as bar:
+        for sep in separations:
+            for i, seed in enumerate(seeds):
+                bar.set_postfix_str(f"sep={sep} seed={seed}")
+
+                def cb(record: Any, state: Any, _bar: Any = bar, _sep: float = sep, _seed: int = seed) -> None:
+                    if record.iteration % 50 == 0:
+                        _bar.set_postfix_str(f"sep={_sep} seed={_seed} |S|={record.size_after}")
+
+                rec, panel = run_one(sep, seed, n_samples, aflite_params=params, dev_fraction=dev_fraction,
+                                     data_kwargs=data_kwargs, callback=cb if progress else None)
+                runs.append(rec)
+                if i == 0:
+                    panels.append(panel)
+                bar.update(1)
+    data_params = make_circles_dataset(separations[0], n_samples, 0, **(data_kwargs or {})).params
+    data_params = {k: v for k, v in data_params.items() if k not in ("separation", "n_flipped", "inner_radius")}
+    data_params["flip_fraction"] = {str(s): make_circles_dataset(s, n_samples, 0, **(data_kwargs or {}))
+                                    .params["flip_fraction"] for s in separations}
+    return SyntheticResult(runs=runs, separations=separations, seeds=seeds, n_samples=n_samples,
+                           dev_fraction=dev_fraction, aflite_params=params, data_params=data_params, panels=panels,
+                           seconds=time.perf_counter() - start, blas_threads=blas_threads)
+
+
+# ------------------------------------------------------------------------------------------ reporting
+def _pm(stat: dict[str, float], digits: int = 1, scale: float = 1.0) -> str:
+    if stat["n"] == 0 or math.isnan(stat["mean"]):
+        return "—"
+    return f"{stat['mean'] * scale:.{digits}f} ± {stat['std'] * scale:.{digits}f}"
+
+
+def _paper_separation(sep: float) -> float | None:
+    for s in PAPER_TABLE7:
+        if math.isclose(s, sep):
+            return s
+    return None
+
+
+def format_table(result: SyntheticResult) -> str:
+    """Our Table 7 (mean ± std over seeds) next to the paper's, then what AFLite removed."""
+    summary = result.summary()
+    p = result.aflite_params
+    lines = [
+        "Synthetic concentric circles (Le Bras et al. 2020, §3 / Fig. 2; appendix Table 7): dev accuracy (%),",
+        f"mean ± std over {len(result.seeds)} seed(s) {_seed_text(result.seeds)}. "
+        f"N = {result.n_samples} per dataset, {result.data_params.get('bias_fraction', BIAS_FRACTION):.0%} "
+        f"of each class biased; dev = {result.dev_fraction:.0%} stratified split of D, D(Φ) = its kept rows.",
+        f"AFLite: m={p['n_partitions']}, t={p['train_size']}, k={p['slice_size']}, τ={p['threshold']}, "
+        f"n={p['target_size']}. Paper std is its subscript (97.0 ₀₂ = 97.0 ± 0.2).",
+        "",
+    ]
+    header = ("Class sep.", "Model", "D (ours)", "D(Φ) (ours)", "D (paper)", "D(Φ) (paper)", "2-D only (ours)")
+    rows: list[tuple[str, ...]] = []
+    for sep in result.separations:
+        s = summary[sep]
+        ps = _paper_separation(sep)
+        for j, m in enumerate(MODEL_NAMES):
+            paper = PAPER_TABLE7[ps][m] if ps is not None else None
+            rows.append((
+                f"{sep:g}" if j == 0 else "",
+                MODEL_NAMES[m],
+                _pm(s["accuracy_D"][m]),
+                _pm(s["accuracy_filtered"][m]),
+                f"{paper[0]:.1f} ± {paper[1]:.1f}" if paper else "—",
+                f"{paper[2]:.1f} ± {paper[3]:.1f}" if paper else "—",
+                _pm(s["accuracy_coords_only"][m]),
+            ))
+    lines += _grid(header, rows)
+    lines += ["", "What AFLite removed (mean ± std over seeds):", ""]
+    header2 = ("Class sep.", "|D(Φ)|", "biased in D", "biased in D(Φ)", "biased removed", "unbiased removed",
+               "flipped removed", "phases", "seconds")
+    rows2: list[tuple[str, ...]] = []
+    for sep in result.separations:
+        s = summary[sep]
+        rows2.append((
+            f"{sep:g}",
+            _pm(s["n_kept"], 0),
+            _pm(s["biased_fraction_before"], 1, 100) + "%",
+            _pm(s["biased_fraction_after"], 1, 100) + "%",
+            _pm(s["biased_removed"], 1, 100) + "%",
+            _pm(s["unbiased_removed"], 1, 100) + "%",
+            (_pm(s["flipped_removed"], 1, 100) + "%") if s["flipped_removed"]["n"] else "—",
+            _pm(s["n_iterations"], 0),
+            _pm(s["seconds"], 1),
+        ))
+    lines += _grid(header2, rows2)
+    lines += ["", f"Total wall time: {result.seconds:.1f} s."]
+    return "\n".join(lines) + "\n"
+
+
+def _seed_text(seeds: Sequence[int]) -> str:
+    if len(seeds) > 1 and list(seeds) == list(range(seeds[0], seeds[0] + len(seeds))):
+        return f"({seeds[0]}–{seeds[-1]})"
+    return "(" + ", ".join(map(str, seeds)) + ")"
+
+
+def _grid(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
+    widths = [max(len(header[i]), *(len(r[i]) for r in rows)) if rows else len(header[i]) for i in range(len(header))]
+    fmt = "  ".join(f"{{:<{w}}}" if i < 2 else f"{{:>{w}}}" for i, w in enumerate(widths))
+    out = [fmt.format(*header).rstrip(), "  ".join("-" * w for w in widths)]
+    out += [fmt.format(*r).rstrip() for r in rows]
+    return out
+
+
+def _acc(d: dict[str, float], m: str) -> str:
+    v = d.get(m, float("nan"))
+    return "—" if math.isnan(v) else f"{v:.1f}"
+
+
+def plot_figure2(result_or_panels: SyntheticResult | Sequence[Figure2Panel], path: Any) -> None:
+    """Figure 2: per separation, the 2-D points before (top) and after AFLite (bottom), coloured by label.
+
+    Captions give that run's LR / SVM dev accuracy; flipped instances are drawn as crosses. The PNG is written
+    atomically. Accepts a :class:`SyntheticResult` (its first seed per separation) or explicit panels.
+    """
+    from matplotlib.figure import Figure  # the object API renders with Agg and never touches pyplot's backend
+
+    from aflite.atomic import atomic_open
+
+    panels = list(result_or_panels.panels if isinstance(result_or_panels, SyntheticResult) else result_or_panels)
+    if not panels:
+        raise ParameterError("nothing to plot: no panels")
+    ncol = len(panels)
+    fig = Figure(figsize=(3.2 * ncol, 7.4), dpi=110, layout="constrained")
+    axes = fig.subplots(2, ncol, squeeze=False)
+    colours = np.array(["tab:blue", "tab:orange"])
+    lim = max(1.0, float(np.abs(np.concatenate([p.coords for p in panels])).max()) * 1.02)
+    for j, panel in enumerate(panels):
+        for row, (mask, acc, name) in enumerate((
+            (np.ones(len(panel.y), dtype=bool), panel.accuracy_D, "D"),
+            (panel.keep, panel.accuracy_filtered, "D(Φ)"),
+        )):
+            ax = axes[row, j]
+            for flipped, marker in ((False, "o"), (True, "x")):
+                sel = mask & (panel.flipped == flipped)
+                if sel.any():
+                    ax.scatter(panel.coords[sel, 0], panel.coords[sel, 1], c=colours[panel.y[sel] % 2], s=6 if
+                               not flipped else 14, marker=marker, linewidths=0.0 if not flipped else 0.9, alpha=0.8)
+            ax.set_xlim(-lim, lim)
+            ax.set_ylim(-lim, lim)
+            ax.set_aspect("equal")
+            ax.set_xticks([])
+            ax.set_yticks([])
+            if row == 0:
+                ax.set_title(f"separation {panel.separation:g}", fontsize=10)
+            ax.set_xlabel(f"{name}, |{name}| = {int(mask.sum())}\nLR {_acc(acc, 'lr')}%  SVM {_acc(acc, 'svm')}%",
+                          fontsize=9)
+    axes[0, 0].set_ylabel("before AFLite")
+    axes[1, 0].set_ylabel("after AFLite")
+    fig.suptitle("Synthetic biased datasets before (top) and after AFLite (bottom); seed "
+                 f"{panels[0].seed}, dev accuracy", fontsize=10)
+    with atomic_open(path, "wb") as fh:
+        fig.savefig(fh, format="png")
