@@ -121,3 +121,18 @@ def test_cli_run_reports_bad_parameters_before_work(tmp_path, small_snli, capsys
     assert main(["run", str(small_snli), "--out", str(out), "--featurizer", "ngram", "-t", "700"]) == 2
     assert "train_size" in capsys.readouterr().err
     assert not out.exists()
+
+
+def test_cli_embed_then_filter(tmp_path, small_snli):
+    stem = tmp_path / "feat"
+    assert main(["embed", str(small_snli), "--out", str(stem), "--featurizer", "ngram", "--view", "hypothesis",
+                 "--cache", str(tmp_path / "cache"), "--quiet"]) == 0
+    X = np.load(tmp_path / "feat.npy")
+    ids = (tmp_path / "feat.ids.txt").read_text().split()
+    assert X.shape[0] == len(ids) == 600 and X.dtype == np.float32
+    out = tmp_path / "filtered"
+    assert main(["filter", "--features", str(tmp_path / "feat.npy"), "--labels", str(tmp_path / "feat.labels.txt"),
+                 "--ids", str(tmp_path / "feat.ids.txt"), "--out", str(out), "-t", "100", "-k", "20", "-n", "200",
+                 "-m", "8", "--quiet"]) == 0
+    kept = (out / "kept_ids.txt").read_text().split()
+    assert set(kept) <= set(ids)
