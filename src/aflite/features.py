@@ -410,12 +410,12 @@ def _encode(
     return out
 
 
-def _progress_bar(total: int, desc: str, enabled: bool, initial: int = 0) -> Tqdm | None:
+def _progress_bar(total: int, desc: str, enabled: bool, initial: int = 0, unit: str = "pair") -> Tqdm | None:
     if not enabled:
         return None
     from tqdm import tqdm
 
-    return tqdm(total=total, initial=initial, desc=desc, unit="pair", unit_scale=False, dynamic_ncols=True)
+    return tqdm(total=total, initial=initial, desc=desc, unit=unit, unit_scale=False, dynamic_ncols=True)
 
 
 class MiniLMFeaturizer:
@@ -672,7 +672,7 @@ class WarmupFeaturizer:
         rng = np.random.default_rng(self.seed)
         pad_id = tok.pad_token_id if tok.pad_token_id is not None else 0
         labels = torch.from_numpy(y_idx.astype(np.int64)).to(device)
-        bar = _progress_bar(total, "warm-up fine-tuning (steps)", self.show_progress)
+        bar = _progress_bar(total, "warm-up fine-tuning", self.show_progress, unit="step")
         step = 0
         self.train_log_ = []
         try:
