@@ -1,0 +1,258 @@
+"""Leakage-audit metrics: hand-computed small cases, PECO properties, TRA / NBA / NBR on tiny models."""
+
+from __future__ import annotations
+
+import math
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from aflite import audit as A
+from aflite.errors import InputError, ParameterError
+
+# ------------------------------------------------------------------------------------------ accuracy metrics
+
+
+def test_majority_accuracy_hand_case() -> None:
+    assert A.majority_accuracy(["a", "b", "a", "c", "a"]) == pytest.approx(0.6)
+
+
+def test_nba_nbr_hand_case() -> None:
+    y = np.array([0, 1, 2, 0, 1, 2, 0, 1])
+    pb = np.array([0, 1, 0, 0, 2, 2, 1, 1])  # biased model
+    pn = np.array([0, 1, 2, 1, 2, 2, 1, 0])  # normal model
+    # agreements at 0, 1, 4, 5, 6 -> 5/8; correct among them: 0, 1, 5 -> 3/5
+    nba, nbr = A.nba_nbr(pb, pn, y)
+    assert nba == pytest.approx(5 / 8)
+    assert nbr == pytest.approx(3 / 5)
+
+
+def test_nbr_is_nan_without_agreement() -> None:
+    nba, nbr = A.nba_nbr([0, 0], [1, 1], [0, 1])
+    assert nba == 0.0 and math.isnan(nbr)
+
+
+def test_leakage_metrics_hand_case() -> None:
+    y = np.array(["e", "e", "n", "c", "c", "c", "n", "e", "e", "c"])
+    pb = np.array(["e", "n", "n", "c", "e", "c", "c", "e", "e", "n"])  # 6/10 right
+    pn = np.array(["e", "e", "n", "c", "c", "e", "n", "e", "n", "c"])  # 8/10 right
+    m = A.leakage_metrics(y, pb, pn)
+    assert m["biased_accuracy"] == pytest.approx(0.6)
+    assert m["normal_accuracy"] == pytest.approx(0.8)
+    assert m["majority_accuracy"] == pytest.approx(0.4)
+    assert m["delta_maj"] == pytest.approx(0.2)
+    assert m["pct_rr"] == pytest.approx(0.75)
+    # agree at rows 0, 2, 3, 7 -> NBA 0.4, all four correct -> NBR 1.0
+    assert m["nba"] == pytest.approx(0.4)
+    assert m["nbr"] == pytest.approx(1.0)
+
+
+def test_metrics_reject_mismatched_lengths() -> None:
+    with pytest.raises(InputError):
+        A.leakage_metrics([0, 1], [0], [0, 1])
+
+
+# ------------------------------------------------------------------------------------------------- PECO
+
+
+def test_cluster_divergences_hand_case() -> None:
+    # global: 2/4 a, 2/4 b; cluster 0 = {a, a} -> s = ((.5-1)^2 + (.5-0)^2)/2 = .25; cluster 1 = {b, b} -> .25
+    div, dists, glob, sizes, classes = A.cluster_divergences([0, 0, 1, 1], ["a", "a", "b", "b"])
+    np.testing.assert_allclose(div, [0.25, 0.25])
+    np.testing.assert_allclose(glob, [0.5, 0.5])
+    assert sizes.tolist() == [2, 2] and classes.tolist() == ["a", "b"]
+    # eq. 12 from 0: 0.5; with the printed lower limit min(s): 0 (all clusters equally pure)
+    assert A.peco_score(div) == pytest.approx(0.5)
+    assert A.peco_score(div, "min") == pytest.approx(0.0)
+
+
+def test_peco_score_is_the_area_under_the_count_curve() -> None:
+    s = np.array([0.01, 0.05, 0.02, 0.0])
+    t, c = A.peco_curve(s, n_points=20001)
+    area = float(np.sum(c[:-1] * np.diff(t)))
+    assert area == pytest.approx(A.peco_score(s), rel=1e-3)
+    assert A.peco_score(s, "min") == pytest.approx(0.08)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    n_clusters=st.integers(1, 12),
+    per_class=st.lists(st.integers(1, 5), min_size=2, max_size=6),
+    seed=st.integers(0, 10_000),
+)
+def test_peco_zero_when_labels_independent_of_clusters(n_clusters: int, per_class: list[int], seed: int) -> None:
+    # every cluster holds the same label multiset -> P(Y | cluster) = P(Y) exactly
+    block = np.repeat(np.arange(len(per_class)), per_class)
+    labels = np.tile(block, n_clusters)
+    clusters = np.repeat(np.arange(n_clusters), len(block))
+    perm = np.random.default_rng(seed).permutation(len(labels))
+    pr = A.peco_from_clusters(clusters[perm], labels[perm])
+    assert pr.score == pytest.approx(0.0, abs=1e-12)
+    assert pr.score_min == pytest.approx(0.0, abs=1e-12)
+    assert pr.score_fraction20 == pytest.approx(0.0, abs=1e-12)
+    assert pr.biased_clusters().size == 0
+
+
+@settings(max_examples=40, deadline=None)
+@given(n_classes=st.integers(2, 7), per_label=st.integers(1, 6), size=st.integers(1, 20))
+def test_peco_large_when_clusters_are_label_pure(n_classes: int, per_label: int, size: int) -> None:
+    k = n_classes * per_label
+    clusters = np.repeat(np.arange(k), size)
+    labels = clusters % n_classes
+    pr = A.peco_from_clusters(clusters, labels)
+    expected_s = (n_classes - 1) / n_classes**2  # mean over classes of squared differences for a pure cluster
+    np.testing.assert_allclose(pr.divergences, expected_s)
+    assert pr.score == pytest.approx(k * expected_s)
+    # on the Table-4 scale every cluster is above every threshold below (C-1)/C
+    assert pr.score_fraction20 >= 0.5
+    assert pr.biased_clusters().size == k
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 10_000), n_classes=st.integers(2, 5))
+def test_peco_pure_clusters_beat_random_labels(seed: int, n_classes: int) -> None:
+    rng = np.random.default_rng(seed)
+    k = 4 * n_classes
+    clusters = rng.integers(0, k, size=2000)
+    pure = A.peco_from_clusters(clusters, clusters % n_classes)
+    noisy = A.peco_from_clusters(clusters, rng.integers(0, n_classes, size=2000))
+    assert pure.score > 5 * noisy.score
+
+
+def test_peco_end_to_end_on_blobs() -> None:
+    rng = np.random.default_rng(0)
+    centers = rng.normal(size=(8, 40)) * 10
+    cid = np.repeat(np.arange(8), 60)
+    X = centers[cid] + rng.normal(size=(480, 40))
+    labels = np.array(["x", "y", "z", "w"])[cid % 4]
+    pure = A.peco(X, labels, n_components=5, n_clusters=8)
+    shuffled = A.peco(X, rng.permutation(labels), n_components=5, n_clusters=8)
+    assert pure.n_components == 5 and pure.n_clusters == 8
+    assert pure.score == pytest.approx(8 * 3 / 16)
+    assert shuffled.score < 0.1 * pure.score
+    assert len(pure.classes) == 4  # any number of classes
+
+
+def test_peco_shrinks_to_tiny_inputs_and_rejects_bad_ones() -> None:
+    pr = A.peco(np.eye(6), list("aabbab"), n_components=30, n_clusters=50)
+    assert pr.n_clusters <= 6
+    with pytest.raises(InputError):
+        A.peco(np.full((3, 2), np.nan), [0, 1, 0])
+    with pytest.raises(ParameterError):
+        A.peco(np.eye(3), [0, 1, 0], n_clusters=0)
+
+
+# ---------------------------------------------------------------------------------------- token artifacts
+
+
+def test_token_artifacts_hand_case() -> None:
+    texts = ["A man is sleeping", "Nobody is sleeping", "A man is outside", "The man isn't outside"]
+    labels = ["c", "c", "e", "c"]
+    arts = A.token_artifacts(texts, labels, top_k=3, min_count=2, smoothing=0.0)
+    top_c = {r["token"]: r for r in arts["c"]}
+    # 'sleeping': in 2 sentences, both 'c'; base rate of c = 3/4 -> PMI = log2(1 / .75)
+    assert top_c["sleeping"]["count"] == 2 and top_c["sleeping"]["total"] == 2
+    assert top_c["sleeping"]["pmi"] == pytest.approx(math.log2(1 / 0.75))
+    # z = (2 - 2 * .75) / sqrt(2 * .75 * .25)
+    assert top_c["sleeping"]["z"] == pytest.approx(0.5 / math.sqrt(0.375))
+    assert "isn't" in A.tokenize("The man isn't outside")
+    with pytest.raises(ParameterError):
+        A.token_artifacts(texts, labels, rank_by="bogus")
+
+
+# ----------------------------------------------------------------------------------------- linear models
+
+
+def test_cv_predict_learns_and_keeps_groups_together() -> None:
+    rng = np.random.default_rng(0)
+    y = np.repeat(["a", "b", "c"], 40)
+    X = rng.normal(size=(120, 5)) + np.eye(5)[np.repeat([0, 1, 2], 40)] * 4
+    groups = np.arange(120) // 3
+    pred = A.cv_predict(X, y, groups, n_folds=4)
+    classes = np.unique(y)
+    assert np.mean(classes[pred] == y) > 0.9
+    noise = A.cv_predict(rng.normal(size=(120, 5)), y, groups, n_folds=4)
+    assert np.mean(classes[noise] == y) < 0.6
+
+
+# ---------------------------------------------------------------------------------------- TRA, tiny models
+
+
+def test_pad_relevance_and_tra_score() -> None:
+    assert A.pad_relevance([0.5, 0.5], 4, "hypothesis").tolist() == [0, 0, 0.5, 0.5]
+    assert A.pad_relevance([0.5, 0.5], 4, "premise").tolist() == [0.5, 0.5, 0, 0]
+    assert A.tra_score([0, 0, 0.5, 0.5], [0.5, 0.5], "hypothesis") == pytest.approx(1.0)
+    assert A.tra_score([0.5, 0.5, 0, 0], [0.5, 0.5], "hypothesis") == pytest.approx(0.0)
+    # normal [.2 .2 .3 .3] vs padded [0 0 .5 .5]: .3 / (sqrt(.26) * sqrt(.5))
+    assert A.tra_score([0.2, 0.2, 0.3, 0.3], [0.5, 0.5], "hypothesis") == pytest.approx(0.3 / math.sqrt(0.13))
+    with pytest.raises(InputError):
+        A.pad_relevance([1, 2, 3], 2, "premise")
+
+
+def make_tiny_model(folder: Path) -> Path:
+    """A randomly initialised 2-layer BERT with MiniLM's tokenizer (fast to fine-tune in tests)."""
+    import transformers
+
+    from aflite.features import default_model_path
+
+    src = default_model_path()
+    folder.mkdir(parents=True, exist_ok=True)
+    for name in ("vocab.txt", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json"):
+        if (src / name).is_file():
+            shutil.copy(src / name, folder / name)
+    vocab = sum(1 for _ in open(src / "vocab.txt", encoding="utf-8"))
+    cfg = transformers.BertConfig(vocab_size=vocab, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                                  intermediate_size=64, max_position_embeddings=128)
+    transformers.BertModel(cfg).save_pretrained(folder)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    pytest.importorskip("torch")
+    return make_tiny_model(tmp_path_factory.mktemp("tiny") / "bert")
+
+
+PREMISES = ["A man plays a guitar on stage.", "Two dogs run in a field.", "A woman reads a book.",
+            "Children are swimming in a pool."] * 6
+HYPS = ["A man is performing music.", "The cats are sleeping.", "A person is outdoors.",
+        "Nobody is in the water."] * 6
+LABELS = np.array(["entailment", "contradiction", "neutral", "contradiction"] * 6)
+
+
+def test_finetune_predict_relevance_and_tra_on_a_tiny_model(tiny_model: Path, tmp_path: Path) -> None:
+    cache = tmp_path / "ft.pt"
+    normal = A.finetune(PREMISES, HYPS, LABELS, model_path=tiny_model, steps=3, batch_size=4, device="cpu",
+                        cache_file=cache, show_progress=False)
+    assert normal.steps == 3 and len(normal.losses) == 3 and cache.is_file()
+    again = A.finetune(PREMISES, HYPS, LABELS, model_path=tiny_model, steps=3, batch_size=4, device="cpu",
+                       cache_file=cache, show_progress=False)
+    assert again.losses == normal.losses  # loaded from the cache, not retrained
+    biased = A.finetune(HYPS, None, LABELS, model_path=tiny_model, steps=3, batch_size=4, device="cpu",
+                        show_progress=False)
+    pn = A.predict(normal, PREMISES, HYPS)
+    pb = A.predict(biased, HYPS)
+    assert set(pn) <= set(LABELS) and len(pb) == len(HYPS)
+    nba, nbr = A.nba_nbr(pb, pn, LABELS)
+    assert 0.0 <= nba <= 1.0 and (math.isnan(nbr) or 0.0 <= nbr <= 1.0)
+
+    m_pair = A.token_relevance(normal, PREMISES[0], HYPS[0])
+    m_hyp = A.token_relevance(biased, HYPS[0])
+    n_pair = len(normal.tokenizer(PREMISES[0], HYPS[0])["input_ids"])
+    n_hyp = len(biased.tokenizer(HYPS[0])["input_ids"])
+    assert len(m_pair) == n_pair and len(m_hyp) == n_hyp
+    assert m_pair.sum() == pytest.approx(1.0) and np.all(m_pair >= 0)
+    res = A.tra(normal, biased, PREMISES, HYPS, "hypothesis", rows=[0, 1, 2])
+    assert res.per_sample.shape == (3,)
+    assert np.all((res.per_sample > 0) & (res.per_sample <= 1.0 + 1e-9))
+    assert res.score == pytest.approx(res.per_sample.mean())
+    # the same model on both sides of a premise-only comparison: the premise block of the pair vector vs itself
+    same = A.tra(biased, biased, HYPS, HYPS, "premise", rows=[0])
+    assert 0 < same.score <= 1
+
+    E = A.embed(normal, HYPS)
+    assert E.shape == (len(HYPS), 32) and np.all(np.isfinite(E))

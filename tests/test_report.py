@@ -1,0 +1,112 @@
+"""The HTML report (self-contained, escaped) and the ``aflite audit`` command on the bundled SNLI sample."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from aflite import audit as A
+from aflite.cli import main
+from aflite.data import SourceInfo, TextDataset, demo_dataset_path, load_dataset
+from aflite.report import esc, render, write_report
+
+SCRIPT = "<script>alert('x')</script>"
+
+
+def _dataset(n: int = 240) -> TextDataset:
+    rng = np.random.default_rng(0)
+    labels = np.array(["entailment", "neutral", "contradiction"])[np.arange(n) % 3]
+    words = {"entailment": "outdoors", "neutral": "tall friend", "contradiction": "nobody sleeping"}
+    texts_a = [f"A person number {i} walks & talks." for i in range(n)]
+    texts_b = [f"{SCRIPT} {words[lab]} {rng.integers(0, 9)}" if i % 2 else f"Someone \"{words[lab]}\" {i % 7}"
+               for i, lab in enumerate(labels)]
+    src = SourceInfo(Path("mem.tsv"), "tsv", "generic", False, {}, np.arange(n))
+    return TextDataset(texts_a, texts_b, labels, np.array([str(i) for i in range(n)]), np.arange(n) // 3, src)
+
+
+@pytest.fixture(scope="module")
+def small_result(tmp_path_factory: pytest.TempPathFactory) -> A.AuditResult:
+    cache = tmp_path_factory.mktemp("cache")
+    return A.audit(_dataset(), featurizer="ngram", tra=False, n_clusters=6, n_components=5, tsne_sample=100,
+                   cache_dir=str(cache), show_progress=False)
+
+
+def test_report_escapes_dataset_text(small_result: A.AuditResult, tmp_path: Path) -> None:
+    html = render([small_result], title="audit of <b>evil</b>")
+    assert SCRIPT not in html
+    assert "<script" not in html.lower()
+    assert esc(SCRIPT) in html  # the hypothesis is shown, escaped
+    assert "audit of &lt;b&gt;evil&lt;/b&gt;" in html
+    path = write_report(tmp_path / "r.html", [small_result])
+    assert path.read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
+
+
+def test_report_is_self_contained(small_result: A.AuditResult) -> None:
+    html = render([small_result, small_result])
+    imgs = re.findall(r'<img [^>]*src="([^"]+)"', html)
+    assert imgs and all(src.startswith("data:image/png;base64,") for src in imgs)
+    assert not re.search(r'(src|href)="(https?:)?//', html)
+    assert "<link" not in html
+    # both metric tables are rendered with numbers
+    assert html.count("Biased-condition accuracy") == 2  # one table per view, two datasets side by side each
+
+
+def test_result_to_dict_is_json(small_result: A.AuditResult) -> None:
+    d = json.loads(json.dumps(small_result.to_dict()))
+    hyp = d["views"]["hypothesis"]
+    assert hyp["condition"] == "s2"
+    assert hyp["biased_accuracy"] > 0.9  # the planted tokens give the label away
+    assert hyp["delta_maj"] > 0.5
+    assert d["views"]["premise"]["biased_accuracy"] < 0.6
+    assert set(hyp["token_artifacts"]) == {"entailment", "neutral", "contradiction"}
+    assert hyp["token_artifacts"]["contradiction"][0]["token"] in {"nobody", "sleeping"}
+
+
+def test_cli_audit_on_the_bundled_sample(tmp_path: Path) -> None:
+    pytest.importorskip("torch")
+    from test_audit import make_tiny_model
+
+    tiny = make_tiny_model(tmp_path / "tiny")
+    ds = load_dataset(demo_dataset_path())
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    kept = [str(i) for i in ds.ids[::2]]
+    (run_dir / "kept_ids.txt").write_text("\n".join(kept) + "\n", encoding="utf-8")
+    out = tmp_path / "audit"
+    code = main([
+        "audit", str(demo_dataset_path()), "--out", str(out), "--featurizer", "ngram", "--model-path", str(tiny),
+        "--tra-steps", "2", "--tra-batch-size", "8", "--tra-sample", "3", "--tra-eval", "30",
+        "--tsne-sample", "100", "--clusters", "10", "--pca", "10", "--folds", "3", "--sample", "300",
+        "--compare", str(run_dir),
+        "--quiet", "--device", "cpu",
+    ])
+    assert code == 0
+    html = (out / "report.html").read_text(encoding="utf-8")
+    metrics = json.loads((out / "metrics.json").read_text(encoding="utf-8"))
+    assert [r["name"] for r in metrics["results"]] == ["D", "D(Φ)"]
+    assert metrics["results"][0]["n"] == 300 and metrics["results"][1]["n"] == 300
+    for r in metrics["results"]:
+        for view in ("hypothesis", "premise"):
+            v = r["views"][view]
+            assert 0 <= v["biased_accuracy"] <= 1 and 0 <= v["nba"] <= 1
+            assert v["tra"] is not None and 0 <= v["tra"] <= 1
+            assert v["peco"] >= 0
+    assert "D(Φ)" in html and "data:image/png;base64," in html
+    # hypothesis-only leakage is real on SNLI, even with hashed n-grams on 2,949 pairs
+    hyp = metrics["results"][0]["views"]["hypothesis"]
+    assert hyp["delta_maj"] > 0.05
+
+
+def test_cli_audit_rejects_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["audit", str(tmp_path / "missing.tsv"), "--out", str(tmp_path / "o")]) == 2
+    assert main(["audit", str(demo_dataset_path()), "--out", str(tmp_path / "o"), "--folds", "1"]) == 2
+    run_dir = tmp_path / "notarun"
+    run_dir.mkdir()
+    shutil.rmtree(tmp_path / "o", ignore_errors=True)
+    err = capsys.readouterr().err
+    assert "error" in err
