@@ -1,16 +1,52 @@
-"""Re-estimating what models can do on a dataset and on its filtered versions.
+"""Re-estimating what models can do on a dataset and on its filtered versions (Le Bras et al. 2020, §4.1–4.2).
 
-The paper's evidence that AFLite removes artifacts is that partial-input baselines (here: a hypothesis-only
-classifier) fall on D(Φ) while a random subset of the same size keeps them (Le Bras et al. 2020, Table 3).
+The paper's evidence that AFLite removes artifacts is that models trained and tested on D(Φ) score much lower
+than on D while a random subset of D of the same size barely moves (Table 3), that partial-input baselines fall
+toward chance, that one filtering phase with one model (the "single-iteration" baseline) removes less, and that
+models trained on D(Φ) generalise at least as well out of distribution (Table 1, HANS).
+
+:func:`evaluate` reproduces that protocol for one dataset D and one or more run directories of ``aflite run``:
+
+- **Benchmarks.** D is split once, by premise group (``split_seed``), into a training part T and a held-out part
+  H (``heldout``, default 20 %). Every benchmark B (D, each D(Φ), a random subset of D with |D(Φ)| rows per seed,
+  and the single-iteration set of each run) trains on B ∩ T and is tested on its *own* held-out part B ∩ H — the
+  filtered benchmark's own dev set, filtered by the same procedure as its training part because AFLite ran on T
+  and H together (the "filter train+dev together, then split" protocol). Every model is also tested on all of H
+  (the original, unfiltered held-out set) and on any external labelled set (HANS, SNLI test, ...).
+- **Models** (:class:`ModelSpec`): ``probe`` (standardized logistic regression) and ``mlp`` (one hidden layer)
+  on cached features of a featurizer (``ngram`` or ``minilm``); ``ngram`` (TF-IDF word 1–2-gram logistic
+  regression, no embedding); ``ppmi`` (Max-PPMI); ``finetune`` (a local Hugging Face encoder with a linear head,
+  appendix A.6 recipe). Each takes a view: ``pair``, ``hypothesis`` (the second text column) or ``premise``
+  (the first) — the partial-input variants.
+- **Out of distribution.** Predictions are mapped into the external set's label space (HANS: neutral and
+  contradiction become non-entailment) and reported overall, per gold label and per group (HANS: heuristic).
+
+Trained models and their predictions are cached under ``cache_dir`` (keyed by model, options, training rows and
+seed) and reused by later calls; everything random flows from the seeds.
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+import hashlib
+import json
+import logging
+import math
+import pickle
+import re
+import time
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
+
+from aflite.atomic import atomic_open, write_json, write_npy, write_text
+from aflite.errors import InputError, ParameterError
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -84,3 +120,1033 @@ def compare_partial_input(
         )
     )
     return out
+
+
+# ==========================================================================================================
+# aflite evaluate
+# ==========================================================================================================
+
+MODEL_KINDS = ("probe", "mlp", "ngram", "ppmi", "finetune")
+FEATURE_MODELS = ("probe", "mlp")
+PROBE_FEATURIZERS = ("ngram", "minilm")
+VIEWS = ("pair", "hypothesis", "premise")
+DEFAULT_MODELS = ("probe:minilm:pair", "mlp:minilm:pair", "ngram:pair", "ngram:hypothesis", "ppmi:pair")
+HANS_PRED_MAP = {"entailment": "entailment", "neutral": "non-entailment", "contradiction": "non-entailment"}
+_CACHE_FORMAT = 1
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """One model to train on every training set: ``kind`` (see MODEL_KINDS), ``view``, and for ``probe`` /
+    ``mlp`` the ``featurizer`` whose cached features it reads. Written ``kind[:featurizer][:view]``, e.g.
+    ``probe:minilm:pair``, ``mlp:ngram:hypothesis``, ``ngram:hypothesis``, ``ppmi:pair``, ``finetune:pair``."""
+
+    kind: str
+    view: str = "pair"
+    featurizer: str | None = None
+
+    @classmethod
+    def parse(cls, text: str | ModelSpec) -> ModelSpec:
+        if isinstance(text, ModelSpec):
+            return text
+        parts = [p.strip() for p in str(text).split(":") if p.strip()]
+        if not parts or parts[0] not in MODEL_KINDS:
+            raise ParameterError(f"model {text!r}: the kind must be one of {', '.join(MODEL_KINDS)}")
+        kind, rest = parts[0], parts[1:]
+        feat = None
+        if kind in FEATURE_MODELS:
+            if not rest or rest[0] not in PROBE_FEATURIZERS:
+                raise ParameterError(f"model {text!r}: {kind} needs a featurizer ({', '.join(PROBE_FEATURIZERS)}), "
+                                     f"e.g. {kind}:minilm:pair")
+            feat, rest = rest[0], rest[1:]
+        view = rest[0] if rest else "pair"
+        if len(rest) > 1 or view not in VIEWS:
+            raise ParameterError(f"model {text!r}: the view must be one of {', '.join(VIEWS)}")
+        return cls(kind, view, feat)
+
+    @property
+    def key(self) -> str:
+        return ":".join(x for x in (self.kind, self.featurizer, self.view) if x)
+
+    @property
+    def label(self) -> str:
+        base = {
+            "probe": f"Linear probe ({self.featurizer})",
+            "mlp": f"MLP ({self.featurizer})",
+            "ngram": "n-gram LR",
+            "ppmi": "Max-PPMI",
+            "finetune": "Fine-tuned encoder",
+        }[self.kind]
+        suffix = {"pair": "", "hypothesis": " -HypOnly", "premise": " -PremOnly"}[self.view]
+        return base + suffix
+
+    @property
+    def stochastic(self) -> bool:
+        """Whether training depends on the seed (deterministic models train once per fixed training set)."""
+        return self.kind in ("mlp", "finetune")
+
+
+@dataclass
+class FinetuneOptions:
+    """Fine-tuning recipe. Defaults: appendix A.6 (Adam, lr 1e-5, eps 1e-8, 3 epochs, batch 92; the HF GLUE
+    script's max length 128 and linearly decaying learning rate). ``max_train`` caps the training rows (a
+    seeded sample); when None, a CPU run uses ``cpu_max_train`` and a GPU run uses everything. ``eval_max``
+    likewise caps each external set (a fixed stratified sample) on a CPU."""
+
+    model_path: str | None = None
+    lr: float = 1e-5
+    epochs: int = 3
+    batch_size: int = 92
+    eps: float = 1e-8
+    max_length: int = 128
+    max_train: int | None = None
+    cpu_max_train: int | None = 2000
+    eval_max: int | None = None
+    cpu_eval_max: int | None = 3000
+    max_steps: int | None = None
+    device: str | None = None
+    num_threads: int | None = None
+
+    def check(self) -> None:
+        if not self.lr > 0 or not self.eps > 0:
+            raise ParameterError("fine-tuning lr and eps must be > 0")
+        if self.epochs < 1 or self.batch_size < 1 or self.max_length < 8:
+            raise ParameterError("fine-tuning needs epochs >= 1, batch_size >= 1 and max_length >= 8")
+        for name in ("max_train", "cpu_max_train", "eval_max", "cpu_eval_max", "max_steps"):
+            v = getattr(self, name)
+            if v is not None and v < 1:
+                raise ParameterError(f"fine-tuning {name} must be >= 1 (or unset), got {v}")
+
+
+@dataclass
+class EvalSet:
+    """A labelled evaluation set outside D. ``pred_map`` turns a model's predicted label into this set's label
+    space (unmapped labels stay as they are); ``groups`` (optional) breaks accuracy down, e.g. HANS heuristics."""
+
+    name: str
+    texts_a: list[str]
+    texts_b: list[str] | None
+    labels: NDArray[Any]
+    groups: NDArray[Any] | None = None
+    pred_map: dict[str, str] = field(default_factory=dict)
+    sources: list[str] = field(default_factory=list)
+
+    def __len__(self) -> int:
+        return len(self.texts_a)
+
+
+def load_eval_set(
+    paths: str | Path | Sequence[str | Path],
+    name: str | None = None,
+    *,
+    label_map: dict[str, str] | None = None,
+    pred_map: dict[str, str] | None = None,
+    group_column: str | None = None,
+    dataset_options: dict[str, Any] | None = None,
+    max_rows: int | None = None,
+    sample_seed: int = 0,
+) -> EvalSet:
+    """Load one labelled evaluation set from one or more files (any format :func:`aflite.data.load_dataset`
+    reads). ``label_map`` renames gold labels (e.g. ``{"0": "entailment"}``); files of one set must end up with
+    the same label set. ``max_rows`` keeps a seeded sample stratified by group and label (for slow machines)."""
+    from aflite.data import load_dataset
+
+    plist = [Path(paths)] if isinstance(paths, str | Path) else [Path(p) for p in paths]
+    if not plist:
+        raise ParameterError("an evaluation set needs at least one file")
+    a: list[str] = []
+    b: list[str] | None = []
+    labels: list[str] = []
+    groups: list[str] = []
+    label_sets: list[tuple[Path, set[str]]] = []
+    for p in plist:
+        ds = load_dataset(p, **(dataset_options or {}))
+        labs = [str(x) for x in ds.labels.tolist()]
+        if label_map:
+            labs = [label_map.get(x, x) for x in labs]
+        label_sets.append((p, set(labs)))
+        a += ds.texts_a
+        if b is not None and ds.texts_b is not None:
+            b += ds.texts_b
+        else:
+            b = None
+        labels += labs
+        if group_column is not None:
+            if group_column not in ds.extra:
+                raise InputError(f"{p}: no column {group_column!r} to group by (columns: {sorted(ds.extra)})")
+            groups += [str(g) for g in ds.extra[group_column]]
+    first_path, first = label_sets[0]
+    for p, other in label_sets[1:]:
+        if other != first:
+            raise InputError(f"evaluation files of one set have different label sets: {first_path} has "
+                             f"{sorted(first)}, {p} has {sorted(other)}")
+    es = EvalSet(name or plist[0].name.split(".")[0], a, b, np.asarray(labels, dtype=object).astype(str),
+                 np.asarray(groups).astype(str) if group_column is not None else None,
+                 dict(pred_map or {}), [str(p) for p in plist])
+    if max_rows is not None:
+        if max_rows < 1:
+            raise ParameterError(f"max_rows must be >= 1, got {max_rows}")
+        rows = _stratified_sample(es.labels, es.groups, max_rows, sample_seed)
+        es = EvalSet(es.name, [es.texts_a[i] for i in rows], None if es.texts_b is None else
+                     [es.texts_b[i] for i in rows], es.labels[rows], None if es.groups is None else es.groups[rows],
+                     es.pred_map, es.sources + [f"stratified sample of {len(rows)} rows, seed {sample_seed}"])
+    return es
+
+
+def load_hans(path: str | Path, name: str = "HANS", max_rows: int | None = None) -> EvalSet:
+    """HANS (McCoy et al. 2019): neutral and contradiction predictions count as non-entailment; accuracy is
+    broken down by heuristic (lexical_overlap, subsequence, constituent)."""
+    return load_eval_set(path, name, pred_map=HANS_PRED_MAP, group_column="heuristic", max_rows=max_rows)
+
+
+# ---------------------------------------------------------------------------------------------- corpora
+
+
+@dataclass
+class _Corpus:
+    name: str
+    texts_a: list[str]
+    texts_b: list[str] | None
+    fingerprint: str
+
+    def view(self, view: str, rows: NDArray[np.intp]) -> tuple[list[str], list[str] | None]:
+        if view == "hypothesis" and self.texts_b is None:
+            raise ParameterError(f"{self.name}: view 'hypothesis' needs a second text column")
+        a = [self.texts_a[i] for i in rows]
+        b = None if self.texts_b is None else [self.texts_b[i] for i in rows]
+        if view == "premise":
+            return a, None
+        if view == "hypothesis":
+            assert b is not None
+            return b, None
+        return a, b
+
+
+def _corpus(name: str, a: list[str], b: list[str] | None) -> _Corpus:
+    from aflite.features import data_fingerprint
+
+    return _Corpus(name, a, b, data_fingerprint(a, b))
+
+
+def _hash(*parts: Any) -> str:
+    h = hashlib.sha256()
+    for p in parts:
+        if isinstance(p, np.ndarray):
+            h.update(str(p.dtype).encode())
+            h.update(np.ascontiguousarray(p).tobytes())
+        else:
+            h.update(json.dumps(p, sort_keys=True, default=str).encode())
+        h.update(b"\x00")
+    return h.hexdigest()
+
+
+class _FeatureStore:
+    """Cached features per (featurizer, view, corpus). ngram is fitted on D (texts only) and applied to the rest."""
+
+    def __init__(self, d: _Corpus, cache: Path, show_progress: bool, minilm_options: dict[str, Any]) -> None:
+        self.d = d
+        self.cache = cache
+        self.show_progress = show_progress
+        self.minilm_options = minilm_options
+        self._memo: dict[tuple[str, str, str], NDArray[np.float32]] = {}
+        self._ngram: dict[str, Any] = {}
+
+    def get(self, featurizer: str, view: str, corpus: _Corpus) -> NDArray[np.float32]:
+        k = (featurizer, view, corpus.fingerprint)
+        if k in self._memo:
+            return self._memo[k]
+        every = np.arange(len(corpus.texts_a))
+        a, b = corpus.view(view, every)
+        if featurizer == "minilm":
+            from aflite.features import featurize
+
+            x = np.asarray(featurize(a, b, "minilm", "pair", cache_dir=self.cache / "features",
+                                     show_progress=self.show_progress, **self.minilm_options).X, dtype=np.float32)
+        else:
+            path = self.cache / "features" / f"evalngram-{view}-{self.d.fingerprint[:16]}-{corpus.fingerprint[:16]}.npy"
+            if path.is_file():
+                x = np.load(path, allow_pickle=False)
+            else:
+                feat = self._ngram.get(view)
+                if feat is None:
+                    from aflite.features import NgramFeaturizer
+
+                    feat = NgramFeaturizer()
+                    da, db = self.d.view(view, np.arange(len(self.d.texts_a)))
+                    feat.fit(da, db)
+                    self._ngram[view] = feat
+                x = np.asarray(feat.transform(a, b), dtype=np.float32)
+                write_npy(path, x)
+        self._memo[k] = x
+        return x
+
+
+# ---------------------------------------------------------------------------------------------- models
+
+
+def _tokens(text: str) -> list[str]:
+    return re.findall(r"\w+", text.lower())
+
+
+class _MaxPPMI:
+    """Max-PPMI: PMI(w, y) = log p̂(y | w) / p(y) with p̂(y | w) = (c(w, y) + α) / (c(w) + α·K) over instance
+    (document) counts; words seen in fewer than ``min_count`` training instances are ignored. An instance gets
+    the label with the highest positive PMI among its words; with no positive PMI, the most frequent label.
+    For pairs, premise and hypothesis words are kept apart (``p:`` / ``h:``)."""
+
+    def __init__(self, alpha: float = 1.0, min_count: int = 3) -> None:
+        self.alpha = alpha
+        self.min_count = min_count
+
+    @staticmethod
+    def _words(a: list[str], b: list[str] | None) -> list[set[str]]:
+        if b is None:
+            return [set(_tokens(t)) for t in a]
+        return [{"p:" + w for w in _tokens(x)} | {"h:" + w for w in _tokens(y)} for x, y in zip(a, b, strict=True)]
+
+    def fit(self, a: list[str], b: list[str] | None, y: NDArray[np.int64], n_classes: int) -> _MaxPPMI:
+        counts: dict[str, NDArray[np.float64]] = {}
+        for ws, lab in zip(self._words(a, b), y, strict=True):
+            for w in ws:
+                c = counts.get(w)
+                if c is None:
+                    c = counts[w] = np.zeros(n_classes)
+                c[lab] += 1
+        prior = np.bincount(y, minlength=n_classes) / len(y)
+        self.order_ = np.argsort(-prior, kind="stable")
+        self.majority_ = int(self.order_[0])
+        self.ppmi_: dict[str, NDArray[np.float64]] = {}
+        for w, c in counts.items():
+            tot = c.sum()
+            if tot < self.min_count:
+                continue
+            p = (c + self.alpha) / (tot + self.alpha * n_classes)
+            with np.errstate(divide="ignore"):
+                pmi = np.log(p / np.maximum(prior, 1e-12))
+            self.ppmi_[w] = np.maximum(pmi, 0.0)
+        self.n_classes_ = n_classes
+        return self
+
+    def predict(self, a: list[str], b: list[str] | None) -> NDArray[np.int64]:
+        out = np.empty(len(a), dtype=np.int64)
+        zero = np.zeros(self.n_classes_)
+        for i, ws in enumerate(self._words(a, b)):
+            best = zero.copy()
+            for w in ws:
+                v = self.ppmi_.get(w)
+                if v is not None:
+                    np.maximum(best, v, out=best)
+            if best.max() <= 0:
+                out[i] = self.majority_
+            else:  # ties go to the more frequent label
+                out[i] = int(self.order_[np.argmax(best[self.order_])])
+        return out
+
+
+class _NgramLR:
+    """TF-IDF word 1–2-gram logistic regression; for pairs, premise and hypothesis get separate vocabularies."""
+
+    def fit(self, a: list[str], b: list[str] | None, y: NDArray[np.int64], n_classes: int) -> _NgramLR:
+        from sklearn.feature_extraction.text import TfidfVectorizer
+        from sklearn.linear_model import LogisticRegression
+
+        self.vecs_ = [TfidfVectorizer(ngram_range=(1, 2), min_df=2, sublinear_tf=True)
+                      for _ in range(1 + (b is not None))]
+        X = self._x(a, b, fit=True)
+        self.clf_ = LogisticRegression(C=1.0, max_iter=2000).fit(X, y)
+        return self
+
+    def _x(self, a: list[str], b: list[str] | None, fit: bool = False) -> Any:
+        import scipy.sparse as sp
+
+        fields = [a] if b is None else [a, b]
+        mats = [v.fit_transform(f) if fit else v.transform(f) for v, f in zip(self.vecs_, fields, strict=True)]
+        return mats[0] if len(mats) == 1 else sp.hstack(mats, format="csr")
+
+    def predict(self, a: list[str], b: list[str] | None) -> NDArray[np.int64]:
+        return np.asarray(self.clf_.predict(self._x(a, b)), dtype=np.int64)
+
+
+def _feature_classifier(kind: str, seed: int) -> Any:
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.neural_network import MLPClassifier
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    if kind == "probe":
+        return make_pipeline(StandardScaler(), LogisticRegression(C=1.0, max_iter=3000))
+    return make_pipeline(StandardScaler(), MLPClassifier(hidden_layer_sizes=(256,), alpha=1e-3, early_stopping=True,
+                                                         max_iter=200, random_state=seed))
+
+
+class _FineTuned:
+    """A pretrained encoder + dropout + linear head on the mean-pooled last hidden state, trained end to end."""
+
+    def __init__(self, opts: FinetuneOptions, seed: int, show_progress: bool) -> None:
+        from aflite.features import _import_torch, _resolve_device, _resolve_model_path
+
+        self.opts = opts
+        self.seed = seed
+        self.show_progress = show_progress
+        self.torch, self.transformers = _import_torch()
+        if opts.num_threads is not None:
+            self.torch.set_num_threads(int(opts.num_threads))
+        self.model_path = _resolve_model_path(opts.model_path)
+        self.device = _resolve_device(opts.device, self.torch)
+        self.steps_ = 0
+        self.final_loss_: float | None = None
+
+    def _build(self, n_classes: int) -> None:
+        from aflite.features import _load_encoder
+
+        torch = self.torch
+        torch.manual_seed(self.seed)
+        self.tok, self.encoder = _load_encoder(self.model_path, torch, self.transformers, self.device)
+        hidden = int(self.encoder.config.hidden_size)
+        self.head = torch.nn.Sequential(torch.nn.Dropout(0.1), torch.nn.Linear(hidden, n_classes)).to(self.device)
+
+    def _logits(self, batch: dict[str, Any]) -> Any:
+        from aflite.features import _mean_pool
+
+        out = self.encoder(**batch).last_hidden_state
+        return self.head(_mean_pool(out, batch["attention_mask"]))
+
+    def fit(self, a: list[str], b: list[str] | None, y: NDArray[np.int64], n_classes: int) -> _FineTuned:
+        from aflite.features import _pad_batch, _progress_bar, _tokenize
+
+        torch = self.torch
+        o = self.opts
+        self._build(n_classes)
+        items = _tokenize(self.tok, a, b, o.max_length)
+        n = len(items)
+        total = math.ceil(n / o.batch_size) * o.epochs
+        if o.max_steps is not None:
+            total = min(total, o.max_steps)
+        params = list(self.encoder.parameters()) + list(self.head.parameters())
+        opt = torch.optim.Adam(params, lr=o.lr, eps=o.eps)
+        sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: max(0.0, (total - s) / total))
+        rng = np.random.default_rng([self.seed, 11])
+        pad = self.tok.pad_token_id if self.tok.pad_token_id is not None else 0
+        labels = torch.from_numpy(y.astype(np.int64)).to(self.device)
+        self.encoder.train()
+        self.head.train()
+        bar = _progress_bar(total, "fine-tuning (steps)", self.show_progress)
+        step = 0
+        try:
+            while step < total:
+                perm = rng.permutation(n)
+                for s in range(0, n, o.batch_size):
+                    if step >= total:
+                        break
+                    idx = perm[s : s + o.batch_size]
+                    batch = _pad_batch([items[i] for i in idx], pad, torch, self.device)
+                    loss = torch.nn.functional.cross_entropy(self._logits(batch),
+                                                             labels[torch.from_numpy(idx).to(self.device)])
+                    opt.zero_grad(set_to_none=True)
+                    loss.backward()
+                    torch.nn.utils.clip_grad_norm_(params, 1.0)
+                    opt.step()
+                    sched.step()
+                    step += 1
+                    self.final_loss_ = float(loss.detach())
+                    if bar is not None:
+                        bar.update(1)
+                        bar.set_postfix(loss=f"{self.final_loss_:.3f}")
+        finally:
+            if bar is not None:
+                bar.close()
+        self.steps_ = step
+        self.encoder.eval()
+        self.head.eval()
+        return self
+
+    def predict(self, a: list[str], b: list[str] | None, batch_size: int = 128) -> NDArray[np.int64]:
+        from aflite.features import DEFAULT_MAX_LENGTH, _pad_batch, _tokenize
+
+        torch = self.torch
+        items = _tokenize(self.tok, a, b, DEFAULT_MAX_LENGTH)
+        order = np.argsort([-len(it["input_ids"]) for it in items], kind="stable")
+        pad = self.tok.pad_token_id if self.tok.pad_token_id is not None else 0
+        out = np.empty(len(items), dtype=np.int64)
+        with torch.inference_mode():
+            for s in range(0, len(items), batch_size):
+                idx = order[s : s + batch_size]
+                batch = _pad_batch([items[i] for i in idx], pad, torch, self.device)
+                out[idx] = self._logits(batch).argmax(-1).cpu().numpy()
+        return out
+
+    def save(self, path: Path) -> None:
+        with atomic_open(path, "wb") as fh:
+            self.torch.save({"encoder": self.encoder.state_dict(), "head": self.head.state_dict(),
+                             "steps": self.steps_, "final_loss": self.final_loss_}, fh)
+
+    def load(self, path: Path, n_classes: int) -> _FineTuned:
+        self._build(n_classes)
+        state = self.torch.load(str(path), map_location=self.device, weights_only=True)
+        self.encoder.load_state_dict(state["encoder"])
+        self.head.load_state_dict(state["head"])
+        self.steps_ = int(state["steps"])
+        self.final_loss_ = state["final_loss"]
+        self.encoder.eval()
+        self.head.eval()
+        return self
+
+
+# ---------------------------------------------------------------------------------------------- training sets
+
+
+@dataclass
+class TrainingSet:
+    """A benchmark: rows of D (train part ∩ rows trains, held-out part ∩ rows tests)."""
+
+    name: str
+    kind: str  # "D", "filtered", "random", "single"
+    rows: NDArray[np.intp]
+    seed: int | None = None  # random subsets: one set per seed
+    run: str | None = None
+    info: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class _Run:
+    path: Path
+    kept: NDArray[np.intp]
+    summary: dict[str, Any]
+    name: str
+
+
+def _read_run(path: Path, id_to_row: dict[str, int], taken: set[str]) -> _Run:
+    kept_file = path / "kept_ids.txt"
+    if not kept_file.is_file():
+        raise InputError(f"{path}: not a run directory (no kept_ids.txt)")
+    ids = [ln.strip() for ln in kept_file.read_text(encoding="utf-8").splitlines() if ln.strip()]
+    if not ids:
+        raise InputError(f"{kept_file}: the filtered set D(Φ) is empty (no kept ids); nothing to train on")
+    missing = [i for i in ids if i not in id_to_row]
+    if missing:
+        raise InputError(f"{kept_file}: {len(missing)} kept id(s) are not in the dataset, e.g. {missing[0]!r} "
+                         "(was this run made from another file?)")
+    summary: dict[str, Any] = {}
+    if (path / "summary.json").is_file():
+        try:
+            summary = json.loads((path / "summary.json").read_text(encoding="utf-8"))
+        except ValueError as exc:
+            raise InputError(f"{path / 'summary.json'}: not valid JSON ({exc})") from exc
+    f = summary.get("featurizer") or {}
+    name = f"D(Φ {f['name']}{'' if f.get('view', 'pair') == 'pair' else '-' + f['view']})" if f else f"D(Φ {path.name})"
+    if name in taken:
+        name = f"D(Φ {path.name})"
+    taken.add(name)
+    return _Run(path, np.sort(np.asarray([id_to_row[i] for i in ids], dtype=np.intp)), summary, name)
+
+
+def single_iteration_rows(
+    ds: Any, run: _Run, size: int, seed: int, cache_dir: Path, show_progress: bool = True
+) -> tuple[NDArray[np.intp], dict[str, Any]]:
+    """The paper's single-iteration baseline: one filtering phase (the run's Φ, m and t) over the rows the run
+    filtered, removing the most predictable instances (ties broken at random) until ``size`` rows remain."""
+    from aflite.features import featurize
+    from aflite.filter import predictability
+
+    f = run.summary.get("featurizer")
+    params = run.summary.get("parameters")
+    if not f or not params:
+        raise InputError(f"{run.path}: summary.json lacks the featurizer or parameters needed for the "
+                         "single-iteration baseline (pass single_iteration=False / --no-single)")
+    name, view, opts = f["name"], f.get("view", "pair"), dict(f.get("options") or {})
+    run_seed = int(params.get("random_state", 0))
+    kwargs: dict[str, Any] = {}
+    if name == "warmup":
+        kwargs = {"y": ds.labels.tolist(), "warmup_size": int(params["train_size"]), "warmup_seed": run_seed}
+    elif name == "precomputed":
+        kwargs = {"ids": ds.ids.tolist()}
+    run_cache = run.path / "cache"
+    feats = featurize(ds.texts_a, ds.texts_b, name, view,
+                      cache_dir=run_cache if run_cache.is_dir() else cache_dir / "features",
+                      show_progress=show_progress, **kwargs, **opts)
+    rows = np.asarray(feats.rows, dtype=np.intp)
+    X = feats.X.toarray() if hasattr(feats.X, "toarray") else feats.X
+    groups = ds.groups[rows] if (params.get("groups") and ds.groups is not None) else None
+    ph = predictability(X, ds.labels[rows], n_partitions=int(params["n_partitions"]),
+                        train_size=int(params["train_size"]), groups=groups, random_state=seed)
+    p = ph.predictability
+    n_remove = max(0, len(rows) - size)
+    scored = np.flatnonzero(~np.isnan(p))
+    rng = np.random.default_rng([seed, 3])
+    order = scored[np.lexsort((rng.random(len(scored)), -p[scored]))]
+    removed = order[:n_remove]
+    keep = np.ones(len(rows), dtype=bool)
+    keep[removed] = False
+    info = {"featurizer": name, "view": view, "n_partitions": int(params["n_partitions"]),
+            "train_size": int(params["train_size"]), "seed": seed, "scored": int(len(scored)),
+            "removed": int(len(removed)), "min_removed_predictability": float(p[removed].min()) if len(removed)
+            else None, "seconds": round(ph.seconds, 2)}
+    if len(removed) < n_remove:
+        info["note"] = f"only {len(scored)} rows were scored; {n_remove - len(removed)} fewer removed than asked"
+    return np.sort(rows[keep]), info
+
+
+def split_heldout(n: int, groups: NDArray[Any] | None, fraction: float, seed: int) -> NDArray[np.bool_]:
+    """A held-out mask over D: whole premise groups (when given) in seeded random order, ~``fraction`` of rows."""
+    if not 0 < fraction < 1:
+        raise ParameterError(f"heldout must be a fraction in (0, 1), got {fraction}")
+    g = np.arange(n) if groups is None else np.unique(np.asarray(groups), return_inverse=True)[1]
+    n_groups = int(g.max()) + 1
+    order = np.random.default_rng([seed, 5]).permutation(n_groups)
+    sizes = np.bincount(g, minlength=n_groups)[order]
+    take = int(np.searchsorted(np.cumsum(sizes), fraction * n)) + 1
+    chosen = np.zeros(n_groups, dtype=bool)
+    chosen[order[: min(take, n_groups - 1)]] = True
+    return chosen[g]
+
+
+def _stratified_sample(labels: NDArray[Any], groups: NDArray[Any] | None, m: int, seed: int) -> NDArray[np.intp]:
+    n = len(labels)
+    if m >= n:
+        return np.arange(n)
+    lab = labels.astype(str)
+    strata = lab if groups is None else np.char.add(groups.astype(str), np.char.add("|", lab))
+    rng = np.random.default_rng([seed, 9])
+    uniq, inv = np.unique(strata, return_inverse=True)
+    quota = m * np.bincount(inv) / n
+    k = np.floor(quota).astype(np.int64)  # proportional allocation, largest remainders first: exactly m rows
+    k[np.argsort(-(quota - k), kind="stable")[: m - int(k.sum())]] += 1
+    out = [rng.choice(np.flatnonzero(inv == j), size=int(k[j]), replace=False) for j in range(len(uniq))]
+    return np.sort(np.concatenate(out)).astype(np.intp)
+
+
+# ---------------------------------------------------------------------------------------------- the report
+
+
+def _acc(pred: NDArray[Any], gold: NDArray[Any]) -> float:
+    return float(np.mean(pred == gold)) if len(gold) else float("nan")
+
+
+def _breakdown(pred: NDArray[Any], gold: NDArray[Any], groups: NDArray[Any] | None) -> dict[str, Any]:
+    res: dict[str, Any] = {
+        "accuracy": _acc(pred, gold),
+        "n": int(len(gold)),
+        "per_label": {str(lab): _acc(pred[gold == lab], gold[gold == lab]) for lab in np.unique(gold)},
+    }
+    if groups is not None:
+        res["per_group"] = {
+            str(g): {str(lab): _acc(pred[(groups == g) & (gold == lab)], gold[(groups == g) & (gold == lab)])
+                     for lab in np.unique(gold[groups == g])} | {"all": _acc(pred[groups == g], gold[groups == g])}
+            for g in np.unique(groups)
+        }
+    return res
+
+
+@dataclass
+class EvaluationReport:
+    out: Path | None
+    results: list[dict[str, Any]]  # one per (model, training set, seed)
+    aggregate: dict[str, Any]
+    training_sets: list[dict[str, Any]]
+    tables: str
+    config: dict[str, Any]
+
+
+def _mean_std(values: list[float]) -> dict[str, Any]:
+    v = [x for x in values if not (isinstance(x, float) and math.isnan(x))]
+    if not v:
+        return {"mean": None, "std": None, "n": 0}
+    return {"mean": float(np.mean(v)), "std": float(np.std(v, ddof=1)) if len(v) > 1 else 0.0, "n": len(v)}
+
+
+def _fmt(ms: dict[str, Any] | None) -> str:
+    if not ms or ms.get("mean") is None:
+        return "–"
+    s = f"{100 * ms['mean']:.1f}"
+    return s + (f" ± {100 * ms['std']:.1f}" if ms["n"] > 1 else "")
+
+
+def evaluate(
+    data: str | Path,
+    runs: Sequence[str | Path],
+    out: str | Path | None = None,
+    *,
+    models: Sequence[str | ModelSpec] = DEFAULT_MODELS,
+    seeds: int | Sequence[int] = 3,
+    heldout: float = 0.2,
+    split_seed: int = 0,
+    random_baseline: bool = True,
+    single_iteration: bool = True,
+    eval_sets: Sequence[EvalSet] = (),
+    finetune: FinetuneOptions | None = None,
+    cache_dir: str | Path | None = None,
+    dataset_options: dict[str, Any] | None = None,
+    minilm_options: dict[str, Any] | None = None,
+    show_progress: bool = True,
+) -> EvaluationReport:
+    """Train every model on D, each D(Φ), same-size random subsets and single-iteration sets; test each on its
+    own held-out part, on all of D's held-out part and on ``eval_sets``. Writes ``results.json``,
+    ``tables.md`` and ``accuracy.png`` to ``out`` when given. See the module docstring for the protocol."""
+    from tqdm import tqdm
+
+    from aflite.data import load_dataset
+
+    specs = [ModelSpec.parse(m) for m in models]
+    if not specs:
+        raise ParameterError("no models to evaluate")
+    if len({s.key for s in specs}) != len(specs):
+        raise ParameterError("a model is listed twice")
+    seed_list = list(range(seeds)) if isinstance(seeds, int) else [int(s) for s in seeds]
+    if not seed_list:
+        raise ParameterError("seeds must be a positive count or a non-empty list")
+    ft = finetune or FinetuneOptions()
+    ft.check()
+    out_p = None if out is None else Path(out)
+    cache = Path(cache_dir) if cache_dir is not None else (out_p / "cache" if out_p is not None else None)
+    if cache is None:
+        raise ParameterError("give out or cache_dir (features and models are cached there)")
+    t_start = time.perf_counter()
+
+    ds = load_dataset(data, **(dataset_options or {}))
+    n = len(ds)
+    for sp_ in specs:
+        if sp_.view == "hypothesis" and not ds.is_pair:
+            raise ParameterError(f"model {sp_.key}: the dataset has one text column; use view 'premise' or 'pair'")
+    classes = np.unique(ds.labels.astype(str))
+    if len(classes) < 2:
+        raise InputError(f"{data}: need at least two labels, found {classes.tolist()}")
+    y_all = np.searchsorted(classes, ds.labels.astype(str)).astype(np.int64)
+    d_corpus = _corpus("D", ds.texts_a, ds.texts_b)
+    id_to_row = {str(i): r for r, i in enumerate(ds.ids.tolist())}
+    if not runs:
+        raise ParameterError("give at least one run directory (made by aflite run on this dataset)")
+    taken: set[str] = set()
+    run_objs = [_read_run(Path(r), id_to_row, taken) for r in runs]
+    is_held = split_heldout(n, ds.groups, heldout, split_seed)
+
+    for es in eval_sets:
+        if es.texts_b is None and any(s.view in ("pair", "hypothesis") for s in specs) and ds.is_pair:
+            raise InputError(f"evaluation set {es.name}: one text column, but the models read text pairs")
+        reachable = {es.pred_map.get(c, c) for c in classes}
+        bad = sorted(set(np.unique(es.labels).tolist()) - reachable)
+        if bad:
+            raise InputError(f"evaluation set {es.name} ({', '.join(es.sources) or 'in memory'}): gold label(s) "
+                             f"{bad} are not labels the models can predict {sorted(reachable)}; map them with a "
+                             "label map (--ood-label-map) or a prediction map (--ood-pred-map)")
+
+    # ---------------- training sets
+    sets: list[TrainingSet] = [TrainingSet("D", "D", np.arange(n))]
+    for ri, r in enumerate(run_objs):
+        sets.append(TrainingSet(r.name, "filtered", r.kept, run=str(r.path)))
+        size = len(r.kept)
+        if random_baseline:
+            for s in seed_list:
+                rows = np.sort(np.random.default_rng([s, 1, ri]).choice(n, size=size, replace=False))
+                sets.append(TrainingSet(f"D_random({size})" + (f" [{r.name}]" if len(run_objs) > 1 else ""),
+                                        "random", rows.astype(np.intp), seed=s, run=str(r.path)))
+        if single_iteration:
+            rows, info = single_iteration_rows(ds, r, size, int(r.summary.get("seed") or 0), cache, show_progress)
+            sets.append(TrainingSet(f"single-iteration({r.name.removeprefix('D(').removesuffix(')')})", "single",
+                                    rows, run=str(r.path), info=info))
+    set_info = []
+    for ts in sets:
+        tr = ts.rows[~is_held[ts.rows]]
+        te = ts.rows[is_held[ts.rows]]
+        if len(tr) == 0 or len(te) == 0:
+            raise InputError(f"training set {ts.name}: its {'training' if len(tr) == 0 else 'held-out'} part is "
+                             "empty")
+        missing = sorted(set(classes.tolist()) - set(ds.labels[tr].astype(str).tolist()))
+        if missing:
+            raise InputError(f"training set {ts.name}: label(s) {missing} of D are absent from its training part; "
+                             "the models could never predict them")
+        set_info.append({"name": ts.name, "kind": ts.kind, "seed": ts.seed, "run": ts.run, "size": int(len(ts.rows)),
+                         "train": int(len(tr)), "heldout": int(len(te)), "info": ts.info,
+                         "label_counts": dict(sorted(Counter(ds.labels[ts.rows].astype(str).tolist()).items()))})
+
+    held_rows = np.flatnonzero(is_held)
+    corpora = [(es, _corpus(es.name, es.texts_a, es.texts_b)) for es in eval_sets]
+    store = _FeatureStore(d_corpus, cache, show_progress, dict(minilm_options or {}))
+    torch_device = None
+    if any(s.kind == "finetune" for s in specs):
+        from aflite.features import _import_torch, _resolve_device
+
+        torch_device = _resolve_device(ft.device, _import_torch()[0])
+    on_cpu = torch_device == "cpu"
+    ft_train_cap = ft.max_train if ft.max_train is not None else (ft.cpu_max_train if on_cpu else None)
+    ft_eval_cap = ft.eval_max if ft.eval_max is not None else (ft.cpu_eval_max if on_cpu else None)
+
+    jobs = []
+    for spec in specs:
+        for ts in sets:
+            for js in ([ts.seed] if ts.seed is not None else seed_list if spec.stochastic else seed_list[:1]):
+                jobs.append((spec, ts, int(js)))
+    results: list[dict[str, Any]] = []
+    bar = tqdm(jobs, desc="train + evaluate", unit="model", disable=not show_progress, dynamic_ncols=True)
+    for spec, ts, seed in bar:
+        bar.set_postfix_str(f"{spec.key} on {ts.name} seed {seed}")
+        results.append(_run_job(spec, ts, seed, ds, y_all, classes, is_held, held_rows, corpora, store, cache,
+                                ft, ft_train_cap, ft_eval_cap, show_progress))
+
+    aggregate = _aggregate(results, specs, sets, eval_sets)
+    config = {
+        "dataset": str(data), "dataset_size": n, "classes": classes.tolist(), "runs": [str(r.path) for r in run_objs],
+        "models": [s.key for s in specs], "seeds": seed_list, "heldout": heldout, "split_seed": split_seed,
+        "heldout_rows": int(is_held.sum()), "protocol": "D split once by premise group into train/held-out; every "
+        "benchmark trains on its rows in the train part and is tested on its rows in the held-out part (own "
+        "held-out) and on the whole held-out part of D (original held-out)",
+        "finetune": asdict(ft) | {"device": torch_device, "train_cap_used": ft_train_cap, "eval_cap_used": ft_eval_cap}
+        if torch_device else None,
+        "eval_sets": [{"name": es.name, "sources": es.sources, "size": len(es), "pred_map": es.pred_map}
+                      for es in eval_sets],
+        "wall_seconds": round(time.perf_counter() - t_start, 1),
+    }
+    tables = render_tables(aggregate, specs, sets, set_info, eval_sets, config)
+    report = EvaluationReport(out_p, results, aggregate, set_info, tables, config)
+    if out_p is not None:
+        out_p.mkdir(parents=True, exist_ok=True)
+        write_json(out_p / "results.json", {"config": config, "training_sets": set_info, "aggregate": aggregate,
+                                            "runs": results})
+        write_text(out_p / "tables.md", tables)
+        plot_report(report, out_p / "accuracy.png")
+    return report
+
+
+def _run_job(spec: ModelSpec, ts: TrainingSet, seed: int, ds: Any, y_all: NDArray[np.int64],
+             classes: NDArray[Any], is_held: NDArray[np.bool_], held_rows: NDArray[np.intp],
+             corpora: list[tuple[EvalSet, _Corpus]], store: _FeatureStore, cache: Path, ft: FinetuneOptions,
+             ft_train_cap: int | None, ft_eval_cap: int | None, show_progress: bool) -> dict[str, Any]:
+    t0 = time.perf_counter()
+    d = store.d
+    tr = ts.rows[~is_held[ts.rows]]
+    used = tr
+    if spec.kind == "finetune" and ft_train_cap is not None and len(tr) > ft_train_cap:
+        used = np.sort(np.random.default_rng([seed, 13]).choice(tr, size=ft_train_cap, replace=False))
+    opts: dict[str, Any] = {"spec": spec.key, "format": _CACHE_FORMAT}
+    if spec.kind == "finetune":
+        opts["finetune"] = {k: v for k, v in asdict(ft).items() if k not in ("eval_max", "cpu_eval_max", "device",
+                                                                             "num_threads")}
+    if spec.featurizer == "minilm":
+        opts["minilm"] = store.minilm_options
+    key = _hash(opts, d.fingerprint, classes.tolist(), used.astype(np.int64), y_all[used],
+                seed if spec.stochastic else None)[:24]
+    mdir = cache / "models"
+    meta_path = mdir / f"{spec.kind}-{key}.json"
+    model: Any = None
+
+    def get_model() -> Any:
+        nonlocal model
+        if model is not None:
+            return model
+        ext = ".pt" if spec.kind == "finetune" else ".pkl"
+        path = mdir / f"{spec.kind}-{key}{ext}"
+        m: Any
+        if spec.kind == "finetune":
+            m = _FineTuned(ft, seed, show_progress)
+            if path.is_file():
+                m.load(path, len(classes))
+            else:
+                a, b = d.view(spec.view, used)
+                m.fit(a, b, y_all[used], len(classes))
+                m.save(path)
+                write_json(meta_path, {"steps": m.steps_, "final_loss": m.final_loss_})
+        elif path.is_file():
+            with open(path, "rb") as fh:
+                m = pickle.load(fh)  # noqa: S301 - our own cache
+        else:
+            if spec.kind in FEATURE_MODELS:
+                assert spec.featurizer is not None
+                X = store.get(spec.featurizer, spec.view, d)
+                m = _feature_classifier(spec.kind, seed).fit(X[used], y_all[used])
+            elif spec.kind == "ngram":
+                a, b = d.view(spec.view, used)
+                m = _NgramLR().fit(a, b, y_all[used], len(classes))
+            else:
+                a, b = d.view(spec.view, used)
+                m = _MaxPPMI().fit(a, b, y_all[used], len(classes))
+            with atomic_open(path, "wb") as fh:
+                pickle.dump(m, fh)
+        model = m
+        return m
+
+    def predict(corpus: _Corpus, rows: NDArray[np.intp]) -> NDArray[np.int64]:
+        path = cache / "predictions" / f"{key}-{_hash(corpus.fingerprint, rows.astype(np.int64))[:16]}.npy"
+        if path.is_file():
+            return np.load(path, allow_pickle=False)
+        m = get_model()
+        if spec.kind in FEATURE_MODELS:
+            assert spec.featurizer is not None
+            p = np.asarray(m.predict(store.get(spec.featurizer, spec.view, corpus)[rows]), dtype=np.int64)
+        else:
+            a, b = corpus.view(spec.view, rows)
+            p = np.asarray(m.predict(a, b), dtype=np.int64)
+        write_npy(path, p)
+        return p
+
+    pred_held = classes[predict(d, held_rows)]
+    gold_held = ds.labels[held_rows].astype(str)
+    own = np.isin(held_rows, ts.rows)
+    rec: dict[str, Any] = {
+        "model": spec.key, "model_label": spec.label, "train_set": ts.name, "kind": ts.kind, "seed": seed,
+        "train_rows": int(len(tr)), "train_used": int(len(used)),
+        "own_heldout": _breakdown(pred_held[own], gold_held[own], None),
+        "original_heldout": _breakdown(pred_held, gold_held, None),
+        "majority_own_heldout": float(Counter(gold_held[own].tolist()).most_common(1)[0][1] / own.sum()),
+        "external": {},
+    }
+    for es, corpus in corpora:
+        rows = np.arange(len(es))
+        if spec.kind == "finetune" and ft_eval_cap is not None:
+            rows = _stratified_sample(es.labels, es.groups, ft_eval_cap, 0)
+        raw = classes[predict(corpus, rows)]
+        mapped = np.asarray([es.pred_map.get(str(c), str(c)) for c in raw])
+        rec["external"][es.name] = _breakdown(mapped, es.labels[rows], None if es.groups is None else es.groups[rows])
+    if meta_path.is_file():
+        rec.update(json.loads(meta_path.read_text(encoding="utf-8")))
+    rec["seconds"] = round(time.perf_counter() - t0, 2)
+    return rec
+
+
+def _aggregate(results: list[dict[str, Any]], specs: list[ModelSpec], sets: list[TrainingSet],
+               eval_sets: Sequence[EvalSet]) -> dict[str, Any]:
+    """{model: {set name: {metric: mean/std/n}}} over seeds (random subsets: over their per-seed draws)."""
+    agg: dict[str, Any] = {}
+    names = list(dict.fromkeys(ts.name for ts in sets))
+    for spec in specs:
+        per: dict[str, Any] = {}
+        for nm in names:
+            rs = [r for r in results if r["model"] == spec.key and r["train_set"] == nm]
+            if not rs:
+                continue
+            entry: dict[str, Any] = {
+                "own_heldout": _mean_std([r["own_heldout"]["accuracy"] for r in rs]),
+                "original_heldout": _mean_std([r["original_heldout"]["accuracy"] for r in rs]),
+                "train_rows": int(np.mean([r["train_rows"] for r in rs])),
+                "train_used": int(np.mean([r["train_used"] for r in rs])),
+                "external": {},
+            }
+            for es in eval_sets:
+                ext = [r["external"][es.name] for r in rs]
+                e: dict[str, Any] = {"accuracy": _mean_std([x["accuracy"] for x in ext]), "n": ext[0]["n"],
+                                     "per_label": {lab: _mean_std([x["per_label"].get(lab, float("nan")) for x in ext])
+                                                   for lab in ext[0]["per_label"]}}
+                if "per_group" in ext[0]:
+                    e["per_group"] = {g: {lab: _mean_std([x["per_group"][g].get(lab, float("nan")) for x in ext])
+                                          for lab in ext[0]["per_group"][g]} for g in ext[0]["per_group"]}
+                entry["external"][es.name] = e
+            per[nm] = entry
+        agg[spec.key] = per
+    return agg
+
+
+def _columns(sets: list[TrainingSet]) -> tuple[list[str], list[tuple[str, str]]]:
+    """Table 3 column order (D, random, single-iteration, D(Φ) per run) and the (D(Φ), random) pairs for Δ."""
+    names = ["D"]
+    deltas = []
+    runs = list(dict.fromkeys(ts.run for ts in sets if ts.run))
+    for r in runs:
+        mine = [ts for ts in sets if ts.run == r]
+        for kind in ("random", "single", "filtered"):
+            for ts in mine:
+                if ts.kind == kind and ts.name not in names:
+                    names.append(ts.name)
+        deltas.append(next(ts.name for ts in mine if ts.kind == "filtered"))
+    return names, [(f, "D") for f in deltas]
+
+
+def render_tables(aggregate: dict[str, Any], specs: list[ModelSpec], sets: list[TrainingSet],
+                  set_info: list[dict[str, Any]], eval_sets: Sequence[EvalSet], config: dict[str, Any]) -> str:
+    """Markdown: Table 3-shaped (rows = models, columns = training sets, Δ last) on the own held-out part and
+    on the original held-out part; Table 1-shaped tables (rows = training sets) per external set and model."""
+    cols, deltas = _columns(sets)
+    dname = "Δ" if len(deltas) == 1 else "Δ {}"
+    sizes: dict[str, list[int]] = {}
+    for si in set_info:
+        sizes.setdefault(si["name"], []).append(si["train"])
+    lines = [f"# aflite evaluate: {config['dataset']}", "",
+             f"Accuracy in %, mean ± std over seeds {config['seeds']} (no ± where the model and the set are "
+             f"deterministic). Held-out part: {config['heldout_rows']} rows of D "
+             f"({100 * config['heldout']:.0f} % of premise groups, split seed {config['split_seed']})."]
+    if config.get("finetune"):
+        f = config["finetune"]
+        lines.append(f"Fine-tuning: {f['device']}, lr {f['lr']}, {f['epochs']} epochs, batch {f['batch_size']}, "
+                     f"training rows capped at {f['train_cap_used']}, external sets capped at {f['eval_cap_used']} "
+                     "(stratified sample).")
+
+    def t3(metric: str, title: str) -> list[str]:
+        head = ["Model"] + cols + [dname.format(f) for f, _ in deltas]
+        out = ["", f"## {title}", "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+        for spec in specs:
+            a = aggregate[spec.key]
+            row = [spec.label]
+            row += [_fmt(a.get(c, {}).get(metric)) for c in cols]
+            for f, base in deltas:
+                x, y = a.get(f, {}).get(metric), a.get(base, {}).get(metric)
+                row.append(f"{100 * (x['mean'] - y['mean']):+.1f}" if x and y and x["mean"] is not None else "–")
+            out.append("| " + " | ".join(row) + " |")
+        size_row = ["Training set size"] + [str(int(np.mean(sizes[c]))) for c in cols]
+        size_row += [f"{int(np.mean(sizes[f])) - int(np.mean(sizes[b])):+d}" for f, b in deltas]
+        out.append("| " + " | ".join(size_row) + " |")
+        return out
+
+    lines += t3("own_heldout", "Table 3 shape: each benchmark's own held-out part")
+    lines += t3("original_heldout", "The original (unfiltered) held-out part of D")
+    used = {spec.key: {c: aggregate[spec.key].get(c, {}).get("train_used") for c in cols} for spec in specs}
+    capped = [k for k, v in used.items() if any(v[c] != aggregate[k].get(c, {}).get("train_rows") for c in cols)]
+    for k in capped:
+        lines.append(f"\n{k}: trained on a capped sample: " + ", ".join(f"{c} {used[k][c]}" for c in cols))
+    for es in eval_sets:
+        for spec in specs:
+            a = aggregate[spec.key]
+            first = a["D"]["external"][es.name]
+            labs = list(first["per_label"])
+            groups = list(first.get("per_group", {}))
+            head = ["Train data"] + [f"{g} {lab}" for g in groups for lab in labs if lab in first["per_group"][g]]
+            head += [f"all {lab}" for lab in labs] + ["all"]
+            lines += ["", f"## Table 1 shape: {es.name} ({first['n']} rows), {spec.label}", "",
+                      "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+            for c in cols:
+                e = a.get(c, {}).get("external", {}).get(es.name)
+                if e is None:
+                    continue
+                row = [c] + [_fmt(e["per_group"][g][lab]) for g in groups for lab in labs
+                             if lab in first["per_group"][g]]
+                row += [_fmt(e["per_label"][lab]) for lab in labs] + [_fmt(e["accuracy"])]
+                lines.append("| " + " | ".join(row) + " |")
+    lines += ["", "## Training sets", "", "| set | seed | size | train part | held-out part | labels |",
+              "|---|---|---|---|---|---|"]
+    for si in set_info:
+        lines.append(f"| {si['name']} | {'' if si['seed'] is None else si['seed']} | {si['size']} | {si['train']} | "
+                     f"{si['heldout']} | {', '.join(f'{k} {v}' for k, v in si['label_counts'].items())} |")
+    lines += ["", f"Wall time: {config['wall_seconds']} s."]
+    return "\n".join(lines) + "\n"
+
+
+def plot_report(report: EvaluationReport, path: Path) -> None:
+    """Bar chart: own held-out accuracy per model and training set (± std), and external sets if any."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    agg = report.aggregate
+    models = list(agg)
+    cols = list(dict.fromkeys(si["name"] for si in report.training_sets))
+    ext_names = [e["name"] for e in report.config["eval_sets"]]
+    panels = [("own held-out", None)] + [(e, e) for e in ext_names]
+    fig, axes = plt.subplots(1, len(panels), figsize=(max(6.0, 1.1 * len(models) * len(panels) + 2), 4.2),
+                             squeeze=False)
+    width = 0.8 / max(1, len(cols))
+    for ax, (title, ext) in zip(axes[0], panels, strict=True):
+        for j, c in enumerate(cols):
+            means, stds = [], []
+            for m in models:
+                e = agg[m].get(c, {})
+                ms = e.get("own_heldout") if ext is None else e.get("external", {}).get(ext, {}).get("accuracy")
+                means.append(100 * ms["mean"] if ms and ms["mean"] is not None else np.nan)
+                stds.append(100 * ms["std"] if ms and ms["std"] is not None else 0.0)
+            ax.bar(np.arange(len(models)) + (j - (len(cols) - 1) / 2) * width, means, width, yerr=stds, label=c,
+                   capsize=2)
+        ax.set_xticks(np.arange(len(models)))
+        ax.set_xticklabels(models, rotation=30, ha="right", fontsize=7)
+        ax.set_ylabel("accuracy (%)")
+        ax.set_title(title)
+    axes[0][0].legend(fontsize=7)
+    fig.tight_layout()
+    with atomic_open(path, "wb") as fh:
+        fig.savefig(fh, format="png", dpi=120)
+    plt.close(fig)

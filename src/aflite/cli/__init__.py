@@ -15,7 +15,7 @@ from typing import NoReturn
 from aflite.errors import AfliteError
 
 # name of the module under aflite.cli for each sub-command, in --help order
-COMMANDS: tuple[str, ...] = ("demo", "run", "embed", "filter", "audit", "synthetic", "bench")
+COMMANDS: tuple[str, ...] = ("demo", "run", "embed", "filter", "evaluate", "audit", "synthetic", "bench")
 
 
 class _Parser(argparse.ArgumentParser):

@@ -1,0 +1,120 @@
+"""``aflite evaluate``: D vs D(Φ) vs same-size random subsets vs the single-iteration baseline, in and out of
+distribution (Le Bras et al. 2020, Tables 1 and 3)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from aflite.errors import ParameterError
+
+
+def _mapping(text: str) -> dict[str, str]:
+    """``a=b,c=d`` → {"a": "b", "c": "d"}."""
+    out: dict[str, str] = {}
+    for part in text.split(","):
+        if not part.strip():
+            continue
+        if "=" not in part:
+            raise argparse.ArgumentTypeError(f"expected FROM=TO pairs separated by commas, got {part!r}")
+        k, v = part.split("=", 1)
+        out[k.strip()] = v.strip()
+    return out
+
+
+def register(sub: Any) -> None:
+    from aflite.evaluate import DEFAULT_MODELS
+
+    p = sub.add_parser(
+        "evaluate",
+        help="re-estimate models on D, D(Φ), same-size random subsets and the single-iteration set; HANS / OOD",
+        description="Splits DATA once by premise group into a training part and a held-out part; every benchmark "
+        "(D, each run's D(Φ), a random subset of D of |D(Φ)| rows per seed, and one filtering phase cut to the "
+        "same size) trains each model on its rows of the training part and is tested on its own rows of the "
+        "held-out part, on the whole held-out part of D, and on labelled external sets (--hans, --ood). Writes "
+        "OUT/results.json, OUT/tables.md (Table 3 and Table 1 shapes) and OUT/accuracy.png.",
+    )
+    p.add_argument("data", type=Path, help="the original dataset D (the file the runs filtered)")
+    p.add_argument("runs", type=Path, nargs="+", help="run directories of aflite run on DATA")
+    p.add_argument("--out", required=True, type=Path, help="output folder")
+    p.add_argument("--models", default=",".join(DEFAULT_MODELS),
+                   help="comma-separated kind[:featurizer][:view]: probe:minilm:pair, mlp:ngram:hypothesis, "
+                   "ngram:hypothesis, ppmi:pair, finetune:pair, finetune:hypothesis, ... (view pair, hypothesis = "
+                   f"the second text column, premise = the first) (default {','.join(DEFAULT_MODELS)})")
+    p.add_argument("--seeds", type=int, default=3, help="number of seeds 0..N-1 (default 3)")
+    p.add_argument("--heldout", type=float, default=0.2, help="held-out fraction of D's premise groups (default 0.2)")
+    p.add_argument("--split-seed", type=int, default=0, help="seed of the train/held-out split (default 0)")
+    p.add_argument("--no-random", action="store_true", help="skip the same-size random subsets")
+    p.add_argument("--no-single", action="store_true", help="skip the single-iteration baseline")
+    p.add_argument("--hans", type=Path, default=None,
+                   help="HANS evaluation file (neutral/contradiction count as non-entailment; per heuristic)")
+    p.add_argument("--ood", action="append", default=[], metavar="[NAME=]FILE[,FILE...]",
+                   help="a labelled evaluation set (repeatable); several files of one set must share labels")
+    p.add_argument("--ood-label-map", type=_mapping, default=None, metavar="RAW=LABEL,...",
+                   help="rename gold labels of --ood files, e.g. 0=entailment,1=neutral,2=contradiction")
+    p.add_argument("--ood-pred-map", type=_mapping, default=None, metavar="PRED=LABEL,...",
+                   help="map predicted labels into the --ood label space, e.g. neutral=non-entailment,...")
+    p.add_argument("--ood-group", default=None, help="column of --ood files to break accuracy down by")
+    p.add_argument("--ood-max", type=int, default=None, metavar="N",
+                   help="evaluate every model on a seeded sample of N rows of each external set, stratified by "
+                   "group and label (default: all rows)")
+    p.add_argument("--cache", type=Path, default=None, help="feature/model cache (default OUT/cache); pass a run's "
+                   "cache folder to reuse its MiniLM features")
+    p.add_argument("--text-a", default=None, help="first text column (generic formats)")
+    p.add_argument("--text-b", default=None, help="second text column (generic formats)")
+    p.add_argument("--label", default=None, help="label column (generic formats)")
+    p.add_argument("--id", default=None, help="id column (generic formats)")
+    p.add_argument("--quiet", action="store_true", help="no progress bars")
+    g = p.add_argument_group("fine-tuning (models finetune:VIEW)", "Defaults: appendix A.6 (Adam, lr 1e-5, "
+                             "eps 1e-8, 3 epochs, batch 92), max length 128.")
+    g.add_argument("--model-path", default=None, help="local Hugging Face model folder (default: all-MiniLM-L6-v2)")
+    g.add_argument("--lr", type=float, default=1e-5)
+    g.add_argument("--epochs", type=int, default=3)
+    g.add_argument("--batch-size", type=int, default=92)
+    g.add_argument("--max-length", type=int, default=128)
+    g.add_argument("--max-train", type=int, default=None,
+                   help="cap on training rows (seeded sample); default: all on a GPU, --cpu-max-train on a CPU")
+    g.add_argument("--cpu-max-train", type=int, default=2000, help="CPU default cap (default 2000)")
+    g.add_argument("--eval-max", type=int, default=None,
+                   help="cap on rows of each external set for fine-tuned models (stratified); default: all on a "
+                   "GPU, --cpu-eval-max on a CPU")
+    g.add_argument("--cpu-eval-max", type=int, default=3000, help="CPU default external-set cap (default 3000)")
+    g.add_argument("--max-steps", type=int, default=None, help="cap on optimisation steps")
+    g.add_argument("--device", default=None, help="cpu, cuda, cuda:1 ... (default: cuda if available)")
+    p.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from aflite.evaluate import FinetuneOptions, evaluate, load_eval_set, load_hans
+
+    eval_sets = []
+    if args.hans is not None:
+        eval_sets.append(load_hans(args.hans, max_rows=args.ood_max))
+    for spec in args.ood:
+        name, _, files = spec.rpartition("=") if "=" in spec else ("", "", spec)
+        paths = [Path(f) for f in files.split(",") if f]
+        if not paths:
+            raise ParameterError(f"--ood {spec!r}: no file")
+        eval_sets.append(load_eval_set(paths, name or None, label_map=args.ood_label_map,
+                                       pred_map=args.ood_pred_map, group_column=args.ood_group,
+                                       max_rows=args.ood_max))
+    if len({e.name for e in eval_sets}) != len(eval_sets):
+        raise ParameterError("two evaluation sets share a name: name them with --ood NAME=FILE")
+    ft = FinetuneOptions(model_path=args.model_path, lr=args.lr, epochs=args.epochs, batch_size=args.batch_size,
+                         max_length=args.max_length, max_train=args.max_train, cpu_max_train=args.cpu_max_train,
+                         eval_max=args.eval_max, cpu_eval_max=args.cpu_eval_max, max_steps=args.max_steps,
+                         device=args.device)
+    dopts = {k: v for k, v in {"text_a": args.text_a, "text_b": args.text_b, "label": args.label,
+                               "id": args.id}.items() if v}
+    if args.seeds < 1:
+        raise ParameterError(f"--seeds must be >= 1, got {args.seeds}")
+    rep = evaluate(args.data, args.runs, args.out, models=[m for m in args.models.split(",") if m.strip()],
+                   seeds=args.seeds, heldout=args.heldout, split_seed=args.split_seed,
+                   random_baseline=not args.no_random, single_iteration=not args.no_single, eval_sets=eval_sets,
+                   finetune=ft, cache_dir=args.cache, dataset_options=dopts, show_progress=not args.quiet)
+    print(rep.tables)
+    print(f"results: {args.out / 'results.json'}, tables: {args.out / 'tables.md'}, chart: "
+          f"{args.out / 'accuracy.png'}", file=sys.stderr)
+    return 0
