@@ -768,3 +768,24 @@ def test_snli_native_txt_tsv(tmp_path):
     assert ds.extra["captionID"] == ["c1"]
     out = write_filtered(ds, ["p1n"], tmp_path / "o.txt")
     assert out.read_bytes() == b"".join(raw_lines(text.encode())[:2])
+
+
+def test_real_hugging_face_dataset_round_trip(tmp_path):
+    datasets = pytest.importorskip("datasets")
+    feats = datasets.Features({
+        "premise": datasets.Value("string"),
+        "hypothesis": datasets.Value("string"),
+        "label": datasets.ClassLabel(names=["entailment", "neutral", "contradiction"]),
+    })
+    d = datasets.Dataset.from_dict(
+        {"premise": ["a b", "a b", "c d", "e f"], "hypothesis": ["x", "y", "z", "w"], "label": [0, 1, 2, -1]},
+        features=feats,
+    )
+    d.save_to_disk(str(tmp_path / "hf"))
+    ds = load_dataset(tmp_path / "hf")
+    assert ds.labels.tolist() == ["entailment", "neutral", "contradiction"]  # ClassLabel names, -1 dropped
+    assert ds.dropped == {"no_gold_label": 1}
+    assert ds.groups is not None and ds.groups[0] == ds.groups[1] != ds.groups[2]
+    out = write_filtered(ds, np.array([True, False, True]), tmp_path / "out")
+    back = datasets.load_from_disk(str(out))
+    assert back["hypothesis"] == ["x", "z"] and back["label"] == [0, 2]
