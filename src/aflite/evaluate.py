@@ -530,7 +530,7 @@ class _FineTuned:
         labels = torch.from_numpy(y.astype(np.int64)).to(self.device)
         self.encoder.train()
         self.head.train()
-        bar = _progress_bar(total, "fine-tuning (steps)", self.show_progress)
+        bar = _progress_bar(total, "fine-tuning", self.show_progress, unit="step")
         step = 0
         try:
             while step < total:
