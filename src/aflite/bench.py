@@ -102,7 +102,7 @@ def compare_phase(
 ) -> dict[str, Any]:
     """One filtering phase on both paths over the same partitions; speed ratio and agreement."""
     from aflite.ensemble import FastLogisticEnsemble, SklearnEnsemble
-    from aflite.filter import _scores_from_predictions, draw_partitions
+    from aflite.filter import draw_partitions, scores_from_predictions
 
     say = log or (lambda *_: None)
     _, codes = np.unique(y, return_inverse=True)
@@ -137,12 +137,12 @@ def compare_phase(
     sub = mask[:, subset]
     held = ~sub
     agree = float((pf[:, subset][held] == pr[:, subset][held]).mean())
-    p_fast_sub, _, _ = _scores_from_predictions(pf[:, subset], codes, sub)
-    p_ref_sub, _, _ = _scores_from_predictions(pr[:, subset], codes, sub)
+    p_fast_sub, _, _ = scores_from_predictions(pf[:, subset], codes, sub)
+    p_ref_sub, _, _ = scores_from_predictions(pr[:, subset], codes, sub)
     both = ~np.isnan(p_fast_sub) & ~np.isnan(p_ref_sub)
     corr = float(np.corrcoef(p_fast_sub[both], p_ref_sub[both])[0, 1])
     overlap = _topk_overlap(p_fast_sub, p_ref_sub, top_k, tie)
-    p_fast_all, _, _ = _scores_from_predictions(pf, codes, mask)
+    p_fast_all, _, _ = scores_from_predictions(pf, codes, mask)
     return {
         "n": n,
         "d": int(X.shape[1]),

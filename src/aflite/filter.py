@@ -29,6 +29,8 @@ __all__ = [
     "IterationRecord",
     "FilterState",
     "draw_partitions",
+    "validate_inputs",
+    "scores_from_predictions",
     "score_phase",
     "predictability",
     "select_slice",
@@ -153,9 +155,10 @@ def draw_partitions(
     return mask
 
 
-def _scores_from_predictions(
+def scores_from_predictions(
     preds: NDArray[Any], y: NDArray[np.int64], train_mask: NDArray[np.bool_]
 ) -> tuple[NDArray[np.float64], NDArray[np.int32], NDArray[np.int32]]:
+    """p̃ = correct / held-out predictions per row (NaN where no partition held it out), and both counts."""
     held = ~train_mask
     n_heldout = held.sum(1, dtype=np.int32)
     n_correct = ((preds == y[:, None]) & held).sum(1, dtype=np.int32)
@@ -177,11 +180,12 @@ def score_phase(
     start = time.perf_counter()
     mask = draw_partitions(len(rows), n_partitions, train_size, rng, None if groups is None else groups[rows])
     preds = ensemble.fit_predict(rows, mask)
-    p, n_heldout, n_correct = _scores_from_predictions(preds, y[rows], mask)
+    p, n_heldout, n_correct = scores_from_predictions(preds, y[rows], mask)
     return PhaseScores(rows, p, n_heldout, n_correct, time.perf_counter() - start, mask.sum(0))
 
 
-def _check_inputs(X: ArrayLike, y: ArrayLike, groups: ArrayLike | None) -> tuple[Any, NDArray[Any], Any]:
+def validate_inputs(X: ArrayLike, y: ArrayLike, groups: ArrayLike | None) -> tuple[Any, NDArray[Any], Any]:
+    """Check shapes, lengths and finiteness (chunked, so memory-mapped features stay on disk); groups → codes."""
     Xa = X if isinstance(X, np.ndarray) else np.asarray(X)
     if Xa.ndim != 2:
         raise InputError(f"features must be a 2-D matrix, got shape {Xa.shape}")
@@ -230,7 +234,7 @@ def predictability(
 
     This is the paper's "single iteration" baseline (rank once, cut once) and a useful ranking on its own.
     """
-    Xa, ya, ga = _check_inputs(X, y, groups)
+    Xa, ya, ga = validate_inputs(X, y, groups)
     _, codes = _encode(ya)
     n = len(codes)
     t = _resolve_size(train_size, n, "train_size")
@@ -366,7 +370,7 @@ class AFLite:
     ) -> AFLite:
         """Filter (X, y). ``callback`` runs after every phase (progress bars, checkpoints); ``resume``
         continues from a state such a callback saved, giving exactly the uninterrupted result."""
-        Xa, ya, ga = _check_inputs(X, y, groups)
+        Xa, ya, ga = validate_inputs(X, y, groups)
         self.classes_, codes = _encode(ya)
         n = len(codes)
         params = self.resolved_params(n)
@@ -490,7 +494,7 @@ class AFLite:
             else:  # every partition had held the removed instance out: nothing to refit
                 ens.last_stats = FitStats()
         state.extra["greedy_mask"], state.extra["greedy_preds"] = mask_all, preds_all
-        p, n_heldout, n_correct = _scores_from_predictions(preds_all[rows], codes[rows], mask_all[rows])
+        p, n_heldout, n_correct = scores_from_predictions(preds_all[rows], codes[rows], mask_all[rows])
         return PhaseScores(rows, p, n_heldout, n_correct, time.perf_counter() - start, mask_all[rows].sum(0))
 
     def fit_transform(self, X: ArrayLike, y: ArrayLike, groups: ArrayLike | None = None) -> NDArray[np.intp]:

@@ -161,10 +161,10 @@ def run_filter(
     from tqdm import tqdm
 
     from aflite import rundir  # late-bound so that tests can intercept checkpoint writes
-    from aflite.filter import _check_inputs
+    from aflite.filter import validate_inputs
 
     # validate everything before touching the output directory
-    _check_inputs(X, y, groups)
+    validate_inputs(X, y, groups)
     if len(np.unique(y)) < 2:
         raise InputError(f"need at least two classes to filter, found only {np.unique(y).tolist()!r}")
     params = af.resolved_params(len(y))
