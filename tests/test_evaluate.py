@@ -116,11 +116,12 @@ def test_evaluate_every_model_and_the_tables(snli_run):
     assert set(agg["external"]["HANS"]["per_label"]) == {"entailment", "non-entailment"}
     assert 0 <= agg["own_heldout"]["mean"] <= 1
     assert (out / "accuracy.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    # a second call reuses the cached models and predictions and gives the same figures
-    before = sorted(p.name for p in (out / "cache" / "models").iterdir())
+    # a second call reuses the cached predictions (no new files) and gives the same figures
+    before = sorted(p.name for p in (out / "cache" / "predictions").iterdir())
+    assert before and not list((out / "cache").rglob("*.pkl"))  # nothing pickled
     rep2 = evaluate(data, [run], tmp / "ev2", models=models, seeds=2, eval_sets=[hans],
                     cache_dir=out / "cache", show_progress=False)
-    assert sorted(p.name for p in (out / "cache" / "models").iterdir()) == before
+    assert sorted(p.name for p in (out / "cache" / "predictions").iterdir()) == before
     strip = [{k: v for k, v in r.items() if k != "seconds"} for r in rep.results]
     assert strip == [{k: v for k, v in r.items() if k != "seconds"} for r in rep2.results]
 

@@ -31,7 +31,6 @@ import hashlib
 import json
 import logging
 import math
-import pickle
 import re
 import time
 from collections import Counter
@@ -932,8 +931,7 @@ def _run_job(spec: ModelSpec, ts: TrainingSet, seed: int, ds: Any, y_all: NDArra
         nonlocal model
         if model is not None:
             return model
-        ext = ".pt" if spec.kind == "finetune" else ".pkl"
-        path = mdir / f"{spec.kind}-{key}{ext}"
+        path = mdir / f"{spec.kind}-{key}.pt"
         m: Any
         if spec.kind == "finetune":
             m = _FineTuned(ft, seed, show_progress)
@@ -944,10 +942,9 @@ def _run_job(spec: ModelSpec, ts: TrainingSet, seed: int, ds: Any, y_all: NDArra
                 m.fit(a, b, y_all[used], len(classes))
                 m.save(path)
                 write_json(meta_path, {"steps": m.steps_, "final_loss": m.final_loss_})
-        elif path.is_file():
-            with open(path, "rb") as fh:
-                m = pickle.load(fh)  # noqa: S301 - our own cache
         else:
+            # scikit-learn models are not written to disk: loading them would mean unpickling files from a
+            # user-given cache folder. Their predictions are cached (plain .npy) and they are cheap to refit.
             if spec.kind in FEATURE_MODELS:
                 assert spec.featurizer is not None
                 X = store.get(spec.featurizer, spec.view, d)
@@ -958,8 +955,6 @@ def _run_job(spec: ModelSpec, ts: TrainingSet, seed: int, ds: Any, y_all: NDArra
             else:
                 a, b = d.view(spec.view, used)
                 m = _MaxPPMI().fit(a, b, y_all[used], len(classes))
-            with atomic_open(path, "wb") as fh:
-                pickle.dump(m, fh)
         model = m
         return m
 
