@@ -256,20 +256,26 @@ def load_features(path: PathLike, columns: Sequence[str] | None = None, mmap: bo
     return X
 
 
-def _load_npy(path: Path, mmap: bool) -> np.ndarray:
+def _read_npy(path: Path, mmap: bool, object_hint: str) -> np.ndarray:
+    """np.load without pickles; every failure becomes a one-line InputError naming the file."""
     try:
         arr = np.load(path, allow_pickle=False, mmap_mode="r" if mmap else None)
     except ValueError as exc:
         msg = str(exc)
         if "allow_pickle" in msg or "Object arrays" in msg:
             raise InputError(
-                f"{path}: holds Python objects (dtype=object); refused: only numeric arrays can be loaded (no pickles)"
+                f"{path}: holds Python objects (dtype=object); refused: {object_hint} (no pickles)"
             ) from None
         raise InputError(f"{path}: unreadable or truncated .npy file: {msg}") from None
     except (EOFError, OSError) as exc:
         raise InputError(f"{path}: unreadable or truncated .npy file: {exc}") from None
     if not isinstance(arr, np.ndarray):  # np.load returns NpzFile for a zip archive
         raise InputError(f"{path}: not a .npy array file")
+    return arr
+
+
+def _load_npy(path: Path, mmap: bool) -> np.ndarray:
+    arr = _read_npy(path, mmap, "only numeric arrays can be loaded")
     if arr.dtype.kind not in "biuf":
         raise InputError(f"{path}: dtype {arr.dtype} is not numeric")
     if arr.dtype == np.float32:
@@ -508,19 +514,7 @@ def _load_column(path: Path, column: str, what: str) -> np.ndarray:
 
 
 def _load_vector_npy(path: Path) -> np.ndarray:
-    try:
-        arr = np.load(path, allow_pickle=False)
-    except ValueError as exc:
-        if "allow_pickle" in str(exc) or "Object arrays" in str(exc):
-            raise InputError(
-                f"{path}: holds Python objects (dtype=object); refused: save labels as an int or str array (no pickles)"
-            ) from None
-        raise InputError(f"{path}: unreadable or truncated .npy file: {exc}") from None
-    except (EOFError, OSError) as exc:
-        raise InputError(f"{path}: unreadable or truncated .npy file: {exc}") from None
-    if not isinstance(arr, np.ndarray):
-        raise InputError(f"{path}: not a .npy array file")
-    return arr
+    return _read_npy(path, False, "save labels as an int or str array")
 
 
 def _strings_to_array(values: list[str]) -> np.ndarray:
