@@ -185,7 +185,8 @@ def score_phase(
 
 
 def validate_inputs(X: ArrayLike, y: ArrayLike, groups: ArrayLike | None) -> tuple[Any, NDArray[Any], Any]:
-    """Check shapes, lengths and finiteness (chunked, so memory-mapped features stay on disk); groups → codes."""
+    """Check shapes, lengths, finiteness (chunked, so memory-mapped features stay on disk) and that there are at
+    least two classes; groups → codes."""
     Xa = X if isinstance(X, np.ndarray) else np.asarray(X)
     if Xa.ndim != 2:
         raise InputError(f"features must be a 2-D matrix, got shape {Xa.shape}")
@@ -204,6 +205,9 @@ def validate_inputs(X: ArrayLike, y: ArrayLike, groups: ArrayLike | None) -> tup
         if not np.isfinite(block).all():
             r, c = np.argwhere(~np.isfinite(block))[0]
             raise InputError(f"features contain {block[r, c]} at row {r0 + r}, column {c}")
+    classes = np.unique(ya)
+    if len(classes) < 2:
+        raise InputError(f"need at least two classes to filter, found only {classes.tolist()!r}")
     ga = None
     if groups is not None:
         ga = np.asarray(groups)
@@ -214,9 +218,8 @@ def validate_inputs(X: ArrayLike, y: ArrayLike, groups: ArrayLike | None) -> tup
 
 
 def _encode(y: NDArray[Any]) -> tuple[NDArray[Any], NDArray[np.int64]]:
+    """Classes (sorted) and int codes; labels were checked by :func:`validate_inputs`."""
     classes, codes = np.unique(y, return_inverse=True)
-    if len(classes) < 2:
-        raise InputError(f"need at least two classes to filter, found only {classes.tolist()!r}")
     return classes, codes.astype(np.int64)
 
 

@@ -165,8 +165,6 @@ def run_filter(
 
     # validate everything before touching the output directory
     validate_inputs(X, y, groups)
-    if len(np.unique(y)) < 2:
-        raise InputError(f"need at least two classes to filter, found only {np.unique(y).tolist()!r}")
     params = af.resolved_params(len(y))
     if groups is not None:
         params["groups"] = True
