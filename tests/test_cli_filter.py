@@ -104,6 +104,8 @@ def test_resume_refuses_other_parameters(tmp_path):
         (None, ["--tau", "1.5"], "threshold"),
         ("truncated", [], "X.npy"),
         ("missing", [], "X.npy"),
+        (None, ["--device", "tpu"], "unknown device"),
+        (None, ["--cluster", "local:x"], "--cluster"),
     ],
 )
 def test_bad_input_is_one_line_nonzero_and_writes_nothing(tmp_path, capsys, mutate, extra, message):
@@ -134,3 +136,16 @@ def test_help_states_the_paper_defaults():
     text = " ".join(proc.stdout.split())
     assert "Table 8" in text and "default 64" in text and "default 0.75" in text
     assert "50K/550K" in text and "10K/550K" in text
+
+
+def test_memory_mapped_cluster_run_equals_the_plain_run(tmp_path):
+    """--mmap streams the features from disk; --cluster local:2 fits the partitions in two worker processes."""
+    pytest.importorskip("dask.distributed")
+    X, labels, ids = make_inputs(tmp_path, n=600, seed=4)
+    base = ["filter", "--features", str(X), "--labels", str(labels), "--ids", str(ids), *ARGS]
+    assert main([*base, "--out", str(tmp_path / "plain")]) == 0
+    assert main([*base, "--out", str(tmp_path / "spread"), "--mmap", "--cluster", "local:2"]) == 0
+    for name in ("kept_ids.txt", "removed_ids.txt", "instances.csv"):
+        assert (tmp_path / "plain" / name).read_text() == (tmp_path / "spread" / name).read_text()
+    summary = json.loads((tmp_path / "spread" / "summary.json").read_text())
+    assert summary["cluster"] == "local:2" and summary["device"] == "cpu"

@@ -76,3 +76,56 @@ def test_make_ensemble_resolves_names_and_estimators():
     assert isinstance(make_ensemble(LogisticRegression()), SklearnEnsemble)
     with pytest.raises(ValueError, match="unknown model"):
         make_ensemble("forest")
+
+
+def _fit(ens, X, y, K, mask, rows=None):
+    ens.prepare(X, y, K)
+    return ens.fit_predict(np.arange(len(y)) if rows is None else rows, mask)
+
+
+def test_threads_and_block_order_do_not_change_the_result():
+    """Blocks are fitted with one BLAS thread each, so running them in parallel gives the same bits."""
+    X, y = anisotropic(4000, 16, 3, seed=2)
+    mask = draw_partitions(len(y), 8, 600, np.random.default_rng(2))
+    a, b = FastLogisticEnsemble(n_jobs=1, block_size=2), FastLogisticEnsemble(n_jobs=2, block_size=2)
+    pa = _fit(a, X, y, 3, mask)
+    # force the thread pool even for this small problem
+    b.prepare(X, y, 3)
+    tasks_run = b._run_local
+    b._run_local = lambda tasks, n: tasks_run(tasks, 10**9)  # type: ignore[method-assign]
+    pb = b.fit_predict(np.arange(len(y)), mask)
+    assert np.array_equal(pa, pb)
+    assert np.array_equal(a.get_state()["coefs"], b.get_state()["coefs"])
+
+
+def test_streaming_from_a_memory_map_agrees_with_the_whitened_copy(tmp_path):
+    X, y = anisotropic(3000, 20, 3, seed=3)
+    path = tmp_path / "X.npy"
+    np.save(path, X)
+    Xm = np.load(path, mmap_mode="r")
+    mask = draw_partitions(len(y), 6, 700, np.random.default_rng(3))
+    pc = _fit(FastLogisticEnsemble(), X, y, 3, mask)
+    stream = FastLogisticEnsemble(max_copy_gb=0)  # never copy: read the memory map chunk by chunk
+    ps = _fit(stream, Xm, y, 3, mask)
+    assert not stream._store.copy
+    held = ~mask
+    assert (pc[held] == ps[held]).mean() > 0.999
+    rows = np.arange(0, len(y), 3)  # S shrinks: both stores follow
+    held2 = ~mask[rows]
+    assert (stream.fit_predict(rows, mask[rows])[held2] == ps[rows][held2]).mean() > 0.99
+
+
+def test_many_classes_train_on_their_own_rows_like_scikit_learn():
+    """Wide softmax and t << |S|: each model is trained on its gathered rows, predictions in a final pass."""
+    from aflite.ensemble import use_own_rows
+
+    X, y = anisotropic(6000, 12, 20, seed=4)
+    mask = draw_partitions(len(y), 3, 1200, np.random.default_rng(4))
+    assert use_own_rows(len(y), 1200, 20)
+    for ens in (FastLogisticEnsemble(), FastLogisticEnsemble(max_copy_gb=0)):
+        pf = _fit(ens, X, y, 20, mask)
+        ref = SklearnEnsemble(LogisticRegression(C=1.0, max_iter=10_000, tol=1e-8))
+        pr = _fit(ref, X, y, 20, mask)
+        held = ~mask
+        assert (pf[held] == pr[held]).mean() >= 0.995
+        assert ens.last_stats.converged == 3

@@ -36,6 +36,23 @@ def atomic_open(path: str | os.PathLike[str], mode: str = "w", encoding: str | N
         raise
 
 
+@contextlib.contextmanager
+def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
+    """A temporary sibling path to write by any means (e.g. a memory-mapped .npy); renamed onto ``path`` on
+    success, removed on failure."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    os.close(fd)
+    try:
+        yield Path(tmp)
+        os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+
+
 def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)

@@ -24,7 +24,22 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["LinearEnsemble", "FastLogisticEnsemble", "SklearnEnsemble", "FitStats", "make_ensemble"]
+__all__ = [
+    "LinearEnsemble",
+    "FastLogisticEnsemble",
+    "SklearnEnsemble",
+    "FitStats",
+    "make_ensemble",
+    "Whitening",
+    "fit_whitening",
+    "FeatureStore",
+    "BlockTask",
+    "BlockResult",
+    "run_block",
+    "fit_block_local",
+    "whiten_into",
+    "chunk_rows",
+]
 
 
 @dataclass
@@ -110,14 +125,379 @@ class SklearnEnsemble(LinearEnsemble):
         return preds
 
 
+@dataclass
+class Whitening:
+    """The change of variables ``x' = (x - mean) @ transform`` that makes the L2 problem well conditioned.
+
+    ``transform`` is ``V diag(1/σ)`` over the covariance eigenbasis (directions with no variance dropped), so
+    the original penalty ``‖W‖²`` becomes the diagonal ``Σ_j ‖W'_j‖² · penalty_j`` with ``penalty = 1/σ²``.
+    """
+
+    mean: NDArray[np.float64]
+    transform: NDArray[np.float32]
+    penalty: NDArray[np.float64]
+
+    @property
+    def dim(self) -> int:
+        return int(self.transform.shape[1])
+
+
+def chunk_rows(d: int, chunk_mb: int) -> int:
+    """Rows per chunk of a ``(rows, d)`` float32 pass; fixed by d alone so that results never depend on it."""
+    return max(256, (chunk_mb << 20) // (4 * max(d, 1)))
+
+
+def fit_whitening(X: Any, chunk_mb: int = 64) -> Whitening:
+    """Mean and covariance in chunks (a memory-mapped X is never loaded whole), then the eigenbasis."""
+    n, d = X.shape
+    step = chunk_rows(d, chunk_mb)
+    mean = np.zeros(d, dtype=np.float64)
+    for r0 in range(0, n, step):
+        mean += np.asarray(X[r0 : r0 + step]).sum(0, dtype=np.float64)
+    mean /= n
+    cov = np.zeros((d, d), dtype=np.float64)
+    mean32 = mean.astype(np.float32)
+    for r0 in range(0, n, step):
+        c = np.asarray(X[r0 : r0 + step], dtype=np.float32) - mean32
+        cov += (c.T @ c).astype(np.float64)
+    cov /= n
+    evals, evecs = np.linalg.eigh(cov)
+    top = float(evals[-1]) if evals.size else 0.0
+    # Directions along which the data has (numerically) no variance carry no information; the optimal weight
+    # there is 0 under the L2 penalty, so dropping them leaves the optimum unchanged.
+    keep = evals > max(top, 1e-30) * 1e-9
+    evals, evecs = evals[keep][::-1], evecs[:, keep][:, ::-1]
+    return Whitening(mean, np.ascontiguousarray((evecs / np.sqrt(evals)).astype(np.float32)), 1.0 / evals)
+
+
+def whiten_into(X: Any, whitening: Whitening, out: Any, step: int) -> None:
+    """``out[i] = (X[i] - mean) @ transform``, chunk by chunk (``out`` may be a memory-mapped .npy)."""
+    mean32 = whitening.mean.astype(np.float32)
+    for r0 in range(0, X.shape[0], step):
+        c = np.asarray(X[r0 : r0 + step], dtype=np.float32) - mean32
+        out[r0 : r0 + len(c)] = c @ whitening.transform
+
+
+class FeatureStore:
+    """The rows of the current S in whitened coordinates, chunk by chunk.
+
+    With ``copy`` a whitened float32 copy is kept in memory and compacted as S shrinks (fastest). Without it
+    the original matrix — typically a memory-mapped .npy larger than RAM — is read chunk by chunk and only
+    centred; the whitening transform is then folded into the weights (``(x-μ) @ (T W)``), which costs a
+    d×d product on the weights per pass instead of a copy of the data.
+    """
+
+    def __init__(self, X: Any, whitening: Whitening, copy: bool, chunk_mb: int = 64, whitened: bool = False) -> None:
+        self.whitening = whitening
+        self.copy = copy or whitened
+        self.step = chunk_rows(X.shape[1], chunk_mb)
+        self.rows: NDArray[np.intp] = np.arange(X.shape[0])
+        self._mean32 = whitening.mean.astype(np.float32)
+        if whitened:  # X already holds whitened rows (e.g. a cluster's shared, memory-mapped copy)
+            self._data: Any = X
+        elif copy:
+            self._data = np.empty((X.shape[0], whitening.dim), dtype=np.float32)
+            whiten_into(X, whitening, self._data, self.step)
+        else:
+            self._data = X
+
+    @property
+    def folded(self) -> bool:
+        """True when chunks are centred raw rows, so weights must be mapped through the transform."""
+        return not self.copy
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def select(self, rows: NDArray[np.intp]) -> None:
+        """Make ``rows`` (a sorted subset of the rows held so far: AFLite only shrinks S) the current S."""
+        rows = np.asarray(rows)
+        if rows.shape == self.rows.shape and np.array_equal(rows, self.rows):
+            return
+        pos = np.searchsorted(self.rows, rows)
+        if not (
+            np.all(np.diff(rows) > 0)
+            and np.all(pos < len(self.rows))
+            and np.array_equal(self.rows[np.minimum(pos, len(self.rows) - 1)], rows)
+        ):
+            raise ValueError("rows must be a sorted subset of the rows passed before")
+        if self.copy:
+            self._data = self._data[pos]  # keep only S (frees memory as S shrinks)
+        self.rows = rows.copy()
+
+    def chunk(self, r0: int, r1: int) -> NDArray[np.float32]:
+        """Rows r0:r1 of S (positions), whitened (copy) or centred (folded)."""
+        if self.copy:
+            return np.asarray(self._data[r0:r1])
+        return np.asarray(self._data[self.rows[r0:r1]], dtype=np.float32) - self._mean32
+
+    def gather(self, pos: NDArray[np.intp]) -> NDArray[np.float32]:
+        """Rows at positions ``pos`` of S, in the same coordinates as :meth:`chunk`."""
+        if self.copy:
+            return np.asarray(self._data[pos])
+        out = np.empty((len(pos), self._data.shape[1]), dtype=np.float32)
+        for r0 in range(0, len(pos), self.step):
+            idx = self.rows[pos[r0 : r0 + self.step]]
+            order = np.argsort(idx, kind="stable")  # sorted reads are much faster on a memory map
+            block = np.asarray(self._data[idx[order]], dtype=np.float32) - self._mean32
+            out[r0 + order] = block
+        return out
+
+
+@dataclass
+class BlockResult:
+    """What fitting one block of partitions returns: solutions, held-out predictions, optimiser counts."""
+
+    theta: NDArray[np.float64]
+    preds: NDArray[np.integer[Any]]
+    iterations: NDArray[np.int64]
+    converged: int
+    passes: int
+
+
+@dataclass
+class BlockTask:
+    """One block of partitions to fit: everything a process needs besides the feature store.
+
+    ``mask`` is the block's columns of the training mask over the current S (``rows``); ``theta0`` the
+    starting point per model; ``reg`` the per-model penalty weights. A block is the unit of work handed to
+    threads or cluster workers; its result depends only on the task, never on which process computes it.
+    """
+
+    rows: NDArray[np.intp]
+    y: NDArray[np.int64]
+    mask: NDArray[np.bool_]
+    theta0: NDArray[np.float64]
+    reg: NDArray[np.float64]
+    n_classes: int
+    own_rows: bool
+    tol: float
+    max_iter: int
+    memory: int
+
+
+class _NumpyBlockOps:
+    """Objective, gradient and predictions of one block's models over the store (numpy/BLAS)."""
+
+    def __init__(self, store: FeatureStore, task: BlockTask) -> None:
+        self.store, self.task = store, task
+        self.K = task.n_classes
+        self.d = store.whitening.dim
+        n, b = task.mask.shape
+        self.t_b = task.mask.sum(0).astype(np.float64)
+        self.preds = np.zeros((n, b), dtype=_pred_dtype(self.K))
+        self.own: list[NDArray[np.float32]] = []
+        if task.own_rows:  # each model's own training rows, gathered once (large K: far fewer rows than S)
+            self.own = [store.gather(np.flatnonzero(task.mask[:, j])) for j in range(b)]
+        else:
+            self.weight = task.mask.astype(np.float32) / self.t_b.astype(np.float32)
+
+    def _weights(self, W: NDArray[np.float64]) -> NDArray[np.float32]:
+        """(d', K·nm) whitened weights → the matrix to multiply chunks by."""
+        W32 = np.ascontiguousarray(W, dtype=np.float32)
+        return self.store.whitening.transform @ W32 if self.store.folded else W32
+
+    def loss_grad(
+        self, theta: NDArray[np.float64], sel: NDArray[np.intp]
+    ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """Objective and gradient of the models ``sel`` at ``theta`` (one pass; records argmax on all rows).
+
+        Logits are laid out class-major, ``(rows, K, models)``, so that every per-class operation is a
+        contiguous elementwise op and the only Python loop is over the K classes.
+        """
+        K, d, task = self.K, self.d, self.task
+        nm = len(sel)
+        step = self.store.step
+        T64 = self.store.whitening.transform.T.astype(np.float64) if self.store.folded else None
+        Wd = theta[:, :d, :]
+        r = task.reg[sel, :d, None]
+        g = np.empty_like(theta)
+        loss = 0.5 * (r * Wd * Wd).sum((1, 2))
+        if task.own_rows:
+            for i, j in enumerate(sel):
+                A, yj = self.own[j], task.y[task.mask[:, j]]
+                Wi = self._weights(theta[i, :d, :])
+                bi = theta[i, d, :].astype(np.float32)[:, None]
+                w = np.full((len(A), 1), 1.0 / self.t_b[j], dtype=np.float32)
+                gw = np.zeros((Wi.shape[0], K))
+                gb = np.zeros(K)
+                for r0 in range(0, len(A), step):
+                    li, gi, gbi = _np_pass(A[r0 : r0 + step], Wi, bi, yj[r0 : r0 + step], w[r0 : r0 + step], None)
+                    loss[i] += li[0]
+                    gw += gi
+                    gb += gbi[:, 0]
+                g[i, :d, :] = (gw if T64 is None else T64 @ gw) + r[i] * Wd[i]
+                g[i, d, :] = gb
+            return loss, g
+        Weff = self._weights(Wd.transpose(1, 2, 0).reshape(d, K * nm))
+        b = np.ascontiguousarray(theta[:, d, :].T, dtype=np.float32)  # (K, nm)
+        grad = np.zeros((Weff.shape[0], K * nm), dtype=np.float64)
+        grad_b = np.zeros((K, nm), dtype=np.float64)
+        wts = self.weight[:, sel]
+        for r0 in range(0, len(self.store), step):
+            A = self.store.chunk(r0, r0 + step)
+            R = len(A)
+            arg = np.zeros((R, nm), dtype=self.preds.dtype)
+            li, gi, gbi = _np_pass(A, Weff, b, task.y[r0 : r0 + R], wts[r0 : r0 + R], arg)
+            self.preds[r0 : r0 + R, sel] = arg
+            loss += li
+            grad += gi
+            grad_b += gbi
+        if T64 is not None:
+            grad = T64 @ grad
+        g[:, :d, :] = grad.reshape(d, K, nm).transpose(2, 0, 1) + r * Wd
+        g[:, d, :] = grad_b.T
+        return loss, g
+
+    def predictions(self, theta: NDArray[np.float64]) -> NDArray[np.integer[Any]]:
+        """Predicted classes of every row of S for every model of the block at ``theta``."""
+        if not self.task.own_rows:
+            return self.preds  # recorded by the last pass at each model's final point
+        K, d = self.K, self.d
+        nm = theta.shape[0]
+        Weff = self._weights(theta[:, :d, :].transpose(1, 2, 0).reshape(d, K * nm))
+        b = np.ascontiguousarray(theta[:, d, :].T, dtype=np.float32)
+        for r0 in range(0, len(self.store), self.store.step):
+            A = self.store.chunk(r0, r0 + self.store.step)
+            z = (A @ Weff).reshape(len(A), K, nm)
+            z += b
+            self.preds[r0 : r0 + len(A)] = z.argmax(1)
+        return self.preds
+
+
+def _np_pass(
+    A: NDArray[np.float32],
+    W: NDArray[np.float32],
+    b: NDArray[np.float32],
+    y: NDArray[np.int64],
+    w: NDArray[np.float32],
+    arg: NDArray[Any] | None,
+) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
+    """Weighted softmax loss and its gradient for one chunk of rows and nm models (class-major layout)."""
+    R = len(A)
+    K, nm = b.shape
+    z = (A @ W).reshape(R, K, nm)
+    z += b
+    top = z[:, 0, :].copy()
+    for k in range(1, K):
+        if arg is not None:
+            arg[z[:, k, :] > top] = k
+        np.maximum(top, z[:, k, :], out=top)
+    z -= top[:, None, :]
+    ar = np.arange(R)
+    zy = z[ar, y, :]  # (R, nm): logit of the true class
+    np.exp(z, out=z)
+    se = z[:, 0, :].copy()
+    for k in range(1, K):
+        se += z[:, k, :]
+    loss = ((np.log(se) - zy) * w).sum(0, dtype=np.float64)
+    z /= se[:, None, :]
+    z[ar, y, :] -= 1.0
+    z *= w[:, None, :]
+    grad = (A.T @ z.reshape(R, K * nm)).astype(np.float64)
+    return loss, grad, z.sum(0, dtype=np.float64)
+
+
+def run_block(ops: Any, task: BlockTask) -> BlockResult:
+    """Batched, diagonally preconditioned L-BFGS for the models of one block; each model has its own line
+    search, memory and stopping rule, so a model's path does not depend on how long the others run."""
+    theta = task.theta0.copy()
+    m, d1, K = theta.shape
+    P = d1 * K
+    reg = task.reg
+    # Diagonal preconditioner: whitened data gives curvature ≈ 0.25 per coordinate, plus the penalty.
+    precond = np.repeat(1.0 / (0.25 + reg), K, axis=1)  # (m, P)
+    state = _LbfgsState(m, P, task.memory)
+    everyone = np.arange(m)
+    f, g = ops.loss_grad(theta, everyone)
+    state.passes += 1
+    iters = np.zeros(m, dtype=np.int64)
+    conv = lambda gr: np.abs(gr).reshape(len(gr), -1).max(1) <= task.tol  # noqa: E731
+    active = ~conv(g)
+    while active.any():
+        idx = np.flatnonzero(active)
+        gi = g[idx].reshape(len(idx), P)
+        direction = -state.direction(idx, gi, precond[idx])
+        gd = np.einsum("ij,ij->i", gi, direction)
+        bad = gd >= 0  # not a descent direction (numerical trouble): restart from the preconditioned gradient
+        if bad.any():
+            state.reset(idx[bad])
+            direction[bad] = -precond[idx[bad]] * gi[bad]
+            gd[bad] = np.einsum("ij,ij->i", gi[bad], direction[bad])
+        alpha = np.ones(len(idx))
+        pending = np.arange(len(idx))
+        new_theta = theta[idx].copy()
+        new_f = np.empty(len(idx))
+        new_g = np.empty((len(idx), d1, K))
+        for _ in range(30):  # backtracking (Armijo) line search, only re-evaluating models that failed
+            sel = idx[pending]
+            trial = theta[sel] + (alpha[pending, None] * direction[pending]).reshape(len(sel), d1, K)
+            ft, gt = ops.loss_grad(trial, sel)
+            state.passes += 1
+            ok = ft <= f[sel] + 1e-4 * alpha[pending] * gd[pending]
+            ok |= ~np.isfinite(f[sel])
+            done = pending[ok]
+            new_theta[done], new_f[done], new_g[done] = trial[ok], ft[ok], gt[ok]
+            pending = pending[~ok]
+            if pending.size == 0:
+                break
+            alpha[pending] *= 0.5
+        if pending.size:  # line search failed: keep the old point, stop those models
+            kept = idx[pending]
+            new_theta[pending], new_f[pending], new_g[pending] = theta[kept], f[kept], g[kept]
+            ops.loss_grad(theta[kept], kept)  # re-record predictions at the kept point
+        s = (new_theta - theta[idx]).reshape(len(idx), P)
+        yv = (new_g - g[idx]).reshape(len(idx), P)
+        state.push(idx, s, yv)
+        f_old = f[idx].copy()
+        theta[idx], f[idx], g[idx] = new_theta, new_f, new_g
+        iters[idx] += 1
+        stop = conv(g[idx]) | (iters[idx] >= task.max_iter)
+        stop |= (f_old - new_f) <= 1e-12 * np.maximum(1.0, np.abs(new_f))
+        if pending.size:
+            stop[pending] = True
+        active[idx[stop]] = False
+    preds = ops.predictions(theta)
+    return BlockResult(theta, preds, iters, int(conv(g).sum()), state.passes)
+
+
+def fit_block_local(store: FeatureStore, task: BlockTask) -> BlockResult:
+    """Fit one block in this process. Callers limit BLAS to one thread first: a block's floating-point result
+    then depends only on the task, so threads, processes and cluster workers all give the same answer."""
+    store.select(task.rows)
+    return run_block(_NumpyBlockOps(store, task), task)
+
+
+def default_block_size(n_partitions: int, n_classes: int) -> int:
+    """Partitions per block: enough weight columns (≈256) for an efficient GEMM, and at least 4 blocks so that
+    threads or cluster workers have work to share. A function of m and K only, so results never depend on
+    how many workers there are."""
+    b = max(1, -(-256 // max(n_classes, 1)))
+    return max(1, min(b, -(-n_partitions // 4)))
+
+
+def use_own_rows(n_rows: int, train_size: int, n_classes: int) -> bool:
+    """Train each model on its own gathered rows (rather than weighting a pass over all of S) when the softmax
+    is wide and t is a small share of S: ImageNet-like problems, where a pass over S costs |S|/t times more."""
+    return n_classes >= 16 and 4 * train_size <= n_rows
+
+
 class FastLogisticEnsemble(LinearEnsemble):
-    """Multinomial L2 logistic regression for m partitions at once (batched, preconditioned L-BFGS).
+    """Multinomial L2 logistic regression for m partitions, in blocks (batched, preconditioned L-BFGS).
 
     Parameters mirror scikit-learn's ``LogisticRegression``: ``C`` is the inverse regularisation strength
     (the objective is ``½‖W‖² + C Σ_i loss_i``, intercept unpenalised; for two classes the binary model,
     as scikit-learn fits it). ``tol`` bounds the largest gradient entry of the per-sample-averaged objective
     in whitened coordinates; ``max_iter`` caps L-BFGS steps per model. ``warm_start`` starts each phase
     from the mean solution of the previous one (same optimum — the problem is convex — in fewer steps).
+
+    Scale: the partitions are fitted in blocks of ``block_size`` (default :func:`default_block_size`), each
+    with one BLAS thread, ``n_jobs`` blocks at a time, or on the workers of ``executor`` (see
+    :mod:`aflite.cluster`); the result is the same whichever runs them. ``device`` ``"cuda"`` (or ``"auto"``
+    with a GPU present) runs the same algorithm in PyTorch on the GPU (:mod:`aflite.torch_backend`), with
+    features stored as ``storage`` (float32, bfloat16 or float16; products accumulate in float32). Features
+    larger than ``max_copy_gb`` of whitened float32 are streamed from X (e.g. a memory-mapped .npy) instead
+    of copied.
     """
 
     def __init__(
@@ -128,69 +508,57 @@ class FastLogisticEnsemble(LinearEnsemble):
         memory: int = 10,
         warm_start: bool = True,
         chunk_mb: int = 64,
+        block_size: int | None = None,
+        n_jobs: int | None = None,
+        max_copy_gb: float = 4.0,
+        device: str = "cpu",
+        storage: str = "float32",
+        executor: Any = None,
     ) -> None:
         if C <= 0:
             raise ValueError("C must be positive")
+        if block_size is not None and block_size < 1:
+            raise ValueError("block_size must be at least 1")
         self.C = C
         self.tol = tol
         self.max_iter = max_iter
         self.memory = memory
         self.warm_start = warm_start
         self.chunk_mb = chunk_mb
+        self.block_size = block_size
+        self.n_jobs = n_jobs
+        self.max_copy_gb = max_copy_gb
+        self.device = device
+        self.storage = storage
+        self.executor = executor
         self.last_stats = FitStats()
         self._coef0: NDArray[np.float64] | None = None
         self._coefs: NDArray[np.float64] | None = None  # per-model solutions of the last call
+        self._store: Any = None
 
     # ------------------------------------------------------------------ preparation (once per dataset)
     def prepare(self, X: NDArray[Any], y: NDArray[np.int64], n_classes: int) -> None:
-        """Whiten X once: centre, rotate onto the covariance eigenbasis and scale to unit variance."""
-        n, d = X.shape
+        """Whiten X once (centre, rotate onto the covariance eigenbasis, unit variance) and set up the store."""
+        from aflite.torch_backend import resolve_device
+
         self._y = np.asarray(y, dtype=np.int64)
         self._k = int(n_classes)
-        step = max(1, (self.chunk_mb << 20) // (4 * max(d, 1)))
-        mean = np.zeros(d, dtype=np.float64)
-        for r0 in range(0, n, step):
-            mean += X[r0 : r0 + step].sum(0, dtype=np.float64)
-        mean /= n
-        cov = np.zeros((d, d), dtype=np.float64)
-        mean32 = mean.astype(np.float32)
-        for r0 in range(0, n, step):
-            c = np.asarray(X[r0 : r0 + step], dtype=np.float32) - mean32
-            cov += (c.T @ c).astype(np.float64)
-        cov /= n
-        evals, evecs = np.linalg.eigh(cov)
-        top = float(evals[-1]) if evals.size else 0.0
-        # Directions along which the data has (numerically) no variance carry no information; the optimal
-        # weight there is 0 under the L2 penalty, so dropping them leaves the optimum unchanged.
-        keep = evals > max(top, 1e-30) * 1e-9
-        evals, evecs = evals[keep][::-1], evecs[:, keep][:, ::-1]
-        transform = (evecs / np.sqrt(evals)).astype(np.float32)
-        self._penalty = 1.0 / evals  # λ_j: the L2 penalty of the original problem in whitened coordinates
-        self._dim = int(keep.sum())
-        Xw = np.empty((n, self._dim), dtype=np.float32)
-        for r0 in range(0, n, step):
-            np.matmul(np.asarray(X[r0 : r0 + step], dtype=np.float32) - mean32, transform, out=Xw[r0 : r0 + step])
-        self._Xw = Xw
-        self._Xw_rows = np.arange(n)
+        self._whitening = fit_whitening(X, self.chunk_mb)
+        self._dim = self._whitening.dim
+        self._penalty = self._whitening.penalty
+        self.device_ = resolve_device(self.device)
+        copy = X.shape[0] * self._dim * 4 <= self.max_copy_gb * (1 << 30)
+        if self.device_ != "cpu":
+            from aflite.torch_backend import TorchFeatureStore
+
+            self._store = TorchFeatureStore(X, self._whitening, self.device_, self.storage, self.chunk_mb)
+        elif self.executor is not None:
+            self._store = None
+            self.executor.prepare(X, self._whitening, copy, self.chunk_mb)
+        else:
+            self._store = FeatureStore(X, self._whitening, copy, self.chunk_mb)
         self._coef0 = None
         self._coefs = None
-
-    def _take(self, rows: NDArray[np.intp]) -> NDArray[np.float32]:
-        """Rows of the whitened matrix; AFLite only ever shrinks S, so compact in place of copying twice."""
-        rows = np.asarray(rows)
-        if rows.shape == self._Xw_rows.shape and np.array_equal(rows, self._Xw_rows):
-            return self._Xw
-        pos = np.searchsorted(self._Xw_rows, rows)
-        if (
-            np.all(np.diff(rows) > 0)
-            and np.all(pos < len(self._Xw_rows))
-            and np.array_equal(self._Xw_rows[np.minimum(pos, len(self._Xw_rows) - 1)], rows)
-        ):
-            # a sorted subset of what we hold: keep only it (frees memory as S shrinks)
-            self._Xw = self._Xw[pos]
-            self._Xw_rows = rows.copy()
-            return self._Xw
-        raise ValueError("rows must be a sorted subset of the rows passed before")
 
     def get_state(self) -> dict[str, NDArray[Any]]:
         state = {} if self._coef0 is None else {"coef0": self._coef0}
@@ -206,27 +574,14 @@ class FastLogisticEnsemble(LinearEnsemble):
     def fit_predict(
         self, rows: NDArray[np.intp], train_mask: NDArray[np.bool_], models: NDArray[np.intp] | None = None
     ) -> NDArray[np.integer[Any]]:
-        from threadpoolctl import threadpool_limits
-
-        # Tiny problems (the synthetic experiment: t = 100, a few features) are dominated by BLAS thread
-        # start-up: one thread was 5-10x faster there. Large ones want every core. Results do not depend on it.
-        small = len(rows) * (self._dim + 1) * self._k * train_mask.shape[1] < 2_000_000
-        with threadpool_limits(limits=1 if small else None):
-            return self._fit_predict(rows, train_mask, models)
-
-    def _fit_predict(
-        self, rows: NDArray[np.intp], train_mask: NDArray[np.bool_], models: NDArray[np.intp] | None
-    ) -> NDArray[np.integer[Any]]:
         start = time.perf_counter()
+        rows = np.asarray(rows)
         m_all = train_mask.shape[1]
-        if models is not None:
-            train_mask = train_mask[:, models]
-        Xs = self._take(rows)
-        y = self._y[rows]
-        n, m = train_mask.shape
+        cols = np.arange(m_all) if models is None else np.asarray(models)
+        mask = train_mask[:, cols]
+        n, m = mask.shape
         K, d = self._k, self._dim
-        P = (d + 1) * K  # parameters per model: weights and intercepts, flattened
-        t_b = train_mask.sum(0).astype(np.float64)
+        t_b = mask.sum(0).astype(np.float64)
         if np.any(t_b == 0):
             raise ValueError("every partition needs at least one training row")
         # For two classes scikit-learn fits one binary weight vector with penalty ½‖w‖²; the symmetric
@@ -234,142 +589,72 @@ class FastLogisticEnsemble(LinearEnsemble):
         pen_scale = 2.0 if K == 2 else 1.0
         lam = np.concatenate([self._penalty, [0.0]])  # intercept row unpenalised
         reg = pen_scale * lam[None, :] / (self.C * t_b[:, None])  # (m, d+1): per-model penalty weights
-        # Diagonal preconditioner: whitened data gives curvature ≈ 0.25 per coordinate, plus the penalty.
-        precond = np.repeat(1.0 / (0.25 + reg), K, axis=1)  # (m, P)
 
-        theta = np.zeros((m, d + 1, K))
+        theta0 = np.zeros((m, d + 1, K))
         own = self._coefs is not None and self._coefs.shape == (m_all, d + 1, K)
         if models is not None and own:
             assert self._coefs is not None
-            theta[:] = self._coefs[models]  # a refit of partitions that changed a little: start where they were
+            theta0[:] = self._coefs[cols]  # a refit of partitions that changed a little: start where they were
         elif self.warm_start and self._coef0 is not None and self._coef0.shape == (d + 1, K):
-            theta[:] = self._coef0
-        weight = train_mask.astype(np.float32) / t_b.astype(np.float32)  # per-sample weight 1/t_b on train rows
-        preds = np.empty((n, m), dtype=_pred_dtype(K))
-
-        state = _LbfgsState(m, P, self.memory)
-        f, g = self._loss_grad(Xs, y, weight, reg, theta, np.arange(m), preds)
-        state.passes += 1
-        iters = np.zeros(m, dtype=np.int64)
-        active = np.ones(m, dtype=bool)
-        active &= ~self._converged(g)
-        alpha0 = np.ones(m)
-        while active.any():
-            idx = np.flatnonzero(active)
-            direction = -state.direction(idx, g[idx].reshape(len(idx), P), precond[idx])
-            gd = np.einsum("ij,ij->i", g[idx].reshape(len(idx), P), direction)
-            bad = gd >= 0  # not a descent direction (numerical trouble): restart from the preconditioned gradient
-            if bad.any():
-                state.reset(idx[bad])
-                direction[bad] = -precond[idx[bad]] * g[idx[bad]].reshape(int(bad.sum()), P)
-                gd[bad] = np.einsum("ij,ij->i", g[idx[bad]].reshape(int(bad.sum()), P), direction[bad])
-            alpha = alpha0[idx].copy()
-            pending = np.arange(len(idx))
-            new_theta = theta[idx].copy()
-            new_f = np.empty(len(idx))
-            new_g = np.empty((len(idx), d + 1, K))
-            for _ in range(30):  # backtracking (Armijo) line search, only re-evaluating models that failed
-                sel = idx[pending]
-                trial = theta[sel] + (alpha[pending, None] * direction[pending]).reshape(len(sel), d + 1, K)
-                ft, gt = self._loss_grad(Xs, y, weight, reg, trial, sel, preds)
-                state.passes += 1
-                ok = ft <= f[sel] + 1e-4 * alpha[pending] * gd[pending]
-                ok |= ~np.isfinite(f[sel])
-                done = pending[ok]
-                new_theta[done], new_f[done], new_g[done] = trial[ok], ft[ok], gt[ok]
-                pending = pending[~ok]
-                if pending.size == 0:
-                    break
-                alpha[pending] *= 0.5
-            if pending.size:  # line search failed: keep the old point, stop those models
-                kept = idx[pending]
-                new_theta[pending], new_f[pending], new_g[pending] = theta[kept], f[kept], g[kept]
-                # re-evaluate predictions at the kept point
-                self._loss_grad(Xs, y, weight, reg, theta[idx[pending]], idx[pending], preds)
-            s = (new_theta - theta[idx]).reshape(len(idx), P)
-            yv = (new_g - g[idx]).reshape(len(idx), P)
-            state.push(idx, s, yv)
-            f_old = f[idx].copy()
-            theta[idx], f[idx], g[idx] = new_theta, new_f, new_g
-            iters[idx] += 1
-            stop = self._converged(g[idx]) | (iters[idx] >= self.max_iter)
-            stop |= (f_old - new_f) <= 1e-12 * np.maximum(1.0, np.abs(new_f))
-            if pending.size:
-                stop[pending] = True
-            active[idx[stop]] = False
+            theta0[:] = self._coef0
+        y = self._y[rows]
+        own_rows = use_own_rows(n, int(t_b.max()), K)
+        gpu = self.device_ != "cpu"
+        b = self.block_size or (m if gpu else default_block_size(m_all, K))
+        tasks = [
+            BlockTask(rows, y, mask[:, s : s + b], theta0[s : s + b], reg[s : s + b], K, own_rows,
+                      self.tol, self.max_iter, self.memory)
+            for s in range(0, m, b)
+        ]
+        results = self._run_tasks(tasks, n)
+        theta = np.concatenate([r.theta for r in results])
+        preds = np.concatenate([r.preds for r in results], axis=1)
         if models is None:
             self._coefs = theta
             self._coef0 = theta.mean(0)
         elif own:
             assert self._coefs is not None
-            self._coefs[models] = theta
-        converged = int(self._converged(g).sum())
-        self.last_stats = FitStats(time.perf_counter() - start, m, iters.tolist(), converged, state.passes)
+            self._coefs[cols] = theta
+        iters = np.concatenate([r.iterations for r in results])
+        self.last_stats = FitStats(
+            time.perf_counter() - start, m, iters.tolist(), sum(r.converged for r in results),
+            sum(r.passes for r in results),
+        )
         return preds
 
-    def _converged(self, g: NDArray[np.float64]) -> NDArray[np.bool_]:
-        return np.abs(g).reshape(len(g), -1).max(1) <= self.tol
+    def _run_tasks(self, tasks: list[BlockTask], n: int) -> list[BlockResult]:
+        if self.device_ != "cpu":
+            from aflite.torch_backend import fit_block_torch
 
-    def _loss_grad(
-        self,
-        Xs: NDArray[np.float32],
-        y: NDArray[np.int64],
-        weight: NDArray[np.float32],
-        reg: NDArray[np.float64],
-        theta: NDArray[np.float64],
-        models: NDArray[np.intp],
-        preds: NDArray[np.integer[Any]],
-    ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-        """Objective and gradient of ``len(models)`` models in one pass over the rows; records argmax.
+            return [fit_block_torch(self._store, t) for t in tasks]
+        if self.executor is not None:
+            return list(self.executor.map_blocks(tasks))
+        from threadpoolctl import threadpool_limits
 
-        Logits are laid out class-major, ``(rows, K, models)``, so that every per-class operation is a
-        contiguous elementwise op (numpy reductions over a length-3 last axis are slow) and the loop is over
-        the K classes only, never over models or rows.
-        """
-        n, d = Xs.shape
-        K = self._k
-        nm = len(models)
-        W = np.ascontiguousarray(theta[:, :d, :].transpose(1, 2, 0).reshape(d, K * nm), dtype=np.float32)
-        b = np.ascontiguousarray(theta[:, d, :].T, dtype=np.float32)  # (K, nm)
-        wts = weight if nm == weight.shape[1] else weight[:, models]
-        grad_w = np.zeros((d, K * nm), dtype=np.float64)
-        grad_b = np.zeros((K, nm), dtype=np.float64)
-        loss = np.zeros(nm, dtype=np.float64)
-        step = max(256, (self.chunk_mb << 20) // (4 * nm * K))
-        for r0 in range(0, n, step):
-            xc = Xs[r0 : r0 + step]
-            R = len(xc)
-            z = (xc @ W).reshape(R, K, nm)
-            z += b
-            top = z[:, 0, :].copy()
-            arg = np.zeros((R, nm), dtype=preds.dtype)
-            for k in range(1, K):
-                better = z[:, k, :] > top
-                arg[better] = k
-                np.maximum(top, z[:, k, :], out=top)
-            preds[r0 : r0 + R, models] = arg
-            z -= top[:, None, :]
-            yc = y[r0 : r0 + R]
-            ar = np.arange(R)
-            zy = z[ar, yc, :]  # (R, nm): logit of the true class
-            np.exp(z, out=z)
-            se = z[:, 0, :].copy()
-            for k in range(1, K):
-                se += z[:, k, :]
-            wc = wts[r0 : r0 + R]
-            loss += ((np.log(se) - zy) * wc).sum(0, dtype=np.float64)
-            z /= se[:, None, :]
-            z[ar, yc, :] -= 1.0
-            z *= wc[:, None, :]
-            grad_w += xc.T @ z.reshape(R, K * nm)
-            grad_b += z.sum(0, dtype=np.float64)
-        Wd = theta[:, :d, :]  # (nm, d, K)
-        r = reg[models, :d, None]
-        loss += 0.5 * (r * Wd * Wd).sum((1, 2))
-        g = np.empty_like(theta)
-        g[:, :d, :] = grad_w.reshape(d, K, nm).transpose(2, 0, 1) + r * Wd
-        g[:, d, :] = grad_b.T
-        return loss, g
+        with threadpool_limits(limits=1, user_api="blas"):
+            return self._run_local(tasks, n)
+
+    def _run_local(self, tasks: list[BlockTask], n: int) -> list[BlockResult]:
+        store = self._store
+        jobs = self.n_jobs or _cpu_count()
+        # Tiny problems (the synthetic experiment) are dominated by thread start-up: run them in order.
+        work = n * (self._dim + 1) * self._k * sum(t.mask.shape[1] for t in tasks)
+        if jobs <= 1 or len(tasks) == 1 or work < 20_000_000:
+            return [fit_block_local(store, t) for t in tasks]
+        from concurrent.futures import ThreadPoolExecutor
+
+        store.select(tasks[0].rows)  # compact once, before the threads share the store
+        with ThreadPoolExecutor(max_workers=min(jobs, len(tasks))) as pool:
+            return list(pool.map(lambda t: fit_block_local(store, t), tasks))
+
+
+def _cpu_count() -> int:
+    import os
+
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not Linux
+        return os.cpu_count() or 1
 
 
 class _LbfgsState:
@@ -435,16 +720,19 @@ class _LbfgsState:
         return r
 
 
-def make_ensemble(model: Any = "logistic", C: float = 1.0) -> LinearEnsemble:
+def make_ensemble(
+    model: Any = "logistic", C: float = 1.0, device: str = "cpu", storage: str = "float32", executor: Any = None
+) -> LinearEnsemble:
     """Resolve the user's choice of model family into an ensemble implementation.
 
-    ``"logistic"`` → the fast batched path; ``"sklearn"`` → scikit-learn LogisticRegression in a loop;
+    ``"logistic"`` → the fast batched path (on ``device``, or on ``executor``'s workers); ``"sklearn"`` →
+    scikit-learn LogisticRegression in a loop;
     a scikit-learn classifier instance → that estimator in a loop; a :class:`LinearEnsemble` → itself.
     """
     if isinstance(model, LinearEnsemble):
         return model
     if model == "logistic":
-        return FastLogisticEnsemble(C=C)
+        return FastLogisticEnsemble(C=C, device=device, storage=storage, executor=executor)
     if model == "sklearn":
         from sklearn.linear_model import LogisticRegression
 

@@ -327,7 +327,7 @@ def _resolve_model_path(model_path: str | os.PathLike[str] | None) -> Path:
 
 
 def _resolve_device(device: str | None, torch: Any) -> str:
-    if device is None:
+    if device is None or device == "auto":
         return "cuda" if torch.cuda.is_available() else "cpu"
     return str(device)
 

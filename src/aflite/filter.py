@@ -301,6 +301,11 @@ class AFLite:
         LogisticRegression in a loop), any scikit-learn classifier, or a :class:`LinearEnsemble`.
     random_state
         The single seed all randomness flows from.
+    device, storage, executor
+        Where the fast ensemble runs (``"logistic"`` only): ``device`` ``auto`` (a CUDA GPU when PyTorch sees
+        one, else the CPU), ``cpu`` or ``cuda[:N]``; ``storage`` the GPU copy's dtype (float32, bfloat16,
+        float16); ``executor`` an :class:`aflite.cluster.DaskExecutor` to fit the partitions on a cluster
+        (same result as in one process).
 
     Fitted attributes: ``keep_mask_``, ``predictability_`` (last p̃ before removal, or at the end; NaN if
     never scored), ``removed_at_`` (phase index, -1 if kept), ``history_``, ``stop_reason_``, ``classes_``.
@@ -318,6 +323,9 @@ class AFLite:
         C: float = 1.0,
         random_state: int = 0,
         max_iterations: int | None = None,
+        device: str = "auto",
+        storage: str = "float32",
+        executor: Any = None,
     ) -> None:
         self.target_size = target_size
         self.n_partitions = n_partitions
@@ -329,6 +337,9 @@ class AFLite:
         self.C = C
         self.random_state = random_state
         self.max_iterations = max_iterations
+        self.device = device
+        self.storage = storage
+        self.executor = executor
 
     def resolved_params(self, n: int) -> dict[str, Any]:
         """The parameters as counts for a dataset of n instances, validated (raises ParameterError)."""
@@ -378,7 +389,7 @@ class AFLite:
         n = len(codes)
         params = self.resolved_params(n)
         self.params_ = params
-        ens = make_ensemble(self.model, C=self.C)
+        ens = make_ensemble(self.model, C=self.C, device=self.device, storage=self.storage, executor=self.executor)
         ens.prepare(Xa, codes, len(self.classes_))
         if resume is None:
             state = FilterState(

@@ -64,9 +64,12 @@ def run(
     probe: bool = True,
     dataset_options: dict[str, Any] | None = None,
     featurizer_options: dict[str, Any] | None = None,
+    device: str = "auto",
+    storage: str = "float32",
 ) -> RunResult:
     """Filter a dataset file end to end. ``params`` overrides the scaled Table 8 defaults (counts or
-    fractions of |D|: target_size, n_partitions, train_size, slice_size, threshold)."""
+    fractions of |D|: target_size, n_partitions, train_size, slice_size, threshold); ``device`` and ``storage``
+    choose where the encoder and the ensemble run (see :class:`aflite.filter.AFLite`)."""
     from aflite import data, features
     from aflite.rundir import run_filter
 
@@ -111,7 +114,8 @@ def run(
         "slice_size": resolved["slice_size"],
         "threshold": resolved["threshold"],
     }
-    af = AFLite(**filt_params, strategy=strategy, random_state=seed)  # type: ignore[arg-type]
+    af = AFLite(**filt_params, strategy=strategy, random_state=seed, device=device,  # type: ignore[arg-type]
+                storage=storage)
     grp = ds.groups[rows] if (groups and ds.groups is not None) else None
     y = ds.labels[rows]
     ids = ds.ids[rows]

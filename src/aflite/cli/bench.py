@@ -26,6 +26,21 @@ def register(sub: Any) -> None:
     p.add_argument("--labels", default=None, help="labels for --features")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--json", action="store_true", help="print the results as JSON")
+    g = p.add_argument_group(
+        "scale benchmark (with --shape)",
+        "ImageNet-shaped (1,281,167 x 2,048, 1,000 classes, Table 8's ImageNet m=64, t=32.7K, k=33.6K, n=640K) "
+        "or SNLI-shaped features written to a memory-mapped .npy in --workdir, then one phase per --devices "
+        "entry and per --cluster-workers size, each in a fresh process with its peak memory.",
+    )
+    g.add_argument("--shape", choices=("imagenet", "snli"), default=None, help="run the scale benchmark")
+    g.add_argument("--scale", type=float, default=1.0, help="fraction of the rows (sizes scale with it) (default 1)")
+    g.add_argument("--classes", type=int, default=None, help="number of classes (default 1000 / 3)")
+    g.add_argument("--measure-partitions", type=int, default=64,
+                   help="partitions actually fitted in the measured phase; time is scaled to m (default 64)")
+    g.add_argument("--devices", default="cpu", help="comma-separated: cpu, cuda, cuda:N, torch-cpu (default cpu)")
+    g.add_argument("--cluster-workers", default="", help="comma-separated local Dask cluster sizes, e.g. 1,2,4")
+    g.add_argument("--complete", action="store_true", help="also run the complete filter")
+    g.add_argument("--workdir", default=None, help="folder for the features file (default a temporary folder)")
     p.set_defaults(handler=run)
 
 
@@ -41,6 +56,9 @@ def run(args: argparse.Namespace) -> int:
     def log(msg: str) -> None:
         print(f"[bench] {msg}", file=sys.stderr, flush=True)
 
+    if args.shape:
+        return _run_scale(args, log)
+
     res = run_benchmark(
         n=args.n, d=args.dim, reference_partitions=args.reference_partitions, complete=not args.no_complete,
         features=args.features, labels=args.labels, seed=args.seed, log=log,
@@ -49,4 +67,38 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(res, indent=2))
     else:
         print(format_report(res))
+    return 0
+
+
+def _run_scale(args: argparse.Namespace, log: Any) -> int:
+    import shutil
+    import tempfile
+
+    from aflite.bench import format_scale_report, scale_benchmark
+    from aflite.errors import ParameterError
+
+    if not 0 < args.scale <= 1:
+        raise ParameterError("--scale must lie in (0, 1]")
+    if args.measure_partitions < 1:
+        raise ParameterError("--measure-partitions must be at least 1")
+    devices = tuple(d.strip() for d in args.devices.split(",") if d.strip())
+    try:
+        workers = tuple(int(w) for w in args.cluster_workers.split(",") if w.strip())
+    except ValueError:
+        raise ParameterError(f"--cluster-workers {args.cluster_workers!r}: comma-separated numbers") from None
+    if any(w < 1 for w in workers):
+        raise ParameterError("--cluster-workers: sizes must be at least 1")
+    from aflite.torch_backend import resolve_device
+
+    for dev in devices:
+        resolve_device(dev)  # a clear error before any data is written
+    workdir = args.workdir or tempfile.mkdtemp(prefix="aflite-bench-")
+    try:
+        res = scale_benchmark(workdir, shape=args.shape, scale=args.scale, dim=args.dim if args.dim != 768 else None,
+                              n_classes=args.classes, measure_partitions=args.measure_partitions, devices=devices,
+                              cluster_workers=workers, complete=args.complete, seed=args.seed, log=log)
+    finally:
+        if args.workdir is None:
+            shutil.rmtree(workdir, ignore_errors=True)
+    print(json.dumps(res, indent=2) if args.json else format_scale_report(res))
     return 0

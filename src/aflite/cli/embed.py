@@ -26,6 +26,8 @@ def register(sub: Any) -> None:
                    help="warmup: rows of the warm-up slice, a count or a fraction (default 0.1)")
     p.add_argument("--cache", type=Path, default=Path(".aflite-cache"), help="cache folder (default .aflite-cache)")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--device", default="auto",
+                   help="encoder device: auto (a CUDA GPU when PyTorch sees one), cpu, cuda, cuda:N (default auto)")
     p.add_argument("--quiet", action="store_true")
     p.set_defaults(handler=run)
 
@@ -38,6 +40,8 @@ def run(args: argparse.Namespace) -> int:
     opts: dict[str, Any] = {}
     if args.model_path:
         opts["model_path"] = args.model_path
+    if args.featurizer in ("minilm", "warmup"):
+        opts["device"] = args.device
     ws: float | int = args.warmup_size if args.warmup_size < 1 else int(args.warmup_size)
     t0 = time.perf_counter()
     f = features.featurize(ds.texts_a, ds.texts_b, args.featurizer, args.view, cache_dir=args.cache,

@@ -57,6 +57,41 @@ def add_filter_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--seed", type=int, default=0, help="the one seed every random choice flows from (default 0)")
 
 
+def add_scale_options(p: argparse.ArgumentParser, cluster: bool = True) -> None:
+    """Where the ensemble runs: device, GPU storage dtype and (for ``filter``) a Dask cluster."""
+    g = p.add_argument_group("where it runs")
+    g.add_argument("--device", default="auto",
+                   help="auto (a CUDA GPU when PyTorch sees one, else the CPU), cpu, cuda or cuda:N (default auto)")
+    g.add_argument("--storage", choices=("float32", "bfloat16", "float16"), default="float32",
+                   help="dtype of the features held on the GPU; products accumulate in float32 (default float32)")
+    if cluster:
+        g.add_argument("--cluster", default=None, metavar="ADDRESS",
+                       help="fit the partitions on a Dask cluster: a scheduler address (tcp://host:8786), or "
+                       "'local' / 'local:N' to start N local worker processes; the result is the same as without")
+        g.add_argument("--cluster-scratch", type=Path, default=None, metavar="DIR",
+                       help="folder every worker can read at the same path (shared storage) for the features "
+                       "(default: a temporary folder, fine for a local cluster)")
+
+
+def make_executor(args: argparse.Namespace) -> Any:
+    """A DaskExecutor for --cluster, or None."""
+    address = getattr(args, "cluster", None)
+    if not address:
+        return None
+    from aflite.cluster import DaskExecutor
+    from aflite.errors import ParameterError
+
+    if address == "local" or address.startswith("local:"):
+        try:
+            workers = int(address.split(":", 1)[1]) if ":" in address else None
+        except ValueError:
+            raise ParameterError(f"--cluster {address!r}: use local or local:N with N a number") from None
+        if workers is not None and workers < 1:
+            raise ParameterError(f"--cluster {address!r}: N must be at least 1")
+        return DaskExecutor(n_workers=workers, scratch=args.cluster_scratch)
+    return DaskExecutor(address=address, scratch=args.cluster_scratch)
+
+
 def register(sub: Any) -> None:
     p = sub.add_parser(
         "filter",
@@ -82,10 +117,11 @@ def register(sub: Any) -> None:
     p.add_argument("--mmap", action="store_true", help="memory-map a .npy feature file instead of loading it")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     add_filter_options(p)
+    add_scale_options(p)
     p.set_defaults(handler=run)
 
 
-def build_filter(args: argparse.Namespace) -> Any:
+def build_filter(args: argparse.Namespace, executor: Any = None) -> Any:
     from aflite.filter import AFLite
 
     return AFLite(
@@ -98,6 +134,9 @@ def build_filter(args: argparse.Namespace) -> Any:
         model=args.model,
         C=args.C,
         random_state=args.seed,
+        device=args.device,
+        storage=args.storage,
+        executor=executor,
     )
 
 
@@ -114,10 +153,20 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(f"{args.groups}: {len(groups)} groups for {len(y)} labels")
     if len(np.unique(ids)) != len(ids):
         raise InputError(f"{args.ids}: ids are not unique")
-    af = build_filter(args)
+    from aflite.torch_backend import resolve_device
+
     extra = {"inputs": {"features": str(args.features), "labels": str(args.labels),
-                        "ids": None if args.ids is None else str(args.ids)}}
-    summary = run_filter(af, X, y, ids, args.out, groups=groups, resume=args.resume, quiet=args.quiet, extra=extra)
+                        "ids": None if args.ids is None else str(args.ids)},
+             "device": resolve_device(args.device) if args.model == "logistic" else "cpu",
+             "cluster": args.cluster}
+    executor = make_executor(args)
+    try:
+        af = build_filter(args, executor)
+        summary = run_filter(af, X, y, ids, args.out, groups=groups, resume=args.resume, quiet=args.quiet,
+                             extra=extra)
+    finally:
+        if executor is not None:
+            executor.close()
     print(
         f"kept {summary['size_after']} of {summary['size_before']} instances after {summary['n_iterations']} "
         f"phase(s): {summary['stop_reason']}. Results in {args.out}",
@@ -126,4 +175,4 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-__all__ = ["register", "run", "add_filter_options", "build_filter"]
+__all__ = ["register", "run", "add_filter_options", "add_scale_options", "build_filter", "make_executor"]

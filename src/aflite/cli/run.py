@@ -41,6 +41,9 @@ def add_pipeline_options(p: argparse.ArgumentParser, featurizer_default: str) ->
     g.add_argument("--tau", type=float, default=None, metavar="TAU")
     g.add_argument("--strategy", choices=("slicing", "greedy", "gumbel"), default="slicing")
     g.add_argument("--seed", type=int, default=0, help="the one seed (default 0)")
+    from aflite.cli.filter import add_scale_options
+
+    add_scale_options(p, cluster=False)
 
 
 def register(sub: Any) -> None:
@@ -65,6 +68,8 @@ def pipeline_kwargs(args: argparse.Namespace) -> dict[str, Any]:
     fopts: dict[str, Any] = {}
     if args.model_path and args.featurizer in ("minilm", "warmup"):
         fopts["model_path"] = args.model_path
+    if args.featurizer in ("minilm", "warmup"):
+        fopts["device"] = args.device
     if args.max_steps is not None and args.featurizer == "warmup":
         fopts["max_steps"] = args.max_steps
     if args.featurizer == "precomputed":
@@ -79,7 +84,7 @@ def pipeline_kwargs(args: argparse.Namespace) -> dict[str, Any]:
               "slice_size": args.slice_size, "threshold": args.tau}
     return dict(featurizer=args.featurizer, view=args.view, params=params, strategy=args.strategy, seed=args.seed,
                 groups=not args.no_groups, cache_dir=args.cache, resume=args.resume, quiet=args.quiet,
-                probe=not args.no_probe, featurizer_options=fopts)
+                probe=not args.no_probe, featurizer_options=fopts, device=args.device, storage=args.storage)
 
 
 def report(res: Any) -> None:
