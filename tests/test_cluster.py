@@ -10,6 +10,7 @@ pytest.importorskip("dask.distributed")
 from test_ensemble import anisotropic  # noqa: E402
 
 from aflite.cluster import DaskExecutor  # noqa: E402
+from aflite.ensemble import FastLogisticEnsemble  # noqa: E402
 from aflite.filter import AFLite  # noqa: E402
 
 
@@ -22,8 +23,9 @@ def executor():
 def test_local_cluster_run_is_identical_to_one_process(executor):
     X, y = anisotropic(3000, 16, 3, seed=7)
     kw = dict(n_partitions=8, train_size=0.3, slice_size=0.05, target_size=0.5, random_state=5)
-    alone = AFLite(**kw).fit(X, y)
-    spread = AFLite(**kw, executor=executor).fit(X, y)
+    # blocks of 2 partitions: 4 tasks per phase shared by the 2 workers
+    alone = AFLite(**kw, model=FastLogisticEnsemble(block_size=2)).fit(X, y)
+    spread = AFLite(**kw, model=FastLogisticEnsemble(block_size=2, executor=executor)).fit(X, y)
     assert executor.n_workers == 2
     assert alone.n_iterations_ >= 2
     assert np.array_equal(alone.keep_mask_, spread.keep_mask_)
@@ -35,8 +37,8 @@ def test_many_classes_on_the_cluster(executor):
     X, y = anisotropic(4000, 10, 20, seed=8)
     kw = dict(n_partitions=4, train_size=0.2, slice_size=0.05, target_size=0.7, random_state=2,
               max_iterations=2)
-    alone = AFLite(**kw).fit(X, y)
-    spread = AFLite(**kw, executor=executor).fit(X, y)
+    alone = AFLite(**kw, model=FastLogisticEnsemble(block_size=1)).fit(X, y)
+    spread = AFLite(**kw, model=FastLogisticEnsemble(block_size=1, executor=executor)).fit(X, y)
     assert np.array_equal(alone.keep_mask_, spread.keep_mask_)
     assert np.array_equal(alone.predictability_, spread.predictability_, equal_nan=True)
 

@@ -18,8 +18,8 @@ from aflite.torch_backend import resolve_device  # noqa: E402
 @pytest.mark.parametrize(("n_classes", "storage", "agree"), [(3, "float32", 0.999), (3, "bfloat16", 0.98),
                                                                (20, "float32", 0.995)])
 def test_torch_path_agrees_with_the_numpy_path(n_classes, storage, agree):
-    X, y = anisotropic(2500, 12, n_classes, seed=5)
-    mask = draw_partitions(len(y), 4, 500, np.random.default_rng(5))
+    X, y = anisotropic(1500, 12, n_classes, seed=5)
+    mask = draw_partitions(len(y), 4, 300, np.random.default_rng(5))
     rows = np.arange(len(y))
     cpu = FastLogisticEnsemble()
     cpu.prepare(X, y, n_classes)

@@ -184,22 +184,23 @@ class FeatureStore:
     With ``copy`` a whitened float32 copy is kept in memory and compacted as S shrinks (fastest). Without it
     the original matrix — typically a memory-mapped .npy larger than RAM — is read chunk by chunk and only
     centred; the whitening transform is then folded into the weights (``(x-μ) @ (T W)``), which costs a
-    d×d product on the weights per pass instead of a copy of the data.
+    d×d product on the weights per pass instead of a copy of the data. With ``whitened`` X already holds
+    whitened rows (a cluster's shared, memory-mapped copy): read as is, never copied.
     """
 
     def __init__(self, X: Any, whitening: Whitening, copy: bool, chunk_mb: int = 64, whitened: bool = False) -> None:
         self.whitening = whitening
         self.copy = copy or whitened
         self.step = chunk_rows(X.shape[1], chunk_mb)
-        self.rows: NDArray[np.intp] = np.arange(X.shape[0])
+        self.rows: NDArray[np.intp] = np.arange(X.shape[0])  # the current S, as rows of X
         self._mean32 = whitening.mean.astype(np.float32)
-        if whitened:  # X already holds whitened rows (e.g. a cluster's shared, memory-mapped copy)
-            self._data: Any = X
-        elif copy:
-            self._data = np.empty((X.shape[0], whitening.dim), dtype=np.float32)
+        self._owned = copy and not whitened  # our own in-memory copy: compacted as S shrinks
+        if self._owned:
+            self._data: Any = np.empty((X.shape[0], whitening.dim), dtype=np.float32)
             whiten_into(X, whitening, self._data, self.step)
         else:
             self._data = X
+        self._offset = self.rows  # rows of _data holding S (the identity until an owned copy is compacted)
 
     @property
     def folded(self) -> bool:
@@ -221,26 +222,32 @@ class FeatureStore:
             and np.array_equal(self.rows[np.minimum(pos, len(self.rows) - 1)], rows)
         ):
             raise ValueError("rows must be a sorted subset of the rows passed before")
-        if self.copy:
+        if self._owned:
             self._data = self._data[pos]  # keep only S (frees memory as S shrinks)
+            self._offset = np.arange(len(rows))
+        else:
+            self._offset = rows.copy()
         self.rows = rows.copy()
+
+    def _read(self, where: NDArray[np.intp] | slice) -> NDArray[np.float32]:
+        block = np.asarray(self._data[where], dtype=np.float32)
+        return block - self._mean32 if self.folded else block
 
     def chunk(self, r0: int, r1: int) -> NDArray[np.float32]:
         """Rows r0:r1 of S (positions), whitened (copy) or centred (folded)."""
-        if self.copy:
-            return np.asarray(self._data[r0:r1])
-        return np.asarray(self._data[self.rows[r0:r1]], dtype=np.float32) - self._mean32
+        if self._owned or len(self._offset) == self._data.shape[0]:
+            return self._read(slice(r0, r1))  # contiguous: S is all of the data, or our compacted copy
+        return self._read(self._offset[r0:r1])
 
     def gather(self, pos: NDArray[np.intp]) -> NDArray[np.float32]:
         """Rows at positions ``pos`` of S, in the same coordinates as :meth:`chunk`."""
-        if self.copy:
+        if self._owned:
             return np.asarray(self._data[pos])
         out = np.empty((len(pos), self._data.shape[1]), dtype=np.float32)
         for r0 in range(0, len(pos), self.step):
-            idx = self.rows[pos[r0 : r0 + self.step]]
+            idx = self._offset[pos[r0 : r0 + self.step]]
             order = np.argsort(idx, kind="stable")  # sorted reads are much faster on a memory map
-            block = np.asarray(self._data[idx[order]], dtype=np.float32) - self._mean32
-            out[r0 + order] = block
+            out[r0 + order] = self._read(idx[order])
         return out
 
 
@@ -468,10 +475,13 @@ def fit_block_local(store: FeatureStore, task: BlockTask) -> BlockResult:
     return run_block(_NumpyBlockOps(store, task), task)
 
 
-def default_block_size(n_partitions: int, n_classes: int) -> int:
+def default_block_size(n_partitions: int, n_classes: int, n_rows: int = 1 << 30, dim: int = 1 << 10) -> int:
     """Partitions per block: enough weight columns (≈256) for an efficient GEMM, and at least 4 blocks so that
-    threads or cluster workers have work to share. A function of m and K only, so results never depend on
-    how many workers there are."""
+    threads or cluster workers have work to share; tiny problems (the synthetic experiment) in one block, where
+    per-block overhead would dominate. A function of the problem's shape only, never of how many workers run
+    it, so the result does not depend on them."""
+    if n_rows * (dim + 1) * n_classes * n_partitions < 20_000_000:
+        return max(1, n_partitions)
     b = max(1, -(-256 // max(n_classes, 1)))
     return max(1, min(b, -(-n_partitions // 4)))
 
@@ -600,7 +610,12 @@ class FastLogisticEnsemble(LinearEnsemble):
         y = self._y[rows]
         own_rows = use_own_rows(n, int(t_b.max()), K)
         gpu = self.device_ != "cpu"
-        b = self.block_size or (m if gpu else default_block_size(m_all, K))
+        if self.block_size:
+            b = self.block_size
+        elif gpu:  # one block, unless the L-BFGS history (2·memory float64 copies per model) passes ~4 GiB
+            b = max(1, min(m, (4 << 30) // (16 * self.memory * (d + 1) * K)))
+        else:
+            b = default_block_size(m_all, K, n, d)
         tasks = [
             BlockTask(rows, y, mask[:, s : s + b], theta0[s : s + b], reg[s : s + b], K, own_rows,
                       self.tol, self.max_iter, self.memory)
