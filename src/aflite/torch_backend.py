@@ -112,11 +112,11 @@ class _TorchBlockOps:
         self.preds = torch.zeros((n, b), dtype=torch.int32, device=self.dev)
         # rows per chunk: bounded by the logits buffer (rows × K × models) as well as by the features
         self.step = max(256, min(store.step, (256 << 20) // (4 * max(1, self.K * b))))
-        if task.own_rows:
-            self.own = [
-                (store.data[torch.from_numpy(np.flatnonzero(task.mask[:, j])).to(self.dev)], self.y[task.mask[:, j]])
-                for j in range(b)
-            ]
+        if task.own_rows:  # each model's own training rows (and labels), gathered once on the device
+            self.own = []
+            for j in range(b):
+                idx = torch.from_numpy(np.flatnonzero(task.mask[:, j])).to(self.dev)
+                self.own.append((store.data[idx], self.y[idx]))
         else:
             w = task.mask.astype(np.float32) / self.t_b.astype(np.float32)
             self.weight = torch.from_numpy(w).to(self.dev)
