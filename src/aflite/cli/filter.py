@@ -26,34 +26,46 @@ def _size(text: str) -> float | int:
     raise argparse.ArgumentTypeError(f"{text!r} is neither a count >= 1 nor a fraction in (0, 1)")
 
 
-def add_filter_options(p: argparse.ArgumentParser) -> None:
-    """AFLite's parameters with the paper's defaults; shared by ``filter`` and ``run``."""
+def add_filter_options(p: argparse.ArgumentParser, scaled: bool = False) -> None:
+    """AFLite's parameters with the paper's defaults; shared by ``filter`` and (``scaled``) ``run``.
+
+    ``filter`` states the defaults as fractions of |D|; ``run`` leaves them unset (None) and scales Table 8's
+    counts to the dataset itself, printing what it chose; it has no --model/-C (always the fast ensemble).
+    """
     from aflite.filter import SNLI_DEFAULTS as D
 
     N = D["dataset_size"]
-    g = p.add_argument_group(
-        "AFLite parameters",
-        "Defaults are Table 8's SNLI setting (Le Bras et al. 2020, appendix A.5), scaled by |D|/550,152 "
-        "where they are sizes.",
-    )
-    g.add_argument("-n", "--target-size", type=_size, default=D["target_size"] / N, metavar="N",
-                   help=f"stop when |S| <= n; {SIZE_HELP} (default {D['target_size'] / N:.4f} = 92K/550K)")
-    g.add_argument("-m", "--partitions", type=int, default=D["n_partitions"], metavar="M",
+    if scaled:
+        title = ("Defaults: Table 8's SNLI setting (m=64, t=50K, k=10K, tau=0.75, n=92K of 550,152) with the sizes "
+                 "scaled by |D|/550,152; the chosen values are printed and saved in summary.json.")
+    else:
+        title = ("Defaults are Table 8's SNLI setting (Le Bras et al. 2020, appendix A.5), scaled by |D|/550,152 "
+                 "where they are sizes.")
+    g = p.add_argument_group("AFLite parameters", title)
+
+    def default(key: str) -> float | None:
+        return None if scaled else D[key] / N
+
+    def said(key: str, text: str) -> str:
+        return "" if scaled else f" (default {D[key] / N:.4f} = {text})"
+
+    g.add_argument("-n", "--target-size", type=_size, default=default("target_size"), metavar="N",
+                   help=f"stop when |S| <= n; {SIZE_HELP}{said('target_size', '92K/550K')}")
+    g.add_argument("-m", "--partitions", type=int, default=None if scaled else D["n_partitions"], metavar="M",
                    help="linear classifiers per filtering phase (default 64)")
-    g.add_argument("-t", "--train-size", type=_size, default=D["train_size"] / N, metavar="T",
-                   help=f"training set size of each classifier; {SIZE_HELP} (default {D['train_size'] / N:.4f}"
-                   " = 50K/550K)")
-    g.add_argument("-k", "--slice-size", type=_size, default=D["slice_size"] / N, metavar="K",
-                   help=f"most instances removed per phase; {SIZE_HELP} (default {D['slice_size'] / N:.4f}"
-                   " = 10K/550K)")
-    g.add_argument("--tau", "--threshold", dest="threshold", type=float, default=D["threshold"], metavar="TAU",
-                   help="only instances with predictability >= tau are removed (default 0.75)")
+    g.add_argument("-t", "--train-size", type=_size, default=default("train_size"), metavar="T",
+                   help=f"training set size of each classifier; {SIZE_HELP}{said('train_size', '50K/550K')}")
+    g.add_argument("-k", "--slice-size", type=_size, default=default("slice_size"), metavar="K",
+                   help=f"most instances removed per phase; {SIZE_HELP}{said('slice_size', '10K/550K')}")
+    g.add_argument("--tau", "--threshold", dest="threshold", type=float, default=None if scaled else D["threshold"],
+                   metavar="TAU", help="only instances with predictability >= tau are removed (default 0.75)")
     g.add_argument("--strategy", choices=("slicing", "greedy", "gumbel"), default="slicing",
                    help="selection heuristic of appendix A.1 (default slicing, the paper's)")
-    g.add_argument("--model", choices=("logistic", "sklearn"), default="logistic",
-                   help="logistic: fast batched L2 logistic regression; sklearn: scikit-learn's "
-                   "LogisticRegression in a loop (reference, slow) (default logistic)")
-    g.add_argument("-C", type=float, default=1.0, help="inverse L2 strength, as in scikit-learn (default 1.0)")
+    if not scaled:
+        g.add_argument("--model", choices=("logistic", "sklearn"), default="logistic",
+                       help="logistic: fast batched L2 logistic regression; sklearn: scikit-learn's "
+                       "LogisticRegression in a loop (reference, slow) (default logistic)")
+        g.add_argument("-C", type=float, default=1.0, help="inverse L2 strength, as in scikit-learn (default 1.0)")
     g.add_argument("--seed", type=int, default=0, help="the one seed every random choice flows from (default 0)")
 
 

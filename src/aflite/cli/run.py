@@ -7,8 +7,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from aflite.cli.filter import _size
-
 
 def add_pipeline_options(p: argparse.ArgumentParser, featurizer_default: str) -> None:
     p.add_argument("--featurizer", "-f", default=featurizer_default,
@@ -29,18 +27,9 @@ def add_pipeline_options(p: argparse.ArgumentParser, featurizer_default: str) ->
     p.add_argument("--no-probe", action="store_true", help="skip the hypothesis-only probe in the summary")
     p.add_argument("--resume", action="store_true", help="continue an interrupted run in OUT")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
-    g = p.add_argument_group(
-        "AFLite parameters",
-        "Defaults: Table 8's SNLI setting (m=64, t=50K, k=10K, tau=0.75, n=92K of 550,152) with the sizes scaled "
-        "by |D|/550,152; the chosen values are printed and saved in summary.json.",
-    )
-    g.add_argument("-n", "--target-size", type=_size, default=None, metavar="N")
-    g.add_argument("-m", "--partitions", type=int, default=None, metavar="M")
-    g.add_argument("-t", "--train-size", type=_size, default=None, metavar="T")
-    g.add_argument("-k", "--slice-size", type=_size, default=None, metavar="K")
-    g.add_argument("--tau", type=float, default=None, metavar="TAU")
-    g.add_argument("--strategy", choices=("slicing", "greedy", "gumbel"), default="slicing")
-    g.add_argument("--seed", type=int, default=0, help="the one seed (default 0)")
+    from aflite.cli.filter import add_filter_options
+
+    add_filter_options(p, scaled=True)
     from aflite.cli.filter import add_scale_options
 
     add_scale_options(p, cluster=False)
@@ -81,7 +70,7 @@ def pipeline_kwargs(args: argparse.Namespace) -> dict[str, Any]:
         if args.embedding_ids:
             fopts["ids_path"] = args.embedding_ids
     params = {"target_size": args.target_size, "n_partitions": args.partitions, "train_size": args.train_size,
-              "slice_size": args.slice_size, "threshold": args.tau}
+              "slice_size": args.slice_size, "threshold": args.threshold}
     return dict(featurizer=args.featurizer, view=args.view, params=params, strategy=args.strategy, seed=args.seed,
                 groups=not args.no_groups, cache_dir=args.cache, resume=args.resume, quiet=args.quiet,
                 probe=not args.no_probe, featurizer_options=fopts, device=args.device, storage=args.storage)
