@@ -126,6 +126,28 @@ def test_evaluate_every_model_and_the_tables(snli_run):
     assert strip == [{k: v for k, v in r.items() if k != "seconds"} for r in rep2.results]
 
 
+def test_minilm_features_come_from_the_cache_folders_top_level(tmp_path, monkeypatch):
+    """`aflite run` keeps its MiniLM matrices at the top of OUT/cache; evaluate must look there too, so that
+    --cache RUN/cache reuses them instead of embedding D again."""
+    import aflite.features
+    from aflite.evaluate import _corpus, _FeatureStore
+
+    seen = []
+
+    class _F:
+        X = np.zeros((2, 4), dtype=np.float32)
+
+    def fake(a, b, featurizer, view, cache_dir=None, **kw):
+        seen.append((featurizer, view, cache_dir))
+        return _F()
+
+    monkeypatch.setattr(aflite.features, "featurize", fake)
+    d = _corpus("D", ["p1", "p2"], ["h1", "h2"])
+    store = _FeatureStore(d, tmp_path, False, {})
+    assert store.get("minilm", "hypothesis", d).shape == (2, 4)
+    assert seen == [("minilm", "pair", tmp_path)]
+
+
 def test_finetune_capped_one_step(snli_run):
     tmp, data, run, hans_path = snli_run
     out = tmp / "ft"

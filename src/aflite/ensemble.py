@@ -175,7 +175,7 @@ def whiten_into(X: Any, whitening: Whitening, out: Any, step: int) -> None:
     mean32 = whitening.mean.astype(np.float32)
     for r0 in range(0, X.shape[0], step):
         c = np.asarray(X[r0 : r0 + step], dtype=np.float32) - mean32
-        out[r0 : r0 + len(c)] = c @ whitening.transform
+        np.matmul(c, whitening.transform, out=out[r0 : r0 + len(c)])
 
 
 class FeatureStore:

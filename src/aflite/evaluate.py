@@ -359,7 +359,9 @@ class _FeatureStore:
         if featurizer == "minilm":
             from aflite.features import featurize
 
-            x = np.asarray(featurize(a, b, "minilm", "pair", cache_dir=self.cache / "features",
+            # the cache folder's top level, as `aflite run` and `aflite audit` lay it out, so that a run's cache
+            # folder given as the cache reuses the run's MiniLM matrices instead of embedding D again
+            x = np.asarray(featurize(a, b, "minilm", "pair", cache_dir=self.cache,
                                      show_progress=self.show_progress, **self.minilm_options).X, dtype=np.float32)
         else:
             path = self.cache / "features" / f"evalngram-{view}-{self.d.fingerprint[:16]}-{corpus.fingerprint[:16]}.npy"
