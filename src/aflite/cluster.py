@@ -16,6 +16,7 @@ same numpy/BLAS build and CPU kind).
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import tempfile
 import uuid
@@ -57,12 +58,13 @@ def _load_store(spec: StoreSpec) -> FeatureStore:
     return store
 
 
-def fit_block_on_worker(spec: StoreSpec, task: BlockTask) -> BlockResult:
-    """The task a worker runs: one BLAS thread (as in the single-process path), then the block."""
+def fit_block_on_worker(spec: StoreSpec, task: BlockTask, rows: Any, y: Any) -> BlockResult:
+    """The task a worker runs: one BLAS thread (as in the single-process path), then the block. ``rows`` and
+    ``y`` (the same for every block of a phase) travel once per worker, not inside each task."""
     from threadpoolctl import threadpool_limits
 
     threadpool_limits(limits=1, user_api="blas")  # this process only ever runs our blocks
-    return fit_block_local(_load_store(spec), task)
+    return fit_block_local(_load_store(spec), dataclasses.replace(task, rows=rows, y=y))
 
 
 class DaskExecutor:
@@ -119,7 +121,10 @@ class DaskExecutor:
         """Fit the blocks on the workers; results come back in task order."""
         if self.spec is None:
             raise RuntimeError("prepare() first")
-        futures = self.client.map(fit_block_on_worker, [self.spec] * len(tasks), tasks, pure=False)
+        empty = np.empty(0, dtype=np.int64)
+        rows, y = self.client.scatter([tasks[0].rows, tasks[0].y], broadcast=True)
+        light = [dataclasses.replace(t, rows=empty, y=empty) for t in tasks]
+        futures = [self.client.submit(fit_block_on_worker, self.spec, t, rows, y, pure=False) for t in light]
         return list(self.client.gather(futures))
 
     def _remove_files(self) -> None:
