@@ -210,14 +210,7 @@ def _complete_child(conn: Any, spec: dict[str, Any]) -> None:
 
 def complete_run(spec: dict[str, Any]) -> dict[str, Any]:
     """The complete filter in a fresh process, so that its peak memory is its own."""
-    ctx = mp.get_context("spawn")
-    parent, child = ctx.Pipe(duplex=False)
-    proc = ctx.Process(target=_complete_child, args=(child, spec))
-    proc.start()
-    child.close()
-    result: dict[str, Any] = parent.recv()
-    proc.join()
-    return result
+    return _in_child(spec, _complete_child)
 
 
 def run_benchmark(
@@ -440,10 +433,11 @@ def _scale_child(conn: Any, spec: dict[str, Any]) -> None:
     conn.close()
 
 
-def _in_child(spec: dict[str, Any]) -> dict[str, Any]:
+def _in_child(spec: dict[str, Any], target: Any = None) -> dict[str, Any]:
+    """Run ``target(conn, spec)`` (default: a scale-benchmark job) in a fresh process and return what it sends."""
     ctx = mp.get_context("spawn")
     parent, child = ctx.Pipe(duplex=False)
-    proc = ctx.Process(target=_scale_child, args=(child, spec))
+    proc = ctx.Process(target=target or _scale_child, args=(child, spec))
     proc.start()
     child.close()
     try:

@@ -178,6 +178,21 @@ def whiten_into(X: Any, whitening: Whitening, out: Any, step: int) -> None:
         np.matmul(c, whitening.transform, out=out[r0 : r0 + len(c)])
 
 
+def shrink_positions(held: NDArray[np.intp], rows: NDArray[np.intp]) -> NDArray[np.intp] | None:
+    """Positions of ``rows`` within ``held`` (None when they are the same rows); refuses anything but a sorted
+    subset, since AFLite only ever shrinks S. Shared by the CPU and GPU feature stores."""
+    if rows.shape == held.shape and np.array_equal(rows, held):
+        return None
+    pos = np.searchsorted(held, rows)
+    if not (
+        np.all(np.diff(rows) > 0)
+        and np.all(pos < len(held))
+        and np.array_equal(held[np.minimum(pos, len(held) - 1)], rows)
+    ):
+        raise ValueError("rows must be a sorted subset of the rows passed before")
+    return pos
+
+
 class FeatureStore:
     """The rows of the current S in whitened coordinates, chunk by chunk.
 
@@ -213,15 +228,9 @@ class FeatureStore:
     def select(self, rows: NDArray[np.intp]) -> None:
         """Make ``rows`` (a sorted subset of the rows held so far: AFLite only shrinks S) the current S."""
         rows = np.asarray(rows)
-        if rows.shape == self.rows.shape and np.array_equal(rows, self.rows):
+        pos = shrink_positions(self.rows, rows)
+        if pos is None:
             return
-        pos = np.searchsorted(self.rows, rows)
-        if not (
-            np.all(np.diff(rows) > 0)
-            and np.all(pos < len(self.rows))
-            and np.array_equal(self.rows[np.minimum(pos, len(self.rows) - 1)], rows)
-        ):
-            raise ValueError("rows must be a sorted subset of the rows passed before")
         if self._owned:
             self._data = self._data[pos]  # keep only S (frees memory as S shrinks)
             self._offset = np.arange(len(rows))

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from aflite.ensemble import BlockResult, BlockTask, Whitening, _pred_dtype, run_block
+from aflite.ensemble import BlockResult, BlockTask, Whitening, _pred_dtype, run_block, shrink_positions
 from aflite.errors import ParameterError
 
 __all__ = ["resolve_device", "TorchFeatureStore", "fit_block_torch", "STORAGE_DTYPES"]
@@ -85,15 +85,9 @@ class TorchFeatureStore:
 
     def select(self, rows: NDArray[np.intp]) -> None:
         rows = np.asarray(rows)
-        if rows.shape == self.rows.shape and np.array_equal(rows, self.rows):
+        pos = shrink_positions(self.rows, rows)
+        if pos is None:
             return
-        pos = np.searchsorted(self.rows, rows)
-        if not (
-            np.all(np.diff(rows) > 0)
-            and np.all(pos < len(self.rows))
-            and np.array_equal(self.rows[np.minimum(pos, len(self.rows) - 1)], rows)
-        ):
-            raise ValueError("rows must be a sorted subset of the rows passed before")
         self.data = self.data[self.torch.from_numpy(pos).to(self.dev)]
         self.rows = rows.copy()
 
