@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import shutil
 from pathlib import Path
@@ -256,3 +257,186 @@ def test_finetune_predict_relevance_and_tra_on_a_tiny_model(tiny_model: Path, tm
 
     E = A.embed(normal, HYPS)
     assert E.shape == (len(HYPS), 32) and np.all(np.isfinite(E))
+
+
+# ------------------------------------------------------------------------------------- chance and PECO null
+
+
+def test_leakage_metrics_put_chance_beside_both_accuracies() -> None:
+    y = np.array(["a"] * 6 + ["b"] * 4)
+    pb = np.array(["a"] * 10)  # the majority guess: exactly chance
+    pn = y.copy()
+    m = A.leakage_metrics(y, pb, pn)
+    assert m["majority_accuracy"] == pytest.approx(0.6)
+    assert m["delta_maj"] == pytest.approx(0.0)
+    assert m["normal_delta_maj"] == pytest.approx(0.4)
+
+
+def _blobs(n_per: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    centers = rng.normal(size=(12, 20)) * 8
+    cid = np.repeat(np.arange(12), n_per)
+    return centers[cid] + rng.normal(size=(len(cid), 20)), cid
+
+
+def test_peco_null_is_near_the_raw_value_for_random_labels() -> None:
+    X, _ = _blobs(40, 0)
+    labels = np.random.default_rng(1).choice(["e", "n", "c"], size=len(X))
+    pr = A.peco(X, labels, n_components=10, n_clusters=12)
+    null = A.peco_null(pr, labels, n_shuffles=30, seed=0)
+    assert len(null.null) == 30 and null.observed == pr.score
+    assert null.null.min() <= pr.score <= null.null.max()
+    assert abs(null.z) < 2.5 and null.p_value > 0.05
+    assert abs(null.excess) < 0.5 * null.mean  # a raw value this size is all noise
+
+
+def test_peco_null_is_exceeded_by_real_leakage() -> None:
+    X, cid = _blobs(40, 0)
+    rng = np.random.default_rng(2)
+    # each blob leans to one label (70 %), the rest at random: real but imperfect leakage
+    lean = np.array(["e", "n", "c"])[cid % 3]
+    labels = np.where(rng.random(len(X)) < 0.7, lean, rng.choice(["e", "n", "c"], size=len(X)))
+    pr = A.peco(X, labels, n_components=10, n_clusters=12)
+    null = A.peco_null(pr, labels, n_shuffles=30, seed=0)
+    assert pr.score > null.null.max() and pr.score > null.p95
+    assert null.p_value == pytest.approx(1 / 31)
+    assert null.excess > 5 * null.std > 0
+    d = null.to_dict()
+    assert d["excess"] == pytest.approx(pr.score - d["null_mean"]) and d["shuffles"] == 30
+
+
+def test_peco_null_is_seeded() -> None:
+    X, _ = _blobs(20, 3)
+    labels = np.random.default_rng(4).choice(["x", "y"], size=len(X))
+    pr = A.peco(X, labels, n_components=5, n_clusters=6)
+    a, b = A.peco_null(pr, labels, 10, seed=5), A.peco_null(pr, labels, 10, seed=5)
+    np.testing.assert_array_equal(a.null, b.null)
+    assert not np.array_equal(a.null, A.peco_null(pr, labels, 10, seed=6).null)
+    with pytest.raises(ParameterError):
+        A.peco_null(pr, labels, 1)
+
+
+def test_peco_excess_is_comparable_across_sizes_where_the_raw_score_is_not() -> None:
+    """Same population (50 clusters, each with its own label mix), drawn at 1,500 and at 24,000 rows."""
+    rng = np.random.default_rng(0)
+    k, C = 50, 3
+    mix = rng.dirichlet(np.full(C, 8.0), size=k)  # moderate, real per-cluster skew
+
+    def draw(n: int, seed: int) -> tuple[float, float]:
+        r = np.random.default_rng(seed)
+        cid = r.integers(0, k, size=n)
+        lab = (r.random(n)[:, None] > np.cumsum(mix[cid], axis=1)).sum(axis=1)
+        pr = A.peco_from_clusters(cid, lab, n_clusters=k)
+        return pr.score, A.peco_null(pr, lab, 30, seed).excess
+
+    raw_small, ex_small = np.mean([draw(1500, s) for s in range(4)], axis=0)
+    raw_big, ex_big = np.mean([draw(24000, s) for s in range(4)], axis=0)
+    assert raw_small > 1.5 * raw_big  # the raw score falls with size at unchanged leakage
+    assert ex_small == pytest.approx(ex_big, rel=0.25)  # the excess does not
+
+
+# ------------------------------------------------------------------------------- the audit: config and rows
+
+
+def _pairs(n: int = 180) -> A.Any:
+    from aflite.data import SourceInfo, TextDataset
+
+    labels = np.array(["entailment", "neutral", "contradiction"])[np.arange(n) % 3]
+    cue = {"entailment": "outdoors", "neutral": "tall friend", "contradiction": "nobody sleeping"}
+    a = [f"A person number {i % 60} walks." for i in range(n)]
+    b = [f"{cue[lab]} {i % 7}" if i % 4 else f"someone {i % 5}" for i, lab in enumerate(labels)]
+    src = SourceInfo(Path("mem.tsv"), "tsv", "generic", False, {}, np.arange(n))
+    return TextDataset(a, b, labels, np.array([f"r{i}" for i in range(n)]), np.arange(n) % 60, src)
+
+
+SMALL = dict(featurizer="ngram", n_clusters=6, n_components=5, tsne_sample=0, show_progress=False, tra=False,
+             peco_shuffles=5)
+
+
+def test_audit_takes_its_views_and_sizes_from_config(tmp_path: Path) -> None:
+    cfg = A.AuditConfig(views=("hypothesis",), n_folds=3, cache_dir=str(tmp_path), **SMALL)  # type: ignore[arg-type]
+    res = A.audit(_pairs(), config=cfg)
+    assert list(res.views) == ["hypothesis"]  # config.views is not replaced by a default
+    assert res.config.n_folds == 3 and res.views["hypothesis"].peco.n_clusters == 6
+    assert res.views["hypothesis"].peco_null is not None and len(res.views["hypothesis"].peco_null.null) == 5
+    assert A.audit(_pairs(), ["hypothesis"], cfg).config.views == ("hypothesis",)  # the same views: fine
+    with pytest.raises(ParameterError, match="disagrees with config.views"):
+        A.audit(_pairs(), ["premise"], cfg)
+    assert list(A.audit(_pairs(), ["premise"], cache_dir=str(tmp_path), **SMALL).views) == ["premise"]
+
+
+def test_audit_row_scores_match_the_dataset_level_figures(tmp_path: Path) -> None:
+    ds = _pairs()
+    res = A.audit(ds, cache_dir=str(tmp_path), **SMALL)
+    for view in ("hypothesis", "premise"):
+        rows = res.row_scores(view)
+        assert all(len(col) == len(ds) for col in rows.values())
+        assert rows["id"].tolist() == list(ds.ids)
+        m = res.views[view].metrics
+        assert rows["biased_correct"].mean() == pytest.approx(m["biased_accuracy"])
+        assert rows["normal_correct"].mean() == pytest.approx(m["normal_accuracy"])
+        pr = res.views[view].peco
+        np.testing.assert_array_equal(rows["cluster"], pr.cluster_ids)
+        assert int(rows["biased_region"].sum()) == int(np.isin(pr.cluster_ids, pr.biased_clusters()).sum())
+        # Σ s_i over clusters, recovered from the per-row divergence of each cluster's first row
+        first = np.unique(rows["cluster"], return_index=True)[1]
+        assert rows["cluster_divergence"][first].sum() == pytest.approx(pr.score)
+    d = res.views["hypothesis"].to_dict()
+    assert d["peco_excess"] == pytest.approx(d["peco"] - d["peco_null_mean"])
+
+
+def test_views_hypothesis_never_embeds_the_premises(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import aflite.features
+
+    seen: list[str] = []
+
+    class _F:
+        def __init__(self, x: np.ndarray) -> None:
+            self.X = x
+
+    def fake(a: list[str], b: list[str] | None, featurizer: str, view: str, **kw: A.Any) -> _F:
+        seen.append(view)
+        return _F(np.random.default_rng(len(seen)).normal(size=(len(a), 8)).astype(np.float32))
+
+    monkeypatch.setattr(aflite.features, "featurize", fake)
+    cfg = A.AuditConfig(views=("hypothesis",), featurizer="minilm", n_clusters=4, n_components=3, tsne_sample=0,
+                        tra=False, show_progress=False, peco_shuffles=3)
+    res = A.audit(_pairs(), config=cfg)
+    assert sorted(seen) == ["hypothesis", "pair"]
+    assert res.normal_input == "pair"  # no premise matrix, so no InferSent features
+    seen.clear()
+    both = A.audit(_pairs(), config=dataclasses.replace(cfg, views=("hypothesis", "premise")))
+    assert sorted(seen) == ["hypothesis", "pair", "premise"] and both.normal_input == "pair+infersent"
+
+
+def test_tra_is_off_by_default_without_a_gpu(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert A.AuditConfig().tra is None
+    res = A.audit(_pairs(), device="cpu", cache_dir=str(tmp_path), **{**SMALL, "tra": None})
+    assert res.config.tra is False and all(v.tra is None for v in res.views.values())
+    cpu = A.estimate_seconds(19_666, A.AuditConfig(), device="cpu")
+    gpu = A.estimate_seconds(19_666, A.AuditConfig(), device="cuda")
+    assert "fine-tuning (TRA)" not in cpu and "fine-tuning (TRA)" in gpu
+    assert A.estimate_seconds(19_666, A.AuditConfig(tra=True), device="cpu")["fine-tuning (TRA)"] > 600
+    lines = A.announce({"quick": 5.0, "slow": 600.0})
+    assert lines == ["estimate: slow ~10 min (before any cache)"]
+    assert capsys.readouterr().err.strip() == lines[0]
+
+
+def test_add_time_charges_shared_work_to_the_total(tmp_path: Path) -> None:
+    res = A.audit(_pairs(), cache_dir=str(tmp_path), **SMALL)
+    before = res.timings["total"]
+    res.add_time("features", 12.5)
+    assert res.timings["total"] == pytest.approx(before + 12.5)
+
+
+def test_estimates_grow_with_the_machines_load(monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(os, "getloadavg", lambda: (1.0, 1.0, 1.0))
+    idle = A.estimate_seconds(19_666, A.AuditConfig(tra=True), device="cpu")
+    monkeypatch.setattr(os, "getloadavg", lambda: (12.0, 12.0, 12.0))
+    busy = A.estimate_seconds(19_666, A.AuditConfig(tra=True), device="cpu")
+    for stage in idle:
+        assert busy[stage] == pytest.approx(6 * idle[stage])
+    assert A.estimate_seconds(19_666, A.AuditConfig(), device="cuda")["MiniLM embedding"] < 10

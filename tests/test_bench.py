@@ -34,3 +34,36 @@ def test_scale_benchmark_reports_devices_and_cluster_scaling(tmp_path, capsys):
     assert 0.0 < cpu["heldout_accuracy"] <= 1.0
     for w in ("1", "2"):
         assert res["cluster"][w]["identical_to_one_process"] is True
+
+
+def test_bench_times_both_solvers_on_the_same_partitions(capsys):
+    """`aflite bench` on a small SNLI-shaped problem: both solvers, their ratio and agreement, the reference's
+    agreement, and where the complete filter's time went."""
+    code = main(["bench", "--n", "3000", "--dim", "48", "--reference-partitions", "1", "--json"])
+    assert code == 0
+    res = json.loads(capsys.readouterr().out)
+    phase = res["phase"]
+    assert set(phase["solvers"]) == {"fast", "previous"} and phase["solver"] == "fast"
+    prev = phase["solvers"]["previous"]
+    assert prev["ratio_to_fast"] == pytest.approx(prev["seconds"] / phase["solvers"]["fast"]["seconds"])
+    assert prev["agreement_with_fast"]["predictions"] > 0.99
+    for s in ("fast", "previous"):
+        assert 0.9 < phase["solvers"][s]["agreement_with_reference"]["predictions"] <= 1.0
+        assert phase["solvers"][s]["thread_seconds"]["passes"] > 0
+    assert phase["solvers"]["fast"]["thread_seconds"]["prediction"] > 0  # own-row passes: a final prediction pass
+    comp = res["complete"]
+    assert comp["parameters"]["train_size"] == round(50_000 * 3000 / 550_152)
+    for s in ("fast", "previous"):
+        run = comp["solvers"][s]
+        assert run["n_iterations"] == len(run["phases"]) >= 1
+        first = run["phases"][0]
+        assert {"fit", "fit_passes", "fit_line_search", "fit_prediction", "partitions_and_scoring",
+                "selection_and_bookkeeping"} <= set(first)
+        assert run["phase_totals_seconds"]["fit"] <= run["wall_seconds"]
+    assert 0.0 <= comp["solvers"]["previous"]["agreement_with_fast"]["removed_jaccard"] <= 1.0
+
+
+def test_bench_rejects_a_dimension_too_small_for_the_synthetic_data(capsys):
+    assert main(["bench", "--n", "3000", "--dim", "8", "--no-complete"]) == 2
+    err = capsys.readouterr().err
+    assert "--dim 8" in err and "Traceback" not in err

@@ -518,7 +518,8 @@ def test_parquet_default_nli_columns(tmp_path):
 def test_missing_columns_listed(tmp_path):
     p = tmp_path / "d.tsv"
     p.write_text("premise\thypothesis\tlabel\nA.\tB.\tneutral\n")
-    with pytest.raises(InputError, match=r"d\.tsv: missing column 'lbl'; the file has: 'premise', 'hypothesis'"):
+    msg = r"d\.tsv: missing column 'lbl' \(given by label=\); the file has: 'premise', 'hypothesis'"
+    with pytest.raises(InputError, match=msg):
         load_dataset(p, label="lbl")
     p.write_text("foo\tbar\nA\tB\n")
     with pytest.raises(InputError, match=r"d\.tsv: cannot tell which column holds the text.*'foo', 'bar'"):

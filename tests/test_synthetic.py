@@ -190,8 +190,13 @@ def test_cli_writes_its_files(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     assert code == 0
     printed = json.loads(capsys.readouterr().out)
     assert printed["seeds"] == [2] and printed["aflite"]["n_partitions"] == 32
-    assert sorted(p.name for p in out.iterdir()) == ["figure2.png", "results.json", "table.txt"]
-    assert json.loads((out / "results.json").read_text()) == printed
+    names = sorted(p.name for p in out.iterdir() if not p.name.startswith("."))
+    assert names == ["figure2.png", "results.json", "summary.md", "table.txt"]
+    saved = json.loads((out / "results.json").read_text())
+    # the shared layout: command, argv, seed and versions, then the results as printed
+    assert saved["command"] == "synthetic" and saved["argv"][0] == "synthetic" and saved["seed"] == 2
+    assert "numpy" in saved["versions"]
+    assert {k: v for k, v in saved.items() if k not in ("command", "argv", "seed", "versions")} == printed
     assert "Logistic Reg." in (out / "table.txt").read_text()
 
 

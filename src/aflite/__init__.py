@@ -1,9 +1,65 @@
 """aflite: find, measure and remove dataset artifacts.
 
-The core is :class:`aflite.filter.AFLite` (Algorithm 1 of Le Bras et al., 2020, "Adversarial Filters of
-Dataset Biases"), which filters a dataset given frozen features Φ(x) and labels.
+The core is :class:`AFLite` (Algorithm 1 of Le Bras et al., 2020, "Adversarial Filters of Dataset Biases"), a
+scikit-learn estimator that filters a dataset given frozen features Φ(x) and labels::
+
+    from aflite import AFLite
+    kept = AFLite(random_state=0).fit(X, y).get_support()
+
+The main names are importable from the package itself; each is imported on first use, so ``import aflite``
+stays cheap (no scikit-learn, no PyTorch):
+
+* filtering: :class:`AFLite`, :func:`predictability` (one phase: the single-iteration ranking), ``SNLI_DEFAULTS``;
+* files end to end: :func:`run` (a dataset file → featurize → filter → the filtered file, as ``aflite run``),
+  :func:`filter_files` (precomputed features, as ``aflite filter``), :func:`load_dataset`, :func:`featurize`;
+* auditing and evaluation: :func:`audit_dataset` with :class:`AuditConfig`, and :func:`evaluate_runs` (the
+  functions of the :mod:`aflite.audit` and :mod:`aflite.evaluate` modules; a package attribute cannot share a
+  name with its sub-module, so they carry a longer name here);
+* errors: :class:`ParameterError` and :class:`InputError` (both ``ValueError``), under :class:`AfliteError`.
 """
 
 from __future__ import annotations
 
+import importlib
+from typing import Any
+
+from aflite.errors import AfliteError, InputError, ParameterError
+
 __version__ = "0.1.0"
+
+# public name -> (module, attribute); imported lazily by __getattr__
+_LAZY: dict[str, tuple[str, str]] = {
+    "AFLite": ("aflite.filter", "AFLite"),
+    "predictability": ("aflite.filter", "predictability"),
+    "PhaseScores": ("aflite.filter", "PhaseScores"),
+    "SNLI_DEFAULTS": ("aflite.filter", "SNLI_DEFAULTS"),
+    "run": ("aflite.pipeline", "run"),
+    "filter_files": ("aflite.pipeline", "filter_files"),
+    "RunResult": ("aflite.pipeline", "RunResult"),
+    "load_dataset": ("aflite.data", "load_dataset"),
+    "TextDataset": ("aflite.data", "TextDataset"),
+    "write_filtered": ("aflite.data", "write_filtered"),
+    "demo_dataset_path": ("aflite.data", "demo_dataset_path"),
+    "featurize": ("aflite.features", "featurize"),
+    "audit_dataset": ("aflite.audit", "audit"),
+    "AuditConfig": ("aflite.audit", "AuditConfig"),
+    "AuditResult": ("aflite.audit", "AuditResult"),
+    "evaluate_runs": ("aflite.evaluate", "evaluate"),
+    "run_synthetic": ("aflite.synthetic", "run_synthetic"),
+    "resolve_device": ("aflite.device", "resolve_device"),
+}
+
+__all__ = ["__version__", "AfliteError", "InputError", "ParameterError", *_LAZY]
+
+
+def __getattr__(name: str) -> Any:
+    target = _LAZY.get(name)
+    if target is None:
+        raise AttributeError(f"module 'aflite' has no attribute {name!r}")
+    value = getattr(importlib.import_module(target[0]), target[1])
+    globals()[name] = value  # later look-ups skip __getattr__
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))

@@ -11,12 +11,15 @@ For a sentence-pair dataset D and a *view* (``hypothesis`` = s2 only, ``premise`
   to the length of the pair input;
 - PECO (eqs. 11-12): embeddings of the view's sentence under the normal condition → PCA → k-means → per-cluster
   divergence s_i = (1/C) Σ_j (P(Y=j) − P(Y=j | cluster i))² → PECO = ∫ #{i : s_i > t} dt from t = 0
-  (= Σ_i s_i; see :func:`peco_score` on eq. 12's printed lower limit);
+  (= Σ_i s_i; see :func:`peco_score` on eq. 12's printed lower limit), next to its permutation null (the same
+  clusters with the labels shuffled, :func:`peco_null`) and the excess over it, the figure comparable across sizes;
 - a token artifact table (PMI and z-statistic of each token's label rate against the base rate).
 
 CPU defaults: the biased and normal models are L2 logistic regressions on frozen MiniLM embeddings (or the ngram
 TF-IDF features) with k-fold out-of-fold predictions, so every instance gets an out-of-sample prediction; groups
-(same premise) never straddle folds. TRA fine-tunes MiniLM for a capped number of steps.
+(same premise) never straddle folds. TRA fine-tunes MiniLM for a capped number of steps; by default only on a
+GPU (on a 2-core CPU its three fine-tunings alone take about half an hour or more). Every accuracy is reported
+next to chance, the majority-class rate of the same rows.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from typing import Any
 import numpy as np
 
 from aflite.errors import InputError, ParameterError
+from aflite.threads import limited
 
 log = logging.getLogger(__name__)
 
@@ -88,7 +92,11 @@ def nba_nbr(pred_bias: Any, pred_normal: Any, y: Any) -> tuple[float, float]:
 
 
 def leakage_metrics(y: Any, pred_bias: Any, pred_normal: Any) -> dict[str, float]:
-    """Accuracies (fractions), Δmaj (fraction points), %R_R (fraction), NBA, NBR for one view."""
+    """Accuracies (fractions), Δmaj (fraction points), %R_R (fraction), NBA, NBR for one view.
+
+    ``majority_accuracy`` is the majority-class rate of the *same* rows, so that every accuracy is read against
+    chance: ``delta_maj`` (eq. 4) for the biased model, ``normal_delta_maj`` for the normal one.
+    """
     yy, pb, pn = _as_1d(y, "labels"), _as_1d(pred_bias, "pred_bias"), _as_1d(pred_normal, "pred_normal")
     _check_same_length(labels=yy, pred_bias=pb, pred_normal=pn)
     acc_b = float(np.mean(pb == yy))
@@ -100,6 +108,7 @@ def leakage_metrics(y: Any, pred_bias: Any, pred_normal: Any) -> dict[str, float
         "normal_accuracy": acc_n,
         "majority_accuracy": maj,
         "delta_maj": acc_b - maj,
+        "normal_delta_maj": acc_n - maj,
         "pct_rr": acc_b / acc_n if acc_n > 0 else float("nan"),
         "nba": nba,
         "nbr": nbr,
@@ -277,6 +286,89 @@ def peco_from_clusters(
         n_components=n_components,
         n_clusters=len(present),
     )
+
+
+@dataclasses.dataclass
+class PecoNull:
+    """PECO of one clustering next to its value with the labels shuffled (a permutation null).
+
+    A raw PECO cannot be read on its own: a cluster of n_i rows drawn at random still has a label distribution
+    that differs from the global one by sampling noise, E[s_i] ≈ (1/C) Σ_j p_j (1 − p_j) / n_i, so the same data
+    scores higher on fewer rows (k clusters of N/k rows: PECO grows like k² / N). Shuffling the labels over the
+    *same* clusters (k-means never sees the labels) measures that noise for exactly these cluster sizes.
+
+    ``excess`` = observed − mean of the shuffles is the size-normalised form: the noise term cancels, leaving an
+    estimate of Σ_i of the population divergence of the clusters, which does not depend on N (up to O(k/N)).
+    That is why it, not a fixed-size subsample, is the comparable figure: it uses every row. ``p_value`` is the
+    permutation p-value (1 + #{null ≥ observed}) / (1 + shuffles); ``z`` the excess in null standard deviations.
+    With fine-tuned (label-trained) embeddings the clusters depend on the labels, so this null is conditional on
+    the embedding and understates what a model trained on shuffled labels would give.
+    """
+
+    observed: float
+    null: np.ndarray
+    observed_fraction20: float
+    null_fraction20: np.ndarray
+    n_rows: int
+    seed: int
+
+    @property
+    def mean(self) -> float:
+        return float(self.null.mean())
+
+    @property
+    def std(self) -> float:
+        return float(self.null.std(ddof=1)) if len(self.null) > 1 else 0.0
+
+    @property
+    def p95(self) -> float:
+        return float(np.percentile(self.null, 95))
+
+    @property
+    def excess(self) -> float:
+        return self.observed - self.mean
+
+    @property
+    def z(self) -> float:
+        return self.excess / self.std if self.std > 0 else float("nan")
+
+    @property
+    def p_value(self) -> float:
+        return float((1 + int(np.sum(self.null >= self.observed))) / (1 + len(self.null)))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "shuffles": int(len(self.null)), "seed": self.seed, "n_rows": self.n_rows,
+            "null_mean": self.mean, "null_std": self.std, "null_p95": self.p95,
+            "null_min": float(self.null.min()), "null_max": float(self.null.max()),
+            "excess": self.excess, "z": self.z, "p_value": self.p_value,
+            "fraction20_null_mean": float(self.null_fraction20.mean()),
+            "fraction20_null_p95": float(np.percentile(self.null_fraction20, 95)),
+            "fraction20_excess": self.observed_fraction20 - float(self.null_fraction20.mean()),
+        }
+
+
+def peco_null(pr: PecoResult, labels: Any, n_shuffles: int = 30, seed: int = 0) -> PecoNull:
+    """PECO (and its Table-4-scale variant) of ``pr``'s clusters with ``labels`` permuted ``n_shuffles`` times
+    (seeded); see :class:`PecoNull` for how to read it."""
+    if n_shuffles < 2:
+        raise ParameterError(f"the PECO null needs at least 2 shuffles, got {n_shuffles}")
+    lab = _as_1d(labels, "labels")
+    cid = np.asarray(pr.cluster_ids, dtype=np.int64)
+    _check_same_length(cluster_ids=cid, labels=lab)
+    classes, y = np.unique(lab, return_inverse=True)
+    k, c = int(cid.max()) + 1, len(classes)
+    sizes = np.bincount(cid, minlength=k).astype(np.float64)
+    glob = np.bincount(y, minlength=c) / len(y)
+    rng = np.random.default_rng([seed, 12])
+    null = np.empty(n_shuffles)
+    null20 = np.empty(n_shuffles)
+    for s in range(n_shuffles):
+        counts = np.bincount(cid * c + rng.permutation(y), minlength=k * c).reshape(k, c)
+        div = ((counts / sizes[:, None] - glob[None, :]) ** 2).mean(axis=1)
+        null[s] = div.sum()
+        null20[s] = peco_fraction_steps(div, c)
+    return PecoNull(pr.score, null, pr.score_fraction20, null20, len(y), seed)
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -472,70 +564,34 @@ def finetune(
     show_progress: bool = True,
     desc: str = "fine-tuning",
 ) -> FineTuned:
-    """Fine-tune the encoder (default the bundled MiniLM) + linear head for ``steps`` AdamW steps (linear decay).
+    """Fine-tune the encoder (default the bundled MiniLM) + linear head for ``steps`` AdamW steps (linear decay):
+    the one trainer, :func:`aflite.training.fit_classifier` with the ``AUDIT`` preset.
 
     With ``cache_file`` an identical earlier run's weights are loaded instead of training again.
     """
-    torch, transformers = _torch()
+    from aflite import training
+    from aflite.encoders import TextEncoder
+
     path = _model_path(model_path)
-    dev = device or ("cuda" if torch.cuda.is_available() else "cpu")
     yy = _as_1d(y, "labels")
     classes, yi = np.unique(yy, return_inverse=True)
     if len(classes) < 2:
         raise InputError("fine-tuning needs at least 2 label classes")
     a = list(texts_a)
     b = None if texts_b is None else list(texts_b)
-    torch.manual_seed(seed)
-    tok = transformers.AutoTokenizer.from_pretrained(str(path), local_files_only=True)
-    enc = transformers.AutoModel.from_pretrained(str(path), local_files_only=True).to(dev)
-    head = torch.nn.Linear(int(enc.config.hidden_size), len(classes)).to(dev)
+    cfg = training.AUDIT.replace(max_steps=steps, batch_size=batch_size, lr=lr, seed=seed, shuffle_seed=(seed,),
+                                 device=device)
+    training.seeded(seed)
+    enc = TextEncoder(path, device=device, max_length=max_length)
     if cache_file is not None and cache_file.is_file():
-        state = torch.load(str(cache_file), map_location=dev, weights_only=True)
-        enc.load_state_dict(state["encoder"])
-        head.load_state_dict(state["head"])
-        enc.eval()
-        head.eval()
-        return FineTuned(tok, enc, head, classes, int(state["steps"]), list(state["losses"]), max_length)
-    params = list(enc.parameters()) + list(head.parameters())
-    opt = torch.optim.AdamW(params, lr=lr, weight_decay=0.01)
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: max(0.0, 1.0 - s / max(1, steps)))
-    rng = np.random.default_rng(seed)
-    labels = torch.from_numpy(yi.astype(np.int64)).to(dev)
-    losses: list[float] = []
-    enc.train()
-    head.train()
-    from tqdm import tqdm
-
-    bar = tqdm(total=steps, desc=desc, unit="step", disable=not show_progress, dynamic_ncols=True)
-    perm = rng.permutation(len(a))
-    pos = 0
-    try:
-        for _ in range(steps):
-            if pos + batch_size > len(a):
-                perm, pos = rng.permutation(len(a)), 0
-            idx = perm[pos : pos + batch_size]
-            pos += batch_size
-            batch = _batch(tok, [a[i] for i in idx], None if b is None else [b[i] for i in idx], max_length, dev)
-            logits = head(_pool(enc(**batch).last_hidden_state, batch["attention_mask"]))
-            loss = torch.nn.functional.cross_entropy(logits, labels[torch.from_numpy(idx).to(dev)])
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(params, 1.0)
-            opt.step()
-            sched.step()
-            losses.append(float(loss.detach()))
-            bar.update(1)
-            bar.set_postfix(loss=f"{losses[-1]:.3f}")
-    finally:
-        bar.close()
-    enc.eval()
-    head.eval()
+        head = training.make_head(enc.torch, enc.dim, len(classes), cfg.head_dropout, enc.device)
+        _, res = training.load_checkpoint(cache_file, enc, head)
+        return FineTuned(enc.tokenizer, enc.module, head, classes, res.steps, res.losses, max_length)
+    head, res = training.fit_classifier(enc, enc.prepare_pairs(a, b, max_length), yi, len(classes), cfg, desc=desc,
+                                        show_progress=show_progress)
     if cache_file is not None:
-        from aflite.atomic import atomic_open
-
-        with atomic_open(cache_file, "wb") as fh:
-            torch.save({"encoder": enc.state_dict(), "head": head.state_dict(), "steps": steps, "losses": losses}, fh)
-    return FineTuned(tok, enc, head, classes, steps, losses, max_length)
+        training.save_checkpoint(cache_file, enc, head, classes, res)
+    return FineTuned(enc.tokenizer, enc.module, head, classes, res.steps, res.losses, max_length)
 
 
 def predict(model: FineTuned, texts_a: Sequence[str], texts_b: Sequence[str] | None = None,
@@ -648,6 +704,13 @@ def tra(
 
 @dataclasses.dataclass
 class AuditConfig:
+    """Models, sizes and stages of :func:`audit`.
+
+    ``tra=None`` (default) fine-tunes the TRA models only when the device is a GPU: on a 2-core CPU the three
+    300-step fine-tunings take about half an hour to hours, which no default should cost. ``peco_shuffles`` label
+    shuffles give PECO's permutation null (:class:`PecoNull`).
+    """
+
     views: tuple[str, ...] = AUDIT_VIEWS
     featurizer: str = "minilm"
     n_folds: int = 5
@@ -658,7 +721,8 @@ class AuditConfig:
     tsne_sample: int = 2000
     top_k_tokens: int = 10
     min_token_count: int | None = None
-    tra: bool = True
+    tra: bool | None = None
+    peco_shuffles: int = 30
     peco_encoder: str = "frozen"  # or "finetuned" (needs tra)
     tra_steps: int = 300
     tra_batch_size: int = 32
@@ -680,6 +744,10 @@ class AuditConfig:
 
 @dataclasses.dataclass
 class ViewAudit:
+    """One single-sentence condition's audit. Dataset-level figures in ``metrics``, ``peco``, ``peco_null``,
+    ``tra``; per-row ones (like a cleanlab issue manager's scores) in ``biased_pred`` / ``normal_pred`` (the
+    out-of-fold predictions), ``peco.cluster_ids`` and :meth:`AuditResult.row_scores`."""
+
     view: str
     metrics: dict[str, float]
     peco: PecoResult
@@ -689,13 +757,22 @@ class ViewAudit:
     tra: TraResult | None = None
     finetuned: dict[str, float] = dataclasses.field(default_factory=dict)
     examples: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    peco_null: PecoNull | None = None
+    biased_pred: np.ndarray | None = dataclasses.field(default=None, repr=False)
+    normal_pred: np.ndarray | None = dataclasses.field(default=None, repr=False)
 
     def to_dict(self) -> dict[str, Any]:
+        null = self.peco_null
         return {
             "view": self.view,
             "condition": "s2" if self.view == "hypothesis" else "s1",
             **self.metrics,
             "peco": self.peco.score,
+            "peco_null_mean": None if null is None else null.mean,
+            "peco_null_p95": None if null is None else null.p95,
+            "peco_excess": None if null is None else null.excess,
+            "peco_p_value": None if null is None else null.p_value,
+            "peco_null": None if null is None else null.to_dict(),
             "peco_fraction20": self.peco.score_fraction20,
             "peco_details": self.peco.to_dict(),
             "biased_clusters": int(len(self.peco.biased_clusters())),
@@ -715,12 +792,41 @@ class AuditResult:
     config: AuditConfig
     timings: dict[str, float]
     labels: np.ndarray = dataclasses.field(default_factory=lambda: np.empty(0, dtype=str), repr=False)
+    ids: np.ndarray = dataclasses.field(default_factory=lambda: np.empty(0, dtype=str), repr=False)
+    normal_input: str = "pair"
+
+    def add_time(self, key: str, seconds: float) -> None:
+        """Charge work done outside :func:`audit` (e.g. featurization shared by several audits) to this result."""
+        self.timings[key] = self.timings.get(key, 0.0) + float(seconds)
+        self.timings["total"] = sum(t for k, t in self.timings.items() if k != "total")
+
+    def row_scores(self, view: str) -> dict[str, np.ndarray]:
+        """Per-row scores of one view, row-aligned with the dataset: out-of-fold predictions of the biased and
+        normal models and whether each is right, the row's PECO cluster, that cluster's s_i and L2 distance, and
+        whether the cluster is a biased region (L2 > ``config.bias_threshold``)."""
+        va = self.views[view]
+        if va.biased_pred is None or va.normal_pred is None:
+            raise ParameterError(f"view {view!r} has no per-row predictions (made by an older version?)")
+        cid = va.peco.cluster_ids
+        return {
+            "id": np.asarray(self.ids).astype(str) if len(self.ids) else np.arange(self.n).astype(str),
+            "label": np.asarray(self.labels).astype(str),
+            "biased_pred": va.biased_pred,
+            "biased_correct": va.biased_pred == self.labels,
+            "normal_pred": va.normal_pred,
+            "normal_correct": va.normal_pred == self.labels,
+            "cluster": cid,
+            "cluster_divergence": va.peco.divergences[cid],
+            "cluster_l2": va.peco.l2[cid],
+            "biased_region": va.peco.l2[cid] > self.config.bias_threshold,
+        }
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "name": self.name,
             "n": self.n,
             "label_counts": self.label_counts,
+            "normal_input": self.normal_input,
             "views": {v: a.to_dict() for v, a in self.views.items()},
             "timings_s": {k: round(t, 2) for k, t in self.timings.items()},
             "config": self.config.to_dict(),
@@ -773,21 +879,87 @@ def _features(dataset: Any, view: str, cfg: AuditConfig) -> np.ndarray:
     return X.toarray() if hasattr(X, "toarray") else np.asarray(X)
 
 
+@limited  # one thread policy (aflite.threads)
 def compute_features(dataset: Any, cfg: AuditConfig) -> dict[str, np.ndarray]:
-    """The frozen feature matrices the linear models use, per view (``premise``, ``hypothesis``, ``pair``)."""
-    single = {v: _features(dataset, v, cfg) for v in ("premise", "hypothesis")}
+    """The frozen feature matrices the linear models use: ``pair`` and each single-sentence view in
+    ``cfg.views`` (``--views hypothesis`` never embeds the premises on their own). ngram builds its pair matrix
+    from both single-field matrices, so it always has both (n-grams are cheap)."""
+    need = AUDIT_VIEWS if cfg.featurizer == "ngram" else tuple(cfg.views)
+    single: dict[str, np.ndarray] = {v: _features(dataset, v, cfg) for v in AUDIT_VIEWS if v in need}
     # ngram featurizes each field on its own, so its pair matrix is the two single-field matrices side by side
     pair = np.hstack([single["premise"], single["hypothesis"]]) if cfg.featurizer == "ngram" else _features(
         dataset, "pair", cfg)
     return {**single, "pair": pair}
 
 
-def _normal_features(single: dict[str, np.ndarray], pair: np.ndarray) -> np.ndarray:
-    """Normal-condition input: the pair encoding plus InferSent-style [u, v, |u − v|, u ⊙ v] of the two sides."""
-    u, v = single["premise"], single["hypothesis"]
-    if u.shape != v.shape:
-        return pair
-    return np.hstack([pair, u, v, np.abs(u - v), u * v]).astype(np.float32)
+def _normal_features(single: dict[str, np.ndarray], pair: np.ndarray) -> tuple[np.ndarray, str]:
+    """Normal-condition input and its name: the pair encoding plus InferSent-style [u, v, |u − v|, u ⊙ v] of
+    the two sides when both single-sentence matrices exist, else the pair encoding alone."""
+    u, v = single.get("premise"), single.get("hypothesis")
+    if u is None or v is None or u.shape != v.shape:
+        return pair, "pair"
+    return np.hstack([pair, u, v, np.abs(u - v), u * v]).astype(np.float32), "pair+infersent"
+
+
+def resolve_device(device: str | None) -> str:
+    """The torch device the audit would use: ``device`` if given, else cuda when torch sees a GPU, else cpu."""
+    from aflite.device import torch_device
+
+    return torch_device(device)
+
+
+# Throughputs measured with OMP_NUM_THREADS=1 on a shared 2-core CPU (docs/measured, notes) and on one H100;
+# they only decide which stages get announced, so a factor of two either way is fine.
+_RATES = {
+    "cpu": {"embed_pair": 200.0, "embed_single": 450.0, "ft_step": 1.7, "tra_row": 0.15, "lr_rows": 2500.0},
+    "cuda": {"embed_pair": 4000.0, "embed_single": 8000.0, "ft_step": 0.06, "tra_row": 0.02, "lr_rows": 2500.0},
+}
+
+
+def _cpu_slowdown() -> float:
+    """How much slower than on an idle machine CPU work will run now: the 1-minute load average per core (≥ 1).
+    On a shared machine this is the difference between a 3-minute and a 20-minute embedding."""
+    import os
+
+    try:
+        load = os.getloadavg()[0]
+    except (AttributeError, OSError):  # not on every platform
+        return 1.0
+    return max(1.0, load / max(1, os.cpu_count() or 1))
+
+
+def estimate_seconds(n: int, cfg: AuditConfig, device: str | None = None) -> dict[str, float]:
+    """Rough seconds per stage for ``n`` pairs (embedding counts as if nothing were cached); on a CPU scaled by
+    the current load (:func:`_cpu_slowdown`)."""
+    dev = device if device is not None else resolve_device(cfg.device)
+    gpu = dev.startswith("cuda")
+    slow = 1.0 if gpu else _cpu_slowdown()
+    # throughputs (per second) fall and per-item costs (seconds) grow with the slowdown
+    r = {k: v * slow if k in ("ft_step", "tra_row") else v / slow for k, v in _RATES["cuda" if gpu else "cpu"].items()}
+    est: dict[str, float] = {}
+    if cfg.featurizer == "minilm":
+        est["MiniLM embedding"] = n / r["embed_pair"] + len(cfg.views) * n / r["embed_single"]
+    est["cross-validated linear models"] = (1 + len(cfg.views)) * n / r["lr_rows"]
+    tra = cfg.tra if cfg.tra is not None else dev.startswith("cuda")
+    if tra:
+        est["fine-tuning (TRA)"] = (1 + len(cfg.views)) * cfg.tra_steps * r["ft_step"]
+        est["TRA relevance"] = len(cfg.views) * min(cfg.tra_sample, cfg.tra_eval) * r["tra_row"]
+    return est
+
+
+def announce(est: dict[str, float], min_seconds: float = 60.0, file: Any = None) -> list[str]:
+    """Print (to stderr) one line per stage expected to take more than ``min_seconds``; returns the lines."""
+    import sys
+
+    lines = [f"estimate: {stage} ~{_duration(sec)} (before any cache)" for stage, sec in est.items()
+             if sec > min_seconds]
+    for line in lines:
+        print(line, file=file if file is not None else sys.stderr, flush=True)
+    return lines
+
+
+def _duration(sec: float) -> str:
+    return f"{sec:.0f} s" if sec < 120 else f"{sec / 60:.0f} min"
 
 
 def _holdout_split(n: int, groups: np.ndarray | None, frac: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -812,9 +984,10 @@ def _ft_cache(cfg: AuditConfig, a: Sequence[str], b: Sequence[str] | None, y: np
     return Path(cfg.cache_dir) / f"audit-ft-{tag}-{key[:20]}.pt"
 
 
+@limited  # one thread policy (aflite.threads)
 def audit(
     dataset: Any,
-    views: Sequence[str] = AUDIT_VIEWS,
+    views: Sequence[str] | None = None,
     config: AuditConfig | None = None,
     name: str = "D",
     features: dict[str, np.ndarray] | None = None,
@@ -823,11 +996,21 @@ def audit(
     """Audit a sentence-pair dataset (``aflite.data.TextDataset``) for single-sentence label leakage.
 
     ``config`` (or keyword overrides of :class:`AuditConfig` fields) sets the models and sizes; ``views`` picks
-    the single-sentence conditions. ``features`` (``premise``, ``hypothesis``, ``pair`` matrices row-aligned with
-    the dataset, e.g. rows sliced from :func:`compute_features` of a superset) skips featurization. A single-text
-    dataset has no normal condition, so it is refused here.
+    the single-sentence conditions (default ``config.views``; giving both with different views is an error, not
+    a silent override). ``features`` (``pair`` and each view's matrix, row-aligned with the dataset, e.g. rows
+    sliced from :func:`compute_features` of a superset) skips featurization. A single-text dataset has no normal
+    condition, so it is refused here. ``config.tra=None`` resolves to whether the device is a GPU; the result's
+    config records the choice.
     """
-    cfg = dataclasses.replace(config or AuditConfig(), views=tuple(views), **overrides)
+    base = config or AuditConfig()
+    if views is not None:
+        want = tuple(views)
+        if config is not None and tuple(config.views) != want:
+            raise ParameterError(f"views={list(want)} disagrees with config.views={list(config.views)}; give one")
+        base = dataclasses.replace(base, views=want)
+    cfg = dataclasses.replace(base, **overrides)
+    if len(set(cfg.views)) != len(cfg.views):
+        raise ParameterError(f"a view is listed twice: {list(cfg.views)}")
     for v in cfg.views:
         if v not in AUDIT_VIEWS:
             raise ParameterError(f"unknown audit view {v!r}; choose from {', '.join(AUDIT_VIEWS)}")
@@ -837,6 +1020,10 @@ def audit(
         raise ParameterError(f"featurizer must be 'minilm' or 'ngram', got {cfg.featurizer!r}")
     if cfg.peco_encoder not in ("frozen", "finetuned"):
         raise ParameterError("peco_encoder must be 'frozen' or 'finetuned'")
+    if cfg.peco_shuffles < 2:
+        raise ParameterError(f"peco_shuffles must be >= 2, got {cfg.peco_shuffles}")
+    if cfg.tra is None:
+        cfg = dataclasses.replace(cfg, tra=resolve_device(cfg.device).startswith("cuda"))
     if cfg.peco_encoder == "finetuned" and not cfg.tra:
         raise ParameterError("peco_encoder='finetuned' needs the fine-tuned models (tra=True)")
     if dataset.texts_b is None:
@@ -856,14 +1043,16 @@ def audit(
         return time.perf_counter()
 
     t = time.perf_counter()
+    if features is None and cfg.show_progress:
+        announce(estimate_seconds(n, cfg))
     feats = compute_features(dataset, cfg) if features is None else features
-    for key in ("premise", "hypothesis", "pair"):
+    for key in ("pair", *cfg.views):
         if key not in feats or len(feats[key]) != n:
             raise InputError(f"features[{key!r}] is missing or not row-aligned with the dataset ({n} rows)")
-    single = {v: feats[v] for v in ("premise", "hypothesis")}
+    single: dict[str, np.ndarray] = {v: feats[v] for v in AUDIT_VIEWS if v in feats}
     pair = feats["pair"]
     t = tick("features", t)
-    Xn = _normal_features(single, pair)
+    Xn, normal_input = _normal_features(single, pair)
     pred_n = classes[cv_predict(Xn, y, groups, cfg.n_folds, cfg.C, cfg.seed)]
     t = tick("normal_model", t)
 
@@ -901,12 +1090,14 @@ def audit(
         else:
             E = Xb
         pr = peco(E, y, cfg.n_components, cfg.n_clusters, cfg.seed)
+        null = peco_null(pr, y, cfg.peco_shuffles, cfg.seed)
         t = tick("peco", t)
         tsne_xy, tsne_rows = _tsne(pr, cfg)
         t = tick("tsne", t)
         arts = token_artifacts(texts, y, cfg.top_k_tokens, cfg.min_token_count)
         t = tick("artifacts", t)
-        va = ViewAudit(view, metrics, pr, tsne_xy, tsne_rows, arts, examples=_examples(pr, texts, y, cfg))
+        va = ViewAudit(view, metrics, pr, tsne_xy, tsne_rows, arts, examples=_examples(pr, texts, y, cfg),
+                       peco_null=null, biased_pred=pred_b, normal_pred=pred_n)
         if cfg.tra and ft_rows is not None:
             _, eval_rows = ft_rows
             yt = y[eval_rows]
@@ -919,7 +1110,7 @@ def audit(
         out[view] = va
     timings["total"] = sum(timings.values())
     label_counts = {str(c): int(k) for c, k in zip(classes, counts, strict=True)}
-    return AuditResult(name, n, label_counts, out, cfg, timings, y)
+    return AuditResult(name, n, label_counts, out, cfg, timings, y, np.asarray(dataset.ids).astype(str), normal_input)
 
 
 def _tsne(pr: PecoResult, cfg: AuditConfig) -> tuple[np.ndarray | None, np.ndarray | None]:

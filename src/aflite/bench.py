@@ -32,6 +32,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from aflite.errors import ParameterError
+
 SNLI_N = 550_152
 
 
@@ -93,6 +95,36 @@ def _topk_overlap(p_a: NDArray[np.float64], p_b: NDArray[np.float64], k: int, ti
     return len(np.intersect1d(a, b)) / k
 
 
+def _solver_phase(
+    X: NDArray[np.float32], codes: NDArray[np.int64], rows: NDArray[np.intp], mask: NDArray[np.bool_],
+    solver: str, say: Any,
+) -> tuple[dict[str, Any], NDArray[Any]]:
+    """Whitening and one phase with one solver; times, optimiser counts and where the time went."""
+    from aflite.ensemble import FastLogisticEnsemble
+
+    ens = FastLogisticEnsemble(solver=solver)
+    t0, c0 = time.perf_counter(), time.process_time()
+    ens.prepare(X, codes, int(codes.max()) + 1)
+    t_prep = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    preds = ens.fit_predict(rows, mask)
+    t_phase = time.perf_counter() - t0
+    cpu = time.process_time() - c0  # CPU seconds of all threads: less sensitive than wall time to other jobs
+    st = ens.last_stats
+    say(f"{solver} solver: {t_prep + t_phase:.1f} s, CPU {cpu:.1f} s (whitening {t_prep:.1f} s, phase {t_phase:.1f} s, "
+        f"{np.mean(st.iterations):.1f} L-BFGS steps per model)")
+    return {
+        "seconds": t_prep + t_phase,
+        "cpu_seconds": cpu,
+        "whitening_seconds": t_prep,
+        "phase_seconds": t_phase,
+        "lbfgs_steps_mean": float(np.mean(st.iterations)),
+        "passes": st.passes,
+        "converged": st.converged,
+        "thread_seconds": {k: round(v, 3) for k, v in st.parts.items()},
+    }, preds
+
+
 def compare_phase(
     X: NDArray[np.float32],
     y: NDArray[Any],
@@ -102,32 +134,70 @@ def compare_phase(
     reference_partitions: int = 8,
     top_k: int = 10_000,
     random_state: int = 0,
+    solvers: tuple[str, ...] = ("fast",),
     log: Any = None,
 ) -> dict[str, Any]:
-    """One filtering phase on both paths over the same partitions; speed ratio and agreement."""
-    from aflite.ensemble import FastLogisticEnsemble, SklearnEnsemble
+    """One filtering phase over the same partitions with each solver of the fast path and with the
+    scikit-learn reference (on ``reference_partitions`` of them; 0 skips it): times, their ratios and agreement.
+
+    The first solver is the one reported as "fast"; with ``("fast", "previous")`` the output also holds the
+    previous solver's time, the ratio of the two and their agreement with each other and with the reference.
+    """
+    from aflite.ensemble import SklearnEnsemble
     from aflite.filter import draw_partitions, scores_from_predictions
 
     say = log or (lambda *_: None)
     _, codes = np.unique(y, return_inverse=True)
+    codes = codes.astype(np.int64)
     n = len(codes)
     rows = np.arange(n)
     rng = np.random.default_rng([random_state, 0])
     mask = draw_partitions(n, n_partitions, train_size, rng)
     tie = rng.random(n)
+    held = ~mask
 
-    say("fast path: whitening + one phase ...")
-    fast = FastLogisticEnsemble()
-    t0 = time.perf_counter()
-    fast.prepare(X, codes, int(codes.max()) + 1)
-    t_prep = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    pf = fast.fit_predict(rows, mask)
-    t_fast_phase = time.perf_counter() - t0
-    fast_total = t_prep + t_fast_phase
-    say(f"fast path: {fast_total:.1f} s (prepare {t_prep:.1f} s, phase {t_fast_phase:.1f} s)")
+    per: dict[str, dict[str, Any]] = {}
+    preds: dict[str, NDArray[Any]] = {}
+    for solver in solvers:
+        say(f"{solver} solver: whitening + one phase ...")
+        per[solver], preds[solver] = _solver_phase(X, codes, rows, mask, solver, say)
+    main = solvers[0]
+    pf = preds[main]
+    fast = per[main]
+    p_fast_all, _, _ = scores_from_predictions(pf, codes, mask)
+    out: dict[str, Any] = {
+        "n": n,
+        "d": int(X.shape[1]),
+        "n_partitions": n_partitions,
+        "train_size": train_size,
+        "solver": main,
+        "fast_seconds": fast["seconds"],
+        "fast_prepare_seconds": fast["whitening_seconds"],
+        "fast_phase_seconds": fast["phase_seconds"],
+        "fast_lbfgs_steps_mean": fast["lbfgs_steps_mean"],
+        "fast_passes": fast["passes"],
+        "fast_p_mean_all_partitions": float(np.nanmean(p_fast_all)),
+        "solvers": per,
+    }
+    for other in solvers[1:]:
+        po = preds[other]
+        p_o, _, _ = scores_from_predictions(po, codes, mask)
+        both = ~np.isnan(p_fast_all) & ~np.isnan(p_o)
+        per[other]["ratio_to_" + main] = per[other]["seconds"] / fast["seconds"]
+        per[other]["phase_ratio_to_" + main] = per[other]["phase_seconds"] / fast["phase_seconds"]
+        per[other]["cpu_ratio_to_" + main] = per[other]["cpu_seconds"] / fast["cpu_seconds"]
+        per[other]["agreement_with_" + main] = {
+            "predictions": float((po[held] == pf[held]).mean()),
+            "pearson_p": float(np.corrcoef(p_fast_all[both], p_o[both])[0, 1]),
+            "top_k_overlap": _topk_overlap(p_fast_all, p_o, top_k, tie),
+            "measured_on": f"all {n_partitions} partitions, held-out predictions",
+        }
+        say(f"{other} / {main}: {per[other]['ratio_to_' + main]:.2f}x the time; held-out predictions agree "
+            f"{per[other]['agreement_with_' + main]['predictions']:.5f}")
 
     r = min(reference_partitions, n_partitions)
+    if r < 1:
+        return out
     subset = list(range(r))
     say(f"reference path: scikit-learn LogisticRegression on {r} of {n_partitions} partitions ...")
     ref = SklearnEnsemble(partitions=subset)
@@ -139,42 +209,60 @@ def compare_phase(
     say(f"reference path: {t_ref:.1f} s for {r} partitions -> {t_ref_scaled:.1f} s scaled to {n_partitions}")
 
     sub = mask[:, subset]
-    held = ~sub
-    agree = float((pf[:, subset][held] == pr[:, subset][held]).mean())
-    p_fast_sub, _, _ = scores_from_predictions(pf[:, subset], codes, sub)
+    held_sub = ~sub
     p_ref_sub, _, _ = scores_from_predictions(pr[:, subset], codes, sub)
-    both = ~np.isnan(p_fast_sub) & ~np.isnan(p_ref_sub)
-    corr = float(np.corrcoef(p_fast_sub[both], p_ref_sub[both])[0, 1])
-    overlap = _topk_overlap(p_fast_sub, p_ref_sub, top_k, tie)
-    p_fast_all, _, _ = scores_from_predictions(pf, codes, mask)
-    return {
-        "n": n,
-        "d": int(X.shape[1]),
-        "n_partitions": n_partitions,
-        "train_size": train_size,
-        "fast_seconds": fast_total,
-        "fast_prepare_seconds": t_prep,
-        "fast_phase_seconds": t_fast_phase,
-        "fast_lbfgs_steps_mean": float(np.mean(fast.last_stats.iterations)),
-        "fast_passes": fast.last_stats.passes,
+
+    def agreement(p: NDArray[Any]) -> dict[str, float]:
+        p_sub, _, _ = scores_from_predictions(p[:, subset], codes, sub)
+        ok = ~np.isnan(p_sub) & ~np.isnan(p_ref_sub)
+        return {
+            "predictions": float((p[:, subset][held_sub] == pr[:, subset][held_sub]).mean()),
+            "pearson_p": float(np.corrcoef(p_sub[ok], p_ref_sub[ok])[0, 1]),
+            "top_k_overlap": _topk_overlap(p_sub, p_ref_sub, top_k, tie),
+        }
+
+    for solver in solvers:
+        per[solver]["agreement_with_reference"] = agreement(preds[solver])
+    a = per[main]["agreement_with_reference"]
+    out.update({
         "reference_partitions": r,
         "reference_seconds_measured": t_ref,
         "reference_seconds_scaled": t_ref_scaled,
         "reference_lbfgs_iterations_mean": float(np.mean(ref.last_stats.iterations)) if ref.last_stats.iterations
         else None,
-        "speedup": t_ref_scaled / fast_total,
-        "agreement_predictions": agree,
-        "pearson_p": corr,
+        "speedup": t_ref_scaled / fast["seconds"],
+        "agreement_predictions": a["predictions"],
+        "pearson_p": a["pearson_p"],
         "top_k": top_k,
-        "top_k_overlap": overlap,
+        "top_k_overlap": a["top_k_overlap"],
         "agreement_measured_on": f"the {r} partitions both paths ran (p̃ from those partitions)",
-        "fast_p_mean_all_partitions": float(np.nanmean(p_fast_all)),
-    }
+    })
+    return out
+
+
+PHASE_PARTS = ("setup", "passes", "line_search", "lbfgs", "prediction")
+
+
+_OBSERVED: list[Any] = []  # in a benchmark child: the ensembles prepared so far (see _observed_ensemble)
+
+
+def _observed_ensemble(solver: str) -> Any:
+    """A fast ensemble that registers itself when prepared: ``AFLite.fit`` works on a copy of the model it is
+    given, and the benchmark reads the copy's per-phase statistics."""
+    from aflite.ensemble import FastLogisticEnsemble
+
+    class ObservedEnsemble(FastLogisticEnsemble):
+        def prepare(self, X: Any, y: Any, n_classes: int) -> None:
+            _OBSERVED.append(self)
+            super().prepare(X, y, n_classes)
+
+    return ObservedEnsemble(solver=solver)
 
 
 def _complete_child(conn: Any, spec: dict[str, Any]) -> None:
     from aflite.filter import AFLite
 
+    t_start = time.perf_counter()
     if spec.get("features"):
         from aflite import data
 
@@ -183,6 +271,7 @@ def _complete_child(conn: Any, spec: dict[str, Any]) -> None:
     else:
         b = make_snli_like(spec["n"], spec["d"], random_state=spec["seed"])
         X, y = b.X, b.y
+    data_seconds = time.perf_counter() - t_start
     af = AFLite(
         target_size=spec["target_size"],
         n_partitions=spec["n_partitions"],
@@ -190,19 +279,57 @@ def _complete_child(conn: Any, spec: dict[str, Any]) -> None:
         slice_size=spec["slice_size"],
         threshold=spec["threshold"],
         random_state=spec["seed"],
+        model=_observed_ensemble(spec.get("solver", "fast")),
     )
-    t0 = time.perf_counter()
-    af.fit(X, y)
+    phases: list[dict[str, Any]] = []
+    clock = {"last": 0.0}
+
+    def on_phase(record: Any, state: Any) -> None:
+        del state
+        now = time.perf_counter()
+        ens = _OBSERVED[-1]
+        st = ens.last_stats
+        wall = now - clock["last"] - (ens.prepare_seconds_ if not phases else 0.0)  # phase 0: not the whitening
+        clock["last"] = now
+        threads = sum(st.parts.values())
+        fit_parts = {k: round(st.seconds * st.parts.get(k, 0.0) / threads, 3) if threads else 0.0 for k in PHASE_PARTS}
+        phases.append({
+            "size_before": record.size_before,
+            "wall": round(wall, 3),
+            "fit": round(st.seconds, 3),
+            **{f"fit_{k}": v for k, v in fit_parts.items()},
+            "partitions_and_scoring": round(record.seconds - record.fit_seconds, 3),
+            "selection_and_bookkeeping": round(wall - record.seconds, 3),
+            "lbfgs_steps_mean": round(float(np.mean(st.iterations)), 2) if st.iterations else None,
+            "passes": st.passes,
+        })
+        if spec.get("progress"):
+            print(f"[bench]   phase {record.iteration}: |S| {record.size_before} -> {record.size_after}, "
+                  f"{wall:.1f} s", file=sys.stderr, flush=True)
+
+    t0, c0 = time.perf_counter(), time.process_time()
+    clock["last"] = t0
+    af.fit(X, y, callback=on_phase)
     wall = time.perf_counter() - t0
+    cpu = time.process_time() - c0
     peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    totals = {k: round(sum(p[k] for p in phases), 2) for k in phases[0] if k not in ("size_before", "passes",
+                                                                                      "lbfgs_steps_mean")}
     conn.send(
         {
+            "solver": spec.get("solver", "fast"),
             "wall_seconds": wall,
+            "cpu_seconds": cpu,
+            "data_seconds": data_seconds,
+            "whitening_seconds": _OBSERVED[-1].prepare_seconds_,
+            "phase_totals_seconds": totals,
             "peak_rss_gib": peak_kb / 2**20,
             "size_after": int(af.keep_mask_.sum()),
             "n_iterations": af.n_iterations_,
             "stop_reason": af.stop_reason_,
             "seconds_per_phase": [round(r.seconds, 2) for r in af.history_],
+            "phases": phases,
+            "keep_mask": np.packbits(af.keep_mask_).tobytes().hex(),
         }
     )
     conn.close()
@@ -211,6 +338,50 @@ def _complete_child(conn: Any, spec: dict[str, Any]) -> None:
 def complete_run(spec: dict[str, Any]) -> dict[str, Any]:
     """The complete filter in a fresh process, so that its peak memory is its own."""
     return _in_child(spec, _complete_child)
+
+
+def _compare_complete(spec: dict[str, Any], solvers: tuple[str, ...], say: Any) -> dict[str, Any]:
+    """The complete filter once per solver (same seed, so the same partitions while the kept sets agree)."""
+    runs: dict[str, Any] = {}
+    keep: dict[str, NDArray[np.bool_]] = {}
+    for solver in solvers:
+        say(f"complete filter with the {solver} solver (k={spec['slice_size']}, tau={spec['threshold']}, "
+            f"n={spec['target_size']}) in a child process ...")
+        r = complete_run({**spec, "solver": solver})
+        bits = np.unpackbits(np.frombuffer(bytes.fromhex(r.pop("keep_mask")), dtype=np.uint8))
+        keep[solver] = bits[: spec["n"]].astype(bool)
+        runs[solver] = r
+        say(f"  {solver}: {r['wall_seconds']:.1f} s, CPU {r['cpu_seconds']:.1f} s (whitening "
+            f"{r['whitening_seconds']:.1f} s), peak "
+            f"{r['peak_rss_gib']:.2f} GiB, kept {r['size_after']} after {r['n_iterations']} phases")
+    out: dict[str, Any] = {"parameters": spec, **runs[solvers[0]], "solvers": runs}
+    main = solvers[0]
+    for other in solvers[1:]:
+        a, b = keep[main], keep[other]
+        n = min(len(a), len(b))
+        a, b = a[:n], b[:n]
+        removed_a, removed_b = ~a, ~b
+        runs[other]["ratio_to_" + main] = runs[other]["wall_seconds"] / runs[main]["wall_seconds"]
+        runs[other]["cpu_ratio_to_" + main] = runs[other]["cpu_seconds"] / runs[main]["cpu_seconds"]
+        runs[other]["agreement_with_" + main] = {
+            "same_keep_status": float((a == b).mean()),
+            "removed_jaccard": float((removed_a & removed_b).sum() / max(1, (removed_a | removed_b).sum())),
+        }
+        say(f"  {other} / {main}: {runs[other]['ratio_to_' + main]:.2f}x the wall time; removed sets' Jaccard "
+            f"{runs[other]['agreement_with_' + main]['removed_jaccard']:.4f}")
+    return out
+
+
+def _table8(n_rows: int) -> dict[str, Any]:
+    """Table 8's SNLI parameters, scaled by |D| / 550,152 below SNLI's size."""
+    scale = n_rows / SNLI_N
+    t = 50_000 if scale >= 1 else max(10, int(round(50_000 * scale)))
+    return {
+        "n_partitions": 64, "train_size": t,
+        "slice_size": 10_000 if scale >= 1 else max(1, int(round(10_000 * scale))),
+        "target_size": 92_000 if scale >= 1 else max(t + 1, int(round(92_000 * scale))),
+        "threshold": 0.75, "scale": min(1.0, scale),
+    }
 
 
 def run_benchmark(
@@ -222,7 +393,14 @@ def run_benchmark(
     labels: str | None = None,
     seed: int = 0,
     log: Any = None,
+    solvers: tuple[str, ...] = ("fast", "previous"),
+    complete_solvers: tuple[str, ...] | None = None,
+    real_features: str | None = None,
+    real_labels: str | None = None,
+    real_complete: bool = True,
 ) -> dict[str, Any]:
+    """The benchmark: one phase per solver and the reference (same partitions), the complete filter per solver,
+    and optionally the same on real features (``real_features``/``real_labels``, Table 8 scaled to their size)."""
     say = log or (lambda *_: None)
     from threadpoolctl import threadpool_info
 
@@ -235,55 +413,132 @@ def run_benchmark(
         X = data.load_features(features)
         y = data.load_labels(labels) if labels else None
         if y is None:
-            raise ValueError("--labels is required with --features")
+            raise ParameterError("--labels is required with --features")
         desc = f"real features {features} ({X.shape[0]} x {X.shape[1]})"
     else:
         b = make_snli_like(n, d, random_state=seed)
         X, y, desc = b.X, b.y, b.description
+        del b  # the complete runs happen in child processes: hold the features only as long as needed
     say(f"data: {desc} ({time.perf_counter() - t0:.1f} s)")
-    scale = len(y) / SNLI_N
-    t = 50_000 if len(y) >= SNLI_N else max(10, int(round(50_000 * scale)))
-    out: dict[str, Any] = {"data": desc, "versions": versions(),
+    params = _table8(len(y))
+    import os
+
+    out: dict[str, Any] = {"data": desc, "versions": versions(), "solvers": list(solvers),
+                           "load_average_at_start": list(os.getloadavg()),  # other jobs on the machine
                            "blas": [(i.get("internal_api"), i.get("architecture"), i.get("num_threads"))
                                     for i in threadpool_info()]}
-    out["phase"] = compare_phase(X, y, n_partitions=64, train_size=t, reference_partitions=reference_partitions,
-                                 top_k=min(10_000, len(y) // 10), random_state=seed, log=say)
-    del X
+    out["phase"] = compare_phase(X, y, n_partitions=64, train_size=params["train_size"],
+                                 reference_partitions=reference_partitions, top_k=min(10_000, len(y) // 10),
+                                 random_state=seed, solvers=solvers, log=say)
+    n_rows = len(y)
+    del X, y
     if complete:
-        spec = {
-            "n": n, "d": d, "seed": seed, "features": features, "labels": labels,
-            "n_partitions": 64, "train_size": t,
-            "slice_size": 10_000 if scale >= 1 else max(1, int(round(10_000 * scale))),
-            "target_size": 92_000 if scale >= 1 else max(t + 1, int(round(92_000 * scale))),
-            "threshold": 0.75,
-        }
-        say("complete filter run (k=10,000, tau=0.75, n=92,000 scaled to |D|) in a child process ...")
-        out["complete"] = {"parameters": spec, **complete_run(spec)}
-        say(f"complete run: {out['complete']['wall_seconds']:.1f} s, peak {out['complete']['peak_rss_gib']:.2f} GiB")
+        spec = {"n": n_rows if features else n, "d": d, "seed": seed, "features": features, "labels": labels,
+                **{k: v for k, v in params.items() if k != "scale"}, "progress": True}
+        out["complete"] = _compare_complete(spec, complete_solvers or solvers, say)
+    if real_features:
+        out["real"] = real_benchmark(real_features, real_labels, reference_partitions=reference_partitions,
+                                     complete=real_complete, seed=seed, solvers=solvers,
+                                     complete_solvers=complete_solvers, log=say)
+    out["load_average_at_end"] = list(os.getloadavg())
     return out
+
+
+def real_benchmark(
+    features: str,
+    labels: str | None,
+    *,
+    reference_partitions: int = 8,
+    complete: bool = True,
+    seed: int = 0,
+    solvers: tuple[str, ...] = ("fast", "previous"),
+    complete_solvers: tuple[str, ...] | None = None,
+    log: Any = None,
+) -> dict[str, Any]:
+    """Real features (e.g. MiniLM pair embeddings): Table 8 scaled to |D|, one phase per solver against the
+    scikit-learn loop on the same partitions, and the complete filter per solver."""
+    from aflite import data
+
+    say = log or (lambda *_: None)
+    if labels is None:
+        raise ParameterError("labels are required with real features")
+    X = data.load_features(features)
+    y = data.load_labels(labels)
+    params = _table8(len(y))
+    say(f"real features {features}: {X.shape[0]} x {X.shape[1]}, Table 8 scaled by {params['scale']:.4f}")
+    res: dict[str, Any] = {"features": features, "labels": labels, "shape": list(X.shape), "parameters": params}
+    res["phase"] = compare_phase(X, y, n_partitions=64, train_size=params["train_size"],
+                                 reference_partitions=reference_partitions, top_k=params["slice_size"],
+                                 random_state=seed, solvers=solvers, log=say)
+    n_rows = len(y)
+    del X, y
+    if complete:
+        spec = {"n": n_rows, "d": 0, "seed": seed, "features": features, "labels": labels,
+                **{k: v for k, v in params.items() if k != "scale"}, "progress": True}
+        res["complete"] = _compare_complete(spec, complete_solvers or solvers, say)
+    return res
+
+
+def _format_phase(p: dict[str, Any], indent: str = "  ") -> list[str]:
+    lines = []
+    for name, s in p["solvers"].items():
+        th = ", ".join(f"{k} {v:.1f}" for k, v in s["thread_seconds"].items())
+        extra = ""
+        if "ratio_to_" + p["solver"] in s:
+            ag = s["agreement_with_" + p["solver"]]
+            extra = (f"; {s['ratio_to_' + p['solver']]:.2f}x the {p['solver']} solver's time, held-out predictions "
+                     f"agree {ag['predictions']:.5f}, Pearson(p̃) {ag['pearson_p']:.4f}")
+        lines.append(f"{indent}{name:<9} {s['seconds']:8.1f} s  (whitening {s['whitening_seconds']:.1f} s + phase "
+                     f"{s['phase_seconds']:.1f} s; {s['lbfgs_steps_mean']:.1f} L-BFGS steps per model; "
+                     f"thread-seconds: {th}){extra}")
+    if "reference_seconds_scaled" in p:
+        lines.append(f"{indent}reference {p['reference_seconds_scaled']:8.1f} s  (scikit-learn LogisticRegression, "
+                     f"measured {p['reference_seconds_measured']:.1f} s on {p['reference_partitions']} of "
+                     f"{p['n_partitions']} partitions and scaled; {p['reference_lbfgs_iterations_mean']} L-BFGS "
+                     f"iterations per model)")
+        lines.append(f"{indent}speed-up  {p['speedup']:8.1f} x  ({p['solver']} solver vs reference)")
+        for name, s in p["solvers"].items():
+            a = s["agreement_with_reference"]
+            lines.append(f"{indent}{name} vs reference on {p['agreement_measured_on']}: predictions "
+                         f"{a['predictions']:.4f}, Pearson(p̃) {a['pearson_p']:.4f}, top-{p['top_k']} overlap "
+                         f"{a['top_k_overlap']:.4f}")
+    return lines
+
+
+def _format_complete(c: dict[str, Any], indent: str = "  ") -> list[str]:
+    pr = c["parameters"]
+    lines = [f"complete filter (m={pr['n_partitions']}, t={pr['train_size']}, k={pr['slice_size']}, "
+             f"tau={pr['threshold']}, n={pr['target_size']}):"]
+    main = next(iter(c["solvers"]))
+    for name, r in c["solvers"].items():
+        tot = r["phase_totals_seconds"]
+        extra = ""
+        if "ratio_to_" + main in r:
+            extra = (f"; {r['ratio_to_' + main]:.2f}x the {main} solver's time, removed sets' Jaccard "
+                     f"{r['agreement_with_' + main]['removed_jaccard']:.4f}")
+        lines.append(f"{indent}{name:<9} wall {r['wall_seconds']:.1f} s, peak RSS {r['peak_rss_gib']:.2f} GiB, kept "
+                     f"{r['size_after']} after {r['n_iterations']} phases ({r['stop_reason']}){extra}")
+        lines.append(f"{indent}{'':<9} whitening {r['whitening_seconds']:.1f} s; phases: fit {tot['fit']:.1f} s "
+                     f"(passes {tot['fit_passes']:.1f}, line search {tot['fit_line_search']:.1f}, L-BFGS "
+                     f"{tot['fit_lbfgs']:.1f}, prediction {tot['fit_prediction']:.1f}, setup {tot['fit_setup']:.1f}), "
+                     f"partitions+scoring {tot['partitions_and_scoring']:.1f} s, selection+bookkeeping "
+                     f"{tot['selection_and_bookkeeping']:.1f} s")
+    return lines
 
 
 def format_report(res: dict[str, Any]) -> str:
     p = res["phase"]
-    lines = [
-        f"data: {res['data']}",
-        f"one filtering phase, m={p['n_partitions']}, t={p['train_size']}:",
-        f"  fast path      {p['fast_seconds']:8.1f} s  (whitening {p['fast_prepare_seconds']:.1f} s + phase "
-        f"{p['fast_phase_seconds']:.1f} s; {p['fast_lbfgs_steps_mean']:.1f} L-BFGS steps per model)",
-        f"  reference      {p['reference_seconds_scaled']:8.1f} s  (scikit-learn LogisticRegression, measured "
-        f"{p['reference_seconds_measured']:.1f} s on {p['reference_partitions']} of {p['n_partitions']} "
-        f"partitions and scaled; {p['reference_lbfgs_iterations_mean']} L-BFGS iterations per model)",
-        f"  speed-up       {p['speedup']:8.1f} x",
-        f"  agreement on {p['agreement_measured_on']}: predictions {p['agreement_predictions']:.4f}, "
-        f"Pearson(p̃) {p['pearson_p']:.4f}, top-{p['top_k']} overlap {p['top_k_overlap']:.4f}",
-    ]
+    lines = [f"data: {res['data']}", f"one filtering phase, m={p['n_partitions']}, t={p['train_size']}:"]
+    lines += _format_phase(p)
     if "complete" in res:
-        c = res["complete"]
-        lines += [
-            f"complete filter (k={c['parameters']['slice_size']}, tau=0.75, n={c['parameters']['target_size']}):",
-            f"  wall {c['wall_seconds']:.1f} s, peak RSS {c['peak_rss_gib']:.2f} GiB, kept {c['size_after']} after "
-            f"{c['n_iterations']} phases ({c['stop_reason']})",
-        ]
+        lines += _format_complete(res["complete"])
+    if "real" in res:
+        r = res["real"]
+        lines.append(f"real features {r['features']} ({r['shape'][0]} x {r['shape'][1]}), Table 8 scaled by "
+                     f"{r['parameters']['scale']:.4f}: one phase, m=64, t={r['phase']['train_size']}:")
+        lines += _format_phase(r["phase"])
+        if "complete" in r:
+            lines += _format_complete(r["complete"])
     return "\n".join(lines)
 
 
@@ -481,7 +736,7 @@ def scale_benchmark(
         params = {"n_partitions": 64, "train_size": 50_000, "slice_size": 10_000, "target_size": 92_000,
                   "threshold": 0.75}
     else:
-        raise ValueError(f"unknown shape {shape!r}")
+        raise ParameterError(f"unknown shape {shape!r}: use snli or imagenet")
     n = max(1000, int(round(n0 * scale)))
     for key in ("train_size", "slice_size", "target_size"):
         params[key] = max(10, int(round(params[key] * n / n0)))

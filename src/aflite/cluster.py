@@ -27,8 +27,8 @@ from typing import Any
 import numpy as np
 
 from aflite.atomic import atomic_path, write_npz
-from aflite.ensemble import BlockResult, BlockTask, FeatureStore, Whitening, chunk_rows, fit_block_local, whiten_into
 from aflite.errors import ParameterError
+from aflite.solver import BlockResult, BlockTask, FeatureStore, Whitening, chunk_rows, fit_block_local, whiten_into
 
 __all__ = ["DaskExecutor", "StoreSpec"]
 
@@ -97,6 +97,10 @@ class DaskExecutor:
             )
             self.client = Client(self._cluster)
         self.spec: StoreSpec | None = None
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> DaskExecutor:
+        """A handle on a running cluster, not data: copies (``sklearn.base.clone(AFLite(executor=...))``) share it."""
+        return self
 
     @property
     def n_workers(self) -> int:

@@ -8,6 +8,7 @@ and the column, so that the user can go straight to the bad value.
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import csv
 import gzip
 import io
@@ -52,6 +53,22 @@ _GZIP_MAGIC = b"\x1f\x8b"
 # Raw label values that mean "no gold label" (SNLI/MNLI `-`; the HF datasets SNLI/MNLI use -1).
 _NO_GOLD = "-"
 _INT_RE = re.compile(r"^[+-]?\d+$")
+
+
+# How messages name the loader's options: the library's keyword (``text_a=``) or, under the command line, its
+# flag (``--text-a``); the CLI sets this once (see :func:`option_names`), so every message names what the user typed.
+_CLI_NAMES = contextvars.ContextVar("aflite_cli_option_names", default=False)
+_FLAGS = {"text_a": "--text-a", "text_b": "--text-b", "label": "--label", "id": "--id", "groups": "--groups",
+          "format": "--format"}
+
+
+def option_names(cli: bool) -> contextvars.Token[bool]:
+    """Name options as command-line flags (``cli=True``) or as keywords in error messages."""
+    return _CLI_NAMES.set(cli)
+
+
+def _opt(role: str) -> str:
+    return _FLAGS.get(role, role) if _CLI_NAMES.get() else f"{role}="
 
 
 # =============================================================================================== helpers
@@ -198,8 +215,10 @@ def _read_csv_records(path: Path, lines: list[bytes], texts: list[str], delimite
             header, header_raw = cells, chunk
             _check_header(path, header)
             continue
-        if not cells:  # a blank line
-            continue
+        if not cells:  # a blank line: an empty value when there is one column (a float column's NaN), else nothing
+            if len(header) != 1 or idx[0] == len(lines) - 1:
+                continue
+            cells = [""]
         if len(cells) != len(header):
             raise InputError(f"{path}: line {idx[0] + 1}: {len(cells)} fields, but the header has {len(header)}")
         rows.append(cells)
@@ -510,7 +529,22 @@ def _load_column(path: Path, column: str, what: str) -> np.ndarray:
         raise InputError(f"{path}: {what}s must be 1-D, got shape {arr.shape}")
     if len(arr) == 0:
         raise InputError(f"{path}: no {what}s")
+    _refuse_nan(path, arr, column, what)
     return arr
+
+
+def _refuse_nan(path: Path, arr: np.ndarray, column: str, what: str) -> None:
+    """A NaN (a float NaN, or the text 'nan' that a float column with gaps becomes) is a missing value, not a
+    class: refuse it instead of training on a class called 'nan'."""
+    if np.issubdtype(arr.dtype, np.floating):
+        bad = np.flatnonzero(np.isnan(arr))
+    elif arr.dtype.kind in "US":
+        bad = np.flatnonzero(np.char.lower(np.char.strip(arr.astype(str))) == "nan")
+    else:
+        return
+    if len(bad):
+        raise InputError(f"{path}: row {int(bad[0])} (0-based), column {column!r}: missing {what} (NaN); "
+                         f"{len(bad)} row(s) have no {what}")
 
 
 def _load_vector_npy(path: Path) -> np.ndarray:
@@ -601,6 +635,7 @@ def load_dataset(
     id: str | None = None,
     label_map: dict[Any, str] | None = None,
     group_by_premise: bool = True,
+    groups: str | None = None,
 ) -> TextDataset:
     """Load a text dataset, recognising SNLI/MNLI JSONL, GLUE TSVs (MNLI, QNLI, RTE), the project's
     premise/hypothesis TSV (gzip, no quoting) and generic CSV/TSV/JSONL/Parquet/HF datasets with named
@@ -609,7 +644,11 @@ def load_dataset(
     Rows whose gold label is ``-`` (no annotator consensus; -1 in HF datasets) are dropped and counted in
     ``dropped``. ``label_map`` turns raw labels (e.g. 0/1/2) into names; a raw label absent from it is an
     error. For pair data, rows with the same premise text share a group id (``group_by_premise``).
+    ``groups`` overrides that: ``"premise"`` (the default; no groups for single texts), ``"none"``, or the name
+    of a column whose value is the group (e.g. the family id of counterfactual twins).
     """
+    if groups is not None and groups not in ("premise", "none") and not str(groups).strip():
+        raise ParameterError(f"{_opt('groups')}: give premise, none or a column name")
     p = Path(path)
     if format not in _FORMATS:
         raise ParameterError(f"unknown dataset format {format!r}; choose one of {', '.join(_FORMATS)}")
@@ -661,7 +700,16 @@ def load_dataset(
         raw = None
         if label_map is None:
             label_map = _hf_label_names(hf, cols["label"])
-    return _build(p, src, records, get, where, raw, all_cols, label_map, group_by_premise)
+    ds = _build(p, src, records, get, where, raw, all_cols, label_map, group_by_premise and groups != "none")
+    if _CLI_NAMES.get() and ds.n_dropped:  # on screen, so that a smaller |D| than the file's is never a surprise
+        import sys
+
+        why = ", ".join(f"{n:,} {k.replace('_', ' ')}" for k, n in sorted(ds.dropped.items()))
+        print(f"{p}: dropped {ds.n_dropped:,} row(s) on load ({why}, e.g. SNLI's '-'); {len(ds):,} rows kept",
+              file=sys.stderr)
+    if groups not in (None, "premise", "none"):
+        ds.groups = _column_groups(p, ds, str(groups), all_cols)
+    return ds  # "premise" on single texts: no groups (there is no premise), as documented
 
 
 def _detect_format(path: Path) -> str:
@@ -742,13 +790,17 @@ def _resolve_columns(
     if guess["text_a"] is None:
         raise InputError(
             f"{path}: cannot tell which column holds the text; the file has columns "
-            f"{', '.join(map(repr, columns))}; name it with text_a= (and text_b=, label=)"
+            f"{', '.join(map(repr, columns))}; name it with {_opt('text_a')} (and {_opt('text_b')}, {_opt('label')})"
         )
     if guess["label"] is None:
         raise InputError(
-            f"{path}: no label column found; the file has columns {', '.join(map(repr, columns))}; name it with label="
+            f"{path}: no label column found; the file has columns {', '.join(map(repr, columns))}; name it with "
+            f"{_opt('label')}"
         )
-    _missing_columns(path, [v for v in guess.values() if v is not None], list(columns))
+    for role, col in guess.items():
+        if col is not None and col not in columns:
+            given = f" (given by {_opt(role)})" if roles.get(role) is not None else ""
+            raise InputError(f"{path}: missing column {col!r}{given}; the file has: {', '.join(map(repr, columns))}")
     return schema, guess
 
 
@@ -806,6 +858,9 @@ def _build(
                     f"({', '.join(map(repr, label_map))})"
                 )
             lab = label_map[key]
+        if isinstance(lab, float) and math.isnan(lab) or isinstance(lab, str) and lab.strip().lower() == "nan":
+            raise InputError(f"{path}: {where[i]}, column {cl!r}: missing label (NaN); give every row a label or "
+                             f"remove the row")
         if isinstance(lab, dict | list) or isinstance(lab, float) and not math.isfinite(lab):
             raise InputError(f"{path}: {where[i]}, column {cl!r}: invalid label {lab!r}")
         labels.append(str(lab))
@@ -849,6 +904,93 @@ def _build(
         dropped=dict(dropped),
         extra=extra,
     )
+
+
+def _column_groups(path: Path, ds: TextDataset, column: str, all_cols: list[str]) -> np.ndarray:
+    """Group codes from a column of the file (rows with equal values share a group)."""
+    cols = ds.source.columns
+    if column in ds.extra:
+        values = ds.extra[column]
+    elif column == cols.get("id"):
+        values = [str(v) for v in ds.ids]
+    elif column == cols.get("text_a"):
+        values = list(ds.texts_a)
+    elif column == cols.get("text_b") and ds.texts_b is not None:
+        values = list(ds.texts_b)
+    elif column == cols.get("label"):
+        raise ParameterError(f"{_opt('groups')} {column!r}: the label column cannot be the group")
+    else:
+        raise InputError(f"{path}: missing column {column!r} (given by {_opt('groups')}); the file has: "
+                         f"{', '.join(map(repr, all_cols))}")
+    empty = [i for i, v in enumerate(values) if v is None or str(v).strip() == ""]
+    if empty:
+        raise InputError(f"{path}: row {empty[0]} (0-based, after dropped rows), column {column!r}: missing group "
+                         f"(given by {_opt('groups')}); {len(empty)} row(s) have none")
+    return np.unique(np.asarray([str(v) for v in values], dtype=str), return_inverse=True)[1].astype(np.int64)
+
+
+def counterfactual_twins(
+    texts: Sequence[Any], labels: Sequence[Any] | np.ndarray, groups: Sequence[Any] | np.ndarray | None
+) -> tuple[int, int, Any]:
+    """Texts that occur with different labels in different groups: (how many such texts, the rows that carry
+    them, one example).
+
+    Grouped folds keep a group on one side, not a text: a twin's text can be learned with one label and tested
+    with another, which pulls a probe below the majority rate. Grouping by the twins' family fixes that.
+    """
+    if groups is None:
+        return 0, 0, None
+    seen: dict[Any, set[tuple[Any, Any]]] = {}
+    count: Counter[Any] = Counter()
+    for t, lab, g in zip(texts, np.asarray(labels).tolist(), np.asarray(groups).tolist(), strict=True):
+        seen.setdefault(t, set()).add((lab, g))
+        count[t] += 1
+    bad = [t for t, pairs in seen.items() if len(pairs) > 1
+           and any(a[0] != b[0] and a[1] != b[1] for a in pairs for b in pairs)]
+    return len(bad), sum(count[t] for t in bad), bad[0] if bad else None
+
+
+# Twins on fewer than this share of the rows (or fewer than TWINS_WARN_TEXTS texts) are ordinary duplicates: the
+# bundled SNLI sample has 6 short hypotheses such as "A person in a shirt" under several premises with different
+# labels (< 1 % of its rows); a counterfactually augmented set has twins on nearly every row.
+TWINS_WARN_SHARE = 0.02
+TWINS_WARN_TEXTS = 3
+
+
+def twins_warning(what: str, n_twins: int, n_rows: int, example: Any, group_by: str, n_total: int) -> str:
+    """The one-paragraph warning for :func:`counterfactual_twins` (empty when they are under TWINS_WARN_SHARE)."""
+    if n_twins < TWINS_WARN_TEXTS or n_rows < TWINS_WARN_SHARE * n_total:
+        return ""
+    ex = example if isinstance(example, str) else " / ".join(map(str, example))
+    ex = ex if len(ex) <= 80 else ex[:77] + "..."
+    return (f"warning: {n_twins:,} {what} text(s) ({n_rows:,} of {n_total:,} rows) occur with different labels in "
+            f"different {group_by} groups "
+            f"(counterfactual twins, e.g. {ex!r}); folds grouped by {group_by} can train on such a text with one "
+            f"label and test it with another, which pulls accuracy below the majority rate. Group the twins "
+            f"together with {_opt('groups')} COLUMN (a family id column).")
+
+
+def warn_twins(ds: TextDataset, views: Sequence[str], group_by: str, file: Any = None) -> list[str]:
+    """Print (to stderr) and return one :func:`twins_warning` per side a view uses that has twins."""
+    import sys
+
+    if ds.groups is None or ds.texts_b is None:
+        return []
+    sides: dict[str, Sequence[Any]] = {}
+    for v in views:
+        if v == "pair":
+            sides["pair"] = list(zip(ds.texts_a, ds.texts_b, strict=True))
+        elif v == "hypothesis":
+            sides["hypothesis"] = ds.texts_b
+        elif v == "premise":
+            sides["premise"] = ds.texts_a
+    msgs = []
+    for what, texts in sides.items():
+        msg = twins_warning(what, *counterfactual_twins(texts, ds.labels, ds.groups), group_by, len(ds))
+        if msg:
+            print(msg, file=file or sys.stderr)
+            msgs.append(msg)
+    return msgs
 
 
 def _text(path: Path, where: str, col: str, v: Any) -> str:

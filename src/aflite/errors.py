@@ -13,3 +13,8 @@ class InputError(AfliteError, ValueError):
 
 class ParameterError(AfliteError, ValueError):
     """Parameters that are out of range or inconsistent with the data."""
+
+
+class OutputError(AfliteError):
+    """An output path that cannot be used (not writable, a file where a folder should be, someone else's
+    folder, a folder in use by another process); raised before any computation."""

@@ -13,6 +13,11 @@ models trained on D(Φ) generalise at least as well out of distribution (Table 1
   filtered benchmark's own dev set, filtered by the same procedure as its training part because AFLite ran on T
   and H together (the "filter train+dev together, then split" protocol). Every model is also tested on all of H
   (the original, unfiltered held-out set) and on any external labelled set (HANS, SNLI test, ...).
+- **Separate test sets** (``tests``; CLI ``--test NAME=FILE``): sets with D's labels that no run saw, e.g. SNLI
+  dev / test / test_hard when D is SNLI train. Each benchmark is scored on each of them (Table 3 shape, next to
+  the set's majority rate). With ``split=False`` (``--no-split``) D is not split at all: the paper's protocol.
+- **Warm-up slices.** A run whose Φ was fine-tuned on a slice of D lists it in ``warmup_ids.txt``; those rows
+  are left out of D, every D(Φ), the random subsets (drawn from D without them) and the single-iteration sets.
 - **Models** (:class:`ModelSpec`): ``probe`` (standardized logistic regression) and ``mlp`` (one hidden layer)
   on cached features of a featurizer (``ngram`` or ``minilm``); ``ngram`` (TF-IDF word 1–2-gram logistic
   regression, no embedding); ``ppmi`` (Max-PPMI); ``finetune`` (a local Hugging Face encoder with a linear head,
@@ -44,6 +49,7 @@ from numpy.typing import NDArray
 
 from aflite.atomic import atomic_open, write_json, write_npy, write_text
 from aflite.errors import InputError, ParameterError
+from aflite.threads import limited
 
 log = logging.getLogger(__name__)
 
@@ -82,6 +88,7 @@ def text_probe_accuracy(
     return float(scores.mean()), float(scores.std())
 
 
+@limited  # one thread policy (aflite.threads)
 def compare_partial_input(
     texts: list[str],
     labels: NDArray[Any],
@@ -89,8 +96,10 @@ def compare_partial_input(
     folds: int = 5,
     random_state: int = 0,
     random_repeats: int = 3,
+    progress: Any = None,
 ) -> list[ProbeResult]:
-    """The probe on D, on D(Φ) (``keep``) and on random subsets of D with |D(Φ)| rows (seeded)."""
+    """The probe on D, on D(Φ) (``keep``) and on random subsets of D with |D(Φ)| rows (seeded).
+    ``progress`` (e.g. a tqdm bar of 2 + ``random_repeats`` steps) is updated after each training set."""
     y = np.asarray(labels)
     out = []
 
@@ -98,6 +107,8 @@ def compare_partial_input(
         yy = y[rows]
         acc, sd = text_probe_accuracy([texts[i] for i in rows], yy, folds, seed)
         maj = float(np.unique(yy, return_counts=True)[1].max() / len(yy))
+        if progress is not None:
+            progress.update(1)
         return ProbeResult(name, len(rows), acc, sd, maj)
 
     everything = np.arange(len(y))
@@ -258,9 +269,11 @@ def load_eval_set(
     labels: list[str] = []
     groups: list[str] = []
     label_sets: list[tuple[Path, set[str]]] = []
+    raw_seen: set[str] = set()
     for p in plist:
         ds = load_dataset(p, **(dataset_options or {}))
         labs = [str(x) for x in ds.labels.tolist()]
+        raw_seen.update(labs)
         if label_map:
             labs = [label_map.get(x, x) for x in labs]
         label_sets.append((p, set(labs)))
@@ -274,6 +287,12 @@ def load_eval_set(
             if group_column not in ds.extra:
                 raise InputError(f"{p}: no column {group_column!r} to group by (columns: {sorted(ds.extra)})")
             groups += [str(g) for g in ds.extra[group_column]]
+    unmatched = sorted(set(label_map or {}) - raw_seen)
+    if unmatched:
+        where = ", ".join(str(p) for p in plist)
+        raise InputError(f"{where}: label map entr{'y' if len(unmatched) == 1 else 'ies'} "
+                         f"{', '.join(f'{k}={(label_map or {})[k]}' for k in unmatched)} match no label of "
+                         f"{name or plist[0].name}; its labels are {sorted(raw_seen)}")
     first_path, first = label_sets[0]
     for p, other in label_sets[1:]:
         if other != first:
@@ -481,115 +500,70 @@ def _feature_classifier(kind: str, seed: int) -> Any:
 
 
 class _FineTuned:
-    """A pretrained encoder + dropout + linear head on the mean-pooled last hidden state, trained end to end."""
+    """A pretrained encoder + dropout + linear head on the mean-pooled last hidden state, trained end to end by
+    the one trainer (:func:`aflite.training.fit_classifier`, preset ``EVALUATE`` with these options)."""
 
     def __init__(self, opts: FinetuneOptions, seed: int, show_progress: bool) -> None:
-        from aflite.features import _import_torch, _resolve_device, _resolve_model_path
+        from aflite.encoders import import_torch, resolve_device
+        from aflite.features import _resolve_model_path
 
         self.opts = opts
         self.seed = seed
         self.show_progress = show_progress
-        self.torch, self.transformers = _import_torch()
+        self.torch, _ = import_torch()
         if opts.num_threads is not None:
             self.torch.set_num_threads(int(opts.num_threads))
         self.model_path = _resolve_model_path(opts.model_path)
-        self.device = _resolve_device(opts.device, self.torch)
+        self.device = resolve_device(opts.device, self.torch)
         self.steps_ = 0
         self.final_loss_: float | None = None
 
+    def train_config(self) -> Any:
+        from aflite.training import EVALUATE
+
+        o = self.opts
+        return EVALUATE.replace(lr=o.lr, eps=o.eps, epochs=o.epochs, batch_size=o.batch_size, max_steps=o.max_steps,
+                                seed=self.seed, shuffle_seed=(self.seed, 11), device=self.device)
+
     def _build(self, n_classes: int) -> None:
-        from aflite.features import _load_encoder
+        from aflite import training
+        from aflite.encoders import TextEncoder
 
-        torch = self.torch
-        torch.manual_seed(self.seed)
-        self.tok, self.encoder = _load_encoder(self.model_path, torch, self.transformers, self.device)
-        hidden = int(self.encoder.config.hidden_size)
-        self.head = torch.nn.Sequential(torch.nn.Dropout(0.1), torch.nn.Linear(hidden, n_classes)).to(self.device)
-
-    def _logits(self, batch: dict[str, Any]) -> Any:
-        from aflite.features import _mean_pool
-
-        out = self.encoder(**batch).last_hidden_state
-        return self.head(_mean_pool(out, batch["attention_mask"]))
+        training.seeded(self.seed)
+        self.encoder = TextEncoder(self.model_path, device=self.device)
+        self.head = training.make_head(self.torch, self.encoder.dim, n_classes, 0.1, self.device)
 
     def fit(self, a: list[str], b: list[str] | None, y: NDArray[np.int64], n_classes: int) -> _FineTuned:
-        from aflite.features import _pad_batch, _progress_bar, _tokenize
+        from aflite import training
+        from aflite.encoders import TextEncoder
 
-        torch = self.torch
-        o = self.opts
-        self._build(n_classes)
-        items = _tokenize(self.tok, a, b, o.max_length)
-        n = len(items)
-        total = math.ceil(n / o.batch_size) * o.epochs
-        if o.max_steps is not None:
-            total = min(total, o.max_steps)
-        params = list(self.encoder.parameters()) + list(self.head.parameters())
-        opt = torch.optim.Adam(params, lr=o.lr, eps=o.eps)
-        sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: max(0.0, (total - s) / total))
-        rng = np.random.default_rng([self.seed, 11])
-        pad = self.tok.pad_token_id if self.tok.pad_token_id is not None else 0
-        labels = torch.from_numpy(y.astype(np.int64)).to(self.device)
-        self.encoder.train()
-        self.head.train()
-        bar = _progress_bar(total, "fine-tuning", self.show_progress, unit="step")
-        step = 0
-        try:
-            while step < total:
-                perm = rng.permutation(n)
-                for s in range(0, n, o.batch_size):
-                    if step >= total:
-                        break
-                    idx = perm[s : s + o.batch_size]
-                    batch = _pad_batch([items[i] for i in idx], pad, torch, self.device)
-                    loss = torch.nn.functional.cross_entropy(self._logits(batch),
-                                                             labels[torch.from_numpy(idx).to(self.device)])
-                    opt.zero_grad(set_to_none=True)
-                    loss.backward()
-                    torch.nn.utils.clip_grad_norm_(params, 1.0)
-                    opt.step()
-                    sched.step()
-                    step += 1
-                    self.final_loss_ = float(loss.detach())
-                    if bar is not None:
-                        bar.update(1)
-                        bar.set_postfix(loss=f"{self.final_loss_:.3f}")
-        finally:
-            if bar is not None:
-                bar.close()
-        self.steps_ = step
-        self.encoder.eval()
-        self.head.eval()
+        training.seeded(self.seed)
+        self.encoder = TextEncoder(self.model_path, device=self.device)
+        items = self.encoder.prepare_pairs(a, b, self.opts.max_length)
+        self.head, res = training.fit_classifier(self.encoder, items, y, n_classes, self.train_config(),
+                                                 desc="fine-tuning", show_progress=self.show_progress)
+        self.steps_, self.final_loss_ = res.steps, res.final_loss
         return self
 
     def predict(self, a: list[str], b: list[str] | None, batch_size: int = 128) -> NDArray[np.int64]:
-        from aflite.features import DEFAULT_MAX_LENGTH, _pad_batch, _tokenize
+        from aflite.features import DEFAULT_MAX_LENGTH
+        from aflite.training import predict_classes
 
-        torch = self.torch
-        items = _tokenize(self.tok, a, b, DEFAULT_MAX_LENGTH)
-        order = np.argsort([-len(it["input_ids"]) for it in items], kind="stable")
-        pad = self.tok.pad_token_id if self.tok.pad_token_id is not None else 0
-        out = np.empty(len(items), dtype=np.int64)
-        with torch.inference_mode():
-            for s in range(0, len(items), batch_size):
-                idx = order[s : s + batch_size]
-                batch = _pad_batch([items[i] for i in idx], pad, torch, self.device)
-                out[idx] = self._logits(batch).argmax(-1).cpu().numpy()
-        return out
+        items = self.encoder.prepare_pairs(a, b, DEFAULT_MAX_LENGTH)
+        return predict_classes(self.encoder, self.head, items, batch_size)
 
     def save(self, path: Path) -> None:
-        with atomic_open(path, "wb") as fh:
-            self.torch.save({"encoder": self.encoder.state_dict(), "head": self.head.state_dict(),
-                             "steps": self.steps_, "final_loss": self.final_loss_}, fh)
+        from aflite.training import TrainResult, save_checkpoint
+
+        losses = [] if self.final_loss_ is None else [self.final_loss_]
+        save_checkpoint(path, self.encoder, self.head, [], TrainResult(self.steps_, losses))
 
     def load(self, path: Path, n_classes: int) -> _FineTuned:
+        from aflite.training import load_checkpoint
+
         self._build(n_classes)
-        state = self.torch.load(str(path), map_location=self.device, weights_only=True)
-        self.encoder.load_state_dict(state["encoder"])
-        self.head.load_state_dict(state["head"])
-        self.steps_ = int(state["steps"])
-        self.final_loss_ = state["final_loss"]
-        self.encoder.eval()
-        self.head.eval()
+        _, res = load_checkpoint(path, self.encoder, self.head)
+        self.steps_, self.final_loss_ = res.steps, res.final_loss
         return self
 
 
@@ -614,6 +588,7 @@ class _Run:
     kept: NDArray[np.intp]
     summary: dict[str, Any]
     name: str
+    warmup: NDArray[np.intp] = field(default_factory=lambda: np.empty(0, dtype=np.intp))
 
 
 def _read_run(path: Path, id_to_row: dict[str, int], taken: set[str]) -> _Run:
@@ -638,14 +613,26 @@ def _read_run(path: Path, id_to_row: dict[str, int], taken: set[str]) -> _Run:
     if name in taken:
         name = f"D(Φ {path.name})"
     taken.add(name)
-    return _Run(path, np.sort(np.asarray([id_to_row[i] for i in ids], dtype=np.intp)), summary, name)
+    # the warm-up slice trained Φ (paper §4): it must stay out of D, D(Φ) and every comparison subset
+    warm_ids: list[str] = []
+    if (path / "warmup_ids.txt").is_file():
+        warm_ids = [ln.strip() for ln in (path / "warmup_ids.txt").read_text(encoding="utf-8").splitlines()
+                    if ln.strip()]
+    unknown = [i for i in warm_ids if i not in id_to_row]
+    if unknown:
+        raise InputError(f"{path / 'warmup_ids.txt'}: {len(unknown)} id(s) are not in the dataset, e.g. "
+                         f"{unknown[0]!r} (was this run made from another file?)")
+    warm = np.sort(np.asarray([id_to_row[i] for i in warm_ids], dtype=np.intp))
+    return _Run(path, np.sort(np.asarray([id_to_row[i] for i in ids], dtype=np.intp)), summary, name, warm)
 
 
 def single_iteration_rows(
-    ds: Any, run: _Run, size: int, seed: int, cache_dir: Path, show_progress: bool = True
+    ds: Any, run: _Run, size: int, seed: int, cache_dir: Path, show_progress: bool = True,
+    exclude: NDArray[np.intp] | None = None,
 ) -> tuple[NDArray[np.intp], dict[str, Any]]:
     """The paper's single-iteration baseline: one filtering phase (the run's Φ, m and t) over the rows the run
-    filtered, removing the most predictable instances (ties broken at random) until ``size`` rows remain."""
+    filtered, removing the most predictable instances (ties broken at random) until ``size`` rows remain.
+    Rows in ``exclude`` (warm-up slices of any run being compared) are never kept and do not count to ``size``."""
     from aflite.features import featurize
     from aflite.filter import predictability
 
@@ -671,17 +658,19 @@ def single_iteration_rows(
     ph = predictability(X, ds.labels[rows], n_partitions=int(params["n_partitions"]),
                         train_size=int(params["train_size"]), groups=groups, random_state=seed)
     p = ph.predictability
-    n_remove = max(0, len(rows) - size)
-    scored = np.flatnonzero(~np.isnan(p))
+    allowed = np.ones(len(rows), dtype=bool) if exclude is None else ~np.isin(rows, exclude)
+    n_remove = max(0, int(allowed.sum()) - size)
+    scored = np.flatnonzero(~np.isnan(p) & allowed)
     rng = np.random.default_rng([seed, 3])
     order = scored[np.lexsort((rng.random(len(scored)), -p[scored]))]
     removed = order[:n_remove]
-    keep = np.ones(len(rows), dtype=bool)
+    keep = allowed.copy()
     keep[removed] = False
     info = {"featurizer": name, "view": view, "n_partitions": int(params["n_partitions"]),
             "train_size": int(params["train_size"]), "seed": seed, "scored": int(len(scored)),
-            "removed": int(len(removed)), "min_removed_predictability": float(p[removed].min()) if len(removed)
-            else None, "seconds": round(ph.seconds, 2)}
+            "removed": int(len(removed)), "excluded_warmup": int((~allowed).sum()),
+            "min_removed_predictability": float(p[removed].min()) if len(removed) else None,
+            "seconds": round(ph.seconds, 2)}
     if len(removed) < n_remove:
         info["note"] = f"only {len(scored)} rows were scored; {n_remove - len(removed)} fewer removed than asked"
     return np.sort(rows[keep]), info
@@ -719,14 +708,25 @@ def _stratified_sample(labels: NDArray[Any], groups: NDArray[Any] | None, m: int
 # ---------------------------------------------------------------------------------------------- the report
 
 
+def _majority(labels: NDArray[Any]) -> float:
+    """Share of the most frequent gold label: the accuracy of always answering it (nan when empty)."""
+    if len(labels) == 0:
+        return float("nan")
+    return float(Counter(np.asarray(labels).astype(str).tolist()).most_common(1)[0][1] / len(labels))
+
+
 def _acc(pred: NDArray[Any], gold: NDArray[Any]) -> float:
     return float(np.mean(pred == gold)) if len(gold) else float("nan")
 
 
 def _breakdown(pred: NDArray[Any], gold: NDArray[Any], groups: NDArray[Any] | None) -> dict[str, Any]:
+    acc, maj = _acc(pred, gold), _majority(gold)
     res: dict[str, Any] = {
-        "accuracy": _acc(pred, gold),
+        "accuracy": acc,
         "n": int(len(gold)),
+        # chance: always answering the most frequent gold label of these same rows, and the accuracy's lead on it
+        "majority": maj,
+        "delta_majority": acc - maj,
         "per_label": {str(lab): _acc(pred[gold == lab], gold[gold == lab]) for lab in np.unique(gold)},
     }
     if groups is not None:
@@ -755,6 +755,62 @@ def _mean_std(values: list[float]) -> dict[str, Any]:
     return {"mean": float(np.mean(v)), "std": float(np.std(v, ddof=1)) if len(v) > 1 else 0.0, "n": len(v)}
 
 
+CHANCE_ROW = "Chance (majority class of the same rows)"
+
+
+def _pct(x: float | None) -> str:
+    return "–" if x is None or math.isnan(x) else f"{100 * x:.1f}"
+
+
+def _pct_delta(x: float | None, y: float | None) -> str:
+    return "–" if x is None or y is None or math.isnan(x) or math.isnan(y) else f"{100 * (x - y):+.1f}"
+
+
+def _fmt_vs(ms: dict[str, Any] | None, chance: float | None) -> str:
+    """``acc ± std (+lead)``: the accuracy and, in brackets, its lead over chance on the same rows (points)."""
+    s = _fmt(ms)
+    if s == "–" or chance is None or math.isnan(chance) or ms is None:
+        return s
+    return f"{s} ({100 * (ms['mean'] - chance):+.1f})"
+
+
+def _ood_summary(aggregate: dict[str, Any], specs: list[ModelSpec], cols: list[str],
+                 deltas: list[tuple[str, str]], eval_sets: Sequence[EvalSet]) -> list[str]:
+    """One table for every external set: rows = (set, model) with a chance row per set, columns = training sets."""
+    head = ["Evaluation set", "Trained model"] + cols + ["Δ" if len(deltas) == 1 else f"Δ {f}" for f, _ in deltas]
+    out = ["", "## Out of distribution at a glance", "",
+           "Accuracy in % on each external set (bracketed: points over chance, the majority-class rate of the set's "
+           "gold labels in its own label space); per-label and per-group detail follows.", "",
+           "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for es in eval_sets:
+        first = aggregate[specs[0].key]
+        ch = {}
+        for c in cols:
+            m = first.get(c, {}).get("external", {}).get(es.name, {}).get("majority")
+            ch[c] = None if not m or m.get("mean") is None else float(m["mean"])
+        n = first.get("D", {}).get("external", {}).get(es.name, {}).get("n", len(es))
+        out.append("| " + " | ".join([f"{es.name} ({n} rows)", CHANCE_ROW] + [_pct(ch[c]) for c in cols]
+                                     + [_pct_delta(ch[f], ch[b]) for f, b in deltas]) + " |")
+        for spec in specs:
+            a = aggregate[spec.key]
+            ext = {c: a.get(c, {}).get("external", {}).get(es.name) for c in cols}
+            row = [es.name, spec.label]
+            for c in cols:
+                e = ext[c]
+                if e is None:
+                    row.append("–")
+                    continue
+                m = e.get("majority")
+                row.append(_fmt_vs(e["accuracy"], None if not m or m.get("mean") is None else float(m["mean"])))
+            for f, base in deltas:
+                x = (ext[f] or {}).get("accuracy")
+                y = (ext[base] or {}).get("accuracy")
+                row.append(f"{100 * (x['mean'] - y['mean']):+.1f}" if x and y and x["mean"] is not None
+                           and y["mean"] is not None else "–")
+            out.append("| " + " | ".join(row) + " |")
+    return out
+
+
 def _fmt(ms: dict[str, Any] | None) -> str:
     if not ms or ms.get("mean") is None:
         return "–"
@@ -762,6 +818,7 @@ def _fmt(ms: dict[str, Any] | None) -> str:
     return s + (f" ± {100 * ms['std']:.1f}" if ms["n"] > 1 else "")
 
 
+@limited  # one thread policy (aflite.threads)
 def evaluate(
     data: str | Path,
     runs: Sequence[str | Path],
@@ -779,9 +836,15 @@ def evaluate(
     dataset_options: dict[str, Any] | None = None,
     minilm_options: dict[str, Any] | None = None,
     show_progress: bool = True,
+    tests: Sequence[EvalSet] = (),
+    split: bool = True,
 ) -> EvaluationReport:
     """Train every model on D, each D(Φ), same-size random subsets and single-iteration sets; test each on its
-    own held-out part, on all of D's held-out part and on ``eval_sets``. Writes ``results.json``,
+    own held-out part, on all of D's held-out part, on each separate test set in ``tests`` (same labels as D,
+    e.g. SNLI dev / test / test_hard: Table 3 shape) and on ``eval_sets`` (HANS, ...: Table 1 shape). With
+    ``split=False`` D is not split: every benchmark trains on all its rows and is scored on ``tests`` and
+    ``eval_sets`` only (the paper's protocol when D is a training set). Rows of a run's warm-up slice
+    (``warmup_ids.txt``) are left out of D, every D(Φ) and every comparison subset. Writes ``results.json``,
     ``tables.md`` and ``accuracy.png`` to ``out`` when given. See the module docstring for the protocol."""
     from tqdm import tqdm
 
@@ -805,6 +868,10 @@ def evaluate(
 
     ds = load_dataset(data, **(dataset_options or {}))
     n = len(ds)
+    if ds.groups is not None:  # identical texts with different labels across groups pull accuracies below chance
+        from aflite.data import warn_twins
+
+        warn_twins(ds, sorted({sp_.view for sp_ in specs}), str((dataset_options or {}).get("groups") or "premise"))
     for sp_ in specs:
         if sp_.view == "hypothesis" and not ds.is_pair:
             raise ParameterError(f"model {sp_.key}: the dataset has one text column; use view 'premise' or 'pair'")
@@ -818,9 +885,18 @@ def evaluate(
         raise ParameterError("give at least one run directory (made by aflite run on this dataset)")
     taken: set[str] = set()
     run_objs = [_read_run(Path(r), id_to_row, taken) for r in runs]
-    is_held = split_heldout(n, ds.groups, heldout, split_seed)
+    if not split and not tests and not eval_sets:
+        raise ParameterError("without the held-out split (--no-split) give at least one test set (--test) or an "
+                             "evaluation set (--hans / --ood)")
+    is_held = split_heldout(n, ds.groups, heldout, split_seed) if split else np.zeros(n, dtype=bool)
+    # warm-up slices (of every run compared) trained a Φ: out of D, D(Φ), random and single-iteration sets
+    warm = np.unique(np.concatenate([r.warmup for r in run_objs])).astype(np.intp)
+    pool = np.setdiff1d(np.arange(n), warm).astype(np.intp)
+    names = [es.name for es in list(tests) + list(eval_sets)]
+    if len(set(names)) != len(names):
+        raise ParameterError(f"two test/evaluation sets share a name: {sorted(names)}")
 
-    for es in eval_sets:
+    for es in list(eval_sets) + list(tests):
         if es.texts_b is None and any(s.view in ("pair", "hypothesis") for s in specs) and ds.is_pair:
             raise InputError(f"evaluation set {es.name}: one text column, but the models read text pairs")
         reachable = {es.pred_map.get(c, c) for c in classes}
@@ -831,24 +907,29 @@ def evaluate(
                              "label map (--ood-label-map) or a prediction map (--ood-pred-map)")
 
     # ---------------- training sets
-    sets: list[TrainingSet] = [TrainingSet("D", "D", np.arange(n))]
+    sets: list[TrainingSet] = [TrainingSet("D", "D", pool, info={"excluded_warmup": int(len(warm))}
+                                           if len(warm) else {})]
     for ri, r in enumerate(run_objs):
-        sets.append(TrainingSet(r.name, "filtered", r.kept, run=str(r.path)))
-        size = len(r.kept)
+        kept = np.setdiff1d(r.kept, warm).astype(np.intp)
+        sets.append(TrainingSet(r.name, "filtered", kept, run=str(r.path),
+                                info={"excluded_warmup": int(len(r.kept) - len(kept))} if len(warm) else {}))
+        size = len(kept)
         if random_baseline:
             for s in seed_list:
-                rows = np.sort(np.random.default_rng([s, 1, ri]).choice(n, size=size, replace=False))
+                rows = pool[np.random.default_rng([s, 1, ri]).choice(len(pool), size=size, replace=False)]
+                rows = np.sort(rows)
                 sets.append(TrainingSet(f"D_random({size})" + (f" [{r.name}]" if len(run_objs) > 1 else ""),
                                         "random", rows.astype(np.intp), seed=s, run=str(r.path)))
         if single_iteration:
-            rows, info = single_iteration_rows(ds, r, size, int(r.summary.get("seed") or 0), cache, show_progress)
+            rows, info = single_iteration_rows(ds, r, size, int(r.summary.get("seed") or 0), cache, show_progress,
+                                               exclude=warm)
             sets.append(TrainingSet(f"single-iteration({r.name.removeprefix('D(').removesuffix(')')})", "single",
                                     rows, run=str(r.path), info=info))
     set_info = []
     for ts in sets:
         tr = ts.rows[~is_held[ts.rows]]
         te = ts.rows[is_held[ts.rows]]
-        if len(tr) == 0 or len(te) == 0:
+        if len(tr) == 0 or (split and len(te) == 0):
             raise InputError(f"training set {ts.name}: its {'training' if len(tr) == 0 else 'held-out'} part is "
                              "empty")
         missing = sorted(set(classes.tolist()) - set(ds.labels[tr].astype(str).tolist()))
@@ -859,8 +940,9 @@ def evaluate(
                          "train": int(len(tr)), "heldout": int(len(te)), "info": ts.info,
                          "label_counts": dict(sorted(Counter(ds.labels[ts.rows].astype(str).tolist()).items()))})
 
-    held_rows = np.flatnonzero(is_held)
+    held_rows = np.flatnonzero(is_held & np.isin(np.arange(n), pool))
     corpora = [(es, _corpus(es.name, es.texts_a, es.texts_b)) for es in eval_sets]
+    test_corpora = [(es, _corpus(es.name, es.texts_a, es.texts_b)) for es in tests]
     store = _FeatureStore(d_corpus, cache, show_progress, dict(minilm_options or {}))
     torch_device = None
     if any(s.kind == "finetune" for s in specs):
@@ -881,22 +963,26 @@ def evaluate(
     for spec, ts, seed in bar:
         bar.set_postfix_str(f"{spec.key} on {ts.name} seed {seed}")
         results.append(_run_job(spec, ts, seed, ds, y_all, classes, is_held, held_rows, corpora, store, cache,
-                                ft, ft_train_cap, ft_eval_cap, show_progress))
+                                ft, ft_train_cap, ft_eval_cap, show_progress, tests=test_corpora))
 
-    aggregate = _aggregate(results, specs, sets, eval_sets)
+    aggregate = _aggregate(results, specs, sets, eval_sets, tests)
     config = {
         "dataset": str(data), "dataset_size": n, "classes": classes.tolist(), "runs": [str(r.path) for r in run_objs],
         "models": [s.key for s in specs], "seeds": seed_list, "heldout": heldout, "split_seed": split_seed,
-        "heldout_rows": int(is_held.sum()), "protocol": "D split once by premise group into train/held-out; every "
-        "benchmark trains on its rows in the train part and is tested on its rows in the held-out part (own "
-        "held-out) and on the whole held-out part of D (original held-out)",
+        "heldout_rows": int(len(held_rows)), "split": split, "excluded_warmup_rows": int(len(warm)),
+        "protocol": ("D split once by premise group into train/held-out; every benchmark trains on its rows in "
+                     "the train part and is tested on its rows in the held-out part (own held-out) and on the whole "
+                     "held-out part of D (original held-out)") if split else
+        "D not split: every benchmark trains on all its rows and is tested on separate test sets only",
+        "tests": [{"name": es.name, "sources": es.sources, "size": len(es), "majority": _majority(es.labels),
+                   "label_counts": dict(sorted(Counter(es.labels.tolist()).items()))} for es in tests],
         "finetune": asdict(ft) | {"device": torch_device, "train_cap_used": ft_train_cap, "eval_cap_used": ft_eval_cap}
         if torch_device else None,
         "eval_sets": [{"name": es.name, "sources": es.sources, "size": len(es), "pred_map": es.pred_map}
                       for es in eval_sets],
         "wall_seconds": round(time.perf_counter() - t_start, 1),
     }
-    tables = render_tables(aggregate, specs, sets, set_info, eval_sets, config)
+    tables = render_tables(aggregate, specs, sets, set_info, eval_sets, config, tests)
     report = EvaluationReport(out_p, results, aggregate, set_info, tables, config)
     if out_p is not None:
         out_p.mkdir(parents=True, exist_ok=True)
@@ -910,7 +996,8 @@ def evaluate(
 def _run_job(spec: ModelSpec, ts: TrainingSet, seed: int, ds: Any, y_all: NDArray[np.int64],
              classes: NDArray[Any], is_held: NDArray[np.bool_], held_rows: NDArray[np.intp],
              corpora: list[tuple[EvalSet, _Corpus]], store: _FeatureStore, cache: Path, ft: FinetuneOptions,
-             ft_train_cap: int | None, ft_eval_cap: int | None, show_progress: bool) -> dict[str, Any]:
+             ft_train_cap: int | None, ft_eval_cap: int | None, show_progress: bool,
+             tests: Sequence[tuple[EvalSet, _Corpus]] = ()) -> dict[str, Any]:
     t0 = time.perf_counter()
     d = store.d
     tr = ts.rows[~is_held[ts.rows]]
@@ -974,17 +1061,26 @@ def _run_job(spec: ModelSpec, ts: TrainingSet, seed: int, ds: Any, y_all: NDArra
         write_npy(path, p)
         return p
 
-    pred_held = classes[predict(d, held_rows)]
-    gold_held = ds.labels[held_rows].astype(str)
-    own = np.isin(held_rows, ts.rows)
     rec: dict[str, Any] = {
         "model": spec.key, "model_label": spec.label, "train_set": ts.name, "kind": ts.kind, "seed": seed,
         "train_rows": int(len(tr)), "train_used": int(len(used)),
-        "own_heldout": _breakdown(pred_held[own], gold_held[own], None),
-        "original_heldout": _breakdown(pred_held, gold_held, None),
-        "majority_own_heldout": float(Counter(gold_held[own].tolist()).most_common(1)[0][1] / own.sum()),
-        "external": {},
     }
+    if len(held_rows):
+        pred_held = classes[predict(d, held_rows)]
+        gold_held = ds.labels[held_rows].astype(str)
+        own = np.isin(held_rows, ts.rows)
+        rec["own_heldout"] = _breakdown(pred_held[own], gold_held[own], None)
+        rec["original_heldout"] = _breakdown(pred_held, gold_held, None)
+        rec["majority_own_heldout"] = _majority(gold_held[own])
+    rec["tests"] = {}
+    for es, corpus in tests:
+        rows = np.arange(len(es))
+        if spec.kind == "finetune" and ft_eval_cap is not None:
+            rows = _stratified_sample(es.labels, es.groups, ft_eval_cap, 0)
+        raw = classes[predict(corpus, rows)]
+        mapped = np.asarray([es.pred_map.get(str(c), str(c)) for c in raw])
+        rec["tests"][es.name] = _breakdown(mapped, es.labels[rows], None) | {"majority": _majority(es.labels[rows])}
+    rec["external"] = {}
     for es, corpus in corpora:
         rows = np.arange(len(es))
         if spec.kind == "finetune" and ft_eval_cap is not None:
@@ -999,7 +1095,7 @@ def _run_job(spec: ModelSpec, ts: TrainingSet, seed: int, ds: Any, y_all: NDArra
 
 
 def _aggregate(results: list[dict[str, Any]], specs: list[ModelSpec], sets: list[TrainingSet],
-               eval_sets: Sequence[EvalSet]) -> dict[str, Any]:
+               eval_sets: Sequence[EvalSet], tests: Sequence[EvalSet] = ()) -> dict[str, Any]:
     """{model: {set name: {metric: mean/std/n}}} over seeds (random subsets: over their per-seed draws)."""
     agg: dict[str, Any] = {}
     names = list(dict.fromkeys(ts.name for ts in sets))
@@ -1010,15 +1106,29 @@ def _aggregate(results: list[dict[str, Any]], specs: list[ModelSpec], sets: list
             if not rs:
                 continue
             entry: dict[str, Any] = {
-                "own_heldout": _mean_std([r["own_heldout"]["accuracy"] for r in rs]),
-                "original_heldout": _mean_std([r["original_heldout"]["accuracy"] for r in rs]),
                 "train_rows": int(np.mean([r["train_rows"] for r in rs])),
                 "train_used": int(np.mean([r["train_used"] for r in rs])),
+                "tests": {},
                 "external": {},
             }
+            if "own_heldout" in rs[0]:
+                entry["own_heldout"] = _mean_std([r["own_heldout"]["accuracy"] for r in rs])
+                entry["original_heldout"] = _mean_std([r["original_heldout"]["accuracy"] for r in rs])
+                for part in ("own_heldout", "original_heldout"):
+                    entry[f"{part}_majority"] = _mean_std([r[part]["majority"] for r in rs])
+                    entry[f"{part}_delta_majority"] = _mean_std([r[part]["delta_majority"] for r in rs])
+            for es in tests:
+                tx = [r["tests"][es.name] for r in rs]
+                entry["tests"][es.name] = {
+                    "accuracy": _mean_std([x["accuracy"] for x in tx]), "n": tx[0]["n"],
+                    "majority": tx[0]["majority"],
+                    "per_label": {lab: _mean_std([x["per_label"].get(lab, float("nan")) for x in tx])
+                                  for lab in tx[0]["per_label"]}}
             for es in eval_sets:
                 ext = [r["external"][es.name] for r in rs]
                 e: dict[str, Any] = {"accuracy": _mean_std([x["accuracy"] for x in ext]), "n": ext[0]["n"],
+                                     "majority": _mean_std([x["majority"] for x in ext]),
+                                     "delta_majority": _mean_std([x["delta_majority"] for x in ext]),
                                      "per_label": {lab: _mean_std([x["per_label"].get(lab, float("nan")) for x in ext])
                                                    for lab in ext[0]["per_label"]}}
                 if "per_group" in ext[0]:
@@ -1046,9 +1156,11 @@ def _columns(sets: list[TrainingSet]) -> tuple[list[str], list[tuple[str, str]]]
 
 
 def render_tables(aggregate: dict[str, Any], specs: list[ModelSpec], sets: list[TrainingSet],
-                  set_info: list[dict[str, Any]], eval_sets: Sequence[EvalSet], config: dict[str, Any]) -> str:
-    """Markdown: Table 3-shaped (rows = models, columns = training sets, Δ last) on the own held-out part and
-    on the original held-out part; Table 1-shaped tables (rows = training sets) per external set and model."""
+                  set_info: list[dict[str, Any]], eval_sets: Sequence[EvalSet], config: dict[str, Any],
+                  tests: Sequence[EvalSet] = ()) -> str:
+    """Markdown: Table 3-shaped (rows = models, columns = training sets, Δ last) on the own held-out part, on
+    the original held-out part (when D was split) and on each separate test set (with its majority rate);
+    Table 1-shaped tables (rows = training sets) per external set and model."""
     cols, deltas = _columns(sets)
     dname = "Δ" if len(deltas) == 1 else "Δ {}"
     sizes: dict[str, list[int]] = {}
@@ -1056,23 +1168,45 @@ def render_tables(aggregate: dict[str, Any], specs: list[ModelSpec], sets: list[
         sizes.setdefault(si["name"], []).append(si["train"])
     lines = [f"# aflite evaluate: {config['dataset']}", "",
              f"Accuracy in %, mean ± std over seeds {config['seeds']} (no ± where the model and the set are "
-             f"deterministic). Held-out part: {config['heldout_rows']} rows of D "
-             f"({100 * config['heldout']:.0f} % of premise groups, split seed {config['split_seed']})."]
+             f"deterministic); in brackets, points over chance (the majority-class rate of the same rows, "
+             f"each table's '{CHANCE_ROW}' row). " + (f"Held-out part: {config['heldout_rows']} rows of D "
+             f"({100 * config['heldout']:.0f} % of premise groups, split seed {config['split_seed']})."
+                                    if config.get("split", True) else
+                                    "D was not split: every training set is used whole; scores are on the test "
+                                    "sets.")]
+    if config.get("excluded_warmup_rows"):
+        lines.append(f"{config['excluded_warmup_rows']} rows of D formed a run's warm-up slice (they trained Φ) and "
+                     "are left out of D, every D(Φ), the random subsets and the single-iteration sets.")
     if config.get("finetune"):
         f = config["finetune"]
         lines.append(f"Fine-tuning: {f['device']}, lr {f['lr']}, {f['epochs']} epochs, batch {f['batch_size']}, "
                      f"training rows capped at {f['train_cap_used']}, external sets capped at {f['eval_cap_used']} "
                      "(stratified sample).")
 
-    def t3(metric: str, title: str) -> list[str]:
+    def t3(metric: str, title: str, test: str | None = None) -> list[str]:
+        def get(entry: dict[str, Any]) -> Any:
+            return entry.get(metric) if test is None else entry.get("tests", {}).get(test, {}).get("accuracy")
+
+        def chance(entry: dict[str, Any]) -> float | None:
+            if test is not None:
+                m = entry.get("tests", {}).get(test, {}).get("majority")
+                return None if m is None else float(m["mean"] if isinstance(m, dict) else m)
+            m = entry.get(f"{metric}_majority")
+            return None if not m or m.get("mean") is None else float(m["mean"])
+
         head = ["Model"] + cols + [dname.format(f) for f, _ in deltas]
         out = ["", f"## {title}", "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+        first = aggregate[specs[0].key]
+        ch = {c: chance(first.get(c, {})) for c in cols}
+        row = [CHANCE_ROW] + [_pct(ch[c]) for c in cols]
+        row += [_pct_delta(ch[f], ch[b]) for f, b in deltas]
+        out.append("| " + " | ".join(row) + " |")
         for spec in specs:
             a = aggregate[spec.key]
             row = [spec.label]
-            row += [_fmt(a.get(c, {}).get(metric)) for c in cols]
+            row += [_fmt_vs(get(a.get(c, {})), chance(a.get(c, {}))) for c in cols]
             for f, base in deltas:
-                x, y = a.get(f, {}).get(metric), a.get(base, {}).get(metric)
+                x, y = get(a.get(f, {})), get(a.get(base, {}))
                 row.append(f"{100 * (x['mean'] - y['mean']):+.1f}" if x and y and x["mean"] is not None else "–")
             out.append("| " + " | ".join(row) + " |")
         size_row = ["Training set size"] + [str(int(np.mean(sizes[c]))) for c in cols]
@@ -1080,20 +1214,28 @@ def render_tables(aggregate: dict[str, Any], specs: list[ModelSpec], sets: list[
         out.append("| " + " | ".join(size_row) + " |")
         return out
 
-    lines += t3("own_heldout", "Table 3 shape: each benchmark's own held-out part")
-    lines += t3("original_heldout", "The original (unfiltered) held-out part of D")
+    if config.get("split", True):
+        lines += t3("own_heldout", "Table 3 shape: each benchmark's own held-out part")
+        lines += t3("original_heldout", "The original (unfiltered) held-out part of D")
+    for es in tests:
+        tinfo = next(t for t in config.get("tests", []) if t["name"] == es.name)
+        lines += t3("", f"Table 3 shape: test set {es.name} ({tinfo['size']} rows; majority class "
+                        f"{100 * tinfo['majority']:.1f} %)", test=es.name)
     used = {spec.key: {c: aggregate[spec.key].get(c, {}).get("train_used") for c in cols} for spec in specs}
     capped = [k for k, v in used.items() if any(v[c] != aggregate[k].get(c, {}).get("train_rows") for c in cols)]
     for k in capped:
         lines.append(f"\n{k}: trained on a capped sample: " + ", ".join(f"{c} {used[k][c]}" for c in cols))
+    if eval_sets:
+        lines += _ood_summary(aggregate, specs, cols, deltas, eval_sets)
     for es in eval_sets:
         for spec in specs:
             a = aggregate[spec.key]
             first = a["D"]["external"][es.name]
             labs = list(first["per_label"])
             groups = list(first.get("per_group", {}))
-            head = ["Train data"] + [f"{g} {lab}" for g in groups for lab in labs if lab in first["per_group"][g]]
-            head += [f"all {lab}" for lab in labs] + ["all"]
+            head = ["Train data"] + [f"{g}: gold {lab}" for g in groups for lab in labs
+                                     if lab in first["per_group"][g]]
+            head += [f"all: gold {lab}" for lab in labs] + ["all rows"]
             lines += ["", f"## Table 1 shape: {es.name} ({first['n']} rows), {spec.label}", "",
                       "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
             for c in cols:
@@ -1102,7 +1244,9 @@ def render_tables(aggregate: dict[str, Any], specs: list[ModelSpec], sets: list[
                     continue
                 row = [c] + [_fmt(e["per_group"][g][lab]) for g in groups for lab in labs
                              if lab in first["per_group"][g]]
-                row += [_fmt(e["per_label"][lab]) for lab in labs] + [_fmt(e["accuracy"])]
+                m = e.get("majority")
+                row += [_fmt(e["per_label"][lab]) for lab in labs]
+                row += [_fmt_vs(e["accuracy"], None if not m or m.get("mean") is None else float(m["mean"]))]
                 lines.append("| " + " | ".join(row) + " |")
     lines += ["", "## Training sets", "", "| set | seed | size | train part | held-out part | labels |",
               "|---|---|---|---|---|---|"]
@@ -1124,7 +1268,9 @@ def plot_report(report: EvaluationReport, path: Path) -> None:
     models = list(agg)
     cols = list(dict.fromkeys(si["name"] for si in report.training_sets))
     ext_names = [e["name"] for e in report.config["eval_sets"]]
-    panels = [("own held-out", None)] + [(e, e) for e in ext_names]
+    test_names = [t["name"] for t in report.config.get("tests", [])]
+    panels: list[tuple[str, str | None]] = [("own held-out", None)] if report.config.get("split", True) else []
+    panels += [(t, "test:" + t) for t in test_names] + [(e, e) for e in ext_names]
     fig, axes = plt.subplots(1, len(panels), figsize=(max(6.0, 1.1 * len(models) * len(panels) + 2), 4.2),
                              squeeze=False)
     width = 0.8 / max(1, len(cols))
@@ -1133,7 +1279,12 @@ def plot_report(report: EvaluationReport, path: Path) -> None:
             means, stds = [], []
             for m in models:
                 e = agg[m].get(c, {})
-                ms = e.get("own_heldout") if ext is None else e.get("external", {}).get(ext, {}).get("accuracy")
+                if ext is None:
+                    ms = e.get("own_heldout")
+                elif ext.startswith("test:") and ext[5:] in test_names:
+                    ms = e.get("tests", {}).get(ext[5:], {}).get("accuracy")
+                else:
+                    ms = e.get("external", {}).get(ext, {}).get("accuracy")
                 means.append(100 * ms["mean"] if ms and ms["mean"] is not None else np.nan)
                 stds.append(100 * ms["std"] if ms and ms["std"] is not None else 0.0)
             ax.bar(np.arange(len(models)) + (j - (len(cols) - 1) / 2) * width, means, width, yerr=stds, label=c,

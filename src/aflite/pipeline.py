@@ -9,6 +9,7 @@ it is neither filtered nor written to the output.
 from __future__ import annotations
 
 import html
+import sys
 import time
 from collections import Counter
 from dataclasses import dataclass
@@ -18,12 +19,16 @@ from typing import Any
 import numpy as np
 
 from aflite.atomic import write_json, write_text
-from aflite.errors import ParameterError
+from aflite.errors import InputError, ParameterError
 from aflite.filter import SNLI_DEFAULTS, AFLite
+from aflite.threads import limited
 
 
 @dataclass
 class RunResult:
+    """What a run left behind: its folder, its summary (also in ``out/summary.json``), the kept mask and the
+    filtered dataset (``filtered.<ext>`` for ``run``; ``kept_ids.txt`` for ``filter_files``)."""
+
     out: Path
     summary: dict[str, Any]
     keep: np.ndarray  # over the dataset's rows: kept in D(Φ) (warm-up rows are False)
@@ -48,6 +53,7 @@ def _out_name(src: Path) -> str:
     return "filtered" + suffixes
 
 
+@limited  # one thread policy (aflite.threads)
 def run(
     data_path: str | Path,
     out: str | Path,
@@ -57,38 +63,63 @@ def run(
     params: dict[str, Any] | None = None,
     strategy: str = "slicing",
     seed: int = 0,
-    groups: bool = True,
+    groups: bool | str = True,
     cache_dir: str | Path | None = None,
     resume: bool = False,
+    overwrite: bool = False,
     quiet: bool = False,
     probe: bool = True,
     dataset_options: dict[str, Any] | None = None,
     featurizer_options: dict[str, Any] | None = None,
     device: str = "auto",
     storage: str = "float32",
+    image_options: dict[str, Any] | None = None,
+    link_dir: str | Path | None = None,
 ) -> RunResult:
     """Filter a dataset file end to end. ``params`` overrides the scaled Table 8 defaults (counts or
     fractions of |D|: target_size, n_partitions, train_size, slice_size, threshold); ``device`` and ``storage``
-    choose where the encoder and the ensemble run (see :class:`aflite.filter.AFLite`)."""
+    choose where the encoder and the ensemble run (see :class:`aflite.filter.AFLite`). ``groups``: True or
+    ``"premise"`` (rows with one premise stay on one side of every partition), False or ``"none"``, or a column
+    of the file (e.g. a counterfactual family id). ``overwrite`` starts over in an ``out`` that holds a run."""
     from aflite import data, features
     from aflite.rundir import run_filter
 
     out = Path(out)
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
-    ds = data.load_dataset(data_path, **(dataset_options or {}))
+    group_spec = "premise" if groups is True else "none" if groups is False else str(groups)
+    dopts = dict(dataset_options or {})
+    if group_spec != "premise":  # premise is the loader's own default for pairs (no groups for single texts)
+        dopts["groups"] = group_spec
+    from aflite import images
+
+    # images: an image folder, or an image featurizer on a table / HF folder of image paths (aflite.images)
+    is_images = images.wants_images(data_path, featurizer)
+    ds = (images.load_image_dataset(data_path, **(image_options or {})) if is_images
+          else data.load_dataset(data_path, **dopts))
     timings["load_seconds"] = time.perf_counter() - t0
     n = len(ds)
     if view in ("hypothesis",) and not ds.is_pair:
         raise ParameterError("view 'hypothesis' needs a pair dataset")
+    # checks that need no features come before featurizing (minutes) and before anything is written
+    classes, counts = np.unique(ds.labels, return_counts=True)
+    if len(classes) < 2:
+        raise InputError(f"{data_path}: every one of the {n:,} rows has the label {str(classes[0])!r}; AFLite needs at "
+                         f"least two classes")
+    grp_all = ds.groups if group_spec != "none" else None
+    if grp_all is not None:
+        data.warn_twins(ds, {"pair": ("pair", "hypothesis")}.get(view, (view,)), group_spec)
     chosen = scaled_defaults(n)
     given = {k: v for k, v in (params or {}).items() if v is not None}
-    probe_af = AFLite(**{**chosen, **given}, strategy=strategy, random_state=seed)  # type: ignore[arg-type]
-    resolved = probe_af.resolved_params(n)  # validates against |D| before any expensive step
+    af = AFLite(**{**chosen, **given}, strategy=strategy, random_state=seed, device=device,  # type: ignore[arg-type]
+                storage=storage)
+    resolved = af.resolved_params(n)  # validates against |D| before any expensive step
     t = resolved["train_size"]
 
     texts_b = ds.texts_b
     fopts = dict(featurizer_options or {})
+    if is_images:
+        fopts = images.featurizer_options(featurizer, fopts)
     t0 = time.perf_counter()
     feats = features.featurize(
         ds.texts_a, texts_b, featurizer, view,
@@ -114,9 +145,8 @@ def run(
         "slice_size": resolved["slice_size"],
         "threshold": resolved["threshold"],
     }
-    af = AFLite(**filt_params, strategy=strategy, random_state=seed, device=device,  # type: ignore[arg-type]
-                storage=storage)
-    grp = ds.groups[rows] if (groups and ds.groups is not None) else None
+    af.set_params(**filt_params)
+    grp = grp_all[rows] if grp_all is not None else None
     y = ds.labels[rows]
     ids = ds.ids[rows]
     out.mkdir(parents=True, exist_ok=True)
@@ -133,34 +163,278 @@ def run(
         "scaled_defaults": {"scale": n / SNLI_DEFAULTS["dataset_size"], **chosen},
         "overrides": given,
     }
-    summary = run_filter(af, X, y, ids, out, groups=grp, resume=resume, quiet=quiet, extra=extra)
+    extra["groups"] = group_spec if grp is not None else "none"
+    summary = run_filter(af, X, y, ids, out, groups=grp, resume=resume, overwrite=overwrite, quiet=quiet,
+                         extra=extra)
     timings["filter_seconds"] = time.perf_counter() - t0
 
     keep = np.zeros(n, dtype=bool)
     keep[rows[af.keep_mask_]] = True
     t0 = time.perf_counter()
-    filtered_path = data.write_filtered(ds, keep, out / _out_name(Path(data_path)))
+    if is_images:
+        removed = np.zeros(n, dtype=bool)
+        removed[rows[~af.keep_mask_]] = True
+        filtered_path = images.write_outputs(ds, keep, removed, out, _out_name(Path(data_path)), link_dir)
+    else:
+        filtered_path = data.write_filtered(ds, keep, out / _out_name(Path(data_path)))
     timings["write_seconds"] = time.perf_counter() - t0
     timings["featurize_rows_per_second"] = len(rows) / max(timings["featurize_seconds"], 1e-9)
 
-    if probe:
+    if probe and not is_images:  # the probe is a TF-IDF text model
         from aflite.evaluate import compare_partial_input
 
         t0 = time.perf_counter()
         probe_texts = texts_b if texts_b is not None else ds.texts_a
         sub = [probe_texts[i] for i in rows]
-        res = compare_partial_input(sub, y, af.keep_mask_, random_state=seed)
+        from tqdm import tqdm
+
+        # 5-fold CV on D, D(Φ) and 3 random subsets of |D(Φ)| rows: minutes on large sets, so it shows progress
+        bar = tqdm(total=5, desc="probe (D, D(Φ), 3 random subsets)", unit="set", disable=quiet, file=sys.stderr,
+                   dynamic_ncols=True)
+        try:
+            res = compare_partial_input(sub, y, af.keep_mask_, random_state=seed, progress=bar)
+        finally:
+            bar.close()
         summary["partial_input_probe"] = {
             "model": "TF-IDF word 1-2-gram logistic regression, 5-fold CV, on the "
             + ("hypothesis only" if texts_b is not None else "text"),
-            "results": [r.to_dict() for r in res],
+            "results": [{**r.to_dict(), "delta_majority": r.accuracy - r.majority} for r in res],
+            "meaning": PROBE_MEANING,
         }
         timings["probe_seconds"] = time.perf_counter() - t0
+    summary["label_shift"] = label_shift(summary["label_counts_before"], summary["label_counts_after"])
     summary["timings"] = timings
     summary["filtered_dataset"] = str(filtered_path)
     write_json(out / "summary.json", summary)
     write_text(out / "summary.md", render_summary(summary, ds, rows, af))
     return RunResult(out, summary, keep, filtered_path)
+
+
+def filter_files(
+    features: str | Path,
+    labels: str | Path,
+    out: str | Path,
+    *,
+    aflite: AFLite | None = None,
+    ids: str | Path | None = None,
+    groups: str | Path | None = None,
+    feature_columns: list[str] | None = None,
+    label_column: str | None = None,
+    id_column: str | None = None,
+    mmap: bool = False,
+    resume: bool = False,
+    overwrite: bool = False,
+    quiet: bool = False,
+    extra: dict[str, Any] | None = None,
+) -> RunResult:
+    """AFLite on precomputed features and labels read from files (what ``aflite filter`` does).
+
+    Reads the feature matrix (``.npy``, memory-mapped with ``mmap``, or numeric table columns), the labels
+    and optional ids and groups (column ``group``), checks they line up, and runs ``aflite`` (default:
+    :class:`AFLite` with its defaults) into the run directory ``out`` (see :mod:`aflite.rundir`).
+    """
+    from aflite import data
+    from aflite.rundir import run_filter
+
+    out = Path(out)
+    X = data.load_features(features, columns=feature_columns, mmap=mmap)
+    y = data.load_labels(labels, column=label_column)
+    id_arr = data.load_ids(ids, column=id_column) if ids is not None else np.arange(len(y))
+    grp = data.load_labels(groups, column="group") if groups is not None else None
+    data.check_aligned(X.shape[0], len(y), len(id_arr))
+    if grp is not None and len(grp) != len(y):
+        raise InputError(f"{groups}: {len(grp)} groups for {len(y)} labels")
+    if len(np.unique(id_arr)) != len(id_arr):
+        raise InputError(f"{ids}: ids are not unique")
+    af = aflite if aflite is not None else AFLite()
+    from aflite.device import resolve_device
+
+    info = {"inputs": {"features": str(features), "labels": str(labels), "ids": None if ids is None else str(ids)},
+            "device": resolve_device(af.device) if af.model == "logistic" else "cpu", **(extra or {})}
+    summary = run_filter(af, X, y, id_arr, out, groups=grp, resume=resume, overwrite=overwrite, quiet=quiet,
+                         extra=info)
+    write_text(out / "summary.md", render_filter_summary(summary))
+    return RunResult(out, summary, np.asarray(af.keep_mask_), out / "kept_ids.txt")
+
+
+def render_filter_summary(summary: dict[str, Any]) -> str:
+    """The readable account of ``aflite filter``: sizes, parameters, stop reason and label counts."""
+    p = summary["parameters"]
+    lines = [
+        f"# aflite filter: {summary.get('inputs', {}).get('features', '')}",
+        "",
+        f"- |D| = {summary['size_before']} → |D(Φ)| = {summary['size_after']} after {summary['n_iterations']} "
+        f"phase(s); stopped because {summary['stop_reason']}",
+        f"- parameters: m={p['n_partitions']}, t={p['train_size']}, k={p['slice_size']}, n={p['target_size']}, "
+        f"τ={p['threshold']}, strategy {p['strategy']}, model {p['model']}, C={p['C']}, seed {summary.get('seed')}",
+        "",
+        "| label | before | after | kept % |",
+        "|---|---|---|---|",
+    ]
+    for lab, before in summary["label_counts_before"].items():
+        after = summary["label_counts_after"].get(lab, 0)
+        lines.append(f"| {_md(str(lab))} | {before} | {after} | {100 * after / max(before, 1):.1f} |")
+    return "\n".join(lines) + "\n"
+
+
+PROBE_MEANING = (
+    "A probe that always answers the most frequent label scores the majority rate of the rows it is tested on, so "
+    "raw accuracy is not leakage: Δ = accuracy − majority rate of the same rows is what the text adds over that "
+    "guess. AFLite worked when Δ on D(Φ) is below Δ on random subsets of the same size; near 0 means the probe "
+    "finds no more signal than the label frequencies."
+)
+SHIFT_WARN_POINTS = 5.0
+
+
+def label_shift(before: dict[str, int], after: dict[str, int]) -> dict[str, Any]:
+    """Class shares before/after filtering and the largest move, with a warning above SHIFT_WARN_POINTS points:
+    when shares move, the majority rate moves with them, and raw accuracies on D and D(Φ) stop being comparable."""
+    nb, na = max(1, sum(before.values())), max(1, sum(after.values()))
+    sb = {k: 100 * v / nb for k, v in before.items()}
+    sa = {k: 100 * after.get(k, 0) / na for k in before}
+    moves = {k: sa[k] - sb[k] for k in before}
+    worst = max(moves, key=lambda k: abs(moves[k])) if moves else None
+    out: dict[str, Any] = {"shares_before": sb, "shares_after": sa, "change_points": moves,
+                           "max_change_points": 0.0 if worst is None else abs(moves[worst]), "warning": None}
+    if worst is not None and abs(moves[worst]) > SHIFT_WARN_POINTS:
+        out["warning"] = (
+            f"filtering moved the class shares by up to {abs(moves[worst]):.1f} points ({worst} {sb[worst]:.1f}% → "
+            f"{sa[worst]:.1f}%); the majority rate went from {max(sb.values()):.1f}% to {max(sa.values()):.1f}%, "
+            f"so a raw accuracy on D(Φ) rises or falls with it whatever the text carries: read Δ over the "
+            f"majority rate, not raw accuracy")
+    return out
+
+
+@dataclass
+class AuditRun:
+    """What :func:`audit_file` wrote: the folder, one :class:`aflite.audit.AuditResult` per audited set (D, and
+    D(Φ) with ``compare``), the JSON it saved as ``results.json`` and the notes shown in the report."""
+
+    out: Path
+    results: list[Any]
+    metrics: dict[str, Any]
+    notes: list[str]
+
+
+def _read_kept_ids(run_dir: Path) -> list[str]:
+    path = run_dir / "kept_ids.txt"
+    if not path.is_file():
+        raise InputError(f"{path}: not found (is it an AFLite run directory?)")
+    ids = [line.strip() for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    if not ids:
+        raise InputError(f"{path}: no ids")
+    return ids
+
+
+def check_audit_config(cfg: Any) -> None:
+    """Sizes of an :class:`aflite.audit.AuditConfig` that no audit can use; refused before any work."""
+    flags = {"n_folds": "--folds", "n_components": "--pca", "n_clusters": "--clusters", "tra_steps": "--tra-steps",
+             "tra_sample": "--tra-sample", "tra_eval": "--tra-eval", "peco_shuffles": "--peco-shuffles"}
+    least = {"n_folds": 2, "peco_shuffles": 2}
+    for name, flag in flags.items():
+        if getattr(cfg, name) < least.get(name, 1):
+            raise ParameterError(f"{name} ({flag}) must be >= {least.get(name, 1)}, got {getattr(cfg, name)}")
+
+
+def audit_file(
+    data_path: str | Path,
+    out: str | Path,
+    config: Any = None,
+    *,
+    compare: str | Path | None = None,
+    sample: int | None = None,
+    title: str | None = None,
+    reference: str = "none",
+    dataset_options: dict[str, Any] | None = None,
+    groups: str = "premise",
+    quiet: bool = False,
+) -> AuditRun:
+    """Audit a dataset file for single-sentence label leakage (what ``aflite audit`` does).
+
+    Loads ``data_path``, and with ``compare`` the kept rows of that AFLite run directory as D(Φ); with
+    ``sample`` audits a seeded random sample of each; featurizes the union once (cached in ``config.cache_dir``,
+    default ``out/cache``); audits each set with ``config`` (an :class:`aflite.audit.AuditConfig`); and writes
+    ``out/report.html`` and ``out/metrics.json``. ``config.tra=None`` becomes "only on a GPU" here, once, so that
+    the time estimate and both audits agree.
+    """
+    import dataclasses
+    import sys
+
+    from aflite import audit as A
+    from aflite.atomic import write_json
+    from aflite.data import load_dataset, warn_twins
+    from aflite.report import paper_reference, write_report
+
+    out = Path(out)
+    cfg = config if config is not None else A.AuditConfig()
+    check_audit_config(cfg)
+    paper_reference(reference)  # an unknown name fails here, before any work
+    kept = _read_kept_ids(Path(compare)) if compare is not None else None
+    t0 = time.perf_counter()
+    ds = load_dataset(data_path, **{**(dataset_options or {}), "groups": groups})
+    if not ds.is_pair:
+        raise InputError(f"{data_path}: the audit needs sentence pairs (give the first and second text columns)")
+    classes = np.unique(ds.labels)
+    if len(classes) < 2:  # before featurizing (minutes), so nothing is computed or cached for nothing
+        raise InputError(f"{data_path}: every one of the {len(ds):,} rows has the label {str(classes[0])!r}; an "
+                         f"audit needs at least two classes")
+    warn_twins(ds, ("pair", *cfg.views), groups)
+    out.mkdir(parents=True, exist_ok=True)
+    if cfg.cache_dir is None:
+        cfg = dataclasses.replace(cfg, cache_dir=str(out / "cache"))
+    full = ds
+    filtered = A.subset(full, kept) if kept is not None else None
+    if sample is not None:
+        ds = A.sample_rows(ds, sample, cfg.seed)
+        if filtered is not None:
+            filtered = A.sample_rows(filtered, sample, cfg.seed)
+        # featurize only the rows audited (the union of both samples)
+        union = set(np.asarray(ds.ids).astype(str)) | (
+            set() if filtered is None else set(np.asarray(filtered.ids).astype(str)))
+        base = A.subset(full, sorted(union))
+    else:
+        base = full
+    if cfg.tra is None:
+        dev = A.resolve_device(cfg.device)
+        cfg = dataclasses.replace(cfg, tra=dev.startswith("cuda"))
+        if not cfg.tra and not quiet:
+            minutes = A.estimate_seconds(len(base), dataclasses.replace(cfg, tra=True))["fine-tuning (TRA)"] / 60
+            print(f"TRA skipped: no GPU ({dev}); fine-tuning its three models on this CPU would take "
+                  f"~{minutes:.0f} min (--tra runs it anyway)", file=sys.stderr)
+    if cfg.peco_encoder == "finetuned" and not cfg.tra:
+        raise ParameterError("peco_encoder 'finetuned' needs the fine-tuned models (--tra)")
+    if not quiet:
+        A.announce(A.estimate_seconds(len(base), cfg))
+    t_feat = time.perf_counter()
+    feats = A.compute_features(base, cfg)  # cached; D and D(Φ) take their rows from it
+    t_feat = time.perf_counter() - t_feat
+    row_of = {str(i): r for r, i in enumerate(np.asarray(base.ids).astype(str))}
+
+    def rows_features(sub: Any) -> dict[str, Any]:
+        rows = np.fromiter((row_of[str(i)] for i in sub.ids), dtype=np.int64, count=len(sub))
+        return {k: x[rows] for k, x in feats.items()}
+
+    results = [A.audit(ds, config=cfg, name="D", features=rows_features(ds))]
+    # the featurization ran once for every audited set; D's time carries it (so the table's time is real)
+    results[0].add_time("features", t_feat)
+    notes = [f"Data: {data_path}"]
+    if filtered is not None and kept is not None:
+        results.append(A.audit(filtered, config=cfg, name="D(Φ)", features=rows_features(filtered)))
+        notes.append(f"D's time includes the {t_feat:.0f} s featurization shared with D(Φ).")
+        notes.append(f"D(Φ): the {len(kept):,} kept ids of the AFLite run {compare}"
+                     + ("" if sample is None else f" (a random sample of {len(filtered):,})"))
+    if sample is not None:
+        notes.append(f"D: a random sample of {len(ds):,} of the {len(full):,} pairs (seed {cfg.seed})")
+    metrics = {
+        "data": str(data_path),
+        "compare": None if compare is None else str(compare),
+        "results": [r.to_dict() for r in results],
+        "seconds": round(time.perf_counter() - t0, 2),
+    }
+    write_json(out / "metrics.json", metrics)
+    write_report(out / "report.html", results, title=title or f"Label-leakage audit of {Path(data_path).name}",
+                 notes=notes, reference=reference)
+    return AuditRun(out, results, metrics, notes)
 
 
 def render_summary(summary: dict[str, Any], ds: Any, rows: np.ndarray, af: AFLite, per_label: int = 2) -> str:
@@ -179,19 +453,26 @@ def render_summary(summary: dict[str, Any], ds: Any, rows: np.ndarray, af: AFLit
         f"τ={p['threshold']}, strategy {p['strategy']}, seed {p['random_state']} (defaults: Table 8 SNLI scaled by "
         f"{summary['scaled_defaults']['scale']:.4f})",
         "",
-        "| label | before | after | kept % |",
-        "|---|---|---|---|",
+        "| label | before | after | kept % | share before % | share after % | Δ share (points) |",
+        "|---|---|---|---|---|---|---|",
     ]
+    shift = summary.get("label_shift") or label_shift(summary["label_counts_before"], summary["label_counts_after"])
     for lab, before in summary["label_counts_before"].items():
         after = summary["label_counts_after"].get(lab, 0)
-        lines.append(f"| {lab} | {before} | {after} | {100 * after / max(before, 1):.1f} |")
+        lines.append(f"| {_md(str(lab), 60)} | {before} | {after} | {100 * after / max(before, 1):.1f} | "
+                     f"{shift['shares_before'][lab]:.1f} | {shift['shares_after'][lab]:.1f} | "
+                     f"{shift['change_points'][lab]:+.1f} |")
+    if shift["warning"]:
+        lines += ["", f"**Warning:** {shift['warning']}."]
     if "partial_input_probe" in summary:
         pr = summary["partial_input_probe"]
-        lines += ["", f"Partial-input probe: {pr['model']}", "", "| training set | size | accuracy | majority |",
-                  "|---|---|---|---|"]
+        lines += ["", f"Partial-input probe: {pr['model']}", "",
+                  "| training set | size | accuracy | majority rate (same rows) | Δ over majority |",
+                  "|---|---|---|---|---|"]
         for r in pr["results"]:
             lines.append(f"| {r['name']} | {r['size']} | {100 * r['accuracy']:.1f} ± {100 * r['accuracy_std']:.1f} "
-                         f"| {100 * r['majority']:.1f} |")
+                         f"| {100 * r['majority']:.1f} | {100 * (r['accuracy'] - r['majority']):+.1f} |")
+        lines += ["", PROBE_MEANING]
     if "timings" in summary:
         lines += ["", "Timings: " + ", ".join(f"{k} {v:.1f}" for k, v in summary["timings"].items())]
 
@@ -226,6 +507,8 @@ def render_summary(summary: dict[str, Any], ds: Any, rows: np.ndarray, af: AFLit
     return "\n".join(lines) + "\n"
 
 
-def _md(text: str) -> str:
-    """Dataset text in a Markdown table cell: escaped HTML, no pipes or newlines."""
-    return html.escape(text).replace("|", "\\|").replace("\n", " ")
+def _md(text: str, limit: int = 300) -> str:
+    """Dataset text in a Markdown table cell: shortened, escaped HTML, no pipes or newlines."""
+    from aflite.report import shorten
+
+    return html.escape(shorten(text, limit)).replace("|", "\\|").replace("\n", " ")

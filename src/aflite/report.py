@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from aflite.atomic import write_text
+from aflite.errors import ParameterError
 
 _CSS = """
 body{font-family:-apple-system,Segoe UI,Helvetica,Arial,sans-serif;margin:24px auto;max-width:1150px;color:#222;
@@ -31,26 +32,78 @@ th{background:#f2f2f2}td.l,th.l{text-align:left}
 """
 
 _METRIC_ROWS: list[tuple[str, str, str]] = [
+    ("majority_accuracy", "Chance: majority-class rate of these rows (%)", "pct"),
     ("biased_accuracy", "Biased-condition accuracy (%)", "pct"),
+    ("delta_maj", "  Δmaj: biased − chance (points)", "pct"),
     ("normal_accuracy", "Normal (full-input) accuracy (%)", "pct"),
-    ("majority_accuracy", "Majority-class accuracy (%)", "pct"),
-    ("delta_maj", "Δmaj (points)", "pct"),
+    ("normal_delta_maj", "  normal − chance (points)", "pct"),
     ("pct_rr", "%R_R (biased / normal, %)", "pct"),
     ("nba", "NBA (%)", "pct"),
     ("nbr", "NBR (%)", "pct"),
     ("tra", "TRA (%)", "pct"),
     ("peco", "PECO (Σ s_i, eq. 12 from t=0)", "num"),
+    ("peco_null_mean", "  PECO with labels shuffled: mean of the null", "num"),
+    ("peco_null_p95", "  PECO null: 95th percentile", "num"),
+    ("peco_excess", "  PECO − null mean (comparable across sizes)", "num"),
+    ("peco_p_value", "  permutation p-value", "num"),
     ("peco_fraction20", "PECO, Table-4 scale (share of clusters, 20 steps)", "num"),
     ("biased_clusters", "Biased clusters (L2 > threshold)", "int"),
 ]
 
-_PAPER_SNLI_S2 = {"biased_accuracy": 71.6, "normal_accuracy": 90.6, "majority_accuracy": 33.8, "pct_rr": 79.0,
-                  "delta_maj": 37.8, "nba": 70.0, "nbr": 71.8, "tra": 63.9, "peco_fraction20": 0.4}
+
+def _paper(biased: float, rr: float, dmaj: float, ours: float, maj: float, nba: float, nbr: float, tra: float,
+           peco: float) -> dict[str, float]:
+    return {"biased_accuracy": biased, "pct_rr": rr, "delta_maj": dmaj, "normal_accuracy": ours,
+            "majority_accuracy": maj, "normal_delta_maj": round(ours - maj, 1), "nba": nba, "nbr": nbr, "tra": tra,
+            "peco_fraction20": peco}
+
+
+# Saxon et al., as printed: Table 3 (Biased, %R_R, Δmaj), Table 2 (Ours = the replication model, Maj.), Table 4
+# (NBA, NBR, TRA, PECO); test sets (dev where no labelled test set exists), fine-tuned RoBERTa-large (XNLI:
+# XLM-R, OCNLI: bert-base-chinese). ANLI's rounds are left out: their printed "Biased" column disagrees with
+# their own Δmaj and %R_R. Keys: the names ``--reference`` takes.
+PAPER_REFERENCE: dict[str, tuple[str, dict[str, dict[str, float]]]] = {
+    "sick": ("SICK", {"hypothesis": _paper(60.0, 68.3, 4.0, 87.8, 56.0, 48.8, 49.7, 63.6, 0.407)}),
+    "snli": ("SNLI", {"hypothesis": _paper(71.6, 79.0, 37.8, 90.6, 33.8, 70.0, 71.8, 63.9, 0.4)}),
+    "mnli-b": ("MNLI-b", {"hypothesis": _paper(59.8, 67.4, 24.2, 88.3, 36.5, 32.5, 33.4, 57.6, 0.357)}),
+    "mnli-u": ("MNLI-u", {"hypothesis": _paper(60.9, 69.0, 24.4, 88.7, 35.6, 47.5, 48.6, 59.3, 0.371)}),
+    "xnli": ("XNLI", {"hypothesis": _paper(55.0, 74.6, 21.7, 73.7, 33.3, 52.3, 54.0, 64.7, 0.366)}),
+    "fever": ("FEVER", {"premise": _paper(63.5, 85.0, 30.2, 74.7, 33.3, 39.4, 38.0, 50.7, 0.124)}),
+    "anli": ("ANLI", {"hypothesis": _paper(48.2, 89.3, 14.7, 54.0, 33.5, 37.6, 53.4, 28.0, 0.363)}),
+    "ocnli": ("OCNLI", {"hypothesis": _paper(61.5, 85.7, 24.7, 71.8, 36.8, 69.0, 74.1, 78.5, 0.457)}),
+    "caugnli": ("CAugNLI", {"premise": _paper(41.9, 49.5, 8.0, 84.7, 33.9, 32.9, 32.7, 39.5, 0.051),
+                            "hypothesis": _paper(39.0, 46.0, 5.1, 84.7, 33.9, 43.4, 42.5, 59.7, 0.351)}),
+    "snli-debiased": ("SNLI-debiased", {
+        "premise": _paper(45.3, 45.3, 2.9, 95.6, 35.5, 32.0, 31.8, 41.5, 0.058),
+        "hypothesis": _paper(65.3, 68.3, 29.8, 95.6, 35.5, 60.9, 61.4, 58.4, 0.059)}),
+    "mnli-debiased": ("MNLI-debiased", {
+        "premise": _paper(34.0, 35.6, -2.2, 96.9, 36.2, 34.7, 34.0, 46.7, 0.055),
+        "hypothesis": _paper(57.1, 58.9, 20.9, 96.9, 36.2, 42.2, 42.0, 58.0, 0.055)}),
+}
+
+
+def paper_reference(name: str | None) -> tuple[str, dict[str, dict[str, float]]] | None:
+    """The paper's rows for a dataset it reports (``snli``, ``mnli-b``, ...), or None for ``None``/``none``."""
+    if name is None or name.lower() == "none":
+        return None
+    ref = PAPER_REFERENCE.get(name.lower())
+    if ref is None:
+        raise ParameterError(f"no paper reference named {name!r}; choose from none, {', '.join(PAPER_REFERENCE)}")
+    return ref
 
 
 def esc(value: Any) -> str:
     """HTML-escape any value's text (quotes included)."""
     return html.escape(str(value), quote=True)
+
+
+def shorten(value: Any, limit: int = 60) -> str:
+    """A dataset string cut to ``limit`` characters for a table cell (a 50,000-character "token" would make
+    the table unreadable); the cut is marked with its full length."""
+    text = str(value)
+    if len(text) <= limit:
+        return text
+    return f"{text[: max(1, limit - 1)]}… ({len(text):,} chars)"
 
 
 def _fmt(value: Any, kind: str) -> str:
@@ -124,10 +177,11 @@ def tsne_plot(res: Any, view: str, threshold: float) -> str:
     return _png(fig)
 
 
-def _metrics_table(results: Sequence[Any], view: str, paper: bool) -> str:
+def _metrics_table(results: Sequence[Any], view: str, paper: tuple[str, dict[str, float]] | None) -> str:
     head = "".join(f"<th>{esc(r.name)} (n={r.n:,})</th>" for r in results)
     if paper:
-        head += "<th>Paper, SNLI s2 (RoBERTa-large)</th>"
+        cond = "s2" if view == "hypothesis" else "s1"
+        head += f"<th>Paper: {esc(paper[0])} {cond} (fine-tuned, test set)</th>"
     rows = []
     for key, label, kind in _METRIC_ROWS:
         cells = []
@@ -135,7 +189,7 @@ def _metrics_table(results: Sequence[Any], view: str, paper: bool) -> str:
             d = r.views[view].to_dict() if view in r.views else {}
             cells.append(f"<td>{_fmt(d.get(key), kind)}</td>")
         if paper:
-            pv = _PAPER_SNLI_S2.get(key)
+            pv = paper[1].get(key)
             cells.append(f"<td>{'–' if pv is None else esc(pv)}</td>")
         rows.append(f'<tr><th class="l">{esc(label)}</th>{"".join(cells)}</tr>')
     return f'<table><tr><th class="l">metric</th>{head}</tr>{"".join(rows)}</table>'
@@ -144,16 +198,18 @@ def _metrics_table(results: Sequence[Any], view: str, paper: bool) -> str:
 def _finetuned_table(results: Sequence[Any], view: str) -> str:
     if not any(view in r.views and r.views[view].finetuned for r in results):
         return ""
-    keys = [("biased_accuracy", "pct"), ("normal_accuracy", "pct"), ("majority_accuracy", "pct"),
-            ("delta_maj", "pct"), ("pct_rr", "pct"), ("nba", "pct"), ("nbr", "pct"), ("n_train", "int"),
-            ("n_eval", "int"), ("steps", "int"), ("batch_size", "int")]
+    keys = [("majority_accuracy", "pct"), ("biased_accuracy", "pct"), ("delta_maj", "pct"),
+            ("normal_accuracy", "pct"), ("normal_delta_maj", "pct"), ("pct_rr", "pct"), ("nba", "pct"),
+            ("nbr", "pct"), ("n_train", "int"), ("n_eval", "int"), ("steps", "int"), ("batch_size", "int")]
+    titles = {k: t for k, t, _ in _METRIC_ROWS} | {
+        "n_train": "training pairs", "n_eval": "held-out pairs scored", "steps": "steps", "batch_size": "batch size"}
     head = "".join(f"<th>{esc(r.name)}</th>" for r in results)
     body = []
     for key, kind in keys:
         cells = "".join(
             f"<td>{_fmt(r.views[view].finetuned.get(key) if view in r.views else None, kind)}</td>" for r in results
         )
-        body.append(f'<tr><th class="l">{esc(key)}</th>{cells}</tr>')
+        body.append(f'<tr><th class="l">{esc(titles.get(key, key))}</th>{cells}</tr>')
     return (
         "<h3>Fine-tuned MiniLM (the TRA models), on a held-out sample</h3>"
         f'<table><tr><th class="l">metric</th>{head}</tr>{"".join(body)}</table>'
@@ -164,12 +220,12 @@ def _artifacts_table(arts: dict[str, list[dict[str, Any]]]) -> str:
     parts = []
     for label, rows in arts.items():
         body = "".join(
-            f'<tr><td class="l">{esc(r["token"])}</td><td>{r["pmi"]:.2f}</td><td>{r["z"]:.1f}</td>'
+            f'<tr><td class="l">{esc(shorten(r["token"], 40))}</td><td>{r["pmi"]:.2f}</td><td>{r["z"]:.1f}</td>'
             f'<td>{r["count"]:,} / {r["total"]:,}</td><td>{100 * r["label_rate"]:.0f}%</td></tr>'
             for r in rows
         )
         parts.append(
-            f"<div><h4>{esc(label)}</h4><table><tr><th class=\"l\">token</th><th>PMI</th><th>z</th>"
+            f"<div><h4>{esc(shorten(label))}</h4><table><tr><th class=\"l\">token</th><th>PMI</th><th>z</th>"
             f"<th>with label / all</th><th>label rate</th></tr>{body}</table></div>"
         )
     return f'<div class="grid">{"".join(parts)}</div>'
@@ -180,7 +236,8 @@ def _examples(va: Any) -> str:
     for ex in va.examples:
         dist = ", ".join(f"{esc(k)} {v:.2f}" for k, v in ex["label_dist"].items())
         sents = "".join(
-            f'<li><span class="tag">{esc(s["label"])}</span>{esc(s["text"])}</li>' for s in ex["sentences"]
+            f'<li><span class="tag">{esc(shorten(s["label"]))}</span>{esc(shorten(s["text"], 400))}</li>'
+            for s in ex["sentences"]
         )
         items.append(
             f'<li>cluster {ex["cluster"]} — {ex["size"]} sentences, s_i = {ex["divergence"]:.4f}, '
@@ -190,10 +247,16 @@ def _examples(va: Any) -> str:
 
 
 def render(results: Sequence[Any], title: str = "Label-leakage audit", notes: Sequence[str] = (),
-           paper_reference: bool = True) -> str:
-    """The whole report as one HTML string. ``results`` are AuditResults (D first, then e.g. D(Φ))."""
+           reference: str | None = None) -> str:
+    """The whole report as one HTML string. ``results`` are AuditResults (D first, then e.g. D(Φ)).
+
+    ``reference`` names a dataset the paper reports (``snli``, ``mnli-b``, ... see :data:`PAPER_REFERENCE`):
+    its printed figures are shown beside ours for the conditions it reports. None (default): no paper column,
+    because the paper's SNLI row says nothing about another file.
+    """
+    ref = paper_reference(reference)
     if not results:
-        raise ValueError("nothing to render")
+        raise ParameterError("nothing to render: give at least one audit result")
     first = results[0]
     cfg = first.config
     views = list(first.views)
@@ -208,11 +271,12 @@ def render(results: Sequence[Any], title: str = "Label-leakage audit", notes: Se
     for note in notes:
         out.append(f"<p class=\"muted\">{esc(note)}</p>")
     out.append("<h2>Datasets</h2><table><tr><th class=\"l\">dataset</th><th>pairs</th><th class=\"l\">labels</th>"
-               "<th>audit time (s)</th></tr>")
+               "<th>chance (majority class, %)</th><th>time (s), featurization included</th></tr>")
     for r in results:
         labels = ", ".join(f"{esc(k)}: {v:,}" for k, v in r.label_counts.items())
+        chance = max(r.label_counts.values()) / max(1, r.n)
         out.append(f"<tr><td class=\"l\">{esc(r.name)}</td><td>{r.n:,}</td><td class=\"l\">{labels}</td>"
-                   f"<td>{r.timings.get('total', 0.0):.0f}</td></tr>")
+                   f"<td>{100 * chance:.1f}</td><td>{r.timings.get('total', 0.0):.0f}</td></tr>")
     out.append("</table>")
     out.append(
         "<p class=\"muted\">Models: biased (single sentence) and normal (pair) condition = L2 logistic regression "
@@ -222,15 +286,28 @@ def render(results: Sequence[Any], title: str = "Label-leakage audit", notes: Se
         "between the cluster's and the global label distribution; PECO = ∫ #{i: s_i &gt; t} dt from t = 0 (= Σ s_i). "
         f"Biased regions: clusters whose label distribution is at L2 distance &gt; {cfg.bias_threshold:g} from "
         "the global one. "
+        f"PECO null: the same clusters with the labels shuffled {getattr(cfg, 'peco_shuffles', 0)} times (seeded); "
+        "a raw PECO grows as the data shrinks (small clusters differ from the global label mix by chance), so "
+        "read it against its null: the excess over the null mean is the figure comparable across sizes. "
         + (f"TRA: MiniLM fine-tuned {cfg.tra_steps} steps (batch {cfg.tra_batch_size}) per condition, "
-           f"gradient-norm relevance on {cfg.tra_sample} held-out pairs." if cfg.tra else "TRA: not computed.")
+           f"gradient-norm relevance on {cfg.tra_sample} held-out pairs." if cfg.tra else
+           "TRA: not computed (off by default without a GPU; --tra runs it).")
         + "</p>"
     )
-    paper = paper_reference and "hypothesis" in views
+    out.append(
+        "<p class=\"muted\">Every accuracy is shown next to chance, the majority-class rate of the same rows, "
+        "and its difference from it. "
+        + (f"The last column holds the paper's printed figures for {esc(ref[0])} (Saxon et al., Tables 2–4: "
+           "fine-tuned large models on the test set), for orientation only: models and splits differ."
+           if ref is not None else "No paper column: the paper's figures belong to the datasets it reports; "
+           "pass --reference NAME (snli, mnli-b, ...) when auditing one of them.")
+        + "</p>"
+    )
     for view in views:
         cond = "s2, hypothesis only" if view == "hypothesis" else "s1, premise only"
         out.append(f"<h2>{esc(view.capitalize())}-only condition ({esc(cond)})</h2>")
-        out.append(_metrics_table(results, view, paper and view == "hypothesis"))
+        paper = None if ref is None or view not in ref[1] else (ref[0], ref[1][view])
+        out.append(_metrics_table(results, view, paper))
         out.append(_finetuned_table(results, view))
         out.append('<div class="grid"><div>' + peco_plot(results, view) + "</div>")
         for r in results:

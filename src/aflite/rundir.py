@@ -10,21 +10,24 @@ Layout (every file written atomically, so a killed run never leaves a half-writt
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import hashlib
 import json
+import os
 import platform
+import shutil
 import sys
 import time
 from collections import Counter
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import numpy as np
 from numpy.typing import NDArray
 
 from aflite.atomic import atomic_open, write_json, write_npz
-from aflite.errors import InputError, ParameterError
+from aflite.errors import AfliteError, InputError, OutputError, ParameterError
 from aflite.filter import FilterState, IterationRecord
 
 CHECKPOINT = "checkpoint.npz"
@@ -154,10 +157,12 @@ def run_filter(
     *,
     groups: np.ndarray | None = None,
     resume: bool = False,
+    overwrite: bool = False,
     quiet: bool = False,
     extra: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Fit ``af`` with a progress bar, a checkpoint after every phase, and the run directory's outputs."""
+    """Fit ``af`` with a progress bar, a checkpoint after every phase, and the run directory's outputs.
+    A previous run in ``out`` is continued with ``resume``, replaced with ``overwrite``, else refused."""
     from tqdm import tqdm
 
     from aflite import rundir  # late-bound so that tests can intercept checkpoint writes
@@ -171,9 +176,11 @@ def run_filter(
     fp = fingerprint(X, y)
     state = None
     if (out / CHECKPOINT).exists() or (out / "summary.json").exists():
-        if not resume:
-            raise ParameterError(f"{out} holds a previous run: pass --resume to continue it, or choose another --out")
-        state = rundir.load_checkpoint(out, params, fp)
+        if resume:
+            state = rundir.load_checkpoint(out, params, fp)
+        elif not overwrite:
+            raise ParameterError(f"{out} holds a previous run: pass --resume to continue it, --overwrite to start "
+                                 f"over, or choose another --out")
     out.mkdir(parents=True, exist_ok=True)
 
     total = params["dataset_size"] - params["target_size"]
@@ -191,6 +198,10 @@ def run_filter(
     start = time.perf_counter()
     try:
         af.fit(X, y, groups, resume=state, callback=on_phase)
+        if bar.n < bar.total:  # stopped before n (k-rule, no eligible instance): the bar ends at 100 % of what ran
+            bar.total = bar.n
+            bar.set_postfix_str(f"stopped: {af.state_.stop_reason}"[:60], refresh=False)
+            bar.refresh()
     finally:
         bar.close()
     info = {"wall_seconds_this_call": time.perf_counter() - start, "resumed_from_iteration": resumed_from}
@@ -198,3 +209,189 @@ def run_filter(
         info.update(extra)
     summary = rundir.write_results(out, ids, np.asarray(y), af.state_, params, info)
     return summary
+
+
+# ============================================================================== output folders of commands
+# Every command that writes a folder claims it first: the path is checked before any computation, a marker
+# file names the command that owns the folder (so that another command, or ``demo``'s clean start, never
+# overwrites or deletes what it did not make), and a lock keeps a second process out while the first writes.
+MARKER = ".aflite-owner.json"
+LOCK = ".aflite.lock"
+RUN_FILES = (CHECKPOINT, "summary.json")  # a run directory holds one of these once a run has written it
+
+
+def _writable(folder: Path) -> bool:
+    return os.access(folder, os.W_OK | os.X_OK)
+
+
+def check_output_path(out: str | os.PathLike[str], *, flag: str = "--out", folder: bool = True) -> Path:
+    """Refuse an output path that cannot be written, before any work: a file where a folder should go (or the
+    reverse), a path under a file, a folder (or the nearest existing parent) that is not writable."""
+    p = Path(out)
+    what = "folder" if folder else "file"
+    if p.exists():
+        if folder and not p.is_dir():
+            raise OutputError(f"{flag} {p}: is a file, not a folder; choose a folder path")
+        if not folder and p.is_dir():
+            raise OutputError(f"{flag} {p}: is a folder, not a {what}")
+        where = p if p.is_dir() else p.parent
+        if not _writable(where):
+            raise OutputError(f"{flag} {p}: {'folder ' if where == p else 'its folder '}is not writable "
+                              f"(read-only or no permission)")
+        return p
+    anc = p.parent
+    while not anc.exists() and anc != anc.parent:
+        anc = anc.parent
+    if not anc.is_dir():
+        raise OutputError(f"{flag} {p}: {anc} is a file, so nothing can be created under it")
+    if not _writable(anc):
+        raise OutputError(f"{flag} {p}: cannot create it: {anc} is not writable (read-only or no permission)")
+    return p
+
+
+def read_marker(folder: str | os.PathLike[str]) -> dict[str, Any] | None:
+    """The owner marker of a folder (command, whether that command created the folder), or None."""
+    path = Path(folder) / MARKER
+    try:
+        obj = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return obj if isinstance(obj, dict) and isinstance(obj.get("command"), str) else None
+
+
+class OutputFolder:
+    """A claimed output folder: checked, created if needed, marked as the command's own and locked.
+
+    Use as a context manager; on an :class:`~aflite.errors.AfliteError` inside the block, a folder that this
+    claim created is removed again (nothing is left behind by a refused input); any other exit keeps it (an
+    interrupted run stays resumable).
+    """
+
+    def __init__(self, path: Path, command: str, created: bool, lock_fh: IO[str] | None) -> None:
+        self.path = path
+        self.command = command
+        self.created = created
+        self.marked = False  # whether this claim wrote the marker (and the lock file) into an existing folder
+        self._lock_fh = lock_fh
+
+    def release(self, failed: bool = False) -> None:
+        if self._lock_fh is not None:
+            with contextlib.suppress(OSError):
+                self._lock_fh.close()  # closing the descriptor releases the flock
+            self._lock_fh = None
+        if failed and self.created:
+            shutil.rmtree(self.path, ignore_errors=True)
+        elif failed and self.marked:  # an existing folder that was not ours: leave it as it was found
+            for name in (MARKER, LOCK):
+                with contextlib.suppress(OSError):
+                    (self.path / name).unlink()
+
+    def __enter__(self) -> OutputFolder:
+        return self
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        self.release(failed=exc_type is not None and issubclass(exc_type, AfliteError))
+
+
+def claim_output(
+    out: str | os.PathLike[str],
+    command: str,
+    *,
+    overwrite: bool = False,
+    resume: bool = False,
+    flag: str = "--out",
+) -> OutputFolder:
+    """Check, create, mark and lock the output folder of ``aflite COMMAND``.
+
+    A non-empty folder is refused unless its marker names this command, or ``overwrite`` (the user's
+    ``--overwrite``); a folder holding a run (checkpoint or summary) is refused unless ``resume`` or
+    ``overwrite``; a folder locked by a live process is refused. All before any computation.
+    """
+    p = check_output_path(out, flag=flag, folder=True)
+    existed = p.exists()
+    if existed:
+        entries = [e for e in p.iterdir() if e.name not in (MARKER, LOCK)]
+        marker = read_marker(p)
+        owner = None if marker is None else marker["command"]
+        legacy_run = marker is None and command in ("run", "filter", "demo") and any(
+            (p / f).exists() for f in RUN_FILES)
+        if entries and owner != command and not overwrite and not (resume and legacy_run):
+            made = f"made by `aflite {owner}`" if owner else f"not made by `aflite {command}`"
+            raise OutputError(f"{flag} {p}: folder is not empty ({len(entries)} entr"
+                              f"{'y' if len(entries) == 1 else 'ies'}) and was {made}; pass --overwrite to write "
+                              f"into it anyway, or choose another {flag}")
+        if not resume and not overwrite and any((p / f).exists() for f in RUN_FILES) and command in (
+                "run", "filter"):
+            raise OutputError(f"{flag} {p}: holds a previous run: pass --resume to continue it, --overwrite to "
+                              f"start over, or choose another {flag}")
+    else:
+        marker = None
+    try:
+        p.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise OutputError(f"{flag} {p}: cannot create the folder: {exc.strerror or exc}") from None
+    had_lock = (p / LOCK).exists()
+    lock_fh = _lock(p, flag)
+    claim = OutputFolder(p, command, created=not existed, lock_fh=lock_fh)
+    try:
+        if marker is None or marker.get("command") != command:
+            claim.marked = existed and marker is None and not had_lock
+            from aflite import __version__
+
+            write_json(p / MARKER, {"command": command, "created": not existed, "aflite": __version__,
+                                    "time": time.strftime("%Y-%m-%dT%H:%M:%S%z")})
+    except OSError as exc:
+        claim.release(failed=True)
+        raise OutputError(f"{flag} {p}: cannot write into the folder: {exc.strerror or exc}") from None
+    return claim
+
+
+def _lock(folder: Path, flag: str) -> IO[str] | None:
+    """An exclusive, non-blocking lock on FOLDER/.aflite.lock held while the returned file stays open."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - not POSIX: no lock (documented)
+        return None
+    try:
+        fh = open(folder / LOCK, "a+", encoding="utf-8")  # noqa: SIM115 - held open for the lock's lifetime
+    except OSError as exc:
+        raise OutputError(f"{flag} {folder}: cannot write into the folder: {exc.strerror or exc}") from None
+    try:
+        fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        fh.seek(0)
+        pid = fh.read().strip() or "?"
+        fh.close()
+        raise OutputError(f"{flag} {folder}: in use by another aflite process (pid {pid}); wait for it to "
+                          f"finish or choose another {flag}") from None
+    fh.seek(0)
+    fh.truncate()
+    fh.write(f"{os.getpid()}\n")
+    fh.flush()
+    return fh
+
+
+def clear_own_folder(folder: Path, command: str) -> bool:
+    """Empty a folder that ``aflite COMMAND`` created and marked as its own (its marker and lock stay);
+    anything else is left alone. Returns whether it was cleared."""
+    marker = read_marker(folder)
+    if marker is None or marker.get("command") != command or marker.get("created") is not True:
+        return False
+    for entry in folder.iterdir():
+        if entry.name in (MARKER, LOCK):
+            continue
+        if entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry)
+        else:
+            entry.unlink()
+    return True
+
+
+def check_output_stem(stem: Path, suffixes: tuple[str, ...], *, overwrite: bool, flag: str = "--out") -> None:
+    """For commands that write STEM.<suffix> files: a writable place, and no existing file replaced silently."""
+    for suf in suffixes:
+        check_output_path(stem.with_suffix(suf), flag=flag, folder=False)
+    existing = [stem.with_suffix(s) for s in suffixes if stem.with_suffix(s).exists()]
+    if existing and not overwrite:
+        raise OutputError(f"{flag} {stem}: {existing[0]} exists; pass --overwrite to replace it, or choose "
+                          f"another {flag}")

@@ -435,11 +435,16 @@ def run_synthetic(
         raise ParameterError("need at least one separation")
     if len(set(seeds)) != len(seeds):
         raise ParameterError("seeds must be distinct")
+    if len(set(separations)) != len(separations):
+        raise ParameterError("separations has duplicates")
     params = _aflite_params(aflite_params)
     target = params["target_size"]
     if isinstance(target, int) and target >= n_samples:
         raise ParameterError(f"n_samples={n_samples} must exceed AFLite's target size n={target}")
     dev_fraction = _check_fraction("dev_fraction", dev_fraction)
+    from aflite.filter import AFLite
+
+    AFLite(**params).resolved_params(n_samples)  # τ, m, k and t < n < |D| refused before the first run
 
     import contextlib
 

@@ -1,7 +1,7 @@
 """The PyTorch path of the fast ensemble: the same blocks and batched L-BFGS, with the data passes on a GPU.
 
 Only the passes over the rows (the two large products per step, softmax, argmax) run in PyTorch; the
-optimiser state is small and stays in float64 numpy, shared with the CPU path (:func:`aflite.ensemble.run_block`).
+optimiser state is small and stays in float64 numpy, shared with the CPU path (:func:`aflite.solver.run_block`).
 The whitened features live on the device, optionally as bfloat16/float16 to halve their memory; every
 product casts a chunk to float32 first, so accumulation is float32 and sums over chunks are float64.
 
@@ -16,8 +16,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from aflite.ensemble import BlockResult, BlockTask, Whitening, _pred_dtype, run_block, shrink_positions
 from aflite.errors import ParameterError
+from aflite.solver import BlockResult, BlockTask, Whitening, chunk_rows, pred_dtype, run_block, shrink_positions
 
 __all__ = ["resolve_device", "TorchFeatureStore", "fit_block_torch", "STORAGE_DTYPES"]
 
@@ -35,24 +35,10 @@ def _torch() -> Any:
 
 
 def resolve_device(device: str) -> str:
-    """``auto`` → ``cuda`` when PyTorch sees a GPU, else ``cpu`` (the numpy path); ``cuda[:N]`` is checked;
-    ``torch-cpu`` is the PyTorch code on the CPU."""
-    if device == "cpu":
-        return "cpu"
-    if device not in ("auto", "torch-cpu") and not device.startswith("cuda"):
-        raise ParameterError(f"unknown device {device!r}: use auto, cpu or cuda[:N]")
-    if device == "auto":
-        import importlib.util
-        from pathlib import Path
+    """See :func:`aflite.device.resolve_device` (the one resolver every command uses)."""
+    from aflite.device import resolve_device as _resolve
 
-        # no PyTorch, or no NVIDIA device node: the CPU, without paying for importing torch
-        if importlib.util.find_spec("torch") is None or not any(Path("/dev").glob("nvidia[0-9]*")):
-            return "cpu"
-        return "cuda" if _torch().cuda.is_available() else "cpu"
-    torch = _torch()
-    if device.startswith("cuda") and not torch.cuda.is_available():
-        raise ParameterError(f"device {device!r} asked for, but PyTorch sees no CUDA GPU (use --device auto or cpu)")
-    return device
+    return _resolve(device)
 
 
 def _torch_device(device: str) -> str:
@@ -70,7 +56,7 @@ class TorchFeatureStore:
         self.dev = torch.device(_torch_device(device))
         self.whitening = whitening
         n, d = X.shape
-        self.step = max(256, (chunk_mb << 20) // (4 * max(d, 1)))
+        self.step = chunk_rows(d, chunk_mb)
         dtype = getattr(torch, storage)
         mean = torch.from_numpy(whitening.mean.astype(np.float32)).to(self.dev)
         T = torch.from_numpy(whitening.transform).to(self.dev)
@@ -194,7 +180,7 @@ class _TorchBlockOps:
                 A = self.store.data[r0 : r0 + self.step].float()
                 z = (A @ W).view(len(A), K, nm) + b
                 self.preds[r0 : r0 + len(A)] = z.argmax(1).to(torch.int32)
-        return self.preds.cpu().numpy().astype(_pred_dtype(K))
+        return self.preds.cpu().numpy().astype(pred_dtype(K))
 
 
 def fit_block_torch(store: TorchFeatureStore, task: BlockTask) -> BlockResult:

@@ -20,10 +20,20 @@ def register(sub: Any) -> None:
     p.add_argument("--n", type=int, default=550_152, help="rows of synthetic features (default 550,152)")
     p.add_argument("--dim", type=int, default=768, help="feature dimension (default 768)")
     p.add_argument("--reference-partitions", type=int, default=8,
-                   help="partitions the scikit-learn reference runs; its time is scaled to 64 (default 8)")
+                   help="partitions the scikit-learn reference runs; its time is scaled to 64; 0 skips it (default 8)")
     p.add_argument("--no-complete", action="store_true", help="skip the complete filter run")
     p.add_argument("--features", default=None, help="real features instead of synthetic ones")
     p.add_argument("--labels", default=None, help="labels for --features")
+    p.add_argument("--solver", choices=("fast", "previous", "both"), default="both",
+                   help="the fast ensemble's solver: fast (own-row passes), previous (passes over all of S), or "
+                   "both on the same partitions, reporting each time, their ratio and agreement (default both)")
+    p.add_argument("--complete-solver", choices=("fast", "previous", "both"), default=None,
+                   help="solver(s) for the complete filter run (default: as --solver); the previous solver's "
+                   "complete run takes several times longer")
+    p.add_argument("--real-features", default=None,
+                   help="also run a phase (fast path vs scikit-learn) and the complete filter on these real features "
+                   "(e.g. MiniLM pair embeddings from `aflite embed`), Table 8 scaled to their size")
+    p.add_argument("--real-labels", default=None, help="labels for --real-features")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--json", action="store_true", help="print the results as JSON")
     g = p.add_argument_group(
@@ -48,10 +58,19 @@ def run(args: argparse.Namespace) -> int:
     from aflite.bench import format_report, run_benchmark
     from aflite.errors import ParameterError
 
-    if args.reference_partitions < 1:
-        raise ParameterError("--reference-partitions must be at least 1")
+    if args.reference_partitions < 0:
+        raise ParameterError("--reference-partitions must be at least 0 (0: skip the scikit-learn reference)")
     if (args.features is None) != (args.labels is None):
         raise ParameterError("--features and --labels go together")
+    if (args.real_features is None) != (args.real_labels is None):
+        raise ParameterError("--real-features and --real-labels go together")
+    solvers = ("fast", "previous") if args.solver == "both" else (args.solver,)
+    cs = args.complete_solver or args.solver
+    complete_solvers = ("fast", "previous") if cs == "both" else (cs,)
+    if args.features is None and args.shape is None and args.dim < 40:
+        raise ParameterError(f"--dim {args.dim}: the synthetic SNLI-shaped features need at least 40 dimensions")
+    if args.n < 100:
+        raise ParameterError(f"--n {args.n}: at least 100 rows")
 
     def log(msg: str) -> None:
         print(f"[bench] {msg}", file=sys.stderr, flush=True)
@@ -61,7 +80,9 @@ def run(args: argparse.Namespace) -> int:
 
     res = run_benchmark(
         n=args.n, d=args.dim, reference_partitions=args.reference_partitions, complete=not args.no_complete,
-        features=args.features, labels=args.labels, seed=args.seed, log=log,
+        features=args.features, labels=args.labels, seed=args.seed, log=log, solvers=solvers,
+        complete_solvers=complete_solvers,
+        real_features=args.real_features, real_labels=args.real_labels, real_complete=not args.no_complete,
     )
     if args.json:
         print(json.dumps(res, indent=2))
@@ -92,6 +113,10 @@ def _run_scale(args: argparse.Namespace, log: Any) -> int:
 
     for dev in devices:
         resolve_device(dev)  # a clear error before any data is written
+    if args.workdir:
+        from aflite.rundir import check_output_path
+
+        check_output_path(args.workdir, flag="--workdir")
     workdir = args.workdir or tempfile.mkdtemp(prefix="aflite-bench-")
     try:
         res = scale_benchmark(workdir, shape=args.shape, scale=args.scale, dim=args.dim if args.dim != 768 else None,

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 from typing import Any
 
+from aflite.cli.options import add_out, write_results
 from aflite.cli.run import add_pipeline_options, pipeline_kwargs, report
 
 
@@ -17,7 +17,7 @@ def register(sub: Any) -> None:
         "the paper's warm-up Φ (all-MiniLM-L6-v2 fine-tuned on a t-row slice; needs the [text] extra) and "
         "reports sizes, label shift, a hypothesis-only probe on D / D(Φ) / a random subset, and examples.",
     )
-    p.add_argument("--out", type=Path, default=Path("aflite-demo"), help="run directory (default ./aflite-demo)")
+    add_out(p, default="aflite-demo", what="run directory")
     add_pipeline_options(p, "warmup")
     p.set_defaults(handler=run)
 
@@ -25,13 +25,15 @@ def register(sub: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     from aflite.data import demo_dataset_path
     from aflite.pipeline import run as run_pipeline
+    from aflite.rundir import clear_own_folder
 
     kwargs = pipeline_kwargs(args)
-    if args.out.exists() and (args.out / "summary.json").exists() and not args.resume:
-        import shutil
-
-        shutil.rmtree(args.out)  # the demo's own folder: start over on every call
+    if not args.resume:
+        # start over on every call, but only in a folder that the demo itself created and marked (claimed and
+        # locked by the CLI before this runs); anyone else's folder is never emptied
+        clear_own_folder(args.out, "demo")
     res = run_pipeline(demo_dataset_path(), args.out, **kwargs)
+    write_results(args.out, args, res.summary, seed=res.summary.get("seed"))
     report(res)
     print((args.out / "summary.md").read_text())
     return 0

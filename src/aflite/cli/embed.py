@@ -8,6 +8,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from aflite.cli.options import add_columns, add_device, add_quiet, add_seed, dataset_options
+
 
 def register(sub: Any) -> None:
     p = sub.add_parser(
@@ -19,24 +21,42 @@ def register(sub: Any) -> None:
     )
     p.add_argument("data", type=Path, help="dataset file or folder")
     p.add_argument("--out", required=True, type=Path, help="output stem (OUT.npy, OUT.ids.txt, OUT.labels.txt)")
-    p.add_argument("--featurizer", "-f", default="ngram", choices=("ngram", "minilm", "warmup"))
+    p.add_argument("--featurizer", "-f", default="ngram",
+                   choices=("ngram", "minilm", "warmup", "efficientnet-lite0", "hf-image"))
     p.add_argument("--view", default="pair", choices=("pair", "hypothesis", "premise"))
     p.add_argument("--model-path", default=None, help="local Hugging Face model folder (minilm/warmup)")
     p.add_argument("--warmup-size", type=float, default=0.1,
                    help="warmup: rows of the warm-up slice, a count or a fraction (default 0.1)")
     p.add_argument("--cache", type=Path, default=Path(".aflite-cache"), help="cache folder (default .aflite-cache)")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--device", default="auto",
-                   help="encoder device: auto (a CUDA GPU when PyTorch sees one), cpu, cuda, cuda:N (default auto)")
-    p.add_argument("--quiet", action="store_true")
-    p.set_defaults(handler=run)
+    g = p.add_argument_group("images", "DATA: a folder with one sub-folder per class, a table with a path column, "
+                             "or a HF dataset with an Image column; OUT.npy is written chunk by chunk into a "
+                             "memory-mapped file and the same command resumes an interrupted run")
+    g.add_argument("--path-column", default=None, metavar="COL", help="image path / Image column (default: detected)")
+    g.add_argument("--image-size", type=int, default=224, help="images are resized to this square (default 224)")
+    g.add_argument("--skip-bad-images", action="store_true", help="leave unreadable images out (listed)")
+    g.add_argument("--chunk-size", type=int, default=4096, help="images per resumable chunk (default 4096)")
+    add_seed(p, help="seed of the warm-up slice and its fine-tuning (default 0)")
+    add_columns(p)
+    add_device(p, what="where the encoder runs")
+    add_quiet(p)
+    from aflite.cli.options import add_overwrite_option
+
+    add_overwrite_option(p)
+    p.set_defaults(handler=run, output="stem")  # OUT is a file stem, checked in run() rather than claimed
 
 
 def run(args: argparse.Namespace) -> int:
     from aflite import data, features
     from aflite.atomic import write_npy, write_text
+    from aflite.rundir import check_output_stem
 
-    ds = data.load_dataset(args.data)
+    stem = args.out.with_suffix("") if args.out.suffix == ".npy" else args.out
+    check_output_stem(stem, (".npy", ".ids.txt", ".labels.txt"), overwrite=args.overwrite)
+    from aflite import images
+
+    if images.wants_images(args.data, args.featurizer):
+        return images.cli_embed(args, stem)
+    ds = data.load_dataset(args.data, **dataset_options(args))
     opts: dict[str, Any] = {}
     if args.model_path:
         opts["model_path"] = args.model_path
@@ -49,7 +69,6 @@ def run(args: argparse.Namespace) -> int:
                            warmup_size=ws, warmup_seed=args.seed, show_progress=not args.quiet, **opts)
     secs = time.perf_counter() - t0
     X = f.X.toarray() if hasattr(f.X, "toarray") else f.X
-    stem = args.out.with_suffix("") if args.out.suffix == ".npy" else args.out
     write_npy(stem.with_suffix(".npy"), X)
     write_text(stem.with_suffix(".ids.txt"), "".join(f"{i}\n" for i in ds.ids[f.rows]))
     write_text(stem.with_suffix(".labels.txt"), "".join(f"{lab}\n" for lab in ds.labels[f.rows]))

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from aflite.cli.options import add_columns, add_device, add_out, add_quiet, add_seed, dataset_options, write_results
 from aflite.errors import ParameterError
 
 
@@ -24,6 +25,31 @@ def _mapping(text: str) -> dict[str, str]:
     return out
 
 
+def _label_maps(specs: list[str], names: list[str]) -> tuple[dict[str, str], dict[str, dict[str, str]]]:
+    """``--ood-label-map`` values → (map for every --ood set, {set name: its own map}). ``NAME:a=b,...`` names
+    the set (the text before the first ``=`` holds a ``:``); a name that is no --ood set is an error."""
+    every: dict[str, str] = {}
+    per_set: dict[str, dict[str, str]] = {}
+    for spec in specs:
+        head = spec.split("=", 1)[0]
+        name, body = (spec.split(":", 1) if ":" in head else ("", spec))
+        name = name.strip()
+        try:
+            mapping = _mapping(body)
+        except argparse.ArgumentTypeError as exc:
+            raise ParameterError(f"--ood-label-map {spec!r}: {exc}") from exc
+        if not mapping:
+            raise ParameterError(f"--ood-label-map {spec!r}: no RAW=LABEL pair")
+        if not name:
+            every.update(mapping)
+        elif name not in names:
+            raise ParameterError(f"--ood-label-map {spec!r}: no --ood set is named {name!r} (sets: "
+                                 f"{', '.join(names) or 'none'})")
+        else:
+            per_set.setdefault(name, {}).update(mapping)
+    return every, per_set
+
+
 def register(sub: Any) -> None:
     from aflite.evaluate import DEFAULT_MODELS
 
@@ -33,27 +59,39 @@ def register(sub: Any) -> None:
         description="Splits DATA once by premise group into a training part and a held-out part; every benchmark "
         "(D, each run's D(Φ), a random subset of D of |D(Φ)| rows per seed, and one filtering phase cut to the "
         "same size) trains each model on its rows of the training part and is tested on its own rows of the "
-        "held-out part, on the whole held-out part of D, and on labelled external sets (--hans, --ood). Writes "
-        "OUT/results.json, OUT/tables.md (Table 3 and Table 1 shapes) and OUT/accuracy.png.",
+        "held-out part, on the whole held-out part of D, on separate test sets with D's labels (--test; with "
+        "--no-split D is not split and the test sets are the only in-distribution score, the paper's protocol "
+        "for a training set) and on labelled external sets (--hans, --ood). A run's warm-up slice "
+        "(warmup_ids.txt) is left out of every training set. Writes OUT/results.json, OUT/tables.md (Table 3 "
+        "and Table 1 shapes) and OUT/accuracy.png.",
     )
     p.add_argument("data", type=Path, help="the original dataset D (the file the runs filtered)")
     p.add_argument("runs", type=Path, nargs="+", help="run directories of aflite run on DATA")
-    p.add_argument("--out", required=True, type=Path, help="output folder")
+    add_out(p)
     p.add_argument("--models", default=",".join(DEFAULT_MODELS),
                    help="comma-separated kind[:featurizer][:view]: probe:minilm:pair, mlp:ngram:hypothesis, "
                    "ngram:hypothesis, ppmi:pair, finetune:pair, finetune:hypothesis, ... (view pair, hypothesis = "
                    f"the second text column, premise = the first) (default {','.join(DEFAULT_MODELS)})")
     p.add_argument("--seeds", type=int, default=3, help="number of seeds 0..N-1 (default 3)")
     p.add_argument("--heldout", type=float, default=0.2, help="held-out fraction of D's premise groups (default 0.2)")
-    p.add_argument("--split-seed", type=int, default=0, help="seed of the train/held-out split (default 0)")
+    add_seed(p, help="seed of the train/held-out split (default 0); the benchmarks' seeds are 0..N-1 (--seeds)")
+    p.add_argument("--split-seed", dest="seed", type=int, help=argparse.SUPPRESS)  # the old spelling
     p.add_argument("--no-random", action="store_true", help="skip the same-size random subsets")
     p.add_argument("--no-single", action="store_true", help="skip the single-iteration baseline")
     p.add_argument("--hans", type=Path, default=None,
                    help="HANS evaluation file (neutral/contradiction count as non-entailment; per heuristic)")
+    p.add_argument("--test", action="append", default=[], metavar="NAME=FILE[,FILE...]",
+                   help="a separate test set with D's labels (repeatable), e.g. snli-dev=dev.tsv.gz: every training "
+                   "set is scored on it (Table 3 shape, next to its majority rate)")
+    p.add_argument("--no-split", action="store_true",
+                   help="do not split D into train/held-out: train on every row of each benchmark and score on the "
+                   "--test sets (and --hans / --ood) only; the paper's protocol when DATA is a training set")
     p.add_argument("--ood", action="append", default=[], metavar="[NAME=]FILE[,FILE...]",
                    help="a labelled evaluation set (repeatable); several files of one set must share labels")
-    p.add_argument("--ood-label-map", type=_mapping, default=None, metavar="RAW=LABEL,...",
-                   help="rename gold labels of --ood files, e.g. 0=entailment,1=neutral,2=contradiction")
+    p.add_argument("--ood-label-map", action="append", default=[], metavar="[NAME:]RAW=LABEL,...",
+                   help="rename gold labels of the --ood set NAME (repeatable), e.g. "
+                   "sick:ENTAILMENT=entailment,NEUTRAL=neutral; without NAME: every --ood set. An entry that "
+                   "matches no label of its set is an error")
     p.add_argument("--ood-pred-map", type=_mapping, default=None, metavar="PRED=LABEL,...",
                    help="map predicted labels into the --ood label space, e.g. neutral=non-entailment,...")
     p.add_argument("--ood-group", default=None, help="column of --ood files to break accuracy down by")
@@ -62,11 +100,12 @@ def register(sub: Any) -> None:
                    "group and label (default: all rows)")
     p.add_argument("--cache", type=Path, default=None, help="feature/model cache (default OUT/cache); pass a run's "
                    "cache folder to reuse its MiniLM features")
-    p.add_argument("--text-a", default=None, help="first text column (generic formats)")
-    p.add_argument("--text-b", default=None, help="second text column (generic formats)")
-    p.add_argument("--label", default=None, help="label column (generic formats)")
-    p.add_argument("--id", default=None, help="id column (generic formats)")
-    p.add_argument("--quiet", action="store_true", help="no progress bars")
+    add_columns(p)
+    add_quiet(p)
+    from aflite.cli.options import add_groups_option, add_overwrite_option
+
+    add_groups_option(p)
+    add_overwrite_option(p)
     g = p.add_argument_group("fine-tuning (models finetune:VIEW)", "Defaults: appendix A.6 (Adam, lr 1e-5, "
                              "eps 1e-8, 3 epochs, batch 92), max length 128.")
     g.add_argument("--model-path", default=None, help="local Hugging Face model folder (default: all-MiniLM-L6-v2)")
@@ -82,7 +121,7 @@ def register(sub: Any) -> None:
                    "GPU, --cpu-eval-max on a CPU")
     g.add_argument("--cpu-eval-max", type=int, default=3000, help="CPU default external-set cap (default 3000)")
     g.add_argument("--max-steps", type=int, default=None, help="cap on optimisation steps")
-    g.add_argument("--device", default=None, help="cpu, cuda, cuda:1 ... (default: cuda if available)")
+    add_device(g, what="where the encoder and fine-tuning run")
     p.set_defaults(handler=run)
 
 
@@ -92,28 +131,44 @@ def run(args: argparse.Namespace) -> int:
     eval_sets = []
     if args.hans is not None:
         eval_sets.append(load_hans(args.hans, max_rows=args.ood_max))
+    ood: list[tuple[str, list[Path]]] = []
     for spec in args.ood:
         name, _, files = spec.rpartition("=") if "=" in spec else ("", "", spec)
         paths = [Path(f) for f in files.split(",") if f]
         if not paths:
             raise ParameterError(f"--ood {spec!r}: no file")
-        eval_sets.append(load_eval_set(paths, name or None, label_map=args.ood_label_map,
+        ood.append((name.strip() or paths[0].name.split(".")[0], paths))
+    every, per_set = _label_maps(args.ood_label_map, [n for n, _ in ood])
+    for name, paths in ood:
+        eval_sets.append(load_eval_set(paths, name, label_map={**every, **per_set.get(name, {})} or None,
                                        pred_map=args.ood_pred_map, group_column=args.ood_group,
                                        max_rows=args.ood_max))
-    if len({e.name for e in eval_sets}) != len(eval_sets):
-        raise ParameterError("two evaluation sets share a name: name them with --ood NAME=FILE")
+    tests = []
+    for spec in args.test:
+        name, sep, files = spec.partition("=")
+        paths = [Path(f) for f in files.split(",") if f]
+        if not sep or not name.strip() or not paths:
+            raise ParameterError(f"--test {spec!r}: expected NAME=FILE[,FILE...]")
+        tests.append(load_eval_set(paths, name.strip()))
+    names = [e.name for e in eval_sets + tests]
+    if len(set(names)) != len(names):
+        raise ParameterError("two test/evaluation sets share a name: name them with --test / --ood NAME=FILE")
     ft = FinetuneOptions(model_path=args.model_path, lr=args.lr, epochs=args.epochs, batch_size=args.batch_size,
                          max_length=args.max_length, max_train=args.max_train, cpu_max_train=args.cpu_max_train,
                          eval_max=args.eval_max, cpu_eval_max=args.cpu_eval_max, max_steps=args.max_steps,
                          device=args.device)
-    dopts = {k: v for k, v in {"text_a": args.text_a, "text_b": args.text_b, "label": args.label,
-                               "id": args.id}.items() if v}
+    dopts: dict[str, Any] = {**dataset_options(args), "groups": args.groups}
     if args.seeds < 1:
         raise ParameterError(f"--seeds must be >= 1, got {args.seeds}")
     rep = evaluate(args.data, args.runs, args.out, models=[m for m in args.models.split(",") if m.strip()],
-                   seeds=args.seeds, heldout=args.heldout, split_seed=args.split_seed,
+                   seeds=args.seeds, heldout=args.heldout, split_seed=args.seed,
                    random_baseline=not args.no_random, single_iteration=not args.no_single, eval_sets=eval_sets,
-                   finetune=ft, cache_dir=args.cache, dataset_options=dopts, show_progress=not args.quiet)
+                   finetune=ft, cache_dir=args.cache, dataset_options=dopts, show_progress=not args.quiet,
+                   tests=tests, split=not args.no_split)
+    write_results(args.out, args)  # stamps the library's results.json with argv, seed and versions
+    from aflite.atomic import write_text
+
+    write_text(args.out / "summary.md", rep.tables if rep.tables.endswith("\n") else rep.tables + "\n")
     print(rep.tables)
     print(f"results: {args.out / 'results.json'}, tables: {args.out / 'tables.md'}, chart: "
           f"{args.out / 'accuracy.png'}", file=sys.stderr)

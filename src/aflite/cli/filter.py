@@ -7,23 +7,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
-from aflite.errors import InputError
-
-SIZE_HELP = "a count, or a fraction of |D| when written as 0.x"
-
-
-def _size(text: str) -> float | int:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if 0 < value < 1:
-        return value
-    if value.is_integer() and value >= 1:
-        return int(value)
-    raise argparse.ArgumentTypeError(f"{text!r} is neither a count >= 1 nor a fraction in (0, 1)")
+from aflite.cli.options import SIZE_HELP, add_device, add_out, add_quiet, add_seed, partitions
+from aflite.cli.options import size as _size
 
 
 def add_filter_options(p: argparse.ArgumentParser, scaled: bool = False) -> None:
@@ -51,7 +36,7 @@ def add_filter_options(p: argparse.ArgumentParser, scaled: bool = False) -> None
 
     g.add_argument("-n", "--target-size", type=_size, default=default("target_size"), metavar="N",
                    help=f"stop when |S| <= n; {SIZE_HELP}{said('target_size', '92K/550K')}")
-    g.add_argument("-m", "--partitions", type=int, default=None if scaled else D["n_partitions"], metavar="M",
+    g.add_argument("-m", "--partitions", type=partitions, default=None if scaled else D["n_partitions"], metavar="M",
                    help="linear classifiers per filtering phase (default 64)")
     g.add_argument("-t", "--train-size", type=_size, default=default("train_size"), metavar="T",
                    help=f"training set size of each classifier; {SIZE_HELP}{said('train_size', '50K/550K')}")
@@ -66,14 +51,13 @@ def add_filter_options(p: argparse.ArgumentParser, scaled: bool = False) -> None
                        help="logistic: fast batched L2 logistic regression; sklearn: scikit-learn's "
                        "LogisticRegression in a loop (reference, slow) (default logistic)")
         g.add_argument("-C", type=float, default=1.0, help="inverse L2 strength, as in scikit-learn (default 1.0)")
-    g.add_argument("--seed", type=int, default=0, help="the one seed every random choice flows from (default 0)")
+    add_seed(g)
 
 
 def add_scale_options(p: argparse.ArgumentParser, cluster: bool = True) -> None:
     """Where the ensemble runs: device, GPU storage dtype and (for ``filter``) a Dask cluster."""
     g = p.add_argument_group("where it runs")
-    g.add_argument("--device", default="auto",
-                   help="auto (a CUDA GPU when PyTorch sees one, else the CPU), cpu, cuda or cuda:N (default auto)")
+    add_device(g, what="where the ensemble (and the encoder) runs")
     g.add_argument("--storage", choices=("float32", "bfloat16", "float16"), default="float32",
                    help="dtype of the features held on the GPU; products accumulate in float32 (default float32)")
     if cluster:
@@ -118,16 +102,21 @@ def register(sub: Any) -> None:
                    help="columns to use as features (default all numeric)")
     p.add_argument("--labels", required=True, type=Path,
                    help=".npy vector, or .csv/.tsv/.jsonl/.parquet/.txt with a label column")
-    p.add_argument("--label-column", default=None, help="label column name (default 'label')")
+    p.add_argument("--label", default=None, metavar="COL", help="label column of --labels (default 'label')")
+    p.add_argument("--label-column", dest="label", help=argparse.SUPPRESS)  # the old spelling
     p.add_argument("--ids", type=Path, default=None, help="file of instance ids (default: row numbers)")
-    p.add_argument("--id-column", default=None, help="id column name (default 'id')")
+    p.add_argument("--id", default=None, metavar="COL", help="id column of --ids (default 'id')")
+    p.add_argument("--id-column", dest="id", help=argparse.SUPPRESS)  # the old spelling
     p.add_argument("--groups", type=Path, default=None,
                    help="file with a group per instance (column 'group'); a group is never split between a "
                    "classifier's training and held-out sides")
-    p.add_argument("--out", required=True, type=Path, help="run directory")
+    add_out(p, what="run directory")
     p.add_argument("--resume", action="store_true", help="continue from the checkpoint in --out")
+    from aflite.cli.options import add_overwrite_option
+
+    add_overwrite_option(p)
     p.add_argument("--mmap", action="store_true", help="memory-map a .npy feature file instead of loading it")
-    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    add_quiet(p)
     add_filter_options(p)
     add_scale_options(p)
     p.set_defaults(handler=run)
@@ -153,37 +142,24 @@ def build_filter(args: argparse.Namespace, executor: Any = None) -> Any:
 
 
 def run(args: argparse.Namespace) -> int:
-    from aflite import data
-    from aflite.rundir import run_filter
+    from aflite.cli.options import write_results
+    from aflite.pipeline import filter_files
 
-    X = data.load_features(args.features, columns=args.feature_columns, mmap=args.mmap)
-    y = data.load_labels(args.labels, column=args.label_column)
-    ids = data.load_ids(args.ids, column=args.id_column) if args.ids else np.arange(len(y))
-    groups = data.load_labels(args.groups, column="group") if args.groups else None
-    data.check_aligned(X.shape[0], len(y), len(ids))
-    if groups is not None and len(groups) != len(y):
-        raise InputError(f"{args.groups}: {len(groups)} groups for {len(y)} labels")
-    if len(np.unique(ids)) != len(ids):
-        raise InputError(f"{args.ids}: ids are not unique")
-    from aflite.torch_backend import resolve_device
-
-    extra = {"inputs": {"features": str(args.features), "labels": str(args.labels),
-                        "ids": None if args.ids is None else str(args.ids)},
-             "device": resolve_device(args.device) if args.model == "logistic" else "cpu",
-             "cluster": args.cluster}
     executor = make_executor(args)
     try:
-        af = build_filter(args, executor)
-        summary = run_filter(af, X, y, ids, args.out, groups=groups, resume=args.resume, quiet=args.quiet,
-                             extra=extra)
+        res = filter_files(args.features, args.labels, args.out, aflite=build_filter(args, executor),
+                           ids=args.ids, groups=args.groups, feature_columns=args.feature_columns,
+                           label_column=args.label, id_column=args.id, mmap=args.mmap, resume=args.resume,
+                           overwrite=args.overwrite,
+                           quiet=args.quiet, extra={"cluster": args.cluster})
     finally:
         if executor is not None:
             executor.close()
-    print(
-        f"kept {summary['size_after']} of {summary['size_before']} instances after {summary['n_iterations']} "
-        f"phase(s): {summary['stop_reason']}. Results in {args.out}",
-        file=sys.stderr,
-    )
+    s = res.summary
+    write_results(args.out, args, s, seed=s.get("seed"))
+    print(f"kept {s['size_after']} of {s['size_before']} instances after {s['n_iterations']} phase(s): "
+          f"{s['stop_reason']}")
+    print(f"results in {args.out}", file=sys.stderr)
     return 0
 
 

@@ -7,12 +7,16 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from aflite.cli.options import add_cache, add_columns, add_out, add_quiet, dataset_options, write_results
+
 
 def add_pipeline_options(p: argparse.ArgumentParser, featurizer_default: str) -> None:
     p.add_argument("--featurizer", "-f", default=featurizer_default,
-                   choices=("ngram", "minilm", "warmup", "precomputed"),
+                   choices=("ngram", "minilm", "warmup", "precomputed", "efficientnet-lite0", "hf-image"),
                    help=f"Φ: ngram (hashed TF-IDF, no model), minilm (frozen all-MiniLM-L6-v2), warmup (the paper's "
-                   f"Φ: MiniLM fine-tuned on a warm-up slice of t rows, then discarded), precomputed (--embeddings) "
+                   f"Φ: MiniLM — or EfficientNet-Lite0 for images — fine-tuned on a warm-up slice of t rows, then "
+                   f"discarded), precomputed (--embeddings), efficientnet-lite0 (frozen ImageNet EfficientNet-Lite0; "
+                   f"images), hf-image (a local Hugging Face vision model, --model-path; images) "
                    f"(default {featurizer_default})")
     p.add_argument("--view", default="pair", choices=("pair", "hypothesis", "premise"),
                    help="which text the features see: both, or one side to target a partial-input bias (default pair)")
@@ -21,12 +25,24 @@ def add_pipeline_options(p: argparse.ArgumentParser, featurizer_default: str) ->
     p.add_argument("--embeddings", default=None, help="for --featurizer precomputed: .npy/.npz/.parquet aligned by id")
     p.add_argument("--embedding-ids", default=None, help="ids of a .npy --embeddings file, one per line")
     p.add_argument("--max-steps", type=int, default=None, help="warmup: cap on fine-tuning steps")
-    p.add_argument("--cache", type=Path, default=None, help="feature cache folder (default OUT/cache)")
-    p.add_argument("--no-groups", action="store_true",
-                   help="do not keep hypotheses of one premise on the same side of a partition")
+    g = p.add_argument_group("images", "DATA may be a folder with one sub-folder per class, a table with a path "
+                             "column (relative to the table) and a label column, or a HF dataset with an Image column")
+    g.add_argument("--path-column", default=None, metavar="COL",
+                   help="image path column of a table / Image column of a HF dataset (default: detected)")
+    g.add_argument("--image-size", type=int, default=224, help="images are resized to this square (default 224)")
+    g.add_argument("--skip-bad-images", action="store_true",
+                   help="leave unreadable images out (counted, listed in OUT/bad_images.txt) instead of stopping")
+    g.add_argument("--link-dir", type=Path, default=None,
+                   help="also build a folder of symlinks to the kept images (a new or empty folder)")
+    add_cache(p)
+    from aflite.cli.options import add_groups_option, add_overwrite_option
+
+    add_groups_option(p)
+    p.add_argument("--no-groups", action="store_true", help=argparse.SUPPRESS)  # old spelling of --groups none
+    add_overwrite_option(p)
     p.add_argument("--no-probe", action="store_true", help="skip the hypothesis-only probe in the summary")
     p.add_argument("--resume", action="store_true", help="continue an interrupted run in OUT")
-    p.add_argument("--quiet", action="store_true", help="no progress bars")
+    add_quiet(p)
     from aflite.cli.filter import add_filter_options
 
     add_filter_options(p, scaled=True)
@@ -44,21 +60,20 @@ def register(sub: Any) -> None:
         "directory (kept/removed ids, instances.csv, summary.json) and a readable OUT/summary.md.",
     )
     p.add_argument("data", type=Path, help="dataset file or folder")
-    p.add_argument("--out", required=True, type=Path, help="run directory")
-    p.add_argument("--text-a", default=None, help="premise / text column (generic formats)")
-    p.add_argument("--text-b", default=None, help="hypothesis column (generic formats)")
-    p.add_argument("--label", default=None, help="label column (generic formats)")
-    p.add_argument("--id", default=None, help="id column (generic formats)")
+    add_out(p, what="run directory")
+    add_columns(p)
     add_pipeline_options(p, "ngram")
     p.set_defaults(handler=run)
 
 
 def pipeline_kwargs(args: argparse.Namespace) -> dict[str, Any]:
     fopts: dict[str, Any] = {}
-    if args.model_path and args.featurizer in ("minilm", "warmup"):
+    if args.model_path and args.featurizer in ("minilm", "warmup", "hf-image"):
         fopts["model_path"] = args.model_path
-    if args.featurizer in ("minilm", "warmup"):
+    if args.featurizer in ("minilm", "warmup", "efficientnet-lite0", "hf-image"):
         fopts["device"] = args.device
+    if args.featurizer in ("efficientnet-lite0", "hf-image", "warmup") and args.image_size != 224:
+        fopts["image_size"] = args.image_size
     if args.max_steps is not None and args.featurizer == "warmup":
         fopts["max_steps"] = args.max_steps
     if args.featurizer == "precomputed":
@@ -72,8 +87,12 @@ def pipeline_kwargs(args: argparse.Namespace) -> dict[str, Any]:
     params = {"target_size": args.target_size, "n_partitions": args.partitions, "train_size": args.train_size,
               "slice_size": args.slice_size, "threshold": args.threshold}
     return dict(featurizer=args.featurizer, view=args.view, params=params, strategy=args.strategy, seed=args.seed,
-                groups=not args.no_groups, cache_dir=args.cache, resume=args.resume, quiet=args.quiet,
-                probe=not args.no_probe, featurizer_options=fopts, device=args.device, storage=args.storage)
+                groups="none" if args.no_groups else args.groups, cache_dir=args.cache, resume=args.resume,
+                overwrite=args.overwrite, quiet=args.quiet,
+                probe=not args.no_probe, featurizer_options=fopts, device=args.device, storage=args.storage,
+                image_options={"path_column": args.path_column, "label_column": getattr(args, "label", None),
+                               "id_column": getattr(args, "id", None), "skip_bad_images": args.skip_bad_images},
+                link_dir=args.link_dir)
 
 
 def report(res: Any) -> None:
@@ -82,18 +101,27 @@ def report(res: Any) -> None:
     print(f"|D| = {s['dataset_size']} -> |D(Φ)| = {s['size_after']} ({s['n_iterations']} phases; {s['stop_reason']})")
     print(f"parameters: m={p['n_partitions']} t={p['train_size']} k={p['slice_size']} n={p['target_size']} "
           f"tau={p['threshold']} (Table 8 SNLI scaled by {s['scaled_defaults']['scale']:.4f} where not given)")
+    shift = s.get("label_shift")
+    if shift:
+        print("class shares before → after: " + ", ".join(
+            f"{lab} {shift['shares_before'][lab]:.1f}% → {shift['shares_after'][lab]:.1f}%"
+            for lab in shift["shares_before"]))
+        if shift["warning"]:
+            print(f"warning: {shift['warning']}", file=sys.stderr)
     if "partial_input_probe" in s:
         for r in s["partial_input_probe"]["results"]:
             print(f"  hypothesis-only probe on {r['name']:<28} n={r['size']:>6}  acc {100 * r['accuracy']:.1f}%"
-                  f"  (majority {100 * r['majority']:.1f}%)")
+                  f"  majority {100 * r['majority']:.1f}%  Δ {100 * (r['accuracy'] - r['majority']):+.1f}")
+        from aflite.pipeline import PROBE_MEANING
+
+        print(f"  ({PROBE_MEANING})")
     print(f"filtered dataset: {res.filtered_path}\nsummary: {res.out / 'summary.md'}", file=sys.stderr)
 
 
 def run(args: argparse.Namespace) -> int:
     from aflite.pipeline import run as run_pipeline
 
-    dopts = {k: v for k, v in {"text_a": args.text_a, "text_b": args.text_b, "label": args.label,
-                               "id": args.id}.items() if v}
-    res = run_pipeline(args.data, args.out, dataset_options=dopts, **pipeline_kwargs(args))
+    res = run_pipeline(args.data, args.out, dataset_options=dataset_options(args), **pipeline_kwargs(args))
+    write_results(args.out, args, res.summary, seed=res.summary.get("seed"))
     report(res)
     return 0

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 from pathlib import Path
 from typing import Any
+
+from aflite.cli.options import add_quiet, add_seed, partitions
 
 
 def _separations(text: str) -> tuple[float, ...]:
@@ -32,7 +33,7 @@ def register(sub: Any) -> None:
         "and figure2.png there.",
     )
     p.add_argument("--seeds", type=int, default=10, metavar="N", help="number of seeds (default 10)")
-    p.add_argument("--seed", type=int, default=0, help="first seed; runs use seed .. seed+N-1 (default 0)")
+    add_seed(p, help="first seed; runs use seed .. seed+N-1 (default 0)")
     p.add_argument("--separations", type=_separations, default=(0.8, 0.7, 0.6, 0.4), metavar="S,S,...",
                    help="class separations in (0, 1), comma-separated (default 0.8,0.7,0.6,0.4)")
     p.add_argument("--n-samples", type=int, default=1000, metavar="N",
@@ -40,7 +41,7 @@ def register(sub: Any) -> None:
     p.add_argument("--dev-fraction", type=float, default=0.2, metavar="F",
                    help="stratified dev share of D used for the accuracies (default 0.2)")
     g = p.add_argument_group("AFLite parameters", "Defaults are Table 8's synthetic column; n is our choice (2t).")
-    g.add_argument("-m", "--partitions", type=int, default=128, metavar="M", help="default 128")
+    g.add_argument("-m", "--partitions", type=partitions, default=128, metavar="M", help="default 128")
     g.add_argument("-t", "--train-size", type=int, default=100, metavar="T", help="default 100")
     g.add_argument("-k", "--slice-size", type=int, default=1, metavar="K", help="default 1")
     g.add_argument("--tau", "--threshold", dest="threshold", type=float, default=0.75, metavar="TAU",
@@ -48,41 +49,18 @@ def register(sub: Any) -> None:
     g.add_argument("-n", "--target-size", type=int, default=200, metavar="N", help="default 200")
     p.add_argument("--out", type=Path, default=None, help="folder for table.txt, results.json and figure2.png")
     p.add_argument("--json", action="store_true", help="print the JSON results instead of the text table")
-    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    from aflite.cli.options import add_overwrite_option
+
+    add_overwrite_option(p)
+    add_quiet(p)
     p.set_defaults(handler=run)
 
 
-def _validate(args: argparse.Namespace) -> None:
-    from aflite.errors import ParameterError
-
-    if args.seeds < 1:
-        raise ParameterError(f"--seeds must be at least 1 (got {args.seeds})")
-    for s in args.separations:
-        if not (math.isfinite(s) and 0.0 < s < 1.0):
-            raise ParameterError(f"--separations: {s:g} is not in (0, 1)")
-    if len(set(args.separations)) != len(args.separations):
-        raise ParameterError("--separations has duplicates")
-    if not (math.isfinite(args.dev_fraction) and 0.0 < args.dev_fraction < 1.0):
-        raise ParameterError(f"--dev-fraction must lie in (0, 1) (got {args.dev_fraction})")
-    if args.partitions < 1:
-        raise ParameterError(f"--partitions must be at least 1 (got {args.partitions})")
-    if args.slice_size < 1:
-        raise ParameterError(f"--slice-size must be at least 1 (got {args.slice_size})")
-    if not (math.isfinite(args.threshold) and 0.0 <= args.threshold <= 1.0):
-        raise ParameterError(f"--tau must lie in [0, 1] (got {args.threshold})")
-    if args.train_size < 1:
-        raise ParameterError(f"--train-size must be at least 1 (got {args.train_size})")
-    if args.target_size <= args.train_size:
-        raise ParameterError(f"--target-size ({args.target_size}) must exceed --train-size ({args.train_size})")
-    if args.n_samples <= args.target_size:
-        raise ParameterError(f"--n-samples ({args.n_samples}) must exceed --target-size ({args.target_size})")
-
-
 def run(args: argparse.Namespace) -> int:
-    from aflite.atomic import write_json, write_text
+    from aflite.atomic import write_text
+    from aflite.cli.options import write_results
     from aflite.synthetic import format_table, plot_figure2, run_synthetic
 
-    _validate(args)
     result = run_synthetic(
         seeds=range(args.seed, args.seed + args.seeds),
         separations=args.separations,
@@ -101,7 +79,8 @@ def run(args: argparse.Namespace) -> int:
     obj = result.to_json()
     if args.out is not None:
         write_text(args.out / "table.txt", table)
-        write_json(args.out / "results.json", obj)
+        write_text(args.out / "summary.md", "# aflite synthetic\n\n```\n" + table + "```\n")
+        write_results(args.out, args, obj)
         plot_figure2(result, args.out / "figure2.png")
         if not args.quiet:
             print(f"wrote table.txt, results.json and figure2.png to {args.out}", file=sys.stderr)

@@ -4,9 +4,10 @@ Both encode the same premise/hypothesis pairs *as one input each*: ours calls
 ``tokenizer(premise, hypothesis)``; sentence-transformers' ``encode()`` accepts a list of
 ``(premise, hypothesis)`` tuples and tokenizes them as a pair in the same way (checked here:
 ``token_ids_identical`` compares the two tokenizations of the first pairs).
-Model loading and a short warm-up run are excluded from the timings. Not a test: run it by hand::
+Model loading and a short warm-up run are excluded from the timings. Not a test: run it by hand from the
+repository root (it needs ``pip install sentence-transformers``, which is in no extra)::
 
-    python -m aflite.bench_embed --n-pairs 2000
+    python benchmarks/bench_embed.py --n-pairs 2000
 """
 
 from __future__ import annotations
@@ -26,7 +27,9 @@ import numpy as np
 from aflite.errors import InputError, ParameterError
 from aflite.features import MiniLMFeaturizer, _import_torch, default_model_path
 
-SNLI_DEV = Path("/work/shared/data/snli/dev.tsv.gz")
+# the shared data sit next to the repository (../shared/data); recorded relative to the repository
+REPO = Path(__file__).resolve().parents[1]
+SNLI_DEV = REPO.parent / "shared" / "data" / "snli" / "dev.tsv.gz"
 
 
 def load_pairs_tsv(path: str | os.PathLike[str]) -> list[tuple[str, str]]:
@@ -64,7 +67,7 @@ def run_embed_benchmark(
         if not SNLI_DEV.is_file():
             raise InputError(f"{SNLI_DEV} not found: pass pairs_source")
         pairs = load_pairs_tsv(SNLI_DEV)
-        source = str(SNLI_DEV)
+        source = os.path.relpath(SNLI_DEV, REPO)
     elif isinstance(pairs_source, str | os.PathLike):
         pairs = load_pairs_tsv(pairs_source)
         source = str(pairs_source)

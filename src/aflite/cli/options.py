@@ -1,0 +1,203 @@
+"""The options every ``aflite`` command shares, declared once so that each name means one thing everywhere.
+
+One concept, one spelling:
+
+* ``--out DIR`` — the output folder; every command writes ``DIR/results.json`` (what was computed, with the
+  command line, the seed and the package versions), a readable ``DIR/summary.md`` where there is something to
+  read, and its caches under ``DIR/cache/`` unless ``--cache`` says otherwise.
+* ``--seed N`` — the one seed every random choice flows from (``random_state`` in the library).
+* ``--quiet`` — no progress bars (progress goes to stderr, results to stdout).
+* ``--device`` — one resolver (:func:`aflite.device.resolve_device`) for encoders, fine-tuning and the ensemble.
+* ``--text-a/--text-b/--label/--id`` — the columns of a generic table (auto-detected when not given).
+* ``--cache DIR``, ``--overwrite``, ``--groups premise|none|COLUMN``.
+
+Results go to stdout, progress and notes to stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from aflite.device import DEVICE_HELP
+
+__all__ = [
+    "add_out",
+    "add_seed",
+    "add_quiet",
+    "add_device",
+    "add_columns",
+    "add_cache",
+    "add_threads",
+    "add_overwrite_option",
+    "add_groups_option",
+    "dataset_options",
+    "nonnegative_int",
+    "positive_int",
+    "partitions",
+    "size",
+    "write_results",
+    "results_envelope",
+    "SIZE_HELP",
+]
+
+SIZE_HELP = "a count, or a fraction of |D| when written as 0.x"
+
+
+# ----------------------------------------------------------------------------------------------- value types
+def nonnegative_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, got {value}")
+    return value
+
+
+def positive_int(text: str) -> int:
+    value = nonnegative_int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
+    return value
+
+
+def size(text: str) -> float | int:
+    """A count (an integer >= 1) or a fraction of |D| in (0, 1)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if 0 < value < 1:
+        return value
+    if value.is_integer() and value >= 1:
+        if not text.strip().lstrip("+").isdigit():  # 1.0 or 1e3: a fraction meant as 100 %, or a count?
+            raise argparse.ArgumentTypeError(
+                f"{text!r} is ambiguous: write a count as a whole number (e.g. {int(value)}) or a fraction below 1 "
+                f"(e.g. 0.5)")
+        return int(value)
+    raise argparse.ArgumentTypeError(f"{text!r} is neither a count >= 1 nor a fraction in (0, 1)")
+
+
+MAX_PARTITIONS = 10_000
+
+
+def partitions(text: str) -> int:
+    """m, the classifiers per filtering phase: refused above MAX_PARTITIONS (each is a model fit per phase)."""
+    value = positive_int(text)
+    if value > MAX_PARTITIONS:
+        raise argparse.ArgumentTypeError(
+            f"{value:,} classifiers per phase would cost {value / 64:,.0f}x the paper's m=64 in time (every phase "
+            f"fits m models); use at most {MAX_PARTITIONS:,}")
+    return value
+
+
+# ----------------------------------------------------------------------------------------------- options
+def add_out(p: argparse.ArgumentParser, *, default: str | None = None, what: str = "output folder") -> None:
+    """``--out DIR`` (required when there is no default)."""
+    if default is None:
+        p.add_argument("--out", required=True, type=Path,
+                       help=f"{what}: results.json, summary.md and cache/ are written there")
+    else:
+        p.add_argument("--out", type=Path, default=Path(default),
+                       help=f"{what}: results.json, summary.md and cache/ are written there (default ./{default})")
+
+
+def add_seed(p: Any, *, help: str = "the one seed every random choice flows from (default 0)") -> None:  # noqa: A002
+    p.add_argument("--seed", type=nonnegative_int, default=0, metavar="N", help=help)
+
+
+def add_quiet(p: Any) -> None:
+    p.add_argument("--quiet", action="store_true", help="no progress bars (results still go to stdout)")
+
+
+def add_device(p: Any, *, what: str = "where PyTorch code runs") -> None:
+    p.add_argument("--device", default="auto", help=f"{what}: {DEVICE_HELP}")
+
+
+def add_threads(p: Any) -> None:
+    """``--threads N``: the thread budget of :mod:`aflite.threads` (overrides ``AFLITE_NUM_THREADS``)."""
+    p.add_argument("--threads", type=positive_int, default=None, metavar="N",
+                   help="CPU threads to use at most (default: the CPUs this process may use, or "
+                   "$AFLITE_NUM_THREADS); small fits run one thread each, side by side")
+
+
+def add_cache(p: Any, *, default: str = "OUT/cache") -> None:
+    p.add_argument("--cache", type=Path, default=None, metavar="DIR",
+                   help=f"feature / model cache folder, reusable across runs (default {default})")
+
+
+def add_columns(p: argparse.ArgumentParser) -> None:
+    """The columns of a generic CSV/TSV/JSONL/Parquet table; auto-detected when not given."""
+    g = p.add_argument_group(
+        "columns (generic tables)",
+        "Detected when not given: sentence1/sentence2 (SNLI, MNLI, RTE), premise/hypothesis, question/sentence "
+        "(QNLI), or text/sentence/document/content for single texts; labels from label or gold_label; ids from "
+        "pairID/id/idx/index (else row numbers).",
+    )
+    g.add_argument("--text-a", default=None, metavar="COL", help="first text (premise) column")
+    g.add_argument("--text-b", default=None, metavar="COL", help="second text (hypothesis) column")
+    g.add_argument("--label", default=None, metavar="COL", help="label column")
+    g.add_argument("--id", default=None, metavar="COL", help="id column (default: row numbers)")
+
+
+def add_overwrite_option(p: argparse.ArgumentParser) -> None:
+    """``--overwrite``: write into a non-empty folder that this command did not make (or replace files)."""
+    p.add_argument("--overwrite", action="store_true",
+                   help="write into --out even when it is a non-empty folder not made by this command, or "
+                   "start a run over in a folder that holds one (default: refuse)")
+    p.set_defaults(output="folder")
+
+
+def add_groups_option(p: argparse.ArgumentParser) -> None:
+    """``--groups premise|none|COLUMN``: which rows a cross-validation split keeps on one side."""
+    p.add_argument("--groups", default="premise", metavar="premise|none|COLUMN",
+                   help="rows of one group never sit on both sides of a train/test split: premise (rows with "
+                   "the same first text; the default for text pairs), none, or the name of a column of DATA "
+                   "(e.g. a counterfactual family id)")
+
+
+def dataset_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The column options the user gave, as keyword arguments of :func:`aflite.data.load_dataset`."""
+    names = {"text_a": "text_a", "text_b": "text_b", "label": "label", "id": "id"}
+    return {key: value for key, attr in names.items() if (value := getattr(args, attr, None))}
+
+
+# ----------------------------------------------------------------------------------------------- outputs
+def results_envelope(args: argparse.Namespace, seed: Any = None) -> dict[str, Any]:
+    """What every results.json starts with: the command, its arguments, the seed and the versions."""
+    from aflite.rundir import versions
+
+    argv = getattr(args, "argv", None)
+    return {
+        "command": getattr(args, "command", None),
+        "argv": list(argv) if argv is not None else sys.argv[1:],
+        "seed": seed if seed is not None else getattr(args, "seed", None),
+        "versions": versions(),
+    }
+
+
+def write_results(out: Path, args: argparse.Namespace, results: dict[str, Any] | None = None,
+                  *, seed: Any = None) -> Path:
+    """Write ``OUT/results.json``: the envelope (command, argv, seed, versions) followed by ``results``.
+
+    Without ``results`` an existing results.json written by the library (``evaluate``) is stamped with the
+    envelope instead, so every command's results.json has the same top-level keys.
+    """
+    from aflite.atomic import write_json
+
+    path = Path(out) / "results.json"
+    body: dict[str, Any]
+    if results is None:
+        body = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+    else:
+        body = dict(results)
+    body_seed = body.pop("seed", None)
+    for key in ("command", "argv", "versions"):
+        body.pop(key, None)
+    envelope = results_envelope(args, seed if seed is not None else body_seed)
+    write_json(path, {**envelope, **body})
+    return path

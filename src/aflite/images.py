@@ -1,0 +1,528 @@
+"""Image datasets: loading them as AFLite inputs, reading images safely, and writing filtered outputs.
+
+Three layouts are read (:func:`load_image_dataset`):
+
+- an **image folder** with one sub-folder per class (``DATA/<label>/<file>.png``), the layout image
+  classifiers use; ids are the paths relative to DATA;
+- a **table** (CSV/TSV/JSONL/Parquet, read by :func:`aflite.data.load_dataset`) with a path column (relative
+  to the table's folder, or absolute) and a label column;
+- a **Hugging Face** ``datasets`` folder (``save_to_disk``) with an ``Image`` column; images are read from the
+  Arrow files row by row (references ``hf:<row>:<column>:<folder>``), never all at once.
+
+The result is an :class:`aflite.data.TextDataset` whose ``texts_a`` are image references (absolute paths),
+so that the featurize cache, the filter and the run directory work unchanged. A corrupt or unreadable image is
+a one-line :class:`~aflite.errors.InputError` naming the file; with ``skip_bad_images`` every image is decoded
+once at load time and the unreadable ones are dropped, counted and listed (``bad_images``).
+
+Outputs follow the input's form: a folder gets ``kept.csv`` / ``removed.csv`` (path relative to the folder,
+label) and optionally a tree of symlinks to the kept images (:func:`write_folder_outputs`); a table or HF
+folder gets the filtered table (:func:`aflite.data.write_filtered`).
+"""
+
+from __future__ import annotations
+
+import csv
+import functools
+import hashlib
+import io
+import json
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from aflite.errors import InputError, OutputError, ParameterError
+
+IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".gif", ".webp", ".tif", ".tiff", ".ppm", ".pgm")
+PATH_COLUMNS = ("path", "image_path", "image", "file", "filename", "filepath", "img")
+IMAGE_FEATURIZERS = ("efficientnet-lite0", "hf-image")
+_HF_PREFIX = "hf:"
+
+
+def _pil() -> Any:
+    try:
+        from PIL import Image
+    except ImportError as exc:  # pragma: no cover - depends on the environment
+        raise ParameterError("reading images needs Pillow: pip install aflite[images]") from exc
+    return Image
+
+
+def is_image_ref(ref: str) -> bool:
+    return ref.startswith(_HF_PREFIX) or ref.lower().endswith(IMAGE_SUFFIXES)
+
+
+def _hf_ref(row: int, column: str, folder: Path) -> str:
+    return f"{_HF_PREFIX}{row}:{column}:{folder}"
+
+
+def _parse_hf_ref(ref: str) -> tuple[int, str, str]:
+    row, column, folder = ref[len(_HF_PREFIX):].split(":", 2)
+    return int(row), column, folder
+
+
+@functools.lru_cache(maxsize=4)
+def _hf_images(folder: str, column: str) -> Any:
+    """The HF dataset's image column with decoding off (raw bytes / paths), memory-mapped from its Arrow files."""
+    import datasets
+
+    ds = datasets.load_from_disk(folder)
+    return ds.cast_column(column, datasets.Image(decode=False))
+
+
+def open_image(ref: str) -> Any:
+    """An image reference (a path, or an ``hf:`` reference) decoded to an RGB PIL image; InputError naming the
+    file when it cannot be read."""
+    image = _pil()
+    where = ref
+    try:
+        if ref.startswith(_HF_PREFIX):
+            row, column, folder = _parse_hf_ref(ref)
+            where = f"{folder}: row {row} column {column!r}"
+            cell = _hf_images(folder, column)[row][column]
+            if cell.get("bytes") is not None:
+                src: Any = io.BytesIO(cell["bytes"])
+            elif cell.get("path"):
+                src = cell["path"]
+                where = f"{cell['path']} ({where})"
+            else:
+                raise InputError(f"{where}: no image (the cell is empty)")
+        else:
+            src = ref
+        with image.open(src) as im:
+            im.load()
+            return im.convert("RGB")
+    except InputError:
+        raise
+    except (OSError, ValueError, SyntaxError, image.DecompressionBombError) as exc:
+        msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise InputError(f"{where}: not a readable image ({msg}); use --skip-bad-images to leave such files "
+                         "out") from None
+    except Exception as exc:  # PIL raises assorted errors on corrupt files
+        raise InputError(f"{where}: not a readable image ({type(exc).__name__}); use --skip-bad-images to leave "
+                         f"such files out") from None
+
+
+def files_fingerprint(refs: Sequence[str]) -> str:
+    """sha256 over each reference and its file's size and modification time (cheap: no pixel is read), so
+    that a cached Φ is recomputed when an image file is replaced. HF references use their folder's Arrow files."""
+    h = hashlib.sha256()
+    seen_dirs: set[str] = set()
+    for ref in refs:
+        h.update(ref.encode("utf-8", "surrogatepass") + b"\x00")
+        if ref.startswith(_HF_PREFIX):
+            folder = _parse_hf_ref(ref)[2]
+            if folder in seen_dirs:
+                continue
+            seen_dirs.add(folder)
+            for f in sorted(Path(folder).glob("*")):
+                if f.is_file():
+                    st = f.stat()
+                    h.update(f"{f.name}:{st.st_size}:{st.st_mtime_ns}".encode())
+            continue
+        try:
+            st = os.stat(ref)
+            h.update(f"{st.st_size}:{st.st_mtime_ns}".encode())
+        except OSError:
+            h.update(b"<missing>")
+    return h.hexdigest()
+
+
+# ------------------------------------------------------------------------------------------------- loading
+
+
+def is_image_folder(path: str | os.PathLike[str]) -> bool:
+    """A folder (not a HF dataset) whose sub-folders hold image files."""
+    p = Path(path)
+    if not p.is_dir() or any((p / f).exists() for f in ("dataset_info.json", "state.json", "dataset_dict.json")):
+        return False
+    for sub in p.iterdir():
+        if sub.is_dir() and not sub.name.startswith("."):
+            for f in sub.iterdir():
+                if f.is_file() and f.suffix.lower() in IMAGE_SUFFIXES:
+                    return True
+    return False
+
+
+def _hf_image_column(path: Path) -> str | None:
+    try:
+        import datasets
+    except ImportError:
+        return None
+    try:
+        ds = datasets.load_from_disk(str(path))
+    except Exception:
+        return None
+    for name, feat in getattr(ds, "features", {}).items():
+        if isinstance(feat, datasets.Image):
+            return str(name)
+    return None
+
+
+def load_image_dataset(
+    path: str | os.PathLike[str],
+    *,
+    path_column: str | None = None,
+    label_column: str | None = None,
+    id_column: str | None = None,
+    skip_bad_images: bool = False,
+) -> Any:
+    """Load an image folder, a table with a path column, or a HF dataset folder with an Image column (see the
+    module docstring) as a :class:`aflite.data.TextDataset` of image references."""
+    p = Path(path)
+    if not p.exists():
+        raise InputError(f"{p}: no such file or folder")
+    if p.is_dir() and is_image_folder(p):
+        ds = _load_folder(p)
+    elif p.is_dir():
+        ds = _load_hf(p, path_column, label_column, id_column)
+    else:
+        ds = _load_table(p, path_column, label_column, id_column)
+    bad: list[str] = []
+    if skip_bad_images:
+        ok = np.ones(len(ds), dtype=bool)
+        for i, ref in enumerate(ds.texts_a):
+            try:
+                open_image(ref)
+            except InputError as exc:
+                ok[i] = False
+                bad.append(str(exc).split(": not a readable image")[0])
+        if bad:
+            ds = _select(ds, np.flatnonzero(ok))
+            ds.dropped = {**ds.dropped, "unreadable_image": len(bad)}
+            ds.n_dropped += len(bad)
+        if not len(ds):
+            raise InputError(f"{p}: no readable image")
+    ds.bad_images = bad
+    return ds
+
+
+def _select(ds: Any, rows: np.ndarray) -> Any:
+    import dataclasses
+
+    src = dataclasses.replace(ds.source, row_index=ds.source.row_index[rows],
+                              raw_records=None if ds.source.raw_records is None else
+                              [ds.source.raw_records[i] for i in rows])
+    return dataclasses.replace(
+        ds, texts_a=[ds.texts_a[i] for i in rows], labels=ds.labels[rows], ids=ds.ids[rows],
+        groups=None if ds.groups is None else ds.groups[rows], source=src,
+        extra={k: [v[i] for i in rows] for k, v in ds.extra.items()})
+
+
+def _load_folder(p: Path) -> Any:
+    from aflite.data import SourceInfo, TextDataset
+
+    refs: list[str] = []
+    labels: list[str] = []
+    ids: list[str] = []
+    root = p.resolve()
+    for sub in sorted(d for d in root.iterdir() if d.is_dir() and not d.name.startswith(".")):
+        for f in sorted(x for x in sub.rglob("*") if x.is_file() and x.suffix.lower() in IMAGE_SUFFIXES):
+            refs.append(str(f))
+            labels.append(sub.name)
+            ids.append(f.relative_to(root).as_posix())
+    if not refs:
+        raise InputError(f"{p}: no image files ({', '.join(IMAGE_SUFFIXES)}) in its sub-folders")
+    if len(set(labels)) < 2:
+        raise InputError(f"{p}: one class folder only ({labels[0]!r}); AFLite needs at least 2 labels")
+    src = SourceInfo(root, "imagefolder", "imagefolder", False, {"text_a": "path", "text_b": None,
+                                                                 "label": "label", "id": "path"},
+                     np.arange(len(refs), dtype=np.int64))
+    return TextDataset(refs, None, np.asarray(labels, dtype=str), np.asarray(ids, dtype=str), None, src)
+
+
+def _table_columns(p: Path) -> list[str]:
+    from aflite.data import _base_suffix, _read_bytes
+
+    suffix = _base_suffix(p)
+    if suffix in (".parquet", ".pq"):
+        import pyarrow.parquet as pq
+
+        return list(pq.read_schema(p).names)
+    raw, _ = _read_bytes(p)
+    first = raw.split(b"\n", 1)[0].decode("utf-8", "replace").strip("\r\ufeff")
+    if suffix in (".jsonl", ".ndjson", ".json"):
+        try:
+            rec = json.loads(first)
+        except ValueError:
+            return []
+        return list(rec) if isinstance(rec, dict) else []
+    delim = "\t" if suffix == ".tsv" or ("\t" in first and suffix != ".csv") else ","
+    return next(csv.reader([first], delimiter=delim), [])
+
+
+def _pick(columns: list[str], given: str | None, candidates: Sequence[str], what: str, p: Path) -> str:
+    if given is not None:
+        return given
+    lower = {c.lower(): c for c in columns}
+    for c in candidates:
+        if c in lower:
+            return lower[c]
+    raise InputError(f"{p}: no {what} column (looked for {', '.join(candidates)}; the file has "
+                     f"{', '.join(map(repr, columns))}); name it with --{what}-column")
+
+
+def _load_table(p: Path, path_column: str | None, label_column: str | None, id_column: str | None) -> Any:
+    from aflite.data import load_dataset
+
+    cols = _table_columns(p)
+    pcol = _pick(cols, path_column, PATH_COLUMNS, "path", p)
+    lcol = _pick(cols, label_column, ("label", "class", "target", "y"), "label", p)
+    ds = load_dataset(p, text_a=pcol, label=lcol, id=id_column, group_by_premise=False, groups="none")
+    base = p.resolve().parent
+    refs = []
+    for j, v in enumerate(ds.texts_a):
+        f = Path(v)
+        if not f.is_absolute():
+            f = base / f
+        if not f.is_file():
+            where = f"row {int(ds.source.row_index[j]) + 1}"
+            raise InputError(f"{p}: {where}, column {pcol!r}: no image file {str(f)!r}")
+        refs.append(str(f))
+    ds.extra = {**ds.extra, "_path": list(ds.texts_a)}
+    ds.texts_a = refs
+    ds.groups = None
+    return ds
+
+
+def _load_hf(p: Path, image_column: str | None, label_column: str | None, id_column: str | None) -> Any:
+    from aflite.data import SourceInfo, TextDataset, _hf_label_names
+
+    try:
+        import datasets
+    except ImportError as exc:
+        raise ParameterError("a Hugging Face dataset folder needs the datasets package: pip install aflite[hf]") \
+            from exc
+    try:
+        hf = datasets.load_from_disk(str(p))
+    except Exception as exc:
+        raise InputError(f"{p}: not an image folder (one sub-folder per class) nor a Hugging Face dataset "
+                         f"folder ({type(exc).__name__})") from None
+    if isinstance(hf, datasets.DatasetDict):
+        raise InputError(f"{p}: a DatasetDict with splits {sorted(hf)}; give one split's folder")
+    col = image_column or _hf_image_column(p)
+    if col is None or col not in hf.column_names:
+        raise InputError(f"{p}: no Image column (columns: {', '.join(hf.column_names)})")
+    lcol = label_column or next((c for c in ("label", "labels", "class", "target") if c in hf.column_names), None)
+    if lcol is None or lcol not in hf.column_names:
+        raise InputError(f"{p}: no label column (columns: {', '.join(hf.column_names)}); name it with "
+                         "--label-column")
+    names = _hf_label_names(hf, lcol) or {}
+    raw_labels = hf[lcol]
+    keep = [i for i, v in enumerate(raw_labels) if v is not None and v != -1]
+    labels = [str(names.get(raw_labels[i], raw_labels[i])) for i in keep]
+    ids = [str(hf[id_column][i]) for i in keep] if id_column else [str(i) for i in keep]
+    if len(set(ids)) != len(ids):
+        raise InputError(f"{p}: column {id_column!r} has duplicate ids")
+    folder = p.resolve()
+    refs = [_hf_ref(i, col, folder) for i in keep]
+    src = SourceInfo(folder, "hf", "hf-image", False, {"text_a": col, "text_b": None, "label": lcol,
+                                                      "id": id_column}, np.asarray(keep, dtype=np.int64))
+    dropped = len(raw_labels) - len(keep)
+    return TextDataset(refs, None, np.asarray(labels, dtype=str), np.asarray(ids, dtype=str), None, src,
+                       n_dropped=dropped, dropped={"no_label": dropped} if dropped else {})
+
+
+# ------------------------------------------------------------------------------------------------- writing
+
+
+def write_folder_outputs(ds: Any, keep: np.ndarray, out: str | os.PathLike[str],
+                         removed: np.ndarray | None = None, link_dir: str | os.PathLike[str] | None = None) -> Path:
+    """``OUT/kept.csv`` and ``OUT/removed.csv`` (columns ``path`` — relative to the image folder — and
+    ``label``), written atomically; with ``link_dir``, a ``<label>/<file>`` tree of symlinks to the kept images
+    (a folder that must not exist yet, or be empty). Rows not in either file were the warm-up slice."""
+    from aflite.atomic import write_text
+
+    out = Path(out)
+    keep = np.asarray(keep, dtype=bool)
+    rem = ~keep if removed is None else np.asarray(removed, dtype=bool)
+
+    def table(mask: np.ndarray) -> str:
+        buf = io.StringIO()
+        w = csv.writer(buf, lineterminator="\n")
+        w.writerow(["path", "label"])
+        paths = ds.extra.get("_path", ds.ids)  # a table's own path values; a folder's paths relative to it
+        for i in np.flatnonzero(mask):
+            w.writerow([paths[i], ds.labels[i]])
+        return buf.getvalue()
+
+    write_text(out / "kept.csv", table(keep))
+    write_text(out / "removed.csv", table(rem))
+    if link_dir is not None:
+        link_tree(ds, keep, link_dir)
+    return out / "kept.csv"
+
+
+def link_tree(ds: Any, keep: np.ndarray, link_dir: str | os.PathLike[str], by_label: bool = False) -> Path:
+    """Symlinks ``LINK_DIR/<id>`` (``by_label``: ``LINK_DIR/<label>/<id>_<file name>``) → each kept image,
+    built in a temporary folder and renamed into place. HF dataset images have no file to link to."""
+    import shutil
+    import tempfile
+
+    dest = Path(link_dir)
+    if dest.exists() and (not dest.is_dir() or any(dest.iterdir())):
+        raise OutputError(f"{dest}: --link-dir must be a new or empty folder")
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", dir=dest.parent))
+    try:
+        for i in np.flatnonzero(np.asarray(keep, dtype=bool)):
+            ref = ds.texts_a[i]
+            if ref.startswith(_HF_PREFIX):
+                raise ParameterError("--link-dir needs image files; a Hugging Face dataset keeps its images "
+                                     "inside Arrow files")
+            target = Path(ref)
+            link = tmp / (f"{ds.labels[i]}/{ds.ids[i]}_{target.name}" if by_label else str(ds.ids[i]))
+            link.parent.mkdir(parents=True, exist_ok=True)
+            link.symlink_to(target.resolve())
+        if dest.exists():
+            dest.rmdir()
+        os.replace(tmp, dest)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return dest
+
+
+# ------------------------------------------------------------------------------------------------ pipeline
+
+
+def wants_images(path: str | os.PathLike[str], featurizer: str) -> bool:
+    """Whether ``aflite run`` should read ``path`` as images: an image folder, or an image featurizer."""
+    return featurizer in IMAGE_FEATURIZERS or is_image_folder(path)
+
+
+def featurizer_options(featurizer: str, options: dict[str, Any]) -> dict[str, Any]:
+    """Featurizer options for image inputs: ``warmup`` fine-tunes an image network (EfficientNet-Lite0, or the
+    HF vision model at ``model_path``); text-only featurizers are refused with a one-line error."""
+    if featurizer == "warmup":
+        out = dict(options)
+        out.setdefault("image_model", "hf-image" if out.get("model_path") else "efficientnet-lite0")
+        return out
+    if featurizer in ("ngram", "minilm"):
+        raise ParameterError(f"--featurizer {featurizer} reads text; for images use efficientnet-lite0, hf-image "
+                             "(--model-path), warmup or precomputed")
+    return dict(options)
+
+
+def write_outputs(ds: Any, keep: np.ndarray, removed: np.ndarray, out: Path, filtered_name: str,
+                  link_dir: str | os.PathLike[str] | None = None) -> Path:
+    """The run's output in the input's form: kept.csv/removed.csv (+ symlink tree) for a folder, the filtered
+    table (or HF folder) otherwise; ``bad_images.txt`` lists images skipped as unreadable."""
+    from aflite.atomic import write_text
+    from aflite.data import write_filtered
+
+    bad = getattr(ds, "bad_images", [])
+    if bad:
+        write_text(out / "bad_images.txt", "".join(f"{b}\n" for b in bad))
+    if ds.source.format == "imagefolder":
+        return write_folder_outputs(ds, keep, out, removed, link_dir)
+    if link_dir is not None:
+        link_tree(ds, keep, link_dir, by_label=True)
+    write_folder_outputs(ds, keep, out, removed)
+    return write_filtered(ds, keep, out / filtered_name)
+
+
+# ------------------------------------------------------------------------------------------- aflite embed
+
+
+def embed_to_npy(refs: Sequence[str], featurizer: Any, dest: str | os.PathLike[str], *, chunk_size: int = 4096,
+                 key: str = "", show_progress: bool = True) -> Path:
+    """Embed ``refs`` chunk by chunk straight into a memory-mapped ``dest`` .npy (float32, never all in memory).
+
+    Rows go to ``dest.partial``; after each chunk is flushed, ``dest.progress.json`` records it, so an interrupted
+    run (same ``key``: inputs and options) resumes at the first chunk not yet recorded. When every chunk is in,
+    the file is renamed to ``dest`` (atomically) and the progress file removed. ImageNet-sized runs
+    (1.28M × 1,280 float32 ≈ 6.6 GB) then go to ``aflite filter --mmap``.
+    """
+    import math
+
+    from aflite.atomic import write_json
+    from aflite.features import _progress_bar
+
+    if chunk_size < 1:
+        raise ParameterError(f"chunk_size must be >= 1, got {chunk_size}")
+    dest = Path(dest)
+    partial = dest.with_name(dest.name + ".partial")
+    prog = dest.with_name(dest.name + ".progress.json")
+    n = len(refs)
+    if n == 0:
+        raise InputError("no images to embed")
+    n_chunks = math.ceil(n / chunk_size)
+    done: set[int] = set()
+    mm: Any = None
+    if prog.is_file() and partial.is_file():
+        try:
+            state = json.loads(prog.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            state = {}
+        if state.get("key") == key and state.get("n") == n and state.get("chunk_size") == chunk_size:
+            mm = np.lib.format.open_memmap(partial, mode="r+")
+            if mm.shape != (n, state.get("dim")):
+                mm, state = None, {}
+            else:
+                done = {int(c) for c in state.get("done", [])}
+    bar = _progress_bar(n, getattr(featurizer, "name", "embed"), show_progress,
+                        initial=sum(min(chunk_size, n - c * chunk_size) for c in done), unit="image")
+    try:
+        for c in range(n_chunks):
+            if c in done:
+                continue
+            lo, hi = c * chunk_size, min(n, (c + 1) * chunk_size)
+            part = np.asarray(featurizer.transform(list(refs[lo:hi]), None, progress=bar), dtype=np.float32)
+            if mm is None:
+                dest.parent.mkdir(parents=True, exist_ok=True)
+                mm = np.lib.format.open_memmap(partial, mode="w+", dtype=np.float32, shape=(n, part.shape[1]))
+            mm[lo:hi] = part
+            mm.flush()
+            done.add(c)
+            write_json(prog, {"key": key, "n": n, "dim": int(mm.shape[1]), "chunk_size": chunk_size,
+                              "done": sorted(done)})
+    finally:
+        if bar is not None:
+            bar.close()
+    assert mm is not None
+    mm.flush()
+    del mm
+    os.replace(partial, dest)
+    prog.unlink(missing_ok=True)
+    return dest
+
+
+def cli_embed(args: Any, stem: Path) -> int:
+    """``aflite embed`` for images: OUT.npy written chunk by chunk (memory-mapped, resumable with the same
+    command), OUT.ids.txt and OUT.labels.txt, ready for ``aflite filter --features OUT.npy --mmap``."""
+    import sys
+    import time
+
+    from aflite.atomic import write_text
+    from aflite.features import IMAGE_FEATURIZERS as FEATS
+    from aflite.features import make_featurizer
+
+    if args.featurizer not in FEATS:
+        raise ParameterError(f"--featurizer {args.featurizer} on images: aflite embed takes "
+                             f"{' or '.join(FEATS)} (the warm-up Φ runs inside aflite run)")
+    ds = load_image_dataset(args.data, path_column=getattr(args, "path_column", None),
+                            label_column=getattr(args, "label", None), id_column=getattr(args, "id", None),
+                            skip_bad_images=getattr(args, "skip_bad_images", False))
+    opts: dict[str, Any] = {"device": args.device, "image_size": args.image_size,
+                            "show_progress": not args.quiet}
+    if args.model_path:
+        opts["model_path"] = args.model_path
+    feat = make_featurizer(args.featurizer, **opts)
+    key = hashlib.sha256(json.dumps({"files": files_fingerprint(ds.texts_a), "options": feat.get_options()},
+                                    sort_keys=True).encode()).hexdigest()
+    t0 = time.perf_counter()
+    dest = embed_to_npy(ds.texts_a, feat, stem.with_suffix(".npy"), chunk_size=args.chunk_size, key=key,
+                        show_progress=not args.quiet)
+    secs = time.perf_counter() - t0
+    write_text(stem.with_suffix(".ids.txt"), "".join(f"{i}\n" for i in ds.ids))
+    write_text(stem.with_suffix(".labels.txt"), "".join(f"{lab}\n" for lab in ds.labels))
+    bad = getattr(ds, "bad_images", [])
+    if bad:
+        write_text(stem.with_suffix(".bad_images.txt"), "".join(f"{b}\n" for b in bad))
+    shape = np.load(dest, mmap_mode="r").shape
+    print(f"{shape[0]} x {shape[1]} features ({args.featurizer}) in {secs:.1f} s -> {dest}"
+          + (f"; {len(bad)} unreadable image(s) left out, listed in {stem.with_suffix('.bad_images.txt')}"
+             if bad else ""), file=sys.stderr)
+    return 0

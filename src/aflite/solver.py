@@ -1,0 +1,685 @@
+"""The solver shared by every backend of the fast ensemble: whitening, feature stores, blocks and batched L-BFGS.
+
+Both :mod:`aflite.ensemble` (numpy) and :mod:`aflite.torch_backend` (PyTorch) import from here, never from
+each other. A *block* (:class:`BlockTask`) is the unit of work handed to threads, cluster workers or a GPU;
+its result depends only on the task, so every way of running it gives the same bits.
+
+Two ways of computing the objective over the rows of S (the *solver*):
+
+* ``"previous"`` — each L-BFGS step is one pass over *all* rows of S with the weight columns of all the
+  block's models (``X @ [W_1 … W_b]``), training rows weighted in, held-out rows weighted out; the argmax of
+  every pass is kept, so predictions come free with the last pass. Simple, and a large GEMM, but each model
+  trains on t rows while the pass reads |S| (11× the useful work at SNLI's |S| = 550K, t = 50K).
+* ``"fast"`` (default) — passes over each model's *own* training rows: S is read in cache-sized chunks and
+  each model's rows of a chunk are gathered while the chunk is in cache; loss and gradient of all the block's
+  models are computed from that one read (one softmax for the whole chunk), and predictions come from one
+  final pass. L-BFGS starts with curvature pairs carried over from the previous phase (the problem changes
+  little between phases), which saves steps. The optimum and the stopping rule are the same.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from aflite.errors import ParameterError
+
+__all__ = [
+    "Whitening",
+    "fit_whitening",
+    "whiten_into",
+    "chunk_rows",
+    "shrink_positions",
+    "FeatureStore",
+    "BlockTask",
+    "BlockResult",
+    "LbfgsState",
+    "run_block",
+    "fit_block_local",
+    "default_block_size",
+    "use_own_rows",
+    "use_chunked_rows",
+    "pred_dtype",
+    "SOLVERS",
+]
+
+SOLVERS = ("fast", "previous")
+
+
+def pred_dtype(n_classes: int) -> type[np.integer[Any]]:
+    """The smallest integer type that holds class codes (predictions of m models over |S| rows add up)."""
+    return np.int8 if n_classes <= 127 else np.int16 if n_classes <= 32767 else np.int32
+
+
+@dataclass
+class Whitening:
+    """The change of variables ``x' = (x - mean) @ transform`` that makes the L2 problem well conditioned.
+
+    ``transform`` is ``V diag(1/σ)`` over the covariance eigenbasis (directions with no variance dropped), so
+    the original penalty ``‖W‖²`` becomes the diagonal ``Σ_j ‖W'_j‖² · penalty_j`` with ``penalty = 1/σ²``.
+    """
+
+    mean: NDArray[np.float64]
+    transform: NDArray[np.float32]
+    penalty: NDArray[np.float64]
+
+    @property
+    def dim(self) -> int:
+        return int(self.transform.shape[1])
+
+
+def chunk_rows(d: int, chunk_mb: int) -> int:
+    """Rows per chunk of a ``(rows, d)`` float32 pass; fixed by d alone so that results never depend on it."""
+    return max(256, (chunk_mb << 20) // (4 * max(d, 1)))
+
+
+def map_chunks(fn: Any, starts: Any, n_jobs: int | None = None) -> list[Any]:
+    """``[fn(r0) for r0 in starts]`` with one BLAS thread per call, on ``n_jobs`` threads (default: the thread
+    budget of :mod:`aflite.threads`). Each call's result depends only on its chunk, and callers combine results
+    in chunk order, so the outcome is the same bits for any number of threads."""
+    from threadpoolctl import threadpool_limits
+
+    from aflite.threads import fit_workers
+
+    starts = list(starts)
+    jobs = min(n_jobs, len(starts)) if n_jobs else fit_workers(len(starts))
+    with threadpool_limits(limits=1, user_api="blas"):
+        if jobs <= 1:
+            return [fn(r0) for r0 in starts]
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(max_workers=jobs) as pool:
+            return list(pool.map(fn, starts))
+
+
+def fit_whitening(X: Any, chunk_mb: int = 64, n_jobs: int | None = None) -> Whitening:
+    """Mean and covariance in chunks (a memory-mapped X is never loaded whole), then the eigenbasis. Chunks
+    are processed on ``n_jobs`` threads; the partial sums are added in chunk order (same result for any count)."""
+    n, d = X.shape
+    step = chunk_rows(d, chunk_mb)
+    starts = range(0, n, step)
+    mean = np.zeros(d, dtype=np.float64)
+    for part in map_chunks(lambda r0: np.asarray(X[r0 : r0 + step]).sum(0, dtype=np.float64), starts, n_jobs):
+        mean += part
+    mean /= n
+    mean32 = mean.astype(np.float32)
+
+    def gram(r0: int) -> NDArray[np.float64]:
+        c = np.asarray(X[r0 : r0 + step], dtype=np.float32) - mean32
+        return (c.T @ c).astype(np.float64)
+
+    cov = np.zeros((d, d), dtype=np.float64)
+    for part in map_chunks(gram, starts, n_jobs):
+        cov += part
+    cov /= n
+    evals, evecs = np.linalg.eigh(cov)
+    top = float(evals[-1]) if evals.size else 0.0
+    # Directions along which the data has (numerically) no variance carry no information; the optimal weight
+    # there is 0 under the L2 penalty, so dropping them leaves the optimum unchanged.
+    keep = evals > max(top, 1e-30) * 1e-9
+    evals, evecs = evals[keep][::-1], evecs[:, keep][:, ::-1]
+    return Whitening(mean, np.ascontiguousarray((evecs / np.sqrt(evals)).astype(np.float32)), 1.0 / evals)
+
+
+def whiten_into(X: Any, whitening: Whitening, out: Any, step: int, n_jobs: int | None = None) -> None:
+    """``out[i] = (X[i] - mean) @ transform``, chunk by chunk (``out`` may be a memory-mapped .npy)."""
+    mean32 = whitening.mean.astype(np.float32)
+
+    def one(r0: int) -> None:
+        c = np.asarray(X[r0 : r0 + step], dtype=np.float32) - mean32
+        np.matmul(c, whitening.transform, out=out[r0 : r0 + len(c)])
+
+    map_chunks(one, range(0, X.shape[0], step), n_jobs)
+
+
+def shrink_positions(held: NDArray[np.intp], rows: NDArray[np.intp]) -> NDArray[np.intp] | None:
+    """Positions of ``rows`` within ``held`` (None when they are the same rows); refuses anything but a sorted
+    subset, since AFLite only ever shrinks S. Shared by the CPU and GPU feature stores."""
+    if rows.shape == held.shape and np.array_equal(rows, held):
+        return None
+    pos = np.searchsorted(held, rows)
+    if not (
+        np.all(np.diff(rows) > 0)
+        and np.all(pos < len(held))
+        and np.array_equal(held[np.minimum(pos, len(held) - 1)], rows)
+    ):
+        raise ParameterError("rows must be a sorted subset of the rows passed before")
+    return pos
+
+
+class FeatureStore:
+    """The rows of the current S in whitened coordinates, chunk by chunk.
+
+    With ``copy`` a whitened float32 copy is kept in memory and compacted as S shrinks (fastest). Without it
+    the original matrix — typically a memory-mapped .npy larger than RAM — is read chunk by chunk and only
+    centred; the whitening transform is then folded into the weights (``(x-μ) @ (T W)``), which costs a
+    d×d product on the weights per pass instead of a copy of the data. With ``whitened`` X already holds
+    whitened rows (a cluster's shared, memory-mapped copy): read as is, never copied.
+    """
+
+    def __init__(
+        self, X: Any, whitening: Whitening, copy: bool, chunk_mb: int = 64, whitened: bool = False,
+        n_jobs: int | None = None,
+    ) -> None:
+        self.whitening = whitening
+        self.copy = copy or whitened
+        self.step = chunk_rows(X.shape[1], chunk_mb)
+        self.rows: NDArray[np.intp] = np.arange(X.shape[0])  # the current S, as rows of X
+        self._mean32 = whitening.mean.astype(np.float32)
+        self._owned = copy and not whitened  # our own in-memory copy: compacted as S shrinks
+        if self._owned:
+            self._data: Any = np.empty((X.shape[0], whitening.dim), dtype=np.float32)
+            whiten_into(X, whitening, self._data, self.step, n_jobs)
+        else:
+            self._data = X
+        self._offset = self.rows  # rows of _data holding S (the identity until an owned copy is compacted)
+
+    @property
+    def folded(self) -> bool:
+        """True when chunks are centred raw rows, so weights must be mapped through the transform."""
+        return not self.copy
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def select(self, rows: NDArray[np.intp]) -> None:
+        """Make ``rows`` (a sorted subset of the rows held so far: AFLite only shrinks S) the current S."""
+        rows = np.asarray(rows)
+        pos = shrink_positions(self.rows, rows)
+        if pos is None:
+            return
+        if self._owned:
+            self._data = self._data[pos]  # keep only S (frees memory as S shrinks)
+            self._offset = np.arange(len(rows))
+        else:
+            self._offset = rows.copy()
+        self.rows = rows.copy()
+
+    def _read(self, where: NDArray[np.intp] | slice) -> NDArray[np.float32]:
+        block = np.asarray(self._data[where], dtype=np.float32)
+        return block - self._mean32 if self.folded else block
+
+    def chunk(self, r0: int, r1: int) -> NDArray[np.float32]:
+        """Rows r0:r1 of S (positions), whitened (copy) or centred (folded)."""
+        if self._owned or len(self._offset) == self._data.shape[0]:
+            return self._read(slice(r0, r1))  # contiguous: S is all of the data, or our compacted copy
+        return self._read(self._offset[r0:r1])
+
+    def gather(self, pos: NDArray[np.intp]) -> NDArray[np.float32]:
+        """Rows at positions ``pos`` of S, in the same coordinates as :meth:`chunk`."""
+        if self._owned:
+            return np.asarray(self._data[pos])
+        out = np.empty((len(pos), self._data.shape[1]), dtype=np.float32)
+        for r0 in range(0, len(pos), self.step):
+            idx = self._offset[pos[r0 : r0 + self.step]]
+            order = np.argsort(idx, kind="stable")  # sorted reads are much faster on a memory map
+            out[r0 + order] = self._read(idx[order])
+        return out
+
+
+@dataclass
+class BlockResult:
+    """What fitting one block of partitions returns: solutions, held-out predictions, optimiser counts."""
+
+    theta: NDArray[np.float64]
+    preds: NDArray[np.integer[Any]]
+    iterations: NDArray[np.int64]
+    converged: int
+    passes: int
+    pairs: tuple[NDArray[np.float64], NDArray[np.float64]] | None = None  # the first model's newest (s, y)
+    seconds: dict[str, float] = field(default_factory=dict)  # where this block's time went (see run_block)
+
+
+@dataclass
+class BlockTask:
+    """One block of partitions to fit: everything a process needs besides the feature store.
+
+    ``mask`` is the block's columns of the training mask over the current S (``rows``); ``theta0`` the
+    starting point per model; ``reg`` the per-model penalty weights. A block is the unit of work handed to
+    threads or cluster workers; its result depends only on the task, never on which process computes it.
+    ``own_rows``: each model's training rows are gathered once (wide softmax); ``chunked``: they are gathered
+    chunk by chunk in every pass (the ``fast`` solver); neither: passes over all of S (``previous``).
+    ``pairs`` are L-BFGS curvature pairs ``(S, Y)``, shape ``(p, P)`` each, that every model starts with.
+    """
+
+    rows: NDArray[np.intp]
+    y: NDArray[np.int64]
+    mask: NDArray[np.bool_]
+    theta0: NDArray[np.float64]
+    reg: NDArray[np.float64]
+    n_classes: int
+    own_rows: bool
+    tol: float
+    max_iter: int
+    memory: int
+    chunked: bool = False
+    pairs: tuple[NDArray[np.float64], NDArray[np.float64]] | None = None
+
+
+class _NumpyBlockOps:
+    """Objective, gradient and predictions of one block's models over the store (numpy/BLAS)."""
+
+    def __init__(self, store: FeatureStore, task: BlockTask) -> None:
+        self.store, self.task = store, task
+        self.K = task.n_classes
+        self.d = store.whitening.dim
+        n, b = task.mask.shape
+        self.t_b = task.mask.sum(0).astype(np.float64)
+        self.preds = np.zeros((n, b), dtype=pred_dtype(self.K))
+        self.own: list[NDArray[np.float32]] = []
+        if task.own_rows:  # each model's own training rows, gathered once (large K: far fewer rows than S)
+            self.own = [store.gather(np.flatnonzero(task.mask[:, j])) for j in range(b)]
+        else:
+            self.weight = task.mask.astype(np.float32) / self.t_b.astype(np.float32)
+
+    def _weights(self, W: NDArray[np.float64]) -> NDArray[np.float32]:
+        """(d', K·nm) whitened weights → the matrix to multiply chunks by."""
+        W32 = np.ascontiguousarray(W, dtype=np.float32)
+        return self.store.whitening.transform @ W32 if self.store.folded else W32
+
+    def loss_grad(
+        self, theta: NDArray[np.float64], sel: NDArray[np.intp]
+    ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """Objective and gradient of the models ``sel`` at ``theta`` (one pass; records argmax on all rows).
+
+        Logits are laid out class-major, ``(rows, K, models)``, so that every per-class operation is a
+        contiguous elementwise op and the only Python loop is over the K classes.
+        """
+        K, d, task = self.K, self.d, self.task
+        nm = len(sel)
+        step = self.store.step
+        T64 = self.store.whitening.transform.T.astype(np.float64) if self.store.folded else None
+        Wd = theta[:, :d, :]
+        r = task.reg[sel, :d, None]
+        g = np.empty_like(theta)
+        loss = 0.5 * (r * Wd * Wd).sum((1, 2))
+        if task.own_rows:
+            for i, j in enumerate(sel):
+                A, yj = self.own[j], task.y[task.mask[:, j]]
+                Wi = self._weights(theta[i, :d, :])
+                bi = theta[i, d, :].astype(np.float32)[:, None]
+                w = np.full((len(A), 1), 1.0 / self.t_b[j], dtype=np.float32)
+                gw = np.zeros((Wi.shape[0], K))
+                gb = np.zeros(K)
+                for r0 in range(0, len(A), step):
+                    li, gi, gbi = _np_pass(A[r0 : r0 + step], Wi, bi, yj[r0 : r0 + step], w[r0 : r0 + step], None)
+                    loss[i] += li[0]
+                    gw += gi
+                    gb += gbi[:, 0]
+                g[i, :d, :] = (gw if T64 is None else T64 @ gw) + r[i] * Wd[i]
+                g[i, d, :] = gb
+            return loss, g
+        Weff = self._weights(Wd.transpose(1, 2, 0).reshape(d, K * nm))
+        b = np.ascontiguousarray(theta[:, d, :].T, dtype=np.float32)  # (K, nm)
+        grad = np.zeros((Weff.shape[0], K * nm), dtype=np.float64)
+        grad_b = np.zeros((K, nm), dtype=np.float64)
+        wts = self.weight[:, sel]
+        for r0 in range(0, len(self.store), step):
+            A = self.store.chunk(r0, r0 + step)
+            R = len(A)
+            arg = np.zeros((R, nm), dtype=self.preds.dtype)
+            li, gi, gbi = _np_pass(A, Weff, b, task.y[r0 : r0 + R], wts[r0 : r0 + R], arg)
+            self.preds[r0 : r0 + R, sel] = arg
+            loss += li
+            grad += gi
+            grad_b += gbi
+        if T64 is not None:
+            grad = T64 @ grad
+        g[:, :d, :] = grad.reshape(d, K, nm).transpose(2, 0, 1) + r * Wd
+        g[:, d, :] = grad_b.T
+        return loss, g
+
+    def predictions(self, theta: NDArray[np.float64]) -> NDArray[np.integer[Any]]:
+        """Predicted classes of every row of S for every model of the block at ``theta``."""
+        if not (self.task.own_rows or self.task.chunked):
+            return self.preds  # recorded by the last pass at each model's final point
+        K, d = self.K, self.d
+        nm = theta.shape[0]
+        if K < 2:
+            self.preds[:] = 0
+            return self.preds
+        # The argmax is unchanged by subtracting class 0's logit, so K - 1 columns per model suffice
+        # (two thirds of the product for three classes, half for two).
+        rel = theta[:, :, 1:] - theta[:, :, :1]
+        Weff = self._weights(rel[:, :d, :].transpose(1, 2, 0).reshape(d, (K - 1) * nm))
+        b = np.ascontiguousarray(rel[:, d, :].T, dtype=np.float32)
+        for r0 in range(0, len(self.store), self.store.step):
+            A = self.store.chunk(r0, r0 + self.store.step)
+            z = (A @ Weff).reshape(len(A), K - 1, nm)
+            z += b
+            best = z.argmax(1)
+            self.preds[r0 : r0 + len(A)] = np.where(np.take_along_axis(z, best[:, None, :], 1)[:, 0] > 0, best + 1, 0)
+        return self.preds
+
+
+def own_chunk_rows(d: int) -> int:
+    """Rows per chunk of S in the ``fast`` solver's passes: about 8 MiB of float32, so that a chunk stays in
+    cache while each model of the block gathers its rows from it. Fixed by d alone: results never depend on it."""
+    return chunk_rows(d, 8)
+
+
+class _ChunkedOwnOps(_NumpyBlockOps):
+    """The ``fast`` solver's passes: each model's own training rows, gathered chunk by chunk of S.
+
+    A chunk of S is read once per pass; each model's training rows in it are gathered while it is in cache and
+    multiplied by that model's weights only, so a pass costs about t·b row-products instead of |S|·b. The
+    softmax, loss and gradient of all the block's models in a chunk are one set of vector operations on the
+    concatenated logits. Predictions come from one pass over all of S at the end (:meth:`predictions`).
+    """
+
+    def __init__(self, store: FeatureStore, task: BlockTask) -> None:
+        self.store, self.task = store, task
+        self.K = task.n_classes
+        self.d = store.whitening.dim
+        n, b = task.mask.shape
+        self.t_b = task.mask.sum(0).astype(np.float64)
+        self.preds = np.zeros((n, b), dtype=pred_dtype(self.K))
+        self.own = []
+        self.step = own_chunk_rows(store.whitening.transform.shape[0])
+        self.starts = np.arange(0, n, self.step)
+        self.pos = [np.flatnonzero(task.mask[:, j]) for j in range(b)]  # each model's rows, as positions in S
+        ends = np.append(self.starts, n)
+        self.cuts = np.stack([np.searchsorted(p, ends) for p in self.pos])  # (b, chunks + 1)
+
+    def loss_grad(
+        self, theta: NDArray[np.float64], sel: NDArray[np.intp]
+    ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """Objective and gradient of the models ``sel`` at ``theta``, from their own rows only."""
+        K, d, task = self.K, self.d, self.task
+        nm = len(sel)
+        n = len(self.store)
+        T64 = self.store.whitening.transform.T.astype(np.float64) if self.store.folded else None
+        Wd = theta[:, :d, :]
+        r = task.reg[sel, :d, None]
+        loss = 0.5 * (r * Wd * Wd).sum((1, 2))
+        Ws = [self._weights(theta[i, :d, :]) for i in range(nm)]  # (d', K) float32 each
+        bias = theta[:, d, :].astype(np.float32)
+        inv_t = (1.0 / self.t_b[sel]).astype(np.float32)
+        gw = np.zeros((nm, Ws[0].shape[0], K))
+        gb = np.zeros((nm, K))
+        cuts = self.cuts[sel]
+        model = np.arange(nm)
+        for c, r0 in enumerate(self.starts):
+            lo, hi = cuts[:, c], cuts[:, c + 1]
+            cnt = hi - lo
+            off = np.concatenate([[0], np.cumsum(cnt)])
+            tot = int(off[-1])
+            if tot == 0:
+                continue
+            A = self.store.chunk(int(r0), min(n, int(r0) + self.step))
+            Z = np.empty((tot, K), dtype=np.float32)
+            idx = [self.pos[j][lo[i] : hi[i]] for i, j in enumerate(sel)]
+            parts: list[NDArray[np.float32] | None] = []
+            for i in range(nm):
+                if cnt[i] == 0:
+                    parts.append(None)
+                    continue
+                Ai = A[idx[i] - r0]  # this model's rows of the chunk, gathered while the chunk is in cache
+                np.matmul(Ai, Ws[i], out=Z[off[i] : off[i + 1]])
+                parts.append(Ai)
+            which = np.repeat(model, cnt)
+            yc = task.y[np.concatenate(idx)]
+            Z += bias[which]
+            Z -= Z.max(1, keepdims=True)
+            ar = np.arange(tot)
+            zy = Z[ar, yc]
+            np.exp(Z, out=Z)
+            se = Z.sum(1)
+            w = inv_t[which]
+            loss += np.bincount(which, weights=(np.log(se) - zy) * w, minlength=nm)
+            Z /= se[:, None]
+            Z[ar, yc] -= 1.0
+            Z *= w[:, None]
+            for i, Ai in enumerate(parts):
+                if Ai is not None:
+                    gw[i] += Ai.T @ Z[off[i] : off[i + 1]]
+            for k in range(K):
+                gb[:, k] += np.bincount(which, weights=Z[:, k], minlength=nm)
+        g = np.empty_like(theta)
+        g[:, :d, :] = (gw if T64 is None else np.einsum("ij,mjk->mik", T64, gw)) + r * Wd
+        g[:, d, :] = gb
+        return loss, g
+
+
+def _np_pass(
+    A: NDArray[np.float32],
+    W: NDArray[np.float32],
+    b: NDArray[np.float32],
+    y: NDArray[np.int64],
+    w: NDArray[np.float32],
+    arg: NDArray[Any] | None,
+) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
+    """Weighted softmax loss and its gradient for one chunk of rows and nm models (class-major layout)."""
+    R = len(A)
+    K, nm = b.shape
+    z = (A @ W).reshape(R, K, nm)
+    z += b
+    top = z[:, 0, :].copy()
+    for k in range(1, K):
+        if arg is not None:
+            arg[z[:, k, :] > top] = k
+        np.maximum(top, z[:, k, :], out=top)
+    z -= top[:, None, :]
+    ar = np.arange(R)
+    zy = z[ar, y, :]  # (R, nm): logit of the true class
+    np.exp(z, out=z)
+    se = z[:, 0, :].copy()
+    for k in range(1, K):
+        se += z[:, k, :]
+    loss = ((np.log(se) - zy) * w).sum(0, dtype=np.float64)
+    z /= se[:, None, :]
+    z[ar, y, :] -= 1.0
+    z *= w[:, None, :]
+    grad = (A.T @ z.reshape(R, K * nm)).astype(np.float64)
+    return loss, grad, z.sum(0, dtype=np.float64)
+
+
+class _Clock:
+    """Seconds spent per part of a block's fit: ``passes`` (the objective at each step's first trial point),
+    ``line_search`` (backtracking re-evaluations), ``lbfgs`` (directions and bookkeeping), ``prediction``."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+        self._t = time.perf_counter()
+
+    def lap(self, part: str) -> None:
+        now = time.perf_counter()
+        self.seconds[part] = self.seconds.get(part, 0.0) + now - self._t
+        self._t = now
+
+
+def run_block(ops: Any, task: BlockTask) -> BlockResult:
+    """Batched, diagonally preconditioned L-BFGS for the models of one block; each model has its own line
+    search, memory and stopping rule, so a model's path does not depend on how long the others run."""
+    theta = task.theta0.copy()
+    m, d1, K = theta.shape
+    P = d1 * K
+    reg = task.reg
+    # Diagonal preconditioner: whitened data gives curvature ≈ 0.25 per coordinate, plus the penalty.
+    precond = np.repeat(1.0 / (0.25 + reg), K, axis=1)  # (m, P)
+    state = LbfgsState(m, P, task.memory)
+    if task.pairs is not None and task.pairs[0].shape[1:] == (P,):
+        state.seed(*task.pairs)
+    clock = _Clock()
+    everyone = np.arange(m)
+    f, g = ops.loss_grad(theta, everyone)
+    clock.lap("passes")
+    state.passes += 1
+    iters = np.zeros(m, dtype=np.int64)
+    conv = lambda gr: np.abs(gr).reshape(len(gr), -1).max(1) <= task.tol  # noqa: E731
+    active = ~conv(g)
+    while active.any():
+        idx = np.flatnonzero(active)
+        gi = g[idx].reshape(len(idx), P)
+        direction = -state.direction(idx, gi, precond[idx])
+        clock.lap("lbfgs")
+        gd = np.einsum("ij,ij->i", gi, direction)
+        bad = gd >= 0  # not a descent direction (numerical trouble): restart from the preconditioned gradient
+        if bad.any():
+            state.reset(idx[bad])
+            direction[bad] = -precond[idx[bad]] * gi[bad]
+            gd[bad] = np.einsum("ij,ij->i", gi[bad], direction[bad])
+        alpha = np.ones(len(idx))
+        pending = np.arange(len(idx))
+        new_theta = theta[idx].copy()
+        new_f = np.empty(len(idx))
+        new_g = np.empty((len(idx), d1, K))
+        for attempt in range(30):  # backtracking (Armijo) line search, only re-evaluating models that failed
+            sel = idx[pending]
+            trial = theta[sel] + (alpha[pending, None] * direction[pending]).reshape(len(sel), d1, K)
+            ft, gt = ops.loss_grad(trial, sel)
+            clock.lap("passes" if attempt == 0 else "line_search")  # the first trial (α = 1) is the step itself
+            state.passes += 1
+            ok = ft <= f[sel] + 1e-4 * alpha[pending] * gd[pending]
+            ok |= ~np.isfinite(f[sel])
+            done = pending[ok]
+            new_theta[done], new_f[done], new_g[done] = trial[ok], ft[ok], gt[ok]
+            pending = pending[~ok]
+            if pending.size == 0:
+                break
+            alpha[pending] *= 0.5
+        if pending.size:  # line search failed: keep the old point, stop those models
+            kept = idx[pending]
+            new_theta[pending], new_f[pending], new_g[pending] = theta[kept], f[kept], g[kept]
+            if not (task.own_rows or task.chunked):
+                ops.loss_grad(theta[kept], kept)  # re-record predictions at the kept point
+            clock.lap("line_search")
+        s = (new_theta - theta[idx]).reshape(len(idx), P)
+        yv = (new_g - g[idx]).reshape(len(idx), P)
+        state.push(idx, s, yv)
+        f_old = f[idx].copy()
+        theta[idx], f[idx], g[idx] = new_theta, new_f, new_g
+        iters[idx] += 1
+        stop = conv(g[idx]) | (iters[idx] >= task.max_iter)
+        stop |= (f_old - new_f) <= 1e-12 * np.maximum(1.0, np.abs(new_f))
+        if pending.size:
+            stop[pending] = True
+        active[idx[stop]] = False
+        clock.lap("lbfgs")
+    preds = ops.predictions(theta)
+    clock.lap("prediction")
+    return BlockResult(theta, preds, iters, int(conv(g).sum()), state.passes, state.newest_pairs(0), clock.seconds)
+
+
+def fit_block_local(store: FeatureStore, task: BlockTask) -> BlockResult:
+    """Fit one block in this process. Callers limit BLAS to one thread first: a block's floating-point result
+    then depends only on the task, so threads, processes and cluster workers all give the same answer."""
+    t0 = time.perf_counter()
+    store.select(task.rows)
+    ops = _ChunkedOwnOps(store, task) if task.chunked and not task.own_rows else _NumpyBlockOps(store, task)
+    setup = time.perf_counter() - t0
+    res = run_block(ops, task)
+    res.seconds["setup"] = setup
+    return res
+
+
+def default_block_size(n_partitions: int, n_classes: int, n_rows: int = 1 << 30, dim: int = 1 << 10) -> int:
+    """Partitions per block: enough weight columns (≈256) for an efficient GEMM, and at least 4 blocks so that
+    threads or cluster workers have work to share; tiny problems (the synthetic experiment) in one block, where
+    per-block overhead would dominate. A function of the problem's shape only, never of how many workers run
+    it, so the result does not depend on them."""
+    if n_rows * (dim + 1) * n_classes * n_partitions < 20_000_000:
+        return max(1, n_partitions)
+    b = max(1, -(-256 // max(n_classes, 1)))
+    return max(1, min(b, -(-n_partitions // 4)))
+
+
+def use_own_rows(n_rows: int, train_size: int, n_classes: int) -> bool:
+    """Train each model on its own gathered rows (rather than weighting a pass over all of S) when the softmax
+    is wide and t is a small share of S: ImageNet-like problems, where a pass over S costs |S|/t times more."""
+    return n_classes >= 16 and 4 * train_size <= n_rows
+
+
+CHUNKED_MAX_SHARE = 0.35
+
+
+def use_chunked_rows(n_rows: int, train_size: int) -> bool:
+    """The ``fast`` solver's own-row passes pay off while t is a small enough share of S: a gathered row costs
+    a few times a row of a full pass (narrow products, the gather), so above about a third of S the pass over
+    all rows is cheaper (measured; see ``aflite bench``)."""
+    return train_size <= CHUNKED_MAX_SHARE * n_rows
+
+
+class LbfgsState:
+    """Ring buffers of L-BFGS pairs for m models, updated in lockstep (one shared slot per iteration)."""
+
+    def __init__(self, m: int, P: int, memory: int) -> None:
+        self.S = np.zeros((memory, m, P))
+        self.Y = np.zeros((memory, m, P))
+        self.rho = np.zeros((memory, m))
+        self.count = np.zeros(m, dtype=np.int64)  # pairs pushed per model (slot = count % memory)
+        self.memory = memory
+        self.passes = 0
+
+    def seed(self, S: NDArray[np.float64], Y: NDArray[np.float64]) -> None:
+        """Start every model with the same curvature pairs (oldest first), e.g. the previous phase's: the
+        objective changes little between phases, so they describe its curvature well from the first step."""
+        m = self.S.shape[1]
+        for s, y in zip(S[-self.memory :], Y[-self.memory :], strict=True):
+            self.push(np.arange(m), np.broadcast_to(s, (m, len(s))), np.broadcast_to(y, (m, len(y))))
+
+    def newest_pairs(self, model: int) -> tuple[NDArray[np.float64], NDArray[np.float64]] | None:
+        """One model's stored pairs, oldest first (those with positive curvature), or None if there are none."""
+        cnt = int(self.count[model])
+        n = min(cnt, self.memory)
+        slots = [(cnt - n + j) % self.memory for j in range(n)]
+        keep = [k for k in slots if self.rho[k, model] > 0]
+        if not keep:
+            return None
+        return self.S[keep, model].copy(), self.Y[keep, model].copy()
+
+    def reset(self, idx: NDArray[np.intp]) -> None:
+        self.rho[:, idx] = 0.0
+        self.S[:, idx] = 0.0
+        self.Y[:, idx] = 0.0
+
+    def push(self, idx: NDArray[np.intp], s: NDArray[np.float64], y: NDArray[np.float64]) -> None:
+        sy = np.einsum("ij,ij->i", s, y)
+        ok = sy > 1e-12 * np.linalg.norm(s, axis=1) * np.linalg.norm(y, axis=1)
+        slot = self.count[idx] % self.memory
+        self.S[slot, idx] = s
+        self.Y[slot, idx] = y
+        self.rho[slot, idx] = np.where(ok, 1.0 / np.where(ok, sy, 1.0), 0.0)
+        self.count[idx] += 1
+
+    def direction(
+        self, idx: NDArray[np.intp], g: NDArray[np.float64], precond: NDArray[np.float64]
+    ) -> NDArray[np.float64]:
+        """Two-loop recursion, batched over models; a pair with rho = 0 is a no-op."""
+        q = g.copy()
+        mem = self.memory
+        cnt = self.count[idx]
+        n_pairs = int(min(cnt.max(initial=0), mem))
+        alphas = np.zeros((mem, len(idx)))
+        # newest first; slots are per-model positions (count-1-j) % mem
+        order = [((cnt - 1 - j) % mem, j < np.minimum(cnt, mem)) for j in range(n_pairs)]
+        for j, (slot, valid) in enumerate(order):
+            s = self.S[slot, idx]
+            yv = self.Y[slot, idx]
+            rho = self.rho[slot, idx] * valid
+            a = rho * np.einsum("ij,ij->i", s, q)
+            alphas[j] = a
+            q -= a[:, None] * yv
+        # initial inverse Hessian: preconditioner scaled by the newest pair (sᵀy / yᵀDy)
+        gamma = np.ones(len(idx))
+        if n_pairs:
+            slot, valid = order[0]
+            s, yv = self.S[slot, idx], self.Y[slot, idx]
+            sy = np.einsum("ij,ij->i", s, yv)
+            ydy = np.einsum("ij,ij->i", yv * precond, yv)
+            use = valid & (self.rho[slot, idx] > 0) & (ydy > 0)
+            gamma = np.where(use, sy / np.where(use, ydy, 1.0), 1.0)
+        r = gamma[:, None] * precond * q
+        for j in reversed(range(n_pairs)):
+            slot, valid = order[j]
+            s = self.S[slot, idx]
+            yv = self.Y[slot, idx]
+            rho = self.rho[slot, idx] * valid
+            beta = rho * np.einsum("ij,ij->i", yv, r)
+            r += s * (alphas[j] - beta)[:, None]
+        return r
+

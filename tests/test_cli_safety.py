@@ -1,0 +1,494 @@
+"""Bad input and output folders, for every command: one line on stderr, exit code 2, nothing computed, nothing
+lost (issue 12). Each test is a fuzz case of the closing note; all use tiny data and the ngram featurizer."""
+
+from __future__ import annotations
+
+import fcntl
+import gzip
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from aflite import rundir
+from aflite.cli import main
+from aflite.data import counterfactual_twins, load_dataset, warn_twins
+
+SAMPLE = Path(__file__).resolve().parents[1] / "src" / "aflite" / "resources" / "snli_sample.tsv.gz"
+FAST = ["--featurizer", "ngram", "--quiet", "-m", "4", "--no-probe"]
+
+
+def sample_rows(n: int) -> list[list[str]]:
+    with gzip.open(SAMPLE, "rt", encoding="utf-8") as fh:
+        lines = fh.read().splitlines()
+    return [line.split("\t") for line in lines[1 : n + 1]]
+
+
+@pytest.fixture
+def tsv(tmp_path: Path) -> Path:
+    """240 real SNLI pairs (id, premise, hypothesis, label)."""
+    p = tmp_path / "data.tsv"
+    p.write_text("id\tpremise\thypothesis\tlabel\n" + "".join("\t".join(r) + "\n" for r in sample_rows(240)))
+    return p
+
+
+def cli(capsys: pytest.CaptureFixture[str], *argv: object) -> tuple[int, str, str]:
+    code = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def one_line_error(err: str, command: str) -> str:
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert len(lines) == 1, err
+    assert lines[0].startswith(f"aflite {command}: error: "), err
+    return lines[0]
+
+
+def snapshot(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+# --------------------------------------------------------------------------------- every command's --out
+def command_lines(tmp: Path, tsv: Path, out: Path) -> dict[str, list[object]]:
+    """A valid-looking call of each command that writes to ``out`` (inputs need not exist: the output check
+    comes first)."""
+    return {
+        "run": ["run", tsv, "--out", out, *FAST],
+        "filter": ["filter", "--features", tmp / "X.npy", "--labels", tmp / "y.txt", "--out", out, "--quiet"],
+        "embed": ["embed", tsv, "--out", out / "feats", "--quiet"],
+        "evaluate": ["evaluate", tsv, tmp / "run", "--out", out, "--quiet"],
+        "audit": ["audit", tsv, "--out", out, "--featurizer", "ngram", "--no-tra", "--quiet"],
+        "demo": ["demo", "--out", out, "--featurizer", "ngram", "--quiet"],
+        "synthetic": ["synthetic", "--out", out, "--seeds", "1", "--quiet"],
+        "bench": ["bench", "--shape", "snli", "--scale", "0.001", "--workdir", out],
+    }
+
+
+COMMANDS = ("run", "filter", "embed", "evaluate", "audit", "demo", "synthetic", "bench")
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_out_is_a_file(tmp_path, tsv, capsys, command):
+    target = tmp_path / "a_file"
+    target.write_text("precious\n")
+    argv = command_lines(tmp_path, tsv, target)[command]
+    if command == "embed":  # OUT is a stem: its files would go under the file
+        argv = ["embed", tsv, "--out", target / "feats", "--quiet"]
+    code, _, err = cli(capsys, *argv)
+    assert code == 2
+    line = one_line_error(err, command)
+    assert "is a file" in line
+    assert target.read_text() == "precious\n"
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_out_under_a_file(tmp_path, tsv, capsys, command):
+    target = tmp_path / "a_file"
+    target.write_text("precious\n")
+    code, _, err = cli(capsys, *command_lines(tmp_path, tsv, target / "sub")[command])
+    assert code == 2
+    assert "a_file is a file, so nothing can be created under it" in one_line_error(err, command)
+    assert target.read_text() == "precious\n"
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_unwritable_out_is_refused_before_any_work(tmp_path, tsv, capsys, monkeypatch, command):
+    """A read-only folder (simulated: the tests may run as root, who can write anywhere; see the next test for
+    the real thing)."""
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    real_access = os.access
+    monkeypatch.setattr(rundir.os, "access", lambda p, mode: False if Path(p) == ro else real_access(p, mode))
+    computed: list[str] = []
+    monkeypatch.setattr("aflite.data.load_dataset", lambda *a, **k: computed.append("load"))
+    code, _, err = cli(capsys, *command_lines(tmp_path, tsv, ro / "out")[command])
+    assert code == 2
+    assert "is not writable" in one_line_error(err, command)
+    assert computed == []
+    assert list(ro.iterdir()) == []
+
+
+def test_read_only_out_for_real(tmp_path):
+    """As an unprivileged user (setpriv when the tests run as root): parent read-only and --out read-only."""
+    if os.geteuid() == 0:
+        if shutil.which("setpriv") is None:
+            pytest.skip("running as root without setpriv")
+        prefix = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+    else:
+        prefix = []
+    base = Path(tempfile.mkdtemp(prefix="aflite-ro-"))
+    try:
+        base.chmod(0o755)
+        data = base / "data.tsv"
+        data.write_text("id\tpremise\thypothesis\tlabel\n" + "".join("\t".join(r) + "\n" for r in sample_rows(60)))
+        data.chmod(0o644)
+        ro = base / "ro"
+        ro.mkdir()
+        ro.chmod(0o555)
+        script = ("import sys; from aflite.cli import main; "
+                  "print(*(main(['run', sys.argv[1], '--out', o, '--quiet']) for o in sys.argv[2:]))")
+        proc = subprocess.run([*prefix, sys.executable, "-c", script, str(data), str(ro / "new"), str(ro)],
+                              capture_output=True, text=True, timeout=120, env={**os.environ, "HOME": str(base)})
+        assert proc.stdout.split() == ["2", "2"], proc.stderr
+        lines = proc.stderr.strip().splitlines()
+        assert len(lines) == 2, proc.stderr
+        assert lines[0] == f"aflite run: error: --out {ro / 'new'}: cannot create it: {ro} is not writable " \
+                           "(read-only or no permission)"
+        assert lines[1] == f"aflite run: error: --out {ro}: folder is not writable (read-only or no permission)"
+        assert list(ro.iterdir()) == []
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
+# --------------------------------------------------------------------------------- no silent overwrites
+def test_audit_refuses_a_run_folder_and_run_refuses_a_user_folder(tmp_path, tsv, capsys):
+    run_dir = tmp_path / "run"
+    assert cli(capsys, "run", tsv, "--out", run_dir, *FAST)[0] == 0
+    before = snapshot(run_dir)
+    code, _, err = cli(capsys, "audit", tsv, "--out", run_dir, "--featurizer", "ngram", "--no-tra", "--quiet")
+    assert code == 2
+    assert "made by `aflite run`; pass --overwrite" in one_line_error(err, "audit")
+    assert snapshot(run_dir) == before
+
+    user = tmp_path / "mine"
+    user.mkdir()
+    (user / "notes.txt").write_text("mine\n")
+    code, _, err = cli(capsys, "run", tsv, "--out", user, *FAST)
+    assert code == 2
+    assert "not empty (1 entry) and was not made by `aflite run`" in one_line_error(err, "run")
+    assert sorted(p.name for p in user.iterdir()) == ["notes.txt"]
+    # --overwrite writes into it, and leaves the user's file alone
+    assert cli(capsys, "run", tsv, "--out", user, *FAST, "--overwrite")[0] == 0
+    assert (user / "notes.txt").read_text() == "mine\n" and (user / "kept_ids.txt").is_file()
+
+
+def test_filter_refuses_a_folder_with_a_stale_kept_ids(tmp_path, capsys):
+    rng = np.random.default_rng(0)
+    np.save(tmp_path / "X.npy", rng.standard_normal((200, 4)).astype(np.float32))
+    (tmp_path / "y.txt").write_text("".join(f"{c}\n" for c in rng.choice(["a", "b"], 200)))
+    out = tmp_path / "old"
+    out.mkdir()
+    (out / "kept_ids.txt").write_text("stale\n")
+    code, _, err = cli(capsys, "filter", "--features", tmp_path / "X.npy", "--labels", tmp_path / "y.txt",
+                       "--out", out, "-n", "120", "-t", "60", "-k", "20", "-m", "4", "--quiet")
+    assert code == 2
+    assert "pass --overwrite" in one_line_error(err, "filter")
+    assert (out / "kept_ids.txt").read_text() == "stale\n"
+
+
+def test_a_second_run_in_the_same_folder_is_refused_before_featurizing(tmp_path, tsv, capsys, monkeypatch):
+    out = tmp_path / "run"
+    assert cli(capsys, "run", tsv, "--out", out, *FAST)[0] == 0
+    monkeypatch.setattr("aflite.features.featurize", lambda *a, **k: pytest.fail("featurized"))
+    code, _, err = cli(capsys, "run", tsv, "--out", out, *FAST)
+    assert code == 2
+    assert "holds a previous run: pass --resume to continue it, --overwrite to start over" in one_line_error(
+        err, "run")
+
+
+def test_two_processes_on_one_folder_the_second_refuses(tmp_path, tsv, capsys):
+    out = tmp_path / "run"
+    holder = rundir.claim_output(out, "run")  # a first process at work (flock: per open file, so this suffices)
+    try:
+        code, _, err = cli(capsys, "run", tsv, "--out", out, *FAST)
+        assert code == 2
+        assert f"in use by another aflite process (pid {os.getpid()})" in one_line_error(err, "run")
+        assert not (out / "kept_ids.txt").exists()
+    finally:
+        holder.release()
+    with open(out / rundir.LOCK, "a+") as fh:  # released: the lock is free again
+        fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+
+
+def test_demo_never_removes_a_folder_it_did_not_make(tmp_path, tsv, capsys):
+    run_dir = tmp_path / "run"
+    assert cli(capsys, "run", tsv, "--out", run_dir, *FAST)[0] == 0
+    before = snapshot(run_dir)
+    code, _, err = cli(capsys, "demo", "--out", run_dir, "--featurizer", "ngram", "--quiet")
+    assert code == 2
+    assert "made by `aflite run`" in one_line_error(err, "demo")
+    assert snapshot(run_dir) == before
+    # an old run folder without a marker, holding a summary.json (what the demo used to delete)
+    legacy = tmp_path / "legacy"
+    legacy.mkdir()
+    (legacy / "summary.json").write_text("{}\n")
+    code, _, err = cli(capsys, "demo", "--out", legacy, "--featurizer", "ngram", "--quiet")
+    assert code == 2 and (legacy / "summary.json").read_text() == "{}\n"
+
+
+def test_clear_own_folder_only_empties_what_the_command_created(tmp_path):
+    own = tmp_path / "own"
+    rundir.claim_output(own, "demo").release()
+    (own / "summary.json").write_text("{}")
+    (own / "cache").mkdir()
+    assert rundir.clear_own_folder(own, "demo")
+    assert sorted(p.name for p in own.iterdir()) == sorted([rundir.MARKER, rundir.LOCK])
+    adopted = tmp_path / "adopted"  # a user's folder the demo wrote into with --overwrite: never emptied
+    adopted.mkdir()
+    (adopted / "thesis.tex").write_text("x")
+    rundir.claim_output(adopted, "demo", overwrite=True).release()
+    assert not rundir.clear_own_folder(adopted, "demo")
+    assert (adopted / "thesis.tex").exists()
+    assert not rundir.clear_own_folder(own, "run")
+
+
+# --------------------------------------------------------------------------------- checks before any work
+def test_one_class_file_is_refused_before_featurizing(tmp_path, capsys, monkeypatch):
+    p = tmp_path / "one.tsv"
+    p.write_text("id\tpremise\thypothesis\tlabel\n" + "".join(
+        f"{r[0]}\t{r[1]}\t{r[2]}\tentailment\n" for r in sample_rows(50)))
+    monkeypatch.setattr("aflite.features.featurize", lambda *a, **k: pytest.fail("featurized"))
+    out = tmp_path / "out"
+    code, _, err = cli(capsys, "run", p, "--out", out, *FAST)
+    assert code == 2
+    assert "every one of the 50 rows has the label 'entailment'" in one_line_error(err, "run")
+    assert not out.exists()  # no folder, no cache/
+    monkeypatch.setattr("aflite.audit.compute_features", lambda *a, **k: pytest.fail("featurized"))
+    code, _, err = cli(capsys, "audit", p, "--out", out, "--featurizer", "ngram", "--no-tra", "--quiet")
+    assert code == 2
+    assert "every one of the 50 rows has the label 'entailment'; an audit needs" in one_line_error(err, "audit")
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("bad", ["nan", "NaN"])
+def test_nan_labels_are_refused(tmp_path, capsys, bad):
+    rows = sample_rows(40)
+    p = tmp_path / "nan.csv"
+    p.write_text("premise,hypothesis,label\n" + "".join(
+        f"\"{r[1]}\",\"{r[2]}\",{bad if i == 7 else float(i % 3)}\n" for i, r in enumerate(rows)))
+    code, _, err = cli(capsys, "run", p, "--out", tmp_path / "o", *FAST)
+    assert code == 2
+    assert "line 9, column 'label': missing label (NaN)" in one_line_error(err, "run")
+    assert not (tmp_path / "o").exists()
+
+
+def test_nan_and_blank_labels_in_label_files_are_refused(tmp_path):
+    from aflite.data import load_labels
+    from aflite.errors import InputError
+
+    np.save(tmp_path / "y.npy", np.array([0.0, 1.0, np.nan]))
+    with pytest.raises(InputError, match=r"row 2 \(0-based\), column 'label': missing label \(NaN\)"):
+        load_labels(tmp_path / "y.npy")
+    (tmp_path / "y.txt").write_text("1.0\nnan\n2.0\n")
+    with pytest.raises(InputError, match="missing label"):
+        load_labels(tmp_path / "y.txt")
+    (tmp_path / "y.csv").write_text("label\n1.0\n\n2.0\n")
+    with pytest.raises(InputError):
+        load_labels(tmp_path / "y.csv")
+
+
+@pytest.mark.parametrize("flag,value", [("-t", "1.0"), ("-k", "2.0"), ("-n", "1e2")])
+def test_sizes_written_as_floats_above_one_are_ambiguous(tmp_path, tsv, capsys, flag, value):
+    code, _, err = cli(capsys, "run", tsv, "--out", tmp_path / "o", flag, value)
+    assert code == 2
+    line = err.strip()
+    assert f"{value!r} is ambiguous: write a count as a whole number" in line and "or a fraction below 1" in line
+    assert not (tmp_path / "o").exists()
+
+
+def test_absurd_partitions_are_refused_with_their_cost(tmp_path, tsv, capsys):
+    code, _, err = cli(capsys, "run", tsv, "--out", tmp_path / "o", "-m", "1000000")
+    assert code == 2
+    assert "1,000,000 classifiers per phase would cost 15,625x the paper's m=64" in err
+    assert not (tmp_path / "o").exists()
+
+
+def test_compare_is_checked_before_out_is_created(tmp_path, tsv, capsys):
+    out = tmp_path / "audit"
+    code, _, err = cli(capsys, "audit", tsv, "--out", out, "--compare", tmp_path / "nope", "--featurizer", "ngram",
+                       "--no-tra", "--quiet")
+    assert code == 2
+    assert "kept_ids.txt: not found" in one_line_error(err, "audit")
+    assert not out.exists()
+
+
+def test_missing_columns_are_named_by_their_flags(tmp_path, capsys):
+    p = tmp_path / "cols.tsv"
+    p.write_text("a\tb\tc\nx\ty\tz\n")
+    code, _, err = cli(capsys, "run", p, "--out", tmp_path / "o", *FAST)
+    assert code == 2
+    line = one_line_error(err, "run")
+    assert "name it with --text-a (and --text-b, --label)" in line and "text_a=" not in line
+    q = tmp_path / "q.tsv"
+    q.write_text("premise\thypothesis\ty\np\th\tentailment\n")
+    code, _, err = cli(capsys, "run", q, "--out", tmp_path / "o", "--label", "gold", *FAST)
+    assert "missing column 'gold' (given by --label)" in one_line_error(err, "run")
+    assert not (tmp_path / "o").exists()
+
+
+def test_library_messages_keep_keyword_names(tmp_path):
+    from aflite.errors import InputError
+
+    p = tmp_path / "cols.tsv"
+    p.write_text("a\tb\tc\nx\ty\tz\n")
+    with pytest.raises(InputError, match="name it with text_a="):
+        load_dataset(p)
+
+
+def test_rows_dropped_on_load_are_reported(tmp_path, capsys):
+    rows = sample_rows(120)
+    p = tmp_path / "dash.tsv"
+    p.write_text("id\tpremise\thypothesis\tlabel\n" + "".join(
+        "\t".join([r[0], r[1], r[2], "-" if i % 40 == 0 else r[3]]) + "\n" for i, r in enumerate(rows)))
+    code, _, err = cli(capsys, "run", p, "--out", tmp_path / "o", *FAST)
+    assert code == 0
+    assert "dropped 3 row(s) on load (3 no gold label" in err and "117 rows kept" in err
+
+
+def test_a_50000_character_token_is_shortened_in_report_tables():
+    from aflite.report import _artifacts_table, shorten
+
+    token = "x" * 50_000
+    html = _artifacts_table({"entailment": [{"token": token, "pmi": 1.0, "z": 2.0, "count": 5, "total": 9,
+                                             "label_rate": 0.5}]})
+    assert token not in html and "(50,000 chars)" in html and len(html) < 2_000
+    assert shorten("short") == "short"
+
+
+# --------------------------------------------------------------------------------- groups
+def twins_file(tmp: Path, n: int = 150) -> Path:
+    """Counterfactual twins built from real SNLI rows: each pair copied with another premise and another label;
+    the ``family`` column ties the pairs of one original premise to their twins."""
+    other = {"entailment": "contradiction", "contradiction": "neutral", "neutral": "entailment"}
+    lines = ["id\tpremise\thypothesis\tlabel\tfamily"]
+    family: dict[str, int] = {}
+    for pid, prem, hyp, lab in sample_rows(n):
+        f = family.setdefault(prem, len(family))
+        lines.append(f"{pid}\t{prem}\t{hyp}\t{lab}\tf{f}")
+        lines.append(f"{pid}-cf\tIn a different scene, {prem[0].lower()}{prem[1:]}\t{hyp}\t{other[lab]}\tf{f}")
+    p = tmp / "twins.tsv"
+    p.write_text("\n".join(lines) + "\n")
+    return p
+
+
+def test_groups_column_none_and_premise(tmp_path):
+    p = twins_file(tmp_path)
+    by_premise = load_dataset(p)
+    by_family = load_dataset(p, groups="family")
+    n_families = len(set(by_premise.texts_a[0::2]))
+    assert by_family.groups is not None and len(np.unique(by_family.groups)) == n_families
+    assert by_premise.groups is not None and len(np.unique(by_premise.groups)) == 2 * n_families
+    assert load_dataset(p, groups="none").groups is None
+    n_texts, n_rows, example = counterfactual_twins(by_premise.texts_b, by_premise.labels, by_premise.groups)
+    assert n_texts > 100 and n_rows >= 2 * n_texts and isinstance(example, str)
+    # grouped by family only SNLI's own duplicates remain ('A man is wearing a black shirt' under two premises)
+    # and stay under the warning's threshold
+    assert counterfactual_twins(by_family.texts_b, by_family.labels, by_family.groups)[0] <= 1
+    assert warn_twins(by_family, ("pair", "hypothesis", "premise"), "family") == []
+    assert len(warn_twins(by_premise, ("pair", "hypothesis", "premise"), "premise")) == 1  # hypothesis side
+
+
+def test_run_warns_about_twins_and_groups_by_a_column(tmp_path, capsys):
+    p = twins_file(tmp_path)
+    code, _, err = cli(capsys, "run", p, "--out", tmp_path / "a", *FAST)
+    assert code == 0
+    assert "hypothesis text(s)" in err and "counterfactual twins" in err and "--groups COLUMN" in err
+    code, _, err = cli(capsys, "run", p, "--out", tmp_path / "b", *FAST, "--groups", "family")
+    assert code == 0 and "counterfactual twins" not in err
+    assert json.loads((tmp_path / "b" / "summary.json").read_text())["groups"] == "family"
+    code, _, err = cli(capsys, "run", p, "--out", tmp_path / "c", *FAST, "--groups", "nosuch")
+    assert code == 2
+    assert "missing column 'nosuch' (given by --groups)" in one_line_error(err, "run")
+    assert not (tmp_path / "c").exists()
+
+
+def test_audit_and_evaluate_take_groups(tmp_path, capsys):
+    p = twins_file(tmp_path, n=60)
+    for argv in (["audit", p, "--out", tmp_path / "au", "--featurizer", "ngram", "--no-tra", "--quiet"],
+                 ["evaluate", p, tmp_path / "run", "--out", tmp_path / "ev", "--quiet"]):
+        code, _, err = cli(capsys, *argv, "--groups", "nosuch")
+        assert code == 2
+        assert "missing column 'nosuch' (given by --groups)" in one_line_error(err, str(argv[0]))
+        assert not (tmp_path / "au").exists() and not (tmp_path / "ev").exists()
+
+
+def test_audit_warns_about_twins(tmp_path, capsys):
+    p = twins_file(tmp_path, n=60)
+    code, _, err = cli(capsys, "audit", p, "--out", tmp_path / "au", "--featurizer", "ngram", "--no-tra",
+                       "--quiet", "--tsne-sample", "0", "--pca", "5", "--clusters", "5", "--peco-shuffles", "2")
+    assert code == 0, err
+    assert "counterfactual twins" in err
+
+
+# --------------------------------------------------------------------------------- run's summary and progress
+def test_label_shift_warning():
+    from aflite.pipeline import label_shift
+
+    calm = label_shift({"a": 50, "b": 50}, {"a": 48, "b": 50})
+    assert calm["warning"] is None and calm["max_change_points"] < 5
+    moved = label_shift({"e": 100, "n": 100, "c": 100}, {"e": 100, "n": 40, "c": 100})
+    assert moved["change_points"]["n"] == pytest.approx(40 / 240 * 100 - 100 / 3)
+    assert "read Δ over the majority rate" in moved["warning"]
+
+
+def test_summary_shows_majority_delta_and_shares(tmp_path, tsv, capsys):
+    out = tmp_path / "run"
+    code, stdout, _ = cli(capsys, "run", tsv, "--out", out, "--featurizer", "ngram", "--quiet", "-m", "4")
+    assert code == 0
+    md = (out / "summary.md").read_text()
+    assert "| majority rate (same rows) | Δ over majority |" in md
+    assert "share before % | share after % | Δ share (points)" in md
+    assert "raw accuracy is not leakage" in md
+    s = json.loads((out / "summary.json").read_text())
+    for r in s["partial_input_probe"]["results"]:
+        assert r["delta_majority"] == pytest.approx(r["accuracy"] - r["majority"])
+    assert "Δ +" in stdout or "Δ -" in stdout
+    assert "class shares before → after" in stdout
+
+
+def test_progress_ngram_stages_and_removed_bar_ends_at_100(tmp_path, tsv, capsys):
+    code, _, err = cli(capsys, "run", tsv, "--out", tmp_path / "run", "--featurizer", "ngram", "-m", "4")
+    assert code == 0
+    assert "ngram features (240 rows)" in err and "6/6" in err
+    removed = [chunk for chunk in err.replace("\r", "\n").splitlines() if chunk.startswith("removed:")]
+    assert removed and removed[-1].startswith("removed: 100%")
+    assert "probe (D, D(Φ), 3 random subsets)" in err and "5/5" in err
+
+
+def test_embed_refuses_to_replace_its_files_without_overwrite(tmp_path, tsv, capsys):
+    stem = tmp_path / "feats"
+    (tmp_path / "feats.npy").write_bytes(b"precious")
+    code, _, err = cli(capsys, "embed", tsv, "--out", stem, "--quiet", "--cache", tmp_path / "c")
+    assert code == 2
+    assert "feats.npy exists; pass --overwrite to replace it" in one_line_error(err, "embed")
+    assert (tmp_path / "feats.npy").read_bytes() == b"precious" and not (tmp_path / "c").exists()
+    assert cli(capsys, "embed", tsv, "--out", stem, "--quiet", "--cache", tmp_path / "c", "--overwrite")[0] == 0
+    assert np.load(tmp_path / "feats.npy").shape[0] == 240
+
+
+def test_groups_none_and_the_old_no_groups(tmp_path, tsv, capsys):
+    for name, extra in (("a", ["--groups", "none"]), ("b", ["--no-groups"]), ("c", [])):
+        assert cli(capsys, "run", tsv, "--out", tmp_path / name, *FAST, *extra)[0] == 0
+        s = json.loads((tmp_path / name / "summary.json").read_text())
+        assert s["groups"] == ("premise" if name == "c" else "none")
+        assert s["parameters"].get("groups", False) is (name == "c")
+
+
+def test_evaluate_warns_about_twins_unless_grouped_by_family(tmp_path, capsys):
+    p = twins_file(tmp_path, n=90)
+    run_dir = tmp_path / "run"
+    assert cli(capsys, "run", p, "--out", run_dir, *FAST, "--groups", "family")[0] == 0
+    common = ["--models", "ngram:hypothesis", "--seeds", "1", "--no-random", "--no-single", "--quiet"]
+    code, _, err = cli(capsys, "evaluate", p, run_dir, "--out", tmp_path / "ev1", *common)
+    assert code == 0, err
+    assert "hypothesis text(s)" in err and "counterfactual twins" in err
+    code, _, err = cli(capsys, "evaluate", p, run_dir, "--out", tmp_path / "ev2", *common, "--groups", "family")
+    assert code == 0, err
+    assert "counterfactual twins" not in err
+
+
+def test_a_refused_input_leaves_an_existing_empty_folder_as_it_was(tmp_path, capsys):
+    out = tmp_path / "empty"
+    out.mkdir()
+    p = tmp_path / "cols.tsv"
+    p.write_text("a\tb\tc\nx\ty\tz\n")
+    code, _, err = cli(capsys, "run", p, "--out", out, *FAST)
+    assert code == 2 and "cannot tell which column" in one_line_error(err, "run")
+    assert list(out.iterdir()) == []

@@ -1,0 +1,213 @@
+"""Image datasets (aflite.images): loaders for folders / tables / HF datasets, unreadable images, the image
+featurizers behind `featurize` (cache, resume), and `aflite run` on images writing outputs in the input's form."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from aflite import images
+from aflite.errors import InputError, ParameterError
+
+PIL = pytest.importorskip("PIL.Image")
+
+from test_encoders import needs_effnet, square_images, tiny_vit  # noqa: E402
+
+
+def _table(folder: Path, paths: list[str], labels: np.ndarray, name: str = "data.csv") -> Path:
+    p = folder / name
+    with open(p, "w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(["image", "label", "note"])
+        for q, lab in zip(paths, labels, strict=True):
+            w.writerow([Path(q).relative_to(folder).as_posix(), f"c{lab}", "x"])
+    return p
+
+
+def test_folder_loader(tmp_path: Path) -> None:
+    paths, y = square_images(tmp_path / "d", n_per_class=3)
+    (tmp_path / "d" / "1" / "notes.txt").write_text("not an image")
+    assert images.is_image_folder(tmp_path / "d")
+    ds = images.load_image_dataset(tmp_path / "d")
+    assert ds.texts_b is None and ds.groups is None and ds.source.format == "imagefolder"
+    assert ds.ids.tolist() == [f"{c}/{i:03d}.png" for c in (0, 1) for i in range(3)]
+    assert ds.labels.tolist() == ["0"] * 3 + ["1"] * 3
+    assert ds.texts_a == [str(Path(p).resolve()) for p in paths]
+
+
+def test_folder_loader_errors(tmp_path: Path) -> None:
+    (tmp_path / "one" / "a").mkdir(parents=True)
+    PIL.new("RGB", (4, 4)).save(tmp_path / "one" / "a" / "x.png")
+    with pytest.raises(InputError, match="one class folder"):
+        images.load_image_dataset(tmp_path / "one")
+    with pytest.raises(InputError, match="no such file"):
+        images.load_image_dataset(tmp_path / "missing")
+
+
+def test_table_loader_relative_paths_and_errors(tmp_path: Path) -> None:
+    paths, y = square_images(tmp_path / "img", n_per_class=2)
+    table = _table(tmp_path, paths, y)
+    ds = images.load_image_dataset(table)
+    assert ds.source.format == "csv" and ds.labels.tolist() == ["c0", "c0", "c1", "c1"]
+    assert ds.texts_a == [str(Path(p).resolve()) for p in paths]
+    Path(paths[1]).unlink()
+    with pytest.raises(InputError, match=r"data\.csv: row 2, column 'image': no image file"):
+        images.load_image_dataset(table)
+    other = tmp_path / "other.csv"
+    other.write_text("file_name_x,label\nimg/0/000.png,a\n")
+    with pytest.raises(InputError, match="no path column"):
+        images.load_image_dataset(other)
+
+
+def test_unreadable_image_one_line_error_or_skipped(tmp_path: Path) -> None:
+    square_images(tmp_path / "d", n_per_class=3)
+    bad = tmp_path / "d" / "1" / "broken.png"
+    bad.write_bytes(b"\x89PNG\r\n\x1a\n this is not a png")
+    ds = images.load_image_dataset(tmp_path / "d")
+    assert len(ds) == 7
+    with pytest.raises(InputError) as exc:
+        images.open_image(ds.texts_a[-1])
+    msg = str(exc.value)
+    assert "broken.png" in msg and "not a readable image" in msg and "\n" not in msg
+    ds = images.load_image_dataset(tmp_path / "d", skip_bad_images=True)
+    assert len(ds) == 6 and ds.dropped == {"unreadable_image": 1} and ds.bad_images == [str(bad.resolve())]
+
+
+def test_hf_dataset_with_image_column(tmp_path: Path) -> None:
+    datasets = pytest.importorskip("datasets")
+    paths, y = square_images(tmp_path / "img", n_per_class=2)
+    hf = datasets.Dataset.from_dict({"img": paths, "label": y.tolist()}).cast_column("img", datasets.Image())
+    hf = hf.cast_column("label", datasets.ClassLabel(names=["square", "disc"]))
+    hf.save_to_disk(str(tmp_path / "hf"))
+    ds = images.load_image_dataset(tmp_path / "hf")
+    assert ds.source.format == "hf" and ds.labels.tolist() == ["square", "square", "disc", "disc"]
+    a = np.asarray(images.open_image(ds.texts_a[2]))
+    b = np.asarray(PIL.open(paths[2]).convert("RGB"))
+    assert a.shape == b.shape and (a == b).all()
+    assert images.files_fingerprint(ds.texts_a) == images.files_fingerprint(list(ds.texts_a))
+
+
+def test_featurize_images_cache_and_file_change(tmp_path: Path) -> None:
+    pytest.importorskip("torch")
+    from aflite.features import featurize
+
+    paths, _ = square_images(tmp_path / "d", n_per_class=3)
+    model = tiny_vit(tmp_path / "vit")
+    f1 = featurize(paths, None, "hf-image", cache_dir=tmp_path / "c", show_progress=False, model_path=model)
+    f2 = featurize(paths, None, "hf-image", cache_dir=tmp_path / "c", show_progress=False, model_path=model)
+    assert f1.X.shape == (6, 32) and f2.from_cache and np.array_equal(f1.X, f2.X)
+    PIL.new("RGB", (24, 24), (0, 255, 0)).save(paths[0])  # a replaced image is re-embedded
+    f3 = featurize(paths, None, "hf-image", cache_dir=tmp_path / "c", show_progress=False, model_path=model)
+    assert not f3.from_cache and not np.allclose(f3.X[0], f1.X[0]) and np.allclose(f3.X[1:], f1.X[1:], atol=1e-6)
+
+
+def test_featurizer_options_refuse_text_featurizers() -> None:
+    with pytest.raises(ParameterError, match="reads text"):
+        images.featurizer_options("ngram", {})
+    assert images.featurizer_options("warmup", {})["image_model"] == "efficientnet-lite0"
+    assert images.featurizer_options("warmup", {"model_path": "m"})["image_model"] == "hf-image"
+
+
+# ------------------------------------------------------------------------------------------------ aflite run
+
+
+def _run(argv: list[str]) -> int:
+    from aflite.cli import main
+
+    return main(argv)
+
+
+FILTER = ["--train-size", "6", "--slice-size", "2", "--target-size", "10", "--partitions", "8", "--tau", "0",
+          "--quiet", "--device", "cpu"]
+
+
+def test_run_folder_writes_kept_removed_and_links(tmp_path: Path) -> None:
+    pytest.importorskip("torch")
+    square_images(tmp_path / "d", n_per_class=8)
+    model = tiny_vit(tmp_path / "vit")
+    out = tmp_path / "out"
+    rc = _run(["run", str(tmp_path / "d"), "--out", str(out), "--featurizer", "hf-image", "--model-path", str(model),
+               "--link-dir", str(tmp_path / "links"), *FILTER])
+    assert rc == 0
+    kept = list(csv.DictReader(open(out / "kept.csv")))
+    removed = list(csv.DictReader(open(out / "removed.csv")))
+    assert len(kept) == 10 and len(removed) == 6
+    assert {r["path"] for r in kept} | {r["path"] for r in removed} == {f"{c}/{i:03d}.png" for c in (0, 1)
+                                                                       for i in range(8)}
+    assert set((out / "kept_ids.txt").read_text().split()) == {r["path"] for r in kept}
+    links = sorted(p.relative_to(tmp_path / "links").as_posix() for p in (tmp_path / "links").rglob("*.png"))
+    assert links == sorted(r["path"] for r in kept)
+    first = tmp_path / "links" / kept[0]["path"]
+    assert first.is_symlink() and first.resolve() == (tmp_path / "d" / kept[0]["path"]).resolve()
+
+
+def test_run_table_writes_filtered_table(tmp_path: Path) -> None:
+    pytest.importorskip("torch")
+    paths, y = square_images(tmp_path / "img", n_per_class=8)
+    table = _table(tmp_path, paths, y)
+    out = tmp_path / "out"
+    rc = _run(["run", str(table), "--out", str(out), "--featurizer", "hf-image", "--model-path",
+               str(tiny_vit(tmp_path / "vit")), *FILTER])
+    assert rc == 0
+    lines = (out / "filtered.csv").read_text().splitlines()
+    assert lines[0] == "image,label,note" and len(lines) == 11
+    kept = set((out / "kept_ids.txt").read_text().split())
+    all_lines = table.read_text().splitlines()
+    ids = images.load_image_dataset(table).ids.tolist()
+    assert lines[1:] == [all_lines[j + 1] for j, i in enumerate(ids) if i in kept]
+
+
+def test_run_bad_image_exit_2_one_line_or_skipped(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("torch")
+    square_images(tmp_path / "d", n_per_class=8)
+    (tmp_path / "d" / "0" / "zz.png").write_bytes(b"garbage")
+    model = str(tiny_vit(tmp_path / "vit"))
+    rc = _run(["run", str(tmp_path / "d"), "--out", str(tmp_path / "o1"), "--featurizer", "hf-image", "--model-path",
+               model, *FILTER])
+    err = [line for line in capsys.readouterr().err.splitlines() if "error" in line]  # (transformers' load bar)
+    assert rc == 2 and len(err) == 1 and "zz.png" in err[0] and "not a readable image" in err[0]
+    assert err[0].startswith("aflite run: error: ")
+    assert not (tmp_path / "o1" / "kept.csv").exists()
+    rc = _run(["run", str(tmp_path / "d"), "--out", str(tmp_path / "o2"), "--featurizer", "hf-image", "--model-path",
+               model, "--skip-bad-images", *FILTER])
+    assert rc == 0
+    assert (tmp_path / "o2" / "bad_images.txt").read_text().strip().endswith("zz.png")
+    assert "0/zz.png" not in (tmp_path / "o2" / "kept.csv").read_text()
+
+
+def test_run_text_featurizer_on_images_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    square_images(tmp_path / "d", n_per_class=3)
+    rc = _run(["run", str(tmp_path / "d"), "--out", str(tmp_path / "o"), "--featurizer", "ngram", "--quiet"])
+    assert rc == 2 and "reads text" in capsys.readouterr().err
+
+
+@needs_effnet
+def test_run_folder_efficientnet_lite0(tmp_path: Path) -> None:
+    """`aflite run FOLDER --featurizer efficientnet-lite0` end to end (small images to keep it quick)."""
+    square_images(tmp_path / "d", n_per_class=8)
+    out = tmp_path / "out"
+    rc = _run(["run", str(tmp_path / "d"), "--out", str(out), "--featurizer", "efficientnet-lite0",
+               "--image-size", "32", *FILTER])
+    assert rc == 0
+    import json
+
+    s = json.loads((out / "summary.json").read_text())
+    assert s["featurizer"]["name"] == "efficientnet-lite0" and s["featurizer"]["dim"] == 1280
+    assert s["size_after"] == 10 and len((out / "kept.csv").read_text().splitlines()) == 11
+
+
+def test_run_folder_warmup_discards_the_warmup_slice(tmp_path: Path) -> None:
+    pytest.importorskip("torch")
+    square_images(tmp_path / "d", n_per_class=10)
+    out = tmp_path / "out"
+    rc = _run(["run", str(tmp_path / "d"), "--out", str(out), "--featurizer", "warmup", "--model-path",
+               str(tiny_vit(tmp_path / "vit")), "--max-steps", "3", "--train-size", "6", "--slice-size", "2",
+               "--target-size", "8", "--partitions", "8", "--tau", "0", "--quiet", "--device", "cpu"])
+    assert rc == 0
+    warm = set((out / "warmup_ids.txt").read_text().split())
+    kept = {r["path"] for r in csv.DictReader(open(out / "kept.csv"))}
+    removed = {r["path"] for r in csv.DictReader(open(out / "removed.csv"))}
+    assert len(warm) == 6 and not warm & (kept | removed) and len(kept) + len(removed) == 14

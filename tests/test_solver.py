@@ -1,0 +1,135 @@
+"""The shared solver: the fast solver's chunked own-row passes against the passes over all of S."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from test_ensemble import anisotropic
+
+from aflite.ensemble import FastLogisticEnsemble
+from aflite.errors import ParameterError
+from aflite.filter import draw_partitions
+from aflite.solver import (
+    BlockTask,
+    FeatureStore,
+    LbfgsState,
+    _ChunkedOwnOps,
+    _NumpyBlockOps,
+    fit_whitening,
+    use_chunked_rows,
+)
+
+
+def _task(mask, y, theta, reg, chunked):
+    return BlockTask(np.arange(len(y)), y, mask, theta, reg, int(theta.shape[2]), False, 1e-4, 100, 5, chunked)
+
+
+@pytest.mark.parametrize("copy", [True, False])
+@pytest.mark.parametrize("n_classes", [2, 3])
+def test_chunked_own_row_passes_compute_the_same_objective(copy, n_classes):
+    """Loss and gradient from each model's own rows, chunk by chunk, equal the weighted pass over all rows
+    (whitened copy and streamed/folded store alike); predictions equal the argmax of all K logits."""
+    X, y = anisotropic(7000, 9, n_classes, seed=11)
+    wh = fit_whitening(X)
+    store = FeatureStore(X, wh, copy=copy)
+    mask = draw_partitions(len(y), 3, 900, np.random.default_rng(1))
+    rng = np.random.default_rng(2)
+    theta = 0.3 * rng.standard_normal((3, wh.dim + 1, n_classes))
+    reg = np.abs(rng.standard_normal((3, wh.dim + 1))) * 1e-3
+    full = _NumpyBlockOps(store, _task(mask, y, theta, reg, False))
+    own = _ChunkedOwnOps(store, _task(mask, y, theta, reg, True))
+    own.step = 1000  # several chunks, some rows of each model in each
+    own.starts = np.arange(0, len(y), own.step)
+    own.cuts = np.stack([np.searchsorted(p, np.append(own.starts, len(y))) for p in own.pos])
+    sel = np.array([0, 2])
+    f_full, g_full = full.loss_grad(theta[sel], sel)
+    f_own, g_own = own.loss_grad(theta[sel], sel)
+    np.testing.assert_allclose(f_own, f_full, rtol=1e-5)
+    np.testing.assert_allclose(g_own, g_full, rtol=1e-4, atol=1e-6)
+    full.loss_grad(theta, np.arange(3))  # records the argmax of every row
+    assert (own.predictions(theta) == full.predictions(theta)).mean() > 0.999
+
+
+def test_fast_and_previous_solvers_find_the_same_models():
+    X, y = anisotropic(6000, 20, 3, seed=12)
+    rows = np.arange(len(y))
+    assert use_chunked_rows(len(y), 1200)
+    preds = {}
+    for solver in ("fast", "previous"):
+        ens = FastLogisticEnsemble(solver=solver)
+        ens.prepare(X, y, 3)
+        for phase in range(2):  # the second phase starts from the first one's curvature pairs (fast solver)
+            mask = draw_partitions(len(y), 6, 1200, np.random.default_rng(phase))
+            preds[solver, phase] = ens.fit_predict(rows, mask)
+            assert ens.last_stats.converged == 6
+        assert ("pairs_s" in ens.get_state()) == (solver == "fast")
+    for phase in range(2):
+        mask = draw_partitions(len(y), 6, 1200, np.random.default_rng(phase))
+        held = ~mask
+        assert (preds["fast", phase][held] == preds["previous", phase][held]).mean() > 0.995
+
+
+def test_resumed_fast_solver_continues_exactly():
+    """The carried curvature pairs are part of the ensemble's state: a resumed run gives the same bits."""
+    X, y = anisotropic(4000, 12, 3, seed=13)
+    rows = np.arange(len(y))
+    masks = [draw_partitions(len(y), 4, 800, np.random.default_rng(s)) for s in range(2)]
+    a = FastLogisticEnsemble()
+    a.prepare(X, y, 3)
+    a.fit_predict(rows, masks[0])
+    state = a.get_state()
+    second = a.fit_predict(rows, masks[1])
+    b = FastLogisticEnsemble()
+    b.prepare(X, y, 3)
+    b.set_state(state)
+    assert np.array_equal(b.fit_predict(rows, masks[1]), second)
+    c = FastLogisticEnsemble()  # without the pairs: a different path to (nearly) the same models
+    c.prepare(X, y, 3)
+    c.set_state({k: v for k, v in state.items() if not k.startswith("pairs")})
+    assert (c.fit_predict(rows, masks[1])[~masks[1]] == second[~masks[1]]).mean() > 0.99
+
+
+def test_seeded_pairs_are_shared_by_every_model():
+    st = LbfgsState(m=3, P=4, memory=2)
+    S = np.eye(4)[:3]
+    Y = 2.0 * S
+    st.seed(S, Y)  # three pairs, memory two: the newest two are kept
+    assert st.count.tolist() == [2, 2, 2]
+    s_new, y_new = st.newest_pairs(1)
+    np.testing.assert_array_equal(s_new, S[1:])
+    np.testing.assert_array_equal(y_new, Y[1:])
+    d = st.direction(np.arange(3), np.ones((3, 4)), np.ones((3, 4)))
+    np.testing.assert_allclose(d[:, 1:3], 0.5)  # curvature 2 along the seeded directions
+
+
+def test_parameters_are_checked_when_fitting_starts():
+    X, y = anisotropic(100, 3, 2)
+    ens = FastLogisticEnsemble(C=0, solver="nope")  # stored as given
+    assert ens.C == 0 and ens.solver == "nope"
+    with pytest.raises(ParameterError, match="C must be"):
+        ens.prepare(X, y, 2)
+    with pytest.raises(ParameterError, match="solver must be one of"):
+        FastLogisticEnsemble(solver="nope").prepare(X, y, 2)
+    with pytest.raises(ParameterError, match="block_size"):
+        FastLogisticEnsemble(block_size=0).prepare(X, y, 2)
+    with pytest.raises(ParameterError, match="max_iter"):
+        FastLogisticEnsemble(max_iter=2.5).prepare(X, y, 2)
+
+
+def test_backends_import_the_solver_not_each_other():
+    """No import cycle: the solver imports neither backend, and the PyTorch backend not the numpy one."""
+    import ast
+    from pathlib import Path
+
+    import aflite
+
+    root = Path(aflite.__file__).parent
+
+    def imported(name: str) -> set[str]:
+        tree = ast.parse((root / f"{name}.py").read_text())
+        return {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module} | {
+            a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+
+    assert not imported("solver") & {"aflite.ensemble", "aflite.torch_backend"}
+    assert "aflite.ensemble" not in imported("torch_backend")
+    assert "aflite.solver" in imported("torch_backend") and "aflite.solver" in imported("ensemble")
