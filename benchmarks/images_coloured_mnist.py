@@ -2,8 +2,9 @@
 
 From ``../shared/data/images/mnist_5k/`` (5,000 real MNIST digits, 500 per class) this script builds
 
-- ``train/<label>/<id>.png`` — D: 400 digits per class (``--per-class-train``); a share ``--cue`` (default 90 %) of each class is drawn
-  in its class's colour (the spurious cue), the rest in the colour of a random other class;
+- ``train/<label>/<id>.png`` — D: 400 digits per class (``--per-class-train``); a share ``--cue`` (default
+  90 %) of each class is drawn in its class's colour (the spurious cue), the rest in the colour of a random
+  other class;
 - ``test_id/`` — 100 other digits per class (``--per-class-test``), coloured by the same rule (in distribution);
 - ``test_flipped/`` — the same 1,000 digits, each in the colour of a random *other* class (the cue points the
   wrong way: the analogue of ImageNet-A);
@@ -78,7 +79,7 @@ def build(out: Path, cue: float, seed: int, n_train: int = 400, n_test: int = 10
             rows.append(("test_flipped", f"{label}/{files[k].stem}", label, int((label + rng.integers(1, 10)) % 10),
                          0))
             rows.append(("test_gray", f"{label}/{files[k].stem}", label, -1, 0))
-    for split, ident, label, c, _ in rows:
+    for split, ident, _label, c, _ in rows:
         gray = np.asarray(Image.open(MNIST / f"{ident}.png").convert("L"))
         dest = out / split / f"{ident}.png"
         dest.parent.mkdir(parents=True, exist_ok=True)
@@ -96,6 +97,8 @@ def read_manifest(out: Path) -> dict[str, dict[str, np.ndarray]]:
     res: dict[str, dict[str, np.ndarray]] = {}
     for split in ("train", "test_id", "test_flipped", "test_gray"):
         sel = [r for r in recs if r["split"] == split]
+        if split == "train":  # the order `aflite run` reads the folder in, so that its cached Φ is reused
+            sel.sort(key=lambda r: r["id"])
         res[split] = {"id": np.array([r["id"] for r in sel]), "label": np.array([int(r["label"]) for r in sel]),
                       "colour": np.array([int(r["colour"]) for r in sel]),
                       "cued": np.array([int(r["cued"]) for r in sel], dtype=bool)}
@@ -181,16 +184,17 @@ def cnn_accuracy(net: Any, P: np.ndarray, y: np.ndarray) -> float:
     return float((pred == y).mean())
 
 
-def evaluate_sets(out: Path, man: dict[str, dict[str, np.ndarray]], keep: np.ndarray, seeds: list[int],
-                  image_size: int, models: list[str]) -> dict[str, Any]:
-    """Accuracy of each model trained on D, D(Φ) and random same-size subsets, on the three test sets."""
+def evaluate_sets(out: Path, man: dict[str, dict[str, np.ndarray]], keep: np.ndarray, pool: np.ndarray,
+                  seeds: list[int], image_size: int, models: list[str]) -> dict[str, Any]:
+    """Accuracy of each model trained on D (the rows in ``pool``: D minus a warm-up slice), D(Φ) and random
+    subsets of D of D(Φ)'s size, on the three test sets."""
     tr = man["train"]
     y = tr["label"]
     n_keep = int(keep.sum())
     sets: dict[str, list[np.ndarray]] = {
-        "D": [np.arange(len(y))],
+        "D": [pool],
         "D(Φ)": [np.flatnonzero(keep)],
-        "random": [np.sort(np.random.default_rng([s, 7]).choice(len(y), size=n_keep, replace=False)) for s in seeds],
+        "random": [np.sort(np.random.default_rng([s, 7]).choice(pool, size=n_keep, replace=False)) for s in seeds],
     }
     tests = ("test_id", "test_flipped", "test_gray")
     feats = {s: embed(out, s, man[s]["id"], image_size) for s in ("train", *tests)} if (
@@ -217,6 +221,27 @@ def evaluate_sets(out: Path, man: dict[str, dict[str, np.ndarray]], keep: np.nda
                                    for t, v in accs.items()}}
             print(f"  {model:5s} {name:6s} " + "  ".join(f"{t} {100 * np.mean(v):.1f}±{100 * np.std(v):.1f}"
                                                           for t, v in accs.items()), flush=True)
+    return res
+
+
+def audit(out: Path, tr: dict[str, np.ndarray], keep: np.ndarray, removed: np.ndarray, image_size: int,
+          seed: int) -> dict[str, Any]:
+    """The image audit (aflite.images.audit_images) on D, D(Φ) and a random subset of D(Φ)'s size: how well a
+    colour-only model predicts the digit (vs the majority rate), and PECO on the Φ embeddings."""
+    from aflite.images import audit_images
+
+    X = embed(out, "train", tr["id"], image_size)
+    refs = [str((out / "train" / i).resolve()) for i in tr["id"]]
+    pool = np.flatnonzero(keep | removed)  # D without a warm-up slice
+    rnd = np.sort(np.random.default_rng([seed, 5]).choice(pool, size=int(keep.sum()), replace=False))
+    res = {}
+    for name, rows in (("D", pool), ("D(Φ)", np.flatnonzero(keep)), ("random", rnd)):
+        a = audit_images([refs[i] for i in rows], tr["label"][rows], X[rows], seed=seed, tsne_sample=0)
+        res[name] = {k: a[k] for k in ("n", "biased_accuracy", "normal_accuracy", "majority_accuracy", "delta_maj",
+                                       "nba", "nbr", "peco", "biased_clusters")}
+        print(f"  audit {name:6s} n={a['n']} colour-only acc {100 * a['biased_accuracy']:.1f} (majority "
+              f"{100 * a['majority_accuracy']:.1f}), Φ-probe {100 * a['normal_accuracy']:.1f}, PECO {a['peco']:.3f}",
+              flush=True)
     return res
 
 
@@ -266,6 +291,8 @@ def main() -> int:
     ap.add_argument("--per-class-test", type=int, default=100, help="test digits per class (500 minus training)")
     ap.add_argument("--models", nargs="+", default=["probe", "mlp", "cnn"])
     ap.add_argument("--warmup", action="store_true", help="also run the warm-up Φ (EfficientNet-Lite0 fine-tuned)")
+    ap.add_argument("--only-warmup", action="store_true",
+                    help="evaluate only the warm-up Φ and add it to an existing OUT/results.json")
     ap.add_argument("--warmup-size", type=float, default=0.2, help="warm-up slice: the paper's 20 %% of D")
     ap.add_argument("--warmup-steps", type=int, default=60)
     ap.add_argument("--stage", choices=("build", "run", "all"), default="all")
@@ -287,8 +314,9 @@ def main() -> int:
     params = ["--train-size", str(t), "--slice-size", str(k), "--target-size", "0.4", "--tau", "0", "--no-probe",
               "--quiet"]
     size = [] if args.image_size == 224 else ["--image-size", str(args.image_size)]
-    runs = {"efficientnet-lite0": aflite_run(out, "run", "efficientnet-lite0", params + size, log)}
-    if args.warmup:
+    runs = {} if args.only_warmup else {"efficientnet-lite0": aflite_run(out, "run", "efficientnet-lite0",
+                                                                           params + size, log)}
+    if args.warmup or args.only_warmup:
         wt = str(round(args.warmup_size * n))
         wparams = ["--train-size", wt, "--slice-size", str(k), "--target-size", "0.4", "--tau", "0", "--no-probe",
                    "--quiet", "--max-steps", str(args.warmup_steps)]
@@ -298,6 +326,8 @@ def main() -> int:
     results: dict[str, Any] = {"cue": args.cue, "seed": args.seed, "seeds": args.seeds, "n_train": n,
                                "image_size": args.image_size, "filter_params": {"m": 64, "t": t, "k": k, "n": "40%",
                                                                                 "tau": 0}, "phi": {}}
+    if args.only_warmup and (out / "results.json").is_file():
+        results = json.loads((out / "results.json").read_text())
     tr = man["train"]
     for phi, run_dir in runs.items():
         summary = json.loads((run_dir / "summary.json").read_text())
@@ -317,12 +347,10 @@ def main() -> int:
         }
         print(f"{phi}: |D(Φ)| = {r['size_after']}; cued share D {r['cued_share_D']:.3f}, kept "
               f"{r['cued_share_kept']:.3f}, removed {r['cued_share_removed']:.3f}", flush=True)
-        if warm_ids:  # the warm-up slice is discarded: D and random subsets are drawn from the same remainder
-            rest = np.array([i not in warm_ids for i in tr["id"]])
-            sub = {s: {k2: v[rest] for k2, v in d.items()} if s == "train" else d for s, d in man.items()}
-            r["accuracy"] = evaluate_sets(out, sub, keep[rest], args.seeds, args.image_size, args.models)
-        else:
-            r["accuracy"] = evaluate_sets(out, man, keep, args.seeds, args.image_size, args.models)
+        # the warm-up slice is discarded: D and the random subsets are drawn from the same remainder
+        pool = np.flatnonzero(np.array([i not in warm_ids for i in tr["id"]]))
+        r["accuracy"] = evaluate_sets(out, man, keep, pool, args.seeds, args.image_size, args.models)
+        r["audit"] = audit(out, tr, keep, removed, args.image_size, args.seeds[0])
         results["phi"][phi] = r
         figure(out, man, run_dir, out / f"kept_vs_removed_{phi}.png")
     (out / "results.json").write_text(json.dumps(results, indent=1))
@@ -344,6 +372,11 @@ def table(results: dict[str, Any]) -> str:
                 cells = [f"{100 * v[t]['mean']:.1f} ± {100 * v[t]['std']:.1f}" for t in
                          ("test_id", "test_flipped", "test_gray")]
                 lines.append(f"| {model} | {name} | {v['n_train']} | " + " | ".join(cells) + " |")
+        lines += ["", "| audit (5-fold CV) | n | colour-only model | Φ linear model | majority | PECO (Φ) |",
+                  "|---|---|---|---|---|---|"]
+        for name, a in r.get("audit", {}).items():
+            lines.append(f"| {name} | {a['n']} | {100 * a['biased_accuracy']:.1f} | {100 * a['normal_accuracy']:.1f} | "
+                         f"{100 * a['majority_accuracy']:.1f} | {a['peco']:.3f} |")
         lines.append("")
     return "\n".join(lines)
 

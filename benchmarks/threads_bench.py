@@ -23,6 +23,7 @@ import gzip
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -41,11 +42,13 @@ SETTINGS: dict[str, tuple[dict[str, str], list[str]]] = {
     "blas1": ({"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}, []),
 }
 
+# each loops until its parent (this script) is gone, so that an interrupted benchmark leaves nothing running
 COMPETITORS = {
-    # one BLAS thread multiplying 512x512 matrices forever: CPU- and cache-bound, like someone else's training job
-    "numpy": "import numpy as np\na = np.random.default_rng(0).random((512, 512))\nwhile True:\n    a = a @ a\n"
-             "    a /= np.abs(a).max()\n",
-    "python": "while True:\n    pass\n",
+    # one BLAS thread multiplying 512x512 matrices: CPU- and cache-bound, like someone else's training job
+    "numpy": "import os, sys\nimport numpy as np\na = np.random.default_rng(0).random((512, 512))\n"
+             "while os.getppid() == int(sys.argv[1]):\n    a = a @ a\n    a /= np.abs(a).max()\n",
+    "python": "import os, sys\nparent = int(sys.argv[1])\nwhile os.getppid() == parent:\n"
+              "    for _ in range(100_000):\n        pass\n",
 }
 
 
@@ -146,7 +149,7 @@ def run_one(command: str, setting: str, data: Path, work: Path, tag: str, timeou
 def start_competitor(kind: str) -> subprocess.Popen[bytes]:
     env = {k: v for k, v in os.environ.items() if k not in THREAD_VARS}
     env.update({"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"})
-    proc = subprocess.Popen([sys.executable, "-c", COMPETITORS[kind]], env=env,
+    proc = subprocess.Popen([sys.executable, "-c", COMPETITORS[kind], str(os.getpid())], env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     time.sleep(2.0)  # let it import numpy and reach its loop
     if proc.poll() is not None:
@@ -191,6 +194,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--limit", type=int, default=None, help="first N rows only (a smoke test)")
     ap.add_argument("--json", type=Path, default=REPO / "docs" / "measured" / "threads_bench.json")
     args = ap.parse_args(argv)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # run the clean-up (competitor, child) on kill
     commands = [c for c in args.commands.split(",") if c]
     conditions = [c for c in args.conditions.split(",") if c]
     settings = [s for s in args.settings.split(",") if s]
@@ -244,7 +248,8 @@ def main(argv: list[str] | None = None) -> int:
         commit = None
     result = {
         "benchmark": "threads_bench",
-        "command": "python benchmarks/threads_bench.py " + " ".join(sys.argv[1:] if argv is None else argv),
+        "command": " ".join(["python", "benchmarks/threads_bench.py", *(sys.argv[1:] if argv is None else argv)])
+        .replace(str(REPO.parent), ".."),
         "data": "../shared/data/snli/dev.tsv.gz + test.tsv.gz", "rows": n_rows,
         "cpus_available": len(os.sched_getaffinity(0)), "cpu_count": os.cpu_count(),
         "competitor": args.competitor if "loaded" in conditions else None,

@@ -254,3 +254,30 @@ def test_clone_shares_a_cluster_executor_rather_than_copying_it() -> None:
 
     handle = DaskExecutor.__new__(DaskExecutor)  # a stand-in: no cluster is started for this check
     assert clone(AFLite(executor=handle)).executor is handle
+
+
+def test_audit_file_refuses_unusable_sizes_and_runs_before_any_work(tmp_path: Path) -> None:
+    from aflite.audit import AuditConfig
+    from aflite.pipeline import audit_file, check_audit_config
+
+    with pytest.raises(ParameterError, match=r"n_folds \(--folds\) must be >= 2"):
+        check_audit_config(AuditConfig(n_folds=1))
+    with pytest.raises(ParameterError, match=r"peco_shuffles"):
+        check_audit_config(AuditConfig(peco_shuffles=1))
+    out = tmp_path / "audit"
+    with pytest.raises(InputError, match="kept_ids.txt"):  # --compare that is not a run: refused before loading
+        audit_file(ROOT / "no-such-file.tsv", out, AuditConfig(), compare=tmp_path)
+    assert not out.exists()
+
+
+def test_write_results_stamps_a_library_results_json(tmp_path: Path) -> None:
+    import argparse
+
+    from aflite.cli.options import write_results
+
+    (tmp_path / "results.json").write_text(json.dumps({"config": {"seeds": 3}, "aggregate": {}}))
+    args = argparse.Namespace(command="evaluate", argv=["evaluate", "d.tsv", "run", "--seed", "7"], seed=7)
+    write_results(tmp_path, args)
+    res = json.loads((tmp_path / "results.json").read_text())
+    assert list(res)[:4] == ["command", "argv", "seed", "versions"]
+    assert res["seed"] == 7 and res["config"] == {"seeds": 3} and res["argv"][0] == "evaluate"

@@ -104,6 +104,7 @@ def _falls(losses: list[float], k: int = 3) -> bool:
     return float(np.mean(losses[-k:])) < 0.7 * float(np.mean(losses[:k]))
 
 
+@pytest.mark.slow  # minutes on a busy 2-core machine (fine-tuning MiniLM); CI runs it (--run-slow)
 def test_loss_falls_text() -> None:
     from aflite import training
     from aflite.encoders import TextEncoder

@@ -433,3 +433,52 @@ def test_per_set_ood_label_maps_and_unmatched_entries(snli_run, tmp_path, capsys
         load_eval_set(num, "num", label_map={"0": "entailment", "x": "neutral"})
     assert set(load_eval_set(num, "num", label_map={"0": "entailment", "1": "neutral", "2": "contradiction"})
                .labels.tolist()) == {"entailment", "neutral", "contradiction"}
+
+
+def test_a_drop_that_is_only_chance_falling_reads_as_such():
+    """The SICK case of issue 12: the probe sits at the majority rate on D and on D(Φ); its accuracy falls 13
+    points only because filtering changed the label mix. The table must show chance and the unchanged lead."""
+    from aflite.evaluate import CHANCE_ROW, TrainingSet, render_tables
+
+    def ms(x):
+        return {"mean": x, "std": 0.0, "n": 1}
+
+    def entry(acc, maj):
+        return {"own_heldout": ms(acc), "own_heldout_majority": ms(maj), "original_heldout": ms(acc),
+                "original_heldout_majority": ms(maj), "train_rows": 10, "train_used": 10, "external": {}}
+
+    rows = np.arange(10)
+    sets = [TrainingSet("D", "D", rows), TrainingSet("D(Φ ngram)", "filtered", rows, run="r")]
+    agg = {"ngram:hypothesis": {"D": entry(0.569, 0.569), "D(Φ ngram)": entry(0.436, 0.452)}}
+    info = [{"name": n, "seed": None, "size": 10, "train": 8, "heldout": 2, "label_counts": {"a": 5, "b": 5}}
+            for n in ("D", "D(Φ ngram)")]
+    cfg = {"dataset": "sick.tsv", "seeds": [0], "heldout_rows": 2, "heldout": 0.2, "split_seed": 0,
+           "wall_seconds": 0.0}
+    md = render_tables(agg, [ModelSpec.parse("ngram:hypothesis")], sets, info, [], cfg)
+    assert f"| {CHANCE_ROW} | 56.9 | 45.2 | -11.7 |" in md
+    assert "| n-gram LR -HypOnly | 56.9 (+0.0) | 43.6 (-1.6) | -13.3 (lead -1.6) |" in md
+
+
+def test_single_iteration_reuses_a_shared_feature_cache(snli_run, tmp_path, monkeypatch):
+    """A run made with --cache SHARED (no OUT/cache) and evaluated with --cache SHARED: the single-iteration set
+    reads the run's Φ from SHARED instead of featurizing D again (for a warm-up Φ that would mean fine-tuning)."""
+    import aflite.features
+
+    tmp, data, run, hans_path = snli_run
+    shared = tmp_path / "shared"
+    run_pipeline(data, tmp_path / "r", featurizer="ngram", probe=False, quiet=True, cache_dir=shared,
+                 params={"n_partitions": 8, "train_size": 120, "slice_size": 30, "threshold": 0.6,
+                         "target_size": 200}, featurizer_options={"n_components": 32})
+    assert not (tmp_path / "r" / "cache").exists()
+    calls = []
+    orig = aflite.features.featurize
+
+    def spy(*a, **kw):
+        res = orig(*a, **kw)
+        calls.append((kw.get("cache_dir"), res.from_cache))
+        return res
+
+    monkeypatch.setattr(aflite.features, "featurize", spy)
+    evaluate(data, [tmp_path / "r"], tmp_path / "ev", models=["ppmi"], seeds=1, random_baseline=False,
+             cache_dir=shared, show_progress=False)
+    assert calls == [(shared, True)]

@@ -282,3 +282,16 @@ def test_incremental_greedy_keeps_partitions_uniform_size_and_resumes_exactly():
         AFLite(**kw).fit(X, y, callback=stop_at_5)
     resumed = AFLite(**kw).fit(X, y, resume=saved[0])
     assert np.array_equal(resumed.removed_at_, full.removed_at_)
+
+
+def test_predictability_takes_the_same_random_state_forms_and_checks_its_arguments():
+    X, y, _ = planted(200)
+    kw = dict(n_partitions=4, train_size=60)
+    a = predictability(X, y, **kw, random_state=np.random.default_rng(3))
+    b = predictability(X, y, **kw, random_state=np.random.default_rng(3))
+    assert np.array_equal(a.predictability, b.predictability, equal_nan=True)
+    assert predictability(X, y, **kw, random_state=None).predictability.shape == (200,)
+    with pytest.raises(ParameterError, match="n_partitions"):
+        predictability(X, y, n_partitions=0, train_size=60)
+    with pytest.raises(ParameterError, match="model"):
+        predictability(X, y, **kw, model="svm")

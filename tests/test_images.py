@@ -211,3 +211,104 @@ def test_run_folder_warmup_discards_the_warmup_slice(tmp_path: Path) -> None:
     kept = {r["path"] for r in csv.DictReader(open(out / "kept.csv"))}
     removed = {r["path"] for r in csv.DictReader(open(out / "removed.csv"))}
     assert len(warm) == 6 and not warm & (kept | removed) and len(kept) + len(removed) == 14
+
+
+# ------------------------------------------------------------------------------------------- aflite embed
+
+
+def test_embed_images_memmap_resume_then_filter_mmap(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`aflite embed IMAGE_DIR` writes OUT.npy chunk by chunk; an interrupted run resumes at the first missing
+    chunk (earlier chunks are not recomputed) and the result equals an uninterrupted run; `aflite filter --mmap`
+    reads it."""
+    pytest.importorskip("torch")
+    from aflite import features
+
+    square_images(tmp_path / "d", n_per_class=8)
+    model = str(tiny_vit(tmp_path / "vit"))
+    base = ["embed", str(tmp_path / "d"), "--featurizer", "hf-image", "--model-path", model, "--chunk-size", "5",
+            "--quiet", "--device", "cpu"]
+    assert _run([*base, "--out", str(tmp_path / "full")]) == 0
+    full = np.load(tmp_path / "full.npy")
+    assert full.shape == (16, 32) and full.dtype == np.float32
+
+    calls: list[int] = []
+    real = features.ImageFeaturizer.transform
+
+    def flaky(self, texts_a, texts_b=None, *, progress=None):  # type: ignore[no-untyped-def]
+        calls.append(len(texts_a))
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+        return real(self, texts_a, texts_b, progress=progress)
+
+    monkeypatch.setattr(features.ImageFeaturizer, "transform", flaky)
+    assert _run([*base, "--out", str(tmp_path / "part")]) == 130
+    assert not (tmp_path / "part.npy").exists() and (tmp_path / "part.npy.partial").exists()
+    calls.clear()
+    monkeypatch.setattr(features.ImageFeaturizer, "transform", real)
+    monkeypatch.setattr(features.ImageFeaturizer, "transform",
+                        lambda self, a, b=None, *, progress=None: calls.append(len(a)) or real(self, a, b,
+                                                                                             progress=progress))
+    assert _run([*base, "--out", str(tmp_path / "part")]) == 0
+    assert calls == [5, 1]  # chunks 0 and 1 were kept; chunks 2 (5 rows) and 3 (1 row) were embedded
+    assert np.allclose(np.load(tmp_path / "part.npy"), full, atol=1e-6)
+    assert not (tmp_path / "part.npy.partial").exists() and not (tmp_path / "part.npy.progress.json").exists()
+    assert (tmp_path / "part.ids.txt").read_text().split()[0] == "0/000.png"
+
+    rc = _run(["filter", "--features", str(tmp_path / "part.npy"), "--labels", str(tmp_path / "part.labels.txt"),
+               "--ids", str(tmp_path / "part.ids.txt"), "--mmap", "--out", str(tmp_path / "f"), "--train-size", "6",
+               "--slice-size", "2", "--target-size", "10", "--partitions", "8", "--tau", "0", "--quiet"])
+    assert rc == 0
+    assert len((tmp_path / "f" / "kept_ids.txt").read_text().split()) == 10
+
+
+# --------------------------------------------------------------------------------------------- aflite evaluate
+
+
+def test_evaluate_on_images_with_ood_folder(tmp_path: Path) -> None:
+    """evaluate trains a linear probe and an MLP on frozen image features, and fine-tunes the image network, on D,
+    D(Φ), random subsets and the single-iteration set, and scores them on the held-out split and an OOD folder."""
+    pytest.importorskip("torch")
+    from aflite.evaluate import evaluate, load_eval_set
+
+    square_images(tmp_path / "d", n_per_class=30)
+    square_images(tmp_path / "ood", n_per_class=4, seed=9)
+    model = str(tiny_vit(tmp_path / "vit"))
+    run = tmp_path / "run"
+    assert _run(["run", str(tmp_path / "d"), "--out", str(run), "--featurizer", "hf-image", "--model-path", model,
+                 "--cache", str(tmp_path / "cache"), "--train-size", "12", "--slice-size", "4", "--target-size", "44",
+                 "--partitions", "8", "--tau", "0", "--quiet", "--device", "cpu"]) == 0
+    ood = load_eval_set(tmp_path / "ood", "squares-ood")
+    assert len(ood) == 8 and ood.texts_b is None
+    from aflite.evaluate import FinetuneOptions
+
+    ft = FinetuneOptions(model_path=model, max_steps=2, batch_size=8, device="cpu")
+    rep = evaluate(tmp_path / "d", [run], tmp_path / "eval", models=["probe:hf-image", "mlp:hf-image", "finetune"],
+                   seeds=2, heldout=0.25, eval_sets=[ood], cache_dir=tmp_path / "cache", show_progress=False,
+                   finetune=ft)
+    assert rep.config["finetune"]["image_model"] == "hf-image"
+    assert {r["model"] for r in rep.results} == {"probe:hf-image:pair", "mlp:hf-image:pair", "finetune:pair"}
+    kinds = {ts["kind"] for ts in rep.training_sets}
+    assert kinds == {"D", "filtered", "random", "single"}
+    assert (tmp_path / "eval" / "results.json").is_file()
+    text = (tmp_path / "eval" / "results.json").read_text()
+    assert "squares-ood" in text and "probe:hf-image" in text
+    assert len(rep.results) >= 2 * len(rep.training_sets)
+
+
+# --------------------------------------------------------------------------------------------------- audit
+
+
+def test_audit_images_finds_a_colour_artifact(tmp_path: Path) -> None:
+    """Red squares vs blue discs: the colour-only view alone predicts the class (a colour artifact), a control
+    set where the colours are shuffled across classes leaves it at chance; PECO and t-SNE run on embeddings."""
+    paths, y = square_images(tmp_path / "d", n_per_class=15)
+    hist = images.colour_histograms(paths)
+    assert hist.shape == (30, 64) and np.allclose(hist.sum(axis=1), 1)
+    rng = np.random.default_rng(0)
+    emb = rng.normal(size=(30, 16)).astype(np.float32) + y[:, None]
+    res = images.audit_images(paths, y, emb, n_folds=3, n_clusters=4, n_components=5, tsne_sample=30)
+    assert res["biased_accuracy"] == 1.0 and res["majority_accuracy"] == 0.5
+    assert 0 <= res["peco"] and res["tsne"] is not None and len(res["tsne"]["xy"]) == 30
+    shuffled = rng.permutation(y)  # labels unrelated to colour
+    res2 = images.audit_images(paths, shuffled, emb, n_folds=3, n_clusters=4, n_components=5, tsne_sample=0)
+    assert res2["biased_accuracy"] < 0.8 and res2["tsne"] is None

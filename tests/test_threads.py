@@ -307,3 +307,89 @@ def test_map_inference_gives_the_serial_embeddings(cpus: Any) -> None:
     side = threads.map_inference(torch, layer, xs)
     for a, b in zip(serial, side, strict=True):
         assert torch.allclose(a, b, atol=1e-6)
+
+
+def test_probe_folds_side_by_side_match_cross_val_score(cpus: Any) -> None:
+    """The probe's folds run through map_fits: the same scores as scikit-learn's sequential cross_val_score,
+    for any thread budget."""
+    import numpy as np
+    from sklearn.feature_extraction.text import TfidfVectorizer
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.model_selection import StratifiedKFold, cross_val_score
+    from sklearn.pipeline import make_pipeline
+
+    from aflite.evaluate import text_probe_accuracy
+
+    cpus(2)
+    rng = np.random.default_rng(0)
+    words = ["cat", "dog", "sleeps", "runs", "nobody", "a", "the", "outside", "is", "not", "tall", "man"]
+    y = rng.integers(0, 3, 240)
+    texts = [" ".join(rng.choice(words, 6)) + (" nobody" if lab == 2 else "") for lab in y]
+    ref_model = make_pipeline(TfidfVectorizer(ngram_range=(1, 2), min_df=2, sublinear_tf=True),
+                              LogisticRegression(C=1.0, max_iter=2000))
+    ref = cross_val_score(ref_model, np.asarray(texts, dtype=object), y,
+                          cv=StratifiedKFold(n_splits=5, shuffle=True, random_state=3))
+    got2 = text_probe_accuracy(texts, y, folds=5, random_state=3)
+    with threads.thread_policy(1):
+        got1 = text_probe_accuracy(texts, y, folds=5, random_state=3)
+    assert got2 == got1
+    assert got2 == pytest.approx((float(ref.mean()), float(ref.std())), abs=1e-12)
+    assert got2[0] > 0.4  # the "nobody" cue is learnt: a real fit, not a constant
+
+
+@needs_two
+def test_prepare_process_sets_the_openmp_default_for_new_threads() -> None:
+    """The CLI calls prepare_process before numpy/scikit-learn load: then threads that a library starts (not
+    only the calling thread) see one OpenMP thread; a user's OMP_NUM_THREADS is kept."""
+    code = """
+        import json, os, sys
+        from aflite import threads
+        if sys.argv[1] == "prepare":
+            threads.prepare_process()
+        from concurrent.futures import ThreadPoolExecutor
+        from threadpoolctl import threadpool_info
+        threads._load_pools()
+        def omp(_):
+            return max(i["num_threads"] for i in threadpool_info() if i["user_api"] == "openmp")
+        with ThreadPoolExecutor(1) as pool:
+            print(json.dumps([os.environ.get("OMP_NUM_THREADS"), list(pool.map(omp, [0]))[0]]))
+    """
+    def child(mode: str, env: dict[str, str]) -> list[Any]:
+        res = subprocess.run([sys.executable, "-c", textwrap.dedent(code), mode], capture_output=True, text=True,
+                             env=env, check=True)
+        return list(json.loads(res.stdout))
+
+    assert child("plain", _CLEAN_ENV)[1] >= 2  # a library's worker thread: the default pool
+    assert child("prepare", _CLEAN_ENV) == ["1", 1]
+    assert child("prepare", {**_CLEAN_ENV, "OMP_NUM_THREADS": "2"}) == ["2", 2]
+
+
+def test_policies_ending_out_of_order_in_threads(cpus: Any) -> None:
+    """A policy that ends while a later one (another thread's) is still active removes its own entry only."""
+    cpus(4)
+    first_in = threading.Event()
+    second_in = threading.Event()
+    first_out = threading.Event()
+    seen: dict[str, int] = {}
+
+    def first() -> None:
+        with threads.thread_policy(1):
+            first_in.set()
+            second_in.wait(10)
+        first_out.set()
+
+    def second() -> None:
+        first_in.wait(10)
+        with threads.thread_policy(3):
+            second_in.set()
+            first_out.wait(10)
+            seen["after_first_ended"] = threads.budget()
+
+    ts = [threading.Thread(target=first), threading.Thread(target=second)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join(20)
+    assert seen["after_first_ended"] == 3
+    assert threads._overrides == []
+    assert threads.budget() == 4

@@ -36,6 +36,9 @@ from typing import Any
 import numpy as np
 
 from aflite.errors import InputError, ParameterError
+from aflite.hashing import data_fingerprint
+from aflite.splits import fold_assignment
+from aflite.splits import holdout_groups as _holdout_split
 from aflite.threads import limited
 
 log = logging.getLogger(__name__)
@@ -464,7 +467,6 @@ def cv_predict(
     fold boundary. Returns indices into ``np.unique(y)``.
     """
     from sklearn.linear_model import LogisticRegression
-    from sklearn.model_selection import GroupKFold, StratifiedKFold
 
     yy = _as_1d(y, "labels")
     n = len(yy)
@@ -474,19 +476,7 @@ def cv_predict(
     folds = min(n_folds, n)
     if folds < 2:
         raise ParameterError(f"need at least 2 folds and 2 rows, got folds={n_folds}, rows={n}")
-    if groups is not None and len(np.unique(groups)) >= folds:
-        splits = GroupKFold(n_splits=folds).split(np.zeros(n), yi, groups)
-    else:
-        min_class = int(np.bincount(yi).min())
-        if min_class >= folds:
-            splits = StratifiedKFold(n_splits=folds, shuffle=True, random_state=seed).split(np.zeros(n), yi)
-        else:
-            from sklearn.model_selection import KFold
-
-            splits = KFold(n_splits=folds, shuffle=True, random_state=seed).split(np.zeros(n))
-    fold = np.empty(n, dtype=np.int64)
-    for f, (_, te) in enumerate(splits):
-        fold[te] = f
+    fold = fold_assignment(yi, groups, folds, seed)
     n_f = int(fold.max()) + 1
     train_mask = fold[:, None] != np.arange(n_f)[None, :]
     pred = np.empty(n, dtype=np.int64)
@@ -962,20 +952,9 @@ def _duration(sec: float) -> str:
     return f"{sec:.0f} s" if sec < 120 else f"{sec / 60:.0f} min"
 
 
-def _holdout_split(n: int, groups: np.ndarray | None, frac: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    rng = np.random.default_rng(seed)
-    g = np.arange(n) if groups is None else np.unique(np.asarray(groups), return_inverse=True)[1]
-    ug = np.unique(g)
-    test_groups = rng.permutation(ug)[: max(1, int(round(frac * len(ug))))]
-    test = np.isin(g, test_groups)
-    return np.flatnonzero(~test), np.flatnonzero(test)
-
-
 def _ft_cache(cfg: AuditConfig, a: Sequence[str], b: Sequence[str] | None, y: np.ndarray, tag: str) -> Path | None:
     if cfg.cache_dir is None:
         return None
-    from aflite.features import data_fingerprint
-
     key = data_fingerprint(
         list(a), None if b is None else list(b),
         {"y": data_fingerprint([str(v) for v in y.tolist()], None), "steps": cfg.tra_steps, "lr": cfg.tra_lr,

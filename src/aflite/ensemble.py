@@ -2,14 +2,14 @@
 
 Two interchangeable implementations of the same contract (:class:`LinearEnsemble`):
 
-* :class:`FastLogisticEnsemble` — multinomial L2 logistic regression for *all* partitions at once. The m
-  weight matrices are stacked side by side so that every optimisation step is one pass over the rows with
-  two large GEMMs (``X @ [W_1 … W_m]`` and ``Xᵀ @ G``); there is no Python loop over models or samples.
-  It solves exactly scikit-learn's problem (``C/2``-scaled L2 penalty, unpenalised intercept) but in a
-  whitened coordinate system: with ``x' = (x - μ) V diag(1/σ)`` the penalty ``‖W‖²`` becomes the diagonal
-  ``Σ_j ‖W'_j‖² / σ_j²`` — a change of variables, not an approximation — and the problem is well
-  conditioned, so batched L-BFGS converges in tens of steps where L-BFGS on raw sentence embeddings needs
-  hundreds.
+* :class:`FastLogisticEnsemble` — multinomial L2 logistic regression for *all* partitions at once, in blocks
+  of models optimised in lockstep by batched L-BFGS; each step reads the rows once for all the block's
+  models (by default each model's own training rows, gathered chunk by chunk; see :mod:`aflite.solver`,
+  which holds the solver shared with the PyTorch backend). It solves exactly scikit-learn's problem
+  (``C/2``-scaled L2 penalty, unpenalised intercept) but in a whitened coordinate system: with
+  ``x' = (x - μ) V diag(1/σ)`` the penalty ``‖W‖²`` becomes the diagonal ``Σ_j ‖W'_j‖² / σ_j²`` — a change
+  of variables, not an approximation — and the problem is well conditioned, so batched L-BFGS converges in
+  tens of steps where L-BFGS on raw sentence embeddings needs hundreds.
 * :class:`SklearnEnsemble` — the reference: any scikit-learn classifier (``LogisticRegression`` by default)
   fitted in a plain loop over the same partitions. Slow, obviously right, and the yardstick for the fast path.
 """

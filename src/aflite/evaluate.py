@@ -32,7 +32,6 @@ seed) and reused by later calls; everything random flows from the seeds.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import math
@@ -49,6 +48,10 @@ from numpy.typing import NDArray
 
 from aflite.atomic import atomic_open, write_json, write_npy, write_text
 from aflite.errors import InputError, ParameterError
+from aflite.hashing import data_fingerprint
+from aflite.hashing import hash_parts as _hash
+from aflite.splits import split_heldout
+from aflite.splits import stratified_sample as _stratified_sample
 from aflite.threads import limited
 
 log = logging.getLogger(__name__)
@@ -72,10 +75,13 @@ def text_probe_accuracy(
     texts: list[str], labels: NDArray[Any], folds: int = 5, random_state: int = 0
 ) -> tuple[float, float]:
     """k-fold accuracy of a TF-IDF (word 1–2-grams) logistic regression: a cheap partial-input baseline."""
+    from sklearn.base import clone
     from sklearn.feature_extraction.text import TfidfVectorizer
     from sklearn.linear_model import LogisticRegression
-    from sklearn.model_selection import StratifiedKFold, cross_val_score
+    from sklearn.model_selection import StratifiedKFold
     from sklearn.pipeline import make_pipeline
+
+    from aflite.threads import map_fits
 
     y = np.asarray(labels)
     _, counts = np.unique(y, return_counts=True)
@@ -84,7 +90,14 @@ def text_probe_accuracy(
         TfidfVectorizer(ngram_range=(1, 2), min_df=2, sublinear_tf=True), LogisticRegression(C=1.0, max_iter=2000)
     )
     cv = StratifiedKFold(n_splits=k, shuffle=True, random_state=random_state)
-    scores = cross_val_score(model, np.asarray(texts, dtype=object), y, cv=cv)
+    X = np.asarray(texts, dtype=object)
+
+    def fold(split: tuple[NDArray[np.intp], NDArray[np.intp]]) -> float:
+        tr, te = split
+        return float(clone(model).fit(X[tr], y[tr]).score(X[te], y[te]))
+
+    # the folds side by side, one BLAS/OpenMP thread each (aflite.threads); the same scores as cross_val_score
+    scores = np.asarray(map_fits(fold, list(cv.split(X, y))))
     return float(scores.mean()), float(scores.std())
 
 
@@ -138,7 +151,7 @@ def compare_partial_input(
 
 MODEL_KINDS = ("probe", "mlp", "ngram", "ppmi", "finetune")
 FEATURE_MODELS = ("probe", "mlp")
-PROBE_FEATURIZERS = ("ngram", "minilm")
+PROBE_FEATURIZERS = ("ngram", "minilm", "efficientnet-lite0", "hf-image")  # the last two: image datasets
 VIEWS = ("pair", "hypothesis", "premise")
 DEFAULT_MODELS = ("probe:minilm:pair", "mlp:minilm:pair", "ngram:pair", "ngram:hypothesis", "ppmi:pair")
 HANS_PRED_MAP = {"entailment": "entailment", "neutral": "non-entailment", "contradiction": "non-entailment"}
@@ -216,6 +229,9 @@ class FinetuneOptions:
     max_steps: int | None = None
     device: str | None = None
     num_threads: int | None = None
+    # image datasets: the network to fine-tune (efficientnet-lite0, or hf-image at model_path) and its input size
+    image_model: str | None = None
+    image_size: int = 224
 
     def check(self) -> None:
         if not self.lr > 0 or not self.eps > 0:
@@ -271,7 +287,10 @@ def load_eval_set(
     label_sets: list[tuple[Path, set[str]]] = []
     raw_seen: set[str] = set()
     for p in plist:
-        ds = load_dataset(p, **(dataset_options or {}))
+        from aflite import images
+
+        # an image folder is an OOD image set (e.g. the cue-flipped test set of a coloured-MNIST experiment)
+        ds = images.load_image_dataset(p) if images.is_image_folder(p) else load_dataset(p, **(dataset_options or {}))
         labs = [str(x) for x in ds.labels.tolist()]
         raw_seen.update(labs)
         if label_map:
@@ -341,21 +360,7 @@ class _Corpus:
 
 
 def _corpus(name: str, a: list[str], b: list[str] | None) -> _Corpus:
-    from aflite.features import data_fingerprint
-
     return _Corpus(name, a, b, data_fingerprint(a, b))
-
-
-def _hash(*parts: Any) -> str:
-    h = hashlib.sha256()
-    for p in parts:
-        if isinstance(p, np.ndarray):
-            h.update(str(p.dtype).encode())
-            h.update(np.ascontiguousarray(p).tobytes())
-        else:
-            h.update(json.dumps(p, sort_keys=True, default=str).encode())
-        h.update(b"\x00")
-    return h.hexdigest()
 
 
 class _FeatureStore:
@@ -366,6 +371,7 @@ class _FeatureStore:
         self.cache = cache
         self.show_progress = show_progress
         self.minilm_options = minilm_options
+        self.image_options: dict[str, Any] = {}
         self._memo: dict[tuple[str, str, str], NDArray[np.float32]] = {}
         self._ngram: dict[str, Any] = {}
 
@@ -375,7 +381,12 @@ class _FeatureStore:
             return self._memo[k]
         every = np.arange(len(corpus.texts_a))
         a, b = corpus.view(view, every)
-        if featurizer == "minilm":
+        if featurizer in ("efficientnet-lite0", "hf-image"):  # image references; options as the run used them
+            from aflite.features import featurize
+
+            x = np.asarray(featurize(a, None, featurizer, cache_dir=self.cache, show_progress=self.show_progress,
+                                     **self.image_options).X, dtype=np.float32)
+        elif featurizer == "minilm":
             from aflite.features import featurize
 
             # the cache folder's top level, as `aflite run` and `aflite audit` lay it out, so that a run's cache
@@ -513,7 +524,8 @@ class _FineTuned:
         self.torch, _ = import_torch()
         if opts.num_threads is not None:
             self.torch.set_num_threads(int(opts.num_threads))
-        self.model_path = _resolve_model_path(opts.model_path)
+        # image networks: EfficientNet-Lite0 needs no folder; a text model defaults to the bundled MiniLM
+        self.model_path = opts.model_path if opts.image_model else _resolve_model_path(opts.model_path)
         self.device = resolve_device(opts.device, self.torch)
         self.steps_ = 0
         self.final_loss_: float | None = None
@@ -525,21 +537,33 @@ class _FineTuned:
         return EVALUATE.replace(lr=o.lr, eps=o.eps, epochs=o.epochs, batch_size=o.batch_size, max_steps=o.max_steps,
                                 seed=self.seed, shuffle_seed=(self.seed, 11), device=self.device)
 
+    def _new_encoder(self) -> Any:
+        from aflite.encoders import ImageEncoder, TextEncoder
+
+        if self.opts.image_model:
+            return ImageEncoder(self.opts.image_model, model_path=self.model_path, device=self.device,
+                                image_size=self.opts.image_size)
+        assert self.model_path is not None
+        return TextEncoder(self.model_path, device=self.device)
+
+    def _items(self, a: list[str], b: list[str] | None, max_length: int) -> list[Any]:
+        if self.opts.image_model:
+            return list(self.encoder.prepare(a))
+        return list(self.encoder.prepare_pairs(a, b, max_length))
+
     def _build(self, n_classes: int) -> None:
         from aflite import training
-        from aflite.encoders import TextEncoder
 
         training.seeded(self.seed)
-        self.encoder = TextEncoder(self.model_path, device=self.device)
+        self.encoder = self._new_encoder()
         self.head = training.make_head(self.torch, self.encoder.dim, n_classes, 0.1, self.device)
 
     def fit(self, a: list[str], b: list[str] | None, y: NDArray[np.int64], n_classes: int) -> _FineTuned:
         from aflite import training
-        from aflite.encoders import TextEncoder
 
         training.seeded(self.seed)
-        self.encoder = TextEncoder(self.model_path, device=self.device)
-        items = self.encoder.prepare_pairs(a, b, self.opts.max_length)
+        self.encoder = self._new_encoder()
+        items = self._items(a, b, self.opts.max_length)
         self.head, res = training.fit_classifier(self.encoder, items, y, n_classes, self.train_config(),
                                                  desc="fine-tuning", show_progress=self.show_progress)
         self.steps_, self.final_loss_ = res.steps, res.final_loss
@@ -549,8 +573,7 @@ class _FineTuned:
         from aflite.features import DEFAULT_MAX_LENGTH
         from aflite.training import predict_classes
 
-        items = self.encoder.prepare_pairs(a, b, DEFAULT_MAX_LENGTH)
-        return predict_classes(self.encoder, self.head, items, batch_size)
+        return predict_classes(self.encoder, self.head, self._items(a, b, DEFAULT_MAX_LENGTH), batch_size)
 
     def save(self, path: Path) -> None:
         from aflite.training import TrainResult, save_checkpoint
@@ -648,9 +671,17 @@ def single_iteration_rows(
         kwargs = {"y": ds.labels.tolist(), "warmup_size": int(params["train_size"]), "warmup_seed": run_seed}
     elif name == "precomputed":
         kwargs = {"ids": ds.ids.tolist()}
+    # the run's Φ is cached where the run put it: OUT/cache, or a shared folder given to both `aflite run --cache`
+    # and this evaluation's cache (top level); recomputing it (an encoder pass, a warm-up fine-tuning) is the last
+    # resort
     run_cache = run.path / "cache"
-    feats = featurize(ds.texts_a, ds.texts_b, name, view,
-                      cache_dir=run_cache if run_cache.is_dir() else cache_dir / "features",
+    if run_cache.is_dir():
+        feat_cache = run_cache
+    elif any(cache_dir.glob(f"{name}-{view}-*.json")):
+        feat_cache = cache_dir
+    else:
+        feat_cache = cache_dir / "features"
+    feats = featurize(ds.texts_a, ds.texts_b, name, view, cache_dir=feat_cache,
                       show_progress=show_progress, **kwargs, **opts)
     rows = np.asarray(feats.rows, dtype=np.intp)
     X = feats.X.toarray() if hasattr(feats.X, "toarray") else feats.X
@@ -674,35 +705,6 @@ def single_iteration_rows(
     if len(removed) < n_remove:
         info["note"] = f"only {len(scored)} rows were scored; {n_remove - len(removed)} fewer removed than asked"
     return np.sort(rows[keep]), info
-
-
-def split_heldout(n: int, groups: NDArray[Any] | None, fraction: float, seed: int) -> NDArray[np.bool_]:
-    """A held-out mask over D: whole premise groups (when given) in seeded random order, ~``fraction`` of rows."""
-    if not 0 < fraction < 1:
-        raise ParameterError(f"heldout must be a fraction in (0, 1), got {fraction}")
-    g = np.arange(n) if groups is None else np.unique(np.asarray(groups), return_inverse=True)[1]
-    n_groups = int(g.max()) + 1
-    order = np.random.default_rng([seed, 5]).permutation(n_groups)
-    sizes = np.bincount(g, minlength=n_groups)[order]
-    take = int(np.searchsorted(np.cumsum(sizes), fraction * n)) + 1
-    chosen = np.zeros(n_groups, dtype=bool)
-    chosen[order[: min(take, n_groups - 1)]] = True
-    return chosen[g]
-
-
-def _stratified_sample(labels: NDArray[Any], groups: NDArray[Any] | None, m: int, seed: int) -> NDArray[np.intp]:
-    n = len(labels)
-    if m >= n:
-        return np.arange(n)
-    lab = labels.astype(str)
-    strata = lab if groups is None else np.char.add(groups.astype(str), np.char.add("|", lab))
-    rng = np.random.default_rng([seed, 9])
-    uniq, inv = np.unique(strata, return_inverse=True)
-    quota = m * np.bincount(inv) / n
-    k = np.floor(quota).astype(np.int64)  # proportional allocation, largest remainders first: exactly m rows
-    k[np.argsort(-(quota - k), kind="stable")[: m - int(k.sum())]] += 1
-    out = [rng.choice(np.flatnonzero(inv == j), size=int(k[j]), replace=False) for j in range(len(uniq))]
-    return np.sort(np.concatenate(out)).astype(np.intp)
 
 
 # ---------------------------------------------------------------------------------------------- the report
@@ -860,13 +862,24 @@ def evaluate(
         raise ParameterError("seeds must be a positive count or a non-empty list")
     ft = finetune or FinetuneOptions()
     ft.check()
+    from aflite import images
+
+    image_featurizers = {s.featurizer for s in specs} & set(images.IMAGE_FEATURIZERS)
+    is_images = images.is_image_folder(data) or bool(image_featurizers)
+    if is_images and ft.image_model is None:  # finetune: models fine-tune the image network
+        from dataclasses import replace
+
+        ft = replace(ft, image_model="hf-image" if ft.model_path else "efficientnet-lite0")
     out_p = None if out is None else Path(out)
     cache = Path(cache_dir) if cache_dir is not None else (out_p / "cache" if out_p is not None else None)
     if cache is None:
         raise ParameterError("give out or cache_dir (features and models are cached there)")
     t_start = time.perf_counter()
 
-    ds = load_dataset(data, **(dataset_options or {}))
+    if is_images:
+        ds = images.load_image_dataset(data)
+    else:
+        ds = load_dataset(data, **(dataset_options or {}))
     n = len(ds)
     if ds.groups is not None:  # identical texts with different labels across groups pull accuracies below chance
         from aflite.data import warn_twins
@@ -944,6 +957,11 @@ def evaluate(
     corpora = [(es, _corpus(es.name, es.texts_a, es.texts_b)) for es in eval_sets]
     test_corpora = [(es, _corpus(es.name, es.texts_a, es.texts_b)) for es in tests]
     store = _FeatureStore(d_corpus, cache, show_progress, dict(minilm_options or {}))
+    for r in run_objs:  # image features at the size (and model) the run's Φ used, so a shared cache is reused
+        f = r.summary.get("featurizer") or {}
+        if f.get("name") in image_featurizers:
+            store.image_options = {k: v for k, v in (f.get("options") or {}).items()
+                                   if k in ("image_size", "model_path", "pretrained") and v is not None}
     torch_device = None
     if any(s.kind == "finetune" for s in specs):
         from aflite.features import _import_torch, _resolve_device
@@ -1007,7 +1025,8 @@ def _run_job(spec: ModelSpec, ts: TrainingSet, seed: int, ds: Any, y_all: NDArra
     opts: dict[str, Any] = {"spec": spec.key, "format": _CACHE_FORMAT}
     if spec.kind == "finetune":
         opts["finetune"] = {k: v for k, v in asdict(ft).items() if k not in ("eval_max", "cpu_eval_max", "device",
-                                                                             "num_threads")}
+                                                                             "num_threads")
+                            and not (k.startswith("image_") and ft.image_model is None)}  # text keys unchanged
     if spec.featurizer == "minilm":
         opts["minilm"] = store.minilm_options
     key = _hash(opts, d.fingerprint, classes.tolist(), used.astype(np.int64), y_all[used],
@@ -1207,7 +1226,15 @@ def render_tables(aggregate: dict[str, Any], specs: list[ModelSpec], sets: list[
             row += [_fmt_vs(get(a.get(c, {})), chance(a.get(c, {}))) for c in cols]
             for f, base in deltas:
                 x, y = get(a.get(f, {})), get(a.get(base, {}))
-                row.append(f"{100 * (x['mean'] - y['mean']):+.1f}" if x and y and x["mean"] is not None else "–")
+                if not (x and y and x["mean"] is not None and y["mean"] is not None):
+                    row.append("–")
+                    continue
+                cell = f"{100 * (x['mean'] - y['mean']):+.1f}"
+                cf, cb = chance(a.get(f, {})), chance(a.get(base, {}))
+                if cf is not None and cb is not None and abs(cf - cb) >= 0.0005:
+                    # chance moved (filtering changed the label mix): say how the lead over chance moved too
+                    cell += f" (lead {100 * ((x['mean'] - cf) - (y['mean'] - cb)):+.1f})"
+                row.append(cell)
             out.append("| " + " | ".join(row) + " |")
         size_row = ["Training set size"] + [str(int(np.mean(sizes[c]))) for c in cols]
         size_row += [f"{int(np.mean(sizes[f])) - int(np.mean(sizes[b])):+d}" for f, b in deltas]

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import hashlib
 import importlib.util
 import json
 import logging
@@ -47,6 +46,7 @@ import scipy.sparse as sp
 
 from aflite.atomic import atomic_open, write_json, write_npy
 from aflite.errors import InputError, ParameterError
+from aflite.hashing import data_fingerprint
 from aflite.threads import limited
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -586,7 +586,7 @@ class WarmupFeaturizer:
         image = {} if self.image_model is None else {"image_model": self.image_model, "image_size": self.image_size}
         return {
             **image,
-            "model_path": str(self.model_path),
+            "model_path": None if self.model_path is None else str(self.model_path),
             "epochs": self.epochs,
             "lr": self.lr,
             "batch_size": self.batch_size,
@@ -999,23 +999,6 @@ class Features:
     cache_path: Path | None = None
     from_cache: bool = False
     info: dict[str, Any] = dataclasses.field(default_factory=dict)
-
-
-def data_fingerprint(texts_a: Sequence[str], texts_b: Sequence[str] | None, extra: Any = None) -> str:
-    """sha256 of the texts (length-prefixed, so no separator can collide) and any extra JSON-able data."""
-    h = hashlib.sha256()
-    for field in (texts_a, texts_b):
-        if field is None:
-            h.update(b"<none>")
-            continue
-        h.update(f"<field {len(field)}>".encode())
-        for t in field:
-            raw = t.encode("utf-8", "surrogatepass")
-            h.update(len(raw).to_bytes(8, "little"))
-            h.update(raw)
-    if extra is not None:
-        h.update(json.dumps(extra, sort_keys=True, default=str).encode())
-    return h.hexdigest()
 
 
 def cache_key(

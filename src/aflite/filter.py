@@ -24,6 +24,7 @@ from sklearn.base import BaseEstimator
 
 from aflite.ensemble import FitStats, LinearEnsemble, make_ensemble
 from aflite.errors import InputError, ParameterError
+from aflite.splits import draw_partitions
 from aflite.threads import limited
 
 __all__ = [
@@ -119,43 +120,6 @@ def _resolve_size(value: float | int, total: int, name: str) -> int:
     if count < 1:
         raise ParameterError(f"{name} must be at least 1 (got {value})")
     return count
-
-
-def draw_partitions(
-    n_rows: int,
-    n_partitions: int,
-    train_size: int,
-    rng: np.random.Generator,
-    groups: NDArray[np.int64] | None = None,
-) -> NDArray[np.bool_]:
-    """Random training sets, one column per partition (True = trains on that row).
-
-    Without groups each column is a uniform random subset of exactly ``train_size`` rows. With groups,
-    whole groups are taken in random order until the size is as close to ``train_size`` as possible, so
-    that no group is split between a classifier's training and held-out sides.
-    """
-    if train_size >= n_rows:
-        raise ParameterError(f"train_size t={train_size} must be smaller than |S|={n_rows}")
-    mask = np.zeros((n_rows, n_partitions), dtype=bool)
-    if groups is None:
-        for b in range(n_partitions):
-            mask[rng.choice(n_rows, size=train_size, replace=False), b] = True
-        return mask
-    uniq, inverse, counts = np.unique(groups, return_inverse=True, return_counts=True)
-    for b in range(n_partitions):
-        order = rng.permutation(len(uniq))
-        csum = np.cumsum(counts[order])
-        j = int(np.searchsorted(csum, train_size))  # first prefix reaching t
-        if j >= len(csum):
-            j = len(csum) - 1
-        elif j > 0 and abs(csum[j - 1] - train_size) <= abs(csum[j] - train_size):
-            j -= 1
-        if csum[j] >= n_rows:  # never train on everything: leave at least one group out
-            j -= 1
-        chosen = np.zeros(len(uniq), dtype=bool)
-        chosen[order[: j + 1]] = True
-        mask[:, b] = chosen[inverse]
-    return mask
 
 
 def scores_from_predictions(

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import csv
 import functools
-import hashlib
 import io
 import json
 import os
@@ -107,26 +106,9 @@ def open_image(ref: str) -> Any:
 def files_fingerprint(refs: Sequence[str]) -> str:
     """sha256 over each reference and its file's size and modification time (cheap: no pixel is read), so
     that a cached Φ is recomputed when an image file is replaced. HF references use their folder's Arrow files."""
-    h = hashlib.sha256()
-    seen_dirs: set[str] = set()
-    for ref in refs:
-        h.update(ref.encode("utf-8", "surrogatepass") + b"\x00")
-        if ref.startswith(_HF_PREFIX):
-            folder = _parse_hf_ref(ref)[2]
-            if folder in seen_dirs:
-                continue
-            seen_dirs.add(folder)
-            for f in sorted(Path(folder).glob("*")):
-                if f.is_file():
-                    st = f.stat()
-                    h.update(f"{f.name}:{st.st_size}:{st.st_mtime_ns}".encode())
-            continue
-        try:
-            st = os.stat(ref)
-            h.update(f"{st.st_size}:{st.st_mtime_ns}".encode())
-        except OSError:
-            h.update(b"<missing>")
-    return h.hexdigest()
+    from aflite.hashing import files_fingerprint as fingerprint
+
+    return fingerprint(refs, lambda ref: _parse_hf_ref(ref)[2] if ref.startswith(_HF_PREFIX) else None)
 
 
 # ------------------------------------------------------------------------------------------------- loading
@@ -233,7 +215,7 @@ def _load_folder(p: Path) -> Any:
 
 
 def _table_columns(p: Path) -> list[str]:
-    from aflite.data import _base_suffix, _read_bytes
+    from aflite.data.files import _base_suffix, _read_bytes
 
     suffix = _base_suffix(p)
     if suffix in (".parquet", ".pq"):
@@ -287,7 +269,8 @@ def _load_table(p: Path, path_column: str | None, label_column: str | None, id_c
 
 
 def _load_hf(p: Path, image_column: str | None, label_column: str | None, id_column: str | None) -> Any:
-    from aflite.data import SourceInfo, TextDataset, _hf_label_names
+    from aflite.data import SourceInfo, TextDataset
+    from aflite.data.columnar import _hf_label_names
 
     try:
         import datasets
@@ -498,6 +481,7 @@ def cli_embed(args: Any, stem: Path) -> int:
     from aflite.atomic import write_text
     from aflite.features import IMAGE_FEATURIZERS as FEATS
     from aflite.features import make_featurizer
+    from aflite.hashing import json_digest
 
     if args.featurizer not in FEATS:
         raise ParameterError(f"--featurizer {args.featurizer} on images: aflite embed takes "
@@ -510,8 +494,7 @@ def cli_embed(args: Any, stem: Path) -> int:
     if args.model_path:
         opts["model_path"] = args.model_path
     feat = make_featurizer(args.featurizer, **opts)
-    key = hashlib.sha256(json.dumps({"files": files_fingerprint(ds.texts_a), "options": feat.get_options()},
-                                    sort_keys=True).encode()).hexdigest()
+    key = json_digest({"files": files_fingerprint(ds.texts_a), "options": feat.get_options()})
     t0 = time.perf_counter()
     dest = embed_to_npy(ds.texts_a, feat, stem.with_suffix(".npy"), chunk_size=args.chunk_size, key=key,
                         show_progress=not args.quiet)
@@ -526,3 +509,52 @@ def cli_embed(args: Any, stem: Path) -> int:
           + (f"; {len(bad)} unreadable image(s) left out, listed in {stem.with_suffix('.bad_images.txt')}"
              if bad else ""), file=sys.stderr)
     return 0
+
+
+# --------------------------------------------------------------------------------------------------- audit
+
+
+def colour_histograms(refs: Sequence[str], bins: int = 4) -> np.ndarray:
+    """A colour-only view of each image: the normalised joint RGB histogram (``bins``³ cells) of its non-black
+    pixels, shape and position thrown away. It plays the part of the hypothesis-only input in the audit: a
+    model that does well from it alone has found a colour artifact."""
+    if bins < 2:
+        raise ParameterError(f"bins must be >= 2, got {bins}")
+    out = np.zeros((len(refs), bins**3), dtype=np.float32)
+    for r, ref in enumerate(refs):
+        px = np.asarray(open_image(ref), dtype=np.int64).reshape(-1, 3)
+        px = px[px.max(axis=1) > 32]  # ink, not background
+        if len(px) == 0:
+            continue
+        q = px * bins // 256
+        cells = np.bincount((q[:, 0] * bins + q[:, 1]) * bins + q[:, 2], minlength=bins**3)
+        out[r] = cells / cells.sum()
+    return out
+
+
+def audit_images(refs: Sequence[str], labels: Any, embeddings: np.ndarray, *, n_folds: int = 5, seed: int = 0,
+                 n_components: int = 30, n_clusters: int = 50, tsne_sample: int = 2000) -> dict[str, Any]:
+    """The parts of the label-leakage audit that are not text-specific, for an image dataset:
+
+    - a *biased* model (logistic regression, ``n_folds``-fold out of fold) on the colour-only view
+      (:func:`colour_histograms`) against the majority rate, and the *normal* model on the image embeddings,
+      with NBA/NBR (:func:`aflite.audit.leakage_metrics`);
+    - PECO (cluster-level label divergence, :func:`aflite.audit.peco`) on the embeddings;
+    - 2-D t-SNE coordinates of a sample, for a plot.
+    """
+    from aflite.audit import AuditConfig, _tsne, cv_predict, leakage_metrics, peco
+
+    y = np.asarray(labels).astype(str)
+    classes = np.unique(y)
+    X = np.asarray(embeddings, dtype=np.float32)
+    if len(X) != len(y) or len(refs) != len(y):
+        raise InputError(f"{len(refs)} images, {len(y)} labels and {len(X)} embedding rows: they must be equal")
+    H = colour_histograms(refs)
+    pred_b = classes[cv_predict(H, y, None, n_folds, 1.0, seed)]
+    pred_n = classes[cv_predict(X, y, None, n_folds, 1.0, seed)]
+    pr = peco(X, y, n_components, n_clusters, seed)
+    xy, rows = _tsne(pr, AuditConfig(tsne_sample=tsne_sample, seed=seed))
+    return {"n": int(len(y)), "biased_view": "colour histogram (4×4×4 RGB cells of the ink pixels)",
+            **leakage_metrics(y, pred_b, pred_n), "peco": pr.score, "peco_fraction20": pr.score_fraction20,
+            "biased_clusters": int(len(pr.biased_clusters())),
+            "tsne": None if xy is None or rows is None else {"rows": rows.tolist(), "xy": np.round(xy, 3).tolist()}}

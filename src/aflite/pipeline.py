@@ -399,7 +399,7 @@ def audit_file(
         cfg = dataclasses.replace(cfg, tra=dev.startswith("cuda"))
         if not cfg.tra and not quiet:
             minutes = A.estimate_seconds(len(base), dataclasses.replace(cfg, tra=True))["fine-tuning (TRA)"] / 60
-            print(f"TRA skipped: no GPU ({dev}); fine-tuning its three models on this CPU would take "
+            print(f"TRA skipped: no GPU ({dev}); fine-tuning its {1 + len(cfg.views)} models on this CPU would take "
                   f"~{minutes:.0f} min (--tra runs it anyway)", file=sys.stderr)
     if cfg.peco_encoder == "finetuned" and not cfg.tra:
         raise ParameterError("peco_encoder 'finetuned' needs the fine-tuned models (--tra)")

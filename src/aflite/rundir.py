@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import csv
-import hashlib
 import json
 import os
 import platform
@@ -29,18 +28,9 @@ from numpy.typing import NDArray
 from aflite.atomic import atomic_open, write_json, write_npz
 from aflite.errors import AfliteError, InputError, OutputError, ParameterError
 from aflite.filter import FilterState, IterationRecord
+from aflite.hashing import inputs_fingerprint as fingerprint
 
 CHECKPOINT = "checkpoint.npz"
-
-
-def fingerprint(X: Any, y: NDArray[Any]) -> str:
-    """A cheap identity of the inputs (shape, labels, a sample of rows) to refuse resuming on other data."""
-    h = hashlib.sha256()
-    h.update(repr((tuple(X.shape), str(X.dtype))).encode())
-    h.update(np.asarray(y).astype(str).tobytes())
-    idx = np.linspace(0, X.shape[0] - 1, num=min(64, X.shape[0])).astype(np.int64)
-    h.update(np.ascontiguousarray(np.asarray(X[idx], dtype=np.float32)).tobytes())
-    return h.hexdigest()[:32]
 
 
 def save_checkpoint(out: Path, state: FilterState, params: dict[str, Any], fp: str) -> None:

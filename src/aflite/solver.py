@@ -14,7 +14,10 @@ Two ways of computing the objective over the rows of S (the *solver*):
   each model's rows of a chunk are gathered while the chunk is in cache; loss and gradient of all the block's
   models are computed from that one read (one softmax for the whole chunk), and predictions come from one
   final pass. L-BFGS starts with curvature pairs carried over from the previous phase (the problem changes
-  little between phases), which saves steps. The optimum and the stopping rule are the same.
+  little between phases; measured on SNLI n-gram features: 3-5 % fewer steps). The optimum and the stopping
+  rule are the same; held-out predictions of the two solvers agree to 1e-6 or better (``aflite bench``).
+  On a 2-core AVX-512 CPU an own-row pass costs ~0.5× a pass over all of S at t/|S| = 0.09 (narrow products
+  and gathers run far below the GEMM rate), plus one prediction pass per phase: ~1.3-1.6× per phase.
 """
 
 from __future__ import annotations
@@ -599,8 +602,8 @@ CHUNKED_MAX_SHARE = 0.35
 
 def use_chunked_rows(n_rows: int, train_size: int) -> bool:
     """The ``fast`` solver's own-row passes pay off while t is a small enough share of S: a gathered row costs
-    a few times a row of a full pass (narrow products, the gather), so above about a third of S the pass over
-    all rows is cheaper (measured; see ``aflite bench``)."""
+    several times a row of a full pass (narrow products, the gather; ~5× measured at d = 512-768), and each
+    phase adds one prediction pass, so above about a third of S the passes over all rows are cheaper."""
     return train_size <= CHUNKED_MAX_SHARE * n_rows
 
 

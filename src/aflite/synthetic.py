@@ -46,6 +46,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from aflite.errors import ParameterError
+from aflite.splits import stratified_mask
 
 __all__ = [
     "PAPER_SEPARATIONS",
@@ -192,11 +193,7 @@ def train_dev_split(
     """A stratified random dev mask (True = dev): round(dev_fraction · |class|) rows of each class."""
     dev_fraction = _check_fraction("dev_fraction", dev_fraction)
     rng = random_state if isinstance(random_state, np.random.Generator) else np.random.default_rng(random_state)
-    dev = np.zeros(len(y), dtype=bool)
-    for c in np.unique(y):
-        idx = np.flatnonzero(y == c)
-        dev[rng.choice(idx, int(round(dev_fraction * len(idx))), replace=False)] = True
-    return dev
+    return stratified_mask(y, dev_fraction, rng)
 
 
 def evaluate_models(

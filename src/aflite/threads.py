@@ -42,6 +42,7 @@ __all__ = [
     "torch_threads",
     "configure_torch",
     "thread_policy",
+    "prepare_process",
     "limited",
     "map_fits",
     "map_inference",
@@ -54,8 +55,9 @@ F = TypeVar("F", bound=Callable[..., Any])
 T = TypeVar("T")
 R = TypeVar("R")
 
-# the --threads value of the innermost active policy (None: not given); a stack so policies nest
-_overrides: list[int | None] = []
+# the --threads values of the active policies, innermost last (None: not given); a stack so that policies nest.
+# Module-wide rather than a ContextVar so that worker threads see it; entries are removed by identity.
+_overrides: list[list[int | None]] = []
 _lock = threading.Lock()
 
 
@@ -99,7 +101,7 @@ def _parse(value: Any, what: str) -> int:
 
 def requested() -> int | None:
     """The user's choice: ``--threads`` of the innermost active policy, else ``AFLITE_NUM_THREADS``, else None."""
-    for value in reversed(_overrides):
+    for (value,) in reversed(_overrides):
         if value is not None:
             return value
     env = os.environ.get(ENV_VAR, "").strip()
@@ -136,6 +138,15 @@ def configure_torch(torch: Any = None, threads: int | None = None) -> int:
     return n
 
 
+def prepare_process() -> None:
+    """For a fresh process (the CLI), before numpy/scikit-learn/torch load: OpenMP's default thread count is 1
+    unless the user set ``OMP_NUM_THREADS``. OpenMP keeps its thread count per thread, and a thread that a library
+    starts (a thread pool of ours or of a dependency) begins at the process default, which only the environment
+    sets; threadpoolctl's limits reach the calling thread alone. Child processes inherit it too. PyTorch is then
+    given its threads explicitly (:func:`configure_torch`)."""
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+
 def _load_pools() -> None:
     """Load the thread pools we limit (numpy/scipy OpenBLAS, scikit-learn's OpenMP) before limiting them:
     threadpoolctl only reaches libraries already loaded, and a pool loaded later would keep its default."""
@@ -155,9 +166,9 @@ def thread_policy(threads: int | None = None) -> Iterator[int]:
     every policy nested in it. Yields the budget. Restores the previous limits on exit."""
     from threadpoolctl import threadpool_limits
 
-    value = None if threads is None else _parse(threads, "--threads")
+    entry = [None if threads is None else _parse(threads, "--threads")]  # a new object: removed by identity
     with _lock:
-        _overrides.append(value)
+        _overrides.append(entry)
     try:
         n = budget()
         _load_pools()
@@ -172,8 +183,11 @@ def thread_policy(threads: int | None = None) -> Iterator[int]:
                 if torch is not None and before is not None and torch.get_num_threads() != before:
                     torch.set_num_threads(before)
     finally:
-        with _lock:
-            _overrides.pop()
+        with _lock:  # remove this policy's own entry (policies in other threads may have ended in between)
+            for i in range(len(_overrides) - 1, -1, -1):
+                if _overrides[i] is entry:
+                    del _overrides[i]
+                    break
 
 
 def limited(fn: F) -> F:
@@ -244,7 +258,7 @@ def describe() -> dict[str, Any]:
     info: dict[str, Any] = {
         "available_cpus": available_cpus(),
         "budget": budget(),
-        "source": "default" if r is None else ("--threads" if any(v is not None for v in _overrides) else ENV_VAR),
+        "source": "default" if r is None else ("--threads" if any(v is not None for (v,) in _overrides) else ENV_VAR),
         "pools": sorted({(i.get("user_api"), i.get("internal_api"), i.get("num_threads")) for i in threadpool_info()},
                         key=str),
     }

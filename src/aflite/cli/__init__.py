@@ -63,6 +63,9 @@ def _claim_output(args: argparse.Namespace) -> contextlib.AbstractContextManager
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from aflite.threads import prepare_process
+
+    prepare_process()  # before build_parser loads numpy and scikit-learn (aflite.threads)
     parser = build_parser()
     try:
         args = parser.parse_args(argv)

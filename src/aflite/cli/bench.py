@@ -5,7 +5,10 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 from typing import Any
+
+from aflite.cli.options import add_overwrite_option, add_quiet, add_seed, write_results
 
 
 def register(sub: Any) -> None:
@@ -34,8 +37,13 @@ def register(sub: Any) -> None:
                    help="also run a phase (fast path vs scikit-learn) and the complete filter on these real features "
                    "(e.g. MiniLM pair embeddings from `aflite embed`), Table 8 scaled to their size")
     p.add_argument("--real-labels", default=None, help="labels for --real-features")
-    p.add_argument("--seed", type=int, default=0)
+    add_seed(p)
     p.add_argument("--json", action="store_true", help="print the results as JSON")
+    p.add_argument("--out", type=Path, default=None,
+                   help="also write the results to OUT/results.json (with argv, seed and versions) and the report "
+                   "to OUT/summary.md")
+    add_overwrite_option(p)
+    add_quiet(p)
     g = p.add_argument_group(
         "scale benchmark (with --shape)",
         "ImageNet-shaped (1,281,167 x 2,048, 1,000 classes, Table 8's ImageNet m=64, t=32.7K, k=33.6K, n=640K) "
@@ -73,7 +81,8 @@ def run(args: argparse.Namespace) -> int:
         raise ParameterError(f"--n {args.n}: at least 100 rows")
 
     def log(msg: str) -> None:
-        print(f"[bench] {msg}", file=sys.stderr, flush=True)
+        if not args.quiet:
+            print(f"[bench] {msg}", file=sys.stderr, flush=True)
 
     if args.shape:
         return _run_scale(args, log)
@@ -84,11 +93,19 @@ def run(args: argparse.Namespace) -> int:
         complete_solvers=complete_solvers,
         real_features=args.real_features, real_labels=args.real_labels, real_complete=not args.no_complete,
     )
-    if args.json:
-        print(json.dumps(res, indent=2))
-    else:
-        print(format_report(res))
+    _save(args, res, format_report(res))
+    print(json.dumps(res, indent=2) if args.json else format_report(res))
     return 0
+
+
+def _save(args: argparse.Namespace, res: dict[str, Any], report: str) -> None:
+    """With --out: the shared layout, results.json and summary.md."""
+    if args.out is None:
+        return
+    from aflite.atomic import write_text
+
+    write_results(args.out, args, res)
+    write_text(args.out / "summary.md", "# aflite bench\n\n```text\n" + report.rstrip("\n") + "\n```\n")
 
 
 def _run_scale(args: argparse.Namespace, log: Any) -> int:
@@ -125,5 +142,6 @@ def _run_scale(args: argparse.Namespace, log: Any) -> int:
     finally:
         if args.workdir is None:
             shutil.rmtree(workdir, ignore_errors=True)
+    _save(args, res, format_scale_report(res))
     print(json.dumps(res, indent=2) if args.json else format_scale_report(res))
     return 0

@@ -1,0 +1,390 @@
+"""Text datasets: :class:`TextDataset`, :func:`load_dataset` (SNLI/MNLI JSONL, GLUE TSVs, the project's
+premise/hypothesis TSV, generic CSV/TSV/JSONL/Parquet/HF), which columns hold what, groups, and the bundled demo
+sample."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from aflite.data.columnar import _hf_label_names, _load_hf, _read_parquet
+from aflite.data.delimited import _read_delimited, _read_jsonl
+from aflite.data.files import _INT_RE, PathLike, _base_suffix, _check_exists, _read_bytes
+from aflite.data.options import _CLI_NAMES, _opt
+from aflite.errors import InputError, ParameterError
+
+# Raw label values that mean "no gold label" (SNLI/MNLI `-`; the HF datasets SNLI/MNLI use -1).
+_NO_GOLD = "-"
+
+
+@dataclass
+class SourceInfo:
+    """Where a dataset came from and what :func:`write_filtered` needs to write kept rows in that format.
+
+    ``format`` is the file format (``tsv``, ``csv``, ``jsonl``, ``parquet``, ``hf``); ``schema`` says how the
+    columns were understood (``snli-jsonl``, ``snli-tsv``, ``glue-mnli``, ``glue-qnli``, ``glue-rte``,
+    ``nli-tsv``, ``generic``). ``row_index`` maps each dataset row to its 0-based record in the file (dropped records
+    leave gaps); ``raw_records`` holds each kept record's original bytes for line-based formats.
+    """
+
+    path: Path
+    format: str
+    schema: str
+    gzip: bool
+    columns: dict[str, str | None]
+    row_index: np.ndarray
+    header_raw: bytes | None = None
+    raw_records: list[bytes] | None = field(default=None, repr=False)
+
+
+@dataclass
+class TextDataset:
+    """A text classification / NLI dataset: texts, labels (str), unique ids (str) and premise groups."""
+
+    texts_a: list[str]
+    texts_b: list[str] | None
+    labels: np.ndarray
+    ids: np.ndarray
+    groups: np.ndarray | None
+    source: SourceInfo
+    n_dropped: int = 0
+    dropped: dict[str, int] = field(default_factory=dict)
+    extra: dict[str, list[str]] = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return len(self.texts_a)
+
+    @property
+    def is_pair(self) -> bool:
+        return self.texts_b is not None
+
+
+_FORMATS = ("auto", "tsv", "csv", "jsonl", "parquet", "hf")
+
+
+def load_dataset(
+    path: PathLike,
+    format: str = "auto",
+    text_a: str | None = None,
+    text_b: str | None = None,
+    label: str | None = None,
+    id: str | None = None,
+    label_map: dict[Any, str] | None = None,
+    group_by_premise: bool = True,
+    groups: str | None = None,
+) -> TextDataset:
+    """Load a text dataset, recognising SNLI/MNLI JSONL, GLUE TSVs (MNLI, QNLI, RTE), the project's
+    premise/hypothesis TSV (gzip, no quoting) and generic CSV/TSV/JSONL/Parquet/HF datasets with named
+    columns.
+
+    Rows whose gold label is ``-`` (no annotator consensus; -1 in HF datasets) are dropped and counted in
+    ``dropped``. ``label_map`` turns raw labels (e.g. 0/1/2) into names; a raw label absent from it is an
+    error. For pair data, rows with the same premise text share a group id (``group_by_premise``).
+    ``groups`` overrides that: ``"premise"`` (the default; no groups for single texts), ``"none"``, or the name
+    of a column whose value is the group (e.g. the family id of counterfactual twins).
+    """
+    if groups is not None and groups not in ("premise", "none") and not str(groups).strip():
+        raise ParameterError(f"{_opt('groups')}: give premise, none or a column name")
+    p = Path(path)
+    if format not in _FORMATS:
+        raise ParameterError(f"unknown dataset format {format!r}; choose one of {', '.join(_FORMATS)}")
+    _check_exists(p)
+    fmt = format if format != "auto" else _detect_format(p)
+    roles = {"text_a": text_a, "text_b": text_b, "label": label, "id": id}
+    if fmt in ("tsv", "csv"):
+        table = _read_delimited(p, "\t" if fmt == "tsv" else ",", quoting=fmt == "csv")
+        if not table.rows:
+            raise InputError(f"{p}: no data rows (only a header)")
+        schema, cols = _resolve_columns(p, fmt, table.columns, roles)
+        idx = {c: table.columns.index(c) for c in table.columns}
+        records: Sequence[Any] = table.rows
+        get = _cell_getter(idx)
+        where = [f"line {ln}" for ln in table.linenos]
+        src = SourceInfo(p, fmt, schema, table.gzip, cols, np.empty(0, np.int64), table.header_raw, [])
+        raw: list[bytes] | None = table.raw
+        all_cols = table.columns
+    elif fmt == "jsonl":
+        js = _read_jsonl(p)
+        if not js.records:
+            raise InputError(f"{p}: empty file (no JSON records)")
+        all_cols = list(dict.fromkeys(k for rec in js.records[:100] for k in rec))
+        schema, cols = _resolve_columns(p, fmt, all_cols, roles)
+        records = js.records
+        get = _json_getter
+        where = [f"line {ln}" for ln in js.linenos]
+        src = SourceInfo(p, fmt, schema, js.gzip, cols, np.empty(0, np.int64), None, [])
+        raw = js.raw
+    elif fmt == "parquet":
+        tbl = _read_parquet(p)
+        if tbl.num_rows == 0:
+            raise InputError(f"{p}: no rows")
+        all_cols = list(tbl.column_names)
+        schema, cols = _resolve_columns(p, fmt, all_cols, roles)
+        records = tbl.to_pylist()
+        get = _json_getter
+        where = [f"row {i}" for i in range(tbl.num_rows)]
+        src = SourceInfo(p, fmt, schema, False, cols, np.empty(0, np.int64))
+        raw = None
+    else:  # hf
+        hf = _load_hf(p)
+        all_cols = list(hf.column_names)
+        schema, cols = _resolve_columns(p, fmt, all_cols, roles)
+        records = hf.to_list() if hasattr(hf, "to_list") else [hf[i] for i in range(len(hf))]
+        get = _json_getter
+        where = [f"row {i}" for i in range(len(records))]
+        src = SourceInfo(p, "hf", schema, False, cols, np.empty(0, np.int64))
+        raw = None
+        if label_map is None:
+            label_map = _hf_label_names(hf, cols["label"])
+    ds = _build(p, src, records, get, where, raw, all_cols, label_map, group_by_premise and groups != "none")
+    if _CLI_NAMES.get() and ds.n_dropped:  # on screen, so that a smaller |D| than the file's is never a surprise
+        import sys
+
+        why = ", ".join(f"{n:,} {k.replace('_', ' ')}" for k, n in sorted(ds.dropped.items()))
+        print(f"{p}: dropped {ds.n_dropped:,} row(s) on load ({why}, e.g. SNLI's '-'); {len(ds):,} rows kept",
+              file=sys.stderr)
+    if groups not in (None, "premise", "none"):
+        ds.groups = _column_groups(p, ds, str(groups), all_cols)
+    return ds  # "premise" on single texts: no groups (there is no premise), as documented
+
+
+def _detect_format(path: Path) -> str:
+    if path.is_dir():
+        if (
+            (path / "dataset_info.json").exists()
+            or (path / "state.json").exists()
+            or (path / "dataset_dict.json").exists()
+        ):
+            return "hf"
+        raise InputError(
+            f"{path}: a folder, but not a Hugging Face dataset saved with save_to_disk "
+            "(no dataset_info.json / state.json)"
+        )
+    suffix = _base_suffix(path)
+    by_suffix = {
+        ".tsv": "tsv",
+        ".csv": "csv",
+        ".jsonl": "jsonl",
+        ".ndjson": "jsonl",
+        ".json": "jsonl",
+        ".parquet": "parquet",
+        ".pq": "parquet",
+    }
+    if suffix in by_suffix:
+        return by_suffix[suffix]
+    if suffix == ".txt":  # GLUE distributes some TSVs as .txt; decide by the header
+        data, _ = _read_bytes(path)
+        first = data.split(b"\n", 1)[0]
+        if first.lstrip().startswith(b"{"):
+            return "jsonl"
+        return "tsv" if b"\t" in first else "csv"
+    raise InputError(
+        f"{path}: cannot tell the format from the extension {suffix or '(none)'!r}; "
+        "pass format= (tsv, csv, jsonl, parquet or hf)"
+    )
+
+
+def _resolve_columns(
+    path: Path, fmt: str, columns: Sequence[str], roles: dict[str, str | None]
+) -> tuple[str, dict[str, str | None]]:
+    """Decide which columns hold text_a/text_b/label/id: the user's names first, else a known header.
+
+    Returns a schema name (informational, see :class:`SourceInfo`) and the role -> column mapping.
+    """
+    have = set(columns)
+    schema = "generic"
+    guess: dict[str, str | None] = {"text_a": None, "text_b": None, "label": None, "id": None}
+    if {"sentence1", "sentence2"} <= have:  # SNLI/MNLI JSONL, GLUE MNLI and RTE
+        guess.update(text_a="sentence1", text_b="sentence2")
+        guess["label"] = next((c for c in ("gold_label", "label") if c in have), None)
+        guess["id"] = next((c for c in ("pairID", "id", "idx", "index") if c in have), None)
+        if fmt == "jsonl" and "gold_label" in have:
+            schema = "snli-jsonl"
+        elif "genre" in have:
+            schema = "glue-mnli"
+        elif "gold_label" in have:
+            schema = "snli-tsv"  # SNLI's own snli_1.0_*.txt (tab-separated, gold_label, pairID)
+        else:
+            schema = "glue-rte"
+    elif {"question", "sentence"} <= have:  # GLUE QNLI
+        guess.update(text_a="question", text_b="sentence", label="label" if "label" in have else None)
+        guess["id"] = next((c for c in ("index", "idx", "id") if c in have), None)
+        schema = "glue-qnli"
+    elif {"premise", "hypothesis"} <= have:  # the project's shared TSV format (also HF-style NLI)
+        guess.update(text_a="premise", text_b="hypothesis", label="label" if "label" in have else None)
+        guess["id"] = "id" if "id" in have else None
+        schema = "nli-tsv"
+    else:  # single-text classification
+        guess["text_a"] = next((c for c in ("text", "sentence", "document", "content") if c in have), None)
+        guess["label"] = "label" if "label" in have else None
+        guess["id"] = "id" if "id" in have else None
+    if roles["text_a"] is not None:
+        # The user named the text: a named text_a without text_b means single-text classification.
+        guess["text_b"] = None
+        schema = "generic"
+    guess.update({k: v for k, v in roles.items() if v is not None})
+    if guess["text_a"] is None:
+        raise InputError(
+            f"{path}: cannot tell which column holds the text; the file has columns "
+            f"{', '.join(map(repr, columns))}; name it with {_opt('text_a')} (and {_opt('text_b')}, {_opt('label')})"
+        )
+    if guess["label"] is None:
+        raise InputError(
+            f"{path}: no label column found; the file has columns {', '.join(map(repr, columns))}; name it with "
+            f"{_opt('label')}"
+        )
+    for role, col in guess.items():
+        if col is not None and col not in columns:
+            given = f" (given by {_opt(role)})" if roles.get(role) is not None else ""
+            raise InputError(f"{path}: missing column {col!r}{given}; the file has: {', '.join(map(repr, columns))}")
+    return schema, guess
+
+
+def _cell_getter(idx: dict[str, int]) -> Any:
+    def get(rec: list[str], col: str) -> Any:
+        return rec[idx[col]]
+
+    return get
+
+
+def _json_getter(rec: dict[str, Any], col: str) -> Any:
+    return rec.get(col)
+
+
+def _build(
+    path: Path,
+    src: SourceInfo,
+    records: Sequence[Any],
+    get: Any,
+    where: list[str],
+    raw: list[bytes] | None,
+    all_cols: list[str],
+    label_map: dict[Any, str] | None,
+    group_by_premise: bool,
+) -> TextDataset:
+    cols = src.columns
+    ca, cb, cl, ci = cols["text_a"], cols["text_b"], cols["label"], cols["id"]
+    assert ca is not None and cl is not None
+    used = {c for c in cols.values() if c is not None}
+    extra_cols = [c for c in all_cols if c not in used]
+    texts_a: list[str] = []
+    texts_b: list[str] | None = [] if cb is not None else None
+    labels: list[str] = []
+    ids: list[str] = []
+    extra: dict[str, list[str]] = {c: [] for c in extra_cols}
+    keep_index: list[int] = []
+    dropped: Counter[str] = Counter()
+    for i, rec in enumerate(records):
+        lab = get(rec, cl)
+        if lab is None or (isinstance(lab, str) and lab.strip() == ""):
+            raise InputError(f"{path}: {where[i]}, column {cl!r}: missing label")
+        no_gold = isinstance(lab, str) and lab.strip() == _NO_GOLD
+        if no_gold or (src.format == "hf" and isinstance(lab, int) and lab == -1):
+            dropped["no_gold_label"] += 1
+            continue
+        if label_map is not None:
+            key: Any = lab
+            if key not in label_map and isinstance(lab, str) and _INT_RE.match(lab.strip()):
+                key = int(lab)
+            if key not in label_map and str(lab) in label_map:
+                key = str(lab)
+            if key not in label_map:
+                raise InputError(
+                    f"{path}: {where[i]}, column {cl!r}: label {lab!r} is not in the label map "
+                    f"({', '.join(map(repr, label_map))})"
+                )
+            lab = label_map[key]
+        if isinstance(lab, float) and math.isnan(lab) or isinstance(lab, str) and lab.strip().lower() == "nan":
+            raise InputError(f"{path}: {where[i]}, column {cl!r}: missing label (NaN); give every row a label or "
+                             f"remove the row")
+        if isinstance(lab, dict | list) or isinstance(lab, float) and not math.isfinite(lab):
+            raise InputError(f"{path}: {where[i]}, column {cl!r}: invalid label {lab!r}")
+        labels.append(str(lab))
+        texts_a.append(_text(path, where[i], ca, get(rec, ca)))
+        if texts_b is not None and cb is not None:
+            texts_b.append(_text(path, where[i], cb, get(rec, cb)))
+        if ci is not None:
+            v = get(rec, ci)
+            if v is None or str(v).strip() == "":
+                raise InputError(f"{path}: {where[i]}, column {ci!r}: missing id")
+            ids.append(str(v))
+        else:
+            ids.append(f"row-{i}")
+        for c in extra_cols:
+            v = get(rec, c)
+            extra[c].append(v if isinstance(v, str) else ("" if v is None else json.dumps(v)))
+        keep_index.append(i)
+    if not labels:
+        raise InputError(f"{path}: no usable rows ({sum(dropped.values())} dropped without a gold label)")
+    id_arr = np.asarray(ids, dtype=str)
+    counts = Counter(ids)
+    dup = next((k for k, n in counts.items() if n > 1), None)
+    if dup is not None:
+        first = [where[keep_index[j]] for j, v in enumerate(ids) if v == dup][:2]
+        raise InputError(f"{path}: duplicate id {dup!r} ({first[0]} and {first[1]}); ids must be unique")
+    groups = None
+    if texts_b is not None and group_by_premise:
+        seen: dict[str, int] = {}
+        groups = np.asarray([seen.setdefault(t, len(seen)) for t in texts_a], dtype=np.int64)
+    src.row_index = np.asarray(keep_index, dtype=np.int64)
+    if raw is not None:
+        src.raw_records = [raw[i] for i in keep_index]
+    return TextDataset(
+        texts_a=texts_a,
+        texts_b=texts_b,
+        labels=np.asarray(labels, dtype=str),
+        ids=id_arr,
+        groups=groups,
+        source=src,
+        n_dropped=sum(dropped.values()),
+        dropped=dict(dropped),
+        extra=extra,
+    )
+
+
+def _column_groups(path: Path, ds: TextDataset, column: str, all_cols: list[str]) -> np.ndarray:
+    """Group codes from a column of the file (rows with equal values share a group)."""
+    cols = ds.source.columns
+    if column in ds.extra:
+        values = ds.extra[column]
+    elif column == cols.get("id"):
+        values = [str(v) for v in ds.ids]
+    elif column == cols.get("text_a"):
+        values = list(ds.texts_a)
+    elif column == cols.get("text_b") and ds.texts_b is not None:
+        values = list(ds.texts_b)
+    elif column == cols.get("label"):
+        raise ParameterError(f"{_opt('groups')} {column!r}: the label column cannot be the group")
+    else:
+        raise InputError(f"{path}: missing column {column!r} (given by {_opt('groups')}); the file has: "
+                         f"{', '.join(map(repr, all_cols))}")
+    empty = [i for i, v in enumerate(values) if v is None or str(v).strip() == ""]
+    if empty:
+        raise InputError(f"{path}: row {empty[0]} (0-based, after dropped rows), column {column!r}: missing group "
+                         f"(given by {_opt('groups')}); {len(empty)} row(s) have none")
+    return np.unique(np.asarray([str(v) for v in values], dtype=str), return_inverse=True)[1].astype(np.int64)
+
+
+def _text(path: Path, where: str, col: str, v: Any) -> str:
+    if v is None:
+        raise InputError(f"{path}: {where}, column {col!r}: missing text")
+    if not isinstance(v, str):
+        raise InputError(f"{path}: {where}, column {col!r}: text must be a string, got {type(v).__name__}")
+    return v
+
+
+def demo_dataset_path() -> Path:
+    """The SNLI sample shipped with the package (~3,000 dev pairs; CC BY-SA 4.0, see its license file)."""
+    ref = resources.files("aflite").joinpath("resources/snli_sample.tsv.gz")
+    path = Path(str(ref))
+    if not path.exists():
+        raise InputError(f"{path}: the demo sample is missing from this installation")
+    return path

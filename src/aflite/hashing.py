@@ -1,0 +1,92 @@
+"""Every content hash the package keys a cache or a check on, in one place (all sha256, hex digests).
+
+The byte streams are exactly those of the modules these helpers came from, so caches written before the move
+keep their keys.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+__all__ = ["data_fingerprint", "files_fingerprint", "hash_parts", "inputs_fingerprint", "json_digest"]
+
+
+def data_fingerprint(texts_a: Sequence[str], texts_b: Sequence[str] | None, extra: Any = None) -> str:
+    """sha256 of the texts (length-prefixed, so no separator can collide) and any extra JSON-able data."""
+    h = hashlib.sha256()
+    for field in (texts_a, texts_b):
+        if field is None:
+            h.update(b"<none>")
+            continue
+        h.update(f"<field {len(field)}>".encode())
+        for t in field:
+            raw = t.encode("utf-8", "surrogatepass")
+            h.update(len(raw).to_bytes(8, "little"))
+            h.update(raw)
+    if extra is not None:
+        h.update(json.dumps(extra, sort_keys=True, default=str).encode())
+    return h.hexdigest()
+
+
+def hash_parts(*parts: Any) -> str:
+    """sha256 of a sequence of arrays (dtype and bytes) and JSON-able values, each part closed by a NUL byte."""
+    h = hashlib.sha256()
+    for p in parts:
+        if isinstance(p, np.ndarray):
+            h.update(str(p.dtype).encode())
+            h.update(np.ascontiguousarray(p).tobytes())
+        else:
+            h.update(json.dumps(p, sort_keys=True, default=str).encode())
+        h.update(b"\x00")
+    return h.hexdigest()
+
+
+def json_digest(obj: Any) -> str:
+    """sha256 of ``obj`` as JSON with sorted keys (the key of an embedding file)."""
+    return hashlib.sha256(json.dumps(obj, sort_keys=True).encode()).hexdigest()
+
+
+def inputs_fingerprint(X: Any, y: NDArray[Any]) -> str:
+    """A cheap identity of the inputs (shape, labels, a sample of rows) to refuse resuming on other data."""
+    h = hashlib.sha256()
+    h.update(repr((tuple(X.shape), str(X.dtype))).encode())
+    h.update(np.asarray(y).astype(str).tobytes())
+    idx = np.linspace(0, X.shape[0] - 1, num=min(64, X.shape[0])).astype(np.int64)
+    h.update(np.ascontiguousarray(np.asarray(X[idx], dtype=np.float32)).tobytes())
+    return h.hexdigest()[:32]
+
+
+def files_fingerprint(refs: Sequence[str], folder_of: Callable[[str], str | None] | None = None) -> str:
+    """sha256 over each reference and its file's size and modification time (cheap: no content is read), so
+    that a cache is recomputed when a file is replaced.
+
+    ``folder_of(ref)`` names the folder behind a reference that is not a file (an image in a Hugging Face
+    dataset): that folder's files are hashed instead, once per folder."""
+    h = hashlib.sha256()
+    seen_dirs: set[str] = set()
+    for ref in refs:
+        h.update(ref.encode("utf-8", "surrogatepass") + b"\x00")
+        folder = folder_of(ref) if folder_of is not None else None
+        if folder is not None:
+            if folder in seen_dirs:
+                continue
+            seen_dirs.add(folder)
+            for f in sorted(Path(folder).glob("*")):
+                if f.is_file():
+                    st = f.stat()
+                    h.update(f"{f.name}:{st.st_size}:{st.st_mtime_ns}".encode())
+            continue
+        try:
+            st = os.stat(ref)
+            h.update(f"{st.st_size}:{st.st_mtime_ns}".encode())
+        except OSError:
+            h.update(b"<missing>")
+    return h.hexdigest()

@@ -1,0 +1,62 @@
+"""Tests of aflite.hashing: the digests are those the modules computed before the hashers moved here (so existing
+caches keep their keys), and each hash changes when what it identifies changes."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+from aflite.hashing import data_fingerprint, files_fingerprint, hash_parts, inputs_fingerprint, json_digest
+
+# Computed with the helpers' previous homes (aflite.features.data_fingerprint, aflite.evaluate._hash,
+# aflite.rundir.fingerprint) before the move; a change here invalidates every user's feature and prediction cache.
+PINNED = {
+    "data": "4d50aa150efa63b7e740da7c034e5058d5c9c94c40ab178e927a5fcfed3d6e10",
+    "data_single": "f0a1a09b1d9cd3814b56b927e7aa4cbe87520ce4ca0dd552ec2ab816bea991e7",
+    "parts": "7181f34377c179f87a69fb5bf98636c98379264c587b11c9899a92f883a4b23a",
+    "inputs": "1faed4dbb1e75596ada3c3ff7ff9eab2",
+}
+
+
+def test_digests_are_unchanged_by_the_move() -> None:
+    assert data_fingerprint(["ab", "c", "é"], ["x", "y", "z"], {"k": [1, 2]}) == PINNED["data"]
+    assert data_fingerprint(["ab"], None) == PINNED["data_single"]
+    parts = ({"a": 1}, "fp", [1, 2], np.arange(5, dtype=np.int64), np.array(["a", "b"]))
+    assert hash_parts(*parts) == PINNED["parts"]
+    X = np.arange(200, dtype=np.float32).reshape(50, 4)
+    assert inputs_fingerprint(X, np.arange(50) % 3) == PINNED["inputs"]
+
+
+def test_data_fingerprint_has_no_separator_collisions() -> None:
+    assert data_fingerprint(["ab", "c"], None) != data_fingerprint(["a", "bc"], None)
+    assert data_fingerprint(["a"], ["b"]) != data_fingerprint(["a", "b"], None)
+    assert data_fingerprint(["a"], None) != data_fingerprint(["a"], None, {"seed": 1})
+
+
+def test_hash_parts_sees_dtype_and_order() -> None:
+    a = np.arange(3, dtype=np.int64)
+    assert hash_parts(a) != hash_parts(a.astype(np.int32))
+    assert hash_parts("x", "y") != hash_parts("y", "x")
+
+
+def test_json_digest_ignores_key_order() -> None:
+    assert json_digest({"a": 1, "b": [2]}) == json_digest({"b": [2], "a": 1}) != json_digest({"a": 2, "b": [2]})
+
+
+def test_files_fingerprint_follows_size_mtime_and_folders(tmp_path) -> None:
+    f = tmp_path / "a.png"
+    f.write_bytes(b"x")
+    os.utime(f, ns=(10**18, 10**18))
+    refs = [str(f), str(tmp_path / "missing.png")]
+    before = files_fingerprint(refs)
+    assert files_fingerprint(refs) == before
+    os.utime(f, ns=(10**18, 10**18 + 1))
+    assert files_fingerprint(refs) != before
+    folder = tmp_path / "hf"
+    folder.mkdir()
+    (folder / "data.arrow").write_bytes(b"1")
+    refs = ["hf:0", "hf:1"]
+    by_folder = files_fingerprint(refs, lambda r: str(folder))
+    (folder / "data.arrow").write_bytes(b"12")
+    assert files_fingerprint(refs, lambda r: str(folder)) != by_folder
