@@ -84,8 +84,8 @@ def main() -> None:
              f"Evaluation: `{args.eval_dir}` — models trained on every row of each training set (no split), scored "
              f"on separate test sets; seeds {cfg['seeds']}; {cfg.get('excluded_warmup_rows', 0)} warm-up rows "
              "excluded from every training set.", "", "## Filtering runs", "",
-             "| Φ | |D| | warm-up rows | filtered input | |D(Φ)| | phases | stop reason | labels before (C/E/N %) | "
-             "labels after (C/E/N %) | featurize s | filter s |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+             "| Φ | rows of D | warm-up rows | filtered input | rows of D(Φ) | phases | stop reason | "
+             "labels before (C/E/N %) | labels after (C/E/N %) | featurize s | filter s |", "|---" * 11 + "|"]
     for r in runs:
         b = "/".join(f"{100 * r['label_share_before'][k]:.1f}" for k in sorted(r["label_share_before"]))
         a = "/".join(f"{100 * r['label_share_after'].get(k, 0):.1f}" for k in sorted(r["label_share_before"]))
@@ -173,10 +173,10 @@ def main() -> None:
                 report["hans"].setdefault(m, {})[nm] = e
             lines.append("")
 
-    lines += ["## Wall time", "", f"- evaluate: {cfg.get('wall_seconds')} s"]
+    lines += ["## Wall time", "", f"- evaluate (this results.json): {cfg.get('wall_seconds')} s"]
     for r in runs:
-        lines.append(f"- run {r['featurizer']}: " + ", ".join(f"{k} {v:.0f}" for k, v in r["timings"].items()
-                                                           if k.endswith("seconds")))
+        lines.append(f"- run {r['featurizer']} (its last invocation): "
+                     + ", ".join(f"{k} {v:.0f}" for k, v in r["timings"].items() if k.endswith("seconds")))
     if args.stage_times and args.stage_times.is_file():
         st = json.loads(args.stage_times.read_text(encoding="utf-8"))
         report["stage_seconds"] = st

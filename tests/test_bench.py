@@ -39,7 +39,8 @@ def test_scale_benchmark_reports_devices_and_cluster_scaling(tmp_path, capsys):
 def test_bench_times_both_solvers_on_the_same_partitions(capsys):
     """`aflite bench` on a small SNLI-shaped problem: both solvers, their ratio and agreement, the reference's
     agreement, and where the complete filter's time went."""
-    code = main(["bench", "--n", "3000", "--dim", "48", "--reference-partitions", "1", "--json"])
+    code = main(["bench", "--n", "3000", "--dim", "48", "--reference-partitions", "1", "--complete-solver", "both",
+                 "--json"])
     assert code == 0
     res = json.loads(capsys.readouterr().out)
     phase = res["phase"]

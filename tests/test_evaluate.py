@@ -326,6 +326,7 @@ def test_warmup_rows_stay_out_of_every_training_set(snli_run, tmp_path, monkeypa
         evaluate(data, [wrun], tmp_path / "o2", models=["ppmi"], seeds=1, show_progress=False)
 
 
+@pytest.mark.slow  # fine-tunes MiniLM for one step and embeds 90 pairs: ~40 s on a busy 2-core machine
 def test_warmup_run_end_to_end_excludes_its_slice(snli_run, tmp_path):
     """A real warm-up run (MiniLM fine-tuned for one step on a slice of t rows): the slice is written to
     warmup_ids.txt, is neither kept nor removed, is absent from the filtered file, and evaluate (with the

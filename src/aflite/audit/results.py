@@ -1,0 +1,144 @@
+"""What an audit is configured with (:class:`AuditConfig`) and what it returns (:class:`AuditResult`)."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import numpy as np
+
+from aflite.audit.clusters import PecoNull, PecoResult
+from aflite.audit.finetuned import TraResult
+from aflite.audit.metrics import AUDIT_VIEWS, BIAS_THRESHOLD
+from aflite.errors import ParameterError
+
+
+@dataclasses.dataclass
+class AuditConfig:
+    """Models, sizes and stages of :func:`audit`.
+
+    ``tra=None`` (default) fine-tunes the TRA models only when the device is a GPU: on a 2-core CPU the three
+    300-step fine-tunings take about half an hour to hours, which no default should cost. ``peco_shuffles`` label
+    shuffles give PECO's permutation null (:class:`PecoNull`).
+    """
+
+    views: tuple[str, ...] = AUDIT_VIEWS
+    featurizer: str = "minilm"
+    n_folds: int = 5
+    C: float = 1.0
+    n_components: int = 30
+    n_clusters: int = 50
+    bias_threshold: float = BIAS_THRESHOLD
+    tsne_sample: int = 2000
+    top_k_tokens: int = 10
+    min_token_count: int | None = None
+    tra: bool | None = None
+    peco_shuffles: int = 30
+    peco_encoder: str = "frozen"  # or "finetuned" (needs tra)
+    tra_steps: int = 300
+    tra_batch_size: int = 32
+    tra_lr: float = 5e-5
+    tra_sample: int = 200
+    tra_eval: int = 1000
+    tra_holdout: float = 0.2
+    model_path: str | None = None
+    device: str | None = None
+    seed: int = 0
+    cache_dir: str | None = None
+    show_progress: bool = True
+
+    def to_dict(self) -> dict[str, Any]:
+        d = dataclasses.asdict(self)
+        d["views"] = list(self.views)
+        return d
+
+
+@dataclasses.dataclass
+class ViewAudit:
+    """One single-sentence condition's audit. Dataset-level figures in ``metrics``, ``peco``, ``peco_null``,
+    ``tra``; per-row ones (like a cleanlab issue manager's scores) in ``biased_pred`` / ``normal_pred`` (the
+    out-of-fold predictions), ``peco.cluster_ids`` and :meth:`AuditResult.row_scores`."""
+
+    view: str
+    metrics: dict[str, float]
+    peco: PecoResult
+    tsne: np.ndarray | None
+    tsne_rows: np.ndarray | None
+    artifacts: dict[str, list[dict[str, Any]]]
+    tra: TraResult | None = None
+    finetuned: dict[str, float] = dataclasses.field(default_factory=dict)
+    examples: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    peco_null: PecoNull | None = None
+    biased_pred: np.ndarray | None = dataclasses.field(default=None, repr=False)
+    normal_pred: np.ndarray | None = dataclasses.field(default=None, repr=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        null = self.peco_null
+        return {
+            "view": self.view,
+            "condition": "s2" if self.view == "hypothesis" else "s1",
+            **self.metrics,
+            "peco": self.peco.score,
+            "peco_null_mean": None if null is None else null.mean,
+            "peco_null_p95": None if null is None else null.p95,
+            "peco_excess": None if null is None else null.excess,
+            "peco_p_value": None if null is None else null.p_value,
+            "peco_null": None if null is None else null.to_dict(),
+            "peco_fraction20": self.peco.score_fraction20,
+            "peco_details": self.peco.to_dict(),
+            "biased_clusters": int(len(self.peco.biased_clusters())),
+            "tra": None if self.tra is None else self.tra.score,
+            "tra_details": None if self.tra is None else self.tra.to_dict(),
+            "finetuned": self.finetuned,
+            "token_artifacts": self.artifacts,
+        }
+
+
+@dataclasses.dataclass
+class AuditResult:
+    name: str
+    n: int
+    label_counts: dict[str, int]
+    views: dict[str, ViewAudit]
+    config: AuditConfig
+    timings: dict[str, float]
+    labels: np.ndarray = dataclasses.field(default_factory=lambda: np.empty(0, dtype=str), repr=False)
+    ids: np.ndarray = dataclasses.field(default_factory=lambda: np.empty(0, dtype=str), repr=False)
+    normal_input: str = "pair"
+
+    def add_time(self, key: str, seconds: float) -> None:
+        """Charge work done outside :func:`audit` (e.g. featurization shared by several audits) to this result."""
+        self.timings[key] = self.timings.get(key, 0.0) + float(seconds)
+        self.timings["total"] = sum(t for k, t in self.timings.items() if k != "total")
+
+    def row_scores(self, view: str) -> dict[str, np.ndarray]:
+        """Per-row scores of one view, row-aligned with the dataset: out-of-fold predictions of the biased and
+        normal models and whether each is right, the row's PECO cluster, that cluster's s_i and L2 distance, and
+        whether the cluster is a biased region (L2 > ``config.bias_threshold``)."""
+        va = self.views[view]
+        if va.biased_pred is None or va.normal_pred is None:
+            raise ParameterError(f"view {view!r} has no per-row predictions (made by an older version?)")
+        cid = va.peco.cluster_ids
+        return {
+            "id": np.asarray(self.ids).astype(str) if len(self.ids) else np.arange(self.n).astype(str),
+            "label": np.asarray(self.labels).astype(str),
+            "biased_pred": va.biased_pred,
+            "biased_correct": va.biased_pred == self.labels,
+            "normal_pred": va.normal_pred,
+            "normal_correct": va.normal_pred == self.labels,
+            "cluster": cid,
+            "cluster_divergence": va.peco.divergences[cid],
+            "cluster_l2": va.peco.l2[cid],
+            "biased_region": va.peco.l2[cid] > self.config.bias_threshold,
+        }
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "n": self.n,
+            "label_counts": self.label_counts,
+            "normal_input": self.normal_input,
+            "views": {v: a.to_dict() for v, a in self.views.items()},
+            "timings_s": {k: round(t, 2) for k, t in self.timings.items()},
+            "config": self.config.to_dict(),
+        }

@@ -1,0 +1,269 @@
+""":func:`audit`: featurize, run the biased and normal models, PECO, token artifacts and (on a GPU) TRA,
+per single-sentence view."""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from aflite.audit.clusters import PecoResult, peco, peco_null
+from aflite.audit.estimate import announce, estimate_seconds, resolve_device
+from aflite.audit.finetuned import FineTuned, _model_path, embed, finetune, predict, tra
+from aflite.audit.linear import cv_predict
+from aflite.audit.metrics import AUDIT_VIEWS, leakage_metrics
+from aflite.audit.results import AuditConfig, AuditResult, ViewAudit
+from aflite.audit.tokens import token_artifacts
+from aflite.errors import InputError, ParameterError
+from aflite.hashing import data_fingerprint
+from aflite.splits import holdout_groups as _holdout_split
+from aflite.threads import limited
+
+log = logging.getLogger("aflite.audit")
+
+
+def sample_rows(dataset: Any, n: int, seed: int = 0) -> Any:
+    """A seeded random sample of ``n`` rows (file order kept); the dataset itself when it has at most n rows."""
+    if n < 1:
+        raise ParameterError(f"sample size must be >= 1, got {n}")
+    if len(dataset) <= n:
+        return dataset
+    rows = np.sort(np.random.default_rng(seed).permutation(len(dataset))[:n])
+    return subset(dataset, np.asarray(dataset.ids)[rows])
+
+
+def subset(dataset: Any, keep_ids: Sequence[Any] | np.ndarray) -> Any:
+    """The rows of ``dataset`` whose id is in ``keep_ids`` (file order kept)."""
+    ids = np.asarray(dataset.ids).astype(str)
+    want = {str(i) for i in keep_ids}
+    mask = np.fromiter((i in want for i in ids), dtype=bool, count=len(ids))
+    missing = len(want) - int(mask.sum())
+    if missing > 0:
+        raise InputError(f"{missing} of {len(want)} kept ids are not in the dataset (was the run made on it?)")
+    rows = np.flatnonzero(mask)
+    return dataclasses.replace(
+        dataset,
+        texts_a=[dataset.texts_a[i] for i in rows],
+        texts_b=None if dataset.texts_b is None else [dataset.texts_b[i] for i in rows],
+        labels=np.asarray(dataset.labels)[rows],
+        ids=np.asarray(dataset.ids)[rows],
+        groups=None if dataset.groups is None else np.asarray(dataset.groups)[rows],
+    )
+
+
+def _features(dataset: Any, view: str, cfg: AuditConfig) -> np.ndarray:
+    from aflite.features import featurize
+
+    opts: dict[str, Any] = {}
+    if cfg.featurizer == "minilm":
+        if cfg.model_path is not None:
+            opts["model_path"] = cfg.model_path
+        if cfg.device is not None:
+            opts["device"] = cfg.device
+    feats = featurize(
+        dataset.texts_a, dataset.texts_b, featurizer=cfg.featurizer, view=view, cache_dir=cfg.cache_dir,
+        show_progress=cfg.show_progress, **opts,
+    )
+    X = feats.X
+    return X.toarray() if hasattr(X, "toarray") else np.asarray(X)
+
+
+@limited  # one thread policy (aflite.threads)
+def compute_features(dataset: Any, cfg: AuditConfig) -> dict[str, np.ndarray]:
+    """The frozen feature matrices the linear models use: ``pair`` and each single-sentence view in
+    ``cfg.views`` (``--views hypothesis`` never embeds the premises on their own). ngram builds its pair matrix
+    from both single-field matrices, so it always has both (n-grams are cheap)."""
+    need = AUDIT_VIEWS if cfg.featurizer == "ngram" else tuple(cfg.views)
+    single: dict[str, np.ndarray] = {v: _features(dataset, v, cfg) for v in AUDIT_VIEWS if v in need}
+    # ngram featurizes each field on its own, so its pair matrix is the two single-field matrices side by side
+    pair = np.hstack([single["premise"], single["hypothesis"]]) if cfg.featurizer == "ngram" else _features(
+        dataset, "pair", cfg)
+    return {**single, "pair": pair}
+
+
+def _normal_features(single: dict[str, np.ndarray], pair: np.ndarray) -> tuple[np.ndarray, str]:
+    """Normal-condition input and its name: the pair encoding plus InferSent-style [u, v, |u − v|, u ⊙ v] of
+    the two sides when both single-sentence matrices exist, else the pair encoding alone."""
+    u, v = single.get("premise"), single.get("hypothesis")
+    if u is None or v is None or u.shape != v.shape:
+        return pair, "pair"
+    return np.hstack([pair, u, v, np.abs(u - v), u * v]).astype(np.float32), "pair+infersent"
+
+
+def _ft_cache(cfg: AuditConfig, a: Sequence[str], b: Sequence[str] | None, y: np.ndarray, tag: str) -> Path | None:
+    if cfg.cache_dir is None:
+        return None
+    key = data_fingerprint(
+        list(a), None if b is None else list(b),
+        {"y": data_fingerprint([str(v) for v in y.tolist()], None), "steps": cfg.tra_steps, "lr": cfg.tra_lr,
+         "bs": cfg.tra_batch_size, "seed": cfg.seed, "model": str(_model_path(cfg.model_path)), "tag": tag},
+    )
+    return Path(cfg.cache_dir) / f"audit-ft-{tag}-{key[:20]}.pt"
+
+
+@limited  # one thread policy (aflite.threads)
+def audit(
+    dataset: Any,
+    views: Sequence[str] | None = None,
+    config: AuditConfig | None = None,
+    name: str = "D",
+    features: dict[str, np.ndarray] | None = None,
+    **overrides: Any,
+) -> AuditResult:
+    """Audit a sentence-pair dataset (``aflite.data.TextDataset``) for single-sentence label leakage.
+
+    ``config`` (or keyword overrides of :class:`AuditConfig` fields) sets the models and sizes; ``views`` picks
+    the single-sentence conditions (default ``config.views``; giving both with different views is an error, not
+    a silent override). ``features`` (``pair`` and each view's matrix, row-aligned with the dataset, e.g. rows
+    sliced from :func:`compute_features` of a superset) skips featurization. A single-text dataset has no normal
+    condition, so it is refused here. ``config.tra=None`` resolves to whether the device is a GPU; the result's
+    config records the choice.
+    """
+    base = config or AuditConfig()
+    if views is not None:
+        want = tuple(views)
+        if config is not None and tuple(config.views) != want:
+            raise ParameterError(f"views={list(want)} disagrees with config.views={list(config.views)}; give one")
+        base = dataclasses.replace(base, views=want)
+    cfg = dataclasses.replace(base, **overrides)
+    if len(set(cfg.views)) != len(cfg.views):
+        raise ParameterError(f"a view is listed twice: {list(cfg.views)}")
+    for v in cfg.views:
+        if v not in AUDIT_VIEWS:
+            raise ParameterError(f"unknown audit view {v!r}; choose from {', '.join(AUDIT_VIEWS)}")
+    if not cfg.views:
+        raise ParameterError("no views to audit")
+    if cfg.featurizer not in ("minilm", "ngram"):
+        raise ParameterError(f"featurizer must be 'minilm' or 'ngram', got {cfg.featurizer!r}")
+    if cfg.peco_encoder not in ("frozen", "finetuned"):
+        raise ParameterError("peco_encoder must be 'frozen' or 'finetuned'")
+    if cfg.peco_shuffles < 2:
+        raise ParameterError(f"peco_shuffles must be >= 2, got {cfg.peco_shuffles}")
+    if cfg.tra is None:
+        cfg = dataclasses.replace(cfg, tra=resolve_device(cfg.device).startswith("cuda"))
+    if cfg.peco_encoder == "finetuned" and not cfg.tra:
+        raise ParameterError("peco_encoder='finetuned' needs the fine-tuned models (tra=True)")
+    if dataset.texts_b is None:
+        raise InputError("the audit needs sentence pairs (premise and hypothesis columns)")
+    y = np.asarray(dataset.labels).astype(str)
+    n = len(y)
+    if n < 10:
+        raise InputError(f"too few rows to audit ({n}); need at least 10")
+    classes, counts = np.unique(y, return_counts=True)
+    if len(classes) < 2:
+        raise InputError("the audit needs at least 2 label classes")
+    groups = None if dataset.groups is None else np.asarray(dataset.groups)
+    timings: dict[str, float] = {}
+
+    def tick(key: str, t0: float) -> float:
+        timings[key] = timings.get(key, 0.0) + time.perf_counter() - t0
+        return time.perf_counter()
+
+    t = time.perf_counter()
+    if features is None and cfg.show_progress:
+        announce(estimate_seconds(n, cfg))
+    feats = compute_features(dataset, cfg) if features is None else features
+    for key in ("pair", *cfg.views):
+        if key not in feats or len(feats[key]) != n:
+            raise InputError(f"features[{key!r}] is missing or not row-aligned with the dataset ({n} rows)")
+    single: dict[str, np.ndarray] = {v: feats[v] for v in AUDIT_VIEWS if v in feats}
+    pair = feats["pair"]
+    t = tick("features", t)
+    Xn, normal_input = _normal_features(single, pair)
+    pred_n = classes[cv_predict(Xn, y, groups, cfg.n_folds, cfg.C, cfg.seed)]
+    t = tick("normal_model", t)
+
+    ft: dict[str, FineTuned] = {}
+    ft_rows: tuple[np.ndarray, np.ndarray] | None = None
+    ft_pred: dict[str, np.ndarray] = {}
+    if cfg.tra:
+        train, test = _holdout_split(n, groups, cfg.tra_holdout, cfg.seed)
+        rng = np.random.default_rng(cfg.seed + 1)
+        eval_rows = np.sort(rng.permutation(test)[: min(cfg.tra_eval, len(test))])
+        ft_rows = (train, eval_rows)
+        a, b = dataset.texts_a, dataset.texts_b
+        for tag in ("pair", *cfg.views):
+            ta = [b[i] if tag == "hypothesis" else a[i] for i in train]
+            tb = [b[i] for i in train] if tag == "pair" else None
+            ft[tag] = finetune(
+                ta, tb, y[train], model_path=cfg.model_path, steps=cfg.tra_steps, batch_size=cfg.tra_batch_size,
+                lr=cfg.tra_lr, seed=cfg.seed, device=cfg.device, cache_file=_ft_cache(cfg, ta, tb, y[train], tag),
+                show_progress=cfg.show_progress, desc=f"fine-tuning MiniLM ({tag})",
+            )
+            ea = [b[i] if tag == "hypothesis" else a[i] for i in eval_rows]
+            eb = [b[i] for i in eval_rows] if tag == "pair" else None
+            ft_pred[tag] = predict(ft[tag], ea, eb)
+        t = tick("finetune", t)
+
+    out: dict[str, ViewAudit] = {}
+    for view in cfg.views:
+        Xb = single[view]
+        pred_b = classes[cv_predict(Xb, y, groups, cfg.n_folds, cfg.C, cfg.seed)]
+        metrics = leakage_metrics(y, pred_b, pred_n)
+        t = tick("biased_models", t)
+        texts = dataset.texts_b if view == "hypothesis" else dataset.texts_a
+        if cfg.peco_encoder == "finetuned":
+            E = embed(ft["pair"], texts, show_progress=cfg.show_progress)
+        else:
+            E = Xb
+        pr = peco(E, y, cfg.n_components, cfg.n_clusters, cfg.seed)
+        null = peco_null(pr, y, cfg.peco_shuffles, cfg.seed)
+        t = tick("peco", t)
+        tsne_xy, tsne_rows = _tsne(pr, cfg)
+        t = tick("tsne", t)
+        arts = token_artifacts(texts, y, cfg.top_k_tokens, cfg.min_token_count)
+        t = tick("artifacts", t)
+        va = ViewAudit(view, metrics, pr, tsne_xy, tsne_rows, arts, examples=_examples(pr, texts, y, cfg),
+                       peco_null=null, biased_pred=pred_b, normal_pred=pred_n)
+        if cfg.tra and ft_rows is not None:
+            _, eval_rows = ft_rows
+            yt = y[eval_rows]
+            m = leakage_metrics(yt, ft_pred[view], ft_pred["pair"])
+            va.finetuned = {**m, "n_eval": int(len(eval_rows)), "n_train": int(len(ft_rows[0])),
+                            "steps": cfg.tra_steps, "batch_size": cfg.tra_batch_size}
+            rows = eval_rows[: min(cfg.tra_sample, len(eval_rows))]
+            va.tra = tra(ft["pair"], ft[view], dataset.texts_a, dataset.texts_b, view, rows, cfg.show_progress)
+            t = tick("tra", t)
+        out[view] = va
+    timings["total"] = sum(timings.values())
+    label_counts = {str(c): int(k) for c, k in zip(classes, counts, strict=True)}
+    return AuditResult(name, n, label_counts, out, cfg, timings, y, np.asarray(dataset.ids).astype(str), normal_input)
+
+
+def _tsne(pr: PecoResult, cfg: AuditConfig) -> tuple[np.ndarray | None, np.ndarray | None]:
+    if pr.reduced is None or cfg.tsne_sample <= 0:
+        return None, None
+    from sklearn.manifold import TSNE
+
+    n = len(pr.reduced)
+    rng = np.random.default_rng(cfg.seed)
+    rows = np.sort(rng.permutation(n)[: min(cfg.tsne_sample, n)])
+    if len(rows) < 5:
+        return None, None
+    perplexity = float(min(30.0, (len(rows) - 1) / 3))
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(limits=1):  # t-SNE's OpenMP threads thrash on small, shared CPUs (0.7 s vs 12 s)
+        xy = TSNE(n_components=2, perplexity=perplexity, init="pca", max_iter=500,
+                  random_state=cfg.seed).fit_transform(pr.reduced[rows])
+    return np.asarray(xy), rows
+
+
+def _examples(pr: PecoResult, texts: Sequence[str], y: np.ndarray, cfg: AuditConfig, per: int = 3,
+              n_clusters: int = 5) -> list[dict[str, Any]]:
+    """Sentences from the most divergent clusters (for the report)."""
+    out = []
+    for c in np.argsort(-pr.divergences)[:n_clusters]:
+        members = np.flatnonzero(pr.cluster_ids == c)[:per]
+        dist = {str(k): round(float(p), 3) for k, p in zip(pr.classes, pr.cluster_dists[c], strict=True)}
+        out.append({
+            "cluster": int(c), "size": int(pr.cluster_sizes[c]), "divergence": float(pr.divergences[c]),
+            "l2": float(pr.l2[c]), "label_dist": dist,
+            "sentences": [{"text": texts[i], "label": str(y[i])} for i in members],
+        })
+    return out
