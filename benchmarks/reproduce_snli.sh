@@ -15,7 +15,7 @@
 # Every stage shows a progress bar with an ETA (tqdm: encoder batches, fine-tuning steps, removed instances,
 # model fits); the banner before each stage gives the time it took on a 2-core machine with 100K pairs.
 # Table 8's SNLI parameters (m=64, t=50K, k=10K, τ=0.75, n=92K of 550,152) are scaled to |D| by `aflite run`
-# itself (×0.1816 for 99,890 pairs: t=9,080, k=1,816, n=16,704); see each run's summary.md.
+# itself (×0.1816 for 99,890 pairs: t=9,078, k=1,816, n=16,704); see each run's summary.md.
 set -euo pipefail
 
 DATA=${1:-../shared/data}

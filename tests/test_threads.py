@@ -22,6 +22,8 @@ def _pool_threads() -> dict[str, set[int]]:
     """Thread counts threadpoolctl reports, per user API (blas / openmp), as seen from the calling thread."""
     out: dict[str, set[int]] = {}
     for info in threadpool_info():
+        if "torch" in str(info.get("filepath", "")):
+            continue  # PyTorch's own OpenMP runtime follows torch.set_num_threads (configure_torch), by design
         out.setdefault(str(info["user_api"]), set()).add(int(info["num_threads"]))
     return out
 

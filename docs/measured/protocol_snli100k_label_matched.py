@@ -3,7 +3,9 @@ aflite evaluate) trained on random subsets of D (warm-up rows excluded) with D(Î
 tested on SNLI dev. Seeds 0-2."""
 import json
 from collections import Counter
+
 import numpy as np
+
 from aflite.data import load_dataset
 from aflite.evaluate import _NgramLR
 
