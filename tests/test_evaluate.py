@@ -305,7 +305,7 @@ def test_warmup_rows_stay_out_of_every_training_set(snli_run, tmp_path, monkeypa
         seen.setdefault(ts.kind, []).append(set(ts.rows.tolist()))
         return orig(spec, ts, seed, *a, **kw)
 
-    monkeypatch.setattr(ev, "_run_job", spy)
+    monkeypatch.setattr(ev.runner, "_run_job", spy)  # looked up where evaluate() lives
     rep = evaluate(data, [wrun], tmp_path / "o", models=["ppmi:pair"], seeds=3, show_progress=False)
     assert set(seen) == {"D", "filtered", "random", "single"} and len(seen["random"]) == 3
     for kind, row_sets in seen.items():

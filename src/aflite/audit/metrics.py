@@ -10,8 +10,6 @@ import numpy as np
 from aflite.errors import InputError
 
 AUDIT_VIEWS = ("hypothesis", "premise")
-
-
 BIAS_THRESHOLD = 0.2
 
 

@@ -1,0 +1,356 @@
+"""The models :func:`~aflite.evaluate.evaluate` trains (:class:`ModelSpec`): feature probes and MLPs on
+cached features, TF-IDF n-gram LR, Max-PPMI and fine-tuned encoders, and the feature store they share."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from aflite.atomic import write_npy
+from aflite.errors import ParameterError
+from aflite.hashing import data_fingerprint
+
+MODEL_KINDS = ("probe", "mlp", "ngram", "ppmi", "finetune")
+FEATURE_MODELS = ("probe", "mlp")
+PROBE_FEATURIZERS = ("ngram", "minilm", "efficientnet-lite0", "hf-image")  # the last two: image datasets
+VIEWS = ("pair", "hypothesis", "premise")
+DEFAULT_MODELS = ("probe:minilm:pair", "mlp:minilm:pair", "ngram:pair", "ngram:hypothesis", "ppmi:pair")
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """One model to train on every training set: ``kind`` (see MODEL_KINDS), ``view``, and for ``probe`` /
+    ``mlp`` the ``featurizer`` whose cached features it reads. Written ``kind[:featurizer][:view]``, e.g.
+    ``probe:minilm:pair``, ``mlp:ngram:hypothesis``, ``ngram:hypothesis``, ``ppmi:pair``, ``finetune:pair``."""
+
+    kind: str
+    view: str = "pair"
+    featurizer: str | None = None
+
+    @classmethod
+    def parse(cls, text: str | ModelSpec) -> ModelSpec:
+        if isinstance(text, ModelSpec):
+            return text
+        parts = [p.strip() for p in str(text).split(":") if p.strip()]
+        if not parts or parts[0] not in MODEL_KINDS:
+            raise ParameterError(f"model {text!r}: the kind must be one of {', '.join(MODEL_KINDS)}")
+        kind, rest = parts[0], parts[1:]
+        feat = None
+        if kind in FEATURE_MODELS:
+            if not rest or rest[0] not in PROBE_FEATURIZERS:
+                raise ParameterError(f"model {text!r}: {kind} needs a featurizer ({', '.join(PROBE_FEATURIZERS)}), "
+                                     f"e.g. {kind}:minilm:pair")
+            feat, rest = rest[0], rest[1:]
+        view = rest[0] if rest else "pair"
+        if len(rest) > 1 or view not in VIEWS:
+            raise ParameterError(f"model {text!r}: the view must be one of {', '.join(VIEWS)}")
+        return cls(kind, view, feat)
+
+    @property
+    def key(self) -> str:
+        return ":".join(x for x in (self.kind, self.featurizer, self.view) if x)
+
+    @property
+    def label(self) -> str:
+        base = {
+            "probe": f"Linear probe ({self.featurizer})",
+            "mlp": f"MLP ({self.featurizer})",
+            "ngram": "n-gram LR",
+            "ppmi": "Max-PPMI",
+            "finetune": "Fine-tuned encoder",
+        }[self.kind]
+        suffix = {"pair": "", "hypothesis": " -HypOnly", "premise": " -PremOnly"}[self.view]
+        return base + suffix
+
+    @property
+    def stochastic(self) -> bool:
+        """Whether training depends on the seed (deterministic models train once per fixed training set)."""
+        return self.kind in ("mlp", "finetune")
+
+
+@dataclass
+class FinetuneOptions:
+    """Fine-tuning recipe. Defaults: appendix A.6 (Adam, lr 1e-5, eps 1e-8, 3 epochs, batch 92; the HF GLUE
+    script's max length 128 and linearly decaying learning rate). ``max_train`` caps the training rows (a
+    seeded sample); when None, a CPU run uses ``cpu_max_train`` and a GPU run uses everything. ``eval_max``
+    likewise caps each external set (a fixed stratified sample) on a CPU."""
+
+    model_path: str | None = None
+    lr: float = 1e-5
+    epochs: int = 3
+    batch_size: int = 92
+    eps: float = 1e-8
+    max_length: int = 128
+    max_train: int | None = None
+    cpu_max_train: int | None = 2000
+    eval_max: int | None = None
+    cpu_eval_max: int | None = 3000
+    max_steps: int | None = None
+    device: str | None = None
+    num_threads: int | None = None
+    # image datasets: the network to fine-tune (efficientnet-lite0, or hf-image at model_path) and its input size
+    image_model: str | None = None
+    image_size: int = 224
+
+    def check(self) -> None:
+        if not self.lr > 0 or not self.eps > 0:
+            raise ParameterError("fine-tuning lr and eps must be > 0")
+        if self.epochs < 1 or self.batch_size < 1 or self.max_length < 8:
+            raise ParameterError("fine-tuning needs epochs >= 1, batch_size >= 1 and max_length >= 8")
+        for name in ("max_train", "cpu_max_train", "eval_max", "cpu_eval_max", "max_steps"):
+            v = getattr(self, name)
+            if v is not None and v < 1:
+                raise ParameterError(f"fine-tuning {name} must be >= 1 (or unset), got {v}")
+
+
+@dataclass
+class _Corpus:
+    name: str
+    texts_a: list[str]
+    texts_b: list[str] | None
+    fingerprint: str
+
+    def view(self, view: str, rows: NDArray[np.intp]) -> tuple[list[str], list[str] | None]:
+        if view == "hypothesis" and self.texts_b is None:
+            raise ParameterError(f"{self.name}: view 'hypothesis' needs a second text column")
+        a = [self.texts_a[i] for i in rows]
+        b = None if self.texts_b is None else [self.texts_b[i] for i in rows]
+        if view == "premise":
+            return a, None
+        if view == "hypothesis":
+            assert b is not None
+            return b, None
+        return a, b
+
+
+def _corpus(name: str, a: list[str], b: list[str] | None) -> _Corpus:
+    return _Corpus(name, a, b, data_fingerprint(a, b))
+
+
+class _FeatureStore:
+    """Cached features per (featurizer, view, corpus). ngram is fitted on D (texts only) and applied to the rest."""
+
+    def __init__(self, d: _Corpus, cache: Path, show_progress: bool, minilm_options: dict[str, Any]) -> None:
+        self.d = d
+        self.cache = cache
+        self.show_progress = show_progress
+        self.minilm_options = minilm_options
+        self.image_options: dict[str, Any] = {}
+        self._memo: dict[tuple[str, str, str], NDArray[np.float32]] = {}
+        self._ngram: dict[str, Any] = {}
+
+    def get(self, featurizer: str, view: str, corpus: _Corpus) -> NDArray[np.float32]:
+        k = (featurizer, view, corpus.fingerprint)
+        if k in self._memo:
+            return self._memo[k]
+        every = np.arange(len(corpus.texts_a))
+        a, b = corpus.view(view, every)
+        if featurizer in ("efficientnet-lite0", "hf-image"):  # image references; options as the run used them
+            from aflite.features import featurize
+
+            x = np.asarray(featurize(a, None, featurizer, cache_dir=self.cache, show_progress=self.show_progress,
+                                     **self.image_options).X, dtype=np.float32)
+        elif featurizer == "minilm":
+            from aflite.features import featurize
+
+            # the cache folder's top level, as `aflite run` and `aflite audit` lay it out, so that a run's cache
+            # folder given as the cache reuses the run's MiniLM matrices instead of embedding D again
+            x = np.asarray(featurize(a, b, "minilm", "pair", cache_dir=self.cache,
+                                     show_progress=self.show_progress, **self.minilm_options).X, dtype=np.float32)
+        else:
+            path = self.cache / "features" / f"evalngram-{view}-{self.d.fingerprint[:16]}-{corpus.fingerprint[:16]}.npy"
+            if path.is_file():
+                x = np.load(path, allow_pickle=False)
+            else:
+                feat = self._ngram.get(view)
+                if feat is None:
+                    from aflite.features import NgramFeaturizer
+
+                    feat = NgramFeaturizer()
+                    da, db = self.d.view(view, np.arange(len(self.d.texts_a)))
+                    feat.fit(da, db)
+                    self._ngram[view] = feat
+                x = np.asarray(feat.transform(a, b), dtype=np.float32)
+                write_npy(path, x)
+        self._memo[k] = x
+        return x
+
+
+def _tokens(text: str) -> list[str]:
+    return re.findall(r"\w+", text.lower())
+
+
+class _MaxPPMI:
+    """Max-PPMI: PMI(w, y) = log p̂(y | w) / p(y) with p̂(y | w) = (c(w, y) + α) / (c(w) + α·K) over instance
+    (document) counts; words seen in fewer than ``min_count`` training instances are ignored. An instance gets
+    the label with the highest positive PMI among its words; with no positive PMI, the most frequent label.
+    For pairs, premise and hypothesis words are kept apart (``p:`` / ``h:``)."""
+
+    def __init__(self, alpha: float = 1.0, min_count: int = 3) -> None:
+        self.alpha = alpha
+        self.min_count = min_count
+
+    @staticmethod
+    def _words(a: list[str], b: list[str] | None) -> list[set[str]]:
+        if b is None:
+            return [set(_tokens(t)) for t in a]
+        return [{"p:" + w for w in _tokens(x)} | {"h:" + w for w in _tokens(y)} for x, y in zip(a, b, strict=True)]
+
+    def fit(self, a: list[str], b: list[str] | None, y: NDArray[np.int64], n_classes: int) -> _MaxPPMI:
+        counts: dict[str, NDArray[np.float64]] = {}
+        for ws, lab in zip(self._words(a, b), y, strict=True):
+            for w in ws:
+                c = counts.get(w)
+                if c is None:
+                    c = counts[w] = np.zeros(n_classes)
+                c[lab] += 1
+        prior = np.bincount(y, minlength=n_classes) / len(y)
+        self.order_ = np.argsort(-prior, kind="stable")
+        self.majority_ = int(self.order_[0])
+        self.ppmi_: dict[str, NDArray[np.float64]] = {}
+        for w, c in counts.items():
+            tot = c.sum()
+            if tot < self.min_count:
+                continue
+            p = (c + self.alpha) / (tot + self.alpha * n_classes)
+            with np.errstate(divide="ignore"):
+                pmi = np.log(p / np.maximum(prior, 1e-12))
+            self.ppmi_[w] = np.maximum(pmi, 0.0)
+        self.n_classes_ = n_classes
+        return self
+
+    def predict(self, a: list[str], b: list[str] | None) -> NDArray[np.int64]:
+        out = np.empty(len(a), dtype=np.int64)
+        zero = np.zeros(self.n_classes_)
+        for i, ws in enumerate(self._words(a, b)):
+            best = zero.copy()
+            for w in ws:
+                v = self.ppmi_.get(w)
+                if v is not None:
+                    np.maximum(best, v, out=best)
+            if best.max() <= 0:
+                out[i] = self.majority_
+            else:  # ties go to the more frequent label
+                out[i] = int(self.order_[np.argmax(best[self.order_])])
+        return out
+
+
+class _NgramLR:
+    """TF-IDF word 1–2-gram logistic regression; for pairs, premise and hypothesis get separate vocabularies."""
+
+    def fit(self, a: list[str], b: list[str] | None, y: NDArray[np.int64], n_classes: int) -> _NgramLR:
+        from sklearn.feature_extraction.text import TfidfVectorizer
+        from sklearn.linear_model import LogisticRegression
+
+        self.vecs_ = [TfidfVectorizer(ngram_range=(1, 2), min_df=2, sublinear_tf=True)
+                      for _ in range(1 + (b is not None))]
+        X = self._x(a, b, fit=True)
+        self.clf_ = LogisticRegression(C=1.0, max_iter=2000).fit(X, y)
+        return self
+
+    def _x(self, a: list[str], b: list[str] | None, fit: bool = False) -> Any:
+        import scipy.sparse as sp
+
+        fields = [a] if b is None else [a, b]
+        mats = [v.fit_transform(f) if fit else v.transform(f) for v, f in zip(self.vecs_, fields, strict=True)]
+        return mats[0] if len(mats) == 1 else sp.hstack(mats, format="csr")
+
+    def predict(self, a: list[str], b: list[str] | None) -> NDArray[np.int64]:
+        return np.asarray(self.clf_.predict(self._x(a, b)), dtype=np.int64)
+
+
+def _feature_classifier(kind: str, seed: int) -> Any:
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.neural_network import MLPClassifier
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    if kind == "probe":
+        return make_pipeline(StandardScaler(), LogisticRegression(C=1.0, max_iter=3000))
+    return make_pipeline(StandardScaler(), MLPClassifier(hidden_layer_sizes=(256,), alpha=1e-3, early_stopping=True,
+                                                         max_iter=200, random_state=seed))
+
+
+class _FineTuned:
+    """A pretrained encoder + dropout + linear head on the mean-pooled last hidden state, trained end to end by
+    the one trainer (:func:`aflite.training.fit_classifier`, preset ``EVALUATE`` with these options)."""
+
+    def __init__(self, opts: FinetuneOptions, seed: int, show_progress: bool) -> None:
+        from aflite.encoders import import_torch, resolve_device
+        from aflite.features import _resolve_model_path
+
+        self.opts = opts
+        self.seed = seed
+        self.show_progress = show_progress
+        self.torch, _ = import_torch()
+        if opts.num_threads is not None:
+            self.torch.set_num_threads(int(opts.num_threads))
+        # image networks: EfficientNet-Lite0 needs no folder; a text model defaults to the bundled MiniLM
+        self.model_path = opts.model_path if opts.image_model else _resolve_model_path(opts.model_path)
+        self.device = resolve_device(opts.device, self.torch)
+        self.steps_ = 0
+        self.final_loss_: float | None = None
+
+    def train_config(self) -> Any:
+        from aflite.training import EVALUATE
+
+        o = self.opts
+        return EVALUATE.replace(lr=o.lr, eps=o.eps, epochs=o.epochs, batch_size=o.batch_size, max_steps=o.max_steps,
+                                seed=self.seed, shuffle_seed=(self.seed, 11), device=self.device)
+
+    def _new_encoder(self) -> Any:
+        from aflite.encoders import ImageEncoder, TextEncoder
+
+        if self.opts.image_model:
+            return ImageEncoder(self.opts.image_model, model_path=self.model_path, device=self.device,
+                                image_size=self.opts.image_size)
+        assert self.model_path is not None
+        return TextEncoder(self.model_path, device=self.device)
+
+    def _items(self, a: list[str], b: list[str] | None, max_length: int) -> list[Any]:
+        if self.opts.image_model:
+            return list(self.encoder.prepare(a))
+        return list(self.encoder.prepare_pairs(a, b, max_length))
+
+    def _build(self, n_classes: int) -> None:
+        from aflite import training
+
+        training.seeded(self.seed)
+        self.encoder = self._new_encoder()
+        self.head = training.make_head(self.torch, self.encoder.dim, n_classes, 0.1, self.device)
+
+    def fit(self, a: list[str], b: list[str] | None, y: NDArray[np.int64], n_classes: int) -> _FineTuned:
+        from aflite import training
+
+        training.seeded(self.seed)
+        self.encoder = self._new_encoder()
+        items = self._items(a, b, self.opts.max_length)
+        self.head, res = training.fit_classifier(self.encoder, items, y, n_classes, self.train_config(),
+                                                 desc="fine-tuning", show_progress=self.show_progress)
+        self.steps_, self.final_loss_ = res.steps, res.final_loss
+        return self
+
+    def predict(self, a: list[str], b: list[str] | None, batch_size: int = 128) -> NDArray[np.int64]:
+        from aflite.features import DEFAULT_MAX_LENGTH
+        from aflite.training import predict_classes
+
+        return predict_classes(self.encoder, self.head, self._items(a, b, DEFAULT_MAX_LENGTH), batch_size)
+
+    def save(self, path: Path) -> None:
+        from aflite.training import TrainResult, save_checkpoint
+
+        losses = [] if self.final_loss_ is None else [self.final_loss_]
+        save_checkpoint(path, self.encoder, self.head, [], TrainResult(self.steps_, losses))
+
+    def load(self, path: Path, n_classes: int) -> _FineTuned:
+        from aflite.training import load_checkpoint
+
+        self._build(n_classes)
+        _, res = load_checkpoint(path, self.encoder, self.head)
+        self.steps_, self.final_loss_ = res.steps, res.final_loss
+        return self

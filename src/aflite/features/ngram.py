@@ -1,0 +1,192 @@
+"""``ngram``: hashed word and character n-gram TF-IDF, reduced by a seeded TruncatedSVD."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any, Self
+
+import numpy as np
+import scipy.sparse as sp
+
+from aflite.errors import InputError, ParameterError
+from aflite.features.base import Matrix
+
+
+class NgramFeaturizer:
+    """Hashed word (1-2) + char_wb (2-4) n-gram TF-IDF, per text field, reduced by a seeded TruncatedSVD.
+
+    Each text field gets ``n_components`` dimensions (pairs: ``2 * n_components``, premise block first), so
+    the hypothesis block of a pair equals the ``hypothesis`` view for the same options. With few rows the SVD
+    is clipped to ``n_rows - 1`` dimensions (see ``n_components_``). ``dense=False`` skips the SVD and returns
+    a sparse CSR float32 matrix.
+
+    Per field and analyzer (word, char): n-grams are hashed into ``n_features`` buckets; buckets seen in fewer
+    than ``min_df`` rows of the fit sample are dropped and at most ``max_columns`` of the most frequent are
+    kept (a randomized SVD over millions of hashed columns would need gigabytes); TF-IDF (sublinear tf, l2) is
+    fitted on the kept buckets. Word and char blocks are each unit-norm, then scaled by 1/sqrt(2).
+    ``svd_fit_rows`` caps the rows used to fit the column choice, IDF and SVD (a seeded random sample); all
+    rows are transformed.
+    """
+
+    name = "ngram"
+
+    def __init__(
+        self,
+        n_components: int = 256,
+        dense: bool = True,
+        word_ngrams: tuple[int, int] = (1, 2),
+        char_ngrams: tuple[int, int] = (2, 4),
+        n_features: int = 2**20,
+        min_df: int = 2,
+        max_columns: int = 2**17,
+        sublinear_tf: bool = True,
+        svd_fit_rows: int | None = 200_000,
+        seed: int = 0,
+    ) -> None:
+        if n_components < 1:
+            raise ParameterError(f"n_components must be >= 1, got {n_components}")
+        if n_features < 16:
+            raise ParameterError(f"n_features must be >= 16, got {n_features}")
+        if min_df < 1 or max_columns < 1:
+            raise ParameterError("min_df and max_columns must be >= 1")
+        if svd_fit_rows is not None and svd_fit_rows < 2:
+            raise ParameterError(f"svd_fit_rows must be >= 2, got {svd_fit_rows}")
+        for rng_ in (word_ngrams, char_ngrams):
+            if len(rng_) != 2 or not 1 <= rng_[0] <= rng_[1]:
+                raise ParameterError(f"an n-gram range must be (low, high) with 1 <= low <= high, got {rng_}")
+        self.n_components = int(n_components)
+        self.dense = bool(dense)
+        self.word_ngrams = (int(word_ngrams[0]), int(word_ngrams[1]))
+        self.char_ngrams = (int(char_ngrams[0]), int(char_ngrams[1]))
+        self.n_features = int(n_features)
+        self.min_df = int(min_df)
+        self.max_columns = int(max_columns)
+        self.sublinear_tf = bool(sublinear_tf)
+        self.svd_fit_rows = svd_fit_rows
+        self.seed = int(seed)
+        # per field: ([(columns, tfidf) per analyzer], svd or None)
+        self._fields: list[tuple[list[tuple[np.ndarray, Any]], Any]] | None = None
+        self.n_components_: list[int] = []
+        self.progress: Any = None  # a tqdm bar ticked once per stage of fit_transform (see fit_stages)
+
+    def fit_stages(self, n_fields: int) -> int:
+        """Stages :meth:`fit_transform` reports on ``progress``: per field, two hashing passes and the SVD."""
+        return n_fields * (3 if self.dense else 2)
+
+    def _tick(self, stage: str) -> None:
+        if self.progress is not None:
+            self.progress.set_postfix_str(stage, refresh=False)
+            self.progress.update(1)
+
+    def get_options(self) -> dict[str, Any]:
+        return {
+            "n_components": self.n_components,
+            "dense": self.dense,
+            "word_ngrams": list(self.word_ngrams),
+            "char_ngrams": list(self.char_ngrams),
+            "n_features": self.n_features,
+            "min_df": self.min_df,
+            "max_columns": self.max_columns,
+            "sublinear_tf": self.sublinear_tf,
+            "svd_fit_rows": self.svd_fit_rows,
+            "seed": self.seed,
+        }
+
+    def _hashers(self) -> tuple[Any, Any]:
+        from sklearn.feature_extraction.text import HashingVectorizer
+
+        common = {"n_features": self.n_features, "alternate_sign": False, "norm": None, "dtype": np.float32}
+        word = HashingVectorizer(analyzer="word", ngram_range=self.word_ngrams, lowercase=True, **common)
+        char = HashingVectorizer(analyzer="char_wb", ngram_range=self.char_ngrams, lowercase=True, **common)
+        return word, char
+
+    def _sample_rows(self, n: int) -> np.ndarray | None:
+        if self.svd_fit_rows is None or n <= self.svd_fit_rows:
+            return None
+        return np.sort(np.random.default_rng(self.seed).choice(n, size=self.svd_fit_rows, replace=False))
+
+    def _choose_columns(self, counts: sp.csr_matrix) -> np.ndarray:
+        df = np.bincount(counts.indices, minlength=counts.shape[1])
+        min_df = self.min_df if (df >= self.min_df).any() else 1
+        cols = np.flatnonzero(df >= min_df)
+        if len(cols) > self.max_columns:
+            # most frequent first; ties broken by bucket index (deterministic)
+            order = np.lexsort((cols, -df[cols]))
+            cols = np.sort(cols[order[: self.max_columns]])
+        return cols
+
+    def _tfidf_field(
+        self, texts: list[str], fitted: list[tuple[np.ndarray, Any]] | None, sample: np.ndarray | None
+    ) -> tuple[sp.csr_matrix, list[tuple[np.ndarray, Any]]]:
+        from sklearn.feature_extraction.text import TfidfTransformer
+
+        blocks = []
+        state: list[tuple[np.ndarray, Any]] = []
+        for k, hasher in enumerate(self._hashers()):
+            counts = sp.csr_matrix(hasher.transform(texts))
+            if fitted is None:
+                self._tick(("word", "char")[k] + " n-grams")
+                fit_counts = counts if sample is None else counts[sample]
+                cols = self._choose_columns(fit_counts)
+                tf = TfidfTransformer(sublinear_tf=self.sublinear_tf, norm="l2")
+                tf.fit(fit_counts[:, cols])
+            else:
+                cols, tf = fitted[k]
+            state.append((cols, tf))
+            blocks.append(tf.transform(counts[:, cols]))
+        x = sp.hstack(blocks, format="csr", dtype=np.float32) * np.float32(1 / math.sqrt(2))
+        return sp.csr_matrix(x, dtype=np.float32), state
+
+    def fit(self, texts_a: Sequence[str], texts_b: Sequence[str] | None = None, y: Any = None) -> Self:
+        self._fit_transform(texts_a, texts_b)
+        return self
+
+    def fit_transform(
+        self, texts_a: Sequence[str], texts_b: Sequence[str] | None = None, y: Any = None
+    ) -> Matrix:
+        return self._fit_transform(texts_a, texts_b)
+
+    def _fit_transform(self, texts_a: Sequence[str], texts_b: Sequence[str] | None) -> Matrix:
+        from sklearn.decomposition import TruncatedSVD
+
+        fields = [list(texts_a)] + ([] if texts_b is None else [list(texts_b)])
+        n = len(fields[0])
+        if n < 2:
+            raise InputError(f"ngram features need at least 2 rows to fit, got {n}")
+        sample = self._sample_rows(n)
+        fitted: list[tuple[list[tuple[np.ndarray, Any]], Any]] = []
+        outs: list[Matrix] = []
+        self.n_components_ = []
+        for texts in fields:
+            x, state = self._tfidf_field(texts, None, sample)
+            svd = None
+            if self.dense:
+                k = max(1, min(self.n_components, n - 1, x.shape[1] - 1))
+                svd = TruncatedSVD(n_components=k, algorithm="randomized", n_iter=5, random_state=self.seed)
+                svd.fit(x if sample is None else x[sample])
+                self._tick("SVD")
+                self.n_components_.append(k)
+                outs.append(np.asarray(svd.transform(x), dtype=np.float32))
+            else:
+                outs.append(x)
+            fitted.append((state, svd))
+        self._fields = fitted
+        return self._combine(outs)
+
+    def transform(self, texts_a: Sequence[str], texts_b: Sequence[str] | None = None) -> Matrix:
+        if self._fields is None:
+            raise ParameterError("NgramFeaturizer.transform called before fit")
+        fields = [list(texts_a)] + ([] if texts_b is None else [list(texts_b)])
+        if len(fields) != len(self._fields):
+            raise ParameterError(f"fitted on {len(self._fields)} text field(s), transform got {len(fields)}")
+        outs: list[Matrix] = []
+        for texts, (state, svd) in zip(fields, self._fields, strict=True):
+            x, _ = self._tfidf_field(texts, state, None)
+            outs.append(x if svd is None else np.asarray(svd.transform(x), dtype=np.float32))
+        return self._combine(outs)
+
+    def _combine(self, outs: list[Matrix]) -> Matrix:
+        if self.dense:
+            return np.ascontiguousarray(np.hstack(outs), dtype=np.float32)
+        return sp.csr_matrix(sp.hstack(outs, format="csr"), dtype=np.float32)
