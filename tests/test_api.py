@@ -242,7 +242,8 @@ def test_filter_files_is_the_library_side_of_aflite_filter(tmp_path: Path) -> No
     X, y = planted()
     np.save(tmp_path / "X.npy", X)
     (tmp_path / "y.txt").write_text("".join(f"{v}\n" for v in y))
-    res = filter_files(tmp_path / "X.npy", tmp_path / "y.txt", tmp_path / "run", aflite=AFLite(**KW), quiet=True)
+    res = filter_files(tmp_path / "X.npy", tmp_path / "y.txt", tmp_path / "run", aflite=AFLite(**KW),
+                       show_progress=False)
     kept = (tmp_path / "run" / "kept_ids.txt").read_text().split()
     assert kept == [str(i) for i in np.flatnonzero(res.keep)]
     assert res.summary["size_after"] == len(kept) == int(AFLite(**KW).fit(X, y).get_support().sum())

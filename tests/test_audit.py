@@ -385,6 +385,35 @@ def test_audit_row_scores_match_the_dataset_level_figures(tmp_path: Path) -> Non
     assert d["peco_excess"] == pytest.approx(d["peco"] - d["peco_null_mean"])
 
 
+def test_leakage_metrics_dataclass_matches_the_dict_and_the_row_scores(tmp_path: Path) -> None:
+    ds = _pairs()
+    res = A.audit(ds, cache_dir=str(tmp_path), **SMALL)
+    for view in ("hypothesis", "premise"):
+        va = res.views[view]
+        m = va.metrics
+        assert isinstance(m, A.LeakageMetrics)
+        assert va.biased_pred is not None and va.normal_pred is not None
+        expected = A.leakage_metrics(res.labels, va.biased_pred, va.normal_pred)
+        assert m.to_dict() == expected
+        assert [f.name for f in dataclasses.fields(m)] == list(expected)
+        d = va.to_dict()
+        for key, value in expected.items():
+            assert m[key] == getattr(m, key) == d[key] == value
+        with pytest.raises(KeyError):
+            m["no_such_metric"]
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            m.nba = 0.0  # type: ignore[misc]
+        rows = res.row_scores(view)
+        bc, nc = rows["biased_correct"], rows["normal_correct"]
+        assert bc.mean() == pytest.approx(m.biased_accuracy)
+        assert nc.mean() == pytest.approx(m.normal_accuracy)
+        assert m.delta_maj == pytest.approx(bc.mean() - m.majority_accuracy)
+        assert m.pct_rr == pytest.approx(bc.mean() / nc.mean())
+        agree = rows["biased_pred"] == rows["normal_pred"]
+        assert m.nba == pytest.approx(agree.mean())
+        assert m.nbr == pytest.approx((agree & bc).sum() / agree.sum())
+
+
 def test_views_hypothesis_never_embeds_the_premises(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import aflite.features
 

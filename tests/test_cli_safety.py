@@ -62,7 +62,7 @@ def command_lines(tmp: Path, tsv: Path, out: Path) -> dict[str, list[object]]:
     return {
         "run": ["run", tsv, "--out", out, *FAST],
         "filter": ["filter", "--features", tmp / "X.npy", "--labels", tmp / "y.txt", "--out", out, "--quiet"],
-        "embed": ["embed", tsv, "--out", out / "feats", "--quiet"],
+        "embed": ["embed", tsv, "--out", out, "--quiet"],
         "evaluate": ["evaluate", tsv, tmp / "run", "--out", out, "--quiet"],
         "audit": ["audit", tsv, "--out", out, "--featurizer", "ngram", "--no-tra", "--quiet"],
         "demo": ["demo", "--out", out, "--featurizer", "ngram", "--quiet"],
@@ -79,8 +79,6 @@ def test_out_is_a_file(tmp_path, tsv, capsys, command):
     target = tmp_path / "a_file"
     target.write_text("precious\n")
     argv = command_lines(tmp_path, tsv, target)[command]
-    if command == "embed":  # OUT is a stem: its files would go under the file
-        argv = ["embed", tsv, "--out", target / "feats", "--quiet"]
     code, _, err = cli(capsys, *argv)
     assert code == 2
     line = one_line_error(err, command)
@@ -453,14 +451,21 @@ def test_progress_ngram_stages_and_removed_bar_ends_at_100(tmp_path, tsv, capsys
 
 
 def test_embed_refuses_to_replace_its_files_without_overwrite(tmp_path, tsv, capsys):
-    stem = tmp_path / "feats"
-    (tmp_path / "feats.npy").write_bytes(b"precious")
-    code, _, err = cli(capsys, "embed", tsv, "--out", stem, "--quiet", "--cache", tmp_path / "c")
+    out = tmp_path / "feats"
+    code, _, _ = cli(capsys, "embed", tsv, "--out", out, "--quiet")
+    assert code == 0
+    assert np.load(out / "features.npy", mmap_mode="r").shape[0] == 240
+    assert len((out / "ids.txt").read_text().split()) == len((out / "labels.txt").read_text().split()) == 240
+    res = json.loads((out / "results.json").read_text())
+    assert res["command"] == "embed" and res["argv"][0] == "embed" and "versions" in res and res["seed"] == 0
+    assert res["rows"] == 240 and (out / "summary.md").is_file() and (out / "cache").is_dir()
+    (out / "features.npy").write_bytes(b"precious")
+    code, _, err = cli(capsys, "embed", tsv, "--out", out, "--quiet")
     assert code == 2
-    assert "feats.npy exists; pass --overwrite to replace it" in one_line_error(err, "embed")
-    assert (tmp_path / "feats.npy").read_bytes() == b"precious" and not (tmp_path / "c").exists()
-    assert cli(capsys, "embed", tsv, "--out", stem, "--quiet", "--cache", tmp_path / "c", "--overwrite")[0] == 0
-    assert np.load(tmp_path / "feats.npy").shape[0] == 240
+    assert "features.npy exists; pass --overwrite to replace it" in one_line_error(err, "embed")
+    assert (out / "features.npy").read_bytes() == b"precious"
+    assert cli(capsys, "embed", tsv, "--out", out, "--quiet", "--overwrite")[0] == 0
+    assert np.load(out / "features.npy").shape[0] == 240
 
 
 def test_groups_none_and_the_old_no_groups(tmp_path, tsv, capsys):

@@ -51,7 +51,7 @@ def snli_run(tmp_path_factory):
     lines = gzip.decompress(demo_dataset_path().read_bytes()).splitlines(keepends=True)
     data = tmp / "small.tsv.gz"
     data.write_bytes(gzip.compress(b"".join(lines[:361])))
-    run_pipeline(data, tmp / "run", featurizer="ngram", probe=False, quiet=True,
+    run_pipeline(data, tmp / "run", featurizer="ngram", probe=False, show_progress=False,
                  params={"n_partitions": 8, "train_size": 120, "slice_size": 30, "threshold": 0.6,
                          "target_size": 200}, featurizer_options={"n_components": 32})
     hans = _write_hans(tmp / "hans.tsv.gz")
@@ -343,7 +343,7 @@ def test_warmup_run_end_to_end_excludes_its_slice(snli_run, tmp_path):
     lines = gzip.decompress(data.read_bytes()).splitlines(keepends=True)
     small = tmp_path / "small.tsv.gz"
     small.write_bytes(gzip.compress(b"".join(lines[:121])))  # 120 pairs
-    res = run_pipeline(small, tmp_path / "wr", featurizer="warmup", probe=False, quiet=True, device="cpu",
+    res = run_pipeline(small, tmp_path / "wr", featurizer="warmup", probe=False, show_progress=False, device="cpu",
                        params={"n_partitions": 4, "train_size": 30, "slice_size": 10, "threshold": 0.5,
                                "target_size": 60},
                        featurizer_options={"max_steps": 1, "batch_size": 8, "embed_batch_size": 32,
@@ -467,7 +467,7 @@ def test_single_iteration_reuses_a_shared_feature_cache(snli_run, tmp_path, monk
 
     tmp, data, run, hans_path = snli_run
     shared = tmp_path / "shared"
-    run_pipeline(data, tmp_path / "r", featurizer="ngram", probe=False, quiet=True, cache_dir=shared,
+    run_pipeline(data, tmp_path / "r", featurizer="ngram", probe=False, show_progress=False, cache_dir=shared,
                  params={"n_partitions": 8, "train_size": 120, "slice_size": 30, "threshold": 0.6,
                          "target_size": 200}, featurizer_options={"n_components": 32})
     assert not (tmp_path / "r" / "cache").exists()

@@ -78,6 +78,24 @@ def test_unknown_featurizer_and_bad_options() -> None:
         F.make_featurizer("ngram", n_components=0)
 
 
+def test_featurizers_validate_in_fit_not_in_init() -> None:
+    # scikit-learn convention: __init__ stores, fit/transform checks (make_featurizer checks early for the CLI)
+    bad = F.NgramFeaturizer(n_components=0, word_ngrams=(2, 1))
+    assert bad.n_components == 0 and bad.word_ngrams == (2, 1)  # stored as given
+    with pytest.raises(ParameterError, match="n_components must be >= 1"):
+        bad.fit(PREMISES)
+    with pytest.raises(ParameterError, match="n-gram range"):
+        F.NgramFeaturizer(word_ngrams=(2, 1)).fit_transform(PREMISES)
+    with pytest.raises(ParameterError, match="max_length must be >= 8"):
+        F.MiniLMFeaturizer(max_length=4).transform(PREMISES)
+    with pytest.raises(ParameterError, match="epochs must be >= 1"):
+        F.WarmupFeaturizer(epochs=0).fit(PREMISES, y=[0, 1] * (len(PREMISES) // 2))
+    with pytest.raises(ParameterError, match="unknown image model"):
+        F.ImageFeaturizer(model="no-such-model").transform(["a.png"])
+    with pytest.raises(ParameterError, match="precomputed features need the dataset's ids"):
+        F.PrecomputedFeaturizer("missing.npy").transform(PREMISES)
+
+
 # ---------------------------------------------------------------------------------------------- ngram
 
 

@@ -4,6 +4,7 @@ featurizers behind `featurize` (cache, resume), and `aflite run` on images writi
 from __future__ import annotations
 
 import csv
+import json
 from pathlib import Path
 
 import numpy as np
@@ -217,7 +218,7 @@ def test_run_folder_warmup_discards_the_warmup_slice(tmp_path: Path) -> None:
 
 
 def test_embed_images_memmap_resume_then_filter_mmap(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """`aflite embed IMAGE_DIR` writes OUT.npy chunk by chunk; an interrupted run resumes at the first missing
+    """`aflite embed IMAGE_DIR` writes OUT/features.npy chunk by chunk; an interrupted run resumes at the first missing
     chunk (earlier chunks are not recomputed) and the result equals an uninterrupted run; `aflite filter --mmap`
     reads it."""
     pytest.importorskip("torch")
@@ -228,7 +229,7 @@ def test_embed_images_memmap_resume_then_filter_mmap(tmp_path: Path, monkeypatch
     base = ["embed", str(tmp_path / "d"), "--featurizer", "hf-image", "--model-path", model, "--chunk-size", "5",
             "--quiet", "--device", "cpu"]
     assert _run([*base, "--out", str(tmp_path / "full")]) == 0
-    full = np.load(tmp_path / "full.npy")
+    full = np.load(tmp_path / "full" / "features.npy")
     assert full.shape == (16, 32) and full.dtype == np.float32
 
     calls: list[int] = []
@@ -242,7 +243,8 @@ def test_embed_images_memmap_resume_then_filter_mmap(tmp_path: Path, monkeypatch
 
     monkeypatch.setattr(features.ImageFeaturizer, "transform", flaky)
     assert _run([*base, "--out", str(tmp_path / "part")]) == 130
-    assert not (tmp_path / "part.npy").exists() and (tmp_path / "part.npy.partial").exists()
+    part = tmp_path / "part"
+    assert not (part / "features.npy").exists() and (part / "features.npy.partial").exists()
     calls.clear()
     monkeypatch.setattr(features.ImageFeaturizer, "transform", real)
     monkeypatch.setattr(features.ImageFeaturizer, "transform",
@@ -250,12 +252,13 @@ def test_embed_images_memmap_resume_then_filter_mmap(tmp_path: Path, monkeypatch
                                                                                              progress=progress))
     assert _run([*base, "--out", str(tmp_path / "part")]) == 0
     assert calls == [5, 1]  # chunks 0 and 1 were kept; chunks 2 (5 rows) and 3 (1 row) were embedded
-    assert np.allclose(np.load(tmp_path / "part.npy"), full, atol=1e-6)
-    assert not (tmp_path / "part.npy.partial").exists() and not (tmp_path / "part.npy.progress.json").exists()
-    assert (tmp_path / "part.ids.txt").read_text().split()[0] == "0/000.png"
+    assert np.allclose(np.load(part / "features.npy"), full, atol=1e-6)
+    assert not (part / "features.npy.partial").exists() and not (part / "features.npy.progress.json").exists()
+    assert (part / "ids.txt").read_text().split()[0] == "0/000.png"
+    assert json.loads((part / "results.json").read_text())["rows"] == 16 and (part / "summary.md").is_file()
 
-    rc = _run(["filter", "--features", str(tmp_path / "part.npy"), "--labels", str(tmp_path / "part.labels.txt"),
-               "--ids", str(tmp_path / "part.ids.txt"), "--mmap", "--out", str(tmp_path / "f"), "--train-size", "6",
+    rc = _run(["filter", "--features", str(part / "features.npy"), "--labels", str(part / "labels.txt"),
+               "--ids", str(part / "ids.txt"), "--mmap", "--out", str(tmp_path / "f"), "--train-size", "6",
                "--slice-size", "2", "--target-size", "10", "--partitions", "8", "--tau", "0", "--quiet"])
     assert rc == 0
     assert len((tmp_path / "f" / "kept_ids.txt").read_text().split()) == 10

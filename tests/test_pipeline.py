@@ -53,7 +53,7 @@ def test_run_writes_filtered_dataset_in_input_format(tmp_path, small_snli):
         featurizer="precomputed",
         params={"train_size": 100, "slice_size": 20, "target_size": 200, "n_partitions": 16},
         featurizer_options={"path": tmp_path / "emb.npy", "ids_path": tmp_path / "emb.ids.txt"},
-        quiet=True,
+        show_progress=False,
         probe=True,
     )
     kept_ids = (out / "kept_ids.txt").read_text().split()
@@ -82,7 +82,7 @@ def test_groups_keep_a_premise_on_one_side(tmp_path, small_snli):
         featurizer="precomputed",
         params={"train_size": 90, "slice_size": 30, "target_size": 200, "n_partitions": 8},
         featurizer_options={"path": tmp_path / "emb.npy", "ids_path": tmp_path / "emb.ids.txt"},
-        quiet=True,
+        show_progress=False,
         probe=False,
     )
     assert res.summary["parameters"]["groups"] is True
@@ -124,15 +124,15 @@ def test_cli_run_reports_bad_parameters_before_work(tmp_path, small_snli, capsys
 
 
 def test_cli_embed_then_filter(tmp_path, small_snli):
-    stem = tmp_path / "feat"
-    assert main(["embed", str(small_snli), "--out", str(stem), "--featurizer", "ngram", "--view", "hypothesis",
+    emb = tmp_path / "feat"
+    assert main(["embed", str(small_snli), "--out", str(emb), "--featurizer", "ngram", "--view", "hypothesis",
                  "--cache", str(tmp_path / "cache"), "--quiet"]) == 0
-    X = np.load(tmp_path / "feat.npy")
-    ids = (tmp_path / "feat.ids.txt").read_text().split()
+    X = np.load(emb / "features.npy")
+    ids = (emb / "ids.txt").read_text().split()
     assert X.shape[0] == len(ids) == 600 and X.dtype == np.float32
     out = tmp_path / "filtered"
-    assert main(["filter", "--features", str(tmp_path / "feat.npy"), "--labels", str(tmp_path / "feat.labels.txt"),
-                 "--ids", str(tmp_path / "feat.ids.txt"), "--out", str(out), "-t", "100", "-k", "20", "-n", "200",
+    assert main(["filter", "--features", str(emb / "features.npy"), "--labels", str(emb / "labels.txt"),
+                 "--ids", str(emb / "ids.txt"), "--mmap", "--out", str(out), "-t", "100", "-k", "20", "-n", "200",
                  "-m", "8", "--quiet"]) == 0
     kept = (out / "kept_ids.txt").read_text().split()
     assert set(kept) <= set(ids)

@@ -22,7 +22,7 @@ from aflite.synthetic import (
 )
 
 # A small but real run: one seed, N = 400, Table 8's m / t / k / τ (n = 2t). Shared by several tests.
-SMALL = {"seeds": [3], "separations": (0.8, 0.4), "n_samples": 400, "progress": False}
+SMALL = {"seeds": [3], "separations": (0.8, 0.4), "n_samples": 400, "show_progress": False}
 
 
 @pytest.fixture(scope="module")
@@ -121,7 +121,7 @@ def test_small_run_removes_bias_and_breaks_the_linear_model(small_result: Synthe
 
 
 def test_run_is_deterministic() -> None:
-    kw = {"seeds": [1], "separations": (0.6,), "n_samples": 250, "progress": False,
+    kw = {"seeds": [1], "separations": (0.6,), "n_samples": 250, "show_progress": False,
           "aflite_params": {"n_partitions": 32, "target_size": 150}}
     a, b = run_synthetic(**kw), run_synthetic(**kw)  # type: ignore[arg-type]
     ra, rb = a.runs[0], b.runs[0]
@@ -131,13 +131,13 @@ def test_run_is_deterministic() -> None:
 
 def test_run_parameters_are_validated() -> None:
     with pytest.raises(ParameterError):
-        run_synthetic(seeds=[], progress=False)
+        run_synthetic(seeds=[], show_progress=False)
     with pytest.raises(ParameterError):
-        run_synthetic(seeds=[0], separations=(1.5,), progress=False)
+        run_synthetic(seeds=[0], separations=(1.5,), show_progress=False)
     with pytest.raises(ParameterError):
-        run_synthetic(seeds=[0], n_samples=150, progress=False)  # n_samples must exceed n = 200
+        run_synthetic(seeds=[0], n_samples=150, show_progress=False)  # n_samples must exceed n = 200
     with pytest.raises(ParameterError):
-        run_synthetic(seeds=[0], aflite_params={"bogus": 1}, progress=False)
+        run_synthetic(seeds=[0], aflite_params={"bogus": 1}, show_progress=False)
 
 
 # ---------------------------------------------------------------------------------------------- outputs

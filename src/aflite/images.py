@@ -472,13 +472,14 @@ def embed_to_npy(refs: Sequence[str], featurizer: Any, dest: str | os.PathLike[s
     return dest
 
 
-def cli_embed(args: Any, stem: Path) -> int:
-    """``aflite embed`` for images: OUT.npy written chunk by chunk (memory-mapped, resumable with the same
-    command), OUT.ids.txt and OUT.labels.txt, ready for ``aflite filter --features OUT.npy --mmap``."""
-    import sys
+def cli_embed(args: Any, out: Path) -> int:
+    """``aflite embed`` for images: OUT/features.npy written chunk by chunk (memory-mapped; an interrupted run
+    resumes when the same command is run again), OUT/ids.txt and OUT/labels.txt, ready for
+    ``aflite filter --features OUT/features.npy --mmap``."""
     import time
 
     from aflite.atomic import write_text
+    from aflite.cli.embed import FEATURES, write_outputs
     from aflite.features import IMAGE_FEATURIZERS as FEATS
     from aflite.features import make_featurizer
     from aflite.hashing import json_digest
@@ -496,18 +497,21 @@ def cli_embed(args: Any, stem: Path) -> int:
     feat = make_featurizer(args.featurizer, **opts)
     key = json_digest({"files": files_fingerprint(ds.texts_a), "options": feat.get_options()})
     t0 = time.perf_counter()
-    dest = embed_to_npy(ds.texts_a, feat, stem.with_suffix(".npy"), chunk_size=args.chunk_size, key=key,
+    dest = embed_to_npy(ds.texts_a, feat, out / FEATURES, chunk_size=args.chunk_size, key=key,
                         show_progress=not args.quiet)
     secs = time.perf_counter() - t0
-    write_text(stem.with_suffix(".ids.txt"), "".join(f"{i}\n" for i in ds.ids))
-    write_text(stem.with_suffix(".labels.txt"), "".join(f"{lab}\n" for lab in ds.labels))
+    write_text(out / "ids.txt", "".join(f"{i}\n" for i in ds.ids))
+    write_text(out / "labels.txt", "".join(f"{lab}\n" for lab in ds.labels))
     bad = getattr(ds, "bad_images", [])
+    more: dict[str, Any] = {}
     if bad:
-        write_text(stem.with_suffix(".bad_images.txt"), "".join(f"{b}\n" for b in bad))
+        write_text(out / "bad_images.txt", "".join(f"{b}\n" for b in bad))
+        more["bad_images"] = {"count": len(bad), "file": "bad_images.txt"}
+        import sys
+
+        print(f"{len(bad)} unreadable image(s) left out, listed in {out / 'bad_images.txt'}", file=sys.stderr)
     shape = np.load(dest, mmap_mode="r").shape
-    print(f"{shape[0]} x {shape[1]} features ({args.featurizer}) in {secs:.1f} s -> {dest}"
-          + (f"; {len(bad)} unreadable image(s) left out, listed in {stem.with_suffix('.bad_images.txt')}"
-             if bad else ""), file=sys.stderr)
+    write_outputs(args, out, rows=int(shape[0]), dim=int(shape[1]), seconds=secs, **more)
     return 0
 
 

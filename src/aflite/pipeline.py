@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from aflite._deprecate import progress_flag
 from aflite.atomic import write_json, write_text
 from aflite.errors import InputError, ParameterError
 from aflite.filter import SNLI_DEFAULTS, AFLite
@@ -67,7 +68,8 @@ def run(
     cache_dir: str | Path | None = None,
     resume: bool = False,
     overwrite: bool = False,
-    quiet: bool = False,
+    show_progress: bool = True,
+    quiet: bool | None = None,
     probe: bool = True,
     dataset_options: dict[str, Any] | None = None,
     featurizer_options: dict[str, Any] | None = None,
@@ -81,6 +83,7 @@ def run(
     choose where the encoder and the ensemble run (see :class:`aflite.filter.AFLite`). ``groups``: True or
     ``"premise"`` (rows with one premise stay on one side of every partition), False or ``"none"``, or a column
     of the file (e.g. a counterfactual family id). ``overwrite`` starts over in an ``out`` that holds a run."""
+    show_progress = progress_flag(show_progress, quiet=quiet, where="run: ")
     from aflite import data, features
     from aflite.rundir import run_filter
 
@@ -128,7 +131,7 @@ def run(
         ids=ds.ids.tolist() if featurizer == "precomputed" else None,
         warmup_size=t if featurizer == "warmup" else 0.1,
         warmup_seed=seed,
-        show_progress=not quiet,
+        show_progress=show_progress,
         **fopts,
     )
     timings["featurize_seconds"] = time.perf_counter() - t0
@@ -164,8 +167,8 @@ def run(
         "overrides": given,
     }
     extra["groups"] = group_spec if grp is not None else "none"
-    summary = run_filter(af, X, y, ids, out, groups=grp, resume=resume, overwrite=overwrite, quiet=quiet,
-                         extra=extra)
+    summary = run_filter(af, X, y, ids, out, groups=grp, resume=resume, overwrite=overwrite,
+                         show_progress=show_progress, extra=extra)
     timings["filter_seconds"] = time.perf_counter() - t0
 
     keep = np.zeros(n, dtype=bool)
@@ -189,8 +192,8 @@ def run(
         from tqdm import tqdm
 
         # 5-fold CV on D, D(Φ) and 3 random subsets of |D(Φ)| rows: minutes on large sets, so it shows progress
-        bar = tqdm(total=5, desc="probe (D, D(Φ), 3 random subsets)", unit="set", disable=quiet, file=sys.stderr,
-                   dynamic_ncols=True)
+        bar = tqdm(total=5, desc="probe (D, D(Φ), 3 random subsets)", unit="set", disable=not show_progress,
+                   file=sys.stderr, dynamic_ncols=True)
         try:
             res = compare_partial_input(sub, y, af.keep_mask_, random_state=seed, progress=bar)
         finally:
@@ -224,7 +227,8 @@ def filter_files(
     mmap: bool = False,
     resume: bool = False,
     overwrite: bool = False,
-    quiet: bool = False,
+    show_progress: bool = True,
+    quiet: bool | None = None,
     extra: dict[str, Any] | None = None,
 ) -> RunResult:
     """AFLite on precomputed features and labels read from files (what ``aflite filter`` does).
@@ -233,6 +237,7 @@ def filter_files(
     and optional ids and groups (column ``group``), checks they line up, and runs ``aflite`` (default:
     :class:`AFLite` with its defaults) into the run directory ``out`` (see :mod:`aflite.rundir`).
     """
+    show_progress = progress_flag(show_progress, quiet=quiet, where="filter_files: ")
     from aflite import data
     from aflite.rundir import run_filter
 
@@ -251,8 +256,8 @@ def filter_files(
 
     info = {"inputs": {"features": str(features), "labels": str(labels), "ids": None if ids is None else str(ids)},
             "device": resolve_device(af.device) if af.model == "logistic" else "cpu", **(extra or {})}
-    summary = run_filter(af, X, y, id_arr, out, groups=grp, resume=resume, overwrite=overwrite, quiet=quiet,
-                         extra=info)
+    summary = run_filter(af, X, y, id_arr, out, groups=grp, resume=resume, overwrite=overwrite,
+                         show_progress=show_progress, extra=info)
     write_text(out / "summary.md", render_filter_summary(summary))
     return RunResult(out, summary, np.asarray(af.keep_mask_), out / "kept_ids.txt")
 
@@ -347,7 +352,8 @@ def audit_file(
     reference: str = "none",
     dataset_options: dict[str, Any] | None = None,
     groups: str = "premise",
-    quiet: bool = False,
+    show_progress: bool = True,
+    quiet: bool | None = None,
 ) -> AuditRun:
     """Audit a dataset file for single-sentence label leakage (what ``aflite audit`` does).
 
@@ -357,6 +363,7 @@ def audit_file(
     ``out/report.html`` and ``out/metrics.json``. ``config.tra=None`` becomes "only on a GPU" here, once, so that
     the time estimate and both audits agree.
     """
+    show_progress = progress_flag(show_progress, quiet=quiet, where="audit_file: ")
     import dataclasses
     import sys
 
@@ -397,13 +404,13 @@ def audit_file(
     if cfg.tra is None:
         dev = A.resolve_device(cfg.device)
         cfg = dataclasses.replace(cfg, tra=dev.startswith("cuda"))
-        if not cfg.tra and not quiet:
+        if not cfg.tra and show_progress:
             minutes = A.estimate_seconds(len(base), dataclasses.replace(cfg, tra=True))["fine-tuning (TRA)"] / 60
             print(f"TRA skipped: no GPU ({dev}); fine-tuning its {1 + len(cfg.views)} models on this CPU would take "
                   f"~{minutes:.0f} min (--tra runs it anyway)", file=sys.stderr)
     if cfg.peco_encoder == "finetuned" and not cfg.tra:
         raise ParameterError("peco_encoder 'finetuned' needs the fine-tuned models (--tra)")
-    if not quiet:
+    if show_progress:
         A.announce(A.estimate_seconds(len(base), cfg))
     t_feat = time.perf_counter()
     feats = A.compute_features(base, cfg)  # cached; D and D(Φ) take their rows from it

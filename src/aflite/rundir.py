@@ -148,11 +148,16 @@ def run_filter(
     groups: np.ndarray | None = None,
     resume: bool = False,
     overwrite: bool = False,
-    quiet: bool = False,
+    show_progress: bool = True,
     extra: dict[str, Any] | None = None,
+    quiet: bool | None = None,
 ) -> dict[str, Any]:
     """Fit ``af`` with a progress bar, a checkpoint after every phase, and the run directory's outputs.
-    A previous run in ``out`` is continued with ``resume``, replaced with ``overwrite``, else refused."""
+    A previous run in ``out`` is continued with ``resume``, replaced with ``overwrite``, else refused.
+    ``quiet`` is the deprecated spelling of ``not show_progress``."""
+    from aflite._deprecate import progress_flag
+
+    show_progress = progress_flag(show_progress, quiet=quiet, where="run_filter: ")
     from tqdm import tqdm
 
     from aflite import rundir  # late-bound so that tests can intercept checkpoint writes
@@ -175,7 +180,7 @@ def run_filter(
 
     total = params["dataset_size"] - params["target_size"]
     done0 = 0 if state is None else int((~state.keep).sum())
-    bar = tqdm(total=total, initial=done0, unit="inst", desc="removed", disable=quiet, file=sys.stderr,
+    bar = tqdm(total=total, initial=done0, unit="inst", desc="removed", disable=not show_progress, file=sys.stderr,
                dynamic_ncols=True)
 
     def on_phase(record: Any, st: Any) -> None:
@@ -375,13 +380,3 @@ def clear_own_folder(folder: Path, command: str) -> bool:
         else:
             entry.unlink()
     return True
-
-
-def check_output_stem(stem: Path, suffixes: tuple[str, ...], *, overwrite: bool, flag: str = "--out") -> None:
-    """For commands that write STEM.<suffix> files: a writable place, and no existing file replaced silently."""
-    for suf in suffixes:
-        check_output_path(stem.with_suffix(suf), flag=flag, folder=False)
-    existing = [stem.with_suffix(s) for s in suffixes if stem.with_suffix(s).exists()]
-    if existing and not overwrite:
-        raise OutputError(f"{flag} {stem}: {existing[0]} exists; pass --overwrite to replace it, or choose "
-                          f"another {flag}")

@@ -414,16 +414,21 @@ def run_synthetic(
     aflite_params: dict[str, Any] | None = None,
     dev_fraction: float = DEFAULT_DEV_FRACTION,
     data_kwargs: dict[str, Any] | None = None,
-    progress: bool = True,
+    show_progress: bool = True,
     blas_threads: int | None = 1,
+    progress: bool | None = None,
 ) -> SyntheticResult:
     """Every (separation, seed) run of the synthetic experiment, with AFLite at Table 8's setting.
 
     ``aflite_params`` overrides entries of :data:`SYNTHETIC_AFLITE` (n_partitions, train_size, slice_size,
     threshold, target_size; also strategy / model / C). ``blas_threads`` caps BLAS threads during the runs
     (the models here are tiny — t=100 rows, 4 features — so threading only adds overhead, and on a busy
-    machine a lot of it); None leaves the thread pools alone.
+    machine a lot of it); None leaves the thread pools alone. ``progress`` is the deprecated spelling of
+    ``show_progress``.
     """
+    from aflite._deprecate import progress_flag
+
+    show_progress = progress_flag(show_progress, progress=progress, where="run_synthetic: ")
     seeds = tuple(int(s) for s in seeds)
     separations = tuple(_check_fraction("separation", s) for s in separations)
     if not seeds:
@@ -456,7 +461,7 @@ def run_synthetic(
 
         limiter = threadpool_limits(limits=int(blas_threads))
     total = len(seeds) * len(separations)
-    with limiter, tqdm(total=total, desc="synthetic", unit="run", disable=not progress, dynamic_ncols=True) as bar:
+    with limiter, tqdm(total=total, desc="synthetic", unit="run", disable=not show_progress, dynamic_ncols=True) as bar:
         for sep in separations:
             for i, seed in enumerate(seeds):
                 bar.set_postfix_str(f"sep={sep} seed={seed}")
@@ -466,7 +471,7 @@ def run_synthetic(
                         _bar.set_postfix_str(f"sep={_sep} seed={_seed} |S|={record.size_after}")
 
                 rec, panel = run_one(sep, seed, n_samples, aflite_params=params, dev_fraction=dev_fraction,
-                                     data_kwargs=data_kwargs, callback=cb if progress else None)
+                                     data_kwargs=data_kwargs, callback=cb if show_progress else None)
                 runs.append(rec)
                 if i == 0:
                     panels.append(panel)

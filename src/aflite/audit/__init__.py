@@ -54,7 +54,14 @@ from aflite.audit.finetuned import (
     tra_score,
 )
 from aflite.audit.linear import cv_predict
-from aflite.audit.metrics import AUDIT_VIEWS, BIAS_THRESHOLD, leakage_metrics, majority_accuracy, nba_nbr
+from aflite.audit.metrics import (
+    AUDIT_VIEWS,
+    BIAS_THRESHOLD,
+    LeakageMetrics,
+    leakage_metrics,
+    majority_accuracy,
+    nba_nbr,
+)
 from aflite.audit.results import AuditConfig, AuditResult, ViewAudit
 from aflite.audit.runner import _tsne as _tsne
 from aflite.audit.runner import audit, compute_features, sample_rows, subset
@@ -66,6 +73,7 @@ __all__ = [
     "AuditResult",
     "BIAS_THRESHOLD",
     "FineTuned",
+    "LeakageMetrics",
     "PecoNull",
     "PecoResult",
     "TraResult",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
@@ -52,6 +53,38 @@ def nba_nbr(pred_bias: Any, pred_normal: Any, y: Any) -> tuple[float, float]:
     nba = n_agree / n
     nbr = float((agree & (pb == yy)).sum() / n_agree) if n_agree else float("nan")
     return float(nba), nbr
+
+
+@dataclasses.dataclass(frozen=True)
+class LeakageMetrics:
+    """One view's accuracy-based leakage figures (fractions), typed so that callers need not know dict keys.
+
+    The fields are :func:`leakage_metrics`'s keys in its order; :meth:`to_dict` gives that dict back, so that
+    ``results.json`` is unchanged; ``m["biased_accuracy"]`` still works for code written against the dict.
+    """
+
+    biased_accuracy: float
+    normal_accuracy: float
+    majority_accuracy: float
+    delta_maj: float
+    normal_delta_maj: float
+    pct_rr: float
+    nba: float
+    nbr: float
+
+    @classmethod
+    def compute(cls, y: Any, pred_bias: Any, pred_normal: Any) -> LeakageMetrics:
+        """The figures of out-of-fold biased/normal predictions against the labels (see :func:`leakage_metrics`)."""
+        return cls(**leakage_metrics(y, pred_bias, pred_normal))
+
+    def to_dict(self) -> dict[str, float]:
+        return dataclasses.asdict(self)
+
+    def __getitem__(self, key: str) -> float:
+        # Backwards compatibility with the plain dict ``ViewAudit.metrics`` used to be.
+        if key not in self.__dataclass_fields__:
+            raise KeyError(key)
+        return float(getattr(self, key))
 
 
 def leakage_metrics(y: Any, pred_bias: Any, pred_normal: Any) -> dict[str, float]:

@@ -9,7 +9,7 @@ import numpy as np
 
 from aflite.audit.clusters import PecoNull, PecoResult
 from aflite.audit.finetuned import TraResult
-from aflite.audit.metrics import AUDIT_VIEWS, BIAS_THRESHOLD
+from aflite.audit.metrics import AUDIT_VIEWS, BIAS_THRESHOLD, LeakageMetrics
 from aflite.errors import ParameterError
 
 
@@ -55,12 +55,12 @@ class AuditConfig:
 
 @dataclasses.dataclass
 class ViewAudit:
-    """One single-sentence condition's audit. Dataset-level figures in ``metrics``, ``peco``, ``peco_null``,
-    ``tra``; per-row ones (like a cleanlab issue manager's scores) in ``biased_pred`` / ``normal_pred`` (the
-    out-of-fold predictions), ``peco.cluster_ids`` and :meth:`AuditResult.row_scores`."""
+    """One single-sentence condition's audit. Dataset-level figures in ``metrics`` (:class:`LeakageMetrics`),
+    ``peco``, ``peco_null``, ``tra``; per-row ones (like a cleanlab issue manager's scores) in ``biased_pred`` /
+    ``normal_pred`` (the out-of-fold predictions), ``peco.cluster_ids`` and :meth:`AuditResult.row_scores`."""
 
     view: str
-    metrics: dict[str, float]
+    metrics: LeakageMetrics
     peco: PecoResult
     tsne: np.ndarray | None
     tsne_rows: np.ndarray | None
@@ -77,7 +77,7 @@ class ViewAudit:
         return {
             "view": self.view,
             "condition": "s2" if self.view == "hypothesis" else "s1",
-            **self.metrics,
+            **self.metrics.to_dict(),
             "peco": self.peco.score,
             "peco_null_mean": None if null is None else null.mean,
             "peco_null_p95": None if null is None else null.p95,

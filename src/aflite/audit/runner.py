@@ -16,7 +16,7 @@ from aflite.audit.clusters import PecoResult, peco, peco_null
 from aflite.audit.estimate import announce, estimate_seconds, resolve_device
 from aflite.audit.finetuned import FineTuned, _model_path, embed, finetune, predict, tra
 from aflite.audit.linear import cv_predict
-from aflite.audit.metrics import AUDIT_VIEWS, leakage_metrics
+from aflite.audit.metrics import AUDIT_VIEWS, LeakageMetrics, leakage_metrics
 from aflite.audit.results import AuditConfig, AuditResult, ViewAudit
 from aflite.audit.tokens import token_artifacts
 from aflite.errors import InputError, ParameterError
@@ -204,7 +204,7 @@ def audit(
     for view in cfg.views:
         Xb = single[view]
         pred_b = classes[cv_predict(Xb, y, groups, cfg.n_folds, cfg.C, cfg.seed)]
-        metrics = leakage_metrics(y, pred_b, pred_n)
+        metrics = LeakageMetrics.compute(y, pred_b, pred_n)
         t = tick("biased_models", t)
         texts = dataset.texts_b if view == "hypothesis" else dataset.texts_a
         if cfg.peco_encoder == "finetuned":

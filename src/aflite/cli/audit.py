@@ -104,7 +104,7 @@ def run(args: argparse.Namespace) -> int:
     )
     res = audit_file(args.data, args.out, cfg, compare=args.compare, sample=args.sample, title=args.title,
                      reference=args.reference, dataset_options=dataset_options(args), groups=args.groups,
-                     quiet=args.quiet)
+                     show_progress=not args.quiet)
     out: Path = args.out
     write_results(out, args, res.metrics)
     results = res.results
@@ -116,11 +116,11 @@ def run(args: argparse.Namespace) -> int:
             null = va.peco_null
             peco_null = "" if null is None else (f" vs shuffled labels {null.mean:.3f} (p95 {null.p95:.3f}),"
                                                  f" excess {null.excess:+.3f}, p={null.p_value:.2f}")
-            lines.append(f"{r.name} {v}-only (chance = majority class {100 * m['majority_accuracy']:.1f}%):"
-                  f" biased {100 * m['biased_accuracy']:.1f}% (Δmaj {100 * m['delta_maj']:+.1f})"
-                  f"  normal {100 * m['normal_accuracy']:.1f}% ({100 * m['normal_delta_maj']:+.1f})"
-                  f"  %R_R {100 * m['pct_rr']:.1f}  NBA {100 * m['nba']:.1f}"
-                  f"  NBR {100 * m['nbr']:.1f}  TRA {tra}  PECO {va.peco.score:.3f}{peco_null}"
+            lines.append(f"{r.name} {v}-only (chance = majority class {100 * m.majority_accuracy:.1f}%):"
+                  f" biased {100 * m.biased_accuracy:.1f}% (Δmaj {100 * m.delta_maj:+.1f})"
+                  f"  normal {100 * m.normal_accuracy:.1f}% ({100 * m.normal_delta_maj:+.1f})"
+                  f"  %R_R {100 * m.pct_rr:.1f}  NBA {100 * m.nba:.1f}"
+                  f"  NBR {100 * m.nbr:.1f}  TRA {tra}  PECO {va.peco.score:.3f}{peco_null}"
                   f" (Table-4 scale {va.peco.score_fraction20:.3f})")
     print("\n".join(lines))
     from aflite.atomic import write_text

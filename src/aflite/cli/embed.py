@@ -3,33 +3,43 @@
 from __future__ import annotations
 
 import argparse
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
-from aflite.cli.options import add_columns, add_device, add_quiet, add_seed, dataset_options
+from aflite.cli.options import (
+    add_cache,
+    add_columns,
+    add_device,
+    add_out,
+    add_quiet,
+    add_seed,
+    dataset_options,
+)
+
+FEATURES = "features.npy"  # OUT/features.npy: the one file `aflite filter --features` reads
 
 
 def register(sub: Any) -> None:
     p = sub.add_parser(
         "embed",
         help="compute features Φ for a dataset file (ngram, minilm, warmup) and save them as .npy",
-        description="Featurizes DATA under a view and writes OUT.npy (float32), OUT.ids.txt and OUT.labels.txt, "
-        "ready for `aflite filter --features OUT.npy --labels OUT.labels.txt --ids OUT.ids.txt`. Encoder runs "
-        "are cached in --cache and resume after an interruption.",
+        description="Featurizes DATA under a view and writes OUT/features.npy (float32, memory-mappable), "
+        "OUT/ids.txt, OUT/labels.txt, OUT/results.json and OUT/summary.md, ready for `aflite filter --features "
+        "OUT/features.npy --labels OUT/labels.txt --ids OUT/ids.txt`. Encoder runs are cached in --cache "
+        "(default OUT/cache); an interrupted run resumes when the same command is run again.",
     )
     p.add_argument("data", type=Path, help="dataset file or folder")
-    p.add_argument("--out", required=True, type=Path, help="output stem (OUT.npy, OUT.ids.txt, OUT.labels.txt)")
+    add_out(p)
     p.add_argument("--featurizer", "-f", default="ngram",
                    choices=("ngram", "minilm", "warmup", "efficientnet-lite0", "hf-image"))
     p.add_argument("--view", default="pair", choices=("pair", "hypothesis", "premise"))
     p.add_argument("--model-path", default=None, help="local Hugging Face model folder (minilm/warmup)")
     p.add_argument("--warmup-size", type=float, default=0.1,
                    help="warmup: rows of the warm-up slice, a count or a fraction (default 0.1)")
-    p.add_argument("--cache", type=Path, default=Path(".aflite-cache"), help="cache folder (default .aflite-cache)")
+    add_cache(p)
     g = p.add_argument_group("images", "DATA: a folder with one sub-folder per class, a table with a path column, "
-                             "or a HF dataset with an Image column; OUT.npy is written chunk by chunk into a "
+                             "or a HF dataset with an Image column; OUT/features.npy is written chunk by chunk into a "
                              "memory-mapped file and the same command resumes an interrupted run")
     g.add_argument("--path-column", default=None, metavar="COL", help="image path / Image column (default: detected)")
     g.add_argument("--image-size", type=int, default=224, help="images are resized to this square (default 224)")
@@ -42,20 +52,33 @@ def register(sub: Any) -> None:
     from aflite.cli.options import add_overwrite_option
 
     add_overwrite_option(p)
-    p.set_defaults(handler=run, output="stem")  # OUT is a file stem, checked in run() rather than claimed
+    p.set_defaults(handler=run, validate=_validate)  # --overwrite sets output="folder": OUT is claimed (rundir)
+
+
+def _validate(args: argparse.Namespace) -> None:
+    """Refuse, before OUT is claimed, to replace finished features without --overwrite (an unfinished image run,
+    OUT/features.npy.partial, is resumed by the same command instead)."""
+    from aflite.errors import OutputError
+
+    done = Path(args.out) / FEATURES
+    if done.exists() and not args.overwrite:
+        raise OutputError(f"--out {args.out}: {done} exists; pass --overwrite to replace it, or choose another --out")
 
 
 def run(args: argparse.Namespace) -> int:
     from aflite import data, features
     from aflite.atomic import write_npy, write_text
-    from aflite.rundir import check_output_stem
 
-    stem = args.out.with_suffix("") if args.out.suffix == ".npy" else args.out
-    check_output_stem(stem, (".npy", ".ids.txt", ".labels.txt"), overwrite=args.overwrite)
+    out: Path = args.out
+    if args.cache is None:
+        args.cache = out / "cache"
+    if args.overwrite:  # start over: no partial image run is resumed
+        for name in (FEATURES + ".partial", FEATURES + ".progress.json"):
+            (out / name).unlink(missing_ok=True)
     from aflite import images
 
     if images.wants_images(args.data, args.featurizer):
-        return images.cli_embed(args, stem)
+        return images.cli_embed(args, out)
     ds = data.load_dataset(args.data, **dataset_options(args))
     opts: dict[str, Any] = {}
     if args.model_path:
@@ -69,12 +92,35 @@ def run(args: argparse.Namespace) -> int:
                            warmup_size=ws, warmup_seed=args.seed, show_progress=not args.quiet, **opts)
     secs = time.perf_counter() - t0
     X = f.X.toarray() if hasattr(f.X, "toarray") else f.X
-    write_npy(stem.with_suffix(".npy"), X)
-    write_text(stem.with_suffix(".ids.txt"), "".join(f"{i}\n" for i in ds.ids[f.rows]))
-    write_text(stem.with_suffix(".labels.txt"), "".join(f"{lab}\n" for lab in ds.labels[f.rows]))
+    write_npy(out / FEATURES, X)
+    write_text(out / "ids.txt", "".join(f"{i}\n" for i in ds.ids[f.rows]))
+    write_text(out / "labels.txt", "".join(f"{lab}\n" for lab in ds.labels[f.rows]))
+    extra: dict[str, Any] = {}
     if len(f.warmup_rows):
-        write_text(stem.with_suffix(".warmup_ids.txt"), "".join(f"{i}\n" for i in ds.ids[f.warmup_rows]))
-    print(f"{X.shape[0]} x {X.shape[1]} features ({args.featurizer}, view {args.view}) in {secs:.1f} s "
-          f"({X.shape[0] / max(secs, 1e-9):.0f} rows/s{', from cache' if f.from_cache else ''}) -> "
-          f"{stem.with_suffix('.npy')}", file=sys.stderr)
+        write_text(out / "warmup_ids.txt", "".join(f"{i}\n" for i in ds.ids[f.warmup_rows]))
+        extra["warmup_ids"] = "warmup_ids.txt"
+    write_outputs(args, out, rows=int(X.shape[0]), dim=int(X.shape[1]), seconds=secs, view=args.view,
+                  from_cache=bool(f.from_cache), **extra)
     return 0
+
+
+def write_outputs(args: argparse.Namespace, out: Path, *, rows: int, dim: int, seconds: float,
+                  **more: Any) -> None:
+    """OUT/results.json and OUT/summary.md, the same for text and images; the result line goes to stdout."""
+    from aflite.atomic import write_text
+    from aflite.cli.options import write_results
+
+    files = {"features": FEATURES, "ids": "ids.txt"}
+    if (out / "labels.txt").exists():
+        files["labels"] = "labels.txt"
+    res = {"data": str(args.data), "featurizer": args.featurizer, "rows": rows, "dim": dim,
+           "seconds": round(seconds, 3), "files": files, **more}
+    write_results(out, args, res)
+    line = (f"{rows} x {dim} features ({args.featurizer}"
+            f"{', view ' + str(more['view']) if 'view' in more else ''}) in {seconds:.1f} s "
+            f"({rows / max(seconds, 1e-9):.0f} rows/s{', from cache' if more.get('from_cache') else ''}) -> "
+            f"{out / FEATURES}")
+    use = (f"aflite filter --features {out / FEATURES} --ids {out / 'ids.txt'}"
+           + (f" --labels {out / 'labels.txt'}" if "labels" in files else "") + " --mmap --out RUN")
+    write_text(out / "summary.md", f"# aflite embed: {args.data}\n\n- {line}\n\nNext: `{use}`\n")
+    print(line)

@@ -151,7 +151,7 @@ def run(args: argparse.Namespace) -> int:
                            ids=args.ids, groups=args.groups, feature_columns=args.feature_columns,
                            label_column=args.label, id_column=args.id, mmap=args.mmap, resume=args.resume,
                            overwrite=args.overwrite,
-                           quiet=args.quiet, extra={"cluster": args.cluster})
+                           show_progress=not args.quiet, extra={"cluster": args.cluster})
     finally:
         if executor is not None:
             executor.close()

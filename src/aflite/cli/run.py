@@ -88,7 +88,7 @@ def pipeline_kwargs(args: argparse.Namespace) -> dict[str, Any]:
               "slice_size": args.slice_size, "threshold": args.threshold}
     return dict(featurizer=args.featurizer, view=args.view, params=params, strategy=args.strategy, seed=args.seed,
                 groups="none" if args.no_groups else args.groups, cache_dir=args.cache, resume=args.resume,
-                overwrite=args.overwrite, quiet=args.quiet,
+                overwrite=args.overwrite, show_progress=not args.quiet,
                 probe=not args.no_probe, featurizer_options=fopts, device=args.device, storage=args.storage,
                 image_options={"path_column": args.path_column, "label_column": getattr(args, "label", None),
                                "id_column": getattr(args, "id", None), "skip_bad_images": args.skip_bad_images},

@@ -73,7 +73,7 @@ def run(args: argparse.Namespace) -> int:
             "target_size": args.target_size,
         },
         dev_fraction=args.dev_fraction,
-        progress=not args.quiet,
+        show_progress=not args.quiet,
     )
     table = format_table(result)
     obj = result.to_json()

@@ -57,6 +57,9 @@ def make_featurizer(name: str, **options: Any) -> Featurizer:
         feat: Featurizer = classes[name](**options)
     except TypeError as exc:
         raise ParameterError(f"featurizer {name!r}: {exc}") from exc
+    validate = getattr(feat, "_validate", None)
+    if validate is not None:
+        validate()  # on purpose before any work: the CLI reports a bad option before reading or embedding
     return feat
 
 

@@ -35,26 +35,35 @@ class ImageFeaturizer:
         device: str | None = None,
         show_progress: bool = True,
     ) -> None:
-        from aflite.encoders import IMAGE_MODELS
-
-        if model not in IMAGE_MODELS:
-            raise ParameterError(f"unknown image model {model!r}; choose one of {', '.join(IMAGE_MODELS)}")
-        if model == "hf-image" and model_path is None:
-            raise ParameterError("the hf-image featurizer needs --model-path (a local Hugging Face vision model)")
-        if batch_size < 1:
-            raise ParameterError(f"batch_size must be >= 1, got {batch_size}")
+        # scikit-learn convention: store the arguments as given; _validate (called by transform) checks them
         self.name = model
-        self.model_path = None if model_path is None else Path(model_path).expanduser().resolve()
-        self.image_size = int(image_size)
-        self.batch_size = int(batch_size)
-        self.pretrained = bool(pretrained)
+        self.model = model
+        self.model_path = model_path
+        self.image_size = image_size
+        self.batch_size = batch_size
+        self.pretrained = pretrained
         self.num_threads = num_threads
         self.device = device
         self.show_progress = show_progress
         self._encoder: Any = None
 
+    def _validate(self) -> None:
+        """Check the constructor arguments; raised at transform time (or early by :func:`make_featurizer`)."""
+        from aflite.encoders import IMAGE_MODELS
+
+        if self.model not in IMAGE_MODELS:
+            raise ParameterError(f"unknown image model {self.model!r}; choose one of {', '.join(IMAGE_MODELS)}")
+        if self.model == "hf-image" and self.model_path is None:
+            raise ParameterError("the hf-image featurizer needs --model-path (a local Hugging Face vision model)")
+        if self.batch_size < 1:
+            raise ParameterError(f"batch_size must be >= 1, got {self.batch_size}")
+
+    def _resolved_model_path(self) -> Path | None:
+        return None if self.model_path is None else Path(self.model_path).expanduser().resolve()
+
     def get_options(self) -> dict[str, Any]:
-        return {"model": self.name, "model_path": None if self.model_path is None else str(self.model_path),
+        path = self._resolved_model_path()
+        return {"model": self.name, "model_path": None if path is None else str(path),
                 "image_size": self.image_size, "pretrained": self.pretrained}
 
     def encoder(self) -> Any:
@@ -64,7 +73,7 @@ class ImageFeaturizer:
             torch, _ = _import_torch()
             if self.num_threads is not None:
                 torch.set_num_threads(int(self.num_threads))
-            self._encoder = ImageEncoder(self.name, model_path=self.model_path, device=self.device,
+            self._encoder = ImageEncoder(self.name, model_path=self._resolved_model_path(), device=self.device,
                                          image_size=self.image_size, pretrained=self.pretrained)
         return self._encoder
 
@@ -81,6 +90,7 @@ class ImageFeaturizer:
     ) -> np.ndarray:
         from aflite.encoders import embed_items
 
+        self._validate()
         if texts_b is not None:
             raise ParameterError("image features take one input per row (no second text column)")
         enc = self.encoder()

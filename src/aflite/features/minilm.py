@@ -129,23 +129,28 @@ class MiniLMFeaturizer:
         device: str | None = None,
         show_progress: bool = True,
     ) -> None:
-        if max_length < 8:
-            raise ParameterError(f"max_length must be >= 8, got {max_length}")
-        if batch_size < 1:
-            raise ParameterError(f"batch_size must be >= 1, got {batch_size}")
-        self.model_path = _resolve_model_path(model_path)
-        self.max_length = int(max_length)
-        self.batch_size = int(batch_size)
-        self.normalize = bool(normalize)
+        # scikit-learn convention: store the arguments as given; _validate (called by transform) checks them
+        self.model_path = model_path
+        self.max_length = max_length
+        self.batch_size = batch_size
+        self.normalize = normalize
         self.num_threads = num_threads
         self.device = device
         self.show_progress = show_progress
         self._tok: Any = None
         self._model: Any = None
 
+    def _validate(self) -> None:
+        """Check the constructor arguments; raised at transform time (or early by :func:`make_featurizer`)."""
+        if self.max_length < 8:
+            raise ParameterError(f"max_length must be >= 8, got {self.max_length}")
+        if self.batch_size < 1:
+            raise ParameterError(f"batch_size must be >= 1, got {self.batch_size}")
+        _resolve_model_path(self.model_path)
+
     def get_options(self) -> dict[str, Any]:
         return {
-            "model_path": str(self.model_path),
+            "model_path": str(_resolve_model_path(self.model_path)),
             "max_length": self.max_length,
             "normalize": self.normalize,
         }
@@ -156,7 +161,7 @@ class MiniLMFeaturizer:
             torch.set_num_threads(int(self.num_threads))
         if self._model is None:
             device = _resolve_device(self.device, torch)
-            self._tok, self._model = _load_encoder(self.model_path, torch, transformers, device)
+            self._tok, self._model = _load_encoder(_resolve_model_path(self.model_path), torch, transformers, device)
             self._model.eval()
         return self._tok, self._model, torch
 
@@ -171,6 +176,7 @@ class MiniLMFeaturizer:
     def transform(
         self, texts_a: Sequence[str], texts_b: Sequence[str] | None = None, *, progress: Tqdm | None = None
     ) -> np.ndarray:
+        self._validate()
         tok, model, torch = self._ensure_loaded()
         a = list(texts_a)
         b = None if texts_b is None else list(texts_b)

@@ -44,31 +44,35 @@ class NgramFeaturizer:
         svd_fit_rows: int | None = 200_000,
         seed: int = 0,
     ) -> None:
-        if n_components < 1:
-            raise ParameterError(f"n_components must be >= 1, got {n_components}")
-        if n_features < 16:
-            raise ParameterError(f"n_features must be >= 16, got {n_features}")
-        if min_df < 1 or max_columns < 1:
-            raise ParameterError("min_df and max_columns must be >= 1")
-        if svd_fit_rows is not None and svd_fit_rows < 2:
-            raise ParameterError(f"svd_fit_rows must be >= 2, got {svd_fit_rows}")
-        for rng_ in (word_ngrams, char_ngrams):
-            if len(rng_) != 2 or not 1 <= rng_[0] <= rng_[1]:
-                raise ParameterError(f"an n-gram range must be (low, high) with 1 <= low <= high, got {rng_}")
-        self.n_components = int(n_components)
-        self.dense = bool(dense)
-        self.word_ngrams = (int(word_ngrams[0]), int(word_ngrams[1]))
-        self.char_ngrams = (int(char_ngrams[0]), int(char_ngrams[1]))
-        self.n_features = int(n_features)
-        self.min_df = int(min_df)
-        self.max_columns = int(max_columns)
-        self.sublinear_tf = bool(sublinear_tf)
+        # scikit-learn convention: store the arguments as given; _validate (called by fit) checks them
+        self.n_components = n_components
+        self.dense = dense
+        self.word_ngrams = word_ngrams
+        self.char_ngrams = char_ngrams
+        self.n_features = n_features
+        self.min_df = min_df
+        self.max_columns = max_columns
+        self.sublinear_tf = sublinear_tf
         self.svd_fit_rows = svd_fit_rows
-        self.seed = int(seed)
+        self.seed = seed
         # per field: ([(columns, tfidf) per analyzer], svd or None)
         self._fields: list[tuple[list[tuple[np.ndarray, Any]], Any]] | None = None
         self.n_components_: list[int] = []
         self.progress: Any = None  # a tqdm bar ticked once per stage of fit_transform (see fit_stages)
+
+    def _validate(self) -> None:
+        """Check the constructor arguments; raised at fit time (or early by :func:`make_featurizer`)."""
+        if self.n_components < 1:
+            raise ParameterError(f"n_components must be >= 1, got {self.n_components}")
+        if self.n_features < 16:
+            raise ParameterError(f"n_features must be >= 16, got {self.n_features}")
+        if self.min_df < 1 or self.max_columns < 1:
+            raise ParameterError("min_df and max_columns must be >= 1")
+        if self.svd_fit_rows is not None and self.svd_fit_rows < 2:
+            raise ParameterError(f"svd_fit_rows must be >= 2, got {self.svd_fit_rows}")
+        for rng_ in (self.word_ngrams, self.char_ngrams):
+            if len(rng_) != 2 or not 1 <= rng_[0] <= rng_[1]:
+                raise ParameterError(f"an n-gram range must be (low, high) with 1 <= low <= high, got {rng_}")
 
     def fit_stages(self, n_fields: int) -> int:
         """Stages :meth:`fit_transform` reports on ``progress``: per field, two hashing passes and the SVD."""
@@ -97,8 +101,8 @@ class NgramFeaturizer:
         from sklearn.feature_extraction.text import HashingVectorizer
 
         common = {"n_features": self.n_features, "alternate_sign": False, "norm": None, "dtype": np.float32}
-        word = HashingVectorizer(analyzer="word", ngram_range=self.word_ngrams, lowercase=True, **common)
-        char = HashingVectorizer(analyzer="char_wb", ngram_range=self.char_ngrams, lowercase=True, **common)
+        word = HashingVectorizer(analyzer="word", ngram_range=tuple(self.word_ngrams), lowercase=True, **common)
+        char = HashingVectorizer(analyzer="char_wb", ngram_range=tuple(self.char_ngrams), lowercase=True, **common)
         return word, char
 
     def _sample_rows(self, n: int) -> np.ndarray | None:
@@ -150,6 +154,7 @@ class NgramFeaturizer:
     def _fit_transform(self, texts_a: Sequence[str], texts_b: Sequence[str] | None) -> Matrix:
         from sklearn.decomposition import TruncatedSVD
 
+        self._validate()
         fields = [list(texts_a)] + ([] if texts_b is None else [list(texts_b)])
         n = len(fields[0])
         if n < 2:

@@ -118,8 +118,8 @@ class PrecomputedFeaturizer:
         id_column: str = "id",
         embedding_column: str | None = None,
     ) -> None:
-        self.path = Path(path)
-        self.ids = None if ids is None else np.asarray([str(i) for i in ids], dtype=str)
+        self.path = path
+        self.ids = ids
         self.ids_path = ids_path
         self.id_column = id_column
         self.embedding_column = embedding_column
@@ -138,10 +138,11 @@ class PrecomputedFeaturizer:
     def transform(self, texts_a: Sequence[str], texts_b: Sequence[str] | None = None) -> np.ndarray:
         if self.ids is None:
             raise ParameterError("precomputed features need the dataset's ids to align rows (ids=...)")
-        if len(texts_a) != len(self.ids):
-            raise InputError(f"{len(texts_a)} rows but {len(self.ids)} ids")
+        ids = np.asarray([str(i) for i in self.ids], dtype=str)
+        if len(texts_a) != len(ids):
+            raise InputError(f"{len(texts_a)} rows but {len(ids)} ids")
         return align_embeddings(
-            self.ids,
+            ids,
             *load_embeddings(self.path, self.ids_path, self.id_column, self.embedding_column),
             source=str(self.path),
         )

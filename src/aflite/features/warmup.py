@@ -74,38 +74,22 @@ class WarmupFeaturizer:
         image_model: str | None = None,
         image_size: int = 224,
     ) -> None:
-        if epochs < 1:
-            raise ParameterError(f"epochs must be >= 1, got {epochs}")
-        if not lr > 0:
-            raise ParameterError(f"lr must be > 0, got {lr}")
-        if batch_size < 1 or embed_batch_size < 1:
-            raise ParameterError("batch sizes must be >= 1")
-        if max_steps is not None and max_steps < 1:
-            raise ParameterError(f"max_steps must be >= 1, got {max_steps}")
-        if not 0 <= warmup_ratio < 1:
-            raise ParameterError(f"warmup_ratio must be in [0, 1), got {warmup_ratio}")
+        # scikit-learn convention: store the arguments as given; _validate (called by fit) checks them
         self.image_model = image_model
-        self.image_size = int(image_size)
-        if image_model is None:
-            self.model_path: Path | None = _resolve_model_path(model_path)
-        else:
-            from aflite.encoders import IMAGE_MODELS
-
-            if image_model not in IMAGE_MODELS:
-                raise ParameterError(f"unknown image model {image_model!r}; choose one of {', '.join(IMAGE_MODELS)}")
-            self.model_path = None if model_path is None else Path(model_path).expanduser().resolve()
-        self.epochs = int(epochs)
-        self.lr = float(lr)
-        self.batch_size = int(batch_size)
-        self.weight_decay = float(weight_decay)
-        self.warmup_ratio = float(warmup_ratio)
+        self.image_size = image_size
+        self.model_path = model_path
+        self.epochs = epochs
+        self.lr = lr
+        self.batch_size = batch_size
+        self.weight_decay = weight_decay
+        self.warmup_ratio = warmup_ratio
         self.max_steps = max_steps
         self.cpu_max_steps = cpu_max_steps
-        self.train_max_length = int(train_max_length)
-        self.max_length = int(max_length)
-        self.embed_batch_size = int(embed_batch_size)
-        self.dropout = float(dropout)
-        self.seed = int(seed)
+        self.train_max_length = train_max_length
+        self.max_length = max_length
+        self.embed_batch_size = embed_batch_size
+        self.dropout = dropout
+        self.seed = seed
         self.num_threads = num_threads
         self.device = device
         self.show_progress = show_progress
@@ -115,11 +99,39 @@ class WarmupFeaturizer:
         self.steps_: int = 0
         self.train_log_: list[float] = []
 
+    def _validate(self) -> None:
+        """Check the constructor arguments; raised at fit time (or early by :func:`make_featurizer`)."""
+        if self.epochs < 1:
+            raise ParameterError(f"epochs must be >= 1, got {self.epochs}")
+        if not self.lr > 0:
+            raise ParameterError(f"lr must be > 0, got {self.lr}")
+        if self.batch_size < 1 or self.embed_batch_size < 1:
+            raise ParameterError("batch sizes must be >= 1")
+        if self.max_steps is not None and self.max_steps < 1:
+            raise ParameterError(f"max_steps must be >= 1, got {self.max_steps}")
+        if not 0 <= self.warmup_ratio < 1:
+            raise ParameterError(f"warmup_ratio must be in [0, 1), got {self.warmup_ratio}")
+        if self.image_model is not None:
+            from aflite.encoders import IMAGE_MODELS
+
+            if self.image_model not in IMAGE_MODELS:
+                raise ParameterError(
+                    f"unknown image model {self.image_model!r}; choose one of {', '.join(IMAGE_MODELS)}"
+                )
+        self._resolved_model_path()
+
+    def _resolved_model_path(self) -> Path | None:
+        """The text model folder (default: the MiniLM wheel's) or the image model folder, if any."""
+        if self.image_model is None:
+            return _resolve_model_path(self.model_path)
+        return None if self.model_path is None else Path(self.model_path).expanduser().resolve()
+
     def get_options(self) -> dict[str, Any]:
+        path = self._resolved_model_path()
         image = {} if self.image_model is None else {"image_model": self.image_model, "image_size": self.image_size}
         return {
             **image,
-            "model_path": None if self.model_path is None else str(self.model_path),
+            "model_path": None if path is None else str(path),
             "epochs": self.epochs,
             "lr": self.lr,
             "batch_size": self.batch_size,
@@ -154,10 +166,11 @@ class WarmupFeaturizer:
         from aflite.encoders import ImageEncoder, TextEncoder
 
         if self.image_model is not None:
-            return ImageEncoder(self.image_model, model_path=self.model_path, device=device,
+            return ImageEncoder(self.image_model, model_path=self._resolved_model_path(), device=device,
                                 image_size=self.image_size)
-        assert self.model_path is not None
-        return TextEncoder(self.model_path, device=device, max_length=self.max_length)
+        path = self._resolved_model_path()
+        assert path is not None
+        return TextEncoder(path, device=device, max_length=self.max_length)
 
     def _prepare(self, a: list[str], b: list[str] | None, max_length: int) -> list[Any]:
         if self.image_model is not None:
@@ -167,6 +180,7 @@ class WarmupFeaturizer:
     def fit(self, texts_a: Sequence[str], texts_b: Sequence[str] | None = None, y: Any = None) -> Self:
         from aflite import training
 
+        self._validate()
         torch, _ = self._setup()
         a = list(texts_a)
         b = None if texts_b is None else list(texts_b)
