@@ -17,7 +17,6 @@ same numpy/BLAS build and CPU kind).
 from __future__ import annotations
 
 import dataclasses
-import os
 import tempfile
 import uuid
 from dataclasses import dataclass
@@ -88,7 +87,9 @@ class DaskExecutor:
         if address:
             self.client = Client(address)
         else:
-            workers = n_workers or min(4, os.cpu_count() or 1)
+            from aflite.threads import budget  # the one thread policy: affinity, quota, --threads
+
+            workers = n_workers or min(4, budget())
             self._cluster = LocalCluster(
                 n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=":0",
                 scheduler_port=0, silence_logs=40,

@@ -375,13 +375,8 @@ class _ChunkedOwnOps(_NumpyBlockOps):
     """
 
     def __init__(self, store: FeatureStore, task: BlockTask) -> None:
-        self.store, self.task = store, task
-        self.K = task.n_classes
-        self.d = store.whitening.dim
+        super().__init__(store, task)  # task.own_rows is False here (see run_block), so nothing is gathered
         n, b = task.mask.shape
-        self.t_b = task.mask.sum(0).astype(np.float64)
-        self.preds = np.zeros((n, b), dtype=pred_dtype(self.K))
-        self.own = []
         self.step = own_chunk_rows(store.whitening.transform.shape[0])
         self.starts = np.arange(0, n, self.step)
         self.pos = [np.flatnonzero(task.mask[:, j]) for j in range(b)]  # each model's rows, as positions in S

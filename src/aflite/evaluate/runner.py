@@ -314,22 +314,18 @@ def _run_job(spec: ModelSpec, ts: TrainingSet, seed: int, ds: Any, y_all: NDArra
         rec["own_heldout"] = _breakdown(pred_held[own], gold_held[own], None)
         rec["original_heldout"] = _breakdown(pred_held, gold_held, None)
         rec["majority_own_heldout"] = _majority(gold_held[own])
-    rec["tests"] = {}
-    for es, corpus in tests:
+    def score(es: Any, corpus: Any, by_group: bool) -> dict[str, Any]:
+        """Accuracy (with its majority rate) on one separate evaluation set, in the set's own label space."""
         rows = np.arange(len(es))
         if spec.kind == "finetune" and ft_eval_cap is not None:
             rows = _stratified_sample(es.labels, es.groups, ft_eval_cap, 0)
         raw = classes[predict(corpus, rows)]
         mapped = np.asarray([es.pred_map.get(str(c), str(c)) for c in raw])
-        rec["tests"][es.name] = _breakdown(mapped, es.labels[rows], None) | {"majority": _majority(es.labels[rows])}
-    rec["external"] = {}
-    for es, corpus in corpora:
-        rows = np.arange(len(es))
-        if spec.kind == "finetune" and ft_eval_cap is not None:
-            rows = _stratified_sample(es.labels, es.groups, ft_eval_cap, 0)
-        raw = classes[predict(corpus, rows)]
-        mapped = np.asarray([es.pred_map.get(str(c), str(c)) for c in raw])
-        rec["external"][es.name] = _breakdown(mapped, es.labels[rows], None if es.groups is None else es.groups[rows])
+        groups = es.groups[rows] if by_group and es.groups is not None else None
+        return _breakdown(mapped, es.labels[rows], groups)
+
+    rec["tests"] = {es.name: score(es, corpus, by_group=False) for es, corpus in tests}
+    rec["external"] = {es.name: score(es, corpus, by_group=True) for es, corpus in corpora}
     if meta_path.is_file():
         rec.update(json.loads(meta_path.read_text(encoding="utf-8")))
     rec["seconds"] = round(time.perf_counter() - t0, 2)
