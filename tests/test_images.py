@@ -315,3 +315,199 @@ def test_audit_images_finds_a_colour_artifact(tmp_path: Path) -> None:
     shuffled = rng.permutation(y)  # labels unrelated to colour
     res2 = images.audit_images(paths, shuffled, emb, n_folds=3, n_clusters=4, n_components=5, tsne_sample=0)
     assert res2["biased_accuracy"] < 0.8 and res2["tsne"] is None
+
+
+def cued_shapes(folder: Path, n_per_class: int = 30, cue: bool = True, size: int = 32, seed: int = 0,
+                names: tuple[str, str] = ("square", "disc")) -> list[str]:
+    """Squares (class 0) and discs (class 1). With ``cue`` each class has its colour (red / blue); without, half
+    of each class is red and half blue, so colour says nothing about the class."""
+    rng = np.random.default_rng(seed)
+    yy, xx = np.mgrid[:size, :size]
+    paths = []
+    for label, name in enumerate(names):
+        (folder / name).mkdir(parents=True, exist_ok=True)
+        for i in range(n_per_class):
+            img = np.zeros((size, size, 3), dtype=np.uint8)
+            r = int(rng.integers(4, size // 3))
+            cy, cx = (int(v) for v in rng.integers(r, size - r, size=2))
+            square = (np.abs(yy - cy) < r) & (np.abs(xx - cx) < r)
+            shape = square if label == 0 else (yy - cy) ** 2 + (xx - cx) ** 2 <= r * r
+            channel = (0 if label == 0 else 2) if cue else 2 * (i % 2)  # cue-free: half of each class red
+            img[shape, channel] = 220
+            p = folder / name / f"{i:03d}.png"
+            PIL.fromarray(img).save(p)
+            paths.append(str(p))
+    return paths
+
+
+AUDIT_SMALL = ["--folds", "3", "--pca", "5", "--clusters", "4", "--peco-shuffles", "10", "--tsne-sample", "40",
+               "--quiet", "--device", "cpu"]
+
+
+def test_audit_cli_image_folder_end_to_end(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`aflite audit FOLDER` on a colour-cued folder (tiny random ViT as hf-image): the common output files, a
+    colour-only biased model far above the majority rate, PECO with its null, a t-SNE PNG, class names escaped
+    in the HTML report."""
+    pytest.importorskip("torch")
+    cued_shapes(tmp_path / "d", n_per_class=20, names=("<i>sq&", "disc"))
+    model = str(tiny_vit(tmp_path / "vit"))
+    out = tmp_path / "out"
+    rc = _run(["audit", str(tmp_path / "d"), "--out", str(out), "--model-path", model, *AUDIT_SMALL])
+    assert rc == 0
+    for f in ("results.json", "summary.md", "metrics.json", "report.html", "tsne.png"):
+        assert (out / f).is_file(), f
+    assert any((out / "cache").iterdir())
+    assert (out / "tsne.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    res = json.loads((out / "results.json").read_text())
+    assert res["command"] == "audit" and res["modality"] == "image" and res["featurizer"] == "hf-image"
+    v = res["results"][0]["views"]["colour"]
+    assert res["results"][0]["n"] == 40 and v["condition"] == "colour" and v["tra"] is None
+    assert v["majority_accuracy"] == 0.5 and v["biased_accuracy"] - v["majority_accuracy"] > 0.4
+    assert v["peco_null_mean"] is not None and v["peco"] >= 0 and 0 <= v["nba"] <= 1
+    assert "colour-only" in capsys.readouterr().out and "colour-only" in (out / "summary.md").read_text()
+    html = (out / "report.html").read_text()
+    assert "&lt;i&gt;sq&amp;" in html and "<i>sq" not in html and "TRA" not in html
+
+
+def test_audit_images_precomputed_cue_free_stays_at_chance(tmp_path: Path) -> None:
+    """The library entry point (pipeline.audit_file detects the folder) with precomputed embeddings: on a set
+    whose colours are drawn independently of the class the colour-only model stays near the majority rate,
+    while the same audit on the cued set is far above it."""
+    from aflite.audit import AuditConfig
+    from aflite.pipeline import audit_file
+
+    cfg = AuditConfig(n_folds=3, n_components=5, n_clusters=4, peco_shuffles=10, tsne_sample=0,
+                      show_progress=False)
+    deltas = {}
+    for cue in (True, False):
+        folder = tmp_path / f"cue{cue}"
+        cued_shapes(folder, n_per_class=30, cue=cue, seed=1)
+        ds = images.load_image_dataset(folder)
+        emb = np.random.default_rng(0).normal(size=(len(ds), 8)).astype(np.float32)
+        np.save(tmp_path / f"e{cue}.npy", emb)
+        (tmp_path / f"e{cue}.txt").write_text("".join(f"{i}\n" for i in ds.ids))
+        run = audit_file(folder, tmp_path / f"out{cue}", AuditConfig(**{**cfg.to_dict(), "featurizer": "precomputed",
+                                                                         "views": ("hypothesis",)}),
+                         featurizer_options={"path": str(tmp_path / f"e{cue}.npy"),
+                                             "ids_path": str(tmp_path / f"e{cue}.txt")}, show_progress=False)
+        m = run.results[0].views["colour"].metrics
+        deltas[cue] = m.biased_accuracy - m.majority_accuracy
+        assert m.majority_accuracy == 0.5 and abs(m.normal_delta_maj) < 0.2  # random embeddings: near chance
+        assert not (tmp_path / f"out{cue}" / "tsne.png").exists() and run.metrics["tsne_plots"] == {}
+    assert deltas[True] > 0.4 and deltas[False] < 0.1, deltas  # cue-free: not above chance
+
+
+def test_audit_cli_bad_image_exit_2_one_line_or_skipped(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    cued_shapes(tmp_path / "d", n_per_class=10)
+    (tmp_path / "d" / "disc" / "zz.png").write_bytes(b"garbage")
+    rc = _run(["audit", str(tmp_path / "d"), "--out", str(tmp_path / "o1"), *AUDIT_SMALL])
+    err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert rc == 2 and len(err) == 1 and err[0].startswith("aflite audit: error: ") and "zz.png" in err[0]
+    assert "not a readable image" in err[0]
+    assert not any((tmp_path / "o1" / f).exists() for f in ("results.json", "report.html", "metrics.json"))
+    ds = images.load_image_dataset(tmp_path / "d", skip_bad_images=True)
+    np.save(tmp_path / "e.npy", np.random.default_rng(0).normal(size=(len(ds), 4)).astype(np.float32))
+    (tmp_path / "e.txt").write_text("".join(f"{i}\n" for i in ds.ids))
+    rc = _run(["audit", str(tmp_path / "d"), "--out", str(tmp_path / "o2"), "--skip-bad-images", "--featurizer",
+               "precomputed", "--embeddings", str(tmp_path / "e.npy"), "--embedding-ids", str(tmp_path / "e.txt"),
+               *AUDIT_SMALL])
+    assert rc == 0, capsys.readouterr().err
+    assert (tmp_path / "o2" / "bad_images.txt").read_text().strip().endswith("zz.png")
+    assert json.loads((tmp_path / "o2" / "results.json").read_text())["bad_images"]["count"] == 1
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--no-tra"], "--tra/--no-tra: text-only option"),
+    (["--views", "hypothesis", "--top-tokens", "3"], "--views, --top-tokens: text-only option"),
+    (["--featurizer", "ngram"], "--featurizer ngram on images"),
+    (["--featurizer", "efficientnet-lite0", "--model-path", "m"], "give --featurizer hf-image"),
+])
+def test_audit_cli_text_only_options_refused_on_images(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                      extra: list[str], message: str) -> None:
+    cued_shapes(tmp_path / "d", n_per_class=3)
+    rc = _run(["audit", str(tmp_path / "d"), "--out", str(tmp_path / "o"), *extra, "--quiet"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 2 and len(err) == 1 and message in err[0], err
+    assert not (tmp_path / "o").exists()  # refused before --out is created
+
+
+def test_audit_cli_image_options_refused_on_text(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    tsv = tmp_path / "d.tsv"
+    tsv.write_text("sentence1\tsentence2\tgold_label\n" + "a b\tc d\tentailment\n" * 12)
+    assert not images.is_image_input(tsv)
+    rc = _run(["audit", str(tsv), "--out", str(tmp_path / "o"), "--image-size", "64", "--quiet"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 2 and len(err) == 1 and "--image-size: image option(s)" in err[0]
+    rc = _run(["audit", str(tsv), "--out", str(tmp_path / "o"), "--featurizer", "precomputed", "--quiet"])
+    assert rc == 2 and "is for images" in capsys.readouterr().err
+
+
+def test_is_image_input_detects_tables_and_hf_folders(tmp_path: Path) -> None:
+    paths = cued_shapes(tmp_path / "img", n_per_class=2)
+    table = _table(tmp_path, paths, np.array([0, 0, 1, 1]))
+    assert images.is_image_input(tmp_path / "img") and images.is_image_input(table)
+    text = tmp_path / "t.csv"
+    text.write_text("premise,hypothesis,label,file\na,b,c,x.png\n")
+    assert not images.is_image_input(text) and images.is_image_input(text, path_column="file")
+    assert images.is_image_input(text, featurizer="efficientnet-lite0")
+    assert not images.is_image_input(tmp_path / "missing.csv")
+
+
+def test_audit_cli_images_compare_with_a_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """--compare RUN on images: D and the run's kept images D(Φ) audited side by side from one featurization,
+    a t-SNE map for each."""
+    cued_shapes(tmp_path / "d", n_per_class=15)
+    ds = images.load_image_dataset(tmp_path / "d")
+    np.save(tmp_path / "e.npy", np.random.default_rng(0).normal(size=(len(ds), 6)).astype(np.float32))
+    (tmp_path / "e.txt").write_text("".join(f"{i}\n" for i in ds.ids))
+    pre = ["--featurizer", "precomputed", "--embeddings", str(tmp_path / "e.npy"), "--embedding-ids",
+           str(tmp_path / "e.txt")]
+    assert _run(["run", str(tmp_path / "d"), "--out", str(tmp_path / "run"), *pre, "--train-size", "10",
+                 "--slice-size", "3", "--target-size", "20", "--partitions", "8", "--tau", "0", "--quiet"]) == 0
+    kept = (tmp_path / "run" / "kept_ids.txt").read_text().split()
+    out = tmp_path / "a"
+    rc = _run(["audit", str(tmp_path / "d"), "--out", str(out), "--compare", str(tmp_path / "run"), *pre,
+               "--tsne-sample", "30", *AUDIT_SMALL])
+    assert rc == 0, capsys.readouterr().err
+    res = json.loads((out / "results.json").read_text())
+    assert [r["name"] for r in res["results"]] == ["D", "D(Φ)"]
+    assert res["results"][0]["n"] == 30 and res["results"][1]["n"] == len(kept) < 30
+    assert res["tsne_plots"] == {"D": "tsne.png", "D(Φ)": "tsne_kept.png"} and (out / "tsne_kept.png").is_file()
+    assert "tsne_kept.png" in (out / "summary.md").read_text()
+
+
+def test_audit_image_table_and_hf_dataset(tmp_path: Path) -> None:
+    """The other two layouts run the same audit: a CSV with a path column and a HF dataset with an Image column
+    (detected without naming a featurizer or column), with the same figures as the folder they were built from."""
+    datasets = pytest.importorskip("datasets")
+    from aflite.audit import AuditConfig
+    from aflite.pipeline import audit_file
+
+    paths = cued_shapes(tmp_path / "img", n_per_class=10)
+    y = np.repeat([0, 1], 10)
+    table = _table(tmp_path, paths, y)
+    hf = datasets.Dataset.from_dict({"img": paths, "label": y.tolist()}).cast_column("img", datasets.Image())
+    hf.save_to_disk(str(tmp_path / "hf"))
+    cfg = AuditConfig(featurizer="precomputed", n_folds=3, n_components=3, n_clusters=3, peco_shuffles=5,
+                      tsne_sample=0, show_progress=False)
+    emb = np.random.default_rng(0).normal(size=(20, 4)).astype(np.float32)
+    figures = []
+    for src in (tmp_path / "img", table, tmp_path / "hf"):
+        ds = images.load_image_dataset(src)
+        np.save(tmp_path / "e.npy", emb)
+        (tmp_path / "e.txt").write_text("".join(f"{i}\n" for i in ds.ids))
+        run = audit_file(src, tmp_path / f"out-{src.name}", cfg, show_progress=False,
+                         featurizer_options={"path": str(tmp_path / "e.npy"), "ids_path": str(tmp_path / "e.txt")})
+        m = run.results[0].views["colour"].metrics
+        figures.append((m.biased_accuracy, m.normal_accuracy, run.results[0].views["colour"].peco.score))
+    assert figures[0][0] == 1.0 and figures[0] == figures[1] == figures[2]
+
+
+@needs_effnet
+def test_audit_cli_default_featurizer_is_efficientnet_lite0(tmp_path: Path) -> None:
+    cued_shapes(tmp_path / "d", n_per_class=8)
+    out = tmp_path / "out"
+    assert _run(["audit", str(tmp_path / "d"), "--out", str(out), "--image-size", "32", *AUDIT_SMALL]) == 0
+    res = json.loads((out / "results.json").read_text())
+    assert res["featurizer"] == "efficientnet-lite0" and res["embedding_dim"] == 1280
+    assert res["results"][0]["config"]["featurizer"] == "efficientnet-lite0"

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 from test_ensemble import anisotropic
 
+from aflite import kernels
 from aflite.ensemble import FastLogisticEnsemble
 from aflite.errors import ParameterError
 from aflite.filter import draw_partitions
@@ -16,6 +17,7 @@ from aflite.solver import (
     _ChunkedOwnOps,
     _NumpyBlockOps,
     fit_whitening,
+    own_chunk_rows,
     use_chunked_rows,
 )
 
@@ -24,11 +26,17 @@ def _task(mask, y, theta, reg, chunked):
     return BlockTask(np.arange(len(y)), y, mask, theta, reg, int(theta.shape[2]), False, 1e-4, 100, 5, chunked)
 
 
+KERNELS = ["numba", "numpy"] if kernels.available() else ["numpy"]
+
+
+@pytest.mark.parametrize("kernel", KERNELS)
 @pytest.mark.parametrize("copy", [True, False])
 @pytest.mark.parametrize("n_classes", [2, 3])
-def test_chunked_own_row_passes_compute_the_same_objective(copy, n_classes):
+def test_chunked_own_row_passes_compute_the_same_objective(copy, n_classes, kernel, monkeypatch):
     """Loss and gradient from each model's own rows, chunk by chunk, equal the weighted pass over all rows
-    (whitened copy and streamed/folded store alike); predictions equal the argmax of all K logits."""
+    (whitened copy and streamed/folded store alike; compiled kernel and numpy alike); predictions equal the
+    argmax of all K logits."""
+    monkeypatch.setenv("AFLITE_KERNEL", kernel)
     X, y = anisotropic(7000, 9, n_classes, seed=11)
     wh = fit_whitening(X)
     store = FeatureStore(X, wh, copy=copy)
@@ -38,6 +46,7 @@ def test_chunked_own_row_passes_compute_the_same_objective(copy, n_classes):
     reg = np.abs(rng.standard_normal((3, wh.dim + 1))) * 1e-3
     full = _NumpyBlockOps(store, _task(mask, y, theta, reg, False))
     own = _ChunkedOwnOps(store, _task(mask, y, theta, reg, True))
+    assert own.compiled == (kernel == "numba")
     own.step = 1000  # several chunks, some rows of each model in each
     own.starts = np.arange(0, len(y), own.step)
     own.cuts = np.stack([np.searchsorted(p, np.append(own.starts, len(y))) for p in own.pos])
@@ -67,6 +76,24 @@ def test_fast_and_previous_solvers_find_the_same_models():
         mask = draw_partitions(len(y), 6, 1200, np.random.default_rng(phase))
         held = ~mask
         assert (preds["fast", phase][held] == preds["previous", phase][held]).mean() > 0.995
+
+
+@pytest.mark.skipif(not kernels.available(), reason="numba not installed")
+def test_compiled_passes_give_the_same_bits_for_any_threads_and_blocks():
+    """With the compiled kernel a model's result depends only on its own rows: the threads that share a
+    pass's chunks and the block a model sits in change no bits (chunk sums are added in chunk order)."""
+    X, y = anisotropic(12000, 400, 3, seed=14)
+    rows = np.arange(len(y))
+    assert len(y) > 2 * own_chunk_rows(400)  # several chunks per pass, shared by the threads
+    mask = draw_partitions(len(y), 6, 2000, np.random.default_rng(3))
+    out = []
+    for n_jobs, block_size in [(1, None), (2, None), (3, None), (1, 2), (2, 4)]:
+        ens = FastLogisticEnsemble(n_jobs=n_jobs, block_size=block_size)
+        ens.prepare(X, y, 3)
+        out.append((ens.fit_predict(rows, mask), ens._coefs))
+    for preds, coefs in out[1:]:
+        assert np.array_equal(preds, out[0][0])
+        assert np.array_equal(coefs, out[0][1])
 
 
 def test_resumed_fast_solver_continues_exactly():

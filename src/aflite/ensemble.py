@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from aflite import kernels
 from aflite.errors import ParameterError
 from aflite.solver import (
     SOLVERS,
@@ -37,6 +38,7 @@ from aflite.solver import (
     use_chunked_rows,
     use_own_rows,
 )
+from aflite.threads import budget
 
 __all__ = [
     "LinearEnsemble",
@@ -137,7 +139,8 @@ class FastLogisticEnsemble(LinearEnsemble):
     in whitened coordinates; ``max_iter`` caps L-BFGS steps per model. ``warm_start`` starts each phase
     from the mean solution of the previous one (same optimum — the problem is convex — in fewer steps).
 
-    Scale: the partitions are fitted in blocks of ``block_size`` (default :func:`default_block_size`), each
+    Scale: the partitions are fitted in blocks of ``block_size`` (default :func:`default_block_size`; one block
+    of all m models for the compiled own-row kernel, whose threads share each pass's chunks instead), each
     with one BLAS thread, ``n_jobs`` blocks at a time, or on the workers of ``executor`` (see
     :mod:`aflite.cluster`); the result is the same whichever runs them. ``device`` ``"cuda"`` (or ``"auto"``
     with a GPU present) runs the same algorithm in PyTorch on the GPU (:mod:`aflite.torch_backend`), with
@@ -287,15 +290,22 @@ class FastLogisticEnsemble(LinearEnsemble):
         chunked = fast and not own_rows and self.device_ == "cpu" and use_chunked_rows(n, int(t_b.max()))
         pairs = self._pairs if fast else None
         gpu = self.device_ != "cpu"
+        # The compiled own-row passes read each chunk of S once for every model of a block, so one block of all
+        # m models reads S once per pass; its threads share the chunks of each pass instead of sharing blocks.
+        compiled = chunked and self.executor is None and kernels.available()
         if self.block_size:
             b = self.block_size
+        elif compiled:
+            b = m
         elif gpu:  # one block, unless the L-BFGS history (2·memory float64 copies per model) passes ~4 GiB
             b = max(1, min(m, (4 << 30) // (16 * self.memory * (d + 1) * K)))
         else:
             b = default_block_size(m_all, K, n, d)
+        n_blocks = -(-m // b)
+        inner = max(1, (self.n_jobs or budget()) // n_blocks) if compiled else 1
         tasks = [
             BlockTask(rows, y, mask[:, s : s + b], theta0[s : s + b], reg[s : s + b], K, own_rows,
-                      self.tol, self.max_iter, self.memory, chunked, pairs)
+                      self.tol, self.max_iter, self.memory, chunked, pairs, inner)
             for s in range(0, m, b)
         ]
         results = self._run_tasks(tasks, n)

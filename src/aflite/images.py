@@ -17,6 +17,10 @@ once at load time and the unreadable ones are dropped, counted and listed (``bad
 Outputs follow the input's form: a folder gets ``kept.csv`` / ``removed.csv`` (path relative to the folder,
 label) and optionally a tree of symlinks to the kept images (:func:`write_folder_outputs`); a table or HF
 folder gets the filtered table (:func:`aflite.data.write_filtered`).
+
+The label-leakage audit's non-text parts run on images (:func:`audit_image_file`, what ``aflite audit`` calls
+through :func:`aflite.pipeline.audit_file`; :func:`audit_image_dataset` in memory): the colour histogram plays
+the single-sentence input, the image embedding the full input.
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ from typing import Any
 import numpy as np
 
 from aflite.errors import InputError, OutputError, ParameterError
+from aflite.threads import limited
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".gif", ".webp", ".tif", ".tiff", ".ppm", ".pgm")
 PATH_COLUMNS = ("path", "image_path", "image", "file", "filename", "filepath", "img")
@@ -215,14 +220,21 @@ def _load_folder(p: Path) -> Any:
 
 
 def _table_columns(p: Path) -> list[str]:
-    from aflite.data.files import _base_suffix, _read_bytes
+    """The column names of a table, from its schema or first line only (no need to read a large file)."""
+    import gzip
+
+    from aflite.data.files import _base_suffix, _is_gzip
 
     suffix = _base_suffix(p)
     if suffix in (".parquet", ".pq"):
         import pyarrow.parquet as pq
 
         return list(pq.read_schema(p).names)
-    raw, _ = _read_bytes(p)
+    try:
+        with (gzip.open(p, "rb") if _is_gzip(p) else open(p, "rb")) as fh:
+            raw = fh.readline(1 << 20)
+    except (EOFError, OSError) as exc:
+        raise InputError(f"{p}: unreadable file: {exc}") from None
     first = raw.split(b"\n", 1)[0].decode("utf-8", "replace").strip("\r\ufeff")
     if suffix in (".jsonl", ".ndjson", ".json"):
         try:
@@ -536,29 +548,221 @@ def colour_histograms(refs: Sequence[str], bins: int = 4) -> np.ndarray:
     return out
 
 
+IMAGE_VIEW = "colour"  # the biased condition of an image audit: the colour histogram alone
+BIASED_VIEW_NAME = "colour histogram (4×4×4 RGB cells of the non-black pixels)"
+IMAGE_AUDIT_FEATURIZERS = ("efficientnet-lite0", "hf-image", "precomputed")
+
+
+@limited  # one thread policy (aflite.threads)
+def audit_image_dataset(refs: Sequence[str], labels: Any, embeddings: np.ndarray, config: Any = None, *,
+                        ids: Sequence[str] | None = None, name: str = "D",
+                        colour: np.ndarray | None = None) -> Any:
+    """The parts of the label-leakage audit that are not text-specific, for images, as an
+    :class:`aflite.audit.AuditResult` with one condition, ``colour``:
+
+    - a *biased* model (L2 logistic regression, ``config.n_folds``-fold out of fold) on the colour-only view
+      (:func:`colour_histograms`, or ``colour`` when already computed), against the majority rate, and the
+      *normal* model on the image embeddings; NBA/NBR between them (:class:`aflite.audit.LeakageMetrics`);
+    - PECO on the embeddings (PCA → k-means → cluster label divergence) with its label-shuffle null;
+    - 2-D t-SNE coordinates of a seeded sample (``config.tsne_sample``) and the most label-skewed clusters,
+      listed by image id.
+
+    Images have no second input and no groups, so there is no TRA and no token table (both read text).
+    """
+    from aflite.audit import AuditConfig, AuditResult, LeakageMetrics, ViewAudit, cv_predict, peco, peco_null
+    from aflite.audit.runner import _examples, _tsne
+
+    cfg = config if config is not None else AuditConfig()
+    y = np.asarray(labels).astype(str)
+    X = np.asarray(embeddings, dtype=np.float32)
+    n = len(y)
+    if len(X) != n or len(refs) != n or (ids is not None and len(ids) != n):
+        raise InputError(f"{len(refs)} images, {n} labels and {len(X)} embedding rows: they must be equal")
+    if n < 10:
+        raise InputError(f"too few images to audit ({n}); need at least 10")
+    classes, counts = np.unique(y, return_counts=True)
+    if len(classes) < 2:
+        raise InputError("the audit needs at least 2 label classes")
+    import time
+
+    timings: dict[str, float] = {}
+    t = time.perf_counter()
+    H = colour_histograms(refs) if colour is None else np.asarray(colour, dtype=np.float32)
+    if len(H) != n:
+        raise InputError(f"{len(H)} colour histograms for {n} images")
+    timings["colour_histograms"] = time.perf_counter() - t
+    t = time.perf_counter()
+    pred_b = classes[cv_predict(H, y, None, cfg.n_folds, cfg.C, cfg.seed)]
+    timings["biased_models"] = time.perf_counter() - t
+    t = time.perf_counter()
+    pred_n = classes[cv_predict(X, y, None, cfg.n_folds, cfg.C, cfg.seed)]
+    timings["normal_model"] = time.perf_counter() - t
+    t = time.perf_counter()
+    pr = peco(X, y, cfg.n_components, cfg.n_clusters, cfg.seed)
+    null = peco_null(pr, y, cfg.peco_shuffles, cfg.seed)
+    timings["peco"] = time.perf_counter() - t
+    t = time.perf_counter()
+    xy, rows = _tsne(pr, cfg)
+    timings["tsne"] = time.perf_counter() - t
+    names = [str(i) for i in (ids if ids is not None else refs)]
+    va = ViewAudit(IMAGE_VIEW, LeakageMetrics.compute(y, pred_b, pred_n), pr, xy, rows, {},
+                   examples=_examples(pr, names, y, cfg), peco_null=null, biased_pred=pred_b, normal_pred=pred_n)
+    timings["total"] = sum(timings.values())
+    return AuditResult(name, n, {str(c): int(k) for c, k in zip(classes, counts, strict=True)}, {IMAGE_VIEW: va},
+                       cfg, timings, y, np.asarray(names, dtype=str), f"image embeddings ({cfg.featurizer})")
+
+
 def audit_images(refs: Sequence[str], labels: Any, embeddings: np.ndarray, *, n_folds: int = 5, seed: int = 0,
                  n_components: int = 30, n_clusters: int = 50, tsne_sample: int = 2000) -> dict[str, Any]:
-    """The parts of the label-leakage audit that are not text-specific, for an image dataset:
+    """:func:`audit_image_dataset` with its figures as a flat dict (biased/normal accuracies against the majority
+    rate, NBA/NBR, PECO and its null, biased clusters, t-SNE sample rows and coordinates)."""
+    from aflite.audit import AuditConfig
 
-    - a *biased* model (logistic regression, ``n_folds``-fold out of fold) on the colour-only view
-      (:func:`colour_histograms`) against the majority rate, and the *normal* model on the image embeddings,
-      with NBA/NBR (:func:`aflite.audit.leakage_metrics`);
-    - PECO (cluster-level label divergence, :func:`aflite.audit.peco`) on the embeddings;
-    - 2-D t-SNE coordinates of a sample, for a plot.
-    """
-    from aflite.audit import AuditConfig, _tsne, cv_predict, leakage_metrics, peco
+    cfg = AuditConfig(featurizer="precomputed", n_folds=n_folds, seed=seed, n_components=n_components,
+                      n_clusters=n_clusters, tsne_sample=tsne_sample, show_progress=False)
+    va = audit_image_dataset(refs, labels, embeddings, cfg).views[IMAGE_VIEW]
+    null = va.peco_null
+    return {"n": int(len(refs)), "biased_view": BIASED_VIEW_NAME, **va.metrics.to_dict(), "peco": va.peco.score,
+            "peco_fraction20": va.peco.score_fraction20, "peco_null_mean": null.mean, "peco_excess": null.excess,
+            "peco_p_value": null.p_value, "biased_clusters": int(len(va.peco.biased_clusters())),
+            "tsne": None if va.tsne is None or va.tsne_rows is None else
+            {"rows": va.tsne_rows.tolist(), "xy": np.round(va.tsne, 3).tolist()}}
 
-    y = np.asarray(labels).astype(str)
-    classes = np.unique(y)
-    X = np.asarray(embeddings, dtype=np.float32)
-    if len(X) != len(y) or len(refs) != len(y):
-        raise InputError(f"{len(refs)} images, {len(y)} labels and {len(X)} embedding rows: they must be equal")
-    H = colour_histograms(refs)
-    pred_b = classes[cv_predict(H, y, None, n_folds, 1.0, seed)]
-    pred_n = classes[cv_predict(X, y, None, n_folds, 1.0, seed)]
-    pr = peco(X, y, n_components, n_clusters, seed)
-    xy, rows = _tsne(pr, AuditConfig(tsne_sample=tsne_sample, seed=seed))
-    return {"n": int(len(y)), "biased_view": "colour histogram (4×4×4 RGB cells of the ink pixels)",
-            **leakage_metrics(y, pred_b, pred_n), "peco": pr.score, "peco_fraction20": pr.score_fraction20,
-            "biased_clusters": int(len(pr.biased_clusters())),
-            "tsne": None if xy is None or rows is None else {"rows": rows.tolist(), "xy": np.round(xy, 3).tolist()}}
+
+def is_image_input(path: str | os.PathLike[str], featurizer: str | None = None,
+                   path_column: str | None = None) -> bool:
+    """Whether ``aflite audit`` reads ``path`` as images: an image featurizer or a path column was named, or it
+    is an image folder, a HF dataset folder with an Image column, or a table with a path column (``path``,
+    ``image``, ...) and no sentence-pair columns."""
+    if featurizer in IMAGE_FEATURIZERS or path_column or is_image_folder(path):
+        return True
+    p = Path(path)
+    if p.is_dir():
+        return _hf_image_column(p) is not None
+    if not p.is_file():
+        return False
+    try:
+        cols = {c.strip().lower() for c in _table_columns(p)}
+    except Exception:  # not a table this sniff can read: the text loader reports it properly
+        return False
+    pair = {"premise", "hypothesis", "sentence1", "sentence2", "question", "sentence", "text"}
+    return bool(cols & set(PATH_COLUMNS)) and not cols & pair
+
+
+def resolve_audit_featurizer(featurizer: str | None, model_path: str | None = None) -> str:
+    """The Φ of an image audit: ``efficientnet-lite0`` by default (``hf-image`` when a model folder is given, as
+    also for the text default ``minilm``); ``hf-image``/``precomputed`` as asked; text and warm-up Φ refused."""
+    if featurizer in (None, "minilm") and model_path is None:
+        return "efficientnet-lite0"
+    if featurizer in (None, "minilm"):
+        return "hf-image"
+    if featurizer not in IMAGE_AUDIT_FEATURIZERS:
+        raise ParameterError(f"--featurizer {featurizer} on images: the audit takes "
+                             f"{', '.join(IMAGE_AUDIT_FEATURIZERS)} (frozen features; the warm-up Φ runs inside "
+                             "aflite run)")
+    if model_path is not None and featurizer != "hf-image":
+        raise ParameterError(f"--model-path names a Hugging Face vision model folder, which --featurizer "
+                             f"{featurizer} does not use; give --featurizer hf-image (or drop --model-path)")
+    return featurizer
+
+
+@limited  # one thread policy (aflite.threads)
+def audit_image_file(data_path: str | os.PathLike[str], out: str | os.PathLike[str], config: Any = None, *,
+                     compare: str | os.PathLike[str] | None = None, sample: int | None = None,
+                     title: str | None = None, image_options: dict[str, Any] | None = None,
+                     featurizer_options: dict[str, Any] | None = None, show_progress: bool = True) -> Any:
+    """``aflite audit`` on an image dataset (any layout :func:`load_image_dataset` reads): featurize once
+    (``config.featurizer``: efficientnet-lite0, hf-image with ``config.model_path``, or precomputed with
+    ``featurizer_options['path']``; cached in ``config.cache_dir``, default ``out/cache``), audit D — and with
+    ``compare`` the kept ids of an AFLite run on the same data as D(Φ) — with :func:`audit_image_dataset`, and
+    write ``out/metrics.json``, ``out/report.html`` and a t-SNE map per set (``tsne.png``, ``tsne_kept.png``).
+    Returns an :class:`aflite.pipeline.AuditRun`. Nothing is written before every image has been read."""
+    import dataclasses
+    import time
+
+    from aflite import audit as A
+    from aflite.atomic import atomic_open, write_json, write_text
+    from aflite.features import featurize
+    from aflite.pipeline import AuditRun, _read_kept_ids, check_audit_config
+    from aflite.report import png_bytes, tsne_figure, write_image_report
+
+    out = Path(out)
+    cfg = config if config is not None else A.AuditConfig()
+    cfg = dataclasses.replace(cfg, featurizer=resolve_audit_featurizer(cfg.featurizer, cfg.model_path),
+                              views=(IMAGE_VIEW,), tra=False)
+    check_audit_config(cfg)
+    kept = _read_kept_ids(Path(compare)) if compare is not None else None
+    t0 = time.perf_counter()
+    ds = load_image_dataset(data_path, **(image_options or {}))
+    classes = np.unique(ds.labels)
+    if len(classes) < 2:
+        raise InputError(f"{data_path}: every one of the {len(ds):,} images has the label {str(classes[0])!r}; an "
+                         "audit needs at least two classes")
+    if cfg.cache_dir is None:
+        cfg = dataclasses.replace(cfg, cache_dir=str(out / "cache"))
+    full = ds
+    filtered = A.subset(full, kept) if kept is not None else None
+    base = full
+    if sample is not None:
+        ds = A.sample_rows(ds, sample, cfg.seed)
+        filtered = None if filtered is None else A.sample_rows(filtered, sample, cfg.seed)
+        union = set(ds.ids.astype(str)) | (set() if filtered is None else set(filtered.ids.astype(str)))
+        base = A.subset(full, sorted(union))
+    fopts = dict(featurizer_options or {})
+    if cfg.featurizer == "precomputed":
+        if not fopts.get("path"):
+            raise ParameterError("--featurizer precomputed needs --embeddings FILE")
+        fopts = {k: v for k, v in fopts.items() if k in ("path", "ids_path")}  # no encoder: no size, no device
+    else:
+        fopts = {**fopts, "device": cfg.device}
+        if cfg.featurizer == "hf-image":
+            fopts["model_path"] = cfg.model_path
+        fopts.pop("path", None)
+        fopts.pop("ids_path", None)
+    t_feat = time.perf_counter()
+    H = colour_histograms(base.texts_a)  # decodes every image: a corrupt one stops the audit here, before any work
+    feats = featurize(base.texts_a, None, cfg.featurizer, cache_dir=cfg.cache_dir,
+                      ids=base.ids.tolist() if cfg.featurizer == "precomputed" else None,
+                      show_progress=show_progress, **fopts)
+    X = np.asarray(feats.X.toarray() if hasattr(feats.X, "toarray") else feats.X, dtype=np.float32)
+    t_feat = time.perf_counter() - t_feat
+    row_of = {str(i): r for r, i in enumerate(base.ids.astype(str))}
+
+    def audit_set(sub: Any, name: str) -> Any:
+        rows = np.fromiter((row_of[str(i)] for i in sub.ids), dtype=np.int64, count=len(sub))
+        return audit_image_dataset(sub.texts_a, sub.labels, X[rows], cfg, ids=sub.ids.astype(str).tolist(),
+                                   name=name, colour=H[rows])
+
+    results = [audit_set(ds, "D")]
+    results[0].add_time("features", t_feat)
+    notes = [f"Data: {data_path} ({len(full):,} images)", f"Embeddings: {cfg.featurizer}"
+             + (f" ({cfg.model_path})" if cfg.model_path else "") + f", {X.shape[1]} dimensions"]
+    if filtered is not None:
+        results.append(audit_set(filtered, "D(Φ)"))
+        notes.append(f"D(Φ): the {len(kept or []):,} kept ids of the AFLite run {compare}"
+                     + ("" if sample is None else f" (a random sample of {len(filtered):,})"))
+    if sample is not None:
+        notes.append(f"D: a random sample of {len(ds):,} of the {len(full):,} images (seed {cfg.seed})")
+    bad = list(getattr(full, "bad_images", []))
+    out.mkdir(parents=True, exist_ok=True)
+    if bad:
+        write_text(out / "bad_images.txt", "".join(f"{b}\n" for b in bad))
+        notes.append(f"{len(bad)} unreadable image(s) left out (bad_images.txt)")
+    plots: dict[str, str] = {}
+    for r, fname in zip(results, ("tsne.png", "tsne_kept.png"), strict=False):
+        fig = tsne_figure(r, IMAGE_VIEW, cfg.bias_threshold, what="image embeddings")
+        if fig is not None:
+            with atomic_open(out / fname, "wb") as fh:
+                fh.write(png_bytes(fig))
+            plots[r.name] = fname
+    metrics = {
+        "data": str(data_path), "modality": "image", "compare": None if compare is None else str(compare),
+        "biased_view": BIASED_VIEW_NAME, "featurizer": cfg.featurizer, "embedding_dim": int(X.shape[1]),
+        "bad_images": {"count": len(bad), "file": "bad_images.txt"} if bad else None,
+        "tsne_plots": plots, "results": [r.to_dict() for r in results],
+        "seconds": round(time.perf_counter() - t0, 2),
+    }
+    write_json(out / "metrics.json", metrics)
+    write_image_report(out / "report.html", results, title=title or f"Label-leakage audit of {Path(data_path).name}",
+                       notes=notes)
+    return AuditRun(out, results, metrics, notes)

@@ -354,8 +354,17 @@ def audit_file(
     groups: str = "premise",
     show_progress: bool = True,
     quiet: bool | None = None,
+    image_options: dict[str, Any] | None = None,
+    featurizer_options: dict[str, Any] | None = None,
 ) -> AuditRun:
     """Audit a dataset file for single-sentence label leakage (what ``aflite audit`` does).
+
+    Image data (an image folder, a table with a path column, a HF dataset with an Image column, or an image
+    featurizer; :func:`aflite.images.is_image_input`) goes to :func:`aflite.images.audit_image_file`, with
+    ``image_options`` (path_column, label_column, id_column, skip_bad_images) and ``featurizer_options``
+    (image_size; path/ids_path for ``precomputed``); there the default ``minilm`` means EfficientNet-Lite0
+    (``hf-image`` when ``config.model_path`` is set), and ``reference``, ``groups`` and ``dataset_options`` do not
+    apply.
 
     Loads ``data_path``, and with ``compare`` the kept rows of that AFLite run directory as D(Φ); with
     ``sample`` audits a seeded random sample of each; featurizes the union once (cached in ``config.cache_dir``,
@@ -374,6 +383,15 @@ def audit_file(
 
     out = Path(out)
     cfg = config if config is not None else A.AuditConfig()
+    from aflite import images
+
+    if images.is_image_input(data_path, cfg.featurizer, (image_options or {}).get("path_column")):
+        return images.audit_image_file(data_path, out, cfg, compare=compare, sample=sample, title=title,
+                                       image_options=image_options, featurizer_options=featurizer_options,
+                                       show_progress=show_progress)
+    if cfg.featurizer not in ("minilm", "ngram"):
+        raise ParameterError(f"--featurizer {cfg.featurizer} is for images; a sentence-pair audit takes minilm or "
+                             "ngram")
     check_audit_config(cfg)
     paper_reference(reference)  # an unknown name fails here, before any work
     kept = _read_kept_ids(Path(compare)) if compare is not None else None

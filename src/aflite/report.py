@@ -116,13 +116,18 @@ def _fmt(value: Any, kind: str) -> str:
     return f"{float(value):.3f}"
 
 
-def _png(fig: Any) -> str:
+def png_bytes(fig: Any) -> bytes:
+    """A matplotlib figure as PNG bytes (the figure is closed)."""
     import matplotlib.pyplot as plt
 
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=90, bbox_inches="tight")
     plt.close(fig)
-    data = base64.b64encode(buf.getvalue()).decode("ascii")
+    return buf.getvalue()
+
+
+def _png(fig: Any) -> str:
+    data = base64.b64encode(png_bytes(fig)).decode("ascii")
     return f'<img alt="plot" src="data:image/png;base64,{data}">'
 
 
@@ -135,7 +140,7 @@ def _figure(width: float = 5.0, height: float = 3.6) -> tuple[Any, Any]:
     return plt.subplots(figsize=(width, height))
 
 
-def peco_plot(results: Sequence[Any], view: str) -> str:
+def peco_plot(results: Sequence[Any], view: str, what: str | None = None) -> str:
     """The count-above-threshold curves of one view, one line per audited dataset."""
     fig, ax = _figure()
     for res in results:
@@ -147,22 +152,30 @@ def peco_plot(results: Sequence[Any], view: str) -> str:
         ax.fill_between(pr.curve_t, pr.curve_count, step="post", alpha=0.15)
     ax.set_xlabel("threshold t on cluster divergence s_i")
     ax.set_ylabel("# clusters with s_i > t")
-    ax.set_title(f"PECO curve ({view}-only)")
+    ax.set_title(f"PECO curve ({what or view + '-only'})")
     ax.legend(fontsize=8)
     return _png(fig)
 
 
-def tsne_plot(res: Any, view: str, threshold: float) -> str:
+def tsne_plot(res: Any, view: str, threshold: float, what: str | None = None) -> str:
+    fig = tsne_figure(res, view, threshold, what)
+    return '<p class="muted">(no t-SNE map)</p>' if fig is None else _png(fig)
+
+
+def tsne_figure(res: Any, view: str, threshold: float, what: str | None = None) -> Any:
+    """The t-SNE map of one audited condition (a matplotlib figure; None without a map): points coloured by
+    label, those in biased clusters (label distribution at L2 > ``threshold`` from the global one) marked."""
     va = res.views[view]
     if va.tsne is None:
-        return '<p class="muted">(no t-SNE map)</p>'
+        return None
     pr = va.peco
     fig, ax = _figure(5.2, 4.6)
     rows = va.tsne_rows
     ids = pr.cluster_ids[rows]
     biased = pr.l2[ids] > threshold
     labels = np.asarray(res.labels)[rows]
-    colors = ["tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple", "tab:brown", "tab:gray"]
+    colors = ["tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple", "tab:brown", "tab:pink", "tab:gray",
+              "tab:olive", "tab:cyan"]  # ten distinct colours: e.g. the ten digit classes
     for k, cls in enumerate(pr.classes):
         m = labels == cls
         col = colors[k % len(colors)]
@@ -171,19 +184,25 @@ def tsne_plot(res: Any, view: str, threshold: float) -> str:
                    label=f"{cls} ({int((m & biased).sum())} in biased regions)")
     ax.set_xticks([])
     ax.set_yticks([])
-    ax.set_title(f"{res.name}: t-SNE of {view} embeddings\nlarge markers: clusters with L2 > {threshold:g}",
-                 fontsize=9)
-    ax.legend(fontsize=7, loc="best", markerscale=1.2)
-    return _png(fig)
+    ax.set_title(f"{res.name}: t-SNE of {what or view + ' embeddings'}\nlarge markers: clusters with L2 > "
+                 f"{threshold:g}", fontsize=9)
+    if len(pr.classes) > 4:  # many classes: the legend beside the map, where it hides no point
+        ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5), markerscale=1.2)
+    else:
+        ax.legend(fontsize=7, loc="best", markerscale=1.2)
+    return fig
 
 
-def _metrics_table(results: Sequence[Any], view: str, paper: tuple[str, dict[str, float]] | None) -> str:
+def _metrics_table(results: Sequence[Any], view: str, paper: tuple[str, dict[str, float]] | None,
+                   skip: Sequence[str] = ()) -> str:
     head = "".join(f"<th>{esc(r.name)} (n={r.n:,})</th>" for r in results)
     if paper:
         cond = "s2" if view == "hypothesis" else "s1"
         head += f"<th>Paper: {esc(paper[0])} {cond} (fine-tuned, test set)</th>"
     rows = []
     for key, label, kind in _METRIC_ROWS:
+        if key in skip:
+            continue
         cells = []
         for r in results:
             d = r.views[view].to_dict() if view in r.views else {}
@@ -231,7 +250,7 @@ def _artifacts_table(arts: dict[str, list[dict[str, Any]]]) -> str:
     return f'<div class="grid">{"".join(parts)}</div>'
 
 
-def _examples(va: Any) -> str:
+def _examples(va: Any, noun: str = "sentences") -> str:
     items = []
     for ex in va.examples:
         dist = ", ".join(f"{esc(k)} {v:.2f}" for k, v in ex["label_dist"].items())
@@ -240,7 +259,7 @@ def _examples(va: Any) -> str:
             for s in ex["sentences"]
         )
         items.append(
-            f'<li>cluster {ex["cluster"]} — {ex["size"]} sentences, s_i = {ex["divergence"]:.4f}, '
+            f'<li>cluster {ex["cluster"]} — {ex["size"]} {esc(noun)}, s_i = {ex["divergence"]:.4f}, '
             f'L2 = {ex["l2"]:.3f}; labels: {dist}<ul>{sents}</ul></li>'
         )
     return f'<ul class="ex">{"".join(items)}</ul>'
@@ -332,4 +351,58 @@ def write_report(path: str | Path, results: Sequence[Any], **kwargs: Any) -> Pat
     """Render and write the report atomically; returns the path."""
     p = Path(path)
     write_text(p, render(results, **kwargs))
+    return p
+
+
+def render_images(results: Sequence[Any], title: str = "Label-leakage audit (images)",
+                  notes: Sequence[str] = ()) -> str:
+    """The report of an image audit (:func:`aflite.images.audit_image_file`): the metrics table of the
+    ``colour`` condition, the PECO curve, a t-SNE map per set and the most label-skewed clusters, their images
+    named by id (escaped like every dataset string). No TRA and no token table: both read text."""
+    if not results:
+        raise ParameterError("nothing to render: give at least one audit result")
+    cfg = results[0].config
+    view = next(iter(results[0].views))
+    out = [
+        "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">",
+        f"<title>{esc(title)}</title><style>{_CSS}</style></head><body>",
+        f"<h1>{esc(title)}</h1>",
+        "<p class=\"muted\">Label leakage in an image dataset, after Saxon et al.: how well a model that sees only "
+        "the colours of an image (its colour histogram, shape and position thrown away) predicts the label, how "
+        "much it agrees with a model on the full image embedding, and whether labels cluster in the embedding "
+        "space (PECO).</p>",
+        *(f"<p class=\"muted\">{esc(note)}</p>" for note in notes),
+        "<h2>Datasets</h2><table><tr><th class=\"l\">dataset</th><th>images</th><th class=\"l\">labels</th>"
+        "<th>chance (majority class, %)</th><th>time (s), featurization included</th></tr>",
+    ]
+    for r in results:
+        labels = ", ".join(f"{esc(shorten(k))}: {v:,}" for k, v in r.label_counts.items())
+        out.append(f"<tr><td class=\"l\">{esc(r.name)}</td><td>{r.n:,}</td><td class=\"l\">{labels}</td>"
+                   f"<td>{100 * max(r.label_counts.values()) / max(1, r.n):.1f}</td>"
+                   f"<td>{r.timings.get('total', 0.0):.0f}</td></tr>")
+    out.append("</table>")
+    out.append(
+        "<p class=\"muted\">Models: biased condition = L2 logistic regression on the colour histogram "
+        f"(4×4×4 RGB cells of the non-black pixels); normal condition = the same on frozen {esc(cfg.featurizer)} "
+        f"image embeddings; {cfg.n_folds}-fold out-of-fold predictions. PECO: the embeddings → PCA "
+        f"({cfg.n_components}) → k-means (k={cfg.n_clusters}), s_i and PECO as in the text audit, next to its null "
+        f"(labels shuffled {cfg.peco_shuffles} times); biased regions: clusters at L2 &gt; {cfg.bias_threshold:g} "
+        "from the global label distribution. Every accuracy is shown next to chance, the majority-class rate.</p>")
+    out.append("<h2>Colour-only condition</h2>")
+    out.append(_metrics_table(results, view, None, skip=("tra",)))
+    out.append('<div class="grid"><div>' + peco_plot(results, view, what="image embeddings") + "</div>")
+    for r in results:
+        out.append("<div>" + tsne_plot(r, view, cfg.bias_threshold, what="image embeddings") + "</div>")
+    out.append("</div>")
+    for r in results:
+        out.append(f"<h3>{esc(r.name)}: most label-skewed clusters (image ids)</h3>")
+        out.append(_examples(r.views[view], noun="images"))
+    out.append("</body></html>")
+    return "\n".join(out)
+
+
+def write_image_report(path: str | Path, results: Sequence[Any], **kwargs: Any) -> Path:
+    """Render an image audit's report (:func:`render_images`) and write it atomically; returns the path."""
+    p = Path(path)
+    write_text(p, render_images(results, **kwargs))
     return p

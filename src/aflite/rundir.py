@@ -94,7 +94,19 @@ def versions() -> dict[str, str]:
         "scipy": scipy.__version__,
         "scikit-learn": sklearn.__version__,
         "platform": platform.platform(),
+        "kernel": _kernel(),
     }
+
+
+def _kernel() -> str:
+    """Which own-row kernel the fast solver uses (results agree either way; speed differs)."""
+    from aflite import kernels
+
+    if not kernels.available():
+        return "numpy"
+    import numba
+
+    return f"numba {numba.__version__}"
 
 
 def write_results(

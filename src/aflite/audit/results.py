@@ -76,7 +76,7 @@ class ViewAudit:
         null = self.peco_null
         return {
             "view": self.view,
-            "condition": "s2" if self.view == "hypothesis" else "s1",
+            "condition": {"hypothesis": "s2", "premise": "s1"}.get(self.view, self.view),  # images: "colour"
             **self.metrics.to_dict(),
             "peco": self.peco.score,
             "peco_null_mean": None if null is None else null.mean,

@@ -1,4 +1,6 @@
-"""``aflite audit``: single-sentence label-leakage metrics, PECO, token artifacts and an HTML report."""
+"""``aflite audit``: single-sentence label-leakage metrics, PECO, token artifacts and an HTML report; on image
+data, the parts that are not text-specific (a colour-only biased model against the majority rate, NBA/NBR, PECO
+on the embeddings, a t-SNE map)."""
 
 from __future__ import annotations
 
@@ -12,12 +14,24 @@ from aflite.cli.options import (
     add_cache,
     add_columns,
     add_device,
+    add_image_options,
     add_out,
     add_quiet,
     add_seed,
     dataset_options,
+    image_options,
     write_results,
 )
+
+# options that read text: refused (one line, exit 2) on image data, where they have nothing to act on
+TEXT_ONLY = (("views", "--views"), ("tra", "--tra/--no-tra"), ("tra_steps", "--tra-steps"),
+             ("tra_batch_size", "--tra-batch-size"), ("tra_sample", "--tra-sample"), ("tra_eval", "--tra-eval"),
+             ("peco_encoder", "--peco-encoder"), ("top_tokens", "--top-tokens"),
+             ("min_token_count", "--min-token-count"), ("reference", "--reference"), ("text_a", "--text-a"),
+             ("text_b", "--text-b"), ("groups", "--groups"))
+# and the reverse: options for image data only
+IMAGE_ONLY = (("image_size", "--image-size"), ("skip_bad_images", "--skip-bad-images"),
+              ("embeddings", "--embeddings"), ("embedding_ids", "--embedding-ids"))
 
 
 def register(sub: Any) -> None:
@@ -27,9 +41,15 @@ def register(sub: Any) -> None:
         description="Audits a sentence-pair dataset for single-sentence label leakage (Saxon et al.): biased- and "
         "normal-condition accuracy, Δmaj, %R_R, NBA, NBR, TRA, PECO with its curve and a t-SNE map, and a token "
         "artifact table. Writes OUT/report.html (self-contained) and OUT/metrics.json. With --compare RUN_DIR, "
-        "also audits the kept rows of an AFLite run and shows both side by side.",
+        "also audits the kept rows of an AFLite run and shows both side by side. On image data (a folder with one "
+        "sub-folder per class, a table with a path column, a HF dataset with an Image column) the biased model "
+        "sees only each image's colour histogram and the normal model its embedding (--featurizer "
+        "efficientnet-lite0, hf-image with --model-path, or precomputed); PECO runs on the embeddings and "
+        "OUT/tsne.png maps them. Text-only options (TRA, --views, tokens, --reference, --groups, --text-a/-b) are "
+        "refused on images.",
     )
-    p.add_argument("data", type=Path, help="dataset file or folder (SNLI/MNLI JSONL, GLUE TSV, CSV/TSV/JSONL/Parquet)")
+    p.add_argument("data", type=Path, help="dataset file or folder (SNLI/MNLI JSONL, GLUE TSV, CSV/TSV/JSONL/Parquet; "
+                   "or image data, see the images group)")
     add_out(p, default="audit")
     p.add_argument("--compare", type=Path, default=None, metavar="RUN_DIR",
                    help="an AFLite run directory: audit its kept ids (kept_ids.txt) too, side by side")
@@ -38,8 +58,10 @@ def register(sub: Any) -> None:
                    help="audit a seeded random sample of N pairs (of D, and of D(Φ)) instead of all")
     p.add_argument("--views", nargs="+", default=["hypothesis", "premise"], choices=("hypothesis", "premise"),
                    help="single-sentence conditions to audit (default both)")
-    p.add_argument("--featurizer", choices=("minilm", "ngram"), default="minilm",
-                   help="frozen features of the linear biased/normal models (default minilm)")
+    p.add_argument("--featurizer", choices=("minilm", "ngram", "efficientnet-lite0", "hf-image", "precomputed"),
+                   default=None, help="frozen features of the linear biased/normal models: minilm or ngram for text "
+                   "(default minilm); efficientnet-lite0, hf-image (--model-path) or precomputed (--embeddings) for "
+                   "images (default efficientnet-lite0, or hf-image when --model-path is given)")
     p.add_argument("--folds", type=int, default=5, help="cross-validation folds (default 5)")
     p.add_argument("-C", type=float, default=1.0, help="inverse L2 strength of the logistic regressions")
     p.add_argument("--pca", type=int, default=30, help="PECO: principal components (default 30)")
@@ -67,7 +89,8 @@ def register(sub: Any) -> None:
                    help="held-out pairs for the fine-tuned models' accuracies (default 1000)")
     p.add_argument("--peco-encoder", choices=("frozen", "finetuned"), default="frozen",
                    help="PECO embeddings: the frozen encoder, or the fine-tuned pair (normal) model (default frozen)")
-    p.add_argument("--model-path", default=None, help="local Hugging Face model folder (default bundled MiniLM)")
+    p.add_argument("--model-path", default=None, help="local Hugging Face model folder (default bundled MiniLM; for "
+                   "images a vision model folder, --featurizer hf-image)")
     add_device(p, what="where the encoder and fine-tuning run")
     add_cache(p)
     add_seed(p)
@@ -77,11 +100,35 @@ def register(sub: Any) -> None:
 
     add_groups_option(p)
     add_overwrite_option(p)
-    p.set_defaults(handler=run, validate=_validate)
+    g = add_image_options(p)
+    g.add_argument("--embeddings", default=None,
+                   help="for --featurizer precomputed: .npy/.npz/.parquet aligned by id (ids: paths relative to "
+                   "the folder, or the table's --id column)")
+    g.add_argument("--embedding-ids", default=None, help="ids of a .npy --embeddings file, one per line")
+    p.set_defaults(handler=run, validate=_validate,
+                   option_defaults={dest: p.get_default(dest) for dest, _ in TEXT_ONLY + IMAGE_ONLY})
 
 
 def _validate(args: argparse.Namespace) -> None:
-    """What can be refused before --out is created: a --compare folder that is not a run."""
+    """What can be refused before --out is created: a --compare folder that is not a run, and options that do
+    not apply to the data's modality (text-only options on images, image options on text)."""
+    from aflite import images
+    from aflite.errors import ParameterError
+
+    args.images = images.is_image_input(args.data, args.featurizer, args.path_column)
+    given = [flag for dest, flag in (TEXT_ONLY if args.images else IMAGE_ONLY)
+             if getattr(args, dest) != args.option_defaults[dest]]
+    if given and args.images:
+        raise ParameterError(f"{', '.join(given)}: text-only option(s); {args.data} holds images, whose audit has "
+                             "no TRA, views, tokens, paper reference or groups (drop them)")
+    if given:
+        raise ParameterError(f"{', '.join(given)}: image option(s), but {args.data} is read as text (name the image "
+                             "column with --path-column, or use an image featurizer)")
+    if args.images:
+        images.resolve_audit_featurizer(args.featurizer, args.model_path)
+    elif args.featurizer not in (None, "minilm", "ngram"):
+        raise ParameterError(f"--featurizer {args.featurizer} is for images; {args.data} is read as text (minilm "
+                             "or ngram)")
     if args.compare is not None:
         from aflite.pipeline import _read_kept_ids
 
@@ -93,8 +140,15 @@ def run(args: argparse.Namespace) -> int:
     from aflite.pipeline import audit_file
 
     t0 = time.perf_counter()
+    is_images = getattr(args, "images", False)
+    if is_images:
+        from aflite.images import resolve_audit_featurizer
+
+        featurizer = resolve_audit_featurizer(args.featurizer, args.model_path)
+    else:
+        featurizer = args.featurizer or "minilm"
     cfg = A.AuditConfig(
-        views=tuple(dict.fromkeys(args.views)), featurizer=args.featurizer, n_folds=args.folds, C=args.C,
+        views=tuple(dict.fromkeys(args.views)), featurizer=featurizer, n_folds=args.folds, C=args.C,
         n_components=args.pca, n_clusters=args.clusters, bias_threshold=args.peco_threshold,
         tsne_sample=args.tsne_sample, top_k_tokens=args.top_tokens, min_token_count=args.min_token_count,
         tra=args.tra, peco_shuffles=args.peco_shuffles, peco_encoder=args.peco_encoder, tra_steps=args.tra_steps,
@@ -104,29 +158,42 @@ def run(args: argparse.Namespace) -> int:
     )
     res = audit_file(args.data, args.out, cfg, compare=args.compare, sample=args.sample, title=args.title,
                      reference=args.reference, dataset_options=dataset_options(args), groups=args.groups,
-                     show_progress=not args.quiet)
+                     show_progress=not args.quiet, image_options=image_options(args) if is_images else None,
+                     featurizer_options={"image_size": args.image_size, "path": args.embeddings,
+                                         "ids_path": args.embedding_ids} if is_images else None)
     out: Path = args.out
     write_results(out, args, res.metrics)
-    results = res.results
+    lines = summary_lines(res.results)
+    print("\n".join(lines))
+    from aflite.atomic import write_text
+
+    plots = list(res.metrics.get("tsne_plots", {}).values())
+    more = "" if not plots else f"; the t-SNE map{'s' if len(plots) > 1 else ''}: {', '.join(plots)}"
+    bad = res.metrics.get("bad_images")
+    if bad:
+        print(f"{bad['count']} unreadable image(s) left out, listed in {out / bad['file']}", file=sys.stderr)
+    write_text(out / "summary.md", f"# aflite audit: {args.data}\n\n" + "".join(f"- {line}\n" for line in lines)
+               + f"\nThe full report with its explanations: report.html{more}; every figure: results.json.\n")
+    print(f"wrote {out / 'report.html'}, {out / 'summary.md'}, {out / 'results.json'}"
+          + "".join(f", {out / p}" for p in plots) + f" ({time.perf_counter() - t0:.0f} s)", file=sys.stderr)
+    return 0
+
+
+def summary_lines(results: list[Any]) -> list[str]:
+    """One line per audited set and condition, every accuracy next to chance (the majority-class rate)."""
     lines: list[str] = []
     for r in results:
         for v, va in r.views.items():
             m = va.metrics
-            tra = "–" if va.tra is None else f"{100 * va.tra.score:.1f}"
             null = va.peco_null
             peco_null = "" if null is None else (f" vs shuffled labels {null.mean:.3f} (p95 {null.p95:.3f}),"
                                                  f" excess {null.excess:+.3f}, p={null.p_value:.2f}")
+            image = v == "colour"
+            tra = "" if image else "  TRA " + ("–" if va.tra is None else f"{100 * va.tra.score:.1f}")
             lines.append(f"{r.name} {v}-only (chance = majority class {100 * m.majority_accuracy:.1f}%):"
-                  f" biased {100 * m.biased_accuracy:.1f}% (Δmaj {100 * m.delta_maj:+.1f})"
-                  f"  normal {100 * m.normal_accuracy:.1f}% ({100 * m.normal_delta_maj:+.1f})"
-                  f"  %R_R {100 * m.pct_rr:.1f}  NBA {100 * m.nba:.1f}"
-                  f"  NBR {100 * m.nbr:.1f}  TRA {tra}  PECO {va.peco.score:.3f}{peco_null}"
-                  f" (Table-4 scale {va.peco.score_fraction20:.3f})")
-    print("\n".join(lines))
-    from aflite.atomic import write_text
-
-    write_text(out / "summary.md", f"# aflite audit: {args.data}\n\n" + "".join(f"- {line}\n" for line in lines)
-               + "\nThe full report with its explanations: report.html; every figure: results.json.\n")
-    print(f"wrote {out / 'report.html'}, {out / 'summary.md'} and {out / 'results.json'} "
-          f"({time.perf_counter() - t0:.0f} s)", file=sys.stderr)
-    return 0
+                         f" biased {100 * m.biased_accuracy:.1f}% (Δmaj {100 * m.delta_maj:+.1f})"
+                         f"  normal{' (image embeddings)' if image else ''} {100 * m.normal_accuracy:.1f}%"
+                         f" ({100 * m.normal_delta_maj:+.1f})  %R_R {100 * m.pct_rr:.1f}  NBA {100 * m.nba:.1f}"
+                         f"  NBR {100 * m.nbr:.1f}{tra}  PECO{' (image embeddings)' if image else ''}"
+                         f" {va.peco.score:.3f}{peco_null} (Table-4 scale {va.peco.score_fraction20:.3f})")
+    return lines

@@ -38,12 +38,11 @@ def register(sub: Any) -> None:
     p.add_argument("--warmup-size", type=float, default=0.1,
                    help="warmup: rows of the warm-up slice, a count or a fraction (default 0.1)")
     add_cache(p)
-    g = p.add_argument_group("images", "DATA: a folder with one sub-folder per class, a table with a path column, "
-                             "or a HF dataset with an Image column; OUT/features.npy is written chunk by chunk into a "
-                             "memory-mapped file and the same command resumes an interrupted run")
-    g.add_argument("--path-column", default=None, metavar="COL", help="image path / Image column (default: detected)")
-    g.add_argument("--image-size", type=int, default=224, help="images are resized to this square (default 224)")
-    g.add_argument("--skip-bad-images", action="store_true", help="leave unreadable images out (listed)")
+    from aflite.cli.options import add_image_options
+
+    g = add_image_options(p, "DATA: a folder with one sub-folder per class, a table with a path column, or a HF "
+                          "dataset with an Image column; OUT/features.npy is written chunk by chunk into a "
+                          "memory-mapped file and the same command resumes an interrupted run")
     g.add_argument("--chunk-size", type=int, default=4096, help="images per resumable chunk (default 4096)")
     add_seed(p, help="seed of the warm-up slice and its fine-tuning (default 0)")
     add_columns(p)

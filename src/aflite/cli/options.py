@@ -34,7 +34,9 @@ __all__ = [
     "add_threads",
     "add_overwrite_option",
     "add_groups_option",
+    "add_image_options",
     "dataset_options",
+    "image_options",
     "nonnegative_int",
     "positive_int",
     "partitions",
@@ -158,6 +160,28 @@ def add_groups_option(p: argparse.ArgumentParser) -> None:
                    help="rows of one group never sit on both sides of a train/test split: premise (rows with "
                    "the same first text; the default for text pairs), none, or the name of a column of DATA "
                    "(e.g. a counterfactual family id)")
+
+
+IMAGE_DATA_HELP = ("DATA may be a folder with one sub-folder per class, a table with a path column (relative to the "
+                   "table) and a label column, or a HF dataset with an Image column")
+
+
+def add_image_options(p: argparse.ArgumentParser, description: str = IMAGE_DATA_HELP) -> Any:
+    """The image-input options of run, embed and audit (``--path-column``, ``--image-size``,
+    ``--skip-bad-images``) in an "images" group, returned so that a command can add its own."""
+    g = p.add_argument_group("images", description)
+    g.add_argument("--path-column", default=None, metavar="COL",
+                   help="image path column of a table / Image column of a HF dataset (default: detected)")
+    g.add_argument("--image-size", type=int, default=224, help="images are resized to this square (default 224)")
+    g.add_argument("--skip-bad-images", action="store_true",
+                   help="leave unreadable images out (counted, listed in OUT/bad_images.txt) instead of stopping")
+    return g
+
+
+def image_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The image options the user gave, as keyword arguments of :func:`aflite.images.load_image_dataset`."""
+    return {"path_column": getattr(args, "path_column", None), "label_column": getattr(args, "label", None),
+            "id_column": getattr(args, "id", None), "skip_bad_images": getattr(args, "skip_bad_images", False)}
 
 
 def dataset_options(args: argparse.Namespace) -> dict[str, Any]:

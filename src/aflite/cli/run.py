@@ -7,7 +7,15 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from aflite.cli.options import add_cache, add_columns, add_out, add_quiet, dataset_options, write_results
+from aflite.cli.options import (
+    add_cache,
+    add_columns,
+    add_out,
+    add_quiet,
+    dataset_options,
+    image_options,
+    write_results,
+)
 
 
 def add_pipeline_options(p: argparse.ArgumentParser, featurizer_default: str) -> None:
@@ -25,13 +33,9 @@ def add_pipeline_options(p: argparse.ArgumentParser, featurizer_default: str) ->
     p.add_argument("--embeddings", default=None, help="for --featurizer precomputed: .npy/.npz/.parquet aligned by id")
     p.add_argument("--embedding-ids", default=None, help="ids of a .npy --embeddings file, one per line")
     p.add_argument("--max-steps", type=int, default=None, help="warmup: cap on fine-tuning steps")
-    g = p.add_argument_group("images", "DATA may be a folder with one sub-folder per class, a table with a path "
-                             "column (relative to the table) and a label column, or a HF dataset with an Image column")
-    g.add_argument("--path-column", default=None, metavar="COL",
-                   help="image path column of a table / Image column of a HF dataset (default: detected)")
-    g.add_argument("--image-size", type=int, default=224, help="images are resized to this square (default 224)")
-    g.add_argument("--skip-bad-images", action="store_true",
-                   help="leave unreadable images out (counted, listed in OUT/bad_images.txt) instead of stopping")
+    from aflite.cli.options import add_image_options
+
+    g = add_image_options(p)
     g.add_argument("--link-dir", type=Path, default=None,
                    help="also build a folder of symlinks to the kept images (a new or empty folder)")
     add_cache(p)
@@ -90,8 +94,7 @@ def pipeline_kwargs(args: argparse.Namespace) -> dict[str, Any]:
                 groups="none" if args.no_groups else args.groups, cache_dir=args.cache, resume=args.resume,
                 overwrite=args.overwrite, show_progress=not args.quiet,
                 probe=not args.no_probe, featurizer_options=fopts, device=args.device, storage=args.storage,
-                image_options={"path_column": args.path_column, "label_column": getattr(args, "label", None),
-                               "id_column": getattr(args, "id", None), "skip_bad_images": args.skip_bad_images},
+                image_options=image_options(args),
                 link_dir=args.link_dir)
 
 
