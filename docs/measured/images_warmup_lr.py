@@ -17,7 +17,6 @@ import importlib.util
 import json
 import platform
 import shutil
-import sys
 import time
 from pathlib import Path
 
@@ -147,8 +146,10 @@ result = {
     "device": "cpu",
     "machine": platform.processor() or platform.machine(),
     "torch": torch.__version__,
-    "command": "OMP_NUM_THREADS=1 AFLITE_NUM_THREADS=1 python "
-    "docs/measured/images_warmup_lr.py " + " ".join(sys.argv[1:]),
+    "command": "OMP_NUM_THREADS=1 AFLITE_NUM_THREADS=1 python docs/measured/images_warmup_lr.py "
+    f"{args.out.name} --lrs {' '.join(map(str, args.lrs))} --seeds {' '.join(map(str, args.seeds))} "
+    f"--image-size {args.image_size} --per-class-train {args.per_class_train} "
+    f"--per-class-test {args.per_class_test}" + (" --frozen" if args.frozen else ""),
     "summary": summary,
     "runs": runs,
 }
