@@ -382,3 +382,57 @@ def test_warmup_finetunes_and_returns_warmup_rows(torch_and_model: tuple[Any, Pa
     assert np.allclose(fresh.X, res.X, atol=1e-5)
     with pytest.raises(ParameterError, match="labels"):
         F.featurize(PREMISES, HYPOTHESES, "warmup", "pair", warmup_size=8, **opts)
+
+
+def test_warmup_picks_the_image_preset_for_images_and_the_text_preset_for_text(
+    torch_and_model: tuple[Any, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The image warm-up Φ fine-tunes with training.WARMUP_IMAGE, text with WARMUP (unchanged: the measured text
+    tables reproduce); an explicit lr wins over either; the cache key names the lr in force."""
+    from test_encoders import square_images, tiny_vit
+
+    from aflite import training
+
+    assert training.WARMUP.lr == 5e-5 and training.WARMUP_IMAGE.lr == 1e-3
+    assert training.WARMUP_IMAGE == training.WARMUP.replace(lr=training.WARMUP_IMAGE.lr)
+    model = tiny_vit(tmp_path / "vit")
+    text = F.WarmupFeaturizer()
+    image = F.WarmupFeaturizer(image_model="hf-image", model_path=model)
+    assert text.train_config("cuda") == training.WARMUP.replace(device="cuda")
+    assert image.train_config("cuda") == training.WARMUP_IMAGE.replace(device="cuda")
+    assert text.get_options()["lr"] == 5e-5 and image.get_options()["lr"] == 1e-3
+    mine = F.WarmupFeaturizer(image_model="hf-image", model_path=model, lr=3e-4)
+    assert mine.train_config("cpu").lr == 3e-4 and mine.get_options()["lr"] == 3e-4
+    with pytest.raises(ParameterError, match="lr must be > 0"):
+        F.WarmupFeaturizer(lr=0.0).fit(PREMISES[:4], y=LABELS[:4])
+
+    # the configuration that reaches the one trainer in fit (one step each: tiny ViT, MiniLM on four pairs)
+    seen: list[training.TrainConfig] = []
+    real = training.fit_classifier
+
+    def spy(encoder: Any, items: list[Any], y_idx: Any, n_classes: int, cfg: training.TrainConfig,
+            **kw: Any) -> Any:
+        seen.append(cfg)
+        return real(encoder, items, y_idx, n_classes, cfg, **kw)
+
+    monkeypatch.setattr(training, "fit_classifier", spy)
+    paths, y = square_images(tmp_path / "img", n_per_class=2, size=32)
+    F.WarmupFeaturizer(image_model="hf-image", model_path=model, max_steps=1, batch_size=4, device="cpu",
+                       show_progress=False).fit(paths, None, y)
+    F.WarmupFeaturizer(max_steps=1, batch_size=4, train_max_length=16, device="cpu",
+                       show_progress=False).fit(PREMISES[:4], HYPOTHESES[:4], LABELS[:4])
+    assert [c.lr for c in seen] == [1e-3, 5e-5] and [c.max_steps for c in seen] == [1, 1]
+
+
+def test_cli_lr_reaches_only_the_warmup_featurizer() -> None:
+    """`aflite run/demo --lr` is a warm-up option (default: none given, the featurizer's preset decides)."""
+    from aflite.cli import build_parser
+    from aflite.cli.run import pipeline_kwargs
+
+    parser = build_parser()
+    given = parser.parse_args(["run", "data", "--out", "o", "--featurizer", "warmup", "--lr", "3e-4"])
+    assert pipeline_kwargs(given)["featurizer_options"]["lr"] == 3e-4
+    default = parser.parse_args(["run", "data", "--out", "o", "--featurizer", "warmup"])
+    assert "lr" not in pipeline_kwargs(default)["featurizer_options"]
+    other = parser.parse_args(["run", "data", "--out", "o", "--featurizer", "minilm", "--lr", "3e-4"])
+    assert "lr" not in pipeline_kwargs(other)["featurizer_options"]

@@ -36,6 +36,7 @@ ap.add_argument("--image-size", type=int, default=112)
 ap.add_argument("--per-class-train", type=int, default=40)
 ap.add_argument("--per-class-test", type=int, default=50)
 ap.add_argument("--frozen", action="store_true", help="also probe the frozen (not fine-tuned) features")
+ap.add_argument("--resummarise", action="store_true", help="only recompute the summary of OUT/results.json")
 ap.add_argument("--json", type=Path, default=None, help="copy OUT/results.json here")
 args = ap.parse_args()
 
@@ -44,6 +45,40 @@ from sklearn.linear_model import LogisticRegression  # noqa: E402
 
 from aflite import training  # noqa: E402
 from aflite.encoders import ImageEncoder, embed_items  # noqa: E402
+
+
+def mean_std(vals: list[float]) -> str:
+    return f"{np.mean(vals):.3f} ± {np.std(vals):.3f}" if len(vals) > 1 else f"{vals[0]:.3f}"
+
+
+def summarise(runs: list[dict]) -> dict[str, dict[str, object]]:
+    """Mean ± std over seeds per learning rate (one row per lr; lr 0 is the frozen network)."""
+    out: dict[str, dict[str, object]] = {}
+    for lr in sorted({r["lr"] for r in runs}):
+        rs = [r for r in runs if r["lr"] == lr]
+        row: dict[str, object] = {"seeds": len(rs)}
+        if lr > 0:
+            row["final_loss"] = mean_std([r["final_loss"] for r in rs])
+            row["mean_loss_last_epoch"] = mean_std([r["mean_loss_last_epoch"] for r in rs])
+            for s in ("test_id", "test_flipped"):
+                row[f"classifier_{s}"] = mean_std([r["classifier_accuracy"][s] for r in rs])
+        for s in ("test_id", "test_flipped"):
+            row[f"probe_{s}"] = mean_std([r["probe_accuracy"][s] for r in rs])
+        if lr > 0:
+            row["fit_seconds"] = mean_std([r["fit_seconds"] for r in rs])
+        out["frozen (no fine-tuning)" if lr == 0 else f"lr {lr:g}"] = row
+    return out
+
+
+if args.resummarise:  # recompute the summary of an existing OUT/results.json (no training)
+    result = json.loads((args.out / "results.json").read_text(encoding="utf-8"))
+    result["summary"] = summarise(result["runs"])
+    result["runs"] = result.pop("runs")  # keep the runs last
+    (args.out / "results.json").write_text(json.dumps(result, indent=1, ensure_ascii=False) + "\n")
+    if args.json:
+        shutil.copy(args.out / "results.json", args.json)
+    raise SystemExit(0)
+
 
 torch.set_num_threads(1)
 data = args.out / "data"
@@ -106,29 +141,6 @@ for lr, seed in ((lr, seed) for seed in args.seeds for lr in args.lrs):
     )
     print(json.dumps({k: v for k, v in runs[-1].items() if k != "losses"}), flush=True)
 
-
-def mean_std(vals: list[float]) -> str:
-    return f"{np.mean(vals):.3f} ± {np.std(vals):.3f}" if len(vals) > 1 else f"{vals[0]:.3f}"
-
-
-summary = []
-for lr in args.lrs:
-    rs = [r for r in runs if r["lr"] == lr]
-    summary.append(
-        {
-            "lr": lr,
-            "seeds": len(rs),
-            "final_loss": mean_std([r["final_loss"] for r in rs]),
-            "mean_loss_last_epoch": mean_std([r["mean_loss_last_epoch"] for r in rs]),
-            **{
-                f"classifier_{s}": mean_std([r["classifier_accuracy"][s] for r in rs])
-                for s in ("test_id", "test_flipped")
-            },
-            **{f"probe_{s}": mean_std([r["probe_accuracy"][s] for r in rs]) for s in ("test_id", "test_flipped")},
-            "fit_seconds": mean_std([r["fit_seconds"] for r in rs]),
-        }
-    )
-    print(json.dumps(summary[-1]), flush=True)
 result = {
     "what": "image warm-up Φ learning rate: EfficientNet-Lite0 fine-tuned with the WARMUP schedule at several lrs",
     "data": {
@@ -150,7 +162,7 @@ result = {
     f"{args.out.name} --lrs {' '.join(map(str, args.lrs))} --seeds {' '.join(map(str, args.seeds))} "
     f"--image-size {args.image_size} --per-class-train {args.per_class_train} "
     f"--per-class-test {args.per_class_test}" + (" --frozen" if args.frozen else ""),
-    "summary": summary,
+    "summary": summarise(runs),
     "runs": runs,
 }
 (args.out / "results.json").write_text(json.dumps(result, indent=1, ensure_ascii=False) + "\n")

@@ -135,7 +135,10 @@ def available() -> bool:
         except ImportError:
             _compiled = False
         else:
-            _compiled = numba.njit(nogil=True, cache=True, fastmath=True)(_own_rows_pass)
+            try:  # cache the machine code next to the module (or in the user's cache folder) ...
+                _compiled = numba.njit(nogil=True, cache=True, fastmath=True)(_own_rows_pass)
+            except RuntimeError:  # ... unless no folder is writable: then compile per process (< 1 s)
+                _compiled = numba.njit(nogil=True, cache=False, fastmath=True)(_own_rows_pass)
     return _compiled is not False
 
 

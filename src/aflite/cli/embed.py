@@ -37,6 +37,7 @@ def register(sub: Any) -> None:
     p.add_argument("--model-path", default=None, help="local Hugging Face model folder (minilm/warmup)")
     p.add_argument("--warmup-size", type=float, default=0.1,
                    help="warmup: rows of the warm-up slice, a count or a fraction (default 0.1)")
+    p.add_argument("--lr", type=float, default=None, help="warmup: fine-tuning learning rate (default 5e-5)")
     add_cache(p)
     from aflite.cli.options import add_image_options
 
@@ -84,6 +85,8 @@ def run(args: argparse.Namespace) -> int:
         opts["model_path"] = args.model_path
     if args.featurizer in ("minilm", "warmup"):
         opts["device"] = args.device
+    if args.lr is not None and args.featurizer == "warmup":
+        opts["lr"] = args.lr
     ws: float | int = args.warmup_size if args.warmup_size < 1 else int(args.warmup_size)
     t0 = time.perf_counter()
     f = features.featurize(ds.texts_a, ds.texts_b, args.featurizer, args.view, cache_dir=args.cache,

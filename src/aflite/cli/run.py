@@ -33,6 +33,8 @@ def add_pipeline_options(p: argparse.ArgumentParser, featurizer_default: str) ->
     p.add_argument("--embeddings", default=None, help="for --featurizer precomputed: .npy/.npz/.parquet aligned by id")
     p.add_argument("--embedding-ids", default=None, help="ids of a .npy --embeddings file, one per line")
     p.add_argument("--max-steps", type=int, default=None, help="warmup: cap on fine-tuning steps")
+    p.add_argument("--lr", type=float, default=None,
+                   help="warmup: fine-tuning learning rate (default 5e-5 for text, 1e-3 for images)")
     from aflite.cli.options import add_image_options
 
     g = add_image_options(p)
@@ -80,6 +82,8 @@ def pipeline_kwargs(args: argparse.Namespace) -> dict[str, Any]:
         fopts["image_size"] = args.image_size
     if args.max_steps is not None and args.featurizer == "warmup":
         fopts["max_steps"] = args.max_steps
+    if args.lr is not None and args.featurizer == "warmup":
+        fopts["lr"] = args.lr
     if args.featurizer == "precomputed":
         from aflite.errors import ParameterError
 

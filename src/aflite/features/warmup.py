@@ -41,8 +41,9 @@ class WarmupFeaturizer:
     ``transform`` returns the mean-pooled last hidden state, the representation the (dropout +) linear head
     reads.
 
-    Defaults: AdamW, lr 5e-5 (weight decay 0.01, 10% linear warm-up then linear decay), batch 32, 3 epochs
-    (the paper's epoch count, appendix A.6),
+    Defaults: AdamW, lr 5e-5 for text and 1e-3 for images (``lr=None``: the preset's,
+    :data:`aflite.training.WARMUP` / :data:`aflite.training.WARMUP_IMAGE`; weight decay 0.01, 10% linear warm-up
+    then linear decay), batch 32, 3 epochs (the paper's epoch count, appendix A.6),
     max_length 128 while training. The paper used lr 1e-5, 3 epochs, batch 92 for RoBERTa-large on a 55K-row
     warm-up slice (~1,800 steps). A 22M-parameter MiniLM on a slice of a few thousand rows takes only tens
     to a few hundred steps, and small BERT-style models are usually fine-tuned at 3e-5..1e-4: at 1e-5 it
@@ -57,7 +58,7 @@ class WarmupFeaturizer:
         self,
         model_path: str | os.PathLike[str] | None = None,
         epochs: int = 3,
-        lr: float = 5e-5,
+        lr: float | None = None,
         batch_size: int = 32,
         weight_decay: float = 0.01,
         warmup_ratio: float = 0.1,
@@ -103,7 +104,7 @@ class WarmupFeaturizer:
         """Check the constructor arguments; raised at fit time (or early by :func:`make_featurizer`)."""
         if self.epochs < 1:
             raise ParameterError(f"epochs must be >= 1, got {self.epochs}")
-        if not self.lr > 0:
+        if self.lr is not None and not self.lr > 0:
             raise ParameterError(f"lr must be > 0, got {self.lr}")
         if self.batch_size < 1 or self.embed_batch_size < 1:
             raise ParameterError("batch sizes must be >= 1")
@@ -133,7 +134,7 @@ class WarmupFeaturizer:
             **image,
             "model_path": None if path is None else str(path),
             "epochs": self.epochs,
-            "lr": self.lr,
+            "lr": self.preset().lr if self.lr is None else self.lr,
             "batch_size": self.batch_size,
             "weight_decay": self.weight_decay,
             "warmup_ratio": self.warmup_ratio,
@@ -151,16 +152,24 @@ class WarmupFeaturizer:
             torch.set_num_threads(int(self.num_threads))
         return torch, transformers
 
-    def train_config(self, device: str) -> Any:
-        """This featurizer's settings as a :class:`aflite.training.TrainConfig` (the ``WARMUP`` preset)."""
-        from aflite.training import WARMUP
+    def preset(self) -> Any:
+        """The :class:`aflite.training.TrainConfig` preset this featurizer starts from: ``WARMUP_IMAGE`` for an
+        image network (a pretrained CNN barely moves at the text learning rate), ``WARMUP`` for text."""
+        from aflite.training import WARMUP, WARMUP_IMAGE
 
+        return WARMUP if self.image_model is None else WARMUP_IMAGE
+
+    def train_config(self, device: str) -> Any:
+        """This featurizer's settings as a :class:`aflite.training.TrainConfig` (its :meth:`preset`, with ``lr``
+        when given)."""
+        base = self.preset()
         cap = self.max_steps
         if cap is None and device == "cpu":
             cap = self.cpu_max_steps
-        return WARMUP.replace(lr=self.lr, batch_size=self.batch_size, epochs=self.epochs,
-                              weight_decay=self.weight_decay, warmup_ratio=self.warmup_ratio, max_steps=cap,
-                              seed=self.seed, shuffle_seed=(self.seed,), head_dropout=self.dropout, device=device)
+        return base.replace(lr=base.lr if self.lr is None else self.lr, batch_size=self.batch_size,
+                            epochs=self.epochs, weight_decay=self.weight_decay, warmup_ratio=self.warmup_ratio,
+                            max_steps=cap, seed=self.seed, shuffle_seed=(self.seed,), head_dropout=self.dropout,
+                            device=device)
 
     def _new_encoder(self, device: str) -> Any:
         from aflite.encoders import ImageEncoder, TextEncoder
