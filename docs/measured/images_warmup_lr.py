@@ -10,6 +10,8 @@ a logistic-regression probe on the fine-tuned encoder's features (what AFLite re
 Usage (from a scratch folder; OUT relative, so that no absolute path lands in the JSON), one thread:
     OMP_NUM_THREADS=1 AFLITE_NUM_THREADS=1 python /path/to/aflite/docs/measured/images_warmup_lr.py warmlr
 Writes OUT/data (the images) and OUT/results.json; ``--json`` also copies it (e.g. to docs/measured/).
+docs/measured/images_warmup_lr.json: ``warmlr --frozen --lrs 5e-5 1e-4 3e-4 1e-3 3e-3 --seeds 0 1 2`` (112 px);
+docs/measured/images_warmup_lr_224.json: ``warm224 --lrs 5e-5 1e-3 --seeds 0 --image-size 224``.
 """
 
 import argparse
