@@ -223,6 +223,15 @@ def test_bad_inputs_are_clear_errors(snli_run, tmp_path):
         FinetuneOptions(lr=0).check()
 
 
+def test_finetune_learning_rate_defaults_by_modality():
+    """Text keeps the appendix's 1e-5; an image network gets the image preset's rate; a given rate wins."""
+    from aflite.training import WARMUP_IMAGE
+
+    assert FinetuneOptions().resolved_lr() == 1e-5
+    assert FinetuneOptions(image_model="efficientnet-lite0").resolved_lr() == WARMUP_IMAGE.lr == 1e-3
+    assert FinetuneOptions(lr=3e-4, image_model="hf-image").resolved_lr() == 3e-4
+
+
 def _snli_like(tmp_path, name, rows):
     """A small SNLI-shaped test file (premise, hypothesis, label) from (premise, hypothesis, label) rows."""
     text = "premise\thypothesis\tlabel\n" + "".join(f"{p}\t{h}\t{lab}\n" for p, h, lab in rows)

@@ -289,6 +289,7 @@ def test_evaluate_on_images_with_ood_folder(tmp_path: Path) -> None:
                    seeds=2, heldout=0.25, eval_sets=[ood], cache_dir=tmp_path / "cache", show_progress=False,
                    finetune=ft)
     assert rep.config["finetune"]["image_model"] == "hf-image"
+    assert rep.config["finetune"]["lr"] == 1e-3  # the image default (training.WARMUP_IMAGE), not text's 1e-5
     assert {r["model"] for r in rep.results} == {"probe:hf-image:pair", "mlp:hf-image:pair", "finetune:pair"}
     kinds = {ts["kind"] for ts in rep.training_sets}
     assert kinds == {"D", "filtered", "random", "single"}

@@ -107,9 +107,10 @@ def register(sub: Any) -> None:
     add_groups_option(p)
     add_overwrite_option(p)
     g = p.add_argument_group("fine-tuning (models finetune:VIEW)", "Defaults: appendix A.6 (Adam, lr 1e-5, "
-                             "eps 1e-8, 3 epochs, batch 92), max length 128.")
+                             "eps 1e-8, 3 epochs, batch 92), max length 128; image networks lr 1e-3.")
     g.add_argument("--model-path", default=None, help="local Hugging Face model folder (default: all-MiniLM-L6-v2)")
-    g.add_argument("--lr", type=float, default=1e-5)
+    g.add_argument("--lr", type=float, default=None,
+                   help="learning rate (default 1e-5 for text, 1e-3 for image networks)")
     g.add_argument("--epochs", type=int, default=3)
     g.add_argument("--batch-size", type=int, default=92)
     g.add_argument("--max-length", type=int, default=128)

@@ -76,12 +76,14 @@ class ModelSpec:
 @dataclass
 class FinetuneOptions:
     """Fine-tuning recipe. Defaults: appendix A.6 (Adam, lr 1e-5, eps 1e-8, 3 epochs, batch 92; the HF GLUE
-    script's max length 128 and linearly decaying learning rate). ``max_train`` caps the training rows (a
+    script's max length 128 and linearly decaying learning rate). ``lr`` None means 1e-5 for text and, for an
+    image network, the image warm-up preset's 1e-3 (:data:`aflite.training.WARMUP_IMAGE`: at 1e-5-5e-5 a
+    pretrained CNN with a fresh head hardly moves in a short run). ``max_train`` caps the training rows (a
     seeded sample); when None, a CPU run uses ``cpu_max_train`` and a GPU run uses everything. ``eval_max``
     likewise caps each external set (a fixed stratified sample) on a CPU."""
 
     model_path: str | None = None
-    lr: float = 1e-5
+    lr: float | None = None
     epochs: int = 3
     batch_size: int = 92
     eps: float = 1e-8
@@ -97,8 +99,16 @@ class FinetuneOptions:
     image_model: str | None = None
     image_size: int = 224
 
+    def resolved_lr(self) -> float:
+        """The learning rate in force: the given one, else the text or image default (see the class doc)."""
+        if self.lr is not None:
+            return float(self.lr)
+        from aflite.training import WARMUP_IMAGE
+
+        return WARMUP_IMAGE.lr if self.image_model else 1e-5
+
     def check(self) -> None:
-        if not self.lr > 0 or not self.eps > 0:
+        if (self.lr is not None and not self.lr > 0) or not self.eps > 0:
             raise ParameterError("fine-tuning lr and eps must be > 0")
         if self.epochs < 1 or self.batch_size < 1 or self.max_length < 8:
             raise ParameterError("fine-tuning needs epochs >= 1, batch_size >= 1 and max_length >= 8")
@@ -300,8 +310,8 @@ class _FineTuned:
         from aflite.training import EVALUATE
 
         o = self.opts
-        return EVALUATE.replace(lr=o.lr, eps=o.eps, epochs=o.epochs, batch_size=o.batch_size, max_steps=o.max_steps,
-                                seed=self.seed, shuffle_seed=(self.seed, 11), device=self.device)
+        return EVALUATE.replace(lr=o.resolved_lr(), eps=o.eps, epochs=o.epochs, batch_size=o.batch_size,
+                                max_steps=o.max_steps, seed=self.seed, shuffle_seed=(self.seed, 11), device=self.device)
 
     def _new_encoder(self) -> Any:
         from aflite.encoders import ImageEncoder, TextEncoder

@@ -93,6 +93,10 @@ def evaluate(
         from dataclasses import replace
 
         ft = replace(ft, image_model="hf-image" if ft.model_path else "efficientnet-lite0")
+    if ft.lr is None:  # resolved here, so that cache keys and the report carry the rate in force
+        from dataclasses import replace
+
+        ft = replace(ft, lr=ft.resolved_lr())
     out_p = None if out is None else Path(out)
     cache = Path(cache_dir) if cache_dir is not None else (out_p / "cache" if out_p is not None else None)
     if cache is None:
