@@ -291,6 +291,16 @@ class _NumpyBlockOps:
         W32 = np.ascontiguousarray(W, dtype=np.float32)
         return self.store.whitening.transform @ W32 if self.store.folded else W32
 
+    def _penalty(
+        self, theta: NDArray[np.float64], sel: NDArray[np.intp]
+    ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
+        """The weights ``Wd``, the penalty weights ``r`` of the models ``sel`` and the penalty part of their
+        objective, which every way of computing the data part adds to."""
+        d = self.d
+        Wd = theta[:, :d, :]
+        r = self.task.reg[sel, :d, None]
+        return Wd, r, 0.5 * (r * Wd * Wd).sum((1, 2))
+
     def loss_grad(
         self, theta: NDArray[np.float64], sel: NDArray[np.intp]
     ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
@@ -303,10 +313,8 @@ class _NumpyBlockOps:
         nm = len(sel)
         step = self.store.step
         T64 = self.store.whitening.transform.T.astype(np.float64) if self.store.folded else None
-        Wd = theta[:, :d, :]
-        r = task.reg[sel, :d, None]
+        Wd, r, loss = self._penalty(theta, sel)
         g = np.empty_like(theta)
-        loss = 0.5 * (r * Wd * Wd).sum((1, 2))
         if task.own_rows:
             for i, j in enumerate(sel):
                 A, yj = self.own[j], task.y[task.mask[:, j]]
@@ -365,15 +373,7 @@ class _NumpyBlockOps:
             best = z.argmax(1)
             self.preds[r0 : r0 + len(A)] = np.where(np.take_along_axis(z, best[:, None, :], 1)[:, 0] > 0, best + 1, 0)
 
-        starts = range(0, len(self.store), self.store.step)
-        if self.task.jobs <= 1 or len(starts) <= 1:
-            for r0 in starts:
-                one(r0)
-        else:  # each chunk writes its own rows: threads change nothing
-            from concurrent.futures import ThreadPoolExecutor
-
-            with ThreadPoolExecutor(max_workers=min(self.task.jobs, len(starts))) as pool:
-                list(pool.map(one, starts))
+        map_chunks(one, range(0, len(self.store), self.store.step), self.task.jobs)  # each chunk its own rows
         return self.preds
 
 
@@ -418,10 +418,7 @@ class _ChunkedOwnOps(_NumpyBlockOps):
         K, d, task = self.K, self.d, self.task
         nm = len(sel)
         n = len(self.store)
-        T64 = self.store.whitening.transform.T.astype(np.float64) if self.store.folded else None
-        Wd = theta[:, :d, :]
-        r = task.reg[sel, :d, None]
-        loss = 0.5 * (r * Wd * Wd).sum((1, 2))
+        Wd, r, loss = self._penalty(theta, sel)
         Ws = [self._weights(theta[i, :d, :]) for i in range(nm)]  # (d', K) float32 each
         bias = theta[:, d, :].astype(np.float32)
         inv_t = (1.0 / self.t_b[sel]).astype(np.float32)
@@ -465,10 +462,21 @@ class _ChunkedOwnOps(_NumpyBlockOps):
                     gw[i] += Ai.T @ Z[off[i] : off[i + 1]]
             for k in range(K):
                 gb[:, k] += np.bincount(which, weights=Z[:, k], minlength=nm)
+        return loss, self._gradient(theta, Wd, r, gw, gb)
+
+    def _gradient(
+        self, theta: NDArray[np.float64], Wd: NDArray[np.float64], r: NDArray[np.float64],
+        gw: NDArray[np.float64], gb: NDArray[np.float64],
+    ) -> NDArray[np.float64]:
+        """The full gradient from the data part ``gw`` (nm, d', K) and ``gb`` (nm, K): mapped back through the
+        whitening when it is folded into the weights, plus the penalty's part."""
+        d = self.d
+        if self.store.folded:
+            gw = np.einsum("ij,mjk->mik", self.store.whitening.transform.T.astype(np.float64), gw)
         g = np.empty_like(theta)
-        g[:, :d, :] = (gw if T64 is None else np.einsum("ij,mjk->mik", T64, gw)) + r * Wd
+        g[:, :d, :] = gw + r * Wd
         g[:, d, :] = gb
-        return loss, g
+        return g
 
 
     def _loss_grad_compiled(
@@ -480,10 +488,7 @@ class _ChunkedOwnOps(_NumpyBlockOps):
         K, d, task = self.K, self.d, self.task
         nm = len(sel)
         n = len(self.store)
-        T64 = self.store.whitening.transform.T.astype(np.float64) if self.store.folded else None
-        Wd = theta[:, :d, :]
-        r = task.reg[sel, :d, None]
-        loss = 0.5 * (r * Wd * Wd).sum((1, 2))
+        Wd, r, loss = self._penalty(theta, sel)
         W = np.ascontiguousarray(np.stack([self._weights(theta[i, :d, :]).T for i in range(nm)]))  # (nm, K, d')
         bias = np.ascontiguousarray(theta[:, d, :])
         inv_t = 1.0 / self.t_b[sel]
@@ -515,12 +520,7 @@ class _ChunkedOwnOps(_NumpyBlockOps):
                     data_loss += part_l
                     gw += part_g
                     gb += part_b
-        loss += data_loss
-        gw = gw.transpose(0, 2, 1)  # (nm, d', K)
-        g = np.empty_like(theta)
-        g[:, :d, :] = (gw if T64 is None else np.einsum("ij,mjk->mik", T64, gw)) + r * Wd
-        g[:, d, :] = gb
-        return loss, g
+        return loss + data_loss, self._gradient(theta, Wd, r, gw.transpose(0, 2, 1), gb)  # gw → (nm, d', K)
 
 
 def _np_pass(
