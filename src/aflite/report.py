@@ -9,7 +9,7 @@ import base64
 import html
 import io
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -279,24 +279,10 @@ def render(results: Sequence[Any], title: str = "Label-leakage audit", notes: Se
     first = results[0]
     cfg = first.config
     views = list(first.views)
-    out = [
-        "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">",
-        f"<title>{esc(title)}</title><style>{_CSS}</style></head><body>",
-        f"<h1>{esc(title)}</h1>",
-        "<p class=\"muted\">Single-sentence label leakage (Saxon et al.): how well a model that sees only one "
-        "sentence predicts the pair's label, how much it agrees with a full-input model, and whether labels "
-        "cluster in the sentence's embedding space (PECO).</p>",
-    ]
-    for note in notes:
-        out.append(f"<p class=\"muted\">{esc(note)}</p>")
-    out.append("<h2>Datasets</h2><table><tr><th class=\"l\">dataset</th><th>pairs</th><th class=\"l\">labels</th>"
-               "<th>chance (majority class, %)</th><th>time (s), featurization included</th></tr>")
-    for r in results:
-        labels = ", ".join(f"{esc(k)}: {v:,}" for k, v in r.label_counts.items())
-        chance = max(r.label_counts.values()) / max(1, r.n)
-        out.append(f"<tr><td class=\"l\">{esc(r.name)}</td><td>{r.n:,}</td><td class=\"l\">{labels}</td>"
-                   f"<td>{100 * chance:.1f}</td><td>{r.timings.get('total', 0.0):.0f}</td></tr>")
-    out.append("</table>")
+    out = _page_head(title, "Single-sentence label leakage (Saxon et al.): how well a model that sees only one "
+                     "sentence predicts the pair's label, how much it agrees with a full-input model, and whether "
+                     "labels cluster in the sentence's embedding space (PECO).", notes)
+    out.extend(_datasets_table(results, "pairs", str))
     out.append(
         "<p class=\"muted\">Models: biased (single sentence) and normal (pair) condition = L2 logistic regression "
         f"on frozen {esc(cfg.featurizer)} features with {cfg.n_folds}-fold out-of-fold predictions (premise groups "
@@ -347,6 +333,31 @@ def render(results: Sequence[Any], title: str = "Label-leakage audit", notes: Se
     return "\n".join(out)
 
 
+def _page_head(title: str, intro: str, notes: Sequence[str]) -> list[str]:
+    """The opening of a report page: title, what the audit measures, and the caller's notes (escaped)."""
+    return [
+        "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">",
+        f"<title>{esc(title)}</title><style>{_CSS}</style></head><body>",
+        f"<h1>{esc(title)}</h1>",
+        f"<p class=\"muted\">{intro}</p>",
+        *(f"<p class=\"muted\">{esc(note)}</p>" for note in notes),
+    ]
+
+
+def _datasets_table(results: Sequence[Any], unit: str, label: Callable[[str], str]) -> list[str]:
+    """One row per audited set: size in ``unit``, label counts (names passed through ``label``, then escaped),
+    chance (the majority-class rate) and time."""
+    out = [f"<h2>Datasets</h2><table><tr><th class=\"l\">dataset</th><th>{unit}</th><th class=\"l\">labels</th>"
+           "<th>chance (majority class, %)</th><th>time (s), featurization included</th></tr>"]
+    for r in results:
+        labels = ", ".join(f"{esc(label(k))}: {v:,}" for k, v in r.label_counts.items())
+        chance = max(r.label_counts.values()) / max(1, r.n)
+        out.append(f"<tr><td class=\"l\">{esc(r.name)}</td><td>{r.n:,}</td><td class=\"l\">{labels}</td>"
+                   f"<td>{100 * chance:.1f}</td><td>{r.timings.get('total', 0.0):.0f}</td></tr>")
+    out.append("</table>")
+    return out
+
+
 def write_report(path: str | Path, results: Sequence[Any], **kwargs: Any) -> Path:
     """Render and write the report atomically; returns the path."""
     p = Path(path)
@@ -363,24 +374,11 @@ def render_images(results: Sequence[Any], title: str = "Label-leakage audit (ima
         raise ParameterError("nothing to render: give at least one audit result")
     cfg = results[0].config
     view = next(iter(results[0].views))
-    out = [
-        "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">",
-        f"<title>{esc(title)}</title><style>{_CSS}</style></head><body>",
-        f"<h1>{esc(title)}</h1>",
-        "<p class=\"muted\">Label leakage in an image dataset, after Saxon et al.: how well a model that sees only "
-        "the colours of an image (its colour histogram, shape and position thrown away) predicts the label, how "
-        "much it agrees with a model on the full image embedding, and whether labels cluster in the embedding "
-        "space (PECO).</p>",
-        *(f"<p class=\"muted\">{esc(note)}</p>" for note in notes),
-        "<h2>Datasets</h2><table><tr><th class=\"l\">dataset</th><th>images</th><th class=\"l\">labels</th>"
-        "<th>chance (majority class, %)</th><th>time (s), featurization included</th></tr>",
-    ]
-    for r in results:
-        labels = ", ".join(f"{esc(shorten(k))}: {v:,}" for k, v in r.label_counts.items())
-        out.append(f"<tr><td class=\"l\">{esc(r.name)}</td><td>{r.n:,}</td><td class=\"l\">{labels}</td>"
-                   f"<td>{100 * max(r.label_counts.values()) / max(1, r.n):.1f}</td>"
-                   f"<td>{r.timings.get('total', 0.0):.0f}</td></tr>")
-    out.append("</table>")
+    out = _page_head(title, "Label leakage in an image dataset, after Saxon et al.: how well a model that sees "
+                     "only the colours of an image (its colour histogram, shape and position thrown away) predicts "
+                     "the label, how much it agrees with a model on the full image embedding, and whether labels "
+                     "cluster in the embedding space (PECO).", notes)
+    out.extend(_datasets_table(results, "images", shorten))
     out.append(
         "<p class=\"muted\">Models: biased condition = L2 logistic regression on the colour histogram "
         f"(4×4×4 RGB cells of the non-black pixels); normal condition = the same on frozen {esc(cfg.featurizer)} "
