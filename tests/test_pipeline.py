@@ -136,3 +136,18 @@ def test_cli_embed_then_filter(tmp_path, small_snli):
                  "-m", "8", "--quiet"]) == 0
     kept = (out / "kept_ids.txt").read_text().split()
     assert set(kept) <= set(ids)
+
+
+def test_a_run_folder_is_read_back_by_one_reader(tmp_path):
+    """evaluate and audit --compare read RUN/kept_ids.txt through rundir.read_kept_ids: blank lines are
+    skipped, and a folder without the file or with no kept ids is refused with a message naming the file."""
+    from aflite.errors import InputError
+    from aflite.rundir import read_kept_ids
+
+    with pytest.raises(InputError, match=r"kept_ids\.txt: not found \(is it an AFLite run directory\?\)"):
+        read_kept_ids(tmp_path)
+    (tmp_path / "kept_ids.txt").write_text("\n  \n", encoding="utf-8")
+    with pytest.raises(InputError, match=r"kept_ids\.txt: no kept ids"):
+        read_kept_ids(tmp_path)
+    (tmp_path / "kept_ids.txt").write_text("a\n\n b \n", encoding="utf-8")
+    assert read_kept_ids(tmp_path) == ["a", "b"]

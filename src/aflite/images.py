@@ -683,15 +683,16 @@ def audit_image_file(data_path: str | os.PathLike[str], out: str | os.PathLike[s
     from aflite import audit as A
     from aflite.atomic import atomic_open, write_json, write_text
     from aflite.features import featurize
-    from aflite.pipeline import AuditRun, _read_kept_ids, check_audit_config
+    from aflite.pipeline import AuditRun, check_audit_config
     from aflite.report import png_bytes, tsne_figure, write_image_report
+    from aflite.rundir import read_kept_ids
 
     out = Path(out)
     cfg = config if config is not None else A.AuditConfig()
     cfg = dataclasses.replace(cfg, featurizer=resolve_audit_featurizer(cfg.featurizer, cfg.model_path),
                               views=(IMAGE_VIEW,), tra=False)
     check_audit_config(cfg)
-    kept = _read_kept_ids(Path(compare)) if compare is not None else None
+    kept = read_kept_ids(Path(compare)) if compare is not None else None
     t0 = time.perf_counter()
     ds = load_image_dataset(data_path, **(image_options or {}))
     classes = np.unique(ds.labels)

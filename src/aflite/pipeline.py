@@ -321,16 +321,6 @@ class AuditRun:
     notes: list[str]
 
 
-def _read_kept_ids(run_dir: Path) -> list[str]:
-    path = run_dir / "kept_ids.txt"
-    if not path.is_file():
-        raise InputError(f"{path}: not found (is it an AFLite run directory?)")
-    ids = [line.strip() for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-    if not ids:
-        raise InputError(f"{path}: no ids")
-    return ids
-
-
 def check_audit_config(cfg: Any) -> None:
     """Sizes of an :class:`aflite.audit.AuditConfig` that no audit can use; refused before any work."""
     flags = {"n_folds": "--folds", "n_components": "--pca", "n_clusters": "--clusters", "tra_steps": "--tra-steps",
@@ -394,7 +384,9 @@ def audit_file(
                              "ngram")
     check_audit_config(cfg)
     paper_reference(reference)  # an unknown name fails here, before any work
-    kept = _read_kept_ids(Path(compare)) if compare is not None else None
+    from aflite.rundir import read_kept_ids
+
+    kept = read_kept_ids(Path(compare)) if compare is not None else None
     t0 = time.perf_counter()
     ds = load_dataset(data_path, **{**(dataset_options or {}), "groups": groups})
     if not ds.is_pair:

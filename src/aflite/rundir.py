@@ -33,6 +33,18 @@ from aflite.hashing import inputs_fingerprint as fingerprint
 CHECKPOINT = "checkpoint.npz"
 
 
+def read_kept_ids(run_dir: Path) -> list[str]:
+    """The ids of D(Φ) that ``aflite run``/``filter`` wrote to ``RUN/kept_ids.txt``, for the commands that read a
+    run back (``evaluate``, ``audit --compare``); a folder without them, or with none kept, is refused."""
+    path = Path(run_dir) / "kept_ids.txt"
+    if not path.is_file():
+        raise InputError(f"{path}: not found (is it an AFLite run directory?)")
+    ids = [line.strip() for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    if not ids:
+        raise InputError(f"{path}: no kept ids (the filtered set D(Φ) is empty)")
+    return ids
+
+
 def save_checkpoint(out: Path, state: FilterState, params: dict[str, Any], fp: str) -> None:
     meta = {
         "iteration": state.iteration,

@@ -130,9 +130,9 @@ def _validate(args: argparse.Namespace) -> None:
         raise ParameterError(f"--featurizer {args.featurizer} is for images; {args.data} is read as text (minilm "
                              "or ngram)")
     if args.compare is not None:
-        from aflite.pipeline import _read_kept_ids
+        from aflite.rundir import read_kept_ids
 
-        _read_kept_ids(args.compare)
+        read_kept_ids(args.compare)
 
 
 def run(args: argparse.Namespace) -> int:

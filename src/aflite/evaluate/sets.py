@@ -132,12 +132,10 @@ class _Run:
 
 
 def _read_run(path: Path, id_to_row: dict[str, int], taken: set[str]) -> _Run:
+    from aflite.rundir import read_kept_ids
+
     kept_file = path / "kept_ids.txt"
-    if not kept_file.is_file():
-        raise InputError(f"{path}: not a run directory (no kept_ids.txt)")
-    ids = [ln.strip() for ln in kept_file.read_text(encoding="utf-8").splitlines() if ln.strip()]
-    if not ids:
-        raise InputError(f"{kept_file}: the filtered set D(Φ) is empty (no kept ids); nothing to train on")
+    ids = read_kept_ids(path)
     missing = [i for i in ids if i not in id_to_row]
     if missing:
         raise InputError(f"{kept_file}: {len(missing)} kept id(s) are not in the dataset, e.g. {missing[0]!r} "
