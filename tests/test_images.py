@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from aflite import images
+from aflite.data import images
 from aflite.errors import InputError, ParameterError
 
 PIL = pytest.importorskip("PIL.Image")

@@ -289,7 +289,7 @@ class ImageEncoder:
         return [str(x) for x in inputs]
 
     def collate(self, items: list[Any]) -> Any:
-        from aflite.images import open_image
+        from aflite.data.images import open_image
 
         images = [open_image(ref) for ref in items]
         if self.processor is not None:

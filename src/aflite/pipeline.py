@@ -94,7 +94,7 @@ def run(
     dopts = dict(dataset_options or {})
     if group_spec != "premise":  # premise is the loader's own default for pairs (no groups for single texts)
         dopts["groups"] = group_spec
-    from aflite import images
+    from aflite.data import images
 
     # images: an image folder, or an image featurizer on a table / HF folder of image paths (aflite.images)
     is_images = images.wants_images(data_path, featurizer)
@@ -373,7 +373,7 @@ def audit_file(
 
     out = Path(out)
     cfg = config if config is not None else A.AuditConfig()
-    from aflite import images
+    from aflite.data import images
 
     if images.is_image_input(data_path, cfg.featurizer, (image_options or {}).get("path_column")):
         return images.audit_image_file(data_path, out, cfg, compare=compare, sample=sample, title=title,

@@ -112,7 +112,7 @@ def register(sub: Any) -> None:
 def _validate(args: argparse.Namespace) -> None:
     """What can be refused before --out is created: a --compare folder that is not a run, and options that do
     not apply to the data's modality (text-only options on images, image options on text)."""
-    from aflite import images
+    from aflite.data import images
     from aflite.errors import ParameterError
 
     args.images = images.is_image_input(args.data, args.featurizer, args.path_column)
@@ -142,7 +142,7 @@ def run(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     is_images = getattr(args, "images", False)
     if is_images:
-        from aflite.images import resolve_audit_featurizer
+        from aflite.data.images import resolve_audit_featurizer
 
         featurizer = resolve_audit_featurizer(args.featurizer, args.model_path)
     else:

@@ -75,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
     if args.overwrite:  # start over: no partial image run is resumed
         for name in (FEATURES + ".partial", FEATURES + ".progress.json"):
             (out / name).unlink(missing_ok=True)
-    from aflite import images
+    from aflite.data import images
 
     if images.wants_images(args.data, args.featurizer):
         return images.cli_embed(args, out)

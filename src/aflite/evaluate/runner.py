@@ -85,7 +85,7 @@ def evaluate(
         raise ParameterError("seeds must be a positive count or a non-empty list")
     ft = finetune or FinetuneOptions()
     ft.check()
-    from aflite import images
+    from aflite.data import images
 
     image_featurizers = {s.featurizer for s in specs} & set(images.IMAGE_FEATURIZERS)
     is_images = images.is_image_folder(data) or bool(image_featurizers)

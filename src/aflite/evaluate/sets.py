@@ -61,7 +61,7 @@ def load_eval_set(
     label_sets: list[tuple[Path, set[str]]] = []
     raw_seen: set[str] = set()
     for p in plist:
-        from aflite import images
+        from aflite.data import images
 
         # an image folder is an OOD image set (e.g. the cue-flipped test set of a coloured-MNIST experiment)
         ds = images.load_image_dataset(p) if images.is_image_folder(p) else load_dataset(p, **(dataset_options or {}))

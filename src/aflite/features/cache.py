@@ -151,7 +151,7 @@ def featurize(
         }
     if featurizer in IMAGE_FEATURIZERS or options.get("image_model"):
         # image references are paths: the cache key also covers each file's size and modification time
-        from aflite.images import files_fingerprint
+        from aflite.data.images import files_fingerprint
 
         extra["image_files"] = files_fingerprint(a)
         if chunk_size == DEFAULT_CHUNK_SIZE:  # images embed ~100× slower than sentences on a CPU: resume finer
