@@ -226,9 +226,9 @@ def evaluate_sets(out: Path, man: dict[str, dict[str, np.ndarray]], keep: np.nda
 
 def audit(out: Path, tr: dict[str, np.ndarray], keep: np.ndarray, removed: np.ndarray, image_size: int,
           seed: int) -> dict[str, Any]:
-    """The image audit (aflite.images.audit_images) on D, D(Φ) and a random subset of D(Φ)'s size: how well a
+    """The image audit (aflite.audit.images.audit_images) on D, D(Φ) and a random subset of D(Φ)'s size: how well a
     colour-only model predicts the digit (vs the majority rate), and PECO on the Φ embeddings."""
-    from aflite.data.images import audit_images
+    from aflite.audit.images import audit_images
 
     X = embed(out, "train", tr["id"], image_size)
     refs = [str((out / "train" / i).resolve()) for i in tr["id"]]

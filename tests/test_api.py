@@ -259,7 +259,7 @@ def test_clone_shares_a_cluster_executor_rather_than_copying_it() -> None:
 
 def test_audit_file_refuses_unusable_sizes_and_runs_before_any_work(tmp_path: Path) -> None:
     from aflite.audit import AuditConfig
-    from aflite.pipeline import audit_file, check_audit_config
+    from aflite.runs.audit import audit_file, check_audit_config
 
     with pytest.raises(ParameterError, match=r"n_folds \(--folds\) must be >= 2"):
         check_audit_config(AuditConfig(n_folds=1))

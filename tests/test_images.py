@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from aflite.audit import images as audit_images_mod
 from aflite.data import images
 from aflite.errors import InputError, ParameterError
 
@@ -306,15 +307,15 @@ def test_audit_images_finds_a_colour_artifact(tmp_path: Path) -> None:
     """Red squares vs blue discs: the colour-only view alone predicts the class (a colour artifact), a control
     set where the colours are shuffled across classes leaves it at chance; PECO and t-SNE run on embeddings."""
     paths, y = square_images(tmp_path / "d", n_per_class=15)
-    hist = images.colour_histograms(paths)
+    hist = audit_images_mod.colour_histograms(paths)
     assert hist.shape == (30, 64) and np.allclose(hist.sum(axis=1), 1)
     rng = np.random.default_rng(0)
     emb = rng.normal(size=(30, 16)).astype(np.float32) + y[:, None]
-    res = images.audit_images(paths, y, emb, n_folds=3, n_clusters=4, n_components=5, tsne_sample=30)
+    res = audit_images_mod.audit_images(paths, y, emb, n_folds=3, n_clusters=4, n_components=5, tsne_sample=30)
     assert res["biased_accuracy"] == 1.0 and res["majority_accuracy"] == 0.5
     assert 0 <= res["peco"] and res["tsne"] is not None and len(res["tsne"]["xy"]) == 30
     shuffled = rng.permutation(y)  # labels unrelated to colour
-    res2 = images.audit_images(paths, shuffled, emb, n_folds=3, n_clusters=4, n_components=5, tsne_sample=0)
+    res2 = audit_images_mod.audit_images(paths, shuffled, emb, n_folds=3, n_clusters=4, n_components=5, tsne_sample=0)
     assert res2["biased_accuracy"] < 0.8 and res2["tsne"] is None
 
 
@@ -371,11 +372,11 @@ def test_audit_cli_image_folder_end_to_end(tmp_path: Path, capsys: pytest.Captur
 
 
 def test_audit_images_precomputed_cue_free_stays_at_chance(tmp_path: Path) -> None:
-    """The library entry point (pipeline.audit_file detects the folder) with precomputed embeddings: on a set
+    """The library entry point (runs.audit.audit_file detects the folder) with precomputed embeddings: on a set
     whose colours are drawn independently of the class the colour-only model stays near the majority rate,
     while the same audit on the cued set is far above it."""
     from aflite.audit import AuditConfig
-    from aflite.pipeline import audit_file
+    from aflite.runs.audit import audit_file
 
     cfg = AuditConfig(n_folds=3, n_components=5, n_clusters=4, peco_shuffles=10, tsne_sample=0,
                       show_progress=False)
@@ -482,7 +483,7 @@ def test_audit_image_table_and_hf_dataset(tmp_path: Path) -> None:
     (detected without naming a featurizer or column), with the same figures as the folder they were built from."""
     datasets = pytest.importorskip("datasets")
     from aflite.audit import AuditConfig
-    from aflite.pipeline import audit_file
+    from aflite.runs.audit import audit_file
 
     paths = cued_shapes(tmp_path / "img", n_per_class=10)
     y = np.repeat([0, 1], 10)

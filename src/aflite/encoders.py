@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import numpy as np
 
+from aflite.device import import_torch, resolve_model_folder, torch_device
 from aflite.errors import InputError, ParameterError
 
 if TYPE_CHECKING:
@@ -42,38 +43,6 @@ _EFFNET_FILE = "efficientnet-lite0-57934424.pth"
 # mean/std it does not (tests/test_encoders.py)
 _LITE_MEAN = 127.0 / 255.0
 _LITE_STD = 128.0 / 255.0
-
-
-def import_torch() -> tuple[Any, Any]:
-    """torch and transformers, offline (HF_HUB_OFFLINE); a one-line error when the [text] extra is missing."""
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-    try:
-        import torch
-        import transformers
-    except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise ParameterError(
-            f"this featurizer needs torch and transformers ({exc.name} is missing): pip install aflite[text]"
-        ) from exc
-    from aflite.threads import configure_torch
-
-    configure_torch(torch)  # intra-op threads: the budget of aflite.threads, not torch's every-core default
-    return torch, transformers
-
-
-def resolve_device(device: str | None, torch: Any) -> str:
-    """The encoder's torch device; see :func:`aflite.device.torch_device` (the one resolver every command uses)."""
-    del torch
-    from aflite.device import torch_device
-
-    return torch_device(device)
-
-
-def resolve_model_folder(model_path: str | os.PathLike[str]) -> Path:
-    p = Path(model_path).expanduser()
-    if not (p / "config.json").is_file():
-        raise ParameterError(f"model_path {str(p)!r} is not a local Hugging Face model folder (no config)")
-    return p.resolve()
 
 
 @runtime_checkable
@@ -179,7 +148,7 @@ class TextEncoder:
                  max_length: int = 256) -> None:
         self.torch, transformers = import_torch()
         self.model_path = resolve_model_folder(model_path)
-        self.device = resolve_device(device, self.torch)
+        self.device = torch_device(device)
         self.max_length = int(max_length)
         self.tokenizer = transformers.AutoTokenizer.from_pretrained(str(self.model_path), local_files_only=True)
         self.module = transformers.AutoModel.from_pretrained(str(self.model_path), local_files_only=True)
@@ -269,7 +238,7 @@ class ImageEncoder:
             raise ParameterError(f"image_size must be >= 16, got {image_size}")
         self.torch, transformers = import_torch()
         self.name = model
-        self.device = resolve_device(device, self.torch)
+        self.device = torch_device(device)
         self.image_size = int(image_size)
         self.processor: Any = None
         if model == "efficientnet-lite0":

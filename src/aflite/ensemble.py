@@ -215,7 +215,7 @@ class FastLogisticEnsemble(LinearEnsemble):
     # ------------------------------------------------------------------ preparation (once per dataset)
     def prepare(self, X: NDArray[Any], y: NDArray[np.int64], n_classes: int) -> None:
         """Whiten X once (centre, rotate onto the covariance eigenbasis, unit variance) and set up the store."""
-        from aflite.torch_backend import resolve_device
+        from aflite.device import resolve_device
 
         self._check_params()
         t0 = time.perf_counter()

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from aflite.device import resolve_device as resolve_device  # the one resolver
 from aflite.errors import ParameterError
 from aflite.solver import BlockResult, BlockTask, Whitening, chunk_rows, pred_dtype, run_block, shrink_positions
 
@@ -32,13 +33,6 @@ def _torch() -> Any:
             "this device needs PyTorch: pip install 'aflite[text]' (or use --device cpu)"
         ) from exc
     return torch
-
-
-def resolve_device(device: str) -> str:
-    """See :func:`aflite.device.resolve_device` (the one resolver every command uses)."""
-    from aflite.device import resolve_device as _resolve
-
-    return _resolve(device)
 
 
 def _torch_device(device: str) -> str:

@@ -5,13 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from aflite.audit.results import AuditConfig
+from aflite.device import torch_device
 
-
-def resolve_device(device: str | None) -> str:
-    """The torch device the audit would use: ``device`` if given, else cuda when torch sees a GPU, else cpu."""
-    from aflite.device import torch_device
-
-    return torch_device(device)
+resolve_device = torch_device  # the torch device the audit would use (the one resolver, aflite.device)
 
 
 # Throughputs measured with OMP_NUM_THREADS=1 on a shared 2-core CPU (docs/measured, notes) and on one H100;

@@ -27,15 +27,15 @@ class FineTuned:
 
 
 def _torch() -> tuple[Any, Any]:
-    from aflite.features import _import_torch
+    from aflite.device import import_torch
 
-    return _import_torch()
+    return import_torch()
 
 
 def _model_path(model_path: str | Path | None) -> Path:
-    from aflite.features import _resolve_model_path
+    from aflite.device import resolve_model_path
 
-    return _resolve_model_path(model_path)
+    return resolve_model_path(model_path)
 
 
 def _batch(tok: Any, a: list[str], b: list[str] | None, max_length: int, device: str) -> dict[str, Any]:

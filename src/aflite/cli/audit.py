@@ -125,7 +125,9 @@ def _validate(args: argparse.Namespace) -> None:
         raise ParameterError(f"{', '.join(given)}: image option(s), but {args.data} is read as text (name the image "
                              "column with --path-column, or use an image featurizer)")
     if args.images:
-        images.resolve_audit_featurizer(args.featurizer, args.model_path)
+        from aflite.audit.images import resolve_audit_featurizer
+
+        resolve_audit_featurizer(args.featurizer, args.model_path)
     elif args.featurizer not in (None, "minilm", "ngram"):
         raise ParameterError(f"--featurizer {args.featurizer} is for images; {args.data} is read as text (minilm "
                              "or ngram)")
@@ -137,12 +139,12 @@ def _validate(args: argparse.Namespace) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from aflite import audit as A
-    from aflite.pipeline import audit_file
+    from aflite.runs.audit import audit_file
 
     t0 = time.perf_counter()
     is_images = getattr(args, "images", False)
     if is_images:
-        from aflite.data.images import resolve_audit_featurizer
+        from aflite.audit.images import resolve_audit_featurizer
 
         featurizer = resolve_audit_featurizer(args.featurizer, args.model_path)
     else:

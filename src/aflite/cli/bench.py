@@ -127,7 +127,7 @@ def _run_scale(args: argparse.Namespace, log: Any) -> int:
         raise ParameterError(f"--cluster-workers {args.cluster_workers!r}: comma-separated numbers") from None
     if any(w < 1 for w in workers):
         raise ParameterError("--cluster-workers: sizes must be at least 1")
-    from aflite.torch_backend import resolve_device
+    from aflite.device import resolve_device
 
     for dev in devices:
         resolve_device(dev)  # a clear error before any data is written

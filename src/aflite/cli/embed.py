@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import time
 from pathlib import Path
 from typing import Any
 
@@ -15,9 +14,8 @@ from aflite.cli.options import (
     add_quiet,
     add_seed,
     dataset_options,
+    write_results,
 )
-
-FEATURES = "features.npy"  # OUT/features.npy: the one file `aflite filter --features` reads
 
 
 def register(sub: Any) -> None:
@@ -56,73 +54,20 @@ def register(sub: Any) -> None:
 
 
 def _validate(args: argparse.Namespace) -> None:
-    """Refuse, before OUT is claimed, to replace finished features without --overwrite (an unfinished image run,
-    OUT/features.npy.partial, is resumed by the same command instead)."""
-    from aflite.errors import OutputError
+    """Refuse, before OUT is claimed, to replace finished features without --overwrite."""
+    from aflite.runs.embed import check_embed_out
 
-    done = Path(args.out) / FEATURES
-    if done.exists() and not args.overwrite:
-        raise OutputError(f"--out {args.out}: {done} exists; pass --overwrite to replace it, or choose another --out")
+    check_embed_out(args.out, args.overwrite)
 
 
 def run(args: argparse.Namespace) -> int:
-    from aflite import data, features
-    from aflite.atomic import write_npy, write_text
+    from aflite.runs.embed import embed
 
-    out: Path = args.out
-    if args.cache is None:
-        args.cache = out / "cache"
-    if args.overwrite:  # start over: no partial image run is resumed
-        for name in (FEATURES + ".partial", FEATURES + ".progress.json"):
-            (out / name).unlink(missing_ok=True)
-    from aflite.data import images
-
-    if images.wants_images(args.data, args.featurizer):
-        return images.cli_embed(args, out)
-    ds = data.load_dataset(args.data, **dataset_options(args))
-    opts: dict[str, Any] = {}
-    if args.model_path:
-        opts["model_path"] = args.model_path
-    if args.featurizer in ("minilm", "warmup"):
-        opts["device"] = args.device
-    if args.lr is not None and args.featurizer == "warmup":
-        opts["lr"] = args.lr
-    ws: float | int = args.warmup_size if args.warmup_size < 1 else int(args.warmup_size)
-    t0 = time.perf_counter()
-    f = features.featurize(ds.texts_a, ds.texts_b, args.featurizer, args.view, cache_dir=args.cache,
-                           y=ds.labels.tolist() if args.featurizer == "warmup" else None,
-                           warmup_size=ws, warmup_seed=args.seed, show_progress=not args.quiet, **opts)
-    secs = time.perf_counter() - t0
-    X = f.X.toarray() if hasattr(f.X, "toarray") else f.X
-    write_npy(out / FEATURES, X)
-    write_text(out / "ids.txt", "".join(f"{i}\n" for i in ds.ids[f.rows]))
-    write_text(out / "labels.txt", "".join(f"{lab}\n" for lab in ds.labels[f.rows]))
-    extra: dict[str, Any] = {}
-    if len(f.warmup_rows):
-        write_text(out / "warmup_ids.txt", "".join(f"{i}\n" for i in ds.ids[f.warmup_rows]))
-        extra["warmup_ids"] = "warmup_ids.txt"
-    write_outputs(args, out, rows=int(X.shape[0]), dim=int(X.shape[1]), seconds=secs, view=args.view,
-                  from_cache=bool(f.from_cache), **extra)
+    res = embed(args.data, args.out, featurizer=args.featurizer, view=args.view, model_path=args.model_path,
+                warmup_size=args.warmup_size, lr=args.lr, cache=args.cache, seed=args.seed, device=args.device,
+                image_size=args.image_size, path_column=args.path_column, chunk_size=args.chunk_size,
+                skip_bad_images=args.skip_bad_images, dataset_options=dataset_options(args),
+                overwrite=args.overwrite, show_progress=not args.quiet)
+    write_results(args.out, args)  # stamps the library's results.json with argv, seed and versions
+    print(res.line)
     return 0
-
-
-def write_outputs(args: argparse.Namespace, out: Path, *, rows: int, dim: int, seconds: float,
-                  **more: Any) -> None:
-    """OUT/results.json and OUT/summary.md, the same for text and images; the result line goes to stdout."""
-    from aflite.atomic import write_text
-    from aflite.cli.options import write_results
-
-    files = {"features": FEATURES, "ids": "ids.txt"}
-    if (out / "labels.txt").exists():
-        files["labels"] = "labels.txt"
-    res = {"data": str(args.data), "featurizer": args.featurizer, "rows": rows, "dim": dim,
-           "seconds": round(seconds, 3), "files": files, **more}
-    write_results(out, args, res)
-    line = (f"{rows} x {dim} features ({args.featurizer}"
-            f"{', view ' + str(more['view']) if 'view' in more else ''}) in {seconds:.1f} s "
-            f"({rows / max(seconds, 1e-9):.0f} rows/s{', from cache' if more.get('from_cache') else ''}) -> "
-            f"{out / FEATURES}")
-    use = (f"aflite filter --features {out / FEATURES} --ids {out / 'ids.txt'}"
-           + (f" --labels {out / 'labels.txt'}" if "labels" in files else "") + " --mmap --out RUN")
-    write_text(out / "summary.md", f"# aflite embed: {args.data}\n\n- {line}\n\nNext: `{use}`\n")
-    print(line)

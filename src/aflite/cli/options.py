@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -193,35 +192,23 @@ def dataset_options(args: argparse.Namespace) -> dict[str, Any]:
 # ----------------------------------------------------------------------------------------------- outputs
 def results_envelope(args: argparse.Namespace, seed: Any = None) -> dict[str, Any]:
     """What every results.json starts with: the command, its arguments, the seed and the versions."""
-    from aflite.rundir import versions
+    from aflite.runs.results import results_envelope as envelope
 
-    argv = getattr(args, "argv", None)
-    return {
-        "command": getattr(args, "command", None),
-        "argv": list(argv) if argv is not None else sys.argv[1:],
-        "seed": seed if seed is not None else getattr(args, "seed", None),
-        "versions": versions(),
-    }
+    return envelope(getattr(args, "command", None), getattr(args, "argv", None),
+                    seed if seed is not None else getattr(args, "seed", None))
 
 
 def write_results(out: Path, args: argparse.Namespace, results: dict[str, Any] | None = None,
                   *, seed: Any = None) -> Path:
-    """Write ``OUT/results.json``: the envelope (command, argv, seed, versions) followed by ``results``.
-
-    Without ``results`` an existing results.json written by the library (``evaluate``) is stamped with the
-    envelope instead, so every command's results.json has the same top-level keys.
-    """
-    from aflite.atomic import write_json
+    """Write ``OUT/results.json`` with the envelope of the parsed command line
+    (:func:`aflite.runs.results.write_results_json`); without ``results`` the library's file is re-stamped."""
+    from aflite.runs.results import write_results_json
 
     path = Path(out) / "results.json"
-    body: dict[str, Any]
-    if results is None:
-        body = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
-    else:
-        body = dict(results)
-    body_seed = body.pop("seed", None)
-    for key in ("command", "argv", "versions"):
-        body.pop(key, None)
-    envelope = results_envelope(args, seed if seed is not None else body_seed)
-    write_json(path, {**envelope, **body})
-    return path
+    if seed is None and results is not None and results.get("seed") is None:
+        seed = getattr(args, "seed", None)
+    elif seed is None and results is None:
+        body_seed = json.loads(path.read_text(encoding="utf-8")).get("seed") if path.is_file() else None
+        seed = body_seed if body_seed is not None else getattr(args, "seed", None)
+    return write_results_json(out, results, command=getattr(args, "command", None), argv=getattr(args, "argv", None),
+                              seed=seed)

@@ -291,8 +291,7 @@ class _FineTuned:
     the one trainer (:func:`aflite.training.fit_classifier`, preset ``EVALUATE`` with these options)."""
 
     def __init__(self, opts: FinetuneOptions, seed: int, show_progress: bool) -> None:
-        from aflite.encoders import import_torch, resolve_device
-        from aflite.features import _resolve_model_path
+        from aflite.device import import_torch, resolve_model_path, torch_device
 
         self.opts = opts
         self.seed = seed
@@ -301,8 +300,8 @@ class _FineTuned:
         if opts.num_threads is not None:
             self.torch.set_num_threads(int(opts.num_threads))
         # image networks: EfficientNet-Lite0 needs no folder; a text model defaults to the bundled MiniLM
-        self.model_path = opts.model_path if opts.image_model else _resolve_model_path(opts.model_path)
-        self.device = resolve_device(opts.device, self.torch)
+        self.model_path = opts.model_path if opts.image_model else resolve_model_path(opts.model_path)
+        self.device = torch_device(opts.device)
         self.steps_ = 0
         self.final_loss_: float | None = None
 

@@ -191,9 +191,9 @@ def evaluate(
                                    if k in ("image_size", "model_path", "pretrained") and v is not None}
     torch_device = None
     if any(s.kind == "finetune" for s in specs):
-        from aflite.features import _import_torch, _resolve_device
+        from aflite.device import torch_device as _torch_device
 
-        torch_device = _resolve_device(ft.device, _import_torch()[0])
+        torch_device = _torch_device(ft.device)
     on_cpu = torch_device == "cpu"
     ft_train_cap = ft.max_train if ft.max_train is not None else (ft.cpu_max_train if on_cpu else None)
     ft_eval_cap = ft.eval_max if ft.eval_max is not None else (ft.cpu_eval_max if on_cpu else None)

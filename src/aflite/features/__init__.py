@@ -47,10 +47,6 @@ from aflite.features.base import (
 from aflite.features.cache import Features, cache_key, featurize, make_featurizer
 from aflite.features.images import ImageFeaturizer
 from aflite.features.minilm import MiniLMFeaturizer, default_model_path
-from aflite.features.minilm import _import_torch as _import_torch
-from aflite.features.minilm import _progress_bar as _progress_bar
-from aflite.features.minilm import _resolve_device as _resolve_device
-from aflite.features.minilm import _resolve_model_path as _resolve_model_path
 from aflite.features.ngram import NgramFeaturizer
 from aflite.features.precomputed import PrecomputedFeaturizer, align_embeddings, load_embeddings
 from aflite.features.warmup import WarmupFeaturizer, select_warmup_rows

@@ -69,3 +69,12 @@ def _as_str_list(texts: Sequence[str], what: str) -> list[str]:
         if not isinstance(t, str):
             raise InputError(f"{what}[{i}] is {type(t).__name__}, not a string")
     return out
+
+
+def progress_bar(total: int, desc: str, enabled: bool, initial: int = 0, unit: str = "pair") -> Any:
+    """A tqdm bar on stderr, or None when progress is off (tqdm imported only when a bar is shown)."""
+    if not enabled:
+        return None
+    from tqdm import tqdm
+
+    return tqdm(total=total, initial=initial, desc=desc, unit=unit, unit_scale=False, dynamic_ncols=True)

@@ -27,9 +27,10 @@ from aflite.features.base import (
     Matrix,
     apply_view,
     log,
+    progress_bar,
 )
 from aflite.features.images import ImageFeaturizer
-from aflite.features.minilm import MiniLMFeaturizer, _progress_bar
+from aflite.features.minilm import MiniLMFeaturizer
 from aflite.features.ngram import NgramFeaturizer
 from aflite.features.precomputed import PrecomputedFeaturizer
 from aflite.features.warmup import WarmupFeaturizer, select_warmup_rows
@@ -209,7 +210,7 @@ def featurize(
     elif getattr(feat, "resumable", False):
         x = _transform_chunked(feat, a, b, cache, stem, chunk_size, show_progress)
     elif isinstance(feat, NgramFeaturizer):  # one tick per hashing pass / SVD (minutes on large sets)
-        feat.progress = _progress_bar(feat.fit_stages(1 if b is None else 2), f"{feat.name} features ({n} rows)",
+        feat.progress = progress_bar(feat.fit_stages(1 if b is None else 2), f"{feat.name} features ({n} rows)",
                                       show_progress, unit="stage")
         try:
             x = feat.fit_transform(a, b)
@@ -292,7 +293,7 @@ def _transform_chunked(
             log.info("resuming: %d of %d chunks already embedded in %s", len(done), n_chunks, parts_dir)
     initial = sum(v.shape[0] for v in done.values())
     unit = "image" if isinstance(feat, ImageFeaturizer) or getattr(feat, "image_model", None) else "pair"
-    bar = _progress_bar(n, feat.name, show_progress, initial=initial, unit=unit)
+    bar = progress_bar(n, feat.name, show_progress, initial=initial, unit=unit)
     try:
         for c in range(n_chunks):
             if c in done:

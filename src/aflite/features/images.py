@@ -9,8 +9,9 @@ from typing import TYPE_CHECKING, Any, Self
 
 import numpy as np
 
+from aflite.device import import_torch
 from aflite.errors import ParameterError
-from aflite.features.minilm import _import_torch, _progress_bar
+from aflite.features.base import progress_bar
 
 if TYPE_CHECKING:  # pragma: no cover
     from tqdm import tqdm as Tqdm
@@ -70,7 +71,7 @@ class ImageFeaturizer:
         if self._encoder is None:
             from aflite.encoders import ImageEncoder
 
-            torch, _ = _import_torch()
+            torch, _ = import_torch()
             if self.num_threads is not None:
                 torch.set_num_threads(int(self.num_threads))
             self._encoder = ImageEncoder(self.name, model_path=self._resolved_model_path(), device=self.device,
@@ -95,7 +96,7 @@ class ImageFeaturizer:
             raise ParameterError("image features take one input per row (no second text column)")
         enc = self.encoder()
         own = progress is None
-        bar = _progress_bar(len(texts_a), self.name, self.show_progress, unit="image") if own else progress
+        bar = progress_bar(len(texts_a), self.name, self.show_progress, unit="image") if own else progress
         try:
             return embed_items(enc, enc.prepare(list(texts_a)), batch_size=self.batch_size, progress=bar)
         finally:

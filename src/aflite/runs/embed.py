@@ -1,0 +1,165 @@
+"""``aflite embed`` as a library call: compute Φ for a dataset file (text or images) and save it for ``filter``.
+
+:func:`embed` writes ``OUT/features.npy`` (float32, memory-mappable), ``OUT/ids.txt``, ``OUT/labels.txt``
+(``warmup_ids.txt`` for the warm-up Φ, ``bad_images.txt`` for skipped images), ``OUT/results.json`` and
+``OUT/summary.md``: the same files whether it is called from Python or from the command line. Image runs are
+written chunk by chunk into a memory-mapped file and an interrupted run resumes when called again.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from aflite.errors import OutputError, ParameterError
+
+__all__ = ["FEATURES", "EmbedResult", "check_embed_out", "embed"]
+
+FEATURES = "features.npy"  # OUT/features.npy: the one file `aflite filter --features` reads
+
+
+@dataclass
+class EmbedResult:
+    """What :func:`embed` wrote: the folder, the body of results.json and the one-line account printed by the CLI."""
+
+    out: Path
+    results: dict[str, Any]
+    line: str
+    files: dict[str, str] = field(default_factory=dict)
+
+
+def check_embed_out(out: str | os.PathLike[str], overwrite: bool = False) -> None:
+    """Refuse, before anything is computed, to replace finished features without ``overwrite`` (an unfinished
+    image run, OUT/features.npy.partial, is resumed by the same call instead)."""
+    done = Path(out) / FEATURES
+    if done.exists() and not overwrite:
+        raise OutputError(f"--out {out}: {done} exists; pass --overwrite to replace it, or choose another --out")
+
+
+def embed(data: str | os.PathLike[str], out: str | os.PathLike[str], *, featurizer: str = "ngram",
+          view: str = "pair", model_path: str | None = None, warmup_size: float = 0.1, lr: float | None = None,
+          cache: str | os.PathLike[str] | None = None, seed: int = 0, device: str = "auto",
+          image_size: int = 224, path_column: str | None = None, chunk_size: int = 4096,
+          skip_bad_images: bool = False, dataset_options: dict[str, Any] | None = None,
+          overwrite: bool = False, show_progress: bool = True) -> EmbedResult:
+    """Featurize ``data`` with ``featurizer`` under ``view`` and write the files listed in the module docstring.
+
+    ``data`` is read as images when it is an image folder or ``featurizer`` is an image featurizer
+    (``efficientnet-lite0``, ``hf-image``); otherwise as a text dataset (``dataset_options``: the column keywords
+    of :func:`aflite.data.load_dataset`). ``warmup_size`` is a count, or a fraction of the rows when below 1;
+    ``cache`` defaults to ``out/cache``. Returns an :class:`EmbedResult`.
+    """
+    from aflite.data import images
+
+    out = Path(out)
+    check_embed_out(out, overwrite)
+    cache_dir = Path(cache) if cache is not None else out / "cache"
+    if overwrite:  # start over: no partial image run is resumed
+        for name in (FEATURES + ".partial", FEATURES + ".progress.json"):
+            (out / name).unlink(missing_ok=True)
+    if images.wants_images(data, featurizer):
+        opts = dict(dataset_options or {})
+        return _embed_images(data, out, featurizer=featurizer, model_path=model_path, device=device,
+                             image_size=image_size, chunk_size=chunk_size, seed=seed, show_progress=show_progress,
+                             image_options={"path_column": path_column, "label_column": opts.get("label"),
+                                            "id_column": opts.get("id"), "skip_bad_images": skip_bad_images})
+    return _embed_text(data, out, featurizer=featurizer, view=view, model_path=model_path, device=device,
+                       warmup_size=warmup_size, lr=lr, cache_dir=cache_dir, seed=seed,
+                       dataset_options=dataset_options, show_progress=show_progress)
+
+
+def _embed_text(data: str | os.PathLike[str], out: Path, *, featurizer: str, view: str, model_path: str | None,
+                device: str, warmup_size: float, lr: float | None, cache_dir: Path, seed: int,
+                dataset_options: dict[str, Any] | None, show_progress: bool) -> EmbedResult:
+    from aflite import data as D
+    from aflite import features
+    from aflite.atomic import write_npy, write_text
+
+    ds = D.load_dataset(data, **(dataset_options or {}))
+    opts: dict[str, Any] = {}
+    if model_path:
+        opts["model_path"] = model_path
+    if featurizer in ("minilm", "warmup"):
+        opts["device"] = device
+    if lr is not None and featurizer == "warmup":
+        opts["lr"] = lr
+    ws: float | int = warmup_size if warmup_size < 1 else int(warmup_size)
+    t0 = time.perf_counter()
+    f = features.featurize(ds.texts_a, ds.texts_b, featurizer, view, cache_dir=cache_dir,
+                           y=ds.labels.tolist() if featurizer == "warmup" else None,
+                           warmup_size=ws, warmup_seed=seed, show_progress=show_progress, **opts)
+    secs = time.perf_counter() - t0
+    X = f.X.toarray() if hasattr(f.X, "toarray") else f.X
+    write_npy(out / FEATURES, X)
+    write_text(out / "ids.txt", "".join(f"{i}\n" for i in ds.ids[f.rows]))
+    write_text(out / "labels.txt", "".join(f"{lab}\n" for lab in ds.labels[f.rows]))
+    extra: dict[str, Any] = {}
+    if len(f.warmup_rows):
+        write_text(out / "warmup_ids.txt", "".join(f"{i}\n" for i in ds.ids[f.warmup_rows]))
+        extra["warmup_ids"] = "warmup_ids.txt"
+    return _write_outputs(data, featurizer, seed, out, rows=int(X.shape[0]), dim=int(X.shape[1]), seconds=secs,
+                          view=view, from_cache=bool(f.from_cache), **extra)
+
+
+def _embed_images(data: str | os.PathLike[str], out: Path, *, featurizer: str, model_path: str | None, device: str,
+                  image_size: int, chunk_size: int, seed: int, show_progress: bool,
+                  image_options: dict[str, Any]) -> EmbedResult:
+    """OUT/features.npy written chunk by chunk (memory-mapped; an interrupted run resumes when the same call is
+    made again), OUT/ids.txt and OUT/labels.txt, ready for ``aflite filter --features OUT/features.npy --mmap``."""
+    from aflite.atomic import write_text
+    from aflite.data.images import files_fingerprint, load_image_dataset
+    from aflite.features import IMAGE_FEATURIZERS, make_featurizer
+    from aflite.features.npy import embed_to_npy
+    from aflite.hashing import json_digest
+
+    if featurizer not in IMAGE_FEATURIZERS:
+        raise ParameterError(f"--featurizer {featurizer} on images: aflite embed takes "
+                             f"{' or '.join(IMAGE_FEATURIZERS)} (the warm-up Φ runs inside aflite run)")
+    ds = load_image_dataset(data, **image_options)
+    opts: dict[str, Any] = {"device": device, "image_size": image_size, "show_progress": show_progress}
+    if model_path:
+        opts["model_path"] = model_path
+    feat = make_featurizer(featurizer, **opts)
+    key = json_digest({"files": files_fingerprint(ds.texts_a), "options": feat.get_options()})
+    t0 = time.perf_counter()
+    dest = embed_to_npy(ds.texts_a, feat, out / FEATURES, chunk_size=chunk_size, key=key,
+                        show_progress=show_progress)
+    secs = time.perf_counter() - t0
+    write_text(out / "ids.txt", "".join(f"{i}\n" for i in ds.ids))
+    write_text(out / "labels.txt", "".join(f"{lab}\n" for lab in ds.labels))
+    bad = getattr(ds, "bad_images", [])
+    more: dict[str, Any] = {}
+    if bad:
+        write_text(out / "bad_images.txt", "".join(f"{b}\n" for b in bad))
+        more["bad_images"] = {"count": len(bad), "file": "bad_images.txt"}
+        print(f"{len(bad)} unreadable image(s) left out, listed in {out / 'bad_images.txt'}", file=sys.stderr)
+    shape = np.load(dest, mmap_mode="r").shape
+    return _write_outputs(data, featurizer, seed, out, rows=int(shape[0]), dim=int(shape[1]), seconds=secs, **more)
+
+
+def _write_outputs(data: str | os.PathLike[str], featurizer: str, seed: int, out: Path, *, rows: int, dim: int,
+                   seconds: float, **more: Any) -> EmbedResult:
+    """OUT/results.json and OUT/summary.md, the same for text and images."""
+    from aflite.atomic import write_text
+    from aflite.runs.results import write_results_json
+
+    files = {"features": FEATURES, "ids": "ids.txt"}
+    if (out / "labels.txt").exists():
+        files["labels"] = "labels.txt"
+    res = {"data": str(data), "featurizer": featurizer, "rows": rows, "dim": dim,
+           "seconds": round(seconds, 3), "files": files, **more}
+    write_results_json(out, {"seed": seed, **res}, command="embed")
+    line = (f"{rows} x {dim} features ({featurizer}"
+            f"{', view ' + str(more['view']) if 'view' in more else ''}) in {seconds:.1f} s "
+            f"({rows / max(seconds, 1e-9):.0f} rows/s{', from cache' if more.get('from_cache') else ''}) -> "
+            f"{out / FEATURES}")
+    use = (f"aflite filter --features {out / FEATURES} --ids {out / 'ids.txt'}"
+           + (f" --labels {out / 'labels.txt'}" if "labels" in files else "") + " --mmap --out RUN")
+    write_text(out / "summary.md", f"# aflite embed: {data}\n\n- {line}\n\nNext: `{use}`\n")
+    return EmbedResult(out, res, line, files)

@@ -1,0 +1,50 @@
+"""aflite.runs: each command as a library call writes the same files, and raises the same errors, as the CLI."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from aflite.cli import main
+from aflite.data import demo_dataset_path
+from aflite.errors import OutputError
+
+
+@pytest.fixture
+def small_snli(tmp_path: Path) -> Path:
+    """The first 300 pairs of the bundled real SNLI sample, same format."""
+    lines = gzip.decompress(demo_dataset_path().read_bytes()).splitlines(keepends=True)
+    path = tmp_path / "small.tsv.gz"
+    path.write_bytes(gzip.compress(b"".join(lines[:301])))
+    return path
+
+
+def test_embed_text_from_python_writes_what_the_cli_writes(tmp_path: Path, small_snli: Path) -> None:
+    from aflite.runs.embed import embed
+
+    res = embed(small_snli, tmp_path / "lib", featurizer="ngram", view="hypothesis", seed=3, show_progress=False)
+    assert main(["embed", str(small_snli), "--out", str(tmp_path / "cli"), "--featurizer", "ngram", "--view",
+                 "hypothesis", "--seed", "3", "--quiet"]) == 0
+    for name in ("features.npy", "ids.txt", "labels.txt"):
+        assert (tmp_path / "lib" / name).read_bytes() == (tmp_path / "cli" / name).read_bytes(), name
+    lib = json.loads((tmp_path / "lib" / "results.json").read_text())
+    cli = json.loads((tmp_path / "cli" / "results.json").read_text())
+    assert list(lib) == list(cli) and lib["command"] == cli["command"] == "embed" and lib["seed"] == cli["seed"] == 3
+    assert {k: v for k, v in lib.items() if k not in ("argv", "seconds")} == \
+        {k: v for k, v in cli.items() if k not in ("argv", "seconds")}
+    assert res.results["rows"] == 300 and np.load(tmp_path / "lib" / "features.npy").shape[0] == 300
+    assert (tmp_path / "lib" / "summary.md").read_text().startswith("# aflite embed:")
+
+
+def test_embed_refuses_to_replace_finished_features(tmp_path: Path, small_snli: Path) -> None:
+    from aflite.runs.embed import embed
+
+    embed(small_snli, tmp_path / "o", featurizer="ngram", show_progress=False)
+    before = (tmp_path / "o" / "features.npy").read_bytes()
+    with pytest.raises(OutputError, match="features.npy exists"):
+        embed(small_snli, tmp_path / "o", featurizer="ngram", view="hypothesis", show_progress=False)
+    assert (tmp_path / "o" / "features.npy").read_bytes() == before
