@@ -436,3 +436,27 @@ def test_cli_lr_reaches_only_the_warmup_featurizer() -> None:
     assert "lr" not in pipeline_kwargs(default)["featurizer_options"]
     other = parser.parse_args(["run", "data", "--out", "o", "--featurizer", "minilm", "--lr", "3e-4"])
     assert "lr" not in pipeline_kwargs(other)["featurizer_options"]
+
+
+def test_one_registry_gives_each_command_its_featurizers_and_routes_their_options() -> None:
+    """The CLI's --featurizer choices come from features.registry, and each featurizer gets only its options."""
+    from aflite.cli import build_parser
+    from aflite.features import FEATURIZERS
+    from aflite.features.registry import REGISTRY, featurizer_names, featurizer_options
+
+    assert set(REGISTRY) == set(FEATURIZERS)
+    sub = next(a for a in build_parser()._actions if a.dest == "command").choices
+    for command in ("run", "embed", "audit"):
+        action = next(a for a in sub[command]._actions if a.dest == "featurizer")
+        assert tuple(action.choices) == featurizer_names(command)
+    assert "precomputed" not in featurizer_names("embed") and "warmup" not in featurizer_names("audit")
+    given = {"model_path": "m", "device": "cpu", "image_size": 64, "max_steps": 3, "lr": 0.1, "path": None}
+    assert featurizer_options("ngram", **given) == {}
+    assert featurizer_options("minilm", **given) == {"model_path": "m", "device": "cpu"}
+    assert featurizer_options("efficientnet-lite0", **given) == {"device": "cpu", "image_size": 64}
+    assert featurizer_options("warmup", **given) == {"model_path": "m", "device": "cpu", "image_size": 64,
+                                                      "max_steps": 3, "lr": 0.1}
+    with pytest.raises(ParameterError, match="precomputed needs --embeddings"):
+        featurizer_options("precomputed", **given)
+    with pytest.raises(ParameterError, match="unknown featurizer"):
+        featurizer_options("nope")

@@ -107,10 +107,12 @@ def test_featurize_images_cache_and_file_change(tmp_path: Path) -> None:
 
 
 def test_featurizer_options_refuse_text_featurizers() -> None:
+    from aflite.features.registry import image_featurizer_options
+
     with pytest.raises(ParameterError, match="reads text"):
-        images.featurizer_options("ngram", {})
-    assert images.featurizer_options("warmup", {})["image_model"] == "efficientnet-lite0"
-    assert images.featurizer_options("warmup", {"model_path": "m"})["image_model"] == "hf-image"
+        image_featurizer_options("ngram", {})
+    assert image_featurizer_options("warmup", {})["image_model"] == "efficientnet-lite0"
+    assert image_featurizer_options("warmup", {"model_path": "m"})["image_model"] == "hf-image"
 
 
 # ------------------------------------------------------------------------------------------------ aflite run

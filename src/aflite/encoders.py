@@ -223,7 +223,7 @@ class ImageEncoder:
     same architecture with random weights, the control of the weight check) or ``hf-image`` (any local Hugging Face
     vision model folder, preprocessed by its own ``AutoImageProcessor``).
 
-    Inputs are image references (file paths, or the ``hf:`` references of :mod:`aflite.images`); they are decoded
+    Inputs are image references (file paths, or the ``hf:`` references of :mod:`aflite.data.images`); they are decoded
     to RGB in ``collate``. EfficientNet inputs are resized so that the shorter side is ``image_size`` (default
     224, its training size), centre-cropped to a square and scaled as EfficientNet-Lite expects ((x − 127) / 128).
     The pooled output is the global average of the last feature map (1,280 dims for Lite0); for HF models the

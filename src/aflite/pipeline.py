@@ -96,7 +96,7 @@ def run(
         dopts["groups"] = group_spec
     from aflite.data import images
 
-    # images: an image folder, or an image featurizer on a table / HF folder of image paths (aflite.images)
+    # images: an image folder, or an image featurizer on a table / HF folder of image paths (aflite.data.images)
     is_images = images.wants_images(data_path, featurizer)
     ds = (images.load_image_dataset(data_path, **(image_options or {})) if is_images
           else data.load_dataset(data_path, **dopts))
@@ -122,7 +122,9 @@ def run(
     texts_b = ds.texts_b
     fopts = dict(featurizer_options or {})
     if is_images:
-        fopts = images.featurizer_options(featurizer, fopts)
+        from aflite.features.registry import image_featurizer_options
+
+        fopts = image_featurizer_options(featurizer, fopts)
     t0 = time.perf_counter()
     feats = features.featurize(
         ds.texts_a, texts_b, featurizer, view,

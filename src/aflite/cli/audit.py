@@ -58,8 +58,10 @@ def register(sub: Any) -> None:
                    help="audit a seeded random sample of N pairs (of D, and of D(Φ)) instead of all")
     p.add_argument("--views", nargs="+", default=["hypothesis", "premise"], choices=("hypothesis", "premise"),
                    help="single-sentence conditions to audit (default both)")
-    p.add_argument("--featurizer", choices=("minilm", "ngram", "efficientnet-lite0", "hf-image", "precomputed"),
-                   default=None, help="frozen features of the linear biased/normal models: minilm or ngram for text "
+    from aflite.features.registry import featurizer_names
+
+    p.add_argument("--featurizer", choices=featurizer_names("audit"), default=None,
+                   help="frozen features of the linear biased/normal models: minilm or ngram for text "
                    "(default minilm); efficientnet-lite0, hf-image (--model-path) or precomputed (--embeddings) for "
                    "images (default efficientnet-lite0, or hf-image when --model-path is given)")
     p.add_argument("--folds", type=int, default=5, help="cross-validation folds (default 5)")

@@ -29,8 +29,10 @@ def register(sub: Any) -> None:
     )
     p.add_argument("data", type=Path, help="dataset file or folder")
     add_out(p)
-    p.add_argument("--featurizer", "-f", default="ngram",
-                   choices=("ngram", "minilm", "warmup", "efficientnet-lite0", "hf-image"))
+    from aflite.features.registry import featurizer_help, featurizer_names
+
+    p.add_argument("--featurizer", "-f", default="ngram", choices=featurizer_names("embed"),
+                   help=f"Φ: {featurizer_help('embed')} (default ngram)")
     p.add_argument("--view", default="pair", choices=("pair", "hypothesis", "premise"))
     p.add_argument("--model-path", default=None, help="local Hugging Face model folder (minilm/warmup)")
     p.add_argument("--warmup-size", type=float, default=0.1,

@@ -19,13 +19,10 @@ from aflite.cli.options import (
 
 
 def add_pipeline_options(p: argparse.ArgumentParser, featurizer_default: str) -> None:
-    p.add_argument("--featurizer", "-f", default=featurizer_default,
-                   choices=("ngram", "minilm", "warmup", "precomputed", "efficientnet-lite0", "hf-image"),
-                   help=f"Φ: ngram (hashed TF-IDF, no model), minilm (frozen all-MiniLM-L6-v2), warmup (the paper's "
-                   f"Φ: MiniLM — or EfficientNet-Lite0 for images — fine-tuned on a warm-up slice of t rows, then "
-                   f"discarded), precomputed (--embeddings), efficientnet-lite0 (frozen ImageNet EfficientNet-Lite0; "
-                   f"images), hf-image (a local Hugging Face vision model, --model-path; images) "
-                   f"(default {featurizer_default})")
+    from aflite.features.registry import featurizer_help, featurizer_names
+
+    p.add_argument("--featurizer", "-f", default=featurizer_default, choices=featurizer_names("run"),
+                   help=f"Φ: {featurizer_help('run')} (default {featurizer_default})")
     p.add_argument("--view", default="pair", choices=("pair", "hypothesis", "premise"),
                    help="which text the features see: both, or one side to target a partial-input bias (default pair)")
     p.add_argument("--model-path", default=None,
@@ -73,25 +70,12 @@ def register(sub: Any) -> None:
 
 
 def pipeline_kwargs(args: argparse.Namespace) -> dict[str, Any]:
-    fopts: dict[str, Any] = {}
-    if args.model_path and args.featurizer in ("minilm", "warmup", "hf-image"):
-        fopts["model_path"] = args.model_path
-    if args.featurizer in ("minilm", "warmup", "efficientnet-lite0", "hf-image"):
-        fopts["device"] = args.device
-    if args.featurizer in ("efficientnet-lite0", "hf-image", "warmup") and args.image_size != 224:
-        fopts["image_size"] = args.image_size
-    if args.max_steps is not None and args.featurizer == "warmup":
-        fopts["max_steps"] = args.max_steps
-    if args.lr is not None and args.featurizer == "warmup":
-        fopts["lr"] = args.lr
-    if args.featurizer == "precomputed":
-        from aflite.errors import ParameterError
+    from aflite.features.registry import featurizer_options
 
-        if not args.embeddings:
-            raise ParameterError("--featurizer precomputed needs --embeddings FILE")
-        fopts["path"] = args.embeddings
-        if args.embedding_ids:
-            fopts["ids_path"] = args.embedding_ids
+    fopts = featurizer_options(args.featurizer, model_path=args.model_path or None, device=args.device,
+                               image_size=args.image_size if args.image_size != 224 else None,
+                               max_steps=args.max_steps, lr=args.lr, path=args.embeddings,
+                               ids_path=args.embedding_ids or None)
     params = {"target_size": args.target_size, "n_partitions": args.partitions, "train_size": args.train_size,
               "slice_size": args.slice_size, "threshold": args.threshold}
     return dict(featurizer=args.featurizer, view=args.view, params=params, strategy=args.strategy, seed=args.seed,

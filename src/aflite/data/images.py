@@ -18,9 +18,9 @@ Outputs follow the input's form: a folder gets ``kept.csv`` / ``removed.csv`` (p
 label) and optionally a tree of symlinks to the kept images (:func:`write_folder_outputs`); a table or HF
 folder gets the filtered table (:func:`aflite.data.write_filtered`).
 
-The label-leakage audit's non-text parts run on images (:func:`audit_image_file`, what ``aflite audit`` calls
-through :func:`aflite.pipeline.audit_file`; :func:`audit_image_dataset` in memory): the colour histogram plays
-the single-sentence input, the image embedding the full input.
+Images are a modality inside each concept: this module reads and writes them (data); their encoders are in
+:mod:`aflite.features` (``efficientnet-lite0``, ``hf-image``), their audit in :mod:`aflite.audit.images`, and
+``aflite embed``/``aflite audit`` on an image folder are :mod:`aflite.runs.embed` and :mod:`aflite.runs.audit`.
 """
 
 from __future__ import annotations
@@ -384,19 +384,6 @@ def link_tree(ds: Any, keep: np.ndarray, link_dir: str | os.PathLike[str], by_la
 def wants_images(path: str | os.PathLike[str], featurizer: str) -> bool:
     """Whether ``aflite run`` should read ``path`` as images: an image folder, or an image featurizer."""
     return featurizer in IMAGE_FEATURIZERS or is_image_folder(path)
-
-
-def featurizer_options(featurizer: str, options: dict[str, Any]) -> dict[str, Any]:
-    """Featurizer options for image inputs: ``warmup`` fine-tunes an image network (EfficientNet-Lite0, or the
-    HF vision model at ``model_path``); text-only featurizers are refused with a one-line error."""
-    if featurizer == "warmup":
-        out = dict(options)
-        out.setdefault("image_model", "hf-image" if out.get("model_path") else "efficientnet-lite0")
-        return out
-    if featurizer in ("ngram", "minilm"):
-        raise ParameterError(f"--featurizer {featurizer} reads text; for images use efficientnet-lite0, hf-image "
-                             "(--model-path), warmup or precomputed")
-    return dict(options)
 
 
 def write_outputs(ds: Any, keep: np.ndarray, removed: np.ndarray, out: Path, filtered_name: str,

@@ -10,13 +10,14 @@ import numpy as np
 import scipy.sparse as sp
 
 from aflite.errors import InputError, ParameterError
+from aflite.features.registry import REGISTRY
 
 log = logging.getLogger("aflite.features")
 
 
 VIEWS = ("pair", "hypothesis", "premise")
-FEATURIZERS = ("ngram", "minilm", "warmup", "precomputed", "efficientnet-lite0", "hf-image")
-IMAGE_FEATURIZERS = ("efficientnet-lite0", "hf-image")
+FEATURIZERS = tuple(REGISTRY)  # the names, from the one registry (aflite.features.registry)
+IMAGE_FEATURIZERS = tuple(name for name, spec in REGISTRY.items() if spec.modality == "image")
 DEFAULT_MAX_LENGTH = 256
 DEFAULT_CHUNK_SIZE = 4096
 DEFAULT_IMAGE_CHUNK_SIZE = 512
