@@ -1,0 +1,301 @@
+"""One filtering phase of AFLite and what the estimator shares with it: the inputs check, the partitions'
+scores (predictability p̃), the slice selection (slicing, greedy, Gumbel), the run's state and Table 8's defaults.
+
+:func:`predictability` is one phase on its own (the single-iteration ranking); :class:`aflite.filter.AFLite`
+loops over phases. Everything random comes from the ``rng`` the caller passes (one seed, see aflite.filter).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from aflite.ensemble import LinearEnsemble, make_ensemble
+from aflite.errors import InputError, ParameterError
+from aflite.splits import draw_partitions
+
+Strategy = Literal["slicing", "greedy", "gumbel"]
+
+# Table 8 (appendix A.5), SNLI column, with the paper's final size; used as defaults expressed as
+# fractions of |D| so that they scale with the dataset: t = 50K, k = 10K, n ≈ 92K of |D| = 550,152.
+SNLI_DEFAULTS: dict[str, Any] = {
+    "dataset_size": 550_152,
+    "n_partitions": 64,
+    "train_size": 50_000,
+    "slice_size": 10_000,
+    "target_size": 92_000,
+    "threshold": 0.75,
+}
+
+
+def snli_fraction(key: str) -> float:
+    return float(SNLI_DEFAULTS[key]) / SNLI_DEFAULTS["dataset_size"]
+
+
+@dataclass
+class PhaseScores:
+    """Scores of one filtering phase over the rows of S (in the order of ``rows``)."""
+
+    rows: NDArray[np.intp]  # indices into D
+    predictability: NDArray[np.float64]  # p̃, NaN where no partition held the row out
+    n_heldout: NDArray[np.int32]  # how many partitions held the row out (coverage)
+    n_correct: NDArray[np.int32]
+    seconds: float = 0.0
+    train_sizes: NDArray[np.int64] | None = None
+
+
+@dataclass
+class IterationRecord:
+    """One line of the filter's history."""
+
+    iteration: int
+    size_before: int
+    n_removed: int
+    size_after: int
+    n_eligible: int  # scored and p̃ ≥ τ
+    n_unscored: int  # never held out in this phase
+    coverage_mean: float  # mean number of partitions holding a row out
+    p_mean: float
+    p_quantiles: dict[str, float]  # min, q25, median, q75, max of p̃ over scored rows
+    seconds: float
+    fit_seconds: float
+    model_iterations: float  # mean optimiser steps per model (fast path), for diagnostics
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class FilterState:
+    """Everything needed to continue a run after a completed phase (checkpoints are arrays + JSON)."""
+
+    iteration: int  # number of completed phases
+    keep: NDArray[np.bool_]
+    predictability: NDArray[np.float64]
+    removed_at: NDArray[np.int32]
+    history: list[IterationRecord] = field(default_factory=list)
+    stop_reason: str | None = None
+    ensemble_state: dict[str, NDArray[Any]] = field(default_factory=dict)
+    extra: dict[str, NDArray[Any]] = field(default_factory=dict)  # strategy state (incremental greedy)
+
+
+def resolve_size(value: float | int, total: int, name: str) -> int:
+    """Counts are ints (or integral floats ≥ 1); a float in (0, 1) is a fraction of ``total``."""
+    if isinstance(value, bool) or not isinstance(value, int | float | np.integer | np.floating):
+        raise ParameterError(f"{name} must be a count or a fraction, not {value!r}")
+    if isinstance(value, float | np.floating):
+        v = float(value)
+        if 0.0 < v < 1.0:
+            return max(1, int(round(v * total)))
+        if not (v.is_integer() and v >= 1):
+            raise ParameterError(f"{name}={value} must be a count >= 1 or a fraction in (0, 1)")
+    count = int(value)
+    if count < 1:
+        raise ParameterError(f"{name} must be at least 1 (got {value})")
+    return count
+
+
+def scores_from_predictions(
+    preds: NDArray[Any], y: NDArray[np.int64], train_mask: NDArray[np.bool_]
+) -> tuple[NDArray[np.float64], NDArray[np.int32], NDArray[np.int32]]:
+    """p̃ = correct / held-out predictions per row (NaN where no partition held it out), and both counts."""
+    held = ~train_mask
+    n_heldout = held.sum(1, dtype=np.int32)
+    n_correct = ((preds == y[:, None]) & held).sum(1, dtype=np.int32)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        p = np.where(n_heldout > 0, n_correct / np.maximum(n_heldout, 1), np.nan)
+    return p, n_heldout, n_correct
+
+
+def score_phase(
+    ensemble: LinearEnsemble,
+    y: NDArray[np.int64],
+    rows: NDArray[np.intp],
+    n_partitions: int,
+    train_size: int,
+    rng: np.random.Generator,
+    groups: NDArray[np.int64] | None = None,
+) -> PhaseScores:
+    """One filtering phase on the rows ``rows`` of a prepared ensemble (see :func:`predictability`)."""
+    start = time.perf_counter()
+    mask = draw_partitions(len(rows), n_partitions, train_size, rng, None if groups is None else groups[rows])
+    preds = ensemble.fit_predict(rows, mask)
+    p, n_heldout, n_correct = scores_from_predictions(preds, y[rows], mask)
+    return PhaseScores(rows, p, n_heldout, n_correct, time.perf_counter() - start, mask.sum(0))
+
+
+def validate_inputs(X: ArrayLike, y: ArrayLike, groups: ArrayLike | None) -> tuple[Any, NDArray[Any], Any]:
+    """Check shapes, lengths, finiteness (chunked, so memory-mapped features stay on disk) and that there are at
+    least two classes; groups → codes."""
+    if y is None:
+        raise InputError("AFLite requires y to be passed, but the target y is None")
+    if hasattr(X, "tocsr") or hasattr(X, "toarray"):  # scipy.sparse, without importing it
+        raise InputError("sparse features are not supported: pass a dense matrix (e.g. X.toarray())")
+    Xa = X if isinstance(X, np.ndarray) else np.asarray(X)
+    if Xa.ndim != 2:
+        raise InputError(f"features must be a 2-D matrix, got shape {Xa.shape}")
+    if Xa.dtype == object:  # numbers held as Python objects (pandas, lists of mixed types)
+        try:
+            Xa = Xa.astype(np.float64)
+        except (TypeError, ValueError):
+            raise InputError("features must be numeric, got non-numeric values (dtype object)") from None
+    if np.issubdtype(Xa.dtype, np.complexfloating):
+        raise InputError(f"features must be real numbers: Complex data not supported (dtype {Xa.dtype})")
+    if Xa.dtype.kind not in "biuf":
+        raise InputError(f"features must be numeric, got dtype {Xa.dtype}")
+    if Xa.shape[1] == 0:
+        raise InputError(f"features have 0 feature(s) (shape={Xa.shape}) while a minimum of 1 is required.")
+    ya = np.asarray(y)
+    if ya.ndim != 1:
+        raise InputError(f"labels must be 1-D, got shape {ya.shape}")
+    if len(ya) != Xa.shape[0]:
+        raise InputError(f"features have {Xa.shape[0]} rows but there are {len(ya)} labels")
+    if Xa.shape[0] == 0:
+        raise InputError("the dataset is empty")
+    step = max(1, (64 << 20) // max(1, 4 * Xa.shape[1]))
+    for r0 in range(0, Xa.shape[0], step):  # chunked so that memory-mapped matrices are never loaded whole
+        block = Xa[r0 : r0 + step]
+        if not np.isfinite(block).all():
+            r, c = np.argwhere(~np.isfinite(block))[0]
+            what = "NaN" if np.isnan(block[r, c]) else ("inf" if block[r, c] > 0 else "-inf")
+            raise InputError(f"features contain {what} at row {r0 + r}, column {c}")
+    classes = np.unique(ya)
+    if len(classes) < 2:
+        raise InputError(f"need at least two classes to filter, found one class: {classes.tolist()!r}")
+    ga = None
+    if groups is not None:
+        ga = np.asarray(groups)
+        if ga.shape != ya.shape:
+            raise InputError(f"groups have {len(ga)} entries but there are {len(ya)} labels")
+        ga = np.unique(ga, return_inverse=True)[1].astype(np.int64)
+    return Xa, ya, ga
+
+
+def check_model(model: Any) -> None:
+    if isinstance(model, str) and model in ("logistic", "sklearn"):
+        return
+    if isinstance(model, LinearEnsemble) or (hasattr(model, "fit") and hasattr(model, "predict")):
+        return
+    raise ParameterError(
+        f"model must be 'logistic', 'sklearn', a scikit-learn classifier or a LinearEnsemble, not {model!r}"
+    )
+
+
+def encode_classes(y: NDArray[Any]) -> tuple[NDArray[Any], NDArray[np.int64]]:
+    """Classes (sorted) and int codes; labels were checked by :func:`validate_inputs`."""
+    classes, codes = np.unique(y, return_inverse=True)
+    return classes, codes.astype(np.int64)
+
+
+def predictability(
+    X: ArrayLike,
+    y: ArrayLike,
+    *,
+    n_partitions: int = 64,
+    train_size: float | int = snli_fraction("train_size"),
+    model: Any = "logistic",
+    groups: ArrayLike | None = None,
+    random_state: Any = 0,
+) -> PhaseScores:
+    """A single filtering phase over all of D: how predictable each instance is to the linear ensemble.
+
+    This is the paper's "single iteration" baseline (rank once, cut once) and a useful ranking on its own.
+    """
+    Xa, ya, ga = validate_inputs(X, y, groups)
+    _, codes = encode_classes(ya)
+    n = len(codes)
+    t = resolve_size(train_size, n, "train_size")
+    if t >= n:
+        raise ParameterError(f"train_size t={t} must be smaller than |D|={n}")
+    if isinstance(n_partitions, bool) or not isinstance(n_partitions, int | np.integer) or n_partitions < 1:
+        raise ParameterError(f"n_partitions m={n_partitions!r} must be an int >= 1")
+    check_model(model)
+    ens = make_ensemble(fresh_model(model))
+    ens.prepare(Xa, codes, int(codes.max()) + 1)
+    rng = np.random.default_rng([seed_from(random_state), 0])
+    return score_phase(ens, codes, np.arange(n), n_partitions, t, rng, ga)
+
+
+def select_slice(
+    p: NDArray[np.float64],
+    k: int,
+    threshold: float,
+    rng: np.random.Generator,
+    strategy: Strategy = "slicing",
+) -> tuple[NDArray[np.intp], int]:
+    """Positions (into ``p``) to remove: up to k of the highest p̃ with p̃ ≥ τ; and how many qualified.
+
+    Ties (many instances sit at p̃ = 1) are broken by a seeded random key, never by row order — files are
+    ordered by premise or source, and a stable sort would remove one end of the file first.
+    ``gumbel`` instead takes the top k of ``log p̃ + Gumbel noise`` among the qualifying instances, which is
+    sampling k without replacement with probability proportional to p̃ (appendix A.2).
+    """
+    eligible = np.flatnonzero(~np.isnan(p) & (p >= threshold))
+    n_eligible = len(eligible)
+    take = min(k, n_eligible)
+    if take == 0:
+        return np.empty(0, dtype=np.intp), n_eligible
+    tie = rng.random(len(p))
+    if strategy == "gumbel":
+        with np.errstate(divide="ignore"):
+            key = np.log(p[eligible]) + rng.gumbel(size=n_eligible)
+        order = np.lexsort((tie[eligible], -key))
+    else:
+        order = np.lexsort((tie[eligible], -p[eligible]))
+    return eligible[order[:take]], n_eligible
+
+
+def seed_from(random_state: Any) -> int:
+    """The integer seed that all of a fit's randomness flows from (recorded as ``seed_``).
+
+    ``None`` draws fresh OS entropy; an int is used as is; a ``numpy.random.Generator`` (or a legacy
+    ``RandomState``) gives one draw, so that a caller's generator advances as scikit-learn users expect.
+    """
+    if random_state is None:
+        return int(np.random.SeedSequence().entropy)  # type: ignore[arg-type]
+    if isinstance(random_state, bool):
+        raise ParameterError(f"random_state must be None, an int or a numpy Generator, not {random_state!r}")
+    if isinstance(random_state, int | np.integer):
+        if int(random_state) < 0:
+            raise ParameterError(f"random_state must be a non-negative int (got {random_state})")
+        return int(random_state)
+    if isinstance(random_state, np.random.Generator):
+        return int(random_state.integers(0, 2**63 - 1))
+    if isinstance(random_state, np.random.RandomState):
+        return int(random_state.randint(0, 2**31 - 1))
+    raise ParameterError(f"random_state must be None, an int or a numpy Generator, not {random_state!r}")
+
+
+def fresh_model(model: Any) -> Any:
+    """An unfitted copy of a user-given model or ensemble, so that ``fit`` never mutates the caller's object.
+
+    scikit-learn estimators go through :func:`sklearn.base.clone`; other objects (the ensembles) are rebuilt
+    from their constructor arguments read back from attributes of the same name (the scikit-learn
+    convention), sharing heavy handles such as an executor; objects that do not follow it are copied.
+    """
+    if isinstance(model, str) or model is None:
+        return model
+    if hasattr(model, "get_params"):
+        from sklearn.base import clone
+
+        return clone(model)
+    import copy
+    import inspect
+
+    try:
+        sig = inspect.signature(type(model).__init__)
+    except (TypeError, ValueError):  # pragma: no cover - builtins
+        return copy.copy(model)
+    kwargs: dict[str, Any] = {}
+    for name, par in list(sig.parameters.items())[1:]:
+        if par.kind in (par.VAR_POSITIONAL, par.VAR_KEYWORD):
+            continue
+        if not hasattr(model, name):
+            return copy.copy(model)
+        value = getattr(model, name)
+        kwargs[name] = fresh_model(value) if hasattr(value, "get_params") else value
+    return type(model)(**kwargs)
