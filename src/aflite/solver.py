@@ -24,13 +24,29 @@ Two ways of computing the objective over the rows of S (the *solver*):
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
-from aflite.errors import ParameterError
+from aflite.blocks import (  # the unit of work and how problems are cut into it (aflite.blocks)
+    BlockResult,
+    BlockTask,
+    default_block_size,
+    use_chunked_rows,
+    use_own_rows,
+)
+from aflite.lbfgs import LbfgsState
+from aflite.store import (  # the feature store and whitening every backend reads (aflite.store)
+    FeatureStore,
+    Whitening,
+    chunk_rows,
+    fit_whitening,
+    map_chunks,
+    pred_dtype,
+    shrink_positions,
+    whiten_into,
+)
 
 __all__ = [
     "Whitening",
@@ -52,222 +68,6 @@ __all__ = [
 ]
 
 SOLVERS = ("fast", "previous")
-
-
-def pred_dtype(n_classes: int) -> type[np.integer[Any]]:
-    """The smallest integer type that holds class codes (predictions of m models over |S| rows add up)."""
-    return np.int8 if n_classes <= 127 else np.int16 if n_classes <= 32767 else np.int32
-
-
-@dataclass
-class Whitening:
-    """The change of variables ``x' = (x - mean) @ transform`` that makes the L2 problem well conditioned.
-
-    ``transform`` is ``V diag(1/σ)`` over the covariance eigenbasis (directions with no variance dropped), so
-    the original penalty ``‖W‖²`` becomes the diagonal ``Σ_j ‖W'_j‖² · penalty_j`` with ``penalty = 1/σ²``.
-    """
-
-    mean: NDArray[np.float64]
-    transform: NDArray[np.float32]
-    penalty: NDArray[np.float64]
-
-    @property
-    def dim(self) -> int:
-        return int(self.transform.shape[1])
-
-
-def chunk_rows(d: int, chunk_mb: int) -> int:
-    """Rows per chunk of a ``(rows, d)`` float32 pass; fixed by d alone so that results never depend on it."""
-    return max(256, (chunk_mb << 20) // (4 * max(d, 1)))
-
-
-def map_chunks(fn: Any, starts: Any, n_jobs: int | None = None) -> list[Any]:
-    """``[fn(r0) for r0 in starts]`` with one BLAS thread per call, on ``n_jobs`` threads (default: the thread
-    budget of :mod:`aflite.threads`). Each call's result depends only on its chunk, and callers combine results
-    in chunk order, so the outcome is the same bits for any number of threads."""
-    from threadpoolctl import threadpool_limits
-
-    from aflite.threads import fit_workers
-
-    starts = list(starts)
-    jobs = min(n_jobs, len(starts)) if n_jobs else fit_workers(len(starts))
-    with threadpool_limits(limits=1, user_api="blas"):
-        if jobs <= 1:
-            return [fn(r0) for r0 in starts]
-        from concurrent.futures import ThreadPoolExecutor
-
-        with ThreadPoolExecutor(max_workers=jobs) as pool:
-            return list(pool.map(fn, starts))
-
-
-def fit_whitening(X: Any, chunk_mb: int = 64, n_jobs: int | None = None) -> Whitening:
-    """Mean and covariance in chunks (a memory-mapped X is never loaded whole), then the eigenbasis. Chunks
-    are processed on ``n_jobs`` threads; the partial sums are added in chunk order (same result for any count)."""
-    n, d = X.shape
-    step = chunk_rows(d, chunk_mb)
-    starts = range(0, n, step)
-    mean = np.zeros(d, dtype=np.float64)
-    for part in map_chunks(lambda r0: np.asarray(X[r0 : r0 + step]).sum(0, dtype=np.float64), starts, n_jobs):
-        mean += part
-    mean /= n
-    mean32 = mean.astype(np.float32)
-
-    def gram(r0: int) -> NDArray[np.float64]:
-        c = np.asarray(X[r0 : r0 + step], dtype=np.float32) - mean32
-        return (c.T @ c).astype(np.float64)
-
-    cov = np.zeros((d, d), dtype=np.float64)
-    for part in map_chunks(gram, starts, n_jobs):
-        cov += part
-    cov /= n
-    evals, evecs = np.linalg.eigh(cov)
-    top = float(evals[-1]) if evals.size else 0.0
-    # Directions along which the data has (numerically) no variance carry no information; the optimal weight
-    # there is 0 under the L2 penalty, so dropping them leaves the optimum unchanged.
-    keep = evals > max(top, 1e-30) * 1e-9
-    evals, evecs = evals[keep][::-1], evecs[:, keep][:, ::-1]
-    return Whitening(mean, np.ascontiguousarray((evecs / np.sqrt(evals)).astype(np.float32)), 1.0 / evals)
-
-
-def whiten_into(X: Any, whitening: Whitening, out: Any, step: int, n_jobs: int | None = None) -> None:
-    """``out[i] = (X[i] - mean) @ transform``, chunk by chunk (``out`` may be a memory-mapped .npy)."""
-    mean32 = whitening.mean.astype(np.float32)
-
-    def one(r0: int) -> None:
-        c = np.asarray(X[r0 : r0 + step], dtype=np.float32) - mean32
-        np.matmul(c, whitening.transform, out=out[r0 : r0 + len(c)])
-
-    map_chunks(one, range(0, X.shape[0], step), n_jobs)
-
-
-def shrink_positions(held: NDArray[np.intp], rows: NDArray[np.intp]) -> NDArray[np.intp] | None:
-    """Positions of ``rows`` within ``held`` (None when they are the same rows); refuses anything but a sorted
-    subset, since AFLite only ever shrinks S. Shared by the CPU and GPU feature stores."""
-    if rows.shape == held.shape and np.array_equal(rows, held):
-        return None
-    pos = np.searchsorted(held, rows)
-    if not (
-        np.all(np.diff(rows) > 0)
-        and np.all(pos < len(held))
-        and np.array_equal(held[np.minimum(pos, len(held) - 1)], rows)
-    ):
-        raise ParameterError("rows must be a sorted subset of the rows passed before")
-    return pos
-
-
-class FeatureStore:
-    """The rows of the current S in whitened coordinates, chunk by chunk.
-
-    With ``copy`` a whitened float32 copy is kept in memory and compacted as S shrinks (fastest). Without it
-    the original matrix — typically a memory-mapped .npy larger than RAM — is read chunk by chunk and only
-    centred; the whitening transform is then folded into the weights (``(x-μ) @ (T W)``), which costs a
-    d×d product on the weights per pass instead of a copy of the data. With ``whitened`` X already holds
-    whitened rows (a cluster's shared, memory-mapped copy): read as is, never copied.
-    """
-
-    def __init__(
-        self, X: Any, whitening: Whitening, copy: bool, chunk_mb: int = 64, whitened: bool = False,
-        n_jobs: int | None = None,
-    ) -> None:
-        self.whitening = whitening
-        self.copy = copy or whitened
-        self.step = chunk_rows(X.shape[1], chunk_mb)
-        self.rows: NDArray[np.intp] = np.arange(X.shape[0])  # the current S, as rows of X
-        self._mean32 = whitening.mean.astype(np.float32)
-        self._owned = copy and not whitened  # our own in-memory copy: compacted as S shrinks
-        if self._owned:
-            self._data: Any = np.empty((X.shape[0], whitening.dim), dtype=np.float32)
-            whiten_into(X, whitening, self._data, self.step, n_jobs)
-        else:
-            self._data = X
-        self._offset = self.rows  # rows of _data holding S (the identity until an owned copy is compacted)
-
-    @property
-    def folded(self) -> bool:
-        """True when chunks are centred raw rows, so weights must be mapped through the transform."""
-        return not self.copy
-
-    def __len__(self) -> int:
-        return len(self.rows)
-
-    def select(self, rows: NDArray[np.intp]) -> None:
-        """Make ``rows`` (a sorted subset of the rows held so far: AFLite only shrinks S) the current S."""
-        rows = np.asarray(rows)
-        pos = shrink_positions(self.rows, rows)
-        if pos is None:
-            return
-        if self._owned:
-            # Compact in place, chunk by chunk, in increasing order: pos is sorted with pos[i] >= i, so a chunk
-            # only overwrites rows that no later chunk reads. ~6x faster than a fresh copy (no new pages).
-            for r0 in range(0, len(pos), self.step):
-                p = pos[r0 : r0 + self.step]
-                self._data[r0 : r0 + len(p)] = self._data[p]
-            self._data = self._data[: len(rows)]
-            self._offset = np.arange(len(rows))
-        else:
-            self._offset = rows.copy()
-        self.rows = rows.copy()
-
-    def _read(self, where: NDArray[np.intp] | slice) -> NDArray[np.float32]:
-        block = np.asarray(self._data[where], dtype=np.float32)
-        return block - self._mean32 if self.folded else block
-
-    def chunk(self, r0: int, r1: int) -> NDArray[np.float32]:
-        """Rows r0:r1 of S (positions), whitened (copy) or centred (folded)."""
-        if self._owned or len(self._offset) == self._data.shape[0]:
-            return self._read(slice(r0, r1))  # contiguous: S is all of the data, or our compacted copy
-        return self._read(self._offset[r0:r1])
-
-    def gather(self, pos: NDArray[np.intp]) -> NDArray[np.float32]:
-        """Rows at positions ``pos`` of S, in the same coordinates as :meth:`chunk`."""
-        if self._owned:
-            return np.asarray(self._data[pos])
-        out = np.empty((len(pos), self._data.shape[1]), dtype=np.float32)
-        for r0 in range(0, len(pos), self.step):
-            idx = self._offset[pos[r0 : r0 + self.step]]
-            order = np.argsort(idx, kind="stable")  # sorted reads are much faster on a memory map
-            out[r0 + order] = self._read(idx[order])
-        return out
-
-
-@dataclass
-class BlockResult:
-    """What fitting one block of partitions returns: solutions, held-out predictions, optimiser counts."""
-
-    theta: NDArray[np.float64]
-    preds: NDArray[np.integer[Any]]
-    iterations: NDArray[np.int64]
-    converged: int
-    passes: int
-    pairs: tuple[NDArray[np.float64], NDArray[np.float64]] | None = None  # the first model's newest (s, y)
-    seconds: dict[str, float] = field(default_factory=dict)  # where this block's time went (see run_block)
-
-
-@dataclass
-class BlockTask:
-    """One block of partitions to fit: everything a process needs besides the feature store.
-
-    ``mask`` is the block's columns of the training mask over the current S (``rows``); ``theta0`` the
-    starting point per model; ``reg`` the per-model penalty weights. A block is the unit of work handed to
-    threads or cluster workers; its result depends only on the task, never on which process computes it.
-    ``own_rows``: each model's training rows are gathered once (wide softmax); ``chunked``: they are gathered
-    chunk by chunk in every pass (the ``fast`` solver); neither: passes over all of S (``previous``).
-    ``pairs`` are L-BFGS curvature pairs ``(S, Y)``, shape ``(p, P)`` each, that every model starts with.
-    """
-
-    rows: NDArray[np.intp]
-    y: NDArray[np.int64]
-    mask: NDArray[np.bool_]
-    theta0: NDArray[np.float64]
-    reg: NDArray[np.float64]
-    n_classes: int
-    own_rows: bool
-    tol: float
-    max_iter: int
-    memory: int
-    chunked: bool = False
-    pairs: tuple[NDArray[np.float64], NDArray[np.float64]] | None = None
-    jobs: int = 1  # threads for the chunks of one pass (compiled own-row passes); never changes the result
 
 
 class _NumpyBlockOps:
@@ -653,111 +453,3 @@ def fit_block_local(store: FeatureStore, task: BlockTask) -> BlockResult:
     res = run_block(ops, task)
     res.seconds["setup"] = setup
     return res
-
-
-def default_block_size(n_partitions: int, n_classes: int, n_rows: int = 1 << 30, dim: int = 1 << 10) -> int:
-    """Partitions per block: enough weight columns (≈256) for an efficient GEMM, and at least 4 blocks so that
-    threads or cluster workers have work to share; tiny problems (the synthetic experiment) in one block, where
-    per-block overhead would dominate. A function of the problem's shape only, never of how many workers run
-    it, so the result does not depend on them."""
-    if n_rows * (dim + 1) * n_classes * n_partitions < 20_000_000:
-        return max(1, n_partitions)
-    b = max(1, -(-256 // max(n_classes, 1)))
-    return max(1, min(b, -(-n_partitions // 4)))
-
-
-def use_own_rows(n_rows: int, train_size: int, n_classes: int) -> bool:
-    """Train each model on its own gathered rows (rather than weighting a pass over all of S) when the softmax
-    is wide and t is a small share of S: ImageNet-like problems, where a pass over S costs |S|/t times more."""
-    return n_classes >= 16 and 4 * train_size <= n_rows
-
-
-CHUNKED_MAX_SHARE = 0.35
-
-
-def use_chunked_rows(n_rows: int, train_size: int) -> bool:
-    """The ``fast`` solver's own-row passes pay off while t is a small enough share of S: a gathered row costs
-    several times a row of a full pass (narrow products, the gather; ~5× measured at d = 512-768), and each
-    phase adds one prediction pass, so above about a third of S the passes over all rows are cheaper."""
-    return train_size <= CHUNKED_MAX_SHARE * n_rows
-
-
-class LbfgsState:
-    """Ring buffers of L-BFGS pairs for m models, updated in lockstep (one shared slot per iteration)."""
-
-    def __init__(self, m: int, P: int, memory: int) -> None:
-        self.S = np.zeros((memory, m, P))
-        self.Y = np.zeros((memory, m, P))
-        self.rho = np.zeros((memory, m))
-        self.count = np.zeros(m, dtype=np.int64)  # pairs pushed per model (slot = count % memory)
-        self.memory = memory
-        self.passes = 0
-
-    def seed(self, S: NDArray[np.float64], Y: NDArray[np.float64]) -> None:
-        """Start every model with the same curvature pairs (oldest first), e.g. the previous phase's: the
-        objective changes little between phases, so they describe its curvature well from the first step."""
-        m = self.S.shape[1]
-        for s, y in zip(S[-self.memory :], Y[-self.memory :], strict=True):
-            self.push(np.arange(m), np.broadcast_to(s, (m, len(s))), np.broadcast_to(y, (m, len(y))))
-
-    def newest_pairs(self, model: int) -> tuple[NDArray[np.float64], NDArray[np.float64]] | None:
-        """One model's stored pairs, oldest first (those with positive curvature), or None if there are none."""
-        cnt = int(self.count[model])
-        n = min(cnt, self.memory)
-        slots = [(cnt - n + j) % self.memory for j in range(n)]
-        keep = [k for k in slots if self.rho[k, model] > 0]
-        if not keep:
-            return None
-        return self.S[keep, model].copy(), self.Y[keep, model].copy()
-
-    def reset(self, idx: NDArray[np.intp]) -> None:
-        self.rho[:, idx] = 0.0
-        self.S[:, idx] = 0.0
-        self.Y[:, idx] = 0.0
-
-    def push(self, idx: NDArray[np.intp], s: NDArray[np.float64], y: NDArray[np.float64]) -> None:
-        sy = np.einsum("ij,ij->i", s, y)
-        ok = sy > 1e-12 * np.linalg.norm(s, axis=1) * np.linalg.norm(y, axis=1)
-        slot = self.count[idx] % self.memory
-        self.S[slot, idx] = s
-        self.Y[slot, idx] = y
-        self.rho[slot, idx] = np.where(ok, 1.0 / np.where(ok, sy, 1.0), 0.0)
-        self.count[idx] += 1
-
-    def direction(
-        self, idx: NDArray[np.intp], g: NDArray[np.float64], precond: NDArray[np.float64]
-    ) -> NDArray[np.float64]:
-        """Two-loop recursion, batched over models; a pair with rho = 0 is a no-op."""
-        q = g.copy()
-        mem = self.memory
-        cnt = self.count[idx]
-        n_pairs = int(min(cnt.max(initial=0), mem))
-        alphas = np.zeros((mem, len(idx)))
-        # newest first; slots are per-model positions (count-1-j) % mem
-        order = [((cnt - 1 - j) % mem, j < np.minimum(cnt, mem)) for j in range(n_pairs)]
-        for j, (slot, valid) in enumerate(order):
-            s = self.S[slot, idx]
-            yv = self.Y[slot, idx]
-            rho = self.rho[slot, idx] * valid
-            a = rho * np.einsum("ij,ij->i", s, q)
-            alphas[j] = a
-            q -= a[:, None] * yv
-        # initial inverse Hessian: preconditioner scaled by the newest pair (sᵀy / yᵀDy)
-        gamma = np.ones(len(idx))
-        if n_pairs:
-            slot, valid = order[0]
-            s, yv = self.S[slot, idx], self.Y[slot, idx]
-            sy = np.einsum("ij,ij->i", s, yv)
-            ydy = np.einsum("ij,ij->i", yv * precond, yv)
-            use = valid & (self.rho[slot, idx] > 0) & (ydy > 0)
-            gamma = np.where(use, sy / np.where(use, ydy, 1.0), 1.0)
-        r = gamma[:, None] * precond * q
-        for j in reversed(range(n_pairs)):
-            slot, valid = order[j]
-            s = self.S[slot, idx]
-            yv = self.Y[slot, idx]
-            rho = self.rho[slot, idx] * valid
-            beta = rho * np.einsum("ij,ij->i", yv, r)
-            r += s * (alphas[j] - beta)[:, None]
-        return r
-
