@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from aflite.bench import write_imagenet_like
+from aflite.experiments.bench import write_imagenet_like
 from aflite.cli import main
 
 

@@ -8,7 +8,7 @@ import pytest
 
 from aflite._deprecate import progress_flag
 from aflite.errors import ParameterError
-from aflite.synthetic import run_synthetic
+from aflite.experiments.synthetic import run_synthetic
 
 
 def test_progress_flag_maps_old_keywords_with_a_warning() -> None:

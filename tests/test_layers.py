@@ -25,7 +25,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
               "aflite.cluster", "aflite.rundir")),
     ("analyses", ("aflite.evaluate", "aflite.audit", "aflite.explain", "aflite.report")),
     ("runs", ("aflite.runs", "aflite.pipeline")),
-    ("experiments", ("aflite.synthetic", "aflite.bench", "aflite.experiments")),
+    ("experiments", ("aflite.experiments",)),
     ("cli", ("aflite.cli", "aflite.__main__")),
 ]
 

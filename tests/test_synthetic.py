@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from aflite.errors import ParameterError
-from aflite.synthetic import (
+from aflite.experiments.synthetic import (
     PAPER_SEPARATIONS,
     PAPER_TABLE7,
     SyntheticResult,

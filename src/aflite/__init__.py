@@ -45,7 +45,7 @@ _LAZY: dict[str, tuple[str, str]] = {
     "AuditConfig": ("aflite.audit", "AuditConfig"),
     "AuditResult": ("aflite.audit", "AuditResult"),
     "evaluate_runs": ("aflite.evaluate", "evaluate"),
-    "run_synthetic": ("aflite.synthetic", "run_synthetic"),
+    "run_synthetic": ("aflite.experiments.synthetic", "run_synthetic"),
     "resolve_device": ("aflite.device", "resolve_device"),
 }
 

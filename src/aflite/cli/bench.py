@@ -63,7 +63,7 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from aflite.bench import format_report, run_benchmark
+    from aflite.experiments.bench import format_report, run_benchmark
     from aflite.errors import ParameterError
 
     if args.reference_partitions < 0:
@@ -113,7 +113,7 @@ def _run_scale(args: argparse.Namespace, log: Any) -> int:
     import shutil
     import tempfile
 
-    from aflite.bench import format_scale_report, scale_benchmark
+    from aflite.experiments.bench import format_scale_report, scale_benchmark
     from aflite.errors import ParameterError
 
     if not 0 < args.scale <= 1:

@@ -59,7 +59,7 @@ def register(sub: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     from aflite.atomic import write_text
     from aflite.cli.options import write_results
-    from aflite.synthetic import format_table, plot_figure2, run_synthetic
+    from aflite.experiments.synthetic import format_table, plot_figure2, run_synthetic
 
     result = run_synthetic(
         seeds=range(args.seed, args.seed + args.seeds),

@@ -1,0 +1,1 @@
+"""Experiments: the paper's synthetic experiment (synthetic) and the speed and scale benchmark (bench)."""
