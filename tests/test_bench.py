@@ -7,8 +7,8 @@ import json
 import numpy as np
 import pytest
 
-from aflite.experiments.bench import write_imagenet_like
 from aflite.cli import main
+from aflite.experiments.shapes import write_imagenet_like
 
 
 def test_imagenet_like_features_are_written_without_loading_them(tmp_path):

@@ -63,8 +63,8 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from aflite.experiments.bench import format_report, run_benchmark
     from aflite.errors import ParameterError
+    from aflite.experiments.bench import format_report, run_benchmark
 
     if args.reference_partitions < 0:
         raise ParameterError("--reference-partitions must be at least 0 (0: skip the scikit-learn reference)")
@@ -113,8 +113,8 @@ def _run_scale(args: argparse.Namespace, log: Any) -> int:
     import shutil
     import tempfile
 
-    from aflite.experiments.bench import format_scale_report, scale_benchmark
     from aflite.errors import ParameterError
+    from aflite.experiments.scale import format_scale_report, scale_benchmark
 
     if not 0 < args.scale <= 1:
         raise ParameterError("--scale must lie in (0, 1]")
