@@ -178,7 +178,6 @@ def test_no_private_name_across_packages() -> None:
     assert bad == []
 
 
-@pytest.mark.xfail(strict=True, reason="bench, solver, synthetic and filter are split next (issue #21)")
 def test_modules_are_short() -> None:
     long = [f"{p.relative_to(SRC)}: {n} lines" for p in MODULES.values()
             if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_LINES]
