@@ -48,3 +48,22 @@ def test_embed_refuses_to_replace_finished_features(tmp_path: Path, small_snli: 
     with pytest.raises(OutputError, match="features.npy exists"):
         embed(small_snli, tmp_path / "o", featurizer="ngram", view="hypothesis", show_progress=False)
     assert (tmp_path / "o" / "features.npy").read_bytes() == before
+
+
+def test_run_takes_the_same_aflite_as_filter_files(tmp_path: Path, small_snli: Path) -> None:
+    """run(aflite=AFLite(...)) and run(params=..., strategy=..., seed=...) are one parameter space: the same
+    kept ids; an AFLite with its default sizes resolves to the scaled Table 8 defaults."""
+    from aflite import AFLite
+    from aflite.pipeline import run
+
+    kw = {"featurizer": "ngram", "probe": False, "show_progress": False}
+    sizes = {"slice_size": 10, "train_size": 30, "target_size": 150}
+    a = run(small_snli, tmp_path / "a", params=sizes, strategy="greedy", seed=5, **kw)
+    b = run(small_snli, tmp_path / "b", aflite=AFLite(**sizes, strategy="greedy", random_state=5), **kw)
+    assert (tmp_path / "a" / "kept_ids.txt").read_bytes() == (tmp_path / "b" / "kept_ids.txt").read_bytes()
+    assert a.summary["parameters"] == b.summary["parameters"]
+    c = run(small_snli, tmp_path / "c", **kw)
+    d = run(small_snli, tmp_path / "d", aflite=AFLite(), **kw)
+    assert c.summary["parameters"] == d.summary["parameters"] and d.summary["overrides"] == {}
+    with pytest.raises(Exception, match="either as aflite= or as params="):
+        run(small_snli, tmp_path / "e", aflite=AFLite(), params={"slice_size": 3}, **kw)

@@ -77,13 +77,31 @@ def run(
     storage: str = "float32",
     image_options: dict[str, Any] | None = None,
     link_dir: str | Path | None = None,
+    aflite: AFLite | None = None,
 ) -> RunResult:
     """Filter a dataset file end to end. ``params`` overrides the scaled Table 8 defaults (counts or
     fractions of |D|: target_size, n_partitions, train_size, slice_size, threshold); ``device`` and ``storage``
-    choose where the encoder and the ensemble run (see :class:`aflite.filter.AFLite`). ``groups``: True or
+    choose where the encoder and the ensemble run (see :class:`aflite.filter.AFLite`). Instead of ``params``,
+    ``strategy``, ``seed``, ``device`` and ``storage``, an ``aflite=AFLite(...)`` may be given, as to
+    :func:`filter_files`: its parameters are used (its default sizes, fractions of |D|, resolve to the same counts
+    as the scaled defaults). ``groups``: True or
     ``"premise"`` (rows with one premise stay on one side of every partition), False or ``"none"``, or a column
     of the file (e.g. a counterfactual family id). ``overwrite`` starts over in an ``out`` that holds a run."""
     show_progress = progress_flag(show_progress, quiet=quiet, where="run: ")
+    base: dict[str, Any] = {}
+    if aflite is not None:  # one parameter space with filter_files: the estimator's own keywords
+        if params is not None:
+            raise ParameterError("give the AFLite parameters either as aflite= or as params=, not both")
+        base = aflite.get_params()
+        defaults = AFLite().get_params()  # a size left at its default is the scaled default (same counts)
+        params = {k: base.pop(k) for k in ("target_size", "n_partitions", "train_size", "slice_size", "threshold")}
+        params = {k: v for k, v in params.items() if v != defaults[k]}
+        strategy, device, storage = base.pop("strategy"), base.pop("device"), base.pop("storage")
+        rs = base.pop("random_state")
+        if rs is not None:
+            if isinstance(rs, bool) or not isinstance(rs, int | np.integer):
+                raise ParameterError(f"aflite.random_state must be an int seed for run(), not {rs!r}")
+            seed = int(rs)
     from aflite import data, features
     from aflite.rundir import run_filter
 
@@ -114,8 +132,8 @@ def run(
         data.warn_twins(ds, {"pair": ("pair", "hypothesis")}.get(view, (view,)), group_spec)
     chosen = scaled_defaults(n)
     given = {k: v for k, v in (params or {}).items() if v is not None}
-    af = AFLite(**{**chosen, **given}, strategy=strategy, random_state=seed, device=device,  # type: ignore[arg-type]
-                storage=storage)
+    af = AFLite(**{**base, **chosen, **given}, strategy=strategy, random_state=seed,  # type: ignore[arg-type]
+                device=device, storage=storage)
     resolved = af.resolved_params(n)  # validates against |D| before any expensive step
     t = resolved["train_size"]
 
