@@ -398,6 +398,10 @@ def test_audit_images_precomputed_cue_free_stays_at_chance(tmp_path: Path) -> No
         deltas[cue] = m.biased_accuracy - m.majority_accuracy
         assert m.majority_accuracy == 0.5 and abs(m.normal_delta_maj) < 0.2  # random embeddings: near chance
         assert not (tmp_path / f"out{cue}" / "tsne.png").exists() and run.metrics["tsne_plots"] == {}
+        # the library writes the command's files itself: results.json (envelope + figures) and summary.md
+        res = json.loads((tmp_path / f"out{cue}" / "results.json").read_text())
+        assert res["command"] == "audit" and res["results"][0]["name"] == "D"
+        assert "colour-only" in (tmp_path / f"out{cue}" / "summary.md").read_text()
     assert deltas[True] > 0.4 and deltas[False] < 0.1, deltas  # cue-free: not above chance
 
 

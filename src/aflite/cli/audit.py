@@ -114,25 +114,13 @@ def register(sub: Any) -> None:
 def _validate(args: argparse.Namespace) -> None:
     """What can be refused before --out is created: a --compare folder that is not a run, and options that do
     not apply to the data's modality (text-only options on images, image options on text)."""
-    from aflite.data import images
-    from aflite.errors import ParameterError
+    from aflite.runs.audit import check_audit_options
 
-    args.images = images.is_image_input(args.data, args.featurizer, args.path_column)
-    given = [flag for dest, flag in (TEXT_ONLY if args.images else IMAGE_ONLY)
-             if getattr(args, dest) != args.option_defaults[dest]]
-    if given and args.images:
-        raise ParameterError(f"{', '.join(given)}: text-only option(s); {args.data} holds images, whose audit has "
-                             "no TRA, views, tokens, paper reference or groups (drop them)")
-    if given:
-        raise ParameterError(f"{', '.join(given)}: image option(s), but {args.data} is read as text (name the image "
-                             "column with --path-column, or use an image featurizer)")
-    if args.images:
-        from aflite.audit.images import resolve_audit_featurizer
-
-        resolve_audit_featurizer(args.featurizer, args.model_path)
-    elif args.featurizer not in (None, "minilm", "ngram"):
-        raise ParameterError(f"--featurizer {args.featurizer} is for images; {args.data} is read as text (minilm "
-                             "or ngram)")
+    text_given = [flag for dest, flag in TEXT_ONLY if getattr(args, dest) != args.option_defaults[dest]]
+    image_given = [flag for dest, flag in IMAGE_ONLY if getattr(args, dest) != args.option_defaults[dest]]
+    args.images = check_audit_options(args.data, featurizer=args.featurizer, model_path=args.model_path,
+                                      path_column=args.path_column, text_options=text_given,
+                                      image_options=image_given)
     if args.compare is not None:
         from aflite.rundir import read_kept_ids
 
@@ -141,7 +129,7 @@ def _validate(args: argparse.Namespace) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from aflite import audit as A
-    from aflite.runs.audit import audit_file
+    from aflite.runs.audit import audit_file, summary_lines
 
     t0 = time.perf_counter()
     is_images = getattr(args, "images", False)
@@ -166,38 +154,12 @@ def run(args: argparse.Namespace) -> int:
                      featurizer_options={"image_size": args.image_size, "path": args.embeddings,
                                          "ids_path": args.embedding_ids} if is_images else None)
     out: Path = args.out
-    write_results(out, args, res.metrics)
-    lines = summary_lines(res.results)
-    print("\n".join(lines))
-    from aflite.atomic import write_text
-
+    write_results(out, args)  # stamps the library's results.json with argv, seed and versions
+    print("\n".join(summary_lines(res.results)))
     plots = list(res.metrics.get("tsne_plots", {}).values())
-    more = "" if not plots else f"; the t-SNE map{'s' if len(plots) > 1 else ''}: {', '.join(plots)}"
     bad = res.metrics.get("bad_images")
     if bad:
         print(f"{bad['count']} unreadable image(s) left out, listed in {out / bad['file']}", file=sys.stderr)
-    write_text(out / "summary.md", f"# aflite audit: {args.data}\n\n" + "".join(f"- {line}\n" for line in lines)
-               + f"\nThe full report with its explanations: report.html{more}; every figure: results.json.\n")
     print(f"wrote {out / 'report.html'}, {out / 'summary.md'}, {out / 'results.json'}"
           + "".join(f", {out / p}" for p in plots) + f" ({time.perf_counter() - t0:.0f} s)", file=sys.stderr)
     return 0
-
-
-def summary_lines(results: list[Any]) -> list[str]:
-    """One line per audited set and condition, every accuracy next to chance (the majority-class rate)."""
-    lines: list[str] = []
-    for r in results:
-        for v, va in r.views.items():
-            m = va.metrics
-            null = va.peco_null
-            peco_null = "" if null is None else (f" vs shuffled labels {null.mean:.3f} (p95 {null.p95:.3f}),"
-                                                 f" excess {null.excess:+.3f}, p={null.p_value:.2f}")
-            image = v == "colour"
-            tra = "" if image else "  TRA " + ("–" if va.tra is None else f"{100 * va.tra.score:.1f}")
-            lines.append(f"{r.name} {v}-only (chance = majority class {100 * m.majority_accuracy:.1f}%):"
-                         f" biased {100 * m.biased_accuracy:.1f}% (Δmaj {100 * m.delta_maj:+.1f})"
-                         f"  normal{' (image embeddings)' if image else ''} {100 * m.normal_accuracy:.1f}%"
-                         f" ({100 * m.normal_delta_maj:+.1f})  %R_R {100 * m.pct_rr:.1f}  NBA {100 * m.nba:.1f}"
-                         f"  NBR {100 * m.nbr:.1f}{tra}  PECO{' (image embeddings)' if image else ''}"
-                         f" {va.peco.score:.3f}{peco_null} (Table-4 scale {va.peco.score_fraction20:.3f})")
-    return lines

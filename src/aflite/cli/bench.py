@@ -63,23 +63,16 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from aflite.errors import ParameterError
-    from aflite.experiments.bench import format_report, run_benchmark
+    from aflite.experiments.bench import check_benchmark, run_benchmark
+    from aflite.experiments.bench_text import format_report
 
-    if args.reference_partitions < 0:
-        raise ParameterError("--reference-partitions must be at least 0 (0: skip the scikit-learn reference)")
-    if (args.features is None) != (args.labels is None):
-        raise ParameterError("--features and --labels go together")
-    if (args.real_features is None) != (args.real_labels is None):
-        raise ParameterError("--real-features and --real-labels go together")
+    if args.shape is None:  # the same checks run_benchmark makes, before anything else
+        check_benchmark(args.n, args.dim, args.reference_partitions, args.features, args.labels,
+                        args.real_features, args.real_labels)
     solvers = ("fast", "previous") if args.solver == "both" else (args.solver,)
     # the complete run with both solvers takes several times as long: by default only the fast one
     cs = args.complete_solver or ("fast" if args.solver == "both" else args.solver)
     complete_solvers = ("fast", "previous") if cs == "both" else (cs,)
-    if args.features is None and args.shape is None and args.dim < 40:
-        raise ParameterError(f"--dim {args.dim}: the synthetic SNLI-shaped features need at least 40 dimensions")
-    if args.n < 100:
-        raise ParameterError(f"--n {args.n}: at least 100 rows")
 
     def log(msg: str) -> None:
         if not args.quiet:
@@ -103,10 +96,10 @@ def _save(args: argparse.Namespace, res: dict[str, Any], report: str) -> None:
     """With --out: the shared layout, results.json and summary.md."""
     if args.out is None:
         return
-    from aflite.atomic import write_text
+    from aflite.experiments.outputs import save_bench
 
-    write_results(args.out, args, res)
-    write_text(args.out / "summary.md", "# aflite bench\n\n```text\n" + report.rstrip("\n") + "\n```\n")
+    save_bench(res, report, args.out, seed=args.seed)
+    write_results(args.out, args)  # stamps the library's results.json with argv, seed and versions
 
 
 def _run_scale(args: argparse.Namespace, log: Any) -> int:
@@ -116,21 +109,11 @@ def _run_scale(args: argparse.Namespace, log: Any) -> int:
     from aflite.errors import ParameterError
     from aflite.experiments.scale import format_scale_report, scale_benchmark
 
-    if not 0 < args.scale <= 1:
-        raise ParameterError("--scale must lie in (0, 1]")
-    if args.measure_partitions < 1:
-        raise ParameterError("--measure-partitions must be at least 1")
     devices = tuple(d.strip() for d in args.devices.split(",") if d.strip())
     try:
         workers = tuple(int(w) for w in args.cluster_workers.split(",") if w.strip())
     except ValueError:
         raise ParameterError(f"--cluster-workers {args.cluster_workers!r}: comma-separated numbers") from None
-    if any(w < 1 for w in workers):
-        raise ParameterError("--cluster-workers: sizes must be at least 1")
-    from aflite.device import resolve_device
-
-    for dev in devices:
-        resolve_device(dev)  # a clear error before any data is written
     if args.workdir:
         from aflite.rundir import check_output_path
 

@@ -159,17 +159,12 @@ def run(args: argparse.Namespace) -> int:
                          eval_max=args.eval_max, cpu_eval_max=args.cpu_eval_max, max_steps=args.max_steps,
                          device=args.device)
     dopts: dict[str, Any] = {**dataset_options(args), "groups": args.groups}
-    if args.seeds < 1:
-        raise ParameterError(f"--seeds must be >= 1, got {args.seeds}")
     rep = evaluate(args.data, args.runs, args.out, models=[m for m in args.models.split(",") if m.strip()],
                    seeds=args.seeds, heldout=args.heldout, split_seed=args.seed,
                    random_baseline=not args.no_random, single_iteration=not args.no_single, eval_sets=eval_sets,
                    finetune=ft, cache_dir=args.cache, dataset_options=dopts, show_progress=not args.quiet,
                    tests=tests, split=not args.no_split)
     write_results(args.out, args)  # stamps the library's results.json with argv, seed and versions
-    from aflite.atomic import write_text
-
-    write_text(args.out / "summary.md", rep.tables if rep.tables.endswith("\n") else rep.tables + "\n")
     print(rep.tables)
     print(f"results: {args.out / 'results.json'}, tables: {args.out / 'tables.md'}, chart: "
           f"{args.out / 'accuracy.png'}", file=sys.stderr)

@@ -192,7 +192,7 @@ def dataset_options(args: argparse.Namespace) -> dict[str, Any]:
 # ----------------------------------------------------------------------------------------------- outputs
 def results_envelope(args: argparse.Namespace, seed: Any = None) -> dict[str, Any]:
     """What every results.json starts with: the command, its arguments, the seed and the versions."""
-    from aflite.runs.results import results_envelope as envelope
+    from aflite.results import results_envelope as envelope
 
     return envelope(getattr(args, "command", None), getattr(args, "argv", None),
                     seed if seed is not None else getattr(args, "seed", None))
@@ -201,8 +201,8 @@ def results_envelope(args: argparse.Namespace, seed: Any = None) -> dict[str, An
 def write_results(out: Path, args: argparse.Namespace, results: dict[str, Any] | None = None,
                   *, seed: Any = None) -> Path:
     """Write ``OUT/results.json`` with the envelope of the parsed command line
-    (:func:`aflite.runs.results.write_results_json`); without ``results`` the library's file is re-stamped."""
-    from aflite.runs.results import write_results_json
+    (:func:`aflite.results.write_results_json`); without ``results`` the library's file is re-stamped."""
+    from aflite.results import write_results_json
 
     path = Path(out) / "results.json"
     if seed is None and results is not None and results.get("seed") is None:

@@ -57,9 +57,8 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from aflite.atomic import write_text
     from aflite.cli.options import write_results
-    from aflite.experiments.synthetic import format_table, plot_figure2, run_synthetic
+    from aflite.experiments.synthetic import format_table, run_synthetic
 
     result = run_synthetic(
         seeds=range(args.seed, args.seed + args.seeds),
@@ -78,10 +77,10 @@ def run(args: argparse.Namespace) -> int:
     table = format_table(result)
     obj = result.to_json()
     if args.out is not None:
-        write_text(args.out / "table.txt", table)
-        write_text(args.out / "summary.md", "# aflite synthetic\n\n```\n" + table + "```\n")
-        write_results(args.out, args, obj)
-        plot_figure2(result, args.out / "figure2.png")
+        from aflite.experiments.outputs import save_synthetic
+
+        save_synthetic(result, args.out, seed=args.seed)
+        write_results(args.out, args)  # stamps the library's results.json with argv, seed and versions
         if not args.quiet:
             print(f"wrote table.txt, results.json and figure2.png to {args.out}", file=sys.stderr)
     if args.json:

@@ -82,7 +82,7 @@ def evaluate(
         raise ParameterError("a model is listed twice")
     seed_list = list(range(seeds)) if isinstance(seeds, int) else [int(s) for s in seeds]
     if not seed_list:
-        raise ParameterError("seeds must be a positive count or a non-empty list")
+        raise ParameterError(f"seeds (--seeds) must be a count >= 1 or a non-empty list, got {seeds!r}")
     ft = finetune or FinetuneOptions()
     ft.check()
     from aflite.data import images
@@ -231,9 +231,12 @@ def evaluate(
     report = EvaluationReport(out_p, results, aggregate, set_info, tables, config)
     if out_p is not None:
         out_p.mkdir(parents=True, exist_ok=True)
-        write_json(out_p / "results.json", {"config": config, "training_sets": set_info, "aggregate": aggregate,
-                                            "runs": results})
+        from aflite.results import write_results_json
+
+        write_results_json(out_p, {"config": config, "training_sets": set_info, "aggregate": aggregate,
+                                   "runs": results}, command="evaluate", seed=split_seed)
         write_text(out_p / "tables.md", tables)
+        write_text(out_p / "summary.md", tables if tables.endswith("\n") else tables + "\n")
         plot_report(report, out_p / "accuracy.png")
     return report
 

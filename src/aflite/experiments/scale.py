@@ -133,8 +133,17 @@ def scale_benchmark(
     optionally the complete filter. Each job runs in a fresh process so that its peak memory is its own."""
     from pathlib import Path
 
+    from aflite.device import resolve_device
     from aflite.rundir import versions
 
+    if not 0 < scale <= 1:
+        raise ParameterError("--scale must lie in (0, 1]")
+    if measure_partitions < 1:
+        raise ParameterError("--measure-partitions must be at least 1")
+    if any(w < 1 for w in cluster_workers):
+        raise ParameterError("--cluster-workers: sizes must be at least 1")
+    for dev in devices:
+        resolve_device(dev)  # a clear error before any data is written
     say = log or (lambda *_: None)
     work = Path(workdir)
     work.mkdir(parents=True, exist_ok=True)

@@ -40,6 +40,31 @@ def check_audit_config(cfg: Any) -> None:
             raise ParameterError(f"{name} ({flag}) must be >= {least.get(name, 1)}, got {getattr(cfg, name)}")
 
 
+def check_audit_options(data_path: str | os.PathLike[str], *, featurizer: str | None = None,
+                        model_path: str | None = None, path_column: str | None = None,
+                        text_options: list[str] | tuple[str, ...] = (),
+                        image_options: list[str] | tuple[str, ...] = ()) -> bool:
+    """Whether ``data_path`` is audited as images; refused before any work: options of the other modality
+    (``text_options``/``image_options``: the names of the options the caller set, as the caller spells them)
+    and a featurizer that does not read the data's modality."""
+    from aflite.audit.images import resolve_audit_featurizer
+    from aflite.data import images
+
+    is_images = images.is_image_input(data_path, featurizer, path_column)
+    if text_options and is_images:
+        raise ParameterError(f"{', '.join(text_options)}: text-only option(s); {data_path} holds images, whose audit "
+                             "has no TRA, views, tokens, paper reference or groups (drop them)")
+    if image_options and not is_images:
+        raise ParameterError(f"{', '.join(image_options)}: image option(s), but {data_path} is read as text (name the "
+                             "image column with --path-column, or use an image featurizer)")
+    if is_images:
+        resolve_audit_featurizer(featurizer, model_path)
+    elif featurizer not in (None, "minilm", "ngram"):
+        raise ParameterError(f"--featurizer {featurizer} is for images; {data_path} is read as text (minilm "
+                             "or ngram)")
+    return is_images
+
+
 def audit_file(
     data_path: str | Path,
     out: str | Path,
@@ -160,7 +185,7 @@ def audit_file(
     write_json(out / "metrics.json", metrics)
     write_report(out / "report.html", results, title=title or f"Label-leakage audit of {Path(data_path).name}",
                  notes=notes, reference=reference)
-    return AuditRun(out, results, metrics, notes)
+    return _finish(AuditRun(out, results, metrics, notes), data_path, cfg.seed)
 
 
 @limited  # one thread policy (aflite.threads)
@@ -270,4 +295,39 @@ def audit_image_file(data_path: str | os.PathLike[str], out: str | os.PathLike[s
     write_json(out / "metrics.json", metrics)
     write_image_report(out / "report.html", results, title=title or f"Label-leakage audit of {Path(data_path).name}",
                        notes=notes)
-    return AuditRun(out, results, metrics, notes)
+    return _finish(AuditRun(out, results, metrics, notes), data_path, cfg.seed)
+
+
+def _finish(run: AuditRun, data_path: str | os.PathLike[str], seed: int) -> AuditRun:
+    """results.json (the envelope and every figure) and summary.md (one line per set and condition), the same
+    whether the audit runs from Python or from ``aflite audit``."""
+    from aflite.atomic import write_text
+    from aflite.results import write_results_json
+
+    write_results_json(run.out, run.metrics, command="audit", seed=seed)
+    plots = list(run.metrics.get("tsne_plots", {}).values())
+    more = "" if not plots else f"; the t-SNE map{'s' if len(plots) > 1 else ''}: {', '.join(plots)}"
+    write_text(run.out / "summary.md", f"# aflite audit: {data_path}\n\n"
+               + "".join(f"- {line}\n" for line in summary_lines(run.results))
+               + f"\nThe full report with its explanations: report.html{more}; every figure: results.json.\n")
+    return run
+
+
+def summary_lines(results: list[Any]) -> list[str]:
+    """One line per audited set and condition, every accuracy next to chance (the majority-class rate)."""
+    lines: list[str] = []
+    for r in results:
+        for v, va in r.views.items():
+            m = va.metrics
+            null = va.peco_null
+            peco_null = "" if null is None else (f" vs shuffled labels {null.mean:.3f} (p95 {null.p95:.3f}),"
+                                                 f" excess {null.excess:+.3f}, p={null.p_value:.2f}")
+            image = v == "colour"
+            tra = "" if image else "  TRA " + ("–" if va.tra is None else f"{100 * va.tra.score:.1f}")
+            lines.append(f"{r.name} {v}-only (chance = majority class {100 * m.majority_accuracy:.1f}%):"
+                         f" biased {100 * m.biased_accuracy:.1f}% (Δmaj {100 * m.delta_maj:+.1f})"
+                         f"  normal{' (image embeddings)' if image else ''} {100 * m.normal_accuracy:.1f}%"
+                         f" ({100 * m.normal_delta_maj:+.1f})  %R_R {100 * m.pct_rr:.1f}  NBA {100 * m.nba:.1f}"
+                         f"  NBR {100 * m.nbr:.1f}{tra}  PECO{' (image embeddings)' if image else ''}"
+                         f" {va.peco.score:.3f}{peco_null} (Table-4 scale {va.peco.score_fraction20:.3f})")
+    return lines

@@ -147,7 +147,7 @@ def _write_outputs(data: str | os.PathLike[str], featurizer: str, seed: int, out
                    seconds: float, **more: Any) -> EmbedResult:
     """OUT/results.json and OUT/summary.md, the same for text and images."""
     from aflite.atomic import write_text
-    from aflite.runs.results import write_results_json
+    from aflite.results import write_results_json
 
     files = {"features": FEATURES, "ids": "ids.txt"}
     if (out / "labels.txt").exists():
