@@ -311,14 +311,14 @@ def main() -> int:
     # Table 8's ImageNet column scaled to |D| (t 32.7K, k 33.6K of 1.28M; τ 0), stopping at 40 % of D (§5)
     t = max(10, round(32_700 / 1_281_167 * n))
     k = max(1, round(33_600 / 1_281_167 * n))
-    params = ["--train-size", str(t), "--slice-size", str(k), "--target-size", "0.4", "--tau", "0", "--no-probe",
+    params = ["--train-size", str(t), "--slice-size", str(k), "--target-size", "0.4", "--threshold", "0", "--no-probe",
               "--quiet"]
     size = [] if args.image_size == 224 else ["--image-size", str(args.image_size)]
     runs = {} if args.only_warmup else {"efficientnet-lite0": aflite_run(out, "run", "efficientnet-lite0",
                                                                            params + size, log)}
     if args.warmup or args.only_warmup:
         wt = str(round(args.warmup_size * n))
-        wparams = ["--train-size", wt, "--slice-size", str(k), "--target-size", "0.4", "--tau", "0", "--no-probe",
+        wparams = ["--train-size", wt, "--slice-size", str(k), "--target-size", "0.4", "--threshold", "0", "--no-probe",
                    "--quiet", "--max-steps", str(args.warmup_steps)]
         runs["warmup"] = aflite_run(out, "run_warmup", "warmup", wparams + size, log)
     if args.stage == "run":

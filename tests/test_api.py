@@ -261,7 +261,7 @@ def test_audit_file_refuses_unusable_sizes_and_runs_before_any_work(tmp_path: Pa
     from aflite.audit import AuditConfig
     from aflite.runs.audit import audit_file, check_audit_config
 
-    with pytest.raises(ParameterError, match=r"n_folds \(--folds\) must be >= 2"):
+    with pytest.raises(ParameterError, match=r"n_folds \(--n-folds\) must be >= 2"):
         check_audit_config(AuditConfig(n_folds=1))
     with pytest.raises(ParameterError, match=r"peco_shuffles"):
         check_audit_config(AuditConfig(peco_shuffles=1))

@@ -101,7 +101,7 @@ def test_resume_refuses_other_parameters(tmp_path):
         (None, ["-t", "200"], "train_size"),
         (None, ["-n", "400"], "target_size"),
         (None, ["-k", "0"], "slice-size"),
-        (None, ["--tau", "1.5"], "threshold"),
+        (None, ["--threshold", "1.5"], "threshold"),
         ("truncated", [], "X.npy"),
         ("missing", [], "X.npy"),
         (None, ["--device", "tpu"], "unknown device"),

@@ -410,7 +410,8 @@ def test_audit_and_evaluate_take_groups(tmp_path, capsys):
 def test_audit_warns_about_twins(tmp_path, capsys):
     p = twins_file(tmp_path, n=60)
     code, _, err = cli(capsys, "audit", p, "--out", tmp_path / "au", "--featurizer", "ngram", "--no-tra",
-                       "--quiet", "--tsne-sample", "0", "--pca", "5", "--clusters", "5", "--peco-shuffles", "2")
+                       "--quiet", "--tsne-sample", "0", "--n-components", "5", "--n-clusters", "5",
+                       "--peco-shuffles", "2")
     assert code == 0, err
     assert "counterfactual twins" in err
 

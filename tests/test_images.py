@@ -124,7 +124,7 @@ def _run(argv: list[str]) -> int:
     return main(argv)
 
 
-FILTER = ["--train-size", "6", "--slice-size", "2", "--target-size", "10", "--partitions", "8", "--tau", "0",
+FILTER = ["--train-size", "6", "--slice-size", "2", "--target-size", "10", "--n-partitions", "8", "--threshold", "0",
           "--quiet", "--device", "cpu"]
 
 
@@ -209,7 +209,7 @@ def test_run_folder_warmup_discards_the_warmup_slice(tmp_path: Path) -> None:
     out = tmp_path / "out"
     rc = _run(["run", str(tmp_path / "d"), "--out", str(out), "--featurizer", "warmup", "--model-path",
                str(tiny_vit(tmp_path / "vit")), "--max-steps", "3", "--train-size", "6", "--slice-size", "2",
-               "--target-size", "8", "--partitions", "8", "--tau", "0", "--quiet", "--device", "cpu"])
+               "--target-size", "8", "--n-partitions", "8", "--threshold", "0", "--quiet", "--device", "cpu"])
     assert rc == 0
     warm = set((out / "warmup_ids.txt").read_text().split())
     kept = {r["path"] for r in csv.DictReader(open(out / "kept.csv"))}
@@ -262,7 +262,7 @@ def test_embed_images_memmap_resume_then_filter_mmap(tmp_path: Path, monkeypatch
 
     rc = _run(["filter", "--features", str(part / "features.npy"), "--labels", str(part / "labels.txt"),
                "--ids", str(part / "ids.txt"), "--mmap", "--out", str(tmp_path / "f"), "--train-size", "6",
-               "--slice-size", "2", "--target-size", "10", "--partitions", "8", "--tau", "0", "--quiet"])
+               "--slice-size", "2", "--target-size", "10", "--n-partitions", "8", "--threshold", "0", "--quiet"])
     assert rc == 0
     assert len((tmp_path / "f" / "kept_ids.txt").read_text().split()) == 10
 
@@ -282,7 +282,7 @@ def test_evaluate_on_images_with_ood_folder(tmp_path: Path) -> None:
     run = tmp_path / "run"
     assert _run(["run", str(tmp_path / "d"), "--out", str(run), "--featurizer", "hf-image", "--model-path", model,
                  "--cache", str(tmp_path / "cache"), "--train-size", "12", "--slice-size", "4", "--target-size", "44",
-                 "--partitions", "8", "--tau", "0", "--quiet", "--device", "cpu"]) == 0
+                 "--n-partitions", "8", "--threshold", "0", "--quiet", "--device", "cpu"]) == 0
     ood = load_eval_set(tmp_path / "ood", "squares-ood")
     assert len(ood) == 8 and ood.texts_b is None
     from aflite.evaluate import FinetuneOptions
@@ -344,8 +344,8 @@ def cued_shapes(folder: Path, n_per_class: int = 30, cue: bool = True, size: int
     return paths
 
 
-AUDIT_SMALL = ["--folds", "3", "--pca", "5", "--clusters", "4", "--peco-shuffles", "10", "--tsne-sample", "40",
-               "--quiet", "--device", "cpu"]
+AUDIT_SMALL = ["--n-folds", "3", "--n-components", "5", "--n-clusters", "4", "--peco-shuffles", "10",
+               "--tsne-sample", "40", "--quiet", "--device", "cpu"]
 
 
 def test_audit_cli_image_folder_end_to_end(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -426,7 +426,7 @@ def test_audit_cli_bad_image_exit_2_one_line_or_skipped(tmp_path: Path, capsys: 
 
 @pytest.mark.parametrize("extra, message", [
     (["--no-tra"], "--tra/--no-tra: text-only option"),
-    (["--views", "hypothesis", "--top-tokens", "3"], "--views, --top-tokens: text-only option"),
+    (["--views", "hypothesis", "--top-k-tokens", "3"], "--views, --top-k-tokens: text-only option"),
     (["--featurizer", "ngram"], "--featurizer ngram on images"),
     (["--featurizer", "efficientnet-lite0", "--model-path", "m"], "give --featurizer hf-image"),
 ])
@@ -471,7 +471,7 @@ def test_audit_cli_images_compare_with_a_run(tmp_path: Path, capsys: pytest.Capt
     pre = ["--featurizer", "precomputed", "--embeddings", str(tmp_path / "e.npy"), "--embedding-ids",
            str(tmp_path / "e.txt")]
     assert _run(["run", str(tmp_path / "d"), "--out", str(tmp_path / "run"), *pre, "--train-size", "10",
-                 "--slice-size", "3", "--target-size", "20", "--partitions", "8", "--tau", "0", "--quiet"]) == 0
+                 "--slice-size", "3", "--target-size", "20", "--n-partitions", "8", "--threshold", "0", "--quiet"]) == 0
     kept = (tmp_path / "run" / "kept_ids.txt").read_text().split()
     out = tmp_path / "a"
     rc = _run(["audit", str(tmp_path / "d"), "--out", str(out), "--compare", str(tmp_path / "run"), *pre,

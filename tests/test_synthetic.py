@@ -205,7 +205,7 @@ def test_cli_writes_its_files(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     ["--separations", "0.8,1.0"],
     ["--n-samples", "150"],
     ["--dev-fraction", "1.5"],
-    ["--tau", "2"],
+    ["--threshold", "2"],
     ["-t", "300", "-n", "200"],
 ])
 def test_cli_rejects_bad_values(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:

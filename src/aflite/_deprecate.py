@@ -18,3 +18,8 @@ def progress_flag(show_progress: bool, *, quiet: bool | None = None, progress: b
     warnings.warn(f"{where}{old}= is deprecated and will be removed in the next release; use show_progress=",
                   DeprecationWarning, stacklevel=3)
     return not quiet if quiet is not None else bool(progress)
+
+
+def flag_message(old: str, new: str) -> str:
+    """The one line a deprecated command-line spelling prints (it still works for this release)."""
+    return f"aflite: {old} is deprecated and will be removed in the next release; use {new}"

@@ -13,6 +13,7 @@ from typing import Any
 from aflite.cli.options import (
     add_cache,
     add_columns,
+    add_deprecated,
     add_device,
     add_image_options,
     add_out,
@@ -26,7 +27,7 @@ from aflite.cli.options import (
 # options that read text: refused (one line, exit 2) on image data, where they have nothing to act on
 TEXT_ONLY = (("views", "--views"), ("tra", "--tra/--no-tra"), ("tra_steps", "--tra-steps"),
              ("tra_batch_size", "--tra-batch-size"), ("tra_sample", "--tra-sample"), ("tra_eval", "--tra-eval"),
-             ("peco_encoder", "--peco-encoder"), ("top_tokens", "--top-tokens"),
+             ("peco_encoder", "--peco-encoder"), ("top_k_tokens", "--top-k-tokens"),
              ("min_token_count", "--min-token-count"), ("reference", "--reference"), ("text_a", "--text-a"),
              ("text_b", "--text-b"), ("groups", "--groups"))
 # and the reverse: options for image data only
@@ -64,19 +65,24 @@ def register(sub: Any) -> None:
                    help="frozen features of the linear biased/normal models: minilm or ngram for text "
                    "(default minilm); efficientnet-lite0, hf-image (--model-path) or precomputed (--embeddings) for "
                    "images (default efficientnet-lite0, or hf-image when --model-path is given)")
-    p.add_argument("--folds", type=int, default=5, help="cross-validation folds (default 5)")
+    p.add_argument("--n-folds", type=int, default=5, help="cross-validation folds (default 5)")
+    add_deprecated(p, "--folds", "--n-folds", dest="n_folds", type=int)
     p.add_argument("-C", type=float, default=1.0, help="inverse L2 strength of the logistic regressions")
-    p.add_argument("--pca", type=int, default=30, help="PECO: principal components (default 30)")
-    p.add_argument("--clusters", type=int, default=50, help="PECO: k-means clusters (default 50)")
-    p.add_argument("--peco-threshold", type=float, default=0.2,
+    p.add_argument("--n-components", type=int, default=30, help="PECO: principal components (default 30)")
+    add_deprecated(p, "--pca", "--n-components", dest="n_components", type=int)
+    p.add_argument("--n-clusters", type=int, default=50, help="PECO: k-means clusters (default 50)")
+    add_deprecated(p, "--clusters", "--n-clusters", dest="n_clusters", type=int)
+    p.add_argument("--bias-threshold", type=float, default=0.2,
                    help="biased-region threshold on a cluster's L2 label-distribution distance (default 0.2)")
+    add_deprecated(p, "--peco-threshold", "--bias-threshold", dest="bias_threshold", type=float)
     p.add_argument("--peco-shuffles", type=int, default=30,
                    help="label shuffles for PECO's permutation null (default 30, seeded by --seed)")
     p.add_argument("--reference", default="none", metavar="NAME",
                    help="show the paper's figures for this dataset beside ours: none (default), "
                    "snli, mnli-b, mnli-u, sick, xnli, fever, anli, ocnli, caugnli, snli-debiased, mnli-debiased")
     p.add_argument("--tsne-sample", type=int, default=2000, help="points on the t-SNE map; 0: no map (default 2000)")
-    p.add_argument("--top-tokens", type=int, default=10, help="token artifacts per label (default 10)")
+    p.add_argument("--top-k-tokens", type=int, default=10, help="token artifacts per label (default 10)")
+    add_deprecated(p, "--top-tokens", "--top-k-tokens", dest="top_k_tokens", type=int)
     p.add_argument("--min-token-count", type=int, default=None,
                    help="skip tokens in fewer sentences (default max(5, 0.2%% of rows))")
     tra = p.add_mutually_exclusive_group()
@@ -140,9 +146,9 @@ def run(args: argparse.Namespace) -> int:
     else:
         featurizer = args.featurizer or "minilm"
     cfg = A.AuditConfig(
-        views=tuple(dict.fromkeys(args.views)), featurizer=featurizer, n_folds=args.folds, C=args.C,
-        n_components=args.pca, n_clusters=args.clusters, bias_threshold=args.peco_threshold,
-        tsne_sample=args.tsne_sample, top_k_tokens=args.top_tokens, min_token_count=args.min_token_count,
+        views=tuple(dict.fromkeys(args.views)), featurizer=featurizer, n_folds=args.n_folds, C=args.C,
+        n_components=args.n_components, n_clusters=args.n_clusters, bias_threshold=args.bias_threshold,
+        tsne_sample=args.tsne_sample, top_k_tokens=args.top_k_tokens, min_token_count=args.min_token_count,
         tra=args.tra, peco_shuffles=args.peco_shuffles, peco_encoder=args.peco_encoder, tra_steps=args.tra_steps,
         tra_batch_size=args.tra_batch_size, tra_sample=args.tra_sample, tra_eval=args.tra_eval,
         model_path=args.model_path, device=args.device, seed=args.seed,

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +43,7 @@ __all__ = [
     "size",
     "write_results",
     "results_envelope",
+    "add_deprecated",
     "SIZE_HELP",
 ]
 
@@ -212,3 +214,22 @@ def write_results(out: Path, args: argparse.Namespace, results: dict[str, Any] |
         seed = body_seed if body_seed is not None else getattr(args, "seed", None)
     return write_results_json(out, results, command=getattr(args, "command", None), argv=getattr(args, "argv", None),
                               seed=seed)
+
+
+# ----------------------------------------------------------------------------------------------- old spellings
+def add_deprecated(p: Any, old: str, new: str, *, dest: str, const: Any = None, **kwargs: Any) -> None:
+    """``old`` as a deprecated spelling of ``new`` (same ``dest``): it still works for one release, says so on
+    stderr when used, and is listed in ``--help`` (and the generated guide) as deprecated. With ``const`` it takes
+    no value and stores ``const`` (e.g. ``--no-groups`` for ``--groups none``). See CHANGELOG.md."""
+    from aflite._deprecate import flag_message
+
+    base: type[argparse.Action] = argparse._StoreConstAction if const is not None else argparse._StoreAction
+
+    class Deprecated(base):  # type: ignore[valid-type,misc]
+        def __call__(self, parser: Any, namespace: Any, values: Any, option_string: str | None = None) -> None:
+            print(flag_message(option_string or old, new), file=sys.stderr)
+            super().__call__(parser, namespace, values, option_string)
+
+    extra = {"const": const} if const is not None else {}
+    p.add_argument(old, dest=dest, action=Deprecated, default=argparse.SUPPRESS,
+                   help=f"deprecated spelling of {new} (removed in the next release)", **extra, **kwargs)

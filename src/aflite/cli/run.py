@@ -41,7 +41,9 @@ def add_pipeline_options(p: argparse.ArgumentParser, featurizer_default: str) ->
     from aflite.cli.options import add_groups_option, add_overwrite_option
 
     add_groups_option(p)
-    p.add_argument("--no-groups", action="store_true", help=argparse.SUPPRESS)  # old spelling of --groups none
+    from aflite.cli.options import add_deprecated
+
+    add_deprecated(p, "--no-groups", "--groups none", dest="groups", const="none")
     add_overwrite_option(p)
     p.add_argument("--no-probe", action="store_true", help="skip the hypothesis-only probe in the summary")
     p.add_argument("--resume", action="store_true", help="continue an interrupted run in OUT")
@@ -76,10 +78,10 @@ def pipeline_kwargs(args: argparse.Namespace) -> dict[str, Any]:
                                image_size=args.image_size if args.image_size != 224 else None,
                                max_steps=args.max_steps, lr=args.lr, path=args.embeddings,
                                ids_path=args.embedding_ids or None)
-    params = {"target_size": args.target_size, "n_partitions": args.partitions, "train_size": args.train_size,
+    params = {"target_size": args.target_size, "n_partitions": args.n_partitions, "train_size": args.train_size,
               "slice_size": args.slice_size, "threshold": args.threshold}
     return dict(featurizer=args.featurizer, view=args.view, params=params, strategy=args.strategy, seed=args.seed,
-                groups="none" if args.no_groups else args.groups, cache_dir=args.cache, resume=args.resume,
+                groups=args.groups, cache_dir=args.cache, resume=args.resume,
                 overwrite=args.overwrite, show_progress=not args.quiet,
                 probe=not args.no_probe, featurizer_options=fopts, device=args.device, storage=args.storage,
                 image_options=image_options(args),

@@ -32,7 +32,8 @@ class AuditRun:
 
 def check_audit_config(cfg: Any) -> None:
     """Sizes of an :class:`aflite.audit.AuditConfig` that no audit can use; refused before any work."""
-    flags = {"n_folds": "--folds", "n_components": "--pca", "n_clusters": "--clusters", "tra_steps": "--tra-steps",
+    flags = {"n_folds": "--n-folds", "n_components": "--n-components", "n_clusters": "--n-clusters",
+             "tra_steps": "--tra-steps",
              "tra_sample": "--tra-sample", "tra_eval": "--tra-eval", "peco_shuffles": "--peco-shuffles"}
     least = {"n_folds": 2, "peco_shuffles": 2}
     for name, flag in flags.items():
