@@ -304,9 +304,3 @@ def _square_resize(im: Any, size: int) -> np.ndarray:
     if (nw, nh) != (size, size):
         im = im.crop((left, top, left + size, top + size))
     return np.asarray(im, dtype=np.uint8)
-
-
-def make_image_encoder(name: str, model_path: str | os.PathLike[str] | None = None, device: str | None = None,
-                       image_size: int = 224) -> ImageEncoder:
-    """``efficientnet-lite0`` or ``hf-image`` (a ``model_path`` folder)."""
-    return ImageEncoder(name, model_path=model_path, device=device, image_size=image_size)

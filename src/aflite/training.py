@@ -101,7 +101,6 @@ seeds 0-2) ended at training loss 2.04 with lr 5e-5 (chance: ln 10 = 2.30; held-
 classifier 0.21) and 0.21 with 1e-3 (held-out 0.83; 3e-3 was as good on average but varied more across seeds),
 and a linear probe on the fine-tuned features did better too (0.95 vs 0.92); at 224 px, held-out 0.28 vs 0.80.
 docs/measured/images_warmup_lr.json and _224.json (script: docs/measured/images_warmup_lr.py)."""
-PRESETS = {"warmup": WARMUP, "warmup-image": WARMUP_IMAGE, "evaluate": EVALUATE, "audit": AUDIT}
 
 
 @dataclasses.dataclass

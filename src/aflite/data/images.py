@@ -52,10 +52,6 @@ def _pil() -> Any:
     return Image
 
 
-def is_image_ref(ref: str) -> bool:
-    return ref.startswith(_HF_PREFIX) or ref.lower().endswith(IMAGE_SUFFIXES)
-
-
 def _hf_ref(row: int, column: str, folder: Path) -> str:
     return f"{_HF_PREFIX}{row}:{column}:{folder}"
 
