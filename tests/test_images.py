@@ -519,3 +519,19 @@ def test_audit_cli_default_featurizer_is_efficientnet_lite0(tmp_path: Path) -> N
     res = json.loads((out / "results.json").read_text())
     assert res["featurizer"] == "efficientnet-lite0" and res["embedding_dim"] == 1280
     assert res["results"][0]["config"]["featurizer"] == "efficientnet-lite0"
+
+
+def test_an_image_dataset_is_a_typed_dataset_with_its_bad_inputs(tmp_path: Path) -> None:
+    """Images are a modality of the one Dataset: inputs are image references, bad_inputs the skipped files,
+    named through InputError.path (not by parsing the message)."""
+    from aflite.data import Dataset
+
+    square_images(tmp_path / "d", n_per_class=4)
+    (tmp_path / "d" / "0" / "zz.png").write_bytes(b"not a png")
+    with pytest.raises(InputError) as info:
+        images.open_image(str(tmp_path / "d" / "0" / "zz.png"))
+    assert info.value.path == str(tmp_path / "d" / "0" / "zz.png")
+    ds = images.load_image_dataset(tmp_path / "d", skip_bad_images=True)
+    assert isinstance(ds, Dataset) and ds.modality == "image" and ds.inputs == ds.texts_a
+    assert ds.bad_inputs == ds.bad_images == [str(tmp_path / "d" / "0" / "zz.png")]
+    assert len(ds) == 8 and not ds.is_pair

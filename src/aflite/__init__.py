@@ -37,6 +37,7 @@ _LAZY: dict[str, tuple[str, str]] = {
     "filter_files": ("aflite.pipeline", "filter_files"),
     "RunResult": ("aflite.pipeline", "RunResult"),
     "load_dataset": ("aflite.data", "load_dataset"),
+    "Dataset": ("aflite.data", "Dataset"),
     "TextDataset": ("aflite.data", "TextDataset"),
     "write_filtered": ("aflite.data", "write_filtered"),
     "demo_dataset_path": ("aflite.data", "demo_dataset_path"),

@@ -8,7 +8,15 @@ class AfliteError(Exception):
 
 
 class InputError(AfliteError, ValueError):
-    """Unreadable, malformed or inconsistent input data; the message names the file, line or column."""
+    """Unreadable, malformed or inconsistent input data; the message names the file, line or column.
+
+    ``path`` is the file (or image reference) at fault when there is one, so that a caller can list it (e.g. the
+    unreadable images skipped by ``--skip-bad-images``) without parsing the message.
+    """
+
+    def __init__(self, *args: object, path: str | None = None) -> None:
+        super().__init__(*args)
+        self.path = path
 
 
 class ParameterError(AfliteError, ValueError):

@@ -17,7 +17,7 @@ from __future__ import annotations
 from aflite.data.arrays import check_aligned, encode_labels, load_features, load_ids, load_labels
 from aflite.data.files import PathLike
 from aflite.data.options import option_names
-from aflite.data.text import SourceInfo, TextDataset, demo_dataset_path, load_dataset
+from aflite.data.text import Dataset, SourceInfo, TextDataset, demo_dataset_path, load_dataset
 from aflite.data.twins import TWINS_WARN_SHARE, TWINS_WARN_TEXTS, counterfactual_twins, twins_warning, warn_twins
 from aflite.data.write import write_filtered
 
@@ -25,6 +25,7 @@ __all__ = [
     "TWINS_WARN_SHARE",
     "TWINS_WARN_TEXTS",
     "PathLike",
+    "Dataset",
     "SourceInfo",
     "TextDataset",
     "check_aligned",

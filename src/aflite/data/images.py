@@ -36,6 +36,7 @@ from typing import Any
 
 import numpy as np
 
+from aflite.data.text import Dataset
 from aflite.errors import InputError, OutputError, ParameterError
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".gif", ".webp", ".tif", ".tiff", ".ppm", ".pgm")
@@ -86,7 +87,7 @@ def open_image(ref: str) -> Any:
                 src = cell["path"]
                 where = f"{cell['path']} ({where})"
             else:
-                raise InputError(f"{where}: no image (the cell is empty)")
+                raise InputError(f"{where}: no image (the cell is empty)", path=where)
         else:
             src = ref
         with image.open(src) as im:
@@ -97,10 +98,10 @@ def open_image(ref: str) -> Any:
     except (OSError, ValueError, SyntaxError, image.DecompressionBombError) as exc:
         msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise InputError(f"{where}: not a readable image ({msg}); use --skip-bad-images to leave such files "
-                         "out") from None
+                         "out", path=where) from None
     except Exception as exc:  # PIL raises assorted errors on corrupt files
         raise InputError(f"{where}: not a readable image ({type(exc).__name__}); use --skip-bad-images to leave "
-                         f"such files out") from None
+                         f"such files out", path=where) from None
 
 
 def files_fingerprint(refs: Sequence[str]) -> str:
@@ -149,9 +150,9 @@ def load_image_dataset(
     label_column: str | None = None,
     id_column: str | None = None,
     skip_bad_images: bool = False,
-) -> Any:
+) -> Dataset:
     """Load an image folder, a table with a path column, or a HF dataset folder with an Image column (see the
-    module docstring) as a :class:`aflite.data.TextDataset` of image references."""
+    module docstring) as a :class:`aflite.data.Dataset` of image references (``modality == "image"``)."""
     p = Path(path)
     if not p.exists():
         raise InputError(f"{p}: no such file or folder")
@@ -169,18 +170,19 @@ def load_image_dataset(
                 open_image(ref)
             except InputError as exc:
                 ok[i] = False
-                bad.append(str(exc).split(": not a readable image")[0])
+                bad.append(exc.path if exc.path is not None else str(exc))
         if bad:
             ds = _select(ds, np.flatnonzero(ok))
             ds.dropped = {**ds.dropped, "unreadable_image": len(bad)}
             ds.n_dropped += len(bad)
         if not len(ds):
             raise InputError(f"{p}: no readable image")
-    ds.bad_images = bad
+    ds.modality = "image"
+    ds.bad_inputs = bad
     return ds
 
 
-def _select(ds: Any, rows: np.ndarray) -> Any:
+def _select(ds: Dataset, rows: np.ndarray) -> Dataset:
     import dataclasses
 
     src = dataclasses.replace(ds.source, row_index=ds.source.row_index[rows],
@@ -192,7 +194,7 @@ def _select(ds: Any, rows: np.ndarray) -> Any:
         extra={k: [v[i] for i in rows] for k, v in ds.extra.items()})
 
 
-def _load_folder(p: Path) -> Any:
+def _load_folder(p: Path) -> Dataset:
     from aflite.data import SourceInfo, TextDataset
 
     refs: list[str] = []
@@ -252,7 +254,7 @@ def _pick(columns: list[str], given: str | None, candidates: Sequence[str], what
                      f"{', '.join(map(repr, columns))}); name it with --{what}-column")
 
 
-def _load_table(p: Path, path_column: str | None, label_column: str | None, id_column: str | None) -> Any:
+def _load_table(p: Path, path_column: str | None, label_column: str | None, id_column: str | None) -> Dataset:
     from aflite.data import load_dataset
 
     cols = _table_columns(p)
@@ -275,7 +277,7 @@ def _load_table(p: Path, path_column: str | None, label_column: str | None, id_c
     return ds
 
 
-def _load_hf(p: Path, image_column: str | None, label_column: str | None, id_column: str | None) -> Any:
+def _load_hf(p: Path, image_column: str | None, label_column: str | None, id_column: str | None) -> Dataset:
     from aflite.data import SourceInfo, TextDataset
     from aflite.data.columnar import _hf_label_names
 

@@ -46,8 +46,14 @@ class SourceInfo:
 
 
 @dataclass
-class TextDataset:
-    """A text classification / NLI dataset: texts, labels (str), unique ids (str) and premise groups."""
+class Dataset:
+    """A classification / NLI dataset of any modality: inputs, labels (str), unique ids (str) and groups.
+
+    ``texts_a`` are the inputs (``inputs``): first texts, or for ``modality == "image"`` image references (paths
+    or ``hf:`` references of :mod:`aflite.data.images`), so that Φ, the filter and the run folder treat both
+    alike; ``texts_b`` the second texts of pairs. ``bad_inputs`` lists inputs left out as unreadable
+    (``--skip-bad-images``).
+    """
 
     texts_a: list[str]
     texts_b: list[str] | None
@@ -58,6 +64,8 @@ class TextDataset:
     n_dropped: int = 0
     dropped: dict[str, int] = field(default_factory=dict)
     extra: dict[str, list[str]] = field(default_factory=dict)
+    modality: str = "text"
+    bad_inputs: list[str] = field(default_factory=list)
 
     def __len__(self) -> int:
         return len(self.texts_a)
@@ -65,6 +73,19 @@ class TextDataset:
     @property
     def is_pair(self) -> bool:
         return self.texts_b is not None
+
+    @property
+    def inputs(self) -> list[str]:
+        """The first (or only) input of each row: a text, or an image reference."""
+        return self.texts_a
+
+    @property
+    def bad_images(self) -> list[str]:
+        """The unreadable images left out (``bad_inputs`` of an image dataset)."""
+        return self.bad_inputs if self.modality == "image" else []
+
+
+TextDataset = Dataset  # the name before images became a modality of one Dataset
 
 
 _FORMATS = ("auto", "tsv", "csv", "jsonl", "parquet", "hf")
