@@ -452,12 +452,12 @@ def test_generic_csv_named_columns_with_quoting(tmp_path):
     text = 'uid,q,a,y\r\nu1,"Hello, ""world""","multi\nline",yes\r\nu2,plain,text,no\r\n'
     p = tmp_path / "g.csv"
     p.write_bytes(text.encode())
-    ds = load_dataset(p, text_a="q", text_b="a", label="y", id="uid")
+    ds = load_dataset(p, text_a="q", text_b="a", label="y", id_column="uid")
     assert ds.texts_a == ['Hello, "world"', "plain"] and ds.texts_b == ["multi\nline", "text"]
     assert ds.ids.tolist() == ["u1", "u2"] and ds.labels.tolist() == ["yes", "no"]
     out = write_filtered(ds, ["u1"], tmp_path / "o.csv")
     assert out.read_bytes() == b'uid,q,a,y\r\nu1,"Hello, ""world""","multi\nline",yes\r\n'
-    assert load_dataset(out, text_a="q", text_b="a", label="y", id="uid").texts_b == ["multi\nline"]
+    assert load_dataset(out, text_a="q", text_b="a", label="y", id_column="uid").texts_b == ["multi\nline"]
 
 
 def test_single_text_classification(tmp_path):
@@ -499,7 +499,7 @@ def test_parquet_round_trip_keeps_schema(tmp_path):
         schema=schema,
     )
     pq.write_table(t, tmp_path / "d.parquet")
-    ds = load_dataset(tmp_path / "d.parquet", text_a="p", text_b="h", label="lab", id="pid")
+    ds = load_dataset(tmp_path / "d.parquet", text_a="p", text_b="h", label="lab", id_column="pid")
     assert ds.labels.tolist() == ["0", "1", "2"] and ds.groups.tolist() == [0, 0, 1]  # type: ignore[union-attr]
     assert ds.extra == {"w": ["0.5", "1.5", "2.5"]}
     out = write_filtered(ds, ["a", "c"], tmp_path / "o.parquet")
@@ -605,7 +605,7 @@ def test_missing_file_unknown_format_and_truncated_gzip(tmp_path):
     with pytest.raises(InputError, match=r"d\.xyz: cannot tell the format"):
         load_dataset(tmp_path / "d.xyz")
     with pytest.raises(ParameterError, match="unknown dataset format"):
-        load_dataset(tmp_path / "d.xyz", format="xml")
+        load_dataset(tmp_path / "d.xyz", file_format="xml")
     full = gzip.compress(SHARED_TSV.encode() * 50)
     (tmp_path / "t.tsv.gz").write_bytes(full[: len(full) // 2])
     with pytest.raises(InputError, match=r"t\.tsv\.gz: unreadable or truncated gzip"):
@@ -618,7 +618,7 @@ def test_explicit_format_overrides_extension(tmp_path):
     assert load_dataset(p).texts_b == ["B."]
     q = tmp_path / "data.dat"
     q.write_text("premise\thypothesis\tlabel\nA.\tB.\tneutral\n")
-    assert load_dataset(q, format="tsv").labels.tolist() == ["neutral"]
+    assert load_dataset(q, file_format="tsv").labels.tolist() == ["neutral"]
 
 
 def test_write_filtered_rejects_unknown_ids_and_bad_mask(tmp_path):

@@ -55,3 +55,19 @@ def test_old_flag_spellings_parse_as_the_new_ones_and_say_so(command: str, old: 
     assert vars(args_old) == vars(args_new)
     sub = next(a for a in parser._actions if a.dest == "command").choices[command]
     assert f"deprecated spelling of {new}" in " ".join(sub.format_help().split())
+
+
+def test_load_dataset_old_keywords_format_and_id_still_work(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """format= and id= shadowed built-ins; they are file_format= and id_column= now (the old names warn)."""
+    from aflite.data import load_dataset
+
+    p = tmp_path / "d.txt"
+    p.write_text("uid\tq\ty\nu1\thello\ta\nu2\tworld\tb\n", encoding="utf-8")
+    new = load_dataset(p, file_format="tsv", text_a="q", label="y", id_column="uid")
+    with pytest.warns(DeprecationWarning, match="load_dataset: format= is deprecated.*use file_format="):
+        old = load_dataset(p, format="tsv", text_a="q", label="y", id_column="uid")
+    with pytest.warns(DeprecationWarning, match="load_dataset: id= is deprecated.*use id_column="):
+        old2 = load_dataset(p, file_format="tsv", text_a="q", label="y", id="uid")
+    assert new.ids.tolist() == old.ids.tolist() == old2.ids.tolist() == ["u1", "u2"]
+    with pytest.raises(TypeError, match="unexpected keyword argument 'colour'"):
+        load_dataset(p, colour="red")

@@ -187,7 +187,7 @@ def image_options(args: argparse.Namespace) -> dict[str, Any]:
 
 def dataset_options(args: argparse.Namespace) -> dict[str, Any]:
     """The column options the user gave, as keyword arguments of :func:`aflite.data.load_dataset`."""
-    names = {"text_a": "text_a", "text_b": "text_b", "label": "label", "id": "id"}
+    names = {"text_a": "text_a", "text_b": "text_b", "label": "label", "id_column": "id"}
     return {key: value for key, attr in names.items() if (value := getattr(args, attr, None))}
 
 

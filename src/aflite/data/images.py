@@ -260,7 +260,7 @@ def _load_table(p: Path, path_column: str | None, label_column: str | None, id_c
     cols = _table_columns(p)
     pcol = _pick(cols, path_column, PATH_COLUMNS, "path", p)
     lcol = _pick(cols, label_column, ("label", "class", "target", "y"), "label", p)
-    ds = load_dataset(p, text_a=pcol, label=lcol, id=id_column, group_by_premise=False, groups="none")
+    ds = load_dataset(p, text_a=pcol, label=lcol, id_column=id_column, group_by_premise=False, groups="none")
     base = p.resolve().parent
     refs = []
     for j, v in enumerate(ds.texts_a):

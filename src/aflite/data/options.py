@@ -17,5 +17,8 @@ def option_names(cli: bool) -> contextvars.Token[bool]:
     return _CLI_NAMES.set(cli)
 
 
+_KEYWORDS = {"id": "id_column", "format": "file_format"}  # roles whose load_dataset keyword is longer
+
+
 def _opt(role: str) -> str:
-    return _FLAGS.get(role, role) if _CLI_NAMES.get() else f"{role}="
+    return _FLAGS.get(role, role) if _CLI_NAMES.get() else f"{_KEYWORDS.get(role, role)}="

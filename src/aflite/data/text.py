@@ -93,14 +93,15 @@ _FORMATS = ("auto", "tsv", "csv", "jsonl", "parquet", "hf")
 
 def load_dataset(
     path: PathLike,
-    format: str = "auto",
+    file_format: str = "auto",
     text_a: str | None = None,
     text_b: str | None = None,
     label: str | None = None,
-    id: str | None = None,
+    id_column: str | None = None,
     label_map: dict[Any, str] | None = None,
     group_by_premise: bool = True,
     groups: str | None = None,
+    **old_keywords: Any,
 ) -> TextDataset:
     """Load a text dataset, recognising SNLI/MNLI JSONL, GLUE TSVs (MNLI, QNLI, RTE), the project's
     premise/hypothesis TSV (gzip, no quoting) and generic CSV/TSV/JSONL/Parquet/HF datasets with named
@@ -110,16 +111,23 @@ def load_dataset(
     ``dropped``. ``label_map`` turns raw labels (e.g. 0/1/2) into names; a raw label absent from it is an
     error. For pair data, rows with the same premise text share a group id (``group_by_premise``).
     ``groups`` overrides that: ``"premise"`` (the default; no groups for single texts), ``"none"``, or the name
-    of a column whose value is the group (e.g. the family id of counterfactual twins).
+    of a column whose value is the group (e.g. the family id of counterfactual twins). ``file_format`` and
+    ``id_column`` were called ``format=`` and ``id=`` (still accepted for one release, with a warning).
     """
+    if old_keywords:
+        from aflite._deprecate import renamed_keywords
+
+        renamed = renamed_keywords(old_keywords, {"format": "file_format", "id": "id_column"}, "load_dataset")
+        file_format = renamed.get("file_format", file_format)
+        id_column = renamed.get("id_column", id_column)
     if groups is not None and groups not in ("premise", "none") and not str(groups).strip():
         raise ParameterError(f"{_opt('groups')}: give premise, none or a column name")
     p = Path(path)
-    if format not in _FORMATS:
-        raise ParameterError(f"unknown dataset format {format!r}; choose one of {', '.join(_FORMATS)}")
+    if file_format not in _FORMATS:
+        raise ParameterError(f"unknown dataset format {file_format!r}; choose one of {', '.join(_FORMATS)}")
     _check_exists(p)
-    fmt = format if format != "auto" else _detect_format(p)
-    roles = {"text_a": text_a, "text_b": text_b, "label": label, "id": id}
+    fmt = file_format if file_format != "auto" else _detect_format(p)
+    roles = {"text_a": text_a, "text_b": text_b, "label": label, "id": id_column}
     if fmt in ("tsv", "csv"):
         table = _read_delimited(p, "\t" if fmt == "tsv" else ",", quoting=fmt == "csv")
         if not table.rows:
@@ -209,7 +217,7 @@ def _detect_format(path: Path) -> str:
         return "tsv" if b"\t" in first else "csv"
     raise InputError(
         f"{path}: cannot tell the format from the extension {suffix or '(none)'!r}; "
-        "pass format= (tsv, csv, jsonl, parquet or hf)"
+        "pass file_format= (tsv, csv, jsonl, parquet or hf)"
     )
 
 

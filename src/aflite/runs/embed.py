@@ -68,7 +68,7 @@ def embed(data: str | os.PathLike[str], out: str | os.PathLike[str], *, featuriz
         return _embed_images(data, out, featurizer=featurizer, model_path=model_path, device=device,
                              image_size=image_size, chunk_size=chunk_size, seed=seed, show_progress=show_progress,
                              image_options={"path_column": path_column, "label_column": opts.get("label"),
-                                            "id_column": opts.get("id"), "skip_bad_images": skip_bad_images})
+                                            "id_column": opts.get("id_column"), "skip_bad_images": skip_bad_images})
     return _embed_text(data, out, featurizer=featurizer, view=view, model_path=model_path, device=device,
                        warmup_size=warmup_size, lr=lr, cache_dir=cache_dir, seed=seed,
                        dataset_options=dataset_options, show_progress=show_progress)
