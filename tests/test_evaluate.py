@@ -16,12 +16,12 @@ from aflite.evaluate import (
     HANS_PRED_MAP,
     FinetuneOptions,
     ModelSpec,
-    _MaxPPMI,
     evaluate,
     load_eval_set,
     load_hans,
     split_heldout,
 )
+from aflite.evaluate.models import _MaxPPMI
 from aflite.pipeline import run as run_pipeline
 
 HANS_HEADER = "id\tpremise\thypothesis\tlabel\theuristic\tsubcase\ttemplate\n"
@@ -131,7 +131,7 @@ def test_minilm_features_come_from_the_cache_folders_top_level(tmp_path, monkeyp
     """`aflite run` keeps its MiniLM matrices at the top of OUT/cache; evaluate must look there too, so that
     --cache RUN/cache reuses them instead of embedding D again."""
     import aflite.features
-    from aflite.evaluate import _corpus, _FeatureStore
+    from aflite.evaluate.models import _corpus, _FeatureStore
 
     seen = []
 
@@ -308,7 +308,7 @@ def test_warmup_rows_stay_out_of_every_training_set(snli_run, tmp_path, monkeypa
     (wrun / "warmup_ids.txt").write_text("".join(f"{i}\n" for i in warm))
     warm_rows = {ids.index(i) for i in warm}
     seen: dict[str, list[set[int]]] = {}
-    orig = ev._run_job
+    orig = ev.runner._run_job
 
     def spy(spec, ts, seed, *a, **kw):
         seen.setdefault(ts.kind, []).append(set(ts.rows.tolist()))

@@ -121,7 +121,7 @@ def _kernel() -> str:
     return f"numba {numba.__version__}"
 
 
-def write_results(
+def write_run_files(
     out: Path,
     ids: NDArray[Any],
     labels: NDArray[Any],
@@ -226,7 +226,7 @@ def run_filter(
     info = {"wall_seconds_this_call": time.perf_counter() - start, "resumed_from_iteration": resumed_from}
     if extra:
         info.update(extra)
-    summary = rundir.write_results(out, ids, np.asarray(y), af.state_, params, info)
+    summary = rundir.write_run_files(out, ids, np.asarray(y), af.state_, params, info)
     return summary
 
 

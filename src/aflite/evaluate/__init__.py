@@ -46,11 +46,7 @@ from aflite.evaluate.models import (
     FinetuneOptions,
     ModelSpec,
 )
-from aflite.evaluate.models import _corpus as _corpus
-from aflite.evaluate.models import _FeatureStore as _FeatureStore
-from aflite.evaluate.models import _MaxPPMI as _MaxPPMI
 from aflite.evaluate.probe import ProbeResult, compare_partial_input, text_probe_accuracy
-from aflite.evaluate.runner import _run_job as _run_job
 from aflite.evaluate.runner import evaluate
 from aflite.evaluate.sets import HANS_PRED_MAP, EvalSet, TrainingSet, load_eval_set, load_hans, single_iteration_rows
 from aflite.evaluate.tables import CHANCE_ROW, EvaluationReport, plot_report, render_tables
