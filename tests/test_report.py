@@ -81,7 +81,7 @@ def test_cli_audit_on_the_bundled_sample(tmp_path: Path) -> None:
     code = main([
         "audit", str(demo_dataset_path()), "--out", str(out), "--featurizer", "ngram", "--model-path", str(tiny),
         "--tra", "--tra-steps", "2", "--tra-batch-size", "8", "--tra-sample", "3", "--tra-eval", "30",
-        "--tsne-sample", "100", "--clusters", "10", "--pca", "10", "--folds", "3", "--sample", "300",
+        "--tsne-sample", "100", "--n-clusters", "10", "--n-components", "10", "--n-folds", "3", "--sample", "300",
         "--compare", str(run_dir),
         "--quiet", "--device", "cpu",
     ])
@@ -104,7 +104,7 @@ def test_cli_audit_on_the_bundled_sample(tmp_path: Path) -> None:
 
 def test_cli_audit_rejects_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["audit", str(tmp_path / "missing.tsv"), "--out", str(tmp_path / "o")]) == 2
-    assert main(["audit", str(demo_dataset_path()), "--out", str(tmp_path / "o"), "--folds", "1"]) == 2
+    assert main(["audit", str(demo_dataset_path()), "--out", str(tmp_path / "o"), "--n-folds", "1"]) == 2
     run_dir = tmp_path / "notarun"
     run_dir.mkdir()
     shutil.rmtree(tmp_path / "o", ignore_errors=True)
@@ -156,8 +156,8 @@ def test_cli_audit_defaults_names_and_times(tmp_path: Path, capsys: pytest.Captu
     monkeypatch.setattr(A, "compute_features", slow_features)
     out = tmp_path / "a"
     args = ["audit", str(demo_dataset_path()), "--out", str(out), "--featurizer", "ngram", "--sample", "240",
-            "--clusters", "6", "--pca", "5", "--tsne-sample", "0", "--folds", "3", "--peco-shuffles", "7",
-            "--peco-threshold", "0.3"]
+            "--n-clusters", "6", "--n-components", "5", "--tsne-sample", "0", "--n-folds", "3", "--peco-shuffles", "7",
+            "--bias-threshold", "0.3"]
     assert main(args) == 0
     captured = capsys.readouterr()
     assert "TRA skipped: no GPU" in captured.err  # no fine-tuning by default on a CPU
