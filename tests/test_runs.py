@@ -85,3 +85,14 @@ def test_bench_checks_and_files_are_library_calls(tmp_path: Path) -> None:
     res = json.loads((tmp_path / "results.json").read_text())
     assert res["command"] == "bench" and res["seed"] == 4 and res["phase"] == {"x": 1}
     assert "report text" in (tmp_path / "summary.md").read_text()
+
+
+@pytest.mark.parametrize("n", [60, 300, 9842, 19_666, 550_152])
+def test_run_defaults_are_aflites_own_sizes(n: int) -> None:
+    """The scaled Table 8 defaults of `aflite run` are AFLite's default sizes resolved by AFLite's own rule."""
+    from aflite import AFLite
+    from aflite.pipeline import scaled_defaults
+
+    own = AFLite().resolved_params(n)
+    assert {k: own[k] for k in scaled_defaults(n)} == scaled_defaults(n)
+    assert scaled_defaults(550_152)["train_size"] == 50_000 and scaled_defaults(550_152)["slice_size"] == 10_000

@@ -37,14 +37,18 @@ class RunResult:
 
 
 def scaled_defaults(n: int) -> dict[str, int | float]:
-    """Table 8's SNLI parameters scaled by n / 550,152 (m and τ do not scale)."""
-    s = n / SNLI_DEFAULTS["dataset_size"]
+    """Table 8's SNLI parameters scaled by n / 550,152 (m and τ do not scale): :class:`AFLite`'s own defaults
+    (fractions of |D|) resolved by its own rule, so the defaults live in one place. The floors t >= 2 and n >= 3
+    keep what ``aflite run`` chose on tiny data (|D| <= 16); above that the counts are AFLite's exactly."""
+    from aflite.phase import resolve_size
+
+    d = AFLite().get_params()
     return {
-        "n_partitions": SNLI_DEFAULTS["n_partitions"],
-        "train_size": max(2, int(round(SNLI_DEFAULTS["train_size"] * s))),
-        "slice_size": max(1, int(round(SNLI_DEFAULTS["slice_size"] * s))),
-        "target_size": max(3, int(round(SNLI_DEFAULTS["target_size"] * s))),
-        "threshold": SNLI_DEFAULTS["threshold"],
+        "n_partitions": d["n_partitions"],
+        "train_size": max(2, resolve_size(d["train_size"], n, "train_size")),
+        "slice_size": resolve_size(d["slice_size"], n, "slice_size"),
+        "target_size": max(3, resolve_size(d["target_size"], n, "target_size")),
+        "threshold": d["threshold"],
     }
 
 
