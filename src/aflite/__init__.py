@@ -12,6 +12,8 @@ stays cheap (no scikit-learn, no PyTorch):
 * filtering: :class:`AFLite`, :func:`predictability` (one phase: the single-iteration ranking), ``SNLI_DEFAULTS``;
 * files end to end: :func:`run` (a dataset file → featurize → filter → the filtered file, as ``aflite run``),
   :func:`filter_files` (precomputed features, as ``aflite filter``), :func:`load_dataset`, :func:`featurize`;
+* a dataset file to a folder, as the commands write it: :func:`embed` (``aflite embed``), :func:`audit_file`
+  (``aflite audit``), :func:`run` and :func:`filter_files`;
 * auditing and evaluation: :func:`audit_dataset` with :class:`AuditConfig`, and :func:`evaluate_runs` (the
   functions of the :mod:`aflite.audit` and :mod:`aflite.evaluate` modules; a package attribute cannot share a
   name with its sub-module, so they carry a longer name here);
@@ -46,6 +48,8 @@ _LAZY: dict[str, tuple[str, str]] = {
     "AuditConfig": ("aflite.audit", "AuditConfig"),
     "AuditResult": ("aflite.audit", "AuditResult"),
     "evaluate_runs": ("aflite.evaluate", "evaluate"),
+    "embed": ("aflite.runs.embed", "embed"),
+    "audit_file": ("aflite.runs.audit", "audit_file"),
     "run_synthetic": ("aflite.experiments.synthetic", "run_synthetic"),
     "resolve_device": ("aflite.device", "resolve_device"),
 }
