@@ -19,13 +19,14 @@ from typing import Any
 
 from aflite.errors import ParameterError
 
-__all__ = ["resolve_device", "torch_device", "import_torch", "default_model_path", "resolve_model_folder",
-           "resolve_model_path", "DEVICE_HELP"]
+__all__ = ["resolve_device", "torch_device", "torch_module", "import_torch", "default_model_path",
+           "resolve_model_folder", "resolve_model_path", "DEVICE_HELP"]
 
 DEVICE_HELP = "auto (a CUDA GPU when PyTorch sees one, else the CPU), cpu, cuda or cuda:N (default auto)"
 
 
-def _import_torch() -> Any:
+def torch_module() -> Any:
+    """torch alone (the ensemble's GPU path needs no transformers); a one-line error when it is missing."""
     try:
         import torch
     except ImportError as exc:
@@ -40,13 +41,13 @@ def resolve_device(device: str | None = "auto") -> str:
     if device is None or device == "auto":
         if importlib.util.find_spec("torch") is None or not any(Path("/dev").glob("nvidia[0-9]*")):
             return "cpu"
-        return "cuda" if _import_torch().cuda.is_available() else "cpu"
+        return "cuda" if torch_module().cuda.is_available() else "cpu"
     if not isinstance(device, str):
         raise ParameterError(f"device must be a string such as auto, cpu or cuda:0, not {device!r}")
     if device in ("cpu", "torch-cpu"):
         return device
     if device == "cuda" or (device.startswith("cuda:") and device[5:].isdigit()):
-        torch = _import_torch()
+        torch = torch_module()
         if not torch.cuda.is_available():
             raise ParameterError(
                 f"device {device!r} asked for, but PyTorch sees no CUDA GPU (use --device auto or cpu)"

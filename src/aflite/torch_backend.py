@@ -17,26 +17,14 @@ import numpy as np
 from numpy.typing import NDArray
 
 from aflite.device import resolve_device as resolve_device  # the one resolver
+from aflite.device import torch_device as _torch_device
+from aflite.device import torch_module as _torch
 from aflite.errors import ParameterError
 from aflite.solver import BlockResult, BlockTask, Whitening, chunk_rows, pred_dtype, run_block, shrink_positions
 
 __all__ = ["resolve_device", "TorchFeatureStore", "fit_block_torch", "STORAGE_DTYPES"]
 
 STORAGE_DTYPES = ("float32", "bfloat16", "float16")
-
-
-def _torch() -> Any:
-    try:
-        import torch
-    except ImportError as exc:  # pragma: no cover - torch is in the test environment
-        raise ParameterError(
-            "this device needs PyTorch: pip install 'aflite[text]' (or use --device cpu)"
-        ) from exc
-    return torch
-
-
-def _torch_device(device: str) -> str:
-    return "cpu" if device == "torch-cpu" else device
 
 
 class TorchFeatureStore:
