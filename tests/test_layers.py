@@ -205,3 +205,13 @@ def test_the_import_reader_sees_function_level_imports(tmp_path: Path, source: s
     monkeypatch.setitem(MODULES, "aflite.data.fake", fake)
     targets = [t for t, _, _ in _imports("aflite.data.fake")]
     assert targets and LAYERS[_layer(targets[0])][0] == expect and _layer(targets[0]) > _layer("aflite.data.fake")
+
+
+def test_the_architecture_page_names_every_module_of_the_table() -> None:
+    """Every entry of LAYERS appears in docs/architecture.md's table (as `name` or `name/`), in its layer's row."""
+    page = (SRC.parent / "docs" / "architecture.md").read_text(encoding="utf-8")
+    rows = {line.split("**")[1]: line for line in page.splitlines() if line.startswith("| **")}
+    missing = [f"{layer}: {pre}" for layer, prefixes in LAYERS for pre in prefixes if pre != "aflite"
+               and f"`{pre.removeprefix('aflite.')}`" not in rows.get(layer, "")
+               and f"`{pre.removeprefix('aflite.')}/`" not in rows.get(layer, "")]
+    assert missing == []
