@@ -26,7 +26,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from aflite.atomic import atomic_open, write_json, write_npz
-from aflite.errors import AfliteError, InputError, OutputError, ParameterError
+from aflite.errors import AfliteError, InputError, OutputError, OutputWriteError, ParameterError
 from aflite.filter import FilterState, IterationRecord
 from aflite.hashing import inputs_fingerprint as fingerprint
 
@@ -309,7 +309,10 @@ class OutputFolder:
         return self
 
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
-        self.release(failed=exc_type is not None and issubclass(exc_type, AfliteError))
+        # a refused input leaves nothing behind; a write that failed part-way (disk full) keeps what was
+        # completed (each file is whole), so that the run can be resumed once there is room
+        self.release(failed=exc_type is not None and issubclass(exc_type, AfliteError)
+                     and not issubclass(exc_type, OutputWriteError))
 
 
 def claim_output(
@@ -350,7 +353,12 @@ def claim_output(
     except OSError as exc:
         raise OutputError(f"{flag} {p}: cannot create the folder: {exc.strerror or exc}") from None
     had_lock = (p / LOCK).exists()
-    lock_fh = _lock(p, flag)
+    try:
+        lock_fh = _lock(p, flag)
+    except OutputError:
+        if not existed:
+            shutil.rmtree(p, ignore_errors=True)
+        raise
     claim = OutputFolder(p, command, created=not existed, lock_fh=lock_fh)
     try:
         if marker is None or marker.get("command") != command:
@@ -383,10 +391,14 @@ def _lock(folder: Path, flag: str) -> IO[str] | None:
         fh.close()
         raise OutputError(f"{flag} {folder}: in use by another aflite process (pid {pid}); wait for it to "
                           f"finish or choose another {flag}") from None
-    fh.seek(0)
-    fh.truncate()
-    fh.write(f"{os.getpid()}\n")
-    fh.flush()
+    try:
+        fh.seek(0)
+        fh.truncate()
+        fh.write(f"{os.getpid()}\n")
+        fh.flush()
+    except OSError as exc:  # disk full or quota: the lock file cannot even hold a pid
+        fh.close()
+        raise OutputError(f"{flag} {folder}: cannot write into the folder: {exc.strerror or exc}") from None
     return fh
 
 

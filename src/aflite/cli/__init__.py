@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import errno
 import importlib
 import sys
 from collections.abc import Sequence
@@ -89,6 +90,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"aflite {args.command}: interrupted", file=sys.stderr)
         return 130
+    except OSError as exc:  # a full disk met by a write outside aflite.atomic (a model file, a library's own)
+        if exc.errno not in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS):
+            raise
+        where = f" {exc.filename}" if exc.filename else ""
+        print(f"aflite {args.command}: error: cannot write{where}: {exc.strerror or exc}; free some space (files "
+              f"written so far are complete) and run again", file=sys.stderr)
+        return 2
     finally:
         token.var.reset(token)
     return int(code or 0)

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from aflite.atomic import write_npy
+from aflite.atomic import load_cached_npy, write_npy
 from aflite.errors import ParameterError
 from aflite.hashing import data_fingerprint
 
@@ -174,8 +174,9 @@ class _FeatureStore:
                                      show_progress=self.show_progress, **self.minilm_options).X, dtype=np.float32)
         else:
             path = self.cache / "features" / f"evalngram-{view}-{self.d.fingerprint[:16]}-{corpus.fingerprint[:16]}.npy"
-            if path.is_file():
-                x = np.load(path, allow_pickle=False)
+            cached = load_cached_npy(path, len(a))
+            if cached is not None:
+                x = cached
             else:
                 feat = self._ngram.get(view)
                 if feat is None:

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from aflite.atomic import write_json, write_npy, write_text
+from aflite.atomic import load_cached_npy, write_json, write_npy, write_text
 from aflite.errors import InputError, ParameterError
 from aflite.evaluate.models import (
     DEFAULT_MODELS,
@@ -295,8 +295,9 @@ def _run_job(spec: ModelSpec, ts: TrainingSet, seed: int, ds: Any, y_all: NDArra
 
     def predict(corpus: _Corpus, rows: NDArray[np.intp]) -> NDArray[np.int64]:
         path = cache / "predictions" / f"{key}-{_hash(corpus.fingerprint, rows.astype(np.int64))[:16]}.npy"
-        if path.is_file():
-            return np.load(path, allow_pickle=False)
+        cached = load_cached_npy(path, len(rows))
+        if cached is not None:
+            return cached
         m = get_model()
         if spec.kind in FEATURE_MODELS:
             assert spec.featurizer is not None
