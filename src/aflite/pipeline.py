@@ -102,6 +102,11 @@ def run(
           else data.load_dataset(data_path, **dopts))
     timings["load_seconds"] = time.perf_counter() - t0
     n = len(ds)
+    if link_dir is not None:  # checked now, not after the filter has run for an hour
+        if not is_images:
+            raise ParameterError("--link-dir builds links to kept images; this dataset holds text")
+        images.check_link_dir(link_dir)
+        images.check_link_names(ds, by_label=ds.source.format != "imagefolder")
     if view in ("hypothesis",) and not ds.is_pair:
         raise ParameterError("view 'hypothesis' needs a pair dataset")
     # checks that need no features come before featurizing (minutes) and before anything is written
