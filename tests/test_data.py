@@ -790,3 +790,38 @@ def test_real_hugging_face_dataset_round_trip(tmp_path):
     out = write_filtered(ds, np.array([True, False, True]), tmp_path / "out")
     back = datasets.load_from_disk(str(out))
     assert back["hypothesis"] == ["x", "z"] and back["label"] == [0, 2]
+
+
+# ------------------------------------------------------------------ ids that break one-id-per-line files (issue 25)
+@pytest.mark.parametrize("bad", ["a\nb", "a\rb", "a\r\nb"])
+def test_ids_with_line_breaks_are_refused_at_load(tmp_path, bad):
+    rows = [{"id": f"r{i}", "premise": f"p {i}", "hypothesis": f"h {i}", "label": "ab"[i % 2]} for i in range(6)]
+    rows[3]["id"] = bad
+    jl = tmp_path / "d.jsonl"
+    jl.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    with pytest.raises(InputError, match=r"d\.jsonl: line 4, column 'id': id .* contains a line break"):
+        load_dataset(jl, id="id")
+    import csv
+
+    cs = tmp_path / "d.csv"
+    with open(cs, "w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    with pytest.raises(InputError, match=r"d\.csv: line 5, column 'id': id .* contains a line break"):
+        load_dataset(cs, id="id")
+    with pytest.raises(InputError, match=r"d\.csv: row 4, column 'id': id .* contains a line break"):
+        load_ids(cs)
+
+
+def test_run_refuses_a_newline_id_in_one_line(tmp_path, capsys):
+    from aflite.cli import main
+
+    rows = [{"id": f"r{i}", "premise": f"p {i % 7}", "hypothesis": f"h {i}", "label": "ab"[i % 2]} for i in range(60)]
+    rows[10]["id"] = "x\ny"
+    jl = tmp_path / "d.jsonl"
+    jl.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    code = main(["run", str(jl), "--out", str(tmp_path / "out"), "--id", "id", "--featurizer", "ngram", "--quiet"])
+    err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert code == 2 and len(err) == 1 and "line 11, column 'id'" in err[0], err
+    assert not (tmp_path / "out").exists()

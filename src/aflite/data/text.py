@@ -315,6 +315,9 @@ def _build(
             v = get(rec, ci)
             if v is None or str(v).strip() == "":
                 raise InputError(f"{path}: {where[i]}, column {ci!r}: missing id")
+            if any(c in str(v) for c in "\n\r\x00"):  # ids are written one per line (kept_ids.txt)
+                raise InputError(f"{path}: {where[i]}, column {ci!r}: id {str(v)!r} contains a line break or NUL; "
+                                 f"ids are written one per line")
             ids.append(str(v))
         else:
             ids.append(f"row-{i}")
