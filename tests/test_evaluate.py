@@ -492,3 +492,18 @@ def test_single_iteration_reuses_a_shared_feature_cache(snli_run, tmp_path, monk
     evaluate(data, [tmp_path / "r"], tmp_path / "ev", models=["ppmi"], seeds=1, random_baseline=False,
              cache_dir=shared, show_progress=False)
     assert calls == [(shared, True)]
+
+
+def test_probe_on_a_one_class_subset_is_skipped_with_its_reason():
+    from aflite.evaluate import compare_partial_input, probe_skip_reason
+
+    assert probe_skip_reason(np.array(["a"] * 9)) == "all 9 rows have one label ('a')"
+    assert "too few rows" in probe_skip_reason(np.array(["a"] * 9 + ["b"]))
+    assert probe_skip_reason(np.array(["a"] * 9 + ["b"] * 2)) is None
+    texts = [f"word{i % 7} other{i % 3}" for i in range(40)]
+    y = np.array(["a"] * 36 + ["b"] * 4)
+    keep = np.zeros(40, bool)
+    keep[:20] = True  # D(Φ) holds only 'a'
+    res = compare_partial_input(texts, y, keep, random_repeats=2)
+    assert res[0].skipped is None and np.isfinite(res[0].accuracy)
+    assert res[1].skipped == "all 20 rows have one label ('a')" and np.isnan(res[1].accuracy)

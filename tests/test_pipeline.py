@@ -151,3 +151,42 @@ def test_a_run_folder_is_read_back_by_one_reader(tmp_path):
         read_kept_ids(tmp_path)
     (tmp_path / "kept_ids.txt").write_text("a\n\n b \n", encoding="utf-8")
     assert read_kept_ids(tmp_path) == ["a", "b"]
+
+
+# ------------------------------------------------------------------- imbalanced labels and the probe (issue 25)
+def imbalanced(tmp_path, n_major=595, n_minor=5):
+    """Real SNLI text, relabelled: n_major rows 'common', n_minor rows 'rare' spread through the file."""
+    lines = gzip.decompress(demo_dataset_path().read_bytes()).decode().splitlines()
+    head, rows = lines[0].split("\t"), [r.split("\t") for r in lines[1: n_major + n_minor + 1]]
+    li = head.index("gold_label") if "gold_label" in head else len(head) - 1
+    rare = set(np.linspace(0, len(rows) - 1, n_minor).astype(int).tolist())
+    for j, r in enumerate(rows):
+        r[li] = "rare" if j in rare else "common"
+    path = tmp_path / "imb.tsv"
+    path.write_text("\n".join("\t".join(r) for r in [head, *rows]) + "\n")
+    return path
+
+
+def test_imbalanced_labels_finish_with_the_probe_skipped_where_it_cannot_train(tmp_path, capsys):
+    data, out = imbalanced(tmp_path), tmp_path / "out"
+    code = main(["run", str(data), "--out", str(out), "--featurizer", "ngram", "--quiet", "-m", "8"])
+    assert code == 0, capsys.readouterr().err
+    res = json.loads((out / "results.json").read_text())
+    probe = res["partial_input_probe"]["results"]
+    assert probe[0]["name"] == "D" and probe[0]["skipped"] is None and probe[0]["accuracy"] is not None
+    skipped = [r for r in probe if r["skipped"]]
+    assert all(r["accuracy"] is None and "rows" in r["skipped"] for r in skipped)
+    assert skipped or "could not be probed" in probe[-1]["name"]  # subsets holding one class are not probed
+    json.loads((out / "summary.json").read_text(), parse_constant=lambda c: pytest.fail(f"{c} in JSON"))
+    # --resume on the finished run works too (it crashed the same way before)
+    assert main(["run", str(data), "--out", str(out), "--featurizer", "ngram", "--quiet", "-m", "8", "--resume"]) == 0
+
+
+def test_a_probe_that_d_cannot_train_is_skipped_before_the_filter(tmp_path, capsys, monkeypatch):
+    data = imbalanced(tmp_path, 599, 1)  # one 'rare' row: no fold split can train on two classes
+    code = main(["run", str(data), "--out", str(tmp_path / "out"), "--featurizer", "ngram", "--quiet", "-m", "4"])
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    assert "note: the hypothesis-only probe is skipped: too few rows of the other classes" in captured.err
+    res = json.loads((tmp_path / "out" / "results.json").read_text())
+    assert res["partial_input_probe"]["results"] == [] and "too few rows" in res["partial_input_probe"]["skipped"]

@@ -114,6 +114,14 @@ def run(
     if len(classes) < 2:
         raise InputError(f"{data_path}: every one of the {n:,} rows has the label {str(classes[0])!r}; AFLite needs at "
                          f"least two classes")
+    probe_skipped = None
+    if probe and not is_images:  # a probe D itself cannot train is known now, not after the filter
+        from aflite.evaluate import probe_skip_reason
+
+        probe_skipped = probe_skip_reason(ds.labels)
+        if probe_skipped is not None:
+            probe = False
+            print(f"note: the hypothesis-only probe is skipped: {probe_skipped}", file=sys.stderr)
     grp_all = ds.groups if group_spec != "none" else None
     if grp_all is not None:
         data.warn_twins(ds, {"pair": ("pair", "hypothesis")}.get(view, (view,)), group_spec)
@@ -206,16 +214,26 @@ def run(
         summary["partial_input_probe"] = {
             "model": "TF-IDF word 1-2-gram logistic regression, 5-fold CV, on the "
             + ("hypothesis only" if texts_b is not None else "text"),
-            "results": [{**r.to_dict(), "delta_majority": r.accuracy - r.majority} for r in res],
+            "results": [_probe_row(r) for r in res],
             "meaning": PROBE_MEANING,
         }
         timings["probe_seconds"] = time.perf_counter() - t0
+    elif probe_skipped is not None:
+        summary["partial_input_probe"] = {"skipped": probe_skipped, "results": [], "meaning": PROBE_MEANING}
     summary["label_shift"] = label_shift(summary["label_counts_before"], summary["label_counts_after"])
     summary["timings"] = timings
     summary["filtered_dataset"] = str(filtered_path)
     write_json(out / "summary.json", summary)
     write_text(out / "summary.md", render_summary(summary, ds, rows, af))
     return RunResult(out, summary, keep, filtered_path)
+
+
+def _probe_row(r: Any) -> dict[str, Any]:
+    """One probe result as JSON: a set that could not be probed has no accuracy (null) and says why."""
+    row = {**r.to_dict(), "delta_majority": r.accuracy - r.majority}
+    if r.skipped is not None:
+        row.update(accuracy=None, accuracy_std=None, delta_majority=None)
+    return row
 
 
 def filter_files(
@@ -488,12 +506,18 @@ def render_summary(summary: dict[str, Any], ds: Any, rows: np.ndarray, af: AFLit
         lines += ["", f"**Warning:** {shift['warning']}."]
     if "partial_input_probe" in summary:
         pr = summary["partial_input_probe"]
-        lines += ["", f"Partial-input probe: {pr['model']}", "",
+        lines += ["", f"Partial-input probe: {pr.get('model', 'TF-IDF logistic regression')}", "",
                   "| training set | size | accuracy | majority rate (same rows) | Δ over majority |",
                   "|---|---|---|---|---|"]
         for r in pr["results"]:
+            if r.get("skipped"):
+                lines.append(f"| {r['name']} | {r['size']} | not probed: {r['skipped']} | "
+                             f"{100 * r['majority']:.1f} | – |")
+                continue
             lines.append(f"| {r['name']} | {r['size']} | {100 * r['accuracy']:.1f} ± {100 * r['accuracy_std']:.1f} "
                          f"| {100 * r['majority']:.1f} | {100 * (r['accuracy'] - r['majority']):+.1f} |")
+        if pr.get("skipped"):
+            lines.append(f"| – | – | not probed: {pr['skipped']} | – | – |")
         lines += ["", PROBE_MEANING]
     if "timings" in summary:
         lines += ["", "Timings: " + ", ".join(f"{k} {v:.1f}" for k, v in summary["timings"].items())]

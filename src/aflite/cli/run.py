@@ -116,7 +116,12 @@ def report(res: Any) -> None:
         if shift["warning"]:
             print(f"warning: {shift['warning']}", file=sys.stderr)
     if "partial_input_probe" in s:
+        if s["partial_input_probe"].get("skipped"):
+            print(f"  hypothesis-only probe skipped: {s['partial_input_probe']['skipped']}")
         for r in s["partial_input_probe"]["results"]:
+            if r.get("skipped"):
+                print(f"  hypothesis-only probe on {r['name']:<28} n={r['size']:>6}  skipped: {r['skipped']}")
+                continue
             print(f"  hypothesis-only probe on {r['name']:<28} n={r['size']:>6}  acc {100 * r['accuracy']:.1f}%"
                   f"  majority {100 * r['majority']:.1f}%  Δ {100 * (r['accuracy'] - r['majority']):+.1f}")
         from aflite.pipeline import PROBE_MEANING

@@ -49,7 +49,7 @@ from aflite.evaluate.models import (
 from aflite.evaluate.models import _corpus as _corpus
 from aflite.evaluate.models import _FeatureStore as _FeatureStore
 from aflite.evaluate.models import _MaxPPMI as _MaxPPMI
-from aflite.evaluate.probe import ProbeResult, compare_partial_input, text_probe_accuracy
+from aflite.evaluate.probe import ProbeResult, compare_partial_input, probe_skip_reason, text_probe_accuracy
 from aflite.evaluate.runner import _run_job as _run_job
 from aflite.evaluate.runner import evaluate
 from aflite.evaluate.sets import HANS_PRED_MAP, EvalSet, TrainingSet, load_eval_set, load_hans, single_iteration_rows
@@ -71,6 +71,7 @@ __all__ = [
     "TrainingSet",
     "VIEWS",
     "compare_partial_input",
+    "probe_skip_reason",
     "evaluate",
     "load_eval_set",
     "load_hans",
