@@ -35,8 +35,8 @@ def probe_skip_reason(labels: NDArray[Any], folds: int = 5) -> str | None:
         return None
     if len(names) < 2:
         return f"all {int(counts.sum()) if len(counts) else 0} rows have one label" + (
-            f" ({names[0]!r})" if len(names) else "")
-    small = ", ".join(f"{n!r} {c}" for n, c in zip(names.tolist(), counts.tolist(), strict=True) if c < k)
+            f" ({str(names[0])!r})" if len(names) else "")
+    small = ", ".join(f"{str(n)!r} {c}" for n, c in zip(names.tolist(), counts.tolist(), strict=True) if c < k)
     return f"too few rows of the other classes for a {k}-fold probe ({small})"
 
 
