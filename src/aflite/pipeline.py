@@ -132,14 +132,22 @@ def run(
     resolved = af.resolved_params(n)  # validates against |D| before any expensive step
     t = resolved["train_size"]
 
+    from aflite.hashing import dataset_fingerprint
+    from aflite.rundir import check_resume_dataset
+
+    dataset_fp = dataset_fingerprint(ds.ids, ds.labels, ds.texts_a, ds.texts_b)
+    if resume:  # another dataset is refused now, before anything is computed or cached
+        check_resume_dataset(out, dataset_fp)
     texts_b = ds.texts_b
     fopts = dict(featurizer_options or {})
     if is_images:
         fopts = images.featurizer_options(featurizer, fopts)
     t0 = time.perf_counter()
+    cache_path = Path(cache_dir) if cache_dir else out / "cache"
+    cached_before = _files(cache_path) if resume else None
     feats = features.featurize(
         ds.texts_a, texts_b, featurizer, view,
-        cache_dir=Path(cache_dir) if cache_dir else out / "cache",
+        cache_dir=cache_path,
         y=ds.labels.tolist() if featurizer == "warmup" else None,
         ids=ds.ids.tolist() if featurizer == "precomputed" else None,
         warmup_size=t if featurizer == "warmup" else 0.1,
@@ -171,6 +179,7 @@ def run(
     t0 = time.perf_counter()
     extra = {
         "dataset": str(data_path),
+        "dataset_fingerprint": dataset_fp,
         "dataset_size": n,
         "dropped_at_load": ds.dropped,
         "featurizer": {"name": featurizer, "view": view, "options": feats.options, "dim": int(X.shape[1]),
@@ -180,8 +189,17 @@ def run(
         "overrides": given,
     }
     extra["groups"] = group_spec if grp is not None else "none"
-    summary = run_filter(af, X, y, ids, out, groups=grp, resume=resume, overwrite=overwrite,
-                         show_progress=show_progress, extra=extra)
+    try:
+        summary = run_filter(af, X, y, ids, out, groups=grp, resume=resume, overwrite=overwrite,
+                             show_progress=show_progress, extra=extra)
+    except (InputError, ParameterError):
+        if cached_before is not None:  # a refused --resume leaves the run's folder as it was found
+            for f in sorted(_files(cache_path) - cached_before, key=lambda q: -len(q.parts)):
+                if f.is_dir():
+                    f.rmdir()
+                else:
+                    f.unlink(missing_ok=True)
+        raise
     timings["filter_seconds"] = time.perf_counter() - t0
 
     keep = np.zeros(n, dtype=bool)
@@ -226,6 +244,11 @@ def run(
     write_json(out / "summary.json", summary)
     write_text(out / "summary.md", render_summary(summary, ds, rows, af))
     return RunResult(out, summary, keep, filtered_path)
+
+
+def _files(folder: Path) -> set[Path]:
+    """Every file and folder under ``folder`` (the folder itself too, when it exists)."""
+    return {folder, *folder.rglob("*")} if folder.is_dir() else set()
 
 
 def _probe_row(r: Any) -> dict[str, Any]:

@@ -29,6 +29,7 @@ from aflite.atomic import atomic_open, write_json, write_npz
 from aflite.errors import AfliteError, InputError, OutputError, OutputWriteError, ParameterError
 from aflite.filter import FilterState, IterationRecord
 from aflite.hashing import inputs_fingerprint as fingerprint
+from aflite.hashing import sampled_inputs_fingerprint
 
 CHECKPOINT = "checkpoint.npz"
 
@@ -45,13 +46,15 @@ def read_kept_ids(run_dir: Path) -> list[str]:
     return ids
 
 
-def save_checkpoint(out: Path, state: FilterState, params: dict[str, Any], fp: str) -> None:
+def save_checkpoint(out: Path, state: FilterState, params: dict[str, Any], fp: str,
+                    dataset: str | None = None) -> None:
     meta = {
         "iteration": state.iteration,
         "stop_reason": state.stop_reason,
         "history": [r.to_dict() for r in state.history],
         "params": params,
         "fingerprint": fp,
+        "dataset_fingerprint": dataset,
     }
     arrays = {f"ens_{k}": v for k, v in state.ensemble_state.items()}
     arrays.update({f"x_{k}": v for k, v in state.extra.items()})
@@ -65,8 +68,32 @@ def save_checkpoint(out: Path, state: FilterState, params: dict[str, Any], fp: s
     )
 
 
-def load_checkpoint(out: Path, params: dict[str, Any], fp: str) -> FilterState | None:
-    """The saved state, or None when there is none; refuses one made with other data or parameters."""
+def recorded_dataset_fingerprint(out: Path) -> str | None:
+    """The dataset fingerprint (:func:`aflite.hashing.dataset_fingerprint`) a run in ``out`` recorded, from its
+    results.json, summary.json or checkpoint; None for a run made before it was recorded."""
+    for name in ("results.json", "summary.json"):
+        with contextlib.suppress(OSError, ValueError, AttributeError):
+            fp = json.loads((out / name).read_text(encoding="utf-8")).get("dataset_fingerprint")
+            if fp:
+                return str(fp)
+    with contextlib.suppress(Exception):
+        with np.load(out / CHECKPOINT, allow_pickle=False) as z:
+            fp = json.loads(str(z["meta"])).get("dataset_fingerprint")
+        return None if not fp else str(fp)
+    return None
+
+
+def check_resume_dataset(out: Path, dataset_fp: str) -> None:
+    """Refuse ``--resume`` of a run made from another dataset, before anything is computed or written."""
+    saved = recorded_dataset_fingerprint(out)
+    if saved is not None and saved != dataset_fp:
+        raise InputError(f"{out}: the run there was made from a different dataset (its ids, labels or texts differ); "
+                         f"use another --out")
+
+
+def load_checkpoint(out: Path, params: dict[str, Any], fp: str, legacy_fp: str | None = None) -> FilterState | None:
+    """The saved state, or None when there is none; refuses one made with other data or parameters.
+    ``legacy_fp`` is the sampled identity older checkpoints recorded: accepted, with a warning."""
     path = out / CHECKPOINT
     if not path.exists():
         return None
@@ -76,7 +103,10 @@ def load_checkpoint(out: Path, params: dict[str, Any], fp: str) -> FilterState |
         meta = json.loads(str(data.pop("meta")))
     except Exception as exc:  # noqa: BLE001 - any damage means the checkpoint is unusable
         raise InputError(f"{path}: unreadable checkpoint ({exc}); delete it to start over") from exc
-    if meta["fingerprint"] != fp:
+    if meta["fingerprint"] != fp and legacy_fp is not None and meta["fingerprint"] == legacy_fp:
+        print(f"warning: {path} was written by an older aflite whose identity check covers 64 rows of the features "
+              f"only; resuming on the assumption that the rest is unchanged", file=sys.stderr)
+    elif meta["fingerprint"] != fp:
         raise InputError(f"{path}: checkpoint was made from different features or labels; use another --out")
     if meta["params"] != params:
         diff = {k: (meta["params"].get(k), v) for k, v in params.items() if meta["params"].get(k) != v}
@@ -193,10 +223,13 @@ def run_filter(
     if groups is not None:
         params["groups"] = True
     fp = fingerprint(X, y)
+    dataset_fp = (extra or {}).get("dataset_fingerprint")
     state = None
     if (out / CHECKPOINT).exists() or (out / "summary.json").exists():
         if resume:
-            state = rundir.load_checkpoint(out, params, fp)
+            if dataset_fp is not None:
+                check_resume_dataset(out, dataset_fp)
+            state = rundir.load_checkpoint(out, params, fp, sampled_inputs_fingerprint(X, y))
         elif not overwrite:
             raise ParameterError(f"{out} holds a previous run: pass --resume to continue it, --overwrite to start "
                                  f"over, or choose another --out")
@@ -208,7 +241,7 @@ def run_filter(
                dynamic_ncols=True)
 
     def on_phase(record: Any, st: Any) -> None:
-        rundir.save_checkpoint(out, st, params, fp)
+        rundir.save_checkpoint(out, st, params, fp, dataset_fp)
         bar.update(record.n_removed)
         bar.set_postfix(iter=record.iteration, S=record.size_after, eligible=record.n_eligible,
                         s_per_phase=f"{record.seconds:.1f}")
