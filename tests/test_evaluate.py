@@ -507,3 +507,39 @@ def test_probe_on_a_one_class_subset_is_skipped_with_its_reason():
     res = compare_partial_input(texts, y, keep, random_repeats=2)
     assert res[0].skipped is None and np.isfinite(res[0].accuracy)
     assert res[1].skipped == "all 20 rows have one label ('a')" and np.isnan(res[1].accuracy)
+
+
+def test_evaluate_and_audit_compare_refuse_a_run_from_another_dataset(tmp_path, capsys):
+    """Same row count and no id column (ids are row-N in both): only the recorded content fingerprint tells."""
+    lines = gzip.decompress(demo_dataset_path().read_bytes()).decode().splitlines()
+    head = lines[0].split("\t")
+    keep_cols = [head.index(c) for c in ("premise", "hypothesis", "label")]
+
+    def write(name, body):
+        p = tmp_path / name
+        p.write_text("\n".join("\t".join(r.split("\t")[c] for c in keep_cols) for r in [lines[0], *body]) + "\n")
+        return p
+
+    a, b = write("a.tsv", lines[1:301]), write("b.tsv", lines[301:601])
+    run = tmp_path / "run"
+    assert main(["run", str(a), "--out", str(run), "--featurizer", "ngram", "--quiet", "-m", "4", "--no-probe"]) == 0
+    assert json.loads((run / "results.json").read_text())["dataset_fingerprint"]
+    capsys.readouterr()
+    code = main(["evaluate", str(b), str(run), "--out", str(tmp_path / "ev"), "--models", "ppmi", "--seeds", "1",
+                 "--no-single", "--quiet"])
+    err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert code == 2 and len(err) == 1 and "was made from a different dataset than" in err[0], err
+    assert not (tmp_path / "ev").exists()
+    code = main(["audit", str(b), "--compare", str(run), "--out", str(tmp_path / "au"), "--featurizer", "ngram",
+                 "--quiet"])
+    err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert code == 2 and len(err) == 1 and "was made from a different dataset than" in err[0], err
+    # a run made before the fingerprint was recorded: the old id check, with a warning
+    for name in ("results.json", "summary.json"):
+        body = json.loads((run / name).read_text())
+        body.pop("dataset_fingerprint")
+        (run / name).write_text(json.dumps(body))
+    (run / "checkpoint.npz").unlink()
+    code = main(["evaluate", str(a), str(run), "--out", str(tmp_path / "ev2"), "--models", "ppmi", "--seeds", "1",
+                 "--no-single", "--quiet"])
+    assert code == 0 and "records no dataset fingerprint" in capsys.readouterr().err

@@ -741,6 +741,11 @@ def audit_image_file(data_path: str | os.PathLike[str], out: str | os.PathLike[s
     if len(classes) < 2:
         raise InputError(f"{data_path}: every one of the {len(ds):,} images has the label {str(classes[0])!r}; an "
                          "audit needs at least two classes")
+    if compare is not None:
+        from aflite.hashing import dataset_fingerprint
+        from aflite.rundir import check_run_dataset
+
+        check_run_dataset(compare, dataset_fingerprint(ds.ids, ds.labels, ds.texts_a, ds.texts_b), data_path)
     if cfg.cache_dir is None:
         cfg = dataclasses.replace(cfg, cache_dir=str(out / "cache"))
     full = ds

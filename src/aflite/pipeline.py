@@ -441,6 +441,11 @@ def audit_file(
     if len(classes) < 2:  # before featurizing (minutes), so nothing is computed or cached for nothing
         raise InputError(f"{data_path}: every one of the {len(ds):,} rows has the label {str(classes[0])!r}; an "
                          f"audit needs at least two classes")
+    if compare is not None:
+        from aflite.hashing import dataset_fingerprint
+        from aflite.rundir import check_run_dataset
+
+        check_run_dataset(compare, dataset_fingerprint(ds.ids, ds.labels, ds.texts_a, ds.texts_b), data_path)
     warn_twins(ds, ("pair", *cfg.views), groups)
     out.mkdir(parents=True, exist_ok=True)
     if cfg.cache_dir is None:

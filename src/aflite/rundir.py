@@ -91,6 +91,19 @@ def check_resume_dataset(out: Path, dataset_fp: str) -> None:
                          f"use another --out")
 
 
+def check_run_dataset(run_dir: str | os.PathLike[str], dataset_fp: str, data: Any) -> None:
+    """Refuse a run (``evaluate``, ``audit --compare``) that was made from another dataset than ``data``, by the
+    content fingerprint the run recorded; a run made before fingerprints were recorded gets a warning (and only
+    the check of its ids that the caller makes)."""
+    saved = recorded_dataset_fingerprint(Path(run_dir))
+    if saved is None:
+        print(f"warning: {run_dir}: the run records no dataset fingerprint (made by an older aflite), so only its "
+              f"ids are checked against {data}", file=sys.stderr)
+    elif saved != dataset_fp:
+        raise InputError(f"{run_dir}: this run was made from a different dataset than {data} (ids, labels or texts "
+                         f"differ); give the file the run was made from, with the same column options")
+
+
 def load_checkpoint(out: Path, params: dict[str, Any], fp: str, legacy_fp: str | None = None) -> FilterState | None:
     """The saved state, or None when there is none; refuses one made with other data or parameters.
     ``legacy_fp`` is the sampled identity older checkpoints recorded: accepted, with a warning."""

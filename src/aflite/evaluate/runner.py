@@ -123,6 +123,12 @@ def evaluate(
     id_to_row = {str(i): r for r, i in enumerate(ds.ids.tolist())}
     if not runs:
         raise ParameterError("give at least one run directory (made by aflite run on this dataset)")
+    from aflite.hashing import dataset_fingerprint
+    from aflite.rundir import check_run_dataset
+
+    data_fp = dataset_fingerprint(ds.ids, ds.labels, ds.texts_a, ds.texts_b)
+    for r in runs:  # a run from another file with the same row count would otherwise match by row-N ids
+        check_run_dataset(r, data_fp, data)
     taken: set[str] = set()
     run_objs = [_read_run(Path(r), id_to_row, taken) for r in runs]
     if not split and not tests and not eval_sets:
