@@ -292,7 +292,7 @@ def filter_files(
     y = data.load_labels(labels, column=label_column)
     id_arr = data.load_ids(ids, column=id_column) if ids is not None else np.arange(len(y))
     grp = data.load_labels(groups, column="group") if groups is not None else None
-    data.check_aligned(X.shape[0], len(y), len(id_arr))
+    data.check_aligned(X.shape[0], len(y), len(id_arr), files=(features, labels, ids))
     if grp is not None and len(grp) != len(y):
         raise InputError(f"{groups}: {len(grp)} groups for {len(y)} labels")
     if len(np.unique(id_arr)) != len(id_arr):

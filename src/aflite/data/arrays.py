@@ -314,9 +314,15 @@ def encode_labels(y: np.ndarray | Sequence[Any]) -> tuple[np.ndarray, np.ndarray
     return codes.astype(np.int64).reshape(-1), classes
 
 
-def check_aligned(n_features: int, n_labels: int, n_ids: int | None = None) -> None:
-    """Features, labels and ids must describe the same rows: refuse differing lengths before any work."""
+def check_aligned(n_features: int, n_labels: int, n_ids: int | None = None, *,
+                  files: Sequence[Any] | None = None) -> None:
+    """Features, labels and ids must describe the same rows: refuse differing lengths before any work.
+    ``files`` (features, labels, ids) names the files in the message."""
+    fl = list(files or []) + [None, None, None]
+    feat = f"features {fl[0]}" if fl[0] is not None else "features"
+    lab = f"labels {fl[1]}" if fl[1] is not None else "labels"
+    ids = f"ids {fl[2]}" if fl[2] is not None else "ids"
     if n_features != n_labels:
-        raise InputError(f"features have {n_features} rows but labels have {n_labels}; they must be equal")
+        raise InputError(f"{feat} have {n_features} rows but {lab} have {n_labels}; they must be equal")
     if n_ids is not None and n_ids != n_features:
-        raise InputError(f"features have {n_features} rows but ids have {n_ids}; they must be equal")
+        raise InputError(f"{feat} have {n_features} rows but {ids} have {n_ids}; they must be equal")
