@@ -825,3 +825,33 @@ def test_run_refuses_a_newline_id_in_one_line(tmp_path, capsys):
     err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
     assert code == 2 and len(err) == 1 and "line 11, column 'id'" in err[0], err
     assert not (tmp_path / "out").exists()
+
+
+def test_a_long_field_is_read_from_csv_as_from_jsonl(tmp_path):
+    long = "word " * 220_000  # 1.1 MB, beyond Python's default csv field limit (131,072)
+    rows = [{"premise": long if i == 2 else f"p {i}", "hypothesis": f"h {i}", "label": "ab"[i % 2]} for i in range(4)]
+    jl = tmp_path / "d.jsonl"
+    jl.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    import csv
+
+    cs = tmp_path / "d.csv"
+    with open(cs, "w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    assert load_dataset(cs).texts_a[2] == load_dataset(jl).texts_a[2] == long
+
+
+def test_malformed_jsonl_names_the_key_not_a_column_number(tmp_path):
+    jl = tmp_path / "d.jsonl"
+    jl.write_text('{"premise": "a", "hypothesis": "b", "label": "x"}\n{"premise": "a", "hypothesis": "b", "label": }\n')
+    with pytest.raises(InputError, match=r"d\.jsonl: line 2: malformed JSON after key 'label' \(character 46 of the "
+                                         r"line\): Expecting value"):
+        load_dataset(jl)
+
+
+def test_a_row_count_mismatch_names_both_files(tmp_path):
+    np.save(tmp_path / "X.npy", np.zeros((5, 2), np.float32))
+    (tmp_path / "y.txt").write_text("a\nb\na\n")
+    with pytest.raises(InputError, match=r"features .*X\.npy have 5 rows but labels .*y\.txt have 3"):
+        check_aligned(5, 3, files=(tmp_path / "X.npy", tmp_path / "y.txt"))

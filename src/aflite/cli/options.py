@@ -61,8 +61,11 @@ def nonnegative_int(text: str) -> int:
 
 
 def positive_int(text: str) -> int:
-    value = nonnegative_int(text)
-    if value < 1:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if value < 1:  # one bound for 0 and for negative values
         raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
     return value
 
