@@ -810,6 +810,9 @@ def audit_image_file(data_path: str | os.PathLike[str], out: str | os.PathLike[s
         "tsne_plots": plots, "results": [r.to_dict() for r in results],
         "seconds": round(time.perf_counter() - t0, 2),
     }
+    from aflite.verdict import audit_verdict
+
+    metrics["verdict"] = audit_verdict(metrics)
     write_json(out / "metrics.json", metrics)
     write_image_report(out / "report.html", results, title=title or f"Label-leakage audit of {Path(data_path).name}",
                        notes=notes)

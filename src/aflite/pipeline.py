@@ -241,6 +241,9 @@ def run(
     summary["label_shift"] = label_shift(summary["label_counts_before"], summary["label_counts_after"])
     summary["timings"] = timings
     summary["filtered_dataset"] = str(filtered_path)
+    from aflite.verdict import run_verdict
+
+    summary["verdict"] = run_verdict(summary)
     write_json(out / "summary.json", summary)
     write_text(out / "summary.md", render_summary(summary, ds, rows, af))
     return RunResult(out, summary, keep, filtered_path)
@@ -304,6 +307,10 @@ def filter_files(
             "device": resolve_device(af.device) if af.model == "logistic" else "cpu", **(extra or {})}
     summary = run_filter(af, X, y, id_arr, out, groups=grp, resume=resume, overwrite=overwrite,
                          show_progress=show_progress, extra=info)
+    from aflite.verdict import filter_verdict
+
+    summary["verdict"] = filter_verdict(summary)
+    write_json(out / "summary.json", summary)
     write_text(out / "summary.md", render_filter_summary(summary))
     return RunResult(out, summary, np.asarray(af.keep_mask_), out / "kept_ids.txt")
 
@@ -311,9 +318,12 @@ def filter_files(
 def render_filter_summary(summary: dict[str, Any]) -> str:
     """The readable account of ``aflite filter``: sizes, parameters, stop reason and label counts."""
     p = summary["parameters"]
+    from aflite.verdict import markdown
+
     lines = [
         f"# aflite filter: {summary.get('inputs', {}).get('features', '')}",
         "",
+        *([markdown(summary["verdict"]).rstrip("\n"), ""] if summary.get("verdict") else []),
         f"- |D| = {summary['size_before']} → |D(Φ)| = {summary['size_after']} after {summary['n_iterations']} "
         f"phase(s); stopped because {summary['stop_reason']}",
         f"- parameters: m={p['n_partitions']}, t={p['train_size']}, k={p['slice_size']}, n={p['target_size']}, "
@@ -499,6 +509,9 @@ def audit_file(
         "results": [r.to_dict() for r in results],
         "seconds": round(time.perf_counter() - t0, 2),
     }
+    from aflite.verdict import audit_verdict
+
+    metrics["verdict"] = audit_verdict(metrics)
     write_json(out / "metrics.json", metrics)
     write_report(out / "report.html", results, title=title or f"Label-leakage audit of {Path(data_path).name}",
                  notes=notes, reference=reference)
@@ -509,9 +522,12 @@ def render_summary(summary: dict[str, Any], ds: Any, rows: np.ndarray, af: AFLit
     """A short human-readable account: sizes, parameters, label shift, probe, and examples (as Table 9)."""
     p = summary["parameters"]
     f = summary["featurizer"]
+    from aflite.verdict import markdown
+
     lines = [
         f"# aflite run: {summary['dataset']}",
         "",
+        *([markdown(summary["verdict"]).rstrip("\n"), ""] if summary.get("verdict") else []),
         f"- Φ: `{f['name']}` ({f['dim']} dims), view `{f['view']}`"
         + (f"; warm-up slice of {summary['warmup_rows']} rows trained Φ and was discarded" if summary["warmup_rows"]
            else ""),

@@ -172,7 +172,10 @@ def run(args: argparse.Namespace) -> int:
     bad = res.metrics.get("bad_images")
     if bad:
         print(f"{bad['count']} unreadable image(s) left out, listed in {out / bad['file']}", file=sys.stderr)
-    write_text(out / "summary.md", f"# aflite audit: {args.data}\n\n" + "".join(f"- {line}\n" for line in lines)
+    from aflite.verdict import markdown
+
+    write_text(out / "summary.md", f"# aflite audit: {args.data}\n\n" + markdown(res.metrics.get("verdict") or [])
+               + "".join(f"- {line}\n" for line in lines)
                + f"\nThe full report with its explanations: report.html{more}; every figure: results.json.\n")
     print(f"wrote {out / 'report.html'}, {out / 'summary.md'}, {out / 'results.json'}"
           + "".join(f", {out / p}" for p in plots) + f" ({time.perf_counter() - t0:.0f} s)", file=sys.stderr)

@@ -168,8 +168,12 @@ def run(args: argparse.Namespace) -> int:
                    tests=tests, split=not args.no_split)
     write_results(args.out, args)  # stamps the library's results.json with argv, seed and versions
     from aflite.atomic import write_text
+    from aflite.verdict import markdown
 
-    write_text(args.out / "summary.md", rep.tables if rep.tables.endswith("\n") else rep.tables + "\n")
+    write_text(args.out / "summary.md", markdown(rep.verdict)
+               + (rep.tables if rep.tables.endswith("\n") else rep.tables + "\n"))
+    if rep.verdict:
+        print(" ".join(rep.verdict) + "\n")
     print(rep.tables)
     print(f"results: {args.out / 'results.json'}, tables: {args.out / 'tables.md'}, chart: "
           f"{args.out / 'accuracy.png'}", file=sys.stderr)

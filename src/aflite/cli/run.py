@@ -105,6 +105,8 @@ def pipeline_kwargs(args: argparse.Namespace) -> dict[str, Any]:
 def report(res: Any) -> None:
     s = res.summary
     p = s["parameters"]
+    if s.get("verdict"):
+        print("verdict: " + " ".join(s["verdict"]))
     print(f"|D| = {s['dataset_size']} -> |D(Φ)| = {s['size_after']} ({s['n_iterations']} phases; {s['stop_reason']})")
     print(f"parameters: m={p['n_partitions']} t={p['train_size']} k={p['slice_size']} n={p['target_size']} "
           f"tau={p['threshold']} (Table 8 SNLI scaled by {s['scaled_defaults']['scale']:.4f} where not given)")

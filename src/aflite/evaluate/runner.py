@@ -234,11 +234,14 @@ def evaluate(
         "wall_seconds": round(time.perf_counter() - t_start, 1),
     }
     tables = render_tables(aggregate, specs, sets, set_info, eval_sets, config, tests)
-    report = EvaluationReport(out_p, results, aggregate, set_info, tables, config)
+    from aflite.verdict import evaluate_verdict
+
+    verdict = evaluate_verdict({"training_sets": set_info, "aggregate": aggregate})
+    report = EvaluationReport(out_p, results, aggregate, set_info, tables, config, verdict)
     if out_p is not None:
         out_p.mkdir(parents=True, exist_ok=True)
-        write_json(out_p / "results.json", {"config": config, "training_sets": set_info, "aggregate": aggregate,
-                                            "runs": results})
+        write_json(out_p / "results.json", {"verdict": verdict, "config": config, "training_sets": set_info,
+                                            "aggregate": aggregate, "runs": results})
         write_text(out_p / "tables.md", tables)
         plot_report(report, out_p / "accuracy.png")
     return report

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -55,6 +55,7 @@ class EvaluationReport:
     training_sets: list[dict[str, Any]]
     tables: str
     config: dict[str, Any]
+    verdict: list[str] = field(default_factory=list)  # aflite.verdict.evaluate_verdict
 
 
 def _mean_std(values: list[float]) -> dict[str, Any]:
