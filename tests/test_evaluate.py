@@ -543,3 +543,36 @@ def test_evaluate_and_audit_compare_refuse_a_run_from_another_dataset(tmp_path, 
     code = main(["evaluate", str(a), str(run), "--out", str(tmp_path / "ev2"), "--models", "ppmi", "--seeds", "1",
                  "--no-single", "--quiet"])
     assert code == 0 and "records no dataset fingerprint" in capsys.readouterr().err
+
+
+def test_not_trained_marks_one_class_models_and_flat_losses():
+    from aflite.evaluate.degenerate import not_trained
+
+    gold = np.array(["a", "b", "c"] * 20)
+    assert not_trained(np.array(["a", "b", "c"] * 20), gold) is None
+    one = not_trained(np.array(["b"] * 59 + ["a"]), gold, steps=27, first_loss=1.106, final_loss=0.931,
+                      train_rows=2000, batch_size=16)
+    assert one["reason"] == "predicts 'b' for 98.3% of the 60 test rows"
+    assert one["steps_needed_estimate"] == 375  # 3 epochs of 2,000 rows at batch 16
+    flat = not_trained(np.array(["a", "b", "c"] * 20), gold, steps=27, first_loss=1.10, final_loss=1.05,
+                       train_rows=100, batch_size=16)
+    assert flat["reason"] == "its training loss did not fall (1.100 → 1.050)" and flat["steps_needed_estimate"] == 270
+    assert not_trained(np.array(["a"] * 60), np.array(["a"] * 60)) is None  # the test set itself is one class
+
+
+def test_a_model_predicting_one_class_is_marked_not_trained_everywhere(snli_run, tmp_path, monkeypatch):
+    from aflite.evaluate import models as M
+
+    tmp, data, run, _ = snli_run
+    monkeypatch.setattr(M._MaxPPMI, "predict", lambda self, a, b: np.zeros(len(a), dtype=np.int64))
+    code = main(["evaluate", str(data), str(run), "--out", str(tmp_path / "ev"), "--models", "ppmi,ppmi:hypothesis",
+                 "--seeds", "1", "--no-single", "--quiet"])
+    assert code == 0
+    res = json.loads((tmp_path / "ev" / "results.json").read_text())
+    for model in ("ppmi:pair", "ppmi:hypothesis"):
+        for entry in res["aggregate"][model].values():
+            assert entry["not_trained"]["reason"].startswith("predicts ")
+    assert all(r["not_trained"] for r in res["runs"])
+    md = (tmp_path / "ev" / "summary.md").read_text()
+    assert "| not trained |" in md and "**Not trained**" in md
+    assert res["verdict"] == ["Not counted: ppmi:hypothesis, ppmi:pair (not trained: see the tables)."]

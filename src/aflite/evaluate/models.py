@@ -306,6 +306,7 @@ class _FineTuned:
         self.device = resolve_device(opts.device, self.torch)
         self.steps_ = 0
         self.final_loss_: float | None = None
+        self.first_loss_: float | None = None  # to tell a loss that fell from one that did not (degenerate.py)
 
     def train_config(self) -> Any:
         from aflite.training import EVALUATE
@@ -344,6 +345,7 @@ class _FineTuned:
         self.head, res = training.fit_classifier(self.encoder, items, y, n_classes, self.train_config(),
                                                  desc="fine-tuning", show_progress=self.show_progress)
         self.steps_, self.final_loss_ = res.steps, res.final_loss
+        self.first_loss_ = res.losses[0] if res.losses else None
         return self
 
     def predict(self, a: list[str], b: list[str] | None, batch_size: int = 128) -> NDArray[np.int64]:

@@ -285,7 +285,7 @@ def _run_job(spec: ModelSpec, ts: TrainingSet, seed: int, ds: Any, y_all: NDArra
                 a, b = d.view(spec.view, used)
                 m.fit(a, b, y_all[used], len(classes))
                 m.save(path)
-                write_json(meta_path, {"steps": m.steps_, "final_loss": m.final_loss_})
+                write_json(meta_path, {"steps": m.steps_, "final_loss": m.final_loss_, "first_loss": m.first_loss_})
         else:
             # scikit-learn models are not written to disk: loading them would mean unpickling files from a
             # user-given cache folder. Their predictions are cached (plain .npy) and they are cheap to refit.
@@ -342,5 +342,23 @@ def _run_job(spec: ModelSpec, ts: TrainingSet, seed: int, ds: Any, y_all: NDArra
     rec["external"] = {es.name: score(es, corpus, by_group=True) for es, corpus in corpora}
     if meta_path.is_file():
         rec.update(json.loads(meta_path.read_text(encoding="utf-8")))
+    if len(held_rows):  # a model that answers one class everywhere is no finding (aflite.evaluate.degenerate)
+        check_pred, check_gold = pred_held, gold_held
+    else:
+        first = next(iter(tests), None)
+        check_pred = check_gold = None
+        if first is not None:
+            rows_t = np.arange(len(first[0]))
+            if spec.kind == "finetune" and ft_eval_cap is not None:
+                rows_t = _stratified_sample(first[0].labels, first[0].groups, ft_eval_cap, 0)
+            check_pred, check_gold = classes[predict(first[1], rows_t)], first[0].labels[rows_t]
+    if check_pred is not None:
+        from aflite.evaluate.degenerate import not_trained
+
+        mark = not_trained(check_pred, check_gold, steps=rec.get("steps"), first_loss=rec.get("first_loss"),
+                           final_loss=rec.get("final_loss"), train_rows=int(len(used)),
+                           batch_size=ft.batch_size if spec.kind == "finetune" else None)
+        if mark is not None:
+            rec["not_trained"] = mark
     rec["seconds"] = round(time.perf_counter() - t0, 2)
     return rec
