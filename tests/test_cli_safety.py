@@ -557,3 +557,20 @@ def test_quiet_turns_off_library_progress_bars(tmp_path, tsv, capsys, monkeypatc
     monkeypatch.setattr(aflite.cli.evaluate, "run", handler)
     main(["evaluate", str(tsv), str(tmp_path), "--out", str(tmp_path / "ev"), "--quiet"])
     assert seen["env"] == "1"
+
+
+def test_groups_twins_builds_families_and_the_warning_offers_it(tmp_path, capsys):
+    p = twins_file(tmp_path)
+    ds = load_dataset(p, groups="twins")
+    fam = load_dataset(p, groups="family").groups
+    # every family of the file's own column lies inside one family found from shared texts (those may join two
+    # file families where real SNLI repeats a short hypothesis under two premises)
+    inside = {}
+    for a, b in zip(ds.groups.tolist(), fam.tolist(), strict=True):
+        assert inside.setdefault(b, a) == a
+    assert len(set(fam.tolist())) - 3 <= len(set(ds.groups.tolist())) <= len(set(fam.tolist()))
+    code, _, err = cli(capsys, "run", p, "--out", tmp_path / "a", *FAST)
+    assert code == 0 and "--groups twins (families of rows joined by a shared premise or hypothesis)" in err
+    code, _, err = cli(capsys, "run", p, "--out", tmp_path / "b", *FAST, "--groups", "twins")
+    assert code == 0 and "counterfactual twins" not in err
+    assert json.loads((tmp_path / "b" / "summary.json").read_text())["groups"] == "twins"

@@ -855,3 +855,15 @@ def test_a_row_count_mismatch_names_both_files(tmp_path):
     (tmp_path / "y.txt").write_text("a\nb\na\n")
     with pytest.raises(InputError, match=r"features .*X\.npy have 5 rows but labels .*y\.txt have 3"):
         check_aligned(5, 3, files=(tmp_path / "X.npy", tmp_path / "y.txt"))
+
+
+def test_twin_families_join_rows_through_a_shared_premise_or_hypothesis():
+    from aflite.data import twin_families
+
+    a = ["p1", "p1", "p2", "p3", "p4", "p5"]
+    b = ["h1", "h2", "h2", "h3", "h4", "h4"]
+    f = twin_families(a, b)
+    assert f[0] == f[1] == f[2] and f[4] == f[5]
+    assert len({f[0], f[3], f[4]}) == 3
+    assert twin_families(["x", "y", "x"]).tolist()[0] == twin_families(["x", "y", "x"]).tolist()[2]
+    assert len(twin_families([])) == 0

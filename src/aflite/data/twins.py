@@ -36,6 +36,35 @@ def counterfactual_twins(
     return len(bad), sum(count[t] for t in bad), bad[0] if bad else None
 
 
+def twin_families(texts_a: Sequence[str], texts_b: Sequence[str] | None = None) -> np.ndarray:
+    """A family id per row (``--groups twins``): the connected components of the graph in which two rows are
+    joined when they share their first text *or* their second text. Counterfactual twins (one premise with edited
+    hypotheses, one hypothesis under edited premises) thus share a family, so grouped folds never split them."""
+    import scipy.sparse as sp
+    from scipy.sparse.csgraph import connected_components
+
+    n = len(texts_a)
+    if n == 0:
+        return np.empty(0, dtype=np.int64)
+    cols = []
+    for texts in (texts_a, texts_b):
+        if texts is None:
+            continue
+        ids: dict[str, int] = {}
+        cols.append(np.fromiter((ids.setdefault(t, len(ids)) for t in texts), dtype=np.int64, count=n))
+    # bipartite graph rows ↔ texts (each side's texts numbered apart); rows sharing a text are connected
+    offset, parts = n, []
+    for c in cols:
+        parts.append(c + offset)
+        offset += int(c.max()) + 1
+    rows = np.concatenate([np.arange(n)] * len(parts))
+    other = np.concatenate(parts)
+    graph = sp.coo_matrix((np.ones(len(rows), dtype=np.int8), (rows, other)), shape=(offset, offset))
+    _, label = connected_components(graph, directed=False)
+    _, family = np.unique(label[:n], return_inverse=True)  # families numbered 0..F-1
+    return family.astype(np.int64)
+
+
 # Twins on fewer than this share of the rows (or fewer than TWINS_WARN_TEXTS texts) are ordinary duplicates: the
 # bundled SNLI sample has 6 short hypotheses such as "A person in a shirt" under several premises with different
 # labels (< 1 % of its rows); a counterfactually augmented set has twins on nearly every row.
@@ -53,7 +82,8 @@ def twins_warning(what: str, n_twins: int, n_rows: int, example: Any, group_by: 
             f"different {group_by} groups "
             f"(counterfactual twins, e.g. {ex!r}); folds grouped by {group_by} can train on such a text with one "
             f"label and test it with another, which pulls accuracy below the majority rate. Group the twins "
-            f"together with {_opt('groups')} COLUMN (a family id column).")
+            f"together with {_opt('groups')} twins (families of rows joined by a shared premise or hypothesis), "
+            f"or {_opt('groups')} COLUMN when the file has a family id column.")
 
 
 def warn_twins(ds: TextDataset, views: Sequence[str], group_by: str, file: Any = None) -> list[str]:
