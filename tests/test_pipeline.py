@@ -190,3 +190,48 @@ def test_a_probe_that_d_cannot_train_is_skipped_before_the_filter(tmp_path, caps
     assert "note: the hypothesis-only probe is skipped: too few rows of the other classes" in captured.err
     res = json.loads((tmp_path / "out" / "results.json").read_text())
     assert res["partial_input_probe"]["results"] == [] and "too few rows" in res["partial_input_probe"]["skipped"]
+
+
+# ------------------------------------------------------------------------- the demo and summary.md (issue 25, 14)
+def test_summary_md_shows_text_as_written_and_escapes_markdown_only():
+    from aflite.pipeline import _md
+
+    assert _md("The man isn't \"here\"") == "The man isn't \"here\""
+    assert _md("a <b>bold</b> & | pipe\nnext") == "a \\<b\\>bold\\</b\\> \\& \\| pipe next"
+
+
+def test_demo_prints_each_table_once_without_the_resource_path_and_the_real_wall_time(tmp_path, capsys):
+    out = tmp_path / "demo"
+    code = main(["demo", "--out", str(out), "--featurizer", "ngram", "--quiet", "-m", "4"])
+    printed = capsys.readouterr().out
+    assert code == 0
+    assert "resources" not in printed and "snli_sample.tsv.gz" not in printed
+    assert printed.count("hypothesis-only probe on D ") == 1 and printed.count("## Removed by AFLite") == 1
+    assert printed.startswith("verdict: ")
+    md = (out / "summary.md").read_text()
+    assert md.startswith("# aflite run: the bundled SNLI sample (first 1,000 premise groups")
+    assert "&#x27;" not in md and "&amp;" not in md and "&quot;" not in md
+    assert "'" in md  # the examples' apostrophes, as written
+    s = json.loads((out / "summary.json").read_text())
+    parts = sum(v for k, v in s["timings"].items() if k.endswith("_seconds"))
+    assert s["wall_seconds_this_call"] >= parts >= s["filter_wall_seconds_this_call"]
+
+
+def test_warmup_loss_summary_says_whether_the_loss_fell():
+    from aflite.features.cache import warmup_loss_summary
+
+    fell = warmup_loss_summary([1.10, 1.08, 1.05, 0.9, 0.7, 0.6, 0.5, 0.45, 0.4], 3)
+    assert fell["warmup_loss_judgement"] == "fell" and fell["warmup_loss_start"] == pytest.approx(1.0767, abs=1e-3)
+    flat = warmup_loss_summary([1.106, 1.10, 1.08, 1.0, 0.98, 0.95, 0.94, 0.93, 0.931], 3)
+    assert flat["warmup_loss_judgement"] == "barely moved" and flat["warmup_loss_chance"] == pytest.approx(1.0986)
+    assert warmup_loss_summary([], 3) == {}
+
+
+def test_help_imports_neither_numpy_nor_scikit_learn():
+    import subprocess
+    import sys
+
+    code = ("import sys; from aflite.cli import build_parser; build_parser(); "
+            "print([m for m in ('numpy', 'sklearn', 'scipy', 'torch') if m in sys.modules])")
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True).stdout.strip() == "[]"

@@ -8,7 +8,6 @@ it is neither filtered nor written to the output.
 
 from __future__ import annotations
 
-import html
 import sys
 import time
 from collections import Counter
@@ -77,19 +76,21 @@ def run(
     storage: str = "float32",
     image_options: dict[str, Any] | None = None,
     link_dir: str | Path | None = None,
+    title: str | None = None,
 ) -> RunResult:
     """Filter a dataset file end to end. ``params`` overrides the scaled Table 8 defaults (counts or
     fractions of |D|: target_size, n_partitions, train_size, slice_size, threshold); ``device`` and ``storage``
     choose where the encoder and the ensemble run (see :class:`aflite.filter.AFLite`). ``groups``: True or
     ``"premise"`` (rows with one premise stay on one side of every partition), False or ``"none"``, or a column
-    of the file (e.g. a counterfactual family id). ``overwrite`` starts over in an ``out`` that holds a run."""
+    of the file (e.g. a counterfactual family id). ``overwrite`` starts over in an ``out`` that holds a run.
+    ``title`` names the data in summary.md's heading (default: its path)."""
     show_progress = progress_flag(show_progress, quiet=quiet, where="run: ")
     from aflite import data, features
     from aflite.rundir import run_filter
 
     out = Path(out)
     timings: dict[str, float] = {}
-    t0 = time.perf_counter()
+    t0 = t_call = time.perf_counter()
     group_spec = "premise" if groups is True else "none" if groups is False else str(groups)
     dopts = dict(dataset_options or {})
     if group_spec != "premise":  # premise is the loader's own default for pairs (no groups for single texts)
@@ -243,6 +244,11 @@ def run(
     summary["filtered_dataset"] = str(filtered_path)
     from aflite.verdict import run_verdict
 
+    if title:
+        summary["title"] = title
+    # the whole call (load, Φ, filter, probe, writing), not only the filter's part of it
+    summary["filter_wall_seconds_this_call"] = summary.get("wall_seconds_this_call")
+    summary["wall_seconds_this_call"] = time.perf_counter() - t_call
     summary["verdict"] = run_verdict(summary)
     write_json(out / "summary.json", summary)
     write_text(out / "summary.md", render_summary(summary, ds, rows, af))
@@ -291,6 +297,7 @@ def filter_files(
     from aflite.rundir import run_filter
 
     out = Path(out)
+    t_call = time.perf_counter()
     X = data.load_features(features, columns=feature_columns, mmap=mmap)
     y = data.load_labels(labels, column=label_column)
     id_arr = data.load_ids(ids, column=id_column) if ids is not None else np.arange(len(y))
@@ -309,6 +316,8 @@ def filter_files(
                          show_progress=show_progress, extra=info)
     from aflite.verdict import filter_verdict
 
+    summary["filter_wall_seconds_this_call"] = summary.get("wall_seconds_this_call")
+    summary["wall_seconds_this_call"] = time.perf_counter() - t_call  # the whole call, reading included
     summary["verdict"] = filter_verdict(summary)
     write_json(out / "summary.json", summary)
     write_text(out / "summary.md", render_filter_summary(summary))
@@ -525,12 +534,12 @@ def render_summary(summary: dict[str, Any], ds: Any, rows: np.ndarray, af: AFLit
     from aflite.verdict import markdown
 
     lines = [
-        f"# aflite run: {summary['dataset']}",
+        f"# aflite run: {summary.get('title') or summary['dataset']}",
         "",
         *([markdown(summary["verdict"]).rstrip("\n"), ""] if summary.get("verdict") else []),
         f"- Φ: `{f['name']}` ({f['dim']} dims), view `{f['view']}`"
         + (f"; warm-up slice of {summary['warmup_rows']} rows trained Φ and was discarded" if summary["warmup_rows"]
-           else ""),
+           else "") + warmup_line(f.get("info") or {}, "; "),
         f"- |D| = {summary['dataset_size']}, filtered input {p['dataset_size']}, |D(Φ)| = {summary['size_after']}"
         f" after {summary['n_iterations']} phase(s); stopped because {summary['stop_reason']}",
         f"- parameters: m={p['n_partitions']}, t={p['train_size']}, k={p['slice_size']}, n={p['target_size']}, "
@@ -597,8 +606,23 @@ def render_summary(summary: dict[str, Any], ds: Any, rows: np.ndarray, af: AFLit
     return "\n".join(lines) + "\n"
 
 
+def warmup_line(info: dict[str, Any], lead: str = "") -> str:
+    """The warm-up's loss in words (start → end over its steps, against chance), or "" without a warm-up."""
+    if "warmup_loss_start" not in info:
+        return ""
+    verdict = ("it fell: fine-tuning moved Φ" if info["warmup_loss_judgement"] == "fell" else
+               "it barely moved: Φ is close to the frozen encoder (more rows or steps would be needed)")
+    return (f"{lead}warm-up loss {info['warmup_loss_start']:.3f} → {info['warmup_loss_end']:.3f} over "
+            f"{info.get('warmup_steps')} steps (chance ln K = {info['warmup_loss_chance']:.3f}): {verdict}")
+
+
 def _md(text: str, limit: int = 300) -> str:
-    """Dataset text in a Markdown table cell: shortened, escaped HTML, no pipes or newlines."""
+    """Dataset text in a Markdown table cell: shortened, on one line, and plain: the text as written (``isn't``,
+    not ``isn&#x27;t``), with Markdown's backslash escapes for what a renderer would otherwise read as HTML or as
+    a cell border (``<``, ``>``, ``&``, ``|``). HTML escaping belongs to the HTML pages only."""
     from aflite.report import shorten
 
-    return html.escape(shorten(text, limit)).replace("|", "\\|").replace("\n", " ")
+    out = shorten(text, limit).replace("\\", "\\\\")
+    for ch in "<>&|":
+        out = out.replace(ch, "\\" + ch)
+    return out.replace("\r", " ").replace("\n", " ")

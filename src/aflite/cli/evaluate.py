@@ -51,7 +51,7 @@ def _label_maps(specs: list[str], names: list[str]) -> tuple[dict[str, str], dic
 
 
 def register(sub: Any) -> None:
-    from aflite.evaluate import DEFAULT_MODELS
+    from aflite.defaults import DEFAULT_MODELS
 
     p = sub.add_parser(
         "evaluate",

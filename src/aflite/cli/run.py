@@ -107,6 +107,11 @@ def report(res: Any) -> None:
     p = s["parameters"]
     if s.get("verdict"):
         print("verdict: " + " ".join(s["verdict"]))
+    from aflite.pipeline import warmup_line
+
+    f = s.get("featurizer") or {}
+    print(f"Φ: {f.get('name')} ({f.get('dim')} dims, view {f.get('view')})"
+          + warmup_line(f.get("info") or {}, "; "))
     print(f"|D| = {s['dataset_size']} -> |D(Φ)| = {s['size_after']} ({s['n_iterations']} phases; {s['stop_reason']})")
     print(f"parameters: m={p['n_partitions']} t={p['train_size']} k={p['slice_size']} n={p['target_size']} "
           f"tau={p['threshold']} (Table 8 SNLI scaled by {s['scaled_defaults']['scale']:.4f} where not given)")

@@ -201,6 +201,7 @@ def featurize(
                 "warmup_steps": wf.steps_,
                 "warmup_final_loss": wf.train_log_[-1] if wf.train_log_ else None,
                 "warmup_rows": len(warmup_rows),
+                **warmup_loss_summary(wf.train_log_, len(np.unique(np.asarray(y)[warmup_rows]))),
             }
         )
         ra = [a[i] for i in rows]
@@ -249,6 +250,18 @@ def featurize(
         with contextlib.suppress(FileNotFoundError):
             (cache / f"{stem}.warmup.pt").unlink()
     return Features(x, rows, warmup_rows, featurizer, view, opts, out_path, False, info)
+
+
+def warmup_loss_summary(losses: Sequence[float], n_classes: int) -> dict[str, Any]:
+    """Did the warm-up train Φ? The mean loss of its first and last (up to) 3 steps, chance (ln of the classes)
+    and a plain judgement: "fell" when the end is below 80 % of the start, else "barely moved"."""
+    if not losses:
+        return {}
+    w = max(1, min(3, len(losses) // 3 or 1))
+    start, end = float(np.mean(losses[:w])), float(np.mean(losses[-w:]))
+    return {"warmup_loss_start": round(start, 4), "warmup_loss_end": round(end, 4),
+            "warmup_loss_chance": round(math.log(max(n_classes, 2)), 4),
+            "warmup_loss_judgement": "fell" if end < 0.8 * start else "barely moved"}
 
 
 def _final_path(cache: Path, stem: str, x: Any) -> Path:
