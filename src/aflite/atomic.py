@@ -92,6 +92,11 @@ def _umask() -> int:
     return mask
 
 
+def umask() -> int:
+    """The process's file mode creation mask (for folders made by other means than mkdir, e.g. mkdtemp)."""
+    return _umask()
+
+
 def write_text(path: str | os.PathLike[str], text: str) -> None:
     with atomic_open(path, "w") as fh:
         fh.write(text)

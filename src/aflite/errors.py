@@ -27,7 +27,7 @@ class OutputWriteError(OutputError, OSError):
 
     def __init__(self, message: str, errno: int | None = None) -> None:
         OSError.__init__(self, message)
-        self.errno = errno  # type: ignore[misc]
+        self.errno = errno
 
     def __str__(self) -> str:
         return str(self.args[0]) if self.args else ""

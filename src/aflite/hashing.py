@@ -78,8 +78,8 @@ def sampled_inputs_fingerprint(X: Any, y: NDArray[Any]) -> str:
     return h.hexdigest()[:32]
 
 
-def dataset_fingerprint(ids: Sequence[Any], labels: Sequence[Any], texts_a: Sequence[str],
-                        texts_b: Sequence[str] | None = None) -> str:
+def dataset_fingerprint(ids: Sequence[Any] | NDArray[Any], labels: Sequence[Any] | NDArray[Any],
+                        texts_a: Sequence[str], texts_b: Sequence[str] | None = None) -> str:
     """The identity of a dataset's content (ids, labels and texts or image paths, in order): recorded in a run's
     results so that ``evaluate``, ``audit --compare`` and ``--resume`` can tell that they read the same data."""
     h = hashlib.sha256(b"dataset\x00")

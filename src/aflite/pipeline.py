@@ -106,8 +106,10 @@ def run(
     if link_dir is not None:  # checked now, not after the filter has run for an hour
         if not is_images:
             raise ParameterError("--link-dir builds links to kept images; this dataset holds text")
-        images.check_link_dir(link_dir)
-        images.check_link_names(ds, by_label=ds.source.format != "imagefolder")
+        from aflite.links import check_link_dir, check_link_names
+
+        check_link_dir(link_dir)
+        check_link_names(ds, by_label=ds.source.format != "imagefolder")
     if view in ("hypothesis",) and not ds.is_pair:
         raise ParameterError("view 'hypothesis' needs a pair dataset")
     # checks that need no features come before featurizing (minutes) and before anything is written
@@ -512,7 +514,7 @@ def audit_file(
                      + ("" if sample is None else f" (a random sample of {len(filtered):,})"))
     if sample is not None:
         notes.append(f"D: a random sample of {len(ds):,} of the {len(full):,} pairs (seed {cfg.seed})")
-    metrics = {
+    metrics: dict[str, Any] = {
         "data": str(data_path),
         "compare": None if compare is None else str(compare),
         "results": [r.to_dict() for r in results],

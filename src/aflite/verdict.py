@@ -41,7 +41,7 @@ def markdown(sentences: Sequence[str]) -> str:
 def _kept(summary: dict[str, Any]) -> str:
     before, after = summary.get("size_before"), summary.get("size_after")
     phases, why = summary.get("n_iterations"), summary.get("stop_reason")
-    if not before:
+    if not before or after is None:
         return ""
     return (f"AFLite kept {after:,} of {before:,} rows ({100 * after / before:.0f}%) in {phases} phase(s) and "
             f"stopped because {why}.")
@@ -164,10 +164,11 @@ def _where(entry: dict[str, Any]) -> str:
 
 def _score(entry: dict[str, Any]) -> tuple[float, float] | None:
     """(mean, std) accuracy on D's held-out part, else on the first separate test set."""
-    acc = entry.get("original_heldout")
+    acc: Any = entry.get("original_heldout")
     if acc is None:
-        tests = entry.get("tests") or {}
-        acc = next(iter(tests.values()), {}).get("accuracy") if tests else None
+        tests: dict[str, Any] = entry.get("tests") or {}
+        first: dict[str, Any] = next(iter(tests.values()), {})
+        acc = first.get("accuracy")
     if not isinstance(acc, dict):
         return None
     mean, std = _num(acc.get("mean")), _num(acc.get("std")) or 0.0

@@ -153,7 +153,7 @@ def load_dataset(
         print(f"{p}: dropped {ds.n_dropped:,} row(s) on load ({why}, e.g. SNLI's '-'); {len(ds):,} rows kept",
               file=sys.stderr)
     if groups == "twins":
-        from aflite.data.twins import twin_families
+        from aflite.data.families import twin_families
 
         ds.groups = twin_families(ds.texts_a, ds.texts_b)
     elif groups not in (None, "premise", "none"):

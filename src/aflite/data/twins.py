@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from aflite.data.families import twin_families as twin_families  # re-exported: the twins' fix
 from aflite.data.options import _opt
 
 if TYPE_CHECKING:
@@ -34,35 +35,6 @@ def counterfactual_twins(
     bad = [t for t, pairs in seen.items() if len(pairs) > 1
            and any(a[0] != b[0] and a[1] != b[1] for a in pairs for b in pairs)]
     return len(bad), sum(count[t] for t in bad), bad[0] if bad else None
-
-
-def twin_families(texts_a: Sequence[str], texts_b: Sequence[str] | None = None) -> np.ndarray:
-    """A family id per row (``--groups twins``): the connected components of the graph in which two rows are
-    joined when they share their first text *or* their second text. Counterfactual twins (one premise with edited
-    hypotheses, one hypothesis under edited premises) thus share a family, so grouped folds never split them."""
-    import scipy.sparse as sp
-    from scipy.sparse.csgraph import connected_components
-
-    n = len(texts_a)
-    if n == 0:
-        return np.empty(0, dtype=np.int64)
-    cols = []
-    for texts in (texts_a, texts_b):
-        if texts is None:
-            continue
-        ids: dict[str, int] = {}
-        cols.append(np.fromiter((ids.setdefault(t, len(ids)) for t in texts), dtype=np.int64, count=n))
-    # bipartite graph rows ↔ texts (each side's texts numbered apart); rows sharing a text are connected
-    offset, parts = n, []
-    for c in cols:
-        parts.append(c + offset)
-        offset += int(c.max()) + 1
-    rows = np.concatenate([np.arange(n)] * len(parts))
-    other = np.concatenate(parts)
-    graph = sp.coo_matrix((np.ones(len(rows), dtype=np.int8), (rows, other)), shape=(offset, offset))
-    _, label = connected_components(graph, directed=False)
-    _, family = np.unique(label[:n], return_inverse=True)  # families numbered 0..F-1
-    return family.astype(np.int64)
 
 
 # Twins on fewer than this share of the rows (or fewer than TWINS_WARN_TEXTS texts) are ordinary duplicates: the

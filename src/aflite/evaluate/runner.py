@@ -127,8 +127,8 @@ def evaluate(
     from aflite.rundir import check_run_dataset
 
     data_fp = dataset_fingerprint(ds.ids, ds.labels, ds.texts_a, ds.texts_b)
-    for r in runs:  # a run from another file with the same row count would otherwise match by row-N ids
-        check_run_dataset(r, data_fp, data)
+    for run_dir in runs:  # a run from another file with the same row count would otherwise match by row-N ids
+        check_run_dataset(run_dir, data_fp, data)
     taken: set[str] = set()
     run_objs = [_read_run(Path(r), id_to_row, taken) for r in runs]
     if not split and not tests and not eval_sets:
@@ -342,17 +342,18 @@ def _run_job(spec: ModelSpec, ts: TrainingSet, seed: int, ds: Any, y_all: NDArra
     rec["external"] = {es.name: score(es, corpus, by_group=True) for es, corpus in corpora}
     if meta_path.is_file():
         rec.update(json.loads(meta_path.read_text(encoding="utf-8")))
+    check_pred: NDArray[Any] | None = None
+    check_gold: NDArray[Any] | None = None
     if len(held_rows):  # a model that answers one class everywhere is no finding (aflite.evaluate.degenerate)
         check_pred, check_gold = pred_held, gold_held
     else:
         first = next(iter(tests), None)
-        check_pred = check_gold = None
         if first is not None:
             rows_t = np.arange(len(first[0]))
             if spec.kind == "finetune" and ft_eval_cap is not None:
                 rows_t = _stratified_sample(first[0].labels, first[0].groups, ft_eval_cap, 0)
             check_pred, check_gold = classes[predict(first[1], rows_t)], first[0].labels[rows_t]
-    if check_pred is not None:
+    if check_pred is not None and check_gold is not None:
         from aflite.evaluate.degenerate import not_trained
 
         mark = not_trained(check_pred, check_gold, steps=rec.get("steps"), first_loss=rec.get("first_loss"),
