@@ -18,7 +18,7 @@ import pytest
 
 from aflite import atomic, rundir
 from aflite.cli import main
-from aflite.errors import OutputWriteError
+from aflite.errors import OutputError
 
 SAMPLE = Path(__file__).resolve().parents[1] / "src" / "aflite" / "resources" / "snli_sample.tsv.gz"
 FAST = ["--featurizer", "ngram", "--quiet", "-m", "4", "--no-probe"]
@@ -33,12 +33,14 @@ def tsv(tmp_path: Path) -> Path:
     return p
 
 
-def full_disk(monkeypatch: pytest.MonkeyPatch, name_part: str) -> None:
-    """Every atomic write of a file whose temporary name contains ``name_part`` fails with ENOSPC."""
+def full_disk(monkeypatch: pytest.MonkeyPatch, name_part: str, folder: str = "") -> None:
+    """Every atomic write of a file whose temporary name contains ``name_part`` (and whose path contains
+    ``folder``) fails with ENOSPC."""
     real = os.fsync
 
     def fsync(fd: int) -> None:
-        if name_part in os.readlink(f"/proc/self/fd/{fd}"):
+        path = os.readlink(f"/proc/self/fd/{fd}")
+        if name_part in path and folder in path:
             raise OSError(errno.ENOSPC, "No space left on device")
         real(fd)
 
@@ -58,7 +60,7 @@ def no_temporaries(folder: Path) -> None:
 
 def test_write_npy_disk_full_is_one_error_and_no_file(tmp_path, monkeypatch):
     full_disk(monkeypatch, "x.npy")
-    with pytest.raises(OutputWriteError, match=r"cannot write .*x\.npy: No space left on device; free some"):
+    with pytest.raises(OutputError, match=r"cannot write .*x\.npy: No space left on device; free some"):
         atomic.write_npy(tmp_path / "x.npy", np.zeros(3))
     assert list(tmp_path.iterdir()) == []
 
@@ -84,7 +86,7 @@ def test_disk_full_at_the_checkpoint(tmp_path, tsv, capsys, monkeypatch):
 @pytest.mark.parametrize("which", [".npy", ".json"])
 def test_disk_full_at_the_cache_never_leaves_a_json_without_its_matrix(tmp_path, tsv, capsys, monkeypatch, which):
     out, cache = tmp_path / "out", tmp_path / "cache"
-    full_disk(monkeypatch, f"{which}.")  # the temporary name is .<stem><which>.<random>.tmp
+    full_disk(monkeypatch, f"{which}.", f"{cache}/")  # the temporary name is .<stem><which>.<random>.tmp
     code = main(["run", str(tsv), "--out", str(out), "--cache", str(cache), *FAST])
     line = one_line(capsys.readouterr().err, "run")
     assert code == 2 and "No space left on device" in line
