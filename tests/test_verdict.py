@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from aflite.verdict import audit_verdict, evaluate_verdict, filter_verdict, markdown, run_verdict
+from aflite.verdict import audit_verdict, evaluate_verdict, filter_verdict, markdown, run_verdict, synthetic_verdict
 
 SAMPLE = Path(__file__).resolve().parents[1] / "src" / "aflite" / "resources" / "snli_sample.tsv.gz"
 
@@ -150,3 +150,17 @@ def test_audit_summary_and_results_start_with_the_verdict(tmp_path):
     res = json.loads((tmp_path / "au" / "results.json").read_text())
     assert res["verdict"] and res["verdict"][0].startswith("On D, the hypothesis-only model scores ")
     assert (tmp_path / "au" / "summary.md").read_text().splitlines()[2].startswith("**Verdict.** On D, the ")
+
+
+def test_synthetic_verdict_judges_the_biased_share_against_the_seed_spread():
+    ms = {"mean": 0.0, "std": 0.0}
+    s = {"0.7": {"n_runs": 3, "biased_fraction_before": {"mean": 0.30, "std": 0.01},
+                 "biased_fraction_after": {"mean": 0.05, "std": 0.02},
+                 "accuracy_D": {"lr": dict(ms, mean=0.9)}, "accuracy_filtered": {"lr": dict(ms, mean=0.6)}},
+         "1.0": {"n_runs": 3, "biased_fraction_before": {"mean": 0.30, "std": 0.05},
+                 "biased_fraction_after": {"mean": 0.25, "std": 0.05}}}
+    v = synthetic_verdict({"summary": s})
+    assert v[0] == ("Separation 0.7: AFLite lowered the share of planted (biased) instances from 30.0% to 5.0% over "
+                    "3 seed(s), beyond the seed spread (±2.0); the models' mean accuracy went from 90.0% on D to "
+                    "60.0% on D(Φ).")
+    assert "within the seed spread (±5.0)" in v[1]

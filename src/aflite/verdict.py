@@ -13,7 +13,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["audit_verdict", "evaluate_verdict", "filter_verdict", "markdown", "run_verdict"]
+__all__ = ["audit_verdict", "evaluate_verdict", "filter_verdict", "markdown", "run_verdict", "synthetic_verdict"]
 
 MIN_SPREAD = 0.005  # half a point: the smallest seed spread a difference is judged against
 SPREAD_FACTOR = 2.0  # "beyond the spread" = more than twice the baseline's standard deviation
@@ -233,3 +233,28 @@ def _strongest_token(artifacts: dict[str, Any]) -> tuple[str, str, float, int] |
             if z is not None and z >= STRONG_Z and (best is None or z > best[2]):
                 best = (str(t.get("token")), str(label), z, int(t.get("count") or 0))
     return best
+
+
+def synthetic_verdict(obj: dict[str, Any]) -> list[str]:
+    """``aflite synthetic``: per separation, the share of planted (biased) instances before and after filtering
+    and the models' accuracy on D against D(Φ), judged against the spread over seeds."""
+    out: list[str] = []
+    for sep, s in (obj.get("summary") or {}).items():
+        before, after = s.get("biased_fraction_before") or {}, s.get("biased_fraction_after") or {}
+        b, a = _num(before.get("mean")), _num(after.get("mean"))
+        if b is None or a is None:
+            continue
+        spread = max(_num(after.get("std")) or 0.0, _num(before.get("std")) or 0.0, MIN_SPREAD)
+        judged = ("beyond" if b - a > SPREAD_FACTOR * spread else "within")
+        acc_d = [_num(v.get("mean")) for v in (s.get("accuracy_D") or {}).values()]
+        acc_f = [_num(v.get("mean")) for v in (s.get("accuracy_filtered") or {}).values()]
+        pairs = [(x, y) for x, y in zip(acc_d, acc_f, strict=False) if x is not None and y is not None]
+        acc = ""
+        if pairs:
+            mean_d = sum(x for x, _ in pairs) / len(pairs)
+            mean_f = sum(y for _, y in pairs) / len(pairs)
+            acc = f"; the models' mean accuracy went from {100 * mean_d:.1f}% on D to {100 * mean_f:.1f}% on D(Φ)"
+        out.append(f"Separation {sep}: AFLite lowered the share of planted (biased) instances from {100 * b:.1f}% to "
+                   f"{100 * a:.1f}% over {s.get('n_runs')} seed(s), {judged} the seed spread (±{100 * spread:.1f})"
+                   f"{acc}.")
+    return out[:3]

@@ -77,9 +77,13 @@ def run(args: argparse.Namespace) -> int:
     )
     table = format_table(result)
     obj = result.to_json()
+    from aflite.verdict import markdown, synthetic_verdict
+
+    obj = {"verdict": synthetic_verdict(obj), **obj}
     if args.out is not None:
         write_text(args.out / "table.txt", table)
-        write_text(args.out / "summary.md", "# aflite synthetic\n\n```\n" + table + "```\n")
+        write_text(args.out / "summary.md", "# aflite synthetic\n\n" + markdown(obj["verdict"]) + "```\n" + table
+                   + "```\n")
         write_results(args.out, args, obj)
         plot_figure2(result, args.out / "figure2.png")
         if not args.quiet:
