@@ -177,8 +177,6 @@ def run(
     y = ds.labels[rows]
     ids = ds.ids[rows]
     out.mkdir(parents=True, exist_ok=True)
-    if len(feats.warmup_rows):
-        write_text(out / "warmup_ids.txt", "".join(f"{i}\n" for i in ds.ids[feats.warmup_rows]))
     t0 = time.perf_counter()
     extra = {
         "dataset": str(data_path),
@@ -203,6 +201,10 @@ def run(
                 else:
                     f.unlink(missing_ok=True)
         raise
+    if len(feats.warmup_rows):  # after the filter accepted the folder: a refused --resume writes nothing
+        write_text(out / "warmup_ids.txt", "".join(f"{i}\n" for i in ds.ids[feats.warmup_rows]))
+    else:  # an --overwrite of a warm-up run: its slice is not this run's
+        (out / "warmup_ids.txt").unlink(missing_ok=True)
     timings["filter_seconds"] = time.perf_counter() - t0
 
     keep = np.zeros(n, dtype=bool)
