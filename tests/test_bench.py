@@ -68,3 +68,26 @@ def test_bench_rejects_a_dimension_too_small_for_the_synthetic_data(capsys):
     assert main(["bench", "--n", "3000", "--dim", "8", "--no-complete"]) == 2
     err = capsys.readouterr().err
     assert "--dim 8" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("case", ["truncated", "misaligned", "missing"])
+def test_bench_checks_real_features_before_any_work(tmp_path, capsys, monkeypatch, case):
+    import aflite.experiments.bench
+
+    ran: list[str] = []
+    monkeypatch.setattr(aflite.experiments.bench, "make_snli_like", lambda *a, **k: ran.append("synthetic"))
+    X = tmp_path / "X.npy"
+    np.save(X, np.zeros((50, 4), np.float32))
+    labels = tmp_path / "y.csv"
+    labels.write_text("label\n" + "".join(f"{'ab'[i % 2]}\n" for i in range(50 if case != "misaligned" else 40)))
+    if case == "truncated":
+        X.write_bytes(X.read_bytes()[:100])
+    if case == "missing":
+        X.unlink()
+    code = main(["bench", "--real-features", str(X), "--real-labels", str(labels), "--quiet"])
+    err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert code == 2 and len(err) == 1 and err[0].startswith("aflite bench: error: "), err
+    assert str(X) in err[0]
+    if case == "misaligned":
+        assert str(labels) in err[0]
+    assert ran == []

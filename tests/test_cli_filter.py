@@ -149,3 +149,41 @@ def test_memory_mapped_cluster_run_equals_the_plain_run(tmp_path):
         assert (tmp_path / "plain" / name).read_text() == (tmp_path / "spread" / name).read_text()
     summary = json.loads((tmp_path / "spread" / "summary.json").read_text())
     assert summary["cluster"] == "local:2" and summary["device"] == "cpu"
+
+
+def test_resume_refuses_features_changed_outside_a_64_row_sample(tmp_path, capsys):
+    X, labels, ids = make_inputs(tmp_path)
+    out = tmp_path / "run"
+    argv = ["filter", "--features", str(X), "--labels", str(labels), "--ids", str(ids), "--out", str(out), *ARGS]
+    assert main(argv) == 0
+    arr = np.load(X)
+    arr[5] += 1.0  # row 5 is not among the 64 rows older versions sampled
+    np.save(X, arr)
+    before = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    capsys.readouterr()
+    assert main([*argv, "--resume"]) == 2
+    err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert len(err) == 1 and "checkpoint was made from different features or labels" in err[0], err
+    assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
+
+
+def test_resume_from_another_dataset_is_refused_before_anything_is_written(tmp_path, capsys):
+    from test_cli_safety import sample_rows
+
+    rows = sample_rows(300)
+    a, b = tmp_path / "a.tsv", tmp_path / "b.tsv"
+    a.write_text("id\tpremise\thypothesis\tlabel\n" + "".join("\t".join(r) + "\n" for r in rows[:240]))
+    b.write_text("id\tpremise\thypothesis\tlabel\n" + "".join("\t".join(r) + "\n" for r in rows[60:]))
+    out = tmp_path / "run"
+    fast = ["--featurizer", "ngram", "--quiet", "-m", "4", "--no-probe"]
+    assert main(["run", str(a), "--out", str(out), *fast]) == 0
+    before = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    capsys.readouterr()
+    assert main(["run", str(b), "--out", str(out), *fast, "--resume"]) == 2
+    err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert len(err) == 1 and "made from a different dataset" in err[0], err
+    assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before  # not even into cache/
+    # another Φ on the same data: refused after featurizing, and what that wrote into cache/ is removed again
+    capsys.readouterr()
+    assert main(["run", str(a), "--out", str(out), *fast, "--resume", "--view", "hypothesis"]) == 2
+    assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before

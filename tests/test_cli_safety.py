@@ -498,3 +498,80 @@ def test_a_refused_input_leaves_an_existing_empty_folder_as_it_was(tmp_path, cap
     code, _, err = cli(capsys, "run", p, "--out", out, *FAST)
     assert code == 2 and "cannot tell which column" in one_line_error(err, "run")
     assert list(out.iterdir()) == []
+
+
+# ------------------------------------------------------------------------------------------- issue 25, case 10
+def test_zero_and_negative_partitions_get_the_same_bound(tmp_path, tsv, capsys):
+    msgs = []
+    for m in ("0", "-5"):
+        code, _, err = cli(capsys, "run", tsv, "--out", tmp_path / f"o{m}", "-m", m, "--quiet")
+        assert code == 2
+        msgs.append(err.strip().replace(f"got {m}", "got M"))
+    assert msgs[0] == msgs[1] and "must be >= 1" in msgs[0]
+
+
+def test_filter_row_count_mismatch_names_both_files(tmp_path, capsys):
+    np.save(tmp_path / "X.npy", np.zeros((5, 2), np.float32))
+    (tmp_path / "y.txt").write_text("a\nb\na\n")
+    code, _, err = cli(capsys, "filter", "--features", tmp_path / "X.npy", "--labels", tmp_path / "y.txt",
+                       "--out", tmp_path / "out", "--quiet")
+    line = one_line_error(err, "filter")
+    assert code == 2 and "X.npy" in line and "y.txt" in line
+
+
+def test_library_warnings_are_recorded_not_printed_raw(tmp_path, tsv, capsys, monkeypatch):
+    import warnings
+
+    from sklearn.exceptions import ConvergenceWarning
+
+    import aflite.pipeline
+
+    real = aflite.pipeline.render_summary
+
+    def noisy(*a, **k):
+        for _ in range(3):
+            warnings.warn("lbfgs failed to converge", ConvergenceWarning, stacklevel=1)
+        warnings.warn("aflite's own", UserWarning, stacklevel=1)
+        return real(*a, **k)
+
+    monkeypatch.setattr(aflite.pipeline, "render_summary", noisy)
+    with pytest.warns(UserWarning, match="aflite's own"):  # other warnings pass through
+        code, _, err = cli(capsys, "run", tsv, "--out", tmp_path / "out", "--featurizer", "ngram", "--quiet", "-m",
+                           "4", "--no-probe")
+    assert code == 0
+    assert "ConvergenceWarning" not in err.replace("e.g. ConvergenceWarning", "")  # one summary line only
+    assert [line for line in err.splitlines() if "warning(s) from scikit-learn" in line]
+    res = json.loads((tmp_path / "out" / "results.json").read_text())
+    assert res["warnings"] == [{"warning": "ConvergenceWarning: lbfgs failed to converge", "count": 3}]
+
+
+def test_quiet_turns_off_library_progress_bars(tmp_path, tsv, capsys, monkeypatch):
+    monkeypatch.delenv("HF_HUB_DISABLE_PROGRESS_BARS", raising=False)
+    seen = {}
+
+    def handler(args):
+        seen["env"] = os.environ.get("HF_HUB_DISABLE_PROGRESS_BARS")
+        return 0
+
+    import aflite.cli.evaluate
+
+    monkeypatch.setattr(aflite.cli.evaluate, "run", handler)
+    main(["evaluate", str(tsv), str(tmp_path), "--out", str(tmp_path / "ev"), "--quiet"])
+    assert seen["env"] == "1"
+
+
+def test_groups_twins_builds_families_and_the_warning_offers_it(tmp_path, capsys):
+    p = twins_file(tmp_path)
+    ds = load_dataset(p, groups="twins")
+    fam = load_dataset(p, groups="family").groups
+    # every family of the file's own column lies inside one family found from shared texts (those may join two
+    # file families where real SNLI repeats a short hypothesis under two premises)
+    inside = {}
+    for a, b in zip(ds.groups.tolist(), fam.tolist(), strict=True):
+        assert inside.setdefault(b, a) == a
+    assert len(set(fam.tolist())) - 3 <= len(set(ds.groups.tolist())) <= len(set(fam.tolist()))
+    code, _, err = cli(capsys, "run", p, "--out", tmp_path / "a", *FAST)
+    assert code == 0 and "--groups twins (families of rows joined by a shared premise or hypothesis)" in err
+    code, _, err = cli(capsys, "run", p, "--out", tmp_path / "b", *FAST, "--groups", "twins")
+    assert code == 0 and "counterfactual twins" not in err
+    assert json.loads((tmp_path / "b" / "summary.json").read_text())["groups"] == "twins"

@@ -790,3 +790,80 @@ def test_real_hugging_face_dataset_round_trip(tmp_path):
     out = write_filtered(ds, np.array([True, False, True]), tmp_path / "out")
     back = datasets.load_from_disk(str(out))
     assert back["hypothesis"] == ["x", "z"] and back["label"] == [0, 2]
+
+
+# ------------------------------------------------------------------ ids that break one-id-per-line files (issue 25)
+@pytest.mark.parametrize("bad", ["a\nb", "a\rb", "a\r\nb"])
+def test_ids_with_line_breaks_are_refused_at_load(tmp_path, bad):
+    rows = [{"id": f"r{i}", "premise": f"p {i}", "hypothesis": f"h {i}", "label": "ab"[i % 2]} for i in range(6)]
+    rows[3]["id"] = bad
+    jl = tmp_path / "d.jsonl"
+    jl.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    with pytest.raises(InputError, match=r"d\.jsonl: line 4, column 'id': id .* contains a line break"):
+        load_dataset(jl, id="id")
+    import csv
+
+    cs = tmp_path / "d.csv"
+    with open(cs, "w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    with pytest.raises(InputError, match=r"d\.csv: line 5, column 'id': id .* contains a line break"):
+        load_dataset(cs, id="id")
+    with pytest.raises(InputError, match=r"d\.csv: row 4, column 'id': id .* contains a line break"):
+        load_ids(cs)
+
+
+def test_run_refuses_a_newline_id_in_one_line(tmp_path, capsys):
+    from aflite.cli import main
+
+    rows = [{"id": f"r{i}", "premise": f"p {i % 7}", "hypothesis": f"h {i}", "label": "ab"[i % 2]} for i in range(60)]
+    rows[10]["id"] = "x\ny"
+    jl = tmp_path / "d.jsonl"
+    jl.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    code = main(["run", str(jl), "--out", str(tmp_path / "out"), "--id", "id", "--featurizer", "ngram", "--quiet"])
+    err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert code == 2 and len(err) == 1 and "line 11, column 'id'" in err[0], err
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_long_field_is_read_from_csv_as_from_jsonl(tmp_path):
+    long = "word " * 220_000  # 1.1 MB, beyond Python's default csv field limit (131,072)
+    rows = [{"premise": long if i == 2 else f"p {i}", "hypothesis": f"h {i}", "label": "ab"[i % 2]} for i in range(4)]
+    jl = tmp_path / "d.jsonl"
+    jl.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    import csv
+
+    cs = tmp_path / "d.csv"
+    with open(cs, "w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    assert load_dataset(cs).texts_a[2] == load_dataset(jl).texts_a[2] == long
+
+
+def test_malformed_jsonl_names_the_key_not_a_column_number(tmp_path):
+    jl = tmp_path / "d.jsonl"
+    jl.write_text('{"premise": "a", "hypothesis": "b", "label": "x"}\n{"premise": "a", "hypothesis": "b", "label": }\n')
+    with pytest.raises(InputError, match=r"d\.jsonl: line 2: malformed JSON after key 'label' \(character 46 of the "
+                                         r"line\): Expecting value"):
+        load_dataset(jl)
+
+
+def test_a_row_count_mismatch_names_both_files(tmp_path):
+    np.save(tmp_path / "X.npy", np.zeros((5, 2), np.float32))
+    (tmp_path / "y.txt").write_text("a\nb\na\n")
+    with pytest.raises(InputError, match=r"features .*X\.npy have 5 rows but labels .*y\.txt have 3"):
+        check_aligned(5, 3, files=(tmp_path / "X.npy", tmp_path / "y.txt"))
+
+
+def test_twin_families_join_rows_through_a_shared_premise_or_hypothesis():
+    from aflite.data import twin_families
+
+    a = ["p1", "p1", "p2", "p3", "p4", "p5"]
+    b = ["h1", "h2", "h2", "h3", "h4", "h4"]
+    f = twin_families(a, b)
+    assert f[0] == f[1] == f[2] and f[4] == f[5]
+    assert len({f[0], f[3], f[4]}) == 3
+    assert twin_families(["x", "y", "x"]).tolist()[0] == twin_families(["x", "y", "x"]).tolist()[2]
+    assert len(twin_families([])) == 0

@@ -492,3 +492,87 @@ def test_single_iteration_reuses_a_shared_feature_cache(snli_run, tmp_path, monk
     evaluate(data, [tmp_path / "r"], tmp_path / "ev", models=["ppmi"], seeds=1, random_baseline=False,
              cache_dir=shared, show_progress=False)
     assert calls == [(shared, True)]
+
+
+def test_probe_on_a_one_class_subset_is_skipped_with_its_reason():
+    from aflite.evaluate import compare_partial_input, probe_skip_reason
+
+    assert probe_skip_reason(np.array(["a"] * 9)) == "all 9 rows have one label ('a')"
+    assert "too few rows" in probe_skip_reason(np.array(["a"] * 9 + ["b"]))
+    assert probe_skip_reason(np.array(["a"] * 9 + ["b"] * 2)) is None
+    texts = [f"word{i % 7} other{i % 3}" for i in range(40)]
+    y = np.array(["a"] * 36 + ["b"] * 4)
+    keep = np.zeros(40, bool)
+    keep[:20] = True  # D(Φ) holds only 'a'
+    res = compare_partial_input(texts, y, keep, random_repeats=2)
+    assert res[0].skipped is None and np.isfinite(res[0].accuracy)
+    assert res[1].skipped == "all 20 rows have one label ('a')" and np.isnan(res[1].accuracy)
+
+
+def test_evaluate_and_audit_compare_refuse_a_run_from_another_dataset(tmp_path, capsys):
+    """Same row count and no id column (ids are row-N in both): only the recorded content fingerprint tells."""
+    lines = gzip.decompress(demo_dataset_path().read_bytes()).decode().splitlines()
+    head = lines[0].split("\t")
+    keep_cols = [head.index(c) for c in ("premise", "hypothesis", "label")]
+
+    def write(name, body):
+        p = tmp_path / name
+        p.write_text("\n".join("\t".join(r.split("\t")[c] for c in keep_cols) for r in [lines[0], *body]) + "\n")
+        return p
+
+    a, b = write("a.tsv", lines[1:301]), write("b.tsv", lines[301:601])
+    run = tmp_path / "run"
+    assert main(["run", str(a), "--out", str(run), "--featurizer", "ngram", "--quiet", "-m", "4", "--no-probe"]) == 0
+    assert json.loads((run / "results.json").read_text())["dataset_fingerprint"]
+    capsys.readouterr()
+    code = main(["evaluate", str(b), str(run), "--out", str(tmp_path / "ev"), "--models", "ppmi", "--seeds", "1",
+                 "--no-single", "--quiet"])
+    err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert code == 2 and len(err) == 1 and "was made from a different dataset than" in err[0], err
+    assert not (tmp_path / "ev").exists()
+    code = main(["audit", str(b), "--compare", str(run), "--out", str(tmp_path / "au"), "--featurizer", "ngram",
+                 "--quiet"])
+    err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert code == 2 and len(err) == 1 and "was made from a different dataset than" in err[0], err
+    # a run made before the fingerprint was recorded: the old id check, with a warning
+    for name in ("results.json", "summary.json"):
+        body = json.loads((run / name).read_text())
+        body.pop("dataset_fingerprint")
+        (run / name).write_text(json.dumps(body))
+    (run / "checkpoint.npz").unlink()
+    code = main(["evaluate", str(a), str(run), "--out", str(tmp_path / "ev2"), "--models", "ppmi", "--seeds", "1",
+                 "--no-single", "--quiet"])
+    assert code == 0 and "records no dataset fingerprint" in capsys.readouterr().err
+
+
+def test_not_trained_marks_one_class_models_and_flat_losses():
+    from aflite.evaluate.degenerate import not_trained
+
+    gold = np.array(["a", "b", "c"] * 20)
+    assert not_trained(np.array(["a", "b", "c"] * 20), gold) is None
+    one = not_trained(np.array(["b"] * 59 + ["a"]), gold, steps=27, first_loss=1.106, final_loss=0.931,
+                      train_rows=2000, batch_size=16)
+    assert one["reason"] == "predicts 'b' for 98.3% of the 60 test rows"
+    assert one["steps_needed_estimate"] == 375  # 3 epochs of 2,000 rows at batch 16
+    flat = not_trained(np.array(["a", "b", "c"] * 20), gold, steps=27, first_loss=1.10, final_loss=1.05,
+                       train_rows=100, batch_size=16)
+    assert flat["reason"] == "its training loss did not fall (1.100 → 1.050)" and flat["steps_needed_estimate"] == 270
+    assert not_trained(np.array(["a"] * 60), np.array(["a"] * 60)) is None  # the test set itself is one class
+
+
+def test_a_model_predicting_one_class_is_marked_not_trained_everywhere(snli_run, tmp_path, monkeypatch):
+    from aflite.evaluate import models as M
+
+    tmp, data, run, _ = snli_run
+    monkeypatch.setattr(M._MaxPPMI, "predict", lambda self, a, b: np.zeros(len(a), dtype=np.int64))
+    code = main(["evaluate", str(data), str(run), "--out", str(tmp_path / "ev"), "--models", "ppmi,ppmi:hypothesis",
+                 "--seeds", "1", "--no-single", "--quiet"])
+    assert code == 0
+    res = json.loads((tmp_path / "ev" / "results.json").read_text())
+    for model in ("ppmi:pair", "ppmi:hypothesis"):
+        for entry in res["aggregate"][model].values():
+            assert entry["not_trained"]["reason"].startswith("predicts ")
+    assert all(r["not_trained"] for r in res["runs"])
+    md = (tmp_path / "ev" / "summary.md").read_text()
+    assert "| not trained |" in md and "**Not trained**" in md
+    assert res["verdict"] == ["Not counted: ppmi:hypothesis, ppmi:pair (not trained: see the tables)."]

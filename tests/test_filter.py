@@ -205,7 +205,13 @@ def test_resume_gives_exactly_the_uninterrupted_result():
 
     with pytest.raises(Stop):
         AFLite(**kw).fit(X, y, callback=kill_after_two)
+    before = (saved[0].iteration, saved[0].keep.copy(), len(saved[0].history))
     resumed = AFLite(**kw).fit(X, y, resume=saved[0])
+    # the caller's state is left as it was: it can be resumed again, with the same result
+    assert (saved[0].iteration, len(saved[0].history)) == (before[0], before[2])
+    assert np.array_equal(saved[0].keep, before[1]) and saved[0].stop_reason is None
+    again = AFLite(**kw).fit(X, y, resume=saved[0])
+    assert np.array_equal(again.keep_mask_, full.keep_mask_)
     assert np.array_equal(resumed.keep_mask_, full.keep_mask_)
     assert np.array_equal(resumed.removed_at_, full.removed_at_)
     assert np.allclose(resumed.predictability_, full.predictability_, equal_nan=True)

@@ -7,7 +7,15 @@ import os
 
 import numpy as np
 
-from aflite.hashing import data_fingerprint, files_fingerprint, hash_parts, inputs_fingerprint, json_digest
+from aflite.hashing import (
+    data_fingerprint,
+    dataset_fingerprint,
+    files_fingerprint,
+    hash_parts,
+    inputs_fingerprint,
+    json_digest,
+    sampled_inputs_fingerprint,
+)
 
 # Computed with the helpers' previous homes (aflite.features.data_fingerprint, aflite.evaluate._hash,
 # aflite.rundir.fingerprint) before the move; a change here invalidates every user's feature and prediction cache.
@@ -25,7 +33,7 @@ def test_digests_are_unchanged_by_the_move() -> None:
     parts = ({"a": 1}, "fp", [1, 2], np.arange(5, dtype=np.int64), np.array(["a", "b"]))
     assert hash_parts(*parts) == PINNED["parts"]
     X = np.arange(200, dtype=np.float32).reshape(50, 4)
-    assert inputs_fingerprint(X, np.arange(50) % 3) == PINNED["inputs"]
+    assert sampled_inputs_fingerprint(X, np.arange(50) % 3) == PINNED["inputs"]  # old checkpoints' identity
 
 
 def test_data_fingerprint_has_no_separator_collisions() -> None:
@@ -60,3 +68,23 @@ def test_files_fingerprint_follows_size_mtime_and_folders(tmp_path) -> None:
     by_folder = files_fingerprint(refs, lambda r: str(folder))
     (folder / "data.arrow").write_bytes(b"12")
     assert files_fingerprint(refs, lambda r: str(folder)) != by_folder
+
+
+def test_inputs_fingerprint_covers_every_row_in_chunks() -> None:
+    X = np.random.default_rng(0).standard_normal((1000, 6)).astype(np.float32)
+    y = np.arange(1000) % 3
+    base = inputs_fingerprint(X, y)
+    assert inputs_fingerprint(X, y, chunk_rows=7) == base  # the chunk size does not change the identity
+    X2 = X.copy()
+    X2[5, 2] += 1e-3  # a row the 64-row sample of older versions never looked at
+    assert sampled_inputs_fingerprint(X2, y) == sampled_inputs_fingerprint(X, y)
+    assert inputs_fingerprint(X2, y) != base
+    assert inputs_fingerprint(X, (y + 1) % 3) != base
+
+
+def test_dataset_fingerprint_sees_ids_labels_and_texts() -> None:
+    base = dataset_fingerprint(["a", "b"], ["x", "y"], ["p1", "p2"], ["h1", "h2"])
+    assert dataset_fingerprint(["row-0", "row-1"], ["x", "y"], ["p1", "p2"], ["h1", "h2"]) != base
+    assert dataset_fingerprint(["a", "b"], ["x", "x"], ["p1", "p2"], ["h1", "h2"]) != base
+    assert dataset_fingerprint(["a", "b"], ["x", "y"], ["p1", "p2"], ["h1", "h3"]) != base
+    assert dataset_fingerprint(["a", "b"], ["x", "y"], ["p1", "p2"], None) != base

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import json
+import os
 from pathlib import Path
 
 import numpy as np
@@ -535,3 +536,80 @@ def test_an_image_dataset_is_a_typed_dataset_with_its_bad_inputs(tmp_path: Path)
     assert isinstance(ds, Dataset) and ds.modality == "image" and ds.inputs == ds.texts_a
     assert ds.bad_inputs == ds.bad_images == [str(tmp_path / "d" / "0" / "zz.png")]
     assert len(ds) == 8 and not ds.is_pair
+
+
+# ------------------------------------------------------------------------- --link-dir: names and folder (issue 25)
+def _id_table(folder: Path, ids: list[str]) -> Path:
+    paths, y = square_images(folder / "img", n_per_class=4)
+    p = folder / "data.csv"
+    with open(p, "w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(["id", "image", "label"])
+        for i, q, lab in zip(ids, paths, y, strict=True):
+            w.writerow([i, Path(q).relative_to(folder).as_posix(), f"c{lab}"])
+    return p
+
+
+def _refused_before_work(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    computed: list[str] = []
+
+    def featurize(*a: object, **k: object) -> None:
+        computed.append("featurize")
+        raise AssertionError("featurized before the check")
+
+    monkeypatch.setattr("aflite.features.featurize", featurize)
+    return computed
+
+
+@pytest.mark.parametrize("bad", ["../../x", "a/b", "/abs", "..", "a\x00b"])
+def test_link_dir_refuses_ids_that_escape_it_before_any_work(tmp_path, capsys, monkeypatch, bad) -> None:
+    table = _id_table(tmp_path, [bad] + [f"r{i}" for i in range(7)])
+    computed = _refused_before_work(monkeypatch)
+    links = tmp_path / "links" / "L"
+    rc = _run(["run", str(table), "--out", str(tmp_path / "out"), "--featurizer", "efficientnet-lite0",
+               "--link-dir", str(links), "--id", "id", *FILTER])
+    err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert rc == 2 and len(err) == 1, err
+    assert err[0].startswith("aflite run: error: ")
+    # a NUL is refused already when the ids are read (one id per line); the others by the --link-dir check
+    assert ("contains a line break or NUL" if "\x00" in bad else "cannot name a link in --link-dir") in err[0]
+    assert computed == [] and not (tmp_path / "links").exists() and not (tmp_path / "out").exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["data.csv", "img"]  # nothing written anywhere
+
+
+def test_link_tree_refuses_an_escaping_id_and_uses_the_umask(tmp_path) -> None:
+    table = _id_table(tmp_path, [f"r{i}" for i in range(8)])
+    ds = images.load_image_dataset(table, id_column="id")
+    old = os.umask(0o022)
+    try:
+        dest = images.link_tree(ds, np.ones(8, bool), tmp_path / "links" / "L", by_label=True)
+    finally:
+        os.umask(old)
+    assert (dest.stat().st_mode & 0o777) == 0o755  # as mkdir makes it, not mkdtemp's 0700
+    ds.ids = np.array(["../../x", *ds.ids[1:]], dtype=object)
+    with pytest.raises(InputError, match="id '../../x' contains a '/'"):
+        images.link_tree(ds, np.ones(8, bool), tmp_path / "links" / "M", by_label=True)
+    assert sorted(p.name for p in (tmp_path / "links").iterdir()) == ["L"]
+
+
+def test_unwritable_link_dir_is_refused_before_the_run(tmp_path, capsys, monkeypatch) -> None:
+    from aflite import rundir
+
+    square_images(tmp_path / "d", n_per_class=8)
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    real_access = os.access
+    monkeypatch.setattr(rundir.os, "access", lambda p, mode: False if Path(p) == ro else real_access(p, mode))
+    computed = _refused_before_work(monkeypatch)
+    rc = _run(["run", str(tmp_path / "d"), "--out", str(tmp_path / "out"), "--featurizer", "efficientnet-lite0",
+               "--link-dir", str(ro / "links"), *FILTER])
+    err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert rc == 2 and len(err) == 1 and "--link-dir" in err[0] and "is not writable" in err[0], err
+    assert computed == [] and not (tmp_path / "out").exists()
+    (tmp_path / "full").mkdir()
+    (tmp_path / "full" / "x").write_text("mine")
+    rc = _run(["run", str(tmp_path / "d"), "--out", str(tmp_path / "out"), "--featurizer", "efficientnet-lite0",
+               "--link-dir", str(tmp_path / "full"), *FILTER])
+    err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert rc == 2 and "must be a new or empty folder" in err[0] and computed == []
+    assert (tmp_path / "full" / "x").read_text() == "mine"

@@ -18,13 +18,13 @@ MAX_LINES = 500
 # table; keep them together.
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("ground", ("aflite", "aflite.errors", "aflite.atomic", "aflite.hashing", "aflite.device", "aflite.threads",
-                "aflite._deprecate", "aflite.splits")),
+                "aflite._deprecate", "aflite.splits", "aflite.defaults", "aflite.links")),
     ("data", ("aflite.data",)),
     ("features", ("aflite.features", "aflite.encoders", "aflite.training")),
     ("core", ("aflite.filter", "aflite.phase", "aflite.results", "aflite.ensemble", "aflite.solver", "aflite.store",
               "aflite.blocks", "aflite.lbfgs", "aflite.kernels", "aflite.torch_backend", "aflite.cluster",
               "aflite.rundir")),
-    ("analyses", ("aflite.evaluate", "aflite.audit", "aflite.explain", "aflite.report")),
+    ("analyses", ("aflite.evaluate", "aflite.audit", "aflite.explain", "aflite.report", "aflite.verdict")),
     ("runs", ("aflite.runs", "aflite.pipeline")),
     ("experiments", ("aflite.experiments",)),
     ("cli", ("aflite.cli", "aflite.__main__")),

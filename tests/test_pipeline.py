@@ -151,3 +151,87 @@ def test_a_run_folder_is_read_back_by_one_reader(tmp_path):
         read_kept_ids(tmp_path)
     (tmp_path / "kept_ids.txt").write_text("a\n\n b \n", encoding="utf-8")
     assert read_kept_ids(tmp_path) == ["a", "b"]
+
+
+# ------------------------------------------------------------------- imbalanced labels and the probe (issue 25)
+def imbalanced(tmp_path, n_major=595, n_minor=5):
+    """Real SNLI text, relabelled: n_major rows 'common', n_minor rows 'rare' spread through the file."""
+    lines = gzip.decompress(demo_dataset_path().read_bytes()).decode().splitlines()
+    head, rows = lines[0].split("\t"), [r.split("\t") for r in lines[1: n_major + n_minor + 1]]
+    li = head.index("gold_label") if "gold_label" in head else len(head) - 1
+    rare = set(np.linspace(0, len(rows) - 1, n_minor).astype(int).tolist())
+    for j, r in enumerate(rows):
+        r[li] = "rare" if j in rare else "common"
+    path = tmp_path / "imb.tsv"
+    path.write_text("\n".join("\t".join(r) for r in [head, *rows]) + "\n")
+    return path
+
+
+def test_imbalanced_labels_finish_with_the_probe_skipped_where_it_cannot_train(tmp_path, capsys):
+    data, out = imbalanced(tmp_path), tmp_path / "out"
+    code = main(["run", str(data), "--out", str(out), "--featurizer", "ngram", "--quiet", "-m", "8"])
+    assert code == 0, capsys.readouterr().err
+    res = json.loads((out / "results.json").read_text())
+    probe = res["partial_input_probe"]["results"]
+    assert probe[0]["name"] == "D" and probe[0]["skipped"] is None and probe[0]["accuracy"] is not None
+    skipped = [r for r in probe if r["skipped"]]
+    assert all(r["accuracy"] is None and "rows" in r["skipped"] for r in skipped)
+    assert skipped or "could not be probed" in probe[-1]["name"]  # subsets holding one class are not probed
+    json.loads((out / "summary.json").read_text(), parse_constant=lambda c: pytest.fail(f"{c} in JSON"))
+    # --resume on the finished run works too (it crashed the same way before)
+    assert main(["run", str(data), "--out", str(out), "--featurizer", "ngram", "--quiet", "-m", "8", "--resume"]) == 0
+
+
+def test_a_probe_that_d_cannot_train_is_skipped_before_the_filter(tmp_path, capsys, monkeypatch):
+    data = imbalanced(tmp_path, 599, 1)  # one 'rare' row: no fold split can train on two classes
+    code = main(["run", str(data), "--out", str(tmp_path / "out"), "--featurizer", "ngram", "--quiet", "-m", "4"])
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    assert "note: the hypothesis-only probe is skipped: too few rows of the other classes" in captured.err
+    res = json.loads((tmp_path / "out" / "results.json").read_text())
+    assert res["partial_input_probe"]["results"] == [] and "too few rows" in res["partial_input_probe"]["skipped"]
+
+
+# ------------------------------------------------------------------------- the demo and summary.md (issue 25, 14)
+def test_summary_md_shows_text_as_written_and_escapes_markdown_only():
+    from aflite.runs.summaries import _md
+
+    assert _md("The man isn't \"here\"") == "The man isn't \"here\""
+    assert _md("a <b>bold</b> & | pipe\nnext") == "a \\<b\\>bold\\</b\\> \\& \\| pipe next"
+
+
+def test_demo_prints_each_table_once_without_the_resource_path_and_the_real_wall_time(tmp_path, capsys):
+    out = tmp_path / "demo"
+    code = main(["demo", "--out", str(out), "--featurizer", "ngram", "--quiet", "-m", "4"])
+    printed = capsys.readouterr().out
+    assert code == 0
+    assert "resources" not in printed and "snli_sample.tsv.gz" not in printed
+    assert printed.count("hypothesis-only probe on D ") == 1 and printed.count("## Removed by AFLite") == 1
+    assert printed.startswith("verdict: ")
+    md = (out / "summary.md").read_text()
+    assert md.startswith("# aflite run: the bundled SNLI sample (first 1,000 premise groups")
+    assert "&#x27;" not in md and "&amp;" not in md and "&quot;" not in md
+    assert "'" in md  # the examples' apostrophes, as written
+    s = json.loads((out / "summary.json").read_text())
+    parts = sum(v for k, v in s["timings"].items() if k.endswith("_seconds"))
+    assert s["wall_seconds_this_call"] >= parts >= s["filter_wall_seconds_this_call"]
+
+
+def test_warmup_loss_summary_says_whether_the_loss_fell():
+    from aflite.features.cache import warmup_loss_summary
+
+    fell = warmup_loss_summary([1.10, 1.08, 1.05, 0.9, 0.7, 0.6, 0.5, 0.45, 0.4], 3)
+    assert fell["warmup_loss_judgement"] == "fell" and fell["warmup_loss_start"] == pytest.approx(1.0767, abs=1e-3)
+    flat = warmup_loss_summary([1.106, 1.10, 1.08, 1.0, 0.98, 0.95, 0.94, 0.93, 0.931], 3)
+    assert flat["warmup_loss_judgement"] == "barely moved" and flat["warmup_loss_chance"] == pytest.approx(1.0986)
+    assert warmup_loss_summary([], 3) == {}
+
+
+def test_help_imports_neither_numpy_nor_scikit_learn():
+    import subprocess
+    import sys
+
+    code = ("import sys; from aflite.cli import build_parser; build_parser(); "
+            "print([m for m in ('numpy', 'sklearn', 'scipy', 'torch') if m in sys.modules])")
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True).stdout.strip() == "[]"

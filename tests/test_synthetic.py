@@ -198,6 +198,9 @@ def test_cli_writes_its_files(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     assert "numpy" in saved["versions"]
     assert {k: v for k, v in saved.items() if k not in ("command", "argv", "seed", "versions")} == printed
     assert "Logistic Reg." in (out / "table.txt").read_text()
+    # the verdict opens results.json and summary.md (issue 25, case 12)
+    assert saved["verdict"][0].startswith("Separation 0.7: AFLite lowered the share of planted (biased) instances")
+    assert (out / "summary.md").read_text().splitlines()[2] == "**Verdict.** " + " ".join(saved["verdict"])
 
 
 @pytest.mark.parametrize("argv", [

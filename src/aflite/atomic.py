@@ -6,6 +6,7 @@ A reader (or a killed run) never sees a half-written file: either the old conten
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import tempfile
@@ -15,21 +16,50 @@ from typing import IO, Any
 
 import numpy as np
 
+from aflite.errors import OutputError, OutputWriteError
+
+# errors of the storage, not of the program: reported as one line (exit 2) instead of a traceback
+WRITE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EFBIG, errno.EACCES, errno.EPERM})
+
+
+def write_failed(path: str | os.PathLike[str], exc: OSError) -> OutputWriteError:
+    """The one-line error for a write of ``path`` that the storage refused (disk full, quota, read-only)."""
+    why = exc.strerror or str(exc)
+    hint = "; free some space (files written so far are complete) and run again" if exc.errno in (
+        errno.ENOSPC, errno.EDQUOT, errno.EFBIG) else ""
+    return OutputWriteError(f"cannot write {path}: {why}{hint}", exc.errno)
+
+
+@contextlib.contextmanager
+def storage_errors(path: str | os.PathLike[str]) -> Iterator[None]:
+    """Turn a storage OSError (see WRITE_ERRNOS) raised inside the block into :class:`OutputWriteError`."""
+    try:
+        yield
+    except OutputWriteError:
+        raise
+    except OSError as exc:
+        if exc.errno in WRITE_ERRNOS:
+            raise write_failed(path, exc) from None
+        raise
+
 
 @contextlib.contextmanager
 def atomic_open(path: str | os.PathLike[str], mode: str = "w", encoding: str | None = "utf-8") -> Iterator[IO[Any]]:
     """Open a temporary sibling of ``path`` for writing; on success rename it onto ``path``."""
     target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
     binary = "b" in mode
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    with storage_errors(target):
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes it 0600; give the file the mode a plain open() would
     try:
-        with os.fdopen(fd, mode, encoding=None if binary else encoding, newline=None if binary else "") as fh:
+        with storage_errors(target), os.fdopen(fd, mode, encoding=None if binary else encoding,
+                                               newline=None if binary else "") as fh:
             yield fh
             fh.flush()
             os.fsync(fh.fileno())
-        os.replace(tmp, target)
+        with storage_errors(target):
+            os.replace(tmp, target)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
@@ -41,13 +71,15 @@ def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
     """A temporary sibling path to write by any means (e.g. a memory-mapped .npy); renamed onto ``path`` on
     success, removed on failure."""
     target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    with storage_errors(target):
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     os.close(fd)
     os.chmod(tmp, 0o666 & ~_umask())  # as a plain open() would make it (cluster workers may be other users)
     try:
-        yield Path(tmp)
-        os.replace(tmp, target)
+        with storage_errors(target):
+            yield Path(tmp)
+            os.replace(tmp, target)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
@@ -58,6 +90,11 @@ def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
     return mask
+
+
+def umask() -> int:
+    """The process's file mode creation mask (for folders made by other means than mkdir, e.g. mkdtemp)."""
+    return _umask()
 
 
 def write_text(path: str | os.PathLike[str], text: str) -> None:
@@ -90,3 +127,53 @@ def _json_default(obj: Any) -> Any:
     if isinstance(obj, Path):
         return str(obj)
     raise TypeError(f"not JSON serialisable: {type(obj).__name__}")
+
+
+def load_cached_npy(path: str | os.PathLike[str], rows: int | None = None) -> np.ndarray | None:
+    """A cache entry written by :func:`write_npy`, or None when it is absent or damaged (unreadable, or not
+    ``rows`` long): a damaged entry is reported in one warning line and removed, so the caller recomputes it."""
+    p = Path(path)
+    if not p.is_file():
+        return None
+    try:
+        arr = np.load(p, allow_pickle=False)
+        if rows is not None and (arr.ndim == 0 or arr.shape[0] != rows):
+            raise ValueError(f"{arr.shape[0] if arr.ndim else 0} rows, expected {rows}")
+    except (OSError, ValueError, EOFError) as exc:
+        import logging
+
+        why = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        logging.getLogger("aflite").warning("damaged cache entry %s (%s): recomputing it", p, why)
+        with contextlib.suppress(OSError):
+            p.unlink()
+        return None
+    return arr
+
+
+def _writable(folder: Path) -> bool:
+    return os.access(folder, os.W_OK | os.X_OK)
+
+
+def check_output_path(out: str | os.PathLike[str], *, flag: str = "--out", folder: bool = True) -> Path:
+    """Refuse an output path that cannot be written, before any work: a file where a folder should go (or the
+    reverse), a path under a file, a folder (or the nearest existing parent) that is not writable."""
+    p = Path(out)
+    what = "folder" if folder else "file"
+    if p.exists():
+        if folder and not p.is_dir():
+            raise OutputError(f"{flag} {p}: is a file, not a folder; choose a folder path")
+        if not folder and p.is_dir():
+            raise OutputError(f"{flag} {p}: is a folder, not a {what}")
+        where = p if p.is_dir() else p.parent
+        if not _writable(where):
+            raise OutputError(f"{flag} {p}: {'folder ' if where == p else 'its folder '}is not writable "
+                              f"(read-only or no permission)")
+        return p
+    anc = p.parent
+    while not anc.exists() and anc != anc.parent:
+        anc = anc.parent
+    if not anc.is_dir():
+        raise OutputError(f"{flag} {p}: {anc} is a file, so nothing can be created under it")
+    if not _writable(anc):
+        raise OutputError(f"{flag} {p}: cannot create it: {anc} is not writable (read-only or no permission)")
+    return p

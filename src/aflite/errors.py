@@ -26,3 +26,16 @@ class ParameterError(AfliteError, ValueError):
 class OutputError(AfliteError):
     """An output path that cannot be used (not writable, a file where a folder should be, someone else's
     folder, a folder in use by another process); raised before any computation."""
+
+
+class OutputWriteError(OutputError, OSError):
+    """A write that failed part-way (disk full, quota, read-only file system, permission): nothing was left
+    half-written (see :mod:`aflite.atomic`), and the files already written stay, so a run can be resumed once
+    there is room. Also an :class:`OSError`, so code that handled the raw error still does."""
+
+    def __init__(self, message: str, errno: int | None = None) -> None:
+        OSError.__init__(self, message)
+        self.errno = errno
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""

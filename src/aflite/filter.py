@@ -234,7 +234,9 @@ class AFLite(BaseEstimator):
                 removed_at=np.full(n, -1, dtype=np.int32),
             )
         else:
-            state = resume
+            import copy
+
+            state = copy.deepcopy(resume)  # the caller's state stays as it was (it may resume twice)
             if len(state.keep) != n:
                 raise InputError(f"checkpoint is for {len(state.keep)} instances, the data has {n}")
             ens.set_state(state.ensemble_state)

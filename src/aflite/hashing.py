@@ -16,7 +16,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["data_fingerprint", "files_fingerprint", "hash_parts", "inputs_fingerprint", "json_digest"]
+__all__ = ["data_fingerprint", "dataset_fingerprint", "files_fingerprint", "hash_parts", "inputs_fingerprint",
+           "json_digest", "sampled_inputs_fingerprint"]
 
 
 def data_fingerprint(texts_a: Sequence[str], texts_b: Sequence[str] | None, extra: Any = None) -> str:
@@ -54,13 +55,40 @@ def json_digest(obj: Any) -> str:
     return hashlib.sha256(json.dumps(obj, sort_keys=True).encode()).hexdigest()
 
 
-def inputs_fingerprint(X: Any, y: NDArray[Any]) -> str:
-    """A cheap identity of the inputs (shape, labels, a sample of rows) to refuse resuming on other data."""
+def inputs_fingerprint(X: Any, y: NDArray[Any], chunk_rows: int = 65536) -> str:
+    """The identity of the inputs, to refuse resuming on other data: shape, dtype, labels and every value of X
+    (read in chunks of rows, so a memory-mapped matrix is never loaded whole)."""
+    h = hashlib.sha256()
+    h.update(b"full\x00")
+    h.update(repr((tuple(X.shape), str(X.dtype))).encode())
+    h.update(np.asarray(y).astype(str).tobytes())
+    for lo in range(0, X.shape[0], chunk_rows):
+        h.update(np.ascontiguousarray(np.asarray(X[lo: lo + chunk_rows], dtype=np.float32)).tobytes())
+    return h.hexdigest()[:32]
+
+
+def sampled_inputs_fingerprint(X: Any, y: NDArray[Any]) -> str:
+    """The identity checkpoints of aflite <= 0.x recorded (shape, labels, 64 sampled rows); read only to resume
+    such a checkpoint, with a warning that it covers those rows only."""
     h = hashlib.sha256()
     h.update(repr((tuple(X.shape), str(X.dtype))).encode())
     h.update(np.asarray(y).astype(str).tobytes())
     idx = np.linspace(0, X.shape[0] - 1, num=min(64, X.shape[0])).astype(np.int64)
     h.update(np.ascontiguousarray(np.asarray(X[idx], dtype=np.float32)).tobytes())
+    return h.hexdigest()[:32]
+
+
+def dataset_fingerprint(ids: Sequence[Any] | NDArray[Any], labels: Sequence[Any] | NDArray[Any],
+                        texts_a: Sequence[str], texts_b: Sequence[str] | None = None) -> str:
+    """The identity of a dataset's content (ids, labels and texts or image paths, in order): recorded in a run's
+    results so that ``evaluate``, ``audit --compare`` and ``--resume`` can tell that they read the same data."""
+    h = hashlib.sha256(b"dataset\x00")
+    for field in ([str(i) for i in ids], [str(v) for v in labels]):
+        h.update(f"<field {len(field)}>".encode())
+        for t in field:
+            raw = t.encode("utf-8", "surrogatepass")
+            h.update(len(raw).to_bytes(8, "little") + raw)
+    h.update(data_fingerprint(texts_a, texts_b).encode())
     return h.hexdigest()[:32]
 
 

@@ -22,14 +22,7 @@ Strategy = Literal["slicing", "greedy", "gumbel"]
 
 # Table 8 (appendix A.5), SNLI column, with the paper's final size; used as defaults expressed as
 # fractions of |D| so that they scale with the dataset: t = 50K, k = 10K, n ≈ 92K of |D| = 550,152.
-SNLI_DEFAULTS: dict[str, Any] = {
-    "dataset_size": 550_152,
-    "n_partitions": 64,
-    "train_size": 50_000,
-    "slice_size": 10_000,
-    "target_size": 92_000,
-    "threshold": 0.75,
-}
+from aflite.defaults import SNLI_DEFAULTS  # noqa: E402  (one copy, importable without scikit-learn)
 
 
 def snli_fraction(key: str) -> float:

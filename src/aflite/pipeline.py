@@ -8,10 +8,8 @@ it is neither filtered nor written to the output.
 
 from __future__ import annotations
 
-import html
 import sys
 import time
-from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,6 +20,14 @@ from aflite._deprecate import progress_flag
 from aflite.atomic import write_json, write_text
 from aflite.errors import InputError, ParameterError
 from aflite.filter import SNLI_DEFAULTS, AFLite
+from aflite.runs.summaries import (  # noqa: F401 - PROBE_MEANING, label_shift, warmup_line: public here too
+    PROBE_MEANING,
+    SHIFT_WARN_POINTS,
+    label_shift,
+    render_filter_summary,
+    render_summary,
+    warmup_line,
+)
 from aflite.threads import limited
 
 
@@ -82,6 +88,7 @@ def run(
     image_options: dict[str, Any] | None = None,
     link_dir: str | Path | None = None,
     aflite: AFLite | None = None,
+    title: str | None = None,
 ) -> RunResult:
     """Filter a dataset file end to end. ``params`` overrides the scaled Table 8 defaults (counts or
     fractions of |D|: target_size, n_partitions, train_size, slice_size, threshold); ``device`` and ``storage``
@@ -90,7 +97,8 @@ def run(
     :func:`filter_files`: its parameters are used (its default sizes, fractions of |D|, resolve to the same counts
     as the scaled defaults). ``groups``: True or
     ``"premise"`` (rows with one premise stay on one side of every partition), False or ``"none"``, or a column
-    of the file (e.g. a counterfactual family id). ``overwrite`` starts over in an ``out`` that holds a run."""
+    of the file (e.g. a counterfactual family id). ``overwrite`` starts over in an ``out`` that holds a run.
+    ``title`` names the data in summary.md's heading (default: its path)."""
     show_progress = progress_flag(show_progress, quiet=quiet, where="run: ")
     base: dict[str, Any] = {}
     if aflite is not None:  # one parameter space with filter_files: the estimator's own keywords
@@ -111,7 +119,7 @@ def run(
 
     out = Path(out)
     timings: dict[str, float] = {}
-    t0 = time.perf_counter()
+    t0 = t_call = time.perf_counter()
     group_spec = "premise" if groups is True else "none" if groups is False else str(groups)
     dopts = dict(dataset_options or {})
     if group_spec != "premise":  # premise is the loader's own default for pairs (no groups for single texts)
@@ -124,6 +132,13 @@ def run(
           else data.load_dataset(data_path, **dopts))
     timings["load_seconds"] = time.perf_counter() - t0
     n = len(ds)
+    if link_dir is not None:  # checked now, not after the filter has run for an hour
+        if not is_images:
+            raise ParameterError("--link-dir builds links to kept images; this dataset holds text")
+        from aflite.links import check_link_dir, check_link_names
+
+        check_link_dir(link_dir)
+        check_link_names(ds, by_label=ds.source.format != "imagefolder")
     if view in ("hypothesis",) and not ds.is_pair:
         raise ParameterError("view 'hypothesis' needs a pair dataset")
     # checks that need no features come before featurizing (minutes) and before anything is written
@@ -131,6 +146,14 @@ def run(
     if len(classes) < 2:
         raise InputError(f"{data_path}: every one of the {n:,} rows has the label {str(classes[0])!r}; AFLite needs at "
                          f"least two classes")
+    probe_skipped = None
+    if probe and not is_images:  # a probe D itself cannot train is known now, not after the filter
+        from aflite.evaluate import probe_skip_reason
+
+        probe_skipped = probe_skip_reason(ds.labels)
+        if probe_skipped is not None:
+            probe = False
+            print(f"note: the hypothesis-only probe is skipped: {probe_skipped}", file=sys.stderr)
     grp_all = ds.groups if group_spec != "none" else None
     if grp_all is not None:
         data.warn_twins(ds, {"pair": ("pair", "hypothesis")}.get(view, (view,)), group_spec)
@@ -141,6 +164,12 @@ def run(
     resolved = af.resolved_params(n)  # validates against |D| before any expensive step
     t = resolved["train_size"]
 
+    from aflite.hashing import dataset_fingerprint
+    from aflite.rundir import check_resume_dataset
+
+    dataset_fp = dataset_fingerprint(ds.ids, ds.labels, ds.texts_a, ds.texts_b)
+    if resume:  # another dataset is refused now, before anything is computed or cached
+        check_resume_dataset(out, dataset_fp)
     texts_b = ds.texts_b
     fopts = dict(featurizer_options or {})
     if is_images:
@@ -148,9 +177,11 @@ def run(
 
         fopts = image_featurizer_options(featurizer, fopts)
     t0 = time.perf_counter()
+    cache_path = Path(cache_dir) if cache_dir else out / "cache"
+    cached_before = _files(cache_path) if resume else None
     feats = features.featurize(
         ds.texts_a, texts_b, featurizer, view,
-        cache_dir=Path(cache_dir) if cache_dir else out / "cache",
+        cache_dir=cache_path,
         y=ds.labels.tolist() if featurizer == "warmup" else None,
         ids=ds.ids.tolist() if featurizer == "precomputed" else None,
         warmup_size=t if featurizer == "warmup" else 0.1,
@@ -177,11 +208,10 @@ def run(
     y = ds.labels[rows]
     ids = ds.ids[rows]
     out.mkdir(parents=True, exist_ok=True)
-    if len(feats.warmup_rows):
-        write_text(out / "warmup_ids.txt", "".join(f"{i}\n" for i in ds.ids[feats.warmup_rows]))
     t0 = time.perf_counter()
     extra = {
         "dataset": str(data_path),
+        "dataset_fingerprint": dataset_fp,
         "dataset_size": n,
         "dropped_at_load": ds.dropped,
         "featurizer": {"name": featurizer, "view": view, "options": feats.options, "dim": int(X.shape[1]),
@@ -191,8 +221,21 @@ def run(
         "overrides": given,
     }
     extra["groups"] = group_spec if grp is not None else "none"
-    summary = run_filter(af, X, y, ids, out, groups=grp, resume=resume, overwrite=overwrite,
-                         show_progress=show_progress, extra=extra)
+    try:
+        summary = run_filter(af, X, y, ids, out, groups=grp, resume=resume, overwrite=overwrite,
+                             show_progress=show_progress, extra=extra)
+    except (InputError, ParameterError):
+        if cached_before is not None:  # a refused --resume leaves the run's folder as it was found
+            for f in sorted(_files(cache_path) - cached_before, key=lambda q: -len(q.parts)):
+                if f.is_dir():
+                    f.rmdir()
+                else:
+                    f.unlink(missing_ok=True)
+        raise
+    if len(feats.warmup_rows):  # after the filter accepted the folder: a refused --resume writes nothing
+        write_text(out / "warmup_ids.txt", "".join(f"{i}\n" for i in ds.ids[feats.warmup_rows]))
+    else:  # an --overwrite of a warm-up run: its slice is not this run's
+        (out / "warmup_ids.txt").unlink(missing_ok=True)
     timings["filter_seconds"] = time.perf_counter() - t0
 
     keep = np.zeros(n, dtype=bool)
@@ -225,16 +268,39 @@ def run(
         summary["partial_input_probe"] = {
             "model": "TF-IDF word 1-2-gram logistic regression, 5-fold CV, on the "
             + ("hypothesis only" if texts_b is not None else "text"),
-            "results": [{**r.to_dict(), "delta_majority": r.accuracy - r.majority} for r in res],
+            "results": [_probe_row(r) for r in res],
             "meaning": PROBE_MEANING,
         }
         timings["probe_seconds"] = time.perf_counter() - t0
+    elif probe_skipped is not None:
+        summary["partial_input_probe"] = {"skipped": probe_skipped, "results": [], "meaning": PROBE_MEANING}
     summary["label_shift"] = label_shift(summary["label_counts_before"], summary["label_counts_after"])
     summary["timings"] = timings
     summary["filtered_dataset"] = str(filtered_path)
+    from aflite.verdict import run_verdict
+
+    if title:
+        summary["title"] = title
+    # the whole call (load, Φ, filter, probe, writing), not only the filter's part of it
+    summary["filter_wall_seconds_this_call"] = summary.get("wall_seconds_this_call")
+    summary["wall_seconds_this_call"] = time.perf_counter() - t_call
+    summary["verdict"] = run_verdict(summary)
     write_json(out / "summary.json", summary)
     write_text(out / "summary.md", render_summary(summary, ds, rows, af))
     return RunResult(out, summary, keep, filtered_path)
+
+
+def _files(folder: Path) -> set[Path]:
+    """Every file and folder under ``folder`` (the folder itself too, when it exists)."""
+    return {folder, *folder.rglob("*")} if folder.is_dir() else set()
+
+
+def _probe_row(r: Any) -> dict[str, Any]:
+    """One probe result as JSON: a set that could not be probed has no accuracy (null) and says why."""
+    row = {**r.to_dict(), "delta_majority": r.accuracy - r.majority}
+    if r.skipped is not None:
+        row.update(accuracy=None, accuracy_std=None, delta_majority=None)
+    return row
 
 
 def filter_files(
@@ -266,11 +332,12 @@ def filter_files(
     from aflite.rundir import run_filter
 
     out = Path(out)
+    t_call = time.perf_counter()
     X = data.load_features(features, columns=feature_columns, mmap=mmap)
     y = data.load_labels(labels, column=label_column)
     id_arr = data.load_ids(ids, column=id_column) if ids is not None else np.arange(len(y))
     grp = data.load_labels(groups, column="group") if groups is not None else None
-    data.check_aligned(X.shape[0], len(y), len(id_arr))
+    data.check_aligned(X.shape[0], len(y), len(id_arr), files=(features, labels, ids))
     if grp is not None and len(grp) != len(y):
         raise InputError(f"{groups}: {len(grp)} groups for {len(y)} labels")
     if len(np.unique(id_arr)) != len(id_arr):
@@ -282,130 +349,11 @@ def filter_files(
             "device": resolve_device(af.device) if af.model == "logistic" else "cpu", **(extra or {})}
     summary = run_filter(af, X, y, id_arr, out, groups=grp, resume=resume, overwrite=overwrite,
                          show_progress=show_progress, extra=info)
+    from aflite.verdict import filter_verdict
+
+    summary["filter_wall_seconds_this_call"] = summary.get("wall_seconds_this_call")
+    summary["wall_seconds_this_call"] = time.perf_counter() - t_call  # the whole call, reading included
+    summary["verdict"] = filter_verdict(summary)
+    write_json(out / "summary.json", summary)
     write_text(out / "summary.md", render_filter_summary(summary))
     return RunResult(out, summary, np.asarray(af.keep_mask_), out / "kept_ids.txt")
-
-
-def render_filter_summary(summary: dict[str, Any]) -> str:
-    """The readable account of ``aflite filter``: sizes, parameters, stop reason and label counts."""
-    p = summary["parameters"]
-    lines = [
-        f"# aflite filter: {summary.get('inputs', {}).get('features', '')}",
-        "",
-        f"- |D| = {summary['size_before']} → |D(Φ)| = {summary['size_after']} after {summary['n_iterations']} "
-        f"phase(s); stopped because {summary['stop_reason']}",
-        f"- parameters: m={p['n_partitions']}, t={p['train_size']}, k={p['slice_size']}, n={p['target_size']}, "
-        f"τ={p['threshold']}, strategy {p['strategy']}, model {p['model']}, C={p['C']}, seed {summary.get('seed')}",
-        "",
-        "| label | before | after | kept % |",
-        "|---|---|---|---|",
-    ]
-    for lab, before in summary["label_counts_before"].items():
-        after = summary["label_counts_after"].get(lab, 0)
-        lines.append(f"| {_md(str(lab))} | {before} | {after} | {100 * after / max(before, 1):.1f} |")
-    return "\n".join(lines) + "\n"
-
-
-PROBE_MEANING = (
-    "A probe that always answers the most frequent label scores the majority rate of the rows it is tested on, so "
-    "raw accuracy is not leakage: Δ = accuracy − majority rate of the same rows is what the text adds over that "
-    "guess. AFLite worked when Δ on D(Φ) is below Δ on random subsets of the same size; near 0 means the probe "
-    "finds no more signal than the label frequencies."
-)
-SHIFT_WARN_POINTS = 5.0
-
-
-def label_shift(before: dict[str, int], after: dict[str, int]) -> dict[str, Any]:
-    """Class shares before/after filtering and the largest move, with a warning above SHIFT_WARN_POINTS points:
-    when shares move, the majority rate moves with them, and raw accuracies on D and D(Φ) stop being comparable."""
-    nb, na = max(1, sum(before.values())), max(1, sum(after.values()))
-    sb = {k: 100 * v / nb for k, v in before.items()}
-    sa = {k: 100 * after.get(k, 0) / na for k in before}
-    moves = {k: sa[k] - sb[k] for k in before}
-    worst = max(moves, key=lambda k: abs(moves[k])) if moves else None
-    out: dict[str, Any] = {"shares_before": sb, "shares_after": sa, "change_points": moves,
-                           "max_change_points": 0.0 if worst is None else abs(moves[worst]), "warning": None}
-    if worst is not None and abs(moves[worst]) > SHIFT_WARN_POINTS:
-        out["warning"] = (
-            f"filtering moved the class shares by up to {abs(moves[worst]):.1f} points ({worst} {sb[worst]:.1f}% → "
-            f"{sa[worst]:.1f}%); the majority rate went from {max(sb.values()):.1f}% to {max(sa.values()):.1f}%, "
-            f"so a raw accuracy on D(Φ) rises or falls with it whatever the text carries: read Δ over the "
-            f"majority rate, not raw accuracy")
-    return out
-
-
-def render_summary(summary: dict[str, Any], ds: Any, rows: np.ndarray, af: AFLite, per_label: int = 2) -> str:
-    """A short human-readable account: sizes, parameters, label shift, probe, and examples (as Table 9)."""
-    p = summary["parameters"]
-    f = summary["featurizer"]
-    lines = [
-        f"# aflite run: {summary['dataset']}",
-        "",
-        f"- Φ: `{f['name']}` ({f['dim']} dims), view `{f['view']}`"
-        + (f"; warm-up slice of {summary['warmup_rows']} rows trained Φ and was discarded" if summary["warmup_rows"]
-           else ""),
-        f"- |D| = {summary['dataset_size']}, filtered input {p['dataset_size']}, |D(Φ)| = {summary['size_after']}"
-        f" after {summary['n_iterations']} phase(s); stopped because {summary['stop_reason']}",
-        f"- parameters: m={p['n_partitions']}, t={p['train_size']}, k={p['slice_size']}, n={p['target_size']}, "
-        f"τ={p['threshold']}, strategy {p['strategy']}, seed {p['random_state']} (defaults: Table 8 SNLI scaled by "
-        f"{summary['scaled_defaults']['scale']:.4f})",
-        "",
-        "| label | before | after | kept % | share before % | share after % | Δ share (points) |",
-        "|---|---|---|---|---|---|---|",
-    ]
-    shift = summary.get("label_shift") or label_shift(summary["label_counts_before"], summary["label_counts_after"])
-    for lab, before in summary["label_counts_before"].items():
-        after = summary["label_counts_after"].get(lab, 0)
-        lines.append(f"| {_md(str(lab), 60)} | {before} | {after} | {100 * after / max(before, 1):.1f} | "
-                     f"{shift['shares_before'][lab]:.1f} | {shift['shares_after'][lab]:.1f} | "
-                     f"{shift['change_points'][lab]:+.1f} |")
-    if shift["warning"]:
-        lines += ["", f"**Warning:** {shift['warning']}."]
-    if "partial_input_probe" in summary:
-        pr = summary["partial_input_probe"]
-        lines += ["", f"Partial-input probe: {pr['model']}", "",
-                  "| training set | size | accuracy | majority rate (same rows) | Δ over majority |",
-                  "|---|---|---|---|---|"]
-        for r in pr["results"]:
-            lines.append(f"| {r['name']} | {r['size']} | {100 * r['accuracy']:.1f} ± {100 * r['accuracy_std']:.1f} "
-                         f"| {100 * r['majority']:.1f} | {100 * (r['accuracy'] - r['majority']):+.1f} |")
-        lines += ["", PROBE_MEANING]
-    if "timings" in summary:
-        lines += ["", "Timings: " + ", ".join(f"{k} {v:.1f}" for k, v in summary["timings"].items())]
-
-    p_all = af.predictability_
-    keep = af.keep_mask_
-    labels = ds.labels[rows]
-
-    def table(title: str, idx: np.ndarray) -> list[str]:
-        out = ["", f"## {title}", "", "| premise | hypothesis | label | p̃ |", "|---|---|---|---|"]
-        for i in idx:
-            r = rows[i]
-            prem = ds.texts_a[r]
-            hyp = ds.texts_b[r] if ds.texts_b is not None else ""
-            out.append(f"| {_md(prem)} | {_md(hyp)} | {_md(str(labels[i]))} | {p_all[i]:.2f} |")
-        return out
-
-    rng = np.random.default_rng(0)
-    removed_pick: list[int] = []
-    kept_pick: list[int] = []
-    for lab in sorted(Counter(map(str, labels))):
-        is_lab = labels.astype(str) == lab
-        rem = np.flatnonzero(~keep & is_lab)
-        kep = np.flatnonzero(keep & is_lab & ~np.isnan(p_all))
-        if len(rem):
-            top = rem[np.lexsort((rng.random(len(rem)), -p_all[rem]))][:per_label]
-            removed_pick += top.tolist()
-        if len(kep):
-            low = kep[np.lexsort((rng.random(len(kep)), p_all[kep]))][:per_label]
-            kept_pick += low.tolist()
-    lines += table("Removed by AFLite (most predictable, per label)", np.array(removed_pick, dtype=int))
-    lines += table("Retained by AFLite (least predictable, per label)", np.array(kept_pick, dtype=int))
-    return "\n".join(lines) + "\n"
-
-
-def _md(text: str, limit: int = 300) -> str:
-    """Dataset text in a Markdown table cell: shortened, escaped HTML, no pipes or newlines."""
-    from aflite.report import shorten
-
-    return html.escape(shorten(text, limit)).replace("|", "\\|").replace("\n", " ")

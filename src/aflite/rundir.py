@@ -25,10 +25,11 @@ from typing import IO, Any
 import numpy as np
 from numpy.typing import NDArray
 
-from aflite.atomic import atomic_open, write_json, write_npz
-from aflite.errors import AfliteError, InputError, OutputError, ParameterError
+from aflite.atomic import atomic_open, check_output_path, write_json, write_npz
+from aflite.errors import AfliteError, InputError, OutputError, OutputWriteError, ParameterError
 from aflite.filter import FilterState, IterationRecord
 from aflite.hashing import inputs_fingerprint as fingerprint
+from aflite.hashing import sampled_inputs_fingerprint
 
 CHECKPOINT = "checkpoint.npz"
 
@@ -45,13 +46,15 @@ def read_kept_ids(run_dir: Path) -> list[str]:
     return ids
 
 
-def save_checkpoint(out: Path, state: FilterState, params: dict[str, Any], fp: str) -> None:
+def save_checkpoint(out: Path, state: FilterState, params: dict[str, Any], fp: str,
+                    dataset: str | None = None) -> None:
     meta = {
         "iteration": state.iteration,
         "stop_reason": state.stop_reason,
         "history": [r.to_dict() for r in state.history],
         "params": params,
         "fingerprint": fp,
+        "dataset_fingerprint": dataset,
     }
     arrays = {f"ens_{k}": v for k, v in state.ensemble_state.items()}
     arrays.update({f"x_{k}": v for k, v in state.extra.items()})
@@ -65,8 +68,45 @@ def save_checkpoint(out: Path, state: FilterState, params: dict[str, Any], fp: s
     )
 
 
-def load_checkpoint(out: Path, params: dict[str, Any], fp: str) -> FilterState | None:
-    """The saved state, or None when there is none; refuses one made with other data or parameters."""
+def recorded_dataset_fingerprint(out: Path) -> str | None:
+    """The dataset fingerprint (:func:`aflite.hashing.dataset_fingerprint`) a run in ``out`` recorded, from its
+    results.json, summary.json or checkpoint; None for a run made before it was recorded."""
+    for name in ("results.json", "summary.json"):
+        with contextlib.suppress(OSError, ValueError, AttributeError):
+            fp = json.loads((out / name).read_text(encoding="utf-8")).get("dataset_fingerprint")
+            if fp:
+                return str(fp)
+    with contextlib.suppress(Exception):
+        with np.load(out / CHECKPOINT, allow_pickle=False) as z:
+            fp = json.loads(str(z["meta"])).get("dataset_fingerprint")
+        return None if not fp else str(fp)
+    return None
+
+
+def check_resume_dataset(out: Path, dataset_fp: str) -> None:
+    """Refuse ``--resume`` of a run made from another dataset, before anything is computed or written."""
+    saved = recorded_dataset_fingerprint(out)
+    if saved is not None and saved != dataset_fp:
+        raise InputError(f"{out}: the run there was made from a different dataset (its ids, labels or texts differ); "
+                         f"use another --out")
+
+
+def check_run_dataset(run_dir: str | os.PathLike[str], dataset_fp: str, data: Any) -> None:
+    """Refuse a run (``evaluate``, ``audit --compare``) that was made from another dataset than ``data``, by the
+    content fingerprint the run recorded; a run made before fingerprints were recorded gets a warning (and only
+    the check of its ids that the caller makes)."""
+    saved = recorded_dataset_fingerprint(Path(run_dir))
+    if saved is None:
+        print(f"warning: {run_dir}: the run records no dataset fingerprint (made by an older aflite), so only its "
+              f"ids are checked against {data}", file=sys.stderr)
+    elif saved != dataset_fp:
+        raise InputError(f"{run_dir}: this run was made from a different dataset than {data} (ids, labels or texts "
+                         f"differ); give the file the run was made from, with the same column options")
+
+
+def load_checkpoint(out: Path, params: dict[str, Any], fp: str, legacy_fp: str | None = None) -> FilterState | None:
+    """The saved state, or None when there is none; refuses one made with other data or parameters.
+    ``legacy_fp`` is the sampled identity older checkpoints recorded: accepted, with a warning."""
     path = out / CHECKPOINT
     if not path.exists():
         return None
@@ -76,7 +116,10 @@ def load_checkpoint(out: Path, params: dict[str, Any], fp: str) -> FilterState |
         meta = json.loads(str(data.pop("meta")))
     except Exception as exc:  # noqa: BLE001 - any damage means the checkpoint is unusable
         raise InputError(f"{path}: unreadable checkpoint ({exc}); delete it to start over") from exc
-    if meta["fingerprint"] != fp:
+    if meta["fingerprint"] != fp and legacy_fp is not None and meta["fingerprint"] == legacy_fp:
+        print(f"warning: {path} was written by an older aflite whose identity check covers 64 rows of the features "
+              f"only; resuming on the assumption that the rest is unchanged", file=sys.stderr)
+    elif meta["fingerprint"] != fp:
         raise InputError(f"{path}: checkpoint was made from different features or labels; use another --out")
     if meta["params"] != params:
         diff = {k: (meta["params"].get(k), v) for k, v in params.items() if meta["params"].get(k) != v}
@@ -193,10 +236,13 @@ def run_filter(
     if groups is not None:
         params["groups"] = True
     fp = fingerprint(X, y)
+    dataset_fp = (extra or {}).get("dataset_fingerprint")
     state = None
     if (out / CHECKPOINT).exists() or (out / "summary.json").exists():
         if resume:
-            state = rundir.load_checkpoint(out, params, fp)
+            if dataset_fp is not None:
+                check_resume_dataset(out, dataset_fp)
+            state = rundir.load_checkpoint(out, params, fp, sampled_inputs_fingerprint(X, y))
         elif not overwrite:
             raise ParameterError(f"{out} holds a previous run: pass --resume to continue it, --overwrite to start "
                                  f"over, or choose another --out")
@@ -208,7 +254,7 @@ def run_filter(
                dynamic_ncols=True)
 
     def on_phase(record: Any, st: Any) -> None:
-        rundir.save_checkpoint(out, st, params, fp)
+        rundir.save_checkpoint(out, st, params, fp, dataset_fp)
         bar.update(record.n_removed)
         bar.set_postfix(iter=record.iteration, S=record.size_after, eligible=record.n_eligible,
                         s_per_phase=f"{record.seconds:.1f}")
@@ -237,35 +283,6 @@ def run_filter(
 MARKER = ".aflite-owner.json"
 LOCK = ".aflite.lock"
 RUN_FILES = (CHECKPOINT, "summary.json")  # a run directory holds one of these once a run has written it
-
-
-def _writable(folder: Path) -> bool:
-    return os.access(folder, os.W_OK | os.X_OK)
-
-
-def check_output_path(out: str | os.PathLike[str], *, flag: str = "--out", folder: bool = True) -> Path:
-    """Refuse an output path that cannot be written, before any work: a file where a folder should go (or the
-    reverse), a path under a file, a folder (or the nearest existing parent) that is not writable."""
-    p = Path(out)
-    what = "folder" if folder else "file"
-    if p.exists():
-        if folder and not p.is_dir():
-            raise OutputError(f"{flag} {p}: is a file, not a folder; choose a folder path")
-        if not folder and p.is_dir():
-            raise OutputError(f"{flag} {p}: is a folder, not a {what}")
-        where = p if p.is_dir() else p.parent
-        if not _writable(where):
-            raise OutputError(f"{flag} {p}: {'folder ' if where == p else 'its folder '}is not writable "
-                              f"(read-only or no permission)")
-        return p
-    anc = p.parent
-    while not anc.exists() and anc != anc.parent:
-        anc = anc.parent
-    if not anc.is_dir():
-        raise OutputError(f"{flag} {p}: {anc} is a file, so nothing can be created under it")
-    if not _writable(anc):
-        raise OutputError(f"{flag} {p}: cannot create it: {anc} is not writable (read-only or no permission)")
-    return p
 
 
 def read_marker(folder: str | os.PathLike[str]) -> dict[str, Any] | None:
@@ -309,7 +326,10 @@ class OutputFolder:
         return self
 
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
-        self.release(failed=exc_type is not None and issubclass(exc_type, AfliteError))
+        # a refused input leaves nothing behind; a write that failed part-way (disk full) keeps what was
+        # completed (each file is whole), so that the run can be resumed once there is room
+        self.release(failed=exc_type is not None and issubclass(exc_type, AfliteError)
+                     and not issubclass(exc_type, OutputWriteError))
 
 
 def claim_output(
@@ -350,7 +370,12 @@ def claim_output(
     except OSError as exc:
         raise OutputError(f"{flag} {p}: cannot create the folder: {exc.strerror or exc}") from None
     had_lock = (p / LOCK).exists()
-    lock_fh = _lock(p, flag)
+    try:
+        lock_fh = _lock(p, flag)
+    except OutputError:
+        if not existed:
+            shutil.rmtree(p, ignore_errors=True)
+        raise
     claim = OutputFolder(p, command, created=not existed, lock_fh=lock_fh)
     try:
         if marker is None or marker.get("command") != command:
@@ -383,10 +408,14 @@ def _lock(folder: Path, flag: str) -> IO[str] | None:
         fh.close()
         raise OutputError(f"{flag} {folder}: in use by another aflite process (pid {pid}); wait for it to "
                           f"finish or choose another {flag}") from None
-    fh.seek(0)
-    fh.truncate()
-    fh.write(f"{os.getpid()}\n")
-    fh.flush()
+    try:
+        fh.seek(0)
+        fh.truncate()
+        fh.write(f"{os.getpid()}\n")
+        fh.flush()
+    except OSError as exc:  # disk full or quota: the lock file cannot even hold a pid
+        fh.close()
+        raise OutputError(f"{flag} {folder}: cannot write into the folder: {exc.strerror or exc}") from None
     return fh
 
 

@@ -11,9 +11,13 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import errno
 import importlib
+import os
 import sys
-from collections.abc import Sequence
+import warnings
+from collections.abc import Iterator, Sequence
+from pathlib import Path
 from typing import NoReturn
 
 from aflite.cli.options import add_groups_option, add_overwrite_option  # noqa: F401 - the shared options' home
@@ -62,6 +66,51 @@ def _claim_output(args: argparse.Namespace) -> contextlib.AbstractContextManager
                         resume=getattr(args, "resume", False))
 
 
+@contextlib.contextmanager
+def _library_warnings(args: argparse.Namespace) -> Iterator[None]:
+    """Warnings of scikit-learn (and numpy, scipy) during a command: recorded in OUT/results.json under
+    ``"warnings"`` and summed up in one stderr line, instead of each printed raw; other warnings pass through."""
+    caught: list[warnings.WarningMessage] = []
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            yield
+    finally:
+        ours, shown = [], set()
+        for w in caught:
+            origin = getattr(w.category, "__module__", "") or ""
+            if origin.split(".")[0] in ("sklearn", "numpy", "scipy") or "/sklearn/" in (w.filename or ""):
+                ours.append(w)
+            elif (key := (w.category, str(w.message), w.filename, w.lineno)) not in shown:
+                shown.add(key)  # passed on to the filters outside (once per place, as "default" would)
+                warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+        if ours:
+            _record_warnings(args, ours)
+
+
+def _record_warnings(args: argparse.Namespace, caught: list[warnings.WarningMessage]) -> None:
+    from collections import Counter
+
+    counts = Counter(f"{w.category.__name__}: {str(w.message).splitlines()[0] if str(w.message) else ''}"
+                     for w in caught)
+    out = getattr(args, "out", None)
+    where = ""
+    results = None if out is None else Path(out) / "results.json"
+    if results is not None and results.is_file():
+        import json
+
+        from aflite.atomic import write_json
+
+        with contextlib.suppress(OSError, ValueError):
+            body = json.loads(results.read_text(encoding="utf-8"))
+            body["warnings"] = [{"warning": k, "count": n} for k, n in counts.items()]
+            write_json(results, body)
+            where = f"; listed in {results} under \"warnings\""
+    first = next(iter(counts))
+    print(f"note: {sum(counts.values())} warning(s) from scikit-learn/numpy/scipy, e.g. {first[:160]}{where}",
+          file=sys.stderr)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     from aflite.threads import prepare_process
 
@@ -81,7 +130,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             validate(args)
         from aflite.threads import thread_policy
 
-        with thread_policy(getattr(args, "threads", None)), _claim_output(args):
+        if getattr(args, "quiet", False):  # no progress bars from the libraries either (model loading)
+            os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+        with thread_policy(getattr(args, "threads", None)), _claim_output(args), _library_warnings(args):
             code = args.handler(args)
     except AfliteError as exc:
         print(f"aflite {args.command}: error: {exc}", file=sys.stderr)
@@ -89,6 +140,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"aflite {args.command}: interrupted", file=sys.stderr)
         return 130
+    except OSError as exc:  # a full disk met by a write outside aflite.atomic (a model file, a library's own)
+        if exc.errno not in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS):
+            raise
+        where = f" {exc.filename}" if exc.filename else ""
+        print(f"aflite {args.command}: error: cannot write{where}: {exc.strerror or exc}; free some space (files "
+              f"written so far are complete) and run again", file=sys.stderr)
+        return 2
     finally:
         token.var.reset(token)
     return int(code or 0)

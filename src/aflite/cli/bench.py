@@ -115,7 +115,7 @@ def _run_scale(args: argparse.Namespace, log: Any) -> int:
     except ValueError:
         raise ParameterError(f"--cluster-workers {args.cluster_workers!r}: comma-separated numbers") from None
     if args.workdir:
-        from aflite.rundir import check_output_path
+        from aflite.atomic import check_output_path
 
         check_output_path(args.workdir, flag="--workdir")
     workdir = args.workdir or tempfile.mkdtemp(prefix="aflite-bench-")

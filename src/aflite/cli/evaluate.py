@@ -51,7 +51,7 @@ def _label_maps(specs: list[str], names: list[str]) -> tuple[dict[str, str], dic
 
 
 def register(sub: Any) -> None:
-    from aflite.evaluate import DEFAULT_MODELS
+    from aflite.defaults import DEFAULT_MODELS
 
     p = sub.add_parser(
         "evaluate",
@@ -165,6 +165,8 @@ def run(args: argparse.Namespace) -> int:
                    finetune=ft, cache_dir=args.cache, dataset_options=dopts, show_progress=not args.quiet,
                    tests=tests, split=not args.no_split)
     write_results(args.out, args)  # stamps the library's results.json with argv, seed and versions
+    if rep.verdict:
+        print(" ".join(rep.verdict) + "\n")
     print(rep.tables)
     print(f"results: {args.out / 'results.json'}, tables: {args.out / 'tables.md'}, chart: "
           f"{args.out / 'accuracy.png'}", file=sys.stderr)

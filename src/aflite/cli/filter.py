@@ -17,7 +17,7 @@ def add_filter_options(p: argparse.ArgumentParser, scaled: bool = False) -> None
     ``filter`` states the defaults as fractions of |D|; ``run`` leaves them unset (None) and scales Table 8's
     counts to the dataset itself, printing what it chose; it has no --model/-C (always the fast ensemble).
     """
-    from aflite.filter import SNLI_DEFAULTS as D
+    from aflite.defaults import SNLI_DEFAULTS as D
 
     N = D["dataset_size"]
     if scaled:

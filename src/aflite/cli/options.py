@@ -9,7 +9,7 @@ One concept, one spelling:
 * ``--quiet`` — no progress bars (progress goes to stderr, results to stdout).
 * ``--device`` — one resolver (:func:`aflite.device.resolve_device`) for encoders, fine-tuning and the ensemble.
 * ``--text-a/--text-b/--label/--id`` — the columns of a generic table (auto-detected when not given).
-* ``--cache DIR``, ``--overwrite``, ``--groups premise|none|COLUMN``.
+* ``--cache DIR``, ``--overwrite``, ``--groups premise|none|twins|COLUMN``.
 
 Results go to stdout, progress and notes to stderr.
 """
@@ -62,8 +62,11 @@ def nonnegative_int(text: str) -> int:
 
 
 def positive_int(text: str) -> int:
-    value = nonnegative_int(text)
-    if value < 1:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if value < 1:  # one bound for 0 and for negative values
         raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
     return value
 
@@ -156,11 +159,12 @@ def add_overwrite_option(p: argparse.ArgumentParser) -> None:
 
 
 def add_groups_option(p: argparse.ArgumentParser) -> None:
-    """``--groups premise|none|COLUMN``: which rows a cross-validation split keeps on one side."""
-    p.add_argument("--groups", default="premise", metavar="premise|none|COLUMN",
+    """``--groups premise|none|twins|COLUMN``: which rows a cross-validation split keeps on one side."""
+    p.add_argument("--groups", default="premise", metavar="premise|none|twins|COLUMN",
                    help="rows of one group never sit on both sides of a train/test split: premise (rows with "
-                   "the same first text; the default for text pairs), none, or the name of a column of DATA "
-                   "(e.g. a counterfactual family id)")
+                   "the same first text; the default for text pairs), none, twins (families of rows joined by a "
+                   "shared premise or hypothesis: counterfactual twins stay together), or the name of a column of "
+                   "DATA (e.g. a counterfactual family id)")
 
 
 IMAGE_DATA_HELP = ("DATA may be a folder with one sub-folder per class, a table with a path column (relative to the "

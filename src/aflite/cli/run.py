@@ -91,6 +91,13 @@ def pipeline_kwargs(args: argparse.Namespace) -> dict[str, Any]:
 def report(res: Any) -> None:
     s = res.summary
     p = s["parameters"]
+    if s.get("verdict"):
+        print("verdict: " + " ".join(s["verdict"]))
+    from aflite.pipeline import warmup_line
+
+    f = s.get("featurizer") or {}
+    print(f"Φ: {f.get('name')} ({f.get('dim')} dims, view {f.get('view')})"
+          + warmup_line(f.get("info") or {}, "; "))
     print(f"|D| = {s['dataset_size']} -> |D(Φ)| = {s['size_after']} ({s['n_iterations']} phases; {s['stop_reason']})")
     print(f"parameters: m={p['n_partitions']} t={p['train_size']} k={p['slice_size']} n={p['target_size']} "
           f"tau={p['threshold']} (Table 8 SNLI scaled by {s['scaled_defaults']['scale']:.4f} where not given)")
@@ -102,7 +109,12 @@ def report(res: Any) -> None:
         if shift["warning"]:
             print(f"warning: {shift['warning']}", file=sys.stderr)
     if "partial_input_probe" in s:
+        if s["partial_input_probe"].get("skipped"):
+            print(f"  hypothesis-only probe skipped: {s['partial_input_probe']['skipped']}")
         for r in s["partial_input_probe"]["results"]:
+            if r.get("skipped"):
+                print(f"  hypothesis-only probe on {r['name']:<28} n={r['size']:>6}  skipped: {r['skipped']}")
+                continue
             print(f"  hypothesis-only probe on {r['name']:<28} n={r['size']:>6}  acc {100 * r['accuracy']:.1f}%"
                   f"  majority {100 * r['majority']:.1f}%  Δ {100 * (r['accuracy'] - r['majority']):+.1f}")
         from aflite.pipeline import PROBE_MEANING

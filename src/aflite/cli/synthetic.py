@@ -76,7 +76,9 @@ def run(args: argparse.Namespace) -> int:
         show_progress=not args.quiet,
     )
     table = format_table(result)
-    obj = result.to_json()
+    from aflite.experiments.outputs import synthetic_json
+
+    obj = synthetic_json(result)  # the verdict first, then every figure (as in results.json)
     if args.out is not None:
         from aflite.experiments.outputs import save_synthetic
 

@@ -18,7 +18,14 @@ from aflite.data.arrays import check_aligned, encode_labels, load_features, load
 from aflite.data.files import PathLike
 from aflite.data.options import option_names
 from aflite.data.text import Dataset, SourceInfo, TextDataset, demo_dataset_path, load_dataset
-from aflite.data.twins import TWINS_WARN_SHARE, TWINS_WARN_TEXTS, counterfactual_twins, twins_warning, warn_twins
+from aflite.data.twins import (
+    TWINS_WARN_SHARE,
+    TWINS_WARN_TEXTS,
+    counterfactual_twins,
+    twin_families,
+    twins_warning,
+    warn_twins,
+)
 from aflite.data.write import write_filtered
 
 __all__ = [
@@ -37,6 +44,7 @@ __all__ = [
     "load_ids",
     "load_labels",
     "option_names",
+    "twin_families",
     "twins_warning",
     "warn_twins",
     "write_filtered",

@@ -200,6 +200,10 @@ def load_ids(path: PathLike, column: str | None = None) -> np.ndarray:
     """Load one id per row, like :func:`load_labels` (default column ``id``); ids must be unique."""
     p = Path(path)
     ids = _load_column(p, column or "id", "id")
+    for r, v in enumerate(ids.tolist()):
+        if any(c in str(v) for c in "\n\r\x00"):  # ids are written one per line (kept_ids.txt)
+            raise InputError(f"{p}: row {r + 1}, column {column or 'id'!r}: id {str(v)!r} contains a line break or "
+                             f"NUL; ids are written one per line")
     uniq, first, counts = np.unique(ids, return_index=True, return_counts=True)
     if (counts > 1).any():
         k = int(np.flatnonzero(counts > 1)[0])
@@ -310,9 +314,15 @@ def encode_labels(y: np.ndarray | Sequence[Any]) -> tuple[np.ndarray, np.ndarray
     return codes.astype(np.int64).reshape(-1), classes
 
 
-def check_aligned(n_features: int, n_labels: int, n_ids: int | None = None) -> None:
-    """Features, labels and ids must describe the same rows: refuse differing lengths before any work."""
+def check_aligned(n_features: int, n_labels: int, n_ids: int | None = None, *,
+                  files: Sequence[Any] | None = None) -> None:
+    """Features, labels and ids must describe the same rows: refuse differing lengths before any work.
+    ``files`` (features, labels, ids) names the files in the message."""
+    fl = list(files or []) + [None, None, None]
+    feat = f"features {fl[0]}" if fl[0] is not None else "features"
+    lab = f"labels {fl[1]}" if fl[1] is not None else "labels"
+    ids = f"ids {fl[2]}" if fl[2] is not None else "ids"
     if n_features != n_labels:
-        raise InputError(f"features have {n_features} rows but labels have {n_labels}; they must be equal")
+        raise InputError(f"{feat} have {n_features} rows but {lab} have {n_labels}; they must be equal")
     if n_ids is not None and n_ids != n_features:
-        raise InputError(f"features have {n_features} rows but ids have {n_ids}; they must be equal")
+        raise InputError(f"{feat} have {n_features} rows but {ids} have {n_ids}; they must be equal")

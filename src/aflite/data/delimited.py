@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -57,6 +58,16 @@ def _read_delimited(path: Path, delimiter: str, quoting: bool) -> _Table:
     return _Table(header, rows, raw, linenos, lines[0], gz)
 
 
+FIELD_SIZE_LIMIT = 1 << 30  # 1 GiB: a field as long as JSONL accepts (Python's csv default refuses 128 KiB)
+
+
+def raise_field_size_limit() -> None:
+    """Lift the csv module's per-field limit (131,072 characters) to FIELD_SIZE_LIMIT, so that a long text is
+    read from CSV/TSV as it is from JSONL."""
+    if csv.field_size_limit() < FIELD_SIZE_LIMIT:
+        csv.field_size_limit(FIELD_SIZE_LIMIT)
+
+
 def _read_csv_records(path: Path, lines: list[bytes], texts: list[str], delimiter: str, gz: bool) -> _Table:
     """csv.reader pulls exactly the physical lines of one record at a time; record them to keep raw bytes."""
     consumed: list[int] = []
@@ -66,6 +77,7 @@ def _read_csv_records(path: Path, lines: list[bytes], texts: list[str], delimite
             consumed.append(i)
             yield text
 
+    raise_field_size_limit()
     reader = csv.reader(feed(), delimiter=delimiter, strict=True)
     header: list[str] | None = None
     rows: list[list[str]] = []
@@ -126,7 +138,10 @@ def _read_jsonl(path: Path) -> _Jsonl:
         try:
             rec = json.loads(text)
         except json.JSONDecodeError as exc:
-            raise InputError(f"{path}: line {i + 1}: malformed JSON: {exc.msg} (column {exc.colno})") from None
+            keys = re.findall(r'"((?:[^"\\]|\\.)*)"\s*:', text[: exc.pos])
+            where = f" after key {keys[-1]!r}" if keys else ""
+            raise InputError(f"{path}: line {i + 1}: malformed JSON{where} (character {exc.colno} of the line): "
+                             f"{exc.msg}") from None
         if not isinstance(rec, dict):
             raise InputError(f"{path}: line {i + 1}: expected a JSON object, got {type(rec).__name__}")
         records.append(rec)

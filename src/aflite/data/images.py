@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 
 from aflite.data.text import Dataset
-from aflite.errors import InputError, OutputError, ParameterError
+from aflite.errors import InputError, ParameterError
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".gif", ".webp", ".tif", ".tiff", ".ppm", ".pgm")
 PATH_COLUMNS = ("path", "image_path", "image", "file", "filename", "filepath", "img")
@@ -352,11 +352,15 @@ def link_tree(ds: Any, keep: np.ndarray, link_dir: str | os.PathLike[str], by_la
     import shutil
     import tempfile
 
-    dest = Path(link_dir)
-    if dest.exists() and (not dest.is_dir() or any(dest.iterdir())):
-        raise OutputError(f"{dest}: --link-dir must be a new or empty folder")
+    from aflite.links import check_link_dir, check_link_names
+
+    dest = check_link_dir(link_dir)
+    check_link_names(ds, keep, by_label)
     dest.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", dir=dest.parent))
+    from aflite.atomic import umask
+
+    os.chmod(tmp, 0o777 & ~umask())  # mkdtemp makes it 0700; the folder gets the mode a plain mkdir would
     try:
         for i in np.flatnonzero(np.asarray(keep, dtype=bool)):
             ref = ds.texts_a[i]
@@ -365,6 +369,8 @@ def link_tree(ds: Any, keep: np.ndarray, link_dir: str | os.PathLike[str], by_la
                                      "inside Arrow files")
             target = Path(ref)
             link = tmp / (f"{ds.labels[i]}/{ds.ids[i]}_{target.name}" if by_label else str(ds.ids[i]))
+            if tmp.resolve() not in link.parent.resolve().parents and link.parent.resolve() != tmp.resolve():
+                raise InputError(f"id {ds.ids[i]!r}: would be linked outside --link-dir")  # see check_link_names
             link.parent.mkdir(parents=True, exist_ok=True)
             link.symlink_to(target.resolve())
         if dest.exists():

@@ -110,8 +110,9 @@ def load_dataset(
     Rows whose gold label is ``-`` (no annotator consensus; -1 in HF datasets) are dropped and counted in
     ``dropped``. ``label_map`` turns raw labels (e.g. 0/1/2) into names; a raw label absent from it is an
     error. For pair data, rows with the same premise text share a group id (``group_by_premise``).
-    ``groups`` overrides that: ``"premise"`` (the default; no groups for single texts), ``"none"``, or the name
-    of a column whose value is the group (e.g. the family id of counterfactual twins). ``file_format`` and
+    ``groups`` overrides that: ``"premise"`` (the default; no groups for single texts), ``"none"``, ``"twins"``
+    (families: rows joined by a shared premise or hypothesis, see :func:`aflite.data.twin_families`), or the
+    name of a column whose value is the group (e.g. the family id of counterfactual twins). ``file_format`` and
     ``id_column`` were called ``format=`` and ``id=`` (still accepted for one release, with a warning).
     """
     if old_keywords:
@@ -120,8 +121,8 @@ def load_dataset(
         renamed = renamed_keywords(old_keywords, {"format": "file_format", "id": "id_column"}, "load_dataset")
         file_format = renamed.get("file_format", file_format)
         id_column = renamed.get("id_column", id_column)
-    if groups is not None and groups not in ("premise", "none") and not str(groups).strip():
-        raise ParameterError(f"{_opt('groups')}: give premise, none or a column name")
+    if groups is not None and groups not in ("premise", "none", "twins") and not str(groups).strip():
+        raise ParameterError(f"{_opt('groups')}: give premise, none, twins or a column name")
     p = Path(path)
     if file_format not in _FORMATS:
         raise ParameterError(f"unknown dataset format {file_format!r}; choose one of {', '.join(_FORMATS)}")
@@ -180,7 +181,11 @@ def load_dataset(
         why = ", ".join(f"{n:,} {k.replace('_', ' ')}" for k, n in sorted(ds.dropped.items()))
         print(f"{p}: dropped {ds.n_dropped:,} row(s) on load ({why}, e.g. SNLI's '-'); {len(ds):,} rows kept",
               file=sys.stderr)
-    if groups not in (None, "premise", "none"):
+    if groups == "twins":
+        from aflite.data.families import twin_families
+
+        ds.groups = twin_families(ds.texts_a, ds.texts_b)
+    elif groups not in (None, "premise", "none"):
         ds.groups = _column_groups(p, ds, str(groups), all_cols)
     return ds  # "premise" on single texts: no groups (there is no premise), as documented
 
@@ -344,6 +349,9 @@ def _build(
             v = get(rec, ci)
             if v is None or str(v).strip() == "":
                 raise InputError(f"{path}: {where[i]}, column {ci!r}: missing id")
+            if any(c in str(v) for c in "\n\r\x00"):  # ids are written one per line (kept_ids.txt)
+                raise InputError(f"{path}: {where[i]}, column {ci!r}: id {str(v)!r} contains a line break or NUL; "
+                                 f"ids are written one per line")
             ids.append(str(v))
         else:
             ids.append(f"row-{i}")

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from aflite.data.families import twin_families as twin_families  # re-exported: the twins' fix
 from aflite.data.options import _opt
 
 if TYPE_CHECKING:
@@ -53,7 +54,8 @@ def twins_warning(what: str, n_twins: int, n_rows: int, example: Any, group_by: 
             f"different {group_by} groups "
             f"(counterfactual twins, e.g. {ex!r}); folds grouped by {group_by} can train on such a text with one "
             f"label and test it with another, which pulls accuracy below the majority rate. Group the twins "
-            f"together with {_opt('groups')} COLUMN (a family id column).")
+            f"together with {_opt('groups')} twins (families of rows joined by a shared premise or hypothesis), "
+            f"or {_opt('groups')} COLUMN when the file has a family id column.")
 
 
 def warn_twins(ds: TextDataset, views: Sequence[str], group_by: str, file: Any = None) -> list[str]:

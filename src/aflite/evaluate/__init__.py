@@ -46,7 +46,7 @@ from aflite.evaluate.models import (
     FinetuneOptions,
     ModelSpec,
 )
-from aflite.evaluate.probe import ProbeResult, compare_partial_input, text_probe_accuracy
+from aflite.evaluate.probe import ProbeResult, compare_partial_input, probe_skip_reason, text_probe_accuracy
 from aflite.evaluate.runner import evaluate
 from aflite.evaluate.sets import HANS_PRED_MAP, EvalSet, TrainingSet, load_eval_set, load_hans, single_iteration_rows
 from aflite.evaluate.tables import CHANCE_ROW, EvaluationReport, plot_report, render_tables
@@ -67,6 +67,7 @@ __all__ = [
     "TrainingSet",
     "VIEWS",
     "compare_partial_input",
+    "probe_skip_reason",
     "evaluate",
     "load_eval_set",
     "load_hans",

@@ -11,7 +11,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from aflite.atomic import write_npy
+from aflite.atomic import load_cached_npy, write_npy
+from aflite.defaults import DEFAULT_MODELS as DEFAULT_MODELS  # the CLI states it without importing this module
 from aflite.errors import ParameterError
 from aflite.hashing import data_fingerprint
 
@@ -19,7 +20,6 @@ MODEL_KINDS = ("probe", "mlp", "ngram", "ppmi", "finetune")
 FEATURE_MODELS = ("probe", "mlp")
 PROBE_FEATURIZERS = ("ngram", "minilm", "efficientnet-lite0", "hf-image")  # the last two: image datasets
 VIEWS = ("pair", "hypothesis", "premise")
-DEFAULT_MODELS = ("probe:minilm:pair", "mlp:minilm:pair", "ngram:pair", "ngram:hypothesis", "ppmi:pair")
 
 
 @dataclass(frozen=True)
@@ -174,8 +174,9 @@ class _FeatureStore:
                                      show_progress=self.show_progress, **self.minilm_options).X, dtype=np.float32)
         else:
             path = self.cache / "features" / f"evalngram-{view}-{self.d.fingerprint[:16]}-{corpus.fingerprint[:16]}.npy"
-            if path.is_file():
-                x = np.load(path, allow_pickle=False)
+            cached = load_cached_npy(path, len(a))
+            if cached is not None:
+                x = cached
             else:
                 feat = self._ngram.get(view)
                 if feat is None:
@@ -304,6 +305,7 @@ class _FineTuned:
         self.device = torch_device(opts.device)
         self.steps_ = 0
         self.final_loss_: float | None = None
+        self.first_loss_: float | None = None  # to tell a loss that fell from one that did not (degenerate.py)
 
     def train_config(self) -> Any:
         from aflite.training import EVALUATE
@@ -342,6 +344,7 @@ class _FineTuned:
         self.head, res = training.fit_classifier(self.encoder, items, y, n_classes, self.train_config(),
                                                  desc="fine-tuning", show_progress=self.show_progress)
         self.steps_, self.final_loss_ = res.steps, res.final_loss
+        self.first_loss_ = res.losses[0] if res.losses else None
         return self
 
     def predict(self, a: list[str], b: list[str] | None, batch_size: int = 128) -> NDArray[np.int64]:

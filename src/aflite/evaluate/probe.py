@@ -20,9 +20,24 @@ class ProbeResult:
     accuracy: float
     accuracy_std: float
     majority: float
+    skipped: str | None = None  # why this set could not be probed (accuracy is then NaN)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+def probe_skip_reason(labels: NDArray[Any], folds: int = 5) -> str | None:
+    """Why a ``folds``-fold probe cannot be trained on these labels (None when it can): every training fold
+    needs two classes, so at least two classes must have as many rows as there are folds (at least 2)."""
+    names, counts = np.unique(np.asarray(labels).astype(str), return_counts=True)
+    k = int(max(2, min(folds, counts.min()))) if len(counts) else 2
+    if (counts >= k).sum() >= 2:
+        return None
+    if len(names) < 2:
+        return f"all {int(counts.sum()) if len(counts) else 0} rows have one label" + (
+            f" ({str(names[0])!r})" if len(names) else "")
+    small = ", ".join(f"{str(n)!r} {c}" for n, c in zip(names.tolist(), counts.tolist(), strict=True) if c < k)
+    return f"too few rows of the other classes for a {k}-fold probe ({small})"
 
 
 def text_probe_accuracy(
@@ -72,11 +87,15 @@ def compare_partial_input(
 
     def one(name: str, rows: NDArray[np.intp], seed: int) -> ProbeResult:
         yy = y[rows]
-        acc, sd = text_probe_accuracy([texts[i] for i in rows], yy, folds, seed)
-        maj = float(np.unique(yy, return_counts=True)[1].max() / len(yy))
+        maj = float(np.unique(yy, return_counts=True)[1].max() / len(yy)) if len(yy) else float("nan")
+        why = probe_skip_reason(yy, folds)
+        if why is None:
+            acc, sd = text_probe_accuracy([texts[i] for i in rows], yy, folds, seed)
+        else:  # e.g. a subset of an imbalanced set that holds one class: no probe, and the reason recorded
+            acc, sd = float("nan"), float("nan")
         if progress is not None:
             progress.update(1)
-        return ProbeResult(name, len(rows), acc, sd, maj)
+        return ProbeResult(name, len(rows), acc, sd, maj, why)
 
     everything = np.arange(len(y))
     out.append(one("D", everything, random_state))
@@ -87,13 +106,17 @@ def compare_partial_input(
     for r in range(random_repeats):
         rows = np.sort(rng.choice(len(y), size=len(kept), replace=False))
         accs.append(one("random", rows, random_state + r))
+    probed = [a for a in accs if a.skipped is None]
+    skipped = None if probed else accs[0].skipped if accs else "no random subsets"
     out.append(
         ProbeResult(
-            f"random subset (mean of {random_repeats})",
+            f"random subset (mean of {random_repeats})" if len(probed) == len(accs) else
+            f"random subset (mean of {len(probed)} of {len(accs)}; the others could not be probed)",
             len(kept),
-            float(np.mean([a.accuracy for a in accs])),
-            float(np.std([a.accuracy for a in accs])),
-            float(np.mean([a.majority for a in accs])),
+            float(np.mean([a.accuracy for a in probed])) if probed else float("nan"),
+            float(np.std([a.accuracy for a in probed])) if probed else float("nan"),
+            float(np.mean([a.majority for a in probed or accs])),
+            skipped,
         )
     )
     return out

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from aflite.atomic import write_json, write_npy, write_text
+from aflite.atomic import load_cached_npy, write_json, write_npy, write_text
 from aflite.errors import InputError, ParameterError
 from aflite.evaluate.models import (
     DEFAULT_MODELS,
@@ -123,6 +123,12 @@ def evaluate(
     id_to_row = {str(i): r for r, i in enumerate(ds.ids.tolist())}
     if not runs:
         raise ParameterError("give at least one run directory (made by aflite run on this dataset)")
+    from aflite.hashing import dataset_fingerprint
+    from aflite.rundir import check_run_dataset
+
+    data_fp = dataset_fingerprint(ds.ids, ds.labels, ds.texts_a, ds.texts_b)
+    for run_dir in runs:  # a run from another file with the same row count would otherwise match by row-N ids
+        check_run_dataset(run_dir, data_fp, data)
     taken: set[str] = set()
     run_objs = [_read_run(Path(r), id_to_row, taken) for r in runs]
     if not split and not tests and not eval_sets:
@@ -228,15 +234,20 @@ def evaluate(
         "wall_seconds": round(time.perf_counter() - t_start, 1),
     }
     tables = render_tables(aggregate, specs, sets, set_info, eval_sets, config, tests)
-    report = EvaluationReport(out_p, results, aggregate, set_info, tables, config)
+    from aflite.verdict import evaluate_verdict
+
+    verdict = evaluate_verdict({"training_sets": set_info, "aggregate": aggregate})
+    report = EvaluationReport(out_p, results, aggregate, set_info, tables, config, verdict)
     if out_p is not None:
         out_p.mkdir(parents=True, exist_ok=True)
         from aflite.results import write_results_json
 
-        write_results_json(out_p, {"config": config, "training_sets": set_info, "aggregate": aggregate,
-                                   "runs": results}, command="evaluate", seed=split_seed)
+        write_results_json(out_p, {"verdict": verdict, "config": config, "training_sets": set_info,
+                                   "aggregate": aggregate, "runs": results}, command="evaluate", seed=split_seed)
         write_text(out_p / "tables.md", tables)
-        write_text(out_p / "summary.md", tables if tables.endswith("\n") else tables + "\n")
+        from aflite.verdict import markdown
+
+        write_text(out_p / "summary.md", markdown(verdict) + (tables if tables.endswith("\n") else tables + "\n"))
         plot_report(report, out_p / "accuracy.png")
     return report
 
@@ -279,7 +290,7 @@ def _run_job(spec: ModelSpec, ts: TrainingSet, seed: int, ds: Any, y_all: NDArra
                 a, b = d.view(spec.view, used)
                 m.fit(a, b, y_all[used], len(classes))
                 m.save(path)
-                write_json(meta_path, {"steps": m.steps_, "final_loss": m.final_loss_})
+                write_json(meta_path, {"steps": m.steps_, "final_loss": m.final_loss_, "first_loss": m.first_loss_})
         else:
             # scikit-learn models are not written to disk: loading them would mean unpickling files from a
             # user-given cache folder. Their predictions are cached (plain .npy) and they are cheap to refit.
@@ -298,8 +309,9 @@ def _run_job(spec: ModelSpec, ts: TrainingSet, seed: int, ds: Any, y_all: NDArra
 
     def predict(corpus: _Corpus, rows: NDArray[np.intp]) -> NDArray[np.int64]:
         path = cache / "predictions" / f"{key}-{_hash(corpus.fingerprint, rows.astype(np.int64))[:16]}.npy"
-        if path.is_file():
-            return np.load(path, allow_pickle=False)
+        cached = load_cached_npy(path, len(rows))
+        if cached is not None:
+            return cached
         m = get_model()
         if spec.kind in FEATURE_MODELS:
             assert spec.featurizer is not None
@@ -335,5 +347,24 @@ def _run_job(spec: ModelSpec, ts: TrainingSet, seed: int, ds: Any, y_all: NDArra
     rec["external"] = {es.name: score(es, corpus, by_group=True) for es, corpus in corpora}
     if meta_path.is_file():
         rec.update(json.loads(meta_path.read_text(encoding="utf-8")))
+    check_pred: NDArray[Any] | None = None
+    check_gold: NDArray[Any] | None = None
+    if len(held_rows):  # a model that answers one class everywhere is no finding (aflite.evaluate.degenerate)
+        check_pred, check_gold = pred_held, gold_held
+    else:
+        first = next(iter(tests), None)
+        if first is not None:
+            rows_t = np.arange(len(first[0]))
+            if spec.kind == "finetune" and ft_eval_cap is not None:
+                rows_t = _stratified_sample(first[0].labels, first[0].groups, ft_eval_cap, 0)
+            check_pred, check_gold = classes[predict(first[1], rows_t)], first[0].labels[rows_t]
+    if check_pred is not None and check_gold is not None:
+        from aflite.evaluate.degenerate import not_trained
+
+        mark = not_trained(check_pred, check_gold, steps=rec.get("steps"), first_loss=rec.get("first_loss"),
+                           final_loss=rec.get("final_loss"), train_rows=int(len(used)),
+                           batch_size=ft.batch_size if spec.kind == "finetune" else None)
+        if mark is not None:
+            rec["not_trained"] = mark
     rec["seconds"] = round(time.perf_counter() - t0, 2)
     return rec

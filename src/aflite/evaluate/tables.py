@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -55,6 +55,7 @@ class EvaluationReport:
     training_sets: list[dict[str, Any]]
     tables: str
     config: dict[str, Any]
+    verdict: list[str] = field(default_factory=list)  # aflite.verdict.evaluate_verdict
 
 
 def _mean_std(values: list[float]) -> dict[str, Any]:
@@ -168,6 +169,11 @@ def _aggregate(results: list[dict[str, Any]], specs: list[ModelSpec], sets: list
                     e["per_group"] = {g: {lab: _mean_std([x["per_group"][g].get(lab, float("nan")) for x in ext])
                                           for lab in ext[0]["per_group"][g]} for g in ext[0]["per_group"]}
                 entry["external"][es.name] = e
+            from aflite.evaluate.degenerate import merge
+
+            mark = merge(rs)
+            if mark is not None:
+                entry["not_trained"] = mark
             per[nm] = entry
         agg[spec.key] = per
     return agg
@@ -237,9 +243,14 @@ def render_tables(aggregate: dict[str, Any], specs: list[ModelSpec], sets: list[
         for spec in specs:
             a = aggregate[spec.key]
             row = [spec.label]
-            row += [_fmt_vs(get(a.get(c, {})), chance(a.get(c, {}))) for c in cols]
+            row += ["not trained" if a.get(c, {}).get("not_trained") else _fmt_vs(get(a.get(c, {})),
+                                                                                  chance(a.get(c, {})))
+                    for c in cols]
             for f, base in deltas:
                 x, y = get(a.get(f, {})), get(a.get(base, {}))
+                if a.get(f, {}).get("not_trained") or a.get(base, {}).get("not_trained"):
+                    row.append("–")
+                    continue
                 if not (x and y and x["mean"] is not None and y["mean"] is not None):
                     row.append("–")
                     continue
@@ -262,6 +273,12 @@ def render_tables(aggregate: dict[str, Any], specs: list[ModelSpec], sets: list[
         tinfo = next(t for t in config.get("tests", []) if t["name"] == es.name)
         lines += t3("", f"Table 3 shape: test set {es.name} ({tinfo['size']} rows; majority class "
                         f"{100 * tinfo['majority']:.1f} %)", test=es.name)
+    untrained = [(spec, c, aggregate[spec.key][c]["not_trained"]) for spec in specs for c in cols
+                 if aggregate[spec.key].get(c, {}).get("not_trained")]
+    if untrained:
+        lines += ["", "**Not trained** (shown as such above, not as results; aflite.evaluate.degenerate):"]
+        lines += [f"- {spec.label} on {c} (seed(s) {', '.join(map(str, m['seeds_not_trained']))} of {m['seeds']}): "
+                  f"{m['reason']}; budget needed: {m['budget_note']}" for spec, c, m in untrained]
     used = {spec.key: {c: aggregate[spec.key].get(c, {}).get("train_used") for c in cols} for spec in specs}
     capped = [k for k, v in used.items() if any(v[c] != aggregate[k].get(c, {}).get("train_rows") for c in cols)]
     for k in capped:
@@ -283,7 +300,8 @@ def render_tables(aggregate: dict[str, Any], specs: list[ModelSpec], sets: list[
                 e = a.get(c, {}).get("external", {}).get(es.name)
                 if e is None:
                     continue
-                row = [c] + [_fmt(e["per_group"][g][lab]) for g in groups for lab in labs
+                label_c = f"{c} (not trained)" if a.get(c, {}).get("not_trained") else c
+                row = [label_c] + [_fmt(e["per_group"][g][lab]) for g in groups for lab in labs
                              if lab in first["per_group"][g]]
                 m = e.get("majority")
                 row += [_fmt(e["per_label"][lab]) for lab in labs]

@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from aflite.errors import ParameterError
+from aflite.errors import InputError, ParameterError
 from aflite.experiments.child import in_child
 from aflite.experiments.shapes import SNLI_N, make_snli_like
 
@@ -367,6 +367,8 @@ def run_benchmark(
 
     from aflite.rundir import versions
 
+    if real_features:  # read and checked now: a bad file must not wait for the synthetic benchmark's minutes
+        check_features_files(real_features, real_labels)
     t0 = time.perf_counter()
     if features:
         from aflite import data
@@ -403,6 +405,19 @@ def run_benchmark(
                                      complete_solvers=complete_solvers, log=say)
     out["load_average_at_end"] = list(os.getloadavg())
     return out
+
+
+def check_features_files(features: str, labels: str | None) -> None:
+    """Refuse unreadable or misaligned real features / labels before any benchmark work (one-line errors)."""
+    from aflite import data
+
+    if labels is None:
+        raise ParameterError("labels are required with real features")
+    X = data.load_features(features, mmap=True)
+    y = data.load_labels(labels)
+    data.check_aligned(X.shape[0], len(y), files=(features, labels))
+    if len(np.unique(y)) < 2:
+        raise InputError(f"{labels}: every row has the label {str(y[0])!r}; AFLite needs at least two classes")
 
 
 def real_benchmark(

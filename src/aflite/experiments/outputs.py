@@ -11,7 +11,15 @@ from typing import Any
 from aflite.atomic import write_text
 from aflite.results import write_results_json
 
-__all__ = ["save_synthetic", "save_bench"]
+__all__ = ["save_synthetic", "save_bench", "synthetic_json"]
+
+
+def synthetic_json(result: Any) -> dict[str, Any]:
+    """The synthetic experiment's figures as JSON, opened by its verdict (:func:`aflite.verdict.synthetic_verdict`)."""
+    from aflite.verdict import synthetic_verdict
+
+    obj = result.to_json()
+    return {"verdict": synthetic_verdict(obj), **obj}
 
 
 def save_synthetic(result: Any, out: str | os.PathLike[str], *, seed: int | None = None) -> Path:
@@ -22,8 +30,11 @@ def save_synthetic(result: Any, out: str | os.PathLike[str], *, seed: int | None
     out = Path(out)
     table = format_table(result)
     write_text(out / "table.txt", table)
-    write_text(out / "summary.md", "# aflite synthetic\n\n```\n" + table + "```\n")
-    write_results_json(out, result.to_json(), command="synthetic", seed=seed)
+    obj = synthetic_json(result)
+    from aflite.verdict import markdown
+
+    write_text(out / "summary.md", "# aflite synthetic\n\n" + markdown(obj["verdict"]) + "```\n" + table + "```\n")
+    write_results_json(out, obj, command="synthetic", seed=seed)
     plot_figure2(result, out / "figure2.png")
     return out
 

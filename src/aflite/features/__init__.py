@@ -33,24 +33,62 @@ The modules: :mod:`~aflite.features.cache` (:func:`featurize`, :func:`make_featu
 
 from __future__ import annotations
 
-from aflite.features.base import (
-    DEFAULT_CHUNK_SIZE,
-    DEFAULT_IMAGE_CHUNK_SIZE,
-    DEFAULT_MAX_LENGTH,
-    FEATURIZERS,
-    IMAGE_FEATURIZERS,
-    VIEWS,
-    Featurizer,
-    Matrix,
-    apply_view,
-)
-from aflite.features.cache import Features, cache_key, featurize, make_featurizer
-from aflite.features.images import ImageFeaturizer
-from aflite.features.minilm import MiniLMFeaturizer, default_model_path
-from aflite.features.ngram import NgramFeaturizer
-from aflite.features.precomputed import PrecomputedFeaturizer, align_embeddings, load_embeddings
-from aflite.features.warmup import WarmupFeaturizer, select_warmup_rows
-from aflite.hashing import data_fingerprint
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # the names for type checkers; at run time each is imported on first use (__getattr__ below)
+    from aflite.features.base import (
+        DEFAULT_CHUNK_SIZE,
+        DEFAULT_IMAGE_CHUNK_SIZE,
+        DEFAULT_MAX_LENGTH,
+        FEATURIZERS,
+        IMAGE_FEATURIZERS,
+        VIEWS,
+        Featurizer,
+        Matrix,
+        apply_view,
+    )
+    from aflite.features.cache import Features, cache_key, featurize, make_featurizer
+    from aflite.features.images import ImageFeaturizer
+    from aflite.features.minilm import MiniLMFeaturizer, default_model_path
+    from aflite.features.ngram import NgramFeaturizer
+    from aflite.features.precomputed import PrecomputedFeaturizer, align_embeddings, load_embeddings
+    from aflite.features.warmup import WarmupFeaturizer, select_warmup_rows
+    from aflite.hashing import data_fingerprint
+
+# public name -> module; lazy so that the CLI can read aflite.features.registry (``aflite --help``) without numpy
+_LAZY: dict[str, str] = {
+    **dict.fromkeys(("DEFAULT_CHUNK_SIZE", "DEFAULT_IMAGE_CHUNK_SIZE", "DEFAULT_MAX_LENGTH", "FEATURIZERS",
+                     "IMAGE_FEATURIZERS", "VIEWS", "Featurizer", "Matrix", "apply_view"), "aflite.features.base"),
+    **dict.fromkeys(("Features", "cache_key", "featurize", "make_featurizer"), "aflite.features.cache"),
+    "ImageFeaturizer": "aflite.features.images",
+    "MiniLMFeaturizer": "aflite.features.minilm",
+    "default_model_path": "aflite.features.minilm",
+    "NgramFeaturizer": "aflite.features.ngram",
+    **dict.fromkeys(("PrecomputedFeaturizer", "align_embeddings", "load_embeddings"), "aflite.features.precomputed"),
+    "WarmupFeaturizer": "aflite.features.warmup",
+    "select_warmup_rows": "aflite.features.warmup",
+    "data_fingerprint": "aflite.hashing",
+}
+
+
+def __getattr__(name: str) -> Any:
+    target = _LAZY.get(name)
+    if target is None:  # a sub-module (aflite.features.cache, ...), as the eager package offered it
+        try:
+            return importlib.import_module(f"{__name__}.{name}")
+        except ModuleNotFoundError as exc:
+            if exc.name != f"{__name__}.{name}":
+                raise
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
+    value = getattr(importlib.import_module(target), name)
+    globals()[name] = value  # later look-ups skip __getattr__
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
+
 
 __all__ = [
     "DEFAULT_CHUNK_SIZE",

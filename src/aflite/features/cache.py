@@ -202,6 +202,7 @@ def featurize(
                 "warmup_steps": wf.steps_,
                 "warmup_final_loss": wf.train_log_[-1] if wf.train_log_ else None,
                 "warmup_rows": len(warmup_rows),
+                **warmup_loss_summary(wf.train_log_, len(np.unique(np.asarray(y)[warmup_rows]))),
             }
         )
         ra = [a[i] for i in rows]
@@ -227,6 +228,14 @@ def featurize(
     if cache is not None:
         if featurizer == "warmup":
             write_npy(cache / f"{stem}.warmup_rows.npy", warmup_rows)
+        # the matrix first, its description last: a .json is only ever found beside a complete matrix, and a
+        # matrix without its .json (a write that failed in between) is not trusted (see _load_cached)
+        out_path = _final_path(cache, stem, x)
+        if sp.issparse(x):
+            with atomic_open(out_path, "wb") as fh:
+                sp.save_npz(fh, sp.csr_matrix(x), compressed=False)
+        else:
+            write_npy(out_path, np.asarray(x))
         write_json(
             cache / f"{stem}.json",
             {
@@ -238,16 +247,22 @@ def featurize(
                 "info": info,
             },
         )
-        out_path = _final_path(cache, stem, x)
-        if sp.issparse(x):
-            with atomic_open(out_path, "wb") as fh:
-                sp.save_npz(fh, sp.csr_matrix(x), compressed=False)
-        else:
-            write_npy(out_path, np.asarray(x))
         shutil.rmtree(cache / f"{stem}.parts", ignore_errors=True)
         with contextlib.suppress(FileNotFoundError):
             (cache / f"{stem}.warmup.pt").unlink()
     return Features(x, rows, warmup_rows, featurizer, view, opts, out_path, False, info)
+
+
+def warmup_loss_summary(losses: Sequence[float], n_classes: int) -> dict[str, Any]:
+    """Did the warm-up train Φ? The mean loss of its first and last (up to) 3 steps, chance (ln of the classes)
+    and a plain judgement: "fell" when the end is below 80 % of the start, else "barely moved"."""
+    if not losses:
+        return {}
+    w = max(1, min(3, len(losses) // 3 or 1))
+    start, end = float(np.mean(losses[:w])), float(np.mean(losses[-w:]))
+    return {"warmup_loss_start": round(start, 4), "warmup_loss_end": round(end, 4),
+            "warmup_loss_chance": round(math.log(max(n_classes, 2)), 4),
+            "warmup_loss_judgement": "fell" if end < 0.8 * start else "barely moved"}
 
 
 def _final_path(cache: Path, stem: str, x: Any) -> Path:
@@ -255,17 +270,31 @@ def _final_path(cache: Path, stem: str, x: Any) -> Path:
 
 
 def _load_cached(cache: Path, stem: str) -> tuple[Matrix, dict[str, Any]] | None:
-    info: dict[str, Any] = {}
+    """The cached matrix and its info, or None: when absent, and when damaged (unreadable, or not the shape
+    its .json records; a warning says so and the entry is removed, so that it is recomputed and rewritten)."""
     meta = cache / f"{stem}.json"
-    if meta.is_file():
-        with contextlib.suppress(OSError, ValueError):
-            info = dict(json.loads(meta.read_text(encoding="utf-8")).get("info", {}))
     dense, sparse = cache / f"{stem}.npy", cache / f"{stem}.npz"
-    if dense.is_file():
-        return np.load(dense, allow_pickle=False), info
-    if sparse.is_file():
-        return sp.csr_matrix(sp.load_npz(sparse), dtype=np.float32), info
-    return None
+    if not (dense.is_file() or sparse.is_file()) and not meta.is_file():
+        return None
+    try:
+        described = json.loads(meta.read_text(encoding="utf-8"))
+        info = dict(described.get("info", {}))
+        if dense.is_file():
+            x: Matrix = np.load(dense, allow_pickle=False)
+        elif sparse.is_file():
+            x = sp.csr_matrix(sp.load_npz(sparse), dtype=np.float32)
+        else:
+            raise ValueError("the matrix file is missing")
+        if list(x.shape) != list(described["shape"]):
+            raise ValueError(f"shape {list(x.shape)}, expected {described['shape']}")
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, EOFError) as exc:
+        why = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        log.warning("damaged feature cache entry %s (%s): recomputing it", cache / stem, why)
+        for f in (meta, dense, sparse):
+            with contextlib.suppress(OSError):
+                f.unlink()
+        return None
+    return x, info
 
 
 def _transform_chunked(
@@ -286,7 +315,11 @@ def _transform_chunked(
         for c in range(n_chunks):
             f = parts_dir / f"part-{c:06d}.npy"
             if f.is_file():
-                arr = np.load(f, allow_pickle=False)
+                try:
+                    arr = np.load(f, allow_pickle=False)
+                except (OSError, ValueError, EOFError) as exc:  # damaged: embed that chunk again
+                    log.warning("damaged cached chunk %s (%s): embedding it again", f, str(exc).splitlines()[0])
+                    continue
                 if arr.shape[0] == min(chunk_size, n - c * chunk_size):
                     done[c] = arr
         if done:

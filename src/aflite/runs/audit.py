@@ -130,6 +130,11 @@ def audit_file(
     if len(classes) < 2:  # before featurizing (minutes), so nothing is computed or cached for nothing
         raise InputError(f"{data_path}: every one of the {len(ds):,} rows has the label {str(classes[0])!r}; an "
                          f"audit needs at least two classes")
+    if compare is not None:
+        from aflite.hashing import dataset_fingerprint
+        from aflite.rundir import check_run_dataset
+
+        check_run_dataset(compare, dataset_fingerprint(ds.ids, ds.labels, ds.texts_a, ds.texts_b), data_path)
     warn_twins(ds, ("pair", *cfg.views), groups)
     out.mkdir(parents=True, exist_ok=True)
     if cfg.cache_dir is None:
@@ -177,12 +182,15 @@ def audit_file(
                      + ("" if sample is None else f" (a random sample of {len(filtered):,})"))
     if sample is not None:
         notes.append(f"D: a random sample of {len(ds):,} of the {len(full):,} pairs (seed {cfg.seed})")
-    metrics = {
+    metrics: dict[str, Any] = {
         "data": str(data_path),
         "compare": None if compare is None else str(compare),
         "results": [r.to_dict() for r in results],
         "seconds": round(time.perf_counter() - t0, 2),
     }
+    from aflite.verdict import audit_verdict
+
+    metrics["verdict"] = audit_verdict(metrics)
     write_json(out / "metrics.json", metrics)
     write_report(out / "report.html", results, title=title or f"Label-leakage audit of {Path(data_path).name}",
                  notes=notes, reference=reference)
@@ -229,6 +237,11 @@ def audit_image_file(data_path: str | os.PathLike[str], out: str | os.PathLike[s
     if len(classes) < 2:
         raise InputError(f"{data_path}: every one of the {len(ds):,} images has the label {str(classes[0])!r}; an "
                          "audit needs at least two classes")
+    if compare is not None:
+        from aflite.hashing import dataset_fingerprint
+        from aflite.rundir import check_run_dataset
+
+        check_run_dataset(compare, dataset_fingerprint(ds.ids, ds.labels, ds.texts_a, ds.texts_b), data_path)
     if cfg.cache_dir is None:
         cfg = dataclasses.replace(cfg, cache_dir=str(out / "cache"))
     full = ds
@@ -293,6 +306,9 @@ def audit_image_file(data_path: str | os.PathLike[str], out: str | os.PathLike[s
         "tsne_plots": plots, "results": [r.to_dict() for r in results],
         "seconds": round(time.perf_counter() - t0, 2),
     }
+    from aflite.verdict import audit_verdict
+
+    metrics["verdict"] = audit_verdict(metrics)
     write_json(out / "metrics.json", metrics)
     write_image_report(out / "report.html", results, title=title or f"Label-leakage audit of {Path(data_path).name}",
                        notes=notes)
@@ -308,7 +324,9 @@ def _finish(run: AuditRun, data_path: str | os.PathLike[str], seed: int) -> Audi
     write_results_json(run.out, run.metrics, command="audit", seed=seed)
     plots = list(run.metrics.get("tsne_plots", {}).values())
     more = "" if not plots else f"; the t-SNE map{'s' if len(plots) > 1 else ''}: {', '.join(plots)}"
-    write_text(run.out / "summary.md", f"# aflite audit: {data_path}\n\n"
+    from aflite.verdict import markdown
+
+    write_text(run.out / "summary.md", f"# aflite audit: {data_path}\n\n" + markdown(run.metrics.get("verdict") or [])
                + "".join(f"- {line}\n" for line in summary_lines(run.results))
                + f"\nThe full report with its explanations: report.html{more}; every figure: results.json.\n")
     return run

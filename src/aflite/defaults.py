@@ -1,0 +1,20 @@
+"""The paper's numbers that option defaults are computed from, in a module that imports nothing, so that
+``aflite --help`` can state them without loading scikit-learn (see :mod:`aflite.cli`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+# Table 8 (appendix A.5), SNLI column, with the paper's final size; used as defaults expressed as
+# fractions of |D| so that they scale with the dataset: t = 50K, k = 10K, n ≈ 92K of |D| = 550,152.
+SNLI_DEFAULTS: dict[str, Any] = {
+    "dataset_size": 550_152,
+    "n_partitions": 64,
+    "train_size": 50_000,
+    "slice_size": 10_000,
+    "target_size": 92_000,
+    "threshold": 0.75,
+}
+
+# the models `aflite evaluate` trains by default (aflite.evaluate.models.ModelSpec strings)
+DEFAULT_MODELS = ("probe:minilm:pair", "mlp:minilm:pair", "ngram:pair", "ngram:hypothesis", "ppmi:pair")

@@ -1,0 +1,64 @@
+"""Models that did not train: marked ``not_trained`` instead of being printed as findings.
+
+A model that answers one class for nearly every row of a test set whose gold labels are mixed, or a fine-tuned
+model whose training loss did not fall, says nothing about its training data: its accuracy is the share of that
+one class. Such a model is marked with the reason and an estimate of the training budget that would be needed,
+and the tables, results.json and the verdict show "not trained" instead of its accuracy.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+ONE_CLASS_SHARE = 0.95  # predicting one class for at least this share of a test set
+LOSS_FALL = 0.10  # a training loss that fell by less than this fraction of its first value "did not fall"
+EPOCHS_NEEDED = 3  # the usual fine-tuning budget (BERT-style recipes, and the paper's RoBERTa runs)
+
+
+def not_trained(pred: NDArray[Any], gold: NDArray[Any], *, steps: int | None = None,
+                first_loss: float | None = None, final_loss: float | None = None, train_rows: int = 0,
+                batch_size: int | None = None) -> dict[str, Any] | None:
+    """Why this model counts as not trained (a dict for results.json), or None when it trained.
+
+    ``steps_needed_estimate`` is EPOCHS_NEEDED passes over the training rows at ``batch_size`` (fine-tuned
+    models), and at least ten times the steps run: an estimate, not a guarantee."""
+    pred, gold = np.asarray(pred).astype(str), np.asarray(gold).astype(str)
+    reasons = []
+    share = 0.0
+    if len(pred):
+        values, counts = np.unique(pred, return_counts=True)
+        top = int(counts.argmax())
+        share = float(counts[top] / len(pred))
+        gold_share = float(np.unique(gold, return_counts=True)[1].max() / len(gold)) if len(gold) else 1.0
+        if share >= ONE_CLASS_SHARE and gold_share < ONE_CLASS_SHARE:
+            reasons.append(f"predicts {str(values[top])!r} for {100 * share:.1f}% of the {len(pred):,} test rows")
+    if first_loss is not None and final_loss is not None and math.isfinite(first_loss) and first_loss > 0 and (
+            final_loss > (1 - LOSS_FALL) * first_loss):
+        reasons.append(f"its training loss did not fall ({first_loss:.3f} → {final_loss:.3f})")
+    if not reasons:
+        return None
+    out: dict[str, Any] = {"reason": "; ".join(reasons), "predicted_class_share": round(share, 4),
+                           "steps": steps}
+    if steps is not None and batch_size:
+        need = max(10 * max(steps, 1), math.ceil(EPOCHS_NEEDED * train_rows / batch_size))
+        out["steps_needed_estimate"] = int(need)
+        out["budget_note"] = (f"~{need:,} steps (≥ {EPOCHS_NEEDED} epochs of {train_rows:,} rows at batch "
+                              f"{batch_size}; it ran {steps}): raise --max-steps / --max-train, or use a GPU")
+    else:
+        out["budget_note"] = "a model of this kind needs more (or more varied) training rows or features"
+    return out
+
+
+def merge(records: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The aggregate mark of one (model, training set) over its seeds: set when any seed did not train."""
+    bad = [r for r in records if r.get("not_trained")]
+    if not bad:
+        return None
+    first = dict(bad[0]["not_trained"])
+    first["seeds_not_trained"] = [r.get("seed") for r in bad]
+    first["seeds"] = len(records)
+    return first

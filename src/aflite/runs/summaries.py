@@ -1,0 +1,161 @@
+"""The readable accounts of a run (``summary.md`` of ``aflite run`` / ``aflite demo`` and of ``aflite filter``):
+sizes, parameters, label shift, the probe, examples; kept apart from :mod:`aflite.pipeline`, which computes them."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+import numpy as np
+
+
+def render_filter_summary(summary: dict[str, Any]) -> str:
+    """The readable account of ``aflite filter``: sizes, parameters, stop reason and label counts."""
+    p = summary["parameters"]
+    from aflite.verdict import markdown
+
+    lines = [
+        f"# aflite filter: {summary.get('inputs', {}).get('features', '')}",
+        "",
+        *([markdown(summary["verdict"]).rstrip("\n"), ""] if summary.get("verdict") else []),
+        f"- |D| = {summary['size_before']} → |D(Φ)| = {summary['size_after']} after {summary['n_iterations']} "
+        f"phase(s); stopped because {summary['stop_reason']}",
+        f"- parameters: m={p['n_partitions']}, t={p['train_size']}, k={p['slice_size']}, n={p['target_size']}, "
+        f"τ={p['threshold']}, strategy {p['strategy']}, model {p['model']}, C={p['C']}, seed {summary.get('seed')}",
+        "",
+        "| label | before | after | kept % |",
+        "|---|---|---|---|",
+    ]
+    for lab, before in summary["label_counts_before"].items():
+        after = summary["label_counts_after"].get(lab, 0)
+        lines.append(f"| {_md(str(lab))} | {before} | {after} | {100 * after / max(before, 1):.1f} |")
+    return "\n".join(lines) + "\n"
+
+
+PROBE_MEANING = (
+    "A probe that always answers the most frequent label scores the majority rate of the rows it is tested on, so "
+    "raw accuracy is not leakage: Δ = accuracy − majority rate of the same rows is what the text adds over that "
+    "guess. AFLite worked when Δ on D(Φ) is below Δ on random subsets of the same size; near 0 means the probe "
+    "finds no more signal than the label frequencies."
+)
+SHIFT_WARN_POINTS = 5.0
+
+
+def label_shift(before: dict[str, int], after: dict[str, int]) -> dict[str, Any]:
+    """Class shares before/after filtering and the largest move, with a warning above SHIFT_WARN_POINTS points:
+    when shares move, the majority rate moves with them, and raw accuracies on D and D(Φ) stop being comparable."""
+    nb, na = max(1, sum(before.values())), max(1, sum(after.values()))
+    sb = {k: 100 * v / nb for k, v in before.items()}
+    sa = {k: 100 * after.get(k, 0) / na for k in before}
+    moves = {k: sa[k] - sb[k] for k in before}
+    worst = max(moves, key=lambda k: abs(moves[k])) if moves else None
+    out: dict[str, Any] = {"shares_before": sb, "shares_after": sa, "change_points": moves,
+                           "max_change_points": 0.0 if worst is None else abs(moves[worst]), "warning": None}
+    if worst is not None and abs(moves[worst]) > SHIFT_WARN_POINTS:
+        out["warning"] = (
+            f"filtering moved the class shares by up to {abs(moves[worst]):.1f} points ({worst} {sb[worst]:.1f}% → "
+            f"{sa[worst]:.1f}%); the majority rate went from {max(sb.values()):.1f}% to {max(sa.values()):.1f}%, "
+            f"so a raw accuracy on D(Φ) rises or falls with it whatever the text carries: read Δ over the "
+            f"majority rate, not raw accuracy")
+    return out
+
+
+def render_summary(summary: dict[str, Any], ds: Any, rows: np.ndarray, af: Any, per_label: int = 2) -> str:
+    """A short human-readable account: sizes, parameters, label shift, probe, and examples (as Table 9)."""
+    p = summary["parameters"]
+    f = summary["featurizer"]
+    from aflite.verdict import markdown
+
+    lines = [
+        f"# aflite run: {summary.get('title') or summary['dataset']}",
+        "",
+        *([markdown(summary["verdict"]).rstrip("\n"), ""] if summary.get("verdict") else []),
+        f"- Φ: `{f['name']}` ({f['dim']} dims), view `{f['view']}`"
+        + (f"; warm-up slice of {summary['warmup_rows']} rows trained Φ and was discarded" if summary["warmup_rows"]
+           else "") + warmup_line(f.get("info") or {}, "; "),
+        f"- |D| = {summary['dataset_size']}, filtered input {p['dataset_size']}, |D(Φ)| = {summary['size_after']}"
+        f" after {summary['n_iterations']} phase(s); stopped because {summary['stop_reason']}",
+        f"- parameters: m={p['n_partitions']}, t={p['train_size']}, k={p['slice_size']}, n={p['target_size']}, "
+        f"τ={p['threshold']}, strategy {p['strategy']}, seed {p['random_state']} (defaults: Table 8 SNLI scaled by "
+        f"{summary['scaled_defaults']['scale']:.4f})",
+        "",
+        "| label | before | after | kept % | share before % | share after % | Δ share (points) |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    shift = summary.get("label_shift") or label_shift(summary["label_counts_before"], summary["label_counts_after"])
+    for lab, before in summary["label_counts_before"].items():
+        after = summary["label_counts_after"].get(lab, 0)
+        lines.append(f"| {_md(str(lab), 60)} | {before} | {after} | {100 * after / max(before, 1):.1f} | "
+                     f"{shift['shares_before'][lab]:.1f} | {shift['shares_after'][lab]:.1f} | "
+                     f"{shift['change_points'][lab]:+.1f} |")
+    if shift["warning"]:
+        lines += ["", f"**Warning:** {shift['warning']}."]
+    if "partial_input_probe" in summary:
+        pr = summary["partial_input_probe"]
+        lines += ["", f"Partial-input probe: {pr.get('model', 'TF-IDF logistic regression')}", "",
+                  "| training set | size | accuracy | majority rate (same rows) | Δ over majority |",
+                  "|---|---|---|---|---|"]
+        for r in pr["results"]:
+            if r.get("skipped"):
+                lines.append(f"| {r['name']} | {r['size']} | not probed: {r['skipped']} | "
+                             f"{100 * r['majority']:.1f} | – |")
+                continue
+            lines.append(f"| {r['name']} | {r['size']} | {100 * r['accuracy']:.1f} ± {100 * r['accuracy_std']:.1f} "
+                         f"| {100 * r['majority']:.1f} | {100 * (r['accuracy'] - r['majority']):+.1f} |")
+        if pr.get("skipped"):
+            lines.append(f"| – | – | not probed: {pr['skipped']} | – | – |")
+        lines += ["", PROBE_MEANING]
+    if "timings" in summary:
+        lines += ["", "Timings: " + ", ".join(f"{k} {v:.1f}" for k, v in summary["timings"].items())]
+
+    p_all = af.predictability_
+    keep = af.keep_mask_
+    labels = ds.labels[rows]
+
+    def table(title: str, idx: np.ndarray) -> list[str]:
+        out = ["", f"## {title}", "", "| premise | hypothesis | label | p̃ |", "|---|---|---|---|"]
+        for i in idx:
+            r = rows[i]
+            prem = ds.texts_a[r]
+            hyp = ds.texts_b[r] if ds.texts_b is not None else ""
+            out.append(f"| {_md(prem)} | {_md(hyp)} | {_md(str(labels[i]))} | {p_all[i]:.2f} |")
+        return out
+
+    rng = np.random.default_rng(0)
+    removed_pick: list[int] = []
+    kept_pick: list[int] = []
+    for lab in sorted(Counter(map(str, labels))):
+        is_lab = labels.astype(str) == lab
+        rem = np.flatnonzero(~keep & is_lab)
+        kep = np.flatnonzero(keep & is_lab & ~np.isnan(p_all))
+        if len(rem):
+            top = rem[np.lexsort((rng.random(len(rem)), -p_all[rem]))][:per_label]
+            removed_pick += top.tolist()
+        if len(kep):
+            low = kep[np.lexsort((rng.random(len(kep)), p_all[kep]))][:per_label]
+            kept_pick += low.tolist()
+    lines += table("Removed by AFLite (most predictable, per label)", np.array(removed_pick, dtype=int))
+    lines += table("Retained by AFLite (least predictable, per label)", np.array(kept_pick, dtype=int))
+    return "\n".join(lines) + "\n"
+
+
+def warmup_line(info: dict[str, Any], lead: str = "") -> str:
+    """The warm-up's loss in words (start → end over its steps, against chance), or "" without a warm-up."""
+    if "warmup_loss_start" not in info:
+        return ""
+    verdict = ("it fell: fine-tuning moved Φ" if info["warmup_loss_judgement"] == "fell" else
+               "it barely moved: Φ is close to the frozen encoder (more rows or steps would be needed)")
+    return (f"{lead}warm-up loss {info['warmup_loss_start']:.3f} → {info['warmup_loss_end']:.3f} over "
+            f"{info.get('warmup_steps')} steps (chance ln K = {info['warmup_loss_chance']:.3f}): {verdict}")
+
+
+def _md(text: str, limit: int = 300) -> str:
+    """Dataset text in a Markdown table cell: shortened, on one line, and plain: the text as written (``isn't``,
+    not ``isn&#x27;t``), with Markdown's backslash escapes for what a renderer would otherwise read as HTML or as
+    a cell border (``<``, ``>``, ``&``, ``|``). HTML escaping belongs to the HTML pages only."""
+    from aflite.report import shorten
+
+    out = shorten(text, limit).replace("\\", "\\\\")
+    for ch in "<>&|":
+        out = out.replace(ch, "\\" + ch)
+    return out.replace("\r", " ").replace("\n", " ")

@@ -1,0 +1,166 @@
+"""aflite.verdict: the sentences every summary.md starts with, computed from the command's own numbers (issue 25,
+case 12). Each branch is checked on hand-made numbers, and once end to end on real data."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from aflite.verdict import audit_verdict, evaluate_verdict, filter_verdict, markdown, run_verdict, synthetic_verdict
+
+SAMPLE = Path(__file__).resolve().parents[1] / "src" / "aflite" / "resources" / "snli_sample.tsv.gz"
+
+
+def run_summary(d_phi: float, rand: float, spread: float, view: str = "pair") -> dict:
+    return {
+        "size_before": 1000, "size_after": 600, "n_iterations": 4, "stop_reason": "target size reached",
+        "featurizer": {"name": "ngram", "view": view},
+        "label_shift": {"change_points": {"neutral": -8.0, "entailment": 4.0, "contradiction": 4.0}},
+        "partial_input_probe": {"model": "TF-IDF ... on the hypothesis only", "results": [
+            {"name": "D", "accuracy": 0.60, "accuracy_std": 0.01, "majority": 0.34, "skipped": None},
+            {"name": "D(Φ)", "accuracy": 0.40 + d_phi, "accuracy_std": 0.01, "majority": 0.40, "skipped": None},
+            {"name": "random subset (mean of 3)", "accuracy": 0.40 + rand, "accuracy_std": spread,
+             "majority": 0.40, "skipped": None}]},
+    }
+
+
+def test_run_verdict_within_the_spread_says_no_measurable_reduction_and_why():
+    v = run_verdict(run_summary(0.195, 0.20, 0.01))
+    assert v[0].startswith("AFLite kept 600 of 1,000 rows (60%) in 4 phase(s) and stopped because target size")
+    assert "largest class-share move was -8.0 points (neutral)" in v[0]
+    assert v[1].startswith("No measurable artifact reduction for this probe: the probe's Δ over the majority rate "
+                           "is +19.5 points on D(Φ) against +20.0 on same-size random subsets of D (spread ±1.0)")
+    assert v[1].endswith("within that spread; Φ saw the pair, the probe only the hypothesis.")
+
+
+def test_run_verdict_beyond_the_spread_and_the_other_way():
+    assert run_verdict(run_summary(0.10, 0.20, 0.01))[1].startswith("Artifact reduction measured:")
+    assert "a drop of 10.0 points beyond that spread" in run_verdict(run_summary(0.10, 0.20, 0.01))[1]
+    assert run_verdict(run_summary(0.30, 0.20, 0.01))[1].startswith("No artifact reduction:")
+    # the same 3-point drop is noise when the random subsets spread 2 points
+    assert run_verdict(run_summary(0.17, 0.20, 0.02))[1].startswith("No measurable artifact reduction")
+    s = run_summary(0.17, 0.20, 0.02, view="hypothesis")
+    assert "Φ saw" not in run_verdict(s)[1]
+
+
+def test_run_verdict_with_a_skipped_probe():
+    s = run_summary(0, 0, 0)
+    s["partial_input_probe"] = {"skipped": "all 10 rows have one label ('a')", "results": []}
+    assert run_verdict(s)[1] == "The partial-input probe was not run: all 10 rows have one label ('a')."
+
+
+def test_filter_verdict_and_markdown():
+    v = filter_verdict({"size_before": 400, "size_after": 120, "n_iterations": 3, "stop_reason": "x"})
+    assert v[0] == "AFLite kept 120 of 400 rows (30%) in 3 phase(s) and stopped because x."
+    assert "aflite evaluate" in v[1]
+    assert markdown(["A.", "B."]) == "**Verdict.** A. B.\n\n" and markdown([]) == ""
+
+
+def _entry(mean, std, not_trained=False):
+    e = {"original_heldout": {"mean": mean, "std": std, "n": 3}}
+    if not_trained:
+        e["not_trained"] = {"reason": "r"}
+    return e
+
+
+def test_evaluate_verdict_counts_models_against_the_random_spread():
+    sets = [{"name": "D", "kind": "D"}, {"name": "D_random(50)", "kind": "random", "run": "r"},
+            {"name": "D(Φ ngram)", "kind": "filtered", "run": "r"}]
+    agg = {"lr": {"D_random(50)": _entry(0.60, 0.01), "D(Φ ngram)": _entry(0.55, 0.0)},
+           "ppmi": {"D_random(50)": _entry(0.50, 0.02), "D(Φ ngram)": _entry(0.49, 0.0)},
+           "ft": {"D_random(50)": _entry(0.33, 0.0), "D(Φ ngram)": _entry(0.33, 0.0, not_trained=True)}}
+    v = evaluate_verdict({"training_sets": sets, "aggregate": agg})
+    assert v[0] == ("Trained on D(Φ ngram) instead of same-size random subsets of D, 2 model(s) changed accuracy on "
+                    "D's held-out part by -5.0 to -1.0 points: 1 lower beyond the random subsets' seed spread, 1 "
+                    "within it, 0 higher.")
+    assert v[-1] == "Not counted: ft (not trained: see the tables)."
+
+
+def test_audit_verdict_reconciles_majority_level_accuracy_with_tokens_and_peco():
+    view = {"biased_accuracy": 0.345, "majority_accuracy": 0.340, "delta_maj": 0.005, "peco": 0.046,
+            "peco_null_mean": 0.010, "peco_p_value": 0.0,
+            "token_artifacts": {"contradiction": [{"token": "nobody", "z": 12.3, "count": 40}],
+                                "neutral": [{"token": "tall", "z": 3.0, "count": 9}]}}
+    v = audit_verdict({"results": [{"name": "D", "views": {"hypothesis": view}}]})
+    assert v == ["On D, the hypothesis-only model scores 34.5% against a majority rate of 34.0% (Δ +0.5 points); "
+                 "strong single tokens exist ('nobody' → contradiction, z = 12, 40 rows) but cover too few rows to "
+                 "beat the majority guess overall; PECO 0.046 is 4.6× its shuffled-label null (0.010, p = 0.00): "
+                 "label-skewed regions exist in embedding space even where a linear model finds little."]
+    after = dict(view, delta_maj=-0.01, peco_p_value=0.4)
+    v2 = audit_verdict({"results": [{"name": "D", "views": {"hypothesis": view}},
+                                    {"name": "D(Φ)", "views": {"hypothesis": after}}]})
+    assert "PECO 0.046 is within its shuffled-label null" in v2[1]
+    assert v2[2].startswith("From D to D(Φ) the hypothesis-only Δ over the majority fell (+0.5 → -1.0 points")
+
+
+def test_verdict_imports_nothing_heavy():
+    code = "import sys, aflite.verdict; print(any(m in sys.modules for m in ('numpy', 'sklearn', 'torch')))"
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout.strip() == "False"
+
+
+def test_run_summary_and_results_start_with_the_verdict(tmp_path):
+    from aflite.cli import main
+
+    with gzip.open(SAMPLE, "rt", encoding="utf-8") as fh:
+        lines = fh.read().splitlines()[:301]
+    data = tmp_path / "d.tsv"
+    data.write_text("\n".join(lines) + "\n")
+    assert main(["run", str(data), "--out", str(tmp_path / "run"), "--featurizer", "ngram", "--quiet", "-m", "8"]) == 0
+    res = json.loads((tmp_path / "run" / "results.json").read_text())
+    assert len(res["verdict"]) == 2 and res["verdict"][0].startswith("AFLite kept ")
+    md = (tmp_path / "run" / "summary.md").read_text().splitlines()
+    assert md[2] == "**Verdict.** " + " ".join(res["verdict"])
+    assert main(["evaluate", str(data), str(tmp_path / "run"), "--out", str(tmp_path / "ev"), "--models",
+                 "ppmi:hypothesis", "--seeds", "2", "--no-single", "--quiet"]) == 0
+    ev = json.loads((tmp_path / "ev" / "results.json").read_text())
+    assert ev["verdict"] and ev["verdict"][0].startswith("Trained on D(Φ ngram) instead of same-size random")
+    assert (tmp_path / "ev" / "summary.md").read_text().startswith("**Verdict.** " + ev["verdict"][0])
+
+
+@pytest.mark.parametrize("command", ["filter"])
+def test_filter_summary_starts_with_the_verdict(tmp_path, command):
+    import numpy as np
+
+    from aflite.cli import main
+
+    rng = np.random.default_rng(0)
+    np.save(tmp_path / "X.npy", rng.standard_normal((300, 4)).astype(np.float32))
+    (tmp_path / "y.txt").write_text("".join(f"{'abc'[i % 3]}\n" for i in range(300)))
+    assert main(["filter", "--features", str(tmp_path / "X.npy"), "--labels", str(tmp_path / "y.txt"), "--out",
+                 str(tmp_path / "f"), "-m", "8", "--quiet"]) == 0
+    res = json.loads((tmp_path / "f" / "results.json").read_text())
+    assert res["verdict"][0].startswith("AFLite kept ")
+    assert "**Verdict.** AFLite kept" in (tmp_path / "f" / "summary.md").read_text()
+
+
+def test_audit_summary_and_results_start_with_the_verdict(tmp_path):
+    from aflite.cli import main
+
+    with gzip.open(SAMPLE, "rt", encoding="utf-8") as fh:
+        lines = fh.read().splitlines()[:301]
+    data = tmp_path / "d.tsv"
+    data.write_text("\n".join(lines) + "\n")
+    assert main(["audit", str(data), "--out", str(tmp_path / "au"), "--featurizer", "ngram", "--quiet",
+                 "--peco-shuffles", "3", "--clusters", "5"]) == 0
+    res = json.loads((tmp_path / "au" / "results.json").read_text())
+    assert res["verdict"] and res["verdict"][0].startswith("On D, the hypothesis-only model scores ")
+    assert (tmp_path / "au" / "summary.md").read_text().splitlines()[2].startswith("**Verdict.** On D, the ")
+
+
+def test_synthetic_verdict_judges_the_biased_share_against_the_seed_spread():
+    ms = {"mean": 0.0, "std": 0.0}
+    s = {"0.7": {"n_runs": 3, "biased_fraction_before": {"mean": 0.30, "std": 0.01},
+                 "biased_fraction_after": {"mean": 0.05, "std": 0.02},
+                 "accuracy_D": {"lr": dict(ms, mean=0.9)}, "accuracy_filtered": {"lr": dict(ms, mean=0.6)}},
+         "1.0": {"n_runs": 3, "biased_fraction_before": {"mean": 0.30, "std": 0.05},
+                 "biased_fraction_after": {"mean": 0.25, "std": 0.05}}}
+    v = synthetic_verdict({"summary": s})
+    assert v[0] == ("Separation 0.7: AFLite lowered the share of planted (biased) instances from 30.0% to 5.0% over "
+                    "3 seed(s), beyond the seed spread (±2.0); the models' mean accuracy went from 90.0% on D to "
+                    "60.0% on D(Φ).")
+    assert "within the seed spread (±5.0)" in v[1]
