@@ -84,6 +84,12 @@ class LinearEnsemble(ABC):
         self, rows: NDArray[np.intp], train_mask: NDArray[np.bool_], models: NDArray[np.intp] | None = None
     ) -> NDArray[np.integer[Any]]: ...
 
+    def predict_proba(self, X: Any, rows: NDArray[np.intp]) -> NDArray[np.float32]:
+        """Class probabilities of ``X[rows]`` (the raw features given to ``prepare``) under each model of the
+        last full ``fit_predict`` call, shape ``(len(rows), m, n_classes)``; the data map of
+        :mod:`aflite.heldout` reads them. Ensembles that cannot say raise NotImplementedError."""
+        raise NotImplementedError(f"{type(self).__name__} does not give class probabilities")
+
     def get_state(self) -> dict[str, NDArray[Any]]:
         """Arrays that, restored with :meth:`set_state`, make a resumed run continue exactly."""
         return {}
@@ -119,15 +125,28 @@ class SklearnEnsemble(LinearEnsemble):
         preds = np.full((len(rows), m), -1, dtype=pred_dtype(self._k))
         todo = range(m) if self.partitions is None else self.partitions
         iters: list[int] = []
+        self._fitted: list[Any] = []  # kept for predict_proba (m small models)
         for b in todo:
             tr = train_mask[:, b]
             clf = clone(estimator).fit(X[tr], y[tr])
+            self._fitted.append(clf)
             preds[~tr, b] = clf.predict(X[~tr])
             n_iter = getattr(clf, "n_iter_", None)
             if n_iter is not None:
                 iters.append(int(np.max(n_iter)))
         self.last_stats = FitStats(time.perf_counter() - start, len(todo), iters, len(todo), len(todo))
         return preds
+
+
+    def predict_proba(self, X: Any, rows: NDArray[np.intp]) -> NDArray[np.float32]:
+        fitted = getattr(self, "_fitted", [])
+        if not fitted or not all(hasattr(c, "predict_proba") for c in fitted):
+            raise NotImplementedError("the scikit-learn models give no predict_proba")
+        Xr = np.asarray(X[rows])
+        out = np.zeros((len(rows), len(fitted), self._k), dtype=np.float32)
+        for b, clf in enumerate(fitted):  # a model whose training rows missed a class gives it probability 0
+            out[:, b, np.asarray(clf.classes_, dtype=np.int64)] = clf.predict_proba(Xr)
+        return out
 
 
 class FastLogisticEnsemble(LinearEnsemble):
@@ -247,6 +266,22 @@ class FastLogisticEnsemble(LinearEnsemble):
         if self._pairs is not None:
             state["pairs_s"], state["pairs_y"] = self._pairs
         return state
+
+    def predict_proba(self, X: Any, rows: NDArray[np.intp]) -> NDArray[np.float32]:
+        """Softmax of each model's logits at its last solution, from the raw rows whitened on the fly."""
+        if self._coefs is None:
+            raise NotImplementedError("no fitted models yet")
+        theta = self._coefs  # (m, d+1, K) in whitened coordinates
+        m, d, K = theta.shape[0], self._dim, self._k
+        W = theta[:, :d, :].transpose(1, 0, 2).reshape(d, m * K).astype(np.float32)
+        b = theta[:, d, :].reshape(1, m * K).astype(np.float32)
+        mean32 = self._whitening.mean.astype(np.float32)
+        xw = (np.asarray(X[rows], dtype=np.float32) - mean32) @ self._whitening.transform
+        z = (xw @ W + b).reshape(len(rows), m, K)
+        z -= z.max(2, keepdims=True)
+        np.exp(z, out=z)
+        z /= z.sum(2, keepdims=True)
+        return z
 
     def set_state(self, state: dict[str, NDArray[Any]]) -> None:
         self._coef0 = np.asarray(state["coef0"], dtype=np.float64) if "coef0" in state else None

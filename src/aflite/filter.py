@@ -69,6 +69,7 @@ class PhaseScores:
     n_correct: NDArray[np.int32]
     seconds: float = 0.0
     train_sizes: NDArray[np.int64] | None = None
+    train_mask: NDArray[np.bool_] | None = None  # (rows, m), True = in that model's training set
 
 
 @dataclass
@@ -148,7 +149,7 @@ def score_phase(
     mask = draw_partitions(len(rows), n_partitions, train_size, rng, None if groups is None else groups[rows])
     preds = ensemble.fit_predict(rows, mask)
     p, n_heldout, n_correct = scores_from_predictions(preds, y[rows], mask)
-    return PhaseScores(rows, p, n_heldout, n_correct, time.perf_counter() - start, mask.sum(0))
+    return PhaseScores(rows, p, n_heldout, n_correct, time.perf_counter() - start, mask.sum(0), mask)
 
 
 def validate_inputs(X: ArrayLike, y: ArrayLike, groups: ArrayLike | None) -> tuple[Any, NDArray[Any], Any]:
@@ -367,6 +368,11 @@ class AFLite(BaseEstimator):
     Fitted attributes: ``keep_mask_``, ``predictability_`` (last p̃ before removal, or at the end; NaN if
     never scored), ``removed_at_`` (phase index, -1 if kept), ``history_``, ``stop_reason_``, ``classes_``,
     ``n_features_in_``, ``n_iterations_``, ``seed_`` (the int seed used) and ``params_`` (the resolved counts).
+
+    From the first phase (one ensemble over all of D; see :mod:`aflite.heldout`; None after a ``resume`` past
+    phase 0, or for a model without probabilities): ``first_phase_proba_`` (mean held-out class probabilities,
+    (n, K)), ``confidence_``, ``variability_`` and ``correctness_`` (the data map), ``first_phase_predictability_``
+    (p̃ of phase 0 for every row) and ``weights_`` (soft weights, :data:`aflite.heldout.WEIGHT_RULE`).
     """
 
     def __init__(
@@ -505,6 +511,7 @@ class AFLite(BaseEstimator):
         m, t, k = params["n_partitions"], params["train_size"], params["slice_size"]
         target, tau = params["target_size"], params["threshold"]
         incremental = self.strategy == "greedy" and ga is None
+        self._keep_first_phase(None, Xa, codes, np.arange(n), None, state)  # None until phase 0 runs in this call
         while state.stop_reason is None:
             size = int(state.keep.sum())
             if size <= target:
@@ -522,6 +529,8 @@ class AFLite(BaseEstimator):
                 scores = score_phase(ens, codes, rows, m, t, rng, ga)
             p = scores.predictability
             state.predictability[rows] = p
+            if j == 0:
+                self._keep_first_phase(ens, Xa, codes, rows, scores, state)
             cap = min(k, size - target)  # never go below n
             picked, n_eligible = select_slice(p, cap, tau, rng, self.strategy)
             removed = rows[picked]
@@ -563,6 +572,20 @@ class AFLite(BaseEstimator):
         self.stop_reason_ = state.stop_reason
         self.n_iterations_ = state.iteration
         return self
+
+    def _keep_first_phase(
+        self, ens: LinearEnsemble | None, X: Any, codes: NDArray[np.int64], rows: NDArray[np.intp],
+        scores: PhaseScores | None, state: FilterState,
+    ) -> None:
+        """The first phase's data map and soft weights as fitted attributes (aflite.heldout); None when unknown."""
+        from aflite.heldout import first_phase_attributes
+
+        mask = None if scores is None else scores.train_mask
+        if scores is not None and mask is None and "greedy_mask" in state.extra:
+            mask = state.extra["greedy_mask"][rows]
+        attrs = first_phase_attributes(ens, X, codes, rows, scores, mask, len(self.classes_))
+        for name, value in attrs.items():
+            setattr(self, name, value)
 
     @staticmethod
     def _greedy_scores(
