@@ -1,0 +1,67 @@
+"""``aflite explain DATA RUN_DIR --out DIR``: token artifacts with significance, a data map, label issues and
+per-row reasons for a run of ``aflite run`` (see :mod:`aflite.explain`)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from aflite.cli.options import add_columns, add_out, add_quiet, dataset_options, write_results
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser(
+        "explain",
+        help="what the artifacts are, why each row was removed, data map and label issues of a run",
+        description="Reads a run folder of `aflite run` on DATA, recomputes its first filtering phase from the "
+        "run's Φ, parameters and seed, and writes OUT/tokens.csv (Gardner et al. 2021 competency test on full D, "
+        "kept D(Φ) and same-size random subsets), competency.png, instances.csv (data map, cleanlab label "
+        "issues, top surrogate terms, nearest kept rows), datamap.png, weights.csv, results.json and summary.md.",
+    )
+    p.add_argument("data", type=Path, help="the dataset file or folder the run filtered")
+    p.add_argument("run_dir", type=Path, help="the run directory of `aflite run` on DATA")
+    add_out(p)
+    p.add_argument("--alpha", type=float, default=0.01, help="family-wise α of the Bonferroni test (default 0.01)")
+    p.add_argument("--min-count", type=int, default=20,
+                   help="test only tokens seen in at least this many texts of a set (default 20)")
+    p.add_argument("--random-seeds", type=int, default=5,
+                   help="same-size random subsets averaged for the 'random' set (default 5)")
+    p.add_argument("--token-view", default="auto", choices=("auto", "hypothesis", "premise", "pair"),
+                   help="which text the token test reads: auto = the hypothesis of a pair (the premise for a "
+                   "premise-view run), the text of a single-text dataset (default auto)")
+    p.add_argument("--neighbours", type=int, default=3, help="nearest kept rows listed per removed row (default 3)")
+    p.add_argument("--cache", type=Path, default=None, help="Φ cache (default RUN_DIR/cache, where the run left it)")
+    p.add_argument("--embeddings", default=None, help="the run's --embeddings file, for a precomputed-Φ run")
+    p.add_argument("--embedding-ids", default=None, help="ids of a .npy --embeddings file, one per line")
+    add_columns(p)
+    add_quiet(p)
+    from aflite.cli.options import add_overwrite_option
+
+    add_overwrite_option(p)
+    p.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from aflite.explain import explain
+
+    fopts: dict[str, Any] = {}
+    if args.embeddings:
+        fopts["path"] = args.embeddings
+        if args.embedding_ids:
+            fopts["ids_path"] = args.embedding_ids
+    res = explain(args.data, args.run_dir, args.out, alpha=args.alpha, min_count=args.min_count,
+                  random_seeds=args.random_seeds, token_view=args.token_view, neighbours=args.neighbours,
+                  cache_dir=args.cache, dataset_options=dataset_options(args), featurizer_options=fopts,
+                  show_progress=not args.quiet)
+    write_results(args.out, args, res.results, seed=res.results["first_phase"]["seed"])
+    r = res.results
+    if r.get("significant_tokens"):
+        s = r["significant_tokens"]
+        print(f"significant (token, label) pairs on the {r['token_view']}: full {s['full']}, kept {s['kept']}, "
+              f"random {s['random']:.1f}")
+    li = r["label_issues"]
+    print(f"regions: {r['datamap']['regions']}; label issues: {li['n'] if li['skipped'] is None else li['skipped']}")
+    print(f"summary: {args.out / 'summary.md'}", file=sys.stderr)
+    return 0
