@@ -277,7 +277,7 @@ class FastLogisticEnsemble(LinearEnsemble):
         b = theta[:, d, :].reshape(1, m * K).astype(np.float32)
         mean32 = self._whitening.mean.astype(np.float32)
         xw = (np.asarray(X[rows], dtype=np.float32) - mean32) @ self._whitening.transform
-        z = (xw @ W + b).reshape(len(rows), m, K)
+        z: NDArray[np.float32] = np.asarray(xw @ W + b, dtype=np.float32).reshape(len(rows), m, K)
         z -= z.max(2, keepdims=True)
         np.exp(z, out=z)
         z /= z.sum(2, keepdims=True)

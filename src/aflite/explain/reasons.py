@@ -87,7 +87,8 @@ def fit_surrogate(
     """Fit the L1 surrogate of ``target`` (p̃) on ``F``'s columns × label; see the module docstring.
 
     ``alpha`` defaults to 5 / n_scored (on SNLI's 100K hypotheses about 1,200 of 6,300 terms survive, R² 0.62,
-    in seconds; a ten times weaker penalty doubles the terms, gains 0.03 R² and takes minutes). Dense image statistics are standardised first.
+    in seconds; a ten times weaker penalty doubles the terms, gains 0.03 R² and takes minutes). Dense image
+    statistics are standardised first.
     """
     from sklearn.linear_model import Lasso
 

@@ -84,7 +84,8 @@ def read_run(run_dir: str | Path) -> RunRecord:
             except (IndexError, ValueError):
                 raise InputError(f"{path}: line {ln}: malformed row {row!r}") from None
     warm = p / "warmup_ids.txt"
-    warmup = [ln.strip() for ln in warm.read_text(encoding="utf-8").splitlines() if ln.strip()] if warm.is_file() else []
+    warmup = ([ln.strip() for ln in warm.read_text(encoding="utf-8").splitlines() if ln.strip()]
+              if warm.is_file() else [])
     fp = None
     if (p / "checkpoint.npz").is_file():
         try:
@@ -269,14 +270,15 @@ def explain(
     timings["datamap_seconds"] = time.perf_counter() - t0
 
     t0 = time.perf_counter()
+    F: Any
     if B is not None and vocab is not None:
-        F, names = text_inputs(B, vocab, min_count)
+        F, token_names = text_inputs(B, vocab, min_count)
+        names = [str(t) for t in token_names]
     else:
-        F, names = image_inputs([ds.texts_a[r] for r in rows]), None
         from aflite.explain.reasons import IMAGE_INPUTS
 
-        names = np.asarray(IMAGE_INPUTS)
-    sur = fit_surrogate(F, list(names), y, classes, p0, random_state=seed)
+        F, names = image_inputs([ds.texts_a[r] for r in rows]), list(IMAGE_INPUTS)
+    sur = fit_surrogate(F, names, y, classes, p0, random_state=seed)
     timings["surrogate_seconds"] = time.perf_counter() - t0
     t0 = time.perf_counter()
     near = nearest_kept(X, keep, k=neighbours, seed=seed) if neighbours else [[] for _ in rows]

@@ -105,7 +105,8 @@ def write_all(out: Path, *, run: Any, ids: np.ndarray, labels: np.ndarray, af: A
             w.writerow([ids[i], labels[i], _num(run.predictability[i]), int(run.removed_at[i]), _num(af.confidence_[i]),
                         _num(af.variability_[i]), _num(af.correctness_[i]), region[i],
                         "" if flags is None else int(flags[i]), surrogate.top_features[i], int(keep[i]),
-                        _num(af.first_phase_predictability_[i]), _num(af.weights_[i]), ";".join(str(ids[j]) for j in near[i])])
+                        _num(af.first_phase_predictability_[i]), _num(af.weights_[i]),
+                        ";".join(str(ids[j]) for j in near[i])])
     with atomic_open(out / "weights.csv") as fh:
         w = csv.writer(fh, lineterminator="\n")
         w.writerow(WEIGHT_COLUMNS)
@@ -113,7 +114,7 @@ def write_all(out: Path, *, run: Any, ids: np.ndarray, labels: np.ndarray, af: A
             w.writerow([ids[i], labels[i], _num(af.weights_[i]), _num(af.first_phase_predictability_[i])])
     plot_datamap(af.variability_, af.confidence_, af.correctness_, ~keep, out / "datamap.png", seed=seed)
 
-    sig = {k: int(v.n_significant) for k, v in token_sets.items() if k != "random"}
+    sig: dict[str, float] = {k: int(v.n_significant) for k, v in token_sets.items() if k != "random"}
     if "random" in token_sets:
         sig["random"] = float(np.mean(random_per_seed))
     counts = {r: int((region == r).sum()) for r in ("easy", "ambiguous", "hard", "unscored")}
@@ -161,8 +162,9 @@ def summary_md(res: dict[str, Any], token_sets: dict[str, Any]) -> str:
     """The readable summary: artifacts before/after, counts, overlap table, and how to read each file."""
     run = res["run"]
     lines = [f"# aflite explain: {_md_cell(run['dataset'])}", "",
-             f"Run `{_md_cell(run['folder'])}` (Φ = {run['featurizer']}, view {run['view']}): |D| = {run['size_before']:,}"
-             f" → |D(Φ)| = {run['size_after']:,}; stopped: {_md_cell(run['stop_reason'])}.", ""]
+             f"Run `{_md_cell(run['folder'])}` (Φ = {run['featurizer']}, view {run['view']}): "
+             f"|D| = {run['size_before']:,} → |D(Φ)| = {run['size_after']:,}; "
+             f"stopped: {_md_cell(run['stop_reason'])}.", ""]
     if token_sets:
         s = res["significant_tokens"]
         b = res["bonferroni"]
