@@ -154,3 +154,23 @@ def test_a_folder_that_is_not_a_run_is_refused(capsys, tmp_path):
     code, err = cli(capsys, "explain", data, tmp_path / "notrun", "--out", tmp_path / "ex", "--quiet")
     assert code == 2 and "summary.json: not found" in err
     assert not (tmp_path / "ex").exists()
+
+
+def test_stop_rule_reports_what_came_first(explained, tmp_path):
+    tmp, _ = explained
+    data = tmp / "planted.tsv"
+    out = tmp_path / "ex"
+    assert main(["explain", str(data), str(tmp / "run"), "--out", str(out), "--quiet", "--min-count", "10",
+                 "--random-seeds", "1", "--stop-rule", "--stop-floor", "240"]) == 0
+    res = json.loads((out / "results.json").read_text())
+    sr = res["stop_rule"]
+    assert sr["enabled"] and sr["stopped_by"] in ("no significant artifact", "floor reached", "no row reaches τ")
+    last = sr["trajectory"][-1]
+    assert sr["trajectory"][0]["size"] == res["run"]["size_after"]
+    assert sr["trajectory"][0]["significant"] == res["significant_tokens"]["kept"]
+    if sr["stopped_by"] == "floor reached":
+        assert last["size"] <= 240
+    inst = read_csv(out / "instances.csv")
+    extra = [r for r in inst if r["stop_rule_removed_at"] != ""]
+    assert len(extra) == sr["extra_removed"] and all(r["kept"] == "1" for r in extra)
+    assert "Stop rule" in (out / "summary.md").read_text()

@@ -35,6 +35,13 @@ def register(sub: Any) -> None:
     p.add_argument("--cache", type=Path, default=None, help="Φ cache (default RUN_DIR/cache, where the run left it)")
     p.add_argument("--embeddings", default=None, help="the run's --embeddings file, for a precomputed-Φ run")
     p.add_argument("--embedding-ids", default=None, help="ids of a .npy --embeddings file, one per line")
+    g = p.add_argument_group("stop rule (optional; off by default, the paper's k-rule stays the run's rule)")
+    g.add_argument("--stop-rule", action="store_true",
+                   help="continue filtering past the run's stop with slices of k/4 until no (token, label) pair is "
+                   "Bonferroni-significant on the kept set, or the floor is reached; reports which came first")
+    g.add_argument("--stop-floor", type=int, default=None, metavar="N",
+                   help="smallest kept set the stop rule may reach (default the run's target size n)")
+    g.add_argument("--stop-max-phases", type=int, default=40, help="cap on the stop rule's extra phases (default 40)")
     add_columns(p)
     add_quiet(p)
     from aflite.cli.options import add_overwrite_option
@@ -54,13 +61,17 @@ def run(args: argparse.Namespace) -> int:
     res = explain(args.data, args.run_dir, args.out, alpha=args.alpha, min_count=args.min_count,
                   random_seeds=args.random_seeds, token_view=args.token_view, neighbours=args.neighbours,
                   cache_dir=args.cache, dataset_options=dataset_options(args), featurizer_options=fopts,
-                  show_progress=not args.quiet)
+                  show_progress=not args.quiet, stop_rule=args.stop_rule, stop_floor=args.stop_floor,
+                  stop_max_phases=args.stop_max_phases)
     write_results(args.out, args, res.results, seed=res.results["first_phase"]["seed"])
     r = res.results
     if r.get("significant_tokens"):
         s = r["significant_tokens"]
         print(f"significant (token, label) pairs on the {r['token_view']}: full {s['full']}, kept {s['kept']}, "
               f"random {s['random']:.1f}")
+    sr = r["stop_rule"]
+    if sr.get("enabled"):
+        print(f"stop rule: stopped by {sr['stopped_by']} after removing {sr['extra_removed']} more rows")
     li = r["label_issues"]
     print(f"regions: {r['datamap']['regions']}; label issues: {li['n'] if li['skipped'] is None else li['skipped']}")
     print(f"summary: {args.out / 'summary.md'}", file=sys.stderr)

@@ -193,10 +193,14 @@ def explain(
     image_options: dict[str, Any] | None = None,
     featurizer_options: dict[str, Any] | None = None,
     show_progress: bool = True,
+    stop_rule: bool = False,
+    stop_floor: int | None = None,
+    stop_max_phases: int = 40,
 ) -> ExplainResult:
     """Explain a run of ``aflite run`` on DATA: token artifacts with significance (full / kept / random), the
     first phase's data map and label issues, why each row was easy, soft weights; written to ``out`` (see
-    :mod:`aflite.explain`)."""
+    :mod:`aflite.explain`). ``stop_rule`` continues filtering past the run's stop until no token artifact is
+    significant (:mod:`aflite.explain.stoprule`; off by default, the run folder is never changed)."""
     from aflite.explain import tokens as tk
     from aflite.explain.datamap import label_issues, overlap_table, regions
     from aflite.explain.reasons import fit_surrogate, image_inputs, nearest_kept, text_inputs
@@ -219,6 +223,8 @@ def explain(
     tview = "image statistics" if is_images else ""
     if not is_images:
         texts, tview = _token_texts(ds, fz.get("view", "pair"), token_view)
+    elif stop_rule:
+        raise ParameterError("--stop-rule tests token artifacts: it needs a text dataset")
     timings["load_seconds"] = time.perf_counter() - t_start
 
     t0 = time.perf_counter()
@@ -284,11 +290,23 @@ def explain(
     near = nearest_kept(X, keep, k=neighbours, seed=seed) if neighbours else [[] for _ in rows]
     timings["neighbours_seconds"] = time.perf_counter() - t0
 
+    stop = None
+    if stop_rule and B is not None and vocab is not None:
+        from aflite.explain.stoprule import continue_until_clean
+
+        t0 = time.perf_counter()
+        Bm, vm = B, vocab
+        stop = continue_until_clean(
+            X, y_str, grp, params, seed, keep, int(run.summary.get("n_iterations", 0)),
+            lambda r: tk.competency(Bm, vm, y, classes, r, alpha=alpha, min_count=min_count).n_significant,
+            floor=stop_floor, max_phases=stop_max_phases)
+        timings["stop_rule_seconds"] = time.perf_counter() - t0
+
     t0 = time.perf_counter()
     results = write_all(
         out, run=run, ids=np.asarray(run.ids), labels=y_str, af=af, region=region, issues=issues, overlap=overlap,
         token_sets=token_sets, random_per_seed=random_per_seed, token_view=tview, alpha=alpha, min_count=min_count,
-        random_seeds=random_seeds, surrogate=sur, near=near, agreement=agree, seed=seed, is_images=is_images,
+        random_seeds=random_seeds, surrogate=sur, near=near, agreement=agree, seed=seed, is_images=is_images, stop=stop,
         data_path=str(data_path), timings=timings, t_start=t_start)
     results["timings"]["write_seconds"] = time.perf_counter() - t0
     return ExplainResult(out, results)

@@ -5,7 +5,8 @@ Column contracts (another viewer reads them; keep names and order):
 * ``tokens.csv`` — ``set,token,label,count,label_count,p_label,z,p_value,significant``; set ∈ full, kept, random;
   significant is 1/0; random rows are averages over the random subsets (see :func:`random_competency`).
 * ``instances.csv`` — ``id,label,predictability,removed_at,confidence,variability,correctness,region,label_issue,
-  top_features`` then ``kept,first_phase_predictability,weight,nearest_kept``; one row per filtered row,
+  top_features`` then ``kept,first_phase_predictability,weight,nearest_kept,stop_rule_removed_at`` (the phase in
+  which the optional stop rule removed the row, empty when it did not or was off); one row per filtered row,
   in the run's order; empty cells where a value is unknown (never a default).
 * ``weights.csv`` — ``id,label,weight,first_phase_predictability``.
 """
@@ -26,7 +27,7 @@ __all__ = ["write_all", "TOKEN_COLUMNS", "INSTANCE_COLUMNS", "WEIGHT_COLUMNS", "
 TOKEN_COLUMNS = ("set", "token", "label", "count", "label_count", "p_label", "z", "p_value", "significant")
 INSTANCE_COLUMNS = ("id", "label", "predictability", "removed_at", "confidence", "variability", "correctness",
                     "region", "label_issue", "top_features", "kept", "first_phase_predictability", "weight",
-                    "nearest_kept")
+                    "nearest_kept", "stop_rule_removed_at")
 WEIGHT_COLUMNS = ("id", "label", "weight", "first_phase_predictability")
 
 FILES = {
@@ -79,7 +80,7 @@ def _md_cell(text: Any) -> str:
 def write_all(out: Path, *, run: Any, ids: np.ndarray, labels: np.ndarray, af: Any, region: np.ndarray,
               issues: Any, overlap: list[dict[str, Any]], token_sets: dict[str, Any], random_per_seed: list[int],
               token_view: str, alpha: float, min_count: int, random_seeds: int, surrogate: Any,
-              near: list[list[int]], agreement: float, seed: int, is_images: bool, data_path: str,
+              near: list[list[int]], agreement: float, seed: int, is_images: bool, stop: Any, data_path: str,
               timings: dict[str, float], t_start: float) -> dict[str, Any]:
     """Write every file of the folder; returns the results.json body."""
     import time
@@ -106,7 +107,8 @@ def write_all(out: Path, *, run: Any, ids: np.ndarray, labels: np.ndarray, af: A
                         _num(af.variability_[i]), _num(af.correctness_[i]), region[i],
                         "" if flags is None else int(flags[i]), surrogate.top_features[i], int(keep[i]),
                         _num(af.first_phase_predictability_[i]), _num(af.weights_[i]),
-                        ";".join(str(ids[j]) for j in near[i])])
+                        ";".join(str(ids[j]) for j in near[i]),
+                        "" if stop is None or stop.removed_at[i] < 0 else int(stop.removed_at[i])])
     with atomic_open(out / "weights.csv") as fh:
         w = csv.writer(fh, lineterminator="\n")
         w.writerow(WEIGHT_COLUMNS)
@@ -149,7 +151,8 @@ def write_all(out: Path, *, run: Any, ids: np.ndarray, labels: np.ndarray, af: A
                       "n_terms": len(surrogate.terms), "top_terms": surrogate.terms[:25]},
         "weights": {"rule": WEIGHT_RULE},
         "stop_rule": {"k_rule": run.summary.get("stop_reason"),
-                      "significant_after_filtering": sig.get("kept") if token_sets else None},
+                      "significant_after_filtering": sig.get("kept") if token_sets else None,
+                      **(stop.to_dict() if stop is not None else {"enabled": False})},
         "files": FILES,
     }
     results["timings"] = {**timings, "total_seconds": time.perf_counter() - t_start}
@@ -189,6 +192,12 @@ def summary_md(res: dict[str, Any], token_sets: dict[str, Any]) -> str:
         lines += [("AFLite's k-rule stopped with " + (f"{kept_sig} (token, label) pair(s) still significant in D(Φ)."
                                                         if kept_sig else "no significant (token, label) pair left in "
                                                         "D(Φ).")), ""]
+        sr = res["stop_rule"]
+        if sr.get("enabled"):
+            last = sr["trajectory"][-1]
+            lines += [f"Stop rule (continue with slices of {sr['slice_size']} until no pair is significant, floor "
+                      f"{sr['floor']:,}): stopped by **{sr['stopped_by']}** after removing {sr['extra_removed']:,} "
+                      f"more rows; |S| = {last['size']:,} with {last['significant']} significant pair(s).", ""]
     dm = res["datamap"]
     li = res["label_issues"]
     lines += ["## Data map of the first phase and label issues", "",
