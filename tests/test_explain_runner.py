@@ -174,3 +174,27 @@ def test_stop_rule_reports_what_came_first(explained, tmp_path):
     extra = [r for r in inst if r["stop_rule_removed_at"] != ""]
     assert len(extra) == sr["extra_removed"] and all(r["kept"] == "1" for r in extra)
     assert "Stop rule" in (out / "summary.md").read_text()
+
+
+def test_without_cleanlab_explain_still_works_and_says_so(explained, tmp_path, monkeypatch):
+    import builtins
+
+    from aflite.explain import explain
+
+    real = builtins.__import__
+
+    def no_cleanlab(name, *a, **kw):
+        if name.startswith("cleanlab"):
+            raise ImportError(name)
+        return real(name, *a, **kw)
+
+    monkeypatch.setattr(builtins, "__import__", no_cleanlab)
+    tmp, _ = explained
+    res = explain(tmp / "planted.tsv", tmp / "run", tmp_path / "ex", min_count=10, random_seeds=1, neighbours=0,
+                  show_progress=False)
+    assert res.results["label_issues"]["n"] is None
+    assert "cleanlab is not installed" in res.results["label_issues"]["skipped"]
+    assert "label issues skipped" in (tmp_path / "ex" / "summary.md").read_text()
+    inst = read_csv(tmp_path / "ex" / "instances.csv")
+    assert {r["label_issue"] for r in inst} == {""} and {r["nearest_kept"] for r in inst} == {""}
+    assert not any(o["group"] == "label issue" for o in res.results["overlap"])
