@@ -125,11 +125,14 @@ class SklearnEnsemble(LinearEnsemble):
         preds = np.full((len(rows), m), -1, dtype=pred_dtype(self._k))
         todo = range(m) if self.partitions is None else self.partitions
         iters: list[int] = []
-        self._fitted: list[Any] = []  # kept for predict_proba (m small models)
+        # the models of a full call, kept for predict_proba (m small models); a partial call (benchmarks, or the
+        # greedy strategy's refits) leaves none, since its columns are not the partitions of a phase
+        self._fitted: list[Any] = []
         for b in todo:
             tr = train_mask[:, b]
             clf = clone(estimator).fit(X[tr], y[tr])
-            self._fitted.append(clf)
+            if models is None and self.partitions is None:
+                self._fitted.append(clf)
             preds[~tr, b] = clf.predict(X[~tr])
             n_iter = getattr(clf, "n_iter_", None)
             if n_iter is not None:
@@ -268,16 +271,17 @@ class FastLogisticEnsemble(LinearEnsemble):
         return state
 
     def predict_proba(self, X: Any, rows: NDArray[np.intp]) -> NDArray[np.float32]:
-        """Softmax of each model's logits at its last solution, from the raw rows whitened on the fly."""
+        """Softmax of each model's logits at its last solution, on the raw rows: the whitening is folded into the
+        weights (``(x - μ) T W = x (T W) - μ T W``), so a row costs one product with m·K columns."""
         if self._coefs is None:
             raise NotImplementedError("no fitted models yet")
         theta = self._coefs  # (m, d+1, K) in whitened coordinates
         m, d, K = theta.shape[0], self._dim, self._k
-        W = theta[:, :d, :].transpose(1, 0, 2).reshape(d, m * K).astype(np.float32)
-        b = theta[:, d, :].reshape(1, m * K).astype(np.float32)
-        mean32 = self._whitening.mean.astype(np.float32)
-        xw = (np.asarray(X[rows], dtype=np.float32) - mean32) @ self._whitening.transform
-        z: NDArray[np.float32] = np.asarray(xw @ W + b, dtype=np.float32).reshape(len(rows), m, K)
+        T = self._whitening.transform.astype(np.float64)
+        W = T @ theta[:, :d, :].transpose(1, 0, 2).reshape(d, m * K)  # (raw features, m·K)
+        b = theta[:, d, :].reshape(m * K) - self._whitening.mean @ W
+        z: NDArray[np.float32] = (np.asarray(X[rows], dtype=np.float32) @ W.astype(np.float32)
+                                  + b.astype(np.float32)).reshape(len(rows), m, K)
         z -= z.max(2, keepdims=True)
         np.exp(z, out=z)
         z /= z.sum(2, keepdims=True)
