@@ -198,3 +198,18 @@ def test_without_cleanlab_explain_still_works_and_says_so(explained, tmp_path, m
     inst = read_csv(tmp_path / "ex" / "instances.csv")
     assert {r["label_issue"] for r in inst} == {""} and {r["nearest_kept"] for r in inst} == {""}
     assert not any(o["group"] == "label issue" for o in res.results["overlap"])
+
+
+def test_same_ids_and_labels_but_other_texts_are_refused(explained, capsys, tmp_path):
+    tmp, _ = explained
+    lines = (tmp / "planted.tsv").read_text().splitlines()
+    for k in range(1, 40):  # new hypotheses for 39 rows: same ids and labels, another Φ
+        parts = lines[k].split("\t")
+        parts[2] = parts[2] + " extra words here"
+        lines[k] = "\t".join(parts)
+    bad = tmp_path / "edited.tsv"
+    bad.write_text("\n".join(lines) + "\n")
+    out = tmp_path / "ex"
+    code, err = cli(capsys, "explain", bad, tmp / "run", "--out", out, "--quiet", "--cache", tmp_path / "cache")
+    assert code == 2 and "not the Φ the run" in err and len(err.strip().splitlines()) == 1, err
+    assert not out.exists()
