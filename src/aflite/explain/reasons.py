@@ -12,8 +12,8 @@ question "which inputs pushed the ensemble towards this row's gold label" is the
 * model: an L1-penalised linear regression (scikit-learn's Lasso, coordinate descent on the sparse matrix), so
   few terms survive. A positive coefficient on (t, c) means rows of label c containing t were more predictable.
 
-``top_features`` of a row lists its own terms with the largest positive contributions (coefficient × input) as
-``name:+coef`` separated by ``;``. The fit's R² on the scored rows is reported: a surrogate that explains little
+``top_features`` of a row lists its own terms with the largest positive contributions as ``name:+contribution``
+separated by ``;`` (contribution = coefficient × the row's input: for a token, its coefficient). The fit's R² on the scored rows is reported: a surrogate that explains little
 of p̃ says the ensemble used something the inputs do not show.
 
 Nearest kept neighbours: for each removed row, the kept rows closest to it in Φ (cosine similarity after a seeded
@@ -132,7 +132,7 @@ def fit_surrogate(
             tops.append("")
             continue
         best = pos[np.argsort(-d[pos], kind="stable")[:top]]
-        tops.append(";".join(f"{names[indices[lo + b] // K]}:{coef[indices[lo + b]]:+.3f}" for b in best))
+        tops.append(";".join(f"{names[indices[lo + b] // K]}:{d[b]:+.3g}" for b in best))
     return Surrogate(terms, r2, a, f, tops)
 
 

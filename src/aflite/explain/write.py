@@ -40,7 +40,7 @@ FILES = {
                       "curve are significant artifacts; the most significant are named.",
     "instances.csv": "per row: the run's last p̃ and removal phase (-1 = kept), the first phase's data map "
                      "(confidence, variability, correctness, region), cleanlab's label-issue flag, the surrogate's "
-                     "top terms for the row (name:+coefficient) and, for removed rows, the ids of the nearest kept "
+                     "top terms for the row (name:+contribution) and, for removed rows, the ids of the nearest kept "
                      "rows in Φ.",
     "datamap.png": "variability against confidence of the first phase, colour = correctness, removed rows as red "
                    "crosses.",
