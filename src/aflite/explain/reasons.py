@@ -13,7 +13,8 @@ question "which inputs pushed the ensemble towards this row's gold label" is the
   few terms survive. A positive coefficient on (t, c) means rows of label c containing t were more predictable.
 
 ``top_features`` of a row lists its own terms with the largest positive contributions as ``name:+contribution``
-separated by ``;`` (contribution = coefficient × the row's input: for a token, its coefficient). The fit's R² on the scored rows is reported: a surrogate that explains little
+separated by ``;`` (contribution = coefficient × the row's input: for a token, its coefficient). The fit's R²
+on the scored rows is reported: a surrogate that explains little
 of p̃ says the ensemble used something the inputs do not show.
 
 Nearest kept neighbours: for each removed row, the kept rows closest to it in Φ (cosine similarity after a seeded
