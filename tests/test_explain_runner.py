@@ -213,3 +213,20 @@ def test_same_ids_and_labels_but_other_texts_are_refused(explained, capsys, tmp_
     code, err = cli(capsys, "explain", bad, tmp / "run", "--out", out, "--quiet", "--cache", tmp_path / "cache")
     assert code == 2 and "not the Φ the run" in err and len(err.strip().splitlines()) == 1, err
     assert not out.exists()
+
+
+def test_ngram_coefficients_read_the_ensemble_weights(explained, tmp_path):
+    tmp, truth = explained
+    out = tmp_path / "ex"
+    assert main(["explain", str(tmp / "planted.tsv"), str(tmp / "run"), "--out", str(out), "--quiet",
+                 "--min-count", "10", "--random-seeds", "1", "--neighbours", "0", "--ngram-coefficients"]) == 0
+    res = json.loads((out / "results.json").read_text())
+    nc = res["ngram_coefficients"]
+    assert nc["refit_max_abs_diff"] < 1e-4  # the refitted featurizer reproduces the run's Φ
+    # the planted token is among the ensemble's strongest pushes towards contradiction (with the cue words)
+    contra = [t["token"] for t in nc["top_terms"] if t["label"] == "contradiction"]
+    assert "zqx" in contra[:8], nc["top_terms"]
+    assert not any(t["token"] == "zqx" for t in nc["top_terms"] if t["label"] != "contradiction")
+    inst = {r["id"]: r for r in read_csv(out / "instances.csv")}
+    planted_rows = [i for i in truth["planted"] if inst[i]["label"] == "contradiction"]
+    assert sum("zqx:" in inst[i]["ensemble_features"] for i in planted_rows) / len(planted_rows) > 0.9

@@ -90,6 +90,11 @@ class LinearEnsemble(ABC):
         :mod:`aflite.heldout` reads them. Ensembles that cannot say raise NotImplementedError."""
         raise NotImplementedError(f"{type(self).__name__} does not give class probabilities")
 
+    def raw_coefficients(self) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """Each model's weights on the raw features given to ``prepare``, shape ``(n_features, m, n_classes)``, and
+        intercepts ``(m, n_classes)``, from the last full ``fit_predict`` call (NotImplementedError if unknown)."""
+        raise NotImplementedError(f"{type(self).__name__} does not expose its coefficients")
+
     def get_state(self) -> dict[str, NDArray[Any]]:
         """Arrays that, restored with :meth:`set_state`, make a resumed run continue exactly."""
         return {}
@@ -273,6 +278,17 @@ class FastLogisticEnsemble(LinearEnsemble):
     def predict_proba(self, X: Any, rows: NDArray[np.intp]) -> NDArray[np.float32]:
         """Softmax of each model's logits at its last solution, on the raw rows: the whitening is folded into the
         weights (``(x - μ) T W = x (T W) - μ T W``), so a row costs one product with m·K columns."""
+        W3, b2 = self.raw_coefficients()
+        m, K = b2.shape
+        W = W3.reshape(W3.shape[0], m * K)
+        z: NDArray[np.float32] = (np.asarray(X[rows], dtype=np.float32) @ W.astype(np.float32)
+                                  + b2.reshape(m * K).astype(np.float32)).reshape(len(rows), m, K)
+        z -= z.max(2, keepdims=True)
+        np.exp(z, out=z)
+        z /= z.sum(2, keepdims=True)
+        return z
+
+    def raw_coefficients(self) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
         if self._coefs is None:
             raise NotImplementedError("no fitted models yet")
         theta = self._coefs  # (m, d+1, K) in whitened coordinates
@@ -280,12 +296,7 @@ class FastLogisticEnsemble(LinearEnsemble):
         T = self._whitening.transform.astype(np.float64)
         W = T @ theta[:, :d, :].transpose(1, 0, 2).reshape(d, m * K)  # (raw features, m·K)
         b = theta[:, d, :].reshape(m * K) - self._whitening.mean @ W
-        z: NDArray[np.float32] = (np.asarray(X[rows], dtype=np.float32) @ W.astype(np.float32)
-                                  + b.astype(np.float32)).reshape(len(rows), m, K)
-        z -= z.max(2, keepdims=True)
-        np.exp(z, out=z)
-        z /= z.sum(2, keepdims=True)
-        return z
+        return W.reshape(-1, m, K), b.reshape(m, K)
 
     def set_state(self, state: dict[str, NDArray[Any]]) -> None:
         self._coef0 = np.asarray(state["coef0"], dtype=np.float64) if "coef0" in state else None

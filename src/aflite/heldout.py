@@ -100,7 +100,7 @@ def soft_weights(n_correct: NDArray[np.integer[Any]], n_heldout: NDArray[np.inte
 
 
 FIRST_PHASE_ATTRIBUTES = ("first_phase_proba_", "confidence_", "variability_", "correctness_",
-                          "first_phase_predictability_", "weights_")
+                          "first_phase_predictability_", "weights_", "first_phase_coef_")
 
 
 def first_phase_attributes(
@@ -120,4 +120,10 @@ def first_phase_attributes(
         return attrs
     attrs.update(first_phase_proba_=hm.proba, confidence_=hm.confidence, variability_=hm.variability,
                  correctness_=hm.correctness)
+    try:  # the models' mean weights on the raw features, centred over classes (softmax ignores a shared shift)
+        W, _ = ens.raw_coefficients()
+        coef = W.mean(1).T  # (K, n_features), as scikit-learn's coef_
+        attrs["first_phase_coef_"] = coef - coef.mean(0, keepdims=True)
+    except NotImplementedError:
+        pass
     return attrs

@@ -35,6 +35,9 @@ def register(sub: Any) -> None:
     p.add_argument("--cache", type=Path, default=None, help="Φ cache (default RUN_DIR/cache, where the run left it)")
     p.add_argument("--embeddings", default=None, help="the run's --embeddings file, for a precomputed-Φ run")
     p.add_argument("--embedding-ids", default=None, help="ids of a .npy --embeddings file, one per line")
+    p.add_argument("--ngram-coefficients", action="store_true",
+                   help="n-gram Φ only: refit the run's featurizer (one more featurizing pass) and list, per row and "
+                   "overall, the tokens the ensemble's own weights push towards the gold label")
     g = p.add_argument_group("stop rule (optional; off by default, the paper's k-rule stays the run's rule)")
     g.add_argument("--stop-rule", action="store_true",
                    help="continue filtering past the run's stop with slices of k/4 until no (token, label) pair is "
@@ -62,7 +65,7 @@ def run(args: argparse.Namespace) -> int:
                   random_seeds=args.random_seeds, token_view=args.token_view, neighbours=args.neighbours,
                   cache_dir=args.cache, dataset_options=dataset_options(args), featurizer_options=fopts,
                   show_progress=not args.quiet, stop_rule=args.stop_rule, stop_floor=args.stop_floor,
-                  stop_max_phases=args.stop_max_phases)
+                  stop_max_phases=args.stop_max_phases, ngram_coefficients=args.ngram_coefficients)
     write_results(args.out, args, res.results, seed=res.results["first_phase"]["seed"])
     r = res.results
     if r.get("significant_tokens"):

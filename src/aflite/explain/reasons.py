@@ -31,7 +31,8 @@ import numpy as np
 import scipy.sparse as sp
 from numpy.typing import NDArray
 
-__all__ = ["Surrogate", "fit_surrogate", "text_inputs", "image_inputs", "nearest_kept", "IMAGE_INPUTS"]
+__all__ = ["Surrogate", "fit_surrogate", "text_inputs", "image_inputs", "nearest_kept", "ngram_token_scores",
+           "row_top_tokens", "IMAGE_INPUTS"]
 
 IMAGE_INPUTS = tuple(f"hist_{c}{b}" for c in "rgb" for b in range(4)) + (
     "brightness", "brightness_std", "width", "height", "aspect")
@@ -172,3 +173,33 @@ def nearest_kept(
         for j, row in enumerate(removed[r0 : r0 + chunk]):
             result[row] = kept[best[j]].tolist()
     return result
+
+
+def ngram_token_scores(feat: Any, tokens: Sequence[str], second: bool, coef: NDArray[np.float64], *,
+                       pair: bool) -> NDArray[np.float64]:
+    """For an n-gram Φ, each token's push towards each label read from the ensemble's own weights: Φ of the token
+    alone (for a pair, in the second field when ``second``, else the first, the other field empty) times the first
+    phase's mean coefficients (``AFLite.first_phase_coef_``, centred over labels). Shape (tokens, labels)."""
+    toks = list(tokens)
+    empty = [""] * len(toks)
+    if pair:
+        Phi = feat.transform(empty, toks) if second else feat.transform(toks, empty)
+    else:
+        Phi = feat.transform(toks)
+    Phi = Phi.toarray() if hasattr(Phi, "toarray") else np.asarray(Phi)
+    return np.asarray(Phi, dtype=np.float64) @ np.asarray(coef, dtype=np.float64).T
+
+
+def row_top_tokens(B: sp.csr_matrix, scores: NDArray[np.float64], y: NDArray[np.int64], names: Sequence[str],
+                   top: int = 3) -> list[str]:
+    """Per row, its tokens (columns of B, aligned with ``scores``) with the largest positive score for the row's
+    gold label, as ``token:+score;...``."""
+    out: list[str] = []
+    indptr, indices = B.indptr, B.indices
+    for i in range(B.shape[0]):
+        cols = indices[indptr[i] : indptr[i + 1]]
+        s = scores[cols, y[i]]
+        pos = np.flatnonzero(s > 0)
+        best = pos[np.argsort(-s[pos], kind="stable")[:top]]
+        out.append(";".join(f"{names[cols[b]]}:{s[b]:+.3g}" for b in best))
+    return out

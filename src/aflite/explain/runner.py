@@ -196,11 +196,14 @@ def explain(
     stop_rule: bool = False,
     stop_floor: int | None = None,
     stop_max_phases: int = 40,
+    ngram_coefficients: bool = False,
 ) -> ExplainResult:
     """Explain a run of ``aflite run`` on DATA: token artifacts with significance (full / kept / random), the
     first phase's data map and label issues, why each row was easy, soft weights; written to ``out`` (see
     :mod:`aflite.explain`). ``stop_rule`` continues filtering past the run's stop until no token artifact is
-    significant (:mod:`aflite.explain.stoprule`; off by default, the run folder is never changed)."""
+    significant (:mod:`aflite.explain.stoprule`; off by default, the run folder is never changed).
+    ``ngram_coefficients`` (n-gram Φ only) refits the run's n-gram featurizer to read each token's push from the
+    ensemble's own weights (:func:`aflite.explain.reasons.ngram_token_scores`; costs one more featurizing pass)."""
     from aflite.explain import tokens as tk
     from aflite.explain.datamap import label_issues, overlap_table, regions
     from aflite.explain.reasons import fit_surrogate, image_inputs, nearest_kept, text_inputs
@@ -225,6 +228,8 @@ def explain(
         texts, tview = _token_texts(ds, fz.get("view", "pair"), token_view)
     elif stop_rule:
         raise ParameterError("--stop-rule tests token artifacts: it needs a text dataset")
+    if ngram_coefficients and fz["name"] != "ngram":
+        raise ParameterError(f"--ngram-coefficients reads an n-gram Φ; this run used {fz['name']!r}")
     timings["load_seconds"] = time.perf_counter() - t_start
 
     t0 = time.perf_counter()
@@ -290,6 +295,12 @@ def explain(
     near = nearest_kept(X, keep, k=neighbours, seed=seed) if neighbours else [[] for _ in rows]
     timings["neighbours_seconds"] = time.perf_counter() - t0
 
+    ens_terms = None
+    if ngram_coefficients and B is not None and vocab is not None and af.first_phase_coef_ is not None:
+        t0 = time.perf_counter()
+        ens_terms = _ngram_terms(ds, rows, fz, X, B, vocab, y, classes, min_count, af.first_phase_coef_, tview)
+        timings["ngram_coefficients_seconds"] = time.perf_counter() - t0
+
     stop = None
     if stop_rule and B is not None and vocab is not None:
         from aflite.explain.stoprule import continue_until_clean
@@ -307,6 +318,33 @@ def explain(
         out, run=run, ids=np.asarray(run.ids), labels=y_str, af=af, region=region, issues=issues, overlap=overlap,
         token_sets=token_sets, random_per_seed=random_per_seed, token_view=tview, alpha=alpha, min_count=min_count,
         random_seeds=random_seeds, surrogate=sur, near=near, agreement=agree, seed=seed, is_images=is_images, stop=stop,
+        ens_terms=ens_terms,
         data_path=str(data_path), timings=timings, t_start=t_start)
     results["timings"]["write_seconds"] = time.perf_counter() - t0
     return ExplainResult(out, results)
+
+
+def _ngram_terms(ds: Any, rows: np.ndarray, fz: dict[str, Any], X: Any, B: Any, vocab: np.ndarray, y: np.ndarray,
+                 classes: np.ndarray, min_count: int, coef: np.ndarray, tview: str) -> dict[str, Any]:
+    """Refit the run's n-gram Φ (same options and seed, same texts), check it reproduces the run's Φ on a sample
+    of rows, and score every tested token against every label with the ensemble's mean weights."""
+    from aflite.explain.reasons import ngram_token_scores, row_top_tokens, text_inputs
+    from aflite.features import apply_view, make_featurizer
+
+    opts = {k: (tuple(v) if isinstance(v, list) else v) for k, v in (fz.get("options") or {}).items()}
+    feat = make_featurizer("ngram", **opts)
+    view = fz.get("view", "pair")
+    a, b = apply_view(ds.texts_a, ds.texts_b, view)
+    feat.fit(a, b)
+    idx = np.linspace(0, len(rows) - 1, num=min(256, len(rows))).astype(np.int64)  # X[j] is dataset row rows[j]
+    probe = rows[idx]
+    Xp = feat.transform([a[r] for r in probe], None if b is None else [b[r] for r in probe])
+    diff = float(np.max(np.abs(np.asarray(Xp, dtype=np.float64) - np.asarray(X[idx], dtype=np.float64))))
+    F, toks = text_inputs(B, vocab, min_count)
+    names = [str(t) for t in toks]
+    S = ngram_token_scores(feat, names, b is not None and tview != "premise", coef, pair=b is not None)
+    order = np.argsort(-S, axis=None, kind="stable")[:25]
+    top = [{"token": names[i // len(classes)], "label": str(classes[i % len(classes)]),
+            "score": float(S.flat[i])} for i in order]
+    return {"refit_max_abs_diff": diff, "top_terms": top,
+            "per_row": row_top_tokens(F.tocsr(), S, y, names)}

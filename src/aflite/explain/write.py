@@ -5,9 +5,11 @@ Column contracts (another viewer reads them; keep names and order):
 * ``tokens.csv`` — ``set,token,label,count,label_count,p_label,z,p_value,significant``; set ∈ full, kept, random;
   significant is 1/0; random rows are averages over the random subsets (see :func:`random_competency`).
 * ``instances.csv`` — ``id,label,predictability,removed_at,confidence,variability,correctness,region,label_issue,
-  top_features`` then ``kept,first_phase_predictability,weight,nearest_kept,stop_rule_removed_at`` (the phase in
-  which the optional stop rule removed the row, empty when it did not or was off); one row per filtered row,
-  in the run's order; empty cells where a value is unknown (never a default).
+  top_features`` then ``kept,first_phase_predictability,weight,nearest_kept,stop_rule_removed_at,
+  ensemble_features``; one row per filtered row, in the run's order; empty cells where a value is unknown (never a
+  default). ``stop_rule_removed_at``: the phase in which the optional stop rule removed the row (empty when it did
+  not or was off); ``ensemble_features`` (with ``--ngram-coefficients``): the row's tokens that the n-gram
+  ensemble's own weights push most towards its label.
 * ``weights.csv`` — ``id,label,weight,first_phase_predictability``.
 """
 
@@ -27,7 +29,7 @@ __all__ = ["write_all", "TOKEN_COLUMNS", "INSTANCE_COLUMNS", "WEIGHT_COLUMNS", "
 TOKEN_COLUMNS = ("set", "token", "label", "count", "label_count", "p_label", "z", "p_value", "significant")
 INSTANCE_COLUMNS = ("id", "label", "predictability", "removed_at", "confidence", "variability", "correctness",
                     "region", "label_issue", "top_features", "kept", "first_phase_predictability", "weight",
-                    "nearest_kept", "stop_rule_removed_at")
+                    "nearest_kept", "stop_rule_removed_at", "ensemble_features")
 WEIGHT_COLUMNS = ("id", "label", "weight", "first_phase_predictability")
 
 FILES = {
@@ -80,7 +82,8 @@ def _md_cell(text: Any) -> str:
 def write_all(out: Path, *, run: Any, ids: np.ndarray, labels: np.ndarray, af: Any, region: np.ndarray,
               issues: Any, overlap: list[dict[str, Any]], token_sets: dict[str, Any], random_per_seed: list[int],
               token_view: str, alpha: float, min_count: int, random_seeds: int, surrogate: Any,
-              near: list[list[int]], agreement: float, seed: int, is_images: bool, stop: Any, data_path: str,
+              near: list[list[int]], agreement: float, seed: int, is_images: bool, stop: Any, ens_terms: Any,
+              data_path: str,
               timings: dict[str, float], t_start: float) -> dict[str, Any]:
     """Write every file of the folder; returns the results.json body."""
     import time
@@ -108,7 +111,8 @@ def write_all(out: Path, *, run: Any, ids: np.ndarray, labels: np.ndarray, af: A
                         "" if flags is None else int(flags[i]), surrogate.top_features[i], int(keep[i]),
                         _num(af.first_phase_predictability_[i]), _num(af.weights_[i]),
                         ";".join(str(ids[j]) for j in near[i]),
-                        "" if stop is None or stop.removed_at[i] < 0 else int(stop.removed_at[i])])
+                        "" if stop is None or stop.removed_at[i] < 0 else int(stop.removed_at[i]),
+                        "" if ens_terms is None else ens_terms["per_row"][i]])
     with atomic_open(out / "weights.csv") as fh:
         w = csv.writer(fh, lineterminator="\n")
         w.writerow(WEIGHT_COLUMNS)
@@ -150,6 +154,10 @@ def write_all(out: Path, *, run: Any, ids: np.ndarray, labels: np.ndarray, af: A
                       "alpha": surrogate.alpha, "r2": surrogate.r2, "n_inputs": surrogate.n_inputs,
                       "n_terms": len(surrogate.terms), "top_terms": surrogate.terms[:25]},
         "weights": {"rule": WEIGHT_RULE},
+        "ngram_coefficients": None if ens_terms is None else {
+            "rule": "Φ of each token alone (the n-gram featurizer refitted with the run's options and seed) times the "
+                    "first phase's mean coefficients, centred over labels",
+            "refit_max_abs_diff": ens_terms["refit_max_abs_diff"], "top_terms": ens_terms["top_terms"]},
         "stop_rule": {"k_rule": run.summary.get("stop_reason"),
                       "significant_after_filtering": sig.get("kept") if token_sets else None,
                       **(stop.to_dict() if stop is not None else {"enabled": False})},
