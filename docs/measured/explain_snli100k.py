@@ -6,6 +6,8 @@ Measured with (2-core machine shared with three other jobs; /proc/loadavg before
     /usr/bin/time -o time_plain.json aflite explain ../shared/data/snli/train_100k.tsv.gz RUN --out M/plain --quiet
     /usr/bin/time -o time_stop.json aflite explain ../shared/data/snli/train_100k.tsv.gz RUN --out M/stop --quiet \
         --stop-rule
+    /usr/bin/time -o time_ngc.json aflite explain ../shared/data/snli/train_100k.tsv.gz RUN --out M/ngc --quiet \
+        --ngram-coefficients --neighbours 0
 
 Usage: python docs/measured/explain_snli100k.py RUN M
 """
@@ -57,6 +59,14 @@ out = {
                   "time": json.loads((m / "time_stop.json").read_text()),
                   "loadavg_before_after": [load("load_before_stop.txt"), load("load_after_stop.txt")]},
 }
+if (m / "ngc" / "results.json").is_file():
+    ngc = json.loads((m / "ngc" / "results.json").read_text())
+    out["ngram_coefficients"] = {
+        "command": "... --ngram-coefficients --neighbours 0",
+        "refit_max_abs_diff": ngc["ngram_coefficients"]["refit_max_abs_diff"],
+        "top_terms": ngc["ngram_coefficients"]["top_terms"][:15],
+        "time": json.loads((m / "time_ngc.json").read_text()),
+        "stage_seconds": ngc["timings"]}
 (here / "explain_snli100k.json").write_text(json.dumps(out, indent=1, ensure_ascii=False) + "\n")
 for name in ("competency.png", "datamap.png"):
     shutil.copy(m / "plain" / name, here / f"explain_snli100k_{name}")
