@@ -58,3 +58,16 @@ def test_fast_and_reference_probabilities_agree():
     fast = AFLite(**kw).fit(X, y)
     ref = AFLite(**kw, model="sklearn").fit(X, y)
     assert np.nanmax(np.abs(fast.confidence_ - ref.confidence_)) < 1e-3
+
+
+def test_first_phase_coef_points_along_the_signal():
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(400, 3))
+    y = (X[:, 1] + 0.3 * rng.normal(size=400) > 0).astype(int)
+    af = AFLite(n_partitions=8, train_size=150, slice_size=40, target_size=200, max_iterations=1).fit(X, y)
+    coef = af.first_phase_coef_
+    assert coef.shape == (2, 3)
+    assert np.allclose(coef.sum(0), 0)  # centred over classes
+    assert coef[1, 1] > 1.0 and abs(coef[1, 0]) < 0.5 * coef[1, 1]
+    assert AFLite(n_partitions=4, train_size=150, slice_size=40, target_size=200, max_iterations=1,
+                  model="sklearn").fit(X, y).first_phase_coef_ is None
