@@ -23,7 +23,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("features", ("aflite.features", "aflite.encoders", "aflite.training")),
     ("core", ("aflite.filter", "aflite.phase", "aflite.results", "aflite.ensemble", "aflite.solver", "aflite.store",
               "aflite.blocks", "aflite.lbfgs", "aflite.kernels", "aflite.torch_backend", "aflite.cluster",
-              "aflite.rundir")),
+              "aflite.rundir", "aflite.heldout")),
     ("analyses", ("aflite.evaluate", "aflite.audit", "aflite.explain", "aflite.report", "aflite.verdict")),
     ("runs", ("aflite.runs", "aflite.pipeline")),
     ("experiments", ("aflite.experiments",)),

@@ -84,6 +84,17 @@ class LinearEnsemble(ABC):
         self, rows: NDArray[np.intp], train_mask: NDArray[np.bool_], models: NDArray[np.intp] | None = None
     ) -> NDArray[np.integer[Any]]: ...
 
+    def predict_proba(self, X: Any, rows: NDArray[np.intp]) -> NDArray[np.float32]:
+        """Class probabilities of ``X[rows]`` (the raw features given to ``prepare``) under each model of the
+        last full ``fit_predict`` call, shape ``(len(rows), m, n_classes)``; the data map of
+        :mod:`aflite.heldout` reads them. Ensembles that cannot say raise NotImplementedError."""
+        raise NotImplementedError(f"{type(self).__name__} does not give class probabilities")
+
+    def raw_coefficients(self) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """Each model's weights on the raw features given to ``prepare``, shape ``(n_features, m, n_classes)``, and
+        intercepts ``(m, n_classes)``, from the last full ``fit_predict`` call (NotImplementedError if unknown)."""
+        raise NotImplementedError(f"{type(self).__name__} does not expose its coefficients")
+
     def get_state(self) -> dict[str, NDArray[Any]]:
         """Arrays that, restored with :meth:`set_state`, make a resumed run continue exactly."""
         return {}
@@ -119,15 +130,31 @@ class SklearnEnsemble(LinearEnsemble):
         preds = np.full((len(rows), m), -1, dtype=pred_dtype(self._k))
         todo = range(m) if self.partitions is None else self.partitions
         iters: list[int] = []
+        # the models of a full call, kept for predict_proba (m small models); a partial call (benchmarks, or the
+        # greedy strategy's refits) leaves none, since its columns are not the partitions of a phase
+        self._fitted: list[Any] = []
         for b in todo:
             tr = train_mask[:, b]
             clf = clone(estimator).fit(X[tr], y[tr])
+            if models is None and self.partitions is None:
+                self._fitted.append(clf)
             preds[~tr, b] = clf.predict(X[~tr])
             n_iter = getattr(clf, "n_iter_", None)
             if n_iter is not None:
                 iters.append(int(np.max(n_iter)))
         self.last_stats = FitStats(time.perf_counter() - start, len(todo), iters, len(todo), len(todo))
         return preds
+
+
+    def predict_proba(self, X: Any, rows: NDArray[np.intp]) -> NDArray[np.float32]:
+        fitted = getattr(self, "_fitted", [])
+        if not fitted or not all(hasattr(c, "predict_proba") for c in fitted):
+            raise NotImplementedError("the scikit-learn models give no predict_proba")
+        Xr = np.asarray(X[rows])
+        out = np.zeros((len(rows), len(fitted), self._k), dtype=np.float32)
+        for b, clf in enumerate(fitted):  # a model whose training rows missed a class gives it probability 0
+            out[:, b, np.asarray(clf.classes_, dtype=np.int64)] = clf.predict_proba(Xr)
+        return out
 
 
 class FastLogisticEnsemble(LinearEnsemble):
@@ -247,6 +274,29 @@ class FastLogisticEnsemble(LinearEnsemble):
         if self._pairs is not None:
             state["pairs_s"], state["pairs_y"] = self._pairs
         return state
+
+    def predict_proba(self, X: Any, rows: NDArray[np.intp]) -> NDArray[np.float32]:
+        """Softmax of each model's logits at its last solution, on the raw rows: the whitening is folded into the
+        weights (``(x - μ) T W = x (T W) - μ T W``), so a row costs one product with m·K columns."""
+        W3, b2 = self.raw_coefficients()
+        m, K = b2.shape
+        W = W3.reshape(W3.shape[0], m * K)
+        z: NDArray[np.float32] = (np.asarray(X[rows], dtype=np.float32) @ W.astype(np.float32)
+                                  + b2.reshape(m * K).astype(np.float32)).reshape(len(rows), m, K)
+        z -= z.max(2, keepdims=True)
+        np.exp(z, out=z)
+        z /= z.sum(2, keepdims=True)
+        return z
+
+    def raw_coefficients(self) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        if self._coefs is None:
+            raise NotImplementedError("no fitted models yet")
+        theta = self._coefs  # (m, d+1, K) in whitened coordinates
+        m, d, K = theta.shape[0], self._dim, self._k
+        T = self._whitening.transform.astype(np.float64)
+        W = T @ theta[:, :d, :].transpose(1, 0, 2).reshape(d, m * K)  # (raw features, m·K)
+        b = theta[:, d, :].reshape(m * K) - self._whitening.mean @ W
+        return W.reshape(-1, m, K), b.reshape(m, K)
 
     def set_state(self, state: dict[str, NDArray[Any]]) -> None:
         self._coef0 = np.asarray(state["coef0"], dtype=np.float64) if "coef0" in state else None

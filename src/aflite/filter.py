@@ -103,6 +103,11 @@ class AFLite(BaseEstimator):
     Fitted attributes: ``keep_mask_``, ``predictability_`` (last p̃ before removal, or at the end; NaN if
     never scored), ``removed_at_`` (phase index, -1 if kept), ``history_``, ``stop_reason_``, ``classes_``,
     ``n_features_in_``, ``n_iterations_``, ``seed_`` (the int seed used) and ``params_`` (the resolved counts).
+
+    From the first phase (one ensemble over all of D; see :mod:`aflite.heldout`; None after a ``resume`` past
+    phase 0, or for a model without probabilities): ``first_phase_proba_`` (mean held-out class probabilities,
+    (n, K)), ``confidence_``, ``variability_`` and ``correctness_`` (the data map), ``first_phase_predictability_``
+    (p̃ of phase 0 for every row) and ``weights_`` (soft weights, :data:`aflite.heldout.WEIGHT_RULE`).
     """
 
     def __init__(
@@ -243,6 +248,7 @@ class AFLite(BaseEstimator):
         m, t, k = params["n_partitions"], params["train_size"], params["slice_size"]
         target, tau = params["target_size"], params["threshold"]
         incremental = self.strategy == "greedy" and ga is None
+        self._keep_first_phase(None, Xa, codes, np.arange(n), None, state)  # None until phase 0 runs in this call
         while state.stop_reason is None:
             size = int(state.keep.sum())
             if size <= target:
@@ -260,6 +266,8 @@ class AFLite(BaseEstimator):
                 scores = score_phase(ens, codes, rows, m, t, rng, ga)
             p = scores.predictability
             state.predictability[rows] = p
+            if j == 0:
+                self._keep_first_phase(ens, Xa, codes, rows, scores, state)
             cap = min(k, size - target)  # never go below n
             picked, n_eligible = select_slice(p, cap, tau, rng, self.strategy)
             removed = rows[picked]
@@ -301,6 +309,20 @@ class AFLite(BaseEstimator):
         self.stop_reason_ = state.stop_reason
         self.n_iterations_ = state.iteration
         return self
+
+    def _keep_first_phase(
+        self, ens: LinearEnsemble | None, X: Any, codes: NDArray[np.int64], rows: NDArray[np.intp],
+        scores: PhaseScores | None, state: FilterState,
+    ) -> None:
+        """The first phase's data map and soft weights as fitted attributes (aflite.heldout); None when unknown."""
+        from aflite.heldout import first_phase_attributes
+
+        mask = None if scores is None else scores.train_mask
+        if scores is not None and mask is None and "greedy_mask" in state.extra:
+            mask = state.extra["greedy_mask"][rows]
+        attrs = first_phase_attributes(ens, X, codes, rows, scores, mask, len(self.classes_))
+        for name, value in attrs.items():
+            setattr(self, name, value)
 
     @staticmethod
     def _greedy_scores(

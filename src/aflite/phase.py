@@ -39,6 +39,7 @@ class PhaseScores:
     n_correct: NDArray[np.int32]
     seconds: float = 0.0
     train_sizes: NDArray[np.int64] | None = None
+    train_mask: NDArray[np.bool_] | None = None  # (rows, m), True = in that model's training set
 
 
 @dataclass
@@ -118,7 +119,7 @@ def score_phase(
     mask = draw_partitions(len(rows), n_partitions, train_size, rng, None if groups is None else groups[rows])
     preds = ensemble.fit_predict(rows, mask)
     p, n_heldout, n_correct = scores_from_predictions(preds, y[rows], mask)
-    return PhaseScores(rows, p, n_heldout, n_correct, time.perf_counter() - start, mask.sum(0))
+    return PhaseScores(rows, p, n_heldout, n_correct, time.perf_counter() - start, mask.sum(0), mask)
 
 
 def validate_inputs(X: ArrayLike, y: ArrayLike, groups: ArrayLike | None) -> tuple[Any, NDArray[Any], Any]:

@@ -1,0 +1,232 @@
+"""``aflite explain`` end to end on small planted data: the planted token is found first, flipped labels land in
+hard / label issues, every file is written with its columns; bad input stops with one line and exit 2."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from aflite.cli import main
+from aflite.explain.write import INSTANCE_COLUMNS, TOKEN_COLUMNS
+
+LABELS = ("contradiction", "entailment", "neutral")
+RUN = ["--featurizer", "ngram", "--quiet", "--no-probe", "-m", "16", "-t", "0.25", "-k", "0.05", "-n", "0.3",
+       "--groups", "none"]
+
+
+def planted(path: Path, n: int = 900, flip: float = 0.04, seed: int = 0) -> dict[str, object]:
+    """An NLI-shaped TSV: each label has cue words in its hypotheses (a learnable signal), the token 'zqx' is
+    inserted into 40 % of the contradiction hypotheses, and a few % of the labels are then flipped."""
+    rng = np.random.default_rng(seed)
+    filler = [f"f{i}" for i in range(80)]
+    cues = {lab: [f"{lab[:3]}{i}" for i in range(6)] for lab in LABELS}
+    rows, flipped, plant = [], [], []
+    for i in range(n):
+        lab = LABELS[i % 3]
+        # two cue words, each from the row's own label with probability 0.75 (else from any label)
+        hyp = list(rng.choice(filler, 4)) + [str(rng.choice(cues[lab if rng.random() < 0.75 else str(
+            rng.choice(LABELS))])) for _ in range(2)]
+        if lab == "contradiction" and rng.random() < 0.4:
+            hyp.insert(int(rng.integers(0, len(hyp))), "zqx")
+            plant.append(i)
+        gold = lab
+        if rng.random() < flip:
+            gold = LABELS[(LABELS.index(lab) + 1 + int(rng.integers(0, 2))) % 3]
+            flipped.append(i)
+        rows.append([f"r{i}", " ".join(rng.choice(filler, 6)), " ".join(hyp), gold])
+    path.write_text("id\tpremise\thypothesis\tlabel\n" + "".join("\t".join(r) + "\n" for r in rows))
+    return {"flipped": [f"r{i}" for i in flipped], "planted": [f"r{i}" for i in plant]}
+
+
+def read_csv(path: Path) -> list[dict[str, str]]:
+    with open(path, encoding="utf-8", newline="") as fh:
+        return list(csv.DictReader(fh))
+
+
+@pytest.fixture(scope="module")
+def explained(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("explain")
+    data = tmp / "planted.tsv"
+    truth = planted(data)
+    assert main(["run", str(data), "--out", str(tmp / "run"), *RUN]) == 0
+    assert main(["explain", str(data), str(tmp / "run"), "--out", str(tmp / "ex"), "--quiet", "--min-count", "10",
+                 "--random-seeds", "3"]) == 0
+    return tmp, truth
+
+
+def test_planted_token_is_ranked_first_and_significant(explained):
+    tmp, _ = explained
+    rows = read_csv(tmp / "ex" / "tokens.csv")
+    assert tuple(rows[0].keys()) == TOKEN_COLUMNS
+    full = [r for r in rows if r["set"] == "full"]
+    top = max(full, key=lambda r: float(r["z"]))
+    assert (top["token"], top["label"], top["significant"]) == ("zqx", "contradiction", "1")
+    res = json.loads((tmp / "ex" / "results.json").read_text())
+    assert res["top_artifacts"]["full"][0]["token"] == "zqx"
+    assert set(res["significant_tokens"]) == {"full", "kept", "random"}
+    assert res["token_view"] == "hypothesis"
+    assert res["significant_tokens"]["full"] == sum(r["significant"] == "1" for r in full)
+    assert {r["set"] for r in rows} == {"full", "kept", "random"}
+
+
+def test_flipped_labels_land_in_hard_or_label_issues(explained):
+    tmp, truth = explained
+    inst = {r["id"]: r for r in read_csv(tmp / "ex" / "instances.csv")}
+    assert tuple(next(iter(inst.values())).keys()) == INSTANCE_COLUMNS
+    flipped = truth["flipped"]
+    assert len(flipped) >= 20
+    caught = [i for i in flipped if inst[i]["region"] == "hard" or inst[i]["label_issue"] == "1"]
+    assert len(caught) / len(flipped) > 0.75
+    # and they are rare among the rows flagged, compared with their share of the data
+    flagged = [i for i, r in inst.items() if r["label_issue"] == "1"]
+    assert sum(i in set(flipped) for i in flagged) / max(len(flagged), 1) > 0.5
+
+
+def test_every_file_and_the_first_phase_matches_the_run(explained):
+    tmp, _ = explained
+    ex = tmp / "ex"
+    for name in ("tokens.csv", "competency.png", "instances.csv", "datamap.png", "weights.csv", "results.json",
+                 "summary.md"):
+        assert (ex / name).stat().st_size > 0, name
+    res = json.loads((ex / "results.json").read_text())
+    assert res["first_phase"]["agreement_with_run"] == 1.0
+    assert res["command"] == "explain"
+    inst = read_csv(ex / "instances.csv")
+    run_rows = read_csv(tmp / "run" / "instances.csv")
+    assert [r["id"] for r in inst] == [r["id"] for r in run_rows]
+    assert [r["removed_at"] for r in inst] == [r["removed_at"] for r in run_rows]
+    removed = [r for r in inst if r["kept"] == "0"]
+    assert removed and all(len(r["nearest_kept"].split(";")) == 3 for r in removed)
+    kept_ids = {r["id"] for r in inst if r["kept"] == "1"}
+    assert all(set(r["nearest_kept"].split(";")) <= kept_ids for r in removed)
+    weights = read_csv(ex / "weights.csv")
+    assert len(weights) == len(inst)
+    summary = (ex / "summary.md").read_text()
+    assert "zqx" in summary and "Overlap" in summary
+
+
+def cli(capsys, *argv):
+    code = main([str(a) for a in argv])
+    _, err = capsys.readouterr()
+    return code, err
+
+
+def test_a_run_of_another_dataset_is_refused_before_writing(explained, capsys, tmp_path):
+    tmp, _ = explained
+    other = tmp_path / "other.tsv"
+    planted(other, n=600, seed=1)
+    out = tmp_path / "ex"
+    code, err = cli(capsys, "explain", other, tmp / "run", "--out", out, "--quiet")
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert "does not match the run" in err and "900" in err
+    assert not out.exists()
+
+
+def test_ids_that_do_not_match_the_run_are_refused(explained, capsys, tmp_path):
+    tmp, _ = explained
+    lines = (tmp / "planted.tsv").read_text().splitlines()
+    lines[5] = lines[5].replace("r4\t", "zz4\t", 1)
+    bad = tmp_path / "bad.tsv"
+    bad.write_text("\n".join(lines) + "\n")
+    out = tmp_path / "ex"
+    code, err = cli(capsys, "explain", bad, tmp / "run", "--out", out, "--quiet")
+    assert code == 2 and "'r4'" in err and len(err.strip().splitlines()) == 1, err
+    assert not out.exists()
+    # a changed label is refused the same way
+    lines = (tmp / "planted.tsv").read_text().splitlines()
+    parts = lines[1].split("\t")
+    parts[3] = "neutral" if parts[3] != "neutral" else "entailment"
+    lines[1] = "\t".join(parts)
+    bad.write_text("\n".join(lines) + "\n")
+    code, err = cli(capsys, "explain", bad, tmp / "run", "--out", out, "--quiet")
+    assert code == 2 and "another label" in err, err
+    assert not out.exists()
+
+
+def test_a_folder_that_is_not_a_run_is_refused(capsys, tmp_path):
+    data = tmp_path / "d.tsv"
+    planted(data, n=60)
+    (tmp_path / "notrun").mkdir()
+    code, err = cli(capsys, "explain", data, tmp_path / "notrun", "--out", tmp_path / "ex", "--quiet")
+    assert code == 2 and "summary.json: not found" in err
+    assert not (tmp_path / "ex").exists()
+
+
+def test_stop_rule_reports_what_came_first(explained, tmp_path):
+    tmp, _ = explained
+    data = tmp / "planted.tsv"
+    out = tmp_path / "ex"
+    assert main(["explain", str(data), str(tmp / "run"), "--out", str(out), "--quiet", "--min-count", "10",
+                 "--random-seeds", "1", "--stop-rule", "--stop-floor", "240"]) == 0
+    res = json.loads((out / "results.json").read_text())
+    sr = res["stop_rule"]
+    assert sr["enabled"] and sr["stopped_by"] in ("no significant artifact", "floor reached", "no row reaches τ")
+    last = sr["trajectory"][-1]
+    assert sr["trajectory"][0]["size"] == res["run"]["size_after"]
+    assert sr["trajectory"][0]["significant"] == res["significant_tokens"]["kept"]
+    if sr["stopped_by"] == "floor reached":
+        assert last["size"] <= 240
+    inst = read_csv(out / "instances.csv")
+    extra = [r for r in inst if r["stop_rule_removed_at"] != ""]
+    assert len(extra) == sr["extra_removed"] and all(r["kept"] == "1" for r in extra)
+    assert "Stop rule" in (out / "summary.md").read_text()
+
+
+def test_without_cleanlab_explain_still_works_and_says_so(explained, tmp_path, monkeypatch):
+    import builtins
+
+    from aflite.explain import explain
+
+    real = builtins.__import__
+
+    def no_cleanlab(name, *a, **kw):
+        if name.startswith("cleanlab"):
+            raise ImportError(name)
+        return real(name, *a, **kw)
+
+    monkeypatch.setattr(builtins, "__import__", no_cleanlab)
+    tmp, _ = explained
+    res = explain(tmp / "planted.tsv", tmp / "run", tmp_path / "ex", min_count=10, random_seeds=1, neighbours=0,
+                  show_progress=False)
+    assert res.results["label_issues"]["n"] is None
+    assert "cleanlab is not installed" in res.results["label_issues"]["skipped"]
+    assert "label issues skipped" in (tmp_path / "ex" / "summary.md").read_text()
+    inst = read_csv(tmp_path / "ex" / "instances.csv")
+    assert {r["label_issue"] for r in inst} == {""} and {r["nearest_kept"] for r in inst} == {""}
+    assert not any(o["group"] == "label issue" for o in res.results["overlap"])
+
+
+def test_same_ids_and_labels_but_other_texts_are_refused(explained, capsys, tmp_path):
+    tmp, _ = explained
+    lines = (tmp / "planted.tsv").read_text().splitlines()
+    for k in range(1, 40):  # new hypotheses for 39 rows: same ids and labels, another Φ
+        parts = lines[k].split("\t")
+        parts[2] = parts[2] + " extra words here"
+        lines[k] = "\t".join(parts)
+    bad = tmp_path / "edited.tsv"
+    bad.write_text("\n".join(lines) + "\n")
+    out = tmp_path / "ex"
+    code, err = cli(capsys, "explain", bad, tmp / "run", "--out", out, "--quiet", "--cache", tmp_path / "cache")
+    assert code == 2 and "not the Φ the run" in err and len(err.strip().splitlines()) == 1, err
+    assert not out.exists()
+
+
+def test_ngram_coefficients_read_the_ensemble_weights(explained, tmp_path):
+    tmp, truth = explained
+    out = tmp_path / "ex"
+    assert main(["explain", str(tmp / "planted.tsv"), str(tmp / "run"), "--out", str(out), "--quiet",
+                 "--min-count", "10", "--random-seeds", "1", "--neighbours", "0", "--ngram-coefficients"]) == 0
+    res = json.loads((out / "results.json").read_text())
+    nc = res["ngram_coefficients"]
+    assert nc["refit_max_abs_diff"] < 1e-4  # the refitted featurizer reproduces the run's Φ
+    # the planted token is among the ensemble's strongest pushes towards contradiction (with the cue words)
+    contra = [t["token"] for t in nc["top_terms"] if t["label"] == "contradiction"]
+    assert "zqx" in contra[:8], nc["top_terms"]
+    assert not any(t["token"] == "zqx" for t in nc["top_terms"] if t["label"] != "contradiction")
+    inst = {r["id"]: r for r in read_csv(out / "instances.csv")}
+    planted_rows = [i for i in truth["planted"] if inst[i]["label"] == "contradiction"]
+    assert sum("zqx:" in inst[i]["ensemble_features"] for i in planted_rows) / len(planted_rows) > 0.9
