@@ -163,6 +163,9 @@ def run(args: argparse.Namespace) -> int:
                                          "ids_path": args.embedding_ids} if is_images else None)
     out: Path = args.out
     write_results(out, args, res.metrics)
+    from aflite.report import write_page  # report.html again, on the page frame with results.json's verdict
+
+    write_page(out)
     lines = summary_lines(res.results)
     print("\n".join(lines))
     from aflite.atomic import write_text

@@ -34,6 +34,9 @@ def run(args: argparse.Namespace) -> int:
         clear_own_folder(args.out, "demo")
     res = run_pipeline(demo_dataset_path(), args.out, **kwargs)
     write_results(args.out, args, res.summary, seed=res.summary.get("seed"))
+    from aflite.report import write_page  # report.html: the explorer page of this run
+
+    write_page(args.out)
     report(res)
     print((args.out / "summary.md").read_text())
     return 0

@@ -167,6 +167,9 @@ def run(args: argparse.Namespace) -> int:
                    finetune=ft, cache_dir=args.cache, dataset_options=dopts, show_progress=not args.quiet,
                    tests=tests, split=not args.no_split)
     write_results(args.out, args)  # stamps the library's results.json with argv, seed and versions
+    from aflite.report import write_page  # report.html: the accuracy bars with the chance line
+
+    write_page(args.out)
     from aflite.atomic import write_text
 
     write_text(args.out / "summary.md", rep.tables if rep.tables.endswith("\n") else rep.tables + "\n")

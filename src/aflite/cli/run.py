@@ -130,5 +130,8 @@ def run(args: argparse.Namespace) -> int:
 
     res = run_pipeline(args.data, args.out, dataset_options=dataset_options(args), **pipeline_kwargs(args))
     write_results(args.out, args, res.summary, seed=res.summary.get("seed"))
+    from aflite.report import write_page  # report.html: the explorer page of this run
+
+    write_page(args.out)
     report(res)
     return 0
