@@ -28,7 +28,7 @@
     cols.push({key: "label", title: "label", get: function (r) { return C.labels[C.label[r]]; }, sortKey: C.label});
     if (C.p) cols.push({key: "p", title: "p̃", get: function (r) { return milli(C.p[r]); }, sortKey: C.p, num: true});
     if (C.phase) cols.push({key: "phase", title: "removed in phase", sortKey: C.phase, num: true,
-      get: function (r) { return C.phase[r] < 0 ? "kept" : String(C.phase[r]); }});
+      get: function (r) { return C.phase[r] === -2 ? "warm-up" : C.phase[r] < 0 ? "kept" : String(C.phase[r]); }});
     if (C.conf) cols.push({key: "conf", title: "confidence", get: function (r) { return milli(C.conf[r]); }, sortKey: C.conf, num: true});
     if (C["var"]) cols.push({key: "var", title: "variability", get: function (r) { return milli(C["var"][r]); }, sortKey: C["var"], num: true});
     if (C.region) cols.push({key: "region", title: "region", get: function (r) { return C.regions[C.region[r]]; }, sortKey: C.region});
@@ -52,7 +52,8 @@
     var labN = lab === "" ? -1 : +lab, regN = reg === "" ? -1 : +reg, out = [];
     for (var r = 0; r < N; r++) {
       if (labN >= 0 && C.label[r] !== labN) continue;
-      if (st === "kept" && C.phase && C.phase[r] >= 0) continue;
+      if (st === "kept" && C.phase && C.phase[r] !== -1) continue;
+      if (st === "warmup" && C.phase && C.phase[r] !== -2) continue;
       if (st === "removed" && C.phase && C.phase[r] < 0) continue;
       if (regN >= 0 && C.region[r] !== regN) continue;
       if (pointFilter && !pointFilter.test(r)) continue;
@@ -142,7 +143,7 @@
   function rowText(r) {
     var t = "id " + C.id[r] + " · " + C.labels[C.label[r]];
     if (C.p && C.p[r] >= 0) t += " · p̃ " + milli(C.p[r]);
-    if (C.phase) t += C.phase[r] < 0 ? " · kept" : " · removed in phase " + C.phase[r];
+    if (C.phase) t += C.phase[r] === -2 ? " · warm-up" : C.phase[r] < 0 ? " · kept" : " · removed in phase " + C.phase[r];
     if (C.ta) t += "<br>" + plain(short(C.ta[r], 90));
     if (C.tb) t += "<br>" + plain(short(C.tb[r], 90));
     return t.replace(/^id [^·]*/, function (m) { return plain(m); });

@@ -68,7 +68,8 @@ _ROWS_HTML = """<h2>Rows</h2>
 <div id="controls">
 <label>label <select id="f-label"><option value="">all</option></select></label>
 <label id="f-status-wrap">status <select id="f-status"><option value="">all</option>
-<option value="kept">kept</option><option value="removed">removed</option></select></label>
+<option value="kept">kept</option><option value="removed">removed</option>
+<option value="warmup">warm-up (trained Φ, not filtered)</option></select></label>
 <label id="f-region-wrap" hidden>region <select id="f-region"><option value="">all</option></select></label>
 <label>search <input id="f-search" type="search" placeholder="text, id or feature" size="28"></label>
 <button id="clear-point" type="button" hidden>clear plot filter</button>
@@ -131,10 +132,14 @@ def page_data(folder: str | Path, kind: str | None = None, *, dataset: Any = Non
         if not (p / "instances.csv").is_file():
             raise InputError(f"{p / 'instances.csv'}: not found (is {p} a complete run folder?)")
         cols = F.read_instances(p / "instances.csv")
-        path, opts = F.dataset_of(results if kind == "run" else {**run_res, **results})
+        path, opts = F.dataset_of(run_res if kind == "run" else {**run_res, **results})
         if kind == "explain" and not results.get("dataset") and run_res.get("dataset"):
             path, opts = F.dataset_of(run_res)
-        F.attach_texts(cols, dataset, path, opts, notes)
+        ds = F.load_rows_dataset(dataset, path, opts, notes)
+        warm = p / "warmup_ids.txt" if kind == "run" else None
+        if ds is not None and warm is not None and warm.is_file():
+            F.add_warmup(cols, ds, [w.strip() for w in warm.read_text(encoding="utf-8").splitlines() if w.strip()])
+        F.attach_texts(cols, ds, notes, path or "the dataset")
         data["cols"] = cols
         data["plots"]["history"] = run_res.get("iterations") or []
         if run_res.get("label_counts_before"):

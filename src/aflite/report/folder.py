@@ -146,28 +146,58 @@ def dataset_of(results: dict[str, Any]) -> tuple[str | None, dict[str, Any]]:
     return (str(path) if path else None), opts
 
 
-def attach_texts(cols: dict[str, Any], dataset: Any | None, path: str | None, options: dict[str, Any],
-                 notes: list[str]) -> None:
-    """Add the rows' texts (cut to TEXT_LIMIT characters) from ``dataset``, or from the file at ``path``
-    loaded with ``options``; ids that do not match leave the texts out, with a note saying why."""
-    if dataset is None and path:
-        if not Path(path).exists():
-            notes.append(f"Texts not shown: the dataset file {path} is not found from here.")
-            return
-        try:
-            from aflite.data import load_dataset
+def load_rows_dataset(dataset: Any | None, path: str | None, options: dict[str, Any], notes: list[str]) -> Any:
+    """The dataset whose rows the page shows: ``dataset`` when given, else the file at ``path`` loaded again with
+    ``options``; None (with a note saying why) when it cannot be read from here."""
+    if dataset is not None or not path:
+        return dataset
+    if not Path(path).exists():
+        notes.append(f"Texts not shown: the dataset file {path} is not found from here.")
+        return None
+    try:
+        from aflite.data import load_dataset
 
-            dataset = load_dataset(path, **options)
-        except Exception as exc:  # noqa: BLE001 - the page is still useful without texts; say why they are absent
-            notes.append(f"Texts not shown: {path} could not be read again ({exc}).")
-            return
+        return load_dataset(path, **options)
+    except Exception as exc:  # noqa: BLE001 - the page is still useful without texts; say why they are absent
+        notes.append(f"Texts not shown: {path} could not be read again ({exc}).")
+        return None
+
+
+WARMUP = -2  # phase code of a warm-up row: it trained Φ and was then left out of the filter (the paper's protocol)
+
+
+def add_warmup(cols: dict[str, Any], dataset: Any, ids: list[str]) -> None:
+    """Append the warm-up rows (``warmup_ids.txt``) to the table, labelled from the dataset, phase WARMUP."""
+    lab_of = dict(zip(np.asarray(dataset.ids).astype(str), np.asarray(dataset.labels).astype(str), strict=True))
+    ids = [i for i in ids if i in lab_of]
+    labels = list(cols["labels"])
+    for i in ids:
+        name = lab_of[i]
+        if name not in labels:
+            labels.append(name)
+        cols["label"].append(labels.index(name))
+    cols["labels"] = labels
+    cols["id"] = list(cols["id"]) + ids
+    for key, fill in (("p", -1), ("phase", WARMUP), ("conf", -1), ("var", -1), ("correct", -1), ("issue", 0),
+                      ("top", "")):
+        if key in cols:
+            cols[key] = list(cols[key]) + [fill] * len(ids)
+    if "region" in cols:
+        if "" not in cols["regions"]:
+            cols["regions"] = [*cols["regions"], ""]
+        cols["region"] = list(cols["region"]) + [cols["regions"].index("")] * len(ids)
+
+
+def attach_texts(cols: dict[str, Any], dataset: Any | None, notes: list[str], where: str = "the dataset") -> None:
+    """Add the rows' texts (cut to TEXT_LIMIT characters) from ``dataset``; ids that are not all in it leave
+    the texts out, with a note saying why."""
     if dataset is None:
         return
     row_of = {str(i): r for r, i in enumerate(np.asarray(dataset.ids).astype(str))}
     rows = [row_of.get(i, -1) for i in cols["id"]]
     missing = sum(r < 0 for r in rows)
     if missing:
-        notes.append(f"Texts not shown: {missing:,} of the run's ids are not in {path or 'the dataset'}.")
+        notes.append(f"Texts not shown: {missing:,} of the run's ids are not in {where}.")
         return
     cols["ta"] = [str(dataset.texts_a[r])[:TEXT_LIMIT] for r in rows]
     if dataset.texts_b is not None:
