@@ -319,7 +319,8 @@ def _page_head(title: str, intro: str, notes: Sequence[str], verdict: Sequence[s
     """The opening of a report page (the shared frame), then the start of the audit's own content: the marker
     lets ``aflite report`` put the same content on a fresh frame (with a newer verdict) without the audit's
     in-memory results."""
-    return [*page_head(title, intro, notes, verdict), BODY_START]
+    return [*page_head(title, "", (), verdict), BODY_START, f"<p class=\"muted\">{intro}</p>",
+            *(f"<p class=\"muted\">{esc(note)}</p>" for note in notes)]
 
 
 def _page_tail(interactive: bool) -> list[str]:

@@ -202,10 +202,7 @@ def reframe_audit(folder: Path) -> str:
     import html
 
     title = html.unescape(m.group(1)) if m else "Label-leakage audit"
-    intro_m = re.search(r'<h1>.*?</h1>\s*(?:<div class="verdict".*?</div>)?\s*<p class="muted">(.*?)</p>', text,
-                        flags=re.S)
-    intro = intro_m.group(1) if intro_m else ""
-    head = page_head(title, intro, (), read_verdict(folder))
+    head = page_head(title, "", (), read_verdict(folder))
     return "\n".join([*head, text[start:end + len(BODY_END)], "</body></html>"])
 
 

@@ -103,7 +103,7 @@ def page_head(title: str, intro: str, notes: Sequence[str] = (), verdict: Sequen
         f"<title>{esc(title)}</title><style>{CSS}{extra_css}</style></head><body>",
         f"<h1>{esc(title)}</h1>",
         verdict_block(verdict),
-        f"<p class=\"muted\">{intro}</p>",
+        f"<p class=\"muted\">{intro}</p>" if intro else "",
         *(f"<p class=\"muted\">{esc(note)}</p>" for note in notes),
     ]
 
