@@ -111,7 +111,7 @@ def page_data(folder: str | Path, kind: str | None = None, *, dataset: Any = Non
     """What the page of FOLDER shows: (data embedded in the page, the folder's results, notes for the reader)."""
     p = Path(folder)
     kind = kind or F.detect_kind(p)
-    results = F._json(p / "results.json")
+    results = F.read_json(p / "results.json")
     notes: list[str] = []
     data: dict[str, Any] = {"kind": kind, "plots": {}}
     run_res = results
@@ -122,12 +122,12 @@ def page_data(folder: str | Path, kind: str | None = None, *, dataset: Any = Non
             run_dir = argv[1] if len(argv) > 1 else None
         run_res = {}
         if run_dir:
-            run_res = {**F._json(Path(run_dir) / "summary.json"), **F._json(Path(run_dir) / "results.json")}
+            run_res = {**F.read_json(Path(run_dir) / "summary.json"), **F.read_json(Path(run_dir) / "results.json")}
         tokens = F.read_tokens(p / "tokens.csv", float(results.get("alpha", 0.01)))
         if tokens is not None:
             data["plots"]["tokens"] = tokens
     if kind == "run" and not results.get("iterations"):
-        run_res = {**F._json(p / "summary.json"), **results}
+        run_res = {**F.read_json(p / "summary.json"), **results}
     if kind in ("run", "explain"):
         if not (p / "instances.csv").is_file():
             raise InputError(f"{p / 'instances.csv'}: not found (is {p} a complete run folder?)")

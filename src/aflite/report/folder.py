@@ -24,7 +24,7 @@ TOKEN_POINTS = 4000  # tokens per set drawn on the competency plot (every signif
 RUN_COMMANDS = ("run", "filter", "demo")
 
 
-def _json(path: Path) -> dict[str, Any]:
+def read_json(path: Path) -> dict[str, Any]:
     try:
         obj = json.loads(path.read_text(encoding="utf-8"))
     except OSError:
@@ -40,7 +40,7 @@ def detect_kind(folder: str | Path) -> str:
     p = Path(folder)
     if not p.is_dir():
         raise InputError(f"{p}: not a folder (give the --out folder of aflite run, explain, evaluate or audit)")
-    command = _json(p / "results.json").get("command")
+    command = read_json(p / "results.json").get("command")
     if command in RUN_COMMANDS and (p / "instances.csv").is_file():
         return "run"
     if command in KINDS:
@@ -51,7 +51,7 @@ def detect_kind(folder: str | Path) -> str:
         return "run"
     if (p / "metrics.json").is_file() and (p / "report.html").is_file():
         return "audit"
-    if "aggregate" in _json(p / "results.json"):
+    if "aggregate" in read_json(p / "results.json"):
         return "evaluate"
     raise InputError(f"{p}: not an aflite output folder (no instances.csv + summary.json, tokens.csv, "
                      "evaluate's or audit's results)")
