@@ -150,3 +150,40 @@ def test_aflite_run_writes_the_page(tmp_path: Path) -> None:
                  "--threshold", "0.6"]) == 0
     data_embedded = embedded_data((out / "report.html").read_text(encoding="utf-8"))
     assert len(data_embedded["cols"]["id"]) == 240 and "tb" in data_embedded["cols"]
+
+
+def test_thumbnails_for_a_bounded_sample_of_image_rows(tmp_path: Path) -> None:
+    pil = pytest.importorskip("PIL.Image")
+    from aflite.report.thumbs import THUMB_PX, add_thumbnails, sample_rows
+
+    refs = []
+    for i in range(5):
+        path = tmp_path / f"im{i}.png"
+        pil.new("RGB", (200, 120), (40 * i, 0, 0)).save(path)
+        refs.append(str(path))
+    (tmp_path / "bad.png").write_bytes(b"not an image")
+    refs.append(str(tmp_path / "bad.png"))
+    cols = {"id": [str(i) for i in range(6)], "phase": [-1, 0, -1, 1, -1, 0], "p": [1, 900, 2, 800, 3, 700]}
+    assert sample_rows(cols, limit=2) == [0, 1, 3]  # the first two, and the two most predictable removed
+    made = add_thumbnails(cols, refs)
+    assert made == 5 and "5" not in cols["thumb"]  # the unreadable file has none
+    import base64
+    import io
+
+    uri = cols["thumb"]["0"]
+    assert uri.startswith("data:image/jpeg;base64,")
+    with pil.open(io.BytesIO(base64.b64decode(uri.split(",", 1)[1]))) as im:
+        assert max(im.size) == THUMB_PX and im.size == (48, 29)
+
+
+def test_an_image_run_page_has_thumbnails(tmp_path: Path) -> None:
+    pytest.importorskip("torch")
+    from test_images import FILTER, _run, square_images, tiny_vit
+
+    square_images(tmp_path / "d", n_per_class=8)
+    out = tmp_path / "out"
+    assert _run(["run", str(tmp_path / "d"), "--out", str(out), "--featurizer", "hf-image", "--model-path",
+                 str(tiny_vit(tmp_path / "vit")), *FILTER]) == 0
+    cols = embedded_data((out / "report.html").read_text(encoding="utf-8"))["cols"]
+    assert len(cols["id"]) == 16 and len(cols["thumb"]) == 16
+    assert all(uri.startswith("data:image/jpeg;base64,") for uri in cols["thumb"].values())

@@ -157,6 +157,9 @@ def run(args: argparse.Namespace) -> int:
             executor.close()
     s = res.summary
     write_results(args.out, args, s, seed=s.get("seed"))
+    from aflite.report import write_page  # report.html: the explorer page of this run
+
+    write_page(args.out)
     print(f"kept {s['size_after']} of {s['size_before']} instances after {s['n_iterations']} phase(s): "
           f"{s['stop_reason']}")
     print(f"results in {args.out}", file=sys.stderr)

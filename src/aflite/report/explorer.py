@@ -135,11 +135,20 @@ def page_data(folder: str | Path, kind: str | None = None, *, dataset: Any = Non
         path, opts = F.dataset_of(run_res if kind == "run" else {**run_res, **results})
         if kind == "explain" and not results.get("dataset") and run_res.get("dataset"):
             path, opts = F.dataset_of(run_res)
-        ds = F.load_rows_dataset(dataset, path, opts, notes)
+        from aflite.report.thumbs import add_thumbnails, is_image_run
+
+        images = is_image_run(run_res, path)
+        if not images:
+            opts.pop("path_column", None)
+        ds = F.load_rows_dataset(dataset, path, opts, notes, images=images)
         warm = p / "warmup_ids.txt" if kind == "run" else None
         if ds is not None and warm is not None and warm.is_file():
             F.add_warmup(cols, ds, [w.strip() for w in warm.read_text(encoding="utf-8").splitlines() if w.strip()])
         F.attach_texts(cols, ds, notes, path or "the dataset")
+        if images and "ta" in cols:
+            made = add_thumbnails(cols, cols["ta"])
+            notes.append(f"Thumbnails: {made:,} rows (the first rows and the most predictable removed ones); "
+                         "text A is each image's file.")
         data["cols"] = cols
         data["plots"]["history"] = run_res.get("iterations") or []
         if run_res.get("label_counts_before"):
@@ -170,7 +179,7 @@ def render_page(folder: str | Path, *, dataset: Any = None, pack: bool | None = 
     if kind == "audit":
         return reframe_audit(p)
     data, res, notes = page_data(p, kind, dataset=dataset)
-    title = title or f"aflite {kind}: {res.get('dataset') or p.name}"
+    title = title or f"aflite {kind}: {Path(str(res.get('dataset') or p)).name}"
     raw = json_for_script(data)
     embed = json_for_script({"packed": packed(data)}) if (pack or (pack is None and len(raw) > PACK_ABOVE)) else raw
     out = page_head(title, esc(_INTRO[kind]), notes, read_verdict(p), extra_css=_CSS)
