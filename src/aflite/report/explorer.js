@@ -10,13 +10,19 @@
   function short(s, k) { s = String(s); return s.length > k ? s.slice(0, k - 1) + "…" : s; }
   function milli(v) { return v < 0 ? "" : (v / 1000).toFixed(3); }
 
+  var T = window.afliteTimes = {start: performance.now()};
   async function load() {
     var raw = JSON.parse($("aflite-data").textContent);
     if (!raw.packed) return raw;
     var bin = atob(raw.packed), bytes = new Uint8Array(bin.length);
     for (var i = 0; i < bin.length; i++) bytes[i] = bin.charCodeAt(i);
+    T.decoded = performance.now();
     var stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"));
-    return JSON.parse(await new Response(stream).text());
+    var text = await new Response(stream).text();
+    T.inflated = performance.now();
+    var obj = JSON.parse(text);
+    T.parsed = performance.now();
+    return obj;
   }
 
   // ------------------------------------------------------------------ columns of the table
@@ -260,6 +266,12 @@
   }
 
   function plots() {
+    var src = $("aflite-plotly");
+    if (!window.Plotly && src) {  // the bundled plotly.js, inline in this page, started only now
+      var el = document.createElement("script");
+      el.textContent = src.textContent;
+      document.head.appendChild(el);
+    }
     var P = window.Plotly; if (!P) return;
     [plotPhases, plotLabels, plotDataMap, function (p) { plotCompetency(p, "full", "plot-comp-full"); },
       function (p) { plotCompetency(p, "kept", "plot-comp-kept"); }, plotAccuracy].forEach(function (f) {
@@ -279,7 +291,7 @@
     window.afliteUsableMs = performance.now();
     performance.mark("aflite-usable");
     document.body.setAttribute("data-ready", "1");
-    setTimeout(plots, 0);
+    requestAnimationFrame(function () { setTimeout(plots, 0); });  // the table is painted first
   }
   main().catch(function (e) { console.error(e); document.body.setAttribute("data-error", String(e)); });
 })();

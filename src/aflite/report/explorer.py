@@ -191,7 +191,9 @@ def render_page(folder: str | Path, *, dataset: Any = None, pack: bool | None = 
     out.append(f'<script type="application/json" id="aflite-data">{embed}</script>')
     js = plotly_js()
     if js is not None and 'class="plot"' in plots:
-        out.append(f"<script>{script_text(js)}</script>")
+        # not run while the page loads: the page's script runs it once the table is up (plotly.js takes a
+        # second or two to start on a slow machine, and the rows should not wait for it)
+        out.append(f'<script type="text/plain" id="aflite-plotly">{script_text(js)}</script>')
     out.append(f"<script>{script_text(_script())}</script>")
     out.append("</body></html>")
     return "\n".join(out)
