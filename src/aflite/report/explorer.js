@@ -175,7 +175,7 @@
       {x: x, y: q("q25"), name: "p̃ q25", yaxis: "y2", mode: "lines", line: {dash: "dot"}},
       {x: x, y: q("q75"), name: "p̃ q75", yaxis: "y2", mode: "lines", line: {dash: "dot"}}];
     P.newPlot("plot-phases", tr, lay("Per phase (click: rows removed in that phase)", "phase", "rows",
-      {yaxis2: {overlaying: "y", side: "right", range: [0, 1], autorange: false, title: {text: "p̃"}}, hovermode: "x"}), CFG);
+      {yaxis2: {overlaying: "y", side: "right", range: [0, 1], autorange: false, tickmode: "auto", showgrid: false, title: {text: "p̃"}}, hovermode: "x"}), CFG);
     $("plot-phases").on("plotly_click", function (ev) {
       var j = ev.points[0].x;
       setPoint("removed in phase " + j, function (r) { return C.phase[r] === j; });
