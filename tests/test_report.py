@@ -105,6 +105,7 @@ def test_cli_audit_on_the_bundled_sample(tmp_path: Path) -> None:
             assert v["tra"] is not None and 0 <= v["tra"] <= 1
             assert v["peco"] >= 0
     assert "D(Φ)" in html and "data:image/png;base64," in html
+    assert html.count("<!DOCTYPE html>") == 1 and html.count("<!--aflite:audit-body-->") == 1  # re-framed once
     # hypothesis-only leakage is real on SNLI, even with hashed n-grams on 2,949 pairs
     hyp = metrics["results"][0]["views"]["hypothesis"]
     assert hyp["delta_maj"] > 0.05

@@ -43,7 +43,30 @@ def pages(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     tmp = tmp_path_factory.mktemp("pages")
     run = make_run(tmp)
     explain = make_explain(tmp, run)
-    return {"run": run, "explain": explain}
+    evaluate = tmp / "evaluate"
+    evaluate.mkdir()
+    shutil.copy(Path(__file__).resolve().parents[1] / "docs/measured/evaluate_snli_devtest_results.json",
+                evaluate / "results.json")
+    from aflite.report import write_page
+
+    write_page(evaluate)
+    return {"run": run, "explain": explain, "evaluate": evaluate, "audit": make_audit(tmp)}
+
+
+def make_audit(tmp: Path) -> Path:
+    """A real audit (n-gram features, 100-point t-SNE maps) of test_report's small planted set, its page written
+    by the audit's own writer."""
+    from test_report import _dataset
+
+    from aflite import audit as A
+    from aflite.report import write_report
+
+    res = A.audit(_dataset(), featurizer="ngram", tra=False, n_clusters=6, n_components=5, tsne_sample=100,
+                  cache_dir=str(tmp / "cache"), show_progress=False)
+    out = tmp / "audit"
+    out.mkdir()
+    write_report(out / "report.html", [res])
+    return out
 
 
 @pytest.fixture(scope="module")
@@ -171,7 +194,11 @@ def test_injected_markup_renders_as_text(driver: Any, pages: dict[str, Path]) ->
 def test_the_page_makes_no_network_request(pages: dict[str, Path]) -> None:
     d = new_driver()
     try:
-        for folder in pages.values():
+        for name, folder in pages.items():
+            if name == "audit":  # no rows table: wait for its maps
+                d.get((folder / "report.html").resolve().as_uri())
+                wait(d, lambda drv=d: len(drv.find_elements(By.CSS_SELECTOR, "div[data-tsne] .point")) > 0)
+                continue
             open_page(d, folder)
             wait(d, lambda drv=d: drv.execute_script("return document.body.getAttribute('data-plots')") == "1")
         urls = []
@@ -197,3 +224,43 @@ def test_a_packed_page_shows_the_same_rows(driver: Any, pages: dict[str, Path], 
     assert shown(driver) == len(instances(folder))
     set_select(driver, "f-region", "hard")
     assert shown(driver) == sum(r["region"] == "hard" for r in instances(folder))
+
+
+def test_the_audit_tsne_and_the_evaluate_bars_are_drawn(driver: Any, pages: dict[str, Path]) -> None:
+    driver.get((pages["audit"] / "report.html").resolve().as_uri())
+    maps = driver.find_elements(By.CSS_SELECTOR, "div[data-tsne]")
+    assert len(maps) == 2  # one per condition (hypothesis, premise)
+    wait(driver, lambda: len(driver.find_elements(By.CSS_SELECTOR, "div[data-tsne] .scatterlayer .point")) == 200)
+    open_page(driver, pages["evaluate"])
+    wait(driver, lambda: driver.execute_script("return document.body.getAttribute('data-plots')") == "1")
+    res = json.loads((pages["evaluate"] / "results.json").read_text(encoding="utf-8"))
+    n_bars = sum(1 for m in res["aggregate"].values() for e in m.values() if e.get("own_heldout"))
+    assert len(driver.find_elements(By.CSS_SELECTOR, "#plot-accuracy .bars .point")) == n_bars
+    assert len(driver.find_elements(By.CSS_SELECTOR, "#plot-accuracy .shapelayer path")) == 1  # the chance line
+
+
+def click(driver: Any, element: Any) -> None:
+    driver.execute_script("arguments[0].scrollIntoView({block: 'center'})", element)
+    ActionChains(driver).move_to_element(element).pause(0.3).click().perform()
+
+
+def test_clicking_a_phase_and_a_token_filters_the_table(driver: Any, pages: dict[str, Path]) -> None:
+    run = pages["run"]
+    open_page(driver, run)
+    wait(driver, lambda: driver.execute_script("return document.body.getAttribute('data-plots')") == "1")
+    click(driver, driver.find_elements(By.CSS_SELECTOR, "#plot-phases .scatterlayer .trace:first-child .point")[0])
+    wait(driver, lambda: "removed in phase 0" in driver.find_element(By.ID, "row-count").text, timeout=10)
+    assert 0 < shown(driver) == sum(r["removed_at"] == "0" for r in instances(run))
+
+    explain = pages["explain"]
+    open_page(driver, explain)
+    wait(driver, lambda: driver.execute_script("return document.body.getAttribute('data-plots')") == "1")
+    click(driver, driver.find_elements(By.CSS_SELECTOR, "#plot-comp-full .scatterlayer .trace:first-child .point")[0])
+    wait(driver, lambda: driver.find_element(By.ID, "f-search").get_attribute("value") != "", timeout=10)
+    token = driver.find_element(By.ID, "f-search").get_attribute("value").lower()
+    from aflite.report.explorer import embedded_data
+
+    cols = embedded_data((explain / "report.html").read_text(encoding="utf-8"))["cols"]
+    want = sum(token in "\x01".join([cols["id"][r], cols["ta"][r], cols["tb"][r], cols["top"][r]]).lower()
+               for r in range(len(cols["id"])))
+    assert shown(driver) == want and want > 0

@@ -203,7 +203,7 @@
   }
 
   function plotDataMap(P) {
-    if (!C.conf || !C["var"] || !$("plot-datamap")) return;
+    if (!C || !C.conf || !C["var"] || !$("plot-datamap")) return;
     var all = [];
     for (var r = 0; r < N; r++) if (C.conf[r] >= 0 && C["var"][r] >= 0) all.push(r);
     var pts = sample(all), kept = [], rem = [];
