@@ -264,3 +264,18 @@ def test_clicking_a_phase_and_a_token_filters_the_table(driver: Any, pages: dict
     want = sum(token in "\x01".join([cols["id"][r], cols["ta"][r], cols["tb"][r], cols["top"][r]]).lower()
                for r in range(len(cols["id"])))
     assert shown(driver) == want and want > 0
+
+
+def test_an_image_run_shows_thumbnails(driver: Any, tmp_path: Path) -> None:
+    pytest.importorskip("torch")
+    from test_images import FILTER, _run, square_images, tiny_vit
+
+    square_images(tmp_path / "d", n_per_class=8)
+    out = tmp_path / "out"
+    assert _run(["run", str(tmp_path / "d"), "--out", str(out), "--featurizer", "hf-image", "--model-path",
+                 str(tiny_vit(tmp_path / "vit")), *FILTER]) == 0
+    open_page(driver, out)
+    imgs = driver.find_elements(By.CSS_SELECTOR, "#rows-body img")
+    assert len(imgs) == 16
+    assert all(img.get_attribute("src").startswith("data:image/jpeg;base64,") for img in imgs)
+    assert all(0 < driver.execute_script("return arguments[0].naturalWidth", img) <= 48 for img in imgs)  # decoded

@@ -165,7 +165,7 @@ def test_thumbnails_for_a_bounded_sample_of_image_rows(tmp_path: Path) -> None:
     refs.append(str(tmp_path / "bad.png"))
     cols = {"id": [str(i) for i in range(6)], "phase": [-1, 0, -1, 1, -1, 0], "p": [1, 900, 2, 800, 3, 700]}
     assert sample_rows(cols, limit=2) == [0, 1, 3]  # the first two, and the two most predictable removed
-    made = add_thumbnails(cols, refs)
+    made = add_thumbnails(cols, [*refs[:5], refs[5]])
     assert made == 5 and "5" not in cols["thumb"]  # the unreadable file has none
     import base64
     import io
@@ -186,4 +186,5 @@ def test_an_image_run_page_has_thumbnails(tmp_path: Path) -> None:
                  str(tiny_vit(tmp_path / "vit")), *FILTER]) == 0
     cols = embedded_data((out / "report.html").read_text(encoding="utf-8"))["cols"]
     assert len(cols["id"]) == 16 and len(cols["thumb"]) == 16
+    assert sorted(cols["ta"]) == sorted(str(tmp_path / "d" / i) for i in cols["id"])  # each row's own file
     assert all(uri.startswith("data:image/jpeg;base64,") for uri in cols["thumb"].values())

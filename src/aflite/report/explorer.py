@@ -135,20 +135,24 @@ def page_data(folder: str | Path, kind: str | None = None, *, dataset: Any = Non
         path, opts = F.dataset_of(run_res if kind == "run" else {**run_res, **results})
         if kind == "explain" and not results.get("dataset") and run_res.get("dataset"):
             path, opts = F.dataset_of(run_res)
-        from aflite.report.thumbs import add_thumbnails, is_image_run
+        from aflite.report import thumbs
 
-        images = is_image_run(run_res, path)
-        if not images:
-            opts.pop("path_column", None)
-        ds = F.load_rows_dataset(dataset, path, opts, notes, images=images)
-        warm = p / "warmup_ids.txt" if kind == "run" else None
-        if ds is not None and warm is not None and warm.is_file():
-            F.add_warmup(cols, ds, [w.strip() for w in warm.read_text(encoding="utf-8").splitlines() if w.strip()])
-        F.attach_texts(cols, ds, notes, path or "the dataset")
-        if images and "ta" in cols:
-            made = add_thumbnails(cols, cols["ta"])
-            notes.append(f"Thumbnails: {made:,} rows (the first rows and the most predictable removed ones); "
-                         "text A is each image's file.")
+        if kind == "run" and thumbs.is_image_run(p):
+            refs = thumbs.image_refs(p, path, cols["phase"])
+            if refs is None:
+                notes.append("Images not shown: kept.csv and removed.csv do not line up with instances.csv.")
+            else:
+                cols["ta"] = [r or "" for r in refs]
+                made = thumbs.add_thumbnails(cols, refs)
+                notes.append(f"Thumbnails: {made:,} rows (the first rows and the most predictable removed ones); "
+                             "text is each image's file.")
+        else:
+            ds = F.load_rows_dataset(dataset, path, opts, notes)
+            warm = p / "warmup_ids.txt" if kind == "run" else None
+            if ds is not None and warm is not None and warm.is_file():
+                F.add_warmup(cols, ds, [w.strip() for w in warm.read_text(encoding="utf-8").splitlines()
+                                        if w.strip()])
+            F.attach_texts(cols, ds, notes, path or "the dataset")
         data["cols"] = cols
         data["plots"]["history"] = run_res.get("iterations") or []
         if run_res.get("label_counts_before"):

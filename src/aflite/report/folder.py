@@ -142,26 +142,19 @@ def dataset_of(results: dict[str, Any]) -> tuple[str | None, dict[str, Any]]:
         positional = [a for a in argv[1:] if not a.startswith("-")]
         path = positional[0] if positional else None
     opts = {key: v for key, flag in (("text_a", "--text-a"), ("text_b", "--text-b"), ("label", "--label"),
-                                     ("id", "--id"), ("path_column", "--path-column"))
-            if (v := _argv_option(argv, flag))}
+                                     ("id", "--id")) if (v := _argv_option(argv, flag))}
     return (str(path) if path else None), opts
 
 
-def load_rows_dataset(dataset: Any | None, path: str | None, options: dict[str, Any], notes: list[str],
-                      images: bool = False) -> Any:
+def load_rows_dataset(dataset: Any | None, path: str | None, options: dict[str, Any], notes: list[str]) -> Any:
     """The dataset whose rows the page shows: ``dataset`` when given, else the file at ``path`` loaded again with
-    ``options`` (as images with ``images``); None (with a note saying why) when it cannot be read from here."""
+    ``options``; None (with a note saying why) when it cannot be read from here."""
     if dataset is not None or not path:
         return dataset
     if not Path(path).exists():
         notes.append(f"Texts not shown: the dataset file {path} is not found from here.")
         return None
     try:
-        if images:
-            from aflite.images import load_image_dataset
-
-            return load_image_dataset(path, label_column=options.get("label"), id_column=options.get("id"),
-                                      path_column=options.get("path_column"), skip_bad_images=True)
         from aflite.data import load_dataset
 
         return load_dataset(path, **options)
