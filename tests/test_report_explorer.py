@@ -71,6 +71,8 @@ def test_the_explain_page_has_the_data_map_columns_and_the_tokens(pages: dict[st
     for key in ("conf", "var", "region", "issue", "top", "ta", "tb"):
         assert len(cols[key]) == len(cols["id"]), key
     assert set(cols["regions"]) == {"easy", "ambiguous", "hard"}
+    assert cols["w"] == [round(k % 7 / 7, 4) for k in range(len(cols["id"]))]  # weights.csv, matched by id
+    assert cols["w_name"] == "weight"
     assert set(data["plots"]["tokens"]["sets"]) == {"full", "kept", "random"}
     assert data["plots"]["history"], "the run's phases, found through explain's argv"
 

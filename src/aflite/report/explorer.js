@@ -39,6 +39,8 @@
     if (C["var"]) cols.push({key: "var", title: "variability", get: function (r) { return milli(C["var"][r]); }, sortKey: C["var"], num: true});
     if (C.region) cols.push({key: "region", title: "region", get: function (r) { return C.regions[C.region[r]]; }, sortKey: C.region});
     if (C.issue) cols.push({key: "issue", title: "label issue", get: function (r) { return C.issue[r] ? "yes" : ""; }, sortKey: C.issue});
+    if (C.w) cols.push({key: "w", title: C.w_name || "weight", num: true, sortKey: C.w.map(function (v) { return v == null ? -Infinity : v; }),
+      get: function (r) { return C.w[r] == null ? "" : String(C.w[r]); }});
     if (C.top) cols.push({key: "top", title: "top features", get: function (r) { return C.top[r]; }, wide: true});
     return cols;
   }

@@ -153,6 +153,8 @@ def page_data(folder: str | Path, kind: str | None = None, *, dataset: Any = Non
                 F.add_warmup(cols, ds, [w.strip() for w in warm.read_text(encoding="utf-8").splitlines()
                                         if w.strip()])
             F.attach_texts(cols, ds, notes, path or "the dataset")
+        if kind == "explain":
+            F.add_weights(cols, p / "weights.csv", notes)
         data["cols"] = cols
         data["plots"]["history"] = run_res.get("iterations") or []
         if run_res.get("label_counts_before"):

@@ -125,6 +125,25 @@ def read_instances(path: Path) -> dict[str, Any]:
     return out
 
 
+def add_weights(cols: dict[str, Any], path: Path, notes: list[str]) -> None:
+    """explain's weights.csv (id and a weight per row) as a column, matched by id; left out with a note when
+    its ids are not the table's."""
+    if not path.is_file():
+        return
+    with path.open(encoding="utf-8", newline="") as fh:
+        reader = csv.reader(fh)
+        header = next(reader, [])
+        if len(header) < 2 or header[0] != "id":
+            notes.append(f"Weights not shown: {path.name} has no id column first.")
+            return
+        weight = {row[0]: _float(row[1]) for row in reader if len(row) >= 2}
+    if len(weight) != len(cols["id"]) or any(i not in weight for i in cols["id"]):
+        notes.append(f"Weights not shown: the ids of {path.name} are not the table's.")
+        return
+    cols["w"] = [None if math.isnan(weight[i]) else round(weight[i], 4) for i in cols["id"]]
+    cols["w_name"] = header[1]
+
+
 def _argv_option(argv: list[str], flag: str) -> str | None:
     for k, arg in enumerate(argv):
         if arg == flag and k + 1 < len(argv):
