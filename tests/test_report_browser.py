@@ -279,3 +279,29 @@ def test_an_image_run_shows_thumbnails(driver: Any, tmp_path: Path) -> None:
     assert len(imgs) == 16
     assert all(img.get_attribute("src").startswith("data:image/jpeg;base64,") for img in imgs)
     assert all(0 < driver.execute_script("return arguments[0].naturalWidth", img) <= 48 for img in imgs)  # decoded
+
+
+def test_hovering_a_markup_row_on_the_data_map_shows_it_as_text(driver: Any, pages: dict[str, Path]) -> None:
+    open_page(driver, pages["explain"])
+    wait(driver, lambda: driver.execute_script("return document.body.getAttribute('data-plots')") == "1")
+    title = driver.title
+    for pid, markup in (("p7", IMG), ("p8", SCRIPT)):
+        found = driver.execute_script("""
+            var div = document.getElementById('plot-datamap'), want = arguments[0];
+            for (var c = 0; c < div.data.length; c++) {
+              var cd = div.data[c].customdata || [];
+              for (var k = 0; k < cd.length; k++) {
+                if (div.data[c].text[k].indexOf('id ' + want + ' ') === 0) {
+                  window.Plotly.Fx.hover(div, [{curveNumber: c, pointNumber: k}]); return true; }
+              }
+            }
+            return false;""", pid)
+        assert found
+        sel = "#plot-datamap .hoverlayer .hovertext"
+        wait(driver, lambda pid=pid: any(f"id {pid} " in e.text for e in driver.find_elements(By.CSS_SELECTOR, sel)))
+        hover = driver.find_element(By.CSS_SELECTOR, sel).text
+        assert markup[:20] in hover.replace("\n", " ")  # the markup, as characters
+        assert not driver.find_elements(By.CSS_SELECTOR, "#plot-datamap img, #plot-datamap script")
+    assert driver.title == title
+    with pytest.raises(NoAlertPresentException):
+        driver.switch_to.alert.text  # noqa: B018 - raises when no dialog is open

@@ -148,13 +148,14 @@
   }
 
   // ------------------------------------------------------------------ plots
-  function rowText(r) {
+  function rowText(r) {  // plotly reads hover text as HTML-like markup: every piece of data is escaped
     var t = "id " + C.id[r] + " · " + C.labels[C.label[r]];
     if (C.p && C.p[r] >= 0) t += " · p̃ " + milli(C.p[r]);
     if (C.phase) t += C.phase[r] === -2 ? " · warm-up" : C.phase[r] < 0 ? " · kept" : " · removed in phase " + C.phase[r];
-    if (C.ta) t += "<br>" + plain(short(C.ta[r], 90));
-    if (C.tb) t += "<br>" + plain(short(C.tb[r], 90));
-    return t.replace(/^id [^·]*/, function (m) { return plain(m); });
+    var lines = [plain(t)];
+    if (C.ta) lines.push(plain(short(C.ta[r], 90)));
+    if (C.tb) lines.push(plain(short(C.tb[r], 90)));
+    return lines.join("<br>");
   }
   var CFG = {displaylogo: false, responsive: true, displayModeBar: false};
   function lay(title, x, y, extra) {
