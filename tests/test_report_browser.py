@@ -281,6 +281,9 @@ def test_an_image_run_shows_thumbnails(driver: Any, tmp_path: Path) -> None:
     assert all(0 < driver.execute_script("return arguments[0].naturalWidth", img) <= 48 for img in imgs)  # decoded
 
 
+HOVER = "#plot-datamap .hoverlayer .hovertext"
+
+
 def test_hovering_a_markup_row_on_the_data_map_shows_it_as_text(driver: Any, pages: dict[str, Path]) -> None:
     open_page(driver, pages["explain"])
     wait(driver, lambda: driver.execute_script("return document.body.getAttribute('data-plots')") == "1")
@@ -297,9 +300,8 @@ def test_hovering_a_markup_row_on_the_data_map_shows_it_as_text(driver: Any, pag
             }
             return false;""", pid)
         assert found
-        sel = "#plot-datamap .hoverlayer .hovertext"
-        wait(driver, lambda pid=pid: any(f"id {pid} " in e.text for e in driver.find_elements(By.CSS_SELECTOR, sel)))
-        hover = driver.find_element(By.CSS_SELECTOR, sel).text
+        wait(driver, lambda pid=pid: any(f"id {pid} " in e.text for e in driver.find_elements(By.CSS_SELECTOR, HOVER)))
+        hover = driver.find_element(By.CSS_SELECTOR, HOVER).text
         assert markup[:20] in hover.replace("\n", " ")  # the markup, as characters
         assert not driver.find_elements(By.CSS_SELECTOR, "#plot-datamap img, #plot-datamap script")
     assert driver.title == title
