@@ -240,13 +240,19 @@
         text: ts.map(function (t) { return plain("“" + t.token + "” → " + lab + ": n=" + t.count + ", p̂=" +
           t.p.toFixed(3) + (t.sig ? " (significant)" : "")); }), hoverinfo: "text",
         marker: {size: ts.map(function (t) { return t.sig ? 8 : 4; }), opacity: 0.6}});
+      var top = ts.filter(function (t) { return t.sig; }).sort(function (a, b) { return b.p * Math.sqrt(b.count) -
+        a.p * Math.sqrt(a.count); }).slice(0, 8);  // the strongest significant tokens, named on the plot
+      if (top.length) tr.push({type: "scatter", mode: "text", showlegend: false, hoverinfo: "skip",
+        x: top.map(function (t) { return t.count; }), y: top.map(function (t) { return t.p; }),
+        text: top.map(function (t) { return plain(short(t.token, 18)); }), textposition: "top center",
+        textfont: {size: 10}});
       var c = S.curves[lab];
       if (c) tr.push({type: "scatter", mode: "lines", name: plain("Bonferroni: " + lab), x: c.n, y: c.p,
         hoverinfo: "skip", line: {dash: "dash", width: 1}});
     });
     P.newPlot(div, tr, lay("Competency: " + plain(name) + " (" + S.n_significant + " significant of " + S.n_tests +
       " tests; click: search the token)", "count (log)", "p̂(label | token)",
-      {xaxis: {type: "log", title: {text: "count (log)"}}}), CFG);
+      {xaxis: {type: "log", title: {text: "count (log)"}}, yaxis: {range: [0, 1.08], title: {text: "p̂(label | token)"}}}), CFG);
     $(div).on("plotly_click", function (ev) {
       var tok = ev.points[0].customdata; if (typeof tok !== "string") return;
       $("f-search").value = tok; filter();
