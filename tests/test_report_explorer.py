@@ -37,6 +37,8 @@ def test_json_for_script_escapes_markup_and_round_trips() -> None:
     import gzip
 
     assert json.loads(gzip.decompress(base64.b64decode(packed(value)))) == value
+    # a phase with no scored row records NaN quantiles: null in the page, never invalid JSON
+    assert json.loads(json_for_script({"q": [float("nan"), 1.5, float("inf")]})) == {"q": [None, 1.5, None]}
 
 
 def test_the_run_page_embeds_every_row_escaped(pages: dict[str, Path]) -> None:

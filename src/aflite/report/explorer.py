@@ -123,6 +123,9 @@ def page_data(folder: str | Path, kind: str | None = None, *, dataset: Any = Non
         run_res = {}
         if run_dir:
             run_res = {**F.read_json(Path(run_dir) / "summary.json"), **F.read_json(Path(run_dir) / "results.json")}
+        if not run_res:
+            notes.append("The run's phases and label counts are not shown: results.json does not name a run "
+                         "folder that is readable from here.")
         tokens = F.read_tokens(p / "tokens.csv", float(results.get("alpha", 0.01)))
         if tokens is not None:
             data["plots"]["tokens"] = tokens

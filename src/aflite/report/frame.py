@@ -11,6 +11,7 @@ import base64
 import gzip
 import html
 import json
+import math
 import os
 import re
 from collections.abc import Sequence
@@ -58,11 +59,23 @@ def script_text(source: str) -> str:
     return re.sub(r"</(script)", r"<\\/\1", source, flags=re.I).replace("<!--", "<\\!--")
 
 
+def finite(obj: Any) -> Any:
+    """``obj`` with every NaN or infinity replaced by None (JSON has neither; a phase with no scored row records
+    NaN quantiles), recursively through dicts, lists and tuples."""
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {k: finite(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [finite(v) for v in obj]
+    return obj
+
+
 def json_for_script(obj: Any) -> str:
     """JSON to embed in ``<script type="application/json">``: ``<``, ``>``, ``&`` and the line separators
     U+2028/2029 written as escapes, so no dataset string can end the element or start markup; the page reads it
     with ``JSON.parse``, which turns the escapes back into the same characters."""
-    text = json.dumps(obj, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    text = json.dumps(finite(obj), ensure_ascii=False, separators=(",", ":"), allow_nan=False)
     return (text.replace("&", "\\u0026").replace("<", "\\u003c").replace(">", "\\u003e")
             .replace("\u2028", "\\u2028").replace("\u2029", "\\u2029"))
 
@@ -70,7 +83,7 @@ def json_for_script(obj: Any) -> str:
 def packed(obj: Any) -> str:
     """The same JSON gzip-compressed and base64-encoded (the page inflates it with DecompressionStream): a
     550K-row run's columns are a few MB instead of tens."""
-    raw = json.dumps(obj, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode("utf-8")
+    raw = json.dumps(finite(obj), ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode("utf-8")
     return base64.b64encode(gzip.compress(raw, compresslevel=6, mtime=0)).decode("ascii")
 
 
