@@ -173,6 +173,9 @@ def test_cli_evaluate_and_one_line_errors(snli_run, tmp_path, capsys):
                  "--seeds", "1", "--no-single", "--hans", str(hans_path), "--quiet"])
     assert code == 0
     assert "| Max-PPMI -HypOnly |" in capsys.readouterr().out
+    from aflite.report.explorer import embedded_data  # the page: accuracy bars with the chance line
+
+    assert embedded_data((tmp_path / "cli" / "report.html").read_text(encoding="utf-8"))["plots"]["accuracy"]["bars"]
     # a label the models cannot predict, without a map
     bad = _write_hans(tmp_path / "bad.tsv.gz", label_override="maybe")
     code = main(["evaluate", str(data), str(run), "--out", str(tmp_path / "x"), "--models", "ppmi", "--seeds", "1",

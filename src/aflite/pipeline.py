@@ -287,6 +287,7 @@ def run(
     summary["verdict"] = run_verdict(summary)
     write_json(out / "summary.json", summary)
     write_text(out / "summary.md", render_summary(summary, ds, rows, af))
+    finish_folder(out, summary, command="run", dataset=ds)
     return RunResult(out, summary, keep, filtered_path)
 
 
@@ -356,4 +357,16 @@ def filter_files(
     summary["verdict"] = filter_verdict(summary)
     write_json(out / "summary.json", summary)
     write_text(out / "summary.md", render_filter_summary(summary))
+    finish_folder(out, summary, command="filter")
     return RunResult(out, summary, np.asarray(af.keep_mask_), out / "kept_ids.txt")
+
+
+def finish_folder(out: Path, summary: dict[str, Any], *, command: str, dataset: Any = None) -> None:
+    """The last files of a run folder, the same from Python as from the CLI: ``results.json`` (the envelope of
+    :mod:`aflite.results` and the summary; the CLI then stamps its argv) and ``report.html``, the explorer page
+    built from them (``dataset``: the rows already loaded, so that the page does not read the file again)."""
+    from aflite.report import write_page
+    from aflite.results import write_results_json
+
+    write_results_json(out, summary, command=command, seed=summary.get("seed"))
+    write_page(out, dataset=dataset)

@@ -35,7 +35,7 @@ def run(args: argparse.Namespace) -> int:
         # locked by the CLI before this runs); anyone else's folder is never emptied
         clear_own_folder(args.out, "demo")
     res = run_pipeline(demo_dataset_path(), args.out, title=DEMO_TITLE, **kwargs)
-    write_results(args.out, args, res.summary, seed=res.summary.get("seed"))
+    write_results(args.out, args)  # stamps the library's results.json with argv, seed and versions
     if args.featurizer == DEMO_FEATURIZER:
         print("Φ: frozen all-MiniLM-L6-v2, the demo's default because it fits the demo's time on a CPU; the "
               "paper's warm-up Φ (fine-tuned on a slice of t rows, then discarded): aflite demo --featurizer warmup")

@@ -158,7 +158,7 @@ def run(args: argparse.Namespace) -> int:
         if executor is not None:
             executor.close()
     s = res.summary
-    write_results(args.out, args, s, seed=s.get("seed"))
+    write_results(args.out, args)  # stamps the library's results.json with argv, seed and versions
     print(f"kept {s['size_after']} of {s['size_before']} instances after {s['n_iterations']} phase(s): "
           f"{s['stop_reason']}")
     print(f"results in {args.out}", file=sys.stderr)

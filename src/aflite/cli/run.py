@@ -127,6 +127,6 @@ def run(args: argparse.Namespace) -> int:
     from aflite.pipeline import run as run_pipeline
 
     res = run_pipeline(args.data, args.out, dataset_options=dataset_options(args), **pipeline_kwargs(args))
-    write_results(args.out, args, res.summary, seed=res.summary.get("seed"))
+    write_results(args.out, args)  # stamps the library's results.json with argv, seed and versions
     report(res)
     return 0

@@ -249,6 +249,9 @@ def evaluate(
 
         write_text(out_p / "summary.md", markdown(verdict) + (tables if tables.endswith("\n") else tables + "\n"))
         plot_report(report, out_p / "accuracy.png")
+        from aflite.report import write_page
+
+        write_page(out_p)  # report.html: the accuracy bars with the chance line
     return report
 
 

@@ -323,6 +323,11 @@ def explain(
         ens_terms=ens_terms,
         data_path=str(data_path), timings=timings, t_start=t_start)
     results["timings"]["write_seconds"] = time.perf_counter() - t0
+    from aflite.report import write_page
+    from aflite.results import write_results_json
+
+    write_results_json(out, results, command="explain", seed=seed)  # with the writing time; the CLI adds argv
+    write_page(out, dataset=ds)  # report.html: the run's rows with the data map, tokens and weights
     return ExplainResult(out, results)
 
 

@@ -137,6 +137,7 @@ def write_all(out: Path, *, run: Any, ids: np.ndarray, labels: np.ndarray, af: A
         "bonferroni": {k: {"n_rows": v.n_rows, "n_tests": v.n_tests, "z_critical": v.z_critical,
                            "base_rates": v.base_rates} for k, v in token_sets.items()},
         "top_artifacts": {k: token_sets[k].top(10) for k in ("full", "kept") if k in token_sets},
+        "run_dir": str(run.path), "dataset": data_path,  # where report.html finds the run and the texts
         "run": {"folder": str(run.path), "dataset": data_path, "size_before": int(len(keep)),
                 "size_after": int(keep.sum()), "stop_reason": run.summary.get("stop_reason"),
                 "featurizer": run.summary["featurizer"].get("name"), "view": run.summary["featurizer"].get("view")},

@@ -322,6 +322,9 @@ def _finish(run: AuditRun, data_path: str | os.PathLike[str], seed: int) -> Audi
     from aflite.results import write_results_json
 
     write_results_json(run.out, run.metrics, command="audit", seed=seed)
+    from aflite.report import write_page
+
+    write_page(run.out)  # report.html again, on the explorer's frame with results.json's verdict
     plots = list(run.metrics.get("tsne_plots", {}).values())
     more = "" if not plots else f"; the t-SNE map{'s' if len(plots) > 1 else ''}: {', '.join(plots)}"
     from aflite.verdict import markdown

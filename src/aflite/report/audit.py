@@ -1,12 +1,13 @@
-"""Self-contained HTML report of a leakage audit: inline CSS, plots as base64 PNG, every dataset string escaped.
+"""The leakage audit's page content: metrics tables, PECO curves, t-SNE maps (a PNG, and an interactive map
+when plotly's bundle is installed), token artifacts and label-skewed clusters, on the shared page frame
+(:mod:`aflite.report.frame`); every dataset string escaped.
 
-The file opens from disk in any browser, with no server, script or network access.
+The file opens from disk in any browser, with no server and no network access.
 """
 
 from __future__ import annotations
 
 import base64
-import html
 import io
 import math
 from collections.abc import Callable, Sequence
@@ -17,19 +18,7 @@ import numpy as np
 
 from aflite.atomic import write_text
 from aflite.errors import ParameterError
-
-_CSS = """
-body{font-family:-apple-system,Segoe UI,Helvetica,Arial,sans-serif;margin:24px auto;max-width:1150px;color:#222;
-line-height:1.45;padding:0 16px}
-h1{font-size:1.6em;margin-bottom:4px}h2{border-bottom:2px solid #ddd;padding-bottom:4px;margin-top:36px}
-h3{margin-top:24px}
-table{border-collapse:collapse;margin:8px 0 16px 0;font-size:.92em}
-th,td{border:1px solid #ccc;padding:4px 8px;text-align:right;vertical-align:top}
-th{background:#f2f2f2}td.l,th.l{text-align:left}
-.muted{color:#666;font-size:.9em}.grid{display:flex;flex-wrap:wrap;gap:16px}
-.grid>div{flex:1 1 340px;min-width:300px}img{max-width:100%;height:auto;border:1px solid #eee}
-.ex{font-size:.9em}.tag{display:inline-block;padding:0 6px;border-radius:3px;background:#eef;margin-right:4px}
-"""
+from aflite.report.frame import esc, json_for_script, page_head, plotly_js, script_text, shorten
 
 _METRIC_ROWS: list[tuple[str, str, str]] = [
     ("majority_accuracy", "Chance: majority-class rate of these rows (%)", "pct"),
@@ -90,20 +79,6 @@ def paper_reference(name: str | None) -> tuple[str, dict[str, dict[str, float]]]
     if ref is None:
         raise ParameterError(f"no paper reference named {name!r}; choose from none, {', '.join(PAPER_REFERENCE)}")
     return ref
-
-
-def esc(value: Any) -> str:
-    """HTML-escape any value's text (quotes included)."""
-    return html.escape(str(value), quote=True)
-
-
-def shorten(value: Any, limit: int = 60) -> str:
-    """A dataset string cut to ``limit`` characters for a table cell (a 50,000-character "token" would make
-    the table unreadable); the cut is marked with its full length."""
-    text = str(value)
-    if len(text) <= limit:
-        return text
-    return f"{text[: max(1, limit - 1)]}… ({len(text):,} chars)"
 
 
 def _fmt(value: Any, kind: str) -> str:
@@ -266,7 +241,7 @@ def _examples(va: Any, noun: str = "sentences") -> str:
 
 
 def render(results: Sequence[Any], title: str = "Label-leakage audit", notes: Sequence[str] = (),
-           reference: str | None = None) -> str:
+           reference: str | None = None, verdict: Sequence[str] = ()) -> str:
     """The whole report as one HTML string. ``results`` are AuditResults (D first, then e.g. D(Φ)).
 
     ``reference`` names a dataset the paper reports (``snli``, ``mnli-b``, ... see :data:`PAPER_REFERENCE`):
@@ -281,7 +256,7 @@ def render(results: Sequence[Any], title: str = "Label-leakage audit", notes: Se
     views = list(first.views)
     out = _page_head(title, "Single-sentence label leakage (Saxon et al.): how well a model that sees only one "
                      "sentence predicts the pair's label, how much it agrees with a full-input model, and whether "
-                     "labels cluster in the sentence's embedding space (PECO).", notes)
+                     "labels cluster in the sentence's embedding space (PECO).", notes, verdict)
     out.extend(_datasets_table(results, "pairs", str))
     out.append(
         "<p class=\"muted\">Models: biased (single sentence) and normal (pair) condition = L2 logistic regression "
@@ -319,6 +294,9 @@ def render(results: Sequence[Any], title: str = "Label-leakage audit", notes: Se
             if view in r.views:
                 out.append("<div>" + tsne_plot(r, view, cfg.bias_threshold) + "</div>")
         out.append("</div>")
+        maps = [tsne_interactive(r, view, cfg.bias_threshold, f"tsne-{view}-{k}") for k, r in enumerate(results)]
+        if any(maps):
+            out.append('<div class="grid">' + "".join(f"<div>{m}</div>" for m in maps if m) + "</div>")
         for r in results:
             if view not in r.views:
                 continue
@@ -329,19 +307,71 @@ def render(results: Sequence[Any], title: str = "Label-leakage audit", notes: Se
             out.append(_artifacts_table(r.views[view].artifacts))
             out.append(f"<h3>{esc(r.name)}: most label-skewed clusters ({esc(view)})</h3>")
             out.append(_examples(r.views[view]))
-    out.append("</body></html>")
+    out.extend(_page_tail(interactive=any("data-tsne" in part for part in out)))
     return "\n".join(out)
 
 
-def _page_head(title: str, intro: str, notes: Sequence[str]) -> list[str]:
-    """The opening of a report page: title, what the audit measures, and the caller's notes (escaped)."""
-    return [
-        "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">",
-        f"<title>{esc(title)}</title><style>{_CSS}</style></head><body>",
-        f"<h1>{esc(title)}</h1>",
-        f"<p class=\"muted\">{intro}</p>",
-        *(f"<p class=\"muted\">{esc(note)}</p>" for note in notes),
-    ]
+BODY_START = "<!--aflite:audit-body-->"
+BODY_END = "<!--/aflite:audit-body-->"
+
+
+def _page_head(title: str, intro: str, notes: Sequence[str], verdict: Sequence[str] = ()) -> list[str]:
+    """The opening of a report page (the shared frame), then the start of the audit's own content: the marker
+    lets ``aflite report`` put the same content on a fresh frame (with a newer verdict) without the audit's
+    in-memory results."""
+    return [*page_head(title, "", (), verdict), BODY_START, f"<p class=\"muted\">{intro}</p>",
+            *(f"<p class=\"muted\">{esc(note)}</p>" for note in notes)]
+
+
+def _page_tail(interactive: bool) -> list[str]:
+    """plotly's bundle and the map-drawing script when an interactive map is on the page, then the end."""
+    js = plotly_js() if interactive else None
+    tail = [] if js is None else [f"<script>{script_text(js)}</script>", f"<script>{script_text(_TSNE_JS)}</script>"]
+    return [*tail, BODY_END, "</body></html>"]
+
+
+# Draws every <div data-tsne=ID> from the JSON in <script id=ID>: one trace per label, biased-cluster points
+# larger; the hover shows the row's id, label and cluster (set with textContent-equivalent plotly text, escaped).
+_TSNE_JS = """
+(function(){
+  function plain(s){return String(s).replace(/&/g,'&amp;').replace(/</g,'&lt;').replace(/>/g,'&gt;');}
+  document.querySelectorAll('div[data-tsne]').forEach(function(div){
+    var d=JSON.parse(document.getElementById(div.getAttribute('data-tsne')).textContent);
+    var traces=d.classes.map(function(c,k){
+      var idx=[];for(var i=0;i<d.label.length;i++){if(d.label[i]===k)idx.push(i);}
+      return {type:'scatter',mode:'markers',name:plain(c),x:idx.map(function(i){return d.x[i];}),
+        y:idx.map(function(i){return d.y[i];}),
+        text:idx.map(function(i){return plain('id '+d.id[i]+' · '+c+' · cluster '+d.cluster[i]+
+          (d.biased[i]?' (biased)':''));}),hoverinfo:'text',
+        marker:{size:idx.map(function(i){return d.biased[i]?7:4;}),opacity:0.7}};
+    });
+    window.Plotly.newPlot(div,traces,{title:{text:plain(d.title)},margin:{t:40,l:20,r:10,b:20},
+      xaxis:{showticklabels:false},yaxis:{showticklabels:false},height:420,legend:{font:{size:10}}},
+      {displaylogo:false,responsive:true});
+  });
+})();
+"""
+
+
+def tsne_interactive(res: Any, view: str, threshold: float, key: str) -> str:
+    """The t-SNE map of one audited condition as data for the page's interactive map (hover: the row's id,
+    label and cluster); empty without a map or without plotly's bundle."""
+    va = res.views.get(view)
+    if va is None or va.tsne is None or plotly_js() is None:
+        return ""
+    pr = va.peco
+    rows = np.asarray(va.tsne_rows)
+    ids = pr.cluster_ids[rows]
+    classes = [str(c) for c in pr.classes]
+    labels = np.asarray(res.labels).astype(str)[rows]
+    code = {c: k for k, c in enumerate(classes)}
+    row_ids = np.asarray(res.ids).astype(str)[rows] if len(res.ids) else rows.astype(str)
+    data = {"title": f"{res.name}: t-SNE ({view}), interactive", "classes": classes,
+            "x": np.round(va.tsne[:, 0], 3).tolist(), "y": np.round(va.tsne[:, 1], 3).tolist(),
+            "label": [code.get(lab, -1) for lab in labels], "id": row_ids.tolist(),
+            "cluster": ids.astype(int).tolist(), "biased": (pr.l2[ids] > threshold).astype(int).tolist()}
+    return (f'<div class="plot" data-tsne="{esc(key)}"></div>'
+            f'<script type="application/json" id="{esc(key)}">{json_for_script(data)}</script>')
 
 
 def _datasets_table(results: Sequence[Any], unit: str, label: Callable[[str], str]) -> list[str]:
@@ -366,7 +396,7 @@ def write_report(path: str | Path, results: Sequence[Any], **kwargs: Any) -> Pat
 
 
 def render_images(results: Sequence[Any], title: str = "Label-leakage audit (images)",
-                  notes: Sequence[str] = ()) -> str:
+                  notes: Sequence[str] = (), verdict: Sequence[str] = ()) -> str:
     """The report of an image audit (:func:`aflite.images.audit_image_file`): the metrics table of the
     ``colour`` condition, the PECO curve, a t-SNE map per set and the most label-skewed clusters, their images
     named by id (escaped like every dataset string). No TRA and no token table: both read text."""
@@ -377,7 +407,7 @@ def render_images(results: Sequence[Any], title: str = "Label-leakage audit (ima
     out = _page_head(title, "Label leakage in an image dataset, after Saxon et al.: how well a model that sees "
                      "only the colours of an image (its colour histogram, shape and position thrown away) predicts "
                      "the label, how much it agrees with a model on the full image embedding, and whether labels "
-                     "cluster in the embedding space (PECO).", notes)
+                     "cluster in the embedding space (PECO).", notes, verdict)
     out.extend(_datasets_table(results, "images", shorten))
     out.append(
         "<p class=\"muted\">Models: biased condition = L2 logistic regression on the colour histogram "
@@ -392,10 +422,13 @@ def render_images(results: Sequence[Any], title: str = "Label-leakage audit (ima
     for r in results:
         out.append("<div>" + tsne_plot(r, view, cfg.bias_threshold, what="image embeddings") + "</div>")
     out.append("</div>")
+    maps = [tsne_interactive(r, view, cfg.bias_threshold, f"tsne-{view}-{k}") for k, r in enumerate(results)]
+    if any(maps):
+        out.append('<div class="grid">' + "".join(f"<div>{m}</div>" for m in maps if m) + "</div>")
     for r in results:
         out.append(f"<h3>{esc(r.name)}: most label-skewed clusters (image ids)</h3>")
         out.append(_examples(r.views[view], noun="images"))
-    out.append("</body></html>")
+    out.extend(_page_tail(interactive=any("data-tsne" in part for part in out)))
     return "\n".join(out)
 
 

@@ -1,0 +1,257 @@
+"""The explorer page of an output folder (``report.html``): the rows of the dataset in a sortable, filterable,
+paged table, and interactive plots (per-phase curve, label mix, data map, competency plot, accuracy bars) whose
+clicks filter the table. One self-contained file: the data is embedded as JSON (gzip + base64 above
+``PACK_ABOVE`` bytes), the script and plotly.js inline, nothing fetched when it is viewed.
+
+:func:`write_page` is what ``aflite run``/``evaluate``/``audit``/``explain`` call once their outputs are written,
+and what ``aflite report DIR`` runs again.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from aflite.atomic import write_text
+from aflite.errors import InputError
+from aflite.report import folder as F
+from aflite.report.frame import (
+    esc,
+    json_for_script,
+    packed,
+    page_head,
+    plotly_js,
+    read_verdict,
+    script_text,
+)
+
+PACK_ABOVE = 1_000_000  # bytes of JSON above which the columns are embedded gzip + base64
+
+_CSS = """
+#controls{display:flex;flex-wrap:wrap;gap:10px;align-items:center;margin:8px 0}
+#controls label{font-size:.9em}#rows td.wide{max-width:380px;text-align:left;overflow-wrap:anywhere}
+#rows{width:100%}#rows td{font-size:.88em}#pager{display:flex;gap:10px;align-items:center}
+.plots{display:grid;grid-template-columns:repeat(auto-fit,minmax(560px,1fr));gap:12px}
+"""
+
+
+def _plot_divs(kind: str, data: dict[str, Any]) -> str:
+    plots = data.get("plots", {})
+    cols = data.get("cols") or {}
+    divs = []
+    if plots.get("history"):
+        divs.append("plot-phases")
+    if plots.get("label_counts_before"):
+        divs.append("plot-labels")
+    if "conf" in cols and "var" in cols:
+        divs.append("plot-datamap")
+    tokens = plots.get("tokens") or {}
+    for name in ("full", "kept"):
+        if name in tokens.get("sets", {}):
+            divs.append(f"plot-comp-{name}")
+    if plots.get("accuracy", {}).get("bars"):
+        divs.append("plot-accuracy")
+    if not divs:
+        return ""
+    if plotly_js() is None:
+        return ("<p class=\"muted\">Interactive plots need plotly's bundled script: pip install 'aflite[report]' "
+                "and run aflite report on this folder again.</p>")
+    return "<h2>Plots</h2><div class=\"plots\">" + "".join(
+        f'<div class="plot" id="{d}"></div>' for d in divs) + "</div>"
+
+
+_ROWS_HTML = """<h2>Rows</h2>
+<div id="controls">
+<label>label <select id="f-label"><option value="">all</option></select></label>
+<label id="f-status-wrap">status <select id="f-status"><option value="">all</option>
+<option value="kept">kept</option><option value="removed">removed</option>
+<option value="warmup">warm-up (trained Φ, not filtered)</option></select></label>
+<label id="f-region-wrap" hidden>region <select id="f-region"><option value="">all</option></select></label>
+<label>search <input id="f-search" type="search" placeholder="text, id or feature" size="28"></label>
+<button id="clear-point" type="button" hidden>clear plot filter</button>
+</div>
+<div id="pager"><button id="prev" type="button">◀</button><span id="page-info"></span>
+<button id="next" type="button">▶</button><span id="row-count" class="muted"></span></div>
+<table id="rows"><thead id="rows-head"></thead><tbody id="rows-body"></tbody></table>
+<p class="muted">Click a column to sort (again: reverse); 200 rows per page. Texts are cut to 400 characters.</p>
+"""
+
+
+def _summary_table(kind: str, res: dict[str, Any]) -> str:
+    """The few figures a reader wants first (escaped): sizes, phases, stop reason, parameters."""
+    rows: list[tuple[str, Any]] = []
+    if kind in ("run", "explain") and res.get("size_before") is not None:
+        p = res.get("parameters") or {}
+        rows += [("|D| filtered", f"{res['size_before']:,}"), ("|D(Φ)| kept", f"{res.get('size_after', 0):,}"),
+                 ("phases", res.get("n_iterations")), ("stopped because", res.get("stop_reason")),
+                 ("parameters", ", ".join(f"{k}={p[k]}" for k in ("n_partitions", "train_size", "slice_size",
+                                                                    "target_size", "threshold") if k in p))]
+        feat = res.get("featurizer")
+        if isinstance(feat, dict):
+            rows.append(("Φ", f"{feat.get('name')} ({feat.get('dim')} dims), view {feat.get('view')}"))
+    if kind == "evaluate":
+        for si in res.get("training_sets", []):
+            rows.append((f"training set {si.get('name')}", f"{si.get('size', 0):,} rows"))
+    if not rows:
+        return ""
+    body = "".join(f'<tr><th class="l">{esc(k)}</th><td class="l">{esc(v)}</td></tr>' for k, v in rows)
+    return f"<table>{body}</table>"
+
+
+def _script() -> str:
+    return resources.files("aflite.report").joinpath("explorer.js").read_text(encoding="utf-8")
+
+
+def page_data(folder: str | Path, kind: str | None = None, *, dataset: Any = None) -> tuple[dict[str, Any],
+                                                                                           dict[str, Any], list[str]]:
+    """What the page of FOLDER shows: (data embedded in the page, the folder's results, notes for the reader)."""
+    p = Path(folder)
+    kind = kind or F.detect_kind(p)
+    results = F.read_json(p / "results.json")
+    notes: list[str] = []
+    data: dict[str, Any] = {"kind": kind, "plots": {}}
+    run_res = results
+    if kind == "explain":
+        run_dir = results.get("run_dir") or results.get("run")
+        if isinstance(run_dir, dict):  # explain's "run": {"folder": ..., "dataset": ...}
+            run_dir = run_dir.get("folder")
+        if not run_dir:
+            argv = [a for a in (results.get("argv") or [])[1:] if not str(a).startswith("-")]
+            run_dir = argv[1] if len(argv) > 1 else None
+        run_res = {}
+        if run_dir:
+            run_res = {**F.read_json(Path(run_dir) / "summary.json"), **F.read_json(Path(run_dir) / "results.json")}
+        if not run_res:
+            notes.append("The run's phases and label counts are not shown: results.json does not name a run "
+                         "folder that is readable from here.")
+        tokens = F.read_tokens(p / "tokens.csv", float(results.get("alpha", 0.01)))
+        if tokens is not None:
+            data["plots"]["tokens"] = tokens
+    if kind == "run" and not results.get("iterations"):
+        run_res = {**F.read_json(p / "summary.json"), **results}
+    if kind in ("run", "explain"):
+        if not (p / "instances.csv").is_file():
+            raise InputError(f"{p / 'instances.csv'}: not found (is {p} a complete run folder?)")
+        cols = F.read_instances(p / "instances.csv")
+        path, opts = F.dataset_of(run_res if kind == "run" else {**run_res, **results})
+        if kind == "explain" and not results.get("dataset") and run_res.get("dataset"):
+            path, opts = F.dataset_of(run_res)
+        from aflite.report import thumbs
+
+        if kind == "run" and thumbs.is_image_run(p):
+            refs = thumbs.image_refs(p, path, cols["phase"])
+            if refs is None:
+                notes.append("Images not shown: kept.csv and removed.csv do not line up with instances.csv.")
+            else:
+                cols["ta"] = [r or "" for r in refs]
+                made = thumbs.add_thumbnails(cols, refs)
+                notes.append(f"Thumbnails: {made:,} rows (the first rows and the most predictable removed ones); "
+                             "text is each image's file.")
+        else:
+            ds = F.load_rows_dataset(dataset, path, opts, notes)
+            warm = p / "warmup_ids.txt" if kind == "run" else None
+            if ds is not None and warm is not None and warm.is_file():
+                F.add_warmup(cols, ds, [w.strip() for w in warm.read_text(encoding="utf-8").splitlines()
+                                        if w.strip()])
+            F.attach_texts(cols, ds, notes, path or "the dataset")
+        if kind == "explain":
+            F.add_weights(cols, p / "weights.csv", notes)
+        data["cols"] = cols
+        data["plots"]["history"] = run_res.get("iterations") or []
+        if run_res.get("label_counts_before"):
+            data["plots"]["label_counts_before"] = run_res["label_counts_before"]
+            data["plots"]["label_counts_after"] = run_res.get("label_counts_after") or {}
+    if kind == "evaluate":
+        data["plots"]["accuracy"] = F.read_evaluate(results)
+    return data, run_res if kind in ("run", "explain") else results, notes
+
+
+_INTRO = {
+    "run": "An AFLite run: every row of the filtered set with its predictability p̃ (the share of held-out "
+           "models that predicted its label) and the phase that removed it, or kept. Filter and sort the rows; "
+           "click a plot to filter the table.",
+    "explain": "What AFLite found: the rows with the data map (confidence and variability of the first phase's "
+               "out-of-sample predictions), label-issue candidates and each row's top features; the competency "
+               "plot of token artifacts before and after filtering.",
+    "evaluate": "Accuracy of each model trained on D, D(Φ) and the comparison sets, on held-out rows, next to "
+                "chance (the majority-class rate).",
+}
+
+
+def render_page(folder: str | Path, *, dataset: Any = None, pack: bool | None = None,
+                title: str | None = None) -> str:
+    """The page of FOLDER as one HTML string (``pack``: gzip the data always / never / above PACK_ABOVE)."""
+    p = Path(folder)
+    kind = F.detect_kind(p)
+    if kind == "audit":
+        return reframe_audit(p)
+    data, res, notes = page_data(p, kind, dataset=dataset)
+    title = title or f"aflite {kind}: {Path(str(res.get('dataset') or p)).name}"
+    raw = json_for_script(data)
+    embed = json_for_script({"packed": packed(data)}) if (pack or (pack is None and len(raw) > PACK_ABOVE)) else raw
+    out = page_head(title, esc(_INTRO[kind]), notes, read_verdict(p), extra_css=_CSS)
+    out.append(_summary_table(kind, res))
+    plots = _plot_divs(kind, data)
+    out.append(plots)
+    if data.get("cols"):
+        out.append(_ROWS_HTML)
+    out.append(f'<script type="application/json" id="aflite-data">{embed}</script>')
+    js = plotly_js()
+    if js is not None and 'class="plot"' in plots:
+        # not run while the page loads: the page's script runs it once the table is up (plotly.js takes a
+        # second or two to start on a slow machine, and the rows should not wait for it)
+        out.append(f'<script type="text/plain" id="aflite-plotly">{script_text(js)}</script>')
+    out.append(f"<script>{script_text(_script())}</script>")
+    out.append("</body></html>")
+    return "\n".join(out)
+
+
+def reframe_audit(folder: Path) -> str:
+    """An audit's page on a fresh frame (with results.json's verdict): the audit's own content is taken from the
+    report.html it wrote, between its markers, since its t-SNE maps and clusters live only in that page."""
+    from aflite.report.audit import BODY_END, BODY_START
+
+    path = folder / "report.html"
+    text = path.read_text(encoding="utf-8")
+    start, end = text.find(BODY_START), text.find(BODY_END)
+    if start < 0 or end < start:
+        raise InputError(f"{path}: written by an older aflite (no content markers); run aflite audit again")
+    m = re.search(r"<title>(.*?)</title>", text, flags=re.S)
+    import html
+
+    title = html.unescape(m.group(1)) if m else "Label-leakage audit"
+    head = page_head(title, "", (), read_verdict(folder))
+    return "\n".join([*head, text[start:end + len(BODY_END)], "</body></html>"])
+
+
+def write_page(folder: str | Path, *, dataset: Any = None, pack: bool | None = None) -> Path:
+    """Write FOLDER/report.html (atomically) for whatever command's output FOLDER is: ``run`` (also
+    ``filter``/``demo``), ``explain``, ``evaluate`` or ``audit`` (see :func:`aflite.report.folder.detect_kind`).
+    ``dataset``: the run's loaded dataset, to skip reading the file again. Returns the path."""
+    p = Path(folder)
+    html_text = render_page(p, dataset=dataset, pack=pack)
+    write_text(p / "report.html", html_text)
+    return p / "report.html"
+
+
+def notes_of(page: str) -> Sequence[str]:
+    """The notes a page shows (for tests and the CLI): paragraphs of the muted class right after the intro."""
+    return re.findall(r'<p class="muted">([^<]*)</p>', page)
+
+
+def embedded_data(page: str) -> dict[str, Any]:
+    """The data a page embeds, decoded as the browser does (for tests and measurements)."""
+    m = re.search(r'<script type="application/json" id="aflite-data">(.*?)</script>', page, flags=re.S)
+    if m is None:
+        raise InputError("no embedded data in this page")
+    obj = json.loads(m.group(1))
+    if "packed" in obj:
+        import base64
+        import gzip
+
+        obj = json.loads(gzip.decompress(base64.b64decode(obj["packed"])).decode("utf-8"))
+    return dict(obj)

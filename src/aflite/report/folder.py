@@ -1,0 +1,307 @@
+"""What an aflite output folder holds, read back for its page: which command wrote it (run, explain, evaluate,
+audit), the per-row table (ids, labels, p̃, removal phase; explain's data-map columns), the texts from the
+dataset file the run names, and the per-phase history, token statistics and accuracies the plots draw.
+
+Everything is read from files, so ``aflite report DIR`` rebuilds a page long after the command ran.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from aflite.errors import InputError
+
+KINDS = ("run", "explain", "evaluate", "audit")
+TEXT_LIMIT = 400  # characters of each text kept for the table (the full row is in the dataset file)
+TOKEN_POINTS = 4000  # tokens per set drawn on the competency plot (every significant one, then the most frequent)
+RUN_COMMANDS = ("run", "filter", "demo")
+
+
+def read_json(path: Path) -> dict[str, Any]:
+    try:
+        obj = json.loads(path.read_text(encoding="utf-8"))
+    except OSError:
+        return {}
+    except ValueError as exc:
+        raise InputError(f"{path}: not valid JSON ({exc})") from None
+    return obj if isinstance(obj, dict) else {}
+
+
+def detect_kind(folder: str | Path) -> str:
+    """Which command's output FOLDER is: ``run`` (also ``filter``/``demo``), ``explain``, ``evaluate`` or
+    ``audit``, from its files (results.json's ``command`` first); anything else is refused in one line."""
+    p = Path(folder)
+    if not p.is_dir():
+        raise InputError(f"{p}: not a folder (give the --out folder of aflite run, explain, evaluate or audit)")
+    command = read_json(p / "results.json").get("command")
+    if command in RUN_COMMANDS and (p / "instances.csv").is_file():
+        return "run"
+    if command in KINDS:
+        return str(command)
+    if (p / "tokens.csv").is_file() or _header(p / "instances.csv").count("confidence"):
+        return "explain"
+    if (p / "instances.csv").is_file() and (p / "summary.json").is_file():
+        return "run"
+    if (p / "metrics.json").is_file() and (p / "report.html").is_file():
+        return "audit"
+    if "aggregate" in read_json(p / "results.json"):
+        return "evaluate"
+    raise InputError(f"{p}: not an aflite output folder (no instances.csv + summary.json, tokens.csv, "
+                     "evaluate's or audit's results)")
+
+
+def _header(path: Path) -> list[str]:
+    try:
+        with path.open(encoding="utf-8", newline="") as fh:
+            return next(csv.reader(fh), [])
+    except OSError:
+        return []
+
+
+def _float(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        return math.nan
+    return v
+
+
+def _milli(values: list[float]) -> list[int]:
+    """Floats in [0, 1] as integers in thousandths (-1: missing): the page's compact column."""
+    return [-1 if math.isnan(v) else int(round(1000 * v)) for v in values]
+
+
+def _codes(values: list[str]) -> tuple[list[int], list[str]]:
+    names = sorted(set(values))
+    idx = {n: k for k, n in enumerate(names)}
+    return [idx[v] for v in values], names
+
+
+def read_instances(path: Path) -> dict[str, Any]:
+    """The per-row columns of a run's or explain's instances.csv, compact (codes, thousandths)."""
+    cols: dict[str, list[str]] = {}
+    try:
+        with path.open(encoding="utf-8", newline="") as fh:
+            reader = csv.reader(fh)
+            header = next(reader, None)
+            if not header or "id" not in header:
+                raise InputError(f"{path}: line 1: no 'id' column (is it aflite's instances.csv?)")
+            for name in header:
+                cols[name] = []
+            lists = [cols[name] for name in header]
+            for lineno, row in enumerate(reader, start=2):
+                if len(row) != len(header):
+                    raise InputError(f"{path}: line {lineno}: {len(row)} fields, expected {len(header)}")
+                for lst, value in zip(lists, row, strict=True):
+                    lst.append(value)
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    out: dict[str, Any] = {"id": cols["id"]}
+    out["label"], out["labels"] = _codes(cols.get("label", [""] * len(cols["id"])))
+    if "predictability" in cols:
+        out["p"] = _milli([_float(v) for v in cols["predictability"]])
+    if "removed_at" in cols:
+        out["phase"] = [int(v) if v.lstrip("-").isdigit() else -1 for v in cols["removed_at"]]
+    elif "kept" in cols:
+        out["phase"] = [-1 if v == "1" else 0 for v in cols["kept"]]
+    for src, dst in (("confidence", "conf"), ("variability", "var")):
+        if src in cols:
+            out[dst] = _milli([_float(v) for v in cols[src]])
+    if "correctness" in cols:
+        out["correct"] = _milli([_float(v) for v in cols["correctness"]])
+    if "region" in cols:
+        out["region"], out["regions"] = _codes(cols["region"])
+    if "label_issue" in cols:
+        out["issue"] = [1 if v.strip().lower() in ("1", "true", "yes") else 0 for v in cols["label_issue"]]
+    if "top_features" in cols:
+        out["top"] = [v[:TEXT_LIMIT] for v in cols["top_features"]]
+    return out
+
+
+def add_weights(cols: dict[str, Any], path: Path, notes: list[str]) -> None:
+    """explain's weights.csv (id and a weight per row) as a column, matched by id; left out with a note when
+    its ids are not the table's."""
+    if not path.is_file():
+        return
+    with path.open(encoding="utf-8", newline="") as fh:
+        reader = csv.reader(fh)
+        header = next(reader, [])
+        if len(header) < 2 or header[0] != "id":
+            notes.append(f"Weights not shown: {path.name} has no id column first.")
+            return
+        weight = {row[0]: _float(row[1]) for row in reader if len(row) >= 2}
+    if len(weight) != len(cols["id"]) or any(i not in weight for i in cols["id"]):
+        notes.append(f"Weights not shown: the ids of {path.name} are not the table's.")
+        return
+    cols["w"] = [None if math.isnan(weight[i]) else round(weight[i], 4) for i in cols["id"]]
+    cols["w_name"] = header[1]
+
+
+def _argv_option(argv: list[str], flag: str) -> str | None:
+    for k, arg in enumerate(argv):
+        if arg == flag and k + 1 < len(argv):
+            return argv[k + 1]
+        if arg.startswith(flag + "="):
+            return arg.split("=", 1)[1]
+    return None
+
+
+def dataset_of(results: dict[str, Any]) -> tuple[str | None, dict[str, Any]]:
+    """The dataset file a command read (its path as recorded) and the column options it was given."""
+    path = results.get("dataset") or results.get("data")
+    argv = [str(a) for a in results.get("argv") or []]
+    if not path and results.get("command") in ("explain", "evaluate", "audit"):
+        positional = [a for a in argv[1:] if not a.startswith("-")]
+        path = positional[0] if positional else None
+    opts = {key: v for key, flag in (("text_a", "--text-a"), ("text_b", "--text-b"), ("label", "--label"),
+                                     ("id", "--id")) if (v := _argv_option(argv, flag))}
+    return (str(path) if path else None), opts
+
+
+def load_rows_dataset(dataset: Any | None, path: str | None, options: dict[str, Any], notes: list[str]) -> Any:
+    """The dataset whose rows the page shows: ``dataset`` when given, else the file at ``path`` loaded again with
+    ``options``; None (with a note saying why) when it cannot be read from here."""
+    if dataset is not None or not path:
+        return dataset
+    if not Path(path).exists():
+        notes.append(f"Texts not shown: the dataset file {path} is not found from here.")
+        return None
+    try:
+        from aflite.data import load_dataset
+
+        return load_dataset(path, **options)
+    except Exception as exc:  # noqa: BLE001 - the page is still useful without texts; say why they are absent
+        notes.append(f"Texts not shown: {path} could not be read again ({exc}).")
+        return None
+
+
+WARMUP = -2  # phase code of a warm-up row: it trained Φ and was then left out of the filter (the paper's protocol)
+
+
+def add_warmup(cols: dict[str, Any], dataset: Any, ids: list[str]) -> None:
+    """Append the warm-up rows (``warmup_ids.txt``) to the table, labelled from the dataset, phase WARMUP."""
+    lab_of = dict(zip(np.asarray(dataset.ids).astype(str), np.asarray(dataset.labels).astype(str), strict=True))
+    ids = [i for i in ids if i in lab_of]
+    labels = list(cols["labels"])
+    for i in ids:
+        name = lab_of[i]
+        if name not in labels:
+            labels.append(name)
+        cols["label"].append(labels.index(name))
+    cols["labels"] = labels
+    cols["id"] = list(cols["id"]) + ids
+    for key, fill in (("p", -1), ("phase", WARMUP), ("conf", -1), ("var", -1), ("correct", -1), ("issue", 0),
+                      ("top", "")):
+        if key in cols:
+            cols[key] = list(cols[key]) + [fill] * len(ids)
+    if "region" in cols:
+        if "" not in cols["regions"]:
+            cols["regions"] = [*cols["regions"], ""]
+        cols["region"] = list(cols["region"]) + [cols["regions"].index("")] * len(ids)
+
+
+def attach_texts(cols: dict[str, Any], dataset: Any | None, notes: list[str], where: str = "the dataset") -> None:
+    """Add the rows' texts (cut to TEXT_LIMIT characters) from ``dataset``; ids that are not all in it leave
+    the texts out, with a note saying why."""
+    if dataset is None:
+        return
+    row_of = {str(i): r for r, i in enumerate(np.asarray(dataset.ids).astype(str))}
+    rows = [row_of.get(i, -1) for i in cols["id"]]
+    missing = sum(r < 0 for r in rows)
+    if missing:
+        notes.append(f"Texts not shown: {missing:,} of the run's ids are not in {where}.")
+        return
+    cols["ta"] = [str(dataset.texts_a[r])[:TEXT_LIMIT] for r in rows]
+    if dataset.texts_b is not None:
+        cols["tb"] = [str(dataset.texts_b[r])[:TEXT_LIMIT] for r in rows]
+
+
+def read_tokens(path: Path, alpha: float) -> dict[str, Any] | None:
+    """tokens.csv (explain) for the competency plot: per set, the most frequent tokens and every significant
+    one, and per label the Bonferroni curve p*(n) = p0 + z*·sqrt(p0(1 − p0)/n), z* the one-sided critical z
+    at α / (number of tests in the set), p0 the label's base rate solved back from the rows' z."""
+    if not path.is_file():
+        return None
+    from scipy.stats import norm
+
+    sets: dict[str, list[dict[str, Any]]] = {}
+    with path.open(encoding="utf-8", newline="") as fh:
+        for lineno, rec in enumerate(csv.DictReader(fh), start=2):
+            try:
+                sets.setdefault(rec["set"], []).append({
+                    "token": rec["token"], "label": rec["label"], "count": int(float(rec["count"])),
+                    "p": float(rec["p_label"]), "z": _float(rec.get("z", "")),
+                    "sig": str(rec.get("significant", "")).strip().lower() in ("1", "true", "yes")})
+            except (KeyError, ValueError) as exc:
+                raise InputError(f"{path}: line {lineno}: {exc}") from None
+    out: dict[str, Any] = {"alpha": alpha, "sets": {}}
+    for name, rows in sets.items():
+        n_tests = len(rows)
+        zcrit = float(norm.isf(alpha / max(1, n_tests)))
+        rows.sort(key=lambda r: (not r["sig"], -r["count"]))
+        shown = rows[:TOKEN_POINTS]
+        curves = {}
+        for label in sorted({r["label"] for r in rows}):
+            p0 = _base_rate([r for r in rows if r["label"] == label])
+            if p0 is None:
+                continue
+            counts = np.unique(np.geomspace(max(1, min(r["count"] for r in rows)),
+                                            max(r["count"] for r in rows), 60).round())
+            curves[label] = {"p0": p0, "n": counts.tolist(),
+                             "p": [min(1.0, p0 + zcrit * math.sqrt(p0 * (1 - p0) / c)) for c in counts]}
+        out["sets"][name] = {"tokens": shown, "n_tests": n_tests, "n_significant": sum(r["sig"] for r in rows),
+                             "z_crit": zcrit, "curves": curves}
+    return out
+
+
+def _base_rate(rows: list[dict[str, Any]]) -> float | None:
+    """p0 of one label, solved from each row's (p̂, n, z) with z = (p̂ − p0) / sqrt(p0(1 − p0)/n); the median."""
+    est = []
+    for r in rows[:500]:
+        z, p, n = r["z"], r["p"], r["count"]
+        if math.isnan(z) or n <= 0:
+            continue
+        a = z * z / n
+        # (p − p0)² = a·p0(1 − p0)  →  (1 + a)p0² − (2p + a)p0 + p² = 0; the root on the side z says
+        disc = (2 * p + a) ** 2 - 4 * (1 + a) * p * p
+        if disc < 0:
+            continue
+        roots = [((2 * p + a) - math.sqrt(disc)) / (2 * (1 + a)), ((2 * p + a) + math.sqrt(disc)) / (2 * (1 + a))]
+        cand = [q for q in roots if 0 < q < 1 and (q <= p if z >= 0 else q >= p)]
+        if cand:
+            est.append(cand[0] if z >= 0 else cand[-1])
+    return float(np.median(est)) if est else None
+
+
+def read_evaluate(results: dict[str, Any]) -> dict[str, Any]:
+    """Accuracy per model and training set on the own held-out split (mean ± std over seeds), each with its
+    chance (the majority-class rate of the same held-out rows), and D's majority rate for the chance line."""
+    agg = results.get("aggregate") or {}
+    sets = list(dict.fromkeys(si.get("name") for si in results.get("training_sets", [])))
+    bars = []
+    for model, per_set in agg.items():
+        for name in sets:
+            entry = per_set.get(name) or {}
+            ms = entry.get("own_heldout") or {}
+            if ms.get("mean") is not None:
+                maj = (entry.get("own_heldout_majority") or {}).get("mean")
+                bars.append({"model": model, "set": name, "mean": ms["mean"], "std": ms.get("std") or 0.0,
+                             "chance": maj})
+    chance = None
+    for si in results.get("training_sets", []):
+        counts = si.get("label_counts") or {}
+        if si.get("kind") == "D" and counts:
+            chance = max(counts.values()) / max(1, sum(counts.values()))
+    return {"bars": bars, "sets": sets, "chance": chance}
+
+
+def note_progress(message: str, show: bool) -> None:
+    if show:
+        print(message, file=sys.stderr)

@@ -1,0 +1,94 @@
+"""Output folders for the report tests, built for real: a small text dataset (with rows whose text is markup)
+filtered by AFLite, and an explain folder beside it in the shape of ``aflite explain``'s files (tokens.csv,
+instances.csv with the data-map columns, weights.csv, results.json with a verdict)."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import numpy as np
+
+IMG = "<img src=x onerror=alert(1)>"
+SCRIPT = "</script><script>document.title='pwned'</script>"
+TITLE_SCRIPT = "<script>document.title='pwned'</script>"
+WORDS = {"entailment": "outdoors", "neutral": "tall friend", "contradiction": "nobody sleeping"}
+
+
+def write_dataset(path: Path, n: int = 300) -> Path:
+    """A TSV of n pairs (sentence1, sentence2, gold_label, pairID): a third carry their label's give-away words;
+    row 7 holds an image tag with an onerror handler, row 8 a script that would retitle the page."""
+    rng = np.random.default_rng(0)
+    labels = np.array(list(WORDS))[rng.integers(0, 3, n)]
+    lines = ["sentence1\tsentence2\tgold_label\tpairID"]
+    for i, lab in enumerate(labels):
+        prem = f"A person number {i} walks in the park {rng.integers(0, 50)} times."
+        hyp = f"Someone {WORDS[lab] if i % 3 == 0 else 'is'} here {rng.integers(0, 20)} gravel{i % 11}"
+        if i == 7:
+            hyp = f"{IMG} markup row"
+        if i == 8:
+            prem = f"{SCRIPT} second markup row"
+        lines.append(f"{prem}\t{hyp}\t{lab}\tp{i}")
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def make_run(tmp: Path) -> Path:
+    """A real AFLite run (n-gram Φ, m=8) on :func:`write_dataset`'s file, with its report.html."""
+    from aflite.atomic import write_json
+    from aflite.pipeline import run
+    from aflite.report import write_page
+
+    data = write_dataset(tmp / "pairs.tsv")
+    out = tmp / "run"
+    res = run(data, out, featurizer="ngram", probe=False, show_progress=False,
+              params={"n_partitions": 8, "train_size": 120, "slice_size": 20, "target_size": 150,
+                      "threshold": 0.6})
+    write_json(out / "results.json", {"command": "run", "argv": ["run", str(data), "--out", str(out)],
+                                      **res.summary, "verdict": ["A test verdict <b>not bold</b>."]})
+    write_page(out)
+    return out
+
+
+def make_explain(tmp: Path, run_dir: Path) -> Path:
+    """An explain folder for ``run_dir`` in the shape issue #22 specifies (values drawn from a seeded RNG, not
+    computed: the page only reads them)."""
+    rng = np.random.default_rng(1)
+    out = tmp / "explain"
+    out.mkdir()
+    with (run_dir / "instances.csv").open(encoding="utf-8") as fh:
+        rows = list(csv.DictReader(fh))
+    regions = ["easy", "ambiguous", "hard"]
+    with (out / "instances.csv").open("w", encoding="utf-8", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(["id", "label", "predictability", "removed_at", "confidence", "variability", "correctness",
+                    "region", "label_issue", "top_features"])
+        for r in rows:
+            conf, var = rng.random(), 0.5 * rng.random()
+            w.writerow([r["id"], r["label"], r["predictability"], r["removed_at"], f"{conf:.4f}", f"{var:.4f}",
+                        f"{rng.random():.2f}", regions[int(conf * 3) % 3], int(rng.random() < 0.05),
+                        "nobody:+1.2 sleeping:+0.8" if r["label"] == "contradiction" else "outdoors:+0.9"])
+    with (out / "tokens.csv").open("w", encoding="utf-8", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(["set", "token", "label", "count", "label_count", "p_label", "z", "p_value", "significant"])
+        for s in ("full", "kept", "random"):
+            for k, tok in enumerate(["nobody", "sleeping", "outdoors", "tall", "<b>tag</b>", "is", "here"]):
+                for lab in WORDS:
+                    count = 20 + 7 * k
+                    p_lab = 0.9 if tok in WORDS[lab] else 0.05
+                    p0 = 1 / 3
+                    z = (p_lab - p0) / np.sqrt(p0 * (1 - p0) / count)
+                    w.writerow([s, tok, lab, count, int(round(p_lab * count)), f"{p_lab:.4f}", f"{z:.4f}",
+                                "0.001", int(z > 4 and s != "kept")])
+    # in reverse row order: the page must match them by id
+    (out / "weights.csv").write_text("id,weight\n" + "".join(f"{r['id']},{k % 7 / 7:.4f}\n" for k, r in
+                                                             reversed(list(enumerate(rows)))), encoding="utf-8")
+    (out / "results.json").write_text(json.dumps({
+        "command": "explain", "argv": ["explain", str(tmp / "pairs.tsv"), str(run_dir), "--out", str(out)],
+        "significant_tokens": {"full": 9, "kept": 0, "random": 9},
+        "verdict": ["Planted artifacts were found on D and none remain on D(Φ)."]}), encoding="utf-8")
+    from aflite.report import write_page
+
+    write_page(out)
+    return out

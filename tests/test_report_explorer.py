@@ -1,0 +1,194 @@
+"""The explorer page without a browser: which folder is which, what the page embeds (escaped, decodable), the
+competency plot's Bonferroni curve, the evaluate and audit pages, and ``aflite report``'s refusals."""
+
+from __future__ import annotations
+
+import json
+import math
+import shutil
+from pathlib import Path
+
+import pytest
+from report_pages import IMG, SCRIPT, TITLE_SCRIPT, make_explain, make_run, write_dataset
+
+from aflite.cli import main
+from aflite.errors import InputError
+from aflite.report import detect_kind, write_page
+from aflite.report.explorer import embedded_data, render_page
+from aflite.report.folder import read_tokens
+from aflite.report.frame import json_for_script, packed
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def pages(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    tmp = tmp_path_factory.mktemp("pages")
+    run = make_run(tmp)
+    return {"run": run, "explain": make_explain(tmp, run)}
+
+
+def test_json_for_script_escapes_markup_and_round_trips() -> None:
+    value = {"t": [IMG, SCRIPT, "a & b", "line\u2028sep\u2029"]}
+    text = json_for_script(value)
+    assert not any(c in text for c in "<>&\u2028\u2029")
+    assert json.loads(text) == value
+    import base64
+    import gzip
+
+    assert json.loads(gzip.decompress(base64.b64decode(packed(value)))) == value
+    # a phase with no scored row records NaN quantiles: null in the page, never invalid JSON
+    assert json.loads(json_for_script({"q": [float("nan"), 1.5, float("inf")]})) == {"q": [None, 1.5, None]}
+
+
+def test_the_run_page_embeds_every_row_escaped(pages: dict[str, Path]) -> None:
+    html = (pages["run"] / "report.html").read_text(encoding="utf-8")
+    assert IMG not in html and TITLE_SCRIPT not in html and "document.title='pwned'" in json.dumps(
+        embedded_data(html))
+    data = embedded_data(html)
+    cols = data["cols"]
+    assert len(cols["id"]) == 300 and len(cols["ta"]) == 300
+    row8 = cols["id"].index("p8")
+    assert cols["ta"][row8].startswith(SCRIPT)  # the exact text, restored by JSON.parse
+    assert len(data["plots"]["history"]) >= 1
+    assert "A test verdict &lt;b&gt;not bold&lt;/b&gt;." in html
+
+
+def test_detect_kind(pages: dict[str, Path], tmp_path: Path) -> None:
+    assert detect_kind(pages["run"]) == "run"
+    assert detect_kind(pages["explain"]) == "explain"
+    ev = tmp_path / "ev"
+    ev.mkdir()
+    shutil.copy(REPO / "docs/measured/evaluate_snli_devtest_results.json", ev / "results.json")
+    assert detect_kind(ev) == "evaluate"
+    with pytest.raises(InputError, match="not an aflite output folder"):
+        detect_kind(tmp_path / "ev" / "..")
+    with pytest.raises(InputError, match="not a folder"):
+        detect_kind(ev / "results.json")
+
+
+def test_the_explain_page_has_the_data_map_columns_and_the_tokens(pages: dict[str, Path]) -> None:
+    data = embedded_data((pages["explain"] / "report.html").read_text(encoding="utf-8"))
+    cols = data["cols"]
+    for key in ("conf", "var", "region", "issue", "top", "ta", "tb"):
+        assert len(cols[key]) == len(cols["id"]), key
+    assert set(cols["regions"]) == {"easy", "ambiguous", "hard"}
+    assert cols["w"] == [round(k % 7 / 7, 4) for k in range(len(cols["id"]))]  # weights.csv, matched by id
+    assert cols["w_name"] == "weight"
+    assert set(data["plots"]["tokens"]["sets"]) == {"full", "kept", "random"}
+    assert data["plots"]["history"], "the run's phases, found through explain's argv"
+
+
+def test_bonferroni_curve_from_tokens_csv(pages: dict[str, Path]) -> None:
+    tok = read_tokens(pages["explain"] / "tokens.csv", alpha=0.01)
+    assert tok is not None
+    full = tok["sets"]["full"]
+    from scipy.stats import norm
+
+    assert full["n_tests"] == 21
+    assert full["z_crit"] == pytest.approx(norm.isf(0.01 / 21))
+    for curve in full["curves"].values():
+        assert curve["p0"] == pytest.approx(1 / 3, abs=1e-3)  # the base rate the fixture's z used
+        n, p = curve["n"][-1], curve["p"][-1]
+        assert p == pytest.approx(1 / 3 + full["z_crit"] * math.sqrt((1 / 3) * (2 / 3) / n), abs=1e-3)
+    assert full["n_significant"] == sum(t["sig"] for t in full["tokens"])
+
+
+def test_the_evaluate_page_has_bars_and_chance(tmp_path: Path) -> None:
+    shutil.copy(REPO / "docs/measured/evaluate_snli_devtest_results.json", tmp_path / "results.json")
+    data = embedded_data(write_page(tmp_path).read_text(encoding="utf-8"))
+    acc = data["plots"]["accuracy"]
+    res = json.loads((tmp_path / "results.json").read_text(encoding="utf-8"))
+    assert len(acc["bars"]) == sum(1 for m in res["aggregate"].values() for e in m.values()
+                                   if (e.get("own_heldout") or {}).get("mean") is not None)
+    counts = res["training_sets"][0]["label_counts"]
+    assert acc["chance"] == pytest.approx(max(counts.values()) / sum(counts.values()))
+
+
+def test_an_audit_page_is_put_on_a_fresh_frame_with_the_verdict(tmp_path: Path) -> None:
+    from aflite.report.audit import _page_head, _page_tail
+
+    body = "<h2>Hypothesis-only condition</h2><p>content kept</p>"
+    (tmp_path / "report.html").write_text("\n".join([*_page_head("Audit <x>", "intro", ["note <1>"]), body,
+                                                     *_page_tail(False)]), encoding="utf-8")
+    (tmp_path / "metrics.json").write_text("{}", encoding="utf-8")
+    (tmp_path / "results.json").write_text(json.dumps({"command": "audit", "verdict": ["Leak <found>."]}),
+                                           encoding="utf-8")
+    html = write_page(tmp_path).read_text(encoding="utf-8")
+    assert body in html and "Leak &lt;found&gt;." in html and "<title>Audit &lt;x&gt;</title>" in html
+    assert html.count("<!DOCTYPE html>") == 1 and "note &lt;1&gt;" in html and ">intro<" in html
+    again = write_page(tmp_path).read_text(encoding="utf-8")
+    assert again == html  # rebuilding is stable
+
+
+def test_texts_are_left_out_with_a_note_when_the_dataset_is_gone(pages: dict[str, Path], tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    shutil.copytree(pages["run"], run)
+    res = json.loads((run / "results.json").read_text(encoding="utf-8"))
+    res["dataset"] = str(tmp_path / "missing.tsv")
+    (run / "results.json").write_text(json.dumps(res), encoding="utf-8")
+    html = render_page(run)
+    assert "Texts not shown" in html and "ta" not in embedded_data(html)["cols"]
+
+
+def test_cli_report_rebuilds_and_refuses_a_folder_that_is_not_a_run(pages: dict[str, Path], tmp_path: Path,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    page = pages["run"] / "report.html"
+    page.unlink()
+    assert main(["report", str(pages["run"])]) == 0
+    assert page.is_file()
+    (tmp_path / "notes.txt").write_text("hello", encoding="utf-8")
+    capsys.readouterr()
+    assert main(["report", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "not an aflite output folder" in err
+    assert main(["report", str(tmp_path / "nope")]) == 2
+    assert not (tmp_path / "report.html").exists()
+
+
+def test_aflite_run_writes_the_page(tmp_path: Path) -> None:
+    data = write_dataset(tmp_path / "pairs.tsv", n=240)
+    out = tmp_path / "out"
+    assert main(["run", str(data), "--out", str(out), "--featurizer", "ngram", "--no-probe", "--quiet",
+                 "--n-partitions", "8", "--train-size", "100", "--slice-size", "20", "--target-size", "150",
+                 "--threshold", "0.6"]) == 0
+    data_embedded = embedded_data((out / "report.html").read_text(encoding="utf-8"))
+    assert len(data_embedded["cols"]["id"]) == 240 and "tb" in data_embedded["cols"]
+
+
+def test_thumbnails_for_a_bounded_sample_of_image_rows(tmp_path: Path) -> None:
+    pil = pytest.importorskip("PIL.Image")
+    from aflite.report.thumbs import THUMB_PX, add_thumbnails, sample_rows
+
+    refs = []
+    for i in range(5):
+        path = tmp_path / f"im{i}.png"
+        pil.new("RGB", (200, 120), (40 * i, 0, 0)).save(path)
+        refs.append(str(path))
+    (tmp_path / "bad.png").write_bytes(b"not an image")
+    refs.append(str(tmp_path / "bad.png"))
+    cols = {"id": [str(i) for i in range(6)], "phase": [-1, 0, -1, 1, -1, 0], "p": [1, 900, 2, 800, 3, 700]}
+    assert sample_rows(cols, limit=2) == [0, 1, 3]  # the first two, and the two most predictable removed
+    made = add_thumbnails(cols, [*refs[:5], refs[5]])
+    assert made == 5 and "5" not in cols["thumb"]  # the unreadable file has none
+    import base64
+    import io
+
+    uri = cols["thumb"]["0"]
+    assert uri.startswith("data:image/jpeg;base64,")
+    with pil.open(io.BytesIO(base64.b64decode(uri.split(",", 1)[1]))) as im:
+        assert max(im.size) == THUMB_PX and im.size == (48, 29)
+
+
+def test_an_image_run_page_has_thumbnails(tmp_path: Path) -> None:
+    pytest.importorskip("torch")
+    from test_images import FILTER, _run, square_images, tiny_vit
+
+    square_images(tmp_path / "d", n_per_class=8)
+    out = tmp_path / "out"
+    assert _run(["run", str(tmp_path / "d"), "--out", str(out), "--featurizer", "hf-image", "--model-path",
+                 str(tiny_vit(tmp_path / "vit")), *FILTER]) == 0
+    cols = embedded_data((out / "report.html").read_text(encoding="utf-8"))["cols"]
+    assert len(cols["id"]) == 16 and len(cols["thumb"]) == 16
+    assert sorted(cols["ta"]) == sorted(str(tmp_path / "d" / i) for i in cols["id"])  # each row's own file
+    assert all(uri.startswith("data:image/jpeg;base64,") for uri in cols["thumb"].values())
