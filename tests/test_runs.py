@@ -96,3 +96,22 @@ def test_run_defaults_are_aflites_own_sizes(n: int) -> None:
     own = AFLite().resolved_params(n)
     assert {k: own[k] for k in scaled_defaults(n)} == scaled_defaults(n)
     assert scaled_defaults(550_152)["train_size"] == 50_000 and scaled_defaults(550_152)["slice_size"] == 10_000
+
+
+def test_run_from_python_writes_results_and_the_report_page_as_the_cli(tmp_path: Path, small_snli: Path) -> None:
+    """report.html is written by the library after results.json (not by the CLI): a Python caller of run() gets
+    the same page rows as ``aflite run``; the CLI only adds its argv to results.json."""
+    from aflite.pipeline import run
+    from aflite.report.explorer import embedded_data
+
+    run(small_snli, tmp_path / "lib", featurizer="ngram", probe=False, show_progress=False, seed=2,
+        params={"slice_size": 10, "train_size": 30, "target_size": 150})
+    assert main(["run", str(small_snli), "--out", str(tmp_path / "cli"), "--featurizer", "ngram", "--no-probe",
+                 "--quiet", "--seed", "2", "-k", "10", "-t", "30", "-n", "150"]) == 0
+    lib = json.loads((tmp_path / "lib" / "results.json").read_text())
+    cli = json.loads((tmp_path / "cli" / "results.json").read_text())
+    assert lib["command"] == cli["command"] == "run" and lib["seed"] == cli["seed"] == 2
+    assert str(small_snli) in cli["argv"] and "--no-probe" in cli["argv"] and lib["argv"] != cli["argv"]
+    pages = [embedded_data((tmp_path / d / "report.html").read_text(encoding="utf-8")) for d in ("lib", "cli")]
+    assert pages[0]["kind"] == pages[1]["kind"] == "run"
+    assert pages[0]["cols"] == pages[1]["cols"] and len(pages[0]["cols"]["id"]) == 300
