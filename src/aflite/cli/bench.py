@@ -59,7 +59,7 @@ def register(sub: Any) -> None:
     g.add_argument("--cluster-workers", default="", help="comma-separated local Dask cluster sizes, e.g. 1,2,4")
     g.add_argument("--complete", action="store_true", help="also run the complete filter")
     g.add_argument("--workdir", default=None, help="folder for the features file (default a temporary folder)")
-    e = p.add_argument_group("encoder backends (--embed): items/s, cosine and kept-set Jaccard of torch vs ONNX Runtime")
+    e = p.add_argument_group("encoder backends (--embed): items/s, cosine, kept-set Jaccard of torch vs ONNX Runtime")
     e.add_argument("--embed", choices=("minilm",), default=None, help="benchmark this encoder's CPU backends")
     e.add_argument("--embed-data", default=None, help="a pair dataset for --embed (e.g. SNLI dev.tsv.gz)")
     e.add_argument("--embed-items", type=int, default=2000, help="pairs timed per backend (default 2000)")

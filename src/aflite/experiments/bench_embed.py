@@ -93,7 +93,7 @@ def embed_benchmark(data: str | os.PathLike[str], *, model: str = "minilm", n_it
     if n_items < 1 or rounds < 1:
         raise ParameterError("--embed-items and --embed-rounds must be >= 1")
     from aflite.data import load_dataset
-    from aflite.features import make_featurizer
+    from aflite.features.minilm import MiniLMFeaturizer
     from aflite.threads import budget
 
     ds = load_dataset(data)
@@ -102,11 +102,11 @@ def embed_benchmark(data: str | os.PathLike[str], *, model: str = "minilm", n_it
         raise ParameterError(f"{data}: the embed bench needs premise/hypothesis pairs")
     n = min(n_items, len(a_all))
     a, b = a_all[:n], b_all[:n]
-    feats = {be: make_featurizer("minilm", backend=be, show_progress=False, batch_size=batch_size) for be in backends}
-    for be, f in feats.items():  # load, export and quantise outside the timings
+    feats = {be: MiniLMFeaturizer(backend=be, show_progress=False, batch_size=batch_size) for be in backends}
+    for f in feats.values():  # load, export and quantise outside the timings
         f.transform(a[:8], b[:8])
-    tok = feats[backends[0]]._tok
-    cfg = feats[backends[0]]._model.config
+    tok, torch_model = feats[backends[0]].loaded()
+    cfg = torch_model.config
     tokens = sum(len(ids) for ids in tok(a, b, truncation=True, max_length=256)["input_ids"])
     fpt = flops_per_token(cfg)
     res: dict[str, Any] = {"model": model, "data": str(data), "n_items": n, "rounds": rounds, "seed": seed,

@@ -124,6 +124,11 @@ class MiniLMFeaturizer:
             self._model.eval()
         return self._tok, self._model, torch
 
+    def loaded(self) -> tuple[Any, Any]:
+        """The tokenizer and the torch model, loaded once (benchmarks read the model's size from its config)."""
+        tok, model, _ = self._ensure_loaded()
+        return tok, model
+
     def fit(self, texts_a: Sequence[str], texts_b: Sequence[str] | None = None, y: Any = None) -> Self:
         return self
 
