@@ -127,6 +127,7 @@ def embed_benchmark(data: str | os.PathLike[str], *, model: str = "minilm", n_it
     if st is not None:
         runs["sentence-transformers"] = []
     small: dict[str, np.ndarray] = {}
+    loads: list[float] = []
     for r in range(rounds):  # alternate: every backend once per round
         for be in runs:
             t0 = time.perf_counter()
@@ -137,11 +138,16 @@ def embed_benchmark(data: str | os.PathLike[str], *, model: str = "minilm", n_it
                 x = feats[be].transform(a, b)
             runs[be].append(time.perf_counter() - t0)
             small[be] = x
+        loads.append(round(os.getloadavg()[0], 2))
         log(f"round {r + 1}/{rounds}: " + ", ".join(f"{be} {n / v[-1]:.0f}/s" for be, v in runs.items()))
     med = {be: float(np.median(v)) for be, v in runs.items()}
     res["seconds_all"] = {be: [round(s, 3) for s in v] for be, v in runs.items()}
     res["items_per_s"] = {be: round(n / s, 1) for be, s in med.items()}
     res["speedup"] = {be: round(med["torch"] / s, 3) for be, s in med.items()}
+    # the same round's torch time over the backend's: paired, so that load drifting between rounds cancels
+    res["speedup_per_round"] = {be: [round(t / s, 3) for t, s in zip(runs["torch"], v, strict=True)]
+                                for be, v in runs.items() if be != "torch"}
+    res["loadavg_1min_per_round"] = loads
     res["gflops_achieved"] = {be: round(n / s * tokens / n * fpt / 1e9, 1) for be, s in med.items()}
     ref = small["torch"]
     cos = {be: (x * ref).sum(axis=1) for be, x in small.items() if be != "torch"}
