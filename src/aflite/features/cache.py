@@ -134,7 +134,7 @@ def featurize(
         options.setdefault("show_progress", show_progress)
     feat = make_featurizer(featurizer, **options)
     if cache_dir is not None and getattr(feat, "export_dir", False) is None:
-        feat.export_dir = Path(cache_dir) / "onnx"  # ONNX exports live in the run's cache
+        setattr(feat, "export_dir", Path(cache_dir) / "onnx")  # noqa: B010 - ONNX exports live in the run cache
     opts = feat.get_options()
 
     extra: dict[str, Any] = {}
