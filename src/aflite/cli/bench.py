@@ -59,6 +59,12 @@ def register(sub: Any) -> None:
     g.add_argument("--cluster-workers", default="", help="comma-separated local Dask cluster sizes, e.g. 1,2,4")
     g.add_argument("--complete", action="store_true", help="also run the complete filter")
     g.add_argument("--workdir", default=None, help="folder for the features file (default a temporary folder)")
+    e = p.add_argument_group("encoder backends (--embed): items/s, cosine, kept-set Jaccard of torch vs ONNX Runtime")
+    e.add_argument("--embed", choices=("minilm",), default=None, help="benchmark this encoder's CPU backends")
+    e.add_argument("--embed-data", default=None, help="a pair dataset for --embed (e.g. SNLI dev.tsv.gz)")
+    e.add_argument("--embed-items", type=int, default=2000, help="pairs timed per backend (default 2000)")
+    e.add_argument("--embed-rounds", type=int, default=3, help="alternating rounds; the median counts (default 3)")
+    e.add_argument("--no-kept-set", action="store_true", help="skip the AFLite kept-set comparison on all rows")
     p.set_defaults(handler=run)
 
 
@@ -66,6 +72,8 @@ def run(args: argparse.Namespace) -> int:
     from aflite.experiments.bench import check_benchmark, run_benchmark
     from aflite.experiments.bench_text import format_report
 
+    if args.embed:
+        return _run_embed(args)
     if args.shape is None:  # the same checks run_benchmark makes, before anything else
         check_benchmark(args.n, args.dim, args.reference_partitions, args.features, args.labels,
                         args.real_features, args.real_labels)
@@ -100,6 +108,22 @@ def _save(args: argparse.Namespace, res: dict[str, Any], report: str) -> None:
 
     save_bench(res, report, args.out, seed=args.seed)
     write_results(args.out, args)  # stamps the library's results.json with argv, seed and versions
+
+
+def _run_embed(args: argparse.Namespace) -> int:
+    from aflite.errors import ParameterError
+    from aflite.experiments.bench_embed import embed_benchmark, format_embed_report
+
+    if not args.embed_data:
+        raise ParameterError("--embed needs --embed-data (a premise/hypothesis dataset, e.g. SNLI dev.tsv.gz)")
+    res = {"embed": embed_benchmark(args.embed_data, model=args.embed, n_items=args.embed_items,
+                                    rounds=args.embed_rounds, seed=args.seed, kept_set=not args.no_kept_set,
+                                    log=lambda m: None if args.quiet else print(f"[bench] {m}", file=sys.stderr,
+                                                                                flush=True))}
+    report = format_embed_report(res["embed"])
+    _save(args, res, report)
+    print(json.dumps(res, indent=2) if args.json else report)
+    return 0
 
 
 def _run_scale(args: argparse.Namespace, log: Any) -> int:

@@ -48,6 +48,9 @@ def register(sub: Any) -> None:
     add_seed(p, help="seed of the warm-up slice and its fine-tuning (default 0)")
     add_columns(p)
     add_device(p, what="where the encoder runs")
+    from aflite.cli.options import add_backend
+
+    add_backend(p)
     add_quiet(p)
     from aflite.cli.options import add_overwrite_option
 
@@ -69,7 +72,7 @@ def run(args: argparse.Namespace) -> int:
                 warmup_size=args.warmup_size, lr=args.lr, cache=args.cache, seed=args.seed, device=args.device,
                 image_size=args.image_size, path_column=args.path_column, chunk_size=args.chunk_size,
                 skip_bad_images=args.skip_bad_images, dataset_options=dataset_options(args),
-                overwrite=args.overwrite, show_progress=not args.quiet)
+                overwrite=args.overwrite, show_progress=not args.quiet, backend=args.backend)
     write_results(args.out, args)  # stamps the library's results.json with argv, seed and versions
     print(res.line)
     return 0

@@ -29,6 +29,7 @@ __all__ = [
     "add_seed",
     "add_quiet",
     "add_device",
+    "add_backend",
     "add_columns",
     "add_cache",
     "add_threads",
@@ -122,6 +123,13 @@ def add_quiet(p: Any) -> None:
 
 def add_device(p: Any, *, what: str = "where PyTorch code runs") -> None:
     p.add_argument("--device", default="auto", help=f"{what}: {DEVICE_HELP}")
+
+
+def add_backend(p: Any) -> None:
+    """``--backend``: how the text encoder runs (torch, or ONNX Runtime fp32/int8 on CPU)."""
+    p.add_argument("--backend", default=None, choices=("auto", "torch", "onnx", "onnx-int8"),
+                   help="minilm encoder runtime: torch, onnx (ONNX Runtime fp32) or onnx-int8 (default auto: "
+                   "onnx-int8 on CPU when the [onnx] extra is installed, torch on a GPU or without it)")
 
 
 def add_threads(p: Any) -> None:

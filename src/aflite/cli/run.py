@@ -38,6 +38,9 @@ def add_pipeline_options(p: argparse.ArgumentParser, featurizer_default: str) ->
     g.add_argument("--link-dir", type=Path, default=None,
                    help="also build a folder of symlinks to the kept images (a new or empty folder)")
     add_cache(p)
+    from aflite.cli.options import add_backend
+
+    add_backend(p)
     from aflite.cli.options import add_groups_option, add_overwrite_option
 
     add_groups_option(p)
@@ -77,7 +80,7 @@ def pipeline_kwargs(args: argparse.Namespace) -> dict[str, Any]:
     fopts = featurizer_options(args.featurizer, model_path=args.model_path or None, device=args.device,
                                image_size=args.image_size if args.image_size != 224 else None,
                                max_steps=args.max_steps, lr=args.lr, path=args.embeddings,
-                               ids_path=args.embedding_ids or None)
+                               ids_path=args.embedding_ids or None, backend=args.backend)
     params = {"target_size": args.target_size, "n_partitions": args.n_partitions, "train_size": args.train_size,
               "slice_size": args.slice_size, "threshold": args.threshold}
     return dict(featurizer=args.featurizer, view=args.view, params=params, strategy=args.strategy, seed=args.seed,

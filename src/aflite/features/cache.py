@@ -133,6 +133,8 @@ def featurize(
     if featurizer in ("minilm", "warmup", *IMAGE_FEATURIZERS):
         options.setdefault("show_progress", show_progress)
     feat = make_featurizer(featurizer, **options)
+    if cache_dir is not None and getattr(feat, "export_dir", False) is None:
+        setattr(feat, "export_dir", Path(cache_dir) / "onnx")  # noqa: B010 - ONNX exports live in the run cache
     opts = feat.get_options()
 
     extra: dict[str, Any] = {}

@@ -68,6 +68,8 @@ class MiniLMFeaturizer:
         num_threads: int | None = None,
         device: str | None = None,
         show_progress: bool = True,
+        backend: str | None = None,
+        export_dir: str | os.PathLike[str] | None = None,
     ) -> None:
         # scikit-learn convention: store the arguments as given; _validate (called by transform) checks them
         self.model_path = model_path
@@ -77,8 +79,12 @@ class MiniLMFeaturizer:
         self.num_threads = num_threads
         self.device = device
         self.show_progress = show_progress
+        self.backend = backend  # torch, onnx, onnx-int8, or None/auto (features.onnx_backend.resolve_backend)
+        self.export_dir = export_dir  # where ONNX exports are cached (featurize sets <cache>/onnx)
         self._tok: Any = None
         self._model: Any = None
+        self._resolved: str | None = None
+        self._runner: Any = None
 
     def _validate(self) -> None:
         """Check the constructor arguments; raised at transform time (or early by :func:`make_featurizer`)."""
@@ -87,23 +93,41 @@ class MiniLMFeaturizer:
         if self.batch_size < 1:
             raise ParameterError(f"batch_size must be >= 1, got {self.batch_size}")
         resolve_model_path(self.model_path)
+        self.resolved_backend()
+
+    def resolved_backend(self) -> str:
+        """The backend this featurizer encodes with (the CPU default is decided in features.onnx_backend)."""
+        if self._resolved is None:
+            from aflite.features.onnx_backend import resolve_backend
+
+            device = "cpu" if self.backend not in (None, "", "auto", "torch") else torch_device(self.device)
+            self._resolved = resolve_backend(self.backend, device)
+        return self._resolved
 
     def get_options(self) -> dict[str, Any]:
-        return {
+        opts: dict[str, Any] = {
             "model_path": str(resolve_model_path(self.model_path)),
             "max_length": self.max_length,
             "normalize": self.normalize,
         }
+        if self.resolved_backend() != "torch":  # torch keeps its cache keys from before backends existed
+            opts["backend"] = self.resolved_backend()
+        return opts
 
     def _ensure_loaded(self) -> tuple[Any, Any, Any]:
         torch, transformers = import_torch()
         if self.num_threads is not None:
             torch.set_num_threads(int(self.num_threads))
         if self._model is None:
-            device = torch_device(self.device)
+            device = torch_device(self.device) if self.resolved_backend() == "torch" else "cpu"
             self._tok, self._model = _load_encoder(resolve_model_path(self.model_path), torch, transformers, device)
             self._model.eval()
         return self._tok, self._model, torch
+
+    def loaded(self) -> tuple[Any, Any]:
+        """The tokenizer and the torch model, loaded once (benchmarks read the model's size from its config)."""
+        tok, model, _ = self._ensure_loaded()
+        return tok, model
 
     def fit(self, texts_a: Sequence[str], texts_b: Sequence[str] | None = None, y: Any = None) -> Self:
         return self
@@ -123,6 +147,8 @@ class MiniLMFeaturizer:
         own = progress is None
         bar = progress_bar(len(a), self.name, self.show_progress) if own else progress
         try:
+            if self.resolved_backend() != "torch":
+                return self._encode_onnx(tok, model, torch, a, b, bar)
             return _encode(
                 tok,
                 model,
@@ -137,3 +163,15 @@ class MiniLMFeaturizer:
         finally:
             if own and bar is not None:
                 bar.close()
+
+    def _encode_onnx(self, tok: Any, model: Any, torch: Any, a: list[str], b: list[str] | None,
+                     bar: Tqdm | None) -> np.ndarray:
+        from aflite.encoders import tokenize
+        from aflite.features.onnx_backend import text_runner
+
+        if self._runner is None:
+            pad = tok.pad_token_id if tok.pad_token_id is not None else 0
+            self._runner = text_runner(model, torch, self.resolved_backend(), pad_id=pad,
+                                       export_dir=self.export_dir, threads=self.num_threads)
+        items = tokenize(tok, a, b, self.max_length)
+        return self._runner.embed(items, batch_size=self.batch_size, normalize=self.normalize, progress=bar)

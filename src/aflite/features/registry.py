@@ -27,7 +27,7 @@ class FeaturizerSpec:
 
 REGISTRY: dict[str, FeaturizerSpec] = {s.name: s for s in (
     FeaturizerSpec("ngram", "text", (), ("run", "embed", "audit"), "hashed TF-IDF, no model"),
-    FeaturizerSpec("minilm", "text", ("model_path", "device"), ("run", "embed", "audit"),
+    FeaturizerSpec("minilm", "text", ("model_path", "device", "backend"), ("run", "embed", "audit"),
                    "frozen all-MiniLM-L6-v2"),
     FeaturizerSpec("warmup", "text+image", ("model_path", "device", "image_size", "max_steps", "lr"),
                    ("run", "embed"), "the paper's Φ: MiniLM — or EfficientNet-Lite0 for images — fine-tuned on a "

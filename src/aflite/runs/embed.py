@@ -47,13 +47,14 @@ def embed(data: str | os.PathLike[str], out: str | os.PathLike[str], *, featuriz
           cache: str | os.PathLike[str] | None = None, seed: int = 0, device: str = "auto",
           image_size: int = 224, path_column: str | None = None, chunk_size: int = 4096,
           skip_bad_images: bool = False, dataset_options: dict[str, Any] | None = None,
-          overwrite: bool = False, show_progress: bool = True) -> EmbedResult:
+          overwrite: bool = False, show_progress: bool = True, backend: str | None = None) -> EmbedResult:
     """Featurize ``data`` with ``featurizer`` under ``view`` and write the files listed in the module docstring.
 
     ``data`` is read as images when it is an image folder or ``featurizer`` is an image featurizer
     (``efficientnet-lite0``, ``hf-image``); otherwise as a text dataset (``dataset_options``: the column keywords
     of :func:`aflite.data.load_dataset`). ``warmup_size`` is a count, or a fraction of the rows when below 1;
-    ``cache`` defaults to ``out/cache``. Returns an :class:`EmbedResult`.
+    ``cache`` defaults to ``out/cache``; ``backend`` is minilm's runtime (torch, onnx, onnx-int8; default auto,
+    :func:`aflite.features.onnx_backend.resolve_backend`). Returns an :class:`EmbedResult`.
     """
     from aflite.data import images
 
@@ -70,13 +71,13 @@ def embed(data: str | os.PathLike[str], out: str | os.PathLike[str], *, featuriz
                              image_options={"path_column": path_column, "label_column": opts.get("label"),
                                             "id_column": opts.get("id_column"), "skip_bad_images": skip_bad_images})
     return _embed_text(data, out, featurizer=featurizer, view=view, model_path=model_path, device=device,
-                       warmup_size=warmup_size, lr=lr, cache_dir=cache_dir, seed=seed,
+                       warmup_size=warmup_size, lr=lr, cache_dir=cache_dir, seed=seed, backend=backend,
                        dataset_options=dataset_options, show_progress=show_progress)
 
 
 def _embed_text(data: str | os.PathLike[str], out: Path, *, featurizer: str, view: str, model_path: str | None,
                 device: str, warmup_size: float, lr: float | None, cache_dir: Path, seed: int,
-                dataset_options: dict[str, Any] | None, show_progress: bool) -> EmbedResult:
+                backend: str | None, dataset_options: dict[str, Any] | None, show_progress: bool) -> EmbedResult:
     from aflite import data as D
     from aflite import features
     from aflite.atomic import write_npy, write_text
@@ -87,6 +88,8 @@ def _embed_text(data: str | os.PathLike[str], out: Path, *, featurizer: str, vie
         opts["model_path"] = model_path
     if featurizer in ("minilm", "warmup"):
         opts["device"] = device
+    if backend is not None and featurizer == "minilm":
+        opts["backend"] = backend
     if lr is not None and featurizer == "warmup":
         opts["lr"] = lr
     ws: float | int = warmup_size if warmup_size < 1 else int(warmup_size)

@@ -1,0 +1,199 @@
+"""``aflite bench --embed minilm``: the encoder's CPU backends side by side in one run.
+
+What users wait for is Φ, so this measures, on the same machine and in the same process: items/s of torch fp32
+and of each ONNX Runtime backend on the same pairs (the backends alternate round after round, so that a change in
+the machine's load hits them alike), sentence-transformers' own ``encode`` as the reference users know, per-row
+cosine of each backend's Φ to torch's, the Jaccard of the AFLite kept sets (same seed, Table 8 scaled to the
+data) with each Φ, and the roofline: the host's float32 GEMM rate (numpy) and int8 GEMM rate (ONNX Runtime's
+MatMulInteger) next to the GFLOP/s each backend reaches.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import time
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from aflite.errors import ParameterError
+
+__all__ = ["embed_benchmark", "format_embed_report", "gemm_rates", "flops_per_token"]
+
+BACKENDS = ("torch", "onnx", "onnx-int8")
+
+
+def flops_per_token(config: Any) -> float:
+    """FLOPs per token of a BERT-style encoder's dense layers (2 per multiply-add; attention scores excluded):
+    2 · layers · (4·h² + 2·h·ffn). MiniLM-L6 (h 384, ffn 1536): 21.2 MFLOP."""
+    h, i, n = int(config.hidden_size), int(config.intermediate_size), int(config.num_hidden_layers)
+    return 2.0 * n * (4 * h * h + 2 * h * i)
+
+
+def gemm_rates(size: int = 1024, repeats: int = 5) -> dict[str, float]:
+    """Best-of-``repeats`` GFLOP/s of one size³ GEMM: numpy float32 (its BLAS, all its threads) and ONNX Runtime
+    MatMulInteger uint8 × int8 (the kernel the dynamic-int8 backend uses)."""
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((size, size), dtype=np.float32)
+    b = rng.standard_normal((size, size), dtype=np.float32)
+    flop = 2.0 * size**3
+    best = min(_timed(lambda: a @ b) for _ in range(repeats))
+    out = {"gemm_size": size, "numpy_float32_gflops": round(flop / best / 1e9, 1)}
+    try:
+        import onnx
+        import onnxruntime as ort
+        from onnx import TensorProto, helper
+    except ImportError:
+        return out
+    graph = helper.make_graph(
+        [helper.make_node("MatMulInteger", ["A", "B"], ["Y"])], "int8gemm",
+        [helper.make_tensor_value_info("A", TensorProto.UINT8, [size, size]),
+         helper.make_tensor_value_info("B", TensorProto.INT8, [size, size])],
+        [helper.make_tensor_value_info("Y", TensorProto.INT32, [size, size])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = min(model.ir_version, 9)
+    onnx.checker.check_model(model)
+    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    feeds = {"A": rng.integers(0, 255, (size, size), dtype=np.uint8),
+             "B": rng.integers(-127, 127, (size, size), dtype=np.int8)}
+    best = min(_timed(lambda: sess.run(None, feeds)) for _ in range(repeats))
+    out["ort_int8_gops"] = round(flop / best / 1e9, 1)
+    return out
+
+
+def _timed(fn: Callable[[], Any]) -> float:
+    t0 = time.perf_counter()
+    fn()
+    return time.perf_counter() - t0
+
+
+def _jaccard(a: np.ndarray, b: np.ndarray) -> float:
+    sa, sb = set(a.tolist()), set(b.tolist())
+    return len(sa & sb) / max(1, len(sa | sb))
+
+
+def _kept(X: np.ndarray, y: np.ndarray, seed: int) -> tuple[np.ndarray, str]:
+    from aflite.filter import AFLite
+    from aflite.pipeline import scaled_defaults
+
+    af = AFLite(**scaled_defaults(len(y)), random_state=seed)  # type: ignore[arg-type]
+    af.fit(X, y)
+    return np.flatnonzero(af.keep_mask_), str(af.stop_reason_)
+
+
+def embed_benchmark(data: str | os.PathLike[str], *, model: str = "minilm", n_items: int = 2000, rounds: int = 3,
+                    seed: int = 0, kept_set: bool = True, backends: tuple[str, ...] = BACKENDS,
+                    reference: bool = True, batch_size: int = 32,
+                    log: Callable[[str], None] = lambda m: None) -> dict[str, Any]:
+    """The ``embed`` section of ``aflite bench --json`` for ``model`` on the text pairs of ``data``."""
+    if model != "minilm":
+        raise ParameterError(f"--embed {model}: only minilm has ONNX backends so far")
+    if n_items < 1 or rounds < 1:
+        raise ParameterError("--embed-items and --embed-rounds must be >= 1")
+    from aflite.data import load_dataset
+    from aflite.features.minilm import MiniLMFeaturizer
+    from aflite.threads import budget
+
+    ds = load_dataset(data)
+    a_all, b_all = list(ds.texts_a), list(ds.texts_b if ds.texts_b is not None else [])
+    if not b_all:
+        raise ParameterError(f"{data}: the embed bench needs premise/hypothesis pairs")
+    n = min(n_items, len(a_all))
+    a, b = a_all[:n], b_all[:n]
+    feats = {be: MiniLMFeaturizer(backend=be, show_progress=False, batch_size=batch_size) for be in backends}
+    for f in feats.values():  # load, export and quantise outside the timings
+        f.transform(a[:8], b[:8])
+    tok, torch_model = feats[backends[0]].loaded()
+    cfg = torch_model.config
+    tokens = sum(len(ids) for ids in tok(a, b, truncation=True, max_length=256)["input_ids"])
+    fpt = flops_per_token(cfg)
+    res: dict[str, Any] = {"model": model, "data": str(data), "n_items": n, "rounds": rounds, "seed": seed,
+                           "batch_size": batch_size, "threads": budget(), "tokens_per_item": round(tokens / n, 2),
+                           "mflop_per_token": round(fpt / 1e6, 2), "host": platform.processor() or platform.machine(),
+                           "loadavg_start": list(os.getloadavg())}
+    st: Any = None
+    if reference:
+        try:
+            from sentence_transformers import SentenceTransformer
+
+            st = SentenceTransformer(str(feats[backends[0]].get_options()["model_path"]), device="cpu")
+            st.encode([(a[0], b[0])], batch_size=batch_size)
+        except Exception as exc:  # noqa: BLE001 - the reference is optional; say why it is missing
+            res["sentence_transformers"] = f"skipped: {type(exc).__name__}: {exc}"
+            st = None
+    runs: dict[str, list[float]] = {be: [] for be in backends}
+    if st is not None:
+        runs["sentence-transformers"] = []
+    small: dict[str, np.ndarray] = {}
+    loads: list[float] = []
+    for r in range(rounds):  # alternate: every backend once per round
+        for be in runs:
+            t0 = time.perf_counter()
+            if be == "sentence-transformers":
+                x = np.asarray(st.encode(list(zip(a, b, strict=True)), batch_size=batch_size,
+                                         normalize_embeddings=True, convert_to_numpy=True), dtype=np.float32)
+            else:
+                x = feats[be].transform(a, b)
+            runs[be].append(time.perf_counter() - t0)
+            small[be] = x
+        loads.append(round(os.getloadavg()[0], 2))
+        log(f"round {r + 1}/{rounds}: " + ", ".join(f"{be} {n / v[-1]:.0f}/s" for be, v in runs.items()))
+    med = {be: float(np.median(v)) for be, v in runs.items()}
+    res["seconds_all"] = {be: [round(s, 3) for s in v] for be, v in runs.items()}
+    res["items_per_s"] = {be: round(n / s, 1) for be, s in med.items()}
+    res["speedup"] = {be: round(med["torch"] / s, 3) for be, s in med.items()}
+    # the same round's torch time over the backend's: paired, so that load drifting between rounds cancels
+    res["speedup_per_round"] = {be: [round(t / s, 3) for t, s in zip(runs["torch"], v, strict=True)]
+                                for be, v in runs.items() if be != "torch"}
+    res["loadavg_1min_per_round"] = loads
+    res["gflops_achieved"] = {be: round(n / s * tokens / n * fpt / 1e9, 1) for be, s in med.items()}
+    ref = small["torch"]
+    cos = {be: (x * ref).sum(axis=1) for be, x in small.items() if be != "torch"}
+    res["min_cosine"] = {be: round(float(c.min()), 6) for be, c in cos.items()}
+    res["mean_cosine"] = {be: round(float(c.mean()), 6) for be, c in cos.items()}
+    res["loadavg_end_of_timing"] = list(os.getloadavg())
+    log("roofline: GEMM rates")
+    res["roofline"] = gemm_rates()
+    if kept_set:
+        y = np.asarray(ds.labels)
+        kept: dict[str, Any] = {}
+        full_cos: dict[str, Any] = {}
+        X_ref = None
+        for be in backends:
+            log(f"kept set: {be} Φ of all {len(y)} pairs")
+            X = feats[be].transform(a_all, b_all)
+            if be == "torch":
+                X_ref = X
+            elif X_ref is not None:
+                c = (X * X_ref).sum(axis=1)
+                full_cos[be] = {"min": round(float(c.min()), 6), "mean": round(float(c.mean()), 6)}
+            kept[be] = _kept(X, y, seed)
+        base = kept["torch"][0]
+        res["kept_set"] = {"n": int(len(y)), "parameters": "Table 8 scaled (pipeline.scaled_defaults)",
+                           "size": {be: int(len(k)) for be, (k, _) in kept.items()},
+                           "stop_reason": {be: s for be, (_, s) in kept.items()}, "cosine_all_rows": full_cos}
+        res["kept_jaccard"] = {be: round(_jaccard(k, base), 4) for be, (k, _) in kept.items() if be != "torch"}
+    res["passes"] = {be: bool(res["mean_cosine"][be] >= 0.99 and res.get("kept_jaccard", {}).get(be, 1.0) >= 0.9)
+                     for be in backends if be != "torch"}
+    res["loadavg_end"] = list(os.getloadavg())
+    return res
+
+
+def format_embed_report(res: dict[str, Any]) -> str:
+    lines = [f"{res['model']} on {res['n_items']} pairs of {res['data']} ({res['tokens_per_item']} tokens/pair, "
+             f"{res['mflop_per_token']} MFLOP/token), median of {res['rounds']} alternating rounds, "
+             f"{res['threads']} threads:"]
+    for be, v in res["items_per_s"].items():
+        extra = ""
+        if be in res["mean_cosine"]:
+            extra = f", cosine to torch mean {res['mean_cosine'][be]:.5f} min {res['min_cosine'][be]:.5f}"
+        if be in res.get("kept_jaccard", {}):
+            extra += f", kept-set Jaccard {res['kept_jaccard'][be]:.4f}"
+        lines.append(f"  {be:<22} {v:8.1f} items/s  {res['speedup'][be]:.2f}x torch  "
+                     f"{res['gflops_achieved'][be]:.1f} GFLOP/s{extra}")
+    rl = res["roofline"]
+    lines.append(f"  roofline: numpy float32 GEMM {rl['numpy_float32_gflops']} GFLOP/s"
+                 + (f", ORT int8 GEMM {rl['ort_int8_gops']} GOP/s" if "ort_int8_gops" in rl else ""))
+    return "\n".join(lines)

