@@ -201,7 +201,7 @@ def _observed_ensemble(solver: str) -> Any:
             _OBSERVED.append(self)
             super().prepare(X, y, n_classes)
 
-    return ObservedEnsemble(solver=solver)
+    return ObservedEnsemble(solver=solver, copy_X=False)  # X is generated for this run: whitened in place
 
 
 def _complete_child(conn: Any, spec: dict[str, Any]) -> None:
