@@ -122,7 +122,7 @@ def _own_rows_pass(A: Any, r0: int, pos: Any, lo: Any, hi: Any, y: Any, W: Any, 
 
 
 def _own_rows_pass3(A: Any, r0: int, pos: Any, lo: Any, hi: Any, y: Any, W: Any, bias: Any, inv_t: Any,
-                    loss: Any, G: Any, Gb: Any, tile: int) -> None:  # pragma: no cover - compiled; tested through solver
+                    loss: Any, G: Any, Gb: Any, tile: int) -> None:  # pragma: no cover - compiled; tested
     """:func:`_own_rows_pass` for three classes (SNLI, MNLI): the same sums, with the class loop inside the feature
     loop, so that each feature of four rows is loaded once for all three classes' logits and gradients (the
     generic loop loads it once per class and is bound by loads, not arithmetic)."""
