@@ -160,3 +160,59 @@ def test_backends_import_the_solver_not_each_other():
     assert not imported("solver") & {"aflite.ensemble", "aflite.torch_backend"}
     assert "aflite.ensemble" not in imported("torch_backend")
     assert "aflite.solver" in imported("torch_backend") and "aflite.solver" in imported("ensemble")
+
+
+@pytest.mark.parametrize("kernel", KERNELS)
+@pytest.mark.parametrize("dead_column", [False, True])
+def test_whitening_in_place_gives_the_bits_of_a_copy(kernel, dead_column, monkeypatch):
+    """``copy_X=False`` whitens X in its own memory (repacking rows when a zero-variance direction is dropped)
+    and the filter's phases, S shrinking between them (in-place compaction, compiled or numpy), give the same
+    bits as with a whitened copy; X is given up."""
+    monkeypatch.setenv("AFLITE_KERNEL", kernel)
+    X, y = anisotropic(9000, 24, 3, seed=21)
+    if dead_column:
+        X[:, 5] = 1.0  # no variance: the whitening drops it, so d' < d
+    X = np.ascontiguousarray(X, dtype=np.float32)
+    rows = [np.arange(len(y)), np.arange(0, len(y), 2)[5:], np.arange(0, len(y), 6)[5:]]
+    out = []
+    for copy_X in (True, False):
+        Xc = X.copy()
+        ens = FastLogisticEnsemble(copy_X=copy_X)
+        ens.prepare(Xc, y, 3)
+        assert ens._store.whitening.dim == (23 if dead_column else 24)
+        assert np.shares_memory(ens._store._data, Xc) == (not copy_X)
+        preds = []
+        for phase, r in enumerate(rows):
+            mask = draw_partitions(len(r), 5, len(r) // 5, np.random.default_rng(phase))
+            preds.append(ens.fit_predict(r, mask))
+        out.append((preds, ens._coefs))
+    for a, b in zip(out[0][0], out[1][0], strict=True):
+        assert np.array_equal(a, b)
+    assert np.array_equal(out[0][1], out[1][1])
+
+
+def test_compiled_three_class_kernel_matches_the_generic_loop():
+    """The three-class loop (classes inside the feature loop) sums the same terms as the generic one."""
+    if not kernels.available():
+        pytest.skip("numba not installed")
+    import numba
+
+    generic = numba.njit(fastmath=True)(kernels._own_rows_pass)
+    rng = np.random.default_rng(5)
+    R, d, nm = 700, 37, 4
+    A = rng.standard_normal((R, d)).astype(np.float32)
+    pos, lo, hi = [], [], []
+    for _ in range(nm):  # each model's sorted rows, some groups not a multiple of four
+        lo.append(len(pos))
+        pos.extend(np.flatnonzero(rng.random(R) < 0.3))
+        hi.append(len(pos))
+    args = [np.array(pos, np.int64), np.array(lo, np.int64), np.array(hi, np.int64),
+            rng.integers(0, 3, R).astype(np.int64), (0.2 * rng.standard_normal((nm, 3, d))).astype(np.float32),
+            rng.standard_normal((nm, 3)), np.full(nm, 1.0 / 200)]
+    outs = []
+    for run in (lambda *a: generic(*a, 64), kernels.own_rows_pass):
+        loss, G, Gb = np.zeros(nm), np.zeros((nm, 3, d)), np.zeros((nm, 3))
+        run(A, 0, *args, loss, G, Gb)
+        outs.append((loss, G, Gb))
+    for a, b in zip(*outs, strict=True):
+        np.testing.assert_allclose(b, a, rtol=1e-5, atol=1e-6)

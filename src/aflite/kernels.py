@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["available", "own_rows_pass", "TILE_ROWS"]
+__all__ = ["available", "own_rows_pass", "compact_rows", "TILE_ROWS"]
 
 TILE_ROWS = 256  # rows of a chunk walked by every model before the next tile (measured best of 32-1024 at d=768)
 
@@ -121,12 +121,158 @@ def _own_rows_pass(A: Any, r0: int, pos: Any, lo: Any, hi: Any, y: Any, W: Any, 
             G[i, k] += Gc[i, k]
 
 
+def _own_rows_pass3(A: Any, r0: int, pos: Any, lo: Any, hi: Any, y: Any, W: Any, bias: Any, inv_t: Any,
+                    loss: Any, G: Any, Gb: Any, tile: int) -> None:  # pragma: no cover - compiled; tested
+    """:func:`_own_rows_pass` for three classes (SNLI, MNLI): the same sums, with the class loop inside the feature
+    loop, so that each feature of four rows is loaded once for all three classes' logits and gradients (the
+    generic loop loads it once per class and is bound by loads, not arithmetic)."""
+    R, d = A.shape
+    nm = bias.shape[0]
+    cur = lo.copy()
+    Z = np.zeros((4, 3), dtype=np.float64)
+    Rk = np.zeros((4, 3), dtype=np.float32)
+    Gc = np.zeros((nm, 3, d), dtype=np.float32)
+    lc = np.zeros(nm)
+    bc = np.zeros((nm, 3))
+    for t0 in range(0, R, tile):
+        stop = r0 + min(R, t0 + tile)
+        for i in range(nm):
+            p = cur[i]
+            e = p
+            while e < hi[i] and pos[e] < stop:
+                e += 1
+            cur[i] = e
+            w = inv_t[i]
+            w0v = W[i, 0]
+            w1v = W[i, 1]
+            w2v = W[i, 2]
+            g0v = Gc[i, 0]
+            g1v = Gc[i, 1]
+            g2v = Gc[i, 2]
+            for g0 in range(p, e, 4):
+                ng = min(4, e - g0)
+                q0 = pos[g0]
+                q1 = pos[g0 + 1] if ng > 1 else q0
+                q2 = pos[g0 + 2] if ng > 2 else q0
+                q3 = pos[g0 + 3] if ng > 3 else q0
+                x0 = A[q0 - r0]
+                x1 = A[q1 - r0]
+                x2 = A[q2 - r0]
+                x3 = A[q3 - r0]
+                s00 = np.float32(0.0)
+                s01 = np.float32(0.0)
+                s02 = np.float32(0.0)
+                s10 = np.float32(0.0)
+                s11 = np.float32(0.0)
+                s12 = np.float32(0.0)
+                s20 = np.float32(0.0)
+                s21 = np.float32(0.0)
+                s22 = np.float32(0.0)
+                s30 = np.float32(0.0)
+                s31 = np.float32(0.0)
+                s32 = np.float32(0.0)
+                for j in range(d):
+                    a = w0v[j]
+                    b = w1v[j]
+                    c = w2v[j]
+                    v0 = x0[j]
+                    v1 = x1[j]
+                    v2 = x2[j]
+                    v3 = x3[j]
+                    s00 += a * v0
+                    s01 += b * v0
+                    s02 += c * v0
+                    s10 += a * v1
+                    s11 += b * v1
+                    s12 += c * v1
+                    s20 += a * v2
+                    s21 += b * v2
+                    s22 += c * v2
+                    s30 += a * v3
+                    s31 += b * v3
+                    s32 += c * v3
+                Z[0, 0] = s00
+                Z[0, 1] = s01
+                Z[0, 2] = s02
+                Z[1, 0] = s10
+                Z[1, 1] = s11
+                Z[1, 2] = s12
+                Z[2, 0] = s20
+                Z[2, 1] = s21
+                Z[2, 2] = s22
+                Z[3, 0] = s30
+                Z[3, 1] = s31
+                Z[3, 2] = s32
+                for u in range(4):
+                    if u >= ng:
+                        for k in range(3):
+                            Rk[u, k] = 0.0
+                        continue
+                    yi = y[pos[g0 + u]]
+                    zmax = -np.inf
+                    for k in range(3):
+                        Z[u, k] += bias[i, k]
+                        if Z[u, k] > zmax:
+                            zmax = Z[u, k]
+                    zy = Z[u, yi] - zmax
+                    se = 0.0
+                    for k in range(3):
+                        Z[u, k] = np.exp(Z[u, k] - zmax)
+                        se += Z[u, k]
+                    lc[i] += (np.log(se) - zy) * w
+                    for k in range(3):
+                        rk = Z[u, k] / se
+                        if k == yi:
+                            rk -= 1.0
+                        rk *= w
+                        bc[i, k] += rk
+                        Rk[u, k] = rk
+                a00 = Rk[0, 0]
+                a01 = Rk[0, 1]
+                a02 = Rk[0, 2]
+                a10 = Rk[1, 0]
+                a11 = Rk[1, 1]
+                a12 = Rk[1, 2]
+                a20 = Rk[2, 0]
+                a21 = Rk[2, 1]
+                a22 = Rk[2, 2]
+                a30 = Rk[3, 0]
+                a31 = Rk[3, 1]
+                a32 = Rk[3, 2]
+                for j in range(d):
+                    v0 = x0[j]
+                    v1 = x1[j]
+                    v2 = x2[j]
+                    v3 = x3[j]
+                    g0v[j] += a00 * v0 + a10 * v1 + a20 * v2 + a30 * v3
+                    g1v[j] += a01 * v0 + a11 * v1 + a21 * v2 + a31 * v3
+                    g2v[j] += a02 * v0 + a12 * v1 + a22 * v2 + a32 * v3
+    for i in range(nm):
+        loss[i] += lc[i]
+        for k in range(3):
+            Gb[i, k] += bc[i, k]
+            G[i, k] += Gc[i, k]
+
+
+def _compact_rows(data: Any, pos: Any) -> None:  # pragma: no cover - compiled; tested through store
+    """``data[i] = data[pos[i]]`` in place, in increasing i (``pos`` sorted, ``pos[i] >= i``): one read and one
+    write per row, no temporary copy of the gathered rows."""
+    d = data.shape[1]
+    for i in range(len(pos)):
+        p = pos[i]
+        if p != i:
+            for j in range(d):
+                data[i, j] = data[p, j]
+
+
 _compiled: Any = None
+_compiled3: Any = None
+_compact: Any = None
 
 
 def available() -> bool:
     """True when the compiled kernel can be used (numba importable; ``AFLITE_KERNEL=numpy`` turns it off)."""
-    global _compiled
+    global _compiled, _compiled3, _compact
     if os.environ.get("AFLITE_KERNEL", "").strip().lower() == "numpy":
         return False
     if _compiled is None:
@@ -136,9 +282,13 @@ def available() -> bool:
             _compiled = False
         else:
             try:  # cache the machine code next to the module (or in the user's cache folder) ...
-                _compiled = numba.njit(nogil=True, cache=True, fastmath=True)(_own_rows_pass)
+                jit = numba.njit(nogil=True, cache=True, fastmath=True)
+                _compiled, _compiled3 = jit(_own_rows_pass), jit(_own_rows_pass3)
+                _compact = numba.njit(nogil=True, cache=True)(_compact_rows)
             except RuntimeError:  # ... unless no folder is writable: then compile per process (< 1 s)
-                _compiled = numba.njit(nogil=True, cache=False, fastmath=True)(_own_rows_pass)
+                jit = numba.njit(nogil=True, cache=False, fastmath=True)
+                _compiled, _compiled3 = jit(_own_rows_pass), jit(_own_rows_pass3)
+                _compact = numba.njit(nogil=True, cache=False)(_compact_rows)
     return _compiled is not False
 
 
@@ -147,4 +297,14 @@ def own_rows_pass(A: NDArray[np.float32], r0: int, pos: NDArray[np.int64], lo: N
                   inv_t: NDArray[np.float64], loss: NDArray[np.float64], G: NDArray[np.float64],
                   Gb: NDArray[np.float64]) -> None:
     """Run the compiled kernel (call :func:`available` first); releases the GIL, so blocks run side by side."""
-    _compiled(np.ascontiguousarray(A), r0, pos, lo, hi, y, W, bias, inv_t, loss, G, Gb, TILE_ROWS)
+    kernel = _compiled3 if bias.shape[1] == 3 else _compiled  # three classes: the loop that loads rows once
+    kernel(np.ascontiguousarray(A), r0, pos, lo, hi, y, W, bias, inv_t, loss, G, Gb, TILE_ROWS)
+
+
+def compact_rows(data: NDArray[np.float32], pos: NDArray[np.intp]) -> bool:
+    """Move rows ``pos`` (sorted, ``pos[i] >= i``) to the front of ``data`` in place with the compiled loop;
+    False when the kernel is not available (the caller compacts in numpy)."""
+    if not available() or not data.flags.c_contiguous:
+        return False
+    _compact(data, np.ascontiguousarray(pos, dtype=np.int64))
+    return True

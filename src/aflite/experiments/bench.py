@@ -20,7 +20,6 @@ cluster); the shaped features of both come from :mod:`aflite.experiments.shapes`
 
 from __future__ import annotations
 
-import resource
 import sys
 import time
 from typing import Any
@@ -29,7 +28,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from aflite.errors import InputError, ParameterError
-from aflite.experiments.child import in_child
+from aflite.experiments.child import in_child, own_peak_gib
 from aflite.experiments.shapes import SNLI_N, make_snli_like
 
 
@@ -201,7 +200,7 @@ def _observed_ensemble(solver: str) -> Any:
             _OBSERVED.append(self)
             super().prepare(X, y, n_classes)
 
-    return ObservedEnsemble(solver=solver)
+    return ObservedEnsemble(solver=solver, copy_X=False)  # X is generated for this run: whitened in place
 
 
 def _complete_child(conn: Any, spec: dict[str, Any]) -> None:
@@ -257,7 +256,6 @@ def _complete_child(conn: Any, spec: dict[str, Any]) -> None:
     af.fit(X, y, callback=on_phase)
     wall = time.perf_counter() - t0
     cpu = time.process_time() - c0
-    peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     totals = {k: round(sum(p[k] for p in phases), 2) for k in phases[0] if k not in ("size_before", "passes",
                                                                                       "lbfgs_steps_mean")}
     conn.send(
@@ -268,7 +266,7 @@ def _complete_child(conn: Any, spec: dict[str, Any]) -> None:
             "data_seconds": data_seconds,
             "whitening_seconds": _OBSERVED[-1].prepare_seconds_,
             "phase_totals_seconds": totals,
-            "peak_rss_gib": peak_kb / 2**20,
+            "peak_rss_gib": own_peak_gib(),  # the child's own (VmHWM), not the parent's at fork
             "size_after": int(af.keep_mask_.sum()),
             "n_iterations": af.n_iterations_,
             "stop_reason": af.stop_reason_,
