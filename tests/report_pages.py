@@ -82,8 +82,8 @@ def make_explain(tmp: Path, run_dir: Path) -> Path:
                     w.writerow([s, tok, lab, count, int(round(p_lab * count)), f"{p_lab:.4f}", f"{z:.4f}",
                                 "0.001", int(z > 4 and s != "kept")])
     # in reverse row order: the page must match them by id
-    (out / "weights.csv").write_text("id,weight\n" + "".join(f"{r['id']},{k % 7 / 7:.4f}\n" for k, r in
-                                                             reversed(list(enumerate(rows)))), encoding="utf-8")
+    lines = [f"{r['id']},{r['label']},{k % 7 / 7:.4f}\n" for k, r in reversed(list(enumerate(rows)))]
+    (out / "weights.csv").write_text("id,label,weight\n" + "".join(lines), encoding="utf-8")  # explain's shape
     (out / "results.json").write_text(json.dumps({
         "command": "explain", "argv": ["explain", str(tmp / "pairs.tsv"), str(run_dir), "--out", str(out)],
         "significant_tokens": {"full": 9, "kept": 0, "random": 9},

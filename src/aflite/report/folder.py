@@ -136,12 +136,13 @@ def add_weights(cols: dict[str, Any], path: Path, notes: list[str]) -> None:
         if len(header) < 2 or header[0] != "id":
             notes.append(f"Weights not shown: {path.name} has no id column first.")
             return
-        weight = {row[0]: _float(row[1]) for row in reader if len(row) >= 2}
+        col = header.index("weight") if "weight" in header else 1  # explain writes id,label,weight,...
+        weight = {row[0]: _float(row[col]) for row in reader if len(row) > col}
     if len(weight) != len(cols["id"]) or any(i not in weight for i in cols["id"]):
         notes.append(f"Weights not shown: the ids of {path.name} are not the table's.")
         return
     cols["w"] = [None if math.isnan(weight[i]) else round(weight[i], 4) for i in cols["id"]]
-    cols["w_name"] = header[1]
+    cols["w_name"] = header[col]
 
 
 def _argv_option(argv: list[str], flag: str) -> str | None:
