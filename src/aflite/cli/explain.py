@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from aflite.cli.options import add_columns, add_out, add_quiet, dataset_options, write_results
+from aflite.cli.options import add_cache, add_columns, add_out, add_quiet, dataset_options, write_results
 
 
 def register(sub: Any) -> None:
@@ -32,7 +32,7 @@ def register(sub: Any) -> None:
                    help="which text the token test reads: auto = the hypothesis of a pair (the premise for a "
                    "premise-view run), the text of a single-text dataset (default auto)")
     p.add_argument("--neighbours", type=int, default=3, help="nearest kept rows listed per removed row (default 3)")
-    p.add_argument("--cache", type=Path, default=None, help="Φ cache (default RUN_DIR/cache, where the run left it)")
+    add_cache(p, default="RUN_DIR/cache, where the run left it")
     p.add_argument("--embeddings", default=None, help="the run's --embeddings file, for a precomputed-Φ run")
     p.add_argument("--embedding-ids", default=None, help="ids of a .npy --embeddings file, one per line")
     p.add_argument("--ngram-coefficients", action="store_true",
