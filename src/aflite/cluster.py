@@ -29,7 +29,7 @@ from aflite.atomic import atomic_path, write_npz
 from aflite.errors import ParameterError
 from aflite.solver import BlockResult, BlockTask, FeatureStore, Whitening, chunk_rows, fit_block_local, whiten_into
 
-__all__ = ["DaskExecutor", "StoreSpec"]
+__all__ = ["DaskExecutor", "StoreSpec", "open_executor"]
 
 
 @dataclass(frozen=True)
@@ -72,10 +72,12 @@ class DaskExecutor:
     ``address`` is a scheduler address (``tcp://host:8786``); without one a local cluster of ``n_workers``
     processes with one thread each is started (and closed by :meth:`close`). ``scratch`` must be a folder
     all workers can read at the same path (shared storage on a real cluster); by default a temporary folder,
-    which only suits a local cluster.
+    which only suits a local cluster. A scheduler that does not answer within ``connect_timeout`` seconds (default
+    Dask's ``distributed.comm.timeouts.connect``, 30 s) is a :class:`ParameterError`.
     """
 
-    def __init__(self, address: str | None = None, n_workers: int | None = None, scratch: str | Path | None = None):
+    def __init__(self, address: str | None = None, n_workers: int | None = None, scratch: str | Path | None = None,
+                 connect_timeout: float | None = None):
         try:
             from dask.distributed import Client, LocalCluster
         except ImportError as exc:
@@ -85,7 +87,13 @@ class DaskExecutor:
         self.scratch.mkdir(parents=True, exist_ok=True)
         self._cluster: Any = None
         if address:
-            self.client = Client(address)
+            try:
+                wait = {} if connect_timeout is None else {"timeout": connect_timeout}
+                self.client = Client(address, **wait)
+            except (OSError, TimeoutError) as exc:  # a line for the user, not a traceback (the CLI exits 2)
+                self._remove_own_scratch()
+                why = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+                raise ParameterError(f"--cluster {address}: no Dask scheduler answered ({why})") from None
         else:
             from aflite.threads import budget  # the one thread policy: affinity, quota, --threads
 
@@ -143,6 +151,9 @@ class DaskExecutor:
         self.client.close()
         if self._cluster is not None:
             self._cluster.close()
+        self._remove_own_scratch()
+
+    def _remove_own_scratch(self) -> None:
         if self._own_scratch:
             import shutil
 
@@ -153,3 +164,17 @@ class DaskExecutor:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def open_executor(address: str, scratch: str | Path | None = None) -> DaskExecutor:
+    """The executor of a ``--cluster`` value: ``local`` or ``local:N`` starts N local worker processes (default
+    :class:`DaskExecutor`'s), anything else is a scheduler address (``tcp://host:8786``)."""
+    if address == "local" or address.startswith("local:"):
+        try:
+            workers = int(address.split(":", 1)[1]) if ":" in address else None
+        except ValueError:
+            raise ParameterError(f"--cluster {address!r}: use local or local:N with N a number") from None
+        if workers is not None and workers < 1:
+            raise ParameterError(f"--cluster {address!r}: N must be at least 1")
+        return DaskExecutor(n_workers=workers, scratch=scratch)
+    return DaskExecutor(address=address, scratch=scratch)

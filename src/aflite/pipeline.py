@@ -89,6 +89,8 @@ def run(
     link_dir: str | Path | None = None,
     aflite: AFLite | None = None,
     title: str | None = None,
+    cluster: Any = None,
+    cluster_scratch: str | Path | None = None,
 ) -> RunResult:
     """Filter a dataset file end to end. ``params`` overrides the scaled Table 8 defaults (counts or
     fractions of |D|: target_size, n_partitions, train_size, slice_size, threshold); ``device`` and ``storage``
@@ -98,7 +100,10 @@ def run(
     as the scaled defaults). ``groups``: True or
     ``"premise"`` (rows with one premise stay on one side of every partition), False or ``"none"``, or a column
     of the file (e.g. a counterfactual family id). ``overwrite`` starts over in an ``out`` that holds a run.
-    ``title`` names the data in summary.md's heading (default: its path)."""
+    ``title`` names the data in summary.md's heading (default: its path). ``cluster`` (``local``, ``local:N``, a
+    scheduler address or an open :class:`aflite.cluster.DaskExecutor`) embeds Φ's chunks as shards on Dask workers
+    (:mod:`aflite.runs.shards`; the same features, bit for bit) and fits the partitions there; ``cluster_scratch``
+    is the workers' shared folder for the filter's features (default a temporary folder)."""
     show_progress = progress_flag(show_progress, quiet=quiet, where="run: ")
     base: dict[str, Any] = {}
     if aflite is not None:  # one parameter space with filter_files: the estimator's own keywords
@@ -179,20 +184,36 @@ def run(
     t0 = time.perf_counter()
     cache_path = Path(cache_dir) if cache_dir else out / "cache"
     cached_before = _files(cache_path) if resume else None
-    feats = features.featurize(
-        ds.texts_a, texts_b, featurizer, view,
-        cache_dir=cache_path,
-        y=ds.labels.tolist() if featurizer == "warmup" else None,
-        ids=ds.ids.tolist() if featurizer == "precomputed" else None,
-        warmup_size=t if featurizer == "warmup" else 0.1,
-        warmup_seed=seed,
-        show_progress=show_progress,
-        **fopts,
-    )
+    from aflite.runs.shards import SHARDED_FEATURIZERS, ShardedTransform, use_cluster
+
+    executor, release = use_cluster(cluster, cluster_scratch)
+    if executor is not None:
+        if featurizer not in SHARDED_FEATURIZERS:
+            print(f"note: --featurizer {featurizer} runs in this process (no shards); the filter runs on the cluster",
+                  file=sys.stderr)
+        if af.executor is None:
+            af.set_params(executor=executor)
+    shards = ShardedTransform(executor) if executor is not None else None
+    try:
+        feats = features.featurize(
+            ds.texts_a, texts_b, featurizer, view,
+            cache_dir=cache_path,
+            y=ds.labels.tolist() if featurizer == "warmup" else None,
+            ids=ds.ids.tolist() if featurizer == "precomputed" else None,
+            warmup_size=t if featurizer == "warmup" else 0.1,
+            warmup_seed=seed,
+            show_progress=show_progress,
+            shards=shards,
+            **fopts,
+        )
+    except BaseException:
+        release()
+        raise
     timings["featurize_seconds"] = time.perf_counter() - t0
     rows = np.asarray(feats.rows)
     X = feats.X
     if hasattr(X, "toarray"):
+        release()
         raise ParameterError("AFLite needs dense features: use the ngram featurizer's default (dense) output")
 
     # the filter runs on D minus the warm-up slice, with the sizes chosen for D
@@ -215,7 +236,8 @@ def run(
         "dataset_size": n,
         "dropped_at_load": ds.dropped,
         "featurizer": {"name": featurizer, "view": view, "options": feats.options, "dim": int(X.shape[1]),
-                       "from_cache": feats.from_cache, "info": feats.info},
+                       "from_cache": feats.from_cache, "info": feats.info,
+                       **({"cluster": shards.report.as_dict()} if shards is not None and shards.report else {})},
         "warmup_rows": int(len(feats.warmup_rows)),
         "scaled_defaults": {"scale": n / SNLI_DEFAULTS["dataset_size"], **chosen},
         "overrides": given,
@@ -232,6 +254,8 @@ def run(
                 else:
                     f.unlink(missing_ok=True)
         raise
+    finally:
+        release()  # the cluster opened here (an executor passed in is its owner's to close)
     if len(feats.warmup_rows):  # after the filter accepted the folder: a refused --resume writes nothing
         write_text(out / "warmup_ids.txt", "".join(f"{i}\n" for i in ds.ids[feats.warmup_rows]))
     else:  # an --overwrite of a warm-up run: its slice is not this run's

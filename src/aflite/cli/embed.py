@@ -44,7 +44,12 @@ def register(sub: Any) -> None:
     g = add_image_options(p, "DATA: a folder with one sub-folder per class, a table with a path column, or a HF "
                           "dataset with an Image column; OUT/features.npy is written chunk by chunk into a "
                           "memory-mapped file and the same command resumes an interrupted run")
-    g.add_argument("--chunk-size", type=int, default=4096, help="images per resumable chunk (default 4096)")
+    from aflite.cli.options import add_cluster, positive_int
+
+    p.add_argument("--chunk-size", type=positive_int, default=4096,
+                   help="rows (texts or images) per resumable chunk, and per shard with --cluster (default 4096)")
+    add_cluster(p, what="embed the chunks as shards (each worker loads the encoder once; the cache must be a "
+                "folder every worker can write)")
     add_seed(p, help="seed of the warm-up slice and its fine-tuning (default 0)")
     add_columns(p)
     add_device(p, what="where the encoder runs")
@@ -59,10 +64,15 @@ def register(sub: Any) -> None:
 
 
 def _validate(args: argparse.Namespace) -> None:
-    """Refuse, before OUT is claimed, to replace finished features without --overwrite."""
+    """Refuse, before OUT is claimed, to replace finished features without --overwrite (or to shard a featurizer
+    that has no shards)."""
     from aflite.runs.embed import check_embed_out
 
     check_embed_out(args.out, args.overwrite)
+    if args.cluster:
+        from aflite.runs.shards import check_shardable
+
+        check_shardable(args.featurizer)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -72,7 +82,8 @@ def run(args: argparse.Namespace) -> int:
                 warmup_size=args.warmup_size, lr=args.lr, cache=args.cache, seed=args.seed, device=args.device,
                 image_size=args.image_size, path_column=args.path_column, chunk_size=args.chunk_size,
                 skip_bad_images=args.skip_bad_images, dataset_options=dataset_options(args),
-                overwrite=args.overwrite, show_progress=not args.quiet, backend=args.backend)
+                overwrite=args.overwrite, show_progress=not args.quiet, backend=args.backend,
+                cluster=args.cluster)
     write_results(args.out, args)  # stamps the library's results.json with argv, seed and versions
     print(res.line)
     return 0

@@ -56,16 +56,17 @@ def add_filter_options(p: argparse.ArgumentParser, scaled: bool = False) -> None
     add_seed(g)
 
 
-def add_scale_options(p: argparse.ArgumentParser, cluster: bool = True) -> None:
-    """Where the ensemble runs: device, GPU storage dtype and (for ``filter``) a Dask cluster."""
+def add_scale_options(p: argparse.ArgumentParser, cluster: bool | str = True) -> None:
+    """Where the ensemble runs: device, GPU storage dtype and (for ``filter`` and ``run``) a Dask cluster
+    (``cluster``: True, or what the command runs there, for the help)."""
     g = p.add_argument_group("where it runs")
     add_device(g, what="where the ensemble (and the encoder) runs")
     g.add_argument("--storage", choices=("float32", "bfloat16", "float16"), default="float32",
                    help="dtype of the features held on the GPU; products accumulate in float32 (default float32)")
     if cluster:
-        g.add_argument("--cluster", default=None, metavar="ADDRESS",
-                       help="fit the partitions on a Dask cluster: a scheduler address (tcp://host:8786), or "
-                       "'local' / 'local:N' to start N local worker processes; the result is the same as without")
+        from aflite.cli.options import add_cluster
+
+        add_cluster(g, what="fit the partitions" if cluster is True else str(cluster))
         g.add_argument("--cluster-scratch", type=Path, default=None, metavar="DIR",
                        help="folder every worker can read at the same path (shared storage) for the features "
                        "(default: a temporary folder, fine for a local cluster)")
@@ -76,18 +77,9 @@ def make_executor(args: argparse.Namespace) -> Any:
     address = getattr(args, "cluster", None)
     if not address:
         return None
-    from aflite.cluster import DaskExecutor
-    from aflite.errors import ParameterError
+    from aflite.cluster import open_executor
 
-    if address == "local" or address.startswith("local:"):
-        try:
-            workers = int(address.split(":", 1)[1]) if ":" in address else None
-        except ValueError:
-            raise ParameterError(f"--cluster {address!r}: use local or local:N with N a number") from None
-        if workers is not None and workers < 1:
-            raise ParameterError(f"--cluster {address!r}: N must be at least 1")
-        return DaskExecutor(n_workers=workers, scratch=args.cluster_scratch)
-    return DaskExecutor(address=address, scratch=args.cluster_scratch)
+    return open_executor(address, scratch=getattr(args, "cluster_scratch", None))
 
 
 def register(sub: Any) -> None:

@@ -32,6 +32,7 @@ __all__ = [
     "add_backend",
     "add_columns",
     "add_cache",
+    "add_cluster",
     "add_threads",
     "add_overwrite_option",
     "add_groups_option",
@@ -137,6 +138,13 @@ def add_threads(p: Any) -> None:
     p.add_argument("--threads", type=positive_int, default=None, metavar="N",
                    help="CPU threads to use at most (default: the CPUs this process may use, or "
                    "$AFLITE_NUM_THREADS); small fits run one thread each, side by side")
+
+
+def add_cluster(p: Any, *, what: str) -> None:
+    """``--cluster ADDRESS``: a Dask scheduler address, or ``local`` / ``local:N`` (:func:`aflite.cluster.open_executor`)."""
+    p.add_argument("--cluster", default=None, metavar="ADDRESS",
+                   help=f"{what} on a Dask cluster: a scheduler address (tcp://host:8786), or 'local' / 'local:N' to "
+                   "start N local worker processes; the result is the same as without")
 
 
 def add_cache(p: Any, *, default: str = "OUT/cache") -> None:

@@ -56,7 +56,7 @@ def add_pipeline_options(p: argparse.ArgumentParser, featurizer_default: str) ->
     add_filter_options(p, scaled=True)
     from aflite.cli.filter import add_scale_options
 
-    add_scale_options(p, cluster=False)
+    add_scale_options(p, cluster="embed Φ in shards (minilm, warmup, image encoders) and fit the partitions")
 
 
 def register(sub: Any) -> None:
@@ -88,7 +88,7 @@ def pipeline_kwargs(args: argparse.Namespace) -> dict[str, Any]:
                 overwrite=args.overwrite, show_progress=not args.quiet,
                 probe=not args.no_probe, featurizer_options=fopts, device=args.device, storage=args.storage,
                 image_options=image_options(args),
-                link_dir=args.link_dir)
+                link_dir=args.link_dir, cluster=args.cluster, cluster_scratch=args.cluster_scratch)
 
 
 def report(res: Any) -> None:

@@ -109,6 +109,7 @@ def featurize(
     warmup_seed: int | None = None,
     chunk_size: int = DEFAULT_CHUNK_SIZE,
     show_progress: bool = True,
+    shards: Any = None,
     **options: Any,
 ) -> Features:
     """Featurize a dataset under a view, with an on-disk cache and resumable encoder runs.
@@ -118,7 +119,9 @@ def featurize(
     ``seed``); ``ids`` for ``precomputed``. With ``cache_dir``, the matrix is stored as
     ``<featurizer>-<view>-<hash>.npy`` (sparse ngram: ``.npz``) and reloaded by an identical call; encoder
     runs write every ``chunk_size`` rows to ``<stem>.parts/`` and a restarted run skips the chunks already
-    there.
+    there. ``shards`` replaces that chunk loop (same arguments as ``_transform_chunked``): the same chunks computed
+    elsewhere, e.g. on a Dask cluster by :class:`aflite.runs.shards.ShardedTransform`; featurizers without chunks
+    (ngram, precomputed) ignore it.
     """
     if chunk_size < 1:
         raise ParameterError(f"chunk_size must be >= 1, got {chunk_size}")
@@ -209,9 +212,9 @@ def featurize(
         )
         ra = [a[i] for i in rows]
         rb = None if b is None else [b[i] for i in rows]
-        x = _transform_chunked(wf, ra, rb, cache, stem, chunk_size, show_progress)
+        x = (shards or _transform_chunked)(wf, ra, rb, cache, stem, chunk_size, show_progress)
     elif getattr(feat, "resumable", False):
-        x = _transform_chunked(feat, a, b, cache, stem, chunk_size, show_progress)
+        x = (shards or _transform_chunked)(feat, a, b, cache, stem, chunk_size, show_progress)
     elif isinstance(feat, NgramFeaturizer):  # one tick per hashing pass / SVD (minutes on large sets)
         feat.progress = progress_bar(feat.fit_stages(1 if b is None else 2), f"{feat.name} features ({n} rows)",
                                       show_progress, unit="stage")
