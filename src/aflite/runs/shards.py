@@ -9,7 +9,9 @@ then those of one process, and each batch runs with one intra-op thread in both 
 the features are the same bits as a single-process run on the same backend (tests/test_shards.py checks it).
 
 A worker keeps the featurizer of the run in progress (:data:`_LOADED`, per worker process): its encoder is
-loaded on the worker's first shard and reused for the next ones. Each shard goes to
+loaded on the worker's first shard and reused for the next ones. (On a fresh cache each worker also makes the
+ONNX export of an ``onnx``/``onnx-int8`` backend itself: the same bytes, written atomically under the same name,
+so whichever file a worker reads is the same model.) Each shard goes to
 ``<folder>/<i>.npy`` (atomically: temp + rename), then its manifest ``<i>.json`` (the featurizer's key, a
 fingerprint of the shard's inputs, its rows and the sha256 of its values). On resume a shard whose files agree
 with its manifest is never recomputed; a damaged or foreign one is removed and computed again. The lead process
@@ -87,13 +89,16 @@ class ShardReport:
     computed: int = 0
     loads: int = 0  # workers that loaded the encoder (once each) during this run
     per_worker: dict[str, int] = field(default_factory=dict)
+    shard_seconds: list[tuple[int, float, bool]] = field(default_factory=list)  # (rows, seconds, loaded first)
     seconds: float = 0.0
     folder: str = ""
 
     def as_dict(self) -> dict[str, Any]:
         return {"shards": self.shards, "reused": self.reused, "computed": self.computed, "loads": self.loads,
                 "workers": len(self.per_worker), "shards_per_worker": dict(sorted(self.per_worker.items())),
-                "seconds": round(self.seconds, 3)}
+                "seconds": round(self.seconds, 3),
+                "first_shard_seconds": [round(t, 2) for _, t, first in self.shard_seconds if first],
+                "other_shard_seconds": [round(t, 2) for _, t, first in self.shard_seconds if not first]}
 
 
 def _manifest_path(npy: Path) -> Path:
@@ -179,18 +184,6 @@ def compute_shard(task: ShardTask, feat: Any) -> dict[str, Any]:
     return {"index": task.index, "worker": where, "loaded": first, "seconds": time.perf_counter() - t0}
 
 
-def _prime(feat: Any, a: Sequence[str], b: Sequence[str] | None) -> None:
-    """Make, in the lead process, the files a featurizer writes once for all workers (an ONNX export in the run's
-    cache), so that workers read one file instead of each exporting its own at the same time."""
-    backend = getattr(feat, "resolved_backend", None)
-    if getattr(feat, "export_dir", None) is None or backend is None or backend() == "torch":
-        return
-    probe = copy.deepcopy(feat)
-    if hasattr(probe, "show_progress"):
-        probe.show_progress = False
-    probe.transform(list(a[:1]), None if b is None else list(b[:1]))
-
-
 def run_shards(executor: Any, feat: Any, a: Sequence[str], b: Sequence[str] | None, folder: str | Path,
                key: str, shard_size: int, *, show_progress: bool = True, unit: str = "pair") -> tuple[list[Path],
                                                                                                      ShardReport]:
@@ -213,7 +206,6 @@ def run_shards(executor: Any, feat: Any, a: Sequence[str], b: Sequence[str] | No
     if report.reused:
         log.info("resuming: %d of %d shards already in %s", report.reused, len(tasks), folder)
     if todo:
-        _prime(feat, a, b)
         client = executor.client
         from distributed import as_completed
 
@@ -228,6 +220,7 @@ def run_shards(executor: Any, feat: Any, a: Sequence[str], b: Sequence[str] | No
                 report.computed += 1
                 report.loads += int(done["loaded"])
                 report.per_worker[done["worker"]] = report.per_worker.get(done["worker"], 0) + 1
+                report.shard_seconds.append((size[done["index"]], float(done["seconds"]), bool(done["loaded"])))
                 if bar is not None:
                     bar.update(size[done["index"]])
         finally:
