@@ -211,3 +211,62 @@ def test_minilm_sharded_is_bit_identical_to_one_process(tmp_path, minilm, backen
     assert spread.X.dtype == alone.X.dtype == np.float32
     assert np.array_equal(spread.X, alone.X)  # bit for bit
     assert not list((tmp_path / "two").glob("*.parts"))  # the shards go once the whole matrix is cached
+
+
+@pytest.mark.slow
+def test_fine_tuned_warmup_encoder_is_sent_to_workers_and_gives_the_same_bits(tmp_path, minilm):
+    from aflite.cluster import DaskExecutor
+    from aflite.features import make_featurizer
+    from aflite.threads import thread_policy
+
+    a = [p for p, _ in PAIRS[:30]]
+    b = [h for _, h in PAIRS[:30]]
+    feat = make_featurizer("warmup", max_steps=2, batch_size=8, embed_batch_size=4, show_progress=False,
+                           device="cpu")
+    feat.fit(a[:12], b[:12], [i % 3 for i in range(12)])  # the lead fine-tunes, as featurize does
+    with thread_policy(2):
+        alone = np.vstack([feat.transform(a[lo:hi], b[lo:hi]) for lo, hi in shard_bounds(30, 8)])
+    with DaskExecutor(n_workers=2) as ex:
+        paths, rep = run_shards(ex, feat, a, b, tmp_path / "s", "warm", 8, show_progress=False)
+    assert rep.computed == 4 and rep.loads == len(rep.per_worker)
+    assert np.array_equal(concat_shards(paths), alone)
+
+
+def _pairs_file(path: Path, n: int) -> Path:
+    labels = ("entailment", "neutral", "contradiction")
+    rows = [f"{p}\t{h}\t{labels[i % 3]}\tp{i}" for i, (p, h) in enumerate((PAIRS * 10)[:n])]
+    path.write_text("sentence1\tsentence2\tgold_label\tpairID\n" + "\n".join(rows) + "\n")
+    return path
+
+
+@pytest.mark.slow
+def test_cli_embed_on_a_local_cluster_writes_the_same_features(tmp_path, minilm, capsys):
+    from aflite.cli import main
+
+    data = _pairs_file(tmp_path / "d.tsv", 30)
+    common = ["--featurizer", "minilm", "--backend", "torch", "--chunk-size", "8", "--quiet"]
+    assert main(["embed", str(data), "--out", str(tmp_path / "one"), *common]) == 0
+    assert main(["embed", str(data), "--out", str(tmp_path / "two"), *common, "--cluster", "local:2"]) == 0
+    line = capsys.readouterr().out.strip().splitlines()[-1]
+    assert "4 shards on" in line
+    one, two = np.load(tmp_path / "one" / "features.npy"), np.load(tmp_path / "two" / "features.npy")
+    assert np.array_equal(one, two)
+    assert (tmp_path / "one" / "ids.txt").read_text() == (tmp_path / "two" / "ids.txt").read_text()
+    res = json.loads((tmp_path / "two" / "results.json").read_text())
+    assert res["cluster"]["shards"] == 4 and res["cluster"]["computed"] == 4
+
+
+@pytest.mark.slow
+def test_run_with_a_cluster_filters_there_and_featurizes_ngram_here(tmp_path, capsys):
+    from aflite.cluster import DaskExecutor
+    from aflite.pipeline import run
+
+    data = _pairs_file(tmp_path / "d.tsv", 120)
+    kw = dict(featurizer="ngram", probe=False, show_progress=False, seed=3,
+              params={"n_partitions": 4, "target_size": 80, "slice_size": 10})
+    alone = run(data, tmp_path / "alone", **kw)
+    with DaskExecutor(n_workers=1) as ex:
+        spread = run(data, tmp_path / "spread", cluster=ex, **kw)
+        assert ex.client.status == "running"  # an executor passed in is its owner's to close
+    assert "runs in this process" in capsys.readouterr().err
+    assert np.array_equal(alone.keep, spread.keep) and 0 < alone.keep.sum() < 120
