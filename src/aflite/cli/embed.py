@@ -41,7 +41,7 @@ def register(sub: Any) -> None:
     add_cache(p)
     from aflite.cli.options import add_image_options
 
-    g = add_image_options(p, "DATA: a folder with one sub-folder per class, a table with a path column, or a HF "
+    add_image_options(p, "DATA: a folder with one sub-folder per class, a table with a path column, or a HF "
                           "dataset with an Image column; OUT/features.npy is written chunk by chunk into a "
                           "memory-mapped file and the same command resumes an interrupted run")
     from aflite.cli.options import add_cluster, positive_int

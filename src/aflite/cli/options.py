@@ -141,7 +141,8 @@ def add_threads(p: Any) -> None:
 
 
 def add_cluster(p: Any, *, what: str) -> None:
-    """``--cluster ADDRESS``: a Dask scheduler address, or ``local`` / ``local:N`` (:func:`aflite.cluster.open_executor`)."""
+    """``--cluster ADDRESS``: a Dask scheduler address, or ``local`` / ``local:N``
+    (:func:`aflite.cluster.open_executor`)."""
     p.add_argument("--cluster", default=None, metavar="ADDRESS",
                    help=f"{what} on a Dask cluster: a scheduler address (tcp://host:8786), or 'local' / 'local:N' to "
                    "start N local worker processes; the result is the same as without")
