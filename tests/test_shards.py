@@ -270,3 +270,21 @@ def test_run_with_a_cluster_filters_there_and_featurizes_ngram_here(tmp_path, ca
         assert ex.client.status == "running"  # an executor passed in is its owner's to close
     assert "runs in this process" in capsys.readouterr().err
     assert np.array_equal(alone.keep, spread.keep) and 0 < alone.keep.sum() < 120
+
+
+@pytest.mark.slow
+def test_cli_embed_images_on_a_local_cluster_is_bit_identical(tmp_path):
+    pytest.importorskip("torch")
+    from test_images import _run, square_images, tiny_vit
+
+    square_images(tmp_path / "d", n_per_class=8)
+    base = ["embed", str(tmp_path / "d"), "--featurizer", "hf-image", "--model-path", str(tiny_vit(tmp_path / "vit")),
+            "--chunk-size", "5", "--quiet", "--device", "cpu"]
+    assert _run([*base, "--out", str(tmp_path / "one")]) == 0
+    assert _run([*base, "--out", str(tmp_path / "two"), "--cluster", "local:2"]) == 0
+    one, two = np.load(tmp_path / "one" / "features.npy"), np.load(tmp_path / "two" / "features.npy")
+    assert one.shape == (16, 32) and np.array_equal(one, two)
+    assert (tmp_path / "one" / "ids.txt").read_text() == (tmp_path / "two" / "ids.txt").read_text()
+    assert json.loads((tmp_path / "two" / "results.json").read_text())["cluster"]["computed"] == 4
+    assert not (tmp_path / "two" / "cache" / "shards" / "hf-image").exists()
+    assert not list((tmp_path / "two" / "cache" / "shards").glob("*"))  # assembled, then removed

@@ -230,12 +230,21 @@ def map_inference(torch: Any, fn: Callable[[T], R], items: Iterable[T], *, devic
     """``[fn(x) for x in items]`` in torch inference mode. On CPU with a budget > 1, up to :func:`fit_workers`
     batches run side by side in threads, each with one intra-op thread: no barrier for a core that another job
     holds to stall (MiniLM on a busy 2-core machine: 12-14 pairs/s this way, 5-6 with two intra-op threads,
-    7-11 with one), and each batch's result independent of the thread count. Elsewhere (GPU), in order."""
+    7-11 with one), and each batch's result independent of the thread count (a lone batch, or a budget of 1, runs
+    in order with one intra-op thread too). Elsewhere (GPU), in order."""
     todo = list(items)
-    n = fit_workers(len(todo)) if str(device).split(":")[0] == "cpu" else 1
+    cpu = str(device).split(":")[0] == "cpu"
+    n = fit_workers(len(todo)) if cpu else 1
     if n <= 1:
-        with torch.inference_mode():
-            return [fn(x) for x in todo]
+        before = torch.get_num_threads()
+        if cpu:  # one intra-op thread for a lone batch too: its bits do not depend on the budget (aflite.runs.shards)
+            torch.set_num_threads(1)
+        try:
+            with torch.inference_mode():
+                return [fn(x) for x in todo]
+        finally:
+            if cpu and torch.get_num_threads() != before:
+                torch.set_num_threads(before)
 
     def run(x: T) -> R:
         with torch.inference_mode():  # thread-local: each worker enters it
