@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from aflite._deprecate import progress_flag
+from aflite._deprecate import renamed_keywords
 from aflite.atomic import write_json, write_text
 from aflite.errors import InputError, ParameterError
 from aflite.filter import SNLI_DEFAULTS, AFLite
@@ -79,7 +79,6 @@ def run(
     resume: bool = False,
     overwrite: bool = False,
     show_progress: bool = True,
-    quiet: bool | None = None,
     probe: bool = True,
     dataset_options: dict[str, Any] | None = None,
     featurizer_options: dict[str, Any] | None = None,
@@ -99,7 +98,6 @@ def run(
     ``"premise"`` (rows with one premise stay on one side of every partition), False or ``"none"``, or a column
     of the file (e.g. a counterfactual family id). ``overwrite`` starts over in an ``out`` that holds a run.
     ``title`` names the data in summary.md's heading (default: its path)."""
-    show_progress = progress_flag(show_progress, quiet=quiet, where="run: ")
     base: dict[str, Any] = {}
     if aflite is not None:  # one parameter space with filter_files: the estimator's own keywords
         if params is not None:
@@ -171,7 +169,9 @@ def run(
     if resume:  # another dataset is refused now, before anything is computed or cached
         check_resume_dataset(out, dataset_fp)
     texts_b = ds.texts_b
-    fopts = dict(featurizer_options or {})
+    from aflite.features.registry import current_options
+
+    fopts = current_options(featurizer_options)
     if is_images:
         from aflite.features.registry import image_featurizer_options
 
@@ -313,14 +313,14 @@ def filter_files(
     ids: str | Path | None = None,
     groups: str | Path | None = None,
     feature_columns: list[str] | None = None,
-    label_column: str | None = None,
+    label: str | None = None,
     id_column: str | None = None,
     mmap: bool = False,
     resume: bool = False,
     overwrite: bool = False,
     show_progress: bool = True,
-    quiet: bool | None = None,
     extra: dict[str, Any] | None = None,
+    **old_keywords: Any,
 ) -> RunResult:
     """AFLite on precomputed features and labels read from files (what ``aflite filter`` does).
 
@@ -328,14 +328,15 @@ def filter_files(
     and optional ids and groups (column ``group``), checks they line up, and runs ``aflite`` (default:
     :class:`AFLite` with its defaults) into the run directory ``out`` (see :mod:`aflite.rundir`).
     """
-    show_progress = progress_flag(show_progress, quiet=quiet, where="filter_files: ")
     from aflite import data
     from aflite.rundir import run_filter
 
     out = Path(out)
     t_call = time.perf_counter()
     X = data.load_features(features, columns=feature_columns, mmap=mmap)
-    y = data.load_labels(labels, column=label_column)
+    if old_keywords:
+        label = renamed_keywords(old_keywords, {"label_column": "label"}, "filter_files").get("label", label)
+    y = data.load_labels(labels, column=label)
     id_arr = data.load_ids(ids, column=id_column) if ids is not None else np.arange(len(y))
     grp = data.load_labels(groups, column="group") if groups is not None else None
     data.check_aligned(X.shape[0], len(y), len(id_arr), files=(features, labels, ids))

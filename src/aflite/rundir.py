@@ -217,14 +217,9 @@ def run_filter(
     overwrite: bool = False,
     show_progress: bool = True,
     extra: dict[str, Any] | None = None,
-    quiet: bool | None = None,
 ) -> dict[str, Any]:
     """Fit ``af`` with a progress bar, a checkpoint after every phase, and the run directory's outputs.
-    A previous run in ``out`` is continued with ``resume``, replaced with ``overwrite``, else refused.
-    ``quiet`` is the deprecated spelling of ``not show_progress``."""
-    from aflite._deprecate import progress_flag
-
-    show_progress = progress_flag(show_progress, quiet=quiet, where="run_filter: ")
+    A previous run in ``out`` is continued with ``resume``, replaced with ``overwrite``, else refused."""
     from tqdm import tqdm
 
     from aflite import rundir  # late-bound so that tests can intercept checkpoint writes

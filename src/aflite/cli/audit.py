@@ -152,13 +152,13 @@ def run(args: argparse.Namespace) -> int:
         tra=args.tra, peco_shuffles=args.peco_shuffles, peco_encoder=args.peco_encoder, tra_steps=args.tra_steps,
         tra_batch_size=args.tra_batch_size, tra_sample=args.tra_sample, tra_eval=args.tra_eval,
         model_path=args.model_path, device=args.device, seed=args.seed,
-        cache_dir=None if args.cache is None else str(args.cache), show_progress=not args.quiet,
+        cache_dir=None if args.cache_dir is None else str(args.cache_dir), show_progress=not args.quiet,
     )
     res = audit_file(args.data, args.out, cfg, compare=args.compare, sample=args.sample, title=args.title,
                      reference=args.reference, dataset_options=dataset_options(args), groups=args.groups,
                      show_progress=not args.quiet, image_options=image_options(args) if is_images else None,
-                     featurizer_options={"image_size": args.image_size, "path": args.embeddings,
-                                         "ids_path": args.embedding_ids} if is_images else None)
+                     featurizer_options={"image_size": args.image_size, "embeddings": args.embeddings,
+                                         "embedding_ids": args.embedding_ids} if is_images else None)
     out: Path = args.out
     write_results(out, args)  # stamps the library's results.json with argv, seed and versions
     print("\n".join(summary_lines(res.results)))

@@ -52,7 +52,7 @@ def evaluate(
     models: Sequence[str | ModelSpec] = DEFAULT_MODELS,
     seeds: int | Sequence[int] = 3,
     heldout: float = 0.2,
-    split_seed: int = 0,
+    seed: int = 0,
     random_baseline: bool = True,
     single_iteration: bool = True,
     eval_sets: Sequence[EvalSet] = (),
@@ -63,6 +63,7 @@ def evaluate(
     show_progress: bool = True,
     tests: Sequence[EvalSet] = (),
     split: bool = True,
+    **old_keywords: Any,
 ) -> EvaluationReport:
     """Train every model on D, each D(Φ), same-size random subsets and single-iteration sets; test each on its
     own held-out part, on all of D's held-out part, on each separate test set in ``tests`` (same labels as D,
@@ -70,7 +71,13 @@ def evaluate(
     ``split=False`` D is not split: every benchmark trains on all its rows and is scored on ``tests`` and
     ``eval_sets`` only (the paper's protocol when D is a training set). Rows of a run's warm-up slice
     (``warmup_ids.txt``) are left out of D, every D(Φ) and every comparison subset. Writes ``results.json``,
-    ``tables.md`` and ``accuracy.png`` to ``out`` when given. See the module docstring for the protocol."""
+    ``tables.md`` and ``accuracy.png`` to ``out`` when given. ``seed`` draws the train/held-out split (it was
+    ``split_seed=`` until this release); ``seeds`` are the benchmarks'. See the module docstring for the protocol."""
+    if old_keywords:
+        from aflite._deprecate import renamed_keywords
+
+        seed = renamed_keywords(old_keywords, {"split_seed": "seed"}, "evaluate").get("seed", seed)
+    split_seed = seed
     from tqdm import tqdm
 
     from aflite.data import load_dataset

@@ -132,17 +132,18 @@ def _load(data_path: Path, run: RunRecord, dataset_options: dict[str, Any] | Non
 def _features(ds: Any, is_images: bool, run: RunRecord, cache_dir: Path | None,
               featurizer_options: dict[str, Any] | None, show_progress: bool) -> Any:
     from aflite import features
-    from aflite.features.registry import image_featurizer_options
+    from aflite.features.registry import current_options, image_featurizer_options
 
     fz = run.summary["featurizer"]
-    opts = {k: v for k, v in (fz.get("options") or {}).items() if v is not None}
-    opts.update(featurizer_options or {})
+    recorded = current_options(fz.get("options"), warn=False)  # a run folder from before a rename reads as now
+    opts = {k: v for k, v in recorded.items() if v is not None}
+    opts.update(current_options(featurizer_options))
     for key in ("word_ngrams", "char_ngrams"):
         if isinstance(opts.get(key), list):
             opts[key] = tuple(opts[key])
     if is_images:
         opts = image_featurizer_options(fz["name"], opts)
-    if fz["name"] == "precomputed" and not opts.get("path"):
+    if fz["name"] == "precomputed" and not opts.get("embeddings"):
         raise ParameterError("the run used --featurizer precomputed: pass its --embeddings FILE")
     params = run.summary["parameters"]
     return features.featurize(

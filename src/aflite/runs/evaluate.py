@@ -1,0 +1,106 @@
+"""``aflite evaluate`` as a library call: the external and test sets named by file, then :func:`evaluate_files`.
+
+:func:`evaluation_sets` reads what the command line's ``--hans``, ``--test`` and ``--ood*`` options name (files,
+label maps, the prediction map), with the same checks and one-line errors, so that a Python caller passes the same
+keywords and gets the same sets; :func:`evaluate_files` is that plus :func:`aflite.evaluate.evaluate`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from aflite.errors import ParameterError
+
+__all__ = ["evaluate_files", "evaluation_sets", "parse_mapping"]
+
+
+def parse_mapping(text: str | dict[str, str] | None, what: str = "--ood-pred-map") -> dict[str, str] | None:
+    """``a=b,c=d`` → ``{"a": "b", "c": "d"}`` (a dict is taken as it is); ParameterError naming ``what``."""
+    what = what if what != "--ood-pred-map" else f"--ood-pred-map {text!r}"
+    if text is None or isinstance(text, dict):
+        return None if text is None else {str(k): str(v) for k, v in text.items()}
+    out: dict[str, str] = {}
+    for part in text.split(","):
+        if not part.strip():
+            continue
+        if "=" not in part:
+            raise ParameterError(f"{what}: expected FROM=TO pairs separated by commas, got {part!r}")
+        k, v = part.split("=", 1)
+        out[k.strip()] = v.strip()
+    return out
+
+
+def _label_maps(specs: Sequence[str], names: list[str]) -> tuple[dict[str, str], dict[str, dict[str, str]]]:
+    """``ood_label_map`` values → (map for every ood set, {set name: its own map}). ``NAME:a=b,...`` names the
+    set (the text before the first ``=`` holds a ``:``); a name that is no ood set is an error."""
+    every: dict[str, str] = {}
+    per_set: dict[str, dict[str, str]] = {}
+    for spec in specs:
+        head = spec.split("=", 1)[0]
+        name, body = (spec.split(":", 1) if ":" in head else ("", spec))
+        name = name.strip()
+        mapping = parse_mapping(body, f"--ood-label-map {spec!r}") or {}
+        if not mapping:
+            raise ParameterError(f"--ood-label-map {spec!r}: no RAW=LABEL pair")
+        if not name:
+            every.update(mapping)
+        elif name not in names:
+            raise ParameterError(f"--ood-label-map {spec!r}: no --ood set is named {name!r} (sets: "
+                                 f"{', '.join(names) or 'none'})")
+        else:
+            per_set.setdefault(name, {}).update(mapping)
+    return every, per_set
+
+
+def evaluation_sets(*, hans: str | Path | None = None, test: Sequence[str] = (), ood: Sequence[str] = (),
+                    ood_label_map: Sequence[str] = (), ood_pred_map: str | dict[str, str] | None = None,
+                    ood_group: str | None = None, ood_max: int | None = None) -> tuple[list[Any], list[Any]]:
+    """(eval_sets, tests) for :func:`aflite.evaluate.evaluate` from the command line's spellings: ``hans`` a HANS
+    file; ``test`` entries ``NAME=FILE[,FILE...]`` (sets with D's labels); ``ood`` entries ``[NAME=]FILE[,FILE...]``
+    with ``ood_label_map`` entries ``[NAME:]RAW=LABEL,...``, ``ood_pred_map`` ``PRED=LABEL,...``, ``ood_group`` a
+    column to break accuracy down by and ``ood_max`` a stratified sample size. Set names must be unique."""
+    from aflite.evaluate import load_eval_set, load_hans
+
+    eval_sets = []
+    if hans is not None:
+        eval_sets.append(load_hans(hans, max_rows=ood_max))
+    named: list[tuple[str, list[Path]]] = []
+    for spec in ood:
+        name, _, files = spec.rpartition("=") if "=" in spec else ("", "", spec)
+        paths = [Path(f) for f in files.split(",") if f]
+        if not paths:
+            raise ParameterError(f"--ood {spec!r}: no file")
+        named.append((name.strip() or paths[0].name.split(".")[0], paths))
+    every, per_set = _label_maps(ood_label_map, [n for n, _ in named])
+    pred_map = parse_mapping(ood_pred_map)
+    for name, paths in named:
+        eval_sets.append(load_eval_set(paths, name, label_map={**every, **per_set.get(name, {})} or None,
+                                       pred_map=pred_map, group_column=ood_group, max_rows=ood_max))
+    tests = []
+    for spec in test:
+        name, sep, files = spec.partition("=")
+        paths = [Path(f) for f in files.split(",") if f]
+        if not sep or not name.strip() or not paths:
+            raise ParameterError(f"--test {spec!r}: expected NAME=FILE[,FILE...]")
+        tests.append(load_eval_set(paths, name.strip()))
+    names = [e.name for e in eval_sets + tests]
+    if len(set(names)) != len(names):
+        raise ParameterError("two test/evaluation sets share a name: name them with --test / --ood NAME=FILE")
+    return eval_sets, tests
+
+
+def evaluate_files(data: str | Path, runs: Sequence[str | Path], out: str | Path, *,
+                   hans: str | Path | None = None, test: Sequence[str] = (), ood: Sequence[str] = (),
+                   ood_label_map: Sequence[str] = (), ood_pred_map: str | dict[str, str] | None = None,
+                   ood_group: str | None = None, ood_max: int | None = None, **keywords: Any) -> Any:
+    """What ``aflite evaluate`` does: :func:`evaluation_sets` from the file options, then
+    :func:`aflite.evaluate.evaluate` (its keywords in ``keywords``) writing ``out``. Returns its report."""
+    from aflite.evaluate import evaluate
+
+    eval_sets, tests = evaluation_sets(hans=hans, test=test, ood=ood, ood_label_map=ood_label_map,
+                                       ood_pred_map=ood_pred_map, ood_group=ood_group, ood_max=ood_max)
+    keywords["eval_sets"] = [*keywords.get("eval_sets", ()), *eval_sets]
+    keywords["tests"] = [*keywords.get("tests", ()), *tests]
+    return evaluate(data, runs, out, **keywords)
