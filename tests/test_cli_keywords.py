@@ -106,7 +106,7 @@ def test_flags_are_library_keywords(command: str) -> None:
         if not action.option_strings or isinstance(action, argparse._HelpAction) or _deprecated(action):
             continue
         long = [o for o in action.option_strings if o.startswith("--") and not o.startswith("--no-")]
-        if [f"--{action.dest.replace('_', '-')}"] != long:
+        if [f"--{action.dest.replace('_', '-')}"] != (long or [f"-{o}" for o in action.option_strings]):  # or -C
             wrong.append(f"{'/'.join(action.option_strings)}: its name is not its keyword {action.dest!r}")
         if action.dest not in keywords and action.dest not in allowed:
             wrong.append(f"{'/'.join(action.option_strings)}: {action.dest!r} is no keyword of the library call")

@@ -76,11 +76,11 @@ def test_bench_checks_and_files_are_library_calls(tmp_path: Path) -> None:
     from aflite.experiments.outputs import save_bench
 
     with pytest.raises(ParameterError, match="at least 100 rows"):
-        run_benchmark(n=50, d=64)
+        run_benchmark(n=50, dim=64)
     with pytest.raises(ParameterError, match="at least 40 dimensions"):
-        run_benchmark(n=1000, d=8)
+        run_benchmark(n=1000, dim=8)
     with pytest.raises(ParameterError, match="go together"):
-        run_benchmark(n=1000, d=64, features="f.npy")
+        run_benchmark(n=1000, dim=64, features="f.npy")
     save_bench({"seed": 4, "phase": {"x": 1}}, "report text\n", tmp_path)
     res = json.loads((tmp_path / "results.json").read_text())
     assert res["command"] == "bench" and res["seed"] == 4 and res["phase"] == {"x": 1}

@@ -15,9 +15,9 @@ stays cheap (no scikit-learn, no PyTorch):
 * a dataset file to a folder, as the commands write it: :func:`embed` (``aflite embed``), :func:`audit_file`
   (``aflite audit``), :func:`run` and :func:`filter_files`;
 * auditing, evaluation and explanation: :func:`audit_dataset` with :class:`AuditConfig`, :func:`evaluate_runs`
-  and :func:`explain_run` (``aflite explain``) (the functions of the :mod:`aflite.audit`, :mod:`aflite.evaluate`
-  and :mod:`aflite.explain` packages; a package attribute cannot share a name with its sub-module, so they carry a
-  longer name here);
+  and :func:`explain_run` (``aflite explain``, :func:`aflite.runs.explain.explain`; the analyses are the
+  :mod:`aflite.audit`, :mod:`aflite.evaluate` and :mod:`aflite.explain` packages; a package attribute cannot share
+  a name with its sub-module, so they carry a longer name here);
 * errors: :class:`ParameterError` and :class:`InputError` (both ``ValueError``), under :class:`AfliteError`.
 """
 
@@ -49,7 +49,7 @@ _LAZY: dict[str, tuple[str, str]] = {
     "AuditConfig": ("aflite.audit", "AuditConfig"),
     "AuditResult": ("aflite.audit", "AuditResult"),
     "evaluate_runs": ("aflite.evaluate", "evaluate"),
-    "explain_run": ("aflite.explain", "explain"),
+    "explain_run": ("aflite.runs.explain", "explain"),
     "embed": ("aflite.runs.embed", "embed"),
     "audit_file": ("aflite.runs.audit", "audit_file"),
     "run_synthetic": ("aflite.experiments.synthetic", "run_synthetic"),

@@ -85,11 +85,9 @@ def register(sub: Any) -> None:
     add_deprecated(p, "--top-tokens", "--top-k-tokens", dest="top_k_tokens", type=int)
     p.add_argument("--min-token-count", type=int, default=None,
                    help="skip tokens in fewer sentences (default max(5, 0.2%% of rows))")
-    tra = p.add_mutually_exclusive_group()
-    tra.add_argument("--tra", dest="tra", action="store_const", const=True, default=None,
-                     help="fine-tune the TRA models even without a GPU (hours on a 2-core CPU at the defaults)")
-    tra.add_argument("--no-tra", dest="tra", action="store_const", const=False,
-                     help="skip fine-tuning and TRA (default without a GPU: on with one)")
+    p.add_argument("--tra", action=argparse.BooleanOptionalAction, default=None,
+                   help="fine-tune the TRA models even without a GPU (hours on a 2-core CPU at the defaults); "
+                   "--no-tra skips fine-tuning and TRA (default: on with a GPU, off without one)")
     p.add_argument("--tra-steps", type=int, default=300, help="fine-tuning steps per condition model (default 300)")
     p.add_argument("--tra-batch-size", type=int, default=32, help="fine-tuning batch size (default 32)")
     p.add_argument("--tra-sample", type=int, default=200, help="held-out pairs for TRA relevance (default 200)")

@@ -54,7 +54,7 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from aflite.explain import explain
+    from aflite.runs.explain import explain
 
     fopts: dict[str, Any] = {}
     if args.embeddings:

@@ -199,7 +199,7 @@ def add_image_options(p: argparse.ArgumentParser, description: str = IMAGE_DATA_
 
 def image_options(args: argparse.Namespace) -> dict[str, Any]:
     """The image options the user gave, as keyword arguments of :func:`aflite.data.images.load_image_dataset`."""
-    return {"path_column": getattr(args, "path_column", None), "label_column": getattr(args, "label", None),
+    return {"path_column": getattr(args, "path_column", None), "label": getattr(args, "label", None),
             "id_column": getattr(args, "id_column", None), "skip_bad_images": getattr(args, "skip_bad_images", False)}
 
 
