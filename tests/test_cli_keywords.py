@@ -30,7 +30,7 @@ def _library() -> dict[str, set[str]]:
     from aflite.audit import AuditConfig
     from aflite.data import load_dataset
     from aflite.data.images import load_image_dataset
-    from aflite.evaluate import FinetuneOptions, evaluate
+    from aflite.evaluate import FinetuneOptions
     from aflite.experiments.bench import run_benchmark
     from aflite.experiments.bench_embed import embed_benchmark
     from aflite.experiments.outputs import save_bench, save_synthetic
@@ -42,7 +42,7 @@ def _library() -> dict[str, set[str]]:
     from aflite.report import write_page
     from aflite.runs.audit import audit_file
     from aflite.runs.embed import embed
-    from aflite.runs.evaluate import evaluate_files
+    from aflite.runs.evaluate import evaluate, evaluate_files
     from aflite.runs.explain import explain
 
     featurizer = {o for spec in REGISTRY.values() for o in spec.options}

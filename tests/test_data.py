@@ -821,7 +821,8 @@ def test_run_refuses_a_newline_id_in_one_line(tmp_path, capsys):
     rows[10]["id"] = "x\ny"
     jl = tmp_path / "d.jsonl"
     jl.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    code = main(["run", str(jl), "--out", str(tmp_path / "out"), "--id-column", "id", "--featurizer", "ngram", "--quiet"])
+    code = main(["run", str(jl), "--out", str(tmp_path / "out"), "--id-column", "id", "--featurizer", "ngram",
+                 "--quiet"])
     err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
     assert code == 2 and len(err) == 1 and "line 11, column 'id'" in err[0], err
     assert not (tmp_path / "out").exists()

@@ -3,11 +3,8 @@ means the same as the new one."""
 
 from __future__ import annotations
 
-import warnings
-
-import pytest
-
 import numpy as np
+import pytest
 
 
 @pytest.mark.parametrize("command, old, new", [
@@ -32,9 +29,10 @@ def test_old_flag_spellings_parse_as_the_new_ones_and_say_so(command: str, old: 
     parser = build_parser()
     required = {"filter": ["--features", "f", "--labels", "l", "--out", "o"], "run": ["d", "--out", "o"],
                 "synthetic": [], "audit": ["d"], "evaluate": ["d", "r", "--out", "o"], "bench": []}[command]
-    value = [] if old in ("--no-groups", "--no-random", "--no-single") else ["gold"] if old in (
-        "--label-column", "--id") else ["0.5"] if old in ("--tau", "--peco-threshold") else ["both"] if "solver" in old \
-        else ["c"] if old == "--cache" else ["3"]
+    value = ([] if old in ("--no-groups", "--no-random", "--no-single")
+             else ["gold"] if old in ("--label-column", "--id")
+             else ["0.5"] if old in ("--tau", "--peco-threshold") else ["both"] if "solver" in old
+             else ["c"] if old == "--cache" else ["3"])
     new_flag, *new_value = new.split()
     args_old = parser.parse_args([command, *required, old, *value])
     assert capsys.readouterr().err.strip() == f"aflite: {old} is deprecated and will be removed in the next release; " \
@@ -106,10 +104,10 @@ def test_renamed_library_keywords_still_work(tmp_path) -> None:  # type: ignore[
 
 def test_renamed_keywords_of_commands_still_work(tmp_path) -> None:  # type: ignore[no-untyped-def]
     """embed(cache=), evaluate(split_seed=) and run_benchmark(d=) reach the same checks as the new names."""
-    from aflite.errors import ParameterError
-    from aflite.evaluate import evaluate
+    from aflite.errors import InputError, ParameterError
     from aflite.experiments.bench import run_benchmark
     from aflite.runs.embed import embed
+    from aflite.runs.evaluate import evaluate
 
     with pytest.warns(DeprecationWarning, match="run_benchmark: d=.*use dim="), \
             pytest.raises(ParameterError, match="reference-partitions"):
@@ -117,5 +115,5 @@ def test_renamed_keywords_of_commands_still_work(tmp_path) -> None:  # type: ign
     with pytest.warns(DeprecationWarning, match="evaluate: split_seed=.*use seed="), \
             pytest.raises(ParameterError, match="no models"):
         evaluate(tmp_path / "d.tsv", [], tmp_path / "o", models=[], split_seed=1)
-    with pytest.warns(DeprecationWarning, match="embed: cache=.*use cache_dir="), pytest.raises(Exception):
+    with pytest.warns(DeprecationWarning, match="embed: cache=.*use cache_dir="), pytest.raises(InputError):
         embed(tmp_path / "missing.tsv", tmp_path / "e", cache=tmp_path / "c", show_progress=False)

@@ -16,13 +16,13 @@ from aflite.evaluate import (
     HANS_PRED_MAP,
     FinetuneOptions,
     ModelSpec,
-    evaluate,
     load_eval_set,
     load_hans,
     split_heldout,
 )
 from aflite.evaluate.models import _MaxPPMI
 from aflite.pipeline import run as run_pipeline
+from aflite.runs.evaluate import evaluate
 
 HANS_HEADER = "id\tpremise\thypothesis\tlabel\theuristic\tsubcase\ttemplate\n"
 HANS_ROWS = [
@@ -257,7 +257,8 @@ def test_separate_test_sets_without_the_split(snli_run, tmp_path):
     hard = _snli_like(tmp_path, "hard.tsv.gz", rows[:20])
     out = tmp_path / "ts"
     code = main(["evaluate", str(data), str(run), "--out", str(out), "--models", "ngram:hypothesis,ppmi:pair",
-                 "--seeds", "2", "--no-split", "--no-single-iteration", "--test", f"dev={dev}", "--test", f"hard={hard}",
+                 "--seeds", "2", "--no-split", "--no-single-iteration", "--test", f"dev={dev}", "--test",
+                 f"hard={hard}",
                  "--hans", str(hans_path), "--quiet"])
     assert code == 0
     res = json.loads((out / "results.json").read_text())

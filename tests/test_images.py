@@ -276,14 +276,16 @@ def test_evaluate_on_images_with_ood_folder(tmp_path: Path) -> None:
     """evaluate trains a linear probe and an MLP on frozen image features, and fine-tunes the image network, on D,
     D(Φ), random subsets and the single-iteration set, and scores them on the held-out split and an OOD folder."""
     pytest.importorskip("torch")
-    from aflite.evaluate import evaluate, load_eval_set
+    from aflite.evaluate import load_eval_set
+    from aflite.runs.evaluate import evaluate
 
     square_images(tmp_path / "d", n_per_class=30)
     square_images(tmp_path / "ood", n_per_class=4, seed=9)
     model = str(tiny_vit(tmp_path / "vit"))
     run = tmp_path / "run"
     assert _run(["run", str(tmp_path / "d"), "--out", str(run), "--featurizer", "hf-image", "--model-path", model,
-                 "--cache-dir", str(tmp_path / "cache"), "--train-size", "12", "--slice-size", "4", "--target-size", "44",
+                 "--cache-dir", str(tmp_path / "cache"), "--train-size", "12", "--slice-size", "4",
+                 "--target-size", "44",
                  "--n-partitions", "8", "--threshold", "0", "--quiet", "--device", "cpu"]) == 0
     ood = load_eval_set(tmp_path / "ood", "squares-ood")
     assert len(ood) == 8 and ood.texts_b is None
@@ -508,7 +510,8 @@ def test_audit_image_table_and_hf_dataset(tmp_path: Path) -> None:
         np.save(tmp_path / "e.npy", emb)
         (tmp_path / "e.txt").write_text("".join(f"{i}\n" for i in ds.ids))
         run = audit_file(src, tmp_path / f"out-{src.name}", cfg, show_progress=False,
-                         featurizer_options={"embeddings": str(tmp_path / "e.npy"), "embedding_ids": str(tmp_path / "e.txt")})
+                         featurizer_options={"embeddings": str(tmp_path / "e.npy"),
+                                             "embedding_ids": str(tmp_path / "e.txt")})
         m = run.results[0].views["colour"].metrics
         figures.append((m.biased_accuracy, m.normal_accuracy, run.results[0].views["colour"].peco.score))
     assert figures[0][0] == 1.0 and figures[0] == figures[1] == figures[2]

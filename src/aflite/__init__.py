@@ -48,7 +48,7 @@ _LAZY: dict[str, tuple[str, str]] = {
     "audit_dataset": ("aflite.audit", "audit"),
     "AuditConfig": ("aflite.audit", "AuditConfig"),
     "AuditResult": ("aflite.audit", "AuditResult"),
-    "evaluate_runs": ("aflite.evaluate", "evaluate"),
+    "evaluate_runs": ("aflite.runs.evaluate", "evaluate"),
     "explain_run": ("aflite.runs.explain", "explain"),
     "embed": ("aflite.runs.embed", "embed"),
     "audit_file": ("aflite.runs.audit", "audit_file"),

@@ -1,8 +1,10 @@
-"""``aflite evaluate`` as a library call: the external and test sets named by file, then :func:`evaluate_files`.
+"""``aflite evaluate`` as a library call: :func:`evaluate` (``aflite.evaluate_runs``) compares the runs on D
+(:func:`aflite.evaluate.compare_runs`) and writes the folder: results.json, tables.md, summary.md, accuracy.png and
+report.html.
 
 :func:`evaluation_sets` reads what the command line's ``--hans``, ``--test`` and ``--ood*`` options name (files,
 label maps, the prediction map), with the same checks and one-line errors, so that a Python caller passes the same
-keywords and gets the same sets; :func:`evaluate_files` is that plus :func:`aflite.evaluate.evaluate`.
+keywords and gets the same sets; :func:`evaluate_files` is that plus :func:`evaluate`.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from typing import Any
 
 from aflite.errors import ParameterError
 
-__all__ = ["evaluate_files", "evaluation_sets", "parse_mapping"]
+__all__ = ["evaluate", "evaluate_files", "evaluation_sets", "parse_mapping"]
 
 
 def parse_mapping(text: str | dict[str, str] | None, what: str = "--ood-pred-map") -> dict[str, str] | None:
@@ -95,12 +97,55 @@ def evaluate_files(data: str | Path, runs: Sequence[str | Path], out: str | Path
                    hans: str | Path | None = None, test: Sequence[str] = (), ood: Sequence[str] = (),
                    ood_label_map: Sequence[str] = (), ood_pred_map: str | dict[str, str] | None = None,
                    ood_group: str | None = None, ood_max: int | None = None, **keywords: Any) -> Any:
-    """What ``aflite evaluate`` does: :func:`evaluation_sets` from the file options, then
-    :func:`aflite.evaluate.evaluate` (its keywords in ``keywords``) writing ``out``. Returns its report."""
-    from aflite.evaluate import evaluate
-
+    """What ``aflite evaluate`` does: :func:`evaluation_sets` from the file options, then :func:`evaluate` (its
+    keywords in ``keywords``) writing ``out``. Returns its report."""
     eval_sets, tests = evaluation_sets(hans=hans, test=test, ood=ood, ood_label_map=ood_label_map,
                                        ood_pred_map=ood_pred_map, ood_group=ood_group, ood_max=ood_max)
     keywords["eval_sets"] = [*keywords.get("eval_sets", ()), *eval_sets]
     keywords["tests"] = [*keywords.get("tests", ()), *tests]
     return evaluate(data, runs, out, **keywords)
+
+
+def evaluate(data: str | Path, runs: Sequence[str | Path], out: str | Path | None = None, *,
+             cache_dir: str | Path | None = None, **keywords: Any) -> Any:
+    """:func:`aflite.evaluate.compare_runs` (its keywords in ``keywords``; ``cache_dir`` defaults to ``out/cache``),
+    and with ``out`` its folder: results.json, tables.md, summary.md, accuracy.png and report.html. Returns the
+    :class:`aflite.evaluate.EvaluationReport` (``out`` set). ``seed`` was ``split_seed=`` until this release."""
+    import dataclasses
+
+    from aflite.evaluate import compare_runs
+
+    if "split_seed" in keywords:
+        from aflite._deprecate import renamed_keywords
+
+        keywords.update(renamed_keywords({"split_seed": keywords.pop("split_seed")}, {"split_seed": "seed"},
+                                         "evaluate"))
+    out_p = None if out is None else Path(out)
+    cache = Path(cache_dir) if cache_dir is not None else (out_p / "cache" if out_p is not None else None)
+    if cache is None:
+        raise ParameterError("give out or cache_dir (features and models are cached there)")
+    report = compare_runs(data, runs, cache_dir=cache, **keywords)
+    if out_p is None:
+        return report
+    report = dataclasses.replace(report, out=out_p)
+    write_evaluation(report, out_p)
+    return report
+
+
+def write_evaluation(report: Any, out: Path) -> None:
+    """The files of an evaluate folder, each written atomically; report.html last (it reads the others)."""
+    from aflite.atomic import write_text
+    from aflite.evaluate import plot_report
+    from aflite.report import write_page
+    from aflite.results import write_results_json
+    from aflite.verdict import markdown
+
+    out.mkdir(parents=True, exist_ok=True)
+    write_results_json(out, {"verdict": report.verdict, "config": report.config,
+                             "training_sets": report.training_sets, "aggregate": report.aggregate,
+                             "runs": report.results}, command="evaluate", seed=report.config["split_seed"])
+    tables = report.tables
+    write_text(out / "tables.md", tables)
+    write_text(out / "summary.md", markdown(report.verdict) + (tables if tables.endswith("\n") else tables + "\n"))
+    plot_report(report, out / "accuracy.png")
+    write_page(out)  # report.html: the accuracy bars with the chance line
