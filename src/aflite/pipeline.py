@@ -20,6 +20,7 @@ from aflite._deprecate import renamed_keywords
 from aflite.atomic import write_json, write_text
 from aflite.errors import InputError, ParameterError
 from aflite.filter import SNLI_DEFAULTS, AFLite
+from aflite.results import recording_warnings
 from aflite.runs.summaries import (  # noqa: F401 - PROBE_MEANING, label_shift, warmup_line: public here too
     PROBE_MEANING,
     SHIFT_WARN_POINTS,
@@ -65,6 +66,7 @@ def _out_name(src: Path) -> str:
 
 
 @limited  # one thread policy (aflite.threads)
+@recording_warnings()  # scikit-learn's warnings counted in results.json (aflite.results)
 def run(
     data_path: str | Path,
     out: str | Path,
@@ -304,6 +306,7 @@ def _probe_row(r: Any) -> dict[str, Any]:
     return row
 
 
+@recording_warnings()  # scikit-learn's warnings counted in results.json (aflite.results)
 def filter_files(
     features: str | Path,
     labels: str | Path,

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from aflite.errors import InputError, ParameterError
+from aflite.results import recording_warnings
 from aflite.threads import limited
 
 
@@ -65,6 +66,7 @@ def check_audit_options(data_path: str | os.PathLike[str], *, featurizer: str | 
     return is_images
 
 
+@recording_warnings()  # scikit-learn's warnings counted in results.json (aflite.results)
 def audit_file(
     data_path: str | Path,
     out: str | Path,

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from aflite.errors import OutputError, ParameterError
+from aflite.results import recording_warnings
 
 __all__ = ["FEATURES", "EmbedResult", "check_embed_out", "embed"]
 
@@ -42,6 +43,7 @@ def check_embed_out(out: str | os.PathLike[str], overwrite: bool = False) -> Non
         raise OutputError(f"--out {out}: {done} exists; pass --overwrite to replace it, or choose another --out")
 
 
+@recording_warnings()  # scikit-learn's warnings counted in results.json (aflite.results)
 def embed(data: str | os.PathLike[str], out: str | os.PathLike[str], *, featurizer: str = "ngram",
           view: str = "pair", model_path: str | None = None, warmup_size: float = 0.1, lr: float | None = None,
           cache_dir: str | os.PathLike[str] | None = None, seed: int = 0, device: str = "auto",

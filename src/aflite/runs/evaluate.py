@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from aflite.errors import ParameterError
+from aflite.results import recording_warnings
 
 __all__ = ["evaluate", "evaluate_files", "evaluation_sets", "parse_mapping"]
 
@@ -106,6 +107,7 @@ def evaluate_files(data: str | Path, runs: Sequence[str | Path], out: str | Path
     return evaluate(data, runs, out, **keywords)
 
 
+@recording_warnings()  # scikit-learn's warnings counted in results.json (aflite.results)
 def evaluate(data: str | Path, runs: Sequence[str | Path], out: str | Path | None = None, *,
              cache_dir: str | Path | None = None, **keywords: Any) -> Any:
     """:func:`aflite.evaluate.compare_runs` (its keywords in ``keywords``; ``cache_dir`` defaults to ``out/cache``),

@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from aflite.errors import InputError, ParameterError
+from aflite.results import recording_warnings
 from aflite.threads import limited
 
 __all__ = ["ExplainResult", "explain", "read_run"]
@@ -155,6 +156,7 @@ def _features(ds: Any, is_images: bool, run: RunRecord, cache_dir: Path | None,
 
 
 @limited  # one thread policy (aflite.threads)
+@recording_warnings()  # scikit-learn's warnings counted in results.json (aflite.results)
 def explain(
     data_path: str | Path,
     run_dir: str | Path,
