@@ -4,7 +4,7 @@ The core is :class:`AFLite` (Algorithm 1 of Le Bras et al., 2020, "Adversarial F
 scikit-learn estimator that filters a dataset given frozen features Φ(x) and labels::
 
     from aflite import AFLite
-    kept = AFLite(random_state=0).fit(X, y).get_support()
+    kept = AFLite(random_state=0).fit(X, y).get_kept_mask()
 
 The main names are importable from the package itself; each is imported on first use, so ``import aflite``
 stays cheap (no scikit-learn, no PyTorch):

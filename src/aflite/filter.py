@@ -63,7 +63,7 @@ from aflite.phase import snli_fraction as _frac
 class AFLite(BaseEstimator):
     """Adversarial filtering of dataset biases (Algorithm 1), a scikit-learn estimator.
 
-    ``AFLite(...).fit(X, y)`` filters the rows of (X, y); ``get_support()`` is then the kept mask (D(Φ)).
+    ``AFLite(...).fit(X, y)`` filters the rows of (X, y); ``get_kept_mask()`` is then the kept mask (D(Φ)).
     ``get_params``/``set_params``/``sklearn.base.clone`` work as for any scikit-learn estimator; arguments are
     keyword-only and are checked in ``fit`` (a :class:`aflite.errors.ParameterError`), never in ``__init__``.
 
@@ -198,13 +198,23 @@ class AFLite(BaseEstimator):
             "random_state": int(seed) if isinstance(seed, int | np.integer) and not isinstance(seed, bool) else None,
         }
 
-    def get_support(self, indices: bool = False) -> NDArray[Any]:
+    def get_kept_mask(self, indices: bool = False) -> NDArray[Any]:
         """The kept instances of the last fit: a boolean mask over the rows of D, or (``indices=True``)
-        their row numbers."""
+        their row numbers (the fitted attribute ``keep_mask_``, copied)."""
         from sklearn.utils.validation import check_is_fitted
 
         check_is_fitted(self, "keep_mask_")
         return np.flatnonzero(self.keep_mask_) if indices else self.keep_mask_.copy()
+
+    def get_support(self, indices: bool = False) -> NDArray[Any]:
+        """Deprecated name of :meth:`get_kept_mask` (scikit-learn's ``get_support`` masks columns; this masks
+        rows); kept for one release with a DeprecationWarning."""
+        import warnings
+
+        warnings.warn("AFLite.get_support() is deprecated and will be removed in the next release; use "
+                      "get_kept_mask() (a mask over rows, where scikit-learn's get_support masks columns)",
+                      DeprecationWarning, stacklevel=2)
+        return self.get_kept_mask(indices=indices)
 
     @limited  # one thread policy (aflite.threads)
     def fit(
