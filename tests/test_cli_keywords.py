@@ -30,7 +30,7 @@ def _library() -> dict[str, set[str]]:
     from aflite.audit import AuditConfig
     from aflite.data import load_dataset
     from aflite.data.images import load_image_dataset
-    from aflite.evaluate import FinetuneOptions
+    from aflite.evaluate import FinetuneOptions, compare_runs
     from aflite.experiments.bench import run_benchmark
     from aflite.experiments.bench_embed import embed_benchmark
     from aflite.experiments.outputs import save_bench, save_synthetic
@@ -54,7 +54,7 @@ def _library() -> dict[str, set[str]]:
         "filter": _keywords(filter_files, AFLite),
         "embed": _keywords(embed) | loaders,
         "audit": _keywords(audit_file, AuditConfig) | loaders | featurizer,
-        "evaluate": _keywords(evaluate_files, evaluate, FinetuneOptions) | loaders,
+        "evaluate": _keywords(evaluate_files, evaluate, compare_runs, FinetuneOptions) | loaders,
         "explain": _keywords(explain) | loaders | featurizer,
         "report": _keywords(write_page),
         "synthetic": _keywords(run_synthetic, save_synthetic, AFLite),

@@ -109,7 +109,7 @@ def register(sub: Any) -> None:
     g = add_image_options(p)
     g.add_argument("--embeddings", default=None,
                    help="for --featurizer precomputed: .npy/.npz/.parquet aligned by id (ids: paths relative to "
-                   "the folder, or the table's --id column)")
+                   "the folder, or the table's --id-column)")
     g.add_argument("--embedding-ids", default=None, help="ids of a .npy --embeddings file, one per line")
     p.set_defaults(handler=run, validate=_validate,
                    option_defaults={dest: p.get_default(dest) for dest, _ in TEXT_ONLY + IMAGE_ONLY})
