@@ -1,4 +1,4 @@
-"""The models :func:`~aflite.evaluate.evaluate` trains (:class:`ModelSpec`): feature probes and MLPs on
+"""The models :func:`~aflite.evaluate.compare_runs` trains (:class:`ModelSpec`): feature probes and MLPs on
 cached features, TF-IDF n-gram LR, Max-PPMI and fine-tuned encoders, and the feature store they share."""
 
 from __future__ import annotations

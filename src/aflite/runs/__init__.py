@@ -4,6 +4,6 @@ Each function here is what one command does, callable from Python with the same 
 :func:`aflite.runs.audit.audit_file` (``aflite audit``), :func:`aflite.runs.embed.embed` (``aflite embed``),
 :func:`aflite.runs.explain.explain` (``aflite explain``; its files: :mod:`aflite.runs.explain_files`),
 :func:`aflite.runs.evaluate.evaluate_files` (``aflite evaluate``: its test/external sets, then
-:func:`aflite.evaluate.evaluate`);
+:func:`aflite.runs.evaluate.evaluate`);
 ``aflite run``/``filter`` are :func:`aflite.pipeline.run` and :func:`aflite.pipeline.filter_files`.
 """

@@ -60,7 +60,7 @@ def _label_maps(specs: Sequence[str], names: list[str]) -> tuple[dict[str, str],
 def evaluation_sets(*, hans: str | Path | None = None, test: Sequence[str] = (), ood: Sequence[str] = (),
                     ood_label_map: Sequence[str] = (), ood_pred_map: str | dict[str, str] | None = None,
                     ood_group: str | None = None, ood_max: int | None = None) -> tuple[list[Any], list[Any]]:
-    """(eval_sets, tests) for :func:`aflite.evaluate.evaluate` from the command line's spellings: ``hans`` a HANS
+    """(eval_sets, tests) for :func:`evaluate` from the command line's spellings: ``hans`` a HANS
     file; ``test`` entries ``NAME=FILE[,FILE...]`` (sets with D's labels); ``ood`` entries ``[NAME=]FILE[,FILE...]``
     with ``ood_label_map`` entries ``[NAME:]RAW=LABEL,...``, ``ood_pred_map`` ``PRED=LABEL,...``, ``ood_group`` a
     column to break accuracy down by and ``ood_max`` a stratified sample size. Set names must be unique."""
