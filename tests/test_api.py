@@ -14,9 +14,9 @@ import pytest
 from sklearn.base import clone
 from sklearn.exceptions import NotFittedError
 
-from aflite.ensemble import FastLogisticEnsemble
+from aflite.core.ensemble import FastLogisticEnsemble
+from aflite.core.filter import AFLite
 from aflite.errors import AfliteError, InputError, ParameterError
-from aflite.filter import AFLite
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -151,7 +151,7 @@ def test_import_aflite_is_cheap_and_exports_the_main_names() -> None:
             "from aflite import AFLite, predictability, run, filter_files, load_dataset, featurize, "
             "audit_dataset, AuditConfig, evaluate_runs, ParameterError, InputError; print(AFLite.__module__)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
-    assert out == ["[]", "aflite.filter"]
+    assert out == ["[]", "aflite.core.filter"]
 
 
 def test_unknown_attribute_is_an_attribute_error() -> None:
@@ -253,7 +253,7 @@ def test_filter_files_is_the_library_side_of_aflite_filter(tmp_path: Path) -> No
 
 def test_clone_shares_a_cluster_executor_rather_than_copying_it() -> None:
     pytest.importorskip("dask.distributed")
-    from aflite.cluster import DaskExecutor
+    from aflite.core.backends.dask import DaskExecutor
 
     handle = DaskExecutor.__new__(DaskExecutor)  # a stand-in: no cluster is started for this check
     assert clone(AFLite(executor=handle)).executor is handle

@@ -28,6 +28,7 @@ def _library() -> dict[str, set[str]]:
     (AFLite for the filter's parameters, AuditConfig, FinetuneOptions, the column keywords of the loaders, and
     the featurizer options the registry routes)."""
     from aflite.audit import AuditConfig
+    from aflite.core.filter import AFLite
     from aflite.data import load_dataset
     from aflite.data.images import load_image_dataset
     from aflite.evaluate import FinetuneOptions, compare_runs
@@ -37,7 +38,6 @@ def _library() -> dict[str, set[str]]:
     from aflite.experiments.scale import scale_benchmark
     from aflite.experiments.synthetic import run_synthetic
     from aflite.features.registry import REGISTRY
-    from aflite.filter import AFLite
     from aflite.pipeline import filter_files, run
     from aflite.report import write_page
     from aflite.runs.audit import audit_file

@@ -32,10 +32,10 @@ __version__ = "0.1.0"
 
 # public name -> (module, attribute); imported lazily by __getattr__
 _LAZY: dict[str, tuple[str, str]] = {
-    "AFLite": ("aflite.filter", "AFLite"),
-    "predictability": ("aflite.filter", "predictability"),
-    "PhaseScores": ("aflite.filter", "PhaseScores"),
-    "SNLI_DEFAULTS": ("aflite.filter", "SNLI_DEFAULTS"),
+    "AFLite": ("aflite.core.filter", "AFLite"),
+    "predictability": ("aflite.core.filter", "predictability"),
+    "PhaseScores": ("aflite.core.filter", "PhaseScores"),
+    "SNLI_DEFAULTS": ("aflite.core.filter", "SNLI_DEFAULTS"),
     "run": ("aflite.pipeline", "run"),
     "filter_files": ("aflite.pipeline", "filter_files"),
     "RunResult": ("aflite.pipeline", "RunResult"),

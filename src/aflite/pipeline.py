@@ -1,7 +1,7 @@
 """From a dataset file to a filtered dataset: load → Φ (featurize) → AFLite → write back, with a summary.
 
 This is what ``aflite run`` and ``aflite demo`` do; it composes :mod:`aflite.data`, :mod:`aflite.features`,
-:mod:`aflite.filter` and :mod:`aflite.rundir` without adding logic of its own beyond the paper's protocol:
+:mod:`aflite.core.filter` and :mod:`aflite.rundir` without adding logic of its own beyond the paper's protocol:
 with the ``warmup`` featurizer the warm-up slice (t rows, as in the paper) trains Φ and is then discarded —
 it is neither filtered nor written to the output.
 """
@@ -18,8 +18,8 @@ import numpy as np
 
 from aflite._deprecate import renamed_keywords
 from aflite.atomic import write_json, write_text
+from aflite.core.filter import SNLI_DEFAULTS, AFLite
 from aflite.errors import InputError, ParameterError
-from aflite.filter import SNLI_DEFAULTS, AFLite
 from aflite.results import recording_warnings
 from aflite.runs.summaries import (  # noqa: F401 - PROBE_MEANING, label_shift, warmup_line: public here too
     PROBE_MEANING,
@@ -47,7 +47,7 @@ def scaled_defaults(n: int) -> dict[str, int | float]:
     """Table 8's SNLI parameters scaled by n / 550,152 (m and τ do not scale): :class:`AFLite`'s own defaults
     (fractions of |D|) resolved by its own rule, so the defaults live in one place. The floors t >= 2 and n >= 3
     keep what ``aflite run`` chose on tiny data (|D| <= 16); above that the counts are AFLite's exactly."""
-    from aflite.phase import resolve_size
+    from aflite.core.phase import resolve_size
 
     d = AFLite().get_params()
     return {
@@ -93,7 +93,7 @@ def run(
 ) -> RunResult:
     """Filter a dataset file end to end. ``params`` overrides the scaled Table 8 defaults (counts or
     fractions of |D|: target_size, n_partitions, train_size, slice_size, threshold); ``device`` and ``storage``
-    choose where the encoder and the ensemble run (see :class:`aflite.filter.AFLite`). Instead of ``params``,
+    choose where the encoder and the ensemble run (see :class:`aflite.core.filter.AFLite`). Instead of ``params``,
     ``strategy``, ``seed``, ``device`` and ``storage``, an ``aflite=AFLite(...)`` may be given, as to
     :func:`filter_files`: its parameters are used (its default sizes, fractions of |D|, resolve to the same counts
     as the scaled defaults). ``groups``: True or

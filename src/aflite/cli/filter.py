@@ -76,7 +76,7 @@ def make_executor(args: argparse.Namespace) -> Any:
     address = getattr(args, "cluster", None)
     if not address:
         return None
-    from aflite.cluster import DaskExecutor
+    from aflite.core.backends.dask import DaskExecutor
     from aflite.errors import ParameterError
 
     if address == "local" or address.startswith("local:"):
@@ -125,7 +125,7 @@ def register(sub: Any) -> None:
 
 
 def build_filter(args: argparse.Namespace, executor: Any = None) -> Any:
-    from aflite.filter import AFLite
+    from aflite.core.filter import AFLite
 
     return AFLite(
         target_size=args.target_size,

@@ -44,7 +44,7 @@ def _solver_phase(
     solver: str, say: Any,
 ) -> tuple[dict[str, Any], NDArray[Any]]:
     """Whitening and one phase with one solver; times, optimiser counts and where the time went."""
-    from aflite.ensemble import FastLogisticEnsemble
+    from aflite.core.ensemble import FastLogisticEnsemble
 
     ens = FastLogisticEnsemble(solver=solver)
     t0, c0 = time.perf_counter(), time.process_time()
@@ -87,8 +87,8 @@ def compare_phase(
     The first solver is the one reported as "fast"; with ``("fast", "previous")`` the output also holds the
     previous solver's time, the ratio of the two and their agreement with each other and with the reference.
     """
-    from aflite.ensemble import SklearnEnsemble
-    from aflite.filter import draw_partitions, scores_from_predictions
+    from aflite.core.ensemble import SklearnEnsemble
+    from aflite.core.filter import draw_partitions, scores_from_predictions
 
     say = log or (lambda *_: None)
     _, codes = np.unique(y, return_inverse=True)
@@ -193,7 +193,7 @@ _OBSERVED: list[Any] = []  # in a benchmark child: the ensembles prepared so far
 def _observed_ensemble(solver: str) -> Any:
     """A fast ensemble that registers itself when prepared: ``AFLite.fit`` works on a copy of the model it is
     given, and the benchmark reads the copy's per-phase statistics."""
-    from aflite.ensemble import FastLogisticEnsemble
+    from aflite.core.ensemble import FastLogisticEnsemble
 
     class ObservedEnsemble(FastLogisticEnsemble):
         def prepare(self, X: Any, y: Any, n_classes: int) -> None:
@@ -204,7 +204,7 @@ def _observed_ensemble(solver: str) -> Any:
 
 
 def _complete_child(conn: Any, spec: dict[str, Any]) -> None:
-    from aflite.filter import AFLite
+    from aflite.core.filter import AFLite
 
     t_start = time.perf_counter()
     if spec.get("features"):

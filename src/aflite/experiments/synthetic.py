@@ -158,7 +158,7 @@ def run_one(
     callback: Callable[[Any, Any], None] | None = None,
 ) -> tuple[RunRecord, Figure2Panel]:
     """Build the data for (separation, seed), run AFLite on all of D, evaluate on D and on D(Φ)."""
-    from aflite.filter import AFLite
+    from aflite.core.filter import AFLite
 
     start = time.perf_counter()
     params = _aflite_params(aflite_params)
@@ -316,7 +316,7 @@ def run_synthetic(
     if isinstance(target, int) and target >= n_samples:
         raise ParameterError(f"n_samples={n_samples} must exceed AFLite's target size n={target}")
     dev_fraction = _check_fraction("dev_fraction", dev_fraction)
-    from aflite.filter import AFLite
+    from aflite.core.filter import AFLite
 
     AFLite(**params).resolved_params(n_samples)  # τ, m, k and t < n < |D| refused before the first run
 

@@ -8,10 +8,11 @@ The analyses of ``aflite explain``; :func:`aflite.runs.explain.explain` (``aflit
   competency plot (:mod:`~aflite.explain.plots`);
 - the first filtering phase's data map (confidence, variability, correctness, region) and cleanlab's label-issue
   candidates from its held-out probabilities (:mod:`~aflite.explain.datamap`; the probabilities come from
-  :mod:`aflite.heldout`, which ``AFLite.fit`` also uses for its fitted attributes);
+  :mod:`aflite.core.heldout`, which ``AFLite.fit`` also uses for its fitted attributes);
 - why each row was easy: a sparse surrogate of p̃ on tokens or image statistics, and each removed row's nearest
   kept rows in Φ (:mod:`~aflite.explain.reasons`);
-- soft weights (:func:`aflite.heldout.soft_weights`); results.json and summary.md (:mod:`aflite.runs.explain_files`).
+- soft weights (:func:`aflite.core.heldout.soft_weights`); results.json and summary.md
+  (:mod:`aflite.runs.explain_files`).
 
 :mod:`~aflite.explain.recompute` recomputes the run's first phase from Φ, its parameters and seed.
 """

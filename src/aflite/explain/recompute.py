@@ -16,7 +16,7 @@ _FILTER_KEYS = ("target_size", "n_partitions", "train_size", "slice_size", "thre
 
 def first_phase(X: Any, y: np.ndarray, groups: np.ndarray | None, params: dict[str, Any], seed: int) -> Any:
     """The run's first phase, recomputed: an AFLite with the run's parameters and seed, stopped after phase 0."""
-    from aflite.filter import AFLite
+    from aflite.core.filter import AFLite
 
     kw = {k: params[k] for k in _FILTER_KEYS if k in params}
     model = params.get("model", "logistic")
