@@ -8,9 +8,9 @@ models trained on D(Φ) generalise at least as well out of distribution (Table 1
 :func:`compare_runs` (and :func:`aflite.runs.evaluate.evaluate`, which writes the folder of ``aflite evaluate``;
 ``aflite.evaluate_runs``) reproduces that protocol for one dataset D and one or more run directories of ``aflite run``:
 
-- **Benchmarks.** D is split once, by premise group (``split_seed``), into a training part T and a held-out part
-  H (``heldout``, default 20 %). Every benchmark B (D, each D(Φ), a random subset of D with |D(Φ)| rows per seed,
-  and the single-iteration set of each run) trains on B ∩ T and is tested on its *own* held-out part B ∩ H — the
+- **Benchmarks.** D is split once, by premise group (``seed``, recorded as ``split_seed``), into a training part
+  T and a held-out part H (``heldout``, default 20 %). Every benchmark B (D, each D(Φ), a random subset of D with
+  |D(Φ)| rows per seed, and the single-iteration set of each run) trains on B ∩ T and is tested on its *own* held-out part B ∩ H — the
   filtered benchmark's own dev set, filtered by the same procedure as its training part because AFLite ran on T
   and H together (the "filter train+dev together, then split" protocol). Every model is also tested on all of H
   (the original, unfiltered held-out set) and on any external labelled set (HANS, SNLI test, ...).
