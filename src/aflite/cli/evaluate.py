@@ -99,7 +99,14 @@ def register(sub: Any) -> None:
     g.add_argument("--cpu-eval-max", type=int, default=3000, help="CPU default external-set cap (default 3000)")
     g.add_argument("--max-steps", type=int, default=None, help="cap on optimisation steps")
     add_device(g, what="where the encoder and fine-tuning run")
-    p.set_defaults(handler=run)
+    p.set_defaults(handler=run, validate=_validate)
+
+
+def _validate(args: argparse.Namespace) -> None:
+    """A malformed --ood-pred-map is refused before --out is claimed (as argparse refused it before)."""
+    from aflite.runs.evaluate import parse_mapping
+
+    parse_mapping(args.ood_pred_map)
 
 
 def run(args: argparse.Namespace) -> int:
