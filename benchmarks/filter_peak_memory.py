@@ -13,9 +13,9 @@ import resource
 import sys
 import time
 
-from aflite.ensemble import FastLogisticEnsemble
+from aflite.core.ensemble import FastLogisticEnsemble
+from aflite.core.filter import AFLite
 from aflite.experiments.shapes import SNLI_N, make_snli_like
-from aflite.filter import AFLite
 
 
 def rss() -> str:

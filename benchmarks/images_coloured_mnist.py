@@ -111,7 +111,7 @@ def aflite_run(out: Path, name: str, featurizer: str, extra: list[str], log: Pat
     if (run_dir / "summary.json").is_file():
         return run_dir
     cmd = [sys.executable, "-m", "aflite", "run", str(out / "train"), "--out", str(run_dir), "--featurizer",
-           featurizer, "--cache", str(out / "cache"), "--device", "cpu", *extra]
+           featurizer, "--cache-dir", str(out / "cache"), "--device", "cpu", *extra]
     t0 = time.perf_counter()
     with open(log, "a") as fh:
         fh.write(" ".join(cmd) + "\n")

@@ -14,7 +14,7 @@ import time
 
 import numpy as np
 
-from aflite.ensemble import FastLogisticEnsemble
+from aflite.core.ensemble import FastLogisticEnsemble
 from aflite.splits import draw_partitions
 
 

@@ -41,7 +41,7 @@ aflite run "$TRAIN" --featurizer ngram --device "$DEVICE" --out "$OUT/run_ngram"
 done_stage 1
 
 stage 2 "frozen MiniLM pair embeddings of D (cached, reused by stages 4 and 5)" "1 CPU thread: 20-70 pairs/s on a busy 2-core machine, i.e. 25-80 min; ~8 min on 2 idle cores"
-aflite embed "$TRAIN" --featurizer minilm --device "$DEVICE" --cache "$OUT/minilm_cache" \
+aflite embed "$TRAIN" --featurizer minilm --device "$DEVICE" --cache-dir "$OUT/minilm_cache" \
     --out "$OUT/emb/train_minilm_pair"
 done_stage 2
 
@@ -51,13 +51,13 @@ aflite run "$TRAIN" --featurizer warmup "${STEPS[@]}" --device "$DEVICE" --out "
 done_stage 3
 
 stage 4 "Φ = frozen MiniLM: AFLite (embeddings from stage 2's cache)" "one AFLite run on cached features"
-aflite run "$TRAIN" --featurizer minilm --device "$DEVICE" --cache "$OUT/minilm_cache" --out "$OUT/run_minilm"
+aflite run "$TRAIN" --featurizer minilm --device "$DEVICE" --cache-dir "$OUT/minilm_cache" --out "$OUT/run_minilm"
 done_stage 4
 
 stage 5 "evaluate: D / D_random / single-iteration / D(Φ) on SNLI dev, test, test_hard and HANS" \
     "n-gram models: 5 min for one run; MiniLM models also embed the 53K test pairs"
 aflite evaluate "$TRAIN" "$OUT/run_ngram" "$OUT/run_warmup" "$OUT/run_minilm" --out "$OUT/evaluate" \
-    --no-split --seeds "$SEEDS" --models "$MODELS" --cache "$OUT/minilm_cache" \
+    --no-split --seeds "$SEEDS" --models "$MODELS" --cache-dir "$OUT/minilm_cache" \
     --test "snli-dev=$DATA/snli/dev.tsv.gz" --test "snli-test=$DATA/snli/test.tsv.gz" \
     --test "snli-test-hard=$DATA/snli/test_hard.tsv.gz" --hans "$DATA/hans/evaluation_regenerated.tsv.gz"
 done_stage 5

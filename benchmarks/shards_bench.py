@@ -46,7 +46,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", type=Path, default=None)
     args = ap.parse_args(argv)
 
-    from aflite.cluster import DaskExecutor
+    from aflite.core.backends.dask import DaskExecutor
     from aflite.data import load_dataset
     from aflite.features import featurize
     from aflite.runs.shards import ShardedTransform

@@ -14,9 +14,9 @@ import pytest
 from sklearn.base import clone
 from sklearn.exceptions import NotFittedError
 
-from aflite.ensemble import FastLogisticEnsemble
+from aflite.core.ensemble import FastLogisticEnsemble
+from aflite.core.filter import AFLite
 from aflite.errors import AfliteError, InputError, ParameterError
-from aflite.filter import AFLite
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -64,7 +64,7 @@ def test_clone_gives_an_unfitted_estimator_with_the_same_params() -> None:
     af.fit(X, y)
     fitted_twin = clone(af)
     assert not hasattr(fitted_twin, "keep_mask_")
-    assert np.array_equal(fitted_twin.fit(X, y).get_support(), af.get_support())
+    assert np.array_equal(fitted_twin.fit(X, y).get_kept_mask(), af.get_kept_mask())
     assert af.set_params(threshold=0.9) is af and af.get_params()["threshold"] == 0.9
 
 
@@ -108,15 +108,17 @@ def test_random_state_changes_the_result() -> None:
     assert not np.array_equal(one.removed_at_, two.removed_at_)
 
 
-def test_get_support_and_fitted_attributes() -> None:
+def test_get_kept_mask_and_fitted_attributes() -> None:
     X, y = planted()
     af = AFLite(**KW)
     with pytest.raises(NotFittedError):
-        af.get_support()
+        af.get_kept_mask()
     af.fit(X, y)
-    mask = af.get_support()
+    mask = af.get_kept_mask()
     assert mask.dtype == bool and mask.shape == (len(y),) and np.array_equal(mask, af.keep_mask_)
-    assert np.array_equal(af.get_support(indices=True), np.flatnonzero(mask))
+    assert np.array_equal(af.get_kept_mask(indices=True), np.flatnonzero(mask))
+    with pytest.warns(DeprecationWarning, match=r"get_support\(\) is deprecated.*get_kept_mask\(\)"):
+        assert np.array_equal(af.get_support(), mask)  # the old name: rows, not scikit-learn's columns
     mask[:] = False  # a copy: the fitted state is untouched
     assert af.keep_mask_.any()
     assert af.n_features_in_ == X.shape[1]
@@ -149,7 +151,7 @@ def test_import_aflite_is_cheap_and_exports_the_main_names() -> None:
             "from aflite import AFLite, predictability, run, filter_files, load_dataset, featurize, "
             "audit_dataset, AuditConfig, evaluate_runs, ParameterError, InputError; print(AFLite.__module__)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
-    assert out == ["[]", "aflite.filter"]
+    assert out == ["[]", "aflite.core.filter"]
 
 
 def test_unknown_attribute_is_an_attribute_error() -> None:
@@ -246,12 +248,12 @@ def test_filter_files_is_the_library_side_of_aflite_filter(tmp_path: Path) -> No
                        show_progress=False)
     kept = (tmp_path / "run" / "kept_ids.txt").read_text().split()
     assert kept == [str(i) for i in np.flatnonzero(res.keep)]
-    assert res.summary["size_after"] == len(kept) == int(AFLite(**KW).fit(X, y).get_support().sum())
+    assert res.summary["size_after"] == len(kept) == int(AFLite(**KW).fit(X, y).get_kept_mask().sum())
 
 
 def test_clone_shares_a_cluster_executor_rather_than_copying_it() -> None:
     pytest.importorskip("dask.distributed")
-    from aflite.cluster import DaskExecutor
+    from aflite.core.backends.dask import DaskExecutor
 
     handle = DaskExecutor.__new__(DaskExecutor)  # a stand-in: no cluster is started for this check
     assert clone(AFLite(executor=handle)).executor is handle

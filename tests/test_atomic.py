@@ -87,14 +87,14 @@ def test_disk_full_at_the_checkpoint(tmp_path, tsv, capsys, monkeypatch):
 def test_disk_full_at_the_cache_never_leaves_a_json_without_its_matrix(tmp_path, tsv, capsys, monkeypatch, which):
     out, cache = tmp_path / "out", tmp_path / "cache"
     full_disk(monkeypatch, f"{which}.", f"{cache}/")  # the temporary name is .<stem><which>.<random>.tmp
-    code = main(["run", str(tsv), "--out", str(out), "--cache", str(cache), *FAST])
+    code = main(["run", str(tsv), "--out", str(out), "--cache-dir", str(cache), *FAST])
     line = one_line(capsys.readouterr().err, "run")
     assert code == 2 and "No space left on device" in line
     no_temporaries(cache)
     for meta in cache.glob("*.json"):
         assert meta.with_suffix(".npy").is_file(), sorted(cache.iterdir())
     monkeypatch.undo()
-    assert main(["run", str(tsv), "--out", str(out), "--cache", str(cache), *FAST, "--resume"]) == 0
+    assert main(["run", str(tsv), "--out", str(out), "--cache-dir", str(cache), *FAST, "--resume"]) == 0
 
 
 def test_disk_full_at_the_lock(tmp_path, tsv, capsys, monkeypatch):
@@ -136,12 +136,12 @@ def test_unexpected_storage_error_outside_atomic_writes_is_one_line(tmp_path, ts
 
 def test_a_damaged_cache_entry_is_recomputed_with_a_warning(tmp_path, tsv, capsys, caplog):
     out, cache = tmp_path / "out", tmp_path / "cache"
-    assert main(["run", str(tsv), "--out", str(out), "--cache", str(cache), *FAST]) == 0
+    assert main(["run", str(tsv), "--out", str(out), "--cache-dir", str(cache), *FAST]) == 0
     kept = (out / "kept_ids.txt").read_text()
     (npy,) = cache.glob("*.npy")
     npy.write_bytes(npy.read_bytes()[:200])  # truncated, as by a crash of another tool or a bad copy
     capsys.readouterr()
-    assert main(["run", str(tsv), "--out", str(out), "--cache", str(cache), *FAST, "--overwrite"]) == 0
+    assert main(["run", str(tsv), "--out", str(out), "--cache-dir", str(cache), *FAST, "--overwrite"]) == 0
     assert any("damaged feature cache entry" in r.getMessage() and "recomputing" in r.getMessage()
                for r in caplog.records)
     assert (out / "kept_ids.txt").read_text() == kept
@@ -149,7 +149,7 @@ def test_a_damaged_cache_entry_is_recomputed_with_a_warning(tmp_path, tsv, capsy
     # a matrix without its description (a write that failed in between) is not trusted either
     next(cache.glob("*.json")).unlink()
     caplog.clear()
-    assert main(["run", str(tsv), "--out", str(tmp_path / "o2"), "--cache", str(cache), *FAST]) == 0
+    assert main(["run", str(tsv), "--out", str(tmp_path / "o2"), "--cache-dir", str(cache), *FAST]) == 0
     assert any("damaged" in r.getMessage() for r in caplog.records)
     assert (tmp_path / "o2" / "kept_ids.txt").read_text() == kept
 

@@ -22,7 +22,7 @@ def test_imagenet_like_features_are_written_without_loading_them(tmp_path):
 
 def test_scale_benchmark_reports_devices_and_cluster_scaling(tmp_path, capsys):
     pytest.importorskip("dask.distributed")
-    code = main(["bench", "--shape", "imagenet", "--scale", "0.003", "--dim", "16", "--classes", "20",
+    code = main(["bench", "--shape", "imagenet", "--scale", "0.003", "--dim", "16", "--n-classes", "20",
                  "--measure-partitions", "4", "--devices", "cpu", "--cluster-workers", "1,2",
                  "--workdir", str(tmp_path), "--json"])
     assert code == 0
@@ -39,7 +39,7 @@ def test_scale_benchmark_reports_devices_and_cluster_scaling(tmp_path, capsys):
 def test_bench_times_both_solvers_on_the_same_partitions(capsys):
     """`aflite bench` on a small SNLI-shaped problem: both solvers, their ratio and agreement, the reference's
     agreement, and where the complete filter's time went."""
-    code = main(["bench", "--n", "3000", "--dim", "48", "--reference-partitions", "1", "--complete-solver", "both",
+    code = main(["bench", "--n", "3000", "--dim", "48", "--reference-partitions", "1", "--complete-solvers", "both",
                  "--json"])
     assert code == 0
     res = json.loads(capsys.readouterr().out)

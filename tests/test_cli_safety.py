@@ -481,7 +481,8 @@ def test_evaluate_warns_about_twins_unless_grouped_by_family(tmp_path, capsys):
     p = twins_file(tmp_path, n=90)
     run_dir = tmp_path / "run"
     assert cli(capsys, "run", p, "--out", run_dir, *FAST, "--groups", "family")[0] == 0
-    common = ["--models", "ngram:hypothesis", "--seeds", "1", "--no-random", "--no-single", "--quiet"]
+    common = ["--models", "ngram:hypothesis", "--seeds", "1", "--no-random-baseline", "--no-single-iteration",
+              "--quiet"]
     code, _, err = cli(capsys, "evaluate", p, run_dir, "--out", tmp_path / "ev1", *common)
     assert code == 0, err
     assert "hypothesis text(s)" in err and "counterfactual twins" in err

@@ -9,9 +9,9 @@ pytest.importorskip("dask.distributed")
 
 from test_ensemble import anisotropic  # noqa: E402
 
-from aflite.cluster import DaskExecutor  # noqa: E402
-from aflite.ensemble import FastLogisticEnsemble  # noqa: E402
-from aflite.filter import AFLite  # noqa: E402
+from aflite.core.backends.dask import DaskExecutor  # noqa: E402
+from aflite.core.ensemble import FastLogisticEnsemble  # noqa: E402
+from aflite.core.filter import AFLite  # noqa: E402
 
 
 @pytest.fixture(scope="module")

@@ -800,7 +800,7 @@ def test_ids_with_line_breaks_are_refused_at_load(tmp_path, bad):
     jl = tmp_path / "d.jsonl"
     jl.write_text("".join(json.dumps(r) + "\n" for r in rows))
     with pytest.raises(InputError, match=r"d\.jsonl: line 4, column 'id': id .* contains a line break"):
-        load_dataset(jl, id="id")
+        load_dataset(jl, id_column="id")
     import csv
 
     cs = tmp_path / "d.csv"
@@ -809,7 +809,7 @@ def test_ids_with_line_breaks_are_refused_at_load(tmp_path, bad):
         w.writeheader()
         w.writerows(rows)
     with pytest.raises(InputError, match=r"d\.csv: line 5, column 'id': id .* contains a line break"):
-        load_dataset(cs, id="id")
+        load_dataset(cs, id_column="id")
     with pytest.raises(InputError, match=r"d\.csv: row 4, column 'id': id .* contains a line break"):
         load_ids(cs)
 
@@ -821,7 +821,8 @@ def test_run_refuses_a_newline_id_in_one_line(tmp_path, capsys):
     rows[10]["id"] = "x\ny"
     jl = tmp_path / "d.jsonl"
     jl.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    code = main(["run", str(jl), "--out", str(tmp_path / "out"), "--id", "id", "--featurizer", "ngram", "--quiet"])
+    code = main(["run", str(jl), "--out", str(tmp_path / "out"), "--id-column", "id", "--featurizer", "ngram",
+                 "--quiet"])
     err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
     assert code == 2 and len(err) == 1 and "line 11, column 'id'" in err[0], err
     assert not (tmp_path / "out").exists()

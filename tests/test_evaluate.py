@@ -16,13 +16,13 @@ from aflite.evaluate import (
     HANS_PRED_MAP,
     FinetuneOptions,
     ModelSpec,
-    evaluate,
     load_eval_set,
     load_hans,
     split_heldout,
 )
 from aflite.evaluate.models import _MaxPPMI
 from aflite.pipeline import run as run_pipeline
+from aflite.runs.evaluate import evaluate
 
 HANS_HEADER = "id\tpremise\thypothesis\tlabel\theuristic\tsubcase\ttemplate\n"
 HANS_ROWS = [
@@ -170,7 +170,7 @@ def test_finetune_capped_one_step(snli_run):
 def test_cli_evaluate_and_one_line_errors(snli_run, tmp_path, capsys):
     tmp, data, run, hans_path = snli_run
     code = main(["evaluate", str(data), str(run), "--out", str(tmp_path / "cli"), "--models", "ppmi:hypothesis",
-                 "--seeds", "1", "--no-single", "--hans", str(hans_path), "--quiet"])
+                 "--seeds", "1", "--no-single-iteration", "--hans", str(hans_path), "--quiet"])
     assert code == 0
     assert "| Max-PPMI -HypOnly |" in capsys.readouterr().out
     from aflite.report.explorer import embedded_data  # the page: accuracy bars with the chance line
@@ -179,7 +179,7 @@ def test_cli_evaluate_and_one_line_errors(snli_run, tmp_path, capsys):
     # a label the models cannot predict, without a map
     bad = _write_hans(tmp_path / "bad.tsv.gz", label_override="maybe")
     code = main(["evaluate", str(data), str(run), "--out", str(tmp_path / "x"), "--models", "ppmi", "--seeds", "1",
-                 "--no-single", "--no-random", "--ood", str(bad), "--quiet"])
+                 "--no-single-iteration", "--no-random-baseline", "--ood", str(bad), "--quiet"])
     err = capsys.readouterr().err.strip()
     assert code == 2 and len(err.splitlines()) == 1 and "'maybe'" in err and "--ood-label-map" in err
     code = main(["evaluate", str(data), str(run), "--out", str(tmp_path / "x"), "--models", "svm", "--quiet"])
@@ -257,7 +257,8 @@ def test_separate_test_sets_without_the_split(snli_run, tmp_path):
     hard = _snli_like(tmp_path, "hard.tsv.gz", rows[:20])
     out = tmp_path / "ts"
     code = main(["evaluate", str(data), str(run), "--out", str(out), "--models", "ngram:hypothesis,ppmi:pair",
-                 "--seeds", "2", "--no-split", "--no-single", "--test", f"dev={dev}", "--test", f"hard={hard}",
+                 "--seeds", "2", "--no-split", "--no-single-iteration", "--test", f"dev={dev}", "--test",
+                 f"hard={hard}",
                  "--hans", str(hans_path), "--quiet"])
     assert code == 0
     res = json.loads((out / "results.json").read_text())
@@ -427,8 +428,8 @@ def _write_numeric_ood(path, rows=12):
 def test_per_set_ood_label_maps_and_unmatched_entries(snli_run, tmp_path, capsys):
     tmp, data, run, hans_path = snli_run
     num = _write_numeric_ood(tmp_path / "num.tsv")
-    base = ["evaluate", str(data), str(run), "--models", "ppmi:hypothesis", "--seeds", "1", "--no-single",
-            "--no-random", "--quiet", "--ood", f"num={num}"]
+    base = ["evaluate", str(data), str(run), "--models", "ppmi:hypothesis", "--seeds", "1", "--no-single-iteration",
+            "--no-random-baseline", "--quiet", "--ood", f"num={num}"]
     good = "num:0=entailment,1=neutral,2=contradiction"
     assert main(base + ["--out", str(tmp_path / "ok"), "--ood-label-map", good]) == 0
     md = capsys.readouterr().out
@@ -529,7 +530,7 @@ def test_evaluate_and_audit_compare_refuse_a_run_from_another_dataset(tmp_path, 
     assert json.loads((run / "results.json").read_text())["dataset_fingerprint"]
     capsys.readouterr()
     code = main(["evaluate", str(b), str(run), "--out", str(tmp_path / "ev"), "--models", "ppmi", "--seeds", "1",
-                 "--no-single", "--quiet"])
+                 "--no-single-iteration", "--quiet"])
     err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
     assert code == 2 and len(err) == 1 and "was made from a different dataset than" in err[0], err
     assert not (tmp_path / "ev").exists()
@@ -544,7 +545,7 @@ def test_evaluate_and_audit_compare_refuse_a_run_from_another_dataset(tmp_path, 
         (run / name).write_text(json.dumps(body))
     (run / "checkpoint.npz").unlink()
     code = main(["evaluate", str(a), str(run), "--out", str(tmp_path / "ev2"), "--models", "ppmi", "--seeds", "1",
-                 "--no-single", "--quiet"])
+                 "--no-single-iteration", "--quiet"])
     assert code == 0 and "records no dataset fingerprint" in capsys.readouterr().err
 
 
@@ -569,7 +570,7 @@ def test_a_model_predicting_one_class_is_marked_not_trained_everywhere(snli_run,
     tmp, data, run, _ = snli_run
     monkeypatch.setattr(M._MaxPPMI, "predict", lambda self, a, b: np.zeros(len(a), dtype=np.int64))
     code = main(["evaluate", str(data), str(run), "--out", str(tmp_path / "ev"), "--models", "ppmi,ppmi:hypothesis",
-                 "--seeds", "1", "--no-single", "--quiet"])
+                 "--seeds", "1", "--no-single-iteration", "--quiet"])
     assert code == 0
     res = json.loads((tmp_path / "ev" / "results.json").read_text())
     for model in ("ppmi:pair", "ppmi:hypothesis"):

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from aflite.cli import main
-from aflite.explain.write import INSTANCE_COLUMNS, TOKEN_COLUMNS
+from aflite.runs.explain_files import INSTANCE_COLUMNS, TOKEN_COLUMNS
 
 LABELS = ("contradiction", "entailment", "neutral")
 RUN = ["--featurizer", "ngram", "--quiet", "--no-probe", "-m", "16", "-t", "0.25", "-k", "0.05", "-n", "0.3",
@@ -179,7 +179,7 @@ def test_stop_rule_reports_what_came_first(explained, tmp_path):
 def test_without_cleanlab_explain_still_works_and_says_so(explained, tmp_path, monkeypatch):
     import builtins
 
-    from aflite.explain import explain
+    from aflite.runs.explain import explain
 
     real = builtins.__import__
 
@@ -210,7 +210,7 @@ def test_same_ids_and_labels_but_other_texts_are_refused(explained, capsys, tmp_
     bad = tmp_path / "edited.tsv"
     bad.write_text("\n".join(lines) + "\n")
     out = tmp_path / "ex"
-    code, err = cli(capsys, "explain", bad, tmp / "run", "--out", out, "--quiet", "--cache", tmp_path / "cache")
+    code, err = cli(capsys, "explain", bad, tmp / "run", "--out", out, "--quiet", "--cache-dir", tmp_path / "cache")
     assert code == 2 and "not the Φ the run" in err and len(err.strip().splitlines()) == 1, err
     assert not out.exists()
 

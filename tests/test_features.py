@@ -266,11 +266,11 @@ def test_precomputed_alignment_formats(tmp_path: Path) -> None:
     pq.write_table(pa.table({"id": file_ids, "d0": e[:, 0], "d1": e[:, 1]}), tmp_path / "c.parquet")
     for path, extra in [
         ("e.npz", {}),
-        ("e.npy", {"ids_path": tmp_path / "ids.txt"}),
+        ("e.npy", {"embedding_ids": tmp_path / "ids.txt"}),
         ("l.parquet", {}),
         ("c.parquet", {}),
     ]:
-        res = F.featurize(texts, None, "precomputed", "premise", ids=data_ids, path=tmp_path / path, **extra)
+        res = F.featurize(texts, None, "precomputed", "premise", ids=data_ids, embeddings=tmp_path / path, **extra)
         assert res.X.dtype == np.float32
         assert np.array_equal(res.X, want), path
 
@@ -279,14 +279,14 @@ def test_precomputed_errors(tmp_path: Path) -> None:
     np.savez(tmp_path / "e.npz", embeddings=_emb(["r0", "r1"]), ids=np.asarray(["r0", "r1"]))
     with pytest.raises(InputError, match="no embedding for 1 of 3"):
         F.featurize(
-            ["t"] * 3, None, "precomputed", "premise", ids=["r0", "r1", "r7"], path=tmp_path / "e.npz"
+            ["t"] * 3, None, "precomputed", "premise", ids=["r0", "r1", "r7"], embeddings=tmp_path / "e.npz"
         )
     with pytest.raises(InputError, match="more than once"):
         F.align_embeddings(["a"], ["a", "a"], np.zeros((2, 1)))
     with pytest.raises(ParameterError):
-        F.featurize(["t"] * 2, None, "precomputed", "premise", path=tmp_path / "e.npz")  # no ids
+        F.featurize(["t"] * 2, None, "precomputed", "premise", embeddings=tmp_path / "e.npz")  # no ids
     np.save(tmp_path / "x.npy", np.zeros((2, 2)))
-    with pytest.raises(ParameterError, match="ids_path"):
+    with pytest.raises(ParameterError, match="embedding_ids"):
         F.load_embeddings(tmp_path / "x.npy")
     with pytest.raises(InputError, match="not found"):
         F.load_embeddings(tmp_path / "missing.npz")
@@ -455,7 +455,7 @@ def test_one_registry_gives_each_command_its_featurizers_and_routes_their_option
         action = next(a for a in sub[command]._actions if a.dest == "featurizer")
         assert tuple(action.choices) == featurizer_names(command)
     assert "precomputed" not in featurizer_names("embed") and "warmup" not in featurizer_names("audit")
-    given = {"model_path": "m", "device": "cpu", "image_size": 64, "max_steps": 3, "lr": 0.1, "path": None}
+    given = {"model_path": "m", "device": "cpu", "image_size": 64, "max_steps": 3, "lr": 0.1, "embeddings": None}
     assert featurizer_options("ngram", **given) == {}
     assert featurizer_options("minilm", **given) == {"model_path": "m", "device": "cpu"}
     assert featurizer_options("efficientnet-lite0", **given) == {"device": "cpu", "image_size": 64}

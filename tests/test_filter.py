@@ -1,4 +1,4 @@
-"""Tests of Algorithm 1 (aflite.filter): semantics, invariants, determinism, validation."""
+"""Tests of Algorithm 1 (aflite.core.filter): semantics, invariants, determinism, validation."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from threadpoolctl import threadpool_limits
 
+from aflite.core.filter import AFLite, FilterState, draw_partitions, predictability, select_slice
 from aflite.errors import InputError, ParameterError
-from aflite.filter import AFLite, FilterState, draw_partitions, predictability, select_slice
 
 
 def planted(n: int = 600, d: int = 6, bias_frac: float = 0.4, seed: int = 0, labels=("a", "b", "c")):

@@ -1,4 +1,4 @@
-"""The first phase's data map and soft weights (aflite.heldout) and AFLite's fitted attributes."""
+"""The first phase's data map and soft weights (aflite.core.heldout) and AFLite's fitted attributes."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from aflite import AFLite
-from aflite.heldout import heldout_map, soft_weights
+from aflite.core.heldout import heldout_map, soft_weights
 
 
 def test_confidence_and_variability_by_hand():

@@ -276,14 +276,16 @@ def test_evaluate_on_images_with_ood_folder(tmp_path: Path) -> None:
     """evaluate trains a linear probe and an MLP on frozen image features, and fine-tunes the image network, on D,
     D(Φ), random subsets and the single-iteration set, and scores them on the held-out split and an OOD folder."""
     pytest.importorskip("torch")
-    from aflite.evaluate import evaluate, load_eval_set
+    from aflite.evaluate import load_eval_set
+    from aflite.runs.evaluate import evaluate
 
     square_images(tmp_path / "d", n_per_class=30)
     square_images(tmp_path / "ood", n_per_class=4, seed=9)
     model = str(tiny_vit(tmp_path / "vit"))
     run = tmp_path / "run"
     assert _run(["run", str(tmp_path / "d"), "--out", str(run), "--featurizer", "hf-image", "--model-path", model,
-                 "--cache", str(tmp_path / "cache"), "--train-size", "12", "--slice-size", "4", "--target-size", "44",
+                 "--cache-dir", str(tmp_path / "cache"), "--train-size", "12", "--slice-size", "4",
+                 "--target-size", "44",
                  "--n-partitions", "8", "--threshold", "0", "--quiet", "--device", "cpu"]) == 0
     ood = load_eval_set(tmp_path / "ood", "squares-ood")
     assert len(ood) == 8 and ood.texts_b is None
@@ -395,8 +397,8 @@ def test_audit_images_precomputed_cue_free_stays_at_chance(tmp_path: Path) -> No
         (tmp_path / f"e{cue}.txt").write_text("".join(f"{i}\n" for i in ds.ids))
         run = audit_file(folder, tmp_path / f"out{cue}", AuditConfig(**{**cfg.to_dict(), "featurizer": "precomputed",
                                                                          "views": ("hypothesis",)}),
-                         featurizer_options={"path": str(tmp_path / f"e{cue}.npy"),
-                                             "ids_path": str(tmp_path / f"e{cue}.txt")}, show_progress=False)
+                         featurizer_options={"embeddings": str(tmp_path / f"e{cue}.npy"),
+                                             "embedding_ids": str(tmp_path / f"e{cue}.txt")}, show_progress=False)
         m = run.results[0].views["colour"].metrics
         deltas[cue] = m.biased_accuracy - m.majority_accuracy
         assert m.majority_accuracy == 0.5 and abs(m.normal_delta_maj) < 0.2  # random embeddings: near chance
@@ -508,7 +510,8 @@ def test_audit_image_table_and_hf_dataset(tmp_path: Path) -> None:
         np.save(tmp_path / "e.npy", emb)
         (tmp_path / "e.txt").write_text("".join(f"{i}\n" for i in ds.ids))
         run = audit_file(src, tmp_path / f"out-{src.name}", cfg, show_progress=False,
-                         featurizer_options={"path": str(tmp_path / "e.npy"), "ids_path": str(tmp_path / "e.txt")})
+                         featurizer_options={"embeddings": str(tmp_path / "e.npy"),
+                                             "embedding_ids": str(tmp_path / "e.txt")})
         m = run.results[0].views["colour"].metrics
         figures.append((m.biased_accuracy, m.normal_accuracy, run.results[0].views["colour"].peco.score))
     assert figures[0][0] == 1.0 and figures[0] == figures[1] == figures[2]
@@ -569,7 +572,7 @@ def test_link_dir_refuses_ids_that_escape_it_before_any_work(tmp_path, capsys, m
     computed = _refused_before_work(monkeypatch)
     links = tmp_path / "links" / "L"
     rc = _run(["run", str(table), "--out", str(tmp_path / "out"), "--featurizer", "efficientnet-lite0",
-               "--link-dir", str(links), "--id", "id", *FILTER])
+               "--link-dir", str(links), "--id-column", "id", *FILTER])
     err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
     assert rc == 2 and len(err) == 1, err
     assert err[0].startswith("aflite run: error: ")

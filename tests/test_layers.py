@@ -21,9 +21,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
                 "aflite._deprecate", "aflite.splits", "aflite.defaults", "aflite.links")),
     ("data", ("aflite.data",)),
     ("features", ("aflite.features", "aflite.encoders", "aflite.training")),
-    ("core", ("aflite.filter", "aflite.phase", "aflite.results", "aflite.ensemble", "aflite.solver", "aflite.store",
-              "aflite.blocks", "aflite.lbfgs", "aflite.kernels", "aflite.torch_backend", "aflite.cluster",
-              "aflite.rundir", "aflite.heldout")),
+    ("core", ("aflite.core", "aflite.results", "aflite.rundir")),
     ("analyses", ("aflite.evaluate", "aflite.audit", "aflite.explain", "aflite.report", "aflite.verdict")),
     ("runs", ("aflite.runs", "aflite.pipeline")),
     ("experiments", ("aflite.experiments",)),
@@ -77,7 +75,7 @@ def _imports(module: str) -> list[tuple[str, str, int]]:
             target = _owner(qualified)
             if target is None or target == module:
                 continue
-            # "from aflite.data import images" takes a module; "from aflite.filter import AFLite" a name
+            # "from aflite.data import images" takes a module; "from aflite.core.filter import AFLite" a name
             out.append((target, "" if target == qualified else name, node.lineno))
     return out
 
@@ -95,7 +93,7 @@ def _layer(module: str) -> int:
 
 
 def _concept(module: str) -> str:
-    """aflite.audit.runner -> audit; aflite.filter -> filter; aflite -> aflite."""
+    """aflite.audit.runner -> audit; aflite.core.filter -> filter; aflite -> aflite."""
     parts = module.split(".")
     return parts[1] if len(parts) > 1 else parts[0]
 

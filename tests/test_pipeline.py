@@ -52,7 +52,7 @@ def test_run_writes_filtered_dataset_in_input_format(tmp_path, small_snli):
         out,
         featurizer="precomputed",
         params={"train_size": 100, "slice_size": 20, "target_size": 200, "n_partitions": 16},
-        featurizer_options={"path": tmp_path / "emb.npy", "ids_path": tmp_path / "emb.ids.txt"},
+        featurizer_options={"embeddings": tmp_path / "emb.npy", "embedding_ids": tmp_path / "emb.ids.txt"},
         show_progress=False,
         probe=True,
     )
@@ -81,7 +81,7 @@ def test_groups_keep_a_premise_on_one_side(tmp_path, small_snli):
         tmp_path / "g",
         featurizer="precomputed",
         params={"train_size": 90, "slice_size": 30, "target_size": 200, "n_partitions": 8},
-        featurizer_options={"path": tmp_path / "emb.npy", "ids_path": tmp_path / "emb.ids.txt"},
+        featurizer_options={"embeddings": tmp_path / "emb.npy", "embedding_ids": tmp_path / "emb.ids.txt"},
         show_progress=False,
         probe=False,
     )
@@ -126,7 +126,7 @@ def test_cli_run_reports_bad_parameters_before_work(tmp_path, small_snli, capsys
 def test_cli_embed_then_filter(tmp_path, small_snli):
     emb = tmp_path / "feat"
     assert main(["embed", str(small_snli), "--out", str(emb), "--featurizer", "ngram", "--view", "hypothesis",
-                 "--cache", str(tmp_path / "cache"), "--quiet"]) == 0
+                 "--cache-dir", str(tmp_path / "cache"), "--quiet"]) == 0
     X = np.load(emb / "features.npy")
     ids = (emb / "ids.txt").read_text().split()
     assert X.shape[0] == len(ids) == 600 and X.dtype == np.float32

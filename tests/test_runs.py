@@ -76,11 +76,11 @@ def test_bench_checks_and_files_are_library_calls(tmp_path: Path) -> None:
     from aflite.experiments.outputs import save_bench
 
     with pytest.raises(ParameterError, match="at least 100 rows"):
-        run_benchmark(n=50, d=64)
+        run_benchmark(n=50, dim=64)
     with pytest.raises(ParameterError, match="at least 40 dimensions"):
-        run_benchmark(n=1000, d=8)
+        run_benchmark(n=1000, dim=8)
     with pytest.raises(ParameterError, match="go together"):
-        run_benchmark(n=1000, d=64, features="f.npy")
+        run_benchmark(n=1000, dim=64, features="f.npy")
     save_bench({"seed": 4, "phase": {"x": 1}}, "report text\n", tmp_path)
     res = json.loads((tmp_path / "results.json").read_text())
     assert res["command"] == "bench" and res["seed"] == 4 and res["phase"] == {"x": 1}
@@ -115,3 +115,35 @@ def test_run_from_python_writes_results_and_the_report_page_as_the_cli(tmp_path:
     pages = [embedded_data((tmp_path / d / "report.html").read_text(encoding="utf-8")) for d in ("lib", "cli")]
     assert pages[0]["kind"] == pages[1]["kind"] == "run"
     assert pages[0]["cols"] == pages[1]["cols"] and len(pages[0]["cols"]["id"]) == 300
+
+
+def test_library_warnings_are_listed_in_results_json_by_the_library(tmp_path: Path, small_snli: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """A Python caller of run() gets the "warnings" list in results.json that the CLI shows (the library writes it,
+    before report.html), one summary warning instead of each, and other warnings unchanged."""
+    import warnings
+
+    from sklearn.exceptions import ConvergenceWarning
+
+    import aflite.pipeline
+    from aflite.pipeline import run
+
+    real = aflite.pipeline.render_summary
+
+    def noisy(*a, **k):  # type: ignore[no-untyped-def]
+        for _ in range(4):
+            warnings.warn("lbfgs failed to converge", ConvergenceWarning, stacklevel=1)
+        warnings.warn("aflite's own", UserWarning, stacklevel=1)
+        return real(*a, **k)
+
+    monkeypatch.setattr(aflite.pipeline, "render_summary", noisy)
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        run(small_snli, tmp_path / "lib", featurizer="ngram", show_progress=False, probe=False,
+            params={"n_partitions": 4})
+    messages = [str(w.message) for w in seen]
+    assert "aflite's own" in messages and not any(w.category is ConvergenceWarning for w in seen)
+    summary = [m for m in messages if "warning(s) from scikit-learn" in m]
+    assert len(summary) == 1 and summary[0].startswith("4 warning(s)") and "results.json" in summary[0]
+    res = json.loads((tmp_path / "lib" / "results.json").read_text())
+    assert res["warnings"] == [{"warning": "ConvergenceWarning: lbfgs failed to converge", "count": 4}]

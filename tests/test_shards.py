@@ -192,7 +192,7 @@ PAIRS = [(f"A person number {i} is {'walking' if i % 3 else 'sitting on a long w
 @pytest.mark.slow
 @pytest.mark.parametrize("backend", ["torch", "onnx-int8"])
 def test_minilm_sharded_is_bit_identical_to_one_process(tmp_path, minilm, backend):
-    from aflite.cluster import DaskExecutor
+    from aflite.core.backends.dask import DaskExecutor
     from aflite.features import featurize
     from aflite.features.onnx_backend import onnx_available
 
@@ -215,7 +215,7 @@ def test_minilm_sharded_is_bit_identical_to_one_process(tmp_path, minilm, backen
 
 @pytest.mark.slow
 def test_fine_tuned_warmup_encoder_is_sent_to_workers_and_gives_the_same_bits(tmp_path, minilm):
-    from aflite.cluster import DaskExecutor
+    from aflite.core.backends.dask import DaskExecutor
     from aflite.features import make_featurizer
     from aflite.threads import thread_policy
 
@@ -258,7 +258,7 @@ def test_cli_embed_on_a_local_cluster_writes_the_same_features(tmp_path, minilm,
 
 @pytest.mark.slow
 def test_run_with_a_cluster_filters_there_and_featurizes_ngram_here(tmp_path, capsys):
-    from aflite.cluster import DaskExecutor
+    from aflite.core.backends.dask import DaskExecutor
     from aflite.pipeline import run
 
     data = _pairs_file(tmp_path / "d.tsv", 120)

@@ -6,11 +6,10 @@ import numpy as np
 import pytest
 from test_ensemble import anisotropic
 
-from aflite import kernels
-from aflite.ensemble import FastLogisticEnsemble
-from aflite.errors import ParameterError
-from aflite.filter import draw_partitions
-from aflite.solver import (
+from aflite.core import kernels
+from aflite.core.ensemble import FastLogisticEnsemble
+from aflite.core.filter import draw_partitions
+from aflite.core.solver import (
     BlockTask,
     FeatureStore,
     LbfgsState,
@@ -20,6 +19,7 @@ from aflite.solver import (
     own_chunk_rows,
     use_chunked_rows,
 )
+from aflite.errors import ParameterError
 
 
 def _task(mask, y, theta, reg, chunked):
@@ -157,9 +157,9 @@ def test_backends_import_the_solver_not_each_other():
         return {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module} | {
             a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
 
-    assert not imported("solver") & {"aflite.ensemble", "aflite.torch_backend"}
-    assert "aflite.ensemble" not in imported("torch_backend")
-    assert "aflite.solver" in imported("torch_backend") and "aflite.solver" in imported("ensemble")
+    assert not imported("core/solver") & {"aflite.core.ensemble", "aflite.core.backends.torch"}
+    assert "aflite.core.ensemble" not in imported("core/backends/torch")
+    assert "aflite.core.solver" in imported("core/backends/torch") and "aflite.core.solver" in imported("core/ensemble")
 
 
 @pytest.mark.parametrize("kernel", KERNELS)

@@ -208,9 +208,9 @@ def test_limited_decorator_applies_the_policy() -> None:
 
 def test_library_entry_points_are_wrapped() -> None:
     from aflite import audit, evaluate, features, pipeline
-    from aflite.filter import AFLite
+    from aflite.core.filter import AFLite
 
-    for fn in (AFLite.fit, evaluate.evaluate, evaluate.compare_partial_input, audit.audit,
+    for fn in (AFLite.fit, evaluate.compare_runs, evaluate.compare_partial_input, audit.audit,
                audit.compute_features, features.featurize, pipeline.run):
         assert getattr(fn, "__wrapped__", None) is not None, fn
 

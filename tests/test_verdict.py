@@ -116,7 +116,7 @@ def test_run_summary_and_results_start_with_the_verdict(tmp_path):
     md = (tmp_path / "run" / "summary.md").read_text().splitlines()
     assert md[2] == "**Verdict.** " + " ".join(res["verdict"])
     assert main(["evaluate", str(data), str(tmp_path / "run"), "--out", str(tmp_path / "ev"), "--models",
-                 "ppmi:hypothesis", "--seeds", "2", "--no-single", "--quiet"]) == 0
+                 "ppmi:hypothesis", "--seeds", "2", "--no-single-iteration", "--quiet"]) == 0
     ev = json.loads((tmp_path / "ev" / "results.json").read_text())
     assert ev["verdict"] and ev["verdict"][0].startswith("Trained on D(Φ ngram) instead of same-size random")
     assert (tmp_path / "ev" / "summary.md").read_text().startswith("**Verdict.** " + ev["verdict"][0])

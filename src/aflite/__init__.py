@@ -4,7 +4,7 @@ The core is :class:`AFLite` (Algorithm 1 of Le Bras et al., 2020, "Adversarial F
 scikit-learn estimator that filters a dataset given frozen features Φ(x) and labels::
 
     from aflite import AFLite
-    kept = AFLite(random_state=0).fit(X, y).get_support()
+    kept = AFLite(random_state=0).fit(X, y).get_kept_mask()
 
 The main names are importable from the package itself; each is imported on first use, so ``import aflite``
 stays cheap (no scikit-learn, no PyTorch):
@@ -15,9 +15,9 @@ stays cheap (no scikit-learn, no PyTorch):
 * a dataset file to a folder, as the commands write it: :func:`embed` (``aflite embed``), :func:`audit_file`
   (``aflite audit``), :func:`run` and :func:`filter_files`;
 * auditing, evaluation and explanation: :func:`audit_dataset` with :class:`AuditConfig`, :func:`evaluate_runs`
-  and :func:`explain_run` (``aflite explain``) (the functions of the :mod:`aflite.audit`, :mod:`aflite.evaluate`
-  and :mod:`aflite.explain` packages; a package attribute cannot share a name with its sub-module, so they carry a
-  longer name here);
+  and :func:`explain_run` (``aflite explain``, :func:`aflite.runs.explain.explain`; the analyses are the
+  :mod:`aflite.audit`, :mod:`aflite.evaluate` and :mod:`aflite.explain` packages; a package attribute cannot share
+  a name with its sub-module, so they carry a longer name here);
 * errors: :class:`ParameterError` and :class:`InputError` (both ``ValueError``), under :class:`AfliteError`.
 """
 
@@ -32,10 +32,10 @@ __version__ = "0.1.0"
 
 # public name -> (module, attribute); imported lazily by __getattr__
 _LAZY: dict[str, tuple[str, str]] = {
-    "AFLite": ("aflite.filter", "AFLite"),
-    "predictability": ("aflite.filter", "predictability"),
-    "PhaseScores": ("aflite.filter", "PhaseScores"),
-    "SNLI_DEFAULTS": ("aflite.filter", "SNLI_DEFAULTS"),
+    "AFLite": ("aflite.core.filter", "AFLite"),
+    "predictability": ("aflite.core.filter", "predictability"),
+    "PhaseScores": ("aflite.core.filter", "PhaseScores"),
+    "SNLI_DEFAULTS": ("aflite.core.filter", "SNLI_DEFAULTS"),
     "run": ("aflite.pipeline", "run"),
     "filter_files": ("aflite.pipeline", "filter_files"),
     "RunResult": ("aflite.pipeline", "RunResult"),
@@ -48,8 +48,8 @@ _LAZY: dict[str, tuple[str, str]] = {
     "audit_dataset": ("aflite.audit", "audit"),
     "AuditConfig": ("aflite.audit", "AuditConfig"),
     "AuditResult": ("aflite.audit", "AuditResult"),
-    "evaluate_runs": ("aflite.evaluate", "evaluate"),
-    "explain_run": ("aflite.explain", "explain"),
+    "evaluate_runs": ("aflite.runs.evaluate", "evaluate"),
+    "explain_run": ("aflite.runs.explain", "explain"),
     "embed": ("aflite.runs.embed", "embed"),
     "audit_file": ("aflite.runs.audit", "audit_file"),
     "run_synthetic": ("aflite.experiments.synthetic", "run_synthetic"),

@@ -1,24 +1,10 @@
-"""Shims that keep a renamed keyword working for one release, with a DeprecationWarning.
-
-The library has one name for "show progress bars on stderr": ``show_progress: bool``. ``quiet`` (its
-negation) and ``progress`` were older spellings of it in a few public functions; the CLI keeps ``--quiet``.
-"""
+"""Shims that keep a renamed keyword (or command-line flag) working for one release, with a DeprecationWarning
+(a line on stderr for a flag). Every rename is listed in CHANGELOG.md."""
 
 from __future__ import annotations
 
 import warnings
 from typing import Any
-
-
-def progress_flag(show_progress: bool, *, quiet: bool | None = None, progress: bool | None = None,
-                  where: str = "") -> bool:
-    """``show_progress``, or the value an old ``quiet=``/``progress=`` keyword asked for (with a warning)."""
-    if quiet is None and progress is None:
-        return bool(show_progress)
-    old = "quiet" if quiet is not None else "progress"
-    warnings.warn(f"{where}{old}= is deprecated and will be removed in the next release; use show_progress=",
-                  DeprecationWarning, stacklevel=3)
-    return not quiet if quiet is not None else bool(progress)
 
 
 def flag_message(old: str, new: str) -> str:

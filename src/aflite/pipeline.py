@@ -1,7 +1,7 @@
 """From a dataset file to a filtered dataset: load → Φ (featurize) → AFLite → write back, with a summary.
 
 This is what ``aflite run`` and ``aflite demo`` do; it composes :mod:`aflite.data`, :mod:`aflite.features`,
-:mod:`aflite.filter` and :mod:`aflite.rundir` without adding logic of its own beyond the paper's protocol:
+:mod:`aflite.core.filter` and :mod:`aflite.rundir` without adding logic of its own beyond the paper's protocol:
 with the ``warmup`` featurizer the warm-up slice (t rows, as in the paper) trains Φ and is then discarded —
 it is neither filtered nor written to the output.
 """
@@ -16,10 +16,11 @@ from typing import Any
 
 import numpy as np
 
-from aflite._deprecate import progress_flag
+from aflite._deprecate import renamed_keywords
 from aflite.atomic import write_json, write_text
+from aflite.core.filter import SNLI_DEFAULTS, AFLite
 from aflite.errors import InputError, ParameterError
-from aflite.filter import SNLI_DEFAULTS, AFLite
+from aflite.results import recording_warnings
 from aflite.runs.summaries import (  # noqa: F401 - PROBE_MEANING, label_shift, warmup_line: public here too
     PROBE_MEANING,
     SHIFT_WARN_POINTS,
@@ -46,7 +47,7 @@ def scaled_defaults(n: int) -> dict[str, int | float]:
     """Table 8's SNLI parameters scaled by n / 550,152 (m and τ do not scale): :class:`AFLite`'s own defaults
     (fractions of |D|) resolved by its own rule, so the defaults live in one place. The floors t >= 2 and n >= 3
     keep what ``aflite run`` chose on tiny data (|D| <= 16); above that the counts are AFLite's exactly."""
-    from aflite.phase import resolve_size
+    from aflite.core.phase import resolve_size
 
     d = AFLite().get_params()
     return {
@@ -65,6 +66,7 @@ def _out_name(src: Path) -> str:
 
 
 @limited  # one thread policy (aflite.threads)
+@recording_warnings()  # scikit-learn's warnings counted in results.json (aflite.results)
 def run(
     data_path: str | Path,
     out: str | Path,
@@ -79,7 +81,6 @@ def run(
     resume: bool = False,
     overwrite: bool = False,
     show_progress: bool = True,
-    quiet: bool | None = None,
     probe: bool = True,
     dataset_options: dict[str, Any] | None = None,
     featurizer_options: dict[str, Any] | None = None,
@@ -94,17 +95,16 @@ def run(
 ) -> RunResult:
     """Filter a dataset file end to end. ``params`` overrides the scaled Table 8 defaults (counts or
     fractions of |D|: target_size, n_partitions, train_size, slice_size, threshold); ``device`` and ``storage``
-    choose where the encoder and the ensemble run (see :class:`aflite.filter.AFLite`). Instead of ``params``,
+    choose where the encoder and the ensemble run (see :class:`aflite.core.filter.AFLite`). Instead of ``params``,
     ``strategy``, ``seed``, ``device`` and ``storage``, an ``aflite=AFLite(...)`` may be given, as to
     :func:`filter_files`: its parameters are used (its default sizes, fractions of |D|, resolve to the same counts
     as the scaled defaults). ``groups``: True or
     ``"premise"`` (rows with one premise stay on one side of every partition), False or ``"none"``, or a column
     of the file (e.g. a counterfactual family id). ``overwrite`` starts over in an ``out`` that holds a run.
     ``title`` names the data in summary.md's heading (default: its path). ``cluster`` (``local``, ``local:N``, a
-    scheduler address or an open :class:`aflite.cluster.DaskExecutor`) embeds Φ's chunks as shards on Dask workers
-    (:mod:`aflite.runs.shards`; the same features, bit for bit) and fits the partitions there; ``cluster_scratch``
-    is the workers' shared folder for the filter's features (default a temporary folder)."""
-    show_progress = progress_flag(show_progress, quiet=quiet, where="run: ")
+    scheduler address or an open :class:`aflite.core.backends.dask.DaskExecutor`) embeds Φ's chunks as shards on
+    Dask workers (:mod:`aflite.runs.shards`; the same features, bit for bit) and fits the partitions there;
+    ``cluster_scratch`` is the workers' shared folder for the filter's features (default a temporary folder)."""
     base: dict[str, Any] = {}
     if aflite is not None:  # one parameter space with filter_files: the estimator's own keywords
         if params is not None:
@@ -176,7 +176,9 @@ def run(
     if resume:  # another dataset is refused now, before anything is computed or cached
         check_resume_dataset(out, dataset_fp)
     texts_b = ds.texts_b
-    fopts = dict(featurizer_options or {})
+    from aflite.features.registry import current_options
+
+    fopts = current_options(featurizer_options)
     if is_images:
         from aflite.features.registry import image_featurizer_options
 
@@ -328,6 +330,7 @@ def _probe_row(r: Any) -> dict[str, Any]:
     return row
 
 
+@recording_warnings()  # scikit-learn's warnings counted in results.json (aflite.results)
 def filter_files(
     features: str | Path,
     labels: str | Path,
@@ -337,14 +340,14 @@ def filter_files(
     ids: str | Path | None = None,
     groups: str | Path | None = None,
     feature_columns: list[str] | None = None,
-    label_column: str | None = None,
+    label: str | None = None,
     id_column: str | None = None,
     mmap: bool = False,
     resume: bool = False,
     overwrite: bool = False,
     show_progress: bool = True,
-    quiet: bool | None = None,
     extra: dict[str, Any] | None = None,
+    **old_keywords: Any,
 ) -> RunResult:
     """AFLite on precomputed features and labels read from files (what ``aflite filter`` does).
 
@@ -352,14 +355,15 @@ def filter_files(
     and optional ids and groups (column ``group``), checks they line up, and runs ``aflite`` (default:
     :class:`AFLite` with its defaults) into the run directory ``out`` (see :mod:`aflite.rundir`).
     """
-    show_progress = progress_flag(show_progress, quiet=quiet, where="filter_files: ")
     from aflite import data
     from aflite.rundir import run_filter
 
     out = Path(out)
     t_call = time.perf_counter()
     X = data.load_features(features, columns=feature_columns, mmap=mmap)
-    y = data.load_labels(labels, column=label_column)
+    if old_keywords:
+        label = renamed_keywords(old_keywords, {"label_column": "label"}, "filter_files").get("label", label)
+    y = data.load_labels(labels, column=label)
     id_arr = data.load_ids(ids, column=id_column) if ids is not None else np.arange(len(y))
     grp = data.load_labels(groups, column="group") if groups is not None else None
     data.check_aligned(X.shape[0], len(y), len(id_arr), files=(features, labels, ids))

@@ -26,8 +26,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from aflite.atomic import atomic_open, check_output_path, write_json, write_npz
+from aflite.core.filter import FilterState, IterationRecord
 from aflite.errors import AfliteError, InputError, OutputError, OutputWriteError, ParameterError
-from aflite.filter import FilterState, IterationRecord
 from aflite.hashing import inputs_fingerprint as fingerprint
 from aflite.hashing import sampled_inputs_fingerprint
 
@@ -155,8 +155,7 @@ def versions() -> dict[str, str]:
 
 def _kernel() -> str:
     """Which own-row kernel the fast solver uses (results agree either way; speed differs)."""
-    from aflite import kernels
-
+    from aflite.core import kernels
     if not kernels.available():
         return "numpy"
     import numba
@@ -217,18 +216,13 @@ def run_filter(
     overwrite: bool = False,
     show_progress: bool = True,
     extra: dict[str, Any] | None = None,
-    quiet: bool | None = None,
 ) -> dict[str, Any]:
     """Fit ``af`` with a progress bar, a checkpoint after every phase, and the run directory's outputs.
-    A previous run in ``out`` is continued with ``resume``, replaced with ``overwrite``, else refused.
-    ``quiet`` is the deprecated spelling of ``not show_progress``."""
-    from aflite._deprecate import progress_flag
-
-    show_progress = progress_flag(show_progress, quiet=quiet, where="run_filter: ")
+    A previous run in ``out`` is continued with ``resume``, replaced with ``overwrite``, else refused."""
     from tqdm import tqdm
 
     from aflite import rundir  # late-bound so that tests can intercept checkpoint writes
-    from aflite.filter import validate_inputs
+    from aflite.core.filter import validate_inputs
 
     # validate everything before touching the output directory
     validate_inputs(X, y, groups)

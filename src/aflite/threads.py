@@ -11,7 +11,7 @@ The policy, decided here and nowhere else:
 * **Many small fits** (CV folds, seeds, ensemble blocks, per-class models, PECO, the n-gram SVD): one BLAS and
   one OpenMP thread per fit, and fits side by side (:func:`map_fits`, the ensemble's blocks) with up to
   ``budget()`` at a time. One thread per fit also makes results independent of ``--threads``.
-* **One large pass** (the fast solver's compiled kernel, :mod:`aflite.kernels`): the chunks of S side by side,
+* **One large pass** (the fast solver's compiled kernel, :mod:`aflite.core.kernels`): the chunks of S side by side,
   one thread each, their sums added in chunk order (the same bits for any ``--threads``).
 * **Encoders** (PyTorch inference): batches side by side (:func:`map_inference`), one intra-op thread each;
   other PyTorch work gets ``budget()`` intra-op threads (:func:`configure_torch`).

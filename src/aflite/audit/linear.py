@@ -16,7 +16,7 @@ def cv_predict(
 ) -> np.ndarray:
     """Out-of-fold class-index predictions of an L2 logistic regression (every row predicted exactly once).
 
-    All folds are fitted at once by the batched, whitened L-BFGS of :class:`aflite.ensemble.FastLogisticEnsemble`
+    All folds are fitted at once by the batched, whitened L-BFGS of :class:`aflite.core.ensemble.FastLogisticEnsemble`
     (scikit-learn's objective; sparse input falls back to scikit-learn). Rows sharing a group never straddle a
     fold boundary. Returns indices into ``np.unique(y)``.
     """
@@ -43,7 +43,7 @@ def cv_predict(
             model = LogisticRegression(C=C, max_iter=max_iter).fit(X[tr], yi[tr])
             pred[te] = np.asarray(model.predict(X[te]), dtype=np.int64)
         return pred
-    from aflite.ensemble import FastLogisticEnsemble
+    from aflite.core.ensemble import FastLogisticEnsemble
 
     ens = FastLogisticEnsemble(C=C, max_iter=max_iter)
     ens.prepare(np.asarray(X, dtype=np.float32), yi.astype(np.int64), len(classes))

@@ -15,9 +15,7 @@ import errno
 import importlib
 import os
 import sys
-import warnings
 from collections.abc import Iterator, Sequence
-from pathlib import Path
 from typing import NoReturn
 
 from aflite.cli.options import add_groups_option, add_overwrite_option  # noqa: F401 - the shared options' home
@@ -68,48 +66,21 @@ def _claim_output(args: argparse.Namespace) -> contextlib.AbstractContextManager
 
 
 @contextlib.contextmanager
-def _library_warnings(args: argparse.Namespace) -> Iterator[None]:
-    """Warnings of scikit-learn (and numpy, scipy) during a command: recorded in OUT/results.json under
-    ``"warnings"`` and summed up in one stderr line, instead of each printed raw; other warnings pass through."""
-    caught: list[warnings.WarningMessage] = []
-    try:
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
+def _library_warnings() -> Iterator[None]:
+    """Warnings of scikit-learn (and numpy, scipy) during a command: the library lists them in OUT/results.json
+    under ``"warnings"`` (:func:`aflite.results.recording_warnings`); here they are summed up in one stderr line
+    instead of each printed raw. Other warnings pass through."""
+    from aflite.results import recording_warnings
+
+    with recording_warnings(summarize=False) as record:
+        try:
             yield
-    finally:
-        ours, shown = [], set()
-        for w in caught:
-            origin = getattr(w.category, "__module__", "") or ""
-            if origin.split(".")[0] in ("sklearn", "numpy", "scipy") or "/sklearn/" in (w.filename or ""):
-                ours.append(w)
-            elif (key := (w.category, str(w.message), w.filename, w.lineno)) not in shown:
-                shown.add(key)  # passed on to the filters outside (once per place, as "default" would)
-                warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
-        if ours:
-            _record_warnings(args, ours)
-
-
-def _record_warnings(args: argparse.Namespace, caught: list[warnings.WarningMessage]) -> None:
-    from collections import Counter
-
-    counts = Counter(f"{w.category.__name__}: {str(w.message).splitlines()[0] if str(w.message) else ''}"
-                     for w in caught)
-    out = getattr(args, "out", None)
-    where = ""
-    results = None if out is None else Path(out) / "results.json"
-    if results is not None and results.is_file():
-        import json
-
-        from aflite.atomic import write_json
-
-        with contextlib.suppress(OSError, ValueError):
-            body = json.loads(results.read_text(encoding="utf-8"))
-            body["warnings"] = [{"warning": k, "count": n} for k, n in counts.items()]
-            write_json(results, body)
-            where = f"; listed in {results} under \"warnings\""
-    first = next(iter(counts))
-    print(f"note: {sum(counts.values())} warning(s) from scikit-learn/numpy/scipy, e.g. {first[:160]}{where}",
-          file=sys.stderr)
+        finally:
+            counts = record.counts()
+            if counts:
+                where = f"; listed in {record.written[-1]} under \"warnings\"" if record.written else ""
+                print(f"note: {sum(counts.values())} warning(s) from scikit-learn/numpy/scipy, e.g. "
+                      f"{next(iter(counts))[:160]}{where}", file=sys.stderr)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -133,7 +104,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         if getattr(args, "quiet", False):  # no progress bars from the libraries either (model loading)
             os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
-        with thread_policy(getattr(args, "threads", None)), _claim_output(args), _library_warnings(args):
+        with thread_policy(getattr(args, "threads", None)), _claim_output(args), _library_warnings():
             code = args.handler(args)
     except AfliteError as exc:
         print(f"aflite {args.command}: error: {exc}", file=sys.stderr)

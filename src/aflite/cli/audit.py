@@ -85,11 +85,9 @@ def register(sub: Any) -> None:
     add_deprecated(p, "--top-tokens", "--top-k-tokens", dest="top_k_tokens", type=int)
     p.add_argument("--min-token-count", type=int, default=None,
                    help="skip tokens in fewer sentences (default max(5, 0.2%% of rows))")
-    tra = p.add_mutually_exclusive_group()
-    tra.add_argument("--tra", dest="tra", action="store_const", const=True, default=None,
-                     help="fine-tune the TRA models even without a GPU (hours on a 2-core CPU at the defaults)")
-    tra.add_argument("--no-tra", dest="tra", action="store_const", const=False,
-                     help="skip fine-tuning and TRA (default without a GPU: on with one)")
+    p.add_argument("--tra", action=argparse.BooleanOptionalAction, default=None,
+                   help="fine-tune the TRA models even without a GPU (hours on a 2-core CPU at the defaults); "
+                   "--no-tra skips fine-tuning and TRA (default: on with a GPU, off without one)")
     p.add_argument("--tra-steps", type=int, default=300, help="fine-tuning steps per condition model (default 300)")
     p.add_argument("--tra-batch-size", type=int, default=32, help="fine-tuning batch size (default 32)")
     p.add_argument("--tra-sample", type=int, default=200, help="held-out pairs for TRA relevance (default 200)")
@@ -111,7 +109,7 @@ def register(sub: Any) -> None:
     g = add_image_options(p)
     g.add_argument("--embeddings", default=None,
                    help="for --featurizer precomputed: .npy/.npz/.parquet aligned by id (ids: paths relative to "
-                   "the folder, or the table's --id column)")
+                   "the folder, or the table's --id-column)")
     g.add_argument("--embedding-ids", default=None, help="ids of a .npy --embeddings file, one per line")
     p.set_defaults(handler=run, validate=_validate,
                    option_defaults={dest: p.get_default(dest) for dest, _ in TEXT_ONLY + IMAGE_ONLY})
@@ -152,13 +150,13 @@ def run(args: argparse.Namespace) -> int:
         tra=args.tra, peco_shuffles=args.peco_shuffles, peco_encoder=args.peco_encoder, tra_steps=args.tra_steps,
         tra_batch_size=args.tra_batch_size, tra_sample=args.tra_sample, tra_eval=args.tra_eval,
         model_path=args.model_path, device=args.device, seed=args.seed,
-        cache_dir=None if args.cache is None else str(args.cache), show_progress=not args.quiet,
+        cache_dir=None if args.cache_dir is None else str(args.cache_dir), show_progress=not args.quiet,
     )
     res = audit_file(args.data, args.out, cfg, compare=args.compare, sample=args.sample, title=args.title,
                      reference=args.reference, dataset_options=dataset_options(args), groups=args.groups,
                      show_progress=not args.quiet, image_options=image_options(args) if is_images else None,
-                     featurizer_options={"image_size": args.image_size, "path": args.embeddings,
-                                         "ids_path": args.embedding_ids} if is_images else None)
+                     featurizer_options={"image_size": args.image_size, "embeddings": args.embeddings,
+                                         "embedding_ids": args.embedding_ids} if is_images else None)
     out: Path = args.out
     write_results(out, args)  # stamps the library's results.json with argv, seed and versions
     print("\n".join(summary_lines(res.results)))

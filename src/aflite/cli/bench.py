@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from aflite.cli.options import add_overwrite_option, add_quiet, add_seed, write_results
+from aflite.cli.options import add_deprecated, add_overwrite_option, add_quiet, add_seed, write_results
 
 
 def register(sub: Any) -> None:
@@ -24,15 +24,19 @@ def register(sub: Any) -> None:
     p.add_argument("--dim", type=int, default=768, help="feature dimension (default 768)")
     p.add_argument("--reference-partitions", type=int, default=8,
                    help="partitions the scikit-learn reference runs; its time is scaled to 64; 0 skips it (default 8)")
-    p.add_argument("--no-complete", action="store_true", help="skip the complete filter run")
+    p.add_argument("--complete", action=argparse.BooleanOptionalAction, default=None,
+                   help="the complete filter run (default: on; off for the --shape scale benchmark)")
     p.add_argument("--features", default=None, help="real features instead of synthetic ones")
     p.add_argument("--labels", default=None, help="labels for --features")
-    p.add_argument("--solver", choices=("fast", "previous", "both"), default="both",
+    p.add_argument("--solvers", choices=("fast", "previous", "both"), default="both",
                    help="the fast ensemble's solver: fast (own-row passes), previous (passes over all of S), or "
                    "both on the same partitions, reporting each time, their ratio and agreement (default both)")
-    p.add_argument("--complete-solver", choices=("fast", "previous", "both"), default=None,
-                   help="solver(s) for the complete filter run (default: as --solver, but fast for --solver both: "
+    add_deprecated(p, "--solver", "--solvers", dest="solvers", choices=("fast", "previous", "both"))
+    p.add_argument("--complete-solvers", choices=("fast", "previous", "both"), default=None,
+                   help="solver(s) for the complete filter run (default: as --solvers, but fast for --solvers both: "
                    "the previous solver's complete run takes several times longer)")
+    add_deprecated(p, "--complete-solver", "--complete-solvers", dest="complete_solvers",
+                   choices=("fast", "previous", "both"))
     p.add_argument("--real-features", default=None,
                    help="also run a phase (fast path vs scikit-learn) and the complete filter on these real features "
                    "(e.g. MiniLM pair embeddings from `aflite embed`), Table 8 scaled to their size")
@@ -52,19 +56,22 @@ def register(sub: Any) -> None:
     )
     g.add_argument("--shape", choices=("imagenet", "snli"), default=None, help="run the scale benchmark")
     g.add_argument("--scale", type=float, default=1.0, help="fraction of the rows (sizes scale with it) (default 1)")
-    g.add_argument("--classes", type=int, default=None, help="number of classes (default 1000 / 3)")
+    g.add_argument("--n-classes", type=int, default=None, help="number of classes (default 1000 / 3)")
+    add_deprecated(g, "--classes", "--n-classes", dest="n_classes", type=int)
     g.add_argument("--measure-partitions", type=int, default=64,
                    help="partitions actually fitted in the measured phase; time is scaled to m (default 64)")
     g.add_argument("--devices", default="cpu", help="comma-separated: cpu, cuda, cuda:N, torch-cpu (default cpu)")
     g.add_argument("--cluster-workers", default="", help="comma-separated local Dask cluster sizes, e.g. 1,2,4")
-    g.add_argument("--complete", action="store_true", help="also run the complete filter")
     g.add_argument("--workdir", default=None, help="folder for the features file (default a temporary folder)")
     e = p.add_argument_group("encoder backends (--embed): items/s, cosine, kept-set Jaccard of torch vs ONNX Runtime")
     e.add_argument("--embed", choices=("minilm",), default=None, help="benchmark this encoder's CPU backends")
     e.add_argument("--embed-data", default=None, help="a pair dataset for --embed (e.g. SNLI dev.tsv.gz)")
-    e.add_argument("--embed-items", type=int, default=2000, help="pairs timed per backend (default 2000)")
-    e.add_argument("--embed-rounds", type=int, default=3, help="alternating rounds; the median counts (default 3)")
-    e.add_argument("--no-kept-set", action="store_true", help="skip the AFLite kept-set comparison on all rows")
+    e.add_argument("--n-items", type=int, default=2000, help="pairs timed per backend (default 2000)")
+    add_deprecated(e, "--embed-items", "--n-items", dest="n_items", type=int)
+    e.add_argument("--rounds", type=int, default=3, help="alternating rounds; the median counts (default 3)")
+    add_deprecated(e, "--embed-rounds", "--rounds", dest="rounds", type=int)
+    e.add_argument("--kept-set", action=argparse.BooleanOptionalAction, default=True,
+                   help="compare AFLite's kept sets on all rows (--no-kept-set skips it)")
     p.set_defaults(handler=run)
 
 
@@ -77,11 +84,6 @@ def run(args: argparse.Namespace) -> int:
     if args.shape is None:  # the same checks run_benchmark makes, before anything else
         check_benchmark(args.n, args.dim, args.reference_partitions, args.features, args.labels,
                         args.real_features, args.real_labels)
-    solvers = ("fast", "previous") if args.solver == "both" else (args.solver,)
-    # the complete run with both solvers takes several times as long: by default only the fast one
-    cs = args.complete_solver or ("fast" if args.solver == "both" else args.solver)
-    complete_solvers = ("fast", "previous") if cs == "both" else (cs,)
-
     def log(msg: str) -> None:
         if not args.quiet:
             print(f"[bench] {msg}", file=sys.stderr, flush=True)
@@ -90,10 +92,10 @@ def run(args: argparse.Namespace) -> int:
         return _run_scale(args, log)
 
     res = run_benchmark(
-        n=args.n, d=args.dim, reference_partitions=args.reference_partitions, complete=not args.no_complete,
-        features=args.features, labels=args.labels, seed=args.seed, log=log, solvers=solvers,
-        complete_solvers=complete_solvers,
-        real_features=args.real_features, real_labels=args.real_labels, real_complete=not args.no_complete,
+        n=args.n, dim=args.dim, reference_partitions=args.reference_partitions, complete=args.complete is not False,
+        features=args.features, labels=args.labels, seed=args.seed, log=log, solvers=args.solvers,
+        complete_solvers=args.complete_solvers,
+        real_features=args.real_features, real_labels=args.real_labels, real_complete=args.complete is not False,
     )
     _save(args, res, format_report(res))
     print(json.dumps(res, indent=2) if args.json else format_report(res))
@@ -116,8 +118,8 @@ def _run_embed(args: argparse.Namespace) -> int:
 
     if not args.embed_data:
         raise ParameterError("--embed needs --embed-data (a premise/hypothesis dataset, e.g. SNLI dev.tsv.gz)")
-    res = {"embed": embed_benchmark(args.embed_data, model=args.embed, n_items=args.embed_items,
-                                    rounds=args.embed_rounds, seed=args.seed, kept_set=not args.no_kept_set,
+    res = {"embed": embed_benchmark(args.embed_data, model=args.embed, n_items=args.n_items,
+                                    rounds=args.rounds, seed=args.seed, kept_set=args.kept_set,
                                     log=lambda m: None if args.quiet else print(f"[bench] {m}", file=sys.stderr,
                                                                                 flush=True))}
     report = format_embed_report(res["embed"])
@@ -145,8 +147,8 @@ def _run_scale(args: argparse.Namespace, log: Any) -> int:
     workdir = args.workdir or tempfile.mkdtemp(prefix="aflite-bench-")
     try:
         res = scale_benchmark(workdir, shape=args.shape, scale=args.scale, dim=args.dim if args.dim != 768 else None,
-                              n_classes=args.classes, measure_partitions=args.measure_partitions, devices=devices,
-                              cluster_workers=workers, complete=args.complete, seed=args.seed, log=log)
+                              n_classes=args.n_classes, measure_partitions=args.measure_partitions, devices=devices,
+                              cluster_workers=workers, complete=bool(args.complete), seed=args.seed, log=log)
     finally:
         if args.workdir is None:
             shutil.rmtree(workdir, ignore_errors=True)

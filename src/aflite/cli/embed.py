@@ -79,7 +79,7 @@ def run(args: argparse.Namespace) -> int:
     from aflite.runs.embed import embed
 
     res = embed(args.data, args.out, featurizer=args.featurizer, view=args.view, model_path=args.model_path,
-                warmup_size=args.warmup_size, lr=args.lr, cache=args.cache, seed=args.seed, device=args.device,
+                warmup_size=args.warmup_size, lr=args.lr, cache_dir=args.cache_dir, seed=args.seed, device=args.device,
                 image_size=args.image_size, path_column=args.path_column, chunk_size=args.chunk_size,
                 skip_bad_images=args.skip_bad_images, dataset_options=dataset_options(args),
                 overwrite=args.overwrite, show_progress=not args.quiet, backend=args.backend,

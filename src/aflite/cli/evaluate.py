@@ -8,46 +8,17 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from aflite.cli.options import add_columns, add_device, add_out, add_quiet, add_seed, dataset_options, write_results
-from aflite.errors import ParameterError
-
-
-def _mapping(text: str) -> dict[str, str]:
-    """``a=b,c=d`` → {"a": "b", "c": "d"}."""
-    out: dict[str, str] = {}
-    for part in text.split(","):
-        if not part.strip():
-            continue
-        if "=" not in part:
-            raise argparse.ArgumentTypeError(f"expected FROM=TO pairs separated by commas, got {part!r}")
-        k, v = part.split("=", 1)
-        out[k.strip()] = v.strip()
-    return out
-
-
-def _label_maps(specs: list[str], names: list[str]) -> tuple[dict[str, str], dict[str, dict[str, str]]]:
-    """``--ood-label-map`` values → (map for every --ood set, {set name: its own map}). ``NAME:a=b,...`` names
-    the set (the text before the first ``=`` holds a ``:``); a name that is no --ood set is an error."""
-    every: dict[str, str] = {}
-    per_set: dict[str, dict[str, str]] = {}
-    for spec in specs:
-        head = spec.split("=", 1)[0]
-        name, body = (spec.split(":", 1) if ":" in head else ("", spec))
-        name = name.strip()
-        try:
-            mapping = _mapping(body)
-        except argparse.ArgumentTypeError as exc:
-            raise ParameterError(f"--ood-label-map {spec!r}: {exc}") from exc
-        if not mapping:
-            raise ParameterError(f"--ood-label-map {spec!r}: no RAW=LABEL pair")
-        if not name:
-            every.update(mapping)
-        elif name not in names:
-            raise ParameterError(f"--ood-label-map {spec!r}: no --ood set is named {name!r} (sets: "
-                                 f"{', '.join(names) or 'none'})")
-        else:
-            per_set.setdefault(name, {}).update(mapping)
-    return every, per_set
+from aflite.cli.options import (
+    add_cache,
+    add_columns,
+    add_deprecated,
+    add_device,
+    add_out,
+    add_quiet,
+    add_seed,
+    dataset_options,
+    write_results,
+)
 
 
 def register(sub: Any) -> None:
@@ -75,31 +46,36 @@ def register(sub: Any) -> None:
     p.add_argument("--seeds", type=int, default=3, help="number of seeds 0..N-1 (default 3)")
     p.add_argument("--heldout", type=float, default=0.2, help="held-out fraction of D's premise groups (default 0.2)")
     add_seed(p, help="seed of the train/held-out split (default 0); the benchmarks' seeds are 0..N-1 (--seeds)")
-    p.add_argument("--split-seed", dest="seed", type=int, help=argparse.SUPPRESS)  # the old spelling
-    p.add_argument("--no-random", action="store_true", help="skip the same-size random subsets")
-    p.add_argument("--no-single", action="store_true", help="skip the single-iteration baseline")
+    add_deprecated(p, "--split-seed", "--seed", dest="seed", type=int, metavar="N")
+    p.add_argument("--random-baseline", action=argparse.BooleanOptionalAction, default=True,
+                   help="train on same-size random subsets of D too (--no-random-baseline skips them)")
+    add_deprecated(p, "--no-random", "--no-random-baseline", dest="random_baseline", const=False)
+    p.add_argument("--single-iteration", action=argparse.BooleanOptionalAction, default=True,
+                   help="train on the single-iteration baseline too (--no-single-iteration skips it)")
+    add_deprecated(p, "--no-single", "--no-single-iteration", dest="single_iteration", const=False)
     p.add_argument("--hans", type=Path, default=None,
                    help="HANS evaluation file (neutral/contradiction count as non-entailment; per heuristic)")
     p.add_argument("--test", action="append", default=[], metavar="NAME=FILE[,FILE...]",
                    help="a separate test set with D's labels (repeatable), e.g. snli-dev=dev.tsv.gz: every training "
                    "set is scored on it (Table 3 shape, next to its majority rate)")
-    p.add_argument("--no-split", action="store_true",
-                   help="do not split D into train/held-out: train on every row of each benchmark and score on the "
-                   "--test sets (and --hans / --ood) only; the paper's protocol when DATA is a training set")
+    p.add_argument("--split", action=argparse.BooleanOptionalAction, default=True,
+                   help="split D into train/held-out (default); --no-split trains on every row of each benchmark and "
+                   "scores on the --test sets (and --hans / --ood) only, the paper's protocol when DATA is a "
+                   "training set")
     p.add_argument("--ood", action="append", default=[], metavar="[NAME=]FILE[,FILE...]",
                    help="a labelled evaluation set (repeatable); several files of one set must share labels")
     p.add_argument("--ood-label-map", action="append", default=[], metavar="[NAME:]RAW=LABEL,...",
                    help="rename gold labels of the --ood set NAME (repeatable), e.g. "
                    "sick:ENTAILMENT=entailment,NEUTRAL=neutral; without NAME: every --ood set. An entry that "
                    "matches no label of its set is an error")
-    p.add_argument("--ood-pred-map", type=_mapping, default=None, metavar="PRED=LABEL,...",
+    p.add_argument("--ood-pred-map", default=None, metavar="PRED=LABEL,...",
                    help="map predicted labels into the --ood label space, e.g. neutral=non-entailment,...")
     p.add_argument("--ood-group", default=None, help="column of --ood files to break accuracy down by")
     p.add_argument("--ood-max", type=int, default=None, metavar="N",
                    help="evaluate every model on a seeded sample of N rows of each external set, stratified by "
                    "group and label (default: all rows)")
-    p.add_argument("--cache", type=Path, default=None, help="feature/model cache (default OUT/cache); pass a run's "
-                   "cache folder to reuse its MiniLM features")
+    add_cache(p, help="feature/model cache folder (default OUT/cache); pass a run's cache folder to reuse its "
+              "MiniLM features")
     add_columns(p)
     add_quiet(p)
     from aflite.cli.options import add_groups_option, add_overwrite_option
@@ -123,47 +99,32 @@ def register(sub: Any) -> None:
     g.add_argument("--cpu-eval-max", type=int, default=3000, help="CPU default external-set cap (default 3000)")
     g.add_argument("--max-steps", type=int, default=None, help="cap on optimisation steps")
     add_device(g, what="where the encoder and fine-tuning run")
-    p.set_defaults(handler=run)
+    p.set_defaults(handler=run, validate=_validate)
+
+
+def _validate(args: argparse.Namespace) -> None:
+    """A malformed --ood-pred-map is refused before --out is claimed (as argparse refused it before)."""
+    from aflite.runs.evaluate import parse_mapping
+
+    parse_mapping(args.ood_pred_map)
 
 
 def run(args: argparse.Namespace) -> int:
-    from aflite.evaluate import FinetuneOptions, evaluate, load_eval_set, load_hans
+    from aflite.evaluate import FinetuneOptions
+    from aflite.runs.evaluate import evaluate_files
 
-    eval_sets = []
-    if args.hans is not None:
-        eval_sets.append(load_hans(args.hans, max_rows=args.ood_max))
-    ood: list[tuple[str, list[Path]]] = []
-    for spec in args.ood:
-        name, _, files = spec.rpartition("=") if "=" in spec else ("", "", spec)
-        paths = [Path(f) for f in files.split(",") if f]
-        if not paths:
-            raise ParameterError(f"--ood {spec!r}: no file")
-        ood.append((name.strip() or paths[0].name.split(".")[0], paths))
-    every, per_set = _label_maps(args.ood_label_map, [n for n, _ in ood])
-    for name, paths in ood:
-        eval_sets.append(load_eval_set(paths, name, label_map={**every, **per_set.get(name, {})} or None,
-                                       pred_map=args.ood_pred_map, group_column=args.ood_group,
-                                       max_rows=args.ood_max))
-    tests = []
-    for spec in args.test:
-        name, sep, files = spec.partition("=")
-        paths = [Path(f) for f in files.split(",") if f]
-        if not sep or not name.strip() or not paths:
-            raise ParameterError(f"--test {spec!r}: expected NAME=FILE[,FILE...]")
-        tests.append(load_eval_set(paths, name.strip()))
-    names = [e.name for e in eval_sets + tests]
-    if len(set(names)) != len(names):
-        raise ParameterError("two test/evaluation sets share a name: name them with --test / --ood NAME=FILE")
     ft = FinetuneOptions(model_path=args.model_path, lr=args.lr, epochs=args.epochs, batch_size=args.batch_size,
                          max_length=args.max_length, max_train=args.max_train, cpu_max_train=args.cpu_max_train,
                          eval_max=args.eval_max, cpu_eval_max=args.cpu_eval_max, max_steps=args.max_steps,
                          device=args.device)
     dopts: dict[str, Any] = {**dataset_options(args), "groups": args.groups}
-    rep = evaluate(args.data, args.runs, args.out, models=[m for m in args.models.split(",") if m.strip()],
-                   seeds=args.seeds, heldout=args.heldout, split_seed=args.seed,
-                   random_baseline=not args.no_random, single_iteration=not args.no_single, eval_sets=eval_sets,
-                   finetune=ft, cache_dir=args.cache, dataset_options=dopts, show_progress=not args.quiet,
-                   tests=tests, split=not args.no_split)
+    rep = evaluate_files(args.data, args.runs, args.out, hans=args.hans, test=args.test, ood=args.ood,
+                         ood_label_map=args.ood_label_map, ood_pred_map=args.ood_pred_map, ood_group=args.ood_group,
+                         ood_max=args.ood_max, models=[m for m in args.models.split(",") if m.strip()],
+                         seeds=args.seeds, heldout=args.heldout, seed=args.seed,
+                         random_baseline=args.random_baseline, single_iteration=args.single_iteration,
+                         finetune=ft, cache_dir=args.cache_dir, dataset_options=dopts, show_progress=not args.quiet,
+                         split=args.split)
     write_results(args.out, args)  # stamps the library's results.json with argv, seed and versions
     if rep.verdict:
         print(" ".join(rep.verdict) + "\n")

@@ -54,16 +54,16 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from aflite.explain import explain
+    from aflite.runs.explain import explain
 
     fopts: dict[str, Any] = {}
     if args.embeddings:
-        fopts["path"] = args.embeddings
+        fopts["embeddings"] = args.embeddings
         if args.embedding_ids:
-            fopts["ids_path"] = args.embedding_ids
+            fopts["embedding_ids"] = args.embedding_ids
     res = explain(args.data, args.run_dir, args.out, alpha=args.alpha, min_count=args.min_count,
                   random_seeds=args.random_seeds, token_view=args.token_view, neighbours=args.neighbours,
-                  cache_dir=args.cache, dataset_options=dataset_options(args), featurizer_options=fopts,
+                  cache_dir=args.cache_dir, dataset_options=dataset_options(args), featurizer_options=fopts,
                   show_progress=not args.quiet, stop_rule=args.stop_rule, stop_floor=args.stop_floor,
                   stop_max_phases=args.stop_max_phases, ngram_coefficients=args.ngram_coefficients)
     write_results(args.out, args)  # stamps the library's results.json with argv, seed and versions

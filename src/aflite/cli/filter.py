@@ -77,7 +77,7 @@ def make_executor(args: argparse.Namespace) -> Any:
     address = getattr(args, "cluster", None)
     if not address:
         return None
-    from aflite.cluster import open_executor
+    from aflite.core.backends.dask import open_executor
 
     return open_executor(address, scratch=getattr(args, "cluster_scratch", None))
 
@@ -99,8 +99,8 @@ def register(sub: Any) -> None:
     p.add_argument("--label", default=None, metavar="COL", help="label column of --labels (default 'label')")
     add_deprecated(p, "--label-column", "--label", dest="label", metavar="COL")
     p.add_argument("--ids", type=Path, default=None, help="file of instance ids (default: row numbers)")
-    p.add_argument("--id", default=None, metavar="COL", help="id column of --ids (default 'id')")
-    p.add_argument("--id-column", dest="id", help=argparse.SUPPRESS)  # the old spelling
+    p.add_argument("--id-column", default=None, metavar="COL", help="id column of --ids (default 'id')")
+    add_deprecated(p, "--id", "--id-column", dest="id_column", metavar="COL")
     p.add_argument("--groups", type=Path, default=None,
                    help="file with a group per instance (column 'group'); a group is never split between a "
                    "classifier's training and held-out sides")
@@ -117,7 +117,7 @@ def register(sub: Any) -> None:
 
 
 def build_filter(args: argparse.Namespace, executor: Any = None) -> Any:
-    from aflite.filter import AFLite
+    from aflite.core.filter import AFLite
 
     return AFLite(
         target_size=args.target_size,
@@ -143,7 +143,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         res = filter_files(args.features, args.labels, args.out, aflite=build_filter(args, executor),
                            ids=args.ids, groups=args.groups, feature_columns=args.feature_columns,
-                           label_column=args.label, id_column=args.id, mmap=args.mmap, resume=args.resume,
+                           label=args.label, id_column=args.id_column, mmap=args.mmap, resume=args.resume,
                            overwrite=args.overwrite,
                            show_progress=not args.quiet, extra={"cluster": args.cluster})
     finally:

@@ -4,12 +4,15 @@ One concept, one spelling:
 
 * ``--out DIR`` — the output folder; every command writes ``DIR/results.json`` (what was computed, with the
   command line, the seed and the package versions), a readable ``DIR/summary.md`` where there is something to
-  read, and its caches under ``DIR/cache/`` unless ``--cache`` says otherwise.
+  read, and its caches under ``DIR/cache/`` unless ``--cache-dir`` says otherwise.
 * ``--seed N`` — the one seed every random choice flows from (``random_state`` in the library).
 * ``--quiet`` — no progress bars (progress goes to stderr, results to stdout).
 * ``--device`` — one resolver (:func:`aflite.device.resolve_device`) for encoders, fine-tuning and the ensemble.
-* ``--text-a/--text-b/--label/--id`` — the columns of a generic table (auto-detected when not given).
-* ``--cache DIR``, ``--overwrite``, ``--groups premise|none|twins|COLUMN``.
+* ``--text-a/--text-b/--label/--id-column`` — the columns of a generic table (auto-detected when not given).
+* ``--cache-dir DIR``, ``--overwrite``, ``--groups premise|none|twins|COLUMN``.
+
+A flag's name is the keyword of the library function the command calls (``--cache-dir`` is ``cache_dir=``);
+``tests/test_cli_keywords.py`` checks it for every command. Old spellings stay one release (:func:`add_deprecated`).
 
 Results go to stdout, progress and notes to stderr.
 """
@@ -142,15 +145,17 @@ def add_threads(p: Any) -> None:
 
 def add_cluster(p: Any, *, what: str) -> None:
     """``--cluster ADDRESS``: a Dask scheduler address, or ``local`` / ``local:N``
-    (:func:`aflite.cluster.open_executor`)."""
+    (:func:`aflite.core.backends.dask.open_executor`)."""
     p.add_argument("--cluster", default=None, metavar="ADDRESS",
                    help=f"{what} on a Dask cluster: a scheduler address (tcp://host:8786), or 'local' / 'local:N' to "
                    "start N local worker processes; the result is the same as without")
 
 
-def add_cache(p: Any, *, default: str = "OUT/cache") -> None:
-    p.add_argument("--cache", type=Path, default=None, metavar="DIR",
-                   help=f"feature / model cache folder, reusable across runs (default {default})")
+def add_cache(p: Any, *, default: str = "OUT/cache", help: str | None = None) -> None:  # noqa: A002
+    """``--cache-dir DIR`` (the library's ``cache_dir=``); ``--cache`` is its deprecated spelling."""
+    p.add_argument("--cache-dir", type=Path, default=None, metavar="DIR",
+                   help=help or f"feature / model cache folder, reusable across runs (default {default})")
+    add_deprecated(p, "--cache", "--cache-dir", dest="cache_dir", type=Path, metavar="DIR")
 
 
 def add_columns(p: argparse.ArgumentParser) -> None:
@@ -164,7 +169,8 @@ def add_columns(p: argparse.ArgumentParser) -> None:
     g.add_argument("--text-a", default=None, metavar="COL", help="first text (premise) column")
     g.add_argument("--text-b", default=None, metavar="COL", help="second text (hypothesis) column")
     g.add_argument("--label", default=None, metavar="COL", help="label column")
-    g.add_argument("--id", default=None, metavar="COL", help="id column (default: row numbers)")
+    g.add_argument("--id-column", default=None, metavar="COL", help="id column (default: row numbers)")
+    add_deprecated(g, "--id", "--id-column", dest="id_column", metavar="COL")
 
 
 def add_overwrite_option(p: argparse.ArgumentParser) -> None:
@@ -202,14 +208,14 @@ def add_image_options(p: argparse.ArgumentParser, description: str = IMAGE_DATA_
 
 def image_options(args: argparse.Namespace) -> dict[str, Any]:
     """The image options the user gave, as keyword arguments of :func:`aflite.data.images.load_image_dataset`."""
-    return {"path_column": getattr(args, "path_column", None), "label_column": getattr(args, "label", None),
-            "id_column": getattr(args, "id", None), "skip_bad_images": getattr(args, "skip_bad_images", False)}
+    return {"path_column": getattr(args, "path_column", None), "label": getattr(args, "label", None),
+            "id_column": getattr(args, "id_column", None), "skip_bad_images": getattr(args, "skip_bad_images", False)}
 
 
 def dataset_options(args: argparse.Namespace) -> dict[str, Any]:
     """The column options the user gave, as keyword arguments of :func:`aflite.data.load_dataset`."""
-    names = {"text_a": "text_a", "text_b": "text_b", "label": "label", "id_column": "id"}
-    return {key: value for key, attr in names.items() if (value := getattr(args, attr, None))}
+    names = ("text_a", "text_b", "label", "id_column")
+    return {key: value for key in names if (value := getattr(args, key, None))}
 
 
 # ----------------------------------------------------------------------------------------------- outputs

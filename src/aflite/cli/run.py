@@ -48,7 +48,8 @@ def add_pipeline_options(p: argparse.ArgumentParser, featurizer_default: str) ->
 
     add_deprecated(p, "--no-groups", "--groups none", dest="groups", const="none")
     add_overwrite_option(p)
-    p.add_argument("--no-probe", action="store_true", help="skip the hypothesis-only probe in the summary")
+    p.add_argument("--probe", action=argparse.BooleanOptionalAction, default=True,
+                   help="run the hypothesis-only probe of the summary (--no-probe skips it)")
     p.add_argument("--resume", action="store_true", help="continue an interrupted run in OUT")
     add_quiet(p)
     from aflite.cli.filter import add_filter_options
@@ -79,14 +80,14 @@ def pipeline_kwargs(args: argparse.Namespace) -> dict[str, Any]:
 
     fopts = featurizer_options(args.featurizer, model_path=args.model_path or None, device=args.device,
                                image_size=args.image_size if args.image_size != 224 else None,
-                               max_steps=args.max_steps, lr=args.lr, path=args.embeddings,
-                               ids_path=args.embedding_ids or None, backend=args.backend)
+                               max_steps=args.max_steps, lr=args.lr, embeddings=args.embeddings,
+                               embedding_ids=args.embedding_ids or None, backend=args.backend)
     params = {"target_size": args.target_size, "n_partitions": args.n_partitions, "train_size": args.train_size,
               "slice_size": args.slice_size, "threshold": args.threshold}
     return dict(featurizer=args.featurizer, view=args.view, params=params, strategy=args.strategy, seed=args.seed,
-                groups=args.groups, cache_dir=args.cache, resume=args.resume,
+                groups=args.groups, cache_dir=args.cache_dir, resume=args.resume,
                 overwrite=args.overwrite, show_progress=not args.quiet,
-                probe=not args.no_probe, featurizer_options=fopts, device=args.device, storage=args.storage,
+                probe=args.probe, featurizer_options=fopts, device=args.device, storage=args.storage,
                 image_options=image_options(args),
                 link_dir=args.link_dir, cluster=args.cluster, cluster_scratch=args.cluster_scratch)
 

@@ -147,21 +147,27 @@ def load_image_dataset(
     path: str | os.PathLike[str],
     *,
     path_column: str | None = None,
-    label_column: str | None = None,
+    label: str | None = None,
     id_column: str | None = None,
     skip_bad_images: bool = False,
+    **old_keywords: Any,
 ) -> Dataset:
     """Load an image folder, a table with a path column, or a HF dataset folder with an Image column (see the
-    module docstring) as a :class:`aflite.data.Dataset` of image references (``modality == "image"``)."""
+    module docstring) as a :class:`aflite.data.Dataset` of image references (``modality == "image"``).
+    ``label`` (the label column, as in :func:`aflite.data.load_dataset`) was ``label_column=`` until this release."""
+    if old_keywords:
+        from aflite._deprecate import renamed_keywords
+
+        label = renamed_keywords(old_keywords, {"label_column": "label"}, "load_image_dataset").get("label", label)
     p = Path(path)
     if not p.exists():
         raise InputError(f"{p}: no such file or folder")
     if p.is_dir() and is_image_folder(p):
         ds = _load_folder(p)
     elif p.is_dir():
-        ds = _load_hf(p, path_column, label_column, id_column)
+        ds = _load_hf(p, path_column, label, id_column)
     else:
-        ds = _load_table(p, path_column, label_column, id_column)
+        ds = _load_table(p, path_column, label, id_column)
     bad: list[str] = []
     if skip_bad_images:
         ok = np.ones(len(ds), dtype=bool)

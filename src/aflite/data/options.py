@@ -8,7 +8,7 @@ import contextvars
 # How messages name the loader's options: the library's keyword (``text_a=``) or, under the command line, its
 # flag (``--text-a``); the CLI sets this once (see :func:`option_names`), so every message names what the user typed.
 _CLI_NAMES = contextvars.ContextVar("aflite_cli_option_names", default=False)
-_FLAGS = {"text_a": "--text-a", "text_b": "--text-b", "label": "--label", "id": "--id", "groups": "--groups",
+_FLAGS = {"text_a": "--text-a", "text_b": "--text-b", "label": "--label", "id": "--id-column", "groups": "--groups",
           "format": "--format"}
 
 

@@ -5,14 +5,16 @@ than on D while a random subset of D of the same size barely moves (Table 3), th
 toward chance, that one filtering phase with one model (the "single-iteration" baseline) removes less, and that
 models trained on D(Φ) generalise at least as well out of distribution (Table 1, HANS).
 
-:func:`evaluate` reproduces that protocol for one dataset D and one or more run directories of ``aflite run``:
+:func:`compare_runs` (and :func:`aflite.runs.evaluate.evaluate`, which writes the folder of ``aflite evaluate``;
+``aflite.evaluate_runs``) reproduces that protocol for one dataset D and one or more run directories of ``aflite run``:
 
-- **Benchmarks.** D is split once, by premise group (``split_seed``), into a training part T and a held-out part
-  H (``heldout``, default 20 %). Every benchmark B (D, each D(Φ), a random subset of D with |D(Φ)| rows per seed,
-  and the single-iteration set of each run) trains on B ∩ T and is tested on its *own* held-out part B ∩ H — the
-  filtered benchmark's own dev set, filtered by the same procedure as its training part because AFLite ran on T
-  and H together (the "filter train+dev together, then split" protocol). Every model is also tested on all of H
-  (the original, unfiltered held-out set) and on any external labelled set (HANS, SNLI test, ...).
+- **Benchmarks.** D is split once, by premise group (``seed``, recorded as ``split_seed``), into a training part
+  T and a held-out part H (``heldout``, default 20 %). Every benchmark B (D, each D(Φ), a random subset of D with
+  |D(Φ)| rows per seed, and the single-iteration set of each run) trains on B ∩ T and is tested on its *own*
+  held-out part B ∩ H — the filtered benchmark's own dev set, filtered by the same procedure as its training part
+  because AFLite ran on T and H together (the "filter train+dev together, then split" protocol). Every model is
+  also tested on all of H (the original, unfiltered held-out set) and on any external labelled set (HANS, SNLI
+  test, ...).
 - **Separate test sets** (``tests``; CLI ``--test NAME=FILE``): sets with D's labels that no run saw, e.g. SNLI
   dev / test / test_hard when D is SNLI train. Each benchmark is scored on each of them (Table 3 shape, next to
   the set's majority rate). With ``split=False`` (``--no-split``) D is not split at all: the paper's protocol.
@@ -29,7 +31,7 @@ models trained on D(Φ) generalise at least as well out of distribution (Table 1
 Trained models and their predictions are cached under ``cache_dir`` (keyed by model, options, training rows and
 seed) and reused by later calls; everything random flows from the seeds.
 
-The modules: :mod:`~aflite.evaluate.runner` (:func:`evaluate`), :mod:`~aflite.evaluate.models`,
+The modules: :mod:`~aflite.evaluate.runner` (:func:`compare_runs`), :mod:`~aflite.evaluate.models`,
 :mod:`~aflite.evaluate.sets` (benchmarks and external sets), :mod:`~aflite.evaluate.tables` (aggregates,
 tables, plot) and :mod:`~aflite.evaluate.probe` (partial-input probes). Every public name is importable from
 ``aflite.evaluate``.
@@ -47,7 +49,7 @@ from aflite.evaluate.models import (
     ModelSpec,
 )
 from aflite.evaluate.probe import ProbeResult, compare_partial_input, probe_skip_reason, text_probe_accuracy
-from aflite.evaluate.runner import evaluate
+from aflite.evaluate.runner import compare_runs
 from aflite.evaluate.sets import HANS_PRED_MAP, EvalSet, TrainingSet, load_eval_set, load_hans, single_iteration_rows
 from aflite.evaluate.tables import CHANCE_ROW, EvaluationReport, plot_report, render_tables
 from aflite.splits import split_heldout
@@ -68,7 +70,7 @@ __all__ = [
     "VIEWS",
     "compare_partial_input",
     "probe_skip_reason",
-    "evaluate",
+    "compare_runs",
     "load_eval_set",
     "load_hans",
     "plot_report",

@@ -1,4 +1,4 @@
-"""The models :func:`~aflite.evaluate.evaluate` trains (:class:`ModelSpec`): feature probes and MLPs on
+"""The models :func:`~aflite.evaluate.compare_runs` trains (:class:`ModelSpec`): feature probes and MLPs on
 cached features, TF-IDF n-gram LR, Max-PPMI and fine-tuned encoders, and the feature store they share."""
 
 from __future__ import annotations
@@ -14,11 +14,12 @@ from numpy.typing import NDArray
 from aflite.atomic import load_cached_npy, write_npy
 from aflite.defaults import DEFAULT_MODELS as DEFAULT_MODELS  # the CLI states it without importing this module
 from aflite.errors import ParameterError
+from aflite.features.registry import featurizer_names
 from aflite.hashing import data_fingerprint
 
 MODEL_KINDS = ("probe", "mlp", "ngram", "ppmi", "finetune")
 FEATURE_MODELS = ("probe", "mlp")
-PROBE_FEATURIZERS = ("ngram", "minilm", "efficientnet-lite0", "hf-image")  # the last two: image datasets
+PROBE_FEATURIZERS = featurizer_names("evaluate")  # the registry's; the image featurizers: image datasets
 VIEWS = ("pair", "hypothesis", "premise")
 
 

@@ -1,5 +1,6 @@
-""":func:`evaluate`: split D, build the benchmarks from the runs, train every model on every benchmark and
-seed (cached), and score them on the held-out and external sets."""
+""":func:`compare_runs`: split D, build the benchmarks from the runs, train every model on every benchmark and
+seed (cached), and score them on the held-out and external sets. It returns an :class:`EvaluationReport` and writes
+only its caches; :func:`aflite.runs.evaluate.evaluate` (``aflite evaluate``) writes the output folder."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from aflite.atomic import load_cached_npy, write_json, write_npy, write_text
+from aflite.atomic import load_cached_npy, write_json, write_npy
 from aflite.errors import InputError, ParameterError
 from aflite.evaluate.models import (
     DEFAULT_MODELS,
@@ -31,7 +32,7 @@ from aflite.evaluate.models import (
     _NgramLR,
 )
 from aflite.evaluate.sets import EvalSet, TrainingSet, _read_run, single_iteration_rows
-from aflite.evaluate.tables import EvaluationReport, _aggregate, _breakdown, _majority, plot_report, render_tables
+from aflite.evaluate.tables import EvaluationReport, _aggregate, _breakdown, _majority, render_tables
 from aflite.hashing import hash_parts as _hash
 from aflite.splits import split_heldout
 from aflite.splits import stratified_sample as _stratified_sample
@@ -44,20 +45,19 @@ _CACHE_FORMAT = 1
 
 
 @limited  # one thread policy (aflite.threads)
-def evaluate(
+def compare_runs(
     data: str | Path,
     runs: Sequence[str | Path],
-    out: str | Path | None = None,
     *,
+    cache_dir: str | Path,
     models: Sequence[str | ModelSpec] = DEFAULT_MODELS,
     seeds: int | Sequence[int] = 3,
     heldout: float = 0.2,
-    split_seed: int = 0,
+    seed: int = 0,
     random_baseline: bool = True,
     single_iteration: bool = True,
     eval_sets: Sequence[EvalSet] = (),
     finetune: FinetuneOptions | None = None,
-    cache_dir: str | Path | None = None,
     dataset_options: dict[str, Any] | None = None,
     minilm_options: dict[str, Any] | None = None,
     show_progress: bool = True,
@@ -69,8 +69,10 @@ def evaluate(
     e.g. SNLI dev / test / test_hard: Table 3 shape) and on ``eval_sets`` (HANS, ...: Table 1 shape). With
     ``split=False`` D is not split: every benchmark trains on all its rows and is scored on ``tests`` and
     ``eval_sets`` only (the paper's protocol when D is a training set). Rows of a run's warm-up slice
-    (``warmup_ids.txt``) are left out of D, every D(Φ) and every comparison subset. Writes ``results.json``,
-    ``tables.md`` and ``accuracy.png`` to ``out`` when given. See the module docstring for the protocol."""
+    (``warmup_ids.txt``) are left out of D, every D(Φ) and every comparison subset. Features, models and
+    predictions are cached in ``cache_dir``. ``seed`` draws the train/held-out split; ``seeds`` are the
+    benchmarks'. See the module docstring of :mod:`aflite.evaluate` for the protocol."""
+    split_seed = seed
     from tqdm import tqdm
 
     from aflite.data import load_dataset
@@ -97,10 +99,7 @@ def evaluate(
         from dataclasses import replace
 
         ft = replace(ft, lr=ft.resolved_lr())
-    out_p = None if out is None else Path(out)
-    cache = Path(cache_dir) if cache_dir is not None else (out_p / "cache" if out_p is not None else None)
-    if cache is None:
-        raise ParameterError("give out or cache_dir (features and models are cached there)")
+    cache = Path(cache_dir)
     t_start = time.perf_counter()
 
     if is_images:
@@ -237,22 +236,7 @@ def evaluate(
     from aflite.verdict import evaluate_verdict
 
     verdict = evaluate_verdict({"training_sets": set_info, "aggregate": aggregate})
-    report = EvaluationReport(out_p, results, aggregate, set_info, tables, config, verdict)
-    if out_p is not None:
-        out_p.mkdir(parents=True, exist_ok=True)
-        from aflite.results import write_results_json
-
-        write_results_json(out_p, {"verdict": verdict, "config": config, "training_sets": set_info,
-                                   "aggregate": aggregate, "runs": results}, command="evaluate", seed=split_seed)
-        write_text(out_p / "tables.md", tables)
-        from aflite.verdict import markdown
-
-        write_text(out_p / "summary.md", markdown(verdict) + (tables if tables.endswith("\n") else tables + "\n"))
-        plot_report(report, out_p / "accuracy.png")
-        from aflite.report import write_page
-
-        write_page(out_p)  # report.html: the accuracy bars with the chance line
-    return report
+    return EvaluationReport(None, results, aggregate, set_info, tables, config, verdict)
 
 
 def _run_job(spec: ModelSpec, ts: TrainingSet, seed: int, ds: Any, y_all: NDArray[np.int64],

@@ -171,8 +171,8 @@ def single_iteration_rows(
     """The paper's single-iteration baseline: one filtering phase (the run's Φ, m and t) over the rows the run
     filtered, removing the most predictable instances (ties broken at random) until ``size`` rows remain.
     Rows in ``exclude`` (warm-up slices of any run being compared) are never kept and do not count to ``size``."""
+    from aflite.core.filter import predictability
     from aflite.features import featurize
-    from aflite.filter import predictability
 
     f = run.summary.get("featurizer")
     params = run.summary.get("parameters")

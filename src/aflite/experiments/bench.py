@@ -44,7 +44,7 @@ def _solver_phase(
     solver: str, say: Any,
 ) -> tuple[dict[str, Any], NDArray[Any]]:
     """Whitening and one phase with one solver; times, optimiser counts and where the time went."""
-    from aflite.ensemble import FastLogisticEnsemble
+    from aflite.core.ensemble import FastLogisticEnsemble
 
     ens = FastLogisticEnsemble(solver=solver)
     t0, c0 = time.perf_counter(), time.process_time()
@@ -87,8 +87,8 @@ def compare_phase(
     The first solver is the one reported as "fast"; with ``("fast", "previous")`` the output also holds the
     previous solver's time, the ratio of the two and their agreement with each other and with the reference.
     """
-    from aflite.ensemble import SklearnEnsemble
-    from aflite.filter import draw_partitions, scores_from_predictions
+    from aflite.core.ensemble import SklearnEnsemble
+    from aflite.core.filter import draw_partitions, scores_from_predictions
 
     say = log or (lambda *_: None)
     _, codes = np.unique(y, return_inverse=True)
@@ -193,7 +193,7 @@ _OBSERVED: list[Any] = []  # in a benchmark child: the ensembles prepared so far
 def _observed_ensemble(solver: str) -> Any:
     """A fast ensemble that registers itself when prepared: ``AFLite.fit`` works on a copy of the model it is
     given, and the benchmark reads the copy's per-phase statistics."""
-    from aflite.ensemble import FastLogisticEnsemble
+    from aflite.core.ensemble import FastLogisticEnsemble
 
     class ObservedEnsemble(FastLogisticEnsemble):
         def prepare(self, X: Any, y: Any, n_classes: int) -> None:
@@ -204,7 +204,7 @@ def _observed_ensemble(solver: str) -> Any:
 
 
 def _complete_child(conn: Any, spec: dict[str, Any]) -> None:
-    from aflite.filter import AFLite
+    from aflite.core.filter import AFLite
 
     t_start = time.perf_counter()
     if spec.get("features"):
@@ -342,23 +342,44 @@ def check_benchmark(n: int, d: int, reference_partitions: int, features: str | N
         raise ParameterError(f"--n {n}: at least 100 rows")
 
 
+def _solver_tuple(value: str | tuple[str, ...]) -> tuple[str, ...]:
+    if isinstance(value, str):
+        if value not in ("fast", "previous", "both"):
+            raise ParameterError(f"solver {value!r}: choose fast, previous or both")
+        return ("fast", "previous") if value == "both" else (value,)
+    return tuple(value)
+
+
 def run_benchmark(
     n: int = SNLI_N,
-    d: int = 768,
+    dim: int = 768,
     reference_partitions: int = 8,
     complete: bool = True,
     features: str | None = None,
     labels: str | None = None,
     seed: int = 0,
     log: Any = None,
-    solvers: tuple[str, ...] = ("fast", "previous"),
-    complete_solvers: tuple[str, ...] | None = None,
+    solvers: str | tuple[str, ...] = ("fast", "previous"),
+    complete_solvers: str | tuple[str, ...] | None = None,
     real_features: str | None = None,
     real_labels: str | None = None,
     real_complete: bool = True,
+    **old_keywords: Any,
 ) -> dict[str, Any]:
     """The benchmark: one phase per solver and the reference (same partitions), the complete filter per solver,
-    and optionally the same on real features (``real_features``/``real_labels``, Table 8 scaled to their size)."""
+    and optionally the same on real features (``real_features``/``real_labels``, Table 8 scaled to their size).
+    ``dim`` (``d=`` until this release) is the synthetic features' dimension. ``solvers`` and ``complete_solvers``
+    are a tuple or one of ``fast``, ``previous``, ``both``; ``complete_solvers`` defaults to ``solvers``, but only
+    the fast one for both (the previous solver's complete run takes several times longer)."""
+    if old_keywords:
+        from aflite._deprecate import renamed_keywords
+
+        dim = renamed_keywords(old_keywords, {"d": "dim"}, "run_benchmark").get("dim", dim)
+    d = dim
+    solvers = _solver_tuple(solvers)
+    if complete_solvers is None:
+        complete_solvers = ("fast",) if solvers == ("fast", "previous") else solvers
+    complete_solvers = _solver_tuple(complete_solvers)
     check_benchmark(n, d, reference_partitions, features, labels, real_features, real_labels)
     say = log or (lambda *_: None)
     from threadpoolctl import threadpool_info

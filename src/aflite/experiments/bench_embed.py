@@ -75,7 +75,7 @@ def _jaccard(a: np.ndarray, b: np.ndarray) -> float:
 
 
 def _kept(X: np.ndarray, y: np.ndarray, seed: int) -> tuple[np.ndarray, str]:
-    from aflite.filter import AFLite
+    from aflite.core.filter import AFLite
     from aflite.pipeline import scaled_defaults
 
     af = AFLite(**scaled_defaults(len(y)), random_state=seed)  # type: ignore[arg-type]

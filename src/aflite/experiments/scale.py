@@ -59,8 +59,8 @@ class _MemorySampler:
 
 def _scale_child(conn: Any, spec: dict[str, Any]) -> None:
     """One measured job in a fresh process: a phase (or the whole filter) on a memory-mapped .npy."""
-    from aflite.ensemble import FastLogisticEnsemble
-    from aflite.filter import AFLite, draw_partitions
+    from aflite.core.ensemble import FastLogisticEnsemble
+    from aflite.core.filter import AFLite, draw_partitions
 
     out: dict[str, Any] = {}
     with _MemorySampler() as mem:
@@ -69,7 +69,7 @@ def _scale_child(conn: Any, spec: dict[str, Any]) -> None:
         n = X.shape[0]
         executor = None
         if spec.get("workers"):
-            from aflite.cluster import DaskExecutor
+            from aflite.core.backends.dask import DaskExecutor
 
             executor = DaskExecutor(n_workers=spec["workers"], scratch=spec.get("scratch"))
         try:

@@ -158,7 +158,7 @@ def run_one(
     callback: Callable[[Any, Any], None] | None = None,
 ) -> tuple[RunRecord, Figure2Panel]:
     """Build the data for (separation, seed), run AFLite on all of D, evaluate on D and on D(Φ)."""
-    from aflite.filter import AFLite
+    from aflite.core.filter import AFLite
 
     start = time.perf_counter()
     params = _aflite_params(aflite_params)
@@ -293,19 +293,14 @@ def run_synthetic(
     data_kwargs: dict[str, Any] | None = None,
     show_progress: bool = True,
     blas_threads: int | None = 1,
-    progress: bool | None = None,
 ) -> SyntheticResult:
     """Every (separation, seed) run of the synthetic experiment, with AFLite at Table 8's setting.
 
     ``aflite_params`` overrides entries of :data:`SYNTHETIC_AFLITE` (n_partitions, train_size, slice_size,
     threshold, target_size; also strategy / model / C). ``blas_threads`` caps BLAS threads during the runs
     (the models here are tiny — t=100 rows, 4 features — so threading only adds overhead, and on a busy
-    machine a lot of it); None leaves the thread pools alone. ``progress`` is the deprecated spelling of
-    ``show_progress``.
+    machine a lot of it); None leaves the thread pools alone.
     """
-    from aflite._deprecate import progress_flag
-
-    show_progress = progress_flag(show_progress, progress=progress, where="run_synthetic: ")
     seeds = tuple(int(s) for s in seeds)
     separations = tuple(_check_fraction("separation", s) for s in separations)
     if not seeds:
@@ -321,7 +316,7 @@ def run_synthetic(
     if isinstance(target, int) and target >= n_samples:
         raise ParameterError(f"n_samples={n_samples} must exceed AFLite's target size n={target}")
     dev_fraction = _check_fraction("dev_fraction", dev_fraction)
-    from aflite.filter import AFLite
+    from aflite.core.filter import AFLite
 
     AFLite(**params).resolved_params(n_samples)  # τ, m, k and t < n < |D| refused before the first run
 

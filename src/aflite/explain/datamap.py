@@ -1,6 +1,6 @@
 """The data map of the filter's first phase (regions) and label-issue candidates from cleanlab.
 
-Coordinates come from :mod:`aflite.heldout` (confidence = mean held-out probability of the gold label over the
+Coordinates come from :mod:`aflite.core.heldout` (confidence = mean held-out probability of the gold label over the
 first phase's models, variability = its standard deviation, correctness = fraction of those models right).
 
 Regions. Swayamdipta et al. (2020, "Dataset Cartography") name three regions of the map — easy-to-learn (high

@@ -48,8 +48,8 @@ def continue_until_clean(
 
     ``significant(rows) -> int`` counts the Bonferroni-significant (token, label) pairs on those rows.
     """
+    from aflite.core.filter import AFLite, FilterState
     from aflite.errors import ParameterError
-    from aflite.filter import AFLite, FilterState
 
     k = max(1, int(params["slice_size"]) // 4)
     t = int(params["train_size"])

@@ -31,7 +31,8 @@ def load_embeddings(
         if suffix == ".npy":
             x = np.load(p, allow_pickle=False)
             if ids_path is None:
-                raise ParameterError(f"{p}: a .npy embeddings file needs ids_path (one id per row)")
+                raise ParameterError(f"{p}: a .npy embeddings file needs its ids file (embedding_ids=, "
+                                     "--embedding-ids: one id per row)")
             ids = _load_ids(Path(ids_path))
         elif suffix == ".npz":
             with np.load(p, allow_pickle=False) as z:
@@ -112,20 +113,31 @@ class PrecomputedFeaturizer:
 
     def __init__(
         self,
-        path: str | os.PathLike[str],
+        embeddings: str | os.PathLike[str] | None = None,
         ids: Sequence[Any] | None = None,
-        ids_path: str | os.PathLike[str] | None = None,
+        embedding_ids: str | os.PathLike[str] | None = None,
         id_column: str = "id",
         embedding_column: str | None = None,
+        **old_keywords: Any,
     ) -> None:
-        self.path = path
+        if old_keywords:  # path= and ids_path= until this release (the CLI's --embeddings / --embedding-ids)
+            from aflite._deprecate import renamed_keywords
+
+            renamed = renamed_keywords(old_keywords, {"path": "embeddings", "ids_path": "embedding_ids"},
+                                       "PrecomputedFeaturizer")
+            embeddings = renamed.get("embeddings", embeddings)
+            embedding_ids = renamed.get("embedding_ids", embedding_ids)
+        if embeddings is None:
+            raise ParameterError("precomputed features need embeddings= (a .npy/.npz/.parquet file)")
+        self.embeddings = embeddings
         self.ids = ids
-        self.ids_path = ids_path
+        self.embedding_ids = embedding_ids
         self.id_column = id_column
         self.embedding_column = embedding_column
 
     def get_options(self) -> dict[str, Any]:
-        return {"path": str(self.path), "ids_path": None if self.ids_path is None else str(self.ids_path)}
+        return {"embeddings": str(self.embeddings),
+                "embedding_ids": None if self.embedding_ids is None else str(self.embedding_ids)}
 
     def fit(self, texts_a: Sequence[str], texts_b: Sequence[str] | None = None, y: Any = None) -> Self:
         return self
@@ -143,8 +155,8 @@ class PrecomputedFeaturizer:
             raise InputError(f"{len(texts_a)} rows but {len(ids)} ids")
         return align_embeddings(
             ids,
-            *load_embeddings(self.path, self.ids_path, self.id_column, self.embedding_column),
-            source=str(self.path),
+            *load_embeddings(self.embeddings, self.embedding_ids, self.id_column, self.embedding_column),
+            source=str(self.embeddings),
         )
 
 

@@ -9,8 +9,8 @@ from typing import Any
 
 from aflite.errors import ParameterError
 
-__all__ = ["FeaturizerSpec", "REGISTRY", "featurizer_names", "featurizer_help", "featurizer_options",
-           "image_featurizer_options"]
+__all__ = ["FeaturizerSpec", "REGISTRY", "RENAMED_OPTIONS", "featurizer_names", "featurizer_help",
+           "featurizer_options", "image_featurizer_options", "current_options"]
 
 
 @dataclass(frozen=True)
@@ -20,25 +20,43 @@ class FeaturizerSpec:
     name: str
     modality: str  # "text", "image", "text+image" (warmup fine-tunes either) or "any" (precomputed vectors)
     options: tuple[str, ...]  # keyword options routed to it from the command line
-    commands: tuple[str, ...]  # the commands that offer it
+    commands: tuple[str, ...]  # the commands that offer it ("evaluate": as the features of probe/mlp models)
     help: str
     required: tuple[tuple[str, str], ...] = ()  # (option, what the error says is missing)
 
 
 REGISTRY: dict[str, FeaturizerSpec] = {s.name: s for s in (
-    FeaturizerSpec("ngram", "text", (), ("run", "embed", "audit"), "hashed TF-IDF, no model"),
-    FeaturizerSpec("minilm", "text", ("model_path", "device", "backend"), ("run", "embed", "audit"),
+    FeaturizerSpec("ngram", "text", (), ("run", "embed", "audit", "evaluate"), "hashed TF-IDF, no model"),
+    FeaturizerSpec("minilm", "text", ("model_path", "device", "backend"), ("run", "embed", "audit", "evaluate"),
                    "frozen all-MiniLM-L6-v2"),
     FeaturizerSpec("warmup", "text+image", ("model_path", "device", "image_size", "max_steps", "lr"),
                    ("run", "embed"), "the paper's Φ: MiniLM — or EfficientNet-Lite0 for images — fine-tuned on a "
                    "warm-up slice of t rows, then discarded"),
-    FeaturizerSpec("precomputed", "any", ("path", "ids_path"), ("run", "audit"), "--embeddings",
-                   required=(("path", "--embeddings FILE"),)),
-    FeaturizerSpec("efficientnet-lite0", "image", ("device", "image_size"), ("run", "embed", "audit"),
+    FeaturizerSpec("precomputed", "any", ("embeddings", "embedding_ids"), ("run", "audit"), "--embeddings",
+                   required=(("embeddings", "--embeddings FILE"),)),
+    FeaturizerSpec("efficientnet-lite0", "image", ("device", "image_size"),
+                   ("run", "embed", "audit", "evaluate"),
                    "frozen ImageNet EfficientNet-Lite0; images"),
-    FeaturizerSpec("hf-image", "image", ("model_path", "device", "image_size"), ("run", "embed", "audit"),
+    FeaturizerSpec("hf-image", "image", ("model_path", "device", "image_size"),
+                   ("run", "embed", "audit", "evaluate"),
                    "a local Hugging Face vision model, --model-path; images"),
 )}
+
+
+# option names of this release's featurizers that had another name before (CHANGELOG.md): old -> new
+RENAMED_OPTIONS = {"path": "embeddings", "ids_path": "embedding_ids"}
+
+
+def current_options(options: dict[str, Any] | None, *, warn: bool = True) -> dict[str, Any]:
+    """``options`` with old option names (:data:`RENAMED_OPTIONS`) under their new ones: a caller's old name gets
+    a DeprecationWarning (``warn``); a run folder written before the rename is read silently (``warn=False``)."""
+    out = dict(options or {})
+    old = {k: out.pop(k) for k in list(out) if k in RENAMED_OPTIONS}
+    if old and warn:
+        from aflite._deprecate import renamed_keywords
+
+        return {**renamed_keywords(old, RENAMED_OPTIONS, "featurizer_options"), **out}
+    return {**{RENAMED_OPTIONS[k]: v for k, v in old.items()}, **out}
 
 
 def featurizer_names(command: str | None = None, modality: str | None = None) -> tuple[str, ...]:

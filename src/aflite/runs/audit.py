@@ -14,8 +14,8 @@ from typing import Any
 
 import numpy as np
 
-from aflite._deprecate import progress_flag
 from aflite.errors import InputError, ParameterError
+from aflite.results import recording_warnings
 from aflite.threads import limited
 
 
@@ -66,6 +66,7 @@ def check_audit_options(data_path: str | os.PathLike[str], *, featurizer: str | 
     return is_images
 
 
+@recording_warnings()  # scikit-learn's warnings counted in results.json (aflite.results)
 def audit_file(
     data_path: str | Path,
     out: str | Path,
@@ -78,7 +79,6 @@ def audit_file(
     dataset_options: dict[str, Any] | None = None,
     groups: str = "premise",
     show_progress: bool = True,
-    quiet: bool | None = None,
     image_options: dict[str, Any] | None = None,
     featurizer_options: dict[str, Any] | None = None,
 ) -> AuditRun:
@@ -86,8 +86,8 @@ def audit_file(
 
     Image data (an image folder, a table with a path column, a HF dataset with an Image column, or an image
     featurizer; :func:`aflite.data.images.is_image_input`) goes to :func:`audit_image_file`, with
-    ``image_options`` (path_column, label_column, id_column, skip_bad_images) and ``featurizer_options``
-    (image_size; path/ids_path for ``precomputed``); there the default ``minilm`` means EfficientNet-Lite0
+    ``image_options`` (path_column, label, id_column, skip_bad_images) and ``featurizer_options``
+    (image_size; embeddings/embedding_ids for ``precomputed``); there the default ``minilm`` means EfficientNet-Lite0
     (``hf-image`` when ``config.model_path`` is set), and ``reference``, ``groups`` and ``dataset_options`` do not
     apply.
 
@@ -97,7 +97,6 @@ def audit_file(
     ``out/report.html`` and ``out/metrics.json``. ``config.tra=None`` becomes "only on a GPU" here, once, so that
     the time estimate and both audits agree.
     """
-    show_progress = progress_flag(show_progress, quiet=quiet, where="audit_file: ")
     import dataclasses
     import sys
 
@@ -204,7 +203,7 @@ def audit_image_file(data_path: str | os.PathLike[str], out: str | os.PathLike[s
                      featurizer_options: dict[str, Any] | None = None, show_progress: bool = True) -> Any:
     """``aflite audit`` on an image dataset (any layout :func:`load_image_dataset` reads): featurize once
     (``config.featurizer``: efficientnet-lite0, hf-image with ``config.model_path``, or precomputed with
-    ``featurizer_options['path']``; cached in ``config.cache_dir``, default ``out/cache``), audit D — and with
+    ``featurizer_options['embeddings']``; cached in ``config.cache_dir``, default ``out/cache``), audit D — and with
     ``compare`` the kept ids of an AFLite run on the same data as D(Φ) — with :func:`audit_image_dataset`, and
     write ``out/metrics.json``, ``out/report.html`` and a t-SNE map per set (``tsne.png``, ``tsne_kept.png``).
     Returns an :class:`AuditRun`. Nothing is written before every image has been read."""
@@ -252,17 +251,19 @@ def audit_image_file(data_path: str | os.PathLike[str], out: str | os.PathLike[s
         filtered = None if filtered is None else A.sample_rows(filtered, sample, cfg.seed)
         union = set(ds.ids.astype(str)) | (set() if filtered is None else set(filtered.ids.astype(str)))
         base = A.subset(full, sorted(union))
-    fopts = dict(featurizer_options or {})
+    from aflite.features.registry import current_options
+
+    fopts = current_options(featurizer_options)
     if cfg.featurizer == "precomputed":
-        if not fopts.get("path"):
+        if not fopts.get("embeddings"):
             raise ParameterError("--featurizer precomputed needs --embeddings FILE")
-        fopts = {k: v for k, v in fopts.items() if k in ("path", "ids_path")}  # no encoder: no size, no device
+        fopts = {k: v for k, v in fopts.items() if k in ("embeddings", "embedding_ids")}  # no encoder: no size
     else:
         fopts = {**fopts, "device": cfg.device}
         if cfg.featurizer == "hf-image":
             fopts["model_path"] = cfg.model_path
-        fopts.pop("path", None)
-        fopts.pop("ids_path", None)
+        fopts.pop("embeddings", None)
+        fopts.pop("embedding_ids", None)
     t_feat = time.perf_counter()
     H = colour_histograms(base.texts_a)  # decodes every image: a corrupt one stops the audit here, before any work
     feats = featurize(base.texts_a, None, cfg.featurizer, cache_dir=cfg.cache_dir,

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from aflite.errors import OutputError, ParameterError
+from aflite.results import recording_warnings
 
 __all__ = ["FEATURES", "EmbedResult", "check_embed_out", "embed"]
 
@@ -44,33 +45,38 @@ def check_embed_out(out: str | os.PathLike[str], overwrite: bool = False) -> Non
         raise OutputError(f"--out {out}: {done} exists; pass --overwrite to replace it, or choose another --out")
 
 
+@recording_warnings()  # scikit-learn's warnings counted in results.json (aflite.results)
 def embed(data: str | os.PathLike[str], out: str | os.PathLike[str], *, featurizer: str = "ngram",
           view: str = "pair", model_path: str | None = None, warmup_size: float = 0.1, lr: float | None = None,
-          cache: str | os.PathLike[str] | None = None, seed: int = 0, device: str = "auto",
+          cache_dir: str | os.PathLike[str] | None = None, seed: int = 0, device: str = "auto",
           image_size: int = 224, path_column: str | None = None, chunk_size: int = 4096,
           skip_bad_images: bool = False, dataset_options: dict[str, Any] | None = None,
           overwrite: bool = False, show_progress: bool = True, backend: str | None = None,
-          cluster: Any = None) -> EmbedResult:
+          cluster: Any = None, **old_keywords: Any) -> EmbedResult:
     """Featurize ``data`` with ``featurizer`` under ``view`` and write the files listed in the module docstring.
 
     ``data`` is read as images when it is an image folder or ``featurizer`` is an image featurizer
     (``efficientnet-lite0``, ``hf-image``); otherwise as a text dataset (``dataset_options``: the column keywords
     of :func:`aflite.data.load_dataset`). ``warmup_size`` is a count, or a fraction of the rows when below 1;
-    ``cache`` defaults to ``out/cache``; ``backend`` is minilm's runtime (torch, onnx, onnx-int8; default auto,
-    :func:`aflite.features.onnx_backend.resolve_backend`); ``chunk_size`` rows are embedded (and cached) at a time.
-    ``cluster`` (``local``, ``local:N``, a scheduler address or an open :class:`aflite.cluster.DaskExecutor`)
-    embeds the chunks as shards on Dask workers (:mod:`aflite.runs.shards`; the cache must be storage every worker
-    can write). Returns an :class:`EmbedResult`.
+    ``cache_dir`` (``cache=`` until this release) defaults to ``out/cache``; ``backend`` is minilm's runtime
+    (torch, onnx, onnx-int8; default auto, :func:`aflite.features.onnx_backend.resolve_backend`); ``chunk_size``
+    rows are embedded (and cached) at a time. ``cluster`` (``local``, ``local:N``, a scheduler address or an open
+    :class:`aflite.core.backends.dask.DaskExecutor`) embeds the chunks as shards on Dask workers
+    (:mod:`aflite.runs.shards`; the cache must be storage every worker can write). Returns an :class:`EmbedResult`.
     """
     from aflite.data import images
 
     out = Path(out)
     check_embed_out(out, overwrite)
+    if old_keywords:
+        from aflite._deprecate import renamed_keywords
+
+        cache_dir = renamed_keywords(old_keywords, {"cache": "cache_dir"}, "embed").get("cache_dir", cache_dir)
     if cluster is not None:
         from aflite.runs.shards import check_shardable
 
         check_shardable(featurizer)
-    cache_dir = Path(cache) if cache is not None else out / "cache"
+    cache_dir = Path(cache_dir) if cache_dir is not None else out / "cache"
     if overwrite:  # start over: no partial image run is resumed
         for name in (FEATURES + ".partial", FEATURES + ".progress.json"):
             (out / name).unlink(missing_ok=True)
@@ -83,7 +89,7 @@ def embed(data: str | os.PathLike[str], out: str | os.PathLike[str], *, featuriz
             return _embed_images(data, out, featurizer=featurizer, model_path=model_path, device=device,
                                  image_size=image_size, chunk_size=chunk_size, seed=seed,
                                  show_progress=show_progress, cache_dir=cache_dir, executor=executor,
-                                 image_options={"path_column": path_column, "label_column": opts.get("label"),
+                                 image_options={"path_column": path_column, "label": opts.get("label"),
                                                 "id_column": opts.get("id_column"),
                                                 "skip_bad_images": skip_bad_images})
         return _embed_text(data, out, featurizer=featurizer, view=view, model_path=model_path, device=device,

@@ -282,7 +282,7 @@ def use_cluster(cluster: Any, scratch: str | Path | None = None) -> tuple[Any, C
         return None, lambda: None
     if not isinstance(cluster, str):
         return cluster, lambda: None
-    from aflite.cluster import open_executor
+    from aflite.core.backends.dask import open_executor
 
     ex = open_executor(cluster, scratch=scratch)
     return ex, ex.close

@@ -21,7 +21,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from sklearn.base import BaseEstimator
 
-from aflite.ensemble import FitStats, LinearEnsemble, make_ensemble
+from aflite.core.ensemble import FitStats, LinearEnsemble, make_ensemble
 from aflite.errors import InputError, ParameterError
 from aflite.splits import draw_partitions
 from aflite.threads import limited
@@ -40,7 +40,7 @@ __all__ = [
     "SNLI_DEFAULTS",
 ]
 
-from aflite.phase import (  # one phase, the state and the defaults live in aflite.phase
+from aflite.core.phase import (  # one phase, the state and the defaults live in aflite.core.phase
     SNLI_DEFAULTS,
     FilterState,
     IterationRecord,
@@ -52,18 +52,18 @@ from aflite.phase import (  # one phase, the state and the defaults live in afli
     select_slice,
     validate_inputs,
 )
-from aflite.phase import check_model as _check_model
-from aflite.phase import encode_classes as _encode
-from aflite.phase import fresh_model as _fresh_model
-from aflite.phase import resolve_size as _resolve_size
-from aflite.phase import seed_from as _seed_from
-from aflite.phase import snli_fraction as _frac
+from aflite.core.phase import check_model as _check_model
+from aflite.core.phase import encode_classes as _encode
+from aflite.core.phase import fresh_model as _fresh_model
+from aflite.core.phase import resolve_size as _resolve_size
+from aflite.core.phase import seed_from as _seed_from
+from aflite.core.phase import snli_fraction as _frac
 
 
 class AFLite(BaseEstimator):
     """Adversarial filtering of dataset biases (Algorithm 1), a scikit-learn estimator.
 
-    ``AFLite(...).fit(X, y)`` filters the rows of (X, y); ``get_support()`` is then the kept mask (D(Φ)).
+    ``AFLite(...).fit(X, y)`` filters the rows of (X, y); ``get_kept_mask()`` is then the kept mask (D(Φ)).
     ``get_params``/``set_params``/``sklearn.base.clone`` work as for any scikit-learn estimator; arguments are
     keyword-only and are checked in ``fit`` (a :class:`aflite.errors.ParameterError`), never in ``__init__``.
 
@@ -97,17 +97,17 @@ class AFLite(BaseEstimator):
     device, storage, executor
         Where the fast ensemble runs (``"logistic"`` only): ``device`` ``auto`` (a CUDA GPU when PyTorch sees
         one, else the CPU), ``cpu`` or ``cuda[:N]``; ``storage`` the GPU copy's dtype (float32, bfloat16,
-        float16); ``executor`` an :class:`aflite.cluster.DaskExecutor` to fit the partitions on a cluster
+        float16); ``executor`` an :class:`aflite.core.backends.dask.DaskExecutor` to fit the partitions on a cluster
         (same result as in one process).
 
     Fitted attributes: ``keep_mask_``, ``predictability_`` (last p̃ before removal, or at the end; NaN if
     never scored), ``removed_at_`` (phase index, -1 if kept), ``history_``, ``stop_reason_``, ``classes_``,
     ``n_features_in_``, ``n_iterations_``, ``seed_`` (the int seed used) and ``params_`` (the resolved counts).
 
-    From the first phase (one ensemble over all of D; see :mod:`aflite.heldout`; None after a ``resume`` past
+    From the first phase (one ensemble over all of D; see :mod:`aflite.core.heldout`; None after a ``resume`` past
     phase 0, or for a model without probabilities): ``first_phase_proba_`` (mean held-out class probabilities,
     (n, K)), ``confidence_``, ``variability_`` and ``correctness_`` (the data map), ``first_phase_predictability_``
-    (p̃ of phase 0 for every row) and ``weights_`` (soft weights, :data:`aflite.heldout.WEIGHT_RULE`).
+    (p̃ of phase 0 for every row) and ``weights_`` (soft weights, :data:`aflite.core.heldout.WEIGHT_RULE`).
     """
 
     def __init__(
@@ -198,13 +198,23 @@ class AFLite(BaseEstimator):
             "random_state": int(seed) if isinstance(seed, int | np.integer) and not isinstance(seed, bool) else None,
         }
 
-    def get_support(self, indices: bool = False) -> NDArray[Any]:
+    def get_kept_mask(self, indices: bool = False) -> NDArray[Any]:
         """The kept instances of the last fit: a boolean mask over the rows of D, or (``indices=True``)
-        their row numbers."""
+        their row numbers (the fitted attribute ``keep_mask_``, copied)."""
         from sklearn.utils.validation import check_is_fitted
 
         check_is_fitted(self, "keep_mask_")
         return np.flatnonzero(self.keep_mask_) if indices else self.keep_mask_.copy()
+
+    def get_support(self, indices: bool = False) -> NDArray[Any]:
+        """Deprecated name of :meth:`get_kept_mask` (scikit-learn's ``get_support`` masks columns; this masks
+        rows); kept for one release with a DeprecationWarning."""
+        import warnings
+
+        warnings.warn("AFLite.get_support() is deprecated and will be removed in the next release; use "
+                      "get_kept_mask() (a mask over rows, where scikit-learn's get_support masks columns)",
+                      DeprecationWarning, stacklevel=2)
+        return self.get_kept_mask(indices=indices)
 
     @limited  # one thread policy (aflite.threads)
     def fit(
@@ -314,8 +324,8 @@ class AFLite(BaseEstimator):
         self, ens: LinearEnsemble | None, X: Any, codes: NDArray[np.int64], rows: NDArray[np.intp],
         scores: PhaseScores | None, state: FilterState,
     ) -> None:
-        """The first phase's data map and soft weights as fitted attributes (aflite.heldout); None when unknown."""
-        from aflite.heldout import first_phase_attributes
+        """The first phase's data map and soft weights as fitted attributes (aflite.core.heldout); None when unknown."""
+        from aflite.core.heldout import first_phase_attributes
 
         mask = None if scores is None else scores.train_mask
         if scores is not None and mask is None and "greedy_mask" in state.extra:

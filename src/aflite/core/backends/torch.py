@@ -1,7 +1,7 @@
 """The PyTorch path of the fast ensemble: the same blocks and batched L-BFGS, with the data passes on a GPU.
 
 Only the passes over the rows (the two large products per step, softmax, argmax) run in PyTorch; the
-optimiser state is small and stays in float64 numpy, shared with the CPU path (:func:`aflite.solver.run_block`).
+optimiser state is small and stays in float64 numpy, shared with the CPU path (:func:`aflite.core.solver.run_block`).
 The whitened features live on the device, optionally as bfloat16/float16 to halve their memory; every
 product casts a chunk to float32 first, so accumulation is float32 and sums over chunks are float64.
 
@@ -16,11 +16,11 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from aflite.core.solver import BlockResult, BlockTask, Whitening, chunk_rows, pred_dtype, run_block, shrink_positions
 from aflite.device import resolve_device as resolve_device  # the one resolver
 from aflite.device import torch_device as _torch_device
 from aflite.device import torch_module as _torch
 from aflite.errors import ParameterError
-from aflite.solver import BlockResult, BlockTask, Whitening, chunk_rows, pred_dtype, run_block, shrink_positions
 
 __all__ = ["resolve_device", "TorchFeatureStore", "fit_block_torch", "STORAGE_DTYPES"]
 

@@ -8,7 +8,7 @@ for each model the rows of the tile it trains on are read once, for the logits, 
 gradient together, so S is read from memory once per pass and every product is useful work.
 
 The kernel is compiled with `numba <https://numba.pydata.org>`_ when it is installed (a dependency of
-aflite); without it :mod:`aflite.solver` falls back to its numpy passes, which compute the same objective.
+aflite); without it :mod:`aflite.core.solver` falls back to its numpy passes, which compute the same objective.
 The loop order is fixed (tiles, then models, then rows), so the floating-point result depends only on the
 inputs: the same bits for any number of threads or cluster workers, each block being one call sequence.
 """

@@ -4,7 +4,7 @@ Two interchangeable implementations of the same contract (:class:`LinearEnsemble
 
 * :class:`FastLogisticEnsemble` — multinomial L2 logistic regression for *all* partitions at once, in blocks
   of models optimised in lockstep by batched L-BFGS; each step reads the rows once for all the block's
-  models (by default each model's own training rows, gathered chunk by chunk; see :mod:`aflite.solver`,
+  models (by default each model's own training rows, gathered chunk by chunk; see :mod:`aflite.core.solver`,
   which holds the solver shared with the PyTorch backend). It solves exactly scikit-learn's problem
   (``C/2``-scaled L2 penalty, unpenalised intercept) but in a whitened coordinate system: with
   ``x' = (x - μ) V diag(1/σ)`` the penalty ``‖W‖²`` becomes the diagonal ``Σ_j ‖W'_j‖² / σ_j²`` — a change
@@ -24,9 +24,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from aflite import kernels
-from aflite.errors import ParameterError
-from aflite.solver import (
+from aflite.core import kernels
+from aflite.core.solver import (
     SOLVERS,
     BlockResult,
     BlockTask,
@@ -38,6 +37,7 @@ from aflite.solver import (
     use_chunked_rows,
     use_own_rows,
 )
+from aflite.errors import ParameterError
 from aflite.threads import budget
 
 __all__ = [
@@ -59,7 +59,7 @@ class FitStats:
     converged: int = 0
     passes: int = 0
     # thread-seconds per part of the fit, summed over blocks (blocks run in parallel, so the sum can exceed
-    # ``seconds``): whitening is timed in prepare; see :func:`aflite.solver.run_block` for the parts
+    # ``seconds``): whitening is timed in prepare; see :func:`aflite.core.solver.run_block` for the parts
     parts: dict[str, float] = field(default_factory=dict)
 
 
@@ -87,7 +87,7 @@ class LinearEnsemble(ABC):
     def predict_proba(self, X: Any, rows: NDArray[np.intp]) -> NDArray[np.float32]:
         """Class probabilities of ``X[rows]`` (the raw features given to ``prepare``) under each model of the
         last full ``fit_predict`` call, shape ``(len(rows), m, n_classes)``; the data map of
-        :mod:`aflite.heldout` reads them. Ensembles that cannot say raise NotImplementedError."""
+        :mod:`aflite.core.heldout` reads them. Ensembles that cannot say raise NotImplementedError."""
         raise NotImplementedError(f"{type(self).__name__} does not give class probabilities")
 
     def raw_coefficients(self) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
@@ -169,8 +169,8 @@ class FastLogisticEnsemble(LinearEnsemble):
     Scale: the partitions are fitted in blocks of ``block_size`` (default :func:`default_block_size`; one block
     of all m models for the compiled own-row kernel, whose threads share each pass's chunks instead), each
     with one BLAS thread, ``n_jobs`` blocks at a time, or on the workers of ``executor`` (see
-    :mod:`aflite.cluster`); the result is the same whichever runs them. ``device`` ``"cuda"`` (or ``"auto"``
-    with a GPU present) runs the same algorithm in PyTorch on the GPU (:mod:`aflite.torch_backend`), with
+    :mod:`aflite.core.backends.dask`); the result is the same whichever runs them. ``device`` ``"cuda"`` (or ``"auto"``
+    with a GPU present) runs the same algorithm in PyTorch on the GPU (:mod:`aflite.core.backends.torch`), with
     features stored as ``storage`` (float32, bfloat16 or float16; products accumulate in float32). Features
     larger than ``max_copy_gb`` of whitened float32 are streamed from X (e.g. a memory-mapped .npy) instead
     of copied.
@@ -178,7 +178,7 @@ class FastLogisticEnsemble(LinearEnsemble):
     ``solver`` ``"fast"`` (default) trains each model on its own rows of S, read chunk by chunk, and starts
     L-BFGS with the previous phase's curvature pairs; ``"previous"`` is the solver before that (every step a
     pass over all of S), kept so that ``aflite bench --solver both`` can time both on the same partitions.
-    Both solve the same problem to the same tolerance (see :mod:`aflite.solver`).
+    Both solve the same problem to the same tolerance (see :mod:`aflite.core.solver`).
 
     ``copy_X`` ``False`` (scikit-learn's convention) lets ``prepare`` whiten a float32, C-contiguous X in its own
     memory instead of a copy: the caller gives X up (its values are overwritten) and the peak memory drops by
@@ -260,7 +260,7 @@ class FastLogisticEnsemble(LinearEnsemble):
         self.device_ = resolve_device(self.device)
         copy = X.shape[0] * self._dim * 4 <= self.max_copy_gb * (1 << 30)
         if self.device_ != "cpu":
-            from aflite.torch_backend import TorchFeatureStore
+            from aflite.core.backends.torch import TorchFeatureStore
 
             self._store = TorchFeatureStore(X, self._whitening, self.device_, self.storage, self.chunk_mb)
         elif self.executor is not None:
@@ -388,7 +388,7 @@ class FastLogisticEnsemble(LinearEnsemble):
 
     def _run_tasks(self, tasks: list[BlockTask], n: int) -> list[BlockResult]:
         if self.device_ != "cpu":
-            from aflite.torch_backend import fit_block_torch
+            from aflite.core.backends.torch import fit_block_torch
 
             return [fit_block_torch(self._store, t) for t in tasks]
         if self.executor is not None:

@@ -88,9 +88,9 @@ def write_all(out: Path, *, run: Any, ids: np.ndarray, labels: np.ndarray, af: A
     """Write every file of the folder; returns the results.json body."""
     import time
 
+    from aflite.core.heldout import WEIGHT_RULE
     from aflite.explain.datamap import REGION_RULE
     from aflite.explain.plots import plot_competency, plot_datamap
-    from aflite.heldout import WEIGHT_RULE
 
     out.mkdir(parents=True, exist_ok=True)
     keep = np.asarray(run.kept, dtype=bool)

@@ -107,7 +107,7 @@ def first_phase_attributes(
     ens: Any, X: Any, codes: NDArray[np.int64], rows: NDArray[np.intp], scores: Any,
     train_mask: NDArray[np.bool_] | None, n_classes: int,
 ) -> dict[str, Any]:
-    """The fitted attributes :class:`aflite.filter.AFLite` sets after its first phase (None where unknown:
+    """The fitted attributes :class:`aflite.core.filter.AFLite` sets after its first phase (None where unknown:
     a resumed run, a model without ``predict_proba``)."""
     attrs: dict[str, Any] = dict.fromkeys(FIRST_PHASE_ATTRIBUTES)
     if ens is None or scores is None or train_mask is None:

@@ -187,8 +187,7 @@ class FeatureStore:
             # Compact in place, in increasing order: pos is sorted with pos[i] >= i, so a row only overwrites rows
             # that no later row reads. ~6x faster than a fresh copy (no new pages); the compiled loop moves each
             # row once, the numpy fallback gathers a chunk and copies it back.
-            from aflite import kernels
-
+            from aflite.core import kernels
             if not kernels.compact_rows(self._data, pos):
                 for r0 in range(0, len(pos), self.step):
                     p = pos[r0 : r0 + self.step]

@@ -1,8 +1,8 @@
 """One filtering phase of AFLite and what the estimator shares with it: the inputs check, the partitions'
 scores (predictability p̃), the slice selection (slicing, greedy, Gumbel), the run's state and Table 8's defaults.
 
-:func:`predictability` is one phase on its own (the single-iteration ranking); :class:`aflite.filter.AFLite`
-loops over phases. Everything random comes from the ``rng`` the caller passes (one seed, see aflite.filter).
+:func:`predictability` is one phase on its own (the single-iteration ranking); :class:`aflite.core.filter.AFLite`
+loops over phases. Everything random comes from the ``rng`` the caller passes (one seed, see aflite.core.filter).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import Any, Literal
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from aflite.ensemble import LinearEnsemble, make_ensemble
+from aflite.core.ensemble import LinearEnsemble, make_ensemble
 from aflite.errors import InputError, ParameterError
 from aflite.splits import draw_partitions
 

@@ -1,6 +1,6 @@
 """The solver shared by every backend of the fast ensemble: whitening, feature stores, blocks and batched L-BFGS.
 
-Both :mod:`aflite.ensemble` (numpy) and :mod:`aflite.torch_backend` (PyTorch) import from here, never from
+Both :mod:`aflite.core.ensemble` (numpy) and :mod:`aflite.core.backends.torch` (PyTorch) import from here, never from
 each other. A *block* (:class:`BlockTask`) is the unit of work handed to threads, cluster workers or a GPU;
 its result depends only on the task, so every way of running it gives the same bits.
 
@@ -12,7 +12,7 @@ Two ways of computing the objective over the rows of S (the *solver*):
   trains on t rows while the pass reads |S| (11× the useful work at SNLI's |S| = 550K, t = 50K).
 * ``"fast"`` (default) — passes over each model's *own* training rows: S is read in cache-sized chunks and
   every model of the block takes its rows of a chunk while the chunk is in cache. With numba installed this is
-  the compiled kernel of :mod:`aflite.kernels` (logits, softmax, loss and gradient from one read of each row,
+  the compiled kernel of :mod:`aflite.core.kernels` (logits, softmax, loss and gradient from one read of each row,
   only for the models that train on it), one block holds all m models so that S is read once per pass, and
   the chunks of a pass are shared by the threads; without numba each model's rows are gathered and multiplied
   in numpy. Predictions come from one GEMM pass at the end, and L-BFGS starts with curvature pairs carried over
@@ -29,15 +29,15 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from aflite.blocks import (  # the unit of work and how problems are cut into it (aflite.blocks)
+from aflite.core.blocks import (  # the unit of work and how problems are cut into it (aflite.core.blocks)
     BlockResult,
     BlockTask,
     default_block_size,
     use_chunked_rows,
     use_own_rows,
 )
-from aflite.lbfgs import LbfgsState
-from aflite.store import (  # the feature store and whitening every backend reads (aflite.store)
+from aflite.core.lbfgs import LbfgsState
+from aflite.core.store import (  # the feature store and whitening every backend reads (aflite.core.store)
     FeatureStore,
     Whitening,
     chunk_rows,
@@ -201,8 +201,7 @@ class _ChunkedOwnOps(_NumpyBlockOps):
         self.pos = [np.flatnonzero(by_model[j]) for j in range(b)]  # each model's rows, as positions in S
         ends = np.append(self.starts, n)
         self.cuts = np.stack([np.searchsorted(p, ends) for p in self.pos])  # (b, chunks + 1)
-        from aflite import kernels
-
+        from aflite.core import kernels
         self.compiled = kernels.available()
         if self.compiled:  # the kernel's layout: all models' positions in one array, each model from base[j]
             self.flat_pos = np.concatenate(self.pos).astype(np.int64)
@@ -282,9 +281,8 @@ class _ChunkedOwnOps(_NumpyBlockOps):
     def _loss_grad_compiled(
         self, theta: NDArray[np.float64], sel: NDArray[np.intp]
     ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-        """The same objective and gradient, from :mod:`aflite.kernels` (one read of each row per pass)."""
-        from aflite import kernels
-
+        """The same objective and gradient, from :mod:`aflite.core.kernels` (one read of each row per pass)."""
+        from aflite.core import kernels
         K, d, task = self.K, self.d, self.task
         nm = len(sel)
         n = len(self.store)

@@ -1,4 +1,6 @@
-""":func:`explain`: read a run back, recompute its first phase, and write the explain folder.
+""":func:`explain` (``aflite explain``; ``aflite.explain_run``): read a run folder and the data file back, recompute
+the run's first phase (:mod:`aflite.explain.recompute`), run the analyses of :mod:`aflite.explain`, and write the
+explain folder (:mod:`aflite.runs.explain_files`).
 
 Where the data map comes from. A run folder holds the kept/removed ids, the last p̃ and the features cache, not
 the first phase's probabilities. Rather than make old runs unreadable, explain *recomputes* the first phase: the
@@ -24,12 +26,10 @@ from typing import Any
 import numpy as np
 
 from aflite.errors import InputError, ParameterError
+from aflite.results import recording_warnings
 from aflite.threads import limited
 
 __all__ = ["ExplainResult", "explain", "read_run"]
-
-_FILTER_KEYS = ("target_size", "n_partitions", "train_size", "slice_size", "threshold", "strategy", "C")
-
 
 @dataclass
 class ExplainResult:
@@ -132,17 +132,18 @@ def _load(data_path: Path, run: RunRecord, dataset_options: dict[str, Any] | Non
 def _features(ds: Any, is_images: bool, run: RunRecord, cache_dir: Path | None,
               featurizer_options: dict[str, Any] | None, show_progress: bool) -> Any:
     from aflite import features
-    from aflite.features.registry import image_featurizer_options
+    from aflite.features.registry import current_options, image_featurizer_options
 
     fz = run.summary["featurizer"]
-    opts = {k: v for k, v in (fz.get("options") or {}).items() if v is not None}
-    opts.update(featurizer_options or {})
+    recorded = current_options(fz.get("options"), warn=False)  # a run folder from before a rename reads as now
+    opts = {k: v for k, v in recorded.items() if v is not None}
+    opts.update(current_options(featurizer_options))
     for key in ("word_ngrams", "char_ngrams"):
         if isinstance(opts.get(key), list):
             opts[key] = tuple(opts[key])
     if is_images:
         opts = image_featurizer_options(fz["name"], opts)
-    if fz["name"] == "precomputed" and not opts.get("path"):
+    if fz["name"] == "precomputed" and not opts.get("embeddings"):
         raise ParameterError("the run used --featurizer precomputed: pass its --embeddings FILE")
     params = run.summary["parameters"]
     return features.featurize(
@@ -154,32 +155,8 @@ def _features(ds: Any, is_images: bool, run: RunRecord, cache_dir: Path | None,
         warmup_seed=run.summary.get("seed", 0), show_progress=show_progress, **opts)
 
 
-def first_phase(X: Any, y: np.ndarray, groups: np.ndarray | None, params: dict[str, Any], seed: int) -> Any:
-    """The run's first phase, recomputed: an AFLite with the run's parameters and seed, stopped after phase 0."""
-    from aflite.filter import AFLite
-
-    kw = {k: params[k] for k in _FILTER_KEYS if k in params}
-    model = params.get("model", "logistic")
-    af = AFLite(**kw, model=model if model in ("logistic", "sklearn") else "logistic", random_state=int(seed),
-                max_iterations=1, device="cpu")
-    return af.fit(X, y, groups)
-
-
-def _token_texts(ds: Any, view: str, token_view: str) -> tuple[list[str], str]:
-    if token_view == "auto":
-        token_view = ("premise" if view == "premise" else "hypothesis") if ds.is_pair else "text"
-    if token_view in ("hypothesis", "premise", "pair") and not ds.is_pair:
-        raise ParameterError(f"--token-view {token_view} needs a pair dataset; this one has single texts")
-    if token_view == "hypothesis":
-        return list(ds.texts_b), "hypothesis"
-    if token_view == "pair":
-        return [f"{a} {b}" for a, b in zip(ds.texts_a, ds.texts_b, strict=True)], "pair"
-    if token_view in ("premise", "text"):
-        return list(ds.texts_a), token_view
-    raise ParameterError(f"token view must be auto, hypothesis, premise or pair, not {token_view!r}")
-
-
 @limited  # one thread policy (aflite.threads)
+@recording_warnings()  # scikit-learn's warnings counted in results.json (aflite.results)
 def explain(
     data_path: str | Path,
     run_dir: str | Path,
@@ -209,8 +186,9 @@ def explain(
     from aflite.explain import tokens as tk
     from aflite.explain.datamap import label_issues, overlap_table, regions
     from aflite.explain.reasons import fit_surrogate, image_inputs, nearest_kept, text_inputs
-    from aflite.explain.write import write_all
+    from aflite.explain.recompute import first_phase, ngram_terms, token_texts
     from aflite.hashing import inputs_fingerprint
+    from aflite.runs.explain_files import write_all
 
     if not 0.0 < alpha < 1.0:
         raise ParameterError(f"--alpha must lie in (0, 1), got {alpha}")
@@ -227,7 +205,7 @@ def explain(
     texts: list[str] | None = None
     tview = "image statistics" if is_images else ""
     if not is_images:
-        texts, tview = _token_texts(ds, fz.get("view", "pair"), token_view)
+        texts, tview = token_texts(ds, fz.get("view", "pair"), token_view)
     elif stop_rule:
         raise ParameterError("--stop-rule tests token artifacts: it needs a text dataset")
     if ngram_coefficients and fz["name"] != "ngram":
@@ -300,7 +278,7 @@ def explain(
     ens_terms = None
     if ngram_coefficients and B is not None and vocab is not None and af.first_phase_coef_ is not None:
         t0 = time.perf_counter()
-        ens_terms = _ngram_terms(ds, rows, fz, X, B, vocab, y, classes, min_count, af.first_phase_coef_, tview)
+        ens_terms = ngram_terms(ds, rows, fz, X, B, vocab, y, classes, min_count, af.first_phase_coef_, tview)
         timings["ngram_coefficients_seconds"] = time.perf_counter() - t0
 
     stop = None
@@ -329,29 +307,3 @@ def explain(
     write_results_json(out, results, command="explain", seed=seed)  # with the writing time; the CLI adds argv
     write_page(out, dataset=ds)  # report.html: the run's rows with the data map, tokens and weights
     return ExplainResult(out, results)
-
-
-def _ngram_terms(ds: Any, rows: np.ndarray, fz: dict[str, Any], X: Any, B: Any, vocab: np.ndarray, y: np.ndarray,
-                 classes: np.ndarray, min_count: int, coef: np.ndarray, tview: str) -> dict[str, Any]:
-    """Refit the run's n-gram Φ (same options and seed, same texts), check it reproduces the run's Φ on a sample
-    of rows, and score every tested token against every label with the ensemble's mean weights."""
-    from aflite.explain.reasons import ngram_token_scores, row_top_tokens, text_inputs
-    from aflite.features import apply_view, make_featurizer
-
-    opts = {k: (tuple(v) if isinstance(v, list) else v) for k, v in (fz.get("options") or {}).items()}
-    feat = make_featurizer("ngram", **opts)
-    view = fz.get("view", "pair")
-    a, b = apply_view(ds.texts_a, ds.texts_b, view)
-    feat.fit(a, b)
-    idx = np.linspace(0, len(rows) - 1, num=min(256, len(rows))).astype(np.int64)  # X[j] is dataset row rows[j]
-    probe = rows[idx]
-    Xp = feat.transform([a[r] for r in probe], None if b is None else [b[r] for r in probe])
-    diff = float(np.max(np.abs(np.asarray(Xp, dtype=np.float64) - np.asarray(X[idx], dtype=np.float64))))
-    F, toks = text_inputs(B, vocab, min_count)
-    names = [str(t) for t in toks]
-    S = ngram_token_scores(feat, names, b is not None and tview != "premise", coef, pair=b is not None)
-    order = np.argsort(-S, axis=None, kind="stable")[:25]
-    top = [{"token": names[i // len(classes)], "label": str(classes[i % len(classes)]),
-            "score": float(S.flat[i])} for i in order]
-    return {"refit_max_abs_diff": diff, "top_terms": top,
-            "per_row": row_top_tokens(F.tocsr(), S, y, names)}

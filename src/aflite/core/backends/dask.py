@@ -26,8 +26,8 @@ from typing import Any
 import numpy as np
 
 from aflite.atomic import atomic_path, write_npz
+from aflite.core.solver import BlockResult, BlockTask, FeatureStore, Whitening, chunk_rows, fit_block_local, whiten_into
 from aflite.errors import ParameterError
-from aflite.solver import BlockResult, BlockTask, FeatureStore, Whitening, chunk_rows, fit_block_local, whiten_into
 
 __all__ = ["DaskExecutor", "StoreSpec", "open_executor"]
 
