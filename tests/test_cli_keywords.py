@@ -73,8 +73,6 @@ CLI_ONLY = {
 PER_COMMAND = {
     "filter": {
         "seed",             # AFLite's random_state (scikit-learn's name); --seed is the one seed of every command
-        "cluster",          # AFLite(executor=DaskExecutor(address)), built and closed around the call
-        "cluster_scratch",  # DaskExecutor(scratch=)
     },
     "bench": {
         "embed",       # --embed MODEL selects the encoder benchmark: embed_benchmark(model=MODEL)

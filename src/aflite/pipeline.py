@@ -347,13 +347,17 @@ def filter_files(
     overwrite: bool = False,
     show_progress: bool = True,
     extra: dict[str, Any] | None = None,
+    cluster: Any = None,
+    cluster_scratch: str | Path | None = None,
     **old_keywords: Any,
 ) -> RunResult:
     """AFLite on precomputed features and labels read from files (what ``aflite filter`` does).
 
     Reads the feature matrix (``.npy``, memory-mapped with ``mmap``, or numeric table columns), the labels
     and optional ids and groups (column ``group``), checks they line up, and runs ``aflite`` (default:
-    :class:`AFLite` with its defaults) into the run directory ``out`` (see :mod:`aflite.rundir`).
+    :class:`AFLite` with its defaults) into the run directory ``out`` (see :mod:`aflite.rundir`). ``cluster``
+    and ``cluster_scratch`` fit the partitions on a Dask executor, as in :func:`run` (an executor already set on
+    ``aflite`` wins).
     """
     from aflite import data
     from aflite.rundir import run_filter
@@ -373,11 +377,24 @@ def filter_files(
         raise InputError(f"{ids}: ids are not unique")
     af = aflite if aflite is not None else AFLite()
     from aflite.device import resolve_device
+    from aflite.runs.shards import use_cluster
 
     info = {"inputs": {"features": str(features), "labels": str(labels), "ids": None if ids is None else str(ids)},
             "device": resolve_device(af.device) if af.model == "logistic" else "cpu", **(extra or {})}
-    summary = run_filter(af, X, y, id_arr, out, groups=grp, resume=resume, overwrite=overwrite,
-                         show_progress=show_progress, extra=info)
+    if cluster is not None and not isinstance(cluster, str):
+        info.setdefault("cluster", type(cluster).__name__)
+    elif cluster:
+        info.setdefault("cluster", cluster)
+    executor, release = use_cluster(cluster, cluster_scratch) if af.executor is None else (None, lambda: None)
+    try:
+        if executor is not None:
+            af.set_params(executor=executor)
+        summary = run_filter(af, X, y, id_arr, out, groups=grp, resume=resume, overwrite=overwrite,
+                             show_progress=show_progress, extra=info)
+    finally:
+        if executor is not None:
+            af.set_params(executor=None)  # the caller's estimator does not keep an executor closed here
+        release()
     from aflite.verdict import filter_verdict
 
     summary["filter_wall_seconds_this_call"] = summary.get("wall_seconds_this_call")

@@ -72,16 +72,6 @@ def add_scale_options(p: argparse.ArgumentParser, cluster: bool | str = True) ->
                        "(default: a temporary folder, fine for a local cluster)")
 
 
-def make_executor(args: argparse.Namespace) -> Any:
-    """A DaskExecutor for --cluster, or None."""
-    address = getattr(args, "cluster", None)
-    if not address:
-        return None
-    from aflite.core.backends.dask import open_executor
-
-    return open_executor(address, scratch=getattr(args, "cluster_scratch", None))
-
-
 def register(sub: Any) -> None:
     p = sub.add_parser(
         "filter",
@@ -139,16 +129,11 @@ def run(args: argparse.Namespace) -> int:
     from aflite.cli.options import write_results
     from aflite.pipeline import filter_files
 
-    executor = make_executor(args)
-    try:
-        res = filter_files(args.features, args.labels, args.out, aflite=build_filter(args, executor),
-                           ids=args.ids, groups=args.groups, feature_columns=args.feature_columns,
-                           label=args.label, id_column=args.id_column, mmap=args.mmap, resume=args.resume,
-                           overwrite=args.overwrite,
-                           show_progress=not args.quiet, extra={"cluster": args.cluster})
-    finally:
-        if executor is not None:
-            executor.close()
+    res = filter_files(args.features, args.labels, args.out, aflite=build_filter(args), ids=args.ids,
+                       groups=args.groups, feature_columns=args.feature_columns, label=args.label,
+                       id_column=args.id_column, mmap=args.mmap, resume=args.resume, overwrite=args.overwrite,
+                       show_progress=not args.quiet, extra={"cluster": args.cluster}, cluster=args.cluster,
+                       cluster_scratch=args.cluster_scratch)
     s = res.summary
     write_results(args.out, args)  # stamps the library's results.json with argv, seed and versions
     print(f"kept {s['size_after']} of {s['size_before']} instances after {s['n_iterations']} phase(s): "
@@ -157,4 +142,4 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-__all__ = ["register", "run", "add_filter_options", "add_scale_options", "build_filter", "make_executor"]
+__all__ = ["register", "run", "add_filter_options", "add_scale_options", "build_filter"]
