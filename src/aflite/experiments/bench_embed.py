@@ -20,9 +20,11 @@ import numpy as np
 
 from aflite.errors import ParameterError
 
-__all__ = ["embed_benchmark", "format_embed_report", "gemm_rates", "flops_per_token"]
+__all__ = ["EMBED_MODELS", "DEFAULT_ITEMS", "embed_benchmark", "format_embed_report", "gemm_rates", "flops_per_token"]
 
 BACKENDS = ("torch", "onnx", "onnx-int8")
+EMBED_MODELS = ("minilm", "efficientnet-lite0")  # what --embed benchmarks (the first: text pairs; then images)
+DEFAULT_ITEMS = {"minilm": 2000, "efficientnet-lite0": 500}
 
 
 def flops_per_token(config: Any) -> float:
@@ -87,9 +89,15 @@ def embed_benchmark(data: str | os.PathLike[str], *, model: str = "minilm", n_it
                     seed: int = 0, kept_set: bool = True, backends: tuple[str, ...] = BACKENDS,
                     reference: bool = True, batch_size: int = 32,
                     log: Callable[[str], None] = lambda m: None) -> dict[str, Any]:
-    """The ``embed`` section of ``aflite bench --json`` for ``model`` on the text pairs of ``data``."""
+    """The ``embed`` section of ``aflite bench --json`` for ``model`` on the text pairs of ``data`` (the image
+    models: :func:`aflite.experiments.bench_embed_images.image_embed_benchmark` on an image folder)."""
+    if model in EMBED_MODELS[1:]:
+        from aflite.experiments.bench_embed_images import image_embed_benchmark
+
+        return image_embed_benchmark(data, model=model, n_items=n_items, rounds=rounds, seed=seed,
+                                     kept_set=kept_set, batch_size=batch_size, log=log)
     if model != "minilm":
-        raise ParameterError(f"--embed {model}: only minilm has ONNX backends so far")
+        raise ParameterError(f"--embed {model}: choose one of {', '.join(EMBED_MODELS)}")
     if n_items < 1 or rounds < 1:
         raise ParameterError("--embed-items and --embed-rounds must be >= 1")
     from aflite.data import load_dataset
@@ -182,9 +190,13 @@ def embed_benchmark(data: str | os.PathLike[str], *, model: str = "minilm", n_it
 
 
 def format_embed_report(res: dict[str, Any]) -> str:
-    lines = [f"{res['model']} on {res['n_items']} pairs of {res['data']} ({res['tokens_per_item']} tokens/pair, "
-             f"{res['mflop_per_token']} MFLOP/token), median of {res['rounds']} alternating rounds, "
-             f"{res['threads']} threads:"]
+    if res.get("unit") == "image":
+        head = (f"{res['model']} on {res['n_items']} images of {res['data']} ({res['image_size']} px, "
+                f"{res['gflop_per_item']} GFLOP/image)")
+    else:
+        head = (f"{res['model']} on {res['n_items']} pairs of {res['data']} ({res['tokens_per_item']} tokens/pair, "
+                f"{res['mflop_per_token']} MFLOP/token)")
+    lines = [f"{head}, median of {res['rounds']} alternating rounds, {res['threads']} threads:"]
     for be, v in res["items_per_s"].items():
         extra = ""
         if be in res["mean_cosine"]:

@@ -157,6 +157,8 @@ def featurize(
         from aflite.data.images import files_fingerprint
 
         extra["image_files"] = files_fingerprint(a)
+        if isinstance(feat, ImageFeaturizer):
+            feat.fit(a)  # the int8 backend's calibration images: a sample of all rows, whatever the chunking
         if chunk_size == DEFAULT_CHUNK_SIZE:  # images embed ~100× slower than sentences on a CPU: resume finer
             chunk_size = DEFAULT_IMAGE_CHUNK_SIZE
     mask = np.ones(n, dtype=bool)

@@ -44,15 +44,15 @@ def onnx_available() -> bool:
     return all(importlib.util.find_spec(m) is not None for m in ("onnx", "onnxruntime"))
 
 
-def resolve_backend(backend: str | None, device: str) -> str:
-    """``backend`` as given, or the default: torch on a GPU; on CPU :data:`CPU_DEFAULT` when the extra is
-    installed, else torch (said in one line on stderr). An ONNX backend asked for on a GPU or without the extra is
-    a :class:`ParameterError`."""
+def resolve_backend(backend: str | None, device: str, cpu_default: str = CPU_DEFAULT) -> str:
+    """``backend`` as given, or the default: torch on a GPU; on CPU ``cpu_default`` (the encoder's measured best,
+    :data:`CPU_DEFAULT` for MiniLM) when the extra is installed, else torch (said in one line on stderr). An ONNX
+    backend asked for on a GPU or without the extra is a :class:`ParameterError`."""
     if backend in (None, "", "auto"):
-        if device != "cpu":
+        if device != "cpu" or cpu_default == "torch":
             return "torch"
         if onnx_available():
-            return CPU_DEFAULT
+            return cpu_default
         print("aflite: onnxruntime not installed (pip install 'aflite[onnx]'); encoding with torch",
               file=sys.stderr)
         return "torch"

@@ -34,9 +34,9 @@ REGISTRY: dict[str, FeaturizerSpec] = {s.name: s for s in (
                    "warm-up slice of t rows, then discarded"),
     FeaturizerSpec("precomputed", "any", ("path", "ids_path"), ("run", "audit"), "--embeddings",
                    required=(("path", "--embeddings FILE"),)),
-    FeaturizerSpec("efficientnet-lite0", "image", ("device", "image_size"), ("run", "embed", "audit"),
+    FeaturizerSpec("efficientnet-lite0", "image", ("device", "image_size", "backend"), ("run", "embed", "audit"),
                    "frozen ImageNet EfficientNet-Lite0; images"),
-    FeaturizerSpec("hf-image", "image", ("model_path", "device", "image_size"), ("run", "embed", "audit"),
+    FeaturizerSpec("hf-image", "image", ("model_path", "device", "image_size", "backend"), ("run", "embed", "audit"),
                    "a local Hugging Face vision model, --model-path; images"),
 )}
 
