@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from aflite.errors import ParameterError
+from aflite.experiments.embed_common import filter_kept, gemm_rates, jaccard
 
 __all__ = ["image_embed_benchmark", "conv_flops"]
 
@@ -58,7 +59,6 @@ def image_embed_benchmark(data: str | os.PathLike[str], *, model: str = "efficie
     if n_items < 1 or rounds < 1:
         raise ParameterError("--embed-items and --embed-rounds must be >= 1")
     from aflite.data.images import load_image_dataset
-    from aflite.experiments.bench_embed import _jaccard, _kept, gemm_rates
     from aflite.features.images import ImageFeaturizer
     from aflite.features.onnx_images import calibration_sample
     from aflite.threads import budget
@@ -115,12 +115,12 @@ def image_embed_benchmark(data: str | os.PathLike[str], *, model: str = "efficie
             elif X_ref is not None:
                 c = _cosine(X, X_ref)
                 full_cos[be] = {"min": round(float(c.min()), 6), "mean": round(float(c.mean()), 6)}
-            kept[be] = _kept(X, y, seed)
+            kept[be] = filter_kept(X, y, seed)
         base = kept["torch"][0]
         res["kept_set"] = {"n": int(len(y)), "parameters": "Table 8 scaled (pipeline.scaled_defaults)",
                            "size": {be: int(len(k)) for be, (k, _) in kept.items()},
                            "stop_reason": {be: s for be, (_, s) in kept.items()}, "cosine_all_rows": full_cos}
-        res["kept_jaccard"] = {be: round(_jaccard(k, base), 4) for be, (k, _) in kept.items() if be != "torch"}
+        res["kept_jaccard"] = {be: round(jaccard(k, base), 4) for be, (k, _) in kept.items() if be != "torch"}
     res["passes"] = {be: bool(res["mean_cosine"][be] >= 0.99 and res.get("kept_jaccard", {}).get(be, 1.0) >= 0.9)
                      for be in backends if be != "torch"}
     res["loadavg_end"] = list(os.getloadavg())

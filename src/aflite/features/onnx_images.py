@@ -120,8 +120,13 @@ def quantize_image_int8(fp32_path: Path, encoder: Any, calibration: Sequence[str
     uint8 activations, per-channel int8 weights); made once per calibration set and written atomically."""
     import logging
 
-    from onnxruntime.quantization import CalibrationDataReader, CalibrationMethod, QuantFormat, QuantType, \
-        quantize_static
+    from onnxruntime.quantization import (
+        CalibrationDataReader,
+        CalibrationMethod,
+        QuantFormat,
+        QuantType,
+        quantize_static,
+    )
     from onnxruntime.quantization.shape_inference import quant_pre_process
 
     refs = [str(r) for r in calibration]
@@ -135,7 +140,7 @@ def quantize_image_int8(fp32_path: Path, encoder: Any, calibration: Sequence[str
     batches = [np.ascontiguousarray(encoder.collate(refs[s : s + 16]).cpu().numpy(), dtype=np.float32)
                for s in range(0, len(refs), 16)]
 
-    class Reader(CalibrationDataReader):  # type: ignore[misc]
+    class Reader(CalibrationDataReader):
         def __init__(self) -> None:
             self.left = list(batches)
 

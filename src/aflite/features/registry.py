@@ -29,7 +29,7 @@ REGISTRY: dict[str, FeaturizerSpec] = {s.name: s for s in (
     FeaturizerSpec("ngram", "text", (), ("run", "embed", "audit"), "hashed TF-IDF, no model"),
     FeaturizerSpec("minilm", "text", ("model_path", "device", "backend"), ("run", "embed", "audit"),
                    "frozen all-MiniLM-L6-v2"),
-    FeaturizerSpec("warmup", "text+image", ("model_path", "device", "image_size", "max_steps", "lr"),
+    FeaturizerSpec("warmup", "text+image", ("model_path", "device", "image_size", "max_steps", "lr", "backend"),
                    ("run", "embed"), "the paper's Φ: MiniLM — or EfficientNet-Lite0 for images — fine-tuned on a "
                    "warm-up slice of t rows, then discarded"),
     FeaturizerSpec("precomputed", "any", ("path", "ids_path"), ("run", "audit"), "--embeddings",

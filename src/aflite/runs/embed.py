@@ -88,7 +88,7 @@ def _embed_text(data: str | os.PathLike[str], out: Path, *, featurizer: str, vie
         opts["model_path"] = model_path
     if featurizer in ("minilm", "warmup"):
         opts["device"] = device
-    if backend is not None and featurizer in ("minilm", "efficientnet-lite0", "hf-image"):
+    if backend is not None and featurizer in ("minilm", "warmup", "efficientnet-lite0", "hf-image"):
         opts["backend"] = backend
     if lr is not None and featurizer == "warmup":
         opts["lr"] = lr
