@@ -97,7 +97,7 @@ def test_onnx_image_backends_agree_with_torch_on_a_small_sample(tmp_path: Path) 
 
     paths = _digits(tmp_path / "img")
     x = {be: F.featurize(paths, None, "efficientnet-lite0", cache_dir=tmp_path / "c", show_progress=False,
-                         backend=be, image_size=96).X for be in ("torch", "onnx", "onnx-int8")}
+                         backend=be, image_size=64).X for be in ("torch", "onnx", "onnx-int8")}
     ref = x["torch"]
 
     def cos(a: np.ndarray) -> np.ndarray:
@@ -108,12 +108,12 @@ def test_onnx_image_backends_agree_with_torch_on_a_small_sample(tmp_path: Path) 
     c8 = cos(x["onnx-int8"])
     assert c8.mean() > 0.95 and not np.allclose(x["onnx-int8"], x["onnx"], rtol=1e-3)  # close, but quantised
     files = sorted((tmp_path / "c" / "onnx").glob("*.onnx"), key=lambda p: "-int8-" in p.name)
-    assert len(files) == 2 and "-int8-" in files[1].name and files[0].name.endswith("-3x96x96-v1.onnx")
+    assert len(files) == 2 and "-int8-" in files[1].name and files[0].name.endswith("-3x64x64-v1.onnx")
     ops = {n.op_type for n in onnx.load(str(files[1])).graph.node}
     assert {"QuantizeLinear", "DequantizeLinear"} <= ops  # static QDQ int8
     # a second featurizer on the same data reuses both files (export keyed by weights, int8 by calibration set)
     mtimes = {p: p.stat().st_mtime_ns for p in files}
-    again = F.make_featurizer("efficientnet-lite0", backend="onnx-int8", show_progress=False, image_size=96,
+    again = F.make_featurizer("efficientnet-lite0", backend="onnx-int8", show_progress=False, image_size=64,
                               export_dir=tmp_path / "c" / "onnx", num_threads=1, batch_size=5).fit(paths)
     y = again.transform(paths)
     assert {p: p.stat().st_mtime_ns for p in (tmp_path / "c" / "onnx").glob("*.onnx")} == mtimes
