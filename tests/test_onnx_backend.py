@@ -132,8 +132,7 @@ def test_down_projections_are_kept_in_fp32(minilm: Path, tmp_path: Path) -> None
     ops: dict[str, Any] = {}
     for node in int8.graph.node:
         ops[node.op_type] = ops.get(node.op_type, 0) + 1
-    # per layer: q, k, v in one fused QAttention; attention output and up-projection as MatMulInteger
-    assert ops.get("QAttention", 0) == 6 and ops.get("MatMulInteger", 0) >= 6 * 2
+    assert ops.get("MatMulInteger", 0) >= 6 * 5  # q, k, v, attention output, up-projection per layer
     assert sum(1 for n in int8.graph.node if n.name in kept and n.op_type == "MatMul") == 6
 
 
