@@ -134,3 +134,73 @@ def test_down_projections_are_kept_in_fp32(minilm: Path, tmp_path: Path) -> None
         ops[node.op_type] = ops.get(node.op_type, 0) + 1
     assert ops.get("MatMulInteger", 0) >= 6 * 5  # q, k, v, attention output, up-projection per layer
     assert sum(1 for n in int8.graph.node if n.name in kept and n.op_type == "MatMul") == 6
+
+
+@pytest.mark.slow  # an export, a fusion and a quantisation (~40 s on 2 loaded cores)
+def test_fused_export_and_leaves_the_model_as_it_was(minilm: Path, tmp_path: Path) -> None:
+    import onnx
+
+    feat = F.make_featurizer("minilm", backend="torch", show_progress=False)
+    tok, model = feat.loaded()
+    torch = pytest.importorskip("torch")
+    attn = model.config._attn_implementation
+    path = OB.export_text_model(model, torch, tmp_path, fuse=True)
+    assert path.name.endswith("-fused.onnx")
+    assert model.config._attn_implementation == attn and not model.training  # restored after the eager export
+    ops = {n.op_type for n in onnx.load(str(path)).graph.node}
+    assert {"Attention", "SkipLayerNormalization", "BiasGelu"} <= ops  # ORT's BERT fusions applied
+    int8 = {n.op_type for n in onnx.load(str(OB.quantize_int8(path))).graph.node}
+    assert "QAttention" in int8 and "MatMulInteger" in int8
+
+
+def _tiny_bert(folder: Path) -> Path:
+    """A random 2-layer BERT with MiniLM's tokenizer: a local Hugging Face model folder (no download)."""
+    import shutil
+
+    transformers = pytest.importorskip("transformers")
+    src = F.default_model_path()
+    folder.mkdir(parents=True, exist_ok=True)
+    for name in ("vocab.txt", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json"):
+        if (src / name).is_file():
+            shutil.copy(src / name, folder / name)
+    vocab = sum(1 for _ in open(src / "vocab.txt", encoding="utf-8"))
+    cfg = transformers.BertConfig(vocab_size=vocab, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                                  intermediate_size=64, max_position_embeddings=128)
+    transformers.BertModel(cfg).save_pretrained(folder)
+    return folder
+
+
+def test_local_hf_text_model_on_onnx(minilm: Path, tmp_path: Path) -> None:
+    model = _tiny_bert(tmp_path / "bert")
+    a, b = [p for p, _ in PAIRS], [h for _, h in PAIRS]
+    x = {be: F.featurize(a, b, "minilm", "pair", cache_dir=tmp_path / "c", show_progress=False, backend=be,
+                         model_path=model).X for be in ("torch", "onnx", "onnx-int8")}
+    assert x["onnx"].shape == x["torch"].shape == (len(PAIRS), 32)
+    assert (x["onnx"] * x["torch"]).sum(axis=1).min() > 0.99999
+    assert (x["onnx-int8"] * x["torch"]).sum(axis=1).mean() > 0.95  # a random tiny model: only 'close'
+    names = [p.name for p in (tmp_path / "c" / "onnx").glob("*.onnx")]
+    assert len(names) == 2  # its own export (keyed by its weights), not MiniLM's
+
+
+@pytest.mark.slow  # fine-tunes MiniLM for a few steps, then embeds with each backend (~1 min on 2 cores)
+def test_warmup_encoder_embeds_through_onnx_after_fine_tuning(minilm: Path, tmp_path: Path) -> None:
+    a, b = [p for p, _ in PAIRS], [h for _, h in PAIRS]
+    y = ["entailment", "contradiction"] * (len(PAIRS) // 2)
+    out = {}
+    for be in ("torch", "onnx", "onnx-int8"):
+        f = F.featurize(a, b, "warmup", "pair", cache_dir=tmp_path, show_progress=False, y=y, warmup_size=8,
+                        warmup_seed=0, backend=be, max_steps=4, batch_size=4, device="cpu")
+        out[be] = f.X
+    # one fine-tuning, reused by the three backends (its file is keyed without the backend)
+    assert len(list(tmp_path.glob("*.warmup.pt"))) == 1
+
+    def cos(x: np.ndarray) -> np.ndarray:
+        ref = out["torch"]
+        return np.asarray((x * ref).sum(1) / np.linalg.norm(x, axis=1) / np.linalg.norm(ref, axis=1))
+
+    assert cos(out["onnx"]).min() > 0.99999
+    assert cos(out["onnx-int8"]).mean() > 0.99
+    # exported from the fine-tuned weights: not the frozen MiniLM's file
+    frozen = OB.weights_hash(F.make_featurizer("minilm", backend="torch").loaded()[1])[:24]
+    names = [p.name for p in (tmp_path / "onnx").glob("*.onnx")]
+    assert len(names) == 2 and not any(frozen in n for n in names)

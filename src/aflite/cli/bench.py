@@ -64,9 +64,12 @@ def register(sub: Any) -> None:
     g.add_argument("--cluster-workers", default="", help="comma-separated local Dask cluster sizes, e.g. 1,2,4")
     g.add_argument("--workdir", default=None, help="folder for the features file (default a temporary folder)")
     e = p.add_argument_group("encoder backends (--embed): items/s, cosine, kept-set Jaccard of torch vs ONNX Runtime")
-    e.add_argument("--embed", choices=("minilm",), default=None, help="benchmark this encoder's CPU backends")
-    e.add_argument("--embed-data", default=None, help="a pair dataset for --embed (e.g. SNLI dev.tsv.gz)")
-    e.add_argument("--n-items", type=int, default=2000, help="pairs timed per backend (default 2000)")
+    e.add_argument("--embed", choices=("minilm", "efficientnet-lite0"), default=None,
+                   help="benchmark this encoder's CPU backends")
+    e.add_argument("--embed-data", default=None,
+                   help="a pair dataset for minilm (e.g. SNLI dev.tsv.gz); an image folder for efficientnet-lite0")
+    e.add_argument("--n-items", type=int, default=None,
+                   help="items timed per backend (default 2000 pairs, 500 images)")
     add_deprecated(e, "--embed-items", "--n-items", dest="n_items", type=int)
     e.add_argument("--rounds", type=int, default=3, help="alternating rounds; the median counts (default 3)")
     add_deprecated(e, "--embed-rounds", "--rounds", dest="rounds", type=int)
@@ -114,11 +117,13 @@ def _save(args: argparse.Namespace, res: dict[str, Any], report: str) -> None:
 
 def _run_embed(args: argparse.Namespace) -> int:
     from aflite.errors import ParameterError
-    from aflite.experiments.bench_embed import embed_benchmark, format_embed_report
+    from aflite.experiments.bench_embed import DEFAULT_ITEMS, embed_benchmark, format_embed_report
 
     if not args.embed_data:
-        raise ParameterError("--embed needs --embed-data (a premise/hypothesis dataset, e.g. SNLI dev.tsv.gz)")
-    res = {"embed": embed_benchmark(args.embed_data, model=args.embed, n_items=args.n_items,
+        raise ParameterError("--embed needs --embed-data (a premise/hypothesis dataset, e.g. SNLI dev.tsv.gz; "
+                             "an image folder for efficientnet-lite0)")
+    items = args.n_items if args.n_items is not None else DEFAULT_ITEMS[args.embed]
+    res = {"embed": embed_benchmark(args.embed_data, model=args.embed, n_items=items,
                                     rounds=args.rounds, seed=args.seed, kept_set=args.kept_set,
                                     log=lambda m: None if args.quiet else print(f"[bench] {m}", file=sys.stderr,
                                                                                 flush=True))}

@@ -130,10 +130,12 @@ def add_device(p: Any, *, what: str = "where PyTorch code runs") -> None:
 
 
 def add_backend(p: Any) -> None:
-    """``--backend``: how the text encoder runs (torch, or ONNX Runtime fp32/int8 on CPU)."""
+    """``--backend``: how the encoder runs (torch, or ONNX Runtime fp32/int8 on CPU)."""
     p.add_argument("--backend", default=None, choices=("auto", "torch", "onnx", "onnx-int8"),
-                   help="minilm encoder runtime: torch, onnx (ONNX Runtime fp32) or onnx-int8 (default auto: "
-                   "onnx-int8 on CPU when the [onnx] extra is installed, torch on a GPU or without it)")
+                   help="encoder runtime (minilm, efficientnet-lite0, hf-image, warmup after fine-tuning): torch, "
+                   "onnx (ONNX Runtime fp32) or onnx-int8 (default auto: on CPU with the [onnx] extra the "
+                   "measured best, onnx-int8 for minilm; torch for the image models and warmup, on a GPU or "
+                   "without the extra)")
 
 
 def add_threads(p: Any) -> None:

@@ -19,10 +19,13 @@ from typing import Any
 import numpy as np
 
 from aflite.errors import ParameterError
+from aflite.experiments.embed_common import filter_kept, gemm_rates, jaccard
 
-__all__ = ["embed_benchmark", "format_embed_report", "gemm_rates", "flops_per_token"]
+__all__ = ["EMBED_MODELS", "DEFAULT_ITEMS", "embed_benchmark", "format_embed_report", "gemm_rates", "flops_per_token"]
 
 BACKENDS = ("torch", "onnx", "onnx-int8")
+EMBED_MODELS = ("minilm", "efficientnet-lite0")  # what --embed benchmarks (the first: text pairs; then images)
+DEFAULT_ITEMS = {"minilm": 2000, "efficientnet-lite0": 500}
 
 
 def flops_per_token(config: Any) -> float:
@@ -32,64 +35,19 @@ def flops_per_token(config: Any) -> float:
     return 2.0 * n * (4 * h * h + 2 * h * i)
 
 
-def gemm_rates(size: int = 1024, repeats: int = 5) -> dict[str, float]:
-    """Best-of-``repeats`` GFLOP/s of one size³ GEMM: numpy float32 (its BLAS, all its threads) and ONNX Runtime
-    MatMulInteger uint8 × int8 (the kernel the dynamic-int8 backend uses)."""
-    rng = np.random.default_rng(0)
-    a = rng.standard_normal((size, size), dtype=np.float32)
-    b = rng.standard_normal((size, size), dtype=np.float32)
-    flop = 2.0 * size**3
-    best = min(_timed(lambda: a @ b) for _ in range(repeats))
-    out = {"gemm_size": size, "numpy_float32_gflops": round(flop / best / 1e9, 1)}
-    try:
-        import onnx
-        import onnxruntime as ort
-        from onnx import TensorProto, helper
-    except ImportError:
-        return out
-    graph = helper.make_graph(
-        [helper.make_node("MatMulInteger", ["A", "B"], ["Y"])], "int8gemm",
-        [helper.make_tensor_value_info("A", TensorProto.UINT8, [size, size]),
-         helper.make_tensor_value_info("B", TensorProto.INT8, [size, size])],
-        [helper.make_tensor_value_info("Y", TensorProto.INT32, [size, size])])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    model.ir_version = min(model.ir_version, 9)
-    onnx.checker.check_model(model)
-    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
-    feeds = {"A": rng.integers(0, 255, (size, size), dtype=np.uint8),
-             "B": rng.integers(-127, 127, (size, size), dtype=np.int8)}
-    best = min(_timed(lambda: sess.run(None, feeds)) for _ in range(repeats))
-    out["ort_int8_gops"] = round(flop / best / 1e9, 1)
-    return out
-
-
-def _timed(fn: Callable[[], Any]) -> float:
-    t0 = time.perf_counter()
-    fn()
-    return time.perf_counter() - t0
-
-
-def _jaccard(a: np.ndarray, b: np.ndarray) -> float:
-    sa, sb = set(a.tolist()), set(b.tolist())
-    return len(sa & sb) / max(1, len(sa | sb))
-
-
-def _kept(X: np.ndarray, y: np.ndarray, seed: int) -> tuple[np.ndarray, str]:
-    from aflite.core.filter import AFLite
-    from aflite.pipeline import scaled_defaults
-
-    af = AFLite(**scaled_defaults(len(y)), random_state=seed)  # type: ignore[arg-type]
-    af.fit(X, y)
-    return np.flatnonzero(af.keep_mask_), str(af.stop_reason_)
-
-
 def embed_benchmark(data: str | os.PathLike[str], *, model: str = "minilm", n_items: int = 2000, rounds: int = 3,
                     seed: int = 0, kept_set: bool = True, backends: tuple[str, ...] = BACKENDS,
                     reference: bool = True, batch_size: int = 32,
                     log: Callable[[str], None] = lambda m: None) -> dict[str, Any]:
-    """The ``embed`` section of ``aflite bench --json`` for ``model`` on the text pairs of ``data``."""
+    """The ``embed`` section of ``aflite bench --json`` for ``model`` on the text pairs of ``data`` (the image
+    models: :func:`aflite.experiments.bench_embed_images.image_embed_benchmark` on an image folder)."""
+    if model in EMBED_MODELS[1:]:
+        from aflite.experiments.bench_embed_images import image_embed_benchmark
+
+        return image_embed_benchmark(data, model=model, n_items=n_items, rounds=rounds, seed=seed,
+                                     kept_set=kept_set, batch_size=batch_size, log=log)
     if model != "minilm":
-        raise ParameterError(f"--embed {model}: only minilm has ONNX backends so far")
+        raise ParameterError(f"--embed {model}: choose one of {', '.join(EMBED_MODELS)}")
     if n_items < 1 or rounds < 1:
         raise ParameterError("--embed-items and --embed-rounds must be >= 1")
     from aflite.data import load_dataset
@@ -169,12 +127,12 @@ def embed_benchmark(data: str | os.PathLike[str], *, model: str = "minilm", n_it
             elif X_ref is not None:
                 c = (X * X_ref).sum(axis=1)
                 full_cos[be] = {"min": round(float(c.min()), 6), "mean": round(float(c.mean()), 6)}
-            kept[be] = _kept(X, y, seed)
+            kept[be] = filter_kept(X, y, seed)
         base = kept["torch"][0]
         res["kept_set"] = {"n": int(len(y)), "parameters": "Table 8 scaled (pipeline.scaled_defaults)",
                            "size": {be: int(len(k)) for be, (k, _) in kept.items()},
                            "stop_reason": {be: s for be, (_, s) in kept.items()}, "cosine_all_rows": full_cos}
-        res["kept_jaccard"] = {be: round(_jaccard(k, base), 4) for be, (k, _) in kept.items() if be != "torch"}
+        res["kept_jaccard"] = {be: round(jaccard(k, base), 4) for be, (k, _) in kept.items() if be != "torch"}
     res["passes"] = {be: bool(res["mean_cosine"][be] >= 0.99 and res.get("kept_jaccard", {}).get(be, 1.0) >= 0.9)
                      for be in backends if be != "torch"}
     res["loadavg_end"] = list(os.getloadavg())
@@ -182,9 +140,13 @@ def embed_benchmark(data: str | os.PathLike[str], *, model: str = "minilm", n_it
 
 
 def format_embed_report(res: dict[str, Any]) -> str:
-    lines = [f"{res['model']} on {res['n_items']} pairs of {res['data']} ({res['tokens_per_item']} tokens/pair, "
-             f"{res['mflop_per_token']} MFLOP/token), median of {res['rounds']} alternating rounds, "
-             f"{res['threads']} threads:"]
+    if res.get("unit") == "image":
+        head = (f"{res['model']} on {res['n_items']} images of {res['data']} ({res['image_size']} px, "
+                f"{res['gflop_per_item']} GFLOP/image)")
+    else:
+        head = (f"{res['model']} on {res['n_items']} pairs of {res['data']} ({res['tokens_per_item']} tokens/pair, "
+                f"{res['mflop_per_token']} MFLOP/token)")
+    lines = [f"{head}, median of {res['rounds']} alternating rounds, {res['threads']} threads:"]
     for be, v in res["items_per_s"].items():
         extra = ""
         if be in res["mean_cosine"]:

@@ -160,6 +160,8 @@ def featurize(
         from aflite.data.images import files_fingerprint
 
         extra["image_files"] = files_fingerprint(a)
+        if isinstance(feat, ImageFeaturizer):
+            feat.fit(a)  # the int8 backend's calibration images: a sample of all rows, whatever the chunking
         if chunk_size == DEFAULT_CHUNK_SIZE:  # images embed ~100× slower than sentences on a CPU: resume finer
             chunk_size = DEFAULT_IMAGE_CHUNK_SIZE
     mask = np.ones(n, dtype=bool)
@@ -193,7 +195,10 @@ def featurize(
     info: dict[str, Any] = {}
     if featurizer == "warmup":
         wf: Any = feat
-        model_file = None if cache is None else cache / f"{stem}.warmup.pt"
+        model_file = None
+        if cache is not None:  # the fine-tuned model does not depend on the backend that embeds with it
+            mkey = cache_key(a, b, featurizer, view, {k: v for k, v in opts.items() if k != "backend"}, extra)
+            model_file = cache / f"{featurizer}-{view}-{mkey[:20]}.warmup.pt"
         if model_file is not None and model_file.is_file():
             wf.load(model_file)
         else:

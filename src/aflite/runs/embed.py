@@ -58,7 +58,7 @@ def embed(data: str | os.PathLike[str], out: str | os.PathLike[str], *, featuriz
     ``data`` is read as images when it is an image folder or ``featurizer`` is an image featurizer
     (``efficientnet-lite0``, ``hf-image``); otherwise as a text dataset (``dataset_options``: the column keywords
     of :func:`aflite.data.load_dataset`). ``warmup_size`` is a count, or a fraction of the rows when below 1;
-    ``cache_dir`` (``cache=`` until this release) defaults to ``out/cache``; ``backend`` is minilm's runtime
+    ``cache_dir`` (``cache=`` until this release) defaults to ``out/cache``; ``backend`` is the encoder's runtime
     (torch, onnx, onnx-int8; default auto, :func:`aflite.features.onnx_backend.resolve_backend`); ``chunk_size``
     rows are embedded (and cached) at a time. ``cluster`` (``local``, ``local:N``, a scheduler address or an open
     :class:`aflite.core.backends.dask.DaskExecutor`) embeds the chunks as shards on Dask workers
@@ -89,7 +89,7 @@ def embed(data: str | os.PathLike[str], out: str | os.PathLike[str], *, featuriz
             return _embed_images(data, out, featurizer=featurizer, model_path=model_path, device=device,
                                  image_size=image_size, chunk_size=chunk_size, seed=seed,
                                  show_progress=show_progress, cache_dir=cache_dir, executor=executor,
-                                 image_options={"path_column": path_column, "label": opts.get("label"),
+                                 backend=backend, image_options={"path_column": path_column, "label": opts.get("label"),
                                                 "id_column": opts.get("id_column"),
                                                 "skip_bad_images": skip_bad_images})
         return _embed_text(data, out, featurizer=featurizer, view=view, model_path=model_path, device=device,
@@ -114,7 +114,7 @@ def _embed_text(data: str | os.PathLike[str], out: Path, *, featurizer: str, vie
         opts["model_path"] = model_path
     if featurizer in ("minilm", "warmup"):
         opts["device"] = device
-    if backend is not None and featurizer == "minilm":
+    if backend is not None and featurizer in ("minilm", "warmup", "efficientnet-lite0", "hf-image"):
         opts["backend"] = backend
     if lr is not None and featurizer == "warmup":
         opts["lr"] = lr
@@ -144,7 +144,7 @@ def _embed_text(data: str | os.PathLike[str], out: Path, *, featurizer: str, vie
 
 def _embed_images(data: str | os.PathLike[str], out: Path, *, featurizer: str, model_path: str | None, device: str,
                   image_size: int, chunk_size: int, seed: int, show_progress: bool, cache_dir: Path, executor: Any,
-                  image_options: dict[str, Any]) -> EmbedResult:
+                  backend: str | None, image_options: dict[str, Any]) -> EmbedResult:
     """OUT/features.npy written chunk by chunk (memory-mapped; an interrupted run resumes when the same call is
     made again), OUT/ids.txt and OUT/labels.txt, ready for ``aflite filter --features OUT/features.npy --mmap``.
     On a cluster the chunks are shards in ``cache_dir/shards/`` (resumed there), assembled into
@@ -162,7 +162,10 @@ def _embed_images(data: str | os.PathLike[str], out: Path, *, featurizer: str, m
     opts: dict[str, Any] = {"device": device, "image_size": image_size, "show_progress": show_progress}
     if model_path:
         opts["model_path"] = model_path
+    if backend is not None:
+        opts["backend"] = backend
     feat = make_featurizer(featurizer, **opts)
+    feat.fit(list(ds.texts_a))  # the int8 backend's calibration sample: all rows, the same on every shard
     key = json_digest({"files": files_fingerprint(ds.texts_a), "options": feat.get_options()})
     t0 = time.perf_counter()
     more: dict[str, Any] = {}

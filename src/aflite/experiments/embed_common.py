@@ -1,0 +1,64 @@
+"""What the encoder benches share (:mod:`aflite.experiments.bench_embed` for text,
+:mod:`aflite.experiments.bench_embed_images` for images): the host's GEMM rates for the roofline, and the AFLite
+kept set of a Φ (same seed, Table 8 scaled) with the Jaccard that compares two of them."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+__all__ = ["gemm_rates", "jaccard", "filter_kept"]
+
+
+def gemm_rates(size: int = 1024, repeats: int = 5) -> dict[str, float]:
+    """Best-of-``repeats`` GFLOP/s of one size³ GEMM: numpy float32 (its BLAS, all its threads) and ONNX Runtime
+    MatMulInteger uint8 × int8 (the kernel the dynamic-int8 backend uses)."""
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((size, size), dtype=np.float32)
+    b = rng.standard_normal((size, size), dtype=np.float32)
+    flop = 2.0 * size**3
+    best = min(_timed(lambda: a @ b) for _ in range(repeats))
+    out = {"gemm_size": size, "numpy_float32_gflops": round(flop / best / 1e9, 1)}
+    try:
+        import onnx
+        import onnxruntime as ort
+        from onnx import TensorProto, helper
+    except ImportError:
+        return out
+    graph = helper.make_graph(
+        [helper.make_node("MatMulInteger", ["A", "B"], ["Y"])], "int8gemm",
+        [helper.make_tensor_value_info("A", TensorProto.UINT8, [size, size]),
+         helper.make_tensor_value_info("B", TensorProto.INT8, [size, size])],
+        [helper.make_tensor_value_info("Y", TensorProto.INT32, [size, size])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = min(model.ir_version, 9)
+    onnx.checker.check_model(model)
+    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    feeds = {"A": rng.integers(0, 255, (size, size), dtype=np.uint8),
+             "B": rng.integers(-127, 127, (size, size), dtype=np.int8)}
+    best = min(_timed(lambda: sess.run(None, feeds)) for _ in range(repeats))
+    out["ort_int8_gops"] = round(flop / best / 1e9, 1)
+    return out
+
+
+def _timed(fn: Callable[[], Any]) -> float:
+    t0 = time.perf_counter()
+    fn()
+    return time.perf_counter() - t0
+
+
+def jaccard(a: np.ndarray, b: np.ndarray) -> float:
+    sa, sb = set(a.tolist()), set(b.tolist())
+    return len(sa & sb) / max(1, len(sa | sb))
+
+
+def filter_kept(X: np.ndarray, y: np.ndarray, seed: int) -> tuple[np.ndarray, str]:
+    from aflite.core.filter import AFLite
+    from aflite.pipeline import scaled_defaults
+
+    af = AFLite(**scaled_defaults(len(y)), random_state=seed)  # type: ignore[arg-type]
+    af.fit(X, y)
+    return np.flatnonzero(af.keep_mask_), str(af.stop_reason_)
