@@ -1,5 +1,5 @@
 """Collect `aflite explain` on SNLI train_100k with the warm-up Φ into docs/measured/explain_snli100k_warmup.json,
-next to the n-gram Φ explain of the same file (explain_snli100k.json) for the known artifacts.
+next to the n-gram Φ explain of the same file (explain_snli100k.json, explain_snli100k_paper_null.json).
 
 Measured with (2-core machine shared with four other helpers' jobs; /proc/loadavg before and after is recorded):
 
@@ -7,11 +7,10 @@ Measured with (2-core machine shared with four other helpers' jobs; /proc/loadav
         --cache CACHE --out RUN                                  # under nice -n 5, capped by timeout 6000
     /usr/bin/time -o M/time.json aflite explain ../shared/data/snli/train_100k.tsv.gz RUN --out M/ex --quiet
 
-Usage: python docs/measured/explain_snli100k_warmup.py RUN M [NGRAM_EXPLAIN_OUT]
+Usage: python docs/measured/explain_snli100k_warmup.py RUN M
 
 M holds ex/ (the explain folder), time.json, load_before.txt, load_after.txt, nproc.txt and run_time.txt (the
-run's /usr/bin/time -v output). NGRAM_EXPLAIN_OUT is the explain folder of the n-gram run (its tokens.csv), read
-for the known-artifact table only. "paper_null" recounts the significant pairs of tokens.csv with the paper's
+run's /usr/bin/time -v output). "paper_null" recounts the significant pairs of tokens.csv with the paper's
 p0 = 1/|Y| (same n, same Bonferroni family), through aflite.explain.tokens.
 """
 import csv
@@ -82,7 +81,6 @@ def run_time(path: Path) -> dict[str, object]:
 
 def main() -> None:
     run, m = Path(sys.argv[1]), Path(sys.argv[2])
-    ngram = Path(sys.argv[3]) if len(sys.argv) > 3 else None
     here = Path(__file__).resolve().parent
     ex = m / "ex"
     res = json.loads((ex / "results.json").read_text())
@@ -106,7 +104,7 @@ def main() -> None:
         "bonferroni": res["bonferroni"],
         "top_artifacts_full": [{k: t[k] for k in short} for t in res["top_artifacts"]["full"]],
         "top_artifacts_kept": [{k: t[k] for k in short} for t in res["top_artifacts"]["kept"]],
-        "known_artifacts_warmup": known_rows(sets),
+        "known_artifacts": known_rows(sets),
         "datamap_regions": res["datamap"]["regions"],
         "removed_by_region": res["datamap"]["removed_by_region"],
         "label_issues": res["label_issues"]["n"],
@@ -119,11 +117,6 @@ def main() -> None:
         "loadavg_before_after": [load(m / "load_before.txt"), load(m / "load_after.txt")],
         "cpus": int((m / "nproc.txt").read_text()),
     }
-    if ngram is not None:
-        nsets = read_tokens(ngram / "tokens.csv")
-        nres = json.loads((ngram / "results.json").read_text())
-        out["known_artifacts_ngram"] = known_rows(nsets)
-        out["significant_tokens_ngram_paper_null_p0_uniform"] = paper_null(nsets, nres["bonferroni"])
     (here / "explain_snli100k_warmup.json").write_text(json.dumps(out, indent=1, ensure_ascii=False) + "\n")
     for name in ("competency.png", "datamap.png"):
         shutil.copy(ex / name, here / f"explain_snli100k_warmup_{name}")
