@@ -71,7 +71,7 @@ def load(path: Path) -> list[float]:
 
 
 def run_time(path: Path) -> dict[str, object]:
-    text = path.read_text() if path.is_file() else ""
+    text = path.read_text(encoding="utf-8", errors="replace") if path.is_file() else ""
     wall = re.search(r"Elapsed \(wall clock\) time \(h:mm:ss or m:ss\): (\S+)", text)
     rss = re.search(r"Maximum resident set size \(kbytes\): (\d+)", text)
     user = re.search(r"User time \(seconds\): (\S+)", text)
