@@ -66,6 +66,21 @@ def paper_null(sets: dict[str, list[dict[str, str]]], bonf: dict[str, dict[str, 
     return counts
 
 
+def null_changes(sets: dict[str, list[dict[str, str]]], bonf: dict[str, dict[str, object]], s: str) -> dict:
+    """Per label: pairs significant with p0 = 1/|Y| but not with the base rate (gained), and the reverse (lost)."""
+    rows = sets[s]
+    k = len(bonf[s]["base_rates"])  # type: ignore[arg-type]
+    zc = tk.critical_z(0.01, int(bonf[s]["n_tests"]))  # type: ignore[call-overload]
+    out: dict[str, dict[str, int]] = {"gained": {}, "lost": {}}
+    for r in rows:
+        uni = bool(tk.z_statistic(float(r["p_label"]), 1.0 / k, float(r["count"])) >= zc)
+        base = r["significant"] == "1"
+        if uni != base:
+            d = out["gained" if uni else "lost"]
+            d[r["label"]] = d.get(r["label"], 0) + 1
+    return out
+
+
 def load(path: Path) -> list[float]:
     return [float(x) for x in path.read_text().split()[:3]]
 
@@ -101,6 +116,7 @@ def main() -> None:
         "significant_tokens": res["significant_tokens"],
         "significant_tokens_random_per_seed": res["significant_tokens_random_per_seed"],
         "significant_tokens_paper_null_p0_uniform": paper_null(sets, res["bonferroni"]),
+        "paper_null_changes_kept": null_changes(sets, res["bonferroni"], "kept"),
         "bonferroni": res["bonferroni"],
         "top_artifacts_full": [{k: t[k] for k in short} for t in res["top_artifacts"]["full"]],
         "top_artifacts_kept": [{k: t[k] for k in short} for t in res["top_artifacts"]["kept"]],
