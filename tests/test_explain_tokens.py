@@ -44,6 +44,41 @@ def test_z_and_p_value_by_hand():
     assert len(stats_for(texts, labels, min_count=7).token) == 0
 
 
+
+def test_uniform_null_is_the_papers_p0():
+    # Gardner et al. 2021 §4.1 take p0 = 1/|Y|; the same 10 texts as above (base rates 0.6 / 0.4)
+    texts = ["x x y", "x", "x", "x", "x"] + ["y"] * 5
+    labels = ["a", "a", "a", "a", "b", "a", "a", "b", "b", "b"]
+    st = stats_for(texts, labels, min_count=5, p0="uniform")
+    i = row(st, "x", "a")
+    # by hand: z = (0.8 - 0.5) / sqrt(0.5 * 0.5 / 5) = 0.3 / 0.223607 = 1.341641; p = 1 - Phi(1.3416) = 0.08986
+    assert st.z[i] == pytest.approx(1.341641, abs=1e-6)
+    assert st.p_value[i] == pytest.approx(0.08986, abs=5e-5)
+    assert st.z[row(st, "x", "b")] == pytest.approx(-1.341641, abs=1e-6)
+    assert st.p0 == "uniform" and stats_for(texts, labels, min_count=5).p0 == "base"
+    # the base rates are still reported (of the rows), whatever the null
+    assert st.base_rates == {"a": pytest.approx(0.6), "b": pytest.approx(0.4)}
+    with pytest.raises(ParameterError):
+        stats_for(texts, labels, p0="empirical")
+
+
+def test_occurrence_counts_are_the_papers_n():
+    # Gardner et al. count "each appearance in an instance as a separate occurrence": "x x y" gives x twice
+    texts = ["x x y", "x", "x", "x", "x"] + ["y"] * 5
+    labels = ["a", "a", "a", "a", "b", "a", "a", "b", "b", "b"]
+    classes, y = np.unique(labels, return_inverse=True)
+    B, vocab = tk.token_matrix(texts, binary=False)
+    st = tk.competency(B, vocab, y.astype(np.int64), classes, min_count=5)
+    i = row(st, "x", "a")
+    # x: 6 occurrences, 5 of them in texts labelled a: p = 5/6; z = (5/6 - 0.6) / sqrt(0.24 / 6) = 0.23333 / 0.2
+    assert st.count[i] == 6 and st.label_count[i] == 5
+    assert st.z[i] == pytest.approx(1.166667, abs=1e-6)
+    # with the paper's null too: (5/6 - 0.5) / sqrt(0.25 / 6) = 0.33333 / 0.204124 = 1.632993
+    st_u = tk.competency(B, vocab, y.astype(np.int64), classes, min_count=5, p0="uniform")
+    assert st_u.z[row(st_u, "x", "a")] == pytest.approx(1.632993, abs=1e-6)
+    # the default matrix is binary: x counted once in "x x y"
+    assert stats_for(texts, labels, min_count=5).count[i] == 5
+
 def test_bonferroni_counts_every_token_label_test():
     # 100 texts, 50/50; token t in 20 texts, 17 labelled a: z = 0.35 / sqrt(0.25 / 20) = 3.1305, p = 0.000872
     labels = ["a"] * 50 + ["b"] * 50

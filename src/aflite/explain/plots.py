@@ -49,7 +49,7 @@ def plot_competency(panels: list[tuple[str, TokenStats]], path: Path, label_top:
                        color=col, linewidths=0, rasterized=True)
             ax.scatter(st.count[sig], st.p_label[sig], s=12, alpha=0.9, color=col, label=f"{lab} ({int(sig.sum())})",
                        linewidths=0)
-            p0 = st.base_rates.get(lab, np.nan)
+            p0 = st.base_rates.get(lab, np.nan) if st.p0 == "base" else 1.0 / max(len(st.base_rates), 1)
             ax.plot(grid, np.minimum(bonferroni_curve(p0, st.z_critical, grid), 1.0), color=col, lw=1.2, ls="--")
             idx = np.flatnonzero(sig)
             for i in idx[np.argsort(-st.z[idx], kind="stable")][:label_top]:

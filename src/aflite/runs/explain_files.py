@@ -129,8 +129,9 @@ def write_all(out: Path, *, run: Any, ids: np.ndarray, labels: np.ndarray, af: A
         "significant_tokens_random_per_seed": random_per_seed,
         "token_view": token_view if token_sets else None,
         "token_test": {"statistic": "z = (p̂ − p0) / sqrt(p0 (1 − p0) / n), p0 = the label's base rate in the set "
-                                    "(Gardner et al. 2021, §3); one-sided normal p-value; Bonferroni over every "
-                                    "(token, label) pair of tokens seen >= min_count times in the set",
+                                    "(Gardner et al. 2021, Eq. 1, whose p0 is 1/|Y|); one-sided normal p-value; "
+                                    "Bonferroni over every (token, label) pair of tokens seen >= min_count texts of "
+                                    "the set",
                        "alpha": alpha, "min_count": min_count, "random_subsets": random_seeds,
                        "random_rows": "means over the subsets in which the pair was tested; significant = in at "
                                       "least half of the subsets; significant_tokens.random = mean count per subset"},
