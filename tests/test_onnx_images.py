@@ -51,7 +51,7 @@ def test_backend_is_routed_to_the_image_featurizers() -> None:
                                       "--backend", "onnx-int8"])
     assert pipeline_kwargs(args)["featurizer_options"]["backend"] == "onnx-int8"
     args = build_parser().parse_args(["bench", "--embed", "efficientnet-lite0", "--embed-data", "imgs"])
-    assert args.embed == "efficientnet-lite0" and args.embed_items is None  # 500 images by default
+    assert args.embed == "efficientnet-lite0" and args.n_items is None  # 500 images by default
 
 
 def _effnet() -> None:
