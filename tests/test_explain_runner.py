@@ -230,3 +230,20 @@ def test_ngram_coefficients_read_the_ensemble_weights(explained, tmp_path):
     inst = {r["id"]: r for r in read_csv(out / "instances.csv")}
     planted_rows = [i for i in truth["planted"] if inst[i]["label"] == "contradiction"]
     assert sum("zqx:" in inst[i]["ensemble_features"] for i in planted_rows) / len(planted_rows) > 0.9
+
+
+def test_null_uniform_tests_against_one_over_the_label_count(explained):
+    """--null uniform: p0 = 1/|Y| (Gardner et al. 2021's null); each z is (p̂ − 1/3)/sqrt((1/3)(2/3)/n)."""
+    tmp, _ = explained
+    out = tmp / "ex_uniform"
+    assert main(["explain", str(tmp / "planted.tsv"), str(tmp / "run"), "--out", str(out), "--quiet",
+                 "--min-count", "10", "--random-seeds", "1", "--neighbours", "0", "--null", "uniform"]) == 0
+    res = json.loads((out / "results.json").read_text())
+    assert res["token_test"]["null"] == "uniform" and "1/|Y|" in res["token_test"]["statistic"]
+    full = [r for r in read_csv(out / "tokens.csv") if r["set"] == "full"]
+    p0 = 1 / 3
+    for r in full[:50]:  # the csv holds 6 significant digits
+        n, p_hat = float(r["count"]), float(r["p_label"])
+        assert float(r["z"]) == pytest.approx((p_hat - p0) / (p0 * (1 - p0) / n) ** 0.5, rel=1e-4, abs=1e-5)
+    base = json.loads((tmp / "ex" / "results.json").read_text())
+    assert base["token_test"]["null"] == "base"

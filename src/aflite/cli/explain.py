@@ -26,6 +26,9 @@ def register(sub: Any) -> None:
     p.add_argument("--alpha", type=float, default=0.01, help="family-wise α of the Bonferroni test (default 0.01)")
     p.add_argument("--min-count", type=int, default=20,
                    help="test only tokens seen in at least this many texts of a set (default 20)")
+    p.add_argument("--null", default="base", choices=("base", "uniform"),
+                   help="the token test's p0: each label's share of the set (base, default) or 1/|Y| (uniform, "
+                   "Gardner et al. 2021's choice)")
     p.add_argument("--random-seeds", type=int, default=5,
                    help="same-size random subsets averaged for the 'random' set (default 5)")
     p.add_argument("--token-view", default="auto", choices=("auto", "hypothesis", "premise", "pair"),
@@ -65,7 +68,8 @@ def run(args: argparse.Namespace) -> int:
                   random_seeds=args.random_seeds, token_view=args.token_view, neighbours=args.neighbours,
                   cache_dir=args.cache_dir, dataset_options=dataset_options(args), featurizer_options=fopts,
                   show_progress=not args.quiet, stop_rule=args.stop_rule, stop_floor=args.stop_floor,
-                  stop_max_phases=args.stop_max_phases, ngram_coefficients=args.ngram_coefficients)
+                  stop_max_phases=args.stop_max_phases, ngram_coefficients=args.ngram_coefficients,
+                  null=args.null)
     write_results(args.out, args)  # stamps the library's results.json with argv, seed and versions
     r = res.results
     if r.get("significant_tokens"):

@@ -176,13 +176,16 @@ def explain(
     stop_floor: int | None = None,
     stop_max_phases: int = 40,
     ngram_coefficients: bool = False,
+    null: str = "base",
 ) -> ExplainResult:
     """Explain a run of ``aflite run`` on DATA: token artifacts with significance (full / kept / random), the
     first phase's data map and label issues, why each row was easy, soft weights; written to ``out`` (see
     :mod:`aflite.explain`). ``stop_rule`` continues filtering past the run's stop until no token artifact is
     significant (:mod:`aflite.explain.stoprule`; off by default, the run folder is never changed).
     ``ngram_coefficients`` (n-gram Φ only) refits the run's n-gram featurizer to read each token's push from the
-    ensemble's own weights (:func:`aflite.explain.reasons.ngram_token_scores`; costs one more featurizing pass)."""
+    ensemble's own weights (:func:`aflite.explain.reasons.ngram_token_scores`; costs one more featurizing pass).
+    ``null`` is the token test's p0: ``"base"`` (each label's share of the set, the default) or ``"uniform"``
+    (1/|Y|, Gardner et al. 2021's choice)."""
     from aflite.explain import tokens as tk
     from aflite.explain.datamap import label_issues, overlap_table, regions
     from aflite.explain.reasons import fit_surrogate, image_inputs, nearest_kept, text_inputs
@@ -247,11 +250,11 @@ def explain(
     B = vocab = None
     if texts is not None:
         B, vocab = tk.token_matrix([texts[r] for r in rows])
-        token_sets["full"] = tk.competency(B, vocab, y, classes, alpha=alpha, min_count=min_count)
+        token_sets["full"] = tk.competency(B, vocab, y, classes, alpha=alpha, min_count=min_count, p0=null)
         token_sets["kept"] = tk.competency(B, vocab, y, classes, np.flatnonzero(keep), alpha=alpha,
-                                           min_count=min_count)
+                                           min_count=min_count, p0=null)
         token_sets["random"], random_per_seed = tk.random_competency(
-            B, vocab, y, classes, int(keep.sum()), seed, random_seeds, alpha=alpha, min_count=min_count)
+            B, vocab, y, classes, int(keep.sum()), seed, random_seeds, alpha=alpha, min_count=min_count, p0=null)
     timings["tokens_seconds"] = time.perf_counter() - t0
 
     t0 = time.perf_counter()
@@ -289,7 +292,8 @@ def explain(
         Bm, vm = B, vocab
         stop = continue_until_clean(
             X, y_str, grp, params, seed, keep, int(run.summary.get("n_iterations", 0)),
-            lambda r: tk.competency(Bm, vm, y, classes, r, alpha=alpha, min_count=min_count).n_significant,
+            lambda r: tk.competency(Bm, vm, y, classes, r, alpha=alpha, min_count=min_count,
+                                    p0=null).n_significant,
             floor=stop_floor, max_phases=stop_max_phases)
         timings["stop_rule_seconds"] = time.perf_counter() - t0
 
@@ -298,7 +302,7 @@ def explain(
         out, run=run, ids=np.asarray(run.ids), labels=y_str, af=af, region=region, issues=issues, overlap=overlap,
         token_sets=token_sets, random_per_seed=random_per_seed, token_view=tview, alpha=alpha, min_count=min_count,
         random_seeds=random_seeds, surrogate=sur, near=near, agreement=agree, seed=seed, is_images=is_images, stop=stop,
-        ens_terms=ens_terms,
+        ens_terms=ens_terms, null=null,
         data_path=str(data_path), timings=timings, t_start=t_start)
     results["timings"]["write_seconds"] = time.perf_counter() - t0
     from aflite.report import write_page

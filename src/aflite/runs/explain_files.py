@@ -83,7 +83,7 @@ def write_all(out: Path, *, run: Any, ids: np.ndarray, labels: np.ndarray, af: A
               issues: Any, overlap: list[dict[str, Any]], token_sets: dict[str, Any], random_per_seed: list[int],
               token_view: str, alpha: float, min_count: int, random_seeds: int, surrogate: Any,
               near: list[list[int]], agreement: float, seed: int, is_images: bool, stop: Any, ens_terms: Any,
-              data_path: str,
+              data_path: str, null: str = "base",
               timings: dict[str, float], t_start: float) -> dict[str, Any]:
     """Write every file of the folder; returns the results.json body."""
     import time
@@ -128,11 +128,13 @@ def write_all(out: Path, *, run: Any, ids: np.ndarray, labels: np.ndarray, af: A
         "significant_tokens": sig if token_sets else None,
         "significant_tokens_random_per_seed": random_per_seed,
         "token_view": token_view if token_sets else None,
-        "token_test": {"statistic": "z = (p̂ − p0) / sqrt(p0 (1 − p0) / n), p0 = the label's base rate in the set "
-                                    "(Gardner et al. 2021, Eq. 1, whose p0 is 1/|Y|); one-sided normal p-value; "
+        "token_test": {"statistic": "z = (p̂ − p0) / sqrt(p0 (1 − p0) / n), p0 = "
+                                    + ("the label's base rate in the set (Gardner et al. 2021, Eq. 1, whose p0 is "
+                                       "1/|Y|)" if null == "base" else "1/|Y| (Gardner et al. 2021, Eq. 1)")
+                                    + "; one-sided normal p-value; "
                                     "Bonferroni over every (token, label) pair of tokens seen >= min_count texts of "
                                     "the set",
-                       "alpha": alpha, "min_count": min_count, "random_subsets": random_seeds,
+                       "alpha": alpha, "min_count": min_count, "null": null, "random_subsets": random_seeds,
                        "random_rows": "means over the subsets in which the pair was tested; significant = in at "
                                       "least half of the subsets; significant_tokens.random = mean count per subset"},
         "bonferroni": {k: {"n_rows": v.n_rows, "n_tests": v.n_tests, "z_critical": v.z_critical,
