@@ -35,7 +35,9 @@ def main() -> None:
     out: dict[str, object] = {"load_average_at_start": os.getloadavg()}
     for d in (768, 16):
         A = rng.standard_normal((R, d)).astype(np.float32)
-        pos, lo, hi = [], [], []
+        pos: list[int] = []
+        lo: list[int] = []
+        hi: list[int] = []
         for _ in range(nm):
             lo.append(len(pos))
             pos.extend(np.flatnonzero(rng.random(R) < 0.09))
