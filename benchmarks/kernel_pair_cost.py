@@ -15,7 +15,7 @@ import time
 
 import numpy as np
 
-from aflite import kernels
+from aflite.core import kernels
 
 
 def load(path: str) -> object:

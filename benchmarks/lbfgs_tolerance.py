@@ -18,9 +18,9 @@ import time
 
 import numpy as np
 
-from aflite.ensemble import FastLogisticEnsemble
+from aflite.core.ensemble import FastLogisticEnsemble
+from aflite.core.phase import scores_from_predictions
 from aflite.experiments.shapes import SNLI_N, make_snli_like
-from aflite.phase import scores_from_predictions
 from aflite.splits import draw_partitions
 
 
