@@ -288,3 +288,21 @@ def test_cli_embed_images_on_a_local_cluster_is_bit_identical(tmp_path):
     assert json.loads((tmp_path / "two" / "results.json").read_text())["cluster"]["computed"] == 4
     assert not (tmp_path / "two" / "cache" / "shards" / "hf-image").exists()
     assert not list((tmp_path / "two" / "cache" / "shards").glob("*"))  # assembled, then removed
+
+
+def test_featurizers_pickle_after_an_onnx_transform(tmp_path, minilm):
+    """A featurizer that already embedded through ONNX Runtime still pickles (the session is left out and rebuilt),
+    so it can be sent to Dask workers after the lead used it."""
+    import pickle
+
+    pytest.importorskip("onnxruntime")
+    from aflite.features import make_featurizer
+
+    a = [p for p, _ in PAIRS[:6]]
+    b = [h for _, h in PAIRS[:6]]
+    feat = make_featurizer("minilm", backend="onnx-int8", show_progress=False, device="cpu", export_dir=tmp_path)
+    before = feat.transform(a, b)
+    assert feat._runner is not None
+    copy = pickle.loads(pickle.dumps(feat))
+    assert copy._runner is None
+    assert np.array_equal(copy.transform(a, b), before)

@@ -134,8 +134,8 @@ def add_backend(p: Any) -> None:
     p.add_argument("--backend", default=None, choices=("auto", "torch", "onnx", "onnx-int8"),
                    help="encoder runtime (minilm, efficientnet-lite0, hf-image, warmup after fine-tuning): torch, "
                    "onnx (ONNX Runtime fp32) or onnx-int8 (default auto: on CPU with the [onnx] extra the "
-                   "measured best, onnx-int8 for minilm; torch for the image models and warmup, on a GPU or "
-                   "without the extra)")
+                   "measured best, onnx-int8 for minilm and a text warmup; torch for the image models, on a "
+                   "GPU or without the extra)")
 
 
 def add_threads(p: Any) -> None:

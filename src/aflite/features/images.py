@@ -71,6 +71,13 @@ class ImageFeaturizer:
             raise ParameterError(f"batch_size must be >= 1, got {self.batch_size}")
         self.resolved_backend()
 
+    def __getstate__(self) -> dict[str, Any]:
+        """Picklable (Dask workers, copies): an ONNX Runtime session cannot be pickled, so it is left out and rebuilt
+        from the cached export where it is next used."""
+        state = self.__dict__.copy()
+        state["_runner"] = None
+        return state
+
     def resolved_backend(self) -> str:
         """The backend this featurizer encodes with (features.onnx_backend.resolve_backend, per-model default)."""
         if self._resolved is None:

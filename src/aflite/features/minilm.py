@@ -95,6 +95,13 @@ class MiniLMFeaturizer:
         resolve_model_path(self.model_path)
         self.resolved_backend()
 
+    def __getstate__(self) -> dict[str, Any]:
+        """Picklable (Dask workers, copies): an ONNX Runtime session cannot be pickled, so it is left out and rebuilt
+        from the cached export where it is next used."""
+        state = self.__dict__.copy()
+        state["_runner"] = None
+        return state
+
     def resolved_backend(self) -> str:
         """The backend this featurizer encodes with (the CPU default is decided in features.onnx_backend)."""
         if self._resolved is None:
