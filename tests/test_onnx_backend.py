@@ -204,3 +204,23 @@ def test_warmup_encoder_embeds_through_onnx_after_fine_tuning(minilm: Path, tmp_
     frozen = OB.weights_hash(F.make_featurizer("minilm", backend="torch").loaded()[1])[:24]
     names = [p.name for p in (tmp_path / "onnx").glob("*.onnx")]
     assert len(names) == 2 and not any(frozen in n for n in names)
+
+
+def test_two_processes_quantising_one_export_do_not_collide(minilm: Path, tmp_path: Path) -> None:
+    """Dask workers sharing a cache may quantise the same export at once; quantize_dynamic writes and deletes a
+    "<input>-inferred.onnx" beside its input, so each process works on its own link of the input."""
+    import shutil
+    from concurrent.futures import ProcessPoolExecutor
+
+    model = _tiny_bert(tmp_path / "bert")
+    F.featurize(["a short sentence"], None, "minilm", "pair", cache_dir=tmp_path / "c", show_progress=False,
+                backend="onnx", model_path=model)
+    fp32 = next(p for p in (tmp_path / "c" / "onnx").glob("*.onnx"))
+    for round_ in range(3):
+        folder = tmp_path / f"r{round_}"
+        folder.mkdir()
+        shutil.copy(fp32, folder / fp32.name)
+        with ProcessPoolExecutor(2) as ex:
+            made = list(ex.map(OB.quantize_int8, [folder / fp32.name] * 2))
+        assert made[0] == made[1] and made[0].is_file()
+        assert sorted(p.name for p in folder.iterdir()) == sorted([fp32.name, made[0].name])  # no leftovers

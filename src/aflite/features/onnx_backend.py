@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import os
+import shutil
 import sys
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -202,16 +203,25 @@ def quantize_int8(fp32_path: Path, keep_fp32: bool = True) -> Path:
     if dest.is_file():
         return dest
     tmp = dest.with_name(f".{dest.name}.{os.getpid()}.tmp.onnx")
+    # quantize_dynamic writes "<input>-inferred.onnx" beside its input and deletes it: a per-process link of the
+    # input keeps two processes (Dask workers on one cache) from removing each other's file
+    src = dest.with_name(f".{fp32_path.stem}.{os.getpid()}.src.onnx")
     keep = down_projections(onnx.load(str(fp32_path))) if keep_fp32 else []
     level = logging.getLogger().level
     logging.getLogger().setLevel(logging.ERROR)  # its "consider pre-processing" advice is not for users
     try:
-        quantize_dynamic(str(fp32_path), str(tmp), weight_type=QuantType.QInt8, per_channel=True,
+        src.unlink(missing_ok=True)
+        try:
+            os.link(fp32_path, src)
+        except OSError:
+            shutil.copyfile(fp32_path, src)
+        quantize_dynamic(str(src), str(tmp), weight_type=QuantType.QInt8, per_channel=True,
                          nodes_to_exclude=keep, extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT})
         os.replace(tmp, dest)
     finally:
         logging.getLogger().setLevel(level)
-        tmp.unlink(missing_ok=True)
+        for f in (tmp, src, src.with_name(src.stem + "-inferred.onnx")):
+            f.unlink(missing_ok=True)
     return dest
 
 
