@@ -53,6 +53,22 @@ def test_default_backend_rule(monkeypatch: pytest.MonkeyPatch, capsys: pytest.Ca
         OB.resolve_backend("onnx", "cpu")
 
 
+@pytest.mark.parametrize("name", ["minilm", "warmup", "efficientnet-lite0"])
+def test_each_encoder_resolves_its_backend_once(name: str, monkeypatch: pytest.MonkeyPatch,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    """The default is resolved once per featurizer (features.base.BackendEncoder): without the extra the one line
+    saying so is printed once, however often the backend is asked for (validation, cache key, transform)."""
+    import pickle
+
+    monkeypatch.setattr(OB, "onnx_available", lambda: False)
+    feat = F.make_featurizer(name, device="cpu", show_progress=False)
+    for _ in range(3):
+        assert feat.resolved_backend() == "torch"
+        feat.get_options()
+    assert capsys.readouterr().err.count("aflite[onnx]") <= 1
+    assert pickle.loads(pickle.dumps(feat)).resolved_backend() == "torch"
+
+
 def test_backend_is_a_declared_minilm_option_routed_from_the_cli() -> None:
     from aflite.cli import build_parser
     from aflite.cli.run import pipeline_kwargs

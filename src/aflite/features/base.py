@@ -43,6 +43,34 @@ class Featurizer(Protocol):
         ...
 
 
+class BackendEncoder:
+    """What the encoder featurizers that may run through ONNX Runtime (minilm, the image models, warmup) share:
+    resolving their backend once (the CPU default is each model's, :func:`aflite.features.onnx_backend.
+    resolve_backend`), and pickling without the ONNX Runtime session (for Dask workers and copies; it cannot be
+    pickled and is rebuilt from the cached export where it is next used)."""
+
+    backend: str | None
+    device: str | None
+    _resolved: str | None
+    _runner: Any
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        state["_runner"] = None
+        return state
+
+    def _backend(self, cpu_default: str) -> str:
+        """``backend`` resolved once: an ONNX backend named outright runs on the CPU; the default follows the
+        device (torch on a GPU) and ``cpu_default``."""
+        if self._resolved is None:
+            from aflite.device import torch_device
+            from aflite.features.onnx_backend import resolve_backend
+
+            device = "cpu" if self.backend not in (None, "", "auto", "torch") else torch_device(self.device)
+            self._resolved = resolve_backend(self.backend, device, cpu_default)
+        return self._resolved
+
+
 def apply_view(
     texts_a: Sequence[str], texts_b: Sequence[str] | None, view: str
 ) -> tuple[list[str], list[str] | None]:

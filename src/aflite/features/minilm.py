@@ -13,7 +13,7 @@ import numpy as np
 from aflite.device import default_model_path as default_model_path  # its home is aflite.device
 from aflite.device import import_torch, resolve_model_path, torch_device
 from aflite.errors import ParameterError
-from aflite.features.base import DEFAULT_MAX_LENGTH, progress_bar
+from aflite.features.base import DEFAULT_MAX_LENGTH, BackendEncoder, progress_bar
 
 if TYPE_CHECKING:  # pragma: no cover
     from tqdm import tqdm as Tqdm
@@ -48,7 +48,7 @@ def _encode(
     return embed_items(enc, items, batch_size=batch_size, normalize=normalize, progress=progress)
 
 
-class MiniLMFeaturizer:
+class MiniLMFeaturizer(BackendEncoder):
     """Frozen sentence-transformer embeddings: mean pooling over the attention mask, then L2 normalisation.
 
     Pairs are encoded together (``tokenizer(a, b)``, token type ids 0/1), truncated to ``max_length`` tokens
@@ -95,21 +95,11 @@ class MiniLMFeaturizer:
         resolve_model_path(self.model_path)
         self.resolved_backend()
 
-    def __getstate__(self) -> dict[str, Any]:
-        """Picklable (Dask workers, copies): an ONNX Runtime session cannot be pickled, so it is left out and rebuilt
-        from the cached export where it is next used."""
-        state = self.__dict__.copy()
-        state["_runner"] = None
-        return state
-
     def resolved_backend(self) -> str:
         """The backend this featurizer encodes with (the CPU default is decided in features.onnx_backend)."""
-        if self._resolved is None:
-            from aflite.features.onnx_backend import resolve_backend
+        from aflite.features.onnx_backend import CPU_DEFAULT
 
-            device = "cpu" if self.backend not in (None, "", "auto", "torch") else torch_device(self.device)
-            self._resolved = resolve_backend(self.backend, device)
-        return self._resolved
+        return self._backend(CPU_DEFAULT)
 
     def get_options(self) -> dict[str, Any]:
         opts: dict[str, Any] = {

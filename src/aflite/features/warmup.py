@@ -12,7 +12,7 @@ import numpy as np
 
 from aflite.device import import_torch, resolve_model_path, torch_device
 from aflite.errors import InputError, ParameterError
-from aflite.features.base import DEFAULT_MAX_LENGTH, log, progress_bar
+from aflite.features.base import DEFAULT_MAX_LENGTH, BackendEncoder, log, progress_bar
 
 if TYPE_CHECKING:  # pragma: no cover
     from tqdm import tqdm as Tqdm
@@ -33,7 +33,7 @@ def select_warmup_rows(n: int, warmup_size: int | float, seed: int = 0) -> np.nd
     return np.sort(np.random.default_rng(seed).choice(n, size=k, replace=False)).astype(np.int64)
 
 
-class WarmupFeaturizer:
+class WarmupFeaturizer(BackendEncoder):
     """The paper's warm-up Φ: fine-tune an encoder + linear head, then embed with the fine-tuned encoder.
 
     ``fit(texts_a, texts_b, y)`` fine-tunes on exactly the rows given (the caller picks the warm-up slice,
@@ -101,6 +101,7 @@ class WarmupFeaturizer:
         self._encoder: Any = None
         self._head: Any = None
         self._runner: Any = None
+        self._resolved: str | None = None
         self.classes_: np.ndarray | None = None
         self.steps_: int = 0
         self.train_log_: list[float] = []
@@ -127,22 +128,14 @@ class WarmupFeaturizer:
         self._resolved_model_path()
         self.resolved_backend()
 
-    def __getstate__(self) -> dict[str, Any]:
-        """Picklable (Dask workers, copies): an ONNX Runtime session cannot be pickled, so it is left out and rebuilt
-        from the cached export where it is next used."""
-        state = self.__dict__.copy()
-        state["_runner"] = None
-        return state
-
     def resolved_backend(self) -> str:
         """The backend transform embeds with once fine-tuned. Fine-tuning always runs in torch. The default on a
         CPU is minilm's (onnx-int8 with the ``[onnx]`` extra): on a real fine-tune (the bundled SNLI sample) its
         Φ had mean cosine 0.997 to torch's and a kept-set Jaccard of 0.949
         (docs/measured/warmup_backend_agreement.json). An image warm-up stays on torch, as the image encoders do."""
-        from aflite.features.onnx_backend import CPU_DEFAULT, resolve_backend
+        from aflite.features.onnx_backend import CPU_DEFAULT
 
-        return resolve_backend(self.backend, "cpu" if self.backend not in (None, "", "auto", "torch") else
-                               torch_device(self.device), CPU_DEFAULT if self.image_model is None else "torch")
+        return self._backend(CPU_DEFAULT if self.image_model is None else "torch")
 
     def _resolved_model_path(self) -> Path | None:
         """The text model folder (default: the MiniLM wheel's) or the image model folder, if any."""
