@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from aflite.errors import ParameterError
-from aflite.experiments.embed_common import filter_kept, gemm_rates, jaccard
+from aflite.experiments.embed_common import filter_kept, gemm_rates, jaccard, timing_summary
 
 __all__ = ["image_embed_benchmark", "conv_flops"]
 
@@ -89,12 +89,7 @@ def image_embed_benchmark(data: str | os.PathLike[str], *, model: str = "efficie
         loads.append(round(os.getloadavg()[0], 2))
         log(f"round {r + 1}/{rounds}: " + ", ".join(f"{be} {n / v[-1]:.1f}/s" for be, v in runs.items()))
     med = {be: float(np.median(v)) for be, v in runs.items()}
-    res["seconds_all"] = {be: [round(s, 3) for s in v] for be, v in runs.items()}
-    res["items_per_s"] = {be: round(n / s, 2) for be, s in med.items()}
-    res["speedup"] = {be: round(med["torch"] / s, 3) for be, s in med.items()}
-    res["speedup_per_round"] = {be: [round(t / s, 3) for t, s in zip(runs["torch"], v, strict=True)]
-                                for be, v in runs.items() if be != "torch"}
-    res["loadavg_1min_per_round"] = loads
+    res.update(timing_summary(runs, n, loads, digits=2))
     res["gflops_achieved"] = {be: round(n / s * fpi / 1e9, 1) for be, s in med.items()}
     cos = {be: _cosine(x, small["torch"]) for be, x in small.items() if be != "torch"}
     res["min_cosine"] = {be: round(float(c.min()), 6) for be, c in cos.items()}

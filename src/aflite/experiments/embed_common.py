@@ -50,6 +50,21 @@ def _timed(fn: Callable[[], Any]) -> float:
     return time.perf_counter() - t0
 
 
+def timing_summary(runs: dict[str, list[float]], n: int, loads: list[float], digits: int = 1) -> dict[str, Any]:
+    """The bench's timing keys from each backend's seconds per round (``runs``, torch among them) over ``n`` items:
+    all seconds, items/s and speedup over torch at the medians, and the speedup paired within each round, so that
+    load drifting between rounds cancels."""
+    med = {be: float(np.median(v)) for be, v in runs.items()}
+    return {
+        "seconds_all": {be: [round(s, 3) for s in v] for be, v in runs.items()},
+        "items_per_s": {be: round(n / s, digits) for be, s in med.items()},
+        "speedup": {be: round(med["torch"] / s, 3) for be, s in med.items()},
+        "speedup_per_round": {be: [round(t / s, 3) for t, s in zip(runs["torch"], v, strict=True)]
+                              for be, v in runs.items() if be != "torch"},
+        "loadavg_1min_per_round": loads,
+    }
+
+
 def jaccard(a: np.ndarray, b: np.ndarray) -> float:
     sa, sb = set(a.tolist()), set(b.tolist())
     return len(sa & sb) / max(1, len(sa | sb))
