@@ -173,13 +173,15 @@ def single_iteration_rows(
     Rows in ``exclude`` (warm-up slices of any run being compared) are never kept and do not count to ``size``."""
     from aflite.core.filter import predictability
     from aflite.features import featurize
+    from aflite.features.registry import run_options
 
     f = run.summary.get("featurizer")
     params = run.summary.get("parameters")
     if not f or not params:
         raise InputError(f"{run.path}: summary.json lacks the featurizer or parameters needed for the "
                          "single-iteration baseline (pass single_iteration=False / --no-single)")
-    name, view, opts = f["name"], f.get("view", "pair"), dict(f.get("options") or {})
+    name, view = f["name"], f.get("view", "pair")
+    opts = run_options(name, f.get("options"))  # the run's own Φ: its backend, this release's option names
     run_seed = int(params.get("random_state", 0))
     kwargs: dict[str, Any] = {}
     if name == "warmup":

@@ -59,6 +59,18 @@ def current_options(options: dict[str, Any] | None, *, warn: bool = True) -> dic
     return {**{RENAMED_OPTIONS[k]: v for k, v in old.items()}, **out}
 
 
+def run_options(name: str, options: dict[str, Any] | None) -> dict[str, Any]:
+    """The featurize options that recompute a run's Φ from what its results recorded (explain, evaluate's
+    single-iteration baseline): old option names under their new ones, read silently, and the backend made
+    explicit. An encoder's recorded options name its backend unless it was torch (torch's cache key predates the
+    backends), so a run that recorded none used torch, whatever this machine's default is."""
+    opts = current_options(options, warn=False)
+    spec = REGISTRY.get(name)
+    if spec is not None and "backend" in spec.options and opts.get("backend") is None:
+        opts["backend"] = "torch"
+    return opts
+
+
 def featurizer_names(command: str | None = None, modality: str | None = None) -> tuple[str, ...]:
     """Names in registry order, optionally only those a command offers / that read a modality."""
     return tuple(s.name for s in REGISTRY.values()

@@ -132,16 +132,10 @@ def _load(data_path: Path, run: RunRecord, dataset_options: dict[str, Any] | Non
 def _features(ds: Any, is_images: bool, run: RunRecord, cache_dir: Path | None,
               featurizer_options: dict[str, Any] | None, show_progress: bool) -> Any:
     from aflite import features
-    from aflite.features.registry import REGISTRY, current_options, image_featurizer_options
+    from aflite.features.registry import current_options, image_featurizer_options, run_options
 
     fz = run.summary["featurizer"]
-    recorded = current_options(fz.get("options"), warn=False)  # a run folder from before a rename reads as now
-    opts = {k: v for k, v in recorded.items() if v is not None}
-    spec = REGISTRY.get(fz["name"])
-    if spec is not None and "backend" in spec.options and "backend" not in opts:
-        # an encoder's options name its backend unless it was torch (torch's cache key predates the backends), so
-        # the run used torch: recompute with it, not with this machine's default
-        opts["backend"] = "torch"
+    opts = {k: v for k, v in run_options(fz["name"], fz.get("options")).items() if v is not None}
     opts.update(current_options(featurizer_options))
     for key in ("word_ngrams", "char_ngrams"):
         if isinstance(opts.get(key), list):
