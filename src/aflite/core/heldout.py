@@ -22,6 +22,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from aflite.core.store import map_chunks
+
 __all__ = [
     "FIRST_PHASE_ATTRIBUTES",
     "HeldoutMap",
@@ -44,12 +46,14 @@ class HeldoutMap:
 
 
 def heldout_map(
-    proba_fn: Any, y: NDArray[np.int64], train_mask: NDArray[np.bool_], n_classes: int, chunk: int = 8192
+    proba_fn: Any, y: NDArray[np.int64], train_mask: NDArray[np.bool_], n_classes: int, chunk: int = 8192,
+    n_jobs: int | None = None,
 ) -> HeldoutMap:
     """Average ``proba_fn(positions) -> (len, m, K)`` over the models that held each row out.
 
     ``y`` and ``train_mask`` (True = in the model's training set) are over the same rows as the positions;
-    rows are processed ``chunk`` at a time so that the (rows, m, K) block stays small.
+    rows are processed ``chunk`` at a time so that the (rows, m, K) block stays small, on ``n_jobs`` threads
+    (default: the thread budget; ``proba_fn`` must be safe to call from several threads).
     """
     n = len(y)
     proba = np.full((n, n_classes), np.nan)
@@ -58,7 +62,8 @@ def heldout_map(
     corr = np.full(n, np.nan)
     held_all = ~np.asarray(train_mask, dtype=bool)
     n_held = held_all.sum(1).astype(np.int32)
-    for r0 in range(0, n, chunk):
+
+    def one(r0: int) -> None:  # each chunk writes only its own rows: chunks run side by side, same bits
         pos = np.arange(r0, min(n, r0 + chunk))
         P = np.asarray(proba_fn(pos), dtype=np.float64)  # (c, m, K)
         held = held_all[pos]
@@ -73,6 +78,8 @@ def heldout_map(
         conf[pos[ok]] = mu[ok]
         var[pos[ok]] = sd[ok]
         corr[pos[ok]] = (w * right).sum(1)[ok]
+
+    map_chunks(one, range(0, n, chunk), n_jobs)
     return HeldoutMap(proba, conf, var, corr, n_held)
 
 

@@ -170,11 +170,28 @@ class _NumpyBlockOps:
             A = self.store.chunk(r0, r0 + self.store.step)
             z = (A @ Weff).reshape(len(A), K - 1, nm)
             z += b
-            best = z.argmax(1)
-            self.preds[r0 : r0 + len(A)] = np.where(np.take_along_axis(z, best[:, None, :], 1)[:, 0] > 0, best + 1, 0)
+            self.preds[r0 : r0 + len(A)] = relative_argmax(z)
 
         map_chunks(one, range(0, len(self.store), self.store.step), self.task.jobs)  # each chunk its own rows
         return self.preds
+
+
+def relative_argmax(z: NDArray[np.float32]) -> NDArray[np.integer[Any]]:
+    """Predicted classes from logits relative to class 0, ``z`` of shape (rows, K - 1, models): class 0 unless
+    some relative logit is > 0, else the first class with the largest one (``argmax``'s tie rule).
+
+    One class at a time with elementwise maxima and comparisons: ``argmax`` over the short middle axis plus
+    ``take_along_axis`` cost twice the product itself (measured: 0.38 s against 0.23 s for the GEMM of 100K rows,
+    d = 768, 64 models); this costs a third of it and gives the same classes.
+    """
+    best_val = z[:, 0, :].copy()
+    best = np.ones(best_val.shape, dtype=np.int32)
+    for c in range(1, z.shape[1]):
+        higher = z[:, c, :] > best_val  # strict: a tie keeps the earlier class, as argmax does
+        np.maximum(best_val, z[:, c, :], out=best_val)
+        best[higher] = c + 1
+    best[~(best_val > 0)] = 0
+    return best
 
 
 def own_chunk_rows(d: int) -> int:
