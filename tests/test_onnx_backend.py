@@ -122,7 +122,7 @@ def test_onnx_backends_agree_with_torch_on_a_small_sample(minilm: Path, tmp_path
     assert len(list(tmp_path.glob("minilm-pair-*.npy"))) == 3
     # one export (by weights hash) and its int8 sibling in the run's cache, reused by the next featurizer
     files = sorted(p.name for p in (tmp_path / "onnx").glob("*.onnx"))
-    assert len(files) == 2 and files[0].endswith("-int8.onnx")
+    assert len(files) == 2 and files[0].endswith("-int8all.onnx")  # MiniLM: every MatMul int8
     mtimes = {p: p.stat().st_mtime_ns for p in (tmp_path / "onnx").glob("*.onnx")}
     feat = F.make_featurizer("minilm", backend="onnx-int8", show_progress=False, export_dir=tmp_path / "onnx",
                              batch_size=4, num_threads=1)
@@ -136,20 +136,27 @@ def test_onnx_backends_agree_with_torch_on_a_small_sample(minilm: Path, tmp_path
     assert (alone * x["onnx-int8"].X[:3]).sum(axis=1).min() > 0.99
 
 
-def test_down_projections_are_kept_in_fp32(minilm: Path, tmp_path: Path) -> None:
+def test_minilm_int8_quantises_every_matmul_and_quantize_int8_can_keep_the_down_projections(
+        minilm: Path, tmp_path: Path) -> None:
     import onnx
 
     feat = F.make_featurizer("minilm", backend="onnx-int8", show_progress=False, export_dir=tmp_path)
     feat.transform(["a short sentence"])
-    fp32 = next(p for p in tmp_path.glob("*.onnx") if not p.name.endswith("-int8.onnx"))
+    fp32 = next(p for p in tmp_path.glob("*.onnx") if not p.name.endswith("-int8all.onnx"))
     kept = OB.down_projections(onnx.load(str(fp32)))
     assert len(kept) == 6  # one FFN down-projection (1536 -> 384) per layer of MiniLM-L6
-    int8 = onnx.load(str(fp32.with_name(fp32.stem + "-int8.onnx")))
-    ops: dict[str, Any] = {}
-    for node in int8.graph.node:
-        ops[node.op_type] = ops.get(node.op_type, 0) + 1
-    assert ops.get("MatMulInteger", 0) >= 6 * 5  # q, k, v, attention output, up-projection per layer
-    assert sum(1 for n in int8.graph.node if n.name in kept and n.op_type == "MatMul") == 6
+
+    def ops(path: Path) -> tuple[dict[str, int], int]:
+        model = onnx.load(str(path))
+        count: dict[str, int] = {}
+        for node in model.graph.node:
+            count[node.op_type] = count.get(node.op_type, 0) + 1
+        return count, sum(1 for n in model.graph.node if n.name in kept and n.op_type == "MatMul")
+
+    every, fp32_down = ops(fp32.with_name(fp32.stem + "-int8all.onnx"))  # what minilm's onnx-int8 runs
+    assert every.get("MatMulInteger", 0) >= 6 * 6 and fp32_down == 0  # q, k, v, attention out, up, down
+    some, fp32_down = ops(OB.quantize_int8(fp32))  # the default of quantize_int8 (the warm-up encoder's)
+    assert some.get("MatMulInteger", 0) >= 6 * 5 and fp32_down == 6
 
 
 @pytest.mark.slow  # an export, a fusion and a quantisation (~40 s on 2 loaded cores)

@@ -7,6 +7,7 @@ import pytest
 from test_ensemble import anisotropic
 
 from aflite.core import kernels
+from aflite.core import solver as solver_module
 from aflite.core.ensemble import FastLogisticEnsemble
 from aflite.core.filter import draw_partitions
 from aflite.core.solver import (
@@ -79,12 +80,13 @@ def test_fast_and_previous_solvers_find_the_same_models():
 
 
 @pytest.mark.skipif(not kernels.available(), reason="numba not installed")
-def test_compiled_passes_give_the_same_bits_for_any_threads_and_blocks():
+def test_compiled_passes_give_the_same_bits_for_any_threads_and_blocks(monkeypatch: pytest.MonkeyPatch):
     """With the compiled kernel a model's result depends only on its own rows: the threads that share a
     pass's chunks and the block a model sits in change no bits (chunk sums are added in chunk order)."""
     X, y = anisotropic(12000, 400, 3, seed=14)
     rows = np.arange(len(y))
-    assert len(y) > 2 * own_chunk_rows(400)  # several chunks per pass, shared by the threads
+    monkeypatch.setattr(solver_module, "COMPILED_CHUNK_MB", 1)  # small chunks: many per pass on small data
+    assert len(y) > 8 * own_chunk_rows(400, compiled=True)  # several chunks per pass, shared by the threads
     mask = draw_partitions(len(y), 6, 2000, np.random.default_rng(3))
     out = []
     for n_jobs, block_size in [(1, None), (2, None), (3, None), (1, 2), (2, 4)]:
@@ -216,3 +218,23 @@ def test_compiled_three_class_kernel_matches_the_generic_loop():
         outs.append((loss, G, Gb))
     for a, b in zip(*outs, strict=True):
         np.testing.assert_allclose(b, a, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.skipif(not kernels.available(), reason="numba not installed")
+@pytest.mark.parametrize("removed", ["spread", "early", "late", "none"])
+def test_two_thread_compaction_moves_the_same_rows_as_a_gather(removed: str):
+    """Large compactions run on two threads (the first half's late sources set aside): same bytes as data[pos]."""
+    rng = np.random.default_rng(5)
+    n = 2 * kernels.COMPACT_TWO_THREADS_ROWS + 123
+    data = rng.standard_normal((n, 7)).astype(np.float32)
+    keep = np.ones(n, dtype=bool)
+    if removed == "spread":
+        keep[rng.choice(n, 9000, replace=False)] = False
+    elif removed == "early":
+        keep[:5000] = False  # every source of the first half lies past the middle: all set aside
+    elif removed == "late":
+        keep[-5000:] = False  # nothing to set aside
+    pos = np.flatnonzero(keep)
+    expected = data[pos].copy()
+    assert kernels.compact_rows(data, pos)
+    assert np.array_equal(data[: len(pos)], expected)

@@ -59,6 +59,11 @@ class BackendEncoder:
         state["_runner"] = None
         return state
 
+    def cache_extra(self) -> dict[str, Any]:
+        """What else besides :meth:`get_options` decides this encoder's output (part of the features' cache key,
+        not of the recorded options): e.g. which layers an int8 backend quantises."""
+        return {}
+
     def _backend(self, cpu_default: str) -> str:
         """``backend`` resolved once: an ONNX backend named outright runs on the CPU; the default follows the
         device (torch on a GPU) and ``cpu_default``."""

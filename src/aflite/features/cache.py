@@ -140,7 +140,7 @@ def featurize(
         setattr(feat, "export_dir", Path(cache_dir) / "onnx")  # noqa: B010 - ONNX exports live in the run cache
     opts = feat.get_options()
 
-    extra: dict[str, Any] = {}
+    extra: dict[str, Any] = dict(getattr(feat, "cache_extra", dict)())
     warmup_rows = np.empty(0, dtype=np.int64)
     if featurizer == "warmup":
         if y is None:

@@ -291,9 +291,10 @@ def _map(fn: Callable[[np.ndarray], None], chunks: list[np.ndarray], workers: in
 
 
 def text_runner(model: Any, torch: Any, backend: str, *, pad_id: int, export_dir: str | os.PathLike[str] | None,
-                threads: int | None = None) -> OnnxTextRunner:
-    """The runner of ``backend`` ('onnx' or 'onnx-int8') for a loaded Hugging Face text model."""
+                threads: int | None = None, keep_fp32: bool = True) -> OnnxTextRunner:
+    """The runner of ``backend`` ('onnx' or 'onnx-int8') for a loaded Hugging Face text model; ``keep_fp32``:
+    the int8 model keeps the FFN down-projections in fp32 (see :func:`quantize_int8`)."""
     path = export_text_model(model, torch, export_dir if export_dir is not None else default_export_dir())
     if backend == "onnx-int8":
-        path = quantize_int8(path)
+        path = quantize_int8(path, keep_fp32=keep_fp32)
     return OnnxTextRunner(path, int(model.config.hidden_size), pad_id, threads)
