@@ -5,10 +5,10 @@ small sample (skipped without the [onnx] extra or the bundled MiniLM)."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pytest
+from test_audit import make_tiny_model
 
 from aflite import features as F
 from aflite.errors import ParameterError
@@ -176,25 +176,9 @@ def test_fused_export_and_leaves_the_model_as_it_was(minilm: Path, tmp_path: Pat
     assert "QAttention" in int8 and "MatMulInteger" in int8
 
 
-def _tiny_bert(folder: Path) -> Path:
-    """A random 2-layer BERT with MiniLM's tokenizer: a local Hugging Face model folder (no download)."""
-    import shutil
-
-    transformers = pytest.importorskip("transformers")
-    src = F.default_model_path()
-    folder.mkdir(parents=True, exist_ok=True)
-    for name in ("vocab.txt", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json"):
-        if (src / name).is_file():
-            shutil.copy(src / name, folder / name)
-    vocab = sum(1 for _ in open(src / "vocab.txt", encoding="utf-8"))
-    cfg = transformers.BertConfig(vocab_size=vocab, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-                                  intermediate_size=64, max_position_embeddings=128)
-    transformers.BertModel(cfg).save_pretrained(folder)
-    return folder
-
-
 def test_local_hf_text_model_on_onnx(minilm: Path, tmp_path: Path) -> None:
-    model = _tiny_bert(tmp_path / "bert")
+    pytest.importorskip("transformers")
+    model = make_tiny_model(tmp_path / "bert")  # a random 2-layer BERT folder (tests/test_audit.py)
     a, b = [p for p, _ in PAIRS], [h for _, h in PAIRS]
     x = {be: F.featurize(a, b, "minilm", "pair", cache_dir=tmp_path / "c", show_progress=False, backend=be,
                          model_path=model).X for be in ("torch", "onnx", "onnx-int8")}
@@ -235,7 +219,8 @@ def test_two_processes_quantising_one_export_do_not_collide(minilm: Path, tmp_pa
     import shutil
     from concurrent.futures import ProcessPoolExecutor
 
-    model = _tiny_bert(tmp_path / "bert")
+    pytest.importorskip("transformers")
+    model = make_tiny_model(tmp_path / "bert")  # a random 2-layer BERT folder (tests/test_audit.py)
     F.featurize(["a short sentence"], None, "minilm", "pair", cache_dir=tmp_path / "c", show_progress=False,
                 backend="onnx", model_path=model)
     fp32 = next(p for p in (tmp_path / "c" / "onnx").glob("*.onnx"))

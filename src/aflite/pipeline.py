@@ -381,10 +381,9 @@ def filter_files(
 
     info = {"inputs": {"features": str(features), "labels": str(labels), "ids": None if ids is None else str(ids)},
             "device": resolve_device(af.device) if af.model == "logistic" else "cpu", **(extra or {})}
-    if cluster is not None and not isinstance(cluster, str):
-        info.setdefault("cluster", type(cluster).__name__)
-    elif cluster:
-        info.setdefault("cluster", cluster)
+    # where the partitions were fitted: an executor's type, a scheduler address, or None (this process)
+    info.setdefault("cluster", type(cluster).__name__ if cluster is not None and not isinstance(cluster, str)
+                    else cluster or None)
     executor, release = use_cluster(cluster, cluster_scratch) if af.executor is None else (None, lambda: None)
     try:
         if executor is not None:

@@ -132,7 +132,7 @@ def run(args: argparse.Namespace) -> int:
     res = filter_files(args.features, args.labels, args.out, aflite=build_filter(args), ids=args.ids,
                        groups=args.groups, feature_columns=args.feature_columns, label=args.label,
                        id_column=args.id_column, mmap=args.mmap, resume=args.resume, overwrite=args.overwrite,
-                       show_progress=not args.quiet, extra={"cluster": args.cluster}, cluster=args.cluster,
+                       show_progress=not args.quiet, cluster=args.cluster,
                        cluster_scratch=args.cluster_scratch)
     s = res.summary
     write_results(args.out, args)  # stamps the library's results.json with argv, seed and versions

@@ -289,14 +289,16 @@ class FastLogisticEnsemble(LinearEnsemble):
     def predict_proba(self, X: Any, rows: NDArray[np.intp]) -> NDArray[np.float32]:
         """Softmax of each model's logits at its last solution, on the raw rows: the whitening is folded into the
         weights (``(x - μ) T W = x (T W) - μ T W``), so a row costs one product with m·K columns."""
-        cached = getattr(self, "_proba_weights", None)
+        cached: Any = getattr(self, "_proba_weights", None)
         if cached is None or cached[0] is not self._coefs:  # the data map calls this per chunk: fold once per fit
-            W3, b2 = self.raw_coefficients()
-            cached = (self._coefs, W3.reshape(W3.shape[0], -1).astype(np.float32), b2.astype(np.float32))
+            W3, b3 = self.raw_coefficients()
+            cached = (self._coefs, W3.reshape(W3.shape[0], -1).astype(np.float32), b3.astype(np.float32))
             self._proba_weights = cached
-        W, b2 = cached[1], cached[2]
-        m, K = b2.shape
-        z: NDArray[np.float32] = (np.asarray(X[rows], dtype=np.float32) @ W + b2.reshape(m * K)).reshape(len(rows), m, K)
+        W32: NDArray[np.float32] = cached[1]
+        b32: NDArray[np.float32] = cached[2]
+        m, K = b32.shape
+        z: NDArray[np.float32] = (np.asarray(X[rows], dtype=np.float32) @ W32
+                                  + b32.reshape(m * K)).reshape(len(rows), m, K)
         # max and sum over the short last axis one class at a time: numpy's reductions over an axis of 2-3
         # elements are several times slower than the same elementwise ops on strided views
         top = z[:, :, 0].copy()
