@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from aflite.errors import ParameterError
-from aflite.experiments.embed_common import filter_kept, gemm_rates, jaccard, timing_summary
+from aflite.experiments.embed_common import agreement_passes, gemm_rates, kept_set_agreement, timing_summary
 
 __all__ = ["EMBED_MODELS", "DEFAULT_ITEMS", "embed_benchmark", "format_embed_report", "gemm_rates", "flops_per_token"]
 
@@ -110,25 +110,9 @@ def embed_benchmark(data: str | os.PathLike[str], *, model: str = "minilm", n_it
     res["roofline"] = gemm_rates()
     if kept_set:
         y = np.asarray(ds.labels)
-        kept: dict[str, Any] = {}
-        full_cos: dict[str, Any] = {}
-        X_ref = None
-        for be in backends:
-            log(f"kept set: {be} Φ of all {len(y)} pairs")
-            X = feats[be].transform(a_all, b_all)
-            if be == "torch":
-                X_ref = X
-            elif X_ref is not None:
-                c = (X * X_ref).sum(axis=1)
-                full_cos[be] = {"min": round(float(c.min()), 6), "mean": round(float(c.mean()), 6)}
-            kept[be] = filter_kept(X, y, seed)
-        base = kept["torch"][0]
-        res["kept_set"] = {"n": int(len(y)), "parameters": "Table 8 scaled (pipeline.scaled_defaults)",
-                           "size": {be: int(len(k)) for be, (k, _) in kept.items()},
-                           "stop_reason": {be: s for be, (_, s) in kept.items()}, "cosine_all_rows": full_cos}
-        res["kept_jaccard"] = {be: round(jaccard(k, base), 4) for be, (k, _) in kept.items() if be != "torch"}
-    res["passes"] = {be: bool(res["mean_cosine"][be] >= 0.99 and res.get("kept_jaccard", {}).get(be, 1.0) >= 0.9)
-                     for be in backends if be != "torch"}
+        res.update(kept_set_agreement(backends, lambda be: feats[be].transform(a_all, b_all), y, seed,
+                                      lambda x, ref: (x * ref).sum(axis=1), f"all {len(y)} pairs", log))
+    res["passes"] = agreement_passes(res, backends)
     res["loadavg_end"] = list(os.getloadavg())
     return res
 

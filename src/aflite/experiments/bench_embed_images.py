@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from aflite.errors import ParameterError
-from aflite.experiments.embed_common import filter_kept, gemm_rates, jaccard, timing_summary
+from aflite.experiments.embed_common import agreement_passes, gemm_rates, kept_set_agreement, timing_summary
 
 __all__ = ["image_embed_benchmark", "conv_flops"]
 
@@ -100,26 +100,10 @@ def image_embed_benchmark(data: str | os.PathLike[str], *, model: str = "efficie
     if kept_set:
         label_of = dict(zip(refs_all, np.asarray(ds.labels).tolist(), strict=True))
         y = np.asarray([label_of[r] for r in (refs_all if kept_all else refs)])
-        kept: dict[str, Any] = {}
-        full_cos: dict[str, Any] = {}
-        X_ref = None
-        for be in backends:
-            log(f"kept set: {be} Φ of {len(y)} images")
-            X = feats[be].transform(refs_all) if kept_all else small[be]
-            if be == "torch":
-                X_ref = X
-            elif X_ref is not None:
-                c = _cosine(X, X_ref)
-                full_cos[be] = {"min": round(float(c.min()), 6), "mean": round(float(c.mean()), 6)}
-            kept[be] = filter_kept(X, y, seed)
-        base = kept["torch"][0]
-        res["kept_set"] = {"n": int(len(y)), "rows": "all images" if kept_all else "the timed images",
-                           "parameters": "Table 8 scaled (pipeline.scaled_defaults)",
-                           "size": {be: int(len(k)) for be, (k, _) in kept.items()},
-                           "stop_reason": {be: s for be, (_, s) in kept.items()}, "cosine_all_rows": full_cos}
-        res["kept_jaccard"] = {be: round(jaccard(k, base), 4) for be, (k, _) in kept.items() if be != "torch"}
-    res["passes"] = {be: bool(res["mean_cosine"][be] >= 0.99 and res.get("kept_jaccard", {}).get(be, 1.0) >= 0.9)
-                     for be in backends if be != "torch"}
+        res.update(kept_set_agreement(backends, lambda be: feats[be].transform(refs_all) if kept_all else small[be],
+                                      y, seed, _cosine, f"{len(y)} images", log,
+                                      rows="all images" if kept_all else "the timed images"))
+    res["passes"] = agreement_passes(res, backends)
     res["loadavg_end"] = list(os.getloadavg())
     return res
 

@@ -77,3 +77,37 @@ def filter_kept(X: np.ndarray, y: np.ndarray, seed: int) -> tuple[np.ndarray, st
     af = AFLite(**scaled_defaults(len(y)), random_state=seed)  # type: ignore[arg-type]
     af.fit(X, y)
     return np.flatnonzero(af.keep_mask_), str(af.stop_reason_)
+
+
+def kept_set_agreement(backends: tuple[str, ...] | list[str], embed: Callable[[str], np.ndarray], y: np.ndarray,
+                       seed: int, cosine: Callable[[np.ndarray, np.ndarray], np.ndarray], what: str,
+                       log: Callable[[str], None], rows: str | None = None) -> dict[str, Any]:
+    """The ``kept_set`` and ``kept_jaccard`` entries of an embed bench: AFLite's kept set (scaled Table 8, ``seed``)
+    on each backend's Φ of the rows ``y`` labels (``embed(backend)``, torch first), the Jaccard of each to torch's,
+    and each Φ's cosine to torch's on all those rows."""
+    kept: dict[str, tuple[np.ndarray, str]] = {}
+    full_cos: dict[str, Any] = {}
+    X_ref = None
+    for be in backends:
+        log(f"kept set: {be} Φ of {what}")
+        X = embed(be)
+        if be == "torch":
+            X_ref = X
+        elif X_ref is not None:
+            c = cosine(X, X_ref)
+            full_cos[be] = {"min": round(float(c.min()), 6), "mean": round(float(c.mean()), 6)}
+        kept[be] = filter_kept(X, y, seed)
+    base = kept["torch"][0]
+    section = {"n": int(len(y)), **({"rows": rows} if rows is not None else {}),
+               "parameters": "Table 8 scaled (pipeline.scaled_defaults)",
+               "size": {be: int(len(k)) for be, (k, _) in kept.items()},
+               "stop_reason": {be: s for be, (_, s) in kept.items()}, "cosine_all_rows": full_cos}
+    return {"kept_set": section,
+            "kept_jaccard": {be: round(jaccard(k, base), 4) for be, (k, _) in kept.items() if be != "torch"}}
+
+
+def agreement_passes(res: dict[str, Any], backends: tuple[str, ...] | list[str]) -> dict[str, bool]:
+    """Which backends pass the default's agreement bar: mean cosine ≥ 0.99 and (when measured) kept-set
+    Jaccard ≥ 0.9."""
+    return {be: bool(res["mean_cosine"][be] >= 0.99 and res.get("kept_jaccard", {}).get(be, 1.0) >= 0.9)
+            for be in backends if be != "torch"}
