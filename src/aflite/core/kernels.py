@@ -64,10 +64,7 @@ def _own_rows_pass(A: Any, r0: int, pos: Any, lo: Any, hi: Any, y: Any, W: Any, 
             # rows in groups of four: each weight vector is loaded once per four rows, and each gradient
             # vector is read and written once per four rows (a padded slot repeats a row with weight 0)
             for g0 in range(p, e, 4):
-                if ahead < ahead_end:
-                    for o in range(ahead, min(ahead + PREFETCH_FLOATS, ahead_end), 16):
-                        _prefetch(A, o)
-                    ahead += PREFETCH_FLOATS
+                ahead = _ask_ahead(A, ahead, ahead_end)
                 ng = min(4, e - g0)
                 q0 = pos[g0]
                 q1 = pos[g0 + 1] if ng > 1 else q0
@@ -173,10 +170,7 @@ def _own_rows_pass3(A: Any, r0: int, pos: Any, lo: Any, hi: Any, y: Any, W: Any,
             g1v = Gc[i, 0]
             g2v = Gc[i, 1]
             for g0 in range(p, e, 4):
-                if ahead < ahead_end:
-                    for o in range(ahead, min(ahead + PREFETCH_FLOATS, ahead_end), 16):
-                        _prefetch(A, o)
-                    ahead += PREFETCH_FLOATS
+                ahead = _ask_ahead(A, ahead, ahead_end)
                 ng = min(4, e - g0)
                 q0 = pos[g0]
                 q1 = pos[g0 + 1] if ng > 1 else q0
@@ -267,6 +261,16 @@ def _own_rows_pass3(A: Any, r0: int, pos: Any, lo: Any, hi: Any, y: Any, W: Any,
             G[i, 0, j] -= c1 + c2
 
 
+def _ask_ahead_rows(A: Any, ahead: int, ahead_end: int) -> int:  # pragma: no cover - compiled; inlined
+    """Prefetch the next ``PREFETCH_FLOATS`` floats of ``A`` from flat offset ``ahead`` (one line per 16 floats,
+    never past ``ahead_end``); returns where the next call starts. Both kernels call it once per group of rows."""
+    if ahead < ahead_end:
+        for o in range(ahead, min(ahead + PREFETCH_FLOATS, ahead_end), 16):
+            _prefetch(A, o)
+        ahead += PREFETCH_FLOATS
+    return ahead
+
+
 def _compact_rows(data: Any, pos: Any, lo: int, hi: int) -> None:  # pragma: no cover - compiled; tested
     """``data[i] = data[pos[i]]`` in place for ``lo <= i < hi``, in increasing i (``pos`` sorted, ``pos[i] >= i``):
     one read and one write per row, no temporary copy of the gathered rows."""
@@ -282,6 +286,7 @@ _compiled: Any = None
 _compiled3: Any = None
 _compact: Any = None
 _prefetch: Any = None  # the compiled kernels' cache-line prefetch (llvm.prefetch), defined with numba
+_ask_ahead: Any = None  # _ask_ahead_rows compiled (inlined into the kernels)
 
 
 def _make_prefetch(numba: Any) -> Any:
@@ -311,7 +316,7 @@ def _make_prefetch(numba: Any) -> Any:
 
 def available() -> bool:
     """True when the compiled kernel can be used (numba importable; ``AFLITE_KERNEL=numpy`` turns it off)."""
-    global _compiled, _compiled3, _compact, _prefetch
+    global _compiled, _compiled3, _compact, _prefetch, _ask_ahead
     if os.environ.get("AFLITE_KERNEL", "").strip().lower() == "numpy":
         return False
     if _compiled is None:
@@ -323,6 +328,7 @@ def available() -> bool:
             import numba.extending
 
             _prefetch = _make_prefetch(numba)
+            _ask_ahead = numba.njit(nogil=True, inline="always")(_ask_ahead_rows)
             try:  # cache the machine code next to the module (or in the user's cache folder) ...
                 jit = numba.njit(nogil=True, cache=True, fastmath=True)
                 _compiled, _compiled3 = jit(_own_rows_pass), jit(_own_rows_pass3)
