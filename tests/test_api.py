@@ -153,6 +153,21 @@ def test_import_aflite_is_cheap_and_exports_the_main_names() -> None:
     assert out == ["[]", "aflite.core.filter"]
 
 
+def test_the_version_has_one_source() -> None:
+    """pyproject.toml reads its version from aflite.__version__ (no second copy to keep in step), and
+    `aflite --version` prints it."""
+    import tomllib
+
+    import aflite
+
+    meta = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    assert "version" not in meta["project"] and meta["project"]["dynamic"] == ["version"]
+    assert meta["tool"]["setuptools"]["dynamic"]["version"] == {"attr": "aflite.__version__"}
+    assert re.fullmatch(r"\d+\.\d+\.\d+", aflite.__version__)
+    out = subprocess.run([sys.executable, "-m", "aflite", "--version"], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == f"aflite {aflite.__version__}"
+
+
 def test_unknown_attribute_is_an_attribute_error() -> None:
     import aflite
 
