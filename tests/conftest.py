@@ -14,8 +14,8 @@ def minilm_model_path() -> Path:
     """The bundled all-MiniLM-L6-v2 folder; skips the test without the [text] extra or the model package."""
     pytest.importorskip("torch")
     pytest.importorskip("transformers")
+    from aflite.device import default_model_path
     from aflite.errors import ParameterError
-    from aflite.features import default_model_path
 
     try:
         return default_model_path()

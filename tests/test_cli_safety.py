@@ -341,7 +341,8 @@ def test_rows_dropped_on_load_are_reported(tmp_path, capsys):
 
 
 def test_a_50000_character_token_is_shortened_in_report_tables():
-    from aflite.report import _artifacts_table, shorten
+    from aflite.report import shorten
+    from aflite.report.audit import _artifacts_table
 
     token = "x" * 50_000
     html = _artifacts_table({"entailment": [{"token": token, "pmi": 1.0, "z": 2.0, "count": 5, "total": 9,
@@ -418,7 +419,7 @@ def test_audit_warns_about_twins(tmp_path, capsys):
 
 # --------------------------------------------------------------------------------- run's summary and progress
 def test_label_shift_warning():
-    from aflite.pipeline import label_shift
+    from aflite.runs.summaries import label_shift
 
     calm = label_shift({"a": 50, "b": 50}, {"a": 48, "b": 50})
     assert calm["warning"] is None and calm["max_change_points"] < 5
@@ -469,8 +470,8 @@ def test_embed_refuses_to_replace_its_files_without_overwrite(tmp_path, tsv, cap
     assert np.load(out / "features.npy").shape[0] == 240
 
 
-def test_groups_none_and_the_old_no_groups(tmp_path, tsv, capsys):
-    for name, extra in (("a", ["--groups", "none"]), ("b", ["--no-groups"]), ("c", [])):
+def test_groups_none(tmp_path, tsv, capsys):
+    for name, extra in (("a", ["--groups", "none"]), ("c", [])):
         assert cli(capsys, "run", tsv, "--out", tmp_path / name, *FAST, *extra)[0] == 0
         s = json.loads((tmp_path / name / "summary.json").read_text())
         assert s["groups"] == ("premise" if name == "c" else "none")

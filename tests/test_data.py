@@ -16,7 +16,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from aflite.data import (
-    TextDataset,
+    Dataset,
     check_aligned,
     demo_dataset_path,
     encode_labels,
@@ -694,7 +694,7 @@ def test_demo_sample_loads():
     path = demo_dataset_path()
     assert path.name == "snli_sample.tsv.gz" and path.stat().st_size < 1_000_000
     ds = load_dataset(path)
-    assert isinstance(ds, TextDataset)
+    assert isinstance(ds, Dataset)
     assert len(ds) >= 2500 and ds.n_dropped == 0
     assert set(ds.labels.tolist()) == {"entailment", "neutral", "contradiction"}
     assert ds.ids[0] == "snli-dev-0" and len(set(ds.ids.tolist())) == len(ds)

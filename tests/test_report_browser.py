@@ -239,6 +239,31 @@ def test_the_audit_tsne_and_the_evaluate_bars_are_drawn(driver: Any, pages: dict
     assert len(driver.find_elements(By.CSS_SELECTOR, "#plot-accuracy .shapelayer path")) == 1  # the chance line
 
 
+def test_the_demo_page_of_the_quick_start_install_draws_its_plots(driver: Any, tmp_path: Path) -> None:
+    """The README's quick start is `pip install -e ".[text]"` then `aflite demo`: plotly is a dependency of the base
+    install, so the demo's report.html inlines plotly.js and draws its plots (no "pip install" notice instead).
+    The n-gram Φ keeps this fast; the page is the same kind whatever Φ made the run."""
+    import tomllib
+
+    from aflite.cli import main
+
+    pyproject = tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml").read_text(encoding="utf-8"))
+    assert [d for d in pyproject["project"]["dependencies"] if re.match(r"plotly\b", d)]
+    out = tmp_path / "demo"
+    assert main(["demo", "--out", str(out), "--featurizer", "ngram", "--quiet", "-m", "8"]) == 0
+    html = (out / "report.html").read_text(encoding="utf-8")
+    assert 'id="aflite-plotly"' in html and "Interactive plots need" not in html
+    open_page(driver, out)
+    wait(driver, lambda: driver.execute_script("return document.body.getAttribute('data-plots')") == "1")
+    res = json.loads((out / "results.json").read_text(encoding="utf-8"))
+    assert res["n_iterations"] > 1
+    phases = driver.find_elements(By.CSS_SELECTOR, "#plot-phases .scatterlayer .trace:first-child .point")
+    assert len(phases) == res["n_iterations"]  # |S| before each phase
+    bars = driver.find_elements(By.CSS_SELECTOR, "#plot-labels .bars .point")
+    assert len(bars) == 2 * len(res["label_counts_before"])  # before and after, per label
+    assert driver.find_element(By.ID, "plot-phases").size["height"] > 100
+
+
 def click(driver: Any, element: Any) -> None:
     driver.execute_script("arguments[0].scrollIntoView({block: 'center'})", element)
     ActionChains(driver).move_to_element(element).pause(0.3).click().perform()

@@ -131,6 +131,21 @@ def test_texts_are_left_out_with_a_note_when_the_dataset_is_gone(pages: dict[str
     assert "Texts not shown" in html and "ta" not in embedded_data(html)["cols"]
 
 
+def test_the_page_reloads_the_dataset_with_the_recorded_column_options(tmp_path: Path) -> None:
+    """The texts of a run made with --id-column/--label are read back under those columns (their keywords in
+    load_dataset), so the page's rows line up with the run's ids."""
+    from aflite.report.folder import dataset_of, load_rows_dataset
+
+    data = tmp_path / "d.tsv"
+    data.write_text("uid\tq\ty\nu1\thello\ta\nu2\tworld\tb\n", encoding="utf-8")
+    argv = ["run", str(data), "--out", "o", "--text-a", "q", "--label=y", "--id-column", "uid"]
+    path, opts = dataset_of({"command": "run", "dataset": str(data), "argv": argv})
+    assert path == str(data) and opts == {"text_a": "q", "label": "y", "id_column": "uid"}
+    notes: list[str] = []
+    ds = load_rows_dataset(None, path, opts, notes)
+    assert notes == [] and ds.ids.tolist() == ["u1", "u2"] and ds.labels.tolist() == ["a", "b"]
+
+
 def test_cli_report_rebuilds_and_refuses_a_folder_that_is_not_a_run(pages: dict[str, Path], tmp_path: Path,
                                                                    capsys: pytest.CaptureFixture[str]) -> None:
     page = pages["run"] / "report.html"

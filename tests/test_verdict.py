@@ -146,7 +146,7 @@ def test_audit_summary_and_results_start_with_the_verdict(tmp_path):
     data = tmp_path / "d.tsv"
     data.write_text("\n".join(lines) + "\n")
     assert main(["audit", str(data), "--out", str(tmp_path / "au"), "--featurizer", "ngram", "--quiet",
-                 "--peco-shuffles", "3", "--clusters", "5"]) == 0
+                 "--peco-shuffles", "3", "--n-clusters", "5"]) == 0
     res = json.loads((tmp_path / "au" / "results.json").read_text())
     assert res["verdict"] and res["verdict"][0].startswith("On D, the hypothesis-only model scores ")
     assert (tmp_path / "au" / "summary.md").read_text().splitlines()[2].startswith("**Verdict.** On D, the ")

@@ -16,19 +16,12 @@ from typing import Any
 
 import numpy as np
 
-from aflite._deprecate import renamed_keywords
 from aflite.atomic import write_json, write_text
-from aflite.core.filter import SNLI_DEFAULTS, AFLite
+from aflite.core.filter import AFLite
+from aflite.defaults import SNLI_DEFAULTS
 from aflite.errors import InputError, ParameterError
 from aflite.results import recording_warnings
-from aflite.runs.summaries import (  # noqa: F401 - PROBE_MEANING, label_shift, warmup_line: public here too
-    PROBE_MEANING,
-    SHIFT_WARN_POINTS,
-    label_shift,
-    render_filter_summary,
-    render_summary,
-    warmup_line,
-)
+from aflite.runs.summaries import PROBE_MEANING, label_shift, render_filter_summary, render_summary
 from aflite.threads import limited
 
 
@@ -176,9 +169,7 @@ def run(
     if resume:  # another dataset is refused now, before anything is computed or cached
         check_resume_dataset(out, dataset_fp)
     texts_b = ds.texts_b
-    from aflite.features.registry import current_options
-
-    fopts = current_options(featurizer_options)
+    fopts = dict(featurizer_options or {})
     if is_images:
         from aflite.features.registry import image_featurizer_options
 
@@ -349,7 +340,6 @@ def filter_files(
     extra: dict[str, Any] | None = None,
     cluster: Any = None,
     cluster_scratch: str | Path | None = None,
-    **old_keywords: Any,
 ) -> RunResult:
     """AFLite on precomputed features and labels read from files (what ``aflite filter`` does).
 
@@ -365,8 +355,6 @@ def filter_files(
     out = Path(out)
     t_call = time.perf_counter()
     X = data.load_features(features, columns=feature_columns, mmap=mmap)
-    if old_keywords:
-        label = renamed_keywords(old_keywords, {"label_column": "label"}, "filter_files").get("label", label)
     y = data.load_labels(labels, column=label)
     id_arr = data.load_ids(ids, column=id_column) if ids is not None else np.arange(len(y))
     grp = data.load_labels(groups, column="group") if groups is not None else None

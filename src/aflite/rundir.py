@@ -26,10 +26,9 @@ import numpy as np
 from numpy.typing import NDArray
 
 from aflite.atomic import atomic_open, check_output_path, write_json, write_npz
-from aflite.core.filter import FilterState, IterationRecord
+from aflite.core.phase import FilterState, IterationRecord
 from aflite.errors import AfliteError, InputError, OutputError, OutputWriteError, ParameterError
 from aflite.hashing import inputs_fingerprint as fingerprint
-from aflite.hashing import sampled_inputs_fingerprint
 
 CHECKPOINT = "checkpoint.npz"
 
@@ -104,9 +103,8 @@ def check_run_dataset(run_dir: str | os.PathLike[str], dataset_fp: str, data: An
                          f"differ); give the file the run was made from, with the same column options")
 
 
-def load_checkpoint(out: Path, params: dict[str, Any], fp: str, legacy_fp: str | None = None) -> FilterState | None:
-    """The saved state, or None when there is none; refuses one made with other data or parameters.
-    ``legacy_fp`` is the sampled identity older checkpoints recorded: accepted, with a warning."""
+def load_checkpoint(out: Path, params: dict[str, Any], fp: str) -> FilterState | None:
+    """The saved state, or None when there is none; refuses one made with other data or parameters."""
     path = out / CHECKPOINT
     if not path.exists():
         return None
@@ -116,10 +114,7 @@ def load_checkpoint(out: Path, params: dict[str, Any], fp: str, legacy_fp: str |
         meta = json.loads(str(data.pop("meta")))
     except Exception as exc:  # noqa: BLE001 - any damage means the checkpoint is unusable
         raise InputError(f"{path}: unreadable checkpoint ({exc}); delete it to start over") from exc
-    if meta["fingerprint"] != fp and legacy_fp is not None and meta["fingerprint"] == legacy_fp:
-        print(f"warning: {path} was written by an older aflite whose identity check covers 64 rows of the features "
-              f"only; resuming on the assumption that the rest is unchanged", file=sys.stderr)
-    elif meta["fingerprint"] != fp:
+    if meta["fingerprint"] != fp:
         raise InputError(f"{path}: checkpoint was made from different features or labels; use another --out")
     if meta["params"] != params:
         diff = {k: (meta["params"].get(k), v) for k, v in params.items() if meta["params"].get(k) != v}
@@ -222,7 +217,7 @@ def run_filter(
     from tqdm import tqdm
 
     from aflite import rundir  # late-bound so that tests can intercept checkpoint writes
-    from aflite.core.filter import validate_inputs
+    from aflite.core.phase import validate_inputs
 
     # validate everything before touching the output directory
     validate_inputs(X, y, groups)
@@ -236,7 +231,7 @@ def run_filter(
         if resume:
             if dataset_fp is not None:
                 check_resume_dataset(out, dataset_fp)
-            state = rundir.load_checkpoint(out, params, fp, sampled_inputs_fingerprint(X, y))
+            state = rundir.load_checkpoint(out, params, fp)
         elif not overwrite:
             raise ParameterError(f"{out} holds a previous run: pass --resume to continue it, --overwrite to start "
                                  f"over, or choose another --out")

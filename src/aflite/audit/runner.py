@@ -13,12 +13,13 @@ from typing import Any
 import numpy as np
 
 from aflite.audit.clusters import PecoResult, peco, peco_null
-from aflite.audit.estimate import announce, estimate_seconds, resolve_device
-from aflite.audit.finetuned import FineTuned, _model_path, embed, finetune, predict, tra
+from aflite.audit.estimate import announce, estimate_seconds
+from aflite.audit.finetuned import FineTuned, _model_path, embed_finetuned, finetune, predict, tra
 from aflite.audit.linear import cv_predict
 from aflite.audit.metrics import AUDIT_VIEWS, LeakageMetrics, leakage_metrics
 from aflite.audit.results import AuditConfig, AuditResult, ViewAudit
 from aflite.audit.tokens import token_artifacts
+from aflite.device import torch_device
 from aflite.errors import InputError, ParameterError
 from aflite.hashing import data_fingerprint
 from aflite.splits import holdout_groups as _holdout_split
@@ -115,7 +116,7 @@ def audit(
     features: dict[str, np.ndarray] | None = None,
     **overrides: Any,
 ) -> AuditResult:
-    """Audit a sentence-pair dataset (``aflite.data.TextDataset``) for single-sentence label leakage.
+    """Audit a sentence-pair dataset (``aflite.data.Dataset``) for single-sentence label leakage.
 
     ``config`` (or keyword overrides of :class:`AuditConfig` fields) sets the models and sizes; ``views`` picks
     the single-sentence conditions (default ``config.views``; giving both with different views is an error, not
@@ -145,7 +146,7 @@ def audit(
     if cfg.peco_shuffles < 2:
         raise ParameterError(f"peco_shuffles must be >= 2, got {cfg.peco_shuffles}")
     if cfg.tra is None:
-        cfg = dataclasses.replace(cfg, tra=resolve_device(cfg.device).startswith("cuda"))
+        cfg = dataclasses.replace(cfg, tra=torch_device(cfg.device).startswith("cuda"))
     if cfg.peco_encoder == "finetuned" and not cfg.tra:
         raise ParameterError("peco_encoder='finetuned' needs the fine-tuned models (tra=True)")
     if dataset.texts_b is None:
@@ -208,7 +209,7 @@ def audit(
         t = tick("biased_models", t)
         texts = dataset.texts_b if view == "hypothesis" else dataset.texts_a
         if cfg.peco_encoder == "finetuned":
-            E = embed(ft["pair"], texts, show_progress=cfg.show_progress)
+            E = embed_finetuned(ft["pair"], texts, show_progress=cfg.show_progress)
         else:
             E = Xb
         pr = peco(E, y, cfg.n_components, cfg.n_clusters, cfg.seed)

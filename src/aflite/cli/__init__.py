@@ -18,7 +18,6 @@ import sys
 from collections.abc import Iterator, Sequence
 from typing import NoReturn
 
-from aflite.cli.options import add_groups_option, add_overwrite_option  # noqa: F401 - the shared options' home
 from aflite.errors import AfliteError
 
 # name of the module under aflite.cli for each sub-command, in --help order

@@ -24,7 +24,7 @@ def register(sub: Any) -> None:
         help="compute features Φ for a dataset file (ngram, minilm, warmup) and save them as .npy",
         description="Featurizes DATA under a view and writes OUT/features.npy (float32, memory-mappable), "
         "OUT/ids.txt, OUT/labels.txt, OUT/results.json and OUT/summary.md, ready for `aflite filter --features "
-        "OUT/features.npy --labels OUT/labels.txt --ids OUT/ids.txt`. Encoder runs are cached in --cache "
+        "OUT/features.npy --labels OUT/labels.txt --ids OUT/ids.txt`. Encoder runs are cached in --cache-dir "
         "(default OUT/cache); an interrupted run resumes when the same command is run again.",
     )
     p.add_argument("data", type=Path, help="dataset file or folder")

@@ -11,7 +11,6 @@ from typing import Any
 from aflite.cli.options import (
     add_cache,
     add_columns,
-    add_deprecated,
     add_device,
     add_out,
     add_quiet,
@@ -46,13 +45,10 @@ def register(sub: Any) -> None:
     p.add_argument("--seeds", type=int, default=3, help="number of seeds 0..N-1 (default 3)")
     p.add_argument("--heldout", type=float, default=0.2, help="held-out fraction of D's premise groups (default 0.2)")
     add_seed(p, help="seed of the train/held-out split (default 0); the benchmarks' seeds are 0..N-1 (--seeds)")
-    add_deprecated(p, "--split-seed", "--seed", dest="seed", type=int, metavar="N")
     p.add_argument("--random-baseline", action=argparse.BooleanOptionalAction, default=True,
                    help="train on same-size random subsets of D too (--no-random-baseline skips them)")
-    add_deprecated(p, "--no-random", "--no-random-baseline", dest="random_baseline", const=False)
     p.add_argument("--single-iteration", action=argparse.BooleanOptionalAction, default=True,
                    help="train on the single-iteration baseline too (--no-single-iteration skips it)")
-    add_deprecated(p, "--no-single", "--no-single-iteration", dest="single_iteration", const=False)
     p.add_argument("--hans", type=Path, default=None,
                    help="HANS evaluation file (neutral/contradiction count as non-entailment; per heuristic)")
     p.add_argument("--test", action="append", default=[], metavar="NAME=FILE[,FILE...]",

@@ -44,9 +44,6 @@ def add_pipeline_options(p: argparse.ArgumentParser, featurizer_default: str) ->
     from aflite.cli.options import add_groups_option, add_overwrite_option
 
     add_groups_option(p)
-    from aflite.cli.options import add_deprecated
-
-    add_deprecated(p, "--no-groups", "--groups none", dest="groups", const="none")
     add_overwrite_option(p)
     p.add_argument("--probe", action=argparse.BooleanOptionalAction, default=True,
                    help="run the hypothesis-only probe of the summary (--no-probe skips it)")
@@ -97,7 +94,7 @@ def report(res: Any) -> None:
     p = s["parameters"]
     if s.get("verdict"):
         print("verdict: " + " ".join(s["verdict"]))
-    from aflite.pipeline import warmup_line
+    from aflite.runs.summaries import warmup_line
 
     f = s.get("featurizer") or {}
     print(f"Φ: {f.get('name')} ({f.get('dim')} dims, view {f.get('view')})"
@@ -121,7 +118,7 @@ def report(res: Any) -> None:
                 continue
             print(f"  hypothesis-only probe on {r['name']:<28} n={r['size']:>6}  acc {100 * r['accuracy']:.1f}%"
                   f"  majority {100 * r['majority']:.1f}%  Δ {100 * (r['accuracy'] - r['majority']):+.1f}")
-        from aflite.pipeline import PROBE_MEANING
+        from aflite.runs.summaries import PROBE_MEANING
 
         print(f"  ({PROBE_MEANING})")
     print(f"filtered dataset: {res.filtered_path}\nsummary: {res.out / 'summary.md'}", file=sys.stderr)

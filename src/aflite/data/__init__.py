@@ -4,7 +4,7 @@ Every problem with the input is raised as :class:`~aflite.errors.InputError` wit
 names the file and, where it applies, the line (1-based, counting the header), the row (0-based data row)
 and the column, so that the user can go straight to the bad value.
 
-The modules: :mod:`~aflite.data.text` (text datasets: :func:`load_dataset`, :class:`TextDataset`, the demo
+The modules: :mod:`~aflite.data.text` (text datasets: :func:`load_dataset`, :class:`Dataset`, the demo
 sample), :mod:`~aflite.data.arrays` (precomputed features, labels, ids), :mod:`~aflite.data.write`
 (:func:`write_filtered`), :mod:`~aflite.data.twins` (counterfactual twins), and the readers they share:
 :mod:`~aflite.data.delimited` (CSV/TSV/JSONL), :mod:`~aflite.data.columnar` (Parquet, Hugging Face folders),
@@ -15,26 +15,19 @@ Everything public is importable from ``aflite.data`` itself.
 from __future__ import annotations
 
 from aflite.data.arrays import check_aligned, encode_labels, load_features, load_ids, load_labels
+from aflite.data.families import twin_families
 from aflite.data.files import PathLike
 from aflite.data.options import option_names
-from aflite.data.text import Dataset, SourceInfo, TextDataset, demo_dataset_path, load_dataset
-from aflite.data.twins import (
-    TWINS_WARN_SHARE,
-    TWINS_WARN_TEXTS,
-    counterfactual_twins,
-    twin_families,
-    twins_warning,
-    warn_twins,
-)
+from aflite.data.text import Dataset, SourceInfo, demo_dataset_path, load_dataset
+from aflite.data.twins import TWINS_WARN_SHARE, TWINS_WARN_TEXTS, counterfactual_twins, twins_warning, warn_twins
 from aflite.data.write import write_filtered
 
 __all__ = [
     "TWINS_WARN_SHARE",
     "TWINS_WARN_TEXTS",
     "PathLike",
-    "Dataset",
     "SourceInfo",
-    "TextDataset",
+    "Dataset",
     "check_aligned",
     "counterfactual_twins",
     "demo_dataset_path",

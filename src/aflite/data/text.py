@@ -1,4 +1,4 @@
-"""Text datasets: :class:`TextDataset`, :func:`load_dataset` (SNLI/MNLI JSONL, GLUE TSVs, the project's
+"""Text datasets: :class:`Dataset`, :func:`load_dataset` (SNLI/MNLI JSONL, GLUE TSVs, the project's
 premise/hypothesis TSV, generic CSV/TSV/JSONL/Parquet/HF), which columns hold what, groups, and the bundled demo
 sample."""
 
@@ -85,7 +85,6 @@ class Dataset:
         return self.bad_inputs if self.modality == "image" else []
 
 
-TextDataset = Dataset  # the name before images became a modality of one Dataset
 
 
 _FORMATS = ("auto", "tsv", "csv", "jsonl", "parquet", "hf")
@@ -101,8 +100,7 @@ def load_dataset(
     label_map: dict[Any, str] | None = None,
     group_by_premise: bool = True,
     groups: str | None = None,
-    **old_keywords: Any,
-) -> TextDataset:
+) -> Dataset:
     """Load a text dataset, recognising SNLI/MNLI JSONL, GLUE TSVs (MNLI, QNLI, RTE), the project's
     premise/hypothesis TSV (gzip, no quoting) and generic CSV/TSV/JSONL/Parquet/HF datasets with named
     columns.
@@ -112,15 +110,8 @@ def load_dataset(
     error. For pair data, rows with the same premise text share a group id (``group_by_premise``).
     ``groups`` overrides that: ``"premise"`` (the default; no groups for single texts), ``"none"``, ``"twins"``
     (families: rows joined by a shared premise or hypothesis, see :func:`aflite.data.twin_families`), or the
-    name of a column whose value is the group (e.g. the family id of counterfactual twins). ``file_format`` and
-    ``id_column`` were called ``format=`` and ``id=`` (still accepted for one release, with a warning).
+    name of a column whose value is the group (e.g. the family id of counterfactual twins).
     """
-    if old_keywords:
-        from aflite._deprecate import renamed_keywords
-
-        renamed = renamed_keywords(old_keywords, {"format": "file_format", "id": "id_column"}, "load_dataset")
-        file_format = renamed.get("file_format", file_format)
-        id_column = renamed.get("id_column", id_column)
     if groups is not None and groups not in ("premise", "none", "twins") and not str(groups).strip():
         raise ParameterError(f"{_opt('groups')}: give premise, none, twins or a column name")
     p = Path(path)
@@ -303,7 +294,7 @@ def _build(
     all_cols: list[str],
     label_map: dict[Any, str] | None,
     group_by_premise: bool,
-) -> TextDataset:
+) -> Dataset:
     cols = src.columns
     ca, cb, cl, ci = cols["text_a"], cols["text_b"], cols["label"], cols["id"]
     assert ca is not None and cl is not None
@@ -374,7 +365,7 @@ def _build(
     src.row_index = np.asarray(keep_index, dtype=np.int64)
     if raw is not None:
         src.raw_records = [raw[i] for i in keep_index]
-    return TextDataset(
+    return Dataset(
         texts_a=texts_a,
         texts_b=texts_b,
         labels=np.asarray(labels, dtype=str),
@@ -387,7 +378,7 @@ def _build(
     )
 
 
-def _column_groups(path: Path, ds: TextDataset, column: str, all_cols: list[str]) -> np.ndarray:
+def _column_groups(path: Path, ds: Dataset, column: str, all_cols: list[str]) -> np.ndarray:
     """Group codes from a column of the file (rows with equal values share a group)."""
     cols = ds.source.columns
     if column in ds.extra:

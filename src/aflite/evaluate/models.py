@@ -12,15 +12,14 @@ import numpy as np
 from numpy.typing import NDArray
 
 from aflite.atomic import load_cached_npy, write_npy
-from aflite.defaults import DEFAULT_MODELS as DEFAULT_MODELS  # the CLI states it without importing this module
 from aflite.errors import ParameterError
+from aflite.features.base import VIEWS
 from aflite.features.registry import featurizer_names
 from aflite.hashing import data_fingerprint
 
 MODEL_KINDS = ("probe", "mlp", "ngram", "ppmi", "finetune")
 FEATURE_MODELS = ("probe", "mlp")
 PROBE_FEATURIZERS = featurizer_names("evaluate")  # the registry's; the image featurizers: image datasets
-VIEWS = ("pair", "hypothesis", "premise")
 
 
 @dataclass(frozen=True)

@@ -17,9 +17,9 @@ import numpy as np
 from numpy.typing import NDArray
 
 from aflite.atomic import load_cached_npy, write_json, write_npy
+from aflite.defaults import DEFAULT_MODELS
 from aflite.errors import InputError, ParameterError
 from aflite.evaluate.models import (
-    DEFAULT_MODELS,
     FEATURE_MODELS,
     FinetuneOptions,
     ModelSpec,

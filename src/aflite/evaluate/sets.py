@@ -171,7 +171,7 @@ def single_iteration_rows(
     """The paper's single-iteration baseline: one filtering phase (the run's Φ, m and t) over the rows the run
     filtered, removing the most predictable instances (ties broken at random) until ``size`` rows remain.
     Rows in ``exclude`` (warm-up slices of any run being compared) are never kept and do not count to ``size``."""
-    from aflite.core.filter import predictability
+    from aflite.core.phase import predictability
     from aflite.features import featurize
     from aflite.features.registry import run_options
 
@@ -179,7 +179,7 @@ def single_iteration_rows(
     params = run.summary.get("parameters")
     if not f or not params:
         raise InputError(f"{run.path}: summary.json lacks the featurizer or parameters needed for the "
-                         "single-iteration baseline (pass single_iteration=False / --no-single)")
+                         "single-iteration baseline (pass single_iteration=False / --no-single-iteration)")
     name, view = f["name"], f.get("view", "pair")
     opts = run_options(name, f.get("options"))  # the run's own Φ: its backend, this release's option names
     run_seed = int(params.get("random_state", 0))
@@ -188,7 +188,7 @@ def single_iteration_rows(
         kwargs = {"y": ds.labels.tolist(), "warmup_size": int(params["train_size"]), "warmup_seed": run_seed}
     elif name == "precomputed":
         kwargs = {"ids": ds.ids.tolist()}
-    # the run's Φ is cached where the run put it: OUT/cache, or a shared folder given to both `aflite run --cache`
+    # the run's Φ is cached where the run put it: OUT/cache, or a shared folder given to both `aflite run --cache-dir`
     # and this evaluation's cache (top level); recomputing it (an encoder pass, a warm-up fine-tuning) is the last
     # resort
     run_cache = run.path / "cache"

@@ -88,7 +88,8 @@ def compare_phase(
     previous solver's time, the ratio of the two and their agreement with each other and with the reference.
     """
     from aflite.core.ensemble import SklearnEnsemble
-    from aflite.core.filter import draw_partitions, scores_from_predictions
+    from aflite.core.phase import scores_from_predictions
+    from aflite.splits import draw_partitions
 
     say = log or (lambda *_: None)
     _, codes = np.unique(y, return_inverse=True)
@@ -364,17 +365,12 @@ def run_benchmark(
     real_features: str | None = None,
     real_labels: str | None = None,
     real_complete: bool = True,
-    **old_keywords: Any,
 ) -> dict[str, Any]:
     """The benchmark: one phase per solver and the reference (same partitions), the complete filter per solver,
     and optionally the same on real features (``real_features``/``real_labels``, Table 8 scaled to their size).
-    ``dim`` (``d=`` until this release) is the synthetic features' dimension. ``solvers`` and ``complete_solvers``
+    ``dim`` is the synthetic features' dimension. ``solvers`` and ``complete_solvers``
     are a tuple or one of ``fast``, ``previous``, ``both``; ``complete_solvers`` defaults to ``solvers``, but only
     the fast one for both (the previous solver's complete run takes several times longer)."""
-    if old_keywords:
-        from aflite._deprecate import renamed_keywords
-
-        dim = renamed_keywords(old_keywords, {"d": "dim"}, "run_benchmark").get("dim", dim)
     d = dim
     solvers = _solver_tuple(solvers)
     if complete_solvers is None:

@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING, Any, Self
 
 import numpy as np
 
-from aflite.device import default_model_path as default_model_path  # its home is aflite.device
 from aflite.device import import_torch, resolve_model_path, torch_device
 from aflite.errors import ParameterError
 from aflite.features.base import DEFAULT_MAX_LENGTH, BackendEncoder, progress_bar

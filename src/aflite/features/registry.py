@@ -9,8 +9,8 @@ from typing import Any
 
 from aflite.errors import ParameterError
 
-__all__ = ["FeaturizerSpec", "REGISTRY", "RENAMED_OPTIONS", "featurizer_names", "featurizer_help",
-           "featurizer_options", "image_featurizer_options", "current_options"]
+__all__ = ["FeaturizerSpec", "REGISTRY", "featurizer_names", "featurizer_help", "featurizer_options",
+           "image_featurizer_options", "run_options"]
 
 
 @dataclass(frozen=True)
@@ -43,28 +43,12 @@ REGISTRY: dict[str, FeaturizerSpec] = {s.name: s for s in (
 )}
 
 
-# option names of this release's featurizers that had another name before (CHANGELOG.md): old -> new
-RENAMED_OPTIONS = {"path": "embeddings", "ids_path": "embedding_ids"}
-
-
-def current_options(options: dict[str, Any] | None, *, warn: bool = True) -> dict[str, Any]:
-    """``options`` with old option names (:data:`RENAMED_OPTIONS`) under their new ones: a caller's old name gets
-    a DeprecationWarning (``warn``); a run folder written before the rename is read silently (``warn=False``)."""
-    out = dict(options or {})
-    old = {k: out.pop(k) for k in list(out) if k in RENAMED_OPTIONS}
-    if old and warn:
-        from aflite._deprecate import renamed_keywords
-
-        return {**renamed_keywords(old, RENAMED_OPTIONS, "featurizer_options"), **out}
-    return {**{RENAMED_OPTIONS[k]: v for k, v in old.items()}, **out}
-
-
 def run_options(name: str, options: dict[str, Any] | None) -> dict[str, Any]:
     """The featurize options that recompute a run's Φ from what its results recorded (explain, evaluate's
-    single-iteration baseline): old option names under their new ones, read silently, and the backend made
-    explicit. An encoder's recorded options name its backend unless it was torch (torch's cache key predates the
-    backends), so a run that recorded none used torch, whatever this machine's default is."""
-    opts = current_options(options, warn=False)
+    single-iteration baseline), with the backend made explicit. An encoder's recorded options name its backend
+    unless it was torch (torch's cache key predates the backends), so a run that recorded none used torch, whatever
+    this machine's default is."""
+    opts = dict(options or {})
     spec = REGISTRY.get(name)
     if spec is not None and "backend" in spec.options and opts.get("backend") is None:
         opts["backend"] = "torch"

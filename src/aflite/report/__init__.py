@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from aflite.report.audit import (
     PAPER_REFERENCE,
-    _artifacts_table,
     paper_reference,
     peco_plot,
     png_bytes,
@@ -32,7 +31,6 @@ from aflite.report.frame import esc, shorten
 __all__ = [
     "KINDS",
     "PAPER_REFERENCE",
-    "_artifacts_table",
     "detect_kind",
     "esc",
     "paper_reference",

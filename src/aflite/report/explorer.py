@@ -58,7 +58,7 @@ def _plot_divs(kind: str, data: dict[str, Any]) -> str:
     if not divs:
         return ""
     if plotly_js() is None:
-        return ("<p class=\"muted\">Interactive plots need plotly's bundled script: pip install 'aflite[report]' "
+        return ("<p class=\"muted\">Interactive plots need plotly's bundled script, missing here: pip install plotly "
                 "and run aflite report on this folder again.</p>")
     return "<h2>Plots</h2><div class=\"plots\">" + "".join(
         f'<div class="plot" id="{d}"></div>' for d in divs) + "</div>"

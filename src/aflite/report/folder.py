@@ -162,7 +162,7 @@ def dataset_of(results: dict[str, Any]) -> tuple[str | None, dict[str, Any]]:
         positional = [a for a in argv[1:] if not a.startswith("-")]
         path = positional[0] if positional else None
     opts = {key: v for key, flag in (("text_a", "--text-a"), ("text_b", "--text-b"), ("label", "--label"),
-                                     ("id", "--id")) if (v := _argv_option(argv, flag))}
+                                     ("id_column", "--id-column")) if (v := _argv_option(argv, flag))}
     return (str(path) if path else None), opts
 
 

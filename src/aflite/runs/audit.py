@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from aflite.device import torch_device
 from aflite.errors import InputError, ParameterError
 from aflite.results import recording_warnings
 from aflite.threads import limited
@@ -151,7 +152,7 @@ def audit_file(
     else:
         base = full
     if cfg.tra is None:
-        dev = A.resolve_device(cfg.device)
+        dev = torch_device(cfg.device)
         cfg = dataclasses.replace(cfg, tra=dev.startswith("cuda"))
         if not cfg.tra and show_progress:
             minutes = A.estimate_seconds(len(base), dataclasses.replace(cfg, tra=True))["fine-tuning (TRA)"] / 60
@@ -251,9 +252,7 @@ def audit_image_file(data_path: str | os.PathLike[str], out: str | os.PathLike[s
         filtered = None if filtered is None else A.sample_rows(filtered, sample, cfg.seed)
         union = set(ds.ids.astype(str)) | (set() if filtered is None else set(filtered.ids.astype(str)))
         base = A.subset(full, sorted(union))
-    from aflite.features.registry import current_options
-
-    fopts = current_options(featurizer_options)
+    fopts = dict(featurizer_options or {})
     if cfg.featurizer == "precomputed":
         if not fopts.get("embeddings"):
             raise ParameterError("--featurizer precomputed needs --embeddings FILE")

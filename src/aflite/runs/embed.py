@@ -52,13 +52,13 @@ def embed(data: str | os.PathLike[str], out: str | os.PathLike[str], *, featuriz
           image_size: int = 224, path_column: str | None = None, chunk_size: int = 4096,
           skip_bad_images: bool = False, dataset_options: dict[str, Any] | None = None,
           overwrite: bool = False, show_progress: bool = True, backend: str | None = None,
-          cluster: Any = None, **old_keywords: Any) -> EmbedResult:
+          cluster: Any = None) -> EmbedResult:
     """Featurize ``data`` with ``featurizer`` under ``view`` and write the files listed in the module docstring.
 
     ``data`` is read as images when it is an image folder or ``featurizer`` is an image featurizer
     (``efficientnet-lite0``, ``hf-image``); otherwise as a text dataset (``dataset_options``: the column keywords
     of :func:`aflite.data.load_dataset`). ``warmup_size`` is a count, or a fraction of the rows when below 1;
-    ``cache_dir`` (``cache=`` until this release) defaults to ``out/cache``; ``backend`` is the encoder's runtime
+    ``cache_dir`` defaults to ``out/cache``; ``backend`` is the encoder's runtime
     (torch, onnx, onnx-int8; default auto, :func:`aflite.features.onnx_backend.resolve_backend`); ``chunk_size``
     rows are embedded (and cached) at a time. ``cluster`` (``local``, ``local:N``, a scheduler address or an open
     :class:`aflite.core.backends.dask.DaskExecutor`) embeds the chunks as shards on Dask workers
@@ -68,10 +68,6 @@ def embed(data: str | os.PathLike[str], out: str | os.PathLike[str], *, featuriz
 
     out = Path(out)
     check_embed_out(out, overwrite)
-    if old_keywords:
-        from aflite._deprecate import renamed_keywords
-
-        cache_dir = renamed_keywords(old_keywords, {"cache": "cache_dir"}, "embed").get("cache_dir", cache_dir)
     if cluster is not None:
         from aflite.runs.shards import check_shardable
 

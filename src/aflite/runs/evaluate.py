@@ -112,16 +112,11 @@ def evaluate(data: str | Path, runs: Sequence[str | Path], out: str | Path | Non
              cache_dir: str | Path | None = None, **keywords: Any) -> Any:
     """:func:`aflite.evaluate.compare_runs` (its keywords in ``keywords``; ``cache_dir`` defaults to ``out/cache``),
     and with ``out`` its folder: results.json, tables.md, summary.md, accuracy.png and report.html. Returns the
-    :class:`aflite.evaluate.EvaluationReport` (``out`` set). ``seed`` was ``split_seed=`` until this release."""
+    :class:`aflite.evaluate.EvaluationReport` (``out`` set)."""
     import dataclasses
 
     from aflite.evaluate import compare_runs
 
-    if "split_seed" in keywords:
-        from aflite._deprecate import renamed_keywords
-
-        keywords.update(renamed_keywords({"split_seed": keywords.pop("split_seed")}, {"split_seed": "seed"},
-                                         "evaluate"))
     out_p = None if out is None else Path(out)
     cache = Path(cache_dir) if cache_dir is not None else (out_p / "cache" if out_p is not None else None)
     if cache is None:

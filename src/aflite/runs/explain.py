@@ -132,11 +132,11 @@ def _load(data_path: Path, run: RunRecord, dataset_options: dict[str, Any] | Non
 def _features(ds: Any, is_images: bool, run: RunRecord, cache_dir: Path | None,
               featurizer_options: dict[str, Any] | None, show_progress: bool) -> Any:
     from aflite import features
-    from aflite.features.registry import current_options, image_featurizer_options, run_options
+    from aflite.features.registry import image_featurizer_options, run_options
 
     fz = run.summary["featurizer"]
     opts = {k: v for k, v in run_options(fz["name"], fz.get("options")).items() if v is not None}
-    opts.update(current_options(featurizer_options))
+    opts.update(featurizer_options or {})
     for key in ("word_ngrams", "char_ngrams"):
         if isinstance(opts.get(key), list):
             opts[key] = tuple(opts[key])

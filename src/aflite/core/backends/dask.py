@@ -26,7 +26,9 @@ from typing import Any
 import numpy as np
 
 from aflite.atomic import atomic_path, write_npz
-from aflite.core.solver import BlockResult, BlockTask, FeatureStore, Whitening, chunk_rows, fit_block_local, whiten_into
+from aflite.core.blocks import BlockResult, BlockTask
+from aflite.core.solver import fit_block_local
+from aflite.core.store import FeatureStore, Whitening, chunk_rows, whiten_into
 from aflite.errors import ParameterError
 
 __all__ = ["DaskExecutor", "StoreSpec", "open_executor"]
