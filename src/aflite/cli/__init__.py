@@ -113,11 +113,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"aflite {args.command}: interrupted", file=sys.stderr)
         return 130
     except OSError as exc:  # a full disk met by a write outside aflite.atomic (a model file, a library's own)
-        if exc.errno not in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS):
+        from aflite.atomic import short_write
+
+        short = short_write(exc)
+        if exc.errno not in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS) and short is None:
             raise
         where = f" {exc.filename}" if exc.filename else ""
-        print(f"aflite {args.command}: error: cannot write{where}: {exc.strerror or exc}; free some space (files "
-              f"written so far are complete) and run again", file=sys.stderr)
+        print(f"aflite {args.command}: error: cannot write{where}: {short or exc.strerror or exc}; free some space "
+              f"(files written so far are complete) and run again", file=sys.stderr)
         return 2
     finally:
         token.var.reset(token)

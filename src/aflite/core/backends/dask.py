@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from aflite.atomic import atomic_path, write_npz
+from aflite.atomic import atomic_path, new_memmap, write_npz
 from aflite.core.solver import BlockResult, BlockTask, FeatureStore, Whitening, chunk_rows, fit_block_local, whiten_into
 from aflite.errors import ParameterError
 
@@ -129,7 +129,7 @@ class DaskExecutor:
         feats = self.scratch / f"whitened-{key}.npy"
         wh = self.scratch / f"whitening-{key}.npz"
         with atomic_path(feats) as tmp:
-            out = np.lib.format.open_memmap(tmp, mode="w+", dtype=np.float32, shape=(X.shape[0], whitening.dim))
+            out = new_memmap(tmp, (X.shape[0], whitening.dim))
             whiten_into(X, whitening, out, chunk_rows(X.shape[1], chunk_mb))
             out.flush()
             del out
