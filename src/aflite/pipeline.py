@@ -146,6 +146,8 @@ def run(
         check_link_names(ds, by_label=ds.source.format != "imagefolder")
     if view in ("hypothesis",) and not ds.is_pair:
         raise ParameterError("view 'hypothesis' needs a pair dataset")
+    if not is_images:
+        data.check_view_texts(ds, view)  # a column empty in every row: nothing for Φ (before anything is written)
     # checks that need no features come before featurizing (minutes) and before anything is written
     classes, counts = np.unique(ds.labels, return_counts=True)
     if len(classes) < 2:
@@ -156,6 +158,9 @@ def run(
         from aflite.evaluate import probe_skip_reason
 
         probe_skipped = probe_skip_reason(ds.labels)
+        probe_col = ds.source.columns.get("text_b" if ds.is_pair else "text_a")
+        if probe_skipped is None and ds.empty_texts.get(str(probe_col), 0) == n:
+            probe_skipped = f"column {probe_col!r} is empty in every row: the probe has no text to read"
         if probe_skipped is not None:
             probe = False
             print(f"note: the hypothesis-only probe is skipped: {probe_skipped}", file=sys.stderr)
@@ -237,6 +242,7 @@ def run(
         "dataset_fingerprint": dataset_fp,
         "dataset_size": n,
         "dropped_at_load": ds.dropped,
+        **({"empty_texts_at_load": dict(ds.empty_texts)} if getattr(ds, "empty_texts", None) else {}),
         "featurizer": {"name": featurizer, "view": view, "options": feats.options, "dim": int(X.shape[1]),
                        "from_cache": feats.from_cache, "info": feats.info,
                        **({"cluster": shards.report.as_dict()} if shards is not None and shards.report else {})},

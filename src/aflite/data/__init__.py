@@ -17,7 +17,7 @@ from __future__ import annotations
 from aflite.data.arrays import check_aligned, encode_labels, load_features, load_ids, load_labels
 from aflite.data.files import PathLike
 from aflite.data.options import option_names
-from aflite.data.text import Dataset, SourceInfo, TextDataset, demo_dataset_path, load_dataset
+from aflite.data.text import Dataset, SourceInfo, TextDataset, check_view_texts, demo_dataset_path, load_dataset
 from aflite.data.twins import (
     TWINS_WARN_SHARE,
     TWINS_WARN_TEXTS,
@@ -36,6 +36,7 @@ __all__ = [
     "SourceInfo",
     "TextDataset",
     "check_aligned",
+    "check_view_texts",
     "counterfactual_twins",
     "demo_dataset_path",
     "encode_labels",

@@ -114,6 +114,10 @@ def compare_runs(
     for sp_ in specs:
         if sp_.view == "hypothesis" and not ds.is_pair:
             raise ParameterError(f"model {sp_.key}: the dataset has one text column; use view 'premise' or 'pair'")
+        if not is_images:
+            from aflite.data import check_view_texts
+
+            check_view_texts(ds, sp_.view, f"model {sp_.key}")
     classes = np.unique(ds.labels.astype(str))
     if len(classes) < 2:
         raise InputError(f"{data}: need at least two labels, found {classes.tolist()}")

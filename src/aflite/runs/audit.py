@@ -134,6 +134,10 @@ def audit_file(
         from aflite.rundir import check_run_dataset
 
         check_run_dataset(compare, dataset_fingerprint(ds.ids, ds.labels, ds.texts_a, ds.texts_b), data_path)
+    from aflite.data import check_view_texts
+
+    for view in ("pair", *cfg.views):
+        check_view_texts(ds, view, f"the audit's {view} view")
     warn_twins(ds, ("pair", *cfg.views), groups)
     out.mkdir(parents=True, exist_ok=True)
     if cfg.cache_dir is None:

@@ -115,6 +115,7 @@ def _embed_text(data: str | os.PathLike[str], out: Path, *, featurizer: str, vie
     from aflite.atomic import write_npy, write_text
 
     ds = D.load_dataset(data, **(dataset_options or {}))
+    D.check_view_texts(ds, view)
     opts: dict[str, Any] = {}
     if model_path:
         opts["model_path"] = model_path
