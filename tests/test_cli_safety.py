@@ -467,6 +467,13 @@ def test_embed_refuses_to_replace_its_files_without_overwrite(tmp_path, tsv, cap
     assert (out / "features.npy").read_bytes() == b"precious"
     assert cli(capsys, "embed", tsv, "--out", out, "--quiet", "--overwrite")[0] == 0
     assert np.load(out / "features.npy").shape[0] == 240
+    # --resume (as `run` has it) goes on from what OUT holds: the same features, from the cache
+    first = np.load(out / "features.npy")
+    code, stdout, _ = cli(capsys, "embed", tsv, "--out", out, "--quiet", "--resume")
+    assert code == 0 and "from cache" in stdout
+    assert np.array_equal(np.load(out / "features.npy"), first)
+    code, _, err = cli(capsys, "embed", tsv, "--out", out, "--quiet", "--resume", "--overwrite")
+    assert code == 2 and "give one" in one_line_error(err, "embed")
 
 
 def test_groups_none_and_the_old_no_groups(tmp_path, tsv, capsys):

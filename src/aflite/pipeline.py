@@ -294,12 +294,15 @@ def run(
         bar = tqdm(total=5, desc="probe (D, D(Φ), 3 random subsets)", unit="set", disable=not show_progress,
                    file=sys.stderr, dynamic_ncols=True)
         try:
-            res = compare_partial_input(sub, y, af.keep_mask_, random_state=seed, progress=bar)
+            res = compare_partial_input(sub, y, af.keep_mask_, random_state=seed, progress=bar, groups=grp)
         finally:
             bar.close()
         summary["partial_input_probe"] = {
             "model": "TF-IDF word 1-2-gram logistic regression, 5-fold CV, on the "
-            + ("hypothesis only" if texts_b is not None else "text"),
+            + ("hypothesis only" if texts_b is not None else "text")
+            + (f"; folds keep each {group_spec} group on one side, as the filter's partitions do" if grp is not None
+               else ""),
+            "groups": group_spec if grp is not None else "none",
             "results": [_probe_row(r) for r in res],
             "meaning": PROBE_MEANING,
         }

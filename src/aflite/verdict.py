@@ -59,7 +59,11 @@ def _shift(summary: dict[str, Any]) -> str:
 
 def run_verdict(summary: dict[str, Any]) -> list[str]:
     """``aflite run`` / ``demo``: sizes and stop, then the hypothesis-only probe on D(Φ) against same-size random
-    subsets of D (Δ over the majority rate of the same rows), judged against the random subsets' spread."""
+    subsets of D (Δ over the majority rate of the same rows), judged against the random subsets' spread.
+
+    A reduction is claimed only where there was something to reduce: the probe must find signal on D itself (Δ on
+    D above twice its spread across folds, :func:`_signal_on_d`), and the random subsets must keep some (Δ > 0):
+    a difference between two numbers at or below the majority rate is not a reduction of signal."""
     out = [_kept(summary) + _shift(summary)]
     probe = summary.get("partial_input_probe") or {}
     f = summary.get("featurizer") or {}
@@ -77,6 +81,10 @@ def run_verdict(summary: dict[str, Any]) -> list[str]:
         why = dphi.get("skipped") or rand.get("skipped")
         out.append(f"The probe could not be compared on D(Φ) and random subsets: {why}.")
         return [s for s in out if s]
+    no_signal = _signal_on_d(rows.get("D") or {}, probe)
+    if no_signal:
+        out.append(no_signal)
+        return [s for s in out if s]
     a_d, m_d = _num(dphi.get("accuracy")), _num(dphi.get("majority"))
     a_r, m_r = _num(rand.get("accuracy")), _num(rand.get("majority"))
     if None in (a_d, m_d, a_r, m_r):
@@ -87,8 +95,14 @@ def run_verdict(summary: dict[str, Any]) -> list[str]:
     diff = d_phi - d_rand
     base = (f"the probe's Δ over the majority rate is {_pts(d_phi)} points on D(Φ) against {_pts(d_rand)} on "
             f"same-size random subsets of D (spread ±{100 * spread:.1f})")
-    if diff < -SPREAD_FACTOR * spread:
-        out.append(f"Artifact reduction measured: {base}, a drop of {100 * -diff:.1f} points beyond that spread.")
+    if diff < -SPREAD_FACTOR * spread and d_rand <= 0:
+        out.append(f"No artifact reduction claimed: {base}; the probe finds no signal on the random subsets either "
+                   f"(Δ at or below the majority rate), and a difference between two below-chance numbers is not "
+                   f"a reduction of signal.")
+    elif diff < -SPREAD_FACTOR * spread:
+        below = "; on D(Φ) it falls below the majority rate" if d_phi < 0 else ""
+        out.append(f"Artifact reduction measured: {base}, a drop of {100 * -diff:.1f} points beyond that "
+                   f"spread{below}.")
     elif diff > SPREAD_FACTOR * spread:
         out.append(f"No artifact reduction: {base}; D(Φ) is easier for this probe than a random subset.")
     else:
@@ -96,6 +110,31 @@ def run_verdict(summary: dict[str, Any]) -> list[str]:
         why = f"; Φ saw {seen}, the probe only {probe_side}" if seen != probe_side else ""
         out.append(f"No measurable artifact reduction for this probe: {base}, within that spread{why}.")
     return [s for s in out if s]
+
+
+def _signal_on_d(d: dict[str, Any], probe: dict[str, Any]) -> str:
+    """The sentence that ends the verdict when the probe has no signal on D itself ("" when it has): its Δ over
+    the majority rate on D must exceed twice its standard deviation across folds (at least MIN_SPREAD). Below
+    minus that, the probe is misled (texts that recur with other labels on both sides of its folds); within
+    it, D gives the probe nothing that filtering could remove, and a change on D(Φ) measures no reduction."""
+    acc, maj = _num(d.get("accuracy")), _num(d.get("majority"))
+    if d.get("skipped") or acc is None or maj is None:
+        return ""
+    delta = acc - maj
+    spread = max(_num(d.get("accuracy_std")) or 0.0, MIN_SPREAD)
+    if delta > SPREAD_FACTOR * spread:
+        return ""
+    figures = (f"on D itself it scores {100 * acc:.1f}% against a majority rate of {100 * maj:.1f}% (Δ {_pts(delta)} "
+               f"points; its spread across folds ±{100 * spread:.1f})")
+    if delta < -SPREAD_FACTOR * spread:
+        groups = str(probe.get("groups") or "none")
+        grouped = f" even with folds grouped by {groups}" if groups != "none" else ""
+        return (f"No artifact reduction can be measured with this probe: {figures}, below the majority rate by more "
+                f"than twice that spread: texts that recur with other labels (e.g. counterfactual twins) sit on both "
+                f"sides of its folds{grouped}; group them together (--groups twins, or --groups COLUMN with a "
+                f"family id) and run again.")
+    return (f"No artifact reduction can be measured with this probe: {figures}, within twice that spread of the "
+            f"majority rate, so D gives it no signal that filtering could remove.")
 
 
 def filter_verdict(summary: dict[str, Any]) -> list[str]:

@@ -44,8 +44,8 @@ def check_embed_out(out: str | os.PathLike[str], overwrite: bool = False, resume
     if overwrite and resume:
         raise ParameterError("--resume continues the embedding in OUT and --overwrite starts it over: give one")
     if done.exists() and not overwrite and not resume:
-        raise OutputError(f"--out {out}: {done} exists; pass --resume to keep it (and what the cache holds), "
-                          f"--overwrite to replace it, or choose another --out")
+        raise OutputError(f"--out {out}: {done} exists; pass --overwrite to replace it, --resume to go on from it "
+                          f"(and what the cache holds), or choose another --out")
 
 
 @recording_warnings()  # scikit-learn's warnings counted in results.json (aflite.results)

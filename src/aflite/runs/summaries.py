@@ -35,8 +35,9 @@ def render_filter_summary(summary: dict[str, Any]) -> str:
 PROBE_MEANING = (
     "A probe that always answers the most frequent label scores the majority rate of the rows it is tested on, so "
     "raw accuracy is not leakage: Δ = accuracy − majority rate of the same rows is what the text adds over that "
-    "guess. AFLite worked when Δ on D(Φ) is below Δ on random subsets of the same size; near 0 means the probe "
-    "finds no more signal than the label frequencies."
+    "guess. AFLite worked when Δ on D(Φ) is below Δ on random subsets of the same size, and only if the probe has "
+    "signal on D itself (Δ on D above twice its spread across folds); near 0 means the probe finds no more signal "
+    "than the label frequencies, and below 0 that texts recurring with other labels mislead it across its folds."
 )
 SHIFT_WARN_POINTS = 5.0
 
