@@ -193,6 +193,7 @@ def compare_runs(
     corpora = [(es, _corpus(es.name, es.texts_a, es.texts_b)) for es in eval_sets]
     test_corpora = [(es, _corpus(es.name, es.texts_a, es.texts_b)) for es in tests]
     store = _FeatureStore(d_corpus, cache, show_progress, dict(minilm_options or {}))
+    store.read_only = [Path(r.path) / "cache" for r in run_objs]
     for r in run_objs:  # image features at the size (and model) the run's Φ used, so a shared cache is reused
         f = r.summary.get("featurizer") or {}
         if f.get("name") in image_featurizers:

@@ -118,9 +118,11 @@ def audit_file(
                              "ngram")
     check_audit_config(cfg)
     paper_reference(reference)  # an unknown name fails here, before any work
-    from aflite.rundir import read_kept_ids
+    from aflite.rundir import check_outside_runs, read_kept_ids
 
     kept = read_kept_ids(Path(compare)) if compare is not None else None
+    if compare is not None:  # the run compared with is read, never written
+        check_outside_runs(out, [compare])
     t0 = time.perf_counter()
     ds = load_dataset(data_path, **{**(dataset_options or {}), "groups": groups})
     if not ds.is_pair:

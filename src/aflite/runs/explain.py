@@ -129,8 +129,10 @@ def _load(data_path: Path, run: RunRecord, dataset_options: dict[str, Any] | Non
     return ds, is_images, rows
 
 
-def _features(ds: Any, is_images: bool, run: RunRecord, cache_dir: Path | None,
+def _features(ds: Any, is_images: bool, run: RunRecord, cache_dir: Path,
               featurizer_options: dict[str, Any] | None, show_progress: bool) -> Any:
+    """Φ as the run computed it: read from the run's cache when it is there (never written: a run folder is the
+    run's), else recomputed into ``cache_dir`` (explain's own: OUT/cache or --cache-dir)."""
     from aflite import features
     from aflite.features.registry import current_options, image_featurizer_options, run_options
 
@@ -147,7 +149,7 @@ def _features(ds: Any, is_images: bool, run: RunRecord, cache_dir: Path | None,
     params = run.summary["parameters"]
     return features.featurize(
         ds.texts_a, ds.texts_b, fz["name"], fz.get("view", "pair"),
-        cache_dir=cache_dir if cache_dir is not None else run.path / "cache",
+        cache_dir=cache_dir, read_only=[run.path / "cache"],
         y=ds.labels.tolist() if fz["name"] == "warmup" else None,
         ids=ds.ids.tolist() if fz["name"] == "precomputed" else None,
         warmup_size=params["train_size"] if fz["name"] == "warmup" else 0.1,
@@ -180,7 +182,9 @@ def explain(
     """Explain a run of ``aflite run`` on DATA: token artifacts with significance (full / kept / random), the
     first phase's data map and label issues, why each row was easy, soft weights; written to ``out`` (see
     :mod:`aflite.explain`). ``stop_rule`` continues filtering past the run's stop until no token artifact is
-    significant (:mod:`aflite.explain.stoprule`; off by default, the run folder is never changed).
+    significant (:mod:`aflite.explain.stoprule`; off by default, the run folder is never changed). The run folder
+    is only read: Φ comes from its cache, or is recomputed into ``cache_dir`` (default ``out/cache``); an ``out``
+    or ``cache_dir`` in a run folder is refused.
     ``ngram_coefficients`` (n-gram Φ only) refits the run's n-gram featurizer to read each token's push from the
     ensemble's own weights (:func:`aflite.explain.reasons.ngram_token_scores`; costs one more featurizing pass).
     ``null`` is the token test's p0: ``"base"`` (each label's share of the set, the default) or ``"uniform"``
@@ -199,6 +203,11 @@ def explain(
     t_start = time.perf_counter()
     timings: dict[str, float] = {}
     out = Path(out)
+    from aflite.rundir import check_outside_runs
+
+    check_outside_runs(out, [run_dir])  # explain reads the run folder and writes elsewhere
+    if cache_dir is not None:
+        check_outside_runs(cache_dir, [run_dir], flag="--cache-dir")
     run = read_run(run_dir)
     ds, is_images, rows = _load(Path(data_path), run, dataset_options, image_options)
     params = run.summary["parameters"]
@@ -215,7 +224,8 @@ def explain(
     timings["load_seconds"] = time.perf_counter() - t_start
 
     t0 = time.perf_counter()
-    feats = _features(ds, is_images, run, Path(cache_dir) if cache_dir else None, featurizer_options, show_progress)
+    feats = _features(ds, is_images, run, Path(cache_dir) if cache_dir else out / "cache", featurizer_options,
+                      show_progress)
     fpos = {int(r): j for j, r in enumerate(np.asarray(feats.rows))}
     if any(int(r) not in fpos for r in rows):
         raise InputError(f"{data_path}: Φ recomputed from DATA leaves out rows the run filtered (warm-up slice "
