@@ -179,8 +179,9 @@ def featurize(
             found = _load_cached(folder, stem, drop_damaged=False) if (folder / f"{stem}.json").is_file() else None
             if found is not None:
                 log.info("features loaded from %s (read only)", folder / stem)
-                return Features(found[0], rows, warmup_rows, featurizer, view, opts, _final_path(folder, stem, found[0]),
-                                True, found[1])
+                x_found, found_info = found
+                return Features(x_found, rows, warmup_rows, featurizer, view, opts,
+                                _final_path(folder, stem, x_found), True, found_info)
     if cache_dir is not None:
         cache = Path(cache_dir)
         cache.mkdir(parents=True, exist_ok=True)
