@@ -8,6 +8,7 @@ it is neither filtered nor written to the output.
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from dataclasses import dataclass
@@ -238,7 +239,9 @@ def run(
     out.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
     extra = {
-        "dataset": str(data_path),
+        # resolved, and relative to the run folder: report.html finds the texts from any current directory
+        "dataset": str(Path(data_path).resolve()),
+        "dataset_relative": os.path.relpath(Path(data_path).resolve(), out.resolve()),
         "dataset_fingerprint": dataset_fp,
         "dataset_size": n,
         "dropped_at_load": ds.dropped,

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import csv
 import math
+import os
 from pathlib import Path
 from typing import Any
 
@@ -140,8 +141,12 @@ def write_all(out: Path, *, run: Any, ids: np.ndarray, labels: np.ndarray, af: A
         "bonferroni": {k: {"n_rows": v.n_rows, "n_tests": v.n_tests, "z_critical": v.z_critical,
                            "base_rates": v.base_rates} for k, v in token_sets.items()},
         "top_artifacts": {k: token_sets[k].top(10) for k in ("full", "kept") if k in token_sets},
-        "run_dir": str(run.path), "dataset": data_path,  # where report.html finds the run and the texts
-        "run": {"folder": str(run.path), "dataset": data_path, "size_before": int(len(keep)),
+        # where report.html finds the run and the texts: resolved, and relative to this folder
+        "run_dir": str(run.path.resolve()), "dataset": str(Path(data_path).resolve()),
+        "run_dir_relative": os.path.relpath(run.path.resolve(), out.resolve()),
+        "dataset_relative": os.path.relpath(Path(data_path).resolve(), out.resolve()),
+        "run": {"folder": str(run.path.resolve()), "dataset": str(Path(data_path).resolve()),
+                "size_before": int(len(keep)),
                 "size_after": int(keep.sum()), "stop_reason": run.summary.get("stop_reason"),
                 "featurizer": run.summary["featurizer"].get("name"), "view": run.summary["featurizer"].get("view")},
         "first_phase": {"source": "recomputed from the run's Φ, parameters and seed (phase 0 of AFLite.fit)",
