@@ -332,3 +332,34 @@ def test_evaluate_reads_the_runs_cache_without_writing_it(own_run, tmp_path):
     assert main(["evaluate", str(data), str(run), "--out", str(tmp_path / "ev"), "--models", "ppmi:hypothesis",
                  "--seeds", "1", "--quiet"]) == 0  # the single-iteration set reads the run's Φ
     assert snapshot(run) == before
+
+
+# ------------------------------------------------------------------ a verdict, a chance rate, informative reasons
+def test_explain_on_real_text_has_a_verdict_a_chance_count_and_no_function_words(counterfactual_runs, tmp_path,
+                                                                                  capsys):
+    """On the counterfactual set (real SNLI sentences): the page and summary open with a verdict; the label-issue
+    count comes with the same measure on permuted labels; the rows' top features are content words."""
+    from aflite.explain.reasons import FUNCTION_WORDS
+    from aflite.report.explorer import embedded_data
+
+    s = counterfactual_runs["premise"]
+    run = Path(s["filtered_dataset"]).parent
+    out = tmp_path / "ex"
+    capsys.readouterr()
+    assert main(["explain", s["dataset"], str(run), "--out", str(out), "--quiet", "--random-seeds", "3"]) == 0
+    stdout = capsys.readouterr().out
+    res = json.loads((out / "results.json").read_text(encoding="utf-8"))
+    li = res["label_issues"]
+    assert li["rows"] == 1340 and len(li["shuffled_labels"]["per_seed"]) == 3
+    assert all(0 < c <= 1340 for c in li["shuffled_labels"]["per_seed"])
+    v = res["verdict"]
+    assert len(v) == 2 and v[0].startswith("On the hypothesis, ") and "same-size random subsets of D" in v[0]
+    assert v[1].startswith(f"Confident learning flags {li['n']:,} of 1,340 rows") and "labels permuted" in v[1]
+    assert stdout.startswith("verdict: " + " ".join(v))
+    assert (out / "summary.md").read_text(encoding="utf-8").split("\n")[2].startswith("**Verdict.** " + v[0])
+    page = (out / "report.html").read_text(encoding="utf-8")
+    assert "Confident learning flags" in page
+    tops = [t.split(":")[0] for r in read_csv(out / "instances.csv") for t in r["top_features"].split(";") if t]
+    assert tops and not set(tops) & FUNCTION_WORDS, sorted(set(tops))
+    assert "not" in tops  # the negation the revised hypotheses carry
+    assert set(embedded_data(page)["cols"]["top"]) - {""}

@@ -268,3 +268,29 @@ def test_probe_folds_never_split_a_group():
     res = compare_partial_input([f"t{i % 4}" for i in range(12)], y3, np.ones(12, bool), random_repeats=1,
                                 groups=np.zeros(12, int))
     assert res[0].skipped == "all rows are in one group, so grouped folds cannot hold any out"
+
+
+# ------------------------------------------------------------------ what a newcomer sees (issue 34, 7)
+def test_the_demo_names_its_page_and_summary_links_it(tmp_path, capsys):
+    out = tmp_path / "demo"
+    assert main(["demo", "--out", str(out), "--featurizer", "ngram", "-m", "8", "--quiet", "--no-probe"]) == 0
+    stdout = capsys.readouterr().out
+    assert f"page: {out / 'report.html'} (open it in a browser" in stdout
+    assert (out / "report.html").is_file()
+    md = (out / "summary.md").read_text(encoding="utf-8")
+    assert "[report.html](report.html)" in md.split("\n## ")[0]  # in the head, before the examples
+    n = json.loads((out / "summary.json").read_text(encoding="utf-8"))["n_iterations"]
+    assert f"{n} phases (0–{n - 1})" in md and f"({n} phases (0–{n - 1}); " in stdout
+
+
+def test_the_demo_folder_is_ignored_in_a_checkout():
+    """`aflite demo` run from a clone writes ./aflite-demo (its documented default): git must ignore it."""
+    import shutil
+    import subprocess
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[1]
+    if shutil.which("git") is None or not (repo / ".git").exists():
+        pytest.skip("not a git checkout")
+    proc = subprocess.run(["git", "-C", str(repo), "check-ignore", "-q", "aflite-demo/summary.md"])
+    assert proc.returncode == 0, "aflite-demo/ is not in .gitignore"

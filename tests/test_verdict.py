@@ -32,7 +32,7 @@ def run_summary(d_phi: float, rand: float, spread: float, view: str = "pair", d:
 
 def test_run_verdict_within_the_spread_says_no_measurable_reduction_and_why():
     v = run_verdict(run_summary(0.195, 0.20, 0.01))
-    assert v[0].startswith("AFLite kept 600 of 1,000 rows (60%) in 4 phase(s) and stopped because target size")
+    assert v[0].startswith("AFLite kept 600 of 1,000 rows (60%) in 4 phases (0–3) and stopped because target size")
     assert "largest class-share move was -8.0 points (neutral)" in v[0]
     assert v[1].startswith("No measurable artifact reduction for this probe: the probe's Δ over the majority rate "
                            "is +19.5 points on D(Φ) against +20.0 on same-size random subsets of D (spread ±1.0)")
@@ -57,7 +57,7 @@ def test_run_verdict_with_a_skipped_probe():
 
 def test_filter_verdict_and_markdown():
     v = filter_verdict({"size_before": 400, "size_after": 120, "n_iterations": 3, "stop_reason": "x"})
-    assert v[0] == "AFLite kept 120 of 400 rows (30%) in 3 phase(s) and stopped because x."
+    assert v[0] == "AFLite kept 120 of 400 rows (30%) in 3 phases (0–2) and stopped because x."
     assert "aflite evaluate" in v[1]
     assert markdown(["A.", "B."]) == "**Verdict.** A. B.\n\n" and markdown([]) == ""
 
@@ -217,3 +217,41 @@ def test_run_verdict_on_the_counterfactual_set_grouped_by_family(counterfactual_
     assert abs(d["delta_majority"]) <= 2 * d["accuracy_std"]
     assert s["verdict"][1].startswith("No artifact reduction can be measured with this probe: on D itself")
     assert s["verdict"][1].endswith("so D gives it no signal that filtering could remove.")
+
+
+def explain_results(kept: float, random: list[float], issues: int, shuffled: list[int]) -> dict:
+    return {"token_view": "hypothesis", "significant_tokens": {"full": 12, "kept": kept,
+                                                               "random": sum(random) / len(random)},
+            "significant_tokens_random_per_seed": random,
+            "label_issues": {"n": issues, "rows": 1000, "skipped": None,
+                             "shuffled_labels": {"per_seed": shuffled, "mean": sum(shuffled) / len(shuffled),
+                                                 "std": float(__import__("numpy").std(shuffled))}}}
+
+
+def test_explain_verdict_reads_tokens_against_random_cuts_and_issues_against_permuted_labels():
+    from aflite.verdict import explain_verdict
+
+    v = explain_verdict(explain_results(2, [12, 11, 13], 150, [500, 510, 490]))
+    assert v[0] == ("On the hypothesis, 12 (token, label) pair(s) are significant artifacts on D and 2 on D(Φ), "
+                    "against 12.0 (±0.8) on same-size random subsets of D: fewer than a random cut of the same size "
+                    "leaves, beyond the subsets' spread.")
+    assert v[1].startswith("Confident learning flags 150 of 1,000 rows (15%) as possible label errors, against 500.0 "
+                           "(50%) with the labels permuted") and v[1].endswith("candidates worth reading as label "
+                                                                              "errors.")
+    assert "as many as a random cut" in explain_verdict(explain_results(12, [12, 11, 13], 450, [500, 510, 490]))[0]
+    assert "close to that chance count" in explain_verdict(explain_results(12, [12], 450, [500, 510, 490]))[1]
+    assert "but not far" in explain_verdict(explain_results(12, [12], 300, [500, 510, 490]))[1]
+    skipped = explain_results(1, [1], 0, [1])
+    skipped["label_issues"] = {"n": None, "skipped": "cleanlab is not installed", "shuffled_labels": None}
+    assert len(explain_verdict(skipped)) == 1
+
+
+def test_phases_are_counted_with_their_numbers():
+    from aflite.verdict import phases_text
+
+    assert phases_text(5) == "5 phases (0–4)" and phases_text(1) == "1 phase (phase 0)" and phases_text(0) == \
+        "no phase"
+    v = run_verdict({**run_summary(0.1, 0.2, 0.01), "n_iterations": 5,
+                     "stop_reason": "fewer than k=24 instances had p̃ >= τ=0.75 (12 qualified) in phase 4"})
+    assert v[0].startswith("AFLite kept 600 of 1,000 rows (60%) in 5 phases (0–4) and stopped because fewer than "
+                           "k=24 instances had p̃ >= τ=0.75 (12 qualified) in phase 4.")

@@ -82,6 +82,8 @@ def run(args: argparse.Namespace) -> int:
                   null=args.null)
     write_results(args.out, args)  # stamps the library's results.json with argv, seed and versions
     r = res.results
+    if r.get("verdict"):
+        print("verdict: " + " ".join(r["verdict"]))
     if r.get("significant_tokens"):
         s = r["significant_tokens"]
         print(f"significant (token, label) pairs on the {r['token_view']}: full {s['full']}, kept {s['kept']}, "

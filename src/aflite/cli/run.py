@@ -102,7 +102,10 @@ def report(res: Any) -> None:
     f = s.get("featurizer") or {}
     print(f"Φ: {f.get('name')} ({f.get('dim')} dims, view {f.get('view')})"
           + warmup_line(f.get("info") or {}, "; "))
-    print(f"|D| = {s['dataset_size']} -> |D(Φ)| = {s['size_after']} ({s['n_iterations']} phases; {s['stop_reason']})")
+    from aflite.verdict import phases_text
+
+    print(f"|D| = {s['dataset_size']} -> |D(Φ)| = {s['size_after']} ({phases_text(s['n_iterations'])}; "
+          f"{s['stop_reason']})")
     print(f"parameters: m={p['n_partitions']} t={p['train_size']} k={p['slice_size']} n={p['target_size']} "
           f"tau={p['threshold']} (Table 8 SNLI scaled by {s['scaled_defaults']['scale']:.4f} where not given)")
     shift = s.get("label_shift")
@@ -125,6 +128,7 @@ def report(res: Any) -> None:
 
         print(f"  ({PROBE_MEANING})")
     print(f"filtered dataset: {res.filtered_path}\nsummary: {res.out / 'summary.md'}", file=sys.stderr)
+    print(f"page: {res.out / 'report.html'} (open it in a browser: every row, sortable and searchable, and plots)")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -28,6 +28,7 @@ from aflite.report.frame import (
     read_verdict,
     script_text,
 )
+from aflite.verdict import phases_text
 
 PACK_ABOVE = 1_000_000  # bytes of JSON above which the columns are embedded gzip + base64
 
@@ -87,7 +88,7 @@ def _summary_table(kind: str, res: dict[str, Any]) -> str:
     if kind in ("run", "explain") and res.get("size_before") is not None:
         p = res.get("parameters") or {}
         rows += [("|D| filtered", f"{res['size_before']:,}"), ("|D(Φ)| kept", f"{res.get('size_after', 0):,}"),
-                 ("phases", res.get("n_iterations")), ("stopped because", res.get("stop_reason")),
+                 ("phases", phases_text(res.get("n_iterations"))), ("stopped because", res.get("stop_reason")),
                  ("parameters", ", ".join(f"{k}={p[k]}" for k in ("n_partitions", "train_size", "slice_size",
                                                                     "target_size", "threshold") if k in p))]
         feat = res.get("featurizer")

@@ -269,6 +269,15 @@ def explain(
     t0 = time.perf_counter()
     region = regions(af.confidence_, af.variability_)
     issues = label_issues(af.first_phase_proba_, y)
+    # the same measure with the labels permuted (seeded; the probabilities unchanged): what confident learning
+    # flags when the labels carry no information for the first phase's models, for the count to be read against
+    shuffled: list[int] = []
+    if issues.flags is not None and issues.skipped is None:
+        perm_rng = np.random.default_rng([seed, 34])
+        for _ in range(random_seeds):
+            sh = label_issues(af.first_phase_proba_, perm_rng.permutation(y))
+            if sh.flags is not None and sh.skipped is None:
+                shuffled.append(int(sh.flags.sum()))
     overlap = overlap_table(removed, region, issues.flags)
     timings["datamap_seconds"] = time.perf_counter() - t0
 
@@ -311,7 +320,7 @@ def explain(
         out, run=run, ids=np.asarray(run.ids), labels=y_str, af=af, region=region, issues=issues, overlap=overlap,
         token_sets=token_sets, random_per_seed=random_per_seed, token_view=tview, alpha=alpha, min_count=min_count,
         random_seeds=random_seeds, surrogate=sur, near=near, agreement=agree, seed=seed, is_images=is_images, stop=stop,
-        ens_terms=ens_terms, null=null,
+        ens_terms=ens_terms, null=null, issues_shuffled=shuffled,
         data_path=str(data_path), timings=timings, t_start=t_start)
     results["timings"]["write_seconds"] = time.perf_counter() - t0
     from aflite.report import write_page

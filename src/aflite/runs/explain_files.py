@@ -70,6 +70,16 @@ def _token_rows(name: str, st: Any) -> Any:
                _num(st.p_label[i]), _num(st.z[i]), _num(st.p_value[i], 4), int(bool(st.significant[i]))]
 
 
+def _shuffled(counts: list[int]) -> dict[str, Any] | None:
+    """The label-issue count with permuted labels: per permutation, mean and standard deviation."""
+    if not counts:
+        return None
+    arr = np.asarray(counts, dtype=float)
+    return {"per_seed": counts, "mean": float(arr.mean()), "std": float(arr.std()),
+            "meaning": "cleanlab's count on the same first-phase probabilities with the labels permuted (seeded): "
+                       "what it flags when the labels carry no information for these models"}
+
+
 def _md_table(header: list[str], rows: list[list[Any]]) -> str:
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(str(c) for c in r) + " |" for r in rows]
@@ -84,7 +94,7 @@ def write_all(out: Path, *, run: Any, ids: np.ndarray, labels: np.ndarray, af: A
               issues: Any, overlap: list[dict[str, Any]], token_sets: dict[str, Any], random_per_seed: list[int],
               token_view: str, alpha: float, min_count: int, random_seeds: int, surrogate: Any,
               near: list[list[int]], agreement: float, seed: int, is_images: bool, stop: Any, ens_terms: Any,
-              data_path: str, null: str = "base",
+              data_path: str, null: str = "base", issues_shuffled: list[int] | None = None,
               timings: dict[str, float], t_start: float) -> dict[str, Any]:
     """Write every file of the folder; returns the results.json body."""
     import time
@@ -155,8 +165,10 @@ def write_all(out: Path, *, run: Any, ids: np.ndarray, labels: np.ndarray, af: A
                                              "the run recorded"},
         "datamap": {"region_rule": REGION_RULE, "regions": counts,
                     "removed_by_region": {r: int(((region == r) & ~keep).sum()) for r in counts}},
-        "label_issues": {"n": None if flags is None else int(flags.sum()), "skipped": issues.skipped,
-                         "method": issues.method, "input": "mean held-out probabilities of the first phase"},
+        "label_issues": {"n": None if flags is None else int(flags.sum()), "rows": int(len(keep)),
+                         "skipped": issues.skipped, "method": issues.method,
+                         "input": "mean held-out probabilities of the first phase",
+                         "shuffled_labels": _shuffled(issues_shuffled or [])},
         "overlap": overlap,
         "surrogate": {"target": "p̃ of the first phase", "inputs": "image statistics × label" if is_images else
                       f"{token_view} tokens (seen >= {min_count} times) × label", "model": "Lasso (L1)",
@@ -172,6 +184,9 @@ def write_all(out: Path, *, run: Any, ids: np.ndarray, labels: np.ndarray, af: A
                       **(stop.to_dict() if stop is not None else {"enabled": False})},
         "files": FILES,
     }
+    from aflite.verdict import explain_verdict
+
+    results["verdict"] = explain_verdict(results)
     results["timings"] = {**timings, "total_seconds": time.perf_counter() - t_start}
     from aflite.results import write_results_json
 
@@ -183,7 +198,10 @@ def write_all(out: Path, *, run: Any, ids: np.ndarray, labels: np.ndarray, af: A
 def summary_md(res: dict[str, Any], token_sets: dict[str, Any]) -> str:
     """The readable summary: artifacts before/after, counts, overlap table, and how to read each file."""
     run = res["run"]
+    from aflite.verdict import markdown
+
     lines = [f"# aflite explain: {_md_cell(run['dataset'])}", "",
+             *([markdown(res["verdict"]).rstrip("\n"), ""] if res.get("verdict") else []),
              f"Run `{_md_cell(run['folder'])}` (Φ = {run['featurizer']}, view {run['view']}): "
              f"|D| = {run['size_before']:,} → |D(Φ)| = {run['size_after']:,}; "
              f"stopped: {_md_cell(run['stop_reason'])}.", ""]
@@ -221,7 +239,11 @@ def summary_md(res: dict[str, Any], token_sets: dict[str, Any]) -> str:
     li = res["label_issues"]
     lines += ["## Data map of the first phase and label issues", "",
               f"Regions: {dm['region_rule']}.", "",
-              "Label issues: " + (f"{li['n']:,} candidate(s) from {li['method']} on the {li['input']}."
+              "Label issues: " + (f"{li['n']:,} candidate(s) of {li.get('rows', 0):,} rows from {li['method']} on the "
+                                  f"{li['input']}" + (f"; with the labels permuted, {li['shuffled_labels']['mean']:,.1f} "
+                                                      f"(± {li['shuffled_labels']['std']:.1f}, "
+                                                      f"{len(li['shuffled_labels']['per_seed'])} permutations)"
+                                                      if li.get("shuffled_labels") else "") + "."
                                   if li["skipped"] is None else f"skipped — {li['skipped']}."), "",
               "Overlap of AFLite's removed set with each group:", "",
               _md_table(["group", "rows", "removed", "share of group removed", "share of removed set"],
