@@ -80,6 +80,13 @@ def _shuffled(counts: list[int]) -> dict[str, Any] | None:
                        "what it flags when the labels carry no information for these models"}
 
 
+def _issues_line(li: dict[str, Any]) -> str:
+    sh = li.get("shuffled_labels")
+    chance = (f"; with the labels permuted, {sh['mean']:,.1f} (± {sh['std']:.1f}, {len(sh['per_seed'])} "
+              f"permutations)") if sh else ""
+    return f"{li['n']:,} candidate(s) of {li.get('rows', 0):,} rows from {li['method']} on the {li['input']}{chance}."
+
+
 def _md_table(header: list[str], rows: list[list[Any]]) -> str:
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(str(c) for c in r) + " |" for r in rows]
@@ -239,12 +246,8 @@ def summary_md(res: dict[str, Any], token_sets: dict[str, Any]) -> str:
     li = res["label_issues"]
     lines += ["## Data map of the first phase and label issues", "",
               f"Regions: {dm['region_rule']}.", "",
-              "Label issues: " + (f"{li['n']:,} candidate(s) of {li.get('rows', 0):,} rows from {li['method']} on the "
-                                  f"{li['input']}" + (f"; with the labels permuted, {li['shuffled_labels']['mean']:,.1f} "
-                                                      f"(± {li['shuffled_labels']['std']:.1f}, "
-                                                      f"{len(li['shuffled_labels']['per_seed'])} permutations)"
-                                                      if li.get("shuffled_labels") else "") + "."
-                                  if li["skipped"] is None else f"skipped — {li['skipped']}."), "",
+              "Label issues: " + (_issues_line(li) if li["skipped"] is None else f"skipped — {li['skipped']}."),
+              "",
               "Overlap of AFLite's removed set with each group:", "",
               _md_table(["group", "rows", "removed", "share of group removed", "share of removed set"],
                         [[o["group"], f"{o['size']:,}", f"{o['removed']:,}", _pct(o["share_of_group_removed"]),
