@@ -583,3 +583,17 @@ def test_groups_twins_builds_families_and_the_warning_offers_it(tmp_path, capsys
     code, _, err = cli(capsys, "run", p, "--out", tmp_path / "b", *FAST, "--groups", "twins")
     assert code == 0 and "counterfactual twins" not in err
     assert json.loads((tmp_path / "b" / "summary.json").read_text())["groups"] == "twins"
+
+
+# --------------------------------------------------------------------------------- --backend (issue 34, 7)
+@pytest.mark.parametrize("command", ["run", "embed", "demo"])
+def test_a_backend_for_a_featurizer_without_an_encoder_is_refused(tmp_path, tsv, capsys, command):
+    out = tmp_path / "out"
+    argv = {"run": ["run", tsv], "embed": ["embed", tsv], "demo": ["demo"]}[command]
+    code, _, err = cli(capsys, *argv, "--out", out, "--featurizer", "ngram", "--backend", "onnx", "--quiet")
+    assert code == 2 and not out.exists()
+    assert one_line_error(err, command).endswith(
+        "--backend onnx: --featurizer ngram runs no encoder, so there is no runtime to choose (--backend applies to "
+        "minilm, warmup, efficientnet-lite0, hf-image); leave --backend out")
+    if command == "embed":  # auto chooses nothing either way: accepted
+        assert cli(capsys, *argv, "--out", out, "--featurizer", "ngram", "--backend", "auto", "--quiet")[0] == 0

@@ -73,6 +73,9 @@ def _validate(args: argparse.Namespace) -> None:
     from aflite.runs.embed import check_embed_out
 
     check_embed_out(args.out, args.overwrite, args.resume)
+    from aflite.features.registry import check_backend
+
+    check_backend(args.featurizer, args.backend)  # before --out is claimed
     if args.cluster:
         from aflite.runs.shards import check_shardable
 

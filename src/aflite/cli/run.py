@@ -58,6 +58,14 @@ def add_pipeline_options(p: argparse.ArgumentParser, featurizer_default: str) ->
     from aflite.cli.filter import add_scale_options
 
     add_scale_options(p, cluster="embed Φ in shards (minilm, warmup, image encoders) and fit the partitions")
+    p.set_defaults(validate=_validate)
+
+
+def _validate(args: argparse.Namespace) -> None:
+    """Before --out is claimed: a --backend the featurizer would ignore."""
+    from aflite.features.registry import check_backend
+
+    check_backend(args.featurizer, args.backend)
 
 
 def register(sub: Any) -> None:

@@ -82,6 +82,9 @@ def embed(data: str | os.PathLike[str], out: str | os.PathLike[str], *, featuriz
         from aflite.runs.shards import check_shardable
 
         check_shardable(featurizer)
+    from aflite.features.registry import check_backend
+
+    check_backend(featurizer, backend)
     cache_dir = Path(cache_dir) if cache_dir is not None else out / "cache"
     if overwrite:  # start over: no partial image run is resumed
         for name in (FEATURES + ".partial", FEATURES + ".progress.json"):
