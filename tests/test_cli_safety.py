@@ -597,3 +597,35 @@ def test_a_backend_for_a_featurizer_without_an_encoder_is_refused(tmp_path, tsv,
         "minilm, warmup, efficientnet-lite0, hf-image); leave --backend out")
     if command == "embed":  # auto chooses nothing either way: accepted
         assert cli(capsys, *argv, "--out", out, "--featurizer", "ngram", "--backend", "auto", "--quiet")[0] == 0
+
+
+# --------------------------------------------------------------------------------- $TMPDIR (issue 34, 7)
+def _tmpdir_after(tmp_path: Path, *argv: object) -> list[str]:
+    """Run ``aflite ARGV`` in a fresh interpreter with $TMPDIR an empty folder of its own; what is left there."""
+    scratch = tmp_path / "tmpdir"
+    scratch.mkdir()
+    assert list(scratch.iterdir()) == []
+    env = {**os.environ, "TMPDIR": str(scratch), "OMP_NUM_THREADS": "1",
+           "PYTHONPATH": os.pathsep.join(filter(None, [str(Path(__file__).resolve().parents[1] / "src"),
+                                                       os.environ.get("PYTHONPATH")]))}
+    proc = subprocess.run([sys.executable, "-m", "aflite", *map(str, argv)], env=env, capture_output=True, text=True,
+                          timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    return sorted(p.name for p in scratch.iterdir())
+
+
+def test_a_dask_cluster_leaves_nothing_in_tmpdir(tmp_path, tsv):
+    """Dask's LocalCluster writes dask-scratch-space (and its workers' folders) into $TMPDIR."""
+    pytest.importorskip("distributed")
+    assert _tmpdir_after(tmp_path, "run", tsv, "--out", tmp_path / "run", *FAST, "--cluster", "local:2") == []
+
+
+@pytest.mark.slow
+def test_torch_and_onnx_runtime_leave_nothing_in_tmpdir(tmp_path, tsv, minilm_model_path):
+    """Importing PyTorch's inductor makes $TMPDIR/torchinductor_<user>, importing ONNX Runtime $TMPDIR/.ses."""
+    pytest.importorskip("onnxruntime")
+    rows = tsv.read_text().splitlines()[:41]
+    small = tmp_path / "small.tsv"
+    small.write_text("\n".join(rows) + "\n")
+    assert _tmpdir_after(tmp_path, "embed", small, "--out", tmp_path / "emb", "--featurizer", "minilm",
+                         "--backend", "onnx-int8", "--quiet") == []
