@@ -564,7 +564,7 @@ def test_quiet_turns_off_library_progress_bars(tmp_path, tsv, capsys, monkeypatc
     import aflite.cli.evaluate
 
     monkeypatch.setattr(aflite.cli.evaluate, "run", handler)
-    main(["evaluate", str(tsv), str(tmp_path), "--out", str(tmp_path / "ev"), "--quiet"])
+    main(["evaluate", str(tsv), str(tmp_path / "run"), "--out", str(tmp_path / "ev"), "--quiet"])
     assert seen["env"] == "1"
 
 
