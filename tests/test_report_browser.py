@@ -332,3 +332,30 @@ def test_hovering_a_markup_row_on_the_data_map_shows_it_as_text(driver: Any, pag
     assert driver.title == title
     with pytest.raises(NoAlertPresentException):
         driver.switch_to.alert.text  # noqa: B018 - raises when no dialog is open
+
+
+def test_the_competency_plot_labels_its_log_axis_in_full(driver: Any, pages: dict[str, Path], tmp_path: Path) -> None:
+    """Plotly's own labels on a log axis over decades read "2 5 100 2 5 1000": every tick is now a full number,
+    rising. The fixture's tokens are spread over 20 to 14,580 texts."""
+    explain = tmp_path / "explain"
+    shutil.copytree(pages["explain"], explain)
+    with (explain / "tokens.csv").open(encoding="utf-8", newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    for r in rows:
+        k = (int(r["count"]) - 20) // 7  # the fixture's k-th token: 20 + 7k texts
+        r["count"], r["label_count"] = str(20 * 3 ** k), str(round(float(r["p_label"]) * 20 * 3 ** k))
+    with (explain / "tokens.csv").open("w", encoding="utf-8", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    from aflite.report import write_page
+
+    write_page(explain)
+    open_page(driver, explain)
+    wait(driver, lambda: driver.execute_script("return document.querySelectorAll('#plot-comp-full .xtick').length"))
+    ticks = driver.execute_script(
+        "return Array.from(document.querySelectorAll('#plot-comp-full .xtick text')).map(t => t.textContent)")
+    values = [int(t.replace(",", "")) for t in ticks]
+    assert len(values) >= 3 and values == sorted(values), ticks
+    assert all(str(v)[0] in "125" and set(str(v)[1:]) <= {"0"} for v in values), ticks
+    assert values[-1] >= 10 * values[0], ticks  # whole decades, each labelled with its number

@@ -8,6 +8,7 @@ it is neither filtered nor written to the output.
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from dataclasses import dataclass
@@ -139,6 +140,8 @@ def run(
         check_link_names(ds, by_label=ds.source.format != "imagefolder")
     if view in ("hypothesis",) and not ds.is_pair:
         raise ParameterError("view 'hypothesis' needs a pair dataset")
+    if not is_images:
+        data.check_view_texts(ds, view)  # a column empty in every row: nothing for Φ (before anything is written)
     # checks that need no features come before featurizing (minutes) and before anything is written
     classes, counts = np.unique(ds.labels, return_counts=True)
     if len(classes) < 2:
@@ -149,6 +152,9 @@ def run(
         from aflite.evaluate import probe_skip_reason
 
         probe_skipped = probe_skip_reason(ds.labels)
+        probe_col = ds.source.columns.get("text_b" if ds.is_pair else "text_a")
+        if probe_skipped is None and ds.empty_texts.get(str(probe_col), 0) == n:
+            probe_skipped = f"column {probe_col!r} is empty in every row: the probe has no text to read"
         if probe_skipped is not None:
             probe = False
             print(f"note: the hypothesis-only probe is skipped: {probe_skipped}", file=sys.stderr)
@@ -224,10 +230,13 @@ def run(
     out.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
     extra = {
-        "dataset": str(data_path),
+        # resolved, and relative to the run folder: report.html finds the texts from any current directory
+        "dataset": str(Path(data_path).resolve()),
+        "dataset_relative": os.path.relpath(Path(data_path).resolve(), out.resolve()),
         "dataset_fingerprint": dataset_fp,
         "dataset_size": n,
         "dropped_at_load": ds.dropped,
+        **({"empty_texts_at_load": dict(ds.empty_texts)} if getattr(ds, "empty_texts", None) else {}),
         "featurizer": {"name": featurizer, "view": view, "options": feats.options, "dim": int(X.shape[1]),
                        "from_cache": feats.from_cache, "info": feats.info,
                        **({"cluster": shards.report.as_dict()} if shards is not None and shards.report else {})},
@@ -279,12 +288,15 @@ def run(
         bar = tqdm(total=5, desc="probe (D, D(Φ), 3 random subsets)", unit="set", disable=not show_progress,
                    file=sys.stderr, dynamic_ncols=True)
         try:
-            res = compare_partial_input(sub, y, af.keep_mask_, random_state=seed, progress=bar)
+            res = compare_partial_input(sub, y, af.keep_mask_, random_state=seed, progress=bar, groups=grp)
         finally:
             bar.close()
         summary["partial_input_probe"] = {
             "model": "TF-IDF word 1-2-gram logistic regression, 5-fold CV, on the "
-            + ("hypothesis only" if texts_b is not None else "text"),
+            + ("hypothesis only" if texts_b is not None else "text")
+            + (f"; folds keep each {group_spec} group on one side, as the filter's partitions do" if grp is not None
+               else ""),
+            "groups": group_spec if grp is not None else "none",
             "results": [_probe_row(r) for r in res],
             "meaning": PROBE_MEANING,
         }

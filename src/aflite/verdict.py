@@ -13,12 +13,17 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["audit_verdict", "evaluate_verdict", "filter_verdict", "markdown", "run_verdict", "synthetic_verdict"]
+__all__ = ["audit_verdict", "evaluate_verdict", "explain_verdict", "filter_verdict", "markdown", "phases_text",
+           "run_verdict", "synthetic_verdict"]
 
 MIN_SPREAD = 0.005  # half a point: the smallest seed spread a difference is judged against
 SPREAD_FACTOR = 2.0  # "beyond the spread" = more than twice the baseline's standard deviation
 STRONG_Z = 5.0  # a token whose label rate is this many standard errors above the base rate
 PECO_P = 0.05
+# label issues against the count with permuted labels ("chance"): at or above CHANCE_CLOSE of it the flags are
+# read as the models' blind spots, under CHANCE_HALF as label-error candidates, in between as a mix
+CHANCE_CLOSE = 0.8
+CHANCE_HALF = 0.5
 
 
 def _num(x: Any) -> float | None:
@@ -38,12 +43,22 @@ def markdown(sentences: Sequence[str]) -> str:
     return ("**Verdict.** " + " ".join(sentences) + "\n\n") if sentences else ""
 
 
+def phases_text(n: Any) -> str:
+    """How many filtering phases ran, with their numbers: phases are numbered from 0 (a row's ``removed_at`` in
+    instances.csv, "in phase 4" of a stop reason), so 5 phases are "5 phases (0–4)"."""
+    try:
+        k = int(n)
+    except (TypeError, ValueError):
+        return f"{n} phases"
+    return "no phase" if k <= 0 else "1 phase (phase 0)" if k == 1 else f"{k} phases (0–{k - 1})"
+
+
 def _kept(summary: dict[str, Any]) -> str:
     before, after = summary.get("size_before"), summary.get("size_after")
     phases, why = summary.get("n_iterations"), summary.get("stop_reason")
     if not before or after is None:
         return ""
-    return (f"AFLite kept {after:,} of {before:,} rows ({100 * after / before:.0f}%) in {phases} phase(s) and "
+    return (f"AFLite kept {after:,} of {before:,} rows ({100 * after / before:.0f}%) in {phases_text(phases)} and "
             f"stopped because {why}.")
 
 
@@ -59,7 +74,11 @@ def _shift(summary: dict[str, Any]) -> str:
 
 def run_verdict(summary: dict[str, Any]) -> list[str]:
     """``aflite run`` / ``demo``: sizes and stop, then the hypothesis-only probe on D(Φ) against same-size random
-    subsets of D (Δ over the majority rate of the same rows), judged against the random subsets' spread."""
+    subsets of D (Δ over the majority rate of the same rows), judged against the random subsets' spread.
+
+    A reduction is claimed only where there was something to reduce: the probe must find signal on D itself (Δ on
+    D above twice its spread across folds, :func:`_signal_on_d`), and the random subsets must keep some (Δ > 0):
+    a difference between two numbers at or below the majority rate is not a reduction of signal."""
     out = [_kept(summary) + _shift(summary)]
     probe = summary.get("partial_input_probe") or {}
     f = summary.get("featurizer") or {}
@@ -77,6 +96,10 @@ def run_verdict(summary: dict[str, Any]) -> list[str]:
         why = dphi.get("skipped") or rand.get("skipped")
         out.append(f"The probe could not be compared on D(Φ) and random subsets: {why}.")
         return [s for s in out if s]
+    no_signal = _signal_on_d(rows.get("D") or {}, probe)
+    if no_signal:
+        out.append(no_signal)
+        return [s for s in out if s]
     a_d, m_d = _num(dphi.get("accuracy")), _num(dphi.get("majority"))
     a_r, m_r = _num(rand.get("accuracy")), _num(rand.get("majority"))
     if None in (a_d, m_d, a_r, m_r):
@@ -87,8 +110,14 @@ def run_verdict(summary: dict[str, Any]) -> list[str]:
     diff = d_phi - d_rand
     base = (f"the probe's Δ over the majority rate is {_pts(d_phi)} points on D(Φ) against {_pts(d_rand)} on "
             f"same-size random subsets of D (spread ±{100 * spread:.1f})")
-    if diff < -SPREAD_FACTOR * spread:
-        out.append(f"Artifact reduction measured: {base}, a drop of {100 * -diff:.1f} points beyond that spread.")
+    if diff < -SPREAD_FACTOR * spread and d_rand <= 0:
+        out.append(f"No artifact reduction claimed: {base}; the probe finds no signal on the random subsets either "
+                   f"(Δ at or below the majority rate), and a difference between two below-chance numbers is not "
+                   f"a reduction of signal.")
+    elif diff < -SPREAD_FACTOR * spread:
+        below = "; on D(Φ) it falls below the majority rate" if d_phi < 0 else ""
+        out.append(f"Artifact reduction measured: {base}, a drop of {100 * -diff:.1f} points beyond that "
+                   f"spread{below}.")
     elif diff > SPREAD_FACTOR * spread:
         out.append(f"No artifact reduction: {base}; D(Φ) is easier for this probe than a random subset.")
     else:
@@ -96,6 +125,75 @@ def run_verdict(summary: dict[str, Any]) -> list[str]:
         why = f"; Φ saw {seen}, the probe only {probe_side}" if seen != probe_side else ""
         out.append(f"No measurable artifact reduction for this probe: {base}, within that spread{why}.")
     return [s for s in out if s]
+
+
+def _signal_on_d(d: dict[str, Any], probe: dict[str, Any]) -> str:
+    """The sentence that ends the verdict when the probe has no signal on D itself ("" when it has): its Δ over
+    the majority rate on D must exceed twice its standard deviation across folds (at least MIN_SPREAD). Below
+    minus that, the probe is misled (texts that recur with other labels on both sides of its folds); within
+    it, D gives the probe nothing that filtering could remove, and a change on D(Φ) measures no reduction."""
+    acc, maj = _num(d.get("accuracy")), _num(d.get("majority"))
+    if d.get("skipped") or acc is None or maj is None:
+        return ""
+    delta = acc - maj
+    spread = max(_num(d.get("accuracy_std")) or 0.0, MIN_SPREAD)
+    if delta > SPREAD_FACTOR * spread:
+        return ""
+    figures = (f"on D itself it scores {100 * acc:.1f}% against a majority rate of {100 * maj:.1f}% (Δ {_pts(delta)} "
+               f"points; its spread across folds ±{100 * spread:.1f})")
+    if delta < -SPREAD_FACTOR * spread:
+        groups = str(probe.get("groups") or "none")
+        grouped = f" even with folds grouped by {groups}" if groups != "none" else ""
+        return (f"No artifact reduction can be measured with this probe: {figures}, below the majority rate by more "
+                f"than twice that spread: texts that recur with other labels (e.g. counterfactual twins) sit on both "
+                f"sides of its folds{grouped}; group them together (--groups twins, or --groups COLUMN with a "
+                f"family id) and run again.")
+    return (f"No artifact reduction can be measured with this probe: {figures}, within twice that spread of the "
+            f"majority rate, so D gives it no signal that filtering could remove.")
+
+
+def explain_verdict(res: dict[str, Any]) -> list[str]:
+    """``aflite explain``: token artifacts significant on D(Φ) against same-size random subsets of D (judged against
+    the subsets' spread), and cleanlab's label-issue count against the same measure with the labels permuted
+    (chance): within twice the permutations' spread or at CHANCE_CLOSE of it and above, the flags are the models'
+    blind spots; under CHANCE_HALF of it, label-error candidates."""
+    out: list[str] = []
+    sig = res.get("significant_tokens") or {}
+    full, kept, rand = _num(sig.get("full")), _num(sig.get("kept")), _num(sig.get("random"))
+    per_seed = [v for v in (_num(x) for x in res.get("significant_tokens_random_per_seed") or []) if v is not None]
+    if full is not None and kept is not None and rand is not None:
+        mean = sum(per_seed) / len(per_seed) if per_seed else rand
+        sd = (sum((v - mean) ** 2 for v in per_seed) / len(per_seed)) ** 0.5 if per_seed else 0.0
+        spread = max(sd, 0.5)  # counts: at least half a pair
+        if kept < rand - SPREAD_FACTOR * spread:
+            judged = "fewer than a random cut of the same size leaves, beyond the subsets' spread"
+        elif kept > rand + SPREAD_FACTOR * spread:
+            judged = "more than a random cut of the same size leaves: the filter did not target them"
+        else:
+            judged = "as many as a random cut of the same size leaves, within the subsets' spread"
+        out.append(f"On the {res.get('token_view') or 'text'}, {full:.0f} (token, label) pair(s) are significant "
+                   f"artifacts on D and {kept:.0f} on D(Φ), against {rand:.1f} (±{sd:.1f}) on same-size random "
+                   f"subsets of D: {judged}.")
+    li = res.get("label_issues") or {}
+    n, rows, sh = _num(li.get("n")), _num(li.get("rows")), li.get("shuffled_labels") or {}
+    s_mean, s_sd = _num(sh.get("mean")), _num(sh.get("std")) or 0.0
+    if li.get("skipped") is None and n is not None and rows and s_mean is not None:
+        spread = max(s_sd, 0.5)
+        pct = f"{n:,.0f} of {rows:,.0f} rows ({100 * n / rows:.0f}%)"
+        against = (f"against {s_mean:,.1f} ({100 * s_mean / rows:.0f}%) with the labels permuted, the count when "
+                   f"labels carry no information for Φ's models")
+        ratio = n / s_mean if s_mean > 0 else 0.0
+        if n >= s_mean - SPREAD_FACTOR * spread or ratio >= CHANCE_CLOSE:
+            reading = ("close to that chance count, so the flags mark rows Φ's models cannot predict (e.g. texts that "
+                       "recur with other labels), not label errors one can tell apart")
+        elif ratio >= CHANCE_HALF:
+            reading = ("below that chance count but not far: read the flags as rows the models find hard, among which "
+                       "label errors may be")
+        else:
+            reading = ("well under half that chance count: the flagged rows disagree with a pattern the models "
+                       "learned, candidates worth reading as label errors")
+        out.append(f"Confident learning flags {pct} as possible label errors, {against}: {reading}.")
+    return out[:3]
 
 
 def filter_verdict(summary: dict[str, Any]) -> list[str]:

@@ -110,8 +110,8 @@ def register(sub: Any) -> None:
 
 
 def _validate(args: argparse.Namespace) -> None:
-    """What can be refused before --out is created: a --compare folder that is not a run, and options that do
-    not apply to the data's modality (text-only options on images, image options on text)."""
+    """What can be refused before --out is created: a --compare folder that is not a run (or that holds --out),
+    and options that do not apply to the data's modality (text-only options on images, image options on text)."""
     from aflite.runs.audit import check_audit_options
 
     text_given = [flag for dest, flag in TEXT_ONLY if getattr(args, dest) != args.option_defaults[dest]]
@@ -120,9 +120,12 @@ def _validate(args: argparse.Namespace) -> None:
                                       path_column=args.path_column, text_options=text_given,
                                       image_options=image_given)
     if args.compare is not None:
-        from aflite.rundir import read_kept_ids
+        from aflite.rundir import check_outside_runs, read_kept_ids
 
         read_kept_ids(args.compare)
+        check_outside_runs(args.out, [args.compare])  # the run it compares with is read, never written
+        if args.cache_dir is not None:
+            check_outside_runs(args.cache_dir, [args.compare], flag="--cache-dir")
 
 
 def run(args: argparse.Namespace) -> int:

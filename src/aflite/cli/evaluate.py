@@ -70,8 +70,8 @@ def register(sub: Any) -> None:
     p.add_argument("--ood-max", type=int, default=None, metavar="N",
                    help="evaluate every model on a seeded sample of N rows of each external set, stratified by "
                    "group and label (default: all rows)")
-    add_cache(p, help="feature/model cache folder (default OUT/cache); pass a run's cache folder to reuse its "
-              "MiniLM features")
+    add_cache(p, help="feature/model cache folder (default OUT/cache); the runs' own caches are read for their "
+              "features (never written), and a folder inside a run folder is refused")
     add_columns(p)
     add_quiet(p)
     from aflite.cli.options import add_groups_option, add_overwrite_option
@@ -99,10 +99,15 @@ def register(sub: Any) -> None:
 
 
 def _validate(args: argparse.Namespace) -> None:
-    """A malformed --ood-pred-map is refused before --out is claimed (as argparse refused it before)."""
+    """Refused before --out is claimed: a malformed --ood-pred-map (as argparse refused it before), an --out or
+    --cache-dir in a run folder."""
+    from aflite.rundir import check_outside_runs
     from aflite.runs.evaluate import parse_mapping
 
     parse_mapping(args.ood_pred_map)
+    check_outside_runs(args.out, args.runs)  # evaluate reads run folders and writes elsewhere
+    if args.cache_dir is not None:
+        check_outside_runs(args.cache_dir, args.runs, flag="--cache-dir")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -132,7 +132,9 @@ def run(args: argparse.Namespace) -> int:
                        cluster_scratch=args.cluster_scratch)
     s = res.summary
     write_results(args.out, args)  # stamps the library's results.json with argv, seed and versions
-    print(f"kept {s['size_after']} of {s['size_before']} instances after {s['n_iterations']} phase(s): "
+    from aflite.verdict import phases_text
+
+    print(f"kept {s['size_after']} of {s['size_before']} instances after {phases_text(s['n_iterations'])}: "
           f"{s['stop_reason']}")
     print(f"results in {args.out}", file=sys.stderr)
     return 0

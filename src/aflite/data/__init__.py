@@ -18,7 +18,7 @@ from aflite.data.arrays import check_aligned, encode_labels, load_features, load
 from aflite.data.families import twin_families
 from aflite.data.files import PathLike
 from aflite.data.options import option_names
-from aflite.data.text import Dataset, SourceInfo, demo_dataset_path, load_dataset
+from aflite.data.text import Dataset, SourceInfo, check_view_texts, demo_dataset_path, load_dataset
 from aflite.data.twins import TWINS_WARN_SHARE, TWINS_WARN_TEXTS, counterfactual_twins, twins_warning, warn_twins
 from aflite.data.write import write_filtered
 
@@ -29,6 +29,7 @@ __all__ = [
     "SourceInfo",
     "Dataset",
     "check_aligned",
+    "check_view_texts",
     "counterfactual_twins",
     "demo_dataset_path",
     "encode_labels",

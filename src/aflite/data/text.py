@@ -66,6 +66,7 @@ class Dataset:
     extra: dict[str, list[str]] = field(default_factory=dict)
     modality: str = "text"
     bad_inputs: list[str] = field(default_factory=list)
+    empty_texts: dict[str, int] = field(default_factory=dict)  # column -> rows whose text is empty (or blank)
 
     def __len__(self) -> int:
         return len(self.texts_a)
@@ -172,6 +173,14 @@ def load_dataset(
         why = ", ".join(f"{n:,} {k.replace('_', ' ')}" for k, n in sorted(ds.dropped.items()))
         print(f"{p}: dropped {ds.n_dropped:,} row(s) on load ({why}, e.g. SNLI's '-'); {len(ds):,} rows kept",
               file=sys.stderr)
+    ds.empty_texts = _count_empty(ds)
+    partly = {c: n for c, n in ds.empty_texts.items() if n < len(ds)}
+    if _CLI_NAMES.get() and partly:  # a column empty in every row is refused (or noted) where it is read
+        import sys
+
+        print(f"warning: {p}: " + "; ".join(f"{n:,} of {len(ds):,} rows have an empty {c!r} text" for c, n in
+                                             partly.items()) + " (featurized as empty: nothing for Φ to read there)",
+              file=sys.stderr)
     if groups == "twins":
         from aflite.data.families import twin_families
 
@@ -179,6 +188,34 @@ def load_dataset(
     elif groups not in (None, "premise", "none"):
         ds.groups = _column_groups(p, ds, str(groups), all_cols)
     return ds  # "premise" on single texts: no groups (there is no premise), as documented
+
+
+def _count_empty(ds: Dataset) -> dict[str, int]:
+    """Per text column, the rows whose text is empty or only whitespace (columns with none are left out)."""
+    out = {}
+    for role, texts in (("text_a", ds.texts_a), ("text_b", ds.texts_b)):
+        col = ds.source.columns.get(role)
+        n = 0 if texts is None else sum(not t.strip() for t in texts)
+        if n and col is not None:
+            out[col] = n
+    return out
+
+
+VIEW_SIDES = {"pair": ("text_a", "text_b"), "hypothesis": ("text_b",), "premise": ("text_a",)}
+
+
+def check_view_texts(ds: Dataset, view: str, what: str | None = None) -> None:
+    """Refuse, before anything is computed or written, a view that reads a column whose text is empty in every
+    row: Φ would have nothing to featurize there (n-gram Φ has no vocabulary; an encoder would embed nothing)."""
+    if ds.modality != "text":
+        return
+    for role in VIEW_SIDES.get(view, ("text_a",)) if ds.is_pair else ("text_a",):
+        col = ds.source.columns.get(role) or role
+        if ds.empty_texts.get(col, 0) == len(ds) and len(ds):
+            other = ("; --view premise reads the other column" if role == "text_b" else
+                     "; --view hypothesis reads the other column" if ds.is_pair else "")
+            raise InputError(f"{ds.source.path}: column {col!r} is empty in all {len(ds):,} rows, so "
+                             f"{what or '--view ' + view} has nothing to featurize{other if what is None else ''}")
 
 
 def _detect_format(path: Path) -> str:

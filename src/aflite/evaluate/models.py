@@ -151,6 +151,7 @@ class _FeatureStore:
         self.show_progress = show_progress
         self.minilm_options = minilm_options
         self.image_options: dict[str, Any] = {}
+        self.read_only: list[Path] = []  # the runs' caches: their Φ is reused, never written
         self._memo: dict[tuple[str, str, str], NDArray[np.float32]] = {}
         self._ngram: dict[str, Any] = {}
 
@@ -164,13 +165,13 @@ class _FeatureStore:
             from aflite.features import featurize
 
             x = np.asarray(featurize(a, None, featurizer, cache_dir=self.cache, show_progress=self.show_progress,
-                                     **self.image_options).X, dtype=np.float32)
+                                     read_only=self.read_only, **self.image_options).X, dtype=np.float32)
         elif featurizer == "minilm":
             from aflite.features import featurize
 
-            # the cache folder's top level, as `aflite run` and `aflite audit` lay it out, so that a run's cache
-            # folder given as the cache reuses the run's MiniLM matrices instead of embedding D again
-            x = np.asarray(featurize(a, b, "minilm", "pair", cache_dir=self.cache,
+            # the cache folder's top level, as `aflite run` and `aflite audit` lay it out, so that a shared cache
+            # folder (or a run's own cache, read only) reuses the run's MiniLM matrices instead of embedding D again
+            x = np.asarray(featurize(a, b, "minilm", "pair", cache_dir=self.cache, read_only=self.read_only,
                                      show_progress=self.show_progress, **self.minilm_options).X, dtype=np.float32)
         else:
             path = self.cache / "features" / f"evalngram-{view}-{self.d.fingerprint[:16]}-{corpus.fingerprint[:16]}.npy"

@@ -114,6 +114,10 @@ def compare_runs(
     for sp_ in specs:
         if sp_.view == "hypothesis" and not ds.is_pair:
             raise ParameterError(f"model {sp_.key}: the dataset has one text column; use view 'premise' or 'pair'")
+        if not is_images:
+            from aflite.data import check_view_texts
+
+            check_view_texts(ds, sp_.view, f"model {sp_.key}")
     classes = np.unique(ds.labels.astype(str))
     if len(classes) < 2:
         raise InputError(f"{data}: need at least two labels, found {classes.tolist()}")
@@ -189,6 +193,7 @@ def compare_runs(
     corpora = [(es, _corpus(es.name, es.texts_a, es.texts_b)) for es in eval_sets]
     test_corpora = [(es, _corpus(es.name, es.texts_a, es.texts_b)) for es in tests]
     store = _FeatureStore(d_corpus, cache, show_progress, dict(minilm_options or {}))
+    store.read_only = [Path(r.path) / "cache" for r in run_objs]
     for r in run_objs:  # image features at the size (and model) the run's Φ used, so a shared cache is reused
         f = r.summary.get("featurizer") or {}
         if f.get("name") in image_featurizers:

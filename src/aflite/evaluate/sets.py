@@ -188,17 +188,11 @@ def single_iteration_rows(
         kwargs = {"y": ds.labels.tolist(), "warmup_size": int(params["train_size"]), "warmup_seed": run_seed}
     elif name == "precomputed":
         kwargs = {"ids": ds.ids.tolist()}
-    # the run's Φ is cached where the run put it: OUT/cache, or a shared folder given to both `aflite run --cache-dir`
-    # and this evaluation's cache (top level); recomputing it (an encoder pass, a warm-up fine-tuning) is the last
-    # resort
-    run_cache = run.path / "cache"
-    if run_cache.is_dir():
-        feat_cache = run_cache
-    elif any(cache_dir.glob(f"{name}-{view}-*.json")):
-        feat_cache = cache_dir
-    else:
-        feat_cache = cache_dir / "features"
-    feats = featurize(ds.texts_a, ds.texts_b, name, view, cache_dir=feat_cache,
+    # the run's Φ is cached where the run put it: RUN/cache (read only: a run folder is the run's), or a shared
+    # folder given to both `aflite run --cache-dir` and this evaluation's cache (top level); recomputing it (an
+    # encoder pass, a warm-up fine-tuning) is the last resort, into this evaluation's cache
+    feat_cache = cache_dir if any(cache_dir.glob(f"{name}-{view}-*.json")) else cache_dir / "features"
+    feats = featurize(ds.texts_a, ds.texts_b, name, view, cache_dir=feat_cache, read_only=[run.path / "cache"],
                       show_progress=show_progress, **kwargs, **opts)
     rows = np.asarray(feats.rows, dtype=np.intp)
     X = feats.X.toarray() if hasattr(feats.X, "toarray") else feats.X

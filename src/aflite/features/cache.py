@@ -110,6 +110,7 @@ def featurize(
     chunk_size: int = DEFAULT_CHUNK_SIZE,
     show_progress: bool = True,
     shards: Any = None,
+    read_only: Sequence[str | os.PathLike[str]] = (),
     **options: Any,
 ) -> Features:
     """Featurize a dataset under a view, with an on-disk cache and resumable encoder runs.
@@ -121,7 +122,8 @@ def featurize(
     runs write every ``chunk_size`` rows to ``<stem>.parts/`` and a restarted run skips the chunks already
     there. ``shards`` replaces that chunk loop (same arguments as ``_transform_chunked``): the same chunks computed
     elsewhere, e.g. on a Dask cluster by :class:`aflite.runs.shards.ShardedTransform`; featurizers without chunks
-    (ngram, precomputed) ignore it.
+    (ngram, precomputed) ignore it. ``read_only`` are cache folders looked in first and never written (not even
+    to drop a damaged entry): another command's, e.g. a run folder's cache read by ``explain`` or ``evaluate``.
     """
     if chunk_size < 1:
         raise ParameterError(f"chunk_size must be >= 1, got {chunk_size}")
@@ -170,11 +172,19 @@ def featurize(
 
     cache: Path | None = None
     stem = ""
+    if cache_dir is not None or read_only:
+        key = cache_key(a, b, featurizer, view, opts, extra or None)
+        stem = f"{featurizer}-{view}-{key[:20]}"
+        for folder in map(Path, read_only):
+            found = _load_cached(folder, stem, drop_damaged=False) if (folder / f"{stem}.json").is_file() else None
+            if found is not None:
+                log.info("features loaded from %s (read only)", folder / stem)
+                x_found, found_info = found
+                return Features(x_found, rows, warmup_rows, featurizer, view, opts,
+                                _final_path(folder, stem, x_found), True, found_info)
     if cache_dir is not None:
         cache = Path(cache_dir)
         cache.mkdir(parents=True, exist_ok=True)
-        key = cache_key(a, b, featurizer, view, opts, extra or None)
-        stem = f"{featurizer}-{view}-{key[:20]}"
         hit = _load_cached(cache, stem)
         if hit is not None:
             log.info("features loaded from cache %s", cache / stem)
@@ -279,9 +289,10 @@ def _final_path(cache: Path, stem: str, x: Any) -> Path:
     return cache / (f"{stem}.npz" if sp.issparse(x) else f"{stem}.npy")
 
 
-def _load_cached(cache: Path, stem: str) -> tuple[Matrix, dict[str, Any]] | None:
+def _load_cached(cache: Path, stem: str, drop_damaged: bool = True) -> tuple[Matrix, dict[str, Any]] | None:
     """The cached matrix and its info, or None: when absent, and when damaged (unreadable, or not the shape
-    its .json records; a warning says so and the entry is removed, so that it is recomputed and rewritten)."""
+    its .json records; a warning says so and, with ``drop_damaged``, the entry is removed, so that it is recomputed
+    and rewritten)."""
     meta = cache / f"{stem}.json"
     dense, sparse = cache / f"{stem}.npy", cache / f"{stem}.npz"
     if not (dense.is_file() or sparse.is_file()) and not meta.is_file():
@@ -300,7 +311,7 @@ def _load_cached(cache: Path, stem: str) -> tuple[Matrix, dict[str, Any]] | None
     except (OSError, ValueError, KeyError, TypeError, AttributeError, EOFError) as exc:
         why = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         log.warning("damaged feature cache entry %s (%s): recomputing it", cache / stem, why)
-        for f in (meta, dense, sparse):
+        for f in (meta, dense, sparse) if drop_damaged else ():
             with contextlib.suppress(OSError):
                 f.unlink()
         return None

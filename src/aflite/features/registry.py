@@ -9,7 +9,7 @@ from typing import Any
 
 from aflite.errors import ParameterError
 
-__all__ = ["FeaturizerSpec", "REGISTRY", "featurizer_names", "featurizer_help", "featurizer_options",
+__all__ = ["FeaturizerSpec", "REGISTRY", "check_backend", "featurizer_names", "featurizer_help", "featurizer_options",
            "image_featurizer_options", "run_options"]
 
 
@@ -73,11 +73,23 @@ def featurizer_options(name: str, **given: Any) -> dict[str, Any]:
     spec = REGISTRY.get(name)
     if spec is None:
         raise ParameterError(f"unknown featurizer {name!r}; choose one of {', '.join(REGISTRY)}")
+    check_backend(name, given.get("backend"))
     out = {k: v for k, v in given.items() if k in spec.options and v is not None}
     for option, what in spec.required:
         if not out.get(option):
             raise ParameterError(f"--featurizer {name} needs {what}")
     return out
+
+
+def check_backend(name: str, backend: str | None) -> None:
+    """Refuse an explicit ``--backend`` for a featurizer that runs no encoder (ngram, precomputed): it would be
+    ignored without a word. ``auto`` (or none) is always accepted."""
+    spec = REGISTRY.get(name)
+    if backend in (None, "auto") or spec is None or "backend" in spec.options:
+        return
+    takes = ", ".join(s.name for s in REGISTRY.values() if "backend" in s.options)
+    raise ParameterError(f"--backend {backend}: --featurizer {name} runs no encoder, so there is no runtime to choose "
+                         f"(--backend applies to {takes}); leave --backend out")
 
 
 def image_featurizer_options(featurizer: str, options: dict[str, Any]) -> dict[str, Any]:

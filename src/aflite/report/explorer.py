@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from aflite.atomic import write_text
-from aflite.errors import InputError
+from aflite.errors import InputError, OutputError
 from aflite.report import folder as F
 from aflite.report.frame import (
     esc,
@@ -28,6 +28,7 @@ from aflite.report.frame import (
     read_verdict,
     script_text,
 )
+from aflite.verdict import phases_text
 
 PACK_ABOVE = 1_000_000  # bytes of JSON above which the columns are embedded gzip + base64
 
@@ -87,7 +88,7 @@ def _summary_table(kind: str, res: dict[str, Any]) -> str:
     if kind in ("run", "explain") and res.get("size_before") is not None:
         p = res.get("parameters") or {}
         rows += [("|D| filtered", f"{res['size_before']:,}"), ("|D(Φ)| kept", f"{res.get('size_after', 0):,}"),
-                 ("phases", res.get("n_iterations")), ("stopped because", res.get("stop_reason")),
+                 ("phases", phases_text(res.get("n_iterations"))), ("stopped because", res.get("stop_reason")),
                  ("parameters", ", ".join(f"{k}={p[k]}" for k in ("n_partitions", "train_size", "slice_size",
                                                                     "target_size", "threshold") if k in p))]
         feat = res.get("featurizer")
@@ -123,8 +124,10 @@ def page_data(folder: str | Path, kind: str | None = None, *, dataset: Any = Non
             argv = [a for a in (results.get("argv") or [])[1:] if not str(a).startswith("-")]
             run_dir = argv[1] if len(argv) > 1 else None
         run_res = {}
-        if run_dir:
-            run_res = {**F.read_json(Path(run_dir) / "summary.json"), **F.read_json(Path(run_dir) / "results.json")}
+        found = F.locate(p, str(run_dir), results.get("run_dir_relative")) if run_dir else None
+        if found is not None and found.is_dir():
+            run_dir = found
+            run_res = {**F.read_json(found / "summary.json"), **F.read_json(found / "results.json")}
         if not run_res:
             notes.append("The run's phases and label counts are not shown: results.json does not name a run "
                          "folder that is readable from here.")
@@ -137,9 +140,10 @@ def page_data(folder: str | Path, kind: str | None = None, *, dataset: Any = Non
         if not (p / "instances.csv").is_file():
             raise InputError(f"{p / 'instances.csv'}: not found (is {p} a complete run folder?)")
         cols = F.read_instances(p / "instances.csv")
-        path, opts = F.dataset_of(run_res if kind == "run" else {**run_res, **results})
-        if kind == "explain" and not results.get("dataset") and run_res.get("dataset"):
-            path, opts = F.dataset_of(run_res)
+        # the data file, located from the folder that recorded it (never against the current directory alone)
+        path, opts = F.dataset_of(run_res if kind == "run" else {**run_res, **results}, p)
+        if kind == "explain" and run_dir and (not path or not Path(path).exists()) and run_res.get("dataset"):
+            path, opts = F.dataset_of(run_res, run_dir)
         from aflite.report import thumbs
 
         if kind == "run" and thumbs.is_image_run(p):
@@ -152,7 +156,7 @@ def page_data(folder: str | Path, kind: str | None = None, *, dataset: Any = Non
                 notes.append(f"Thumbnails: {made:,} rows (the first rows and the most predictable removed ones); "
                              "text is each image's file.")
         else:
-            ds = F.load_rows_dataset(dataset, path, opts, notes)
+            ds = F.load_rows_dataset(dataset, path, opts, notes, run_res.get("dataset_fingerprint"))
             warm = p / "warmup_ids.txt" if kind == "run" else None
             if ds is not None and warm is not None and warm.is_file():
                 F.add_warmup(cols, ds, [w.strip() for w in warm.read_text(encoding="utf-8").splitlines()
@@ -233,9 +237,40 @@ def write_page(folder: str | Path, *, dataset: Any = None, pack: bool | None = N
     ``filter``/``demo``), ``explain``, ``evaluate`` or ``audit`` (see :func:`aflite.report.folder.detect_kind`).
     ``dataset``: the run's loaded dataset, to skip reading the file again. Returns the path."""
     p = Path(folder)
+    target = p / "report.html"
+    if target.is_dir() or target.is_symlink():
+        raise OutputError(f"{target}: is a {'folder' if target.is_dir() else 'link'}, not the page; move it away "
+                          f"and run again")
     html_text = render_page(p, dataset=dataset, pack=pack)
-    write_text(p / "report.html", html_text)
-    return p / "report.html"
+    _keep_the_better_page(target, html_text)
+    write_text(target, html_text)
+    return target
+
+
+def _has_texts(page: str) -> bool:
+    try:
+        return "ta" in (embedded_data(page).get("cols") or {})
+    except (InputError, ValueError):
+        return False
+
+
+def _keep_the_better_page(target: Path, new: str) -> None:
+    """Refuse to replace a page that shows the rows' texts with one that cannot (the dataset file is not found
+    from here, or is not the run's): that page is never lost silently."""
+    if _has_texts(new) or not target.is_file():
+        return
+    try:
+        old = target.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return
+    if _has_texts(old):
+        import html
+
+        why = html.unescape(next((n for n in notes_of(new) if n.startswith("Texts not shown: ")), "Texts not shown: "
+                                 "the dataset is not readable from here"))
+        raise OutputError(f"{target}: shows the rows' texts and the page rebuilt from here would not "
+                          f"({why.removeprefix('Texts not shown: ').rstrip('.')}); run aflite report where the dataset "
+                          f"path resolves, or remove report.html to write the page without texts")
 
 
 def notes_of(page: str) -> Sequence[str]:

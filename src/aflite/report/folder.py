@@ -25,13 +25,24 @@ RUN_COMMANDS = ("run", "filter", "demo")
 
 
 def read_json(path: Path) -> dict[str, Any]:
+    """A JSON object written by aflite, or {} when the file is absent; anything else there (not JSON, not an
+    object, a folder) is refused in one line: a page is never built from what it cannot trust."""
+    if not path.exists():
+        return {}
     try:
         obj = json.loads(path.read_text(encoding="utf-8"))
-    except OSError:
-        return {}
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read ({exc.strerror or exc})") from None
     except ValueError as exc:
         raise InputError(f"{path}: not valid JSON ({exc})") from None
-    return obj if isinstance(obj, dict) else {}
+    if not isinstance(obj, dict):
+        raise InputError(f"{path}: not aflite's {path.name} (a JSON {type(obj).__name__}, not an object)")
+    return obj
+
+
+# the files each kind of folder has; a results.json naming a command whose files are not there is refused
+_KIND_FILES = {"run": "instances.csv and summary.json", "explain": "tokens.csv or instances.csv with the data map",
+               "evaluate": "results.json with the accuracies (\"aggregate\")", "audit": "metrics.json and report.html"}
 
 
 def detect_kind(folder: str | Path) -> str:
@@ -40,11 +51,24 @@ def detect_kind(folder: str | Path) -> str:
     p = Path(folder)
     if not p.is_dir():
         raise InputError(f"{p}: not a folder (give the --out folder of aflite run, explain, evaluate or audit)")
-    command = read_json(p / "results.json").get("command")
-    if command in RUN_COMMANDS and (p / "instances.csv").is_file():
-        return "run"
-    if command in KINDS:
-        return str(command)
+    results = read_json(p / "results.json")
+    command = results.get("command")
+    if command is not None:  # results.json says which command wrote the folder: its files must be there
+        kind = "run" if command in RUN_COMMANDS else str(command)
+        if kind not in KINDS:
+            raise InputError(f"{p / 'results.json'}: written by `aflite {command}`, which has no page; give the --out "
+                             f"folder of aflite run, explain, evaluate or audit")
+        if not _has_files(p, kind, results):
+            raise InputError(f"{p / 'results.json'}: written by `aflite {command}`, but {p} lacks its files "
+                             f"({_KIND_FILES[kind]}); is results.json from another folder?")
+        by_files = _kind_by_files(p)
+        if by_files not in (None, kind):
+            raise InputError(f"{p / 'results.json'}: written by `aflite {command}`, but {p} holds the files of "
+                             f"aflite {by_files} ({_KIND_FILES[by_files]}); is results.json from another folder?")
+        return kind
+    if "aggregate" in results and _kind_by_files(p) not in (None, "evaluate"):
+        raise InputError(f"{p / 'results.json'}: holds evaluate's accuracies, but {p} holds the files of aflite "
+                         f"{_kind_by_files(p)}; is results.json from another folder?")
     if (p / "tokens.csv").is_file() or _header(p / "instances.csv").count("confidence"):
         return "explain"
     if (p / "instances.csv").is_file() and (p / "summary.json").is_file():
@@ -55,6 +79,27 @@ def detect_kind(folder: str | Path) -> str:
         return "evaluate"
     raise InputError(f"{p}: not an aflite output folder (no instances.csv + summary.json, tokens.csv, "
                      "evaluate's or audit's results)")
+
+
+def _kind_by_files(p: Path) -> str | None:
+    """The kind the folder's own files say (run, explain, audit), or None when they say nothing."""
+    if (p / "tokens.csv").is_file() or "confidence" in _header(p / "instances.csv"):
+        return "explain"
+    if (p / "instances.csv").is_file() and (p / "summary.json").is_file():
+        return "run"
+    if (p / "metrics.json").is_file() and (p / "report.html").is_file():
+        return "audit"
+    return None
+
+
+def _has_files(p: Path, kind: str, results: dict[str, Any]) -> bool:
+    if kind == "run":
+        return (p / "instances.csv").is_file() and ((p / "summary.json").is_file() or "iterations" in results)
+    if kind == "explain":
+        return (p / "tokens.csv").is_file() or "confidence" in _header(p / "instances.csv")
+    if kind == "evaluate":
+        return "aggregate" in results
+    return (p / "metrics.json").is_file() and (p / "report.html").is_file()
 
 
 def _header(path: Path) -> list[str]:
@@ -71,6 +116,26 @@ def _float(text: str) -> float:
     except ValueError:
         return math.nan
     return v
+
+
+def _checked(path: Path, column: str, values: list[str], ok: Any, what: str) -> None:
+    """Refuse, naming the line and column, the first value of ``column`` that ``ok`` rejects."""
+    for lineno, v in enumerate(values, start=2):
+        if not ok(v):
+            raise InputError(f"{path}: line {lineno}, column {column!r}: {v[:40]!r} is not {what}")
+
+
+def _is_int(v: str) -> bool:
+    return v.strip().lstrip("-").isdigit()
+
+
+def _is_unit_or_empty(v: str) -> bool:
+    if not v.strip():
+        return True
+    try:
+        return 0.0 <= float(v) <= 1.0
+    except ValueError:
+        return False
 
 
 def _milli(values: list[float]) -> list[int]:
@@ -103,12 +168,21 @@ def read_instances(path: Path) -> dict[str, Any]:
                     lst.append(value)
     except OSError as exc:
         raise InputError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    # every column the page reads is checked: a value it cannot read is an error, never a "kept" or a blank
+    if "removed_at" in cols:
+        _checked(path, "removed_at", cols["removed_at"], lambda v: _is_int(v) and int(v) >= -2,
+                 "a phase number (-1: kept)")
+    if "kept" in cols:
+        _checked(path, "kept", cols["kept"], lambda v: v.strip() in ("0", "1"), "0 or 1")
+    for name in ("predictability", "confidence", "variability", "correctness"):
+        if name in cols:
+            _checked(path, name, cols[name], _is_unit_or_empty, "a number in [0, 1] (or empty)")
     out: dict[str, Any] = {"id": cols["id"]}
     out["label"], out["labels"] = _codes(cols.get("label", [""] * len(cols["id"])))
     if "predictability" in cols:
         out["p"] = _milli([_float(v) for v in cols["predictability"]])
     if "removed_at" in cols:
-        out["phase"] = [int(v) if v.lstrip("-").isdigit() else -1 for v in cols["removed_at"]]
+        out["phase"] = [int(v) for v in cols["removed_at"]]
     elif "kept" in cols:
         out["phase"] = [-1 if v == "1" else 0 for v in cols["kept"]]
     for src, dst in (("confidence", "conf"), ("variability", "var")):
@@ -154,21 +228,42 @@ def _argv_option(argv: list[str], flag: str) -> str | None:
     return None
 
 
-def dataset_of(results: dict[str, Any]) -> tuple[str | None, dict[str, Any]]:
-    """The dataset file a command read (its path as recorded) and the column options it was given."""
+def dataset_of(results: dict[str, Any], folder: str | Path | None = None) -> tuple[str | None, dict[str, Any]]:
+    """The dataset file a command read and the column options it was given. With ``folder`` (the folder whose
+    results.json this is) the path is located as :func:`locate` does, not against the current directory."""
     path = results.get("dataset") or results.get("data")
     argv = [str(a) for a in results.get("argv") or []]
     if not path and results.get("command") in ("explain", "evaluate", "audit"):
         positional = [a for a in argv[1:] if not a.startswith("-")]
         path = positional[0] if positional else None
-    opts = {key: v for key, flag in (("text_a", "--text-a"), ("text_b", "--text-b"), ("label", "--label"),
-                                     ("id_column", "--id-column")) if (v := _argv_option(argv, flag))}
+    flags = (("text_a", "--text-a"), ("text_b", "--text-b"), ("label", "--label"), ("id_column", "--id-column"))
+    opts = {key: v for key, flag in flags if (v := _argv_option(argv, flag))}
+    if folder is not None and path:
+        found = locate(folder, str(path), results.get("dataset_relative"))
+        path = str(found) if found is not None else path
     return (str(path) if path else None), opts
 
 
-def load_rows_dataset(dataset: Any | None, path: str | None, options: dict[str, Any], notes: list[str]) -> Any:
+def locate(folder: str | Path, recorded: str | None, relative: str | None) -> Path | None:
+    """Where a path a command recorded is from here: as recorded when absolute (this release records resolved
+    paths), else relative to ``folder`` (``relative``: the path from the folder, recorded beside it), else, for a
+    relative path recorded by an older aflite, against the current directory (checked by the caller's
+    fingerprint). None when none of them exists."""
+    cands = []
+    if recorded and Path(recorded).is_absolute():
+        cands.append(Path(recorded))
+    if relative:
+        cands.append(Path(folder) / relative)
+    if recorded and not Path(recorded).is_absolute():
+        cands.append(Path(recorded))
+    return next((c for c in cands if c.exists()), None)
+
+
+def load_rows_dataset(dataset: Any | None, path: str | None, options: dict[str, Any], notes: list[str],
+                      fingerprint: str | None = None) -> Any:
     """The dataset whose rows the page shows: ``dataset`` when given, else the file at ``path`` loaded again with
-    ``options``; None (with a note saying why) when it cannot be read from here."""
+    ``options`` and checked against the ``fingerprint`` the run recorded; None (with a note saying why) when it
+    cannot be read from here or is not the file the run read."""
     if dataset is not None or not path:
         return dataset
     if not Path(path).exists():
@@ -177,10 +272,17 @@ def load_rows_dataset(dataset: Any | None, path: str | None, options: dict[str, 
     try:
         from aflite.data import load_dataset
 
-        return load_dataset(path, **options)
+        ds = load_dataset(path, **options)
     except Exception as exc:  # noqa: BLE001 - the page is still useful without texts; say why they are absent
         notes.append(f"Texts not shown: {path} could not be read again ({exc}).")
         return None
+    if fingerprint:
+        from aflite.hashing import dataset_fingerprint
+
+        if dataset_fingerprint(ds.ids, ds.labels, ds.texts_a, ds.texts_b) != fingerprint:
+            notes.append(f"Texts not shown: {path} is not the file the run read (its ids, labels or texts differ).")
+            return None
+    return ds
 
 
 WARMUP = -2  # phase code of a warm-up row: it trained Φ and was then left out of the filter (the paper's protocol)

@@ -119,9 +119,11 @@ def audit_file(
                              "ngram")
     check_audit_config(cfg)
     paper_reference(reference)  # an unknown name fails here, before any work
-    from aflite.rundir import read_kept_ids
+    from aflite.rundir import check_outside_runs, read_kept_ids
 
     kept = read_kept_ids(Path(compare)) if compare is not None else None
+    if compare is not None:  # the run compared with is read, never written
+        check_outside_runs(out, [compare])
     t0 = time.perf_counter()
     ds = load_dataset(data_path, **{**(dataset_options or {}), "groups": groups})
     if not ds.is_pair:
@@ -135,6 +137,10 @@ def audit_file(
         from aflite.rundir import check_run_dataset
 
         check_run_dataset(compare, dataset_fingerprint(ds.ids, ds.labels, ds.texts_a, ds.texts_b), data_path)
+    from aflite.data import check_view_texts
+
+    for view in ("pair", *cfg.views):
+        check_view_texts(ds, view, f"the audit's {view} view")
     warn_twins(ds, ("pair", *cfg.views), groups)
     out.mkdir(parents=True, exist_ok=True)
     if cfg.cache_dir is None:

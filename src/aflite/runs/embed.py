@@ -37,12 +37,15 @@ class EmbedResult:
     files: dict[str, str] = field(default_factory=dict)
 
 
-def check_embed_out(out: str | os.PathLike[str], overwrite: bool = False) -> None:
-    """Refuse, before anything is computed, to replace finished features without ``overwrite`` (an unfinished
-    image run, OUT/features.npy.partial, is resumed by the same call instead)."""
+def check_embed_out(out: str | os.PathLike[str], overwrite: bool = False, resume: bool = False) -> None:
+    """Refuse, before anything is computed, to replace finished features without ``overwrite`` or ``resume`` (an
+    unfinished run, OUT/features.npy.partial or the chunks in the cache, is resumed by the same call instead)."""
     done = Path(out) / FEATURES
-    if done.exists() and not overwrite:
-        raise OutputError(f"--out {out}: {done} exists; pass --overwrite to replace it, or choose another --out")
+    if overwrite and resume:
+        raise ParameterError("--resume continues the embedding in OUT and --overwrite starts it over: give one")
+    if done.exists() and not overwrite and not resume:
+        raise OutputError(f"--out {out}: {done} exists; pass --overwrite to replace it, --resume to go on from it "
+                          f"(and what the cache holds), or choose another --out")
 
 
 @recording_warnings()  # scikit-learn's warnings counted in results.json (aflite.results)
@@ -52,7 +55,7 @@ def embed(data: str | os.PathLike[str], out: str | os.PathLike[str], *, featuriz
           image_size: int = 224, path_column: str | None = None, chunk_size: int = 4096,
           skip_bad_images: bool = False, dataset_options: dict[str, Any] | None = None,
           overwrite: bool = False, show_progress: bool = True, backend: str | None = None,
-          cluster: Any = None) -> EmbedResult:
+          cluster: Any = None, resume: bool = False) -> EmbedResult:
     """Featurize ``data`` with ``featurizer`` under ``view`` and write the files listed in the module docstring.
 
     ``data`` is read as images when it is an image folder or ``featurizer`` is an image featurizer
@@ -62,16 +65,22 @@ def embed(data: str | os.PathLike[str], out: str | os.PathLike[str], *, featuriz
     (torch, onnx, onnx-int8; default auto, :func:`aflite.features.onnx_backend.resolve_backend`); ``chunk_size``
     rows are embedded (and cached) at a time. ``cluster`` (``local``, ``local:N``, a scheduler address or an open
     :class:`aflite.core.backends.dask.DaskExecutor`) embeds the chunks as shards on Dask workers
-    (:mod:`aflite.runs.shards`; the cache must be storage every worker can write). Returns an :class:`EmbedResult`.
+    (:mod:`aflite.runs.shards`; the cache must be storage every worker can write). ``resume`` continues an
+    interrupted call in ``out`` (as a plain call again does) and also accepts finished features there: text is
+    read back from the cache, a finished image matrix of the same inputs and options is kept. Returns an
+    :class:`EmbedResult`.
     """
     from aflite.data import images
 
     out = Path(out)
-    check_embed_out(out, overwrite)
+    check_embed_out(out, overwrite, resume)
     if cluster is not None:
         from aflite.runs.shards import check_shardable
 
         check_shardable(featurizer)
+    from aflite.features.registry import check_backend
+
+    check_backend(featurizer, backend)
     cache_dir = Path(cache_dir) if cache_dir is not None else out / "cache"
     if overwrite:  # start over: no partial image run is resumed
         for name in (FEATURES + ".partial", FEATURES + ".progress.json"):
@@ -82,7 +91,7 @@ def embed(data: str | os.PathLike[str], out: str | os.PathLike[str], *, featuriz
     try:
         if images.wants_images(data, featurizer):
             opts = dict(dataset_options or {})
-            return _embed_images(data, out, featurizer=featurizer, model_path=model_path, device=device,
+            return _embed_images(data, out, featurizer=featurizer, model_path=model_path, device=device, resume=resume,
                                  image_size=image_size, chunk_size=chunk_size, seed=seed,
                                  show_progress=show_progress, cache_dir=cache_dir, executor=executor,
                                  backend=backend, image_options={"path_column": path_column, "label": opts.get("label"),
@@ -105,6 +114,7 @@ def _embed_text(data: str | os.PathLike[str], out: Path, *, featurizer: str, vie
     from aflite.atomic import write_npy, write_text
 
     ds = D.load_dataset(data, **(dataset_options or {}))
+    D.check_view_texts(ds, view)
     opts: dict[str, Any] = {}
     if model_path:
         opts["model_path"] = model_path
@@ -140,7 +150,7 @@ def _embed_text(data: str | os.PathLike[str], out: Path, *, featurizer: str, vie
 
 def _embed_images(data: str | os.PathLike[str], out: Path, *, featurizer: str, model_path: str | None, device: str,
                   image_size: int, chunk_size: int, seed: int, show_progress: bool, cache_dir: Path, executor: Any,
-                  backend: str | None, image_options: dict[str, Any]) -> EmbedResult:
+                  backend: str | None, image_options: dict[str, Any], resume: bool = False) -> EmbedResult:
     """OUT/features.npy written chunk by chunk (memory-mapped; an interrupted run resumes when the same call is
     made again), OUT/ids.txt and OUT/labels.txt, ready for ``aflite filter --features OUT/features.npy --mmap``.
     On a cluster the chunks are shards in ``cache_dir/shards/`` (resumed there), assembled into
@@ -164,8 +174,10 @@ def _embed_images(data: str | os.PathLike[str], out: Path, *, featurizer: str, m
     feat.fit(list(ds.texts_a))  # the int8 backend's calibration sample: all rows, the same on every shard
     key = json_digest({"files": files_fingerprint(ds.texts_a), "options": feat.get_options()})
     t0 = time.perf_counter()
-    more: dict[str, Any] = {}
-    if executor is None:
+    more: dict[str, Any] = {"features_key": key}
+    if resume and _finished(out, key, len(ds)):  # --resume of a call that had finished: the matrix is kept
+        dest = out / FEATURES
+    elif executor is None:
         dest = embed_to_npy(ds.texts_a, feat, out / FEATURES, chunk_size=chunk_size, key=key,
                             show_progress=show_progress)
     else:
@@ -189,6 +201,18 @@ def _embed_images(data: str | os.PathLike[str], out: Path, *, featurizer: str, m
         print(f"{len(bad)} unreadable image(s) left out, listed in {out / 'bad_images.txt'}", file=sys.stderr)
     shape = np.load(dest, mmap_mode="r").shape
     return _write_outputs(data, featurizer, seed, out, rows=int(shape[0]), dim=int(shape[1]), seconds=secs, **more)
+
+
+def _finished(out: Path, key: str, rows: int) -> bool:
+    """Whether OUT/features.npy is the finished matrix of these inputs and options (its results.json says so)."""
+    import json
+
+    try:
+        res = json.loads((out / "results.json").read_text(encoding="utf-8"))
+        shape = np.load(out / FEATURES, mmap_mode="r").shape
+    except (OSError, ValueError):
+        return False
+    return isinstance(res, dict) and res.get("features_key") == key and shape[0] == rows
 
 
 def _write_outputs(data: str | os.PathLike[str], featurizer: str, seed: int, out: Path, *, rows: int, dim: int,

@@ -118,6 +118,11 @@ def evaluate(data: str | Path, runs: Sequence[str | Path], out: str | Path | Non
     from aflite.evaluate import compare_runs
 
     out_p = None if out is None else Path(out)
+    from aflite.rundir import check_outside_runs
+
+    for path, flag in ((out_p, "--out"), (cache_dir, "--cache-dir")):
+        if path is not None:  # the run folders are read, never written
+            check_outside_runs(path, runs, flag=flag)
     cache = Path(cache_dir) if cache_dir is not None else (out_p / "cache" if out_p is not None else None)
     if cache is None:
         raise ParameterError("give out or cache_dir (features and models are cached there)")

@@ -129,8 +129,10 @@ def _load(data_path: Path, run: RunRecord, dataset_options: dict[str, Any] | Non
     return ds, is_images, rows
 
 
-def _features(ds: Any, is_images: bool, run: RunRecord, cache_dir: Path | None,
+def _features(ds: Any, is_images: bool, run: RunRecord, cache_dir: Path,
               featurizer_options: dict[str, Any] | None, show_progress: bool) -> Any:
+    """Φ as the run computed it: read from the run's cache when it is there (never written: a run folder is the
+    run's), else recomputed into ``cache_dir`` (explain's own: OUT/cache or --cache-dir)."""
     from aflite import features
     from aflite.features.registry import image_featurizer_options, run_options
 
@@ -147,7 +149,7 @@ def _features(ds: Any, is_images: bool, run: RunRecord, cache_dir: Path | None,
     params = run.summary["parameters"]
     return features.featurize(
         ds.texts_a, ds.texts_b, fz["name"], fz.get("view", "pair"),
-        cache_dir=cache_dir if cache_dir is not None else run.path / "cache",
+        cache_dir=cache_dir, read_only=[run.path / "cache"],
         y=ds.labels.tolist() if fz["name"] == "warmup" else None,
         ids=ds.ids.tolist() if fz["name"] == "precomputed" else None,
         warmup_size=params["train_size"] if fz["name"] == "warmup" else 0.1,
@@ -180,7 +182,9 @@ def explain(
     """Explain a run of ``aflite run`` on DATA: token artifacts with significance (full / kept / random), the
     first phase's data map and label issues, why each row was easy, soft weights; written to ``out`` (see
     :mod:`aflite.explain`). ``stop_rule`` continues filtering past the run's stop until no token artifact is
-    significant (:mod:`aflite.explain.stoprule`; off by default, the run folder is never changed).
+    significant (:mod:`aflite.explain.stoprule`; off by default, the run folder is never changed). The run folder
+    is only read: Φ comes from its cache, or is recomputed into ``cache_dir`` (default ``out/cache``); an ``out``
+    or ``cache_dir`` in a run folder is refused.
     ``ngram_coefficients`` (n-gram Φ only) refits the run's n-gram featurizer to read each token's push from the
     ensemble's own weights (:func:`aflite.explain.reasons.ngram_token_scores`; costs one more featurizing pass).
     ``null`` is the token test's p0: ``"base"`` (each label's share of the set, the default) or ``"uniform"``
@@ -199,6 +203,11 @@ def explain(
     t_start = time.perf_counter()
     timings: dict[str, float] = {}
     out = Path(out)
+    from aflite.rundir import check_outside_runs
+
+    check_outside_runs(out, [run_dir])  # explain reads the run folder and writes elsewhere
+    if cache_dir is not None:
+        check_outside_runs(cache_dir, [run_dir], flag="--cache-dir")
     run = read_run(run_dir)
     ds, is_images, rows = _load(Path(data_path), run, dataset_options, image_options)
     params = run.summary["parameters"]
@@ -215,7 +224,8 @@ def explain(
     timings["load_seconds"] = time.perf_counter() - t_start
 
     t0 = time.perf_counter()
-    feats = _features(ds, is_images, run, Path(cache_dir) if cache_dir else None, featurizer_options, show_progress)
+    feats = _features(ds, is_images, run, Path(cache_dir) if cache_dir else out / "cache", featurizer_options,
+                      show_progress)
     fpos = {int(r): j for j, r in enumerate(np.asarray(feats.rows))}
     if any(int(r) not in fpos for r in rows):
         raise InputError(f"{data_path}: Φ recomputed from DATA leaves out rows the run filtered (warm-up slice "
@@ -259,6 +269,15 @@ def explain(
     t0 = time.perf_counter()
     region = regions(af.confidence_, af.variability_)
     issues = label_issues(af.first_phase_proba_, y)
+    # the same measure with the labels permuted (seeded; the probabilities unchanged): what confident learning
+    # flags when the labels carry no information for the first phase's models, for the count to be read against
+    shuffled: list[int] = []
+    if issues.flags is not None and issues.skipped is None:
+        perm_rng = np.random.default_rng([seed, 34])
+        for _ in range(random_seeds):
+            sh = label_issues(af.first_phase_proba_, perm_rng.permutation(y))
+            if sh.flags is not None and sh.skipped is None:
+                shuffled.append(int(sh.flags.sum()))
     overlap = overlap_table(removed, region, issues.flags)
     timings["datamap_seconds"] = time.perf_counter() - t0
 
@@ -301,7 +320,7 @@ def explain(
         out, run=run, ids=np.asarray(run.ids), labels=y_str, af=af, region=region, issues=issues, overlap=overlap,
         token_sets=token_sets, random_per_seed=random_per_seed, token_view=tview, alpha=alpha, min_count=min_count,
         random_seeds=random_seeds, surrogate=sur, near=near, agreement=agree, seed=seed, is_images=is_images, stop=stop,
-        ens_terms=ens_terms, null=null,
+        ens_terms=ens_terms, null=null, issues_shuffled=shuffled,
         data_path=str(data_path), timings=timings, t_start=t_start)
     results["timings"]["write_seconds"] = time.perf_counter() - t0
     from aflite.report import write_page

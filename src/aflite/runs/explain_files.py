@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import csv
 import math
+import os
 from pathlib import Path
 from typing import Any
 
@@ -69,6 +70,23 @@ def _token_rows(name: str, st: Any) -> Any:
                _num(st.p_label[i]), _num(st.z[i]), _num(st.p_value[i], 4), int(bool(st.significant[i]))]
 
 
+def _shuffled(counts: list[int]) -> dict[str, Any] | None:
+    """The label-issue count with permuted labels: per permutation, mean and standard deviation."""
+    if not counts:
+        return None
+    arr = np.asarray(counts, dtype=float)
+    return {"per_seed": counts, "mean": float(arr.mean()), "std": float(arr.std()),
+            "meaning": "cleanlab's count on the same first-phase probabilities with the labels permuted (seeded): "
+                       "what it flags when the labels carry no information for these models"}
+
+
+def _issues_line(li: dict[str, Any]) -> str:
+    sh = li.get("shuffled_labels")
+    chance = (f"; with the labels permuted, {sh['mean']:,.1f} (± {sh['std']:.1f}, {len(sh['per_seed'])} "
+              f"permutations)") if sh else ""
+    return f"{li['n']:,} candidate(s) of {li.get('rows', 0):,} rows from {li['method']} on the {li['input']}{chance}."
+
+
 def _md_table(header: list[str], rows: list[list[Any]]) -> str:
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(str(c) for c in r) + " |" for r in rows]
@@ -83,7 +101,7 @@ def write_all(out: Path, *, run: Any, ids: np.ndarray, labels: np.ndarray, af: A
               issues: Any, overlap: list[dict[str, Any]], token_sets: dict[str, Any], random_per_seed: list[int],
               token_view: str, alpha: float, min_count: int, random_seeds: int, surrogate: Any,
               near: list[list[int]], agreement: float, seed: int, is_images: bool, stop: Any, ens_terms: Any,
-              data_path: str, null: str = "base",
+              data_path: str, null: str = "base", issues_shuffled: list[int] | None = None,
               timings: dict[str, float], t_start: float) -> dict[str, Any]:
     """Write every file of the folder; returns the results.json body."""
     import time
@@ -140,8 +158,12 @@ def write_all(out: Path, *, run: Any, ids: np.ndarray, labels: np.ndarray, af: A
         "bonferroni": {k: {"n_rows": v.n_rows, "n_tests": v.n_tests, "z_critical": v.z_critical,
                            "base_rates": v.base_rates} for k, v in token_sets.items()},
         "top_artifacts": {k: token_sets[k].top(10) for k in ("full", "kept") if k in token_sets},
-        "run_dir": str(run.path), "dataset": data_path,  # where report.html finds the run and the texts
-        "run": {"folder": str(run.path), "dataset": data_path, "size_before": int(len(keep)),
+        # where report.html finds the run and the texts: resolved, and relative to this folder
+        "run_dir": str(run.path.resolve()), "dataset": str(Path(data_path).resolve()),
+        "run_dir_relative": os.path.relpath(run.path.resolve(), out.resolve()),
+        "dataset_relative": os.path.relpath(Path(data_path).resolve(), out.resolve()),
+        "run": {"folder": str(run.path.resolve()), "dataset": str(Path(data_path).resolve()),
+                "size_before": int(len(keep)),
                 "size_after": int(keep.sum()), "stop_reason": run.summary.get("stop_reason"),
                 "featurizer": run.summary["featurizer"].get("name"), "view": run.summary["featurizer"].get("view")},
         "first_phase": {"source": "recomputed from the run's Φ, parameters and seed (phase 0 of AFLite.fit)",
@@ -150,8 +172,10 @@ def write_all(out: Path, *, run: Any, ids: np.ndarray, labels: np.ndarray, af: A
                                              "the run recorded"},
         "datamap": {"region_rule": REGION_RULE, "regions": counts,
                     "removed_by_region": {r: int(((region == r) & ~keep).sum()) for r in counts}},
-        "label_issues": {"n": None if flags is None else int(flags.sum()), "skipped": issues.skipped,
-                         "method": issues.method, "input": "mean held-out probabilities of the first phase"},
+        "label_issues": {"n": None if flags is None else int(flags.sum()), "rows": int(len(keep)),
+                         "skipped": issues.skipped, "method": issues.method,
+                         "input": "mean held-out probabilities of the first phase",
+                         "shuffled_labels": _shuffled(issues_shuffled or [])},
         "overlap": overlap,
         "surrogate": {"target": "p̃ of the first phase", "inputs": "image statistics × label" if is_images else
                       f"{token_view} tokens (seen >= {min_count} times) × label", "model": "Lasso (L1)",
@@ -167,6 +191,9 @@ def write_all(out: Path, *, run: Any, ids: np.ndarray, labels: np.ndarray, af: A
                       **(stop.to_dict() if stop is not None else {"enabled": False})},
         "files": FILES,
     }
+    from aflite.verdict import explain_verdict
+
+    results["verdict"] = explain_verdict(results)
     results["timings"] = {**timings, "total_seconds": time.perf_counter() - t_start}
     from aflite.results import write_results_json
 
@@ -178,7 +205,10 @@ def write_all(out: Path, *, run: Any, ids: np.ndarray, labels: np.ndarray, af: A
 def summary_md(res: dict[str, Any], token_sets: dict[str, Any]) -> str:
     """The readable summary: artifacts before/after, counts, overlap table, and how to read each file."""
     run = res["run"]
+    from aflite.verdict import markdown
+
     lines = [f"# aflite explain: {_md_cell(run['dataset'])}", "",
+             *([markdown(res["verdict"]).rstrip("\n"), ""] if res.get("verdict") else []),
              f"Run `{_md_cell(run['folder'])}` (Φ = {run['featurizer']}, view {run['view']}): "
              f"|D| = {run['size_before']:,} → |D(Φ)| = {run['size_after']:,}; "
              f"stopped: {_md_cell(run['stop_reason'])}.", ""]
@@ -216,8 +246,8 @@ def summary_md(res: dict[str, Any], token_sets: dict[str, Any]) -> str:
     li = res["label_issues"]
     lines += ["## Data map of the first phase and label issues", "",
               f"Regions: {dm['region_rule']}.", "",
-              "Label issues: " + (f"{li['n']:,} candidate(s) from {li['method']} on the {li['input']}."
-                                  if li["skipped"] is None else f"skipped — {li['skipped']}."), "",
+              "Label issues: " + (_issues_line(li) if li["skipped"] is None else f"skipped — {li['skipped']}."),
+              "",
               "Overlap of AFLite's removed set with each group:", "",
               _md_table(["group", "rows", "removed", "share of group removed", "share of removed set"],
                         [[o["group"], f"{o['size']:,}", f"{o['removed']:,}", _pct(o["share_of_group_removed"]),

@@ -12,16 +12,17 @@ import numpy as np
 def render_filter_summary(summary: dict[str, Any]) -> str:
     """The readable account of ``aflite filter``: sizes, parameters, stop reason and label counts."""
     p = summary["parameters"]
-    from aflite.verdict import markdown
+    from aflite.verdict import markdown, phases_text
 
     lines = [
         f"# aflite filter: {summary.get('inputs', {}).get('features', '')}",
         "",
         *([markdown(summary["verdict"]).rstrip("\n"), ""] if summary.get("verdict") else []),
-        f"- |D| = {summary['size_before']} → |D(Φ)| = {summary['size_after']} after {summary['n_iterations']} "
-        f"phase(s); stopped because {summary['stop_reason']}",
+        f"- |D| = {summary['size_before']} → |D(Φ)| = {summary['size_after']} after "
+        f"{phases_text(summary['n_iterations'])}; stopped because {summary['stop_reason']}",
         f"- parameters: m={p['n_partitions']}, t={p['train_size']}, k={p['slice_size']}, n={p['target_size']}, "
         f"τ={p['threshold']}, strategy {p['strategy']}, model {p['model']}, C={p['C']}, seed {summary.get('seed')}",
+        PAGE_LINE,
         "",
         "| label | before | after | kept % |",
         "|---|---|---|---|",
@@ -35,10 +36,13 @@ def render_filter_summary(summary: dict[str, Any]) -> str:
 PROBE_MEANING = (
     "A probe that always answers the most frequent label scores the majority rate of the rows it is tested on, so "
     "raw accuracy is not leakage: Δ = accuracy − majority rate of the same rows is what the text adds over that "
-    "guess. AFLite worked when Δ on D(Φ) is below Δ on random subsets of the same size; near 0 means the probe "
-    "finds no more signal than the label frequencies."
+    "guess. AFLite worked when Δ on D(Φ) is below Δ on random subsets of the same size, and only if the probe has "
+    "signal on D itself (Δ on D above twice its spread across folds); near 0 means the probe finds no more signal "
+    "than the label frequencies, and below 0 that texts recurring with other labels mislead it across its folds."
 )
 SHIFT_WARN_POINTS = 5.0
+PAGE_LINE = ("- every row (sortable, filterable, searchable) and the plots: [report.html](report.html), one offline "
+             "page beside this file")
 
 
 def label_shift(before: dict[str, int], after: dict[str, int]) -> dict[str, Any]:
@@ -64,7 +68,7 @@ def render_summary(summary: dict[str, Any], ds: Any, rows: np.ndarray, af: Any, 
     """A short human-readable account: sizes, parameters, label shift, probe, and examples (as Table 9)."""
     p = summary["parameters"]
     f = summary["featurizer"]
-    from aflite.verdict import markdown
+    from aflite.verdict import markdown, phases_text
 
     lines = [
         f"# aflite run: {summary.get('title') or summary['dataset']}",
@@ -74,10 +78,11 @@ def render_summary(summary: dict[str, Any], ds: Any, rows: np.ndarray, af: Any, 
         + (f"; warm-up slice of {summary['warmup_rows']} rows trained Φ and was discarded" if summary["warmup_rows"]
            else "") + warmup_line(f.get("info") or {}, "; "),
         f"- |D| = {summary['dataset_size']}, filtered input {p['dataset_size']}, |D(Φ)| = {summary['size_after']}"
-        f" after {summary['n_iterations']} phase(s); stopped because {summary['stop_reason']}",
+        f" after {phases_text(summary['n_iterations'])}; stopped because {summary['stop_reason']}",
         f"- parameters: m={p['n_partitions']}, t={p['train_size']}, k={p['slice_size']}, n={p['target_size']}, "
         f"τ={p['threshold']}, strategy {p['strategy']}, seed {p['random_state']} (defaults: Table 8 SNLI scaled by "
         f"{summary['scaled_defaults']['scale']:.4f})",
+        PAGE_LINE,
         "",
         "| label | before | after | kept % | share before % | share after % | Δ share (points) |",
         "|---|---|---|---|---|---|---|",
