@@ -169,7 +169,7 @@ def run(
     resolved = af.resolved_params(n)  # validates against |D| before any expensive step
     t = resolved["train_size"]
 
-    from aflite.hashing import dataset_fingerprint
+    from aflite.hashing import dataset_fingerprint, file_sha256
     from aflite.rundir import check_resume_dataset
 
     dataset_fp = dataset_fingerprint(ds.ids, ds.labels, ds.texts_a, ds.texts_b)
@@ -235,6 +235,7 @@ def run(
     extra = {
         "dataset": str(data_path),
         "dataset_fingerprint": dataset_fp,
+        "dataset_sha256": file_sha256(data_path),  # the input's bytes, for a dataset card (aflite card)
         "dataset_size": n,
         "dropped_at_load": ds.dropped,
         "featurizer": {"name": featurizer, "view": view, "options": feats.options, "dim": int(X.shape[1]),
