@@ -110,8 +110,10 @@ def test_front_matter_parses_and_names_the_release(made: Path, card: Path) -> No
     assert (made / "run" / files[0]["path"]).is_file()
 
 
-def test_every_figure_equals_the_runs_results(made: Path, card: Path) -> None:
-    res = results(made / "run")
+def check_run_figures(card: Path, run: Path) -> None:
+    """Every figure of the run on the card (sizes, phases, parameters, seed, label shift, probe, verdict, Φ's
+    options) equals the run's results.json, up to the card's rounding."""
+    res = results(run)
     _, body = split_card((card / "README.md").read_text(encoding="utf-8"))
     m = re.search(r"\|D\| = ([\d,]+) → \|D\(Φ\)\| = ([\d,]+) rows in (\d+) phase\(s\): ([\d,→ ]+)\.", body)
     assert m is not None
@@ -134,8 +136,8 @@ def test_every_figure_equals_the_runs_results(made: Path, card: Path) -> None:
         close(row["D share %"], shift["shares_before"][lab], 1)
         close(row["D(Φ) share %"], shift["shares_after"][lab], 1)
         close(row["change (points)"], shift["change_points"][lab], 1)
-    probe = {r["name"]: r for r in res["partial_input_probe"]["results"]}
-    rows = table(body, "### The run's probe")
+    probe = {r["name"]: r for r in (res.get("partial_input_probe") or {}).get("results") or []}
+    rows = table(body, "### The run's probe") if probe else []
     assert [r["set"] for r in rows] == list(probe)
     for row in rows:
         p = probe[row["set"]]
@@ -149,6 +151,10 @@ def test_every_figure_equals_the_runs_results(made: Path, card: Path) -> None:
     for key, value in res["featurizer"]["options"].items():
         if not (isinstance(value, str) and value.startswith("/")):
             assert f"| `{key}` | `{json.dumps(value) if not isinstance(value, str) else value}` |" in body
+
+
+def test_every_figure_equals_the_runs_results(made: Path, card: Path) -> None:
+    check_run_figures(card, made / "run")
 
 
 def test_hashes_on_the_card_are_those_of_the_files(made: Path, card: Path) -> None:
@@ -186,30 +192,64 @@ def test_manifest_copies_the_results(made: Path, card: Path) -> None:
     assert "/" not in json.dumps(m["input"]["file"]) and not re.search(r'"/(?:tmp|work|home)/', json.dumps(m))
 
 
-def test_evaluate_and_explain_figures_equal_their_results(made: Path, card: Path) -> None:
-    ev, ex = results(made / "ev"), results(made / "ex")
+def check_evaluate_figures(card: Path, ev_dir: Path) -> int:
+    """Every accuracy of the evaluate tables (each model, training set and evaluation, with the chance row) equals
+    evaluate's results.json (mean ± std over seeds, up to rounding); returns the number of cells checked."""
+    ev = results(ev_dir)
     _, body = split_card((card / "README.md").read_text(encoding="utf-8"))
-    agg = ev["aggregate"]["ngram:hypothesis"]
-    filtered = next(s["name"] for s in ev["training_sets"] if s["kind"] == "filtered")
-    for heading, key in (("### On D's held-out part: each training set's own rows", "own_heldout"),
-                         ("### On the whole held-out part of D (the original distribution)", "original_heldout")):
+    cfg = ev["config"]
+    evaluations = ([("### On D's held-out part: each training set's own rows", "own_heldout", ""),
+                    ("### On the whole held-out part of D (the original distribution)", "original_heldout", "")]
+                   if cfg["split"] else [])
+    evaluations += [(f"### On test set `{t['name']}`", "tests", t["name"]) for t in cfg["tests"]]
+    evaluations += [(f"### On evaluation set `{t['name']}`", "external", t["name"]) for t in cfg["eval_sets"]]
+    assert evaluations
+    checked = 0
+    for heading, kind, name in evaluations:
         rows = {r["model"]: r for r in table(body, heading)}
-        model = rows["`ngram:hypothesis`"]
-        chance = rows["chance (majority class of the same rows)"]
-        assert set(model) - {"model"} >= {"D", filtered}
-        for name in set(model) - {"model"}:
-            mean_std(model[name], agg[name][key])
-            mean_std(chance[name], agg[name][f"{key}_majority"])
-    sig = {r["set"]: number(r["significant pairs"]) for r in table(body, "Significant (token, label) pairs on the "
-                                                                          f"{ex['token_view']} (Gardner et al. 2021's "
-                                                                          "test, Bonferroni α = 0.01, tokens in at "
-                                                                          "least 20 texts):")}
-    assert sig["D"] == ex["significant_tokens"]["full"] and sig["D(Φ)"] == ex["significant_tokens"]["kept"]
-    assert sig["same-size random subsets (mean of 2)"] == ex["significant_tokens"]["random"]
+        assert set(rows) == {"chance (majority class of the same rows)"} | {f"`{k}`" for k in cfg["models"]}
+        for row_name, row in rows.items():
+            for set_name, cell in row.items():
+                if set_name == "model":
+                    continue
+                model = cfg["models"][0] if row_name.startswith("chance") else row_name.strip("`")
+                entry = ev["aggregate"][model][set_name]
+                if kind in ("own_heldout", "original_heldout"):
+                    stat = entry[f"{kind}_majority" if row_name.startswith("chance") else kind]
+                else:
+                    stat = entry[kind][name]["majority" if row_name.startswith("chance") else "accuracy"]
+                if isinstance(stat, dict):
+                    mean_std(cell, stat)
+                else:
+                    close(cell, stat)
+                checked += 1
+    return checked
+
+
+def check_explain_figures(card: Path, ex_dir: Path) -> None:
+    ex = results(ex_dir)
+    _, body = split_card((card / "README.md").read_text(encoding="utf-8"))
+    test = ex["token_test"]
+    sig = {r["set"]: number(r["significant pairs"]) for r in table(
+        body, f"Significant (token, label) pairs on the {ex['token_view']} (Gardner et al. 2021's test, Bonferroni "
+              f"α = {test['alpha']}, tokens in at least {test['min_count']} texts):")}
+    assert sig == {"D": ex["significant_tokens"]["full"], "D(Φ)": ex["significant_tokens"]["kept"],
+                   f"same-size random subsets (mean of {test['random_subsets']})": ex["significant_tokens"]["random"]}
     top = table(body, "The strongest artifacts left in D(Φ):")
+    assert len(top) == min(5, len(ex["top_artifacts"]["kept"]))
     for row, want in zip(top, ex["top_artifacts"]["kept"], strict=False):
         assert row["token"].strip("`") == want["token"] and number(row["texts"]) == want["count"]
         assert abs(number(row["z"]) - want["z"]) <= 0.005 + 1e-9
+    regions = {r["region"]: r for r in table(body, next(ln for ln in body.splitlines()
+                                                        if ln.startswith("Data map of the first phase")))}
+    for region, n in ex["datamap"]["regions"].items():
+        assert number(regions[region]["rows"]) == n
+        assert number(regions[region]["removed"]) == ex["datamap"]["removed_by_region"][region]
+
+
+def test_evaluate_and_explain_figures_equal_their_results(made: Path, card: Path) -> None:
+    assert check_evaluate_figures(card, made / "ev") == 2 * 2 * 4  # 2 evaluations x (chance + 1 model) x 4 sets
+    check_explain_figures(card, made / "ex")
 
 
 def test_limits_say_why_the_filter_stopped(made: Path, card: Path) -> None:
@@ -252,7 +292,8 @@ def test_unknown_license_says_so_and_a_given_one_is_used(own_file_run: tuple[Pat
     assert "note: license unknown" in capsys.readouterr().err
     meta, body = split_card((tmp_path / "a" / "README.md").read_text(encoding="utf-8"))
     assert meta["license"] == "unknown" and meta["source_datasets"] == ["extended"] and "language" not in meta
-    assert "- **License:** `unknown` — not known" in body and "The license is unknown" in body
+    assert "- **License:** `unknown` — aflite does not know the input's license" in body
+    assert "The license is unknown" in body
     assert "No evaluation was given" in body and "The run's probe was skipped" not in body
     res = write_card(run, tmp_path / "b", license="CC-BY-4.0")
     meta, body = split_card(res.readme.read_text(encoding="utf-8"))

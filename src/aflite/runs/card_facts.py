@@ -178,7 +178,7 @@ def input_license(sha: str | None, located: Path | None, given: str | None) -> d
     if given is not None:
         return {"id": given, "name": None, "url": None, "source": "given (--license)", "attribution": None}
     return {"id": "unknown", "name": None, "url": None, "attribution": None,
-            "source": "not known: aflite does not know the input's license and none was given (--license); set it "
+            "source": "aflite does not know the input's license and none was given (--license); set it "
                       "before publishing"}
 
 
