@@ -409,6 +409,37 @@ def test_a_run_that_lost_kept_ids_or_its_filtered_file_is_refused(made: Path, tm
     assert not (tmp_path / "c").exists()
 
 
+# ---------------------------------------------------------------------------------------------- images
+def test_an_image_run_gets_an_image_card_with_its_models_identity(tmp_path: Path) -> None:
+    pytest.importorskip("torch")
+    pytest.importorskip("PIL.Image")
+    from test_encoders import square_images, tiny_vit
+
+    from aflite.hashing import file_sha256
+
+    square_images(tmp_path / "d", n_per_class=8)
+    model = tiny_vit(tmp_path / "vit")
+    assert main(["run", str(tmp_path / "d"), "--out", str(tmp_path / "run"), "--featurizer", "hf-image",
+                 "--model-path", str(model), "--train-size", "6", "--slice-size", "2", "--target-size", "10",
+                 "--n-partitions", "8", "--threshold", "0", "--quiet", "--device", "cpu"]) == 0
+    res = write_card(tmp_path / "run", tmp_path / "card", license="cc0-1.0")
+    meta, body = split_card(res.readme.read_text(encoding="utf-8"))
+    assert meta["task_categories"] == ["image-classification"] and "task_ids" not in meta
+    assert meta["configs"][0]["data_files"] == [{"split": "train", "path": "kept.csv"}]
+    assert meta["size_categories"] == ["n<1K"] and meta["license"] == "cc0-1.0"
+    m = res.manifest
+    assert m["input"]["sha256"] == file_sha256(tmp_path / "d") == results(tmp_path / "run")["dataset_sha256"]
+    assert m["output"]["sha256"] == sha(tmp_path / "run" / "kept.csv")
+    ident = m["phi"]["model"]
+    assert ident["folder"] == "vit" and ident["found"] and "package" not in ident  # a folder of no package
+    assert ident["files_sha256"]["config.json"] == sha(model / "config.json")
+    weights = [f for f in model.iterdir() if f.suffix in (".safetensors", ".bin")]
+    assert weights and all(ident["files_sha256"][f.name] == sha(f) for f in weights)
+    assert m["phi"]["options"]["model_path"] == "vit" and str(tmp_path) not in res.readme.read_text(encoding="utf-8")
+    assert any("lists the kept images by path" in s for s in m["limits"])
+    check_run_figures(tmp_path / "card", tmp_path / "run")
+
+
 # ---------------------------------------------------------------------------------------------- helpers
 def test_size_categories_follow_the_hubs_buckets() -> None:
     assert [size_category(n) for n in (0, 999, 1_000, 9_999, 10_000, 99_999, 100_000, 999_999, 1_000_000)] == [
