@@ -311,6 +311,23 @@ def test_a_license_that_contradicts_the_inputs_is_refused(made: Path, tmp_path: 
     assert main(["card", str(made / "run"), "--out", str(tmp_path / "y"), "--license", "cc-by-sa-4.0"]) == 0
 
 
+def test_a_hugging_face_folder_brings_its_license(tmp_path: Path) -> None:
+    datasets = pytest.importorskip("datasets")
+    lines = gzip.decompress(demo_dataset_path().read_bytes()).decode().splitlines()
+    head, body = lines[0].split("\t"), [ln.split("\t") for ln in lines[1:401]]
+    ds = datasets.Dataset.from_dict({h: [r[i] for r in body] for i, h in enumerate(head)},
+                                    info=datasets.DatasetInfo(license="CC-BY-4.0"))
+    ds.save_to_disk(str(tmp_path / "data"))
+    assert main(["run", str(tmp_path / "data"), "--out", str(tmp_path / "run"), *RUN, "--no-probe"]) == 0
+    res = write_card(tmp_path / "run", tmp_path / "card")
+    meta, body_text = split_card(res.readme.read_text(encoding="utf-8"))
+    assert meta["license"] == "cc-by-4.0" and res.manifest["license"]["source"] == "the input's dataset_info.json"
+    assert meta["configs"][0]["data_files"] == [{"split": "train", "path": "filtered/*.arrow"}]
+    assert res.manifest["output"]["is_folder"] and res.manifest["input"]["is_folder"]
+    with pytest.raises(ParameterError, match="licensed cc-by-4.0"):
+        write_card(tmp_path / "run", tmp_path / "card2", license="mit")
+
+
 # ---------------------------------------------------------------------------------------------- older folders
 def test_an_older_run_gets_its_input_hashed_when_the_file_still_matches(own_file_run: tuple[Path, Path],
                                                                         tmp_path: Path) -> None:

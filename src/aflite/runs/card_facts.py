@@ -76,22 +76,24 @@ def _portable_options(options: dict[str, Any]) -> dict[str, Any]:
 
 # ---------------------------------------------------------------------------------------------- the input
 def input_identity(results: dict[str, Any]) -> tuple[dict[str, Any], Path | None]:
-    """The input file's name, rows and sha256, and where it is now if it is still there with the same content.
+    """The input file's name, rows and sha256; and the input itself when it is a Hugging Face dataset folder still
+    there with the same content (its ``dataset_info.json`` may name a license), else None.
 
     A run records the sha256 (``dataset_sha256``); for a run made before it did, the file at the recorded path is
     hashed if it is still there and still has the dataset fingerprint the run recorded (read with the loaders'
     detected columns)."""
     recorded = str(results.get("dataset") or "")
     path = Path(recorded) if recorded else None
-    info: dict[str, Any] = {"file": path.name if path else None, "rows": results.get("dataset_size"),
+    info: dict[str, Any] = {"file": path.name if path else None, "is_folder": bool(path and path.is_dir()),
+                            "rows": results.get("dataset_size"),
                             "dataset_fingerprint": results.get("dataset_fingerprint"),
                             "dropped_at_load": results.get("dropped_at_load") or None,
                             "sha256": None, "sha256_source": None}
     sha = results.get("dataset_sha256")
     if sha:
         info.update(sha256=sha, sha256_source="recorded by aflite run")
-        located = path if path is not None and path.exists() and file_sha256(path) == sha else None
-        return info, located
+        hf = path is not None and (path / "dataset_info.json").is_file()
+        return info, path if hf and path is not None and file_sha256(path) == sha else None
     if path is None or not path.exists():
         info["sha256_source"] = ("not recorded by the run (made by an older aflite), and the input file is no "
                                  "longer where the run read it")
@@ -113,7 +115,7 @@ def input_identity(results: dict[str, Any]) -> tuple[dict[str, Any], Path | None
         return info, None
     info.update(sha256=file_sha256(path), sha256_source="computed when the card was made: the file at the run's "
                 "path matches the run's dataset fingerprint")
-    return info, path
+    return info, path if (path / "dataset_info.json").is_file() else None
 
 
 def _dataset_fingerprint_of(path: Path, results: dict[str, Any]) -> str:

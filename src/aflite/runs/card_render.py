@@ -15,6 +15,7 @@ from aflite.runs.card_yaml import dump
 
 __all__ = ["front_matter", "render_card"]
 
+FOLDER_SHA = ", a folder: over each file's path and sha256, in sorted order (aflite.hashing.file_sha256)"
 TAGS = ["aflite", "adversarial-filtering", "dataset-artifacts"]
 PARAMETERS = (("n", "target_size", "target size"), ("m", "n_partitions", "linear models per phase"),
               ("t", "train_size", "training rows per model"), ("k", "slice_size", "rows removed per phase at most"),
@@ -79,12 +80,14 @@ def _data(m: dict[str, Any]) -> list[str]:
     kept = out["kept_ids"]
     lines = ["## Data", "",
              f"- **File:** `{out['file']}` ({num(out['rows'])} rows, in the input's own format; sha256 "
-             f"`{out['sha256']}`). It is the run folder's `{out['file']}`: put it beside this README.md to publish.",
+             f"`{out['sha256']}`{FOLDER_SHA if out.get('is_folder') else ''}). It is the run folder's "
+             f"`{out['file']}`: put it beside this README.md to publish.",
              f"- **Kept ids:** `{kept['file']}` ({num(kept['ids'])} ids; sha256 `{kept['sha256']}`)."]
     if out.get("warmup_ids"):
         lines.append(f"- **Warm-up ids** (rows that fine-tuned Φ, not in D(Φ)): `{out['warmup_ids']['file']}` "
                      f"(sha256 `{out['warmup_ids']['sha256']}`).")
-    sha = f"sha256 `{src['sha256']}` ({src['sha256_source']})" if src.get("sha256") else \
+    sha = f"sha256 `{src['sha256']}`{FOLDER_SHA if src.get('is_folder') else ''} ({src['sha256_source']})" if \
+        src.get("sha256") else \
         f"sha256 unknown: {src['sha256_source']}"
     lines.append(f"- **Source:** `{src['file']}`" + (f", {m['title']}" if m.get("title") else "")
                  + f": {num(src['rows'])} rows; {sha}; dataset fingerprint `{src['dataset_fingerprint']}`.")
