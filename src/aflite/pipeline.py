@@ -168,7 +168,7 @@ def run(
     resolved = af.resolved_params(n)  # validates against |D| before any expensive step
     t = resolved["train_size"]
 
-    from aflite.hashing import dataset_fingerprint
+    from aflite.hashing import dataset_fingerprint, file_sha256
     from aflite.rundir import check_resume_dataset
 
     dataset_fp = dataset_fingerprint(ds.ids, ds.labels, ds.texts_a, ds.texts_b)
@@ -234,6 +234,7 @@ def run(
         "dataset": str(Path(data_path).resolve()),
         "dataset_relative": os.path.relpath(Path(data_path).resolve(), out.resolve()),
         "dataset_fingerprint": dataset_fp,
+        "dataset_sha256": file_sha256(data_path),  # the input's bytes, for a dataset card (aflite card)
         "dataset_size": n,
         "dropped_at_load": ds.dropped,
         **({"empty_texts_at_load": dict(ds.empty_texts)} if getattr(ds, "empty_texts", None) else {}),

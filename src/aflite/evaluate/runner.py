@@ -126,7 +126,7 @@ def compare_runs(
     id_to_row = {str(i): r for r, i in enumerate(ds.ids.tolist())}
     if not runs:
         raise ParameterError("give at least one run directory (made by aflite run on this dataset)")
-    from aflite.hashing import dataset_fingerprint
+    from aflite.hashing import dataset_fingerprint, file_sha256
     from aflite.rundir import check_run_dataset
 
     data_fp = dataset_fingerprint(ds.ids, ds.labels, ds.texts_a, ds.texts_b)
@@ -222,7 +222,10 @@ def compare_runs(
 
     aggregate = _aggregate(results, specs, sets, eval_sets, tests)
     config = {
-        "dataset": str(data), "dataset_size": n, "classes": classes.tolist(), "runs": [str(r.path) for r in run_objs],
+        "dataset": str(data), "dataset_size": n, "dataset_fingerprint": data_fp, "classes": classes.tolist(),
+        "runs": [str(r.path) for r in run_objs],
+        # which kept set each run held when it was evaluated (a dataset card ties this folder to its run by it)
+        "runs_kept_ids_sha256": [file_sha256(r.path / "kept_ids.txt") for r in run_objs],
         "models": [s.key for s in specs], "seeds": seed_list, "heldout": heldout, "split_seed": split_seed,
         "heldout_rows": int(len(held_rows)), "split": split, "excluded_warmup_rows": int(len(warm)),
         "protocol": ("D split once by premise group into train/held-out; every benchmark trains on its rows in "

@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from aflite.atomic import atomic_open, write_text
+from aflite.hashing import file_sha256
 
 __all__ = ["write_all", "TOKEN_COLUMNS", "INSTANCE_COLUMNS", "WEIGHT_COLUMNS", "FILES"]
 
@@ -165,7 +166,11 @@ def write_all(out: Path, *, run: Any, ids: np.ndarray, labels: np.ndarray, af: A
         "run": {"folder": str(run.path.resolve()), "dataset": str(Path(data_path).resolve()),
                 "size_before": int(len(keep)),
                 "size_after": int(keep.sum()), "stop_reason": run.summary.get("stop_reason"),
-                "featurizer": run.summary["featurizer"].get("name"), "view": run.summary["featurizer"].get("view")},
+                "featurizer": run.summary["featurizer"].get("name"), "view": run.summary["featurizer"].get("view"),
+                # which run and data this explains (a dataset card ties this folder to its run by them)
+                "dataset_fingerprint": run.summary.get("dataset_fingerprint"),
+                "kept_ids_sha256": file_sha256(run.path / "kept_ids.txt") if (run.path / "kept_ids.txt").is_file()
+                else None},
         "first_phase": {"source": "recomputed from the run's Φ, parameters and seed (phase 0 of AFLite.fit)",
                         "seed": seed, "agreement_with_run": agreement,
                         "agreement_meaning": "share of rows removed in phase 0 whose recomputed p̃ equals the p̃ "
