@@ -22,7 +22,7 @@ from aflite.cli.options import (
 
 
 def register(sub: Any) -> None:
-    from aflite.defaults import DEFAULT_MODELS
+    from aflite.defaults import DEFAULT_MODELS, LR_CANDIDATES
 
     p = sub.add_parser(
         "evaluate",
@@ -82,11 +82,22 @@ def register(sub: Any) -> None:
 
     add_groups_option(p)
     add_overwrite_option(p)
-    g = p.add_argument_group("fine-tuning (models finetune:VIEW)", "Defaults: appendix A.6 (Adam, lr 1e-5, "
-                             "eps 1e-8, 3 epochs, batch 92), max length 128; image networks lr 1e-3.")
+    g = p.add_argument_group("fine-tuning (models finetune:VIEW)", "Defaults: appendix A.6 (Adam, eps 1e-8, "
+                             "3 epochs, batch 92), max length 128; the learning rate of a text model is chosen by a "
+                             "short check on D's training part (--lr-candidates), image networks lr 1e-3.")
     g.add_argument("--model-path", default=None, help="local Hugging Face model folder (default: all-MiniLM-L6-v2)")
     g.add_argument("--lr", type=float, default=None,
-                   help="learning rate (default 1e-5 for text, 1e-3 for image networks)")
+                   help="learning rate for every training set; no learning-rate check then (default: text models "
+                   "the check's choice, image networks 1e-3)")
+    g.add_argument("--lr-candidates", default=",".join(f"{c:g}" for c in LR_CANDIDATES), metavar="LR,LR,...",
+                   help="the learning-rate check's candidates: each fine-tunes once on a seeded slice of D's "
+                   "training part and is scored on a held-out part of that slice; the best is used for every "
+                   "training set (default %(default)s)")
+    g.add_argument("--no-lr-check", action="store_true",
+                   help="no learning-rate check: appendix A.6's 1e-5 for text (or --lr)")
+    g.add_argument("--lr-check-rows", type=int, default=6000,
+                   help="rows of D's training part the check uses (default 6000; on a CPU --cpu-lr-check-rows)")
+    g.add_argument("--cpu-lr-check-rows", type=int, default=1000, help="CPU default of --lr-check-rows (default 1000)")
     g.add_argument("--epochs", type=int, default=3)
     g.add_argument("--batch-size", type=int, default=92)
     g.add_argument("--max-length", type=int, default=128)
@@ -103,10 +114,27 @@ def register(sub: Any) -> None:
 
 
 def _validate(args: argparse.Namespace) -> None:
-    """A malformed --ood-pred-map is refused before --out is claimed (as argparse refused it before)."""
+    """A malformed --ood-pred-map or --lr-candidates is refused before --out is claimed."""
     from aflite.runs.evaluate import parse_mapping
 
     parse_mapping(args.ood_pred_map)
+    _candidates(args)
+
+
+def _candidates(args: argparse.Namespace) -> tuple[float, ...]:
+    from aflite.errors import ParameterError
+
+    if args.no_lr_check:
+        return ()
+    try:
+        out = tuple(float(x) for x in str(args.lr_candidates).split(",") if x.strip())
+    except ValueError:
+        raise ParameterError(f"--lr-candidates {args.lr_candidates!r}: expected numbers separated by commas, "
+                             "e.g. 1e-5,2e-5,5e-5,1e-4") from None
+    if not out or any(not c > 0 for c in out):
+        raise ParameterError(f"--lr-candidates {args.lr_candidates!r}: give one or more rates > 0 (or "
+                             "--no-lr-check)")
+    return out
 
 
 def run(args: argparse.Namespace) -> int:
@@ -116,7 +144,8 @@ def run(args: argparse.Namespace) -> int:
     ft = FinetuneOptions(model_path=args.model_path, lr=args.lr, epochs=args.epochs, batch_size=args.batch_size,
                          max_length=args.max_length, max_train=args.max_train, cpu_max_train=args.cpu_max_train,
                          eval_max=args.eval_max, cpu_eval_max=args.cpu_eval_max, max_steps=args.max_steps,
-                         device=args.device)
+                         device=args.device, lr_candidates=_candidates(args), lr_check_rows=args.lr_check_rows,
+                         cpu_lr_check_rows=args.cpu_lr_check_rows)
     dopts: dict[str, Any] = {**dataset_options(args), "groups": args.groups}
     rep = evaluate_files(args.data, args.runs, args.out, hans=args.hans, test=args.test, ood=args.ood,
                          ood_label_map=args.ood_label_map, ood_pred_map=args.ood_pred_map, ood_group=args.ood_group,
