@@ -44,6 +44,9 @@ def register(sub: Any) -> None:
                    "ngram:hypothesis, ppmi:pair, finetune:pair, finetune:hypothesis, ... (view pair, hypothesis = "
                    f"the second text column, premise = the first) (default {','.join(DEFAULT_MODELS)})")
     p.add_argument("--seeds", type=int, default=3, help="number of seeds 0..N-1 (default 3)")
+    p.add_argument("--model-seeds", type=int, default=None, metavar="N",
+                   help="stochastic models (mlp, finetune) train D, the single-iteration sets and each D(Φ) with the "
+                   "first N seeds only (default: all --seeds); the random subsets stay one per seed")
     p.add_argument("--heldout", type=float, default=0.2, help="held-out fraction of D's premise groups (default 0.2)")
     add_seed(p, help="seed of the train/held-out split (default 0); the benchmarks' seeds are 0..N-1 (--seeds)")
     add_deprecated(p, "--split-seed", "--seed", dest="seed", type=int, metavar="N")
@@ -150,7 +153,7 @@ def run(args: argparse.Namespace) -> int:
     rep = evaluate_files(args.data, args.runs, args.out, hans=args.hans, test=args.test, ood=args.ood,
                          ood_label_map=args.ood_label_map, ood_pred_map=args.ood_pred_map, ood_group=args.ood_group,
                          ood_max=args.ood_max, models=[m for m in args.models.split(",") if m.strip()],
-                         seeds=args.seeds, heldout=args.heldout, seed=args.seed,
+                         seeds=args.seeds, model_seeds=args.model_seeds, heldout=args.heldout, seed=args.seed,
                          random_baseline=args.random_baseline, single_iteration=args.single_iteration,
                          finetune=ft, cache_dir=args.cache_dir, dataset_options=dopts, show_progress=not args.quiet,
                          split=args.split)

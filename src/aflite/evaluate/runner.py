@@ -64,6 +64,7 @@ def compare_runs(
     show_progress: bool = True,
     tests: Sequence[EvalSet] = (),
     split: bool = True,
+    model_seeds: int | None = None,
 ) -> EvaluationReport:
     """Train every model on D, each D(Φ), same-size random subsets and single-iteration sets; test each on its
     own held-out part, on all of D's held-out part, on each separate test set in ``tests`` (same labels as D,
@@ -72,7 +73,10 @@ def compare_runs(
     ``eval_sets`` only (the paper's protocol when D is a training set). Rows of a run's warm-up slice
     (``warmup_ids.txt``) are left out of D, every D(Φ) and every comparison subset. Features, models and
     predictions are cached in ``cache_dir``. ``seed`` draws the train/held-out split; ``seeds`` are the
-    benchmarks'. See the module docstring of :mod:`aflite.evaluate` for the protocol."""
+    benchmarks': one random subset per seed, and the stochastic models (mlp, finetune) train D, the
+    single-iteration sets and each D(Φ) once per seed, or with the first ``model_seeds`` seeds only (a budget
+    for fine-tuned models; the random subsets stay one per seed). See the module docstring of
+    :mod:`aflite.evaluate` for the protocol."""
     split_seed = seed
     from tqdm import tqdm
 
@@ -86,6 +90,10 @@ def compare_runs(
     seed_list = list(range(seeds)) if isinstance(seeds, int) else [int(s) for s in seeds]
     if not seed_list:
         raise ParameterError(f"seeds (--seeds) must be a count >= 1 or a non-empty list, got {seeds!r}")
+    if model_seeds is not None and not 1 <= model_seeds <= len(seed_list):
+        raise ParameterError(f"model_seeds (--model-seeds) must be between 1 and the {len(seed_list)} seeds, got "
+                             f"{model_seeds}")
+    fixed_seeds = seed_list[:model_seeds] if model_seeds is not None else seed_list
     ft = finetune or FinetuneOptions()
     ft.check()
     from aflite.data import images
@@ -210,7 +218,7 @@ def compare_runs(
     jobs = []
     for spec in specs:
         for ts in sets:
-            for js in ([ts.seed] if ts.seed is not None else seed_list if spec.stochastic else seed_list[:1]):
+            for js in ([ts.seed] if ts.seed is not None else fixed_seeds if spec.stochastic else seed_list[:1]):
                 jobs.append((spec, ts, int(js)))
     results: list[dict[str, Any]] = []
     bar = tqdm(jobs, desc="train + evaluate", unit="model", disable=not show_progress, dynamic_ncols=True)
@@ -223,7 +231,8 @@ def compare_runs(
     aggregate = _aggregate(results, specs, sets, eval_sets, tests)
     config = {
         "dataset": str(data), "dataset_size": n, "classes": classes.tolist(), "runs": [str(r.path) for r in run_objs],
-        "models": [s.key for s in specs], "seeds": seed_list, "heldout": heldout, "split_seed": split_seed,
+        "models": [s.key for s in specs], "seeds": seed_list, "model_seeds": fixed_seeds, "heldout": heldout,
+        "split_seed": split_seed,
         "heldout_rows": int(len(held_rows)), "split": split, "excluded_warmup_rows": int(len(warm)),
         "protocol": ("D split once by premise group into train/held-out; every benchmark trains on its rows in "
                      "the train part and is tested on its rows in the held-out part (own held-out) and on the whole "

@@ -238,7 +238,10 @@ def render_tables(aggregate: dict[str, Any], specs: list[ModelSpec], sets: list[
     for si in set_info:
         sizes.setdefault(si["name"], []).append(si["train"])
     lines = [f"# aflite evaluate: {config['dataset']}", "",
-             f"Accuracy in %, mean ± std over seeds {config['seeds']} (no ± where the model and the set are "
+             f"Accuracy in %, mean ± std over seeds {config['seeds']}"
+             + (f" (stochastic models on D, single-iteration and D(Φ): seeds {config['model_seeds']})"
+                if config.get("model_seeds") not in (None, config["seeds"]) else "")
+             + " (no ± where the model and the set are "
              f"deterministic); in brackets, points over chance (the majority-class rate of the same rows, "
              f"each table's '{CHANCE_ROW}' row). " + (f"Held-out part: {config['heldout_rows']} rows of D "
              f"({100 * config['heldout']:.0f} % of premise groups, split seed {config['split_seed']})."

@@ -290,7 +290,8 @@
     var A = D.plots.accuracy, L = A && A.lr_check; if (!L || !$("plot-lrcheck")) return;
     var tr = L.candidates.map(function (c) {
       return {type: "scatter", mode: "lines", x: c.step, y: c.loss, hoverinfo: "x+y+name",
-        name: plain("lr " + c.lr + ": " + (100 * c.accuracy).toFixed(1) + "% held-out" + (c.lr === L.chosen ? " (chosen)" : "")),
+        name: plain("lr " + (c.lr < 1e-3 ? c.lr.toExponential() : String(c.lr)) + ": " + (100 * c.accuracy).toFixed(1) +
+          "% held-out" + (c.lr === L.chosen ? " (chosen)" : "")),
         line: {width: c.lr === L.chosen ? 3 : 1.5}};
     });
     P.newPlot("plot-lrcheck", tr, lay("Learning-rate check on " + L.rows[0] + " + " + L.rows[1] +
