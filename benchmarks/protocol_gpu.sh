@@ -18,9 +18,10 @@
 #   to check the script before a GPU session), MAX_TRAIN (rows per fine-tuned training set, default 6000),
 #   EVAL_MAX (rows of each test set, stratified, default 2000), SEEDS (random subsets, default 3), MODEL_SEEDS
 #   (seeds of the fine-tuned model on D, single-iteration and D(Φ), default 1), STRONG (the stronger adversaries
-#   to run, default "epochs6 slice20"), PYTHON (default python).
+#   to run, default "epochs6 slice20"), SMALL_TRAIN (a second evaluate of the same sets at this smaller training
+#   budget, default 1500; empty: skip), PYTHON (default python).
 # Expected on one H100 (issue #30 and docs/results.md): n-gram run ~1 min, frozen MiniLM ~40 s, warm-up 57 s,
-# each stronger warm-up ~2 min, evaluate ~2-3 min at the default caps.
+# each stronger warm-up ~2 min, evaluate ~2-3 min at the default caps, evaluate_small ~1 min.
 set -euo pipefail
 
 DATA=${1:?usage: protocol_gpu.sh DATA MODEL OUT}
@@ -36,6 +37,7 @@ EVAL_MAX=${EVAL_MAX:-2000}
 SEEDS=${SEEDS:-3}
 MODEL_SEEDS=${MODEL_SEEDS:-1}
 STRONG=${STRONG:-epochs6 slice20}
+SMALL_TRAIN=${SMALL_TRAIN-1500}
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
 CACHE=$OUT/cache
@@ -65,6 +67,7 @@ EOF
     WARM=(--max-steps 3)
     EVAL=(--max-train 48 --eval-max 30 --max-steps 2 --lr-check-rows 90 --cpu-lr-check-rows 90
           --lr-candidates 1e-5,1e-4)
+    if [[ -n "$SMALL_TRAIN" ]]; then SMALL_TRAIN=24; fi
 fi
 TRAIN=$DATA/snli/train_100k.tsv.gz
 
@@ -129,6 +132,22 @@ stage evaluate aflite evaluate "$TRAIN" "${RUNS[@]}" --out "$OUT/evaluate" --ove
     --test "snli-dev=$DATA/snli/dev.tsv.gz" --test "snli-test-hard=$DATA/snli/test_hard.tsv.gz" \
     --test "mnli-dev-matched=$DATA/mnli/dev_matched.tsv.gz" --hans "$DATA/hans/evaluation_regenerated.tsv.gz"
 
-"$PY" "$ROOT/benchmarks/ladder_summary.py" "$OUT/evaluate" "${RUNS[@]}" --stages "$STAGES" \
-    --out "$OUT/ladder" --note "device $DEVICE; MiniLM weights from $MODEL$([[ "$TINY" == 1 ]] && echo '; TINY mode')"
+NOTE="device $DEVICE; MiniLM weights from $MODEL$([[ "$TINY" == 1 ]] && echo '; TINY mode')"
+"$PY" "$ROOT/benchmarks/ladder_summary.py" "$OUT/evaluate" "${RUNS[@]}" --stages "$STAGES" --out "$OUT/ladder" \
+    --note "$NOTE"
 echo "ladder: $OUT/ladder.md" >&2
+
+# the evaluator's budget: the same D, D(Φ) and comparison sets, each fine-tuned on SMALL_TRAIN rows instead of
+# MAX_TRAIN (the learning-rate check's slice does not depend on it: its cached choice is reused)
+if [[ -n "$SMALL_TRAIN" ]]; then
+    SMALL=("${EVAL[@]}")
+    SMALL[1]=$SMALL_TRAIN  # --max-train N
+    stage evaluate_small aflite evaluate "$TRAIN" "${RUNS[@]}" --out "$OUT/evaluate_small" --overwrite --quiet \
+        --cache-dir "$CACHE" --device "$DEVICE" --models finetune:pair "${MP[@]}" --no-split \
+        --seeds "$SEEDS" --model-seeds "$MODEL_SEEDS" "${SMALL[@]}" \
+        --test "snli-dev=$DATA/snli/dev.tsv.gz" --test "snli-test-hard=$DATA/snli/test_hard.tsv.gz" \
+        --test "mnli-dev-matched=$DATA/mnli/dev_matched.tsv.gz" --hans "$DATA/hans/evaluation_regenerated.tsv.gz"
+    "$PY" "$ROOT/benchmarks/ladder_summary.py" "$OUT/evaluate_small" "${RUNS[@]}" --out "$OUT/ladder_small" \
+        --note "$NOTE; evaluator budget $SMALL_TRAIN rows per training set"
+    echo "ladder at the smaller evaluator budget: $OUT/ladder_small.md" >&2
+fi

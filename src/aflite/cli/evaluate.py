@@ -90,14 +90,12 @@ def register(sub: Any) -> None:
                              "short check on D's training part (--lr-candidates), image networks lr 1e-3.")
     g.add_argument("--model-path", default=None, help="local Hugging Face model folder (default: all-MiniLM-L6-v2)")
     g.add_argument("--lr", type=float, default=None,
-                   help="learning rate for every training set; no learning-rate check then (default: text models "
-                   "the check's choice, image networks 1e-3)")
+                   help="learning rate for every training set; no learning-rate check then (--lr 1e-5: appendix "
+                   "A.6's) (default: text models the check's choice, image networks 1e-3)")
     g.add_argument("--lr-candidates", default=",".join(f"{c:g}" for c in LR_CANDIDATES), metavar="LR,LR,...",
                    help="the learning-rate check's candidates: each fine-tunes once on a seeded slice of D's "
                    "training part and is scored on a held-out part of that slice; the best is used for every "
                    "training set (default %(default)s)")
-    g.add_argument("--no-lr-check", action="store_true",
-                   help="no learning-rate check: appendix A.6's 1e-5 for text (or --lr)")
     g.add_argument("--lr-check-rows", type=int, default=6000,
                    help="rows of D's training part the check uses (default 6000; on a CPU --cpu-lr-check-rows)")
     g.add_argument("--cpu-lr-check-rows", type=int, default=1000, help="CPU default of --lr-check-rows (default 1000)")
@@ -127,16 +125,14 @@ def _validate(args: argparse.Namespace) -> None:
 def _candidates(args: argparse.Namespace) -> tuple[float, ...]:
     from aflite.errors import ParameterError
 
-    if args.no_lr_check:
-        return ()
     try:
         out = tuple(float(x) for x in str(args.lr_candidates).split(",") if x.strip())
     except ValueError:
         raise ParameterError(f"--lr-candidates {args.lr_candidates!r}: expected numbers separated by commas, "
                              "e.g. 1e-5,2e-5,5e-5,1e-4") from None
     if not out or any(not c > 0 for c in out):
-        raise ParameterError(f"--lr-candidates {args.lr_candidates!r}: give one or more rates > 0 (or "
-                             "--no-lr-check)")
+        raise ParameterError(f"--lr-candidates {args.lr_candidates!r}: give one or more rates > 0 (or the rate "
+                             "itself with --lr)")
     return out
 
 

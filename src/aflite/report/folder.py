@@ -309,7 +309,7 @@ def read_evaluate(results: dict[str, Any]) -> dict[str, Any]:
         if si.get("kind") == "D" and counts:
             chance = max(counts.values()) / max(1, sum(counts.values()))
     if where is not None:
-        test = next((t for t in results["config"]["tests"] if t.get("name") == where), {})
+        test: dict[str, Any] = next((t for t in results["config"]["tests"] if t.get("name") == where), {})
         chance = test.get("majority", chance)
     losses = [{"model": r.get("model"), "set": r.get("train_set"), "seed": r.get("seed"),
                "step": r["loss_curve"].get("step") or [], "loss": r["loss_curve"].get("loss") or [],
