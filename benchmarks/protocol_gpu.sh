@@ -114,11 +114,11 @@ aflite.run(train, out, featurizer="warmup", featurizer_options=fopts, params=par
            cache_dir=cache, probe=False, show_progress=False, overwrite=True)
 EOF
         RUNS+=("$OUT/run_warmup_epochs6") ;;
-    slice20)  # the warm-up on a 20 % slice (t = 0.2·|D|: twice the warm-up data; the filter's t follows)
-        T20=(-t 0.2)
-        if [[ "$TINY" == 1 ]]; then T20=(-t 200); fi
+    slice20)  # the warm-up on a 20 % slice (t = 0.2·|D|: twice the warm-up data; the filter's t follows, and
+        # Algorithm 1 needs t < n: n = 0.25·|D|, below which no run here has ever gone: they stop by the k-rule)
+        T20=(-t 0.2 -n 0.25)
         F20=("${FILTER[@]}")
-        if [[ "$TINY" == 1 ]]; then F20=(-m 8 -k 30 --threshold 0.6 -n 150); fi
+        if [[ "$TINY" == 1 ]]; then T20=(-t 200); F20=(-m 8 -k 30 --threshold 0.6 -n 260); fi
         stage run_warmup_slice20 aflite run "$TRAIN" --featurizer warmup "${MP[@]}" "${ENC[@]}" "${WARM[@]}" "${F20[@]}" \
             "${T20[@]}" "${COMMON[@]}" --out "$OUT/run_warmup_slice20"
         RUNS+=("$OUT/run_warmup_slice20") ;;
