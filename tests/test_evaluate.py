@@ -639,6 +639,12 @@ def test_the_not_trained_advice_follows_how_far_the_model_got():
                       device="cpu", lr=1e-5, lr_source="default")
     assert cpu["advice"] == "learning rate or capacity" and "GPU" not in cpu["budget_note"]
     assert "~660" not in cpu["budget_note"] and "steps_needed_estimate" not in cpu
+    # ... and when a cap took its rows, more rows too (the CPU-capped ladder: 184 of 70,111 rows)
+    capped = not_trained(pred, gold, steps=6, first_loss=1.109, final_loss=1.024, train_rows=184, batch_size=92,
+                         device="cpu", lr=1e-4, lr_source="check", available_rows=70111)
+    assert capped["advice"] == "learning rate or capacity" and capped["budget_note"].endswith(
+        "or more of its rows: it trained on a sample of 184 of 70,111 (raise --max-train / --cpu-max-train, or use a "
+        "GPU)")
     short = not_trained(pred, gold, steps=10, first_loss=1.10, final_loss=1.09, train_rows=2000, batch_size=92,
                         device="cpu", lr=5e-5, lr_source="check", stopped_by="--max-steps")
     assert short["advice"] == "more steps" and short["steps_needed_estimate"] == 66 > 10

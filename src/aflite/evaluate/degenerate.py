@@ -23,7 +23,8 @@ EPOCHS_NEEDED = 3  # the usual fine-tuning budget (BERT-style recipes, and the p
 def not_trained(pred: NDArray[Any], gold: NDArray[Any], *, steps: int | None = None,
                 first_loss: float | None = None, final_loss: float | None = None, train_rows: int = 0,
                 batch_size: int | None = None, device: str | None = None, lr: float | None = None,
-                lr_source: str | None = None, stopped_by: str | None = None) -> dict[str, Any] | None:
+                lr_source: str | None = None, stopped_by: str | None = None,
+                available_rows: int | None = None) -> dict[str, Any] | None:
     """Why this model counts as not trained (a dict for results.json), or None when it trained.
 
     For a fine-tuned model (``steps`` and ``batch_size`` given) the advice depends on how far it got. Fewer than
@@ -31,7 +32,8 @@ def not_trained(pred: NDArray[Any], gold: NDArray[Any], *, steps: int | None = N
     passes at ``batch_size``; a GPU is suggested only when ``device`` is the CPU). EPOCHS_NEEDED passes or more:
     more steps of the same recipe will not help; it needs another learning rate (``lr``, chosen as
     ``lr_source`` says) or a larger model, and no step estimate is given. ``stopped_by`` names the option that
-    ended training early (``--max-steps`` or ``--epochs``), for the advice."""
+    ended training early (``--max-steps`` or ``--epochs``), for the advice. ``available_rows``: the training rows
+    before a cap (``--max-train``) took ``train_rows`` of them; a capped model is also advised more rows."""
     pred, gold = np.asarray(pred).astype(str), np.asarray(gold).astype(str)
     reasons = []
     share = 0.0
@@ -62,6 +64,11 @@ def not_trained(pred: NDArray[Any], gold: NDArray[Any], *, steps: int | None = N
             out["budget_note"] = (f"{ran}: more steps of this recipe will not help; try another learning rate "
                                   "(--lr, or the learning-rate check's --lr-candidates) or a larger model "
                                   "(--model-path)")
+            if available_rows is not None and available_rows > train_rows:
+                cap = "--max-train / --cpu-max-train" if device == "cpu" else "--max-train"
+                out["budget_note"] += (f", or more of its rows: it trained on a sample of {train_rows:,} of "
+                                       f"{available_rows:,} (raise {cap}" + (", or use a GPU)" if device == "cpu"
+                                                                             else ")"))
         else:
             need = EPOCHS_NEEDED * per_epoch
             out["advice"] = "more steps"

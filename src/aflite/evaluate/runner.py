@@ -405,7 +405,8 @@ def _run_job(spec: ModelSpec, ts: TrainingSet, seed: int, ds: Any, y_all: NDArra
                            first_loss=curve.get("start", rec.get("first_loss")),
                            final_loss=curve.get("end", rec.get("final_loss")), train_rows=int(len(used)),
                            batch_size=ft.batch_size if fine else None, device=ft_device if fine else None,
-                           lr=ft.lr if fine else None, lr_source=lr_source if fine else None, stopped_by=stopped_by)
+                           lr=ft.lr if fine else None, lr_source=lr_source if fine else None, stopped_by=stopped_by,
+                           available_rows=int(len(tr)) if fine else None)
         if mark is not None:
             rec["not_trained"] = mark
     rec["seconds"] = round(time.perf_counter() - t0, 2)
