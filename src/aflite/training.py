@@ -113,6 +113,27 @@ class TrainResult:
         return self.losses[-1] if self.losses else None
 
 
+def loss_summary(losses: Sequence[float], max_points: int = 200) -> dict[str, Any]:
+    """A training-loss log made small enough for results.json and a plot: ``step`` (1-based, the last step of
+    each bin) and ``loss`` (the bin's mean) for at most ``max_points`` bins, and ``start`` / ``end``, the mean of
+    the first and last ``window`` steps (``window`` = a tenth of the steps, 1 to 10): single batches are too
+    noisy to say whether the loss fell."""
+    v = np.asarray(losses, dtype=np.float64)
+    n = len(v)
+    if n == 0:
+        return {"step": [], "loss": [], "start": None, "end": None, "window": 0}
+    edges = np.unique(np.linspace(0, n, min(n, max_points) + 1).round().astype(int))
+    window = max(1, min(10, n // 10))
+
+    def mean(x: np.ndarray) -> float | None:
+        m = float(np.mean(x))
+        return round(m, 5) if math.isfinite(m) else None
+
+    return {"step": [int(e) for e in edges[1:]], "loss": [mean(v[a:b]) for a, b in zip(edges[:-1], edges[1:],
+                                                                                         strict=True)],
+            "start": mean(v[:window]), "end": mean(v[-window:]), "window": window}
+
+
 def seeded(seed: int) -> None:
     """Seed torch's generator (head initialisation, dropout); call before building the encoder and head."""
     import torch

@@ -9,7 +9,7 @@ import logging
 import time
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +21,7 @@ from aflite.defaults import DEFAULT_MODELS
 from aflite.errors import InputError, ParameterError
 from aflite.evaluate.models import (
     FEATURE_MODELS,
+    LR_CHECK_FIELDS,
     FinetuneOptions,
     ModelSpec,
     _Corpus,
@@ -63,6 +64,7 @@ def compare_runs(
     show_progress: bool = True,
     tests: Sequence[EvalSet] = (),
     split: bool = True,
+    model_seeds: int | None = None,
 ) -> EvaluationReport:
     """Train every model on D, each D(Φ), same-size random subsets and single-iteration sets; test each on its
     own held-out part, on all of D's held-out part, on each separate test set in ``tests`` (same labels as D,
@@ -71,7 +73,10 @@ def compare_runs(
     ``eval_sets`` only (the paper's protocol when D is a training set). Rows of a run's warm-up slice
     (``warmup_ids.txt``) are left out of D, every D(Φ) and every comparison subset. Features, models and
     predictions are cached in ``cache_dir``. ``seed`` draws the train/held-out split; ``seeds`` are the
-    benchmarks'. See the module docstring of :mod:`aflite.evaluate` for the protocol."""
+    benchmarks': one random subset per seed, and the stochastic models (mlp, finetune) train D, the
+    single-iteration sets and each D(Φ) once per seed, or with the first ``model_seeds`` seeds only (a budget
+    for fine-tuned models; the random subsets stay one per seed). See the module docstring of
+    :mod:`aflite.evaluate` for the protocol."""
     split_seed = seed
     from tqdm import tqdm
 
@@ -85,6 +90,10 @@ def compare_runs(
     seed_list = list(range(seeds)) if isinstance(seeds, int) else [int(s) for s in seeds]
     if not seed_list:
         raise ParameterError(f"seeds (--seeds) must be a count >= 1 or a non-empty list, got {seeds!r}")
+    if model_seeds is not None and not 1 <= model_seeds <= len(seed_list):
+        raise ParameterError(f"model_seeds (--model-seeds) must be between 1 and the {len(seed_list)} seeds, got "
+                             f"{model_seeds}")
+    fixed_seeds = seed_list[:model_seeds] if model_seeds is not None else seed_list
     ft = finetune or FinetuneOptions()
     ft.check()
     from aflite.data import images
@@ -92,13 +101,8 @@ def compare_runs(
     image_featurizers = {s.featurizer for s in specs} & set(images.IMAGE_FEATURIZERS)
     is_images = images.is_image_folder(data) or bool(image_featurizers)
     if is_images and ft.image_model is None:  # finetune: models fine-tune the image network
-        from dataclasses import replace
-
         ft = replace(ft, image_model="hf-image" if ft.model_path else "efficientnet-lite0")
-    if ft.lr is None:  # resolved here, so that cache keys and the report carry the rate in force
-        from dataclasses import replace
-
-        ft = replace(ft, lr=ft.resolved_lr())
+    lr_source = "given" if ft.lr is not None else ("check" if ft.checks_lr() else "default")
     cache = Path(cache_dir)
     t_start = time.perf_counter()
 
@@ -207,18 +211,27 @@ def compare_runs(
     on_cpu = torch_device == "cpu"
     ft_train_cap = ft.max_train if ft.max_train is not None else (ft.cpu_max_train if on_cpu else None)
     ft_eval_cap = ft.eval_max if ft.eval_max is not None else (ft.cpu_eval_max if on_cpu else None)
+    lr_check: dict[str, Any] | None = None
+    ft_specs = [s for s in specs if s.kind == "finetune"]
+    if ft_specs and lr_source == "check":  # once per run, on D's training part, for every benchmark set
+        lr_check = _check_lr(ft, ft_specs[0].view, d_corpus, pool[~is_held[pool]], y_all, len(classes), ds.groups,
+                             seed_list[0], split_seed, on_cpu, cache, show_progress)
+        ft = replace(ft, lr=lr_check["chosen"])
+    elif ft.lr is None:  # resolved here, so that cache keys and the report carry the rate in force
+        ft = replace(ft, lr=ft.resolved_lr())
 
     jobs = []
     for spec in specs:
         for ts in sets:
-            for js in ([ts.seed] if ts.seed is not None else seed_list if spec.stochastic else seed_list[:1]):
+            for js in ([ts.seed] if ts.seed is not None else fixed_seeds if spec.stochastic else seed_list[:1]):
                 jobs.append((spec, ts, int(js)))
     results: list[dict[str, Any]] = []
     bar = tqdm(jobs, desc="train + evaluate", unit="model", disable=not show_progress, dynamic_ncols=True)
     for spec, ts, seed in bar:
         bar.set_postfix_str(f"{spec.key} on {ts.name} seed {seed}")
         results.append(_run_job(spec, ts, seed, ds, y_all, classes, is_held, held_rows, corpora, store, cache,
-                                ft, ft_train_cap, ft_eval_cap, show_progress, tests=test_corpora))
+                                ft, ft_train_cap, ft_eval_cap, show_progress, tests=test_corpora,
+                                ft_device=torch_device, lr_source=lr_source))
 
     aggregate = _aggregate(results, specs, sets, eval_sets, tests)
     config = {
@@ -226,7 +239,8 @@ def compare_runs(
         "runs": [str(r.path) for r in run_objs],
         # which kept set each run held when it was evaluated (a dataset card ties this folder to its run by it)
         "runs_kept_ids_sha256": [file_sha256(r.path / "kept_ids.txt") for r in run_objs],
-        "models": [s.key for s in specs], "seeds": seed_list, "heldout": heldout, "split_seed": split_seed,
+        "models": [s.key for s in specs], "seeds": seed_list, "model_seeds": fixed_seeds,
+        "heldout": heldout, "split_seed": split_seed,
         "heldout_rows": int(len(held_rows)), "split": split, "excluded_warmup_rows": int(len(warm)),
         "protocol": ("D split once by premise group into train/held-out; every benchmark trains on its rows in "
                      "the train part and is tested on its rows in the held-out part (own held-out) and on the whole "
@@ -234,7 +248,8 @@ def compare_runs(
         "D not split: every benchmark trains on all its rows and is tested on separate test sets only",
         "tests": [{"name": es.name, "sources": es.sources, "size": len(es), "majority": _majority(es.labels),
                    "label_counts": dict(sorted(Counter(es.labels.tolist()).items()))} for es in tests],
-        "finetune": asdict(ft) | {"device": torch_device, "train_cap_used": ft_train_cap, "eval_cap_used": ft_eval_cap}
+        "finetune": asdict(ft) | {"device": torch_device, "train_cap_used": ft_train_cap, "eval_cap_used": ft_eval_cap,
+                                  "lr_source": lr_source, "lr_check": lr_check}
         if torch_device else None,
         "eval_sets": [{"name": es.name, "sources": es.sources, "size": len(es), "pred_map": es.pred_map}
                       for es in eval_sets],
@@ -247,11 +262,42 @@ def compare_runs(
     return EvaluationReport(None, results, aggregate, set_info, tables, config, verdict)
 
 
+def _check_lr(ft: FinetuneOptions, view: str, d: _Corpus, train_part: NDArray[np.intp], y_all: NDArray[np.int64],
+              n_classes: int, groups: NDArray[Any] | None, train_seed: int, split_seed: int, on_cpu: bool,
+              cache: Path, show_progress: bool) -> dict[str, Any]:
+    """The learning-rate check (:mod:`aflite.evaluate.lr_check`) on a seeded slice of D's training part, read
+    through ``view``; the record says which rows and which view it used."""
+    from aflite.evaluate.lr_check import check_learning_rate
+
+    size = ft.cpu_lr_check_rows if on_cpu else ft.lr_check_rows
+    rows = train_part
+    if size is not None and len(rows) > size:
+        rows = np.sort(np.random.default_rng([split_seed, 29]).choice(rows, size=size, replace=False))
+    a, b = d.view(view, rows)
+    log.info("learning-rate check: %d rows, candidates %s", len(rows), list(ft.lr_candidates))
+    rec = check_learning_rate(a, b, y_all[rows], n_classes, options=ft,
+                              groups=None if groups is None else np.asarray(groups)[rows], seed=train_seed,
+                              cache_dir=cache, show_progress=show_progress)
+    rec["view"] = view
+    rec["slice_seed"] = [split_seed, 29]
+    return rec
+
+
+def _train_meta(model: _FineTuned, ft: FinetuneOptions) -> dict[str, Any]:
+    """What a fine-tuned model's cache entry keeps beside its weights: steps, losses, the loss curve, the rate."""
+    from aflite.training import loss_summary
+
+    curve = loss_summary(model.losses_)
+    return {"steps": model.steps_, "final_loss": model.final_loss_, "first_loss": model.first_loss_, "lr": ft.lr,
+            "loss_curve": curve}
+
+
 def _run_job(spec: ModelSpec, ts: TrainingSet, seed: int, ds: Any, y_all: NDArray[np.int64],
              classes: NDArray[Any], is_held: NDArray[np.bool_], held_rows: NDArray[np.intp],
              corpora: list[tuple[EvalSet, _Corpus]], store: _FeatureStore, cache: Path, ft: FinetuneOptions,
              ft_train_cap: int | None, ft_eval_cap: int | None, show_progress: bool,
-             tests: Sequence[tuple[EvalSet, _Corpus]] = ()) -> dict[str, Any]:
+             tests: Sequence[tuple[EvalSet, _Corpus]] = (), ft_device: str | None = None,
+             lr_source: str | None = None) -> dict[str, Any]:
     t0 = time.perf_counter()
     d = store.d
     tr = ts.rows[~is_held[ts.rows]]
@@ -261,7 +307,7 @@ def _run_job(spec: ModelSpec, ts: TrainingSet, seed: int, ds: Any, y_all: NDArra
     opts: dict[str, Any] = {"spec": spec.key, "format": _CACHE_FORMAT}
     if spec.kind == "finetune":
         opts["finetune"] = {k: v for k, v in asdict(ft).items() if k not in ("eval_max", "cpu_eval_max", "device",
-                                                                             "num_threads")
+                                                                             "num_threads", *LR_CHECK_FIELDS)
                             and not (k.startswith("image_") and ft.image_model is None)}  # text keys unchanged
     if spec.featurizer == "minilm":
         opts["minilm"] = store.minilm_options
@@ -285,7 +331,7 @@ def _run_job(spec: ModelSpec, ts: TrainingSet, seed: int, ds: Any, y_all: NDArra
                 a, b = d.view(spec.view, used)
                 m.fit(a, b, y_all[used], len(classes))
                 m.save(path)
-                write_json(meta_path, {"steps": m.steps_, "final_loss": m.final_loss_, "first_loss": m.first_loss_})
+                write_json(meta_path, _train_meta(m, ft))
         else:
             # scikit-learn models are not written to disk: loading them would mean unpickling files from a
             # user-given cache folder. Their predictions are cached (plain .npy) and they are cheap to refit.
@@ -342,6 +388,8 @@ def _run_job(spec: ModelSpec, ts: TrainingSet, seed: int, ds: Any, y_all: NDArra
     rec["external"] = {es.name: score(es, corpus, by_group=True) for es, corpus in corpora}
     if meta_path.is_file():
         rec.update(json.loads(meta_path.read_text(encoding="utf-8")))
+        if spec.kind == "finetune" and "loss_curve" not in rec and model is not None:  # a model cached before
+            rec.update(_train_meta(model, ft))  # the curve was kept: read it from the checkpoint just loaded
     check_pred: NDArray[Any] | None = None
     check_gold: NDArray[Any] | None = None
     if len(held_rows):  # a model that answers one class everywhere is no finding (aflite.evaluate.degenerate)
@@ -356,9 +404,17 @@ def _run_job(spec: ModelSpec, ts: TrainingSet, seed: int, ds: Any, y_all: NDArra
     if check_pred is not None and check_gold is not None:
         from aflite.evaluate.degenerate import not_trained
 
-        mark = not_trained(check_pred, check_gold, steps=rec.get("steps"), first_loss=rec.get("first_loss"),
-                           final_loss=rec.get("final_loss"), train_rows=int(len(used)),
-                           batch_size=ft.batch_size if spec.kind == "finetune" else None)
+        curve = rec.get("loss_curve") or {}
+        fine = spec.kind == "finetune"
+        stopped_by = None
+        if fine and rec.get("steps") is not None:
+            stopped_by = "--max-steps" if ft.max_steps is not None and rec["steps"] >= ft.max_steps else "--epochs"
+        mark = not_trained(check_pred, check_gold, steps=rec.get("steps"),
+                           first_loss=curve.get("start", rec.get("first_loss")),
+                           final_loss=curve.get("end", rec.get("final_loss")), train_rows=int(len(used)),
+                           batch_size=ft.batch_size if fine else None, device=ft_device if fine else None,
+                           lr=ft.lr if fine else None, lr_source=lr_source if fine else None, stopped_by=stopped_by,
+                           available_rows=int(len(tr)) if fine else None)
         if mark is not None:
             rec["not_trained"] = mark
     rec["seconds"] = round(time.perf_counter() - t0, 2)

@@ -169,6 +169,13 @@ def _aggregate(results: list[dict[str, Any]], specs: list[ModelSpec], sets: list
                     e["per_group"] = {g: {lab: _mean_std([x["per_group"][g].get(lab, float("nan")) for x in ext])
                                           for lab in ext[0]["per_group"][g]} for g in ext[0]["per_group"]}
                 entry["external"][es.name] = e
+            curves = [r["loss_curve"] for r in rs if r.get("loss_curve")]
+            if curves:  # fine-tuned models: the training loss at the start and end (means of a few steps)
+                entry["training_loss"] = {
+                    "start": _mean_std([c["start"] for c in curves if c.get("start") is not None]),
+                    "end": _mean_std([c["end"] for c in curves if c.get("end") is not None]),
+                    "steps": int(np.mean([r.get("steps") or 0 for r in rs])),
+                    "lr": rs[0].get("lr")}
             from aflite.evaluate.degenerate import merge
 
             mark = merge(rs)
@@ -194,6 +201,31 @@ def _columns(sets: list[TrainingSet]) -> tuple[list[str], list[tuple[str, str]]]
     return names, [(f, "D") for f in deltas]
 
 
+def _loss_table(aggregate: dict[str, Any], specs: list[ModelSpec], cols: list[str]) -> list[str]:
+    """Fine-tuned models: training loss at the start → at the end (each the mean of a few steps) and the steps
+    run, per training set, so that a set the model did not fit shows as such next to its accuracy."""
+    rows = []
+    for spec in specs:
+        a = aggregate[spec.key]
+        if not any(a.get(c, {}).get("training_loss") for c in cols):
+            continue
+        row = [spec.label]
+        for c in cols:
+            tl = a.get(c, {}).get("training_loss")
+            if not tl or tl["start"]["mean"] is None or tl["end"]["mean"] is None:
+                row.append("–")
+                continue
+            row.append(f"{tl['start']['mean']:.3f} → {tl['end']['mean']:.3f} ({tl['steps']} steps)")
+        rows.append("| " + " | ".join(row) + " |")
+    if not rows:
+        return []
+    head = ["Model"] + cols
+    return ["", "## Fine-tuning: training loss per training set", "",
+            "Mean training loss over the first → the last few steps (a tenth of the steps, 1 to 10), mean over "
+            "seeds; the curves are in report.html.", "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head),
+            *rows]
+
+
 def render_tables(aggregate: dict[str, Any], specs: list[ModelSpec], sets: list[TrainingSet],
                   set_info: list[dict[str, Any]], eval_sets: Sequence[EvalSet], config: dict[str, Any],
                   tests: Sequence[EvalSet] = ()) -> str:
@@ -206,7 +238,10 @@ def render_tables(aggregate: dict[str, Any], specs: list[ModelSpec], sets: list[
     for si in set_info:
         sizes.setdefault(si["name"], []).append(si["train"])
     lines = [f"# aflite evaluate: {config['dataset']}", "",
-             f"Accuracy in %, mean ± std over seeds {config['seeds']} (no ± where the model and the set are "
+             f"Accuracy in %, mean ± std over seeds {config['seeds']}"
+             + (f" (stochastic models on D, single-iteration and D(Φ): seeds {config['model_seeds']})"
+                if config.get("model_seeds") not in (None, config["seeds"]) else "")
+             + " (no ± where the model and the set are "
              f"deterministic); in brackets, points over chance (the majority-class rate of the same rows, "
              f"each table's '{CHANCE_ROW}' row). " + (f"Held-out part: {config['heldout_rows']} rows of D "
              f"({100 * config['heldout']:.0f} % of premise groups, split seed {config['split_seed']})."
@@ -218,7 +253,13 @@ def render_tables(aggregate: dict[str, Any], specs: list[ModelSpec], sets: list[
                      "are left out of D, every D(Φ), the random subsets and the single-iteration sets.")
     if config.get("finetune"):
         f = config["finetune"]
-        lines.append(f"Fine-tuning: {f['device']}, lr {f['lr']}, {f['epochs']} epochs, batch {f['batch_size']}, "
+        how = {"given": "given", "default": "the default, no check"}.get(f.get("lr_source") or "", "")
+        if f.get("lr_check"):
+            from aflite.evaluate.lr_check import describe
+
+            how = describe(f["lr_check"])
+        lines.append(f"Fine-tuning: {f['device']}, lr {f['lr']:g}" + (f" ({how})" if how else "")
+                     + f", the same for every training set; {f['epochs']} epochs, batch {f['batch_size']}, "
                      f"training rows capped at {f['train_cap_used']}, external sets capped at {f['eval_cap_used']} "
                      "(stratified sample).")
 
@@ -278,7 +319,8 @@ def render_tables(aggregate: dict[str, Any], specs: list[ModelSpec], sets: list[
     if untrained:
         lines += ["", "**Not trained** (shown as such above, not as results; aflite.evaluate.degenerate):"]
         lines += [f"- {spec.label} on {c} (seed(s) {', '.join(map(str, m['seeds_not_trained']))} of {m['seeds']}): "
-                  f"{m['reason']}; budget needed: {m['budget_note']}" for spec, c, m in untrained]
+                  f"{m['reason']}; {m['budget_note']}" for spec, c, m in untrained]
+    lines += _loss_table(aggregate, specs, cols)
     used = {spec.key: {c: aggregate[spec.key].get(c, {}).get("train_used") for c in cols} for spec in specs}
     capped = [k for k, v in used.items() if any(v[c] != aggregate[k].get(c, {}).get("train_rows") for c in cols)]
     for k in capped:
