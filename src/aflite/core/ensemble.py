@@ -187,6 +187,15 @@ class FastLogisticEnsemble(LinearEnsemble):
     ``copy_X`` ``False`` (scikit-learn's convention) lets ``prepare`` whiten a float32, C-contiguous X in its own
     memory instead of a copy: the caller gives X up (its values are overwritten) and the peak memory drops by
     the size of X. The benchmark's complete filter, which generates X for the run alone, uses it.
+
+    On a PyTorch device (issue #31; opt-in, **not yet measured on a GPU**): ``device_resident`` keeps a phase
+    on the device (the mask goes up as booleans, predictions stay there and the phase's held-out counts come
+    back instead, :meth:`fit_score`; one transfer per objective evaluation) with the classic path's arithmetic:
+    on ``torch-cpu`` the same predictions and kept set, bit for bit. ``device_lbfgs`` also runs the batched
+    L-BFGS on the device (float64; same algorithm, reductions in another order: agreement within the
+    optimiser's tolerance). ``device_pass_mb`` sets the MiB of float32 features per chunk of a pass (default:
+    ``chunk_mb``); larger chunks are fewer, larger kernels, and change float32 sums within rounding. See
+    :mod:`aflite.core.backends.torch`.
     """
 
     def __init__(
@@ -205,6 +214,9 @@ class FastLogisticEnsemble(LinearEnsemble):
         executor: Any = None,
         solver: str = "fast",
         copy_X: bool = True,
+        device_resident: bool = False,
+        device_lbfgs: bool = False,
+        device_pass_mb: int | None = None,
     ) -> None:
         # stored as given (scikit-learn style); checked in prepare(), where the data comes in
         self.C = C
@@ -221,6 +233,9 @@ class FastLogisticEnsemble(LinearEnsemble):
         self.executor = executor
         self.solver = solver
         self.copy_X = copy_X
+        self.device_resident = device_resident
+        self.device_lbfgs = device_lbfgs
+        self.device_pass_mb = device_pass_mb
         self.last_stats = FitStats()
         self._coef0: NDArray[np.float64] | None = None
         self._coefs: NDArray[np.float64] | None = None  # per-model solutions of the last call
@@ -248,6 +263,11 @@ class FastLogisticEnsemble(LinearEnsemble):
             number("n_jobs", 1, integer=True, strict=False)
         if self.solver not in SOLVERS:
             raise ParameterError(f"solver must be one of {', '.join(SOLVERS)}, got {self.solver!r}")
+        if self.device_pass_mb is not None:
+            number("device_pass_mb", 1, integer=True, strict=False)
+        for flag in ("device_resident", "device_lbfgs"):
+            if not isinstance(getattr(self, flag), bool | np.bool_):
+                raise ParameterError(f"{flag} must be True or False, got {getattr(self, flag)!r}")
 
     # ------------------------------------------------------------------ preparation (once per dataset)
     def prepare(self, X: NDArray[Any], y: NDArray[np.int64], n_classes: int) -> None:
@@ -266,7 +286,8 @@ class FastLogisticEnsemble(LinearEnsemble):
         if self.device_ != "cpu":
             from aflite.core.backends.torch import TorchFeatureStore
 
-            self._store = TorchFeatureStore(X, self._whitening, self.device_, self.storage, self.chunk_mb)
+            self._store = TorchFeatureStore(X, self._whitening, self.device_, self.storage, self.chunk_mb,
+                                            self.device_pass_mb)
         elif self.executor is not None:
             self._store = None
             self.executor.prepare(X, self._whitening, copy, self.chunk_mb)
@@ -335,6 +356,44 @@ class FastLogisticEnsemble(LinearEnsemble):
         self, rows: NDArray[np.intp], train_mask: NDArray[np.bool_], models: NDArray[np.intp] | None = None
     ) -> NDArray[np.integer[Any]]:
         start = time.perf_counter()
+        results = self._fit(rows, train_mask, models)
+        if self._on_device_preds():
+            from aflite.core.backends.torch import host_predictions
+
+            preds = np.concatenate([host_predictions(r.preds, self._k) for r in results], axis=1)
+        else:
+            preds = np.concatenate([r.preds for r in results], axis=1)
+        self.last_stats.seconds = time.perf_counter() - start
+        return preds
+
+    def _on_device_preds(self) -> bool:
+        """Whether the blocks leave their predictions on the device (the resident PyTorch modes)."""
+        return self.device_ != "cpu" and bool(self.device_resident or self.device_lbfgs)
+
+    def fit_score(
+        self, rows: NDArray[np.intp], train_mask: NDArray[np.bool_]
+    ) -> tuple[NDArray[np.int32], NDArray[np.int32]] | None:
+        """One phase's held-out counts per row of ``rows`` — how many models that held the row out predicted its
+        label, and how many held it out — without returning the (rows × models) predictions: computed where the
+        predictions are (the device, in the resident modes). None when this ensemble has no such path (the caller
+        then counts from :meth:`fit_predict`)."""
+        if not self._on_device_preds():
+            return None
+        start = time.perf_counter()
+        results = self._fit(rows, train_mask, None)
+        correct, held = results[0].counts  # type: ignore[misc]
+        for r in results[1:]:  # block by block: the predictions of all m models are never concatenated
+            correct, held = correct + r.counts[0], held + r.counts[1]  # type: ignore[index]
+        out = (correct.cpu().numpy().astype(np.int32), held.cpu().numpy().astype(np.int32))
+        self.last_stats.seconds = time.perf_counter() - start
+        return out
+
+    def _fit(
+        self, rows: NDArray[np.intp], train_mask: NDArray[np.bool_], models: NDArray[np.intp] | None
+    ) -> list[BlockResult]:
+        """Fit the partitions' models (all, or the columns ``models``) in blocks; keeps the solutions and the
+        statistics, returns the blocks' results (their predictions on the host, or on the device)."""
+        start = time.perf_counter()
         rows = np.asarray(rows)
         m_all = train_mask.shape[1]
         cols = np.arange(m_all) if models is None else np.asarray(models)
@@ -384,7 +443,6 @@ class FastLogisticEnsemble(LinearEnsemble):
         ]
         results = self._run_tasks(tasks, n)
         theta = np.concatenate([r.theta for r in results])
-        preds = np.concatenate([r.preds for r in results], axis=1)
         if models is None:
             self._coefs = theta
             self._coef0 = theta.mean(0)
@@ -401,13 +459,14 @@ class FastLogisticEnsemble(LinearEnsemble):
             time.perf_counter() - start, m, iters.tolist(), sum(r.converged for r in results),
             sum(r.passes for r in results), parts,
         )
-        return preds
+        return results
 
     def _run_tasks(self, tasks: list[BlockTask], n: int) -> list[BlockResult]:
         if self.device_ != "cpu":
             from aflite.core.backends.torch import fit_block_torch
 
-            return [fit_block_torch(self._store, t) for t in tasks]
+            return [fit_block_torch(self._store, t, resident=bool(self.device_resident),
+                                    lbfgs_on_device=bool(self.device_lbfgs)) for t in tasks]
         if self.executor is not None:
             return list(self.executor.map_blocks(tasks))
         from threadpoolctl import threadpool_limits

@@ -100,9 +100,13 @@ def scores_from_predictions(
     held = ~train_mask
     n_heldout = held.sum(1, dtype=np.int32)
     n_correct = ((preds == y[:, None]) & held).sum(1, dtype=np.int32)
+    return predictability_from_counts(n_correct, n_heldout), n_heldout, n_correct
+
+
+def predictability_from_counts(n_correct: NDArray[np.int32], n_heldout: NDArray[np.int32]) -> NDArray[np.float64]:
+    """p̃ = correct / held out, NaN where no partition held the row out."""
     with np.errstate(invalid="ignore", divide="ignore"):
-        p = np.where(n_heldout > 0, n_correct / np.maximum(n_heldout, 1), np.nan)
-    return p, n_heldout, n_correct
+        return np.where(n_heldout > 0, n_correct / np.maximum(n_heldout, 1), np.nan)
 
 
 def score_phase(
@@ -117,8 +121,13 @@ def score_phase(
     """One filtering phase on the rows ``rows`` of a prepared ensemble (see :func:`predictability`)."""
     start = time.perf_counter()
     mask = draw_partitions(len(rows), n_partitions, train_size, rng, None if groups is None else groups[rows])
-    preds = ensemble.fit_predict(rows, mask)
-    p, n_heldout, n_correct = scores_from_predictions(preds, y[rows], mask)
+    counts = ensemble.fit_score(rows, mask) if hasattr(ensemble, "fit_score") else None
+    if counts is None:
+        preds = ensemble.fit_predict(rows, mask)
+        p, n_heldout, n_correct = scores_from_predictions(preds, y[rows], mask)
+    else:  # counted where the predictions are (a GPU), the same integers
+        n_correct, n_heldout = counts
+        p = predictability_from_counts(n_correct, n_heldout)
     return PhaseScores(rows, p, n_heldout, n_correct, time.perf_counter() - start, mask.sum(0), mask)
 
 
