@@ -188,14 +188,10 @@ class FastLogisticEnsemble(LinearEnsemble):
     memory instead of a copy: the caller gives X up (its values are overwritten) and the peak memory drops by
     the size of X. The benchmark's complete filter, which generates X for the run alone, uses it.
 
-    On a PyTorch device (issue #31; opt-in, **not yet measured on a GPU**): ``device_resident`` keeps a phase
-    on the device (the mask goes up as booleans, predictions stay there and the phase's held-out counts come
-    back instead, :meth:`fit_score`; one transfer per objective evaluation) with the classic path's arithmetic:
-    on ``torch-cpu`` the same predictions and kept set, bit for bit. ``device_lbfgs`` also runs the batched
-    L-BFGS on the device (float64; same algorithm, reductions in another order: agreement within the
-    optimiser's tolerance). ``device_pass_mb`` sets the MiB of float32 features per chunk of a pass (default:
-    ``chunk_mb``); larger chunks are fewer, larger kernels, and change float32 sums within rounding. See
-    :mod:`aflite.core.backends.torch`.
+    On a PyTorch device, opt-in and **not yet measured on a GPU** (:mod:`aflite.core.backends.torch`):
+    ``device_resident`` keeps a phase on the device (on ``torch-cpu``: the classic path's results bit for bit;
+    :meth:`fit_score` returns its counts), ``device_lbfgs`` also runs the L-BFGS there (agreement within the
+    optimiser's tolerance), ``device_pass_mb`` sets the MiB of features per chunk of a pass (default ``chunk_mb``).
     """
 
     def __init__(
@@ -355,16 +351,12 @@ class FastLogisticEnsemble(LinearEnsemble):
     def fit_predict(
         self, rows: NDArray[np.intp], train_mask: NDArray[np.bool_], models: NDArray[np.intp] | None = None
     ) -> NDArray[np.integer[Any]]:
-        start = time.perf_counter()
         results = self._fit(rows, train_mask, models)
-        if self._on_device_preds():
-            from aflite.core.backends.torch import host_predictions
+        if not self._on_device_preds():
+            return np.concatenate([r.preds for r in results], axis=1)
+        from aflite.core.backends.torch import host_predictions
 
-            preds = np.concatenate([host_predictions(r.preds, self._k) for r in results], axis=1)
-        else:
-            preds = np.concatenate([r.preds for r in results], axis=1)
-        self.last_stats.seconds = time.perf_counter() - start
-        return preds
+        return np.concatenate([host_predictions(r.preds, self._k) for r in results], axis=1)
 
     def _on_device_preds(self) -> bool:
         """Whether the blocks leave their predictions on the device (the resident PyTorch modes)."""
@@ -373,20 +365,13 @@ class FastLogisticEnsemble(LinearEnsemble):
     def fit_score(
         self, rows: NDArray[np.intp], train_mask: NDArray[np.bool_]
     ) -> tuple[NDArray[np.int32], NDArray[np.int32]] | None:
-        """One phase's held-out counts per row of ``rows`` — how many models that held the row out predicted its
-        label, and how many held it out — without returning the (rows × models) predictions: computed where the
-        predictions are (the device, in the resident modes). None when this ensemble has no such path (the caller
-        then counts from :meth:`fit_predict`)."""
+        """A phase's counts per row (models holding it out that predicted its label; models holding it out) from
+        where the predictions are, a device in the resident modes; None elsewhere (count :meth:`fit_predict`'s)."""
         if not self._on_device_preds():
             return None
-        start = time.perf_counter()
-        results = self._fit(rows, train_mask, None)
-        correct, held = results[0].counts  # type: ignore[misc]
-        for r in results[1:]:  # block by block: the predictions of all m models are never concatenated
-            correct, held = correct + r.counts[0], held + r.counts[1]  # type: ignore[index]
-        out = (correct.cpu().numpy().astype(np.int32), held.cpu().numpy().astype(np.int32))
-        self.last_stats.seconds = time.perf_counter() - start
-        return out
+        from aflite.core.backends.torch import block_counts
+
+        return block_counts(self._fit(rows, train_mask, None))
 
     def _fit(
         self, rows: NDArray[np.intp], train_mask: NDArray[np.bool_], models: NDArray[np.intp] | None

@@ -41,7 +41,7 @@ from aflite.device import torch_module as _torch
 from aflite.errors import ParameterError
 
 __all__ = ["resolve_device", "TorchFeatureStore", "fit_block_torch", "run_block_device", "heldout_counts",
-           "host_predictions", "STORAGE_DTYPES"]
+           "host_predictions", "block_counts", "STORAGE_DTYPES"]
 
 STORAGE_DTYPES = ("float32", "bfloat16", "float16")
 LOGITS_MB = 256  # the default bound of one chunk's logits buffer (rows × K × models float32)
@@ -255,6 +255,14 @@ def heldout_counts(torch: Any, preds: Any, y: Any, mask: Any) -> tuple[Any, Any]
     return correct, held.sum(1, dtype=torch.int32)
 
 
+def block_counts(results: list[BlockResult]) -> tuple[NDArray[np.int32], NDArray[np.int32]]:
+    """The phase's counts per row (correct, held out), added up over the blocks on the device."""
+    correct, held = results[0].counts  # type: ignore[misc]
+    for r in results[1:]:
+        correct, held = correct + r.counts[0], held + r.counts[1]  # type: ignore[index]
+    return correct.cpu().numpy().astype(np.int32), held.cpu().numpy().astype(np.int32)
+
+
 def fit_block_torch(store: TorchFeatureStore, task: BlockTask, resident: bool = False,
                     lbfgs_on_device: bool = False) -> BlockResult:
     """Fit one block of partitions with the data passes on ``store``'s device (see the module docstring for the
@@ -289,7 +297,7 @@ class _DeviceOps(_TorchBlockOps):
         super().__init__(store, task, resident=True)
         self.reg = store.upload(task.reg)
 
-    def loss_grad(self, theta: Any, sel: Any) -> tuple[Any, Any]:  # type: ignore[override]
+    def loss_grad(self, theta: Any, sel: Any) -> tuple[Any, Any]:
         torch = self.torch
         K, d = self.K, self.d
         nm = len(sel)
