@@ -382,7 +382,7 @@ class FastLogisticEnsemble(LinearEnsemble):
         rows = np.asarray(rows)
         m_all = train_mask.shape[1]
         cols = np.arange(m_all) if models is None else np.asarray(models)
-        mask = train_mask[:, cols]
+        mask = train_mask if models is None else train_mask[:, cols]  # no copy of all m columns
         n, m = mask.shape
         K, d = self._k, self._dim
         t_b = mask.sum(0).astype(np.float64)

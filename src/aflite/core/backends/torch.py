@@ -106,7 +106,8 @@ class _TorchBlockOps:
         self.K, self.d = task.n_classes, store.whitening.dim
         n, b = task.mask.shape
         self.b = b
-        self.t_b = task.mask.sum(0).astype(np.float64)
+        if task.own_rows or not resident:  # (resident passes count them on the device)
+            self.t_b = task.mask.sum(0).astype(np.float64)
         self.y = store.upload(task.y) if resident else torch.from_numpy(task.y).to(self.dev)
         self.preds = torch.zeros((n, b), dtype=torch.int32, device=self.dev)
         # rows per chunk: bounded by the logits buffer (rows × K × models) as well as by the features
@@ -122,7 +123,7 @@ class _TorchBlockOps:
                 self.own.append((store.data[idx], self.y[idx]))
         elif resident:  # the same float32 division as below, on the device, from a quarter of the bytes
             self.mask = store.upload(task.mask)
-            self.weight = self.mask.to(torch.float32) / store.upload(self.t_b.astype(np.float32))
+            self.weight = self.mask.to(torch.float32) / self.mask.sum(0).to(torch.float32)
         else:
             w = task.mask.astype(np.float32) / self.t_b.astype(np.float32)
             self.weight = torch.from_numpy(w).to(self.dev)
