@@ -18,9 +18,8 @@ so the defaults keep the path measured in issue #31):
   model) never cross to the host; the same algorithm as :func:`aflite.core.solver.run_block`, its reductions in
   another order: predictions agree within the optimiser's tolerance, not bit for bit.
 
-``pass_mb`` sets the rows per chunk of a pass (default: the store's ``chunk_mb``, 64 MiB of float32): on a GPU
-larger chunks mean fewer, larger kernels; the float32 sums change with the chunking, so results agree within
-rounding, not bit for bit.
+``pass_mb``: MiB of float32 rows per chunk of a pass (default the store's ``chunk_mb``); larger chunks are fewer,
+larger kernels, and change the float32 sums within rounding.
 
 ``device="torch-cpu"`` runs this code on the CPU: that is how the GPU path is tested on machines without one.
 torch is an optional dependency (``pip install 'aflite[text]'``); nothing here imports it until it is used.
