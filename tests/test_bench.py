@@ -97,7 +97,7 @@ def test_bench_checks_real_features_before_any_work(tmp_path, capsys, monkeypatc
 def test_device_bench_runs_every_section_on_torch_cpu(tmp_path, monkeypatch, minilm_model_path):
     """The GPU benchmark's code, end to end on the CPU with a tiny BERT and tiny sizes: every section present and
     error-free, the resident filter keeps the classic set (bit for bit on one device), the JSON kept up to date."""
-    from test_audit import make_tiny_model
+    from tiny_models import make_tiny_model
 
     monkeypatch.setenv("AFLITE_NUM_THREADS", "1")  # tiny problems: torch's intra-op threads only wait on each other
 

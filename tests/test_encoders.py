@@ -13,7 +13,6 @@ from aflite.errors import InputError, ParameterError
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
-PIL = pytest.importorskip("PIL.Image")
 
 SHARED_DIGITS = Path(__file__).resolve().parents[2] / "shared" / "data" / "images" / "mnist_5k"
 
@@ -34,6 +33,7 @@ needs_effnet = pytest.mark.skipif(not _effnet_available(), reason="pip install a
 
 def square_images(folder: Path, n_per_class: int = 8, size: int = 24, seed: int = 0) -> tuple[list[str], np.ndarray]:
     """Class 0: a red square on black; class 1: a blue disc; positions and sizes vary (seeded)."""
+    PIL = pytest.importorskip("PIL.Image")  # here, not at the top: the text tests run without Pillow
     rng = np.random.default_rng(seed)
     paths, labels = [], []
     yy, xx = np.mgrid[:size, :size]
@@ -203,6 +203,7 @@ def test_efficientnet_imagenet_head_recognises_sample_photos() -> None:
     enc = ImageEncoder("efficientnet-lite0", device="cpu")
     from aflite.encoders import _square_resize
 
+    PIL = pytest.importorskip("PIL.Image")
     batch = np.stack([_square_resize(PIL.fromarray(im), 224) for im in imgs])
     x = (torch.from_numpy(batch).permute(0, 3, 1, 2).float() / 255 - 127 / 255) / (128 / 255)
     with torch.inference_mode():
@@ -270,8 +271,8 @@ TEXTS_B = [f"an animal {'is very ' * (i % 5)}outside" for i in range(41)]
 
 @pytest.fixture(scope="module")
 def tiny_text(tmp_path_factory: pytest.TempPathFactory, minilm_model_path: Path) -> Any:
-    """A random 2-layer BERT with MiniLM's tokenizer (test_audit's helper), loaded as a TextEncoder."""
-    from test_audit import make_tiny_model
+    """A random 2-layer BERT with MiniLM's tokenizer (tests/tiny_models.py), loaded as a TextEncoder."""
+    from tiny_models import make_tiny_model
 
     from aflite.encoders import TextEncoder
 
@@ -402,15 +403,10 @@ def test_batch_schedule_is_the_order_the_loop_used() -> None:
 
 
 # ------------------------------------------------------------------------- on a GPU (skipped without CUDA)
-def _cuda() -> None:
-    if not torch.cuda.is_available():
-        pytest.skip("no CUDA GPU")
-
-
+@pytest.mark.gpu
 def test_gpu_embeddings_float32_and_bfloat16(minilm_model_path: Path) -> None:
     """On the GPU: the float32 path agrees with the CPU's; the opt-in path (bfloat16, token budget, tokenized
     ahead, pinned uploads) agrees with the GPU's float32 rows at mean cosine >= 0.999, rows in order."""
-    _cuda()
     from aflite.encoders import TextEncoder, embed_items, embed_pairs
 
     cpu = TextEncoder(minilm_model_path, device="cpu")
@@ -425,9 +421,9 @@ def test_gpu_embeddings_float32_and_bfloat16(minilm_model_path: Path) -> None:
         assert out.dtype == np.float32 and cos.mean() >= 0.999 and cos.min() >= 0.99
 
 
+@pytest.mark.gpu
 def test_gpu_mixed_precision_fine_tuning(minilm_model_path: Path, tmp_path: Path) -> None:
-    _cuda()
-    from test_audit import make_tiny_model
+    from tiny_models import make_tiny_model
 
     from aflite.encoders import TextEncoder
 

@@ -154,18 +154,11 @@ def test_device_options_are_checked(bad):
 
 
 # ------------------------------------------------------------------------- on a GPU (skipped without CUDA)
-def _cuda() -> None:
-    import torch
-
-    if not torch.cuda.is_available():
-        pytest.skip("no CUDA GPU")
-
-
+@pytest.mark.gpu
 @pytest.mark.parametrize("kw", [{}, dict(device_resident=True), dict(device_lbfgs=True),
                                 dict(device_resident=True, device_pass_mb=1024)])
 @pytest.mark.parametrize("n_classes", [3, 20])
 def test_gpu_modes_agree_with_torch_cpu(kw, n_classes):
-    _cuda()
     X, y = anisotropic(3000, 24, n_classes, seed=9)
     mask = draw_partitions(len(y), 8, 600, np.random.default_rng(9))
     rows = np.arange(len(y))
@@ -186,8 +179,8 @@ def test_gpu_modes_agree_with_torch_cpu(kw, n_classes):
         assert np.array_equal(correct, ((pg == y[:, None]) & held).sum(1))  # one device: the same kernels
 
 
+@pytest.mark.gpu
 def test_gpu_filter_in_the_resident_mode_keeps_the_classic_set():
-    _cuda()
     X, y = anisotropic(3000, 16, 3, seed=10)
     params = dict(n_partitions=8, train_size=0.3, slice_size=0.05, target_size=0.5, random_state=2)
     a = AFLite(**params, device="cuda").fit(X, y)
