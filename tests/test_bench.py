@@ -112,7 +112,8 @@ def test_device_bench_runs_every_section_on_torch_cpu(tmp_path, monkeypatch, min
         assert "error" not in res[section], res[section]
     assert set(res["roofline"]["tflops"]) == {"float32", "bfloat16", "float16"}
     modes = res["phi"]["modes"]
-    assert set(modes) == {"float32", "float32_pipelined", "bfloat16_pipelined", "float16_pipelined"}
+    assert set(modes) == {"float32", "float32_pipelined", "bfloat16_pipelined", "float16_pipelined",
+                          "bfloat16_pipelined_budget4x"}
     assert modes["float32_pipelined"]["cosine_to_float32"]["min"] > 0.99999
     assert modes["bfloat16_pipelined"]["cosine_to_float32"]["mean"] > 0.99
     runs = res["filter"]["runs"]
