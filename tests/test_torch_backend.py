@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 import pytest
 
@@ -186,3 +188,34 @@ def test_gpu_filter_in_the_resident_mode_keeps_the_classic_set():
     a = AFLite(**params, device="cuda").fit(X, y)
     b = AFLite(**params, model=FastLogisticEnsemble(device="cuda", device_resident=True)).fit(X, y)
     assert np.array_equal(a.keep_mask_, b.keep_mask_)  # the same kernels in the same order on one device
+
+
+def test_next_partitions_drawn_ahead_are_the_ones_drawn_in_line(monkeypatch):
+    """A resident device ensemble lets the filter draw phase j+1's partitions while phase j fits: every phase after
+    the first takes them, and the run is the classic run (resumed half-way too)."""
+    from aflite.core import filter as F
+
+    made = []
+    real = F._NextPartitions
+
+    class Spy(real):
+        def __init__(self, *a, **kw):
+            super().__init__(*a, **kw)
+            made.append(self)
+
+    monkeypatch.setattr(F, "_NextPartitions", Spy)
+    X, y = anisotropic(600, 6, 3, seed=11)
+    params = dict(n_partitions=4, train_size=0.3, slice_size=0.05, target_size=0.7, random_state=3)
+    ref = AFLite(**params, device="torch-cpu").fit(X, y)
+    assert not made  # the classic path: the host is busy with the phase itself
+    b = AFLite(**params, model=FastLogisticEnsemble(device="torch-cpu", device_resident=True)).fit(X, y)
+    assert len(made) == 1 and made[0].used == b.n_iterations_ - 1 >= 3
+    same = ("iteration", "size_before", "n_removed", "n_eligible", "p_mean", "model_iterations")  # all but seconds
+    assert np.array_equal(ref.keep_mask_, b.keep_mask_)
+    assert [[getattr(r, k) for k in same] for r in ref.history_] == [[getattr(r, k) for k in same] for r in b.history_]
+    states = []
+    AFLite(**params, max_iterations=2, model=FastLogisticEnsemble(device="torch-cpu", device_resident=True)).fit(
+        X, y, callback=lambda rec, st: states.append(copy.deepcopy(st)))  # as a checkpoint would save it
+    resumed = AFLite(**params, model=FastLogisticEnsemble(device="torch-cpu", device_resident=True)).fit(
+        X, y, resume=states[-1])
+    assert np.array_equal(resumed.keep_mask_, ref.keep_mask_)

@@ -362,6 +362,12 @@ class FastLogisticEnsemble(LinearEnsemble):
         """Whether the blocks leave their predictions on the device (the resident PyTorch modes)."""
         return self.device_ != "cpu" and bool(self.device_resident or self.device_lbfgs)
 
+    @property
+    def host_waits(self) -> bool:
+        """True when a phase's fit leaves the host mostly waiting on a device (the resident modes), so that the
+        filter may draw the next phase's partitions meanwhile; the numpy path uses every core itself."""
+        return getattr(self, "device_", "cpu") != "cpu" and self._on_device_preds()
+
     def fit_score(
         self, rows: NDArray[np.intp], train_mask: NDArray[np.bool_]
     ) -> tuple[NDArray[np.int32], NDArray[np.int32]] | None:

@@ -117,10 +117,14 @@ def score_phase(
     train_size: int,
     rng: np.random.Generator,
     groups: NDArray[np.int64] | None = None,
+    mask: NDArray[np.bool_] | None = None,
 ) -> PhaseScores:
-    """One filtering phase on the rows ``rows`` of a prepared ensemble (see :func:`predictability`)."""
+    """One filtering phase on the rows ``rows`` of a prepared ensemble (see :func:`predictability`); ``mask``: the
+    partitions, when they were drawn from ``rng`` already (:class:`aflite.core.filter.AFLite` draws the next phase's
+    while a device fits this one)."""
     start = time.perf_counter()
-    mask = draw_partitions(len(rows), n_partitions, train_size, rng, None if groups is None else groups[rows])
+    if mask is None:
+        mask = draw_partitions(len(rows), n_partitions, train_size, rng, None if groups is None else groups[rows])
     counts = ensemble.fit_score(rows, mask) if hasattr(ensemble, "fit_score") else None
     if counts is None:
         preds = ensemble.fit_predict(rows, mask)
