@@ -250,10 +250,29 @@ def select_slice(
     if strategy == "gumbel":
         with np.errstate(divide="ignore"):
             key = np.log(p[eligible]) + rng.gumbel(size=n_eligible)
-        order = np.lexsort((tie[eligible], -key))
     else:
-        order = np.lexsort((tie[eligible], -p[eligible]))
-    return eligible[order[:take]], n_eligible
+        key = p[eligible]
+    return eligible[lexsort_top(key, tie[eligible], take)], n_eligible
+
+
+def lexsort_top(key: NDArray[np.float64], tie: NDArray[np.float64], take: int) -> NDArray[np.intp]:
+    """``np.lexsort((tie, -key))[:take]`` — positions by ``key`` descending, then ``tie`` ascending, then position —
+    without sorting them all: the ``take``-th largest key is found by partition, only the rows at or above it are
+    ordered. Measured 0.42 s for lexsort on 536,610 eligible rows (SNLI-sized phase, a loaded 2-core host), once
+    per phase; the same positions in the same order (tests)."""
+    n = len(key)
+    if take * 8 >= n:  # most of them: sorting all is as cheap
+        return np.lexsort((tie, -key))[:take]
+    v = np.partition(key, n - take)[n - take]  # the take-th largest key
+    above = np.flatnonzero(key > v)
+    at = np.flatnonzero(key == v)  # in position order
+    r = take - len(above)  # how many of the rows at v are taken: the smallest (tie, position)
+    if r < len(at):
+        tv = np.partition(tie[at], r - 1)[r - 1]
+        below = at[tie[at] < tv]
+        at = np.concatenate([below, at[tie[at] == tv][: r - len(below)]])
+    sel = np.concatenate([above, at])
+    return sel[np.lexsort((sel, tie[sel], -key[sel]))]
 
 
 def seed_from(random_state: Any) -> int:
