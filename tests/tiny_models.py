@@ -12,7 +12,7 @@ def make_tiny_model(folder: Path) -> Path:
     """A randomly initialised 2-layer BERT with MiniLM's tokenizer (fast to fine-tune in tests)."""
     import transformers
 
-    from aflite.features import default_model_path
+    from aflite.device import default_model_path
 
     src = default_model_path()
     folder.mkdir(parents=True, exist_ok=True)

@@ -33,14 +33,15 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from aflite.core.solver import BlockResult, BlockTask, Whitening, chunk_rows, pred_dtype, run_block, shrink_positions
-from aflite.device import resolve_device as resolve_device  # the one resolver
+from aflite.core.blocks import BlockResult, BlockTask
+from aflite.core.solver import run_block
+from aflite.core.store import Whitening, chunk_rows, pred_dtype, shrink_positions
 from aflite.device import torch_device as _torch_device
 from aflite.device import torch_module as _torch
 from aflite.errors import ParameterError
 
-__all__ = ["resolve_device", "TorchFeatureStore", "fit_block_torch", "run_block_device", "heldout_counts",
-           "host_predictions", "block_counts", "STORAGE_DTYPES"]
+__all__ = ["TorchFeatureStore", "fit_block_torch", "STORAGE_DTYPES", "run_block_device", "heldout_counts",
+           "host_predictions", "block_counts"]
 
 STORAGE_DTYPES = ("float32", "bfloat16", "float16")
 LOGITS_MB = 256  # the default bound of one chunk's logits buffer (rows × K × models float32)
@@ -241,10 +242,9 @@ class _TorchBlockOps:
 
 
 def host_predictions(preds: Any, n_classes: int) -> NDArray[np.integer[Any]]:
-    """Device predictions as the host's compact integer array (:func:`aflite.core.solver.pred_dtype`)."""
-    if isinstance(preds, np.ndarray):
-        return preds.astype(pred_dtype(n_classes), copy=False)
-    return np.asarray(preds.cpu().numpy()).astype(pred_dtype(n_classes))
+    """Device predictions (or host ones) as the host's compact integer array (:func:`pred_dtype`)."""
+    host = preds if isinstance(preds, np.ndarray) else preds.cpu().numpy()
+    return np.asarray(host).astype(pred_dtype(n_classes), copy=False)
 
 
 def heldout_counts(torch: Any, preds: Any, y: Any, mask: Any) -> tuple[Any, Any]:
