@@ -20,7 +20,7 @@ from typing import Any
 
 from aflite.errors import ParameterError
 
-__all__ = ["resolve_device", "torch_device", "torch_module", "import_torch", "default_model_path",
+__all__ = ["resolve_device", "ensemble_device", "torch_device", "torch_module", "import_torch", "default_model_path",
            "resolve_model_folder", "resolve_model_path", "DEVICE_HELP", "PRECISIONS", "check_precision", "autocast",
            "pin_batch", "to_device"]
 
@@ -58,6 +58,18 @@ def resolve_device(device: str | None = "auto") -> str:
             raise ParameterError(f"device {device!r}: PyTorch sees {torch.cuda.device_count()} GPU(s)")
         return device
     raise ParameterError(f"unknown device {device!r}: use auto, cpu, cuda or cuda:N")
+
+
+def ensemble_device(device: str | None, executor: Any = None) -> str:
+    """Where the fast ensemble runs: :func:`resolve_device`, except with a cluster (``executor``), whose workers run
+    the numpy path: ``auto`` then means the CPU (on a GPU machine it used to pick the GPU and leave the cluster
+    idle), and a GPU device with a cluster is refused."""
+    if executor is None:
+        return resolve_device(device)
+    if device in (None, "auto", "cpu"):
+        return "cpu"
+    raise ParameterError(f"device={device!r} with a cluster: the cluster's workers run the CPU path "
+                         "(use device cpu or auto, or no cluster)")
 
 
 def torch_device(device: str | None = "auto") -> str:

@@ -268,8 +268,6 @@ class FastLogisticEnsemble(LinearEnsemble):
     # ------------------------------------------------------------------ preparation (once per dataset)
     def prepare(self, X: NDArray[Any], y: NDArray[np.int64], n_classes: int) -> None:
         """Whiten X once (centre, rotate onto the covariance eigenbasis, unit variance) and set up the store."""
-        from aflite.device import resolve_device
-
         self._check_params()
         t0 = time.perf_counter()
         self._y = np.asarray(y, dtype=np.int64)
@@ -277,7 +275,9 @@ class FastLogisticEnsemble(LinearEnsemble):
         self._whitening = fit_whitening(X, self.chunk_mb, self.n_jobs)
         self._dim = self._whitening.dim
         self._penalty = self._whitening.penalty
-        self.device_ = resolve_device(self.device)
+        from aflite.device import ensemble_device
+
+        self.device_ = ensemble_device(self.device, self.executor)
         copy = X.shape[0] * self._dim * 4 <= self.max_copy_gb * (1 << 30)
         if self.device_ != "cpu":
             from aflite.core.backends.torch import TorchFeatureStore
@@ -358,19 +358,15 @@ class FastLogisticEnsemble(LinearEnsemble):
 
         return np.concatenate([host_predictions(r.preds, self._k) for r in results], axis=1)
 
-    def _on_device_preds(self) -> bool:
-        """Whether the blocks leave their predictions on the device (the resident PyTorch modes)."""
+    def _on_device_preds(self) -> bool:  # the blocks leave their predictions on the device (resident modes)
         return self.device_ != "cpu" and bool(self.device_resident or self.device_lbfgs)
 
     @property
     def host_waits(self) -> bool:
-        """True when a phase's fit leaves the host mostly waiting on a device (the resident modes), so that the
-        filter may draw the next phase's partitions meanwhile; the numpy path uses every core itself."""
+        """A phase's fit leaves the host waiting on a device (resident modes): the filter draws ahead meanwhile."""
         return getattr(self, "device_", "cpu") != "cpu" and self._on_device_preds()
 
-    def fit_score(
-        self, rows: NDArray[np.intp], train_mask: NDArray[np.bool_]
-    ) -> tuple[NDArray[np.int32], NDArray[np.int32]] | None:
+    def fit_score(self, rows: NDArray[np.intp], train_mask: NDArray[np.bool_]) -> tuple[Any, Any] | None:
         """A phase's counts per row (models holding it out that predicted its label; models holding it out) from
         where the predictions are, a device in the resident modes; None elsewhere (count :meth:`fit_predict`'s)."""
         if not self._on_device_preds():
