@@ -307,17 +307,19 @@ def fit_classifier(
 
     def prepare(idx: np.ndarray) -> Any:  # host work: padding / decoding (a worker thread with cfg.prefetch)
         batch_items = [items[i] for i in idx]
-        if host_collate is None:
-            return encoder.collate(batch_items)
+        rows = torch.from_numpy(np.ascontiguousarray(idx))  # pinned too: an upload from pageable memory waits
+        if host_collate is None:  # for the device's queue to drain
+            return encoder.collate(batch_items), rows
         batch = host_collate(batch_items)
-        return pin_batch(batch) if cuda else batch
+        return (pin_batch(batch), pin_batch(rows)) if cuda else (batch, rows)
 
     def batch_loss_mixed(idx: np.ndarray, prepared: Any) -> Any:
-        batch = to_device(prepared, encoder.device) if host_collate is not None else prepared
+        batch, rows = prepared
+        batch = to_device(batch, encoder.device) if host_collate is not None else batch
         with autocast(torch, encoder.device, cfg.precision):
             pooled = encoder.pooled(batch)  # float32 (pooled in float32 after the network's forward pass)
         logits = head(pooled.float())
-        return torch.nn.functional.cross_entropy(logits, labels[torch.from_numpy(idx).to(encoder.device)])
+        return torch.nn.functional.cross_entropy(logits, labels[to_device(rows, encoder.device)])
 
     result = train(model, batch_loss_mixed, len(items), cfg, desc=desc, show_progress=show_progress,
                    prepare=prepare)
