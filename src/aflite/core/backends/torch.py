@@ -93,10 +93,8 @@ class TorchFeatureStore:
 
 
 class _TorchBlockOps:
-    """Objective, gradient and predictions of one block's models, computed on the store's device.
-
-    ``resident``: see the module docstring (the mask goes up as booleans, predictions stay on the device, one
-    transfer per evaluation); the arithmetic is the same either way."""
+    """Objective, gradient and predictions of one block's models on the store's device (``resident``: see the
+    module docstring; the arithmetic is the same either way)."""
 
     def __init__(self, store: TorchFeatureStore, task: BlockTask, resident: bool = False) -> None:
         torch = store.torch
@@ -173,13 +171,17 @@ class _TorchBlockOps:
         loss = 0.5 * (r * Wd * Wd).sum((1, 2))
         if task.own_rows:
             parts = []
+            if self.resident:  # every model's weights in one upload (one from pageable memory per model would wait)
+                Ws = self.store.upload(np.ascontiguousarray(theta[:, :d, :], dtype=np.float32))
+                bs = self.store.upload(np.ascontiguousarray(theta[:, d, :], dtype=np.float32))
             for i, j in enumerate(sel):
+                if self.resident:  # kept on the device: one transfer for the whole block below
+                    li, gw, gb = self._own_model(int(j), Ws[i], bs[i][:, None])
+                    parts.append(torch.cat([li, gw.reshape(-1), gb.reshape(-1)]))
+                    continue
                 W = torch.from_numpy(np.ascontiguousarray(theta[i, :d, :], dtype=np.float32)).to(self.dev)
                 b = torch.from_numpy(theta[i, d, :].astype(np.float32)[:, None]).to(self.dev)
                 li, gw, gb = self._own_model(int(j), W, b)
-                if self.resident:  # kept on the device: one transfer for the whole block below
-                    parts.append(torch.cat([li, gw.reshape(-1), gb.reshape(-1)]))
-                    continue
                 loss[i] += float(li.item())
                 g[i, :d, :] = gw.cpu().numpy() + r[i] * Wd[i]
                 g[i, d, :] = gb.cpu().numpy()[:, 0]
@@ -219,20 +221,24 @@ class _TorchBlockOps:
         g[:, d, :] = grad_bh.reshape(K, nm).T
         return loss, g
 
+    def _predict_all(self, W: Any, b: Any) -> Any:
+        """Predicted classes of every row for the models of ``W`` (d, K·nm) and ``b`` (K, nm), on the device."""
+        for r0 in range(0, len(self.store), self.step):
+            A = self.store.data[r0 : r0 + self.step].float()
+            z = (A @ W).view(len(A), self.K, b.shape[1]) + b
+            self.preds[r0 : r0 + len(A)] = z.argmax(1).to(self.torch.int32)
+        return self.preds
+
     def _device_predictions(self, theta: NDArray[np.float64]) -> Any:
         """Predicted classes of every row for every model, as an int32 tensor on the device."""
-        torch = self.torch
         K, d = self.K, self.d
         if self.task.own_rows:
             nm = theta.shape[0]
-            W = torch.from_numpy(
+            W = self.torch.from_numpy(
                 np.ascontiguousarray(theta[:, :d, :].transpose(1, 2, 0).reshape(d, K * nm), dtype=np.float32)
             ).to(self.dev)
-            b = torch.from_numpy(np.ascontiguousarray(theta[:, d, :].T, dtype=np.float32)).to(self.dev)
-            for r0 in range(0, len(self.store), self.step):
-                A = self.store.data[r0 : r0 + self.step].float()
-                z = (A @ W).view(len(A), K, nm) + b
-                self.preds[r0 : r0 + len(A)] = z.argmax(1).to(torch.int32)
+            return self._predict_all(W, self.torch.from_numpy(np.ascontiguousarray(theta[:, d, :].T,
+                                                                                   dtype=np.float32)).to(self.dev))
         return self.preds
 
     def predictions(self, theta: NDArray[np.float64]) -> Any:
@@ -337,16 +343,10 @@ class _DeviceOps(_TorchBlockOps):
         return loss + lt, g
 
     def predictions(self, theta: Any) -> Any:
-        torch = self.torch
         K, d = self.K, self.d
         if self.task.own_rows:
-            nm = theta.shape[0]
-            W = theta[:, :d, :].permute(1, 2, 0).reshape(d, K * nm).float()
-            b = theta[:, d, :].T.float().contiguous()
-            for r0 in range(0, len(self.store), self.step):
-                A = self.store.data[r0 : r0 + self.step].float()
-                z = (A @ W).view(len(A), K, nm) + b
-                self.preds[r0 : r0 + len(A)] = z.argmax(1).to(torch.int32)
+            W = theta[:, :d, :].permute(1, 2, 0).reshape(d, K * theta.shape[0]).float()
+            return self._predict_all(W, theta[:, d, :].T.float().contiguous())
         return self.preds
 
 
