@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Issue #31's GPU check, in one device call of under 8 minutes. Run from the checkout's root on a machine with a
 # CUDA GPU, after `python benchmarks/prepare_gpu_carry.py` built gpu_carry/ (the fp16-stored MiniLM and SNLI
-# train_100k; the device tool carries it: carry=["gpu_carry"]). Writes under $OUT (default ./gpu_check_out):
+# train_100k; the device tool carries it: carry=["gpu_carry"]). Writes under $OUT (default a new temporary folder):
 #   env.txt                  the card, driver, Python packages, CPU count
 #   gpu_tests.txt/.xml       the GPU-marked tests and the thread-policy tests (the 16-core machine's KeyError)
 #   bench/device_bench.json  `aflite bench --device cuda`, rewritten after every section (a cut run keeps them)
@@ -11,7 +11,7 @@
 # Every figure is measured with the fp16-rounded MiniLM weights of gpu_carry (say so next to it).
 # A dry run on a CPU: GPU_CHECK_DEVICE=torch-cpu GPU_CHECK_TINY=1 GPU_CHECK_SECONDS=200 bash benchmarks/gpu_check.sh
 set -u
-OUT=${OUT:-$PWD/gpu_check_out}
+OUT=${OUT:-$(mktemp -d -t gpu_check.XXXXXX)}
 mkdir -p "$OUT"
 START=$(date +%s)
 BUDGET=${GPU_CHECK_SECONDS:-465}
