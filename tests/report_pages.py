@@ -98,7 +98,7 @@ def make_evaluate_finetuned(tmp: Path, run_dir: Path) -> Path:
     """A real ``aflite evaluate`` folder with a fine-tuned model (a tiny random BERT, seeded) on the run's dataset:
     a learning-rate check of two candidates, then D, one random subset and D(Φ) trained for a few steps each."""
     import torch
-    from test_audit import make_tiny_model
+    from tiny_models import make_tiny_model
 
     from aflite.evaluate import FinetuneOptions
     from aflite.runs.evaluate import evaluate

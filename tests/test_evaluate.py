@@ -167,7 +167,7 @@ def test_finetune_capped_one_step(snli_run):
 @pytest.fixture(scope="module")
 def tiny_bert(tmp_path_factory):
     torch = pytest.importorskip("torch")
-    from test_audit import make_tiny_model
+    from tiny_models import make_tiny_model
 
     torch.manual_seed(0)
     return make_tiny_model(tmp_path_factory.mktemp("tiny") / "bert")

@@ -30,7 +30,7 @@ def planted(n: int = 240, seed: int = 0) -> tuple[list[str], list[str], np.ndarr
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory: pytest.TempPathFactory) -> Path:
     torch = pytest.importorskip("torch")
-    from test_audit import make_tiny_model
+    from tiny_models import make_tiny_model
 
     torch.manual_seed(0)  # the tiny model's random weights (5 epochs learn the planted words from 4 of 4 inits)
     return make_tiny_model(tmp_path_factory.mktemp("lr") / "bert")

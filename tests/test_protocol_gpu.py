@@ -19,7 +19,7 @@ DATA = ROOT.parent / "shared" / "data"
 @pytest.fixture(scope="module")
 def tiny_bert(tmp_path_factory: pytest.TempPathFactory) -> Path:
     torch = pytest.importorskip("torch")
-    from test_audit import make_tiny_model
+    from tiny_models import make_tiny_model
 
     torch.manual_seed(0)
     return make_tiny_model(tmp_path_factory.mktemp("proto") / "bert")

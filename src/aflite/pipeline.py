@@ -377,11 +377,12 @@ def filter_files(
     if len(np.unique(id_arr)) != len(id_arr):
         raise InputError(f"{ids}: ids are not unique")
     af = aflite if aflite is not None else AFLite()
-    from aflite.device import resolve_device
+    from aflite.device import ensemble_device
     from aflite.runs.shards import use_cluster
 
+    on = ensemble_device(af.device, af.executor or cluster) if af.model == "logistic" else "cpu"  # as the fit will
     info = {"inputs": {"features": str(features), "labels": str(labels), "ids": None if ids is None else str(ids)},
-            "device": resolve_device(af.device) if af.model == "logistic" else "cpu", **(extra or {})}
+            "device": on, **(extra or {})}
     # where the partitions were fitted: an executor's type, a scheduler address, or None (this process)
     info.setdefault("cluster", type(cluster).__name__ if cluster is not None and not isinstance(cluster, str)
                     else cluster or None)

@@ -231,10 +231,33 @@ class AFLite(BaseEstimator):
             if len(state.keep) != n:
                 raise InputError(f"checkpoint is for {len(state.keep)} instances, the data has {n}")
             ens.set_state(state.ensemble_state)
-        m, t, k = params["n_partitions"], params["train_size"], params["slice_size"]
-        target, tau = params["target_size"], params["threshold"]
         incremental = self.strategy == "greedy" and ga is None
         self._keep_first_phase(None, Xa, codes, np.arange(n), None, state)  # None until phase 0 runs in this call
+        ahead = None
+        if getattr(ens, "host_waits", False) and ga is None and not incremental:
+            ahead = _NextPartitions(seed, params["n_partitions"], params["train_size"])
+        try:
+            self._phases(ens, Xa, codes, ga, state, params, seed, incremental, ahead, callback)
+        finally:
+            if ahead is not None:
+                ahead.close()
+        self.state_ = state
+        self.keep_mask_ = state.keep
+        self.predictability_ = state.predictability
+        self.removed_at_ = state.removed_at
+        self.history_ = state.history
+        self.stop_reason_ = state.stop_reason
+        self.n_iterations_ = state.iteration
+        return self
+
+    def _phases(
+        self, ens: LinearEnsemble, Xa: Any, codes: NDArray[np.int64], ga: NDArray[np.int64] | None,
+        state: FilterState, params: dict[str, Any], seed: int, incremental: bool, ahead: _NextPartitions | None,
+        callback: Callable[[IterationRecord, FilterState], None] | None,
+    ) -> None:
+        """The phases of Algorithm 1 until a stopping rule holds (``state`` is updated in place)."""
+        m, t, k = params["n_partitions"], params["train_size"], params["slice_size"]
+        target, tau = params["target_size"], params["threshold"]
         while state.stop_reason is None:
             size = int(state.keep.sum())
             if size <= target:
@@ -244,12 +267,14 @@ class AFLite(BaseEstimator):
                 state.stop_reason = f"max_iterations={self.max_iterations} reached"
                 break
             j = state.iteration
-            rng = np.random.default_rng([seed, j])
             rows = np.flatnonzero(state.keep)
+            rng, mask = ahead.take(j, len(rows)) if ahead is not None else (np.random.default_rng([seed, j]), None)
+            if ahead is not None and size - min(k, size - target) > target:  # the next phase if all k go
+                ahead.start(j + 1, size - min(k, size - target))
             if incremental:
                 scores = self._greedy_scores(ens, codes, rows, state, m, t, rng)
             else:
-                scores = score_phase(ens, codes, rows, m, t, rng, ga)
+                scores = score_phase(ens, codes, rows, m, t, rng, ga, mask=mask)
             p = scores.predictability
             state.predictability[rows] = p
             if j == 0:
@@ -287,14 +312,6 @@ class AFLite(BaseEstimator):
             state.ensemble_state = ens.get_state()
             if callback is not None:
                 callback(record, state)
-        self.state_ = state
-        self.keep_mask_ = state.keep
-        self.predictability_ = state.predictability
-        self.removed_at_ = state.removed_at
-        self.history_ = state.history
-        self.stop_reason_ = state.stop_reason
-        self.n_iterations_ = state.iteration
-        return self
 
     def _keep_first_phase(
         self, ens: LinearEnsemble | None, X: Any, codes: NDArray[np.int64], rows: NDArray[np.intp],
@@ -359,3 +376,38 @@ class AFLite(BaseEstimator):
     def fit_transform(self, X: ArrayLike, y: ArrayLike, groups: ArrayLike | None = None) -> NDArray[np.intp]:
         """Fit and return the indices of the kept instances (D(Φ))."""
         return np.flatnonzero(self.fit(X, y, groups).keep_mask_)
+
+
+class _NextPartitions:
+    """The next phase's partitions, drawn in a worker thread while a device fits this phase's (its host would only
+    wait). Phase j draws from its own generator ``default_rng([seed, j])`` and, without groups, its partitions depend
+    on |S| alone: they are drawn for |S| minus a full slice and used when the phase did remove a full slice, else
+    drawn again in line. Either way a phase gets the partitions, and the generator state after them, that the
+    loop would have drawn itself (the same run, bit for bit)."""
+
+    def __init__(self, seed: int, n_partitions: int, train_size: int) -> None:
+        from concurrent.futures import ThreadPoolExecutor
+
+        self.seed, self.m, self.t = seed, n_partitions, train_size
+        self.pool = ThreadPoolExecutor(1)
+        self.pending: tuple[int, int, Any] | None = None
+        self.used = 0  # phases that took a draw made ahead (for tests and diagnostics)
+
+    def start(self, j: int, n_rows: int) -> None:
+        def draw() -> tuple[np.random.Generator, NDArray[np.bool_]]:
+            rng = np.random.default_rng([self.seed, j])
+            return rng, draw_partitions(n_rows, self.m, self.t, rng)
+
+        if self.t < n_rows:
+            self.pending = (j, n_rows, self.pool.submit(draw))
+
+    def take(self, j: int, n_rows: int) -> tuple[np.random.Generator, NDArray[np.bool_] | None]:
+        pending, self.pending = self.pending, None
+        if pending is not None and pending[:2] == (j, n_rows):
+            self.used += 1
+            rng, mask = pending[2].result()
+            return rng, mask
+        return np.random.default_rng([self.seed, j]), None
+
+    def close(self) -> None:
+        self.pool.shutdown(wait=True, cancel_futures=True)

@@ -11,7 +11,7 @@ import numpy as np
 
 from aflite.device import import_torch
 from aflite.errors import ParameterError
-from aflite.features.base import BackendEncoder, progress_bar
+from aflite.features.base import BackendEncoder, check_gpu_options, precision_option, progress_bar
 
 if TYPE_CHECKING:  # pragma: no cover
     from tqdm import tqdm as Tqdm
@@ -25,7 +25,11 @@ class ImageFeaturizer(BackendEncoder):
 
     ``backend``: torch, onnx (fp32) or onnx-int8 (static, calibrated on :meth:`fit`'s images or else on the first
     images transformed) through ONNX Runtime (:mod:`aflite.features.onnx_images`); None/auto picks the model's
-    measured CPU default (``IMAGE_CPU_DEFAULTS``), torch on a GPU."""
+    measured CPU default (``IMAGE_CPU_DEFAULTS``), torch on a GPU.
+
+    For a GPU (opt-in, **not yet measured on one**; torch backend): ``precision`` ``bfloat16``/``float16``
+    (autocast, pooling in float32; part of the cache key) and ``pipelined`` (images decoded by worker threads ahead
+    of the device, embeddings brought back in large blocks): see :mod:`aflite.encoders`."""
 
     resumable = True
 
@@ -41,6 +45,8 @@ class ImageFeaturizer(BackendEncoder):
         show_progress: bool = True,
         backend: str | None = None,
         export_dir: str | os.PathLike[str] | None = None,
+        precision: str | None = None,
+        pipelined: bool = False,
     ) -> None:
         # scikit-learn convention: store the arguments as given; _validate (called by transform) checks them
         self.name = model
@@ -54,6 +60,8 @@ class ImageFeaturizer(BackendEncoder):
         self.show_progress = show_progress
         self.backend = backend  # torch, onnx, onnx-int8, or None/auto
         self.export_dir = export_dir  # where ONNX exports are cached (featurize sets <cache>/onnx)
+        self.precision = precision  # None/float32, bfloat16, float16 (torch backend)
+        self.pipelined = pipelined
         self._encoder: Any = None
         self._resolved: str | None = None
         self._runner: Any = None
@@ -70,6 +78,7 @@ class ImageFeaturizer(BackendEncoder):
         if self.batch_size < 1:
             raise ParameterError(f"batch_size must be >= 1, got {self.batch_size}")
         self.resolved_backend()
+        check_gpu_options(self)
 
     def resolved_backend(self) -> str:
         """The backend this featurizer encodes with (features.onnx_backend.resolve_backend, per-model default)."""
@@ -86,7 +95,7 @@ class ImageFeaturizer(BackendEncoder):
                                 "image_size": self.image_size, "pretrained": self.pretrained}
         if self.resolved_backend() != "torch":  # torch keeps its cache keys from before backends existed
             opts["backend"] = self.resolved_backend()
-        return opts
+        return opts | precision_option(self)
 
     def encoder(self) -> Any:
         if self._encoder is None:
@@ -128,7 +137,8 @@ class ImageFeaturizer(BackendEncoder):
         try:
             if self.resolved_backend() != "torch":
                 return self._runner_for(enc, refs).embed(enc, refs, batch_size=self.batch_size, progress=bar)
-            return embed_items(enc, refs, batch_size=self.batch_size, progress=bar)
+            return embed_items(enc, refs, batch_size=self.batch_size, progress=bar,
+                               precision=check_gpu_options(self), pipelined=bool(self.pipelined))
         finally:
             if own and bar is not None:
                 bar.close()
