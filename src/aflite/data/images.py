@@ -41,7 +41,6 @@ from aflite.errors import InputError, ParameterError
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".gif", ".webp", ".tif", ".tiff", ".ppm", ".pgm")
 PATH_COLUMNS = ("path", "image_path", "image", "file", "filename", "filepath", "img")
-IMAGE_FEATURIZERS = ("efficientnet-lite0", "hf-image")
 _HF_PREFIX = "hf:"
 
 
@@ -201,7 +200,7 @@ def _select(ds: Dataset, rows: np.ndarray) -> Dataset:
 
 
 def _load_folder(p: Path) -> Dataset:
-    from aflite.data import SourceInfo, TextDataset
+    from aflite.data.text import SourceInfo, TextDataset
 
     refs: list[str] = []
     labels: list[str] = []
@@ -261,7 +260,7 @@ def _pick(columns: list[str], given: str | None, candidates: Sequence[str], what
 
 
 def _load_table(p: Path, path_column: str | None, label_column: str | None, id_column: str | None) -> Dataset:
-    from aflite.data import load_dataset
+    from aflite.data.text import load_dataset
 
     cols = _table_columns(p)
     pcol = _pick(cols, path_column, PATH_COLUMNS, "path", p)
@@ -284,8 +283,8 @@ def _load_table(p: Path, path_column: str | None, label_column: str | None, id_c
 
 
 def _load_hf(p: Path, image_column: str | None, label_column: str | None, id_column: str | None) -> Dataset:
-    from aflite.data import SourceInfo, TextDataset
     from aflite.data.columnar import _hf_label_names
+    from aflite.data.text import SourceInfo, TextDataset
 
     try:
         import datasets
@@ -391,17 +390,12 @@ def link_tree(ds: Any, keep: np.ndarray, link_dir: str | os.PathLike[str], by_la
 # ------------------------------------------------------------------------------------------------ pipeline
 
 
-def wants_images(path: str | os.PathLike[str], featurizer: str) -> bool:
-    """Whether ``aflite run`` should read ``path`` as images: an image folder, or an image featurizer."""
-    return featurizer in IMAGE_FEATURIZERS or is_image_folder(path)
-
-
 def write_outputs(ds: Any, keep: np.ndarray, removed: np.ndarray, out: Path, filtered_name: str,
                   link_dir: str | os.PathLike[str] | None = None) -> Path:
     """The run's output in the input's form: kept.csv/removed.csv (+ symlink tree) for a folder, the filtered
     table (or HF folder) otherwise; ``bad_images.txt`` lists images skipped as unreadable."""
     from aflite.atomic import write_text
-    from aflite.data import write_filtered
+    from aflite.data.write import write_filtered
 
     bad = getattr(ds, "bad_images", [])
     if bad:
@@ -414,12 +408,11 @@ def write_outputs(ds: Any, keep: np.ndarray, removed: np.ndarray, out: Path, fil
     return write_filtered(ds, keep, out / filtered_name)
 
 
-def is_image_input(path: str | os.PathLike[str], featurizer: str | None = None,
-                   path_column: str | None = None) -> bool:
-    """Whether ``aflite audit`` reads ``path`` as images: an image featurizer or a path column was named, or it
-    is an image folder, a HF dataset folder with an Image column, or a table with a path column (``path``,
-    ``image``, ...) and no sentence-pair columns."""
-    if featurizer in IMAGE_FEATURIZERS or path_column or is_image_folder(path):
+def is_image_input(path: str | os.PathLike[str], path_column: str | None = None) -> bool:
+    """Whether the data at ``path`` are images: a path column was named, or it is an image folder, a HF dataset
+    folder with an Image column, or a table with a path column (``path``, ``image``, ...) and no sentence-pair
+    columns (:func:`aflite.data.modality_of` adds what the featurizer reads)."""
+    if path_column or is_image_folder(path):
         return True
     p = Path(path)
     if p.is_dir():
