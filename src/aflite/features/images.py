@@ -100,6 +100,18 @@ class ImageFeaturizer(BackendEncoder):
                                          image_size=self.image_size, pretrained=self.pretrained)
         return self._encoder
 
+    @property
+    def reads_images(self) -> bool:
+        return True
+
+    def plan(self, a: list[str], y: Any, warmup_size: int | float,
+             warmup_seed: int | None) -> tuple[np.ndarray | None, dict[str, Any]]:
+        """The cache key's image files, and the int8 backend's calibration images: a sample of all rows, whatever
+        the chunking."""
+        rows, extra = super().plan(a, y, warmup_size, warmup_seed)
+        self.fit(a)
+        return rows, extra
+
     def fit(self, texts_a: Sequence[str], texts_b: Sequence[str] | None = None, y: Any = None) -> Self:
         """Remember an evenly spaced sample of the images as the int8 backend's calibration set (nothing else is
         learned): :func:`aflite.features.featurize` calls it with all rows, so chunks and resumed runs share it."""

@@ -10,9 +10,11 @@ from typing import TYPE_CHECKING, Any, Self
 
 import numpy as np
 
+from aflite.data.images import files_fingerprint
 from aflite.device import import_torch, resolve_model_path, torch_device
 from aflite.errors import InputError, ParameterError
-from aflite.features.base import DEFAULT_MAX_LENGTH, BackendEncoder, log, progress_bar
+from aflite.features.base import DEFAULT_MAX_LENGTH, BackendEncoder, FeatureJob, cache_key, log, progress_bar
+from aflite.hashing import data_fingerprint
 
 if TYPE_CHECKING:  # pragma: no cover
     from tqdm import tqdm as Tqdm
@@ -31,6 +33,18 @@ def select_warmup_rows(n: int, warmup_size: int | float, seed: int = 0) -> np.nd
     if k < 2 or k >= n:
         raise ParameterError(f"the warm-up slice must hold at least 2 rows and leave some: {k} of {n} rows")
     return np.sort(np.random.default_rng(seed).choice(n, size=k, replace=False)).astype(np.int64)
+
+
+def warmup_loss_summary(losses: Sequence[float], n_classes: int) -> dict[str, Any]:
+    """Did the warm-up train Φ? The mean loss of its first and last (up to) 3 steps, chance (ln of the classes)
+    and a plain judgement: "fell" when the end is below 80 % of the start, else "barely moved"."""
+    if not losses:
+        return {}
+    w = max(1, min(3, len(losses) // 3 or 1))
+    start, end = float(np.mean(losses[:w])), float(np.mean(losses[-w:]))
+    return {"warmup_loss_start": round(start, 4), "warmup_loss_end": round(end, 4),
+            "warmup_loss_chance": round(math.log(max(n_classes, 2)), 4),
+            "warmup_loss_judgement": "fell" if end < 0.8 * start else "barely moved"}
 
 
 class WarmupFeaturizer(BackendEncoder):
@@ -105,6 +119,48 @@ class WarmupFeaturizer(BackendEncoder):
         self.classes_: np.ndarray | None = None
         self.steps_: int = 0
         self.train_log_: list[float] = []
+
+    @property
+    def reads_images(self) -> bool:
+        return self.image_model is not None
+
+    def plan(self, a: list[str], y: Any, warmup_size: int | float,
+             warmup_seed: int | None) -> tuple[np.ndarray | None, dict[str, Any]]:
+        """The warm-up slice (``warmup_size`` rows, a count or a fraction, drawn with ``warmup_seed``, default
+        ``seed``) and the cache key's labels, slice and (for images) image files."""
+        if y is None:
+            raise ParameterError("the warmup featurizer needs labels (y)")
+        y_arr = np.asarray(y)
+        if len(y_arr) != len(a):
+            raise InputError(f"{len(a)} rows but {len(y_arr)} labels")
+        wseed = self.seed if warmup_seed is None else int(warmup_seed)
+        extra: dict[str, Any] = {"labels": data_fingerprint([str(v) for v in y_arr.tolist()], None),
+                                 "warmup_size": warmup_size, "warmup_seed": wseed}
+        if self.reads_images:
+            extra["image_files"] = files_fingerprint(a)
+        return select_warmup_rows(len(a), warmup_size, wseed), extra
+
+    def compute(self, job: FeatureJob, rows: np.ndarray, warmup_rows: np.ndarray | None) -> tuple[Any, dict[str, Any]]:
+        """Fine-tune on the warm-up slice (or load the model a previous call fine-tuned on it: it does not depend
+        on the backend that embeds with it), then embed the other rows chunk by chunk."""
+        assert warmup_rows is not None
+        a, b, y = job.a, job.b, np.asarray(job.y)
+        model_file = None
+        if job.cache is not None:
+            mkey = cache_key(a, b, job.name, job.view, {k: v for k, v in job.options.items() if k != "backend"},
+                             job.extra)
+            model_file = job.cache / f"{job.name}-{job.view}-{mkey[:20]}.warmup.pt"
+        if model_file is not None and model_file.is_file():
+            self.load(model_file)
+        else:
+            self.fit([a[i] for i in warmup_rows], None if b is None else [b[i] for i in warmup_rows], y[warmup_rows])
+            if model_file is not None:
+                self.save(model_file)
+        info = {"warmup_steps": self.steps_, "warmup_final_loss": self.train_log_[-1] if self.train_log_ else None,
+                "warmup_rows": len(warmup_rows),
+                **warmup_loss_summary(self.train_log_, len(np.unique(y[warmup_rows])))}
+        x = job.run_chunks(self, [a[i] for i in rows], None if b is None else [b[i] for i in rows])
+        return x, info
 
     def _validate(self) -> None:
         """Check the constructor arguments; raised at fit time (or early by :func:`make_featurizer`)."""

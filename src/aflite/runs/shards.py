@@ -40,23 +40,23 @@ import numpy as np
 from aflite.atomic import atomic_path, write_json, write_npy
 from aflite.errors import ParameterError
 from aflite.features.base import log, progress_bar
+from aflite.features.registry import REGISTRY, spec
 from aflite.hashing import data_fingerprint
 
-__all__ = ["SHARDED_FEATURIZERS", "ShardReport", "ShardTask", "ShardedTransform", "check_shardable",
+__all__ = ["ShardReport", "ShardTask", "ShardedTransform", "check_shardable",
            "compute_shard", "concat_shards", "run_shards", "shard_bounds", "shard_is_valid", "use_cluster"]
 
 _FORMAT = 1
-# the featurizers embedded chunk by chunk (one model applied row by row): the ones a cluster can shard
-SHARDED_FEATURIZERS = ("minilm", "warmup", "efficientnet-lite0", "hf-image")
 
 
 def check_shardable(featurizer: str) -> None:
-    """Refuse ``--cluster`` for a featurizer that cannot be cut into shards, in one line that says why."""
-    if featurizer not in SHARDED_FEATURIZERS:
-        why = ("fits its IDF weights and SVD on all rows at once (and takes seconds to minutes in one process)"
-               if featurizer == "ngram" else "reads vectors that are already computed")
-        raise ParameterError(f"--cluster shards the encoders ({', '.join(SHARDED_FEATURIZERS)}); --featurizer "
-                             f"{featurizer} {why}: run it without --cluster")
+    """Refuse ``--cluster`` for a featurizer that cannot be cut into shards (its registry entry has no shards), in
+    one line that says why."""
+    found = spec(featurizer)
+    if not found.shards:
+        sharded = [s.name for s in REGISTRY.values() if s.shards]
+        raise ParameterError(f"--cluster shards the encoders ({', '.join(sharded)}); --featurizer "
+                             f"{featurizer} {found.no_shards}: run it without --cluster")
 
 
 def shard_bounds(n: int, size: int) -> list[tuple[int, int]]:
@@ -265,10 +265,7 @@ class ShardedTransform:
                  chunk_size: int, show_progress: bool) -> np.ndarray:
         if cache is None:
             raise ParameterError("features on a cluster need a cache folder every worker can write (cache_dir)")
-        from aflite.features.base import IMAGE_FEATURIZERS
-
-        image = getattr(feat, "name", "") in IMAGE_FEATURIZERS or getattr(feat, "image_model", None)
-        unit = "image" if image else "pair"
+        unit = "image" if feat.reads_images else "pair"
         paths, self.report = run_shards(self.executor, feat, a, b, cache / f"{stem}.parts" / f"shards{chunk_size}",
                                         stem, chunk_size, show_progress=show_progress, unit=unit)
         return concat_shards(paths)
