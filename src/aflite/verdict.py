@@ -1,10 +1,13 @@
-"""Two or three plain sentences that say what a command's numbers mean: what changed, against which baseline, and
-whether the change is beyond the null or the seed spread.
+"""The shared vocabulary of verdicts: two or three plain sentences that say what a command's numbers mean (what
+changed, against which baseline, and whether the change is beyond the null or the seed spread).
 
 Every ``summary.md`` starts with them and every ``results.json`` carries them as ``"verdict"`` (a list of
-sentences), so that a reader who opens only the first lines learns the answer. Each function reads the plain
-JSON-like dictionary its command writes (no numpy, no scikit-learn: this module sits below the CLI and imports
-nothing heavy). A sentence states a comparison only when the numbers for it are there; it never guesses.
+sentences), so that a reader who opens only the first lines learns the answer. Each command's sentences live with
+its result (:func:`aflite.runs.summaries.run_verdict`, :func:`~aflite.runs.summaries.filter_verdict`,
+:func:`aflite.evaluate.tables.evaluate_verdict`, :func:`aflite.audit.results.audit_verdict`,
+:func:`aflite.experiments.outputs.synthetic_verdict`) and reads the plain JSON-like dictionary its command writes;
+this module holds what they share. A sentence states a comparison only when the numbers for it are there; it never
+guesses.
 """
 
 from __future__ import annotations
@@ -13,15 +16,13 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["audit_verdict", "evaluate_verdict", "filter_verdict", "markdown", "run_verdict", "synthetic_verdict"]
+__all__ = ["MIN_SPREAD", "SPREAD_FACTOR", "markdown", "number", "points"]
 
 MIN_SPREAD = 0.005  # half a point: the smallest seed spread a difference is judged against
 SPREAD_FACTOR = 2.0  # "beyond the spread" = more than twice the baseline's standard deviation
-STRONG_Z = 5.0  # a token whose label rate is this many standard errors above the base rate
-PECO_P = 0.05
 
 
-def _num(x: Any) -> float | None:
+def number(x: Any) -> float | None:
     try:
         v = float(x)
     except (TypeError, ValueError):
@@ -29,232 +30,10 @@ def _num(x: Any) -> float | None:
     return v if math.isfinite(v) else None
 
 
-def _pts(x: float) -> str:
+def points(x: float) -> str:
     return f"{100 * x:+.1f}"
 
 
 def markdown(sentences: Sequence[str]) -> str:
     """The verdict as the first paragraph of a summary.md (plain text: Markdown needs no HTML escaping)."""
     return ("**Verdict.** " + " ".join(sentences) + "\n\n") if sentences else ""
-
-
-def _kept(summary: dict[str, Any]) -> str:
-    before, after = summary.get("size_before"), summary.get("size_after")
-    phases, why = summary.get("n_iterations"), summary.get("stop_reason")
-    if not before or after is None:
-        return ""
-    return (f"AFLite kept {after:,} of {before:,} rows ({100 * after / before:.0f}%) in {phases} phase(s) and "
-            f"stopped because {why}.")
-
-
-def _shift(summary: dict[str, Any]) -> str:
-    shift = summary.get("label_shift") or {}
-    moves = shift.get("change_points") or {}
-    if not moves:
-        return ""
-    worst = max(moves, key=lambda k: abs(moves[k]))
-    return (f" The largest class-share move was {moves[worst]:+.1f} points ({worst}), so compare accuracies over the "
-            f"majority rate, not raw.") if abs(moves[worst]) > 1.0 else ""
-
-
-def run_verdict(summary: dict[str, Any]) -> list[str]:
-    """``aflite run`` / ``demo``: sizes and stop, then the hypothesis-only probe on D(Φ) against same-size random
-    subsets of D (Δ over the majority rate of the same rows), judged against the random subsets' spread."""
-    out = [_kept(summary) + _shift(summary)]
-    probe = summary.get("partial_input_probe") or {}
-    f = summary.get("featurizer") or {}
-    phi_view = f.get("view", "pair")
-    probe_side = "the hypothesis" if "hypothesis" in str(probe.get("model", "hypothesis")) else "the text"
-    if probe.get("skipped"):
-        out.append(f"The partial-input probe was not run: {probe['skipped']}.")
-        return [s for s in out if s]
-    rows = {str(r.get("name", "")): r for r in probe.get("results") or []}
-    dphi = rows.get("D(Φ)")
-    rand = next((r for n, r in rows.items() if n.startswith("random subset")), None)
-    if not dphi or not rand:
-        return [s for s in out if s]
-    if dphi.get("skipped") or rand.get("skipped"):
-        why = dphi.get("skipped") or rand.get("skipped")
-        out.append(f"The probe could not be compared on D(Φ) and random subsets: {why}.")
-        return [s for s in out if s]
-    a_d, m_d = _num(dphi.get("accuracy")), _num(dphi.get("majority"))
-    a_r, m_r = _num(rand.get("accuracy")), _num(rand.get("majority"))
-    if None in (a_d, m_d, a_r, m_r):
-        return [s for s in out if s]
-    assert a_d is not None and m_d is not None and a_r is not None and m_r is not None
-    d_phi, d_rand = a_d - m_d, a_r - m_r
-    spread = max(_num(rand.get("accuracy_std")) or 0.0, MIN_SPREAD)
-    diff = d_phi - d_rand
-    base = (f"the probe's Δ over the majority rate is {_pts(d_phi)} points on D(Φ) against {_pts(d_rand)} on "
-            f"same-size random subsets of D (spread ±{100 * spread:.1f})")
-    if diff < -SPREAD_FACTOR * spread:
-        out.append(f"Artifact reduction measured: {base}, a drop of {100 * -diff:.1f} points beyond that spread.")
-    elif diff > SPREAD_FACTOR * spread:
-        out.append(f"No artifact reduction: {base}; D(Φ) is easier for this probe than a random subset.")
-    else:
-        seen = {"pair": "the pair", "hypothesis": "the hypothesis", "premise": "the premise"}.get(phi_view, phi_view)
-        why = f"; Φ saw {seen}, the probe only {probe_side}" if seen != probe_side else ""
-        out.append(f"No measurable artifact reduction for this probe: {base}, within that spread{why}.")
-    return [s for s in out if s]
-
-
-def filter_verdict(summary: dict[str, Any]) -> list[str]:
-    """``aflite filter``: sizes and stop; it reads features only, so it says where the effect is measured."""
-    first = _kept(summary) + _shift(summary)
-    return [s for s in (first, "No probe ran here (aflite filter sees features, not text): measure the effect "
-                               "with `aflite evaluate` or `aflite audit --compare` on this run.") if s]
-
-
-def evaluate_verdict(body: dict[str, Any]) -> list[str]:
-    """``aflite evaluate``: per model, accuracy after training on D(Φ) against same-size random subsets of D (the
-    baseline), on D's held-out part (or the first test set), judged against the random subsets' seed spread.
-    Models marked ``not_trained`` are left out and counted."""
-    sets = body.get("training_sets") or []
-    agg = body.get("aggregate") or {}
-    filtered = [s["name"] for s in sets if s.get("kind") == "filtered"]
-    out: list[str] = []
-    skipped = sorted({m for m, per in agg.items() for e in per.values() if isinstance(e, dict)
-                      and e.get("not_trained")})
-    for fname in filtered[:2]:
-        run = next((s.get("run") for s in sets if s["name"] == fname), None)
-        rname = next((s["name"] for s in sets if s.get("kind") == "random" and s.get("run") == run), None)
-        if rname is None:
-            continue
-        lower = within = higher = 0
-        diffs: list[float] = []
-        where = ""
-        for model, per in agg.items():
-            if model in skipped:
-                continue
-            e_f, e_r = per.get(fname), per.get(rname)
-            if not e_f or not e_r:
-                continue
-            a_f, a_r, where = _score(e_f), _score(e_r), _where(e_f)
-            if a_f is None or a_r is None:
-                continue
-            diff = a_f[0] - a_r[0]
-            spread = max(a_r[1], MIN_SPREAD)
-            diffs.append(diff)
-            if diff < -SPREAD_FACTOR * spread:
-                lower += 1
-            elif diff > SPREAD_FACTOR * spread:
-                higher += 1
-            else:
-                within += 1
-        if not diffs:
-            continue
-        n = len(diffs)
-        out.append(f"Trained on {fname} instead of same-size random subsets of D, {n} model(s) changed accuracy on "
-                   f"{where} by {_pts(min(diffs))} to {_pts(max(diffs))} points: {lower} lower beyond the random "
-                   f"subsets' seed spread, {within} within it, {higher} higher.")
-    if out:
-        out.append("Lower means the filter removed instances these models relied on; within the spread means no "
-                   "measurable effect on them.")
-    if skipped:
-        out.append(f"Not counted: {', '.join(skipped)} (not trained: see the tables).")
-    return out
-
-
-def _where(entry: dict[str, Any]) -> str:
-    if "original_heldout" in entry:
-        return "D's held-out part"
-    tests = entry.get("tests") or {}
-    return f"the test set {next(iter(tests))}" if tests else "the held-out part"
-
-
-def _score(entry: dict[str, Any]) -> tuple[float, float] | None:
-    """(mean, std) accuracy on D's held-out part, else on the first separate test set."""
-    acc: Any = entry.get("original_heldout")
-    if acc is None:
-        tests: dict[str, Any] = entry.get("tests") or {}
-        first: dict[str, Any] = next(iter(tests.values()), {})
-        acc = first.get("accuracy")
-    if not isinstance(acc, dict):
-        return None
-    mean, std = _num(acc.get("mean")), _num(acc.get("std")) or 0.0
-    return None if mean is None else (mean, std)
-
-
-def audit_verdict(metrics: dict[str, Any]) -> list[str]:
-    """``aflite audit``: per audited set, the single-sentence (biased) model against the majority rate, reconciled
-    with the strongest token association and with PECO against its shuffled-label null."""
-    out: list[str] = []
-    results = metrics.get("results") or []
-    for r in results[:2]:
-        views = r.get("views") or {}
-        view = "hypothesis" if "hypothesis" in views else next(iter(views), None)
-        if view is None:
-            continue
-        v = views[view]
-        acc, maj, dm = _num(v.get("biased_accuracy")), _num(v.get("majority_accuracy")), _num(v.get("delta_maj"))
-        if acc is None or maj is None or dm is None:
-            continue
-        side = {"hypothesis": "hypothesis-only", "premise": "premise-only"}.get(view, f"{view}-only")
-        s = (f"On {r.get('name', 'D')}, the {side} model scores {100 * acc:.1f}% against a majority rate of "
-             f"{100 * maj:.1f}% (Δ {_pts(dm)} points)")
-        tok = _strongest_token(v.get("token_artifacts") or {})
-        null_mean, p = _num(v.get("peco_null_mean")), _num(v.get("peco_p_value"))
-        peco = _num(v.get("peco"))
-        parts = []
-        if tok is not None:
-            word, label, z, count = tok
-            if dm < 0.02:
-                parts.append(f"strong single tokens exist ('{word}' → {label}, z = {z:.0f}, {count} rows) but "
-                             f"cover too few rows to beat the majority guess overall")
-            else:
-                parts.append(f"the strongest single token is '{word}' → {label} (z = {z:.0f}, {count} rows)")
-        if peco is not None and null_mean is not None and p is not None:
-            ratio = f"{peco / null_mean:.1f}× " if null_mean > 0 else ""
-            if p <= PECO_P:
-                parts.append(f"PECO {peco:.3f} is {ratio}its shuffled-label null ({null_mean:.3f}, p = {p:.2f}): "
-                             f"label-skewed regions exist in embedding space even where a linear model finds "
-                             f"little")
-            else:
-                parts.append(f"PECO {peco:.3f} is within its shuffled-label null ({null_mean:.3f}, p = {p:.2f})")
-        out.append(s + ("; " + "; ".join(parts) if parts else "") + ".")
-    if len(results) >= 2:
-        views0, views1 = results[0].get("views") or {}, results[1].get("views") or {}
-        view = "hypothesis" if "hypothesis" in views0 else next(iter(views0), None)
-        if view and view in views1:
-            d0, d1 = _num(views0[view].get("delta_maj")), _num(views1[view].get("delta_maj"))
-            if d0 is not None and d1 is not None:
-                change = "fell" if d1 < d0 else "did not fall"
-                out.append(f"From {results[0].get('name')} to {results[1].get('name')} the {view}-only Δ over the "
-                           f"majority {change} ({_pts(d0)} → {_pts(d1)} points; a single audit has no seed spread, "
-                           f"so treat changes under ~2 points as noise).")
-    return out[:3]
-
-
-def _strongest_token(artifacts: dict[str, Any]) -> tuple[str, str, float, int] | None:
-    best = None
-    for label, rows in artifacts.items():
-        for t in rows or []:
-            z = _num(t.get("z"))
-            if z is not None and z >= STRONG_Z and (best is None or z > best[2]):
-                best = (str(t.get("token")), str(label), z, int(t.get("count") or 0))
-    return best
-
-
-def synthetic_verdict(obj: dict[str, Any]) -> list[str]:
-    """``aflite synthetic``: per separation, the share of planted (biased) instances before and after filtering
-    and the models' accuracy on D against D(Φ), judged against the spread over seeds."""
-    out: list[str] = []
-    for sep, s in (obj.get("summary") or {}).items():
-        before, after = s.get("biased_fraction_before") or {}, s.get("biased_fraction_after") or {}
-        b, a = _num(before.get("mean")), _num(after.get("mean"))
-        if b is None or a is None:
-            continue
-        spread = max(_num(after.get("std")) or 0.0, _num(before.get("std")) or 0.0, MIN_SPREAD)
-        judged = ("beyond" if b - a > SPREAD_FACTOR * spread else "within")
-        acc_d = [_num(v.get("mean")) for v in (s.get("accuracy_D") or {}).values()]
-        acc_f = [_num(v.get("mean")) for v in (s.get("accuracy_filtered") or {}).values()]
-        pairs = [(x, y) for x, y in zip(acc_d, acc_f, strict=False) if x is not None and y is not None]
-        acc = ""
-        if pairs:
-            mean_d = sum(x for x, _ in pairs) / len(pairs)
-            mean_f = sum(y for _, y in pairs) / len(pairs)
-            acc = f"; the models' mean accuracy went from {100 * mean_d:.1f}% on D to {100 * mean_f:.1f}% on D(Φ)"
-        out.append(f"Separation {sep}: AFLite lowered the share of planted (biased) instances from {100 * b:.1f}% to "
-                   f"{100 * a:.1f}% over {s.get('n_runs')} seed(s), {judged} the seed spread (±{100 * spread:.1f})"
-                   f"{acc}.")
-    return out[:3]

@@ -18,8 +18,9 @@ from aflite.audit.finetuned import FineTuned, _model_path, embed, finetune, pred
 from aflite.audit.linear import cv_predict
 from aflite.audit.metrics import AUDIT_VIEWS, LeakageMetrics, leakage_metrics
 from aflite.audit.results import AuditConfig, AuditResult, ViewAudit
-from aflite.audit.tokens import token_artifacts
+from aflite.checks.tokens import token_artifacts
 from aflite.errors import InputError, ParameterError
+from aflite.features.registry import featurizer_names, featurizer_options, spec
 from aflite.hashing import data_fingerprint
 from aflite.splits import holdout_groups as _holdout_split
 from aflite.threads import limited
@@ -59,12 +60,7 @@ def subset(dataset: Any, keep_ids: Sequence[Any] | np.ndarray) -> Any:
 def _features(dataset: Any, view: str, cfg: AuditConfig) -> np.ndarray:
     from aflite.features import featurize
 
-    opts: dict[str, Any] = {}
-    if cfg.featurizer == "minilm":
-        if cfg.model_path is not None:
-            opts["model_path"] = cfg.model_path
-        if cfg.device is not None:
-            opts["device"] = cfg.device
+    opts = featurizer_options(cfg.featurizer, model_path=cfg.model_path, device=cfg.device)
     feats = featurize(
         dataset.texts_a, dataset.texts_b, featurizer=cfg.featurizer, view=view, cache_dir=cfg.cache_dir,
         show_progress=cfg.show_progress, **opts,
@@ -78,10 +74,11 @@ def compute_features(dataset: Any, cfg: AuditConfig) -> dict[str, np.ndarray]:
     """The frozen feature matrices the linear models use: ``pair`` and each single-sentence view in
     ``cfg.views`` (``--views hypothesis`` never embeds the premises on their own). ngram builds its pair matrix
     from both single-field matrices, so it always has both (n-grams are cheap)."""
-    need = AUDIT_VIEWS if cfg.featurizer == "ngram" else tuple(cfg.views)
+    halves = spec(cfg.featurizer).halves
+    need = AUDIT_VIEWS if halves else tuple(cfg.views)
     single: dict[str, np.ndarray] = {v: _features(dataset, v, cfg) for v in AUDIT_VIEWS if v in need}
     # ngram featurizes each field on its own, so its pair matrix is the two single-field matrices side by side
-    pair = np.hstack([single["premise"], single["hypothesis"]]) if cfg.featurizer == "ngram" else _features(
+    pair = np.hstack([single["premise"], single["hypothesis"]]) if halves else _features(
         dataset, "pair", cfg)
     return {**single, "pair": pair}
 
@@ -138,8 +135,9 @@ def audit(
             raise ParameterError(f"unknown audit view {v!r}; choose from {', '.join(AUDIT_VIEWS)}")
     if not cfg.views:
         raise ParameterError("no views to audit")
-    if cfg.featurizer not in ("minilm", "ngram"):
-        raise ParameterError(f"featurizer must be 'minilm' or 'ngram', got {cfg.featurizer!r}")
+    allowed = featurizer_names("audit", "text", only=True)
+    if cfg.featurizer not in allowed:
+        raise ParameterError(f"featurizer must be {' or '.join(repr(a) for a in allowed)}, got {cfg.featurizer!r}")
     if cfg.peco_encoder not in ("frozen", "finetuned"):
         raise ParameterError("peco_encoder must be 'frozen' or 'finetuned'")
     if cfg.peco_shuffles < 2:

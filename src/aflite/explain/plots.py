@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from aflite.explain.tokens import TokenStats, bonferroni_curve
+from aflite.checks.tokens import TokenStats, bonferroni_curve
 
 __all__ = ["plot_competency", "plot_datamap"]
 

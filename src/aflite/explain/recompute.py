@@ -47,7 +47,7 @@ def ngram_terms(ds: Any, rows: np.ndarray, fz: dict[str, Any], X: Any, B: Any, v
     from aflite.features import apply_view, make_featurizer
 
     opts = {k: (tuple(v) if isinstance(v, list) else v) for k, v in (fz.get("options") or {}).items()}
-    feat = make_featurizer("ngram", **opts)
+    feat = make_featurizer(fz["name"], **opts)
     view = fz.get("view", "pair")
     a, b = apply_view(ds.texts_a, ds.texts_b, view)
     feat.fit(a, b)
