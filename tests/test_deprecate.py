@@ -70,7 +70,7 @@ def test_renamed_library_keywords_still_work(tmp_path) -> None:  # type: ignore[
     from aflite.data.images import load_image_dataset
     from aflite.features import PrecomputedFeaturizer
     from aflite.features.registry import current_options
-    from aflite.pipeline import filter_files
+    from aflite.runs.filter import filter_files
 
     rng = np.random.default_rng(0)
     np.save(tmp_path / "X.npy", rng.normal(size=(40, 3)).astype(np.float32))

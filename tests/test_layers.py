@@ -21,9 +21,10 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
                 "aflite._deprecate", "aflite.splits", "aflite.defaults", "aflite.links")),
     ("data", ("aflite.data",)),
     ("features", ("aflite.features", "aflite.encoders", "aflite.training")),
-    ("core", ("aflite.core", "aflite.results", "aflite.rundir")),
-    ("analyses", ("aflite.evaluate", "aflite.audit", "aflite.explain", "aflite.report", "aflite.verdict")),
-    ("runs", ("aflite.runs", "aflite.pipeline")),
+    ("core", ("aflite.core", "aflite.rundir")),
+    ("analyses", ("aflite.checks", "aflite.evaluate", "aflite.audit", "aflite.explain", "aflite.report",
+                  "aflite.verdict")),
+    ("runs", ("aflite.runs",)),
     ("experiments", ("aflite.experiments",)),
     ("cli", ("aflite.cli", "aflite.__main__")),
 ]
@@ -192,8 +193,8 @@ def test_layers_match_the_architecture_page() -> None:
 
 
 @pytest.mark.parametrize("source, expect", [
-    ("from aflite.cli.options import write_results\n", "cli"),
-    ("def f():\n    from aflite.pipeline import run\n", "runs"),
+    ("from aflite.cli.options import add_out\n", "cli"),
+    ("def f():\n    from aflite.runs.run import run\n", "runs"),
 ])
 def test_the_import_reader_sees_function_level_imports(tmp_path: Path, source: str, expect: str,
                                                        monkeypatch: pytest.MonkeyPatch) -> None:

@@ -11,7 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from aflite.verdict import audit_verdict, evaluate_verdict, filter_verdict, markdown, run_verdict, synthetic_verdict
+from aflite.audit.results import audit_verdict
+from aflite.evaluate.tables import evaluate_verdict
+from aflite.experiments.outputs import synthetic_verdict
+from aflite.runs.summaries import filter_verdict, run_verdict
+from aflite.verdict import markdown
 
 SAMPLE = Path(__file__).resolve().parents[1] / "src" / "aflite" / "resources" / "snli_sample.tsv.gz"
 

@@ -21,7 +21,6 @@ from aflite.cli.options import (
     add_seed,
     dataset_options,
     image_options,
-    write_results,
 )
 
 # options that read text: refused (one line, exit 2) on image data, where they have nothing to act on
@@ -126,7 +125,7 @@ def _validate(args: argparse.Namespace) -> None:
                                       path_column=args.path_column, text_options=text_given,
                                       image_options=image_given)
     if args.compare is not None:
-        from aflite.rundir import read_kept_ids
+        from aflite.rundir.read import read_kept_ids
 
         read_kept_ids(args.compare)
 
@@ -152,13 +151,12 @@ def run(args: argparse.Namespace) -> int:
         model_path=args.model_path, device=args.device, seed=args.seed,
         cache_dir=None if args.cache_dir is None else str(args.cache_dir), show_progress=not args.quiet,
     )
-    res = audit_file(args.data, args.out, cfg, compare=args.compare, sample=args.sample, title=args.title,
+    res = audit_file(args.data, args.out_folder, cfg, compare=args.compare, sample=args.sample, title=args.title,
                      reference=args.reference, dataset_options=dataset_options(args), groups=args.groups,
                      show_progress=not args.quiet, image_options=image_options(args) if is_images else None,
                      featurizer_options={"image_size": args.image_size, "embeddings": args.embeddings,
                                          "embedding_ids": args.embedding_ids} if is_images else None)
     out: Path = args.out
-    write_results(out, args)  # stamps the library's results.json with argv, seed and versions
     print("\n".join(summary_lines(res.results)))
     plots = list(res.metrics.get("tsne_plots", {}).values())
     bad = res.metrics.get("bad_images")

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from aflite.cli.options import add_deprecated, add_overwrite_option, add_quiet, add_seed, write_results
+from aflite.cli.options import add_deprecated, add_overwrite_option, add_quiet, add_seed
 
 
 def register(sub: Any) -> None:
@@ -111,8 +111,7 @@ def _save(args: argparse.Namespace, res: dict[str, Any], report: str) -> None:
         return
     from aflite.experiments.outputs import save_bench
 
-    save_bench(res, report, args.out, seed=args.seed)
-    write_results(args.out, args)  # stamps the library's results.json with argv, seed and versions
+    save_bench(res, report, args.out_folder, seed=args.seed)
 
 
 def _run_embed(args: argparse.Namespace) -> int:

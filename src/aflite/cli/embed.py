@@ -14,7 +14,6 @@ from aflite.cli.options import (
     add_quiet,
     add_seed,
     dataset_options,
-    write_results,
 )
 
 
@@ -78,12 +77,11 @@ def _validate(args: argparse.Namespace) -> None:
 def run(args: argparse.Namespace) -> int:
     from aflite.runs.embed import embed
 
-    res = embed(args.data, args.out, featurizer=args.featurizer, view=args.view, model_path=args.model_path,
+    res = embed(args.data, args.out_folder, featurizer=args.featurizer, view=args.view, model_path=args.model_path,
                 warmup_size=args.warmup_size, lr=args.lr, cache_dir=args.cache_dir, seed=args.seed, device=args.device,
                 image_size=args.image_size, path_column=args.path_column, chunk_size=args.chunk_size,
                 skip_bad_images=args.skip_bad_images, dataset_options=dataset_options(args),
                 overwrite=args.overwrite, show_progress=not args.quiet, backend=args.backend,
                 cluster=args.cluster)
-    write_results(args.out, args)  # stamps the library's results.json with argv, seed and versions
     print(res.line)
     return 0

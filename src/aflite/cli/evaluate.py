@@ -17,7 +17,6 @@ from aflite.cli.options import (
     add_quiet,
     add_seed,
     dataset_options,
-    write_results,
 )
 
 
@@ -118,17 +117,16 @@ def run(args: argparse.Namespace) -> int:
                          eval_max=args.eval_max, cpu_eval_max=args.cpu_eval_max, max_steps=args.max_steps,
                          device=args.device)
     dopts: dict[str, Any] = {**dataset_options(args), "groups": args.groups}
-    rep = evaluate_files(args.data, args.runs, args.out, hans=args.hans, test=args.test, ood=args.ood,
+    rep = evaluate_files(args.data, args.runs, args.out_folder, hans=args.hans, test=args.test, ood=args.ood,
                          ood_label_map=args.ood_label_map, ood_pred_map=args.ood_pred_map, ood_group=args.ood_group,
                          ood_max=args.ood_max, models=[m for m in args.models.split(",") if m.strip()],
                          seeds=args.seeds, heldout=args.heldout, seed=args.seed,
                          random_baseline=args.random_baseline, single_iteration=args.single_iteration,
                          finetune=ft, cache_dir=args.cache_dir, dataset_options=dopts, show_progress=not args.quiet,
                          split=args.split)
-    write_results(args.out, args)  # stamps the library's results.json with argv, seed and versions
     if rep.verdict:
         print(" ".join(rep.verdict) + "\n")
     print(rep.tables)
-    print(f"results: {args.out / 'results.json'}, tables: {args.out / 'tables.md'}, chart: "
+    print(f"results: {args.out_folder.results_path}, tables: {args.out / 'tables.md'}, chart: "
           f"{args.out / 'accuracy.png'}", file=sys.stderr)
     return 0

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from aflite.cli.options import add_cache, add_columns, add_out, add_quiet, dataset_options, write_results
+from aflite.cli.options import add_cache, add_columns, add_out, add_quiet, dataset_options
 
 
 def register(sub: Any) -> None:
@@ -64,13 +64,12 @@ def run(args: argparse.Namespace) -> int:
         fopts["embeddings"] = args.embeddings
         if args.embedding_ids:
             fopts["embedding_ids"] = args.embedding_ids
-    res = explain(args.data, args.run_dir, args.out, alpha=args.alpha, min_count=args.min_count,
+    res = explain(args.data, args.run_dir, args.out_folder, alpha=args.alpha, min_count=args.min_count,
                   random_seeds=args.random_seeds, token_view=args.token_view, neighbours=args.neighbours,
                   cache_dir=args.cache_dir, dataset_options=dataset_options(args), featurizer_options=fopts,
                   show_progress=not args.quiet, stop_rule=args.stop_rule, stop_floor=args.stop_floor,
                   stop_max_phases=args.stop_max_phases, ngram_coefficients=args.ngram_coefficients,
                   null=args.null)
-    write_results(args.out, args)  # stamps the library's results.json with argv, seed and versions
     r = res.results
     if r.get("significant_tokens"):
         s = r["significant_tokens"]

@@ -126,16 +126,14 @@ def build_filter(args: argparse.Namespace, executor: Any = None) -> Any:
 
 
 def run(args: argparse.Namespace) -> int:
-    from aflite.cli.options import write_results
-    from aflite.pipeline import filter_files
+    from aflite.runs.filter import filter_files
 
-    res = filter_files(args.features, args.labels, args.out, aflite=build_filter(args), ids=args.ids,
+    res = filter_files(args.features, args.labels, args.out_folder, aflite=build_filter(args), ids=args.ids,
                        groups=args.groups, feature_columns=args.feature_columns, label=args.label,
                        id_column=args.id_column, mmap=args.mmap, resume=args.resume, overwrite=args.overwrite,
                        show_progress=not args.quiet, cluster=args.cluster,
                        cluster_scratch=args.cluster_scratch)
     s = res.summary
-    write_results(args.out, args)  # stamps the library's results.json with argv, seed and versions
     print(f"kept {s['size_after']} of {s['size_before']} instances after {s['n_iterations']} phase(s): "
           f"{s['stop_reason']}")
     print(f"results in {args.out}", file=sys.stderr)

@@ -14,7 +14,6 @@ from aflite.cli.options import (
     add_quiet,
     dataset_options,
     image_options,
-    write_results,
 )
 
 
@@ -97,7 +96,7 @@ def report(res: Any) -> None:
     p = s["parameters"]
     if s.get("verdict"):
         print("verdict: " + " ".join(s["verdict"]))
-    from aflite.pipeline import warmup_line
+    from aflite.runs.summaries import warmup_line
 
     f = s.get("featurizer") or {}
     print(f"Φ: {f.get('name')} ({f.get('dim')} dims, view {f.get('view')})"
@@ -121,16 +120,15 @@ def report(res: Any) -> None:
                 continue
             print(f"  hypothesis-only probe on {r['name']:<28} n={r['size']:>6}  acc {100 * r['accuracy']:.1f}%"
                   f"  majority {100 * r['majority']:.1f}%  Δ {100 * (r['accuracy'] - r['majority']):+.1f}")
-        from aflite.pipeline import PROBE_MEANING
+        from aflite.runs.summaries import PROBE_MEANING
 
         print(f"  ({PROBE_MEANING})")
     print(f"filtered dataset: {res.filtered_path}\nsummary: {res.out / 'summary.md'}", file=sys.stderr)
 
 
 def run(args: argparse.Namespace) -> int:
-    from aflite.pipeline import run as run_pipeline
+    from aflite.runs.run import run as run_pipeline
 
-    res = run_pipeline(args.data, args.out, dataset_options=dataset_options(args), **pipeline_kwargs(args))
-    write_results(args.out, args)  # stamps the library's results.json with argv, seed and versions
+    res = run_pipeline(args.data, args.out_folder, dataset_options=dataset_options(args), **pipeline_kwargs(args))
     report(res)
     return 0

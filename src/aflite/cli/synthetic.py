@@ -58,7 +58,6 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from aflite.cli.options import write_results
     from aflite.experiments.synthetic import format_table, run_synthetic
 
     result = run_synthetic(
@@ -82,8 +81,7 @@ def run(args: argparse.Namespace) -> int:
     if args.out is not None:
         from aflite.experiments.outputs import save_synthetic
 
-        save_synthetic(result, args.out, seed=args.seed)
-        write_results(args.out, args)  # stamps the library's results.json with argv, seed and versions
+        save_synthetic(result, args.out_folder, seed=args.seed)
         if not args.quiet:
             print(f"wrote table.txt, results.json and figure2.png to {args.out}", file=sys.stderr)
     if args.json:

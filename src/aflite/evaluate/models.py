@@ -14,7 +14,7 @@ from numpy.typing import NDArray
 from aflite.atomic import load_cached_npy, write_npy
 from aflite.defaults import DEFAULT_MODELS as DEFAULT_MODELS  # the CLI states it without importing this module
 from aflite.errors import ParameterError
-from aflite.features.registry import featurizer_names
+from aflite.features.registry import featurizer_names, spec
 from aflite.hashing import data_fingerprint
 
 MODEL_KINDS = ("probe", "mlp", "ngram", "ppmi", "finetune")
@@ -155,25 +155,32 @@ class _FeatureStore:
         self._memo: dict[tuple[str, str, str], NDArray[np.float32]] = {}
         self._ngram: dict[str, Any] = {}
 
+    def options_for(self, featurizer: str) -> dict[str, Any]:
+        """The options a fixed encoder runs with: the run's image options for an image encoder, the command's
+        text-encoder options (``minilm_options``) for a text one."""
+        return self.image_options if spec(featurizer).modality == "image" else self.minilm_options
+
+    def keyed_options(self, featurizer: str | None) -> dict[str, Any] | None:
+        """The options that join a model's cache key: a fixed text encoder's (None for others)."""
+        if featurizer is None or not spec(featurizer).frozen or spec(featurizer).modality != "text":
+            return None
+        return self.minilm_options
+
     def get(self, featurizer: str, view: str, corpus: _Corpus) -> NDArray[np.float32]:
         k = (featurizer, view, corpus.fingerprint)
         if k in self._memo:
             return self._memo[k]
         every = np.arange(len(corpus.texts_a))
         a, b = corpus.view(view, every)
-        if featurizer in ("efficientnet-lite0", "hf-image"):  # image references; options as the run used them
+        found = spec(featurizer)
+        if found.frozen:  # a fixed encoder embeds every corpus on its own, at the top level of the cache folder
             from aflite.features import featurize
 
-            x = np.asarray(featurize(a, None, featurizer, cache_dir=self.cache, show_progress=self.show_progress,
-                                     **self.image_options).X, dtype=np.float32)
-        elif featurizer == "minilm":
-            from aflite.features import featurize
-
-            # the cache folder's top level, as `aflite run` and `aflite audit` lay it out, so that a run's cache
-            # folder given as the cache reuses the run's MiniLM matrices instead of embedding D again
-            x = np.asarray(featurize(a, b, "minilm", "pair", cache_dir=self.cache,
-                                     show_progress=self.show_progress, **self.minilm_options).X, dtype=np.float32)
-        else:
+            # as `aflite run` and `aflite audit` lay it out, so that a run's cache folder given as the cache reuses
+            # the run's matrices instead of embedding D again; image options as the run used them
+            x = np.asarray(featurize(a, b, featurizer, "pair", cache_dir=self.cache, show_progress=self.show_progress,
+                                     **self.options_for(featurizer)).X, dtype=np.float32)
+        else:  # a featurizer fitted to its rows (n-grams): fitted on D, applied to every corpus
             path = self.cache / "features" / f"evalngram-{view}-{self.d.fingerprint[:16]}-{corpus.fingerprint[:16]}.npy"
             cached = load_cached_npy(path, len(a))
             if cached is not None:

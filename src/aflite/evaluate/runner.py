@@ -9,14 +9,17 @@ import logging
 import time
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
+from tqdm import tqdm
 
 from aflite.atomic import load_cached_npy, write_json, write_npy
+from aflite.data import open_dataset, warn_twins
+from aflite.device import torch_device
 from aflite.errors import InputError, ParameterError
 from aflite.evaluate.models import (
     DEFAULT_MODELS,
@@ -32,8 +35,19 @@ from aflite.evaluate.models import (
     _NgramLR,
 )
 from aflite.evaluate.sets import EvalSet, TrainingSet, _read_run, single_iteration_rows
-from aflite.evaluate.tables import EvaluationReport, _aggregate, _breakdown, _majority, render_tables
+from aflite.evaluate.tables import (
+    EvaluationReport,
+    _aggregate,
+    _breakdown,
+    _majority,
+    evaluate_verdict,
+    render_tables,
+)
+from aflite.features.registry import REGISTRY, default_featurizer
+from aflite.features.registry import spec as featurizer_spec
+from aflite.hashing import dataset_fingerprint
 from aflite.hashing import hash_parts as _hash
+from aflite.rundir.read import read_run
 from aflite.splits import split_heldout
 from aflite.splits import stratified_sample as _stratified_sample
 from aflite.threads import limited
@@ -42,6 +56,133 @@ log = logging.getLogger("aflite.evaluate")
 
 
 _CACHE_FORMAT = 1
+
+
+def _plan(models: Sequence[str | ModelSpec], seeds: int | Sequence[int],
+          finetune: FinetuneOptions | None) -> tuple[list[ModelSpec], list[int], FinetuneOptions]:
+    """The models, the benchmarks' seeds and the fine-tuning options, checked before any data is read."""
+    specs = [ModelSpec.parse(m) for m in models]
+    if not specs:
+        raise ParameterError("no models to evaluate")
+    if len({s.key for s in specs}) != len(specs):
+        raise ParameterError("a model is listed twice")
+    seed_list = list(range(seeds)) if isinstance(seeds, int) else [int(s) for s in seeds]
+    if not seed_list:
+        raise ParameterError(f"seeds (--seeds) must be a count >= 1 or a non-empty list, got {seeds!r}")
+    ft = finetune or FinetuneOptions()
+    ft.check()
+    return specs, seed_list, ft
+
+
+def _load(data: str | Path, specs: list[ModelSpec], ft: FinetuneOptions,
+          dataset_options: dict[str, Any] | None) -> tuple[Any, FinetuneOptions]:
+    """D (images when the data or a model's featurizer say so) and the fine-tuning options for its modality."""
+    reads = "image" if any(s.featurizer and featurizer_spec(s.featurizer).modality == "image" for s in specs) else "any"
+    ds = open_dataset(data, reads=reads, **(dataset_options or {}))
+    if ds.modality == "image" and ft.image_model is None:  # finetune: models fine-tune the image network
+        ft = replace(ft, image_model=default_featurizer("image", ft.model_path))
+    if ft.lr is None:  # resolved here, so that cache keys and the report carry the rate in force
+        ft = replace(ft, lr=ft.resolved_lr())
+    if ds.groups is not None:  # identical texts with different labels across groups pull accuracies below chance
+        warn_twins(ds, sorted({sp_.view for sp_ in specs}), str((dataset_options or {}).get("groups") or "premise"))
+    for sp_ in specs:
+        if sp_.view == "hypothesis" and not ds.is_pair:
+            raise ParameterError(f"model {sp_.key}: the dataset has one text column; use view 'premise' or 'pair'")
+    return ds, ft
+
+
+def _check_eval_sets(ds: Any, specs: list[ModelSpec], classes: NDArray[Any], eval_sets: Sequence[EvalSet],
+                     tests: Sequence[EvalSet]) -> None:
+    names = [es.name for es in list(tests) + list(eval_sets)]
+    if len(set(names)) != len(names):
+        raise ParameterError(f"two test/evaluation sets share a name: {sorted(names)}")
+    for es in list(eval_sets) + list(tests):
+        if es.texts_b is None and any(s.view in ("pair", "hypothesis") for s in specs) and ds.is_pair:
+            raise InputError(f"evaluation set {es.name}: one text column, but the models read text pairs")
+        reachable = {es.pred_map.get(c, c) for c in classes}
+        bad = sorted(set(np.unique(es.labels).tolist()) - reachable)
+        if bad:
+            raise InputError(f"evaluation set {es.name} ({', '.join(es.sources) or 'in memory'}): gold label(s) "
+                             f"{bad} are not labels the models can predict {sorted(reachable)}; map them with a "
+                             "label map (--ood-label-map) or a prediction map (--ood-pred-map)")
+
+
+def _training_sets(ds: Any, run_objs: list[Any], pool: NDArray[np.intp], warm: NDArray[np.intp],
+                   seed_list: list[int], random_baseline: bool, single_iteration: bool, cache: Path,
+                   show_progress: bool) -> list[TrainingSet]:
+    """D, each run's D(Φ), same-size random subsets of D per seed and the single-iteration sets."""
+    sets: list[TrainingSet] = [TrainingSet("D", "D", pool, info={"excluded_warmup": int(len(warm))}
+                                           if len(warm) else {})]
+    for ri, r in enumerate(run_objs):
+        kept = np.setdiff1d(r.kept, warm).astype(np.intp)
+        sets.append(TrainingSet(r.name, "filtered", kept, run=str(r.path),
+                                info={"excluded_warmup": int(len(r.kept) - len(kept))} if len(warm) else {}))
+        size = len(kept)
+        if random_baseline:
+            for s in seed_list:
+                rows = pool[np.random.default_rng([s, 1, ri]).choice(len(pool), size=size, replace=False)]
+                rows = np.sort(rows)
+                sets.append(TrainingSet(f"D_random({size})" + (f" [{r.name}]" if len(run_objs) > 1 else ""),
+                                        "random", rows.astype(np.intp), seed=s, run=str(r.path)))
+        if single_iteration:
+            rows, info = single_iteration_rows(ds, r, size, int(r.summary.get("seed") or 0), cache, show_progress,
+                                               exclude=warm)
+            sets.append(TrainingSet(f"single-iteration({r.name.removeprefix('D(').removesuffix(')')})", "single",
+                                    rows, run=str(r.path), info=info))
+    return sets
+
+
+def _set_info(ds: Any, sets: list[TrainingSet], is_held: NDArray[np.bool_], split: bool,
+              classes: NDArray[Any]) -> list[dict[str, Any]]:
+    """Each training set's sizes and label counts; a set that cannot train or test every label is refused."""
+    set_info = []
+    for ts in sets:
+        tr = ts.rows[~is_held[ts.rows]]
+        te = ts.rows[is_held[ts.rows]]
+        if len(tr) == 0 or (split and len(te) == 0):
+            raise InputError(f"training set {ts.name}: its {'training' if len(tr) == 0 else 'held-out'} part is "
+                             "empty")
+        missing = sorted(set(classes.tolist()) - set(ds.labels[tr].astype(str).tolist()))
+        if missing:
+            raise InputError(f"training set {ts.name}: label(s) {missing} of D are absent from its training part; "
+                             "the models could never predict them")
+        set_info.append({"name": ts.name, "kind": ts.kind, "seed": ts.seed, "run": ts.run, "size": int(len(ts.rows)),
+                         "train": int(len(tr)), "heldout": int(len(te)), "info": ts.info,
+                         "label_counts": dict(sorted(Counter(ds.labels[ts.rows].astype(str).tolist()).items()))})
+    return set_info
+
+
+def _runs(data: str | Path, ds: Any, runs: Sequence[str | Path]) -> list[Any]:
+    """The run folders, each checked against D (its recorded fingerprint, its ids)."""
+    if not runs:
+        raise ParameterError("give at least one run directory (made by aflite run on this dataset)")
+    data_fp = dataset_fingerprint(ds.ids, ds.labels, ds.texts_a, ds.texts_b)
+    for run_dir in runs:  # a run from another file with the same row count would otherwise match by row-N ids
+        read_run(run_dir).check_dataset(data_fp, data)
+    id_to_row = {str(i): r for r, i in enumerate(ds.ids.tolist())}
+    taken: set[str] = set()
+    return [_read_run(Path(r), id_to_row, taken) for r in runs]
+
+
+def _store(d_corpus: _Corpus, cache: Path, show_progress: bool, minilm_options: dict[str, Any] | None,
+           run_objs: list[Any]) -> _FeatureStore:
+    store = _FeatureStore(d_corpus, cache, show_progress, dict(minilm_options or {}))
+    for r in run_objs:  # image features at the size (and model) the run's Φ used, so a shared cache is reused
+        f = r.summary.get("featurizer") or {}
+        if f.get("name") in REGISTRY and featurizer_spec(f["name"]).modality == "image":
+            store.image_options = {k: v for k, v in (f.get("options") or {}).items()
+                                   if k in ("image_size", "model_path", "pretrained") and v is not None}
+    return store
+
+
+def _caps(specs: list[ModelSpec], ft: FinetuneOptions) -> tuple[str | None, int | None, int | None]:
+    """(the fine-tuning device, the training-row cap, the evaluation-row cap): caps default on a CPU only."""
+    if not any(s.kind == "finetune" for s in specs):
+        return None, ft.max_train, ft.eval_max
+    device = torch_device(ft.device)
+    on_cpu = device == "cpu"
+    return (device, ft.max_train if ft.max_train is not None else (ft.cpu_max_train if on_cpu else None),
+            ft.eval_max if ft.eval_max is not None else (ft.cpu_eval_max if on_cpu else None))
 
 
 @limited  # one thread policy (aflite.threads)
@@ -72,171 +213,63 @@ def compare_runs(
     (``warmup_ids.txt``) are left out of D, every D(Φ) and every comparison subset. Features, models and
     predictions are cached in ``cache_dir``. ``seed`` draws the train/held-out split; ``seeds`` are the
     benchmarks'. See the module docstring of :mod:`aflite.evaluate` for the protocol."""
-    split_seed = seed
-    from tqdm import tqdm
-
-    from aflite.data import load_dataset
-
-    specs = [ModelSpec.parse(m) for m in models]
-    if not specs:
-        raise ParameterError("no models to evaluate")
-    if len({s.key for s in specs}) != len(specs):
-        raise ParameterError("a model is listed twice")
-    seed_list = list(range(seeds)) if isinstance(seeds, int) else [int(s) for s in seeds]
-    if not seed_list:
-        raise ParameterError(f"seeds (--seeds) must be a count >= 1 or a non-empty list, got {seeds!r}")
-    ft = finetune or FinetuneOptions()
-    ft.check()
-    from aflite.data import images
-
-    image_featurizers = {s.featurizer for s in specs} & set(images.IMAGE_FEATURIZERS)
-    is_images = images.is_image_folder(data) or bool(image_featurizers)
-    if is_images and ft.image_model is None:  # finetune: models fine-tune the image network
-        from dataclasses import replace
-
-        ft = replace(ft, image_model="hf-image" if ft.model_path else "efficientnet-lite0")
-    if ft.lr is None:  # resolved here, so that cache keys and the report carry the rate in force
-        from dataclasses import replace
-
-        ft = replace(ft, lr=ft.resolved_lr())
+    specs, seed_list, ft = _plan(models, seeds, finetune)
     cache = Path(cache_dir)
     t_start = time.perf_counter()
-
-    if is_images:
-        ds = images.load_image_dataset(data)
-    else:
-        ds = load_dataset(data, **(dataset_options or {}))
+    ds, ft = _load(data, specs, ft, dataset_options)
     n = len(ds)
-    if ds.groups is not None:  # identical texts with different labels across groups pull accuracies below chance
-        from aflite.data import warn_twins
-
-        warn_twins(ds, sorted({sp_.view for sp_ in specs}), str((dataset_options or {}).get("groups") or "premise"))
-    for sp_ in specs:
-        if sp_.view == "hypothesis" and not ds.is_pair:
-            raise ParameterError(f"model {sp_.key}: the dataset has one text column; use view 'premise' or 'pair'")
     classes = np.unique(ds.labels.astype(str))
     if len(classes) < 2:
         raise InputError(f"{data}: need at least two labels, found {classes.tolist()}")
     y_all = np.searchsorted(classes, ds.labels.astype(str)).astype(np.int64)
-    d_corpus = _corpus("D", ds.texts_a, ds.texts_b)
-    id_to_row = {str(i): r for r, i in enumerate(ds.ids.tolist())}
-    if not runs:
-        raise ParameterError("give at least one run directory (made by aflite run on this dataset)")
-    from aflite.hashing import dataset_fingerprint
-    from aflite.rundir import check_run_dataset
-
-    data_fp = dataset_fingerprint(ds.ids, ds.labels, ds.texts_a, ds.texts_b)
-    for run_dir in runs:  # a run from another file with the same row count would otherwise match by row-N ids
-        check_run_dataset(run_dir, data_fp, data)
-    taken: set[str] = set()
-    run_objs = [_read_run(Path(r), id_to_row, taken) for r in runs]
+    run_objs = _runs(data, ds, runs)
     if not split and not tests and not eval_sets:
         raise ParameterError("without the held-out split (--no-split) give at least one test set (--test) or an "
                              "evaluation set (--hans / --ood)")
-    is_held = split_heldout(n, ds.groups, heldout, split_seed) if split else np.zeros(n, dtype=bool)
+    is_held = split_heldout(n, ds.groups, heldout, seed) if split else np.zeros(n, dtype=bool)
     # warm-up slices (of every run compared) trained a Φ: out of D, D(Φ), random and single-iteration sets
     warm = np.unique(np.concatenate([r.warmup for r in run_objs])).astype(np.intp)
     pool = np.setdiff1d(np.arange(n), warm).astype(np.intp)
-    names = [es.name for es in list(tests) + list(eval_sets)]
-    if len(set(names)) != len(names):
-        raise ParameterError(f"two test/evaluation sets share a name: {sorted(names)}")
-
-    for es in list(eval_sets) + list(tests):
-        if es.texts_b is None and any(s.view in ("pair", "hypothesis") for s in specs) and ds.is_pair:
-            raise InputError(f"evaluation set {es.name}: one text column, but the models read text pairs")
-        reachable = {es.pred_map.get(c, c) for c in classes}
-        bad = sorted(set(np.unique(es.labels).tolist()) - reachable)
-        if bad:
-            raise InputError(f"evaluation set {es.name} ({', '.join(es.sources) or 'in memory'}): gold label(s) "
-                             f"{bad} are not labels the models can predict {sorted(reachable)}; map them with a "
-                             "label map (--ood-label-map) or a prediction map (--ood-pred-map)")
-
-    # ---------------- training sets
-    sets: list[TrainingSet] = [TrainingSet("D", "D", pool, info={"excluded_warmup": int(len(warm))}
-                                           if len(warm) else {})]
-    for ri, r in enumerate(run_objs):
-        kept = np.setdiff1d(r.kept, warm).astype(np.intp)
-        sets.append(TrainingSet(r.name, "filtered", kept, run=str(r.path),
-                                info={"excluded_warmup": int(len(r.kept) - len(kept))} if len(warm) else {}))
-        size = len(kept)
-        if random_baseline:
-            for s in seed_list:
-                rows = pool[np.random.default_rng([s, 1, ri]).choice(len(pool), size=size, replace=False)]
-                rows = np.sort(rows)
-                sets.append(TrainingSet(f"D_random({size})" + (f" [{r.name}]" if len(run_objs) > 1 else ""),
-                                        "random", rows.astype(np.intp), seed=s, run=str(r.path)))
-        if single_iteration:
-            rows, info = single_iteration_rows(ds, r, size, int(r.summary.get("seed") or 0), cache, show_progress,
-                                               exclude=warm)
-            sets.append(TrainingSet(f"single-iteration({r.name.removeprefix('D(').removesuffix(')')})", "single",
-                                    rows, run=str(r.path), info=info))
-    set_info = []
-    for ts in sets:
-        tr = ts.rows[~is_held[ts.rows]]
-        te = ts.rows[is_held[ts.rows]]
-        if len(tr) == 0 or (split and len(te) == 0):
-            raise InputError(f"training set {ts.name}: its {'training' if len(tr) == 0 else 'held-out'} part is "
-                             "empty")
-        missing = sorted(set(classes.tolist()) - set(ds.labels[tr].astype(str).tolist()))
-        if missing:
-            raise InputError(f"training set {ts.name}: label(s) {missing} of D are absent from its training part; "
-                             "the models could never predict them")
-        set_info.append({"name": ts.name, "kind": ts.kind, "seed": ts.seed, "run": ts.run, "size": int(len(ts.rows)),
-                         "train": int(len(tr)), "heldout": int(len(te)), "info": ts.info,
-                         "label_counts": dict(sorted(Counter(ds.labels[ts.rows].astype(str).tolist()).items()))})
-
+    _check_eval_sets(ds, specs, classes, eval_sets, tests)
+    sets = _training_sets(ds, run_objs, pool, warm, seed_list, random_baseline, single_iteration, cache,
+                          show_progress)
+    set_info = _set_info(ds, sets, is_held, split, classes)
     held_rows = np.flatnonzero(is_held & np.isin(np.arange(n), pool))
     corpora = [(es, _corpus(es.name, es.texts_a, es.texts_b)) for es in eval_sets]
     test_corpora = [(es, _corpus(es.name, es.texts_a, es.texts_b)) for es in tests]
-    store = _FeatureStore(d_corpus, cache, show_progress, dict(minilm_options or {}))
-    for r in run_objs:  # image features at the size (and model) the run's Φ used, so a shared cache is reused
-        f = r.summary.get("featurizer") or {}
-        if f.get("name") in image_featurizers:
-            store.image_options = {k: v for k, v in (f.get("options") or {}).items()
-                                   if k in ("image_size", "model_path", "pretrained") and v is not None}
-    torch_device = None
-    if any(s.kind == "finetune" for s in specs):
-        from aflite.device import torch_device as _torch_device
-
-        torch_device = _torch_device(ft.device)
-    on_cpu = torch_device == "cpu"
-    ft_train_cap = ft.max_train if ft.max_train is not None else (ft.cpu_max_train if on_cpu else None)
-    ft_eval_cap = ft.eval_max if ft.eval_max is not None else (ft.cpu_eval_max if on_cpu else None)
-
-    jobs = []
-    for spec in specs:
-        for ts in sets:
-            for js in ([ts.seed] if ts.seed is not None else seed_list if spec.stochastic else seed_list[:1]):
-                jobs.append((spec, ts, int(js)))
+    store = _store(_corpus("D", ds.texts_a, ds.texts_b), cache, show_progress, minilm_options, run_objs)
+    device, ft_train_cap, ft_eval_cap = _caps(specs, ft)
+    jobs = [(sp_, ts, int(js)) for sp_ in specs for ts in sets
+            for js in ([ts.seed] if ts.seed is not None else seed_list if sp_.stochastic else seed_list[:1])]
     results: list[dict[str, Any]] = []
     bar = tqdm(jobs, desc="train + evaluate", unit="model", disable=not show_progress, dynamic_ncols=True)
-    for spec, ts, seed in bar:
-        bar.set_postfix_str(f"{spec.key} on {ts.name} seed {seed}")
-        results.append(_run_job(spec, ts, seed, ds, y_all, classes, is_held, held_rows, corpora, store, cache,
+    for sp_, ts, job_seed in bar:
+        bar.set_postfix_str(f"{sp_.key} on {ts.name} seed {job_seed}")
+        results.append(_run_job(sp_, ts, job_seed, ds, y_all, classes, is_held, held_rows, corpora, store, cache,
                                 ft, ft_train_cap, ft_eval_cap, show_progress, tests=test_corpora))
-
     aggregate = _aggregate(results, specs, sets, eval_sets, tests)
     config = {
         "dataset": str(data), "dataset_size": n, "classes": classes.tolist(), "runs": [str(r.path) for r in run_objs],
-        "models": [s.key for s in specs], "seeds": seed_list, "heldout": heldout, "split_seed": split_seed,
+        "models": [s.key for s in specs], "seeds": seed_list, "heldout": heldout, "split_seed": seed,
         "heldout_rows": int(len(held_rows)), "split": split, "excluded_warmup_rows": int(len(warm)),
-        "protocol": ("D split once by premise group into train/held-out; every benchmark trains on its rows in "
-                     "the train part and is tested on its rows in the held-out part (own held-out) and on the whole "
-                     "held-out part of D (original held-out)") if split else
-        "D not split: every benchmark trains on all its rows and is tested on separate test sets only",
+        "protocol": PROTOCOL if split else NO_SPLIT,
         "tests": [{"name": es.name, "sources": es.sources, "size": len(es), "majority": _majority(es.labels),
                    "label_counts": dict(sorted(Counter(es.labels.tolist()).items()))} for es in tests],
-        "finetune": asdict(ft) | {"device": torch_device, "train_cap_used": ft_train_cap, "eval_cap_used": ft_eval_cap}
-        if torch_device else None,
+        "finetune": asdict(ft) | {"device": device, "train_cap_used": ft_train_cap, "eval_cap_used": ft_eval_cap}
+        if device else None,
         "eval_sets": [{"name": es.name, "sources": es.sources, "size": len(es), "pred_map": es.pred_map}
                       for es in eval_sets],
         "wall_seconds": round(time.perf_counter() - t_start, 1),
     }
     tables = render_tables(aggregate, specs, sets, set_info, eval_sets, config, tests)
-    from aflite.verdict import evaluate_verdict
-
     verdict = evaluate_verdict({"training_sets": set_info, "aggregate": aggregate})
     return EvaluationReport(None, results, aggregate, set_info, tables, config, verdict)
+
+
+PROTOCOL = ("D split once by premise group into train/held-out; every benchmark trains on its rows in the train part "
+            "and is tested on its rows in the held-out part (own held-out) and on the whole held-out part of D "
+            "(original held-out)")
+NO_SPLIT = "D not split: every benchmark trains on all its rows and is tested on separate test sets only"
 
 
 def _run_job(spec: ModelSpec, ts: TrainingSet, seed: int, ds: Any, y_all: NDArray[np.int64],
@@ -255,8 +288,10 @@ def _run_job(spec: ModelSpec, ts: TrainingSet, seed: int, ds: Any, y_all: NDArra
         opts["finetune"] = {k: v for k, v in asdict(ft).items() if k not in ("eval_max", "cpu_eval_max", "device",
                                                                              "num_threads")
                             and not (k.startswith("image_") and ft.image_model is None)}  # text keys unchanged
-    if spec.featurizer == "minilm":
-        opts["minilm"] = store.minilm_options
+    keyed = store.keyed_options(spec.featurizer)
+    if keyed is not None:
+        assert spec.featurizer is not None
+        opts[spec.featurizer] = keyed
     key = _hash(opts, d.fingerprint, classes.tolist(), used.astype(np.int64), y_all[used],
                 seed if spec.stochastic else None)[:24]
     mdir = cache / "models"

@@ -7,14 +7,16 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 from numpy.typing import NDArray
 
-from aflite.atomic import atomic_open
+from aflite.atomic import atomic_open, write_text
 from aflite.evaluate.models import ModelSpec
 from aflite.evaluate.sets import EvalSet, TrainingSet
+from aflite.rundir.results import Result
+from aflite.verdict import MIN_SPREAD, SPREAD_FACTOR, markdown, number, points
 
 
 def _majority(labels: NDArray[Any]) -> float:
@@ -48,14 +50,35 @@ def _breakdown(pred: NDArray[Any], gold: NDArray[Any], groups: NDArray[Any] | No
 
 
 @dataclass
-class EvaluationReport:
-    out: Path | None
+class EvaluationReport(Result):
+    """What :func:`aflite.evaluate.compare_runs` found: one record per (model, training set, seed), their
+    aggregates, the training sets, the tables (Table 3 and Table 1 shapes), the configuration and the verdict;
+    as a folder (``aflite evaluate``): tables.md and accuracy.png besides the last files."""
+
+    command: ClassVar[str] = "evaluate"
+    out: Path | None  # type: ignore[assignment]
     results: list[dict[str, Any]]  # one per (model, training set, seed)
     aggregate: dict[str, Any]
     training_sets: list[dict[str, Any]]
     tables: str
     config: dict[str, Any]
-    verdict: list[str] = field(default_factory=list)  # aflite.verdict.evaluate_verdict
+    verdict: list[str] = field(default_factory=list)  # evaluate_verdict
+
+    @property
+    def seed(self) -> Any:
+        return self.config["split_seed"]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"verdict": self.verdict, "config": self.config, "training_sets": self.training_sets,
+                "aggregate": self.aggregate, "runs": self.results}
+
+    def summary_md(self) -> str:
+        tables = self.tables
+        return markdown(self.verdict) + (tables if tables.endswith("\n") else tables + "\n")
+
+    def write_files(self, out: Path) -> None:
+        write_text(out / "tables.md", self.tables)
+        plot_report(self, out / "accuracy.png")
 
 
 def _mean_std(values: list[float]) -> dict[str, Any]:
@@ -357,3 +380,75 @@ def plot_report(report: EvaluationReport, path: Path) -> None:
     with atomic_open(path, "wb") as fh:
         fig.savefig(fh, format="png", dpi=120)
     plt.close(fig)
+
+
+def evaluate_verdict(body: dict[str, Any]) -> list[str]:
+    """``aflite evaluate``: per model, accuracy after training on D(Φ) against same-size random subsets of D (the
+    baseline), on D's held-out part (or the first test set), judged against the random subsets' seed spread.
+    Models marked ``not_trained`` are left out and counted."""
+    sets = body.get("training_sets") or []
+    agg = body.get("aggregate") or {}
+    filtered = [s["name"] for s in sets if s.get("kind") == "filtered"]
+    out: list[str] = []
+    skipped = sorted({m for m, per in agg.items() for e in per.values() if isinstance(e, dict)
+                      and e.get("not_trained")})
+    for fname in filtered[:2]:
+        run = next((s.get("run") for s in sets if s["name"] == fname), None)
+        rname = next((s["name"] for s in sets if s.get("kind") == "random" and s.get("run") == run), None)
+        if rname is None:
+            continue
+        lower = within = higher = 0
+        diffs: list[float] = []
+        where = ""
+        for model, per in agg.items():
+            if model in skipped:
+                continue
+            e_f, e_r = per.get(fname), per.get(rname)
+            if not e_f or not e_r:
+                continue
+            a_f, a_r, where = _score(e_f), _score(e_r), _where(e_f)
+            if a_f is None or a_r is None:
+                continue
+            diff = a_f[0] - a_r[0]
+            spread = max(a_r[1], MIN_SPREAD)
+            diffs.append(diff)
+            if diff < -SPREAD_FACTOR * spread:
+                lower += 1
+            elif diff > SPREAD_FACTOR * spread:
+                higher += 1
+            else:
+                within += 1
+        if not diffs:
+            continue
+        n = len(diffs)
+        out.append(f"Trained on {fname} instead of same-size random subsets of D, {n} model(s) changed accuracy on "
+                   f"{where} by {points(min(diffs))} to {points(max(diffs))} points: {lower} lower beyond the random "
+                   f"subsets' seed spread, {within} within it, {higher} higher.")
+    if out:
+        out.append("Lower means the filter removed instances these models relied on; within the spread means no "
+                   "measurable effect on them.")
+    if skipped:
+        out.append(f"Not counted: {', '.join(skipped)} (not trained: see the tables).")
+    return out
+
+
+
+def _where(entry: dict[str, Any]) -> str:
+    if "original_heldout" in entry:
+        return "D's held-out part"
+    tests = entry.get("tests") or {}
+    return f"the test set {next(iter(tests))}" if tests else "the held-out part"
+
+
+
+def _score(entry: dict[str, Any]) -> tuple[float, float] | None:
+    """(mean, std) accuracy on D's held-out part, else on the first separate test set."""
+    acc: Any = entry.get("original_heldout")
+    if acc is None:
+        tests: dict[str, Any] = entry.get("tests") or {}
+        first: dict[str, Any] = next(iter(tests.values()), {})
+        acc = first.get("accuracy")
+    if not isinstance(acc, dict):
+        return None
+    mean, std = number(acc.get("mean")), number(acc.get("std")) or 0.0
+    return None if mean is None else (mean, std)

@@ -384,7 +384,7 @@ def run_benchmark(
     say = log or (lambda *_: None)
     from threadpoolctl import threadpool_info
 
-    from aflite.rundir import versions
+    from aflite.rundir.versions import versions
 
     if real_features:  # read and checked now: a bad file must not wait for the synthetic benchmark's minutes
         check_features_files(real_features, real_labels)

@@ -72,7 +72,7 @@ def jaccard(a: np.ndarray, b: np.ndarray) -> float:
 
 def filter_kept(X: np.ndarray, y: np.ndarray, seed: int) -> tuple[np.ndarray, str]:
     from aflite.core.filter import AFLite
-    from aflite.pipeline import scaled_defaults
+    from aflite.runs.run import scaled_defaults
 
     af = AFLite(**scaled_defaults(len(y)), random_state=seed)  # type: ignore[arg-type]
     af.fit(X, y)

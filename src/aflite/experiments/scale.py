@@ -134,7 +134,7 @@ def scale_benchmark(
     from pathlib import Path
 
     from aflite.device import resolve_device
-    from aflite.rundir import versions
+    from aflite.rundir.versions import versions
 
     if not 0 < scale <= 1:
         raise ParameterError("--scale must lie in (0, 1]")

@@ -8,7 +8,6 @@ Everything is read from files, so ``aflite report DIR`` rebuilds a page long aft
 from __future__ import annotations
 
 import csv
-import json
 import math
 import sys
 from pathlib import Path
@@ -17,52 +16,10 @@ from typing import Any
 import numpy as np
 
 from aflite.errors import InputError
+from aflite.rundir.read import read_columns
 
-KINDS = ("run", "explain", "evaluate", "audit")
 TEXT_LIMIT = 400  # characters of each text kept for the table (the full row is in the dataset file)
 TOKEN_POINTS = 4000  # tokens per set drawn on the competency plot (every significant one, then the most frequent)
-RUN_COMMANDS = ("run", "filter", "demo")
-
-
-def read_json(path: Path) -> dict[str, Any]:
-    try:
-        obj = json.loads(path.read_text(encoding="utf-8"))
-    except OSError:
-        return {}
-    except ValueError as exc:
-        raise InputError(f"{path}: not valid JSON ({exc})") from None
-    return obj if isinstance(obj, dict) else {}
-
-
-def detect_kind(folder: str | Path) -> str:
-    """Which command's output FOLDER is: ``run`` (also ``filter``/``demo``), ``explain``, ``evaluate`` or
-    ``audit``, from its files (results.json's ``command`` first); anything else is refused in one line."""
-    p = Path(folder)
-    if not p.is_dir():
-        raise InputError(f"{p}: not a folder (give the --out folder of aflite run, explain, evaluate or audit)")
-    command = read_json(p / "results.json").get("command")
-    if command in RUN_COMMANDS and (p / "instances.csv").is_file():
-        return "run"
-    if command in KINDS:
-        return str(command)
-    if (p / "tokens.csv").is_file() or _header(p / "instances.csv").count("confidence"):
-        return "explain"
-    if (p / "instances.csv").is_file() and (p / "summary.json").is_file():
-        return "run"
-    if (p / "metrics.json").is_file() and (p / "report.html").is_file():
-        return "audit"
-    if "aggregate" in read_json(p / "results.json"):
-        return "evaluate"
-    raise InputError(f"{p}: not an aflite output folder (no instances.csv + summary.json, tokens.csv, "
-                     "evaluate's or audit's results)")
-
-
-def _header(path: Path) -> list[str]:
-    try:
-        with path.open(encoding="utf-8", newline="") as fh:
-            return next(csv.reader(fh), [])
-    except OSError:
-        return []
 
 
 def _float(text: str) -> float:
@@ -85,24 +42,9 @@ def _codes(values: list[str]) -> tuple[list[int], list[str]]:
 
 
 def read_instances(path: Path) -> dict[str, Any]:
-    """The per-row columns of a run's or explain's instances.csv, compact (codes, thousandths)."""
-    cols: dict[str, list[str]] = {}
-    try:
-        with path.open(encoding="utf-8", newline="") as fh:
-            reader = csv.reader(fh)
-            header = next(reader, None)
-            if not header or "id" not in header:
-                raise InputError(f"{path}: line 1: no 'id' column (is it aflite's instances.csv?)")
-            for name in header:
-                cols[name] = []
-            lists = [cols[name] for name in header]
-            for lineno, row in enumerate(reader, start=2):
-                if len(row) != len(header):
-                    raise InputError(f"{path}: line {lineno}: {len(row)} fields, expected {len(header)}")
-                for lst, value in zip(lists, row, strict=True):
-                    lst.append(value)
-    except OSError as exc:
-        raise InputError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    """The per-row columns of a run's or explain's instances.csv (:func:`aflite.rundir.read.read_columns`),
+    compact (codes, thousandths)."""
+    cols = read_columns(path)
     out: dict[str, Any] = {"id": cols["id"]}
     out["label"], out["labels"] = _codes(cols.get("label", [""] * len(cols["id"])))
     if "predictability" in cols:

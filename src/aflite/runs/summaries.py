@@ -1,5 +1,6 @@
-"""The readable accounts of a run (``summary.md`` of ``aflite run`` / ``aflite demo`` and of ``aflite filter``):
-sizes, parameters, label shift, the probe, examples; kept apart from :mod:`aflite.pipeline`, which computes them."""
+"""The readable accounts of a run (``summary.md`` of ``aflite run`` / ``aflite demo`` and of ``aflite filter``) and
+their verdicts: sizes, parameters, label shift, the probe, examples; kept apart from :mod:`aflite.runs.run` and
+:mod:`aflite.runs.filter`, which compute them."""
 
 from __future__ import annotations
 
@@ -8,12 +9,13 @@ from typing import Any
 
 import numpy as np
 
+from aflite.report import shorten
+from aflite.verdict import MIN_SPREAD, SPREAD_FACTOR, markdown, number, points
+
 
 def render_filter_summary(summary: dict[str, Any]) -> str:
     """The readable account of ``aflite filter``: sizes, parameters, stop reason and label counts."""
     p = summary["parameters"]
-    from aflite.verdict import markdown
-
     lines = [
         f"# aflite filter: {summary.get('inputs', {}).get('features', '')}",
         "",
@@ -60,12 +62,11 @@ def label_shift(before: dict[str, int], after: dict[str, int]) -> dict[str, Any]
     return out
 
 
-def render_summary(summary: dict[str, Any], ds: Any, rows: np.ndarray, af: Any, per_label: int = 2) -> str:
+def render_summary(summary: dict[str, Any], ds: Any, rows: np.ndarray, p_all: np.ndarray, keep: np.ndarray,
+                   per_label: int = 2) -> str:
     """A short human-readable account: sizes, parameters, label shift, probe, and examples (as Table 9)."""
     p = summary["parameters"]
     f = summary["featurizer"]
-    from aflite.verdict import markdown
-
     lines = [
         f"# aflite run: {summary.get('title') or summary['dataset']}",
         "",
@@ -108,8 +109,6 @@ def render_summary(summary: dict[str, Any], ds: Any, rows: np.ndarray, af: Any, 
     if "timings" in summary:
         lines += ["", "Timings: " + ", ".join(f"{k} {v:.1f}" for k, v in summary["timings"].items())]
 
-    p_all = af.predictability_
-    keep = af.keep_mask_
     labels = ds.labels[rows]
 
     def table(title: str, idx: np.ndarray) -> list[str]:
@@ -153,9 +152,77 @@ def _md(text: str, limit: int = 300) -> str:
     """Dataset text in a Markdown table cell: shortened, on one line, and plain: the text as written (``isn't``,
     not ``isn&#x27;t``), with Markdown's backslash escapes for what a renderer would otherwise read as HTML or as
     a cell border (``<``, ``>``, ``&``, ``|``). HTML escaping belongs to the HTML pages only."""
-    from aflite.report import shorten
-
     out = shorten(text, limit).replace("\\", "\\\\")
     for ch in "<>&|":
         out = out.replace(ch, "\\" + ch)
     return out.replace("\r", " ").replace("\n", " ")
+
+
+def _kept(summary: dict[str, Any]) -> str:
+    before, after = summary.get("size_before"), summary.get("size_after")
+    phases, why = summary.get("n_iterations"), summary.get("stop_reason")
+    if not before or after is None:
+        return ""
+    return (f"AFLite kept {after:,} of {before:,} rows ({100 * after / before:.0f}%) in {phases} phase(s) and "
+            f"stopped because {why}.")
+
+
+
+def _shift(summary: dict[str, Any]) -> str:
+    shift = summary.get("label_shift") or {}
+    moves = shift.get("change_points") or {}
+    if not moves:
+        return ""
+    worst = max(moves, key=lambda k: abs(moves[k]))
+    return (f" The largest class-share move was {moves[worst]:+.1f} points ({worst}), so compare accuracies over the "
+            f"majority rate, not raw.") if abs(moves[worst]) > 1.0 else ""
+
+
+
+def run_verdict(summary: dict[str, Any]) -> list[str]:
+    """``aflite run`` / ``demo``: sizes and stop, then the hypothesis-only probe on D(Φ) against same-size random
+    subsets of D (Δ over the majority rate of the same rows), judged against the random subsets' spread."""
+    out = [_kept(summary) + _shift(summary)]
+    probe = summary.get("partial_input_probe") or {}
+    f = summary.get("featurizer") or {}
+    phi_view = f.get("view", "pair")
+    probe_side = "the hypothesis" if "hypothesis" in str(probe.get("model", "hypothesis")) else "the text"
+    if probe.get("skipped"):
+        out.append(f"The partial-input probe was not run: {probe['skipped']}.")
+        return [s for s in out if s]
+    rows = {str(r.get("name", "")): r for r in probe.get("results") or []}
+    dphi = rows.get("D(Φ)")
+    rand = next((r for n, r in rows.items() if n.startswith("random subset")), None)
+    if not dphi or not rand:
+        return [s for s in out if s]
+    if dphi.get("skipped") or rand.get("skipped"):
+        why = dphi.get("skipped") or rand.get("skipped")
+        out.append(f"The probe could not be compared on D(Φ) and random subsets: {why}.")
+        return [s for s in out if s]
+    a_d, m_d = number(dphi.get("accuracy")), number(dphi.get("majority"))
+    a_r, m_r = number(rand.get("accuracy")), number(rand.get("majority"))
+    if None in (a_d, m_d, a_r, m_r):
+        return [s for s in out if s]
+    assert a_d is not None and m_d is not None and a_r is not None and m_r is not None
+    d_phi, d_rand = a_d - m_d, a_r - m_r
+    spread = max(number(rand.get("accuracy_std")) or 0.0, MIN_SPREAD)
+    diff = d_phi - d_rand
+    base = (f"the probe's Δ over the majority rate is {points(d_phi)} points on D(Φ) against {points(d_rand)} on "
+            f"same-size random subsets of D (spread ±{100 * spread:.1f})")
+    if diff < -SPREAD_FACTOR * spread:
+        out.append(f"Artifact reduction measured: {base}, a drop of {100 * -diff:.1f} points beyond that spread.")
+    elif diff > SPREAD_FACTOR * spread:
+        out.append(f"No artifact reduction: {base}; D(Φ) is easier for this probe than a random subset.")
+    else:
+        seen = {"pair": "the pair", "hypothesis": "the hypothesis", "premise": "the premise"}.get(phi_view, phi_view)
+        why = f"; Φ saw {seen}, the probe only {probe_side}" if seen != probe_side else ""
+        out.append(f"No measurable artifact reduction for this probe: {base}, within that spread{why}.")
+    return [s for s in out if s]
+
+
+
+def filter_verdict(summary: dict[str, Any]) -> list[str]:
+    """``aflite filter``: sizes and stop; it reads features only, so it says where the effect is measured."""
+    first = _kept(summary) + _shift(summary)
+    return [s for s in (first, "No probe ran here (aflite filter sees features, not text): measure the effect "
+                               "with `aflite evaluate` or `aflite audit --compare` on this run.") if s]
