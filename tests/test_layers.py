@@ -20,6 +20,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("ground", ("aflite", "aflite.errors", "aflite.atomic", "aflite.hashing", "aflite.device", "aflite.threads",
                 "aflite._deprecate", "aflite.splits", "aflite.defaults", "aflite.links")),
     ("data", ("aflite.data",)),
+    ("cluster", ("aflite.cluster",)),
     ("features", ("aflite.features", "aflite.encoders", "aflite.training")),
     ("core", ("aflite.core", "aflite.rundir")),
     ("analyses", ("aflite.checks", "aflite.evaluate", "aflite.audit", "aflite.explain", "aflite.report",

@@ -1,5 +1,6 @@
-"""Φ in shards on a Dask cluster (aflite.runs.shards): the same rows in the same order as one process, finished
-shards never recomputed, damaged ones recomputed, and with MiniLM the same features bit for bit."""
+"""Φ in shards on a Dask cluster (aflite.cluster.shards, aflite.features.shards): the same rows in the same order as
+one process, finished shards never recomputed, damaged ones recomputed, and with MiniLM the same features bit for
+bit."""
 
 from __future__ import annotations
 
@@ -14,15 +15,9 @@ import pytest
 
 pytest.importorskip("dask.distributed")
 
+from aflite.cluster.shards import concat_shards, run_shards, shard_bounds, shards_to_npy  # noqa: E402
 from aflite.errors import ParameterError  # noqa: E402
-from aflite.runs.shards import (  # noqa: E402
-    ShardedTransform,
-    check_shardable,
-    concat_shards,
-    run_shards,
-    shard_bounds,
-    shards_to_npy,
-)
+from aflite.features.shards import ShardedTransform, check_shardable  # noqa: E402
 
 
 class CountingFeaturizer:

@@ -69,7 +69,7 @@ def _validate(args: argparse.Namespace) -> None:
 
     check_embed_out(args.out, args.overwrite)
     if args.cluster:
-        from aflite.runs.shards import check_shardable
+        from aflite.features.shards import check_shardable
 
         check_shardable(args.featurizer)
 

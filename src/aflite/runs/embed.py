@@ -4,7 +4,7 @@
 (``warmup_ids.txt`` for the warm-up Φ, ``bad_images.txt`` for skipped images), ``OUT/results.json`` and
 ``OUT/summary.md``: the same files whether it is called from Python or from the command line. Image runs are
 written chunk by chunk into a memory-mapped file and an interrupted run resumes when called again. With
-``cluster`` the chunks are shards embedded by Dask workers (:mod:`aflite.runs.shards`): the same features, bit
+``cluster`` the chunks are shards embedded by Dask workers (:mod:`aflite.cluster.shards`): the same features, bit
 for bit, as one process on the same backend.
 """
 
@@ -22,16 +22,18 @@ import numpy as np
 
 from aflite import data
 from aflite.atomic import write_npy, write_text
+from aflite.cluster.shards import run_shards, shards_to_npy
+from aflite.core.backends.dask import use_cluster
 from aflite.data.images import files_fingerprint
 from aflite.errors import OutputError, ParameterError
 from aflite.features import featurize_dataset, make_featurizer
 from aflite.features.npy import embed_to_npy
 from aflite.features.registry import featurizer_names, featurizer_options, spec
+from aflite.features.shards import ShardedTransform, check_shardable
 from aflite.hashing import json_digest
 from aflite.rundir.names import WARMUP_IDS
 from aflite.rundir.results import Result, recording_warnings
 from aflite.runs.folder import RunFolder
-from aflite.runs.shards import ShardedTransform, check_shardable, run_shards, shards_to_npy, use_cluster
 
 __all__ = ["FEATURES", "EmbedResult", "check_embed_out", "embed"]
 
@@ -89,7 +91,7 @@ def embed(data_path: str | os.PathLike[str], out: str | os.PathLike[str] | RunFo
     release) defaults to ``out/cache``; ``backend`` is the encoder's runtime (torch, onnx, onnx-int8; default auto,
     :func:`aflite.features.onnx_backend.resolve_backend`); ``chunk_size`` rows are embedded (and cached) at a time.
     ``cluster`` (``local``, ``local:N``, a scheduler address or an open :class:`aflite.core.backends.dask.DaskExecutor`)
-    embeds the chunks as shards on Dask workers (:mod:`aflite.runs.shards`; the cache must be storage every worker
+    embeds the chunks as shards on Dask workers (:mod:`aflite.cluster.shards`; the cache must be storage every worker
     can write). Returns an :class:`EmbedResult`.
     """
     folder = RunFolder.of(out, "embed")

@@ -28,6 +28,7 @@ from tqdm import tqdm
 
 from aflite import data
 from aflite.atomic import atomic_open, write_json
+from aflite.core.backends.dask import use_cluster
 from aflite.core.filter import AFLite, FilterState, validate_inputs
 from aflite.device import resolve_device
 from aflite.errors import InputError, ParameterError
@@ -37,7 +38,6 @@ from aflite.rundir.names import INSTANCES, KEPT_IDS, REMOVED_IDS, SUMMARY
 from aflite.rundir.results import Result, Table, recording_warnings
 from aflite.rundir.versions import versions
 from aflite.runs.folder import RunFolder
-from aflite.runs.shards import use_cluster
 from aflite.runs.summaries import filter_verdict, render_filter_summary
 
 __all__ = ["FilterResult", "filter_files", "run_filter"]

@@ -23,6 +23,7 @@ from tqdm import tqdm
 
 from aflite import data
 from aflite.atomic import write_text
+from aflite.core.backends.dask import use_cluster
 from aflite.core.filter import SNLI_DEFAULTS, AFLite
 from aflite.core.phase import resolve_size
 from aflite.data import images
@@ -30,6 +31,7 @@ from aflite.errors import InputError, ParameterError
 from aflite.evaluate import compare_partial_input, probe_skip_reason
 from aflite.features import Features, featurize_dataset
 from aflite.features.registry import current_options, spec
+from aflite.features.shards import ShardedTransform
 from aflite.hashing import dataset_fingerprint
 from aflite.links import check_link_dir, check_link_names
 from aflite.rundir.checkpoint import check_resume_dataset
@@ -37,7 +39,6 @@ from aflite.rundir.names import WARMUP_IDS
 from aflite.rundir.results import recording_warnings
 from aflite.runs.filter import FilterResult, run_filter
 from aflite.runs.folder import RunFolder
-from aflite.runs.shards import ShardedTransform, use_cluster
 from aflite.runs.summaries import PROBE_MEANING, label_shift, render_summary, run_verdict
 from aflite.threads import limited
 
@@ -261,7 +262,7 @@ def run(data_path: str | os.PathLike[str], out: str | os.PathLike[str] | RunFold
     gives them all, as to :func:`aflite.runs.filter.filter_files`. ``groups``: True/``"premise"``, False/``"none"``,
     ``"twins"`` or a column of the file. ``overwrite`` starts over in an ``out`` that holds a run; ``title`` names
     the data in summary.md. ``cluster`` (``local``, ``local:N``, an address or an open executor) embeds Φ in shards
-    on Dask workers (:mod:`aflite.runs.shards`; the same features, bit for bit) and fits the partitions there."""
+    on Dask workers (:mod:`aflite.cluster.shards`; the same features, bit for bit) and fits the partitions there."""
     base, given, fixed = _estimator(aflite, params, strategy, seed, device, storage)
     seed = fixed["random_state"]
     folder = RunFolder.of(out, "run")
