@@ -1,4 +1,4 @@
-"""The encoder layer (aflite.encoders) and the one trainer (aflite.training): loss falls for text and images,
+"""The encoder layer (aflite.encoders) and the one trainer (aflite.encoders.training): loss falls for text and images,
 EfficientNet-Lite0's weights are the ImageNet ones, features do not depend on the batch size."""
 
 from __future__ import annotations
@@ -70,7 +70,7 @@ def tiny_vit(folder: Path, image_size: int = 32) -> Path:
 
 
 def test_train_config_checks_and_total_steps() -> None:
-    from aflite.training import AUDIT, EVALUATE, WARMUP, TrainConfig
+    from aflite.encoders.training import AUDIT, EVALUATE, WARMUP, TrainConfig
 
     assert WARMUP.total_steps(100) == 12  # ceil(100 / 32) * 3
     assert WARMUP.replace(max_steps=5).total_steps(100) == 5
@@ -83,7 +83,7 @@ def test_train_config_checks_and_total_steps() -> None:
 
 def test_train_stream_and_epoch_batch_orders() -> None:
     """Epoch sampling visits every row once per pass (last batch short); stream sampling takes full batches."""
-    from aflite.training import TrainConfig, train
+    from aflite.encoders.training import TrainConfig, train
 
     seen: list[np.ndarray] = []
     w = torch.nn.Linear(1, 1)
@@ -106,8 +106,7 @@ def _falls(losses: list[float], k: int = 3) -> bool:
 
 @pytest.mark.slow  # minutes on a busy 2-core machine (fine-tuning MiniLM); CI runs it (--run-slow)
 def test_loss_falls_text(minilm_model_path: Path) -> None:
-    from aflite import training
-    from aflite.encoders import TextEncoder
+    from aflite.encoders import TextEncoder, training
 
     path = minilm_model_path
     pos = [f"the {w} was wonderful and I loved it" for w in ("film", "meal", "book", "trip", "show", "game")]
@@ -122,8 +121,7 @@ def test_loss_falls_text(minilm_model_path: Path) -> None:
 
 
 def test_loss_falls_images_hf_vision_model(tmp_path: Path) -> None:
-    from aflite import training
-    from aflite.encoders import ImageEncoder
+    from aflite.encoders import ImageEncoder, training
 
     paths, y = square_images(tmp_path / "img")
     model = tiny_vit(tmp_path / "vit")
@@ -145,8 +143,7 @@ def test_loss_falls_images_hf_vision_model(tmp_path: Path) -> None:
 @needs_effnet
 @pytest.mark.slow  # the default suite shows the image loss falling on a tiny ViT (above); this is the real network
 def test_loss_falls_images_efficientnet(tmp_path: Path) -> None:
-    from aflite import training
-    from aflite.encoders import ImageEncoder
+    from aflite.encoders import ImageEncoder, training
 
     paths, y = square_images(tmp_path / "img", n_per_class=8)
     training.seeded(0)
@@ -157,8 +154,7 @@ def test_loss_falls_images_efficientnet(tmp_path: Path) -> None:
 
 
 def test_load_checkpoint_refuses_other_files(tmp_path: Path) -> None:
-    from aflite import training
-    from aflite.encoders import ImageEncoder
+    from aflite.encoders import ImageEncoder, training
 
     enc = ImageEncoder("hf-image", model_path=tiny_vit(tmp_path / "vit"), device="cpu")
     torch.save({"something": 1}, tmp_path / "x.pt")

@@ -228,7 +228,7 @@ def test_bad_inputs_are_clear_errors(snli_run, tmp_path):
 
 def test_finetune_learning_rate_defaults_by_modality():
     """Text keeps the appendix's 1e-5; an image network gets the image preset's rate; a given rate wins."""
-    from aflite.training import WARMUP_IMAGE
+    from aflite.encoders.training import WARMUP_IMAGE
 
     assert FinetuneOptions().resolved_lr() == 1e-5
     assert FinetuneOptions(image_model="efficientnet-lite0").resolved_lr() == WARMUP_IMAGE.lr == 1e-3

@@ -386,7 +386,7 @@ def test_warmup_picks_the_image_preset_for_images_and_the_text_preset_for_text(
     tables reproduce); an explicit lr wins over either; the cache key names the lr in force."""
     from test_encoders import square_images, tiny_vit
 
-    from aflite import training
+    from aflite.encoders import training
 
     assert training.WARMUP.lr == 5e-5 and training.WARMUP_IMAGE.lr == 1e-3
     assert training.WARMUP_IMAGE == training.WARMUP.replace(lr=training.WARMUP_IMAGE.lr)

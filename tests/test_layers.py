@@ -21,7 +21,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
                 "aflite._deprecate", "aflite.splits", "aflite.defaults", "aflite.links")),
     ("data", ("aflite.data",)),
     ("cluster", ("aflite.cluster",)),
-    ("features", ("aflite.features", "aflite.encoders", "aflite.training")),
+    ("features", ("aflite.features", "aflite.encoders")),
     ("core", ("aflite.core", "aflite.rundir")),
     ("analyses", ("aflite.checks", "aflite.evaluate", "aflite.audit", "aflite.explain", "aflite.report",
                   "aflite.verdict")),

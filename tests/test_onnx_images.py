@@ -1,4 +1,4 @@
-"""Tests for aflite.features.onnx_images (the image encoders on ONNX Runtime) and the image embed bench's pieces:
+"""Tests for aflite.encoders.onnx_images (the image encoders on ONNX Runtime) and the image embed bench's pieces:
 the per-model default backend, the calibration sample, CLI routing, and agreement of each backend's Φ with
 torch's on a small sample (skipped without the [onnx] and [images] extras)."""
 
@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 from aflite import features as F
+from aflite.encoders import onnx_images as OI
+from aflite.encoders import onnx_text as OB
 from aflite.errors import ParameterError
-from aflite.features import onnx_backend as OB
-from aflite.features import onnx_images as OI
 
 
 def test_calibration_sample_is_evenly_spaced_and_deterministic() -> None:

@@ -181,8 +181,8 @@ PAIRS = [(f"A person number {i} is {'walking' if i % 3 else 'sitting on a long w
 @pytest.mark.parametrize("backend", ["torch", "onnx-int8"])
 def test_minilm_sharded_is_bit_identical_to_one_process(tmp_path, minilm, backend):
     from aflite.core.backends.dask import DaskExecutor
+    from aflite.encoders.onnx_text import onnx_available
     from aflite.features import featurize
-    from aflite.features.onnx_backend import onnx_available
 
     if backend != "torch" and not onnx_available():
         pytest.skip("onnxruntime not installed")

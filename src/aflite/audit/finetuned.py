@@ -65,12 +65,11 @@ def finetune(
     desc: str = "fine-tuning",
 ) -> FineTuned:
     """Fine-tune the encoder (default the bundled MiniLM) + linear head for ``steps`` AdamW steps (linear decay):
-    the one trainer, :func:`aflite.training.fit_classifier` with the ``AUDIT`` preset.
+    the one trainer, :func:`aflite.encoders.training.fit_classifier` with the ``AUDIT`` preset.
 
     With ``cache_file`` an identical earlier run's weights are loaded instead of training again.
     """
-    from aflite import training
-    from aflite.encoders import TextEncoder
+    from aflite.encoders import TextEncoder, training
 
     path = _model_path(model_path)
     yy = _as_1d(y, "labels")

@@ -78,7 +78,7 @@ class ModelSpec:
 class FinetuneOptions:
     """Fine-tuning recipe. Defaults: appendix A.6 (Adam, lr 1e-5, eps 1e-8, 3 epochs, batch 92; the HF GLUE
     script's max length 128 and linearly decaying learning rate). ``lr`` None means 1e-5 for text and, for an
-    image network, the image warm-up preset's 1e-3 (:data:`aflite.training.WARMUP_IMAGE`: at 1e-5-5e-5 a
+    image network, the image warm-up preset's 1e-3 (:data:`aflite.encoders.training.WARMUP_IMAGE`: at 1e-5-5e-5 a
     pretrained CNN with a fresh head hardly moves in a short run). ``max_train`` caps the training rows (a
     seeded sample); when None, a CPU run uses ``cpu_max_train`` and a GPU run uses everything. ``eval_max``
     likewise caps each external set (a fixed stratified sample) on a CPU."""
@@ -104,7 +104,7 @@ class FinetuneOptions:
         """The learning rate in force: the given one, else the text or image default (see the class doc)."""
         if self.lr is not None:
             return float(self.lr)
-        from aflite.training import WARMUP_IMAGE
+        from aflite.encoders.training import WARMUP_IMAGE
 
         return WARMUP_IMAGE.lr if self.image_model else 1e-5
 
@@ -297,7 +297,7 @@ def _feature_classifier(kind: str, seed: int) -> Any:
 
 class _FineTuned:
     """A pretrained encoder + dropout + linear head on the mean-pooled last hidden state, trained end to end by
-    the one trainer (:func:`aflite.training.fit_classifier`, preset ``EVALUATE`` with these options)."""
+    the one trainer (:func:`aflite.encoders.training.fit_classifier`, preset ``EVALUATE`` with these options)."""
 
     def __init__(self, opts: FinetuneOptions, seed: int, show_progress: bool) -> None:
         from aflite.device import import_torch, resolve_model_path, torch_device
@@ -316,7 +316,7 @@ class _FineTuned:
         self.first_loss_: float | None = None  # to tell a loss that fell from one that did not (degenerate.py)
 
     def train_config(self) -> Any:
-        from aflite.training import EVALUATE
+        from aflite.encoders.training import EVALUATE
 
         o = self.opts
         return EVALUATE.replace(lr=o.resolved_lr(), eps=o.eps, epochs=o.epochs, batch_size=o.batch_size,
@@ -337,14 +337,14 @@ class _FineTuned:
         return list(self.encoder.prepare_pairs(a, b, max_length))
 
     def _build(self, n_classes: int) -> None:
-        from aflite import training
+        from aflite.encoders import training
 
         training.seeded(self.seed)
         self.encoder = self._new_encoder()
         self.head = training.make_head(self.torch, self.encoder.dim, n_classes, 0.1, self.device)
 
     def fit(self, a: list[str], b: list[str] | None, y: NDArray[np.int64], n_classes: int) -> _FineTuned:
-        from aflite import training
+        from aflite.encoders import training
 
         training.seeded(self.seed)
         self.encoder = self._new_encoder()
@@ -356,19 +356,19 @@ class _FineTuned:
         return self
 
     def predict(self, a: list[str], b: list[str] | None, batch_size: int = 128) -> NDArray[np.int64]:
+        from aflite.encoders.training import predict_classes
         from aflite.features import DEFAULT_MAX_LENGTH
-        from aflite.training import predict_classes
 
         return predict_classes(self.encoder, self.head, self._items(a, b, DEFAULT_MAX_LENGTH), batch_size)
 
     def save(self, path: Path) -> None:
-        from aflite.training import TrainResult, save_checkpoint
+        from aflite.encoders.training import TrainResult, save_checkpoint
 
         losses = [] if self.final_loss_ is None else [self.final_loss_]
         save_checkpoint(path, self.encoder, self.head, [], TrainResult(self.steps_, losses))
 
     def load(self, path: Path, n_classes: int) -> _FineTuned:
-        from aflite.training import load_checkpoint
+        from aflite.encoders.training import load_checkpoint
 
         self._build(n_classes)
         _, res = load_checkpoint(path, self.encoder, self.head)

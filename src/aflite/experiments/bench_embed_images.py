@@ -61,8 +61,8 @@ def image_embed_benchmark(data: str | os.PathLike[str], *, model: str = "efficie
     if n_items < 1 or rounds < 1:
         raise ParameterError("--embed-items and --embed-rounds must be >= 1")
     from aflite.data.images import load_image_dataset
+    from aflite.encoders.onnx_images import calibration_sample
     from aflite.features.images import ImageFeaturizer
-    from aflite.features.onnx_images import calibration_sample
     from aflite.threads import budget
 
     ds = load_image_dataset(data)

@@ -152,7 +152,7 @@ class Plain(Computes):
 
 class BackendEncoder(Computes):
     """What the encoder featurizers that may run through ONNX Runtime (minilm, the image models, warmup) share:
-    resolving their backend once (the CPU default is each model's, :func:`aflite.features.onnx_backend.
+    resolving their backend once (the CPU default is each model's, :func:`aflite.encoders.onnx_text.
     resolve_backend`), and pickling without the ONNX Runtime session (for Dask workers and copies; it cannot be
     pickled and is rebuilt from the cached export where it is next used)."""
 
@@ -171,7 +171,7 @@ class BackendEncoder(Computes):
         device (torch on a GPU) and ``cpu_default``."""
         if self._resolved is None:
             from aflite.device import torch_device
-            from aflite.features.onnx_backend import resolve_backend
+            from aflite.encoders.onnx_text import resolve_backend
 
             device = "cpu" if self.backend not in (None, "", "auto", "torch") else torch_device(self.device)
             self._resolved = resolve_backend(self.backend, device, cpu_default)

@@ -24,7 +24,7 @@ class ImageFeaturizer(BackendEncoder):
     references (paths); see :class:`aflite.encoders.ImageEncoder` for the preprocessing.
 
     ``backend``: torch, onnx (fp32) or onnx-int8 (static, calibrated on :meth:`fit`'s images or else on the first
-    images transformed) through ONNX Runtime (:mod:`aflite.features.onnx_images`); None/auto picks the model's
+    images transformed) through ONNX Runtime (:mod:`aflite.encoders.onnx_images`); None/auto picks the model's
     measured CPU default (``IMAGE_CPU_DEFAULTS``), torch on a GPU."""
 
     resumable = True
@@ -73,7 +73,7 @@ class ImageFeaturizer(BackendEncoder):
 
     def resolved_backend(self) -> str:
         """The backend this featurizer encodes with (features.onnx_backend.resolve_backend, per-model default)."""
-        from aflite.features.onnx_images import IMAGE_CPU_DEFAULTS
+        from aflite.encoders.onnx_images import IMAGE_CPU_DEFAULTS
 
         return self._backend(IMAGE_CPU_DEFAULTS.get(self.model, "torch"))
 
@@ -115,7 +115,7 @@ class ImageFeaturizer(BackendEncoder):
     def fit(self, texts_a: Sequence[str], texts_b: Sequence[str] | None = None, y: Any = None) -> Self:
         """Remember an evenly spaced sample of the images as the int8 backend's calibration set (nothing else is
         learned): :func:`aflite.features.featurize` calls it with all rows, so chunks and resumed runs share it."""
-        from aflite.features.onnx_images import calibration_sample
+        from aflite.encoders.onnx_images import calibration_sample
 
         self._calibration = calibration_sample(list(texts_a))
         return self
@@ -147,7 +147,7 @@ class ImageFeaturizer(BackendEncoder):
 
     def _runner_for(self, enc: Any, refs: list[str]) -> Any:
         if self._runner is None:
-            from aflite.features.onnx_images import calibration_sample, image_runner
+            from aflite.encoders.onnx_images import calibration_sample, image_runner
 
             if self.resolved_backend() == "onnx-int8" and self._calibration is None:
                 self._calibration = calibration_sample(refs)

@@ -101,7 +101,7 @@ class MiniLMFeaturizer(BackendEncoder):
 
     def resolved_backend(self) -> str:
         """The backend this featurizer encodes with (the CPU default is decided in features.onnx_backend)."""
-        from aflite.features.onnx_backend import CPU_DEFAULT
+        from aflite.encoders.onnx_text import CPU_DEFAULT
 
         return self._backend(CPU_DEFAULT)
 
@@ -174,7 +174,7 @@ class MiniLMFeaturizer(BackendEncoder):
     def _encode_onnx(self, tok: Any, model: Any, torch: Any, a: list[str], b: list[str] | None,
                      bar: Tqdm | None) -> np.ndarray:
         from aflite.encoders import tokenize
-        from aflite.features.onnx_backend import text_runner
+        from aflite.encoders.onnx_text import text_runner
 
         if self._runner is None:
             pad = tok.pad_token_id if tok.pad_token_id is not None else 0

@@ -56,8 +56,8 @@ class WarmupFeaturizer(BackendEncoder):
     reads.
 
     Defaults: AdamW, lr 5e-5 for text and 1e-3 for images (``lr=None``: the preset's,
-    :data:`aflite.training.WARMUP` / :data:`aflite.training.WARMUP_IMAGE`; weight decay 0.01, 10% linear warm-up
-    then linear decay), batch 32, 3 epochs (the paper's epoch count, appendix A.6),
+    :data:`aflite.encoders.training.WARMUP` / :data:`aflite.encoders.training.WARMUP_IMAGE`; weight decay 0.01, 10%
+    linear warm-up then linear decay), batch 32, 3 epochs (the paper's epoch count, appendix A.6),
     max_length 128 while training. The paper used lr 1e-5, 3 epochs, batch 92 for RoBERTa-large on a 55K-row
     warm-up slice (~1,800 steps). A 22M-parameter MiniLM on a slice of a few thousand rows takes only tens
     to a few hundred steps, and small BERT-style models are usually fine-tuned at 3e-5..1e-4: at 1e-5 it
@@ -189,7 +189,7 @@ class WarmupFeaturizer(BackendEncoder):
         CPU is minilm's (onnx-int8 with the ``[onnx]`` extra): on a real fine-tune (the bundled SNLI sample) its
         Φ had mean cosine 0.997 to torch's and a kept-set Jaccard of 0.949
         (docs/measured/warmup_backend_agreement.json). An image warm-up stays on torch, as the image encoders do."""
-        from aflite.features.onnx_backend import CPU_DEFAULT
+        from aflite.encoders.onnx_text import CPU_DEFAULT
 
         return self._backend(CPU_DEFAULT if self.image_model is None else "torch")
 
@@ -225,15 +225,15 @@ class WarmupFeaturizer(BackendEncoder):
         return torch, transformers
 
     def preset(self) -> Any:
-        """The :class:`aflite.training.TrainConfig` preset this featurizer starts from: ``WARMUP_IMAGE`` for an
+        """The :class:`aflite.encoders.training.TrainConfig` preset this featurizer starts from: ``WARMUP_IMAGE`` for an
         image network (a pretrained CNN barely moves at the text learning rate), ``WARMUP`` for text."""
-        from aflite.training import WARMUP, WARMUP_IMAGE
+        from aflite.encoders.training import WARMUP, WARMUP_IMAGE
 
         return WARMUP if self.image_model is None else WARMUP_IMAGE
 
     def train_config(self, device: str) -> Any:
-        """This featurizer's settings as a :class:`aflite.training.TrainConfig` (its :meth:`preset`, with ``lr``
-        when given)."""
+        """This featurizer's settings as a :class:`aflite.encoders.training.TrainConfig` (its :meth:`preset`, with
+        ``lr`` when given)."""
         base = self.preset()
         cap = self.max_steps
         if cap is None and device == "cpu":
@@ -259,7 +259,7 @@ class WarmupFeaturizer(BackendEncoder):
         return list(self._encoder.prepare_pairs(a, b, max_length))
 
     def fit(self, texts_a: Sequence[str], texts_b: Sequence[str] | None = None, y: Any = None) -> Self:
-        from aflite import training
+        from aflite.encoders import training
 
         self._validate()
         torch, _ = self._setup()
@@ -292,7 +292,7 @@ class WarmupFeaturizer(BackendEncoder):
 
     def save(self, path: str | os.PathLike[str]) -> None:
         """Save the fine-tuned encoder and head, classes and loss log atomically (one torch file)."""
-        from aflite.training import TrainResult, save_checkpoint
+        from aflite.encoders.training import TrainResult, save_checkpoint
 
         if self._encoder is None or self.classes_ is None:
             raise ParameterError("nothing to save: the warmup featurizer is not fitted")
@@ -300,7 +300,7 @@ class WarmupFeaturizer(BackendEncoder):
                         TrainResult(self.steps_, self.train_log_))
 
     def load(self, path: str | os.PathLike[str]) -> Self:
-        from aflite.training import load_checkpoint
+        from aflite.encoders.training import load_checkpoint
 
         torch, _ = self._setup()
         self._encoder = self._new_encoder(torch_device(self.device))
@@ -334,20 +334,20 @@ class WarmupFeaturizer(BackendEncoder):
                 bar.close()
 
     def _embed_onnx(self, items: list[Any], bar: Tqdm | None) -> np.ndarray:
-        """The fine-tuned encoder through ONNX Runtime (:mod:`aflite.features.onnx_backend` for text,
-        :mod:`aflite.features.onnx_images` for images), exported from the fine-tuned weights (keyed by their
+        """The fine-tuned encoder through ONNX Runtime (:mod:`aflite.encoders.onnx_text` for text,
+        :mod:`aflite.encoders.onnx_images` for images), exported from the fine-tuned weights (keyed by their
         hash); an int8 image model is calibrated on the first images embedded."""
         if self._runner is None:
             torch, _ = self._setup()
             self._encoder.module.to("cpu")
             self._encoder.device = "cpu"
             if self.image_model is not None:
-                from aflite.features.onnx_images import calibration_sample, image_runner
+                from aflite.encoders.onnx_images import calibration_sample, image_runner
 
                 self._runner = image_runner(self._encoder, self.resolved_backend(), export_dir=self.export_dir,
                                             calibration=calibration_sample(items), threads=self.num_threads)
             else:
-                from aflite.features.onnx_backend import text_runner
+                from aflite.encoders.onnx_text import text_runner
 
                 self._runner = text_runner(self._encoder.module, torch, self.resolved_backend(),
                                            pad_id=self._encoder.pad_id, export_dir=self.export_dir,

@@ -89,7 +89,7 @@ def embed(data_path: str | os.PathLike[str], out: str | os.PathLike[str] | RunFo
     featurizer: images; ``dataset_options``: the column keywords of :func:`aflite.data.load_dataset`).
     ``warmup_size`` is a count, or a fraction of the rows when below 1; ``cache_dir`` (``cache=`` until this
     release) defaults to ``out/cache``; ``backend`` is the encoder's runtime (torch, onnx, onnx-int8; default auto,
-    :func:`aflite.features.onnx_backend.resolve_backend`); ``chunk_size`` rows are embedded (and cached) at a time.
+    :func:`aflite.encoders.onnx_text.resolve_backend`); ``chunk_size`` rows are embedded (and cached) at a time.
     ``cluster`` (``local``, ``local:N``, a scheduler address or an open :class:`aflite.core.backends.dask.DaskExecutor`)
     embeds the chunks as shards on Dask workers (:mod:`aflite.cluster.shards`; the cache must be storage every worker
     can write). Returns an :class:`EmbedResult`.

@@ -2,7 +2,7 @@
 
 Every Φ that runs a neural network (frozen embeddings, the warm-up featurizer, ``evaluate``'s fine-tuned model,
 the audit's fine-tuned models) goes through an :class:`Encoder`, so that adding a modality adds an encoder and
-not another training loop (:mod:`aflite.training` is the one loop). An encoder works in three steps:
+not another training loop (:mod:`aflite.encoders.training` is the one loop). An encoder works in three steps:
 
 - ``prepare(inputs)``: cheap per-input preparation kept in memory (token ids for text; the image reference for
   images, which are decoded batch by batch so that 1.28M images never sit in memory at once);

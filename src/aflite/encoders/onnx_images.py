@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from aflite.features.onnx_backend import default_export_dir, weights_hash
+from aflite.encoders.onnx_text import default_export_dir, weights_hash
 
 __all__ = ["IMAGE_CPU_DEFAULTS", "CALIBRATION_SIZE", "calibration_sample", "export_image_model",
            "quantize_image_int8", "OnnxImageRunner", "image_runner"]
