@@ -312,13 +312,13 @@ def test_warmup_rows_stay_out_of_every_training_set(snli_run, tmp_path, monkeypa
     (wrun / "warmup_ids.txt").write_text("".join(f"{i}\n" for i in warm))
     warm_rows = {ids.index(i) for i in warm}
     seen: dict[str, list[set[int]]] = {}
-    orig = ev.runner._run_job
+    orig = ev.runner.Job
 
-    def spy(spec, ts, seed, *a, **kw):
+    def spy(ctx, spec, ts, seed):
         seen.setdefault(ts.kind, []).append(set(ts.rows.tolist()))
-        return orig(spec, ts, seed, *a, **kw)
+        return orig(ctx, spec, ts, seed)
 
-    monkeypatch.setattr(ev.runner, "_run_job", spy)  # looked up where evaluate() lives
+    monkeypatch.setattr(ev.runner, "Job", spy)  # looked up where compare_runs lives
     rep = evaluate(data, [wrun], tmp_path / "o", models=["ppmi:pair"], seeds=3, show_progress=False)
     assert set(seen) == {"D", "filtered", "random", "single"} and len(seen["random"]) == 3
     for kind, row_sets in seen.items():

@@ -22,6 +22,7 @@ from aflite.cli.options import (
     dataset_options,
     image_options,
 )
+from aflite.rundir.names import PAGE, RESULTS, SUMMARY_MD
 
 # options that read text: refused (one line, exit 2) on image data, where they have nothing to act on
 TEXT_ONLY = (("views", "--views"), ("tra", "--tra/--no-tra"), ("tra_steps", "--tra-steps"),
@@ -162,6 +163,6 @@ def run(args: argparse.Namespace) -> int:
     bad = res.metrics.get("bad_images")
     if bad:
         print(f"{bad['count']} unreadable image(s) left out, listed in {out / bad['file']}", file=sys.stderr)
-    print(f"wrote {out / 'report.html'}, {out / 'summary.md'}, {out / 'results.json'}"
+    print(f"wrote {out / PAGE}, {out / SUMMARY_MD}, {out / RESULTS}"
           + "".join(f", {out / p}" for p in plots) + f" ({time.perf_counter() - t0:.0f} s)", file=sys.stderr)
     return 0

@@ -4,7 +4,6 @@ only its caches; :func:`aflite.runs.evaluate.evaluate` (``aflite evaluate``) wri
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from collections import Counter
@@ -17,28 +16,22 @@ import numpy as np
 from numpy.typing import NDArray
 from tqdm import tqdm
 
-from aflite.atomic import load_cached_npy, write_json, write_npy
 from aflite.data import open_dataset, warn_twins
 from aflite.device import torch_device
 from aflite.errors import InputError, ParameterError
+from aflite.evaluate.jobs import Job, JobContext
 from aflite.evaluate.models import (
     DEFAULT_MODELS,
-    FEATURE_MODELS,
     FinetuneOptions,
     ModelSpec,
     _Corpus,
     _corpus,
-    _feature_classifier,
     _FeatureStore,
-    _FineTuned,
-    _MaxPPMI,
-    _NgramLR,
 )
 from aflite.evaluate.sets import EvalSet, TrainingSet, _read_run, single_iteration_rows
 from aflite.evaluate.tables import (
     EvaluationReport,
     _aggregate,
-    _breakdown,
     _majority,
     evaluate_verdict,
     render_tables,
@@ -46,16 +39,13 @@ from aflite.evaluate.tables import (
 from aflite.features.registry import REGISTRY, default_featurizer
 from aflite.features.registry import spec as featurizer_spec
 from aflite.hashing import dataset_fingerprint
-from aflite.hashing import hash_parts as _hash
 from aflite.rundir.read import read_run
 from aflite.splits import split_heldout
-from aflite.splits import stratified_sample as _stratified_sample
 from aflite.threads import limited
 
 log = logging.getLogger("aflite.evaluate")
 
 
-_CACHE_FORMAT = 1
 
 
 def _plan(models: Sequence[str | ModelSpec], seeds: int | Sequence[int],
@@ -239,14 +229,15 @@ def compare_runs(
     test_corpora = [(es, _corpus(es.name, es.texts_a, es.texts_b)) for es in tests]
     store = _store(_corpus("D", ds.texts_a, ds.texts_b), cache, show_progress, minilm_options, run_objs)
     device, ft_train_cap, ft_eval_cap = _caps(specs, ft)
+    shared = JobContext(ds, y_all, classes, is_held, held_rows, corpora, test_corpora, store, cache, ft, ft_train_cap,
+                        ft_eval_cap, show_progress)
     jobs = [(sp_, ts, int(js)) for sp_ in specs for ts in sets
             for js in ([ts.seed] if ts.seed is not None else seed_list if sp_.stochastic else seed_list[:1])]
     results: list[dict[str, Any]] = []
     bar = tqdm(jobs, desc="train + evaluate", unit="model", disable=not show_progress, dynamic_ncols=True)
     for sp_, ts, job_seed in bar:
         bar.set_postfix_str(f"{sp_.key} on {ts.name} seed {job_seed}")
-        results.append(_run_job(sp_, ts, job_seed, ds, y_all, classes, is_held, held_rows, corpora, store, cache,
-                                ft, ft_train_cap, ft_eval_cap, show_progress, tests=test_corpora))
+        results.append(Job(shared, sp_, ts, job_seed).run())
     aggregate = _aggregate(results, specs, sets, eval_sets, tests)
     config = {
         "dataset": str(data), "dataset_size": n, "classes": classes.tolist(), "runs": [str(r.path) for r in run_objs],
@@ -270,123 +261,3 @@ PROTOCOL = ("D split once by premise group into train/held-out; every benchmark 
             "and is tested on its rows in the held-out part (own held-out) and on the whole held-out part of D "
             "(original held-out)")
 NO_SPLIT = "D not split: every benchmark trains on all its rows and is tested on separate test sets only"
-
-
-def _run_job(spec: ModelSpec, ts: TrainingSet, seed: int, ds: Any, y_all: NDArray[np.int64],
-             classes: NDArray[Any], is_held: NDArray[np.bool_], held_rows: NDArray[np.intp],
-             corpora: list[tuple[EvalSet, _Corpus]], store: _FeatureStore, cache: Path, ft: FinetuneOptions,
-             ft_train_cap: int | None, ft_eval_cap: int | None, show_progress: bool,
-             tests: Sequence[tuple[EvalSet, _Corpus]] = ()) -> dict[str, Any]:
-    t0 = time.perf_counter()
-    d = store.d
-    tr = ts.rows[~is_held[ts.rows]]
-    used = tr
-    if spec.kind == "finetune" and ft_train_cap is not None and len(tr) > ft_train_cap:
-        used = np.sort(np.random.default_rng([seed, 13]).choice(tr, size=ft_train_cap, replace=False))
-    opts: dict[str, Any] = {"spec": spec.key, "format": _CACHE_FORMAT}
-    if spec.kind == "finetune":
-        opts["finetune"] = {k: v for k, v in asdict(ft).items() if k not in ("eval_max", "cpu_eval_max", "device",
-                                                                             "num_threads")
-                            and not (k.startswith("image_") and ft.image_model is None)}  # text keys unchanged
-    keyed = store.keyed_options(spec.featurizer)
-    if keyed is not None:
-        assert spec.featurizer is not None
-        opts[spec.featurizer] = keyed
-    key = _hash(opts, d.fingerprint, classes.tolist(), used.astype(np.int64), y_all[used],
-                seed if spec.stochastic else None)[:24]
-    mdir = cache / "models"
-    meta_path = mdir / f"{spec.kind}-{key}.json"
-    model: Any = None
-
-    def get_model() -> Any:
-        nonlocal model
-        if model is not None:
-            return model
-        path = mdir / f"{spec.kind}-{key}.pt"
-        m: Any
-        if spec.kind == "finetune":
-            m = _FineTuned(ft, seed, show_progress)
-            if path.is_file():
-                m.load(path, len(classes))
-            else:
-                a, b = d.view(spec.view, used)
-                m.fit(a, b, y_all[used], len(classes))
-                m.save(path)
-                write_json(meta_path, {"steps": m.steps_, "final_loss": m.final_loss_, "first_loss": m.first_loss_})
-        else:
-            # scikit-learn models are not written to disk: loading them would mean unpickling files from a
-            # user-given cache folder. Their predictions are cached (plain .npy) and they are cheap to refit.
-            if spec.kind in FEATURE_MODELS:
-                assert spec.featurizer is not None
-                X = store.get(spec.featurizer, spec.view, d)
-                m = _feature_classifier(spec.kind, seed).fit(X[used], y_all[used])
-            elif spec.kind == "ngram":
-                a, b = d.view(spec.view, used)
-                m = _NgramLR().fit(a, b, y_all[used], len(classes))
-            else:
-                a, b = d.view(spec.view, used)
-                m = _MaxPPMI().fit(a, b, y_all[used], len(classes))
-        model = m
-        return m
-
-    def predict(corpus: _Corpus, rows: NDArray[np.intp]) -> NDArray[np.int64]:
-        path = cache / "predictions" / f"{key}-{_hash(corpus.fingerprint, rows.astype(np.int64))[:16]}.npy"
-        cached = load_cached_npy(path, len(rows))
-        if cached is not None:
-            return cached
-        m = get_model()
-        if spec.kind in FEATURE_MODELS:
-            assert spec.featurizer is not None
-            p = np.asarray(m.predict(store.get(spec.featurizer, spec.view, corpus)[rows]), dtype=np.int64)
-        else:
-            a, b = corpus.view(spec.view, rows)
-            p = np.asarray(m.predict(a, b), dtype=np.int64)
-        write_npy(path, p)
-        return p
-
-    rec: dict[str, Any] = {
-        "model": spec.key, "model_label": spec.label, "train_set": ts.name, "kind": ts.kind, "seed": seed,
-        "train_rows": int(len(tr)), "train_used": int(len(used)),
-    }
-    if len(held_rows):
-        pred_held = classes[predict(d, held_rows)]
-        gold_held = ds.labels[held_rows].astype(str)
-        own = np.isin(held_rows, ts.rows)
-        rec["own_heldout"] = _breakdown(pred_held[own], gold_held[own], None)
-        rec["original_heldout"] = _breakdown(pred_held, gold_held, None)
-        rec["majority_own_heldout"] = _majority(gold_held[own])
-    def score(es: Any, corpus: Any, by_group: bool) -> dict[str, Any]:
-        """Accuracy (with its majority rate) on one separate evaluation set, in the set's own label space."""
-        rows = np.arange(len(es))
-        if spec.kind == "finetune" and ft_eval_cap is not None:
-            rows = _stratified_sample(es.labels, es.groups, ft_eval_cap, 0)
-        raw = classes[predict(corpus, rows)]
-        mapped = np.asarray([es.pred_map.get(str(c), str(c)) for c in raw])
-        groups = es.groups[rows] if by_group and es.groups is not None else None
-        return _breakdown(mapped, es.labels[rows], groups)
-
-    rec["tests"] = {es.name: score(es, corpus, by_group=False) for es, corpus in tests}
-    rec["external"] = {es.name: score(es, corpus, by_group=True) for es, corpus in corpora}
-    if meta_path.is_file():
-        rec.update(json.loads(meta_path.read_text(encoding="utf-8")))
-    check_pred: NDArray[Any] | None = None
-    check_gold: NDArray[Any] | None = None
-    if len(held_rows):  # a model that answers one class everywhere is no finding (aflite.evaluate.degenerate)
-        check_pred, check_gold = pred_held, gold_held
-    else:
-        first = next(iter(tests), None)
-        if first is not None:
-            rows_t = np.arange(len(first[0]))
-            if spec.kind == "finetune" and ft_eval_cap is not None:
-                rows_t = _stratified_sample(first[0].labels, first[0].groups, ft_eval_cap, 0)
-            check_pred, check_gold = classes[predict(first[1], rows_t)], first[0].labels[rows_t]
-    if check_pred is not None and check_gold is not None:
-        from aflite.evaluate.degenerate import not_trained
-
-        mark = not_trained(check_pred, check_gold, steps=rec.get("steps"), first_loss=rec.get("first_loss"),
-                           final_loss=rec.get("final_loss"), train_rows=int(len(used)),
-                           batch_size=ft.batch_size if spec.kind == "finetune" else None)
-        if mark is not None:
-            rec["not_trained"] = mark
-    rec["seconds"] = round(time.perf_counter() - t0, 2)
-    return rec

@@ -224,10 +224,35 @@ def render_tables(aggregate: dict[str, Any], specs: list[ModelSpec], sets: list[
     the original held-out part (when D was split) and on each separate test set (with its majority rate);
     Table 1-shaped tables (rows = training sets) per external set and model."""
     cols, deltas = _columns(sets)
-    dname = "Δ" if len(deltas) == 1 else "Δ {}"
     sizes: dict[str, list[int]] = {}
     for si in set_info:
         sizes.setdefault(si["name"], []).append(si["train"])
+    t3 = _Table3(aggregate, specs, cols, deltas, sizes)
+    lines = _header(config)
+    if config.get("split", True):
+        lines += t3.lines("own_heldout", "Table 3 shape: each benchmark's own held-out part")
+        lines += t3.lines("original_heldout", "The original (unfiltered) held-out part of D")
+    for es in tests:
+        tinfo = next(t for t in config.get("tests", []) if t["name"] == es.name)
+        lines += t3.lines("", f"Table 3 shape: test set {es.name} ({tinfo['size']} rows; majority class "
+                              f"{100 * tinfo['majority']:.1f} %)", test=es.name)
+    lines += _training_notes(aggregate, specs, cols)
+    if eval_sets:
+        lines += _ood_summary(aggregate, specs, cols, deltas, eval_sets)
+    for es in eval_sets:
+        for spec in specs:
+            lines += _table1(aggregate[spec.key], spec, cols, es)
+    lines += ["", "## Training sets", "", "| set | seed | size | train part | held-out part | labels |",
+              "|---|---|---|---|---|---|"]
+    for si in set_info:
+        lines.append(f"| {si['name']} | {'' if si['seed'] is None else si['seed']} | {si['size']} | {si['train']} | "
+                     f"{si['heldout']} | {', '.join(f'{k} {v}' for k, v in si['label_counts'].items())} |")
+    lines += ["", f"Wall time: {config['wall_seconds']} s."]
+    return "\n".join(lines) + "\n"
+
+
+def _header(config: dict[str, Any]) -> list[str]:
+    """The title and how to read the tables: the seeds, chance, the held-out part, warm-up rows, fine-tuning."""
     lines = [f"# aflite evaluate: {config['dataset']}", "",
              f"Accuracy in %, mean ± std over seeds {config['seeds']} (no ± where the model and the set are "
              f"deterministic); in brackets, points over chance (the majority-class rate of the same rows, "
@@ -244,58 +269,66 @@ def render_tables(aggregate: dict[str, Any], specs: list[ModelSpec], sets: list[
         lines.append(f"Fine-tuning: {f['device']}, lr {f['lr']}, {f['epochs']} epochs, batch {f['batch_size']}, "
                      f"training rows capped at {f['train_cap_used']}, external sets capped at {f['eval_cap_used']} "
                      "(stratified sample).")
+    return lines
 
-    def t3(metric: str, title: str, test: str | None = None) -> list[str]:
-        def get(entry: dict[str, Any]) -> Any:
-            return entry.get(metric) if test is None else entry.get("tests", {}).get(test, {}).get("accuracy")
 
-        def chance(entry: dict[str, Any]) -> float | None:
-            if test is not None:
-                m = entry.get("tests", {}).get(test, {}).get("majority")
-                return None if m is None else float(m["mean"] if isinstance(m, dict) else m)
-            m = entry.get(f"{metric}_majority")
-            return None if not m or m.get("mean") is None else float(m["mean"])
+class _Table3:
+    """Table 3's shape: a row per model (and chance, and the training sizes), a column per training set, Δ last."""
 
-        head = ["Model"] + cols + [dname.format(f) for f, _ in deltas]
+    def __init__(self, aggregate: dict[str, Any], specs: list[ModelSpec], cols: list[str],
+                 deltas: list[tuple[str, str]], sizes: dict[str, list[int]]) -> None:
+        self.aggregate, self.specs, self.cols, self.deltas, self.sizes = aggregate, specs, cols, deltas, sizes
+        self.dname = "Δ" if len(deltas) == 1 else "Δ {}"
+
+    @staticmethod
+    def score(entry: dict[str, Any], metric: str, test: str | None) -> Any:
+        return entry.get(metric) if test is None else entry.get("tests", {}).get(test, {}).get("accuracy")
+
+    @staticmethod
+    def chance(entry: dict[str, Any], metric: str, test: str | None) -> float | None:
+        if test is not None:
+            m = entry.get("tests", {}).get(test, {}).get("majority")
+            return None if m is None else float(m["mean"] if isinstance(m, dict) else m)
+        m = entry.get(f"{metric}_majority")
+        return None if not m or m.get("mean") is None else float(m["mean"])
+
+    def delta(self, a: dict[str, Any], f: str, base: str, metric: str, test: str | None) -> str:
+        x, y = self.score(a.get(f, {}), metric, test), self.score(a.get(base, {}), metric, test)
+        if a.get(f, {}).get("not_trained") or a.get(base, {}).get("not_trained"):
+            return "–"
+        if not (x and y and x["mean"] is not None and y["mean"] is not None):
+            return "–"
+        cell = f"{100 * (x['mean'] - y['mean']):+.1f}"
+        cf, cb = self.chance(a.get(f, {}), metric, test), self.chance(a.get(base, {}), metric, test)
+        if cf is not None and cb is not None and abs(cf - cb) >= 0.0005:
+            # chance moved (filtering changed the label mix): say how the lead over chance moved too
+            cell += f" (lead {100 * ((x['mean'] - cf) - (y['mean'] - cb)):+.1f})"
+        return cell
+
+    def lines(self, metric: str, title: str, test: str | None = None) -> list[str]:
+        cols, deltas = self.cols, self.deltas
+        head = ["Model"] + cols + [self.dname.format(f) for f, _ in deltas]
         out = ["", f"## {title}", "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-        first = aggregate[specs[0].key]
-        ch = {c: chance(first.get(c, {})) for c in cols}
-        row = [CHANCE_ROW] + [_pct(ch[c]) for c in cols]
-        row += [_pct_delta(ch[f], ch[b]) for f, b in deltas]
+        first = self.aggregate[self.specs[0].key]
+        ch = {c: self.chance(first.get(c, {}), metric, test) for c in cols}
+        row = [CHANCE_ROW] + [_pct(ch[c]) for c in cols] + [_pct_delta(ch[f], ch[b]) for f, b in deltas]
         out.append("| " + " | ".join(row) + " |")
-        for spec in specs:
-            a = aggregate[spec.key]
+        for spec in self.specs:
+            a = self.aggregate[spec.key]
             row = [spec.label]
-            row += ["not trained" if a.get(c, {}).get("not_trained") else _fmt_vs(get(a.get(c, {})),
-                                                                                  chance(a.get(c, {})))
-                    for c in cols]
-            for f, base in deltas:
-                x, y = get(a.get(f, {})), get(a.get(base, {}))
-                if a.get(f, {}).get("not_trained") or a.get(base, {}).get("not_trained"):
-                    row.append("–")
-                    continue
-                if not (x and y and x["mean"] is not None and y["mean"] is not None):
-                    row.append("–")
-                    continue
-                cell = f"{100 * (x['mean'] - y['mean']):+.1f}"
-                cf, cb = chance(a.get(f, {})), chance(a.get(base, {}))
-                if cf is not None and cb is not None and abs(cf - cb) >= 0.0005:
-                    # chance moved (filtering changed the label mix): say how the lead over chance moved too
-                    cell += f" (lead {100 * ((x['mean'] - cf) - (y['mean'] - cb)):+.1f})"
-                row.append(cell)
+            row += ["not trained" if a.get(c, {}).get("not_trained") else _fmt_vs(
+                self.score(a.get(c, {}), metric, test), self.chance(a.get(c, {}), metric, test)) for c in cols]
+            row += [self.delta(a, f, base, metric, test) for f, base in deltas]
             out.append("| " + " | ".join(row) + " |")
-        size_row = ["Training set size"] + [str(int(np.mean(sizes[c]))) for c in cols]
-        size_row += [f"{int(np.mean(sizes[f])) - int(np.mean(sizes[b])):+d}" for f, b in deltas]
+        size_row = ["Training set size"] + [str(int(np.mean(self.sizes[c]))) for c in cols]
+        size_row += [f"{int(np.mean(self.sizes[f])) - int(np.mean(self.sizes[b])):+d}" for f, b in deltas]
         out.append("| " + " | ".join(size_row) + " |")
         return out
 
-    if config.get("split", True):
-        lines += t3("own_heldout", "Table 3 shape: each benchmark's own held-out part")
-        lines += t3("original_heldout", "The original (unfiltered) held-out part of D")
-    for es in tests:
-        tinfo = next(t for t in config.get("tests", []) if t["name"] == es.name)
-        lines += t3("", f"Table 3 shape: test set {es.name} ({tinfo['size']} rows; majority class "
-                        f"{100 * tinfo['majority']:.1f} %)", test=es.name)
+
+def _training_notes(aggregate: dict[str, Any], specs: list[ModelSpec], cols: list[str]) -> list[str]:
+    """The models that did not train (and why), and those trained on a capped sample."""
+    lines: list[str] = []
     untrained = [(spec, c, aggregate[spec.key][c]["not_trained"]) for spec in specs for c in cols
                  if aggregate[spec.key].get(c, {}).get("not_trained")]
     if untrained:
@@ -306,37 +339,30 @@ def render_tables(aggregate: dict[str, Any], specs: list[ModelSpec], sets: list[
     capped = [k for k, v in used.items() if any(v[c] != aggregate[k].get(c, {}).get("train_rows") for c in cols)]
     for k in capped:
         lines.append(f"\n{k}: trained on a capped sample: " + ", ".join(f"{c} {used[k][c]}" for c in cols))
-    if eval_sets:
-        lines += _ood_summary(aggregate, specs, cols, deltas, eval_sets)
-    for es in eval_sets:
-        for spec in specs:
-            a = aggregate[spec.key]
-            first = a["D"]["external"][es.name]
-            labs = list(first["per_label"])
-            groups = list(first.get("per_group", {}))
-            head = ["Train data"] + [f"{g}: gold {lab}" for g in groups for lab in labs
-                                     if lab in first["per_group"][g]]
-            head += [f"all: gold {lab}" for lab in labs] + ["all rows"]
-            lines += ["", f"## Table 1 shape: {es.name} ({first['n']} rows), {spec.label}", "",
-                      "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-            for c in cols:
-                e = a.get(c, {}).get("external", {}).get(es.name)
-                if e is None:
-                    continue
-                label_c = f"{c} (not trained)" if a.get(c, {}).get("not_trained") else c
-                row = [label_c] + [_fmt(e["per_group"][g][lab]) for g in groups for lab in labs
-                             if lab in first["per_group"][g]]
-                m = e.get("majority")
-                row += [_fmt(e["per_label"][lab]) for lab in labs]
-                row += [_fmt_vs(e["accuracy"], None if not m or m.get("mean") is None else float(m["mean"]))]
-                lines.append("| " + " | ".join(row) + " |")
-    lines += ["", "## Training sets", "", "| set | seed | size | train part | held-out part | labels |",
-              "|---|---|---|---|---|---|"]
-    for si in set_info:
-        lines.append(f"| {si['name']} | {'' if si['seed'] is None else si['seed']} | {si['size']} | {si['train']} | "
-                     f"{si['heldout']} | {', '.join(f'{k} {v}' for k, v in si['label_counts'].items())} |")
-    lines += ["", f"Wall time: {config['wall_seconds']} s."]
-    return "\n".join(lines) + "\n"
+    return lines
+
+
+def _table1(a: dict[str, Any], spec: ModelSpec, cols: list[str], es: EvalSet) -> list[str]:
+    """Table 1's shape for one external set and model: a row per training set, accuracy per group and gold label."""
+    first = a["D"]["external"][es.name]
+    labs = list(first["per_label"])
+    groups = list(first.get("per_group", {}))
+    head = ["Train data"] + [f"{g}: gold {lab}" for g in groups for lab in labs if lab in first["per_group"][g]]
+    head += [f"all: gold {lab}" for lab in labs] + ["all rows"]
+    lines = ["", f"## Table 1 shape: {es.name} ({first['n']} rows), {spec.label}", "",
+             "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for c in cols:
+        e = a.get(c, {}).get("external", {}).get(es.name)
+        if e is None:
+            continue
+        label_c = f"{c} (not trained)" if a.get(c, {}).get("not_trained") else c
+        row = [label_c] + [_fmt(e["per_group"][g][lab]) for g in groups for lab in labs
+                           if lab in first["per_group"][g]]
+        m = e.get("majority")
+        row += [_fmt(e["per_label"][lab]) for lab in labs]
+        row += [_fmt_vs(e["accuracy"], None if not m or m.get("mean") is None else float(m["mean"]))]
+        lines.append("| " + " | ".join(row) + " |")
+    return lines
 
 
 def plot_report(report: EvaluationReport, path: Path) -> None:

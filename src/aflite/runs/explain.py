@@ -97,6 +97,20 @@ def _run_features(data_path: Any, ds: Any, rows: np.ndarray, run: RunRecord, fea
     return X
 
 
+def _token_view(ds: Any, rows: np.ndarray, fz: dict[str, Any], token_view: str, stop_rule: bool,
+                ngram_coefficients: bool) -> tuple[list[str] | None, str]:
+    """(the run's rows' texts the token checks read, which text they are); images have none, and the options that
+    read tokens are refused on them, as ``--ngram-coefficients`` is for a Φ that cannot score tokens."""
+    if ngram_coefficients and not spec(fz["name"]).scores_tokens:
+        raise ParameterError(f"--ngram-coefficients reads an n-gram Φ; this run used {fz['name']!r}")
+    if ds.modality == "image":
+        if stop_rule:
+            raise ParameterError("--stop-rule tests token artifacts: it needs a text dataset")
+        return None, "image statistics"
+    texts, view = token_texts(ds, fz.get("view", "pair"), token_view)
+    return [texts[r] for r in rows], view
+
+
 def _check_options(alpha: float, min_count: int, random_seeds: int, neighbours: int) -> None:
     if not 0.0 < alpha < 1.0:
         raise ParameterError(f"--alpha must lie in (0, 1), got {alpha}")
@@ -148,15 +162,7 @@ def explain(
     params = run.summary["parameters"]
     seed = int(run.summary.get("seed", params.get("random_state", 0)) or 0)
     fz = run.featurizer
-    texts: list[str] | None = None
-    tview = "image statistics" if is_images else ""
-    if not is_images:
-        all_texts, tview = token_texts(ds, fz.get("view", "pair"), token_view)
-        texts = [all_texts[r] for r in rows]
-    elif stop_rule:
-        raise ParameterError("--stop-rule tests token artifacts: it needs a text dataset")
-    if ngram_coefficients and not spec(fz["name"]).scores_tokens:
-        raise ParameterError(f"--ngram-coefficients reads an n-gram Φ; this run used {fz['name']!r}")
+    texts, tview = _token_view(ds, rows, fz, token_view, stop_rule, ngram_coefficients)
     timings["load_seconds"] = time.perf_counter() - t_start
 
     t0 = time.perf_counter()

@@ -28,6 +28,7 @@ from aflite.checks import CheckData, CheckResult
 from aflite.checks.format import cell, md_cell, pct
 from aflite.core.heldout import WEIGHT_RULE
 from aflite.explain.plots import plot_competency, plot_datamap
+from aflite.rundir.names import RESULTS, SUMMARY_MD
 from aflite.rundir.read import Instances, RunRecord
 from aflite.rundir.results import Result, Table
 from aflite.verdict import markdown
@@ -55,9 +56,9 @@ FILES = {
     "datamap.png": "variability against confidence of the first phase, colour = correctness, removed rows as red "
                    "crosses.",
     "weights.csv": "soft training weights for users who reweight instead of dropping (rule in results.json).",
-    "results.json": "every number above in one place (significant counts, Bonferroni thresholds, top artifacts, "
+    RESULTS: "every number above in one place (significant counts, Bonferroni thresholds, top artifacts, "
                     "overlap table, surrogate terms, rules used, timings).",
-    "summary.md": "this summary.",
+    SUMMARY_MD: "this summary.",
 }
 
 
@@ -176,5 +177,5 @@ class ExplainResult(Result):
         lines += [f"First phase: {res['first_phase']['source']}; agreement with the run's recorded p̃ of its phase-0 "
                   f"removals: {pct(res['first_phase']['agreement_with_run'])}.", "",
                   f"Soft weights: {res['weights']['rule']}.", "", "## Files", ""]
-        lines += [f"- `{name}` — {text}" for name, text in res["files"].items() if name != "summary.md"]
+        lines += [f"- `{name}` — {text}" for name, text in res["files"].items() if name != SUMMARY_MD]
         return "\n".join(lines) + "\n"
