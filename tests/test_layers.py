@@ -215,3 +215,38 @@ def test_the_architecture_page_names_every_module_of_the_table() -> None:
                and f"`{pre.removeprefix('aflite.')}`" not in rows.get(layer, "")
                and f"`{pre.removeprefix('aflite.')}/`" not in rows.get(layer, "")]
     assert missing == []
+
+
+MAX_FUNCTION_LINES = 80
+KERNELS = "aflite.core.kernels"  # numba kernels: one compiled loop each, kept whole on purpose
+
+
+def test_functions_are_short() -> None:
+    """No function or method over MAX_FUNCTION_LINES lines (signature and docstring included), outside the numba
+    kernels."""
+    long = [f"{m}.{node.name}: {node.end_lineno - node.lineno + 1} lines" for m, path in MODULES.items()
+            if m != KERNELS for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.end_lineno is not None
+            and node.end_lineno - node.lineno + 1 > MAX_FUNCTION_LINES]
+    assert long == []
+
+
+def test_no_featurizer_name_is_compared_outside_features() -> None:
+    """Commands ask the featurizer registry what a featurizer does; only aflite.features compares its names (an
+    evaluate model's ``kind`` may share a featurizer's name: ``ngram``, the n-gram model)."""
+    from aflite.features.registry import REGISTRY
+
+    names = set(REGISTRY)
+    bad = []
+    for m, path in MODULES.items():
+        if m.startswith("aflite.features"):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.Compare):
+                continue
+            if not any(isinstance(c, ast.Constant) and c.value in names for c in ast.walk(node)):
+                continue
+            if isinstance(node.left, ast.Attribute) and node.left.attr == "kind":
+                continue
+            bad.append(f"{m}:{node.lineno}")
+    assert bad == []

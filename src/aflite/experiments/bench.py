@@ -87,7 +87,6 @@ def compare_phase(
     The first solver is the one reported as "fast"; with ``("fast", "previous")`` the output also holds the
     previous solver's time, the ratio of the two and their agreement with each other and with the reference.
     """
-    from aflite.core.ensemble import SklearnEnsemble
     from aflite.core.filter import draw_partitions, scores_from_predictions
 
     say = log or (lambda *_: None)
@@ -98,7 +97,6 @@ def compare_phase(
     rng = np.random.default_rng([random_state, 0])
     mask = draw_partitions(n, n_partitions, train_size, rng)
     tie = rng.random(n)
-    held = ~mask
 
     per: dict[str, dict[str, Any]] = {}
     preds: dict[str, NDArray[Any]] = {}
@@ -124,24 +122,44 @@ def compare_phase(
         "solvers": per,
     }
     for other in solvers[1:]:
-        po = preds[other]
-        p_o, _, _ = scores_from_predictions(po, codes, mask)
-        both = ~np.isnan(p_fast_all) & ~np.isnan(p_o)
-        per[other]["ratio_to_" + main] = per[other]["seconds"] / fast["seconds"]
-        per[other]["phase_ratio_to_" + main] = per[other]["phase_seconds"] / fast["phase_seconds"]
-        per[other]["cpu_ratio_to_" + main] = per[other]["cpu_seconds"] / fast["cpu_seconds"]
-        per[other]["agreement_with_" + main] = {
-            "predictions": float((po[held] == pf[held]).mean()),
-            "pearson_p": float(np.corrcoef(p_fast_all[both], p_o[both])[0, 1]),
-            "top_k_overlap": _topk_overlap(p_fast_all, p_o, top_k, tie),
-            "measured_on": f"all {n_partitions} partitions, held-out predictions",
-        }
-        say(f"{other} / {main}: {per[other]['ratio_to_' + main]:.2f}x the time; held-out predictions agree "
-            f"{per[other]['agreement_with_' + main]['predictions']:.5f}")
-
+        _compare_solvers(per, preds, main, other, codes, mask, p_fast_all, top_k, tie, n_partitions, say)
     r = min(reference_partitions, n_partitions)
-    if r < 1:
-        return out
+    if r >= 1:
+        out.update(_reference(X, codes, rows, mask, r, n_partitions, solvers, per, preds, top_k, tie, say))
+    return out
+
+
+def _compare_solvers(per: dict[str, dict[str, Any]], preds: dict[str, NDArray[Any]], main: str, other: str,
+                     codes: NDArray[np.int64], mask: NDArray[Any], p_fast_all: NDArray[Any], top_k: int,
+                     tie: NDArray[Any], n_partitions: int, say: Any) -> None:
+    """Another solver against the main one: time ratios and agreement of held-out predictions, p̃ and top k."""
+    from aflite.core.filter import scores_from_predictions
+
+    pf, po, fast = preds[main], preds[other], per[main]
+    held = ~mask
+    p_o, _, _ = scores_from_predictions(po, codes, mask)
+    both = ~np.isnan(p_fast_all) & ~np.isnan(p_o)
+    per[other]["ratio_to_" + main] = per[other]["seconds"] / fast["seconds"]
+    per[other]["phase_ratio_to_" + main] = per[other]["phase_seconds"] / fast["phase_seconds"]
+    per[other]["cpu_ratio_to_" + main] = per[other]["cpu_seconds"] / fast["cpu_seconds"]
+    per[other]["agreement_with_" + main] = {
+        "predictions": float((po[held] == pf[held]).mean()),
+        "pearson_p": float(np.corrcoef(p_fast_all[both], p_o[both])[0, 1]),
+        "top_k_overlap": _topk_overlap(p_fast_all, p_o, top_k, tie),
+        "measured_on": f"all {n_partitions} partitions, held-out predictions",
+    }
+    say(f"{other} / {main}: {per[other]['ratio_to_' + main]:.2f}x the time; held-out predictions agree "
+        f"{per[other]['agreement_with_' + main]['predictions']:.5f}")
+
+
+def _reference(X: NDArray[np.float32], codes: NDArray[np.int64], rows: NDArray[Any], mask: NDArray[Any], r: int,
+               n_partitions: int, solvers: tuple[str, ...], per: dict[str, dict[str, Any]],
+               preds: dict[str, NDArray[Any]], top_k: int, tie: NDArray[Any], say: Any) -> dict[str, Any]:
+    """scikit-learn's LogisticRegression on the first ``r`` partitions: its time scaled to all of them, and every
+    solver's agreement with it on those partitions."""
+    from aflite.core.ensemble import SklearnEnsemble
+    from aflite.core.filter import scores_from_predictions
+
     subset = list(range(r))
     say(f"reference path: scikit-learn LogisticRegression on {r} of {n_partitions} partitions ...")
     ref = SklearnEnsemble(partitions=subset)
@@ -151,7 +169,6 @@ def compare_phase(
     t_ref = time.perf_counter() - t0
     t_ref_scaled = t_ref * n_partitions / r
     say(f"reference path: {t_ref:.1f} s for {r} partitions -> {t_ref_scaled:.1f} s scaled to {n_partitions}")
-
     sub = mask[:, subset]
     held_sub = ~sub
     p_ref_sub, _, _ = scores_from_predictions(pr[:, subset], codes, sub)
@@ -167,21 +184,21 @@ def compare_phase(
 
     for solver in solvers:
         per[solver]["agreement_with_reference"] = agreement(preds[solver])
+    main = solvers[0]
     a = per[main]["agreement_with_reference"]
-    out.update({
+    return {
         "reference_partitions": r,
         "reference_seconds_measured": t_ref,
         "reference_seconds_scaled": t_ref_scaled,
         "reference_lbfgs_iterations_mean": float(np.mean(ref.last_stats.iterations)) if ref.last_stats.iterations
         else None,
-        "speedup": t_ref_scaled / fast["seconds"],
+        "speedup": t_ref_scaled / per[main]["seconds"],
         "agreement_predictions": a["predictions"],
         "pearson_p": a["pearson_p"],
         "top_k": top_k,
         "top_k_overlap": a["top_k_overlap"],
         "agreement_measured_on": f"the {r} partitions both paths ran (p̃ from those partitions)",
-    })
-    return out
+    }
 
 
 PHASE_PARTS = ("setup", "passes", "line_search", "lbfgs", "prediction")
