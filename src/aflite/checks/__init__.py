@@ -32,7 +32,7 @@ class CheckData:
 
     ids: np.ndarray  # str
     labels: np.ndarray  # str
-    classes: np.ndarray
+    classes: Any  # the labels, sorted (an array)
     y: np.ndarray  # label codes into classes
     X: Any  # Φ of the rows
     keep: np.ndarray  # kept by the run (D(Φ))

@@ -10,6 +10,7 @@ it needs a task scheduler, not an actor framework.
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 from pathlib import Path
@@ -42,7 +43,8 @@ class Cluster:
     ``distributed.comm.timeouts.connect``, 30 s) is a :class:`ParameterError`.
     """
 
-    def __init__(self, address: str | None = None, n_workers: int | None = None, scratch: str | Path | None = None,
+    def __init__(self, address: str | None = None, n_workers: int | None = None,
+                 scratch: str | os.PathLike[str] | None = None,
                  connect_timeout: float | None = None):
         try:
             from dask.distributed import Client

@@ -5,6 +5,7 @@ only its caches; :func:`aflite.runs.evaluate.evaluate` (``aflite evaluate``) wri
 from __future__ import annotations
 
 import logging
+import os
 import time
 from collections import Counter
 from collections.abc import Sequence
@@ -64,7 +65,7 @@ def _plan(models: Sequence[str | ModelSpec], seeds: int | Sequence[int],
     return specs, seed_list, ft
 
 
-def _load(data: str | Path, specs: list[ModelSpec], ft: FinetuneOptions,
+def _load(data: str | os.PathLike[str], specs: list[ModelSpec], ft: FinetuneOptions,
           dataset_options: dict[str, Any] | None) -> tuple[Any, FinetuneOptions]:
     """D (images when the data or a model's featurizer say so) and the fine-tuning options for its modality."""
     reads = "image" if any(s.featurizer and featurizer_spec(s.featurizer).modality == "image" for s in specs) else "any"
@@ -142,7 +143,7 @@ def _set_info(ds: Any, sets: list[TrainingSet], is_held: NDArray[np.bool_], spli
     return set_info
 
 
-def _runs(data: str | Path, ds: Any, runs: Sequence[str | Path]) -> list[Any]:
+def _runs(data: str | os.PathLike[str], ds: Any, runs: Sequence[str | os.PathLike[str]]) -> list[Any]:
     """The run folders, each checked against D (its recorded fingerprint, its ids)."""
     if not runs:
         raise ParameterError("give at least one run directory (made by aflite run on this dataset)")
@@ -177,10 +178,10 @@ def _caps(specs: list[ModelSpec], ft: FinetuneOptions) -> tuple[str | None, int 
 
 @limited  # one thread policy (aflite.threads)
 def compare_runs(
-    data: str | Path,
-    runs: Sequence[str | Path],
+    data: str | os.PathLike[str],
+    runs: Sequence[str | os.PathLike[str]],
     *,
-    cache_dir: str | Path,
+    cache_dir: str | os.PathLike[str],
     models: Sequence[str | ModelSpec] = DEFAULT_MODELS,
     seeds: int | Sequence[int] = 3,
     heldout: float = 0.2,

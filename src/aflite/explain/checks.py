@@ -196,8 +196,7 @@ class LabelIssueCheck(Check):
             f"cleanlab flags {int(flags.sum()):,} row(s) as label-issue candidates; the filter removed "
             f"{int((flags & ~data.keep).sum()):,} of them."]
         return CheckResult(self.name, None, flags, {"label_issues": li, "overlap": overlap}, verdict, md,
-                           {"label_issue": ["" if flags is None else int(f) for f in (
-                               flags if flags is not None else [None] * len(data))]})
+                           {"label_issue": [""] * len(data) if flags is None else [int(f) for f in flags]})
 
 
 class Surrogate(Check):
@@ -217,9 +216,9 @@ class Surrogate(Check):
             inputs = "image statistics × label"
         sur = fit_surrogate(F, names, data.y, data.classes, data.phase.first_phase_predictability_,
                             random_state=data.seed)
-        summary = {"surrogate": {"target": "p̃ of the first phase", "inputs": inputs, "model": "Lasso (L1)",
-                                 "alpha": sur.alpha, "r2": sur.r2, "n_inputs": sur.n_inputs,
-                                 "n_terms": len(sur.terms), "top_terms": sur.terms[:25]}}
+        summary: dict[str, Any] = {"surrogate": {
+            "target": "p̃ of the first phase", "inputs": inputs, "model": "Lasso (L1)", "alpha": sur.alpha,
+            "r2": sur.r2, "n_inputs": sur.n_inputs, "n_terms": len(sur.terms), "top_terms": sur.terms[:25]}}
         s = summary["surrogate"]
         md = ["## Why rows were easy (surrogate of p̃)", "",
               f"{s['model']} on {s['inputs']}: R² = {s['r2']:.3f} on the scored rows, {s['n_terms']} nonzero terms. "

@@ -56,7 +56,8 @@ class Featurizer(Protocol):
     ) -> Matrix: ...
 
     def get_options(self) -> dict[str, Any]:
-        """The options that determine the output (used in the cache key)."""
+        """The constructor keywords that determine the output: the cache key, and what ``aflite explain`` and
+        ``aflite evaluate`` rebuild a run's featurizer from (they are recorded in its results.json)."""
         ...
 
 

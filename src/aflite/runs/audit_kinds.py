@@ -80,11 +80,10 @@ class TextAudit:
             A.announce(A.estimate_seconds(n, cfg))
         return cfg
 
-    def features(self, base: Any, cfg: Any, given: dict[str, Any] | None,
-                 show_progress: bool) -> dict[str, np.ndarray]:
+    def features(self, base: Any, cfg: Any, given: dict[str, Any] | None, show_progress: bool) -> Any:
         return A.compute_features(base, cfg)  # cached
 
-    def audit(self, sub: Any, name: str, rows: np.ndarray, feats: dict[str, np.ndarray], cfg: Any) -> Any:
+    def audit(self, sub: Any, name: str, rows: np.ndarray, feats: Any, cfg: Any) -> Any:
         return A.audit(sub, config=cfg, name=name, features={k: x[rows] for k, x in feats.items()})
 
     def notes(self, data_path: Any, ds: Any, cfg: Any, feats: Any) -> list[str]:
@@ -126,8 +125,7 @@ class ImageAudit:
     def resolve(self, cfg: Any, n: int, show_progress: bool) -> Any:
         return cfg
 
-    def features(self, base: Any, cfg: Any, given: dict[str, Any] | None,
-                 show_progress: bool) -> tuple[np.ndarray, np.ndarray]:
+    def features(self, base: Any, cfg: Any, given: dict[str, Any] | None, show_progress: bool) -> Any:
         """(embeddings, colour histograms) of the union of the audited sets; the histograms decode every image, so
         a corrupt one stops the audit here, before any work."""
         options = _route(cfg, given)
@@ -137,12 +135,12 @@ class ImageAudit:
         X = np.asarray(feats.X.toarray() if hasattr(feats.X, "toarray") else feats.X, dtype=np.float32)
         return X, H
 
-    def audit(self, sub: Any, name: str, rows: np.ndarray, feats: tuple[np.ndarray, np.ndarray], cfg: Any) -> Any:
+    def audit(self, sub: Any, name: str, rows: np.ndarray, feats: Any, cfg: Any) -> Any:
         X, H = feats
         return audit_image_dataset(sub.texts_a, sub.labels, X[rows], cfg, ids=sub.ids.astype(str).tolist(),
                                    name=name, colour=H[rows])
 
-    def notes(self, data_path: Any, ds: Any, cfg: Any, feats: tuple[np.ndarray, np.ndarray]) -> list[str]:
+    def notes(self, data_path: Any, ds: Any, cfg: Any, feats: Any) -> list[str]:
         return [f"Data: {data_path} ({len(ds):,} images)", f"Embeddings: {cfg.featurizer}"
                 + (f" ({cfg.model_path})" if cfg.model_path else "") + f", {feats[0].shape[1]} dimensions"]
 

@@ -181,6 +181,7 @@ def _featurize(ds: Any, featurizer: str, view: str, af: AFLite, t: int, seed: in
 def _probe(ds: Any, rows: np.ndarray, res: FilterResult, seed: int, show_progress: bool) -> dict[str, Any]:
     """The hypothesis-only probe of summary.md: 5-fold CV on D, D(Φ) and 3 random subsets of |D(Φ)| rows (minutes
     on large sets, so it shows progress)."""
+    assert res.labels is not None
     probe_texts = ds.texts_b if ds.texts_b is not None else ds.texts_a
     bar = tqdm(total=5, desc="probe (D, D(Φ), 3 random subsets)", unit="set", disable=not show_progress,
                file=sys.stderr, dynamic_ncols=True)
@@ -278,7 +279,7 @@ def run(data_path: str | os.PathLike[str], out: str | os.PathLike[str] | RunFold
     if grp_all is not None:
         data.warn_twins(ds, {"pair": ("pair", "hypothesis")}.get(view, (view,)), group_spec)
     chosen = scaled_defaults(n)
-    af = AFLite(**{**base, **chosen, **given}, **fixed)  # type: ignore[arg-type]
+    af = AFLite(**{**base, **chosen, **given}, **fixed)
     resolved = af.resolved_params(n)  # validates against |D| before any expensive step
     dataset_fp = dataset_fingerprint(ds.ids, ds.labels, ds.texts_a, ds.texts_b)
     if resume:  # another dataset is refused now, before anything is computed or cached

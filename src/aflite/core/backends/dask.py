@@ -12,6 +12,7 @@ same numpy/BLAS build and CPU kind).
 from __future__ import annotations
 
 import dataclasses
+import os
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -66,8 +67,8 @@ class DaskExecutor(Cluster):
     local one of ``n_workers`` processes; ``scratch`` a folder every worker reads at the same path); the same
     object embeds Φ's shards (:class:`aflite.features.shards.ShardedTransform`)."""
 
-    def __init__(self, address: str | None = None, n_workers: int | None = None, scratch: str | Path | None = None,
-                 connect_timeout: float | None = None):
+    def __init__(self, address: str | None = None, n_workers: int | None = None,
+                 scratch: str | os.PathLike[str] | None = None, connect_timeout: float | None = None):
         super().__init__(address, n_workers, scratch, connect_timeout)
         self.spec: StoreSpec | None = None
 
@@ -107,7 +108,7 @@ class DaskExecutor(Cluster):
         super().close()
 
 
-def open_executor(address: str, scratch: str | Path | None = None) -> DaskExecutor:
+def open_executor(address: str, scratch: str | os.PathLike[str] | None = None) -> DaskExecutor:
     """The executor of a ``--cluster`` value: ``local`` or ``local:N`` starts N local worker processes (default
     :class:`DaskExecutor`'s), anything else is a scheduler address (``tcp://host:8786``)."""
     if address == "local" or address.startswith("local:"):
@@ -115,7 +116,7 @@ def open_executor(address: str, scratch: str | Path | None = None) -> DaskExecut
     return DaskExecutor(address=address, scratch=scratch)
 
 
-def use_cluster(cluster: Any, scratch: str | Path | None = None) -> tuple[Any, Callable[[], None]]:
+def use_cluster(cluster: Any, scratch: str | os.PathLike[str] | None = None) -> tuple[Any, Callable[[], None]]:
     """``cluster`` as an executor and how to release it: an address (``local``, ``local:N``, ``tcp://host:port``)
     is opened here and closed by the returned function; an executor object is used as given (its owner closes
     it); None gives (None, a no-op)."""
