@@ -18,9 +18,8 @@ import sys
 from collections.abc import Iterator, Sequence
 from typing import Any, NoReturn
 
-from aflite.cli.options import add_groups_option, add_overwrite_option, add_threads  # noqa: F401 - the shared options' home
+from aflite.cli.options import add_groups_option, add_overwrite_option  # noqa: F401 - the shared options' home
 from aflite.errors import AfliteError
-from aflite.threads import prepare_process, thread_policy
 
 # name of the module under aflite.cli for each sub-command, in --help order
 COMMANDS: tuple[str, ...] = ("demo", "run", "embed", "filter", "evaluate", "audit", "explain", "report", "synthetic",
@@ -46,6 +45,7 @@ def build_parser() -> argparse.ArgumentParser:
     for name in COMMANDS:
         module = importlib.import_module(f"aflite.cli.{name.replace('-', '_')}")
         module.register(sub)
+    from aflite.cli.options import add_threads
 
     for command_parser in sub.choices.values():  # one thread policy for every command (aflite.threads)
         if "--threads" not in command_parser._option_string_actions:
@@ -86,6 +86,8 @@ def _library_warnings() -> Iterator[None]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from aflite.threads import prepare_process
+
     prepare_process()  # before build_parser loads numpy and scikit-learn (aflite.threads)
     parser = build_parser()
     try:
@@ -100,6 +102,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         validate = getattr(args, "validate", None)
         if validate is not None:  # checks that need neither data nor the output folder
             validate(args)
+        from aflite.threads import thread_policy
 
         if getattr(args, "quiet", False):  # no progress bars from the libraries either (model loading)
             os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")

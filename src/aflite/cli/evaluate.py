@@ -13,17 +13,16 @@ from aflite.cli.options import (
     add_columns,
     add_deprecated,
     add_device,
-    add_groups_option,
     add_out,
-    add_overwrite_option,
     add_quiet,
     add_seed,
     dataset_options,
 )
-from aflite.defaults import DEFAULT_MODELS
 
 
 def register(sub: Any) -> None:
+    from aflite.defaults import DEFAULT_MODELS
+
     p = sub.add_parser(
         "evaluate",
         help="re-estimate models on D, D(Φ), same-size random subsets and the single-iteration set; HANS / OOD",
@@ -78,6 +77,7 @@ def register(sub: Any) -> None:
               "MiniLM features")
     add_columns(p)
     add_quiet(p)
+    from aflite.cli.options import add_groups_option, add_overwrite_option
 
     add_groups_option(p)
     add_overwrite_option(p)

@@ -7,19 +7,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from aflite.cli.options import (
-    SIZE_HELP,
-    add_cluster,
-    add_deprecated,
-    add_device,
-    add_out,
-    add_overwrite_option,
-    add_quiet,
-    add_seed,
-    partitions,
-)
+from aflite.cli.options import SIZE_HELP, add_deprecated, add_device, add_out, add_quiet, add_seed, partitions
 from aflite.cli.options import size as _size
-from aflite.defaults import SNLI_DEFAULTS as D
 
 
 def add_filter_options(p: argparse.ArgumentParser, scaled: bool = False) -> None:
@@ -28,6 +17,7 @@ def add_filter_options(p: argparse.ArgumentParser, scaled: bool = False) -> None
     ``filter`` states the defaults as fractions of |D|; ``run`` leaves them unset (None) and scales Table 8's
     counts to the dataset itself, printing what it chose; it has no --model/-C (always the fast ensemble).
     """
+    from aflite.defaults import SNLI_DEFAULTS as D
 
     N = D["dataset_size"]
     if scaled:
@@ -74,6 +64,7 @@ def add_scale_options(p: argparse.ArgumentParser, cluster: bool | str = True) ->
     g.add_argument("--storage", choices=("float32", "bfloat16", "float16"), default="float32",
                    help="dtype of the features held on the GPU; products accumulate in float32 (default float32)")
     if cluster:
+        from aflite.cli.options import add_cluster
 
         add_cluster(g, what="fit the partitions" if cluster is True else str(cluster))
         g.add_argument("--cluster-scratch", type=Path, default=None, metavar="DIR",
@@ -105,6 +96,7 @@ def register(sub: Any) -> None:
                    "classifier's training and held-out sides")
     add_out(p, what="run directory")
     p.add_argument("--resume", action="store_true", help="continue from the checkpoint in --out")
+    from aflite.cli.options import add_overwrite_option
 
     add_overwrite_option(p)
     p.add_argument("--mmap", action="store_true", help="memory-map a .npy feature file instead of loading it")

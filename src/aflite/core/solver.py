@@ -29,7 +29,6 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from aflite.core import kernels
 from aflite.core.blocks import (  # the unit of work and how problems are cut into it (aflite.core.blocks)
     BlockResult,
     BlockTask,
@@ -220,6 +219,7 @@ class _ChunkedOwnOps(_NumpyBlockOps):
     def __init__(self, store: FeatureStore, task: BlockTask) -> None:
         super().__init__(store, task)  # task.own_rows is False here (see run_block), so nothing is gathered
         n, b = task.mask.shape
+        from aflite.core import kernels
         self.compiled = kernels.available()
         self.step = own_chunk_rows(store.whitening.transform.shape[0], self.compiled)
         self.starts = np.arange(0, n, self.step)
@@ -306,6 +306,7 @@ class _ChunkedOwnOps(_NumpyBlockOps):
         self, theta: NDArray[np.float64], sel: NDArray[np.intp]
     ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
         """The same objective and gradient, from :mod:`aflite.core.kernels` (one read of each row per pass)."""
+        from aflite.core import kernels
         K, d, task = self.K, self.d, self.task
         nm = len(sel)
         n = len(self.store)

@@ -36,15 +36,8 @@ from typing import Any
 
 import numpy as np
 
-from aflite._deprecate import renamed_keywords
-from aflite.atomic import umask, write_text
-from aflite.data.columnar import _hf_label_names
-from aflite.data.files import _base_suffix, _is_gzip
-from aflite.data.text import Dataset, SourceInfo, TextDataset, load_dataset
-from aflite.data.write import write_filtered
+from aflite.data.text import Dataset
 from aflite.errors import InputError, ParameterError
-from aflite.hashing import files_fingerprint as fingerprint
-from aflite.links import check_link_dir, check_link_names
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".gif", ".webp", ".tif", ".tiff", ".ppm", ".pgm")
 PATH_COLUMNS = ("path", "image_path", "image", "file", "filename", "filepath", "img")
@@ -113,6 +106,7 @@ def open_image(ref: str) -> Any:
 def files_fingerprint(refs: Sequence[str]) -> str:
     """sha256 over each reference and its file's size and modification time (cheap: no pixel is read), so
     that a cached Φ is recomputed when an image file is replaced. HF references use their folder's Arrow files."""
+    from aflite.hashing import files_fingerprint as fingerprint
 
     return fingerprint(refs, lambda ref: _parse_hf_ref(ref)[2] if ref.startswith(_HF_PREFIX) else None)
 
@@ -161,6 +155,7 @@ def load_image_dataset(
     module docstring) as a :class:`aflite.data.Dataset` of image references (``modality == "image"``).
     ``label`` (the label column, as in :func:`aflite.data.load_dataset`) was ``label_column=`` until this release."""
     if old_keywords:
+        from aflite._deprecate import renamed_keywords
 
         label = renamed_keywords(old_keywords, {"label_column": "label"}, "load_image_dataset").get("label", label)
     p = Path(path)
@@ -205,6 +200,8 @@ def _select(ds: Dataset, rows: np.ndarray) -> Dataset:
 
 
 def _load_folder(p: Path) -> Dataset:
+    from aflite.data.text import SourceInfo, TextDataset
+
     refs: list[str] = []
     labels: list[str] = []
     ids: list[str] = []
@@ -228,6 +225,7 @@ def _table_columns(p: Path) -> list[str]:
     """The column names of a table, from its schema or first line only (no need to read a large file)."""
     import gzip
 
+    from aflite.data.files import _base_suffix, _is_gzip
 
     suffix = _base_suffix(p)
     if suffix in (".parquet", ".pq"):
@@ -262,6 +260,8 @@ def _pick(columns: list[str], given: str | None, candidates: Sequence[str], what
 
 
 def _load_table(p: Path, path_column: str | None, label_column: str | None, id_column: str | None) -> Dataset:
+    from aflite.data.text import load_dataset
+
     cols = _table_columns(p)
     pcol = _pick(cols, path_column, PATH_COLUMNS, "path", p)
     lcol = _pick(cols, label_column, ("label", "class", "target", "y"), "label", p)
@@ -283,6 +283,9 @@ def _load_table(p: Path, path_column: str | None, label_column: str | None, id_c
 
 
 def _load_hf(p: Path, image_column: str | None, label_column: str | None, id_column: str | None) -> Dataset:
+    from aflite.data.columnar import _hf_label_names
+    from aflite.data.text import SourceInfo, TextDataset
+
     try:
         import datasets
     except ImportError as exc:
@@ -326,6 +329,7 @@ def write_folder_outputs(ds: Any, keep: np.ndarray, out: str | os.PathLike[str],
     """``OUT/kept.csv`` and ``OUT/removed.csv`` (columns ``path`` — relative to the image folder — and
     ``label``), written atomically; with ``link_dir``, a ``<label>/<file>`` tree of symlinks to the kept images
     (a folder that must not exist yet, or be empty). Rows not in either file were the warm-up slice."""
+    from aflite.atomic import write_text
 
     out = Path(out)
     keep = np.asarray(keep, dtype=bool)
@@ -353,11 +357,13 @@ def link_tree(ds: Any, keep: np.ndarray, link_dir: str | os.PathLike[str], by_la
     import shutil
     import tempfile
 
+    from aflite.links import check_link_dir, check_link_names
 
     dest = check_link_dir(link_dir)
     check_link_names(ds, keep, by_label)
     dest.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", dir=dest.parent))
+    from aflite.atomic import umask
 
     os.chmod(tmp, 0o777 & ~umask())  # mkdtemp makes it 0700; the folder gets the mode a plain mkdir would
     try:
@@ -388,6 +394,8 @@ def write_outputs(ds: Any, keep: np.ndarray, removed: np.ndarray, out: Path, fil
                   link_dir: str | os.PathLike[str] | None = None) -> Path:
     """The run's output in the input's form: kept.csv/removed.csv (+ symlink tree) for a folder, the filtered
     table (or HF folder) otherwise; ``bad_images.txt`` lists images skipped as unreadable."""
+    from aflite.atomic import write_text
+    from aflite.data.write import write_filtered
 
     bad = getattr(ds, "bad_images", [])
     if bad:

@@ -15,10 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from aflite._deprecate import renamed_keywords
 from aflite.data.columnar import _hf_label_names, _load_hf, _read_parquet
 from aflite.data.delimited import _read_delimited, _read_jsonl
-from aflite.data.families import twin_families
 from aflite.data.files import _INT_RE, PathLike, _base_suffix, _check_exists, _read_bytes
 from aflite.data.options import _CLI_NAMES, _opt
 from aflite.errors import InputError, ParameterError
@@ -118,6 +116,7 @@ def load_dataset(
     ``id_column`` were called ``format=`` and ``id=`` (still accepted for one release, with a warning).
     """
     if old_keywords:
+        from aflite._deprecate import renamed_keywords
 
         renamed = renamed_keywords(old_keywords, {"format": "file_format", "id": "id_column"}, "load_dataset")
         file_format = renamed.get("file_format", file_format)
@@ -142,6 +141,7 @@ def load_dataset(
         print(f"{p}: dropped {ds.n_dropped:,} row(s) on load ({why}, e.g. SNLI's '-'); {len(ds):,} rows kept",
               file=sys.stderr)
     if groups == "twins":
+        from aflite.data.families import twin_families
 
         ds.groups = twin_families(ds.texts_a, ds.texts_b)
     elif groups not in (None, "premise", "none"):

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from aflite.threads import limited, map_fits
+from aflite.threads import limited
 
 
 @dataclass
@@ -50,6 +50,7 @@ def text_probe_accuracy(
     from sklearn.model_selection import StratifiedKFold
     from sklearn.pipeline import make_pipeline
 
+    from aflite.threads import map_fits
 
     y = np.asarray(labels)
     _, counts = np.unique(y, return_counts=True)

@@ -27,14 +27,9 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from aflite import data
-from aflite._deprecate import renamed_keywords
-from aflite.core.ensemble import FastLogisticEnsemble, SklearnEnsemble
-from aflite.core.filter import AFLite, draw_partitions, scores_from_predictions
 from aflite.errors import InputError, ParameterError
 from aflite.experiments.child import in_child, own_peak_gib
 from aflite.experiments.shapes import SNLI_N, make_snli_like
-from aflite.rundir.versions import versions
 
 
 def _topk_overlap(p_a: NDArray[np.float64], p_b: NDArray[np.float64], k: int, tie: NDArray[np.float64]) -> float:
@@ -49,6 +44,7 @@ def _solver_phase(
     solver: str, say: Any,
 ) -> tuple[dict[str, Any], NDArray[Any]]:
     """Whitening and one phase with one solver; times, optimiser counts and where the time went."""
+    from aflite.core.ensemble import FastLogisticEnsemble
 
     ens = FastLogisticEnsemble(solver=solver)
     t0, c0 = time.perf_counter(), time.process_time()
@@ -91,6 +87,7 @@ def compare_phase(
     The first solver is the one reported as "fast"; with ``("fast", "previous")`` the output also holds the
     previous solver's time, the ratio of the two and their agreement with each other and with the reference.
     """
+    from aflite.core.filter import draw_partitions, scores_from_predictions
 
     say = log or (lambda *_: None)
     _, codes = np.unique(y, return_inverse=True)
@@ -136,6 +133,7 @@ def _compare_solvers(per: dict[str, dict[str, Any]], preds: dict[str, NDArray[An
                      codes: NDArray[np.int64], mask: NDArray[Any], p_fast_all: NDArray[Any], top_k: int,
                      tie: NDArray[Any], n_partitions: int, say: Any) -> None:
     """Another solver against the main one: time ratios and agreement of held-out predictions, p̃ and top k."""
+    from aflite.core.filter import scores_from_predictions
 
     pf, po, fast = preds[main], preds[other], per[main]
     held = ~mask
@@ -159,6 +157,8 @@ def _reference(X: NDArray[np.float32], codes: NDArray[np.int64], rows: NDArray[A
                preds: dict[str, NDArray[Any]], top_k: int, tie: NDArray[Any], say: Any) -> dict[str, Any]:
     """scikit-learn's LogisticRegression on the first ``r`` partitions: its time scaled to all of them, and every
     solver's agreement with it on those partitions."""
+    from aflite.core.ensemble import SklearnEnsemble
+    from aflite.core.filter import scores_from_predictions
 
     subset = list(range(r))
     say(f"reference path: scikit-learn LogisticRegression on {r} of {n_partitions} partitions ...")
@@ -210,6 +210,7 @@ _OBSERVED: list[Any] = []  # in a benchmark child: the ensembles prepared so far
 def _observed_ensemble(solver: str) -> Any:
     """A fast ensemble that registers itself when prepared: ``AFLite.fit`` works on a copy of the model it is
     given, and the benchmark reads the copy's per-phase statistics."""
+    from aflite.core.ensemble import FastLogisticEnsemble
 
     class ObservedEnsemble(FastLogisticEnsemble):
         def prepare(self, X: Any, y: Any, n_classes: int) -> None:
@@ -220,8 +221,11 @@ def _observed_ensemble(solver: str) -> Any:
 
 
 def _complete_child(conn: Any, spec: dict[str, Any]) -> None:
+    from aflite.core.filter import AFLite
+
     t_start = time.perf_counter()
     if spec.get("features"):
+        from aflite import data
 
         X = data.load_features(spec["features"])
         y = data.load_labels(spec["labels"])
@@ -385,6 +389,7 @@ def run_benchmark(
     are a tuple or one of ``fast``, ``previous``, ``both``; ``complete_solvers`` defaults to ``solvers``, but only
     the fast one for both (the previous solver's complete run takes several times longer)."""
     if old_keywords:
+        from aflite._deprecate import renamed_keywords
 
         dim = renamed_keywords(old_keywords, {"d": "dim"}, "run_benchmark").get("dim", dim)
     d = dim
@@ -396,11 +401,13 @@ def run_benchmark(
     say = log or (lambda *_: None)
     from threadpoolctl import threadpool_info
 
+    from aflite.rundir.versions import versions
 
     if real_features:  # read and checked now: a bad file must not wait for the synthetic benchmark's minutes
         check_features_files(real_features, real_labels)
     t0 = time.perf_counter()
     if features:
+        from aflite import data
 
         X = data.load_features(features)
         y = data.load_labels(labels) if labels else None
@@ -438,6 +445,7 @@ def run_benchmark(
 
 def check_features_files(features: str, labels: str | None) -> None:
     """Refuse unreadable or misaligned real features / labels before any benchmark work (one-line errors)."""
+    from aflite import data
 
     if labels is None:
         raise ParameterError("labels are required with real features")
@@ -461,6 +469,7 @@ def real_benchmark(
 ) -> dict[str, Any]:
     """Real features (e.g. MiniLM pair embeddings): Table 8 scaled to |D|, one phase per solver against the
     scikit-learn loop on the same partitions, and the complete filter per solver."""
+    from aflite import data
 
     say = log or (lambda *_: None)
     if labels is None:

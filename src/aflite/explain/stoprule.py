@@ -23,9 +23,6 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from aflite.core.filter import AFLite, FilterState
-from aflite.errors import ParameterError
-
 __all__ = ["StopRuleResult", "continue_until_clean"]
 
 
@@ -51,6 +48,8 @@ def continue_until_clean(
 
     ``significant(rows) -> int`` counts the Bonferroni-significant (token, label) pairs on those rows.
     """
+    from aflite.core.filter import AFLite, FilterState
+    from aflite.errors import ParameterError
 
     k = max(1, int(params["slice_size"]) // 4)
     t = int(params["train_size"])

@@ -10,7 +10,6 @@ from typing import Any
 
 import numpy as np
 
-from aflite.atomic import write_json
 from aflite.errors import InputError, ParameterError
 from aflite.features.base import progress_bar
 
@@ -26,6 +25,7 @@ def embed_to_npy(refs: Sequence[str], featurizer: Any, dest: str | os.PathLike[s
     """
     import math
 
+    from aflite.atomic import write_json
 
     if chunk_size < 1:
         raise ParameterError(f"chunk_size must be >= 1, got {chunk_size}")

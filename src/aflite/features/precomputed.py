@@ -9,7 +9,6 @@ from typing import Any, Self
 
 import numpy as np
 
-from aflite._deprecate import renamed_keywords
 from aflite.errors import InputError, ParameterError
 from aflite.features.base import Computes
 
@@ -124,6 +123,7 @@ class PrecomputedFeaturizer(Computes):
         **old_keywords: Any,
     ) -> None:
         if old_keywords:  # path= and ids_path= until this release (the CLI's --embeddings / --embedding-ids)
+            from aflite._deprecate import renamed_keywords
 
             renamed = renamed_keywords(old_keywords, {"path": "embeddings", "ids_path": "embedding_ids"},
                                        "PrecomputedFeaturizer")

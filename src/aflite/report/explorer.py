@@ -20,7 +20,6 @@ from aflite.atomic import write_text
 from aflite.errors import InputError
 from aflite.report import folder as F
 from aflite.report import thumbs
-from aflite.report.audit import BODY_END, BODY_START
 from aflite.report.frame import (
     esc,
     json_for_script,
@@ -228,6 +227,7 @@ def render_page(folder: str | Path, *, dataset: Any = None, pack: bool | None = 
 def reframe_audit(folder: Path) -> str:
     """An audit's page on a fresh frame (with results.json's verdict): the audit's own content is taken from the
     report.html it wrote, between its markers, since its t-SNE maps and clusters live only in that page."""
+    from aflite.report.audit import BODY_END, BODY_START
 
     path = folder / PAGE
     text = path.read_text(encoding="utf-8")

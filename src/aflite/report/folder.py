@@ -15,7 +15,6 @@ from typing import Any
 
 import numpy as np
 
-from aflite.data import load_dataset
 from aflite.errors import InputError
 from aflite.rundir.read import read_columns
 
@@ -118,6 +117,8 @@ def load_rows_dataset(dataset: Any | None, path: str | None, options: dict[str, 
         notes.append(f"Texts not shown: the dataset file {path} is not found from here.")
         return None
     try:
+        from aflite.data import load_dataset
+
         return load_dataset(path, **options)
     except Exception as exc:  # noqa: BLE001 - the page is still useful without texts; say why they are absent
         notes.append(f"Texts not shown: {path} could not be read again ({exc}).")

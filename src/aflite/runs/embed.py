@@ -21,7 +21,6 @@ from typing import Any, ClassVar
 import numpy as np
 
 from aflite import data
-from aflite._deprecate import renamed_keywords
 from aflite.atomic import write_npy, write_text
 from aflite.cluster.shards import run_shards, shards_to_npy
 from aflite.core.backends.dask import use_cluster
@@ -98,6 +97,7 @@ def embed(data_path: str | os.PathLike[str], out: str | os.PathLike[str] | RunFo
     folder = RunFolder.of(out, "embed")
     check_embed_out(folder.path, overwrite)
     if old_keywords:
+        from aflite._deprecate import renamed_keywords
 
         cache_dir = renamed_keywords(old_keywords, {"cache": "cache_dir"}, "embed").get("cache_dir", cache_dir)
     if cluster is not None:

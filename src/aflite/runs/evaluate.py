@@ -14,7 +14,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from aflite._deprecate import renamed_keywords
 from aflite.errors import ParameterError
 from aflite.evaluate import EvaluationReport, compare_runs, load_eval_set, load_hans
 from aflite.rundir.results import recording_warnings
@@ -118,6 +117,7 @@ def evaluate(data: str | os.PathLike[str], runs: Sequence[str | os.PathLike[str]
     tables.md, accuracy.png, results.json, summary.md and report.html. Returns the
     :class:`aflite.evaluate.EvaluationReport` (``out`` set). ``seed`` was ``split_seed=`` until this release."""
     if "split_seed" in keywords:
+        from aflite._deprecate import renamed_keywords
 
         keywords.update(renamed_keywords({"split_seed": keywords.pop("split_seed")}, {"split_seed": "seed"},
                                          "evaluate"))

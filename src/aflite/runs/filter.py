@@ -27,7 +27,6 @@ from numpy.typing import NDArray
 from tqdm import tqdm
 
 from aflite import data
-from aflite._deprecate import renamed_keywords
 from aflite.atomic import atomic_open, write_json
 from aflite.core.backends.dask import use_cluster
 from aflite.core.filter import AFLite, FilterState, validate_inputs
@@ -197,6 +196,7 @@ def filter_files(
     t_call = time.perf_counter()
     X = data.load_features(features, columns=feature_columns, mmap=mmap)
     if old_keywords:
+        from aflite._deprecate import renamed_keywords
 
         label = renamed_keywords(old_keywords, {"label_column": "label"}, "filter_files").get("label", label)
     y = data.load_labels(labels, column=label)
