@@ -24,8 +24,9 @@ from typing import Any
 
 import numpy as np
 
+from aflite.device import default_model_path
 from aflite.errors import InputError, ParameterError
-from aflite.features import MiniLMFeaturizer, _import_torch, default_model_path
+from aflite.features import MiniLMFeaturizer, _import_torch
 
 # the shared data sit next to the repository (../shared/data); recorded relative to the repository
 REPO = Path(__file__).resolve().parents[1]

@@ -16,9 +16,9 @@ import os
 import time
 
 import numpy as np
-from aflite.pipeline import scaled_defaults
 
 from aflite import AFLite, demo_dataset_path, featurize, load_dataset
+from aflite.runs.run import scaled_defaults
 
 
 def main() -> None:

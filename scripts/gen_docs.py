@@ -257,7 +257,9 @@ def render_benchmarks() -> str:
              "Every figure on this page is read from a raw output in [`docs/measured/`](measured/); the commands "
              "that produced them, and what they show, are in the [results discussion](results.md). Each raw output "
              "records its inputs relative to the repository (`../shared/data/...` is the data folder next to it; "
-             "`$TMPDIR/...` a scratch folder of the machine it ran on).", ""]
+             "`$TMPDIR/...` a scratch folder of the machine it ran on). Commands are quoted as they were run; runs "
+             "made before the 0.2.0 release may use the development spellings `--solver`, `--complete-solver` and "
+             "`--cache` of what is now `--solvers`, `--complete-solvers` and `--cache-dir`.", ""]
     groups = [("Speed and scale (`aflite bench`)", "bench"), ("The synthetic experiment", "synthetic"),
               ("Filtering real data (`aflite run`)", "run"), ("Re-estimating performance (`aflite evaluate`)",
                                                              "evaluate"),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -14,8 +15,8 @@ def minilm_model_path() -> Path:
     """The bundled all-MiniLM-L6-v2 folder; skips the test without the [text] extra or the model package."""
     pytest.importorskip("torch")
     pytest.importorskip("transformers")
+    from aflite.device import default_model_path
     from aflite.errors import ParameterError
-    from aflite.features import default_model_path
 
     try:
         return default_model_path()
@@ -37,3 +38,21 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
                 item.add_marker(pytest.mark.skip(reason=f"{SHARED_DATA} is absent"))
         if "slow" in item.keywords and not config.getoption("--run-slow"):
             item.add_marker(pytest.mark.skip(reason="slow: pass --run-slow"))
+
+
+@pytest.fixture(scope="session")
+def counterfactual_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, object]]:
+    """``aflite run`` (n-gram Φ, the probe on) on tests/counterfactual.py's set, folds grouped by premise (the
+    default, which splits the twins) and by the set's family column: their summary.json."""
+    from counterfactual import write_counterfactual_nli
+
+    from aflite.cli import main
+
+    tmp = tmp_path_factory.mktemp("cf")
+    data = write_counterfactual_nli(tmp / "cf.tsv")
+    out = {}
+    for groups in ("premise", "family"):
+        out[groups] = tmp / groups
+        assert main(["run", str(data), "--out", str(out[groups]), "--featurizer", "ngram", "--quiet", "--groups",
+                     groups]) == 0
+    return {g: json.loads((p / "summary.json").read_text(encoding="utf-8")) for g, p in out.items()}

@@ -117,8 +117,7 @@ def test_get_kept_mask_and_fitted_attributes() -> None:
     mask = af.get_kept_mask()
     assert mask.dtype == bool and mask.shape == (len(y),) and np.array_equal(mask, af.keep_mask_)
     assert np.array_equal(af.get_kept_mask(indices=True), np.flatnonzero(mask))
-    with pytest.warns(DeprecationWarning, match=r"get_support\(\) is deprecated.*get_kept_mask\(\)"):
-        assert np.array_equal(af.get_support(), mask)  # the old name: rows, not scikit-learn's columns
+    assert not hasattr(af, "get_support")  # scikit-learn's get_support masks columns; this estimator masks rows
     mask[:] = False  # a copy: the fitted state is untouched
     assert af.keep_mask_.any()
     assert af.n_features_in_ == X.shape[1]
@@ -152,6 +151,21 @@ def test_import_aflite_is_cheap_and_exports_the_main_names() -> None:
             "audit_dataset, AuditConfig, evaluate_runs, ParameterError, InputError; print(AFLite.__module__)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
     assert out == ["[]", "aflite.core.filter"]
+
+
+def test_the_version_has_one_source() -> None:
+    """pyproject.toml reads its version from aflite.__version__ (no second copy to keep in step), and
+    `aflite --version` prints it."""
+    import tomllib
+
+    import aflite
+
+    meta = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    assert "version" not in meta["project"] and meta["project"]["dynamic"] == ["version"]
+    assert meta["tool"]["setuptools"]["dynamic"]["version"] == {"attr": "aflite.__version__"}
+    assert re.fullmatch(r"\d+\.\d+\.\d+", aflite.__version__)
+    out = subprocess.run([sys.executable, "-m", "aflite", "--version"], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == f"aflite {aflite.__version__}"
 
 
 def test_unknown_attribute_is_an_attribute_error() -> None:
@@ -199,17 +213,20 @@ def test_cli_filter_writes_the_shared_results_json(tmp_path: Path, capsys: pytes
     assert printed.out.startswith("kept ") and "results in" in printed.err  # results to stdout, notes to stderr
 
 
-def test_cli_filter_accepts_the_old_label_column_spelling(tmp_path: Path) -> None:
+def test_cli_filter_reads_the_label_column_named_by_label(tmp_path: Path) -> None:
     from aflite.cli import main
+    from aflite.runs.filter import filter_files
 
     X, y = planted()
     np.save(tmp_path / "X.npy", X)
     (tmp_path / "y.csv").write_text("gold\n" + "".join(f"{v}\n" for v in y))
-    for flag, out in (("--label", "a"), ("--label-column", "b")):
-        assert main(["filter", "--features", str(tmp_path / "X.npy"), "--labels", str(tmp_path / "y.csv"), flag, "gold",
-                     "--out", str(tmp_path / out), "-n", "150", "-t", "60", "-k", "20", "-m", "4", "--quiet",
-                     "--device", "cpu"]) == 0
+    assert main(["filter", "--features", str(tmp_path / "X.npy"), "--labels", str(tmp_path / "y.csv"), "--label",
+                 "gold", "--out", str(tmp_path / "a"), "-n", "150", "-t", "60", "-k", "20", "-m", "4", "--quiet",
+                 "--device", "cpu"]) == 0
+    lib = filter_files(tmp_path / "X.npy", tmp_path / "y.csv", tmp_path / "b", label="gold", show_progress=False,
+                       aflite=AFLite(target_size=150, train_size=60, slice_size=20, n_partitions=4, device="cpu"))
     assert (tmp_path / "a" / "kept_ids.txt").read_text() == (tmp_path / "b" / "kept_ids.txt").read_text()
+    assert lib.summary["size_after"] == len((tmp_path / "a" / "kept_ids.txt").read_text().split())
 
 
 def test_one_device_resolver() -> None:

@@ -198,7 +198,7 @@ def make_tiny_model(folder: Path) -> Path:
     """A randomly initialised 2-layer BERT with MiniLM's tokenizer (fast to fine-tune in tests)."""
     import transformers
 
-    from aflite.features import default_model_path
+    from aflite.device import default_model_path
 
     src = default_model_path()
     folder.mkdir(parents=True, exist_ok=True)
@@ -255,7 +255,7 @@ def test_finetune_predict_relevance_and_tra_on_a_tiny_model(tiny_model: Path, tm
     same = A.tra(biased, biased, HYPS, HYPS, "premise", rows=[0])
     assert 0 < same.score <= 1
 
-    E = A.embed(normal, HYPS)
+    E = A.embed_finetuned(normal, HYPS)
     assert E.shape == (len(HYPS), 32) and np.all(np.isfinite(E))
 
 
@@ -339,14 +339,14 @@ def test_peco_excess_is_comparable_across_sizes_where_the_raw_score_is_not() -> 
 
 
 def _pairs(n: int = 180) -> A.Any:
-    from aflite.data import SourceInfo, TextDataset
+    from aflite.data import Dataset, SourceInfo
 
     labels = np.array(["entailment", "neutral", "contradiction"])[np.arange(n) % 3]
     cue = {"entailment": "outdoors", "neutral": "tall friend", "contradiction": "nobody sleeping"}
     a = [f"A person number {i % 60} walks." for i in range(n)]
     b = [f"{cue[lab]} {i % 7}" if i % 4 else f"someone {i % 5}" for i, lab in enumerate(labels)]
     src = SourceInfo(Path("mem.tsv"), "tsv", "generic", False, {}, np.arange(n))
-    return TextDataset(a, b, labels, np.array([f"r{i}" for i in range(n)]), np.arange(n) % 60, src)
+    return Dataset(a, b, labels, np.array([f"r{i}" for i in range(n)]), np.arange(n) % 60, src)
 
 
 SMALL = dict(featurizer="ngram", n_clusters=6, n_components=5, tsne_sample=0, show_progress=False, tra=False,
@@ -373,8 +373,8 @@ def test_audit_row_scores_match_the_dataset_level_figures(tmp_path: Path) -> Non
         assert all(len(col) == len(ds) for col in rows.values())
         assert rows["id"].tolist() == list(ds.ids)
         m = res.views[view].metrics
-        assert rows["biased_correct"].mean() == pytest.approx(m["biased_accuracy"])
-        assert rows["normal_correct"].mean() == pytest.approx(m["normal_accuracy"])
+        assert rows["biased_correct"].mean() == pytest.approx(m.biased_accuracy)
+        assert rows["normal_correct"].mean() == pytest.approx(m.normal_accuracy)
         pr = res.views[view].peco
         np.testing.assert_array_equal(rows["cluster"], pr.cluster_ids)
         assert int(rows["biased_region"].sum()) == int(np.isin(pr.cluster_ids, pr.biased_clusters()).sum())
@@ -398,9 +398,7 @@ def test_leakage_metrics_dataclass_matches_the_dict_and_the_row_scores(tmp_path:
         assert [f.name for f in dataclasses.fields(m)] == list(expected)
         d = va.to_dict()
         for key, value in expected.items():
-            assert m[key] == getattr(m, key) == d[key] == value
-        with pytest.raises(KeyError):
-            m["no_such_metric"]
+            assert getattr(m, key) == d[key] == value
         with pytest.raises(dataclasses.FrozenInstanceError):
             m.nba = 0.0  # type: ignore[misc]
         rows = res.row_scores(view)

@@ -1,9 +1,8 @@
 """Every command-line flag is named as a keyword of the library call the command makes (issue #21).
 
 For each command, the test reads its argparse parser and the signatures (``inspect.signature``) of the library
-functions it calls, and fails when a flag that is not a deprecated spelling has a name that is no keyword there.
-Old spellings are allowed only as deprecated aliases (``cli.options.add_deprecated``: listed in ``--help`` and in
-the generated guide, a line on stderr when used; CHANGELOG.md lists them).
+functions it calls, and fails when a flag has a name that is no keyword there. There are no second spellings: one
+flag per keyword.
 """
 
 from __future__ import annotations
@@ -88,10 +87,6 @@ def _commands() -> dict[str, argparse.ArgumentParser]:
     return dict(sub.choices)
 
 
-def _deprecated(action: argparse.Action) -> bool:
-    return (action.help or "").startswith("deprecated spelling of")
-
-
 def test_every_command_is_covered() -> None:
     assert set(_library()) == set(COMMANDS) == set(_commands())
 
@@ -102,7 +97,7 @@ def test_flags_are_library_keywords(command: str) -> None:
     allowed = CLI_ONLY | PER_COMMAND.get(command, set())
     wrong = []
     for action in _commands()[command]._actions:
-        if not action.option_strings or isinstance(action, argparse._HelpAction) or _deprecated(action):
+        if not action.option_strings or isinstance(action, argparse._HelpAction):
             continue
         long = [o for o in action.option_strings if o.startswith("--") and not o.startswith("--no-")]
         if [f"--{action.dest.replace('_', '-')}"] != (long or [f"-{o}" for o in action.option_strings]):  # or -C
@@ -114,16 +109,28 @@ def test_flags_are_library_keywords(command: str) -> None:
 
 @pytest.mark.parametrize("command", COMMANDS)
 def test_no_hidden_flags(command: str) -> None:
-    """Every flag is in --help (and so in the generated guide): an old spelling is a listed deprecated alias."""
+    """Every flag is in --help (and so in the generated guide)."""
     hidden = [a.option_strings for a in _commands()[command]._actions if a.help == argparse.SUPPRESS]
     assert not hidden, f"aflite {command}: hidden flags {hidden}"
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_one_spelling_per_keyword(command: str) -> None:
+    """No keyword has two flags, and no flag two long names (``--no-X`` of a boolean flag aside)."""
+    actions = [a for a in _commands()[command]._actions
+               if a.option_strings and not isinstance(a, argparse._HelpAction)]
+    dests = [a.dest for a in actions]
+    assert sorted({d for d in dests if dests.count(d) > 1}) == [], f"aflite {command}: keywords with two flags"
+    longs = {a.dest: [o for o in a.option_strings if o.startswith("--") and not o.startswith("--no-")]
+             for a in actions}
+    assert {d: o for d, o in longs.items() if len(o) > 1} == {}, f"aflite {command}: flags with two long names"
 
 
 def test_allow_lists_are_not_stale() -> None:
     """An allow-listed name that became a keyword (or lost its flag) must leave the list."""
     library, commands = _library(), _commands()
     for command, names in PER_COMMAND.items():
-        dests = {a.dest for a in commands[command]._actions if a.option_strings and not _deprecated(a)}
+        dests = {a.dest for a in commands[command]._actions if a.option_strings}
         assert names <= dests and not names & library[command], command
-    every = {a.dest for p in commands.values() for a in p._actions if a.option_strings and not _deprecated(a)}
+    every = {a.dest for p in commands.values() for a in p._actions if a.option_strings}
     assert CLI_ONLY <= every

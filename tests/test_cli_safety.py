@@ -341,7 +341,8 @@ def test_rows_dropped_on_load_are_reported(tmp_path, capsys):
 
 
 def test_a_50000_character_token_is_shortened_in_report_tables():
-    from aflite.report import _artifacts_table, shorten
+    from aflite.report import shorten
+    from aflite.report.audit import _artifacts_table
 
     token = "x" * 50_000
     html = _artifacts_table({"entailment": [{"token": token, "pmi": 1.0, "z": 2.0, "count": 5, "total": 9,
@@ -467,10 +468,17 @@ def test_embed_refuses_to_replace_its_files_without_overwrite(tmp_path, tsv, cap
     assert (out / "features.npy").read_bytes() == b"precious"
     assert cli(capsys, "embed", tsv, "--out", out, "--quiet", "--overwrite")[0] == 0
     assert np.load(out / "features.npy").shape[0] == 240
+    # --resume (as `run` has it) goes on from what OUT holds: the same features, from the cache
+    first = np.load(out / "features.npy")
+    code, stdout, _ = cli(capsys, "embed", tsv, "--out", out, "--quiet", "--resume")
+    assert code == 0 and "from cache" in stdout
+    assert np.array_equal(np.load(out / "features.npy"), first)
+    code, _, err = cli(capsys, "embed", tsv, "--out", out, "--quiet", "--resume", "--overwrite")
+    assert code == 2 and "give one" in one_line_error(err, "embed")
 
 
-def test_groups_none_and_the_old_no_groups(tmp_path, tsv, capsys):
-    for name, extra in (("a", ["--groups", "none"]), ("b", ["--no-groups"]), ("c", [])):
+def test_groups_none(tmp_path, tsv, capsys):
+    for name, extra in (("a", ["--groups", "none"]), ("c", [])):
         assert cli(capsys, "run", tsv, "--out", tmp_path / name, *FAST, *extra)[0] == 0
         s = json.loads((tmp_path / name / "summary.json").read_text())
         assert s["groups"] == ("premise" if name == "c" else "none")
@@ -557,7 +565,7 @@ def test_quiet_turns_off_library_progress_bars(tmp_path, tsv, capsys, monkeypatc
     import aflite.cli.evaluate
 
     monkeypatch.setattr(aflite.cli.evaluate, "run", handler)
-    main(["evaluate", str(tsv), str(tmp_path), "--out", str(tmp_path / "ev"), "--quiet"])
+    main(["evaluate", str(tsv), str(tmp_path / "run"), "--out", str(tmp_path / "ev"), "--quiet"])
     assert seen["env"] == "1"
 
 
@@ -576,3 +584,49 @@ def test_groups_twins_builds_families_and_the_warning_offers_it(tmp_path, capsys
     code, _, err = cli(capsys, "run", p, "--out", tmp_path / "b", *FAST, "--groups", "twins")
     assert code == 0 and "counterfactual twins" not in err
     assert json.loads((tmp_path / "b" / "summary.json").read_text())["groups"] == "twins"
+
+
+# --------------------------------------------------------------------------------- --backend (issue 34, 7)
+@pytest.mark.parametrize("command", ["run", "embed", "demo"])
+def test_a_backend_for_a_featurizer_without_an_encoder_is_refused(tmp_path, tsv, capsys, command):
+    out = tmp_path / "out"
+    argv = {"run": ["run", tsv], "embed": ["embed", tsv], "demo": ["demo"]}[command]
+    code, _, err = cli(capsys, *argv, "--out", out, "--featurizer", "ngram", "--backend", "onnx", "--quiet")
+    assert code == 2 and not out.exists()
+    assert one_line_error(err, command).endswith(
+        "--backend onnx: --featurizer ngram runs no encoder, so there is no runtime to choose (--backend applies to "
+        "minilm, warmup, efficientnet-lite0, hf-image); leave --backend out")
+    if command == "embed":  # auto chooses nothing either way: accepted
+        assert cli(capsys, *argv, "--out", out, "--featurizer", "ngram", "--backend", "auto", "--quiet")[0] == 0
+
+
+# --------------------------------------------------------------------------------- $TMPDIR (issue 34, 7)
+def _tmpdir_after(tmp_path: Path, *argv: object) -> list[str]:
+    """Run ``aflite ARGV`` in a fresh interpreter with $TMPDIR an empty folder of its own; what is left there."""
+    scratch = tmp_path / "tmpdir"
+    scratch.mkdir()
+    assert list(scratch.iterdir()) == []
+    env = {**os.environ, "TMPDIR": str(scratch), "OMP_NUM_THREADS": "1",
+           "PYTHONPATH": os.pathsep.join(filter(None, [str(Path(__file__).resolve().parents[1] / "src"),
+                                                       os.environ.get("PYTHONPATH")]))}
+    proc = subprocess.run([sys.executable, "-m", "aflite", *map(str, argv)], env=env, capture_output=True, text=True,
+                          timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    return sorted(p.name for p in scratch.iterdir())
+
+
+def test_a_dask_cluster_leaves_nothing_in_tmpdir(tmp_path, tsv):
+    """Dask's LocalCluster writes dask-scratch-space (and its workers' folders) into $TMPDIR."""
+    pytest.importorskip("distributed")
+    assert _tmpdir_after(tmp_path, "run", tsv, "--out", tmp_path / "run", *FAST, "--cluster", "local:2") == []
+
+
+@pytest.mark.slow
+def test_torch_and_onnx_runtime_leave_nothing_in_tmpdir(tmp_path, tsv, minilm_model_path):
+    """Importing PyTorch's inductor makes $TMPDIR/torchinductor_<user>, importing ONNX Runtime $TMPDIR/.ses."""
+    pytest.importorskip("onnxruntime")
+    rows = tsv.read_text().splitlines()[:41]
+    small = tmp_path / "small.tsv"
+    small.write_text("\n".join(rows) + "\n")
+    assert _tmpdir_after(tmp_path, "embed", small, "--out", tmp_path / "emb", "--featurizer", "minilm",
+                         "--backend", "onnx-int8", "--quiet") == []

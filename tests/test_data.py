@@ -16,7 +16,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from aflite.data import (
-    TextDataset,
+    Dataset,
     check_aligned,
     demo_dataset_path,
     encode_labels,
@@ -694,7 +694,7 @@ def test_demo_sample_loads():
     path = demo_dataset_path()
     assert path.name == "snli_sample.tsv.gz" and path.stat().st_size < 1_000_000
     ds = load_dataset(path)
-    assert isinstance(ds, TextDataset)
+    assert isinstance(ds, Dataset)
     assert len(ds) >= 2500 and ds.n_dropped == 0
     assert set(ds.labels.tolist()) == {"entailment", "neutral", "contradiction"}
     assert ds.ids[0] == "snli-dev-0" and len(set(ds.ids.tolist())) == len(ds)
@@ -868,3 +868,83 @@ def test_twin_families_join_rows_through_a_shared_premise_or_hypothesis():
     assert len({f[0], f[3], f[4]}) == 3
     assert twin_families(["x", "y", "x"]).tolist()[0] == twin_families(["x", "y", "x"]).tolist()[2]
     assert len(twin_families([])) == 0
+
+
+# ------------------------------------------------------------------ empty texts (issue 34, 4)
+def _pairs_with_empty(tmp_path: Path, empty_every: int | None, n: int = 240) -> Path:
+    """n real SNLI pairs; the hypothesis is emptied on every ``empty_every``-th row (None: on every row)."""
+    with gzip.open(demo_dataset_path(), "rt", encoding="utf-8") as fh:
+        lines = fh.read().splitlines()
+    out = [lines[0]]
+    for i, line in enumerate(lines[1 : n + 1]):
+        rid, prem, hyp, lab = line.split("\t")
+        if empty_every is None or i % empty_every == 0:
+            hyp = "" if i % 4 else "   "  # blank counts as empty
+        out.append("\t".join((rid, prem, hyp, lab)))
+    p = tmp_path / ("all_empty.tsv" if empty_every is None else "some_empty.tsv")
+    p.write_text("\n".join(out) + "\n", encoding="utf-8")
+    return p
+
+
+def test_empty_texts_are_counted_at_load_per_column(tmp_path):
+    ds = load_dataset(_pairs_with_empty(tmp_path, 2))
+    assert ds.empty_texts == {"hypothesis": 120}
+    assert load_dataset(_pairs_with_empty(tmp_path, None)).empty_texts == {"hypothesis": 240}
+    assert load_dataset(demo_dataset_path()).empty_texts == {}
+
+
+def test_some_empty_texts_warn_with_the_count(tmp_path, capsys):
+    from aflite.cli import main
+
+    data = _pairs_with_empty(tmp_path, 2)
+    code = main(["run", str(data), "--out", str(tmp_path / "out"), "--featurizer", "ngram", "-m", "4", "--quiet",
+                 "--no-probe"])
+    err = capsys.readouterr().err
+    assert code == 0
+    warn = [line for line in err.splitlines() if "rows have an empty" in line]
+    assert warn == [f"warning: {data}: 120 of 240 rows have an empty 'hypothesis' text (featurized as empty: "
+                    f"nothing for Φ to read there)"], err
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert summary["empty_texts_at_load"] == {"hypothesis": 120}
+
+
+@pytest.mark.parametrize("command", ["run", "embed", "audit", "evaluate"])
+@pytest.mark.parametrize("existing", [False, True])
+def test_a_view_with_nothing_to_featurize_is_refused_and_leaves_nothing(tmp_path, capsys, command, existing):
+    """Every hypothesis empty: a view that reads the hypothesis has nothing for Φ. One line, exit 2, and --out as
+    it was found (no lock, owner file or empty cache), whether the call made it or it was an empty folder."""
+    from aflite.cli import main
+
+    data = _pairs_with_empty(tmp_path, None)
+    out = tmp_path / "out"
+    if existing:
+        out.mkdir()
+    argv = {"run": ["run", data, "--featurizer", "ngram"],
+            "embed": ["embed", data, "--view", "hypothesis"],
+            "audit": ["audit", data, "--featurizer", "ngram", "--no-tra"],
+            "evaluate": ["evaluate", data, tmp_path / "run", "--models", "ppmi:hypothesis"]}[command]
+    if command == "evaluate":  # a run on the premises only, which is possible, then a hypothesis-only model
+        assert main(["run", str(data), "--out", str(tmp_path / "run"), "--featurizer", "ngram", "--view",
+                     "premise", "-m", "4", "--quiet"]) == 0
+        capsys.readouterr()
+    code = main([str(a) for a in [*argv, "--out", out, "--quiet"]])
+    lines = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert code == 2 and len(lines) == 1, lines
+    assert lines[0].startswith(f"aflite {command}: error: {data}: column 'hypothesis' is empty in all 240 rows, so ")
+    assert lines[0].split(", so ")[1].split(" has nothing to featurize")[0] == {
+        "run": "--view pair", "embed": "--view hypothesis", "audit": "the audit's pair view",
+        "evaluate": "model ppmi:hypothesis"}[command]
+    assert (list(out.iterdir()) == []) if existing else not out.exists()
+
+
+def test_the_probe_is_skipped_with_a_reason_when_its_text_is_empty(tmp_path, capsys):
+    from aflite.cli import main
+
+    data = _pairs_with_empty(tmp_path, None)
+    code = main(["run", str(data), "--out", str(tmp_path / "out"), "--featurizer", "ngram", "--view", "premise",
+                 "-m", "4", "--quiet"])
+    assert code == 0
+    assert "note: the hypothesis-only probe is skipped: column 'hypothesis' is empty in every row: the probe has " \
+           "no text to read" in capsys.readouterr().err
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert "is empty in every row" in summary["partial_input_probe"]["skipped"]

@@ -72,3 +72,15 @@ def test_every_command_has_a_guide() -> None:
         guide = ROOT / "docs" / "guide" / f"{command}.md"
         assert guide.is_file(), f"no guide for aflite {command}"
         assert "<!-- BEGIN generated:options -->" in guide.read_text(encoding="utf-8")
+
+
+def test_the_guide_index_describes_embed_out_as_the_folder_it_is() -> None:
+    """``aflite embed --out`` is a folder like every other command's (features.npy, ids.txt, labels.txt in it)."""
+    from aflite.cli import build_parser
+
+    index = (ROOT / "docs" / "guide" / "README.md").read_text(encoding="utf-8")
+    row = next(line for line in index.splitlines() if line.startswith("| `--out DIR`"))
+    assert "stem" not in row and "`DIR/features.npy`" in row
+    sub = next(a for a in build_parser()._actions if a.dest == "command")
+    out = next(a for a in sub.choices["embed"]._actions if "--out" in a.option_strings)  # type: ignore[attr-defined]
+    assert "output folder" in (out.help or "")

@@ -7,7 +7,7 @@ import pytest
 from sklearn.linear_model import LogisticRegression
 
 from aflite.core.ensemble import FastLogisticEnsemble, SklearnEnsemble, make_ensemble
-from aflite.core.filter import draw_partitions
+from aflite.splits import draw_partitions
 
 
 def anisotropic(n: int, d: int, n_classes: int, seed: int = 0):
@@ -117,7 +117,7 @@ def test_streaming_from_a_memory_map_agrees_with_the_whitened_copy(tmp_path):
 
 def test_many_classes_train_on_their_own_rows_like_scikit_learn():
     """Wide softmax and t << |S|: each model is trained on its gathered rows, predictions in a final pass."""
-    from aflite.core.solver import use_own_rows
+    from aflite.core.blocks import use_own_rows
 
     X, y = anisotropic(6000, 12, 20, seed=4)
     mask = draw_partitions(len(y), 3, 1200, np.random.default_rng(4))

@@ -12,17 +12,11 @@ import pytest
 from aflite.cli import main
 from aflite.data import demo_dataset_path, load_dataset
 from aflite.errors import InputError, ParameterError
-from aflite.evaluate import (
-    HANS_PRED_MAP,
-    FinetuneOptions,
-    ModelSpec,
-    load_eval_set,
-    load_hans,
-    split_heldout,
-)
+from aflite.evaluate import HANS_PRED_MAP, FinetuneOptions, ModelSpec, load_eval_set, load_hans
 from aflite.evaluate.models import _MaxPPMI
 from aflite.runs.evaluate import evaluate
 from aflite.runs.run import run as run_pipeline
+from aflite.splits import split_heldout
 
 HANS_HEADER = "id\tpremise\thypothesis\tlabel\theuristic\tsubcase\ttemplate\n"
 HANS_ROWS = [
@@ -129,7 +123,7 @@ def test_evaluate_every_model_and_the_tables(snli_run):
 
 def test_minilm_features_come_from_the_cache_folders_top_level(tmp_path, monkeypatch):
     """`aflite run` keeps its MiniLM matrices at the top of OUT/cache; evaluate must look there too, so that
-    --cache RUN/cache reuses them instead of embedding D again."""
+    --cache-dir RUN/cache reuses them instead of embedding D again."""
     import aflite.features
     from aflite.evaluate.models import _corpus, _FeatureStore
 
@@ -466,7 +460,7 @@ def test_a_drop_that_is_only_chance_falling_reads_as_such():
 
 
 def test_single_iteration_reuses_a_shared_feature_cache(snli_run, tmp_path, monkeypatch):
-    """A run made with --cache SHARED (no OUT/cache) and evaluated with --cache SHARED: the single-iteration set
+    """A run made with --cache-dir SHARED (no OUT/cache) and evaluated with --cache-dir SHARED: the single-iteration set
     reads the run's Φ from SHARED instead of featurizing D again (for a warm-up Φ that would mean fine-tuning)."""
     import aflite.features.cache
 

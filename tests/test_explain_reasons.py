@@ -42,3 +42,14 @@ def test_dense_image_statistics_are_standardised():
     target = 0.5 + 0.2 * (F[:, 1] > 0) * (y == 0)
     sur = fit_surrogate(F, ["width", "hist_r3"], y, ["a", "b"], target)
     assert (sur.terms[0]["name"], sur.terms[0]["label"]) == ("hist_r3", "a")
+
+
+def test_function_words_are_left_out_of_the_surrogate_inputs():
+    from aflite.explain.reasons import FUNCTION_WORDS, text_inputs
+
+    vocab = np.array(["a", "the", "is", "not", "nobody", "dog", "two", "rare"])
+    B = sp.csr_matrix(np.ones((30, len(vocab))))
+    B[:, 7] = 0  # "rare" is seen in no row: below min_count
+    F, names = text_inputs(B.tocsr(), vocab, min_count=20)
+    assert names.tolist() == ["not", "nobody", "dog", "two"] and F.shape == (30, 4)
+    assert not {"not", "no", "nobody", "never", "two", "some"} & FUNCTION_WORDS  # artifacts stay

@@ -247,3 +247,119 @@ def test_null_uniform_tests_against_one_over_the_label_count(explained):
         assert float(r["z"]) == pytest.approx((p_hat - p0) / (p0 * (1 - p0) / n) ** 0.5, rel=1e-4, abs=1e-5)
     base = json.loads((tmp / "ex" / "results.json").read_text())
     assert base["token_test"]["null"] == "base"
+
+
+# ------------------------------------------------------------------ a run folder is written by its run only (34, 5)
+def snapshot(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+@pytest.fixture
+def own_run(tmp_path):
+    """A run of the planted data of its own (the tests below delete its cache)."""
+    data = tmp_path / "planted.tsv"
+    planted(data, n=300)
+    assert main(["run", str(data), "--out", str(tmp_path / "run"), *RUN]) == 0
+    return data, tmp_path / "run"
+
+
+def test_explain_recomputes_phi_into_its_own_folder_never_the_runs(own_run, tmp_path, capsys):
+    data, run = own_run
+    import shutil
+
+    shutil.rmtree(run / "cache")
+    before = snapshot(run)
+    out = tmp_path / "ex"
+    assert main(["explain", str(data), str(run), "--out", str(out), "--quiet", "--random-seeds", "1"]) == 0
+    assert snapshot(run) == before and not (run / "cache").exists()
+    assert list((out / "cache").glob("ngram-pair-*.npy"))  # Φ went to explain's own cache
+    # texts changed under the same ids and labels: refused, and nothing of the wrong Φ is left anywhere
+    lines = data.read_text().splitlines()
+    for k in range(1, 40):
+        parts = lines[k].split("\t")
+        parts[2] += " extra words"
+        lines[k] = "\t".join(parts)
+    edited = tmp_path / "edited.tsv"
+    edited.write_text("\n".join(lines) + "\n")
+    capsys.readouterr()
+    code, err = cli(capsys, "explain", edited, run, "--out", tmp_path / "ex2", "--quiet")
+    assert code == 2 and "not the Φ the run" in err and len(err.strip().splitlines()) == 1, err
+    assert snapshot(run) == before and not (tmp_path / "ex2").exists()
+    # the run can still be explained
+    assert main(["explain", str(data), str(run), "--out", str(tmp_path / "ex3"), "--quiet", "--random-seeds",
+                 "1"]) == 0
+
+
+def test_explain_reads_the_runs_cache_without_writing_it(own_run, tmp_path):
+    data, run = own_run
+    before = snapshot(run)
+    out = tmp_path / "ex"
+    assert main(["explain", str(data), str(run), "--out", str(out), "--quiet", "--random-seeds", "1"]) == 0
+    assert snapshot(run) == before
+    assert not (out / "cache").exists() or not list((out / "cache").glob("*.npy"))  # read from the run's cache
+
+
+@pytest.mark.parametrize("command", ["explain", "evaluate", "audit"])
+def test_an_out_or_cache_in_a_run_folder_is_refused(own_run, tmp_path, capsys, command):
+    """--out equal to the run folder (even with --overwrite), inside it, or --cache-dir inside it: one line, exit
+    2, the run folder byte for byte as it was, and it can still be explained."""
+    data, run = own_run
+    before = snapshot(run)
+    argv = {"explain": ["explain", data, run],
+            "evaluate": ["evaluate", data, run, "--models", "ppmi:hypothesis", "--seeds", "1"],
+            "audit": ["audit", data, "--compare", run, "--featurizer", "ngram", "--no-tra"]}[command]
+    for extra, flag, where in ((["--out", run, "--overwrite"], "--out", "is the run folder"),
+                               (["--out", run / "sub"], "--out", "is inside the run folder"),
+                               (["--out", tmp_path / "o", "--cache-dir", run / "cache"], "--cache-dir",
+                                "is inside the run folder")):
+        code, err = cli(capsys, *argv, *extra, "--quiet")
+        lines = err.strip().splitlines()
+        assert code == 2 and len(lines) == 1, err
+        assert lines[0].startswith(f"aflite {command}: error: {flag} ") and f" {where} " in lines[0], lines[0]
+        assert lines[0].endswith(f"a run folder is written by its run only; choose another {flag}")
+        assert snapshot(run) == before and not (tmp_path / "o").exists()
+    other = tmp_path / "other_run"  # any run folder, not only the one read
+    assert main(["run", str(data), "--out", str(other), *RUN]) == 0
+    code, err = cli(capsys, *argv, "--out", other / "x", "--quiet")
+    assert code == 2 and f"--out {other / 'x'} is inside the run folder {other}: a run folder" in err, err
+    assert main(["explain", str(data), str(run), "--out", str(tmp_path / "ok"), "--quiet", "--random-seeds",
+                 "1"]) == 0
+
+
+def test_evaluate_reads_the_runs_cache_without_writing_it(own_run, tmp_path):
+    data, run = own_run
+    before = snapshot(run)
+    assert main(["evaluate", str(data), str(run), "--out", str(tmp_path / "ev"), "--models", "ppmi:hypothesis",
+                 "--seeds", "1", "--quiet"]) == 0  # the single-iteration set reads the run's Φ
+    assert snapshot(run) == before
+
+
+# ------------------------------------------------------------------ a verdict, a chance rate, informative reasons
+def test_explain_on_real_text_has_a_verdict_a_chance_count_and_no_function_words(counterfactual_runs, tmp_path,
+                                                                                  capsys):
+    """On the counterfactual set (real SNLI sentences): the page and summary open with a verdict; the label-issue
+    count comes with the same measure on permuted labels; the rows' top features are content words."""
+    from aflite.explain.reasons import FUNCTION_WORDS
+    from aflite.report.explorer import embedded_data
+
+    s = counterfactual_runs["premise"]
+    run = Path(s["filtered_dataset"]).parent
+    out = tmp_path / "ex"
+    capsys.readouterr()
+    assert main(["explain", s["dataset"], str(run), "--out", str(out), "--quiet", "--random-seeds", "3"]) == 0
+    stdout = capsys.readouterr().out
+    res = json.loads((out / "results.json").read_text(encoding="utf-8"))
+    li = res["label_issues"]
+    assert li["rows"] == 1340 and len(li["shuffled_labels"]["per_seed"]) == 3
+    assert all(0 < c <= 1340 for c in li["shuffled_labels"]["per_seed"])
+    v = res["verdict"]
+    assert len(v) == 2 and v[0].startswith("On the hypothesis, ") and "same-size random subsets of D" in v[0]
+    assert v[1].startswith(f"Confident learning flags {li['n']:,} of 1,340 rows") and "labels permuted" in v[1]
+    assert stdout.startswith("verdict: " + " ".join(v))
+    assert (out / "summary.md").read_text(encoding="utf-8").split("\n")[2].startswith("**Verdict.** " + v[0])
+    page = (out / "report.html").read_text(encoding="utf-8")
+    assert "Confident learning flags" in page
+    tops = [t.split(":")[0] for r in read_csv(out / "instances.csv") for t in r["top_features"].split(";") if t]
+    assert tops and not set(tops) & FUNCTION_WORDS, sorted(set(tops))
+    assert "not" in tops  # the negation the revised hypotheses carry
+    assert set(embedded_data(page)["cols"]["top"]) - {""}

@@ -460,8 +460,8 @@ def test_one_registry_gives_each_command_its_featurizers_and_routes_their_option
 
 
 def test_run_options_recompute_the_runs_own_phi() -> None:
-    """Recorded options of a run read as this release's, and an encoder run that recorded no backend used torch
-    (its options name the backend only when it was not torch), whatever this machine's default is."""
+    """An encoder run that recorded no backend used torch (its options name the backend only when it was not
+    torch), whatever this machine's default is; other recorded options are read as they are."""
     from aflite.features.registry import run_options
 
     assert run_options("minilm", {"max_length": 256})["backend"] == "torch"
@@ -469,5 +469,5 @@ def test_run_options_recompute_the_runs_own_phi() -> None:
     assert run_options("efficientnet-lite0", {"image_size": 64, "backend": None})["backend"] == "torch"
     assert run_options("minilm", {"backend": "onnx-int8"})["backend"] == "onnx-int8"
     assert "backend" not in run_options("ngram", {"view": "pair"})
-    assert run_options("precomputed", {"path": "e.npy", "ids_path": "i.txt"}) == {
+    assert run_options("precomputed", {"embeddings": "e.npy", "embedding_ids": "i.txt"}) == {
         "embeddings": "e.npy", "embedding_ids": "i.txt"}

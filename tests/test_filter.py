@@ -8,8 +8,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from threadpoolctl import threadpool_limits
 
-from aflite.core.filter import AFLite, FilterState, draw_partitions, predictability, select_slice
+from aflite.core.filter import AFLite
+from aflite.core.phase import FilterState, predictability, select_slice
 from aflite.errors import InputError, ParameterError
+from aflite.splits import draw_partitions
 
 
 def planted(n: int = 600, d: int = 6, bias_frac: float = 0.4, seed: int = 0, labels=("a", "b", "c")):

@@ -18,7 +18,7 @@ MAX_LINES = 500
 # table; keep them together.
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("ground", ("aflite", "aflite.errors", "aflite.atomic", "aflite.hashing", "aflite.device", "aflite.threads",
-                "aflite._deprecate", "aflite.splits", "aflite.defaults", "aflite.links")),
+                "aflite.splits", "aflite.defaults", "aflite.links")),
     ("data", ("aflite.data",)),
     ("cluster", ("aflite.cluster",)),
     ("features", ("aflite.features", "aflite.encoders")),

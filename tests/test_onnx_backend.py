@@ -75,7 +75,11 @@ def test_backend_is_a_declared_minilm_option_routed_from_the_cli() -> None:
     from aflite.features.registry import featurizer_options
 
     assert featurizer_options("minilm", backend="onnx", device="cpu") == {"backend": "onnx", "device": "cpu"}
-    assert featurizer_options("ngram", backend="onnx") == {}
+    assert featurizer_options("ngram", backend="auto") == {}
+    from aflite.errors import ParameterError
+
+    with pytest.raises(ParameterError, match="--featurizer ngram runs no encoder"):  # never ignored silently
+        featurizer_options("ngram", backend="onnx")
     args = build_parser().parse_args(["run", "d.tsv", "--out", "o", "--featurizer", "minilm", "--backend",
                                       "onnx-int8"])
     assert pipeline_kwargs(args)["featurizer_options"]["backend"] == "onnx-int8"

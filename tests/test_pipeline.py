@@ -235,3 +235,62 @@ def test_help_imports_neither_numpy_nor_scikit_learn():
             "print([m for m in ('numpy', 'sklearn', 'scipy', 'torch') if m in sys.modules])")
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           check=True).stdout.strip() == "[]"
+
+
+# ------------------------------------------------------------------ the probe uses the run's groups (issue 34, 2)
+def test_the_probe_folds_use_the_runs_groups(counterfactual_runs):
+    """Grouped by premise the counterfactual twins (same hypothesis, other premise, other label) straddle the
+    probe's folds and pull it far below the majority rate on D; grouped by family they never straddle, and the
+    probe on D sits at the majority rate. The same rows, the same seed: only the folds differ."""
+    by_premise, by_family = (counterfactual_runs[g]["partial_input_probe"] for g in ("premise", "family"))
+    assert by_premise["groups"] == "premise" and by_family["groups"] == "family"
+    assert "folds keep each family group on one side" in by_family["model"]
+    d_premise, d_family = by_premise["results"][0], by_family["results"][0]
+    assert d_premise["size"] == d_family["size"] == 1340
+    assert d_premise["delta_majority"] < -0.10
+    assert abs(d_family["delta_majority"]) < 0.05
+
+
+def test_probe_folds_never_split_a_group():
+    from aflite.evaluate import compare_partial_input
+    from aflite.splits import probe_folds
+
+    rng = np.random.default_rng(0)
+    groups = np.repeat(np.arange(60), 3)
+    y = rng.integers(0, 3, size=len(groups))
+    for tr, te in probe_folds(y, groups, 5, seed=1):
+        assert not set(groups[tr]) & set(groups[te])
+    for tr, te in probe_folds(y, None, 5, seed=1):  # without groups: the stratified folds of before
+        assert len(te) in (36, 37) and len(set(tr) | set(te)) == len(y)
+    assert [len(te) for _, te in probe_folds(y, np.repeat([0, 1, 2], 60), 5, 1)] \
+        == [60, 60, 60]  # fewer groups than folds: one fold per group
+    y3 = np.array(["a", "b"] * 6)
+    res = compare_partial_input([f"t{i % 4}" for i in range(12)], y3, np.ones(12, bool), random_repeats=1,
+                                groups=np.zeros(12, int))
+    assert res[0].skipped == "all rows are in one group, so grouped folds cannot hold any out"
+
+
+# ------------------------------------------------------------------ what a newcomer sees (issue 34, 7)
+def test_the_demo_names_its_page_and_summary_links_it(tmp_path, capsys):
+    out = tmp_path / "demo"
+    assert main(["demo", "--out", str(out), "--featurizer", "ngram", "-m", "8", "--quiet", "--no-probe"]) == 0
+    stdout = capsys.readouterr().out
+    assert f"page: {out / 'report.html'} (open it in a browser" in stdout
+    assert (out / "report.html").is_file()
+    md = (out / "summary.md").read_text(encoding="utf-8")
+    assert "[report.html](report.html)" in md.split("\n## ")[0]  # in the head, before the examples
+    n = json.loads((out / "summary.json").read_text(encoding="utf-8"))["n_iterations"]
+    assert f"{n} phases (0–{n - 1})" in md and f"({n} phases (0–{n - 1}); " in stdout
+
+
+def test_the_demo_folder_is_ignored_in_a_checkout():
+    """`aflite demo` run from a clone writes ./aflite-demo (its documented default): git must ignore it."""
+    import shutil
+    import subprocess
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[1]
+    if shutil.which("git") is None or not (repo / ".git").exists():
+        pytest.skip("not a git checkout")
+    proc = subprocess.run(["git", "-C", str(repo), "check-ignore", "-q", "aflite-demo/summary.md"])
+    assert proc.returncode == 0, "aflite-demo/ is not in .gitignore"

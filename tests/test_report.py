@@ -12,13 +12,13 @@ import pytest
 
 from aflite import audit as A
 from aflite.cli import main
-from aflite.data import SourceInfo, TextDataset, demo_dataset_path, load_dataset
+from aflite.data import Dataset, SourceInfo, demo_dataset_path, load_dataset
 from aflite.report import esc, render, write_report
 
 SCRIPT = "<script>alert('x')</script>"
 
 
-def _dataset(n: int = 240) -> TextDataset:
+def _dataset(n: int = 240) -> Dataset:
     rng = np.random.default_rng(0)
     labels = np.array(["entailment", "neutral", "contradiction"])[np.arange(n) % 3]
     words = {"entailment": "outdoors", "neutral": "tall friend", "contradiction": "nobody sleeping"}
@@ -26,7 +26,7 @@ def _dataset(n: int = 240) -> TextDataset:
     texts_b = [f"{SCRIPT} {words[lab]} {rng.integers(0, 9)}" if i % 2 else f"Someone \"{words[lab]}\" {i % 7}"
                for i, lab in enumerate(labels)]
     src = SourceInfo(Path("mem.tsv"), "tsv", "generic", False, {}, np.arange(n))
-    return TextDataset(texts_a, texts_b, labels, np.array([str(i) for i in range(n)]), np.arange(n) // 3, src)
+    return Dataset(texts_a, texts_b, labels, np.array([str(i) for i in range(n)]), np.arange(n) // 3, src)
 
 
 @pytest.fixture(scope="module")

@@ -239,6 +239,31 @@ def test_the_audit_tsne_and_the_evaluate_bars_are_drawn(driver: Any, pages: dict
     assert len(driver.find_elements(By.CSS_SELECTOR, "#plot-accuracy .shapelayer path")) == 1  # the chance line
 
 
+def test_the_demo_page_of_the_quick_start_install_draws_its_plots(driver: Any, tmp_path: Path) -> None:
+    """The README's quick start is `pip install -e ".[text]"` then `aflite demo`: plotly is a dependency of the base
+    install, so the demo's report.html inlines plotly.js and draws its plots (no "pip install" notice instead).
+    The n-gram Φ keeps this fast; the page is the same kind whatever Φ made the run."""
+    import tomllib
+
+    from aflite.cli import main
+
+    pyproject = tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml").read_text(encoding="utf-8"))
+    assert [d for d in pyproject["project"]["dependencies"] if re.match(r"plotly\b", d)]
+    out = tmp_path / "demo"
+    assert main(["demo", "--out", str(out), "--featurizer", "ngram", "--quiet", "-m", "8"]) == 0
+    html = (out / "report.html").read_text(encoding="utf-8")
+    assert 'id="aflite-plotly"' in html and "Interactive plots need" not in html
+    open_page(driver, out)
+    wait(driver, lambda: driver.execute_script("return document.body.getAttribute('data-plots')") == "1")
+    res = json.loads((out / "results.json").read_text(encoding="utf-8"))
+    assert res["n_iterations"] > 1
+    phases = driver.find_elements(By.CSS_SELECTOR, "#plot-phases .scatterlayer .trace:first-child .point")
+    assert len(phases) == res["n_iterations"]  # |S| before each phase
+    bars = driver.find_elements(By.CSS_SELECTOR, "#plot-labels .bars .point")
+    assert len(bars) == 2 * len(res["label_counts_before"])  # before and after, per label
+    assert driver.find_element(By.ID, "plot-phases").size["height"] > 100
+
+
 def click(driver: Any, element: Any) -> None:
     driver.execute_script("arguments[0].scrollIntoView({block: 'center'})", element)
     ActionChains(driver).move_to_element(element).pause(0.3).click().perform()
@@ -307,3 +332,30 @@ def test_hovering_a_markup_row_on_the_data_map_shows_it_as_text(driver: Any, pag
     assert driver.title == title
     with pytest.raises(NoAlertPresentException):
         driver.switch_to.alert.text  # noqa: B018 - raises when no dialog is open
+
+
+def test_the_competency_plot_labels_its_log_axis_in_full(driver: Any, pages: dict[str, Path], tmp_path: Path) -> None:
+    """Plotly's own labels on a log axis over decades read "2 5 100 2 5 1000": every tick is now a full number,
+    rising. The fixture's tokens are spread over 20 to 14,580 texts."""
+    explain = tmp_path / "explain"
+    shutil.copytree(pages["explain"], explain)
+    with (explain / "tokens.csv").open(encoding="utf-8", newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    for r in rows:
+        k = (int(r["count"]) - 20) // 7  # the fixture's k-th token: 20 + 7k texts
+        r["count"], r["label_count"] = str(20 * 3 ** k), str(round(float(r["p_label"]) * 20 * 3 ** k))
+    with (explain / "tokens.csv").open("w", encoding="utf-8", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    from aflite.report import write_page
+
+    write_page(explain)
+    open_page(driver, explain)
+    wait(driver, lambda: driver.execute_script("return document.querySelectorAll('#plot-comp-full .xtick').length"))
+    ticks = driver.execute_script(
+        "return Array.from(document.querySelectorAll('#plot-comp-full .xtick text')).map(t => t.textContent)")
+    values = [int(t.replace(",", "")) for t in ticks]
+    assert len(values) >= 3 and values == sorted(values), ticks
+    assert all(str(v)[0] in "125" and set(str(v)[1:]) <= {"0"} for v in values), ticks
+    assert values[-1] >= 10 * values[0], ticks  # whole decades, each labelled with its number

@@ -127,9 +127,25 @@ def test_texts_are_left_out_with_a_note_when_the_dataset_is_gone(pages: dict[str
     shutil.copytree(pages["run"], run)
     res = json.loads((run / "results.json").read_text(encoding="utf-8"))
     res["dataset"] = str(tmp_path / "missing.tsv")
+    res["dataset_relative"] = "../missing.tsv"
     (run / "results.json").write_text(json.dumps(res), encoding="utf-8")
     html = render_page(run)
     assert "Texts not shown" in html and "ta" not in embedded_data(html)["cols"]
+
+
+def test_the_page_reloads_the_dataset_with_the_recorded_column_options(tmp_path: Path) -> None:
+    """The texts of a run made with --id-column/--label are read back under those columns (their keywords in
+    load_dataset), so the page's rows line up with the run's ids."""
+    from aflite.report.folder import dataset_of, load_rows_dataset
+
+    data = tmp_path / "d.tsv"
+    data.write_text("uid\tq\ty\nu1\thello\ta\nu2\tworld\tb\n", encoding="utf-8")
+    argv = ["run", str(data), "--out", "o", "--text-a", "q", "--label=y", "--id-column", "uid"]
+    path, opts = dataset_of({"command": "run", "dataset": str(data), "argv": argv})
+    assert path == str(data) and opts == {"text_a": "q", "label": "y", "id_column": "uid"}
+    notes: list[str] = []
+    ds = load_rows_dataset(None, path, opts, notes)
+    assert notes == [] and ds.ids.tolist() == ["u1", "u2"] and ds.labels.tolist() == ["a", "b"]
 
 
 def test_cli_report_rebuilds_and_refuses_a_folder_that_is_not_a_run(pages: dict[str, Path], tmp_path: Path,
@@ -193,3 +209,99 @@ def test_an_image_run_page_has_thumbnails(tmp_path: Path) -> None:
     assert len(cols["id"]) == 16 and len(cols["thumb"]) == 16
     assert sorted(cols["ta"]) == sorted(str(tmp_path / "d" / i) for i in cols["id"])  # each row's own file
     assert all(uri.startswith("data:image/jpeg;base64,") for uri in cols["thumb"].values())
+
+
+# ------------------------------------------------------------------ report trusts nothing it reads (issue 34, 6)
+def _run_from(cwd: Path, data_name: str, out_name: str, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """``aflite run DATA --out OUT`` typed with paths relative to ``cwd``, as a user in that folder would."""
+    write_dataset(cwd / data_name, n=240)
+    monkeypatch.chdir(cwd)
+    assert main(["run", data_name, "--out", out_name, "--featurizer", "ngram", "--no-probe", "--quiet",
+                 "--n-partitions", "8", "--threshold", "0.6"]) == 0
+    return cwd / out_name
+
+
+def _texts(page: Path) -> bool:
+    return "ta" in embedded_data(page.read_text(encoding="utf-8"))["cols"]
+
+
+def test_report_finds_the_data_from_any_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    run = _run_from(work, "pairs.tsv", "run", monkeypatch)
+    summary = json.loads((run / "summary.json").read_text(encoding="utf-8"))
+    assert summary["dataset"] == str(work / "pairs.tsv") and summary["dataset_relative"] == "../pairs.tsv"
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    assert main(["report", str(run)]) == 0 and _texts(run / "report.html")
+    # the run folder and its data moved together: found relative to the run folder
+    moved = tmp_path / "moved"
+    shutil.move(str(work), str(moved))
+    assert main(["report", str(moved / "run")]) == 0 and _texts(moved / "run" / "report.html")
+
+
+def test_report_never_replaces_a_page_with_texts_by_one_without(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    run = _run_from(work, "pairs.tsv", "run", monkeypatch)
+    page = (run / "report.html").read_bytes()
+    (work / "pairs.tsv").rename(tmp_path / "gone.tsv")
+    capsys.readouterr()
+    assert main(["report", str(run)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0] == (
+        f"aflite report: error: {run / 'report.html'}: shows the rows' texts and the page rebuilt from here would not "
+        f"(the dataset file {work / 'pairs.tsv'} is not found from here); run aflite report where the dataset path "
+        f"resolves, or remove report.html to write the page without texts")
+    assert (run / "report.html").read_bytes() == page
+    # another file under the run's name (same name, other content) is not the run's: no texts from it either
+    write_dataset(work / "pairs.tsv", n=300)
+    assert main(["report", str(run)]) == 2 and (run / "report.html").read_bytes() == page
+    assert "is not the file the run read" in capsys.readouterr().err
+    (run / "report.html").unlink()  # asked for: the page without texts, saying why
+    assert main(["report", str(run)]) == 0 and not _texts(run / "report.html")
+
+
+@pytest.mark.parametrize("case", ["list", "another_command", "evaluate_in_a_run", "old_evaluate_in_a_run", "banana",
+                                  "page_is_a_folder", "kept_yes", "p_text"])
+def test_report_refuses_what_it_cannot_trust_in_one_line(pages: dict[str, Path], tmp_path: Path,
+                                                         capsys: pytest.CaptureFixture[str], case: str) -> None:
+    run = tmp_path / "run"
+    shutil.copytree(pages["run"], run)
+    res = json.loads((run / "results.json").read_text(encoding="utf-8"))
+    if case == "list":
+        (run / "results.json").write_text("[]", encoding="utf-8")
+        expect = f"{run / 'results.json'}: not aflite's results.json (a JSON list, not an object)"
+    elif case == "another_command":
+        (run / "results.json").write_text(json.dumps({**res, "command": "embed"}), encoding="utf-8")
+        expect = f"{run / 'results.json'}: written by `aflite embed`, which has no page"
+    elif case == "evaluate_in_a_run":
+        evaluate = json.loads((REPO / "docs/measured/evaluate_snli_devtest_results.json").read_text())
+        (run / "results.json").write_text(json.dumps({"command": "evaluate", **evaluate}), encoding="utf-8")
+        expect = (f"{run / 'results.json'}: written by `aflite evaluate`, but {run} holds the files of aflite run "
+                  f"(instances.csv and summary.json); is results.json from another folder?")
+    elif case == "old_evaluate_in_a_run":  # written before results.json named its command
+        shutil.copy(REPO / "docs/measured/evaluate_snli_devtest_results.json", run / "results.json")
+        expect = f"{run / 'results.json'}: holds evaluate's accuracies, but {run} holds the files of aflite run"
+    elif case in ("banana", "kept_yes", "p_text"):
+        lines = (run / "instances.csv").read_text(encoding="utf-8").splitlines()
+        cells = lines[3].split(",")
+        column = {"banana": "removed_at", "kept_yes": "kept", "p_text": "predictability"}[case]
+        cells[["id", "label", "kept", "predictability", "removed_at"].index(column)] = {
+            "banana": "banana", "kept_yes": "yes", "p_text": "high"}[case]
+        lines[3] = ",".join(cells)
+        (run / "instances.csv").write_text("\n".join(lines) + "\n", encoding="utf-8")
+        expect = f"{run / 'instances.csv'}: line 4, column {column!r}: "
+    else:
+        (run / "report.html").unlink()
+        (run / "report.html").mkdir()
+        expect = f"{run / 'report.html'}: is a folder, not the page; move it away and run again"
+    before = {p.name: p.read_bytes() for p in run.iterdir() if p.is_file()}
+    capsys.readouterr()
+    assert main(["report", str(run)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"aflite report: error: {expect}"), err
+    assert {p.name: p.read_bytes() for p in run.iterdir() if p.is_file()} == before

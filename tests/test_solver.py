@@ -8,19 +8,13 @@ from test_ensemble import anisotropic
 
 from aflite.core import kernels
 from aflite.core import solver as solver_module
+from aflite.core.blocks import BlockTask, use_chunked_rows
 from aflite.core.ensemble import FastLogisticEnsemble
-from aflite.core.filter import draw_partitions
-from aflite.core.solver import (
-    BlockTask,
-    FeatureStore,
-    LbfgsState,
-    _ChunkedOwnOps,
-    _NumpyBlockOps,
-    fit_whitening,
-    own_chunk_rows,
-    use_chunked_rows,
-)
+from aflite.core.lbfgs import LbfgsState
+from aflite.core.solver import _ChunkedOwnOps, _NumpyBlockOps, own_chunk_rows
+from aflite.core.store import FeatureStore, fit_whitening
 from aflite.errors import ParameterError
+from aflite.splits import draw_partitions
 
 
 def _task(mask, y, theta, reg, chunked):

@@ -10,15 +10,14 @@ import numpy as np
 import pytest
 
 from aflite.errors import ParameterError
+from aflite.experiments.circles import make_circles_dataset, train_dev_split
 from aflite.experiments.synthetic import (
     PAPER_SEPARATIONS,
     PAPER_TABLE7,
     SyntheticResult,
     format_table,
-    make_circles_dataset,
     plot_figure2,
     run_synthetic,
-    train_dev_split,
 )
 
 # A small but real run: one seed, N = 400, Table 8's m / t / k / τ (n = 2t). Shared by several tests.

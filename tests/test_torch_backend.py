@@ -9,10 +9,11 @@ pytest.importorskip("torch")
 
 from test_ensemble import anisotropic  # noqa: E402
 
-from aflite.core.backends.torch import resolve_device  # noqa: E402
 from aflite.core.ensemble import FastLogisticEnsemble  # noqa: E402
-from aflite.core.filter import AFLite, draw_partitions  # noqa: E402
+from aflite.core.filter import AFLite  # noqa: E402
+from aflite.device import resolve_device  # noqa: E402
 from aflite.errors import ParameterError  # noqa: E402
+from aflite.splits import draw_partitions  # noqa: E402
 
 
 @pytest.mark.parametrize(("n_classes", "storage", "agree"), [(3, "float32", 0.999), (3, "bfloat16", 0.98),

@@ -20,13 +20,14 @@ from aflite.verdict import markdown
 SAMPLE = Path(__file__).resolve().parents[1] / "src" / "aflite" / "resources" / "snli_sample.tsv.gz"
 
 
-def run_summary(d_phi: float, rand: float, spread: float, view: str = "pair") -> dict:
+def run_summary(d_phi: float, rand: float, spread: float, view: str = "pair", d: float = 0.26,
+                d_std: float = 0.01) -> dict:
     return {
         "size_before": 1000, "size_after": 600, "n_iterations": 4, "stop_reason": "target size reached",
         "featurizer": {"name": "ngram", "view": view},
         "label_shift": {"change_points": {"neutral": -8.0, "entailment": 4.0, "contradiction": 4.0}},
         "partial_input_probe": {"model": "TF-IDF ... on the hypothesis only", "results": [
-            {"name": "D", "accuracy": 0.60, "accuracy_std": 0.01, "majority": 0.34, "skipped": None},
+            {"name": "D", "accuracy": 0.34 + d, "accuracy_std": d_std, "majority": 0.34, "skipped": None},
             {"name": "D(Φ)", "accuracy": 0.40 + d_phi, "accuracy_std": 0.01, "majority": 0.40, "skipped": None},
             {"name": "random subset (mean of 3)", "accuracy": 0.40 + rand, "accuracy_std": spread,
              "majority": 0.40, "skipped": None}]},
@@ -35,7 +36,7 @@ def run_summary(d_phi: float, rand: float, spread: float, view: str = "pair") ->
 
 def test_run_verdict_within_the_spread_says_no_measurable_reduction_and_why():
     v = run_verdict(run_summary(0.195, 0.20, 0.01))
-    assert v[0].startswith("AFLite kept 600 of 1,000 rows (60%) in 4 phase(s) and stopped because target size")
+    assert v[0].startswith("AFLite kept 600 of 1,000 rows (60%) in 4 phases (0–3) and stopped because target size")
     assert "largest class-share move was -8.0 points (neutral)" in v[0]
     assert v[1].startswith("No measurable artifact reduction for this probe: the probe's Δ over the majority rate "
                            "is +19.5 points on D(Φ) against +20.0 on same-size random subsets of D (spread ±1.0)")
@@ -60,7 +61,7 @@ def test_run_verdict_with_a_skipped_probe():
 
 def test_filter_verdict_and_markdown():
     v = filter_verdict({"size_before": 400, "size_after": 120, "n_iterations": 3, "stop_reason": "x"})
-    assert v[0] == "AFLite kept 120 of 400 rows (30%) in 3 phase(s) and stopped because x."
+    assert v[0] == "AFLite kept 120 of 400 rows (30%) in 3 phases (0–2) and stopped because x."
     assert "aflite evaluate" in v[1]
     assert markdown(["A.", "B."]) == "**Verdict.** A. B.\n\n" and markdown([]) == ""
 
@@ -150,7 +151,7 @@ def test_audit_summary_and_results_start_with_the_verdict(tmp_path):
     data = tmp_path / "d.tsv"
     data.write_text("\n".join(lines) + "\n")
     assert main(["audit", str(data), "--out", str(tmp_path / "au"), "--featurizer", "ngram", "--quiet",
-                 "--peco-shuffles", "3", "--clusters", "5"]) == 0
+                 "--peco-shuffles", "3", "--n-clusters", "5"]) == 0
     res = json.loads((tmp_path / "au" / "results.json").read_text())
     assert res["verdict"] and res["verdict"][0].startswith("On D, the hypothesis-only model scores ")
     assert (tmp_path / "au" / "summary.md").read_text().splitlines()[2].startswith("**Verdict.** On D, the ")
@@ -168,3 +169,98 @@ def test_synthetic_verdict_judges_the_biased_share_against_the_seed_spread():
                     "3 seed(s), beyond the seed spread (±2.0); the models' mean accuracy went from 90.0% on D to "
                     "60.0% on D(Φ).")
     assert "within the seed spread (±5.0)" in v[1]
+
+
+# ------------------------------------------------------------------ a verdict the numbers support (issue 34, 1)
+def test_run_verdict_asks_whether_d_had_signal_for_the_probe():
+    below = run_verdict(run_summary(-0.22, -0.18, 0.01, d=-0.16, d_std=0.02))  # the issue's counterfactual numbers
+    assert len(below) == 2 and "reduction measured" not in below[1]
+    assert below[1] == ("No artifact reduction can be measured with this probe: on D itself it scores 18.0% against "
+                        "a majority rate of 34.0% (Δ -16.0 points; its spread across folds ±2.0), below the majority "
+                        "rate by more than twice that spread: texts that recur with other labels (e.g. "
+                        "counterfactual twins) sit on both sides of its folds; group them together (--groups twins, "
+                        "or --groups COLUMN with a family id) and run again.")
+    flat = run_verdict(run_summary(0.0, 0.06, 0.01, d=0.03, d_std=0.02))  # Δ +3 on D: within 2 x 2 points
+    assert flat[1].startswith("No artifact reduction can be measured with this probe: on D itself it scores 37.0%")
+    assert flat[1].endswith("within twice that spread of the majority rate, so D gives it no signal that filtering "
+                            "could remove.")
+    assert "reduction measured" in run_verdict(run_summary(0.10, 0.20, 0.01, d=0.05, d_std=0.02))[1]  # Δ +5 > 4
+
+
+def test_run_verdict_never_calls_a_difference_of_two_below_chance_numbers_a_reduction():
+    v = run_verdict(run_summary(-0.10, -0.02, 0.01))  # D has signal; D(Φ) and the random subsets are both below
+    assert v[1].startswith("No artifact reduction claimed: the probe's Δ over the majority rate is -10.0 points on "
+                           "D(Φ) against -2.0")
+    assert "a difference between two below-chance numbers is not a reduction of signal" in v[1]
+    gone = run_verdict(run_summary(-0.03, 0.15, 0.01))  # signal on the random subsets, none left on D(Φ)
+    assert gone[1].startswith("Artifact reduction measured") and gone[1].endswith(
+        "; on D(Φ) it falls below the majority rate.")
+
+
+def test_run_verdict_on_a_real_counterfactual_set(counterfactual_runs):
+    """The issue's case for real: AFLite removes the negation twins, the probe is far below the majority rate on D,
+    D(Φ) and the random subsets alike, and the verdict claims no reduction but says why."""
+    s = counterfactual_runs["premise"]
+    probe = {r["name"][:6]: r for r in s["partial_input_probe"]["results"]}
+    assert s["size_after"] < s["size_before"]
+    assert probe["D"]["delta_majority"] < -0.10 and probe["D(Φ)"]["delta_majority"] < -0.10
+    assert probe["random"]["delta_majority"] < -0.10
+    v = s["verdict"]
+    assert len(v) == 2 and "reduction measured" not in " ".join(v)
+    assert v[1].startswith("No artifact reduction can be measured with this probe: on D itself it scores ")
+    assert "below the majority rate by more than twice that spread" in v[1]
+    assert "even with folds grouped by premise" in v[1] and "--groups twins" in v[1]
+    md = (Path(s["filtered_dataset"]).parent / "summary.md").read_text(encoding="utf-8")
+    assert v[1] in md
+
+
+def test_run_verdict_on_the_counterfactual_set_grouped_by_family(counterfactual_runs):
+    """Grouped by family, the probe is no longer misled; it finds little on D, and the verdict says that."""
+    s = counterfactual_runs["family"]
+    d = s["partial_input_probe"]["results"][0]
+    assert abs(d["delta_majority"]) <= 2 * d["accuracy_std"]
+    assert s["verdict"][1].startswith("No artifact reduction can be measured with this probe: on D itself")
+    assert s["verdict"][1].endswith("so D gives it no signal that filtering could remove.")
+
+
+def explain_results(kept: float, random: list[float], issues: int, shuffled: list[int]) -> dict:
+    return {"token_view": "hypothesis", "significant_tokens": {"full": 12, "kept": kept,
+                                                               "random": sum(random) / len(random)},
+            "significant_tokens_random_per_seed": random,
+            "label_issues": {"n": issues, "rows": 1000, "skipped": None,
+                             "shuffled_labels": {"per_seed": shuffled, "mean": sum(shuffled) / len(shuffled),
+                                                 "std": float(__import__("numpy").std(shuffled))}}}
+
+
+def explain_verdict(results: dict) -> list[str]:
+    """explain's verdict: its checks' sentences in registry order (token artifacts, then label issues)."""
+    from aflite.explain.checks import label_issue_verdict, token_verdict
+
+    return token_verdict(results) + label_issue_verdict(results["label_issues"])
+
+
+def test_explain_verdict_reads_tokens_against_random_cuts_and_issues_against_permuted_labels():
+    v = explain_verdict(explain_results(2, [12, 11, 13], 150, [500, 510, 490]))
+    assert v[0] == ("On the hypothesis, 12 (token, label) pair(s) are significant artifacts on D and 2 on D(Φ), "
+                    "against 12.0 (±0.8) on same-size random subsets of D: fewer than a random cut of the same size "
+                    "leaves, beyond the subsets' spread.")
+    assert v[1].startswith("Confident learning flags 150 of 1,000 rows (15%) as possible label errors, against 500.0 "
+                           "(50%) with the labels permuted") and v[1].endswith("candidates worth reading as label "
+                                                                              "errors.")
+    assert "as many as a random cut" in explain_verdict(explain_results(12, [12, 11, 13], 450, [500, 510, 490]))[0]
+    assert "close to that chance count" in explain_verdict(explain_results(12, [12], 450, [500, 510, 490]))[1]
+    assert "but not far" in explain_verdict(explain_results(12, [12], 300, [500, 510, 490]))[1]
+    skipped = explain_results(1, [1], 0, [1])
+    skipped["label_issues"] = {"n": None, "skipped": "cleanlab is not installed", "shuffled_labels": None}
+    assert len(explain_verdict(skipped)) == 1
+
+
+def test_phases_are_counted_with_their_numbers():
+    from aflite.verdict import phases_text
+
+    assert phases_text(5) == "5 phases (0–4)" and phases_text(1) == "1 phase (phase 0)" and phases_text(0) == \
+        "no phase"
+    v = run_verdict({**run_summary(0.1, 0.2, 0.01), "n_iterations": 5,
+                     "stop_reason": "fewer than k=24 instances had p̃ >= τ=0.75 (12 qualified) in phase 4"})
+    assert v[0].startswith("AFLite kept 600 of 1,000 rows (60%) in 5 phases (0–4) and stopped because fewer than "
+                           "k=24 instances had p̃ >= τ=0.75 (12 qualified) in phase 4.")

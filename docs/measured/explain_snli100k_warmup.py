@@ -4,7 +4,7 @@ next to the n-gram Φ explain of the same file (explain_snli100k.json, explain_s
 Measured with (2-core machine shared with four other helpers' jobs; /proc/loadavg before and after is recorded):
 
     aflite run ../shared/data/snli/train_100k.tsv.gz --featurizer warmup --max-steps 300 --device cpu --no-probe \
-        --cache CACHE --out RUN                                  # under nice -n 5, capped by timeout 6000
+        --cache-dir CACHE --out RUN                                  # under nice -n 5, capped by timeout 6000
     /usr/bin/time -o M/time.json aflite explain ../shared/data/snli/train_100k.tsv.gz RUN --out M/ex --quiet
 
 Usage: python docs/measured/explain_snli100k_warmup.py RUN M
@@ -105,7 +105,7 @@ def main() -> None:
     out: dict[str, object] = {
         "dataset": "../shared/data/snli/train_100k.tsv.gz",
         "run": {"command": "aflite run ../shared/data/snli/train_100k.tsv.gz --featurizer warmup --max-steps 300 "
-                           "--device cpu --no-probe --cache CACHE --out RUN",
+                           "--device cpu --no-probe --cache-dir CACHE --out RUN",
                 "size_before": summary["size_before"], "size_after": summary["size_after"],
                 "n_iterations": summary.get("n_iterations"), "stop_reason": summary["stop_reason"],
                 "label_counts_after": summary.get("label_counts_after"), "timings": summary.get("timings"),

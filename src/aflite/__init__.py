@@ -28,20 +28,19 @@ from typing import Any
 
 from aflite.errors import AfliteError, InputError, ParameterError
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"  # the one place: pyproject.toml reads it
 
 # public name -> (module, attribute); imported lazily by __getattr__
 _LAZY: dict[str, tuple[str, str]] = {
     "AFLite": ("aflite.core.filter", "AFLite"),
-    "predictability": ("aflite.core.filter", "predictability"),
-    "PhaseScores": ("aflite.core.filter", "PhaseScores"),
-    "SNLI_DEFAULTS": ("aflite.core.filter", "SNLI_DEFAULTS"),
+    "predictability": ("aflite.core.phase", "predictability"),
+    "PhaseScores": ("aflite.core.phase", "PhaseScores"),
+    "SNLI_DEFAULTS": ("aflite.defaults", "SNLI_DEFAULTS"),
     "run": ("aflite.runs.run", "run"),
     "filter_files": ("aflite.runs.filter", "filter_files"),
     "RunResult": ("aflite.runs.run", "RunResult"),
     "load_dataset": ("aflite.data", "load_dataset"),
     "Dataset": ("aflite.data", "Dataset"),
-    "TextDataset": ("aflite.data", "TextDataset"),
     "write_filtered": ("aflite.data", "write_filtered"),
     "demo_dataset_path": ("aflite.data", "demo_dataset_path"),
     "featurize": ("aflite.features", "featurize"),

@@ -9,6 +9,7 @@ import contextlib
 import errno
 import json
 import os
+import re
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,23 +23,51 @@ from aflite.errors import OutputError, OutputWriteError
 WRITE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EFBIG, errno.EACCES, errno.EPERM})
 
 
-def write_failed(path: str | os.PathLike[str], exc: OSError) -> OutputWriteError:
+# numpy's ``tofile`` (under ``np.save``) checks the count its ``fwrite`` returned and raises a plain OSError
+# without an errno when a full file system took only part of the bytes: "307200 requested and 74720 written"
+_SHORT_WRITE = re.compile(r"(\d+) requested and (\d+) written")
+# PyTorch's zip writer (``torch.save``) reports the same event as a RuntimeError
+_TORCH_SHORT_WRITE = "file write failed"
+
+
+def short_write(exc: BaseException) -> str | None:
+    """Why ``exc`` is a write the file system cut short (numpy's or PyTorch's own report of a full disk, which
+    carries no errno), in words; None for anything else."""
+    if isinstance(exc, OSError) and exc.errno is None:
+        m = _SHORT_WRITE.search(str(exc))
+        if m:
+            return (f"No space left on device (the file system took {int(m.group(2)):,} of {int(m.group(1)):,} "
+                    f"bytes)")
+    if isinstance(exc, RuntimeError) and _TORCH_SHORT_WRITE in str(exc):
+        return "No space left on device (the file system took only part of the file)"
+    return None
+
+
+def is_storage_error(exc: BaseException) -> bool:
+    """Whether ``exc`` is the storage refusing a write (WRITE_ERRNOS, or a short write), not a program error."""
+    return (isinstance(exc, OSError) and exc.errno in WRITE_ERRNOS) or short_write(exc) is not None
+
+
+def write_failed(path: str | os.PathLike[str], exc: BaseException) -> OutputWriteError:
     """The one-line error for a write of ``path`` that the storage refused (disk full, quota, read-only)."""
-    why = exc.strerror or str(exc)
-    hint = "; free some space (files written so far are complete) and run again" if exc.errno in (
+    short = short_write(exc)
+    code = errno.ENOSPC if short else getattr(exc, "errno", None)
+    why = short or getattr(exc, "strerror", None) or str(exc)
+    hint = "; free some space (files written so far are complete) and run again" if code in (
         errno.ENOSPC, errno.EDQUOT, errno.EFBIG) else ""
-    return OutputWriteError(f"cannot write {path}: {why}{hint}", exc.errno)
+    return OutputWriteError(f"cannot write {path}: {why}{hint}", code)
 
 
 @contextlib.contextmanager
 def storage_errors(path: str | os.PathLike[str]) -> Iterator[None]:
-    """Turn a storage OSError (see WRITE_ERRNOS) raised inside the block into :class:`OutputWriteError`."""
+    """Turn a storage error raised inside the block (an OSError of WRITE_ERRNOS, or a short write: see
+    :func:`short_write`) into :class:`OutputWriteError`."""
     try:
         yield
     except OutputWriteError:
         raise
-    except OSError as exc:
-        if exc.errno in WRITE_ERRNOS:
+    except (OSError, RuntimeError) as exc:
+        if is_storage_error(exc):
             raise write_failed(path, exc) from None
         raise
 
@@ -84,6 +113,30 @@ def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
+
+
+def new_memmap(path: str | os.PathLike[str], shape: tuple[int, ...], dtype: Any = np.float32) -> np.memmap:
+    """A new ``.npy`` memory map at ``path`` whose blocks are reserved on disk first (``posix_fallocate``): pages of
+    a memory-mapped file are written back late, and on a full file system a write to one kills the process with
+    SIGBUS instead of raising; reserving the space turns that into one :class:`OutputWriteError` now (the
+    half-made file is removed)."""
+    p = Path(path)
+    try:
+        with storage_errors(p):
+            mm = np.lib.format.open_memmap(p, mode="w+", dtype=dtype, shape=shape)
+            fd = os.open(p, os.O_RDWR)
+            try:
+                os.posix_fallocate(fd, 0, os.fstat(fd).st_size)
+            except OSError as exc:
+                if exc.errno not in (errno.EOPNOTSUPP, errno.EINVAL, errno.ENOSYS):
+                    raise
+            finally:
+                os.close(fd)
+    except OutputWriteError:
+        with contextlib.suppress(OSError):
+            p.unlink()
+        raise
+    return mm
 
 
 def _umask() -> int:

@@ -17,7 +17,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 __all__ = ["data_fingerprint", "dataset_fingerprint", "files_fingerprint", "hash_parts", "inputs_fingerprint",
-           "json_digest", "sampled_inputs_fingerprint"]
+           "json_digest"]
 
 
 def data_fingerprint(texts_a: Sequence[str], texts_b: Sequence[str] | None, extra: Any = None) -> str:
@@ -64,17 +64,6 @@ def inputs_fingerprint(X: Any, y: NDArray[Any], chunk_rows: int = 65536) -> str:
     h.update(np.asarray(y).astype(str).tobytes())
     for lo in range(0, X.shape[0], chunk_rows):
         h.update(np.ascontiguousarray(np.asarray(X[lo: lo + chunk_rows], dtype=np.float32)).tobytes())
-    return h.hexdigest()[:32]
-
-
-def sampled_inputs_fingerprint(X: Any, y: NDArray[Any]) -> str:
-    """The identity checkpoints of aflite <= 0.x recorded (shape, labels, 64 sampled rows); read only to resume
-    such a checkpoint, with a warning that it covers those rows only."""
-    h = hashlib.sha256()
-    h.update(repr((tuple(X.shape), str(X.dtype))).encode())
-    h.update(np.asarray(y).astype(str).tobytes())
-    idx = np.linspace(0, X.shape[0] - 1, num=min(64, X.shape[0])).astype(np.int64)
-    h.update(np.ascontiguousarray(np.asarray(X[idx], dtype=np.float32)).tobytes())
     return h.hexdigest()[:32]
 
 

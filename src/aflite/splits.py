@@ -19,6 +19,7 @@ from aflite.errors import ParameterError
 __all__ = [
     "draw_partitions",
     "fold_assignment",
+    "probe_folds",
     "holdout_groups",
     "split_heldout",
     "stratified_mask",
@@ -113,6 +114,22 @@ def fold_assignment(yi: np.ndarray, groups: Any, folds: int, seed: int) -> np.nd
     for f, (_, te) in enumerate(splits):
         fold[te] = f
     return fold
+
+
+def probe_folds(y: NDArray[Any], groups: NDArray[Any] | None, folds: int, seed: int) -> list[tuple[Any, Any]]:
+    """The (train, test) row indices of a probe's k-fold cross-validation: stratified and shuffled with ``seed``
+    (scikit-learn's ``StratifiedKFold``, as the probe always drew them) and, with ``groups``, grouped too
+    (``StratifiedGroupKFold``): no group is on both sides of a fold, as in the run's filter. With fewer groups
+    than ``folds`` there are as many folds as groups."""
+    from sklearn.model_selection import StratifiedGroupKFold, StratifiedKFold
+
+    X = np.zeros((len(y), 1))
+    if groups is None:
+        return list(StratifiedKFold(n_splits=folds, shuffle=True, random_state=seed).split(X, y))
+    k = min(folds, len(np.unique(groups)))
+    if k < 2:
+        raise ParameterError("a grouped probe needs at least two groups")
+    return list(StratifiedGroupKFold(n_splits=k, shuffle=True, random_state=seed).split(X, y, groups))
 
 
 def stratified_sample(labels: NDArray[Any], groups: NDArray[Any] | None, m: int, seed: int) -> NDArray[np.intp]:

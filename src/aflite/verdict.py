@@ -16,7 +16,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["MIN_SPREAD", "SPREAD_FACTOR", "markdown", "number", "points"]
+__all__ = ["MIN_SPREAD", "SPREAD_FACTOR", "markdown", "number", "phases_text", "points"]
 
 MIN_SPREAD = 0.005  # half a point: the smallest seed spread a difference is judged against
 SPREAD_FACTOR = 2.0  # "beyond the spread" = more than twice the baseline's standard deviation
@@ -37,3 +37,13 @@ def points(x: float) -> str:
 def markdown(sentences: Sequence[str]) -> str:
     """The verdict as the first paragraph of a summary.md (plain text: Markdown needs no HTML escaping)."""
     return ("**Verdict.** " + " ".join(sentences) + "\n\n") if sentences else ""
+
+
+def phases_text(n: Any) -> str:
+    """How many filtering phases ran, with their numbers: phases are numbered from 0 (a row's ``removed_at`` in
+    instances.csv, "in phase 4" of a stop reason), so 5 phases are "5 phases (0–4)"."""
+    try:
+        k = int(n)
+    except (TypeError, ValueError):
+        return f"{n} phases"
+    return "no phase" if k <= 0 else "1 phase (phase 0)" if k == 1 else f"{k} phases (0–{k - 1})"

@@ -42,11 +42,11 @@ from aflite.audit.clusters import (
     peco_null,
     peco_score,
 )
-from aflite.audit.estimate import announce, estimate_seconds, resolve_device
+from aflite.audit.estimate import announce, estimate_seconds
 from aflite.audit.finetuned import (
     FineTuned,
     TraResult,
-    embed,
+    embed_finetuned,
     finetune,
     pad_relevance,
     predict,
@@ -64,7 +64,6 @@ from aflite.audit.metrics import (
     nba_nbr,
 )
 from aflite.audit.results import AuditConfig, AuditResult, ViewAudit
-from aflite.audit.runner import _tsne as _tsne
 from aflite.audit.runner import audit, compute_features, sample_rows, subset
 from aflite.checks.tokens import token_artifacts, tokenize
 
@@ -84,7 +83,7 @@ __all__ = [
     "cluster_divergences",
     "compute_features",
     "cv_predict",
-    "embed",
+    "embed_finetuned",
     "estimate_seconds",
     "finetune",
     "leakage_metrics",
@@ -98,7 +97,6 @@ __all__ = [
     "peco_null",
     "peco_score",
     "predict",
-    "resolve_device",
     "sample_rows",
     "subset",
     "token_artifacts",

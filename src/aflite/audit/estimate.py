@@ -8,9 +8,6 @@ from aflite.audit.results import AuditConfig
 from aflite.device import torch_device
 from aflite.features.registry import spec
 
-resolve_device = torch_device  # the torch device the audit would use (the one resolver, aflite.device)
-
-
 # Throughputs measured with OMP_NUM_THREADS=1 on a shared 2-core CPU (docs/measured, notes) and on one H100;
 # they only decide which stages get announced, so a factor of two either way is fine.
 _RATES = {
@@ -34,7 +31,7 @@ def _cpu_slowdown() -> float:
 def estimate_seconds(n: int, cfg: AuditConfig, device: str | None = None) -> dict[str, float]:
     """Rough seconds per stage for ``n`` pairs (embedding counts as if nothing were cached); on a CPU scaled by
     the current load (:func:`_cpu_slowdown`)."""
-    dev = device if device is not None else resolve_device(cfg.device)
+    dev = device if device is not None else torch_device(cfg.device)
     gpu = dev.startswith("cuda")
     slow = 1.0 if gpu else _cpu_slowdown()
     # throughputs (per second) fall and per-item costs (seconds) grow with the slowdown

@@ -110,8 +110,10 @@ def predict(model: FineTuned, texts_a: Sequence[str], texts_b: Sequence[str] | N
     return model.classes[out]
 
 
-def embed(model: FineTuned, texts: Sequence[str], batch_size: int = 64, show_progress: bool = False) -> np.ndarray:
-    """Mean-pooled last hidden states of the fine-tuned encoder (what its head reads) for single texts."""
+def embed_finetuned(model: FineTuned, texts: Sequence[str], batch_size: int = 64,
+                    show_progress: bool = False) -> np.ndarray:
+    """Mean-pooled last hidden states of the fine-tuned encoder (what its head reads) for single texts (a
+    dataset file's Φ is :func:`aflite.runs.embed.embed`)."""
     torch, _ = _torch()
     from tqdm import tqdm
 

@@ -60,7 +60,7 @@ class LeakageMetrics:
     """One view's accuracy-based leakage figures (fractions), typed so that callers need not know dict keys.
 
     The fields are :func:`leakage_metrics`'s keys in its order; :meth:`to_dict` gives that dict back, so that
-    ``results.json`` is unchanged; ``m["biased_accuracy"]`` still works for code written against the dict.
+    ``results.json`` is unchanged.
     """
 
     biased_accuracy: float
@@ -79,12 +79,6 @@ class LeakageMetrics:
 
     def to_dict(self) -> dict[str, float]:
         return dataclasses.asdict(self)
-
-    def __getitem__(self, key: str) -> float:
-        # Backwards compatibility with the plain dict ``ViewAudit.metrics`` used to be.
-        if key not in self.__dataclass_fields__:
-            raise KeyError(key)
-        return float(getattr(self, key))
 
 
 def leakage_metrics(y: Any, pred_bias: Any, pred_normal: Any) -> dict[str, float]:

@@ -13,12 +13,13 @@ from typing import Any
 import numpy as np
 
 from aflite.audit.clusters import PecoResult, peco, peco_null
-from aflite.audit.estimate import announce, estimate_seconds, resolve_device
-from aflite.audit.finetuned import FineTuned, _model_path, embed, finetune, predict, tra
+from aflite.audit.estimate import announce, estimate_seconds
+from aflite.audit.finetuned import FineTuned, _model_path, embed_finetuned, finetune, predict, tra
 from aflite.audit.linear import cv_predict
 from aflite.audit.metrics import AUDIT_VIEWS, LeakageMetrics, leakage_metrics
 from aflite.audit.results import AuditConfig, AuditResult, ViewAudit
 from aflite.checks.tokens import token_artifacts
+from aflite.device import torch_device
 from aflite.errors import InputError, ParameterError
 from aflite.features.registry import featurizer_names, featurizer_options, spec
 from aflite.hashing import data_fingerprint
@@ -140,7 +141,7 @@ def _config(views: Sequence[str] | None, config: AuditConfig | None, overrides: 
     if cfg.peco_shuffles < 2:
         raise ParameterError(f"peco_shuffles must be >= 2, got {cfg.peco_shuffles}")
     if cfg.tra is None:
-        cfg = dataclasses.replace(cfg, tra=resolve_device(cfg.device).startswith("cuda"))
+        cfg = dataclasses.replace(cfg, tra=torch_device(cfg.device).startswith("cuda"))
     if cfg.peco_encoder == "finetuned" and not cfg.tra:
         raise ParameterError("peco_encoder='finetuned' needs the fine-tuned models (tra=True)")
     return cfg
@@ -188,7 +189,7 @@ def _view_audit(dataset: Any, view: str, y: np.ndarray, classes: np.ndarray, gro
     metrics = LeakageMetrics.compute(y, pred_b, pred_n)
     clock.tick("biased_models")
     texts = dataset.texts_b if view == "hypothesis" else dataset.texts_a
-    E = embed(ft.models["pair"], texts, show_progress=cfg.show_progress) if (
+    E = embed_finetuned(ft.models["pair"], texts, show_progress=cfg.show_progress) if (
         cfg.peco_encoder == "finetuned" and ft is not None) else Xb
     pr = peco(E, y, cfg.n_components, cfg.n_clusters, cfg.seed)
     null = peco_null(pr, y, cfg.peco_shuffles, cfg.seed)

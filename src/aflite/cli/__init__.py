@@ -18,7 +18,6 @@ import sys
 from collections.abc import Iterator, Sequence
 from typing import Any, NoReturn
 
-from aflite.cli.options import add_groups_option, add_overwrite_option  # noqa: F401 - the shared options' home
 from aflite.errors import AfliteError
 
 # name of the module under aflite.cli for each sub-command, in --help order
@@ -85,6 +84,33 @@ def _library_warnings() -> Iterator[None]:
                       f"{next(iter(counts))[:160]}{where}", file=sys.stderr)
 
 
+@contextlib.contextmanager
+def _scratch() -> Iterator[None]:
+    """A private temporary folder for the command, removed when it ends: the libraries it loads leave scratch
+    behind in $TMPDIR otherwise (PyTorch's ``torchinductor_<user>``, ONNX Runtime's ``.ses``, Dask's
+    ``dask-scratch-space`` and its workers' folders). $TMPDIR (inherited by Dask's worker processes) and Python's
+    ``tempfile`` point into it while the command runs."""
+    import shutil
+    import tempfile
+
+    try:
+        private = tempfile.mkdtemp(prefix=f"aflite-{os.getpid()}-")
+    except OSError:  # no writable temporary folder: the libraries will say so if they need one
+        yield
+        return
+    old_env, old_dir = os.environ.get("TMPDIR"), tempfile.tempdir
+    os.environ["TMPDIR"], tempfile.tempdir = private, private
+    try:
+        yield
+    finally:
+        tempfile.tempdir = old_dir
+        if old_env is None:
+            os.environ.pop("TMPDIR", None)
+        else:
+            os.environ["TMPDIR"] = old_env
+        shutil.rmtree(private, ignore_errors=True)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     from aflite.threads import prepare_process
 
@@ -106,7 +132,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         if getattr(args, "quiet", False):  # no progress bars from the libraries either (model loading)
             os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
-        with thread_policy(getattr(args, "threads", None)), _claim_output(args) as folder, _library_warnings():
+        with _scratch(), thread_policy(getattr(args, "threads", None)), _claim_output(args) as folder, \
+                _library_warnings():
             args.out_folder = folder
             code = args.handler(args)
     except AfliteError as exc:
@@ -116,11 +143,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"aflite {args.command}: interrupted", file=sys.stderr)
         return 130
     except OSError as exc:  # a full disk met by a write outside aflite.atomic (a model file, a library's own)
-        if exc.errno not in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS):
+        from aflite.atomic import short_write
+
+        short = short_write(exc)
+        if exc.errno not in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS) and short is None:
             raise
         where = f" {exc.filename}" if exc.filename else ""
-        print(f"aflite {args.command}: error: cannot write{where}: {exc.strerror or exc}; free some space (files "
-              f"written so far are complete) and run again", file=sys.stderr)
+        print(f"aflite {args.command}: error: cannot write{where}: {short or exc.strerror or exc}; free some space "
+              f"(files written so far are complete) and run again", file=sys.stderr)
         return 2
     finally:
         token.var.reset(token)

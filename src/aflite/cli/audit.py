@@ -13,7 +13,6 @@ from typing import Any
 from aflite.cli.options import (
     add_cache,
     add_columns,
-    add_deprecated,
     add_device,
     add_image_options,
     add_out,
@@ -66,15 +65,11 @@ def register(sub: Any) -> None:
                    "(default minilm); efficientnet-lite0, hf-image (--model-path) or precomputed (--embeddings) for "
                    "images (default efficientnet-lite0, or hf-image when --model-path is given)")
     p.add_argument("--n-folds", type=int, default=5, help="cross-validation folds (default 5)")
-    add_deprecated(p, "--folds", "--n-folds", dest="n_folds", type=int)
     p.add_argument("-C", type=float, default=1.0, help="inverse L2 strength of the logistic regressions")
     p.add_argument("--n-components", type=int, default=30, help="PECO: principal components (default 30)")
-    add_deprecated(p, "--pca", "--n-components", dest="n_components", type=int)
     p.add_argument("--n-clusters", type=int, default=50, help="PECO: k-means clusters (default 50)")
-    add_deprecated(p, "--clusters", "--n-clusters", dest="n_clusters", type=int)
     p.add_argument("--bias-threshold", type=float, default=0.2,
                    help="biased-region threshold on a cluster's L2 label-distribution distance (default 0.2)")
-    add_deprecated(p, "--peco-threshold", "--bias-threshold", dest="bias_threshold", type=float)
     p.add_argument("--peco-shuffles", type=int, default=30,
                    help="label shuffles for PECO's permutation null (default 30, seeded by --seed)")
     p.add_argument("--reference", default="none", metavar="NAME",
@@ -82,7 +77,6 @@ def register(sub: Any) -> None:
                    "snli, mnli-b, mnli-u, sick, xnli, fever, anli, ocnli, caugnli, snli-debiased, mnli-debiased")
     p.add_argument("--tsne-sample", type=int, default=2000, help="points on the t-SNE map; 0: no map (default 2000)")
     p.add_argument("--top-k-tokens", type=int, default=10, help="token artifacts per label (default 10)")
-    add_deprecated(p, "--top-tokens", "--top-k-tokens", dest="top_k_tokens", type=int)
     p.add_argument("--min-token-count", type=int, default=None,
                    help="skip tokens in fewer sentences (default max(5, 0.2%% of rows))")
     p.add_argument("--tra", action=argparse.BooleanOptionalAction, default=None,
@@ -116,8 +110,8 @@ def register(sub: Any) -> None:
 
 
 def _validate(args: argparse.Namespace) -> None:
-    """What can be refused before --out is created: a --compare folder that is not a run, and options that do
-    not apply to the data's modality (text-only options on images, image options on text)."""
+    """What can be refused before --out is created: a --compare folder that is not a run (or that holds --out),
+    and options that do not apply to the data's modality (text-only options on images, image options on text)."""
     from aflite.runs.audit import check_audit_options
 
     text_given = [flag for dest, flag in TEXT_ONLY if getattr(args, dest) != args.option_defaults[dest]]
@@ -126,9 +120,13 @@ def _validate(args: argparse.Namespace) -> None:
                                       path_column=args.path_column, text_options=text_given,
                                       image_options=image_given)
     if args.compare is not None:
+        from aflite.rundir.lock import check_outside_runs
         from aflite.rundir.read import read_kept_ids
 
         read_kept_ids(args.compare)
+        check_outside_runs(args.out, [args.compare])  # the run it compares with is read, never written
+        if args.cache_dir is not None:
+            check_outside_runs(args.cache_dir, [args.compare], flag="--cache-dir")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from aflite.cli.options import add_deprecated, add_overwrite_option, add_quiet, add_seed
+from aflite.cli.options import add_overwrite_option, add_quiet, add_seed
 
 
 def register(sub: Any) -> None:
@@ -31,12 +31,9 @@ def register(sub: Any) -> None:
     p.add_argument("--solvers", choices=("fast", "previous", "both"), default="both",
                    help="the fast ensemble's solver: fast (own-row passes), previous (passes over all of S), or "
                    "both on the same partitions, reporting each time, their ratio and agreement (default both)")
-    add_deprecated(p, "--solver", "--solvers", dest="solvers", choices=("fast", "previous", "both"))
     p.add_argument("--complete-solvers", choices=("fast", "previous", "both"), default=None,
                    help="solver(s) for the complete filter run (default: as --solvers, but fast for --solvers both: "
                    "the previous solver's complete run takes several times longer)")
-    add_deprecated(p, "--complete-solver", "--complete-solvers", dest="complete_solvers",
-                   choices=("fast", "previous", "both"))
     p.add_argument("--real-features", default=None,
                    help="also run a phase (fast path vs scikit-learn) and the complete filter on these real features "
                    "(e.g. MiniLM pair embeddings from `aflite embed`), Table 8 scaled to their size")
@@ -57,7 +54,6 @@ def register(sub: Any) -> None:
     g.add_argument("--shape", choices=("imagenet", "snli"), default=None, help="run the scale benchmark")
     g.add_argument("--scale", type=float, default=1.0, help="fraction of the rows (sizes scale with it) (default 1)")
     g.add_argument("--n-classes", type=int, default=None, help="number of classes (default 1000 / 3)")
-    add_deprecated(g, "--classes", "--n-classes", dest="n_classes", type=int)
     g.add_argument("--measure-partitions", type=int, default=64,
                    help="partitions actually fitted in the measured phase; time is scaled to m (default 64)")
     g.add_argument("--devices", default="cpu", help="comma-separated: cpu, cuda, cuda:N, torch-cpu (default cpu)")
@@ -70,9 +66,7 @@ def register(sub: Any) -> None:
                    help="a pair dataset for minilm (e.g. SNLI dev.tsv.gz); an image folder for efficientnet-lite0")
     e.add_argument("--n-items", type=int, default=None,
                    help="items timed per backend (default 2000 pairs, 500 images)")
-    add_deprecated(e, "--embed-items", "--n-items", dest="n_items", type=int)
     e.add_argument("--rounds", type=int, default=3, help="alternating rounds; the median counts (default 3)")
-    add_deprecated(e, "--embed-rounds", "--rounds", dest="rounds", type=int)
     e.add_argument("--kept-set", action=argparse.BooleanOptionalAction, default=True,
                    help="compare AFLite's kept sets on all rows (--no-kept-set skips it)")
     p.set_defaults(handler=run)

@@ -23,8 +23,9 @@ def register(sub: Any) -> None:
         help="compute features Φ for a dataset file (ngram, minilm, warmup) and save them as .npy",
         description="Featurizes DATA under a view and writes OUT/features.npy (float32, memory-mappable), "
         "OUT/ids.txt, OUT/labels.txt, OUT/results.json and OUT/summary.md, ready for `aflite filter --features "
-        "OUT/features.npy --labels OUT/labels.txt --ids OUT/ids.txt`. Encoder runs are cached in --cache "
-        "(default OUT/cache); an interrupted run resumes when the same command is run again.",
+        "OUT/features.npy --labels OUT/labels.txt --ids OUT/ids.txt`. Encoder runs are cached in --cache-dir "
+        "(default OUT/cache); an interrupted run resumes when the same command is run again (or with --resume, "
+        "which also accepts OUT with finished features).",
     )
     p.add_argument("data", type=Path, help="dataset file or folder")
     add_out(p)
@@ -55,6 +56,9 @@ def register(sub: Any) -> None:
     from aflite.cli.options import add_backend
 
     add_backend(p)
+    p.add_argument("--resume", action="store_true",
+                   help="continue an interrupted embed in OUT (chunks and features already computed are reused; "
+                   "finished features are kept)")
     add_quiet(p)
     from aflite.cli.options import add_overwrite_option
 
@@ -67,7 +71,10 @@ def _validate(args: argparse.Namespace) -> None:
     that has no shards)."""
     from aflite.runs.embed import check_embed_out
 
-    check_embed_out(args.out, args.overwrite)
+    check_embed_out(args.out, args.overwrite, args.resume)
+    from aflite.features.registry import check_backend
+
+    check_backend(args.featurizer, args.backend)  # before --out is claimed
     if args.cluster:
         from aflite.features.shards import check_shardable
 
@@ -82,6 +89,6 @@ def run(args: argparse.Namespace) -> int:
                 image_size=args.image_size, path_column=args.path_column, chunk_size=args.chunk_size,
                 skip_bad_images=args.skip_bad_images, dataset_options=dataset_options(args),
                 overwrite=args.overwrite, show_progress=not args.quiet, backend=args.backend,
-                cluster=args.cluster)
+                cluster=args.cluster, resume=args.resume)
     print(res.line)
     return 0

@@ -11,7 +11,6 @@ from typing import Any
 from aflite.cli.options import (
     add_cache,
     add_columns,
-    add_deprecated,
     add_device,
     add_out,
     add_quiet,
@@ -45,13 +44,10 @@ def register(sub: Any) -> None:
     p.add_argument("--seeds", type=int, default=3, help="number of seeds 0..N-1 (default 3)")
     p.add_argument("--heldout", type=float, default=0.2, help="held-out fraction of D's premise groups (default 0.2)")
     add_seed(p, help="seed of the train/held-out split (default 0); the benchmarks' seeds are 0..N-1 (--seeds)")
-    add_deprecated(p, "--split-seed", "--seed", dest="seed", type=int, metavar="N")
     p.add_argument("--random-baseline", action=argparse.BooleanOptionalAction, default=True,
                    help="train on same-size random subsets of D too (--no-random-baseline skips them)")
-    add_deprecated(p, "--no-random", "--no-random-baseline", dest="random_baseline", const=False)
     p.add_argument("--single-iteration", action=argparse.BooleanOptionalAction, default=True,
                    help="train on the single-iteration baseline too (--no-single-iteration skips it)")
-    add_deprecated(p, "--no-single", "--no-single-iteration", dest="single_iteration", const=False)
     p.add_argument("--hans", type=Path, default=None,
                    help="HANS evaluation file (neutral/contradiction count as non-entailment; per heuristic)")
     p.add_argument("--test", action="append", default=[], metavar="NAME=FILE[,FILE...]",
@@ -73,8 +69,8 @@ def register(sub: Any) -> None:
     p.add_argument("--ood-max", type=int, default=None, metavar="N",
                    help="evaluate every model on a seeded sample of N rows of each external set, stratified by "
                    "group and label (default: all rows)")
-    add_cache(p, help="feature/model cache folder (default OUT/cache); pass a run's cache folder to reuse its "
-              "MiniLM features")
+    add_cache(p, help="feature/model cache folder (default OUT/cache); the runs' own caches are read for their "
+              "features (never written), and a folder inside a run folder is refused")
     add_columns(p)
     add_quiet(p)
     from aflite.cli.options import add_groups_option, add_overwrite_option
@@ -102,10 +98,15 @@ def register(sub: Any) -> None:
 
 
 def _validate(args: argparse.Namespace) -> None:
-    """A malformed --ood-pred-map is refused before --out is claimed (as argparse refused it before)."""
+    """Refused before --out is claimed: a malformed --ood-pred-map (as argparse refused it before), an --out or
+    --cache-dir in a run folder."""
+    from aflite.rundir.lock import check_outside_runs
     from aflite.runs.evaluate import parse_mapping
 
     parse_mapping(args.ood_pred_map)
+    check_outside_runs(args.out, args.runs)  # evaluate reads run folders and writes elsewhere
+    if args.cache_dir is not None:
+        check_outside_runs(args.cache_dir, args.runs, flag="--cache-dir")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -35,7 +35,8 @@ def register(sub: Any) -> None:
                    help="which text the token test reads: auto = the hypothesis of a pair (the premise for a "
                    "premise-view run), the text of a single-text dataset (default auto)")
     p.add_argument("--neighbours", type=int, default=3, help="nearest kept rows listed per removed row (default 3)")
-    add_cache(p, default="RUN_DIR/cache, where the run left it")
+    add_cache(p, help="cache folder for Φ when explain has to recompute it (default OUT/cache); the run's own "
+              "cache, RUN_DIR/cache, is read first and never written, and a folder inside a run folder is refused")
     p.add_argument("--embeddings", default=None, help="the run's --embeddings file, for a precomputed-Φ run")
     p.add_argument("--embedding-ids", default=None, help="ids of a .npy --embeddings file, one per line")
     p.add_argument("--ngram-coefficients", action="store_true",
@@ -53,7 +54,16 @@ def register(sub: Any) -> None:
     from aflite.cli.options import add_overwrite_option
 
     add_overwrite_option(p)
-    p.set_defaults(handler=run)
+    p.set_defaults(handler=run, validate=_validate)
+
+
+def _validate(args: argparse.Namespace) -> None:
+    """Before --out is claimed: explain reads the run folder and writes elsewhere (--out and --cache-dir)."""
+    from aflite.rundir.lock import check_outside_runs
+
+    check_outside_runs(args.out, [args.run_dir])
+    if args.cache_dir is not None:
+        check_outside_runs(args.cache_dir, [args.run_dir], flag="--cache-dir")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -71,6 +81,8 @@ def run(args: argparse.Namespace) -> int:
                   stop_max_phases=args.stop_max_phases, ngram_coefficients=args.ngram_coefficients,
                   null=args.null)
     r = res.results
+    if r.get("verdict"):
+        print("verdict: " + " ".join(r["verdict"]))
     if r.get("significant_tokens"):
         s = r["significant_tokens"]
         print(f"significant (token, label) pairs on the {r['token_view']}: full {s['full']}, kept {s['kept']}, "

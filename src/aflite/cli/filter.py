@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from aflite.cli.options import SIZE_HELP, add_deprecated, add_device, add_out, add_quiet, add_seed, partitions
+from aflite.cli.options import SIZE_HELP, add_device, add_out, add_quiet, add_seed, partitions
 from aflite.cli.options import size as _size
 
 
@@ -38,14 +38,12 @@ def add_filter_options(p: argparse.ArgumentParser, scaled: bool = False) -> None
                    help=f"stop when |S| <= n; {SIZE_HELP}{said('target_size', '92K/550K')}")
     g.add_argument("-m", "--n-partitions", type=partitions, default=None if scaled else D["n_partitions"],
                    metavar="M", help="linear classifiers per filtering phase (default 64)")
-    add_deprecated(g, "--partitions", "--n-partitions", dest="n_partitions", type=partitions, metavar="M")
     g.add_argument("-t", "--train-size", type=_size, default=default("train_size"), metavar="T",
                    help=f"training set size of each classifier; {SIZE_HELP}{said('train_size', '50K/550K')}")
     g.add_argument("-k", "--slice-size", type=_size, default=default("slice_size"), metavar="K",
                    help=f"most instances removed per phase; {SIZE_HELP}{said('slice_size', '10K/550K')}")
     g.add_argument("--threshold", type=float, default=None if scaled else D["threshold"],
                    metavar="TAU", help="τ: only instances with predictability >= τ are removed (default 0.75)")
-    add_deprecated(g, "--tau", "--threshold", dest="threshold", type=float, metavar="TAU")
     g.add_argument("--strategy", choices=("slicing", "greedy", "gumbel"), default="slicing",
                    help="selection heuristic of appendix A.1 (default slicing, the paper's)")
     if not scaled:
@@ -87,10 +85,8 @@ def register(sub: Any) -> None:
     p.add_argument("--labels", required=True, type=Path,
                    help=".npy vector, or .csv/.tsv/.jsonl/.parquet/.txt with a label column")
     p.add_argument("--label", default=None, metavar="COL", help="label column of --labels (default 'label')")
-    add_deprecated(p, "--label-column", "--label", dest="label", metavar="COL")
     p.add_argument("--ids", type=Path, default=None, help="file of instance ids (default: row numbers)")
     p.add_argument("--id-column", default=None, metavar="COL", help="id column of --ids (default 'id')")
-    add_deprecated(p, "--id", "--id-column", dest="id_column", metavar="COL")
     p.add_argument("--groups", type=Path, default=None,
                    help="file with a group per instance (column 'group'); a group is never split between a "
                    "classifier's training and held-out sides")
@@ -134,7 +130,9 @@ def run(args: argparse.Namespace) -> int:
                        show_progress=not args.quiet, cluster=args.cluster,
                        cluster_scratch=args.cluster_scratch)
     s = res.summary
-    print(f"kept {s['size_after']} of {s['size_before']} instances after {s['n_iterations']} phase(s): "
+    from aflite.verdict import phases_text
+
+    print(f"kept {s['size_after']} of {s['size_before']} instances after {phases_text(s['n_iterations'])}: "
           f"{s['stop_reason']}")
     print(f"results in {args.out}", file=sys.stderr)
     return 0

@@ -12,7 +12,7 @@ One concept, one spelling:
 * ``--cache-dir DIR``, ``--overwrite``, ``--groups premise|none|twins|COLUMN``.
 
 A flag's name is the keyword of the library function the command calls (``--cache-dir`` is ``cache_dir=``);
-``tests/test_cli_keywords.py`` checks it for every command. Old spellings stay one release (:func:`add_deprecated`).
+``tests/test_cli_keywords.py`` checks it for every command.
 
 Results go to stdout, progress and notes to stderr.
 """
@@ -20,7 +20,6 @@ Results go to stdout, progress and notes to stderr.
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -45,7 +44,6 @@ __all__ = [
     "positive_int",
     "partitions",
     "size",
-    "add_deprecated",
     "SIZE_HELP",
 ]
 
@@ -151,10 +149,9 @@ def add_cluster(p: Any, *, what: str) -> None:
 
 
 def add_cache(p: Any, *, default: str = "OUT/cache", help: str | None = None) -> None:  # noqa: A002
-    """``--cache-dir DIR`` (the library's ``cache_dir=``); ``--cache`` is its deprecated spelling."""
+    """``--cache-dir DIR`` (the library's ``cache_dir=``)."""
     p.add_argument("--cache-dir", type=Path, default=None, metavar="DIR",
                    help=help or f"feature / model cache folder, reusable across runs (default {default})")
-    add_deprecated(p, "--cache", "--cache-dir", dest="cache_dir", type=Path, metavar="DIR")
 
 
 def add_columns(p: argparse.ArgumentParser) -> None:
@@ -169,7 +166,6 @@ def add_columns(p: argparse.ArgumentParser) -> None:
     g.add_argument("--text-b", default=None, metavar="COL", help="second text (hypothesis) column")
     g.add_argument("--label", default=None, metavar="COL", help="label column")
     g.add_argument("--id-column", default=None, metavar="COL", help="id column (default: row numbers)")
-    add_deprecated(g, "--id", "--id-column", dest="id_column", metavar="COL")
 
 
 def add_overwrite_option(p: argparse.ArgumentParser) -> None:
@@ -217,20 +213,3 @@ def dataset_options(args: argparse.Namespace) -> dict[str, Any]:
     return {key: value for key in names if (value := getattr(args, key, None))}
 
 
-# ----------------------------------------------------------------------------------------------- old spellings
-def add_deprecated(p: Any, old: str, new: str, *, dest: str, const: Any = None, **kwargs: Any) -> None:
-    """``old`` as a deprecated spelling of ``new`` (same ``dest``): it still works for one release, says so on
-    stderr when used, and is listed in ``--help`` (and the generated guide) as deprecated. With ``const`` it takes
-    no value and stores ``const`` (e.g. ``--no-groups`` for ``--groups none``). See CHANGELOG.md."""
-    from aflite._deprecate import flag_message
-
-    base: type[argparse.Action] = argparse._StoreConstAction if const is not None else argparse._StoreAction
-
-    class Deprecated(base):  # type: ignore[valid-type,misc]
-        def __call__(self, parser: Any, namespace: Any, values: Any, option_string: str | None = None) -> None:
-            print(flag_message(option_string or old, new), file=sys.stderr)
-            super().__call__(parser, namespace, values, option_string)
-
-    extra = {"const": const} if const is not None else {}
-    p.add_argument(old, dest=dest, action=Deprecated, default=argparse.SUPPRESS,
-                   help=f"deprecated spelling of {new} (removed in the next release)", **extra, **kwargs)

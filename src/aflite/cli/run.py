@@ -43,9 +43,6 @@ def add_pipeline_options(p: argparse.ArgumentParser, featurizer_default: str) ->
     from aflite.cli.options import add_groups_option, add_overwrite_option
 
     add_groups_option(p)
-    from aflite.cli.options import add_deprecated
-
-    add_deprecated(p, "--no-groups", "--groups none", dest="groups", const="none")
     add_overwrite_option(p)
     p.add_argument("--probe", action=argparse.BooleanOptionalAction, default=True,
                    help="run the hypothesis-only probe of the summary (--no-probe skips it)")
@@ -57,6 +54,14 @@ def add_pipeline_options(p: argparse.ArgumentParser, featurizer_default: str) ->
     from aflite.cli.filter import add_scale_options
 
     add_scale_options(p, cluster="embed Φ in shards (minilm, warmup, image encoders) and fit the partitions")
+    p.set_defaults(validate=_validate)
+
+
+def _validate(args: argparse.Namespace) -> None:
+    """Before --out is claimed: a --backend the featurizer would ignore."""
+    from aflite.features.registry import check_backend
+
+    check_backend(args.featurizer, args.backend)
 
 
 def register(sub: Any) -> None:
@@ -101,7 +106,10 @@ def report(res: Any) -> None:
     f = s.get("featurizer") or {}
     print(f"Φ: {f.get('name')} ({f.get('dim')} dims, view {f.get('view')})"
           + warmup_line(f.get("info") or {}, "; "))
-    print(f"|D| = {s['dataset_size']} -> |D(Φ)| = {s['size_after']} ({s['n_iterations']} phases; {s['stop_reason']})")
+    from aflite.verdict import phases_text
+
+    print(f"|D| = {s['dataset_size']} -> |D(Φ)| = {s['size_after']} ({phases_text(s['n_iterations'])}; "
+          f"{s['stop_reason']})")
     print(f"parameters: m={p['n_partitions']} t={p['train_size']} k={p['slice_size']} n={p['target_size']} "
           f"tau={p['threshold']} (Table 8 SNLI scaled by {s['scaled_defaults']['scale']:.4f} where not given)")
     shift = s.get("label_shift")
@@ -124,6 +132,7 @@ def report(res: Any) -> None:
 
         print(f"  ({PROBE_MEANING})")
     print(f"filtered dataset: {res.filtered_path}\nsummary: {res.out / 'summary.md'}", file=sys.stderr)
+    print(f"page: {res.out / 'report.html'} (open it in a browser: every row, sortable and searchable, and plots)")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from aflite.cli.options import SIZE_HELP, add_deprecated, add_quiet, add_seed, partitions, size
+from aflite.cli.options import SIZE_HELP, add_quiet, add_seed, partitions, size
 
 
 def _separations(text: str) -> tuple[float, ...]:
@@ -42,11 +42,9 @@ def register(sub: Any) -> None:
                    help="stratified dev share of D used for the accuracies (default 0.2)")
     g = p.add_argument_group("AFLite parameters", "Defaults are Table 8's synthetic column; n is our choice (2t).")
     g.add_argument("-m", "--n-partitions", type=partitions, default=128, metavar="M", help="default 128")
-    add_deprecated(g, "--partitions", "--n-partitions", dest="n_partitions", type=partitions, metavar="M")
     g.add_argument("-t", "--train-size", type=size, default=100, metavar="T", help=f"{SIZE_HELP} (default 100)")
     g.add_argument("-k", "--slice-size", type=size, default=1, metavar="K", help=f"{SIZE_HELP} (default 1)")
     g.add_argument("--threshold", type=float, default=0.75, metavar="TAU", help="τ (default 0.75)")
-    add_deprecated(g, "--tau", "--threshold", dest="threshold", type=float, metavar="TAU")
     g.add_argument("-n", "--target-size", type=size, default=200, metavar="N", help=f"{SIZE_HELP} (default 200)")
     p.add_argument("--out", type=Path, default=None, help="folder for table.txt, results.json and figure2.png")
     p.add_argument("--json", action="store_true", help="print the JSON results instead of the text table")

@@ -39,7 +39,7 @@ from typing import Any
 
 import numpy as np
 
-from aflite.atomic import atomic_path, write_json, write_npy
+from aflite.atomic import atomic_path, new_memmap, write_json, write_npy
 from aflite.errors import ParameterError
 from aflite.hashing import data_fingerprint
 from aflite.threads import thread_policy
@@ -241,7 +241,7 @@ def shards_to_npy(paths: Sequence[Path], dest: str | Path) -> Path:
     first = np.load(paths[0], mmap_mode="r")
     rows = sum(int(np.load(p, mmap_mode="r").shape[0]) for p in paths)
     with atomic_path(dest) as tmp:
-        out = np.lib.format.open_memmap(tmp, mode="w+", dtype=np.float32, shape=(rows, int(first.shape[1])))
+        out = new_memmap(tmp, (rows, int(first.shape[1])))
         lo = 0
         for p in paths:
             part = np.load(p, allow_pickle=False)

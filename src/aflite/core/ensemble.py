@@ -25,18 +25,9 @@ import numpy as np
 from numpy.typing import NDArray
 
 from aflite.core import kernels
-from aflite.core.solver import (
-    SOLVERS,
-    BlockResult,
-    BlockTask,
-    FeatureStore,
-    default_block_size,
-    fit_block_local,
-    fit_whitening,
-    pred_dtype,
-    use_chunked_rows,
-    use_own_rows,
-)
+from aflite.core.blocks import BlockResult, BlockTask, default_block_size, use_chunked_rows, use_own_rows
+from aflite.core.solver import SOLVERS, fit_block_local
+from aflite.core.store import FeatureStore, fit_whitening, pred_dtype
 from aflite.errors import ParameterError
 from aflite.threads import budget
 
@@ -181,7 +172,7 @@ class FastLogisticEnsemble(LinearEnsemble):
 
     ``solver`` ``"fast"`` (default) trains each model on its own rows of S, read chunk by chunk, and starts
     L-BFGS with the previous phase's curvature pairs; ``"previous"`` is the solver before that (every step a
-    pass over all of S), kept so that ``aflite bench --solver both`` can time both on the same partitions.
+    pass over all of S), kept so that ``aflite bench --solvers both`` can time both on the same partitions.
     Both solve the same problem to the same tolerance (see :mod:`aflite.core.solver`).
 
     ``copy_X`` ``False`` (scikit-learn's convention) lets ``prepare`` whiten a float32, C-contiguous X in its own

@@ -23,42 +23,28 @@ from numpy.typing import ArrayLike, NDArray
 from sklearn.base import BaseEstimator
 
 from aflite.core.ensemble import FitStats, LinearEnsemble, make_ensemble
-from aflite.errors import InputError, ParameterError
-from aflite.splits import draw_partitions
-from aflite.threads import limited
-
-__all__ = [
-    "AFLite",
-    "PhaseScores",
-    "IterationRecord",
-    "FilterState",
-    "draw_partitions",
-    "validate_inputs",
-    "scores_from_predictions",
-    "score_phase",
-    "predictability",
-    "select_slice",
-    "SNLI_DEFAULTS",
-]
-
-from aflite.core.phase import (  # one phase, the state and the defaults live in aflite.core.phase
-    SNLI_DEFAULTS,
+from aflite.core.phase import (  # one phase, the state and the size rules live in aflite.core.phase
     FilterState,
     IterationRecord,
     PhaseScores,
     Strategy,
-    predictability,
+    check_model,
+    encode_classes,
+    fresh_model,
+    resolve_size,
     score_phase,
     scores_from_predictions,
+    seed_from,
     select_slice,
+    snli_fraction,
     validate_inputs,
 )
-from aflite.core.phase import check_model as _check_model
-from aflite.core.phase import encode_classes as _encode
-from aflite.core.phase import fresh_model as _fresh_model
-from aflite.core.phase import resolve_size as _resolve_size
-from aflite.core.phase import seed_from as _seed_from
-from aflite.core.phase import snli_fraction as _frac
+from aflite.defaults import SNLI_DEFAULTS
+from aflite.errors import InputError, ParameterError
+from aflite.splits import draw_partitions
+from aflite.threads import limited
+
+__all__ = ["AFLite"]
 
 
 class AFLite(BaseEstimator):
@@ -114,10 +100,10 @@ class AFLite(BaseEstimator):
     def __init__(
         self,
         *,
-        target_size: float | int = _frac("target_size"),
+        target_size: float | int = snli_fraction("target_size"),
         n_partitions: int = SNLI_DEFAULTS["n_partitions"],
-        train_size: float | int = _frac("train_size"),
-        slice_size: float | int = _frac("slice_size"),
+        train_size: float | int = snli_fraction("train_size"),
+        slice_size: float | int = snli_fraction("slice_size"),
         threshold: float = SNLI_DEFAULTS["threshold"],
         strategy: Strategy = "slicing",
         model: Any = "logistic",
@@ -172,10 +158,10 @@ class AFLite(BaseEstimator):
             or self.max_iterations < 0
         ):
             raise ParameterError(f"max_iterations must be None or an int >= 0, not {self.max_iterations!r}")
-        _check_model(self.model)
-        target = _resolve_size(self.target_size, n, "target_size")
-        t = _resolve_size(self.train_size, n, "train_size")
-        k = _resolve_size(self.slice_size, n, "slice_size")
+        check_model(self.model)
+        target = resolve_size(self.target_size, n, "target_size")
+        t = resolve_size(self.train_size, n, "train_size")
+        k = resolve_size(self.slice_size, n, "slice_size")
         if self.strategy == "greedy":
             k = 1
         if target >= n:
@@ -207,16 +193,6 @@ class AFLite(BaseEstimator):
         check_is_fitted(self, "keep_mask_")
         return np.flatnonzero(self.keep_mask_) if indices else self.keep_mask_.copy()
 
-    def get_support(self, indices: bool = False) -> NDArray[Any]:
-        """Deprecated name of :meth:`get_kept_mask` (scikit-learn's ``get_support`` masks columns; this masks
-        rows); kept for one release with a DeprecationWarning."""
-        import warnings
-
-        warnings.warn("AFLite.get_support() is deprecated and will be removed in the next release; use "
-                      "get_kept_mask() (a mask over rows, where scikit-learn's get_support masks columns)",
-                      DeprecationWarning, stacklevel=2)
-        return self.get_kept_mask(indices=indices)
-
     @limited  # one thread policy (aflite.threads)
     def fit(
         self,
@@ -232,14 +208,14 @@ class AFLite(BaseEstimator):
         Xa, ya, ga = validate_inputs(X, y, groups)
         n = len(ya)
         params = self.resolved_params(n)
-        seed = _seed_from(self.random_state)
+        seed = seed_from(self.random_state)
         params["random_state"] = seed
-        self.classes_, codes = _encode(ya)
+        self.classes_, codes = encode_classes(ya)
         self.n_features_in_ = int(Xa.shape[1])
         self.seed_ = seed
         self.params_ = params
         ens = make_ensemble(
-            _fresh_model(self.model), C=float(self.C), device=self.device, storage=self.storage, executor=self.executor
+            fresh_model(self.model), C=float(self.C), device=self.device, storage=self.storage, executor=self.executor
         )
         ens.prepare(Xa, codes, len(self.classes_))
         state = _start_state(n, resume, ens)

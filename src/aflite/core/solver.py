@@ -18,7 +18,7 @@ Two ways of computing the objective over the rows of S (the *solver*):
   in numpy. Predictions come from one GEMM pass at the end, and L-BFGS starts with curvature pairs carried over
   from the previous phase (the problem changes little between phases: 3-4 steps per model instead of 7).
   The optimum and the stopping rule are the same as ``"previous"``; held-out predictions of the two solvers
-  agree to 1e-6 or better (``aflite bench --solver both``, which also gives the measured speed ratio).
+  agree to 1e-6 or better (``aflite bench --solvers both``, which also gives the measured speed ratio).
 """
 
 from __future__ import annotations
@@ -29,43 +29,11 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from aflite.core.blocks import (  # the unit of work and how problems are cut into it (aflite.core.blocks)
-    BlockResult,
-    BlockTask,
-    default_block_size,
-    use_chunked_rows,
-    use_own_rows,
-)
+from aflite.core.blocks import BlockResult, BlockTask
 from aflite.core.lbfgs import LbfgsState
-from aflite.core.store import (  # the feature store and whitening every backend reads (aflite.core.store)
-    FeatureStore,
-    Whitening,
-    chunk_rows,
-    fit_whitening,
-    map_chunks,
-    pred_dtype,
-    shrink_positions,
-    whiten_into,
-)
+from aflite.core.store import FeatureStore, chunk_rows, map_chunks, pred_dtype
 
-__all__ = [
-    "Whitening",
-    "fit_whitening",
-    "whiten_into",
-    "chunk_rows",
-    "shrink_positions",
-    "FeatureStore",
-    "BlockTask",
-    "BlockResult",
-    "LbfgsState",
-    "run_block",
-    "fit_block_local",
-    "default_block_size",
-    "use_own_rows",
-    "use_chunked_rows",
-    "pred_dtype",
-    "SOLVERS",
-]
+__all__ = ["run_block", "fit_block_local", "SOLVERS"]
 
 SOLVERS = ("fast", "previous")
 

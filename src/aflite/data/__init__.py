@@ -7,7 +7,7 @@ and the column, so that the user can go straight to the bad value.
 :func:`open_dataset` (:mod:`~aflite.data.source`) is the one entry point: it decides text or images once and
 returns the :class:`Dataset`.
 
-The modules: :mod:`~aflite.data.text` (text datasets: :func:`load_dataset`, :class:`TextDataset`, the demo
+The modules: :mod:`~aflite.data.text` (text datasets: :func:`load_dataset`, :class:`Dataset`, the demo
 sample), :mod:`~aflite.data.arrays` (precomputed features, labels, ids), :mod:`~aflite.data.write`
 (:func:`write_filtered`), :mod:`~aflite.data.twins` (counterfactual twins), and the readers they share:
 :mod:`~aflite.data.delimited` (CSV/TSV/JSONL), :mod:`~aflite.data.columnar` (Parquet, Hugging Face folders),
@@ -18,28 +18,22 @@ Everything public is importable from ``aflite.data`` itself.
 from __future__ import annotations
 
 from aflite.data.arrays import check_aligned, encode_labels, load_features, load_ids, load_labels
+from aflite.data.families import twin_families
 from aflite.data.files import PathLike
 from aflite.data.options import option_names
 from aflite.data.source import modality_of, open_dataset
-from aflite.data.text import Dataset, SourceInfo, TextDataset, demo_dataset_path, load_dataset
-from aflite.data.twins import (
-    TWINS_WARN_SHARE,
-    TWINS_WARN_TEXTS,
-    counterfactual_twins,
-    twin_families,
-    twins_warning,
-    warn_twins,
-)
+from aflite.data.text import Dataset, SourceInfo, check_view_texts, demo_dataset_path, load_dataset
+from aflite.data.twins import TWINS_WARN_SHARE, TWINS_WARN_TEXTS, counterfactual_twins, twins_warning, warn_twins
 from aflite.data.write import write_filtered
 
 __all__ = [
     "TWINS_WARN_SHARE",
     "TWINS_WARN_TEXTS",
     "PathLike",
-    "Dataset",
     "SourceInfo",
-    "TextDataset",
+    "Dataset",
     "check_aligned",
+    "check_view_texts",
     "counterfactual_twins",
     "demo_dataset_path",
     "encode_labels",

@@ -9,7 +9,7 @@ Three layouts are read (:func:`load_image_dataset`):
 - a **Hugging Face** ``datasets`` folder (``save_to_disk``) with an ``Image`` column; images are read from the
   Arrow files row by row (references ``hf:<row>:<column>:<folder>``), never all at once.
 
-The result is an :class:`aflite.data.TextDataset` whose ``texts_a`` are image references (absolute paths),
+The result is an :class:`aflite.data.Dataset` whose ``texts_a`` are image references (absolute paths),
 so that the featurize cache, the filter and the run directory work unchanged. A corrupt or unreadable image is
 a one-line :class:`~aflite.errors.InputError` naming the file; with ``skip_bad_images`` every image is decoded
 once at load time and the unreadable ones are dropped, counted and listed (``bad_images``).
@@ -149,15 +149,10 @@ def load_image_dataset(
     label: str | None = None,
     id_column: str | None = None,
     skip_bad_images: bool = False,
-    **old_keywords: Any,
 ) -> Dataset:
     """Load an image folder, a table with a path column, or a HF dataset folder with an Image column (see the
     module docstring) as a :class:`aflite.data.Dataset` of image references (``modality == "image"``).
-    ``label`` (the label column, as in :func:`aflite.data.load_dataset`) was ``label_column=`` until this release."""
-    if old_keywords:
-        from aflite._deprecate import renamed_keywords
-
-        label = renamed_keywords(old_keywords, {"label_column": "label"}, "load_image_dataset").get("label", label)
+    ``label`` is the label column, as in :func:`aflite.data.load_dataset`."""
     p = Path(path)
     if not p.exists():
         raise InputError(f"{p}: no such file or folder")
@@ -200,7 +195,7 @@ def _select(ds: Dataset, rows: np.ndarray) -> Dataset:
 
 
 def _load_folder(p: Path) -> Dataset:
-    from aflite.data.text import SourceInfo, TextDataset
+    from aflite.data.text import SourceInfo
 
     refs: list[str] = []
     labels: list[str] = []
@@ -218,7 +213,7 @@ def _load_folder(p: Path) -> Dataset:
     src = SourceInfo(root, "imagefolder", "imagefolder", False, {"text_a": "path", "text_b": None,
                                                                  "label": "label", "id": "path"},
                      np.arange(len(refs), dtype=np.int64))
-    return TextDataset(refs, None, np.asarray(labels, dtype=str), np.asarray(ids, dtype=str), None, src)
+    return Dataset(refs, None, np.asarray(labels, dtype=str), np.asarray(ids, dtype=str), None, src)
 
 
 def _table_columns(p: Path) -> list[str]:
@@ -284,7 +279,7 @@ def _load_table(p: Path, path_column: str | None, label_column: str | None, id_c
 
 def _load_hf(p: Path, image_column: str | None, label_column: str | None, id_column: str | None) -> Dataset:
     from aflite.data.columnar import _hf_label_names
-    from aflite.data.text import SourceInfo, TextDataset
+    from aflite.data.text import SourceInfo
 
     try:
         import datasets
@@ -304,7 +299,7 @@ def _load_hf(p: Path, image_column: str | None, label_column: str | None, id_col
     lcol = label_column or next((c for c in ("label", "labels", "class", "target") if c in hf.column_names), None)
     if lcol is None or lcol not in hf.column_names:
         raise InputError(f"{p}: no label column (columns: {', '.join(hf.column_names)}); name it with "
-                         "--label-column")
+                         "--label")
     names = _hf_label_names(hf, lcol) or {}
     raw_labels = hf[lcol]
     keep = [i for i, v in enumerate(raw_labels) if v is not None and v != -1]
@@ -317,7 +312,7 @@ def _load_hf(p: Path, image_column: str | None, label_column: str | None, id_col
     src = SourceInfo(folder, "hf", "hf-image", False, {"text_a": col, "text_b": None, "label": lcol,
                                                       "id": id_column}, np.asarray(keep, dtype=np.int64))
     dropped = len(raw_labels) - len(keep)
-    return TextDataset(refs, None, np.asarray(labels, dtype=str), np.asarray(ids, dtype=str), None, src,
+    return Dataset(refs, None, np.asarray(labels, dtype=str), np.asarray(ids, dtype=str), None, src,
                        n_dropped=dropped, dropped={"no_label": dropped} if dropped else {})
 
 

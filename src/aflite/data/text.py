@@ -1,4 +1,4 @@
-"""Text datasets: :class:`TextDataset`, :func:`load_dataset` (SNLI/MNLI JSONL, GLUE TSVs, the project's
+"""Text datasets: :class:`Dataset`, :func:`load_dataset` (SNLI/MNLI JSONL, GLUE TSVs, the project's
 premise/hypothesis TSV, generic CSV/TSV/JSONL/Parquet/HF), which columns hold what, groups, and the bundled demo
 sample."""
 
@@ -66,6 +66,7 @@ class Dataset:
     extra: dict[str, list[str]] = field(default_factory=dict)
     modality: str = "text"
     bad_inputs: list[str] = field(default_factory=list)
+    empty_texts: dict[str, int] = field(default_factory=dict)  # column -> rows whose text is empty (or blank)
 
     def __len__(self) -> int:
         return len(self.texts_a)
@@ -85,7 +86,6 @@ class Dataset:
         return self.bad_inputs if self.modality == "image" else []
 
 
-TextDataset = Dataset  # the name before images became a modality of one Dataset
 
 
 _FORMATS = ("auto", "tsv", "csv", "jsonl", "parquet", "hf")
@@ -101,8 +101,7 @@ def load_dataset(
     label_map: dict[Any, str] | None = None,
     group_by_premise: bool = True,
     groups: str | None = None,
-    **old_keywords: Any,
-) -> TextDataset:
+) -> Dataset:
     """Load a text dataset, recognising SNLI/MNLI JSONL, GLUE TSVs (MNLI, QNLI, RTE), the project's
     premise/hypothesis TSV (gzip, no quoting) and generic CSV/TSV/JSONL/Parquet/HF datasets with named
     columns.
@@ -112,15 +111,8 @@ def load_dataset(
     error. For pair data, rows with the same premise text share a group id (``group_by_premise``).
     ``groups`` overrides that: ``"premise"`` (the default; no groups for single texts), ``"none"``, ``"twins"``
     (families: rows joined by a shared premise or hypothesis, see :func:`aflite.data.twin_families`), or the
-    name of a column whose value is the group (e.g. the family id of counterfactual twins). ``file_format`` and
-    ``id_column`` were called ``format=`` and ``id=`` (still accepted for one release, with a warning).
+    name of a column whose value is the group (e.g. the family id of counterfactual twins).
     """
-    if old_keywords:
-        from aflite._deprecate import renamed_keywords
-
-        renamed = renamed_keywords(old_keywords, {"format": "file_format", "id": "id_column"}, "load_dataset")
-        file_format = renamed.get("file_format", file_format)
-        id_column = renamed.get("id_column", id_column)
     if groups is not None and groups not in ("premise", "none", "twins") and not str(groups).strip():
         raise ParameterError(f"{_opt('groups')}: give premise, none, twins or a column name")
     p = Path(path)
@@ -139,6 +131,14 @@ def load_dataset(
 
         why = ", ".join(f"{n:,} {k.replace('_', ' ')}" for k, n in sorted(ds.dropped.items()))
         print(f"{p}: dropped {ds.n_dropped:,} row(s) on load ({why}, e.g. SNLI's '-'); {len(ds):,} rows kept",
+              file=sys.stderr)
+    ds.empty_texts = _count_empty(ds)
+    partly = {c: n for c, n in ds.empty_texts.items() if n < len(ds)}
+    if _CLI_NAMES.get() and partly:  # a column empty in every row is refused (or noted) where it is read
+        import sys
+
+        print(f"warning: {p}: " + "; ".join(f"{n:,} of {len(ds):,} rows have an empty {c!r} text" for c, n in
+                                             partly.items()) + " (featurized as empty: nothing for Φ to read there)",
               file=sys.stderr)
     if groups == "twins":
         from aflite.data.families import twin_families
@@ -206,6 +206,34 @@ def _hf_records(p: Path, fmt: str, roles: dict[str, str | None]) -> _Records:
 
 _READERS = {"tsv": _table_records, "csv": _table_records, "jsonl": _jsonl_records, "parquet": _parquet_records,
             "hf": _hf_records}
+
+
+def _count_empty(ds: Dataset) -> dict[str, int]:
+    """Per text column, the rows whose text is empty or only whitespace (columns with none are left out)."""
+    out = {}
+    for role, texts in (("text_a", ds.texts_a), ("text_b", ds.texts_b)):
+        col = ds.source.columns.get(role)
+        n = 0 if texts is None else sum(not t.strip() for t in texts)
+        if n and col is not None:
+            out[col] = n
+    return out
+
+
+VIEW_SIDES = {"pair": ("text_a", "text_b"), "hypothesis": ("text_b",), "premise": ("text_a",)}
+
+
+def check_view_texts(ds: Dataset, view: str, what: str | None = None) -> None:
+    """Refuse, before anything is computed or written, a view that reads a column whose text is empty in every
+    row: Φ would have nothing to featurize there (n-gram Φ has no vocabulary; an encoder would embed nothing)."""
+    if ds.modality != "text":
+        return
+    for role in VIEW_SIDES.get(view, ("text_a",)) if ds.is_pair else ("text_a",):
+        col = ds.source.columns.get(role) or role
+        if ds.empty_texts.get(col, 0) == len(ds) and len(ds):
+            other = ("; --view premise reads the other column" if role == "text_b" else
+                     "; --view hypothesis reads the other column" if ds.is_pair else "")
+            raise InputError(f"{ds.source.path}: column {col!r} is empty in all {len(ds):,} rows, so "
+                             f"{what or '--view ' + view} has nothing to featurize{other if what is None else ''}")
 
 
 def _detect_format(path: Path) -> str:
@@ -321,7 +349,7 @@ def _build(
     all_cols: list[str],
     label_map: dict[Any, str] | None,
     group_by_premise: bool,
-) -> TextDataset:
+) -> Dataset:
     cols = src.columns
     ca, cb, cl, ci = cols["text_a"], cols["text_b"], cols["label"], cols["id"]
     assert ca is not None and cl is not None
@@ -362,7 +390,7 @@ def _build(
     src.row_index = np.asarray(keep_index, dtype=np.int64)
     if raw is not None:
         src.raw_records = [raw[i] for i in keep_index]
-    return TextDataset(
+    return Dataset(
         texts_a=texts_a,
         texts_b=texts_b,
         labels=np.asarray(labels, dtype=str),
@@ -409,7 +437,7 @@ def _row_id(path: Path, where: str, column: str, v: Any) -> str:
     return str(v)
 
 
-def _column_groups(path: Path, ds: TextDataset, column: str, all_cols: list[str]) -> np.ndarray:
+def _column_groups(path: Path, ds: Dataset, column: str, all_cols: list[str]) -> np.ndarray:
     """Group codes from a column of the file (rows with equal values share a group)."""
     cols = ds.source.columns
     if column in ds.extra:

@@ -9,11 +9,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from aflite.data.families import twin_families as twin_families  # re-exported: the twins' fix
 from aflite.data.options import _opt
 
 if TYPE_CHECKING:
-    from aflite.data.text import TextDataset
+    from aflite.data.text import Dataset
 
 
 def counterfactual_twins(
@@ -58,7 +57,7 @@ def twins_warning(what: str, n_twins: int, n_rows: int, example: Any, group_by: 
             f"or {_opt('groups')} COLUMN when the file has a family id column.")
 
 
-def warn_twins(ds: TextDataset, views: Sequence[str], group_by: str, file: Any = None) -> list[str]:
+def warn_twins(ds: Dataset, views: Sequence[str], group_by: str, file: Any = None) -> list[str]:
     """Print (to stderr) and return one :func:`twins_warning` per side a view uses that has twins."""
     import sys
 

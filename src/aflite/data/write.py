@@ -17,11 +17,11 @@ import numpy as np
 from aflite.atomic import atomic_open
 from aflite.data.columnar import _load_hf, _read_parquet
 from aflite.data.files import PathLike
-from aflite.data.text import TextDataset
+from aflite.data.text import Dataset
 from aflite.errors import InputError, ParameterError
 
 
-def write_filtered(dataset: TextDataset, keep: np.ndarray | Sequence[Any], out_path: PathLike) -> Path:
+def write_filtered(dataset: Dataset, keep: np.ndarray | Sequence[Any], out_path: PathLike) -> Path:
     """Write the kept rows in the input's own format, each record byte for byte as it was (atomically).
 
     ``keep`` is a boolean mask over the dataset rows, or a collection of ids to keep. Line-based formats copy
@@ -65,7 +65,7 @@ def write_filtered(dataset: TextDataset, keep: np.ndarray | Sequence[Any], out_p
     return out
 
 
-def _keep_mask(dataset: TextDataset, keep: np.ndarray | Sequence[Any]) -> np.ndarray:
+def _keep_mask(dataset: Dataset, keep: np.ndarray | Sequence[Any]) -> np.ndarray:
     arr = np.asarray(keep)
     n = len(dataset)
     if arr.dtype == bool:

@@ -277,8 +277,6 @@ def load_checkpoint(path: str | os.PathLike[str], encoder: Any, head: Any | None
         head.load_state_dict(state["head"])
         head.eval()
     encoder.module.eval()
-    # files written before the one trainer kept the loss log as train_log / losses / final_loss
-    losses = state.get("losses") or state.get("train_log") or (
-        [state["final_loss"]] if state.get("final_loss") is not None else [])
+    losses = state.get("losses") or []
     return [str(c) for c in state.get("classes", [])], TrainResult(int(state.get("steps", 0)),
                                                                    [float(v) for v in losses])

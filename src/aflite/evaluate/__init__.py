@@ -39,24 +39,14 @@ tables, plot) and :mod:`~aflite.evaluate.probe` (partial-input probes). Every pu
 
 from __future__ import annotations
 
-from aflite.evaluate.models import (
-    DEFAULT_MODELS,
-    FEATURE_MODELS,
-    MODEL_KINDS,
-    PROBE_FEATURIZERS,
-    VIEWS,
-    FinetuneOptions,
-    ModelSpec,
-)
+from aflite.evaluate.models import FEATURE_MODELS, MODEL_KINDS, PROBE_FEATURIZERS, FinetuneOptions, ModelSpec
 from aflite.evaluate.probe import ProbeResult, compare_partial_input, probe_skip_reason, text_probe_accuracy
 from aflite.evaluate.runner import compare_runs
 from aflite.evaluate.sets import HANS_PRED_MAP, EvalSet, TrainingSet, load_eval_set, load_hans, single_iteration_rows
 from aflite.evaluate.tables import CHANCE_ROW, EvaluationReport, plot_report, render_tables
-from aflite.splits import split_heldout
 
 __all__ = [
     "CHANCE_ROW",
-    "DEFAULT_MODELS",
     "EvalSet",
     "EvaluationReport",
     "FEATURE_MODELS",
@@ -67,7 +57,6 @@ __all__ = [
     "PROBE_FEATURIZERS",
     "ProbeResult",
     "TrainingSet",
-    "VIEWS",
     "compare_partial_input",
     "probe_skip_reason",
     "compare_runs",
@@ -76,6 +65,5 @@ __all__ = [
     "plot_report",
     "render_tables",
     "single_iteration_rows",
-    "split_heldout",
     "text_probe_accuracy",
 ]

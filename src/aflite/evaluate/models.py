@@ -12,15 +12,14 @@ import numpy as np
 from numpy.typing import NDArray
 
 from aflite.atomic import load_cached_npy, write_npy
-from aflite.defaults import DEFAULT_MODELS as DEFAULT_MODELS  # the CLI states it without importing this module
 from aflite.errors import ParameterError
+from aflite.features.base import VIEWS
 from aflite.features.registry import featurizer_names, spec
 from aflite.hashing import data_fingerprint
 
 MODEL_KINDS = ("probe", "mlp", "ngram", "ppmi", "finetune")
 FEATURE_MODELS = ("probe", "mlp")
 PROBE_FEATURIZERS = featurizer_names("evaluate")  # the registry's; the image featurizers: image datasets
-VIEWS = ("pair", "hypothesis", "premise")
 
 
 @dataclass(frozen=True)
@@ -152,6 +151,7 @@ class _FeatureStore:
         self.show_progress = show_progress
         self.minilm_options = minilm_options
         self.image_options: dict[str, Any] = {}
+        self.read_only: list[Path] = []  # the runs' caches: their Φ is reused, never written
         self._memo: dict[tuple[str, str, str], NDArray[np.float32]] = {}
         self._ngram: dict[str, Any] = {}
 
@@ -176,10 +176,11 @@ class _FeatureStore:
         if found.frozen:  # a fixed encoder embeds every corpus on its own, at the top level of the cache folder
             from aflite.features import featurize
 
-            # as `aflite run` and `aflite audit` lay it out, so that a run's cache folder given as the cache reuses
-            # the run's matrices instead of embedding D again; image options as the run used them
-            x = np.asarray(featurize(a, b, featurizer, "pair", cache_dir=self.cache, show_progress=self.show_progress,
-                                     **self.options_for(featurizer)).X, dtype=np.float32)
+            # as `aflite run` and `aflite audit` lay it out, so that a shared cache folder (or a run's own cache,
+            # read only) reuses the run's matrices instead of embedding D again; image options as the run used them
+            x = np.asarray(featurize(a, b, featurizer, "pair", cache_dir=self.cache, read_only=self.read_only,
+                                     show_progress=self.show_progress, **self.options_for(featurizer)).X,
+                           dtype=np.float32)
         else:  # a featurizer fitted to its rows (n-grams): fitted on D, applied to every corpus
             path = self.cache / "features" / f"evalngram-{view}-{self.d.fingerprint[:16]}-{corpus.fingerprint[:16]}.npy"
             cached = load_cached_npy(path, len(a))

@@ -26,9 +26,12 @@ class ProbeResult:
         return asdict(self)
 
 
-def probe_skip_reason(labels: NDArray[Any], folds: int = 5) -> str | None:
+def probe_skip_reason(labels: NDArray[Any], folds: int = 5, groups: NDArray[Any] | None = None) -> str | None:
     """Why a ``folds``-fold probe cannot be trained on these labels (None when it can): every training fold
-    needs two classes, so at least two classes must have as many rows as there are folds (at least 2)."""
+    needs two classes, so at least two classes must have as many rows as there are folds (at least 2); grouped
+    folds need at least two groups."""
+    if groups is not None and len(np.unique(groups)) < 2:
+        return "all rows are in one group, so grouped folds cannot hold any out"
     names, counts = np.unique(np.asarray(labels).astype(str), return_counts=True)
     k = int(max(2, min(folds, counts.min()))) if len(counts) else 2
     if (counts >= k).sum() >= 2:
@@ -41,15 +44,18 @@ def probe_skip_reason(labels: NDArray[Any], folds: int = 5) -> str | None:
 
 
 def text_probe_accuracy(
-    texts: list[str], labels: NDArray[Any], folds: int = 5, random_state: int = 0
+    texts: list[str], labels: NDArray[Any], folds: int = 5, random_state: int = 0,
+    groups: NDArray[Any] | None = None,
 ) -> tuple[float, float]:
-    """k-fold accuracy of a TF-IDF (word 1–2-grams) logistic regression: a cheap partial-input baseline."""
+    """k-fold accuracy of a TF-IDF (word 1–2-grams) logistic regression: a cheap partial-input baseline.
+    With ``groups`` (the run's: premise, twins, a family column) no group sits on both sides of a fold
+    (:func:`aflite.splits.probe_folds`), as in the filter's partitions."""
     from sklearn.base import clone
     from sklearn.feature_extraction.text import TfidfVectorizer
     from sklearn.linear_model import LogisticRegression
-    from sklearn.model_selection import StratifiedKFold
     from sklearn.pipeline import make_pipeline
 
+    from aflite.splits import probe_folds
     from aflite.threads import map_fits
 
     y = np.asarray(labels)
@@ -58,7 +64,6 @@ def text_probe_accuracy(
     model = make_pipeline(
         TfidfVectorizer(ngram_range=(1, 2), min_df=2, sublinear_tf=True), LogisticRegression(C=1.0, max_iter=2000)
     )
-    cv = StratifiedKFold(n_splits=k, shuffle=True, random_state=random_state)
     X = np.asarray(texts, dtype=object)
 
     def fold(split: tuple[NDArray[np.intp], NDArray[np.intp]]) -> float:
@@ -66,7 +71,7 @@ def text_probe_accuracy(
         return float(clone(model).fit(X[tr], y[tr]).score(X[te], y[te]))
 
     # the folds side by side, one BLAS/OpenMP thread each (aflite.threads); the same scores as cross_val_score
-    scores = np.asarray(map_fits(fold, list(cv.split(X, y))))
+    scores = np.asarray(map_fits(fold, probe_folds(y, groups, k, random_state)))
     return float(scores.mean()), float(scores.std())
 
 
@@ -79,18 +84,22 @@ def compare_partial_input(
     random_state: int = 0,
     random_repeats: int = 3,
     progress: Any = None,
+    groups: NDArray[Any] | None = None,
 ) -> list[ProbeResult]:
     """The probe on D, on D(Φ) (``keep``) and on random subsets of D with |D(Φ)| rows (seeded).
-    ``progress`` (e.g. a tqdm bar of 2 + ``random_repeats`` steps) is updated after each training set."""
+    ``progress`` (e.g. a tqdm bar of 2 + ``random_repeats`` steps) is updated after each training set.
+    ``groups`` (one per row, e.g. the run's): every set's folds keep a group on one side."""
     y = np.asarray(labels)
+    g = None if groups is None else np.asarray(groups)
     out = []
 
     def one(name: str, rows: NDArray[np.intp], seed: int) -> ProbeResult:
         yy = y[rows]
         maj = float(np.unique(yy, return_counts=True)[1].max() / len(yy)) if len(yy) else float("nan")
-        why = probe_skip_reason(yy, folds)
+        gg = None if g is None else g[rows]
+        why = probe_skip_reason(yy, folds, gg)
         if why is None:
-            acc, sd = text_probe_accuracy([texts[i] for i in rows], yy, folds, seed)
+            acc, sd = text_probe_accuracy([texts[i] for i in rows], yy, folds, seed, gg)
         else:  # e.g. a subset of an imbalanced set that holds one class: no probe, and the reason recorded
             acc, sd = float("nan"), float("nan")
         if progress is not None:

@@ -17,12 +17,12 @@ import numpy as np
 from numpy.typing import NDArray
 from tqdm import tqdm
 
-from aflite.data import open_dataset, warn_twins
+from aflite.data import check_view_texts, open_dataset, warn_twins
+from aflite.defaults import DEFAULT_MODELS
 from aflite.device import torch_device
 from aflite.errors import InputError, ParameterError
 from aflite.evaluate.jobs import Job, JobContext
 from aflite.evaluate.models import (
-    DEFAULT_MODELS,
     FinetuneOptions,
     ModelSpec,
     _Corpus,
@@ -79,6 +79,7 @@ def _load(data: str | os.PathLike[str], specs: list[ModelSpec], ft: FinetuneOpti
     for sp_ in specs:
         if sp_.view == "hypothesis" and not ds.is_pair:
             raise ParameterError(f"model {sp_.key}: the dataset has one text column; use view 'premise' or 'pair'")
+        check_view_texts(ds, sp_.view, f"model {sp_.key}")  # a column empty in every row: nothing to read
     return ds, ft
 
 
@@ -158,6 +159,7 @@ def _runs(data: str | os.PathLike[str], ds: Any, runs: Sequence[str | os.PathLik
 def _store(d_corpus: _Corpus, cache: Path, show_progress: bool, minilm_options: dict[str, Any] | None,
            run_objs: list[Any]) -> _FeatureStore:
     store = _FeatureStore(d_corpus, cache, show_progress, dict(minilm_options or {}))
+    store.read_only = [Path(r.path) / "cache" for r in run_objs]  # the runs' Φ, reused and never written
     for r in run_objs:  # image features at the size (and model) the run's Φ used, so a shared cache is reused
         f = r.summary.get("featurizer") or {}
         if f.get("name") in REGISTRY and featurizer_spec(f["name"]).modality == "image":

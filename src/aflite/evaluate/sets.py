@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from aflite.core.filter import predictability
+from aflite.core.phase import predictability
 from aflite.data import open_dataset
 from aflite.errors import InputError, ParameterError
 from aflite.features import featurize_dataset
@@ -167,22 +167,16 @@ def single_iteration_rows(
     params = run.summary.get("parameters")
     if not f or not params:
         raise InputError(f"{run.path}: summary.json lacks the featurizer or parameters needed for the "
-                         "single-iteration baseline (pass single_iteration=False / --no-single)")
+                         "single-iteration baseline (pass single_iteration=False / --no-single-iteration)")
     name, view = f["name"], f.get("view", "pair")
     opts = run_options(name, f.get("options"))  # the run's own Φ: its backend, this release's option names
     run_seed = int(params.get("random_state", 0))
-    # the run's Φ is cached where the run put it: OUT/cache, or a shared folder given to both `aflite run --cache`
-    # and this evaluation's cache (top level); recomputing it (an encoder pass, a warm-up fine-tuning) is the last
-    # resort
-    run_cache = run.path / "cache"
-    if run_cache.is_dir():
-        feat_cache = run_cache
-    elif any(cache_dir.glob(f"{name}-{view}-*.json")):
-        feat_cache = cache_dir
-    else:
-        feat_cache = cache_dir / "features"
+    # the run's Φ is cached where the run put it: RUN/cache (read only: a run folder is the run's), or a shared
+    # folder given to both `aflite run --cache-dir` and this evaluation's cache (top level); recomputing it (an
+    # encoder pass, a warm-up fine-tuning) is the last resort, into this evaluation's cache
+    feat_cache = cache_dir if any(cache_dir.glob(f"{name}-{view}-*.json")) else cache_dir / "features"
     feats = featurize_dataset(ds, name, view, feat_cache, warmup_size=int(params["train_size"]), warmup_seed=run_seed,
-                              show_progress=show_progress, **opts)
+                              read_only=[run.path / "cache"], show_progress=show_progress, **opts)
     rows = np.asarray(feats.rows, dtype=np.intp)
     X = feats.X.toarray() if hasattr(feats.X, "toarray") else feats.X
     groups = ds.groups[rows] if (params.get("groups") and ds.groups is not None) else None

@@ -87,7 +87,8 @@ def compare_phase(
     The first solver is the one reported as "fast"; with ``("fast", "previous")`` the output also holds the
     previous solver's time, the ratio of the two and their agreement with each other and with the reference.
     """
-    from aflite.core.filter import draw_partitions, scores_from_predictions
+    from aflite.core.phase import scores_from_predictions
+    from aflite.splits import draw_partitions
 
     say = log or (lambda *_: None)
     _, codes = np.unique(y, return_inverse=True)
@@ -133,7 +134,7 @@ def _compare_solvers(per: dict[str, dict[str, Any]], preds: dict[str, NDArray[An
                      codes: NDArray[np.int64], mask: NDArray[Any], p_fast_all: NDArray[Any], top_k: int,
                      tie: NDArray[Any], n_partitions: int, say: Any) -> None:
     """Another solver against the main one: time ratios and agreement of held-out predictions, p̃ and top k."""
-    from aflite.core.filter import scores_from_predictions
+    from aflite.core.phase import scores_from_predictions
 
     pf, po, fast = preds[main], preds[other], per[main]
     held = ~mask
@@ -158,7 +159,7 @@ def _reference(X: NDArray[np.float32], codes: NDArray[np.int64], rows: NDArray[A
     """scikit-learn's LogisticRegression on the first ``r`` partitions: its time scaled to all of them, and every
     solver's agreement with it on those partitions."""
     from aflite.core.ensemble import SklearnEnsemble
-    from aflite.core.filter import scores_from_predictions
+    from aflite.core.phase import scores_from_predictions
 
     subset = list(range(r))
     say(f"reference path: scikit-learn LogisticRegression on {r} of {n_partitions} partitions ...")
@@ -381,17 +382,12 @@ def run_benchmark(
     real_features: str | None = None,
     real_labels: str | None = None,
     real_complete: bool = True,
-    **old_keywords: Any,
 ) -> dict[str, Any]:
     """The benchmark: one phase per solver and the reference (same partitions), the complete filter per solver,
     and optionally the same on real features (``real_features``/``real_labels``, Table 8 scaled to their size).
-    ``dim`` (``d=`` until this release) is the synthetic features' dimension. ``solvers`` and ``complete_solvers``
+    ``dim`` is the synthetic features' dimension. ``solvers`` and ``complete_solvers``
     are a tuple or one of ``fast``, ``previous``, ``both``; ``complete_solvers`` defaults to ``solvers``, but only
     the fast one for both (the previous solver's complete run takes several times longer)."""
-    if old_keywords:
-        from aflite._deprecate import renamed_keywords
-
-        dim = renamed_keywords(old_keywords, {"d": "dim"}, "run_benchmark").get("dim", dim)
     d = dim
     solvers = _solver_tuple(solvers)
     if complete_solvers is None:

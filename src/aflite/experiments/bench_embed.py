@@ -21,7 +21,7 @@ import numpy as np
 from aflite.errors import ParameterError
 from aflite.experiments.embed_common import agreement_passes, gemm_rates, kept_set_agreement, timing_summary
 
-__all__ = ["EMBED_MODELS", "DEFAULT_ITEMS", "embed_benchmark", "format_embed_report", "gemm_rates", "flops_per_token"]
+__all__ = ["EMBED_MODELS", "DEFAULT_ITEMS", "embed_benchmark", "format_embed_report", "flops_per_token"]
 
 BACKENDS = ("torch", "onnx", "onnx-int8")
 EMBED_MODELS = ("minilm", "efficientnet-lite0")  # what --embed benchmarks (the first: text pairs; then images)
@@ -60,7 +60,7 @@ def _text_benchmark(data: str | os.PathLike[str], *, n_items: int, rounds: int, 
                     log: Callable[[str], None]) -> dict[str, Any]:
     """The text encoder's bench: MiniLM on ``n_items`` pairs, each backend, ``rounds`` times."""
     if n_items < 1 or rounds < 1:
-        raise ParameterError("--embed-items and --embed-rounds must be >= 1")
+        raise ParameterError("--n-items and --rounds must be >= 1")
     from aflite.data import load_dataset
     from aflite.features.minilm import MiniLMFeaturizer
     from aflite.threads import budget

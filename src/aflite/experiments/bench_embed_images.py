@@ -59,7 +59,7 @@ def image_embed_benchmark(data: str | os.PathLike[str], *, model: str = "efficie
     sets are filtered from the timed images' Φ (no second pass: on 2 cores torch embeds only a few images per
     second), or from every image's with ``kept_all``."""
     if n_items < 1 or rounds < 1:
-        raise ParameterError("--embed-items and --embed-rounds must be >= 1")
+        raise ParameterError("--n-items and --rounds must be >= 1")
     from aflite.data.images import load_image_dataset
     from aflite.encoders.onnx_images import calibration_sample
     from aflite.features.images import ImageFeaturizer

@@ -60,7 +60,8 @@ class _MemorySampler:
 def _scale_child(conn: Any, spec: dict[str, Any]) -> None:
     """One measured job in a fresh process: a phase (or the whole filter) on a memory-mapped .npy."""
     from aflite.core.ensemble import FastLogisticEnsemble
-    from aflite.core.filter import AFLite, draw_partitions
+    from aflite.core.filter import AFLite
+    from aflite.splits import draw_partitions
 
     out: dict[str, Any] = {}
     with _MemorySampler() as mem:

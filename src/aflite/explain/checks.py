@@ -17,8 +17,10 @@ from aflite.explain.datamap import REGION_RULE, label_issues, overlap_table, reg
 from aflite.explain.reasons import IMAGE_INPUTS, fit_surrogate, image_inputs, nearest_kept, text_inputs
 from aflite.explain.recompute import ngram_terms
 from aflite.explain.stoprule import continue_until_clean
+from aflite.verdict import SPREAD_FACTOR, number
 
-__all__ = ["DataMap", "LabelIssueCheck", "Neighbours", "NgramCoefficients", "StopRule", "Surrogate", "TokenArtifacts"]
+__all__ = ["DataMap", "LabelIssueCheck", "Neighbours", "NgramCoefficients", "StopRule", "Surrogate", "TokenArtifacts",
+           "label_issue_verdict", "token_verdict"]
 
 
 def _token_test(data: CheckData) -> dict[str, Any]:
@@ -72,10 +74,31 @@ class TokenArtifacts(Check):
                                "base_rates": v.base_rates} for k, v in sets.items()},
             "top_artifacts": {k: sets[k].top(10) for k in ("full", "kept")}}
         scores = _row_scores(B, vocab, data.y, data.classes, sets["full"])
-        verdict = [f"Token artifacts on the {data.text_view}: {sig['full']} significant (token, label) pair(s) on D, "
-                   f"{sig['kept']} on D(Φ) and {sig['random']:.1f} on same-size random subsets."]
+        verdict = token_verdict(summary)
         return CheckResult(self.name, scores, ~np.isnan(scores), summary, verdict, _token_markdown(summary, sets),
                            columns={}, detail=sets)
+
+
+def token_verdict(res: dict[str, Any]) -> list[str]:
+    """Token artifacts significant on D(Φ) against same-size random subsets of D, judged against the subsets'
+    spread (in counts: at least half a pair)."""
+    sig = res.get("significant_tokens") or {}
+    full, kept, rand = number(sig.get("full")), number(sig.get("kept")), number(sig.get("random"))
+    per_seed = [v for v in (number(x) for x in res.get("significant_tokens_random_per_seed") or []) if v is not None]
+    if full is None or kept is None or rand is None:
+        return []
+    mean = sum(per_seed) / len(per_seed) if per_seed else rand
+    sd = (sum((v - mean) ** 2 for v in per_seed) / len(per_seed)) ** 0.5 if per_seed else 0.0
+    spread = max(sd, 0.5)
+    if kept < rand - SPREAD_FACTOR * spread:
+        judged = "fewer than a random cut of the same size leaves, beyond the subsets' spread"
+    elif kept > rand + SPREAD_FACTOR * spread:
+        judged = "more than a random cut of the same size leaves: the filter did not target them"
+    else:
+        judged = "as many as a random cut of the same size leaves, within the subsets' spread"
+    return [f"On the {res.get('token_view') or 'text'}, {full:.0f} (token, label) pair(s) are significant artifacts "
+            f"on D and {kept:.0f} on D(Φ), against {rand:.1f} (±{sd:.1f}) on same-size random subsets of D: "
+            f"{judged}."]
 
 
 def _row_scores(B: Any, vocab: np.ndarray, y: np.ndarray, classes: np.ndarray, full: TokenStats) -> np.ndarray:
@@ -181,22 +204,77 @@ class LabelIssueCheck(Check):
 
     def find(self, data: CheckData) -> CheckResult:
         issues = label_issues(data.phase.first_phase_proba_, data.y)
+        # the same measure with the labels permuted (seeded; the probabilities unchanged): what confident learning
+        # flags when the labels carry no information for the first phase's models, for the count to be read against
+        shuffled: list[int] = []
+        if issues.flags is not None and issues.skipped is None:
+            perm_rng = np.random.default_rng([data.seed, 34])
+            for _ in range(data.options.get("random_seeds", 5)):
+                sh = label_issues(data.phase.first_phase_proba_, perm_rng.permutation(data.y))
+                if sh.flags is not None and sh.skipped is None:
+                    shuffled.append(int(sh.flags.sum()))
         region = data.found["datamap"].detail
         overlap = overlap_table(~data.keep, region, issues.flags)
         flags = issues.flags
-        li = {"n": None if flags is None else int(flags.sum()), "skipped": issues.skipped, "method": issues.method,
-              "input": "mean held-out probabilities of the first phase"}
-        md = ["Label issues: " + (f"{li['n']:,} candidate(s) from {li['method']} on the {li['input']}."
-                                  if li["skipped"] is None else f"skipped — {li['skipped']}."), "",
+        li = {"n": None if flags is None else int(flags.sum()), "rows": len(data), "skipped": issues.skipped,
+              "method": issues.method, "input": "mean held-out probabilities of the first phase",
+              "shuffled_labels": _shuffled(shuffled)}
+        md = ["Label issues: " + (_issues_line(li) if li["skipped"] is None else f"skipped — {li['skipped']}."), "",
               "Overlap of AFLite's removed set with each group:", "",
               md_table(["group", "rows", "removed", "share of group removed", "share of removed set"],
                        [[o["group"], f"{o['size']:,}", f"{o['removed']:,}", pct(o["share_of_group_removed"]),
                          pct(o["share_of_removed_in_group"])] for o in overlap]), ""]
-        verdict = [] if flags is None or issues.skipped is not None else [
-            f"cleanlab flags {int(flags.sum()):,} row(s) as label-issue candidates; the filter removed "
-            f"{int((flags & ~data.keep).sum()):,} of them."]
+        verdict = label_issue_verdict(li)
         return CheckResult(self.name, None, flags, {"label_issues": li, "overlap": overlap}, verdict, md,
                            {"label_issue": [""] * len(data) if flags is None else [int(f) for f in flags]})
+
+
+# label issues against the count with permuted labels ("chance"): at or above CHANCE_CLOSE of it the flags are read
+# as the models' blind spots, under CHANCE_HALF as label-error candidates, in between as a mix
+CHANCE_CLOSE = 0.8
+CHANCE_HALF = 0.5
+
+
+def _shuffled(counts: list[int]) -> dict[str, Any] | None:
+    """The label-issue count with permuted labels: per permutation, mean and standard deviation."""
+    if not counts:
+        return None
+    arr = np.asarray(counts, dtype=float)
+    return {"per_seed": counts, "mean": float(arr.mean()), "std": float(arr.std()),
+            "meaning": "cleanlab's count on the same first-phase probabilities with the labels permuted (seeded): "
+                       "what it flags when the labels carry no information for these models"}
+
+
+def _issues_line(li: dict[str, Any]) -> str:
+    sh = li.get("shuffled_labels")
+    chance = (f"; with the labels permuted, {sh['mean']:,.1f} (± {sh['std']:.1f}, {len(sh['per_seed'])} "
+              f"permutations)") if sh else ""
+    return f"{li['n']:,} candidate(s) of {li.get('rows', 0):,} rows from {li['method']} on the {li['input']}{chance}."
+
+
+def label_issue_verdict(li: dict[str, Any]) -> list[str]:
+    """cleanlab's label-issue count against the same measure with the labels permuted (chance): within twice the
+    permutations' spread or at CHANCE_CLOSE of it and above, the flags are the models' blind spots; under CHANCE_HALF
+    of it, label-error candidates."""
+    n, rows, sh = number(li.get("n")), number(li.get("rows")), li.get("shuffled_labels") or {}
+    s_mean, s_sd = number(sh.get("mean")), number(sh.get("std")) or 0.0
+    if li.get("skipped") is not None or n is None or not rows or s_mean is None:
+        return []
+    spread = max(s_sd, 0.5)
+    pct = f"{n:,.0f} of {rows:,.0f} rows ({100 * n / rows:.0f}%)"
+    against = (f"against {s_mean:,.1f} ({100 * s_mean / rows:.0f}%) with the labels permuted, the count when labels "
+               f"carry no information for Φ's models")
+    ratio = n / s_mean if s_mean > 0 else 0.0
+    if n >= s_mean - SPREAD_FACTOR * spread or ratio >= CHANCE_CLOSE:
+        reading = ("close to that chance count, so the flags mark rows Φ's models cannot predict (e.g. texts that "
+                   "recur with other labels), not label errors one can tell apart")
+    elif ratio >= CHANCE_HALF:
+        reading = ("below that chance count but not far: read the flags as rows the models find hard, among which "
+                   "label errors may be")
+    else:
+        reading = ("well under half that chance count: the flagged rows disagree with a pattern the models learned, "
+                   "candidates worth reading as label errors")
+    return [f"Confident learning flags {pct} as possible label errors, {against}: {reading}."]
 
 
 class Surrogate(Check):

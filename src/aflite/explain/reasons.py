@@ -5,7 +5,8 @@ of hashed TF-IDF, so the ensemble's coefficients are weights on SVD directions, 
 question "which inputs pushed the ensemble towards this row's gold label" is therefore answered by a surrogate:
 
 * inputs: for text, one binary column per (token, label) pair — token t occurs in the row *and* the row's gold
-  label is c — over the tokens of the competency table (seen ≥ min_count times), plus one column per label;
+  label is c — over the tokens of the competency table (seen ≥ min_count times) except :data:`FUNCTION_WORDS`,
+  plus one column per label;
   for images, the same interaction of the label with cheap image statistics (a 4-bin histogram per RGB channel,
   mean and std of brightness, width, height and aspect ratio, each standardised);
 * target: the first phase's p̃ (rows never held out are left out);
@@ -34,6 +35,23 @@ from numpy.typing import NDArray
 __all__ = ["Surrogate", "fit_surrogate", "text_inputs", "image_inputs", "nearest_kept", "ngram_token_scores",
            "row_top_tokens", "IMAGE_INPUTS"]
 
+# English function words left out of the surrogate's inputs (so of every row's top_features): articles, forms of
+# "be", "have" and "do", prepositions, conjunctions, pronouns and demonstratives. They occur in most rows of any
+# English set and, given the Lasso's few terms, would otherwise be the reason shown for most rows ("a", "the",
+# "is"), which tells a reader nothing. Negations and quantifiers ("not", "no", "nobody", "never", "two", "some")
+# are *not* in the list: they are known NLI artifacts. The token test (tokens.csv) keeps every token. Our own
+# list, written for this purpose.
+FUNCTION_WORDS = frozenset("""
+a an the
+is are was were be been being am 's 're 'm
+has have had having do does did
+in on at to of for with by from into onto upon over under about above below across along around through toward
+towards near behind beside between among during before after off up down
+and or but nor so yet as if than then while because although though
+it its he she they them him her his hers their theirs we us our ours you your yours i me my mine
+this that these those there here who whom whose which what
+""".split())
+
 IMAGE_INPUTS = tuple(f"hist_{c}{b}" for c in "rgb" for b in range(4)) + (
     "brightness", "brightness_std", "width", "height", "aspect")
 
@@ -50,9 +68,11 @@ class Surrogate:
 
 
 def text_inputs(B: sp.csr_matrix, vocab: NDArray[np.str_], min_count: int) -> tuple[sp.csr_matrix, NDArray[np.str_]]:
-    """The token columns of the surrogate: tokens seen in at least ``min_count`` texts."""
+    """The token columns of the surrogate: tokens seen in at least ``min_count`` texts, except
+    :data:`FUNCTION_WORDS`."""
     counts = np.asarray(B.sum(0)).ravel()
-    keep = np.flatnonzero(counts >= min_count)
+    content = np.asarray([str(t) not in FUNCTION_WORDS for t in vocab], dtype=bool)
+    keep = np.flatnonzero((counts >= min_count) & content)
     return B[:, keep].astype(np.float64).tocsr(), vocab[keep]
 
 

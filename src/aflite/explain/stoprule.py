@@ -48,7 +48,8 @@ def continue_until_clean(
 
     ``significant(rows) -> int`` counts the Bonferroni-significant (token, label) pairs on those rows.
     """
-    from aflite.core.filter import AFLite, FilterState
+    from aflite.core.filter import AFLite
+    from aflite.core.phase import FilterState
     from aflite.errors import ParameterError
 
     k = max(1, int(params["slice_size"]) // 4)

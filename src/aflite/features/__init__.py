@@ -50,11 +50,10 @@ if TYPE_CHECKING:  # the names for type checkers; at run time each is imported o
     )
     from aflite.features.cache import Features, cache_key, featurize, featurize_dataset, make_featurizer
     from aflite.features.images import ImageFeaturizer
-    from aflite.features.minilm import MiniLMFeaturizer, default_model_path
+    from aflite.features.minilm import MiniLMFeaturizer
     from aflite.features.ngram import NgramFeaturizer
     from aflite.features.precomputed import PrecomputedFeaturizer, align_embeddings, load_embeddings
     from aflite.features.warmup import WarmupFeaturizer, select_warmup_rows
-    from aflite.hashing import data_fingerprint
 
 # public name -> module; lazy so that the CLI can read aflite.features.registry (``aflite --help``) without numpy
 _LAZY: dict[str, str] = {
@@ -64,12 +63,10 @@ _LAZY: dict[str, str] = {
                    "aflite.features.cache"),
     "ImageFeaturizer": "aflite.features.images",
     "MiniLMFeaturizer": "aflite.features.minilm",
-    "default_model_path": "aflite.features.minilm",
     "NgramFeaturizer": "aflite.features.ngram",
     **dict.fromkeys(("PrecomputedFeaturizer", "align_embeddings", "load_embeddings"), "aflite.features.precomputed"),
     "WarmupFeaturizer": "aflite.features.warmup",
     "select_warmup_rows": "aflite.features.warmup",
-    "data_fingerprint": "aflite.hashing",
 }
 
 
@@ -109,8 +106,6 @@ __all__ = [
     "align_embeddings",
     "apply_view",
     "cache_key",
-    "data_fingerprint",
-    "default_model_path",
     "featurize",
     "featurize_dataset",
     "load_embeddings",

@@ -82,6 +82,7 @@ def featurize(
     chunk_size: int = DEFAULT_CHUNK_SIZE,
     show_progress: bool = True,
     shards: Any = None,
+    read_only: Sequence[str | os.PathLike[str]] = (),
     **options: Any,
 ) -> Features:
     """Featurize a dataset under a view, with an on-disk cache and resumable encoder runs.
@@ -93,7 +94,9 @@ def featurize(
     ngram: ``.npz``) and reloaded by an identical call; encoder runs write every ``chunk_size`` rows to
     ``<stem>.parts/`` and a restarted run skips the chunks already there. ``shards`` replaces that chunk loop (same
     arguments as ``_transform_chunked``): the same chunks computed elsewhere, e.g. on a Dask cluster by
-    :class:`aflite.cluster.ShardedTransform`; featurizers without chunks (ngram, precomputed) ignore it.
+    :class:`aflite.features.shards.ShardedTransform`; featurizers without chunks (ngram, precomputed) ignore it.
+    ``read_only`` are cache folders looked in first and never written (not even to drop a damaged entry): another
+    command's, e.g. a run folder's cache read by ``explain`` or ``evaluate``.
     """
     if chunk_size < 1:
         raise ParameterError(f"chunk_size must be >= 1, got {chunk_size}")
@@ -119,10 +122,14 @@ def featurize(
     rows = np.flatnonzero(mask)
     job = FeatureJob(featurizer, view, a, b, y, opts, extra, None, "", chunk_size, show_progress, shards,
                      _transform_chunked)
+    if cache_dir is not None or read_only:
+        job.stem = f"{featurizer}-{view}-{cache_key(a, b, featurizer, view, opts, extra or None)[:20]}"
+        found = _read_only(read_only, job.stem)
+        if found is not None:
+            return Features(found[0], rows, warmup_rows, featurizer, view, opts, found[1], True, found[2])
     if cache_dir is not None:
         job.cache = Path(cache_dir)
         job.cache.mkdir(parents=True, exist_ok=True)
-        job.stem = f"{featurizer}-{view}-{cache_key(a, b, featurizer, view, opts, extra or None)[:20]}"
         hit = _load_cached(job.cache, job.stem)
         if hit is not None:
             log.info("features loaded from cache %s", job.cache / job.stem)
@@ -134,6 +141,17 @@ def featurize(
     info["rows_per_second"] = round(len(rows) / max(info["seconds"], 1e-9), 1)
     out_path = None if job.cache is None else _store(job, x, warmup, n, info)
     return Features(x, rows, warmup_rows, featurizer, view, opts, out_path, False, info)
+
+
+def _read_only(folders: Sequence[str | os.PathLike[str]], stem: str) -> tuple[Matrix, Path, dict[str, Any]] | None:
+    """(matrix, its file, its info) of ``stem`` in the first of ``folders`` that holds it whole; nothing there is
+    written, not even to drop a damaged entry (another command's cache, e.g. a run folder's)."""
+    for folder in map(Path, folders):
+        found = _load_cached(folder, stem, drop_damaged=False) if (folder / f"{stem}.json").is_file() else None
+        if found is not None:
+            log.info("features loaded from %s (read only)", folder / stem)
+            return found[0], _final_path(folder, stem, found[0]), found[1]
+    return None
 
 
 def featurize_dataset(ds: Any, featurizer: str = "ngram", view: str = "pair",
@@ -178,9 +196,10 @@ def _final_path(cache: Path, stem: str, x: Any) -> Path:
     return cache / (f"{stem}.npz" if sp.issparse(x) else f"{stem}.npy")
 
 
-def _load_cached(cache: Path, stem: str) -> tuple[Matrix, dict[str, Any]] | None:
+def _load_cached(cache: Path, stem: str, drop_damaged: bool = True) -> tuple[Matrix, dict[str, Any]] | None:
     """The cached matrix and its info, or None: when absent, and when damaged (unreadable, or not the shape
-    its .json records; a warning says so and the entry is removed, so that it is recomputed and rewritten)."""
+    its .json records; a warning says so and, with ``drop_damaged``, the entry is removed, so that it is recomputed
+    and rewritten)."""
     meta = cache / f"{stem}.json"
     dense, sparse = cache / f"{stem}.npy", cache / f"{stem}.npz"
     if not (dense.is_file() or sparse.is_file()) and not meta.is_file():
@@ -199,7 +218,7 @@ def _load_cached(cache: Path, stem: str) -> tuple[Matrix, dict[str, Any]] | None
     except (OSError, ValueError, KeyError, TypeError, AttributeError, EOFError) as exc:
         why = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         log.warning("damaged feature cache entry %s (%s): recomputing it", cache / stem, why)
-        for f in (meta, dense, sparse):
+        for f in (meta, dense, sparse) if drop_damaged else ():
             with contextlib.suppress(OSError):
                 f.unlink()
         return None

@@ -72,7 +72,7 @@ class ImageFeaturizer(BackendEncoder):
         self.resolved_backend()
 
     def resolved_backend(self) -> str:
-        """The backend this featurizer encodes with (features.onnx_backend.resolve_backend, per-model default)."""
+        """The backend this featurizer encodes with (encoders.onnx_text.resolve_backend, per-model default)."""
         from aflite.encoders.onnx_images import IMAGE_CPU_DEFAULTS
 
         return self._backend(IMAGE_CPU_DEFAULTS.get(self.model, "torch"))

@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING, Any, Self
 
 import numpy as np
 
-from aflite.device import default_model_path as default_model_path  # its home is aflite.device
 from aflite.device import import_torch, resolve_model_path, torch_device
 from aflite.errors import ParameterError
 from aflite.features.base import DEFAULT_MAX_LENGTH, BackendEncoder, progress_bar
@@ -83,7 +82,7 @@ class MiniLMFeaturizer(BackendEncoder):
         self.num_threads = num_threads
         self.device = device
         self.show_progress = show_progress
-        self.backend = backend  # torch, onnx, onnx-int8, or None/auto (features.onnx_backend.resolve_backend)
+        self.backend = backend  # torch, onnx, onnx-int8, or None/auto (encoders.onnx_text.resolve_backend)
         self.export_dir = export_dir  # where ONNX exports are cached (featurize sets <cache>/onnx)
         self._tok: Any = None
         self._model: Any = None
@@ -100,7 +99,7 @@ class MiniLMFeaturizer(BackendEncoder):
         self.resolved_backend()
 
     def resolved_backend(self) -> str:
-        """The backend this featurizer encodes with (the CPU default is decided in features.onnx_backend)."""
+        """The backend this featurizer encodes with (the CPU default is decided in encoders.onnx_text)."""
         from aflite.encoders.onnx_text import CPU_DEFAULT
 
         return self._backend(CPU_DEFAULT)

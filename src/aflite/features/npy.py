@@ -25,7 +25,7 @@ def embed_to_npy(refs: Sequence[str], featurizer: Any, dest: str | os.PathLike[s
     """
     import math
 
-    from aflite.atomic import write_json
+    from aflite.atomic import new_memmap, write_json
 
     if chunk_size < 1:
         raise ParameterError(f"chunk_size must be >= 1, got {chunk_size}")
@@ -59,7 +59,7 @@ def embed_to_npy(refs: Sequence[str], featurizer: Any, dest: str | os.PathLike[s
             part = np.asarray(featurizer.transform(list(refs[lo:hi]), None, progress=bar), dtype=np.float32)
             if mm is None:
                 dest.parent.mkdir(parents=True, exist_ok=True)
-                mm = np.lib.format.open_memmap(partial, mode="w+", dtype=np.float32, shape=(n, part.shape[1]))
+                mm = new_memmap(partial, (n, part.shape[1]))
             mm[lo:hi] = part
             mm.flush()
             done.add(c)

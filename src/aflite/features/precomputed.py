@@ -120,15 +120,7 @@ class PrecomputedFeaturizer(Computes):
         embedding_ids: str | os.PathLike[str] | None = None,
         id_column: str = "id",
         embedding_column: str | None = None,
-        **old_keywords: Any,
     ) -> None:
-        if old_keywords:  # path= and ids_path= until this release (the CLI's --embeddings / --embedding-ids)
-            from aflite._deprecate import renamed_keywords
-
-            renamed = renamed_keywords(old_keywords, {"path": "embeddings", "ids_path": "embedding_ids"},
-                                       "PrecomputedFeaturizer")
-            embeddings = renamed.get("embeddings", embeddings)
-            embedding_ids = renamed.get("embedding_ids", embedding_ids)
         if embeddings is None:
             raise ParameterError("precomputed features need embeddings= (a .npy/.npz/.parquet file)")
         self.embeddings = embeddings

@@ -15,9 +15,8 @@ from typing import Any
 
 from aflite.errors import ParameterError
 
-__all__ = ["FeaturizerSpec", "REGISTRY", "RENAMED_OPTIONS", "current_options", "default_featurizer",
-           "featurizer_help", "featurizer_names", "featurizer_options", "image_featurizer_options", "register",
-           "run_options", "spec"]
+__all__ = ["FeaturizerSpec", "REGISTRY", "check_backend", "default_featurizer", "featurizer_help", "featurizer_names",
+           "featurizer_options", "image_featurizer_options", "register", "run_options", "spec"]
 
 CONTEXT = ("show_progress", "ids")  # keywords featurize gives a class from the call, when the class takes them
 
@@ -132,28 +131,12 @@ def default_featurizer(modality: str, model_path: str | None = None) -> str:
     raise ParameterError(f"no frozen {modality} encoder is registered")
 
 
-# option names of this release's featurizers that had another name before (CHANGELOG.md): old -> new
-RENAMED_OPTIONS = {"path": "embeddings", "ids_path": "embedding_ids"}
-
-
-def current_options(options: dict[str, Any] | None, *, warn: bool = True) -> dict[str, Any]:
-    """``options`` with old option names (:data:`RENAMED_OPTIONS`) under their new ones: a caller's old name gets
-    a DeprecationWarning (``warn``); a run folder written before the rename is read silently (``warn=False``)."""
-    out = dict(options or {})
-    old = {k: out.pop(k) for k in list(out) if k in RENAMED_OPTIONS}
-    if old and warn:
-        from aflite._deprecate import renamed_keywords
-
-        return {**renamed_keywords(old, RENAMED_OPTIONS, "featurizer_options"), **out}
-    return {**{RENAMED_OPTIONS[k]: v for k, v in old.items()}, **out}
-
-
 def run_options(name: str, options: dict[str, Any] | None) -> dict[str, Any]:
     """The featurize options that recompute a run's Φ from what its results recorded (explain, evaluate's
-    single-iteration baseline): old option names under their new ones, read silently, and the backend made
-    explicit. An encoder's recorded options name its backend unless it was torch (torch's cache key predates the
-    backends), so a run that recorded none used torch, whatever this machine's default is."""
-    opts = current_options(options, warn=False)
+    single-iteration baseline), with the backend made explicit. An encoder's recorded options name its backend
+    unless it was torch (torch's cache key predates the backends), so a run that recorded none used torch, whatever
+    this machine's default is."""
+    opts = dict(options or {})
     found = REGISTRY.get(name)
     if found is not None and found.takes("backend") and opts.get("backend") is None:
         opts["backend"] = "torch"
@@ -178,11 +161,23 @@ def featurizer_options(name: str, **given: Any) -> dict[str, Any]:
     """The options among ``given`` that featurizer ``name`` accepts, None dropped; a missing required option is a
     :class:`ParameterError`. This is how a command routes its flags to the featurizer it runs."""
     found = spec(name)
+    check_backend(name, given.get("backend"))
     out = {k: v for k, v in given.items() if found.takes(k) and v is not None}
     for option, what in found.required:
         if not out.get(option):
             raise ParameterError(f"--featurizer {name} needs {what}")
     return out
+
+
+def check_backend(name: str, backend: str | None) -> None:
+    """Refuse an explicit ``--backend`` for a featurizer that runs no encoder (ngram, precomputed): it would be
+    ignored without a word. ``auto`` (or none) is always accepted."""
+    found = REGISTRY.get(name)
+    if backend in (None, "auto") or found is None or found.takes("backend"):
+        return
+    takes = ", ".join(s.name for s in REGISTRY.values() if s.takes("backend"))
+    raise ParameterError(f"--backend {backend}: --featurizer {name} runs no encoder, so there is no runtime to choose "
+                         f"(--backend applies to {takes}); leave --backend out")
 
 
 def image_featurizer_options(featurizer: str, options: dict[str, Any]) -> dict[str, Any]:

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 from aflite.report.audit import (
     PAPER_REFERENCE,
-    _artifacts_table,
     paper_reference,
     peco_plot,
     png_bytes,
@@ -31,7 +30,6 @@ from aflite.report.frame import esc, shorten
 
 __all__ = [
     "PAPER_REFERENCE",
-    "_artifacts_table",
     "esc",
     "paper_reference",
     "peco_plot",

@@ -229,6 +229,14 @@
     });
   }
 
+  // a log axis labelled 1, 2, 5, 10, 20, 50, ... in full: plotly's own labels between decades read "2 5 100 2 5"
+  function logTicks(values) {
+    var lo = Math.max(1, Math.min.apply(null, values)), hi = Math.max.apply(null, values), vals = [];
+    for (var d = Math.pow(10, Math.floor(Math.log10(lo))); d <= hi * 10; d *= 10)
+      [1, 2, 5].forEach(function (m) { var v = m * d; if (v >= lo / 2 && v <= hi * 2) vals.push(v); });
+    return {tickvals: vals, ticktext: vals.map(function (v) { return v.toLocaleString("en-US"); })};
+  }
+
   function plotCompetency(P, name, div) {
     var T = D.plots.tokens; if (!T || !T.sets[name] || !$(div)) return;
     var S = T.sets[name], labels = {}, tr = [];
@@ -252,7 +260,9 @@
     });
     P.newPlot(div, tr, lay("Competency: " + plain(name) + " (" + S.n_significant + " significant of " + S.n_tests +
       " tests; click: search the token)", "count (log)", "p̂(label | token)",
-      {xaxis: {type: "log", title: {text: "count (log)"}}, yaxis: {range: [0, 1.08], title: {text: "p̂(label | token)"}}}), CFG);
+      {xaxis: Object.assign({type: "log", title: {text: "count (log)"}},
+                            logTicks(S.tokens.length ? S.tokens.map(function (t) { return t.count; }) : [1, 10])),
+       yaxis: {range: [0, 1.08], title: {text: "p̂(label | token)"}}}), CFG);
     $(div).on("plotly_click", function (ev) {
       var tok = ev.points[0].customdata; if (typeof tok !== "string") return;
       $("f-search").value = tok; filter();

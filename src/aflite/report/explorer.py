@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from aflite.atomic import write_text
-from aflite.errors import InputError
+from aflite.errors import InputError, OutputError
 from aflite.report import folder as F
 from aflite.report import thumbs
 from aflite.report.frame import (
@@ -31,6 +31,7 @@ from aflite.report.frame import (
 )
 from aflite.rundir.names import INSTANCES, PAGE
 from aflite.rundir.read import detect_kind, read_results, read_run, run_results
+from aflite.verdict import phases_text
 
 PACK_ABOVE = 1_000_000  # bytes of JSON above which the columns are embedded gzip + base64
 
@@ -61,7 +62,7 @@ def _plot_divs(kind: str, data: dict[str, Any]) -> str:
     if not divs:
         return ""
     if plotly_js() is None:
-        return ("<p class=\"muted\">Interactive plots need plotly's bundled script: pip install 'aflite[report]' "
+        return ("<p class=\"muted\">Interactive plots need plotly's bundled script, missing here: pip install plotly "
                 "and run aflite report on this folder again.</p>")
     return "<h2>Plots</h2><div class=\"plots\">" + "".join(
         f'<div class="plot" id="{d}"></div>' for d in divs) + "</div>"
@@ -90,7 +91,7 @@ def _summary_table(kind: str, res: dict[str, Any]) -> str:
     if kind in ("run", "explain") and res.get("size_before") is not None:
         p = res.get("parameters") or {}
         rows += [("|D| filtered", f"{res['size_before']:,}"), ("|D(Φ)| kept", f"{res.get('size_after', 0):,}"),
-                 ("phases", res.get("n_iterations")), ("stopped because", res.get("stop_reason")),
+                 ("phases", phases_text(res.get("n_iterations"))), ("stopped because", res.get("stop_reason")),
                  ("parameters", ", ".join(f"{k}={p[k]}" for k in ("n_partitions", "train_size", "slice_size",
                                                                     "target_size", "threshold") if k in p))]
         feat = res.get("featurizer")
@@ -118,16 +119,16 @@ def page_data(folder: str | Path, kind: str | None = None, *, dataset: Any = Non
     results = results if results is not None else read_results(p)
     notes: list[str] = []
     data: dict[str, Any] = {"kind": kind, "plots": {}}
-    run_res = results
+    run_res, run_dir = results, None
     if kind == "explain":
-        run_res = _explained_run(results, notes)
+        run_res, run_dir = _explained_run(p, results, notes)
         tokens = F.read_tokens(p / "tokens.csv", float(results.get("alpha", 0.01)))
         if tokens is not None:
             data["plots"]["tokens"] = tokens
     if kind == "run" and not results.get("iterations"):
         run_res = {**run_results(p), **results}
     if kind in ("run", "explain"):
-        data["cols"] = _rows(p, kind, run_res, results, dataset, notes)
+        data["cols"] = _rows(p, kind, run_res, results, dataset, notes, run_dir)
         data["plots"]["history"] = run_res.get("iterations") or []
         if run_res.get("label_counts_before"):
             data["plots"]["label_counts_before"] = run_res["label_counts_before"]
@@ -137,30 +138,33 @@ def page_data(folder: str | Path, kind: str | None = None, *, dataset: Any = Non
     return data, run_res if kind in ("run", "explain") else results, notes
 
 
-def _explained_run(results: dict[str, Any], notes: list[str]) -> dict[str, Any]:
-    """The results of the run an explain folder explains (its folder named in results.json, else in its argv)."""
+def _explained_run(p: Path, results: dict[str, Any], notes: list[str]) -> tuple[dict[str, Any], Path | None]:
+    """The results of the run an explain folder explains and where that run is from here (its folder named in
+    results.json, located from the explain folder as recorded, else in its argv)."""
     run_dir = results.get("run_dir") or results.get("run")
     if isinstance(run_dir, dict):  # explain's "run": {"folder": ..., "dataset": ...}
         run_dir = run_dir.get("folder")
     if not run_dir:
         argv = [a for a in (results.get("argv") or [])[1:] if not str(a).startswith("-")]
         run_dir = argv[1] if len(argv) > 1 else None
-    run_res = run_results(Path(run_dir)) if run_dir else {}
+    found = F.locate(p, str(run_dir), results.get("run_dir_relative")) if run_dir else None
+    run_res = run_results(found) if found is not None and found.is_dir() else {}
     if not run_res:
         notes.append("The run's phases and label counts are not shown: results.json does not name a run "
                      "folder that is readable from here.")
-    return run_res
+    return run_res, (found if run_res else None)
 
 
 def _rows(p: Path, kind: str, run_res: dict[str, Any], results: dict[str, Any], dataset: Any,
-          notes: list[str]) -> dict[str, Any]:
+          notes: list[str], run_dir: Path | None = None) -> dict[str, Any]:
     """The table's columns: the per-row file, the texts (or thumbnails) from the dataset, warm-up rows, weights."""
     if not (p / INSTANCES).is_file():
         raise InputError(f"{p / INSTANCES}: not found (is {p} a complete run folder?)")
     cols = F.read_instances(p / INSTANCES)
-    path, opts = F.dataset_of(run_res if kind == "run" else {**run_res, **results})
-    if kind == "explain" and not results.get("dataset") and run_res.get("dataset"):
-        path, opts = F.dataset_of(run_res)
+    # the data file, located from the folder that recorded it (never against the current directory alone)
+    path, opts = F.dataset_of(run_res if kind == "run" else {**run_res, **results}, p)
+    if kind == "explain" and run_dir and (not path or not Path(path).exists()) and run_res.get("dataset"):
+        path, opts = F.dataset_of(run_res, run_dir)
     if kind == "run" and thumbs.is_image_run(p):
         refs = thumbs.image_refs(p, path, cols["phase"])
         if refs is None:
@@ -171,7 +175,7 @@ def _rows(p: Path, kind: str, run_res: dict[str, Any], results: dict[str, Any], 
             notes.append(f"Thumbnails: {made:,} rows (the first rows and the most predictable removed ones); "
                          "text is each image's file.")
     else:
-        ds = F.load_rows_dataset(dataset, path, opts, notes)
+        ds = F.load_rows_dataset(dataset, path, opts, notes, run_res.get("dataset_fingerprint"))
         if ds is not None and kind == "run":
             warm = read_run(p).warmup_ids()
             if warm:
@@ -249,9 +253,40 @@ def write_page(folder: str | Path, *, dataset: Any = None, pack: bool | None = N
     ``dataset``: the run's loaded dataset, to skip reading the file again; ``results``: its results.json as just
     written (:meth:`aflite.runs.folder.RunFolder.finish`). Returns the path."""
     p = Path(folder)
+    target = p / PAGE
+    if target.is_dir() or target.is_symlink():
+        raise OutputError(f"{target}: is a {'folder' if target.is_dir() else 'link'}, not the page; move it away "
+                          f"and run again")
     html_text = render_page(p, dataset=dataset, pack=pack, results=results)
-    write_text(p / PAGE, html_text)
-    return p / PAGE
+    _keep_the_better_page(target, html_text)
+    write_text(target, html_text)
+    return target
+
+
+def _has_texts(page: str) -> bool:
+    try:
+        return "ta" in (embedded_data(page).get("cols") or {})
+    except (InputError, ValueError):
+        return False
+
+
+def _keep_the_better_page(target: Path, new: str) -> None:
+    """Refuse to replace a page that shows the rows' texts with one that cannot (the dataset file is not found
+    from here, or is not the run's): that page is never lost silently."""
+    if _has_texts(new) or not target.is_file():
+        return
+    try:
+        old = target.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return
+    if _has_texts(old):
+        import html
+
+        why = html.unescape(next((n for n in notes_of(new) if n.startswith("Texts not shown: ")), "Texts not shown: "
+                                 "the dataset is not readable from here"))
+        raise OutputError(f"{target}: shows the rows' texts and the page rebuilt from here would not "
+                          f"({why.removeprefix('Texts not shown: ').rstrip('.')}); run aflite report where the dataset "
+                          f"path resolves, or remove report.html to write the page without texts")
 
 
 def notes_of(page: str) -> Sequence[str]:

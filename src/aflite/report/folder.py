@@ -30,6 +30,26 @@ def _float(text: str) -> float:
     return v
 
 
+def _checked(path: Path, column: str, values: list[str], ok: Any, what: str) -> None:
+    """Refuse, naming the line and column, the first value of ``column`` that ``ok`` rejects."""
+    for lineno, v in enumerate(values, start=2):
+        if not ok(v):
+            raise InputError(f"{path}: line {lineno}, column {column!r}: {v[:40]!r} is not {what}")
+
+
+def _is_int(v: str) -> bool:
+    return v.strip().lstrip("-").isdigit()
+
+
+def _is_unit_or_empty(v: str) -> bool:
+    if not v.strip():
+        return True
+    try:
+        return 0.0 <= float(v) <= 1.0
+    except ValueError:
+        return False
+
+
 def _milli(values: list[float]) -> list[int]:
     """Floats in [0, 1] as integers in thousandths (-1: missing): the page's compact column."""
     return [-1 if math.isnan(v) else int(round(1000 * v)) for v in values]
@@ -45,12 +65,21 @@ def read_instances(path: Path) -> dict[str, Any]:
     """The per-row columns of a run's or explain's instances.csv (:func:`aflite.rundir.read.read_columns`),
     compact (codes, thousandths)."""
     cols = read_columns(path)
+    # every column the page reads is checked: a value it cannot read is an error, never a "kept" or a blank
+    if "removed_at" in cols:
+        _checked(path, "removed_at", cols["removed_at"], lambda v: _is_int(v) and int(v) >= -2,
+                 "a phase number (-1: kept)")
+    if "kept" in cols:
+        _checked(path, "kept", cols["kept"], lambda v: v.strip() in ("0", "1"), "0 or 1")
+    for name in ("predictability", "confidence", "variability", "correctness"):
+        if name in cols:
+            _checked(path, name, cols[name], _is_unit_or_empty, "a number in [0, 1] (or empty)")
     out: dict[str, Any] = {"id": cols["id"]}
     out["label"], out["labels"] = _codes(cols.get("label", [""] * len(cols["id"])))
     if "predictability" in cols:
         out["p"] = _milli([_float(v) for v in cols["predictability"]])
     if "removed_at" in cols:
-        out["phase"] = [int(v) if v.lstrip("-").isdigit() else -1 for v in cols["removed_at"]]
+        out["phase"] = [int(v) for v in cols["removed_at"]]
     elif "kept" in cols:
         out["phase"] = [-1 if v == "1" else 0 for v in cols["kept"]]
     for src, dst in (("confidence", "conf"), ("variability", "var")):
@@ -96,21 +125,42 @@ def _argv_option(argv: list[str], flag: str) -> str | None:
     return None
 
 
-def dataset_of(results: dict[str, Any]) -> tuple[str | None, dict[str, Any]]:
-    """The dataset file a command read (its path as recorded) and the column options it was given."""
+def dataset_of(results: dict[str, Any], folder: str | Path | None = None) -> tuple[str | None, dict[str, Any]]:
+    """The dataset file a command read and the column options it was given. With ``folder`` (the folder whose
+    results.json this is) the path is located as :func:`locate` does, not against the current directory."""
     path = results.get("dataset") or results.get("data")
     argv = [str(a) for a in results.get("argv") or []]
     if not path and results.get("command") in ("explain", "evaluate", "audit"):
         positional = [a for a in argv[1:] if not a.startswith("-")]
         path = positional[0] if positional else None
-    opts = {key: v for key, flag in (("text_a", "--text-a"), ("text_b", "--text-b"), ("label", "--label"),
-                                     ("id", "--id")) if (v := _argv_option(argv, flag))}
+    flags = (("text_a", "--text-a"), ("text_b", "--text-b"), ("label", "--label"), ("id_column", "--id-column"))
+    opts = {key: v for key, flag in flags if (v := _argv_option(argv, flag))}
+    if folder is not None and path:
+        found = locate(folder, str(path), results.get("dataset_relative"))
+        path = str(found) if found is not None else path
     return (str(path) if path else None), opts
 
 
-def load_rows_dataset(dataset: Any | None, path: str | None, options: dict[str, Any], notes: list[str]) -> Any:
+def locate(folder: str | Path, recorded: str | None, relative: str | None) -> Path | None:
+    """Where a path a command recorded is from here: as recorded when absolute (this release records resolved
+    paths), else relative to ``folder`` (``relative``: the path from the folder, recorded beside it), else, for a
+    relative path recorded by an older aflite, against the current directory (checked by the caller's
+    fingerprint). None when none of them exists."""
+    cands = []
+    if recorded and Path(recorded).is_absolute():
+        cands.append(Path(recorded))
+    if relative:
+        cands.append(Path(folder) / relative)
+    if recorded and not Path(recorded).is_absolute():
+        cands.append(Path(recorded))
+    return next((c for c in cands if c.exists()), None)
+
+
+def load_rows_dataset(dataset: Any | None, path: str | None, options: dict[str, Any], notes: list[str],
+                      fingerprint: str | None = None) -> Any:
     """The dataset whose rows the page shows: ``dataset`` when given, else the file at ``path`` loaded again with
-    ``options``; None (with a note saying why) when it cannot be read from here."""
+    ``options`` and checked against the ``fingerprint`` the run recorded; None (with a note saying why) when it
+    cannot be read from here or is not the file the run read."""
     if dataset is not None or not path:
         return dataset
     if not Path(path).exists():
@@ -119,10 +169,17 @@ def load_rows_dataset(dataset: Any | None, path: str | None, options: dict[str, 
     try:
         from aflite.data import load_dataset
 
-        return load_dataset(path, **options)
+        ds = load_dataset(path, **options)
     except Exception as exc:  # noqa: BLE001 - the page is still useful without texts; say why they are absent
         notes.append(f"Texts not shown: {path} could not be read again ({exc}).")
         return None
+    if fingerprint:
+        from aflite.hashing import dataset_fingerprint
+
+        if dataset_fingerprint(ds.ids, ds.labels, ds.texts_a, ds.texts_b) != fingerprint:
+            notes.append(f"Texts not shown: {path} is not the file the run read (its ids, labels or texts differ).")
+            return None
+    return ds
 
 
 WARMUP = -2  # phase code of a warm-up row: it trained Φ and was then left out of the filter (the paper's protocol)

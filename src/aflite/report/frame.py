@@ -87,8 +87,8 @@ def packed(obj: Any) -> str:
 
 
 def plotly_js() -> str | None:
-    """plotly.js as shipped inside the plotly Python package (the ``report`` extra), or None when it is not
-    installed: the page then shows its tables and says how to get the plots."""
+    """plotly.js as shipped inside the plotly Python package (a dependency of aflite), or None when it is missing
+    from this environment: the page then shows its tables and says how to get the plots."""
     try:
         import importlib.util
 

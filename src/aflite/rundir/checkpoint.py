@@ -5,14 +5,13 @@ data or parameters."""
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from aflite.atomic import write_npz
-from aflite.core.filter import FilterState, IterationRecord
+from aflite.core.phase import FilterState, IterationRecord
 from aflite.errors import InputError
 from aflite.rundir.names import CHECKPOINT
 from aflite.rundir.read import recorded_dataset_fingerprint
@@ -50,9 +49,8 @@ def check_resume_dataset(out: Path, dataset_fp: str) -> None:
                          f"use another --out")
 
 
-def load_checkpoint(out: Path, params: dict[str, Any], fp: str, legacy_fp: str | None = None) -> FilterState | None:
-    """The saved state, or None when there is none; refuses one made with other data or parameters.
-    ``legacy_fp`` is the sampled identity older checkpoints recorded: accepted, with a warning."""
+def load_checkpoint(out: Path, params: dict[str, Any], fp: str) -> FilterState | None:
+    """The saved state, or None when there is none; refuses one made with other data or parameters."""
     path = out / CHECKPOINT
     if not path.exists():
         return None
@@ -62,10 +60,7 @@ def load_checkpoint(out: Path, params: dict[str, Any], fp: str, legacy_fp: str |
         meta = json.loads(str(data.pop("meta")))
     except Exception as exc:  # noqa: BLE001 - any damage means the checkpoint is unusable
         raise InputError(f"{path}: unreadable checkpoint ({exc}); delete it to start over") from exc
-    if meta["fingerprint"] != fp and legacy_fp is not None and meta["fingerprint"] == legacy_fp:
-        print(f"warning: {path} was written by an older aflite whose identity check covers 64 rows of the features "
-              f"only; resuming on the assumption that the rest is unchanged", file=sys.stderr)
-    elif meta["fingerprint"] != fp:
+    if meta["fingerprint"] != fp:
         raise InputError(f"{path}: checkpoint was made from different features or labels; use another --out")
     if meta["params"] != params:
         diff = {k: (meta["params"].get(k), v) for k, v in params.items() if meta["params"].get(k) != v}

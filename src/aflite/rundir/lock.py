@@ -18,13 +18,44 @@ from typing import IO, Any
 from aflite import __version__
 from aflite.atomic import check_output_path, write_json
 from aflite.errors import AfliteError, OutputError, OutputWriteError
-from aflite.rundir.names import CHECKPOINT, SUMMARY
+from aflite.rundir.names import CHECKPOINT, INSTANCES, RUN_COMMANDS, SUMMARY
 
-__all__ = ["LOCK", "MARKER", "OutputFolder", "claim_output", "clear_own_folder", "read_marker"]
+__all__ = ["LOCK", "MARKER", "OutputFolder", "check_outside_runs", "claim_output", "clear_own_folder", "is_run_folder",
+           "read_marker"]
 
 MARKER = ".aflite-owner.json"
 LOCK = ".aflite.lock"
 RUN_FILES = (CHECKPOINT, SUMMARY)  # a run directory holds one of these once a run has written it
+
+
+def is_run_folder(folder: str | os.PathLike[str]) -> bool:
+    """Whether ``folder`` is a run folder: marked by ``aflite run``/``filter``/``demo``, or (made from Python, no
+    marker) holding a checkpoint, or a summary.json beside instances.csv."""
+    p = Path(folder)
+    if not p.is_dir():
+        return False
+    marker = read_marker(p)
+    if marker is not None:
+        return marker["command"] in RUN_COMMANDS
+    return (p / CHECKPOINT).is_file() or ((p / SUMMARY).is_file() and (p / INSTANCES).is_file())
+
+
+def check_outside_runs(path: str | os.PathLike[str], runs: Any = (), *, flag: str = "--out") -> None:
+    """Refuse (one line, before anything is written) an output or cache path of a command that reads run folders
+    (explain, evaluate, audit --compare) when it is one of the input ``runs``, inside one, or inside any other run
+    folder: a run folder is written by its run only, so that what it recorded stays what the run did."""
+    resolved = Path(path).expanduser().resolve()
+    inputs = [Path(r).expanduser().resolve() for r in runs]
+    for run in inputs:
+        if resolved == run or run in resolved.parents:
+            where = "is" if resolved == run else "is inside"
+            raise OutputError(f"{flag} {path} {where} the run folder {run}, which this command reads: a run folder "
+                              f"is written by its run only; choose another {flag}")
+    for folder in (resolved, *resolved.parents):
+        if is_run_folder(folder):
+            where = "is" if folder == resolved else "is inside"
+            raise OutputError(f"{flag} {path} {where} the run folder {folder}: a run folder is written by its run "
+                              f"only; choose another {flag}")
 
 
 def read_marker(folder: str | os.PathLike[str]) -> dict[str, Any] | None:

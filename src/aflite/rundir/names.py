@@ -11,4 +11,5 @@ INSTANCES = "instances.csv"  # run, filter and explain: the per-row table
 KEPT_IDS = "kept_ids.txt"
 REMOVED_IDS = "removed_ids.txt"
 WARMUP_IDS = "warmup_ids.txt"  # run with the warm-up Φ: the slice that trained Φ and was then left out
+RUN_COMMANDS = ("run", "filter", "demo")  # the commands whose --out is a run folder
 METRICS = "metrics.json"  # audit: every figure (results.json carries them too, under the envelope)

@@ -16,25 +16,40 @@ from typing import Any
 import numpy as np
 
 from aflite.errors import InputError
-from aflite.rundir.names import CHECKPOINT, INSTANCES, KEPT_IDS, METRICS, PAGE, RESULTS, SUMMARY, WARMUP_IDS
+from aflite.rundir.names import (
+    CHECKPOINT,
+    INSTANCES,
+    KEPT_IDS,
+    METRICS,
+    PAGE,
+    RESULTS,
+    RUN_COMMANDS,
+    SUMMARY,
+    WARMUP_IDS,
+)
 
 __all__ = ["KINDS", "RUN_COMMANDS", "Instances", "RunRecord", "check_run_dataset", "detect_kind", "read_columns",
            "read_json", "read_kept_ids", "read_results", "read_run", "recorded_dataset_fingerprint", "run_results"]
 
 KINDS = ("run", "explain", "evaluate", "audit")  # the folders that have a page
-RUN_COMMANDS = ("run", "filter", "demo")  # the commands whose folder is a run folder
 INSTANCE_HEADER = ["id", "label", "kept", "predictability", "removed_at"]
 
 
 def read_json(path: Path) -> dict[str, Any]:
-    """A JSON object from ``path``; {} when the file is absent (or not an object); InputError when it is not JSON."""
-    try:
-        obj = json.loads(Path(path).read_text(encoding="utf-8"))
-    except OSError:
+    """A JSON object written by aflite, or {} when the file is absent; anything else there (not JSON, not an
+    object, a folder) is refused in one line: nothing is built from what cannot be trusted."""
+    path = Path(path)
+    if not path.exists():
         return {}
+    try:
+        obj = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read ({exc.strerror or exc})") from None
     except ValueError as exc:
         raise InputError(f"{path}: not valid JSON ({exc})") from None
-    return obj if isinstance(obj, dict) else {}
+    if not isinstance(obj, dict):
+        raise InputError(f"{path}: not aflite's {path.name} (a JSON {type(obj).__name__}, not an object)")
+    return obj
 
 
 def read_results(folder: str | os.PathLike[str]) -> dict[str, Any]:
@@ -207,28 +222,64 @@ def read_run(run_dir: str | os.PathLike[str]) -> RunRecord:
     return RunRecord(p, summary)
 
 
+# the files each kind of folder has; a results.json naming a command whose files are not there is refused
+_KIND_FILES = {"run": "instances.csv and summary.json", "explain": "tokens.csv or instances.csv with the data map",
+               "evaluate": "results.json with the accuracies (\"aggregate\")", "audit": "metrics.json and report.html"}
+
+
 def detect_kind(folder: str | os.PathLike[str]) -> str:
     """Which command's output FOLDER is: ``run`` (also ``filter``/``demo``), ``explain``, ``evaluate`` or
-    ``audit``, from its files (results.json's ``command`` first); anything else is refused in one line."""
+    ``audit``, from its files (results.json's ``command`` first, checked against the files); anything else is
+    refused in one line."""
     p = Path(folder)
     if not p.is_dir():
         raise InputError(f"{p}: not a folder (give the --out folder of aflite run, explain, evaluate or audit)")
     results = read_json(p / RESULTS)
     command = results.get("command")
-    if command in RUN_COMMANDS and (p / INSTANCES).is_file():
-        return "run"
-    if command in KINDS:
-        return str(command)
-    if (p / "tokens.csv").is_file() or _header(p / INSTANCES).count("confidence"):
+    if command is not None:  # results.json says which command wrote the folder: its files must be there
+        kind = "run" if command in RUN_COMMANDS else str(command)
+        if kind not in KINDS:
+            raise InputError(f"{p / RESULTS}: written by `aflite {command}`, which has no page; give the --out "
+                             f"folder of aflite run, explain, evaluate or audit")
+        if not _has_files(p, kind, results):
+            raise InputError(f"{p / RESULTS}: written by `aflite {command}`, but {p} lacks its files "
+                             f"({_KIND_FILES[kind]}); is results.json from another folder?")
+        by_files = _kind_by_files(p)
+        if by_files not in (None, kind):
+            raise InputError(f"{p / RESULTS}: written by `aflite {command}`, but {p} holds the files of "
+                             f"aflite {by_files} ({_KIND_FILES[by_files]}); is results.json from another folder?")
+        return kind
+    by_files = _kind_by_files(p)
+    if "aggregate" in results and by_files not in (None, "evaluate"):
+        raise InputError(f"{p / RESULTS}: holds evaluate's accuracies, but {p} holds the files of aflite "
+                         f"{by_files}; is results.json from another folder?")
+    if by_files is not None:
+        return by_files
+    if "aggregate" in results:
+        return "evaluate"
+    raise InputError(f"{p}: not an aflite output folder (no instances.csv + summary.json, tokens.csv, "
+                     "evaluate's or audit's results)")
+
+
+def _kind_by_files(p: Path) -> str | None:
+    """The kind the folder's own files say (run, explain, audit), or None when they say nothing."""
+    if (p / "tokens.csv").is_file() or "confidence" in _header(p / INSTANCES):
         return "explain"
     if (p / INSTANCES).is_file() and (p / SUMMARY).is_file():
         return "run"
     if (p / METRICS).is_file() and (p / PAGE).is_file():
         return "audit"
-    if "aggregate" in results:
-        return "evaluate"
-    raise InputError(f"{p}: not an aflite output folder (no instances.csv + summary.json, tokens.csv, "
-                     "evaluate's or audit's results)")
+    return None
+
+
+def _has_files(p: Path, kind: str, results: dict[str, Any]) -> bool:
+    if kind == "run":
+        return (p / INSTANCES).is_file() and ((p / SUMMARY).is_file() or "iterations" in results)
+    if kind == "explain":
+        return (p / "tokens.csv").is_file() or "confidence" in _header(p / INSTANCES)
+    if kind == "evaluate":
+        return "aggregate" in results
+    return (p / METRICS).is_file() and (p / PAGE).is_file()
 
 
 def _header(path: Path) -> list[str]:

@@ -25,6 +25,7 @@ from aflite.audit.results import audit_verdict
 from aflite.data import open_dataset
 from aflite.errors import InputError, ParameterError
 from aflite.hashing import dataset_fingerprint
+from aflite.rundir.lock import check_outside_runs
 from aflite.rundir.names import METRICS
 from aflite.rundir.read import read_kept_ids, read_run
 from aflite.rundir.results import Result, recording_warnings
@@ -163,6 +164,8 @@ def audit_file(
     cfg = kind.configure(cfg, data_path, reference)
     check_audit_config(cfg)
     kept = read_kept_ids(Path(compare)) if compare is not None else None
+    if compare is not None:  # the run compared with is read, never written
+        check_outside_runs(folder.path, [compare])
     t0 = time.perf_counter()
     ds = open_dataset(data_path, modality=kind.modality,
                       **kind.loader_options(dataset_options, groups, image_options))

@@ -21,10 +21,11 @@ from aflite.audit.images import (
     colour_histograms,
     resolve_audit_featurizer,
 )
-from aflite.data import modality_of, warn_twins
+from aflite.data import check_view_texts, modality_of, warn_twins
+from aflite.device import torch_device
 from aflite.errors import InputError, ParameterError
 from aflite.features import featurize_dataset
-from aflite.features.registry import current_options, featurizer_names, featurizer_options, spec
+from aflite.features.registry import featurizer_names, featurizer_options, spec
 from aflite.report import paper_reference, png_bytes, render, render_images, tsne_figure
 
 __all__ = ["ImageAudit", "TextAudit", "audit_kind"]
@@ -63,12 +64,14 @@ class TextAudit:
     def check(self, ds: Any, cfg: Any, groups: str, data_path: Any) -> None:
         if not ds.is_pair:
             raise InputError(f"{data_path}: the audit needs sentence pairs (give the first and second text columns)")
+        for view in ("pair", *cfg.views):  # a column empty in every row: nothing for the view's models
+            check_view_texts(ds, view, f"the audit's {view} view")
         warn_twins(ds, ("pair", *cfg.views), groups)
 
     def resolve(self, cfg: Any, n: int, show_progress: bool) -> Any:
         """TRA only on a GPU unless asked (decided once, so that the time estimate and every audit agree)."""
         if cfg.tra is None:
-            dev = A.resolve_device(cfg.device)
+            dev = torch_device(cfg.device)
             cfg = dataclasses.replace(cfg, tra=dev.startswith("cuda"))
             if not cfg.tra and show_progress:
                 minutes = A.estimate_seconds(n, dataclasses.replace(cfg, tra=True))["fine-tuning (TRA)"] / 60
@@ -173,8 +176,7 @@ class ImageAudit:
 def _route(cfg: Any, given: dict[str, Any] | None) -> dict[str, Any]:
     """The featurizer options of an image audit: those the registry routes to its featurizer (a precomputed Φ
     needs its --embeddings), with the audit's device and model folder."""
-    return featurizer_options(cfg.featurizer, **{**current_options(given), "device": cfg.device,
-                                                 "model_path": cfg.model_path})
+    return featurizer_options(cfg.featurizer, **{**(given or {}), "device": cfg.device, "model_path": cfg.model_path})
 
 
 def audit_kind(data_path: str | os.PathLike[str], featurizer: str | None = None,

@@ -25,13 +25,14 @@ from aflite.atomic import write_npy, write_text
 from aflite.cluster.shards import run_shards, shards_to_npy
 from aflite.core.backends.dask import use_cluster
 from aflite.data.images import files_fingerprint
-from aflite.errors import OutputError, ParameterError
+from aflite.errors import InputError, OutputError, ParameterError
 from aflite.features import featurize_dataset, make_featurizer
 from aflite.features.npy import embed_to_npy
-from aflite.features.registry import featurizer_names, featurizer_options, spec
+from aflite.features.registry import check_backend, featurizer_names, featurizer_options, spec
 from aflite.features.shards import ShardedTransform, check_shardable
 from aflite.hashing import json_digest
 from aflite.rundir.names import WARMUP_IDS
+from aflite.rundir.read import read_results
 from aflite.rundir.results import Result, recording_warnings
 from aflite.runs.folder import RunFolder
 
@@ -66,12 +67,15 @@ class EmbedResult(Result):
         return f"# aflite embed: {self.data}\n\n- {self.line}\n\nNext: `{use}`\n"
 
 
-def check_embed_out(out: str | os.PathLike[str], overwrite: bool = False) -> None:
-    """Refuse, before anything is computed, to replace finished features without ``overwrite`` (an unfinished
-    image run, OUT/features.npy.partial, is resumed by the same call instead)."""
+def check_embed_out(out: str | os.PathLike[str], overwrite: bool = False, resume: bool = False) -> None:
+    """Refuse, before anything is computed, to replace finished features without ``overwrite`` or ``resume`` (an
+    unfinished run, OUT/features.npy.partial or the chunks in the cache, is resumed by the same call instead)."""
     done = Path(out) / FEATURES
-    if done.exists() and not overwrite:
-        raise OutputError(f"--out {out}: {done} exists; pass --overwrite to replace it, or choose another --out")
+    if overwrite and resume:
+        raise ParameterError("--resume continues the embedding in OUT and --overwrite starts it over: give one")
+    if done.exists() and not overwrite and not resume:
+        raise OutputError(f"--out {out}: {done} exists; pass --overwrite to replace it, --resume to go on from it "
+                          f"(and what the cache holds), or choose another --out")
 
 
 @recording_warnings()  # scikit-learn's warnings counted in results.json (aflite.rundir.results)
@@ -81,40 +85,41 @@ def embed(data_path: str | os.PathLike[str], out: str | os.PathLike[str] | RunFo
           image_size: int = 224, path_column: str | None = None, chunk_size: int = 4096,
           skip_bad_images: bool = False, dataset_options: dict[str, Any] | None = None,
           overwrite: bool = False, show_progress: bool = True, backend: str | None = None,
-          cluster: Any = None, **old_keywords: Any) -> EmbedResult:
+          cluster: Any = None, resume: bool = False) -> EmbedResult:
     """Featurize ``data_path`` with ``featurizer`` under ``view`` and write the files listed in the module
     docstring into ``out`` (a path, or the CLI's claimed :class:`~aflite.runs.folder.RunFolder`).
 
     ``data_path`` is read as images or text by :func:`aflite.data.open_dataset` (an image folder, or an image
     featurizer: images; ``dataset_options``: the column keywords of :func:`aflite.data.load_dataset`).
-    ``warmup_size`` is a count, or a fraction of the rows when below 1; ``cache_dir`` (``cache=`` until this
-    release) defaults to ``out/cache``; ``backend`` is the encoder's runtime (torch, onnx, onnx-int8; default auto,
+    ``warmup_size`` is a count, or a fraction of the rows when below 1; ``cache_dir`` defaults to ``out/cache``;
+    ``backend`` is the encoder's runtime (torch, onnx, onnx-int8; default auto,
     :func:`aflite.encoders.onnx_text.resolve_backend`); ``chunk_size`` rows are embedded (and cached) at a time.
-    ``cluster`` (``local``, ``local:N``, a scheduler address or an open :class:`aflite.core.backends.dask.DaskExecutor`)
-    embeds the chunks as shards on Dask workers (:mod:`aflite.cluster.shards`; the cache must be storage every worker
-    can write). Returns an :class:`EmbedResult`.
+    ``cluster`` (``local``, ``local:N``, a scheduler address or an open
+    :class:`aflite.core.backends.dask.DaskExecutor`) embeds the chunks as shards on Dask workers
+    (:mod:`aflite.cluster.shards`; the cache must be storage every worker can write). ``resume`` continues an
+    interrupted call in ``out`` (as a plain call again does) and also accepts finished features there: text is
+    read back from the cache, a finished image matrix of the same inputs and options is kept. Returns an
+    :class:`EmbedResult`.
     """
     folder = RunFolder.of(out, "embed")
-    check_embed_out(folder.path, overwrite)
-    if old_keywords:
-        from aflite._deprecate import renamed_keywords
-
-        cache_dir = renamed_keywords(old_keywords, {"cache": "cache_dir"}, "embed").get("cache_dir", cache_dir)
+    check_embed_out(folder.path, overwrite, resume)
     if cluster is not None:
         check_shardable(featurizer)
+    check_backend(featurizer, backend)
     cache = Path(cache_dir) if cache_dir is not None else folder.path / "cache"
     if overwrite:  # start over: no partial image run is resumed
         for name in (FEATURES + ".partial", FEATURES + ".progress.json"):
             (folder.path / name).unlink(missing_ok=True)
     ds = data.open_dataset(data_path, reads=spec(featurizer).modality, path_column=path_column,
                            skip_bad_images=skip_bad_images, **(dataset_options or {}))
+    data.check_view_texts(ds, view)  # a column empty in every row: nothing for Φ (images: no check)
     options = featurizer_options(featurizer, model_path=model_path or None, device=device, backend=backend,
                                  lr=lr, image_size=image_size if image_size != 224 else None)
     executor, release = use_cluster(cluster)
     try:
         if ds.modality == "image":
             res = _embed_images(ds, folder.path, featurizer=featurizer, options=options, chunk_size=chunk_size,
-                                show_progress=show_progress, cache_dir=cache, executor=executor)
+                                show_progress=show_progress, cache_dir=cache, executor=executor, resume=resume)
         else:
             res = _embed_text(ds, folder.path, featurizer=featurizer, view=view, options=options,
                               warmup_size=warmup_size, cache_dir=cache, seed=seed, show_progress=show_progress,
@@ -150,7 +155,7 @@ def _embed_text(ds: Any, out: Path, *, featurizer: str, view: str, options: dict
 
 
 def _embed_images(ds: Any, out: Path, *, featurizer: str, options: dict[str, Any], chunk_size: int,
-                  show_progress: bool, cache_dir: Path, executor: Any) -> dict[str, Any]:
+                  show_progress: bool, cache_dir: Path, executor: Any, resume: bool = False) -> dict[str, Any]:
     """OUT/features.npy written chunk by chunk (memory-mapped; an interrupted run resumes when the same call is
     made again), OUT/ids.txt and OUT/labels.txt, ready for ``aflite filter --features OUT/features.npy --mmap``.
     On a cluster the chunks are shards in ``cache_dir/shards/`` (resumed there), assembled into
@@ -162,8 +167,10 @@ def _embed_images(ds: Any, out: Path, *, featurizer: str, options: dict[str, Any
     feat.fit(list(ds.texts_a))  # the int8 backend's calibration sample: all rows, the same on every shard
     key = json_digest({"files": files_fingerprint(ds.texts_a), "options": feat.get_options()})
     t0 = time.perf_counter()
-    more: dict[str, Any] = {}
-    if executor is None:
+    more: dict[str, Any] = {"features_key": key}
+    if resume and _finished(out, key, len(ds)):  # --resume of a call that had finished: the matrix is kept
+        dest = out / FEATURES
+    elif executor is None:
         dest = embed_to_npy(ds.texts_a, feat, out / FEATURES, chunk_size=chunk_size, key=key,
                             show_progress=show_progress)
     else:
@@ -183,6 +190,16 @@ def _embed_images(ds: Any, out: Path, *, featurizer: str, options: dict[str, Any
         print(f"{len(bad)} unreadable image(s) left out, listed in {out / 'bad_images.txt'}", file=sys.stderr)
     shape = np.load(dest, mmap_mode="r").shape
     return {"rows": int(shape[0]), "dim": int(shape[1]), "seconds": secs, **more}
+
+
+def _finished(out: Path, key: str, rows: int) -> bool:
+    """Whether OUT/features.npy is the finished matrix of these inputs and options (its results.json says so)."""
+    try:
+        res = read_results(out)
+        shape = np.load(out / FEATURES, mmap_mode="r").shape
+    except (OSError, ValueError, InputError):
+        return False
+    return res.get("features_key") == key and shape[0] == rows
 
 
 def _result(data_path: str, featurizer: str, seed: int, out: Path, *, rows: int, dim: int, seconds: float,

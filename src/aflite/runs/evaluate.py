@@ -16,6 +16,7 @@ from typing import Any
 
 from aflite.errors import ParameterError
 from aflite.evaluate import EvaluationReport, compare_runs, load_eval_set, load_hans
+from aflite.rundir.lock import check_outside_runs
 from aflite.rundir.results import recording_warnings
 from aflite.runs.folder import RunFolder
 
@@ -115,13 +116,11 @@ def evaluate(data: str | os.PathLike[str], runs: Sequence[str | os.PathLike[str]
     """:func:`aflite.evaluate.compare_runs` (its keywords in ``keywords``; ``cache_dir`` defaults to ``out/cache``),
     and with ``out`` (a path, or the CLI's claimed :class:`~aflite.runs.folder.RunFolder`) its folder:
     tables.md, accuracy.png, results.json, summary.md and report.html. Returns the
-    :class:`aflite.evaluate.EvaluationReport` (``out`` set). ``seed`` was ``split_seed=`` until this release."""
-    if "split_seed" in keywords:
-        from aflite._deprecate import renamed_keywords
-
-        keywords.update(renamed_keywords({"split_seed": keywords.pop("split_seed")}, {"split_seed": "seed"},
-                                         "evaluate"))
+    :class:`aflite.evaluate.EvaluationReport` (``out`` set)."""
     folder = None if out is None else RunFolder.of(out, "evaluate")
+    for path, flag in ((None if folder is None else folder.path, "--out"), (cache_dir, "--cache-dir")):
+        if path is not None:  # the run folders are read, never written
+            check_outside_runs(path, runs, flag=flag)
     cache = Path(cache_dir) if cache_dir is not None else (folder.path / "cache" if folder is not None else None)
     if cache is None:
         raise ParameterError("give out or cache_dir (features and models are cached there)")

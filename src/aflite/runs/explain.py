@@ -28,8 +28,9 @@ from aflite.data import open_dataset
 from aflite.errors import InputError, ParameterError
 from aflite.explain.recompute import first_phase, token_texts
 from aflite.features import Features, featurize_dataset
-from aflite.features.registry import current_options, run_options, spec
+from aflite.features.registry import run_options, spec
 from aflite.hashing import inputs_fingerprint
+from aflite.rundir.lock import check_outside_runs
 from aflite.rundir.read import Instances, RunRecord, read_run
 from aflite.rundir.results import recording_warnings
 from aflite.runs.explain_files import ExplainResult, explain_results
@@ -66,18 +67,19 @@ def _load(data_path: Path, run: RunRecord, inst: Instances, dataset_options: dic
     return ds, rows
 
 
-def _features(ds: Any, run: RunRecord, cache_dir: Path | None, featurizer_options: dict[str, Any] | None,
+def _features(ds: Any, run: RunRecord, cache_dir: Path, featurizer_options: dict[str, Any] | None,
               show_progress: bool) -> Features:
-    """The run's Φ again: from its cache, or recomputed with the options it recorded (lists back to tuples)."""
+    """Φ as the run computed it: read from the run's cache when it is there (never written: a run folder is the
+    run's), else recomputed into ``cache_dir`` (explain's own: OUT/cache or --cache-dir) with the options the run
+    recorded (lists back to tuples)."""
     fz = run.featurizer
     opts = {k: v for k, v in run_options(fz["name"], fz.get("options")).items() if v is not None}
-    opts.update(current_options(featurizer_options))
+    opts.update(featurizer_options or {})
     opts = {k: tuple(v) if isinstance(v, list) else v for k, v in opts.items()}
     for option, what in spec(fz["name"]).required:
         if not opts.get(option):
             raise ParameterError(f"the run used --featurizer {fz['name']}: pass its {what}")
-    return featurize_dataset(ds, fz["name"], fz.get("view", "pair"),
-                             cache_dir if cache_dir is not None else run.path / "cache",
+    return featurize_dataset(ds, fz["name"], fz.get("view", "pair"), cache_dir, read_only=[run.path / "cache"],
                              warmup_size=run.summary["parameters"]["train_size"],
                              warmup_seed=run.summary.get("seed", 0), show_progress=show_progress, **opts)
 
@@ -145,13 +147,18 @@ def explain(
     :class:`~aflite.runs.folder.RunFolder`): every registered check (:mod:`aflite.checks`): token artifacts with
     significance (full / kept / random), the first phase's data map and label issues, why each row was easy, the
     nearest kept rows; and soft weights. ``stop_rule`` continues filtering past the run's stop until no token
-    artifact is significant (:mod:`aflite.explain.stoprule`; off by default, the run folder is never changed).
+    artifact is significant (:mod:`aflite.explain.stoprule`; off by default, the run folder is never changed): the
+    run folder is only read (Φ from its cache, or recomputed into ``cache_dir``, default ``out/cache``; an ``out``
+    or ``cache_dir`` in a run folder is refused).
     ``ngram_coefficients`` (n-gram Φ only) refits the run's n-gram featurizer to read each token's push from the
     ensemble's own weights (:func:`aflite.explain.reasons.ngram_token_scores`; costs one more featurizing pass).
     ``null`` is the token test's p0: ``"base"`` (each label's share of the set, the default) or ``"uniform"``
     (1/|Y|, Gardner et al. 2021's choice)."""
     _check_options(alpha, min_count, random_seeds, neighbours)
     folder = RunFolder.of(out, "explain")
+    check_outside_runs(folder.path, [run_dir])  # explain reads the run folder and writes elsewhere
+    if cache_dir is not None:
+        check_outside_runs(cache_dir, [run_dir], flag="--cache-dir")
     t_start = time.perf_counter()
     timings: dict[str, float] = {}
     run = read_run(run_dir)
@@ -166,7 +173,8 @@ def explain(
     timings["load_seconds"] = time.perf_counter() - t_start
 
     t0 = time.perf_counter()
-    feats = _features(ds, run, Path(cache_dir) if cache_dir else None, featurizer_options, show_progress)
+    feats = _features(ds, run, Path(cache_dir) if cache_dir else folder.path / "cache", featurizer_options,
+                      show_progress)
     X = _run_features(data_path, ds, rows, run, feats)
     y_str = ds.labels[rows]
     timings["features_seconds"] = time.perf_counter() - t0
@@ -189,7 +197,7 @@ def explain(
         run.summary, {"dataset": ds, "rows": rows, "groups": grp})
     found = run_checks(data)
     timings.update({f"{name}_seconds": r.seconds for name, r in found.items() if r.seconds is not None})
-    results = explain_results(found, run, inst, str(data_path), seed, agree, timings)
+    results = explain_results(found, run, inst, str(data_path), seed, agree, timings, folder.path)
     result = ExplainResult(folder.path, results, data, found, ds, t_start)
     folder.finish(result)
     return result

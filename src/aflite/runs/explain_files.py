@@ -16,6 +16,7 @@ Column contracts (another viewer reads them; keep names and order):
 from __future__ import annotations
 
 import csv
+import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -72,7 +73,7 @@ def _token_rows(name: str, st: Any) -> Any:
 
 
 def explain_results(found: dict[str, CheckResult], run: RunRecord, inst: Instances, data_path: str, seed: int,
-                    agreement: float, timings: dict[str, float]) -> dict[str, Any]:
+                    agreement: float, timings: dict[str, float], out: Path) -> dict[str, Any]:
     """results.json's body: the verdict, each check's keys (in registry order), the run explained, the first phase
     and the soft weights' rule."""
     keep = np.asarray(inst.kept, dtype=bool)
@@ -80,8 +81,12 @@ def explain_results(found: dict[str, CheckResult], run: RunRecord, inst: Instanc
     for r in found.values():
         results.update(r.summary)
     results.update({
-        "run_dir": str(run.path), "dataset": data_path,  # where report.html finds the run and the texts
-        "run": {"folder": str(run.path), "dataset": data_path, "size_before": int(len(keep)),
+        # where report.html finds the run and the texts: resolved, and relative to this folder
+        "run_dir": str(run.path.resolve()), "dataset": str(Path(data_path).resolve()),
+        "run_dir_relative": os.path.relpath(run.path.resolve(), out.resolve()),
+        "dataset_relative": os.path.relpath(Path(data_path).resolve(), out.resolve()),
+        "run": {"folder": str(run.path.resolve()), "dataset": str(Path(data_path).resolve()),
+                "size_before": int(len(keep)),
                 "size_after": int(keep.sum()), "stop_reason": run.summary.get("stop_reason"),
                 "featurizer": run.featurizer.get("name"), "view": run.featurizer.get("view")},
         "first_phase": {"source": "recomputed from the run's Φ, parameters and seed (phase 0 of AFLite.fit)",

@@ -29,10 +29,11 @@ from tqdm import tqdm
 from aflite import data
 from aflite.atomic import atomic_open, write_json
 from aflite.core.backends.dask import use_cluster
-from aflite.core.filter import AFLite, FilterState, validate_inputs
+from aflite.core.filter import AFLite
+from aflite.core.phase import FilterState, validate_inputs
 from aflite.device import resolve_device
 from aflite.errors import InputError, ParameterError
-from aflite.hashing import inputs_fingerprint, sampled_inputs_fingerprint
+from aflite.hashing import inputs_fingerprint
 from aflite.rundir.checkpoint import check_resume_dataset
 from aflite.rundir.names import INSTANCES, KEPT_IDS, REMOVED_IDS, SUMMARY
 from aflite.rundir.results import Result, Table, recording_warnings
@@ -127,7 +128,7 @@ def run_filter(af: Any, X: Any, y: np.ndarray, ids: np.ndarray, folder: RunFolde
         if resume:
             if dataset_fp is not None:
                 check_resume_dataset(folder.path, dataset_fp)
-            state = folder.load_checkpoint(params, fp, sampled_inputs_fingerprint(X, y))
+            state = folder.load_checkpoint(params, fp)
         elif not overwrite:
             raise ParameterError(f"{folder.path} holds a previous run: pass --resume to continue it, --overwrite to "
                                  f"start over, or choose another --out")
@@ -182,7 +183,6 @@ def filter_files(
     extra: dict[str, Any] | None = None,
     cluster: Any = None,
     cluster_scratch: str | os.PathLike[str] | None = None,
-    **old_keywords: Any,
 ) -> FilterResult:
     """AFLite on precomputed features and labels read from files (what ``aflite filter`` does).
 
@@ -195,10 +195,6 @@ def filter_files(
     folder = RunFolder.of(out, "filter")
     t_call = time.perf_counter()
     X = data.load_features(features, columns=feature_columns, mmap=mmap)
-    if old_keywords:
-        from aflite._deprecate import renamed_keywords
-
-        label = renamed_keywords(old_keywords, {"label_column": "label"}, "filter_files").get("label", label)
     y = data.load_labels(labels, column=label)
     id_arr = data.load_ids(ids, column=id_column) if ids is not None else np.arange(len(y))
     grp = data.load_labels(groups, column="group") if groups is not None else None

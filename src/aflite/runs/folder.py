@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from aflite.atomic import atomic_open, write_text
-from aflite.core.filter import FilterState
+from aflite.core.phase import FilterState
 from aflite.errors import AfliteError, OutputWriteError
 from aflite.report import write_page
 from aflite.rundir import checkpoint
@@ -81,8 +81,8 @@ class RunFolder:
                         dataset_fp: str | None = None) -> None:
         checkpoint.save_checkpoint(self.path, state, params, fp, dataset_fp)
 
-    def load_checkpoint(self, params: dict[str, Any], fp: str, legacy_fp: str | None = None) -> FilterState | None:
-        return checkpoint.load_checkpoint(self.path, params, fp, legacy_fp)
+    def load_checkpoint(self, params: dict[str, Any], fp: str) -> FilterState | None:
+        return checkpoint.load_checkpoint(self.path, params, fp)
 
     # ------------------------------------------------------------------------------------------------ last files
     def finish(self, result: Result) -> dict[str, Any]:

@@ -24,13 +24,14 @@ from tqdm import tqdm
 from aflite import data
 from aflite.atomic import write_text
 from aflite.core.backends.dask import use_cluster
-from aflite.core.filter import SNLI_DEFAULTS, AFLite
+from aflite.core.filter import AFLite
 from aflite.core.phase import resolve_size
 from aflite.data import images
+from aflite.defaults import SNLI_DEFAULTS
 from aflite.errors import InputError, ParameterError
 from aflite.evaluate import compare_partial_input, probe_skip_reason
 from aflite.features import Features, featurize_dataset
-from aflite.features.registry import current_options, spec
+from aflite.features.registry import spec
 from aflite.features.shards import ShardedTransform
 from aflite.hashing import dataset_fingerprint
 from aflite.links import check_link_dir, check_link_names
@@ -141,6 +142,8 @@ def _check_before_features(ds: Any, data_path: Any, view: str, link_dir: Any, pr
         check_link_names(ds, by_label=ds.source.format != "imagefolder")
     if view in ("hypothesis",) and not ds.is_pair:
         raise ParameterError("view 'hypothesis' needs a pair dataset")
+    if not is_images:
+        data.check_view_texts(ds, view)  # a column empty in every row: nothing for Φ (before anything is written)
     classes = np.unique(ds.labels)
     if len(classes) < 2:
         raise InputError(f"{data_path}: every one of the {len(ds):,} rows has the label {str(classes[0])!r}; AFLite "
@@ -148,6 +151,9 @@ def _check_before_features(ds: Any, data_path: Any, view: str, link_dir: Any, pr
     if not probe or is_images:  # the probe is a TF-IDF text model
         return None
     skipped = probe_skip_reason(ds.labels)  # a probe D itself cannot train is known now, not after the filter
+    probe_col = ds.source.columns.get("text_b" if ds.is_pair else "text_a")
+    if skipped is None and ds.empty_texts.get(str(probe_col), 0) == len(ds):
+        skipped = f"column {probe_col!r} is empty in every row: the probe has no text to read"
     if skipped is not None:
         print(f"note: the hypothesis-only probe is skipped: {skipped}", file=sys.stderr)
     return skipped
@@ -178,33 +184,40 @@ def _featurize(ds: Any, featurizer: str, view: str, af: AFLite, t: int, seed: in
     return feats, shards, release
 
 
-def _probe(ds: Any, rows: np.ndarray, res: FilterResult, seed: int, show_progress: bool) -> dict[str, Any]:
+def _probe(ds: Any, rows: np.ndarray, res: FilterResult, seed: int, show_progress: bool, grp: np.ndarray | None,
+           group_spec: str) -> dict[str, Any]:
     """The hypothesis-only probe of summary.md: 5-fold CV on D, D(Φ) and 3 random subsets of |D(Φ)| rows (minutes
-    on large sets, so it shows progress)."""
+    on large sets, so it shows progress), its folds keeping the run's groups."""
     assert res.labels is not None
     probe_texts = ds.texts_b if ds.texts_b is not None else ds.texts_a
     bar = tqdm(total=5, desc="probe (D, D(Φ), 3 random subsets)", unit="set", disable=not show_progress,
                file=sys.stderr, dynamic_ncols=True)
     try:
         found = compare_partial_input([probe_texts[i] for i in rows], res.labels, res.keep, random_state=seed,
-                                      progress=bar)
+                                      progress=bar, groups=grp)
     finally:
         bar.close()
     return {"model": "TF-IDF word 1-2-gram logistic regression, 5-fold CV, on the "
-                     + ("hypothesis only" if ds.texts_b is not None else "text"),
+                     + ("hypothesis only" if ds.texts_b is not None else "text")
+                     + (f"; folds keep each {group_spec} group on one side, as the filter's partitions do"
+                        if grp is not None else ""),
+            "groups": group_spec if grp is not None else "none",
             "results": [_probe_row(r) for r in found], "meaning": PROBE_MEANING}
 
 
-def _run_record(data_path: Any, ds: Any, dataset_fp: str, featurizer: str, view: str, feats: Features,
+def _run_record(data_path: Any, out: Path, ds: Any, dataset_fp: str, featurizer: str, view: str, feats: Features,
                 shards: ShardedTransform | None, chosen: dict[str, Any], given: dict[str, Any],
                 groups: str) -> dict[str, Any]:
     """What summary.json records of a run besides the filter's own numbers: the data, Φ and the parameters'
     origin."""
     return {
-        "dataset": str(data_path),
+        # resolved, and relative to the run folder: report.html finds the texts from any current directory
+        "dataset": str(Path(data_path).resolve()),
+        "dataset_relative": os.path.relpath(Path(data_path).resolve(), out.resolve()),
         "dataset_fingerprint": dataset_fp,
         "dataset_size": len(ds),
         "dropped_at_load": ds.dropped,
+        **({"empty_texts_at_load": dict(ds.empty_texts)} if getattr(ds, "empty_texts", None) else {}),
         "featurizer": {"name": featurizer, "view": view, "options": feats.options, "dim": int(feats.X.shape[1]),
                        "from_cache": feats.from_cache, "info": feats.info,
                        **({"cluster": shards.report.as_dict()} if shards is not None and shards.report else {})},
@@ -288,14 +301,14 @@ def run(data_path: str | os.PathLike[str], out: str | os.PathLike[str] | RunFold
     cached_before = _files(cache_path) if resume else None
     feats, shards, release = _featurize(ds, featurizer, view, af, resolved["train_size"], seed, cache_path,
                                         cluster=cluster, cluster_scratch=cluster_scratch,
-                                        show_progress=show_progress, options=current_options(featurizer_options))
+                                        show_progress=show_progress, options=dict(featurizer_options or {}))
     timings["featurize_seconds"] = time.perf_counter() - t0
     rows = np.asarray(feats.rows)
     af.set_params(**{k: resolved[k] for k in PARAMETERS})  # the filter runs on D minus the warm-up slice
     grp = grp_all[rows] if grp_all is not None else None
     folder.path.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
-    extra = _run_record(data_path, ds, dataset_fp, featurizer, view, feats, shards, chosen, given,
+    extra = _run_record(data_path, folder.path, ds, dataset_fp, featurizer, view, feats, shards, chosen, given,
                         group_spec if grp is not None else "none")
     with _refused_resume_leaves_no_cache(cache_path, cached_before, release):
         res = run_filter(af, feats.X, ds.labels[rows], ds.ids[rows], folder, groups=grp, resume=resume,
@@ -307,7 +320,7 @@ def run(data_path: str | os.PathLike[str], out: str | os.PathLike[str] | RunFold
     s = res.summary
     if probe or probe_skipped is not None:
         t0 = time.perf_counter()
-        s["partial_input_probe"] = _probe(ds, rows, res, seed, show_progress) if probe else {
+        s["partial_input_probe"] = _probe(ds, rows, res, seed, show_progress, grp, group_spec) if probe else {
             "skipped": probe_skipped, "results": [], "meaning": PROBE_MEANING}
         timings.update({"probe_seconds": time.perf_counter() - t0} if probe else {})
     _complete(s, timings, filtered_path, title, t_call)

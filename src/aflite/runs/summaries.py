@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from aflite.report import shorten
-from aflite.verdict import MIN_SPREAD, SPREAD_FACTOR, markdown, number, points
+from aflite.verdict import MIN_SPREAD, SPREAD_FACTOR, markdown, number, phases_text, points
 
 
 def render_filter_summary(summary: dict[str, Any]) -> str:
@@ -20,10 +20,11 @@ def render_filter_summary(summary: dict[str, Any]) -> str:
         f"# aflite filter: {summary.get('inputs', {}).get('features', '')}",
         "",
         *([markdown(summary["verdict"]).rstrip("\n"), ""] if summary.get("verdict") else []),
-        f"- |D| = {summary['size_before']} → |D(Φ)| = {summary['size_after']} after {summary['n_iterations']} "
-        f"phase(s); stopped because {summary['stop_reason']}",
+        f"- |D| = {summary['size_before']} → |D(Φ)| = {summary['size_after']} after "
+        f"{phases_text(summary['n_iterations'])}; stopped because {summary['stop_reason']}",
         f"- parameters: m={p['n_partitions']}, t={p['train_size']}, k={p['slice_size']}, n={p['target_size']}, "
         f"τ={p['threshold']}, strategy {p['strategy']}, model {p['model']}, C={p['C']}, seed {summary.get('seed')}",
+        PAGE_LINE,
         "",
         "| label | before | after | kept % |",
         "|---|---|---|---|",
@@ -37,10 +38,13 @@ def render_filter_summary(summary: dict[str, Any]) -> str:
 PROBE_MEANING = (
     "A probe that always answers the most frequent label scores the majority rate of the rows it is tested on, so "
     "raw accuracy is not leakage: Δ = accuracy − majority rate of the same rows is what the text adds over that "
-    "guess. AFLite worked when Δ on D(Φ) is below Δ on random subsets of the same size; near 0 means the probe "
-    "finds no more signal than the label frequencies."
+    "guess. AFLite worked when Δ on D(Φ) is below Δ on random subsets of the same size, and only if the probe has "
+    "signal on D itself (Δ on D above twice its spread across folds); near 0 means the probe finds no more signal "
+    "than the label frequencies, and below 0 that texts recurring with other labels mislead it across its folds."
 )
 SHIFT_WARN_POINTS = 5.0
+PAGE_LINE = ("- every row (sortable, filterable, searchable) and the plots: [report.html](report.html), one offline "
+             "page beside this file")
 
 
 def label_shift(before: dict[str, int], after: dict[str, int]) -> dict[str, Any]:
@@ -75,10 +79,11 @@ def render_summary(summary: dict[str, Any], ds: Any, rows: np.ndarray, p_all: np
         + (f"; warm-up slice of {summary['warmup_rows']} rows trained Φ and was discarded" if summary["warmup_rows"]
            else "") + warmup_line(f.get("info") or {}, "; "),
         f"- |D| = {summary['dataset_size']}, filtered input {p['dataset_size']}, |D(Φ)| = {summary['size_after']}"
-        f" after {summary['n_iterations']} phase(s); stopped because {summary['stop_reason']}",
+        f" after {phases_text(summary['n_iterations'])}; stopped because {summary['stop_reason']}",
         f"- parameters: m={p['n_partitions']}, t={p['train_size']}, k={p['slice_size']}, n={p['target_size']}, "
         f"τ={p['threshold']}, strategy {p['strategy']}, seed {p['random_state']} (defaults: Table 8 SNLI scaled by "
         f"{summary['scaled_defaults']['scale']:.4f})",
+        PAGE_LINE,
         "",
         "| label | before | after | kept % | share before % | share after % | Δ share (points) |",
         "|---|---|---|---|---|---|---|",
@@ -163,9 +168,8 @@ def _kept(summary: dict[str, Any]) -> str:
     phases, why = summary.get("n_iterations"), summary.get("stop_reason")
     if not before or after is None:
         return ""
-    return (f"AFLite kept {after:,} of {before:,} rows ({100 * after / before:.0f}%) in {phases} phase(s) and "
+    return (f"AFLite kept {after:,} of {before:,} rows ({100 * after / before:.0f}%) in {phases_text(phases)} and "
             f"stopped because {why}.")
-
 
 
 def _shift(summary: dict[str, Any]) -> str:
@@ -181,7 +185,11 @@ def _shift(summary: dict[str, Any]) -> str:
 
 def run_verdict(summary: dict[str, Any]) -> list[str]:
     """``aflite run`` / ``demo``: sizes and stop, then the hypothesis-only probe on D(Φ) against same-size random
-    subsets of D (Δ over the majority rate of the same rows), judged against the random subsets' spread."""
+    subsets of D (Δ over the majority rate of the same rows), judged against the random subsets' spread.
+
+    A reduction is claimed only where there was something to reduce: the probe must find signal on D itself (Δ on
+    D above twice its spread across folds, :func:`_signal_on_d`), and the random subsets must keep some (Δ > 0):
+    a difference between two numbers at or below the majority rate is not a reduction of signal."""
     out = [_kept(summary) + _shift(summary)]
     probe = summary.get("partial_input_probe") or {}
     f = summary.get("featurizer") or {}
@@ -199,6 +207,10 @@ def run_verdict(summary: dict[str, Any]) -> list[str]:
         why = dphi.get("skipped") or rand.get("skipped")
         out.append(f"The probe could not be compared on D(Φ) and random subsets: {why}.")
         return [s for s in out if s]
+    no_signal = _signal_on_d(rows.get("D") or {}, probe)
+    if no_signal:
+        out.append(no_signal)
+        return [s for s in out if s]
     a_d, m_d = number(dphi.get("accuracy")), number(dphi.get("majority"))
     a_r, m_r = number(rand.get("accuracy")), number(rand.get("majority"))
     if None in (a_d, m_d, a_r, m_r):
@@ -209,8 +221,14 @@ def run_verdict(summary: dict[str, Any]) -> list[str]:
     diff = d_phi - d_rand
     base = (f"the probe's Δ over the majority rate is {points(d_phi)} points on D(Φ) against {points(d_rand)} on "
             f"same-size random subsets of D (spread ±{100 * spread:.1f})")
-    if diff < -SPREAD_FACTOR * spread:
-        out.append(f"Artifact reduction measured: {base}, a drop of {100 * -diff:.1f} points beyond that spread.")
+    if diff < -SPREAD_FACTOR * spread and d_rand <= 0:
+        out.append(f"No artifact reduction claimed: {base}; the probe finds no signal on the random subsets either "
+                   f"(Δ at or below the majority rate), and a difference between two below-chance numbers is not "
+                   f"a reduction of signal.")
+    elif diff < -SPREAD_FACTOR * spread:
+        below = "; on D(Φ) it falls below the majority rate" if d_phi < 0 else ""
+        out.append(f"Artifact reduction measured: {base}, a drop of {100 * -diff:.1f} points beyond that "
+                   f"spread{below}.")
     elif diff > SPREAD_FACTOR * spread:
         out.append(f"No artifact reduction: {base}; D(Φ) is easier for this probe than a random subset.")
     else:
@@ -219,6 +237,30 @@ def run_verdict(summary: dict[str, Any]) -> list[str]:
         out.append(f"No measurable artifact reduction for this probe: {base}, within that spread{why}.")
     return [s for s in out if s]
 
+
+def _signal_on_d(d: dict[str, Any], probe: dict[str, Any]) -> str:
+    """The sentence that ends the verdict when the probe has no signal on D itself ("" when it has): its Δ over
+    the majority rate on D must exceed twice its standard deviation across folds (at least MIN_SPREAD). Below
+    minus that, the probe is misled (texts that recur with other labels on both sides of its folds); within
+    it, D gives the probe nothing that filtering could remove, and a change on D(Φ) measures no reduction."""
+    acc, maj = number(d.get("accuracy")), number(d.get("majority"))
+    if d.get("skipped") or acc is None or maj is None:
+        return ""
+    delta = acc - maj
+    spread = max(number(d.get("accuracy_std")) or 0.0, MIN_SPREAD)
+    if delta > SPREAD_FACTOR * spread:
+        return ""
+    figures = (f"on D itself it scores {100 * acc:.1f}% against a majority rate of {100 * maj:.1f}% (Δ {points(delta)} "
+               f"points; its spread across folds ±{100 * spread:.1f})")
+    if delta < -SPREAD_FACTOR * spread:
+        groups = str(probe.get("groups") or "none")
+        grouped = f" even with folds grouped by {groups}" if groups != "none" else ""
+        return (f"No artifact reduction can be measured with this probe: {figures}, below the majority rate by more "
+                f"than twice that spread: texts that recur with other labels (e.g. counterfactual twins) sit on both "
+                f"sides of its folds{grouped}; group them together (--groups twins, or --groups COLUMN with a "
+                f"family id) and run again.")
+    return (f"No artifact reduction can be measured with this probe: {figures}, within twice that spread of the "
+            f"majority rate, so D gives it no signal that filtering could remove.")
 
 
 def filter_verdict(summary: dict[str, Any]) -> list[str]:

@@ -21,9 +21,11 @@ from typing import Any
 
 import numpy as np
 
-from aflite.atomic import atomic_path, write_npz
+from aflite.atomic import atomic_path, new_memmap, write_npz
 from aflite.cluster.dask import Cluster, local_workers
-from aflite.core.solver import BlockResult, BlockTask, FeatureStore, Whitening, chunk_rows, fit_block_local, whiten_into
+from aflite.core.blocks import BlockResult, BlockTask
+from aflite.core.solver import fit_block_local
+from aflite.core.store import FeatureStore, Whitening, chunk_rows, whiten_into
 
 __all__ = ["DaskExecutor", "StoreSpec", "open_executor", "use_cluster"]
 
@@ -79,7 +81,7 @@ class DaskExecutor(Cluster):
         feats = self.scratch / f"whitened-{key}.npy"
         wh = self.scratch / f"whitening-{key}.npz"
         with atomic_path(feats) as tmp:
-            out = np.lib.format.open_memmap(tmp, mode="w+", dtype=np.float32, shape=(X.shape[0], whitening.dim))
+            out = new_memmap(tmp, (X.shape[0], whitening.dim))
             whiten_into(X, whitening, out, chunk_rows(X.shape[1], chunk_mb))
             out.flush()
             del out

@@ -16,13 +16,14 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from aflite.core.solver import BlockResult, BlockTask, Whitening, chunk_rows, pred_dtype, run_block, shrink_positions
-from aflite.device import resolve_device as resolve_device  # the one resolver
+from aflite.core.blocks import BlockResult, BlockTask
+from aflite.core.solver import run_block
+from aflite.core.store import Whitening, chunk_rows, pred_dtype, shrink_positions
 from aflite.device import torch_device as _torch_device
 from aflite.device import torch_module as _torch
 from aflite.errors import ParameterError
 
-__all__ = ["resolve_device", "TorchFeatureStore", "fit_block_torch", "STORAGE_DTYPES"]
+__all__ = ["TorchFeatureStore", "fit_block_torch", "STORAGE_DTYPES"]
 
 STORAGE_DTYPES = ("float32", "bfloat16", "float16")
 
