@@ -39,6 +39,7 @@ def _library() -> dict[str, set[str]]:
     from aflite.features.registry import REGISTRY
     from aflite.report import write_page
     from aflite.runs.audit import audit_file
+    from aflite.runs.card import write_card
     from aflite.runs.embed import embed
     from aflite.runs.evaluate import evaluate, evaluate_files
     from aflite.runs.explain import explain
@@ -56,6 +57,7 @@ def _library() -> dict[str, set[str]]:
         "audit": _keywords(audit_file, AuditConfig) | loaders | featurizer,
         "evaluate": _keywords(evaluate_files, evaluate, compare_runs, FinetuneOptions) | loaders,
         "explain": _keywords(explain) | loaders | featurizer,
+        "card": _keywords(write_card),
         "report": _keywords(write_page),
         "synthetic": _keywords(run_synthetic, save_synthetic, AFLite),
         "bench": _keywords(run_benchmark, scale_benchmark, embed_benchmark, save_bench),

@@ -10,6 +10,7 @@ import numpy as np
 from aflite.hashing import (
     data_fingerprint,
     dataset_fingerprint,
+    file_sha256,
     files_fingerprint,
     hash_parts,
     inputs_fingerprint,
@@ -83,3 +84,22 @@ def test_dataset_fingerprint_sees_ids_labels_and_texts() -> None:
     assert dataset_fingerprint(["a", "b"], ["x", "x"], ["p1", "p2"], ["h1", "h2"]) != base
     assert dataset_fingerprint(["a", "b"], ["x", "y"], ["p1", "p2"], ["h1", "h3"]) != base
     assert dataset_fingerprint(["a", "b"], ["x", "y"], ["p1", "p2"], None) != base
+
+
+def test_file_sha256_is_sha256sum_and_a_folder_hash_follows_names_and_bytes(tmp_path) -> None:
+    import hashlib
+
+    f = tmp_path / "a.bin"
+    f.write_bytes(bytes(range(256)) * 5000)
+    assert file_sha256(f, chunk=4096) == hashlib.sha256(f.read_bytes()).hexdigest()
+    one, two = tmp_path / "one", tmp_path / "two"
+    for folder, order in ((one, ("x", "sub/y")), (two, ("sub/y", "x"))):  # written in another order
+        for name in order:
+            (folder / name).parent.mkdir(parents=True, exist_ok=True)
+            (folder / name).write_text(name)
+    assert file_sha256(one) == file_sha256(two)
+    (two / "x").write_text("changed")
+    assert file_sha256(one) != file_sha256(two)
+    (two / "x").write_text("x")
+    (two / "x").rename(two / "z")
+    assert file_sha256(one) != file_sha256(two)

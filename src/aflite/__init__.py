@@ -18,6 +18,7 @@ stays cheap (no scikit-learn, no PyTorch):
   and :func:`explain_run` (``aflite explain``, :func:`aflite.runs.explain.explain`; the analyses are the
   :mod:`aflite.audit`, :mod:`aflite.evaluate` and :mod:`aflite.explain` packages; a package attribute cannot share
   a name with its sub-module, so they carry a longer name here);
+* a dataset card for the filtered release: :func:`write_card` (``aflite card``);
 * errors: :class:`ParameterError` and :class:`InputError` (both ``ValueError``), under :class:`AfliteError`.
 """
 
@@ -51,6 +52,8 @@ _LAZY: dict[str, tuple[str, str]] = {
     "explain_run": ("aflite.runs.explain", "explain"),
     "embed": ("aflite.runs.embed", "embed"),
     "audit_file": ("aflite.runs.audit", "audit_file"),
+    "write_card": ("aflite.runs.card", "write_card"),
+    "CardResult": ("aflite.runs.card", "CardResult"),
     "run_synthetic": ("aflite.experiments.synthetic", "run_synthetic"),
     "resolve_device": ("aflite.device", "resolve_device"),
 }

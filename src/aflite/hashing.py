@@ -16,8 +16,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["data_fingerprint", "dataset_fingerprint", "files_fingerprint", "hash_parts", "inputs_fingerprint",
-           "json_digest"]
+__all__ = ["data_fingerprint", "dataset_fingerprint", "file_sha256", "files_fingerprint", "hash_parts",
+           "inputs_fingerprint", "json_digest"]
 
 
 def data_fingerprint(texts_a: Sequence[str], texts_b: Sequence[str] | None, extra: Any = None) -> str:
@@ -106,4 +106,22 @@ def files_fingerprint(refs: Sequence[str], folder_of: Callable[[str], str | None
             h.update(f"{st.st_size}:{st.st_mtime_ns}".encode())
         except OSError:
             h.update(b"<missing>")
+    return h.hexdigest()
+
+
+def file_sha256(path: str | os.PathLike[str], chunk: int = 1 << 20) -> str:
+    """sha256 of a file's bytes (what ``sha256sum`` prints), read in chunks; for a folder (a Hugging Face dataset
+    saved with ``save_to_disk``, an image folder), sha256 over each file below it, in sorted order of its path
+    relative to the folder: ``<relative path>\\0<sha256 of its bytes>\\n`` per file. Identifies an input or an
+    output file in a run's results and a dataset card."""
+    p = Path(path)
+    if p.is_dir():
+        h = hashlib.sha256(b"folder\x00")
+        for f in sorted((q for q in p.rglob("*") if q.is_file()), key=lambda q: q.relative_to(p).as_posix()):
+            h.update(f"{f.relative_to(p).as_posix()}\x00{file_sha256(f, chunk)}\n".encode("utf-8", "surrogatepass"))
+        return h.hexdigest()
+    h = hashlib.sha256()
+    with open(p, "rb") as fh:
+        while block := fh.read(chunk):
+            h.update(block)
     return h.hexdigest()

@@ -21,8 +21,8 @@ from typing import Any, NoReturn
 from aflite.errors import AfliteError
 
 # name of the module under aflite.cli for each sub-command, in --help order
-COMMANDS: tuple[str, ...] = ("demo", "run", "embed", "filter", "evaluate", "audit", "explain", "report", "synthetic",
-                           "bench")
+COMMANDS: tuple[str, ...] = ("demo", "run", "embed", "filter", "evaluate", "audit", "explain", "card", "report",
+                           "synthetic", "bench")
 
 
 class _Parser(argparse.ArgumentParser):

@@ -39,7 +39,8 @@ from aflite.evaluate.tables import (
 )
 from aflite.features.registry import REGISTRY, default_featurizer
 from aflite.features.registry import spec as featurizer_spec
-from aflite.hashing import dataset_fingerprint
+from aflite.hashing import dataset_fingerprint, file_sha256
+from aflite.rundir.names import KEPT_IDS
 from aflite.rundir.read import read_run
 from aflite.splits import split_heldout
 from aflite.threads import limited
@@ -144,8 +145,8 @@ def _set_info(ds: Any, sets: list[TrainingSet], is_held: NDArray[np.bool_], spli
     return set_info
 
 
-def _runs(data: str | os.PathLike[str], ds: Any, runs: Sequence[str | os.PathLike[str]]) -> list[Any]:
-    """The run folders, each checked against D (its recorded fingerprint, its ids)."""
+def _runs(data: str | os.PathLike[str], ds: Any, runs: Sequence[str | os.PathLike[str]]) -> tuple[list[Any], str]:
+    """The run folders, each checked against D (its recorded fingerprint, its ids), and D's fingerprint."""
     if not runs:
         raise ParameterError("give at least one run directory (made by aflite run on this dataset)")
     data_fp = dataset_fingerprint(ds.ids, ds.labels, ds.texts_a, ds.texts_b)
@@ -153,7 +154,7 @@ def _runs(data: str | os.PathLike[str], ds: Any, runs: Sequence[str | os.PathLik
         read_run(run_dir).check_dataset(data_fp, data)
     id_to_row = {str(i): r for r, i in enumerate(ds.ids.tolist())}
     taken: set[str] = set()
-    return [_read_run(Path(r), id_to_row, taken) for r in runs]
+    return [_read_run(Path(r), id_to_row, taken) for r in runs], data_fp
 
 
 def _store(d_corpus: _Corpus, cache: Path, show_progress: bool, minilm_options: dict[str, Any] | None,
@@ -176,6 +177,20 @@ def _caps(specs: list[ModelSpec], ft: FinetuneOptions) -> tuple[str | None, int 
     on_cpu = device == "cpu"
     return (device, ft.max_train if ft.max_train is not None else (ft.cpu_max_train if on_cpu else None),
             ft.eval_max if ft.eval_max is not None else (ft.cpu_eval_max if on_cpu else None))
+
+
+def _run_jobs(shared: JobContext, specs: list[ModelSpec], sets: list[Any], seed_list: list[int],
+              show_progress: bool) -> list[dict[str, Any]]:
+    """Every (model, training set, seed) job: a set drawn with a seed is trained with that seed; otherwise a
+    stochastic model with every benchmark seed, a deterministic one with the first."""
+    jobs = [(sp_, ts, int(js)) for sp_ in specs for ts in sets
+            for js in ([ts.seed] if ts.seed is not None else seed_list if sp_.stochastic else seed_list[:1])]
+    results: list[dict[str, Any]] = []
+    bar = tqdm(jobs, desc="train + evaluate", unit="model", disable=not show_progress, dynamic_ncols=True)
+    for sp_, ts, job_seed in bar:
+        bar.set_postfix_str(f"{sp_.key} on {ts.name} seed {job_seed}")
+        results.append(Job(shared, sp_, ts, job_seed).run())
+    return results
 
 
 @limited  # one thread policy (aflite.threads)
@@ -215,7 +230,7 @@ def compare_runs(
     if len(classes) < 2:
         raise InputError(f"{data}: need at least two labels, found {classes.tolist()}")
     y_all = np.searchsorted(classes, ds.labels.astype(str)).astype(np.int64)
-    run_objs = _runs(data, ds, runs)
+    run_objs, data_fp = _runs(data, ds, runs)
     if not split and not tests and not eval_sets:
         raise ParameterError("without the held-out split (--no-split) give at least one test set (--test) or an "
                              "evaluation set (--hans / --ood)")
@@ -234,16 +249,13 @@ def compare_runs(
     device, ft_train_cap, ft_eval_cap = _caps(specs, ft)
     shared = JobContext(ds, y_all, classes, is_held, held_rows, corpora, test_corpora, store, cache, ft, ft_train_cap,
                         ft_eval_cap, show_progress)
-    jobs = [(sp_, ts, int(js)) for sp_ in specs for ts in sets
-            for js in ([ts.seed] if ts.seed is not None else seed_list if sp_.stochastic else seed_list[:1])]
-    results: list[dict[str, Any]] = []
-    bar = tqdm(jobs, desc="train + evaluate", unit="model", disable=not show_progress, dynamic_ncols=True)
-    for sp_, ts, job_seed in bar:
-        bar.set_postfix_str(f"{sp_.key} on {ts.name} seed {job_seed}")
-        results.append(Job(shared, sp_, ts, job_seed).run())
+    results = _run_jobs(shared, specs, sets, seed_list, show_progress)
     aggregate = _aggregate(results, specs, sets, eval_sets, tests)
     config = {
-        "dataset": str(data), "dataset_size": n, "classes": classes.tolist(), "runs": [str(r.path) for r in run_objs],
+        "dataset": str(data), "dataset_size": n, "dataset_fingerprint": data_fp, "classes": classes.tolist(),
+        "runs": [str(r.path) for r in run_objs],
+        # which kept set each run held when it was evaluated (a dataset card ties this folder to its run by it)
+        "runs_kept_ids_sha256": [file_sha256(r.path / KEPT_IDS) for r in run_objs],
         "models": [s.key for s in specs], "seeds": seed_list, "heldout": heldout, "split_seed": seed,
         "heldout_rows": int(len(held_rows)), "split": split, "excluded_warmup_rows": int(len(warm)),
         "protocol": PROTOCOL if split else NO_SPLIT,

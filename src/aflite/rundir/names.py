@@ -13,3 +13,5 @@ REMOVED_IDS = "removed_ids.txt"
 WARMUP_IDS = "warmup_ids.txt"  # run with the warm-up Φ: the slice that trained Φ and was then left out
 RUN_COMMANDS = ("run", "filter", "demo")  # the commands whose --out is a run folder
 METRICS = "metrics.json"  # audit: every figure (results.json carries them too, under the envelope)
+CARD = "README.md"  # card: the dataset card (YAML front matter and its body)
+MANIFEST = "manifest.json"  # card: the card's facts, machine-readable

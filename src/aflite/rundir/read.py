@@ -29,7 +29,8 @@ from aflite.rundir.names import (
 )
 
 __all__ = ["KINDS", "RUN_COMMANDS", "Instances", "RunRecord", "check_run_dataset", "detect_kind", "read_columns",
-           "read_json", "read_kept_ids", "read_results", "read_run", "recorded_dataset_fingerprint", "run_results"]
+           "read_json", "read_kept_ids", "read_made_by", "read_results", "read_run", "recorded_dataset_fingerprint",
+           "run_results"]
 
 KINDS = ("run", "explain", "evaluate", "audit")  # the folders that have a page
 INSTANCE_HEADER = ["id", "label", "kept", "predictability", "removed_at"]
@@ -91,6 +92,28 @@ def read_id_list(path: Path) -> list[str]:
     if not path.is_file():
         return []
     return [line.strip() for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def read_made_by(folder: str | os.PathLike[str], commands: tuple[str, ...], flag: str) -> dict[str, Any]:
+    """The results.json of an output folder that one of ``commands`` made, for a command that builds on it
+    (``aflite card``); a folder without one, an unfinished run, or another command's folder is refused in one line
+    naming ``flag``."""
+    p = Path(folder)
+    what = " or ".join(f"aflite {c}" for c in commands)
+    if not p.is_dir():
+        raise InputError(f"{flag} {p}: not a folder (expected the --out folder of {what})")
+    path = p / RESULTS
+    if not path.is_file():
+        hint = " (a run that has not finished: complete it with --resume)" if (p / CHECKPOINT).is_file() else ""
+        raise InputError(f"{path}: not found: {p} is not a folder of {what}{hint}")
+    try:
+        results = json.loads(path.read_text(encoding="utf-8"))
+    except ValueError as exc:
+        raise InputError(f"{path}: not valid JSON ({exc})") from None
+    if not isinstance(results, dict) or results.get("command") not in commands:
+        made = results.get("command") if isinstance(results, dict) else None
+        raise InputError(f"{path}: made by {'aflite ' + str(made) if made else 'something else'}, not {what}")
+    return results
 
 
 def read_kept_ids(run_dir: str | os.PathLike[str]) -> list[str]:

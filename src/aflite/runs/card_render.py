@@ -1,0 +1,277 @@
+"""The dataset card itself (``README.md``): YAML front matter for the Hugging Face Hub and a Markdown body, both
+written from the manifest alone (:mod:`aflite.runs.card_facts`), so that the card and ``manifest.json`` cannot
+disagree.
+
+Figures are formatted, never computed: counts with thousands separators, accuracies (fractions in results.json)
+as percentages with one decimal, shares (already percentages there) with one decimal, hashes in full.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from aflite.runs.card_yaml import dump
+
+__all__ = ["front_matter", "render_card"]
+
+FOLDER_SHA = ", a folder: over each file's path and sha256, in sorted order (aflite.hashing.file_sha256)"
+TAGS = ["aflite", "adversarial-filtering", "dataset-artifacts"]
+PARAMETERS = (("n", "target_size", "target size"), ("m", "n_partitions", "linear models per phase"),
+              ("t", "train_size", "training rows per model"), ("k", "slice_size", "rows removed per phase at most"),
+              ("τ", "threshold", "predictability threshold"), ("strategy", "strategy", "how a phase removes rows"),
+              ("model", "model", "the ensemble's classifier"), ("C", "C", "its inverse regularization"))
+
+
+def front_matter(m: dict[str, Any]) -> dict[str, Any]:
+    """The card's metadata as the Hub reads it (``configs`` points at the filtered data file)."""
+    out = m["output"]
+    meta: dict[str, Any] = {"license": m["license"]["id"]}
+    if m["license"]["id"] == "other" and m["license"].get("name"):
+        meta["license_name"] = m["license"]["name"]
+    meta["pretty_name"] = m["name"]
+    if m.get("language"):
+        meta["language"] = m["language"]
+    meta["task_categories"] = m["task_categories"]
+    if m.get("task_ids"):
+        meta["task_ids"] = m["task_ids"]
+    meta["size_categories"] = [m["size_category"]]
+    meta["source_datasets"] = m["source_datasets"]
+    meta["tags"] = TAGS
+    path = f"{out['file']}/*.arrow" if out.get("is_folder") else out["file"]
+    meta["configs"] = [{"config_name": "default", "data_files": [{"split": "train", "path": path}]}]
+    return meta
+
+
+# ---------------------------------------------------------------------------------------------- formatting
+def num(n: Any) -> str:
+    """A count with thousands separators (a whole float, e.g. a JSON 133.0, as 133; a mean as it is)."""
+    if n is None:
+        return "–"
+    if isinstance(n, float) and n.is_integer():
+        n = int(n)
+    return f"{n:,}" if isinstance(n, int) and not isinstance(n, bool) else str(n)
+
+
+def pct(x: Any) -> str:
+    """A fraction as a percentage, one decimal."""
+    return "–" if x is None else f"{100 * float(x):.1f}"
+
+
+def _stat(ms: dict[str, Any] | None) -> str:
+    """``{mean, std, n}`` (fractions) as ``53.5`` or ``51.7 ± 1.3`` (std over n > 1 seeds)."""
+    if not ms or ms.get("mean") is None:
+        return "–"
+    return pct(ms["mean"]) + (f" ± {pct(ms['std'])}" if (ms.get("n") or 0) > 1 and ms.get("std") is not None else "")
+
+
+def _value(v: Any) -> str:
+    return f"`{v}`" if isinstance(v, str) else f"`{json.dumps(v, ensure_ascii=False, sort_keys=True)}`"
+
+
+def _table(head: list[str], rows: list[list[str]]) -> list[str]:
+    return ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)] + ["| " + " | ".join(
+        c.replace("|", "\\|") for c in r) + " |" for r in rows]
+
+
+# ---------------------------------------------------------------------------------------------- sections
+def _data(m: dict[str, Any]) -> list[str]:
+    src, out, lic = m["input"], m["output"], m["license"]
+    kept = out["kept_ids"]
+    lines = ["## Data", "",
+             f"- **File:** `{out['file']}` ({num(out['rows'])} rows, in the input's own format; sha256 "
+             f"`{out['sha256']}`{FOLDER_SHA if out.get('is_folder') else ''}). It is the run folder's "
+             f"`{out['file']}`: put it beside this README.md to publish.",
+             f"- **Kept ids:** `{kept['file']}` ({num(kept['ids'])} ids; sha256 `{kept['sha256']}`)."]
+    if out.get("warmup_ids"):
+        lines.append(f"- **Warm-up ids** (rows that fine-tuned Φ, not in D(Φ)): `{out['warmup_ids']['file']}` "
+                     f"(sha256 `{out['warmup_ids']['sha256']}`).")
+    sha = f"sha256 `{src['sha256']}`{FOLDER_SHA if src.get('is_folder') else ''} ({src['sha256_source']})" if \
+        src.get("sha256") else \
+        f"sha256 unknown: {src['sha256_source']}"
+    lines.append(f"- **Source:** `{src['file']}`" + (f", {m['title']}" if m.get("title") else "")
+                 + f": {num(src['rows'])} rows; {sha}; dataset fingerprint `{src['dataset_fingerprint']}`.")
+    if lic["id"] == "unknown":
+        lines.append(f"- **License:** `unknown` — {lic['source']}.")
+    else:
+        named = f" ({lic['name']}" + (f", {lic['url']}" if lic.get("url") else "") + ")" if lic.get("name") else ""
+        keeps = " D(Φ) is a subset of the input and keeps its license." if lic["source"] != "given (--license)" \
+            else " aflite does not know the input's license: check that this one allows publishing the subset."
+        lines.append(f"- **License:** `{lic['id']}`{named}, from {lic['source']}.{keeps}")
+    if lic.get("attribution"):
+        lines.append(f"- **Attribution** (the source's citation): {lic['attribution']}")
+    return lines + [""]
+
+
+def _how(m: dict[str, Any]) -> list[str]:
+    phi, flt = m["phi"], m["filter"]
+    p = flt.get("parameters") or {}
+    lines = ["## How D(Φ) was made", "",
+             "AFLite (Le Bras et al., 2020, *Adversarial Filters of Dataset Biases*, Algorithm 1): in each phase, "
+             "m linear models are trained on random t-row partitions over frozen features Φ(x); each row's "
+             "predictability p̃ is the share of the models that held it out and predicted its label; up to k rows "
+             "with p̃ >= τ are removed, until n rows are left or fewer than k qualify.", "",
+             "### Φ", "",
+             f"- **Featurizer:** `{phi['featurizer']}`, view `{phi['view']}`, {num(phi['dim'])} dimensions."]
+    model = phi.get("model")
+    if model:
+        where = model.get("folder") or model.get("embeddings") or model.get("name")
+        pkg = (f", from the package `{model['package']}` {model['package_version']}" if model.get("package") else "")
+        lines.append(f"- **Model:** `{where}`{pkg}" + ("" if model.get("found", True) else
+                                                       " (not found when the card was made)") + ".")
+        for name, digest in sorted((model.get("files_sha256") or {}).items()):
+            lines.append(f"  - `{name}` sha256 `{digest}` (when the card was made)")
+    if phi.get("warmup_rows"):
+        lines.append(f"- **Warm-up:** Φ was fine-tuned on {num(phi['warmup_rows'])} rows (the warm-up slice, seed "
+                     f"{flt.get('seed')}) and those rows were discarded.")
+    lines += ["", *_table(["option", "value"], [[f"`{k}`", _value(v)] for k, v in sorted(phi["options"].items())]),
+              "", "### Filter", "",
+              *_table(["parameter", "value", "meaning"],
+                      [[f"{sym} (`{key}`)", _value(p.get(key)), what] for sym, key, what in PARAMETERS if key in p]
+                      + [["groups", _value(flt.get("groups")), "rows of one group stay on one side of every split"],
+                         ["seed", _value(flt.get("seed")), "the one seed every random choice flows from"]]),
+              ""]
+    if flt.get("overrides"):
+        lines += [f"Set by hand (the rest are Table 8's SNLI values scaled to |D|): "
+                  f"{', '.join(f'`{k}`' for k in sorted(flt['overrides']))}.", ""]
+    v = m.get("versions") or {}
+    lines += [f"- **Versions:** {', '.join(f'{k} {v[k]}' for k in sorted(v) if k != 'platform')}"
+              + (f"; platform `{v['platform']}`" if v.get("platform") else "") + ".",
+              f"- **Card:** written by {m['generator']['tool']} (aflite {m['generator']['aflite']}) from the run's "
+              f"results.json; `manifest.json` holds the same facts.", ""]
+    return lines
+
+
+def _changed(m: dict[str, Any]) -> list[str]:
+    flt, lab = m["filter"], m["labels"]
+    sizes = " → ".join(num(s) for s in flt.get("sizes") or [])
+    lines = ["## What filtering changed", "",
+             f"- **Size:** |D| = {num(flt['size_before'])} → |D(Φ)| = {num(flt['size_after'])} rows in "
+             f"{num(flt.get('n_iterations'))} phase(s): {sizes}.",
+             f"- **Stop reason:** {flt.get('stop_reason')}.", ""]
+    if m.get("verdict"):
+        lines += ["The run's verdict:", "", *[f"> {s}" for s in m["verdict"]], ""]
+    shift = lab.get("shift") or {}
+    before, after = lab.get("before") or {}, lab.get("after") or {}
+    rows = [[f"`{k}`", num(before.get(k)), f"{shift['shares_before'][k]:.1f}", num(after.get(k)),
+             f"{shift['shares_after'][k]:.1f}", f"{shift['change_points'][k]:+.1f}"] for k in sorted(before)]
+    lines += ["### Label shift", "",
+              *_table(["label", "D rows", "D share %", "D(Φ) rows", "D(Φ) share %", "change (points)"], rows), ""]
+    probe = m.get("probe") or {}
+    if probe.get("results"):
+        lines += ["### The run's probe", "", f"{probe.get('model')}; 5-fold cross-validation accuracy on each set "
+                  "and the majority-class rate of its rows (chance):", "",
+                  *_table(["set", "rows", "accuracy %", "± (std)", "majority %", "lead over majority (points)"],
+                          [[r["name"], num(r["size"]), pct(r.get("accuracy")), pct(r.get("accuracy_std")),
+                            pct(r.get("majority")), "–" if r.get("delta_majority") is None else
+                            f"{100 * r['delta_majority']:+.1f}"] for r in probe["results"]]),
+                  "", probe.get("meaning", ""), ""]
+    elif probe.get("skipped"):
+        lines += ["### The run's probe", "", f"Skipped: {probe['skipped']}.", ""]
+    return lines
+
+
+def _evaluations(ev: dict[str, Any]) -> list[tuple[str, str, str]]:
+    """(title, kind, name) of every evaluation with figures: own / original held-out, tests, external sets."""
+    out = []
+    if ev.get("split"):
+        out += [("D's held-out part: each training set's own rows", "own_heldout", ""),
+                ("the whole held-out part of D (the original distribution)", "original_heldout", "")]
+    out += [(f"test set `{t['name']}`", "tests", t["name"]) for t in ev.get("tests") or []]
+    out += [(f"evaluation set `{t['name']}`", "external", t["name"]) for t in ev.get("eval_sets") or []]
+    return out
+
+
+def _cell(entry: dict[str, Any] | None, kind: str, name: str) -> str:
+    if entry is None:
+        return "–"
+    if kind in ("own_heldout", "original_heldout"):
+        return _stat(entry.get(kind))
+    return _stat((entry.get(kind) or {}).get(name, {}).get("accuracy"))
+
+
+def _chance(entry: dict[str, Any] | None, kind: str, name: str) -> str:
+    if entry is None:
+        return "–"
+    if kind in ("own_heldout", "original_heldout"):
+        return _stat(entry.get(f"{kind}_majority"))
+    maj = (entry.get(kind) or {}).get(name, {}).get("majority")
+    return _stat(maj) if isinstance(maj, dict) else pct(maj)
+
+
+def _evaluate(ev: dict[str, Any]) -> list[str]:
+    sets = ev["sets"]
+    roles = [r for r in ("D", "random", "single-iteration", "filtered") if r in sets]
+    head = ["model"] + [f"{sets[r]}" for r in roles]
+    lines = ["## Evaluation (aflite evaluate)", "",
+             f"Models trained on D, on same-size random subsets of D, on the single-iteration cut and on D(Φ); "
+             f"accuracy in % (± the standard deviation over seeds {ev.get('seeds')}). "
+             + (ev.get("protocol") or "").rstrip(".") + ".",
+             "", *[f"> {s}" for s in ev.get("verdict") or []], ""]
+    models = [k for k in ev.get("models") or [] if k in ev["scores"]] + sorted(set(ev["scores"]) - set(
+        ev.get("models") or []))
+    first = ev["scores"][models[0]] if models else {}
+    for title, kind, name in _evaluations(ev):
+        rows = [["chance (majority class of the same rows)"] + [_chance(first.get(r), kind, name) for r in roles]]
+        rows += [[f"`{model}`"] + [_cell(ev["scores"][model].get(r), kind, name) for r in roles] for model in models]
+        lines += [f"### On {title}", "", *_table(head, rows), ""]
+    ts = ev.get("training_sets") or []
+    lines += ["Training sets:", "", *_table(["set", "seed", "rows", "train part", "held-out part"],
+                                            [[s["name"], num(s.get("seed")), num(s.get("size")), num(s.get("train")),
+                                              num(s.get("heldout"))] for s in ts]), ""]
+    return lines
+
+
+def _explain(ex: dict[str, Any]) -> list[str]:
+    sig, test = ex.get("significant_tokens") or {}, ex.get("token_test") or {}
+    lines = ["## Explanation (aflite explain)", ""]
+    if sig:
+        lines += [f"Significant (token, label) pairs on the {ex.get('token_view')} (Gardner et al. 2021's test, "
+                  f"Bonferroni α = {test.get('alpha')}, tokens in at least {test.get('min_count')} texts):", "",
+                  *_table(["set", "significant pairs"], [["D", num(sig.get("full"))], ["D(Φ)", num(sig.get("kept"))],
+                                                         [f"same-size random subsets (mean of "
+                                                          f"{test.get('random_subsets')})", num(sig.get("random"))]]),
+                  ""]
+    top = ex.get("top_artifacts_kept") or []
+    if top:
+        lines += ["The strongest artifacts left in D(Φ):", "",
+                  *_table(["token", "label", "texts", "p̂(label given token)", "z", "significant"],
+                          [[f"`{t['token']}`", f"`{t['label']}`", num(t.get("count")), f"{t['p_label']:.3f}",
+                            f"{t['z']:.2f}", "yes" if t.get("significant") else "no"] for t in top]), ""]
+    dm = ex.get("datamap") or {}
+    regions = dm.get("regions") or {}
+    if regions:
+        lines += ["Data map of the first phase (recomputed; agreement with the run "
+                  f"{pct(ex.get('first_phase_agreement'))} %): rows per region and how many the filter removed:", "",
+                  *_table(["region", "rows", "removed"], [[r, num(n), num((dm.get("removed_by_region") or {}).get(r))]
+                                                         for r, n in _regions(regions)]), ""]
+    if ex.get("label_issues") is not None:
+        lines += [f"- Label-issue candidates (cleanlab): {num(ex['label_issues'])} rows."]
+    sur = ex.get("surrogate") or {}
+    if sur.get("r2") is not None:
+        lines += [f"- A sparse surrogate ({sur.get('model')}) of p̃ from tokens × label: R² {sur['r2']:.3f}, "
+                  f"{num(sur.get('n_terms'))} terms."]
+    return lines + [""]
+
+
+def _regions(regions: dict[str, Any]) -> list[tuple[str, Any]]:
+    order = ["easy", "ambiguous", "hard", "unscored"]
+    return [(r, regions[r]) for r in order if r in regions] + sorted((r, n) for r, n in regions.items()
+                                                                      if r not in order)
+
+
+def render_card(m: dict[str, Any]) -> str:
+    """The whole README.md: ``---`` front matter ``---`` and the body. It depends on the manifest's content, not
+    on its keys' order, so that ``manifest.json`` read back renders the same card."""
+    body = [f"# {m['name']}", "",
+            f"D(Φ): the rows of `{m['input']['file']}` that AFLite kept — {num(m['filter']['size_before'])} → "
+            f"{num(m['filter']['size_after'])} rows. Every figure on this card is copied from the run's results.json "
+            f"(and, where shown, from `aflite evaluate` and `aflite explain` on this run); `manifest.json` beside it "
+            f"holds the same facts.", "",
+            *_data(m), *_how(m), *_changed(m)]
+    if m.get("evaluate"):
+        body += _evaluate(m["evaluate"])
+    if m.get("explain"):
+        body += _explain(m["explain"])
+    body += ["## Known limits", "", *[f"- {s}" for s in m["limits"]], ""]
+    return "---\n" + dump(front_matter(m)) + "---\n\n" + "\n".join(body).rstrip("\n") + "\n"
