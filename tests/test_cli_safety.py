@@ -105,7 +105,7 @@ def test_unwritable_out_is_refused_before_any_work(tmp_path, tsv, capsys, monkey
     real_access = os.access
     monkeypatch.setattr(rundir.os, "access", lambda p, mode: False if Path(p) == ro else real_access(p, mode))
     computed: list[str] = []
-    monkeypatch.setattr("aflite.data.load_dataset", lambda *a, **k: computed.append("load"))
+    monkeypatch.setattr("aflite.data.source.load_dataset", lambda *a, **k: computed.append("load"))
     code, _, err = cli(capsys, *command_lines(tmp_path, tsv, ro / "out")[command])
     assert code == 2
     assert "is not writable" in one_line_error(err, command)
@@ -184,7 +184,7 @@ def test_filter_refuses_a_folder_with_a_stale_kept_ids(tmp_path, capsys):
 def test_a_second_run_in_the_same_folder_is_refused_before_featurizing(tmp_path, tsv, capsys, monkeypatch):
     out = tmp_path / "run"
     assert cli(capsys, "run", tsv, "--out", out, *FAST)[0] == 0
-    monkeypatch.setattr("aflite.features.featurize", lambda *a, **k: pytest.fail("featurized"))
+    monkeypatch.setattr("aflite.features.cache.featurize", lambda *a, **k: pytest.fail("featurized"))
     code, _, err = cli(capsys, "run", tsv, "--out", out, *FAST)
     assert code == 2
     assert "holds a previous run: pass --resume to continue it, --overwrite to start over" in one_line_error(
@@ -242,13 +242,13 @@ def test_one_class_file_is_refused_before_featurizing(tmp_path, capsys, monkeypa
     p = tmp_path / "one.tsv"
     p.write_text("id\tpremise\thypothesis\tlabel\n" + "".join(
         f"{r[0]}\t{r[1]}\t{r[2]}\tentailment\n" for r in sample_rows(50)))
-    monkeypatch.setattr("aflite.features.featurize", lambda *a, **k: pytest.fail("featurized"))
+    monkeypatch.setattr("aflite.features.cache.featurize", lambda *a, **k: pytest.fail("featurized"))
     out = tmp_path / "out"
     code, _, err = cli(capsys, "run", p, "--out", out, *FAST)
     assert code == 2
     assert "every one of the 50 rows has the label 'entailment'" in one_line_error(err, "run")
     assert not out.exists()  # no folder, no cache/
-    monkeypatch.setattr("aflite.audit.compute_features", lambda *a, **k: pytest.fail("featurized"))
+    monkeypatch.setattr("aflite.audit.runner.compute_features", lambda *a, **k: pytest.fail("featurized"))
     code, _, err = cli(capsys, "audit", p, "--out", out, "--featurizer", "ngram", "--no-tra", "--quiet")
     assert code == 2
     assert "every one of the 50 rows has the label 'entailment'; an audit needs" in one_line_error(err, "audit")

@@ -124,7 +124,7 @@ def test_evaluate_every_model_and_the_tables(snli_run):
 def test_minilm_features_come_from_the_cache_folders_top_level(tmp_path, monkeypatch):
     """`aflite run` keeps its MiniLM matrices at the top of OUT/cache; evaluate must look there too, so that
     --cache-dir RUN/cache reuses them instead of embedding D again."""
-    import aflite.features
+    import aflite.evaluate.models
     from aflite.evaluate.models import _corpus, _FeatureStore
 
     seen = []
@@ -136,7 +136,7 @@ def test_minilm_features_come_from_the_cache_folders_top_level(tmp_path, monkeyp
         seen.append((featurizer, view, cache_dir))
         return _F()
 
-    monkeypatch.setattr(aflite.features, "featurize", fake)
+    monkeypatch.setattr(aflite.evaluate.models, "featurize", fake)
     d = _corpus("D", ["p1", "p2"], ["h1", "h2"])
     store = _FeatureStore(d, tmp_path, False, {})
     assert store.get("minilm", "hypothesis", d).shape == (2, 4)

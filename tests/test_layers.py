@@ -250,3 +250,30 @@ def test_no_featurizer_name_is_compared_outside_features() -> None:
                 continue
             bad.append(f"{m}:{node.lineno}")
     assert bad == []
+
+
+def test_library_imports_sit_at_the_top() -> None:
+    """aflite's own imports sit at the top of each module, where a reader sees the dependency graph; only the CLI's
+    command handlers import the library when the command runs (so that ``aflite --help`` reads neither numpy nor
+    scikit-learn). The heavy optional dependencies stay out of every module's top: they are imported where they
+    are used, so that an install without them still imports every module."""
+    heavy = {"torch", "transformers", "dask", "distributed", "cleanlab", "plotly", "selenium", "onnxruntime"}
+    inside, heavy_at_top = [], []
+    for m, path in MODULES.items():
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in tree.body:
+            names = [node.module or ""] if isinstance(node, ast.ImportFrom) else \
+                [a.name for a in node.names] if isinstance(node, ast.Import) else []
+            heavy_at_top += [f"{m}:{node.lineno} {n}" for n in names if n.split(".")[0] in heavy]
+        if m.startswith("aflite.cli"):
+            continue
+        for fn in ast.walk(tree):
+            if not isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef):
+                continue
+            for node in ast.walk(fn):
+                if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("aflite"):
+                    inside.append(f"{m}:{node.lineno} from {node.module}")
+                elif isinstance(node, ast.Import) and any(a.name.startswith("aflite") for a in node.names):
+                    inside.append(f"{m}:{node.lineno} import {node.names[0].name}")
+    assert sorted(set(inside)) == []
+    assert heavy_at_top == []

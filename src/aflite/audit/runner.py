@@ -21,6 +21,7 @@ from aflite.audit.results import AuditConfig, AuditResult, ViewAudit
 from aflite.checks.tokens import token_artifacts
 from aflite.device import torch_device
 from aflite.errors import InputError, ParameterError
+from aflite.features import featurize
 from aflite.features.registry import featurizer_names, featurizer_options, spec
 from aflite.hashing import data_fingerprint
 from aflite.splits import holdout_groups as _holdout_split
@@ -59,8 +60,6 @@ def subset(dataset: Any, keep_ids: Sequence[Any] | np.ndarray) -> Any:
 
 
 def _features(dataset: Any, view: str, cfg: AuditConfig) -> np.ndarray:
-    from aflite.features import featurize
-
     opts = featurizer_options(cfg.featurizer, model_path=cfg.model_path, device=cfg.device)
     feats = featurize(
         dataset.texts_a, dataset.texts_b, featurizer=cfg.featurizer, view=view, cache_dir=cfg.cache_dir,

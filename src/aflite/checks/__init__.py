@@ -21,6 +21,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from aflite.checks.tokens import token_matrix
 from aflite.errors import ParameterError
 
 __all__ = ["CHECKS", "Check", "CheckData", "CheckResult", "check_names", "get_check", "register", "run_checks"]
@@ -58,8 +59,6 @@ class CheckData:
         if self.texts is None:
             raise ParameterError("this check reads tokens: it needs text")
         if self._tokens is None:
-            from aflite.checks.tokens import token_matrix  # the one tokenizer
-
             self._tokens = token_matrix(self.texts)
         return self._tokens
 

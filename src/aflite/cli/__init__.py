@@ -18,7 +18,10 @@ import sys
 from collections.abc import Iterator, Sequence
 from typing import Any, NoReturn
 
+from aflite import __version__
+from aflite.cli.options import add_threads
 from aflite.errors import AfliteError
+from aflite.threads import prepare_process
 
 # name of the module under aflite.cli for each sub-command, in --help order
 COMMANDS: tuple[str, ...] = ("demo", "run", "embed", "filter", "evaluate", "audit", "explain", "card", "report",
@@ -33,8 +36,6 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from aflite import __version__
-
     parser = _Parser(
         prog="aflite",
         description="Find, measure and remove dataset artifacts (AFLite, Le Bras et al. 2020).",
@@ -44,7 +45,6 @@ def build_parser() -> argparse.ArgumentParser:
     for name in COMMANDS:
         module = importlib.import_module(f"aflite.cli.{name.replace('-', '_')}")
         module.register(sub)
-    from aflite.cli.options import add_threads
 
     for command_parser in sub.choices.values():  # one thread policy for every command (aflite.threads)
         if "--threads" not in command_parser._option_string_actions:
@@ -112,8 +112,6 @@ def _scratch() -> Iterator[None]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from aflite.threads import prepare_process
-
     prepare_process()  # before build_parser loads numpy and scikit-learn (aflite.threads)
     parser = build_parser()
     try:

@@ -14,13 +14,16 @@ from aflite.cli.options import (
     add_cache,
     add_columns,
     add_device,
+    add_groups_option,
     add_image_options,
     add_out,
+    add_overwrite_option,
     add_quiet,
     add_seed,
     dataset_options,
     image_options,
 )
+from aflite.features.registry import featurizer_names
 from aflite.rundir.names import PAGE, RESULTS, SUMMARY_MD
 
 # options that read text: refused (one line, exit 2) on image data, where they have nothing to act on
@@ -58,7 +61,6 @@ def register(sub: Any) -> None:
                    help="audit a seeded random sample of N pairs (of D, and of D(Φ)) instead of all")
     p.add_argument("--views", nargs="+", default=["hypothesis", "premise"], choices=("hypothesis", "premise"),
                    help="single-sentence conditions to audit (default both)")
-    from aflite.features.registry import featurizer_names
 
     p.add_argument("--featurizer", choices=featurizer_names("audit"), default=None,
                    help="frozen features of the linear biased/normal models: minilm or ngram for text "
@@ -96,7 +98,6 @@ def register(sub: Any) -> None:
     add_seed(p)
     p.add_argument("--title", default=None, help="report title")
     add_quiet(p)
-    from aflite.cli.options import add_groups_option, add_overwrite_option
 
     add_groups_option(p)
     add_overwrite_option(p)

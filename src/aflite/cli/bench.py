@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from aflite.cli.options import add_overwrite_option, add_quiet, add_seed
+from aflite.errors import ParameterError
 
 
 def register(sub: Any) -> None:
@@ -109,7 +110,6 @@ def _save(args: argparse.Namespace, res: dict[str, Any], report: str) -> None:
 
 
 def _run_embed(args: argparse.Namespace) -> int:
-    from aflite.errors import ParameterError
     from aflite.experiments.bench_embed import DEFAULT_ITEMS, embed_benchmark, format_embed_report
 
     if not args.embed_data:
@@ -130,7 +130,6 @@ def _run_scale(args: argparse.Namespace, log: Any) -> int:
     import shutil
     import tempfile
 
-    from aflite.errors import ParameterError
     from aflite.experiments.scale import format_scale_report, scale_benchmark
 
     devices = tuple(d.strip() for d in args.devices.split(",") if d.strip())

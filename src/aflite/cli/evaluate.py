@@ -12,16 +12,17 @@ from aflite.cli.options import (
     add_cache,
     add_columns,
     add_device,
+    add_groups_option,
     add_out,
+    add_overwrite_option,
     add_quiet,
     add_seed,
     dataset_options,
 )
+from aflite.defaults import DEFAULT_MODELS
 
 
 def register(sub: Any) -> None:
-    from aflite.defaults import DEFAULT_MODELS
-
     p = sub.add_parser(
         "evaluate",
         help="re-estimate models on D, D(Φ), same-size random subsets and the single-iteration set; HANS / OOD",
@@ -73,7 +74,6 @@ def register(sub: Any) -> None:
               "features (never written), and a folder inside a run folder is refused")
     add_columns(p)
     add_quiet(p)
-    from aflite.cli.options import add_groups_option, add_overwrite_option
 
     add_groups_option(p)
     add_overwrite_option(p)

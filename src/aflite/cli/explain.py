@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from aflite.cli.options import add_cache, add_columns, add_out, add_quiet, dataset_options
+from aflite.cli.options import add_cache, add_columns, add_out, add_overwrite_option, add_quiet, dataset_options
 
 
 def register(sub: Any) -> None:
@@ -51,7 +51,6 @@ def register(sub: Any) -> None:
     g.add_argument("--stop-max-phases", type=int, default=40, help="cap on the stop rule's extra phases (default 40)")
     add_columns(p)
     add_quiet(p)
-    from aflite.cli.options import add_overwrite_option
 
     add_overwrite_option(p)
     p.set_defaults(handler=run, validate=_validate)

@@ -25,11 +25,13 @@ import numpy as np
 from numpy.typing import NDArray
 
 from aflite.core import kernels
+from aflite.core.backends.torch import TorchFeatureStore, fit_block_torch
 from aflite.core.blocks import BlockResult, BlockTask, default_block_size, use_chunked_rows, use_own_rows
 from aflite.core.solver import SOLVERS, fit_block_local
 from aflite.core.store import FeatureStore, fit_whitening, pred_dtype
+from aflite.device import resolve_device
 from aflite.errors import ParameterError
-from aflite.threads import budget
+from aflite.threads import budget, fit_workers
 
 __all__ = [
     "LinearEnsemble",
@@ -243,8 +245,6 @@ class FastLogisticEnsemble(LinearEnsemble):
     # ------------------------------------------------------------------ preparation (once per dataset)
     def prepare(self, X: NDArray[Any], y: NDArray[np.int64], n_classes: int) -> None:
         """Whiten X once (centre, rotate onto the covariance eigenbasis, unit variance) and set up the store."""
-        from aflite.device import resolve_device
-
         self._check_params()
         t0 = time.perf_counter()
         self._y = np.asarray(y, dtype=np.int64)
@@ -255,8 +255,6 @@ class FastLogisticEnsemble(LinearEnsemble):
         self.device_ = resolve_device(self.device)
         copy = X.shape[0] * self._dim * 4 <= self.max_copy_gb * (1 << 30)
         if self.device_ != "cpu":
-            from aflite.core.backends.torch import TorchFeatureStore
-
             self._store = TorchFeatureStore(X, self._whitening, self.device_, self.storage, self.chunk_mb)
         elif self.executor is not None:
             self._store = None
@@ -396,8 +394,6 @@ class FastLogisticEnsemble(LinearEnsemble):
 
     def _run_tasks(self, tasks: list[BlockTask], n: int) -> list[BlockResult]:
         if self.device_ != "cpu":
-            from aflite.core.backends.torch import fit_block_torch
-
             return [fit_block_torch(self._store, t) for t in tasks]
         if self.executor is not None:
             return list(self.executor.map_blocks(tasks))
@@ -408,7 +404,6 @@ class FastLogisticEnsemble(LinearEnsemble):
 
     def _run_local(self, tasks: list[BlockTask], n: int) -> list[BlockResult]:
         store = self._store
-        from aflite.threads import fit_workers
 
         jobs = self.n_jobs or fit_workers(len(tasks))
         # Tiny problems (the synthetic experiment) are dominated by thread start-up: run them in order.

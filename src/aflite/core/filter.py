@@ -23,6 +23,7 @@ from numpy.typing import ArrayLike, NDArray
 from sklearn.base import BaseEstimator
 
 from aflite.core.ensemble import FitStats, LinearEnsemble, make_ensemble
+from aflite.core.heldout import first_phase_attributes
 from aflite.core.phase import (  # one phase, the state and the size rules live in aflite.core.phase
     FilterState,
     IterationRecord,
@@ -278,8 +279,6 @@ class AFLite(BaseEstimator):
         scores: PhaseScores | None, state: FilterState,
     ) -> None:
         """The first phase's data map and soft weights as fitted attributes (aflite.core.heldout); None when unknown."""
-        from aflite.core.heldout import first_phase_attributes
-
         mask = None if scores is None else scores.train_mask
         if scores is not None and mask is None and "greedy_mask" in state.extra:
             mask = state.extra["greedy_mask"][rows]

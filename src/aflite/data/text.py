@@ -17,6 +17,7 @@ import numpy as np
 
 from aflite.data.columnar import _hf_label_names, _load_hf, _read_parquet
 from aflite.data.delimited import _read_delimited, _read_jsonl
+from aflite.data.families import twin_families
 from aflite.data.files import _INT_RE, PathLike, _base_suffix, _check_exists, _read_bytes
 from aflite.data.options import _CLI_NAMES, _opt
 from aflite.errors import InputError, ParameterError
@@ -141,8 +142,6 @@ def load_dataset(
                                              partly.items()) + " (featurized as empty: nothing for Φ to read there)",
               file=sys.stderr)
     if groups == "twins":
-        from aflite.data.families import twin_families
-
         ds.groups = twin_families(ds.texts_a, ds.texts_b)
     elif groups not in (None, "premise", "none"):
         ds.groups = _column_groups(p, ds, str(groups), all_cols)

@@ -29,8 +29,10 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import numpy as np
 
+from aflite.data.images import open_image
 from aflite.device import import_torch, resolve_model_folder, torch_device
 from aflite.errors import InputError, ParameterError
+from aflite.threads import map_inference
 
 if TYPE_CHECKING:
     from tqdm import tqdm as Tqdm
@@ -91,8 +93,6 @@ def embed_items(
         out[idx] = emb.float().cpu().numpy()
         if progress is not None:
             progress.update(len(idx))
-
-    from aflite.threads import map_inference
 
     try:  # batches side by side on CPU, one intra-op thread each (aflite.threads)
         map_inference(torch, one, [order[s : s + batch_size] for s in range(0, n, batch_size)],
@@ -249,8 +249,6 @@ class ImageEncoder:
         return [str(x) for x in inputs]
 
     def collate(self, items: list[Any]) -> Any:
-        from aflite.data.images import open_image
-
         images = [open_image(ref) for ref in items]
         if self.processor is not None:
             pix = self.processor(images=images, return_tensors="pt")["pixel_values"]

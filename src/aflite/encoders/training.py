@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from aflite.atomic import atomic_open
 from aflite.errors import InputError, ParameterError
 
 log = logging.getLogger(__name__)
@@ -254,8 +255,6 @@ def predict_classes(encoder: Any, head: Any, items: list[Any], batch_size: int =
 def save_checkpoint(path: str | os.PathLike[str], encoder: Any, head: Any | None, classes: Sequence[Any] | np.ndarray,
                     result: TrainResult) -> None:
     """Encoder and head weights, classes and the loss log in one torch file, written atomically."""
-    from aflite.atomic import atomic_open
-
     torch = encoder.torch
     state = {"format": CHECKPOINT_FORMAT, "encoder": encoder.module.state_dict(),
              "head": None if head is None else head.state_dict(), "classes": [str(c) for c in classes],

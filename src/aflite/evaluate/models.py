@@ -12,7 +12,18 @@ import numpy as np
 from numpy.typing import NDArray
 
 from aflite.atomic import load_cached_npy, write_npy
+from aflite.device import import_torch, resolve_model_path, torch_device
+from aflite.encoders import ImageEncoder, TextEncoder, training
+from aflite.encoders.training import (
+    EVALUATE,
+    WARMUP_IMAGE,
+    TrainResult,
+    load_checkpoint,
+    predict_classes,
+    save_checkpoint,
+)
 from aflite.errors import ParameterError
+from aflite.features import DEFAULT_MAX_LENGTH, NgramFeaturizer, featurize
 from aflite.features.base import VIEWS
 from aflite.features.registry import featurizer_names, spec
 from aflite.hashing import data_fingerprint
@@ -103,7 +114,6 @@ class FinetuneOptions:
         """The learning rate in force: the given one, else the text or image default (see the class doc)."""
         if self.lr is not None:
             return float(self.lr)
-        from aflite.encoders.training import WARMUP_IMAGE
 
         return WARMUP_IMAGE.lr if self.image_model else 1e-5
 
@@ -174,7 +184,6 @@ class _FeatureStore:
         a, b = corpus.view(view, every)
         found = spec(featurizer)
         if found.frozen:  # a fixed encoder embeds every corpus on its own, at the top level of the cache folder
-            from aflite.features import featurize
 
             # as `aflite run` and `aflite audit` lay it out, so that a shared cache folder (or a run's own cache,
             # read only) reuses the run's matrices instead of embedding D again; image options as the run used them
@@ -189,8 +198,6 @@ class _FeatureStore:
             else:
                 feat = self._ngram.get(view)
                 if feat is None:
-                    from aflite.features import NgramFeaturizer
-
                     feat = NgramFeaturizer()
                     da, db = self.d.view(view, np.arange(len(self.d.texts_a)))
                     feat.fit(da, db)
@@ -301,8 +308,6 @@ class _FineTuned:
     the one trainer (:func:`aflite.encoders.training.fit_classifier`, preset ``EVALUATE`` with these options)."""
 
     def __init__(self, opts: FinetuneOptions, seed: int, show_progress: bool) -> None:
-        from aflite.device import import_torch, resolve_model_path, torch_device
-
         self.opts = opts
         self.seed = seed
         self.show_progress = show_progress
@@ -317,15 +322,11 @@ class _FineTuned:
         self.first_loss_: float | None = None  # to tell a loss that fell from one that did not (degenerate.py)
 
     def train_config(self) -> Any:
-        from aflite.encoders.training import EVALUATE
-
         o = self.opts
         return EVALUATE.replace(lr=o.resolved_lr(), eps=o.eps, epochs=o.epochs, batch_size=o.batch_size,
                                 max_steps=o.max_steps, seed=self.seed, shuffle_seed=(self.seed, 11), device=self.device)
 
     def _new_encoder(self) -> Any:
-        from aflite.encoders import ImageEncoder, TextEncoder
-
         if self.opts.image_model:
             return ImageEncoder(self.opts.image_model, model_path=self.model_path, device=self.device,
                                 image_size=self.opts.image_size)
@@ -338,15 +339,11 @@ class _FineTuned:
         return list(self.encoder.prepare_pairs(a, b, max_length))
 
     def _build(self, n_classes: int) -> None:
-        from aflite.encoders import training
-
         training.seeded(self.seed)
         self.encoder = self._new_encoder()
         self.head = training.make_head(self.torch, self.encoder.dim, n_classes, 0.1, self.device)
 
     def fit(self, a: list[str], b: list[str] | None, y: NDArray[np.int64], n_classes: int) -> _FineTuned:
-        from aflite.encoders import training
-
         training.seeded(self.seed)
         self.encoder = self._new_encoder()
         items = self._items(a, b, self.opts.max_length)
@@ -357,20 +354,13 @@ class _FineTuned:
         return self
 
     def predict(self, a: list[str], b: list[str] | None, batch_size: int = 128) -> NDArray[np.int64]:
-        from aflite.encoders.training import predict_classes
-        from aflite.features import DEFAULT_MAX_LENGTH
-
         return predict_classes(self.encoder, self.head, self._items(a, b, DEFAULT_MAX_LENGTH), batch_size)
 
     def save(self, path: Path) -> None:
-        from aflite.encoders.training import TrainResult, save_checkpoint
-
         losses = [] if self.final_loss_ is None else [self.final_loss_]
         save_checkpoint(path, self.encoder, self.head, [], TrainResult(self.steps_, losses))
 
     def load(self, path: Path, n_classes: int) -> _FineTuned:
-        from aflite.encoders.training import load_checkpoint
-
         self._build(n_classes)
         _, res = load_checkpoint(path, self.encoder, self.head)
         self.steps_, self.final_loss_ = res.steps, res.final_loss

@@ -13,6 +13,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from aflite.atomic import atomic_open, write_text
+from aflite.evaluate.degenerate import merge
 from aflite.evaluate.models import ModelSpec
 from aflite.evaluate.sets import EvalSet, TrainingSet
 from aflite.rundir.results import Result
@@ -192,7 +193,6 @@ def _aggregate(results: list[dict[str, Any]], specs: list[ModelSpec], sets: list
                     e["per_group"] = {g: {lab: _mean_std([x["per_group"][g].get(lab, float("nan")) for x in ext])
                                           for lab in ext[0]["per_group"][g]} for g in ext[0]["per_group"]}
                 entry["external"][es.name] = e
-            from aflite.evaluate.degenerate import merge
 
             mark = merge(rs)
             if mark is not None:

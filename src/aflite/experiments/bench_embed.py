@@ -18,8 +18,12 @@ from typing import Any
 
 import numpy as np
 
+from aflite.data import load_dataset
 from aflite.errors import ParameterError
+from aflite.experiments.bench_embed_images import image_embed_benchmark
 from aflite.experiments.embed_common import agreement_passes, gemm_rates, kept_set_agreement, timing_summary
+from aflite.features.minilm import MiniLMFeaturizer
+from aflite.threads import budget
 
 __all__ = ["EMBED_MODELS", "DEFAULT_ITEMS", "embed_benchmark", "format_embed_report", "flops_per_token"]
 
@@ -42,8 +46,6 @@ def embed_benchmark(data: str | os.PathLike[str], *, model: str = "minilm", n_it
     """The ``embed`` section of ``aflite bench --json`` for ``model``: the text pairs of ``data`` for the text
     encoder (:data:`EMBED_MODELS`' first), an image folder for the image encoder
     (:func:`aflite.experiments.bench_embed_images.image_embed_benchmark`)."""
-    from aflite.experiments.bench_embed_images import image_embed_benchmark
-
     benches: dict[str, Callable[[], dict[str, Any]]] = {
         EMBED_MODELS[0]: lambda: _text_benchmark(data, n_items=n_items, rounds=rounds, seed=seed, kept_set=kept_set,
                                                  backends=backends, reference=reference, batch_size=batch_size,
@@ -61,9 +63,6 @@ def _text_benchmark(data: str | os.PathLike[str], *, n_items: int, rounds: int, 
     """The text encoder's bench: MiniLM on ``n_items`` pairs, each backend, ``rounds`` times."""
     if n_items < 1 or rounds < 1:
         raise ParameterError("--n-items and --rounds must be >= 1")
-    from aflite.data import load_dataset
-    from aflite.features.minilm import MiniLMFeaturizer
-    from aflite.threads import budget
 
     ds = load_dataset(data)
     a_all, b_all = list(ds.texts_a), list(ds.texts_b if ds.texts_b is not None else [])

@@ -9,9 +9,15 @@ from typing import Any
 
 import numpy as np
 
+from aflite.core.backends.dask import DaskExecutor
+from aflite.core.ensemble import FastLogisticEnsemble
+from aflite.core.filter import AFLite
+from aflite.device import resolve_device
 from aflite.errors import ParameterError
 from aflite.experiments.child import in_child
 from aflite.experiments.shapes import IMAGENET_N, IMAGENET_PARAMS, SNLI_N, make_snli_like, write_imagenet_like
+from aflite.rundir.versions import versions
+from aflite.splits import draw_partitions
 
 
 class _MemorySampler:
@@ -59,10 +65,6 @@ class _MemorySampler:
 
 def _scale_child(conn: Any, spec: dict[str, Any]) -> None:
     """One measured job in a fresh process: a phase (or the whole filter) on a memory-mapped .npy."""
-    from aflite.core.ensemble import FastLogisticEnsemble
-    from aflite.core.filter import AFLite
-    from aflite.splits import draw_partitions
-
     out: dict[str, Any] = {}
     with _MemorySampler() as mem:
         X = np.load(spec["features"], mmap_mode="r")
@@ -70,8 +72,6 @@ def _scale_child(conn: Any, spec: dict[str, Any]) -> None:
         n = X.shape[0]
         executor = None
         if spec.get("workers"):
-            from aflite.core.backends.dask import DaskExecutor
-
             executor = DaskExecutor(n_workers=spec["workers"], scratch=spec.get("scratch"))
         try:
             if spec["job"] == "phase":
@@ -133,9 +133,6 @@ def scale_benchmark(
     on a local Dask cluster of each size in ``cluster_workers`` (scaling, and identity with one process), and
     optionally the complete filter. Each job runs in a fresh process so that its peak memory is its own."""
     from pathlib import Path
-
-    from aflite.device import resolve_device
-    from aflite.rundir.versions import versions
 
     if not 0 < scale <= 1:
         raise ParameterError("--scale must lie in (0, 1]")

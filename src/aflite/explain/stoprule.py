@@ -23,6 +23,10 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from aflite.core.filter import AFLite
+from aflite.core.phase import FilterState
+from aflite.errors import ParameterError
+
 __all__ = ["StopRuleResult", "continue_until_clean"]
 
 
@@ -48,10 +52,6 @@ def continue_until_clean(
 
     ``significant(rows) -> int`` counts the Bonferroni-significant (token, label) pairs on those rows.
     """
-    from aflite.core.filter import AFLite
-    from aflite.core.phase import FilterState
-    from aflite.errors import ParameterError
-
     k = max(1, int(params["slice_size"]) // 4)
     t = int(params["train_size"])
     floor_n = int(params["target_size"]) if floor is None else int(floor)

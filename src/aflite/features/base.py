@@ -11,6 +11,9 @@ from typing import Any, Protocol, Self, TypeAlias, runtime_checkable
 import numpy as np
 import scipy.sparse as sp
 
+from aflite.data.images import files_fingerprint
+from aflite.device import torch_device
+from aflite.encoders.onnx_text import resolve_backend
 from aflite.errors import InputError, ParameterError
 from aflite.features.registry import REGISTRY
 from aflite.hashing import data_fingerprint
@@ -110,8 +113,6 @@ class Computes:
         """(the warm-up rows, or None for a featurizer without a warm-up; what else goes into the cache key)."""
         extra = dict(self.cache_extra())
         if self.reads_images:
-            from aflite.data.images import files_fingerprint  # image references are paths: size and time count
-
             extra["image_files"] = files_fingerprint(a)
         return None, extra
 
@@ -171,9 +172,6 @@ class BackendEncoder(Computes):
         """``backend`` resolved once: an ONNX backend named outright runs on the CPU; the default follows the
         device (torch on a GPU) and ``cpu_default``."""
         if self._resolved is None:
-            from aflite.device import torch_device
-            from aflite.encoders.onnx_text import resolve_backend
-
             device = "cpu" if self.backend not in (None, "", "auto", "torch") else torch_device(self.device)
             self._resolved = resolve_backend(self.backend, device, cpu_default)
         return self._resolved

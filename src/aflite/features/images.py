@@ -10,6 +10,8 @@ from typing import TYPE_CHECKING, Any, Self
 import numpy as np
 
 from aflite.device import import_torch
+from aflite.encoders import IMAGE_MODELS, ImageEncoder, embed_items
+from aflite.encoders.onnx_images import IMAGE_CPU_DEFAULTS, calibration_sample, image_runner
 from aflite.errors import ParameterError
 from aflite.features.base import BackendEncoder, progress_bar
 
@@ -61,8 +63,6 @@ class ImageFeaturizer(BackendEncoder):
 
     def _validate(self) -> None:
         """Check the constructor arguments; raised at transform time (or early by :func:`make_featurizer`)."""
-        from aflite.encoders import IMAGE_MODELS
-
         if self.model not in IMAGE_MODELS:
             raise ParameterError(f"unknown image model {self.model!r}; choose one of {', '.join(IMAGE_MODELS)}")
         if self.model == "hf-image" and self.model_path is None:
@@ -73,8 +73,6 @@ class ImageFeaturizer(BackendEncoder):
 
     def resolved_backend(self) -> str:
         """The backend this featurizer encodes with (encoders.onnx_text.resolve_backend, per-model default)."""
-        from aflite.encoders.onnx_images import IMAGE_CPU_DEFAULTS
-
         return self._backend(IMAGE_CPU_DEFAULTS.get(self.model, "torch"))
 
     def _resolved_model_path(self) -> Path | None:
@@ -90,8 +88,6 @@ class ImageFeaturizer(BackendEncoder):
 
     def encoder(self) -> Any:
         if self._encoder is None:
-            from aflite.encoders import ImageEncoder
-
             torch, _ = import_torch()
             if self.num_threads is not None:
                 torch.set_num_threads(int(self.num_threads))
@@ -115,8 +111,6 @@ class ImageFeaturizer(BackendEncoder):
     def fit(self, texts_a: Sequence[str], texts_b: Sequence[str] | None = None, y: Any = None) -> Self:
         """Remember an evenly spaced sample of the images as the int8 backend's calibration set (nothing else is
         learned): :func:`aflite.features.featurize` calls it with all rows, so chunks and resumed runs share it."""
-        from aflite.encoders.onnx_images import calibration_sample
-
         self._calibration = calibration_sample(list(texts_a))
         return self
 
@@ -128,8 +122,6 @@ class ImageFeaturizer(BackendEncoder):
     def transform(
         self, texts_a: Sequence[str], texts_b: Sequence[str] | None = None, *, progress: Tqdm | None = None
     ) -> np.ndarray:
-        from aflite.encoders import embed_items
-
         self._validate()
         if texts_b is not None:
             raise ParameterError("image features take one input per row (no second text column)")
@@ -147,8 +139,6 @@ class ImageFeaturizer(BackendEncoder):
 
     def _runner_for(self, enc: Any, refs: list[str]) -> Any:
         if self._runner is None:
-            from aflite.encoders.onnx_images import calibration_sample, image_runner
-
             if self.resolved_backend() == "onnx-int8" and self._calibration is None:
                 self._calibration = calibration_sample(refs)
             self._runner = image_runner(enc, self.resolved_backend(), export_dir=self.export_dir,

@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING, Any, Self
 import numpy as np
 
 from aflite.device import import_torch, resolve_model_path, torch_device
+from aflite.encoders import TextEncoder, embed_items, tokenize
+from aflite.encoders.onnx_text import CPU_DEFAULT, text_runner
 from aflite.errors import ParameterError
 from aflite.features.base import DEFAULT_MAX_LENGTH, BackendEncoder, progress_bar
 
@@ -40,8 +42,6 @@ def _encode(
     progress: Tqdm | None,
 ) -> np.ndarray:
     """Mean-pooled (optionally L2-normalised) last hidden states, batches sorted by token length."""
-    from aflite.encoders import TextEncoder, embed_items
-
     enc = TextEncoder.wrap(tok, model, max_length)
     items = enc.prepare_pairs(a, b, max_length)
     return embed_items(enc, items, batch_size=batch_size, normalize=normalize, progress=progress)
@@ -100,8 +100,6 @@ class MiniLMFeaturizer(BackendEncoder):
 
     def resolved_backend(self) -> str:
         """The backend this featurizer encodes with (the CPU default is decided in encoders.onnx_text)."""
-        from aflite.encoders.onnx_text import CPU_DEFAULT
-
         return self._backend(CPU_DEFAULT)
 
     def cache_extra(self) -> dict[str, Any]:
@@ -172,9 +170,6 @@ class MiniLMFeaturizer(BackendEncoder):
 
     def _encode_onnx(self, tok: Any, model: Any, torch: Any, a: list[str], b: list[str] | None,
                      bar: Tqdm | None) -> np.ndarray:
-        from aflite.encoders import tokenize
-        from aflite.encoders.onnx_text import text_runner
-
         if self._runner is None:
             pad = tok.pad_token_id if tok.pad_token_id is not None else 0
             self._runner = text_runner(model, torch, self.resolved_backend(), pad_id=pad,

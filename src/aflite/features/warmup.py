@@ -12,6 +12,10 @@ import numpy as np
 
 from aflite.data.images import files_fingerprint
 from aflite.device import import_torch, resolve_model_path, torch_device
+from aflite.encoders import IMAGE_MODELS, ImageEncoder, TextEncoder, embed_items, training
+from aflite.encoders.onnx_images import calibration_sample, image_runner
+from aflite.encoders.onnx_text import CPU_DEFAULT, text_runner
+from aflite.encoders.training import WARMUP, WARMUP_IMAGE, TrainResult, load_checkpoint, save_checkpoint
 from aflite.errors import InputError, ParameterError
 from aflite.features.base import DEFAULT_MAX_LENGTH, BackendEncoder, FeatureJob, cache_key, log, progress_bar
 from aflite.hashing import data_fingerprint
@@ -175,8 +179,6 @@ class WarmupFeaturizer(BackendEncoder):
         if not 0 <= self.warmup_ratio < 1:
             raise ParameterError(f"warmup_ratio must be in [0, 1), got {self.warmup_ratio}")
         if self.image_model is not None:
-            from aflite.encoders import IMAGE_MODELS
-
             if self.image_model not in IMAGE_MODELS:
                 raise ParameterError(
                     f"unknown image model {self.image_model!r}; choose one of {', '.join(IMAGE_MODELS)}"
@@ -189,8 +191,6 @@ class WarmupFeaturizer(BackendEncoder):
         CPU is minilm's (onnx-int8 with the ``[onnx]`` extra): on a real fine-tune (the bundled SNLI sample) its
         Φ had mean cosine 0.997 to torch's and a kept-set Jaccard of 0.949
         (docs/measured/warmup_backend_agreement.json). An image warm-up stays on torch, as the image encoders do."""
-        from aflite.encoders.onnx_text import CPU_DEFAULT
-
         return self._backend(CPU_DEFAULT if self.image_model is None else "torch")
 
     def _resolved_model_path(self) -> Path | None:
@@ -227,8 +227,6 @@ class WarmupFeaturizer(BackendEncoder):
     def preset(self) -> Any:
         """The :class:`aflite.encoders.training.TrainConfig` preset this featurizer starts from: ``WARMUP_IMAGE`` for an
         image network (a pretrained CNN barely moves at the text learning rate), ``WARMUP`` for text."""
-        from aflite.encoders.training import WARMUP, WARMUP_IMAGE
-
         return WARMUP if self.image_model is None else WARMUP_IMAGE
 
     def train_config(self, device: str) -> Any:
@@ -244,8 +242,6 @@ class WarmupFeaturizer(BackendEncoder):
                             device=device)
 
     def _new_encoder(self, device: str) -> Any:
-        from aflite.encoders import ImageEncoder, TextEncoder
-
         if self.image_model is not None:
             return ImageEncoder(self.image_model, model_path=self._resolved_model_path(), device=device,
                                 image_size=self.image_size)
@@ -259,8 +255,6 @@ class WarmupFeaturizer(BackendEncoder):
         return list(self._encoder.prepare_pairs(a, b, max_length))
 
     def fit(self, texts_a: Sequence[str], texts_b: Sequence[str] | None = None, y: Any = None) -> Self:
-        from aflite.encoders import training
-
         self._validate()
         torch, _ = self._setup()
         a = list(texts_a)
@@ -292,16 +286,12 @@ class WarmupFeaturizer(BackendEncoder):
 
     def save(self, path: str | os.PathLike[str]) -> None:
         """Save the fine-tuned encoder and head, classes and loss log atomically (one torch file)."""
-        from aflite.encoders.training import TrainResult, save_checkpoint
-
         if self._encoder is None or self.classes_ is None:
             raise ParameterError("nothing to save: the warmup featurizer is not fitted")
         save_checkpoint(path, self._encoder, self._head, self.classes_.tolist(),
                         TrainResult(self.steps_, self.train_log_))
 
     def load(self, path: str | os.PathLike[str]) -> Self:
-        from aflite.encoders.training import load_checkpoint
-
         torch, _ = self._setup()
         self._encoder = self._new_encoder(torch_device(self.device))
         classes, res = load_checkpoint(path, self._encoder)
@@ -313,8 +303,6 @@ class WarmupFeaturizer(BackendEncoder):
     def transform(
         self, texts_a: Sequence[str], texts_b: Sequence[str] | None = None, *, progress: Tqdm | None = None
     ) -> np.ndarray:
-        from aflite.encoders import embed_items
-
         if self._encoder is None:
             raise ParameterError("WarmupFeaturizer.transform called before fit")
         self._setup()
@@ -342,13 +330,9 @@ class WarmupFeaturizer(BackendEncoder):
             self._encoder.module.to("cpu")
             self._encoder.device = "cpu"
             if self.image_model is not None:
-                from aflite.encoders.onnx_images import calibration_sample, image_runner
-
                 self._runner = image_runner(self._encoder, self.resolved_backend(), export_dir=self.export_dir,
                                             calibration=calibration_sample(items), threads=self.num_threads)
             else:
-                from aflite.encoders.onnx_text import text_runner
-
                 self._runner = text_runner(self._encoder.module, torch, self.resolved_backend(),
                                            pad_id=self._encoder.pad_id, export_dir=self.export_dir,
                                            threads=self.num_threads)

@@ -20,6 +20,7 @@ from aflite.atomic import write_text
 from aflite.errors import InputError, OutputError
 from aflite.report import folder as F
 from aflite.report import thumbs
+from aflite.report.audit import BODY_END, BODY_START
 from aflite.report.frame import (
     esc,
     json_for_script,
@@ -231,8 +232,6 @@ def render_page(folder: str | Path, *, dataset: Any = None, pack: bool | None = 
 def reframe_audit(folder: Path) -> str:
     """An audit's page on a fresh frame (with results.json's verdict): the audit's own content is taken from the
     report.html it wrote, between its markers, since its t-SNE maps and clusters live only in that page."""
-    from aflite.report.audit import BODY_END, BODY_START
-
     path = folder / PAGE
     text = path.read_text(encoding="utf-8")
     start, end = text.find(BODY_START), text.find(BODY_END)

@@ -15,7 +15,9 @@ from typing import Any
 
 import numpy as np
 
+from aflite.data import load_dataset
 from aflite.errors import InputError
+from aflite.hashing import dataset_fingerprint
 from aflite.rundir.read import read_columns
 
 TEXT_LIMIT = 400  # characters of each text kept for the table (the full row is in the dataset file)
@@ -167,15 +169,11 @@ def load_rows_dataset(dataset: Any | None, path: str | None, options: dict[str, 
         notes.append(f"Texts not shown: the dataset file {path} is not found from here.")
         return None
     try:
-        from aflite.data import load_dataset
-
         ds = load_dataset(path, **options)
     except Exception as exc:  # noqa: BLE001 - the page is still useful without texts; say why they are absent
         notes.append(f"Texts not shown: {path} could not be read again ({exc}).")
         return None
     if fingerprint:
-        from aflite.hashing import dataset_fingerprint
-
         if dataset_fingerprint(ds.ids, ds.labels, ds.texts_a, ds.texts_b) != fingerprint:
             notes.append(f"Texts not shown: {path} is not the file the run read (its ids, labels or texts differ).")
             return None

@@ -20,7 +20,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from aflite import audit as A
-from aflite.atomic import write_json
+from aflite.atomic import atomic_open, write_json
 from aflite.audit.results import audit_verdict
 from aflite.data import open_dataset
 from aflite.errors import InputError, ParameterError
@@ -65,8 +65,6 @@ class AuditRun(Result):
         """metrics.json, then what the kind made besides (an image audit's t-SNE maps, its bad images)."""
         write_json(out / METRICS, self.metrics)
         for name, content in self.files.items():
-            from aflite.atomic import atomic_open
-
             with atomic_open(out / name, "wb") as fh:
                 fh.write(content)
 

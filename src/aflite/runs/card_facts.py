@@ -17,10 +17,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from aflite import __version__
+from aflite.data import demo_dataset_path, open_dataset
 from aflite.errors import AfliteError, InputError, ParameterError
 from aflite.features.registry import REGISTRY
-from aflite.hashing import file_sha256
+from aflite.hashing import dataset_fingerprint, file_sha256
 from aflite.rundir.names import KEPT_IDS, WARMUP_IDS
+from aflite.runs.card_limits import known_limits
 
 __all__ = ["CardInputs", "build_manifest", "input_identity", "input_license", "model_identity", "portable_path",
            "size_category", "FORMAT"]
@@ -121,17 +124,12 @@ def input_identity(results: dict[str, Any]) -> tuple[dict[str, Any], Path | None
 
 
 def _dataset_fingerprint_of(path: Path, results: dict[str, Any]) -> str:
-    from aflite.data import open_dataset
-    from aflite.hashing import dataset_fingerprint
-
     found = REGISTRY.get((results.get("featurizer") or {}).get("name") or "")
     ds = open_dataset(path, reads=found.modality if found is not None else "any")
     return dataset_fingerprint(ds.ids, ds.labels, ds.texts_a, ds.texts_b)
 
 
 def _is_bundled_sample(sha: str | None) -> bool:
-    from aflite.data import demo_dataset_path
-
     with contextlib.suppress(AfliteError, OSError):
         return sha is not None and file_sha256(demo_dataset_path()) == sha
     return False
@@ -139,8 +137,6 @@ def _is_bundled_sample(sha: str | None) -> bool:
 
 def bundled_sample_license() -> dict[str, Any]:
     """The license of the bundled SNLI sample, read from the license file shipped beside it."""
-    from aflite.data import demo_dataset_path
-
     path = demo_dataset_path().parent / "SNLI_SAMPLE_LICENSE.md"
     text = path.read_text(encoding="utf-8")
     m = re.search(r"\*\*License:\*\*\s*([^\n(]+)\(([^)]+)\),?\s*(\S+)", text)
@@ -347,9 +343,6 @@ def explain_facts(inp: CardInputs, kept_sha: str) -> dict[str, Any]:
 # ---------------------------------------------------------------------------------------------- the manifest
 def build_manifest(inp: CardInputs, *, license: str | None = None) -> dict[str, Any]:  # noqa: A002
     """Every fact of the card, machine-readable: what ``manifest.json`` holds and the card is written from."""
-    from aflite import __version__
-    from aflite.runs.card_limits import known_limits
-
     res = inp.results
     src, located = input_identity(res)
     lic = input_license(src["sha256"], located, license)
