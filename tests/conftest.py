@@ -29,7 +29,21 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--run-slow", action="store_true", help="run slow tests")
 
 
+def _cuda_available() -> bool:
+    """A CUDA GPU that PyTorch sees (PyTorch is not imported on a machine without an NVIDIA device node)."""
+    try:
+        from aflite.device import resolve_device
+
+        return resolve_device("auto") == "cuda"
+    except Exception:  # no PyTorch, or a broken driver: no GPU to test
+        return False
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    gpu = [item for item in items if item.get_closest_marker("gpu") is not None]  # the marker, not a keyword: a
+    if gpu and not _cuda_available():  # folder named "gpu" above the tests is a keyword of every test in it
+        for item in gpu:
+            item.add_marker(pytest.mark.skip(reason="needs a CUDA GPU"))
     for item in items:
         if "shared_data" in item.keywords:
             if not config.getoption("--run-shared"):

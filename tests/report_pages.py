@@ -92,3 +92,22 @@ def make_explain(tmp: Path, run_dir: Path) -> Path:
 
     write_page(out)
     return out
+
+
+def make_evaluate_finetuned(tmp: Path, run_dir: Path) -> Path:
+    """A real ``aflite evaluate`` folder with a fine-tuned model (a tiny random BERT, seeded) on the run's dataset:
+    a learning-rate check of two candidates, then D, one random subset and D(Φ) trained for a few steps each."""
+    import torch
+    from tiny_models import make_tiny_model
+
+    from aflite.evaluate import FinetuneOptions
+    from aflite.runs.evaluate import evaluate
+
+    torch.manual_seed(0)
+    model = make_tiny_model(tmp / "tiny_bert")
+    out = tmp / "evaluate_ft"
+    ft = FinetuneOptions(model_path=str(model), batch_size=16, max_length=32, max_train=48, max_steps=6,
+                         lr_candidates=(1e-6, 3e-3), cpu_lr_check_rows=80)
+    evaluate(tmp / "pairs.tsv", [run_dir], out, models=["finetune:pair"], seeds=1, single_iteration=False,
+             finetune=ft, show_progress=False)
+    return out

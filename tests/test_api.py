@@ -239,6 +239,20 @@ def test_one_device_resolver() -> None:
         resolve_device("tpu")
 
 
+def test_a_cluster_runs_the_cpu_path_even_where_auto_means_a_gpu(monkeypatch: pytest.MonkeyPatch) -> None:
+    """On a GPU machine ``auto`` picked the GPU and left a given cluster idle (its scratch folder empty, the run's
+    summary saying cluster and cuda at once): with an executor, ``auto`` is the CPU and a GPU device is refused."""
+    from aflite import device as D
+
+    monkeypatch.setattr(D, "resolve_device", lambda device="auto": "cuda" if device in (None, "auto") else device)
+    assert D.ensemble_device("auto") == "cuda"  # no cluster: auto is the GPU here
+    assert D.ensemble_device("auto", executor="local:2") == D.ensemble_device(None, object()) == "cpu"
+    assert D.ensemble_device("cpu", executor="local:2") == "cpu"
+    for gpu in ("cuda", "cuda:0", "torch-cpu"):
+        with pytest.raises(ParameterError, match="cluster"):
+            D.ensemble_device(gpu, executor="local:2")
+
+
 # --------------------------------------------------------------------------------------- the README's example
 def readme_python_example() -> str:
     text = (ROOT / "README.md").read_text(encoding="utf-8")

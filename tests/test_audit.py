@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import shutil
 from pathlib import Path
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tiny_models import make_tiny_model
 
 from aflite import audit as A
 from aflite.errors import InputError, ParameterError
@@ -192,24 +192,6 @@ def test_pad_relevance_and_tra_score() -> None:
     assert A.tra_score([0.2, 0.2, 0.3, 0.3], [0.5, 0.5], "hypothesis") == pytest.approx(0.3 / math.sqrt(0.13))
     with pytest.raises(InputError):
         A.pad_relevance([1, 2, 3], 2, "premise")
-
-
-def make_tiny_model(folder: Path) -> Path:
-    """A randomly initialised 2-layer BERT with MiniLM's tokenizer (fast to fine-tune in tests)."""
-    import transformers
-
-    from aflite.device import default_model_path
-
-    src = default_model_path()
-    folder.mkdir(parents=True, exist_ok=True)
-    for name in ("vocab.txt", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json"):
-        if (src / name).is_file():
-            shutil.copy(src / name, folder / name)
-    vocab = sum(1 for _ in open(src / "vocab.txt", encoding="utf-8"))
-    cfg = transformers.BertConfig(vocab_size=vocab, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-                                  intermediate_size=64, max_position_embeddings=128)
-    transformers.BertModel(cfg).save_pretrained(folder)
-    return folder
 
 
 @pytest.fixture(scope="module")

@@ -91,3 +91,52 @@ def test_bench_checks_real_features_before_any_work(tmp_path, capsys, monkeypatc
     if case == "misaligned":
         assert str(labels) in err[0]
     assert ran == []
+
+
+# --------------------------------------------------------------------- bench --device (issue #31), on torch-cpu
+def test_device_bench_runs_every_section_on_torch_cpu(tmp_path, monkeypatch, minilm_model_path):
+    """The GPU benchmark's code, end to end on the CPU with a tiny BERT and tiny sizes: every section present and
+    error-free, the resident filter keeps the classic set (bit for bit on one device), the JSON kept up to date."""
+    from tiny_models import make_tiny_model
+
+    monkeypatch.setenv("AFLITE_NUM_THREADS", "1")  # tiny problems: torch's intra-op threads only wait on each other
+
+    from aflite.experiments.bench_device import device_benchmark
+
+    model = make_tiny_model(tmp_path / "bert")
+    small = {"gemm": 64, "phi_rows": 40, "filter_n": 700, "filter_d": 40, "warmup_rows": 80,
+             "filter_modes": ("classic", "resident", "device_lbfgs_bfloat16")}
+    res = device_benchmark("torch-cpu", tiny=True, model_path=model, sizes=small, out_json=tmp_path / "b.json")
+    assert json.loads((tmp_path / "b.json").read_text())["filter"]["runs"].keys() == res["filter"]["runs"].keys()
+    for section in ("roofline", "phi", "filter", "warmup"):
+        assert "error" not in res[section], res[section]
+    assert set(res["roofline"]["tflops"]) == {"float32", "bfloat16", "float16"}
+    modes = res["phi"]["modes"]
+    assert set(modes) == {"float32", "float32_pipelined", "bfloat16_pipelined", "float16_pipelined",
+                          "bfloat16_pipelined_budget4x"}
+    assert modes["float32_pipelined"]["cosine_to_float32"]["min"] > 0.99999
+    assert modes["bfloat16_pipelined"]["cosine_to_float32"]["mean"] > 0.99
+    runs = res["filter"]["runs"]
+    assert set(runs) == {"cpu", "classic", "resident", "device_lbfgs_bfloat16"}
+    assert runs["resident"]["vs_classic"] == {"kept_jaccard": 1.0, "removed_jaccard": 1.0}
+    assert 0 < runs["device_lbfgs_bfloat16"]["vs_cpu"]["kept_jaccard"] <= 1
+    w = res["warmup"]
+    assert set(w["runs"]) == {"measured", "opt_in"} and w["runs"]["opt_in"]["featurizer_options"]["precision"] == \
+        "bfloat16"
+    assert all(r["kept"] > 0 and r["featurize_seconds"] > 0 for r in w["runs"].values())
+
+
+def test_device_bench_cli_refuses_the_numpy_cpu_and_unknown_sections(capsys):
+    assert main(["bench", "--device", "cpu"]) == 2
+    assert "torch-cpu" in capsys.readouterr().err
+    assert main(["bench", "--device", "torch-cpu", "--sections", "roofline,speed"]) == 2
+    assert "speed" in capsys.readouterr().err
+
+
+def test_device_bench_cli_roofline(tmp_path, capsys):
+    pytest.importorskip("torch")
+    assert main(["bench", "--device", "torch-cpu", "--tiny", "--sections", "roofline", "--json", "--quiet",
+                 "--out", str(tmp_path / "o")]) == 0
+    res = json.loads(capsys.readouterr().out)
+    assert res["roofline"]["tflops"]["float32"] > 0 and res["device"]["torch_device"] == "cpu"
+    assert (tmp_path / "o" / "device_bench.json").is_file() and (tmp_path / "o" / "results.json").is_file()

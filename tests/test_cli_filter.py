@@ -143,7 +143,8 @@ def test_memory_mapped_cluster_run_equals_the_plain_run(tmp_path):
     pytest.importorskip("dask.distributed")
     X, labels, ids = make_inputs(tmp_path, n=600, seed=4)
     base = ["filter", "--features", str(X), "--labels", str(labels), "--ids", str(ids), *ARGS]
-    assert main([*base, "--out", str(tmp_path / "plain")]) == 0
+    # the plain run on the CPU path, as the cluster's workers: on a GPU machine auto would pick the GPU
+    assert main([*base, "--out", str(tmp_path / "plain"), "--device", "cpu"]) == 0
     assert main([*base, "--out", str(tmp_path / "spread"), "--mmap", "--cluster", "local:2"]) == 0
     for name in ("kept_ids.txt", "removed_ids.txt", "instances.csv"):
         assert (tmp_path / "plain" / name).read_text() == (tmp_path / "spread" / name).read_text()

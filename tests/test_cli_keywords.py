@@ -32,6 +32,7 @@ def _library() -> dict[str, set[str]]:
     from aflite.data.images import load_image_dataset
     from aflite.evaluate import FinetuneOptions, compare_runs
     from aflite.experiments.bench import run_benchmark
+    from aflite.experiments.bench_device import device_benchmark
     from aflite.experiments.bench_embed import embed_benchmark
     from aflite.experiments.outputs import save_bench, save_synthetic
     from aflite.experiments.scale import scale_benchmark
@@ -60,7 +61,7 @@ def _library() -> dict[str, set[str]]:
         "card": _keywords(write_card),
         "report": _keywords(write_page),
         "synthetic": _keywords(run_synthetic, save_synthetic, AFLite),
-        "bench": _keywords(run_benchmark, scale_benchmark, embed_benchmark, save_bench),
+        "bench": _keywords(run_benchmark, scale_benchmark, embed_benchmark, save_bench, device_benchmark),
     }
 
 

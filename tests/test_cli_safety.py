@@ -248,7 +248,8 @@ def test_one_class_file_is_refused_before_featurizing(tmp_path, capsys, monkeypa
     assert code == 2
     assert "every one of the 50 rows has the label 'entailment'" in one_line_error(err, "run")
     assert not out.exists()  # no folder, no cache/
-    monkeypatch.setattr("aflite.audit.runner.compute_features", lambda *a, **k: pytest.fail("featurized"))
+    for where in ("aflite.audit.compute_features", "aflite.audit.runner.compute_features"):
+        monkeypatch.setattr(where, lambda *a, **k: pytest.fail("featurized"))
     code, _, err = cli(capsys, "audit", p, "--out", out, "--featurizer", "ngram", "--no-tra", "--quiet")
     assert code == 2
     assert "every one of the 50 rows has the label 'entailment'; an audit needs" in one_line_error(err, "audit")

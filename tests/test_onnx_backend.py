@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from test_audit import make_tiny_model
+from tiny_models import make_tiny_model
 
 from aflite import features as F
 from aflite.encoders import onnx_text as OB
@@ -178,7 +178,7 @@ def test_fused_export_and_leaves_the_model_as_it_was(minilm: Path, tmp_path: Pat
 
 def test_local_hf_text_model_on_onnx(minilm: Path, tmp_path: Path) -> None:
     pytest.importorskip("transformers")
-    model = make_tiny_model(tmp_path / "bert")  # a random 2-layer BERT folder (tests/test_audit.py)
+    model = make_tiny_model(tmp_path / "bert")  # a random 2-layer BERT folder (tests/tiny_models.py)
     a, b = [p for p, _ in PAIRS], [h for _, h in PAIRS]
     x = {be: F.featurize(a, b, "minilm", "pair", cache_dir=tmp_path / "c", show_progress=False, backend=be,
                          model_path=model).X for be in ("torch", "onnx", "onnx-int8")}
@@ -220,7 +220,7 @@ def test_two_processes_quantising_one_export_do_not_collide(minilm: Path, tmp_pa
     from concurrent.futures import ProcessPoolExecutor
 
     pytest.importorskip("transformers")
-    model = make_tiny_model(tmp_path / "bert")  # a random 2-layer BERT folder (tests/test_audit.py)
+    model = make_tiny_model(tmp_path / "bert")  # a random 2-layer BERT folder (tests/tiny_models.py)
     F.featurize(["a short sentence"], None, "minilm", "pair", cache_dir=tmp_path / "c", show_progress=False,
                 backend="onnx", model_path=model)
     fp32 = next(p for p in (tmp_path / "c" / "onnx").glob("*.onnx"))

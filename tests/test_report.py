@@ -77,7 +77,7 @@ def test_result_to_dict_is_json(small_result: A.AuditResult) -> None:
 
 def test_cli_audit_on_the_bundled_sample(tmp_path: Path) -> None:
     pytest.importorskip("torch")
-    from test_audit import make_tiny_model
+    from tiny_models import make_tiny_model
 
     tiny = make_tiny_model(tmp_path / "tiny")
     ds = load_dataset(demo_dataset_path())

@@ -21,7 +21,7 @@ if not (Path(CHROMIUM).exists() and Path(CHROMEDRIVER).exists()):
                 "does it)", allow_module_level=True)
 webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not installed (the [dev] extra)")
 
-from report_pages import IMG, SCRIPT, make_explain, make_run  # noqa: E402
+from report_pages import IMG, SCRIPT, make_evaluate_finetuned, make_explain, make_run  # noqa: E402
 from selenium.common.exceptions import NoAlertPresentException  # noqa: E402
 from selenium.webdriver.chrome.service import Service  # noqa: E402
 from selenium.webdriver.common.action_chains import ActionChains  # noqa: E402
@@ -50,7 +50,12 @@ def pages(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     from aflite.report import write_page
 
     write_page(evaluate)
-    return {"run": run, "explain": explain, "evaluate": evaluate, "audit": make_audit(tmp)}
+    out = {"run": run, "explain": explain, "evaluate": evaluate, "audit": make_audit(tmp)}
+    try:
+        import torch  # noqa: F401
+    except ImportError:  # the [text] extra: the fine-tuned page is left out (its test says so)
+        return out
+    return {**out, "evaluate_ft": make_evaluate_finetuned(tmp, run)}
 
 
 def make_audit(tmp: Path) -> Path:
@@ -359,3 +364,30 @@ def test_the_competency_plot_labels_its_log_axis_in_full(driver: Any, pages: dic
     assert len(values) >= 3 and values == sorted(values), ticks
     assert all(str(v)[0] in "125" and set(str(v)[1:]) <= {"0"} for v in values), ticks
     assert values[-1] >= 10 * values[0], ticks  # whole decades, each labelled with its number
+
+
+def test_the_evaluate_page_draws_each_training_loss_curve_and_the_learning_rate_check(
+        driver: Any, pages: dict[str, Path]) -> None:
+    if "evaluate_ft" not in pages:
+        pytest.skip("torch is not installed (the [text] extra): no fine-tuned evaluate folder")
+    folder = pages["evaluate_ft"]
+    res = json.loads((folder / "results.json").read_text(encoding="utf-8"))
+    open_page(driver, folder)
+    wait(driver, lambda: driver.execute_script("return document.body.getAttribute('data-plots')") == "1")
+    runs = [r for r in res["runs"] if r.get("loss_curve")]
+    assert len(runs) == 3  # D, D_random, D(Φ)
+    lines = driver.find_elements(By.CSS_SELECTOR, "#plot-loss .scatterlayer .trace")
+    assert len(lines) == len(runs) and all(ln.is_displayed() for ln in lines)
+    drawn = driver.execute_script("return document.getElementById('plot-loss').data.map("
+                                  "function (t) { return [t.name, t.y]; })")
+    for r, (name, ys) in zip(runs, drawn, strict=True):  # each curve is its model's logged loss, per step
+        assert r["train_set"] in name and ys == pytest.approx(r["loss_curve"]["loss"], rel=1e-6)
+        assert len(ys) == r["steps"] == 6
+    check = res["config"]["finetune"]["lr_check"]
+    names = driver.execute_script("return document.getElementById('plot-lrcheck').data.map("
+                                  "function (t) { return t.name; })")
+    assert len(names) == len(check["candidates"]) == 2
+    chosen = [n for n in names if n.endswith("(chosen)")]
+    assert len(chosen) == 1 and float(chosen[0].split()[1].rstrip(":")) == check["chosen"]
+    summary = driver.find_element(By.CSS_SELECTOR, "table").text
+    assert "fine-tuning learning rate" in summary and "chosen by the learning-rate check" in summary

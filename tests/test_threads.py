@@ -18,14 +18,32 @@ from aflite import threads
 from aflite.errors import ParameterError
 
 
+def _is_torch_openmp(info: dict[str, Any]) -> bool:
+    """PyTorch's own OpenMP runtime (``.../torch/lib/libgomp*``): it follows torch.set_num_threads
+    (configure_torch), by design. Matched by its folder, not by "torch" anywhere in the path: on a machine whose
+    Python lives under a folder named after torch, that would hide numpy's BLAS too."""
+    path = Path(str(info.get("filepath", "")))
+    return info.get("user_api") == "openmp" and path.parent.name == "lib" and path.parent.parent.name == "torch"
+
+
 def _pool_threads() -> dict[str, set[int]]:
     """Thread counts threadpoolctl reports, per user API (blas / openmp), as seen from the calling thread."""
     out: dict[str, set[int]] = {}
     for info in threadpool_info():
-        if "torch" in str(info.get("filepath", "")):
-            continue  # PyTorch's own OpenMP runtime follows torch.set_num_threads (configure_torch), by design
+        if _is_torch_openmp(info):
+            continue
         out.setdefault(str(info["user_api"]), set()).add(int(info["num_threads"]))
     return out
+
+
+def _assert_one_thread(pools: dict[str, set[int]]) -> None:
+    """Every BLAS and OpenMP pool threadpoolctl reports runs one thread. A kind of pool it does not report is not
+    checked (on a 16-core GPU machine it reported no BLAS pool: the test failed with KeyError 'blas'); with
+    neither kind reported there is nothing to check, and the test says so instead of passing."""
+    seen = {api: pools[api] for api in ("blas", "openmp") if api in pools}
+    if not seen:
+        pytest.skip(f"threadpoolctl reports no BLAS or OpenMP pool here ({sorted(pools)})")
+    assert all(v == {1} for v in seen.values()), pools
 
 
 @pytest.fixture(autouse=True)
@@ -147,6 +165,7 @@ needs_two = pytest.mark.skipif(threads.available_cpus() < 2, reason="needs 2 CPU
 @needs_two
 def test_limits_inside_the_policy_and_restored_after() -> None:
     out = _child("""
+        import json
         from aflite import threads
         from threadpoolctl import threadpool_info
         def pools():
@@ -155,13 +174,16 @@ def test_limits_inside_the_policy_and_restored_after() -> None:
         before = pools()
         with threads.thread_policy() as n:
             inside = pools()
-        print(n, before["blas"], before["openmp"], inside["blas"], inside["openmp"], pools() == before)
+        print(json.dumps([n, before, inside, pools() == before]))
     """)
-    n, blas0, omp0, blas1, omp1, restored = out.split()
-    assert int(blas0) >= 2 and int(omp0) >= 2  # the defaults: one thread per CPU
-    assert (blas1, omp1) == ("1", "1")
-    assert restored == "True"
-    assert int(n) == threads.available_cpus()
+    n, before, inside, restored = json.loads(out)
+    kinds = [api for api in ("blas", "openmp") if api in before]  # a kind threadpoolctl does not report: unchecked
+    if not kinds:
+        pytest.skip(f"threadpoolctl reports no BLAS or OpenMP pool here ({before})")
+    assert all(before[api] >= 2 for api in kinds), before  # the defaults: one thread per CPU
+    assert all(inside[api] == 1 for api in kinds), inside
+    assert restored
+    assert n == threads.available_cpus()
 
 
 @needs_two
@@ -175,7 +197,7 @@ def test_map_fits_one_openmp_thread_in_every_worker() -> None:
         from threadpoolctl import threadpool_info
         def fit(i):
             p = {x["user_api"]: x["num_threads"] for x in threadpool_info()}
-            return (i, p["openmp"], p["blas"], threading.current_thread() is threading.main_thread())
+            return (i, p.get("openmp"), p.get("blas", 1), threading.current_thread() is threading.main_thread())
         with threads.thread_policy():
             res = threads.map_fits(fit, range(6))
             with ThreadPoolExecutor(2) as pool:
@@ -185,6 +207,8 @@ def test_map_fits_one_openmp_thread_in_every_worker() -> None:
         print(json.dumps([res, plain, res1]))
     """)
     res, plain, res1 = json.loads(out)
+    if any(r[1] is None for r in res + plain):  # the test is about OpenMP (BLAS limits are process-wide)
+        pytest.skip("threadpoolctl reports no OpenMP pool here")
     assert [r[0] for r in res] == list(range(6))  # input order
     assert all(r[1] == 1 and r[2] == 1 for r in res), res
     assert not any(r[3] for r in res)  # really ran in worker threads
@@ -202,7 +226,7 @@ def test_limited_decorator_applies_the_policy() -> None:
         return x + 1
 
     assert entry(1) == 2
-    assert seen[0]["blas"] == {1} and seen[0]["openmp"] == {1}
+    _assert_one_thread(seen[0])
     assert entry.__doc__ == "doc kept"
 
 
@@ -267,7 +291,8 @@ def test_cli_threads_and_env_reach_the_command(tmp_path: Path, monkeypatch: pyte
 
     monkeypatch.setattr(demo, "run", fake_run)
     assert cli.main(["demo", "--out", str(tmp_path / "a"), "--threads", "1"]) == 0
-    assert seen[-1][0] == 1 and seen[-1][1]["blas"] == {1}
+    assert seen[-1][0] == 1
+    _assert_one_thread(seen[-1][1])
     monkeypatch.setenv(threads.ENV_VAR, "1")
     assert cli.main(["demo", "--out", str(tmp_path / "b")]) == 0
     assert seen[-1][0] == 1

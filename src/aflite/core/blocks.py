@@ -21,6 +21,8 @@ class BlockResult:
     passes: int
     pairs: tuple[NDArray[np.float64], NDArray[np.float64]] | None = None  # the first model's newest (s, y)
     seconds: dict[str, float] = field(default_factory=dict)  # where this block's time went (see run_block)
+    # per row: (held-out models that predicted its label, models that held it out), where a device kept ``preds``
+    counts: tuple[Any, Any] | None = None
 
 
 @dataclass

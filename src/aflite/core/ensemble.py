@@ -25,11 +25,11 @@ import numpy as np
 from numpy.typing import NDArray
 
 from aflite.core import kernels
-from aflite.core.backends.torch import TorchFeatureStore, fit_block_torch
+from aflite.core.backends.torch import TorchFeatureStore, block_counts, fit_block_torch, host_predictions
 from aflite.core.blocks import BlockResult, BlockTask, default_block_size, use_chunked_rows, use_own_rows
 from aflite.core.solver import SOLVERS, fit_block_local
 from aflite.core.store import FeatureStore, fit_whitening, pred_dtype
-from aflite.device import resolve_device
+from aflite.device import ensemble_device
 from aflite.errors import ParameterError
 from aflite.threads import budget, fit_workers
 
@@ -180,6 +180,11 @@ class FastLogisticEnsemble(LinearEnsemble):
     ``copy_X`` ``False`` (scikit-learn's convention) lets ``prepare`` whiten a float32, C-contiguous X in its own
     memory instead of a copy: the caller gives X up (its values are overwritten) and the peak memory drops by
     the size of X. The benchmark's complete filter, which generates X for the run alone, uses it.
+
+    On a PyTorch device, opt-in and **not yet measured on a GPU** (:mod:`aflite.core.backends.torch`):
+    ``device_resident`` keeps a phase on the device (on ``torch-cpu``: the classic path's results bit for bit;
+    :meth:`fit_score` returns its counts), ``device_lbfgs`` also runs the L-BFGS there (agreement within the
+    optimiser's tolerance), ``device_pass_mb`` sets the MiB of features per chunk of a pass (default ``chunk_mb``).
     """
 
     def __init__(
@@ -198,6 +203,9 @@ class FastLogisticEnsemble(LinearEnsemble):
         executor: Any = None,
         solver: str = "fast",
         copy_X: bool = True,
+        device_resident: bool = False,
+        device_lbfgs: bool = False,
+        device_pass_mb: int | None = None,
     ) -> None:
         # stored as given (scikit-learn style); checked in prepare(), where the data comes in
         self.C = C
@@ -214,6 +222,9 @@ class FastLogisticEnsemble(LinearEnsemble):
         self.executor = executor
         self.solver = solver
         self.copy_X = copy_X
+        self.device_resident = device_resident
+        self.device_lbfgs = device_lbfgs
+        self.device_pass_mb = device_pass_mb
         self.last_stats = FitStats()
         self._coef0: NDArray[np.float64] | None = None
         self._coefs: NDArray[np.float64] | None = None  # per-model solutions of the last call
@@ -241,6 +252,11 @@ class FastLogisticEnsemble(LinearEnsemble):
             number("n_jobs", 1, integer=True, strict=False)
         if self.solver not in SOLVERS:
             raise ParameterError(f"solver must be one of {', '.join(SOLVERS)}, got {self.solver!r}")
+        if self.device_pass_mb is not None:
+            number("device_pass_mb", 1, integer=True, strict=False)
+        for flag in ("device_resident", "device_lbfgs"):
+            if not isinstance(getattr(self, flag), bool | np.bool_):
+                raise ParameterError(f"{flag} must be True or False, got {getattr(self, flag)!r}")
 
     # ------------------------------------------------------------------ preparation (once per dataset)
     def prepare(self, X: NDArray[Any], y: NDArray[np.int64], n_classes: int) -> None:
@@ -252,10 +268,12 @@ class FastLogisticEnsemble(LinearEnsemble):
         self._whitening = fit_whitening(X, self.chunk_mb, self.n_jobs)
         self._dim = self._whitening.dim
         self._penalty = self._whitening.penalty
-        self.device_ = resolve_device(self.device)
+
+        self.device_ = ensemble_device(self.device, self.executor)
         copy = X.shape[0] * self._dim * 4 <= self.max_copy_gb * (1 << 30)
         if self.device_ != "cpu":
-            self._store = TorchFeatureStore(X, self._whitening, self.device_, self.storage, self.chunk_mb)
+            self._store = TorchFeatureStore(X, self._whitening, self.device_, self.storage, self.chunk_mb,
+                                            self.device_pass_mb)
         elif self.executor is not None:
             self._store = None
             self.executor.prepare(X, self._whitening, copy, self.chunk_mb)
@@ -323,11 +341,38 @@ class FastLogisticEnsemble(LinearEnsemble):
     def fit_predict(
         self, rows: NDArray[np.intp], train_mask: NDArray[np.bool_], models: NDArray[np.intp] | None = None
     ) -> NDArray[np.integer[Any]]:
+        results = self._fit(rows, train_mask, models)
+        if not self._on_device_preds():
+            return np.concatenate([r.preds for r in results], axis=1)
+
+        return np.concatenate([host_predictions(r.preds, self._k) for r in results], axis=1)
+
+    def _on_device_preds(self) -> bool:  # the blocks leave their predictions on the device (resident modes)
+        return self.device_ != "cpu" and bool(self.device_resident or self.device_lbfgs)
+
+    @property
+    def host_waits(self) -> bool:
+        """A phase's fit leaves the host waiting on a device (resident modes): the filter draws ahead meanwhile."""
+        return getattr(self, "device_", "cpu") != "cpu" and self._on_device_preds()
+
+    def fit_score(self, rows: NDArray[np.intp], train_mask: NDArray[np.bool_]) -> tuple[Any, Any] | None:
+        """A phase's counts per row (models holding it out that predicted its label; models holding it out) from
+        where the predictions are, a device in the resident modes; None elsewhere (count :meth:`fit_predict`'s)."""
+        if not self._on_device_preds():
+            return None
+
+        return block_counts(self._fit(rows, train_mask, None))
+
+    def _fit(
+        self, rows: NDArray[np.intp], train_mask: NDArray[np.bool_], models: NDArray[np.intp] | None
+    ) -> list[BlockResult]:
+        """Fit the partitions' models (all, or the columns ``models``) in blocks; keeps the solutions and the
+        statistics, returns the blocks' results (their predictions on the host, or on the device)."""
         start = time.perf_counter()
         rows = np.asarray(rows)
         m_all = train_mask.shape[1]
         cols = np.arange(m_all) if models is None else np.asarray(models)
-        mask = train_mask[:, cols]
+        mask = train_mask if models is None else train_mask[:, cols]  # no copy of all m columns
         n, m = mask.shape
         K, d = self._k, self._dim
         t_b = mask.sum(0).astype(np.float64)
@@ -373,7 +418,6 @@ class FastLogisticEnsemble(LinearEnsemble):
         ]
         results = self._run_tasks(tasks, n)
         theta = np.concatenate([r.theta for r in results])
-        preds = np.concatenate([r.preds for r in results], axis=1)
         if models is None:
             self._coefs = theta
             self._coef0 = theta.mean(0)
@@ -390,11 +434,12 @@ class FastLogisticEnsemble(LinearEnsemble):
             time.perf_counter() - start, m, iters.tolist(), sum(r.converged for r in results),
             sum(r.passes for r in results), parts,
         )
-        return preds
+        return results
 
     def _run_tasks(self, tasks: list[BlockTask], n: int) -> list[BlockResult]:
         if self.device_ != "cpu":
-            return [fit_block_torch(self._store, t) for t in tasks]
+            return [fit_block_torch(self._store, t, resident=bool(self.device_resident),
+                                    lbfgs_on_device=bool(self.device_lbfgs)) for t in tasks]
         if self.executor is not None:
             return list(self.executor.map_blocks(tasks))
         from threadpoolctl import threadpool_limits

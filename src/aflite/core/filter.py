@@ -220,20 +220,16 @@ class AFLite(BaseEstimator):
         )
         ens.prepare(Xa, codes, len(self.classes_))
         state = _start_state(n, resume, ens)
-        target = params["target_size"]
+        incremental = self.strategy == "greedy" and ga is None
         self._keep_first_phase(None, Xa, codes, np.arange(n), None, state)  # None until phase 0 runs in this call
-        while state.stop_reason is None:
-            size = int(state.keep.sum())
-            if size <= target:
-                state.stop_reason = f"target size reached (|S| = {size} <= n = {target})"
-                break
-            if self.max_iterations is not None and state.iteration >= self.max_iterations:
-                state.stop_reason = f"max_iterations={self.max_iterations} reached"
-                break
-            record = self._phase(ens, Xa, codes, ga, state, params, size)
-            state.ensemble_state = ens.get_state()
-            if callback is not None:
-                callback(record, state)
+        ahead = None
+        if getattr(ens, "host_waits", False) and ga is None and not incremental:
+            ahead = _NextPartitions(seed, params["n_partitions"], params["train_size"])
+        try:
+            self._phases(ens, Xa, codes, ga, state, params, incremental, ahead, callback)
+        finally:
+            if ahead is not None:
+                ahead.close()
         self.state_ = state
         self.keep_mask_ = state.keep
         self.predictability_ = state.predictability
@@ -243,19 +239,44 @@ class AFLite(BaseEstimator):
         self.n_iterations_ = state.iteration
         return self
 
+    def _phases(
+        self, ens: LinearEnsemble, Xa: Any, codes: NDArray[np.int64], ga: NDArray[np.int64] | None,
+        state: FilterState, params: dict[str, Any], incremental: bool, ahead: _NextPartitions | None,
+        callback: Callable[[IterationRecord, FilterState], None] | None,
+    ) -> None:
+        """The phases of Algorithm 1 until a stopping rule holds (``state`` is updated in place)."""
+        target = params["target_size"]
+        while state.stop_reason is None:
+            size = int(state.keep.sum())
+            if size <= target:
+                state.stop_reason = f"target size reached (|S| = {size} <= n = {target})"
+                break
+            if self.max_iterations is not None and state.iteration >= self.max_iterations:
+                state.stop_reason = f"max_iterations={self.max_iterations} reached"
+                break
+            record = self._phase(ens, Xa, codes, ga, state, params, size, incremental, ahead)
+            state.ensemble_state = ens.get_state()
+            if callback is not None:
+                callback(record, state)
+
     def _phase(self, ens: Any, Xa: Any, codes: np.ndarray, ga: np.ndarray | None, state: FilterState,
-               params: dict[str, Any], size: int) -> IterationRecord:
+               params: dict[str, Any], size: int, incremental: bool,
+               ahead: _NextPartitions | None) -> IterationRecord:
         """One filtering phase on the rows still kept: p̃ from the ensemble, the slice removed, the record kept and
-        the stop decided (the k-rule, or n reached)."""
+        the stop decided (the k-rule, or n reached). ``ahead`` draws the next phase's partitions while a device fits
+        this phase's."""
         m, t, k = params["n_partitions"], params["train_size"], params["slice_size"]
         target, tau = params["target_size"], params["threshold"]
         j = state.iteration
-        rng = np.random.default_rng([params["random_state"], j])
         rows = np.flatnonzero(state.keep)
-        if self.strategy == "greedy" and ga is None:  # incremental
+        rng, mask = ahead.take(j, len(rows)) if ahead is not None else (
+            np.random.default_rng([params["random_state"], j]), None)
+        if ahead is not None and size - min(k, size - target) > target:  # the next phase if all k go
+            ahead.start(j + 1, size - min(k, size - target))
+        if incremental:
             scores = self._greedy_scores(ens, codes, rows, state, m, t, rng)
         else:
-            scores = score_phase(ens, codes, rows, m, t, rng, ga)
+            scores = score_phase(ens, codes, rows, m, t, rng, ga, mask=mask)
         p = scores.predictability
         state.predictability[rows] = p
         if j == 0:
@@ -368,3 +389,38 @@ def _phase_record(j: int, size: int, n_removed: int, n_eligible: int, scores: An
         fit_seconds=stats.seconds,
         model_iterations=float(np.mean(stats.iterations)) if stats.iterations else float("nan"),
     )
+
+
+class _NextPartitions:
+    """The next phase's partitions, drawn in a worker thread while a device fits this phase's (its host would only
+    wait). Phase j draws from its own generator ``default_rng([seed, j])`` and, without groups, its partitions depend
+    on |S| alone: they are drawn for |S| minus a full slice and used when the phase did remove a full slice, else
+    drawn again in line. Either way a phase gets the partitions, and the generator state after them, that the
+    loop would have drawn itself (the same run, bit for bit)."""
+
+    def __init__(self, seed: int, n_partitions: int, train_size: int) -> None:
+        from concurrent.futures import ThreadPoolExecutor
+
+        self.seed, self.m, self.t = seed, n_partitions, train_size
+        self.pool = ThreadPoolExecutor(1)
+        self.pending: tuple[int, int, Any] | None = None
+        self.used = 0  # phases that took a draw made ahead (for tests and diagnostics)
+
+    def start(self, j: int, n_rows: int) -> None:
+        def draw() -> tuple[np.random.Generator, NDArray[np.bool_]]:
+            rng = np.random.default_rng([self.seed, j])
+            return rng, draw_partitions(n_rows, self.m, self.t, rng)
+
+        if self.t < n_rows:
+            self.pending = (j, n_rows, self.pool.submit(draw))
+
+    def take(self, j: int, n_rows: int) -> tuple[np.random.Generator, NDArray[np.bool_] | None]:
+        pending, self.pending = self.pending, None
+        if pending is not None and pending[:2] == (j, n_rows):
+            self.used += 1
+            rng, mask = pending[2].result()
+            return rng, mask
+        return np.random.default_rng([self.seed, j]), None
+
+    def close(self) -> None:
+        self.pool.shutdown(wait=True, cancel_futures=True)

@@ -100,9 +100,13 @@ def scores_from_predictions(
     held = ~train_mask
     n_heldout = held.sum(1, dtype=np.int32)
     n_correct = ((preds == y[:, None]) & held).sum(1, dtype=np.int32)
+    return predictability_from_counts(n_correct, n_heldout), n_heldout, n_correct
+
+
+def predictability_from_counts(n_correct: NDArray[np.int32], n_heldout: NDArray[np.int32]) -> NDArray[np.float64]:
+    """p̃ = correct / held out, NaN where no partition held the row out."""
     with np.errstate(invalid="ignore", divide="ignore"):
-        p = np.where(n_heldout > 0, n_correct / np.maximum(n_heldout, 1), np.nan)
-    return p, n_heldout, n_correct
+        return np.where(n_heldout > 0, n_correct / np.maximum(n_heldout, 1), np.nan)
 
 
 def score_phase(
@@ -113,12 +117,21 @@ def score_phase(
     train_size: int,
     rng: np.random.Generator,
     groups: NDArray[np.int64] | None = None,
+    mask: NDArray[np.bool_] | None = None,
 ) -> PhaseScores:
-    """One filtering phase on the rows ``rows`` of a prepared ensemble (see :func:`predictability`)."""
+    """One filtering phase on the rows ``rows`` of a prepared ensemble (see :func:`predictability`); ``mask``: the
+    partitions, when they were drawn from ``rng`` already (:class:`aflite.core.filter.AFLite` draws the next phase's
+    while a device fits this one)."""
     start = time.perf_counter()
-    mask = draw_partitions(len(rows), n_partitions, train_size, rng, None if groups is None else groups[rows])
-    preds = ensemble.fit_predict(rows, mask)
-    p, n_heldout, n_correct = scores_from_predictions(preds, y[rows], mask)
+    if mask is None:
+        mask = draw_partitions(len(rows), n_partitions, train_size, rng, None if groups is None else groups[rows])
+    counts = ensemble.fit_score(rows, mask) if hasattr(ensemble, "fit_score") else None
+    if counts is None:
+        preds = ensemble.fit_predict(rows, mask)
+        p, n_heldout, n_correct = scores_from_predictions(preds, y[rows], mask)
+    else:  # counted where the predictions are (a GPU), the same integers
+        n_correct, n_heldout = counts
+        p = predictability_from_counts(n_correct, n_heldout)
     return PhaseScores(rows, p, n_heldout, n_correct, time.perf_counter() - start, mask.sum(0), mask)
 
 
@@ -237,10 +250,29 @@ def select_slice(
     if strategy == "gumbel":
         with np.errstate(divide="ignore"):
             key = np.log(p[eligible]) + rng.gumbel(size=n_eligible)
-        order = np.lexsort((tie[eligible], -key))
     else:
-        order = np.lexsort((tie[eligible], -p[eligible]))
-    return eligible[order[:take]], n_eligible
+        key = p[eligible]
+    return eligible[lexsort_top(key, tie[eligible], take)], n_eligible
+
+
+def lexsort_top(key: NDArray[np.float64], tie: NDArray[np.float64], take: int) -> NDArray[np.intp]:
+    """``np.lexsort((tie, -key))[:take]`` — positions by ``key`` descending, then ``tie`` ascending, then position —
+    without sorting them all: the ``take``-th largest key is found by partition, only the rows at or above it are
+    ordered. Measured 0.42 s for lexsort on 536,610 eligible rows (SNLI-sized phase, a loaded 2-core host), once
+    per phase; the same positions in the same order (tests)."""
+    n = len(key)
+    if take * 8 >= n:  # most of them: sorting all is as cheap
+        return np.lexsort((tie, -key))[:take]
+    v = np.partition(key, n - take)[n - take]  # the take-th largest key
+    above = np.flatnonzero(key > v)
+    at = np.flatnonzero(key == v)  # in position order
+    r = take - len(above)  # how many of the rows at v are taken: the smallest (tie, position)
+    if r < len(at):
+        tv = np.partition(tie[at], r - 1)[r - 1]
+        below = at[tie[at] < tv]
+        at = np.concatenate([below, at[tie[at] == tv][: r - len(below)]])
+    sel = np.concatenate([above, at])
+    return sel[np.lexsort((sel, tie[sel], -key[sel]))]
 
 
 def seed_from(random_state: Any) -> int:

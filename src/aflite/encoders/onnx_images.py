@@ -83,7 +83,7 @@ def _example(encoder: Any) -> Any:
 
 
 def export_image_model(encoder: Any, folder: str | os.PathLike[str], key: str | None = None) -> Path:
-    """The fp32 ONNX file of an :class:`aflite.encoders.ImageEncoder` (network + pooling), exported once into
+    """The fp32 ONNX file of an :class:`aflite.encoders.images.ImageEncoder` (network + pooling), exported once into
     ``folder`` (named by the weights' hash ``key`` and the input shape) and reused when it is already there."""
     import warnings
 

@@ -13,6 +13,12 @@ dropout) is seeded with ``seed`` by :func:`seeded` *before* the encoder is built
 
 Checkpoints (:func:`save_checkpoint` / :func:`load_checkpoint`) are one torch file of plain tensors and lists,
 read back with ``weights_only=True`` (never unpickling arbitrary objects).
+
+For a GPU (issue #31; opt-in, **not yet measured on one**): ``precision`` runs the encoder's forward pass under
+bfloat16/float16 autocast (the pooled representation, the head and the loss in float32; float16 with a gradient
+scaler), ``sync_every`` brings the loss log to the host every that many steps instead of after each (the same
+numbers, later: the device runs ahead of the host in between), and ``prefetch`` collates the next batch in a
+worker thread while the device trains on this one (the same batches in the same order).
 """
 
 from __future__ import annotations
@@ -22,11 +28,13 @@ import logging
 import math
 import os
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
 
 from aflite.atomic import atomic_open
+from aflite.device import autocast, check_precision, pin_batch, to_device
 from aflite.errors import InputError, ParameterError
 
 log = logging.getLogger(__name__)
@@ -58,6 +66,9 @@ class TrainConfig:
     clip_norm: float | None = 1.0
     head_dropout: float = 0.1
     device: str | None = None
+    precision: str = "float32"
+    sync_every: int = 1
+    prefetch: bool = False
 
     def check(self) -> None:
         if self.optimizer not in ("adam", "adamw"):
@@ -74,6 +85,10 @@ class TrainConfig:
             raise ParameterError(f"sampling must be 'epochs' or 'stream', got {self.sampling!r}")
         if not 0 <= self.head_dropout < 1:
             raise ParameterError(f"head_dropout must be in [0, 1), got {self.head_dropout}")
+
+        check_precision(self.precision)
+        if isinstance(self.sync_every, bool) or not isinstance(self.sync_every, int) or self.sync_every < 1:
+            raise ParameterError(f"sync_every must be an int >= 1, got {self.sync_every!r}")
 
     def total_steps(self, n: int) -> int:
         total = math.ceil(n / self.batch_size) * self.epochs
@@ -114,6 +129,27 @@ class TrainResult:
         return self.losses[-1] if self.losses else None
 
 
+def loss_summary(losses: Sequence[float], max_points: int = 200) -> dict[str, Any]:
+    """A training-loss log made small enough for results.json and a plot: ``step`` (1-based, the last step of
+    each bin) and ``loss`` (the bin's mean) for at most ``max_points`` bins, and ``start`` / ``end``, the mean of
+    the first and last ``window`` steps (``window`` = a tenth of the steps, 1 to 10): single batches are too
+    noisy to say whether the loss fell."""
+    v = np.asarray(losses, dtype=np.float64)
+    n = len(v)
+    if n == 0:
+        return {"step": [], "loss": [], "start": None, "end": None, "window": 0}
+    edges = np.unique(np.linspace(0, n, min(n, max_points) + 1).round().astype(int))
+    window = max(1, min(10, n // 10))
+
+    def mean(x: np.ndarray) -> float | None:
+        m = float(np.mean(x))
+        return round(m, 5) if math.isfinite(m) else None
+
+    return {"step": [int(e) for e in edges[1:]], "loss": [mean(v[a:b]) for a, b in zip(edges[:-1], edges[1:],
+                                                                                         strict=True)],
+            "start": mean(v[:window]), "end": mean(v[-window:]), "window": window}
+
+
 def seeded(seed: int) -> None:
     """Seed torch's generator (head initialisation, dropout); call before building the encoder and head."""
     import torch
@@ -128,23 +164,105 @@ def make_head(torch: Any, dim: int, n_classes: int, dropout: float, device: str)
     return head.to(device)
 
 
+def batch_schedule(n: int, cfg: TrainConfig) -> list[np.ndarray]:
+    """The row indices of every step, in order (see the module docstring for the two samplings): drawn from
+    ``numpy.random.default_rng(shuffle_seed)`` exactly as the loop that consumed them one at a time did."""
+    total = cfg.total_steps(n)
+    rng = np.random.default_rng(list(cfg.shuffle_seed) if len(cfg.shuffle_seed) > 1 else cfg.shuffle_seed[0])
+    out: list[np.ndarray] = []
+    if cfg.sampling == "stream":
+        perm, pos = rng.permutation(n), 0
+        for _ in range(total):
+            if pos + cfg.batch_size > n:
+                perm, pos = rng.permutation(n), 0
+            out.append(perm[pos : pos + cfg.batch_size])
+            pos += cfg.batch_size
+        return out
+    while len(out) < total:
+        perm = rng.permutation(n)
+        for start in range(0, n, cfg.batch_size):
+            if len(out) >= total:
+                break
+            out.append(perm[start : start + cfg.batch_size])
+    return out
+
+
 def train(
     model: Any,
-    batch_loss: Callable[[np.ndarray], Any],
+    batch_loss: Callable[..., Any],
     n: int,
     cfg: TrainConfig,
     *,
     desc: str = "fine-tuning",
     show_progress: bool = True,
+    prepare: Callable[[np.ndarray], Any] | None = None,
 ) -> TrainResult:
     """Optimise ``model``'s parameters for ``cfg.total_steps(n)`` steps; ``batch_loss(rows)`` returns the loss
-    of one batch of row indices into the n training rows. ``model`` is left in eval mode."""
+    of one batch of row indices into the n training rows. With ``prepare``, ``batch_loss(rows, prepare(rows))``:
+    ``prepare`` (host work, e.g. padding a batch) runs in a worker thread one step ahead when ``cfg.prefetch``.
+    ``model`` is left in eval mode."""
     import torch
 
     cfg.check()
     if n < 1:
         raise InputError("no rows to fine-tune on")
     total = cfg.total_steps(n)
+    params, opt, sched = _optimizer(torch, model, cfg, total)
+    steps = batch_schedule(n, cfg)
+    losses: list[float] = []
+    waiting: list[Any] = []  # losses still on the device (sync_every > 1)
+    scaler = None
+    if cfg.precision == "float16":  # float16 gradients underflow without a loss scale; bfloat16 needs none
+        device_type = next((p.device.type for p in params), "cpu")
+        scaler = torch.amp.GradScaler(device_type)
+    from tqdm import tqdm
+
+    bar = tqdm(total=total, desc=desc, unit="step", disable=not show_progress, dynamic_ncols=True)
+    model.train()
+
+    def collect() -> None:
+        if waiting:
+            losses.extend(float(v) for v in torch.stack(waiting).cpu().tolist())  # one wait for many steps
+            waiting.clear()
+            bar.set_postfix(loss=f"{losses[-1]:.3f}")
+
+    def one(idx: np.ndarray, prepared: Any) -> None:
+        loss = batch_loss(idx) if prepare is None else batch_loss(idx, prepared)
+        opt.zero_grad(set_to_none=True)
+        if scaler is not None:
+            scaler.scale(loss).backward()
+            scaler.unscale_(opt)
+        else:
+            loss.backward()
+        if cfg.clip_norm is not None:
+            torch.nn.utils.clip_grad_norm_(params, cfg.clip_norm)
+        if scaler is not None:
+            scaler.step(opt)
+            scaler.update()
+        else:
+            opt.step()
+        sched.step()
+        if cfg.sync_every == 1:
+            losses.append(float(loss.detach()))
+            bar.set_postfix(loss=f"{losses[-1]:.3f}")
+        else:
+            waiting.append(loss.detach().float())
+            if len(waiting) >= cfg.sync_every:
+                collect()
+        bar.update(1)
+
+    try:
+        _run_steps(steps, one, prepare, cfg.prefetch)
+        collect()
+    finally:
+        bar.close()
+        model.eval()
+    return TrainResult(len(losses), losses)
+
+
+def _optimizer(torch: Any, model: Any, cfg: TrainConfig, total: int) -> tuple[list[Any], Any, Any]:
+    """The trained parameters, the optimizer (Adam or AdamW; norms and biases without weight decay unless
+    ``decay_norm_bias``) and its schedule: a linear warm-up over ``warmup_ratio`` of the steps, then linear decay."""
     named = [(k, p) for k, p in model.named_parameters() if p.requires_grad]
     params = [p for _, p in named]
     if cfg.decay_norm_bias:
@@ -165,45 +283,27 @@ def train(
             return (step + 1) / (warm + 1)
         return max(0.0, (total - step) / max(1, total - warm))
 
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, schedule)
-    rng = np.random.default_rng(list(cfg.shuffle_seed) if len(cfg.shuffle_seed) > 1 else cfg.shuffle_seed[0])
-    losses: list[float] = []
-    from tqdm import tqdm
+    return params, opt, torch.optim.lr_scheduler.LambdaLR(opt, schedule)
 
-    bar = tqdm(total=total, desc=desc, unit="step", disable=not show_progress, dynamic_ncols=True)
-    model.train()
 
-    def one(idx: np.ndarray) -> None:
-        loss = batch_loss(idx)
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        if cfg.clip_norm is not None:
-            torch.nn.utils.clip_grad_norm_(params, cfg.clip_norm)
-        opt.step()
-        sched.step()
-        losses.append(float(loss.detach()))
-        bar.update(1)
-        bar.set_postfix(loss=f"{losses[-1]:.3f}")
-
+def _run_steps(steps: list[np.ndarray], one: Callable[[np.ndarray, Any], None],
+               prepare: Callable[[np.ndarray], Any] | None, prefetch: bool) -> None:
+    """Every step in order; with ``prepare`` and ``prefetch``, the next batch is prepared in a worker thread while
+    the device runs this one."""
+    if prepare is None or not prefetch or not steps:
+        for idx in steps:
+            one(idx, None if prepare is None else prepare(idx))
+        return
+    pool = ThreadPoolExecutor(1)
     try:
-        if cfg.sampling == "stream":
-            perm, pos = rng.permutation(n), 0
-            for _ in range(total):
-                if pos + cfg.batch_size > n:
-                    perm, pos = rng.permutation(n), 0
-                one(perm[pos : pos + cfg.batch_size])
-                pos += cfg.batch_size
-        else:
-            while len(losses) < total:
-                perm = rng.permutation(n)
-                for start in range(0, n, cfg.batch_size):
-                    if len(losses) >= total:
-                        break
-                    one(perm[start : start + cfg.batch_size])
+        nxt = pool.submit(prepare, steps[0])
+        for i, idx in enumerate(steps):
+            prepared = nxt.result()
+            if i + 1 < len(steps):
+                nxt = pool.submit(prepare, steps[i + 1])  # the next batch, while the device runs this one
+            one(idx, prepared)
     finally:
-        bar.close()
-        model.eval()
-    return TrainResult(len(losses), losses)
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 def fit_classifier(
@@ -227,12 +327,35 @@ def fit_classifier(
     head = make_head(torch, encoder.dim, n_classes, cfg.head_dropout, encoder.device)
     model = torch.nn.ModuleDict({"encoder": encoder.module, "head": head})
     labels = torch.from_numpy(y_idx).to(encoder.device)
+    if cfg.precision == "float32" and not cfg.prefetch:  # the loop as measured (bit for bit)
+        def batch_loss(idx: np.ndarray) -> Any:
+            logits = head(encoder.pooled(encoder.collate([items[i] for i in idx])))
+            return torch.nn.functional.cross_entropy(logits, labels[torch.from_numpy(idx).to(encoder.device)])
 
-    def batch_loss(idx: np.ndarray) -> Any:
-        logits = head(encoder.pooled(encoder.collate([items[i] for i in idx])))
-        return torch.nn.functional.cross_entropy(logits, labels[torch.from_numpy(idx).to(encoder.device)])
+        result = train(model, batch_loss, len(items), cfg, desc=desc, show_progress=show_progress)
+        return head, result
 
-    result = train(model, batch_loss, len(items), cfg, desc=desc, show_progress=show_progress)
+    host_collate = getattr(encoder, "collate_host", None)
+    cuda = torch.device(encoder.device).type == "cuda"
+
+    def prepare(idx: np.ndarray) -> Any:  # host work: padding / decoding (a worker thread with cfg.prefetch)
+        batch_items = [items[i] for i in idx]
+        rows = torch.from_numpy(np.ascontiguousarray(idx))  # pinned too: an upload from pageable memory waits
+        if host_collate is None:  # for the device's queue to drain
+            return encoder.collate(batch_items), rows
+        batch = host_collate(batch_items)
+        return (pin_batch(batch), pin_batch(rows)) if cuda else (batch, rows)
+
+    def batch_loss_mixed(idx: np.ndarray, prepared: Any) -> Any:
+        batch, rows = prepared
+        batch = to_device(batch, encoder.device) if host_collate is not None else batch
+        with autocast(torch, encoder.device, cfg.precision):
+            pooled = encoder.pooled(batch)  # float32 (pooled in float32 after the network's forward pass)
+        logits = head(pooled.float())
+        return torch.nn.functional.cross_entropy(logits, labels[to_device(rows, encoder.device)])
+
+    result = train(model, batch_loss_mixed, len(items), cfg, desc=desc, show_progress=show_progress,
+                   prepare=prepare)
     return head, result
 
 

@@ -2,8 +2,9 @@
 
 A model that answers one class for nearly every row of a test set whose gold labels are mixed, or a fine-tuned
 model whose training loss did not fall, says nothing about its training data: its accuracy is the share of that
-one class. Such a model is marked with the reason and an estimate of the training budget that would be needed,
-and the tables, results.json and the verdict show "not trained" instead of its accuracy.
+one class. Such a model is marked with the reason and advice that follows from how far it got (fewer than three
+epochs: more steps; three or more: another learning rate or a larger model), and the tables, results.json and
+the verdict show "not trained" instead of its accuracy.
 """
 
 from __future__ import annotations
@@ -21,11 +22,18 @@ EPOCHS_NEEDED = 3  # the usual fine-tuning budget (BERT-style recipes, and the p
 
 def not_trained(pred: NDArray[Any], gold: NDArray[Any], *, steps: int | None = None,
                 first_loss: float | None = None, final_loss: float | None = None, train_rows: int = 0,
-                batch_size: int | None = None) -> dict[str, Any] | None:
+                batch_size: int | None = None, device: str | None = None, lr: float | None = None,
+                lr_source: str | None = None, stopped_by: str | None = None,
+                available_rows: int | None = None) -> dict[str, Any] | None:
     """Why this model counts as not trained (a dict for results.json), or None when it trained.
 
-    ``steps_needed_estimate`` is EPOCHS_NEEDED passes over the training rows at ``batch_size`` (fine-tuned
-    models), and at least ten times the steps run: an estimate, not a guarantee."""
+    For a fine-tuned model (``steps`` and ``batch_size`` given) the advice depends on how far it got. Fewer than
+    EPOCHS_NEEDED passes over its ``train_rows``: it needs more steps (``steps_needed_estimate``, EPOCHS_NEEDED
+    passes at ``batch_size``; a GPU is suggested only when ``device`` is the CPU). EPOCHS_NEEDED passes or more:
+    more steps of the same recipe will not help; it needs another learning rate (``lr``, chosen as
+    ``lr_source`` says) or a larger model, and no step estimate is given. ``stopped_by`` names the option that
+    ended training early (``--max-steps`` or ``--epochs``), for the advice. ``available_rows``: the training rows
+    before a cap (``--max-train``) took ``train_rows`` of them; a capped model is also advised more rows."""
     pred, gold = np.asarray(pred).astype(str), np.asarray(gold).astype(str)
     reasons = []
     share = 0.0
@@ -43,11 +51,31 @@ def not_trained(pred: NDArray[Any], gold: NDArray[Any], *, steps: int | None = N
         return None
     out: dict[str, Any] = {"reason": "; ".join(reasons), "predicted_class_share": round(share, 4),
                            "steps": steps}
-    if steps is not None and batch_size:
-        need = max(10 * max(steps, 1), math.ceil(EPOCHS_NEEDED * train_rows / batch_size))
-        out["steps_needed_estimate"] = int(need)
-        out["budget_note"] = (f"~{need:,} steps (≥ {EPOCHS_NEEDED} epochs of {train_rows:,} rows at batch "
-                              f"{batch_size}; it ran {steps}): raise --max-steps / --max-train, or use a GPU")
+    if steps is not None and batch_size and train_rows > 0:
+        per_epoch = math.ceil(train_rows / batch_size)
+        epochs = steps / per_epoch
+        out["epochs_run"] = round(epochs, 2)
+        source = {"check": "chosen by the learning-rate check", "given": "given",
+                  "default": "the default"}.get(lr_source or "", lr_source or "")
+        ran = (f"it ran {steps:,} steps = {epochs:.1f} epochs of {train_rows:,} rows at batch {batch_size}"
+               + (f", lr {lr:g}" + (f" ({source})" if source else "") if lr is not None else ""))
+        if epochs >= EPOCHS_NEEDED - 1e-9:
+            out["advice"] = "learning rate or capacity"
+            out["budget_note"] = (f"{ran}: more steps of this recipe will not help; try another learning rate "
+                                  "(--lr, or the learning-rate check's --lr-candidates) or a larger model "
+                                  "(--model-path)")
+            if available_rows is not None and available_rows > train_rows:
+                cap = "--max-train / --cpu-max-train" if device == "cpu" else "--max-train"
+                out["budget_note"] += (f", or more of its rows: it trained on a sample of {train_rows:,} of "
+                                       f"{available_rows:,} (raise {cap}" + (", or use a GPU)" if device == "cpu"
+                                                                             else ")"))
+        else:
+            need = EPOCHS_NEEDED * per_epoch
+            out["advice"] = "more steps"
+            out["steps_needed_estimate"] = int(need)
+            gpu = ", or use a GPU" if device == "cpu" else ""
+            out["budget_note"] = (f"~{need:,} steps ({EPOCHS_NEEDED} epochs of {train_rows:,} rows at batch "
+                                  f"{batch_size}); {ran}: raise {stopped_by or '--max-steps or --epochs'}{gpu}")
     else:
         out["budget_note"] = "a model of this kind needs more (or more varied) training rows or features"
     return out

@@ -16,9 +16,11 @@ import numpy as np
 from numpy.typing import NDArray
 
 from aflite.atomic import load_cached_npy, write_json, write_npy
+from aflite.encoders.training import loss_summary
 from aflite.evaluate.degenerate import not_trained
 from aflite.evaluate.models import (
     FEATURE_MODELS,
+    LR_CHECK_FIELDS,
     FinetuneOptions,
     ModelSpec,
     _Corpus,
@@ -33,7 +35,7 @@ from aflite.evaluate.tables import _breakdown, _majority
 from aflite.hashing import hash_parts as _hash
 from aflite.splits import stratified_sample as _stratified_sample
 
-__all__ = ["Job", "JobContext"]
+__all__ = ["Job", "JobContext", "train_meta"]
 
 _CACHE_FORMAT = 1
 
@@ -56,6 +58,8 @@ class JobContext:
     ft_train_cap: int | None
     ft_eval_cap: int | None
     show_progress: bool
+    ft_device: str | None = None  # where fine-tuning runs (None: no fine-tuned model)
+    lr_source: str | None = None  # where the fine-tuning rate came from: given, check or default
 
 
 class Job:
@@ -79,7 +83,7 @@ class Job:
         if spec.kind == "finetune":
             ft = ctx.ft
             opts["finetune"] = {k: v for k, v in asdict(ft).items() if k not in (
-                "eval_max", "cpu_eval_max", "device", "num_threads")
+                "eval_max", "cpu_eval_max", "device", "num_threads", *LR_CHECK_FIELDS)
                 and not (k.startswith("image_") and ft.image_model is None)}  # text keys unchanged
         keyed = ctx.store.keyed_options(spec.featurizer)
         if keyed is not None:
@@ -105,8 +109,7 @@ class Job:
             else:
                 m.fit(*d.view(spec.view, used), y[used], k)
                 m.save(path)
-                write_json(self.meta_path, {"steps": m.steps_, "final_loss": m.final_loss_,
-                                            "first_loss": m.first_loss_})
+                write_json(self.meta_path, train_meta(m, ctx.ft))
         elif spec.kind in FEATURE_MODELS:
             assert spec.featurizer is not None
             X = ctx.store.get(spec.featurizer, spec.view, d)
@@ -169,15 +172,35 @@ class Job:
         rec["external"] = {es.name: self.score(es, corpus, by_group=True) for es, corpus in ctx.corpora}
         if self.meta_path.is_file():
             rec.update(json.loads(self.meta_path.read_text(encoding="utf-8")))
+            if self.spec.kind == "finetune" and "loss_curve" not in rec and self._model is not None:
+                rec.update(train_meta(self._model, ctx.ft))  # cached before the curve was kept: from the checkpoint
         first = next(iter(ctx.tests), None)
         if check is None and first is not None:
             rows_t = self.eval_rows(first[0])
             check = (ctx.classes[self.predict(first[1], rows_t)], first[0].labels[rows_t])
         if check is not None:  # a model that answers one class everywhere is no finding
-            mark = not_trained(check[0], check[1], steps=rec.get("steps"), first_loss=rec.get("first_loss"),
-                               final_loss=rec.get("final_loss"), train_rows=int(len(self.used)),
-                               batch_size=ctx.ft.batch_size if self.spec.kind == "finetune" else None)
+            mark = self._not_trained(rec, *check)
             if mark is not None:
                 rec["not_trained"] = mark
         rec["seconds"] = round(time.perf_counter() - t0, 2)
         return rec
+
+    def _not_trained(self, rec: dict[str, Any], pred: NDArray[Any], gold: NDArray[Any]) -> dict[str, Any] | None:
+        """:func:`aflite.evaluate.degenerate.not_trained` with what this job knows of its training: the loss curve,
+        the rate and where it came from, the device, and what stopped it (``--max-steps`` or ``--epochs``)."""
+        ft, fine = self.ctx.ft, self.spec.kind == "finetune"
+        curve = rec.get("loss_curve") or {}
+        stopped_by = None
+        if fine and rec.get("steps") is not None:
+            stopped_by = "--max-steps" if ft.max_steps is not None and rec["steps"] >= ft.max_steps else "--epochs"
+        return not_trained(pred, gold, steps=rec.get("steps"), first_loss=curve.get("start", rec.get("first_loss")),
+                           final_loss=curve.get("end", rec.get("final_loss")), train_rows=int(len(self.used)),
+                           batch_size=ft.batch_size if fine else None, device=self.ctx.ft_device if fine else None,
+                           lr=ft.lr if fine else None, lr_source=self.ctx.lr_source if fine else None,
+                           stopped_by=stopped_by, available_rows=int(len(self.tr)) if fine else None)
+
+
+def train_meta(model: _FineTuned, ft: FinetuneOptions) -> dict[str, Any]:
+    """What a fine-tuned model's cache entry keeps beside its weights: steps, losses, the loss curve, the rate."""
+    return {"steps": model.steps_, "final_loss": model.final_loss_, "first_loss": model.first_loss_, "lr": ft.lr,
+            "loss_curve": loss_summary(model.losses_)}

@@ -12,8 +12,10 @@ import numpy as np
 from numpy.typing import NDArray
 
 from aflite.atomic import load_cached_npy, write_npy
+from aflite.defaults import LR_CANDIDATES
 from aflite.device import import_torch, resolve_model_path, torch_device
-from aflite.encoders import ImageEncoder, TextEncoder, training
+from aflite.encoders import TextEncoder, training
+from aflite.encoders.images import ImageEncoder
 from aflite.encoders.training import (
     EVALUATE,
     WARMUP_IMAGE,
@@ -31,6 +33,8 @@ from aflite.hashing import data_fingerprint
 MODEL_KINDS = ("probe", "mlp", "ngram", "ppmi", "finetune")
 FEATURE_MODELS = ("probe", "mlp")
 PROBE_FEATURIZERS = featurizer_names("evaluate")  # the registry's; the image featurizers: image datasets
+# FinetuneOptions fields that choose the learning rate, not the model trained with it (left out of cache keys)
+LR_CHECK_FIELDS = ("lr_candidates", "lr_check_rows", "cpu_lr_check_rows")
 
 
 @dataclass(frozen=True)
@@ -86,12 +90,16 @@ class ModelSpec:
 
 @dataclass
 class FinetuneOptions:
-    """Fine-tuning recipe. Defaults: appendix A.6 (Adam, lr 1e-5, eps 1e-8, 3 epochs, batch 92; the HF GLUE
-    script's max length 128 and linearly decaying learning rate). ``lr`` None means 1e-5 for text and, for an
-    image network, the image warm-up preset's 1e-3 (:data:`aflite.encoders.training.WARMUP_IMAGE`: at 1e-5-5e-5 a
-    pretrained CNN with a fresh head hardly moves in a short run). ``max_train`` caps the training rows (a
-    seeded sample); when None, a CPU run uses ``cpu_max_train`` and a GPU run uses everything. ``eval_max``
-    likewise caps each external set (a fixed stratified sample) on a CPU."""
+    """Fine-tuning recipe. Defaults: appendix A.6 (Adam, eps 1e-8, 3 epochs, batch 92; the HF GLUE script's max
+    length 128 and linearly decaying learning rate). The appendix's lr 1e-5 was written for RoBERTa-large; a
+    small encoder needs another one, so with ``lr`` None a text model's rate is chosen once per evaluate run by a
+    short learning-rate check (:mod:`aflite.evaluate.lr_check`) among ``lr_candidates`` on a seeded slice of
+    ``lr_check_rows`` rows of D's training part (``cpu_lr_check_rows`` on a CPU) and used for every benchmark.
+    ``lr`` given, or ``lr_candidates`` empty: no check; the given rate, else 1e-5 for text and, for an image
+    network, the image warm-up preset's 1e-3 (:data:`aflite.encoders.training.WARMUP_IMAGE`: at 1e-5-5e-5 a pretrained
+    CNN with a fresh head hardly moves in a short run). ``max_train`` caps the training rows (a seeded sample);
+    when None, a CPU run uses ``cpu_max_train`` and a GPU run uses everything. ``eval_max`` likewise caps each
+    external set (a fixed stratified sample) on a CPU."""
 
     model_path: str | None = None
     lr: float | None = None
@@ -109,6 +117,14 @@ class FinetuneOptions:
     # image datasets: the network to fine-tune (efficientnet-lite0, or hf-image at model_path) and its input size
     image_model: str | None = None
     image_size: int = 224
+    # the learning-rate check (text models, lr None): candidates, and the slice of D's training part it uses
+    lr_candidates: tuple[float, ...] = LR_CANDIDATES
+    lr_check_rows: int | None = 6000
+    cpu_lr_check_rows: int | None = 1000
+
+    def checks_lr(self) -> bool:
+        """Whether a learning-rate check chooses the rate: a text model, no ``lr`` given, candidates listed."""
+        return self.lr is None and not self.image_model and bool(self.lr_candidates)
 
     def resolved_lr(self) -> float:
         """The learning rate in force: the given one, else the text or image default (see the class doc)."""
@@ -122,7 +138,10 @@ class FinetuneOptions:
             raise ParameterError("fine-tuning lr and eps must be > 0")
         if self.epochs < 1 or self.batch_size < 1 or self.max_length < 8:
             raise ParameterError("fine-tuning needs epochs >= 1, batch_size >= 1 and max_length >= 8")
-        for name in ("max_train", "cpu_max_train", "eval_max", "cpu_eval_max", "max_steps"):
+        if any(not c > 0 for c in self.lr_candidates):
+            raise ParameterError(f"learning-rate candidates must be > 0, got {list(self.lr_candidates)}")
+        for name in ("max_train", "cpu_max_train", "eval_max", "cpu_eval_max", "max_steps", "lr_check_rows",
+                     "cpu_lr_check_rows"):
             v = getattr(self, name)
             if v is not None and v < 1:
                 raise ParameterError(f"fine-tuning {name} must be >= 1 (or unset), got {v}")
@@ -320,6 +339,7 @@ class _FineTuned:
         self.steps_ = 0
         self.final_loss_: float | None = None
         self.first_loss_: float | None = None  # to tell a loss that fell from one that did not (degenerate.py)
+        self.losses_: list[float] = []  # every step's training loss (the page's curve)
 
     def train_config(self) -> Any:
         o = self.opts
@@ -349,7 +369,7 @@ class _FineTuned:
         items = self._items(a, b, self.opts.max_length)
         self.head, res = training.fit_classifier(self.encoder, items, y, n_classes, self.train_config(),
                                                  desc="fine-tuning", show_progress=self.show_progress)
-        self.steps_, self.final_loss_ = res.steps, res.final_loss
+        self.steps_, self.final_loss_, self.losses_ = res.steps, res.final_loss, list(res.losses)
         self.first_loss_ = res.losses[0] if res.losses else None
         return self
 
@@ -357,11 +377,11 @@ class _FineTuned:
         return predict_classes(self.encoder, self.head, self._items(a, b, DEFAULT_MAX_LENGTH), batch_size)
 
     def save(self, path: Path) -> None:
-        losses = [] if self.final_loss_ is None else [self.final_loss_]
+        losses = self.losses_ or ([] if self.final_loss_ is None else [self.final_loss_])
         save_checkpoint(path, self.encoder, self.head, [], TrainResult(self.steps_, losses))
 
     def load(self, path: Path, n_classes: int) -> _FineTuned:
         self._build(n_classes)
         _, res = load_checkpoint(path, self.encoder, self.head)
-        self.steps_, self.final_loss_ = res.steps, res.final_loss
+        self.steps_, self.final_loss_, self.losses_ = res.steps, res.final_loss, list(res.losses)
         return self

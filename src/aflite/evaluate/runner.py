@@ -22,6 +22,7 @@ from aflite.defaults import DEFAULT_MODELS
 from aflite.device import torch_device
 from aflite.errors import InputError, ParameterError
 from aflite.evaluate.jobs import Job, JobContext
+from aflite.evaluate.lr_check import check_learning_rate
 from aflite.evaluate.models import (
     FinetuneOptions,
     ModelSpec,
@@ -50,9 +51,10 @@ log = logging.getLogger("aflite.evaluate")
 
 
 
-def _plan(models: Sequence[str | ModelSpec], seeds: int | Sequence[int],
-          finetune: FinetuneOptions | None) -> tuple[list[ModelSpec], list[int], FinetuneOptions]:
-    """The models, the benchmarks' seeds and the fine-tuning options, checked before any data is read."""
+def _plan(models: Sequence[str | ModelSpec], seeds: int | Sequence[int], finetune: FinetuneOptions | None,
+          model_seeds: int | None = None) -> tuple[list[ModelSpec], list[int], list[int], FinetuneOptions]:
+    """The models, the benchmarks' seeds, the seeds of the stochastic models (the first ``model_seeds``) and the
+    fine-tuning options, checked before any data is read."""
     specs = [ModelSpec.parse(m) for m in models]
     if not specs:
         raise ParameterError("no models to evaluate")
@@ -61,9 +63,12 @@ def _plan(models: Sequence[str | ModelSpec], seeds: int | Sequence[int],
     seed_list = list(range(seeds)) if isinstance(seeds, int) else [int(s) for s in seeds]
     if not seed_list:
         raise ParameterError(f"seeds (--seeds) must be a count >= 1 or a non-empty list, got {seeds!r}")
+    if model_seeds is not None and not 1 <= model_seeds <= len(seed_list):
+        raise ParameterError(f"model_seeds (--model-seeds) must be between 1 and the {len(seed_list)} seeds, got "
+                             f"{model_seeds}")
     ft = finetune or FinetuneOptions()
     ft.check()
-    return specs, seed_list, ft
+    return specs, seed_list, seed_list[:model_seeds] if model_seeds is not None else seed_list, ft
 
 
 def _load(data: str | os.PathLike[str], specs: list[ModelSpec], ft: FinetuneOptions,
@@ -73,8 +78,6 @@ def _load(data: str | os.PathLike[str], specs: list[ModelSpec], ft: FinetuneOpti
     ds = open_dataset(data, reads=reads, **(dataset_options or {}))
     if ds.modality == "image" and ft.image_model is None:  # finetune: models fine-tune the image network
         ft = replace(ft, image_model=default_featurizer("image", ft.model_path))
-    if ft.lr is None:  # resolved here, so that cache keys and the report carry the rate in force
-        ft = replace(ft, lr=ft.resolved_lr())
     if ds.groups is not None:  # identical texts with different labels across groups pull accuracies below chance
         warn_twins(ds, sorted({sp_.view for sp_ in specs}), str((dataset_options or {}).get("groups") or "premise"))
     for sp_ in specs:
@@ -179,12 +182,42 @@ def _caps(specs: list[ModelSpec], ft: FinetuneOptions) -> tuple[str | None, int 
             ft.eval_max if ft.eval_max is not None else (ft.cpu_eval_max if on_cpu else None))
 
 
+def _labels(data: Any, ds: Any) -> tuple[NDArray[Any], NDArray[np.int64]]:
+    """D's classes (sorted, as strings) and each row's class code; fewer than two classes is refused."""
+    classes = np.unique(ds.labels.astype(str))
+    if len(classes) < 2:
+        raise InputError(f"{data}: need at least two labels, found {classes.tolist()}")
+    return classes, np.searchsorted(classes, ds.labels.astype(str)).astype(np.int64)
+
+
+def _test_entry(es: EvalSet) -> dict[str, Any]:
+    """A separate test set as results.json describes it: name, files, size, majority rate and label counts."""
+    return {"name": es.name, "sources": es.sources, "size": len(es), "majority": _majority(es.labels),
+            "label_counts": dict(sorted(Counter(es.labels.tolist()).items()))}
+
+
+def _rate(ft: FinetuneOptions, specs: list[ModelSpec], d: _Corpus, train_part: NDArray[np.intp],
+          y_all: NDArray[np.int64], n_classes: int, groups: NDArray[Any] | None, seeds: tuple[int, int], on_cpu: bool,
+          cache: Path, show_progress: bool) -> tuple[FinetuneOptions, str, dict[str, Any] | None]:
+    """The fine-tuning learning rate in force, where it came from (``given``, ``check`` or ``default``) and the
+    learning-rate check's record: the check runs once per evaluation, on D's training part, for every benchmark
+    set; the rate is resolved here so that cache keys and the report carry it. ``seeds``: (the first benchmark
+    seed, the split seed)."""
+    lr_source = "given" if ft.lr is not None else ("check" if ft.checks_lr() else "default")
+    ft_specs = [s for s in specs if s.kind == "finetune"]
+    if ft_specs and lr_source == "check":
+        lr_check = _check_lr(ft, ft_specs[0].view, d, train_part, y_all, n_classes, groups, seeds[0], seeds[1],
+                             on_cpu, cache, show_progress)
+        return replace(ft, lr=lr_check["chosen"]), lr_source, lr_check
+    return (replace(ft, lr=ft.resolved_lr()) if ft.lr is None else ft), lr_source, None
+
+
 def _run_jobs(shared: JobContext, specs: list[ModelSpec], sets: list[Any], seed_list: list[int],
-              show_progress: bool) -> list[dict[str, Any]]:
+              fixed_seeds: list[int], show_progress: bool) -> list[dict[str, Any]]:
     """Every (model, training set, seed) job: a set drawn with a seed is trained with that seed; otherwise a
-    stochastic model with every benchmark seed, a deterministic one with the first."""
+    stochastic model with every seed of ``fixed_seeds``, a deterministic one with the first benchmark seed."""
     jobs = [(sp_, ts, int(js)) for sp_ in specs for ts in sets
-            for js in ([ts.seed] if ts.seed is not None else seed_list if sp_.stochastic else seed_list[:1])]
+            for js in ([ts.seed] if ts.seed is not None else fixed_seeds if sp_.stochastic else seed_list[:1])]
     results: list[dict[str, Any]] = []
     bar = tqdm(jobs, desc="train + evaluate", unit="model", disable=not show_progress, dynamic_ncols=True)
     for sp_, ts, job_seed in bar:
@@ -212,6 +245,7 @@ def compare_runs(
     show_progress: bool = True,
     tests: Sequence[EvalSet] = (),
     split: bool = True,
+    model_seeds: int | None = None,
 ) -> EvaluationReport:
     """Train every model on D, each D(Φ), same-size random subsets and single-iteration sets; test each on its
     own held-out part, on all of D's held-out part, on each separate test set in ``tests`` (same labels as D,
@@ -220,16 +254,16 @@ def compare_runs(
     ``eval_sets`` only (the paper's protocol when D is a training set). Rows of a run's warm-up slice
     (``warmup_ids.txt``) are left out of D, every D(Φ) and every comparison subset. Features, models and
     predictions are cached in ``cache_dir``. ``seed`` draws the train/held-out split; ``seeds`` are the
-    benchmarks'. See the module docstring of :mod:`aflite.evaluate` for the protocol."""
-    specs, seed_list, ft = _plan(models, seeds, finetune)
+    benchmarks': one random subset per seed, and the stochastic models (mlp, finetune) train D, the
+    single-iteration sets and each D(Φ) once per seed, or with the first ``model_seeds`` seeds only (a budget
+    for fine-tuned models; the random subsets stay one per seed). See the module docstring of
+    :mod:`aflite.evaluate` for the protocol."""
+    specs, seed_list, fixed_seeds, ft = _plan(models, seeds, finetune, model_seeds)
     cache = Path(cache_dir)
     t_start = time.perf_counter()
     ds, ft = _load(data, specs, ft, dataset_options)
     n = len(ds)
-    classes = np.unique(ds.labels.astype(str))
-    if len(classes) < 2:
-        raise InputError(f"{data}: need at least two labels, found {classes.tolist()}")
-    y_all = np.searchsorted(classes, ds.labels.astype(str)).astype(np.int64)
+    classes, y_all = _labels(data, ds)
     run_objs, data_fp = _runs(data, ds, runs)
     if not split and not tests and not eval_sets:
         raise ParameterError("without the held-out split (--no-split) give at least one test set (--test) or an "
@@ -247,21 +281,24 @@ def compare_runs(
     test_corpora = [(es, _corpus(es.name, es.texts_a, es.texts_b)) for es in tests]
     store = _store(_corpus("D", ds.texts_a, ds.texts_b), cache, show_progress, minilm_options, run_objs)
     device, ft_train_cap, ft_eval_cap = _caps(specs, ft)
+    ft, lr_source, lr_check = _rate(ft, specs, store.d, pool[~is_held[pool]], y_all, len(classes), ds.groups,
+                                    (seed_list[0], seed), device == "cpu", cache, show_progress)
     shared = JobContext(ds, y_all, classes, is_held, held_rows, corpora, test_corpora, store, cache, ft, ft_train_cap,
-                        ft_eval_cap, show_progress)
-    results = _run_jobs(shared, specs, sets, seed_list, show_progress)
+                        ft_eval_cap, show_progress, ft_device=device, lr_source=lr_source)
+    results = _run_jobs(shared, specs, sets, seed_list, fixed_seeds, show_progress)
     aggregate = _aggregate(results, specs, sets, eval_sets, tests)
     config = {
         "dataset": str(data), "dataset_size": n, "dataset_fingerprint": data_fp, "classes": classes.tolist(),
         "runs": [str(r.path) for r in run_objs],
         # which kept set each run held when it was evaluated (a dataset card ties this folder to its run by it)
         "runs_kept_ids_sha256": [file_sha256(r.path / KEPT_IDS) for r in run_objs],
-        "models": [s.key for s in specs], "seeds": seed_list, "heldout": heldout, "split_seed": seed,
+        "models": [s.key for s in specs], "seeds": seed_list, "model_seeds": fixed_seeds,
+        "heldout": heldout, "split_seed": seed,
         "heldout_rows": int(len(held_rows)), "split": split, "excluded_warmup_rows": int(len(warm)),
         "protocol": PROTOCOL if split else NO_SPLIT,
-        "tests": [{"name": es.name, "sources": es.sources, "size": len(es), "majority": _majority(es.labels),
-                   "label_counts": dict(sorted(Counter(es.labels.tolist()).items()))} for es in tests],
-        "finetune": asdict(ft) | {"device": device, "train_cap_used": ft_train_cap, "eval_cap_used": ft_eval_cap}
+        "tests": [_test_entry(es) for es in tests],
+        "finetune": asdict(ft) | {"device": device, "train_cap_used": ft_train_cap, "eval_cap_used": ft_eval_cap,
+                                  "lr_source": lr_source, "lr_check": lr_check}
         if device else None,
         "eval_sets": [{"name": es.name, "sources": es.sources, "size": len(es), "pred_map": es.pred_map}
                       for es in eval_sets],
@@ -276,3 +313,22 @@ PROTOCOL = ("D split once by premise group into train/held-out; every benchmark 
             "and is tested on its rows in the held-out part (own held-out) and on the whole held-out part of D "
             "(original held-out)")
 NO_SPLIT = "D not split: every benchmark trains on all its rows and is tested on separate test sets only"
+
+
+def _check_lr(ft: FinetuneOptions, view: str, d: _Corpus, train_part: NDArray[np.intp], y_all: NDArray[np.int64],
+              n_classes: int, groups: NDArray[Any] | None, train_seed: int, split_seed: int, on_cpu: bool,
+              cache: Path, show_progress: bool) -> dict[str, Any]:
+    """The learning-rate check (:mod:`aflite.evaluate.lr_check`) on a seeded slice of D's training part, read
+    through ``view``; the record says which rows and which view it used."""
+    size = ft.cpu_lr_check_rows if on_cpu else ft.lr_check_rows
+    rows = train_part
+    if size is not None and len(rows) > size:
+        rows = np.sort(np.random.default_rng([split_seed, 29]).choice(rows, size=size, replace=False))
+    a, b = d.view(view, rows)
+    log.info("learning-rate check: %d rows, candidates %s", len(rows), list(ft.lr_candidates))
+    rec = check_learning_rate(a, b, y_all[rows], n_classes, options=ft,
+                              groups=None if groups is None else np.asarray(groups)[rows], seed=train_seed,
+                              cache_dir=cache, show_progress=show_progress)
+    rec["view"] = view
+    rec["slice_seed"] = [split_seed, 29]
+    return rec

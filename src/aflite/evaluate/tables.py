@@ -1,4 +1,5 @@
-"""Scores into results: accuracy breakdowns, the aggregate over seeds, the Markdown tables and the plot."""
+"""Scores into results: accuracy breakdowns, the aggregate over seeds and the Markdown tables (the chart:
+:mod:`aflite.evaluate.chart`)."""
 
 from __future__ import annotations
 
@@ -12,8 +13,10 @@ from typing import Any, ClassVar
 import numpy as np
 from numpy.typing import NDArray
 
-from aflite.atomic import atomic_open, write_text
+from aflite.atomic import write_text
+from aflite.evaluate.chart import plot_report
 from aflite.evaluate.degenerate import merge
+from aflite.evaluate.lr_check import describe
 from aflite.evaluate.models import ModelSpec
 from aflite.evaluate.sets import EvalSet, TrainingSet
 from aflite.rundir.results import Result
@@ -193,6 +196,13 @@ def _aggregate(results: list[dict[str, Any]], specs: list[ModelSpec], sets: list
                     e["per_group"] = {g: {lab: _mean_std([x["per_group"][g].get(lab, float("nan")) for x in ext])
                                           for lab in ext[0]["per_group"][g]} for g in ext[0]["per_group"]}
                 entry["external"][es.name] = e
+            curves = [r["loss_curve"] for r in rs if r.get("loss_curve")]
+            if curves:  # fine-tuned models: the training loss at the start and end (means of a few steps)
+                entry["training_loss"] = {
+                    "start": _mean_std([c["start"] for c in curves if c.get("start") is not None]),
+                    "end": _mean_std([c["end"] for c in curves if c.get("end") is not None]),
+                    "steps": int(np.mean([r.get("steps") or 0 for r in rs])),
+                    "lr": rs[0].get("lr")}
 
             mark = merge(rs)
             if mark is not None:
@@ -215,6 +225,31 @@ def _columns(sets: list[TrainingSet]) -> tuple[list[str], list[tuple[str, str]]]
                     names.append(ts.name)
         deltas.append(next(ts.name for ts in mine if ts.kind == "filtered"))
     return names, [(f, "D") for f in deltas]
+
+
+def _loss_table(aggregate: dict[str, Any], specs: list[ModelSpec], cols: list[str]) -> list[str]:
+    """Fine-tuned models: training loss at the start → at the end (each the mean of a few steps) and the steps
+    run, per training set, so that a set the model did not fit shows as such next to its accuracy."""
+    rows = []
+    for spec in specs:
+        a = aggregate[spec.key]
+        if not any(a.get(c, {}).get("training_loss") for c in cols):
+            continue
+        row = [spec.label]
+        for c in cols:
+            tl = a.get(c, {}).get("training_loss")
+            if not tl or tl["start"]["mean"] is None or tl["end"]["mean"] is None:
+                row.append("–")
+                continue
+            row.append(f"{tl['start']['mean']:.3f} → {tl['end']['mean']:.3f} ({tl['steps']} steps)")
+        rows.append("| " + " | ".join(row) + " |")
+    if not rows:
+        return []
+    head = ["Model"] + cols
+    return ["", "## Fine-tuning: training loss per training set", "",
+            "Mean training loss over the first → the last few steps (a tenth of the steps, 1 to 10), mean over "
+            "seeds; the curves are in report.html.", "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head),
+            *rows]
 
 
 def render_tables(aggregate: dict[str, Any], specs: list[ModelSpec], sets: list[TrainingSet],
@@ -254,7 +289,10 @@ def render_tables(aggregate: dict[str, Any], specs: list[ModelSpec], sets: list[
 def _header(config: dict[str, Any]) -> list[str]:
     """The title and how to read the tables: the seeds, chance, the held-out part, warm-up rows, fine-tuning."""
     lines = [f"# aflite evaluate: {config['dataset']}", "",
-             f"Accuracy in %, mean ± std over seeds {config['seeds']} (no ± where the model and the set are "
+             f"Accuracy in %, mean ± std over seeds {config['seeds']}"
+             + (f" (stochastic models on D, single-iteration and D(Φ): seeds {config['model_seeds']})"
+                if config.get("model_seeds") not in (None, config["seeds"]) else "")
+             + " (no ± where the model and the set are "
              f"deterministic); in brackets, points over chance (the majority-class rate of the same rows, "
              f"each table's '{CHANCE_ROW}' row). " + (f"Held-out part: {config['heldout_rows']} rows of D "
              f"({100 * config['heldout']:.0f} % of premise groups, split seed {config['split_seed']})."
@@ -266,7 +304,11 @@ def _header(config: dict[str, Any]) -> list[str]:
                      "are left out of D, every D(Φ), the random subsets and the single-iteration sets.")
     if config.get("finetune"):
         f = config["finetune"]
-        lines.append(f"Fine-tuning: {f['device']}, lr {f['lr']}, {f['epochs']} epochs, batch {f['batch_size']}, "
+        how = {"given": "given", "default": "the default, no check"}.get(f.get("lr_source") or "", "")
+        if f.get("lr_check"):
+            how = describe(f["lr_check"])
+        lines.append(f"Fine-tuning: {f['device']}, lr {f['lr']:g}" + (f" ({how})" if how else "")
+                     + f", the same for every training set; {f['epochs']} epochs, batch {f['batch_size']}, "
                      f"training rows capped at {f['train_cap_used']}, external sets capped at {f['eval_cap_used']} "
                      "(stratified sample).")
     return lines
@@ -334,7 +376,8 @@ def _training_notes(aggregate: dict[str, Any], specs: list[ModelSpec], cols: lis
     if untrained:
         lines += ["", "**Not trained** (shown as such above, not as results; aflite.evaluate.degenerate):"]
         lines += [f"- {spec.label} on {c} (seed(s) {', '.join(map(str, m['seeds_not_trained']))} of {m['seeds']}): "
-                  f"{m['reason']}; budget needed: {m['budget_note']}" for spec, c, m in untrained]
+                  f"{m['reason']}; {m['budget_note']}" for spec, c, m in untrained]
+    lines += _loss_table(aggregate, specs, cols)
     used = {spec.key: {c: aggregate[spec.key].get(c, {}).get("train_used") for c in cols} for spec in specs}
     capped = [k for k, v in used.items() if any(v[c] != aggregate[k].get(c, {}).get("train_rows") for c in cols)]
     for k in capped:
@@ -363,49 +406,6 @@ def _table1(a: dict[str, Any], spec: ModelSpec, cols: list[str], es: EvalSet) ->
         row += [_fmt_vs(e["accuracy"], None if not m or m.get("mean") is None else float(m["mean"]))]
         lines.append("| " + " | ".join(row) + " |")
     return lines
-
-
-def plot_report(report: EvaluationReport, path: Path) -> None:
-    """Bar chart: own held-out accuracy per model and training set (± std), and external sets if any."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    agg = report.aggregate
-    models = list(agg)
-    cols = list(dict.fromkeys(si["name"] for si in report.training_sets))
-    ext_names = [e["name"] for e in report.config["eval_sets"]]
-    test_names = [t["name"] for t in report.config.get("tests", [])]
-    panels: list[tuple[str, str | None]] = [("own held-out", None)] if report.config.get("split", True) else []
-    panels += [(t, "test:" + t) for t in test_names] + [(e, e) for e in ext_names]
-    fig, axes = plt.subplots(1, len(panels), figsize=(max(6.0, 1.1 * len(models) * len(panels) + 2), 4.2),
-                             squeeze=False)
-    width = 0.8 / max(1, len(cols))
-    for ax, (title, ext) in zip(axes[0], panels, strict=True):
-        for j, c in enumerate(cols):
-            means, stds = [], []
-            for m in models:
-                e = agg[m].get(c, {})
-                if ext is None:
-                    ms = e.get("own_heldout")
-                elif ext.startswith("test:") and ext[5:] in test_names:
-                    ms = e.get("tests", {}).get(ext[5:], {}).get("accuracy")
-                else:
-                    ms = e.get("external", {}).get(ext, {}).get("accuracy")
-                means.append(100 * ms["mean"] if ms and ms["mean"] is not None else np.nan)
-                stds.append(100 * ms["std"] if ms and ms["std"] is not None else 0.0)
-            ax.bar(np.arange(len(models)) + (j - (len(cols) - 1) / 2) * width, means, width, yerr=stds, label=c,
-                   capsize=2)
-        ax.set_xticks(np.arange(len(models)))
-        ax.set_xticklabels(models, rotation=30, ha="right", fontsize=7)
-        ax.set_ylabel("accuracy (%)")
-        ax.set_title(title)
-    axes[0][0].legend(fontsize=7)
-    fig.tight_layout()
-    with atomic_open(path, "wb") as fh:
-        fig.savefig(fh, format="png", dpi=120)
-    plt.close(fig)
 
 
 def evaluate_verdict(body: dict[str, Any]) -> list[str]:

@@ -12,7 +12,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from aflite.data.images import files_fingerprint
-from aflite.device import torch_device
+from aflite.device import check_precision, torch_device
 from aflite.encoders.onnx_text import resolve_backend
 from aflite.errors import InputError, ParameterError
 from aflite.features.registry import REGISTRY
@@ -175,6 +175,29 @@ class BackendEncoder(Computes):
             device = "cpu" if self.backend not in (None, "", "auto", "torch") else torch_device(self.device)
             self._resolved = resolve_backend(self.backend, device, cpu_default)
         return self._resolved
+
+
+def check_gpu_options(feat: Any) -> str:
+    """Check an encoder featurizer's opt-in GPU options (``precision``, ``token_budget``, ``pipelined``; see
+    :mod:`aflite.encoders`) and return the precision's canonical name. They apply to the torch backend only: an
+    ONNX backend with another precision is refused rather than silently run in float32."""
+    precision = check_precision(getattr(feat, "precision", None))
+    budget = getattr(feat, "token_budget", None)
+    if budget is not None and (isinstance(budget, bool) or not isinstance(budget, int) or budget < 1):
+        raise ParameterError(f"token_budget must be an int >= 1 (padded tokens per batch), got {budget!r}")
+    if not isinstance(getattr(feat, "pipelined", False), bool):
+        raise ParameterError(f"pipelined must be True or False, got {feat.pipelined!r}")
+    backend = feat.resolved_backend()
+    if precision != "float32" and backend != "torch":
+        raise ParameterError(f"precision={precision} applies to the torch backend, not {backend}")
+    return precision
+
+
+def precision_option(feat: Any) -> dict[str, Any]:
+    """``{"precision": ...}`` for the cache key and the recorded options when it is not float32 (a float32 Φ keeps
+    the keys it had before precisions existed)."""
+    p = check_precision(getattr(feat, "precision", None))
+    return {} if p == "float32" else {"precision": p}
 
 
 def apply_view(

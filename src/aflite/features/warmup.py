@@ -12,12 +12,22 @@ import numpy as np
 
 from aflite.data.images import files_fingerprint
 from aflite.device import import_torch, resolve_model_path, torch_device
-from aflite.encoders import IMAGE_MODELS, ImageEncoder, TextEncoder, embed_items, training
+from aflite.encoders import TextEncoder, embed_items, embed_pairs, training
+from aflite.encoders.images import IMAGE_MODELS, ImageEncoder
 from aflite.encoders.onnx_images import calibration_sample, image_runner
 from aflite.encoders.onnx_text import CPU_DEFAULT, text_runner
 from aflite.encoders.training import WARMUP, WARMUP_IMAGE, TrainResult, load_checkpoint, save_checkpoint
 from aflite.errors import InputError, ParameterError
-from aflite.features.base import DEFAULT_MAX_LENGTH, BackendEncoder, FeatureJob, cache_key, log, progress_bar
+from aflite.features.base import (
+    DEFAULT_MAX_LENGTH,
+    BackendEncoder,
+    FeatureJob,
+    cache_key,
+    check_gpu_options,
+    log,
+    precision_option,
+    progress_bar,
+)
 from aflite.hashing import data_fingerprint
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -67,6 +77,12 @@ class WarmupFeaturizer(BackendEncoder):
     to a few hundred steps, and small BERT-style models are usually fine-tuned at 3e-5..1e-4: at 1e-5 it
     would barely move from the pretrained features. ``max_steps`` caps optimisation steps; on CPU it defaults
     to ``cpu_max_steps`` (300 steps ~ 9,600 examples) so that a warm-up on a laptop stays within minutes.
+
+    For a GPU (opt-in, **not yet measured on one**; torch backend): ``precision`` ``bfloat16``/``float16`` for
+    fine-tuning and embedding (autocast; pooling, head and loss in float32; part of the cache key),
+    ``token_budget`` (embedding batches by padded tokens) and ``pipelined`` (batches prepared by worker threads
+    ahead of the device, the loss log brought to the host every 50 steps, embeddings in large blocks): see
+    :mod:`aflite.encoders` and :mod:`aflite.encoders.training`.
     """
 
     name = "warmup"
@@ -94,6 +110,9 @@ class WarmupFeaturizer(BackendEncoder):
         image_size: int = 224,
         backend: str | None = None,
         export_dir: str | os.PathLike[str] | None = None,
+        precision: str | None = None,
+        token_budget: int | None = None,
+        pipelined: bool = False,
     ) -> None:
         # scikit-learn convention: store the arguments as given; _validate (called by fit) checks them
         self.image_model = image_model
@@ -116,6 +135,9 @@ class WarmupFeaturizer(BackendEncoder):
         self.show_progress = show_progress
         self.backend = backend  # how transform embeds after fine-tuning: torch, onnx, onnx-int8 (None: torch)
         self.export_dir = export_dir  # where ONNX exports are cached (featurize sets <cache>/onnx)
+        self.precision = precision  # None/float32, bfloat16, float16 (fine-tuning and the torch backend)
+        self.token_budget = token_budget
+        self.pipelined = pipelined
         self._encoder: Any = None
         self._head: Any = None
         self._runner: Any = None
@@ -185,6 +207,7 @@ class WarmupFeaturizer(BackendEncoder):
                 )
         self._resolved_model_path()
         self.resolved_backend()
+        check_gpu_options(self)
 
     def resolved_backend(self) -> str:
         """The backend transform embeds with once fine-tuned. Fine-tuning always runs in torch. The default on a
@@ -216,7 +239,8 @@ class WarmupFeaturizer(BackendEncoder):
             "max_length": self.max_length,
             "dropout": self.dropout,
             "seed": self.seed,
-        } | ({} if self.resolved_backend() == "torch" else {"backend": self.resolved_backend()})
+        } | ({} if self.resolved_backend() == "torch" else {"backend": self.resolved_backend()}) \
+          | precision_option(self)
 
     def _setup(self) -> tuple[Any, Any]:
         torch, transformers = import_torch()
@@ -239,7 +263,17 @@ class WarmupFeaturizer(BackendEncoder):
         return base.replace(lr=base.lr if self.lr is None else self.lr, batch_size=self.batch_size,
                             epochs=self.epochs, weight_decay=self.weight_decay, warmup_ratio=self.warmup_ratio,
                             max_steps=cap, seed=self.seed, shuffle_seed=(self.seed,), head_dropout=self.dropout,
-                            device=device)
+                            device=device, **self._gpu_train_options())
+
+    def _gpu_train_options(self) -> dict[str, Any]:
+        """The opt-in GPU settings of :class:`aflite.encoders.training.TrainConfig` (none unless asked for: the
+        preset's)."""
+        out: dict[str, Any] = {}
+        if precision_option(self):
+            out["precision"] = check_gpu_options(self)
+        if self.pipelined:
+            out.update(sync_every=50, prefetch=True)
+        return out
 
     def _new_encoder(self, device: str) -> Any:
         if self.image_model is not None:
@@ -312,11 +346,17 @@ class WarmupFeaturizer(BackendEncoder):
         unit = "image" if self.image_model is not None else "pair"
         bar = progress_bar(len(a), self.name, self.show_progress, unit=unit) if own else progress
         try:
+            precision = check_gpu_options(self)
+            if self.pipelined and self.image_model is None and self.resolved_backend() == "torch":
+                budget = {} if self.token_budget is None else {"token_budget": self.token_budget}
+                return embed_pairs(self._encoder, a, b, max_length=self.max_length, normalize=False, progress=bar,
+                                   precision=precision, **budget)
             items = self._prepare(a, b, self.max_length)
             if self.resolved_backend() != "torch":
                 return self._embed_onnx(items, bar)
             return embed_items(self._encoder, items, batch_size=self.embed_batch_size, normalize=False,
-                               progress=bar)
+                               progress=bar, precision=precision, token_budget=self.token_budget,
+                               pipelined=bool(self.pipelined))
         finally:
             if own and bar is not None:
                 bar.close()

@@ -280,8 +280,32 @@
     });
     var shapes = A.chance == null ? [] : [{type: "line", xref: "paper", x0: 0, x1: 1, y0: 100 * A.chance,
       y1: 100 * A.chance, line: {dash: "dash", color: "#c00"}}];
-    P.newPlot("plot-accuracy", tr, lay("Held-out accuracy (dashed: chance, D's majority class)", "model",
-      "accuracy (%)", {barmode: "group", shapes: shapes, height: 380}), CFG);
+    var where = A.where && A.where !== "own held-out" ? "Accuracy on " + plain(A.where) + " (dashed: chance, its majority class)"
+      : "Held-out accuracy (dashed: chance, D's majority class)";
+    P.newPlot("plot-accuracy", tr, lay(where, "model", "accuracy (%)", {barmode: "group", shapes: shapes, height: 380}), CFG);
+  }
+
+  function plotLoss(P) {  // fine-tuned models: one training-loss curve per (model, training set, seed)
+    var A = D.plots.accuracy; if (!A || !A.losses || !A.losses.length || !$("plot-loss")) return;
+    var tr = A.losses.map(function (c) {
+      var name = plain(c.set + " · " + c.model + " · seed " + c.seed + (c.not_trained ? " (not trained)" : ""));
+      return {type: "scatter", mode: "lines", name: name, x: c.step, y: c.loss, hoverinfo: "x+y+name",
+        line: {width: 1.5, dash: c.not_trained ? "dot" : "solid"}};
+    });
+    P.newPlot("plot-loss", tr, lay("Fine-tuning: training loss per training set (mean over bins of steps)", "step",
+      "training loss", {height: 380}), CFG);
+  }
+
+  function plotLrCheck(P) {  // the learning-rate check: one curve per candidate, its held-out accuracy in the legend
+    var A = D.plots.accuracy, L = A && A.lr_check; if (!L || !$("plot-lrcheck")) return;
+    var tr = L.candidates.map(function (c) {
+      return {type: "scatter", mode: "lines", x: c.step, y: c.loss, hoverinfo: "x+y+name",
+        name: plain("lr " + (c.lr < 1e-3 ? c.lr.toExponential() : String(c.lr)) + ": " + (100 * c.accuracy).toFixed(1) +
+          "% held-out" + (c.lr === L.chosen ? " (chosen)" : "")),
+        line: {width: c.lr === L.chosen ? 3 : 1.5}};
+    });
+    P.newPlot("plot-lrcheck", tr, lay("Learning-rate check on " + L.rows[0] + " + " + L.rows[1] +
+      " rows of D's training part: training loss", "step", "training loss", {height: 380}), CFG);
   }
 
   function plots() {
@@ -293,7 +317,7 @@
     }
     var P = window.Plotly; if (!P) return;
     [plotPhases, plotLabels, plotDataMap, function (p) { plotCompetency(p, "full", "plot-comp-full"); },
-      function (p) { plotCompetency(p, "kept", "plot-comp-kept"); }, plotAccuracy].forEach(function (f) {
+      function (p) { plotCompetency(p, "kept", "plot-comp-kept"); }, plotAccuracy, plotLoss, plotLrCheck].forEach(function (f) {
       try { f(P); } catch (e) { console.error("plot failed: " + e); }
     });
     window.aflitePlotsMs = performance.now();

@@ -60,6 +60,10 @@ def _plot_divs(kind: str, data: dict[str, Any]) -> str:
             divs.append(f"plot-comp-{name}")
     if plots.get("accuracy", {}).get("bars"):
         divs.append("plot-accuracy")
+    if plots.get("accuracy", {}).get("losses"):
+        divs.append("plot-loss")
+    if plots.get("accuracy", {}).get("lr_check"):
+        divs.append("plot-lrcheck")
     if not divs:
         return ""
     if plotly_js() is None:
@@ -101,6 +105,12 @@ def _summary_table(kind: str, res: dict[str, Any]) -> str:
     if kind == "evaluate":
         for si in res.get("training_sets", []):
             rows.append((f"training set {si.get('name')}", f"{si.get('size', 0):,} rows"))
+        ft = (res.get("config") or {}).get("finetune") or {}
+        if ft.get("lr") is not None:
+            source = {"check": "chosen by the learning-rate check", "given": "given (--lr)",
+                      "default": "the default"}.get(str(ft.get("lr_source")), "")
+            rows.append(("fine-tuning learning rate", f"{ft['lr']:g}" + (f", {source}" if source else "")
+                         + ", the same for every training set"))
     if not rows:
         return ""
     body = "".join(f'<tr><th class="l">{esc(k)}</th><td class="l">{esc(v)}</td></tr>' for k, v in rows)
@@ -195,7 +205,8 @@ _INTRO = {
                "out-of-sample predictions), label-issue candidates and each row's top features; the competency "
                "plot of token artifacts before and after filtering.",
     "evaluate": "Accuracy of each model trained on D, D(Φ) and the comparison sets, on held-out rows, next to "
-                "chance (the majority-class rate).",
+                "chance (the majority-class rate); for fine-tuned models, the training loss of every training set "
+                "and the learning-rate check that chose their rate.",
 }
 
 

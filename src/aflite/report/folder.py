@@ -279,17 +279,25 @@ def _base_rate(rows: list[dict[str, Any]]) -> float | None:
 
 
 def read_evaluate(results: dict[str, Any]) -> dict[str, Any]:
-    """Accuracy per model and training set on the own held-out split (mean ± std over seeds), each with its
-    chance (the majority-class rate of the same held-out rows), and D's majority rate for the chance line."""
+    """Accuracy per model and training set on the own held-out split (mean ± std over seeds) — or, when D was
+    not split, on the first test set — each with its chance (the majority-class rate of the same rows), and D's
+    majority rate for the chance line; the training-loss curve of every fine-tuned model (``losses``) and the
+    learning-rate check's candidates (``lr_check``)."""
     agg = results.get("aggregate") or {}
     sets = list(dict.fromkeys(si.get("name") for si in results.get("training_sets", [])))
+    tests = [t.get("name") for t in (results.get("config") or {}).get("tests") or [] if t.get("name")]
     bars = []
+    where = None
     for model, per_set in agg.items():
         for name in sets:
             entry = per_set.get(name) or {}
             ms = entry.get("own_heldout") or {}
+            maj = (entry.get("own_heldout_majority") or {}).get("mean")
+            if ms.get("mean") is None and tests:  # --no-split: the first test set
+                t = (entry.get("tests") or {}).get(tests[0]) or {}
+                ms, maj = t.get("accuracy") or {}, t.get("majority")
+                where = tests[0]
             if ms.get("mean") is not None:
-                maj = (entry.get("own_heldout_majority") or {}).get("mean")
                 bars.append({"model": model, "set": name, "mean": ms["mean"], "std": ms.get("std") or 0.0,
                              "chance": maj})
     chance = None
@@ -297,7 +305,23 @@ def read_evaluate(results: dict[str, Any]) -> dict[str, Any]:
         counts = si.get("label_counts") or {}
         if si.get("kind") == "D" and counts:
             chance = max(counts.values()) / max(1, sum(counts.values()))
-    return {"bars": bars, "sets": sets, "chance": chance}
+    if where is not None:
+        test: dict[str, Any] = next((t for t in results["config"]["tests"] if t.get("name") == where), {})
+        chance = test.get("majority", chance)
+    losses = [{"model": r.get("model"), "set": r.get("train_set"), "seed": r.get("seed"),
+               "step": r["loss_curve"].get("step") or [], "loss": r["loss_curve"].get("loss") or [],
+               "not_trained": bool(r.get("not_trained"))}
+              for r in results.get("runs") or [] if isinstance(r.get("loss_curve"), dict)]
+    check = ((results.get("config") or {}).get("finetune") or {}).get("lr_check")
+    lr_check = None
+    if isinstance(check, dict) and check.get("candidates"):
+        lr_check = {"chosen": check.get("chosen"), "rows": [check.get("train_rows"), check.get("heldout_rows")],
+                    "candidates": [{"lr": c.get("lr"), "accuracy": c.get("accuracy"),
+                                    "step": (c.get("loss_curve") or {}).get("step") or [],
+                                    "loss": (c.get("loss_curve") or {}).get("loss") or []}
+                                   for c in check["candidates"]]}
+    return {"bars": bars, "sets": sets, "chance": chance, "where": where or "own held-out",
+            "losses": losses, "lr_check": lr_check}
 
 
 def note_progress(message: str, show: bool) -> None:

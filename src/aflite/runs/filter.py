@@ -31,7 +31,7 @@ from aflite.atomic import atomic_open, write_json
 from aflite.core.backends.dask import use_cluster
 from aflite.core.filter import AFLite
 from aflite.core.phase import FilterState, validate_inputs
-from aflite.device import resolve_device
+from aflite.device import ensemble_device
 from aflite.errors import InputError, ParameterError
 from aflite.hashing import inputs_fingerprint
 from aflite.rundir.checkpoint import check_resume_dataset
@@ -204,8 +204,9 @@ def filter_files(
     if len(np.unique(id_arr)) != len(id_arr):
         raise InputError(f"{ids}: ids are not unique")
     af = aflite if aflite is not None else AFLite()
+    on = ensemble_device(af.device, af.executor or cluster) if af.model == "logistic" else "cpu"  # as the fit will
     info = {"inputs": {"features": str(features), "labels": str(labels), "ids": None if ids is None else str(ids)},
-            "device": resolve_device(af.device) if af.model == "logistic" else "cpu", **(extra or {})}
+            "device": on, **(extra or {})}
     # where the partitions were fitted: an executor's type, a scheduler address, or None (this process)
     info.setdefault("cluster", type(cluster).__name__ if cluster is not None and not isinstance(cluster, str)
                     else cluster or None)

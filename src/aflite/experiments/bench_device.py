@@ -1,0 +1,346 @@
+"""``aflite bench --device cuda``: issue #31's figures for one GPU in one run, as JSON.
+
+Sections (each written as soon as it is done, so that a run cut short keeps what it measured):
+
+* ``roofline`` — the card's measured dense GEMM rates (float32, TF32, bfloat16, float16; n × n × n) and its
+  memory bandwidth (a large copy): the ceiling every other figure is read against;
+* ``phi`` — frozen MiniLM Φ of SNLI pairs: pairs/s of the measured float32 path and of the opt-in paths
+  (token-budget batches, tokenization ahead in worker threads, results on the device until a block is done;
+  float32, bfloat16, float16), each Φ's cosine to the float32 path's and the AFLite kept set on each Φ (Jaccard to
+  float32's, next to the filter's own noise floor: the same Φ times 1 + 1e-6);
+* ``filter`` — the complete SNLI-shaped filter (550,152 × 768, Table 8, the benchmark's synthetic features) on
+  the CPU path and on the device in each mode (classic, ``device_resident``, ``device_lbfgs``, larger pass
+  chunks, bfloat16 and float16 storage): wall seconds, phases, peak device memory, kept-set and removed-set
+  Jaccard to the CPU run and to the classic device run;
+* ``warmup`` — ``aflite run train_100k --featurizer warmup`` end to end (:func:`aflite.runs.run.run`, probe off),
+  the measured path against the opt-in one (bfloat16 fine-tuning and embedding, pipelined, the filter with
+  ``device_lbfgs``): load, featurize, filter and total seconds, and the kept sets' Jaccard.
+
+``tiny=True`` shrinks every size so that the whole run takes seconds on a CPU (``device="torch-cpu"``): that is how
+it is tested on machines without a GPU. The figures of a tiny run say nothing about speed.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from aflite import data
+from aflite.atomic import write_json
+from aflite.core.ensemble import FastLogisticEnsemble
+from aflite.core.filter import AFLite
+from aflite.data.text import demo_dataset_path
+from aflite.device import resolve_device, torch_device, torch_module
+from aflite.errors import ParameterError
+from aflite.experiments.shapes import make_snli_like
+from aflite.features.minilm import MiniLMFeaturizer
+from aflite.rundir.versions import versions
+from aflite.runs.run import run as run_dataset
+from aflite.runs.run import scaled_defaults
+
+__all__ = ["SECTIONS", "device_benchmark", "format_device_report"]
+
+SECTIONS = ("roofline", "phi", "filter", "warmup")
+FULL: dict[str, Any] = {"gemm": 8192, "gemm_repeats": 20, "phi_rows": None, "filter_n": 550_152, "filter_d": 768,
+                        "warmup_rows": None, "warmup_max_steps": None, "token_budget": 16_384, "filter_modes": None}
+TINY: dict[str, Any] = {"gemm": 192, "gemm_repeats": 2, "phi_rows": 96, "filter_n": 2_400, "filter_d": 40,
+                        "warmup_rows": 160, "warmup_max_steps": 2, "token_budget": 512, "filter_modes": None}
+# the filter's device modes: FastLogisticEnsemble keywords (storage is the ensemble's too)
+FILTER_MODES: dict[str, dict[str, Any]] = {
+    "classic": {},
+    "resident": {"device_resident": True},
+    "device_lbfgs": {"device_lbfgs": True},
+    "device_lbfgs_pass1024": {"device_lbfgs": True, "device_pass_mb": 1024},
+    "device_lbfgs_bfloat16": {"device_lbfgs": True, "storage": "bfloat16"},
+    "device_lbfgs_float16": {"device_lbfgs": True, "storage": "float16"},
+}
+PHI_MODES: dict[str, dict[str, Any]] = {
+    "float32": {},
+    "float32_pipelined": {"pipelined": True},
+    "bfloat16_pipelined": {"pipelined": True, "precision": "bfloat16"},
+    "float16_pipelined": {"pipelined": True, "precision": "float16"},
+    "bfloat16_pipelined_budget4x": {"pipelined": True, "precision": "bfloat16", "budget_factor": 4},
+}
+
+
+def device_benchmark(
+    device: str = "cuda",
+    *,
+    tiny: bool = False,
+    data_dir: str | os.PathLike[str] | None = None,
+    model_path: str | os.PathLike[str] | None = None,
+    sections: tuple[str, ...] = SECTIONS,
+    seed: int = 0,
+    out_json: str | os.PathLike[str] | None = None,
+    log: Callable[[str], None] | None = None,
+    sizes: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Run the ``sections`` on ``device`` and return their figures (see the module docstring). ``data_dir`` holds
+    ``snli/train_100k.tsv.gz`` (default ``../shared/data`` beside the checkout, or the bundled SNLI sample when
+    ``tiny``); ``model_path`` is the text model (default the bundled MiniLM). With ``out_json`` the results so far
+    are written there (atomically) after every section. ``sizes`` overrides entries of :data:`FULL` / :data:`TINY`
+    (``filter_modes``: the names of :data:`FILTER_MODES` to run, None for all)."""
+    unknown = [s for s in sections if s not in SECTIONS]
+    if unknown:
+        raise ParameterError(f"unknown bench section(s) {', '.join(unknown)}: choose from {', '.join(SECTIONS)}")
+    if resolve_device(device) == "cpu":
+        raise ParameterError("bench --device measures a PyTorch device: cuda, cuda:N or torch-cpu (not cpu)")
+    torch = torch_module()
+    say = log or (lambda _msg: None)
+    unknown = [k for k in (sizes or {}) if k not in FULL]
+    if unknown:
+        raise ParameterError(f"unknown bench size(s) {', '.join(unknown)}: choose from {', '.join(FULL)}")
+    sizes = {**(TINY if tiny else FULL), **(sizes or {})}
+    res: dict[str, Any] = {"device": _describe(torch, device), "tiny": tiny, "sizes": sizes, "seed": seed,
+                           "versions": {**versions(), "torch": torch.__version__},
+                           "load_average_at_start": list(os.getloadavg()),
+                           "note": "opt-in paths of issue #31; figures of a tiny run say nothing about speed"}
+    data_file = _data_file(data_dir, tiny)
+    runners: dict[str, Callable[[], dict[str, Any]]] = {
+        "roofline": lambda: roofline(torch, device, sizes["gemm"], sizes["gemm_repeats"]),
+        "phi": lambda: phi_section(device, data_file, sizes, model_path, seed, say),
+        "filter": lambda: filter_section(device, sizes, seed, say),
+        "warmup": lambda: warmup_section(device, data_file, sizes, model_path, seed, say),
+    }
+    for name in sections:
+        say(f"{name} ...")
+        t0 = time.perf_counter()
+        try:
+            res[name] = runners[name]()
+        except Exception as exc:  # one failed section is reported, the next ones still run
+            res[name] = {"error": f"{type(exc).__name__}: {exc}"}
+        res[name]["section_seconds"] = round(time.perf_counter() - t0, 2)
+        if out_json is not None:
+            write_json(Path(out_json), res)
+    res["load_average_at_end"] = list(os.getloadavg())
+    if out_json is not None:
+        write_json(Path(out_json), res)
+    return res
+
+
+# ----------------------------------------------------------------------------------------------- helpers
+def _describe(torch: Any, device: str) -> dict[str, Any]:
+    dev = torch.device(torch_device(device))
+    out: dict[str, Any] = {"name": device, "torch_device": str(dev), "cpus": os.cpu_count()}
+    if dev.type == "cuda":
+        p = torch.cuda.get_device_properties(dev)
+        out.update(gpu=p.name, gpu_memory_gib=round(p.total_memory / 2**30, 1), cuda=torch.version.cuda,
+                   capability=f"{p.major}.{p.minor}", tf32_matmul_default=bool(torch.backends.cuda.matmul.allow_tf32))
+    return out
+
+
+def _sync(torch: Any, device: str) -> None:
+    if torch.device(torch_device(device)).type == "cuda":
+        torch.cuda.synchronize()
+
+
+def _data_file(data_dir: str | os.PathLike[str] | None, tiny: bool) -> Path:
+    if data_dir is not None:
+        path = Path(data_dir) / "snli" / "train_100k.tsv.gz"
+    else:
+        shared = Path(__file__).resolve().parents[4] / "shared" / "data" / "snli" / "train_100k.tsv.gz"
+        if tiny or not shared.is_file():
+            return demo_dataset_path()
+        path = shared
+    if not path.is_file():
+        raise ParameterError(f"{path}: the SNLI train_100k file is not there (--data-dir)")
+    return path
+
+
+def _pairs(data_file: Path, rows: int | None) -> tuple[list[str], list[str], np.ndarray]:
+    ds = data.load_dataset(data_file)
+    n = len(ds) if rows is None else min(rows, len(ds))
+    assert ds.texts_b is not None
+    return list(ds.texts_a[:n]), list(ds.texts_b[:n]), np.asarray(ds.labels[:n])
+
+
+def _jaccard(a: np.ndarray, b: np.ndarray) -> float:
+    return float((a & b).sum() / max(1, (a | b).sum()))
+
+
+def _agreement(keep: np.ndarray, ref: np.ndarray) -> dict[str, float]:
+    return {"kept_jaccard": round(_jaccard(keep, ref), 4), "removed_jaccard": round(_jaccard(~keep, ~ref), 4)}
+
+
+# ----------------------------------------------------------------------------------------------- sections
+def roofline(torch: Any, device: str, size: int, repeats: int) -> dict[str, Any]:
+    """Best-of-``repeats`` TFLOP/s of one size³ GEMM per dtype (TF32: float32 with tensor cores allowed, on a GPU)
+    and the GB/s of copying 256 MiB (read + write)."""
+    dev = torch.device(torch_device(device))
+    cuda = dev.type == "cuda"
+    out: dict[str, Any] = {"gemm_size": size, "tflops": {}}
+    kinds = [("float32", torch.float32, False), ("bfloat16", torch.bfloat16, False), ("float16", torch.float16, False)]
+    if cuda:
+        kinds.insert(1, ("tf32", torch.float32, True))
+    for name, dtype, tf32 in kinds:
+        before = torch.backends.cuda.matmul.allow_tf32
+        torch.backends.cuda.matmul.allow_tf32 = tf32
+        try:
+            a = torch.randn(size, size, device=dev).to(dtype)
+            b = torch.randn(size, size, device=dev).to(dtype)
+            for _ in range(2):
+                a @ b
+            best = float("inf")
+            for _ in range(repeats):
+                _sync(torch, device)
+                t0 = time.perf_counter()
+                a @ b
+                _sync(torch, device)
+                best = min(best, time.perf_counter() - t0)
+            out["tflops"][name] = float(f"{2.0 * size**3 / best / 1e12:.4g}")
+        finally:
+            torch.backends.cuda.matmul.allow_tf32 = before
+    x = torch.empty(64 << 20, dtype=torch.float32, device=dev)
+    x.clone()
+    _sync(torch, device)
+    t0 = time.perf_counter()
+    for _ in range(5):
+        x.clone()
+    _sync(torch, device)
+    out["copy_gb_per_s"] = round(5 * 2 * x.numel() * 4 / (time.perf_counter() - t0) / 1e9, 1)
+    return out
+
+
+def _kept(X: np.ndarray, y: np.ndarray, seed: int) -> np.ndarray:
+    """AFLite's kept set on a Φ (Table 8 scaled, the CPU path: the reference, and the device stays free)."""
+    af = AFLite(**scaled_defaults(len(y)), random_state=seed, device="cpu")  # type: ignore[arg-type]
+    return np.asarray(af.fit(X, y).keep_mask_)
+
+
+def phi_section(device: str, data_file: Path, sizes: dict[str, Any], model_path: Any, seed: int,
+                say: Callable[[str], None]) -> dict[str, Any]:
+    """Frozen MiniLM Φ in each of :data:`PHI_MODES`: pairs/s, cosine to float32's, kept-set Jaccard."""
+    torch = torch_module()
+    a, b, y = _pairs(data_file, sizes["phi_rows"])
+    out: dict[str, Any] = {"pairs": len(a), "data": str(data_file), "token_budget": sizes["token_budget"],
+                           "modes": {}}
+    X: dict[str, np.ndarray] = {}
+    for name, kw in PHI_MODES.items():
+        kw = dict(kw)
+        factor = kw.pop("budget_factor", 1)
+        budget = {"token_budget": factor * sizes["token_budget"]} if kw.get("pipelined") else {}
+        feat = MiniLMFeaturizer(model_path=model_path, device=device, backend="torch", show_progress=False,
+                                **kw, **budget)
+        feat.transform(a[:64], b[:64])  # load the model and warm the kernels up
+        _sync(torch, device)
+        t0 = time.perf_counter()
+        X[name] = feat.transform(a, b)
+        _sync(torch, device)
+        secs = time.perf_counter() - t0
+        entry: dict[str, Any] = {"seconds": round(secs, 3), "pairs_per_s": round(len(a) / secs, 1)}
+        if name != "float32":
+            cos = (X[name] * X["float32"]).sum(1)
+            entry["cosine_to_float32"] = {"mean": round(float(cos.mean()), 6), "min": round(float(cos.min()), 6)}
+        out["modes"][name] = entry
+        say(f"  Φ {name}: {entry['pairs_per_s']:.0f} pairs/s")
+        del feat
+    say("  kept sets on each Φ ...")
+    ref = _kept(X["float32"], y, seed)
+    noise = _kept(X["float32"] * np.float32(1 + 1e-6), y, seed)
+    out["kept_set"] = {"noise_floor_jaccard": _agreement(noise, ref)["kept_jaccard"],
+                       **{name: _agreement(_kept(v, y, seed), ref)["kept_jaccard"]
+                          for name, v in X.items() if name != "float32"}}
+    return out
+
+
+def filter_section(device: str, sizes: dict[str, Any], seed: int, say: Callable[[str], None]) -> dict[str, Any]:
+    """The complete SNLI-shaped filter on the CPU path and in each of :data:`FILTER_MODES` on ``device``."""
+    torch = torch_module()
+    cuda = torch.device(torch_device(device)).type == "cuda"
+    data = make_snli_like(sizes["filter_n"], sizes["filter_d"], random_state=seed)
+    params = scaled_defaults(len(data.y))  # Table 8 (exactly, at SNLI's size)
+    out: dict[str, Any] = {"data": data.description, "parameters": params, "runs": {}}
+    keeps: dict[str, np.ndarray] = {}
+    modes = FILTER_MODES if sizes["filter_modes"] is None else {k: FILTER_MODES[k] for k in sizes["filter_modes"]}
+    for name, kw in {"cpu": None, **modes}.items():
+        model: Any = "logistic" if kw is None else FastLogisticEnsemble(device=device, **kw)
+        af = AFLite(**params, random_state=seed, device="cpu", model=model)  # type: ignore[arg-type]
+        if cuda:
+            torch.cuda.empty_cache()
+            torch.cuda.reset_peak_memory_stats()
+        _sync(torch, device)
+        t0 = time.perf_counter()
+        af.fit(data.X, data.y)
+        _sync(torch, device)
+        wall = time.perf_counter() - t0
+        keeps[name] = np.asarray(af.keep_mask_)
+        run: dict[str, Any] = {"wall_seconds": round(wall, 2), "phases": af.n_iterations_,
+                               "kept": int(keeps[name].sum()), "stop_reason": af.stop_reason_,
+                               "seconds_per_phase": round(wall / max(1, af.n_iterations_), 3)}
+        if cuda and kw is not None:
+            run["device_peak_gib"] = round(torch.cuda.max_memory_allocated() / 2**30, 2)
+        if name != "cpu":
+            run["vs_cpu"] = _agreement(keeps[name], keeps["cpu"])
+        if name not in ("cpu", "classic") and "classic" in keeps:
+            run["vs_classic"] = _agreement(keeps[name], keeps["classic"])
+        out["runs"][name] = run
+        say(f"  filter {name}: {wall:.1f} s, {af.n_iterations_} phases, kept {run['kept']}")
+    return out
+
+
+def warmup_section(device: str, data_file: Path, sizes: dict[str, Any], model_path: Any, seed: int,
+                   say: Callable[[str], None]) -> dict[str, Any]:
+    """``aflite run DATA --featurizer warmup`` end to end (probe off), measured path vs the opt-in one."""
+    base: dict[str, Any] = {"device": device, "backend": "torch"}
+    if model_path is not None:
+        base["model_path"] = str(model_path)
+    if sizes["warmup_max_steps"] is not None:
+        base["max_steps"] = sizes["warmup_max_steps"]
+    variants = {
+        "measured": (base, None),
+        "opt_in": ({**base, "precision": "bfloat16", "pipelined": True, "token_budget": sizes["token_budget"]},
+                   AFLite(random_state=seed, model=FastLogisticEnsemble(device=device, device_lbfgs=True))),
+    }
+    out: dict[str, Any] = {"data": str(data_file), "probe": False, "runs": {}}
+    keeps: dict[str, np.ndarray] = {}
+    with tempfile.TemporaryDirectory(prefix="aflite-bench-warmup-") as tmp:
+        src = data_file
+        if sizes["warmup_rows"] is not None:  # the first rows only (tiny runs)
+            src = Path(tmp) / "data.tsv"
+            a, b, y = _pairs(data_file, sizes["warmup_rows"])
+            src.write_text("premise\thypothesis\tlabel\n" + "".join(f"{p}\t{h}\t{lab}\n" for p, h, lab in
+                                                                    zip(a, b, y, strict=True)), encoding="utf-8")
+        for name, (fopts, af) in variants.items():
+            t0 = time.perf_counter()
+            result = run_dataset(src, Path(tmp) / name, featurizer="warmup", seed=seed, show_progress=False,
+                                 probe=False, featurizer_options=fopts, aflite=af, device=device)
+            wall = time.perf_counter() - t0
+            timings = result.summary.get("timings", {})
+            keeps[name] = np.asarray(result.keep)
+            out["runs"][name] = {"wall_seconds": round(wall, 2), "featurizer_options": fopts,
+                                 **{k: round(float(v), 2) for k, v in timings.items()
+                                    if k.endswith("_seconds")}, "kept": int(keeps[name].sum())}
+            say(f"  warm-up run {name}: {wall:.1f} s")
+    out["opt_in_vs_measured"] = _agreement(keeps["opt_in"], keeps["measured"])
+    return out
+
+
+def format_device_report(res: dict[str, Any]) -> str:
+    """A few lines per section for the terminal (the JSON holds everything)."""
+    dev = res["device"]
+    lines = [f"device benchmark on {dev.get('gpu', dev['torch_device'])}{' (tiny)' if res['tiny'] else ''}"]
+    r = res.get("roofline", {})
+    if "tflops" in r:
+        lines.append("  GEMM TFLOP/s: " + ", ".join(f"{k} {v}" for k, v in r["tflops"].items())
+                     + f"; copy {r['copy_gb_per_s']} GB/s")
+    p = res.get("phi", {})
+    for name, e in p.get("modes", {}).items():
+        cos = e.get("cosine_to_float32", {}).get("mean")
+        lines.append(f"  Φ {name}: {e['pairs_per_s']} pairs/s" + ("" if cos is None else f", cosine {cos}"))
+    if "kept_set" in p:
+        lines.append(f"  Φ kept-set Jaccard to float32: {p['kept_set']}")
+    for name, e in res.get("filter", {}).get("runs", {}).items():
+        lines.append(f"  filter {name}: {e['wall_seconds']} s, {e['phases']} phases"
+                     + (f", vs CPU {e['vs_cpu']}" if "vs_cpu" in e else ""))
+    for name, e in res.get("warmup", {}).get("runs", {}).items():
+        lines.append(f"  warm-up run {name}: {e['wall_seconds']} s")
+    for name in SECTIONS:
+        if "error" in res.get(name, {}):
+            lines.append(f"  {name}: FAILED {res[name]['error']}")
+    return "\n".join(lines)
