@@ -1,7 +1,7 @@
 """Φ in shards on a local Dask cluster of 2 workers (1 thread each) against one process (2 threads), side by side.
 
 For each backend, in one run: a single-process ``featurize`` (chunks of ``--shard-size`` rows, the thread budget of
-2) and the same call with :class:`aflite.runs.shards.ShardedTransform` on a fresh 2-worker local cluster,
+2) and the same call with :class:`aflite.features.shards.ShardedTransform` on a fresh 2-worker local cluster,
 alternating (single, sharded, single, sharded ...). Reported: wall seconds of each (the cluster's start-up apart),
 pairs/s, their ratio, whether the features are the same bits, the shards per worker and the encoder loads, and
 the rates without the encoder loads (one process's load timed on 8 pairs; the workers' shards after their first). Each
@@ -49,7 +49,7 @@ def main(argv: list[str] | None = None) -> int:
     from aflite.core.backends.dask import DaskExecutor
     from aflite.data import load_dataset
     from aflite.features import featurize
-    from aflite.runs.shards import ShardedTransform
+    from aflite.features.shards import ShardedTransform
     from aflite.threads import thread_policy
 
     ds = load_dataset(SNLI_DEV)

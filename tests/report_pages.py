@@ -37,8 +37,8 @@ def write_dataset(path: Path, n: int = 300) -> Path:
 def make_run(tmp: Path) -> Path:
     """A real AFLite run (n-gram Φ, m=8) on :func:`write_dataset`'s file, with its report.html."""
     from aflite.atomic import write_json
-    from aflite.pipeline import run
     from aflite.report import write_page
+    from aflite.runs.run import run
 
     data = write_dataset(tmp / "pairs.tsv")
     out = tmp / "run"

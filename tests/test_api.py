@@ -215,7 +215,7 @@ def test_cli_filter_writes_the_shared_results_json(tmp_path: Path, capsys: pytes
 
 def test_cli_filter_reads_the_label_column_named_by_label(tmp_path: Path) -> None:
     from aflite.cli import main
-    from aflite.pipeline import filter_files
+    from aflite.runs.filter import filter_files
 
     X, y = planted()
     np.save(tmp_path / "X.npy", X)
@@ -302,16 +302,3 @@ def test_audit_file_refuses_unusable_sizes_and_runs_before_any_work(tmp_path: Pa
     with pytest.raises(InputError, match="kept_ids.txt"):  # --compare that is not a run: refused before loading
         audit_file(ROOT / "no-such-file.tsv", out, AuditConfig(), compare=tmp_path)
     assert not out.exists()
-
-
-def test_write_results_stamps_a_library_results_json(tmp_path: Path) -> None:
-    import argparse
-
-    from aflite.cli.options import write_results
-
-    (tmp_path / "results.json").write_text(json.dumps({"config": {"seeds": 3}, "aggregate": {}}))
-    args = argparse.Namespace(command="evaluate", argv=["evaluate", "d.tsv", "run", "--seed", "7"], seed=7)
-    write_results(tmp_path, args)
-    res = json.loads((tmp_path / "results.json").read_text())
-    assert list(res)[:4] == ["command", "argv", "seed", "versions"]
-    assert res["seed"] == 7 and res["config"] == {"seeds": 3} and res["argv"][0] == "evaluate"

@@ -19,9 +19,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from aflite import atomic, rundir
+from aflite import atomic
 from aflite.cli import main
 from aflite.errors import OutputError
+from aflite.rundir import lock as rundir
 
 SAMPLE = Path(__file__).resolve().parents[1] / "src" / "aflite" / "resources" / "snli_sample.tsv.gz"
 FAST = ["--featurizer", "ngram", "--quiet", "-m", "4", "--no-probe"]
@@ -130,12 +131,12 @@ def test_disk_full_at_the_lock(tmp_path, tsv, capsys, monkeypatch):
 
 
 def test_unexpected_storage_error_outside_atomic_writes_is_one_line(tmp_path, tsv, capsys, monkeypatch):
-    import aflite.pipeline
+    import aflite.runs.run
 
     def boom(*a, **k):
         raise OSError(errno.ENOSPC, "No space left on device", str(tmp_path / "out" / "model.pt"))
 
-    monkeypatch.setattr(aflite.pipeline, "render_summary", boom)
+    monkeypatch.setattr(aflite.runs.run, "render_summary", boom)
     code = main(["run", str(tsv), "--out", str(tmp_path / "out"), *FAST])
     line = one_line(capsys.readouterr().err, "run")
     assert code == 2 and "model.pt: No space left on device" in line

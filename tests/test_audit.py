@@ -395,7 +395,7 @@ def test_leakage_metrics_dataclass_matches_the_dict_and_the_row_scores(tmp_path:
 
 
 def test_views_hypothesis_never_embeds_the_premises(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import aflite.features
+    import aflite.audit.runner
 
     seen: list[str] = []
 
@@ -407,7 +407,7 @@ def test_views_hypothesis_never_embeds_the_premises(tmp_path: Path, monkeypatch:
         seen.append(view)
         return _F(np.random.default_rng(len(seen)).normal(size=(len(a), 8)).astype(np.float32))
 
-    monkeypatch.setattr(aflite.features, "featurize", fake)
+    monkeypatch.setattr(aflite.audit.runner, "featurize", fake)
     cfg = A.AuditConfig(views=("hypothesis",), featurizer="minilm", n_clusters=4, n_components=3, tsne_sample=0,
                         tra=False, show_progress=False, peco_shuffles=3)
     res = A.audit(_pairs(), config=cfg)

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import aflite.rundir
+import aflite.rundir.checkpoint
 from aflite.cli import main
 
 
@@ -62,7 +62,7 @@ def test_kill_and_resume_gives_the_uninterrupted_result(tmp_path, monkeypatch):
     common = ["filter", "--features", str(X), "--labels", str(labels), *ARGS]
     assert main([*common, "--out", str(tmp_path / "full")]) == 0
 
-    real_save = aflite.rundir.save_checkpoint
+    real_save = aflite.rundir.checkpoint.save_checkpoint
     calls = {"n": 0}
 
     def save_then_die(*a, **kw):
@@ -71,12 +71,12 @@ def test_kill_and_resume_gives_the_uninterrupted_result(tmp_path, monkeypatch):
         if calls["n"] == 2:
             raise KeyboardInterrupt
 
-    monkeypatch.setattr(aflite.rundir, "save_checkpoint", save_then_die)
+    monkeypatch.setattr(aflite.rundir.checkpoint, "save_checkpoint", save_then_die)
     out = tmp_path / "killed"
     assert main([*common, "--out", str(out)]) == 130
     assert (out / "checkpoint.npz").exists()
     assert not (out / "summary.json").exists()
-    monkeypatch.setattr(aflite.rundir, "save_checkpoint", real_save)
+    monkeypatch.setattr(aflite.rundir.checkpoint, "save_checkpoint", real_save)
     assert main([*common, "--out", str(out)]) == 2  # refuses to overwrite without --resume
     assert main([*common, "--out", str(out), "--resume"]) == 0
     assert (out / "instances.csv").read_text() == (tmp_path / "full" / "instances.csv").read_text()

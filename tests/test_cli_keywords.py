@@ -38,13 +38,14 @@ def _library() -> dict[str, set[str]]:
     from aflite.experiments.scale import scale_benchmark
     from aflite.experiments.synthetic import run_synthetic
     from aflite.features.registry import REGISTRY
-    from aflite.pipeline import filter_files, run
     from aflite.report import write_page
     from aflite.runs.audit import audit_file
     from aflite.runs.card import write_card
     from aflite.runs.embed import embed
     from aflite.runs.evaluate import evaluate, evaluate_files
     from aflite.runs.explain import explain
+    from aflite.runs.filter import filter_files
+    from aflite.runs.run import run
 
     featurizer = {o for spec in REGISTRY.values() for o in spec.options}
     loaders = _keywords(load_dataset, load_image_dataset)
@@ -68,7 +69,7 @@ def _library() -> dict[str, set[str]]:
 CLI_ONLY = {
     "quiet",      # the negation of every library function's show_progress=
     "threads",    # the process's thread budget (aflite.threads, as AFLITE_NUM_THREADS), set around the call
-    "overwrite",  # the CLI claims --out before the call (aflite.rundir.claim_output); a keyword where one exists
+    "overwrite",  # the CLI claims --out before the call (RunFolder.claim); a keyword where one exists
     "json",       # how the CLI prints the result
     "open",       # report: open the page in a browser afterwards
 }

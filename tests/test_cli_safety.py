@@ -16,9 +16,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from aflite import rundir
 from aflite.cli import main
 from aflite.data import counterfactual_twins, load_dataset, warn_twins
+from aflite.rundir import lock as rundir
 
 SAMPLE = Path(__file__).resolve().parents[1] / "src" / "aflite" / "resources" / "snli_sample.tsv.gz"
 FAST = ["--featurizer", "ngram", "--quiet", "-m", "4", "--no-probe"]
@@ -105,7 +105,7 @@ def test_unwritable_out_is_refused_before_any_work(tmp_path, tsv, capsys, monkey
     real_access = os.access
     monkeypatch.setattr(rundir.os, "access", lambda p, mode: False if Path(p) == ro else real_access(p, mode))
     computed: list[str] = []
-    monkeypatch.setattr("aflite.data.load_dataset", lambda *a, **k: computed.append("load"))
+    monkeypatch.setattr("aflite.data.source.load_dataset", lambda *a, **k: computed.append("load"))
     code, _, err = cli(capsys, *command_lines(tmp_path, tsv, ro / "out")[command])
     assert code == 2
     assert "is not writable" in one_line_error(err, command)
@@ -184,7 +184,7 @@ def test_filter_refuses_a_folder_with_a_stale_kept_ids(tmp_path, capsys):
 def test_a_second_run_in_the_same_folder_is_refused_before_featurizing(tmp_path, tsv, capsys, monkeypatch):
     out = tmp_path / "run"
     assert cli(capsys, "run", tsv, "--out", out, *FAST)[0] == 0
-    monkeypatch.setattr("aflite.features.featurize", lambda *a, **k: pytest.fail("featurized"))
+    monkeypatch.setattr("aflite.features.cache.featurize", lambda *a, **k: pytest.fail("featurized"))
     code, _, err = cli(capsys, "run", tsv, "--out", out, *FAST)
     assert code == 2
     assert "holds a previous run: pass --resume to continue it, --overwrite to start over" in one_line_error(
@@ -242,13 +242,14 @@ def test_one_class_file_is_refused_before_featurizing(tmp_path, capsys, monkeypa
     p = tmp_path / "one.tsv"
     p.write_text("id\tpremise\thypothesis\tlabel\n" + "".join(
         f"{r[0]}\t{r[1]}\t{r[2]}\tentailment\n" for r in sample_rows(50)))
-    monkeypatch.setattr("aflite.features.featurize", lambda *a, **k: pytest.fail("featurized"))
+    monkeypatch.setattr("aflite.features.cache.featurize", lambda *a, **k: pytest.fail("featurized"))
     out = tmp_path / "out"
     code, _, err = cli(capsys, "run", p, "--out", out, *FAST)
     assert code == 2
     assert "every one of the 50 rows has the label 'entailment'" in one_line_error(err, "run")
     assert not out.exists()  # no folder, no cache/
-    monkeypatch.setattr("aflite.audit.compute_features", lambda *a, **k: pytest.fail("featurized"))
+    for where in ("aflite.audit.compute_features", "aflite.audit.runner.compute_features"):
+        monkeypatch.setattr(where, lambda *a, **k: pytest.fail("featurized"))
     code, _, err = cli(capsys, "audit", p, "--out", out, "--featurizer", "ngram", "--no-tra", "--quiet")
     assert code == 2
     assert "every one of the 50 rows has the label 'entailment'; an audit needs" in one_line_error(err, "audit")
@@ -533,9 +534,9 @@ def test_library_warnings_are_recorded_not_printed_raw(tmp_path, tsv, capsys, mo
 
     from sklearn.exceptions import ConvergenceWarning
 
-    import aflite.pipeline
+    import aflite.runs.run
 
-    real = aflite.pipeline.render_summary
+    real = aflite.runs.run.render_summary
 
     def noisy(*a, **k):
         for _ in range(3):
@@ -543,7 +544,7 @@ def test_library_warnings_are_recorded_not_printed_raw(tmp_path, tsv, capsys, mo
         warnings.warn("aflite's own", UserWarning, stacklevel=1)
         return real(*a, **k)
 
-    monkeypatch.setattr(aflite.pipeline, "render_summary", noisy)
+    monkeypatch.setattr(aflite.runs.run, "render_summary", noisy)
     with pytest.warns(UserWarning, match="aflite's own"):  # other warnings pass through
         code, _, err = cli(capsys, "run", tsv, "--out", tmp_path / "out", "--featurizer", "ngram", "--quiet", "-m",
                            "4", "--no-probe")

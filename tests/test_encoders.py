@@ -1,4 +1,4 @@
-"""The encoder layer (aflite.encoders) and the one trainer (aflite.training): loss falls for text and images,
+"""The encoder layer (aflite.encoders) and the one trainer (aflite.encoders.training): loss falls for text and images,
 EfficientNet-Lite0's weights are the ImageNet ones, features do not depend on the batch size."""
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ SHARED_DIGITS = Path(__file__).resolve().parents[2] / "shared" / "data" / "image
 
 def _effnet_available() -> bool:
     try:
-        from aflite.encoders import efficientnet_weights_path
+        from aflite.encoders.images import efficientnet_weights_path
 
         efficientnet_weights_path()
         import efficientnet_lite_pytorch  # noqa: F401
@@ -70,7 +70,7 @@ def tiny_vit(folder: Path, image_size: int = 32) -> Path:
 
 
 def test_train_config_checks_and_total_steps() -> None:
-    from aflite.training import AUDIT, EVALUATE, WARMUP, TrainConfig
+    from aflite.encoders.training import AUDIT, EVALUATE, WARMUP, TrainConfig
 
     assert WARMUP.total_steps(100) == 12  # ceil(100 / 32) * 3
     assert WARMUP.replace(max_steps=5).total_steps(100) == 5
@@ -83,7 +83,7 @@ def test_train_config_checks_and_total_steps() -> None:
 
 def test_train_stream_and_epoch_batch_orders() -> None:
     """Epoch sampling visits every row once per pass (last batch short); stream sampling takes full batches."""
-    from aflite.training import TrainConfig, train
+    from aflite.encoders.training import TrainConfig, train
 
     seen: list[np.ndarray] = []
     w = torch.nn.Linear(1, 1)
@@ -106,8 +106,7 @@ def _falls(losses: list[float], k: int = 3) -> bool:
 
 @pytest.mark.slow  # minutes on a busy 2-core machine (fine-tuning MiniLM); CI runs it (--run-slow)
 def test_loss_falls_text(minilm_model_path: Path) -> None:
-    from aflite import training
-    from aflite.encoders import TextEncoder
+    from aflite.encoders import TextEncoder, training
 
     path = minilm_model_path
     pos = [f"the {w} was wonderful and I loved it" for w in ("film", "meal", "book", "trip", "show", "game")]
@@ -122,8 +121,8 @@ def test_loss_falls_text(minilm_model_path: Path) -> None:
 
 
 def test_loss_falls_images_hf_vision_model(tmp_path: Path) -> None:
-    from aflite import training
-    from aflite.encoders import ImageEncoder
+    from aflite.encoders import training
+    from aflite.encoders.images import ImageEncoder
 
     paths, y = square_images(tmp_path / "img")
     model = tiny_vit(tmp_path / "vit")
@@ -145,8 +144,8 @@ def test_loss_falls_images_hf_vision_model(tmp_path: Path) -> None:
 @needs_effnet
 @pytest.mark.slow  # the default suite shows the image loss falling on a tiny ViT (above); this is the real network
 def test_loss_falls_images_efficientnet(tmp_path: Path) -> None:
-    from aflite import training
-    from aflite.encoders import ImageEncoder
+    from aflite.encoders import training
+    from aflite.encoders.images import ImageEncoder
 
     paths, y = square_images(tmp_path / "img", n_per_class=8)
     training.seeded(0)
@@ -157,8 +156,8 @@ def test_loss_falls_images_efficientnet(tmp_path: Path) -> None:
 
 
 def test_load_checkpoint_refuses_other_files(tmp_path: Path) -> None:
-    from aflite import training
-    from aflite.encoders import ImageEncoder
+    from aflite.encoders import training
+    from aflite.encoders.images import ImageEncoder
 
     enc = ImageEncoder("hf-image", model_path=tiny_vit(tmp_path / "vit"), device="cpu")
     torch.save({"something": 1}, tmp_path / "x.pt")
@@ -170,7 +169,8 @@ def test_load_checkpoint_refuses_other_files(tmp_path: Path) -> None:
 
 
 def test_hf_image_features_shape_and_batch_invariance(tmp_path: Path) -> None:
-    from aflite.encoders import ImageEncoder, embed_items
+    from aflite.encoders import embed_items
+    from aflite.encoders.images import ImageEncoder
 
     paths, _ = square_images(tmp_path / "img", n_per_class=3)
     enc = ImageEncoder("hf-image", model_path=tiny_vit(tmp_path / "vit"), device="cpu")
@@ -181,7 +181,7 @@ def test_hf_image_features_shape_and_batch_invariance(tmp_path: Path) -> None:
 
 
 def test_hf_image_needs_model_path() -> None:
-    from aflite.encoders import ImageEncoder
+    from aflite.encoders.images import ImageEncoder
 
     with pytest.raises(ParameterError, match="model-path"):
         ImageEncoder("hf-image")
@@ -197,11 +197,11 @@ def test_efficientnet_imagenet_head_recognises_sample_photos() -> None:
     class is 'lampshade')."""
     from sklearn.datasets import load_sample_images
 
-    from aflite.encoders import ImageEncoder
+    from aflite.encoders.images import ImageEncoder
 
     imgs = load_sample_images().images
     enc = ImageEncoder("efficientnet-lite0", device="cpu")
-    from aflite.encoders import _square_resize
+    from aflite.encoders.images import _square_resize
 
     PIL = pytest.importorskip("PIL.Image")
     batch = np.stack([_square_resize(PIL.fromarray(im), 224) for im in imgs])
@@ -213,7 +213,8 @@ def test_efficientnet_imagenet_head_recognises_sample_photos() -> None:
 
 @needs_effnet
 def test_efficientnet_features_do_not_depend_on_batch_size(tmp_path: Path) -> None:
-    from aflite.encoders import ImageEncoder, embed_items
+    from aflite.encoders import embed_items
+    from aflite.encoders.images import ImageEncoder
 
     paths, _ = square_images(tmp_path / "img", n_per_class=3)
     enc = ImageEncoder("efficientnet-lite0", device="cpu", image_size=96)
@@ -235,7 +236,8 @@ def test_efficientnet_probe_beats_random_weights_on_shared_digits() -> None:
     from sklearn.pipeline import make_pipeline
     from sklearn.preprocessing import Normalizer, StandardScaler
 
-    from aflite.encoders import ImageEncoder, embed_items
+    from aflite.encoders import embed_items
+    from aflite.encoders.images import ImageEncoder
 
     files, y = [], []
     for c in range(10):
@@ -333,7 +335,8 @@ def test_reduced_precision_pools_in_float32_and_agrees(minilm_model_path: Path) 
 
 
 def test_pipelined_image_embeddings_match(tmp_path: Path) -> None:
-    from aflite.encoders import ImageEncoder, embed_items
+    from aflite.encoders import embed_items
+    from aflite.encoders.images import ImageEncoder
 
     paths, _ = square_images(tmp_path / "img", n_per_class=5)
     enc = ImageEncoder("hf-image", model_path=tiny_vit(tmp_path / "vit"), device="cpu")
@@ -346,7 +349,7 @@ def test_pipelined_image_embeddings_match(tmp_path: Path) -> None:
 
 
 def _fine_tune(enc: Any, **cfg_kw: Any) -> tuple[Any, Any]:
-    from aflite import training
+    from aflite.encoders import training
 
     items = enc.prepare_pairs(TEXTS_A[:24], TEXTS_B[:24])
     y = np.arange(24) % 3
@@ -373,7 +376,7 @@ def test_prefetch_and_late_loss_log_train_the_same_model(tiny_text: Any) -> None
 
 @pytest.mark.parametrize("precision", ["bfloat16", "float16"])
 def test_mixed_precision_fine_tuning_runs(tiny_text: Any, precision: str) -> None:
-    from aflite.training import TrainConfig
+    from aflite.encoders.training import TrainConfig
 
     base, _ = _fine_tune(tiny_text)
     mixed, (enc_w, head_w) = _fine_tune(tiny_text, precision=precision, prefetch=True)
@@ -387,7 +390,7 @@ def test_mixed_precision_fine_tuning_runs(tiny_text: Any, precision: str) -> Non
 
 
 def test_batch_schedule_is_the_order_the_loop_used() -> None:
-    from aflite.training import TrainConfig, batch_schedule, train
+    from aflite.encoders.training import TrainConfig, batch_schedule, train
 
     for cfg in (TrainConfig(batch_size=4, epochs=3, shuffle_seed=(3,)),
                 TrainConfig(batch_size=4, sampling="stream", max_steps=7, shuffle_seed=(1, 2))):

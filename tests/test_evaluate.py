@@ -14,8 +14,8 @@ from aflite.data import demo_dataset_path, load_dataset
 from aflite.errors import InputError, ParameterError
 from aflite.evaluate import HANS_PRED_MAP, FinetuneOptions, ModelSpec, load_eval_set, load_hans
 from aflite.evaluate.models import _MaxPPMI
-from aflite.pipeline import run as run_pipeline
 from aflite.runs.evaluate import evaluate
+from aflite.runs.run import run as run_pipeline
 from aflite.splits import split_heldout
 
 HANS_HEADER = "id\tpremise\thypothesis\tlabel\theuristic\tsubcase\ttemplate\n"
@@ -124,7 +124,7 @@ def test_evaluate_every_model_and_the_tables(snli_run):
 def test_minilm_features_come_from_the_cache_folders_top_level(tmp_path, monkeypatch):
     """`aflite run` keeps its MiniLM matrices at the top of OUT/cache; evaluate must look there too, so that
     --cache-dir RUN/cache reuses them instead of embedding D again."""
-    import aflite.features
+    import aflite.evaluate.models
     from aflite.evaluate.models import _corpus, _FeatureStore
 
     seen = []
@@ -136,7 +136,7 @@ def test_minilm_features_come_from_the_cache_folders_top_level(tmp_path, monkeyp
         seen.append((featurizer, view, cache_dir))
         return _F()
 
-    monkeypatch.setattr(aflite.features, "featurize", fake)
+    monkeypatch.setattr(aflite.evaluate.models, "featurize", fake)
     d = _corpus("D", ["p1", "p2"], ["h1", "h2"])
     store = _FeatureStore(d, tmp_path, False, {})
     assert store.get("minilm", "hypothesis", d).shape == (2, 4)
@@ -176,7 +176,7 @@ def tiny_bert(tmp_path_factory):
 def test_one_learning_rate_chosen_on_training_data_for_every_set(snli_run, tiny_bert, tmp_path, monkeypatch):
     """The check runs once, on D's training part (never the held-out part or a test set), and its choice trains
     D, the random subsets and D(Φ); --lr skips it; the tables and the loss curves say so."""
-    from aflite.evaluate import lr_check
+    from aflite.evaluate import lr_check, runner
 
     tmp, data, run, _ = snli_run
     seen = []
@@ -186,7 +186,7 @@ def test_one_learning_rate_chosen_on_training_data_for_every_set(snli_run, tiny_
         seen.append(list(a))
         return real(a, b, *args, **kw)
 
-    monkeypatch.setattr(lr_check, "check_learning_rate", spy)
+    monkeypatch.setattr(runner, "check_learning_rate", spy)  # where compare_runs looks it up
     ft = FinetuneOptions(model_path=str(tiny_bert), batch_size=16, max_length=32, max_train=60, eval_max=6,
                          lr_candidates=(1e-6, 3e-3), cpu_lr_check_rows=90)
     kw = dict(models=["finetune:pair"], seeds=1, single_iteration=False, show_progress=False)
@@ -284,7 +284,7 @@ def test_bad_inputs_are_clear_errors(snli_run, tmp_path):
 
 def test_finetune_learning_rate_defaults_by_modality():
     """Text keeps the appendix's 1e-5; an image network gets the image preset's rate; a given rate wins."""
-    from aflite.training import WARMUP_IMAGE
+    from aflite.encoders.training import WARMUP_IMAGE
 
     assert FinetuneOptions().resolved_lr() == 1e-5
     assert FinetuneOptions(image_model="efficientnet-lite0").resolved_lr() == WARMUP_IMAGE.lr == 1e-3
@@ -368,13 +368,13 @@ def test_warmup_rows_stay_out_of_every_training_set(snli_run, tmp_path, monkeypa
     (wrun / "warmup_ids.txt").write_text("".join(f"{i}\n" for i in warm))
     warm_rows = {ids.index(i) for i in warm}
     seen: dict[str, list[set[int]]] = {}
-    orig = ev.runner._run_job
+    orig = ev.runner.Job
 
-    def spy(spec, ts, seed, *a, **kw):
+    def spy(ctx, spec, ts, seed):
         seen.setdefault(ts.kind, []).append(set(ts.rows.tolist()))
-        return orig(spec, ts, seed, *a, **kw)
+        return orig(ctx, spec, ts, seed)
 
-    monkeypatch.setattr(ev.runner, "_run_job", spy)  # looked up where evaluate() lives
+    monkeypatch.setattr(ev.runner, "Job", spy)  # looked up where compare_runs lives
     rep = evaluate(data, [wrun], tmp_path / "o", models=["ppmi:pair"], seeds=3, show_progress=False)
     assert set(seen) == {"D", "filtered", "random", "single"} and len(seen["random"]) == 3
     for kind, row_sets in seen.items():
@@ -524,7 +524,7 @@ def test_a_drop_that_is_only_chance_falling_reads_as_such():
 def test_single_iteration_reuses_a_shared_feature_cache(snli_run, tmp_path, monkeypatch):
     """A run made with --cache-dir SHARED (no OUT/cache) and evaluated with --cache-dir SHARED: the single-iteration set
     reads the run's Φ from SHARED instead of featurizing D again (for a warm-up Φ that would mean fine-tuning)."""
-    import aflite.features
+    import aflite.features.cache
 
     tmp, data, run, hans_path = snli_run
     shared = tmp_path / "shared"
@@ -533,14 +533,14 @@ def test_single_iteration_reuses_a_shared_feature_cache(snli_run, tmp_path, monk
                          "target_size": 200}, featurizer_options={"n_components": 32})
     assert not (tmp_path / "r" / "cache").exists()
     calls = []
-    orig = aflite.features.featurize
+    orig = aflite.features.cache.featurize
 
     def spy(*a, **kw):
         res = orig(*a, **kw)
         calls.append((kw.get("cache_dir"), res.from_cache))
         return res
 
-    monkeypatch.setattr(aflite.features, "featurize", spy)
+    monkeypatch.setattr(aflite.features.cache, "featurize", spy)
     evaluate(data, [tmp_path / "r"], tmp_path / "ev", models=["ppmi"], seeds=1, random_baseline=False,
              cache_dir=shared, show_progress=False)
     assert calls == [(shared, True)]

@@ -7,8 +7,8 @@ import math
 import numpy as np
 import pytest
 
+from aflite.checks import tokens as tk
 from aflite.errors import ParameterError
-from aflite.explain import tokens as tk
 
 
 def stats_for(texts, labels, **kw):

@@ -18,7 +18,7 @@ from aflite.hashing import (
 )
 
 # Computed with the helpers' previous homes (aflite.features.data_fingerprint, aflite.evaluate._hash,
-# aflite.rundir.fingerprint) before the move; a change here invalidates every user's feature and prediction cache.
+# aflite.rundir's fingerprint) before the move; a change here invalidates every user's feature and prediction cache.
 PINNED = {
     "data": "4d50aa150efa63b7e740da7c034e5058d5c9c94c40ab178e927a5fcfed3d6e10",
     "data_single": "f0a1a09b1d9cd3814b56b927e7aa4cbe87520ce4ca0dd552ec2ab816bea991e7",

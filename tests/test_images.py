@@ -462,7 +462,9 @@ def test_is_image_input_detects_tables_and_hf_folders(tmp_path: Path) -> None:
     text = tmp_path / "t.csv"
     text.write_text("premise,hypothesis,label,file\na,b,c,x.png\n")
     assert not images.is_image_input(text) and images.is_image_input(text, path_column="file")
-    assert images.is_image_input(text, featurizer="efficientnet-lite0")
+    from aflite.data import modality_of
+
+    assert modality_of(text, reads="image") == "image" and modality_of(text, reads="text") == "text"
     assert not images.is_image_input(tmp_path / "missing.csv")
 
 
@@ -562,7 +564,8 @@ def _refused_before_work(monkeypatch: pytest.MonkeyPatch) -> list[str]:
         computed.append("featurize")
         raise AssertionError("featurized before the check")
 
-    monkeypatch.setattr("aflite.features.featurize", featurize)
+    for where in ("aflite.features.cache.featurize", "aflite.audit.runner.featurize"):  # run/embed, audit
+        monkeypatch.setattr(where, featurize)
     return computed
 
 
@@ -598,7 +601,7 @@ def test_link_tree_refuses_an_escaping_id_and_uses_the_umask(tmp_path) -> None:
 
 
 def test_unwritable_link_dir_is_refused_before_the_run(tmp_path, capsys, monkeypatch) -> None:
-    from aflite import rundir
+    from aflite.rundir import lock as rundir
 
     square_images(tmp_path / "d", n_per_class=8)
     ro = tmp_path / "ro"

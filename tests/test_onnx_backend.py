@@ -1,4 +1,4 @@
-"""Tests for aflite.features.onnx_backend (the encoders' ONNX Runtime backends) and the embed bench's pieces:
+"""Tests for aflite.encoders.onnx_text (the encoders' ONNX Runtime backends) and the embed bench's pieces:
 the default backend's rule, the CLI routing of --backend, and agreement of each backend's Φ with torch's on a
 small sample (skipped without the [onnx] extra or the bundled MiniLM)."""
 
@@ -11,8 +11,8 @@ import pytest
 from tiny_models import make_tiny_model
 
 from aflite import features as F
+from aflite.encoders import onnx_text as OB
 from aflite.errors import ParameterError
-from aflite.features import onnx_backend as OB
 
 # premise/hypothesis pairs written for these tests (entailment, neutral, contradiction of everyday scenes)
 PAIRS = [

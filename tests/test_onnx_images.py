@@ -1,4 +1,4 @@
-"""Tests for aflite.features.onnx_images (the image encoders on ONNX Runtime) and the image embed bench's pieces:
+"""Tests for aflite.encoders.onnx_images (the image encoders on ONNX Runtime) and the image embed bench's pieces:
 the per-model default backend, the calibration sample, CLI routing, and agreement of each backend's Φ with
 torch's on a small sample (skipped without the [onnx] and [images] extras)."""
 
@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 from aflite import features as F
+from aflite.encoders import onnx_images as OI
+from aflite.encoders import onnx_text as OB
 from aflite.errors import ParameterError
-from aflite.features import onnx_backend as OB
-from aflite.features import onnx_images as OI
 
 
 def test_calibration_sample_is_evenly_spaced_and_deterministic() -> None:
@@ -59,7 +59,7 @@ def _effnet() -> None:
     pytest.importorskip("torch")
     pytest.importorskip("PIL")
     try:
-        from aflite.encoders import efficientnet_weights_path
+        from aflite.encoders.images import efficientnet_weights_path
 
         efficientnet_weights_path()
         import efficientnet_lite_pytorch  # noqa: F401
@@ -86,7 +86,7 @@ def _digits(folder: Path, n: int = 12, seed: int = 0) -> list[str]:
 
 def test_conv_flops_of_efficientnet_lite0() -> None:
     _effnet()
-    from aflite.encoders import ImageEncoder
+    from aflite.encoders.images import ImageEncoder
     from aflite.experiments.bench_embed_images import conv_flops
 
     # ~385 M multiply-adds at 224² (the EfficientNet-Lite0 model card's ~0.4 GFLOPs counts multiply-adds)

@@ -10,7 +10,7 @@ import pytest
 
 from aflite.cli import main
 from aflite.data import demo_dataset_path, load_dataset
-from aflite.pipeline import run, scaled_defaults
+from aflite.runs.run import run, scaled_defaults
 
 
 @pytest.fixture()
@@ -139,10 +139,10 @@ def test_cli_embed_then_filter(tmp_path, small_snli):
 
 
 def test_a_run_folder_is_read_back_by_one_reader(tmp_path):
-    """evaluate and audit --compare read RUN/kept_ids.txt through rundir.read_kept_ids: blank lines are
+    """evaluate and audit --compare read RUN/kept_ids.txt through aflite.rundir.read.read_kept_ids: blank lines are
     skipped, and a folder without the file or with no kept ids is refused with a message naming the file."""
     from aflite.errors import InputError
-    from aflite.rundir import read_kept_ids
+    from aflite.rundir.read import read_kept_ids
 
     with pytest.raises(InputError, match=r"kept_ids\.txt: not found \(is it an AFLite run directory\?\)"):
         read_kept_ids(tmp_path)
@@ -218,7 +218,7 @@ def test_demo_prints_each_table_once_without_the_resource_path_and_the_real_wall
 
 
 def test_warmup_loss_summary_says_whether_the_loss_fell():
-    from aflite.features.cache import warmup_loss_summary
+    from aflite.features.warmup import warmup_loss_summary
 
     fell = warmup_loss_summary([1.10, 1.08, 1.05, 0.9, 0.7, 0.6, 0.5, 0.45, 0.4], 3)
     assert fell["warmup_loss_judgement"] == "fell" and fell["warmup_loss_start"] == pytest.approx(1.0767, abs=1e-3)

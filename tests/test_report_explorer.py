@@ -13,10 +13,11 @@ from report_pages import IMG, SCRIPT, TITLE_SCRIPT, make_explain, make_run, writ
 
 from aflite.cli import main
 from aflite.errors import InputError
-from aflite.report import detect_kind, write_page
+from aflite.report import write_page
 from aflite.report.explorer import embedded_data, render_page
 from aflite.report.folder import read_tokens
 from aflite.report.frame import json_for_script, packed
+from aflite.rundir.read import detect_kind
 
 REPO = Path(__file__).resolve().parents[1]
 

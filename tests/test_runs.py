@@ -54,7 +54,7 @@ def test_run_takes_the_same_aflite_as_filter_files(tmp_path: Path, small_snli: P
     """run(aflite=AFLite(...)) and run(params=..., strategy=..., seed=...) are one parameter space: the same
     kept ids; an AFLite with its default sizes resolves to the scaled Table 8 defaults."""
     from aflite import AFLite
-    from aflite.pipeline import run
+    from aflite.runs.run import run
 
     kw = {"featurizer": "ngram", "probe": False, "show_progress": False}
     sizes = {"slice_size": 10, "train_size": 30, "target_size": 150}
@@ -91,7 +91,7 @@ def test_bench_checks_and_files_are_library_calls(tmp_path: Path) -> None:
 def test_run_defaults_are_aflites_own_sizes(n: int) -> None:
     """The scaled Table 8 defaults of `aflite run` are AFLite's default sizes resolved by AFLite's own rule."""
     from aflite import AFLite
-    from aflite.pipeline import scaled_defaults
+    from aflite.runs.run import scaled_defaults
 
     own = AFLite().resolved_params(n)
     assert {k: own[k] for k in scaled_defaults(n)} == scaled_defaults(n)
@@ -101,8 +101,8 @@ def test_run_defaults_are_aflites_own_sizes(n: int) -> None:
 def test_run_from_python_writes_results_and_the_report_page_as_the_cli(tmp_path: Path, small_snli: Path) -> None:
     """report.html is written by the library after results.json (not by the CLI): a Python caller of run() gets
     the same page rows as ``aflite run``; the CLI only adds its argv to results.json."""
-    from aflite.pipeline import run
     from aflite.report.explorer import embedded_data
+    from aflite.runs.run import run
 
     run(small_snli, tmp_path / "lib", featurizer="ngram", probe=False, show_progress=False, seed=2,
         params={"slice_size": 10, "train_size": 30, "target_size": 150})
@@ -125,10 +125,10 @@ def test_library_warnings_are_listed_in_results_json_by_the_library(tmp_path: Pa
 
     from sklearn.exceptions import ConvergenceWarning
 
-    import aflite.pipeline
-    from aflite.pipeline import run
+    import aflite.runs.run
+    from aflite.runs.run import run
 
-    real = aflite.pipeline.render_summary
+    real = aflite.runs.run.render_summary
 
     def noisy(*a, **k):  # type: ignore[no-untyped-def]
         for _ in range(4):
@@ -136,7 +136,7 @@ def test_library_warnings_are_listed_in_results_json_by_the_library(tmp_path: Pa
         warnings.warn("aflite's own", UserWarning, stacklevel=1)
         return real(*a, **k)
 
-    monkeypatch.setattr(aflite.pipeline, "render_summary", noisy)
+    monkeypatch.setattr(aflite.runs.run, "render_summary", noisy)
     with warnings.catch_warnings(record=True) as seen:
         warnings.simplefilter("always")
         run(small_snli, tmp_path / "lib", featurizer="ngram", show_progress=False, probe=False,
@@ -147,3 +147,27 @@ def test_library_warnings_are_listed_in_results_json_by_the_library(tmp_path: Pa
     assert len(summary) == 1 and summary[0].startswith("4 warning(s)") and "results.json" in summary[0]
     res = json.loads((tmp_path / "lib" / "results.json").read_text())
     assert res["warnings"] == [{"warning": "ConvergenceWarning: lbfgs failed to converge", "count": 4}]
+
+
+def test_the_cli_passes_its_argv_and_results_json_is_written_once(tmp_path: Path, small_snli: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """The CLI writes no file itself: the library's one results.json carries the CLI's argv (through the claimed
+    RunFolder), the envelope first."""
+    import aflite.rundir.results as R
+    from aflite.cli import main
+
+    writes: list[Path] = []
+    real = R.write_text
+
+    def counting(path, text):  # type: ignore[no-untyped-def]
+        writes.append(Path(path))
+        return real(path, text)
+
+    monkeypatch.setattr(R, "write_text", counting)
+    argv = ["run", str(small_snli), "--out", str(tmp_path / "o"), "--featurizer", "ngram", "--quiet", "--no-probe",
+            "-m", "4", "--seed", "7"]
+    assert main(argv) == 0
+    assert writes == [tmp_path / "o" / "results.json"]
+    res = json.loads((tmp_path / "o" / "results.json").read_text())
+    assert list(res)[:4] == ["command", "argv", "seed", "versions"]
+    assert res["argv"] == argv and res["seed"] == 7 and res["command"] == "run"

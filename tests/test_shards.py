@@ -1,5 +1,6 @@
-"""Φ in shards on a Dask cluster (aflite.runs.shards): the same rows in the same order as one process, finished
-shards never recomputed, damaged ones recomputed, and with MiniLM the same features bit for bit."""
+"""Φ in shards on a Dask cluster (aflite.cluster.shards, aflite.features.shards): the same rows in the same order as
+one process, finished shards never recomputed, damaged ones recomputed, and with MiniLM the same features bit for
+bit."""
 
 from __future__ import annotations
 
@@ -14,15 +15,9 @@ import pytest
 
 pytest.importorskip("dask.distributed")
 
+from aflite.cluster.shards import concat_shards, run_shards, shard_bounds, shards_to_npy  # noqa: E402
 from aflite.errors import ParameterError  # noqa: E402
-from aflite.runs.shards import (  # noqa: E402
-    ShardedTransform,
-    check_shardable,
-    concat_shards,
-    run_shards,
-    shard_bounds,
-    shards_to_npy,
-)
+from aflite.features.shards import ShardedTransform, check_shardable  # noqa: E402
 
 
 class CountingFeaturizer:
@@ -186,8 +181,8 @@ PAIRS = [(f"A person number {i} is {'walking' if i % 3 else 'sitting on a long w
 @pytest.mark.parametrize("backend", ["torch", "onnx-int8"])
 def test_minilm_sharded_is_bit_identical_to_one_process(tmp_path, minilm, backend):
     from aflite.core.backends.dask import DaskExecutor
+    from aflite.encoders.onnx_text import onnx_available
     from aflite.features import featurize
-    from aflite.features.onnx_backend import onnx_available
 
     if backend != "torch" and not onnx_available():
         pytest.skip("onnxruntime not installed")
@@ -252,7 +247,7 @@ def test_cli_embed_on_a_local_cluster_writes_the_same_features(tmp_path, minilm,
 @pytest.mark.slow
 def test_run_with_a_cluster_filters_there_and_featurizes_ngram_here(tmp_path, capsys):
     from aflite.core.backends.dask import DaskExecutor
-    from aflite.pipeline import run
+    from aflite.runs.run import run
 
     data = _pairs_file(tmp_path / "d.tsv", 120)
     kw = dict(featurizer="ngram", probe=False, show_progress=False, seed=3,

@@ -231,11 +231,13 @@ def test_limited_decorator_applies_the_policy() -> None:
 
 
 def test_library_entry_points_are_wrapped() -> None:
-    from aflite import audit, evaluate, features, pipeline
+    from aflite import audit, evaluate, features
     from aflite.core.filter import AFLite
+    from aflite.runs import audit as run_audit
+    from aflite.runs import explain, run
 
     for fn in (AFLite.fit, evaluate.compare_runs, evaluate.compare_partial_input, audit.audit,
-               audit.compute_features, features.featurize, pipeline.run):
+               audit.compute_features, features.featurize, run.run, run_audit.audit_file, explain.explain):
         assert getattr(fn, "__wrapped__", None) is not None, fn
 
 

@@ -11,7 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from aflite.verdict import audit_verdict, evaluate_verdict, filter_verdict, markdown, run_verdict, synthetic_verdict
+from aflite.audit.results import audit_verdict
+from aflite.evaluate.tables import evaluate_verdict
+from aflite.experiments.outputs import synthetic_verdict
+from aflite.runs.summaries import filter_verdict, run_verdict
+from aflite.verdict import markdown
 
 SAMPLE = Path(__file__).resolve().parents[1] / "src" / "aflite" / "resources" / "snli_sample.tsv.gz"
 
@@ -228,9 +232,14 @@ def explain_results(kept: float, random: list[float], issues: int, shuffled: lis
                                                  "std": float(__import__("numpy").std(shuffled))}}}
 
 
-def test_explain_verdict_reads_tokens_against_random_cuts_and_issues_against_permuted_labels():
-    from aflite.verdict import explain_verdict
+def explain_verdict(results: dict) -> list[str]:
+    """explain's verdict: its checks' sentences in registry order (token artifacts, then label issues)."""
+    from aflite.explain.checks import label_issue_verdict, token_verdict
 
+    return token_verdict(results) + label_issue_verdict(results["label_issues"])
+
+
+def test_explain_verdict_reads_tokens_against_random_cuts_and_issues_against_permuted_labels():
     v = explain_verdict(explain_results(2, [12, 11, 13], 150, [500, 510, 490]))
     assert v[0] == ("On the hypothesis, 12 (token, label) pair(s) are significant artifacts on D and 2 on D(Φ), "
                     "against 12.0 (±0.8) on same-size random subsets of D: fewer than a random cut of the same size "

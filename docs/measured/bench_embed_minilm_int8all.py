@@ -10,7 +10,7 @@ import numpy as np
 from aflite.data import load_dataset
 from aflite.encoders import tokenize
 from aflite.experiments.embed_common import filter_kept, gemm_rates, jaccard
-from aflite.features import onnx_backend as OB
+from aflite.encoders import onnx_text as OB
 from aflite.features.minilm import MiniLMFeaturizer
 
 N, ROUNDS, SEED = 2000, 3, 0

@@ -7,7 +7,7 @@ import json, os, sys, time, logging
 import numpy as np
 from aflite.data import load_dataset
 from aflite.features.minilm import MiniLMFeaturizer
-from aflite.features import onnx_backend as OB
+from aflite.encoders import onnx_text as OB
 from aflite.encoders import tokenize
 import onnx, onnxruntime as ort
 from onnxruntime.quantization import QuantType, quantize_dynamic

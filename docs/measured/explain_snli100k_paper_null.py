@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from aflite.explain import tokens as tk
+from aflite.checks import tokens as tk
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from explain_snli100k_warmup import known_rows, paper_null, read_tokens  # noqa: E402

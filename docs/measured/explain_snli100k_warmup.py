@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from aflite.explain import tokens as tk
+from aflite.checks import tokens as tk
 
 KNOWN = ("nobody", "sleeping", "cat", "no", "not", "never", "nothing", "outdoors", "outside", "for", "to", "tall",
          "sad")

@@ -1,5 +1,5 @@
 """Learning rate of the image warm-up Φ: EfficientNet-Lite0 + a new linear head fine-tuned by aflite's one trainer
-(:func:`aflite.training.fit_classifier`) with the ``WARMUP`` preset's schedule (AdamW, weight decay 0.01 except
+(:func:`aflite.encoders.training.fit_classifier`) with the ``WARMUP`` preset's schedule (AdamW, weight decay 0.01 except
 biases/norms, 10 % linear warm-up then linear decay, batch 32, 3 epochs, dropout 0.1, seed 0) at several learning
 rates, on coloured MNIST built by the benchmark's helper (benchmarks/images_coloured_mnist.py: ``build``, cue 90 %).
 
@@ -45,8 +45,9 @@ args = ap.parse_args()
 import torch  # noqa: E402
 from sklearn.linear_model import LogisticRegression  # noqa: E402
 
-from aflite import training  # noqa: E402
-from aflite.encoders import ImageEncoder, embed_items  # noqa: E402
+from aflite.encoders import training  # noqa: E402
+from aflite.encoders import embed_items  # noqa: E402
+from aflite.encoders.images import ImageEncoder  # noqa: E402
 
 
 def mean_std(vals: list[float]) -> str:

@@ -155,8 +155,13 @@ def write_text(path: str | os.PathLike[str], text: str) -> None:
         fh.write(text)
 
 
+def json_text(obj: Any) -> str:
+    """``obj`` as the JSON text every aflite file holds (indented; numpy numbers as numbers, NaN as null)."""
+    return json.dumps(obj, indent=2, sort_keys=False, default=_json_default) + "\n"
+
+
 def write_json(path: str | os.PathLike[str], obj: Any) -> None:
-    write_text(path, json.dumps(obj, indent=2, sort_keys=False, default=_json_default) + "\n")
+    write_text(path, json_text(obj))
 
 
 def write_npz(path: str | os.PathLike[str], **arrays: np.ndarray) -> None:

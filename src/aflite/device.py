@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from aflite.errors import ParameterError
+from aflite.threads import configure_torch
 
 __all__ = ["resolve_device", "ensemble_device", "torch_device", "torch_module", "import_torch", "default_model_path",
            "resolve_model_folder", "resolve_model_path", "DEVICE_HELP", "PRECISIONS", "check_precision", "autocast",
@@ -89,8 +90,6 @@ def import_torch() -> tuple[Any, Any]:
         raise ParameterError(
             f"this featurizer needs torch and transformers ({exc.name} is missing): pip install aflite[text]"
         ) from exc
-    from aflite.threads import configure_torch
-
     configure_torch(torch)  # intra-op threads: the budget of aflite.threads, not torch's every-core default
     return torch, transformers
 

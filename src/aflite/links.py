@@ -10,14 +10,13 @@ from typing import Any
 
 import numpy as np
 
+from aflite.atomic import check_output_path
 from aflite.errors import InputError, OutputError
 
 
 def check_link_dir(link_dir: str | os.PathLike[str]) -> Path:
     """Refuse a ``--link-dir`` that cannot be used, before any work: not a new or empty folder, a file, or a
     place that cannot be written."""
-    from aflite.atomic import check_output_path
-
     dest = check_output_path(link_dir, flag="--link-dir", folder=True)
     if dest.exists() and any(dest.iterdir()):
         raise OutputError(f"--link-dir {dest}: must be a new or empty folder")

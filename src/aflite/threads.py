@@ -237,7 +237,7 @@ def map_inference(torch: Any, fn: Callable[[T], R], items: Iterable[T], *, devic
     n = fit_workers(len(todo)) if cpu else 1
     if n <= 1:
         before = torch.get_num_threads()
-        if cpu:  # one intra-op thread for a lone batch too: its bits do not depend on the budget (aflite.runs.shards)
+        if cpu:  # one intra-op thread for a lone batch too: its bits do not depend on the budget (cluster shards)
             torch.set_num_threads(1)
         try:
             with torch.inference_mode():

@@ -22,7 +22,8 @@ GPU (on a 2-core CPU its three fine-tunings alone take about half an hour or mor
 next to chance, the majority-class rate of the same rows.
 
 The modules: :mod:`~aflite.audit.runner` (:func:`audit`, features, samples), :mod:`~aflite.audit.results`
-(config and results), :mod:`~aflite.audit.metrics`, :mod:`~aflite.audit.clusters` (PECO), :mod:`~aflite.audit.tokens`,
+(config and results), :mod:`~aflite.audit.metrics`, :mod:`~aflite.audit.clusters` (PECO),
+the token table (:mod:`aflite.checks.tokens`, the one token analysis),
 :mod:`~aflite.audit.linear` (the cross-validated models), :mod:`~aflite.audit.finetuned`
 (fine-tuning and TRA) and
 :mod:`~aflite.audit.estimate` (device and time estimate). Every public name is importable from ``aflite.audit``.
@@ -64,7 +65,7 @@ from aflite.audit.metrics import (
 )
 from aflite.audit.results import AuditConfig, AuditResult, ViewAudit
 from aflite.audit.runner import audit, compute_features, sample_rows, subset
-from aflite.audit.tokens import token_artifacts, tokenize
+from aflite.checks.tokens import token_artifacts, tokenize
 
 __all__ = [
     "AUDIT_VIEWS",

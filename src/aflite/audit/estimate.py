@@ -6,6 +6,7 @@ from typing import Any
 
 from aflite.audit.results import AuditConfig
 from aflite.device import torch_device
+from aflite.features.registry import spec
 
 # Throughputs measured with OMP_NUM_THREADS=1 on a shared 2-core CPU (docs/measured, notes) and on one H100;
 # they only decide which stages get announced, so a factor of two either way is fine.
@@ -36,8 +37,9 @@ def estimate_seconds(n: int, cfg: AuditConfig, device: str | None = None) -> dic
     # throughputs (per second) fall and per-item costs (seconds) grow with the slowdown
     r = {k: v * slow if k in ("ft_step", "tra_row") else v / slow for k, v in _RATES["cuda" if gpu else "cpu"].items()}
     est: dict[str, float] = {}
-    if cfg.featurizer == "minilm":
-        est["MiniLM embedding"] = n / r["embed_pair"] + len(cfg.views) * n / r["embed_single"]
+    found = spec(cfg.featurizer)
+    if found.frozen:  # an encoder embeds every row: the pair and each view
+        est[f"{found.title} embedding"] = n / r["embed_pair"] + len(cfg.views) * n / r["embed_single"]
     est["cross-validated linear models"] = (1 + len(cfg.views)) * n / r["lr_rows"]
     tra = cfg.tra if cfg.tra is not None else dev.startswith("cuda")
     if tra:

@@ -10,6 +10,8 @@ from typing import Any
 import numpy as np
 
 from aflite.audit.metrics import _as_1d
+from aflite.device import import_torch, resolve_model_path
+from aflite.encoders import TextEncoder, training
 from aflite.errors import InputError, ParameterError
 
 
@@ -27,14 +29,10 @@ class FineTuned:
 
 
 def _torch() -> tuple[Any, Any]:
-    from aflite.device import import_torch
-
     return import_torch()
 
 
 def _model_path(model_path: str | Path | None) -> Path:
-    from aflite.device import resolve_model_path
-
     return resolve_model_path(model_path)
 
 
@@ -65,13 +63,10 @@ def finetune(
     desc: str = "fine-tuning",
 ) -> FineTuned:
     """Fine-tune the encoder (default the bundled MiniLM) + linear head for ``steps`` AdamW steps (linear decay):
-    the one trainer, :func:`aflite.training.fit_classifier` with the ``AUDIT`` preset.
+    the one trainer, :func:`aflite.encoders.training.fit_classifier` with the ``AUDIT`` preset.
 
     With ``cache_file`` an identical earlier run's weights are loaded instead of training again.
     """
-    from aflite import training
-    from aflite.encoders import TextEncoder
-
     path = _model_path(model_path)
     yy = _as_1d(y, "labels")
     classes, yi = np.unique(yy, return_inverse=True)

@@ -20,6 +20,7 @@ from aflite.audit.results import AuditConfig, AuditResult, ViewAudit
 from aflite.audit.runner import _examples, _tsne
 from aflite.data.images import open_image
 from aflite.errors import InputError, ParameterError
+from aflite.features.registry import default_featurizer, featurizer_names, spec
 from aflite.threads import limited
 
 
@@ -43,7 +44,6 @@ def colour_histograms(refs: Sequence[str], bins: int = 4) -> np.ndarray:
 
 IMAGE_VIEW = "colour"  # the biased condition of an image audit: the colour histogram alone
 BIASED_VIEW_NAME = "colour histogram (4×4×4 RGB cells of the non-black pixels)"
-IMAGE_AUDIT_FEATURIZERS = ("efficientnet-lite0", "hf-image", "precomputed")
 
 
 @limited  # one thread policy (aflite.threads)
@@ -120,19 +120,17 @@ def audit_images(refs: Sequence[str], labels: Any, embeddings: np.ndarray, *, n_
 
 
 def resolve_audit_featurizer(featurizer: str | None, model_path: str | None = None) -> str:
-    """The Φ of an image audit: ``efficientnet-lite0`` by default (``hf-image`` when a model folder is given, as
-    also for the text default ``minilm``); ``hf-image``/``precomputed`` as asked; text and warm-up Φ refused."""
-    if featurizer in (None, "minilm") and model_path is None:
-        return "efficientnet-lite0"
-    if featurizer in (None, "minilm"):
-        return "hf-image"
-    if featurizer not in IMAGE_AUDIT_FEATURIZERS:
+    """The Φ of an image audit: the registry's frozen image encoder by default (``efficientnet-lite0``; ``hf-image``
+    when a model folder is given), also for the text default (``minilm``); an image featurizer of the audit as
+    asked; text and warm-up Φ refused."""
+    if featurizer is None or featurizer == default_featurizer("text"):
+        return default_featurizer("image", model_path)
+    allowed = featurizer_names("audit", "image")
+    if featurizer not in allowed:
         raise ParameterError(f"--featurizer {featurizer} on images: the audit takes "
-                             f"{', '.join(IMAGE_AUDIT_FEATURIZERS)} (frozen features; the warm-up Φ runs inside "
-                             "aflite run)")
-    if model_path is not None and featurizer != "hf-image":
+                             f"{', '.join(allowed)} (frozen features; the warm-up Φ runs inside aflite run)")
+    if model_path is not None and not spec(featurizer).takes("model_path"):
         raise ParameterError(f"--model-path names a Hugging Face vision model folder, which --featurizer "
-                             f"{featurizer} does not use; give --featurizer hf-image (or drop --model-path)")
+                             f"{featurizer} does not use; give --featurizer "
+                             f"{default_featurizer('image', model_path)} (or drop --model-path)")
     return featurizer
-
-

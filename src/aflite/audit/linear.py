@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 
 from aflite.audit.metrics import _as_1d
+from aflite.core.ensemble import FastLogisticEnsemble
 from aflite.errors import InputError, ParameterError
 from aflite.splits import fold_assignment
 
@@ -43,7 +44,6 @@ def cv_predict(
             model = LogisticRegression(C=C, max_iter=max_iter).fit(X[tr], yi[tr])
             pred[te] = np.asarray(model.predict(X[te]), dtype=np.int64)
         return pred
-    from aflite.core.ensemble import FastLogisticEnsemble
 
     ens = FastLogisticEnsemble(C=C, max_iter=max_iter)
     ens.prepare(np.asarray(X, dtype=np.float32), yi.astype(np.int64), len(classes))

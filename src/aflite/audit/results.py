@@ -11,6 +11,7 @@ from aflite.audit.clusters import PecoNull, PecoResult
 from aflite.audit.finetuned import TraResult
 from aflite.audit.metrics import AUDIT_VIEWS, BIAS_THRESHOLD, LeakageMetrics
 from aflite.errors import ParameterError
+from aflite.verdict import number, points
 
 
 @dataclasses.dataclass
@@ -142,3 +143,68 @@ class AuditResult:
             "timings_s": {k: round(t, 2) for k, t in self.timings.items()},
             "config": self.config.to_dict(),
         }
+
+
+STRONG_Z = 5.0  # a token whose label rate is this many standard errors above the base rate
+PECO_P = 0.05
+
+
+def audit_verdict(metrics: dict[str, Any]) -> list[str]:
+    """``aflite audit``: per audited set, the single-sentence (biased) model against the majority rate, reconciled
+    with the strongest token association and with PECO against its shuffled-label null."""
+    out: list[str] = []
+    results = metrics.get("results") or []
+    for r in results[:2]:
+        views = r.get("views") or {}
+        view = "hypothesis" if "hypothesis" in views else next(iter(views), None)
+        if view is None:
+            continue
+        v = views[view]
+        acc, maj, dm = number(v.get("biased_accuracy")), number(v.get("majority_accuracy")), number(v.get("delta_maj"))
+        if acc is None or maj is None or dm is None:
+            continue
+        side = {"hypothesis": "hypothesis-only", "premise": "premise-only"}.get(view, f"{view}-only")
+        s = (f"On {r.get('name', 'D')}, the {side} model scores {100 * acc:.1f}% against a majority rate of "
+             f"{100 * maj:.1f}% (Δ {points(dm)} points)")
+        tok = _strongest_token(v.get("token_artifacts") or {})
+        null_mean, p = number(v.get("peco_null_mean")), number(v.get("peco_p_value"))
+        peco = number(v.get("peco"))
+        parts = []
+        if tok is not None:
+            word, label, z, count = tok
+            if dm < 0.02:
+                parts.append(f"strong single tokens exist ('{word}' → {label}, z = {z:.0f}, {count} rows) but "
+                             f"cover too few rows to beat the majority guess overall")
+            else:
+                parts.append(f"the strongest single token is '{word}' → {label} (z = {z:.0f}, {count} rows)")
+        if peco is not None and null_mean is not None and p is not None:
+            ratio = f"{peco / null_mean:.1f}× " if null_mean > 0 else ""
+            if p <= PECO_P:
+                parts.append(f"PECO {peco:.3f} is {ratio}its shuffled-label null ({null_mean:.3f}, p = {p:.2f}): "
+                             f"label-skewed regions exist in embedding space even where a linear model finds "
+                             f"little")
+            else:
+                parts.append(f"PECO {peco:.3f} is within its shuffled-label null ({null_mean:.3f}, p = {p:.2f})")
+        out.append(s + ("; " + "; ".join(parts) if parts else "") + ".")
+    if len(results) >= 2:
+        views0, views1 = results[0].get("views") or {}, results[1].get("views") or {}
+        view = "hypothesis" if "hypothesis" in views0 else next(iter(views0), None)
+        if view and view in views1:
+            d0, d1 = number(views0[view].get("delta_maj")), number(views1[view].get("delta_maj"))
+            if d0 is not None and d1 is not None:
+                change = "fell" if d1 < d0 else "did not fall"
+                out.append(f"From {results[0].get('name')} to {results[1].get('name')} the {view}-only Δ over the "
+                           f"majority {change} ({points(d0)} → {points(d1)} points; a single audit has no seed spread, "
+                           f"so treat changes under ~2 points as noise).")
+    return out[:3]
+
+
+
+def _strongest_token(artifacts: dict[str, Any]) -> tuple[str, str, float, int] | None:
+    best = None
+    for label, rows in artifacts.items():
+        for t in rows or []:
+            z = number(t.get("z"))
+            if z is not None and z >= STRONG_Z and (best is None or z > best[2]):
+                best = (str(t.get("token")), str(label), z, int(t.get("count") or 0))
+    return best

@@ -18,9 +18,11 @@ from aflite.audit.finetuned import FineTuned, _model_path, embed_finetuned, fine
 from aflite.audit.linear import cv_predict
 from aflite.audit.metrics import AUDIT_VIEWS, LeakageMetrics, leakage_metrics
 from aflite.audit.results import AuditConfig, AuditResult, ViewAudit
-from aflite.audit.tokens import token_artifacts
+from aflite.checks.tokens import token_artifacts
 from aflite.device import torch_device
 from aflite.errors import InputError, ParameterError
+from aflite.features import featurize
+from aflite.features.registry import featurizer_names, featurizer_options, spec
 from aflite.hashing import data_fingerprint
 from aflite.splits import holdout_groups as _holdout_split
 from aflite.threads import limited
@@ -58,14 +60,7 @@ def subset(dataset: Any, keep_ids: Sequence[Any] | np.ndarray) -> Any:
 
 
 def _features(dataset: Any, view: str, cfg: AuditConfig) -> np.ndarray:
-    from aflite.features import featurize
-
-    opts: dict[str, Any] = {}
-    if cfg.featurizer == "minilm":
-        if cfg.model_path is not None:
-            opts["model_path"] = cfg.model_path
-        if cfg.device is not None:
-            opts["device"] = cfg.device
+    opts = featurizer_options(cfg.featurizer, model_path=cfg.model_path, device=cfg.device)
     feats = featurize(
         dataset.texts_a, dataset.texts_b, featurizer=cfg.featurizer, view=view, cache_dir=cfg.cache_dir,
         show_progress=cfg.show_progress, **opts,
@@ -79,10 +74,11 @@ def compute_features(dataset: Any, cfg: AuditConfig) -> dict[str, np.ndarray]:
     """The frozen feature matrices the linear models use: ``pair`` and each single-sentence view in
     ``cfg.views`` (``--views hypothesis`` never embeds the premises on their own). ngram builds its pair matrix
     from both single-field matrices, so it always has both (n-grams are cheap)."""
-    need = AUDIT_VIEWS if cfg.featurizer == "ngram" else tuple(cfg.views)
+    halves = spec(cfg.featurizer).halves
+    need = AUDIT_VIEWS if halves else tuple(cfg.views)
     single: dict[str, np.ndarray] = {v: _features(dataset, v, cfg) for v in AUDIT_VIEWS if v in need}
     # ngram featurizes each field on its own, so its pair matrix is the two single-field matrices side by side
-    pair = np.hstack([single["premise"], single["hypothesis"]]) if cfg.featurizer == "ngram" else _features(
+    pair = np.hstack([single["premise"], single["hypothesis"]]) if halves else _features(
         dataset, "pair", cfg)
     return {**single, "pair": pair}
 
@@ -107,6 +103,113 @@ def _ft_cache(cfg: AuditConfig, a: Sequence[str], b: Sequence[str] | None, y: np
     return Path(cfg.cache_dir) / f"audit-ft-{tag}-{key[:20]}.pt"
 
 
+class _Clock:
+    """Seconds per stage, accumulated (a stage may run once per view)."""
+
+    def __init__(self) -> None:
+        self.timings: dict[str, float] = {}
+        self.t = time.perf_counter()
+
+    def tick(self, key: str) -> None:
+        now = time.perf_counter()
+        self.timings[key] = self.timings.get(key, 0.0) + now - self.t
+        self.t = now
+
+
+def _config(views: Sequence[str] | None, config: AuditConfig | None, overrides: dict[str, Any]) -> AuditConfig:
+    """The audit's configuration, every choice checked; ``tra=None`` resolved to whether the device is a GPU."""
+    base = config or AuditConfig()
+    if views is not None:
+        want = tuple(views)
+        if config is not None and tuple(config.views) != want:
+            raise ParameterError(f"views={list(want)} disagrees with config.views={list(config.views)}; give one")
+        base = dataclasses.replace(base, views=want)
+    cfg = dataclasses.replace(base, **overrides)
+    if len(set(cfg.views)) != len(cfg.views):
+        raise ParameterError(f"a view is listed twice: {list(cfg.views)}")
+    for v in cfg.views:
+        if v not in AUDIT_VIEWS:
+            raise ParameterError(f"unknown audit view {v!r}; choose from {', '.join(AUDIT_VIEWS)}")
+    if not cfg.views:
+        raise ParameterError("no views to audit")
+    allowed = featurizer_names("audit", "text", only=True)
+    if cfg.featurizer not in allowed:
+        raise ParameterError(f"featurizer must be {' or '.join(repr(a) for a in allowed)}, got {cfg.featurizer!r}")
+    if cfg.peco_encoder not in ("frozen", "finetuned"):
+        raise ParameterError("peco_encoder must be 'frozen' or 'finetuned'")
+    if cfg.peco_shuffles < 2:
+        raise ParameterError(f"peco_shuffles must be >= 2, got {cfg.peco_shuffles}")
+    if cfg.tra is None:
+        cfg = dataclasses.replace(cfg, tra=torch_device(cfg.device).startswith("cuda"))
+    if cfg.peco_encoder == "finetuned" and not cfg.tra:
+        raise ParameterError("peco_encoder='finetuned' needs the fine-tuned models (tra=True)")
+    return cfg
+
+
+@dataclasses.dataclass
+class _FineTuned:
+    """TRA's fine-tuned models (pair and each view), their training and evaluation rows and predictions."""
+
+    models: dict[str, FineTuned]
+    train: np.ndarray
+    eval_rows: np.ndarray
+    pred: dict[str, np.ndarray]
+
+
+def _finetune(dataset: Any, y: np.ndarray, groups: np.ndarray | None, cfg: AuditConfig) -> _FineTuned:
+    """Fine-tune MiniLM on the pair and on each view (a held-out split by group), and predict its evaluation rows."""
+    n = len(y)
+    train, test = _holdout_split(n, groups, cfg.tra_holdout, cfg.seed)
+    rng = np.random.default_rng(cfg.seed + 1)
+    eval_rows = np.sort(rng.permutation(test)[: min(cfg.tra_eval, len(test))])
+    a, b = dataset.texts_a, dataset.texts_b
+    models: dict[str, FineTuned] = {}
+    pred: dict[str, np.ndarray] = {}
+    for tag in ("pair", *cfg.views):
+        ta = [b[i] if tag == "hypothesis" else a[i] for i in train]
+        tb = [b[i] for i in train] if tag == "pair" else None
+        models[tag] = finetune(
+            ta, tb, y[train], model_path=cfg.model_path, steps=cfg.tra_steps, batch_size=cfg.tra_batch_size,
+            lr=cfg.tra_lr, seed=cfg.seed, device=cfg.device, cache_file=_ft_cache(cfg, ta, tb, y[train], tag),
+            show_progress=cfg.show_progress, desc=f"fine-tuning MiniLM ({tag})",
+        )
+        ea = [b[i] if tag == "hypothesis" else a[i] for i in eval_rows]
+        eb = [b[i] for i in eval_rows] if tag == "pair" else None
+        pred[tag] = predict(models[tag], ea, eb)
+    return _FineTuned(models, train, eval_rows, pred)
+
+
+def _view_audit(dataset: Any, view: str, y: np.ndarray, classes: np.ndarray, groups: np.ndarray | None,
+                Xb: np.ndarray, pred_n: np.ndarray, ft: _FineTuned | None, cfg: AuditConfig,
+                clock: _Clock) -> ViewAudit:
+    """One single-sentence condition: the biased model, PECO and its null, the t-SNE map, token artifacts and,
+    with the fine-tuned models, their agreement and TRA."""
+    pred_b = classes[cv_predict(Xb, y, groups, cfg.n_folds, cfg.C, cfg.seed)]
+    metrics = LeakageMetrics.compute(y, pred_b, pred_n)
+    clock.tick("biased_models")
+    texts = dataset.texts_b if view == "hypothesis" else dataset.texts_a
+    E = embed_finetuned(ft.models["pair"], texts, show_progress=cfg.show_progress) if (
+        cfg.peco_encoder == "finetuned" and ft is not None) else Xb
+    pr = peco(E, y, cfg.n_components, cfg.n_clusters, cfg.seed)
+    null = peco_null(pr, y, cfg.peco_shuffles, cfg.seed)
+    clock.tick("peco")
+    tsne_xy, tsne_rows = _tsne(pr, cfg)
+    clock.tick("tsne")
+    arts = token_artifacts(texts, y, cfg.top_k_tokens, cfg.min_token_count)
+    clock.tick("artifacts")
+    va = ViewAudit(view, metrics, pr, tsne_xy, tsne_rows, arts, examples=_examples(pr, texts, y, cfg),
+                   peco_null=null, biased_pred=pred_b, normal_pred=pred_n)
+    if cfg.tra and ft is not None:
+        m = leakage_metrics(y[ft.eval_rows], ft.pred[view], ft.pred["pair"])
+        va.finetuned = {**m, "n_eval": int(len(ft.eval_rows)), "n_train": int(len(ft.train)),
+                        "steps": cfg.tra_steps, "batch_size": cfg.tra_batch_size}
+        rows = ft.eval_rows[: min(cfg.tra_sample, len(ft.eval_rows))]
+        va.tra = tra(ft.models["pair"], ft.models[view], dataset.texts_a, dataset.texts_b, view, rows,
+                     cfg.show_progress)
+        clock.tick("tra")
+    return va
+
+
 @limited  # one thread policy (aflite.threads)
 def audit(
     dataset: Any,
@@ -125,30 +228,7 @@ def audit(
     condition, so it is refused here. ``config.tra=None`` resolves to whether the device is a GPU; the result's
     config records the choice.
     """
-    base = config or AuditConfig()
-    if views is not None:
-        want = tuple(views)
-        if config is not None and tuple(config.views) != want:
-            raise ParameterError(f"views={list(want)} disagrees with config.views={list(config.views)}; give one")
-        base = dataclasses.replace(base, views=want)
-    cfg = dataclasses.replace(base, **overrides)
-    if len(set(cfg.views)) != len(cfg.views):
-        raise ParameterError(f"a view is listed twice: {list(cfg.views)}")
-    for v in cfg.views:
-        if v not in AUDIT_VIEWS:
-            raise ParameterError(f"unknown audit view {v!r}; choose from {', '.join(AUDIT_VIEWS)}")
-    if not cfg.views:
-        raise ParameterError("no views to audit")
-    if cfg.featurizer not in ("minilm", "ngram"):
-        raise ParameterError(f"featurizer must be 'minilm' or 'ngram', got {cfg.featurizer!r}")
-    if cfg.peco_encoder not in ("frozen", "finetuned"):
-        raise ParameterError("peco_encoder must be 'frozen' or 'finetuned'")
-    if cfg.peco_shuffles < 2:
-        raise ParameterError(f"peco_shuffles must be >= 2, got {cfg.peco_shuffles}")
-    if cfg.tra is None:
-        cfg = dataclasses.replace(cfg, tra=torch_device(cfg.device).startswith("cuda"))
-    if cfg.peco_encoder == "finetuned" and not cfg.tra:
-        raise ParameterError("peco_encoder='finetuned' needs the fine-tuned models (tra=True)")
+    cfg = _config(views, config, overrides)
     if dataset.texts_b is None:
         raise InputError("the audit needs sentence pairs (premise and hypothesis columns)")
     y = np.asarray(dataset.labels).astype(str)
@@ -159,13 +239,7 @@ def audit(
     if len(classes) < 2:
         raise InputError("the audit needs at least 2 label classes")
     groups = None if dataset.groups is None else np.asarray(dataset.groups)
-    timings: dict[str, float] = {}
-
-    def tick(key: str, t0: float) -> float:
-        timings[key] = timings.get(key, 0.0) + time.perf_counter() - t0
-        return time.perf_counter()
-
-    t = time.perf_counter()
+    clock = _Clock()
     if features is None and cfg.show_progress:
         announce(estimate_seconds(n, cfg))
     feats = compute_features(dataset, cfg) if features is None else features
@@ -173,64 +247,17 @@ def audit(
         if key not in feats or len(feats[key]) != n:
             raise InputError(f"features[{key!r}] is missing or not row-aligned with the dataset ({n} rows)")
     single: dict[str, np.ndarray] = {v: feats[v] for v in AUDIT_VIEWS if v in feats}
-    pair = feats["pair"]
-    t = tick("features", t)
-    Xn, normal_input = _normal_features(single, pair)
+    clock.tick("features")
+    Xn, normal_input = _normal_features(single, feats["pair"])
     pred_n = classes[cv_predict(Xn, y, groups, cfg.n_folds, cfg.C, cfg.seed)]
-    t = tick("normal_model", t)
-
-    ft: dict[str, FineTuned] = {}
-    ft_rows: tuple[np.ndarray, np.ndarray] | None = None
-    ft_pred: dict[str, np.ndarray] = {}
+    clock.tick("normal_model")
+    ft = None
     if cfg.tra:
-        train, test = _holdout_split(n, groups, cfg.tra_holdout, cfg.seed)
-        rng = np.random.default_rng(cfg.seed + 1)
-        eval_rows = np.sort(rng.permutation(test)[: min(cfg.tra_eval, len(test))])
-        ft_rows = (train, eval_rows)
-        a, b = dataset.texts_a, dataset.texts_b
-        for tag in ("pair", *cfg.views):
-            ta = [b[i] if tag == "hypothesis" else a[i] for i in train]
-            tb = [b[i] for i in train] if tag == "pair" else None
-            ft[tag] = finetune(
-                ta, tb, y[train], model_path=cfg.model_path, steps=cfg.tra_steps, batch_size=cfg.tra_batch_size,
-                lr=cfg.tra_lr, seed=cfg.seed, device=cfg.device, cache_file=_ft_cache(cfg, ta, tb, y[train], tag),
-                show_progress=cfg.show_progress, desc=f"fine-tuning MiniLM ({tag})",
-            )
-            ea = [b[i] if tag == "hypothesis" else a[i] for i in eval_rows]
-            eb = [b[i] for i in eval_rows] if tag == "pair" else None
-            ft_pred[tag] = predict(ft[tag], ea, eb)
-        t = tick("finetune", t)
-
-    out: dict[str, ViewAudit] = {}
-    for view in cfg.views:
-        Xb = single[view]
-        pred_b = classes[cv_predict(Xb, y, groups, cfg.n_folds, cfg.C, cfg.seed)]
-        metrics = LeakageMetrics.compute(y, pred_b, pred_n)
-        t = tick("biased_models", t)
-        texts = dataset.texts_b if view == "hypothesis" else dataset.texts_a
-        if cfg.peco_encoder == "finetuned":
-            E = embed_finetuned(ft["pair"], texts, show_progress=cfg.show_progress)
-        else:
-            E = Xb
-        pr = peco(E, y, cfg.n_components, cfg.n_clusters, cfg.seed)
-        null = peco_null(pr, y, cfg.peco_shuffles, cfg.seed)
-        t = tick("peco", t)
-        tsne_xy, tsne_rows = _tsne(pr, cfg)
-        t = tick("tsne", t)
-        arts = token_artifacts(texts, y, cfg.top_k_tokens, cfg.min_token_count)
-        t = tick("artifacts", t)
-        va = ViewAudit(view, metrics, pr, tsne_xy, tsne_rows, arts, examples=_examples(pr, texts, y, cfg),
-                       peco_null=null, biased_pred=pred_b, normal_pred=pred_n)
-        if cfg.tra and ft_rows is not None:
-            _, eval_rows = ft_rows
-            yt = y[eval_rows]
-            m = leakage_metrics(yt, ft_pred[view], ft_pred["pair"])
-            va.finetuned = {**m, "n_eval": int(len(eval_rows)), "n_train": int(len(ft_rows[0])),
-                            "steps": cfg.tra_steps, "batch_size": cfg.tra_batch_size}
-            rows = eval_rows[: min(cfg.tra_sample, len(eval_rows))]
-            va.tra = tra(ft["pair"], ft[view], dataset.texts_a, dataset.texts_b, view, rows, cfg.show_progress)
-            t = tick("tra", t)
-        out[view] = va
+        ft = _finetune(dataset, y, groups, cfg)
+        clock.tick("finetune")
+    out = {view: _view_audit(dataset, view, y, classes, groups, single[view], pred_n, ft, cfg, clock)
+           for view in cfg.views}
+    timings = clock.timings
     timings["total"] = sum(timings.values())
     label_counts = {str(c): int(k) for c, k in zip(classes, counts, strict=True)}
     return AuditResult(name, n, label_counts, out, cfg, timings, y, np.asarray(dataset.ids).astype(str), normal_input)

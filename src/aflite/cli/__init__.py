@@ -16,9 +16,12 @@ import importlib
 import os
 import sys
 from collections.abc import Iterator, Sequence
-from typing import NoReturn
+from typing import Any, NoReturn
 
+from aflite import __version__
+from aflite.cli.options import add_threads
 from aflite.errors import AfliteError
+from aflite.threads import prepare_process
 
 # name of the module under aflite.cli for each sub-command, in --help order
 COMMANDS: tuple[str, ...] = ("demo", "run", "embed", "filter", "evaluate", "audit", "explain", "card", "report",
@@ -33,8 +36,6 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from aflite import __version__
-
     parser = _Parser(
         prog="aflite",
         description="Find, measure and remove dataset artifacts (AFLite, Le Bras et al. 2020).",
@@ -44,7 +45,6 @@ def build_parser() -> argparse.ArgumentParser:
     for name in COMMANDS:
         module = importlib.import_module(f"aflite.cli.{name.replace('-', '_')}")
         module.register(sub)
-    from aflite.cli.options import add_threads
 
     for command_parser in sub.choices.values():  # one thread policy for every command (aflite.threads)
         if "--threads" not in command_parser._option_string_actions:
@@ -52,24 +52,26 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _claim_output(args: argparse.Namespace) -> contextlib.AbstractContextManager[object]:
-    """Claim --out (checked, marked, locked) before the command computes anything; see aflite.rundir."""
+def _claim_output(args: argparse.Namespace) -> contextlib.AbstractContextManager[Any]:
+    """Claim --out (checked, marked, locked) before the command computes anything, as the
+    :class:`~aflite.runs.folder.RunFolder` the command's library function writes once, with the argv parsed here
+    (results.json records it); None for a command without an output folder."""
     kind = getattr(args, "output", None)
     out = getattr(args, "out", None)
     if kind != "folder" or out is None:
-        return contextlib.nullcontext()
-    from aflite.rundir import claim_output
+        return contextlib.nullcontext(None)
+    from aflite.runs.folder import RunFolder
 
-    return claim_output(out, args.command, overwrite=getattr(args, "overwrite", False),
-                        resume=getattr(args, "resume", False))
+    return RunFolder.claim(out, args.command, overwrite=getattr(args, "overwrite", False),
+                           resume=getattr(args, "resume", False), argv=args.argv)
 
 
 @contextlib.contextmanager
 def _library_warnings() -> Iterator[None]:
     """Warnings of scikit-learn (and numpy, scipy) during a command: the library lists them in OUT/results.json
-    under ``"warnings"`` (:func:`aflite.results.recording_warnings`); here they are summed up in one stderr line
+    under ``"warnings"`` (:func:`aflite.rundir.results.recording_warnings`); here they are summed up in one stderr line
     instead of each printed raw. Other warnings pass through."""
-    from aflite.results import recording_warnings
+    from aflite.rundir.results import recording_warnings
 
     with recording_warnings(summarize=False) as record:
         try:
@@ -110,8 +112,6 @@ def _scratch() -> Iterator[None]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from aflite.threads import prepare_process
-
     prepare_process()  # before build_parser loads numpy and scikit-learn (aflite.threads)
     parser = build_parser()
     try:
@@ -130,7 +130,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         if getattr(args, "quiet", False):  # no progress bars from the libraries either (model loading)
             os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
-        with _scratch(), thread_policy(getattr(args, "threads", None)), _claim_output(args), _library_warnings():
+        with _scratch(), thread_policy(getattr(args, "threads", None)), _claim_output(args) as folder, \
+                _library_warnings():
+            args.out_folder = folder
             code = args.handler(args)
     except AfliteError as exc:
         print(f"aflite {args.command}: error: {exc}", file=sys.stderr)

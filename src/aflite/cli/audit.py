@@ -14,14 +14,17 @@ from aflite.cli.options import (
     add_cache,
     add_columns,
     add_device,
+    add_groups_option,
     add_image_options,
     add_out,
+    add_overwrite_option,
     add_quiet,
     add_seed,
     dataset_options,
     image_options,
-    write_results,
 )
+from aflite.features.registry import featurizer_names
+from aflite.rundir.names import PAGE, RESULTS, SUMMARY_MD
 
 # options that read text: refused (one line, exit 2) on image data, where they have nothing to act on
 TEXT_ONLY = (("views", "--views"), ("tra", "--tra/--no-tra"), ("tra_steps", "--tra-steps"),
@@ -58,7 +61,6 @@ def register(sub: Any) -> None:
                    help="audit a seeded random sample of N pairs (of D, and of D(Φ)) instead of all")
     p.add_argument("--views", nargs="+", default=["hypothesis", "premise"], choices=("hypothesis", "premise"),
                    help="single-sentence conditions to audit (default both)")
-    from aflite.features.registry import featurizer_names
 
     p.add_argument("--featurizer", choices=featurizer_names("audit"), default=None,
                    help="frozen features of the linear biased/normal models: minilm or ngram for text "
@@ -96,7 +98,6 @@ def register(sub: Any) -> None:
     add_seed(p)
     p.add_argument("--title", default=None, help="report title")
     add_quiet(p)
-    from aflite.cli.options import add_groups_option, add_overwrite_option
 
     add_groups_option(p)
     add_overwrite_option(p)
@@ -120,7 +121,8 @@ def _validate(args: argparse.Namespace) -> None:
                                       path_column=args.path_column, text_options=text_given,
                                       image_options=image_given)
     if args.compare is not None:
-        from aflite.rundir import check_outside_runs, read_kept_ids
+        from aflite.rundir.lock import check_outside_runs
+        from aflite.rundir.read import read_kept_ids
 
         read_kept_ids(args.compare)
         check_outside_runs(args.out, [args.compare])  # the run it compares with is read, never written
@@ -149,18 +151,17 @@ def run(args: argparse.Namespace) -> int:
         model_path=args.model_path, device=args.device, seed=args.seed,
         cache_dir=None if args.cache_dir is None else str(args.cache_dir), show_progress=not args.quiet,
     )
-    res = audit_file(args.data, args.out, cfg, compare=args.compare, sample=args.sample, title=args.title,
+    res = audit_file(args.data, args.out_folder, cfg, compare=args.compare, sample=args.sample, title=args.title,
                      reference=args.reference, dataset_options=dataset_options(args), groups=args.groups,
                      show_progress=not args.quiet, image_options=image_options(args) if is_images else None,
                      featurizer_options={"image_size": args.image_size, "embeddings": args.embeddings,
                                          "embedding_ids": args.embedding_ids} if is_images else None)
     out: Path = args.out
-    write_results(out, args)  # stamps the library's results.json with argv, seed and versions
     print("\n".join(summary_lines(res.results)))
     plots = list(res.metrics.get("tsne_plots", {}).values())
     bad = res.metrics.get("bad_images")
     if bad:
         print(f"{bad['count']} unreadable image(s) left out, listed in {out / bad['file']}", file=sys.stderr)
-    print(f"wrote {out / 'report.html'}, {out / 'summary.md'}, {out / 'results.json'}"
+    print(f"wrote {out / PAGE}, {out / SUMMARY_MD}, {out / RESULTS}"
           + "".join(f", {out / p}" for p in plots) + f" ({time.perf_counter() - t0:.0f} s)", file=sys.stderr)
     return 0

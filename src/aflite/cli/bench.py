@@ -8,7 +8,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from aflite.cli.options import add_overwrite_option, add_quiet, add_seed, write_results
+from aflite.cli.options import add_overwrite_option, add_quiet, add_seed
+from aflite.errors import ParameterError
 
 
 def register(sub: Any) -> None:
@@ -123,12 +124,10 @@ def _save(args: argparse.Namespace, res: dict[str, Any], report: str) -> None:
         return
     from aflite.experiments.outputs import save_bench
 
-    save_bench(res, report, args.out, seed=args.seed)
-    write_results(args.out, args)  # stamps the library's results.json with argv, seed and versions
+    save_bench(res, report, args.out_folder, seed=args.seed)
 
 
 def _run_embed(args: argparse.Namespace) -> int:
-    from aflite.errors import ParameterError
     from aflite.experiments.bench_embed import DEFAULT_ITEMS, embed_benchmark, format_embed_report
 
     if not args.embed_data:
@@ -167,7 +166,6 @@ def _run_scale(args: argparse.Namespace, log: Any) -> int:
     import shutil
     import tempfile
 
-    from aflite.errors import ParameterError
     from aflite.experiments.scale import format_scale_report, scale_benchmark
 
     devices = tuple(d.strip() for d in args.devices.split(",") if d.strip())

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from aflite.cli.options import add_out, write_results
+from aflite.cli.options import add_out
 from aflite.cli.run import add_pipeline_options, pipeline_kwargs, report
 
 
@@ -26,16 +26,15 @@ def register(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from aflite.data import demo_dataset_path
-    from aflite.pipeline import run as run_pipeline
-    from aflite.rundir import clear_own_folder
+    from aflite.rundir.lock import clear_own_folder
+    from aflite.runs.run import run as run_pipeline
 
     kwargs = pipeline_kwargs(args)
     if not args.resume:
         # start over on every call, but only in a folder that the demo itself created and marked (claimed and
         # locked by the CLI before this runs); anyone else's folder is never emptied
         clear_own_folder(args.out, "demo")
-    res = run_pipeline(demo_dataset_path(), args.out, title=DEMO_TITLE, **kwargs)
-    write_results(args.out, args)  # stamps the library's results.json with argv, seed and versions
+    res = run_pipeline(demo_dataset_path(), args.out_folder, title=DEMO_TITLE, **kwargs)
     if args.featurizer == DEMO_FEATURIZER:
         print("Φ: frozen all-MiniLM-L6-v2, the demo's default because it fits the demo's time on a CPU; the "
               "paper's warm-up Φ (fine-tuned on a slice of t rows, then discarded): aflite demo --featurizer warmup")

@@ -7,15 +7,20 @@ from pathlib import Path
 from typing import Any
 
 from aflite.cli.options import (
+    add_backend,
     add_cache,
+    add_cluster,
     add_columns,
     add_device,
+    add_image_options,
     add_out,
+    add_overwrite_option,
     add_quiet,
     add_seed,
     dataset_options,
-    write_results,
+    positive_int,
 )
+from aflite.features.registry import check_backend, featurizer_help, featurizer_names
 
 
 def register(sub: Any) -> None:
@@ -30,7 +35,6 @@ def register(sub: Any) -> None:
     )
     p.add_argument("data", type=Path, help="dataset file or folder")
     add_out(p)
-    from aflite.features.registry import featurizer_help, featurizer_names
 
     p.add_argument("--featurizer", "-f", default="ngram", choices=featurizer_names("embed"),
                    help=f"Φ: {featurizer_help('embed')} (default ngram)")
@@ -40,12 +44,10 @@ def register(sub: Any) -> None:
                    help="warmup: rows of the warm-up slice, a count or a fraction (default 0.1)")
     p.add_argument("--lr", type=float, default=None, help="warmup: fine-tuning learning rate (default 5e-5)")
     add_cache(p)
-    from aflite.cli.options import add_image_options
 
     add_image_options(p, "DATA: a folder with one sub-folder per class, a table with a path column, or a HF "
                           "dataset with an Image column; OUT/features.npy is written chunk by chunk into a "
                           "memory-mapped file and the same command resumes an interrupted run")
-    from aflite.cli.options import add_cluster, positive_int
 
     p.add_argument("--chunk-size", type=positive_int, default=4096,
                    help="rows (texts or images) per resumable chunk, and per shard with --cluster (default 4096)")
@@ -54,14 +56,12 @@ def register(sub: Any) -> None:
     add_seed(p, help="seed of the warm-up slice and its fine-tuning (default 0)")
     add_columns(p)
     add_device(p, what="where the encoder runs")
-    from aflite.cli.options import add_backend
 
     add_backend(p)
     p.add_argument("--resume", action="store_true",
                    help="continue an interrupted embed in OUT (chunks and features already computed are reused; "
                    "finished features are kept)")
     add_quiet(p)
-    from aflite.cli.options import add_overwrite_option
 
     add_overwrite_option(p)
     p.set_defaults(handler=run, validate=_validate)  # --overwrite sets output="folder": OUT is claimed (rundir)
@@ -73,11 +73,10 @@ def _validate(args: argparse.Namespace) -> None:
     from aflite.runs.embed import check_embed_out
 
     check_embed_out(args.out, args.overwrite, args.resume)
-    from aflite.features.registry import check_backend
 
     check_backend(args.featurizer, args.backend)  # before --out is claimed
     if args.cluster:
-        from aflite.runs.shards import check_shardable
+        from aflite.features.shards import check_shardable
 
         check_shardable(args.featurizer)
 
@@ -85,12 +84,11 @@ def _validate(args: argparse.Namespace) -> None:
 def run(args: argparse.Namespace) -> int:
     from aflite.runs.embed import embed
 
-    res = embed(args.data, args.out, featurizer=args.featurizer, view=args.view, model_path=args.model_path,
+    res = embed(args.data, args.out_folder, featurizer=args.featurizer, view=args.view, model_path=args.model_path,
                 warmup_size=args.warmup_size, lr=args.lr, cache_dir=args.cache_dir, seed=args.seed, device=args.device,
                 image_size=args.image_size, path_column=args.path_column, chunk_size=args.chunk_size,
                 skip_bad_images=args.skip_bad_images, dataset_options=dataset_options(args),
                 overwrite=args.overwrite, show_progress=not args.quiet, backend=args.backend,
                 cluster=args.cluster, resume=args.resume)
-    write_results(args.out, args)  # stamps the library's results.json with argv, seed and versions
     print(res.line)
     return 0

@@ -12,17 +12,18 @@ from aflite.cli.options import (
     add_cache,
     add_columns,
     add_device,
+    add_groups_option,
     add_out,
+    add_overwrite_option,
     add_quiet,
     add_seed,
     dataset_options,
-    write_results,
 )
+from aflite.defaults import DEFAULT_MODELS, LR_CANDIDATES
+from aflite.errors import ParameterError
 
 
 def register(sub: Any) -> None:
-    from aflite.defaults import DEFAULT_MODELS, LR_CANDIDATES
-
     p = sub.add_parser(
         "evaluate",
         help="re-estimate models on D, D(Φ), same-size random subsets and the single-iteration set; HANS / OOD",
@@ -77,10 +78,14 @@ def register(sub: Any) -> None:
               "features (never written), and a folder inside a run folder is refused")
     add_columns(p)
     add_quiet(p)
-    from aflite.cli.options import add_groups_option, add_overwrite_option
-
     add_groups_option(p)
     add_overwrite_option(p)
+    _add_finetune_options(p)
+    p.set_defaults(handler=run, validate=_validate)
+
+
+def _add_finetune_options(p: Any) -> None:
+    """The options of the fine-tuned models (``finetune:VIEW``): the recipe, its caps and the learning-rate check."""
     g = p.add_argument_group("fine-tuning (models finetune:VIEW)", "Defaults: appendix A.6 (Adam, eps 1e-8, "
                              "3 epochs, batch 92), max length 128; the learning rate of a text model is chosen by a "
                              "short check on D's training part (--lr-candidates), image networks lr 1e-3.")
@@ -107,13 +112,12 @@ def register(sub: Any) -> None:
     g.add_argument("--cpu-eval-max", type=int, default=3000, help="CPU default external-set cap (default 3000)")
     g.add_argument("--max-steps", type=int, default=None, help="cap on optimisation steps")
     add_device(g, what="where the encoder and fine-tuning run")
-    p.set_defaults(handler=run, validate=_validate)
 
 
 def _validate(args: argparse.Namespace) -> None:
     """Refused before --out is claimed: a malformed --ood-pred-map (as argparse refused it before) or
     --lr-candidates, an --out or --cache-dir in a run folder."""
-    from aflite.rundir import check_outside_runs
+    from aflite.rundir.lock import check_outside_runs
     from aflite.runs.evaluate import parse_mapping
 
     parse_mapping(args.ood_pred_map)
@@ -124,8 +128,6 @@ def _validate(args: argparse.Namespace) -> None:
 
 
 def _candidates(args: argparse.Namespace) -> tuple[float, ...]:
-    from aflite.errors import ParameterError
-
     try:
         out = tuple(float(x) for x in str(args.lr_candidates).split(",") if x.strip())
     except ValueError:
@@ -147,17 +149,16 @@ def run(args: argparse.Namespace) -> int:
                          device=args.device, lr_candidates=_candidates(args), lr_check_rows=args.lr_check_rows,
                          cpu_lr_check_rows=args.cpu_lr_check_rows)
     dopts: dict[str, Any] = {**dataset_options(args), "groups": args.groups}
-    rep = evaluate_files(args.data, args.runs, args.out, hans=args.hans, test=args.test, ood=args.ood,
+    rep = evaluate_files(args.data, args.runs, args.out_folder, hans=args.hans, test=args.test, ood=args.ood,
                          ood_label_map=args.ood_label_map, ood_pred_map=args.ood_pred_map, ood_group=args.ood_group,
                          ood_max=args.ood_max, models=[m for m in args.models.split(",") if m.strip()],
                          seeds=args.seeds, model_seeds=args.model_seeds, heldout=args.heldout, seed=args.seed,
                          random_baseline=args.random_baseline, single_iteration=args.single_iteration,
                          finetune=ft, cache_dir=args.cache_dir, dataset_options=dopts, show_progress=not args.quiet,
                          split=args.split)
-    write_results(args.out, args)  # stamps the library's results.json with argv, seed and versions
     if rep.verdict:
         print(" ".join(rep.verdict) + "\n")
     print(rep.tables)
-    print(f"results: {args.out / 'results.json'}, tables: {args.out / 'tables.md'}, chart: "
+    print(f"results: {args.out_folder.results_path}, tables: {args.out / 'tables.md'}, chart: "
           f"{args.out / 'accuracy.png'}", file=sys.stderr)
     return 0

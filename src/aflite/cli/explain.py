@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from aflite.cli.options import add_cache, add_columns, add_out, add_quiet, dataset_options, write_results
+from aflite.cli.options import add_cache, add_columns, add_out, add_overwrite_option, add_quiet, dataset_options
 
 
 def register(sub: Any) -> None:
@@ -51,7 +51,6 @@ def register(sub: Any) -> None:
     g.add_argument("--stop-max-phases", type=int, default=40, help="cap on the stop rule's extra phases (default 40)")
     add_columns(p)
     add_quiet(p)
-    from aflite.cli.options import add_overwrite_option
 
     add_overwrite_option(p)
     p.set_defaults(handler=run, validate=_validate)
@@ -59,7 +58,7 @@ def register(sub: Any) -> None:
 
 def _validate(args: argparse.Namespace) -> None:
     """Before --out is claimed: explain reads the run folder and writes elsewhere (--out and --cache-dir)."""
-    from aflite.rundir import check_outside_runs
+    from aflite.rundir.lock import check_outside_runs
 
     check_outside_runs(args.out, [args.run_dir])
     if args.cache_dir is not None:
@@ -74,13 +73,12 @@ def run(args: argparse.Namespace) -> int:
         fopts["embeddings"] = args.embeddings
         if args.embedding_ids:
             fopts["embedding_ids"] = args.embedding_ids
-    res = explain(args.data, args.run_dir, args.out, alpha=args.alpha, min_count=args.min_count,
+    res = explain(args.data, args.run_dir, args.out_folder, alpha=args.alpha, min_count=args.min_count,
                   random_seeds=args.random_seeds, token_view=args.token_view, neighbours=args.neighbours,
                   cache_dir=args.cache_dir, dataset_options=dataset_options(args), featurizer_options=fopts,
                   show_progress=not args.quiet, stop_rule=args.stop_rule, stop_floor=args.stop_floor,
                   stop_max_phases=args.stop_max_phases, ngram_coefficients=args.ngram_coefficients,
                   null=args.null)
-    write_results(args.out, args)  # stamps the library's results.json with argv, seed and versions
     r = res.results
     if r.get("verdict"):
         print("verdict: " + " ".join(r["verdict"]))

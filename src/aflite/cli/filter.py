@@ -7,8 +7,19 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from aflite.cli.options import SIZE_HELP, add_device, add_out, add_quiet, add_seed, partitions
+from aflite.cli.options import (
+    SIZE_HELP,
+    add_cluster,
+    add_device,
+    add_out,
+    add_overwrite_option,
+    add_quiet,
+    add_seed,
+    partitions,
+)
 from aflite.cli.options import size as _size
+from aflite.defaults import SNLI_DEFAULTS as D
+from aflite.verdict import phases_text
 
 
 def add_filter_options(p: argparse.ArgumentParser, scaled: bool = False) -> None:
@@ -17,8 +28,6 @@ def add_filter_options(p: argparse.ArgumentParser, scaled: bool = False) -> None
     ``filter`` states the defaults as fractions of |D|; ``run`` leaves them unset (None) and scales Table 8's
     counts to the dataset itself, printing what it chose; it has no --model/-C (always the fast ensemble).
     """
-    from aflite.defaults import SNLI_DEFAULTS as D
-
     N = D["dataset_size"]
     if scaled:
         title = ("Defaults: Table 8's SNLI setting (m=64, t=50K, k=10K, tau=0.75, n=92K of 550,152) with the sizes "
@@ -62,8 +71,6 @@ def add_scale_options(p: argparse.ArgumentParser, cluster: bool | str = True) ->
     g.add_argument("--storage", choices=("float32", "bfloat16", "float16"), default="float32",
                    help="dtype of the features held on the GPU; products accumulate in float32 (default float32)")
     if cluster:
-        from aflite.cli.options import add_cluster
-
         add_cluster(g, what="fit the partitions" if cluster is True else str(cluster))
         g.add_argument("--cluster-scratch", type=Path, default=None, metavar="DIR",
                        help="folder every worker can read at the same path (shared storage) for the features "
@@ -92,7 +99,6 @@ def register(sub: Any) -> None:
                    "classifier's training and held-out sides")
     add_out(p, what="run directory")
     p.add_argument("--resume", action="store_true", help="continue from the checkpoint in --out")
-    from aflite.cli.options import add_overwrite_option
 
     add_overwrite_option(p)
     p.add_argument("--mmap", action="store_true", help="memory-map a .npy feature file instead of loading it")
@@ -122,17 +128,14 @@ def build_filter(args: argparse.Namespace, executor: Any = None) -> Any:
 
 
 def run(args: argparse.Namespace) -> int:
-    from aflite.cli.options import write_results
-    from aflite.pipeline import filter_files
+    from aflite.runs.filter import filter_files
 
-    res = filter_files(args.features, args.labels, args.out, aflite=build_filter(args), ids=args.ids,
+    res = filter_files(args.features, args.labels, args.out_folder, aflite=build_filter(args), ids=args.ids,
                        groups=args.groups, feature_columns=args.feature_columns, label=args.label,
                        id_column=args.id_column, mmap=args.mmap, resume=args.resume, overwrite=args.overwrite,
                        show_progress=not args.quiet, cluster=args.cluster,
                        cluster_scratch=args.cluster_scratch)
     s = res.summary
-    write_results(args.out, args)  # stamps the library's results.json with argv, seed and versions
-    from aflite.verdict import phases_text
 
     print(f"kept {s['size_after']} of {s['size_before']} instances after {phases_text(s['n_iterations'])}: "
           f"{s['stop_reason']}")

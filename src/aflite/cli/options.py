@@ -20,7 +20,6 @@ Results go to stdout, progress and notes to stderr.
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 from typing import Any
 
@@ -45,8 +44,6 @@ __all__ = [
     "positive_int",
     "partitions",
     "size",
-    "write_results",
-    "results_envelope",
     "SIZE_HELP",
 ]
 
@@ -215,28 +212,4 @@ def dataset_options(args: argparse.Namespace) -> dict[str, Any]:
     names = ("text_a", "text_b", "label", "id_column")
     return {key: value for key in names if (value := getattr(args, key, None))}
 
-
-# ----------------------------------------------------------------------------------------------- outputs
-def results_envelope(args: argparse.Namespace, seed: Any = None) -> dict[str, Any]:
-    """What every results.json starts with: the command, its arguments, the seed and the versions."""
-    from aflite.results import results_envelope as envelope
-
-    return envelope(getattr(args, "command", None), getattr(args, "argv", None),
-                    seed if seed is not None else getattr(args, "seed", None))
-
-
-def write_results(out: Path, args: argparse.Namespace, results: dict[str, Any] | None = None,
-                  *, seed: Any = None) -> Path:
-    """Write ``OUT/results.json`` with the envelope of the parsed command line
-    (:func:`aflite.results.write_results_json`); without ``results`` the library's file is re-stamped."""
-    from aflite.results import write_results_json
-
-    path = Path(out) / "results.json"
-    if seed is None and results is not None and results.get("seed") is None:
-        seed = getattr(args, "seed", None)
-    elif seed is None and results is None:
-        body_seed = json.loads(path.read_text(encoding="utf-8")).get("seed") if path.is_file() else None
-        seed = body_seed if body_seed is not None else getattr(args, "seed", None)
-    return write_results_json(out, results, command=getattr(args, "command", None), argv=getattr(args, "argv", None),
-                              seed=seed)
 

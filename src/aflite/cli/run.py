@@ -7,20 +7,24 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from aflite.cli.filter import add_filter_options, add_scale_options
 from aflite.cli.options import (
+    add_backend,
     add_cache,
     add_columns,
+    add_groups_option,
+    add_image_options,
     add_out,
+    add_overwrite_option,
     add_quiet,
     dataset_options,
     image_options,
-    write_results,
 )
+from aflite.features.registry import check_backend, featurizer_help, featurizer_names, featurizer_options
+from aflite.verdict import phases_text
 
 
 def add_pipeline_options(p: argparse.ArgumentParser, featurizer_default: str) -> None:
-    from aflite.features.registry import featurizer_help, featurizer_names
-
     p.add_argument("--featurizer", "-f", default=featurizer_default, choices=featurizer_names("run"),
                    help=f"Φ: {featurizer_help('run')} (default {featurizer_default})")
     p.add_argument("--view", default="pair", choices=("pair", "hypothesis", "premise"),
@@ -32,16 +36,13 @@ def add_pipeline_options(p: argparse.ArgumentParser, featurizer_default: str) ->
     p.add_argument("--max-steps", type=int, default=None, help="warmup: cap on fine-tuning steps")
     p.add_argument("--lr", type=float, default=None,
                    help="warmup: fine-tuning learning rate (default 5e-5 for text, 1e-3 for images)")
-    from aflite.cli.options import add_image_options
 
     g = add_image_options(p)
     g.add_argument("--link-dir", type=Path, default=None,
                    help="also build a folder of symlinks to the kept images (a new or empty folder)")
     add_cache(p)
-    from aflite.cli.options import add_backend
 
     add_backend(p)
-    from aflite.cli.options import add_groups_option, add_overwrite_option
 
     add_groups_option(p)
     add_overwrite_option(p)
@@ -49,10 +50,8 @@ def add_pipeline_options(p: argparse.ArgumentParser, featurizer_default: str) ->
                    help="run the hypothesis-only probe of the summary (--no-probe skips it)")
     p.add_argument("--resume", action="store_true", help="continue an interrupted run in OUT")
     add_quiet(p)
-    from aflite.cli.filter import add_filter_options
 
     add_filter_options(p, scaled=True)
-    from aflite.cli.filter import add_scale_options
 
     add_scale_options(p, cluster="embed Φ in shards (minilm, warmup, image encoders) and fit the partitions")
     p.set_defaults(validate=_validate)
@@ -60,8 +59,6 @@ def add_pipeline_options(p: argparse.ArgumentParser, featurizer_default: str) ->
 
 def _validate(args: argparse.Namespace) -> None:
     """Before --out is claimed: a --backend the featurizer would ignore."""
-    from aflite.features.registry import check_backend
-
     check_backend(args.featurizer, args.backend)
 
 
@@ -81,8 +78,6 @@ def register(sub: Any) -> None:
 
 
 def pipeline_kwargs(args: argparse.Namespace) -> dict[str, Any]:
-    from aflite.features.registry import featurizer_options
-
     fopts = featurizer_options(args.featurizer, model_path=args.model_path or None, device=args.device,
                                image_size=args.image_size if args.image_size != 224 else None,
                                max_steps=args.max_steps, lr=args.lr, embeddings=args.embeddings,
@@ -107,7 +102,6 @@ def report(res: Any) -> None:
     f = s.get("featurizer") or {}
     print(f"Φ: {f.get('name')} ({f.get('dim')} dims, view {f.get('view')})"
           + warmup_line(f.get("info") or {}, "; "))
-    from aflite.verdict import phases_text
 
     print(f"|D| = {s['dataset_size']} -> |D(Φ)| = {s['size_after']} ({phases_text(s['n_iterations'])}; "
           f"{s['stop_reason']})")
@@ -137,9 +131,8 @@ def report(res: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from aflite.pipeline import run as run_pipeline
+    from aflite.runs.run import run as run_pipeline
 
-    res = run_pipeline(args.data, args.out, dataset_options=dataset_options(args), **pipeline_kwargs(args))
-    write_results(args.out, args)  # stamps the library's results.json with argv, seed and versions
+    res = run_pipeline(args.data, args.out_folder, dataset_options=dataset_options(args), **pipeline_kwargs(args))
     report(res)
     return 0

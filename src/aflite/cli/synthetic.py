@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from aflite.cli.options import SIZE_HELP, add_quiet, add_seed, partitions, size
+from aflite.cli.options import SIZE_HELP, add_overwrite_option, add_quiet, add_seed, partitions, size
 
 
 def _separations(text: str) -> tuple[float, ...]:
@@ -48,7 +48,6 @@ def register(sub: Any) -> None:
     g.add_argument("-n", "--target-size", type=size, default=200, metavar="N", help=f"{SIZE_HELP} (default 200)")
     p.add_argument("--out", type=Path, default=None, help="folder for table.txt, results.json and figure2.png")
     p.add_argument("--json", action="store_true", help="print the JSON results instead of the text table")
-    from aflite.cli.options import add_overwrite_option
 
     add_overwrite_option(p)
     add_quiet(p)
@@ -56,7 +55,6 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from aflite.cli.options import write_results
     from aflite.experiments.synthetic import format_table, run_synthetic
 
     result = run_synthetic(
@@ -80,8 +78,7 @@ def run(args: argparse.Namespace) -> int:
     if args.out is not None:
         from aflite.experiments.outputs import save_synthetic
 
-        save_synthetic(result, args.out, seed=args.seed)
-        write_results(args.out, args)  # stamps the library's results.json with argv, seed and versions
+        save_synthetic(result, args.out_folder, seed=args.seed)
         if not args.quiet:
             print(f"wrote table.txt, results.json and figure2.png to {args.out}", file=sys.stderr)
     if args.json:

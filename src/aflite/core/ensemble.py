@@ -25,11 +25,13 @@ import numpy as np
 from numpy.typing import NDArray
 
 from aflite.core import kernels
+from aflite.core.backends.torch import TorchFeatureStore, block_counts, fit_block_torch, host_predictions
 from aflite.core.blocks import BlockResult, BlockTask, default_block_size, use_chunked_rows, use_own_rows
 from aflite.core.solver import SOLVERS, fit_block_local
 from aflite.core.store import FeatureStore, fit_whitening, pred_dtype
+from aflite.device import ensemble_device
 from aflite.errors import ParameterError
-from aflite.threads import budget
+from aflite.threads import budget, fit_workers
 
 __all__ = [
     "LinearEnsemble",
@@ -266,13 +268,10 @@ class FastLogisticEnsemble(LinearEnsemble):
         self._whitening = fit_whitening(X, self.chunk_mb, self.n_jobs)
         self._dim = self._whitening.dim
         self._penalty = self._whitening.penalty
-        from aflite.device import ensemble_device
 
         self.device_ = ensemble_device(self.device, self.executor)
         copy = X.shape[0] * self._dim * 4 <= self.max_copy_gb * (1 << 30)
         if self.device_ != "cpu":
-            from aflite.core.backends.torch import TorchFeatureStore
-
             self._store = TorchFeatureStore(X, self._whitening, self.device_, self.storage, self.chunk_mb,
                                             self.device_pass_mb)
         elif self.executor is not None:
@@ -345,7 +344,6 @@ class FastLogisticEnsemble(LinearEnsemble):
         results = self._fit(rows, train_mask, models)
         if not self._on_device_preds():
             return np.concatenate([r.preds for r in results], axis=1)
-        from aflite.core.backends.torch import host_predictions
 
         return np.concatenate([host_predictions(r.preds, self._k) for r in results], axis=1)
 
@@ -362,7 +360,6 @@ class FastLogisticEnsemble(LinearEnsemble):
         where the predictions are, a device in the resident modes; None elsewhere (count :meth:`fit_predict`'s)."""
         if not self._on_device_preds():
             return None
-        from aflite.core.backends.torch import block_counts
 
         return block_counts(self._fit(rows, train_mask, None))
 
@@ -441,8 +438,6 @@ class FastLogisticEnsemble(LinearEnsemble):
 
     def _run_tasks(self, tasks: list[BlockTask], n: int) -> list[BlockResult]:
         if self.device_ != "cpu":
-            from aflite.core.backends.torch import fit_block_torch
-
             return [fit_block_torch(self._store, t, resident=bool(self.device_resident),
                                     lbfgs_on_device=bool(self.device_lbfgs)) for t in tasks]
         if self.executor is not None:
@@ -454,7 +449,6 @@ class FastLogisticEnsemble(LinearEnsemble):
 
     def _run_local(self, tasks: list[BlockTask], n: int) -> list[BlockResult]:
         store = self._store
-        from aflite.threads import fit_workers
 
         jobs = self.n_jobs or fit_workers(len(tasks))
         # Tiny problems (the synthetic experiment) are dominated by thread start-up: run them in order.

@@ -13,6 +13,7 @@ phase j continues exactly.
 
 from __future__ import annotations
 
+import copy
 import time
 from collections.abc import Callable
 from typing import Any
@@ -22,6 +23,7 @@ from numpy.typing import ArrayLike, NDArray
 from sklearn.base import BaseEstimator
 
 from aflite.core.ensemble import FitStats, LinearEnsemble, make_ensemble
+from aflite.core.heldout import first_phase_attributes
 from aflite.core.phase import (  # one phase, the state and the size rules live in aflite.core.phase
     FilterState,
     IterationRecord,
@@ -217,27 +219,14 @@ class AFLite(BaseEstimator):
             fresh_model(self.model), C=float(self.C), device=self.device, storage=self.storage, executor=self.executor
         )
         ens.prepare(Xa, codes, len(self.classes_))
-        if resume is None:
-            state = FilterState(
-                iteration=0,
-                keep=np.ones(n, dtype=bool),
-                predictability=np.full(n, np.nan),
-                removed_at=np.full(n, -1, dtype=np.int32),
-            )
-        else:
-            import copy
-
-            state = copy.deepcopy(resume)  # the caller's state stays as it was (it may resume twice)
-            if len(state.keep) != n:
-                raise InputError(f"checkpoint is for {len(state.keep)} instances, the data has {n}")
-            ens.set_state(state.ensemble_state)
+        state = _start_state(n, resume, ens)
         incremental = self.strategy == "greedy" and ga is None
         self._keep_first_phase(None, Xa, codes, np.arange(n), None, state)  # None until phase 0 runs in this call
         ahead = None
         if getattr(ens, "host_waits", False) and ga is None and not incremental:
             ahead = _NextPartitions(seed, params["n_partitions"], params["train_size"])
         try:
-            self._phases(ens, Xa, codes, ga, state, params, seed, incremental, ahead, callback)
+            self._phases(ens, Xa, codes, ga, state, params, incremental, ahead, callback)
         finally:
             if ahead is not None:
                 ahead.close()
@@ -252,12 +241,11 @@ class AFLite(BaseEstimator):
 
     def _phases(
         self, ens: LinearEnsemble, Xa: Any, codes: NDArray[np.int64], ga: NDArray[np.int64] | None,
-        state: FilterState, params: dict[str, Any], seed: int, incremental: bool, ahead: _NextPartitions | None,
+        state: FilterState, params: dict[str, Any], incremental: bool, ahead: _NextPartitions | None,
         callback: Callable[[IterationRecord, FilterState], None] | None,
     ) -> None:
         """The phases of Algorithm 1 until a stopping rule holds (``state`` is updated in place)."""
-        m, t, k = params["n_partitions"], params["train_size"], params["slice_size"]
-        target, tau = params["target_size"], params["threshold"]
+        target = params["target_size"]
         while state.stop_reason is None:
             size = int(state.keep.sum())
             if size <= target:
@@ -266,60 +254,52 @@ class AFLite(BaseEstimator):
             if self.max_iterations is not None and state.iteration >= self.max_iterations:
                 state.stop_reason = f"max_iterations={self.max_iterations} reached"
                 break
-            j = state.iteration
-            rows = np.flatnonzero(state.keep)
-            rng, mask = ahead.take(j, len(rows)) if ahead is not None else (np.random.default_rng([seed, j]), None)
-            if ahead is not None and size - min(k, size - target) > target:  # the next phase if all k go
-                ahead.start(j + 1, size - min(k, size - target))
-            if incremental:
-                scores = self._greedy_scores(ens, codes, rows, state, m, t, rng)
-            else:
-                scores = score_phase(ens, codes, rows, m, t, rng, ga, mask=mask)
-            p = scores.predictability
-            state.predictability[rows] = p
-            if j == 0:
-                self._keep_first_phase(ens, Xa, codes, rows, scores, state)
-            cap = min(k, size - target)  # never go below n
-            picked, n_eligible = select_slice(p, cap, tau, rng, self.strategy)
-            removed = rows[picked]
-            state.keep[removed] = False
-            state.removed_at[removed] = j
-            scored = p[~np.isnan(p)]
-            qs = np.quantile(scored, [0, 0.25, 0.5, 0.75, 1.0]) if len(scored) else np.full(5, np.nan)
-            stats = ens.last_stats
-            record = IterationRecord(
-                iteration=j,
-                size_before=size,
-                n_removed=len(removed),
-                size_after=size - len(removed),
-                n_eligible=n_eligible,
-                n_unscored=int(np.isnan(p).sum()),
-                coverage_mean=float(scores.n_heldout.mean()),
-                p_mean=float(scored.mean()) if len(scored) else float("nan"),
-                p_quantiles=dict(zip(("min", "q25", "median", "q75", "max"), map(float, qs), strict=True)),
-                seconds=scores.seconds,
-                fit_seconds=stats.seconds,
-                model_iterations=float(np.mean(stats.iterations)) if stats.iterations else float("nan"),
-            )
-            state.history.append(record)
-            state.iteration = j + 1
-            if n_eligible < k and size - len(removed) > target:
-                state.stop_reason = (
-                    f"fewer than k={k} instances had p̃ >= τ={tau} ({n_eligible} qualified) in phase {j}"
-                )
-            elif size - len(removed) <= target:
-                state.stop_reason = f"target size reached (|S| = {size - len(removed)} <= n = {target})"
+            record = self._phase(ens, Xa, codes, ga, state, params, size, incremental, ahead)
             state.ensemble_state = ens.get_state()
             if callback is not None:
                 callback(record, state)
+
+    def _phase(self, ens: Any, Xa: Any, codes: np.ndarray, ga: np.ndarray | None, state: FilterState,
+               params: dict[str, Any], size: int, incremental: bool,
+               ahead: _NextPartitions | None) -> IterationRecord:
+        """One filtering phase on the rows still kept: p̃ from the ensemble, the slice removed, the record kept and
+        the stop decided (the k-rule, or n reached). ``ahead`` draws the next phase's partitions while a device fits
+        this phase's."""
+        m, t, k = params["n_partitions"], params["train_size"], params["slice_size"]
+        target, tau = params["target_size"], params["threshold"]
+        j = state.iteration
+        rows = np.flatnonzero(state.keep)
+        rng, mask = ahead.take(j, len(rows)) if ahead is not None else (
+            np.random.default_rng([params["random_state"], j]), None)
+        if ahead is not None and size - min(k, size - target) > target:  # the next phase if all k go
+            ahead.start(j + 1, size - min(k, size - target))
+        if incremental:
+            scores = self._greedy_scores(ens, codes, rows, state, m, t, rng)
+        else:
+            scores = score_phase(ens, codes, rows, m, t, rng, ga, mask=mask)
+        p = scores.predictability
+        state.predictability[rows] = p
+        if j == 0:
+            self._keep_first_phase(ens, Xa, codes, rows, scores, state)
+        cap = min(k, size - target)  # never go below n
+        picked, n_eligible = select_slice(p, cap, tau, rng, self.strategy)
+        removed = rows[picked]
+        state.keep[removed] = False
+        state.removed_at[removed] = j
+        record = _phase_record(j, size, len(removed), n_eligible, scores, ens.last_stats)
+        state.history.append(record)
+        state.iteration = j + 1
+        if n_eligible < k and size - len(removed) > target:
+            state.stop_reason = f"fewer than k={k} instances had p̃ >= τ={tau} ({n_eligible} qualified) in phase {j}"
+        elif size - len(removed) <= target:
+            state.stop_reason = f"target size reached (|S| = {size - len(removed)} <= n = {target})"
+        return record
 
     def _keep_first_phase(
         self, ens: LinearEnsemble | None, X: Any, codes: NDArray[np.int64], rows: NDArray[np.intp],
         scores: PhaseScores | None, state: FilterState,
     ) -> None:
         """The first phase's data map and soft weights as fitted attributes (aflite.core.heldout); None when unknown."""
-        from aflite.core.heldout import first_phase_attributes
-
         mask = None if scores is None else scores.train_mask
         if scores is not None and mask is None and "greedy_mask" in state.extra:
             mask = state.extra["greedy_mask"][rows]
@@ -376,6 +356,39 @@ class AFLite(BaseEstimator):
     def fit_transform(self, X: ArrayLike, y: ArrayLike, groups: ArrayLike | None = None) -> NDArray[np.intp]:
         """Fit and return the indices of the kept instances (D(Φ))."""
         return np.flatnonzero(self.fit(X, y, groups).keep_mask_)
+
+
+def _start_state(n: int, resume: FilterState | None, ens: Any) -> FilterState:
+    """A fresh state (every row kept, none scored), or a copy of ``resume`` with the ensemble's saved state."""
+    if resume is None:
+        return FilterState(iteration=0, keep=np.ones(n, dtype=bool), predictability=np.full(n, np.nan),
+                           removed_at=np.full(n, -1, dtype=np.int32))
+    state = copy.deepcopy(resume)  # the caller's state stays as it was (it may resume twice)
+    if len(state.keep) != n:
+        raise InputError(f"checkpoint is for {len(state.keep)} instances, the data has {n}")
+    ens.set_state(state.ensemble_state)
+    return state
+
+
+def _phase_record(j: int, size: int, n_removed: int, n_eligible: int, scores: Any, stats: Any) -> IterationRecord:
+    """What one phase did: sizes, eligible and unscored rows, coverage, the p̃ distribution and the timings."""
+    p = scores.predictability
+    scored = p[~np.isnan(p)]
+    qs = np.quantile(scored, [0, 0.25, 0.5, 0.75, 1.0]) if len(scored) else np.full(5, np.nan)
+    return IterationRecord(
+        iteration=j,
+        size_before=size,
+        n_removed=n_removed,
+        size_after=size - n_removed,
+        n_eligible=n_eligible,
+        n_unscored=int(np.isnan(p).sum()),
+        coverage_mean=float(scores.n_heldout.mean()),
+        p_mean=float(scored.mean()) if len(scored) else float("nan"),
+        p_quantiles=dict(zip(("min", "q25", "median", "q75", "max"), map(float, qs), strict=True)),
+        seconds=scores.seconds,
+        fit_seconds=stats.seconds,
+        model_iterations=float(np.mean(stats.iterations)) if stats.iterations else float("nan"),
+    )
 
 
 class _NextPartitions:

@@ -21,6 +21,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from aflite.threads import fit_workers
+
 __all__ = ["available", "own_rows_pass", "compact_rows", "TILE_ROWS"]
 
 TILE_ROWS = 256  # rows of a chunk walked by every model before the next tile (measured best of 32-1024 at d=768)
@@ -358,7 +360,6 @@ def compact_rows(data: NDArray[np.float32], pos: NDArray[np.intp]) -> bool:
     and put in place after both halves are done. A pure copy: the same bytes as one thread."""
     if not available() or not data.flags.c_contiguous:
         return False
-    from aflite.threads import fit_workers
 
     pos = np.ascontiguousarray(pos, dtype=np.int64)
     n = len(pos)

@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from aflite.core import kernels
 from aflite.core.blocks import BlockResult, BlockTask
 from aflite.core.lbfgs import LbfgsState
 from aflite.core.store import FeatureStore, chunk_rows, map_chunks, pred_dtype
@@ -187,7 +188,6 @@ class _ChunkedOwnOps(_NumpyBlockOps):
     def __init__(self, store: FeatureStore, task: BlockTask) -> None:
         super().__init__(store, task)  # task.own_rows is False here (see run_block), so nothing is gathered
         n, b = task.mask.shape
-        from aflite.core import kernels
         self.compiled = kernels.available()
         self.step = own_chunk_rows(store.whitening.transform.shape[0], self.compiled)
         self.starts = np.arange(0, n, self.step)
@@ -274,7 +274,6 @@ class _ChunkedOwnOps(_NumpyBlockOps):
         self, theta: NDArray[np.float64], sel: NDArray[np.intp]
     ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
         """The same objective and gradient, from :mod:`aflite.core.kernels` (one read of each row per pass)."""
-        from aflite.core import kernels
         K, d, task = self.K, self.d, self.task
         nm = len(sel)
         n = len(self.store)

@@ -9,7 +9,9 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from aflite.core import kernels
 from aflite.errors import ParameterError
+from aflite.threads import fit_workers
 
 
 def pred_dtype(n_classes: int) -> type[np.integer[Any]]:
@@ -44,8 +46,6 @@ def map_chunks(fn: Any, starts: Any, n_jobs: int | None = None) -> list[Any]:
     budget of :mod:`aflite.threads`). Each call's result depends only on its chunk, and callers combine results
     in chunk order, so the outcome is the same bits for any number of threads."""
     from threadpoolctl import threadpool_limits
-
-    from aflite.threads import fit_workers
 
     starts = list(starts)
     jobs = min(n_jobs, len(starts)) if n_jobs else fit_workers(len(starts))
@@ -187,7 +187,6 @@ class FeatureStore:
             # Compact in place, in increasing order: pos is sorted with pos[i] >= i, so a row only overwrites rows
             # that no later row reads. ~6x faster than a fresh copy (no new pages); the compiled loop moves each
             # row once, the numpy fallback gathers a chunk and copies it back.
-            from aflite.core import kernels
             if not kernels.compact_rows(self._data, pos):
                 for r0 in range(0, len(pos), self.step):
                     p = pos[r0 : r0 + self.step]

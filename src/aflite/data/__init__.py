@@ -4,6 +4,9 @@ Every problem with the input is raised as :class:`~aflite.errors.InputError` wit
 names the file and, where it applies, the line (1-based, counting the header), the row (0-based data row)
 and the column, so that the user can go straight to the bad value.
 
+:func:`open_dataset` (:mod:`~aflite.data.source`) is the one entry point: it decides text or images once and
+returns the :class:`Dataset`.
+
 The modules: :mod:`~aflite.data.text` (text datasets: :func:`load_dataset`, :class:`Dataset`, the demo
 sample), :mod:`~aflite.data.arrays` (precomputed features, labels, ids), :mod:`~aflite.data.write`
 (:func:`write_filtered`), :mod:`~aflite.data.twins` (counterfactual twins), and the readers they share:
@@ -18,6 +21,7 @@ from aflite.data.arrays import check_aligned, encode_labels, load_features, load
 from aflite.data.families import twin_families
 from aflite.data.files import PathLike
 from aflite.data.options import option_names
+from aflite.data.source import modality_of, open_dataset
 from aflite.data.text import Dataset, SourceInfo, check_view_texts, demo_dataset_path, load_dataset
 from aflite.data.twins import TWINS_WARN_SHARE, TWINS_WARN_TEXTS, counterfactual_twins, twins_warning, warn_twins
 from aflite.data.write import write_filtered
@@ -37,6 +41,8 @@ __all__ = [
     "load_features",
     "load_ids",
     "load_labels",
+    "modality_of",
+    "open_dataset",
     "option_names",
     "twin_families",
     "twins_warning",

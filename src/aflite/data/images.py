@@ -36,12 +36,17 @@ from typing import Any
 
 import numpy as np
 
-from aflite.data.text import Dataset
+from aflite.atomic import umask, write_text
+from aflite.data.columnar import _hf_label_names
+from aflite.data.files import _base_suffix, _is_gzip
+from aflite.data.text import Dataset, SourceInfo, load_dataset
+from aflite.data.write import write_filtered
 from aflite.errors import InputError, ParameterError
+from aflite.hashing import files_fingerprint as fingerprint
+from aflite.links import check_link_dir, check_link_names
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".gif", ".webp", ".tif", ".tiff", ".ppm", ".pgm")
 PATH_COLUMNS = ("path", "image_path", "image", "file", "filename", "filepath", "img")
-IMAGE_FEATURIZERS = ("efficientnet-lite0", "hf-image")
 _HF_PREFIX = "hf:"
 
 
@@ -107,8 +112,6 @@ def open_image(ref: str) -> Any:
 def files_fingerprint(refs: Sequence[str]) -> str:
     """sha256 over each reference and its file's size and modification time (cheap: no pixel is read), so
     that a cached Φ is recomputed when an image file is replaced. HF references use their folder's Arrow files."""
-    from aflite.hashing import files_fingerprint as fingerprint
-
     return fingerprint(refs, lambda ref: _parse_hf_ref(ref)[2] if ref.startswith(_HF_PREFIX) else None)
 
 
@@ -196,8 +199,6 @@ def _select(ds: Dataset, rows: np.ndarray) -> Dataset:
 
 
 def _load_folder(p: Path) -> Dataset:
-    from aflite.data import SourceInfo
-
     refs: list[str] = []
     labels: list[str] = []
     ids: list[str] = []
@@ -220,8 +221,6 @@ def _load_folder(p: Path) -> Dataset:
 def _table_columns(p: Path) -> list[str]:
     """The column names of a table, from its schema or first line only (no need to read a large file)."""
     import gzip
-
-    from aflite.data.files import _base_suffix, _is_gzip
 
     suffix = _base_suffix(p)
     if suffix in (".parquet", ".pq"):
@@ -256,8 +255,6 @@ def _pick(columns: list[str], given: str | None, candidates: Sequence[str], what
 
 
 def _load_table(p: Path, path_column: str | None, label_column: str | None, id_column: str | None) -> Dataset:
-    from aflite.data import load_dataset
-
     cols = _table_columns(p)
     pcol = _pick(cols, path_column, PATH_COLUMNS, "path", p)
     lcol = _pick(cols, label_column, ("label", "class", "target", "y"), "label", p)
@@ -279,9 +276,6 @@ def _load_table(p: Path, path_column: str | None, label_column: str | None, id_c
 
 
 def _load_hf(p: Path, image_column: str | None, label_column: str | None, id_column: str | None) -> Dataset:
-    from aflite.data import SourceInfo
-    from aflite.data.columnar import _hf_label_names
-
     try:
         import datasets
     except ImportError as exc:
@@ -325,8 +319,6 @@ def write_folder_outputs(ds: Any, keep: np.ndarray, out: str | os.PathLike[str],
     """``OUT/kept.csv`` and ``OUT/removed.csv`` (columns ``path`` — relative to the image folder — and
     ``label``), written atomically; with ``link_dir``, a ``<label>/<file>`` tree of symlinks to the kept images
     (a folder that must not exist yet, or be empty). Rows not in either file were the warm-up slice."""
-    from aflite.atomic import write_text
-
     out = Path(out)
     keep = np.asarray(keep, dtype=bool)
     rem = ~keep if removed is None else np.asarray(removed, dtype=bool)
@@ -353,13 +345,10 @@ def link_tree(ds: Any, keep: np.ndarray, link_dir: str | os.PathLike[str], by_la
     import shutil
     import tempfile
 
-    from aflite.links import check_link_dir, check_link_names
-
     dest = check_link_dir(link_dir)
     check_link_names(ds, keep, by_label)
     dest.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", dir=dest.parent))
-    from aflite.atomic import umask
 
     os.chmod(tmp, 0o777 & ~umask())  # mkdtemp makes it 0700; the folder gets the mode a plain mkdir would
     try:
@@ -386,18 +375,10 @@ def link_tree(ds: Any, keep: np.ndarray, link_dir: str | os.PathLike[str], by_la
 # ------------------------------------------------------------------------------------------------ pipeline
 
 
-def wants_images(path: str | os.PathLike[str], featurizer: str) -> bool:
-    """Whether ``aflite run`` should read ``path`` as images: an image folder, or an image featurizer."""
-    return featurizer in IMAGE_FEATURIZERS or is_image_folder(path)
-
-
 def write_outputs(ds: Any, keep: np.ndarray, removed: np.ndarray, out: Path, filtered_name: str,
                   link_dir: str | os.PathLike[str] | None = None) -> Path:
     """The run's output in the input's form: kept.csv/removed.csv (+ symlink tree) for a folder, the filtered
     table (or HF folder) otherwise; ``bad_images.txt`` lists images skipped as unreadable."""
-    from aflite.atomic import write_text
-    from aflite.data import write_filtered
-
     bad = getattr(ds, "bad_images", [])
     if bad:
         write_text(out / "bad_images.txt", "".join(f"{b}\n" for b in bad))
@@ -409,12 +390,11 @@ def write_outputs(ds: Any, keep: np.ndarray, removed: np.ndarray, out: Path, fil
     return write_filtered(ds, keep, out / filtered_name)
 
 
-def is_image_input(path: str | os.PathLike[str], featurizer: str | None = None,
-                   path_column: str | None = None) -> bool:
-    """Whether ``aflite audit`` reads ``path`` as images: an image featurizer or a path column was named, or it
-    is an image folder, a HF dataset folder with an Image column, or a table with a path column (``path``,
-    ``image``, ...) and no sentence-pair columns."""
-    if featurizer in IMAGE_FEATURIZERS or path_column or is_image_folder(path):
+def is_image_input(path: str | os.PathLike[str], path_column: str | None = None) -> bool:
+    """Whether the data at ``path`` are images: a path column was named, or it is an image folder, a HF dataset
+    folder with an Image column, or a table with a path column (``path``, ``image``, ...) and no sentence-pair
+    columns (:func:`aflite.data.modality_of` adds what the featurizer reads)."""
+    if path_column or is_image_folder(path):
         return True
     p = Path(path)
     if p.is_dir():

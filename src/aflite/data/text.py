@@ -17,6 +17,7 @@ import numpy as np
 
 from aflite.data.columnar import _hf_label_names, _load_hf, _read_parquet
 from aflite.data.delimited import _read_delimited, _read_jsonl
+from aflite.data.families import twin_families
 from aflite.data.files import _INT_RE, PathLike, _base_suffix, _check_exists, _read_bytes
 from aflite.data.options import _CLI_NAMES, _opt
 from aflite.errors import InputError, ParameterError
@@ -121,51 +122,10 @@ def load_dataset(
     _check_exists(p)
     fmt = file_format if file_format != "auto" else _detect_format(p)
     roles = {"text_a": text_a, "text_b": text_b, "label": label, "id": id_column}
-    if fmt in ("tsv", "csv"):
-        table = _read_delimited(p, "\t" if fmt == "tsv" else ",", quoting=fmt == "csv")
-        if not table.rows:
-            raise InputError(f"{p}: no data rows (only a header)")
-        schema, cols = _resolve_columns(p, fmt, table.columns, roles)
-        idx = {c: table.columns.index(c) for c in table.columns}
-        records: Sequence[Any] = table.rows
-        get = _cell_getter(idx)
-        where = [f"line {ln}" for ln in table.linenos]
-        src = SourceInfo(p, fmt, schema, table.gzip, cols, np.empty(0, np.int64), table.header_raw, [])
-        raw: list[bytes] | None = table.raw
-        all_cols = table.columns
-    elif fmt == "jsonl":
-        js = _read_jsonl(p)
-        if not js.records:
-            raise InputError(f"{p}: empty file (no JSON records)")
-        all_cols = list(dict.fromkeys(k for rec in js.records[:100] for k in rec))
-        schema, cols = _resolve_columns(p, fmt, all_cols, roles)
-        records = js.records
-        get = _json_getter
-        where = [f"line {ln}" for ln in js.linenos]
-        src = SourceInfo(p, fmt, schema, js.gzip, cols, np.empty(0, np.int64), None, [])
-        raw = js.raw
-    elif fmt == "parquet":
-        tbl = _read_parquet(p)
-        if tbl.num_rows == 0:
-            raise InputError(f"{p}: no rows")
-        all_cols = list(tbl.column_names)
-        schema, cols = _resolve_columns(p, fmt, all_cols, roles)
-        records = tbl.to_pylist()
-        get = _json_getter
-        where = [f"row {i}" for i in range(tbl.num_rows)]
-        src = SourceInfo(p, fmt, schema, False, cols, np.empty(0, np.int64))
-        raw = None
-    else:  # hf
-        hf = _load_hf(p)
-        all_cols = list(hf.column_names)
-        schema, cols = _resolve_columns(p, fmt, all_cols, roles)
-        records = hf.to_list() if hasattr(hf, "to_list") else [hf[i] for i in range(len(hf))]
-        get = _json_getter
-        where = [f"row {i}" for i in range(len(records))]
-        src = SourceInfo(p, "hf", schema, False, cols, np.empty(0, np.int64))
-        raw = None
-        if label_map is None:
-            label_map = _hf_label_names(hf, cols["label"])
+    rec = _READERS[fmt](p, fmt, roles)
+    if label_map is None and rec.label_map is not None:
+        label_map = rec.label_map
+    src, records, get, where, raw, all_cols = rec.src, rec.records, rec.get, rec.where, rec.raw, rec.all_cols
     ds = _build(p, src, records, get, where, raw, all_cols, label_map, group_by_premise and groups != "none")
     if _CLI_NAMES.get() and ds.n_dropped:  # on screen, so that a smaller |D| than the file's is never a surprise
         import sys
@@ -182,12 +142,69 @@ def load_dataset(
                                              partly.items()) + " (featurized as empty: nothing for Φ to read there)",
               file=sys.stderr)
     if groups == "twins":
-        from aflite.data.families import twin_families
-
         ds.groups = twin_families(ds.texts_a, ds.texts_b)
     elif groups not in (None, "premise", "none"):
         ds.groups = _column_groups(p, ds, str(groups), all_cols)
     return ds  # "premise" on single texts: no groups (there is no premise), as documented
+
+
+@dataclass
+class _Records:
+    """A file's records as the builder reads them: the source, the records, how to get a cell, where each record
+    sits in the file (for messages), their raw bytes (line formats), every column, and labels named by the file."""
+
+    src: SourceInfo
+    records: Sequence[Any]
+    get: Any
+    where: list[str]
+    raw: list[bytes] | None
+    all_cols: list[str]
+    label_map: dict[Any, str] | None = None
+
+
+def _table_records(p: Path, fmt: str, roles: dict[str, str | None]) -> _Records:
+    table = _read_delimited(p, "\t" if fmt == "tsv" else ",", quoting=fmt == "csv")
+    if not table.rows:
+        raise InputError(f"{p}: no data rows (only a header)")
+    schema, cols = _resolve_columns(p, fmt, table.columns, roles)
+    idx = {c: table.columns.index(c) for c in table.columns}
+    src = SourceInfo(p, fmt, schema, table.gzip, cols, np.empty(0, np.int64), table.header_raw, [])
+    return _Records(src, table.rows, _cell_getter(idx), [f"line {ln}" for ln in table.linenos], table.raw,
+                    table.columns)
+
+
+def _jsonl_records(p: Path, fmt: str, roles: dict[str, str | None]) -> _Records:
+    js = _read_jsonl(p)
+    if not js.records:
+        raise InputError(f"{p}: empty file (no JSON records)")
+    all_cols = list(dict.fromkeys(k for rec in js.records[:100] for k in rec))
+    schema, cols = _resolve_columns(p, fmt, all_cols, roles)
+    src = SourceInfo(p, fmt, schema, js.gzip, cols, np.empty(0, np.int64), None, [])
+    return _Records(src, js.records, _json_getter, [f"line {ln}" for ln in js.linenos], js.raw, all_cols)
+
+
+def _parquet_records(p: Path, fmt: str, roles: dict[str, str | None]) -> _Records:
+    tbl = _read_parquet(p)
+    if tbl.num_rows == 0:
+        raise InputError(f"{p}: no rows")
+    all_cols = list(tbl.column_names)
+    schema, cols = _resolve_columns(p, fmt, all_cols, roles)
+    src = SourceInfo(p, fmt, schema, False, cols, np.empty(0, np.int64))
+    return _Records(src, tbl.to_pylist(), _json_getter, [f"row {i}" for i in range(tbl.num_rows)], None, all_cols)
+
+
+def _hf_records(p: Path, fmt: str, roles: dict[str, str | None]) -> _Records:
+    hf = _load_hf(p)
+    all_cols = list(hf.column_names)
+    schema, cols = _resolve_columns(p, fmt, all_cols, roles)
+    records = hf.to_list() if hasattr(hf, "to_list") else [hf[i] for i in range(len(hf))]
+    src = SourceInfo(p, "hf", schema, False, cols, np.empty(0, np.int64))
+    return _Records(src, records, _json_getter, [f"row {i}" for i in range(len(records))], None, all_cols,
+                    _hf_label_names(hf, cols["label"]))
+
+
+_READERS = {"tsv": _table_records, "csv": _table_records, "jsonl": _jsonl_records, "parquet": _parquet_records,
+            "hf": _hf_records}
 
 
 def _count_empty(ds: Dataset) -> dict[str, int]:
@@ -345,44 +362,15 @@ def _build(
     keep_index: list[int] = []
     dropped: Counter[str] = Counter()
     for i, rec in enumerate(records):
-        lab = get(rec, cl)
-        if lab is None or (isinstance(lab, str) and lab.strip() == ""):
-            raise InputError(f"{path}: {where[i]}, column {cl!r}: missing label")
-        no_gold = isinstance(lab, str) and lab.strip() == _NO_GOLD
-        if no_gold or (src.format == "hf" and isinstance(lab, int) and lab == -1):
+        lab = _label(path, where[i], cl, get(rec, cl), label_map, src.format)
+        if lab is None:  # no gold label (SNLI's '-', -1 in HF datasets)
             dropped["no_gold_label"] += 1
             continue
-        if label_map is not None:
-            key: Any = lab
-            if key not in label_map and isinstance(lab, str) and _INT_RE.match(lab.strip()):
-                key = int(lab)
-            if key not in label_map and str(lab) in label_map:
-                key = str(lab)
-            if key not in label_map:
-                raise InputError(
-                    f"{path}: {where[i]}, column {cl!r}: label {lab!r} is not in the label map "
-                    f"({', '.join(map(repr, label_map))})"
-                )
-            lab = label_map[key]
-        if isinstance(lab, float) and math.isnan(lab) or isinstance(lab, str) and lab.strip().lower() == "nan":
-            raise InputError(f"{path}: {where[i]}, column {cl!r}: missing label (NaN); give every row a label or "
-                             f"remove the row")
-        if isinstance(lab, dict | list) or isinstance(lab, float) and not math.isfinite(lab):
-            raise InputError(f"{path}: {where[i]}, column {cl!r}: invalid label {lab!r}")
-        labels.append(str(lab))
+        labels.append(lab)
         texts_a.append(_text(path, where[i], ca, get(rec, ca)))
         if texts_b is not None and cb is not None:
             texts_b.append(_text(path, where[i], cb, get(rec, cb)))
-        if ci is not None:
-            v = get(rec, ci)
-            if v is None or str(v).strip() == "":
-                raise InputError(f"{path}: {where[i]}, column {ci!r}: missing id")
-            if any(c in str(v) for c in "\n\r\x00"):  # ids are written one per line (kept_ids.txt)
-                raise InputError(f"{path}: {where[i]}, column {ci!r}: id {str(v)!r} contains a line break or NUL; "
-                                 f"ids are written one per line")
-            ids.append(str(v))
-        else:
-            ids.append(f"row-{i}")
+        ids.append(_row_id(path, where[i], ci, get(rec, ci)) if ci is not None else f"row-{i}")
         for c in extra_cols:
             v = get(rec, c)
             extra[c].append(v if isinstance(v, str) else ("" if v is None else json.dumps(v)))
@@ -390,8 +378,7 @@ def _build(
     if not labels:
         raise InputError(f"{path}: no usable rows ({sum(dropped.values())} dropped without a gold label)")
     id_arr = np.asarray(ids, dtype=str)
-    counts = Counter(ids)
-    dup = next((k for k, n in counts.items() if n > 1), None)
+    dup = next((k for k, n in Counter(ids).items() if n > 1), None)
     if dup is not None:
         first = [where[keep_index[j]] for j, v in enumerate(ids) if v == dup][:2]
         raise InputError(f"{path}: duplicate id {dup!r} ({first[0]} and {first[1]}); ids must be unique")
@@ -413,6 +400,40 @@ def _build(
         dropped=dict(dropped),
         extra=extra,
     )
+
+
+def _label(path: Path, where: str, column: str, lab: Any, label_map: dict[Any, str] | None, fmt: str) -> str | None:
+    """One row's label as a string (through ``label_map`` when given); None for a row without a gold label."""
+    if lab is None or (isinstance(lab, str) and lab.strip() == ""):
+        raise InputError(f"{path}: {where}, column {column!r}: missing label")
+    if (isinstance(lab, str) and lab.strip() == _NO_GOLD) or (fmt == "hf" and isinstance(lab, int) and lab == -1):
+        return None
+    if label_map is not None:
+        key: Any = lab
+        if key not in label_map and isinstance(lab, str) and _INT_RE.match(lab.strip()):
+            key = int(lab)
+        if key not in label_map and str(lab) in label_map:
+            key = str(lab)
+        if key not in label_map:
+            raise InputError(f"{path}: {where}, column {column!r}: label {lab!r} is not in the label map "
+                             f"({', '.join(map(repr, label_map))})")
+        lab = label_map[key]
+    if isinstance(lab, float) and math.isnan(lab) or isinstance(lab, str) and lab.strip().lower() == "nan":
+        raise InputError(f"{path}: {where}, column {column!r}: missing label (NaN); give every row a label or "
+                         f"remove the row")
+    if isinstance(lab, dict | list) or isinstance(lab, float) and not math.isfinite(lab):
+        raise InputError(f"{path}: {where}, column {column!r}: invalid label {lab!r}")
+    return str(lab)
+
+
+def _row_id(path: Path, where: str, column: str, v: Any) -> str:
+    """One row's id from its id column: present, and one line (ids are written one per line, kept_ids.txt)."""
+    if v is None or str(v).strip() == "":
+        raise InputError(f"{path}: {where}, column {column!r}: missing id")
+    if any(c in str(v) for c in "\n\r\x00"):
+        raise InputError(f"{path}: {where}, column {column!r}: id {str(v)!r} contains a line break or NUL; "
+                         f"ids are written one per line")
+    return str(v)
 
 
 def _column_groups(path: Path, ds: Dataset, column: str, all_cols: list[str]) -> np.ndarray:

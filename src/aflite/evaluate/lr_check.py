@@ -23,6 +23,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from aflite.atomic import write_json
+from aflite.encoders.training import loss_summary
 from aflite.errors import InputError
 from aflite.evaluate.models import LR_CHECK_FIELDS, FinetuneOptions, _FineTuned
 from aflite.hashing import data_fingerprint, hash_parts
@@ -52,8 +53,6 @@ def check_learning_rate(a: list[str], b: list[str] | None, y: NDArray[np.int64],
     return the record (``chosen``, per candidate ``accuracy``, ``loss_start``, ``loss_end``, ``steps`` and
     ``loss_curve``). ``seed`` draws the split and seeds the training. Cached under ``cache_dir`` by the slice,
     the recipe and the candidates."""
-    from aflite.training import loss_summary
-
     t0 = time.perf_counter()
     n = len(a)
     cands = sorted({float(c) for c in options.lr_candidates})

@@ -13,9 +13,21 @@ from numpy.typing import NDArray
 
 from aflite.atomic import load_cached_npy, write_npy
 from aflite.defaults import LR_CANDIDATES
+from aflite.device import import_torch, resolve_model_path, torch_device
+from aflite.encoders import TextEncoder, training
+from aflite.encoders.images import ImageEncoder
+from aflite.encoders.training import (
+    EVALUATE,
+    WARMUP_IMAGE,
+    TrainResult,
+    load_checkpoint,
+    predict_classes,
+    save_checkpoint,
+)
 from aflite.errors import ParameterError
+from aflite.features import DEFAULT_MAX_LENGTH, NgramFeaturizer, featurize
 from aflite.features.base import VIEWS
-from aflite.features.registry import featurizer_names
+from aflite.features.registry import featurizer_names, spec
 from aflite.hashing import data_fingerprint
 
 MODEL_KINDS = ("probe", "mlp", "ngram", "ppmi", "finetune")
@@ -84,7 +96,7 @@ class FinetuneOptions:
     short learning-rate check (:mod:`aflite.evaluate.lr_check`) among ``lr_candidates`` on a seeded slice of
     ``lr_check_rows`` rows of D's training part (``cpu_lr_check_rows`` on a CPU) and used for every benchmark.
     ``lr`` given, or ``lr_candidates`` empty: no check; the given rate, else 1e-5 for text and, for an image
-    network, the image warm-up preset's 1e-3 (:data:`aflite.training.WARMUP_IMAGE`: at 1e-5-5e-5 a pretrained
+    network, the image warm-up preset's 1e-3 (:data:`aflite.encoders.training.WARMUP_IMAGE`: at 1e-5-5e-5 a pretrained
     CNN with a fresh head hardly moves in a short run). ``max_train`` caps the training rows (a seeded sample);
     when None, a CPU run uses ``cpu_max_train`` and a GPU run uses everything. ``eval_max`` likewise caps each
     external set (a fixed stratified sample) on a CPU."""
@@ -118,7 +130,6 @@ class FinetuneOptions:
         """The learning rate in force: the given one, else the text or image default (see the class doc)."""
         if self.lr is not None:
             return float(self.lr)
-        from aflite.training import WARMUP_IMAGE
 
         return WARMUP_IMAGE.lr if self.image_model else 1e-5
 
@@ -173,25 +184,32 @@ class _FeatureStore:
         self._memo: dict[tuple[str, str, str], NDArray[np.float32]] = {}
         self._ngram: dict[str, Any] = {}
 
+    def options_for(self, featurizer: str) -> dict[str, Any]:
+        """The options a fixed encoder runs with: the run's image options for an image encoder, the command's
+        text-encoder options (``minilm_options``) for a text one."""
+        return self.image_options if spec(featurizer).modality == "image" else self.minilm_options
+
+    def keyed_options(self, featurizer: str | None) -> dict[str, Any] | None:
+        """The options that join a model's cache key: a fixed text encoder's (None for others)."""
+        if featurizer is None or not spec(featurizer).frozen or spec(featurizer).modality != "text":
+            return None
+        return self.minilm_options
+
     def get(self, featurizer: str, view: str, corpus: _Corpus) -> NDArray[np.float32]:
         k = (featurizer, view, corpus.fingerprint)
         if k in self._memo:
             return self._memo[k]
         every = np.arange(len(corpus.texts_a))
         a, b = corpus.view(view, every)
-        if featurizer in ("efficientnet-lite0", "hf-image"):  # image references; options as the run used them
-            from aflite.features import featurize
+        found = spec(featurizer)
+        if found.frozen:  # a fixed encoder embeds every corpus on its own, at the top level of the cache folder
 
-            x = np.asarray(featurize(a, None, featurizer, cache_dir=self.cache, show_progress=self.show_progress,
-                                     read_only=self.read_only, **self.image_options).X, dtype=np.float32)
-        elif featurizer == "minilm":
-            from aflite.features import featurize
-
-            # the cache folder's top level, as `aflite run` and `aflite audit` lay it out, so that a shared cache
-            # folder (or a run's own cache, read only) reuses the run's MiniLM matrices instead of embedding D again
-            x = np.asarray(featurize(a, b, "minilm", "pair", cache_dir=self.cache, read_only=self.read_only,
-                                     show_progress=self.show_progress, **self.minilm_options).X, dtype=np.float32)
-        else:
+            # as `aflite run` and `aflite audit` lay it out, so that a shared cache folder (or a run's own cache,
+            # read only) reuses the run's matrices instead of embedding D again; image options as the run used them
+            x = np.asarray(featurize(a, b, featurizer, "pair", cache_dir=self.cache, read_only=self.read_only,
+                                     show_progress=self.show_progress, **self.options_for(featurizer)).X,
+                           dtype=np.float32)
+        else:  # a featurizer fitted to its rows (n-grams): fitted on D, applied to every corpus
             path = self.cache / "features" / f"evalngram-{view}-{self.d.fingerprint[:16]}-{corpus.fingerprint[:16]}.npy"
             cached = load_cached_npy(path, len(a))
             if cached is not None:
@@ -199,8 +217,6 @@ class _FeatureStore:
             else:
                 feat = self._ngram.get(view)
                 if feat is None:
-                    from aflite.features import NgramFeaturizer
-
                     feat = NgramFeaturizer()
                     da, db = self.d.view(view, np.arange(len(self.d.texts_a)))
                     feat.fit(da, db)
@@ -308,11 +324,9 @@ def _feature_classifier(kind: str, seed: int) -> Any:
 
 class _FineTuned:
     """A pretrained encoder + dropout + linear head on the mean-pooled last hidden state, trained end to end by
-    the one trainer (:func:`aflite.training.fit_classifier`, preset ``EVALUATE`` with these options)."""
+    the one trainer (:func:`aflite.encoders.training.fit_classifier`, preset ``EVALUATE`` with these options)."""
 
     def __init__(self, opts: FinetuneOptions, seed: int, show_progress: bool) -> None:
-        from aflite.device import import_torch, resolve_model_path, torch_device
-
         self.opts = opts
         self.seed = seed
         self.show_progress = show_progress
@@ -328,15 +342,11 @@ class _FineTuned:
         self.losses_: list[float] = []  # every step's training loss (the page's curve)
 
     def train_config(self) -> Any:
-        from aflite.training import EVALUATE
-
         o = self.opts
         return EVALUATE.replace(lr=o.resolved_lr(), eps=o.eps, epochs=o.epochs, batch_size=o.batch_size,
                                 max_steps=o.max_steps, seed=self.seed, shuffle_seed=(self.seed, 11), device=self.device)
 
     def _new_encoder(self) -> Any:
-        from aflite.encoders import ImageEncoder, TextEncoder
-
         if self.opts.image_model:
             return ImageEncoder(self.opts.image_model, model_path=self.model_path, device=self.device,
                                 image_size=self.opts.image_size)
@@ -349,15 +359,11 @@ class _FineTuned:
         return list(self.encoder.prepare_pairs(a, b, max_length))
 
     def _build(self, n_classes: int) -> None:
-        from aflite import training
-
         training.seeded(self.seed)
         self.encoder = self._new_encoder()
         self.head = training.make_head(self.torch, self.encoder.dim, n_classes, 0.1, self.device)
 
     def fit(self, a: list[str], b: list[str] | None, y: NDArray[np.int64], n_classes: int) -> _FineTuned:
-        from aflite import training
-
         training.seeded(self.seed)
         self.encoder = self._new_encoder()
         items = self._items(a, b, self.opts.max_length)
@@ -368,20 +374,13 @@ class _FineTuned:
         return self
 
     def predict(self, a: list[str], b: list[str] | None, batch_size: int = 128) -> NDArray[np.int64]:
-        from aflite.features import DEFAULT_MAX_LENGTH
-        from aflite.training import predict_classes
-
         return predict_classes(self.encoder, self.head, self._items(a, b, DEFAULT_MAX_LENGTH), batch_size)
 
     def save(self, path: Path) -> None:
-        from aflite.training import TrainResult, save_checkpoint
-
         losses = self.losses_ or ([] if self.final_loss_ is None else [self.final_loss_])
         save_checkpoint(path, self.encoder, self.head, [], TrainResult(self.steps_, losses))
 
     def load(self, path: Path, n_classes: int) -> _FineTuned:
-        from aflite.training import load_checkpoint
-
         self._build(n_classes)
         _, res = load_checkpoint(path, self.encoder, self.head)
         self.steps_, self.final_loss_, self.losses_ = res.steps, res.final_loss, list(res.losses)

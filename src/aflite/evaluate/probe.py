@@ -8,7 +8,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from aflite.threads import limited
+from aflite.splits import probe_folds
+from aflite.threads import limited, map_fits
 
 
 @dataclass
@@ -54,9 +55,6 @@ def text_probe_accuracy(
     from sklearn.feature_extraction.text import TfidfVectorizer
     from sklearn.linear_model import LogisticRegression
     from sklearn.pipeline import make_pipeline
-
-    from aflite.splits import probe_folds
-    from aflite.threads import map_fits
 
     y = np.asarray(labels)
     _, counts = np.unique(y, return_counts=True)

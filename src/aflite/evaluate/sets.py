@@ -3,7 +3,6 @@ single-iteration set) and external evaluation sets (HANS, SNLI test, ...)."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -12,7 +11,13 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from aflite.core.phase import predictability
+from aflite.data import open_dataset
 from aflite.errors import InputError, ParameterError
+from aflite.features import featurize_dataset
+from aflite.features.registry import run_options
+from aflite.rundir.names import KEPT_IDS, WARMUP_IDS
+from aflite.rundir.read import read_run
 from aflite.splits import stratified_sample as _stratified_sample
 
 HANS_PRED_MAP = {"entailment": "entailment", "neutral": "non-entailment", "contradiction": "non-entailment"}
@@ -49,8 +54,6 @@ def load_eval_set(
     """Load one labelled evaluation set from one or more files (any format :func:`aflite.data.load_dataset`
     reads). ``label_map`` renames gold labels (e.g. ``{"0": "entailment"}``); files of one set must end up with
     the same label set. ``max_rows`` keeps a seeded sample stratified by group and label (for slow machines)."""
-    from aflite.data import load_dataset
-
     plist = [Path(paths)] if isinstance(paths, str | Path) else [Path(p) for p in paths]
     if not plist:
         raise ParameterError("an evaluation set needs at least one file")
@@ -61,10 +64,8 @@ def load_eval_set(
     label_sets: list[tuple[Path, set[str]]] = []
     raw_seen: set[str] = set()
     for p in plist:
-        from aflite.data import images
-
         # an image folder is an OOD image set (e.g. the cue-flipped test set of a coloured-MNIST experiment)
-        ds = images.load_image_dataset(p) if images.is_image_folder(p) else load_dataset(p, **(dataset_options or {}))
+        ds = open_dataset(p, **(dataset_options or {}))
         labs = [str(x) for x in ds.labels.tolist()]
         raw_seen.update(labs)
         if label_map:
@@ -132,36 +133,27 @@ class _Run:
 
 
 def _read_run(path: Path, id_to_row: dict[str, int], taken: set[str]) -> _Run:
-    from aflite.rundir import read_kept_ids
-
-    kept_file = path / "kept_ids.txt"
-    ids = read_kept_ids(path)
+    """A run folder as a benchmark: its kept rows, its summary, a unique name and its warm-up rows."""
+    record = read_run(path)
+    kept_file = path / KEPT_IDS
+    ids = record.kept_ids()
     missing = [i for i in ids if i not in id_to_row]
     if missing:
         raise InputError(f"{kept_file}: {len(missing)} kept id(s) are not in the dataset, e.g. {missing[0]!r} "
                          "(was this run made from another file?)")
-    summary: dict[str, Any] = {}
-    if (path / "summary.json").is_file():
-        try:
-            summary = json.loads((path / "summary.json").read_text(encoding="utf-8"))
-        except ValueError as exc:
-            raise InputError(f"{path / 'summary.json'}: not valid JSON ({exc})") from exc
-    f = summary.get("featurizer") or {}
+    f = record.featurizer
     name = f"D(Φ {f['name']}{'' if f.get('view', 'pair') == 'pair' else '-' + f['view']})" if f else f"D(Φ {path.name})"
     if name in taken:
         name = f"D(Φ {path.name})"
     taken.add(name)
     # the warm-up slice trained Φ (paper §4): it must stay out of D, D(Φ) and every comparison subset
-    warm_ids: list[str] = []
-    if (path / "warmup_ids.txt").is_file():
-        warm_ids = [ln.strip() for ln in (path / "warmup_ids.txt").read_text(encoding="utf-8").splitlines()
-                    if ln.strip()]
+    warm_ids = record.warmup_ids()
     unknown = [i for i in warm_ids if i not in id_to_row]
     if unknown:
-        raise InputError(f"{path / 'warmup_ids.txt'}: {len(unknown)} id(s) are not in the dataset, e.g. "
+        raise InputError(f"{path / WARMUP_IDS}: {len(unknown)} id(s) are not in the dataset, e.g. "
                          f"{unknown[0]!r} (was this run made from another file?)")
     warm = np.sort(np.asarray([id_to_row[i] for i in warm_ids], dtype=np.intp))
-    return _Run(path, np.sort(np.asarray([id_to_row[i] for i in ids], dtype=np.intp)), summary, name, warm)
+    return _Run(path, np.sort(np.asarray([id_to_row[i] for i in ids], dtype=np.intp)), record.summary, name, warm)
 
 
 def single_iteration_rows(
@@ -171,10 +163,6 @@ def single_iteration_rows(
     """The paper's single-iteration baseline: one filtering phase (the run's Φ, m and t) over the rows the run
     filtered, removing the most predictable instances (ties broken at random) until ``size`` rows remain.
     Rows in ``exclude`` (warm-up slices of any run being compared) are never kept and do not count to ``size``."""
-    from aflite.core.phase import predictability
-    from aflite.features import featurize
-    from aflite.features.registry import run_options
-
     f = run.summary.get("featurizer")
     params = run.summary.get("parameters")
     if not f or not params:
@@ -183,17 +171,12 @@ def single_iteration_rows(
     name, view = f["name"], f.get("view", "pair")
     opts = run_options(name, f.get("options"))  # the run's own Φ: its backend, this release's option names
     run_seed = int(params.get("random_state", 0))
-    kwargs: dict[str, Any] = {}
-    if name == "warmup":
-        kwargs = {"y": ds.labels.tolist(), "warmup_size": int(params["train_size"]), "warmup_seed": run_seed}
-    elif name == "precomputed":
-        kwargs = {"ids": ds.ids.tolist()}
     # the run's Φ is cached where the run put it: RUN/cache (read only: a run folder is the run's), or a shared
     # folder given to both `aflite run --cache-dir` and this evaluation's cache (top level); recomputing it (an
     # encoder pass, a warm-up fine-tuning) is the last resort, into this evaluation's cache
     feat_cache = cache_dir if any(cache_dir.glob(f"{name}-{view}-*.json")) else cache_dir / "features"
-    feats = featurize(ds.texts_a, ds.texts_b, name, view, cache_dir=feat_cache, read_only=[run.path / "cache"],
-                      show_progress=show_progress, **kwargs, **opts)
+    feats = featurize_dataset(ds, name, view, feat_cache, warmup_size=int(params["train_size"]), warmup_seed=run_seed,
+                              read_only=[run.path / "cache"], show_progress=show_progress, **opts)
     rows = np.asarray(feats.rows, dtype=np.intp)
     X = feats.X.toarray() if hasattr(feats.X, "toarray") else feats.X
     groups = ds.groups[rows] if (params.get("groups") and ds.groups is not None) else None

@@ -1,4 +1,5 @@
-"""Scores into results: accuracy breakdowns, the aggregate over seeds, the Markdown tables and the plot."""
+"""Scores into results: accuracy breakdowns, the aggregate over seeds and the Markdown tables (the chart:
+:mod:`aflite.evaluate.chart`)."""
 
 from __future__ import annotations
 
@@ -7,14 +8,19 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 from numpy.typing import NDArray
 
-from aflite.atomic import atomic_open
+from aflite.atomic import write_text
+from aflite.evaluate.chart import plot_report
+from aflite.evaluate.degenerate import merge
+from aflite.evaluate.lr_check import describe
 from aflite.evaluate.models import ModelSpec
 from aflite.evaluate.sets import EvalSet, TrainingSet
+from aflite.rundir.results import Result
+from aflite.verdict import MIN_SPREAD, SPREAD_FACTOR, markdown, number, points
 
 
 def _majority(labels: NDArray[Any]) -> float:
@@ -48,14 +54,35 @@ def _breakdown(pred: NDArray[Any], gold: NDArray[Any], groups: NDArray[Any] | No
 
 
 @dataclass
-class EvaluationReport:
-    out: Path | None
+class EvaluationReport(Result):
+    """What :func:`aflite.evaluate.compare_runs` found: one record per (model, training set, seed), their
+    aggregates, the training sets, the tables (Table 3 and Table 1 shapes), the configuration and the verdict;
+    as a folder (``aflite evaluate``): tables.md and accuracy.png besides the last files."""
+
+    command: ClassVar[str] = "evaluate"
+    out: Path | None  # type: ignore[assignment]
     results: list[dict[str, Any]]  # one per (model, training set, seed)
     aggregate: dict[str, Any]
     training_sets: list[dict[str, Any]]
     tables: str
     config: dict[str, Any]
-    verdict: list[str] = field(default_factory=list)  # aflite.verdict.evaluate_verdict
+    verdict: list[str] = field(default_factory=list)  # evaluate_verdict
+
+    @property
+    def seed(self) -> Any:
+        return self.config["split_seed"]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"verdict": self.verdict, "config": self.config, "training_sets": self.training_sets,
+                "aggregate": self.aggregate, "runs": self.results}
+
+    def summary_md(self) -> str:
+        tables = self.tables
+        return markdown(self.verdict) + (tables if tables.endswith("\n") else tables + "\n")
+
+    def write_files(self, out: Path) -> None:
+        write_text(out / "tables.md", self.tables)
+        plot_report(self, out / "accuracy.png")
 
 
 def _mean_std(values: list[float]) -> dict[str, Any]:
@@ -176,7 +203,6 @@ def _aggregate(results: list[dict[str, Any]], specs: list[ModelSpec], sets: list
                     "end": _mean_std([c["end"] for c in curves if c.get("end") is not None]),
                     "steps": int(np.mean([r.get("steps") or 0 for r in rs])),
                     "lr": rs[0].get("lr")}
-            from aflite.evaluate.degenerate import merge
 
             mark = merge(rs)
             if mark is not None:
@@ -233,10 +259,35 @@ def render_tables(aggregate: dict[str, Any], specs: list[ModelSpec], sets: list[
     the original held-out part (when D was split) and on each separate test set (with its majority rate);
     Table 1-shaped tables (rows = training sets) per external set and model."""
     cols, deltas = _columns(sets)
-    dname = "Δ" if len(deltas) == 1 else "Δ {}"
     sizes: dict[str, list[int]] = {}
     for si in set_info:
         sizes.setdefault(si["name"], []).append(si["train"])
+    t3 = _Table3(aggregate, specs, cols, deltas, sizes)
+    lines = _header(config)
+    if config.get("split", True):
+        lines += t3.lines("own_heldout", "Table 3 shape: each benchmark's own held-out part")
+        lines += t3.lines("original_heldout", "The original (unfiltered) held-out part of D")
+    for es in tests:
+        tinfo = next(t for t in config.get("tests", []) if t["name"] == es.name)
+        lines += t3.lines("", f"Table 3 shape: test set {es.name} ({tinfo['size']} rows; majority class "
+                              f"{100 * tinfo['majority']:.1f} %)", test=es.name)
+    lines += _training_notes(aggregate, specs, cols)
+    if eval_sets:
+        lines += _ood_summary(aggregate, specs, cols, deltas, eval_sets)
+    for es in eval_sets:
+        for spec in specs:
+            lines += _table1(aggregate[spec.key], spec, cols, es)
+    lines += ["", "## Training sets", "", "| set | seed | size | train part | held-out part | labels |",
+              "|---|---|---|---|---|---|"]
+    for si in set_info:
+        lines.append(f"| {si['name']} | {'' if si['seed'] is None else si['seed']} | {si['size']} | {si['train']} | "
+                     f"{si['heldout']} | {', '.join(f'{k} {v}' for k, v in si['label_counts'].items())} |")
+    lines += ["", f"Wall time: {config['wall_seconds']} s."]
+    return "\n".join(lines) + "\n"
+
+
+def _header(config: dict[str, Any]) -> list[str]:
+    """The title and how to read the tables: the seeds, chance, the held-out part, warm-up rows, fine-tuning."""
     lines = [f"# aflite evaluate: {config['dataset']}", "",
              f"Accuracy in %, mean ± std over seeds {config['seeds']}"
              + (f" (stochastic models on D, single-iteration and D(Φ): seeds {config['model_seeds']})"
@@ -255,65 +306,71 @@ def render_tables(aggregate: dict[str, Any], specs: list[ModelSpec], sets: list[
         f = config["finetune"]
         how = {"given": "given", "default": "the default, no check"}.get(f.get("lr_source") or "", "")
         if f.get("lr_check"):
-            from aflite.evaluate.lr_check import describe
-
             how = describe(f["lr_check"])
         lines.append(f"Fine-tuning: {f['device']}, lr {f['lr']:g}" + (f" ({how})" if how else "")
                      + f", the same for every training set; {f['epochs']} epochs, batch {f['batch_size']}, "
                      f"training rows capped at {f['train_cap_used']}, external sets capped at {f['eval_cap_used']} "
                      "(stratified sample).")
+    return lines
 
-    def t3(metric: str, title: str, test: str | None = None) -> list[str]:
-        def get(entry: dict[str, Any]) -> Any:
-            return entry.get(metric) if test is None else entry.get("tests", {}).get(test, {}).get("accuracy")
 
-        def chance(entry: dict[str, Any]) -> float | None:
-            if test is not None:
-                m = entry.get("tests", {}).get(test, {}).get("majority")
-                return None if m is None else float(m["mean"] if isinstance(m, dict) else m)
-            m = entry.get(f"{metric}_majority")
-            return None if not m or m.get("mean") is None else float(m["mean"])
+class _Table3:
+    """Table 3's shape: a row per model (and chance, and the training sizes), a column per training set, Δ last."""
 
-        head = ["Model"] + cols + [dname.format(f) for f, _ in deltas]
+    def __init__(self, aggregate: dict[str, Any], specs: list[ModelSpec], cols: list[str],
+                 deltas: list[tuple[str, str]], sizes: dict[str, list[int]]) -> None:
+        self.aggregate, self.specs, self.cols, self.deltas, self.sizes = aggregate, specs, cols, deltas, sizes
+        self.dname = "Δ" if len(deltas) == 1 else "Δ {}"
+
+    @staticmethod
+    def score(entry: dict[str, Any], metric: str, test: str | None) -> Any:
+        return entry.get(metric) if test is None else entry.get("tests", {}).get(test, {}).get("accuracy")
+
+    @staticmethod
+    def chance(entry: dict[str, Any], metric: str, test: str | None) -> float | None:
+        if test is not None:
+            m = entry.get("tests", {}).get(test, {}).get("majority")
+            return None if m is None else float(m["mean"] if isinstance(m, dict) else m)
+        m = entry.get(f"{metric}_majority")
+        return None if not m or m.get("mean") is None else float(m["mean"])
+
+    def delta(self, a: dict[str, Any], f: str, base: str, metric: str, test: str | None) -> str:
+        x, y = self.score(a.get(f, {}), metric, test), self.score(a.get(base, {}), metric, test)
+        if a.get(f, {}).get("not_trained") or a.get(base, {}).get("not_trained"):
+            return "–"
+        if not (x and y and x["mean"] is not None and y["mean"] is not None):
+            return "–"
+        cell = f"{100 * (x['mean'] - y['mean']):+.1f}"
+        cf, cb = self.chance(a.get(f, {}), metric, test), self.chance(a.get(base, {}), metric, test)
+        if cf is not None and cb is not None and abs(cf - cb) >= 0.0005:
+            # chance moved (filtering changed the label mix): say how the lead over chance moved too
+            cell += f" (lead {100 * ((x['mean'] - cf) - (y['mean'] - cb)):+.1f})"
+        return cell
+
+    def lines(self, metric: str, title: str, test: str | None = None) -> list[str]:
+        cols, deltas = self.cols, self.deltas
+        head = ["Model"] + cols + [self.dname.format(f) for f, _ in deltas]
         out = ["", f"## {title}", "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-        first = aggregate[specs[0].key]
-        ch = {c: chance(first.get(c, {})) for c in cols}
-        row = [CHANCE_ROW] + [_pct(ch[c]) for c in cols]
-        row += [_pct_delta(ch[f], ch[b]) for f, b in deltas]
+        first = self.aggregate[self.specs[0].key]
+        ch = {c: self.chance(first.get(c, {}), metric, test) for c in cols}
+        row = [CHANCE_ROW] + [_pct(ch[c]) for c in cols] + [_pct_delta(ch[f], ch[b]) for f, b in deltas]
         out.append("| " + " | ".join(row) + " |")
-        for spec in specs:
-            a = aggregate[spec.key]
+        for spec in self.specs:
+            a = self.aggregate[spec.key]
             row = [spec.label]
-            row += ["not trained" if a.get(c, {}).get("not_trained") else _fmt_vs(get(a.get(c, {})),
-                                                                                  chance(a.get(c, {})))
-                    for c in cols]
-            for f, base in deltas:
-                x, y = get(a.get(f, {})), get(a.get(base, {}))
-                if a.get(f, {}).get("not_trained") or a.get(base, {}).get("not_trained"):
-                    row.append("–")
-                    continue
-                if not (x and y and x["mean"] is not None and y["mean"] is not None):
-                    row.append("–")
-                    continue
-                cell = f"{100 * (x['mean'] - y['mean']):+.1f}"
-                cf, cb = chance(a.get(f, {})), chance(a.get(base, {}))
-                if cf is not None and cb is not None and abs(cf - cb) >= 0.0005:
-                    # chance moved (filtering changed the label mix): say how the lead over chance moved too
-                    cell += f" (lead {100 * ((x['mean'] - cf) - (y['mean'] - cb)):+.1f})"
-                row.append(cell)
+            row += ["not trained" if a.get(c, {}).get("not_trained") else _fmt_vs(
+                self.score(a.get(c, {}), metric, test), self.chance(a.get(c, {}), metric, test)) for c in cols]
+            row += [self.delta(a, f, base, metric, test) for f, base in deltas]
             out.append("| " + " | ".join(row) + " |")
-        size_row = ["Training set size"] + [str(int(np.mean(sizes[c]))) for c in cols]
-        size_row += [f"{int(np.mean(sizes[f])) - int(np.mean(sizes[b])):+d}" for f, b in deltas]
+        size_row = ["Training set size"] + [str(int(np.mean(self.sizes[c]))) for c in cols]
+        size_row += [f"{int(np.mean(self.sizes[f])) - int(np.mean(self.sizes[b])):+d}" for f, b in deltas]
         out.append("| " + " | ".join(size_row) + " |")
         return out
 
-    if config.get("split", True):
-        lines += t3("own_heldout", "Table 3 shape: each benchmark's own held-out part")
-        lines += t3("original_heldout", "The original (unfiltered) held-out part of D")
-    for es in tests:
-        tinfo = next(t for t in config.get("tests", []) if t["name"] == es.name)
-        lines += t3("", f"Table 3 shape: test set {es.name} ({tinfo['size']} rows; majority class "
-                        f"{100 * tinfo['majority']:.1f} %)", test=es.name)
+
+def _training_notes(aggregate: dict[str, Any], specs: list[ModelSpec], cols: list[str]) -> list[str]:
+    """The models that did not train (and why), and those trained on a capped sample."""
+    lines: list[str] = []
     untrained = [(spec, c, aggregate[spec.key][c]["not_trained"]) for spec in specs for c in cols
                  if aggregate[spec.key].get(c, {}).get("not_trained")]
     if untrained:
@@ -325,77 +382,99 @@ def render_tables(aggregate: dict[str, Any], specs: list[ModelSpec], sets: list[
     capped = [k for k, v in used.items() if any(v[c] != aggregate[k].get(c, {}).get("train_rows") for c in cols)]
     for k in capped:
         lines.append(f"\n{k}: trained on a capped sample: " + ", ".join(f"{c} {used[k][c]}" for c in cols))
-    if eval_sets:
-        lines += _ood_summary(aggregate, specs, cols, deltas, eval_sets)
-    for es in eval_sets:
-        for spec in specs:
-            a = aggregate[spec.key]
-            first = a["D"]["external"][es.name]
-            labs = list(first["per_label"])
-            groups = list(first.get("per_group", {}))
-            head = ["Train data"] + [f"{g}: gold {lab}" for g in groups for lab in labs
-                                     if lab in first["per_group"][g]]
-            head += [f"all: gold {lab}" for lab in labs] + ["all rows"]
-            lines += ["", f"## Table 1 shape: {es.name} ({first['n']} rows), {spec.label}", "",
-                      "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-            for c in cols:
-                e = a.get(c, {}).get("external", {}).get(es.name)
-                if e is None:
-                    continue
-                label_c = f"{c} (not trained)" if a.get(c, {}).get("not_trained") else c
-                row = [label_c] + [_fmt(e["per_group"][g][lab]) for g in groups for lab in labs
-                             if lab in first["per_group"][g]]
-                m = e.get("majority")
-                row += [_fmt(e["per_label"][lab]) for lab in labs]
-                row += [_fmt_vs(e["accuracy"], None if not m or m.get("mean") is None else float(m["mean"]))]
-                lines.append("| " + " | ".join(row) + " |")
-    lines += ["", "## Training sets", "", "| set | seed | size | train part | held-out part | labels |",
-              "|---|---|---|---|---|---|"]
-    for si in set_info:
-        lines.append(f"| {si['name']} | {'' if si['seed'] is None else si['seed']} | {si['size']} | {si['train']} | "
-                     f"{si['heldout']} | {', '.join(f'{k} {v}' for k, v in si['label_counts'].items())} |")
-    lines += ["", f"Wall time: {config['wall_seconds']} s."]
-    return "\n".join(lines) + "\n"
+    return lines
 
 
-def plot_report(report: EvaluationReport, path: Path) -> None:
-    """Bar chart: own held-out accuracy per model and training set (± std), and external sets if any."""
-    import matplotlib
+def _table1(a: dict[str, Any], spec: ModelSpec, cols: list[str], es: EvalSet) -> list[str]:
+    """Table 1's shape for one external set and model: a row per training set, accuracy per group and gold label."""
+    first = a["D"]["external"][es.name]
+    labs = list(first["per_label"])
+    groups = list(first.get("per_group", {}))
+    head = ["Train data"] + [f"{g}: gold {lab}" for g in groups for lab in labs if lab in first["per_group"][g]]
+    head += [f"all: gold {lab}" for lab in labs] + ["all rows"]
+    lines = ["", f"## Table 1 shape: {es.name} ({first['n']} rows), {spec.label}", "",
+             "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for c in cols:
+        e = a.get(c, {}).get("external", {}).get(es.name)
+        if e is None:
+            continue
+        label_c = f"{c} (not trained)" if a.get(c, {}).get("not_trained") else c
+        row = [label_c] + [_fmt(e["per_group"][g][lab]) for g in groups for lab in labs
+                           if lab in first["per_group"][g]]
+        m = e.get("majority")
+        row += [_fmt(e["per_label"][lab]) for lab in labs]
+        row += [_fmt_vs(e["accuracy"], None if not m or m.get("mean") is None else float(m["mean"]))]
+        lines.append("| " + " | ".join(row) + " |")
+    return lines
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
 
-    agg = report.aggregate
-    models = list(agg)
-    cols = list(dict.fromkeys(si["name"] for si in report.training_sets))
-    ext_names = [e["name"] for e in report.config["eval_sets"]]
-    test_names = [t["name"] for t in report.config.get("tests", [])]
-    panels: list[tuple[str, str | None]] = [("own held-out", None)] if report.config.get("split", True) else []
-    panels += [(t, "test:" + t) for t in test_names] + [(e, e) for e in ext_names]
-    fig, axes = plt.subplots(1, len(panels), figsize=(max(6.0, 1.1 * len(models) * len(panels) + 2), 4.2),
-                             squeeze=False)
-    width = 0.8 / max(1, len(cols))
-    for ax, (title, ext) in zip(axes[0], panels, strict=True):
-        for j, c in enumerate(cols):
-            means, stds = [], []
-            for m in models:
-                e = agg[m].get(c, {})
-                if ext is None:
-                    ms = e.get("own_heldout")
-                elif ext.startswith("test:") and ext[5:] in test_names:
-                    ms = e.get("tests", {}).get(ext[5:], {}).get("accuracy")
-                else:
-                    ms = e.get("external", {}).get(ext, {}).get("accuracy")
-                means.append(100 * ms["mean"] if ms and ms["mean"] is not None else np.nan)
-                stds.append(100 * ms["std"] if ms and ms["std"] is not None else 0.0)
-            ax.bar(np.arange(len(models)) + (j - (len(cols) - 1) / 2) * width, means, width, yerr=stds, label=c,
-                   capsize=2)
-        ax.set_xticks(np.arange(len(models)))
-        ax.set_xticklabels(models, rotation=30, ha="right", fontsize=7)
-        ax.set_ylabel("accuracy (%)")
-        ax.set_title(title)
-    axes[0][0].legend(fontsize=7)
-    fig.tight_layout()
-    with atomic_open(path, "wb") as fh:
-        fig.savefig(fh, format="png", dpi=120)
-    plt.close(fig)
+def evaluate_verdict(body: dict[str, Any]) -> list[str]:
+    """``aflite evaluate``: per model, accuracy after training on D(Φ) against same-size random subsets of D (the
+    baseline), on D's held-out part (or the first test set), judged against the random subsets' seed spread.
+    Models marked ``not_trained`` are left out and counted."""
+    sets = body.get("training_sets") or []
+    agg = body.get("aggregate") or {}
+    filtered = [s["name"] for s in sets if s.get("kind") == "filtered"]
+    out: list[str] = []
+    skipped = sorted({m for m, per in agg.items() for e in per.values() if isinstance(e, dict)
+                      and e.get("not_trained")})
+    for fname in filtered[:2]:
+        run = next((s.get("run") for s in sets if s["name"] == fname), None)
+        rname = next((s["name"] for s in sets if s.get("kind") == "random" and s.get("run") == run), None)
+        if rname is None:
+            continue
+        lower = within = higher = 0
+        diffs: list[float] = []
+        where = ""
+        for model, per in agg.items():
+            if model in skipped:
+                continue
+            e_f, e_r = per.get(fname), per.get(rname)
+            if not e_f or not e_r:
+                continue
+            a_f, a_r, where = _score(e_f), _score(e_r), _where(e_f)
+            if a_f is None or a_r is None:
+                continue
+            diff = a_f[0] - a_r[0]
+            spread = max(a_r[1], MIN_SPREAD)
+            diffs.append(diff)
+            if diff < -SPREAD_FACTOR * spread:
+                lower += 1
+            elif diff > SPREAD_FACTOR * spread:
+                higher += 1
+            else:
+                within += 1
+        if not diffs:
+            continue
+        n = len(diffs)
+        out.append(f"Trained on {fname} instead of same-size random subsets of D, {n} model(s) changed accuracy on "
+                   f"{where} by {points(min(diffs))} to {points(max(diffs))} points: {lower} lower beyond the random "
+                   f"subsets' seed spread, {within} within it, {higher} higher.")
+    if out:
+        out.append("Lower means the filter removed instances these models relied on; within the spread means no "
+                   "measurable effect on them.")
+    if skipped:
+        out.append(f"Not counted: {', '.join(skipped)} (not trained: see the tables).")
+    return out
+
+
+
+def _where(entry: dict[str, Any]) -> str:
+    if "original_heldout" in entry:
+        return "D's held-out part"
+    tests = entry.get("tests") or {}
+    return f"the test set {next(iter(tests))}" if tests else "the held-out part"
+
+
+
+def _score(entry: dict[str, Any]) -> tuple[float, float] | None:
+    """(mean, std) accuracy on D's held-out part, else on the first separate test set."""
+    acc: Any = entry.get("original_heldout")
+    if acc is None:
+        tests: dict[str, Any] = entry.get("tests") or {}
+        first: dict[str, Any] = next(iter(tests.values()), {})
+        acc = first.get("accuracy")
+    if not isinstance(acc, dict):
+        return None
+    mean, std = number(acc.get("mean")), number(acc.get("std")) or 0.0
+    return None if mean is None else (mean, std)

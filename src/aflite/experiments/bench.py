@@ -27,9 +27,15 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from aflite import data
+from aflite.core.ensemble import FastLogisticEnsemble, SklearnEnsemble
+from aflite.core.filter import AFLite
+from aflite.core.phase import scores_from_predictions
 from aflite.errors import InputError, ParameterError
 from aflite.experiments.child import in_child, own_peak_gib
 from aflite.experiments.shapes import SNLI_N, make_snli_like
+from aflite.rundir.versions import versions
+from aflite.splits import draw_partitions
 
 
 def _topk_overlap(p_a: NDArray[np.float64], p_b: NDArray[np.float64], k: int, tie: NDArray[np.float64]) -> float:
@@ -44,8 +50,6 @@ def _solver_phase(
     solver: str, say: Any,
 ) -> tuple[dict[str, Any], NDArray[Any]]:
     """Whitening and one phase with one solver; times, optimiser counts and where the time went."""
-    from aflite.core.ensemble import FastLogisticEnsemble
-
     ens = FastLogisticEnsemble(solver=solver)
     t0, c0 = time.perf_counter(), time.process_time()
     ens.prepare(X, codes, int(codes.max()) + 1)
@@ -87,10 +91,6 @@ def compare_phase(
     The first solver is the one reported as "fast"; with ``("fast", "previous")`` the output also holds the
     previous solver's time, the ratio of the two and their agreement with each other and with the reference.
     """
-    from aflite.core.ensemble import SklearnEnsemble
-    from aflite.core.phase import scores_from_predictions
-    from aflite.splits import draw_partitions
-
     say = log or (lambda *_: None)
     _, codes = np.unique(y, return_inverse=True)
     codes = codes.astype(np.int64)
@@ -99,7 +99,6 @@ def compare_phase(
     rng = np.random.default_rng([random_state, 0])
     mask = draw_partitions(n, n_partitions, train_size, rng)
     tie = rng.random(n)
-    held = ~mask
 
     per: dict[str, dict[str, Any]] = {}
     preds: dict[str, NDArray[Any]] = {}
@@ -125,24 +124,39 @@ def compare_phase(
         "solvers": per,
     }
     for other in solvers[1:]:
-        po = preds[other]
-        p_o, _, _ = scores_from_predictions(po, codes, mask)
-        both = ~np.isnan(p_fast_all) & ~np.isnan(p_o)
-        per[other]["ratio_to_" + main] = per[other]["seconds"] / fast["seconds"]
-        per[other]["phase_ratio_to_" + main] = per[other]["phase_seconds"] / fast["phase_seconds"]
-        per[other]["cpu_ratio_to_" + main] = per[other]["cpu_seconds"] / fast["cpu_seconds"]
-        per[other]["agreement_with_" + main] = {
-            "predictions": float((po[held] == pf[held]).mean()),
-            "pearson_p": float(np.corrcoef(p_fast_all[both], p_o[both])[0, 1]),
-            "top_k_overlap": _topk_overlap(p_fast_all, p_o, top_k, tie),
-            "measured_on": f"all {n_partitions} partitions, held-out predictions",
-        }
-        say(f"{other} / {main}: {per[other]['ratio_to_' + main]:.2f}x the time; held-out predictions agree "
-            f"{per[other]['agreement_with_' + main]['predictions']:.5f}")
-
+        _compare_solvers(per, preds, main, other, codes, mask, p_fast_all, top_k, tie, n_partitions, say)
     r = min(reference_partitions, n_partitions)
-    if r < 1:
-        return out
+    if r >= 1:
+        out.update(_reference(X, codes, rows, mask, r, n_partitions, solvers, per, preds, top_k, tie, say))
+    return out
+
+
+def _compare_solvers(per: dict[str, dict[str, Any]], preds: dict[str, NDArray[Any]], main: str, other: str,
+                     codes: NDArray[np.int64], mask: NDArray[Any], p_fast_all: NDArray[Any], top_k: int,
+                     tie: NDArray[Any], n_partitions: int, say: Any) -> None:
+    """Another solver against the main one: time ratios and agreement of held-out predictions, p̃ and top k."""
+    pf, po, fast = preds[main], preds[other], per[main]
+    held = ~mask
+    p_o, _, _ = scores_from_predictions(po, codes, mask)
+    both = ~np.isnan(p_fast_all) & ~np.isnan(p_o)
+    per[other]["ratio_to_" + main] = per[other]["seconds"] / fast["seconds"]
+    per[other]["phase_ratio_to_" + main] = per[other]["phase_seconds"] / fast["phase_seconds"]
+    per[other]["cpu_ratio_to_" + main] = per[other]["cpu_seconds"] / fast["cpu_seconds"]
+    per[other]["agreement_with_" + main] = {
+        "predictions": float((po[held] == pf[held]).mean()),
+        "pearson_p": float(np.corrcoef(p_fast_all[both], p_o[both])[0, 1]),
+        "top_k_overlap": _topk_overlap(p_fast_all, p_o, top_k, tie),
+        "measured_on": f"all {n_partitions} partitions, held-out predictions",
+    }
+    say(f"{other} / {main}: {per[other]['ratio_to_' + main]:.2f}x the time; held-out predictions agree "
+        f"{per[other]['agreement_with_' + main]['predictions']:.5f}")
+
+
+def _reference(X: NDArray[np.float32], codes: NDArray[np.int64], rows: NDArray[Any], mask: NDArray[Any], r: int,
+               n_partitions: int, solvers: tuple[str, ...], per: dict[str, dict[str, Any]],
+               preds: dict[str, NDArray[Any]], top_k: int, tie: NDArray[Any], say: Any) -> dict[str, Any]:
+    """scikit-learn's LogisticRegression on the first ``r`` partitions: its time scaled to all of them, and every
+    solver's agreement with it on those partitions."""
     subset = list(range(r))
     say(f"reference path: scikit-learn LogisticRegression on {r} of {n_partitions} partitions ...")
     ref = SklearnEnsemble(partitions=subset)
@@ -152,7 +166,6 @@ def compare_phase(
     t_ref = time.perf_counter() - t0
     t_ref_scaled = t_ref * n_partitions / r
     say(f"reference path: {t_ref:.1f} s for {r} partitions -> {t_ref_scaled:.1f} s scaled to {n_partitions}")
-
     sub = mask[:, subset]
     held_sub = ~sub
     p_ref_sub, _, _ = scores_from_predictions(pr[:, subset], codes, sub)
@@ -168,21 +181,21 @@ def compare_phase(
 
     for solver in solvers:
         per[solver]["agreement_with_reference"] = agreement(preds[solver])
+    main = solvers[0]
     a = per[main]["agreement_with_reference"]
-    out.update({
+    return {
         "reference_partitions": r,
         "reference_seconds_measured": t_ref,
         "reference_seconds_scaled": t_ref_scaled,
         "reference_lbfgs_iterations_mean": float(np.mean(ref.last_stats.iterations)) if ref.last_stats.iterations
         else None,
-        "speedup": t_ref_scaled / fast["seconds"],
+        "speedup": t_ref_scaled / per[main]["seconds"],
         "agreement_predictions": a["predictions"],
         "pearson_p": a["pearson_p"],
         "top_k": top_k,
         "top_k_overlap": a["top_k_overlap"],
         "agreement_measured_on": f"the {r} partitions both paths ran (p̃ from those partitions)",
-    })
-    return out
+    }
 
 
 PHASE_PARTS = ("setup", "passes", "line_search", "lbfgs", "prediction")
@@ -194,8 +207,6 @@ _OBSERVED: list[Any] = []  # in a benchmark child: the ensembles prepared so far
 def _observed_ensemble(solver: str) -> Any:
     """A fast ensemble that registers itself when prepared: ``AFLite.fit`` works on a copy of the model it is
     given, and the benchmark reads the copy's per-phase statistics."""
-    from aflite.core.ensemble import FastLogisticEnsemble
-
     class ObservedEnsemble(FastLogisticEnsemble):
         def prepare(self, X: Any, y: Any, n_classes: int) -> None:
             _OBSERVED.append(self)
@@ -205,12 +216,8 @@ def _observed_ensemble(solver: str) -> Any:
 
 
 def _complete_child(conn: Any, spec: dict[str, Any]) -> None:
-    from aflite.core.filter import AFLite
-
     t_start = time.perf_counter()
     if spec.get("features"):
-        from aflite import data
-
         X = data.load_features(spec["features"])
         y = data.load_labels(spec["labels"])
     else:
@@ -380,14 +387,10 @@ def run_benchmark(
     say = log or (lambda *_: None)
     from threadpoolctl import threadpool_info
 
-    from aflite.rundir import versions
-
     if real_features:  # read and checked now: a bad file must not wait for the synthetic benchmark's minutes
         check_features_files(real_features, real_labels)
     t0 = time.perf_counter()
     if features:
-        from aflite import data
-
         X = data.load_features(features)
         y = data.load_labels(labels) if labels else None
         if y is None:
@@ -424,8 +427,6 @@ def run_benchmark(
 
 def check_features_files(features: str, labels: str | None) -> None:
     """Refuse unreadable or misaligned real features / labels before any benchmark work (one-line errors)."""
-    from aflite import data
-
     if labels is None:
         raise ParameterError("labels are required with real features")
     X = data.load_features(features, mmap=True)
@@ -448,8 +449,6 @@ def real_benchmark(
 ) -> dict[str, Any]:
     """Real features (e.g. MiniLM pair embeddings): Table 8 scaled to |D|, one phase per solver against the
     scikit-learn loop on the same partitions, and the complete filter per solver."""
-    from aflite import data
-
     say = log or (lambda *_: None)
     if labels is None:
         raise ParameterError("labels are required with real features")

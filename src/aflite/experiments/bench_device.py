@@ -12,7 +12,7 @@ Sections (each written as soon as it is done, so that a run cut short keeps what
   the CPU path and on the device in each mode (classic, ``device_resident``, ``device_lbfgs``, larger pass
   chunks, bfloat16 and float16 storage): wall seconds, phases, peak device memory, kept-set and removed-set
   Jaccard to the CPU run and to the classic device run;
-* ``warmup`` — ``aflite run train_100k --featurizer warmup`` end to end (:func:`aflite.pipeline.run`, probe off),
+* ``warmup`` — ``aflite run train_100k --featurizer warmup`` end to end (:func:`aflite.runs.run.run`, probe off),
   the measured path against the opt-in one (bfloat16 fine-tuning and embedding, pipelined, the filter with
   ``device_lbfgs``): load, featurize, filter and total seconds, and the kept sets' Jaccard.
 
@@ -31,7 +31,18 @@ from typing import Any
 
 import numpy as np
 
+from aflite import data
+from aflite.atomic import write_json
+from aflite.core.ensemble import FastLogisticEnsemble
+from aflite.core.filter import AFLite
+from aflite.data.text import demo_dataset_path
+from aflite.device import resolve_device, torch_device, torch_module
 from aflite.errors import ParameterError
+from aflite.experiments.shapes import make_snli_like
+from aflite.features.minilm import MiniLMFeaturizer
+from aflite.rundir.versions import versions
+from aflite.runs.run import run as run_dataset
+from aflite.runs.run import scaled_defaults
 
 __all__ = ["SECTIONS", "device_benchmark", "format_device_report"]
 
@@ -75,9 +86,6 @@ def device_benchmark(
     ``tiny``); ``model_path`` is the text model (default the bundled MiniLM). With ``out_json`` the results so far
     are written there (atomically) after every section. ``sizes`` overrides entries of :data:`FULL` / :data:`TINY`
     (``filter_modes``: the names of :data:`FILTER_MODES` to run, None for all)."""
-    from aflite.device import resolve_device, torch_module
-    from aflite.rundir import versions
-
     unknown = [s for s in sections if s not in SECTIONS]
     if unknown:
         raise ParameterError(f"unknown bench section(s) {', '.join(unknown)}: choose from {', '.join(SECTIONS)}")
@@ -109,21 +117,15 @@ def device_benchmark(
             res[name] = {"error": f"{type(exc).__name__}: {exc}"}
         res[name]["section_seconds"] = round(time.perf_counter() - t0, 2)
         if out_json is not None:
-            from aflite.atomic import write_json
-
             write_json(Path(out_json), res)
     res["load_average_at_end"] = list(os.getloadavg())
     if out_json is not None:
-        from aflite.atomic import write_json
-
         write_json(Path(out_json), res)
     return res
 
 
 # ----------------------------------------------------------------------------------------------- helpers
 def _describe(torch: Any, device: str) -> dict[str, Any]:
-    from aflite.device import torch_device
-
     dev = torch.device(torch_device(device))
     out: dict[str, Any] = {"name": device, "torch_device": str(dev), "cpus": os.cpu_count()}
     if dev.type == "cuda":
@@ -134,8 +136,6 @@ def _describe(torch: Any, device: str) -> dict[str, Any]:
 
 
 def _sync(torch: Any, device: str) -> None:
-    from aflite.device import torch_device
-
     if torch.device(torch_device(device)).type == "cuda":
         torch.cuda.synchronize()
 
@@ -146,8 +146,6 @@ def _data_file(data_dir: str | os.PathLike[str] | None, tiny: bool) -> Path:
     else:
         shared = Path(__file__).resolve().parents[4] / "shared" / "data" / "snli" / "train_100k.tsv.gz"
         if tiny or not shared.is_file():
-            from aflite.data.text import demo_dataset_path
-
             return demo_dataset_path()
         path = shared
     if not path.is_file():
@@ -156,8 +154,6 @@ def _data_file(data_dir: str | os.PathLike[str] | None, tiny: bool) -> Path:
 
 
 def _pairs(data_file: Path, rows: int | None) -> tuple[list[str], list[str], np.ndarray]:
-    from aflite import data
-
     ds = data.load_dataset(data_file)
     n = len(ds) if rows is None else min(rows, len(ds))
     assert ds.texts_b is not None
@@ -176,8 +172,6 @@ def _agreement(keep: np.ndarray, ref: np.ndarray) -> dict[str, float]:
 def roofline(torch: Any, device: str, size: int, repeats: int) -> dict[str, Any]:
     """Best-of-``repeats`` TFLOP/s of one size³ GEMM per dtype (TF32: float32 with tensor cores allowed, on a GPU)
     and the GB/s of copying 256 MiB (read + write)."""
-    from aflite.device import torch_device
-
     dev = torch.device(torch_device(device))
     cuda = dev.type == "cuda"
     out: dict[str, Any] = {"gemm_size": size, "tflops": {}}
@@ -215,9 +209,6 @@ def roofline(torch: Any, device: str, size: int, repeats: int) -> dict[str, Any]
 
 def _kept(X: np.ndarray, y: np.ndarray, seed: int) -> np.ndarray:
     """AFLite's kept set on a Φ (Table 8 scaled, the CPU path: the reference, and the device stays free)."""
-    from aflite.core.filter import AFLite
-    from aflite.pipeline import scaled_defaults
-
     af = AFLite(**scaled_defaults(len(y)), random_state=seed, device="cpu")  # type: ignore[arg-type]
     return np.asarray(af.fit(X, y).keep_mask_)
 
@@ -225,9 +216,6 @@ def _kept(X: np.ndarray, y: np.ndarray, seed: int) -> np.ndarray:
 def phi_section(device: str, data_file: Path, sizes: dict[str, Any], model_path: Any, seed: int,
                 say: Callable[[str], None]) -> dict[str, Any]:
     """Frozen MiniLM Φ in each of :data:`PHI_MODES`: pairs/s, cosine to float32's, kept-set Jaccard."""
-    from aflite.device import torch_module
-    from aflite.features.minilm import MiniLMFeaturizer
-
     torch = torch_module()
     a, b, y = _pairs(data_file, sizes["phi_rows"])
     out: dict[str, Any] = {"pairs": len(a), "data": str(data_file), "token_budget": sizes["token_budget"],
@@ -263,12 +251,6 @@ def phi_section(device: str, data_file: Path, sizes: dict[str, Any], model_path:
 
 def filter_section(device: str, sizes: dict[str, Any], seed: int, say: Callable[[str], None]) -> dict[str, Any]:
     """The complete SNLI-shaped filter on the CPU path and in each of :data:`FILTER_MODES` on ``device``."""
-    from aflite.core.ensemble import FastLogisticEnsemble
-    from aflite.core.filter import AFLite
-    from aflite.device import torch_device, torch_module
-    from aflite.experiments.shapes import make_snli_like
-    from aflite.pipeline import scaled_defaults
-
     torch = torch_module()
     cuda = torch.device(torch_device(device)).type == "cuda"
     data = make_snli_like(sizes["filter_n"], sizes["filter_d"], random_state=seed)
@@ -305,10 +287,6 @@ def filter_section(device: str, sizes: dict[str, Any], seed: int, say: Callable[
 def warmup_section(device: str, data_file: Path, sizes: dict[str, Any], model_path: Any, seed: int,
                    say: Callable[[str], None]) -> dict[str, Any]:
     """``aflite run DATA --featurizer warmup`` end to end (probe off), measured path vs the opt-in one."""
-    from aflite import pipeline
-    from aflite.core.ensemble import FastLogisticEnsemble
-    from aflite.core.filter import AFLite
-
     base: dict[str, Any] = {"device": device, "backend": "torch"}
     if model_path is not None:
         base["model_path"] = str(model_path)
@@ -330,8 +308,8 @@ def warmup_section(device: str, data_file: Path, sizes: dict[str, Any], model_pa
                                                                     zip(a, b, y, strict=True)), encoding="utf-8")
         for name, (fopts, af) in variants.items():
             t0 = time.perf_counter()
-            result = pipeline.run(src, Path(tmp) / name, featurizer="warmup", seed=seed, show_progress=False,
-                                  probe=False, featurizer_options=fopts, aflite=af, device=device)
+            result = run_dataset(src, Path(tmp) / name, featurizer="warmup", seed=seed, show_progress=False,
+                                 probe=False, featurizer_options=fopts, aflite=af, device=device)
             wall = time.perf_counter() - t0
             timings = result.summary.get("timings", {})
             keeps[name] = np.asarray(result.keep)

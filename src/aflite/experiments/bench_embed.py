@@ -18,8 +18,12 @@ from typing import Any
 
 import numpy as np
 
+from aflite.data import load_dataset
 from aflite.errors import ParameterError
+from aflite.experiments.bench_embed_images import image_embed_benchmark
 from aflite.experiments.embed_common import agreement_passes, gemm_rates, kept_set_agreement, timing_summary
+from aflite.features.minilm import MiniLMFeaturizer
+from aflite.threads import budget
 
 __all__ = ["EMBED_MODELS", "DEFAULT_ITEMS", "embed_benchmark", "format_embed_report", "flops_per_token"]
 
@@ -39,20 +43,26 @@ def embed_benchmark(data: str | os.PathLike[str], *, model: str = "minilm", n_it
                     seed: int = 0, kept_set: bool = True, backends: tuple[str, ...] = BACKENDS,
                     reference: bool = True, batch_size: int = 32,
                     log: Callable[[str], None] = lambda m: None) -> dict[str, Any]:
-    """The ``embed`` section of ``aflite bench --json`` for ``model`` on the text pairs of ``data`` (the image
-    models: :func:`aflite.experiments.bench_embed_images.image_embed_benchmark` on an image folder)."""
-    if model in EMBED_MODELS[1:]:
-        from aflite.experiments.bench_embed_images import image_embed_benchmark
-
-        return image_embed_benchmark(data, model=model, n_items=n_items, rounds=rounds, seed=seed,
-                                     kept_set=kept_set, batch_size=batch_size, log=log)
-    if model != "minilm":
+    """The ``embed`` section of ``aflite bench --json`` for ``model``: the text pairs of ``data`` for the text
+    encoder (:data:`EMBED_MODELS`' first), an image folder for the image encoder
+    (:func:`aflite.experiments.bench_embed_images.image_embed_benchmark`)."""
+    benches: dict[str, Callable[[], dict[str, Any]]] = {
+        EMBED_MODELS[0]: lambda: _text_benchmark(data, n_items=n_items, rounds=rounds, seed=seed, kept_set=kept_set,
+                                                 backends=backends, reference=reference, batch_size=batch_size,
+                                                 log=log),
+        EMBED_MODELS[1]: lambda: image_embed_benchmark(data, model=model, n_items=n_items, rounds=rounds, seed=seed,
+                                                       kept_set=kept_set, batch_size=batch_size, log=log)}
+    if model not in benches:
         raise ParameterError(f"--embed {model}: choose one of {', '.join(EMBED_MODELS)}")
+    return benches[model]()
+
+
+def _text_benchmark(data: str | os.PathLike[str], *, n_items: int, rounds: int, seed: int, kept_set: bool,
+                    backends: tuple[str, ...], reference: bool, batch_size: int,
+                    log: Callable[[str], None]) -> dict[str, Any]:
+    """The text encoder's bench: MiniLM on ``n_items`` pairs, each backend, ``rounds`` times."""
     if n_items < 1 or rounds < 1:
         raise ParameterError("--n-items and --rounds must be >= 1")
-    from aflite.data import load_dataset
-    from aflite.features.minilm import MiniLMFeaturizer
-    from aflite.threads import budget
 
     ds = load_dataset(data)
     a_all, b_all = list(ds.texts_a), list(ds.texts_b if ds.texts_b is not None else [])
@@ -67,7 +77,7 @@ def embed_benchmark(data: str | os.PathLike[str], *, model: str = "minilm", n_it
     cfg = torch_model.config
     tokens = sum(len(ids) for ids in tok(a, b, truncation=True, max_length=256)["input_ids"])
     fpt = flops_per_token(cfg)
-    res: dict[str, Any] = {"model": model, "data": str(data), "n_items": n, "rounds": rounds, "seed": seed,
+    res: dict[str, Any] = {"model": EMBED_MODELS[0], "data": str(data), "n_items": n, "rounds": rounds, "seed": seed,
                            "batch_size": batch_size, "threads": budget(), "tokens_per_item": round(tokens / n, 2),
                            "mflop_per_token": round(fpt / 1e6, 2), "host": platform.processor() or platform.machine(),
                            "loadavg_start": list(os.getloadavg())}

@@ -18,8 +18,12 @@ from typing import Any
 
 import numpy as np
 
+from aflite.data.images import load_image_dataset
+from aflite.encoders.onnx_images import calibration_sample
 from aflite.errors import ParameterError
 from aflite.experiments.embed_common import agreement_passes, gemm_rates, kept_set_agreement, timing_summary
+from aflite.features.images import ImageFeaturizer
+from aflite.threads import budget
 
 __all__ = ["image_embed_benchmark", "conv_flops"]
 
@@ -60,10 +64,6 @@ def image_embed_benchmark(data: str | os.PathLike[str], *, model: str = "efficie
     second), or from every image's with ``kept_all``."""
     if n_items < 1 or rounds < 1:
         raise ParameterError("--n-items and --rounds must be >= 1")
-    from aflite.data.images import load_image_dataset
-    from aflite.features.images import ImageFeaturizer
-    from aflite.features.onnx_images import calibration_sample
-    from aflite.threads import budget
 
     ds = load_image_dataset(data)
     refs_all = list(ds.texts_a)

@@ -10,6 +10,9 @@ from typing import Any
 
 import numpy as np
 
+from aflite.core.filter import AFLite
+from aflite.runs.run import scaled_defaults
+
 __all__ = ["gemm_rates", "jaccard", "filter_kept"]
 
 
@@ -71,9 +74,6 @@ def jaccard(a: np.ndarray, b: np.ndarray) -> float:
 
 
 def filter_kept(X: np.ndarray, y: np.ndarray, seed: int) -> tuple[np.ndarray, str]:
-    from aflite.core.filter import AFLite
-    from aflite.pipeline import scaled_defaults
-
     af = AFLite(**scaled_defaults(len(y)), random_state=seed)  # type: ignore[arg-type]
     af.fit(X, y)
     return np.flatnonzero(af.keep_mask_), str(af.stop_reason_)

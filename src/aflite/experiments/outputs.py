@@ -1,47 +1,115 @@
 """The files an experiment writes into its ``out`` folder, the same from Python as from ``aflite synthetic`` /
-``aflite bench``: ``results.json`` (the envelope of :mod:`aflite.results` and every figure), ``summary.md``, and
-for the synthetic experiment its table and Figure 2."""
+``aflite bench``: ``results.json`` (the envelope of :mod:`aflite.rundir.results` and every figure), ``summary.md``,
+and for the synthetic experiment its table and Figure 2; each written once by :class:`aflite.runs.folder.RunFolder`
+from the experiment's :class:`~aflite.rundir.results.Result`."""
 
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from aflite.atomic import write_text
-from aflite.results import write_results_json
+from aflite.experiments.synthetic import format_table, plot_figure2
+from aflite.rundir.results import Result
+from aflite.runs.folder import RunFolder
+from aflite.verdict import MIN_SPREAD, SPREAD_FACTOR, markdown, number
 
-__all__ = ["save_synthetic", "save_bench", "synthetic_json"]
+__all__ = ["BenchOutput", "SyntheticOutput", "save_bench", "save_synthetic", "synthetic_json", "synthetic_verdict"]
 
 
 def synthetic_json(result: Any) -> dict[str, Any]:
-    """The synthetic experiment's figures as JSON, opened by its verdict (:func:`aflite.verdict.synthetic_verdict`)."""
-    from aflite.verdict import synthetic_verdict
-
+    """The synthetic experiment's figures as JSON, opened by its verdict (:func:`synthetic_verdict`)."""
     obj = result.to_json()
     return {"verdict": synthetic_verdict(obj), **obj}
 
 
-def save_synthetic(result: Any, out: str | os.PathLike[str], *, seed: int | None = None) -> Path:
+@dataclass
+class SyntheticOutput(Result):
+    """A :class:`aflite.experiments.synthetic.SyntheticResult` as a folder: table.txt and figure2.png besides the
+    last files."""
+
+    command: ClassVar[str] = "synthetic"
+    has_page: ClassVar[bool] = False
+    out: Path
+    result: Any
+    run_seed: int | None = None
+
+    @property
+    def seed(self) -> Any:
+        return self.run_seed
+
+    def to_json(self) -> dict[str, Any]:
+        return synthetic_json(self.result)
+
+    def summary_md(self) -> str:
+        return ("# aflite synthetic\n\n" + markdown(self.verdict_sentences()) + "```\n" + format_table(self.result)
+                + "```\n")
+
+    def write_files(self, out: Path) -> None:
+        write_text(out / "table.txt", format_table(self.result))
+        plot_figure2(self.result, out / "figure2.png")
+
+
+@dataclass
+class BenchOutput(Result):
+    """A benchmark's figures (``res``) and its text report as a folder."""
+
+    command: ClassVar[str] = "bench"
+    has_page: ClassVar[bool] = False
+    out: Path
+    res: dict[str, Any]
+    report: str
+    run_seed: int | None = None
+
+    @property
+    def seed(self) -> Any:
+        return self.res.get("seed") if self.res.get("seed") is not None else self.run_seed
+
+    def to_json(self) -> dict[str, Any]:
+        return self.res
+
+    def summary_md(self) -> str:
+        return "# aflite bench\n\n```text\n" + self.report.rstrip("\n") + "\n```\n"
+
+
+def save_synthetic(result: Any, out: str | os.PathLike[str] | RunFolder, *, seed: int | None = None) -> Path:
     """``out/table.txt``, ``out/summary.md``, ``out/results.json`` and ``out/figure2.png`` of a
-    :class:`aflite.experiments.synthetic.SyntheticResult`; returns ``out``."""
-    from aflite.experiments.synthetic import format_table, plot_figure2
-
-    out = Path(out)
-    table = format_table(result)
-    write_text(out / "table.txt", table)
-    obj = synthetic_json(result)
-    from aflite.verdict import markdown
-
-    write_text(out / "summary.md", "# aflite synthetic\n\n" + markdown(obj["verdict"]) + "```\n" + table + "```\n")
-    write_results_json(out, obj, command="synthetic", seed=seed)
-    plot_figure2(result, out / "figure2.png")
-    return out
+    :class:`aflite.experiments.synthetic.SyntheticResult`; returns the folder's path."""
+    folder = RunFolder.of(out, "synthetic")
+    folder.finish(SyntheticOutput(folder.path, result, seed))
+    return folder.path
 
 
-def save_bench(res: dict[str, Any], report: str, out: str | os.PathLike[str], *, seed: int | None = None) -> Path:
-    """``out/results.json`` and ``out/summary.md`` (the text report) of a benchmark result; returns ``out``."""
-    out = Path(out)
-    write_results_json(out, res, command="bench", seed=None if res.get("seed") is not None else seed)
-    write_text(out / "summary.md", "# aflite bench\n\n```text\n" + report.rstrip("\n") + "\n```\n")
-    return out
+def save_bench(res: dict[str, Any], report: str, out: str | os.PathLike[str] | RunFolder, *,
+               seed: int | None = None) -> Path:
+    """``out/results.json`` and ``out/summary.md`` (the text report) of a benchmark result; returns the path."""
+    folder = RunFolder.of(out, "bench")
+    folder.finish(BenchOutput(folder.path, res, report, seed))
+    return folder.path
+
+
+def synthetic_verdict(obj: dict[str, Any]) -> list[str]:
+    """``aflite synthetic``: per separation, the share of planted (biased) instances before and after filtering
+    and the models' accuracy on D against D(Φ), judged against the spread over seeds."""
+    out: list[str] = []
+    for sep, s in (obj.get("summary") or {}).items():
+        before, after = s.get("biased_fraction_before") or {}, s.get("biased_fraction_after") or {}
+        b, a = number(before.get("mean")), number(after.get("mean"))
+        if b is None or a is None:
+            continue
+        spread = max(number(after.get("std")) or 0.0, number(before.get("std")) or 0.0, MIN_SPREAD)
+        judged = ("beyond" if b - a > SPREAD_FACTOR * spread else "within")
+        acc_d = [number(v.get("mean")) for v in (s.get("accuracy_D") or {}).values()]
+        acc_f = [number(v.get("mean")) for v in (s.get("accuracy_filtered") or {}).values()]
+        pairs = [(x, y) for x, y in zip(acc_d, acc_f, strict=False) if x is not None and y is not None]
+        acc = ""
+        if pairs:
+            mean_d = sum(x for x, _ in pairs) / len(pairs)
+            mean_f = sum(y for _, y in pairs) / len(pairs)
+            acc = f"; the models' mean accuracy went from {100 * mean_d:.1f}% on D to {100 * mean_f:.1f}% on D(Φ)"
+        out.append(f"Separation {sep}: AFLite lowered the share of planted (biased) instances from {100 * b:.1f}% to "
+                   f"{100 * a:.1f}% over {s.get('n_runs')} seed(s), {judged} the seed spread (±{100 * spread:.1f})"
+                   f"{acc}.")
+    return out[:3]

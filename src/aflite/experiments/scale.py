@@ -9,9 +9,15 @@ from typing import Any
 
 import numpy as np
 
+from aflite.core.backends.dask import DaskExecutor
+from aflite.core.ensemble import FastLogisticEnsemble
+from aflite.core.filter import AFLite
+from aflite.device import resolve_device
 from aflite.errors import ParameterError
 from aflite.experiments.child import in_child
 from aflite.experiments.shapes import IMAGENET_N, IMAGENET_PARAMS, SNLI_N, make_snli_like, write_imagenet_like
+from aflite.rundir.versions import versions
+from aflite.splits import draw_partitions
 
 
 class _MemorySampler:
@@ -59,10 +65,6 @@ class _MemorySampler:
 
 def _scale_child(conn: Any, spec: dict[str, Any]) -> None:
     """One measured job in a fresh process: a phase (or the whole filter) on a memory-mapped .npy."""
-    from aflite.core.ensemble import FastLogisticEnsemble
-    from aflite.core.filter import AFLite
-    from aflite.splits import draw_partitions
-
     out: dict[str, Any] = {}
     with _MemorySampler() as mem:
         X = np.load(spec["features"], mmap_mode="r")
@@ -70,8 +72,6 @@ def _scale_child(conn: Any, spec: dict[str, Any]) -> None:
         n = X.shape[0]
         executor = None
         if spec.get("workers"):
-            from aflite.core.backends.dask import DaskExecutor
-
             executor = DaskExecutor(n_workers=spec["workers"], scratch=spec.get("scratch"))
         try:
             if spec["job"] == "phase":
@@ -134,9 +134,6 @@ def scale_benchmark(
     optionally the complete filter. Each job runs in a fresh process so that its peak memory is its own."""
     from pathlib import Path
 
-    from aflite.device import resolve_device
-    from aflite.rundir import versions
-
     if not 0 < scale <= 1:
         raise ParameterError("--scale must lie in (0, 1]")
     if measure_partitions < 1:
@@ -148,6 +145,40 @@ def scale_benchmark(
     say = log or (lambda *_: None)
     work = Path(workdir)
     work.mkdir(parents=True, exist_ok=True)
+    n, d, K, params, feats, labels, data_seconds = _shaped_data(work, shape, scale, dim, n_classes, seed, say)
+    res: dict[str, Any] = {
+        "shape": shape, "n": n, "d": d, "n_classes": K, "scale": scale, "parameters": params,
+        "features": str(feats), "features_gib": n * d * 4 / 2**30, "data_seconds": data_seconds,
+        "versions": versions(), "phase": {}, "cluster": {},
+    }
+    m = params["n_partitions"]
+    mp_ = min(measure_partitions, m)
+    base = {"features": str(feats), "labels": str(labels), "seed": seed, **params}
+    res["phase"] = _device_phases(work, base, devices, m, mp_, say)
+    for w in cluster_workers:
+        say(f"one phase on a local Dask cluster of {w} worker(s) ...")
+        r = _in_child({**base, "job": "phase", "device": "cpu", "measure_partitions": mp_, "workers": w,
+                       "scratch": str(work / "scratch"), "save_preds": str(work / f"preds-cluster{w}.npy")})
+        if (work / "preds-cpu.npy").exists():
+            r["identical_to_one_process"] = bool(np.array_equal(np.load(work / "preds-cpu.npy"),
+                                                                np.load(work / f"preds-cluster{w}.npy")))
+        res["cluster"][str(w)] = r
+        say(f"  {w} worker(s): phase {r['phase_seconds_measured']:.1f} s")
+    if res["cluster"]:
+        first = res["cluster"][str(cluster_workers[0])]["phase_seconds_measured"]
+        for r in res["cluster"].values():
+            r["speedup_vs_first"] = first / r["phase_seconds_measured"]
+    if complete:
+        say("complete filter ...")
+        res["complete"] = _in_child({**base, "job": "complete", "device": devices[0]})
+        say(f"  complete: {res['complete']['wall_seconds']:.1f} s, {res['complete']['n_iterations']} phases")
+    return res
+
+
+def _shaped_data(work: Any, shape: str, scale: float, dim: int | None, n_classes: int | None, seed: int,
+                 say: Any) -> tuple[int, int, int, dict[str, Any], Any, Any, float]:
+    """The shaped features and labels (written once, reused): (n, d, classes, the scaled parameters, the feature
+    and label files, the seconds it took)."""
     if shape == "imagenet":
         n0, d, K = IMAGENET_N, dim or 2048, n_classes or 1000
         params = dict(IMAGENET_PARAMS)
@@ -171,50 +202,32 @@ def scale_benchmark(
             np.save(feats, b.X)
             y = b.y
         np.save(labels, y.astype(np.int64))
-    res: dict[str, Any] = {
-        "shape": shape, "n": n, "d": d, "n_classes": K, "scale": scale, "parameters": params,
-        "features": str(feats), "features_gib": n * d * 4 / 2**30, "data_seconds": time.perf_counter() - t0,
-        "versions": versions(), "phase": {}, "cluster": {},
-    }
-    m = params["n_partitions"]
-    mp_ = min(measure_partitions, m)
-    base = {"features": str(feats), "labels": str(labels), "seed": seed, **params}
-    ref_preds = work / "preds-cpu.npy"
+    return n, d, K, params, feats, labels, time.perf_counter() - t0
+
+
+def _device_phases(work: Any, base: dict[str, Any], devices: tuple[str, ...], m: int, mp_: int,
+                   say: Any) -> dict[str, Any]:
+    """One phase per device in a fresh process each (times scaled to all m partitions, peak memory), and each
+    device's speed and prediction agreement against the CPU's."""
+    phases: dict[str, Any] = {}
     for dev in devices:
-        say(f"one phase on {dev}: {mp_} of {m} partitions, t={params['train_size']} ...")
+        say(f"one phase on {dev}: {mp_} of {m} partitions, t={base['train_size']} ...")
         r = _in_child({**base, "job": "phase", "device": dev, "measure_partitions": mp_,
                        "save_preds": str(work / f"preds-{dev.replace(':', '_')}.npy")})
         r["measure_partitions"] = mp_
         r["phase_seconds_scaled_to_m"] = r["phase_seconds_measured"] * m / mp_
-        res["phase"][dev] = r
+        phases[dev] = r
         say(f"  {dev}: prepare {r['prepare_seconds']:.1f} s, phase {r['phase_seconds_measured']:.1f} s "
             f"(x{m / mp_:.0f} -> {r['phase_seconds_scaled_to_m']:.1f} s), peak anon {r['peak_anon_gib']:.2f} GiB")
-    if "cpu" in res["phase"]:
-        cpu = res["phase"]["cpu"]
-        for dev, r in res["phase"].items():
+    if "cpu" in phases:
+        cpu = phases["cpu"]
+        for dev, r in phases.items():
             if dev != "cpu":
                 r["speedup_vs_cpu"] = (cpu["prepare_seconds"] + cpu["phase_seconds_measured"]) / (
                     r["prepare_seconds"] + r["phase_seconds_measured"])
-                a, b = np.load(ref_preds), np.load(work / f"preds-{dev.replace(':', '_')}.npy")
+                a, b = np.load(work / "preds-cpu.npy"), np.load(work / f"preds-{dev.replace(':', '_')}.npy")
                 r["prediction_agreement_with_cpu"] = float((a == b).mean())
-    for w in cluster_workers:
-        say(f"one phase on a local Dask cluster of {w} worker(s) ...")
-        r = _in_child({**base, "job": "phase", "device": "cpu", "measure_partitions": mp_, "workers": w,
-                       "scratch": str(work / "scratch"), "save_preds": str(work / f"preds-cluster{w}.npy")})
-        if ref_preds.exists():
-            r["identical_to_one_process"] = bool(np.array_equal(np.load(ref_preds),
-                                                                np.load(work / f"preds-cluster{w}.npy")))
-        res["cluster"][str(w)] = r
-        say(f"  {w} worker(s): phase {r['phase_seconds_measured']:.1f} s")
-    if res["cluster"]:
-        first = res["cluster"][str(cluster_workers[0])]["phase_seconds_measured"]
-        for r in res["cluster"].values():
-            r["speedup_vs_first"] = first / r["phase_seconds_measured"]
-    if complete:
-        say("complete filter ...")
-        res["complete"] = _in_child({**base, "job": "complete", "device": devices[0]})
-        say(f"  complete: {res['complete']['wall_seconds']:.1f} s, {res['complete']['n_iterations']} phases")
-    return res
+    return phases
 
 
 def format_scale_report(res: dict[str, Any]) -> str:

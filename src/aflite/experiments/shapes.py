@@ -9,6 +9,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from aflite.atomic import atomic_path
+
 SNLI_N = 550_152
 
 
@@ -79,8 +81,6 @@ def write_imagenet_like(
     direction, a random ``bias_fraction`` of rows carries a strong class-specific offset (the artifact), the
     coordinates are scaled by a power-law spectrum and shifted by a positive mean.
     """
-    from aflite.atomic import atomic_path
-
     rng = np.random.default_rng(random_state)
     y = rng.integers(0, n_classes, n)
     spectrum = (2.0 * np.arange(1, d + 1, dtype=np.float64) ** -0.5).astype(np.float32)

@@ -45,6 +45,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from aflite.atomic import atomic_open
+from aflite.core.filter import AFLite
 from aflite.errors import ParameterError
 from aflite.experiments.circles import (  # the data of the experiment (aflite.experiments.circles)
     BIAS_FRACTION,
@@ -153,8 +155,6 @@ def run_one(
     callback: Callable[[Any, Any], None] | None = None,
 ) -> tuple[RunRecord, Figure2Panel]:
     """Build the data for (separation, seed), run AFLite on all of D, evaluate on D and on D(Φ)."""
-    from aflite.core.filter import AFLite
-
     start = time.perf_counter()
     params = _aflite_params(aflite_params)
     data = make_circles_dataset(separation, n_samples, random_state=np.random.default_rng([seed, 0]),
@@ -311,7 +311,6 @@ def run_synthetic(
     if isinstance(target, int) and target >= n_samples:
         raise ParameterError(f"n_samples={n_samples} must exceed AFLite's target size n={target}")
     dev_fraction = _check_fraction("dev_fraction", dev_fraction)
-    from aflite.core.filter import AFLite
 
     AFLite(**params).resolved_params(n_samples)  # τ, m, k and t < n < |D| refused before the first run
 
@@ -444,8 +443,6 @@ def plot_figure2(result_or_panels: SyntheticResult | Sequence[Figure2Panel], pat
     atomically. Accepts a :class:`SyntheticResult` (its first seed per separation) or explicit panels.
     """
     from matplotlib.figure import Figure  # the object API renders with Agg and never touches pyplot's backend
-
-    from aflite.atomic import atomic_open
 
     panels = list(result_or_panels.panels if isinstance(result_or_panels, SyntheticResult) else result_or_panels)
     if not panels:

@@ -4,7 +4,7 @@ The analyses of ``aflite explain``; :func:`aflite.runs.explain.explain` (``aflit
 ``aflite run`` and its DATA back, runs them, and writes into one folder:
 
 - token artifacts with significance, on full D, the kept D(Φ) and same-size random subsets
-  (:mod:`~aflite.explain.tokens`: Gardner et al. 2021's competency test, counted with scipy.sparse), and the
+  (:mod:`aflite.checks.tokens`: Gardner et al. 2021's competency test, counted with scipy.sparse), and the
   competency plot (:mod:`~aflite.explain.plots`);
 - the first filtering phase's data map (confidence, variability, correctness, region) and cleanlab's label-issue
   candidates from its held-out probabilities (:mod:`~aflite.explain.datamap`; the probabilities come from
@@ -14,6 +14,8 @@ The analyses of ``aflite explain``; :func:`aflite.runs.explain.explain` (``aflit
 - soft weights (:func:`aflite.core.heldout.soft_weights`); results.json and summary.md
   (:mod:`aflite.runs.explain_files`).
 
+Each analysis is a check (:mod:`aflite.checks`) registered once; :mod:`~aflite.explain.checks` holds them.
+
 :mod:`~aflite.explain.recompute` recomputes the run's first phase from Φ, its parameters and seed.
 """
 
@@ -21,19 +23,12 @@ from __future__ import annotations
 
 from aflite.explain.datamap import REGION_RULE, label_issues, overlap_table, regions
 from aflite.explain.recompute import first_phase, token_texts
-from aflite.explain.tokens import TokenStats, competency, critical_z, random_competency, token_matrix, z_statistic
 
 __all__ = [
     "REGION_RULE",
-    "TokenStats",
-    "competency",
-    "critical_z",
     "first_phase",
     "label_issues",
     "overlap_table",
-    "random_competency",
     "regions",
-    "token_matrix",
     "token_texts",
-    "z_statistic",
 ]

@@ -11,7 +11,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from aflite.explain.tokens import TokenStats, bonferroni_curve
+from aflite.atomic import atomic_open
+from aflite.checks.tokens import TokenStats, bonferroni_curve
 
 __all__ = ["plot_competency", "plot_datamap"]
 
@@ -19,8 +20,6 @@ _COLOURS = ("tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple", "tab
 
 
 def _save(fig: Any, path: Path) -> None:
-    from aflite.atomic import atomic_open
-
     with atomic_open(path, "wb") as fh:
         fig.savefig(fh, format="png", dpi=110)
 

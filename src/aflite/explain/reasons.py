@@ -32,6 +32,8 @@ import numpy as np
 import scipy.sparse as sp
 from numpy.typing import NDArray
 
+from aflite.data.images import open_image
+
 __all__ = ["Surrogate", "fit_surrogate", "text_inputs", "image_inputs", "nearest_kept", "ngram_token_scores",
            "row_top_tokens", "IMAGE_INPUTS"]
 
@@ -78,8 +80,6 @@ def text_inputs(B: sp.csr_matrix, vocab: NDArray[np.str_], min_count: int) -> tu
 
 def image_inputs(refs: Sequence[str]) -> NDArray[np.float64]:
     """Cheap, readable statistics of each image (columns :data:`IMAGE_INPUTS`), read with Pillow."""
-    from aflite.data.images import open_image
-
     out = np.zeros((len(refs), len(IMAGE_INPUTS)))
     for r, ref in enumerate(refs):
         im = open_image(ref)

@@ -7,7 +7,10 @@ from typing import Any
 
 import numpy as np
 
+from aflite.core.filter import AFLite
 from aflite.errors import ParameterError
+from aflite.explain.reasons import ngram_token_scores, row_top_tokens, text_inputs
+from aflite.features import apply_view, make_featurizer
 
 __all__ = ["first_phase", "token_texts", "ngram_terms"]
 
@@ -16,8 +19,6 @@ _FILTER_KEYS = ("target_size", "n_partitions", "train_size", "slice_size", "thre
 
 def first_phase(X: Any, y: np.ndarray, groups: np.ndarray | None, params: dict[str, Any], seed: int) -> Any:
     """The run's first phase, recomputed: an AFLite with the run's parameters and seed, stopped after phase 0."""
-    from aflite.core.filter import AFLite
-
     kw = {k: params[k] for k in _FILTER_KEYS if k in params}
     model = params.get("model", "logistic")
     af = AFLite(**kw, model=model if model in ("logistic", "sklearn") else "logistic", random_state=int(seed),
@@ -43,11 +44,8 @@ def ngram_terms(ds: Any, rows: np.ndarray, fz: dict[str, Any], X: Any, B: Any, v
                  classes: np.ndarray, min_count: int, coef: np.ndarray, tview: str) -> dict[str, Any]:
     """Refit the run's n-gram Φ (same options and seed, same texts), check it reproduces the run's Φ on a sample
     of rows, and score every tested token against every label with the ensemble's mean weights."""
-    from aflite.explain.reasons import ngram_token_scores, row_top_tokens, text_inputs
-    from aflite.features import apply_view, make_featurizer
-
     opts = {k: (tuple(v) if isinstance(v, list) else v) for k, v in (fz.get("options") or {}).items()}
-    feat = make_featurizer("ngram", **opts)
+    feat = make_featurizer(fz["name"], **opts)
     view = fz.get("view", "pair")
     a, b = apply_view(ds.texts_a, ds.texts_b, view)
     feat.fit(a, b)

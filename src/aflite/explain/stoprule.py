@@ -6,7 +6,7 @@ the run's final state with smaller slices — k' = max(1, k // 4) rows per phase
 from ``default_rng([seed, j])`` like the filter — and stops at the first of:
 
 * ``no significant artifact``: no (token, label) pair is Bonferroni-significant on the kept set (the competency
-  test of :mod:`aflite.explain.tokens`, same α and min count as the report);
+  test of :mod:`aflite.checks.tokens`, same α and min count as the report);
 * ``floor reached``: |S| ≤ the floor (default the run's target size n);
 * ``no row reaches τ``: a phase finds no row with p̃ ≥ τ, so nothing more can be removed under the paper's rule;
 * ``phase cap``: ``max_phases`` extra phases ran.
@@ -22,6 +22,10 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
+
+from aflite.core.filter import AFLite
+from aflite.core.phase import FilterState
+from aflite.errors import ParameterError
 
 __all__ = ["StopRuleResult", "continue_until_clean"]
 
@@ -48,10 +52,6 @@ def continue_until_clean(
 
     ``significant(rows) -> int`` counts the Bonferroni-significant (token, label) pairs on those rows.
     """
-    from aflite.core.filter import AFLite
-    from aflite.core.phase import FilterState
-    from aflite.errors import ParameterError
-
     k = max(1, int(params["slice_size"]) // 4)
     t = int(params["train_size"])
     floor_n = int(params["target_size"]) if floor is None else int(floor)

@@ -48,7 +48,7 @@ if TYPE_CHECKING:  # the names for type checkers; at run time each is imported o
         Matrix,
         apply_view,
     )
-    from aflite.features.cache import Features, cache_key, featurize, make_featurizer
+    from aflite.features.cache import Features, cache_key, featurize, featurize_dataset, make_featurizer
     from aflite.features.images import ImageFeaturizer
     from aflite.features.minilm import MiniLMFeaturizer
     from aflite.features.ngram import NgramFeaturizer
@@ -59,7 +59,8 @@ if TYPE_CHECKING:  # the names for type checkers; at run time each is imported o
 _LAZY: dict[str, str] = {
     **dict.fromkeys(("DEFAULT_CHUNK_SIZE", "DEFAULT_IMAGE_CHUNK_SIZE", "DEFAULT_MAX_LENGTH", "FEATURIZERS",
                      "IMAGE_FEATURIZERS", "VIEWS", "Featurizer", "Matrix", "apply_view"), "aflite.features.base"),
-    **dict.fromkeys(("Features", "cache_key", "featurize", "make_featurizer"), "aflite.features.cache"),
+    **dict.fromkeys(("Features", "cache_key", "featurize", "featurize_dataset", "make_featurizer"),
+                   "aflite.features.cache"),
     "ImageFeaturizer": "aflite.features.images",
     "MiniLMFeaturizer": "aflite.features.minilm",
     "NgramFeaturizer": "aflite.features.ngram",
@@ -106,6 +107,7 @@ __all__ = [
     "apply_view",
     "cache_key",
     "featurize",
+    "featurize_dataset",
     "load_embeddings",
     "make_featurizer",
     "select_warmup_rows",

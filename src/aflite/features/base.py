@@ -4,13 +4,19 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Protocol, Self, TypeAlias, runtime_checkable
 
 import numpy as np
 import scipy.sparse as sp
 
+from aflite.data.images import files_fingerprint
+from aflite.device import check_precision, torch_device
+from aflite.encoders.onnx_text import resolve_backend
 from aflite.errors import InputError, ParameterError
 from aflite.features.registry import REGISTRY
+from aflite.hashing import data_fingerprint
 
 log = logging.getLogger("aflite.features")
 
@@ -22,6 +28,20 @@ DEFAULT_MAX_LENGTH = 256
 DEFAULT_CHUNK_SIZE = 4096
 DEFAULT_IMAGE_CHUNK_SIZE = 512
 Matrix: TypeAlias = "np.ndarray | sp.csr_matrix"
+CACHE_FORMAT = 1  # part of every cache key: a change of the cache layout changes it
+
+
+def cache_key(
+    texts_a: Sequence[str],
+    texts_b: Sequence[str] | None,
+    name: str,
+    view: str,
+    options: dict[str, Any],
+    extra: Any = None,
+) -> str:
+    """The identity of a featurizer's output on these inputs: texts, featurizer, view, options and extra."""
+    meta = {"format": CACHE_FORMAT, "featurizer": name, "view": view, "options": options, "extra": extra}
+    return data_fingerprint(texts_a, texts_b, meta)
 
 
 @runtime_checkable
@@ -39,13 +59,102 @@ class Featurizer(Protocol):
     ) -> Matrix: ...
 
     def get_options(self) -> dict[str, Any]:
-        """The options that determine the output (used in the cache key)."""
+        """The constructor keywords that determine the output: the cache key, and what ``aflite explain`` and
+        ``aflite evaluate`` rebuild a run's featurizer from (they are recorded in its results.json)."""
         ...
 
 
-class BackendEncoder:
+@dataclass
+class FeatureJob:
+    """One call of :func:`aflite.features.featurize` as a featurizer's :meth:`Computes.compute` sees it: the
+    view's inputs, labels (for a warm-up), the cache folder and stem, and how to run chunks (here, or as
+    ``shards`` elsewhere)."""
+
+    name: str
+    view: str
+    a: list[str]
+    b: list[str] | None
+    y: Any
+    options: dict[str, Any]
+    extra: dict[str, Any]
+    cache: Path | None
+    stem: str
+    chunk_size: int
+    show_progress: bool
+    shards: Any = None
+    chunked: Any = None  # the chunk loop of aflite.features.cache (kept there with the cache layout)
+
+    def run_chunks(self, feat: Any, a: list[str], b: list[str] | None) -> np.ndarray:
+        """``feat.transform`` chunk by chunk: on a cluster's shards when given, else resumably in this process."""
+        loop = self.shards or self.chunked
+        return loop(feat, a, b, self.cache, self.stem, self.chunk_size, self.show_progress)
+
+
+class Computes:
+    """What :func:`aflite.features.featurize` asks of a featurizer, with the defaults: a featurizer overrides what
+    it does differently (a warm-up slice, image files in the cache key, a calibration pass, progress stages), so
+    that featurize itself never asks which featurizer it runs."""
+
+    resumable = False  # transform works chunk by chunk (resumable, and shardable on a cluster)
+    cacheable = True  # False: the matrix is the user's own file (nothing to compute or cache)
+
+    @property
+    def reads_images(self) -> bool:
+        """Whether its inputs are image references (their files' sizes and times join the cache key)."""
+        return False
+
+    def cache_extra(self) -> dict[str, Any]:
+        """What else besides :meth:`get_options` decides this encoder's output (part of the features' cache key,
+        not of the recorded options): e.g. which layers an int8 backend quantises."""
+        return {}
+
+    def plan(self, a: list[str], y: Any, warmup_size: int | float,
+             warmup_seed: int | None) -> tuple[np.ndarray | None, dict[str, Any]]:
+        """(the warm-up rows, or None for a featurizer without a warm-up; what else goes into the cache key)."""
+        extra = dict(self.cache_extra())
+        if self.reads_images:
+            extra["image_files"] = files_fingerprint(a)
+        return None, extra
+
+    def compute(self, job: FeatureJob, rows: np.ndarray, warmup_rows: np.ndarray | None) -> tuple[Any, dict[str, Any]]:
+        """(the matrix of ``rows``, what featurize records about computing it)."""
+        if self.resumable:
+            return job.run_chunks(self, job.a, job.b), {}
+        return self.fit_transform(job.a, job.b), {}  # type: ignore[attr-defined]
+
+
+class Plain(Computes):
+    """A featurizer with only the :class:`Featurizer` interface (``fit``/``transform``/``get_options``, maybe
+    ``resumable``), given the defaults of :class:`Computes`: how :func:`aflite.features.featurize` runs a class
+    that does not derive from it."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.name = getattr(inner, "name", type(inner).__name__)
+        self.resumable = bool(getattr(inner, "resumable", False))
+        self.cacheable = bool(getattr(inner, "cacheable", True))
+
+    @property
+    def reads_images(self) -> bool:
+        return bool(getattr(self.inner, "reads_images", False))
+
+    def cache_extra(self) -> dict[str, Any]:
+        extra = getattr(self.inner, "cache_extra", None)
+        return dict(extra()) if extra is not None else {}
+
+    def get_options(self) -> dict[str, Any]:
+        return dict(self.inner.get_options())
+
+    def fit_transform(self, texts_a: Sequence[str], texts_b: Sequence[str] | None = None, y: Any = None) -> Any:
+        return self.inner.fit_transform(texts_a, texts_b)
+
+    def transform(self, texts_a: Sequence[str], texts_b: Sequence[str] | None = None, **kwargs: Any) -> Any:
+        return self.inner.transform(texts_a, texts_b, **kwargs)
+
+
+class BackendEncoder(Computes):
     """What the encoder featurizers that may run through ONNX Runtime (minilm, the image models, warmup) share:
-    resolving their backend once (the CPU default is each model's, :func:`aflite.features.onnx_backend.
+    resolving their backend once (the CPU default is each model's, :func:`aflite.encoders.onnx_text.
     resolve_backend`), and pickling without the ONNX Runtime session (for Dask workers and copies; it cannot be
     pickled and is rebuilt from the cached export where it is next used)."""
 
@@ -59,18 +168,10 @@ class BackendEncoder:
         state["_runner"] = None
         return state
 
-    def cache_extra(self) -> dict[str, Any]:
-        """What else besides :meth:`get_options` decides this encoder's output (part of the features' cache key,
-        not of the recorded options): e.g. which layers an int8 backend quantises."""
-        return {}
-
     def _backend(self, cpu_default: str) -> str:
         """``backend`` resolved once: an ONNX backend named outright runs on the CPU; the default follows the
         device (torch on a GPU) and ``cpu_default``."""
         if self._resolved is None:
-            from aflite.device import torch_device
-            from aflite.features.onnx_backend import resolve_backend
-
             device = "cpu" if self.backend not in (None, "", "auto", "torch") else torch_device(self.device)
             self._resolved = resolve_backend(self.backend, device, cpu_default)
         return self._resolved
@@ -80,8 +181,6 @@ def check_gpu_options(feat: Any) -> str:
     """Check an encoder featurizer's opt-in GPU options (``precision``, ``token_budget``, ``pipelined``; see
     :mod:`aflite.encoders`) and return the precision's canonical name. They apply to the torch backend only: an
     ONNX backend with another precision is refused rather than silently run in float32."""
-    from aflite.device import check_precision
-
     precision = check_precision(getattr(feat, "precision", None))
     budget = getattr(feat, "token_budget", None)
     if budget is not None and (isinstance(budget, bool) or not isinstance(budget, int) or budget < 1):
@@ -97,8 +196,6 @@ def check_gpu_options(feat: Any) -> str:
 def precision_option(feat: Any) -> dict[str, Any]:
     """``{"precision": ...}`` for the cache key and the recorded options when it is not float32 (a float32 Φ keeps
     the keys it had before precisions existed)."""
-    from aflite.device import check_precision
-
     p = check_precision(getattr(feat, "precision", None))
     return {} if p == "float32" else {"precision": p}
 

@@ -21,43 +21,27 @@ from aflite.errors import InputError, ParameterError
 from aflite.features.base import (
     DEFAULT_CHUNK_SIZE,
     DEFAULT_IMAGE_CHUNK_SIZE,
-    FEATURIZERS,
-    IMAGE_FEATURIZERS,
+    Computes,
+    FeatureJob,
     Featurizer,
     Matrix,
+    Plain,
     apply_view,
+    cache_key,
     log,
     progress_bar,
 )
-from aflite.features.images import ImageFeaturizer
-from aflite.features.minilm import MiniLMFeaturizer
-from aflite.features.ngram import NgramFeaturizer
-from aflite.features.precomputed import PrecomputedFeaturizer
-from aflite.features.warmup import WarmupFeaturizer, select_warmup_rows
-from aflite.hashing import data_fingerprint
+from aflite.features.registry import CONTEXT, image_featurizer_options, spec
 from aflite.threads import limited
 
-_CACHE_FORMAT = 1
+__all__ = ["Features", "cache_key", "featurize", "featurize_dataset", "make_featurizer"]
 
 
 def make_featurizer(name: str, **options: Any) -> Featurizer:
-    """Build a featurizer by name (``ngram``, ``minilm``, ``warmup``, ``precomputed``) with its options."""
-    classes: dict[str, Any] = {
-        "ngram": NgramFeaturizer,
-        "minilm": MiniLMFeaturizer,
-        "warmup": WarmupFeaturizer,
-        "precomputed": PrecomputedFeaturizer,
-        "efficientnet-lite0": ImageFeaturizer,
-        "hf-image": ImageFeaturizer,
-    }
-    if name in IMAGE_FEATURIZERS:
-        options = {**options, "model": name}
-    if name not in classes:
-        raise ParameterError(f"unknown featurizer {name!r}; choose one of {', '.join(FEATURIZERS)}")
-    try:
-        feat: Featurizer = classes[name](**options)
-    except TypeError as exc:
-        raise ParameterError(f"featurizer {name!r}: {exc}") from exc
+    """Build a registered featurizer (:mod:`aflite.features.registry`) by name with its options (and the call
+    context it takes: ``show_progress``, ``ids``); a bad option is refused before any work."""
+    context = {k: options.pop(k) for k in CONTEXT if k in options}
+    feat: Featurizer = spec(name).build(options, **context)
     validate = getattr(feat, "_validate", None)
     if validate is not None:
         validate()  # on purpose before any work: the CLI reports a bad option before reading or embedding
@@ -83,18 +67,6 @@ class Features:
     info: dict[str, Any] = dataclasses.field(default_factory=dict)
 
 
-def cache_key(
-    texts_a: Sequence[str],
-    texts_b: Sequence[str] | None,
-    name: str,
-    view: str,
-    options: dict[str, Any],
-    extra: Any = None,
-) -> str:
-    meta = {"format": _CACHE_FORMAT, "featurizer": name, "view": view, "options": options, "extra": extra}
-    return data_fingerprint(texts_a, texts_b, meta)
-
-
 @limited  # one thread policy (aflite.threads)
 def featurize(
     texts_a: Sequence[str],
@@ -115,15 +87,16 @@ def featurize(
 ) -> Features:
     """Featurize a dataset under a view, with an on-disk cache and resumable encoder runs.
 
-    ``featurizer`` names the Φ; ``options`` go to its constructor. ``y`` is needed for ``warmup`` (the warm-up
-    slice is ``warmup_size`` rows, a count or a fraction, drawn with ``warmup_seed``, default the featurizer's
-    ``seed``); ``ids`` for ``precomputed``. With ``cache_dir``, the matrix is stored as
-    ``<featurizer>-<view>-<hash>.npy`` (sparse ngram: ``.npz``) and reloaded by an identical call; encoder
-    runs write every ``chunk_size`` rows to ``<stem>.parts/`` and a restarted run skips the chunks already
-    there. ``shards`` replaces that chunk loop (same arguments as ``_transform_chunked``): the same chunks computed
-    elsewhere, e.g. on a Dask cluster by :class:`aflite.runs.shards.ShardedTransform`; featurizers without chunks
-    (ngram, precomputed) ignore it. ``read_only`` are cache folders looked in first and never written (not even
-    to drop a damaged entry): another command's, e.g. a run folder's cache read by ``explain`` or ``evaluate``.
+    ``featurizer`` names the Φ (:mod:`aflite.features.registry`); ``options`` go to its constructor. ``y`` is
+    needed by a featurizer that trains on labels (``warmup``: the warm-up slice is ``warmup_size`` rows, a count or
+    a fraction, drawn with ``warmup_seed``, default the featurizer's ``seed``); ``ids`` by one that aligns vectors
+    by id (``precomputed``). With ``cache_dir``, the matrix is stored as ``<featurizer>-<view>-<hash>.npy`` (sparse
+    ngram: ``.npz``) and reloaded by an identical call; encoder runs write every ``chunk_size`` rows to
+    ``<stem>.parts/`` and a restarted run skips the chunks already there. ``shards`` replaces that chunk loop (same
+    arguments as ``_transform_chunked``): the same chunks computed elsewhere, e.g. on a Dask cluster by
+    :class:`aflite.features.shards.ShardedTransform`; featurizers without chunks (ngram, precomputed) ignore it.
+    ``read_only`` are cache folders looked in first and never written (not even to drop a damaged entry): another
+    command's, e.g. a run folder's cache read by ``explain`` or ``evaluate``.
     """
     if chunk_size < 1:
         raise ParameterError(f"chunk_size must be >= 1, got {chunk_size}")
@@ -131,158 +104,92 @@ def featurize(
     n = len(a)
     if n == 0:
         raise InputError("no rows to featurize")
-    if featurizer == "precomputed":
-        feat = make_featurizer("precomputed", ids=ids, **options)
+    feat: Any = make_featurizer(featurizer, show_progress=show_progress, ids=ids, **options)
+    if not getattr(feat, "cacheable", True):  # the user's own vectors: read, not computed or cached
         x = feat.transform(a, b)
         return Features(x, np.arange(n), np.empty(0, np.int64), featurizer, view, feat.get_options())
-    if featurizer in ("minilm", "warmup", *IMAGE_FEATURIZERS):
-        options.setdefault("show_progress", show_progress)
-    feat = make_featurizer(featurizer, **options)
     if cache_dir is not None and getattr(feat, "export_dir", False) is None:
         setattr(feat, "export_dir", Path(cache_dir) / "onnx")  # noqa: B010 - ONNX exports live in the run cache
+    if not isinstance(feat, Computes):  # only fit/transform/get_options: the default hooks
+        feat = Plain(feat)
     opts = feat.get_options()
-
-    extra: dict[str, Any] = dict(getattr(feat, "cache_extra", dict)())
-    warmup_rows = np.empty(0, dtype=np.int64)
-    if featurizer == "warmup":
-        if y is None:
-            raise ParameterError("the warmup featurizer needs labels (y)")
-        y_arr = np.asarray(y)
-        if len(y_arr) != n:
-            raise InputError(f"{n} rows but {len(y_arr)} labels")
-        wseed = getattr(feat, "seed", 0) if warmup_seed is None else int(warmup_seed)
-        warmup_rows = select_warmup_rows(n, warmup_size, wseed)
-        extra = {
-            "labels": data_fingerprint([str(v) for v in y_arr.tolist()], None),
-            "warmup_size": warmup_size,
-            "warmup_seed": wseed,
-        }
-    if featurizer in IMAGE_FEATURIZERS or options.get("image_model"):
-        # image references are paths: the cache key also covers each file's size and modification time
-        from aflite.data.images import files_fingerprint
-
-        extra["image_files"] = files_fingerprint(a)
-        if isinstance(feat, ImageFeaturizer):
-            feat.fit(a)  # the int8 backend's calibration images: a sample of all rows, whatever the chunking
-        if chunk_size == DEFAULT_CHUNK_SIZE:  # images embed ~100× slower than sentences on a CPU: resume finer
-            chunk_size = DEFAULT_IMAGE_CHUNK_SIZE
+    warmup, extra = feat.plan(a, y, warmup_size, warmup_seed)
+    if feat.reads_images and chunk_size == DEFAULT_CHUNK_SIZE:  # images embed ~100x slower on a CPU: resume finer
+        chunk_size = DEFAULT_IMAGE_CHUNK_SIZE
+    warmup_rows = np.empty(0, dtype=np.int64) if warmup is None else warmup
     mask = np.ones(n, dtype=bool)
     mask[warmup_rows] = False
     rows = np.flatnonzero(mask)
-
-    cache: Path | None = None
-    stem = ""
+    job = FeatureJob(featurizer, view, a, b, y, opts, extra, None, "", chunk_size, show_progress, shards,
+                     _transform_chunked)
     if cache_dir is not None or read_only:
-        key = cache_key(a, b, featurizer, view, opts, extra or None)
-        stem = f"{featurizer}-{view}-{key[:20]}"
-        for folder in map(Path, read_only):
-            found = _load_cached(folder, stem, drop_damaged=False) if (folder / f"{stem}.json").is_file() else None
-            if found is not None:
-                log.info("features loaded from %s (read only)", folder / stem)
-                x_found, found_info = found
-                return Features(x_found, rows, warmup_rows, featurizer, view, opts,
-                                _final_path(folder, stem, x_found), True, found_info)
+        job.stem = f"{featurizer}-{view}-{cache_key(a, b, featurizer, view, opts, extra or None)[:20]}"
+        found = _read_only(read_only, job.stem)
+        if found is not None:
+            return Features(found[0], rows, warmup_rows, featurizer, view, opts, found[1], True, found[2])
     if cache_dir is not None:
-        cache = Path(cache_dir)
-        cache.mkdir(parents=True, exist_ok=True)
-        hit = _load_cached(cache, stem)
+        job.cache = Path(cache_dir)
+        job.cache.mkdir(parents=True, exist_ok=True)
+        hit = _load_cached(job.cache, job.stem)
         if hit is not None:
-            log.info("features loaded from cache %s", cache / stem)
-            x_cached, cached_info = hit
-            return Features(
-                x_cached,
-                rows,
-                warmup_rows,
-                featurizer,
-                view,
-                opts,
-                _final_path(cache, stem, x_cached),
-                True,
-                cached_info,
-            )
-
+            log.info("features loaded from cache %s", job.cache / job.stem)
+            return Features(hit[0], rows, warmup_rows, featurizer, view, opts,
+                            _final_path(job.cache, job.stem, hit[0]), True, hit[1])
     t0 = time.perf_counter()
-    info: dict[str, Any] = {}
-    if featurizer == "warmup":
-        wf: Any = feat
-        model_file = None
-        if cache is not None:  # the fine-tuned model does not depend on the backend that embeds with it
-            mkey = cache_key(a, b, featurizer, view, {k: v for k, v in opts.items() if k != "backend"}, extra)
-            model_file = cache / f"{featurizer}-{view}-{mkey[:20]}.warmup.pt"
-        if model_file is not None and model_file.is_file():
-            wf.load(model_file)
-        else:
-            wa = [a[i] for i in warmup_rows]
-            wb = None if b is None else [b[i] for i in warmup_rows]
-            wf.fit(wa, wb, np.asarray(y)[warmup_rows])
-            if model_file is not None:
-                wf.save(model_file)
-        info.update(
-            {
-                "warmup_steps": wf.steps_,
-                "warmup_final_loss": wf.train_log_[-1] if wf.train_log_ else None,
-                "warmup_rows": len(warmup_rows),
-                **warmup_loss_summary(wf.train_log_, len(np.unique(np.asarray(y)[warmup_rows]))),
-            }
-        )
-        ra = [a[i] for i in rows]
-        rb = None if b is None else [b[i] for i in rows]
-        x = (shards or _transform_chunked)(wf, ra, rb, cache, stem, chunk_size, show_progress)
-    elif getattr(feat, "resumable", False):
-        x = (shards or _transform_chunked)(feat, a, b, cache, stem, chunk_size, show_progress)
-    elif isinstance(feat, NgramFeaturizer):  # one tick per hashing pass / SVD (minutes on large sets)
-        feat.progress = progress_bar(feat.fit_stages(1 if b is None else 2), f"{feat.name} features ({n} rows)",
-                                      show_progress, unit="stage")
-        try:
-            x = feat.fit_transform(a, b)
-        finally:
-            if feat.progress is not None:
-                feat.progress.close()
-            feat.progress = None
-    else:
-        x = feat.fit_transform(a, b)
+    x, info = feat.compute(job, rows, warmup)
     info["seconds"] = round(time.perf_counter() - t0, 3)
     info["rows_per_second"] = round(len(rows) / max(info["seconds"], 1e-9), 1)
-
-    out_path = None
-    if cache is not None:
-        if featurizer == "warmup":
-            write_npy(cache / f"{stem}.warmup_rows.npy", warmup_rows)
-        # the matrix first, its description last: a .json is only ever found beside a complete matrix, and a
-        # matrix without its .json (a write that failed in between) is not trusted (see _load_cached)
-        out_path = _final_path(cache, stem, x)
-        if sp.issparse(x):
-            with atomic_open(out_path, "wb") as fh:
-                sp.save_npz(fh, sp.csr_matrix(x), compressed=False)
-        else:
-            write_npy(out_path, np.asarray(x))
-        write_json(
-            cache / f"{stem}.json",
-            {
-                "featurizer": featurizer,
-                "view": view,
-                "options": opts,
-                "n_rows": n,
-                "shape": list(x.shape),
-                "info": info,
-            },
-        )
-        shutil.rmtree(cache / f"{stem}.parts", ignore_errors=True)
-        with contextlib.suppress(FileNotFoundError):
-            (cache / f"{stem}.warmup.pt").unlink()
+    out_path = None if job.cache is None else _store(job, x, warmup, n, info)
     return Features(x, rows, warmup_rows, featurizer, view, opts, out_path, False, info)
 
 
-def warmup_loss_summary(losses: Sequence[float], n_classes: int) -> dict[str, Any]:
-    """Did the warm-up train Φ? The mean loss of its first and last (up to) 3 steps, chance (ln of the classes)
-    and a plain judgement: "fell" when the end is below 80 % of the start, else "barely moved"."""
-    if not losses:
-        return {}
-    w = max(1, min(3, len(losses) // 3 or 1))
-    start, end = float(np.mean(losses[:w])), float(np.mean(losses[-w:]))
-    return {"warmup_loss_start": round(start, 4), "warmup_loss_end": round(end, 4),
-            "warmup_loss_chance": round(math.log(max(n_classes, 2)), 4),
-            "warmup_loss_judgement": "fell" if end < 0.8 * start else "barely moved"}
+def _read_only(folders: Sequence[str | os.PathLike[str]], stem: str) -> tuple[Matrix, Path, dict[str, Any]] | None:
+    """(matrix, its file, its info) of ``stem`` in the first of ``folders`` that holds it whole; nothing there is
+    written, not even to drop a damaged entry (another command's cache, e.g. a run folder's)."""
+    for folder in map(Path, folders):
+        found = _load_cached(folder, stem, drop_damaged=False) if (folder / f"{stem}.json").is_file() else None
+        if found is not None:
+            log.info("features loaded from %s (read only)", folder / stem)
+            return found[0], _final_path(folder, stem, found[0]), found[1]
+    return None
+
+
+def featurize_dataset(ds: Any, featurizer: str = "ngram", view: str = "pair",
+                      cache_dir: str | os.PathLike[str] | None = None, *, warmup_size: int | float = 0.1,
+                      warmup_seed: int | None = None, **kwargs: Any) -> Features:
+    """:func:`featurize` on a :class:`aflite.data.Dataset`: its inputs, and what the featurizer's registry entry
+    asks of it (the labels for a featurizer trained on a warm-up slice drawn with ``warmup_seed``, the ids for vectors
+    aligned by id; on an image dataset, the image network a warm-up fine-tunes). ``kwargs``: featurize's keywords
+    and the featurizer's options."""
+    found = spec(featurizer)
+    if ds.modality == "image":
+        kwargs = image_featurizer_options(featurizer, kwargs)
+    return featurize(ds.texts_a, ds.texts_b, featurizer, view, cache_dir=cache_dir,
+                     y=ds.labels.tolist() if found.needs_labels else None,
+                     ids=ds.ids.tolist() if found.aligned_by_id else None,
+                     warmup_size=warmup_size, warmup_seed=warmup_seed, **kwargs)
+
+
+def _store(job: FeatureJob, x: Any, warmup: np.ndarray | None, n: int, info: dict[str, Any]) -> Path:
+    """Cache the matrix (and a warm-up's slice), its description last: a .json is only ever found beside a
+    complete matrix, and a matrix without its .json (a write that failed in between) is not trusted
+    (:func:`_load_cached`)."""
+    cache, stem = job.cache, job.stem
+    assert cache is not None
+    if warmup is not None:
+        write_npy(cache / f"{stem}.warmup_rows.npy", warmup)
+    out_path = _final_path(cache, stem, x)
+    if sp.issparse(x):
+        with atomic_open(out_path, "wb") as fh:
+            sp.save_npz(fh, sp.csr_matrix(x), compressed=False)
+    else:
+        write_npy(out_path, np.asarray(x))
+    write_json(cache / f"{stem}.json", {"featurizer": job.name, "view": job.view, "options": job.options,
+                                        "n_rows": n, "shape": list(x.shape), "info": info})
+    shutil.rmtree(cache / f"{stem}.parts", ignore_errors=True)
+    with contextlib.suppress(FileNotFoundError):
+        (cache / f"{stem}.warmup.pt").unlink()
+    return out_path
 
 
 def _final_path(cache: Path, stem: str, x: Any) -> Path:
@@ -346,7 +253,7 @@ def _transform_chunked(
         if done:
             log.info("resuming: %d of %d chunks already embedded in %s", len(done), n_chunks, parts_dir)
     initial = sum(v.shape[0] for v in done.values())
-    unit = "image" if isinstance(feat, ImageFeaturizer) or getattr(feat, "image_model", None) else "pair"
+    unit = "image" if getattr(feat, "reads_images", False) else "pair"
     bar = progress_bar(n, feat.name, show_progress, initial=initial, unit=unit)
     try:
         for c in range(n_chunks):

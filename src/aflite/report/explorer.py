@@ -19,15 +19,19 @@ from typing import Any
 from aflite.atomic import write_text
 from aflite.errors import InputError, OutputError
 from aflite.report import folder as F
+from aflite.report import thumbs
+from aflite.report.audit import BODY_END, BODY_START
 from aflite.report.frame import (
     esc,
     json_for_script,
     packed,
     page_head,
     plotly_js,
-    read_verdict,
     script_text,
+    verdict_of,
 )
+from aflite.rundir.names import INSTANCES, PAGE
+from aflite.rundir.read import detect_kind, read_results, read_run, run_results
 from aflite.verdict import phases_text
 
 PACK_ABOVE = 1_000_000  # bytes of JSON above which the columns are embedded gzip + base64
@@ -117,64 +121,25 @@ def _script() -> str:
     return resources.files("aflite.report").joinpath("explorer.js").read_text(encoding="utf-8")
 
 
-def page_data(folder: str | Path, kind: str | None = None, *, dataset: Any = None) -> tuple[dict[str, Any],
-                                                                                           dict[str, Any], list[str]]:
-    """What the page of FOLDER shows: (data embedded in the page, the folder's results, notes for the reader)."""
+def page_data(folder: str | Path, kind: str | None = None, *, dataset: Any = None,
+              results: dict[str, Any] | None = None) -> tuple[dict[str, Any], dict[str, Any], list[str]]:
+    """What the page of FOLDER shows: (data embedded in the page, the folder's results, notes for the reader).
+    ``results``: the folder's results.json as just written (read from the folder when not given)."""
     p = Path(folder)
-    kind = kind or F.detect_kind(p)
-    results = F.read_json(p / "results.json")
+    kind = kind or detect_kind(p)
+    results = results if results is not None else read_results(p)
     notes: list[str] = []
     data: dict[str, Any] = {"kind": kind, "plots": {}}
-    run_res = results
+    run_res, run_dir = results, None
     if kind == "explain":
-        run_dir = results.get("run_dir") or results.get("run")
-        if isinstance(run_dir, dict):  # explain's "run": {"folder": ..., "dataset": ...}
-            run_dir = run_dir.get("folder")
-        if not run_dir:
-            argv = [a for a in (results.get("argv") or [])[1:] if not str(a).startswith("-")]
-            run_dir = argv[1] if len(argv) > 1 else None
-        run_res = {}
-        found = F.locate(p, str(run_dir), results.get("run_dir_relative")) if run_dir else None
-        if found is not None and found.is_dir():
-            run_dir = found
-            run_res = {**F.read_json(found / "summary.json"), **F.read_json(found / "results.json")}
-        if not run_res:
-            notes.append("The run's phases and label counts are not shown: results.json does not name a run "
-                         "folder that is readable from here.")
+        run_res, run_dir = _explained_run(p, results, notes)
         tokens = F.read_tokens(p / "tokens.csv", float(results.get("alpha", 0.01)))
         if tokens is not None:
             data["plots"]["tokens"] = tokens
     if kind == "run" and not results.get("iterations"):
-        run_res = {**F.read_json(p / "summary.json"), **results}
+        run_res = {**run_results(p), **results}
     if kind in ("run", "explain"):
-        if not (p / "instances.csv").is_file():
-            raise InputError(f"{p / 'instances.csv'}: not found (is {p} a complete run folder?)")
-        cols = F.read_instances(p / "instances.csv")
-        # the data file, located from the folder that recorded it (never against the current directory alone)
-        path, opts = F.dataset_of(run_res if kind == "run" else {**run_res, **results}, p)
-        if kind == "explain" and run_dir and (not path or not Path(path).exists()) and run_res.get("dataset"):
-            path, opts = F.dataset_of(run_res, run_dir)
-        from aflite.report import thumbs
-
-        if kind == "run" and thumbs.is_image_run(p):
-            refs = thumbs.image_refs(p, path, cols["phase"])
-            if refs is None:
-                notes.append("Images not shown: kept.csv and removed.csv do not line up with instances.csv.")
-            else:
-                cols["ta"] = [r or "" for r in refs]
-                made = thumbs.add_thumbnails(cols, refs)
-                notes.append(f"Thumbnails: {made:,} rows (the first rows and the most predictable removed ones); "
-                             "text is each image's file.")
-        else:
-            ds = F.load_rows_dataset(dataset, path, opts, notes, run_res.get("dataset_fingerprint"))
-            warm = p / "warmup_ids.txt" if kind == "run" else None
-            if ds is not None and warm is not None and warm.is_file():
-                F.add_warmup(cols, ds, [w.strip() for w in warm.read_text(encoding="utf-8").splitlines()
-                                        if w.strip()])
-            F.attach_texts(cols, ds, notes, path or "the dataset")
-        if kind == "explain":
-            F.add_weights(cols, p / "weights.csv", notes)
-        data["cols"] = cols
+        data["cols"] = _rows(p, kind, run_res, results, dataset, notes, run_dir)
         data["plots"]["history"] = run_res.get("iterations") or []
         if run_res.get("label_counts_before"):
             data["plots"]["label_counts_before"] = run_res["label_counts_before"]
@@ -182,6 +147,54 @@ def page_data(folder: str | Path, kind: str | None = None, *, dataset: Any = Non
     if kind == "evaluate":
         data["plots"]["accuracy"] = F.read_evaluate(results)
     return data, run_res if kind in ("run", "explain") else results, notes
+
+
+def _explained_run(p: Path, results: dict[str, Any], notes: list[str]) -> tuple[dict[str, Any], Path | None]:
+    """The results of the run an explain folder explains and where that run is from here (its folder named in
+    results.json, located from the explain folder as recorded, else in its argv)."""
+    run_dir = results.get("run_dir") or results.get("run")
+    if isinstance(run_dir, dict):  # explain's "run": {"folder": ..., "dataset": ...}
+        run_dir = run_dir.get("folder")
+    if not run_dir:
+        argv = [a for a in (results.get("argv") or [])[1:] if not str(a).startswith("-")]
+        run_dir = argv[1] if len(argv) > 1 else None
+    found = F.locate(p, str(run_dir), results.get("run_dir_relative")) if run_dir else None
+    run_res = run_results(found) if found is not None and found.is_dir() else {}
+    if not run_res:
+        notes.append("The run's phases and label counts are not shown: results.json does not name a run "
+                     "folder that is readable from here.")
+    return run_res, (found if run_res else None)
+
+
+def _rows(p: Path, kind: str, run_res: dict[str, Any], results: dict[str, Any], dataset: Any,
+          notes: list[str], run_dir: Path | None = None) -> dict[str, Any]:
+    """The table's columns: the per-row file, the texts (or thumbnails) from the dataset, warm-up rows, weights."""
+    if not (p / INSTANCES).is_file():
+        raise InputError(f"{p / INSTANCES}: not found (is {p} a complete run folder?)")
+    cols = F.read_instances(p / INSTANCES)
+    # the data file, located from the folder that recorded it (never against the current directory alone)
+    path, opts = F.dataset_of(run_res if kind == "run" else {**run_res, **results}, p)
+    if kind == "explain" and run_dir and (not path or not Path(path).exists()) and run_res.get("dataset"):
+        path, opts = F.dataset_of(run_res, run_dir)
+    if kind == "run" and thumbs.is_image_run(p):
+        refs = thumbs.image_refs(p, path, cols["phase"])
+        if refs is None:
+            notes.append("Images not shown: kept.csv and removed.csv do not line up with instances.csv.")
+        else:
+            cols["ta"] = [r or "" for r in refs]
+            made = thumbs.add_thumbnails(cols, refs)
+            notes.append(f"Thumbnails: {made:,} rows (the first rows and the most predictable removed ones); "
+                         "text is each image's file.")
+    else:
+        ds = F.load_rows_dataset(dataset, path, opts, notes, run_res.get("dataset_fingerprint"))
+        if ds is not None and kind == "run":
+            warm = read_run(p).warmup_ids()
+            if warm:
+                F.add_warmup(cols, ds, warm)
+        F.attach_texts(cols, ds, notes, path or "the dataset")
+    if kind == "explain":
+        F.add_weights(cols, p / "weights.csv", notes)
+    return cols
 
 
 _INTRO = {
@@ -198,17 +211,19 @@ _INTRO = {
 
 
 def render_page(folder: str | Path, *, dataset: Any = None, pack: bool | None = None,
-                title: str | None = None) -> str:
-    """The page of FOLDER as one HTML string (``pack``: gzip the data always / never / above PACK_ABOVE)."""
+                title: str | None = None, results: dict[str, Any] | None = None) -> str:
+    """The page of FOLDER as one HTML string (``pack``: gzip the data always / never / above PACK_ABOVE;
+    ``results``: its results.json as just written)."""
     p = Path(folder)
-    kind = F.detect_kind(p)
+    kind = detect_kind(p)
     if kind == "audit":
         return reframe_audit(p)
-    data, res, notes = page_data(p, kind, dataset=dataset)
+    results = results if results is not None else read_results(p)
+    data, res, notes = page_data(p, kind, dataset=dataset, results=results)
     title = title or f"aflite {kind}: {Path(str(res.get('dataset') or p)).name}"
     raw = json_for_script(data)
     embed = json_for_script({"packed": packed(data)}) if (pack or (pack is None and len(raw) > PACK_ABOVE)) else raw
-    out = page_head(title, esc(_INTRO[kind]), notes, read_verdict(p), extra_css=_CSS)
+    out = page_head(title, esc(_INTRO[kind]), notes, verdict_of(results), extra_css=_CSS)
     out.append(_summary_table(kind, res))
     plots = _plot_divs(kind, data)
     out.append(plots)
@@ -228,9 +243,7 @@ def render_page(folder: str | Path, *, dataset: Any = None, pack: bool | None = 
 def reframe_audit(folder: Path) -> str:
     """An audit's page on a fresh frame (with results.json's verdict): the audit's own content is taken from the
     report.html it wrote, between its markers, since its t-SNE maps and clusters live only in that page."""
-    from aflite.report.audit import BODY_END, BODY_START
-
-    path = folder / "report.html"
+    path = folder / PAGE
     text = path.read_text(encoding="utf-8")
     start, end = text.find(BODY_START), text.find(BODY_END)
     if start < 0 or end < start:
@@ -239,20 +252,22 @@ def reframe_audit(folder: Path) -> str:
     import html
 
     title = html.unescape(m.group(1)) if m else "Label-leakage audit"
-    head = page_head(title, "", (), read_verdict(folder))
+    head = page_head(title, "", (), verdict_of(read_results(folder)))
     return "\n".join([*head, text[start:end + len(BODY_END)], "</body></html>"])
 
 
-def write_page(folder: str | Path, *, dataset: Any = None, pack: bool | None = None) -> Path:
+def write_page(folder: str | Path, *, dataset: Any = None, pack: bool | None = None,
+               results: dict[str, Any] | None = None) -> Path:
     """Write FOLDER/report.html (atomically) for whatever command's output FOLDER is: ``run`` (also
-    ``filter``/``demo``), ``explain``, ``evaluate`` or ``audit`` (see :func:`aflite.report.folder.detect_kind`).
-    ``dataset``: the run's loaded dataset, to skip reading the file again. Returns the path."""
+    ``filter``/``demo``), ``explain``, ``evaluate`` or ``audit`` (see :func:`aflite.rundir.read.detect_kind`).
+    ``dataset``: the run's loaded dataset, to skip reading the file again; ``results``: its results.json as just
+    written (:meth:`aflite.runs.folder.RunFolder.finish`). Returns the path."""
     p = Path(folder)
-    target = p / "report.html"
+    target = p / PAGE
     if target.is_dir() or target.is_symlink():
         raise OutputError(f"{target}: is a {'folder' if target.is_dir() else 'link'}, not the page; move it away "
                           f"and run again")
-    html_text = render_page(p, dataset=dataset, pack=pack)
+    html_text = render_page(p, dataset=dataset, pack=pack, results=results)
     _keep_the_better_page(target, html_text)
     write_text(target, html_text)
     return target

@@ -8,7 +8,6 @@ Everything is read from files, so ``aflite report DIR`` rebuilds a page long aft
 from __future__ import annotations
 
 import csv
-import json
 import math
 import sys
 from pathlib import Path
@@ -16,98 +15,13 @@ from typing import Any
 
 import numpy as np
 
+from aflite.data import load_dataset
 from aflite.errors import InputError
+from aflite.hashing import dataset_fingerprint
+from aflite.rundir.read import read_columns
 
-KINDS = ("run", "explain", "evaluate", "audit")
 TEXT_LIMIT = 400  # characters of each text kept for the table (the full row is in the dataset file)
 TOKEN_POINTS = 4000  # tokens per set drawn on the competency plot (every significant one, then the most frequent)
-RUN_COMMANDS = ("run", "filter", "demo")
-
-
-def read_json(path: Path) -> dict[str, Any]:
-    """A JSON object written by aflite, or {} when the file is absent; anything else there (not JSON, not an
-    object, a folder) is refused in one line: a page is never built from what it cannot trust."""
-    if not path.exists():
-        return {}
-    try:
-        obj = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise InputError(f"{path}: cannot read ({exc.strerror or exc})") from None
-    except ValueError as exc:
-        raise InputError(f"{path}: not valid JSON ({exc})") from None
-    if not isinstance(obj, dict):
-        raise InputError(f"{path}: not aflite's {path.name} (a JSON {type(obj).__name__}, not an object)")
-    return obj
-
-
-# the files each kind of folder has; a results.json naming a command whose files are not there is refused
-_KIND_FILES = {"run": "instances.csv and summary.json", "explain": "tokens.csv or instances.csv with the data map",
-               "evaluate": "results.json with the accuracies (\"aggregate\")", "audit": "metrics.json and report.html"}
-
-
-def detect_kind(folder: str | Path) -> str:
-    """Which command's output FOLDER is: ``run`` (also ``filter``/``demo``), ``explain``, ``evaluate`` or
-    ``audit``, from its files (results.json's ``command`` first); anything else is refused in one line."""
-    p = Path(folder)
-    if not p.is_dir():
-        raise InputError(f"{p}: not a folder (give the --out folder of aflite run, explain, evaluate or audit)")
-    results = read_json(p / "results.json")
-    command = results.get("command")
-    if command is not None:  # results.json says which command wrote the folder: its files must be there
-        kind = "run" if command in RUN_COMMANDS else str(command)
-        if kind not in KINDS:
-            raise InputError(f"{p / 'results.json'}: written by `aflite {command}`, which has no page; give the --out "
-                             f"folder of aflite run, explain, evaluate or audit")
-        if not _has_files(p, kind, results):
-            raise InputError(f"{p / 'results.json'}: written by `aflite {command}`, but {p} lacks its files "
-                             f"({_KIND_FILES[kind]}); is results.json from another folder?")
-        by_files = _kind_by_files(p)
-        if by_files not in (None, kind):
-            raise InputError(f"{p / 'results.json'}: written by `aflite {command}`, but {p} holds the files of "
-                             f"aflite {by_files} ({_KIND_FILES[by_files]}); is results.json from another folder?")
-        return kind
-    if "aggregate" in results and _kind_by_files(p) not in (None, "evaluate"):
-        raise InputError(f"{p / 'results.json'}: holds evaluate's accuracies, but {p} holds the files of aflite "
-                         f"{_kind_by_files(p)}; is results.json from another folder?")
-    if (p / "tokens.csv").is_file() or _header(p / "instances.csv").count("confidence"):
-        return "explain"
-    if (p / "instances.csv").is_file() and (p / "summary.json").is_file():
-        return "run"
-    if (p / "metrics.json").is_file() and (p / "report.html").is_file():
-        return "audit"
-    if "aggregate" in read_json(p / "results.json"):
-        return "evaluate"
-    raise InputError(f"{p}: not an aflite output folder (no instances.csv + summary.json, tokens.csv, "
-                     "evaluate's or audit's results)")
-
-
-def _kind_by_files(p: Path) -> str | None:
-    """The kind the folder's own files say (run, explain, audit), or None when they say nothing."""
-    if (p / "tokens.csv").is_file() or "confidence" in _header(p / "instances.csv"):
-        return "explain"
-    if (p / "instances.csv").is_file() and (p / "summary.json").is_file():
-        return "run"
-    if (p / "metrics.json").is_file() and (p / "report.html").is_file():
-        return "audit"
-    return None
-
-
-def _has_files(p: Path, kind: str, results: dict[str, Any]) -> bool:
-    if kind == "run":
-        return (p / "instances.csv").is_file() and ((p / "summary.json").is_file() or "iterations" in results)
-    if kind == "explain":
-        return (p / "tokens.csv").is_file() or "confidence" in _header(p / "instances.csv")
-    if kind == "evaluate":
-        return "aggregate" in results
-    return (p / "metrics.json").is_file() and (p / "report.html").is_file()
-
-
-def _header(path: Path) -> list[str]:
-    try:
-        with path.open(encoding="utf-8", newline="") as fh:
-            return next(csv.reader(fh), [])
-    except OSError:
-        return []
 
 
 def _float(text: str) -> float:
@@ -150,24 +64,9 @@ def _codes(values: list[str]) -> tuple[list[int], list[str]]:
 
 
 def read_instances(path: Path) -> dict[str, Any]:
-    """The per-row columns of a run's or explain's instances.csv, compact (codes, thousandths)."""
-    cols: dict[str, list[str]] = {}
-    try:
-        with path.open(encoding="utf-8", newline="") as fh:
-            reader = csv.reader(fh)
-            header = next(reader, None)
-            if not header or "id" not in header:
-                raise InputError(f"{path}: line 1: no 'id' column (is it aflite's instances.csv?)")
-            for name in header:
-                cols[name] = []
-            lists = [cols[name] for name in header]
-            for lineno, row in enumerate(reader, start=2):
-                if len(row) != len(header):
-                    raise InputError(f"{path}: line {lineno}: {len(row)} fields, expected {len(header)}")
-                for lst, value in zip(lists, row, strict=True):
-                    lst.append(value)
-    except OSError as exc:
-        raise InputError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    """The per-row columns of a run's or explain's instances.csv (:func:`aflite.rundir.read.read_columns`),
+    compact (codes, thousandths)."""
+    cols = read_columns(path)
     # every column the page reads is checked: a value it cannot read is an error, never a "kept" or a blank
     if "removed_at" in cols:
         _checked(path, "removed_at", cols["removed_at"], lambda v: _is_int(v) and int(v) >= -2,
@@ -270,15 +169,11 @@ def load_rows_dataset(dataset: Any | None, path: str | None, options: dict[str, 
         notes.append(f"Texts not shown: the dataset file {path} is not found from here.")
         return None
     try:
-        from aflite.data import load_dataset
-
         ds = load_dataset(path, **options)
     except Exception as exc:  # noqa: BLE001 - the page is still useful without texts; say why they are absent
         notes.append(f"Texts not shown: {path} could not be read again ({exc}).")
         return None
     if fingerprint:
-        from aflite.hashing import dataset_fingerprint
-
         if dataset_fingerprint(ds.ids, ds.labels, ds.texts_a, ds.texts_b) != fingerprint:
             notes.append(f"Texts not shown: {path} is not the file the run read (its ids, labels or texts differ).")
             return None

@@ -12,7 +12,6 @@ import gzip
 import html
 import json
 import math
-import os
 import re
 from collections.abc import Sequence
 from pathlib import Path
@@ -130,13 +129,9 @@ def verdict_block(verdict: Sequence[str] | str | None) -> str:
             + "".join(f"<li>{esc(s)}</li>" for s in items) + "</ul></div>")
 
 
-def read_verdict(folder: str | os.PathLike[str]) -> list[str]:
-    """The ``verdict`` sentences of FOLDER/results.json, or [] (no file, unreadable, or no verdict)."""
-    try:
-        obj = json.loads((Path(folder) / "results.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return []
-    v = obj.get("verdict") if isinstance(obj, dict) else None
+def verdict_of(results: dict[str, Any]) -> list[str]:
+    """The ``verdict`` sentences of a results.json document, or [] (no verdict)."""
+    v = results.get("verdict") if isinstance(results, dict) else None
     if isinstance(v, str):
         return [v]
     return [str(s) for s in v] if isinstance(v, list) else []

@@ -17,14 +17,15 @@ from typing import Any
 
 from aflite.atomic import check_output_path, write_text
 from aflite.errors import InputError, OutputError
-from aflite.rundir import read_kept_ids
+from aflite.rundir.names import CARD, KEPT_IDS, MANIFEST, RESULTS
+from aflite.rundir.read import read_kept_ids, read_made_by
 from aflite.runs.card_facts import CardInputs, build_manifest
 from aflite.runs.card_render import render_card
 
-__all__ = ["CardResult", "read_folder", "write_card"]
+__all__ = ["CardResult", "write_card"]
 
-CARD_FILES = ("README.md", "manifest.json")
-RUN_COMMANDS = ("run", "demo")
+CARD_FILES = (CARD, MANIFEST)
+CARD_RUNS = ("run", "demo")  # the folders a card is made from (a filter run has no dataset to publish)
 
 
 @dataclass
@@ -40,27 +41,6 @@ class CardResult:
     notes: list[str] = field(default_factory=list)  # what the caller should hear (an unknown license, ...)
 
 
-def read_folder(folder: str | Path, commands: tuple[str, ...], flag: str) -> dict[str, Any]:
-    """The results.json of an output folder made by one of ``commands``: the card's one reading of a folder (with
-    :func:`aflite.rundir.read_kept_ids` for a run's kept ids)."""
-    p = Path(folder)
-    what = " or ".join(f"aflite {c}" for c in commands)
-    if not p.is_dir():
-        raise InputError(f"{flag} {p}: not a folder (expected the --out folder of {what})")
-    path = p / "results.json"
-    if not path.is_file():
-        hint = " (a run that has not finished: complete it with --resume)" if (p / "checkpoint.npz").is_file() else ""
-        raise InputError(f"{path}: not found: {p} is not a folder of {what}{hint}")
-    try:
-        results = json.loads(path.read_text(encoding="utf-8"))
-    except ValueError as exc:
-        raise InputError(f"{path}: not valid JSON ({exc})") from None
-    if not isinstance(results, dict) or results.get("command") not in commands:
-        made = results.get("command") if isinstance(results, dict) else None
-        raise InputError(f"{path}: made by {'aflite ' + str(made) if made else 'something else'}, not {what}")
-    return results
-
-
 def _check_out(out: Path, inputs: list[tuple[str, Path]], overwrite: bool) -> None:
     """OUT must not be an input folder or inside one, and a README.md there that is not a card of ours stays."""
     target = out.resolve()
@@ -70,7 +50,7 @@ def _check_out(out: Path, inputs: list[tuple[str, Path]], overwrite: bool) -> No
             raise OutputError(f"--out {out}: is {'the' if target == src else 'inside the'} {flag} folder {folder}; "
                               f"write the card to a folder of its own")
     check_output_path(out)
-    manifest = out / "manifest.json"
+    manifest = out / MANIFEST
     ours = False
     if manifest.is_file():
         try:
@@ -96,27 +76,27 @@ def write_card(run_dir: str | Path, out: str | Path, *, evaluate: str | Path | N
     folders = [("run", run_p)] + [(flag, Path(f)) for flag, f in (("--evaluate", evaluate), ("--explain", explain))
                                   if f is not None]
     _check_out(out_p, folders, overwrite)
-    results = read_folder(run_p, RUN_COMMANDS, "RUN_DIR")
+    results = read_made_by(run_p, CARD_RUNS, "RUN_DIR")
     for key in ("size_before", "size_after", "parameters", "featurizer", "filtered_dataset"):
         if key not in results:
-            raise InputError(f"{run_p / 'results.json'}: no {key!r}: not the results of a finished aflite run")
+            raise InputError(f"{run_p / RESULTS}: no {key!r}: not the results of a finished aflite run")
     kept = read_kept_ids(run_p)
     if len(kept) != results["size_after"]:
-        raise InputError(f"{run_p / 'kept_ids.txt'}: {len(kept):,} ids, but results.json says the run kept "
+        raise InputError(f"{run_p / KEPT_IDS}: {len(kept):,} ids, but results.json says the run kept "
                          f"{results['size_after']:,}: the folder was changed after the run")
     filtered = run_p / Path(str(results["filtered_dataset"])).name
     if not filtered.exists():
         raise InputError(f"{filtered}: the run's filtered data file is missing")
     inp = CardInputs(run_p, results, kept)
     if evaluate is not None:
-        inp.evaluate_dir, inp.evaluate = Path(evaluate), read_folder(evaluate, ("evaluate",), "--evaluate")
+        inp.evaluate_dir, inp.evaluate = Path(evaluate), read_made_by(evaluate, ("evaluate",), "--evaluate")
     if explain is not None:
-        inp.explain_dir, inp.explain = Path(explain), read_folder(explain, ("explain",), "--explain")
+        inp.explain_dir, inp.explain = Path(explain), read_made_by(explain, ("explain",), "--explain")
     facts = json.dumps(build_manifest(inp, license=license), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
     manifest = json.loads(facts)  # the card is the rendering of manifest.json as written, nothing else
     text = render_card(manifest)
     out_p.mkdir(parents=True, exist_ok=True)
-    readme, mpath = out_p / "README.md", out_p / "manifest.json"
+    readme, mpath = out_p / CARD, out_p / MANIFEST
     write_text(mpath, facts)
     write_text(readme, text)
     notes = [f"license unknown: {manifest['license']['source']}"] if manifest["license"]["id"] == "unknown" else []

@@ -17,8 +17,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from aflite import __version__
+from aflite.data import demo_dataset_path, open_dataset
 from aflite.errors import AfliteError, InputError, ParameterError
-from aflite.hashing import file_sha256
+from aflite.features.registry import REGISTRY
+from aflite.hashing import dataset_fingerprint, file_sha256
+from aflite.rundir.names import KEPT_IDS, WARMUP_IDS
+from aflite.runs.card_limits import known_limits
 
 __all__ = ["CardInputs", "build_manifest", "input_identity", "input_license", "model_identity", "portable_path",
            "size_category", "FORMAT"]
@@ -119,18 +124,12 @@ def input_identity(results: dict[str, Any]) -> tuple[dict[str, Any], Path | None
 
 
 def _dataset_fingerprint_of(path: Path, results: dict[str, Any]) -> str:
-    from aflite.data import load_dataset
-    from aflite.data.images import load_image_dataset, wants_images
-    from aflite.hashing import dataset_fingerprint
-
-    name = (results.get("featurizer") or {}).get("name") or ""
-    ds = load_image_dataset(path) if wants_images(path, name) else load_dataset(path)
+    found = REGISTRY.get((results.get("featurizer") or {}).get("name") or "")
+    ds = open_dataset(path, reads=found.modality if found is not None else "any")
     return dataset_fingerprint(ds.ids, ds.labels, ds.texts_a, ds.texts_b)
 
 
 def _is_bundled_sample(sha: str | None) -> bool:
-    from aflite.data import demo_dataset_path
-
     with contextlib.suppress(AfliteError, OSError):
         return sha is not None and file_sha256(demo_dataset_path()) == sha
     return False
@@ -138,8 +137,6 @@ def _is_bundled_sample(sha: str | None) -> bool:
 
 def bundled_sample_license() -> dict[str, Any]:
     """The license of the bundled SNLI sample, read from the license file shipped beside it."""
-    from aflite.data import demo_dataset_path
-
     path = demo_dataset_path().parent / "SNLI_SAMPLE_LICENSE.md"
     text = path.read_text(encoding="utf-8")
     m = re.search(r"\*\*License:\*\*\s*([^\n(]+)\(([^)]+)\),?\s*(\S+)", text)
@@ -189,7 +186,8 @@ def model_identity(featurizer: str, options: dict[str, Any]) -> dict[str, Any] |
     """Which model made Φ, where there is one: its folder (below its package), the installed package and version
     that ship it, and the sha256 of its config and weight files as found when the card was made; the embeddings
     file of precomputed features; None for the n-gram Φ (no model)."""
-    if featurizer == "precomputed":
+    found = REGISTRY.get(featurizer)
+    if found is not None and found.aligned_by_id:  # the user's vectors: the file is the model
         emb = options.get("embeddings")
         if not emb:
             return None
@@ -198,9 +196,9 @@ def model_identity(featurizer: str, options: dict[str, Any]) -> dict[str, Any] |
                 else {}, "found": p.is_file()}
     path = options.get("model_path")
     if not path:
-        if featurizer == "efficientnet-lite0":
-            return {"name": "efficientnet-lite0", "weights": "ImageNet", **_distribution("efficientnet_lite0_pytorch_"
-                                                                                        "model")}
+        if found is not None and found.bundled_weights is not None:
+            weights, package = found.bundled_weights
+            return {"name": featurizer, "weights": weights, **_distribution(package)}
         return None
     folder = Path(str(path))
     shown = portable_path(str(path))
@@ -345,19 +343,17 @@ def explain_facts(inp: CardInputs, kept_sha: str) -> dict[str, Any]:
 # ---------------------------------------------------------------------------------------------- the manifest
 def build_manifest(inp: CardInputs, *, license: str | None = None) -> dict[str, Any]:  # noqa: A002
     """Every fact of the card, machine-readable: what ``manifest.json`` holds and the card is written from."""
-    from aflite import __version__
-    from aflite.runs.card_limits import known_limits
-
     res = inp.results
     src, located = input_identity(res)
     lic = input_license(src["sha256"], located, license)
     out_file = inp.run_dir / Path(str(res["filtered_dataset"])).name
-    kept_sha = file_sha256(inp.run_dir / "kept_ids.txt")
-    warm = inp.run_dir / "warmup_ids.txt"
+    kept_sha = file_sha256(inp.run_dir / KEPT_IDS)
+    warm = inp.run_dir / WARMUP_IDS
     bundled = _is_bundled_sample(src["sha256"])
     phi = phi_facts(res)
     labels = sorted(res.get("label_counts_before") or {})
-    images = phi["featurizer"] in ("efficientnet-lite0", "hf-image") or bool(phi["options"].get("image_model"))
+    found = REGISTRY.get(phi["featurizer"])
+    images = (found is not None and found.modality == "image") or bool(phi["options"].get("image_model"))
     stem = str(src["file"] or "data").split(".")[0]
     manifest: dict[str, Any] = {
         "format": FORMAT,
@@ -373,7 +369,7 @@ def build_manifest(inp: CardInputs, *, license: str | None = None) -> dict[str, 
         "input": src,
         "output": {"file": out_file.name, "is_folder": out_file.is_dir(), "sha256": file_sha256(out_file),
                    "rows": res["size_after"],
-                   "kept_ids": {"file": "kept_ids.txt", "sha256": kept_sha, "ids": len(inp.kept_ids)},
+                   "kept_ids": {"file": KEPT_IDS, "sha256": kept_sha, "ids": len(inp.kept_ids)},
                    "warmup_ids": {"file": warm.name, "sha256": file_sha256(warm)} if warm.is_file() else None},
         "phi": phi,
         "filter": {"parameters": res.get("parameters"), "seed": res.get("seed"), "groups": res.get("groups"),

@@ -4,23 +4,37 @@
 (``warmup_ids.txt`` for the warm-up Φ, ``bad_images.txt`` for skipped images), ``OUT/results.json`` and
 ``OUT/summary.md``: the same files whether it is called from Python or from the command line. Image runs are
 written chunk by chunk into a memory-mapped file and an interrupted run resumes when called again. With
-``cluster`` the chunks are shards embedded by Dask workers (:mod:`aflite.runs.shards`): the same features, bit
+``cluster`` the chunks are shards embedded by Dask workers (:mod:`aflite.cluster.shards`): the same features, bit
 for bit, as one process on the same backend.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
-from aflite.errors import OutputError, ParameterError
-from aflite.results import recording_warnings
+from aflite import data
+from aflite.atomic import write_npy, write_text
+from aflite.cluster.shards import run_shards, shards_to_npy
+from aflite.core.backends.dask import use_cluster
+from aflite.data.images import files_fingerprint
+from aflite.errors import InputError, OutputError, ParameterError
+from aflite.features import featurize_dataset, make_featurizer
+from aflite.features.npy import embed_to_npy
+from aflite.features.registry import check_backend, featurizer_names, featurizer_options, spec
+from aflite.features.shards import ShardedTransform, check_shardable
+from aflite.hashing import json_digest
+from aflite.rundir.names import WARMUP_IDS
+from aflite.rundir.read import read_results
+from aflite.rundir.results import Result, recording_warnings
+from aflite.runs.folder import RunFolder
 
 __all__ = ["FEATURES", "EmbedResult", "check_embed_out", "embed"]
 
@@ -28,13 +42,29 @@ FEATURES = "features.npy"  # OUT/features.npy: the one file `aflite filter --fea
 
 
 @dataclass
-class EmbedResult:
+class EmbedResult(Result):
     """What :func:`embed` wrote: the folder, the body of results.json and the one-line account printed by the CLI."""
 
+    command: ClassVar[str] = "embed"
+    has_page: ClassVar[bool] = False
     out: Path
     results: dict[str, Any]
     line: str
     files: dict[str, str] = field(default_factory=dict)
+    data: str = ""
+    run_seed: int | None = None
+
+    @property
+    def seed(self) -> Any:
+        return self.run_seed
+
+    def to_json(self) -> dict[str, Any]:
+        return self.results
+
+    def summary_md(self) -> str:
+        use = (f"aflite filter --features {self.out / FEATURES} --ids {self.out / 'ids.txt'}"
+               + (f" --labels {self.out / 'labels.txt'}" if "labels" in self.files else "") + " --mmap --out RUN")
+        return f"# aflite embed: {self.data}\n\n- {self.line}\n\nNext: `{use}`\n"
 
 
 def check_embed_out(out: str | os.PathLike[str], overwrite: bool = False, resume: bool = False) -> None:
@@ -48,91 +78,67 @@ def check_embed_out(out: str | os.PathLike[str], overwrite: bool = False, resume
                           f"(and what the cache holds), or choose another --out")
 
 
-@recording_warnings()  # scikit-learn's warnings counted in results.json (aflite.results)
-def embed(data: str | os.PathLike[str], out: str | os.PathLike[str], *, featurizer: str = "ngram",
+@recording_warnings()  # scikit-learn's warnings counted in results.json (aflite.rundir.results)
+def embed(data_path: str | os.PathLike[str], out: str | os.PathLike[str] | RunFolder, *, featurizer: str = "ngram",
           view: str = "pair", model_path: str | None = None, warmup_size: float = 0.1, lr: float | None = None,
           cache_dir: str | os.PathLike[str] | None = None, seed: int = 0, device: str = "auto",
           image_size: int = 224, path_column: str | None = None, chunk_size: int = 4096,
           skip_bad_images: bool = False, dataset_options: dict[str, Any] | None = None,
           overwrite: bool = False, show_progress: bool = True, backend: str | None = None,
           cluster: Any = None, resume: bool = False) -> EmbedResult:
-    """Featurize ``data`` with ``featurizer`` under ``view`` and write the files listed in the module docstring.
+    """Featurize ``data_path`` with ``featurizer`` under ``view`` and write the files listed in the module
+    docstring into ``out`` (a path, or the CLI's claimed :class:`~aflite.runs.folder.RunFolder`).
 
-    ``data`` is read as images when it is an image folder or ``featurizer`` is an image featurizer
-    (``efficientnet-lite0``, ``hf-image``); otherwise as a text dataset (``dataset_options``: the column keywords
-    of :func:`aflite.data.load_dataset`). ``warmup_size`` is a count, or a fraction of the rows when below 1;
-    ``cache_dir`` defaults to ``out/cache``; ``backend`` is the encoder's runtime
-    (torch, onnx, onnx-int8; default auto, :func:`aflite.features.onnx_backend.resolve_backend`); ``chunk_size``
-    rows are embedded (and cached) at a time. ``cluster`` (``local``, ``local:N``, a scheduler address or an open
+    ``data_path`` is read as images or text by :func:`aflite.data.open_dataset` (an image folder, or an image
+    featurizer: images; ``dataset_options``: the column keywords of :func:`aflite.data.load_dataset`).
+    ``warmup_size`` is a count, or a fraction of the rows when below 1; ``cache_dir`` defaults to ``out/cache``;
+    ``backend`` is the encoder's runtime (torch, onnx, onnx-int8; default auto,
+    :func:`aflite.encoders.onnx_text.resolve_backend`); ``chunk_size`` rows are embedded (and cached) at a time.
+    ``cluster`` (``local``, ``local:N``, a scheduler address or an open
     :class:`aflite.core.backends.dask.DaskExecutor`) embeds the chunks as shards on Dask workers
-    (:mod:`aflite.runs.shards`; the cache must be storage every worker can write). ``resume`` continues an
+    (:mod:`aflite.cluster.shards`; the cache must be storage every worker can write). ``resume`` continues an
     interrupted call in ``out`` (as a plain call again does) and also accepts finished features there: text is
     read back from the cache, a finished image matrix of the same inputs and options is kept. Returns an
     :class:`EmbedResult`.
     """
-    from aflite.data import images
-
-    out = Path(out)
-    check_embed_out(out, overwrite, resume)
+    folder = RunFolder.of(out, "embed")
+    check_embed_out(folder.path, overwrite, resume)
     if cluster is not None:
-        from aflite.runs.shards import check_shardable
-
         check_shardable(featurizer)
-    from aflite.features.registry import check_backend
-
     check_backend(featurizer, backend)
-    cache_dir = Path(cache_dir) if cache_dir is not None else out / "cache"
+    cache = Path(cache_dir) if cache_dir is not None else folder.path / "cache"
     if overwrite:  # start over: no partial image run is resumed
         for name in (FEATURES + ".partial", FEATURES + ".progress.json"):
-            (out / name).unlink(missing_ok=True)
-    from aflite.runs.shards import use_cluster
-
+            (folder.path / name).unlink(missing_ok=True)
+    ds = data.open_dataset(data_path, reads=spec(featurizer).modality, path_column=path_column,
+                           skip_bad_images=skip_bad_images, **(dataset_options or {}))
+    data.check_view_texts(ds, view)  # a column empty in every row: nothing for Φ (images: no check)
+    options = featurizer_options(featurizer, model_path=model_path or None, device=device, backend=backend,
+                                 lr=lr, image_size=image_size if image_size != 224 else None)
     executor, release = use_cluster(cluster)
     try:
-        if images.wants_images(data, featurizer):
-            opts = dict(dataset_options or {})
-            return _embed_images(data, out, featurizer=featurizer, model_path=model_path, device=device, resume=resume,
-                                 image_size=image_size, chunk_size=chunk_size, seed=seed,
-                                 show_progress=show_progress, cache_dir=cache_dir, executor=executor,
-                                 backend=backend, image_options={"path_column": path_column, "label": opts.get("label"),
-                                                "id_column": opts.get("id_column"),
-                                                "skip_bad_images": skip_bad_images})
-        return _embed_text(data, out, featurizer=featurizer, view=view, model_path=model_path, device=device,
-                           warmup_size=warmup_size, lr=lr, cache_dir=cache_dir, seed=seed, backend=backend,
-                           dataset_options=dataset_options, show_progress=show_progress, chunk_size=chunk_size,
-                           executor=executor)
+        if ds.modality == "image":
+            res = _embed_images(ds, folder.path, featurizer=featurizer, options=options, chunk_size=chunk_size,
+                                show_progress=show_progress, cache_dir=cache, executor=executor, resume=resume)
+        else:
+            res = _embed_text(ds, folder.path, featurizer=featurizer, view=view, options=options,
+                              warmup_size=warmup_size, cache_dir=cache, seed=seed, show_progress=show_progress,
+                              chunk_size=chunk_size, executor=executor)
     finally:
         release()
+    rows, dim, secs = res.pop("rows"), res.pop("dim"), res.pop("seconds")
+    result = _result(str(data_path), featurizer, seed, folder.path, rows=rows, dim=dim, seconds=secs, **res)
+    folder.finish(result)
+    return result
 
 
-def _embed_text(data: str | os.PathLike[str], out: Path, *, featurizer: str, view: str, model_path: str | None,
-                device: str, warmup_size: float, lr: float | None, cache_dir: Path, seed: int,
-                backend: str | None, dataset_options: dict[str, Any] | None, show_progress: bool,
-                chunk_size: int, executor: Any) -> EmbedResult:
-    from aflite import data as D
-    from aflite import features
-    from aflite.atomic import write_npy, write_text
-
-    ds = D.load_dataset(data, **(dataset_options or {}))
-    D.check_view_texts(ds, view)
-    opts: dict[str, Any] = {}
-    if model_path:
-        opts["model_path"] = model_path
-    if featurizer in ("minilm", "warmup"):
-        opts["device"] = device
-    if backend is not None and featurizer in ("minilm", "warmup", "efficientnet-lite0", "hf-image"):
-        opts["backend"] = backend
-    if lr is not None and featurizer == "warmup":
-        opts["lr"] = lr
+def _embed_text(ds: Any, out: Path, *, featurizer: str, view: str, options: dict[str, Any], warmup_size: float,
+                cache_dir: Path, seed: int, show_progress: bool, chunk_size: int, executor: Any) -> dict[str, Any]:
     ws: float | int = warmup_size if warmup_size < 1 else int(warmup_size)
-    from aflite.runs.shards import ShardedTransform
-
     shards = ShardedTransform(executor) if executor is not None else None
     t0 = time.perf_counter()
-    f = features.featurize(ds.texts_a, ds.texts_b, featurizer, view, cache_dir=cache_dir,
-                           y=ds.labels.tolist() if featurizer == "warmup" else None,
-                           warmup_size=ws, warmup_seed=seed, show_progress=show_progress, chunk_size=chunk_size,
-                           shards=shards, **opts)
+    f = featurize_dataset(ds, featurizer, view, cache_dir, warmup_size=ws, warmup_seed=seed,
+                          show_progress=show_progress, chunk_size=chunk_size, shards=shards, **options)
     secs = time.perf_counter() - t0
     X = f.X.toarray() if hasattr(f.X, "toarray") else f.X
     write_npy(out / FEATURES, X)
@@ -142,35 +148,22 @@ def _embed_text(data: str | os.PathLike[str], out: Path, *, featurizer: str, vie
     if shards is not None:
         extra["cluster"] = shards.report.as_dict() if shards.report is not None else {"shards": 0}
     if len(f.warmup_rows):
-        write_text(out / "warmup_ids.txt", "".join(f"{i}\n" for i in ds.ids[f.warmup_rows]))
-        extra["warmup_ids"] = "warmup_ids.txt"
-    return _write_outputs(data, featurizer, seed, out, rows=int(X.shape[0]), dim=int(X.shape[1]), seconds=secs,
-                          view=view, from_cache=bool(f.from_cache), **extra)
+        write_text(out / WARMUP_IDS, "".join(f"{i}\n" for i in ds.ids[f.warmup_rows]))
+        extra["warmup_ids"] = WARMUP_IDS
+    return {"rows": int(X.shape[0]), "dim": int(X.shape[1]), "seconds": secs, "view": view,
+            "from_cache": bool(f.from_cache), **extra}
 
 
-def _embed_images(data: str | os.PathLike[str], out: Path, *, featurizer: str, model_path: str | None, device: str,
-                  image_size: int, chunk_size: int, seed: int, show_progress: bool, cache_dir: Path, executor: Any,
-                  backend: str | None, image_options: dict[str, Any], resume: bool = False) -> EmbedResult:
+def _embed_images(ds: Any, out: Path, *, featurizer: str, options: dict[str, Any], chunk_size: int,
+                  show_progress: bool, cache_dir: Path, executor: Any, resume: bool = False) -> dict[str, Any]:
     """OUT/features.npy written chunk by chunk (memory-mapped; an interrupted run resumes when the same call is
     made again), OUT/ids.txt and OUT/labels.txt, ready for ``aflite filter --features OUT/features.npy --mmap``.
     On a cluster the chunks are shards in ``cache_dir/shards/`` (resumed there), assembled into
     OUT/features.npy and then removed."""
-    from aflite.atomic import write_text
-    from aflite.data.images import files_fingerprint, load_image_dataset
-    from aflite.features import IMAGE_FEATURIZERS, make_featurizer
-    from aflite.features.npy import embed_to_npy
-    from aflite.hashing import json_digest
-
-    if featurizer not in IMAGE_FEATURIZERS:
+    if featurizer not in (images := featurizer_names("embed", "image", only=True)):
         raise ParameterError(f"--featurizer {featurizer} on images: aflite embed takes "
-                             f"{' or '.join(IMAGE_FEATURIZERS)} (the warm-up Φ runs inside aflite run)")
-    ds = load_image_dataset(data, **image_options)
-    opts: dict[str, Any] = {"device": device, "image_size": image_size, "show_progress": show_progress}
-    if model_path:
-        opts["model_path"] = model_path
-    if backend is not None:
-        opts["backend"] = backend
-    feat = make_featurizer(featurizer, **opts)
+                             f"{' or '.join(images)} (the warm-up Φ runs inside aflite run)")
+    feat = make_featurizer(featurizer, **{"image_size": 224, **options}, show_progress=show_progress)
     feat.fit(list(ds.texts_a))  # the int8 backend's calibration sample: all rows, the same on every shard
     key = json_digest({"files": files_fingerprint(ds.texts_a), "options": feat.get_options()})
     t0 = time.perf_counter()
@@ -181,10 +174,6 @@ def _embed_images(data: str | os.PathLike[str], out: Path, *, featurizer: str, m
         dest = embed_to_npy(ds.texts_a, feat, out / FEATURES, chunk_size=chunk_size, key=key,
                             show_progress=show_progress)
     else:
-        import shutil
-
-        from aflite.runs.shards import run_shards, shards_to_npy
-
         folder = cache_dir / "shards" / f"{featurizer}-{key[:20]}"
         paths, report = run_shards(executor, feat, list(ds.texts_a), None, folder, key, chunk_size,
                                    show_progress=show_progress, unit="image")
@@ -200,42 +189,33 @@ def _embed_images(data: str | os.PathLike[str], out: Path, *, featurizer: str, m
         more["bad_images"] = {"count": len(bad), "file": "bad_images.txt"}
         print(f"{len(bad)} unreadable image(s) left out, listed in {out / 'bad_images.txt'}", file=sys.stderr)
     shape = np.load(dest, mmap_mode="r").shape
-    return _write_outputs(data, featurizer, seed, out, rows=int(shape[0]), dim=int(shape[1]), seconds=secs, **more)
+    return {"rows": int(shape[0]), "dim": int(shape[1]), "seconds": secs, **more}
 
 
 def _finished(out: Path, key: str, rows: int) -> bool:
     """Whether OUT/features.npy is the finished matrix of these inputs and options (its results.json says so)."""
-    import json
-
     try:
-        res = json.loads((out / "results.json").read_text(encoding="utf-8"))
+        res = read_results(out)
         shape = np.load(out / FEATURES, mmap_mode="r").shape
-    except (OSError, ValueError):
+    except (OSError, ValueError, InputError):
         return False
-    return isinstance(res, dict) and res.get("features_key") == key and shape[0] == rows
+    return res.get("features_key") == key and shape[0] == rows
 
 
-def _write_outputs(data: str | os.PathLike[str], featurizer: str, seed: int, out: Path, *, rows: int, dim: int,
-                   seconds: float, **more: Any) -> EmbedResult:
-    """OUT/results.json and OUT/summary.md, the same for text and images."""
-    from aflite.atomic import write_text
-    from aflite.results import write_results_json
-
+def _result(data_path: str, featurizer: str, seed: int, out: Path, *, rows: int, dim: int, seconds: float,
+            **more: Any) -> EmbedResult:
+    """results.json's body and the one-line account, the same for text and images."""
     files = {"features": FEATURES, "ids": "ids.txt"}
     if (out / "labels.txt").exists():
         files["labels"] = "labels.txt"
-    res = {"data": str(data), "featurizer": featurizer, "rows": rows, "dim": dim,
+    res = {"data": data_path, "featurizer": featurizer, "rows": rows, "dim": dim,
            "seconds": round(seconds, 3), "files": files, **more}
-    write_results_json(out, {"seed": seed, **res}, command="embed")
     line = (f"{rows} x {dim} features ({featurizer}"
             f"{', view ' + str(more['view']) if 'view' in more else ''}) in {seconds:.1f} s "
             f"({rows / max(seconds, 1e-9):.0f} rows/s{', from cache' if more.get('from_cache') else ''}"
             f"{_cluster_note(more.get('cluster'))}) -> "
             f"{out / FEATURES}")
-    use = (f"aflite filter --features {out / FEATURES} --ids {out / 'ids.txt'}"
-           + (f" --labels {out / 'labels.txt'}" if "labels" in files else "") + " --mmap --out RUN")
-    write_text(out / "summary.md", f"# aflite embed: {data}\n\n- {line}\n\nNext: `{use}`\n")
-    return EmbedResult(out, res, line, files)
+    return EmbedResult(out, res, line, files, data_path, seed)
 
 
 def _cluster_note(report: dict[str, Any] | None) -> str:

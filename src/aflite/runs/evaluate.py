@@ -1,6 +1,6 @@
 """``aflite evaluate`` as a library call: :func:`evaluate` (``aflite.evaluate_runs``) compares the runs on D
-(:func:`aflite.evaluate.compare_runs`) and writes the folder: results.json, tables.md, summary.md, accuracy.png and
-report.html.
+(:func:`aflite.evaluate.compare_runs`) and writes the folder (:meth:`aflite.runs.folder.RunFolder.finish`):
+tables.md, accuracy.png, results.json, summary.md and report.html.
 
 :func:`evaluation_sets` reads what the command line's ``--hans``, ``--test`` and ``--ood*`` options name (files,
 label maps, the prediction map), with the same checks and one-line errors, so that a Python caller passes the same
@@ -9,12 +9,16 @@ keywords and gets the same sets; :func:`evaluate_files` is that plus :func:`eval
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from aflite.errors import ParameterError
-from aflite.results import recording_warnings
+from aflite.evaluate import EvaluationReport, compare_runs, load_eval_set, load_hans
+from aflite.rundir.lock import check_outside_runs
+from aflite.rundir.results import recording_warnings
+from aflite.runs.folder import RunFolder
 
 __all__ = ["evaluate", "evaluate_files", "evaluation_sets", "parse_mapping"]
 
@@ -64,8 +68,6 @@ def evaluation_sets(*, hans: str | Path | None = None, test: Sequence[str] = (),
     file; ``test`` entries ``NAME=FILE[,FILE...]`` (sets with D's labels); ``ood`` entries ``[NAME=]FILE[,FILE...]``
     with ``ood_label_map`` entries ``[NAME:]RAW=LABEL,...``, ``ood_pred_map`` ``PRED=LABEL,...``, ``ood_group`` a
     column to break accuracy down by and ``ood_max`` a stratified sample size. Set names must be unique."""
-    from aflite.evaluate import load_eval_set, load_hans
-
     eval_sets = []
     if hans is not None:
         eval_sets.append(load_hans(hans, max_rows=ood_max))
@@ -107,47 +109,22 @@ def evaluate_files(data: str | Path, runs: Sequence[str | Path], out: str | Path
     return evaluate(data, runs, out, **keywords)
 
 
-@recording_warnings()  # scikit-learn's warnings counted in results.json (aflite.results)
-def evaluate(data: str | Path, runs: Sequence[str | Path], out: str | Path | None = None, *,
-             cache_dir: str | Path | None = None, **keywords: Any) -> Any:
+@recording_warnings()  # scikit-learn's warnings counted in results.json (aflite.rundir.results)
+def evaluate(data: str | os.PathLike[str], runs: Sequence[str | os.PathLike[str]],
+             out: str | os.PathLike[str] | RunFolder | None = None, *,
+             cache_dir: str | os.PathLike[str] | None = None, **keywords: Any) -> EvaluationReport:
     """:func:`aflite.evaluate.compare_runs` (its keywords in ``keywords``; ``cache_dir`` defaults to ``out/cache``),
-    and with ``out`` its folder: results.json, tables.md, summary.md, accuracy.png and report.html. Returns the
+    and with ``out`` (a path, or the CLI's claimed :class:`~aflite.runs.folder.RunFolder`) its folder:
+    tables.md, accuracy.png, results.json, summary.md and report.html. Returns the
     :class:`aflite.evaluate.EvaluationReport` (``out`` set)."""
-    import dataclasses
-
-    from aflite.evaluate import compare_runs
-
-    out_p = None if out is None else Path(out)
-    from aflite.rundir import check_outside_runs
-
-    for path, flag in ((out_p, "--out"), (cache_dir, "--cache-dir")):
+    folder = None if out is None else RunFolder.of(out, "evaluate")
+    for path, flag in ((None if folder is None else folder.path, "--out"), (cache_dir, "--cache-dir")):
         if path is not None:  # the run folders are read, never written
             check_outside_runs(path, runs, flag=flag)
-    cache = Path(cache_dir) if cache_dir is not None else (out_p / "cache" if out_p is not None else None)
+    cache = Path(cache_dir) if cache_dir is not None else (folder.path / "cache" if folder is not None else None)
     if cache is None:
         raise ParameterError("give out or cache_dir (features and models are cached there)")
     report = compare_runs(data, runs, cache_dir=cache, **keywords)
-    if out_p is None:
-        return report
-    report = dataclasses.replace(report, out=out_p)
-    write_evaluation(report, out_p)
+    if folder is not None:
+        folder.finish(report)
     return report
-
-
-def write_evaluation(report: Any, out: Path) -> None:
-    """The files of an evaluate folder, each written atomically; report.html last (it reads the others)."""
-    from aflite.atomic import write_text
-    from aflite.evaluate import plot_report
-    from aflite.report import write_page
-    from aflite.results import write_results_json
-    from aflite.verdict import markdown
-
-    out.mkdir(parents=True, exist_ok=True)
-    write_results_json(out, {"verdict": report.verdict, "config": report.config,
-                             "training_sets": report.training_sets, "aggregate": report.aggregate,
-                             "runs": report.results}, command="evaluate", seed=report.config["split_seed"])
-    tables = report.tables
-    write_text(out / "tables.md", tables)
-    write_text(out / "summary.md", markdown(report.verdict) + (tables if tables.endswith("\n") else tables + "\n"))
-    plot_report(report, out / "accuracy.png")
-    write_page(out)  # report.html: the accuracy bars with the chance line

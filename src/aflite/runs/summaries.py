@@ -1,5 +1,6 @@
-"""The readable accounts of a run (``summary.md`` of ``aflite run`` / ``aflite demo`` and of ``aflite filter``):
-sizes, parameters, label shift, the probe, examples; kept apart from :mod:`aflite.pipeline`, which computes them."""
+"""The readable accounts of a run (``summary.md`` of ``aflite run`` / ``aflite demo`` and of ``aflite filter``) and
+their verdicts: sizes, parameters, label shift, the probe, examples; kept apart from :mod:`aflite.runs.run` and
+:mod:`aflite.runs.filter`, which compute them."""
 
 from __future__ import annotations
 
@@ -8,12 +9,13 @@ from typing import Any
 
 import numpy as np
 
+from aflite.report import shorten
+from aflite.verdict import MIN_SPREAD, SPREAD_FACTOR, markdown, number, phases_text, points
+
 
 def render_filter_summary(summary: dict[str, Any]) -> str:
     """The readable account of ``aflite filter``: sizes, parameters, stop reason and label counts."""
     p = summary["parameters"]
-    from aflite.verdict import markdown, phases_text
-
     lines = [
         f"# aflite filter: {summary.get('inputs', {}).get('features', '')}",
         "",
@@ -64,12 +66,11 @@ def label_shift(before: dict[str, int], after: dict[str, int]) -> dict[str, Any]
     return out
 
 
-def render_summary(summary: dict[str, Any], ds: Any, rows: np.ndarray, af: Any, per_label: int = 2) -> str:
+def render_summary(summary: dict[str, Any], ds: Any, rows: np.ndarray, p_all: np.ndarray, keep: np.ndarray,
+                   per_label: int = 2) -> str:
     """A short human-readable account: sizes, parameters, label shift, probe, and examples (as Table 9)."""
     p = summary["parameters"]
     f = summary["featurizer"]
-    from aflite.verdict import markdown, phases_text
-
     lines = [
         f"# aflite run: {summary.get('title') or summary['dataset']}",
         "",
@@ -79,6 +80,7 @@ def render_summary(summary: dict[str, Any], ds: Any, rows: np.ndarray, af: Any, 
            else "") + warmup_line(f.get("info") or {}, "; "),
         f"- |D| = {summary['dataset_size']}, filtered input {p['dataset_size']}, |D(Φ)| = {summary['size_after']}"
         f" after {phases_text(summary['n_iterations'])}; stopped because {summary['stop_reason']}",
+        *_empty_lines(summary),
         f"- parameters: m={p['n_partitions']}, t={p['train_size']}, k={p['slice_size']}, n={p['target_size']}, "
         f"τ={p['threshold']}, strategy {p['strategy']}, seed {p['random_state']} (defaults: Table 8 SNLI scaled by "
         f"{summary['scaled_defaults']['scale']:.4f})",
@@ -113,8 +115,6 @@ def render_summary(summary: dict[str, Any], ds: Any, rows: np.ndarray, af: Any, 
     if "timings" in summary:
         lines += ["", "Timings: " + ", ".join(f"{k} {v:.1f}" for k, v in summary["timings"].items())]
 
-    p_all = af.predictability_
-    keep = af.keep_mask_
     labels = ds.labels[rows]
 
     def table(title: str, idx: np.ndarray) -> list[str]:
@@ -144,6 +144,14 @@ def render_summary(summary: dict[str, Any], ds: Any, rows: np.ndarray, af: Any, 
     return "\n".join(lines) + "\n"
 
 
+def _empty_lines(summary: dict[str, Any]) -> list[str]:
+    """The load's count of empty texts (#34): on screen it is a warning that scrolls away, so the summary keeps it."""
+    empty = summary.get("empty_texts_at_load") or {}
+    n = summary["dataset_size"]
+    return [f"- **empty texts:** {k:,} of {n:,} rows have an empty {c!r} text (featurized as empty: nothing for Φ to "
+            "read there)" for c, k in empty.items() if k]
+
+
 def warmup_line(info: dict[str, Any], lead: str = "") -> str:
     """The warm-up's loss in words (start → end over its steps, against chance), or "" without a warm-up."""
     if "warmup_loss_start" not in info:
@@ -158,9 +166,114 @@ def _md(text: str, limit: int = 300) -> str:
     """Dataset text in a Markdown table cell: shortened, on one line, and plain: the text as written (``isn't``,
     not ``isn&#x27;t``), with Markdown's backslash escapes for what a renderer would otherwise read as HTML or as
     a cell border (``<``, ``>``, ``&``, ``|``). HTML escaping belongs to the HTML pages only."""
-    from aflite.report import shorten
-
     out = shorten(text, limit).replace("\\", "\\\\")
     for ch in "<>&|":
         out = out.replace(ch, "\\" + ch)
     return out.replace("\r", " ").replace("\n", " ")
+
+
+def _kept(summary: dict[str, Any]) -> str:
+    before, after = summary.get("size_before"), summary.get("size_after")
+    phases, why = summary.get("n_iterations"), summary.get("stop_reason")
+    if not before or after is None:
+        return ""
+    return (f"AFLite kept {after:,} of {before:,} rows ({100 * after / before:.0f}%) in {phases_text(phases)} and "
+            f"stopped because {why}.")
+
+
+def _shift(summary: dict[str, Any]) -> str:
+    shift = summary.get("label_shift") or {}
+    moves = shift.get("change_points") or {}
+    if not moves:
+        return ""
+    worst = max(moves, key=lambda k: abs(moves[k]))
+    return (f" The largest class-share move was {moves[worst]:+.1f} points ({worst}), so compare accuracies over the "
+            f"majority rate, not raw.") if abs(moves[worst]) > 1.0 else ""
+
+
+
+def run_verdict(summary: dict[str, Any]) -> list[str]:
+    """``aflite run`` / ``demo``: sizes and stop, then the hypothesis-only probe on D(Φ) against same-size random
+    subsets of D (Δ over the majority rate of the same rows), judged against the random subsets' spread.
+
+    A reduction is claimed only where there was something to reduce: the probe must find signal on D itself (Δ on
+    D above twice its spread across folds, :func:`_signal_on_d`), and the random subsets must keep some (Δ > 0):
+    a difference between two numbers at or below the majority rate is not a reduction of signal."""
+    out = [_kept(summary) + _shift(summary)]
+    probe = summary.get("partial_input_probe") or {}
+    f = summary.get("featurizer") or {}
+    phi_view = f.get("view", "pair")
+    probe_side = "the hypothesis" if "hypothesis" in str(probe.get("model", "hypothesis")) else "the text"
+    if probe.get("skipped"):
+        out.append(f"The partial-input probe was not run: {probe['skipped']}.")
+        return [s for s in out if s]
+    rows = {str(r.get("name", "")): r for r in probe.get("results") or []}
+    dphi = rows.get("D(Φ)")
+    rand = next((r for n, r in rows.items() if n.startswith("random subset")), None)
+    if not dphi or not rand:
+        return [s for s in out if s]
+    if dphi.get("skipped") or rand.get("skipped"):
+        why = dphi.get("skipped") or rand.get("skipped")
+        out.append(f"The probe could not be compared on D(Φ) and random subsets: {why}.")
+        return [s for s in out if s]
+    no_signal = _signal_on_d(rows.get("D") or {}, probe)
+    if no_signal:
+        out.append(no_signal)
+        return [s for s in out if s]
+    a_d, m_d = number(dphi.get("accuracy")), number(dphi.get("majority"))
+    a_r, m_r = number(rand.get("accuracy")), number(rand.get("majority"))
+    if None in (a_d, m_d, a_r, m_r):
+        return [s for s in out if s]
+    assert a_d is not None and m_d is not None and a_r is not None and m_r is not None
+    d_phi, d_rand = a_d - m_d, a_r - m_r
+    spread = max(number(rand.get("accuracy_std")) or 0.0, MIN_SPREAD)
+    diff = d_phi - d_rand
+    base = (f"the probe's Δ over the majority rate is {points(d_phi)} points on D(Φ) against {points(d_rand)} on "
+            f"same-size random subsets of D (spread ±{100 * spread:.1f})")
+    if diff < -SPREAD_FACTOR * spread and d_rand <= 0:
+        out.append(f"No artifact reduction claimed: {base}; the probe finds no signal on the random subsets either "
+                   f"(Δ at or below the majority rate), and a difference between two below-chance numbers is not "
+                   f"a reduction of signal.")
+    elif diff < -SPREAD_FACTOR * spread:
+        below = "; on D(Φ) it falls below the majority rate" if d_phi < 0 else ""
+        out.append(f"Artifact reduction measured: {base}, a drop of {100 * -diff:.1f} points beyond that "
+                   f"spread{below}.")
+    elif diff > SPREAD_FACTOR * spread:
+        out.append(f"No artifact reduction: {base}; D(Φ) is easier for this probe than a random subset.")
+    else:
+        seen = {"pair": "the pair", "hypothesis": "the hypothesis", "premise": "the premise"}.get(phi_view, phi_view)
+        why = f"; Φ saw {seen}, the probe only {probe_side}" if seen != probe_side else ""
+        out.append(f"No measurable artifact reduction for this probe: {base}, within that spread{why}.")
+    return [s for s in out if s]
+
+
+def _signal_on_d(d: dict[str, Any], probe: dict[str, Any]) -> str:
+    """The sentence that ends the verdict when the probe has no signal on D itself ("" when it has): its Δ over
+    the majority rate on D must exceed twice its standard deviation across folds (at least MIN_SPREAD). Below
+    minus that, the probe is misled (texts that recur with other labels on both sides of its folds); within
+    it, D gives the probe nothing that filtering could remove, and a change on D(Φ) measures no reduction."""
+    acc, maj = number(d.get("accuracy")), number(d.get("majority"))
+    if d.get("skipped") or acc is None or maj is None:
+        return ""
+    delta = acc - maj
+    spread = max(number(d.get("accuracy_std")) or 0.0, MIN_SPREAD)
+    if delta > SPREAD_FACTOR * spread:
+        return ""
+    figures = (f"on D itself it scores {100 * acc:.1f}% against a majority rate of {100 * maj:.1f}% (Δ {points(delta)} "
+               f"points; its spread across folds ±{100 * spread:.1f})")
+    if delta < -SPREAD_FACTOR * spread:
+        groups = str(probe.get("groups") or "none")
+        grouped = f" even with folds grouped by {groups}" if groups != "none" else ""
+        return (f"No artifact reduction can be measured with this probe: {figures}, below the majority rate by more "
+                f"than twice that spread: texts that recur with other labels (e.g. counterfactual twins) sit on both "
+                f"sides of its folds{grouped}; group them together (--groups twins, or --groups COLUMN with a "
+                f"family id) and run again.")
+    return (f"No artifact reduction can be measured with this probe: {figures}, within twice that spread of the "
+            f"majority rate, so D gives it no signal that filtering could remove.")
+
+
+def filter_verdict(summary: dict[str, Any]) -> list[str]:
+    """``aflite filter``: sizes and stop; it reads features only, so it says where the effect is measured."""
+    first = _kept(summary) + _shift(summary)
+    return [s for s in (first, "No probe ran here (aflite filter sees features, not text): measure the effect "
+                               "with `aflite evaluate` or `aflite audit --compare` on this run.") if s]

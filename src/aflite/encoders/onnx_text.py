@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from aflite.errors import ParameterError
+from aflite.threads import budget
 
 __all__ = ["BACKENDS", "CPU_DEFAULT", "onnx_available", "resolve_backend", "weights_hash", "default_export_dir",
            "export_text_model", "quantize_int8", "OnnxTextRunner", "text_runner"]
@@ -230,8 +231,6 @@ class OnnxTextRunner:
 
     def __init__(self, path: Path, dim: int, pad_id: int, threads: int | None = None) -> None:
         import onnxruntime as ort
-
-        from aflite.threads import budget
 
         so = ort.SessionOptions()
         so.intra_op_num_threads = 1  # batches side by side instead (module docstring)

@@ -19,7 +19,8 @@ then reads the shards back in order. ``folder`` must be storage every worker can
 folder for a local cluster; a shared file system for a real one).
 
 Featurizers whose ``fit`` reads every row (``ngram``: its IDF and SVD) have no chunks; they run in the lead
-process (:func:`check_shardable`).
+process (:func:`aflite.features.shards.check_shardable`). This module knows only an object with ``transform``;
+the featurize hook that uses it is :class:`aflite.features.shards.ShardedTransform`.
 """
 
 from __future__ import annotations
@@ -28,9 +29,10 @@ import contextlib
 import copy
 import hashlib
 import json
+import logging
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -39,24 +41,15 @@ import numpy as np
 
 from aflite.atomic import atomic_path, new_memmap, write_json, write_npy
 from aflite.errors import ParameterError
-from aflite.features.base import log, progress_bar
 from aflite.hashing import data_fingerprint
+from aflite.threads import thread_policy
 
-__all__ = ["SHARDED_FEATURIZERS", "ShardReport", "ShardTask", "ShardedTransform", "check_shardable",
-           "compute_shard", "concat_shards", "run_shards", "shard_bounds", "shard_is_valid", "use_cluster"]
+log = logging.getLogger("aflite.cluster")
+
+__all__ = ["ShardReport", "ShardTask", "compute_shard", "concat_shards", "run_shards", "shard_bounds", "shard_is_valid",
+           "shards_to_npy"]
 
 _FORMAT = 1
-# the featurizers embedded chunk by chunk (one model applied row by row): the ones a cluster can shard
-SHARDED_FEATURIZERS = ("minilm", "warmup", "efficientnet-lite0", "hf-image")
-
-
-def check_shardable(featurizer: str) -> None:
-    """Refuse ``--cluster`` for a featurizer that cannot be cut into shards, in one line that says why."""
-    if featurizer not in SHARDED_FEATURIZERS:
-        why = ("fits its IDF weights and SVD on all rows at once (and takes seconds to minutes in one process)"
-               if featurizer == "ngram" else "reads vectors that are already computed")
-        raise ParameterError(f"--cluster shards the encoders ({', '.join(SHARDED_FEATURIZERS)}); --featurizer "
-                             f"{featurizer} {why}: run it without --cluster")
 
 
 def shard_bounds(n: int, size: int) -> list[tuple[int, int]]:
@@ -169,8 +162,6 @@ def _worker_featurizer(key: str, feat: Any) -> tuple[Any, bool, str, int]:
 def compute_shard(task: ShardTask, feat: Any) -> dict[str, Any]:
     """The task a worker runs: the shard's rows through the worker's featurizer (the same ``transform`` call a
     single process makes on this chunk), with the worker's threads, written atomically with its manifest."""
-    from aflite.threads import thread_policy
-
     f, first, where, threads = _worker_featurizer(task.key, feat)
     t0 = time.perf_counter()
     with thread_policy(threads):
@@ -210,8 +201,8 @@ def run_shards(executor: Any, feat: Any, a: Sequence[str], b: Sequence[str] | No
         from distributed import as_completed
 
         remote = client.scatter(feat, broadcast=True, hash=False)  # once per worker, not once per shard
-        bar = progress_bar(n, getattr(feat, "name", "embed"), show_progress, unit=unit,
-                           initial=sum(t.hi - t.lo for t in tasks) - sum(t.hi - t.lo for t in todo))
+        bar = _bar(n, getattr(feat, "name", "embed"), show_progress, unit,
+                   initial=sum(t.hi - t.lo for t in tasks) - sum(t.hi - t.lo for t in todo))
         futures = [client.submit(compute_shard, t, remote, pure=False) for t in todo]
         size = {t.index: t.hi - t.lo for t in todo}
         try:
@@ -229,6 +220,15 @@ def run_shards(executor: Any, feat: Any, a: Sequence[str], b: Sequence[str] | No
             client.cancel(futures + [remote])
     report.seconds = time.perf_counter() - t0
     return [Path(t.path) for t in tasks], report
+
+
+def _bar(total: int, desc: str, enabled: bool, unit: str, initial: int) -> Any:
+    """The lead's progress bar over the rows of all shards (None when progress is off)."""
+    if not enabled:
+        return None
+    from tqdm import tqdm
+
+    return tqdm(total=total, initial=initial, desc=desc, unit=unit, unit_scale=False, dynamic_ncols=True)
 
 
 def concat_shards(paths: Sequence[Path]) -> np.ndarray:
@@ -250,39 +250,3 @@ def shards_to_npy(paths: Sequence[Path], dest: str | Path) -> Path:
         out.flush()
         del out
     return Path(dest)
-
-
-class ShardedTransform:
-    """The chunk loop of :func:`aflite.features.featurize` (its ``shards=`` hook) run on a Dask cluster: the
-    chunks become shards under ``<cache>/<stem>.parts/shards<chunk_size>/``, removed with the other parts once
-    the whole matrix is cached. ``report`` holds the last run's :class:`ShardReport`."""
-
-    def __init__(self, executor: Any) -> None:
-        self.executor = executor
-        self.report: ShardReport | None = None
-
-    def __call__(self, feat: Any, a: list[str], b: list[str] | None, cache: Path | None, stem: str,
-                 chunk_size: int, show_progress: bool) -> np.ndarray:
-        if cache is None:
-            raise ParameterError("features on a cluster need a cache folder every worker can write (cache_dir)")
-        from aflite.features.base import IMAGE_FEATURIZERS
-
-        image = getattr(feat, "name", "") in IMAGE_FEATURIZERS or getattr(feat, "image_model", None)
-        unit = "image" if image else "pair"
-        paths, self.report = run_shards(self.executor, feat, a, b, cache / f"{stem}.parts" / f"shards{chunk_size}",
-                                        stem, chunk_size, show_progress=show_progress, unit=unit)
-        return concat_shards(paths)
-
-
-def use_cluster(cluster: Any, scratch: str | Path | None = None) -> tuple[Any, Callable[[], None]]:
-    """``cluster`` as an executor and how to release it: an address (``local``, ``local:N``, ``tcp://host:port``)
-    is opened here and closed by the returned function; an executor object is used as given (its owner closes
-    it); None gives (None, a no-op)."""
-    if cluster is None or cluster == "":
-        return None, lambda: None
-    if not isinstance(cluster, str):
-        return cluster, lambda: None
-    from aflite.core.backends.dask import open_executor
-
-    ex = open_executor(cluster, scratch=scratch)
-    return ex, ex.close

@@ -27,7 +27,10 @@ from typing import Any
 
 import numpy as np
 
-from aflite.features.onnx_backend import default_export_dir, weights_hash
+from aflite.data.images import files_fingerprint
+from aflite.encoders.onnx_text import default_export_dir, weights_hash
+from aflite.errors import ParameterError
+from aflite.threads import budget
 
 __all__ = ["IMAGE_CPU_DEFAULTS", "CALIBRATION_SIZE", "calibration_sample", "export_image_model",
            "quantize_image_int8", "OnnxImageRunner", "image_runner"]
@@ -52,8 +55,6 @@ def calibration_sample(refs: Sequence[str], size: int = CALIBRATION_SIZE) -> lis
 
 
 def _fingerprint(refs: Sequence[str]) -> str:
-    from aflite.data.images import files_fingerprint
-
     return hashlib.sha256(("\n".join(refs) + "|" + files_fingerprint(list(refs))).encode()).hexdigest()
 
 
@@ -82,7 +83,7 @@ def _example(encoder: Any) -> Any:
 
 
 def export_image_model(encoder: Any, folder: str | os.PathLike[str], key: str | None = None) -> Path:
-    """The fp32 ONNX file of an :class:`aflite.encoders.ImageEncoder` (network + pooling), exported once into
+    """The fp32 ONNX file of an :class:`aflite.encoders.images.ImageEncoder` (network + pooling), exported once into
     ``folder`` (named by the weights' hash ``key`` and the input shape) and reused when it is already there."""
     import warnings
 
@@ -133,8 +134,6 @@ def quantize_image_int8(fp32_path: Path, encoder: Any, calibration: Sequence[str
 
     refs = [str(r) for r in calibration]
     if not refs:
-        from aflite.errors import ParameterError
-
         raise ParameterError("int8 image backend: no calibration images")
     dest = fp32_path.with_name(f"{fp32_path.stem}-int8-{_fingerprint(refs)[:16]}.onnx")
     if dest.is_file():
@@ -171,8 +170,6 @@ class OnnxImageRunner:
 
     def __init__(self, path: Path, dim: int, threads: int | None = None) -> None:
         import onnxruntime as ort
-
-        from aflite.threads import budget
 
         so = ort.SessionOptions()
         so.intra_op_num_threads = 1  # batches side by side instead (module docstring)

@@ -28,10 +28,13 @@ import logging
 import math
 import os
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
 
+from aflite.atomic import atomic_open
+from aflite.device import autocast, check_precision, pin_batch, to_device
 from aflite.errors import InputError, ParameterError
 
 log = logging.getLogger(__name__)
@@ -82,7 +85,6 @@ class TrainConfig:
             raise ParameterError(f"sampling must be 'epochs' or 'stream', got {self.sampling!r}")
         if not 0 <= self.head_dropout < 1:
             raise ParameterError(f"head_dropout must be in [0, 1), got {self.head_dropout}")
-        from aflite.device import check_precision
 
         check_precision(self.precision)
         if isinstance(self.sync_every, bool) or not isinstance(self.sync_every, int) or self.sync_every < 1:
@@ -205,27 +207,7 @@ def train(
     if n < 1:
         raise InputError("no rows to fine-tune on")
     total = cfg.total_steps(n)
-    named = [(k, p) for k, p in model.named_parameters() if p.requires_grad]
-    params = [p for _, p in named]
-    if cfg.decay_norm_bias:
-        groups: list[dict[str, Any]] = [{"params": params, "weight_decay": cfg.weight_decay}]
-    else:
-        groups = [
-            {"params": [p for k, p in named if not k.endswith(_NO_DECAY)], "weight_decay": cfg.weight_decay},
-            {"params": [p for k, p in named if k.endswith(_NO_DECAY)], "weight_decay": 0.0},
-        ]
-    if cfg.optimizer == "adamw":
-        opt: Any = torch.optim.AdamW(groups, lr=cfg.lr, eps=cfg.eps)
-    else:
-        opt = torch.optim.Adam(groups, lr=cfg.lr, eps=cfg.eps)
-    warm = int(cfg.warmup_ratio * total)
-
-    def schedule(step: int) -> float:
-        if step < warm:
-            return (step + 1) / (warm + 1)
-        return max(0.0, (total - step) / max(1, total - warm))
-
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, schedule)
+    params, opt, sched = _optimizer(torch, model, cfg, total)
     steps = batch_schedule(n, cfg)
     losses: list[float] = []
     waiting: list[Any] = []  # losses still on the device (sync_every > 1)
@@ -269,28 +251,59 @@ def train(
                 collect()
         bar.update(1)
 
-    pool = None
     try:
-        if prepare is not None and cfg.prefetch and steps:
-            from concurrent.futures import ThreadPoolExecutor
-
-            pool = ThreadPoolExecutor(1)
-            nxt = pool.submit(prepare, steps[0])
-            for i, idx in enumerate(steps):
-                prepared = nxt.result()
-                if i + 1 < len(steps):
-                    nxt = pool.submit(prepare, steps[i + 1])  # the next batch, while the device runs this one
-                one(idx, prepared)
-        else:
-            for idx in steps:
-                one(idx, None if prepare is None else prepare(idx))
+        _run_steps(steps, one, prepare, cfg.prefetch)
         collect()
     finally:
-        if pool is not None:
-            pool.shutdown(wait=True, cancel_futures=True)
         bar.close()
         model.eval()
     return TrainResult(len(losses), losses)
+
+
+def _optimizer(torch: Any, model: Any, cfg: TrainConfig, total: int) -> tuple[list[Any], Any, Any]:
+    """The trained parameters, the optimizer (Adam or AdamW; norms and biases without weight decay unless
+    ``decay_norm_bias``) and its schedule: a linear warm-up over ``warmup_ratio`` of the steps, then linear decay."""
+    named = [(k, p) for k, p in model.named_parameters() if p.requires_grad]
+    params = [p for _, p in named]
+    if cfg.decay_norm_bias:
+        groups: list[dict[str, Any]] = [{"params": params, "weight_decay": cfg.weight_decay}]
+    else:
+        groups = [
+            {"params": [p for k, p in named if not k.endswith(_NO_DECAY)], "weight_decay": cfg.weight_decay},
+            {"params": [p for k, p in named if k.endswith(_NO_DECAY)], "weight_decay": 0.0},
+        ]
+    if cfg.optimizer == "adamw":
+        opt: Any = torch.optim.AdamW(groups, lr=cfg.lr, eps=cfg.eps)
+    else:
+        opt = torch.optim.Adam(groups, lr=cfg.lr, eps=cfg.eps)
+    warm = int(cfg.warmup_ratio * total)
+
+    def schedule(step: int) -> float:
+        if step < warm:
+            return (step + 1) / (warm + 1)
+        return max(0.0, (total - step) / max(1, total - warm))
+
+    return params, opt, torch.optim.lr_scheduler.LambdaLR(opt, schedule)
+
+
+def _run_steps(steps: list[np.ndarray], one: Callable[[np.ndarray, Any], None],
+               prepare: Callable[[np.ndarray], Any] | None, prefetch: bool) -> None:
+    """Every step in order; with ``prepare`` and ``prefetch``, the next batch is prepared in a worker thread while
+    the device runs this one."""
+    if prepare is None or not prefetch or not steps:
+        for idx in steps:
+            one(idx, None if prepare is None else prepare(idx))
+        return
+    pool = ThreadPoolExecutor(1)
+    try:
+        nxt = pool.submit(prepare, steps[0])
+        for i, idx in enumerate(steps):
+            prepared = nxt.result()
+            if i + 1 < len(steps):
+                nxt = pool.submit(prepare, steps[i + 1])  # the next batch, while the device runs this one
+            one(idx, prepared)
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 def fit_classifier(
@@ -321,7 +334,6 @@ def fit_classifier(
 
         result = train(model, batch_loss, len(items), cfg, desc=desc, show_progress=show_progress)
         return head, result
-    from aflite.device import autocast, pin_batch, to_device
 
     host_collate = getattr(encoder, "collate_host", None)
     cuda = torch.device(encoder.device).type == "cuda"
@@ -366,8 +378,6 @@ def predict_classes(encoder: Any, head: Any, items: list[Any], batch_size: int =
 def save_checkpoint(path: str | os.PathLike[str], encoder: Any, head: Any | None, classes: Sequence[Any] | np.ndarray,
                     result: TrainResult) -> None:
     """Encoder and head weights, classes and the loss log in one torch file, written atomically."""
-    from aflite.atomic import atomic_open
-
     torch = encoder.torch
     state = {"format": CHECKPOINT_FORMAT, "encoder": encoder.module.state_dict(),
              "head": None if head is None else head.state_dict(), "classes": [str(c) for c in classes],

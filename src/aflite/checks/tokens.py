@@ -36,6 +36,7 @@ subset is one sparse product ``B[rows].T @ onehot(y[rows])``.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -45,10 +46,12 @@ import scipy.sparse as sp
 from numpy.typing import NDArray
 from scipy.stats import norm
 
-from aflite.errors import ParameterError
+from aflite.errors import InputError, ParameterError
 
 __all__ = [
     "TOKEN_PATTERN",
+    "token_artifacts",
+    "tokenize",
     "TokenStats",
     "token_matrix",
     "competency",
@@ -58,8 +61,15 @@ __all__ = [
     "bonferroni_curve",
 ]
 
-# lower-cased words: letters and digits, inner apostrophes kept ("isn't", "man's")
+# lower-cased words: letters and digits, inner apostrophes kept ("isn't", "man's"): the one tokenizer of every
+# token analysis (explain's competency test, the audit's token table, the surrogate's inputs, the stop rule)
 TOKEN_PATTERN = r"[^\W_]+(?:'[^\W_]+)?"
+_TOKEN_RE = re.compile(TOKEN_PATTERN)
+
+
+def tokenize(text: str) -> list[str]:
+    """The tokens of one text as :func:`token_matrix` counts them: lower-cased, :data:`TOKEN_PATTERN`."""
+    return _TOKEN_RE.findall(text.lower())
 
 
 def token_matrix(texts: Sequence[str], binary: bool = True) -> tuple[sp.csr_matrix, NDArray[np.str_]]:
@@ -238,3 +248,53 @@ def random_competency(
         p0=p0,
     )
     return avg, per_seed
+
+
+def token_artifacts(
+    texts: Sequence[str],
+    labels: Any,
+    top_k: int = 10,
+    min_count: int | None = None,
+    smoothing: float = 1.0,
+    rank_by: str = "pmi",
+) -> dict[str, list[dict[str, Any]]]:
+    """For each label, the tokens most associated with it (the audit's token table; Gururangan et al. 2018).
+
+    Counts are per text (:func:`token_matrix`, binary). For token w seen in n_w texts, c_wl of them labelled l,
+    and base rate p_l: PMI = log2(((c_wl + α) / (n_w + α·C)) / p_l) with add-α smoothing, and Gardner et al.'s z of
+    the token's label rate against the base rate (:func:`z_statistic`, the competency test's). Tokens seen in fewer
+    than ``min_count`` texts are skipped (default max(5, 0.2% of the rows)); only tokens over-represented with the
+    label (z > 0) are listed, ranked by ``rank_by`` (``pmi`` or ``z``).
+    """
+    if rank_by not in ("pmi", "z"):
+        raise ParameterError(f"rank_by must be 'pmi' or 'z', got {rank_by!r}")
+    lab = np.asarray(labels)
+    if lab.ndim != 1:
+        raise InputError(f"labels must be one-dimensional, got shape {lab.shape}")
+    if len(texts) != len(lab):
+        raise InputError(f"{len(texts)} texts but {len(lab)} labels")
+    if len(lab) == 0:
+        raise InputError("no instances")
+    classes, y = np.unique(lab, return_inverse=True)
+    C, n = len(classes), len(lab)
+    if min_count is None:
+        min_count = max(5, math.ceil(0.002 * n))
+    B, words = token_matrix(list(texts))
+    onehot = sp.csr_matrix((np.ones(n), (np.arange(n), y)), shape=(n, C))
+    counts = np.asarray((B.T @ onehot).todense(), dtype=np.float64)  # (V, C)
+    n_w = counts.sum(axis=1)
+    base = np.bincount(y, minlength=C) / n
+    ok = n_w >= min_count
+    out: dict[str, list[dict[str, Any]]] = {}
+    for li, cls in enumerate(classes):
+        c, nw, p = counts[ok, li], n_w[ok], base[li]
+        with np.errstate(divide="ignore"):
+            pmi = np.log2(((c + smoothing) / (nw + smoothing * C)) / p)
+        z = z_statistic(c / nw, p, nw)
+        key = pmi if rank_by == "pmi" else z
+        order = np.lexsort((words[ok].astype(str), -z, -key))
+        order = order[z[order] > 0][:top_k]  # only tokens over-represented with the label
+        out[str(cls)] = [{"token": str(words[ok][i]), "pmi": float(pmi[i]), "z": float(z[i]), "count": int(c[i]),
+                          "total": int(nw[i]), "label_rate": float(c[i] / nw[i]), "base_rate": float(p)}
+                         for i in order]
+    return out

@@ -1,8 +1,9 @@
-"""``OUT/results.json``, the same envelope for every command whether it runs from the CLI or from Python.
+"""``OUT/results.json`` and what every command returns: the same envelope for every command, whether it runs from
+the CLI or from Python, and the :class:`Result` that knows a command's JSON, verdict, summary.md and per-row table.
 
 The envelope (command, argv, seed, versions) comes first, the command's own results after it. A library
-function writes it with ``argv=None`` (the process's arguments); the CLI re-stamps the file with the argv it
-parsed (:func:`aflite.cli.options.write_results`), so the two give the same keys.
+function called from Python records the process's arguments (``argv=None``); the CLI passes the argv it parsed
+in through its claimed :class:`aflite.runs.folder.RunFolder`, so the file is written once either way.
 
 Warnings of scikit-learn, numpy and scipy met while a command's library function runs (convergence warnings of
 thousands of small fits, say) are counted by :func:`recording_warnings` and listed in results.json under
@@ -18,12 +19,16 @@ import json
 import sys
 import warnings
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
-__all__ = ["WarningsRecord", "recording_warnings", "results_envelope", "write_results_json"]
+from aflite.atomic import json_text, write_text
+from aflite.rundir.names import INSTANCES, RESULTS
+from aflite.rundir.versions import versions
+
+__all__ = ["Result", "Table", "WarningsRecord", "recording_warnings", "results_envelope", "write_results_json"]
 
 LIBRARIES = ("sklearn", "numpy", "scipy")  # whose warnings are counted in results.json instead of shown one by one
 
@@ -87,8 +92,6 @@ def recording_warnings(*, summarize: bool = True) -> Iterator[WarningsRecord]:
 
 def results_envelope(command: str | None, argv: Sequence[str] | None = None, seed: Any = None) -> dict[str, Any]:
     """What every results.json starts with: the command, its arguments, the seed and the versions."""
-    from aflite.rundir import versions
-
     return {
         "command": command,
         "argv": list(argv) if argv is not None else sys.argv[1:],
@@ -97,22 +100,14 @@ def results_envelope(command: str | None, argv: Sequence[str] | None = None, see
     }
 
 
-def write_results_json(out: str | Path, results: dict[str, Any] | None, *, command: str | None,
-                       argv: Sequence[str] | None = None, seed: Any = None) -> Path:
-    """Write ``OUT/results.json``: the envelope followed by ``results``.
-
-    Without ``results`` the results.json already in ``out`` (written by the library) is stamped with the
-    envelope instead. A ``seed`` key in the body is the default seed of the envelope. Inside
+def write_results_json(out: str | Path, results: dict[str, Any], *, command: str | None,
+                       argv: Sequence[str] | None = None, seed: Any = None) -> dict[str, Any]:
+    """Write ``OUT/results.json``: the envelope followed by ``results``; returns the document as a reader of the
+    file gets it. A ``seed`` key in the body is the default seed of the envelope. Inside
     :func:`recording_warnings`, the library warnings met so far are listed under ``"warnings"``.
-    """
-    from aflite.atomic import write_json
-
-    path = Path(out) / "results.json"
-    body: dict[str, Any]
-    if results is None:
-        body = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
-    else:
-        body = dict(results)
+    :meth:`aflite.runs.folder.RunFolder.finish` is its one caller."""
+    path = Path(out) / RESULTS
+    body = dict(results)
     body_seed = body.pop("seed", None)
     for key in ("command", "argv", "versions"):
         body.pop(key, None)
@@ -120,5 +115,59 @@ def write_results_json(out: str | Path, results: dict[str, Any] | None, *, comma
     if record is not None and (entries := record.entries()):
         body["warnings"] = entries
         record.written.append(path)
-    write_json(path, {**results_envelope(command, argv, seed if seed is not None else body_seed), **body})
-    return path
+    text = json_text({**results_envelope(command, argv, seed if seed is not None else body_seed), **body})
+    write_text(path, text)
+    return dict(json.loads(text))
+
+
+@dataclass
+class Table:
+    """A per-row table as it is written (``instances.csv``): the header and the rows, each cell as written."""
+
+    columns: Sequence[str]
+    rows: Iterable[Sequence[Any]]
+    name: str = INSTANCES
+
+
+class Result:
+    """What a command's library function returns, and all that its folder's last files are made of.
+
+    A command's result knows its results.json body (:meth:`to_json`, without the envelope), its verdict sentences
+    (:meth:`verdict_sentences`, in the body), its summary.md (:meth:`summary_md`) and its per-row table (:meth:`table`,
+    None for commands without one); :meth:`write_files` writes what else is its own (kept ids, tokens.csv, ...).
+    :meth:`aflite.runs.folder.RunFolder.finish` writes them, then results.json, summary.md and report.html, once
+    and in that order. ``dataset`` (the rows already loaded) lets the explorer page skip reading the data file
+    again; a command that renders its own page (the audit's tables and maps) returns it from :meth:`page_html`;
+    ``has_page`` is False for commands without one (embed, synthetic, bench)."""
+
+    command: ClassVar[str] = ""
+    has_page: ClassVar[bool] = True
+    out: Path
+
+    dataset: Any = None
+
+    @property
+    def seed(self) -> Any:
+        """The seed the envelope records (default: the body's ``seed``)."""
+        return self.to_json().get("seed")
+
+    def to_json(self) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def verdict_sentences(self) -> list[str]:
+        """The verdict (results.json's ``verdict``): two or three sentences that say what the numbers mean."""
+        return list(self.to_json().get("verdict") or [])
+
+    def summary_md(self) -> str:
+        raise NotImplementedError
+
+    def table(self) -> Table | None:
+        return None
+
+    def write_files(self, out: Path) -> None:
+        """The result's own files besides the last three (default: none)."""
+
+    def page_html(self, results: dict[str, Any]) -> str | None:
+        """The page, when the command renders its own (``results``: results.json as written); None: the explorer
+        page of :func:`aflite.report.write_page`."""
+        return None

@@ -1,0 +1,54 @@
+"""The one entry point from what the user gives to a :class:`~aflite.data.Dataset`: :func:`open_dataset` decides
+once whether the data are text or images (:func:`modality_of`) and reads them with the loader of that modality,
+so that no command decides again.
+
+``source`` is a path today (a file or folder of any format the loaders read). In-memory data (a pandas
+DataFrame, a pyarrow Table or a ``datasets.Dataset``) would be added here, and only here: a branch in
+:func:`open_dataset` that turns the object into the same :class:`~aflite.data.Dataset`.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from aflite.data.images import is_image_input, load_image_dataset
+from aflite.data.text import Dataset, load_dataset
+from aflite.errors import ParameterError
+
+__all__ = ["MODALITIES", "modality_of", "open_dataset"]
+
+MODALITIES = ("text", "image")
+TEXT_OPTIONS = ("file_format", "text_a", "text_b", "label_map", "group_by_premise", "groups")  # text loader only
+IMAGE_OPTIONS = ("path_column", "skip_bad_images")  # image loader only
+
+
+def modality_of(source: str | os.PathLike[str], *, reads: str = "any", path_column: str | None = None) -> str:
+    """``"image"`` or ``"text"``: the modality of ``source`` for a featurizer that ``reads`` ``"text"``,
+    ``"image"``, ``"text+image"`` or ``"any"`` (its registry entry's modality). An image-only featurizer or a named
+    path column means images; otherwise the data say so (an image folder, a HF dataset with an Image column, a
+    table with a path column and no text columns: :func:`aflite.data.images.is_image_input`)."""
+    if reads == "image":
+        return "image"
+    return "image" if is_image_input(source, path_column) else "text"
+
+
+def open_dataset(source: str | os.PathLike[str], *, reads: str = "any", modality: str | None = None,
+                 **options: Any) -> Dataset:
+    """Read ``source`` as a :class:`~aflite.data.Dataset` of its modality (``modality``, or decided by
+    :func:`modality_of` for a featurizer that ``reads`` that modality). ``options`` are the loaders' keywords:
+    ``label`` and ``id_column`` for both; ``text_a``, ``text_b``, ``groups``, ``file_format``, ... for text
+    (:func:`aflite.data.load_dataset`); ``path_column`` and ``skip_bad_images`` for images
+    (:func:`aflite.data.images.load_image_dataset`). Options of the other modality, and None values, are
+    ignored, so that a command passes everything its user gave."""
+    if not isinstance(source, str | os.PathLike):
+        raise ParameterError(f"data must be a file or folder path, not {type(source).__name__}")
+    given = {k: v for k, v in options.items() if v is not None}
+    if modality is None:
+        modality = modality_of(source, reads=reads, path_column=given.get("path_column"))
+    if modality not in MODALITIES:
+        raise ParameterError(f"unknown modality {modality!r}; choose one of {', '.join(MODALITIES)}")
+    if modality == "image":
+        return load_image_dataset(Path(source), **{k: v for k, v in given.items() if k not in TEXT_OPTIONS})
+    return load_dataset(source, **{k: v for k, v in given.items() if k not in IMAGE_OPTIONS})

@@ -1,0 +1,345 @@
+"""The checks of ``aflite explain`` (:mod:`aflite.checks`), one per question about a run, in the order they run:
+token artifacts with significance, the optional stop rule, the first phase's data map, cleanlab's label issues
+(and their overlap with the removed set), the surrogate of p̃ ("why was a row easy"), each removed row's nearest
+kept rows, and the n-gram ensemble's own token weights. Each returns its per-row values, its results.json keys and
+its section of summary.md; :func:`aflite.runs.explain.explain` runs them and writes the folder."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import numpy as np
+
+from aflite.checks import Check, CheckData, CheckResult
+from aflite.checks.format import cell, md_cell, md_table, pct
+from aflite.checks.tokens import TokenStats, competency, random_competency
+from aflite.explain.datamap import REGION_RULE, label_issues, overlap_table, regions
+from aflite.explain.reasons import IMAGE_INPUTS, fit_surrogate, image_inputs, nearest_kept, text_inputs
+from aflite.explain.recompute import ngram_terms
+from aflite.explain.stoprule import continue_until_clean
+from aflite.verdict import SPREAD_FACTOR, number
+
+__all__ = ["DataMap", "LabelIssueCheck", "Neighbours", "NgramCoefficients", "StopRule", "Surrogate", "TokenArtifacts",
+           "label_issue_verdict", "token_verdict"]
+
+
+def _token_test(data: CheckData) -> dict[str, Any]:
+    o = data.options
+    null = o.get("null", "base")
+    return {"statistic": "z = (p̂ − p0) / sqrt(p0 (1 − p0) / n), p0 = "
+                         + ("the label's base rate in the set (Gardner et al. 2021, Eq. 1, whose p0 is 1/|Y|)"
+                            if null == "base" else "1/|Y| (Gardner et al. 2021, Eq. 1)")
+                         + "; one-sided normal p-value; Bonferroni over every (token, label) pair of tokens seen >= "
+                           "min_count texts of the set",
+            "alpha": o.get("alpha", 0.01), "min_count": o.get("min_count", 20), "null": null,
+            "random_subsets": o.get("random_seeds", 5),
+            "random_rows": "means over the subsets in which the pair was tested; significant = in at least half of "
+                           "the subsets; significant_tokens.random = mean count per subset"}
+
+
+class TokenArtifacts(Check):
+    """Gardner et al. (2021)'s competency test on full D, the kept D(Φ) and same-size random subsets. Per row: the
+    largest z of a significant (token, its label) pair among its tokens (flag: it has one)."""
+
+    name: ClassVar[str] = "tokens"
+
+    def enabled(self, data: CheckData) -> bool:
+        return data.texts is not None
+
+    def disabled(self, data: CheckData) -> CheckResult:
+        return CheckResult(self.name, summary={
+            "significant_tokens": None, "significant_tokens_random_per_seed": [], "token_view": None,
+            "token_test": _token_test(data), "bonferroni": {}, "top_artifacts": {}})
+
+    def competency(self, data: CheckData, rows: np.ndarray | None = None) -> TokenStats:
+        B, vocab = data.token_matrix()
+        o = data.options
+        return competency(B, vocab, data.y, data.classes, rows, alpha=o.get("alpha", 0.01),
+                          min_count=o.get("min_count", 20), p0=o.get("null", "base"))
+
+    def find(self, data: CheckData) -> CheckResult:
+        B, vocab = data.token_matrix()
+        o = data.options
+        sets: dict[str, TokenStats] = {"full": self.competency(data), "kept": self.competency(
+            data, np.flatnonzero(data.keep))}
+        sets["random"], per_seed = random_competency(
+            B, vocab, data.y, data.classes, int(data.keep.sum()), data.seed, o.get("random_seeds", 5),
+            alpha=o.get("alpha", 0.01), min_count=o.get("min_count", 20), p0=o.get("null", "base"))
+        sig: dict[str, float] = {k: int(v.n_significant) for k, v in sets.items() if k != "random"}
+        sig["random"] = float(np.mean(per_seed))
+        summary = {
+            "significant_tokens": sig, "significant_tokens_random_per_seed": per_seed, "token_view": data.text_view,
+            "token_test": _token_test(data),
+            "bonferroni": {k: {"n_rows": v.n_rows, "n_tests": v.n_tests, "z_critical": v.z_critical,
+                               "base_rates": v.base_rates} for k, v in sets.items()},
+            "top_artifacts": {k: sets[k].top(10) for k in ("full", "kept")}}
+        scores = _row_scores(B, vocab, data.y, data.classes, sets["full"])
+        verdict = token_verdict(summary)
+        return CheckResult(self.name, scores, ~np.isnan(scores), summary, verdict, _token_markdown(summary, sets),
+                           columns={}, detail=sets)
+
+
+def token_verdict(res: dict[str, Any]) -> list[str]:
+    """Token artifacts significant on D(Φ) against same-size random subsets of D, judged against the subsets'
+    spread (in counts: at least half a pair)."""
+    sig = res.get("significant_tokens") or {}
+    full, kept, rand = number(sig.get("full")), number(sig.get("kept")), number(sig.get("random"))
+    per_seed = [v for v in (number(x) for x in res.get("significant_tokens_random_per_seed") or []) if v is not None]
+    if full is None or kept is None or rand is None:
+        return []
+    mean = sum(per_seed) / len(per_seed) if per_seed else rand
+    sd = (sum((v - mean) ** 2 for v in per_seed) / len(per_seed)) ** 0.5 if per_seed else 0.0
+    spread = max(sd, 0.5)
+    if kept < rand - SPREAD_FACTOR * spread:
+        judged = "fewer than a random cut of the same size leaves, beyond the subsets' spread"
+    elif kept > rand + SPREAD_FACTOR * spread:
+        judged = "more than a random cut of the same size leaves: the filter did not target them"
+    else:
+        judged = "as many as a random cut of the same size leaves, within the subsets' spread"
+    return [f"On the {res.get('token_view') or 'text'}, {full:.0f} (token, label) pair(s) are significant artifacts "
+            f"on D and {kept:.0f} on D(Φ), against {rand:.1f} (±{sd:.1f}) on same-size random subsets of D: "
+            f"{judged}."]
+
+
+def _row_scores(B: Any, vocab: np.ndarray, y: np.ndarray, classes: np.ndarray, full: TokenStats) -> np.ndarray:
+    """Per row, the largest z of a significant (token, the row's label) pair among its tokens; NaN when none."""
+    K = len(classes)
+    Z = np.full((len(vocab), K), -np.inf)
+    sig = np.flatnonzero(full.significant)
+    if len(sig):
+        t = np.searchsorted(vocab, full.token[sig])
+        k = np.searchsorted(np.asarray(classes).astype(str), np.asarray(full.label[sig]).astype(str))
+        Z[t, k] = full.z[sig]
+    csr = B.tocsr()
+    rows = np.repeat(np.arange(csr.shape[0]), np.diff(csr.indptr))
+    vals = Z[csr.indices, y[rows]] if len(rows) else np.empty(0)
+    out = np.full(csr.shape[0], -np.inf)
+    np.maximum.at(out, rows, vals)
+    out[~np.isfinite(out)] = np.nan
+    return out
+
+
+def _token_markdown(res: dict[str, Any], sets: dict[str, TokenStats]) -> list[str]:
+    s, b, tt = res["significant_tokens"], res["bonferroni"], res["token_test"]
+    lines = ["## Token artifacts (Gardner et al. 2021 competency test)", "",
+             f"Computed on the **{res['token_view']}** text. z against each label's base rate, one-sided, "
+             f"Bonferroni α = {tt['alpha']} over all (token, label) pairs of tokens seen ≥ {tt['min_count']} times.",
+             "",
+             md_table(["set", "rows", "tests", "z critical", "significant (token, label) pairs"], [
+                 [k, f"{b[k]['n_rows']:,}", f"{b[k]['n_tests']:,}", f"{b[k]['z_critical']:.2f}",
+                  f"{s[k]:.1f}" if k == "random" else s[k]] for k in ("full", "kept", "random")]), "",
+             f"random = the mean over {tt['random_subsets']} seeded random subsets of |D(Φ)| rows "
+             f"(per subset: {res['significant_tokens_random_per_seed']}).", ""]
+    for k, title in (("full", "before filtering (D)"), ("kept", "after filtering (D(Φ))")):
+        lines += [f"Five most significant artifacts {title}:", "",
+                  md_table(["token", "label", "count", "p̂(label|token)", "z", "significant"],
+                           [[md_cell(t["token"]), md_cell(t["label"]), f"{t['count']:.0f}", f"{t['p_label']:.3f}",
+                             f"{t['z']:.1f}", "yes" if t["significant"] else "no"] for t in sets[k].top(5)]), ""]
+    kept_sig = s["kept"]
+    lines += [("AFLite's k-rule stopped with " + (f"{kept_sig} (token, label) pair(s) still significant in D(Φ)."
+                                                   if kept_sig else "no significant (token, label) pair left in "
+                                                   "D(Φ).")), ""]
+    return lines
+
+
+class StopRule(Check):
+    """Optional (``stop_rule``): continue filtering past the run's stop until no token artifact is significant
+    (:mod:`aflite.explain.stoprule`); per row, the extra phase that removed it."""
+
+    name: ClassVar[str] = "stop_rule"
+
+    def enabled(self, data: CheckData) -> bool:
+        return bool(data.options.get("stop_rule")) and data.texts is not None
+
+    def _summary(self, data: CheckData, more: dict[str, Any]) -> dict[str, Any]:
+        tokens = data.found.get("tokens")
+        sig = (tokens.summary.get("significant_tokens") or {}) if tokens is not None else {}
+        return {"stop_rule": {"k_rule": data.run.get("stop_reason"), "significant_after_filtering": sig.get("kept"),
+                              **more}}
+
+    def disabled(self, data: CheckData) -> CheckResult:
+        return CheckResult(self.name, summary=self._summary(data, {"enabled": False}),
+                           columns={"stop_rule_removed_at": [""] * len(data)})
+
+    def find(self, data: CheckData) -> CheckResult:
+        tokens = TokenArtifacts()
+        o = data.options
+        stop = continue_until_clean(
+            data.X, data.labels, data.context.get("groups"), data.run["parameters"], data.seed, data.keep,
+            int(data.run.get("n_iterations", 0)), lambda r: tokens.competency(data, r).n_significant,
+            floor=o.get("stop_floor"), max_phases=o.get("stop_max_phases", 40))
+        sr = stop.to_dict()
+        last = sr["trajectory"][-1]
+        md = [f"Stop rule (continue with slices of {sr['slice_size']} until no pair is significant, floor "
+              f"{sr['floor']:,}): stopped by **{sr['stopped_by']}** after removing {sr['extra_removed']:,} more rows; "
+              f"|S| = {last['size']:,} with {last['significant']} significant pair(s).", ""]
+        removed = np.asarray(stop.removed_at)
+        return CheckResult(self.name, removed.astype(float), removed >= 0, self._summary(data, sr), markdown=md,
+                           columns={"stop_rule_removed_at": ["" if r < 0 else int(r) for r in removed]})
+
+
+class DataMap(Check):
+    """The first phase's data map (Swayamdipta et al.): per row, confidence, variability, correctness and region."""
+
+    name: ClassVar[str] = "datamap"
+
+    def find(self, data: CheckData) -> CheckResult:
+        af = data.phase
+        region = regions(af.confidence_, af.variability_)
+        counts = {r: int((region == r).sum()) for r in ("easy", "ambiguous", "hard", "unscored")}
+        summary = {"datamap": {"region_rule": REGION_RULE, "regions": counts,
+                               "removed_by_region": {r: int(((region == r) & ~data.keep).sum()) for r in counts}}}
+        md = ["## Data map of the first phase and label issues", "", f"Regions: {REGION_RULE}.", ""]
+        columns = {"confidence": [cell(v) for v in af.confidence_], "variability": [cell(v) for v in af.variability_],
+                   "correctness": [cell(v) for v in af.correctness_], "region": list(region)}
+        return CheckResult(self.name, np.asarray(af.confidence_, float), None, summary, markdown=md, columns=columns,
+                           detail=region)
+
+
+class LabelIssueCheck(Check):
+    """cleanlab's label-issue candidates from the first phase's held-out probabilities, and how the removed set
+    overlaps them and the data map's regions."""
+
+    name: ClassVar[str] = "label_issues"
+
+    def find(self, data: CheckData) -> CheckResult:
+        issues = label_issues(data.phase.first_phase_proba_, data.y)
+        # the same measure with the labels permuted (seeded; the probabilities unchanged): what confident learning
+        # flags when the labels carry no information for the first phase's models, for the count to be read against
+        shuffled: list[int] = []
+        if issues.flags is not None and issues.skipped is None:
+            perm_rng = np.random.default_rng([data.seed, 34])
+            for _ in range(data.options.get("random_seeds", 5)):
+                sh = label_issues(data.phase.first_phase_proba_, perm_rng.permutation(data.y))
+                if sh.flags is not None and sh.skipped is None:
+                    shuffled.append(int(sh.flags.sum()))
+        region = data.found["datamap"].detail
+        overlap = overlap_table(~data.keep, region, issues.flags)
+        flags = issues.flags
+        li = {"n": None if flags is None else int(flags.sum()), "rows": len(data), "skipped": issues.skipped,
+              "method": issues.method, "input": "mean held-out probabilities of the first phase",
+              "shuffled_labels": _shuffled(shuffled)}
+        md = ["Label issues: " + (_issues_line(li) if li["skipped"] is None else f"skipped — {li['skipped']}."), "",
+              "Overlap of AFLite's removed set with each group:", "",
+              md_table(["group", "rows", "removed", "share of group removed", "share of removed set"],
+                       [[o["group"], f"{o['size']:,}", f"{o['removed']:,}", pct(o["share_of_group_removed"]),
+                         pct(o["share_of_removed_in_group"])] for o in overlap]), ""]
+        verdict = label_issue_verdict(li)
+        return CheckResult(self.name, None, flags, {"label_issues": li, "overlap": overlap}, verdict, md,
+                           {"label_issue": [""] * len(data) if flags is None else [int(f) for f in flags]})
+
+
+# label issues against the count with permuted labels ("chance"): at or above CHANCE_CLOSE of it the flags are read
+# as the models' blind spots, under CHANCE_HALF as label-error candidates, in between as a mix
+CHANCE_CLOSE = 0.8
+CHANCE_HALF = 0.5
+
+
+def _shuffled(counts: list[int]) -> dict[str, Any] | None:
+    """The label-issue count with permuted labels: per permutation, mean and standard deviation."""
+    if not counts:
+        return None
+    arr = np.asarray(counts, dtype=float)
+    return {"per_seed": counts, "mean": float(arr.mean()), "std": float(arr.std()),
+            "meaning": "cleanlab's count on the same first-phase probabilities with the labels permuted (seeded): "
+                       "what it flags when the labels carry no information for these models"}
+
+
+def _issues_line(li: dict[str, Any]) -> str:
+    sh = li.get("shuffled_labels")
+    chance = (f"; with the labels permuted, {sh['mean']:,.1f} (± {sh['std']:.1f}, {len(sh['per_seed'])} "
+              f"permutations)") if sh else ""
+    return f"{li['n']:,} candidate(s) of {li.get('rows', 0):,} rows from {li['method']} on the {li['input']}{chance}."
+
+
+def label_issue_verdict(li: dict[str, Any]) -> list[str]:
+    """cleanlab's label-issue count against the same measure with the labels permuted (chance): within twice the
+    permutations' spread or at CHANCE_CLOSE of it and above, the flags are the models' blind spots; under CHANCE_HALF
+    of it, label-error candidates."""
+    n, rows, sh = number(li.get("n")), number(li.get("rows")), li.get("shuffled_labels") or {}
+    s_mean, s_sd = number(sh.get("mean")), number(sh.get("std")) or 0.0
+    if li.get("skipped") is not None or n is None or not rows or s_mean is None:
+        return []
+    spread = max(s_sd, 0.5)
+    pct = f"{n:,.0f} of {rows:,.0f} rows ({100 * n / rows:.0f}%)"
+    against = (f"against {s_mean:,.1f} ({100 * s_mean / rows:.0f}%) with the labels permuted, the count when labels "
+               f"carry no information for Φ's models")
+    ratio = n / s_mean if s_mean > 0 else 0.0
+    if n >= s_mean - SPREAD_FACTOR * spread or ratio >= CHANCE_CLOSE:
+        reading = ("close to that chance count, so the flags mark rows Φ's models cannot predict (e.g. texts that "
+                   "recur with other labels), not label errors one can tell apart")
+    elif ratio >= CHANCE_HALF:
+        reading = ("below that chance count but not far: read the flags as rows the models find hard, among which "
+                   "label errors may be")
+    else:
+        reading = ("well under half that chance count: the flagged rows disagree with a pattern the models learned, "
+                   "candidates worth reading as label errors")
+    return [f"Confident learning flags {pct} as possible label errors, {against}: {reading}."]
+
+
+class Surrogate(Check):
+    """Why rows were easy: a sparse (Lasso) surrogate of the first phase's p̃ on tokens × label (or image
+    statistics × label); per row, its top terms."""
+
+    name: ClassVar[str] = "surrogate"
+
+    def find(self, data: CheckData) -> CheckResult:
+        min_count = data.options.get("min_count", 20)
+        if data.texts is not None:
+            F, token_names = text_inputs(*data.token_matrix(), min_count)
+            names = [str(t) for t in token_names]
+            inputs = f"{data.text_view} tokens (seen >= {min_count} times) × label"
+        else:
+            F, names = image_inputs(data.refs or []), list(IMAGE_INPUTS)
+            inputs = "image statistics × label"
+        sur = fit_surrogate(F, names, data.y, data.classes, data.phase.first_phase_predictability_,
+                            random_state=data.seed)
+        summary: dict[str, Any] = {"surrogate": {
+            "target": "p̃ of the first phase", "inputs": inputs, "model": "Lasso (L1)", "alpha": sur.alpha,
+            "r2": sur.r2, "n_inputs": sur.n_inputs, "n_terms": len(sur.terms), "top_terms": sur.terms[:25]}}
+        s = summary["surrogate"]
+        md = ["## Why rows were easy (surrogate of p̃)", "",
+              f"{s['model']} on {s['inputs']}: R² = {s['r2']:.3f} on the scored rows, {s['n_terms']} nonzero terms. "
+              f"Strongest (input → label, coefficient, rows):", "",
+              md_table(["input", "label", "coef", "rows"], [[md_cell(t["name"]), md_cell(t["label"]),
+                                                             f"{t['coef']:+.3f}", t["support"]]
+                                                            for t in s["top_terms"][:10]]), ""]
+        return CheckResult(self.name, summary=summary, markdown=md, columns={"top_features": list(sur.top_features)})
+
+
+class Neighbours(Check):
+    """Each removed row's nearest kept rows in Φ (``neighbours`` of them)."""
+
+    name: ClassVar[str] = "neighbours"
+
+    def find(self, data: CheckData) -> CheckResult:
+        k = data.options.get("neighbours", 3)
+        near = nearest_kept(data.X, data.keep, k=k, seed=data.seed) if k else [[] for _ in range(len(data))]
+        return CheckResult(self.name, columns={"nearest_kept": [";".join(str(data.ids[j]) for j in row)
+                                                                for row in near]})
+
+
+class NgramCoefficients(Check):
+    """Optional (``ngram_coefficients``, an n-gram Φ): each token's push towards each label from the ensemble's
+    own weights; per row, its tokens that push most towards its label."""
+
+    name: ClassVar[str] = "ngram_coefficients"
+
+    def enabled(self, data: CheckData) -> bool:
+        return (bool(data.options.get("ngram_coefficients")) and data.texts is not None
+                and data.phase.first_phase_coef_ is not None)
+
+    def disabled(self, data: CheckData) -> CheckResult:
+        return CheckResult(self.name, summary={"ngram_coefficients": None},
+                           columns={"ensemble_features": [""] * len(data)})
+
+    def find(self, data: CheckData) -> CheckResult:
+        B, vocab = data.token_matrix()
+        terms = ngram_terms(data.context["dataset"], data.context["rows"], data.run["featurizer"], data.X, B, vocab,
+                            data.y, data.classes, data.options.get("min_count", 20), data.phase.first_phase_coef_,
+                            data.text_view)
+        summary = {"ngram_coefficients": {
+            "rule": "Φ of each token alone (the n-gram featurizer refitted with the run's options and seed) times the "
+                    "first phase's mean coefficients, centred over labels",
+            "refit_max_abs_diff": terms["refit_max_abs_diff"], "top_terms": terms["top_terms"]}}
+        return CheckResult(self.name, summary=summary, columns={"ensemble_features": list(terms["per_row"])})

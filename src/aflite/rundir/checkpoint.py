@@ -1,0 +1,77 @@
+"""The filter's checkpoint: ``checkpoint.npz``, the filter state after the last completed phase (plain arrays,
+no pickles), written after every phase so that an interrupted run resumes, and refused when it was made from other
+data or parameters."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from aflite.atomic import write_npz
+from aflite.core.phase import FilterState, IterationRecord
+from aflite.errors import InputError
+from aflite.rundir.names import CHECKPOINT
+from aflite.rundir.read import recorded_dataset_fingerprint
+
+__all__ = ["check_resume_dataset", "load_checkpoint", "save_checkpoint"]
+
+
+def save_checkpoint(out: Path, state: FilterState, params: dict[str, Any], fp: str,
+                    dataset: str | None = None) -> None:
+    meta = {
+        "iteration": state.iteration,
+        "stop_reason": state.stop_reason,
+        "history": [r.to_dict() for r in state.history],
+        "params": params,
+        "fingerprint": fp,
+        "dataset_fingerprint": dataset,
+    }
+    arrays = {f"ens_{k}": v for k, v in state.ensemble_state.items()}
+    arrays.update({f"x_{k}": v for k, v in state.extra.items()})
+    write_npz(
+        out / CHECKPOINT,
+        keep=state.keep,
+        predictability=state.predictability,
+        removed_at=state.removed_at,
+        meta=np.array(json.dumps(meta)),
+        **arrays,
+    )
+
+
+def check_resume_dataset(out: Path, dataset_fp: str) -> None:
+    """Refuse ``--resume`` of a run made from another dataset, before anything is computed or written."""
+    saved = recorded_dataset_fingerprint(out)
+    if saved is not None and saved != dataset_fp:
+        raise InputError(f"{out}: the run there was made from a different dataset (its ids, labels or texts differ); "
+                         f"use another --out")
+
+
+def load_checkpoint(out: Path, params: dict[str, Any], fp: str) -> FilterState | None:
+    """The saved state, or None when there is none; refuses one made with other data or parameters."""
+    path = out / CHECKPOINT
+    if not path.exists():
+        return None
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            data = {k: z[k] for k in z.files}
+        meta = json.loads(str(data.pop("meta")))
+    except Exception as exc:  # noqa: BLE001 - any damage means the checkpoint is unusable
+        raise InputError(f"{path}: unreadable checkpoint ({exc}); delete it to start over") from exc
+    if meta["fingerprint"] != fp:
+        raise InputError(f"{path}: checkpoint was made from different features or labels; use another --out")
+    if meta["params"] != params:
+        diff = {k: (meta["params"].get(k), v) for k, v in params.items() if meta["params"].get(k) != v}
+        raise InputError(f"{path}: checkpoint was made with other parameters {diff} (saved, now)")
+    return FilterState(
+        iteration=int(meta["iteration"]),
+        keep=data.pop("keep").astype(bool),
+        predictability=data.pop("predictability").astype(np.float64),
+        removed_at=data.pop("removed_at").astype(np.int32),
+        history=[IterationRecord(**r) for r in meta["history"]],
+        stop_reason=meta["stop_reason"],
+        ensemble_state={k[4:]: v for k, v in data.items() if k.startswith("ens_")},
+        extra={k[2:]: v for k, v in data.items() if k.startswith("x_")},
+    )

@@ -1,0 +1,206 @@
+"""Claiming an output folder: every command that writes a folder claims it first.
+
+The path is checked before any computation, a marker file names the command that owns the folder (so that
+another command, or ``demo``'s clean start, never overwrites or deletes what it did not make), and a lock keeps a
+second process out while the first writes. :class:`aflite.runs.folder.RunFolder` holds the claim.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import time
+from pathlib import Path
+from typing import IO, Any
+
+from aflite import __version__
+from aflite.atomic import check_output_path, write_json
+from aflite.errors import AfliteError, OutputError, OutputWriteError
+from aflite.rundir.names import CHECKPOINT, INSTANCES, RUN_COMMANDS, SUMMARY
+
+__all__ = ["LOCK", "MARKER", "OutputFolder", "check_outside_runs", "claim_output", "clear_own_folder", "is_run_folder",
+           "read_marker"]
+
+MARKER = ".aflite-owner.json"
+LOCK = ".aflite.lock"
+RUN_FILES = (CHECKPOINT, SUMMARY)  # a run directory holds one of these once a run has written it
+
+
+def is_run_folder(folder: str | os.PathLike[str]) -> bool:
+    """Whether ``folder`` is a run folder: marked by ``aflite run``/``filter``/``demo``, or (made from Python, no
+    marker) holding a checkpoint, or a summary.json beside instances.csv."""
+    p = Path(folder)
+    if not p.is_dir():
+        return False
+    marker = read_marker(p)
+    if marker is not None:
+        return marker["command"] in RUN_COMMANDS
+    return (p / CHECKPOINT).is_file() or ((p / SUMMARY).is_file() and (p / INSTANCES).is_file())
+
+
+def check_outside_runs(path: str | os.PathLike[str], runs: Any = (), *, flag: str = "--out") -> None:
+    """Refuse (one line, before anything is written) an output or cache path of a command that reads run folders
+    (explain, evaluate, audit --compare) when it is one of the input ``runs``, inside one, or inside any other run
+    folder: a run folder is written by its run only, so that what it recorded stays what the run did."""
+    resolved = Path(path).expanduser().resolve()
+    inputs = [Path(r).expanduser().resolve() for r in runs]
+    for run in inputs:
+        if resolved == run or run in resolved.parents:
+            where = "is" if resolved == run else "is inside"
+            raise OutputError(f"{flag} {path} {where} the run folder {run}, which this command reads: a run folder "
+                              f"is written by its run only; choose another {flag}")
+    for folder in (resolved, *resolved.parents):
+        if is_run_folder(folder):
+            where = "is" if folder == resolved else "is inside"
+            raise OutputError(f"{flag} {path} {where} the run folder {folder}: a run folder is written by its run "
+                              f"only; choose another {flag}")
+
+
+def read_marker(folder: str | os.PathLike[str]) -> dict[str, Any] | None:
+    """The owner marker of a folder (command, whether that command created the folder), or None."""
+    path = Path(folder) / MARKER
+    try:
+        obj = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return obj if isinstance(obj, dict) and isinstance(obj.get("command"), str) else None
+
+
+class OutputFolder:
+    """A claimed output folder: checked, created if needed, marked as the command's own and locked.
+
+    Use as a context manager; on an :class:`~aflite.errors.AfliteError` inside the block, a folder that this
+    claim created is removed again (nothing is left behind by a refused input); any other exit keeps it (an
+    interrupted run stays resumable).
+    """
+
+    def __init__(self, path: Path, command: str, created: bool, lock_fh: IO[str] | None) -> None:
+        self.path = path
+        self.command = command
+        self.created = created
+        self.marked = False  # whether this claim wrote the marker (and the lock file) into an existing folder
+        self._lock_fh = lock_fh
+
+    def release(self, failed: bool = False) -> None:
+        if self._lock_fh is not None:
+            with contextlib.suppress(OSError):
+                self._lock_fh.close()  # closing the descriptor releases the flock
+            self._lock_fh = None
+        if failed and self.created:
+            shutil.rmtree(self.path, ignore_errors=True)
+        elif failed and self.marked:  # an existing folder that was not ours: leave it as it was found
+            for name in (MARKER, LOCK):
+                with contextlib.suppress(OSError):
+                    (self.path / name).unlink()
+
+    def __enter__(self) -> OutputFolder:
+        return self
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        # a refused input leaves nothing behind; a write that failed part-way (disk full) keeps what was
+        # completed (each file is whole), so that the run can be resumed once there is room
+        self.release(failed=exc_type is not None and issubclass(exc_type, AfliteError)
+                     and not issubclass(exc_type, OutputWriteError))
+
+
+def claim_output(
+    out: str | os.PathLike[str],
+    command: str,
+    *,
+    overwrite: bool = False,
+    resume: bool = False,
+    flag: str = "--out",
+) -> OutputFolder:
+    """Check, create, mark and lock the output folder of ``aflite COMMAND``.
+
+    A non-empty folder is refused unless its marker names this command, or ``overwrite`` (the user's
+    ``--overwrite``); a folder holding a run (checkpoint or summary) is refused unless ``resume`` or
+    ``overwrite``; a folder locked by a live process is refused. All before any computation.
+    """
+    p = check_output_path(out, flag=flag, folder=True)
+    existed = p.exists()
+    if existed:
+        entries = [e for e in p.iterdir() if e.name not in (MARKER, LOCK)]
+        marker = read_marker(p)
+        owner = None if marker is None else marker["command"]
+        legacy_run = marker is None and command in ("run", "filter", "demo") and any(
+            (p / f).exists() for f in RUN_FILES)
+        if entries and owner != command and not overwrite and not (resume and legacy_run):
+            made = f"made by `aflite {owner}`" if owner else f"not made by `aflite {command}`"
+            raise OutputError(f"{flag} {p}: folder is not empty ({len(entries)} entr"
+                              f"{'y' if len(entries) == 1 else 'ies'}) and was {made}; pass --overwrite to write "
+                              f"into it anyway, or choose another {flag}")
+        if not resume and not overwrite and any((p / f).exists() for f in RUN_FILES) and command in (
+                "run", "filter"):
+            raise OutputError(f"{flag} {p}: holds a previous run: pass --resume to continue it, --overwrite to "
+                              f"start over, or choose another {flag}")
+    else:
+        marker = None
+    try:
+        p.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise OutputError(f"{flag} {p}: cannot create the folder: {exc.strerror or exc}") from None
+    had_lock = (p / LOCK).exists()
+    try:
+        lock_fh = _lock(p, flag)
+    except OutputError:
+        if not existed:
+            shutil.rmtree(p, ignore_errors=True)
+        raise
+    claim = OutputFolder(p, command, created=not existed, lock_fh=lock_fh)
+    try:
+        if marker is None or marker.get("command") != command:
+            claim.marked = existed and marker is None and not had_lock
+            write_json(p / MARKER, {"command": command, "created": not existed, "aflite": __version__,
+                                    "time": time.strftime("%Y-%m-%dT%H:%M:%S%z")})
+    except OSError as exc:
+        claim.release(failed=True)
+        raise OutputError(f"{flag} {p}: cannot write into the folder: {exc.strerror or exc}") from None
+    return claim
+
+
+def _lock(folder: Path, flag: str) -> IO[str] | None:
+    """An exclusive, non-blocking lock on FOLDER/.aflite.lock held while the returned file stays open."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - not POSIX: no lock (documented)
+        return None
+    try:
+        fh = open(folder / LOCK, "a+", encoding="utf-8")  # noqa: SIM115 - held open for the lock's lifetime
+    except OSError as exc:
+        raise OutputError(f"{flag} {folder}: cannot write into the folder: {exc.strerror or exc}") from None
+    try:
+        fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        fh.seek(0)
+        pid = fh.read().strip() or "?"
+        fh.close()
+        raise OutputError(f"{flag} {folder}: in use by another aflite process (pid {pid}); wait for it to "
+                          f"finish or choose another {flag}") from None
+    try:
+        fh.seek(0)
+        fh.truncate()
+        fh.write(f"{os.getpid()}\n")
+        fh.flush()
+    except OSError as exc:  # disk full or quota: the lock file cannot even hold a pid
+        fh.close()
+        raise OutputError(f"{flag} {folder}: cannot write into the folder: {exc.strerror or exc}") from None
+    return fh
+
+
+def clear_own_folder(folder: Path, command: str) -> bool:
+    """Empty a folder that ``aflite COMMAND`` created and marked as its own (its marker and lock stay);
+    anything else is left alone. Returns whether it was cleared."""
+    marker = read_marker(folder)
+    if marker is None or marker.get("command") != command or marker.get("created") is not True:
+        return False
+    for entry in folder.iterdir():
+        if entry.name in (MARKER, LOCK):
+            continue
+        if entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry)
+        else:
+            entry.unlink()
+    return True

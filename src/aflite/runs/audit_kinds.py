@@ -1,0 +1,187 @@
+"""What an audit does differently on text and on images, behind one interface for :func:`aflite.runs.audit.audit_file`:
+its configuration, the loader's options, the checks of the loaded data, the features, the audit of one set, the
+notes and figures of the report, and the page. :func:`audit_kind` picks one from the data (decided once, as
+:func:`aflite.data.modality_of` decides for every command)."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from aflite import audit as A
+from aflite.audit.images import (
+    BIASED_VIEW_NAME,
+    IMAGE_VIEW,
+    audit_image_dataset,
+    colour_histograms,
+    resolve_audit_featurizer,
+)
+from aflite.data import check_view_texts, modality_of, warn_twins
+from aflite.device import torch_device
+from aflite.errors import InputError, ParameterError
+from aflite.features import featurize_dataset
+from aflite.features.registry import featurizer_names, featurizer_options, spec
+from aflite.report import paper_reference, png_bytes, render, render_images, tsne_figure
+
+__all__ = ["ImageAudit", "TextAudit", "audit_kind"]
+
+
+class TextAudit:
+    """A sentence-pair audit: biased (one sentence) and normal (the pair) models, TRA, PECO, token artifacts."""
+
+    modality = "text"
+    unit = "pairs"
+    rows_word = "rows"
+
+    def __init__(self) -> None:
+        self.reference = "none"
+
+    def featurizer(self, featurizer: str | None, model_path: str | None, data_path: Any) -> str:
+        allowed = featurizer_names("audit", "text", only=True)
+        if featurizer is not None and featurizer not in allowed:
+            raise ParameterError(f"--featurizer {featurizer} is for images; {data_path} is read as text "
+                                 f"({' or '.join(allowed)})")
+        return featurizer or allowed[0]
+
+    def configure(self, cfg: Any, data_path: Any, reference: str) -> Any:
+        allowed = featurizer_names("audit", "text", only=True)
+        if cfg.featurizer not in allowed:
+            raise ParameterError(f"--featurizer {cfg.featurizer} is for images; a sentence-pair audit takes "
+                                 f"{' or '.join(allowed)}")
+        paper_reference(reference)  # an unknown name fails here, before any work
+        self.reference = reference
+        return cfg
+
+    def loader_options(self, dataset_options: dict[str, Any] | None, groups: str,
+                       image_options: dict[str, Any] | None) -> dict[str, Any]:
+        return {**(dataset_options or {}), "groups": groups}
+
+    def check(self, ds: Any, cfg: Any, groups: str, data_path: Any) -> None:
+        if not ds.is_pair:
+            raise InputError(f"{data_path}: the audit needs sentence pairs (give the first and second text columns)")
+        for view in ("pair", *cfg.views):  # a column empty in every row: nothing for the view's models
+            check_view_texts(ds, view, f"the audit's {view} view")
+        warn_twins(ds, ("pair", *cfg.views), groups)
+
+    def resolve(self, cfg: Any, n: int, show_progress: bool) -> Any:
+        """TRA only on a GPU unless asked (decided once, so that the time estimate and every audit agree)."""
+        if cfg.tra is None:
+            dev = torch_device(cfg.device)
+            cfg = dataclasses.replace(cfg, tra=dev.startswith("cuda"))
+            if not cfg.tra and show_progress:
+                minutes = A.estimate_seconds(n, dataclasses.replace(cfg, tra=True))["fine-tuning (TRA)"] / 60
+                print(f"TRA skipped: no GPU ({dev}); fine-tuning its {1 + len(cfg.views)} models on this CPU would "
+                      f"take ~{minutes:.0f} min (--tra runs it anyway)", file=sys.stderr)
+        if cfg.peco_encoder == "finetuned" and not cfg.tra:
+            raise ParameterError("peco_encoder 'finetuned' needs the fine-tuned models (--tra)")
+        if show_progress:
+            A.announce(A.estimate_seconds(n, cfg))
+        return cfg
+
+    def features(self, base: Any, cfg: Any, given: dict[str, Any] | None, show_progress: bool) -> Any:
+        return A.compute_features(base, cfg)  # cached
+
+    def audit(self, sub: Any, name: str, rows: np.ndarray, feats: Any, cfg: Any) -> Any:
+        return A.audit(sub, config=cfg, name=name, features={k: x[rows] for k, x in feats.items()})
+
+    def notes(self, data_path: Any, ds: Any, cfg: Any, feats: Any) -> list[str]:
+        return [f"Data: {data_path}"]
+
+    def compare_notes(self, t_feat: float) -> list[str]:
+        return [f"D's time includes the {t_feat:.0f} s featurization shared with D(Φ)."]
+
+    def metrics(self, data_path: Any, compare: Any, ds: Any, results: list[Any], feats: Any, cfg: Any,
+                notes: list[str]) -> tuple[dict[str, Any], dict[str, bytes]]:
+        return {"data": str(data_path), "compare": None if compare is None else str(compare),
+                "results": [r.to_dict() for r in results]}, {}
+
+    def page(self, results: list[Any], *, title: str, notes: list[str], verdict: list[str]) -> str:
+        return render(results, title=title, notes=notes, reference=self.reference, verdict=verdict)
+
+
+class ImageAudit:
+    """An image audit: a colour-only biased model, the normal model on embeddings, PECO and t-SNE maps."""
+
+    modality = "image"
+    unit = "images"
+    rows_word = "images"
+
+    def featurizer(self, featurizer: str | None, model_path: str | None, data_path: Any) -> str:
+        return resolve_audit_featurizer(featurizer, model_path)
+
+    def configure(self, cfg: Any, data_path: Any, reference: str) -> Any:
+        return dataclasses.replace(cfg, featurizer=resolve_audit_featurizer(cfg.featurizer, cfg.model_path),
+                                   views=(IMAGE_VIEW,), tra=False)
+
+    def loader_options(self, dataset_options: dict[str, Any] | None, groups: str,
+                       image_options: dict[str, Any] | None) -> dict[str, Any]:
+        return dict(image_options or {})
+
+    def check(self, ds: Any, cfg: Any, groups: str, data_path: Any) -> None:
+        """Nothing beyond the loader's own checks (every image is decoded with the features)."""
+
+    def resolve(self, cfg: Any, n: int, show_progress: bool) -> Any:
+        return cfg
+
+    def features(self, base: Any, cfg: Any, given: dict[str, Any] | None, show_progress: bool) -> Any:
+        """(embeddings, colour histograms) of the union of the audited sets; the histograms decode every image, so
+        a corrupt one stops the audit here, before any work."""
+        options = _route(cfg, given)
+        H = colour_histograms(base.texts_a)
+        feats = featurize_dataset(base, cfg.featurizer, cache_dir=cfg.cache_dir, show_progress=show_progress,
+                                  **options)
+        X = np.asarray(feats.X.toarray() if hasattr(feats.X, "toarray") else feats.X, dtype=np.float32)
+        return X, H
+
+    def audit(self, sub: Any, name: str, rows: np.ndarray, feats: Any, cfg: Any) -> Any:
+        X, H = feats
+        return audit_image_dataset(sub.texts_a, sub.labels, X[rows], cfg, ids=sub.ids.astype(str).tolist(),
+                                   name=name, colour=H[rows])
+
+    def notes(self, data_path: Any, ds: Any, cfg: Any, feats: Any) -> list[str]:
+        return [f"Data: {data_path} ({len(ds):,} images)", f"Embeddings: {cfg.featurizer}"
+                + (f" ({cfg.model_path})" if cfg.model_path else "") + f", {feats[0].shape[1]} dimensions"]
+
+    def compare_notes(self, t_feat: float) -> list[str]:
+        return []
+
+    def metrics(self, data_path: Any, compare: Any, ds: Any, results: list[Any], feats: Any, cfg: Any,
+                notes: list[str]) -> tuple[dict[str, Any], dict[str, bytes]]:
+        """The figures, and the files besides: bad_images.txt (noted) and a t-SNE map per set."""
+        files: dict[str, bytes] = {}
+        bad = list(getattr(ds, "bad_images", []))
+        if bad:
+            files["bad_images.txt"] = "".join(f"{b}\n" for b in bad).encode("utf-8")
+            notes.append(f"{len(bad)} unreadable image(s) left out (bad_images.txt)")
+        plots: dict[str, str] = {}
+        for r, fname in zip(results, ("tsne.png", "tsne_kept.png"), strict=False):
+            fig = tsne_figure(r, IMAGE_VIEW, cfg.bias_threshold, what="image embeddings")
+            if fig is not None:
+                files[fname] = png_bytes(fig)
+                plots[r.name] = fname
+        return {"data": str(data_path), "modality": "image", "compare": None if compare is None else str(compare),
+                "biased_view": BIASED_VIEW_NAME, "featurizer": cfg.featurizer, "embedding_dim": int(feats[0].shape[1]),
+                "bad_images": {"count": len(bad), "file": "bad_images.txt"} if bad else None,
+                "tsne_plots": plots, "results": [r.to_dict() for r in results]}, files
+
+    def page(self, results: list[Any], *, title: str, notes: list[str], verdict: list[str]) -> str:
+        return render_images(results, title=title, notes=notes, verdict=verdict)
+
+
+def _route(cfg: Any, given: dict[str, Any] | None) -> dict[str, Any]:
+    """The featurizer options of an image audit: those the registry routes to its featurizer (a precomputed Φ
+    needs its --embeddings), with the audit's device and model folder."""
+    return featurizer_options(cfg.featurizer, **{**(given or {}), "device": cfg.device, "model_path": cfg.model_path})
+
+
+def audit_kind(data_path: str | os.PathLike[str], featurizer: str | None = None,
+               path_column: str | None = None) -> TextAudit | ImageAudit:
+    """The audit of ``data_path``'s modality (:func:`aflite.data.modality_of`; an image featurizer means images)."""
+    reads = spec(featurizer).modality if featurizer is not None else "any"
+    return ImageAudit() if modality_of(Path(data_path), reads=reads, path_column=path_column) == "image" \
+        else TextAudit()

@@ -1,0 +1,228 @@
+"""``aflite filter`` as a library call, and the filtering step every run shares.
+
+:func:`run_filter` fits :class:`~aflite.core.filter.AFLite` with a progress bar and a checkpoint in the run folder
+after every phase (a run is resumed with ``resume``, replaced with ``overwrite``, else refused) and returns the
+:class:`FilterResult`; :func:`filter_files` reads precomputed features and labels from files and does that. The
+folder a filter leaves (every file written atomically, so a killed run never leaves a half-written one):
+
+* ``kept_ids.txt`` / ``removed_ids.txt`` — one id per line, in dataset order;
+* ``instances.csv`` — id, label, kept, predictability (last p̃; empty if never scored), removed_at;
+* ``summary.json`` — parameters, seed, per-iteration sizes and timings, stop reason, label counts, versions;
+* ``checkpoint.npz`` — the filter state after the last completed phase (plain arrays, no pickles);
+* ``results.json``, ``summary.md`` and ``report.html`` (:meth:`aflite.runs.folder.RunFolder.finish`).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+from numpy.typing import NDArray
+from tqdm import tqdm
+
+from aflite import data
+from aflite.atomic import atomic_open, write_json
+from aflite.core.backends.dask import use_cluster
+from aflite.core.filter import AFLite
+from aflite.core.phase import FilterState, validate_inputs
+from aflite.device import ensemble_device
+from aflite.errors import InputError, ParameterError
+from aflite.hashing import inputs_fingerprint
+from aflite.rundir.checkpoint import check_resume_dataset
+from aflite.rundir.names import INSTANCES, KEPT_IDS, REMOVED_IDS, SUMMARY
+from aflite.rundir.results import Result, Table, recording_warnings
+from aflite.rundir.versions import versions
+from aflite.runs.folder import RunFolder
+from aflite.runs.summaries import filter_verdict, render_filter_summary
+
+__all__ = ["FilterResult", "filter_files", "run_filter"]
+
+INSTANCE_COLUMNS = ("id", "label", "kept", "predictability", "removed_at")
+
+
+@dataclass
+class FilterResult(Result):
+    """What a filter left behind: its folder, its summary (``summary.json``; results.json's body), the kept mask
+    over the dataset's rows and the filtered dataset (``kept_ids.txt`` for ``filter``; ``filtered.<ext>`` for
+    ``run``); ``ids``, ``labels`` and ``state`` are the filtered rows and the filter's final state."""
+
+    command: ClassVar[str] = "filter"
+    out: Path
+    summary: dict[str, Any]
+    keep: np.ndarray
+    filtered_path: Path
+    ids: NDArray[Any] | None = None
+    labels: NDArray[Any] | None = None
+    state: FilterState | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return self.summary
+
+    def summary_md(self) -> str:
+        return render_filter_summary(self.summary)
+
+    def table(self) -> Table | None:
+        if self.state is None or self.ids is None or self.labels is None:
+            return None
+        st = self.state
+        rows = ([i, lab, int(k), "" if np.isnan(p) else f"{p:.6f}", int(r)] for i, lab, k, p, r in
+                zip(self.ids, self.labels, st.keep, st.predictability, st.removed_at, strict=True))
+        return Table(INSTANCE_COLUMNS, rows, INSTANCES)
+
+    def write_files(self, out: Path) -> None:
+        """kept and removed ids, one per line in dataset order, and summary.json."""
+        if self.state is not None and self.ids is not None:
+            keep = self.state.keep
+            with atomic_open(out / KEPT_IDS) as fh:
+                fh.writelines(f"{i}\n" for i in self.ids[keep])
+            with atomic_open(out / REMOVED_IDS) as fh:
+                fh.writelines(f"{i}\n" for i in self.ids[~keep])
+        write_json(out / SUMMARY, self.summary)
+
+
+def filter_summary(ids: NDArray[Any], labels: NDArray[Any], state: FilterState, params: dict[str, Any],
+                   extra: dict[str, Any] | None = None) -> dict[str, Any]:
+    """summary.json of a filter: parameters, seed, sizes, stop, label counts, per-phase records and versions."""
+    keep = state.keep
+    before = Counter(map(str, labels))
+    after = Counter(map(str, labels[keep]))
+    summary: dict[str, Any] = {
+        "parameters": params,
+        "seed": params.get("random_state"),
+        "size_before": int(len(keep)),
+        "size_after": int(keep.sum()),
+        "n_iterations": state.iteration,
+        "stop_reason": state.stop_reason,
+        "label_counts_before": dict(sorted(before.items())),
+        "label_counts_after": dict(sorted(after.items())),
+        "sizes": [len(keep)] + [r.size_after for r in state.history],
+        "seconds_total": float(sum(r.seconds for r in state.history)),
+        "iterations": [r.to_dict() for r in state.history],
+        "versions": versions(),
+    }
+    if extra:
+        summary.update(extra)
+    return summary
+
+
+def run_filter(af: Any, X: Any, y: np.ndarray, ids: np.ndarray, folder: RunFolder, *,
+               groups: np.ndarray | None = None, resume: bool = False, overwrite: bool = False,
+               show_progress: bool = True, extra: dict[str, Any] | None = None) -> FilterResult:
+    """Fit ``af`` with a progress bar and a checkpoint in ``folder`` after every phase; returns the result (its
+    files are written by ``folder.finish``). A previous run in the folder is continued with ``resume``, replaced
+    with ``overwrite``, else refused."""
+    validate_inputs(X, y, groups)  # everything is validated before the output folder is touched
+    params = af.resolved_params(len(y))
+    if groups is not None:
+        params["groups"] = True
+    fp = inputs_fingerprint(X, y)
+    dataset_fp = (extra or {}).get("dataset_fingerprint")
+    state = None
+    if folder.holds_run():
+        if resume:
+            if dataset_fp is not None:
+                check_resume_dataset(folder.path, dataset_fp)
+            state = folder.load_checkpoint(params, fp)
+        elif not overwrite:
+            raise ParameterError(f"{folder.path} holds a previous run: pass --resume to continue it, --overwrite to "
+                                 f"start over, or choose another --out")
+    folder.path.mkdir(parents=True, exist_ok=True)
+
+    total = params["dataset_size"] - params["target_size"]
+    done0 = 0 if state is None else int((~state.keep).sum())
+    bar = tqdm(total=total, initial=done0, unit="inst", desc="removed", disable=not show_progress, file=sys.stderr,
+               dynamic_ncols=True)
+
+    def on_phase(record: Any, st: Any) -> None:
+        folder.save_checkpoint(st, params, fp, dataset_fp)
+        bar.update(record.n_removed)
+        bar.set_postfix(iter=record.iteration, S=record.size_after, eligible=record.n_eligible,
+                        s_per_phase=f"{record.seconds:.1f}")
+
+    resumed_from = None if state is None else int(state.iteration)
+    start = time.perf_counter()
+    try:
+        af.fit(X, y, groups, resume=state, callback=on_phase)
+        if bar.n < bar.total:  # stopped before n (k-rule, no eligible instance): the bar ends at 100 % of what ran
+            bar.total = bar.n
+            bar.set_postfix_str(f"stopped: {af.state_.stop_reason}"[:60], refresh=False)
+            bar.refresh()
+    finally:
+        bar.close()
+    info = {"wall_seconds_this_call": time.perf_counter() - start, "resumed_from_iteration": resumed_from}
+    if extra:
+        info.update(extra)
+    labels = np.asarray(y)
+    summary = filter_summary(ids, labels, af.state_, params, info)
+    return FilterResult(folder.path, summary, np.asarray(af.keep_mask_), folder.path / KEPT_IDS, np.asarray(ids),
+                        labels, af.state_)
+
+
+@recording_warnings()  # scikit-learn's warnings counted in results.json (aflite.rundir.results)
+def filter_files(
+    features: str | os.PathLike[str],
+    labels: str | os.PathLike[str],
+    out: str | os.PathLike[str] | RunFolder,
+    *,
+    aflite: AFLite | None = None,
+    ids: str | os.PathLike[str] | None = None,
+    groups: str | os.PathLike[str] | None = None,
+    feature_columns: list[str] | None = None,
+    label: str | None = None,
+    id_column: str | None = None,
+    mmap: bool = False,
+    resume: bool = False,
+    overwrite: bool = False,
+    show_progress: bool = True,
+    extra: dict[str, Any] | None = None,
+    cluster: Any = None,
+    cluster_scratch: str | os.PathLike[str] | None = None,
+) -> FilterResult:
+    """AFLite on precomputed features and labels read from files (what ``aflite filter`` does).
+
+    Reads the feature matrix (``.npy``, memory-mapped with ``mmap``, or numeric table columns), the labels
+    and optional ids and groups (column ``group``), checks they line up, and runs ``aflite`` (default:
+    :class:`AFLite` with its defaults) into the run directory ``out`` (a path, or the CLI's claimed
+    :class:`~aflite.runs.folder.RunFolder`). ``cluster`` and ``cluster_scratch`` fit the partitions on a Dask
+    executor, as in :func:`aflite.runs.run.run` (an executor already set on ``aflite`` wins).
+    """
+    folder = RunFolder.of(out, "filter")
+    t_call = time.perf_counter()
+    X = data.load_features(features, columns=feature_columns, mmap=mmap)
+    y = data.load_labels(labels, column=label)
+    id_arr = data.load_ids(ids, column=id_column) if ids is not None else np.arange(len(y))
+    grp = data.load_labels(groups, column="group") if groups is not None else None
+    data.check_aligned(X.shape[0], len(y), len(id_arr), files=(features, labels, ids))
+    if grp is not None and len(grp) != len(y):
+        raise InputError(f"{groups}: {len(grp)} groups for {len(y)} labels")
+    if len(np.unique(id_arr)) != len(id_arr):
+        raise InputError(f"{ids}: ids are not unique")
+    af = aflite if aflite is not None else AFLite()
+    on = ensemble_device(af.device, af.executor or cluster) if af.model == "logistic" else "cpu"  # as the fit will
+    info = {"inputs": {"features": str(features), "labels": str(labels), "ids": None if ids is None else str(ids)},
+            "device": on, **(extra or {})}
+    # where the partitions were fitted: an executor's type, a scheduler address, or None (this process)
+    info.setdefault("cluster", type(cluster).__name__ if cluster is not None and not isinstance(cluster, str)
+                    else cluster or None)
+    executor, release = use_cluster(cluster, cluster_scratch) if af.executor is None else (None, lambda: None)
+    try:
+        if executor is not None:
+            af.set_params(executor=executor)
+        res = run_filter(af, X, y, id_arr, folder, groups=grp, resume=resume, overwrite=overwrite,
+                         show_progress=show_progress, extra=info)
+    finally:
+        if executor is not None:
+            af.set_params(executor=None)  # the caller's estimator does not keep an executor closed here
+        release()
+    s = res.summary
+    s["filter_wall_seconds_this_call"] = s.get("wall_seconds_this_call")
+    s["wall_seconds_this_call"] = time.perf_counter() - t_call  # the whole call, reading included
+    s["verdict"] = filter_verdict(s)
+    folder.finish(res)
+    return res

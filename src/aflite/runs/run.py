@@ -1,0 +1,352 @@
+"""From a dataset file to a filtered dataset: load → Φ (featurize) → AFLite → write back, with a summary.
+
+This is what ``aflite run`` and ``aflite demo`` do; it composes :mod:`aflite.data` (:func:`~aflite.data.open_dataset`
+decides text or images), :mod:`aflite.features`, :mod:`aflite.core.filter` and the run folder
+(:mod:`aflite.runs.folder`) without adding logic of its own beyond the paper's protocol: with a featurizer trained
+on labels (``warmup``) the warm-up slice (t rows, as in the paper) trains Φ and is then discarded — it is neither
+filtered nor written to the output.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+from tqdm import tqdm
+
+from aflite import data
+from aflite.atomic import write_text
+from aflite.core.backends.dask import use_cluster
+from aflite.core.filter import AFLite
+from aflite.core.phase import resolve_size
+from aflite.data import images
+from aflite.defaults import SNLI_DEFAULTS
+from aflite.errors import InputError, ParameterError
+from aflite.evaluate import compare_partial_input, probe_skip_reason
+from aflite.features import Features, featurize_dataset
+from aflite.features.registry import spec
+from aflite.features.shards import ShardedTransform
+from aflite.hashing import dataset_fingerprint, file_sha256
+from aflite.links import check_link_dir, check_link_names
+from aflite.rundir.checkpoint import check_resume_dataset
+from aflite.rundir.names import WARMUP_IDS
+from aflite.rundir.results import recording_warnings
+from aflite.runs.filter import FilterResult, run_filter
+from aflite.runs.folder import RunFolder
+from aflite.runs.summaries import PROBE_MEANING, label_shift, render_summary, run_verdict
+from aflite.threads import limited
+
+__all__ = ["RunResult", "run", "scaled_defaults"]
+
+PARAMETERS = ("target_size", "n_partitions", "train_size", "slice_size", "threshold")
+
+
+@dataclass
+class RunResult(FilterResult):
+    """What a run left behind: its folder, its summary (``summary.json``; results.json's body), the kept mask over
+    the dataset's rows (warm-up rows are False) and the filtered dataset (``filtered.<ext>``); ``dataset`` and
+    ``rows`` (the dataset rows the filter saw) give summary.md its examples and the page its texts."""
+
+    command: ClassVar[str] = "run"
+    dataset: Any = None
+    rows: np.ndarray | None = None
+
+    def summary_md(self) -> str:
+        assert self.state is not None and self.rows is not None
+        return render_summary(self.summary, self.dataset, self.rows, self.state.predictability, self.state.keep)
+
+
+def scaled_defaults(n: int) -> dict[str, int | float]:
+    """Table 8's SNLI parameters scaled by n / 550,152 (m and τ do not scale): :class:`AFLite`'s own defaults
+    (fractions of |D|) resolved by its own rule, so the defaults live in one place. The floors t >= 2 and n >= 3
+    keep what ``aflite run`` chose on tiny data (|D| <= 16); above that the counts are AFLite's exactly."""
+    d = AFLite().get_params()
+    return {
+        "n_partitions": d["n_partitions"],
+        "train_size": max(2, resolve_size(d["train_size"], n, "train_size")),
+        "slice_size": resolve_size(d["slice_size"], n, "slice_size"),
+        "target_size": max(3, resolve_size(d["target_size"], n, "target_size")),
+        "threshold": d["threshold"],
+    }
+
+
+def _out_name(src: Path) -> str:
+    """filtered<suffixes of the input>, e.g. ``filtered.tsv.gz`` or a folder name for HF datasets."""
+    suffixes = "".join(src.suffixes[-2:]) if src.suffix == ".gz" else src.suffix
+    return "filtered" + suffixes
+
+
+def _estimator(aflite: AFLite | None, params: dict[str, Any] | None, strategy: str, seed: int, device: str,
+               storage: str) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+    """(the estimator's other keywords, the size overrides, strategy/seed/device/storage): one parameter space with
+    :func:`aflite.runs.filter.filter_files`, from ``aflite=AFLite(...)`` or from ``params`` and the keywords. A
+    size left at AFLite's default is the scaled default (the same counts)."""
+    fixed = {"strategy": strategy, "random_state": seed, "device": device, "storage": storage}
+    if aflite is None:
+        return {}, {k: v for k, v in (params or {}).items() if v is not None}, fixed
+    if params is not None:
+        raise ParameterError("give the AFLite parameters either as aflite= or as params=, not both")
+    base = aflite.get_params()
+    defaults = AFLite().get_params()
+    given = {k: base.pop(k) for k in PARAMETERS}
+    given = {k: v for k, v in given.items() if v != defaults[k] and v is not None}
+    fixed = {k: base.pop(k) for k in ("strategy", "device", "storage")}
+    rs = base.pop("random_state")
+    if rs is not None:
+        if isinstance(rs, bool) or not isinstance(rs, int | np.integer):
+            raise ParameterError(f"aflite.random_state must be an int seed for run(), not {rs!r}")
+        seed = int(rs)
+    return base, given, {**fixed, "random_state": seed}
+
+
+def _open(data_path: Any, featurizer: str, group_spec: str, dataset_options: dict[str, Any] | None,
+          image_options: dict[str, Any] | None) -> Any:
+    """The dataset, as text or images (:func:`aflite.data.open_dataset`, for what the featurizer reads)."""
+    loader = {**{k: v for k, v in (image_options or {}).items() if v is not None}, **(dataset_options or {})}
+    if group_spec != "premise":  # premise is the loader's own default for pairs (no groups for single texts)
+        loader["groups"] = group_spec
+    return data.open_dataset(data_path, reads=spec(featurizer).modality, **loader)
+
+
+@contextlib.contextmanager
+def _refused_resume_leaves_no_cache(cache: Path, before: set[Path] | None,
+                                    release: Callable[[], None]) -> Iterator[None]:
+    """Around the filter: a refused ``--resume`` leaves the run's folder as it was found (the cache files this
+    call made are removed), and the cluster opened for the run is closed whatever happens (an executor passed in
+    is its owner's to close)."""
+    try:
+        yield
+    except (InputError, ParameterError):
+        if before is not None:
+            _remove_new(cache, before)
+        raise
+    finally:
+        release()
+
+
+def _check_before_features(ds: Any, data_path: Any, view: str, link_dir: Any, probe: bool) -> str | None:
+    """Every check that needs no features, before featurizing (minutes) and before anything is written; returns
+    why the probe is skipped (None: it runs)."""
+    is_images = ds.modality == "image"
+    if link_dir is not None:  # checked now, not after the filter has run for an hour
+        if not is_images:
+            raise ParameterError("--link-dir builds links to kept images; this dataset holds text")
+        check_link_dir(link_dir)
+        check_link_names(ds, by_label=ds.source.format != "imagefolder")
+    if view in ("hypothesis",) and not ds.is_pair:
+        raise ParameterError("view 'hypothesis' needs a pair dataset")
+    if not is_images:
+        data.check_view_texts(ds, view)  # a column empty in every row: nothing for Φ (before anything is written)
+    classes = np.unique(ds.labels)
+    if len(classes) < 2:
+        raise InputError(f"{data_path}: every one of the {len(ds):,} rows has the label {str(classes[0])!r}; AFLite "
+                         f"needs at least two classes")
+    if not probe or is_images:  # the probe is a TF-IDF text model
+        return None
+    skipped = probe_skip_reason(ds.labels)  # a probe D itself cannot train is known now, not after the filter
+    probe_col = ds.source.columns.get("text_b" if ds.is_pair else "text_a")
+    if skipped is None and ds.empty_texts.get(str(probe_col), 0) == len(ds):
+        skipped = f"column {probe_col!r} is empty in every row: the probe has no text to read"
+    if skipped is not None:
+        print(f"note: the hypothesis-only probe is skipped: {skipped}", file=sys.stderr)
+    return skipped
+
+
+def _featurize(ds: Any, featurizer: str, view: str, af: AFLite, t: int, seed: int, cache: Path, *,
+               cluster: Any, cluster_scratch: Any, show_progress: bool,
+               options: dict[str, Any]) -> tuple[Features, ShardedTransform | None, Callable[[], None]]:
+    """Φ of the dataset (on the cluster's workers in shards when one is given; the filter then runs there too);
+    returns the features, the shards' runner and how to release the cluster."""
+    executor, release = use_cluster(cluster, cluster_scratch)
+    if executor is not None:
+        if not spec(featurizer).shards:
+            print(f"note: --featurizer {featurizer} runs in this process (no shards); the filter runs on the cluster",
+                  file=sys.stderr)
+        if af.executor is None:
+            af.set_params(executor=executor)
+    shards = ShardedTransform(executor) if executor is not None else None
+    try:
+        feats = featurize_dataset(ds, featurizer, view, cache, warmup_size=t, warmup_seed=seed,
+                                  show_progress=show_progress, shards=shards, **options)
+    except BaseException:
+        release()
+        raise
+    if hasattr(feats.X, "toarray"):
+        release()
+        raise ParameterError("AFLite needs dense features: use the ngram featurizer's default (dense) output")
+    return feats, shards, release
+
+
+def _probe(ds: Any, rows: np.ndarray, res: FilterResult, seed: int, show_progress: bool, grp: np.ndarray | None,
+           group_spec: str) -> dict[str, Any]:
+    """The hypothesis-only probe of summary.md: 5-fold CV on D, D(Φ) and 3 random subsets of |D(Φ)| rows (minutes
+    on large sets, so it shows progress), its folds keeping the run's groups."""
+    assert res.labels is not None
+    probe_texts = ds.texts_b if ds.texts_b is not None else ds.texts_a
+    bar = tqdm(total=5, desc="probe (D, D(Φ), 3 random subsets)", unit="set", disable=not show_progress,
+               file=sys.stderr, dynamic_ncols=True)
+    try:
+        found = compare_partial_input([probe_texts[i] for i in rows], res.labels, res.keep, random_state=seed,
+                                      progress=bar, groups=grp)
+    finally:
+        bar.close()
+    return {"model": "TF-IDF word 1-2-gram logistic regression, 5-fold CV, on the "
+                     + ("hypothesis only" if ds.texts_b is not None else "text")
+                     + (f"; folds keep each {group_spec} group on one side, as the filter's partitions do"
+                        if grp is not None else ""),
+            "groups": group_spec if grp is not None else "none",
+            "results": [_probe_row(r) for r in found], "meaning": PROBE_MEANING}
+
+
+def _run_record(data_path: Any, out: Path, ds: Any, dataset_fp: str, featurizer: str, view: str, feats: Features,
+                shards: ShardedTransform | None, chosen: dict[str, Any], given: dict[str, Any],
+                groups: str) -> dict[str, Any]:
+    """What summary.json records of a run besides the filter's own numbers: the data, Φ and the parameters'
+    origin."""
+    return {
+        # resolved, and relative to the run folder: report.html finds the texts from any current directory
+        "dataset": str(Path(data_path).resolve()),
+        "dataset_relative": os.path.relpath(Path(data_path).resolve(), out.resolve()),
+        "dataset_fingerprint": dataset_fp,
+        "dataset_sha256": file_sha256(data_path),  # the input's bytes, for a dataset card (aflite card)
+        "dataset_size": len(ds),
+        "dropped_at_load": ds.dropped,
+        **({"empty_texts_at_load": dict(ds.empty_texts)} if getattr(ds, "empty_texts", None) else {}),
+        "featurizer": {"name": featurizer, "view": view, "options": feats.options, "dim": int(feats.X.shape[1]),
+                       "from_cache": feats.from_cache, "info": feats.info,
+                       **({"cluster": shards.report.as_dict()} if shards is not None and shards.report else {})},
+        "warmup_rows": int(len(feats.warmup_rows)),
+        "scaled_defaults": {"scale": len(ds) / SNLI_DEFAULTS["dataset_size"], **chosen},
+        "overrides": given,
+        "groups": groups,
+    }
+
+
+def _complete(s: dict[str, Any], timings: dict[str, float], filtered_path: Path, title: str | None,
+              t_call: float) -> None:
+    """The last keys of a run's summary: label shift, timings, the filtered file, the title, the call's wall time
+    and the verdict."""
+    s["label_shift"] = label_shift(s["label_counts_before"], s["label_counts_after"])
+    s["timings"] = timings
+    s["filtered_dataset"] = str(filtered_path)
+    if title:
+        s["title"] = title
+    # the whole call (load, Φ, filter, probe, writing), not only the filter's part of it
+    s["filter_wall_seconds_this_call"] = s.get("wall_seconds_this_call")
+    s["wall_seconds_this_call"] = time.perf_counter() - t_call
+    s["verdict"] = run_verdict(s)
+
+
+def _write_data(ds: Any, rows: np.ndarray, feats: Features, res: FilterResult, out: Path, data_path: Any,
+                link_dir: Any) -> tuple[np.ndarray, Path]:
+    """The warm-up slice's ids and the kept rows in the input's own form; returns (kept mask over the dataset's
+    rows, the filtered file)."""
+    if len(feats.warmup_rows):  # after the filter accepted the folder: a refused --resume writes nothing
+        write_text(out / WARMUP_IDS, "".join(f"{i}\n" for i in ds.ids[feats.warmup_rows]))
+    else:  # an --overwrite of a warm-up run: its slice is not this run's
+        (out / WARMUP_IDS).unlink(missing_ok=True)
+    keep = np.zeros(len(ds), dtype=bool)
+    keep[rows[res.keep]] = True
+    if ds.modality == "image":
+        removed = np.zeros(len(ds), dtype=bool)
+        removed[rows[~res.keep]] = True
+        return keep, images.write_outputs(ds, keep, removed, out, _out_name(Path(data_path)), link_dir)
+    return keep, data.write_filtered(ds, keep, out / _out_name(Path(data_path)))
+
+
+@limited  # one thread policy (aflite.threads)
+@recording_warnings()  # scikit-learn's warnings counted in results.json (aflite.rundir.results)
+def run(data_path: str | os.PathLike[str], out: str | os.PathLike[str] | RunFolder, *, featurizer: str = "ngram",
+        view: str = "pair", params: dict[str, Any] | None = None, strategy: str = "slicing", seed: int = 0,
+        groups: bool | str = True, cache_dir: str | os.PathLike[str] | None = None, resume: bool = False,
+        overwrite: bool = False, show_progress: bool = True, probe: bool = True,
+        dataset_options: dict[str, Any] | None = None, featurizer_options: dict[str, Any] | None = None,
+        device: str = "auto", storage: str = "float32", image_options: dict[str, Any] | None = None,
+        link_dir: str | os.PathLike[str] | None = None, aflite: AFLite | None = None, title: str | None = None,
+        cluster: Any = None, cluster_scratch: str | os.PathLike[str] | None = None) -> RunResult:
+    """Filter a dataset file end to end into the folder ``out`` (a path, or the CLI's claimed
+    :class:`~aflite.runs.folder.RunFolder`). ``params`` overrides the scaled Table 8 defaults (counts or
+    fractions of |D|: target_size, n_partitions, train_size, slice_size, threshold), or ``aflite=AFLite(...)``
+    gives them all, as to :func:`aflite.runs.filter.filter_files`. ``groups``: True/``"premise"``, False/``"none"``,
+    ``"twins"`` or a column of the file. ``overwrite`` starts over in an ``out`` that holds a run; ``title`` names
+    the data in summary.md. ``cluster`` (``local``, ``local:N``, an address or an open executor) embeds Φ in shards
+    on Dask workers (:mod:`aflite.cluster.shards`; the same features, bit for bit) and fits the partitions there."""
+    base, given, fixed = _estimator(aflite, params, strategy, seed, device, storage)
+    seed = fixed["random_state"]
+    folder = RunFolder.of(out, "run")
+    timings: dict[str, float] = {}
+    t0 = t_call = time.perf_counter()
+    group_spec = "premise" if groups is True else "none" if groups is False else str(groups)
+    ds = _open(data_path, featurizer, group_spec, dataset_options, image_options)
+    timings["load_seconds"] = time.perf_counter() - t0
+    n = len(ds)
+    probe_skipped = _check_before_features(ds, data_path, view, link_dir, probe)
+    probe = probe and ds.modality != "image" and probe_skipped is None
+    grp_all = ds.groups if group_spec != "none" else None
+    if grp_all is not None:
+        data.warn_twins(ds, {"pair": ("pair", "hypothesis")}.get(view, (view,)), group_spec)
+    chosen = scaled_defaults(n)
+    af = AFLite(**{**base, **chosen, **given}, **fixed)
+    resolved = af.resolved_params(n)  # validates against |D| before any expensive step
+    dataset_fp = dataset_fingerprint(ds.ids, ds.labels, ds.texts_a, ds.texts_b)
+    if resume:  # another dataset is refused now, before anything is computed or cached
+        check_resume_dataset(folder.path, dataset_fp)
+    t0, cache_path = time.perf_counter(), Path(cache_dir) if cache_dir else folder.path / "cache"
+    cached_before = _files(cache_path) if resume else None
+    feats, shards, release = _featurize(ds, featurizer, view, af, resolved["train_size"], seed, cache_path,
+                                        cluster=cluster, cluster_scratch=cluster_scratch,
+                                        show_progress=show_progress, options=dict(featurizer_options or {}))
+    timings["featurize_seconds"] = time.perf_counter() - t0
+    rows = np.asarray(feats.rows)
+    af.set_params(**{k: resolved[k] for k in PARAMETERS})  # the filter runs on D minus the warm-up slice
+    grp = grp_all[rows] if grp_all is not None else None
+    folder.path.mkdir(parents=True, exist_ok=True)
+    t0 = time.perf_counter()
+    extra = _run_record(data_path, folder.path, ds, dataset_fp, featurizer, view, feats, shards, chosen, given,
+                        group_spec if grp is not None else "none")
+    with _refused_resume_leaves_no_cache(cache_path, cached_before, release):
+        res = run_filter(af, feats.X, ds.labels[rows], ds.ids[rows], folder, groups=grp, resume=resume,
+                         overwrite=overwrite, show_progress=show_progress, extra=extra)
+    timings["filter_seconds"], t0 = time.perf_counter() - t0, time.perf_counter()
+    keep, filtered_path = _write_data(ds, rows, feats, res, folder.path, data_path, link_dir)
+    timings["write_seconds"] = time.perf_counter() - t0
+    timings["featurize_rows_per_second"] = len(rows) / max(timings["featurize_seconds"], 1e-9)
+    s = res.summary
+    if probe or probe_skipped is not None:
+        t0 = time.perf_counter()
+        s["partial_input_probe"] = _probe(ds, rows, res, seed, show_progress, grp, group_spec) if probe else {
+            "skipped": probe_skipped, "results": [], "meaning": PROBE_MEANING}
+        timings.update({"probe_seconds": time.perf_counter() - t0} if probe else {})
+    _complete(s, timings, filtered_path, title, t_call)
+    result = RunResult(folder.path, s, keep, filtered_path, res.ids, res.labels, res.state, ds, rows)
+    folder.finish(result)
+    return result
+
+
+def _files(folder: Path) -> set[Path]:
+    """Every file and folder under ``folder`` (the folder itself too, when it exists)."""
+    return {folder, *folder.rglob("*")} if folder.is_dir() else set()
+
+
+def _remove_new(folder: Path, before: set[Path]) -> None:
+    """Remove what appeared under ``folder`` since ``before`` was taken (deepest first)."""
+    for f in sorted(_files(folder) - before, key=lambda q: -len(q.parts)):
+        if f.is_dir():
+            f.rmdir()
+        else:
+            f.unlink(missing_ok=True)
+
+
+def _probe_row(r: Any) -> dict[str, Any]:
+    """One probe result as JSON: a set that could not be probed has no accuracy (null) and says why."""
+    row = {**r.to_dict(), "delta_majority": r.accuracy - r.majority}
+    if r.skipped is not None:
+        row.update(accuracy=None, accuracy_std=None, delta_majority=None)
+    return row
