@@ -27,7 +27,8 @@ def write_filtered(dataset: Dataset, keep: np.ndarray | Sequence[Any], out_path:
 
     ``keep`` is a boolean mask over the dataset rows, or a collection of ids to keep. Line-based formats copy
     the header and the original record bytes (gzip in, gzip out); Parquet keeps the schema; HF datasets are
-    saved with ``save_to_disk``; in-memory data are written as Parquet. Rows dropped at load time (no gold label) are not written.
+    saved with ``save_to_disk``; in-memory data are written as Parquet. Rows dropped at load time (no gold label)
+    are not written.
     """
     out = Path(out_path)
     mask = _keep_mask(dataset, keep)
