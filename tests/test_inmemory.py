@@ -146,6 +146,9 @@ def test_out_none_writes_nothing_and_cache_dir_only_the_cache(tmp_path: Path, mo
     assert cached.filtered.equals(res.filtered)
     with pytest.raises(ParameterError, match="need a run folder"):
         aflite.run(frame, resume=True, **KW)
+    from_file = aflite.run(data.demo_dataset_path(), **KW)  # a file without out: the same, and filtered is None
+    assert from_file.filtered is None and from_file.filtered_path is None and len(from_file.scores) > len(frame)
+    assert listing(cwd) == [] and listing(tmpdir) == []
 
 
 def test_out_writes_the_usual_folder_with_a_rows_hash_and_a_card(tmp_path: Path) -> None:
@@ -183,6 +186,22 @@ def test_a_datasets_dataset_keeps_its_class_labels(tmp_path: Path) -> None:
     assert res.filtered.features == features and len(res.filtered) == int(res.keep.sum())
     back = hf.Dataset.from_parquet(str(res.filtered_path))
     assert back.features == features and back["id"] == res.filtered["id"]
+
+
+def test_rows_without_a_gold_label_are_dropped_and_the_kept_rows_still_line_up(tmp_path: Path) -> None:
+    """SNLI's '-' (a DataFrame) and -1 (a datasets.Dataset) are dropped on load as in a file; the kept rows taken
+    from the caller's object are still the rows the filter kept."""
+    frame = read_demo().head(600)
+    frame.loc[frame.index[::7], "label"] = "-"
+    res = aflite.run(frame, **KW)
+    assert res.dataset.n_dropped == len(frame.index[::7]) and "-" not in set(res.filtered["label"])
+    assert res.filtered["id"].tolist() == res.scores.loc[res.scores["kept"], "id"].tolist()
+    pd.testing.assert_frame_equal(res.filtered, frame.loc[res.scores.index[res.scores["kept"]]])
+    names = sorted(set(frame["label"]) - {"-"})
+    given = hf.Dataset.from_dict({**{c: frame[c].tolist() for c in ("id", "premise", "hypothesis")},
+                                  "label": [names.index(v) if v != "-" else -1 for v in frame["label"]]})
+    ds_res = aflite.run(given, **KW, dataset_options={"label_map": dict(enumerate(names))})
+    assert ds_res.filtered["id"] == res.filtered["id"].tolist()
 
 
 def test_bad_input_is_refused_in_one_line_naming_the_column(tmp_path: Path) -> None:

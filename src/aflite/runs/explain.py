@@ -144,8 +144,8 @@ def explain(
     ngram_coefficients: bool = False,
     null: str = "base",
 ) -> ExplainResult:
-    """Explain a run of ``aflite run`` on DATA into ``out`` (a path, or the CLI's claimed
-    :class:`~aflite.runs.folder.RunFolder`): every registered check (:mod:`aflite.checks`): token artifacts with
+    """Explain a run of ``aflite run`` on DATA (a file, or a DataFrame, Table or datasets.Dataset) into ``out`` (a
+    path, or the CLI's claimed ``RunFolder``): every registered check (:mod:`aflite.checks`): token artifacts with
     significance (full / kept / random), the first phase's data map and label issues, why each row was easy, the
     nearest kept rows; and soft weights. ``stop_rule`` continues filtering past the run's stop until no token
     artifact is significant (:mod:`aflite.explain.stoprule`; off by default, the run folder is never changed): the
