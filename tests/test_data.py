@@ -906,6 +906,19 @@ def test_some_empty_texts_warn_with_the_count(tmp_path, capsys):
                     f"nothing for Φ to read there)"], err
     summary = json.loads((tmp_path / "out" / "summary.json").read_text())
     assert summary["empty_texts_at_load"] == {"hypothesis": 120}
+    md = (tmp_path / "out" / "summary.md").read_text(encoding="utf-8")
+    assert "- **empty texts:** 120 of 240 rows have an empty 'hypothesis' text" in md  # the warning scrolls away
+    assert "empty texts" not in main_summary(tmp_path, demo_dataset_path())
+
+
+def main_summary(tmp_path, data):
+    """summary.md of a small ngram run of ``data``."""
+    from aflite.cli import main
+
+    out = tmp_path / "clean"
+    assert main(["run", str(data), "--out", str(out), "--featurizer", "ngram", "-m", "4", "--quiet", "--no-probe",
+                 "-n", "0.9"]) == 0
+    return (out / "summary.md").read_text(encoding="utf-8")
 
 
 @pytest.mark.parametrize("command", ["run", "embed", "audit", "evaluate"])

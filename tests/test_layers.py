@@ -257,7 +257,8 @@ def test_library_imports_sit_at_the_top() -> None:
     command handlers import the library when the command runs (so that ``aflite --help`` reads neither numpy nor
     scikit-learn). The heavy optional dependencies stay out of every module's top: they are imported where they
     are used, so that an install without them still imports every module."""
-    heavy = {"torch", "transformers", "dask", "distributed", "cleanlab", "plotly", "selenium", "onnxruntime"}
+    heavy = {"torch", "transformers", "dask", "distributed", "cleanlab", "plotly", "selenium", "onnxruntime",
+             "pandas", "datasets"}  # pandas and datasets: aflite[hf], for in-memory data (aflite.data.memory)
     inside, heavy_at_top = [], []
     for m, path in MODULES.items():
         tree = ast.parse(path.read_text(encoding="utf-8"))

@@ -10,7 +10,9 @@ The main names are importable from the package itself; each is imported on first
 stays cheap (no scikit-learn, no PyTorch):
 
 * filtering: :class:`AFLite`, :func:`predictability` (one phase: the single-iteration ranking), ``SNLI_DEFAULTS``;
-* files end to end: :func:`run` (a dataset file → featurize → filter → the filtered file, as ``aflite run``),
+* files end to end: :func:`run` (a dataset file → featurize → filter → the filtered file, as ``aflite run``; or a
+  pandas DataFrame, pyarrow Table or ``datasets.Dataset`` → the kept rows in its own type, ``out=None`` writing
+  nothing),
   :func:`filter_files` (precomputed features, as ``aflite filter``), :func:`load_dataset`, :func:`featurize`;
 * a dataset file to a folder, as the commands write it: :func:`embed` (``aflite embed``), :func:`audit_file`
   (``aflite audit``), :func:`run` and :func:`filter_files`;

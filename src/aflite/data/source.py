@@ -2,9 +2,9 @@
 once whether the data are text or images (:func:`modality_of`) and reads them with the loader of that modality,
 so that no command decides again.
 
-``source`` is a path today (a file or folder of any format the loaders read). In-memory data (a pandas
-DataFrame, a pyarrow Table or a ``datasets.Dataset``) would be added here, and only here: a branch in
-:func:`open_dataset` that turns the object into the same :class:`~aflite.data.Dataset`.
+``source`` is a path (a file or folder of any format the loaders read) or in-memory data (a pandas DataFrame, a
+pyarrow Table or a ``datasets.Dataset``): the one branch in :func:`open_dataset` reads those, as text, into the
+same :class:`~aflite.data.Dataset` (:mod:`aflite.data.memory`), so that no command tells the two apart.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from aflite.data.images import is_image_input, load_image_dataset
+from aflite.data.memory import load_memory, memory_kind
 from aflite.data.text import Dataset, load_dataset
 from aflite.errors import ParameterError
 
@@ -24,17 +25,19 @@ TEXT_OPTIONS = ("file_format", "text_a", "text_b", "label_map", "group_by_premis
 IMAGE_OPTIONS = ("path_column", "skip_bad_images")  # image loader only
 
 
-def modality_of(source: str | os.PathLike[str], *, reads: str = "any", path_column: str | None = None) -> str:
+def modality_of(source: Any, *, reads: str = "any", path_column: str | None = None) -> str:
     """``"image"`` or ``"text"``: the modality of ``source`` for a featurizer that ``reads`` ``"text"``,
     ``"image"``, ``"text+image"`` or ``"any"`` (its registry entry's modality). An image-only featurizer or a named
     path column means images; otherwise the data say so (an image folder, a HF dataset with an Image column, a
     table with a path column and no text columns: :func:`aflite.data.images.is_image_input`)."""
     if reads == "image":
         return "image"
+    if memory_kind(source) is not None:  # in-memory data are read as text (load_memory refuses an Image column)
+        return "text"
     return "image" if is_image_input(source, path_column) else "text"
 
 
-def open_dataset(source: str | os.PathLike[str], *, reads: str = "any", modality: str | None = None,
+def open_dataset(source: Any, *, reads: str = "any", modality: str | None = None,
                  **options: Any) -> Dataset:
     """Read ``source`` as a :class:`~aflite.data.Dataset` of its modality (``modality``, or decided by
     :func:`modality_of` for a featurizer that ``reads`` that modality). ``options`` are the loaders' keywords:
@@ -42,9 +45,16 @@ def open_dataset(source: str | os.PathLike[str], *, reads: str = "any", modality
     (:func:`aflite.data.load_dataset`); ``path_column`` and ``skip_bad_images`` for images
     (:func:`aflite.data.images.load_image_dataset`). Options of the other modality, and None values, are
     ignored, so that a command passes everything its user gave."""
-    if not isinstance(source, str | os.PathLike):
-        raise ParameterError(f"data must be a file or folder path, not {type(source).__name__}")
     given = {k: v for k, v in options.items() if v is not None}
+    kind = memory_kind(source)
+    if kind is not None:
+        if modality == "image" or reads == "image" or given.get("path_column"):
+            raise ParameterError(f"in-memory {kind}: in-memory data are read as text; for images save them "
+                                 f"(an image folder, a table of paths, a datasets folder) and pass the path")
+        return load_memory(source, **{k: v for k, v in given.items() if k not in IMAGE_OPTIONS})
+    if not isinstance(source, str | os.PathLike):
+        raise ParameterError(f"data must be a file or folder path, a pandas DataFrame, a pyarrow Table or a "
+                             f"datasets.Dataset, not {type(source).__name__}")
     if modality is None:
         modality = modality_of(source, reads=reads, path_column=given.get("path_column"))
     if modality not in MODALITIES:

@@ -33,7 +33,8 @@ class SourceInfo:
     ``format`` is the file format (``tsv``, ``csv``, ``jsonl``, ``parquet``, ``hf``); ``schema`` says how the
     columns were understood (``snli-jsonl``, ``snli-tsv``, ``glue-mnli``, ``glue-qnli``, ``glue-rte``,
     ``nli-tsv``, ``generic``). ``row_index`` maps each dataset row to its 0-based record in the file (dropped records
-    leave gaps); ``raw_records`` holds each kept record's original bytes for line-based formats.
+    leave gaps); ``raw_records`` holds each kept record's original bytes for line-based formats; ``memory`` the
+    object in-memory data came from (:mod:`aflite.data.memory`; ``path`` is then its name, no file).
     """
 
     path: Path
@@ -44,6 +45,7 @@ class SourceInfo:
     row_index: np.ndarray
     header_raw: bytes | None = None
     raw_records: list[bytes] | None = field(default=None, repr=False)
+    memory: Any = field(default=None, repr=False)  # the caller's DataFrame, Table or datasets.Dataset (in memory)
 
 
 @dataclass
@@ -122,7 +124,13 @@ def load_dataset(
     _check_exists(p)
     fmt = file_format if file_format != "auto" else _detect_format(p)
     roles = {"text_a": text_a, "text_b": text_b, "label": label, "id": id_column}
-    rec = _READERS[fmt](p, fmt, roles)
+    return _from_records(p, _READERS[fmt](p, fmt, roles), label_map, group_by_premise, groups)
+
+
+def _from_records(p: Path, rec: _Records, label_map: dict[Any, str] | None, group_by_premise: bool,
+                  groups: str | None) -> Dataset:
+    """The :class:`Dataset` of records read by any reader (a file's, or :mod:`aflite.data.memory`'s): rows without
+    a gold label dropped and counted, empty texts counted, groups made."""
     if label_map is None and rec.label_map is not None:
         label_map = rec.label_map
     src, records, get, where, raw, all_cols = rec.src, rec.records, rec.get, rec.where, rec.raw, rec.all_cols
@@ -373,7 +381,7 @@ def _build(
         ids.append(_row_id(path, where[i], ci, get(rec, ci)) if ci is not None else f"row-{i}")
         for c in extra_cols:
             v = get(rec, c)
-            extra[c].append(v if isinstance(v, str) else ("" if v is None else json.dumps(v)))
+            extra[c].append(v if isinstance(v, str) else ("" if v is None else json.dumps(v, default=str)))
         keep_index.append(i)
     if not labels:
         raise InputError(f"{path}: no usable rows ({sum(dropped.values())} dropped without a gold label)")
@@ -460,7 +468,7 @@ def _column_groups(path: Path, ds: Dataset, column: str, all_cols: list[str]) ->
 
 
 def _text(path: Path, where: str, col: str, v: Any) -> str:
-    if v is None:
+    if v is None or isinstance(v, float) and math.isnan(v):  # NaN: a missing string in a pandas column
         raise InputError(f"{path}: {where}, column {col!r}: missing text")
     if not isinstance(v, str):
         raise InputError(f"{path}: {where}, column {col!r}: text must be a string, got {type(v).__name__}")

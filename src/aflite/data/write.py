@@ -17,6 +17,7 @@ import numpy as np
 from aflite.atomic import atomic_open
 from aflite.data.columnar import _load_hf, _read_parquet
 from aflite.data.files import PathLike
+from aflite.data.memory import write_memory
 from aflite.data.text import Dataset
 from aflite.errors import InputError, ParameterError
 
@@ -26,13 +27,16 @@ def write_filtered(dataset: Dataset, keep: np.ndarray | Sequence[Any], out_path:
 
     ``keep`` is a boolean mask over the dataset rows, or a collection of ids to keep. Line-based formats copy
     the header and the original record bytes (gzip in, gzip out); Parquet keeps the schema; HF datasets are
-    saved with ``save_to_disk``. Rows dropped at load time (no gold label) are not written.
+    saved with ``save_to_disk``; in-memory data are written as Parquet. Rows dropped at load time (no gold label)
+    are not written.
     """
     out = Path(out_path)
     mask = _keep_mask(dataset, keep)
     src = dataset.source
     rows = np.flatnonzero(mask)
-    if src.format in ("tsv", "csv", "jsonl"):
+    if src.memory is not None:  # in-memory data: Parquet (aflite.data.memory.write_memory says why)
+        write_memory(dataset, mask, out)
+    elif src.format in ("tsv", "csv", "jsonl"):
         if src.raw_records is None:
             raise InputError(f"{src.path}: the original records are not available to write back")
         parts: list[bytes] = [src.header_raw] if src.header_raw else []

@@ -17,7 +17,7 @@ import numpy as np
 from numpy.typing import NDArray
 from tqdm import tqdm
 
-from aflite.data import check_view_texts, open_dataset, warn_twins
+from aflite.data import check_view_texts, open_dataset, source_name, warn_twins
 from aflite.defaults import DEFAULT_MODELS
 from aflite.device import torch_device
 from aflite.errors import InputError, ParameterError
@@ -71,7 +71,7 @@ def _plan(models: Sequence[str | ModelSpec], seeds: int | Sequence[int], finetun
     return specs, seed_list, seed_list[:model_seeds] if model_seeds is not None else seed_list, ft
 
 
-def _load(data: str | os.PathLike[str], specs: list[ModelSpec], ft: FinetuneOptions,
+def _load(data: Any, specs: list[ModelSpec], ft: FinetuneOptions,
           dataset_options: dict[str, Any] | None) -> tuple[Any, FinetuneOptions]:
     """D (images when the data or a model's featurizer say so) and the fine-tuning options for its modality."""
     reads = "image" if any(s.featurizer and featurizer_spec(s.featurizer).modality == "image" for s in specs) else "any"
@@ -228,7 +228,7 @@ def _run_jobs(shared: JobContext, specs: list[ModelSpec], sets: list[Any], seed_
 
 @limited  # one thread policy (aflite.threads)
 def compare_runs(
-    data: str | os.PathLike[str],
+    data: Any,
     runs: Sequence[str | os.PathLike[str]],
     *,
     cache_dir: str | os.PathLike[str],
@@ -263,8 +263,8 @@ def compare_runs(
     t_start = time.perf_counter()
     ds, ft = _load(data, specs, ft, dataset_options)
     n = len(ds)
-    classes, y_all = _labels(data, ds)
-    run_objs, data_fp = _runs(data, ds, runs)
+    classes, y_all = _labels(source_name(data), ds)
+    run_objs, data_fp = _runs(source_name(data), ds, runs)
     if not split and not tests and not eval_sets:
         raise ParameterError("without the held-out split (--no-split) give at least one test set (--test) or an "
                              "evaluation set (--hans / --ood)")
@@ -288,7 +288,7 @@ def compare_runs(
     results = _run_jobs(shared, specs, sets, seed_list, fixed_seeds, show_progress)
     aggregate = _aggregate(results, specs, sets, eval_sets, tests)
     config = {
-        "dataset": str(data), "dataset_size": n, "dataset_fingerprint": data_fp, "classes": classes.tolist(),
+        "dataset": source_name(data), "dataset_size": n, "dataset_fingerprint": data_fp, "classes": classes.tolist(),
         "runs": [str(r.path) for r in run_objs],
         # which kept set each run held when it was evaluated (a dataset card ties this folder to its run by it)
         "runs_kept_ids_sha256": [file_sha256(r.path / KEPT_IDS) for r in run_objs],

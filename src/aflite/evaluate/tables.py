@@ -60,7 +60,7 @@ class EvaluationReport(Result):
     as a folder (``aflite evaluate``): tables.md and accuracy.png besides the last files."""
 
     command: ClassVar[str] = "evaluate"
-    out: Path | None  # type: ignore[assignment]
+    out: Path | None
     results: list[dict[str, Any]]  # one per (model, training set, seed)
     aggregate: dict[str, Any]
     training_sets: list[dict[str, Any]]

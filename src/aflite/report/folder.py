@@ -166,7 +166,8 @@ def load_rows_dataset(dataset: Any | None, path: str | None, options: dict[str, 
     if dataset is not None or not path:
         return dataset
     if not Path(path).exists():
-        notes.append(f"Texts not shown: the dataset file {path} is not found from here.")
+        notes.append(f"Texts not shown: the run read {path}; no file holds its rows." if path.startswith("in-memory ")
+                     else f"Texts not shown: the dataset file {path} is not found from here.")
         return None
     try:
         ds = load_dataset(path, **options)

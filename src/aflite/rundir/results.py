@@ -142,7 +142,7 @@ class Result:
 
     command: ClassVar[str] = ""
     has_page: ClassVar[bool] = True
-    out: Path
+    out: Path | None  # None: a result computed without a folder (aflite.run(..., out=None))
 
     dataset: Any = None
 

@@ -22,7 +22,7 @@ import numpy as np
 from aflite import audit as A
 from aflite.atomic import atomic_open, write_json
 from aflite.audit.results import audit_verdict, check_sections, check_verdicts
-from aflite.data import open_dataset
+from aflite.data import open_dataset, source_name
 from aflite.errors import InputError, ParameterError
 from aflite.hashing import dataset_fingerprint
 from aflite.rundir.lock import check_outside_runs
@@ -93,7 +93,7 @@ def check_audit_config(cfg: Any) -> None:
             raise ParameterError(f"{name} ({flag}) must be >= {least.get(name, 1)}, got {getattr(cfg, name)}")
 
 
-def check_audit_options(data_path: str | os.PathLike[str], *, featurizer: str | None = None,
+def check_audit_options(data_path: Any, *, featurizer: str | None = None,
                         model_path: str | None = None, path_column: str | None = None,
                         text_options: list[str] | tuple[str, ...] = (),
                         image_options: list[str] | tuple[str, ...] = ()) -> bool:
@@ -128,7 +128,7 @@ def _sets(ds: Any, kept: list[str] | None, sample: int | None, seed: int) -> tup
 @limited  # one thread policy (aflite.threads)
 @recording_warnings()  # scikit-learn's warnings counted in results.json (aflite.rundir.results)
 def audit_file(
-    data_path: str | os.PathLike[str],
+    data_path: Any,
     out: str | os.PathLike[str] | RunFolder,
     config: Any = None,
     *,
@@ -155,12 +155,12 @@ def audit_file(
     audits a seeded random sample of each; featurizes the union once (cached in ``config.cache_dir``, default
     ``out/cache``); audits each set with ``config`` (an :class:`aflite.audit.AuditConfig`); and writes the folder.
     ``config.tra=None`` becomes "only on a GPU" here, once, so that the time estimate and both audits agree.
-    Nothing is written before the data has been read and checked.
-    """
+    Nothing is written before the data has been read and checked. In-memory data (a DataFrame, ...) are text."""
     folder = RunFolder.of(out, "audit")
+    name = source_name(data_path)
     cfg = config if config is not None else A.AuditConfig()
     kind = audit_kind(data_path, cfg.featurizer, (image_options or {}).get("path_column"))
-    cfg = kind.configure(cfg, data_path, reference)
+    cfg = kind.configure(cfg, name, reference)
     check_audit_config(cfg)
     kept = read_kept_ids(Path(compare)) if compare is not None else None
     if compare is not None:  # the run compared with is read, never written
@@ -170,11 +170,11 @@ def audit_file(
                       **kind.loader_options(dataset_options, groups, image_options))
     classes = np.unique(ds.labels)
     if len(classes) < 2:  # before featurizing (minutes), so nothing is computed or cached for nothing
-        raise InputError(f"{data_path}: every one of the {len(ds):,} {kind.rows_word} has the label "
+        raise InputError(f"{name}: every one of the {len(ds):,} {kind.rows_word} has the label "
                          f"{str(classes[0])!r}; an audit needs at least two classes")
     if compare is not None:
-        read_run(compare).check_dataset(dataset_fingerprint(ds.ids, ds.labels, ds.texts_a, ds.texts_b), data_path)
-    kind.check(ds, cfg, groups, data_path)
+        read_run(compare).check_dataset(dataset_fingerprint(ds.ids, ds.labels, ds.texts_a, ds.texts_b), name)
+    kind.check(ds, cfg, groups, name)
     if cfg.cache_dir is None:
         cfg = dataclasses.replace(cfg, cache_dir=str(folder.path / "cache"))
     d, filtered, base = _sets(ds, kept, sample, cfg.seed)
@@ -191,7 +191,7 @@ def audit_file(
     results = [audit_set(d, "D")]
     # the featurization ran once for every audited set; D's time carries it (so the table's time is real)
     results[0].add_time("features", t_feat)
-    notes = kind.notes(data_path, ds, cfg, feats)
+    notes = kind.notes(name, ds, cfg, feats)
     if filtered is not None and kept is not None:
         results.append(audit_set(filtered, "D(Φ)"))
         notes += kind.compare_notes(t_feat)
@@ -199,11 +199,11 @@ def audit_file(
                      + ("" if sample is None else f" (a random sample of {len(filtered):,})"))
     if sample is not None:
         notes.append(f"D: a random sample of {len(d):,} of the {len(ds):,} {kind.unit} (seed {cfg.seed})")
-    metrics, files = kind.metrics(data_path, compare, ds, results, feats, cfg, notes)
+    metrics, files = kind.metrics(name, compare, ds, results, feats, cfg, notes)
     metrics["seconds"] = round(time.perf_counter() - t0, 2)
     metrics["verdict"] = audit_verdict(metrics) + check_verdicts(results)
-    run = AuditRun(folder.path, results, metrics, notes, str(data_path), cfg.seed, kind,
-                   title or f"Label-leakage audit of {Path(data_path).name}", files)
+    run = AuditRun(folder.path, results, metrics, notes, name, cfg.seed, kind,
+                   title or f"Label-leakage audit of {Path(name).name}", files)
     folder.finish(run)
     return run
 

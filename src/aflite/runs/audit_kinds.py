@@ -6,7 +6,6 @@ notes and figures of the report, and the page. :func:`audit_kind` picks one from
 from __future__ import annotations
 
 import dataclasses
-import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -21,7 +20,7 @@ from aflite.audit.images import (
     colour_histograms,
     resolve_audit_featurizer,
 )
-from aflite.data import check_view_texts, modality_of, warn_twins
+from aflite.data import check_view_texts, memory_kind, modality_of, warn_twins
 from aflite.device import torch_device
 from aflite.errors import InputError, ParameterError
 from aflite.features import featurize_dataset
@@ -179,9 +178,10 @@ def _route(cfg: Any, given: dict[str, Any] | None) -> dict[str, Any]:
     return featurizer_options(cfg.featurizer, **{**(given or {}), "device": cfg.device, "model_path": cfg.model_path})
 
 
-def audit_kind(data_path: str | os.PathLike[str], featurizer: str | None = None,
+def audit_kind(data_path: Any, featurizer: str | None = None,
                path_column: str | None = None) -> TextAudit | ImageAudit:
-    """The audit of ``data_path``'s modality (:func:`aflite.data.modality_of`; an image featurizer means images)."""
+    """The audit of ``data_path``'s modality (:func:`aflite.data.modality_of`; an image featurizer means images;
+    in-memory data are text)."""
     reads = spec(featurizer).modality if featurizer is not None else "any"
-    return ImageAudit() if modality_of(Path(data_path), reads=reads, path_column=path_column) == "image" \
-        else TextAudit()
+    source = data_path if memory_kind(data_path) is not None else Path(data_path)
+    return ImageAudit() if modality_of(source, reads=reads, path_column=path_column) == "image" else TextAudit()

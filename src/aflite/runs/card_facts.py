@@ -95,6 +95,11 @@ def input_identity(results: dict[str, Any]) -> tuple[dict[str, Any], Path | None
                             "dropped_at_load": results.get("dropped_at_load") or None,
                             "sha256": None, "sha256_source": None}
     sha = results.get("dataset_sha256")
+    if sha and results.get("dataset_sha256_of") == "rows":  # in-memory data: no file (aflite.data.memory)
+        info.update(sha256=sha, is_folder=False, in_memory=True,
+                    sha256_source="recorded by aflite run over the in-memory rows, not a file's bytes: the column "
+                                  "names, then each row's id and cells as a JSON line (aflite.data.memory.rows_sha256)")
+        return info, None
     if sha:
         info.update(sha256=sha, sha256_source="recorded by aflite run")
         hf = path is not None and (path / "dataset_info.json").is_file()

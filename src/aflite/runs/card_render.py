@@ -78,8 +78,9 @@ def _table(head: list[str], rows: list[list[str]]) -> list[str]:
 def _data(m: dict[str, Any]) -> list[str]:
     src, out, lic = m["input"], m["output"], m["license"]
     kept = out["kept_ids"]
+    form = "Parquet, from the in-memory data" if src.get("in_memory") else "in the input's own format"
     lines = ["## Data", "",
-             f"- **File:** `{out['file']}` ({num(out['rows'])} rows, in the input's own format; sha256 "
+             f"- **File:** `{out['file']}` ({num(out['rows'])} rows, {form}; sha256 "
              f"`{out['sha256']}`{FOLDER_SHA if out.get('is_folder') else ''}). It is the run folder's "
              f"`{out['file']}`: put it beside this README.md to publish.",
              f"- **Kept ids:** `{kept['file']}` ({num(kept['ids'])} ids; sha256 `{kept['sha256']}`)."]

@@ -79,7 +79,7 @@ def check_embed_out(out: str | os.PathLike[str], overwrite: bool = False, resume
 
 
 @recording_warnings()  # scikit-learn's warnings counted in results.json (aflite.rundir.results)
-def embed(data_path: str | os.PathLike[str], out: str | os.PathLike[str] | RunFolder, *, featurizer: str = "ngram",
+def embed(data_path: Any, out: str | os.PathLike[str] | RunFolder, *, featurizer: str = "ngram",
           view: str = "pair", model_path: str | None = None, warmup_size: float = 0.1, lr: float | None = None,
           cache_dir: str | os.PathLike[str] | None = None, seed: int = 0, device: str = "auto",
           image_size: int = 224, path_column: str | None = None, chunk_size: int = 4096,
@@ -90,7 +90,8 @@ def embed(data_path: str | os.PathLike[str], out: str | os.PathLike[str] | RunFo
     docstring into ``out`` (a path, or the CLI's claimed :class:`~aflite.runs.folder.RunFolder`).
 
     ``data_path`` is read as images or text by :func:`aflite.data.open_dataset` (an image folder, or an image
-    featurizer: images; ``dataset_options``: the column keywords of :func:`aflite.data.load_dataset`).
+    featurizer: images; ``dataset_options``: the column keywords of :func:`aflite.data.load_dataset`); a pandas
+    DataFrame, a pyarrow Table or a datasets.Dataset is read as text with the same keywords.
     ``warmup_size`` is a count, or a fraction of the rows when below 1; ``cache_dir`` defaults to ``out/cache``;
     ``backend`` is the encoder's runtime (torch, onnx, onnx-int8; default auto,
     :func:`aflite.encoders.onnx_text.resolve_backend`); ``chunk_size`` rows are embedded (and cached) at a time.
@@ -127,7 +128,8 @@ def embed(data_path: str | os.PathLike[str], out: str | os.PathLike[str] | RunFo
     finally:
         release()
     rows, dim, secs = res.pop("rows"), res.pop("dim"), res.pop("seconds")
-    result = _result(str(data_path), featurizer, seed, folder.path, rows=rows, dim=dim, seconds=secs, **res)
+    result = _result(data.source_name(data_path), featurizer, seed, folder.path, rows=rows, dim=dim, seconds=secs,
+                     **res)
     folder.finish(result)
     return result
 

@@ -110,10 +110,12 @@ def evaluate_files(data: str | Path, runs: Sequence[str | Path], out: str | Path
 
 
 @recording_warnings()  # scikit-learn's warnings counted in results.json (aflite.rundir.results)
-def evaluate(data: str | os.PathLike[str], runs: Sequence[str | os.PathLike[str]],
+def evaluate(data: Any, runs: Sequence[str | os.PathLike[str]],
              out: str | os.PathLike[str] | RunFolder | None = None, *,
              cache_dir: str | os.PathLike[str] | None = None, **keywords: Any) -> EvaluationReport:
-    """:func:`aflite.evaluate.compare_runs` (its keywords in ``keywords``; ``cache_dir`` defaults to ``out/cache``),
+    """:func:`aflite.evaluate.compare_runs` (its keywords in ``keywords``; ``cache_dir`` defaults to ``out/cache``)
+    on ``data`` (a file, or a pandas DataFrame, a pyarrow Table or a datasets.Dataset, read as ``aflite.run`` reads
+    it),
     and with ``out`` (a path, or the CLI's claimed :class:`~aflite.runs.folder.RunFolder`) its folder:
     tables.md, accuracy.png, results.json, summary.md and report.html. Returns the
     :class:`aflite.evaluate.EvaluationReport` (``out`` set)."""

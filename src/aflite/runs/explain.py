@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from aflite.checks import CheckData, run_checks
-from aflite.data import open_dataset
+from aflite.data import open_dataset, source_name
 from aflite.errors import InputError, ParameterError
 from aflite.explain.recompute import first_phase, token_texts
 from aflite.features import Features, featurize_dataset
@@ -40,7 +40,7 @@ from aflite.threads import limited
 __all__ = ["ExplainResult", "explain"]
 
 
-def _load(data_path: Path, run: RunRecord, inst: Instances, dataset_options: dict[str, Any] | None,
+def _load(data_path: Any, run: RunRecord, inst: Instances, dataset_options: dict[str, Any] | None,
           image_options: dict[str, Any] | None) -> tuple[Any, np.ndarray]:
     """The dataset and the dataset rows the run filtered (in the run's order), checked against the run."""
     fz = run.featurizer["name"]
@@ -49,7 +49,7 @@ def _load(data_path: Path, run: RunRecord, inst: Instances, dataset_options: dic
     if groups not in ("premise", None) and "groups" not in options:
         options["groups"] = groups
     ds = open_dataset(data_path, reads=spec(fz).modality, **options)
-    where = f"{data_path} does not match the run in {run.path}"
+    where = f"{source_name(data_path)} does not match the run in {run.path}"
     if run.summary.get("dataset_size") not in (None, len(ds)):
         raise InputError(f"{where}: the run filtered a dataset of {run.summary['dataset_size']:,} rows, DATA has "
                          f"{len(ds):,} (a run folder from another dataset?)")
@@ -88,14 +88,15 @@ def _run_features(data_path: Any, ds: Any, rows: np.ndarray, run: RunRecord, fea
     """Φ of the run's rows, in its order; refused when it is not the Φ the run filtered."""
     fpos = {int(r): j for j, r in enumerate(np.asarray(feats.rows))}
     if any(int(r) not in fpos for r in rows):
-        raise InputError(f"{data_path}: Φ recomputed from DATA leaves out rows the run filtered (warm-up slice "
-                         f"differs); is {run.path} a run of this file?")
+        raise InputError(f"{source_name(data_path)}: Φ recomputed from DATA leaves out rows the run filtered "
+                         f"(warm-up slice differs); is {run.path} a run of this file?")
     X = feats.X[np.asarray([fpos[int(r)] for r in rows])] if len(fpos) != len(rows) or not np.array_equal(
         np.asarray(feats.rows), rows) else feats.X
     fp = run.fingerprint()
     if fp is not None and inputs_fingerprint(X, ds.labels[rows]) != fp:
-        raise InputError(f"{data_path}: Φ computed from DATA is not the Φ the run in {run.path} filtered (checkpoint "
-                         f"fingerprint differs): another dataset, another featurizer option, or another Φ cache")
+        raise InputError(f"{source_name(data_path)}: Φ computed from DATA is not the Φ the run in {run.path} filtered "
+                         f"(checkpoint fingerprint differs): another dataset, another featurizer option, or another "
+                         f"Φ cache")
     return X
 
 
@@ -123,7 +124,7 @@ def _check_options(alpha: float, min_count: int, random_seeds: int, neighbours: 
 @limited  # one thread policy (aflite.threads)
 @recording_warnings()  # scikit-learn's warnings counted in results.json (aflite.rundir.results)
 def explain(
-    data_path: str | os.PathLike[str],
+    data_path: Any,
     run_dir: str | os.PathLike[str],
     out: str | os.PathLike[str] | RunFolder,
     *,
@@ -143,8 +144,8 @@ def explain(
     ngram_coefficients: bool = False,
     null: str = "base",
 ) -> ExplainResult:
-    """Explain a run of ``aflite run`` on DATA into ``out`` (a path, or the CLI's claimed
-    :class:`~aflite.runs.folder.RunFolder`): every registered check (:mod:`aflite.checks`): token artifacts with
+    """Explain a run of ``aflite run`` on DATA (a file, or a DataFrame, Table or datasets.Dataset) into ``out`` (a
+    path, or the CLI's claimed ``RunFolder``): every registered check (:mod:`aflite.checks`): token artifacts with
     significance (full / kept / random), the first phase's data map and label issues, why each row was easy, the
     nearest kept rows; and soft weights. ``stop_rule`` continues filtering past the run's stop until no token
     artifact is significant (:mod:`aflite.explain.stoprule`; off by default, the run folder is never changed): the
@@ -164,7 +165,7 @@ def explain(
     run = read_run(run_dir)
     run.require("parameters", "featurizer", what="the summary of `aflite run`")
     inst = run.instances()
-    ds, rows = _load(Path(data_path), run, inst, dataset_options, image_options)
+    ds, rows = _load(data_path, run, inst, dataset_options, image_options)
     is_images = ds.modality == "image"
     params = run.summary["parameters"]
     seed = int(run.summary.get("seed", params.get("random_state", 0)) or 0)
@@ -197,7 +198,8 @@ def explain(
         run.summary, {"dataset": ds, "rows": rows, "groups": grp})
     found = run_checks(data)
     timings.update({f"{name}_seconds": r.seconds for name, r in found.items() if r.seconds is not None})
-    results = explain_results(found, run, inst, str(data_path), seed, agree, timings, folder.path)
+    results = explain_results(found, run, inst, source_name(data_path), seed, agree, timings, folder.path,
+                              ds.source.memory is not None)
     result = ExplainResult(folder.path, results, data, found, ds, t_start)
     folder.finish(result)
     return result

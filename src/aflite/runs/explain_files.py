@@ -74,19 +74,20 @@ def _token_rows(name: str, st: Any) -> Any:
 
 
 def explain_results(found: dict[str, CheckResult], run: RunRecord, inst: Instances, data_path: str, seed: int,
-                    agreement: float, timings: dict[str, float], out: Path) -> dict[str, Any]:
+                    agreement: float, timings: dict[str, float], out: Path, in_memory: bool = False) -> dict[str, Any]:
     """results.json's body: the verdict, each check's keys (in registry order), the run explained, the first phase
-    and the soft weights' rule."""
+    and the soft weights' rule. ``in_memory``: ``data_path`` names in-memory data (no file to locate)."""
     keep = np.asarray(inst.kept, dtype=bool)
     results: dict[str, Any] = {"verdict": [s for r in found.values() for s in r.verdict]}
     for r in found.values():
         results.update(r.summary)
+    dataset = data_path if in_memory else str(Path(data_path).resolve())
     results.update({
         # where report.html finds the run and the texts: resolved, and relative to this folder
-        "run_dir": str(run.path.resolve()), "dataset": str(Path(data_path).resolve()),
+        "run_dir": str(run.path.resolve()), "dataset": dataset,
         "run_dir_relative": os.path.relpath(run.path.resolve(), out.resolve()),
-        "dataset_relative": os.path.relpath(Path(data_path).resolve(), out.resolve()),
-        "run": {"folder": str(run.path.resolve()), "dataset": str(Path(data_path).resolve()),
+        **({} if in_memory else {"dataset_relative": os.path.relpath(Path(data_path).resolve(), out.resolve())}),
+        "run": {"folder": str(run.path.resolve()), "dataset": dataset,
                 "size_before": int(len(keep)),
                 "size_after": int(keep.sum()), "stop_reason": run.summary.get("stop_reason"),
                 "featurizer": run.featurizer.get("name"), "view": run.featurizer.get("view"),

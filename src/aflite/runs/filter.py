@@ -53,16 +53,39 @@ class FilterResult(Result):
     ``run``); ``ids``, ``labels`` and ``state`` are the filtered rows and the filter's final state."""
 
     command: ClassVar[str] = "filter"
-    out: Path
+    out: Path | None  # None: computed without a folder (``run(..., out=None)``)
     summary: dict[str, Any]
     keep: np.ndarray
-    filtered_path: Path
+    filtered_path: Path | None
     ids: NDArray[Any] | None = None
     labels: NDArray[Any] | None = None
     state: FilterState | None = None
 
     def to_json(self) -> dict[str, Any]:
         return self.summary
+
+    @property
+    def verdict(self) -> list[str]:
+        """The verdict's sentences (results.json's ``verdict``)."""
+        return self.verdict_sentences()
+
+    @property
+    def scores(self) -> Any:
+        """instances.csv as a pandas DataFrame (pandas comes with ``aflite[hf]``): per filtered row its ``id``,
+        ``label``, ``kept``, ``predictability`` (the last p̃; NaN if never scored) and ``removed_at`` (the phase
+        that removed it; -1: kept), in dataset order, indexed by a DataFrame input's own index."""
+        import pandas as pd
+
+        if self.state is None or self.ids is None or self.labels is None:
+            raise ValueError("this result holds no filter state")
+        st = self.state
+        return pd.DataFrame({"id": self.ids.astype(str), "label": self.labels.astype(str),
+                             "kept": np.asarray(st.keep, dtype=bool), "predictability": st.predictability,
+                             "removed_at": np.asarray(st.removed_at, dtype=np.int64)}, index=self.scores_index())
+
+    def scores_index(self) -> Any:
+        """The index of :attr:`scores` (None: 0, 1, 2, ...)."""
+        return None
 
     def summary_md(self) -> str:
         return render_filter_summary(self.summary)
@@ -111,12 +134,12 @@ def filter_summary(ids: NDArray[Any], labels: NDArray[Any], state: FilterState, 
     return summary
 
 
-def run_filter(af: Any, X: Any, y: np.ndarray, ids: np.ndarray, folder: RunFolder, *,
+def run_filter(af: Any, X: Any, y: np.ndarray, ids: np.ndarray, folder: RunFolder | None, *,
                groups: np.ndarray | None = None, resume: bool = False, overwrite: bool = False,
                show_progress: bool = True, extra: dict[str, Any] | None = None) -> FilterResult:
     """Fit ``af`` with a progress bar and a checkpoint in ``folder`` after every phase; returns the result (its
     files are written by ``folder.finish``). A previous run in the folder is continued with ``resume``, replaced
-    with ``overwrite``, else refused."""
+    with ``overwrite``, else refused. Without a folder (None) nothing is written: no checkpoint, no resume."""
     validate_inputs(X, y, groups)  # everything is validated before the output folder is touched
     params = af.resolved_params(len(y))
     if groups is not None:
@@ -124,7 +147,7 @@ def run_filter(af: Any, X: Any, y: np.ndarray, ids: np.ndarray, folder: RunFolde
     fp = inputs_fingerprint(X, y)
     dataset_fp = (extra or {}).get("dataset_fingerprint")
     state = None
-    if folder.holds_run():
+    if folder is not None and folder.holds_run():
         if resume:
             if dataset_fp is not None:
                 check_resume_dataset(folder.path, dataset_fp)
@@ -132,7 +155,8 @@ def run_filter(af: Any, X: Any, y: np.ndarray, ids: np.ndarray, folder: RunFolde
         elif not overwrite:
             raise ParameterError(f"{folder.path} holds a previous run: pass --resume to continue it, --overwrite to "
                                  f"start over, or choose another --out")
-    folder.path.mkdir(parents=True, exist_ok=True)
+    if folder is not None:
+        folder.path.mkdir(parents=True, exist_ok=True)
 
     total = params["dataset_size"] - params["target_size"]
     done0 = 0 if state is None else int((~state.keep).sum())
@@ -140,7 +164,8 @@ def run_filter(af: Any, X: Any, y: np.ndarray, ids: np.ndarray, folder: RunFolde
                dynamic_ncols=True)
 
     def on_phase(record: Any, st: Any) -> None:
-        folder.save_checkpoint(st, params, fp, dataset_fp)
+        if folder is not None:
+            folder.save_checkpoint(st, params, fp, dataset_fp)
         bar.update(record.n_removed)
         bar.set_postfix(iter=record.iteration, S=record.size_after, eligible=record.n_eligible,
                         s_per_phase=f"{record.seconds:.1f}")
@@ -160,8 +185,9 @@ def run_filter(af: Any, X: Any, y: np.ndarray, ids: np.ndarray, folder: RunFolde
         info.update(extra)
     labels = np.asarray(y)
     summary = filter_summary(ids, labels, af.state_, params, info)
-    return FilterResult(folder.path, summary, np.asarray(af.keep_mask_), folder.path / KEPT_IDS, np.asarray(ids),
-                        labels, af.state_)
+    where = None if folder is None else folder.path
+    return FilterResult(where, summary, np.asarray(af.keep_mask_), None if where is None else where / KEPT_IDS,
+                        np.asarray(ids), labels, af.state_)
 
 
 @recording_warnings()  # scikit-learn's warnings counted in results.json (aflite.rundir.results)

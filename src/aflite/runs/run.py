@@ -27,6 +27,7 @@ from aflite.core.backends.dask import use_cluster
 from aflite.core.filter import AFLite
 from aflite.core.phase import resolve_size
 from aflite.data import images
+from aflite.data.memory import FILTERED, check_writable, rows_sha256
 from aflite.defaults import SNLI_DEFAULTS
 from aflite.errors import InputError, ParameterError
 from aflite.evaluate import compare_partial_input, probe_skip_reason
@@ -57,6 +58,22 @@ class RunResult(FilterResult):
     command: ClassVar[str] = "run"
     dataset: Any = None
     rows: np.ndarray | None = None
+
+    @property
+    def filtered(self) -> Any:
+        """The kept rows in the input's own type when the input was in memory: a pandas DataFrame (its index, column
+        order and dtypes as they were), a pyarrow Table or a datasets.Dataset; None for a file or folder, whose kept
+        rows are written to ``filtered_path``."""
+        if self.dataset is None or self.dataset.source.memory is None:
+            return None
+        return data.filtered_rows(self.dataset, self.keep)
+
+    def scores_index(self) -> Any:
+        """A DataFrame input's index labels of the filtered rows (:attr:`scores` is indexed by them)."""
+        src = None if self.dataset is None else self.dataset.source
+        if src is None or data.memory_kind(src.memory) != "pandas DataFrame" or self.rows is None:
+            return None
+        return src.memory.index[src.row_index[self.rows]]
 
     def summary_md(self) -> str:
         assert self.state is not None and self.rows is not None
@@ -116,7 +133,7 @@ def _open(data_path: Any, featurizer: str, group_spec: str, dataset_options: dic
 
 
 @contextlib.contextmanager
-def _refused_resume_leaves_no_cache(cache: Path, before: set[Path] | None,
+def _refused_resume_leaves_no_cache(cache: Path | None, before: set[Path] | None,
                                     release: Callable[[], None]) -> Iterator[None]:
     """Around the filter: a refused ``--resume`` leaves the run's folder as it was found (the cache files this
     call made are removed), and the cluster opened for the run is closed whatever happens (an executor passed in
@@ -124,17 +141,20 @@ def _refused_resume_leaves_no_cache(cache: Path, before: set[Path] | None,
     try:
         yield
     except (InputError, ParameterError):
-        if before is not None:
+        if before is not None and cache is not None:
             _remove_new(cache, before)
         raise
     finally:
         release()
 
 
-def _check_before_features(ds: Any, data_path: Any, view: str, link_dir: Any, probe: bool) -> str | None:
+def _check_before_features(ds: Any, data_path: Any, view: str, link_dir: Any, probe: bool,
+                           writes: bool) -> str | None:
     """Every check that needs no features, before featurizing (minutes) and before anything is written; returns
-    why the probe is skipped (None: it runs)."""
+    why the probe is skipped (None: it runs). ``writes``: the kept rows will be written to a folder."""
     is_images = ds.modality == "image"
+    if writes and ds.source.memory is not None:
+        check_writable(ds)  # a DataFrame Parquet cannot hold is refused now, not after the filter
     if link_dir is not None:  # checked now, not after the filter has run for an hour
         if not is_images:
             raise ParameterError("--link-dir builds links to kept images; this dataset holds text")
@@ -159,7 +179,7 @@ def _check_before_features(ds: Any, data_path: Any, view: str, link_dir: Any, pr
     return skipped
 
 
-def _featurize(ds: Any, featurizer: str, view: str, af: AFLite, t: int, seed: int, cache: Path, *,
+def _featurize(ds: Any, featurizer: str, view: str, af: AFLite, t: int, seed: int, cache: Path | None, *,
                cluster: Any, cluster_scratch: Any, show_progress: bool,
                options: dict[str, Any]) -> tuple[Features, ShardedTransform | None, Callable[[], None]]:
     """Φ of the dataset (on the cluster's workers in shards when one is given; the filter then runs there too);
@@ -205,17 +225,26 @@ def _probe(ds: Any, rows: np.ndarray, res: FilterResult, seed: int, show_progres
             "results": [_probe_row(r) for r in found], "meaning": PROBE_MEANING}
 
 
-def _run_record(data_path: Any, out: Path, ds: Any, dataset_fp: str, featurizer: str, view: str, feats: Features,
-                shards: ShardedTransform | None, chosen: dict[str, Any], given: dict[str, Any],
+def _data_record(data_path: Any, out: Path | None, ds: Any, dataset_fp: str) -> dict[str, Any]:
+    """Which data a run read: a file resolved, and relative to the run folder (report.html finds the texts from any
+    current directory), with its bytes' sha256 (for a dataset card, ``aflite card``); in-memory data by name with
+    the sha256 of its rows (:func:`aflite.data.memory.rows_sha256`)."""
+    if ds.source.memory is not None:
+        return {"dataset": data.source_name(data_path), "dataset_fingerprint": dataset_fp,
+                "dataset_sha256": rows_sha256(ds), "dataset_sha256_of": "rows"}
+    where = Path(data_path).resolve()
+    return {"dataset": str(where),
+            **({} if out is None else {"dataset_relative": os.path.relpath(where, out.resolve())}),
+            "dataset_fingerprint": dataset_fp, "dataset_sha256": file_sha256(data_path)}
+
+
+def _run_record(data_path: Any, out: Path | None, ds: Any, dataset_fp: str, featurizer: str, view: str,
+                feats: Features, shards: ShardedTransform | None, chosen: dict[str, Any], given: dict[str, Any],
                 groups: str) -> dict[str, Any]:
     """What summary.json records of a run besides the filter's own numbers: the data, Φ and the parameters'
     origin."""
     return {
-        # resolved, and relative to the run folder: report.html finds the texts from any current directory
-        "dataset": str(Path(data_path).resolve()),
-        "dataset_relative": os.path.relpath(Path(data_path).resolve(), out.resolve()),
-        "dataset_fingerprint": dataset_fp,
-        "dataset_sha256": file_sha256(data_path),  # the input's bytes, for a dataset card (aflite card)
+        **_data_record(data_path, out, ds, dataset_fp),
         "dataset_size": len(ds),
         "dropped_at_load": ds.dropped,
         **({"empty_texts_at_load": dict(ds.empty_texts)} if getattr(ds, "empty_texts", None) else {}),
@@ -229,13 +258,13 @@ def _run_record(data_path: Any, out: Path, ds: Any, dataset_fp: str, featurizer:
     }
 
 
-def _complete(s: dict[str, Any], timings: dict[str, float], filtered_path: Path, title: str | None,
+def _complete(s: dict[str, Any], timings: dict[str, float], filtered_path: Path | None, title: str | None,
               t_call: float) -> None:
     """The last keys of a run's summary: label shift, timings, the filtered file, the title, the call's wall time
     and the verdict."""
     s["label_shift"] = label_shift(s["label_counts_before"], s["label_counts_after"])
     s["timings"] = timings
-    s["filtered_dataset"] = str(filtered_path)
+    s["filtered_dataset"] = None if filtered_path is None else str(filtered_path)
     if title:
         s["title"] = title
     # the whole call (load, Φ, filter, probe, writing), not only the filter's part of it
@@ -244,26 +273,29 @@ def _complete(s: dict[str, Any], timings: dict[str, float], filtered_path: Path,
     s["verdict"] = run_verdict(s)
 
 
-def _write_data(ds: Any, rows: np.ndarray, feats: Features, res: FilterResult, out: Path, data_path: Any,
-                link_dir: Any) -> tuple[np.ndarray, Path]:
-    """The warm-up slice's ids and the kept rows in the input's own form; returns (kept mask over the dataset's
-    rows, the filtered file)."""
+def _write_data(ds: Any, rows: np.ndarray, feats: Features, res: FilterResult, out: Path | None, data_path: Any,
+                link_dir: Any) -> tuple[np.ndarray, Path | None]:
+    """The warm-up slice's ids and the kept rows in the input's own form (in-memory data: Parquet); returns (kept
+    mask over the dataset's rows, the filtered file). Without a folder (``out`` None) only the mask."""
+    keep = np.zeros(len(ds), dtype=bool)
+    keep[rows[res.keep]] = True
+    if out is None:
+        return keep, None
     if len(feats.warmup_rows):  # after the filter accepted the folder: a refused --resume writes nothing
         write_text(out / WARMUP_IDS, "".join(f"{i}\n" for i in ds.ids[feats.warmup_rows]))
     else:  # an --overwrite of a warm-up run: its slice is not this run's
         (out / WARMUP_IDS).unlink(missing_ok=True)
-    keep = np.zeros(len(ds), dtype=bool)
-    keep[rows[res.keep]] = True
     if ds.modality == "image":
         removed = np.zeros(len(ds), dtype=bool)
         removed[rows[~res.keep]] = True
         return keep, images.write_outputs(ds, keep, removed, out, _out_name(Path(data_path)), link_dir)
-    return keep, data.write_filtered(ds, keep, out / _out_name(Path(data_path)))
+    name = FILTERED if ds.source.memory is not None else _out_name(Path(data_path))
+    return keep, data.write_filtered(ds, keep, out / name)
 
 
 @limited  # one thread policy (aflite.threads)
 @recording_warnings()  # scikit-learn's warnings counted in results.json (aflite.rundir.results)
-def run(data_path: str | os.PathLike[str], out: str | os.PathLike[str] | RunFolder, *, featurizer: str = "ngram",
+def run(data_path: Any, out: str | os.PathLike[str] | RunFolder | None = None, *, featurizer: str = "ngram",
         view: str = "pair", params: dict[str, Any] | None = None, strategy: str = "slicing", seed: int = 0,
         groups: bool | str = True, cache_dir: str | os.PathLike[str] | None = None, resume: bool = False,
         overwrite: bool = False, show_progress: bool = True, probe: bool = True,
@@ -271,8 +303,14 @@ def run(data_path: str | os.PathLike[str], out: str | os.PathLike[str] | RunFold
         device: str = "auto", storage: str = "float32", image_options: dict[str, Any] | None = None,
         link_dir: str | os.PathLike[str] | None = None, aflite: AFLite | None = None, title: str | None = None,
         cluster: Any = None, cluster_scratch: str | os.PathLike[str] | None = None) -> RunResult:
-    """Filter a dataset file end to end into the folder ``out`` (a path, or the CLI's claimed
-    :class:`~aflite.runs.folder.RunFolder`). ``params`` overrides the scaled Table 8 defaults (counts or
+    """Filter a dataset end to end into the folder ``out`` (a path, or the CLI's claimed
+    :class:`~aflite.runs.folder.RunFolder`). ``data_path`` is a file or folder, or in-memory data: a pandas
+    DataFrame, a pyarrow Table or a ``datasets.Dataset``, read as text with the same column options
+    (``dataset_options``) and detection (:mod:`aflite.data.memory`; ids from a DataFrame's index when no id column
+    is found); the result's ``filtered`` is then the kept rows in the input's type, and ``out`` gets
+    ``filtered.parquet``. With ``out=None`` nothing is written but Φ's cache in ``cache_dir`` (nothing at all
+    without it): the same result, its ``scores`` (instances.csv as a DataFrame) and ``verdict``, without a folder.
+    ``params`` overrides the scaled Table 8 defaults (counts or
     fractions of |D|: target_size, n_partitions, train_size, slice_size, threshold), or ``aflite=AFLite(...)``
     gives them all, as to :func:`aflite.runs.filter.filter_files`. ``groups``: True/``"premise"``, False/``"none"``,
     ``"twins"`` or a column of the file. ``overwrite`` starts over in an ``out`` that holds a run; ``title`` names
@@ -280,14 +318,16 @@ def run(data_path: str | os.PathLike[str], out: str | os.PathLike[str] | RunFold
     on Dask workers (:mod:`aflite.cluster.shards`; the same features, bit for bit) and fits the partitions there."""
     base, given, fixed = _estimator(aflite, params, strategy, seed, device, storage)
     seed = fixed["random_state"]
-    folder = RunFolder.of(out, "run")
+    folder = None if out is None else RunFolder.of(out, "run")
+    if folder is None and (resume or link_dir is not None):
+        raise ParameterError("resume and link_dir need a run folder: give out")
     timings: dict[str, float] = {}
     t0 = t_call = time.perf_counter()
     group_spec = "premise" if groups is True else "none" if groups is False else str(groups)
     ds = _open(data_path, featurizer, group_spec, dataset_options, image_options)
     timings["load_seconds"] = time.perf_counter() - t0
     n = len(ds)
-    probe_skipped = _check_before_features(ds, data_path, view, link_dir, probe)
+    probe_skipped = _check_before_features(ds, data.source_name(data_path), view, link_dir, probe, folder is not None)
     probe = probe and ds.modality != "image" and probe_skipped is None
     grp_all = ds.groups if group_spec != "none" else None
     if grp_all is not None:
@@ -296,10 +336,10 @@ def run(data_path: str | os.PathLike[str], out: str | os.PathLike[str] | RunFold
     af = AFLite(**{**base, **chosen, **given}, **fixed)
     resolved = af.resolved_params(n)  # validates against |D| before any expensive step
     dataset_fp = dataset_fingerprint(ds.ids, ds.labels, ds.texts_a, ds.texts_b)
-    if resume:  # another dataset is refused now, before anything is computed or cached
+    if resume and folder is not None:  # another dataset is refused now, before anything is computed or cached
         check_resume_dataset(folder.path, dataset_fp)
-    t0, cache_path = time.perf_counter(), Path(cache_dir) if cache_dir else folder.path / "cache"
-    cached_before = _files(cache_path) if resume else None
+    t0, cache_path = time.perf_counter(), _cache(cache_dir, folder)
+    cached_before = _files(cache_path) if resume and cache_path is not None else None
     feats, shards, release = _featurize(ds, featurizer, view, af, resolved["train_size"], seed, cache_path,
                                         cluster=cluster, cluster_scratch=cluster_scratch,
                                         show_progress=show_progress, options=dict(featurizer_options or {}))
@@ -307,15 +347,17 @@ def run(data_path: str | os.PathLike[str], out: str | os.PathLike[str] | RunFold
     rows = np.asarray(feats.rows)
     af.set_params(**{k: resolved[k] for k in PARAMETERS})  # the filter runs on D minus the warm-up slice
     grp = grp_all[rows] if grp_all is not None else None
-    folder.path.mkdir(parents=True, exist_ok=True)
+    where = None if folder is None else folder.path
+    if where is not None:
+        where.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
-    extra = _run_record(data_path, folder.path, ds, dataset_fp, featurizer, view, feats, shards, chosen, given,
+    extra = _run_record(data_path, where, ds, dataset_fp, featurizer, view, feats, shards, chosen, given,
                         group_spec if grp is not None else "none")
     with _refused_resume_leaves_no_cache(cache_path, cached_before, release):
         res = run_filter(af, feats.X, ds.labels[rows], ds.ids[rows], folder, groups=grp, resume=resume,
                          overwrite=overwrite, show_progress=show_progress, extra=extra)
     timings["filter_seconds"], t0 = time.perf_counter() - t0, time.perf_counter()
-    keep, filtered_path = _write_data(ds, rows, feats, res, folder.path, data_path, link_dir)
+    keep, filtered_path = _write_data(ds, rows, feats, res, where, data_path, link_dir)
     timings["write_seconds"] = time.perf_counter() - t0
     timings["featurize_rows_per_second"] = len(rows) / max(timings["featurize_seconds"], 1e-9)
     s = res.summary
@@ -325,9 +367,15 @@ def run(data_path: str | os.PathLike[str], out: str | os.PathLike[str] | RunFold
             "skipped": probe_skipped, "results": [], "meaning": PROBE_MEANING}
         timings.update({"probe_seconds": time.perf_counter() - t0} if probe else {})
     _complete(s, timings, filtered_path, title, t_call)
-    result = RunResult(folder.path, s, keep, filtered_path, res.ids, res.labels, res.state, ds, rows)
-    folder.finish(result)
+    result = RunResult(where, s, keep, filtered_path, res.ids, res.labels, res.state, ds, rows)
+    if folder is not None:
+        folder.finish(result)
     return result
+
+
+def _cache(cache_dir: str | os.PathLike[str] | None, folder: RunFolder | None) -> Path | None:
+    """Where Φ is cached: ``cache_dir``, else the run folder's ``cache/``; nowhere without either."""
+    return Path(cache_dir) if cache_dir else None if folder is None else folder.path / "cache"
 
 
 def _files(folder: Path) -> set[Path]:

@@ -80,6 +80,7 @@ def render_summary(summary: dict[str, Any], ds: Any, rows: np.ndarray, p_all: np
            else "") + warmup_line(f.get("info") or {}, "; "),
         f"- |D| = {summary['dataset_size']}, filtered input {p['dataset_size']}, |D(Φ)| = {summary['size_after']}"
         f" after {phases_text(summary['n_iterations'])}; stopped because {summary['stop_reason']}",
+        *_empty_lines(summary),
         f"- parameters: m={p['n_partitions']}, t={p['train_size']}, k={p['slice_size']}, n={p['target_size']}, "
         f"τ={p['threshold']}, strategy {p['strategy']}, seed {p['random_state']} (defaults: Table 8 SNLI scaled by "
         f"{summary['scaled_defaults']['scale']:.4f})",
@@ -141,6 +142,14 @@ def render_summary(summary: dict[str, Any], ds: Any, rows: np.ndarray, p_all: np
     lines += table("Removed by AFLite (most predictable, per label)", np.array(removed_pick, dtype=int))
     lines += table("Retained by AFLite (least predictable, per label)", np.array(kept_pick, dtype=int))
     return "\n".join(lines) + "\n"
+
+
+def _empty_lines(summary: dict[str, Any]) -> list[str]:
+    """The load's count of empty texts (#34): on screen it is a warning that scrolls away, so the summary keeps it."""
+    empty = summary.get("empty_texts_at_load") or {}
+    n = summary["dataset_size"]
+    return [f"- **empty texts:** {k:,} of {n:,} rows have an empty {c!r} text (featurized as empty: nothing for Φ to "
+            "read there)" for c, k in empty.items() if k]
 
 
 def warmup_line(info: dict[str, Any], lead: str = "") -> str:
