@@ -1,7 +1,8 @@
 """A house you extend in one place: a toy featurizer registered once (features.registry.register) runs from the CLI
 (``aflite run --featurizer toy``), and a toy check registered once (checks.register) shows up in what ``aflite
 explain`` writes: its keys in results.json, its section and verdict in summary.md, its per-row scores and flags in
-instances.csv. Nothing else is edited: the registries are what the commands ask."""
+instances.csv; a toy audit check (scope "audit"), registered the same way, shows up in what ``aflite audit``
+writes. Nothing else is edited: the registries are what the commands ask."""
 
 from __future__ import annotations
 
@@ -62,6 +63,28 @@ class LongHypotheses(Check):
                            ["## Long hypotheses", "", f"{n} of {len(scores)} rows flagged.", ""])
 
 
+class LongSentences(Check):
+    """An audit check: per row, the view's sentence length in words, flagged when over twice the median; it reads
+    the biased model found before it (how many flagged rows that model gets right)."""
+
+    name: ClassVar[str] = "long_sentences"
+    scope: ClassVar[str] = "audit"
+
+    def enabled(self, data: CheckData) -> bool:
+        return data.texts is not None
+
+    def find(self, data: CheckData) -> CheckResult:
+        assert data.texts is not None and data.keep is None  # a dataset's view, no run
+        scores = np.asarray([len(t.split()) for t in data.texts], dtype=float)
+        flags = scores > 2 * np.median(scores)
+        right = int((flags & data.found["biased_model"].flags).sum())
+        n = int(flags.sum())
+        return CheckResult(self.name, scores, flags,
+                           {"long_sentences": {"flagged": n, "rows": len(scores), "biased_right": right}},
+                           [f"{n} {data.text_view}(s) are over twice the median length."],
+                           ["## Long sentences", "", f"{n} of {len(scores)} rows flagged.", ""])
+
+
 @pytest.fixture
 def small_snli(tmp_path: Path) -> Path:
     lines = gzip.decompress(demo_dataset_path().read_bytes()).splitlines(keepends=True)
@@ -100,3 +123,32 @@ def test_an_unregistered_featurizer_is_no_choice(tmp_path: Path, small_snli: Pat
     registration at work, not a name the CLI knew)."""
     assert main(["run", str(small_snli), "--out", str(tmp_path / "r"), "--featurizer", "toy"]) == 2
     assert "invalid choice: 'toy'" in capsys.readouterr().err
+
+
+def test_a_registered_audit_check_works_from_the_cli(tmp_path: Path, small_snli: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """An audit check goes where an explain check goes (checks.CHECKS), with scope "audit": ``aflite audit`` runs
+    it per view after the built-in ones (it sees the biased model's per-row flags) and writes its keys into the
+    view's entry of results.json, its verdict sentence (named by set and view) and its section into summary.md;
+    an explain check registered beside it is not run by the audit."""
+    monkeypatch.setitem(checks.CHECKS, LongSentences.name, LongSentences)
+    monkeypatch.setitem(checks.CHECKS, LongHypotheses.name, LongHypotheses)
+    assert checks.check_names("audit")[-1] == "long_sentences"
+    assert "long_sentences" not in checks.check_names("explain")
+    out = tmp_path / "audit"
+    assert main(["audit", str(small_snli), "--out", str(out), "--featurizer", "ngram", "--views", "hypothesis",
+                 "--no-tra", "--n-components", "5", "--n-clusters", "8", "--peco-shuffles", "2",
+                 "--tsne-sample", "0", "--quiet"]) == 0
+    res = json.loads((out / "results.json").read_text())
+    view = res["results"][0]["views"]["hypothesis"]
+    found = view["long_sentences"]
+    assert found["rows"] == res["results"][0]["n"] == 300 and 0 < found["flagged"] < 300
+    assert 0 <= found["biased_right"] <= found["flagged"]
+    assert list(view)[-1] == "long_sentences" and "long_hypotheses" not in view  # after the built-in keys
+    assert "biased_accuracy" in view and "token_artifacts" in view
+    sentence = f"D, hypothesis-only: {found['flagged']} hypothesis(s) are over twice the median length."
+    assert sentence in res["verdict"]
+    md = (out / "summary.md").read_text()
+    assert sentence in md and "**D, hypothesis-only**" in md
+    assert "## Long sentences" in md and f"{found['flagged']} of 300 rows flagged." in md
+    assert "long_hypotheses" not in json.dumps(res)

@@ -21,8 +21,12 @@ TF-IDF features) with k-fold out-of-fold predictions, so every instance gets an 
 GPU (on a 2-core CPU its three fine-tunings alone take about half an hour or more). Every accuracy is reported
 next to chance, the majority-class rate of the same rows.
 
-The modules: :mod:`~aflite.audit.runner` (:func:`audit`, features, samples), :mod:`~aflite.audit.results`
-(config and results), :mod:`~aflite.audit.metrics`, :mod:`~aflite.audit.clusters` (PECO),
+Each measurement of a view is a check (:mod:`aflite.checks`, scope ``"audit"``; registered once, as explain's are):
+the built-in ones are in :mod:`~aflite.audit.checks`, and a registered audit check of one's own runs with them.
+
+The modules: :mod:`~aflite.audit.runner` (:func:`audit`, features, samples), :mod:`~aflite.audit.checks` (the
+audit's checks), :mod:`~aflite.audit.results` (config and results), :mod:`~aflite.audit.metrics`,
+:mod:`~aflite.audit.clusters` (PECO),
 the token table (:mod:`aflite.checks.tokens`, the one token analysis),
 :mod:`~aflite.audit.linear` (the cross-validated models), :mod:`~aflite.audit.finetuned`
 (fine-tuning and TRA) and

@@ -8,16 +8,16 @@ token table. Reading the images is :mod:`aflite.data.images`; auditing an image 
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
-from aflite.audit.clusters import peco, peco_null
+from aflite.audit.checks import audit_view
 from aflite.audit.linear import cv_predict
-from aflite.audit.metrics import LeakageMetrics
-from aflite.audit.results import AuditConfig, AuditResult, ViewAudit
-from aflite.audit.runner import _examples, _tsne
+from aflite.audit.results import AuditConfig, AuditResult
+from aflite.checks import CheckData
 from aflite.data.images import open_image
 from aflite.errors import InputError, ParameterError
 from aflite.features.registry import default_featurizer, featurizer_names, spec
@@ -58,7 +58,10 @@ def audit_image_dataset(refs: Sequence[str], labels: Any, embeddings: np.ndarray
       *normal* model on the image embeddings; NBA/NBR between them (:class:`aflite.audit.LeakageMetrics`);
     - PECO on the embeddings (PCA → k-means → cluster label divergence) with its label-shuffle null;
     - 2-D t-SNE coordinates of a seeded sample (``config.tsne_sample``) and the most label-skewed clusters,
-      listed by image id.
+      listed by image id;
+    - every other registered audit check (:mod:`aflite.checks`, scope ``"audit"``) that reads no text.
+
+    These are the audit's checks (:mod:`aflite.audit.checks`) run on the one view, the colour histogram.
 
     Images have no second input and no groups, so there is no TRA and no token table (both read text).
     """
@@ -74,8 +77,6 @@ def audit_image_dataset(refs: Sequence[str], labels: Any, embeddings: np.ndarray
     classes, counts = np.unique(y, return_counts=True)
     if len(classes) < 2:
         raise InputError("the audit needs at least 2 label classes")
-    import time
-
     timings: dict[str, float] = {}
     t = time.perf_counter()
     H = colour_histograms(refs) if colour is None else np.asarray(colour, dtype=np.float32)
@@ -83,21 +84,13 @@ def audit_image_dataset(refs: Sequence[str], labels: Any, embeddings: np.ndarray
         raise InputError(f"{len(H)} colour histograms for {n} images")
     timings["colour_histograms"] = time.perf_counter() - t
     t = time.perf_counter()
-    pred_b = classes[cv_predict(H, y, None, cfg.n_folds, cfg.C, cfg.seed)]
-    timings["biased_models"] = time.perf_counter() - t
-    t = time.perf_counter()
     pred_n = classes[cv_predict(X, y, None, cfg.n_folds, cfg.C, cfg.seed)]
     timings["normal_model"] = time.perf_counter() - t
-    t = time.perf_counter()
-    pr = peco(X, y, cfg.n_components, cfg.n_clusters, cfg.seed)
-    null = peco_null(pr, y, cfg.peco_shuffles, cfg.seed)
-    timings["peco"] = time.perf_counter() - t
-    t = time.perf_counter()
-    xy, rows = _tsne(pr, cfg)
-    timings["tsne"] = time.perf_counter() - t
     names = [str(i) for i in (ids if ids is not None else refs)]
-    va = ViewAudit(IMAGE_VIEW, LeakageMetrics.compute(y, pred_b, pred_n), pr, xy, rows, {},
-                   examples=_examples(pr, names, y, cfg), peco_null=null, biased_pred=pred_b, normal_pred=pred_n)
+    data = CheckData(np.asarray(names, dtype=str), y, classes, np.searchsorted(classes, y), H, cfg.seed,
+                     text_view=IMAGE_VIEW, refs=[str(r) for r in refs], options=cfg.to_dict(), context={
+                         "config": cfg, "set": name, "groups": None, "normal_pred": pred_n, "embeddings": X})
+    va = audit_view(data, timings, pred_n)  # the biased model on the colour view, PECO on the embeddings, ...
     timings["total"] = sum(timings.values())
     return AuditResult(name, n, {str(c): int(k) for c, k in zip(classes, counts, strict=True)}, {IMAGE_VIEW: va},
                        cfg, timings, y, np.asarray(names, dtype=str), f"image embeddings ({cfg.featurizer})")

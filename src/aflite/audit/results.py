@@ -10,6 +10,7 @@ import numpy as np
 from aflite.audit.clusters import PecoNull, PecoResult
 from aflite.audit.finetuned import TraResult
 from aflite.audit.metrics import AUDIT_VIEWS, BIAS_THRESHOLD, LeakageMetrics
+from aflite.checks import CheckResult
 from aflite.errors import ParameterError
 from aflite.verdict import number, points
 
@@ -56,43 +57,75 @@ class AuditConfig:
 
 @dataclasses.dataclass
 class ViewAudit:
-    """One single-sentence condition's audit. Dataset-level figures in ``metrics`` (:class:`LeakageMetrics`),
-    ``peco``, ``peco_null``, ``tra``; per-row ones (like a cleanlab issue manager's scores) in ``biased_pred`` /
-    ``normal_pred`` (the out-of-fold predictions), ``peco.cluster_ids`` and :meth:`AuditResult.row_scores`."""
+    """One single-sentence condition's audit: what every registered audit check found on it (``checks``, by name,
+    in registry order: :mod:`aflite.checks`, scope ``"audit"``; the built-in ones in :mod:`aflite.audit.checks`),
+    and the normal model's out-of-fold predictions it was measured against. Dataset-level figures are the checks'
+    (``metrics``, :class:`LeakageMetrics`; ``peco``, ``peco_null``, ``tra``), per-row ones (like a cleanlab issue
+    manager's scores) each check's ``scores``/``flags`` and :meth:`AuditResult.row_scores`."""
 
     view: str
-    metrics: LeakageMetrics
-    peco: PecoResult
-    tsne: np.ndarray | None
-    tsne_rows: np.ndarray | None
-    artifacts: dict[str, list[dict[str, Any]]]
-    tra: TraResult | None = None
-    finetuned: dict[str, float] = dataclasses.field(default_factory=dict)
-    examples: list[dict[str, Any]] = dataclasses.field(default_factory=list)
-    peco_null: PecoNull | None = None
-    biased_pred: np.ndarray | None = dataclasses.field(default=None, repr=False)
+    checks: dict[str, CheckResult]
     normal_pred: np.ndarray | None = dataclasses.field(default=None, repr=False)
 
+    @property
+    def metrics(self) -> LeakageMetrics:
+        m: LeakageMetrics = self.checks["leakage_metrics"].detail
+        return m
+
+    @property
+    def peco(self) -> PecoResult:
+        pr: PecoResult = self.checks["peco"].detail["peco"]
+        return pr
+
+    @property
+    def peco_null(self) -> PecoNull | None:
+        null: PecoNull | None = self.checks["peco"].detail["null"]
+        return null
+
+    @property
+    def examples(self) -> list[dict[str, Any]]:
+        ex: list[dict[str, Any]] = self.checks["peco"].detail["examples"]
+        return ex
+
+    @property
+    def tsne(self) -> np.ndarray | None:
+        xy: np.ndarray | None = self.checks["tsne"].detail[0]
+        return xy
+
+    @property
+    def tsne_rows(self) -> np.ndarray | None:
+        rows: np.ndarray | None = self.checks["tsne"].detail[1]
+        return rows
+
+    @property
+    def tra(self) -> TraResult | None:
+        res: TraResult | None = self.checks["tra"].detail
+        return res
+
+    @property
+    def finetuned(self) -> dict[str, float]:
+        ft: dict[str, float] = self.checks["tra"].summary["finetuned"]
+        return ft
+
+    @property
+    def artifacts(self) -> dict[str, list[dict[str, Any]]]:
+        arts: dict[str, list[dict[str, Any]]] = self.checks["token_artifacts"].summary["token_artifacts"]
+        return arts
+
+    @property
+    def biased_pred(self) -> np.ndarray | None:
+        pred: np.ndarray | None = self.checks["biased_model"].detail
+        return pred
+
     def to_dict(self) -> dict[str, Any]:
-        null = self.peco_null
-        return {
+        """The view's entry of results.json: its name and condition, then every check's keys in registry order."""
+        out: dict[str, Any] = {
             "view": self.view,
             "condition": {"hypothesis": "s2", "premise": "s1"}.get(self.view, self.view),  # images: "colour"
-            **self.metrics.to_dict(),
-            "peco": self.peco.score,
-            "peco_null_mean": None if null is None else null.mean,
-            "peco_null_p95": None if null is None else null.p95,
-            "peco_excess": None if null is None else null.excess,
-            "peco_p_value": None if null is None else null.p_value,
-            "peco_null": None if null is None else null.to_dict(),
-            "peco_fraction20": self.peco.score_fraction20,
-            "peco_details": self.peco.to_dict(),
-            "biased_clusters": int(len(self.peco.biased_clusters())),
-            "tra": None if self.tra is None else self.tra.score,
-            "tra_details": None if self.tra is None else self.tra.to_dict(),
-            "finetuned": self.finetuned,
-            "token_artifacts": self.artifacts,
         }
+        for r in self.checks.values():
+            out.update(r.summary)
+        return out
 
 
 @dataclasses.dataclass
@@ -197,6 +230,24 @@ def audit_verdict(metrics: dict[str, Any]) -> list[str]:
                            f"majority {change} ({points(d0)} → {points(d1)} points; a single audit has no seed spread, "
                            f"so treat changes under ~2 points as noise).")
     return out[:3]
+
+
+def check_verdicts(results: list[Any]) -> list[str]:
+    """The verdict sentences of the audit checks, each named by its set and view (the built-in checks have none:
+    :func:`audit_verdict` reconciles their figures)."""
+    return [f"{r.name}, {view}-only: {s}" for r in results for view, va in r.views.items()
+            for c in va.checks.values() for s in c.verdict]
+
+
+def check_sections(results: list[Any]) -> list[str]:
+    """The lines of summary.md that the audit checks add: per set and view, each check's section."""
+    lines: list[str] = []
+    for r in results:
+        for view, va in r.views.items():
+            found = [line for c in va.checks.values() for line in c.markdown]
+            if found:
+                lines += ["", f"**{r.name}, {view}-only**", "", *found]
+    return lines
 
 
 

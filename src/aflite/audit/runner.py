@@ -1,5 +1,5 @@
-""":func:`audit`: featurize, run the biased and normal models, PECO, token artifacts and (on a GPU) TRA,
-per single-sentence view."""
+""":func:`audit`: featurize, run the normal model (and, on a GPU, fine-tune TRA's models) once, then every
+registered audit check (:mod:`aflite.audit.checks`) per single-sentence view."""
 
 from __future__ import annotations
 
@@ -12,13 +12,13 @@ from typing import Any
 
 import numpy as np
 
-from aflite.audit.clusters import PecoResult, peco, peco_null
+from aflite.audit.checks import audit_view
 from aflite.audit.estimate import announce, estimate_seconds
-from aflite.audit.finetuned import FineTuned, _model_path, embed_finetuned, finetune, predict, tra
+from aflite.audit.finetuned import FineTuned, _model_path, finetune, predict
 from aflite.audit.linear import cv_predict
-from aflite.audit.metrics import AUDIT_VIEWS, LeakageMetrics, leakage_metrics
+from aflite.audit.metrics import AUDIT_VIEWS
 from aflite.audit.results import AuditConfig, AuditResult, ViewAudit
-from aflite.checks.tokens import token_artifacts
+from aflite.checks import CheckData
 from aflite.device import torch_device
 from aflite.errors import InputError, ParameterError
 from aflite.features import featurize
@@ -115,6 +115,10 @@ class _Clock:
         self.timings[key] = self.timings.get(key, 0.0) + now - self.t
         self.t = now
 
+    def restart(self) -> None:
+        """Start the next stage now (the time since went into ``timings`` some other way: the checks' own)."""
+        self.t = time.perf_counter()
+
 
 def _config(views: Sequence[str] | None, config: AuditConfig | None, overrides: dict[str, Any]) -> AuditConfig:
     """The audit's configuration, every choice checked; ``tra=None`` resolved to whether the device is a GPU."""
@@ -180,33 +184,18 @@ def _finetune(dataset: Any, y: np.ndarray, groups: np.ndarray | None, cfg: Audit
 
 
 def _view_audit(dataset: Any, view: str, y: np.ndarray, classes: np.ndarray, groups: np.ndarray | None,
-                Xb: np.ndarray, pred_n: np.ndarray, ft: _FineTuned | None, cfg: AuditConfig,
+                Xb: np.ndarray, pred_n: np.ndarray, ft: _FineTuned | None, cfg: AuditConfig, name: str,
                 clock: _Clock) -> ViewAudit:
-    """One single-sentence condition: the biased model, PECO and its null, the t-SNE map, token artifacts and,
-    with the fine-tuned models, their agreement and TRA."""
-    pred_b = classes[cv_predict(Xb, y, groups, cfg.n_folds, cfg.C, cfg.seed)]
-    metrics = LeakageMetrics.compute(y, pred_b, pred_n)
-    clock.tick("biased_models")
+    """One single-sentence condition: every registered audit check (:mod:`aflite.audit.checks`: the biased model,
+    the leakage metrics, PECO and its null, the t-SNE map, TRA with the fine-tuned models, token artifacts) on the
+    view's texts and features, against the normal model's predictions."""
     texts = dataset.texts_b if view == "hypothesis" else dataset.texts_a
-    E = embed_finetuned(ft.models["pair"], texts, show_progress=cfg.show_progress) if (
-        cfg.peco_encoder == "finetuned" and ft is not None) else Xb
-    pr = peco(E, y, cfg.n_components, cfg.n_clusters, cfg.seed)
-    null = peco_null(pr, y, cfg.peco_shuffles, cfg.seed)
-    clock.tick("peco")
-    tsne_xy, tsne_rows = _tsne(pr, cfg)
-    clock.tick("tsne")
-    arts = token_artifacts(texts, y, cfg.top_k_tokens, cfg.min_token_count)
-    clock.tick("artifacts")
-    va = ViewAudit(view, metrics, pr, tsne_xy, tsne_rows, arts, examples=_examples(pr, texts, y, cfg),
-                   peco_null=null, biased_pred=pred_b, normal_pred=pred_n)
-    if cfg.tra and ft is not None:
-        m = leakage_metrics(y[ft.eval_rows], ft.pred[view], ft.pred["pair"])
-        va.finetuned = {**m, "n_eval": int(len(ft.eval_rows)), "n_train": int(len(ft.train)),
-                        "steps": cfg.tra_steps, "batch_size": cfg.tra_batch_size}
-        rows = ft.eval_rows[: min(cfg.tra_sample, len(ft.eval_rows))]
-        va.tra = tra(ft.models["pair"], ft.models[view], dataset.texts_a, dataset.texts_b, view, rows,
-                     cfg.show_progress)
-        clock.tick("tra")
+    data = CheckData(
+        np.asarray(dataset.ids).astype(str), y, classes, np.searchsorted(classes, y), Xb, cfg.seed, texts=list(texts),
+        text_view=view, options=cfg.to_dict(), context={
+            "config": cfg, "set": name, "dataset": dataset, "groups": groups, "normal_pred": pred_n, "finetuned": ft})
+    va = audit_view(data, clock.timings, pred_n)  # each check's seconds, under its timings_s name
+    clock.restart()
     return va
 
 
@@ -255,43 +244,10 @@ def audit(
     if cfg.tra:
         ft = _finetune(dataset, y, groups, cfg)
         clock.tick("finetune")
-    out = {view: _view_audit(dataset, view, y, classes, groups, single[view], pred_n, ft, cfg, clock)
+    out = {view: _view_audit(dataset, view, y, classes, groups, single[view], pred_n, ft, cfg, name, clock)
            for view in cfg.views}
     timings = clock.timings
     timings["total"] = sum(timings.values())
     label_counts = {str(c): int(k) for c, k in zip(classes, counts, strict=True)}
     return AuditResult(name, n, label_counts, out, cfg, timings, y, np.asarray(dataset.ids).astype(str), normal_input)
 
-
-def _tsne(pr: PecoResult, cfg: AuditConfig) -> tuple[np.ndarray | None, np.ndarray | None]:
-    if pr.reduced is None or cfg.tsne_sample <= 0:
-        return None, None
-    from sklearn.manifold import TSNE
-
-    n = len(pr.reduced)
-    rng = np.random.default_rng(cfg.seed)
-    rows = np.sort(rng.permutation(n)[: min(cfg.tsne_sample, n)])
-    if len(rows) < 5:
-        return None, None
-    perplexity = float(min(30.0, (len(rows) - 1) / 3))
-    from threadpoolctl import threadpool_limits
-
-    with threadpool_limits(limits=1):  # t-SNE's OpenMP threads thrash on small, shared CPUs (0.7 s vs 12 s)
-        xy = TSNE(n_components=2, perplexity=perplexity, init="pca", max_iter=500,
-                  random_state=cfg.seed).fit_transform(pr.reduced[rows])
-    return np.asarray(xy), rows
-
-
-def _examples(pr: PecoResult, texts: Sequence[str], y: np.ndarray, cfg: AuditConfig, per: int = 3,
-              n_clusters: int = 5) -> list[dict[str, Any]]:
-    """Sentences from the most divergent clusters (for the report)."""
-    out = []
-    for c in np.argsort(-pr.divergences)[:n_clusters]:
-        members = np.flatnonzero(pr.cluster_ids == c)[:per]
-        dist = {str(k): round(float(p), 3) for k, p in zip(pr.classes, pr.cluster_dists[c], strict=True)}
-        out.append({
-            "cluster": int(c), "size": int(pr.cluster_sizes[c]), "divergence": float(pr.divergences[c]),
-            "l2": float(pr.l2[c]), "label_dist": dist,
-            "sentences": [{"text": texts[i], "label": str(y[i])} for i in members],
-        })
-    return out

@@ -61,9 +61,9 @@ class TokenArtifacts(Check):
         B, vocab = data.token_matrix()
         o = data.options
         sets: dict[str, TokenStats] = {"full": self.competency(data), "kept": self.competency(
-            data, np.flatnonzero(data.keep))}
+            data, np.flatnonzero(data.kept()))}
         sets["random"], per_seed = random_competency(
-            B, vocab, data.y, data.classes, int(data.keep.sum()), data.seed, o.get("random_seeds", 5),
+            B, vocab, data.y, data.classes, int(data.kept().sum()), data.seed, o.get("random_seeds", 5),
             alpha=o.get("alpha", 0.01), min_count=o.get("min_count", 20), p0=o.get("null", "base"))
         sig: dict[str, float] = {k: int(v.n_significant) for k, v in sets.items() if k != "random"}
         sig["random"] = float(np.mean(per_seed))
@@ -165,7 +165,7 @@ class StopRule(Check):
         tokens = TokenArtifacts()
         o = data.options
         stop = continue_until_clean(
-            data.X, data.labels, data.context.get("groups"), data.run["parameters"], data.seed, data.keep,
+            data.X, data.labels, data.context.get("groups"), data.run["parameters"], data.seed, data.kept(),
             int(data.run.get("n_iterations", 0)), lambda r: tokens.competency(data, r).n_significant,
             floor=o.get("stop_floor"), max_phases=o.get("stop_max_phases", 40))
         sr = stop.to_dict()
@@ -188,7 +188,7 @@ class DataMap(Check):
         region = regions(af.confidence_, af.variability_)
         counts = {r: int((region == r).sum()) for r in ("easy", "ambiguous", "hard", "unscored")}
         summary = {"datamap": {"region_rule": REGION_RULE, "regions": counts,
-                               "removed_by_region": {r: int(((region == r) & ~data.keep).sum()) for r in counts}}}
+                               "removed_by_region": {r: int(((region == r) & ~data.kept()).sum()) for r in counts}}}
         md = ["## Data map of the first phase and label issues", "", f"Regions: {REGION_RULE}.", ""]
         columns = {"confidence": [cell(v) for v in af.confidence_], "variability": [cell(v) for v in af.variability_],
                    "correctness": [cell(v) for v in af.correctness_], "region": list(region)}
@@ -214,7 +214,7 @@ class LabelIssueCheck(Check):
                 if sh.flags is not None and sh.skipped is None:
                     shuffled.append(int(sh.flags.sum()))
         region = data.found["datamap"].detail
-        overlap = overlap_table(~data.keep, region, issues.flags)
+        overlap = overlap_table(~data.kept(), region, issues.flags)
         flags = issues.flags
         li = {"n": None if flags is None else int(flags.sum()), "rows": len(data), "skipped": issues.skipped,
               "method": issues.method, "input": "mean held-out probabilities of the first phase",
@@ -314,7 +314,7 @@ class Neighbours(Check):
 
     def find(self, data: CheckData) -> CheckResult:
         k = data.options.get("neighbours", 3)
-        near = nearest_kept(data.X, data.keep, k=k, seed=data.seed) if k else [[] for _ in range(len(data))]
+        near = nearest_kept(data.X, data.kept(), k=k, seed=data.seed) if k else [[] for _ in range(len(data))]
         return CheckResult(self.name, columns={"nearest_kept": [";".join(str(data.ids[j]) for j in row)
                                                                 for row in near]})
 

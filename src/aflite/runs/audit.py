@@ -21,7 +21,7 @@ import numpy as np
 
 from aflite import audit as A
 from aflite.atomic import atomic_open, write_json
-from aflite.audit.results import audit_verdict
+from aflite.audit.results import audit_verdict, check_sections, check_verdicts
 from aflite.data import open_dataset, source_name
 from aflite.errors import InputError, ParameterError
 from aflite.hashing import dataset_fingerprint
@@ -74,6 +74,7 @@ class AuditRun(Result):
         more = "" if not plots else f"; the t-SNE map{'s' if len(plots) > 1 else ''}: {', '.join(plots)}"
         return (f"# aflite audit: {self.data}\n\n" + markdown(self.metrics.get("verdict") or [])
                 + "".join(f"- {line}\n" for line in summary_lines(self.results))
+                + "".join(f"{line}\n" for line in check_sections(self.results))
                 + f"\nThe full report with its explanations: report.html{more}; every figure: results.json.\n")
 
     def page_html(self, results: dict[str, Any]) -> str | None:
@@ -200,7 +201,7 @@ def audit_file(
         notes.append(f"D: a random sample of {len(d):,} of the {len(ds):,} {kind.unit} (seed {cfg.seed})")
     metrics, files = kind.metrics(name, compare, ds, results, feats, cfg, notes)
     metrics["seconds"] = round(time.perf_counter() - t0, 2)
-    metrics["verdict"] = audit_verdict(metrics)
+    metrics["verdict"] = audit_verdict(metrics) + check_verdicts(results)
     run = AuditRun(folder.path, results, metrics, notes, name, cfg.seed, kind,
                    title or f"Label-leakage audit of {Path(name).name}", files)
     folder.finish(run)

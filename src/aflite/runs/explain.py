@@ -190,8 +190,8 @@ def explain(
              if rem0.any() else float("nan"))
     timings["first_phase_seconds"] = time.perf_counter() - t0
     data = CheckData(
-        np.asarray(inst.ids), y_str, af.classes_, y, X, np.asarray(inst.kept, bool), inst.predictability,
-        inst.removed_at, af, seed, texts, tview, [ds.texts_a[r] for r in rows] if is_images else None,
+        np.asarray(inst.ids), y_str, af.classes_, y, X, seed, np.asarray(inst.kept, bool), inst.predictability,
+        inst.removed_at, af, texts, tview, [ds.texts_a[r] for r in rows] if is_images else None,
         {"alpha": alpha, "min_count": min_count, "random_seeds": random_seeds, "null": null,
          "neighbours": neighbours, "stop_rule": stop_rule, "stop_floor": stop_floor,
          "stop_max_phases": stop_max_phases, "ngram_coefficients": ngram_coefficients},

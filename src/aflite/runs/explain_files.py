@@ -129,12 +129,12 @@ class ExplainResult(Result):
         """instances.csv: the run's columns, the first phase's, and every check's per-row values (its own cells, or
         ``<check>_score``/``<check>_flag``)."""
         data, checks = self.data, self.checks
-        if data is None or checks is None:
-            return None
+        if data is None or checks is None or data.predictability is None or data.removed_at is None:
+            return None  # explain's data always hold the run's; the check only narrows the types
         af = data.phase
         cols: dict[str, list[Any]] = {
             "id": list(data.ids), "label": list(data.labels), "predictability": [cell(v) for v in data.predictability],
-            "removed_at": [int(v) for v in data.removed_at], "kept": [int(k) for k in data.keep],
+            "removed_at": [int(v) for v in data.removed_at], "kept": [int(k) for k in data.kept()],
             "first_phase_predictability": [cell(v) for v in af.first_phase_predictability_],
             "weight": [cell(v) for v in af.weights_]}
         for name, r in checks.items():
@@ -169,7 +169,8 @@ class ExplainResult(Result):
             w.writerow(WEIGHT_COLUMNS)
             for i in range(len(data)):
                 w.writerow([data.ids[i], data.labels[i], cell(af.weights_[i]), cell(af.first_phase_predictability_[i])])
-        plot_datamap(af.variability_, af.confidence_, af.correctness_, ~data.keep, out / "datamap.png", seed=data.seed)
+        plot_datamap(af.variability_, af.confidence_, af.correctness_, ~data.kept(), out / "datamap.png",
+                     seed=data.seed)
         self.results["timings"]["total_seconds"] = time.perf_counter() - self.t_start
         self.results["timings"]["write_seconds"] = time.perf_counter() - t0
 

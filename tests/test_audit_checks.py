@@ -1,0 +1,82 @@
+"""The audit's checks (aflite.audit.checks): registered once beside explain's, in the one shape, each with its
+per-row values and its own keys of a view's entry in results.json; a check of one scope is refused the other's
+data."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import ClassVar
+
+import numpy as np
+import pytest
+from test_audit import SMALL, _pairs
+
+from aflite import audit as A
+from aflite import checks
+from aflite.audit.images import audit_image_dataset
+from aflite.checks import Check, CheckData, CheckResult
+from aflite.errors import ParameterError
+
+BUILT_IN = ("biased_model", "leakage_metrics", "peco", "tsne", "tra", "token_artifacts")
+
+
+def test_one_registry_two_scopes() -> None:
+    assert checks.check_names("audit") == BUILT_IN
+    assert checks.check_names("explain") == ("tokens", "stop_rule", "datamap", "label_issues", "surrogate",
+                                             "neighbours", "ngram_coefficients")
+    assert checks.check_names() == checks.check_names("explain") + BUILT_IN
+    with pytest.raises(ParameterError, match="unknown check scope"):
+        checks.check_names("evaluate")
+
+    class Odd(Check):
+        name: ClassVar[str] = "odd"
+        scope: ClassVar[str] = "evaluate"
+
+    with pytest.raises(ParameterError, match="scope must be one of explain, audit"):
+        checks.register(Odd)
+    assert "odd" not in checks.CHECKS
+
+
+def test_each_check_owns_its_keys_and_its_rows(tmp_path: Path) -> None:
+    ds = _pairs()
+    res = A.audit(ds, cache_dir=str(tmp_path), **SMALL)
+    for view in ("hypothesis", "premise"):
+        va = res.views[view]
+        assert tuple(va.checks) == BUILT_IN
+        keys = [k for r in va.checks.values() for k in r.summary]
+        assert len(keys) == len(set(keys))  # no key written by two checks
+        assert ["view", "condition", *keys] == list(va.to_dict())
+        assert va.checks["tra"].seconds is None and va.checks["tra"].summary["tra"] is None  # disabled: keys kept
+        rows = res.row_scores(view)
+        np.testing.assert_array_equal(va.checks["biased_model"].flags, rows["biased_correct"])
+        np.testing.assert_array_equal(va.checks["leakage_metrics"].flags, rows["biased_pred"] == rows["normal_pred"])
+        np.testing.assert_array_equal(va.checks["peco"].scores, rows["cluster_divergence"])
+        np.testing.assert_array_equal(va.checks["peco"].flags, rows["biased_region"])
+        assert va.checks["biased_model"].summary["biased_accuracy"] == va.metrics.biased_accuracy
+        assert va.checks["token_artifacts"].summary["token_artifacts"] == va.artifacts and va.artifacts
+    assert {"biased_models", "peco", "tsne", "artifacts"} <= set(res.timings) and "tra" not in res.timings
+
+
+def test_an_image_audit_runs_the_same_checks_without_text(tmp_path: Path) -> None:
+    rng = np.random.default_rng(0)
+    y = np.repeat(["a", "b"], 20)
+    cfg = A.AuditConfig(**{**SMALL, "featurizer": "precomputed"})  # type: ignore[arg-type]
+    res = audit_image_dataset([f"i{k}.png" for k in range(40)], y, rng.normal(size=(40, 6)), cfg,
+                              colour=np.c_[(y == "a") * 1.0, rng.random(40)])
+    va = res.views["colour"]
+    assert tuple(va.checks) == BUILT_IN
+    assert va.checks["token_artifacts"].seconds is None and va.artifacts == {}  # reads text: disabled
+    assert va.metrics.biased_accuracy == 1.0  # the colour cue gives the label away
+
+
+def test_a_run_check_is_refused_a_dataset_without_a_run() -> None:
+    class NeedsRun(Check):
+        name: ClassVar[str] = "needs_run"
+
+        def find(self, data: CheckData) -> CheckResult:
+            return CheckResult(self.name, flags=~data.kept())
+
+    data = CheckData(np.array(["r0", "r1"]), np.array(["a", "b"]), np.array(["a", "b"]), np.array([0, 1]),
+                     np.zeros((2, 1)), 0)
+    with pytest.raises(ParameterError, match="reads a run"):
+        NeedsRun().find(data)
