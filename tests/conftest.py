@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 from pathlib import Path
 
 import pytest
+
+from aflite.data import demo_dataset_path
 
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 
@@ -70,3 +73,12 @@ def counterfactual_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, d
         assert main(["run", str(data), "--out", str(out[groups]), "--featurizer", "ngram", "--quiet", "--groups",
                      groups]) == 0
     return {g: json.loads((p / "summary.json").read_text(encoding="utf-8")) for g, p in out.items()}
+
+
+@pytest.fixture
+def small_snli(tmp_path: Path) -> Path:
+    """The first 300 pairs of the bundled real SNLI sample, same format (test_pipeline.py overrides it with 600)."""
+    lines = gzip.decompress(demo_dataset_path().read_bytes()).splitlines(keepends=True)
+    path = tmp_path / "small.tsv.gz"
+    path.write_bytes(gzip.compress(b"".join(lines[:301])))
+    return path

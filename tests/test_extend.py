@@ -7,7 +7,6 @@ writes. Nothing else is edited: the registries are what the commands ask."""
 from __future__ import annotations
 
 import csv
-import gzip
 import json
 from collections.abc import Sequence
 from pathlib import Path
@@ -19,7 +18,6 @@ import pytest
 from aflite import checks
 from aflite.checks import Check, CheckData, CheckResult
 from aflite.cli import main
-from aflite.data import demo_dataset_path
 from aflite.features import registry
 
 
@@ -84,13 +82,6 @@ class LongSentences(Check):
                            [f"{n} {data.text_view}(s) are over twice the median length."],
                            ["## Long sentences", "", f"{n} of {len(scores)} rows flagged.", ""])
 
-
-@pytest.fixture
-def small_snli(tmp_path: Path) -> Path:
-    lines = gzip.decompress(demo_dataset_path().read_bytes()).splitlines(keepends=True)
-    path = tmp_path / "small.tsv.gz"
-    path.write_bytes(gzip.compress(b"".join(lines[:301])))
-    return path
 
 
 def test_a_registered_featurizer_and_check_work_from_the_cli(tmp_path: Path, small_snli: Path,

@@ -15,7 +15,7 @@ from aflite.runs.run import run, scaled_defaults
 
 @pytest.fixture()
 def small_snli(tmp_path):
-    """The first 600 pairs of the bundled real SNLI sample, same format."""
+    """The first 600 pairs of the bundled real SNLI sample, same format (overrides conftest's 300-pair fixture)."""
     lines = gzip.decompress(demo_dataset_path().read_bytes()).splitlines(keepends=True)
     path = tmp_path / "small.tsv.gz"
     path.write_bytes(gzip.compress(b"".join(lines[:601])))

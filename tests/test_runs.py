@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import gzip
 import json
 from pathlib import Path
 
@@ -10,17 +9,7 @@ import numpy as np
 import pytest
 
 from aflite.cli import main
-from aflite.data import demo_dataset_path
 from aflite.errors import OutputError
-
-
-@pytest.fixture
-def small_snli(tmp_path: Path) -> Path:
-    """The first 300 pairs of the bundled real SNLI sample, same format."""
-    lines = gzip.decompress(demo_dataset_path().read_bytes()).splitlines(keepends=True)
-    path = tmp_path / "small.tsv.gz"
-    path.write_bytes(gzip.compress(b"".join(lines[:301])))
-    return path
 
 
 def test_embed_text_from_python_writes_what_the_cli_writes(tmp_path: Path, small_snli: Path) -> None:
