@@ -21,3 +21,7 @@ DEFAULT_MODELS = ("probe:minilm:pair", "mlp:minilm:pair", "ngram:pair", "ngram:h
 # the fine-tuned evaluator's learning-rate check (aflite.evaluate.lr_check): rates around those small BERT-style
 # encoders are fine-tuned at, and appendix A.6's 1e-5 (written for RoBERTa-large)
 LR_CANDIDATES = (1e-5, 2e-5, 5e-5, 1e-4)
+# the fine-tuned evaluator's training-row cap on a CPU (``--cpu-max-train``): at 2,000 rows (66 steps) fine-tuned
+# MiniLM stayed at the label prior on the AFLite-filtered SNLI D(Φ warm-up) ("not trained", loss 1.084 → 1.015);
+# at 4,000 (132 steps) every set trained (docs/results.md, issue #30). It doubles the CPU time of a fine-tune.
+FINETUNE_CPU_MAX_TRAIN = 4000

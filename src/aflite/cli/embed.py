@@ -20,7 +20,7 @@ from aflite.cli.options import (
     dataset_options,
     positive_int,
 )
-from aflite.features.registry import check_backend, featurizer_help, featurizer_names
+from aflite.features.registry import check_backend, featurizer_arg, featurizer_help
 
 
 def register(sub: Any) -> None:
@@ -36,7 +36,7 @@ def register(sub: Any) -> None:
     p.add_argument("data", type=Path, help="dataset file or folder")
     add_out(p)
 
-    p.add_argument("--featurizer", "-f", default="ngram", choices=featurizer_names("embed"),
+    p.add_argument("--featurizer", "-f", default="ngram", type=featurizer_arg("embed"), metavar="NAME[+NAME...]",
                    help=f"Φ: {featurizer_help('embed')} (default ngram)")
     p.add_argument("--view", default="pair", choices=("pair", "hypothesis", "premise"))
     p.add_argument("--model-path", default=None, help="local Hugging Face model folder (minilm/warmup)")

@@ -19,7 +19,7 @@ from aflite.cli.options import (
     add_seed,
     dataset_options,
 )
-from aflite.defaults import DEFAULT_MODELS, LR_CANDIDATES
+from aflite.defaults import DEFAULT_MODELS, FINETUNE_CPU_MAX_TRAIN, LR_CANDIDATES
 from aflite.errors import ParameterError
 
 
@@ -105,7 +105,9 @@ def _add_finetune_options(p: Any) -> None:
     g.add_argument("--max-length", type=int, default=128)
     g.add_argument("--max-train", type=int, default=None,
                    help="cap on training rows (seeded sample); default: all on a GPU, --cpu-max-train on a CPU")
-    g.add_argument("--cpu-max-train", type=int, default=2000, help="CPU default cap (default 2000)")
+    g.add_argument("--cpu-max-train", type=int, default=FINETUNE_CPU_MAX_TRAIN,
+                   help=f"CPU default cap (default {FINETUNE_CPU_MAX_TRAIN}: fewer rows left fine-tuned MiniLM at the "
+                   "label prior on a filtered SNLI set)")
     g.add_argument("--eval-max", type=int, default=None,
                    help="cap on rows of each external set for fine-tuned models (stratified); default: all on a "
                    "GPU, --cpu-eval-max on a CPU")

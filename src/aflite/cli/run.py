@@ -20,12 +20,18 @@ from aflite.cli.options import (
     dataset_options,
     image_options,
 )
-from aflite.features.registry import check_backend, featurizer_help, featurizer_names, featurizer_options
+from aflite.features.registry import (
+    check_backend,
+    featurizer_arg,
+    featurizer_help,
+    featurizer_options,
+)
 from aflite.verdict import phases_text
 
 
 def add_pipeline_options(p: argparse.ArgumentParser, featurizer_default: str) -> None:
-    p.add_argument("--featurizer", "-f", default=featurizer_default, choices=featurizer_names("run"),
+    p.add_argument("--featurizer", "-f", default=featurizer_default, type=featurizer_arg("run"),
+                   metavar="NAME[+NAME...]",
                    help=f"Φ: {featurizer_help('run')} (default {featurizer_default})")
     p.add_argument("--view", default="pair", choices=("pair", "hypothesis", "premise"),
                    help="which text the features see: both, or one side to target a partial-input bias (default pair)")

@@ -12,7 +12,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from aflite.atomic import load_cached_npy, write_npy
-from aflite.defaults import LR_CANDIDATES
+from aflite.defaults import FINETUNE_CPU_MAX_TRAIN, LR_CANDIDATES
 from aflite.device import import_torch, resolve_model_path, torch_device
 from aflite.encoders import TextEncoder, training
 from aflite.encoders.images import ImageEncoder
@@ -108,7 +108,7 @@ class FinetuneOptions:
     eps: float = 1e-8
     max_length: int = 128
     max_train: int | None = None
-    cpu_max_train: int | None = 2000
+    cpu_max_train: int | None = FINETUNE_CPU_MAX_TRAIN
     eval_max: int | None = None
     cpu_eval_max: int | None = 3000
     max_steps: int | None = None

@@ -38,7 +38,7 @@ from aflite.evaluate.tables import (
     evaluate_verdict,
     render_tables,
 )
-from aflite.features.registry import REGISTRY, default_featurizer
+from aflite.features.registry import default_featurizer, find
 from aflite.features.registry import spec as featurizer_spec
 from aflite.hashing import dataset_fingerprint, file_sha256
 from aflite.rundir.names import KEPT_IDS
@@ -166,7 +166,7 @@ def _store(d_corpus: _Corpus, cache: Path, show_progress: bool, minilm_options: 
     store.read_only = [Path(r.path) / "cache" for r in run_objs]  # the runs' Φ, reused and never written
     for r in run_objs:  # image features at the size (and model) the run's Φ used, so a shared cache is reused
         f = r.summary.get("featurizer") or {}
-        if f.get("name") in REGISTRY and featurizer_spec(f["name"]).modality == "image":
+        if (found := find(f.get("name") or "")) is not None and found.modality == "image":
             store.image_options = {k: v for k, v in (f.get("options") or {}).items()
                                    if k in ("image_size", "model_path", "pretrained") and v is not None}
     return store

@@ -15,10 +15,13 @@ from typing import Any
 
 from aflite.errors import ParameterError
 
-__all__ = ["FeaturizerSpec", "REGISTRY", "check_backend", "default_featurizer", "featurizer_help", "featurizer_names",
-           "featurizer_options", "image_featurizer_options", "register", "run_options", "spec"]
+__all__ = ["COMBINE", "FeaturizerSpec", "REGISTRY", "check_backend", "combined_spec", "default_featurizer",
+           "featurizer_arg", "featurizer_help", "featurizer_names", "featurizer_options", "find",
+           "image_featurizer_options", "register", "run_options", "spec"]
 
 CONTEXT = ("show_progress", "ids")  # keywords featurize gives a class from the call, when the class takes them
+COMBINE = "+"  # "warmup+ngram": the named featurizers' matrices side by side (aflite.features.combined)
+COMBINED_COMMANDS = ("run", "embed")  # the commands that offer a combination
 
 
 @dataclass(frozen=True)
@@ -118,11 +121,87 @@ def register(new: FeaturizerSpec) -> FeaturizerSpec:
 
 
 def spec(name: str) -> FeaturizerSpec:
-    """The spec of featurizer ``name``; a :class:`ParameterError` naming the choices for an unknown one."""
-    found = REGISTRY.get(name)
+    """The spec of featurizer ``name`` (a registered one, or a combination ``a+b``); a :class:`ParameterError`
+    naming the choices for an unknown one."""
+    found = find(name)
     if found is None:
-        raise ParameterError(f"unknown featurizer {name!r}; choose one of {', '.join(REGISTRY)}")
+        if COMBINE in name:
+            combined_spec(name)  # raises the precise reason
+        raise ParameterError(f"unknown featurizer {name!r}; choose one of {', '.join(REGISTRY)}, or several joined "
+                             f"by {COMBINE!r} (e.g. warmup{COMBINE}ngram)")
     return found
+
+
+def find(name: str) -> FeaturizerSpec | None:
+    """The spec of ``name``, or None when it names no featurizer (a combination of registered ones is built)."""
+    if COMBINE in name:
+        try:
+            return combined_spec(name)
+        except ParameterError:
+            return None
+    return REGISTRY.get(name)
+
+
+def combined_spec(name: str) -> FeaturizerSpec:
+    """The spec of a combination ``a+b[+c...]``: Φ is the parts' matrices side by side, each scaled to the same
+    mean row norm (:class:`aflite.features.combined.CombinedFeaturizer`), so that the linear models of AFLite see
+    every part's cues at once, e.g. a fine-tuned encoder's and the n-grams' (a stronger adversary than either).
+    What it can do follows from the parts: it needs labels when one part does (the warm-up slice is then left out
+    of every part's rows), it is frozen when all are, it takes every part's options. Text parts only, computed in
+    this process, and no part twice."""
+    names = name.split(COMBINE)
+    if len(names) < 2 or any(not n for n in names):
+        raise ParameterError(f"featurizer {name!r}: name two or more featurizers joined by {COMBINE!r}, "
+                             f"e.g. warmup{COMBINE}ngram")
+    if len(set(names)) != len(names):
+        raise ParameterError(f"featurizer {name!r} names a featurizer twice")
+    parts = []
+    for n in names:
+        part = REGISTRY.get(n)
+        if part is None:
+            raise ParameterError(f"featurizer {name!r}: unknown part {n!r}; choose from {', '.join(REGISTRY)}")
+        if part.aligned_by_id or not part.reads("text") or part.modality == "any":
+            textual = ", ".join(s.name for s in REGISTRY.values() if s.reads("text") and s.modality != "any")
+            raise ParameterError(f"featurizer {name!r}: {n} cannot be combined (a combination joins featurizers "
+                                 f"that compute Φ from text: {textual})")
+        parts.append(part)
+    if sum(p.needs_labels for p in parts) > 1:
+        raise ParameterError(f"featurizer {name!r}: at most one part may train on a warm-up slice")
+    options = tuple(dict.fromkeys(o for p in parts for o in p.options))
+    commands = tuple(c for c in COMBINED_COMMANDS if all(c in p.commands for p in parts))
+    weights = next((p.bundled_weights for p in parts if p.bundled_weights is not None), None)
+    return FeaturizerSpec(
+        name, "text", options, commands, " + ".join(p.help for p in parts),
+        factory="aflite.features.combined:CombinedFeaturizer", preset=(("parts", tuple(names)),),
+        context=("show_progress",), title=" + ".join(p.title or p.name for p in parts),
+        needs_labels=any(p.needs_labels for p in parts), frozen=all(p.frozen for p in parts),
+        no_shards="a combination computes its parts one after the other in this process (each part is cached and "
+                  "resumes on its own)", bundled_weights=weights, extra={"parts": tuple(names)})
+
+
+def featurizer_arg(command: str) -> Any:
+    """An argparse ``type`` for ``--featurizer`` of ``command``: a registered name the command offers, or a
+    combination of them (``warmup+ngram``); anything else is a usage error naming the choices."""
+    import argparse
+
+    def parse(value: str) -> str:
+        found = find(value)
+        if found is None or command not in found.commands:
+            why = ""
+            if COMBINE in value:
+                try:
+                    combined_spec(value)
+                    why = f" ({command} does not offer this combination)"
+                except ParameterError as exc:
+                    why = f" ({exc})"
+            offered = featurizer_names(command)
+            raise argparse.ArgumentTypeError(
+                f"invalid choice: {value!r}{why}; choose from {', '.join(offered)}"
+                + (f", or several of them joined by {COMBINE!r}" if command in COMBINED_COMMANDS else ""))
+        return value
+
+    parse.__name__ = "featurizer"
+    return parse
 
 
 def default_featurizer(modality: str, model_path: str | None = None) -> str:
@@ -141,8 +220,8 @@ def run_options(name: str, options: dict[str, Any] | None) -> dict[str, Any]:
     unless it was torch (torch's cache key predates the backends), so a run that recorded none used torch, whatever
     this machine's default is."""
     opts = dict(options or {})
-    found = REGISTRY.get(name)
-    if found is not None and found.takes("backend") and opts.get("backend") is None:
+    found = find(name)
+    if found is not None and found.takes("backend") and opts.get("backend") is None and "parts" not in found.extra:
         opts["backend"] = "torch"
     return opts
 
@@ -158,7 +237,11 @@ def featurizer_names(command: str | None = None, modality: str | None = None, *,
 
 def featurizer_help(command: str) -> str:
     """``name (what it is), ...`` for a command's ``--featurizer`` help."""
-    return ", ".join(f"{s.name} ({s.help})" for s in REGISTRY.values() if command in s.commands)
+    listed = ", ".join(f"{s.name} ({s.help})" for s in REGISTRY.values() if command in s.commands)
+    if command in COMBINED_COMMANDS:
+        listed += (f"; or several text featurizers joined by {COMBINE!r}, their Φ side by side "
+                   f"(e.g. warmup{COMBINE}ngram)")
+    return listed
 
 
 def featurizer_options(name: str, **given: Any) -> dict[str, Any]:
@@ -176,7 +259,7 @@ def featurizer_options(name: str, **given: Any) -> dict[str, Any]:
 def check_backend(name: str, backend: str | None) -> None:
     """Refuse an explicit ``--backend`` for a featurizer that runs no encoder (ngram, precomputed): it would be
     ignored without a word. ``auto`` (or none) is always accepted."""
-    found = REGISTRY.get(name)
+    found = find(name)
     if backend in (None, "auto") or found is None or found.takes("backend"):
         return
     takes = ", ".join(s.name for s in REGISTRY.values() if s.takes("backend"))

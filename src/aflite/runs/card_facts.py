@@ -20,7 +20,7 @@ from typing import Any
 from aflite import __version__
 from aflite.data import demo_dataset_path, open_dataset
 from aflite.errors import AfliteError, InputError, ParameterError
-from aflite.features.registry import REGISTRY
+from aflite.features.registry import find
 from aflite.hashing import dataset_fingerprint, file_sha256
 from aflite.rundir.names import KEPT_IDS, WARMUP_IDS
 from aflite.runs.card_limits import known_limits
@@ -76,7 +76,9 @@ def portable_path(value: str) -> str:
 
 
 def _portable_options(options: dict[str, Any]) -> dict[str, Any]:
-    return {k: portable_path(v) if isinstance(v, str) and Path(v).is_absolute() else v for k, v in options.items()}
+    """Absolute paths made portable, also in a combined Φ's options of each part."""
+    return {k: portable_path(v) if isinstance(v, str) and Path(v).is_absolute()
+            else _portable_options(v) if isinstance(v, dict) else v for k, v in options.items()}
 
 
 # ---------------------------------------------------------------------------------------------- the input
@@ -129,7 +131,7 @@ def input_identity(results: dict[str, Any]) -> tuple[dict[str, Any], Path | None
 
 
 def _dataset_fingerprint_of(path: Path, results: dict[str, Any]) -> str:
-    found = REGISTRY.get((results.get("featurizer") or {}).get("name") or "")
+    found = find((results.get("featurizer") or {}).get("name") or "")
     ds = open_dataset(path, reads=found.modality if found is not None else "any")
     return dataset_fingerprint(ds.ids, ds.labels, ds.texts_a, ds.texts_b)
 
@@ -191,7 +193,14 @@ def model_identity(featurizer: str, options: dict[str, Any]) -> dict[str, Any] |
     """Which model made Φ, where there is one: its folder (below its package), the installed package and version
     that ship it, and the sha256 of its config and weight files as found when the card was made; the embeddings
     file of precomputed features; None for the n-gram Φ (no model)."""
-    found = REGISTRY.get(featurizer)
+    found = find(featurizer)
+    if found is not None and "parts" in found.extra:  # a combination: the model of its part that has one
+        recorded = options.get("part_options") or {}
+        for part in found.extra["parts"]:
+            identity = model_identity(part, dict(recorded.get(part) or {}))
+            if identity is not None:
+                return {"part": part, **identity}
+        return None
     if found is not None and found.aligned_by_id:  # the user's vectors: the file is the model
         emb = options.get("embeddings")
         if not emb:
@@ -357,7 +366,7 @@ def build_manifest(inp: CardInputs, *, license: str | None = None) -> dict[str, 
     bundled = _is_bundled_sample(src["sha256"])
     phi = phi_facts(res)
     labels = sorted(res.get("label_counts_before") or {})
-    found = REGISTRY.get(phi["featurizer"])
+    found = find(phi["featurizer"])
     images = (found is not None and found.modality == "image") or bool(phi["options"].get("image_model"))
     stem = str(src["file"] or "data").split(".")[0]
     manifest: dict[str, Any] = {
