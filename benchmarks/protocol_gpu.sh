@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The ladder of Φ strength (issue #30) on one GPU, measured with the fine-tuned evaluator: AFLite on SNLI
 # train_100k with Φ = n-gram, frozen MiniLM, warm-up MiniLM (the paper's warm-up: a slice of t ≈ 9 % of D,
-# 3 epochs) and two stronger adversaries Algorithm 1 allows (the warm-up fine-tuned for 6 epochs; the warm-up on
-# a 20 % slice, t = 0.2·|D|), then one `aflite evaluate --models finetune:pair` in Table 3 shape (D, same-size
+# 3 epochs) and three stronger adversaries Algorithm 1 allows (the warm-up fine-tuned for 6 epochs; the warm-up on
+# a 20 % slice, t = 0.2·|D|; the combined Φ warmup+ngram, both matrices side by side), then one `aflite evaluate --models finetune:pair` in Table 3 shape (D, same-size
 # random subsets x3 seeds, single-iteration, D(Φ)) on SNLI dev, test_hard, MNLI dev_matched and HANS.
 # Everything (run folders, caches, evaluate's results.json/tables.md/report.html, stages.json with the wall time
 # of each stage, the ladder summary ladder.md/ladder.json) goes into OUT.
@@ -18,7 +18,7 @@
 #   to check the script before a GPU session), MAX_TRAIN (rows per fine-tuned training set, default 6000),
 #   EVAL_MAX (rows of each test set, stratified, default 2000), SEEDS (random subsets, default 3), MODEL_SEEDS
 #   (seeds of the fine-tuned model on D, single-iteration and D(Φ), default 1), STRONG (the stronger adversaries
-#   to run, default "epochs6 slice20"), SMALL_TRAIN (a second evaluate of the same sets at this smaller training
+#   to run, default "epochs6 slice20 combined"), SMALL_TRAIN (a second evaluate of the same sets at this smaller training
 #   budget, default 1500; empty: skip), PYTHON (default python).
 # Expected on one H100 (issue #30 and docs/results.md): n-gram run ~1 min, frozen MiniLM ~40 s, warm-up 57 s,
 # each stronger warm-up ~2 min, evaluate ~2-3 min at the default caps, evaluate_small ~1 min.
@@ -36,7 +36,7 @@ MAX_TRAIN=${MAX_TRAIN:-6000}
 EVAL_MAX=${EVAL_MAX:-2000}
 SEEDS=${SEEDS:-3}
 MODEL_SEEDS=${MODEL_SEEDS:-1}
-STRONG=${STRONG:-epochs6 slice20}
+STRONG=${STRONG:-epochs6 slice20 combined}
 SMALL_TRAIN=${SMALL_TRAIN-1500}
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
@@ -122,7 +122,11 @@ EOF
         stage run_warmup_slice20 aflite run "$TRAIN" --featurizer warmup "${MP[@]}" "${ENC[@]}" "${WARM[@]}" "${F20[@]}" \
             "${T20[@]}" "${COMMON[@]}" --out "$OUT/run_warmup_slice20"
         RUNS+=("$OUT/run_warmup_slice20") ;;
-    *) echo "unknown STRONG entry: $s (epochs6, slice20)" >&2; exit 2 ;;
+    combined)  # Φ = [warm-up | n-gram], each part read from the cache the two runs above wrote
+        stage run_combined aflite run "$TRAIN" --featurizer warmup+ngram "${MP[@]}" "${ENC[@]}" "${WARM[@]}" \
+            "${FILTER[@]}" "${COMMON[@]}" --out "$OUT/run_combined"
+        RUNS+=("$OUT/run_combined") ;;
+    *) echo "unknown STRONG entry: $s (epochs6, slice20, combined)" >&2; exit 2 ;;
     esac
 done
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
 from typing import Any
 
@@ -445,7 +446,15 @@ def test_one_registry_gives_each_command_its_featurizers_and_routes_their_option
     sub = next(a for a in build_parser()._actions if a.dest == "command").choices
     for command in ("run", "embed", "audit"):
         action = next(a for a in sub[command]._actions if a.dest == "featurizer")
-        assert tuple(action.choices) == featurizer_names(command)
+        if action.choices is not None:  # audit: a fixed list
+            assert tuple(action.choices) == featurizer_names(command)
+            continue
+        # run, embed: the registry's names and their combinations (warmup+ngram), nothing else
+        for name in (*featurizer_names(command), "minilm+ngram"):
+            assert action.type(name) == name
+        for name in ("nope", *(n for n in REGISTRY if n not in featurizer_names(command))):
+            with pytest.raises(argparse.ArgumentTypeError, match="invalid choice"):
+                action.type(name)
     assert "precomputed" not in featurizer_names("embed") and "warmup" not in featurizer_names("audit")
     given = {"model_path": "m", "device": "cpu", "image_size": 64, "max_steps": 3, "lr": 0.1, "embeddings": None}
     assert featurizer_options("ngram", **given) == {}

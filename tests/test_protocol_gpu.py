@@ -56,8 +56,8 @@ def test_the_gpu_protocol_runs_end_to_end_in_tiny_mode(tiny_bert: Path, tmp_path
                           env=env, capture_output=True, text=True, timeout=1800)
     assert proc.returncode == 0, proc.stderr[-3000:]
     stages = [line.split("\t")[0] for line in (out / "stages.tsv").read_text().splitlines()]
-    assert stages == ["run_ngram", "run_minilm", "run_warmup", "run_warmup_epochs6", "run_warmup_slice20", "evaluate",
-                      "evaluate_small"]
+    assert stages == ["run_ngram", "run_minilm", "run_warmup", "run_warmup_epochs6", "run_warmup_slice20",
+                      "run_combined", "evaluate", "evaluate_small"]
     lad = json.loads((out / "ladder.json").read_text())
     assert [p["run"] for p in lad["phi"]] == stages[:-2]
     small = json.loads((out / "ladder_small.json").read_text())
@@ -72,6 +72,9 @@ def test_the_gpu_protocol_runs_end_to_end_in_tiny_mode(tiny_bert: Path, tmp_path
     res = json.loads((out / "evaluate" / "results.json").read_text())
     ft = res["config"]["finetune"]
     assert ft["lr_source"] == "check" and ft["lr"] in (1e-5, 1e-4) and res["config"]["model_seeds"] == [0]
-    assert sum(si["kind"] == "random" for si in res["training_sets"]) == 3 * 5  # 3 seeds per Φ
+    assert sum(si["kind"] == "random" for si in res["training_sets"]) == 3 * 6  # 3 seeds per Φ
     assert all(r["loss_curve"]["loss"] for r in res["runs"])
     assert "| warmup_epochs6 |" in (out / "ladder.md").read_text()
+    combined = json.loads((out / "run_combined" / "summary.json").read_text())["featurizer"]
+    assert combined["name"] == "warmup+ngram" and combined["options"]["parts"] == ["warmup", "ngram"]
+    assert [p["from_cache"] for p in combined["info"]["parts"]] == [True, True]  # the parts the runs above cached
