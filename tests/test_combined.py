@@ -6,6 +6,7 @@ read back by evaluate, explain and card."""
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -96,6 +97,16 @@ def test_warmup_plus_ngram_leaves_the_slice_out_of_every_part(tiny_model: Path, 
                         show_progress=False, **res.options)
     assert again.from_cache and np.array_equal(again.X, res.X)
     assert res.options["part_options"]["warmup"]["backend"] == "torch"  # explicit: the CPU default may differ
+    # parts another command cached, found in a read-only folder (evaluate reads the top level of its cache so)
+    parts_only = tmp_path / "parts"
+    parts_only.mkdir()
+    for f in [*tmp_path.glob("warmup-pair-*"), *tmp_path.glob("ngram-pair-*")]:
+        shutil.copy(f, parts_only / f.name)
+    elsewhere = tmp_path / "elsewhere"
+    other = F.featurize(PREMISES, HYPS, "warmup+ngram", "pair", cache_dir=elsewhere, y=LABELS, warmup_size=6,
+                        show_progress=False, read_only=[parts_only], **opts)
+    assert not other.from_cache and [p["from_cache"] for p in other.info["parts"]] == [True, True]
+    assert np.array_equal(other.X, res.X) and not list(elsewhere.glob("warmup-*"))  # nothing trained again
     with pytest.raises(ParameterError, match="labels"):
         F.featurize(PREMISES, HYPS, "warmup+ngram", "pair", warmup_size=6, show_progress=False, **opts)
     with pytest.raises(ParameterError, match="no option batch_size"):

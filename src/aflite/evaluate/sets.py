@@ -173,10 +173,11 @@ def single_iteration_rows(
     run_seed = int(params.get("random_state", 0))
     # the run's Φ is cached where the run put it: RUN/cache (read only: a run folder is the run's), or a shared
     # folder given to both `aflite run --cache-dir` and this evaluation's cache (top level); recomputing it (an
-    # encoder pass, a warm-up fine-tuning) is the last resort, into this evaluation's cache
+    # encoder pass, a warm-up fine-tuning) is the last resort, into this evaluation's cache; the top level is read
+    # either way (the parts of a combined Φ, e.g. warmup+ngram, that runs on the same --cache-dir computed)
     feat_cache = cache_dir if any(cache_dir.glob(f"{name}-{view}-*.json")) else cache_dir / "features"
     feats = featurize_dataset(ds, name, view, feat_cache, warmup_size=int(params["train_size"]), warmup_seed=run_seed,
-                              read_only=[run.path / "cache"], show_progress=show_progress, **opts)
+                              read_only=[run.path / "cache", cache_dir], show_progress=show_progress, **opts)
     rows = np.asarray(feats.rows, dtype=np.intp)
     X = feats.X.toarray() if hasattr(feats.X, "toarray") else feats.X
     groups = ds.groups[rows] if (params.get("groups") and ds.groups is not None) else None

@@ -83,6 +83,7 @@ class FeatureJob:
     show_progress: bool
     shards: Any = None
     chunked: Any = None  # the chunk loop of aflite.features.cache (kept there with the cache layout)
+    read_only: tuple[Path, ...] = ()  # featurize's read-only cache folders (a combination's parts look there too)
 
     def run_chunks(self, feat: Any, a: list[str], b: list[str] | None) -> np.ndarray:
         """``feat.transform`` chunk by chunk: on a cluster's shards when given, else resumably in this process."""

@@ -121,7 +121,7 @@ def featurize(
     mask[warmup_rows] = False
     rows = np.flatnonzero(mask)
     job = FeatureJob(featurizer, view, a, b, y, opts, extra, None, "", chunk_size, show_progress, shards,
-                     _transform_chunked)
+                     _transform_chunked, tuple(map(Path, read_only)))
     if cache_dir is not None or read_only:
         job.stem = f"{featurizer}-{view}-{cache_key(a, b, featurizer, view, opts, extra or None)[:20]}"
         found = _read_only(read_only, job.stem)

@@ -106,7 +106,8 @@ class CombinedFeaturizer(Computes):
         return warmup, extra
 
     def compute(self, job: FeatureJob, rows: np.ndarray, warmup_rows: np.ndarray | None) -> tuple[Any, dict[str, Any]]:
-        """Each part through :func:`featurize` (its own cache entry, resumable), cut to ``rows`` and scaled."""
+        """Each part through :func:`featurize` (its own cache entry, resumable; looked for in the call's read-only
+        folders too), cut to ``rows`` and scaled."""
         warmup_size, warmup_seed = self._plan if self._plan is not None else (0.1, None)
         # the texts are already the view's: a pair stays a pair, one text is featurized as the only text
         view = "pair" if job.b is not None else "premise"
@@ -115,7 +116,7 @@ class CombinedFeaturizer(Computes):
             needs = spec(p).needs_labels
             f = featurize(job.a, job.b, p, view, cache_dir=job.cache, y=job.y if needs else None,
                           warmup_size=warmup_size, warmup_seed=warmup_seed, chunk_size=job.chunk_size,
-                          show_progress=job.show_progress, **self._options_of(p))
+                          show_progress=job.show_progress, read_only=job.read_only, **self._options_of(p))
             pos = np.searchsorted(f.rows, rows)
             if np.any(pos >= len(f.rows)) or not np.array_equal(f.rows[np.minimum(pos, len(f.rows) - 1)], rows):
                 raise ParameterError(f"featurizer {self.name!r}: part {p} left out rows the others keep "
