@@ -143,9 +143,10 @@ def find(name: str) -> FeaturizerSpec | None:
 
 
 def combined_spec(name: str) -> FeaturizerSpec:
-    """The spec of a combination ``a+b[+c...]``: Φ is the parts' matrices side by side, each scaled to the same
-    mean row norm (:class:`aflite.features.combined.CombinedFeaturizer`), so that the linear models of AFLite see
-    every part's cues at once, e.g. a fine-tuned encoder's and the n-grams' (a stronger adversary than either).
+    """The spec of a combination ``a+b[+c...]``: Φ is the parts' matrices side by side, each scaled to a
+    root-mean-square row norm of 1 (:class:`aflite.features.combined.CombinedFeaturizer`), so that the linear
+    models of AFLite see every part's cues at once, e.g. a fine-tuned encoder's and the n-grams' (a stronger
+    adversary than either).
     What it can do follows from the parts: it needs labels when one part does (the warm-up slice is then left out
     of every part's rows), it is frozen when all are, it takes every part's options. Text parts only, computed in
     this process, and no part twice."""
