@@ -2,8 +2,9 @@
 # The ladder of Φ strength (issue #30) on one GPU, measured with the fine-tuned evaluator: AFLite on SNLI
 # train_100k with Φ = n-gram, frozen MiniLM, warm-up MiniLM (the paper's warm-up: a slice of t ≈ 9 % of D,
 # 3 epochs) and three stronger adversaries Algorithm 1 allows (the warm-up fine-tuned for 6 epochs; the warm-up on
-# a 20 % slice, t = 0.2·|D|; the combined Φ warmup+ngram, both matrices side by side), then one `aflite evaluate --models finetune:pair` in Table 3 shape (D, same-size
-# random subsets x3 seeds, single-iteration, D(Φ)) on SNLI dev, test_hard, MNLI dev_matched and HANS.
+# a 20 % slice, t = 0.2·|D|; the combined Φ warmup+ngram, both matrices side by side), then one `aflite evaluate
+# --models finetune:pair` in Table 3 shape (D, same-size random subsets x3 seeds, single-iteration, D(Φ)) on SNLI
+# dev, test_hard, MNLI dev_matched and HANS.
 # Everything (run folders, caches, evaluate's results.json/tables.md/report.html, stages.json with the wall time
 # of each stage, the ladder summary ladder.md/ladder.json) goes into OUT.
 #
@@ -18,8 +19,8 @@
 #   to check the script before a GPU session), MAX_TRAIN (rows per fine-tuned training set, default 6000),
 #   EVAL_MAX (rows of each test set, stratified, default 2000), SEEDS (random subsets, default 3), MODEL_SEEDS
 #   (seeds of the fine-tuned model on D, single-iteration and D(Φ), default 1), STRONG (the stronger adversaries
-#   to run, default "epochs6 slice20 combined"), SMALL_TRAIN (a second evaluate of the same sets at this smaller training
-#   budget, default 1500; empty: skip), PYTHON (default python).
+#   to run, default "epochs6 slice20 combined"), SMALL_TRAIN (a second evaluate of the same sets at this smaller
+#   training budget, default 1500; empty: skip), PYTHON (default python).
 # Expected on one H100 (issue #30 and docs/results.md): n-gram run ~1 min, frozen MiniLM ~40 s, warm-up 57 s,
 # each stronger warm-up ~2 min, evaluate ~2-3 min at the default caps, evaluate_small ~1 min.
 set -euo pipefail

@@ -18,7 +18,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from aflite.errors import ParameterError
-from aflite.features.base import Computes, FeatureJob, Matrix
+from aflite.features.base import Computes, FeatureJob, Matrix, Plain
 from aflite.features.cache import featurize, make_featurizer
 from aflite.features.registry import COMBINE, run_options, spec
 
@@ -66,8 +66,7 @@ class CombinedFeaturizer(Computes):
         stray = set(self.options) - taken
         if stray:
             raise ParameterError(f"featurizer {self.name!r} takes no option {', '.join(sorted(stray))}")
-        for p in self.parts:
-            make_featurizer(p, **self._options_of(p))  # each part checks its own options before any work
+        self._featurizers()  # each part checks its own options (make_featurizer) before any work
 
     def _options_of(self, part: str) -> dict[str, Any]:
         """The options ``part`` is built with: its recorded ones, else the command's options it takes."""
@@ -77,17 +76,16 @@ class CombinedFeaturizer(Computes):
         return {k: v for k, v in self.options.items() if found.takes(k) and v is not None}
 
     def _featurizers(self) -> dict[str, Any]:
+        """Each part built once, with featurize's default hooks where its class has none (as featurize runs it)."""
         if self._built is None:
-            self._built = {p: make_featurizer(p, **self._options_of(p)) for p in self.parts}
+            built = {p: make_featurizer(p, **self._options_of(p)) for p in self.parts}
+            self._built = {p: f if isinstance(f, Computes) else Plain(f) for p, f in built.items()}
         return self._built
 
     def get_options(self) -> dict[str, Any]:
         """The parts and each part's full options (its encoder backend made explicit), as a part records them."""
         return {"parts": list(self.parts),
                 "part_options": {p: run_options(p, f.get_options()) for p, f in self._featurizers().items()}}
-
-    def cache_extra(self) -> dict[str, Any]:
-        return {p: dict(f.cache_extra()) for p, f in self._featurizers().items() if hasattr(f, "cache_extra")}
 
     def plan(self, a: list[str], y: Any, warmup_size: int | float,
              warmup_seed: int | None) -> tuple[np.ndarray | None, dict[str, Any]]:
@@ -97,8 +95,6 @@ class CombinedFeaturizer(Computes):
         warmup: np.ndarray | None = None
         extra: dict[str, Any] = {}
         for p, f in self._featurizers().items():
-            if not isinstance(f, Computes):
-                continue
             rows, part_extra = f.plan(a, y if spec(p).needs_labels else None, warmup_size, warmup_seed)
             extra[p] = part_extra
             if rows is not None:
@@ -108,7 +104,8 @@ class CombinedFeaturizer(Computes):
     def compute(self, job: FeatureJob, rows: np.ndarray, warmup_rows: np.ndarray | None) -> tuple[Any, dict[str, Any]]:
         """Each part through :func:`featurize` (its own cache entry, resumable; looked for in the call's read-only
         folders too), cut to ``rows`` and scaled."""
-        warmup_size, warmup_seed = self._plan if self._plan is not None else (0.1, None)
+        assert self._plan is not None, "featurize calls plan before compute"
+        warmup_size, warmup_seed = self._plan
         # the texts are already the view's: a pair stays a pair, one text is featurized as the only text
         view = "pair" if job.b is not None else "premise"
         blocks, parts_info, info = [], [], {}
@@ -144,8 +141,8 @@ class CombinedFeaturizer(Computes):
             raise ParameterError(f"featurizer {self.name!r} trains on a warm-up slice: use aflite.features."
                                  "featurize (it draws the slice and leaves it out)")
         blocks = []
+        view = "pair" if texts_b is not None else "premise"
         for p in self.parts:
-            view = "pair" if texts_b is not None else "premise"
             x = featurize(texts_a, texts_b, p, view, show_progress=self.show_progress, **self._options_of(p)).X
             blocks.append(scale_to_unit_rms(x)[0])
         return np.hstack(blocks).astype(np.float32, copy=False)

@@ -122,11 +122,11 @@ def register(new: FeaturizerSpec) -> FeaturizerSpec:
 
 def spec(name: str) -> FeaturizerSpec:
     """The spec of featurizer ``name`` (a registered one, or a combination ``a+b``); a :class:`ParameterError`
-    naming the choices for an unknown one."""
-    found = find(name)
+    naming the choices for an unknown one (for a combination, what is wrong with it)."""
+    if COMBINE in name:
+        return combined_spec(name)
+    found = REGISTRY.get(name)
     if found is None:
-        if COMBINE in name:
-            combined_spec(name)  # raises the precise reason
         raise ParameterError(f"unknown featurizer {name!r}; choose one of {', '.join(REGISTRY)}, or several joined "
                              f"by {COMBINE!r} (e.g. warmup{COMBINE}ngram)")
     return found
@@ -134,12 +134,10 @@ def spec(name: str) -> FeaturizerSpec:
 
 def find(name: str) -> FeaturizerSpec | None:
     """The spec of ``name``, or None when it names no featurizer (a combination of registered ones is built)."""
-    if COMBINE in name:
-        try:
-            return combined_spec(name)
-        except ParameterError:
-            return None
-    return REGISTRY.get(name)
+    try:
+        return spec(name)
+    except ParameterError:
+        return None
 
 
 def combined_spec(name: str) -> FeaturizerSpec:
@@ -186,15 +184,13 @@ def featurizer_arg(command: str) -> Any:
     import argparse
 
     def parse(value: str) -> str:
-        found = find(value)
+        try:
+            found: FeaturizerSpec | None = spec(value)
+            why = f" ({command} does not offer this combination)"
+        except ParameterError as exc:
+            found, why = None, f" ({exc})"
         if found is None or command not in found.commands:
-            why = ""
-            if COMBINE in value:
-                try:
-                    combined_spec(value)
-                    why = f" ({command} does not offer this combination)"
-                except ParameterError as exc:
-                    why = f" ({exc})"
+            why = why if COMBINE in value else ""  # a single name: the list of choices says it all
             offered = featurizer_names(command)
             raise argparse.ArgumentTypeError(
                 f"invalid choice: {value!r}{why}; choose from {', '.join(offered)}"
