@@ -80,6 +80,10 @@ def ladder(eval_dir: Path, runs: list[Path], stages: dict[str, float]) -> dict[s
             f_ = acc(mine.get("filtered", ""), test)
             rec["scores"][test] = {"D": d, "random": r, "single": si, "filtered": f_,
                                    "gap_to_random": None if f_[0] is None or r[0] is None else f_[0] - r[0]}
+            if "matched" in mine:  # evaluate --label-matched: a random subset with D(Φ)'s label counts
+                m = acc(mine["matched"], test)
+                rec["scores"][test] |= {"matched": m, "gap_to_matched": None if f_[0] is None or m[0] is None
+                                        else f_[0] - m[0]}
         out["phi"].append(rec)
     out["D_training_loss"] = loss("D")
     return out
@@ -113,6 +117,13 @@ def markdown(lad: dict[str, Any], note: str) -> str:
         stage = "–" if p["stage_seconds"] is None else f"{p['stage_seconds']:.0f}"
         lines.append(f"| {name} | {p['kept_in_evaluation'] or p['kept']:,} ({p['kept']:,} of {p['filtered']:,}) | "
                      f"{p['phases']} | {stage} | " + " | ".join(cells) + " |")
+    matched = [(p, t) for p in lad["phi"] for t in lad["tests"] if "matched" in p["scores"][t]]
+    if matched:
+        lines += ["", "Random subsets with D(Φ)'s label counts (`--label-matched`), and D(Φ)'s gap to them: "
+                  + "; ".join(
+            f"{p['run'].removeprefix('run_')} on {t}: {_pct(*p['scores'][t]['matched'])} / "
+            + ("–" if p["scores"][t]["gap_to_matched"] is None else f"{100 * p['scores'][t]['gap_to_matched']:+.1f}")
+            for p, t in matched) + "."]
     lines += ["", "Training loss (first → last steps) per set: " + "; ".join(
         f"{p['run'].removeprefix('run_')}: " + ", ".join(
             f"{k} {v['start']:.3f} → {v['end']:.3f} ({v['steps']} steps)" for k, v in p["training_loss"].items() if v)

@@ -14,6 +14,7 @@ from aflite.data import demo_dataset_path, load_dataset
 from aflite.errors import InputError, ParameterError
 from aflite.evaluate import HANS_PRED_MAP, FinetuneOptions, ModelSpec, load_eval_set, load_hans
 from aflite.evaluate.models import _MaxPPMI
+from aflite.evaluate.sets import label_matched_rows
 from aflite.runs.evaluate import evaluate
 from aflite.runs.run import run as run_pipeline
 from aflite.splits import split_heldout
@@ -349,6 +350,57 @@ def test_separate_test_sets_without_the_split(snli_run, tmp_path):
     with pytest.raises(ParameterError, match="share a name"):
         evaluate(data, [run], tmp_path / "y", models=["ppmi"], tests=[load_eval_set(dev, "a"),
                                                                       load_eval_set(hard, "a")])
+
+
+def test_the_single_iteration_baseline_is_one_model(snli_run, tmp_path):
+    """The paper's baseline (§4.1) filters "using a single model ... in a single iteration": one linear model on t of
+    the run's rows scores the rest once (p̃ is 0 or 1), its own training rows stay unscored and kept, and the most
+    predictable rows go at once until |D(Φ)| remain."""
+    tmp, data, run, _ = snli_run
+    summary = json.loads((run / "summary.json").read_text())
+    t, n = summary["parameters"]["train_size"], len(load_dataset(data))
+    rep = evaluate(data, [run], tmp_path / "o", models=["ppmi:pair"], seeds=1, random_baseline=False,
+                   show_progress=False)
+    single = next(s for s in rep.training_sets if s["kind"] == "single")
+    info = single["info"]
+    kept = len((run / "kept_ids.txt").read_text().split())
+    assert single["size"] == kept and info["n_partitions"] == 1
+    # its own training rows, about t of them (whole premise groups), are the only rows it did not score
+    assert abs(info["unscored"] - t) <= 0.05 * t and info["scored"] + info["unscored"] == n
+    assert info["removed"] == n - kept
+    assert info["min_removed_predictability"] in (0.0, 1.0)  # one model: right or wrong, nothing between
+
+
+def test_label_matched_random_subsets_have_the_filtered_label_counts(snli_run, tmp_path):
+    """--label-matched: per seed, a random subset of D with exactly D(Φ)'s label counts (AFLite shifts the label
+    shares), drawn apart from the plain random subsets, shown as its own column of Table 3."""
+    tmp, data, run, _ = snli_run
+    out = tmp_path / "m"
+    assert main(["evaluate", str(data), str(run), "--out", str(out), "--models", "ppmi:pair", "--seeds", "2",
+                 "--no-single-iteration", "--label-matched", "--quiet"]) == 0
+    res = json.loads((out / "results.json").read_text())
+    sets = res["training_sets"]
+    kept = len((run / "kept_ids.txt").read_text().split())
+    filtered = next(s for s in sets if s["kind"] == "filtered")
+    matched = [s for s in sets if s["kind"] == "matched"]
+    randoms = [s for s in sets if s["kind"] == "random"]
+    assert [s["seed"] for s in matched] == [0, 1] and len(randoms) == 2
+    assert {s["name"] for s in matched} == {f"D_random({kept}, labels of D(Φ ngram))"}
+    for s in matched:
+        assert s["size"] == kept and s["label_counts"] == filtered["label_counts"]
+    assert any(r["label_counts"] != filtered["label_counts"] for r in randoms)  # a plain draw keeps D's shares
+    head = f"| Model | D | D_random({kept}) | D_random({kept}, labels of D(Φ ngram)) | D(Φ ngram) | Δ |"
+    assert head in (out / "tables.md").read_text()
+    # the draw itself: each seed its own rows, none of them D(Φ), the label counts exact
+    ds = load_dataset(data)
+    ids = np.asarray([str(i) for i in ds.ids.tolist()])
+    kept_rows = np.flatnonzero(np.isin(ids, (run / "kept_ids.txt").read_text().split()))
+    pool = np.arange(len(ds))
+    a = label_matched_rows(pool, ds.labels, kept_rows, np.random.default_rng([0, 2, 0]))
+    b = label_matched_rows(pool, ds.labels, kept_rows, np.random.default_rng([1, 2, 0]))
+    assert len(a) == len(b) == kept and set(a.tolist()) != set(b.tolist()) != set(kept_rows.tolist())
+    for lab in np.unique(ds.labels):
+        assert (ds.labels[a] == lab).sum() == (ds.labels[kept_rows] == lab).sum()
 
 
 def test_warmup_rows_stay_out_of_every_training_set(snli_run, tmp_path, monkeypatch):

@@ -210,7 +210,8 @@ def predictability(
 ) -> PhaseScores:
     """A single filtering phase over all of D: how predictable each instance is to the linear ensemble.
 
-    This is the paper's "single iteration" baseline (rank once, cut once) and a useful ranking on its own.
+    With ``n_partitions=1`` it scores the paper's "single iteration" baseline (one model, rank once, cut once;
+    :func:`aflite.evaluate.single_iteration_rows`); with the run's m it is a useful ranking on its own.
     """
     Xa, ya, ga = validate_inputs(X, y, groups)
     _, codes = encode_classes(ya)

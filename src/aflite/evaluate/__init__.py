@@ -12,7 +12,9 @@ models trained on D(Φ) generalise at least as well out of distribution (Table 1
   T and a held-out part H (``heldout``, default 20 %). Every benchmark B (D, each D(Φ), a random subset of D with
   |D(Φ)| rows per seed, and the single-iteration set of each run) trains on B ∩ T and is tested on its *own*
   held-out part B ∩ H — the filtered benchmark's own dev set, filtered by the same procedure as its training part
-  because AFLite ran on T and H together (the "filter train+dev together, then split" protocol). Every model is
+  because AFLite ran on T and H together (the "filter train+dev together, then split" protocol). With
+  ``label_matched`` each seed also draws a random subset with D(Φ)'s label counts (the label shift without the
+  filter's choice of rows); the single-iteration set is one linear model's one ranking. Every model is
   also tested on all of H (the original, unfiltered held-out set) and on any external labelled set (HANS, SNLI
   test, ...).
 - **Separate test sets** (``tests``; CLI ``--test NAME=FILE``): sets with D's labels that no run saw, e.g. SNLI

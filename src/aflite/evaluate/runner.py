@@ -30,7 +30,7 @@ from aflite.evaluate.models import (
     _corpus,
     _FeatureStore,
 )
-from aflite.evaluate.sets import EvalSet, TrainingSet, _read_run, single_iteration_rows
+from aflite.evaluate.sets import EvalSet, TrainingSet, _read_run, label_matched_rows, single_iteration_rows
 from aflite.evaluate.tables import (
     EvaluationReport,
     _aggregate,
@@ -105,8 +105,9 @@ def _check_eval_sets(ds: Any, specs: list[ModelSpec], classes: NDArray[Any], eva
 
 def _training_sets(ds: Any, run_objs: list[Any], pool: NDArray[np.intp], warm: NDArray[np.intp],
                    seed_list: list[int], random_baseline: bool, single_iteration: bool, cache: Path,
-                   show_progress: bool) -> list[TrainingSet]:
-    """D, each run's D(Φ), same-size random subsets of D per seed and the single-iteration sets."""
+                   show_progress: bool, label_matched: bool = False) -> list[TrainingSet]:
+    """D, each run's D(Φ), same-size random subsets of D per seed (and, with ``label_matched``, random subsets
+    with D(Φ)'s label counts) and the single-iteration sets."""
     sets: list[TrainingSet] = [TrainingSet("D", "D", pool, info={"excluded_warmup": int(len(warm))}
                                            if len(warm) else {})]
     for ri, r in enumerate(run_objs):
@@ -120,6 +121,11 @@ def _training_sets(ds: Any, run_objs: list[Any], pool: NDArray[np.intp], warm: N
                 rows = np.sort(rows)
                 sets.append(TrainingSet(f"D_random({size})" + (f" [{r.name}]" if len(run_objs) > 1 else ""),
                                         "random", rows.astype(np.intp), seed=s, run=str(r.path)))
+        if label_matched:
+            for s in seed_list:
+                rows = label_matched_rows(pool, ds.labels, kept, np.random.default_rng([s, 2, ri]))
+                sets.append(TrainingSet(f"D_random({size}, labels of {r.name})", "matched", rows, seed=s,
+                                        run=str(r.path)))
         if single_iteration:
             rows, info = single_iteration_rows(ds, r, size, int(r.summary.get("seed") or 0), cache, show_progress,
                                                exclude=warm)
@@ -238,6 +244,7 @@ def compare_runs(
     seed: int = 0,
     random_baseline: bool = True,
     single_iteration: bool = True,
+    label_matched: bool = False,
     eval_sets: Sequence[EvalSet] = (),
     finetune: FinetuneOptions | None = None,
     dataset_options: dict[str, Any] | None = None,
@@ -254,10 +261,9 @@ def compare_runs(
     ``eval_sets`` only (the paper's protocol when D is a training set). Rows of a run's warm-up slice
     (``warmup_ids.txt``) are left out of D, every D(Φ) and every comparison subset. Features, models and
     predictions are cached in ``cache_dir``. ``seed`` draws the train/held-out split; ``seeds`` are the
-    benchmarks': one random subset per seed, and the stochastic models (mlp, finetune) train D, the
-    single-iteration sets and each D(Φ) once per seed, or with the first ``model_seeds`` seeds only (a budget
-    for fine-tuned models; the random subsets stay one per seed). See the module docstring of
-    :mod:`aflite.evaluate` for the protocol."""
+    benchmarks': one random subset per seed (``label_matched``: and one with D(Φ)'s label counts), and the
+    stochastic models (mlp, finetune) train D, the single-iteration sets and each D(Φ) once per seed, or with the
+    first ``model_seeds`` seeds only (a budget for fine-tuned models). See :mod:`aflite.evaluate`'s docstring."""
     specs, seed_list, fixed_seeds, ft = _plan(models, seeds, finetune, model_seeds)
     cache = Path(cache_dir)
     t_start = time.perf_counter()
@@ -274,7 +280,7 @@ def compare_runs(
     pool = np.setdiff1d(np.arange(n), warm).astype(np.intp)
     _check_eval_sets(ds, specs, classes, eval_sets, tests)
     sets = _training_sets(ds, run_objs, pool, warm, seed_list, random_baseline, single_iteration, cache,
-                          show_progress)
+                          show_progress, label_matched)
     set_info = _set_info(ds, sets, is_held, split, classes)
     held_rows = np.flatnonzero(is_held & np.isin(np.arange(n), pool))
     corpora = [(es, _corpus(es.name, es.texts_a, es.texts_b)) for es in eval_sets]

@@ -116,7 +116,7 @@ class TrainingSet:
     """A benchmark: rows of D (train part ∩ rows trains, held-out part ∩ rows tests)."""
 
     name: str
-    kind: str  # "D", "filtered", "random", "single"
+    kind: str  # "D", "filtered", "random", "matched" (random, D(Φ)'s label counts), "single"
     rows: NDArray[np.intp]
     seed: int | None = None  # random subsets: one set per seed
     run: str | None = None
@@ -156,13 +156,31 @@ def _read_run(path: Path, id_to_row: dict[str, int], taken: set[str]) -> _Run:
     return _Run(path, np.sort(np.asarray([id_to_row[i] for i in ids], dtype=np.intp)), record.summary, name, warm)
 
 
+def label_matched_rows(pool: NDArray[np.intp], labels: NDArray[Any], kept: NDArray[np.intp],
+                       rng: np.random.Generator) -> NDArray[np.intp]:
+    """A random subset of ``pool`` with the label counts of ``kept`` (a subset of ``pool``): per label, that many
+    of the pool's rows of the label, drawn without replacement. AFLite shifts the label shares (on SNLI toward
+    neutral); a model trained on this subset meets the same shares without the filter's choice of rows."""
+    labels = np.asarray(labels)
+    parts = [rng.choice(pool[labels[pool] == lab], size=int(count), replace=False)
+             for lab, count in zip(*np.unique(labels[kept], return_counts=True), strict=True)]
+    return np.sort(np.concatenate(parts)).astype(np.intp)
+
+
+SINGLE_MODELS = 1  # the paper's baseline (§4.1): "using a single model, we filter out the most predictable examples
+# in a single iteration"; one phase of the run's m models is a stronger filter than that (measured: docs/results.md)
+
+
 def single_iteration_rows(
     ds: Any, run: _Run, size: int, seed: int, cache_dir: Path, show_progress: bool = True,
-    exclude: NDArray[np.intp] | None = None,
+    exclude: NDArray[np.intp] | None = None, n_models: int = SINGLE_MODELS,
 ) -> tuple[NDArray[np.intp], dict[str, Any]]:
-    """The paper's single-iteration baseline: one filtering phase (the run's Φ, m and t) over the rows the run
-    filtered, removing the most predictable instances (ties broken at random) until ``size`` rows remain.
-    Rows in ``exclude`` (warm-up slices of any run being compared) are never kept and do not count to ``size``."""
+    """The paper's single-iteration baseline: ``n_models`` linear models over the run's Φ (the paper's one; the
+    run's m gives one phase of its ensemble), each trained on t random rows of those the run filtered, score the
+    others once, and the most predictable rows are removed at once (ties broken at random) until ``size`` rows
+    remain. Rows that no model scored (a single model's own training rows) are kept, as a filtering phase keeps
+    them. Rows in ``exclude`` (warm-up slices of any run being compared) are never kept and do not count to
+    ``size``."""
     f = run.summary.get("featurizer")
     params = run.summary.get("parameters")
     if not f or not params:
@@ -181,8 +199,8 @@ def single_iteration_rows(
     rows = np.asarray(feats.rows, dtype=np.intp)
     X = feats.X.toarray() if hasattr(feats.X, "toarray") else feats.X
     groups = ds.groups[rows] if (params.get("groups") and ds.groups is not None) else None
-    ph = predictability(X, ds.labels[rows], n_partitions=int(params["n_partitions"]),
-                        train_size=int(params["train_size"]), groups=groups, random_state=seed)
+    ph = predictability(X, ds.labels[rows], n_partitions=n_models, train_size=int(params["train_size"]),
+                        groups=groups, random_state=seed)
     p = ph.predictability
     allowed = np.ones(len(rows), dtype=bool) if exclude is None else ~np.isin(rows, exclude)
     n_remove = max(0, int(allowed.sum()) - size)
@@ -192,8 +210,9 @@ def single_iteration_rows(
     removed = order[:n_remove]
     keep = allowed.copy()
     keep[removed] = False
-    info = {"featurizer": name, "view": view, "n_partitions": int(params["n_partitions"]),
+    info = {"featurizer": name, "view": view, "n_partitions": n_models,
             "train_size": int(params["train_size"]), "seed": seed, "scored": int(len(scored)),
+            "unscored": int((np.isnan(p) & allowed).sum()),
             "removed": int(len(removed)), "excluded_warmup": int((~allowed).sum()),
             "min_removed_predictability": float(p[removed].min()) if len(removed) else None,
             "seconds": round(ph.seconds, 2)}

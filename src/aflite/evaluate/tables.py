@@ -213,13 +213,14 @@ def _aggregate(results: list[dict[str, Any]], specs: list[ModelSpec], sets: list
 
 
 def _columns(sets: list[TrainingSet]) -> tuple[list[str], list[tuple[str, str]]]:
-    """Table 3 column order (D, random, single-iteration, D(Φ) per run) and the (D(Φ), random) pairs for Δ."""
+    """Table 3 column order (D, random, label-matched random, single-iteration, D(Φ) per run) and the (D(Φ), D)
+    pairs for Δ."""
     names = ["D"]
     deltas = []
     runs = list(dict.fromkeys(ts.run for ts in sets if ts.run))
     for r in runs:
         mine = [ts for ts in sets if ts.run == r]
-        for kind in ("random", "single", "filtered"):
+        for kind in ("random", "matched", "single", "filtered"):
             for ts in mine:
                 if ts.kind == kind and ts.name not in names:
                     names.append(ts.name)
