@@ -54,7 +54,7 @@ def _library() -> dict[str, set[str]]:
         "run": run_kw,
         "demo": run_kw,
         "filter": _keywords(filter_files, AFLite),
-        "embed": _keywords(embed) | loaders,
+        "embed": _keywords(embed) | loaders | featurizer,
         "audit": _keywords(audit_file, AuditConfig) | loaders | featurizer,
         "evaluate": _keywords(evaluate_files, evaluate, compare_runs, FinetuneOptions) | loaders,
         "explain": _keywords(explain) | loaders | featurizer,

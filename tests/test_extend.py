@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import csv
 import json
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -18,6 +18,7 @@ import pytest
 from aflite import checks
 from aflite.checks import Check, CheckData, CheckResult
 from aflite.cli import main
+from aflite.errors import ParameterError
 from aflite.features import registry
 
 
@@ -107,6 +108,83 @@ def test_a_registered_featurizer_and_check_work_from_the_cli(tmp_path: Path, sma
         rows = list(csv.DictReader(fh))
     assert sum(int(r["long_hypotheses_flag"]) for r in rows) == flagged
     assert all(float(r["long_hypotheses_score"]) >= 1 for r in rows)
+
+
+LETTERS_OPTION = registry.FeaturizerOption("letters", str, "toy: the letters whose frequencies are Φ",
+                                           metavar="LETTERS")
+
+
+@pytest.fixture
+def restored_registry() -> Iterator[None]:
+    """The featurizer registry's tables as they were, after the test (register() changes them in place)."""
+    saved = dict(registry.REGISTRY), dict(registry.OPTIONS)
+    yield
+    for table, before in zip((registry.REGISTRY, registry.OPTIONS), saved, strict=True):
+        table.clear()
+        table.update(before)  # type: ignore[attr-defined]
+
+
+@pytest.fixture
+def toy_with_option(restored_registry: None) -> None:
+    """The toy featurizer registered with one option of its own, declared once in the register() call."""
+    registry.register(registry.FeaturizerSpec("toy", "text", ("letters",), ("run", "embed", "evaluate"),
+                                              "letter frequencies", factory=ToyFeaturizer), LETTERS_OPTION)
+
+
+@pytest.mark.usefixtures("toy_with_option")
+def test_a_featurizer_option_is_declared_once_and_reaches_it(tmp_path: Path, small_snli: Path,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    """The option shows in the --help of every command that offers the featurizer (and only there), reaches the
+    featurizer from the CLI and from Python, and is refused in one line for a featurizer that does not take it."""
+    for command in ("run", "embed", "demo"):
+        assert main([command, "--help"]) == 0
+        assert "--letters LETTERS" in capsys.readouterr().out, command
+    assert main(["audit", "--help"]) == 0  # audit does not offer the toy featurizer: no flag
+    assert "--letters" not in capsys.readouterr().out
+
+    run = tmp_path / "run"
+    assert main(["run", str(small_snli), "--out", str(run), "-f", "toy", "--letters", "aeo", "--quiet",
+                 "--no-probe", "-m", "8"]) == 0
+    res = json.loads((run / "results.json").read_text())
+    assert res["featurizer"]["options"] == {"letters": "aeo"} and res["featurizer"]["dim"] == 2 * 3
+    emb = tmp_path / "emb"
+    assert main(["embed", str(small_snli), "--out", str(emb), "-f", "toy", "--letters", "xyz", "--quiet"]) == 0
+    assert np.load(emb / "features.npy").shape[1] == 2 * 3
+
+    from aflite import run as run_api
+    from aflite.runs.embed import embed
+
+    got = run_api(small_snli, None, featurizer="toy", featurizer_options={"letters": "st"}, probe=False,
+                  params={"n_partitions": 8}, show_progress=False)
+    assert got.summary["featurizer"]["dim"] == 4
+    assert embed(small_snli, tmp_path / "emb2", featurizer="toy", featurizer_options={"letters": "s"},
+                 show_progress=False).results["dim"] == 2
+
+    from aflite.evaluate import ModelSpec
+
+    assert ModelSpec.parse("probe:toy:hypothesis").featurizer == "toy"  # evaluate reads the registry when asked
+
+    capsys.readouterr()
+    assert main(["run", str(small_snli), "--out", str(tmp_path / "r2"), "-f", "ngram", "--letters", "ae"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["aflite run: error: --letters: featurizer ngram does not take it (letters is an option of toy)"]
+    assert not (tmp_path / "r2").exists()
+    with pytest.raises(ParameterError, match="letters is an option of toy"):
+        run_api(small_snli, None, featurizer="minilm", featurizer_options={"letters": "ae"}, show_progress=False)
+
+
+@pytest.mark.usefixtures("restored_registry")
+def test_register_checks_what_it_is_given() -> None:
+    toy = registry.FeaturizerSpec("toy", "text", ("letters",), ("run",), "letters", factory=ToyFeaturizer)
+    with pytest.raises(ParameterError, match="letters not declared"):
+        registry.register(toy)
+    with pytest.raises(ParameterError, match="modality 'sound'"):
+        registry.register(registry.FeaturizerSpec("toy", "sound", (), ("run",), "x", factory=ToyFeaturizer))
+    with pytest.raises(ParameterError, match="no '\\+'"):
+        registry.register(registry.FeaturizerSpec("a+b", "text", (), ("run",), "x", factory=ToyFeaturizer))
+    with pytest.raises(ParameterError, match="already declared differently"):
+        registry.register(toy, registry.FeaturizerOption("lr", int, "another lr"))
+    assert "toy" not in registry.REGISTRY
 
 
 def test_an_unregistered_featurizer_is_no_choice(tmp_path: Path, small_snli: Path, capsys: Any) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import re
 from pathlib import Path
 from typing import Any
 
@@ -421,7 +422,8 @@ def test_warmup_picks_the_image_preset_for_images_and_the_text_preset_for_text(
 
 
 def test_cli_lr_reaches_only_the_warmup_featurizer() -> None:
-    """`aflite run/demo --lr` is a warm-up option (default: none given, the featurizer's preset decides)."""
+    """`aflite run/demo --lr` is a warm-up option (default: none given, the featurizer's preset decides); given to
+    a featurizer that does not take it (minilm, or a combination without a warm-up), it is refused, not ignored."""
     from aflite.cli import build_parser
     from aflite.cli.run import pipeline_kwargs
 
@@ -430,8 +432,10 @@ def test_cli_lr_reaches_only_the_warmup_featurizer() -> None:
     assert pipeline_kwargs(given)["featurizer_options"]["lr"] == 3e-4
     default = parser.parse_args(["run", "data", "--out", "o", "--featurizer", "warmup"])
     assert "lr" not in pipeline_kwargs(default)["featurizer_options"]
-    other = parser.parse_args(["run", "data", "--out", "o", "--featurizer", "minilm", "--lr", "3e-4"])
-    assert "lr" not in pipeline_kwargs(other)["featurizer_options"]
+    for name in ("minilm", "minilm+ngram"):
+        other = parser.parse_args(["run", "data", "--out", "o", "--featurizer", name, "--lr", "3e-4"])
+        with pytest.raises(ParameterError, match=f"--lr: featurizer {re.escape(name)} does not take it"):
+            pipeline_kwargs(other)
 
 
 def test_one_registry_gives_each_command_its_featurizers_and_routes_their_options() -> None:
@@ -457,13 +461,19 @@ def test_one_registry_gives_each_command_its_featurizers_and_routes_their_option
                 action.type(name)
     assert "precomputed" not in featurizer_names("embed") and "warmup" not in featurizer_names("audit")
     given = {"model_path": "m", "device": "cpu", "image_size": 64, "max_steps": 3, "lr": 0.1, "embeddings": None}
-    assert featurizer_options("ngram", **given) == {}
-    assert featurizer_options("minilm", **given) == {"model_path": "m", "device": "cpu"}
-    assert featurizer_options("efficientnet-lite0", **given) == {"device": "cpu", "image_size": 64}
     assert featurizer_options("warmup", **given) == {"model_path": "m", "device": "cpu", "image_size": 64,
                                                       "max_steps": 3, "lr": 0.1}
+    shared = {"device": "cpu", "image_size": 64, "embeddings": None}  # command-wide options, and None: routed
+    assert featurizer_options("ngram", **shared) == {}
+    assert featurizer_options("minilm", **shared, model_path="m") == {"model_path": "m", "device": "cpu"}
+    assert featurizer_options("efficientnet-lite0", **shared) == {"device": "cpu", "image_size": 64}
+    for name, option in (("ngram", "model_path"), ("minilm", "lr"), ("efficientnet-lite0", "max_steps")):
+        with pytest.raises(ParameterError, match=f"featurizer {name} does not take it"):
+            featurizer_options(name, **given)  # a featurizer's own option given to another: refused, not dropped
+        with pytest.raises(ParameterError, match=f"^--{option.replace('_', '-')}: featurizer {name} does not"):
+            featurizer_options(name, **{option: given[option]})
     with pytest.raises(ParameterError, match="precomputed needs --embeddings"):
-        featurizer_options("precomputed", **given)
+        featurizer_options("precomputed", **shared)
     with pytest.raises(ParameterError, match="unknown featurizer"):
         featurizer_options("nope")
 

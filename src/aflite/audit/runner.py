@@ -60,7 +60,9 @@ def subset(dataset: Any, keep_ids: Sequence[Any] | np.ndarray) -> Any:
 
 
 def _features(dataset: Any, view: str, cfg: AuditConfig) -> np.ndarray:
-    opts = featurizer_options(cfg.featurizer, model_path=cfg.model_path, device=cfg.device)
+    # the audit's model folder is its fine-tuned models' too (TRA): routed to Φ only when the featurizer takes one
+    path = cfg.model_path if spec(cfg.featurizer).takes("model_path") else None
+    opts = featurizer_options(cfg.featurizer, model_path=path, device=cfg.device)
     feats = featurize(
         dataset.texts_a, dataset.texts_b, featurizer=cfg.featurizer, view=view, cache_dir=cfg.cache_dir,
         show_progress=cfg.show_progress, **opts,

@@ -14,6 +14,7 @@ from aflite.cli.options import (
     add_cache,
     add_columns,
     add_device,
+    add_featurizer_flags,
     add_groups_option,
     add_image_options,
     add_out,
@@ -21,6 +22,7 @@ from aflite.cli.options import (
     add_quiet,
     add_seed,
     dataset_options,
+    featurizer_flag_values,
     image_options,
 )
 from aflite.features.registry import featurizer_names
@@ -102,10 +104,7 @@ def register(sub: Any) -> None:
     add_groups_option(p)
     add_overwrite_option(p)
     g = add_image_options(p)
-    g.add_argument("--embeddings", default=None,
-                   help="for --featurizer precomputed: .npy/.npz/.parquet aligned by id (ids: paths relative to "
-                   "the folder, or the table's --id-column)")
-    g.add_argument("--embedding-ids", default=None, help="ids of a .npy --embeddings file, one per line")
+    add_featurizer_flags(g, "audit")  # --embeddings, --embedding-ids (ids: paths relative to the folder, or a column)
     p.set_defaults(handler=run, validate=_validate,
                    option_defaults={dest: p.get_default(dest) for dest, _ in TEXT_ONLY + IMAGE_ONLY})
 
@@ -154,8 +153,8 @@ def run(args: argparse.Namespace) -> int:
     res = audit_file(args.data, args.out_folder, cfg, compare=args.compare, sample=args.sample, title=args.title,
                      reference=args.reference, dataset_options=dataset_options(args), groups=args.groups,
                      show_progress=not args.quiet, image_options=image_options(args) if is_images else None,
-                     featurizer_options={"image_size": args.image_size, "embeddings": args.embeddings,
-                                         "embedding_ids": args.embedding_ids} if is_images else None)
+                     featurizer_options={"image_size": args.image_size, **featurizer_flag_values(args)}
+                     if is_images else None)
     out: Path = args.out
     print("\n".join(summary_lines(res.results)))
     plots = list(res.metrics.get("tsne_plots", {}).values())

@@ -12,15 +12,17 @@ from aflite.cli.options import (
     add_cluster,
     add_columns,
     add_device,
+    add_featurizer_flags,
     add_image_options,
     add_out,
     add_overwrite_option,
     add_quiet,
     add_seed,
     dataset_options,
+    featurizer_flag_values,
     positive_int,
 )
-from aflite.features.registry import check_backend, featurizer_arg, featurizer_help
+from aflite.features.registry import featurizer_arg, featurizer_help
 
 
 def register(sub: Any) -> None:
@@ -39,10 +41,10 @@ def register(sub: Any) -> None:
     p.add_argument("--featurizer", "-f", default="ngram", type=featurizer_arg("embed"), metavar="NAME[+NAME...]",
                    help=f"Φ: {featurizer_help('embed')} (default ngram)")
     p.add_argument("--view", default="pair", choices=("pair", "hypothesis", "premise"))
-    p.add_argument("--model-path", default=None, help="local Hugging Face model folder (minilm/warmup)")
     p.add_argument("--warmup-size", type=float, default=0.1,
                    help="warmup: rows of the warm-up slice, a count or a fraction (default 0.1)")
-    p.add_argument("--lr", type=float, default=None, help="warmup: fine-tuning learning rate (default 5e-5)")
+    add_featurizer_flags(p.add_argument_group("featurizer options (each refused for a featurizer that does not "
+                                              "take it)"), "embed")
     add_cache(p)
 
     add_image_options(p, "DATA: a folder with one sub-folder per class, a table with a path column, or a HF "
@@ -74,18 +76,26 @@ def _validate(args: argparse.Namespace) -> None:
 
     check_embed_out(args.out, args.overwrite, args.resume)
 
-    check_backend(args.featurizer, args.backend)  # before --out is claimed
+    _featurizer_options(args)  # before --out is claimed: an option the featurizer would ignore is refused
     if args.cluster:
         from aflite.features.shards import check_shardable
 
         check_shardable(args.featurizer)
 
 
+def _featurizer_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The featurizer's own options (--model-path, --lr, ...; the command-wide --device, --backend and
+    --image-size stay embed's keywords)."""
+    featurizer_flag_values(args, args.featurizer, backend=args.backend)
+    return featurizer_flag_values(args)
+
+
 def run(args: argparse.Namespace) -> int:
     from aflite.runs.embed import embed
 
-    res = embed(args.data, args.out_folder, featurizer=args.featurizer, view=args.view, model_path=args.model_path,
-                warmup_size=args.warmup_size, lr=args.lr, cache_dir=args.cache_dir, seed=args.seed, device=args.device,
+    res = embed(args.data, args.out_folder, featurizer=args.featurizer, view=args.view,
+                featurizer_options=_featurizer_options(args),
+                warmup_size=args.warmup_size, cache_dir=args.cache_dir, seed=args.seed, device=args.device,
                 image_size=args.image_size, path_column=args.path_column, chunk_size=args.chunk_size,
                 skip_bad_images=args.skip_bad_images, dataset_options=dataset_options(args),
                 overwrite=args.overwrite, show_progress=not args.quiet, backend=args.backend,

@@ -8,7 +8,16 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from aflite.cli.options import add_cache, add_columns, add_out, add_overwrite_option, add_quiet, dataset_options
+from aflite.cli.options import (
+    add_cache,
+    add_columns,
+    add_featurizer_flags,
+    add_out,
+    add_overwrite_option,
+    add_quiet,
+    dataset_options,
+    featurizer_flag_values,
+)
 
 
 def register(sub: Any) -> None:
@@ -37,8 +46,8 @@ def register(sub: Any) -> None:
     p.add_argument("--neighbours", type=int, default=3, help="nearest kept rows listed per removed row (default 3)")
     add_cache(p, help="cache folder for Φ when explain has to recompute it (default OUT/cache); the run's own "
               "cache, RUN_DIR/cache, is read first and never written, and a folder inside a run folder is refused")
-    p.add_argument("--embeddings", default=None, help="the run's --embeddings file, for a precomputed-Φ run")
-    p.add_argument("--embedding-ids", default=None, help="ids of a .npy --embeddings file, one per line")
+    add_featurizer_flags(p.add_argument_group("the run's featurizer options that explain needs to recompute its Φ "
+                                              "(the run recorded the others)"), "explain")
     p.add_argument("--ngram-coefficients", action="store_true",
                    help="n-gram Φ only: refit the run's featurizer (one more featurizing pass) and list, per row and "
                    "overall, the tokens the ensemble's own weights push towards the gold label")
@@ -68,11 +77,7 @@ def _validate(args: argparse.Namespace) -> None:
 def run(args: argparse.Namespace) -> int:
     from aflite.runs.explain import explain
 
-    fopts: dict[str, Any] = {}
-    if args.embeddings:
-        fopts["embeddings"] = args.embeddings
-        if args.embedding_ids:
-            fopts["embedding_ids"] = args.embedding_ids
+    fopts = featurizer_flag_values(args)  # checked against the run's featurizer by explain
     res = explain(args.data, args.run_dir, args.out_folder, alpha=args.alpha, min_count=args.min_count,
                   random_seeds=args.random_seeds, token_view=args.token_view, neighbours=args.neighbours,
                   cache_dir=args.cache_dir, dataset_options=dataset_options(args), featurizer_options=fopts,

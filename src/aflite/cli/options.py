@@ -24,12 +24,15 @@ from pathlib import Path
 from typing import Any
 
 from aflite.device import DEVICE_HELP
+from aflite.features.registry import COMMAND_OPTIONS, OPTIONS, featurizer_options, option_commands, takers
 
 __all__ = [
     "add_out",
     "add_seed",
     "add_quiet",
     "add_device",
+    "add_featurizer_flags",
+    "featurizer_flag_values",
     "add_backend",
     "add_columns",
     "add_cache",
@@ -166,6 +169,32 @@ def add_columns(p: argparse.ArgumentParser) -> None:
     g.add_argument("--text-b", default=None, metavar="COL", help="second text (hypothesis) column")
     g.add_argument("--label", default=None, metavar="COL", help="label column")
     g.add_argument("--id-column", default=None, metavar="COL", help="id column (default: row numbers)")
+
+
+def add_featurizer_flags(p: Any, command: str) -> None:
+    """The flags of every declared featurizer option (:data:`aflite.features.registry.OPTIONS`) that ``command``
+    offers, each with the featurizers that take it in its help: a featurizer registered with a new option gets its
+    flag on every command that offers it, and :func:`featurizer_flag_values` routes the values back."""
+    names = []
+    for opt in OPTIONS.values():
+        if command not in option_commands(opt):
+            continue
+        p.add_argument(opt.flag, type=opt.type, default=None, metavar=opt.metavar,
+                       help=f"{opt.help} (featurizers: {', '.join(takers(opt.name))})")
+        names.append(opt.name)
+    p.set_defaults(featurizer_flags=tuple(names))
+
+
+def featurizer_flag_values(args: argparse.Namespace, featurizer: str | None = None,
+                           **command_options: Any) -> dict[str, Any]:
+    """The featurizer options the user gave on the command line (the flags :func:`add_featurizer_flags` made, plus
+    ``command_options``: the command-wide ones such as ``device``), checked against ``featurizer`` when given: a
+    flag the featurizer does not take is a :class:`~aflite.errors.ParameterError` (one line, exit 2)."""
+    given = {name: getattr(args, name) for name in getattr(args, "featurizer_flags", ())}
+    given.update({k: v for k, v in command_options.items() if k in COMMAND_OPTIONS})
+    if featurizer is None:
+        return {k: v for k, v in given.items() if v is not None}
+    return featurizer_options(featurizer, **given)
 
 
 def add_overwrite_option(p: argparse.ArgumentParser) -> None:

@@ -12,20 +12,17 @@ from aflite.cli.options import (
     add_backend,
     add_cache,
     add_columns,
+    add_featurizer_flags,
     add_groups_option,
     add_image_options,
     add_out,
     add_overwrite_option,
     add_quiet,
     dataset_options,
+    featurizer_flag_values,
     image_options,
 )
-from aflite.features.registry import (
-    check_backend,
-    featurizer_arg,
-    featurizer_help,
-    featurizer_options,
-)
+from aflite.features.registry import featurizer_arg, featurizer_help
 from aflite.verdict import phases_text
 
 
@@ -35,13 +32,8 @@ def add_pipeline_options(p: argparse.ArgumentParser, featurizer_default: str) ->
                    help=f"Φ: {featurizer_help('run')} (default {featurizer_default})")
     p.add_argument("--view", default="pair", choices=("pair", "hypothesis", "premise"),
                    help="which text the features see: both, or one side to target a partial-input bias (default pair)")
-    p.add_argument("--model-path", default=None,
-                   help="a local Hugging Face model folder for minilm/warmup (default: the bundled all-MiniLM-L6-v2)")
-    p.add_argument("--embeddings", default=None, help="for --featurizer precomputed: .npy/.npz/.parquet aligned by id")
-    p.add_argument("--embedding-ids", default=None, help="ids of a .npy --embeddings file, one per line")
-    p.add_argument("--max-steps", type=int, default=None, help="warmup: cap on fine-tuning steps")
-    p.add_argument("--lr", type=float, default=None,
-                   help="warmup: fine-tuning learning rate (default 5e-5 for text, 1e-3 for images)")
+    add_featurizer_flags(p.add_argument_group("featurizer options (each refused for a featurizer that does not "
+                                              "take it)"), "run")
 
     g = add_image_options(p)
     g.add_argument("--link-dir", type=Path, default=None,
@@ -64,8 +56,13 @@ def add_pipeline_options(p: argparse.ArgumentParser, featurizer_default: str) ->
 
 
 def _validate(args: argparse.Namespace) -> None:
-    """Before --out is claimed: a --backend the featurizer would ignore."""
-    check_backend(args.featurizer, args.backend)
+    """Before --out is claimed: a featurizer option (or --backend) the chosen featurizer would ignore."""
+    _featurizer_options(args)
+
+
+def _featurizer_options(args: argparse.Namespace) -> dict[str, Any]:
+    return featurizer_flag_values(args, args.featurizer, device=args.device, backend=args.backend,
+                                  image_size=args.image_size if args.image_size != 224 else None)
 
 
 def register(sub: Any) -> None:
@@ -84,10 +81,7 @@ def register(sub: Any) -> None:
 
 
 def pipeline_kwargs(args: argparse.Namespace) -> dict[str, Any]:
-    fopts = featurizer_options(args.featurizer, model_path=args.model_path or None, device=args.device,
-                               image_size=args.image_size if args.image_size != 224 else None,
-                               max_steps=args.max_steps, lr=args.lr, embeddings=args.embeddings,
-                               embedding_ids=args.embedding_ids or None, backend=args.backend)
+    fopts = _featurizer_options(args)
     params = {"target_size": args.target_size, "n_partitions": args.n_partitions, "train_size": args.train_size,
               "slice_size": args.slice_size, "threshold": args.threshold}
     return dict(featurizer=args.featurizer, view=args.view, params=params, strategy=args.strategy, seed=args.seed,

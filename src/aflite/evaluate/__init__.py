@@ -41,7 +41,7 @@ tables, plot) and :mod:`~aflite.evaluate.probe` (partial-input probes). Every pu
 
 from __future__ import annotations
 
-from aflite.evaluate.models import FEATURE_MODELS, MODEL_KINDS, PROBE_FEATURIZERS, FinetuneOptions, ModelSpec
+from aflite.evaluate.models import FEATURE_MODELS, MODEL_KINDS, FinetuneOptions, ModelSpec, probe_featurizers
 from aflite.evaluate.probe import ProbeResult, compare_partial_input, probe_skip_reason, text_probe_accuracy
 from aflite.evaluate.runner import compare_runs
 from aflite.evaluate.sets import HANS_PRED_MAP, EvalSet, TrainingSet, load_eval_set, load_hans, single_iteration_rows
@@ -56,7 +56,7 @@ __all__ = [
     "HANS_PRED_MAP",
     "MODEL_KINDS",
     "ModelSpec",
-    "PROBE_FEATURIZERS",
+    "probe_featurizers",
     "ProbeResult",
     "TrainingSet",
     "compare_partial_input",

@@ -32,9 +32,14 @@ from aflite.hashing import data_fingerprint
 
 MODEL_KINDS = ("probe", "mlp", "ngram", "ppmi", "finetune")
 FEATURE_MODELS = ("probe", "mlp")
-PROBE_FEATURIZERS = featurizer_names("evaluate")  # the registry's; the image featurizers: image datasets
 # FinetuneOptions fields that choose the learning rate, not the model trained with it (left out of cache keys)
 LR_CHECK_FIELDS = ("lr_candidates", "lr_check_rows", "cpu_lr_check_rows")
+
+
+def probe_featurizers() -> tuple[str, ...]:
+    """The featurizers a probe or MLP model may read: the registry's for ``evaluate``, read at each call so that
+    one registered later is offered (the image featurizers serve image datasets)."""
+    return featurizer_names("evaluate")
 
 
 @dataclass(frozen=True)
@@ -57,8 +62,9 @@ class ModelSpec:
         kind, rest = parts[0], parts[1:]
         feat = None
         if kind in FEATURE_MODELS:
-            if not rest or rest[0] not in PROBE_FEATURIZERS:
-                raise ParameterError(f"model {text!r}: {kind} needs a featurizer ({', '.join(PROBE_FEATURIZERS)}), "
+            offered = probe_featurizers()
+            if not rest or rest[0] not in offered:
+                raise ParameterError(f"model {text!r}: {kind} needs a featurizer ({', '.join(offered)}), "
                                      f"e.g. {kind}:minilm:pair")
             feat, rest = rest[0], rest[1:]
         view = rest[0] if rest else "pair"

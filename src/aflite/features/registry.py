@@ -10,18 +10,60 @@ registry without numpy."""
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from aflite.errors import ParameterError
 
-__all__ = ["COMBINE", "FeaturizerSpec", "REGISTRY", "check_backend", "combined_spec", "default_featurizer",
-           "featurizer_arg", "featurizer_help", "featurizer_names", "featurizer_options", "find",
-           "image_featurizer_options", "register", "run_options", "spec"]
+__all__ = ["COMBINE", "COMMAND_OPTIONS", "FeaturizerOption", "FeaturizerSpec", "OPTIONS", "REGISTRY",
+           "check_backend", "combined_spec", "default_featurizer", "featurizer_arg", "featurizer_help",
+           "featurizer_names", "featurizer_options", "find", "image_featurizer_options", "option_commands",
+           "refuse_untaken", "register", "run_options", "spec", "takers"]
 
 CONTEXT = ("show_progress", "ids")  # keywords featurize gives a class from the call, when the class takes them
 COMBINE = "+"  # "warmup+ngram": the named featurizers' matrices side by side (aflite.features.combined)
 COMBINED_COMMANDS = ("run", "embed")  # the commands that offer a combination
+
+
+@dataclass(frozen=True)
+class FeaturizerOption:
+    """One option of one or more featurizers, declared once: its keyword (``model_path``), the type of its value on a
+    command line, its help and the commands that offer it (beyond those, a command that recomputes a run's Φ).
+    Each command's flag (``--model-path``), its help (with the featurizers that take it) and the routing of its value
+    to the chosen featurizer follow from this declaration (:func:`aflite.cli.options.add_featurizer_flags`), and a
+    value given to a featurizer that does not take it is refused in one line (:func:`featurizer_options`)."""
+
+    name: str
+    type: Callable[[str], Any] = str
+    help: str = ""
+    commands: tuple[str, ...] = ("run", "embed")
+    metavar: str | None = None
+
+    @property
+    def flag(self) -> str:
+        return "--" + self.name.replace("_", "-")
+
+
+# Options a command declares itself, because they mean more there than one featurizer's keyword: ``device`` (where
+# every PyTorch step of the command runs), ``backend`` (:func:`aflite.cli.options.add_backend`, refused by
+# :func:`check_backend` for a featurizer without an encoder) and ``image_size`` (images are loaded at that size).
+# They are routed to the featurizers that take them and dropped silently for the others.
+COMMAND_OPTIONS = ("device", "backend", "image_size")
+
+OPTIONS: dict[str, FeaturizerOption] = {o.name: o for o in (
+    FeaturizerOption("model_path", str, "a local Hugging Face model folder (default: the bundled all-MiniLM-L6-v2 "
+                     "for text, EfficientNet-Lite0 for images)", commands=("run", "embed"), metavar="DIR"),
+    FeaturizerOption("max_steps", int, "cap on the warm-up's fine-tuning steps", commands=("run", "embed"),
+                     metavar="N"),
+    FeaturizerOption("lr", float, "the warm-up's fine-tuning learning rate (default 5e-5 for text, 1e-3 for images)",
+                     commands=("run", "embed")),
+    FeaturizerOption("embeddings", str, ".npy/.npz/.parquet vectors aligned by id (ids: a column of the table, or "
+                     "--embedding-ids)", commands=("run", "audit", "explain"), metavar="FILE"),
+    FeaturizerOption("embedding_ids", str, "ids of a .npy --embeddings file, one per line",
+                     commands=("run", "audit", "explain"), metavar="FILE"),
+)}
+MODALITIES = ("text", "image", "text+image", "any")
 
 
 @dataclass(frozen=True)
@@ -113,11 +155,43 @@ REGISTRY: dict[str, FeaturizerSpec] = {s.name: s for s in (
 )}
 
 
-def register(new: FeaturizerSpec) -> FeaturizerSpec:
+def register(new: FeaturizerSpec, *options: FeaturizerOption) -> FeaturizerSpec:
     """Add a featurizer (or replace one of the same name): every command offers it from then on (the CLI's choices
-    are read when its parser is built)."""
+    and flags are read when its parser is built). ``options`` declares the options it takes that no registered
+    featurizer declared yet (each once, :class:`FeaturizerOption`); ``new.options`` names every option it takes.
+    What it is given is checked here, in one line, rather than when a command first builds it."""
+    if not new.name or COMBINE in new.name or not new.name.replace("-", "").replace("_", "").isalnum():
+        raise ParameterError(f"featurizer name {new.name!r}: letters, digits, '-' and '_' only (and no {COMBINE!r}, "
+                             f"which joins featurizers)")
+    if new.modality not in MODALITIES:
+        raise ParameterError(f"featurizer {new.name!r}: modality {new.modality!r} is none of {', '.join(MODALITIES)}")
+    if new.factory is None:
+        raise ParameterError(f"featurizer {new.name!r}: no factory (its class, or 'module:attribute')")
+    for opt in options:
+        known = OPTIONS.get(opt.name)
+        if known is not None and known != opt:
+            raise ParameterError(f"featurizer {new.name!r}: option {opt.name!r} is already declared differently "
+                                 f"({known.help!r}); reuse it by name")
+    declared = {**OPTIONS, **{o.name: o for o in options}}
+    unknown = [o for o in new.options if o not in declared and o not in COMMAND_OPTIONS]
+    if unknown:
+        raise ParameterError(f"featurizer {new.name!r}: option(s) {', '.join(unknown)} not declared; pass a "
+                             f"FeaturizerOption for each to register()")
+    OPTIONS.update({o.name: o for o in options})
     REGISTRY[new.name] = new
     return new
+
+
+def takers(option: str) -> tuple[str, ...]:
+    """The registered featurizers that take ``option``."""
+    return tuple(s.name for s in REGISTRY.values() if s.takes(option))
+
+
+def option_commands(option: FeaturizerOption) -> tuple[str, ...]:
+    """The commands whose flags include ``option``: those it names that offer a featurizer taking it, and explain
+    (which recomputes a run's Φ) where it names explain."""
+    return tuple(c for c in option.commands
+                 if c == "explain" or any(c in s.commands for s in REGISTRY.values() if s.takes(option.name)))
 
 
 def spec(name: str) -> FeaturizerSpec:
@@ -242,15 +316,33 @@ def featurizer_help(command: str) -> str:
 
 
 def featurizer_options(name: str, **given: Any) -> dict[str, Any]:
-    """The options among ``given`` that featurizer ``name`` accepts, None dropped; a missing required option is a
-    :class:`ParameterError`. This is how a command routes its flags to the featurizer it runs."""
+    """The options among ``given`` that featurizer ``name`` accepts, None dropped. A declared option given a value
+    that the featurizer does not take (``--lr`` with ``-f ngram``) is a :class:`ParameterError` naming the
+    featurizers that take it, as is a missing required option: nothing is ignored without a word. The command-wide
+    options (:data:`COMMAND_OPTIONS`) are routed where taken. This is how a command routes its flags (and a Python
+    caller's ``featurizer_options``) to the featurizer it runs."""
     found = spec(name)
     check_backend(name, given.get("backend"))
+    refuse_untaken(name, given)
     out = {k: v for k, v in given.items() if found.takes(k) and v is not None}
     for option, what in found.required:
         if not out.get(option):
             raise ParameterError(f"--featurizer {name} needs {what}")
     return out
+
+
+def refuse_untaken(name: str, given: dict[str, Any]) -> None:
+    """A :class:`ParameterError` for the first option in ``given`` (None values aside) that featurizer ``name``
+    does not take, naming the featurizers that do; the command-wide options (:data:`COMMAND_OPTIONS`) pass."""
+    found = spec(name)
+    for key, value in given.items():
+        if value is None or found.takes(key) or key in COMMAND_OPTIONS:
+            continue
+        opt = OPTIONS.get(key)
+        who = takers(key)
+        raise ParameterError(f"{opt.flag if opt is not None else key}: featurizer {name} does not take it"
+                             + (f" ({key} is an option of {', '.join(who)})" if who else
+                                f" (it takes {', '.join(found.options) or 'no options'})"))
 
 
 def check_backend(name: str, backend: str | None) -> None:

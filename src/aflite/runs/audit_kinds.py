@@ -175,7 +175,8 @@ class ImageAudit:
 def _route(cfg: Any, given: dict[str, Any] | None) -> dict[str, Any]:
     """The featurizer options of an image audit: those the registry routes to its featurizer (a precomputed Φ
     needs its --embeddings), with the audit's device and model folder."""
-    return featurizer_options(cfg.featurizer, **{**(given or {}), "device": cfg.device, "model_path": cfg.model_path})
+    path = cfg.model_path if spec(cfg.featurizer).takes("model_path") else None  # also TRA's model folder
+    return featurizer_options(cfg.featurizer, **{**(given or {}), "device": cfg.device, "model_path": path})
 
 
 def audit_kind(data_path: Any, featurizer: str | None = None,

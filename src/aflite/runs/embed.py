@@ -28,7 +28,8 @@ from aflite.data.images import files_fingerprint
 from aflite.errors import InputError, OutputError, ParameterError
 from aflite.features import featurize_dataset, make_featurizer
 from aflite.features.npy import embed_to_npy
-from aflite.features.registry import check_backend, featurizer_names, featurizer_options, spec
+from aflite.features.registry import featurizer_names, spec
+from aflite.features.registry import featurizer_options as featurizer_options_for
 from aflite.features.shards import ShardedTransform, check_shardable
 from aflite.hashing import json_digest
 from aflite.rundir.names import WARMUP_IDS
@@ -80,7 +81,7 @@ def check_embed_out(out: str | os.PathLike[str], overwrite: bool = False, resume
 
 @recording_warnings()  # scikit-learn's warnings counted in results.json (aflite.rundir.results)
 def embed(data_path: Any, out: str | os.PathLike[str] | RunFolder, *, featurizer: str = "ngram",
-          view: str = "pair", model_path: str | None = None, warmup_size: float = 0.1, lr: float | None = None,
+          view: str = "pair", featurizer_options: dict[str, Any] | None = None, warmup_size: float = 0.1,
           cache_dir: str | os.PathLike[str] | None = None, seed: int = 0, device: str = "auto",
           image_size: int = 224, path_column: str | None = None, chunk_size: int = 4096,
           skip_bad_images: bool = False, dataset_options: dict[str, Any] | None = None,
@@ -88,6 +89,8 @@ def embed(data_path: Any, out: str | os.PathLike[str] | RunFolder, *, featurizer
           cluster: Any = None, resume: bool = False) -> EmbedResult:
     """Featurize ``data_path`` with ``featurizer`` under ``view`` and write the files listed in the module
     docstring into ``out`` (a path, or the CLI's claimed :class:`~aflite.runs.folder.RunFolder`).
+    ``featurizer_options`` are the featurizer's own options (``model_path``, ``lr``, ``max_steps``, ...; one that
+    the featurizer does not take is refused), as for :func:`aflite.run`.
 
     ``data_path`` is read as images or text by :func:`aflite.data.open_dataset` (an image folder, or an image
     featurizer: images; ``dataset_options``: the column keywords of :func:`aflite.data.load_dataset`); a pandas
@@ -106,7 +109,8 @@ def embed(data_path: Any, out: str | os.PathLike[str] | RunFolder, *, featurizer
     check_embed_out(folder.path, overwrite, resume)
     if cluster is not None:
         check_shardable(featurizer)
-    check_backend(featurizer, backend)
+    options = featurizer_options_for(featurizer, **(featurizer_options or {}), device=device, backend=backend,
+                                     image_size=image_size if image_size != 224 else None)
     cache = Path(cache_dir) if cache_dir is not None else folder.path / "cache"
     if overwrite:  # start over: no partial image run is resumed
         for name in (FEATURES + ".partial", FEATURES + ".progress.json"):
@@ -114,8 +118,6 @@ def embed(data_path: Any, out: str | os.PathLike[str] | RunFolder, *, featurizer
     ds = data.open_dataset(data_path, reads=spec(featurizer).modality, path_column=path_column,
                            skip_bad_images=skip_bad_images, **(dataset_options or {}))
     data.check_view_texts(ds, view)  # a column empty in every row: nothing for Φ (images: no check)
-    options = featurizer_options(featurizer, model_path=model_path or None, device=device, backend=backend,
-                                 lr=lr, image_size=image_size if image_size != 224 else None)
     executor, release = use_cluster(cluster)
     try:
         if ds.modality == "image":

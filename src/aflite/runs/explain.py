@@ -28,7 +28,7 @@ from aflite.data import open_dataset, source_name
 from aflite.errors import InputError, ParameterError
 from aflite.explain.recompute import first_phase, token_texts
 from aflite.features import Features, featurize_dataset
-from aflite.features.registry import run_options, spec
+from aflite.features.registry import refuse_untaken, run_options, spec
 from aflite.hashing import inputs_fingerprint
 from aflite.rundir.lock import check_outside_runs
 from aflite.rundir.read import Instances, RunRecord, read_run
@@ -74,6 +74,7 @@ def _features(ds: Any, run: RunRecord, cache_dir: Path, featurizer_options: dict
     recorded (lists back to tuples)."""
     fz = run.featurizer
     opts = {k: v for k, v in run_options(fz["name"], fz.get("options")).items() if v is not None}
+    refuse_untaken(fz["name"], featurizer_options or {})  # an option the run's featurizer does not take
     opts.update(featurizer_options or {})
     opts = {k: tuple(v) if isinstance(v, list) else v for k, v in opts.items()}
     for option, what in spec(fz["name"]).required:

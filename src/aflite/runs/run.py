@@ -32,6 +32,7 @@ from aflite.defaults import SNLI_DEFAULTS
 from aflite.errors import InputError, ParameterError
 from aflite.evaluate import compare_partial_input, probe_skip_reason
 from aflite.features import Features, featurize_dataset
+from aflite.features.registry import featurizer_options as featurizer_options_for
 from aflite.features.registry import spec
 from aflite.features.shards import ShardedTransform
 from aflite.hashing import dataset_fingerprint, file_sha256
@@ -318,6 +319,7 @@ def run(data_path: Any, out: str | os.PathLike[str] | RunFolder | None = None, *
     on Dask workers (:mod:`aflite.cluster.shards`; the same features, bit for bit) and fits the partitions there."""
     base, given, fixed = _estimator(aflite, params, strategy, seed, device, storage)
     seed = fixed["random_state"]
+    featurizer_options = featurizer_options_for(featurizer, **(featurizer_options or {}))  # one it does not take
     folder = None if out is None else RunFolder.of(out, "run")
     if folder is None and (resume or link_dir is not None):
         raise ParameterError("resume and link_dir need a run folder: give out")
