@@ -41,8 +41,6 @@ if TYPE_CHECKING:  # the names for type checkers; at run time each is imported o
         DEFAULT_CHUNK_SIZE,
         DEFAULT_IMAGE_CHUNK_SIZE,
         DEFAULT_MAX_LENGTH,
-        FEATURIZERS,
-        IMAGE_FEATURIZERS,
         VIEWS,
         Featurizer,
         Matrix,
@@ -57,8 +55,7 @@ if TYPE_CHECKING:  # the names for type checkers; at run time each is imported o
 
 # public name -> module; lazy so that the CLI can read aflite.features.registry (``aflite --help``) without numpy
 _LAZY: dict[str, str] = {
-    **dict.fromkeys(("DEFAULT_CHUNK_SIZE", "DEFAULT_IMAGE_CHUNK_SIZE", "DEFAULT_MAX_LENGTH", "FEATURIZERS",
-                     "IMAGE_FEATURIZERS", "VIEWS", "Featurizer", "Matrix", "apply_view"), "aflite.features.base"),
+    **dict.fromkeys(("DEFAULT_CHUNK_SIZE", "DEFAULT_IMAGE_CHUNK_SIZE", "DEFAULT_MAX_LENGTH", "VIEWS", "Featurizer", "Matrix", "apply_view"), "aflite.features.base"),
     **dict.fromkeys(("Features", "cache_key", "featurize", "featurize_dataset", "make_featurizer"),
                    "aflite.features.cache"),
     "ImageFeaturizer": "aflite.features.images",
@@ -92,10 +89,8 @@ __all__ = [
     "DEFAULT_CHUNK_SIZE",
     "DEFAULT_IMAGE_CHUNK_SIZE",
     "DEFAULT_MAX_LENGTH",
-    "FEATURIZERS",
     "Features",
     "Featurizer",
-    "IMAGE_FEATURIZERS",
     "ImageFeaturizer",
     "Matrix",
     "MiniLMFeaturizer",

@@ -15,15 +15,13 @@ from aflite.data.images import files_fingerprint
 from aflite.device import check_precision, torch_device
 from aflite.encoders.onnx_text import resolve_backend
 from aflite.errors import InputError, ParameterError
-from aflite.features.registry import REGISTRY
+from aflite.features.registry import find
 from aflite.hashing import data_fingerprint
 
 log = logging.getLogger("aflite.features")
 
 
 VIEWS = ("pair", "hypothesis", "premise")
-FEATURIZERS = tuple(REGISTRY)  # the names, from the one registry (aflite.features.registry)
-IMAGE_FEATURIZERS = tuple(name for name, spec in REGISTRY.items() if spec.modality == "image")
 DEFAULT_MAX_LENGTH = 256
 DEFAULT_CHUNK_SIZE = 4096
 DEFAULT_IMAGE_CHUNK_SIZE = 512
@@ -96,9 +94,6 @@ class Computes:
     it does differently (a warm-up slice, image files in the cache key, a calibration pass, progress stages), so
     that featurize itself never asks which featurizer it runs."""
 
-    resumable = False  # transform works chunk by chunk (resumable, and shardable on a cluster)
-    cacheable = True  # False: the matrix is the user's own file (nothing to compute or cache)
-
     @property
     def reads_images(self) -> bool:
         """Whether its inputs are image references (their files' sizes and times join the cache key)."""
@@ -118,22 +113,22 @@ class Computes:
         return None, extra
 
     def compute(self, job: FeatureJob, rows: np.ndarray, warmup_rows: np.ndarray | None) -> tuple[Any, dict[str, Any]]:
-        """(the matrix of ``rows``, what featurize records about computing it)."""
-        if self.resumable:
+        """(the matrix of ``rows``, what featurize records about computing it): chunk by chunk (resumable, and
+        shardable on a cluster) when the registry says the featurizer ``shards``."""
+        found = find(job.name)
+        if found is not None and found.shards:
             return job.run_chunks(self, job.a, job.b), {}
         return self.fit_transform(job.a, job.b), {}  # type: ignore[attr-defined]
 
 
 class Plain(Computes):
-    """A featurizer with only the :class:`Featurizer` interface (``fit``/``transform``/``get_options``, maybe
-    ``resumable``), given the defaults of :class:`Computes`: how :func:`aflite.features.featurize` runs a class
+    """A featurizer with only the :class:`Featurizer` interface (``fit``/``transform``/``get_options``), given
+    the defaults of :class:`Computes`: how :func:`aflite.features.featurize` runs a class
     that does not derive from it."""
 
     def __init__(self, inner: Any) -> None:
         self.inner = inner
         self.name = getattr(inner, "name", type(inner).__name__)
-        self.resumable = bool(getattr(inner, "resumable", False))
-        self.cacheable = bool(getattr(inner, "cacheable", True))
 
     @property
     def reads_images(self) -> bool:

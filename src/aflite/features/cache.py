@@ -105,7 +105,7 @@ def featurize(
     if n == 0:
         raise InputError("no rows to featurize")
     feat: Any = make_featurizer(featurizer, show_progress=show_progress, ids=ids, **options)
-    if not getattr(feat, "cacheable", True):  # the user's own vectors: read, not computed or cached
+    if spec(featurizer).aligned_by_id:  # the user's own vectors: read, not computed or cached
         x = feat.transform(a, b)
         return Features(x, np.arange(n), np.empty(0, np.int64), featurizer, view, feat.get_options())
     if cache_dir is not None and getattr(feat, "export_dir", False) is None:

@@ -34,7 +34,6 @@ class ImageFeaturizer(BackendEncoder):
     (autocast, pooling in float32; part of the cache key) and ``pipelined`` (images decoded by worker threads ahead
     of the device, embeddings brought back in large blocks): see :mod:`aflite.encoders`."""
 
-    resumable = True
 
     def __init__(
         self,

@@ -75,7 +75,6 @@ class MiniLMFeaturizer(BackendEncoder):
     """
 
     name = "minilm"
-    resumable = True
     # onnx-int8 quantises every MatMul (FFN down-projections too): on 2 quiet cores 2.84x torch against 1.95x with
     # the down-projections in fp32, mean cosine to torch 0.9941, kept-set Jaccard 0.954 on SNLI dev
     # (docs/measured/bench_embed_minilm_int8all.json); both pass the default's bar (0.99 / 0.9)

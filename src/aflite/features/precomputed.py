@@ -111,7 +111,6 @@ class PrecomputedFeaturizer(Computes):
     """
 
     name = "precomputed"
-    cacheable = False  # the vectors are the user's own file
 
     def __init__(
         self,

@@ -86,7 +86,6 @@ class WarmupFeaturizer(BackendEncoder):
     """
 
     name = "warmup"
-    resumable = True
 
     def __init__(
         self,
