@@ -278,3 +278,45 @@ def test_library_imports_sit_at_the_top() -> None:
                     inside.append(f"{m}:{node.lineno} import {node.names[0].name}")
     assert sorted(set(inside)) == []
     assert heavy_at_top == []
+
+
+def _contributing_map() -> list[tuple[str, list[Path]]]:
+    """CONTRIBUTING.md's module map as (layer, files and folders it names): a bare ``minilm.py`` is in the folder
+    of the path before it in the same cell."""
+    page = (SRC.parent / "CONTRIBUTING.md").read_text(encoding="utf-8")
+    layers = {name for name, _ in LAYERS}
+    rows = []
+    for line in page.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) < 3 or cells[0] not in layers:
+            continue
+        here, paths = PKG, []
+        for token in cells[1].split("`")[1::2]:
+            path = PKG / token.removeprefix("aflite/") if "/" in token else here / token  # aflite/x: the root
+            here = path if token.endswith("/") else path.parent
+            paths.append(path)
+        rows.append((cells[0], paths))
+    return rows
+
+
+def test_the_contributing_module_map_is_true() -> None:
+    """CONTRIBUTING.md's module map (the second view of the layers, by file) names files that exist, each in the
+    layer LAYERS gives it, and covers every module of the package."""
+    rows = _contributing_map()
+    assert rows, "no module map found in CONTRIBUTING.md"
+    wrong, covered = [], []
+    for layer, paths in rows:
+        for path in paths:
+            if not path.exists():
+                wrong.append(f"{layer}: {path.relative_to(SRC)} does not exist")
+                continue
+            covered.append(path)
+            files = sorted(path.rglob("*.py")) if path.is_dir() else [path]
+            for f in files:
+                module = next(m for m, p in MODULES.items() if p == f)
+                if LAYERS[_layer(module)][0] != layer:
+                    wrong.append(f"{module} is listed under {layer}, but LAYERS puts it in {LAYERS[_layer(module)][0]}")
+    folders = {c if c.is_dir() else c.parent for c in covered}  # a package's __init__ goes with its modules
+    missing = [m for m, p in MODULES.items() if not any(p == c or c in p.parents for c in covered)
+               and not (p.name == "__init__.py" and p.parent in folders)]
+    assert wrong == [] and missing == [], wrong + [f"{m}: not in CONTRIBUTING.md's module map" for m in missing]

@@ -55,7 +55,8 @@ if TYPE_CHECKING:  # the names for type checkers; at run time each is imported o
 
 # public name -> module; lazy so that the CLI can read aflite.features.registry (``aflite --help``) without numpy
 _LAZY: dict[str, str] = {
-    **dict.fromkeys(("DEFAULT_CHUNK_SIZE", "DEFAULT_IMAGE_CHUNK_SIZE", "DEFAULT_MAX_LENGTH", "VIEWS", "Featurizer", "Matrix", "apply_view"), "aflite.features.base"),
+    **dict.fromkeys(("DEFAULT_CHUNK_SIZE", "DEFAULT_IMAGE_CHUNK_SIZE", "DEFAULT_MAX_LENGTH", "VIEWS",
+                     "Featurizer", "Matrix", "apply_view"), "aflite.features.base"),
     **dict.fromkeys(("Features", "cache_key", "featurize", "featurize_dataset", "make_featurizer"),
                    "aflite.features.cache"),
     "ImageFeaturizer": "aflite.features.images",
