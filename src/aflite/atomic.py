@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import json
+import logging
 import os
 import re
 import tempfile
@@ -198,7 +199,6 @@ def load_cached_npy(path: str | os.PathLike[str], rows: int | None = None) -> np
         if rows is not None and (arr.ndim == 0 or arr.shape[0] != rows):
             raise ValueError(f"{arr.shape[0] if arr.ndim else 0} rows, expected {rows}")
     except (OSError, ValueError, EOFError) as exc:
-        import logging
 
         why = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         logging.getLogger("aflite").warning("damaged cache entry %s (%s): recomputing it", p, why)

@@ -29,6 +29,7 @@ import os
 import sys
 import threading
 from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
@@ -218,7 +219,6 @@ def map_fits(fn: Callable[[T], R], items: Iterable[T], workers: int | None = Non
     n = fit_workers(len(todo)) if workers is None else max(1, min(int(workers), budget(), len(todo)))
     if n <= 1:
         return [fn(x) for x in todo]
-    from concurrent.futures import ThreadPoolExecutor
 
     from threadpoolctl import threadpool_limits
 
@@ -250,7 +250,6 @@ def map_inference(torch: Any, fn: Callable[[T], R], items: Iterable[T], *, devic
         with torch.inference_mode():  # thread-local: each worker enters it
             return fn(x)
 
-    from concurrent.futures import ThreadPoolExecutor
 
     before = torch.get_num_threads()
     torch.set_num_threads(1)

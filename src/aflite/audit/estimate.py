@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import sys
 from typing import Any
 
 from aflite.audit.results import AuditConfig
@@ -19,7 +21,6 @@ _RATES = {
 def _cpu_slowdown() -> float:
     """How much slower than on an idle machine CPU work will run now: the 1-minute load average per core (≥ 1).
     On a shared machine this is the difference between a 3-minute and a 20-minute embedding."""
-    import os
 
     try:
         load = os.getloadavg()[0]
@@ -50,7 +51,6 @@ def estimate_seconds(n: int, cfg: AuditConfig, device: str | None = None) -> dic
 
 def announce(est: dict[str, float], min_seconds: float = 60.0, file: Any = None) -> list[str]:
     """Print (to stderr) one line per stage expected to take more than ``min_seconds``; returns the lines."""
-    import sys
 
     lines = [f"estimate: {stage} ~{_duration(sec)} (before any cache)" for stage, sec in est.items()
              if sec > min_seconds]

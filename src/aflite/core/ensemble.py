@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import time
 from abc import ABC, abstractmethod
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -455,7 +456,6 @@ class FastLogisticEnsemble(LinearEnsemble):
         work = n * (self._dim + 1) * self._k * sum(t.mask.shape[1] for t in tasks)
         if jobs <= 1 or len(tasks) == 1 or work < 20_000_000:
             return [fit_block_local(store, t) for t in tasks]
-        from concurrent.futures import ThreadPoolExecutor
 
         store.select(tasks[0].rows)  # compact once, before the threads share the store
         with ThreadPoolExecutor(max_workers=min(jobs, len(tasks))) as pool:

@@ -16,6 +16,7 @@ inputs: the same bits for any number of threads or cluster workers, each block b
 from __future__ import annotations
 
 import os
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -369,7 +370,6 @@ def compact_rows(data: NDArray[np.float32], pos: NDArray[np.intp]) -> bool:
     half = n // 2
     first_late = int(np.searchsorted(pos[:half], half))  # rows i < half whose source pos[i] >= half
     aside = data[pos[first_late:half]]  # a copy: the second half's writes may overwrite these sources
-    from concurrent.futures import ThreadPoolExecutor
 
     with ThreadPoolExecutor(max_workers=2) as pool:  # the compiled loop releases the GIL
         done = [pool.submit(_compact, data, pos, 0, first_late), pool.submit(_compact, data, pos, half, n)]

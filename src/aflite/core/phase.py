@@ -7,6 +7,8 @@ loops over phases. Everything random comes from the ``rng`` the caller passes (o
 
 from __future__ import annotations
 
+import copy
+import inspect
 import time
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
@@ -310,8 +312,6 @@ def fresh_model(model: Any) -> Any:
         from sklearn.base import clone
 
         return clone(model)
-    import copy
-    import inspect
 
     try:
         sig = inspect.signature(type(model).__init__)

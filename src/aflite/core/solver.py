@@ -24,6 +24,7 @@ Two ways of computing the objective over the rows of S (the *solver*):
 from __future__ import annotations
 
 import time
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -302,7 +303,6 @@ class _ChunkedOwnOps(_NumpyBlockOps):
             for c in todo:
                 one(c, (data_loss, gw, gb))
         else:  # the kernel releases the GIL; chunk sums are added in chunk order, so threads change no bits
-            from concurrent.futures import ThreadPoolExecutor
 
             with ThreadPoolExecutor(max_workers=jobs) as pool:
                 for part_l, part_g, part_b in pool.map(one, todo):

@@ -3,6 +3,7 @@ compacted as S shrinks (:class:`FeatureStore`), chunking and the thread map over
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -52,7 +53,6 @@ def map_chunks(fn: Any, starts: Any, n_jobs: int | None = None) -> list[Any]:
     with threadpool_limits(limits=1, user_api="blas"):
         if jobs <= 1:
             return [fn(r0) for r0 in starts]
-        from concurrent.futures import ThreadPoolExecutor
 
         with ThreadPoolExecutor(max_workers=jobs) as pool:
             return list(pool.map(fn, starts))

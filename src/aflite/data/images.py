@@ -26,10 +26,14 @@ Images are a modality inside each concept: this module reads and writes them (da
 from __future__ import annotations
 
 import csv
+import dataclasses
 import functools
+import gzip
 import io
 import json
 import os
+import shutil
+import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -187,7 +191,6 @@ def load_image_dataset(
 
 
 def _select(ds: Dataset, rows: np.ndarray) -> Dataset:
-    import dataclasses
 
     src = dataclasses.replace(ds.source, row_index=ds.source.row_index[rows],
                               raw_records=None if ds.source.raw_records is None else
@@ -220,7 +223,6 @@ def _load_folder(p: Path) -> Dataset:
 
 def _table_columns(p: Path) -> list[str]:
     """The column names of a table, from its schema or first line only (no need to read a large file)."""
-    import gzip
 
     suffix = _base_suffix(p)
     if suffix in (".parquet", ".pq"):
@@ -342,8 +344,6 @@ def write_folder_outputs(ds: Any, keep: np.ndarray, out: str | os.PathLike[str],
 def link_tree(ds: Any, keep: np.ndarray, link_dir: str | os.PathLike[str], by_label: bool = False) -> Path:
     """Symlinks ``LINK_DIR/<id>`` (``by_label``: ``LINK_DIR/<label>/<id>_<file name>``) → each kept image,
     built in a temporary folder and renamed into place. HF dataset images have no file to link to."""
-    import shutil
-    import tempfile
 
     dest = check_link_dir(link_dir)
     check_link_names(ds, keep, by_label)

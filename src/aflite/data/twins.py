@@ -3,6 +3,7 @@ train on with one label and test with another; the warning that says so."""
 
 from __future__ import annotations
 
+import sys
 from collections import Counter
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -59,7 +60,6 @@ def twins_warning(what: str, n_twins: int, n_rows: int, example: Any, group_by: 
 
 def warn_twins(ds: Dataset, views: Sequence[str], group_by: str, file: Any = None) -> list[str]:
     """Print (to stderr) and return one :func:`twins_warning` per side a view uses that has twins."""
-    import sys
 
     if ds.groups is None or ds.texts_b is None:
         return []

@@ -20,6 +20,7 @@ cluster); the shaped features of both come from :mod:`aflite.experiments.shapes`
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from typing import Any
@@ -402,7 +403,6 @@ def run_benchmark(
         del b  # the complete runs happen in child processes: hold the features only as long as needed
     say(f"data: {desc} ({time.perf_counter() - t0:.1f} s)")
     params = _table8(len(y))
-    import os
 
     out: dict[str, Any] = {"data": desc, "versions": versions(), "solvers": list(solvers),
                            "load_average_at_start": list(os.getloadavg()),  # other jobs on the machine

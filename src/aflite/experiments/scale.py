@@ -4,7 +4,9 @@ that the predictions are identical to one process), and optionally the complete 
 
 from __future__ import annotations
 
+import threading
 import time
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -24,7 +26,6 @@ class _MemorySampler:
     """Peak resident memory of this process, split into anonymous (heap) and file-backed (memory-mapped)."""
 
     def __init__(self, interval: float = 0.25) -> None:
-        import threading
 
         self.peak = {"rss": 0, "anon": 0, "file": 0}
         self._stop = threading.Event()
@@ -132,7 +133,6 @@ def scale_benchmark(
     """Scale benchmark on a memory-mapped .npy: one phase per device (ratios against the CPU), the same phase
     on a local Dask cluster of each size in ``cluster_workers`` (scaling, and identity with one process), and
     optionally the complete filter. Each job runs in a fresh process so that its peak memory is its own."""
-    from pathlib import Path
 
     if not 0 < scale <= 1:
         raise ParameterError("--scale must lie in (0, 1]")

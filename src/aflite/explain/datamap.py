@@ -23,6 +23,7 @@ extra ``aflite[explain]``. Without it the column is left empty and the results s
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 from typing import Any
 
@@ -81,7 +82,6 @@ def label_issues(proba: NDArray[np.float64], y: NDArray[np.int64]) -> LabelIssue
         return LabelIssues(flags, f"too few scored rows per class for confident learning ({int(scored.sum())})")
     Ps = P[scored]
     Ps = Ps / Ps.sum(1, keepdims=True)
-    import warnings
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # cleanlab warns about classes with few rows; the counts are reported

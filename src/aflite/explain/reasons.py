@@ -24,6 +24,7 @@ Gaussian random projection to at most 64 dimensions, which keeps the search chea
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -128,7 +129,6 @@ def fit_surrogate(
         return Surrogate([], float("nan"), float("nan"), f, [""] * len(y))
     a = float(alpha) if alpha is not None else 5.0 / len(scored)
     model = Lasso(alpha=a, fit_intercept=True, max_iter=2000, tol=1e-4, selection="cyclic", random_state=random_state)
-    import warnings
 
     from sklearn.exceptions import ConvergenceWarning
 

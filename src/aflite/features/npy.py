@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -24,7 +25,6 @@ def embed_to_npy(refs: Sequence[str], featurizer: Any, dest: str | os.PathLike[s
     the file is renamed to ``dest`` (atomically) and the progress file removed. ImageNet-sized runs
     (1.28M × 1,280 float32 ≈ 6.6 GB) then go to ``aflite filter --mmap``.
     """
-    import math
 
     if chunk_size < 1:
         raise ParameterError(f"chunk_size must be >= 1, got {chunk_size}")

@@ -9,6 +9,7 @@ registry without numpy."""
 
 from __future__ import annotations
 
+import argparse
 import importlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -255,7 +256,6 @@ def combined_spec(name: str) -> FeaturizerSpec:
 def featurizer_arg(command: str) -> Any:
     """An argparse ``type`` for ``--featurizer`` of ``command``: a registered name the command offers, or a
     combination of them (``warmup+ngram``); anything else is a usage error naming the choices."""
-    import argparse
 
     def parse(value: str) -> str:
         try:

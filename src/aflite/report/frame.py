@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import gzip
 import html
+import importlib.util
 import json
 import math
 import re
@@ -90,7 +91,6 @@ def plotly_js() -> str | None:
     """plotly.js as shipped inside the plotly Python package (a dependency of aflite), or None when it is missing
     from this environment: the page then shows its tables and says how to get the plots."""
     try:
-        import importlib.util
 
         spec = importlib.util.find_spec("plotly")
     except (ImportError, ValueError):
