@@ -22,7 +22,7 @@
       {x: x, y: h.map(function (r) { return r.n_removed; }), name: "removed", mode: "lines+markers"},
       {x: x, y: h.map(function (r) { return r.n_eligible; }), name: "eligible (p̃ ≥ τ)", mode: "lines+markers"},
       {x: x, y: q("median"), name: "p̃ median", yaxis: "y2", mode: "lines", line: {dash: "dot"}}],
-      lay("Per phase", "phase", "rows", {yaxis2: {overlaying: "y", side: "right", range: [0, 1], showgrid: false,
+      lay("Per phase", "phase", "rows", {yaxis2: {overlaying: "y", side: "right", range: [0, 1], autorange: false, showgrid: false,
         title: {text: "p̃"}}, hovermode: "x"}), CFG);
   }
   function labels(P, b, a) {
