@@ -26,7 +26,7 @@ from aflite.runs.filter import FilterResult
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def all_result_classes() -> list[type]:
+def all_result_classes() -> list[type[Result]]:
     """Every Result subclass in the package (every module imported, so that a new command's is seen too)."""
     for mod in pkgutil.walk_packages(aflite.__path__, "aflite."):
         if mod.name.startswith(("aflite.cli", "aflite.__main__")):
@@ -35,7 +35,8 @@ def all_result_classes() -> list[type]:
             importlib.import_module(mod.name)
         except ImportError:  # a module of an extra that is not installed here
             continue
-    seen, todo = [], [Result]
+    seen: list[type[Result]] = []
+    todo: list[type[Result]] = [Result]
     while todo:
         for sub in todo.pop().__subclasses__():
             if sub.__module__.startswith("aflite.") and sub not in seen:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
+from typing import Any
 
 
 def make_tiny_model(folder: Path) -> Path:
@@ -38,7 +39,7 @@ ARCHITECTURES = ("roberta", "deberta-v2", "bert", "modernbert")
 NO_TOKEN_TYPES = ("roberta", "modernbert")  # their tokenizers give no token type ids
 
 
-def _roberta_tokenizer(folder: Path, corpus: list[str]) -> object:
+def _roberta_tokenizer(folder: Path, corpus: list[str]) -> Any:
     """Byte-level BPE trained on ``corpus`` (RoBERTa's scheme: <s> A </s></s> B </s>, no token type ids)."""
     import json
 
@@ -50,7 +51,7 @@ def _roberta_tokenizer(folder: Path, corpus: list[str]) -> object:
                             special_tokens=["<s>", "<pad>", "</s>", "<unk>", "<mask>"])
     bpe.save_model(str(folder))
     vocab = json.loads((folder / "vocab.json").read_text(encoding="utf-8"))
-    merges = [tuple(line.split()) for line in (folder / "merges.txt").read_text(encoding="utf-8").splitlines()[1:]
+    merges: Any = [tuple(line.split()) for line in (folder / "merges.txt").read_text(encoding="utf-8").splitlines()[1:]
               if line.strip()]
     try:  # transformers 5: the vocabulary and merges themselves
         return transformers.RobertaTokenizer(vocab=vocab, merges=merges)
@@ -59,7 +60,7 @@ def _roberta_tokenizer(folder: Path, corpus: list[str]) -> object:
                                                  merges_file=str(folder / "merges.txt"))
 
 
-def _deberta_tokenizer(corpus: list[str]) -> object:
+def _deberta_tokenizer(corpus: list[str]) -> Any:
     """A SentencePiece-style unigram model trained on ``corpus`` (DeBERTa-v2/v3's scheme: [CLS] A [SEP] B [SEP],
     token type ids 0/1)."""
     import tokenizers
@@ -73,7 +74,7 @@ def _deberta_tokenizer(corpus: list[str]) -> object:
                sep_token="[SEP]", pad_token="[PAD]", cls_token="[CLS]", mask_token="[MASK]")
 
 
-def _bert_tokenizer(folder: Path, corpus: list[str]) -> object:
+def _bert_tokenizer(folder: Path, corpus: list[str]) -> Any:
     """WordPiece trained on ``corpus`` (BERT's scheme: [CLS] A [SEP] B [SEP], token type ids 0/1)."""
     import tokenizers
     import transformers
@@ -84,7 +85,7 @@ def _bert_tokenizer(folder: Path, corpus: list[str]) -> object:
     try:
         return transformers.BertTokenizer(vocab=str(folder / "vocab.txt"))
     except TypeError:
-        return transformers.BertTokenizerFast(vocab_file=str(folder / "vocab.txt"))
+        return transformers.BertTokenizerFast(vocab_file=str(folder / "vocab.txt"))  # type: ignore[attr-defined]
 
 
 def make_tiny_hf_model(folder: Path, architecture: str, corpus: list[str] | None = None, seed: int = 0) -> Path:
@@ -96,32 +97,31 @@ def make_tiny_hf_model(folder: Path, architecture: str, corpus: list[str] | None
 
     corpus = list(corpus or CORPUS)
     folder.mkdir(parents=True, exist_ok=True)
-    small = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64)
+    small: dict[str, Any] = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64)
     if architecture == "roberta":
-        tok: object = _roberta_tokenizer(folder, corpus)
-        cfg: object = transformers.RobertaConfig(vocab_size=len(tok), max_position_embeddings=130,  # type: ignore[arg-type]
+        tok: Any = _roberta_tokenizer(folder, corpus)
+        cfg: Any = transformers.RobertaConfig(vocab_size=len(tok), max_position_embeddings=130,
                                                  pad_token_id=1, bos_token_id=0, eos_token_id=2, **small)
-        model_cls: object = transformers.RobertaModel
+        model_cls: Any = transformers.RobertaModel
     elif architecture == "deberta-v2":
         tok = _deberta_tokenizer(corpus)
-        cfg = transformers.DebertaV2Config(vocab_size=len(tok), max_position_embeddings=128,  # type: ignore[arg-type]
-                                           relative_attention=True, position_buckets=16, pos_att_type=["p2c", "c2p"],
+        cfg = transformers.DebertaV2Config(vocab_size=len(tok), max_position_embeddings=128,
+                                           relative_attention=True, pos_att_type=["p2c", "c2p"],
                                            type_vocab_size=0, pad_token_id=0, **small)
         model_cls = transformers.DebertaV2Model
     elif architecture == "bert":
         tok = _bert_tokenizer(folder, corpus)
-        cfg = transformers.BertConfig(vocab_size=len(tok), max_position_embeddings=128, **small)  # type: ignore[arg-type]
+        cfg = transformers.BertConfig(vocab_size=len(tok), max_position_embeddings=128, **small)
         model_cls = transformers.BertModel
     elif architecture == "modernbert":  # byte-level BPE as RoBERTa's (ModernBERT's own is a BPE too)
         tok = _roberta_tokenizer(folder, corpus)
-        cfg = transformers.ModernBertConfig(vocab_size=len(tok), max_position_embeddings=128,  # type: ignore[arg-type]
+        cfg = transformers.ModernBertConfig(vocab_size=len(tok), max_position_embeddings=128,
                                             pad_token_id=1, bos_token_id=0, eos_token_id=2, cls_token_id=0,
-                                            sep_token_id=2, global_attn_every_n_layers=1, local_attention=16,
-                                            **small)
+                                            sep_token_id=2, **small)
         model_cls = transformers.ModernBertModel
     else:
         raise ValueError(f"unknown architecture {architecture!r}; one of {ARCHITECTURES}")
     torch.manual_seed(seed)
-    model_cls(cfg).save_pretrained(folder)  # type: ignore[operator]
-    tok.save_pretrained(folder)  # type: ignore[attr-defined]
+    model_cls(cfg).save_pretrained(folder)
+    tok.save_pretrained(folder)
     return folder
