@@ -74,7 +74,7 @@ def result_html(result: Any) -> str:
     head = f"<b>aflite {esc(result.command)}</b>" + (f" · {esc(sizes)}" if sizes else "") + " · " + (
         f"folder <code>{esc(out)}</code>" if out is not None else "no folder (out=None)")
     parts = [f'<div class="aflite-inline" id="{uid}"><style>{_CSS}</style><div>{head}</div>',
-             verdict_block(result.verdict_sentences())]
+             verdict_block(result.verdict_sentences()).replace(' id="verdict"', "")]  # one page, many outputs
     if body.get("label_counts_before"):
         shift = body.get("label_shift") or {}
         parts.append("<div><b>Label shift</b>" + label_shift_table(body["label_counts_before"],
