@@ -226,7 +226,7 @@ def _bar(total: int, desc: str, enabled: bool, unit: str, initial: int) -> Any:
     """The lead's progress bar over the rows of all shards (None when progress is off)."""
     if not enabled:
         return None
-    from tqdm import tqdm
+    from tqdm.auto import tqdm  # a notebook bar in Jupyter, else a terminal bar
 
     return tqdm(total=total, initial=initial, desc=desc, unit=unit, unit_scale=False, dynamic_ncols=True)
 

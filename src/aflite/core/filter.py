@@ -129,6 +129,10 @@ class AFLite(BaseEstimator):
         self.storage = storage
         self.executor = executor
 
+    # groups go to fit_resample whenever a caller routes them (scikit-learn's metadata routing, as its
+    # GroupsConsumerMixin does for a splitter): an imblearn Pipeline passes a sampler no fit parameter otherwise
+    __metadata_request__fit_resample = {"groups": True}  # noqa: RUF012 (scikit-learn reads this class attribute)
+
     def __sklearn_tags__(self) -> Any:
         tags = super().__sklearn_tags__()
         tags.target_tags.required = True  # labels are what the filter predicts
@@ -353,9 +357,26 @@ class AFLite(BaseEstimator):
         p, n_heldout, n_correct = scores_from_predictions(preds_all[rows], codes[rows], mask_all[rows])
         return PhaseScores(rows, p, n_heldout, n_correct, time.perf_counter() - start, mask_all[rows].sum(0))
 
-    def fit_transform(self, X: ArrayLike, y: ArrayLike, groups: ArrayLike | None = None) -> NDArray[np.intp]:
-        """Fit and return the indices of the kept instances (D(Φ))."""
-        return np.flatnonzero(self.fit(X, y, groups).keep_mask_)
+    def fit_resample(self, X: Any, y: Any, **fit_params: Any) -> tuple[Any, Any]:
+        """Fit and return the kept rows of X and y (D(Φ)), in their own types (a DataFrame or Series keeps its
+        index): imbalanced-learn's sampler contract, so that AFLite is a step of an ``imblearn.pipeline.Pipeline``,
+        where it filters the training rows at ``fit`` and is skipped at ``predict``. ``groups`` is the one fit
+        parameter: in a pipeline it arrives through scikit-learn's metadata routing
+        (``sklearn.set_config(enable_metadata_routing=True)``, then ``pipe.fit(X, y, groups=g)``; without routing
+        imbalanced-learn passes a sampler no fit parameter). AFLite has no ``transform``/``fit_transform``: a
+        pipeline would take it for a transformer of every row."""
+        unknown = sorted(set(fit_params) - {"groups"})
+        if unknown:
+            raise ParameterError(f"AFLite.fit_resample takes groups as its only fit parameter, not {unknown}")
+        keep = self.fit(X, y, fit_params.get("groups")).keep_mask_
+        return _rows_of(X, keep), _rows_of(y, keep)
+
+
+def _rows_of(a: Any, keep: NDArray[np.bool_]) -> Any:
+    """The rows of ``a`` where ``keep`` holds, in ``a``'s own type (pandas by position; a list as an array)."""
+    if hasattr(a, "iloc"):
+        return a.iloc[np.flatnonzero(keep)]
+    return np.asarray(a)[keep] if isinstance(a, list | tuple) else a[keep]
 
 
 def _start_state(n: int, resume: FilterState | None, ens: Any) -> FilterState:

@@ -215,7 +215,7 @@ def train(
     if cfg.precision == "float16":  # float16 gradients underflow without a loss scale; bfloat16 needs none
         device_type = next((p.device.type for p in params), "cpu")
         scaler = torch.amp.GradScaler(device_type)
-    from tqdm import tqdm
+    from tqdm.auto import tqdm  # a notebook bar in Jupyter, else a terminal bar
 
     bar = tqdm(total=total, desc=desc, unit="step", disable=not show_progress, dynamic_ncols=True)
     model.train()

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
-from tqdm import tqdm
+from tqdm.auto import tqdm  # a notebook bar in Jupyter, else a terminal bar
 
 from aflite.data import check_view_texts, open_dataset, source_name, warn_twins
 from aflite.defaults import DEFAULT_MODELS

@@ -53,7 +53,7 @@ def _breakdown(pred: NDArray[Any], gold: NDArray[Any], groups: NDArray[Any] | No
     return res
 
 
-@dataclass
+@dataclass(repr=False)  # Result.__repr__: one line, not the arrays
 class EvaluationReport(Result):
     """What :func:`aflite.evaluate.compare_runs` found: one record per (model, training set, seed), their
     aggregates, the training sets, the tables (Table 3 and Table 1 shapes), the configuration and the verdict;

@@ -25,7 +25,7 @@ def synthetic_json(result: Any) -> dict[str, Any]:
     return {"verdict": synthetic_verdict(obj), **obj}
 
 
-@dataclass
+@dataclass(repr=False)  # Result.__repr__: one line, not the arrays
 class SyntheticOutput(Result):
     """A :class:`aflite.experiments.synthetic.SyntheticResult` as a folder: table.txt and figure2.png besides the
     last files."""
@@ -52,7 +52,7 @@ class SyntheticOutput(Result):
         plot_figure2(self.result, out / "figure2.png")
 
 
-@dataclass
+@dataclass(repr=False)  # Result.__repr__: one line, not the arrays
 class BenchOutput(Result):
     """A benchmark's figures (``res``) and its text report as a folder."""
 

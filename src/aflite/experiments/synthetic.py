@@ -316,7 +316,7 @@ def run_synthetic(
 
     import contextlib
 
-    from tqdm import tqdm
+    from tqdm.auto import tqdm  # a notebook bar in Jupyter, else a terminal bar
 
     start = time.perf_counter()
     runs: list[RunRecord] = []

@@ -229,6 +229,6 @@ def progress_bar(total: int, desc: str, enabled: bool, initial: int = 0, unit: s
     """A tqdm bar on stderr, or None when progress is off (tqdm imported only when a bar is shown)."""
     if not enabled:
         return None
-    from tqdm import tqdm
+    from tqdm.auto import tqdm  # a notebook bar in Jupyter, else a terminal bar
 
     return tqdm(total=total, initial=initial, desc=desc, unit=unit, unit_scale=False, dynamic_ncols=True)

@@ -5,7 +5,8 @@
 * :mod:`aflite.report.audit` — the leakage audit's content (tables, PECO curves, t-SNE maps, artifacts);
 * :mod:`aflite.report.folder` — an output folder's rows, texts and plots' data for its page (which command wrote
   it and its results come from :mod:`aflite.rundir.read`, the one reader of folders);
-* :mod:`aflite.report.explorer` — the explorer page: rows table and interactive plots; :func:`write_page`.
+* :mod:`aflite.report.explorer` — the explorer page: rows table and interactive plots; :func:`write_page`;
+* :mod:`aflite.report.inline` — a command's result in a notebook (``_repr_html_``), registered on import.
 
 ``write_report``/``render`` (and the image variants) keep the audit's API; :func:`write_page` writes the page of
 any output folder (run, explain, evaluate, audit).
@@ -27,6 +28,7 @@ from aflite.report.audit import (
 )
 from aflite.report.explorer import render_page, write_page
 from aflite.report.frame import esc, shorten
+from aflite.report.inline import result_html
 
 __all__ = [
     "PAPER_REFERENCE",
@@ -37,6 +39,7 @@ __all__ = [
     "render",
     "render_images",
     "render_page",
+    "result_html",
     "shorten",
     "tsne_figure",
     "tsne_plot",

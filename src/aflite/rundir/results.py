@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from aflite.atomic import json_text, write_text
+from aflite.rundir import show
 from aflite.rundir.names import INSTANCES, RESULTS
 from aflite.rundir.versions import versions
 
@@ -166,6 +167,15 @@ class Result:
 
     def write_files(self, out: Path) -> None:
         """The result's own files besides the last three (default: none)."""
+
+    def __repr__(self) -> str:
+        """One line: the command, the sizes, the verdict's first sentence, the folder (:mod:`aflite.rundir.show`);
+        subclasses are ``@dataclass(repr=False)`` so that a notebook never prints their arrays and dicts."""
+        return show.describe(self)
+
+    def _repr_html_(self) -> str | None:
+        """A notebook's view: the verdict, the label shift and the page's first plots (:mod:`aflite.report.inline`)."""
+        return show.html_of(self)
 
     def page_html(self, results: dict[str, Any]) -> str | None:
         """The page, when the command renders its own (``results``: results.json as written); None: the explorer

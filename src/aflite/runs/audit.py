@@ -37,7 +37,7 @@ from aflite.verdict import markdown
 __all__ = ["AuditRun", "audit_file", "check_audit_config", "check_audit_options", "summary_lines"]
 
 
-@dataclass
+@dataclass(repr=False)  # Result.__repr__: one line, not the arrays
 class AuditRun(Result):
     """What :func:`audit_file` wrote: the folder, one :class:`aflite.audit.AuditResult` per audited set (D, and
     D(Φ) with ``compare``), the JSON it saved as ``results.json`` (and ``metrics.json``) and the notes shown in the

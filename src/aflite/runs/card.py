@@ -17,6 +17,7 @@ from typing import Any
 
 from aflite.atomic import check_output_path, write_text
 from aflite.errors import InputError, OutputError
+from aflite.report import inline
 from aflite.rundir.names import CARD, KEPT_IDS, MANIFEST, RESULTS
 from aflite.rundir.read import read_kept_ids, read_made_by
 from aflite.runs.card_facts import CardInputs, build_manifest
@@ -28,7 +29,7 @@ CARD_FILES = (CARD, MANIFEST)
 CARD_RUNS = ("run", "demo")  # the folders a card is made from (a filter run has no dataset to publish)
 
 
-@dataclass
+@dataclass(repr=False)  # __repr__: one line, not the manifest
 class CardResult:
     """What ``aflite card`` wrote: the folder, the card, the manifest (and its facts), and the license the card
     names (``unknown`` when aflite could not tell and none was given)."""
@@ -39,6 +40,13 @@ class CardResult:
     manifest: dict[str, Any]
     license: str
     notes: list[str] = field(default_factory=list)  # what the caller should hear (an unknown license, ...)
+
+    def __repr__(self) -> str:
+        return inline.card_text(self)
+
+    def _repr_html_(self) -> str:
+        """A notebook's view: the card's folder, license and notes, and its README.md (escaped)."""
+        return inline.card_html(self)
 
 
 def _check_out(out: Path, inputs: list[tuple[str, Path]], overwrite: bool) -> None:

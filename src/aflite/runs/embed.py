@@ -42,7 +42,7 @@ __all__ = ["FEATURES", "EmbedResult", "check_embed_out", "embed"]
 FEATURES = "features.npy"  # OUT/features.npy: the one file `aflite filter --features` reads
 
 
-@dataclass
+@dataclass(repr=False)  # Result.__repr__: one line, not the arrays
 class EmbedResult(Result):
     """What :func:`embed` wrote: the folder, the body of results.json and the one-line account printed by the CLI."""
 

@@ -105,7 +105,7 @@ def explain_results(found: dict[str, CheckResult], run: RunRecord, inst: Instanc
     return results
 
 
-@dataclass
+@dataclass(repr=False)  # Result.__repr__: one line, not the arrays
 class ExplainResult(Result):
     """What :func:`aflite.runs.explain.explain` found: results.json's body (``results``), the checks' results
     (``checks``) and what they read (``data``); written by :meth:`aflite.runs.folder.RunFolder.finish`."""

@@ -24,7 +24,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 from numpy.typing import NDArray
-from tqdm import tqdm
+from tqdm.auto import tqdm  # a notebook bar in Jupyter, else a terminal bar
 
 from aflite import data
 from aflite.atomic import atomic_open, write_json
@@ -46,7 +46,7 @@ __all__ = ["FilterResult", "filter_files", "run_filter"]
 INSTANCE_COLUMNS = ("id", "label", "kept", "predictability", "removed_at")
 
 
-@dataclass
+@dataclass(repr=False)  # Result.__repr__: one line, not the arrays
 class FilterResult(Result):
     """What a filter left behind: its folder, its summary (``summary.json``; results.json's body), the kept mask
     over the dataset's rows and the filtered dataset (``kept_ids.txt`` for ``filter``; ``filtered.<ext>`` for

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
-from tqdm import tqdm
+from tqdm.auto import tqdm  # a notebook bar in Jupyter, else a terminal bar
 
 from aflite import data
 from aflite.atomic import write_text
@@ -50,7 +50,7 @@ __all__ = ["RunResult", "run", "scaled_defaults"]
 PARAMETERS = ("target_size", "n_partitions", "train_size", "slice_size", "threshold")
 
 
-@dataclass
+@dataclass(repr=False)  # Result.__repr__: one line, not the arrays
 class RunResult(FilterResult):
     """What a run left behind: its folder, its summary (``summary.json``; results.json's body), the kept mask over
     the dataset's rows (warm-up rows are False) and the filtered dataset (``filtered.<ext>``); ``dataset`` and

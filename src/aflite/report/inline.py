@@ -1,0 +1,121 @@
+"""A command's result in a notebook (``_repr_html_``): the command and sizes, the verdict, the label shift and the
+first plots of the folder's page (a run's per-phase curve and label mix, an evaluation's accuracy bars), drawn with
+the plotly.js the explorer page ships, inline: nothing is fetched, so the output shows offline and in an HTML export.
+
+:func:`result_html` builds it; importing this module registers it with :func:`aflite.rundir.show.register_html`
+(the Result class lives in a lower layer and must not import this one). Dataset text is escaped; the data the
+plots read is embedded as JSON the script parses.
+"""
+
+from __future__ import annotations
+
+import uuid
+from importlib import resources
+from typing import Any
+
+from aflite.report.folder import read_evaluate
+from aflite.report.frame import esc, json_for_script, plotly_js, script_text, verdict_block
+from aflite.rundir import show
+from aflite.rundir.names import PAGE
+
+__all__ = ["card_html", "card_text", "label_shift_table", "result_html"]
+
+# scoped to the output (a notebook page holds many): the page frame's CSS, for this block only
+_CSS = """
+.aflite-inline{font-family:-apple-system,Segoe UI,Helvetica,Arial,sans-serif;line-height:1.4;color:#222}
+.aflite-inline table{border-collapse:collapse;margin:6px 0 10px 0;font-size:.9em}
+.aflite-inline th,.aflite-inline td{border:1px solid #ccc;padding:3px 8px;text-align:right}
+.aflite-inline th{background:#f2f2f2}.aflite-inline td.l,.aflite-inline th.l{text-align:left}
+.aflite-inline .verdict{background:#fff8e1;border-left:4px solid #f0b400;padding:6px 12px;margin:8px 0}
+.aflite-inline .muted{color:#666;font-size:.9em}
+.aflite-inline .aflite-plots{display:grid;grid-template-columns:repeat(auto-fit,minmax(420px,1fr));gap:8px}
+"""
+
+
+def label_shift_table(before: dict[str, int], after: dict[str, int]) -> str:
+    """Per label: rows and shares before and after, and the move in points (every label escaped)."""
+    nb, na = max(1, sum(before.values())), max(1, sum(after.values()))
+    rows = []
+    for k, v in before.items():
+        a = after.get(k, 0)
+        sb, sa = 100 * v / nb, 100 * a / na
+        rows.append(f'<tr><td class="l">{esc(k)}</td><td>{v:,}</td><td>{a:,}</td><td>{sb:.1f}%</td>'
+                    f"<td>{sa:.1f}%</td><td>{sa - sb:+.1f}</td></tr>")
+    head = ('<tr><th class="l">label</th><th>D</th><th>D(Φ)</th><th>share in D</th><th>share in D(Φ)</th>'
+            "<th>move (points)</th></tr>")
+    return f"<table>{head}{''.join(rows)}</table>"
+
+
+def _plot_data(body: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """What the plots read and the divs they draw in (by suffix): the page's first plots for this result."""
+    data: dict[str, Any] = {}
+    divs = []
+    if body.get("iterations"):
+        data["history"] = body["iterations"]
+        divs.append("phases")
+    if body.get("label_counts_before"):
+        data["label_counts_before"] = body["label_counts_before"]
+        data["label_counts_after"] = body.get("label_counts_after") or {}
+        divs.append("labels")
+    if body.get("aggregate") and body.get("training_sets"):
+        data["accuracy"] = read_evaluate(body)
+        if data["accuracy"].get("bars"):
+            divs.append("accuracy")
+    return data, divs
+
+
+def result_html(result: Any) -> str:
+    """The HTML a notebook shows for ``result`` (any :class:`aflite.rundir.results.Result`)."""
+    body = result.to_json()
+    body = body if isinstance(body, dict) else {}
+    uid = f"aflite-{uuid.uuid4().hex}"  # an element id, unique on a page that keeps older outputs
+    out = getattr(result, "out", None)
+    sizes = show.sizes(body)
+    head = f"<b>aflite {esc(result.command)}</b>" + (f" · {esc(sizes)}" if sizes else "") + " · " + (
+        f"folder <code>{esc(out)}</code>" if out is not None else "no folder (out=None)")
+    parts = [f'<div class="aflite-inline" id="{uid}"><style>{_CSS}</style><div>{head}</div>',
+             verdict_block(result.verdict_sentences()).replace(' id="verdict"', "")]  # one page, many outputs
+    if body.get("label_counts_before"):
+        shift = body.get("label_shift") or {}
+        parts.append("<div><b>Label shift</b>" + label_shift_table(body["label_counts_before"],
+                                                                   body.get("label_counts_after") or {}) + "</div>")
+        if shift.get("warning"):
+            parts.append(f'<p class="muted">{esc(shift["warning"])}</p>')
+    data, divs = _plot_data(body)
+    js = plotly_js() if divs else None
+    if divs and js is None:
+        parts.append('<p class="muted">Plots need plotly (pip install plotly).</p>')
+    elif divs:
+        parts.append('<div class="aflite-plots">' + "".join(f'<div id="{uid}-{d}"></div>' for d in divs) + "</div>")
+        parts.append(f'<script type="application/json" id="{uid}-data">{json_for_script(data)}</script>')
+        parts.append(f'<script type="text/plain" class="aflite-plotly">{script_text(js or "")}</script>')
+        script = resources.files("aflite.report").joinpath("inline.js").read_text(encoding="utf-8")
+        parts.append(f'<script>{script_text(script)}("{uid}");</script>')
+    where = (f"the whole page: <code>{esc(out)}/{PAGE}</code>; " if out is not None and result.has_page else "")
+    parts.append(f'<p class="muted">{where}more of this result (filtered rows, per-row scores, every field): '
+                 f"{esc(show.GUIDE)}</p></div>")
+    return "\n".join(p for p in parts if p)
+
+
+def card_text(card: Any) -> str:
+    """``repr`` of a :class:`aflite.runs.card.CardResult`: its folder, license and notes on one line."""
+    notes = "; ".join(str(n) for n in card.notes)
+    return (f"<aflite card: {card.readme} and {card.manifest_path.name}, license {card.license}"
+            + (f"; {notes}" if notes else "") + ">")
+
+
+def card_html(card: Any, max_chars: int = 20_000) -> str:
+    """A card in a notebook: where it is, its license and notes, and README.md as written (escaped text)."""
+    try:
+        text = card.readme.read_text(encoding="utf-8")
+    except OSError as exc:
+        text = f"(README.md not readable: {exc})"
+    cut = f"\n… ({len(text):,} characters: the rest in the file)" if len(text) > max_chars else ""
+    notes = "".join(f'<p class="muted">{esc(n)}</p>' for n in card.notes)
+    return (f'<div class="aflite-inline"><style>{_CSS}</style><div><b>aflite card</b> · <code>{esc(card.readme)}'
+            f"</code> and {esc(card.manifest_path.name)} · license {esc(card.license)}</div>{notes}"
+            f"<details open><summary>README.md</summary><pre style=\"white-space:pre-wrap\">"
+            f"{esc(text[:max_chars] + cut)}</pre></details></div>")
+
+
+show.register_html(result_html)

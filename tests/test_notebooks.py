@@ -1,0 +1,84 @@
+"""The notebooks of docs/notebooks: kept in git without outputs, executed top to bottom with nbclient, rendered to
+HTML by nbconvert and opened in headless chromium, where the inline result must draw its plots; their Markdown
+pages (scripts/render_notebooks.py) must be what a fresh execution gives."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOKS = sorted((ROOT / "docs" / "notebooks").glob("*.ipynb"))
+sys.path.insert(0, str(ROOT / "scripts"))
+
+nbformat = pytest.importorskip("nbformat", reason="nbformat is not installed (the [dev] extra)")
+
+
+def test_there_is_a_notebook_and_it_is_stored_without_outputs() -> None:
+    assert [p.name for p in NOTEBOOKS] == ["quickstart.ipynb"]
+    for path in NOTEBOOKS:
+        nb = nbformat.read(path, as_version=4)
+        nbformat.validate(nb)
+        code = [c for c in nb.cells if c.cell_type == "code"]
+        assert code and all(not c.outputs and c.execution_count is None for c in code), \
+            f"{path.name}: outputs in git; run python scripts/render_notebooks.py --strip"
+
+
+def test_the_guide_links_the_notebook_and_its_page() -> None:
+    guide = (ROOT / "docs" / "guide" / "python.md").read_text(encoding="utf-8")
+    assert "../notebooks/quickstart.ipynb" in guide and "../notebooks/quickstart.md" in guide
+
+
+@pytest.fixture(scope="module")
+def executed(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    pytest.importorskip("nbclient", reason="nbclient is not installed (the [dev] extra)")
+    pytest.importorskip("ipykernel", reason="ipykernel is not installed (the [dev] extra)")
+    pytest.importorskip("pandas")
+    import render_notebooks as R
+
+    work = tmp_path_factory.mktemp("notebook")
+    return R.execute(ROOT / "docs" / "notebooks" / "quickstart.ipynb", work), work
+
+
+@pytest.mark.slow  # about 70 s on two busy cores: a run, an explain and a card of the 2,949-pair sample
+def test_quickstart_runs_top_to_bottom_and_shows_the_result_inline(executed: Any) -> None:
+    import render_notebooks as R
+
+    nb, work = executed
+    assert R.errors_of(nb) == []
+    outputs = {c.source.splitlines()[-1]: c.outputs for c in nb.cells if c.cell_type == "code"}
+    shown = next(o for o in outputs["res"] if o.output_type == "execute_result")
+    assert shown.data["text/plain"].startswith("<aflite run: |D| 2,949 → |D(Φ)| ")
+    assert 'class="aflite-inline"' in shown.data["text/html"] and "Label shift" in shown.data["text/html"]
+    card = next(o for o in outputs["card"] if o.output_type == "execute_result")
+    assert (work / "quickstart-card" / "README.md").is_file() and "license cc-by-sa-4.0" in card.data["text/plain"]
+    assert (work / "quickstart-explain" / "results.json").is_file()
+
+
+@pytest.mark.slow
+def test_quickstart_page_is_what_the_notebook_prints(executed: Any) -> None:
+    import render_notebooks as R
+
+    page = ROOT / "docs" / "notebooks" / "quickstart.md"
+    assert page.read_text(encoding="utf-8") == R.to_markdown(executed[0], "quickstart"), \
+        "docs/notebooks/quickstart.md is stale: run python scripts/render_notebooks.py"
+
+
+@pytest.mark.slow
+def test_the_rendered_notebook_draws_the_plots_in_a_browser(executed: Any, tmp_path: Path) -> None:
+    """nbconvert's HTML of the executed notebook, opened in headless chromium: the run's inline view draws its
+    per-phase and label-mix plots (plotly's svg elements present), offline, from the bundle in the output."""
+    pytest.importorskip("nbconvert", reason="nbconvert is not installed (the [dev] extra)")
+    import render_notebooks as R
+    from test_report_inline import plots_drawn
+
+    page = tmp_path / "quickstart.html"
+    page.write_text(R.to_html(executed[0]), encoding="utf-8")
+    blocks = [b for b in plots_drawn(page) if b["divs"]]
+    assert len(blocks) == 1, blocks  # the run's view; explain's and the card's have no plots
+    assert blocks[0]["error"] is None and blocks[0]["plots"] == "1"
+    assert [d["id"].rsplit("-", 1)[1] for d in blocks[0]["divs"]] == ["phases", "labels"]
+    assert all(d["svgs"] > 0 for d in blocks[0]["divs"]), blocks
