@@ -81,8 +81,16 @@ def register(sub: Any) -> None:
                    help="run the device benchmark here: cuda, cuda:N, or torch-cpu (the same code on the CPU)")
     d.add_argument("--tiny", action="store_true",
                    help="every size shrunk so that the run takes a minute on a CPU (a test; its speeds mean nothing)")
-    d.add_argument("--sections", default=",".join(("roofline", "phi", "filter", "warmup")),
-                   help="comma-separated subset of roofline, phi, filter, warmup (default all)")
+    d.add_argument("--sections", default=None,
+                   help="comma-separated subset of roofline, profile, phi, filter, warmup (default: roofline, phi, "
+                   "filter, warmup; with --profile: profile)")
+    d.add_argument("--profile", action="store_true",
+                   help="where the time goes: per Φ batch tokenising, collating, host->device copy, forward and "
+                   "device->host copy, tokenising pairs per CPU second and the device's busy fraction; per filter "
+                   "phase device vs host seconds (the profile section; timing only)")
+    d.add_argument("--kept-sets", action=argparse.BooleanOptionalAction, default=None,
+                   help="the phi section's kept-set comparisons (default: on; off with --profile, so that the "
+                   "timing sections fit a short device call)")
     d.add_argument("--data-dir", default=None,
                    help="folder holding snli/train_100k.tsv.gz (default ../shared/data; --tiny: the bundled sample)")
     d.add_argument("--model-path", default=None, help="the text model folder (default the bundled MiniLM)")
@@ -147,13 +155,15 @@ def _run_embed(args: argparse.Namespace) -> int:
 def _run_device(args: argparse.Namespace) -> int:
     from aflite.experiments.bench_device import device_benchmark, format_device_report
 
-    sections = tuple(s.strip() for s in args.sections.split(",") if s.strip())
+    default = "" if args.profile else "roofline,phi,filter,warmup"
+    sections = tuple(s.strip() for s in (args.sections or default).split(",") if s.strip())
+    kept = args.kept_sets if args.kept_sets is not None else not args.profile
     if args.out is not None:
         from aflite.atomic import check_output_path
 
         check_output_path(args.out, flag="--out")
     res = device_benchmark(args.device, tiny=args.tiny, data_dir=args.data_dir, model_path=args.model_path,
-                           sections=sections, seed=args.seed,
+                           sections=sections, profile=args.profile, seed=args.seed, kept_sets=kept,
                            out_json=None if args.out is None else Path(args.out) / "device_bench.json",
                            log=lambda m: None if args.quiet else print(f"[bench] {m}", file=sys.stderr, flush=True))
     report = format_device_report(res)
