@@ -46,7 +46,8 @@ def test_pad_batch_is_the_per_row_padding() -> None:
     items: list[dict[str, list[int]]] = []
     for n in rng.integers(1, 40, size=57):
         ids = rng.integers(1, 30_000, size=n).tolist()
-        items.append({"input_ids": ids, "token_type_ids": [0] * (n // 2) + [1] * (n - n // 2), "attention_mask": [1] * n})
+        types = [0] * (n // 2) + [1] * (n - n // 2)
+        items.append({"input_ids": ids, "token_type_ids": types, "attention_mask": [1] * n})
     got = pad_batch(items, 7, torch)
     width = max(len(it["input_ids"]) for it in items)
     for key, fill in (("input_ids", 7), ("token_type_ids", 0), ("attention_mask", 0)):
