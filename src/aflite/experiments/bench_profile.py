@@ -163,7 +163,7 @@ def filter_profile(device: str, X: np.ndarray, y: np.ndarray, params: dict[str, 
     dev = torch.device(torch_device(device))
     cuda = dev.type == "cuda"
     model = FastLogisticEnsemble(device=device, **(mode or {}))
-    af = AFLite(**params, random_state=seed, device="cpu", model=model)  # type: ignore[arg-type]
+    af = AFLite(**params, random_state=seed, device="cpu", model=model)
     marks: list[Any] = []
     stamps: list[float] = []
 
