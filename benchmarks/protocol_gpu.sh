@@ -107,6 +107,7 @@ EOF
     if [[ -n "$SMALL_TRAIN" ]]; then SMALL_TRAIN=24; fi
 fi
 TRAIN=$DATA/snli/train_100k.tsv.gz
+if [[ "$TINY" == 1 ]]; then NOTE="${NOTE%training rows per set: *}training rows per set: 48 (TINY)"; fi
 
 stage() {  # stage NAME COMMAND...: run it, append "NAME<TAB>seconds" to stages.tsv
     local name=$1 t0 t1
