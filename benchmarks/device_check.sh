@@ -68,7 +68,7 @@ EOF
 : > "$OUT/speed.txt"
 if [[ "$STEPS" == *" speed "* ]]; then
     t0=$(date +%s)
-    timeout -k 10 "$(( $(left) > 200 ? 200 : $(left) ))" "$PY" benchmarks/device_speed.py "${SPEED[@]}" \
+    timeout -k 10 "$(( $(left) > 130 ? 130 : $(left) ))" "$PY" benchmarks/device_speed.py "${SPEED[@]}" \
         > "$OUT/speed.txt" 2>> "$LOG"
     STATUS+=("profile + speed table: exit $? in $(( $(date +%s) - t0 )) s")
 fi

@@ -4,7 +4,7 @@ sizes that leave a device call room for the ladder (benchmarks/device_check.sh):
 on ``--phi-rows`` pairs (pairs/s barely depend on the count once the kernels are warm).
 
 Usage: python benchmarks/device_speed.py --device cuda --data-dir carry/data --out OUT/device_bench.json
-       [--model-path DIR] [--tiny] [--profile-rows 20000] [--phi-rows 30000] [--filter-modes device_lbfgs]
+       [--model-path DIR] [--tiny] [--profile-rows 10000] [--phi-rows 20000] [--filter-modes device_lbfgs]
 Writes the JSON after every section (a cut run keeps what it measured) and prints the report.
 """
 
@@ -22,8 +22,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--model-path", default=None)
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--tiny", action="store_true", help="the bench's tiny sizes (a test of the script)")
-    ap.add_argument("--profile-rows", type=int, default=20_000)
-    ap.add_argument("--phi-rows", type=int, default=30_000)
+    ap.add_argument("--profile-rows", type=int, default=10_000)
+    ap.add_argument("--phi-rows", type=int, default=20_000)
     ap.add_argument("--filter-modes", default="device_lbfgs",
                     help="comma-separated FILTER_MODES names profiled on the SNLI-shaped filter")
     ap.add_argument("--sections", default="phi", help="sections after the profile (default phi)")

@@ -70,6 +70,12 @@ def register(sub: Any) -> None:
     e.add_argument("--rounds", type=int, default=3, help="alternating rounds; the median counts (default 3)")
     e.add_argument("--kept-set", action=argparse.BooleanOptionalAction, default=True,
                    help="compare AFLite's kept sets on all rows (--no-kept-set skips it)")
+    _add_device_options(p)
+    p.set_defaults(handler=run)
+
+
+def _add_device_options(p: Any) -> None:
+    """The device benchmark's group (--device, --profile ...)."""
     d = p.add_argument_group(
         "device benchmark (--device)",
         "One GPU's figures in one run: its measured GEMM rates (the roofline), frozen MiniLM Φ pairs/s in "
@@ -95,7 +101,6 @@ def register(sub: Any) -> None:
     d.add_argument("--data-dir", default=None,
                    help="folder holding snli/train_100k.tsv.gz (default ../shared/data; --tiny: the bundled sample)")
     d.add_argument("--model-path", default=None, help="the text model folder (default the bundled MiniLM)")
-    p.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -41,6 +41,7 @@ from aflite.core.filter import AFLite
 from aflite.data.text import demo_dataset_path
 from aflite.device import resolve_device, torch_device, torch_module
 from aflite.errors import ParameterError
+from aflite.experiments.bench_profile import filter_profile, phi_profile
 from aflite.experiments.shapes import make_snli_like
 from aflite.features.minilm import MiniLMFeaturizer
 from aflite.rundir.versions import versions
@@ -116,11 +117,17 @@ def device_benchmark(
     res: dict[str, Any] = {"device": _describe(torch, device), "tiny": tiny, "sizes": sizes, "seed": seed,
                            "versions": {**versions(), "torch": torch.__version__},
                            "load_average_at_start": list(os.getloadavg()),
-                           "note": "opt-in paths of issue #31; figures of a tiny run say nothing about speed"}
+                           "note": "figures of a tiny run say nothing about speed"}
     data_file = _data_file(data_dir, tiny)
+
+    def checkpoint(part: dict[str, Any]) -> None:  # a section's figures so far, kept if a time limit cuts it
+        res["profile"] = part
+        if out_json is not None:
+            write_json(Path(out_json), res)
+
     runners: dict[str, Callable[[], dict[str, Any]]] = {
         "roofline": lambda: roofline(torch, device, sizes["gemm"], sizes["gemm_repeats"]),
-        "profile": lambda: profile_section(device, data_file, sizes, model_path, seed, say),
+        "profile": lambda: profile_section(device, data_file, sizes, model_path, seed, say, checkpoint),
         "phi": lambda: phi_section(device, data_file, sizes, model_path, seed, say, kept_sets=kept_sets),
         "filter": lambda: filter_section(device, sizes, seed, say),
         "warmup": lambda: warmup_section(device, data_file, sizes, model_path, seed, say),
@@ -131,7 +138,7 @@ def device_benchmark(
         try:
             res[name] = runners[name]()
         except Exception as exc:  # one failed section is reported, the next ones still run
-            res[name] = {"error": f"{type(exc).__name__}: {exc}"}
+            res[name] = {**res.get(name, {}), "error": f"{type(exc).__name__}: {exc}"}  # what it had kept
         res[name]["section_seconds"] = round(time.perf_counter() - t0, 2)
         if out_json is not None:
             write_json(Path(out_json), res)
@@ -313,23 +320,25 @@ def filter_section(device: str, sizes: dict[str, Any], seed: int, say: Callable[
 
 
 def profile_section(device: str, data_file: Path, sizes: dict[str, Any], model_path: Any, seed: int,
-                    say: Callable[[str], None]) -> dict[str, Any]:
+                    say: Callable[[str], None],
+                    checkpoint: Callable[[dict[str, Any]], None] = lambda _part: None) -> dict[str, Any]:
     """:func:`~aflite.experiments.bench_profile.phi_profile` on the first ``profile_rows`` pairs and
-    :func:`~aflite.experiments.bench_profile.filter_profile` on the ``filter`` section's features per mode."""
-    from aflite.experiments.bench_profile import filter_profile, phi_profile
-
+    :func:`~aflite.experiments.bench_profile.filter_profile` on the ``filter`` section's features per mode, handing
+    the figures so far to ``checkpoint`` after each part."""
     a, b, _ = _pairs(data_file, sizes["profile_rows"])
     out: dict[str, Any] = {"phi": phi_profile(device, a, b, model_path=model_path,
                                               token_budget=sizes["token_budget"])}
     say(f"  Φ profile: {out['phi']['verdict']}")
-    feats = make_snli_like(sizes["filter_n"], sizes["filter_d"], random_state=seed)
     out["filter"] = {}
+    checkpoint(out)
+    feats = make_snli_like(sizes["filter_n"], sizes["filter_d"], random_state=seed)
     for name in sizes["profile_filter_modes"]:
         prof = filter_profile(device, feats.X, feats.y, scaled_defaults(len(feats.y)), seed=seed,
                               mode=FILTER_MODES[name])
         out["filter"][name] = prof
         say(f"  filter profile {name}: {prof['wall_seconds_profiled']} s, device {prof['device_seconds']} s, "
             f"host {prof['host_seconds']} s")
+        checkpoint(out)
     return out
 
 

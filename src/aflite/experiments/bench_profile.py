@@ -27,6 +27,8 @@ from typing import Any
 
 import numpy as np
 
+from aflite.core.ensemble import FastLogisticEnsemble
+from aflite.core.filter import AFLite
 from aflite.device import autocast, resolve_model_path, to_device, torch_device, torch_module
 from aflite.encoders import TextEncoder, embed_pairs, pad_batch, token_batches, tokenize
 
@@ -155,9 +157,6 @@ def filter_profile(device: str, X: np.ndarray, y: np.ndarray, params: dict[str, 
     """The filter of the module docstring: per phase wall, device (or torch-CPU) seconds and the host's rest
     (phase 0's wall includes the fit's preparation; ``after_last_phase_s`` is what follows the last phase)."""
     from torch.profiler import ProfilerActivity, profile, record_function
-
-    from aflite.core.ensemble import FastLogisticEnsemble
-    from aflite.core.filter import AFLite
 
     torch = torch_module()
     dev = torch.device(torch_device(device))
