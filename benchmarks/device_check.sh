@@ -22,6 +22,7 @@ set -uo pipefail  # no -e: every step runs and reports, the summary says which f
 OUT=${OUT:-$(mktemp -d -t device_check.XXXXXX)}
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
+WORK=$(mktemp -d -t device_check_work.XXXXXX)  # run folders and caches: never under $OUT, whose files come back
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT" || exit 2
 START=$(date +%s)
@@ -78,10 +79,10 @@ if [[ "$STEPS" == *" ladder "* ]]; then
     t0=$(date +%s)
     # shellcheck disable=SC2086  # CHECK_PROTOCOL is a list of VAR=value words
     env "${PROTO_ENV[@]}" ${CHECK_PROTOCOL:-} PYTHON="$PY" RESULTS="$OUT" NAME=ladder \
-        TIME_LIMIT="$(( $(left) - 20 ))" bash benchmarks/protocol_gpu.sh "$DATA" "$MODEL" "$OUT/work/ladder" \
+        TIME_LIMIT="$(( $(left) - 20 ))" bash benchmarks/protocol_gpu.sh "$DATA" "$MODEL" "$WORK/ladder" \
         >> "$LOG" 2>&1
     STATUS+=("ladder (protocol_gpu.sh): exit $? in $(( $(date +%s) - t0 )) s")
-    rm -rf "$OUT/work"  # packed into ladder.tar.gz: the folder itself would not come back
+    rm -rf "$WORK"  # packed into ladder.tar.gz
 fi
 
 # 3. the summary
