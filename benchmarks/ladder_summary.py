@@ -89,14 +89,19 @@ def ladder(eval_dir: Path, runs: list[Path], stages: dict[str, float]) -> dict[s
     return out
 
 
+def _cap(cap: int | None, none: str) -> str:
+    return none if cap is None else f"capped at {cap:,}"
+
+
 def markdown(lad: dict[str, Any], note: str) -> str:
     ft = lad["finetune"]
     lines = ["# The ladder of Φ strength, fine-tuned evaluator", "",
              f"{note}. Evaluator: {lad['model']}, lr {ft['lr']:g} ({ft['lr_source']}), {ft['epochs']} epochs, batch "
-             f"{ft['batch_size']}, training rows capped at {ft['train_cap_used']}, test sets capped at "
-             f"{ft['eval_cap_used']} (stratified); random subsets: seeds {lad['seeds']}; D, single-iteration and "
-             f"D(Φ): seeds {lad['model_seeds']}. |D| = {lad['dataset_size']:,}; {lad['excluded_warmup_rows']:,} rows "
-             "of the warm-up slices are left out of every training set. Accuracy in %."]
+             f"{ft['batch_size']}, training rows {_cap(ft['train_cap_used'], 'whole sets')}, test sets "
+             f"{_cap(ft['eval_cap_used'], 'whole')} (stratified); random subsets: seeds {lad['seeds']}; D, "
+             f"single-iteration and D(Φ): seeds {lad['model_seeds']}. |D| = {lad['dataset_size']:,}; "
+             f"{lad['excluded_warmup_rows']:,} rows of the warm-up slices are left out of every training set. "
+             "Accuracy in %."]
     if lad["lr_check"]:
         c = lad["lr_check"]
         lines += ["", f"Learning-rate check ({c['rows'][0]:,} + {c['rows'][1]:,} rows of D's training part; held-out "

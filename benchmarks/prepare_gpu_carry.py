@@ -74,7 +74,9 @@ def checkout_bytes(root: Path, carry: Path) -> tuple[int, int]:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "data")
+    found = [d / "shared" / "data" for d in (ROOT.parent, ROOT.parent.parent) if (d / "shared" / "data").is_dir()]
+    shared = (found or [ROOT.parent / "shared" / "data"])[0]  # beside the checkout, or beside a worktree's folder
+    ap.add_argument("--data", type=Path, default=shared)
     ap.add_argument("--out", type=Path, default=ROOT / "carry")
     ap.add_argument("--model", type=Path, default=None, help="MiniLM folder (default: the installed package's)")
     ap.add_argument("--limit-mib", type=float, default=64.0)

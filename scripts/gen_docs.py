@@ -34,12 +34,19 @@ BENCHMARKS = ROOT / "docs" / "benchmarks.md"
 GUIDES = ROOT / "docs" / "guide"
 README = ROOT / "README.md"
 
-# The README's one headline table: an `aflite evaluate` results file and the evaluation set to show
-# ("own_heldout", or the name of a --test / --ood set in the file). Point these at a newer measurement to
-# update the README; the numbers are always read from the file.
+# The README's headline: the ladder of Φ strength with the fine-tuned evaluator, one column group per measurement.
+# Each source is an `aflite evaluate` results file (.json) or its tables (a tables.md, or a log holding one); the
+# figures are always read from the files. Point these at newer measurements to update the README.
 HEADLINE: dict[str, Any] = {
-    "file": "headline_snli100k_evaluate_results.json", "set": "snli-dev",
-    "only": ["D", "D_random(40084) [D(Φ warmup)]", "single-iteration(Φ warmup)", "D(Φ warmup)"],
+    "set": "snli-dev",
+    "phi": [("ngram", "n-gram"), ("minilm", "frozen MiniLM"), ("warmup", "warm-up MiniLM"),
+            ("warmup+ngram", "warm-up + n-gram")],
+    "columns": [
+        {"title": "H100", "single": True,
+         "sources": ["2026-11-28-h100/protocol.log"]},
+        {"title": "CPU", "single": False,
+         "sources": ["ladder_cpu_4000_seeds3_evaluate_results.json", "ladder_cpu_4000_combined_evaluate_results.json"]},
+    ],
 }
 
 # Where an absolute path of the measuring machine is replaced, and by what (relative to the repository root).
@@ -301,17 +308,98 @@ def replace_block(text: str, name: str, body: str) -> str:
     return f"{head}{begin}\n{body.rstrip()}\n{end}{tail}"
 
 
+_SET_NAME = re.compile(r"^(?:D_random\(\d+\)(?: \[D\(Φ (?P<r>[^)]+)\)\])?|single-iteration\(Φ (?P<s>[^)]+)\)"
+                       r"|D\(Φ (?P<f>[^)]+)\))$")
+
+
+def _set_kind(name: str) -> tuple[str, str] | None:
+    """("random" | "single" | "filtered", Φ) for an evaluate training-set name; None for D and the rest."""
+    m = _SET_NAME.match(name)
+    if m is None:
+        return None
+    kind = "single" if m.group("s") else "filtered" if m.group("f") else "random"
+    return kind, m.group("r") or m.group("s") or m.group("f") or ""  # "": the file's one Φ
+
+
+def ladder_cells(path: Path, test: str) -> dict[str, dict[str, str]]:
+    """{Φ: {"D", "random", "single", "filtered", "kept"}} on ``test``, from an evaluate results.json (its first
+    model) or from the text of its tables.md (the first model row of the test set's Table 3 section)."""
+    out = _ladder_cells(path, test)
+    phis = [k for k in out if k]
+    if len(phis) == 1:  # one filtered set: its random subsets are named without it
+        out[phis[0]] = {**{k: v for k, v in out.get("", {}).items() if k != "D"}, **out[phis[0]]}
+    return out
+
+
+def _ladder_cells(path: Path, test: str) -> dict[str, dict[str, str]]:
+    out: dict[str, dict[str, str]] = {}
+    if path.suffix == ".json":
+        d = json.loads(path.read_text(encoding="utf-8"))
+        per_set = next(iter(d["aggregate"].values()))
+        for name, entry in per_set.items():
+            cell = pct(entry.get("tests", {}).get(test, {}).get("accuracy"))
+            kind = _set_kind(name)
+            if kind is None and name == "D":
+                out.setdefault("", {})["D"] = cell
+            elif kind is not None:
+                out.setdefault(kind[1], {})[kind[0]] = cell
+                if kind[0] == "filtered":
+                    out[kind[1]]["kept"] = f"{int(entry['train_rows']):,}"
+        return out
+    text = path.read_text(encoding="utf-8")
+    section = text.split(f"## Table 3 shape: test set {test} ", 1)[1].split("\n## ", 1)[0]
+    rows = [[c.strip() for c in line.strip().strip("|").split("|")] for line in section.splitlines()
+            if line.startswith("|") and not line.startswith("|---")]
+    header = rows[0]
+    model = next(r for r in rows[1:] if not r[0].startswith(("Chance", "Training set size")))
+    sizes = next(r for r in rows[1:] if r[0] == "Training set size")
+    for i, name in enumerate(header):
+        value = re.sub(r"\s*\([+-]?[\d.]+\)$", "", model[i]) if i < len(model) else "–"
+        kind = _set_kind(name)
+        if name == "D":
+            out.setdefault("", {})["D"] = value
+        elif kind is not None:
+            out.setdefault(kind[1], {})[kind[0]] = value
+            if kind[0] == "filtered":
+                out[kind[1]]["kept"] = f"{int(sizes[i]):,}"
+    return out
+
+
+def _gap(cells: dict[str, str]) -> str:
+    try:
+        return f"**{float(cells['filtered']) - float(cells['random'].split(' ± ')[0]):+.1f}**"
+    except (KeyError, ValueError):
+        return "–"
+
+
 def headline() -> str:
-    path = MEASURED / HEADLINE["file"]
-    d = json.loads(path.read_text(encoding="utf-8"))
-    lines = evaluate_table(d, HEADLINE["set"], HEADLINE.get("only"))
-    cfg = d.get("config", {})
-    where = {"own_heldout": "each set's own held-out rows", "original_heldout": "the held-out rows of D"}.get(
-        HEADLINE["set"], f"`{HEADLINE['set']}`")
-    lines += ["", f"Accuracy (%) of models trained on each set, tested on {where}; Δ = D(Φ) − D; ± over seeds. "
-              f"D = `{fmt(cfg.get('dataset'))}` ({fmt(cfg.get('dataset_size'))} pairs). "
-              f"Raw output: [`docs/measured/{path.name}`](docs/measured/{path.name}); more in "
-              "[docs/benchmarks.md](docs/benchmarks.md)."]
+    """The README's ladder table (see :data:`HEADLINE`): per Φ and per measurement |D(Φ)|, random subsets,
+    (single-iteration,) D(Φ) and D(Φ) − random on the test set."""
+    test = HEADLINE["set"]
+    header, cols, ds, links = ["Φ"], [], [], []
+    for col in HEADLINE["columns"]:
+        merged: dict[str, dict[str, str]] = {}
+        where = []
+        for i, src in enumerate(col["sources"], 1):
+            for phi, cells in ladder_cells(MEASURED / src, test).items():
+                merged.setdefault(phi, {}).update(cells)
+            where.append(f"[{i}](docs/measured/{src})")
+        links.append(f"{col['title'].split(',')[0]} {', '.join(where)}")
+        cols.append((col, merged))
+        ds.append(f"{merged.get('', {}).get('D', '–')} ({col['title'].split(',')[0]})")
+        parts = ["\\|D(Φ)\\|", "random", *(["single"] if col["single"] else []), "D(Φ)", "gap"]
+        header += [f"{col['title']}: {p}" if i == 0 else p for i, p in enumerate(parts)]
+    rows = []
+    for key, label in HEADLINE["phi"]:
+        row = [label]
+        for col, merged in cols:
+            c = merged.get(key, {})
+            row += [c.get("kept", "–"), c.get("random", "–"), *([c.get("single", "–")] if col["single"] else []),
+                    c.get("filtered", "–"), _gap(c) if c else "–"]
+        rows.append(row)
+    lines = table(header, rows)
+    lines += ["", f"Accuracy (%) on `{test}`; gap = D(Φ) − random (± over 3 seeds); D: {' / '.join(ds)}. "
+              f"Raw: {'; '.join(links)}."]
     return "\n".join(lines)
 
 

@@ -113,7 +113,9 @@ def test_device_bench_runs_every_section_on_torch_cpu(tmp_path, monkeypatch, min
     assert set(res["roofline"]["tflops"]) == {"float32", "bfloat16", "float16"}
     modes = res["phi"]["modes"]
     assert set(modes) == {"float32", "float32_pipelined", "bfloat16_pipelined", "float16_pipelined",
-                          "bfloat16_pipelined_budget4x"}
+                          "bfloat16_pipelined_budget4x", "float32_pipelined_budget4x", "tf32_pipelined_budget4x",
+                          "bfloat16_weights_pipelined_budget4x"}
+    assert modes["bfloat16_weights_pipelined_budget4x"]["cosine_to_float32"]["mean"] > 0.99
     assert modes["float32_pipelined"]["cosine_to_float32"]["min"] > 0.99999
     assert modes["bfloat16_pipelined"]["cosine_to_float32"]["mean"] > 0.99
     runs = res["filter"]["runs"]

@@ -70,23 +70,37 @@ def register(sub: Any) -> None:
     e.add_argument("--rounds", type=int, default=3, help="alternating rounds; the median counts (default 3)")
     e.add_argument("--kept-set", action=argparse.BooleanOptionalAction, default=True,
                    help="compare AFLite's kept sets on all rows (--no-kept-set skips it)")
+    _add_device_options(p)
+    p.set_defaults(handler=run)
+
+
+def _add_device_options(p: Any) -> None:
+    """The device benchmark's group (--device, --profile ...)."""
     d = p.add_argument_group(
         "device benchmark (--device)",
-        "One GPU's figures in one run (issue #31): its measured GEMM rates (the roofline), frozen MiniLM Φ pairs/s "
-        "in float32 and in the opt-in bfloat16/float16 pipelined paths with their cosine and kept-set agreement, "
-        "the complete SNLI-shaped filter on the CPU and in each device mode (float32, bfloat16 and float16 storage) "
-        "with kept-set Jaccard, and the warm-up run end to end on SNLI train_100k. --out DIR keeps device_bench.json "
-        "up to date after every section.")
+        "One GPU's figures in one run: its measured GEMM rates (the roofline), frozen MiniLM Φ pairs/s in "
+        "float32 (fixed batches, and pipelined: the CUDA default) and in opt-in paths (bfloat16/float16, larger token "
+        "budgets, TF32, bfloat16-stored weights) with their cosine and kept-set agreement, the complete SNLI-shaped "
+        "filter on the CPU and in each device mode with kept-set Jaccard, the warm-up run end to end on SNLI "
+        "train_100k, and with --profile where the time goes (per Φ batch and per filter phase, host vs device). "
+        "--out DIR keeps device_bench.json up to date after every section.")
     d.add_argument("--device", default=None,
                    help="run the device benchmark here: cuda, cuda:N, or torch-cpu (the same code on the CPU)")
     d.add_argument("--tiny", action="store_true",
                    help="every size shrunk so that the run takes a minute on a CPU (a test; its speeds mean nothing)")
-    d.add_argument("--sections", default=",".join(("roofline", "phi", "filter", "warmup")),
-                   help="comma-separated subset of roofline, phi, filter, warmup (default all)")
+    d.add_argument("--sections", default=None,
+                   help="comma-separated subset of roofline, profile, phi, filter, warmup (default: roofline, phi, "
+                   "filter, warmup; with --profile: profile)")
+    d.add_argument("--profile", action="store_true",
+                   help="where the time goes: per Φ batch tokenising, collating, host->device copy, forward and "
+                   "device->host copy, tokenising pairs per CPU second and the device's busy fraction; per filter "
+                   "phase device vs host seconds (the profile section; timing only)")
+    d.add_argument("--kept-sets", action=argparse.BooleanOptionalAction, default=None,
+                   help="the phi section's kept-set comparisons (default: on; off with --profile, so that the "
+                   "timing sections fit a short device call)")
     d.add_argument("--data-dir", default=None,
                    help="folder holding snli/train_100k.tsv.gz (default ../shared/data; --tiny: the bundled sample)")
     d.add_argument("--model-path", default=None, help="the text model folder (default the bundled MiniLM)")
-    p.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -147,13 +161,15 @@ def _run_embed(args: argparse.Namespace) -> int:
 def _run_device(args: argparse.Namespace) -> int:
     from aflite.experiments.bench_device import device_benchmark, format_device_report
 
-    sections = tuple(s.strip() for s in args.sections.split(",") if s.strip())
+    default = "" if args.profile else "roofline,phi,filter,warmup"
+    sections = tuple(s.strip() for s in (args.sections or default).split(",") if s.strip())
+    kept = args.kept_sets if args.kept_sets is not None else not args.profile
     if args.out is not None:
         from aflite.atomic import check_output_path
 
         check_output_path(args.out, flag="--out")
     res = device_benchmark(args.device, tiny=args.tiny, data_dir=args.data_dir, model_path=args.model_path,
-                           sections=sections, seed=args.seed,
+                           sections=sections, profile=args.profile, seed=args.seed, kept_sets=kept,
                            out_json=None if args.out is None else Path(args.out) / "device_bench.json",
                            log=lambda m: None if args.quiet else print(f"[bench] {m}", file=sys.stderr, flush=True))
     report = format_device_report(res)

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterator, Sequence
+from itertools import chain
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
@@ -283,20 +284,20 @@ def mean_pool(hidden: Any, mask: Any) -> Any:
 
 
 def pad_batch(items: list[dict[str, list[int]]], pad_id: int, torch: Any, device: str = "cpu") -> dict[str, Any]:
-    """Token-id items padded to the longest one (``input_ids`` with ``pad_id``, other fields with 0)."""
-    width = max(len(it["input_ids"]) for it in items)
+    """Token-id items padded to the longest one (``input_ids`` with ``pad_id``, other fields with 0). One flat copy
+    per field and a length mask, no per-row loop: at tens of thousands of pairs a second the host's padding is on
+    the device's critical path."""
+    lengths = np.fromiter((len(it["input_ids"]) for it in items), dtype=np.int64, count=len(items))
+    width = int(lengths.max())
+    inside = np.arange(width)[None, :] < lengths[:, None]  # row-major, the order of the concatenated ids
     out: dict[str, Any] = {}
     for key in items[0]:
-        fill = pad_id if key == "input_ids" else 0
-        arr = np.full((len(items), width), fill, dtype=np.int64)
-        for r, it in enumerate(items):
-            arr[r, : len(it[key])] = it[key]
+        arr = np.full((len(items), width), pad_id if key == "input_ids" else 0, dtype=np.int64)
+        arr[inside] = np.fromiter(chain.from_iterable(it[key] for it in items), dtype=np.int64,
+                                  count=int(lengths.sum()))
         out[key] = torch.from_numpy(arr)
     if "attention_mask" not in out:
-        arr = np.zeros((len(items), width), dtype=np.int64)
-        for r, it in enumerate(items):
-            arr[r, : len(it["input_ids"])] = 1
-        out["attention_mask"] = torch.from_numpy(arr)
+        out["attention_mask"] = torch.from_numpy(inside.astype(np.int64))
     return {k: v.to(device) for k, v in out.items()} if device != "cpu" else out
 
 

@@ -12,6 +12,9 @@ Sections (each written as soon as it is done, so that a run cut short keeps what
   the CPU path and on the device in each mode (classic, ``device_resident``, ``device_lbfgs``, larger pass
   chunks, bfloat16 and float16 storage): wall seconds, phases, peak device memory, kept-set and removed-set
   Jaccard to the CPU run and to the classic device run;
+* ``profile`` — where the time goes (:mod:`aflite.experiments.bench_profile`): per Φ batch tokenising,
+  collating, host→device copy, forward and device→host copy, tokenising pairs per CPU second, the device's busy
+  fraction serial and pipelined; per filter phase device vs host seconds under the torch profiler;
 * ``warmup`` — ``aflite run train_100k --featurizer warmup`` end to end (:func:`aflite.runs.run.run`, probe off),
   the measured path against the opt-in one (bfloat16 fine-tuning and embedding, pipelined, the filter with
   ``device_lbfgs``): load, featurize, filter and total seconds, and the kept sets' Jaccard.
@@ -38,6 +41,7 @@ from aflite.core.filter import AFLite
 from aflite.data.text import demo_dataset_path
 from aflite.device import resolve_device, torch_device, torch_module
 from aflite.errors import ParameterError
+from aflite.experiments.bench_profile import filter_profile, phi_profile
 from aflite.experiments.shapes import make_snli_like
 from aflite.features.minilm import MiniLMFeaturizer
 from aflite.rundir.versions import versions
@@ -46,11 +50,14 @@ from aflite.runs.run import scaled_defaults
 
 __all__ = ["SECTIONS", "device_benchmark", "format_device_report"]
 
-SECTIONS = ("roofline", "phi", "filter", "warmup")
+SECTIONS = ("roofline", "profile", "phi", "filter", "warmup")
+DEFAULT_SECTIONS = ("roofline", "phi", "filter", "warmup")  # the profile is asked for (--profile)
 FULL: dict[str, Any] = {"gemm": 8192, "gemm_repeats": 20, "phi_rows": None, "filter_n": 550_152, "filter_d": 768,
-                        "warmup_rows": None, "warmup_max_steps": None, "token_budget": 16_384, "filter_modes": None}
+                        "warmup_rows": None, "warmup_max_steps": None, "token_budget": 16_384, "filter_modes": None,
+                        "profile_rows": 20_000, "profile_filter_modes": ("classic", "device_lbfgs")}
 TINY: dict[str, Any] = {"gemm": 192, "gemm_repeats": 2, "phi_rows": 96, "filter_n": 2_400, "filter_d": 40,
-                        "warmup_rows": 160, "warmup_max_steps": 2, "token_budget": 512, "filter_modes": None}
+                        "warmup_rows": 160, "warmup_max_steps": 2, "token_budget": 512, "filter_modes": None,
+                        "profile_rows": 96, "profile_filter_modes": ("classic", "device_lbfgs")}
 # the filter's device modes: FastLogisticEnsemble keywords (storage is the ensemble's too)
 FILTER_MODES: dict[str, dict[str, Any]] = {
     "classic": {},
@@ -61,11 +68,15 @@ FILTER_MODES: dict[str, dict[str, Any]] = {
     "device_lbfgs_float16": {"device_lbfgs": True, "storage": "float16"},
 }
 PHI_MODES: dict[str, dict[str, Any]] = {
-    "float32": {},
+    "float32": {"pipelined": False},  # the path every device took before pipelining became the CUDA default
     "float32_pipelined": {"pipelined": True},
     "bfloat16_pipelined": {"pipelined": True, "precision": "bfloat16"},
     "float16_pipelined": {"pipelined": True, "precision": "float16"},
     "bfloat16_pipelined_budget4x": {"pipelined": True, "precision": "bfloat16", "budget_factor": 4},
+    # issue #43: fewer, larger batches; TF32 matmuls; weights stored in bfloat16 (no autocast casts per op)
+    "float32_pipelined_budget4x": {"pipelined": True, "budget_factor": 4},
+    "tf32_pipelined_budget4x": {"pipelined": True, "budget_factor": 4, "tf32": True},
+    "bfloat16_weights_pipelined_budget4x": {"pipelined": True, "budget_factor": 4, "weights": "bfloat16"},
 }
 
 
@@ -75,17 +86,23 @@ def device_benchmark(
     tiny: bool = False,
     data_dir: str | os.PathLike[str] | None = None,
     model_path: str | os.PathLike[str] | None = None,
-    sections: tuple[str, ...] = SECTIONS,
+    sections: tuple[str, ...] = DEFAULT_SECTIONS,
+    profile: bool = False,
     seed: int = 0,
     out_json: str | os.PathLike[str] | None = None,
     log: Callable[[str], None] | None = None,
     sizes: dict[str, Any] | None = None,
+    kept_sets: bool = True,
 ) -> dict[str, Any]:
     """Run the ``sections`` on ``device`` and return their figures (see the module docstring). ``data_dir`` holds
     ``snli/train_100k.tsv.gz`` (default ``../shared/data`` beside the checkout, or the bundled SNLI sample when
     ``tiny``); ``model_path`` is the text model (default the bundled MiniLM). With ``out_json`` the results so far
     are written there (atomically) after every section. ``sizes`` overrides entries of :data:`FULL` / :data:`TINY`
-    (``filter_modes``: the names of :data:`FILTER_MODES` to run, None for all)."""
+    (``filter_modes``: the names of :data:`FILTER_MODES` to run, None for all). ``profile=True`` runs the ``profile``
+    section first (also when ``sections`` does not name it); ``kept_sets=False`` skips the ``phi`` section's
+    kept-set comparisons (timing only: what fits a short device call)."""
+    if profile:
+        sections = ("profile", *(s for s in sections if s != "profile"))
     unknown = [s for s in sections if s not in SECTIONS]
     if unknown:
         raise ParameterError(f"unknown bench section(s) {', '.join(unknown)}: choose from {', '.join(SECTIONS)}")
@@ -100,11 +117,18 @@ def device_benchmark(
     res: dict[str, Any] = {"device": _describe(torch, device), "tiny": tiny, "sizes": sizes, "seed": seed,
                            "versions": {**versions(), "torch": torch.__version__},
                            "load_average_at_start": list(os.getloadavg()),
-                           "note": "opt-in paths of issue #31; figures of a tiny run say nothing about speed"}
+                           "note": "figures of a tiny run say nothing about speed"}
     data_file = _data_file(data_dir, tiny)
+
+    def checkpoint(part: dict[str, Any]) -> None:  # a section's figures so far, kept if a time limit cuts it
+        res["profile"] = part
+        if out_json is not None:
+            write_json(Path(out_json), res)
+
     runners: dict[str, Callable[[], dict[str, Any]]] = {
         "roofline": lambda: roofline(torch, device, sizes["gemm"], sizes["gemm_repeats"]),
-        "phi": lambda: phi_section(device, data_file, sizes, model_path, seed, say),
+        "profile": lambda: profile_section(device, data_file, sizes, model_path, seed, say, checkpoint),
+        "phi": lambda: phi_section(device, data_file, sizes, model_path, seed, say, kept_sets=kept_sets),
         "filter": lambda: filter_section(device, sizes, seed, say),
         "warmup": lambda: warmup_section(device, data_file, sizes, model_path, seed, say),
     }
@@ -114,7 +138,7 @@ def device_benchmark(
         try:
             res[name] = runners[name]()
         except Exception as exc:  # one failed section is reported, the next ones still run
-            res[name] = {"error": f"{type(exc).__name__}: {exc}"}
+            res[name] = {**res.get(name, {}), "error": f"{type(exc).__name__}: {exc}"}  # what it had kept
         res[name]["section_seconds"] = round(time.perf_counter() - t0, 2)
         if out_json is not None:
             write_json(Path(out_json), res)
@@ -214,7 +238,7 @@ def _kept(X: np.ndarray, y: np.ndarray, seed: int) -> np.ndarray:
 
 
 def phi_section(device: str, data_file: Path, sizes: dict[str, Any], model_path: Any, seed: int,
-                say: Callable[[str], None]) -> dict[str, Any]:
+                say: Callable[[str], None], kept_sets: bool = True) -> dict[str, Any]:
     """Frozen MiniLM Φ in each of :data:`PHI_MODES`: pairs/s, cosine to float32's, kept-set Jaccard."""
     torch = torch_module()
     a, b, y = _pairs(data_file, sizes["phi_rows"])
@@ -224,14 +248,23 @@ def phi_section(device: str, data_file: Path, sizes: dict[str, Any], model_path:
     for name, kw in PHI_MODES.items():
         kw = dict(kw)
         factor = kw.pop("budget_factor", 1)
+        tf32, weights = kw.pop("tf32", False), kw.pop("weights", None)
         budget = {"token_budget": factor * sizes["token_budget"]} if kw.get("pipelined") else {}
         feat = MiniLMFeaturizer(model_path=model_path, device=device, backend="torch", show_progress=False,
                                 **kw, **budget)
         feat.transform(a[:64], b[:64])  # load the model and warm the kernels up
-        _sync(torch, device)
-        t0 = time.perf_counter()
-        X[name] = feat.transform(a, b)
-        _sync(torch, device)
+        if weights is not None:  # the frozen network's weights themselves in that type (pooling stays float32)
+            feat.loaded()[1].to(getattr(torch, weights))
+            feat.transform(a[:64], b[:64])
+        before = torch.backends.cuda.matmul.allow_tf32
+        torch.backends.cuda.matmul.allow_tf32 = tf32 or before
+        try:
+            _sync(torch, device)
+            t0 = time.perf_counter()
+            X[name] = feat.transform(a, b)
+            _sync(torch, device)
+        finally:
+            torch.backends.cuda.matmul.allow_tf32 = before
         secs = time.perf_counter() - t0
         entry: dict[str, Any] = {"seconds": round(secs, 3), "pairs_per_s": round(len(a) / secs, 1)}
         if name != "float32":
@@ -240,6 +273,8 @@ def phi_section(device: str, data_file: Path, sizes: dict[str, Any], model_path:
         out["modes"][name] = entry
         say(f"  Φ {name}: {entry['pairs_per_s']:.0f} pairs/s")
         del feat
+    if not kept_sets:
+        return out
     say("  kept sets on each Φ ...")
     ref = _kept(X["float32"], y, seed)
     noise = _kept(X["float32"] * np.float32(1 + 1e-6), y, seed)
@@ -281,6 +316,29 @@ def filter_section(device: str, sizes: dict[str, Any], seed: int, say: Callable[
             run["vs_classic"] = _agreement(keeps[name], keeps["classic"])
         out["runs"][name] = run
         say(f"  filter {name}: {wall:.1f} s, {af.n_iterations_} phases, kept {run['kept']}")
+    return out
+
+
+def profile_section(device: str, data_file: Path, sizes: dict[str, Any], model_path: Any, seed: int,
+                    say: Callable[[str], None],
+                    checkpoint: Callable[[dict[str, Any]], None] = lambda _part: None) -> dict[str, Any]:
+    """:func:`~aflite.experiments.bench_profile.phi_profile` on the first ``profile_rows`` pairs and
+    :func:`~aflite.experiments.bench_profile.filter_profile` on the ``filter`` section's features per mode, handing
+    the figures so far to ``checkpoint`` after each part."""
+    a, b, _ = _pairs(data_file, sizes["profile_rows"])
+    out: dict[str, Any] = {"phi": phi_profile(device, a, b, model_path=model_path,
+                                              token_budget=sizes["token_budget"])}
+    say(f"  Φ profile: {out['phi']['verdict']}")
+    out["filter"] = {}
+    checkpoint(out)
+    feats = make_snli_like(sizes["filter_n"], sizes["filter_d"], random_state=seed)
+    for name in sizes["profile_filter_modes"]:
+        prof = filter_profile(device, feats.X, feats.y, scaled_defaults(len(feats.y)), seed=seed,
+                              mode=FILTER_MODES[name])
+        out["filter"][name] = prof
+        say(f"  filter profile {name}: {prof['wall_seconds_profiled']} s, device {prof['device_seconds']} s, "
+            f"host {prof['host_seconds']} s")
+        checkpoint(out)
     return out
 
 
@@ -329,6 +387,16 @@ def format_device_report(res: dict[str, Any]) -> str:
     if "tflops" in r:
         lines.append("  GEMM TFLOP/s: " + ", ".join(f"{k} {v}" for k, v in r["tflops"].items())
                      + f"; copy {r['copy_gb_per_s']} GB/s")
+    pr = res.get("profile", {})
+    if "phi" in pr:
+        ph = pr["phi"]
+        lines.append("  Φ profile (serial, s): " + ", ".join(f"{k} {v['seconds']}" for k, v in
+                                                          ph["serial"]["steps"].items())
+                     + f"; tokenising {ph['tokenise_all']['pairs_per_cpu_s']} pairs per CPU second")
+        lines.append(f"  Φ profile: {ph['verdict']}")
+    for name, e in pr.get("filter", {}).items():
+        lines.append(f"  filter profile {name}: {e['wall_seconds_profiled']} s = device {e['device_seconds']} s "
+                     f"+ host {e['host_seconds']} s over {e['phases']} phases")
     p = res.get("phi", {})
     for name, e in p.get("modes", {}).items():
         cos = e.get("cosine_to_float32", {}).get("mean")

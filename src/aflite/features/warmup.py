@@ -24,6 +24,7 @@ from aflite.features.base import (
     FeatureJob,
     cache_key,
     check_gpu_options,
+    embed_pipelined,
     log,
     precision_option,
     progress_bar,
@@ -78,10 +79,11 @@ class WarmupFeaturizer(BackendEncoder):
     would barely move from the pretrained features. ``max_steps`` caps optimisation steps; on CPU it defaults
     to ``cpu_max_steps`` (300 steps ~ 9,600 examples) so that a warm-up on a laptop stays within minutes.
 
-    For a GPU (opt-in, **not yet measured on one**; torch backend): ``precision`` ``bfloat16``/``float16`` for
-    fine-tuning and embedding (autocast; pooling, head and loss in float32; part of the cache key),
-    ``token_budget`` (embedding batches by padded tokens) and ``pipelined`` (batches prepared by worker threads
-    ahead of the device, the loss log brought to the host every 50 steps, embeddings in large blocks): see
+    For a GPU (torch backend): ``precision`` ``bfloat16``/``float16`` for fine-tuning and embedding (opt-in
+    autocast; pooling, head and loss in float32; part of the cache key), ``token_budget`` (embedding batches by
+    padded tokens) and ``pipelined`` (True: batches prepared by worker threads ahead of the device, the loss log
+    brought to the host every 50 steps, embeddings in large blocks; None, the default: only the embedding
+    pipelined, and only on a CUDA device, as :class:`~aflite.features.minilm.MiniLMFeaturizer`): see
     :mod:`aflite.encoders` and :mod:`aflite.encoders.training`.
     """
 
@@ -111,7 +113,7 @@ class WarmupFeaturizer(BackendEncoder):
         export_dir: str | os.PathLike[str] | None = None,
         precision: str | None = None,
         token_budget: int | None = None,
-        pipelined: bool = False,
+        pipelined: bool | None = None,
     ) -> None:
         # scikit-learn convention: store the arguments as given; _validate (called by fit) checks them
         self.image_model = image_model
@@ -270,7 +272,7 @@ class WarmupFeaturizer(BackendEncoder):
         out: dict[str, Any] = {}
         if precision_option(self):
             out["precision"] = check_gpu_options(self)
-        if self.pipelined:
+        if self.pipelined:  # asked for: None (the default) pipelines only the embedding, on CUDA
             out.update(sync_every=50, prefetch=True)
         return out
 
@@ -346,7 +348,7 @@ class WarmupFeaturizer(BackendEncoder):
         bar = progress_bar(len(a), self.name, self.show_progress, unit=unit) if own else progress
         try:
             precision = check_gpu_options(self)
-            if self.pipelined and self.image_model is None and self.resolved_backend() == "torch":
+            if embed_pipelined(self) and self.image_model is None and self.resolved_backend() == "torch":
                 budget = {} if self.token_budget is None else {"token_budget": self.token_budget}
                 return embed_pairs(self._encoder, a, b, max_length=self.max_length, normalize=False, progress=bar,
                                    precision=precision, **budget)
@@ -355,7 +357,7 @@ class WarmupFeaturizer(BackendEncoder):
                 return self._embed_onnx(items, bar)
             return embed_items(self._encoder, items, batch_size=self.embed_batch_size, normalize=False,
                                progress=bar, precision=precision, token_budget=self.token_budget,
-                               pipelined=bool(self.pipelined))
+                               pipelined=embed_pipelined(self))
         finally:
             if own and bar is not None:
                 bar.close()
