@@ -369,11 +369,19 @@ def _build(
     extra: dict[str, list[str]] = {c: [] for c in extra_cols}
     keep_index: list[int] = []
     dropped: Counter[str] = Counter()
+    seen_labels: dict[str, tuple[Any, str]] = {}  # a label's string -> (its first raw value, where)
     for i, rec in enumerate(records):
-        lab = _label(path, where[i], cl, get(rec, cl), label_map, src.format)
+        raw_lab = get(rec, cl)
+        lab = _label(path, where[i], cl, raw_lab, label_map, src.format)
         if lab is None:  # no gold label (SNLI's '-', -1 in HF datasets)
             dropped["no_gold_label"] += 1
             continue
+        if label_map is None:
+            first = seen_labels.setdefault(lab, (raw_lab, where[i]))
+            if _label_kind(first[0]) != _label_kind(raw_lab):
+                raise InputError(f"{path}: {where[i]}, column {cl!r}: label {raw_lab!r} ({type(raw_lab).__name__}) "
+                                 f"and {first[1]}'s {first[0]!r} ({type(first[0]).__name__}) would be one class "
+                                 f"{lab!r}; give the column one type, or map them with {_opt('label_map')}")
         labels.append(lab)
         texts_a.append(_text(path, where[i], ca, get(rec, ca)))
         if texts_b is not None and cb is not None:
@@ -431,7 +439,19 @@ def _label(path: Path, where: str, column: str, lab: Any, label_map: dict[Any, s
                          f"remove the row")
     if isinstance(lab, dict | list) or isinstance(lab, float) and not math.isfinite(lab):
         raise InputError(f"{path}: {where}, column {column!r}: invalid label {lab!r}")
+    if isinstance(lab, str):
+        _check_encodable(path, where, column, "label", lab)
     return str(lab)
+
+
+def _label_kind(lab: Any) -> str:
+    """What kind of value a raw label is (``str``, ``bool``, ``number``): labels are compared as strings, so a
+    column holding both 0 and "0" would merge two values into one class."""
+    if isinstance(lab, str):
+        return "str"
+    if isinstance(lab, bool | np.bool_):
+        return "bool"
+    return "number" if isinstance(lab, int | float | np.number) else type(lab).__name__
 
 
 def _row_id(path: Path, where: str, column: str, v: Any) -> str:
@@ -441,6 +461,7 @@ def _row_id(path: Path, where: str, column: str, v: Any) -> str:
     if any(c in str(v) for c in "\n\r\x00"):
         raise InputError(f"{path}: {where}, column {column!r}: id {str(v)!r} contains a line break or NUL; "
                          f"ids are written one per line")
+    _check_encodable(path, where, column, "id", str(v))
     return str(v)
 
 
@@ -472,7 +493,22 @@ def _text(path: Path, where: str, col: str, v: Any) -> str:
         raise InputError(f"{path}: {where}, column {col!r}: missing text")
     if not isinstance(v, str):
         raise InputError(f"{path}: {where}, column {col!r}: text must be a string, got {type(v).__name__}")
+    _check_encodable(path, where, col, "text", v)
     return v
+
+
+def _check_encodable(path: Path, where: str, col: str, what: str, v: str) -> None:
+    """Refuse a lone UTF-16 surrogate (``"\\ud800"``: a JSON escape or a Python string can hold one, UTF-8 cannot):
+    the tokenizers, the hasher and every file written from the row would fail on it later, after the work."""
+    if v.isascii():
+        return
+    try:
+        v.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        bad = v[exc.start]
+        raise InputError(f"{path}: {where}, column {col!r}: the {what} holds a lone surrogate "
+                         f"U+{ord(bad):04X} at character {exc.start} ({v[max(0, exc.start - 20):exc.start + 1]!r}), "
+                         f"which is not valid Unicode; fix or remove the row") from None
 
 
 def demo_dataset_path() -> Path:

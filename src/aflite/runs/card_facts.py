@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from aflite import __version__
-from aflite.data import demo_dataset_path, open_dataset
+from aflite.data import demo_dataset_path, open_dataset, option_label
 from aflite.errors import AfliteError, InputError, ParameterError
 from aflite.features.registry import find
 from aflite.hashing import dataset_fingerprint, file_sha256
@@ -160,10 +160,10 @@ def input_license(sha: str | None, located: Path | None, given: str | None) -> d
     Face dataset folder's ``dataset_info.json``), else ``given`` (``--license``), else ``unknown``. A ``given``
     license that contradicts the input's is refused: a filtered subset keeps its source's terms."""
     if given is not None:
+        if not isinstance(given, str) or not LICENSE_ID.match(given.strip().lower()):
+            raise ParameterError(f"{option_label('--license', 'license=')} {given!r}: give a license identifier as "
+                                 "the Hugging Face Hub writes them, a string (e.g. cc-by-4.0, mit, apache-2.0, other)")
         given = given.strip().lower()
-        if not LICENSE_ID.match(given):
-            raise ParameterError(f"--license {given!r}: give a license identifier as the Hugging Face Hub writes "
-                                 "them (e.g. cc-by-4.0, mit, apache-2.0, other)")
     known: dict[str, Any] | None = None
     if _is_bundled_sample(sha):
         known = bundled_sample_license()

@@ -333,6 +333,10 @@ def run(data_path: Any, out: str | os.PathLike[str] | RunFolder | None = None, *
     if grp_all is not None:
         data.warn_twins(ds, {"pair": ("pair", "hypothesis")}.get(view, (view,)), group_spec)
     chosen = scaled_defaults(n)
+    if "target_size" not in given and n <= chosen["target_size"]:  # a default the user never set: say it so
+        raise InputError(f"{data.source_name(data_path)}: {n:,} row(s) are too few to filter: AFLite keeps at least "
+                         f"{chosen['target_size']} rows (the smallest target size) and removes some, so it needs at "
+                         f"least {chosen['target_size'] + 1} rows")
     af = AFLite(**{**base, **chosen, **given}, **fixed)
     resolved = af.resolved_params(n)  # validates against |D| before any expensive step
     dataset_fp = dataset_fingerprint(ds.ids, ds.labels, ds.texts_a, ds.texts_b)
