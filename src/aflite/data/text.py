@@ -377,10 +377,10 @@ def _build(
             dropped["no_gold_label"] += 1
             continue
         if label_map is None:
-            first = seen_labels.setdefault(lab, (raw_lab, where[i]))
-            if _label_kind(first[0]) != _label_kind(raw_lab):
+            met = seen_labels.setdefault(lab, (raw_lab, where[i]))
+            if _label_kind(met[0]) != _label_kind(raw_lab):
                 raise InputError(f"{path}: {where[i]}, column {cl!r}: label {raw_lab!r} ({type(raw_lab).__name__}) "
-                                 f"and {first[1]}'s {first[0]!r} ({type(first[0]).__name__}) would be one class "
+                                 f"and {met[1]}'s {met[0]!r} ({type(met[0]).__name__}) would be one class "
                                  f"{lab!r}; give the column one type, or map them with {_opt('label_map')}")
         labels.append(lab)
         texts_a.append(_text(path, where[i], ca, get(rec, ca)))

@@ -32,8 +32,8 @@ import numpy as np
 from aflite.errors import ParameterError
 from aflite.threads import budget
 
-__all__ = ["BACKENDS", "CPU_DEFAULT", "onnx_available", "resolve_backend", "weights_hash", "load_onnxruntime", "export_folder",
-           "export_text_model", "quantize_int8", "OnnxTextRunner", "text_runner"]
+__all__ = ["BACKENDS", "CPU_DEFAULT", "onnx_available", "resolve_backend", "weights_hash", "load_onnxruntime",
+           "export_folder", "export_text_model", "quantize_int8", "OnnxTextRunner", "text_runner"]
 
 BACKENDS = ("torch", "onnx", "onnx-int8")
 # the CPU default when the extra is installed: the fastest backend whose agreement with torch passed on the bench

@@ -25,8 +25,8 @@ from aflite.audit.results import audit_verdict, check_sections, check_verdicts
 from aflite.data import open_dataset, source_name
 from aflite.errors import InputError, ParameterError
 from aflite.rundir.lock import check_outside_runs
-from aflite.rundir.names import METRICS
 from aflite.rundir.match import check_run_rows
+from aflite.rundir.names import METRICS
 from aflite.rundir.read import read_kept_ids
 from aflite.rundir.results import Result, recording_warnings
 from aflite.runs.audit_kinds import ImageAudit, audit_kind

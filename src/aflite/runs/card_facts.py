@@ -308,9 +308,9 @@ def evaluate_facts(inp: CardInputs, kept_sha: str) -> dict[str, Any]:
     # this run's sentences only (an evaluate folder of several runs has one per run): the evaluate's own verdict
     # function over this run's sets and their copied figures
     mine_sets = [s for s in sets if s.get("kind") == "D" or str(s.get("run")) == run_key]
-    names = {s.get("name") for s in mine_sets}
+    set_names = {s.get("name") for s in mine_sets}
     verdict = evaluate_verdict({"training_sets": mine_sets, "aggregate": {
-        m: {k: v for k, v in per.items() if k in names} for m, per in (ev.get("aggregate") or {}).items()}})
+        m: {k: v for k, v in per.items() if k in set_names} for m, per in (ev.get("aggregate") or {}).items()}})
     return {
         "tied_to_run_by": tied, "verdict": verdict, "models": cfg.get("models") or list(scores),
         "seeds": cfg.get("seeds"), "split": cfg.get("split"), "heldout": cfg.get("heldout"),
