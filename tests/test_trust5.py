@@ -291,3 +291,49 @@ def test_an_unknown_dataset_option_is_named(tmp_path: Path) -> None:
     for given in (demo(60), data.demo_dataset_path()):
         with pytest.raises(ParameterError, match=r"unknown dataset option\(s\) 'txt_a'; the loaders take text_a, "):
             aflite.run(given, dataset_options={"txt_a": "premise"}, **KW)
+
+
+# ------------------------------------------------------------------------- found by trying new data (trust5_cases.md)
+def test_labels_differing_only_by_case_or_spaces_are_refused(tmp_path: Path) -> None:
+    frame = demo(60)
+    frame.loc[7, "label"] = frame.loc[7, "label"] + " "
+    with pytest.raises(InputError, match=r"row 7, column 'label': label '\w+ ' differs from row \d+'s '\w+' only by "
+                                         r"case or spaces"):
+        aflite.run(frame, **KW)
+    path = tmp_path / "d.tsv"
+    upper = demo(60)
+    upper.loc[9, "label"] = upper.loc[9, "label"].upper()
+    upper.to_csv(path, sep="\t", index=False)
+    with pytest.raises(InputError, match=r"d.tsv: line 11, column 'label': label '[A-Z]+' differs from"):
+        aflite.load_dataset(path)
+
+
+def test_an_empty_dataframe_says_no_rows() -> None:
+    with pytest.raises(InputError, match=r"^in-memory pandas DataFrame: no rows$"):
+        aflite.run(demo(0), **KW)
+
+
+def test_a_folder_holding_a_run_is_refused_before_phi_in_the_callers_words(tmp_path: Path) -> None:
+    aflite.run(demo(60), tmp_path / "run", **KW)
+    cache = sorted(p.name for p in (tmp_path / "run" / "cache").iterdir())
+    other = demo(120).tail(60).reset_index(drop=True)  # other rows: their Φ is not in the cache
+    with pytest.raises(ParameterError, match=r"holds a previous run: pass resume=True to continue it, overwrite=True "
+                                             r"to start over, or choose another out$"):
+        aflite.run(other, tmp_path / "run", **KW)
+    assert sorted(p.name for p in (tmp_path / "run" / "cache").iterdir()) == cache
+
+
+def test_evaluate_refuses_one_run_given_twice(tmp_path: Path) -> None:
+    path = tmp_path / "d.tsv"
+    demo(120).to_csv(path, sep="\t", index=False)
+    aflite.run(path, tmp_path / "run", **KW)
+    with pytest.raises(ParameterError, match=r"the run folder .*run/ is given twice"):
+        evaluate_runs(path, [tmp_path / "run", str(tmp_path / "run") + "/"], tmp_path / "ev", models=["ngram"],
+                      seeds=1, show_progress=False)
+    assert not (tmp_path / "ev").exists()
+
+
+def test_audit_file_without_progress_prints_no_progress_bar(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
+    config = AuditConfig(featurizer="ngram", tra=False, peco_shuffles=2, tsne_sample=50)
+    audit_file(demo(120), tmp_path / "audit", config, show_progress=False)
+    assert "ngram features" not in capfd.readouterr().err

@@ -158,6 +158,9 @@ def _runs(data: str | os.PathLike[str], ds: Any, runs: Sequence[str | os.PathLik
     """The run folders, each checked against D (its recorded fingerprint, its ids), and D's fingerprint."""
     if not runs:
         raise ParameterError("give at least one run directory (made by aflite run on this dataset)")
+    twice = next((r for k, r in enumerate(runs) if Path(r).resolve() in {Path(q).resolve() for q in runs[:k]}), None)
+    if twice is not None:  # one run twice would train and report its sets twice under two names
+        raise ParameterError(f"the run folder {twice} is given twice; give each run once")
     data_fp = dataset_fingerprint(ds.ids, ds.labels, ds.texts_a, ds.texts_b)
     for run_dir in runs:  # a run from another file with the same row count would otherwise match by row-N ids
         check_run_rows(run_dir, ds, data)  # what differs (ids, a label, the order, texts), by name

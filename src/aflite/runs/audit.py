@@ -159,6 +159,7 @@ def audit_file(
     folder = RunFolder.of(out, "audit")
     name = source_name(data_path)
     cfg = config if config is not None else A.AuditConfig()
+    cfg = cfg if show_progress else dataclasses.replace(cfg, show_progress=False)  # the features' bars too
     kind = audit_kind(data_path, cfg.featurizer, (image_options or {}).get("path_column"))
     cfg = kind.configure(cfg, name, reference)
     check_audit_config(cfg)

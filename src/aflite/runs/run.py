@@ -39,7 +39,7 @@ from aflite.links import check_link_dir, check_link_names
 from aflite.rundir.checkpoint import check_resume_dataset
 from aflite.rundir.names import WARMUP_IDS
 from aflite.rundir.results import recording_warnings
-from aflite.runs.filter import FilterResult, run_filter
+from aflite.runs.filter import FilterResult, previous_run_error, run_filter
 from aflite.runs.folder import RunFolder
 from aflite.runs.summaries import PROBE_MEANING, label_shift, render_summary, run_verdict
 from aflite.threads import limited
@@ -342,6 +342,8 @@ def run(data_path: Any, out: str | os.PathLike[str] | RunFolder | None = None, *
     dataset_fp = dataset_fingerprint(ds.ids, ds.labels, ds.texts_a, ds.texts_b)
     if resume and folder is not None:  # another dataset is refused now, before anything is computed or cached
         check_resume_dataset(folder.path, dataset_fp)
+    elif folder is not None and folder.holds_run() and not overwrite:  # now, not after Φ (minutes)
+        raise previous_run_error(folder)
     t0, cache_path = time.perf_counter(), _cache(cache_dir, folder)
     cached_before = _files(cache_path) if resume and cache_path is not None else None
     feats, shards, release = _featurize(ds, featurizer, view, af, resolved["train_size"], seed, cache_path,
