@@ -94,6 +94,17 @@ def scaled_defaults(n: int) -> dict[str, int | float]:
     }
 
 
+def _scaled_for(n: int, given: dict[str, Any], name: str) -> dict[str, int | float]:
+    """The scaled defaults for ``n`` rows; too few rows for the smallest target size are refused as such (not as
+    a target size the user never set)."""
+    chosen = scaled_defaults(n)
+    if "target_size" not in given and n <= int(chosen["target_size"]):
+        raise InputError(f"{name}: {n:,} row(s) are too few to filter: AFLite keeps at least "
+                         f"{chosen['target_size']} rows (the smallest target size) and removes some, so it needs at "
+                         f"least {int(chosen['target_size']) + 1} rows")
+    return chosen
+
+
 def _out_name(src: Path) -> str:
     """filtered<suffixes of the input>, e.g. ``filtered.tsv.gz`` or a folder name for HF datasets."""
     suffixes = "".join(src.suffixes[-2:]) if src.suffix == ".gz" else src.suffix
@@ -332,11 +343,7 @@ def run(data_path: Any, out: str | os.PathLike[str] | RunFolder | None = None, *
     grp_all = ds.groups if group_spec != "none" else None
     if grp_all is not None:
         data.warn_twins(ds, {"pair": ("pair", "hypothesis")}.get(view, (view,)), group_spec)
-    chosen = scaled_defaults(n)
-    if "target_size" not in given and n <= chosen["target_size"]:  # a default the user never set: say it so
-        raise InputError(f"{data.source_name(data_path)}: {n:,} row(s) are too few to filter: AFLite keeps at least "
-                         f"{chosen['target_size']} rows (the smallest target size) and removes some, so it needs at "
-                         f"least {chosen['target_size'] + 1} rows")
+    chosen = _scaled_for(n, given, data.source_name(data_path))
     af = AFLite(**{**base, **chosen, **given}, **fixed)
     resolved = af.resolved_params(n)  # validates against |D| before any expensive step
     dataset_fp = dataset_fingerprint(ds.ids, ds.labels, ds.texts_a, ds.texts_b)
