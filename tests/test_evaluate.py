@@ -632,12 +632,12 @@ def test_evaluate_and_audit_compare_refuse_a_run_from_another_dataset(tmp_path, 
     code = main(["evaluate", str(b), str(run), "--out", str(tmp_path / "ev"), "--models", "ppmi", "--seeds", "1",
                  "--no-single-iteration", "--quiet"])
     err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
-    assert code == 2 and len(err) == 1 and "was made from a different dataset than" in err[0], err
+    assert code == 2 and len(err) == 1 and "is not the data this run read: " in err[0], err
     assert not (tmp_path / "ev").exists()
     code = main(["audit", str(b), "--compare", str(run), "--out", str(tmp_path / "au"), "--featurizer", "ngram",
                  "--quiet"])
     err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
-    assert code == 2 and len(err) == 1 and "was made from a different dataset than" in err[0], err
+    assert code == 2 and len(err) == 1 and "is not the data this run read: " in err[0], err
     # a run made before the fingerprint was recorded: the old id check, with a warning
     for name in ("results.json", "summary.json"):
         body = json.loads((run / name).read_text())

@@ -211,8 +211,9 @@ def test_same_ids_and_labels_but_other_texts_are_refused(explained, capsys, tmp_
     bad.write_text("\n".join(lines) + "\n")
     out = tmp_path / "ex"
     code, err = cli(capsys, "explain", bad, tmp / "run", "--out", out, "--quiet", "--cache-dir", tmp_path / "cache")
-    assert code == 2 and "not the Φ the run" in err and len(err.strip().splitlines()) == 1, err
-    assert not out.exists()
+    assert code == 2 and "the same ids and labels in the same order, but other texts" in err, err
+    assert len(err.strip().splitlines()) == 1, err
+    assert not out.exists() and not (tmp_path / "cache").exists()  # refused before Φ: nothing computed or cached
 
 
 def test_ngram_coefficients_read_the_ensemble_weights(explained, tmp_path):
@@ -283,7 +284,7 @@ def test_explain_recomputes_phi_into_its_own_folder_never_the_runs(own_run, tmp_
     edited.write_text("\n".join(lines) + "\n")
     capsys.readouterr()
     code, err = cli(capsys, "explain", edited, run, "--out", tmp_path / "ex2", "--quiet")
-    assert code == 2 and "not the Φ the run" in err and len(err.strip().splitlines()) == 1, err
+    assert code == 2 and "but other texts" in err and len(err.strip().splitlines()) == 1, err
     assert snapshot(run) == before and not (tmp_path / "ex2").exists()
     # the run can still be explained
     assert main(["explain", str(data), str(run), "--out", str(tmp_path / "ex3"), "--quiet", "--random-seeds",

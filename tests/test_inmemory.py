@@ -262,6 +262,7 @@ def test_explain_and_evaluate_take_the_dataframe_of_a_file_run(file_run: Path, t
                                seeds=1, random_baseline=False, single_iteration=False, show_progress=False)
     assert rep.config["dataset"] == "in-memory pandas DataFrame" and len(rep.training_sets) == 2
     other = frame.assign(label=frame["label"].iloc[::-1].to_numpy())
-    with pytest.raises(InputError, match="different dataset than in-memory pandas DataFrame"):
+    with pytest.raises(InputError, match=r"in-memory pandas DataFrame is not the data this run read: 2,020 row\(s\) "
+                                         r"carry another label"):
         aflite.evaluate_runs(other, [file_run], None, cache_dir=tmp_path / "cache", models=["ngram:hypothesis"],
                              seeds=1, show_progress=False)

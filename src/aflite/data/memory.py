@@ -65,12 +65,14 @@ def load_memory(obj: Any, *, text_a: str | None = None, text_b: str | None = Non
         raise ParameterError(f"file_format={file_format!r} is for files; the {kind} is read as it is")
     name = Path(source_name(obj))
     columns, records, where, index_ids = _records(obj, kind, name)
+    text_a, text_b, label, id_column, groups = (_column_name(obj, kind, v) for v in (text_a, text_b, label,
+                                                                                   id_column, groups))
     if kind == "datasets.Dataset" and _has_image_column(obj) and text_a is None:
         raise ParameterError(f"{name}: an Image column; in-memory data are read as text (save the dataset with "
                              f"save_to_disk and pass its folder to read the images)")
     roles = {"text_a": text_a, "text_b": text_b, "label": label, "id": id_column}
     named_index = (kind == "pandas DataFrame" and id_column is not None and id_column not in columns
-                   and id_column == obj.index.name)
+                   and obj.index.name is not None and id_column == str(obj.index.name))
     if named_index:
         index_ids = [str(v) for v in obj.index]  # the index named as the id column: its values as they are
         roles["id"] = None
@@ -104,6 +106,19 @@ def _records(obj: Any, kind: str, name: Path) -> tuple[list[str], list[dict[str,
     columns = [str(c) for c in obj.column_names]
     records = obj.to_pylist() if kind == "pyarrow Table" else obj.to_list()
     return columns, records, [f"row {i}" for i in range(len(records))], None
+
+
+def _column_name(obj: Any, kind: str, given: Any) -> Any:
+    """A column option as the loader names columns (their ``str``): a DataFrame's columns may be ints
+    (``df.columns = [0, 1, 2]``, ``text_a=0``) or other labels; a value that names no column stays as given, so
+    that the loader's message names it."""
+    if given is None or isinstance(given, str) or kind != "pandas DataFrame":
+        return given
+    try:
+        found = given in obj.columns or given == obj.index.name
+    except TypeError:  # an unhashable value (a list, say): no column; the loader says so
+        found = False
+    return str(given) if found else given
 
 
 def _is_default_index(index: Any) -> bool:
@@ -158,6 +173,18 @@ def check_writable(ds: Dataset) -> None:
         except (pa.ArrowException, TypeError, ValueError) as exc:
             raise InputError(f"{ds.source.path}: column {str(col)!r} cannot be written to {FILTERED} ({exc}); "
                              f"give it one type, or pass out=None (nothing written)") from None
+    try:  # the index as write_memory writes it (pandas' metadata, or columns): checked on no column at all
+        pa.Table.from_pandas(obj.iloc[:, :0])
+    except (pa.ArrowException, TypeError, ValueError) as exc:
+        raise InputError(f"{ds.source.path}: its index ({type(obj.index).__name__}, dtype {obj.index.dtype}) cannot "
+                         f"be written to {FILTERED} ({_first_line(exc)}); give it one type (e.g. "
+                         f"df.index = df.index.astype(str)), or pass out=None (nothing written)") from None
+
+
+def _first_line(exc: BaseException) -> str:
+    """An exception's message on one line (pyarrow's may hold a tuple of lines)."""
+    text = str(exc.args[0]) if exc.args and isinstance(exc.args[0], str) else str(exc)
+    return text.splitlines()[0] if text else type(exc).__name__
 
 
 def write_memory(ds: Dataset, keep: np.ndarray, out: Path) -> Path:

@@ -22,3 +22,8 @@ _KEYWORDS = {"id": "id_column", "format": "file_format"}  # roles whose load_dat
 
 def _opt(role: str) -> str:
     return _FLAGS.get(role, role) if _CLI_NAMES.get() else f"{_KEYWORDS.get(role, role)}="
+
+
+def option_label(flag: str, keyword: str) -> str:
+    """How a message names an option outside the loaders: ``flag`` under the command line, else ``keyword``."""
+    return flag if _CLI_NAMES.get() else keyword

@@ -23,6 +23,8 @@ __all__ = ["MODALITIES", "modality_of", "open_dataset"]
 MODALITIES = ("text", "image")
 TEXT_OPTIONS = ("file_format", "text_a", "text_b", "label_map", "group_by_premise", "groups")  # text loader only
 IMAGE_OPTIONS = ("path_column", "skip_bad_images")  # image loader only
+LOADER_OPTIONS = ("text_a", "text_b", "label", "id_column", "label_map", "groups", "group_by_premise", "file_format",
+                  *IMAGE_OPTIONS)  # every keyword open_dataset passes on (an unknown one is named, not a TypeError)
 
 
 def modality_of(source: Any, *, reads: str = "any", path_column: str | None = None) -> str:
@@ -45,6 +47,10 @@ def open_dataset(source: Any, *, reads: str = "any", modality: str | None = None
     (:func:`aflite.data.load_dataset`); ``path_column`` and ``skip_bad_images`` for images
     (:func:`aflite.data.images.load_image_dataset`). Options of the other modality, and None values, are
     ignored, so that a command passes everything its user gave."""
+    unknown = sorted(set(options) - set(LOADER_OPTIONS))
+    if unknown:
+        raise ParameterError(f"unknown dataset option(s) {', '.join(map(repr, unknown))}; the loaders take "
+                             f"{', '.join(LOADER_OPTIONS)}")
     given = {k: v for k, v in options.items() if v is not None}
     kind = memory_kind(source)
     if kind is not None:

@@ -5,7 +5,6 @@ sample."""
 from __future__ import annotations
 
 import json
-import math
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -15,15 +14,13 @@ from typing import Any
 
 import numpy as np
 
+from aflite.data.cells import check_label_apart, label_of, row_id, text_of
 from aflite.data.columnar import _hf_label_names, _load_hf, _read_parquet
 from aflite.data.delimited import _read_delimited, _read_jsonl
 from aflite.data.families import twin_families
-from aflite.data.files import _INT_RE, PathLike, _base_suffix, _check_exists, _read_bytes
+from aflite.data.files import PathLike, _base_suffix, _check_exists, _read_bytes
 from aflite.data.options import _CLI_NAMES, _opt
 from aflite.errors import InputError, ParameterError
-
-# Raw label values that mean "no gold label" (SNLI/MNLI `-`; the HF datasets SNLI/MNLI use -1).
-_NO_GOLD = "-"
 
 
 @dataclass
@@ -369,22 +366,27 @@ def _build(
     extra: dict[str, list[str]] = {c: [] for c in extra_cols}
     keep_index: list[int] = []
     dropped: Counter[str] = Counter()
+    seen_labels: dict[str, tuple[Any, str]] = {}  # a label's string -> (its first raw value, where)
     for i, rec in enumerate(records):
-        lab = _label(path, where[i], cl, get(rec, cl), label_map, src.format)
+        raw_lab = get(rec, cl)
+        lab = label_of(path, where[i], cl, raw_lab, label_map, src.format)
         if lab is None:  # no gold label (SNLI's '-', -1 in HF datasets)
             dropped["no_gold_label"] += 1
             continue
+        if label_map is None:
+            check_label_apart(path, where[i], cl, raw_lab, lab, seen_labels)
         labels.append(lab)
-        texts_a.append(_text(path, where[i], ca, get(rec, ca)))
+        texts_a.append(text_of(path, where[i], ca, get(rec, ca)))
         if texts_b is not None and cb is not None:
-            texts_b.append(_text(path, where[i], cb, get(rec, cb)))
-        ids.append(_row_id(path, where[i], ci, get(rec, ci)) if ci is not None else f"row-{i}")
+            texts_b.append(text_of(path, where[i], cb, get(rec, cb)))
+        ids.append(row_id(path, where[i], ci, get(rec, ci)) if ci is not None else f"row-{i}")
         for c in extra_cols:
             v = get(rec, c)
             extra[c].append(v if isinstance(v, str) else ("" if v is None else json.dumps(v, default=str)))
         keep_index.append(i)
     if not labels:
-        raise InputError(f"{path}: no usable rows ({sum(dropped.values())} dropped without a gold label)")
+        raise InputError(f"{path}: no usable rows ({sum(dropped.values())} dropped without a gold label)" if records
+                         else f"{path}: no rows")
     id_arr = np.asarray(ids, dtype=str)
     dup = next((k for k, n in Counter(ids).items() if n > 1), None)
     if dup is not None:
@@ -410,40 +412,6 @@ def _build(
     )
 
 
-def _label(path: Path, where: str, column: str, lab: Any, label_map: dict[Any, str] | None, fmt: str) -> str | None:
-    """One row's label as a string (through ``label_map`` when given); None for a row without a gold label."""
-    if lab is None or (isinstance(lab, str) and lab.strip() == ""):
-        raise InputError(f"{path}: {where}, column {column!r}: missing label")
-    if (isinstance(lab, str) and lab.strip() == _NO_GOLD) or (fmt == "hf" and isinstance(lab, int) and lab == -1):
-        return None
-    if label_map is not None:
-        key: Any = lab
-        if key not in label_map and isinstance(lab, str) and _INT_RE.match(lab.strip()):
-            key = int(lab)
-        if key not in label_map and str(lab) in label_map:
-            key = str(lab)
-        if key not in label_map:
-            raise InputError(f"{path}: {where}, column {column!r}: label {lab!r} is not in the label map "
-                             f"({', '.join(map(repr, label_map))})")
-        lab = label_map[key]
-    if isinstance(lab, float) and math.isnan(lab) or isinstance(lab, str) and lab.strip().lower() == "nan":
-        raise InputError(f"{path}: {where}, column {column!r}: missing label (NaN); give every row a label or "
-                         f"remove the row")
-    if isinstance(lab, dict | list) or isinstance(lab, float) and not math.isfinite(lab):
-        raise InputError(f"{path}: {where}, column {column!r}: invalid label {lab!r}")
-    return str(lab)
-
-
-def _row_id(path: Path, where: str, column: str, v: Any) -> str:
-    """One row's id from its id column: present, and one line (ids are written one per line, kept_ids.txt)."""
-    if v is None or str(v).strip() == "":
-        raise InputError(f"{path}: {where}, column {column!r}: missing id")
-    if any(c in str(v) for c in "\n\r\x00"):
-        raise InputError(f"{path}: {where}, column {column!r}: id {str(v)!r} contains a line break or NUL; "
-                         f"ids are written one per line")
-    return str(v)
-
-
 def _column_groups(path: Path, ds: Dataset, column: str, all_cols: list[str]) -> np.ndarray:
     """Group codes from a column of the file (rows with equal values share a group)."""
     cols = ds.source.columns
@@ -465,14 +433,6 @@ def _column_groups(path: Path, ds: Dataset, column: str, all_cols: list[str]) ->
         raise InputError(f"{path}: row {empty[0]} (0-based, after dropped rows), column {column!r}: missing group "
                          f"(given by {_opt('groups')}); {len(empty)} row(s) have none")
     return np.unique(np.asarray([str(v) for v in values], dtype=str), return_inverse=True)[1].astype(np.int64)
-
-
-def _text(path: Path, where: str, col: str, v: Any) -> str:
-    if v is None or isinstance(v, float) and math.isnan(v):  # NaN: a missing string in a pandas column
-        raise InputError(f"{path}: {where}, column {col!r}: missing text")
-    if not isinstance(v, str):
-        raise InputError(f"{path}: {where}, column {col!r}: text must be a string, got {type(v).__name__}")
-    return v
 
 
 def demo_dataset_path() -> Path:

@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from aflite.data.images import files_fingerprint
-from aflite.encoders.onnx_text import default_export_dir, weights_hash
+from aflite.encoders.onnx_text import export_folder, load_onnxruntime, weights_hash
 from aflite.errors import ParameterError
 from aflite.threads import budget
 
@@ -123,6 +123,7 @@ def quantize_image_int8(fp32_path: Path, encoder: Any, calibration: Sequence[str
     uint8 activations, per-channel int8 weights); made once per calibration set and written atomically."""
     import logging
 
+    load_onnxruntime()
     from onnxruntime.quantization import (
         CalibrationDataReader,
         CalibrationMethod,
@@ -169,8 +170,7 @@ class OnnxImageRunner:
     """An ONNX Runtime session of an exported image encoder: image references in, pooled float32 rows out."""
 
     def __init__(self, path: Path, dim: int, threads: int | None = None) -> None:
-        import onnxruntime as ort
-
+        ort = load_onnxruntime()
         so = ort.SessionOptions()
         so.intra_op_num_threads = 1  # batches side by side instead (module docstring)
         so.inter_op_num_threads = 1
@@ -205,7 +205,9 @@ def image_runner(encoder: Any, backend: str, *, export_dir: str | os.PathLike[st
                  calibration: Sequence[str] | None = None, threads: int | None = None) -> OnnxImageRunner:
     """The runner of ``backend`` ('onnx' or 'onnx-int8') for a loaded image encoder; int8 needs ``calibration``
     image references (see :func:`calibration_sample`)."""
-    path = export_image_model(encoder, export_dir if export_dir is not None else default_export_dir())
-    if backend == "onnx-int8":
-        path = quantize_image_int8(path, encoder, calibration or [])
-    return OnnxImageRunner(path, int(encoder.dim), threads)
+    load_onnxruntime()
+    with export_folder(export_dir) as folder:
+        path = export_image_model(encoder, folder)
+        if backend == "onnx-int8":
+            path = quantize_image_int8(path, encoder, calibration or [])
+        return OnnxImageRunner(path, int(encoder.dim), threads)

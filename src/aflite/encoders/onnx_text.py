@@ -15,12 +15,14 @@ policy of :mod:`aflite.threads`), so that each row's output does not depend on t
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib.util
 import os
 import shutil
 import sys
-from collections.abc import Callable
+import tempfile
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -30,8 +32,8 @@ import numpy as np
 from aflite.errors import ParameterError
 from aflite.threads import budget
 
-__all__ = ["BACKENDS", "CPU_DEFAULT", "onnx_available", "resolve_backend", "weights_hash", "default_export_dir",
-           "export_text_model", "quantize_int8", "OnnxTextRunner", "text_runner"]
+__all__ = ["BACKENDS", "CPU_DEFAULT", "onnx_available", "resolve_backend", "weights_hash", "load_onnxruntime",
+           "export_folder", "export_text_model", "quantize_int8", "OnnxTextRunner", "text_runner"]
 
 BACKENDS = ("torch", "onnx", "onnx-int8")
 # the CPU default when the extra is installed: the fastest backend whose agreement with torch passed on the bench
@@ -78,10 +80,26 @@ def weights_hash(module: Any) -> str:
     return h.hexdigest()
 
 
-def default_export_dir() -> Path:
-    """Where exported models go when no run cache is given: ``$XDG_CACHE_HOME/aflite/onnx`` (``~/.cache``)."""
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "aflite" / "onnx"
+def load_onnxruntime() -> Any:
+    """``onnxruntime``, imported with its telemetry off unless the user set ``ORT_DISABLE_TELEMETRY``: ONNX
+    Runtime otherwise writes a device id under ``~/.cache/Microsoft`` (and a session file in the temporary folder)
+    when it is imported, and aflite writes nothing outside the folders it is given."""
+    os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
+    import onnxruntime
+
+    return onnxruntime
+
+
+@contextlib.contextmanager
+def export_folder(export_dir: str | os.PathLike[str] | None) -> Iterator[Path]:
+    """Where the exported models go: ``export_dir`` (a run's ``<cache>/onnx``, kept and reused), or without a cache
+    a temporary folder that is removed once the session has read the model (ONNX Runtime keeps it in memory), so
+    that a call without a cache leaves no file behind (nothing under the home folder)."""
+    if export_dir is not None:
+        yield Path(export_dir)
+        return
+    with tempfile.TemporaryDirectory(prefix="aflite-onnx-") as tmp:
+        yield Path(tmp)
 
 
 def _pooled_module(torch: Any, model: Any) -> Any:
@@ -165,6 +183,7 @@ def _fuse(src: Path, dest: Path, config: Any) -> bool:
     level = quiet.level
     quiet.setLevel(logging.ERROR)
     try:
+        load_onnxruntime()
         from onnxruntime.transformers.optimizer import optimize_model
 
         optimize_model(str(src), model_type="bert", num_heads=heads, hidden_size=hidden,
@@ -198,6 +217,8 @@ def quantize_int8(fp32_path: Path, keep_fp32: bool = True) -> Path:
     import logging
 
     import onnx
+
+    load_onnxruntime()
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
     dest = fp32_path.with_name(fp32_path.stem + ("-int8.onnx" if keep_fp32 else "-int8all.onnx"))
@@ -230,8 +251,7 @@ class OnnxTextRunner:
     """An ONNX Runtime session of an exported text encoder: token-id items in, pooled float32 rows out."""
 
     def __init__(self, path: Path, dim: int, pad_id: int, threads: int | None = None) -> None:
-        import onnxruntime as ort
-
+        ort = load_onnxruntime()
         so = ort.SessionOptions()
         so.intra_op_num_threads = 1  # batches side by side instead (module docstring)
         so.inter_op_num_threads = 1
@@ -293,7 +313,9 @@ def text_runner(model: Any, torch: Any, backend: str, *, pad_id: int, export_dir
                 threads: int | None = None, keep_fp32: bool = True) -> OnnxTextRunner:
     """The runner of ``backend`` ('onnx' or 'onnx-int8') for a loaded Hugging Face text model; ``keep_fp32``:
     the int8 model keeps the FFN down-projections in fp32 (see :func:`quantize_int8`)."""
-    path = export_text_model(model, torch, export_dir if export_dir is not None else default_export_dir())
-    if backend == "onnx-int8":
-        path = quantize_int8(path, keep_fp32=keep_fp32)
-    return OnnxTextRunner(path, int(model.config.hidden_size), pad_id, threads)
+    load_onnxruntime()
+    with export_folder(export_dir) as folder:
+        path = export_text_model(model, torch, folder)
+        if backend == "onnx-int8":
+            path = quantize_int8(path, keep_fp32=keep_fp32)
+        return OnnxTextRunner(path, int(model.config.hidden_size), pad_id, threads)

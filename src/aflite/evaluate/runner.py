@@ -41,8 +41,8 @@ from aflite.evaluate.tables import (
 from aflite.features.registry import default_featurizer, find
 from aflite.features.registry import spec as featurizer_spec
 from aflite.hashing import dataset_fingerprint, file_sha256
+from aflite.rundir.match import check_run_rows
 from aflite.rundir.names import KEPT_IDS
-from aflite.rundir.read import read_run
 from aflite.splits import split_heldout
 from aflite.threads import limited
 
@@ -158,9 +158,12 @@ def _runs(data: str | os.PathLike[str], ds: Any, runs: Sequence[str | os.PathLik
     """The run folders, each checked against D (its recorded fingerprint, its ids), and D's fingerprint."""
     if not runs:
         raise ParameterError("give at least one run directory (made by aflite run on this dataset)")
+    twice = next((r for k, r in enumerate(runs) if Path(r).resolve() in {Path(q).resolve() for q in runs[:k]}), None)
+    if twice is not None:  # one run twice would train and report its sets twice under two names
+        raise ParameterError(f"the run folder {twice} is given twice; give each run once")
     data_fp = dataset_fingerprint(ds.ids, ds.labels, ds.texts_a, ds.texts_b)
     for run_dir in runs:  # a run from another file with the same row count would otherwise match by row-N ids
-        read_run(run_dir).check_dataset(data_fp, data)
+        check_run_rows(run_dir, ds, data)  # what differs (ids, a label, the order, texts), by name
     id_to_row = {str(i): r for r, i in enumerate(ds.ids.tolist())}
     taken: set[str] = set()
     return [_read_run(Path(r), id_to_row, taken) for r in runs], data_fp

@@ -216,6 +216,14 @@ def single_iteration_rows(
             "removed": int(len(removed)), "excluded_warmup": int((~allowed).sum()),
             "min_removed_predictability": float(p[removed].min()) if len(removed) else None,
             "seconds": round(ph.seconds, 2)}
+    notes = []
+    n_labels = len(np.unique(ds.labels[rows]))
+    t = int(params["train_size"])
+    if t < n_labels:  # the one model never sees every label (with t = 1 it predicts one label for every row)
+        notes.append(f"its one model trained on {t} row(s) (the run's t), fewer than the {n_labels} labels: it can "
+                     f"predict at most {t} of them, so this cut says little about the rows' predictability")
     if len(removed) < n_remove:
-        info["note"] = f"only {len(scored)} rows were scored; {n_remove - len(removed)} fewer removed than asked"
+        notes.append(f"only {len(scored)} rows were scored; {n_remove - len(removed)} fewer removed than asked")
+    if notes:
+        info["note"] = "; ".join(notes)
     return np.sort(rows[keep]), info

@@ -273,6 +273,8 @@ def render_tables(aggregate: dict[str, Any], specs: list[ModelSpec], sets: list[
         lines += t3.lines("", f"Table 3 shape: test set {es.name} ({tinfo['size']} rows; majority class "
                               f"{100 * tinfo['majority']:.1f} %)", test=es.name)
     lines += _training_notes(aggregate, specs, cols)
+    noted = [f"- {si['name']}: {si['info']['note']}" for si in set_info if (si.get("info") or {}).get("note")]
+    lines += ["", "**Notes on the training sets:**", "", *noted] if noted else []
     if eval_sets:
         lines += _ood_summary(aggregate, specs, cols, deltas, eval_sets)
     for es in eval_sets:

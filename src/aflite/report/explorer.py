@@ -293,10 +293,11 @@ def _keep_the_better_page(target: Path, new: str) -> None:
         import html
 
         why = html.unescape(next((n for n in notes_of(new) if n.startswith("Texts not shown: ")), "Texts not shown: "
-                                 "the dataset is not readable from here"))
-        raise OutputError(f"{target}: shows the rows' texts and the page rebuilt from here would not "
-                          f"({why.removeprefix('Texts not shown: ').rstrip('.')}); run aflite report where the dataset "
-                          f"path resolves, or remove report.html to write the page without texts")
+                                 "the dataset is not readable from here")).removeprefix("Texts not shown: ").rstrip(".")
+        advice = ("only the page the run wrote can show them: keep it" if "in-memory " in why
+                  else "run aflite report where the dataset path resolves")
+        raise OutputError(f"{target}: shows the rows' texts and the page rebuilt from here would not ({why}); "
+                          f"{advice}, or remove report.html to write the page without texts")
 
 
 def notes_of(page: str) -> Sequence[str]:

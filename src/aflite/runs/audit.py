@@ -24,10 +24,10 @@ from aflite.atomic import atomic_open, write_json
 from aflite.audit.results import audit_verdict, check_sections, check_verdicts
 from aflite.data import open_dataset, source_name
 from aflite.errors import InputError, ParameterError
-from aflite.hashing import dataset_fingerprint
 from aflite.rundir.lock import check_outside_runs
+from aflite.rundir.match import check_run_rows
 from aflite.rundir.names import METRICS
-from aflite.rundir.read import read_kept_ids, read_run
+from aflite.rundir.read import read_kept_ids
 from aflite.rundir.results import Result, recording_warnings
 from aflite.runs.audit_kinds import ImageAudit, audit_kind
 from aflite.runs.folder import RunFolder
@@ -159,6 +159,7 @@ def audit_file(
     folder = RunFolder.of(out, "audit")
     name = source_name(data_path)
     cfg = config if config is not None else A.AuditConfig()
+    cfg = cfg if show_progress else dataclasses.replace(cfg, show_progress=False)  # the features' bars too
     kind = audit_kind(data_path, cfg.featurizer, (image_options or {}).get("path_column"))
     cfg = kind.configure(cfg, name, reference)
     check_audit_config(cfg)
@@ -173,7 +174,7 @@ def audit_file(
         raise InputError(f"{name}: every one of the {len(ds):,} {kind.rows_word} has the label "
                          f"{str(classes[0])!r}; an audit needs at least two classes")
     if compare is not None:
-        read_run(compare).check_dataset(dataset_fingerprint(ds.ids, ds.labels, ds.texts_a, ds.texts_b), name)
+        check_run_rows(compare, ds, name, any_order=True)  # D(Φ) is taken by id: the rows' order does not matter
     kind.check(ds, cfg, groups, name)
     if cfg.cache_dir is None:
         cfg = dataclasses.replace(cfg, cache_dir=str(folder.path / "cache"))

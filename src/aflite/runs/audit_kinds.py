@@ -20,7 +20,7 @@ from aflite.audit.images import (
     colour_histograms,
     resolve_audit_featurizer,
 )
-from aflite.data import check_view_texts, memory_kind, modality_of, warn_twins
+from aflite.data import check_view_texts, memory_kind, modality_of, option_label, warn_twins
 from aflite.device import torch_device
 from aflite.errors import InputError, ParameterError
 from aflite.features import featurize_dataset
@@ -43,15 +43,13 @@ class TextAudit:
     def featurizer(self, featurizer: str | None, model_path: str | None, data_path: Any) -> str:
         allowed = featurizer_names("audit", "text", only=True)
         if featurizer is not None and featurizer not in allowed:
-            raise ParameterError(f"--featurizer {featurizer} is for images; {data_path} is read as text "
-                                 f"({' or '.join(allowed)})")
+            raise ParameterError(_not_offered(featurizer, f"{data_path} is read as text", allowed))
         return featurizer or allowed[0]
 
     def configure(self, cfg: Any, data_path: Any, reference: str) -> Any:
         allowed = featurizer_names("audit", "text", only=True)
         if cfg.featurizer not in allowed:
-            raise ParameterError(f"--featurizer {cfg.featurizer} is for images; a sentence-pair audit takes "
-                                 f"{' or '.join(allowed)}")
+            raise ParameterError(_not_offered(cfg.featurizer, "a sentence-pair audit", allowed))
         paper_reference(reference)  # an unknown name fails here, before any work
         self.reference = reference
         return cfg
@@ -101,6 +99,23 @@ class TextAudit:
 
     def page(self, results: list[Any], *, title: str, notes: list[str], verdict: list[str]) -> str:
         return render(results, title=title, notes=notes, reference=self.reference, verdict=verdict)
+
+
+def _not_offered(featurizer: str, what: str, allowed: tuple[str, ...]) -> str:
+    """Why the text audit refuses ``featurizer``, in the words of what it is (the registry's spec): an image
+    featurizer, one trained on the labels, a combination, or a name that is no featurizer at all."""
+    found = spec(featurizer)  # an unknown name or a bad combination: its own precise reason
+    opt = option_label(f"--featurizer {featurizer}", f"featurizer={featurizer!r}")
+    takes = f"{what} takes {' or '.join(allowed)}"
+    if not found.reads("text") or found.modality == "image":
+        return f"{opt} is for images; {takes}"
+    if "parts" in found.extra:
+        return (f"{opt}: the audit does not take a combination (run and embed do); {takes}, one "
+                f"featurizer")
+    if found.needs_labels:
+        return (f"{opt}: the audit does not offer it (its Φ is fine-tuned on the labels whose leakage "
+                f"the audit measures; its TRA fine-tunes its own models); {takes}")
+    return f"{opt}: the audit does not offer it; {takes}"
 
 
 class ImageAudit:

@@ -18,8 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from aflite import __version__
-from aflite.data import demo_dataset_path, open_dataset
+from aflite.data import demo_dataset_path, open_dataset, option_label
 from aflite.errors import AfliteError, InputError, ParameterError
+from aflite.evaluate.tables import evaluate_verdict
 from aflite.features.registry import find
 from aflite.hashing import dataset_fingerprint, file_sha256
 from aflite.rundir.names import KEPT_IDS, WARMUP_IDS
@@ -36,6 +37,8 @@ SIZE_BUCKETS = ((1_000, "n<1K"), (10_000, "1K<n<10K"), (100_000, "10K<n<100K"), 
                 (10_000_000, "1M<n<10M"), (100_000_000, "10M<n<100M"), (1_000_000_000, "100M<n<1B"))
 PHASE_KEYS = ("iteration", "size_before", "n_removed", "size_after", "n_eligible", "n_unscored")
 WEIGHT_SUFFIXES = (".safetensors", ".bin", ".onnx", ".pt", ".pth", ".h5")
+# an evaluate folder's training-set kinds and the card's names for them (besides D and D(Φ))
+EVAL_ROLES = (("random", "random"), ("matched", "label-matched random"), ("single", "single-iteration"))
 
 
 @dataclass
@@ -160,10 +163,10 @@ def input_license(sha: str | None, located: Path | None, given: str | None) -> d
     Face dataset folder's ``dataset_info.json``), else ``given`` (``--license``), else ``unknown``. A ``given``
     license that contradicts the input's is refused: a filtered subset keeps its source's terms."""
     if given is not None:
+        if not isinstance(given, str) or not LICENSE_ID.match(given.strip().lower()):
+            raise ParameterError(f"{option_label('--license', 'license=')} {given!r}: give a license identifier as "
+                                 "the Hugging Face Hub writes them, a string (e.g. cc-by-4.0, mit, apache-2.0, other)")
         given = given.strip().lower()
-        if not LICENSE_ID.match(given):
-            raise ParameterError(f"--license {given!r}: give a license identifier as the Hugging Face Hub writes "
-                                 "them (e.g. cc-by-4.0, mit, apache-2.0, other)")
     known: dict[str, Any] | None = None
     if _is_bundled_sample(sha):
         known = bundled_sample_license()
@@ -284,7 +287,7 @@ def evaluate_facts(inp: CardInputs, kept_sha: str) -> dict[str, Any]:
                          f"rows) with the same labels: made from another run or dataset")
     run_key = str(filtered["run"])
     chosen = {"D": "D", "filtered": filtered["name"]}
-    for kind, role in (("random", "random"), ("single", "single-iteration")):
+    for kind, role in EVAL_ROLES:
         names = [s["name"] for s in sets if s.get("kind") == kind and str(s.get("run")) == run_key]
         if names:
             chosen[role] = names[0]
@@ -302,8 +305,14 @@ def evaluate_facts(inp: CardInputs, kept_sha: str) -> dict[str, Any]:
                 "external": {t: {k: v for k, v in x.items() if k in ("accuracy", "majority", "n")}
                              for t, x in (entry.get("external") or {}).items()}}
     ft = cfg.get("finetune") or None
+    # this run's sentences only (an evaluate folder of several runs has one per run): the evaluate's own verdict
+    # function over this run's sets and their copied figures
+    mine_sets = [s for s in sets if s.get("kind") == "D" or str(s.get("run")) == run_key]
+    set_names = {s.get("name") for s in mine_sets}
+    verdict = evaluate_verdict({"training_sets": mine_sets, "aggregate": {
+        m: {k: v for k, v in per.items() if k in set_names} for m, per in (ev.get("aggregate") or {}).items()}})
     return {
-        "tied_to_run_by": tied, "verdict": ev.get("verdict") or [], "models": cfg.get("models") or list(scores),
+        "tied_to_run_by": tied, "verdict": verdict, "models": cfg.get("models") or list(scores),
         "seeds": cfg.get("seeds"), "split": cfg.get("split"), "heldout": cfg.get("heldout"),
         "split_seed": cfg.get("split_seed"), "protocol": cfg.get("protocol"),
         "tests": [{"name": t.get("name"), "size": t.get("size"), "sources": [Path(str(s)).name for s in
@@ -312,6 +321,7 @@ def evaluate_facts(inp: CardInputs, kept_sha: str) -> dict[str, Any]:
         "eval_sets": [{"name": t.get("name"), "size": t.get("size")} for t in cfg.get("eval_sets") or []],
         "sets": chosen,
         "training_sets": [{k: s.get(k) for k in ("name", "kind", "seed", "size", "train", "heldout", "label_counts")}
+                          | {"note": (s.get("info") or {}).get("note")}
                           for s in sets if s.get("name") in chosen.values()
                           and (s.get("run") is None or str(s.get("run")) == run_key)],
         "finetune_caps": None if ft is None else {k: ft.get(k) for k in ("device", "train_cap_used", "eval_cap_used")},

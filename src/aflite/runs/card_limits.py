@@ -60,6 +60,12 @@ def known_limits(m: dict[str, Any]) -> list[str]:
     if phi.get("warmup_rows"):
         out.append(f"The {phi['warmup_rows']:,} rows that fine-tuned Φ (the warm-up slice, warmup_ids.txt) are in "
                    f"neither D(Φ) nor the filter's input: the paper discards them.")
+    training = phi.get("warmup_training") or {}
+    if training.get("warmup_loss_judgement") == "barely moved":
+        out.append(f"The warm-up's loss barely moved ({float(training.get('warmup_loss_start') or 0):.3f} → "
+                   f"{float(training.get('warmup_loss_end') or 0):.3f} over {training.get('warmup_steps')} steps): Φ "
+                   f"is close to the "
+                   f"frozen encoder, not the fine-tuned Φ of the paper; more warm-up rows or steps would be needed.")
     dropped = (m["input"] or {}).get("dropped_at_load")
     if dropped:
         why = ", ".join(f"{n:,} {k.replace('_', ' ')}" for k, n in sorted(dropped.items())) if isinstance(
@@ -91,6 +97,9 @@ def known_limits(m: dict[str, Any]) -> list[str]:
                        f"those of full training.")
         out.append(f"The evaluation trained only these models: {', '.join(ev['models'])}; other models (the paper's "
                    f"RoBERTa-large among them) may be affected differently.")
+        if "random" not in (ev.get("sets") or {}):
+            out.append("The evaluation trained no same-size random subsets of D (--no-random-baseline): a change "
+                       "between D and D(Φ) on this card may be the smaller size alone, not the rows the filter chose.")
     if m.get("explain") is None:
         out.append("No explanation was given (aflite explain, --explain): which tokens remain significant artifacts "
                    "in D(Φ) is not measured on this card.")

@@ -12,6 +12,7 @@ import json
 from typing import Any
 
 from aflite.runs.card_yaml import dump
+from aflite.runs.summaries import warmup_line
 
 __all__ = ["front_matter", "render_card"]
 
@@ -124,7 +125,8 @@ def _how(m: dict[str, Any]) -> list[str]:
             lines.append(f"  - `{name}` sha256 `{digest}` (when the card was made)")
     if phi.get("warmup_rows"):
         lines.append(f"- **Warm-up:** Φ was fine-tuned on {num(phi['warmup_rows'])} rows (the warm-up slice, seed "
-                     f"{flt.get('seed')}) and those rows were discarded.")
+                     f"{flt.get('seed')}) and those rows were discarded"
+                     + warmup_line(phi.get("warmup_training") or {}, "; the ") + ".")
     lines += ["", *_table(["option", "value"], [[f"`{k}`", _value(v)] for k, v in sorted(phi["options"].items())]),
               "", "### Filter", "",
               *_table(["parameter", "value", "meaning"],
@@ -200,15 +202,22 @@ def _chance(entry: dict[str, Any] | None, kind: str, name: str) -> str:
     return _stat(maj) if isinstance(maj, dict) else pct(maj)
 
 
+# the training sets a card's evaluation may hold, in its tables' order, and how its intro names each
+ROLES = {"D": "D", "random": "same-size random subsets of D",
+         "label-matched random": "same-size random subsets with D(Φ)'s label counts (--label-matched)",
+         "single-iteration": "the single-iteration cut (one model, one pass)", "filtered": "D(Φ)"}
+
+
 def _evaluate(ev: dict[str, Any]) -> list[str]:
     sets = ev["sets"]
-    roles = [r for r in ("D", "random", "single-iteration", "filtered") if r in sets]
+    roles = [r for r in ROLES if r in sets]
     head = ["model"] + [f"{sets[r]}" for r in roles]
+    trained = [what for r, what in ROLES.items() if r in sets]
     lines = ["## Evaluation (aflite evaluate)", "",
-             f"Models trained on D, on same-size random subsets of D, on the single-iteration cut and on D(Φ); "
+             f"Models trained on {', on '.join(trained[:-1])} and on {trained[-1]}; "
              f"accuracy in % (± the standard deviation over seeds {ev.get('seeds')}). "
              + (ev.get("protocol") or "").rstrip(".") + ".",
-             "", *[f"> {s}" for s in ev.get("verdict") or []], ""]
+             "", *([f"> {s}" for s in ev["verdict"]] + [""] if ev.get("verdict") else [])]
     models = [k for k in ev.get("models") or [] if k in ev["scores"]] + sorted(set(ev["scores"]) - set(
         ev.get("models") or []))
     first = ev["scores"][models[0]] if models else {}
@@ -220,7 +229,8 @@ def _evaluate(ev: dict[str, Any]) -> list[str]:
     lines += ["Training sets:", "", *_table(["set", "seed", "rows", "train part", "held-out part"],
                                             [[s["name"], num(s.get("seed")), num(s.get("size")), num(s.get("train")),
                                               num(s.get("heldout"))] for s in ts]), ""]
-    return lines
+    noted = list(dict.fromkeys(f"- {s['name']}: {s['note']}." for s in ts if s.get("note")))
+    return lines + (["Notes on the training sets:", "", *noted, ""] if noted else [])
 
 
 def _explain(ex: dict[str, Any]) -> list[str]:

@@ -31,6 +31,7 @@ from aflite.features import Features, featurize_dataset
 from aflite.features.registry import refuse_untaken, run_options, spec
 from aflite.hashing import inputs_fingerprint
 from aflite.rundir.lock import check_outside_runs
+from aflite.rundir.match import check_run_rows
 from aflite.rundir.read import Instances, RunRecord, read_run
 from aflite.rundir.results import recording_warnings
 from aflite.runs.explain_files import ExplainResult, explain_results
@@ -64,6 +65,7 @@ def _load(data_path: Any, run: RunRecord, inst: Instances, dataset_options: dict
         r = int(bad[0])
         raise InputError(f"{where}: {len(bad):,} id(s) carry another label, e.g. id {inst.ids[r]!r}: "
                          f"{inst.labels[r]!r} in the run, {str(ds.labels[rows[r]])!r} in DATA")
+    check_run_rows(run.path, ds, source_name(data_path))  # another order or other texts: refused before Φ
     return ds, rows
 
 

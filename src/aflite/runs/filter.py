@@ -41,9 +41,18 @@ from aflite.rundir.versions import versions
 from aflite.runs.folder import RunFolder
 from aflite.runs.summaries import filter_verdict, render_filter_summary
 
-__all__ = ["FilterResult", "filter_files", "run_filter"]
+__all__ = ["FilterResult", "filter_files", "previous_run_error", "run_filter"]
 
 INSTANCE_COLUMNS = ("id", "label", "kept", "predictability", "removed_at")
+
+
+def previous_run_error(folder: RunFolder) -> ParameterError:
+    """The refusal of a folder that holds a run, naming the options as the caller spells them."""
+    resume, overwrite, out = (data.option_label(f, k) for f, k in (("--resume", "resume=True"),
+                                                                    ("--overwrite", "overwrite=True"),
+                                                                    ("--out", "out")))
+    return ParameterError(f"{folder.path} holds a previous run: pass {resume} to continue it, {overwrite} to start "
+                          f"over, or choose another {out}")
 
 
 @dataclass(repr=False)  # Result.__repr__: one line, not the arrays
@@ -153,8 +162,7 @@ def run_filter(af: Any, X: Any, y: np.ndarray, ids: np.ndarray, folder: RunFolde
                 check_resume_dataset(folder.path, dataset_fp)
             state = folder.load_checkpoint(params, fp)
         elif not overwrite:
-            raise ParameterError(f"{folder.path} holds a previous run: pass --resume to continue it, --overwrite to "
-                                 f"start over, or choose another --out")
+            raise previous_run_error(folder)
     if folder is not None:
         folder.path.mkdir(parents=True, exist_ok=True)
 

@@ -40,7 +40,7 @@ from aflite.links import check_link_dir, check_link_names
 from aflite.rundir.checkpoint import check_resume_dataset
 from aflite.rundir.names import WARMUP_IDS
 from aflite.rundir.results import recording_warnings
-from aflite.runs.filter import FilterResult, run_filter
+from aflite.runs.filter import FilterResult, previous_run_error, run_filter
 from aflite.runs.folder import RunFolder
 from aflite.runs.summaries import PROBE_MEANING, label_shift, render_summary, run_verdict
 from aflite.threads import limited
@@ -93,6 +93,17 @@ def scaled_defaults(n: int) -> dict[str, int | float]:
         "target_size": max(3, resolve_size(d["target_size"], n, "target_size")),
         "threshold": d["threshold"],
     }
+
+
+def _scaled_for(n: int, given: dict[str, Any], name: str) -> dict[str, int | float]:
+    """The scaled defaults for ``n`` rows; too few rows for the smallest target size are refused as such (not as
+    a target size the user never set)."""
+    chosen = scaled_defaults(n)
+    if "target_size" not in given and n <= int(chosen["target_size"]):
+        raise InputError(f"{name}: {n:,} row(s) are too few to filter: AFLite keeps at least "
+                         f"{chosen['target_size']} rows (the smallest target size) and removes some, so it needs at "
+                         f"least {int(chosen['target_size']) + 1} rows")
+    return chosen
 
 
 def _out_name(src: Path) -> str:
@@ -334,12 +345,14 @@ def run(data_path: Any, out: str | os.PathLike[str] | RunFolder | None = None, *
     grp_all = ds.groups if group_spec != "none" else None
     if grp_all is not None:
         data.warn_twins(ds, {"pair": ("pair", "hypothesis")}.get(view, (view,)), group_spec)
-    chosen = scaled_defaults(n)
+    chosen = _scaled_for(n, given, data.source_name(data_path))
     af = AFLite(**{**base, **chosen, **given}, **fixed)
     resolved = af.resolved_params(n)  # validates against |D| before any expensive step
     dataset_fp = dataset_fingerprint(ds.ids, ds.labels, ds.texts_a, ds.texts_b)
     if resume and folder is not None:  # another dataset is refused now, before anything is computed or cached
         check_resume_dataset(folder.path, dataset_fp)
+    elif folder is not None and folder.holds_run() and not overwrite:  # now, not after Φ (minutes)
+        raise previous_run_error(folder)
     t0, cache_path = time.perf_counter(), _cache(cache_dir, folder)
     cached_before = _files(cache_path) if resume and cache_path is not None else None
     feats, shards, release = _featurize(ds, featurizer, view, af, resolved["train_size"], seed, cache_path,
