@@ -470,6 +470,10 @@ def test_one_registry_gives_each_command_its_featurizers_and_routes_their_option
             featurizer_options(name, **given)  # a featurizer's own option given to another: refused, not dropped
         with pytest.raises(ParameterError, match=f"^--{option.replace('_', '-')}: featurizer {name} does not"):
             featurizer_options(name, **{option: given[option]})
+    # from Python, a keyword of the featurizer's constructor is taken too (no flag declares it)
+    assert featurizer_options("ngram", n_components=32, device="cpu") == {"n_components": 32}
+    with pytest.raises(ParameterError, match="^n_component: featurizer ngram does not take it"):
+        featurizer_options("ngram", n_component=32)
     with pytest.raises(ParameterError, match="precomputed needs --embeddings"):
         featurizer_options("precomputed", **shared)
     with pytest.raises(ParameterError, match="unknown featurizer"):

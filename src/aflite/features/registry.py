@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import inspect
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -108,6 +109,17 @@ class FeaturizerSpec:
 
     def takes(self, option: str) -> bool:
         return option in self.options
+
+    def keywords(self) -> frozenset[str]:
+        """The keywords its class's constructor names (the call context and the preset aside): what a Python
+        caller may pass beyond the declared options."""
+        try:
+            params = inspect.signature(self.cls()).parameters.values()
+        except (TypeError, ValueError):  # a builtin or a callable without a signature: only the declared options
+            return frozenset()
+        fixed = set(CONTEXT) | {k for k, _ in self.preset}
+        return frozenset(p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+                         and p.name not in fixed)
 
     def cls(self) -> Any:
         """The featurizer class (imported on first use)."""
@@ -324,7 +336,9 @@ def featurizer_options(name: str, **given: Any) -> dict[str, Any]:
     found = spec(name)
     check_backend(name, given.get("backend"))
     refuse_untaken(name, given)
-    out = {k: v for k, v in given.items() if found.takes(k) and v is not None}
+    keywords = found.keywords()  # from Python: any keyword of the class's constructor, too
+    out = {k: v for k, v in given.items() if v is not None and (found.takes(k) or
+                                                                (k in keywords and k not in COMMAND_OPTIONS))}
     for option, what in found.required:
         if not out.get(option):
             raise ParameterError(f"--featurizer {name} needs {what}")
@@ -333,10 +347,13 @@ def featurizer_options(name: str, **given: Any) -> dict[str, Any]:
 
 def refuse_untaken(name: str, given: dict[str, Any]) -> None:
     """A :class:`ParameterError` for the first option in ``given`` (None values aside) that featurizer ``name``
-    does not take, naming the featurizers that do; the command-wide options (:data:`COMMAND_OPTIONS`) pass."""
+    does not take, naming the featurizers that do. Taken are its declared options (the flags), the command-wide
+    ones (:data:`COMMAND_OPTIONS`) and, from Python, any keyword its class's constructor names
+    (``featurizer_options={"n_components": 64}`` for ngram)."""
     found = spec(name)
+    keywords = found.keywords()
     for key, value in given.items():
-        if value is None or found.takes(key) or key in COMMAND_OPTIONS:
+        if value is None or found.takes(key) or key in COMMAND_OPTIONS or key in keywords:
             continue
         opt = OPTIONS.get(key)
         who = takers(key)
