@@ -16,6 +16,7 @@ from __future__ import annotations
 import copy
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -420,7 +421,6 @@ class _NextPartitions:
     loop would have drawn itself (the same run, bit for bit)."""
 
     def __init__(self, seed: int, n_partitions: int, train_size: int) -> None:
-        from concurrent.futures import ThreadPoolExecutor
 
         self.seed, self.m, self.t = seed, n_partitions, train_size
         self.pool = ThreadPoolExecutor(1)

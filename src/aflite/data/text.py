@@ -5,6 +5,7 @@ sample."""
 from __future__ import annotations
 
 import json
+import sys
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -133,7 +134,6 @@ def _from_records(p: Path, rec: _Records, label_map: dict[Any, str] | None, grou
     src, records, get, where, raw, all_cols = rec.src, rec.records, rec.get, rec.where, rec.raw, rec.all_cols
     ds = _build(p, src, records, get, where, raw, all_cols, label_map, group_by_premise and groups != "none")
     if _CLI_NAMES.get() and ds.n_dropped:  # on screen, so that a smaller |D| than the file's is never a surprise
-        import sys
 
         why = ", ".join(f"{n:,} {k.replace('_', ' ')}" for k, n in sorted(ds.dropped.items()))
         print(f"{p}: dropped {ds.n_dropped:,} row(s) on load ({why}, e.g. SNLI's '-'); {len(ds):,} rows kept",
@@ -141,7 +141,6 @@ def _from_records(p: Path, rec: _Records, label_map: dict[Any, str] | None, grou
     ds.empty_texts = _count_empty(ds)
     partly = {c: n for c, n in ds.empty_texts.items() if n < len(ds)}
     if _CLI_NAMES.get() and partly:  # a column empty in every row is refused (or noted) where it is read
-        import sys
 
         print(f"warning: {p}: " + "; ".join(f"{n:,} of {len(ds):,} rows have an empty {c!r} text" for c, n in
                                              partly.items()) + " (featurized as empty: nothing for Φ to read there)",

@@ -30,7 +30,10 @@ Pillow are optional and imported lazily; nothing is ever downloaded.
 from __future__ import annotations
 
 import os
+import threading
+from collections import deque
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from itertools import chain
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
@@ -160,8 +163,6 @@ def _run_pipelined(
     device and brought back :data:`FLUSH_ROWS` rows at a time. ``jobs`` yields (rows, work); a worker makes host
     batches of a work: ``prepare(work)`` (a list of (rows, batch)), else ``encoder.collate_host`` (or
     ``collate``) of its items; pinned on a GPU."""
-    from collections import deque
-    from concurrent.futures import ThreadPoolExecutor
 
     torch = encoder.torch
     dev = torch.device(getattr(encoder, "device", "cpu"))
@@ -247,7 +248,6 @@ def embed_pairs(
     chars = np.array([len(a[i]) + (len(b[i]) if b is not None else 0) for i in range(n)])
     order = np.argsort(-chars, kind="stable")
     width = int(max_length or encoder.max_length)
-    import threading
 
     lock = threading.Lock()  # one tokenizer call at a time: a fast tokenizer's settings are shared state
 

@@ -19,7 +19,9 @@ Runtime thread each (the thread policy of :mod:`aflite.threads`), so each row's 
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
+import warnings
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -85,7 +87,6 @@ def _example(encoder: Any) -> Any:
 def export_image_model(encoder: Any, folder: str | os.PathLike[str], key: str | None = None) -> Path:
     """The fp32 ONNX file of an :class:`aflite.encoders.images.ImageEncoder` (network + pooling), exported once into
     ``folder`` (named by the weights' hash ``key`` and the input shape) and reused when it is already there."""
-    import warnings
 
     torch = encoder.torch
     ex = _example(encoder)
@@ -121,7 +122,6 @@ def export_image_model(encoder: Any, folder: str | os.PathLike[str], key: str | 
 def quantize_image_int8(fp32_path: Path, encoder: Any, calibration: Sequence[str]) -> Path:
     """The static int8 (QDQ) model next to ``fp32_path``, calibrated on the images ``calibration`` (MinMax ranges,
     uint8 activations, per-channel int8 weights); made once per calibration set and written atomically."""
-    import logging
 
     load_onnxruntime()
     from onnxruntime.quantization import (

@@ -18,10 +18,12 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import importlib.util
+import logging
 import os
 import shutil
 import sys
 import tempfile
+import warnings
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -123,7 +125,6 @@ def export_text_model(model: Any, torch: Any, folder: str | os.PathLike[str], ke
     the weights' hash ``key``) and reused when it is already there. ``fuse``: export attention as eager ops and
     apply ONNX Runtime's BERT fusions (:func:`_fuse`); measured no faster on 2 loaded cores (docs/embed.md), so the
     backends use the plain export."""
-    import warnings
 
     key = key or weights_hash(model)
     dest = Path(folder) / f"text-{key[:24]}-v{_EXPORT_FORMAT}{'-fused' if fuse else ''}.onnx"
@@ -174,7 +175,6 @@ def _set_attention(model: Any, impl: str) -> None:
 def _fuse(src: Path, dest: Path, config: Any) -> bool:
     """ONNX Runtime's BERT graph fusions (embedding + LayerNorm, multi-head attention, bias + GELU, residual +
     LayerNorm) of ``src`` into ``dest``; False (``dest`` not written) when the optimizer cannot handle the graph."""
-    import logging
 
     heads, hidden = getattr(config, "num_attention_heads", None), getattr(config, "hidden_size", None)
     if not isinstance(heads, int) or not isinstance(hidden, int):
@@ -214,7 +214,6 @@ def down_projections(model_proto: Any) -> list[str]:
 def quantize_int8(fp32_path: Path, keep_fp32: bool = True) -> Path:
     """The dynamic int8 model next to ``fp32_path`` (per-channel int8 weights, down-projections in fp32 unless
     ``keep_fp32`` is False), made once and written atomically."""
-    import logging
 
     import onnx
 

@@ -36,6 +36,7 @@ Design (the paper does not give its generator; these are our choices, all parame
 
 from __future__ import annotations
 
+import contextlib
 import math
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -314,7 +315,6 @@ def run_synthetic(
 
     AFLite(**params).resolved_params(n_samples)  # τ, m, k and t < n < |D| refused before the first run
 
-    import contextlib
 
     from tqdm.auto import tqdm  # a notebook bar in Jupyter, else a terminal bar
 

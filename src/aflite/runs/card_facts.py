@@ -11,9 +11,11 @@ named by their file name, and a model folder inside an installed package by its 
 from __future__ import annotations
 
 import contextlib
+import json
 import re
 import sys
 from dataclasses import dataclass
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -171,7 +173,6 @@ def input_license(sha: str | None, located: Path | None, given: str | None) -> d
     if _is_bundled_sample(sha):
         known = bundled_sample_license()
     elif located is not None and (located / "dataset_info.json").is_file():
-        import json
 
         with contextlib.suppress(OSError, ValueError, AttributeError):
             lic = str(json.loads((located / "dataset_info.json").read_text(encoding="utf-8")).get("license") or "")
@@ -231,7 +232,6 @@ def model_identity(featurizer: str, options: dict[str, Any]) -> dict[str, Any] |
 
 def _distribution(top_level: str) -> dict[str, Any]:
     """The installed distribution that provides the import package ``top_level``, and its version."""
-    from importlib import metadata
 
     with contextlib.suppress(Exception):
         names = metadata.packages_distributions().get(top_level) or []
