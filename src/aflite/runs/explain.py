@@ -34,7 +34,7 @@ from aflite.rundir.lock import check_outside_runs
 from aflite.rundir.read import Instances, RunRecord, read_run
 from aflite.rundir.results import recording_warnings
 from aflite.runs.explain_files import ExplainResult, explain_results
-from aflite.runs.folder import RunFolder
+from aflite.runs.folder import RunFolder, claims
 from aflite.threads import limited
 
 __all__ = ["ExplainResult", "explain"]
@@ -121,6 +121,7 @@ def _check_options(alpha: float, min_count: int, random_seeds: int, neighbours: 
         raise ParameterError("--min-count and --random-seeds must be >= 1, --neighbours >= 0")
 
 
+@claims("explain")  # a path given as out is claimed as the CLI claims --out
 @limited  # one thread policy (aflite.threads)
 @recording_warnings()  # scikit-learn's warnings counted in results.json (aflite.rundir.results)
 def explain(
@@ -143,6 +144,7 @@ def explain(
     stop_max_phases: int = 40,
     ngram_coefficients: bool = False,
     null: str = "base",
+    overwrite: bool = False,
 ) -> ExplainResult:
     """Explain a run of ``aflite run`` on DATA (a file, or a DataFrame, Table or datasets.Dataset) into ``out`` (a
     path, or the CLI's claimed ``RunFolder``): every registered check (:mod:`aflite.checks`): token artifacts with

@@ -37,10 +37,11 @@ from aflite.features.shards import ShardedTransform
 from aflite.hashing import dataset_fingerprint, file_sha256
 from aflite.links import check_link_dir, check_link_names
 from aflite.rundir.checkpoint import check_resume_dataset
+from aflite.rundir.lock import pause_point
 from aflite.rundir.names import WARMUP_IDS
 from aflite.rundir.results import recording_warnings
 from aflite.runs.filter import FilterResult, run_filter
-from aflite.runs.folder import RunFolder
+from aflite.runs.folder import RunFolder, claims
 from aflite.runs.summaries import PROBE_MEANING, label_shift, render_summary, run_verdict
 from aflite.threads import limited
 
@@ -293,6 +294,7 @@ def _write_data(ds: Any, rows: np.ndarray, feats: Features, res: FilterResult, o
     return keep, data.write_filtered(ds, keep, out / name)
 
 
+@claims("run")  # a path given as out is claimed as the CLI claims --out
 @limited  # one thread policy (aflite.threads)
 @recording_warnings()  # scikit-learn's warnings counted in results.json (aflite.rundir.results)
 def run(data_path: Any, out: str | os.PathLike[str] | RunFolder | None = None, *, featurizer: str = "ngram",
@@ -358,6 +360,7 @@ def run(data_path: Any, out: str | os.PathLike[str] | RunFolder | None = None, *
                          overwrite=overwrite, show_progress=show_progress, extra=extra)
     timings["filter_seconds"], t0 = time.perf_counter() - t0, time.perf_counter()
     keep, filtered_path = _write_data(ds, rows, feats, res, where, data_path, link_dir)
+    pause_point("filtered")  # a test's child stops here to be killed (aflite.rundir.lock.pause_point)
     timings["write_seconds"] = time.perf_counter() - t0
     timings["featurize_rows_per_second"] = len(rows) / max(timings["featurize_seconds"], 1e-9)
     s = res.summary
