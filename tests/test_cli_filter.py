@@ -75,12 +75,12 @@ def test_kill_and_resume_gives_the_uninterrupted_result(tmp_path, monkeypatch):
     out = tmp_path / "killed"
     assert main([*common, "--out", str(out)]) == 130
     assert (out / "checkpoint.npz").exists()
-    assert not (out / "summary.json").exists()
+    assert not (out / "results.json").exists()
     monkeypatch.setattr(aflite.rundir.checkpoint, "save_checkpoint", real_save)
     assert main([*common, "--out", str(out)]) == 2  # refuses to overwrite without --resume
     assert main([*common, "--out", str(out), "--resume"]) == 0
     assert (out / "instances.csv").read_text() == (tmp_path / "full" / "instances.csv").read_text()
-    s = json.loads((out / "summary.json").read_text())
+    s = json.loads((out / "results.json").read_text())
     assert s["resumed_from_iteration"] == 2
 
 

@@ -638,15 +638,15 @@ def test_evaluate_and_audit_compare_refuse_a_run_from_another_dataset(tmp_path, 
                  "--quiet"])
     err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
     assert code == 2 and len(err) == 1 and "was made from a different dataset than" in err[0], err
-    # a run made before the fingerprint was recorded: the old id check, with a warning
-    for name in ("results.json", "summary.json"):
-        body = json.loads((run / name).read_text())
-        body.pop("dataset_fingerprint")
-        (run / name).write_text(json.dumps(body))
-    (run / "checkpoint.npz").unlink()
+    # a results.json whose fingerprint was taken out by hand: refused as edited (the seal), nothing written
+    body = json.loads((run / "results.json").read_text())
+    body.pop("dataset_fingerprint")
+    (run / "results.json").write_text(json.dumps(body))
     code = main(["evaluate", str(a), str(run), "--out", str(tmp_path / "ev2"), "--models", "ppmi", "--seeds", "1",
                  "--no-single-iteration", "--quiet"])
-    assert code == 0 and "records no dataset fingerprint" in capsys.readouterr().err
+    err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert code == 2 and len(err) == 1 and "edited after aflite wrote it" in err[0], err
+    assert not (tmp_path / "ev2").exists()
 
 
 def test_not_trained_marks_one_class_models_and_flat_losses():

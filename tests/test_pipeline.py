@@ -64,7 +64,7 @@ def test_run_writes_filtered_dataset_in_input_format(tmp_path, small_snli):
     assert filtered[0] == original[0]
     assert filtered[1:] == [original[1 + i] for i in np.flatnonzero(res.keep)]
     assert biased[~res.keep].mean() > 2 * biased[res.keep].mean()
-    s = json.loads((out / "summary.json").read_text())
+    s = json.loads((out / "results.json").read_text())
     assert s["featurizer"]["name"] == "precomputed"
     assert s["parameters"]["train_size"] == 100
     assert {r["name"] for r in s["partial_input_probe"]["results"]} >= {"D", "D(Φ)"}
@@ -177,7 +177,7 @@ def test_imbalanced_labels_finish_with_the_probe_skipped_where_it_cannot_train(t
     skipped = [r for r in probe if r["skipped"]]
     assert all(r["accuracy"] is None and "rows" in r["skipped"] for r in skipped)
     assert skipped or "could not be probed" in probe[-1]["name"]  # subsets holding one class are not probed
-    json.loads((out / "summary.json").read_text(), parse_constant=lambda c: pytest.fail(f"{c} in JSON"))
+    json.loads((out / "results.json").read_text(), parse_constant=lambda c: pytest.fail(f"{c} in JSON"))
     # --resume on the finished run works too (it crashed the same way before)
     assert main(["run", str(data), "--out", str(out), "--featurizer", "ngram", "--quiet", "-m", "8", "--resume"]) == 0
 
@@ -212,7 +212,7 @@ def test_demo_prints_each_table_once_without_the_resource_path_and_the_real_wall
     assert md.startswith("# aflite run: the bundled SNLI sample (first 1,000 premise groups")
     assert "&#x27;" not in md and "&amp;" not in md and "&quot;" not in md
     assert "'" in md  # the examples' apostrophes, as written
-    s = json.loads((out / "summary.json").read_text())
+    s = json.loads((out / "results.json").read_text())
     parts = sum(v for k, v in s["timings"].items() if k.endswith("_seconds"))
     assert s["wall_seconds_this_call"] >= parts >= s["filter_wall_seconds_this_call"]
 
@@ -279,7 +279,7 @@ def test_the_demo_names_its_page_and_summary_links_it(tmp_path, capsys):
     assert (out / "report.html").is_file()
     md = (out / "summary.md").read_text(encoding="utf-8")
     assert "[report.html](report.html)" in md.split("\n## ")[0]  # in the head, before the examples
-    n = json.loads((out / "summary.json").read_text(encoding="utf-8"))["n_iterations"]
+    n = json.loads((out / "results.json").read_text(encoding="utf-8"))["n_iterations"]
     assert f"{n} phases (0–{n - 1})" in md and f"({n} phases (0–{n - 1}); " in stdout
 
 

@@ -95,7 +95,7 @@ def test_cli_audit_on_the_bundled_sample(tmp_path: Path) -> None:
     ])
     assert code == 0
     html = (out / "report.html").read_text(encoding="utf-8")
-    metrics = json.loads((out / "metrics.json").read_text(encoding="utf-8"))
+    metrics = json.loads((out / "results.json").read_text(encoding="utf-8"))
     assert [r["name"] for r in metrics["results"]] == ["D", "D(Φ)"]
     assert metrics["results"][0]["n"] == 300 and metrics["results"][1]["n"] == 300
     for r in metrics["results"]:
@@ -171,7 +171,7 @@ def test_cli_audit_defaults_names_and_times(tmp_path: Path, capsys: pytest.Captu
     captured = capsys.readouterr()
     assert "TRA skipped: no GPU" in captured.err  # no fine-tuning by default on a CPU
     assert "chance = majority class" in captured.out and "vs shuffled labels" in captured.out
-    metrics = json.loads((out / "metrics.json").read_text(encoding="utf-8"))
+    metrics = json.loads((out / "results.json").read_text(encoding="utf-8"))
     res = metrics["results"][0]
     assert res["config"]["tra"] is False and res["config"]["bias_threshold"] == 0.3
     assert res["views"]["hypothesis"]["peco_null"]["shuffles"] == 7

@@ -98,8 +98,9 @@ def _check(folder: Path, name: str, want: dict[str, Any]) -> None:
         raise InputError(f"{path}: missing (listed in {folder / RESULTS}); {again}")
     size = path.stat().st_size
     if size != want.get("size"):
+        listed = want.get("size")
         raise InputError(f"{path}: {size:,} bytes, but the manifest in {folder / RESULTS} lists "
-                         f"{want.get('size')!r}; {again}")
+                         f"{f'{listed:,}' if isinstance(listed, int) else repr(listed)}; {again}")
     if file_sha256(path) != want.get("sha256"):
         raise InputError(f"{path}: its sha256 differs from the manifest in {folder / RESULTS}; {again}")
 

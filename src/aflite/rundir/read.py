@@ -75,7 +75,8 @@ def read_folder(folder: str | os.PathLike[str], commands: Iterable[str] | None =
             raise InputError(f"{named}: unfinished: no results.json (the command writing it was interrupted, or is "
                              f"still running); complete it with --resume (a run) or run the command again with "
                              f"--overwrite")
-        raise InputError(f"{path}: not found: {p} is not a folder of {what}")
+        raise InputError(f"{path}: not found: {p} is not an aflite output folder (expected the --out folder of "
+                         f"{what})")
     obj = read_json(path)
     version = obj.get("format_version")
     if version is None:

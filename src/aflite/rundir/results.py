@@ -29,7 +29,7 @@ from aflite.rundir.manifest import seal
 from aflite.rundir.names import INSTANCES, RESULTS
 from aflite.rundir.versions import versions
 
-__all__ = ["FORMAT_VERSION", "Result", "Table", "WarningsRecord", "recording_warnings", "results_document",
+__all__ = ["FORMAT_VERSION", "Result", "Table", "WarningsRecord", "commit", "recording_warnings", "results_document",
            "results_envelope", "write_results_json"]
 
 # results.json's format: 1 since aflite 0.3 (the envelope's format_version, the manifest under "files", written
@@ -132,6 +132,21 @@ def write_results_json(out: str | Path, document: dict[str, Any], files: dict[st
     full = seal({**document, "manifest": files})
     write_text(Path(out) / RESULTS, json_text(full))
     return full
+
+
+def commit(out: str | Path, body: dict[str, Any], *, command: str, argv: Sequence[str] | None = None,
+           seed: Any = None) -> dict[str, Any]:
+    """Commit a folder whose files are written (by hand: a tool's, a test's): results.json with the envelope,
+    ``body`` and the manifest of every file but the user's own, sealed, as
+    :meth:`aflite.runs.folder.RunFolder.finish` ends. The body is checked as a reader will check it."""
+    from aflite.rundir.bodies import parse  # here: bodies reads rundir.names only, but keeps this module light
+    from aflite.rundir.lock import foreign_of, read_marker
+    from aflite.rundir.manifest import listing
+
+    p = Path(out)
+    document = results_document(p, body, command=command, argv=argv, seed=seed)
+    parse(document, p / RESULTS, manifest=False)
+    return write_results_json(p, document, listing(p, foreign_of(p, read_marker(p))))
 
 
 @dataclass

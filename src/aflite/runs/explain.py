@@ -159,9 +159,8 @@ def explain(
     (1/|Y|, Gardner et al. 2021's choice)."""
     _check_options(alpha, min_count, random_seeds, neighbours)
     folder = RunFolder.of(out, "explain")
-    check_outside_runs(folder.path, [run_dir])  # explain reads the run folder and writes elsewhere
-    if cache_dir is not None:
-        check_outside_runs(cache_dir, [run_dir], flag="--cache-dir")
+    for path, flag in ((folder.path, "--out"), (cache_dir or folder.path, "--cache-dir")):  # it reads the run only
+        check_outside_runs(path, [run_dir], flag=flag)
     t_start = time.perf_counter()
     timings: dict[str, float] = {}
     run = read_run(run_dir)

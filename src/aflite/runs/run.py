@@ -52,7 +52,7 @@ PARAMETERS = ("target_size", "n_partitions", "train_size", "slice_size", "thresh
 
 @dataclass
 class RunResult(FilterResult):
-    """What a run left behind: its folder, its summary (``summary.json``; results.json's body), the kept mask over
+    """What a run left behind: its folder, its summary (results.json's body), the kept mask over
     the dataset's rows (warm-up rows are False) and the filtered dataset (``filtered.<ext>``); ``dataset`` and
     ``rows`` (the dataset rows the filter saw) give summary.md its examples and the page its texts."""
 
@@ -242,7 +242,7 @@ def _data_record(data_path: Any, out: Path | None, ds: Any, dataset_fp: str) -> 
 def _run_record(data_path: Any, out: Path | None, ds: Any, dataset_fp: str, featurizer: str, view: str,
                 feats: Features, shards: ShardedTransform | None, chosen: dict[str, Any], given: dict[str, Any],
                 groups: str) -> dict[str, Any]:
-    """What summary.json records of a run besides the filter's own numbers: the data, Φ and the parameters'
+    """What results.json records of a run besides the filter's own numbers: the data, Φ and the parameters'
     origin."""
     return {
         **_data_record(data_path, out, ds, dataset_fp),
