@@ -14,10 +14,9 @@ import time
 from pathlib import Path
 
 import pytest
+from test_cli_safety import sample_rows
 
 from aflite.cli import main
-
-from test_cli_safety import sample_rows
 
 SRC = str(Path(__file__).resolve().parents[1] / "src")
 FAST = ["--featurizer", "ngram", "--quiet", "-m", "4", "--no-probe"]
@@ -160,3 +159,107 @@ def complete_with_foreign(out: Path, foreign: set[str]) -> dict[str, object]:
     results = json.loads((out / "results.json").read_text())
     assert not foreign & set(results["manifest"])
     return results
+
+
+# ------------------------------------------------------------------ one claim for every entry point (Python)
+@pytest.fixture(scope="module")
+def committed(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """A real run (n-gram Φ, 240 pairs) made from Python."""
+    from aflite.runs.run import run
+
+    tmp = tmp_path_factory.mktemp("committed")
+    tsv = tmp / "data.tsv"
+    tsv.write_text("id\tpremise\thypothesis\tlabel\n" + "".join("\t".join(r) + "\n" for r in sample_rows(240)))
+    run(tsv, tmp / "run", featurizer="ngram", probe=False, show_progress=False, params={"n_partitions": 4})
+    return {"data": tsv, "run": tmp / "run"}
+
+
+def snapshot(folder: Path) -> dict[str, bytes]:
+    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def test_every_python_entry_point_refuses_a_users_folder_and_an_empty_path(tmp_path, committed):
+    from aflite import audit_file, embed, evaluate_runs, explain_run, filter_files, run
+    from aflite.errors import AfliteError
+
+    user = tmp_path / "mine"
+    user.mkdir()
+    (user / "summary.md").write_text("my summary\n")
+    (user / "results.json").write_text('{"mine": true}\n')
+    before = snapshot(user)
+    data, run_dir = committed["data"], committed["run"]
+    calls = {
+        "run": lambda out, **kw: run(data, out, featurizer="ngram", probe=False, show_progress=False, **kw),
+        "embed": lambda out, **kw: embed(data, out, featurizer="ngram", show_progress=False, **kw),
+        "filter": lambda out, **kw: filter_files(tmp_path / "X.npy", tmp_path / "y.txt", out, **kw),
+        "evaluate": lambda out, **kw: evaluate_runs(data, [run_dir], out, show_progress=False, **kw),
+        "explain": lambda out, **kw: explain_run(data, run_dir, out, show_progress=False, **kw),
+        "audit": lambda out, **kw: audit_file(data, out, show_progress=False, **kw),
+    }
+    for name, call in calls.items():
+        with pytest.raises(AfliteError, match=r"not empty .* pass overwrite=True"):
+            call(user)
+        assert snapshot(user) == before, name
+        with pytest.raises(AfliteError, match="an empty path"):
+            call("")
+    assert not list(Path.cwd().glob("results.json")) or Path.cwd() == user
+
+
+def test_a_python_run_with_overwrite_keeps_the_users_other_files_unlisted(tmp_path, committed):
+    from aflite.runs.run import run
+
+    user = tmp_path / "mine"
+    user.mkdir()
+    (user / "notes.txt").write_text("keep me\n")
+    run(committed["data"], user, featurizer="ngram", probe=False, show_progress=False, params={"n_partitions": 4},
+        overwrite=True)
+    results = json.loads((user / "results.json").read_text())
+    assert "notes.txt" not in results["manifest"] and (user / "notes.txt").read_text() == "keep me\n"
+    assert main(["card", str(user), "--out", str(tmp_path / "card")]) == 0
+
+
+# ------------------------------------------------------------------ hand-edited folders: one line, nothing written
+def _edit_results(run_dir: Path, **changes: object) -> None:
+    res = json.loads((run_dir / "results.json").read_text())
+    res.update(changes)
+    (run_dir / "results.json").write_text(json.dumps(res))
+
+
+EDITS = {
+    "emptied_filtered": (lambda r: (r / "filtered.tsv").write_text(""), "filtered.tsv: 0 bytes"),
+    "truncated_filtered": (lambda r: (r / "filtered.tsv").write_bytes((r / "filtered.tsv").read_bytes()[:500]),
+                           "filtered.tsv: 500 bytes"),
+    "swapped_filtered": (lambda r: (r / "filtered.tsv").write_bytes(
+        (r / "filtered.tsv").read_bytes().replace(b"\tneutral\n", b"\tentailment\n", 1)), "filtered.tsv: its sha256"),
+    "missing_kept_ids": (lambda r: (r / "kept_ids.txt").unlink(), "kept_ids.txt: missing"),
+    "unlisted_warmup_ids": (lambda r: (r / "warmup_ids.txt").write_text("p1\n"), "warmup_ids.txt: not listed"),
+    "edited_label_counts": (lambda r: _edit_results(r, label_counts_after={"neutral": 1}),
+                            "results.json: edited after aflite wrote it"),
+    "size_as_text": (lambda r: _edit_results(r, size_before="600"),
+                     "results.json: 'size_before' is \"600\", not an integer"),
+    "parameters_null": (lambda r: _edit_results(r, parameters=None), "results.json: 'parameters' is null"),
+    "featurizer_a_name": (lambda r: _edit_results(r, featurizer="ngram"), "results.json: 'featurizer' is \"ngram\""),
+    "before_the_format": (lambda r: _edit_results(r, format_version=None),
+                          "results.json: made by aflite < 0.3 (no format_version): run it again"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(EDITS))
+def test_a_hand_edited_run_is_refused_in_one_line_by_every_reader(tmp_path, committed, capsys, case):
+    import shutil
+
+    run_dir = tmp_path / "run"
+    shutil.copytree(committed["run"], run_dir)
+    edit, expect = EDITS[case]
+    edit(run_dir)
+    before = snapshot(run_dir)
+    for argv in (["card", run_dir, "--out", tmp_path / "card"], ["report", run_dir],
+                 ["explain", committed["data"], run_dir, "--out", tmp_path / "ex", "--quiet"],
+                 ["evaluate", committed["data"], run_dir, "--out", tmp_path / "ev", "--quiet"],
+                 ["audit", committed["data"], "--compare", run_dir, "--out", tmp_path / "au", "--featurizer", "ngram",
+                  "--no-tra", "--quiet"]):
+        code = main([str(a) for a in argv])
+        err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+        assert code == 2 and len(err) == 1 and expect in err[0], (argv[0], err)
+    assert snapshot(run_dir) == before  # nothing changed, nothing written beside it
+    assert not any((tmp_path / name).exists() for name in ("card", "ex", "ev", "au"))
