@@ -151,8 +151,9 @@ def test_the_page_reloads_the_dataset_with_the_recorded_column_options(tmp_path:
 
     data = tmp_path / "d.tsv"
     data.write_text("uid\tq\ty\nu1\thello\ta\nu2\tworld\tb\n", encoding="utf-8")
-    argv = ["run", str(data), "--out", "o", "--text-a", "q", "--label=y", "--id-column", "uid"]
-    path, opts = dataset_of({"command": "run", "dataset": str(data), "argv": argv})
+    recorded = {"text_a": "q", "label": "y", "id_column": "uid"}  # what run records of --text-a/--label/--id-column
+    path, opts = dataset_of({"command": "run", "dataset": str(data), "dataset_options": recorded,
+                             "argv": ["run", "--text-a", "not this one"]})
     assert path == str(data) and opts == {"text_a": "q", "label": "y", "id_column": "uid"}
     notes: list[str] = []
     ds = load_rows_dataset(None, path, opts, notes)
@@ -315,5 +316,6 @@ def test_report_refuses_what_it_cannot_trust_in_one_line(pages: dict[str, Path],
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith(f"aflite report: error: {expect}"), err
     if case in ("banana", "kept_yes", "p_text"):
-        assert err[0].endswith("the folder was changed after aflite wrote it; restore the file or run the command again")
+        assert err[0].endswith("the folder was changed after aflite wrote it; restore the file or run the command "
+                               "again")
     assert {p.name: p.read_bytes() for p in run.iterdir() if p.is_file()} == before

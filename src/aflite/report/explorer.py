@@ -151,13 +151,9 @@ def page_data(folder: str | Path, kind: str | None = None, *, dataset: Any = Non
 
 def _explained_run(p: Path, results: dict[str, Any], notes: list[str]) -> tuple[dict[str, Any], Path | None]:
     """The results of the run an explain folder explains and where that run is from here (its folder named in
-    results.json, located from the explain folder as recorded, else in its argv)."""
-    run_dir = results.get("run_dir") or results.get("run")
-    if isinstance(run_dir, dict):  # explain's "run": {"folder": ..., "dataset": ...}
-        run_dir = run_dir.get("folder")
-    if not run_dir:
-        argv = [a for a in (results.get("argv") or [])[1:] if not str(a).startswith("-")]
-        run_dir = argv[1] if len(argv) > 1 else None
+    results.json, located from the explain folder as recorded), read and verified."""
+    run = results.get("run")
+    run_dir = results.get("run_dir") or (run.get("folder") if isinstance(run, dict) else None)
     found = F.locate(p, str(run_dir), results.get("run_dir_relative")) if run_dir else None
     run_res = read_run(found).summary if found is not None and found.is_dir() else {}
     if not run_res:

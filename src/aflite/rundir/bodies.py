@@ -65,6 +65,7 @@ class RunBody(Body):
     dataset: str | None = None
     dataset_size: int | None = None
     dataset_fingerprint: str | None = None
+    dataset_options: dict[str, str] | None = None  # the column options the rows were read with
     groups: str | None = None
     label_shift: dict[str, Any] | None = None
     partial_input_probe: dict[str, Any] | None = None
@@ -96,10 +97,10 @@ class EvaluateBody(Body):
 
 @dataclass(frozen=True)
 class AuditBody(Body):
-    """``aflite audit``: the audit's configuration and each audited set."""
+    """``aflite audit``: each audited set (its views, figures and configuration)."""
 
     commands: ClassVar[tuple[str, ...]] = ("audit",)
-    config: dict[str, Any] | None = None
+    results: list[dict[str, Any]] = dataclasses.field(default_factory=list)
 
 
 @dataclass(frozen=True)

@@ -29,6 +29,7 @@ from aflite.core.phase import FilterState
 from aflite.errors import AfliteError, OutputWriteError
 from aflite.report import write_page
 from aflite.rundir import checkpoint
+from aflite.rundir.bodies import parse
 from aflite.rundir.lock import OutputFolder, claim_output, foreign_of, pause_point, read_marker
 from aflite.rundir.manifest import listing, own_entries
 from aflite.rundir.names import CHECKPOINT, PAGE, RESULTS, SUMMARY_MD
@@ -138,6 +139,7 @@ class RunFolder:
         summary = result.summary_md()  # rendered first: what it warns about is listed in results.json too
         document = results_document(self.path, result.to_json(), command=self.command, argv=self.argv,
                                     seed=result.seed)
+        parse(document, self.path / RESULTS, manifest=False)  # the body's types, as every reader will check them
         write_text(self.path / SUMMARY_MD, summary)
         if result.has_page:
             html = result.page_html(document)

@@ -241,11 +241,12 @@ def _data_record(data_path: Any, out: Path | None, ds: Any, dataset_fp: str) -> 
 
 def _run_record(data_path: Any, out: Path | None, ds: Any, dataset_fp: str, featurizer: str, view: str,
                 feats: Features, shards: ShardedTransform | None, chosen: dict[str, Any], given: dict[str, Any],
-                groups: str) -> dict[str, Any]:
-    """What results.json records of a run besides the filter's own numbers: the data, Φ and the parameters'
-    origin."""
+                groups: str, dataset_options: dict[str, Any] | None = None) -> dict[str, Any]:
+    """What results.json records of a run besides the filter's own numbers: the data and the column options it
+    was read with (the page reads the rows back with them), Φ and the parameters' origin."""
     return {
         **_data_record(data_path, out, ds, dataset_fp),
+        "dataset_options": {k: v for k, v in (dataset_options or {}).items() if isinstance(v, str)},
         "dataset_size": len(ds),
         "dropped_at_load": ds.dropped,
         **({"empty_texts_at_load": dict(ds.empty_texts)} if getattr(ds, "empty_texts", None) else {}),
@@ -354,7 +355,7 @@ def run(data_path: Any, out: str | os.PathLike[str] | RunFolder | None = None, *
         where.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
     extra = _run_record(data_path, where, ds, dataset_fp, featurizer, view, feats, shards, chosen, given,
-                        group_spec if grp is not None else "none")
+                        group_spec if grp is not None else "none", dataset_options)
     with _refused_resume_leaves_no_cache(cache_path, cached_before, release):
         res = run_filter(af, feats.X, ds.labels[rows], ds.ids[rows], folder, groups=grp, resume=resume,
                          overwrite=overwrite, show_progress=show_progress, extra=extra)
