@@ -65,7 +65,7 @@ def read_folder(folder: str | os.PathLike[str], commands: Iterable[str] | None =
     ``skip``, or only ``names``); a folder that one of ``commands`` (None: any) did not make is refused, naming
     ``flag`` when given (the option the folder was passed with)."""
     p = Path(folder)
-    what = "aflite " + " or ".join(commands) if commands else "an aflite command"
+    what = " or ".join(f"aflite {c}" for c in commands) if commands else "an aflite command"
     named = f"{flag} {p}" if flag else str(p)
     if not p.is_dir():
         raise InputError(f"{named}: not a folder (expected the --out folder of {what})")
