@@ -225,12 +225,18 @@ def _edit_results(run_dir: Path, **changes: object) -> None:
     (run_dir / "results.json").write_text(json.dumps(res))
 
 
+def _swap_rows(run_dir: Path) -> None:
+    """Two rows of the filtered file swapped: the same size, other bytes."""
+    lines = (run_dir / "filtered.tsv").read_bytes().splitlines(keepends=True)
+    lines[1], lines[2] = lines[2], lines[1]
+    (run_dir / "filtered.tsv").write_bytes(b"".join(lines))
+
+
 EDITS = {
     "emptied_filtered": (lambda r: (r / "filtered.tsv").write_text(""), "filtered.tsv: 0 bytes"),
     "truncated_filtered": (lambda r: (r / "filtered.tsv").write_bytes((r / "filtered.tsv").read_bytes()[:500]),
                            "filtered.tsv: 500 bytes"),
-    "swapped_filtered": (lambda r: (r / "filtered.tsv").write_bytes(
-        (r / "filtered.tsv").read_bytes().replace(b"\tneutral\n", b"\tentailment\n", 1)), "filtered.tsv: its sha256"),
+    "swapped_filtered": (_swap_rows, "filtered.tsv: its sha256 differs"),
     "missing_kept_ids": (lambda r: (r / "kept_ids.txt").unlink(), "kept_ids.txt: missing"),
     "unlisted_warmup_ids": (lambda r: (r / "warmup_ids.txt").write_text("p1\n"), "warmup_ids.txt: not listed"),
     "edited_label_counts": (lambda r: _edit_results(r, label_counts_after={"neutral": 1}),

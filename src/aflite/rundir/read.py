@@ -24,13 +24,20 @@ from aflite.rundir.bodies import Document, RunBody, parse
 from aflite.rundir.manifest import check_seal, verify
 from aflite.rundir.names import (
     CHECKPOINT,
+    FEATURES,
     INSTANCES,
+    KEPT_CSV,
     KEPT_IDS,
     MARKER,
     PAGE,
+    REMOVED_CSV,
+    REMOVED_IDS,
     RESULTS,
     RUN_COMMANDS,
+    SUMMARY_MD,
+    TOKENS,
     WARMUP_IDS,
+    WEIGHTS,
 )
 from aflite.rundir.results import FORMAT_VERSION
 
@@ -40,6 +47,8 @@ __all__ = ["KINDS", "RUN_COMMANDS", "Instances", "RunRecord", "check_run_dataset
 
 KINDS = ("run", "explain", "evaluate", "audit")  # the folders that have a page
 INSTANCE_HEADER = ["id", "label", "kept", "predictability", "removed_at"]
+OWN_NAMES = frozenset({CHECKPOINT, INSTANCES, KEPT_IDS, REMOVED_IDS, WARMUP_IDS, KEPT_CSV, REMOVED_CSV, TOKENS, WEIGHTS,
+                       FEATURES, SUMMARY_MD})  # the names only aflite writes into a folder it claimed
 
 
 def read_json(path: Path) -> dict[str, Any]:
@@ -91,6 +100,11 @@ def read_folder(folder: str | os.PathLike[str], commands: Iterable[str] | None =
     listed = doc.envelope.manifest
     left_out = set(skip)
     verify(p, listed, [n for n in (listed if names is None else names) if n not in left_out])
+    # a file under one of aflite's names that the committing command did not write (an earlier run's filtered.tsv
+    # beside this run's filtered.jsonl, a warmup_ids.txt dropped in) is not the run's: refused, not read
+    stray = [e.name for e in p.iterdir() if e.name not in listed and not any(n.startswith(e.name + "/") for n in listed)
+             and (e.name in OWN_NAMES or e.name.startswith("filtered."))]
+    verify(p, listed, stray)
     return doc
 
 
