@@ -304,7 +304,7 @@ def test_compare_is_checked_before_out_is_created(tmp_path, tsv, capsys):
     code, _, err = cli(capsys, "audit", tsv, "--out", out, "--compare", tmp_path / "nope", "--featurizer", "ngram",
                        "--no-tra", "--quiet")
     assert code == 2
-    assert "kept_ids.txt: not found" in one_line_error(err, "audit")
+    assert "nope: not a folder (expected the --out folder of aflite run" in one_line_error(err, "audit")
     assert not out.exists()
 
 
