@@ -216,6 +216,12 @@ def test_a_python_run_with_overwrite_keeps_the_users_other_files_unlisted(tmp_pa
     results = json.loads((user / "results.json").read_text())
     assert "notes.txt" not in results["manifest"] and (user / "notes.txt").read_text() == "keep me\n"
     assert main(["card", str(user), "--out", str(tmp_path / "card")]) == 0
+    from aflite.errors import AfliteError
+
+    before = snapshot(user)  # the resume rules are the CLI's: another run here needs resume= or overwrite=
+    with pytest.raises(AfliteError, match="holds a previous run: pass resume=True to continue it, overwrite=True"):
+        run(committed["data"], user, featurizer="ngram", probe=False, show_progress=False)
+    assert snapshot(user) == before
 
 
 # ------------------------------------------------------------------ hand-edited folders: one line, nothing written
