@@ -357,7 +357,7 @@ def test_the_single_iteration_baseline_is_one_model(snli_run, tmp_path):
     the run's rows scores the rest once (p̃ is 0 or 1), its own training rows stay unscored and kept, and the most
     predictable rows go at once until |D(Φ)| remain."""
     tmp, data, run, _ = snli_run
-    summary = json.loads((run / "summary.json").read_text())
+    summary = json.loads((run / "results.json").read_text())
     t, n = summary["parameters"]["train_size"], len(load_dataset(data))
     rep = evaluate(data, [run], tmp_path / "o", models=["ppmi:pair"], seeds=1, random_baseline=False,
                    show_progress=False)
