@@ -79,12 +79,17 @@ def test_cli_audit_on_the_bundled_sample(tmp_path: Path) -> None:
     pytest.importorskip("torch")
     from tiny_models import make_tiny_model
 
+    from aflite.rundir.results import commit
+
     tiny = make_tiny_model(tmp_path / "tiny")
     ds = load_dataset(demo_dataset_path())
     run_dir = tmp_path / "run"
     run_dir.mkdir()
     kept = [str(i) for i in ds.ids[::2]]
     (run_dir / "kept_ids.txt").write_text("\n".join(kept) + "\n", encoding="utf-8")
+    # committed as a filter run would be (results.json with the manifest): --compare reads a verified run only
+    commit(run_dir, {"parameters": {}, "size_before": len(ds), "size_after": len(kept), "n_iterations": 0,
+                     "sizes": [len(ds), len(kept)], "iterations": []}, command="filter")
     out = tmp_path / "audit"
     code = main([
         "audit", str(demo_dataset_path()), "--out", str(out), "--featurizer", "ngram", "--model-path", str(tiny),

@@ -25,7 +25,9 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from aflite.atomic import json_text, write_text
-from aflite.rundir.manifest import seal
+from aflite.rundir.bodies import parse
+from aflite.rundir.lock import foreign_of, read_marker
+from aflite.rundir.manifest import listing, seal
 from aflite.rundir.names import INSTANCES, RESULTS
 from aflite.rundir.versions import versions
 
@@ -139,10 +141,6 @@ def commit(out: str | Path, body: dict[str, Any], *, command: str, argv: Sequenc
     """Commit a folder whose files are written (by hand: a tool's, a test's): results.json with the envelope,
     ``body`` and the manifest of every file but the user's own, sealed, as
     :meth:`aflite.runs.folder.RunFolder.finish` ends. The body is checked as a reader will check it."""
-    from aflite.rundir.bodies import parse  # here: bodies reads rundir.names only, but keeps this module light
-    from aflite.rundir.lock import foreign_of, read_marker
-    from aflite.rundir.manifest import listing
-
     p = Path(out)
     document = results_document(p, body, command=command, argv=argv, seed=seed)
     parse(document, p / RESULTS, manifest=False)
