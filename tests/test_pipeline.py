@@ -143,13 +143,22 @@ def test_a_run_folder_is_read_back_by_one_reader(tmp_path):
     skipped, and a folder without the file or with no kept ids is refused with a message naming the file."""
     from aflite.errors import InputError
     from aflite.rundir.read import read_kept_ids
+    from aflite.rundir.results import commit
 
+    with pytest.raises(InputError, match=r"results\.json: not found: .* is not an aflite output folder"):
+        read_kept_ids(tmp_path)
+    body = {"parameters": {}, "size_before": 3, "size_after": 2, "n_iterations": 0, "sizes": [3, 2], "iterations": []}
+    commit(tmp_path, body, command="filter")  # a committed folder without the file
     with pytest.raises(InputError, match=r"kept_ids\.txt: not found \(is it an AFLite run directory\?\)"):
         read_kept_ids(tmp_path)
     (tmp_path / "kept_ids.txt").write_text("\n  \n", encoding="utf-8")
+    commit(tmp_path, body, command="filter")
     with pytest.raises(InputError, match=r"kept_ids\.txt: no kept ids"):
         read_kept_ids(tmp_path)
     (tmp_path / "kept_ids.txt").write_text("a\n\n b \n", encoding="utf-8")
+    with pytest.raises(InputError, match=r"kept_ids\.txt: 7 bytes, but the manifest"):  # changed since the commit
+        read_kept_ids(tmp_path)
+    commit(tmp_path, body, command="filter")
     assert read_kept_ids(tmp_path) == ["a", "b"]
 
 
