@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import json
 import shutil
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -243,6 +244,21 @@ def test_cli_evaluate_and_one_line_errors(snli_run, tmp_path, capsys):
     assert code == 2 and "kind must be one of" in capsys.readouterr().err
 
 
+ENVELOPE = ("command", "format_version", "argv", "versions", "manifest", "sealed", "seed")
+
+
+def committed(folder: Path) -> Path:
+    """``folder`` committed again as aflite commits a run (after a test changed its files by hand), or, without a
+    results.json, as a filter run of no phases: the evaluation's own checks are tested, not the manifest's."""
+    from aflite.rundir.results import commit
+
+    res = json.loads((folder / "results.json").read_text()) if (folder / "results.json").is_file() else {
+        "parameters": {}, "size_before": 0, "size_after": 0, "n_iterations": 0, "sizes": [], "iterations": []}
+    commit(folder, {k: v for k, v in res.items() if k not in ENVELOPE}, command=res.get("command", "filter"),
+           argv=res.get("argv"), seed=res.get("seed"))
+    return folder
+
+
 def test_bad_inputs_are_clear_errors(snli_run, tmp_path):
     tmp, data, run, hans_path = snli_run
     ds = load_dataset(data)
@@ -250,6 +266,7 @@ def test_bad_inputs_are_clear_errors(snli_run, tmp_path):
     empty = tmp_path / "empty"
     empty.mkdir()
     (empty / "kept_ids.txt").write_text("")
+    committed(empty)
     with pytest.raises(InputError, match="empty"):
         evaluate(data, [empty], tmp_path / "o", models=["ppmi"], seeds=1, show_progress=False)
     # a filtered set without one of D's labels: the models could never predict it
@@ -257,6 +274,7 @@ def test_bad_inputs_are_clear_errors(snli_run, tmp_path):
     shutil.copytree(run, nolab, ignore=shutil.ignore_patterns("cache", "checkpoint.npz"))
     (nolab / "kept_ids.txt").write_text("".join(f"{i}\n" for i, lab in zip(ds.ids, ds.labels, strict=True)
                                                 if lab != "neutral"))
+    committed(nolab)
     with pytest.raises(InputError, match=r"\['neutral'\] of D are absent"):
         evaluate(data, [nolab], tmp_path / "o", models=["ppmi"], seeds=1, single_iteration=False,
                  show_progress=False)
@@ -264,6 +282,7 @@ def test_bad_inputs_are_clear_errors(snli_run, tmp_path):
     other = tmp_path / "other"
     other.mkdir()
     (other / "kept_ids.txt").write_text("nope-1\n")
+    committed(other)
     with pytest.raises(InputError, match="not in the dataset"):
         evaluate(data, [other], tmp_path / "o", models=["ppmi"], seeds=1, show_progress=False)
     # OOD files of one set with different label sets
@@ -418,6 +437,7 @@ def test_warmup_rows_stay_out_of_every_training_set(snli_run, tmp_path, monkeypa
     kept_set = set(kept)
     warm = sorted(set(kept[:20]) | set([i for i in ids if i not in kept_set][:10]))
     (wrun / "warmup_ids.txt").write_text("".join(f"{i}\n" for i in warm))
+    committed(wrun)
     warm_rows = {ids.index(i) for i in warm}
     seen: dict[str, list[set[int]]] = {}
     orig = ev.runner.Job
