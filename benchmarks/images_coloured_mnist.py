@@ -108,7 +108,7 @@ def read_manifest(out: Path) -> dict[str, dict[str, np.ndarray]]:
 def aflite_run(out: Path, name: str, featurizer: str, extra: list[str], log: Path) -> Path:
     """``aflite run OUT/train --featurizer ...`` (resumable: an existing finished run is reused)."""
     run_dir = out / name
-    if (run_dir / "summary.json").is_file():
+    if (run_dir / "results.json").is_file():
         return run_dir
     cmd = [sys.executable, "-m", "aflite", "run", str(out / "train"), "--out", str(run_dir), "--featurizer",
            featurizer, "--cache-dir", str(out / "cache"), "--device", "cpu", *extra]
@@ -330,7 +330,7 @@ def main() -> int:
         results = json.loads((out / "results.json").read_text())
     tr = man["train"]
     for phi, run_dir in runs.items():
-        summary = json.loads((run_dir / "summary.json").read_text())
+        summary = json.loads((run_dir / "results.json").read_text())
         kept_ids = set((run_dir / "kept_ids.txt").read_text().split())
         warm_ids = set((run_dir / "warmup_ids.txt").read_text().split()) if (run_dir / "warmup_ids.txt").is_file() \
             else set()

@@ -61,7 +61,7 @@ def ladder(eval_dir: Path, runs: list[Path], stages: dict[str, float]) -> dict[s
         return {"start": _ms(tl["start"])[0], "end": _ms(tl["end"])[0], "steps": tl["steps"]}
 
     for run in runs:
-        s = json.loads((run / "summary.json").read_text(encoding="utf-8"))
+        s = json.loads((run / "results.json").read_text(encoding="utf-8"))
         mine = {si["kind"]: si["name"] for si in sets if si.get("run") and Path(si["run"]).name == run.name}
         f = s.get("featurizer") or {}
         rec: dict[str, Any] = {

@@ -1,6 +1,6 @@
 """Summarise the SNLI-train protocol (benchmarks/reproduce_snli.sh) into one Markdown report and one JSON file.
 
-Reads the run directories of ``aflite run`` (summary.json) and one ``aflite evaluate`` results.json, and writes
+Reads the run directories of ``aflite run`` (results.json) and one ``aflite evaluate`` results.json, and writes
 what issue 15 asks to report: per Φ the filtered size, phases, stop reason and label shares; Table 3 shape per
 test set with Δ against D and against the same-size random subsets; the hypothesis-only accuracy on D(Φ)
 against D_random on SNLI dev; test − test_hard gaps; HANS per heuristic; wall times. It computes nothing new:
@@ -35,7 +35,7 @@ def run_rows(run_dirs: list[Path]) -> list[dict[str, Any]]:
     """One record per run: Φ, sizes, phases, stop reason, label shares, timings, the run's own probe."""
     out = []
     for d in run_dirs:
-        s = json.loads((d / "summary.json").read_text(encoding="utf-8"))
+        s = json.loads((d / "results.json").read_text(encoding="utf-8"))
         before, after = s["label_counts_before"], s["label_counts_after"]
         nb, na = sum(before.values()), sum(after.values())
         probe = {r["name"]: r for r in s.get("partial_input_probe", {}).get("results", [])}

@@ -96,10 +96,10 @@ def outcome(command: str, out: Path) -> dict[str, Any]:
     """What the command computed, to check that every setting gives the same answer."""
     try:
         if command == "run":
-            s = json.loads((out / "summary.json").read_text())
+            s = json.loads((out / "results.json").read_text())
             return {"size_after": s.get("size_after"), "n_iterations": s.get("n_iterations"),
                     "timings": s.get("timings")}
-        m = json.loads((out / "metrics.json").read_text())
+        m = json.loads((out / "results.json").read_text())
         found: dict[str, Any] = {}
 
         def walk(x: Any, path: str) -> None:  # every accuracy in the file, wherever its layout puts it

@@ -60,7 +60,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 @pytest.fixture(scope="session")
 def counterfactual_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, object]]:
     """``aflite run`` (n-gram Φ, the probe on) on tests/counterfactual.py's set, folds grouped by premise (the
-    default, which splits the twins) and by the set's family column: their summary.json."""
+    default, which splits the twins) and by the set's family column: their results.json."""
     from counterfactual import write_counterfactual_nli
 
     from aflite.cli import main
@@ -72,7 +72,7 @@ def counterfactual_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, d
         out[groups] = tmp / groups
         assert main(["run", str(data), "--out", str(out[groups]), "--featurizer", "ngram", "--quiet", "--groups",
                      groups]) == 0
-    return {g: json.loads((p / "summary.json").read_text(encoding="utf-8")) for g, p in out.items()}
+    return {g: json.loads((p / "results.json").read_text(encoding="utf-8")) for g, p in out.items()}
 
 
 @pytest.fixture

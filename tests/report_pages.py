@@ -5,7 +5,6 @@ instances.csv with the data-map columns, weights.csv, results.json with a verdic
 from __future__ import annotations
 
 import csv
-import json
 from pathlib import Path
 
 import numpy as np
@@ -36,8 +35,8 @@ def write_dataset(path: Path, n: int = 300) -> Path:
 
 def make_run(tmp: Path) -> Path:
     """A real AFLite run (n-gram Φ, m=8) on :func:`write_dataset`'s file, with its report.html."""
-    from aflite.atomic import write_json
     from aflite.report import write_page
+    from aflite.rundir.results import commit
     from aflite.runs.run import run
 
     data = write_dataset(tmp / "pairs.tsv")
@@ -45,8 +44,8 @@ def make_run(tmp: Path) -> Path:
     res = run(data, out, featurizer="ngram", probe=False, show_progress=False,
               params={"n_partitions": 8, "train_size": 120, "slice_size": 20, "target_size": 150,
                       "threshold": 0.6})
-    write_json(out / "results.json", {"command": "run", "argv": ["run", str(data), "--out", str(out)],
-                                      **res.summary, "verdict": ["A test verdict <b>not bold</b>."]})
+    commit(out, {**res.summary, "verdict": ["A test verdict <b>not bold</b>."]}, command="run",
+           argv=["run", str(data), "--out", str(out)])
     write_page(out)
     return out
 
@@ -84,11 +83,13 @@ def make_explain(tmp: Path, run_dir: Path) -> Path:
     # in reverse row order: the page must match them by id
     lines = [f"{r['id']},{r['label']},{k % 7 / 7:.4f}\n" for k, r in reversed(list(enumerate(rows)))]
     (out / "weights.csv").write_text("id,label,weight\n" + "".join(lines), encoding="utf-8")  # explain's shape
-    (out / "results.json").write_text(json.dumps({
-        "command": "explain", "argv": ["explain", str(tmp / "pairs.tsv"), str(run_dir), "--out", str(out)],
-        "significant_tokens": {"full": 9, "kept": 0, "random": 9},
-        "verdict": ["Planted artifacts were found on D and none remain on D(Φ)."]}), encoding="utf-8")
     from aflite.report import write_page
+    from aflite.rundir.results import commit
+
+    commit(out, {"run": {"folder": str(run_dir)}, "first_phase": {}, "dataset": str(tmp / "pairs.tsv"),
+                 "significant_tokens": {"full": 9, "kept": 0, "random": 9},
+                 "verdict": ["Planted artifacts were found on D and none remain on D(Φ)."]},
+           command="explain", argv=["explain", str(tmp / "pairs.tsv"), str(run_dir), "--out", str(out)])
 
     write_page(out)
     return out

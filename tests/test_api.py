@@ -299,6 +299,7 @@ def test_audit_file_refuses_unusable_sizes_and_runs_before_any_work(tmp_path: Pa
     with pytest.raises(ParameterError, match=r"peco_shuffles"):
         check_audit_config(AuditConfig(peco_shuffles=1))
     out = tmp_path / "audit"
-    with pytest.raises(InputError, match="kept_ids.txt"):  # --compare that is not a run: refused before loading
+    with pytest.raises(InputError, match="is not an aflite output folder"):  # --compare that is not a run: refused
+        # before loading
         audit_file(ROOT / "no-such-file.tsv", out, AuditConfig(), compare=tmp_path)
     assert not out.exists()

@@ -81,13 +81,13 @@ def test_disk_full_at_the_checkpoint(tmp_path, tsv, capsys, monkeypatch):
     line = one_line(capsys.readouterr().err, "run")
     assert code == 2
     assert "checkpoint.npz: No space left on device" in line
-    assert not (out / "checkpoint.npz").exists() and not (out / "summary.json").exists()
+    assert not (out / "checkpoint.npz").exists() and not (out / "results.json").exists()
     no_temporaries(out)
     cached = {p.suffix for p in (out / "cache").iterdir()}
     assert cached == {".npy", ".json"}  # the features computed before the failure are kept, whole
     monkeypatch.undo()
     assert main(["run", str(tsv), "--out", str(out), *FAST, "--resume"]) == 0  # room again: it goes on
-    assert (out / "summary.json").is_file()
+    assert (out / "results.json").is_file()
 
 
 @pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="needs /proc")

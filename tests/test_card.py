@@ -14,9 +14,11 @@ from typing import Any
 
 import pytest
 
+from aflite.atomic import json_text
 from aflite.cli import main
 from aflite.data import demo_dataset_path
 from aflite.errors import OutputError, ParameterError
+from aflite.rundir.manifest import seal
 from aflite.runs.card import write_card
 from aflite.runs.card_facts import portable_path, size_category
 
@@ -29,6 +31,12 @@ def sha(path: Path) -> str:
 
 def results(folder: Path) -> dict[str, Any]:
     return json.loads((folder / "results.json").read_text(encoding="utf-8"))
+
+
+def resealed(folder: Path, r: dict[str, Any]) -> None:
+    """results.json changed and sealed again, as aflite would have written it: the card's own checks of what the
+    folders say are tested, not the seal (tests/test_folder_commit.py refuses an unsealed edit)."""
+    (folder / "results.json").write_text(json_text(seal(r)), encoding="utf-8")
 
 
 @pytest.fixture(scope="module")
@@ -336,7 +344,7 @@ def test_an_older_run_gets_its_input_hashed_when_the_file_still_matches(own_file
     shutil.copytree(run, old)
     res = results(old)
     del res["dataset_sha256"]  # what aflite run wrote before it recorded the input's sha256
-    (old / "results.json").write_text(json.dumps(res), encoding="utf-8")
+    resealed(old, res)
     card = write_card(old, tmp_path / "c1")
     assert card.manifest["input"]["sha256"] == sha(data)
     assert card.manifest["input"]["sha256_source"].startswith("computed when the card was made")
@@ -345,7 +353,7 @@ def test_an_older_run_gets_its_input_hashed_when_the_file_still_matches(own_file
     text = data.read_text(encoding="utf-8").replace("\tneutral\n", "\tentailment\n", 1)
     changed.write_text(text, encoding="utf-8")
     res["dataset"] = str(changed)
-    (old / "results.json").write_text(json.dumps(res), encoding="utf-8")
+    resealed(old, res)
     card = write_card(old, tmp_path / "c2")
     assert card.manifest["input"]["sha256"] is None and "does not match" in card.manifest["input"]["sha256_source"]
     assert any("sha256 is unknown" in s for s in card.manifest["limits"]) and card.notes
@@ -356,13 +364,13 @@ def test_an_older_evaluate_folder_is_tied_by_its_run_path(made: Path, tmp_path: 
     shutil.copytree(made / "ev", ev)
     r = results(ev)
     del r["config"]["runs_kept_ids_sha256"], r["config"]["dataset_fingerprint"]
-    (ev / "results.json").write_text(json.dumps(r), encoding="utf-8")
+    resealed(ev, r)
     res = write_card(made / "run", tmp_path / "card", evaluate=ev)
     assert res.manifest["evaluate"]["tied_to_run_by"].startswith("the run's folder path")
     r["config"]["runs"] = [str(tmp_path / "elsewhere")]
     for s in r["training_sets"]:
         s["run"] = s["run"] and str(tmp_path / "elsewhere")
-    (ev / "results.json").write_text(json.dumps(r), encoding="utf-8")
+    resealed(ev, r)
     with pytest.raises(Exception, match="older aflite from other runs"):
         write_card(made / "run", tmp_path / "card2", evaluate=ev)
 
@@ -372,7 +380,7 @@ def _edited(src: Path, dst: Path, edit: Any) -> Path:
     shutil.copytree(src, dst)
     r = results(dst)
     edit(r)
-    (dst / "results.json").write_text(json.dumps(r), encoding="utf-8")
+    resealed(dst, r)
     return dst
 
 
@@ -418,10 +426,11 @@ def test_a_run_that_lost_kept_ids_or_its_filtered_file_is_refused(made: Path, tm
     broken = tmp_path / "broken"
     shutil.copytree(made / "run", broken)
     (broken / "filtered.tsv.gz").unlink()
-    with pytest.raises(Exception, match="filtered data file is missing"):
+    with pytest.raises(Exception, match=r"filtered.tsv.gz: missing \(listed in"):
         write_card(broken, tmp_path / "c")
+    shutil.copy(made / "run" / "filtered.tsv.gz", broken)
     (broken / "kept_ids.txt").write_text("a\n", encoding="utf-8")
-    with pytest.raises(Exception, match="1 ids, but results.json says"):
+    with pytest.raises(Exception, match="kept_ids.txt: 2 bytes, but the manifest"):
         write_card(broken, tmp_path / "c")
     assert not (tmp_path / "c").exists()
 

@@ -46,7 +46,7 @@ def test_filter_writes_the_run_directory(tmp_path):
     for i in removed:
         assert float(by_id[i]["predictability"]) >= 0.75
         assert int(by_id[i]["removed_at"]) >= 0
-    summary = json.loads((out / "summary.json").read_text())
+    summary = json.loads((out / "results.json").read_text())
     assert summary["size_after"] == len(kept)
     assert summary["parameters"]["n_partitions"] == 8
     assert summary["parameters"]["random_state"] == 3
@@ -75,12 +75,12 @@ def test_kill_and_resume_gives_the_uninterrupted_result(tmp_path, monkeypatch):
     out = tmp_path / "killed"
     assert main([*common, "--out", str(out)]) == 130
     assert (out / "checkpoint.npz").exists()
-    assert not (out / "summary.json").exists()
+    assert not (out / "results.json").exists()
     monkeypatch.setattr(aflite.rundir.checkpoint, "save_checkpoint", real_save)
     assert main([*common, "--out", str(out)]) == 2  # refuses to overwrite without --resume
     assert main([*common, "--out", str(out), "--resume"]) == 0
     assert (out / "instances.csv").read_text() == (tmp_path / "full" / "instances.csv").read_text()
-    s = json.loads((out / "summary.json").read_text())
+    s = json.loads((out / "results.json").read_text())
     assert s["resumed_from_iteration"] == 2
 
 
@@ -148,7 +148,7 @@ def test_memory_mapped_cluster_run_equals_the_plain_run(tmp_path):
     assert main([*base, "--out", str(tmp_path / "spread"), "--mmap", "--cluster", "local:2"]) == 0
     for name in ("kept_ids.txt", "removed_ids.txt", "instances.csv"):
         assert (tmp_path / "plain" / name).read_text() == (tmp_path / "spread" / name).read_text()
-    summary = json.loads((tmp_path / "spread" / "summary.json").read_text())
+    summary = json.loads((tmp_path / "spread" / "results.json").read_text())
     assert summary["cluster"] == "local:2" and summary["device"] == "cpu"
 
 

@@ -304,7 +304,7 @@ def test_compare_is_checked_before_out_is_created(tmp_path, tsv, capsys):
     code, _, err = cli(capsys, "audit", tsv, "--out", out, "--compare", tmp_path / "nope", "--featurizer", "ngram",
                        "--no-tra", "--quiet")
     assert code == 2
-    assert "kept_ids.txt: not found" in one_line_error(err, "audit")
+    assert "nope: not a folder (expected the --out folder of aflite run" in one_line_error(err, "audit")
     assert not out.exists()
 
 
@@ -392,7 +392,7 @@ def test_run_warns_about_twins_and_groups_by_a_column(tmp_path, capsys):
     assert "hypothesis text(s)" in err and "counterfactual twins" in err and "--groups COLUMN" in err
     code, _, err = cli(capsys, "run", p, "--out", tmp_path / "b", *FAST, "--groups", "family")
     assert code == 0 and "counterfactual twins" not in err
-    assert json.loads((tmp_path / "b" / "summary.json").read_text())["groups"] == "family"
+    assert json.loads((tmp_path / "b" / "results.json").read_text())["groups"] == "family"
     code, _, err = cli(capsys, "run", p, "--out", tmp_path / "c", *FAST, "--groups", "nosuch")
     assert code == 2
     assert "missing column 'nosuch' (given by --groups)" in one_line_error(err, "run")
@@ -437,7 +437,7 @@ def test_summary_shows_majority_delta_and_shares(tmp_path, tsv, capsys):
     assert "| majority rate (same rows) | Δ over majority |" in md
     assert "share before % | share after % | Δ share (points)" in md
     assert "raw accuracy is not leakage" in md
-    s = json.loads((out / "summary.json").read_text())
+    s = json.loads((out / "results.json").read_text())
     for r in s["partial_input_probe"]["results"]:
         assert r["delta_majority"] == pytest.approx(r["accuracy"] - r["majority"])
     assert "Δ +" in stdout or "Δ -" in stdout
@@ -481,7 +481,7 @@ def test_embed_refuses_to_replace_its_files_without_overwrite(tmp_path, tsv, cap
 def test_groups_none(tmp_path, tsv, capsys):
     for name, extra in (("a", ["--groups", "none"]), ("c", [])):
         assert cli(capsys, "run", tsv, "--out", tmp_path / name, *FAST, *extra)[0] == 0
-        s = json.loads((tmp_path / name / "summary.json").read_text())
+        s = json.loads((tmp_path / name / "results.json").read_text())
         assert s["groups"] == ("premise" if name == "c" else "none")
         assert s["parameters"].get("groups", False) is (name == "c")
 
@@ -584,7 +584,7 @@ def test_groups_twins_builds_families_and_the_warning_offers_it(tmp_path, capsys
     assert code == 0 and "--groups twins (families of rows joined by a shared premise or hypothesis)" in err
     code, _, err = cli(capsys, "run", p, "--out", tmp_path / "b", *FAST, "--groups", "twins")
     assert code == 0 and "counterfactual twins" not in err
-    assert json.loads((tmp_path / "b" / "summary.json").read_text())["groups"] == "twins"
+    assert json.loads((tmp_path / "b" / "results.json").read_text())["groups"] == "twins"
 
 
 # --------------------------------------------------------------------------------- --backend (issue 34, 7)

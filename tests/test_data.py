@@ -904,7 +904,7 @@ def test_some_empty_texts_warn_with_the_count(tmp_path, capsys):
     warn = [line for line in err.splitlines() if "rows have an empty" in line]
     assert warn == [f"warning: {data}: 120 of 240 rows have an empty 'hypothesis' text (featurized as empty: "
                     f"nothing for Φ to read there)"], err
-    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    summary = json.loads((tmp_path / "out" / "results.json").read_text())
     assert summary["empty_texts_at_load"] == {"hypothesis": 120}
     md = (tmp_path / "out" / "summary.md").read_text(encoding="utf-8")
     assert "- **empty texts:** 120 of 240 rows have an empty 'hypothesis' text" in md  # the warning scrolls away
@@ -959,5 +959,5 @@ def test_the_probe_is_skipped_with_a_reason_when_its_text_is_empty(tmp_path, cap
     assert code == 0
     assert "note: the hypothesis-only probe is skipped: column 'hypothesis' is empty in every row: the probe has " \
            "no text to read" in capsys.readouterr().err
-    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    summary = json.loads((tmp_path / "out" / "results.json").read_text())
     assert "is empty in every row" in summary["partial_input_probe"]["skipped"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import json
 import shutil
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -243,6 +244,21 @@ def test_cli_evaluate_and_one_line_errors(snli_run, tmp_path, capsys):
     assert code == 2 and "kind must be one of" in capsys.readouterr().err
 
 
+ENVELOPE = ("command", "format_version", "argv", "versions", "manifest", "sealed", "seed")
+
+
+def committed(folder: Path) -> Path:
+    """``folder`` committed again as aflite commits a run (after a test changed its files by hand), or, without a
+    results.json, as a filter run of no phases: the evaluation's own checks are tested, not the manifest's."""
+    from aflite.rundir.results import commit
+
+    res = json.loads((folder / "results.json").read_text()) if (folder / "results.json").is_file() else {
+        "parameters": {}, "size_before": 0, "size_after": 0, "n_iterations": 0, "sizes": [], "iterations": []}
+    commit(folder, {k: v for k, v in res.items() if k not in ENVELOPE}, command=res.get("command", "filter"),
+           argv=res.get("argv"), seed=res.get("seed"))
+    return folder
+
+
 def test_bad_inputs_are_clear_errors(snli_run, tmp_path):
     tmp, data, run, hans_path = snli_run
     ds = load_dataset(data)
@@ -250,6 +266,7 @@ def test_bad_inputs_are_clear_errors(snli_run, tmp_path):
     empty = tmp_path / "empty"
     empty.mkdir()
     (empty / "kept_ids.txt").write_text("")
+    committed(empty)
     with pytest.raises(InputError, match="empty"):
         evaluate(data, [empty], tmp_path / "o", models=["ppmi"], seeds=1, show_progress=False)
     # a filtered set without one of D's labels: the models could never predict it
@@ -257,6 +274,7 @@ def test_bad_inputs_are_clear_errors(snli_run, tmp_path):
     shutil.copytree(run, nolab, ignore=shutil.ignore_patterns("cache", "checkpoint.npz"))
     (nolab / "kept_ids.txt").write_text("".join(f"{i}\n" for i, lab in zip(ds.ids, ds.labels, strict=True)
                                                 if lab != "neutral"))
+    committed(nolab)
     with pytest.raises(InputError, match=r"\['neutral'\] of D are absent"):
         evaluate(data, [nolab], tmp_path / "o", models=["ppmi"], seeds=1, single_iteration=False,
                  show_progress=False)
@@ -264,6 +282,7 @@ def test_bad_inputs_are_clear_errors(snli_run, tmp_path):
     other = tmp_path / "other"
     other.mkdir()
     (other / "kept_ids.txt").write_text("nope-1\n")
+    committed(other)
     with pytest.raises(InputError, match="not in the dataset"):
         evaluate(data, [other], tmp_path / "o", models=["ppmi"], seeds=1, show_progress=False)
     # OOD files of one set with different label sets
@@ -357,7 +376,7 @@ def test_the_single_iteration_baseline_is_one_model(snli_run, tmp_path):
     the run's rows scores the rest once (p̃ is 0 or 1), its own training rows stay unscored and kept, and the most
     predictable rows go at once until |D(Φ)| remain."""
     tmp, data, run, _ = snli_run
-    summary = json.loads((run / "summary.json").read_text())
+    summary = json.loads((run / "results.json").read_text())
     t, n = summary["parameters"]["train_size"], len(load_dataset(data))
     rep = evaluate(data, [run], tmp_path / "o", models=["ppmi:pair"], seeds=1, random_baseline=False,
                    show_progress=False)
@@ -418,6 +437,7 @@ def test_warmup_rows_stay_out_of_every_training_set(snli_run, tmp_path, monkeypa
     kept_set = set(kept)
     warm = sorted(set(kept[:20]) | set([i for i in ids if i not in kept_set][:10]))
     (wrun / "warmup_ids.txt").write_text("".join(f"{i}\n" for i in warm))
+    committed(wrun)
     warm_rows = {ids.index(i) for i in warm}
     seen: dict[str, list[set[int]]] = {}
     orig = ev.runner.Job
@@ -638,15 +658,15 @@ def test_evaluate_and_audit_compare_refuse_a_run_from_another_dataset(tmp_path, 
                  "--quiet"])
     err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
     assert code == 2 and len(err) == 1 and "is not the data this run read: " in err[0], err
-    # a run made before the fingerprint was recorded: the old id check, with a warning
-    for name in ("results.json", "summary.json"):
-        body = json.loads((run / name).read_text())
-        body.pop("dataset_fingerprint")
-        (run / name).write_text(json.dumps(body))
-    (run / "checkpoint.npz").unlink()
+    # a results.json whose fingerprint was taken out by hand: refused as edited (the seal), nothing written
+    body = json.loads((run / "results.json").read_text())
+    body.pop("dataset_fingerprint")
+    (run / "results.json").write_text(json.dumps(body))
     code = main(["evaluate", str(a), str(run), "--out", str(tmp_path / "ev2"), "--models", "ppmi", "--seeds", "1",
                  "--no-single-iteration", "--quiet"])
-    assert code == 0 and "records no dataset fingerprint" in capsys.readouterr().err
+    err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert code == 2 and len(err) == 1 and "edited after aflite wrote it" in err[0], err
+    assert not (tmp_path / "ev2").exists()
 
 
 def test_not_trained_marks_one_class_models_and_flat_losses():

@@ -152,7 +152,7 @@ def test_a_folder_that_is_not_a_run_is_refused(capsys, tmp_path):
     planted(data, n=60)
     (tmp_path / "notrun").mkdir()
     code, err = cli(capsys, "explain", data, tmp_path / "notrun", "--out", tmp_path / "ex", "--quiet")
-    assert code == 2 and "summary.json: not found" in err
+    assert code == 2 and "results.json: not found" in err
     assert not (tmp_path / "ex").exists()
 
 

@@ -200,7 +200,7 @@ def test_run_folder_efficientnet_lite0(tmp_path: Path) -> None:
     assert rc == 0
     import json
 
-    s = json.loads((out / "summary.json").read_text())
+    s = json.loads((out / "results.json").read_text())
     assert s["featurizer"]["name"] == "efficientnet-lite0" and s["featurizer"]["dim"] == 1280
     assert s["size_after"] == 10 and len((out / "kept.csv").read_text().splitlines()) == 11
 
@@ -362,7 +362,7 @@ def test_audit_cli_image_folder_end_to_end(tmp_path: Path, capsys: pytest.Captur
     out = tmp_path / "out"
     rc = _run(["audit", str(tmp_path / "d"), "--out", str(out), "--model-path", model, *AUDIT_SMALL])
     assert rc == 0
-    for f in ("results.json", "summary.md", "metrics.json", "report.html", "tsne.png"):
+    for f in ("results.json", "summary.md", "report.html", "tsne.png"):
         assert (out / f).is_file(), f
     assert any((out / "cache").iterdir())
     assert (out / "tsne.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

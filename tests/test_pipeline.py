@@ -64,7 +64,7 @@ def test_run_writes_filtered_dataset_in_input_format(tmp_path, small_snli):
     assert filtered[0] == original[0]
     assert filtered[1:] == [original[1 + i] for i in np.flatnonzero(res.keep)]
     assert biased[~res.keep].mean() > 2 * biased[res.keep].mean()
-    s = json.loads((out / "summary.json").read_text())
+    s = json.loads((out / "results.json").read_text())
     assert s["featurizer"]["name"] == "precomputed"
     assert s["parameters"]["train_size"] == 100
     assert {r["name"] for r in s["partial_input_probe"]["results"]} >= {"D", "D(Φ)"}
@@ -143,13 +143,22 @@ def test_a_run_folder_is_read_back_by_one_reader(tmp_path):
     skipped, and a folder without the file or with no kept ids is refused with a message naming the file."""
     from aflite.errors import InputError
     from aflite.rundir.read import read_kept_ids
+    from aflite.rundir.results import commit
 
+    with pytest.raises(InputError, match=r"results\.json: not found: .* is not an aflite output folder"):
+        read_kept_ids(tmp_path)
+    body = {"parameters": {}, "size_before": 3, "size_after": 2, "n_iterations": 0, "sizes": [3, 2], "iterations": []}
+    commit(tmp_path, body, command="filter")  # a committed folder without the file
     with pytest.raises(InputError, match=r"kept_ids\.txt: not found \(is it an AFLite run directory\?\)"):
         read_kept_ids(tmp_path)
     (tmp_path / "kept_ids.txt").write_text("\n  \n", encoding="utf-8")
+    commit(tmp_path, body, command="filter")
     with pytest.raises(InputError, match=r"kept_ids\.txt: no kept ids"):
         read_kept_ids(tmp_path)
     (tmp_path / "kept_ids.txt").write_text("a\n\n b \n", encoding="utf-8")
+    with pytest.raises(InputError, match=r"kept_ids\.txt: 7 bytes, but the manifest"):  # changed since the commit
+        read_kept_ids(tmp_path)
+    commit(tmp_path, body, command="filter")
     assert read_kept_ids(tmp_path) == ["a", "b"]
 
 
@@ -177,7 +186,7 @@ def test_imbalanced_labels_finish_with_the_probe_skipped_where_it_cannot_train(t
     skipped = [r for r in probe if r["skipped"]]
     assert all(r["accuracy"] is None and "rows" in r["skipped"] for r in skipped)
     assert skipped or "could not be probed" in probe[-1]["name"]  # subsets holding one class are not probed
-    json.loads((out / "summary.json").read_text(), parse_constant=lambda c: pytest.fail(f"{c} in JSON"))
+    json.loads((out / "results.json").read_text(), parse_constant=lambda c: pytest.fail(f"{c} in JSON"))
     # --resume on the finished run works too (it crashed the same way before)
     assert main(["run", str(data), "--out", str(out), "--featurizer", "ngram", "--quiet", "-m", "8", "--resume"]) == 0
 
@@ -212,7 +221,7 @@ def test_demo_prints_each_table_once_without_the_resource_path_and_the_real_wall
     assert md.startswith("# aflite run: the bundled SNLI sample (first 1,000 premise groups")
     assert "&#x27;" not in md and "&amp;" not in md and "&quot;" not in md
     assert "'" in md  # the examples' apostrophes, as written
-    s = json.loads((out / "summary.json").read_text())
+    s = json.loads((out / "results.json").read_text())
     parts = sum(v for k, v in s["timings"].items() if k.endswith("_seconds"))
     assert s["wall_seconds_this_call"] >= parts >= s["filter_wall_seconds_this_call"]
 
@@ -279,7 +288,7 @@ def test_the_demo_names_its_page_and_summary_links_it(tmp_path, capsys):
     assert (out / "report.html").is_file()
     md = (out / "summary.md").read_text(encoding="utf-8")
     assert "[report.html](report.html)" in md.split("\n## ")[0]  # in the head, before the examples
-    n = json.loads((out / "summary.json").read_text(encoding="utf-8"))["n_iterations"]
+    n = json.loads((out / "results.json").read_text(encoding="utf-8"))["n_iterations"]
     assert f"{n} phases (0–{n - 1})" in md and f"({n} phases (0–{n - 1}); " in stdout
 
 

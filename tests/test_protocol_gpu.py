@@ -64,10 +64,10 @@ def test_the_gpu_protocol_runs_end_to_end_in_tiny_mode(tiny_bert: Path, tmp_path
     assert small["finetune"]["train_cap_used"] == 24 < lad["finetune"]["train_cap_used"] == 48
     assert small["finetune"]["lr"] == lad["finetune"]["lr"]  # the check's cached choice
     for p in lad["phi"]:
-        s = json.loads((out / p["run"] / "summary.json").read_text())
+        s = json.loads((out / p["run"] / "results.json").read_text())
         assert p["kept"] == s["size_after"] and set(p["scores"]) == {"snli-dev", "snli-test-hard",
                                                                      "mnli-dev-matched", "HANS"}
-    e6 = json.loads((out / "run_warmup_epochs6" / "summary.json").read_text())
+    e6 = json.loads((out / "run_warmup_epochs6" / "results.json").read_text())
     assert e6["featurizer"]["options"]["epochs"] == 6
     res = json.loads((out / "evaluate" / "results.json").read_text())
     ft = res["config"]["finetune"]
@@ -75,7 +75,7 @@ def test_the_gpu_protocol_runs_end_to_end_in_tiny_mode(tiny_bert: Path, tmp_path
     assert sum(si["kind"] == "random" for si in res["training_sets"]) == 3 * 6  # 3 seeds per Φ
     assert all(r["loss_curve"]["loss"] for r in res["runs"])
     assert "| warmup_epochs6 |" in (out / "ladder.md").read_text()
-    combined = json.loads((out / "run_combined" / "summary.json").read_text())["featurizer"]
+    combined = json.loads((out / "run_combined" / "results.json").read_text())["featurizer"]
     assert combined["name"] == "warmup+ngram" and combined["options"]["parts"] == ["warmup", "ngram"]
     assert [p["from_cache"] for p in combined["info"]["parts"]] == [True, True]  # the parts the runs above cached
 

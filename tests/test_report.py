@@ -79,12 +79,17 @@ def test_cli_audit_on_the_bundled_sample(tmp_path: Path) -> None:
     pytest.importorskip("torch")
     from tiny_models import make_tiny_model
 
+    from aflite.rundir.results import commit
+
     tiny = make_tiny_model(tmp_path / "tiny")
     ds = load_dataset(demo_dataset_path())
     run_dir = tmp_path / "run"
     run_dir.mkdir()
     kept = [str(i) for i in ds.ids[::2]]
     (run_dir / "kept_ids.txt").write_text("\n".join(kept) + "\n", encoding="utf-8")
+    # committed as a filter run would be (results.json with the manifest): --compare reads a verified run only
+    commit(run_dir, {"parameters": {}, "size_before": len(ds), "size_after": len(kept), "n_iterations": 0,
+                     "sizes": [len(ds), len(kept)], "iterations": []}, command="filter")
     out = tmp_path / "audit"
     code = main([
         "audit", str(demo_dataset_path()), "--out", str(out), "--featurizer", "ngram", "--model-path", str(tiny),
@@ -95,7 +100,7 @@ def test_cli_audit_on_the_bundled_sample(tmp_path: Path) -> None:
     ])
     assert code == 0
     html = (out / "report.html").read_text(encoding="utf-8")
-    metrics = json.loads((out / "metrics.json").read_text(encoding="utf-8"))
+    metrics = json.loads((out / "results.json").read_text(encoding="utf-8"))
     assert [r["name"] for r in metrics["results"]] == ["D", "D(Φ)"]
     assert metrics["results"][0]["n"] == 300 and metrics["results"][1]["n"] == 300
     for r in metrics["results"]:
@@ -171,7 +176,7 @@ def test_cli_audit_defaults_names_and_times(tmp_path: Path, capsys: pytest.Captu
     captured = capsys.readouterr()
     assert "TRA skipped: no GPU" in captured.err  # no fine-tuning by default on a CPU
     assert "chance = majority class" in captured.out and "vs shuffled labels" in captured.out
-    metrics = json.loads((out / "metrics.json").read_text(encoding="utf-8"))
+    metrics = json.loads((out / "results.json").read_text(encoding="utf-8"))
     res = metrics["results"][0]
     assert res["config"]["tra"] is False and res["config"]["bias_threshold"] == 0.3
     assert res["views"]["hypothesis"]["peco_null"]["shuffles"] == 7

@@ -45,9 +45,13 @@ def pages(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     explain = make_explain(tmp, run)
     evaluate = tmp / "evaluate"
     evaluate.mkdir()
-    shutil.copy(Path(__file__).resolve().parents[1] / "docs/measured/evaluate_snli_devtest_results.json",
-                evaluate / "results.json")
     from aflite.report import write_page
+    from aflite.rundir.results import commit
+
+    measured = json.loads((Path(__file__).resolve().parents[1] / "docs/measured/evaluate_snli_devtest_results.json")
+                          .read_text(encoding="utf-8"))  # committed as aflite evaluate commits its folder
+    commit(evaluate, {k: v for k, v in measured.items() if k not in ("command", "argv", "versions", "seed")},
+           command="evaluate")
 
     write_page(evaluate)
     out = {"run": run, "explain": explain, "evaluate": evaluate, "audit": make_audit(tmp)}
@@ -354,7 +358,12 @@ def test_the_competency_plot_labels_its_log_axis_in_full(driver: Any, pages: dic
         w.writeheader()
         w.writerows(rows)
     from aflite.report import write_page
+    from aflite.rundir.results import commit
 
+    res = json.loads((explain / "results.json").read_text(encoding="utf-8"))  # committed again, with this tokens.csv
+    commit(explain, {k: v for k, v in res.items() if k not in ("command", "format_version", "argv", "versions",
+                                                                "manifest", "sealed", "seed")},
+           command="explain", argv=res["argv"])
     write_page(explain)
     open_page(driver, explain)
     wait(driver, lambda: driver.execute_script("return document.querySelectorAll('#plot-comp-full .xtick').length"))

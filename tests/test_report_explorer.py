@@ -17,7 +17,9 @@ from aflite.report import write_page
 from aflite.report.explorer import embedded_data, render_page
 from aflite.report.folder import read_tokens
 from aflite.report.frame import json_for_script, packed
+from aflite.rundir.manifest import seal
 from aflite.rundir.read import detect_kind
+from aflite.rundir.results import commit
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -60,8 +62,13 @@ def test_detect_kind(pages: dict[str, Path], tmp_path: Path) -> None:
     assert detect_kind(pages["explain"]) == "explain"
     ev = tmp_path / "ev"
     ev.mkdir()
-    shutil.copy(REPO / "docs/measured/evaluate_snli_devtest_results.json", ev / "results.json")
+    commit(ev, measured_evaluate(), command="evaluate")
     assert detect_kind(ev) == "evaluate"
+    old = tmp_path / "old"
+    old.mkdir()
+    shutil.copy(REPO / "docs/measured/evaluate_snli_devtest_results.json", old / "results.json")
+    with pytest.raises(InputError, match=r"made by aflite < 0\.3 \(no format_version\): run it again"):
+        detect_kind(old)
     with pytest.raises(InputError, match="not an aflite output folder"):
         detect_kind(tmp_path / "ev" / "..")
     with pytest.raises(InputError, match="not a folder"):
@@ -95,8 +102,14 @@ def test_bonferroni_curve_from_tokens_csv(pages: dict[str, Path]) -> None:
     assert full["n_significant"] == sum(t["sig"] for t in full["tokens"])
 
 
+def measured_evaluate() -> dict[str, object]:
+    """The body of a measured ``aflite evaluate`` (docs/measured), without the envelope it was written with."""
+    body = json.loads((REPO / "docs/measured/evaluate_snli_devtest_results.json").read_text(encoding="utf-8"))
+    return {k: v for k, v in body.items() if k not in ("command", "argv", "versions", "seed")}
+
+
 def test_the_evaluate_page_has_bars_and_chance(tmp_path: Path) -> None:
-    shutil.copy(REPO / "docs/measured/evaluate_snli_devtest_results.json", tmp_path / "results.json")
+    commit(tmp_path, measured_evaluate(), command="evaluate")
     data = embedded_data(write_page(tmp_path).read_text(encoding="utf-8"))
     acc = data["plots"]["accuracy"]
     res = json.loads((tmp_path / "results.json").read_text(encoding="utf-8"))
@@ -112,9 +125,7 @@ def test_an_audit_page_is_put_on_a_fresh_frame_with_the_verdict(tmp_path: Path) 
     body = "<h2>Hypothesis-only condition</h2><p>content kept</p>"
     (tmp_path / "report.html").write_text("\n".join([*_page_head("Audit <x>", "intro", ["note <1>"]), body,
                                                      *_page_tail(False)]), encoding="utf-8")
-    (tmp_path / "metrics.json").write_text("{}", encoding="utf-8")
-    (tmp_path / "results.json").write_text(json.dumps({"command": "audit", "verdict": ["Leak <found>."]}),
-                                           encoding="utf-8")
+    commit(tmp_path, {"verdict": ["Leak <found>."]}, command="audit")
     html = write_page(tmp_path).read_text(encoding="utf-8")
     assert body in html and "Leak &lt;found&gt;." in html and "<title>Audit &lt;x&gt;</title>" in html
     assert html.count("<!DOCTYPE html>") == 1 and "note &lt;1&gt;" in html and ">intro<" in html
@@ -128,7 +139,7 @@ def test_texts_are_left_out_with_a_note_when_the_dataset_is_gone(pages: dict[str
     res = json.loads((run / "results.json").read_text(encoding="utf-8"))
     res["dataset"] = str(tmp_path / "missing.tsv")
     res["dataset_relative"] = "../missing.tsv"
-    (run / "results.json").write_text(json.dumps(res), encoding="utf-8")
+    (run / "results.json").write_text(json.dumps(seal(res)), encoding="utf-8")  # as if aflite had written it
     html = render_page(run)
     assert "Texts not shown" in html and "ta" not in embedded_data(html)["cols"]
 
@@ -140,8 +151,9 @@ def test_the_page_reloads_the_dataset_with_the_recorded_column_options(tmp_path:
 
     data = tmp_path / "d.tsv"
     data.write_text("uid\tq\ty\nu1\thello\ta\nu2\tworld\tb\n", encoding="utf-8")
-    argv = ["run", str(data), "--out", "o", "--text-a", "q", "--label=y", "--id-column", "uid"]
-    path, opts = dataset_of({"command": "run", "dataset": str(data), "argv": argv})
+    recorded = {"text_a": "q", "label": "y", "id_column": "uid"}  # what run records of --text-a/--label/--id-column
+    path, opts = dataset_of({"command": "run", "dataset": str(data), "dataset_options": recorded,
+                             "argv": ["run", "--text-a", "not this one"]})
     assert path == str(data) and opts == {"text_a": "q", "label": "y", "id_column": "uid"}
     notes: list[str] = []
     ds = load_rows_dataset(None, path, opts, notes)
@@ -230,7 +242,7 @@ def test_report_finds_the_data_from_any_directory(tmp_path: Path, monkeypatch: p
     work = tmp_path / "work"
     work.mkdir()
     run = _run_from(work, "pairs.tsv", "run", monkeypatch)
-    summary = json.loads((run / "summary.json").read_text(encoding="utf-8"))
+    summary = json.loads((run / "results.json").read_text(encoding="utf-8"))
     assert summary["dataset"] == str(work / "pairs.tsv") and summary["dataset_relative"] == "../pairs.tsv"
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
@@ -276,16 +288,15 @@ def test_report_refuses_what_it_cannot_trust_in_one_line(pages: dict[str, Path],
         (run / "results.json").write_text("[]", encoding="utf-8")
         expect = f"{run / 'results.json'}: not aflite's results.json (a JSON list, not an object)"
     elif case == "another_command":
-        (run / "results.json").write_text(json.dumps({**res, "command": "embed"}), encoding="utf-8")
-        expect = f"{run / 'results.json'}: written by `aflite embed`, which has no page"
+        (run / "results.json").write_text(json.dumps(seal({**res, "command": "embed"})), encoding="utf-8")
+        expect = f"{run / 'results.json'}: 'featurizer' is {{"
     elif case == "evaluate_in_a_run":
         evaluate = json.loads((REPO / "docs/measured/evaluate_snli_devtest_results.json").read_text())
-        (run / "results.json").write_text(json.dumps({"command": "evaluate", **evaluate}), encoding="utf-8")
-        expect = (f"{run / 'results.json'}: written by `aflite evaluate`, but {run} holds the files of aflite run "
-                  f"(instances.csv and summary.json); is results.json from another folder?")
+        (run / "results.json").write_text(json.dumps({**res, "command": "evaluate", **evaluate}), encoding="utf-8")
+        expect = f"{run / 'results.json'}: edited after aflite wrote it"
     elif case == "old_evaluate_in_a_run":  # written before results.json named its command
         shutil.copy(REPO / "docs/measured/evaluate_snli_devtest_results.json", run / "results.json")
-        expect = f"{run / 'results.json'}: holds evaluate's accuracies, but {run} holds the files of aflite run"
+        expect = f"{run / 'results.json'}: made by aflite < 0.3 (no format_version): run it again"
     elif case in ("banana", "kept_yes", "p_text"):
         lines = (run / "instances.csv").read_text(encoding="utf-8").splitlines()
         cells = lines[3].split(",")
@@ -294,7 +305,7 @@ def test_report_refuses_what_it_cannot_trust_in_one_line(pages: dict[str, Path],
             "banana": "banana", "kept_yes": "yes", "p_text": "high"}[case]
         lines[3] = ",".join(cells)
         (run / "instances.csv").write_text("\n".join(lines) + "\n", encoding="utf-8")
-        expect = f"{run / 'instances.csv'}: line 4, column {column!r}: "
+        expect = f"{run / 'instances.csv'}: "  # an edit: refused by the manifest before the file is parsed
     else:
         (run / "report.html").unlink()
         (run / "report.html").mkdir()
@@ -304,4 +315,7 @@ def test_report_refuses_what_it_cannot_trust_in_one_line(pages: dict[str, Path],
     assert main(["report", str(run)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith(f"aflite report: error: {expect}"), err
+    if case in ("banana", "kept_yes", "p_text"):
+        assert err[0].endswith("the folder was changed after aflite wrote it; restore the file or run the command "
+                               "again")
     assert {p.name: p.read_bytes() for p in run.iterdir() if p.is_file()} == before

@@ -23,8 +23,10 @@ def test_embed_text_from_python_writes_what_the_cli_writes(tmp_path: Path, small
     lib = json.loads((tmp_path / "lib" / "results.json").read_text())
     cli = json.loads((tmp_path / "cli" / "results.json").read_text())
     assert list(lib) == list(cli) and lib["command"] == cli["command"] == "embed" and lib["seed"] == cli["seed"] == 3
-    assert {k: v for k, v in lib.items() if k not in ("argv", "seconds")} == \
-        {k: v for k, v in cli.items() if k not in ("argv", "seconds")}
+    # the manifest lists summary.md, which names each folder's own path (hence the seal differs too)
+    assert {k: v for k, v in lib.items() if k not in ("argv", "seconds", "manifest", "sealed")} == \
+        {k: v for k, v in cli.items() if k not in ("argv", "seconds", "manifest", "sealed")}
+    assert lib["manifest"]["features.npy"] == cli["manifest"]["features.npy"]
     assert res.results["rows"] == 300 and np.load(tmp_path / "lib" / "features.npy").shape[0] == 300
     assert (tmp_path / "lib" / "summary.md").read_text().startswith("# aflite embed:")
 
@@ -158,5 +160,5 @@ def test_the_cli_passes_its_argv_and_results_json_is_written_once(tmp_path: Path
     assert main(argv) == 0
     assert writes == [tmp_path / "o" / "results.json"]
     res = json.loads((tmp_path / "o" / "results.json").read_text())
-    assert list(res)[:4] == ["command", "argv", "seed", "versions"]
+    assert list(res)[:5] == ["command", "format_version", "argv", "seed", "versions"]
     assert res["argv"] == argv and res["seed"] == 7 and res["command"] == "run"

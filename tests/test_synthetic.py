@@ -195,7 +195,8 @@ def test_cli_writes_its_files(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     # the shared layout: command, argv, seed and versions, then the results as printed
     assert saved["command"] == "synthetic" and saved["argv"][0] == "synthetic" and saved["seed"] == 2
     assert "numpy" in saved["versions"]
-    assert {k: v for k, v in saved.items() if k not in ("command", "argv", "seed", "versions")} == printed
+    assert {k: v for k, v in saved.items() if k not in ("command", "format_version", "argv", "seed", "versions",
+                                                       "manifest", "sealed")} == printed
     assert "Logistic Reg." in (out / "table.txt").read_text()
     # the verdict opens results.json and summary.md (issue 25, case 12)
     assert saved["verdict"][0].startswith("Separation 0.7: AFLite lowered the share of planted (biased) instances")

@@ -31,7 +31,7 @@ from typing import Any
 
 from aflite.errors import AfliteError, InputError, ParameterError
 
-__version__ = "0.2.0"  # the one place: pyproject.toml reads it
+__version__ = "0.3.0"  # the one place: pyproject.toml reads it
 
 # public name -> (module, attribute); imported lazily by __getattr__
 _LAZY: dict[str, tuple[str, str]] = {

@@ -45,7 +45,7 @@ def register(sub: Any) -> None:
         help="measure single-sentence label leakage (biased accuracy, NBA/NBR, TRA, PECO) and write an HTML report",
         description="Audits a sentence-pair dataset for single-sentence label leakage (Saxon et al.): biased- and "
         "normal-condition accuracy, Δmaj, %R_R, NBA, NBR, TRA, PECO with its curve and a t-SNE map, and a token "
-        "artifact table. Writes OUT/report.html (self-contained) and OUT/metrics.json. With --compare RUN_DIR, "
+        "artifact table. Writes OUT/report.html (self-contained) and OUT/results.json. With --compare RUN_DIR, "
         "also audits the kept rows of an AFLite run and shows both side by side. On image data (a folder with one "
         "sub-folder per class, a table with a path column, a HF dataset with an Image column) the biased model "
         "sees only each image's colour histogram and the normal model its embedding (--featurizer "

@@ -168,6 +168,8 @@ def _run_device(args: argparse.Namespace) -> int:
         from aflite.atomic import check_output_path
 
         check_output_path(args.out, flag="--out")
+        if args.out_folder is not None:  # the build starts before the bench writes device_bench.json as it goes
+            args.out_folder.begin()
     res = device_benchmark(args.device, tiny=args.tiny, data_dir=args.data_dir, model_path=args.model_path,
                            sections=sections, profile=args.profile, seed=args.seed, kept_sets=kept,
                            out_json=None if args.out is None else Path(args.out) / "device_bench.json",

@@ -31,7 +31,7 @@ def add_filter_options(p: argparse.ArgumentParser, scaled: bool = False) -> None
     N = D["dataset_size"]
     if scaled:
         title = ("Defaults: Table 8's SNLI setting (m=64, t=50K, k=10K, tau=0.75, n=92K of 550,152) with the sizes "
-                 "scaled by |D|/550,152; the chosen values are printed and saved in summary.json.")
+                 "scaled by |D|/550,152; the chosen values are printed and saved in results.json.")
     else:
         title = ("Defaults are Table 8's SNLI setting (Le Bras et al. 2020, appendix A.5), scaled by |D|/550,152 "
                  "where they are sizes.")
@@ -82,7 +82,7 @@ def register(sub: Any) -> None:
         "filter",
         help="filter a dataset given precomputed features and labels",
         description="Run AFLite (Algorithm 1) on precomputed features Φ(x) and labels. Writes kept/removed "
-        "ids, a per-instance table and summary.json to --out; checkpoints after every phase and continues "
+        "ids, a per-instance table and results.json to --out; checkpoints after every phase and continues "
         "with --resume.",
     )
     p.add_argument("--features", required=True, type=Path,

@@ -71,7 +71,7 @@ def register(sub: Any) -> None:
         help="filter a dataset file end to end (load, featurize, AFLite, write back)",
         description="Loads DATA (SNLI/MNLI JSONL, GLUE TSV, CSV/TSV/JSONL/Parquet, HF dataset folder), computes "
         "Φ, runs AFLite and writes OUT/filtered.<ext> in the input's own format with only the kept rows, the run "
-        "directory (kept/removed ids, instances.csv, summary.json) and a readable OUT/summary.md.",
+        "directory (kept/removed ids, instances.csv, results.json) and a readable OUT/summary.md.",
     )
     p.add_argument("data", type=Path, help="dataset file or folder")
     add_out(p, what="run directory")

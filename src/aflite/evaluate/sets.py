@@ -184,7 +184,7 @@ def single_iteration_rows(
     f = run.summary.get("featurizer")
     params = run.summary.get("parameters")
     if not f or not params:
-        raise InputError(f"{run.path}: summary.json lacks the featurizer or parameters needed for the "
+        raise InputError(f"{run.path}: results.json lacks the featurizer or parameters needed for the "
                          "single-iteration baseline (pass single_iteration=False / --no-single-iteration)")
     name, view = f["name"], f.get("view", "pair")
     opts = run_options(name, f.get("options"))  # the run's own Φ: its backend, this release's option names

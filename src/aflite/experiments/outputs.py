@@ -13,7 +13,7 @@ from typing import Any, ClassVar
 from aflite.atomic import write_text
 from aflite.experiments.synthetic import format_table, plot_figure2
 from aflite.rundir.results import Result
-from aflite.runs.folder import RunFolder
+from aflite.runs.folder import RunFolder, claims
 from aflite.verdict import MIN_SPREAD, SPREAD_FACTOR, markdown, number
 
 __all__ = ["BenchOutput", "SyntheticOutput", "save_bench", "save_synthetic", "synthetic_json", "synthetic_verdict"]
@@ -74,7 +74,9 @@ class BenchOutput(Result):
         return "# aflite bench\n\n```text\n" + self.report.rstrip("\n") + "\n```\n"
 
 
-def save_synthetic(result: Any, out: str | os.PathLike[str] | RunFolder, *, seed: int | None = None) -> Path:
+@claims("synthetic")  # a path given as out is claimed as the CLI claims --out
+def save_synthetic(result: Any, out: str | os.PathLike[str] | RunFolder, *, seed: int | None = None,
+                   overwrite: bool = False) -> Path:
     """``out/table.txt``, ``out/summary.md``, ``out/results.json`` and ``out/figure2.png`` of a
     :class:`aflite.experiments.synthetic.SyntheticResult`; returns the folder's path."""
     folder = RunFolder.of(out, "synthetic")
@@ -82,8 +84,9 @@ def save_synthetic(result: Any, out: str | os.PathLike[str] | RunFolder, *, seed
     return folder.path
 
 
+@claims("bench")  # a path given as out is claimed as the CLI claims --out
 def save_bench(res: dict[str, Any], report: str, out: str | os.PathLike[str] | RunFolder, *,
-               seed: int | None = None) -> Path:
+               seed: int | None = None, overwrite: bool = False) -> Path:
     """``out/results.json`` and ``out/summary.md`` (the text report) of a benchmark result; returns the path."""
     folder = RunFolder.of(out, "bench")
     folder.finish(BenchOutput(folder.path, res, report, seed))

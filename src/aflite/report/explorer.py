@@ -30,8 +30,9 @@ from aflite.report.frame import (
     script_text,
     verdict_of,
 )
-from aflite.rundir.names import INSTANCES, PAGE
-from aflite.rundir.read import detect_kind, read_results, read_run, run_results
+from aflite.rundir.manifest import recommit
+from aflite.rundir.names import INSTANCES, PAGE, RUN_COMMANDS, TOKENS, WARMUP_IDS, WEIGHTS
+from aflite.rundir.read import detect_kind, read_id_list, read_results, read_run
 from aflite.verdict import phases_text
 
 PACK_ABOVE = 1_000_000  # bytes of JSON above which the columns are embedded gzip + base64
@@ -124,20 +125,19 @@ def _script() -> str:
 def page_data(folder: str | Path, kind: str | None = None, *, dataset: Any = None,
               results: dict[str, Any] | None = None) -> tuple[dict[str, Any], dict[str, Any], list[str]]:
     """What the page of FOLDER shows: (data embedded in the page, the folder's results, notes for the reader).
-    ``results``: the folder's results.json as just written (read from the folder when not given)."""
+    ``results``: the folder's results.json as the command is writing it (read from the folder, verified, when not
+    given)."""
     p = Path(folder)
     kind = kind or detect_kind(p)
-    results = results if results is not None else read_results(p)
+    results = results if results is not None else read_results(p, skip=(PAGE,))
     notes: list[str] = []
     data: dict[str, Any] = {"kind": kind, "plots": {}}
     run_res, run_dir = results, None
     if kind == "explain":
         run_res, run_dir = _explained_run(p, results, notes)
-        tokens = F.read_tokens(p / "tokens.csv", float(results.get("alpha", 0.01)))
+        tokens = F.read_tokens(p / TOKENS, float(results.get("alpha", 0.01)))
         if tokens is not None:
             data["plots"]["tokens"] = tokens
-    if kind == "run" and not results.get("iterations"):
-        run_res = {**run_results(p), **results}
     if kind in ("run", "explain"):
         data["cols"] = _rows(p, kind, run_res, results, dataset, notes, run_dir)
         data["plots"]["history"] = run_res.get("iterations") or []
@@ -151,15 +151,11 @@ def page_data(folder: str | Path, kind: str | None = None, *, dataset: Any = Non
 
 def _explained_run(p: Path, results: dict[str, Any], notes: list[str]) -> tuple[dict[str, Any], Path | None]:
     """The results of the run an explain folder explains and where that run is from here (its folder named in
-    results.json, located from the explain folder as recorded, else in its argv)."""
-    run_dir = results.get("run_dir") or results.get("run")
-    if isinstance(run_dir, dict):  # explain's "run": {"folder": ..., "dataset": ...}
-        run_dir = run_dir.get("folder")
-    if not run_dir:
-        argv = [a for a in (results.get("argv") or [])[1:] if not str(a).startswith("-")]
-        run_dir = argv[1] if len(argv) > 1 else None
+    results.json, located from the explain folder as recorded), read and verified."""
+    run = results.get("run")
+    run_dir = results.get("run_dir") or (run.get("folder") if isinstance(run, dict) else None)
     found = F.locate(p, str(run_dir), results.get("run_dir_relative")) if run_dir else None
-    run_res = run_results(found) if found is not None and found.is_dir() else {}
+    run_res = read_run(found).summary if found is not None and found.is_dir() else {}
     if not run_res:
         notes.append("The run's phases and label counts are not shown: results.json does not name a run "
                      "folder that is readable from here.")
@@ -188,12 +184,12 @@ def _rows(p: Path, kind: str, run_res: dict[str, Any], results: dict[str, Any], 
     else:
         ds = F.load_rows_dataset(dataset, path, opts, notes, run_res.get("dataset_fingerprint"))
         if ds is not None and kind == "run":
-            warm = read_run(p).warmup_ids()
+            warm = read_id_list(p / WARMUP_IDS)  # written by this run (verified when the page is rebuilt)
             if warm:
                 F.add_warmup(cols, ds, warm)
         F.attach_texts(cols, ds, notes, path or "the dataset")
     if kind == "explain":
-        F.add_weights(cols, p / "weights.csv", notes)
+        F.add_weights(cols, p / WEIGHTS, notes)
     return cols
 
 
@@ -213,12 +209,16 @@ _INTRO = {
 def render_page(folder: str | Path, *, dataset: Any = None, pack: bool | None = None,
                 title: str | None = None, results: dict[str, Any] | None = None) -> str:
     """The page of FOLDER as one HTML string (``pack``: gzip the data always / never / above PACK_ABOVE;
-    ``results``: its results.json as just written)."""
+    ``results``: its results.json as the command is writing it, which says the command; else the folder's,
+    read and verified)."""
     p = Path(folder)
-    kind = detect_kind(p)
+    if results is None:
+        kind = detect_kind(p)
+        results = read_results(p, skip=(PAGE,))
+    else:
+        kind = "run" if results.get("command") in RUN_COMMANDS else str(results.get("command"))
     if kind == "audit":
-        return reframe_audit(p)
-    results = results if results is not None else read_results(p)
+        return reframe_audit(p, results)
     data, res, notes = page_data(p, kind, dataset=dataset, results=results)
     title = title or f"aflite {kind}: {Path(str(res.get('dataset') or p)).name}"
     raw = json_for_script(data)
@@ -240,19 +240,19 @@ def render_page(folder: str | Path, *, dataset: Any = None, pack: bool | None = 
     return "\n".join(out)
 
 
-def reframe_audit(folder: Path) -> str:
+def reframe_audit(folder: Path, results: dict[str, Any]) -> str:
     """An audit's page on a fresh frame (with results.json's verdict): the audit's own content is taken from the
     report.html it wrote, between its markers, since its t-SNE maps and clusters live only in that page."""
     path = folder / PAGE
     text = path.read_text(encoding="utf-8")
     start, end = text.find(BODY_START), text.find(BODY_END)
     if start < 0 or end < start:
-        raise InputError(f"{path}: written by an older aflite (no content markers); run aflite audit again")
+        raise InputError(f"{path}: not the page aflite audit wrote (no content markers); run aflite audit again")
     m = re.search(r"<title>(.*?)</title>", text, flags=re.S)
     import html
 
     title = html.unescape(m.group(1)) if m else "Label-leakage audit"
-    head = page_head(title, "", (), verdict_of(read_results(folder)))
+    head = page_head(title, "", (), verdict_of(results))
     return "\n".join([*head, text[start:end + len(BODY_END)], "</body></html>"])
 
 
@@ -261,7 +261,9 @@ def write_page(folder: str | Path, *, dataset: Any = None, pack: bool | None = N
     """Write FOLDER/report.html (atomically) for whatever command's output FOLDER is: ``run`` (also
     ``filter``/``demo``), ``explain``, ``evaluate`` or ``audit`` (see :func:`aflite.rundir.read.detect_kind`).
     ``dataset``: the run's loaded dataset, to skip reading the file again; ``results``: its results.json as just
-    written (:meth:`aflite.runs.folder.RunFolder.finish`). Returns the path."""
+    written (:meth:`aflite.runs.folder.RunFolder.finish`, which commits the folder after the page). Without
+    ``results`` (``aflite report``) the folder is read and verified first, and the new page's line of the manifest
+    is committed after it. Returns the path."""
     p = Path(folder)
     target = p / PAGE
     if target.is_dir() or target.is_symlink():
@@ -270,6 +272,8 @@ def write_page(folder: str | Path, *, dataset: Any = None, pack: bool | None = N
     html_text = render_page(p, dataset=dataset, pack=pack, results=results)
     _keep_the_better_page(target, html_text)
     write_text(target, html_text)
+    if results is None:  # a committed folder: its manifest lists the new page
+        recommit(p, PAGE)
     return target
 
 

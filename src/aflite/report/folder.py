@@ -118,25 +118,16 @@ def add_weights(cols: dict[str, Any], path: Path, notes: list[str]) -> None:
     cols["w_name"] = header[col]
 
 
-def _argv_option(argv: list[str], flag: str) -> str | None:
-    for k, arg in enumerate(argv):
-        if arg == flag and k + 1 < len(argv):
-            return argv[k + 1]
-        if arg.startswith(flag + "="):
-            return arg.split("=", 1)[1]
-    return None
+COLUMN_OPTIONS = ("text_a", "text_b", "label", "id_column")  # what the page needs to read the rows back
 
 
 def dataset_of(results: dict[str, Any], folder: str | Path | None = None) -> tuple[str | None, dict[str, Any]]:
-    """The dataset file a command read and the column options it was given. With ``folder`` (the folder whose
-    results.json this is) the path is located as :func:`locate` does, not against the current directory."""
+    """The dataset file a command read and the column options it was read with, as its results.json records
+    them (never parsed from its argv). With ``folder`` (the folder whose results.json this is) the path is located
+    as :func:`locate` does, not against the current directory."""
     path = results.get("dataset") or results.get("data")
-    argv = [str(a) for a in results.get("argv") or []]
-    if not path and results.get("command") in ("explain", "evaluate", "audit"):
-        positional = [a for a in argv[1:] if not a.startswith("-")]
-        path = positional[0] if positional else None
-    flags = (("text_a", "--text-a"), ("text_b", "--text-b"), ("label", "--label"), ("id_column", "--id-column"))
-    opts = {key: v for key, flag in flags if (v := _argv_option(argv, flag))}
+    recorded = results.get("dataset_options") or {}
+    opts = {key: recorded[key] for key in COLUMN_OPTIONS if isinstance(recorded.get(key), str)}
     if folder is not None and path:
         found = locate(folder, str(path), results.get("dataset_relative"))
         path = str(found) if found is not None else path
@@ -144,17 +135,14 @@ def dataset_of(results: dict[str, Any], folder: str | Path | None = None) -> tup
 
 
 def locate(folder: str | Path, recorded: str | None, relative: str | None) -> Path | None:
-    """Where a path a command recorded is from here: as recorded when absolute (this release records resolved
-    paths), else relative to ``folder`` (``relative``: the path from the folder, recorded beside it), else, for a
-    relative path recorded by an older aflite, against the current directory (checked by the caller's
-    fingerprint). None when none of them exists."""
+    """Where a path a command recorded is from here: as recorded (aflite records resolved paths), else relative to
+    ``folder`` (``relative``: the path from the folder, recorded beside it: the folder and its data moved
+    together). None when neither exists."""
     cands = []
     if recorded and Path(recorded).is_absolute():
         cands.append(Path(recorded))
     if relative:
         cands.append(Path(folder) / relative)
-    if recorded and not Path(recorded).is_absolute():
-        cands.append(Path(recorded))
     return next((c for c in cands if c.exists()), None)
 
 

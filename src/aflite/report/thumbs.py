@@ -13,13 +13,15 @@ import io
 from pathlib import Path
 from typing import Any
 
+from aflite.rundir.names import KEPT_CSV, REMOVED_CSV
+
 THUMB_PX = 48
 THUMB_ROWS = 300  # the first rows in table order, and as many of the most predictable removed rows
 
 
 def is_image_run(folder: Path) -> bool:
     """Whether FOLDER holds an image run: aflite writes kept.csv and removed.csv only for images."""
-    return (folder / "kept.csv").is_file() and (folder / "removed.csv").is_file()
+    return (folder / KEPT_CSV).is_file() and (folder / REMOVED_CSV).is_file()
 
 
 def _paths(path: Path) -> list[str]:
@@ -31,7 +33,7 @@ def image_refs(folder: Path, dataset: str | None, phase: list[int]) -> list[str 
     """Each table row's image file: the k-th kept (removed) row of instances.csv is the k-th row of kept.csv
     (removed.csv); paths are relative to DATA when it is a folder, else to the table's folder. None when the
     files do not line up (a run from another aflite, files edited by hand)."""
-    kept, removed = _paths(folder / "kept.csv"), _paths(folder / "removed.csv")
+    kept, removed = _paths(folder / KEPT_CSV), _paths(folder / REMOVED_CSV)
     if sum(p == -1 for p in phase) != len(kept) or sum(p >= 0 for p in phase) != len(removed):
         return None
     root = Path(dataset) if dataset and Path(dataset).is_dir() else Path(dataset).parent if dataset else folder

@@ -16,28 +16,66 @@ from pathlib import Path
 from typing import IO, Any
 
 from aflite import __version__
-from aflite.atomic import check_output_path, write_json
-from aflite.errors import AfliteError, OutputError, OutputWriteError
-from aflite.rundir.names import CHECKPOINT, INSTANCES, RUN_COMMANDS, SUMMARY
+from aflite.atomic import check_output_path, write_json, write_text
+from aflite.errors import AfliteError, OutputError, OutputWriteError, ParameterError
+from aflite.rundir.names import (
+    CHECKPOINT,
+    FEATURES,
+    INSTANCES,
+    KEPT_CSV,
+    KEPT_IDS,
+    LOCK,
+    MARKER,
+    PAGE,
+    REMOVED_CSV,
+    REMOVED_IDS,
+    RESULTS,
+    RUN_COMMANDS,
+    SUMMARY_MD,
+    TOKENS,
+    WARMUP_IDS,
+    WEIGHTS,
+)
 
-__all__ = ["LOCK", "MARKER", "OutputFolder", "check_outside_runs", "claim_output", "clear_own_folder", "is_run_folder",
-           "read_marker"]
+__all__ = ["LOCK", "MARKER", "OutputFolder", "check_outside_runs", "claim_output", "clear_own_folder", "foreign_of",
+           "is_run_folder", "read_marker"]
 
-MARKER = ".aflite-owner.json"
-LOCK = ".aflite.lock"
-RUN_FILES = (CHECKPOINT, SUMMARY)  # a run directory holds one of these once a run has written it
+RUN_FILES = (CHECKPOINT, RESULTS)  # a run directory holds one of these once a run has written it
+# what an aflite < 0.3 wrote into a folder it claimed (its marker did not list the user's own entries)
+_OLD_NAMES = frozenset({CHECKPOINT, INSTANCES, KEPT_IDS, REMOVED_IDS, WARMUP_IDS, KEPT_CSV, REMOVED_CSV, TOKENS,
+                        WEIGHTS, FEATURES, PAGE, SUMMARY_MD, "summary.json", "metrics.json", "cache"})
 
 
 def is_run_folder(folder: str | os.PathLike[str]) -> bool:
-    """Whether ``folder`` is a run folder: marked by ``aflite run``/``filter``/``demo``, or (made from Python, no
-    marker) holding a checkpoint, or a summary.json beside instances.csv."""
+    """Whether ``folder`` is a run folder: marked by ``aflite run``/``filter``/``demo``, or (no marker) holding a
+    checkpoint or a run's results.json."""
     p = Path(folder)
     if not p.is_dir():
         return False
     marker = read_marker(p)
     if marker is not None:
         return marker["command"] in RUN_COMMANDS
-    return (p / CHECKPOINT).is_file() or ((p / SUMMARY).is_file() and (p / INSTANCES).is_file())
+    if (p / CHECKPOINT).is_file():
+        return True
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        return json.loads((p / RESULTS).read_text(encoding="utf-8")).get("command") in RUN_COMMANDS
+    return False
+
+
+def foreign_of(folder: Path, marker: dict[str, Any] | None) -> list[str]:
+    """The entries of ``folder`` that aflite did not write (the user's own, there before aflite claimed it): listed
+    by the marker; for a marker of aflite < 0.3, which listed none, every entry that aflite does not write."""
+    if marker is None:
+        return []
+    listed = marker.get("foreign")
+    if isinstance(listed, list):
+        return [str(n) for n in listed]
+    if marker.get("created") is True:
+        return []
+    with contextlib.suppress(OSError):
+        return sorted(e.name for e in folder.iterdir() if e.name not in _OLD_NAMES and e.name not in (MARKER, LOCK)
+                      and not e.name.startswith("filtered") and not e.name.startswith(RESULTS))
+    return []
 
 
 def check_outside_runs(path: str | os.PathLike[str], runs: Any = (), *, flag: str = "--out") -> None:
@@ -81,6 +119,7 @@ class OutputFolder:
         self.command = command
         self.created = created
         self.marked = False  # whether this claim wrote the marker (and the lock file) into an existing folder
+        self.replaced: str | None = None  # the marker of another command this claim replaced (restored on failure)
         self._lock_fh = lock_fh
 
     def release(self, failed: bool = False) -> None:
@@ -94,6 +133,9 @@ class OutputFolder:
             for name in (MARKER, LOCK):
                 with contextlib.suppress(OSError):
                     (self.path / name).unlink()
+        elif failed and self.replaced is not None:  # another command's folder, refused: its owner stays
+            with contextlib.suppress(OSError):
+                write_text(self.path / MARKER, self.replaced)
 
     def __enter__(self) -> OutputFolder:
         return self
@@ -117,24 +159,29 @@ def claim_output(
 
     A non-empty folder is refused unless its marker names this command, or ``overwrite`` (the user's
     ``--overwrite``); a folder holding a run (checkpoint or summary) is refused unless ``resume`` or
-    ``overwrite``; a folder locked by a live process is refused. All before any computation.
+    ``overwrite``; a folder locked by a live process is refused; an empty path is refused (it is not the current
+    folder by accident). All before any computation. ``flag``: how messages name ``out`` (``--out`` under the
+    command line, ``out`` for a Python caller, whose messages then name ``overwrite=True``).
     """
+    cli = flag.startswith("-")  # the CLI names its flags, a Python caller its keywords
+    over, res = ("--overwrite", "--resume") if cli else ("overwrite=True", "resume=True")
+    if not str(out).strip():
+        raise ParameterError(f"{flag}: an empty path; give the folder to write into (\".\" for the current one)")
     p = check_output_path(out, flag=flag, folder=True)
     existed = p.exists()
+    entries: list[Path] = []
     if existed:
         entries = [e for e in p.iterdir() if e.name not in (MARKER, LOCK)]
         marker = read_marker(p)
         owner = None if marker is None else marker["command"]
-        legacy_run = marker is None and command in ("run", "filter", "demo") and any(
-            (p / f).exists() for f in RUN_FILES)
-        if entries and owner != command and not overwrite and not (resume and legacy_run):
+        if entries and owner != command and not overwrite:
             made = f"made by `aflite {owner}`" if owner else f"not made by `aflite {command}`"
             raise OutputError(f"{flag} {p}: folder is not empty ({len(entries)} entr"
-                              f"{'y' if len(entries) == 1 else 'ies'}) and was {made}; pass --overwrite to write "
-                              f"into it anyway, or choose another {flag}")
+                              f"{'y' if len(entries) == 1 else 'ies'}) and was {made}; pass {over} to write "
+                              f"into it anyway (its own files stay), or choose another {flag}")
         if not resume and not overwrite and any((p / f).exists() for f in RUN_FILES) and command in (
                 "run", "filter"):
-            raise OutputError(f"{flag} {p}: holds a previous run: pass --resume to continue it, --overwrite to "
+            raise OutputError(f"{flag} {p}: holds a previous run: pass {res} to continue it, {over} to "
                               f"start over, or choose another {flag}")
     else:
         marker = None
@@ -151,10 +198,15 @@ def claim_output(
         raise
     claim = OutputFolder(p, command, created=not existed, lock_fh=lock_fh)
     try:
-        if marker is None or marker.get("command") != command:
+        if marker is None or marker.get("command") != command or "foreign" not in marker:
             claim.marked = existed and marker is None and not had_lock
-            write_json(p / MARKER, {"command": command, "created": not existed, "aflite": __version__,
-                                    "time": time.strftime("%Y-%m-%dT%H:%M:%S%z")})
+            if marker is not None:
+                claim.replaced = (p / MARKER).read_text(encoding="utf-8")
+            # the user's entries (there before aflite first claimed the folder) are never listed nor removed
+            foreign = sorted(e.name for e in entries) if marker is None else foreign_of(p, marker)
+            created = not existed if marker is None else marker.get("created") is True
+            write_json(p / MARKER, {"command": command, "created": created, "foreign": foreign,
+                                    "aflite": __version__, "time": time.strftime("%Y-%m-%dT%H:%M:%S%z")})
     except OSError as exc:
         claim.release(failed=True)
         raise OutputError(f"{flag} {p}: cannot write into the folder: {exc.strerror or exc}") from None
@@ -204,3 +256,30 @@ def clear_own_folder(folder: Path, command: str) -> bool:
         else:
             entry.unlink()
     return True
+
+
+PAUSE_AT = "AFLITE_PAUSE_AT"  # NAME or NAME#N: the process stops at the N-th time it passes the point NAME
+PAUSE_FILE = "AFLITE_PAUSE_FILE"  # where it says so (its pid and the point), for the test that then kills it
+_passed: dict[str, int] = {}
+
+
+def pause_point(name: str) -> None:
+    """A named moment of a command's writes (``claimed``, ``begun``, ``checkpoint``, ``filtered``, ``files``,
+    ``committed``):
+    when the environment names it in ``AFLITE_PAUSE_AT``, the process writes its pid to ``AFLITE_PAUSE_FILE`` and
+    waits there forever, so that a test can kill it with SIGKILL at exactly that moment (tests/test_commit.py).
+    Nothing happens otherwise."""
+    want = os.environ.get(PAUSE_AT)
+    if not want:
+        return
+    point, _, nth = want.partition("#")
+    if point != name:
+        return
+    _passed[name] = _passed.get(name, 0) + 1
+    if _passed[name] != (int(nth) if nth.isdigit() else 1):
+        return
+    signal_file = os.environ.get(PAUSE_FILE)
+    if signal_file:
+        Path(signal_file).write_text(f"{os.getpid()} {name}\n", encoding="utf-8")
+    while True:  # pragma: no cover - only a test's SIGKILL ends this
+        time.sleep(60)

@@ -1,6 +1,9 @@
-"""The one reader of output folders: which command wrote a folder, its results, and a run folder's ids, per-row
-table, warm-up slice and fingerprints, for the commands that read a run back (``evaluate``, ``explain``,
-``audit --compare``, ``report``). Every malformed file is an :class:`~aflite.errors.InputError` naming it."""
+"""The one reader of output folders: a folder's results.json, checked (its format, each key's type:
+:mod:`aflite.rundir.bodies`) and its files verified against the manifest it lists (:mod:`aflite.rundir.manifest`),
+and a run folder's ids, per-row table, warm-up slice and fingerprints, for the commands that read a folder back
+(``evaluate``, ``explain``, ``audit --compare``, ``card``, ``report``). Every refusal is one
+:class:`~aflite.errors.InputError` naming the file: an unfinished folder (no results.json), one made by
+aflite < 0.3, a key of the wrong type, a file missing or changed since the command wrote it."""
 
 from __future__ import annotations
 
@@ -9,6 +12,7 @@ import csv
 import json
 import os
 import sys
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -16,24 +20,35 @@ from typing import Any
 import numpy as np
 
 from aflite.errors import InputError
+from aflite.rundir.bodies import Document, RunBody, parse
+from aflite.rundir.manifest import check_seal, verify
 from aflite.rundir.names import (
     CHECKPOINT,
+    FEATURES,
     INSTANCES,
+    KEPT_CSV,
     KEPT_IDS,
-    METRICS,
+    MARKER,
     PAGE,
+    REMOVED_CSV,
+    REMOVED_IDS,
     RESULTS,
     RUN_COMMANDS,
-    SUMMARY,
+    SUMMARY_MD,
+    TOKENS,
     WARMUP_IDS,
+    WEIGHTS,
 )
+from aflite.rundir.results import FORMAT_VERSION
 
 __all__ = ["KINDS", "RUN_COMMANDS", "Instances", "RunRecord", "check_run_dataset", "detect_kind", "read_columns",
-           "read_json", "read_kept_ids", "read_made_by", "read_results", "read_run", "recorded_dataset_fingerprint",
-           "run_results"]
+           "read_folder", "read_id_list", "read_json", "read_kept_ids", "read_made_by", "read_results", "read_run",
+           "recorded_dataset_fingerprint"]
 
 KINDS = ("run", "explain", "evaluate", "audit")  # the folders that have a page
 INSTANCE_HEADER = ["id", "label", "kept", "predictability", "removed_at"]
+OWN_NAMES = frozenset({CHECKPOINT, INSTANCES, KEPT_IDS, REMOVED_IDS, WARMUP_IDS, KEPT_CSV, REMOVED_CSV, TOKENS, WEIGHTS,
+                       FEATURES, SUMMARY_MD})  # the names only aflite writes into a folder it claimed
 
 
 def read_json(path: Path) -> dict[str, Any]:
@@ -53,15 +68,50 @@ def read_json(path: Path) -> dict[str, Any]:
     return obj
 
 
-def read_results(folder: str | os.PathLike[str]) -> dict[str, Any]:
-    """FOLDER/results.json ({} when there is none)."""
-    return read_json(Path(folder) / RESULTS)
-
-
-def run_results(folder: str | os.PathLike[str]) -> dict[str, Any]:
-    """A run folder's numbers: summary.json under results.json ({} when it has neither)."""
+def read_folder(folder: str | os.PathLike[str], commands: Iterable[str] | None = None, *, flag: str | None = None,
+                names: Iterable[str] | None = None, skip: Iterable[str] = ()) -> Document:
+    """The committed results.json of an output folder, checked, with the files of its manifest verified (all but
+    ``skip``, or only ``names``); a folder that one of ``commands`` (None: any) did not make is refused, naming
+    ``flag`` when given (the option the folder was passed with)."""
     p = Path(folder)
-    return {**read_json(p / SUMMARY), **read_json(p / RESULTS)}
+    what = " or ".join(f"aflite {c}" for c in commands) if commands else "an aflite command"
+    named = f"{flag} {p}" if flag else str(p)
+    if not p.is_dir():
+        raise InputError(f"{named}: not a folder (expected the --out folder of {what})")
+    path = p / RESULTS
+    if not path.is_file():
+        if (p / MARKER).is_file() or (p / CHECKPOINT).is_file():
+            raise InputError(f"{named}: unfinished: no results.json (the command writing it was interrupted, or is "
+                             f"still running); complete it with --resume (a run) or run the command again with "
+                             f"--overwrite")
+        raise InputError(f"{path}: not found: {p} is not an aflite output folder (expected the --out folder of "
+                         f"{what})")
+    obj = read_json(path)
+    version = obj.get("format_version")
+    if version is None:
+        raise InputError(f"{path}: made by aflite < 0.3 (no format_version): run it again")
+    if version != FORMAT_VERSION:
+        raise InputError(f"{path}: format_version {version!r}, but this aflite reads {FORMAT_VERSION}: made by "
+                         f"another aflite; run it again with this one")
+    doc = parse(obj, path)
+    check_seal(obj, path)
+    if commands is not None and doc.command not in tuple(commands):
+        raise InputError(f"{path}: made by aflite {doc.command}, not {what}")
+    listed = doc.envelope.manifest
+    left_out = set(skip)
+    verify(p, listed, [n for n in (listed if names is None else names) if n not in left_out])
+    # a file under one of aflite's names that the committing command did not write (an earlier run's filtered.tsv
+    # beside this run's filtered.jsonl, a warmup_ids.txt dropped in) is not the run's: refused, not read
+    stray = [e.name for e in p.iterdir() if e.name not in listed and not any(n.startswith(e.name + "/") for n in listed)
+             and (e.name in OWN_NAMES or e.name.startswith("filtered."))]
+    verify(p, listed, stray)
+    return doc
+
+
+def read_results(folder: str | os.PathLike[str], *, names: Iterable[str] | None = None,
+                 skip: Iterable[str] = ()) -> dict[str, Any]:
+    """FOLDER/results.json, checked, with its files verified (:func:`read_folder`)."""
+    return read_folder(folder, names=names, skip=skip).raw
 
 
 def read_columns(path: Path) -> dict[str, list[str]]:
@@ -95,47 +145,25 @@ def read_id_list(path: Path) -> list[str]:
 
 
 def read_made_by(folder: str | os.PathLike[str], commands: tuple[str, ...], flag: str) -> dict[str, Any]:
-    """The results.json of an output folder that one of ``commands`` made, for a command that builds on it
-    (``aflite card``); a folder without one, an unfinished run, or another command's folder is refused in one line
-    naming ``flag``."""
-    p = Path(folder)
-    what = " or ".join(f"aflite {c}" for c in commands)
-    if not p.is_dir():
-        raise InputError(f"{flag} {p}: not a folder (expected the --out folder of {what})")
-    path = p / RESULTS
-    if not path.is_file():
-        hint = " (a run that has not finished: complete it with --resume)" if (p / CHECKPOINT).is_file() else ""
-        raise InputError(f"{path}: not found: {p} is not a folder of {what}{hint}")
-    try:
-        results = json.loads(path.read_text(encoding="utf-8"))
-    except ValueError as exc:
-        raise InputError(f"{path}: not valid JSON ({exc})") from None
-    if not isinstance(results, dict) or results.get("command") not in commands:
-        made = results.get("command") if isinstance(results, dict) else None
-        raise InputError(f"{path}: made by {'aflite ' + str(made) if made else 'something else'}, not {what}")
-    return results
+    """The results.json of an output folder that one of ``commands`` made, every file verified, for a command that
+    builds on it (``aflite card``); anything else is refused in one line (:func:`read_folder`)."""
+    return read_folder(folder, commands, flag=flag).raw
 
 
 def read_kept_ids(run_dir: str | os.PathLike[str]) -> list[str]:
-    """The ids of D(Φ) that ``aflite run``/``filter`` wrote to ``RUN/kept_ids.txt``, for the commands that read a
-    run back (``evaluate``, ``audit --compare``); a folder without them, or with none kept, is refused."""
-    path = Path(run_dir) / KEPT_IDS
-    if not path.is_file():
-        raise InputError(f"{path}: not found (is it an AFLite run directory?)")
-    ids = read_id_list(path)
-    if not ids:
-        raise InputError(f"{path}: no kept ids (the filtered set D(Φ) is empty)")
-    return ids
+    """The ids of D(Φ) that ``aflite run``/``filter`` wrote to ``RUN/kept_ids.txt``, verified, for the commands
+    that read a run back (``evaluate``, ``audit --compare``, ``card``); a folder without them, or with none kept,
+    is refused."""
+    return read_run(run_dir).kept_ids()
 
 
 def recorded_dataset_fingerprint(out: Path) -> str | None:
     """The dataset fingerprint (:func:`aflite.hashing.dataset_fingerprint`) a run in ``out`` recorded, from its
-    results.json, summary.json or checkpoint; None for a run made before it was recorded."""
-    for name in (RESULTS, SUMMARY):
-        with contextlib.suppress(OSError, ValueError, AttributeError):
-            fp = json.loads((out / name).read_text(encoding="utf-8")).get("dataset_fingerprint")
-            if fp:
-                return str(fp)
+    results.json or checkpoint; None when it records none."""
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        fp = json.loads((out / RESULTS).read_text(encoding="utf-8")).get("dataset_fingerprint")
+        if fp:
+            return str(fp)
     with contextlib.suppress(Exception):
         with np.load(out / CHECKPOINT, allow_pickle=False) as z:
             fp = json.loads(str(z["meta"])).get("dataset_fingerprint")
@@ -145,12 +173,12 @@ def recorded_dataset_fingerprint(out: Path) -> str | None:
 
 def check_run_dataset(run_dir: str | os.PathLike[str], dataset_fp: str, data: Any) -> None:
     """Refuse a run (``evaluate``, ``audit --compare``) that was made from another dataset than ``data``, by the
-    content fingerprint the run recorded; a run made before fingerprints were recorded gets a warning (and only
-    the check of its ids that the caller makes)."""
+    content fingerprint the run recorded; a run that records none (``aflite filter`` of precomputed features)
+    gets a warning (and only the check of its ids that the caller makes)."""
     saved = recorded_dataset_fingerprint(Path(run_dir))
     if saved is None:
-        print(f"warning: {run_dir}: the run records no dataset fingerprint (made by an older aflite), so only its "
-              f"ids are checked against {data}", file=sys.stderr)
+        print(f"warning: {run_dir}: the run records no dataset fingerprint (made from precomputed features), so "
+              f"only its ids are checked against {data}", file=sys.stderr)
     elif saved != dataset_fp:
         raise InputError(f"{run_dir}: this run was made from a different dataset than {data} (ids, labels or texts "
                          f"differ); give the file the run was made from, with the same column options")
@@ -169,35 +197,46 @@ class Instances:
 
 @dataclass
 class RunRecord:
-    """A run folder of ``aflite run``/``filter``/``demo`` read back; each file is read when it is first asked for."""
+    """A run folder of ``aflite run``/``filter``/``demo`` read back: results.json checked and every file of its
+    manifest verified when it is opened (:func:`read_run`); each file is read when it is first asked for."""
 
     path: Path
-    summary: dict[str, Any] = field(default_factory=dict)  # summary.json (else results.json); {} for neither
+    summary: dict[str, Any] = field(default_factory=dict)  # results.json as written
+    body: RunBody = field(default_factory=RunBody)  # its typed keys
 
-    def require(self, *keys: str, what: str = "the summary of `aflite run`") -> dict[str, Any]:
+    def require(self, *keys: str, what: str = "the results of `aflite run`") -> dict[str, Any]:
         """The summary, refused in one line when it lacks one of ``keys``."""
-        if not self.summary:
-            raise InputError(f"{self.path / SUMMARY}: not found (is it an AFLite run directory?)")
-        missing = [k for k in keys if k not in self.summary]
+        missing = [k for k in keys if self.summary.get(k) is None]
         if missing:
-            raise InputError(f"{self.path / SUMMARY}: not {what} (no {'/'.join(missing)})")
+            raise InputError(f"{self.path / RESULTS}: not {what} (no {'/'.join(missing)})")
         return self.summary
 
     @property
     def featurizer(self) -> dict[str, Any]:
-        """What the run recorded of its Φ (name, view, options); {} when it recorded none."""
-        return dict(self.summary.get("featurizer") or {})
+        """What the run recorded of its Φ (name, view, options); {} when it recorded none (``aflite filter``)."""
+        return dict(self.body.featurizer or {})
+
+    def _used(self, name: str) -> Path:
+        """FOLDER/name, refused when the folder holds it but the run's manifest does not list it."""
+        verify(self.path, self.summary.get("manifest") or {}, [name])
+        return self.path / name
 
     def kept_ids(self) -> list[str]:
-        return read_kept_ids(self.path)
+        path = self._used(KEPT_IDS)
+        if not path.is_file():
+            raise InputError(f"{path}: not found (is it an AFLite run directory?)")
+        ids = read_id_list(path)
+        if not ids:
+            raise InputError(f"{path}: no kept ids (the filtered set D(Φ) is empty)")
+        return ids
 
     def warmup_ids(self) -> list[str]:
         """The rows of the warm-up slice that trained Φ (empty for other featurizers)."""
-        return read_id_list(self.path / WARMUP_IDS)
+        return read_id_list(self._used(WARMUP_IDS))
 
     def instances(self) -> Instances:
         """instances.csv, checked line by line."""
-        path = self.path / INSTANCES
+        path = self._used(INSTANCES)
         if not path.is_file():
             raise InputError(f"{path}: not found (is it an AFLite run directory?)")
         ids, labels, kept, pred, rem = [], [], [], [], []
@@ -220,9 +259,9 @@ class RunRecord:
     def fingerprint(self) -> str | None:
         """The fingerprint of Φ and the labels the run's checkpoint recorded (None: no readable checkpoint)."""
         try:
-            with np.load(self.path / CHECKPOINT, allow_pickle=False) as z:
+            with np.load(self._used(CHECKPOINT), allow_pickle=False) as z:
                 fp = json.loads(str(z["meta"])).get("fingerprint")
-        except Exception:  # noqa: BLE001 - absent or damaged: a check that cannot be made
+        except (OSError, ValueError, KeyError):  # absent or damaged: a check that cannot be made
             return None
         return None if fp is None else str(fp)
 
@@ -231,83 +270,21 @@ class RunRecord:
         check_run_dataset(self.path, dataset_fp, data)
 
 
-def read_run(run_dir: str | os.PathLike[str]) -> RunRecord:
-    """A run folder (summary.json, else results.json); InputError when it is no folder or its summary is no JSON."""
-    p = Path(run_dir)
-    if not p.is_dir():
-        raise InputError(f"{p}: not a folder (expected the run directory of `aflite run`)")
-    summary = read_json(p / SUMMARY)
-    if not summary and (p / SUMMARY).is_file():
-        raise InputError(f"{p / SUMMARY}: not a JSON object")
-    if not summary:
-        results = read_json(p / RESULTS)
-        summary = results if "parameters" in results else {}
-    return RunRecord(p, summary)
-
-
-# the files each kind of folder has; a results.json naming a command whose files are not there is refused
-_KIND_FILES = {"run": "instances.csv and summary.json", "explain": "tokens.csv or instances.csv with the data map",
-               "evaluate": "results.json with the accuracies (\"aggregate\")", "audit": "metrics.json and report.html"}
+def read_run(run_dir: str | os.PathLike[str], *, flag: str | None = None,
+             commands: tuple[str, ...] = RUN_COMMANDS) -> RunRecord:
+    """A run folder, its results.json checked and every file it lists verified (:func:`read_folder`)."""
+    doc = read_folder(run_dir, commands, flag=flag)
+    assert isinstance(doc.body, RunBody)
+    return RunRecord(Path(run_dir), doc.raw, doc.body)
 
 
 def detect_kind(folder: str | os.PathLike[str]) -> str:
-    """Which command's output FOLDER is: ``run`` (also ``filter``/``demo``), ``explain``, ``evaluate`` or
-    ``audit``, from its files (results.json's ``command`` first, checked against the files); anything else is
+    """Which command's output FOLDER is, as its results.json says: ``run`` (also ``filter``/``demo``),
+    ``explain``, ``evaluate`` or ``audit``; its files verified (but the page, which is rebuilt); anything else is
     refused in one line."""
-    p = Path(folder)
-    if not p.is_dir():
-        raise InputError(f"{p}: not a folder (give the --out folder of aflite run, explain, evaluate or audit)")
-    results = read_json(p / RESULTS)
-    command = results.get("command")
-    if command is not None:  # results.json says which command wrote the folder: its files must be there
-        kind = "run" if command in RUN_COMMANDS else str(command)
-        if kind not in KINDS:
-            raise InputError(f"{p / RESULTS}: written by `aflite {command}`, which has no page; give the --out "
-                             f"folder of aflite run, explain, evaluate or audit")
-        if not _has_files(p, kind, results):
-            raise InputError(f"{p / RESULTS}: written by `aflite {command}`, but {p} lacks its files "
-                             f"({_KIND_FILES[kind]}); is results.json from another folder?")
-        by_files = _kind_by_files(p)
-        if by_files not in (None, kind):
-            raise InputError(f"{p / RESULTS}: written by `aflite {command}`, but {p} holds the files of "
-                             f"aflite {by_files} ({_KIND_FILES[by_files]}); is results.json from another folder?")
-        return kind
-    by_files = _kind_by_files(p)
-    if "aggregate" in results and by_files not in (None, "evaluate"):
-        raise InputError(f"{p / RESULTS}: holds evaluate's accuracies, but {p} holds the files of aflite "
-                         f"{by_files}; is results.json from another folder?")
-    if by_files is not None:
-        return by_files
-    if "aggregate" in results:
-        return "evaluate"
-    raise InputError(f"{p}: not an aflite output folder (no instances.csv + summary.json, tokens.csv, "
-                     "evaluate's or audit's results)")
-
-
-def _kind_by_files(p: Path) -> str | None:
-    """The kind the folder's own files say (run, explain, audit), or None when they say nothing."""
-    if (p / "tokens.csv").is_file() or "confidence" in _header(p / INSTANCES):
-        return "explain"
-    if (p / INSTANCES).is_file() and (p / SUMMARY).is_file():
-        return "run"
-    if (p / METRICS).is_file() and (p / PAGE).is_file():
-        return "audit"
-    return None
-
-
-def _has_files(p: Path, kind: str, results: dict[str, Any]) -> bool:
-    if kind == "run":
-        return (p / INSTANCES).is_file() and ((p / SUMMARY).is_file() or "iterations" in results)
-    if kind == "explain":
-        return (p / "tokens.csv").is_file() or "confidence" in _header(p / INSTANCES)
-    if kind == "evaluate":
-        return "aggregate" in results
-    return (p / METRICS).is_file() and (p / PAGE).is_file()
-
-
-def _header(path: Path) -> list[str]:
-    try:
-        with path.open(encoding="utf-8", newline="") as fh:
-            return next(csv.reader(fh), [])
-    except OSError:
-        return []
+    doc = read_folder(folder, skip=(PAGE,))
+    kind = "run" if doc.command in RUN_COMMANDS else doc.command
+    if kind not in KINDS:
+        raise InputError(f"{Path(folder) / RESULTS}: written by `aflite {doc.command}`, which has no page; give "
+                         f"the --out folder of aflite run, explain, evaluate or audit")
+    return kind

@@ -26,10 +26,18 @@ from typing import Any, ClassVar
 
 from aflite.atomic import json_text, write_text
 from aflite.rundir import show
+from aflite.rundir.bodies import parse
+from aflite.rundir.lock import foreign_of, read_marker
+from aflite.rundir.manifest import listing, seal
 from aflite.rundir.names import INSTANCES, RESULTS
 from aflite.rundir.versions import versions
 
-__all__ = ["Result", "Table", "WarningsRecord", "recording_warnings", "results_envelope", "write_results_json"]
+__all__ = ["FORMAT_VERSION", "Result", "Table", "WarningsRecord", "commit", "recording_warnings", "results_document",
+           "results_envelope", "write_results_json"]
+
+# results.json's format: 1 since aflite 0.3 (the envelope's format_version, the manifest under "files", written
+# last); a folder without it was made by aflite < 0.3 and is refused by the readers (aflite.rundir.read)
+FORMAT_VERSION = 1
 
 LIBRARIES = ("sklearn", "numpy", "scipy")  # whose warnings are counted in results.json instead of shown one by one
 
@@ -95,30 +103,49 @@ def results_envelope(command: str | None, argv: Sequence[str] | None = None, see
     """What every results.json starts with: the command, its arguments, the seed and the versions."""
     return {
         "command": command,
+        "format_version": FORMAT_VERSION,
         "argv": list(argv) if argv is not None else sys.argv[1:],
         "seed": seed,
         "versions": versions(),
     }
 
 
-def write_results_json(out: str | Path, results: dict[str, Any], *, command: str | None,
-                       argv: Sequence[str] | None = None, seed: Any = None) -> dict[str, Any]:
-    """Write ``OUT/results.json``: the envelope followed by ``results``; returns the document as a reader of the
-    file gets it. A ``seed`` key in the body is the default seed of the envelope. Inside
-    :func:`recording_warnings`, the library warnings met so far are listed under ``"warnings"``.
-    :meth:`aflite.runs.folder.RunFolder.finish` is its one caller."""
+def results_document(out: str | Path, results: dict[str, Any], *, command: str | None,
+                     argv: Sequence[str] | None = None, seed: Any = None) -> dict[str, Any]:
+    """``OUT/results.json`` as it will be written (without its manifest): the envelope followed by ``results``.
+    A ``seed`` key in the body is the default seed of the envelope. Inside :func:`recording_warnings`, the library
+    warnings met so far are listed under ``"warnings"``."""
     path = Path(out) / RESULTS
     body = dict(results)
     body_seed = body.pop("seed", None)
-    for key in ("command", "argv", "versions"):
+    for key in ("command", "format_version", "argv", "versions", "manifest", "sealed"):
         body.pop(key, None)
     record = _RECORD.get()
     if record is not None and (entries := record.entries()):
         body["warnings"] = entries
         record.written.append(path)
     text = json_text({**results_envelope(command, argv, seed if seed is not None else body_seed), **body})
-    write_text(path, text)
     return dict(json.loads(text))
+
+
+def write_results_json(out: str | Path, document: dict[str, Any], files: dict[str, Any]) -> dict[str, Any]:
+    """Write ``OUT/results.json``: ``document`` (:func:`results_document`) and the folder's manifest under
+    ``"manifest"`` (:mod:`aflite.rundir.manifest`): the commit of the folder, so written last and atomically.
+    :meth:`aflite.runs.folder.RunFolder.finish` is its one caller. Returns what was written."""
+    full = seal({**document, "manifest": files})
+    write_text(Path(out) / RESULTS, json_text(full))
+    return full
+
+
+def commit(out: str | Path, body: dict[str, Any], *, command: str, argv: Sequence[str] | None = None,
+           seed: Any = None) -> dict[str, Any]:
+    """Commit a folder whose files are written (by hand: a tool's, a test's): results.json with the envelope,
+    ``body`` and the manifest of every file but the user's own, sealed, as
+    :meth:`aflite.runs.folder.RunFolder.finish` ends. The body is checked as a reader will check it."""
+    p = Path(out)
+    document = results_document(p, body, command=command, argv=argv, seed=seed)
+    parse(document, p / RESULTS, manifest=False)
+    return write_results_json(p, document, listing(p, foreign_of(p, read_marker(p))))
 
 
 @dataclass

@@ -2,7 +2,7 @@
 
 One flow for both modalities (:func:`audit_file`): read the data once as text or images
 (:func:`aflite.data.open_dataset`), take D(Φ) from a run folder (``compare``), sample, featurize the union once,
-audit each set, and write the folder (:meth:`aflite.runs.folder.RunFolder.finish`: ``metrics.json``, the t-SNE
+audit each set, and write the folder (:meth:`aflite.runs.folder.RunFolder.finish`: the t-SNE
 maps of an image audit, ``results.json``, ``summary.md`` and ``report.html``). What differs between text and
 images — the configuration, the features, the audit of one set and the page — is a :class:`TextAudit` or an
 :class:`ImageAudit` (:mod:`aflite.runs.audit_kinds`).
@@ -20,17 +20,16 @@ from typing import Any, ClassVar
 import numpy as np
 
 from aflite import audit as A
-from aflite.atomic import atomic_open, write_json
+from aflite.atomic import atomic_open
 from aflite.audit.results import audit_verdict, check_sections, check_verdicts
 from aflite.data import open_dataset, source_name
 from aflite.errors import InputError, ParameterError
 from aflite.rundir.lock import check_outside_runs
 from aflite.rundir.match import check_run_rows
-from aflite.rundir.names import METRICS
 from aflite.rundir.read import read_kept_ids
 from aflite.rundir.results import Result, recording_warnings
 from aflite.runs.audit_kinds import ImageAudit, audit_kind
-from aflite.runs.folder import RunFolder
+from aflite.runs.folder import RunFolder, claims
 from aflite.threads import limited
 from aflite.verdict import markdown
 
@@ -40,7 +39,7 @@ __all__ = ["AuditRun", "audit_file", "check_audit_config", "check_audit_options"
 @dataclass(repr=False)  # Result.__repr__: one line, not the arrays
 class AuditRun(Result):
     """What :func:`audit_file` wrote: the folder, one :class:`aflite.audit.AuditResult` per audited set (D, and
-    D(Φ) with ``compare``), the JSON it saved as ``results.json`` (and ``metrics.json``) and the notes shown in the
+    D(Φ) with ``compare``), the JSON it saved as ``results.json`` and the notes shown in the
     report; ``page`` renders report.html."""
 
     command: ClassVar[str] = "audit"
@@ -62,8 +61,7 @@ class AuditRun(Result):
         return self.metrics
 
     def write_files(self, out: Path) -> None:
-        """metrics.json, then what the kind made besides (an image audit's t-SNE maps, its bad images)."""
-        write_json(out / METRICS, self.metrics)
+        """What the kind made besides results.json (an image audit's t-SNE maps, its bad images)."""
         for name, content in self.files.items():
             with atomic_open(out / name, "wb") as fh:
                 fh.write(content)
@@ -125,6 +123,7 @@ def _sets(ds: Any, kept: list[str] | None, sample: int | None, seed: int) -> tup
     return d, filtered, A.subset(ds, sorted(union))
 
 
+@claims("audit")  # a path given as out is claimed as the CLI claims --out
 @limited  # one thread policy (aflite.threads)
 @recording_warnings()  # scikit-learn's warnings counted in results.json (aflite.rundir.results)
 def audit_file(
@@ -141,6 +140,7 @@ def audit_file(
     show_progress: bool = True,
     image_options: dict[str, Any] | None = None,
     featurizer_options: dict[str, Any] | None = None,
+    overwrite: bool = False,
 ) -> AuditRun:
     """Audit a dataset file for single-sentence label leakage (what ``aflite audit`` does) into ``out`` (a path,
     or the CLI's claimed :class:`~aflite.runs.folder.RunFolder`).

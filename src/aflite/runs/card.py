@@ -19,7 +19,7 @@ from aflite.atomic import check_output_path, write_text
 from aflite.errors import InputError, OutputError
 from aflite.report import inline
 from aflite.rundir.names import CARD, KEPT_IDS, MANIFEST, RESULTS
-from aflite.rundir.read import read_kept_ids, read_made_by
+from aflite.rundir.read import read_made_by, read_run
 from aflite.runs.card_facts import CardInputs, build_manifest
 from aflite.runs.card_render import render_card
 
@@ -84,17 +84,17 @@ def write_card(run_dir: str | Path, out: str | Path, *, evaluate: str | Path | N
     folders = [("run", run_p)] + [(flag, Path(f)) for flag, f in (("--evaluate", evaluate), ("--explain", explain))
                                   if f is not None]
     _check_out(out_p, folders, overwrite)
-    results = read_made_by(run_p, CARD_RUNS, "RUN_DIR")
-    for key in ("size_before", "size_after", "parameters", "featurizer", "filtered_dataset"):
-        if key not in results:
-            raise InputError(f"{run_p / RESULTS}: no {key!r}: not the results of a finished aflite run")
-    kept = read_kept_ids(run_p)
+    # every folder is read through rundir.read: its results.json checked, every file verified against the manifest
+    # the command committed, all before the first write
+    run = read_run(run_p, flag="RUN_DIR", commands=CARD_RUNS)
+    results = run.summary
+    kept = run.kept_ids()
     if len(kept) != results["size_after"]:
         raise InputError(f"{run_p / KEPT_IDS}: {len(kept):,} ids, but results.json says the run kept "
                          f"{results['size_after']:,}: the folder was changed after the run")
     filtered = run_p / Path(str(results["filtered_dataset"])).name
-    if not filtered.exists():
-        raise InputError(f"{filtered}: the run's filtered data file is missing")
+    if filtered.name not in (results.get("manifest") or {}) and not filtered.is_dir():
+        raise InputError(f"{filtered}: not listed in {run_p / RESULTS}: the run's filtered data file is missing")
     inp = CardInputs(run_p, results, kept)
     if evaluate is not None:
         inp.evaluate_dir, inp.evaluate = Path(evaluate), read_made_by(evaluate, ("evaluate",), "--evaluate")

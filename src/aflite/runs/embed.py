@@ -32,14 +32,13 @@ from aflite.features.registry import featurizer_names, spec
 from aflite.features.registry import featurizer_options as featurizer_options_for
 from aflite.features.shards import ShardedTransform, check_shardable
 from aflite.hashing import json_digest
-from aflite.rundir.names import WARMUP_IDS
+from aflite.rundir.names import FEATURES, WARMUP_IDS
 from aflite.rundir.read import read_results
 from aflite.rundir.results import Result, recording_warnings
-from aflite.runs.folder import RunFolder
+from aflite.runs.folder import RunFolder, claims
 
 __all__ = ["FEATURES", "EmbedResult", "check_embed_out", "embed"]
 
-FEATURES = "features.npy"  # OUT/features.npy: the one file `aflite filter --features` reads
 
 
 @dataclass(repr=False)  # Result.__repr__: one line, not the arrays
@@ -79,6 +78,7 @@ def check_embed_out(out: str | os.PathLike[str], overwrite: bool = False, resume
                           f"(and what the cache holds), or choose another --out")
 
 
+@claims("embed")  # a path given as out is claimed as the CLI claims --out
 @recording_warnings()  # scikit-learn's warnings counted in results.json (aflite.rundir.results)
 def embed(data_path: Any, out: str | os.PathLike[str] | RunFolder, *, featurizer: str = "ngram",
           view: str = "pair", featurizer_options: dict[str, Any] | None = None, warmup_size: float = 0.1,
@@ -112,9 +112,10 @@ def embed(data_path: Any, out: str | os.PathLike[str] | RunFolder, *, featurizer
     options = featurizer_options_for(featurizer, **(featurizer_options or {}), device=device, backend=backend,
                                      image_size=image_size if image_size != 224 else None)
     cache = Path(cache_dir) if cache_dir is not None else folder.path / "cache"
-    if overwrite:  # start over: no partial image run is resumed
-        for name in (FEATURES + ".partial", FEATURES + ".progress.json"):
-            (folder.path / name).unlink(missing_ok=True)
+    # the build starts: results.json goes first; a partial image run is kept to resume unless starting over
+    partial = (FEATURES + ".partial", FEATURES + ".progress.json")
+    done_key = _finished_key(folder.path) if resume else None  # read before the build takes results.json away
+    folder.begin(keep=() if overwrite else (FEATURES, *partial))
     ds = data.open_dataset(data_path, reads=spec(featurizer).modality, path_column=path_column,
                            skip_bad_images=skip_bad_images, **(dataset_options or {}))
     data.check_view_texts(ds, view)  # a column empty in every row: nothing for Φ (images: no check)
@@ -122,7 +123,7 @@ def embed(data_path: Any, out: str | os.PathLike[str] | RunFolder, *, featurizer
     try:
         if ds.modality == "image":
             res = _embed_images(ds, folder.path, featurizer=featurizer, options=options, chunk_size=chunk_size,
-                                show_progress=show_progress, cache_dir=cache, executor=executor, resume=resume)
+                                show_progress=show_progress, cache_dir=cache, executor=executor, done_key=done_key)
         else:
             res = _embed_text(ds, folder.path, featurizer=featurizer, view=view, options=options,
                               warmup_size=warmup_size, cache_dir=cache, seed=seed, show_progress=show_progress,
@@ -159,7 +160,7 @@ def _embed_text(ds: Any, out: Path, *, featurizer: str, view: str, options: dict
 
 
 def _embed_images(ds: Any, out: Path, *, featurizer: str, options: dict[str, Any], chunk_size: int,
-                  show_progress: bool, cache_dir: Path, executor: Any, resume: bool = False) -> dict[str, Any]:
+                  show_progress: bool, cache_dir: Path, executor: Any, done_key: str | None = None) -> dict[str, Any]:
     """OUT/features.npy written chunk by chunk (memory-mapped; an interrupted run resumes when the same call is
     made again), OUT/ids.txt and OUT/labels.txt, ready for ``aflite filter --features OUT/features.npy --mmap``.
     On a cluster the chunks are shards in ``cache_dir/shards/`` (resumed there), assembled into
@@ -172,7 +173,7 @@ def _embed_images(ds: Any, out: Path, *, featurizer: str, options: dict[str, Any
     key = json_digest({"files": files_fingerprint(ds.texts_a), "options": feat.get_options()})
     t0 = time.perf_counter()
     more: dict[str, Any] = {"features_key": key}
-    if resume and _finished(out, key, len(ds)):  # --resume of a call that had finished: the matrix is kept
+    if done_key == key and _rows(out) == len(ds):  # --resume of a call that had finished: the matrix is kept
         dest = out / FEATURES
     elif executor is None:
         dest = embed_to_npy(ds.texts_a, feat, out / FEATURES, chunk_size=chunk_size, key=key,
@@ -196,14 +197,22 @@ def _embed_images(ds: Any, out: Path, *, featurizer: str, options: dict[str, Any
     return {"rows": int(shape[0]), "dim": int(shape[1]), "seconds": secs, **more}
 
 
-def _finished(out: Path, key: str, rows: int) -> bool:
-    """Whether OUT/features.npy is the finished matrix of these inputs and options (its results.json says so)."""
+def _finished_key(out: Path) -> str | None:
+    """The inputs and options of the finished OUT/features.npy (the key its committed results.json records), or
+    None when the folder holds no finished matrix that matches its manifest."""
     try:
-        res = read_results(out)
-        shape = np.load(out / FEATURES, mmap_mode="r").shape
-    except (OSError, ValueError, InputError):
-        return False
-    return res.get("features_key") == key and shape[0] == rows
+        res = read_results(out, names=(FEATURES,))
+    except InputError:
+        return None
+    key = res.get("features_key")
+    return key if isinstance(key, str) else None
+
+
+def _rows(out: Path) -> int:
+    try:
+        return int(np.load(out / FEATURES, mmap_mode="r").shape[0])
+    except (OSError, ValueError):
+        return -1
 
 
 def _result(data_path: str, featurizer: str, seed: int, out: Path, *, rows: int, dim: int, seconds: float,

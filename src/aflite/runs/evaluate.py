@@ -18,7 +18,7 @@ from aflite.errors import ParameterError
 from aflite.evaluate import EvaluationReport, compare_runs, load_eval_set, load_hans
 from aflite.rundir.lock import check_outside_runs
 from aflite.rundir.results import recording_warnings
-from aflite.runs.folder import RunFolder
+from aflite.runs.folder import RunFolder, claims
 
 __all__ = ["evaluate", "evaluate_files", "evaluation_sets", "parse_mapping"]
 
@@ -109,10 +109,12 @@ def evaluate_files(data: str | Path, runs: Sequence[str | Path], out: str | Path
     return evaluate(data, runs, out, **keywords)
 
 
+@claims("evaluate")  # a path given as out is claimed as the CLI claims --out
 @recording_warnings()  # scikit-learn's warnings counted in results.json (aflite.rundir.results)
 def evaluate(data: Any, runs: Sequence[str | os.PathLike[str]],
              out: str | os.PathLike[str] | RunFolder | None = None, *,
-             cache_dir: str | os.PathLike[str] | None = None, **keywords: Any) -> EvaluationReport:
+             cache_dir: str | os.PathLike[str] | None = None, overwrite: bool = False,
+             **keywords: Any) -> EvaluationReport:
     """:func:`aflite.evaluate.compare_runs` (its keywords in ``keywords``; ``cache_dir`` defaults to ``out/cache``)
     on ``data`` (a file, or a pandas DataFrame, a pyarrow Table or a datasets.Dataset, read as ``aflite.run`` reads
     it),

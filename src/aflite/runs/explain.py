@@ -35,7 +35,7 @@ from aflite.rundir.match import check_run_rows
 from aflite.rundir.read import Instances, RunRecord, read_run
 from aflite.rundir.results import recording_warnings
 from aflite.runs.explain_files import ExplainResult, explain_results
-from aflite.runs.folder import RunFolder
+from aflite.runs.folder import RunFolder, claims
 from aflite.threads import limited
 
 __all__ = ["ExplainResult", "explain"]
@@ -124,6 +124,7 @@ def _check_options(alpha: float, min_count: int, random_seeds: int, neighbours: 
         raise ParameterError("--min-count and --random-seeds must be >= 1, --neighbours >= 0")
 
 
+@claims("explain")  # a path given as out is claimed as the CLI claims --out
 @limited  # one thread policy (aflite.threads)
 @recording_warnings()  # scikit-learn's warnings counted in results.json (aflite.rundir.results)
 def explain(
@@ -146,6 +147,7 @@ def explain(
     stop_max_phases: int = 40,
     ngram_coefficients: bool = False,
     null: str = "base",
+    overwrite: bool = False,
 ) -> ExplainResult:
     """Explain a run of ``aflite run`` on DATA (a file, or a DataFrame, Table or datasets.Dataset) into ``out`` (a
     path, or the CLI's claimed ``RunFolder``): every registered check (:mod:`aflite.checks`): token artifacts with
@@ -160,9 +162,8 @@ def explain(
     (1/|Y|, Gardner et al. 2021's choice)."""
     _check_options(alpha, min_count, random_seeds, neighbours)
     folder = RunFolder.of(out, "explain")
-    check_outside_runs(folder.path, [run_dir])  # explain reads the run folder and writes elsewhere
-    if cache_dir is not None:
-        check_outside_runs(cache_dir, [run_dir], flag="--cache-dir")
+    for path, flag in ((folder.path, "--out"), (cache_dir or folder.path, "--cache-dir")):  # it reads the run only
+        check_outside_runs(path, [run_dir], flag=flag)
     t_start = time.perf_counter()
     timings: dict[str, float] = {}
     run = read_run(run_dir)

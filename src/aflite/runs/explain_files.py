@@ -30,7 +30,7 @@ from aflite.checks.format import cell, md_cell, pct
 from aflite.core.heldout import WEIGHT_RULE
 from aflite.explain.plots import plot_competency, plot_datamap
 from aflite.hashing import file_sha256
-from aflite.rundir.names import KEPT_IDS, RESULTS, SUMMARY_MD
+from aflite.rundir.names import KEPT_IDS, RESULTS, SUMMARY_MD, TOKENS, WEIGHTS
 from aflite.rundir.read import Instances, RunRecord
 from aflite.rundir.results import Result, Table
 from aflite.verdict import markdown
@@ -44,7 +44,7 @@ INSTANCE_COLUMNS = ("id", "label", "predictability", "removed_at", "confidence",
 WEIGHT_COLUMNS = ("id", "label", "weight", "first_phase_predictability")
 
 FILES = {
-    "tokens.csv": "one row per tested (token, label) pair and set (full D, kept D(Φ), random same-size subsets): "
+    TOKENS: "one row per tested (token, label) pair and set (full D, kept D(Φ), random same-size subsets): "
                   "count of texts with the token, how many carry the label, p̂(label | token), Gardner et al.'s z "
                   "against the label's base rate in that set, its one-sided p-value, and whether it passes the "
                   "Bonferroni-corrected test (1/0). Random rows are means over the subsets; significant = in at "
@@ -57,7 +57,7 @@ FILES = {
                      "rows in Φ.",
     "datamap.png": "variability against confidence of the first phase, colour = correctness, removed rows as red "
                    "crosses.",
-    "weights.csv": "soft training weights for users who reweight instead of dropping (rule in results.json).",
+    WEIGHTS: "soft training weights for users who reweight instead of dropping (rule in results.json).",
     RESULTS: "every number above in one place (significant counts, Bonferroni thresholds, top artifacts, "
                     "overlap table, surrogate terms, rules used, timings).",
     SUMMARY_MD: "this summary.",
@@ -157,14 +157,14 @@ class ExplainResult(Result):
         tokens = checks.get("tokens")
         sets = tokens.detail if tokens is not None and tokens.detail else {}
         if sets:
-            with atomic_open(out / "tokens.csv") as fh:
+            with atomic_open(out / TOKENS) as fh:
                 w = csv.writer(fh, lineterminator="\n")
                 w.writerow(TOKEN_COLUMNS)
                 for name in ("full", "kept", "random"):
                     w.writerows(_token_rows(name, sets[name]))
             plot_competency([("full D", sets["full"]), ("kept D(Φ)", sets["kept"])], out / "competency.png")
         af = data.phase
-        with atomic_open(out / "weights.csv") as fh:
+        with atomic_open(out / WEIGHTS) as fh:
             w = csv.writer(fh, lineterminator="\n")
             w.writerow(WEIGHT_COLUMNS)
             for i in range(len(data)):

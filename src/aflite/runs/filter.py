@@ -7,7 +7,7 @@ folder a filter leaves (every file written atomically, so a killed run never lea
 
 * ``kept_ids.txt`` / ``removed_ids.txt`` — one id per line, in dataset order;
 * ``instances.csv`` — id, label, kept, predictability (last p̃; empty if never scored), removed_at;
-* ``summary.json`` — parameters, seed, per-iteration sizes and timings, stop reason, label counts, versions;
+* ``results.json`` — parameters, seed, per-iteration sizes and timings, stop reason, label counts, versions;
 * ``checkpoint.npz`` — the filter state after the last completed phase (plain arrays, no pickles);
 * ``results.json``, ``summary.md`` and ``report.html`` (:meth:`aflite.runs.folder.RunFolder.finish`).
 """
@@ -27,7 +27,7 @@ from numpy.typing import NDArray
 from tqdm.auto import tqdm  # a notebook bar in Jupyter, else a terminal bar
 
 from aflite import data
-from aflite.atomic import atomic_open, write_json
+from aflite.atomic import atomic_open
 from aflite.core.backends.dask import use_cluster
 from aflite.core.filter import AFLite
 from aflite.core.phase import FilterState, validate_inputs
@@ -35,10 +35,10 @@ from aflite.device import ensemble_device
 from aflite.errors import InputError, ParameterError
 from aflite.hashing import inputs_fingerprint
 from aflite.rundir.checkpoint import check_resume_dataset
-from aflite.rundir.names import INSTANCES, KEPT_IDS, REMOVED_IDS, SUMMARY
+from aflite.rundir.names import CHECKPOINT, INSTANCES, KEPT_IDS, REMOVED_IDS
 from aflite.rundir.results import Result, Table, recording_warnings
 from aflite.rundir.versions import versions
-from aflite.runs.folder import RunFolder
+from aflite.runs.folder import RunFolder, claims
 from aflite.runs.summaries import filter_verdict, render_filter_summary
 
 __all__ = ["FilterResult", "filter_files", "previous_run_error", "run_filter"]
@@ -57,7 +57,7 @@ def previous_run_error(folder: RunFolder) -> ParameterError:
 
 @dataclass(repr=False)  # Result.__repr__: one line, not the arrays
 class FilterResult(Result):
-    """What a filter left behind: its folder, its summary (``summary.json``; results.json's body), the kept mask
+    """What a filter left behind: its folder, its summary (results.json's body), the kept mask
     over the dataset's rows and the filtered dataset (``kept_ids.txt`` for ``filter``; ``filtered.<ext>`` for
     ``run``); ``ids``, ``labels`` and ``state`` are the filtered rows and the filter's final state."""
 
@@ -108,19 +108,18 @@ class FilterResult(Result):
         return Table(INSTANCE_COLUMNS, rows, INSTANCES)
 
     def write_files(self, out: Path) -> None:
-        """kept and removed ids, one per line in dataset order, and summary.json."""
+        """kept and removed ids, one per line in dataset order."""
         if self.state is not None and self.ids is not None:
             keep = self.state.keep
             with atomic_open(out / KEPT_IDS) as fh:
                 fh.writelines(f"{i}\n" for i in self.ids[keep])
             with atomic_open(out / REMOVED_IDS) as fh:
                 fh.writelines(f"{i}\n" for i in self.ids[~keep])
-        write_json(out / SUMMARY, self.summary)
 
 
 def filter_summary(ids: NDArray[Any], labels: NDArray[Any], state: FilterState, params: dict[str, Any],
                    extra: dict[str, Any] | None = None) -> dict[str, Any]:
-    """summary.json of a filter: parameters, seed, sizes, stop, label counts, per-phase records and versions."""
+    """results.json's body of a filter: parameters, seed, sizes, stop, label counts, per-phase records and versions."""
     keep = state.keep
     before = Counter(map(str, labels))
     after = Counter(map(str, labels[keep]))
@@ -163,8 +162,8 @@ def run_filter(af: Any, X: Any, y: np.ndarray, ids: np.ndarray, folder: RunFolde
             state = folder.load_checkpoint(params, fp)
         elif not overwrite:
             raise previous_run_error(folder)
-    if folder is not None:
-        folder.path.mkdir(parents=True, exist_ok=True)
+    if folder is not None:  # the build starts: results.json goes, and what is not resumed
+        folder.begin(keep=(CHECKPOINT,) if state is not None else ())
 
     total = params["dataset_size"] - params["target_size"]
     done0 = 0 if state is None else int((~state.keep).sum())
@@ -198,6 +197,7 @@ def run_filter(af: Any, X: Any, y: np.ndarray, ids: np.ndarray, folder: RunFolde
                         np.asarray(ids), labels, af.state_)
 
 
+@claims("filter")  # a path given as out is claimed as the CLI claims --out
 @recording_warnings()  # scikit-learn's warnings counted in results.json (aflite.rundir.results)
 def filter_files(
     features: str | os.PathLike[str],

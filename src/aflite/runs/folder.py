@@ -1,35 +1,48 @@
-""":class:`RunFolder`: the output folder of one command, from its claim to its last files.
+""":class:`RunFolder`: the output folder of one command, from its claim to its commit.
 
-The CLI claims the folder before any work (checked, marked as the command's own and locked:
-:mod:`aflite.rundir.lock`) and passes it, with the argv it parsed, to the library function as ``out``; a Python
-caller passes a path and gets an unclaimed folder. Either way the command writes its own files as it goes (the
-filter's checkpoint after every phase, filtered.*, features.npy, ...) and ends with :meth:`RunFolder.finish`,
-which writes the :class:`~aflite.rundir.results.Result`'s files, then ``results.json``, ``summary.md`` and
-``report.html``, once each and in that order."""
+Every command claims its folder before any work (checked, marked as the command's own and locked:
+:mod:`aflite.rundir.lock`): the CLI claims ``--out`` and passes the :class:`RunFolder`, with the argv it parsed,
+to the library function as ``out``; a Python caller passes a path and the function claims it the same way
+(:func:`claims`: the same refusals, ``overwrite=True`` and ``resume=True`` for ``--overwrite``/``--resume``).
+The folder's life (docs/architecture.md): **claim**; **build** — :meth:`RunFolder.begin`, before the first write,
+takes results.json away (the folder is unfinished from then on) and removes what an earlier command wrote
+there but what the command resumes from (never the user's own entries, never Φ's cache); then the command writes
+its files (the filter's checkpoint after every phase, filtered.*, features.npy, ...); **commit** —
+:meth:`RunFolder.finish` writes the :class:`~aflite.rundir.results.Result`'s files, ``summary.md`` and
+``report.html``, then ``results.json`` last, with the manifest of every file (:mod:`aflite.rundir.manifest`);
+**verify** — every reader checks the files against that manifest (:mod:`aflite.rundir.read`)."""
 
 from __future__ import annotations
 
+import contextlib
 import csv
+import functools
+import inspect
 import os
-from collections.abc import Sequence
+import shutil
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
-from aflite.atomic import atomic_open, write_text
+from aflite.atomic import atomic_open, storage_errors, write_text
 from aflite.core.phase import FilterState
 from aflite.errors import AfliteError, OutputWriteError
 from aflite.report import write_page
 from aflite.rundir import checkpoint
-from aflite.rundir.lock import OutputFolder, claim_output
-from aflite.rundir.names import CHECKPOINT, PAGE, RESULTS, SUMMARY, SUMMARY_MD
-from aflite.rundir.results import Result, write_results_json
+from aflite.rundir.bodies import parse
+from aflite.rundir.lock import OutputFolder, claim_output, foreign_of, pause_point, read_marker
+from aflite.rundir.manifest import listing, own_entries
+from aflite.rundir.names import CHECKPOINT, PAGE, RESULTS, SUMMARY_MD
+from aflite.rundir.results import Result, results_document, write_results_json
 
-__all__ = ["RunFolder"]
+__all__ = ["RunFolder", "claims"]
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 
 class RunFolder:
     """An output folder: its path, the command that writes it, the argv results.json records (None: the process's
-    own) and, when the CLI claimed it, the claim (released when the ``with`` block ends)."""
+    own) and its claim (released when the ``with`` block ends)."""
 
     def __init__(self, path: str | os.PathLike[str], command: str, *, argv: Sequence[str] | None = None,
                  claim: OutputFolder | None = None) -> None:
@@ -37,20 +50,24 @@ class RunFolder:
         self.command = command
         self.argv = None if argv is None else list(argv)
         self._claim = claim
+        self._begun = False
 
     @classmethod
     def claim(cls, path: str | os.PathLike[str], command: str, *, overwrite: bool = False, resume: bool = False,
-              argv: Sequence[str] | None = None) -> RunFolder:
+              argv: Sequence[str] | None = None, flag: str = "--out") -> RunFolder:
         """Check, create, mark and lock ``path`` for ``aflite COMMAND`` (:func:`aflite.rundir.lock.claim_output`),
         before any computation."""
-        held = claim_output(path, command, overwrite=overwrite, resume=resume)
+        held = claim_output(path, command, overwrite=overwrite, resume=resume, flag=flag)
+        pause_point("claimed")
         return cls(held.path, command, argv=argv, claim=held)
 
     @classmethod
     def of(cls, out: str | os.PathLike[str] | RunFolder, command: str) -> RunFolder:
-        """``out`` itself when it is a folder already (the CLI's claimed one), else an unclaimed folder at that path
-        for ``command``."""
-        return out if isinstance(out, RunFolder) else cls(out, command)
+        """``out`` itself: the folder the CLI or :func:`claims` claimed; a bare path here means a command function
+        that does not claim its folder, which is a bug."""
+        if not isinstance(out, RunFolder):
+            raise TypeError(f"aflite {command}: the output folder was not claimed (decorate with runs.folder.claims)")
+        return out
 
     def __fspath__(self) -> str:
         return str(self.path)
@@ -72,23 +89,45 @@ class RunFolder:
         self.release(failed=exc_type is not None and issubclass(exc_type, AfliteError)
                      and not issubclass(exc_type, OutputWriteError))
 
+    # ------------------------------------------------------------------------------------------------ build
+    def begin(self, *, keep: Sequence[str] = ()) -> None:
+        """Start building, right before the command's first write: results.json goes first (from then on the
+        folder is unfinished, and every reader says so), then whatever an earlier command wrote here except
+        ``keep`` (what the command resumes from: the filter's checkpoint, embed's partial matrix); the user's own
+        entries and Φ's cache stay. Once per folder; :meth:`finish` calls it when the command has not."""
+        if self._begun:
+            return
+        self._begun = True
+        with storage_errors(self.path / RESULTS):
+            self.path.mkdir(parents=True, exist_ok=True)
+            with contextlib.suppress(FileNotFoundError):
+                (self.path / RESULTS).unlink()
+        pause_point("begun")
+        for entry in own_entries(self.path, [*foreign_of(self.path, read_marker(self.path)), *keep]):
+            if entry.is_dir() and not entry.is_symlink():
+                shutil.rmtree(entry)
+            else:
+                entry.unlink(missing_ok=True)
+
     # ------------------------------------------------------------------------------------------------ checkpoints
     def holds_run(self) -> bool:
-        """Whether a filtering run has written here (a checkpoint or its summary)."""
-        return (self.path / CHECKPOINT).exists() or (self.path / SUMMARY).exists()
+        """Whether a filtering run has written here (a checkpoint, or a committed run's results.json)."""
+        return (self.path / CHECKPOINT).exists() or (self.path / RESULTS).exists()
 
     def save_checkpoint(self, state: FilterState, params: dict[str, Any], fp: str,
                         dataset_fp: str | None = None) -> None:
         checkpoint.save_checkpoint(self.path, state, params, fp, dataset_fp)
+        pause_point("checkpoint")
 
     def load_checkpoint(self, params: dict[str, Any], fp: str) -> FilterState | None:
         return checkpoint.load_checkpoint(self.path, params, fp)
 
-    # ------------------------------------------------------------------------------------------------ last files
+    # ------------------------------------------------------------------------------------------------ commit
     def finish(self, result: Result) -> dict[str, Any]:
-        """Write ``result``'s own files and per-row table, then results.json, summary.md and report.html (once
-        each, in that order); returns results.json as written."""
-        self.path.mkdir(parents=True, exist_ok=True)
+        """Write ``result``'s own files and per-row table, summary.md and report.html, then commit: results.json
+        with the manifest of every file the command wrote (the user's own entries and Φ's cache left out).
+        Returns results.json as written."""
+        self.begin()
         result.out = self.path
         result.write_files(self.path)
         table = result.table()
@@ -98,8 +137,9 @@ class RunFolder:
                 w.writerow(table.columns)
                 w.writerows(table.rows)
         summary = result.summary_md()  # rendered first: what it warns about is listed in results.json too
-        document = write_results_json(self.path, result.to_json(), command=self.command, argv=self.argv,
-                                      seed=result.seed)
+        document = results_document(self.path, result.to_json(), command=self.command, argv=self.argv,
+                                    seed=result.seed)
+        parse(document, self.path / RESULTS, manifest=False)  # the body's types, as every reader will check them
         write_text(self.path / SUMMARY_MD, summary)
         if result.has_page:
             html = result.page_html(document)
@@ -107,8 +147,37 @@ class RunFolder:
                 write_page(self.path, dataset=result.dataset, results=document)
             else:
                 write_text(self.path / PAGE, html)
-        return document
+        pause_point("files")
+        files = listing(self.path, foreign_of(self.path, read_marker(self.path)))
+        written = write_results_json(self.path, document, files)
+        pause_point("committed")
+        return written
 
     @property
     def results_path(self) -> Path:
         return self.path / RESULTS
+
+
+def claims(command: str, *, param: str = "out") -> Callable[[F], F]:
+    """Decorate a command's library function so that a path given as ``param`` is claimed as the CLI claims
+    ``--out`` (with the function's ``overwrite`` and ``resume`` keywords), held while it runs and released after:
+    a refused input leaves nothing behind. A :class:`RunFolder` (the CLI's claim) or None passes through."""
+
+    def decorate(fn: F) -> F:
+        sig = inspect.signature(fn)
+
+        @functools.wraps(fn)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            bound = sig.bind(*args, **kwargs)
+            out = bound.arguments.get(param)
+            if out is None or isinstance(out, RunFolder):
+                return fn(*args, **kwargs)
+            given = bound.arguments
+            with RunFolder.claim(out, command, overwrite=bool(given.get("overwrite", False)),
+                                 resume=bool(given.get("resume", False)), flag=param) as folder:
+                given[param] = folder
+                return fn(*bound.args, **bound.kwargs)
+
+        return wrapper  # type: ignore[return-value]
+
+    return decorate

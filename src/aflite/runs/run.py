@@ -38,10 +38,11 @@ from aflite.features.shards import ShardedTransform
 from aflite.hashing import dataset_fingerprint, file_sha256
 from aflite.links import check_link_dir, check_link_names
 from aflite.rundir.checkpoint import check_resume_dataset
+from aflite.rundir.lock import pause_point
 from aflite.rundir.names import WARMUP_IDS
 from aflite.rundir.results import recording_warnings
 from aflite.runs.filter import FilterResult, previous_run_error, run_filter
-from aflite.runs.folder import RunFolder
+from aflite.runs.folder import RunFolder, claims
 from aflite.runs.summaries import PROBE_MEANING, label_shift, render_summary, run_verdict
 from aflite.threads import limited
 
@@ -52,7 +53,7 @@ PARAMETERS = ("target_size", "n_partitions", "train_size", "slice_size", "thresh
 
 @dataclass(repr=False)  # Result.__repr__: one line, not the arrays
 class RunResult(FilterResult):
-    """What a run left behind: its folder, its summary (``summary.json``; results.json's body), the kept mask over
+    """What a run left behind: its folder, its summary (results.json's body), the kept mask over
     the dataset's rows (warm-up rows are False) and the filtered dataset (``filtered.<ext>``); ``dataset`` and
     ``rows`` (the dataset rows the filter saw) give summary.md its examples and the page its texts."""
 
@@ -252,11 +253,12 @@ def _data_record(data_path: Any, out: Path | None, ds: Any, dataset_fp: str) -> 
 
 def _run_record(data_path: Any, out: Path | None, ds: Any, dataset_fp: str, featurizer: str, view: str,
                 feats: Features, shards: ShardedTransform | None, chosen: dict[str, Any], given: dict[str, Any],
-                groups: str) -> dict[str, Any]:
-    """What summary.json records of a run besides the filter's own numbers: the data, Φ and the parameters'
-    origin."""
+                groups: str, dataset_options: dict[str, Any] | None = None) -> dict[str, Any]:
+    """What results.json records of a run besides the filter's own numbers: the data and the column options it
+    was read with (the page reads the rows back with them), Φ and the parameters' origin."""
     return {
         **_data_record(data_path, out, ds, dataset_fp),
+        "dataset_options": {k: v for k, v in (dataset_options or {}).items() if isinstance(v, str)},
         "dataset_size": len(ds),
         "dropped_at_load": ds.dropped,
         **({"empty_texts_at_load": dict(ds.empty_texts)} if getattr(ds, "empty_texts", None) else {}),
@@ -305,6 +307,7 @@ def _write_data(ds: Any, rows: np.ndarray, feats: Features, res: FilterResult, o
     return keep, data.write_filtered(ds, keep, out / name)
 
 
+@claims("run")  # a path given as out is claimed as the CLI claims --out
 @limited  # one thread policy (aflite.threads)
 @recording_warnings()  # scikit-learn's warnings counted in results.json (aflite.rundir.results)
 def run(data_path: Any, out: str | os.PathLike[str] | RunFolder | None = None, *, featurizer: str = "ngram",
@@ -367,12 +370,13 @@ def run(data_path: Any, out: str | os.PathLike[str] | RunFolder | None = None, *
         where.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
     extra = _run_record(data_path, where, ds, dataset_fp, featurizer, view, feats, shards, chosen, given,
-                        group_spec if grp is not None else "none")
+                        group_spec if grp is not None else "none", dataset_options)
     with _refused_resume_leaves_no_cache(cache_path, cached_before, release):
         res = run_filter(af, feats.X, ds.labels[rows], ds.ids[rows], folder, groups=grp, resume=resume,
                          overwrite=overwrite, show_progress=show_progress, extra=extra)
     timings["filter_seconds"], t0 = time.perf_counter() - t0, time.perf_counter()
     keep, filtered_path = _write_data(ds, rows, feats, res, where, data_path, link_dir)
+    pause_point("filtered")  # a test's child stops here to be killed (aflite.rundir.lock.pause_point)
     timings["write_seconds"] = time.perf_counter() - t0
     timings["featurize_rows_per_second"] = len(rows) / max(timings["featurize_seconds"], 1e-9)
     s = res.summary
