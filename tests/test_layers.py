@@ -5,6 +5,7 @@ another package's ``_private`` name; no module is over 500 lines."""
 from __future__ import annotations
 
 import ast
+import sys
 from pathlib import Path
 
 import pytest
@@ -278,6 +279,30 @@ def test_library_imports_sit_at_the_top() -> None:
                     inside.append(f"{m}:{node.lineno} import {node.names[0].name}")
     assert sorted(set(inside)) == []
     assert heavy_at_top == []
+
+
+POSIX_ONLY = {"fcntl", "resource"}  # imported where used, so that the package imports where they do not exist
+
+
+def test_the_standard_library_is_imported_at_the_top() -> None:
+    """What docs/architecture.md says of imports inside functions is what the code does: in a library module, an
+    import inside a function is of a third-party package (an optional extra, or a slow import deferred until used)
+    or of a POSIX-only module; the standard library sits at the top."""
+    wrong = []
+    for m, path in MODULES.items():
+        if m.startswith("aflite.cli") or m == "aflite.__main__":
+            continue
+        for fn in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef):
+                continue
+            for node in ast.walk(fn):
+                names = [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else \
+                    [a.name for a in node.names] if isinstance(node, ast.Import) else []
+                for name in names:
+                    top = name.split(".")[0]
+                    if top in sys.stdlib_module_names and top not in POSIX_ONLY:
+                        wrong.append(f"{m}:{node.lineno} {name}")
+    assert wrong == []
 
 
 def _contributing_map() -> list[tuple[str, list[Path]]]:

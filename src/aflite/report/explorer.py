@@ -9,6 +9,9 @@ and what ``aflite report DIR`` runs again.
 
 from __future__ import annotations
 
+import base64
+import gzip
+import html
 import json
 import re
 from collections.abc import Sequence
@@ -249,7 +252,6 @@ def reframe_audit(folder: Path, results: dict[str, Any]) -> str:
     if start < 0 or end < start:
         raise InputError(f"{path}: not the page aflite audit wrote (no content markers); run aflite audit again")
     m = re.search(r"<title>(.*?)</title>", text, flags=re.S)
-    import html
 
     title = html.unescape(m.group(1)) if m else "Label-leakage audit"
     head = page_head(title, "", (), verdict_of(results))
@@ -294,7 +296,6 @@ def _keep_the_better_page(target: Path, new: str) -> None:
     except (OSError, UnicodeDecodeError):
         return
     if _has_texts(old):
-        import html
 
         why = html.unescape(next((n for n in notes_of(new) if n.startswith("Texts not shown: ")), "Texts not shown: "
                                  "the dataset is not readable from here")).removeprefix("Texts not shown: ").rstrip(".")
@@ -316,8 +317,6 @@ def embedded_data(page: str) -> dict[str, Any]:
         raise InputError("no embedded data in this page")
     obj = json.loads(m.group(1))
     if "packed" in obj:
-        import base64
-        import gzip
 
         obj = json.loads(gzip.decompress(base64.b64decode(obj["packed"])).decode("utf-8"))
     return dict(obj)

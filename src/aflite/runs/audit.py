@@ -169,10 +169,7 @@ def audit_file(
     t0 = time.perf_counter()
     ds = open_dataset(data_path, modality=kind.modality,
                       **kind.loader_options(dataset_options, groups, image_options))
-    classes = np.unique(ds.labels)
-    if len(classes) < 2:  # before featurizing (minutes), so nothing is computed or cached for nothing
-        raise InputError(f"{name}: every one of the {len(ds):,} {kind.rows_word} has the label "
-                         f"{str(classes[0])!r}; an audit needs at least two classes")
+    _check_two_classes(ds, name, kind.rows_word)  # before featurizing (minutes): nothing computed for nothing
     if compare is not None:
         check_run_rows(compare, ds, name, any_order=True)  # D(Φ) is taken by id: the rows' order does not matter
     kind.check(ds, cfg, groups, name)
@@ -207,6 +204,14 @@ def audit_file(
                    title or f"Label-leakage audit of {Path(name).name}", files)
     folder.finish(run)
     return run
+
+
+def _check_two_classes(ds: Any, name: str, rows_word: str) -> None:
+    """An audit needs two labels at least: refused in one line naming the one label."""
+    classes = np.unique(ds.labels)
+    if len(classes) < 2:
+        raise InputError(f"{name}: every one of the {len(ds):,} {rows_word} has the label {str(classes[0])!r}; "
+                         "an audit needs at least two classes")
 
 
 def summary_lines(results: list[Any]) -> list[str]:
