@@ -176,8 +176,9 @@ def plots_drawn(html_file: Path, timeout: float = 60.0) -> list[dict[str, Any]]:
         d.quit()
 
 
-def test_the_plots_are_drawn_in_a_browser_for_two_results_on_one_page(tmp_path: Path) -> None:
-    """Two outputs on one page (as in a notebook): each draws in its own divs, from one inlined bundle each."""
+def test_the_plots_are_drawn_in_a_browser_for_four_results_on_one_page(tmp_path: Path) -> None:
+    """Four outputs on one page (as in a notebook: a run, an evaluation, an explanation, an audit): each draws in
+    its own divs, from one inlined bundle each."""
     evaluate = json.loads((ROOT / "docs/measured/evaluate_snli_devtest_results.json").read_text(encoding="utf-8"))
 
     class Measured(Result):
@@ -187,11 +188,25 @@ def test_the_plots_are_drawn_in_a_browser_for_two_results_on_one_page(tmp_path: 
         def to_json(self) -> dict[str, Any]:
             return evaluate
 
+    def measured(command_name: str, file: str) -> Result:  # a command's body as measured (docs/measured)
+        body = json.loads((ROOT / "docs/measured" / file).read_text(encoding="utf-8"))
+
+        class Body(Result):
+            command: ClassVar[str] = command_name
+            out = None
+
+            def to_json(self) -> dict[str, Any]:
+                return body
+
+        return Body()
+
     page = tmp_path / "two.html"
+    shown = [planted_result(), Measured(), measured("explain", "explain_snli100k.json"),
+             measured("audit", "audit_snli_devtest_metrics.json")]
     page.write_text("<!DOCTYPE html><html><head><meta charset='utf-8'></head><body>"
-                    + (planted_result()._repr_html_() or "") + (Measured()._repr_html_() or "")
-                    + "</body></html>", encoding="utf-8")
+                    + "".join(r._repr_html_() or "" for r in shown) + "</body></html>", encoding="utf-8")
     blocks = plots_drawn(page)
-    assert [b["error"] for b in blocks] == [None, None]
-    assert [[d["id"].rsplit("-", 1)[1] for d in b["divs"]] for b in blocks] == [["phases", "labels"], ["accuracy"]]
+    assert [b["error"] for b in blocks] == [None] * 4
+    assert [[d["id"].rsplit("-", 1)[1] for d in b["divs"]] for b in blocks] == [
+        ["phases", "labels"], ["accuracy"], ["tokens"], ["leakage"]]
     assert all(d["svgs"] > 0 for b in blocks for d in b["divs"]), blocks

@@ -1,7 +1,7 @@
 // A result's view in a notebook (inlined by aflite.report.inline, once per displayed result): reads its data from
 // <script type="application/json" id="UID-data"> with JSON.parse, starts the plotly.js bundled in the same output
-// unless the page already has it, and draws the run's per-phase curve and label mix, or an evaluation's accuracy
-// bars, in this output's own divs (ids prefixed by UID, so that several results on one page never collide).
+// unless the page already has it, and draws the run's per-phase curve and label mix, an evaluation's accuracy
+// bars, explain's significant pairs per set or the audit's biased-condition accuracy, in this output's own divs (ids prefixed by UID, so that several results on one page never collide).
 (function (uid) {
   "use strict";
   var root = document.getElementById(uid); if (!root) return;
@@ -45,6 +45,25 @@
     P.newPlot(uid + "-accuracy", tr, lay("Held-out accuracy (dashed: chance)", "model", "accuracy (%)",
       {barmode: "group", shapes: shapes}), CFG);
   }
+  function tokens(P, T) {
+    var names = Object.keys(T);
+    P.newPlot(uid + "-tokens", [{type: "bar", x: names.map(plain), y: names.map(function (k) { return T[k]; }),
+      name: "significant pairs"}], lay("Significant (token, label) pairs", "set", "pairs"), CFG);
+  }
+  function leakage(P, L) {
+    var sets = [];
+    L.forEach(function (r) { if (sets.indexOf(r.set) < 0) sets.push(r.set); });
+    var tr = sets.map(function (s) {
+      var rs = L.filter(function (r) { return r.set === s; });
+      return {type: "bar", name: plain(s), x: rs.map(function (r) { return plain(r.view); }),
+        y: rs.map(function (r) { return 100 * r.biased; })};
+    });
+    var maj = L.filter(function (r) { return r.set === sets[0] && r.majority != null; });
+    if (maj.length) tr.push({type: "scatter", mode: "markers", name: "majority class", marker: {symbol: "line-ew-open", size: 30},
+      x: maj.map(function (r) { return plain(r.view); }), y: maj.map(function (r) { return 100 * r.majority; })});
+    P.newPlot(uid + "-leakage", tr, lay("Biased-condition accuracy (one sentence only)", "view", "accuracy (%)",
+      {barmode: "group"}), CFG);
+  }
   if (!window.Plotly) {  // the bundled plotly.js of this output, started once per page
     var src = root.querySelector("script.aflite-plotly");
     if (src) { var el = document.createElement("script"); el.textContent = src.textContent; document.head.appendChild(el); }
@@ -54,6 +73,8 @@
     if (D.history && D.history.length && document.getElementById(uid + "-phases")) phases(P, D.history);
     if (D.label_counts_before && document.getElementById(uid + "-labels")) labels(P, D.label_counts_before, D.label_counts_after || {});
     if (D.accuracy && D.accuracy.bars && D.accuracy.bars.length && document.getElementById(uid + "-accuracy")) accuracy(P, D.accuracy);
+    if (D.tokens && document.getElementById(uid + "-tokens")) tokens(P, D.tokens);
+    if (D.leakage && D.leakage.length && document.getElementById(uid + "-leakage")) leakage(P, D.leakage);
     root.setAttribute("data-plots", "1");
   } catch (e) { console.error("aflite plot failed: " + e); root.setAttribute("data-error", String(e)); }
 })

@@ -1,5 +1,6 @@
 """A command's result in a notebook (``_repr_html_``): the command and sizes, the verdict, the label shift and the
-first plots of the folder's page (a run's per-phase curve and label mix, an evaluation's accuracy bars), drawn with
+first plots of the folder's page (a run's per-phase curve and label mix, an evaluation's accuracy bars, explain's
+significant (token, label) pairs per set, the audit's biased-condition accuracy per set and view), drawn with
 the plotly.js the explorer page ships, inline: nothing is fetched, so the output shows offline and in an HTML export.
 
 :func:`result_html` builds it; importing this module registers it with :func:`aflite.rundir.show.register_html`
@@ -61,7 +62,30 @@ def _plot_data(body: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
         data["accuracy"] = read_evaluate(body)
         if data["accuracy"].get("bars"):
             divs.append("accuracy")
+    tokens = body.get("significant_tokens")  # explain: the competency test's count per set
+    if isinstance(tokens, dict) and all(isinstance(tokens.get(k), int | float) for k in ("full", "kept", "random")):
+        data["tokens"] = {"D": tokens["full"], "D(Φ)": tokens["kept"], "random subsets": tokens["random"]}
+        divs.append("tokens")
+    leakage = _leakage(body.get("results"))  # the audit: biased-condition accuracy per set and view
+    if leakage:
+        data["leakage"] = leakage
+        divs.append("leakage")
     return data, divs
+
+
+def _leakage(sets: Any) -> list[dict[str, Any]]:
+    """Per audited set and single-sentence view: the biased model's and the majority class's accuracy."""
+    if not isinstance(sets, list):
+        return []
+    out = []
+    for s in sets:
+        views = s.get("views") if isinstance(s, dict) else None
+        if not isinstance(views, dict):
+            continue
+        out += [{"set": str(s.get("name", "")), "view": str(v), "biased": r.get("biased_accuracy"),
+                 "majority": r.get("majority_accuracy")} for v, r in views.items()
+                if isinstance(r, dict) and isinstance(r.get("biased_accuracy"), int | float)]
+    return out
 
 
 def result_html(result: Any) -> str:
