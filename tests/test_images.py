@@ -452,7 +452,7 @@ def test_audit_cli_image_options_refused_on_text(tmp_path: Path, capsys: pytest.
     err = capsys.readouterr().err.strip().splitlines()
     assert rc == 2 and len(err) == 1 and "--image-size: image option(s)" in err[0]
     rc = _run(["audit", str(tsv), "--out", str(tmp_path / "o"), "--featurizer", "precomputed", "--quiet"])
-    assert rc == 2 and "is for images" in capsys.readouterr().err
+    assert rc == 2 and "--featurizer precomputed: the audit does not offer it" in capsys.readouterr().err
 
 
 def test_is_image_input_detects_tables_and_hf_folders(tmp_path: Path) -> None:

@@ -78,7 +78,7 @@ def test_the_rendered_notebook_draws_the_plots_in_a_browser(executed: Any, tmp_p
     page = tmp_path / "quickstart.html"
     page.write_text(R.to_html(executed[0]), encoding="utf-8")
     blocks = [b for b in plots_drawn(page) if b["divs"]]
-    assert len(blocks) == 1, blocks  # the run's view; explain's and the card's have no plots
-    assert blocks[0]["error"] is None and blocks[0]["plots"] == "1"
-    assert [d["id"].rsplit("-", 1)[1] for d in blocks[0]["divs"]] == ["phases", "labels"]
-    assert all(d["svgs"] > 0 for d in blocks[0]["divs"]), blocks
+    assert len(blocks) == 2, blocks  # the run's view and explain's; the card's has no plots
+    assert all(b["error"] is None and b["plots"] == "1" for b in blocks), blocks
+    assert [[d["id"].rsplit("-", 1)[1] for d in b["divs"]] for b in blocks] == [["phases", "labels"], ["tokens"]]
+    assert all(d["svgs"] > 0 for b in blocks for d in b["divs"]), blocks

@@ -108,7 +108,10 @@ def test_onnx_image_backends_agree_with_torch_on_a_small_sample(tmp_path: Path) 
     assert x["onnx"].shape == ref.shape == (12, 1280) and x["onnx"].dtype == np.float32
     assert cos(x["onnx"]).min() > 0.99999  # fp32: the same function up to float rounding
     c8 = cos(x["onnx-int8"])
-    assert c8.mean() > 0.95 and not np.allclose(x["onnx-int8"], x["onnx"], rtol=1e-3)  # close, but quantised
+    # close, but quantised. How close depends on the CPU's int8 kernels: 0.95+ on AVX-512 VNNI hosts; 0.905 on an
+    # AVX2 host without VNNI (2026-11-28), where ONNX Runtime's u8s8 products saturate. Images default to torch.
+    floor = 0.95 if _has_vnni() else 0.85
+    assert c8.mean() > floor and not np.allclose(x["onnx-int8"], x["onnx"], rtol=1e-3), c8
     files = sorted((tmp_path / "c" / "onnx").glob("*.onnx"), key=lambda p: "-int8-" in p.name)
     assert len(files) == 2 and "-int8-" in files[1].name and files[0].name.endswith("-3x64x64-v1.onnx")
     ops = {n.op_type for n in onnx.load(str(files[1])).graph.node}
@@ -134,3 +137,12 @@ def test_hf_image_model_on_onnx(tmp_path: Path) -> None:
                     export_dir=tmp_path / "onnx").X
     assert o.shape == t.shape
     assert ((o * t).sum(1) / np.linalg.norm(o, axis=1) / np.linalg.norm(t, axis=1)).min() > 0.9999
+
+
+def _has_vnni() -> bool:
+    """Whether this CPU has VNNI int8 dot products (AVX-512 VNNI or AVX-VNNI), read from /proc/cpuinfo."""
+    try:
+        flags = Path("/proc/cpuinfo").read_text(encoding="utf-8")
+    except OSError:
+        return True  # unknown: hold the stricter bound
+    return "avx512_vnni" in flags or "avx_vnni" in flags

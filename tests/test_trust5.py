@@ -17,7 +17,7 @@ import pytest
 import aflite
 from aflite import AuditConfig, audit_file, data, evaluate_runs, explain_run, write_card
 from aflite.cli import main
-from aflite.errors import InputError, ParameterError
+from aflite.errors import InputError, OutputError, ParameterError
 
 pd = pytest.importorskip("pandas")
 
@@ -317,7 +317,7 @@ def test_a_folder_holding_a_run_is_refused_before_phi_in_the_callers_words(tmp_p
     aflite.run(demo(60), tmp_path / "run", **KW)
     cache = sorted(p.name for p in (tmp_path / "run" / "cache").iterdir())
     other = demo(120).tail(60).reset_index(drop=True)  # other rows: their Φ is not in the cache
-    with pytest.raises(ParameterError, match=r"holds a previous run: pass resume=True to continue it, overwrite=True "
+    with pytest.raises(OutputError, match=r"holds a previous run: pass resume=True to continue it, overwrite=True "
                                              r"to start over, or choose another out$"):
         aflite.run(other, tmp_path / "run", **KW)
     assert sorted(p.name for p in (tmp_path / "run" / "cache").iterdir()) == cache

@@ -106,7 +106,7 @@ def _not_offered(featurizer: str, what: str, allowed: tuple[str, ...]) -> str:
     featurizer, one trained on the labels, a combination, or a name that is no featurizer at all."""
     found = spec(featurizer)  # an unknown name or a bad combination: its own precise reason
     opt = option_label(f"--featurizer {featurizer}", f"featurizer={featurizer!r}")
-    takes = f"{what} takes {' or '.join(allowed)}"
+    takes = f"{what}, so the audit takes {' or '.join(allowed)}"
     if not found.reads("text") or found.modality == "image":
         return f"{opt} is for images; {takes}"
     if "parts" in found.extra:
