@@ -82,3 +82,21 @@ def small_snli(tmp_path: Path) -> Path:
     path = tmp_path / "small.tsv.gz"
     path.write_bytes(gzip.compress(b"".join(lines[:301])))
     return path
+
+
+_DEFAULT_SUITE: dict[str, float] = {}
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    """Adds up the time of the tests the default suite runs (neither slow nor reading ../shared), so that a run
+    with --run-slow --run-shared (CI) still says how long `python -m pytest -q` takes."""
+    if report.skipped or "slow" in report.keywords or "shared_data" in report.keywords:
+        return
+    _DEFAULT_SUITE[report.nodeid] = _DEFAULT_SUITE.get(report.nodeid, 0.0) + report.duration
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    if _DEFAULT_SUITE:
+        total = sum(_DEFAULT_SUITE.values())
+        terminalreporter.write_line(f"default suite (not slow, not shared): {len(_DEFAULT_SUITE)} tests, "
+                                    f"{total:.0f} s of setup, call and teardown")
