@@ -218,8 +218,13 @@ def check_names(scope: str | None = None) -> tuple[str, ...]:
     return tuple(n for n in CHECKS if scope is None or getattr(_check_class(n), "scope", "explain") == scope)
 
 
-def check_options(name: str) -> tuple[CheckOption, ...]:
-    """The options the registered check ``name`` declares (an unknown name refused in one line)."""
+def check_options(name: str, scope: str | None = None) -> tuple[CheckOption, ...]:
+    """The options the registered check ``name`` declares; an unknown name, or one of another ``scope`` than the
+    one given, refused in one line."""
+    if scope is not None and name not in check_names(scope):
+        other = f"an {_check_class(name).scope!r} check" if name in CHECKS else "no such check"
+        raise ParameterError(f"check {name!r} is not a check of {scope!r} ({other}); choose one of "
+                             f"{', '.join(check_names(scope))}")
     return tuple(_check_class(name).options)
 
 
@@ -235,13 +240,9 @@ def resolve_checks(checks: Mapping[str, Any] | None, scope: str = "explain") -> 
     options' values (defaults filled in)."""
     if checks is not None and not isinstance(checks, Mapping):
         raise ParameterError(f"checks must be a dict of check name -> options, got {checks!r}")
-    names = check_names(scope)
     for name in checks or {}:
-        if name not in names:
-            other = f"it is an {_check_class(name).scope!r} check" if name in CHECKS else "no such check"
-            raise ParameterError(f"checks: {name!r} is not a check of {scope!r} ({other}); choose one of "
-                                 f"{', '.join(names)}")
-    return {name: get_check(name, (checks or {}).get(name)).params for name in names}
+        check_options(name, scope)  # a name of this scope's checks
+    return {name: get_check(name, (checks or {}).get(name)).params for name in check_names(scope)}
 
 
 def run_checks(data: CheckData, names: tuple[str, ...] | None = None, scope: str = "explain",

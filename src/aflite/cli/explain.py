@@ -121,7 +121,7 @@ def _validate(args: argparse.Namespace) -> None:
     check_outside_runs(args.out, [args.run_dir])
     if args.cache_dir is not None:
         check_outside_runs(args.cache_dir, [args.run_dir], flag="--cache-dir")
-    args.checks = parse_check_flag(args.check or [], check_options)
+    args.checks = parse_check_flag(args.check or [], lambda name: check_options(name, "explain"))
     explain_check_options(args.checks, {k: getattr(args, k) for k in ALIAS_FLAGS})
 
 

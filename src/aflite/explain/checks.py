@@ -167,7 +167,7 @@ class StopRule(Check):
     options: ClassVar[tuple[CheckOption, ...]] = (
         CheckOption("enabled", bool, False, "continue filtering past the run's stop with slices of k/4 until no "
                     "(token, label) pair is Bonferroni-significant on the kept set, or the floor is reached"),
-        CheckOption("floor", int, None, "smallest kept set the stop rule may reach (unset: the run's target size n)",
+        CheckOption("floor", int, None, "the smallest kept set the stop rule may reach; unset: the run's target size n",
                     valid=_positive, rule="must be >= 1"),
         CheckOption("max_phases", int, 40, "cap on the stop rule's extra phases", valid=_positive,
                     rule="must be >= 1"))

@@ -140,6 +140,8 @@ def explain_check_options(checks: dict[str, Any] | None, aliases: dict[str, Any]
     """Every explain check's options (:func:`aflite.checks.resolve_checks`), from ``checks`` and the older keywords
     (``aliases``: keyword -> value, None where not given; :data:`ALIASES`); a keyword and ``checks`` giving one
     option two values are refused in one line."""
+    if checks is not None and not isinstance(checks, dict):
+        raise ParameterError(f"checks must be a dict of check name -> its options, got {checks!r}")
     merged = {name: dict(opts) if isinstance(opts, dict) else opts for name, opts in (checks or {}).items()}
     registered = set(check_names("explain"))
     for keyword, value in aliases.items():
@@ -155,6 +157,13 @@ def explain_check_options(checks: dict[str, Any] | None, aliases: dict[str, Any]
             if isinstance(opts, dict):
                 opts[key] = value
     return resolve_checks(merged, "explain")
+
+
+def _check_outputs(found: dict[str, Any], folder: RunFolder) -> None:
+    """What the checks return, checked before the folder is begun: the names of their files (none of explain's own,
+    of the folder's reserved entries or of the user's entries there; one writer each) and of their columns."""
+    check_files(found, set(FILES) | {PAGE} | set(RESERVED) | set(foreign_of(folder.path, read_marker(folder.path))))
+    check_columns(found)
 
 
 @claims("explain")  # a path given as out is claimed as the CLI claims --out
@@ -189,19 +198,13 @@ def explain(
     nearest kept rows; and soft weights. The run folder is only read (Φ from its cache, or recomputed into
     ``cache_dir``, default ``out/cache``; an ``out`` or ``cache_dir`` in a run folder is refused).
 
-    ``checks`` gives checks their options (check name → {option: value}; ``aflite explain --list-checks`` lists
-    them), e.g. ``{"tokens": {"alpha": 0.05}, "stop_rule": {"enabled": True}}``: the stop rule continues filtering
-    past the run's stop until no token artifact is significant (:mod:`aflite.explain.stoprule`; off by default, the
-    run folder is never changed); ``ngram_coefficients`` (n-gram Φ only) refits the run's n-gram featurizer to read
-    each token's push from the ensemble's own weights (one more featurizing pass); ``tokens``' ``null`` is the
-    test's p0: ``"base"`` (each label's share of the set) or ``"uniform"`` (1/|Y|, Gardner et al. 2021's choice).
-    ``alpha``, ``min_count``, ``random_seeds``, ``neighbours``, ``null``, ``stop_rule``, ``stop_floor``,
-    ``stop_max_phases`` and ``ngram_coefficients`` are aliases of those options (:data:`ALIASES`; None: not
-    given). An unknown check or option, or a bad value, is refused in one line before any work."""
-    options = explain_check_options(checks, {"alpha": alpha, "min_count": min_count, "random_seeds": random_seeds,
-                                             "neighbours": neighbours, "null": null, "stop_rule": stop_rule,
-                                             "stop_floor": stop_floor, "stop_max_phases": stop_max_phases,
-                                             "ngram_coefficients": ngram_coefficients})
+    ``checks`` gives checks their options (check name → {option: value}; ``aflite explain --help`` lists them),
+    e.g. ``{"tokens": {"alpha": 0.05}, "stop_rule": {"enabled": True}}`` (the stop rule continues filtering past the
+    run's stop until no token artifact is significant; the run folder is never changed). ``alpha``, ``min_count``,
+    ``random_seeds``, ``neighbours``, ``null``, ``stop_rule``, ``stop_floor``, ``stop_max_phases`` and
+    ``ngram_coefficients`` are aliases of built-in checks' options (:data:`ALIASES`; None: not given). An unknown
+    check or option, or a bad value, is refused in one line before any work."""
+    options = explain_check_options(checks, {k: v for k, v in locals().items() if k in ALIASES})  # the keywords
     folder = RunFolder.of(out, "explain")
     for path, flag in ((folder.path, "--out"), (cache_dir or folder.path, "--cache-dir")):  # it reads the run only
         check_outside_runs(path, [run_dir], flag=flag)
@@ -211,7 +214,6 @@ def explain(
     run.require("parameters", "featurizer", what="the summary of `aflite run`")
     inst = run.instances()
     ds, rows = _load(data_path, run, inst, dataset_options, image_options)
-    is_images = ds.modality == "image"
     params = run.summary["parameters"]
     seed = int(run.summary.get("seed", params.get("random_state", 0)) or 0)
     fz = run.featurizer
@@ -236,13 +238,10 @@ def explain(
     timings["first_phase_seconds"] = time.perf_counter() - t0
     data = CheckData(
         np.asarray(inst.ids), y_str, af.classes_, y, X, seed, np.asarray(inst.kept, bool), inst.predictability,
-        inst.removed_at, af, texts, tview, [ds.texts_a[r] for r in rows] if is_images else None,
+        inst.removed_at, af, texts, tview, [ds.texts_a[r] for r in rows] if texts is None else None,
         {"token_view": token_view}, run.summary, {"dataset": ds, "rows": rows, "groups": grp})
     found = run_checks(data, options=options)
-    # what the checks return is checked before the first write: their files' names, their columns' names
-    check_files(found, set(FILES) | {PAGE, "cache"} | set(RESERVED) | set(foreign_of(folder.path,
-                                                                                       read_marker(folder.path))))
-    check_columns(found)
+    _check_outputs(found, folder)
     timings.update({f"{name}_seconds": r.seconds for name, r in found.items() if r.seconds is not None})
     results = explain_results(found, run, inst, source_name(data_path), seed, agree, timings, folder.path,
                               ds.source.memory is not None)
