@@ -67,9 +67,10 @@ def test_planted_token_is_ranked_first_and_significant(explained):
     assert (top["token"], top["label"], top["significant"]) == ("zqx", "contradiction", "1")
     res = json.loads((tmp / "ex" / "results.json").read_text())
     assert res["checks"]["tokens"]["summary"]["top_artifacts"]["full"][0]["token"] == "zqx"
-    assert set(res["checks"]["tokens"]["summary"]["significant_tokens"]) == {"full", "kept", "random"}
-    assert res["checks"]["tokens"]["summary"]["token_view"] == "hypothesis"
-    assert res["checks"]["tokens"]["summary"]["significant_tokens"]["full"] == sum(r["significant"] == "1" for r in full)
+    tokens = res["checks"]["tokens"]["summary"]  # the token check's own keys
+    assert set(tokens["significant_tokens"]) == {"full", "kept", "random"}
+    assert tokens["token_view"] == "hypothesis"
+    assert tokens["significant_tokens"]["full"] == sum(r["significant"] == "1" for r in full)
     assert {r["set"] for r in rows} == {"full", "kept", "random"}
 
 
@@ -240,7 +241,8 @@ def test_null_uniform_tests_against_one_over_the_label_count(explained):
     assert main(["explain", str(tmp / "planted.tsv"), str(tmp / "run"), "--out", str(out), "--quiet",
                  "--min-count", "10", "--random-seeds", "1", "--neighbours", "0", "--null", "uniform"]) == 0
     res = json.loads((out / "results.json").read_text())
-    assert res["checks"]["tokens"]["summary"]["token_test"]["null"] == "uniform" and "1/|Y|" in res["checks"]["tokens"]["summary"]["token_test"]["statistic"]
+    test = res["checks"]["tokens"]["summary"]["token_test"]
+    assert test["null"] == "uniform" and "1/|Y|" in test["statistic"]
     full = [r for r in read_csv(out / "tokens.csv") if r["set"] == "full"]
     p0 = 1 / 3
     for r in full[:50]:  # the csv holds 6 significant digits
@@ -364,3 +366,35 @@ def test_explain_on_real_text_has_a_verdict_a_chance_count_and_no_function_words
     assert tops and not set(tops) & FUNCTION_WORDS, sorted(set(tops))
     assert "not" in tops  # the negation the revised hypotheses carry
     assert set(embedded_data(page)["cols"]["top"]) - {""}
+
+
+# ------------------------------------------------------------------ each check's entry, typed on reading (#41, 2)
+@pytest.mark.parametrize("edit, expect", [
+    (lambda r: r.pop("checks"), "an explain folder of an earlier aflite (its checks' keys at the top level, not "
+                                "under 'checks'): run `aflite explain` again"),
+    (lambda r: r["checks"]["tokens"].update(columns="x"), "'checks'['tokens']['columns'] is \"x\", not a list"),
+    (lambda r: r["checks"]["datamap"].pop("summary"), "'checks'['datamap'] is {"),
+    (lambda r: r["checks"].update(surrogate=[]), "'checks'['surrogate'] is [], not an object with summary, options"),
+])
+def test_an_explain_folder_of_another_shape_is_refused_in_one_line(explained, tmp_path, edit, expect):
+    """Every reader of an explain folder (rundir.read, as card and report use it) checks each check's entry: an
+    older folder without ``checks``, or an entry of the wrong type, is refused in one line naming the key."""
+    import shutil
+
+    from aflite.errors import InputError
+    from aflite.rundir.bodies import CheckEntry
+    from aflite.rundir.read import read_folder
+
+    tmp, _ = explained
+    doc = read_folder(tmp / "ex", ("explain",))
+    entry = doc.body.checks["tokens"]  # typed: each entry a CheckEntry
+    assert isinstance(entry, CheckEntry) and entry.options["alpha"] == 0.01 and entry.ran
+    assert doc.body.checks["datamap"].columns == ["confidence", "variability", "correctness", "region"]
+    ex = tmp_path / "ex"
+    shutil.copytree(tmp / "ex", ex)
+    res = json.loads((ex / "results.json").read_text())
+    edit(res)
+    (ex / "results.json").write_text(json.dumps(res))
+    with pytest.raises(InputError) as err:
+        read_folder(ex, ("explain",))
+    assert expect in str(err.value) and "\n" not in str(err.value), str(err.value)

@@ -350,7 +350,8 @@ def test_the_files_a_check_returns_are_checked() -> None:
     assert checks.check_files({"toy": ok}, {"tokens.csv"}) == {"toy.txt": "toy"}
     for files, match in (({"../x.csv": "x"}, "a plain name"), ({"sub/x.csv": "x"}, "a plain name"),
                          ({".hidden": "x"}, "a plain name"), ({"Tokens.csv": "x"}, "which the command writes itself"),
-                         ({"toy.txt": "y"}, "both return a file named 'toy.txt'"), ({"n.bin": 3}, "bytes, text or rows")):
+                         ({"toy.txt": "y"}, "both return a file named 'toy.txt'"),
+                         ({"n.bin": 3}, "bytes, text or rows")):
         with pytest.raises(ParameterError, match=match):
             checks.check_files({"toy": ok, "other": CheckResult("other", files=files)}, {"tokens.csv"})
 
@@ -365,7 +366,7 @@ def test_a_check_cannot_overwrite_explains_own_files_or_columns(tmp_path: Path, 
     assert main(["run", str(small_snli), "--out", str(run), "-f", "ngram", "--quiet", "--no-probe", "-m", "8"]) == 0
     real = ToyCheck.find
     for change, match in (({"files": {"tokens.csv": "x"}}, "returns a file named 'tokens.csv', which the command"),
-                          ({"columns": {"weight": [0] * 300}}, "adds a column 'weight' to instances.csv, which explain")):
+                          ({"columns": {"weight": [0] * 300}}, "adds a column 'weight' to instances.csv, which")):
         def find(self: ToyCheck, data: CheckData, change: dict[str, Any] = change) -> CheckResult:
             r = real(self, data)
             for key, value in change.items():

@@ -29,8 +29,8 @@ from __future__ import annotations
 
 import importlib
 import time
-from dataclasses import dataclass, field
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import numpy as np

@@ -20,7 +20,6 @@ from aflite.cli.options import (
     featurizer_flag_values,
 )
 
-
 # explain's --help ends with every explain check and its options, read from the check registry when the help is
 # printed (building the parser imports no check: they import numpy); _Formatter puts the listing where this sits
 CHECKS_EPILOG = "<the explain checks and their options>"
@@ -88,12 +87,14 @@ def register(sub: Any) -> None:
     add_featurizer_flags(p.add_argument_group("the run's featurizer options that explain needs to recompute its Φ "
                                               "(the run recorded the others)"), "explain")
     p.add_argument("--ngram-coefficients", action="store_true", default=None,
-                   help="ngram_coefficients:enabled=true; n-gram Φ only: refit the run's featurizer (one more featurizing pass) and list, per row and "
-                   "overall, the tokens the ensemble's own weights push towards the gold label")
+                   help="ngram_coefficients:enabled=true; n-gram Φ only: refit the run's featurizer (one more "
+                   "featurizing pass) and list, per row and overall, the tokens the ensemble's own weights push "
+                   "towards the gold label")
     g = p.add_argument_group("stop rule (optional; off by default, the paper's k-rule stays the run's rule)")
     g.add_argument("--stop-rule", action="store_true", default=None,
-                   help="stop_rule:enabled=true: continue filtering past the run's stop with slices of k/4 until no (token, label) pair is "
-                   "Bonferroni-significant on the kept set, or the floor is reached; reports which came first")
+                   help="stop_rule:enabled=true: continue filtering past the run's stop with slices of k/4 until no "
+                   "(token, label) pair is Bonferroni-significant on the kept set, or the floor is reached; reports "
+                   "which came first")
     g.add_argument("--stop-floor", type=int, default=None, metavar="N",
                    help="stop_rule:floor, the smallest kept set the stop rule may reach (default the run's target "
                    "size n)")

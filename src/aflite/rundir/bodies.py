@@ -213,9 +213,9 @@ def _first_wrong(name: str, value: Any, hint: Any) -> tuple[str, Any, Any]:
 def _built(value: Any, hint: Any) -> Any:
     """The parsed JSON ``value`` with the dataclasses its type names built (explain's ``checks``)."""
     args = typing.get_args(hint)
-    if typing.get_origin(hint) is dict and args and dataclasses.is_dataclass(args[1]):
-        return {k: args[1](**{f.name: v[f.name] for f in dataclasses.fields(args[1]) if f.name in v})
-                for k, v in value.items()}
+    if typing.get_origin(hint) is dict and args and isinstance(args[1], type) and dataclasses.is_dataclass(args[1]):
+        cls = args[1]
+        return {k: cls(**{f.name: v[f.name] for f in dataclasses.fields(cls) if f.name in v}) for k, v in value.items()}
     return value
 
 

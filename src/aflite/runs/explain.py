@@ -33,11 +33,11 @@ from aflite.features import Features, featurize_dataset
 from aflite.features.registry import refuse_untaken, run_options, spec
 from aflite.hashing import inputs_fingerprint
 from aflite.rundir.lock import check_outside_runs, foreign_of, read_marker
+from aflite.rundir.manifest import RESERVED
 from aflite.rundir.match import check_run_rows
+from aflite.rundir.names import PAGE
 from aflite.rundir.read import Instances, RunRecord, read_run
 from aflite.rundir.results import recording_warnings
-from aflite.rundir.manifest import RESERVED
-from aflite.rundir.names import PAGE
 from aflite.runs.explain_files import FILES, ExplainResult, check_columns, explain_results
 from aflite.runs.folder import RunFolder, claims
 from aflite.threads import limited

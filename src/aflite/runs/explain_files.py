@@ -30,8 +30,8 @@ import numpy as np
 from aflite.atomic import atomic_open, write_text
 from aflite.checks import CheckData, CheckResult
 from aflite.checks.format import cell, md_cell, pct
-from aflite.errors import ParameterError
 from aflite.core.heldout import WEIGHT_RULE
+from aflite.errors import ParameterError
 from aflite.explain.plots import plot_competency, plot_datamap
 from aflite.hashing import file_sha256
 from aflite.rundir.names import KEPT_IDS, RESULTS, SUMMARY_MD, TOKENS, WEIGHTS
