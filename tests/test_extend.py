@@ -66,11 +66,12 @@ class LongHypotheses(Check):
 
 
 class LongSentences(Check):
-    """An audit check: per row, the view's sentence length in words, flagged when over twice the median; it reads
-    the biased model found before it (how many flagged rows that model gets right)."""
+    """An audit check: per row, the view's sentence length in words, flagged when over ``factor`` (an option, default
+    2) times the median; it reads the biased model found before it (how many flagged rows that model gets right)."""
 
     name: ClassVar[str] = "long_sentences"
     scope: ClassVar[str] = "audit"
+    options: ClassVar[tuple[CheckOption, ...]] = (CheckOption("factor", float, 2.0, "times the median length"),)
 
     def enabled(self, data: CheckData) -> bool:
         return data.texts is not None
@@ -78,12 +79,13 @@ class LongSentences(Check):
     def find(self, data: CheckData) -> CheckResult:
         assert data.texts is not None and data.keep is None  # a dataset's view, no run
         scores = np.asarray([len(t.split()) for t in data.texts], dtype=float)
-        flags = scores > 2 * np.median(scores)
+        flags = scores > self.params["factor"] * np.median(scores)
         right = int((flags & data.found["biased_model"].flags).sum())
         n = int(flags.sum())
         return CheckResult(self.name, scores, flags,
-                           {"long_sentences": {"flagged": n, "rows": len(scores), "biased_right": right}},
-                           [f"{n} {data.text_view}(s) are over twice the median length."],
+                           {"long_sentences": {"flagged": n, "rows": len(scores), "biased_right": right,
+                                               "factor": self.params["factor"]}},
+                           [f"{n} {data.text_view}(s) are over {self.params['factor']} times the median length."],
                            ["## Long sentences", "", f"{n} of {len(scores)} rows flagged.", ""])
 
 
@@ -214,20 +216,45 @@ def test_a_registered_audit_check_works_from_the_cli(tmp_path: Path, small_snli:
     out = tmp_path / "audit"
     assert main(["audit", str(small_snli), "--out", str(out), "--featurizer", "ngram", "--views", "hypothesis",
                  "--no-tra", "--n-components", "5", "--n-clusters", "8", "--peco-shuffles", "2",
-                 "--tsne-sample", "0", "--quiet"]) == 0
+                 "--tsne-sample", "0", "--quiet", "--check", "long_sentences:factor=1.5"]) == 0
     res = json.loads((out / "results.json").read_text())
     view = res["results"][0]["views"]["hypothesis"]
     found = view["long_sentences"]
     assert found["rows"] == res["results"][0]["n"] == 300 and 0 < found["flagged"] < 300
+    assert found["factor"] == 1.5  # its option, from --check (AuditConfig.checks)
+    assert res["results"][0]["config"]["checks"] == {"long_sentences": {"factor": 1.5}}
     assert 0 <= found["biased_right"] <= found["flagged"]
     assert list(view)[-1] == "long_sentences" and "long_hypotheses" not in view  # after the built-in keys
     assert "biased_accuracy" in view and "token_artifacts" in view
-    sentence = f"D, hypothesis-only: {found['flagged']} hypothesis(s) are over twice the median length."
+    sentence = f"D, hypothesis-only: {found['flagged']} hypothesis(s) are over 1.5 times the median length."
     assert sentence in res["verdict"]
     md = (out / "summary.md").read_text()
     assert sentence in md and "**D, hypothesis-only**" in md
     assert "## Long sentences" in md and f"{found['flagged']} of 300 rows flagged." in md
     assert "long_hypotheses" not in json.dumps(res)
+
+
+def test_an_audit_checks_option_is_refused_in_one_line(tmp_path: Path, small_snli: Path, capsys: Any,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """An unknown audit check, an explain check, an unknown key or a bad value: one line, before --out exists; from
+    Python (AuditConfig(checks=...)) a ParameterError before any work."""
+    from aflite.audit import AuditConfig
+    from aflite.runs.audit import audit_file
+
+    monkeypatch.setitem(checks.CHECKS, LongSentences.name, LongSentences)
+    out = tmp_path / "audit"
+    for flag, line in (("long_sentences:factor=big", "check 'long_sentences': option 'factor' must be a number"),
+                       ("long_sentences:size=1", "check 'long_sentences' has no option 'size'; its options: factor"),
+                       ("tokens:alpha=0.1", "check 'tokens' is not a check of 'audit' (an 'explain' check)")):
+        capsys.readouterr()
+        assert main(["audit", str(small_snli), "--out", str(out), "--featurizer", "ngram", "--no-tra",
+                     "--check", flag]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and line in err[0], err
+        assert not out.exists()
+    with pytest.raises(ParameterError, match="check 'long_sentences' has no option 'size'"):
+        audit_file(small_snli, out, AuditConfig(featurizer="ngram", tra=False, checks={"long_sentences": {"size": 1}}))
+    assert not out.exists()
 
 
 # ------------------------------------------------------------------ a check with an option, a column and a file

@@ -201,12 +201,12 @@ def _first_wrong(name: str, value: Any, hint: Any) -> tuple[str, Any, Any]:
     if typing.get_origin(hint) is dict and dataclasses.is_dataclass(args[1]) and isinstance(value, dict):
         inner = typing.get_type_hints(args[1])
         for k, v in value.items():
-            if not isinstance(v, dict):
-                return f"{name!r}[{k!r}]", v, args[1]
-            for f in dataclasses.fields(args[1]):
+            if _is(v, args[1]):
+                continue
+            for f in dataclasses.fields(args[1]) if isinstance(v, dict) else ():
                 if f.name in v and not _is(v[f.name], inner[f.name]):
                     return f"{name!r}[{k!r}][{f.name!r}]", v[f.name], inner[f.name]
-            return f"{name!r}[{k!r}]", v, args[1]  # a key it needs is missing
+            return f"{name!r}[{k!r}]", v, args[1]  # not an object, or a key it needs is missing
     return repr(name), value, hint
 
 
