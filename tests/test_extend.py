@@ -393,7 +393,8 @@ def test_a_check_cannot_overwrite_explains_own_files_or_columns(tmp_path: Path, 
     assert main(["run", str(small_snli), "--out", str(run), "-f", "ngram", "--quiet", "--no-probe", "-m", "8"]) == 0
     real = ToyCheck.find
     for change, match in (({"files": {"tokens.csv": "x"}}, "returns a file named 'tokens.csv', which the command"),
-                          ({"columns": {"weight": [0] * 300}}, "adds a column 'weight' to instances.csv, which")):
+                          ({"columns": {"weight": [0] * 300}}, "adds a column 'weight' to instances.csv, which"),
+                          ({"columns": {"toy_words": [0] * 299}}, "a column 'toy_words' of 299 cells to instances")):
         def find(self: ToyCheck, data: CheckData, change: dict[str, Any] = change) -> CheckResult:
             r = real(self, data)
             for key, value in change.items():

@@ -159,11 +159,11 @@ def explain_check_options(checks: dict[str, Any] | None, aliases: dict[str, Any]
     return resolve_checks(merged, "explain")
 
 
-def _check_outputs(found: dict[str, Any], folder: RunFolder) -> None:
+def _check_outputs(found: dict[str, Any], folder: RunFolder, rows: int) -> None:
     """What the checks return, checked before the folder is begun: the names of their files (none of explain's own,
     of the folder's reserved entries or of the user's entries there; one writer each) and of their columns."""
     check_files(found, set(FILES) | {PAGE} | set(RESERVED) | set(foreign_of(folder.path, read_marker(folder.path))))
-    check_columns(found)
+    check_columns(found, rows)
 
 
 @claims("explain")  # a path given as out is claimed as the CLI claims --out
@@ -241,7 +241,7 @@ def explain(
         inst.removed_at, af, texts, tview, [ds.texts_a[r] for r in rows] if texts is None else None,
         {"token_view": token_view}, run.summary, {"dataset": ds, "rows": rows, "groups": grp})
     found = run_checks(data, options=options)
-    _check_outputs(found, folder)
+    _check_outputs(found, folder, len(data))
     timings.update({f"{name}_seconds": r.seconds for name, r in found.items() if r.seconds is not None})
     results = explain_results(found, run, inst, source_name(data_path), seed, agree, timings, folder.path,
                               ds.source.memory is not None)

@@ -82,11 +82,16 @@ def _token_rows(name: str, st: Any) -> Any:
 BASE_COLUMNS = ("id", "label", "predictability", "removed_at", "kept", "first_phase_predictability", "weight")
 
 
-def check_columns(found: dict[str, CheckResult]) -> dict[str, str]:
+def check_columns(found: dict[str, CheckResult], rows: int) -> dict[str, str]:
     """The per-row columns the checks add to instances.csv (column → the check adding it), refused in one line when
-    one is explain's own or is added by two checks."""
+    one is explain's own, is added by two checks, or has not one cell per row (``rows``)."""
     owner: dict[str, str] = {}
     for name, r in found.items():
+        sizes = r.columns if r.columns is not None else {f"{name}_score": r.scores, f"{name}_flag": r.flags}
+        for col, cells in sizes.items():
+            if cells is not None and len(cells) != rows:
+                raise ParameterError(f"check {name!r} adds a column {col!r} of {len(cells):,} cells to "
+                                     f"instances.csv, which has {rows:,} rows")
         for col in r.column_names():
             if col in BASE_COLUMNS:
                 raise ParameterError(f"check {name!r} adds a column {col!r} to instances.csv, which explain writes "
