@@ -87,7 +87,8 @@ def make_explain(tmp: Path, run_dir: Path) -> Path:
     from aflite.rundir.results import commit
 
     commit(out, {"run": {"folder": str(run_dir)}, "first_phase": {}, "dataset": str(tmp / "pairs.tsv"),
-                 "significant_tokens": {"full": 9, "kept": 0, "random": 9},
+                 "checks": {"tokens": {"summary": {"significant_tokens": {"full": 9, "kept": 0, "random": 9}},
+                                       "options": {}, "columns": [], "files": []}},
                  "verdict": ["Planted artifacts were found on D and none remain on D(Φ)."]},
            command="explain", argv=["explain", str(tmp / "pairs.tsv"), str(run_dir), "--out", str(out)])
 

@@ -195,8 +195,8 @@ def test_manifest_copies_the_results(made: Path, card: Path) -> None:
         assert got["own_heldout"] == agg[name]["own_heldout"]
         assert got["original_heldout"] == agg[name]["original_heldout"]
     assert m["evaluate"]["tied_to_run_by"] == "the sha256 of kept_ids.txt"
-    assert m["explain"]["significant_tokens"] == ex["significant_tokens"]
-    assert m["explain"]["datamap"]["removed_by_region"] == ex["datamap"]["removed_by_region"]
+    assert m["explain"]["significant_tokens"] == ex["checks"]["tokens"]["summary"]["significant_tokens"]
+    assert m["explain"]["datamap"]["removed_by_region"] == ex["checks"]["datamap"]["summary"]["removed_by_region"]
     assert "/" not in json.dumps(m["input"]["file"]) and not re.search(r'"/(?:tmp|work|home)/', json.dumps(m))
 
 
@@ -235,7 +235,8 @@ def check_evaluate_figures(card: Path, ev_dir: Path) -> int:
 
 
 def check_explain_figures(card: Path, ex_dir: Path) -> None:
-    ex = results(ex_dir)
+    checks = results(ex_dir)["checks"]
+    ex = {**checks["tokens"]["summary"], "datamap": checks["datamap"]["summary"]}  # each check's keys
     _, body = split_card((card / "README.md").read_text(encoding="utf-8"))
     test = ex["token_test"]
     sig = {r["set"]: number(r["significant pairs"]) for r in table(

@@ -77,6 +77,12 @@ PER_COMMAND = {
     "filter": {
         "seed",             # AFLite's random_state (scikit-learn's name); --seed is the one seed of every command
     },
+    "explain": {
+        "check",            # --check NAME:KEY=VALUE, repeatable: one entry of explain(checks={NAME: {KEY: VALUE}})
+    },
+    "audit": {
+        "check",            # --check NAME:KEY=VALUE, repeatable: one entry of AuditConfig(checks={NAME: {KEY: VALUE}})
+    },
     "bench": {
         "embed",       # --embed MODEL selects the encoder benchmark: embed_benchmark(model=MODEL)
         "embed_data",  # its dataset: embed_benchmark(data=)

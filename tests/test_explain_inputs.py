@@ -41,9 +41,9 @@ def test_single_texts(tmp_path):
     assert main(["explain", str(data), str(tmp_path / "run"), "--out", str(tmp_path / "ex"), "--quiet",
                  "--min-count", "10", "--random-seeds", "2"]) == 0
     res = json.loads((tmp_path / "ex" / "results.json").read_text())
-    assert res["token_view"] == "text"
-    assert res["top_artifacts"]["full"][0]["token"] == "great"
-    assert res["top_artifacts"]["full"][0]["significant"]
+    assert res["checks"]["tokens"]["summary"]["token_view"] == "text"
+    assert res["checks"]["tokens"]["summary"]["top_artifacts"]["full"][0]["token"] == "great"
+    assert res["checks"]["tokens"]["summary"]["top_artifacts"]["full"][0]["significant"]
     top = {r["id"]: r["top_features"] for r in read_csv(tmp_path / "ex" / "instances.csv")}
     assert any(t.startswith("great:") for t in top.values())
 
@@ -98,10 +98,10 @@ def test_image_folder_uses_image_statistics(tmp_path):
     ex = tmp_path / "ex"
     assert not (ex / "tokens.csv").exists()  # no text, no token test
     res = json.loads((ex / "results.json").read_text())
-    assert res["significant_tokens"] is None
-    assert res["surrogate"]["inputs"].startswith("image statistics")
-    terms = [(t["name"], t["label"]) for t in res["surrogate"]["top_terms"]]
-    assert terms, res["surrogate"]
+    assert res["checks"]["tokens"]["summary"]["significant_tokens"] is None
+    assert res["checks"]["surrogate"]["summary"]["inputs"].startswith("image statistics")
+    terms = [(t["name"], t["label"]) for t in res["checks"]["surrogate"]["summary"]["top_terms"]]
+    assert terms, res["checks"]["surrogate"]["summary"]
     inst = read_csv(ex / "instances.csv")
     assert {r["region"] for r in inst} <= {"easy", "ambiguous", "hard"}
     assert (ex / "datamap.png").stat().st_size > 0

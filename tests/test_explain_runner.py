@@ -66,10 +66,11 @@ def test_planted_token_is_ranked_first_and_significant(explained):
     top = max(full, key=lambda r: float(r["z"]))
     assert (top["token"], top["label"], top["significant"]) == ("zqx", "contradiction", "1")
     res = json.loads((tmp / "ex" / "results.json").read_text())
-    assert res["top_artifacts"]["full"][0]["token"] == "zqx"
-    assert set(res["significant_tokens"]) == {"full", "kept", "random"}
-    assert res["token_view"] == "hypothesis"
-    assert res["significant_tokens"]["full"] == sum(r["significant"] == "1" for r in full)
+    assert res["checks"]["tokens"]["summary"]["top_artifacts"]["full"][0]["token"] == "zqx"
+    tokens = res["checks"]["tokens"]["summary"]  # the token check's own keys
+    assert set(tokens["significant_tokens"]) == {"full", "kept", "random"}
+    assert tokens["token_view"] == "hypothesis"
+    assert tokens["significant_tokens"]["full"] == sum(r["significant"] == "1" for r in full)
     assert {r["set"] for r in rows} == {"full", "kept", "random"}
 
 
@@ -163,11 +164,11 @@ def test_stop_rule_reports_what_came_first(explained, tmp_path):
     assert main(["explain", str(data), str(tmp / "run"), "--out", str(out), "--quiet", "--min-count", "10",
                  "--random-seeds", "1", "--stop-rule", "--stop-floor", "240"]) == 0
     res = json.loads((out / "results.json").read_text())
-    sr = res["stop_rule"]
+    sr = res["checks"]["stop_rule"]["summary"]
     assert sr["enabled"] and sr["stopped_by"] in ("no significant artifact", "floor reached", "no row reaches τ")
     last = sr["trajectory"][-1]
     assert sr["trajectory"][0]["size"] == res["run"]["size_after"]
-    assert sr["trajectory"][0]["significant"] == res["significant_tokens"]["kept"]
+    assert sr["trajectory"][0]["significant"] == res["checks"]["tokens"]["summary"]["significant_tokens"]["kept"]
     if sr["stopped_by"] == "floor reached":
         assert last["size"] <= 240
     inst = read_csv(out / "instances.csv")
@@ -192,12 +193,12 @@ def test_without_cleanlab_explain_still_works_and_says_so(explained, tmp_path, m
     tmp, _ = explained
     res = explain(tmp / "planted.tsv", tmp / "run", tmp_path / "ex", min_count=10, random_seeds=1, neighbours=0,
                   show_progress=False)
-    assert res.results["label_issues"]["n"] is None
-    assert "cleanlab is not installed" in res.results["label_issues"]["skipped"]
+    assert res.results["checks"]["label_issues"]["summary"]["n"] is None
+    assert "cleanlab is not installed" in res.results["checks"]["label_issues"]["summary"]["skipped"]
     assert "label issues skipped" in (tmp_path / "ex" / "summary.md").read_text()
     inst = read_csv(tmp_path / "ex" / "instances.csv")
     assert {r["label_issue"] for r in inst} == {""} and {r["nearest_kept"] for r in inst} == {""}
-    assert not any(o["group"] == "label issue" for o in res.results["overlap"])
+    assert not any(o["group"] == "label issue" for o in res.results["checks"]["label_issues"]["summary"]["overlap"])
 
 
 def test_same_ids_and_labels_but_other_texts_are_refused(explained, capsys, tmp_path):
@@ -222,7 +223,7 @@ def test_ngram_coefficients_read_the_ensemble_weights(explained, tmp_path):
     assert main(["explain", str(tmp / "planted.tsv"), str(tmp / "run"), "--out", str(out), "--quiet",
                  "--min-count", "10", "--random-seeds", "1", "--neighbours", "0", "--ngram-coefficients"]) == 0
     res = json.loads((out / "results.json").read_text())
-    nc = res["ngram_coefficients"]
+    nc = res["checks"]["ngram_coefficients"]["summary"]
     assert nc["refit_max_abs_diff"] < 1e-4  # the refitted featurizer reproduces the run's Φ
     # the planted token is among the ensemble's strongest pushes towards contradiction (with the cue words)
     contra = [t["token"] for t in nc["top_terms"] if t["label"] == "contradiction"]
@@ -240,14 +241,15 @@ def test_null_uniform_tests_against_one_over_the_label_count(explained):
     assert main(["explain", str(tmp / "planted.tsv"), str(tmp / "run"), "--out", str(out), "--quiet",
                  "--min-count", "10", "--random-seeds", "1", "--neighbours", "0", "--null", "uniform"]) == 0
     res = json.loads((out / "results.json").read_text())
-    assert res["token_test"]["null"] == "uniform" and "1/|Y|" in res["token_test"]["statistic"]
+    test = res["checks"]["tokens"]["summary"]["token_test"]
+    assert test["null"] == "uniform" and "1/|Y|" in test["statistic"]
     full = [r for r in read_csv(out / "tokens.csv") if r["set"] == "full"]
     p0 = 1 / 3
     for r in full[:50]:  # the csv holds 6 significant digits
         n, p_hat = float(r["count"]), float(r["p_label"])
         assert float(r["z"]) == pytest.approx((p_hat - p0) / (p0 * (1 - p0) / n) ** 0.5, rel=1e-4, abs=1e-5)
     base = json.loads((tmp / "ex" / "results.json").read_text())
-    assert base["token_test"]["null"] == "base"
+    assert base["checks"]["tokens"]["summary"]["token_test"]["null"] == "base"
 
 
 # ------------------------------------------------------------------ a run folder is written by its run only (34, 5)
@@ -350,7 +352,7 @@ def test_explain_on_real_text_has_a_verdict_a_chance_count_and_no_function_words
     assert main(["explain", s["dataset"], str(run), "--out", str(out), "--quiet", "--random-seeds", "3"]) == 0
     stdout = capsys.readouterr().out
     res = json.loads((out / "results.json").read_text(encoding="utf-8"))
-    li = res["label_issues"]
+    li = res["checks"]["label_issues"]["summary"]
     assert li["rows"] == 1340 and len(li["shuffled_labels"]["per_seed"]) == 3
     assert all(0 < c <= 1340 for c in li["shuffled_labels"]["per_seed"])
     v = res["verdict"]
@@ -364,3 +366,35 @@ def test_explain_on_real_text_has_a_verdict_a_chance_count_and_no_function_words
     assert tops and not set(tops) & FUNCTION_WORDS, sorted(set(tops))
     assert "not" in tops  # the negation the revised hypotheses carry
     assert set(embedded_data(page)["cols"]["top"]) - {""}
+
+
+# ------------------------------------------------------------------ each check's entry, typed on reading (#41, 2)
+@pytest.mark.parametrize("edit, expect", [
+    (lambda r: r.pop("checks"), "an explain folder of an earlier aflite (its checks' keys at the top level, not "
+                                "under 'checks'): run `aflite explain` again"),
+    (lambda r: r["checks"]["tokens"].update(columns="x"), "'checks'['tokens']['columns'] is \"x\", not a list"),
+    (lambda r: r["checks"]["datamap"].pop("summary"), "'checks'['datamap'] is {"),
+    (lambda r: r["checks"].update(surrogate=[]), "'checks'['surrogate'] is [], not an object with summary, options"),
+])
+def test_an_explain_folder_of_another_shape_is_refused_in_one_line(explained, tmp_path, edit, expect):
+    """Every reader of an explain folder (rundir.read, as card and report use it) checks each check's entry: an
+    older folder without ``checks``, or an entry of the wrong type, is refused in one line naming the key."""
+    import shutil
+
+    from aflite.errors import InputError
+    from aflite.rundir.bodies import CheckEntry
+    from aflite.rundir.read import read_folder
+
+    tmp, _ = explained
+    doc = read_folder(tmp / "ex", ("explain",))
+    entry = doc.body.checks["tokens"]  # typed: each entry a CheckEntry
+    assert isinstance(entry, CheckEntry) and entry.options["alpha"] == 0.01 and entry.ran
+    assert doc.body.checks["datamap"].columns == ["confidence", "variability", "correctness", "region"]
+    ex = tmp_path / "ex"
+    shutil.copytree(tmp / "ex", ex)
+    res = json.loads((ex / "results.json").read_text())
+    edit(res)
+    (ex / "results.json").write_text(json.dumps(res))
+    with pytest.raises(InputError) as err:
+        read_folder(ex, ("explain",))
+    assert expect in str(err.value) and "\n" not in str(err.value), str(err.value)

@@ -1,12 +1,15 @@
 """A house you extend in one place: a toy featurizer registered once (features.registry.register) runs from the CLI
 (``aflite run --featurizer toy``), and a toy check registered once (checks.register) shows up in what ``aflite
-explain`` writes: its keys in results.json, its section and verdict in summary.md, its per-row scores and flags in
-instances.csv; a toy audit check (scope "audit"), registered the same way, shows up in what ``aflite audit``
-writes. Nothing else is edited: the registries are what the commands ask."""
+explain`` writes: its entry under results.json's ``checks``, its section and verdict in summary.md, its per-row
+scores and flags (or its own columns) in instances.csv, its files in the folder; a toy check with an option takes it
+from Python (``checks={...}``) and from the CLI (``--check toy:factor=...``), and lists it in ``aflite explain
+--help``; a toy audit check (scope "audit"), registered the same way, shows up in what ``aflite audit`` writes.
+Nothing else is edited: the registries are what the commands ask."""
 
 from __future__ import annotations
 
 import csv
+import gzip
 import json
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -16,7 +19,7 @@ import numpy as np
 import pytest
 
 from aflite import checks
-from aflite.checks import Check, CheckData, CheckResult
+from aflite.checks import Check, CheckData, CheckOption, CheckResult
 from aflite.cli import main
 from aflite.errors import ParameterError
 from aflite.features import registry
@@ -57,17 +60,18 @@ class LongHypotheses(Check):
         scores = lengths[data.context["rows"]]
         flags = scores > 2 * np.median(scores)
         n = int(flags.sum())
-        return CheckResult(self.name, scores, flags, {"long_hypotheses": {"flagged": n, "rows": len(scores)}},
+        return CheckResult(self.name, scores, flags, {"flagged": n, "rows": len(scores)},
                            [f"{n} hypothesis(es) are over twice the median length."],
                            ["## Long hypotheses", "", f"{n} of {len(scores)} rows flagged.", ""])
 
 
 class LongSentences(Check):
-    """An audit check: per row, the view's sentence length in words, flagged when over twice the median; it reads
-    the biased model found before it (how many flagged rows that model gets right)."""
+    """An audit check: per row, the view's sentence length in words, flagged when over ``factor`` (an option, default
+    2) times the median; it reads the biased model found before it (how many flagged rows that model gets right)."""
 
     name: ClassVar[str] = "long_sentences"
     scope: ClassVar[str] = "audit"
+    options: ClassVar[tuple[CheckOption, ...]] = (CheckOption("factor", float, 2.0, "times the median length"),)
 
     def enabled(self, data: CheckData) -> bool:
         return data.texts is not None
@@ -75,12 +79,13 @@ class LongSentences(Check):
     def find(self, data: CheckData) -> CheckResult:
         assert data.texts is not None and data.keep is None  # a dataset's view, no run
         scores = np.asarray([len(t.split()) for t in data.texts], dtype=float)
-        flags = scores > 2 * np.median(scores)
+        flags = scores > self.params["factor"] * np.median(scores)
         right = int((flags & data.found["biased_model"].flags).sum())
         n = int(flags.sum())
         return CheckResult(self.name, scores, flags,
-                           {"long_sentences": {"flagged": n, "rows": len(scores), "biased_right": right}},
-                           [f"{n} {data.text_view}(s) are over twice the median length."],
+                           {"long_sentences": {"flagged": n, "rows": len(scores), "biased_right": right,
+                                               "factor": self.params["factor"]}},
+                           [f"{n} {data.text_view}(s) are over {self.params['factor']} times the median length."],
                            ["## Long sentences", "", f"{n} of {len(scores)} rows flagged.", ""])
 
 
@@ -99,8 +104,12 @@ def test_a_registered_featurizer_and_check_work_from_the_cli(tmp_path: Path, sma
     assert (run / "kept_ids.txt").read_text().split() and (run / "filtered.tsv.gz").is_file()
     assert main(["explain", str(small_snli), str(run), "--out", str(ex), "--quiet", "--random-seeds", "1"]) == 0
     out = json.loads((ex / "results.json").read_text())
-    flagged = out["long_hypotheses"]["flagged"]
-    assert out["long_hypotheses"]["rows"] == res["size_before"] and flagged > 0
+    entry = out["checks"]["long_hypotheses"]
+    flagged = entry["summary"]["flagged"]
+    assert entry["summary"]["rows"] == res["size_before"] and flagged > 0
+    assert entry["columns"] == ["long_hypotheses_score", "long_hypotheses_flag"]
+    assert entry["options"] == {} and entry["files"] == [] and entry["ran"] is True
+    assert list(out["checks"])[-1] == "long_hypotheses"  # after the built-in ones, in registry order
     assert f"{flagged} hypothesis(es) are over twice the median length." in out["verdict"]
     md = (ex / "summary.md").read_text()
     assert "## Long hypotheses" in md and f"{flagged} of {res['size_before']} rows flagged." in md
@@ -207,17 +216,192 @@ def test_a_registered_audit_check_works_from_the_cli(tmp_path: Path, small_snli:
     out = tmp_path / "audit"
     assert main(["audit", str(small_snli), "--out", str(out), "--featurizer", "ngram", "--views", "hypothesis",
                  "--no-tra", "--n-components", "5", "--n-clusters", "8", "--peco-shuffles", "2",
-                 "--tsne-sample", "0", "--quiet"]) == 0
+                 "--tsne-sample", "0", "--quiet", "--check", "long_sentences:factor=1.5"]) == 0
     res = json.loads((out / "results.json").read_text())
     view = res["results"][0]["views"]["hypothesis"]
     found = view["long_sentences"]
     assert found["rows"] == res["results"][0]["n"] == 300 and 0 < found["flagged"] < 300
+    assert found["factor"] == 1.5  # its option, from --check (AuditConfig.checks)
+    assert res["results"][0]["config"]["checks"] == {"long_sentences": {"factor": 1.5}}
     assert 0 <= found["biased_right"] <= found["flagged"]
     assert list(view)[-1] == "long_sentences" and "long_hypotheses" not in view  # after the built-in keys
     assert "biased_accuracy" in view and "token_artifacts" in view
-    sentence = f"D, hypothesis-only: {found['flagged']} hypothesis(s) are over twice the median length."
+    sentence = f"D, hypothesis-only: {found['flagged']} hypothesis(s) are over 1.5 times the median length."
     assert sentence in res["verdict"]
     md = (out / "summary.md").read_text()
     assert sentence in md and "**D, hypothesis-only**" in md
     assert "## Long sentences" in md and f"{found['flagged']} of 300 rows flagged." in md
     assert "long_hypotheses" not in json.dumps(res)
+
+
+def test_an_audit_checks_option_is_refused_in_one_line(tmp_path: Path, small_snli: Path, capsys: Any,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """An unknown audit check, an explain check, an unknown key or a bad value: one line, before --out exists; from
+    Python (AuditConfig(checks=...)) a ParameterError before any work."""
+    from aflite.audit import AuditConfig
+    from aflite.runs.audit import audit_file
+
+    monkeypatch.setitem(checks.CHECKS, LongSentences.name, LongSentences)
+    out = tmp_path / "audit"
+    for flag, line in (("long_sentences:factor=big", "check 'long_sentences': option 'factor' must be a number"),
+                       ("long_sentences:size=1", "check 'long_sentences' has no option 'size'; its options: factor"),
+                       ("tokens:alpha=0.1", "check 'tokens' is not a check of 'audit' (an 'explain' check)")):
+        capsys.readouterr()
+        assert main(["audit", str(small_snli), "--out", str(out), "--featurizer", "ngram", "--no-tra",
+                     "--check", flag]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and line in err[0], err
+        assert not out.exists()
+    with pytest.raises(ParameterError, match="check 'long_sentences' has no option 'size'"):
+        audit_file(small_snli, out, AuditConfig(featurizer="ngram", tra=False, checks={"long_sentences": {"size": 1}}))
+    assert not out.exists()
+
+
+# ------------------------------------------------------------------ a check with an option, a column and a file
+class ToyCheck(Check):
+    """The toy check, declared here and nowhere else: its option ``factor`` (a hypothesis is long when over
+    ``factor`` times the median length in words), its per-row columns (the words, the flag) and a file of the
+    long rows' ids."""
+
+    name: ClassVar[str] = "toy"
+    options: ClassVar[tuple[CheckOption, ...]] = (
+        CheckOption("factor", float, 2.0, "a hypothesis over this many times the median length is long",
+                    valid=lambda f: f > 0, rule="must be > 0"),)
+
+    def find(self, data: CheckData) -> CheckResult:
+        words = np.asarray([len(t.split()) for t in data.context["dataset"].texts_b])[data.context["rows"]]
+        long = words > self.params["factor"] * np.median(words)
+        rows = [["id", "words"]] + [[str(i), int(w)] for i, w in zip(data.ids[long], words[long], strict=True)]
+        return CheckResult(self.name, summary={"long": int(long.sum())},
+                           columns={"toy_words": [int(w) for w in words], "toy_long": [int(f) for f in long]},
+                           files={"toy_long.csv": rows})
+
+
+@pytest.fixture
+def toy_check() -> Iterator[None]:
+    """The toy check registered (checks.register checks it), the check registry as it was after the test."""
+    saved = dict(checks.CHECKS)
+    checks.register(ToyCheck)
+    yield
+    checks.CHECKS.clear()
+    checks.CHECKS.update(saved)
+
+
+def _long_ids(data: Path, factor: float) -> set[str]:
+    """The ids whose hypothesis is over ``factor`` times the median length, read from the file itself."""
+    with gzip.open(data, "rt", encoding="utf-8") as fh:
+        rows = list(csv.DictReader(fh, delimiter="\t"))
+    words = np.asarray([len(r["hypothesis"].split()) for r in rows])
+    return {r["id"] for r, w in zip(rows, words, strict=True) if w > factor * np.median(words)}
+
+
+@pytest.mark.usefixtures("toy_check")
+def test_a_check_option_is_declared_once_and_reaches_it(tmp_path: Path, small_snli: Path,
+                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    """The toy check's option is listed by ``aflite explain --help``, reaches the check from the CLI and from Python,
+    and is refused in one line when unknown or bad; its entry (summary, options, columns, files) lands under
+    results.json's checks["toy"], its columns in instances.csv, its file in the folder and its manifest."""
+    from aflite.runs.explain import explain
+
+    assert main(["explain", "--help"]) == 0
+    assert "toy:factor=FLOAT: a hypothesis over this many times the median length is long (default 2.0)" in \
+        " ".join(capsys.readouterr().out.split())
+    run = tmp_path / "run"
+    assert main(["run", str(small_snli), "--out", str(run), "-f", "ngram", "--quiet", "--no-probe", "-m", "8"]) == 0
+    fast = ["--quiet", "--random-seeds", "1", "--neighbours", "0"]
+    ex = tmp_path / "ex"
+    assert main(["explain", str(small_snli), str(run), "--out", str(ex), "--check", "toy:factor=1.5", *fast]) == 0
+    want = _long_ids(small_snli, 1.5)
+    assert 0 < len(want) < 300
+    res = json.loads((ex / "results.json").read_text())
+    entry = res["checks"]["toy"]
+    assert entry["options"] == {"factor": 1.5} and entry["summary"] == {"long": len(want)}
+    assert entry["columns"] == ["toy_words", "toy_long"] and entry["files"] == ["toy_long.csv"]
+    assert res["checks"]["neighbours"]["options"] == {"k": 0}  # an older flag sets its check's option
+    with open(ex / "instances.csv", newline="") as fh:
+        inst = list(csv.DictReader(fh))
+    assert {r["id"] for r in inst if r["toy_long"] == "1"} == want
+    with open(ex / "toy_long.csv", newline="") as fh:
+        assert {r["id"] for r in csv.DictReader(fh)} == want
+    assert "toy_long.csv" in res["manifest"]  # within the folder's manifest: verified by every reader
+    assert "toy_long.csv" in (ex / "summary.md").read_text()
+
+    got = explain(small_snli, run, tmp_path / "ex2", checks={"toy": {"factor": 1}}, random_seeds=1, neighbours=0,
+                  show_progress=False)
+    assert got.results["checks"]["toy"]["options"] == {"factor": 1.0}
+    assert got.results["checks"]["toy"]["summary"] == {"long": len(_long_ids(small_snli, 1.0))} != entry["summary"]
+
+    for flag, line in (("toy:factor=-1", "check 'toy': option 'factor' must be > 0, got -1.0"),
+                       ("toy:factor=big", "check 'toy': option 'factor' must be a number, got 'big'"),
+                       ("toy:size=3", "--check 'toy:size=3': check 'toy' has no option 'size'; its options: factor"),
+                       ("toys:factor=3", "check 'toys' is not a check of 'explain' (no such check); choose one of")):
+        capsys.readouterr()
+        bad = tmp_path / "bad"
+        assert main(["explain", str(small_snli), str(run), "--out", str(bad), "--check", flag, *fast]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and err[0].startswith(f"aflite explain: error: {line}"), err
+        assert not bad.exists()
+    with pytest.raises(ParameterError, match="check 'toy': option 'factor' must be a number, got '2'"):
+        explain(small_snli, run, tmp_path / "bad", checks={"toy": {"factor": "2"}}, show_progress=False)
+    with pytest.raises(ParameterError, match="check 'toy' has no option 'size'"):
+        explain(small_snli, run, tmp_path / "bad", checks={"toy": {"size": 2}}, show_progress=False)
+    assert not (tmp_path / "bad").exists()
+
+
+def test_register_checks_a_check_and_its_options() -> None:
+    """register refuses a check it could not run or whose options it could not read, in one line."""
+
+    def check(name: str = "toy2", options: Any = (), find: bool = True) -> type:
+        body: dict[str, Any] = {"name": name, "options": options}
+        if find:
+            body["find"] = lambda self, data: CheckResult(self.name)
+        return type("Toy2", (Check,), body)
+
+    opt = CheckOption("factor", float, 2.0, "x")
+    for cls, match in ((check("a:b"), "a name of the form"), (check(find=False), "needs a find"),
+                       (check(options=(opt, opt)), "option name 'factor' is given twice"),
+                       (check(options=(CheckOption("f", float, -1.0, "x", valid=lambda v: v > 0, rule="must be > 0"),)),
+                        "option 'f' must be > 0, got -1.0"),
+                       (check(options=(CheckOption("f", list, [], "x"),)), "type must be int, float, str or bool"),
+                       (check(options=(CheckOption("a b", int, 1, "x"),)), "not a name"),
+                       (check(options=({"name": "f"},)), "must be CheckOption objects"),
+                       (ToyFeaturizer, "a subclass of aflite.checks.Check")):
+        with pytest.raises(ParameterError, match=match):
+            checks.register(cls)
+    assert "toy2" not in checks.CHECKS and "a:b" not in checks.CHECKS
+
+
+def test_the_files_a_check_returns_are_checked() -> None:
+    """A check's file is a plain name, none of the command's own, one check's only, and bytes, text or rows."""
+    ok = CheckResult("toy", files={"toy.txt": "x"})
+    assert checks.check_files({"toy": ok}, {"tokens.csv"}) == {"toy.txt": "toy"}
+    for files, match in (({"../x.csv": "x"}, "a plain name"), ({"sub/x.csv": "x"}, "a plain name"),
+                         ({".hidden": "x"}, "a plain name"), ({"Tokens.csv": "x"}, "which the command writes itself"),
+                         ({"toy.txt": "y"}, "both return a file named 'toy.txt'"),
+                         ({"n.bin": 3}, "bytes, text or rows")):
+        with pytest.raises(ParameterError, match=match):
+            checks.check_files({"toy": ok, "other": CheckResult("other", files=files)}, {"tokens.csv"})
+
+
+@pytest.mark.usefixtures("toy_check")
+def test_a_check_cannot_overwrite_explains_own_files_or_columns(tmp_path: Path, small_snli: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """A check returning tokens.csv, or a column explain writes itself, is refused before the folder is begun."""
+    from aflite.runs.explain import explain
+
+    run = tmp_path / "run"
+    assert main(["run", str(small_snli), "--out", str(run), "-f", "ngram", "--quiet", "--no-probe", "-m", "8"]) == 0
+    real = ToyCheck.find
+    for change, match in (({"files": {"tokens.csv": "x"}}, "returns a file named 'tokens.csv', which the command"),
+                          ({"columns": {"weight": [0] * 300}}, "adds a column 'weight' to instances.csv, which"),
+                          ({"columns": {"toy_words": [0] * 299}}, "a column 'toy_words' of 299 cells to instances")):
+        def find(self: ToyCheck, data: CheckData, change: dict[str, Any] = change) -> CheckResult:
+            r = real(self, data)
+            for key, value in change.items():
+                setattr(r, key, value)
+            return r
+
+        monkeypatch.setattr(ToyCheck, "find", find)
+        with pytest.raises(ParameterError, match=match):
+            explain(small_snli, run, tmp_path / "ex", random_seeds=1, neighbours=0, show_progress=False)
+        assert not (tmp_path / "ex").exists()

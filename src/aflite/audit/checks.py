@@ -27,8 +27,10 @@ TIMING_KEYS = {"biased_model": "biased_models", "leakage_metrics": "biased_model
 
 
 def audit_view(data: CheckData, timings: dict[str, float], normal_pred: np.ndarray | None = None) -> ViewAudit:
-    """Run every registered audit check on one view (``data.text_view``) and add their seconds to ``timings``."""
-    found = run_checks(data, scope="audit")
+    """Run every registered audit check on one view (``data.text_view``), each with its options
+    (``config.checks``), and add their seconds to ``timings``."""
+    config = data.context.get("config")
+    found = run_checks(data, scope="audit", options=getattr(config, "checks", None))
     for name, r in found.items():
         if r.seconds is not None:
             key = TIMING_KEYS.get(name, name)

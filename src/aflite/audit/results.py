@@ -48,6 +48,8 @@ class AuditConfig:
     seed: int = 0
     cache_dir: str | None = None
     show_progress: bool = True
+    # each audit check's options by name (aflite.checks: a check's declared options; --check NAME:KEY=VALUE)
+    checks: dict[str, dict[str, Any]] = dataclasses.field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         d = dataclasses.asdict(self)

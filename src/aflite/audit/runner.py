@@ -18,7 +18,7 @@ from aflite.audit.finetuned import FineTuned, _model_path, finetune, predict
 from aflite.audit.linear import cv_predict
 from aflite.audit.metrics import AUDIT_VIEWS
 from aflite.audit.results import AuditConfig, AuditResult, ViewAudit
-from aflite.checks import CheckData
+from aflite.checks import CheckData, resolve_checks
 from aflite.device import torch_device
 from aflite.errors import InputError, ParameterError
 from aflite.features import featurize
@@ -149,6 +149,7 @@ def _config(views: Sequence[str] | None, config: AuditConfig | None, overrides: 
         cfg = dataclasses.replace(cfg, tra=torch_device(cfg.device).startswith("cuda"))
     if cfg.peco_encoder == "finetuned" and not cfg.tra:
         raise ParameterError("peco_encoder='finetuned' needs the fine-tuned models (tra=True)")
+    resolve_checks(cfg.checks, "audit")  # each check's options: an unknown check, key or bad value refused
     return cfg
 
 

@@ -1,23 +1,26 @@
 """Checks: measurements of a dataset's rows, in one shape, registered once (in the spirit of cleanlab's Datalab
 issue managers).
 
-A :class:`Check` has a ``name``, a ``scope`` and :meth:`Check.find`, which reads a :class:`CheckData` and returns
-a :class:`CheckResult`: per-row ``scores`` and ``flags``, a ``summary`` (JSON keys: name them after the check),
-``verdict`` sentences and the lines of its section of summary.md. It writes no file; the command that runs it does.
-The scope says what the rows are and which command runs the check:
+A :class:`Check` has a ``name``, a ``scope``, its ``options`` (declared once, as :class:`CheckOption`: key, type,
+default, help) and :meth:`Check.find`, which reads a :class:`CheckData` and returns a :class:`CheckResult`: per-row
+``scores`` and ``flags`` (or its own per-row ``columns``), a ``summary`` (its JSON keys), ``verdict`` sentences,
+the lines of its section of summary.md and, optionally, ``files`` for the command to write into its folder. The
+check owns what it returns: the command writes it, under the check's name. The scope says what the rows are and
+which command runs the check:
 
 - ``"explain"`` (the default): the rows of a run of ``aflite run``, in its order, with what the run kept, its p̃
   and removal phases and its first phase recomputed (``keep``, ``predictability``, ``removed_at``, ``phase``).
-  :func:`aflite.runs.explain.explain` runs every such check; their keys go into results.json at the top level,
-  their per-row values into instances.csv.
+  :func:`aflite.runs.explain.explain` runs every such check, each with its options (``checks={name: {...}}``,
+  ``--check name:key=value``); each check's entry goes into results.json under ``checks[name]`` (its summary,
+  options, per-row columns and files), its per-row values into instances.csv, its files into the folder.
 - ``"audit"``: one single-sentence view of a dataset audited for label leakage (no run: those four fields are
   None). ``X`` is the view's features (the biased model's input), ``texts`` the view's sentences (None for
   images, ``refs`` then), ``options`` the audit's configuration and ``context`` what the audit shares between
   views (its ``config``, the normal model's out-of-fold predictions ``normal_pred``, the ``groups``, the
   ``dataset``, the fine-tuned models ``finetuned``, the ``set`` name). :func:`aflite.audit.audit` (and the image
-  audit) runs every such check once per view; their keys go into that view's entry of results.json, their
-  verdict sentences and sections into summary.md, their per-row values stay in Python
-  (:attr:`aflite.audit.ViewAudit.checks`).
+  audit) runs every such check once per view, with the options of ``AuditConfig.checks``; their keys go into that
+  view's entry of results.json, their verdict sentences and sections into summary.md, their per-row values stay in
+  Python (:attr:`aflite.audit.ViewAudit.checks`); the audit writes no file of a check.
 
 A new check is a class with those members and one :func:`register` call (or one entry in :data:`CHECKS`).
 """
@@ -26,16 +29,19 @@ from __future__ import annotations
 
 import importlib
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import numpy as np
 
+from aflite.checks.format import cell
+from aflite.checks.options import FILE_NAME, NAME, CheckOption, resolve, validate_options
 from aflite.checks.tokens import token_matrix
 from aflite.errors import ParameterError
 
-__all__ = ["CHECKS", "SCOPES", "Check", "CheckData", "CheckResult", "check_names", "get_check", "register",
-           "run_checks"]
+__all__ = ["CHECKS", "SCOPES", "Check", "CheckData", "CheckOption", "CheckResult", "check_files", "check_names",
+           "check_options", "get_check", "register", "resolve_checks", "run_checks"]
 
 
 @dataclass
@@ -56,7 +62,7 @@ class CheckData:
     texts: list[str] | None = None  # the texts the token checks read (None for images)
     text_view: str = ""  # which text they are ("hypothesis", ...; "image statistics" for images)
     refs: list[str] | None = None  # image references (None for text)
-    options: dict[str, Any] = field(default_factory=dict)  # the command's options (alpha, min_count, ...)
+    options: dict[str, Any] = field(default_factory=dict)  # the command's own options (a check's: Check.params)
     run: dict[str, Any] = field(default_factory=dict)  # the run's summary
     context: dict[str, Any] = field(default_factory=dict)  # what a command adds for its checks (the dataset, ...)
     found: dict[str, CheckResult] = field(default_factory=dict)  # the checks run before, by name
@@ -84,10 +90,12 @@ class CheckData:
 @dataclass
 class CheckResult:
     """What a check found: per-row ``scores`` (NaN: not scored) and ``flags`` (None when it has none), its
-    ``summary`` (results.json keys), ``verdict`` sentences, the lines of its section of summary.md, per-row cells
-    for a command's table (``columns``: column name → one cell per row; ``{}``: none, the scores stay in Python;
-    None: the command writes ``<name>_score``/``<name>_flag``) and in-memory ``detail`` for the files a command
-    writes from it."""
+    ``summary`` (its JSON keys: results.json's ``checks[name]["summary"]`` in explain), ``verdict`` sentences, the
+    lines of its section of summary.md, per-row cells for a command's table (``columns``: column name → one cell per
+    row; ``{}``: none, the scores stay in Python; None: the command writes ``<name>_score``/``<name>_flag``), the
+    ``files`` the command writes for it into its folder (a plain file name → bytes, text, or rows written as CSV,
+    the first row the header), in-memory ``detail`` for the files a command writes from it, and the ``options``
+    it ran with (set by :func:`run_checks`)."""
 
     name: str
     scores: np.ndarray | None = None
@@ -97,7 +105,27 @@ class CheckResult:
     markdown: list[str] = field(default_factory=list)
     columns: dict[str, list[Any]] | None = None  # None: a command writes scores and flags as they are
     detail: Any = None
-    seconds: float | None = None  # None: the check did not run (disabled by the command's options)
+    seconds: float | None = None  # None: the check did not run (disabled by its options or the data)
+    files: dict[str, Any] = field(default_factory=dict)  # name -> bytes, str or rows (CSV)
+    options: dict[str, Any] = field(default_factory=dict)  # the check's options as it ran (run_checks sets them)
+
+    def column_names(self) -> list[str]:
+        """The names of :meth:`row_columns`, without formatting the cells."""
+        if self.columns is not None:
+            return list(self.columns)
+        return [f"{self.name}_{what}" for what, v in (("score", self.scores), ("flag", self.flags)) if v is not None]
+
+    def row_columns(self) -> dict[str, list[Any]]:
+        """The per-row columns this check adds to a command's table: its own ``columns``, or (None)
+        ``<name>_score`` and ``<name>_flag`` from its scores and flags."""
+        if self.columns is not None:
+            return dict(self.columns)
+        cols: dict[str, list[Any]] = {}
+        if self.scores is not None:
+            cols[f"{self.name}_score"] = [cell(v) for v in self.scores]
+        if self.flags is not None:
+            cols[f"{self.name}_flag"] = [int(f) for f in self.flags]
+        return cols
 
 
 SCOPES = ("explain", "audit")
@@ -105,12 +133,17 @@ SCOPES = ("explain", "audit")
 
 class Check:
     """The shape of a check: a ``name``, a ``scope`` (``"explain"``: it reads a run; ``"audit"``: a dataset's
-    single-sentence view) and :meth:`find`. :meth:`enabled` says whether it runs on this data with these options
-    (a disabled check still returns its summary keys from :meth:`disabled`, so that results.json has the same
-    keys)."""
+    single-sentence view), its ``options`` (declared once: :class:`CheckOption`) and :meth:`find`. An instance holds
+    its options' values in ``params`` (the defaults, overridden by those given, each checked). :meth:`enabled` says
+    whether it runs on this data with these options (a disabled check still returns its summary keys from
+    :meth:`disabled`, so that results.json has the same keys)."""
 
     name: ClassVar[str] = ""
     scope: ClassVar[str] = "explain"
+    options: ClassVar[tuple[CheckOption, ...]] = ()
+
+    def __init__(self, params: Mapping[str, Any] | None = None) -> None:
+        self.params: dict[str, Any] = resolve(self.name, tuple(self.options), params)
 
     def enabled(self, data: CheckData) -> bool:
         return True
@@ -142,12 +175,24 @@ CHECKS: dict[str, Any] = {
 
 
 def register(cls: Any) -> Any:
-    """Add a check class (or replace one of the same name); usable as a class decorator."""
-    if not getattr(cls, "name", ""):
-        raise ParameterError(f"{cls!r}: a check needs a name")
-    if getattr(cls, "scope", "explain") not in SCOPES:
-        raise ParameterError(f"{cls!r}: scope must be one of {', '.join(SCOPES)}, got {cls.scope!r}")
-    CHECKS[cls.name] = cls
+    """Add a check class (or replace one of the same name), checked first (:func:`_validated`); usable as a class
+    decorator."""
+    CHECKS[_validated(cls).name] = cls
+    return cls
+
+
+def _validated(cls: Any) -> Any:
+    """A check class as :func:`register` takes it: a subclass of :class:`Check` with a name of the form
+    ``[A-Za-z_][A-Za-z0-9_]*``, a known scope, its own ``find`` and valid options (:func:`validate_options`)."""
+    if not (isinstance(cls, type) and issubclass(cls, Check)):
+        raise ParameterError(f"{cls!r}: a check is a subclass of aflite.checks.Check")
+    if not isinstance(cls.name, str) or not NAME.match(cls.name):
+        raise ParameterError(f"{cls!r}: a check needs a name of the form [A-Za-z_][A-Za-z0-9_]*, got {cls.name!r}")
+    if cls.scope not in SCOPES:
+        raise ParameterError(f"check {cls.name!r}: scope must be one of {', '.join(SCOPES)}, got {cls.scope!r}")
+    if cls.find is Check.find:
+        raise ParameterError(f"check {cls.name!r}: it needs a find(data) method")
+    validate_options(cls.name, cls.options)
     return cls
 
 
@@ -158,7 +203,12 @@ def _check_class(name: str) -> Any:
     if isinstance(entry, str):
         module, _, attr = entry.partition(":")
         entry = getattr(importlib.import_module(module), attr)
+    if entry not in _CHECKED:  # an entry put into CHECKS by hand is checked as register checks it, once
+        _CHECKED.add(_validated(entry))
     return entry
+
+
+_CHECKED: set[Any] = set()
 
 
 def check_names(scope: str | None = None) -> tuple[str, ...]:
@@ -168,22 +218,69 @@ def check_names(scope: str | None = None) -> tuple[str, ...]:
     return tuple(n for n in CHECKS if scope is None or getattr(_check_class(n), "scope", "explain") == scope)
 
 
-def get_check(name: str) -> Check:
-    """An instance of the registered check ``name``."""
-    check: Check = _check_class(name)()
+def check_options(name: str, scope: str | None = None) -> tuple[CheckOption, ...]:
+    """The options the registered check ``name`` declares; an unknown name, or one of another ``scope`` than the
+    one given, refused in one line."""
+    if scope is not None and name not in check_names(scope):
+        other = f"an {_check_class(name).scope!r} check" if name in CHECKS else "no such check"
+        raise ParameterError(f"check {name!r} is not a check of {scope!r} ({other}); choose one of "
+                             f"{', '.join(check_names(scope))}")
+    return tuple(_check_class(name).options)
+
+
+def get_check(name: str, params: Mapping[str, Any] | None = None) -> Check:
+    """An instance of the registered check ``name`` with these options (checked; the rest their defaults)."""
+    check: Check = _check_class(name)(params)
     return check
 
 
-def run_checks(data: CheckData, names: tuple[str, ...] | None = None, scope: str = "explain") -> dict[str, CheckResult]:
-    """Run the checks (default: every registered one of ``scope``, in registry order) on ``data``; each sees the
-    results of those before it (``data.found``). A disabled check contributes its summary keys and takes no time."""
+def resolve_checks(checks: Mapping[str, Any] | None, scope: str = "explain") -> dict[str, dict[str, Any]]:
+    """``checks`` (check name → its options) checked before any work: every name a registered check of ``scope``,
+    every key one of its options, every value of its type and rule; returns every check of the scope with its
+    options' values (defaults filled in)."""
+    if checks is not None and not isinstance(checks, Mapping):
+        raise ParameterError(f"checks must be a dict of check name -> options, got {checks!r}")
+    for name in checks or {}:
+        check_options(name, scope)  # a name of this scope's checks
+    return {name: get_check(name, (checks or {}).get(name)).params for name in check_names(scope)}
+
+
+def run_checks(data: CheckData, names: tuple[str, ...] | None = None, scope: str = "explain",
+               options: Mapping[str, Mapping[str, Any]] | None = None) -> dict[str, CheckResult]:
+    """Run the checks (default: every registered one of ``scope``, in registry order) on ``data``, each with its
+    ``options`` (check name → its options; the rest their defaults); each sees the results of those before it
+    (``data.found``). A disabled check contributes its summary keys and takes no time."""
     for name in names if names is not None else check_names(scope):
-        check = get_check(name)
+        check = get_check(name, (options or {}).get(name))
         if check.enabled(data):
             t0 = time.perf_counter()
             res = check.find(data)
             res.seconds = time.perf_counter() - t0
         else:
             res = check.disabled(data)
+        res.options = dict(check.params)
         data.found[name] = res
     return data.found
+
+
+def check_files(found: Mapping[str, CheckResult], reserved: set[str] | frozenset[str]) -> dict[str, str]:
+    """The files the checks return (file name → the check writing it), refused in one line when a name is not a
+    plain file name, is one the command writes itself (``reserved``) or is returned by two checks."""
+    owner: dict[str, str] = {}
+    for name, r in found.items():
+        for file in r.files:
+            if not isinstance(file, str) or not FILE_NAME.match(file) or file.startswith(".aflite"):
+                raise ParameterError(f"check {name!r} returns a file named {file!r}: a file name is a plain name "
+                                     f"([A-Za-z0-9][A-Za-z0-9._-]*, no folder)")
+            if file in reserved or file.lower() in {f.lower() for f in reserved}:
+                raise ParameterError(f"check {name!r} returns a file named {file!r}, which the command writes "
+                                     f"itself")
+            content = r.files[file]
+            if not isinstance(content, (bytes, str, list, tuple)) or (
+                    isinstance(content, (list, tuple)) and not all(isinstance(row, (list, tuple)) for row in content)):
+                raise ParameterError(f"check {name!r} returns {file!r} as {type(content).__name__}: a file is bytes, "
+                                     f"text or rows (a list of lists, the header first)")
+            if file.lower() in {f.lower() for f in owner}:
+                raise ParameterError(f"checks {owner[file]!r} and {name!r} both return a file named {file!r}")
+            owner[file] = name
+    return owner

@@ -99,6 +99,9 @@ def register(sub: Any) -> None:
     add_cache(p)
     add_seed(p)
     p.add_argument("--title", default=None, help="report title")
+    p.add_argument("--check", action="append", default=None, metavar="NAME:KEY=VALUE",
+                   help="an option of one audit check registered with options of its own (repeatable; the built-in "
+                   "ones take theirs from the flags above): AuditConfig(checks={NAME: {KEY: VALUE}})")
     add_quiet(p)
 
     add_groups_option(p)
@@ -112,8 +115,12 @@ def register(sub: Any) -> None:
 def _validate(args: argparse.Namespace) -> None:
     """What can be refused before --out is created: a --compare folder that is not a run (or that holds --out),
     and options that do not apply to the data's modality (text-only options on images, image options on text)."""
+    from aflite.checks import check_options, resolve_checks
+    from aflite.checks.options import parse_check_flag
     from aflite.runs.audit import check_audit_options
 
+    args.checks = parse_check_flag(args.check or [], lambda name: check_options(name, "audit"))
+    resolve_checks(args.checks, "audit")  # each value's rule, before --out is claimed
     text_given = [flag for dest, flag in TEXT_ONLY if getattr(args, dest) != args.option_defaults[dest]]
     image_given = [flag for dest, flag in IMAGE_ONLY if getattr(args, dest) != args.option_defaults[dest]]
     args.images = check_audit_options(args.data, featurizer=args.featurizer, model_path=args.model_path,
@@ -149,6 +156,7 @@ def run(args: argparse.Namespace) -> int:
         tra_batch_size=args.tra_batch_size, tra_sample=args.tra_sample, tra_eval=args.tra_eval,
         model_path=args.model_path, device=args.device, seed=args.seed,
         cache_dir=None if args.cache_dir is None else str(args.cache_dir), show_progress=not args.quiet,
+        checks=args.checks,
     )
     res = audit_file(args.data, args.out_folder, cfg, compare=args.compare, sample=args.sample, title=args.title,
                      reference=args.reference, dataset_options=dataset_options(args), groups=args.groups,

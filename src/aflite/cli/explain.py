@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -19,10 +20,39 @@ from aflite.cli.options import (
     featurizer_flag_values,
 )
 
+# explain's --help ends with every explain check and its options, read from the check registry when the help is
+# printed (building the parser imports no check: they import numpy); _Formatter puts the listing where this sits
+CHECKS_EPILOG = "<the explain checks and their options>"
+
+
+class _Formatter(argparse.HelpFormatter):
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        if text != CHECKS_EPILOG:
+            return super()._fill_text(text, width, indent)
+        return "\n".join(check_listing(width))
+
+
+def check_listing(width: int = 100) -> list[str]:
+    """Every registered explain check with its options, as ``--check NAME:KEY=VALUE`` takes them (and the older
+    flag that sets the same option, where there is one)."""
+    from aflite.checks import check_names, check_options
+    from aflite.runs.explain import ALIASES
+
+    flags = {target: f"--{kw.replace('_', '-')}" for kw, targets in ALIASES.items() for target in targets}
+    lines = ["checks (each runs on every explain; set an option with --check NAME:KEY=VALUE, repeatable):"]
+    for name in check_names("explain"):
+        options = check_options(name)
+        lines.append(f"  {name}" + ("" if options else ": no options"))
+        for o in options:
+            alias = flags.get((name, o.name))
+            text = f"{name}:{o.describe()}" + (f"; also {alias}" if alias else "")
+            lines += textwrap.wrap(text, width, initial_indent="    ", subsequent_indent="        ")
+    return lines
+
 
 def register(sub: Any) -> None:
     p = sub.add_parser(
-        "explain",
+        "explain", formatter_class=_Formatter, epilog=CHECKS_EPILOG,
         help="what the artifacts are, why each row was removed, data map and label issues of a run",
         description="Reads a run folder of `aflite run` on DATA, recomputes its first filtering phase from the "
         "run's Φ, parameters and seed, and writes OUT/tokens.csv (Gardner et al. 2021 competency test on full D, "
@@ -32,32 +62,44 @@ def register(sub: Any) -> None:
     p.add_argument("data", type=Path, help="the dataset file or folder the run filtered")
     p.add_argument("run_dir", type=Path, help="the run directory of `aflite run` on DATA")
     add_out(p)
-    p.add_argument("--alpha", type=float, default=0.01, help="family-wise α of the Bonferroni test (default 0.01)")
-    p.add_argument("--min-count", type=int, default=20,
-                   help="test only tokens seen in at least this many texts of a set (default 20)")
-    p.add_argument("--null", default="base", choices=("base", "uniform"),
-                   help="the token test's p0: each label's share of the set (base, default) or 1/|Y| (uniform, "
-                   "Gardner et al. 2021's choice)")
-    p.add_argument("--random-seeds", type=int, default=5,
-                   help="same-size random subsets averaged for the 'random' set (default 5)")
+    p.add_argument("--check", action="append", default=None, metavar="NAME:KEY=VALUE",
+                   help="an option of one check (repeatable), e.g. tokens:alpha=0.05 or stop_rule:enabled=true; "
+                   "the checks and their options are listed at the end of this help. The flags below set the "
+                   "built-in checks' options too (given both ways, the two values must agree)")
+    p.add_argument("--alpha", type=float, default=None,
+                   help="tokens:alpha, the family-wise α of the Bonferroni test (default 0.01)")
+    p.add_argument("--min-count", type=int, default=None,
+                   help="tokens:min_count (and surrogate's and ngram_coefficients'): test only tokens seen in at "
+                   "least this many texts of a set (default 20)")
+    p.add_argument("--null", default=None, choices=("base", "uniform"),
+                   help="tokens:null, the token test's p0: each label's share of the set (base, default) or 1/|Y| "
+                   "(uniform, Gardner et al. 2021's choice)")
+    p.add_argument("--random-seeds", type=int, default=None,
+                   help="tokens:random_seeds, same-size random subsets averaged for the 'random' set, and "
+                   "label_issues:permutations (default 5)")
     p.add_argument("--token-view", default="auto", choices=("auto", "hypothesis", "premise", "pair"),
                    help="which text the token test reads: auto = the hypothesis of a pair (the premise for a "
                    "premise-view run), the text of a single-text dataset (default auto)")
-    p.add_argument("--neighbours", type=int, default=3, help="nearest kept rows listed per removed row (default 3)")
+    p.add_argument("--neighbours", type=int, default=None,
+                   help="neighbours:k, the nearest kept rows listed per removed row (default 3)")
     add_cache(p, help="cache folder for Φ when explain has to recompute it (default OUT/cache); the run's own "
               "cache, RUN_DIR/cache, is read first and never written, and a folder inside a run folder is refused")
     add_featurizer_flags(p.add_argument_group("the run's featurizer options that explain needs to recompute its Φ "
                                               "(the run recorded the others)"), "explain")
-    p.add_argument("--ngram-coefficients", action="store_true",
-                   help="n-gram Φ only: refit the run's featurizer (one more featurizing pass) and list, per row and "
-                   "overall, the tokens the ensemble's own weights push towards the gold label")
+    p.add_argument("--ngram-coefficients", action="store_true", default=None,
+                   help="ngram_coefficients:enabled=true; n-gram Φ only: refit the run's featurizer (one more "
+                   "featurizing pass) and list, per row and overall, the tokens the ensemble's own weights push "
+                   "towards the gold label")
     g = p.add_argument_group("stop rule (optional; off by default, the paper's k-rule stays the run's rule)")
-    g.add_argument("--stop-rule", action="store_true",
-                   help="continue filtering past the run's stop with slices of k/4 until no (token, label) pair is "
-                   "Bonferroni-significant on the kept set, or the floor is reached; reports which came first")
+    g.add_argument("--stop-rule", action="store_true", default=None,
+                   help="stop_rule:enabled=true: continue filtering past the run's stop with slices of k/4 until no "
+                   "(token, label) pair is Bonferroni-significant on the kept set, or the floor is reached; reports "
+                   "which came first")
     g.add_argument("--stop-floor", type=int, default=None, metavar="N",
-                   help="smallest kept set the stop rule may reach (default the run's target size n)")
-    g.add_argument("--stop-max-phases", type=int, default=40, help="cap on the stop rule's extra phases (default 40)")
+                   help="stop_rule:floor, the smallest kept set the stop rule may reach (default the run's target "
+                   "size n)")
+    g.add_argument("--stop-max-phases", type=int, default=None,
+                   help="stop_rule:max_phases, the cap on the stop rule's extra phases (default 40)")
     add_columns(p)
     add_quiet(p)
 
@@ -65,36 +107,51 @@ def register(sub: Any) -> None:
     p.set_defaults(handler=run, validate=_validate)
 
 
+ALIAS_FLAGS = ("alpha", "min_count", "random_seeds", "neighbours", "null", "stop_rule", "stop_floor",
+               "stop_max_phases", "ngram_coefficients")
+
+
 def _validate(args: argparse.Namespace) -> None:
-    """Before --out is claimed: explain reads the run folder and writes elsewhere (--out and --cache-dir)."""
+    """Before --out is claimed: explain reads the run folder and writes elsewhere (--out and --cache-dir), and every
+    --check (and the flags that alias check options) names a check, one of its options and a value it takes."""
+    from aflite.checks import check_options
+    from aflite.checks.options import parse_check_flag
     from aflite.rundir.lock import check_outside_runs
+    from aflite.runs.explain import explain_check_options
 
     check_outside_runs(args.out, [args.run_dir])
     if args.cache_dir is not None:
         check_outside_runs(args.cache_dir, [args.run_dir], flag="--cache-dir")
+    args.checks = parse_check_flag(args.check or [], lambda name: check_options(name, "explain"))
+    explain_check_options(args.checks, {k: getattr(args, k) for k in ALIAS_FLAGS})
+
+
+def _summary(r: dict[str, Any], name: str) -> dict[str, Any]:
+    entry = (r.get("checks") or {}).get(name) or {}
+    return entry.get("summary") or {}
 
 
 def run(args: argparse.Namespace) -> int:
     from aflite.runs.explain import explain
 
     fopts = featurizer_flag_values(args)  # checked against the run's featurizer by explain
-    res = explain(args.data, args.run_dir, args.out_folder, alpha=args.alpha, min_count=args.min_count,
-                  random_seeds=args.random_seeds, token_view=args.token_view, neighbours=args.neighbours,
+    res = explain(args.data, args.run_dir, args.out_folder, checks=args.checks, token_view=args.token_view,
                   cache_dir=args.cache_dir, dataset_options=dataset_options(args), featurizer_options=fopts,
-                  show_progress=not args.quiet, stop_rule=args.stop_rule, stop_floor=args.stop_floor,
-                  stop_max_phases=args.stop_max_phases, ngram_coefficients=args.ngram_coefficients,
-                  null=args.null)
+                  show_progress=not args.quiet, **{k: getattr(args, k) for k in ALIAS_FLAGS})
     r = res.results
     if r.get("verdict"):
         print("verdict: " + " ".join(r["verdict"]))
-    if r.get("significant_tokens"):
-        s = r["significant_tokens"]
-        print(f"significant (token, label) pairs on the {r['token_view']}: full {s['full']}, kept {s['kept']}, "
+    tokens = _summary(r, "tokens")
+    if tokens.get("significant_tokens"):
+        s = tokens["significant_tokens"]
+        print(f"significant (token, label) pairs on the {tokens['token_view']}: full {s['full']}, kept {s['kept']}, "
               f"random {s['random']:.1f}")
-    sr = r["stop_rule"]
+    sr = _summary(r, "stop_rule")
     if sr.get("enabled"):
         print(f"stop rule: stopped by {sr['stopped_by']} after removing {sr['extra_removed']} more rows")
-    li = r["label_issues"]
-    print(f"regions: {r['datamap']['regions']}; label issues: {li['n'] if li['skipped'] is None else li['skipped']}")
+    li, dm = _summary(r, "label_issues"), _summary(r, "datamap")
+    if dm:
+        print(f"regions: {dm['regions']}; label issues: "
+              f"{li.get('n') if li.get('skipped') is None else li.get('skipped')}")
     print(f"summary: {args.out / 'summary.md'}", file=sys.stderr)
     return 0

@@ -1,8 +1,10 @@
 """The checks of ``aflite explain`` (:mod:`aflite.checks`), one per question about a run, in the order they run:
 token artifacts with significance, the optional stop rule, the first phase's data map, cleanlab's label issues
 (and their overlap with the removed set), the surrogate of p̃ ("why was a row easy"), each removed row's nearest
-kept rows, and the n-gram ensemble's own token weights. Each returns its per-row values, its results.json keys and
-its section of summary.md; :func:`aflite.runs.explain.explain` runs them and writes the folder."""
+kept rows, and the n-gram ensemble's own token weights. Each declares its options (``--check name:key=value``;
+the older flags ``--alpha``, ``--min-count``, ... set them too), and returns its per-row values, its summary
+(results.json's ``checks[name]``) and its section of summary.md; :func:`aflite.runs.explain.explain` runs them and
+writes the folder."""
 
 from __future__ import annotations
 
@@ -10,7 +12,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from aflite.checks import Check, CheckData, CheckResult
+from aflite.checks import Check, CheckData, CheckOption, CheckResult
 from aflite.checks.format import cell, md_cell, md_table, pct
 from aflite.checks.tokens import TokenStats, competency, random_competency
 from aflite.explain.datamap import REGION_RULE, label_issues, overlap_table, regions
@@ -23,16 +25,22 @@ __all__ = ["DataMap", "LabelIssueCheck", "Neighbours", "NgramCoefficients", "Sto
            "label_issue_verdict", "token_verdict"]
 
 
-def _token_test(data: CheckData) -> dict[str, Any]:
-    o = data.options
-    null = o.get("null", "base")
+def _positive(v: Any) -> bool:
+    return bool(v >= 1)
+
+
+MIN_COUNT = CheckOption("min_count", int, 20, "test only tokens seen in at least this many texts of a set",
+                        valid=_positive, rule="must be >= 1")
+
+
+def _token_test(o: dict[str, Any]) -> dict[str, Any]:
+    null = o["null"]
     return {"statistic": "z = (p̂ − p0) / sqrt(p0 (1 − p0) / n), p0 = "
                          + ("the label's base rate in the set (Gardner et al. 2021, Eq. 1, whose p0 is 1/|Y|)"
                             if null == "base" else "1/|Y| (Gardner et al. 2021, Eq. 1)")
                          + "; one-sided normal p-value; Bonferroni over every (token, label) pair of tokens seen >= "
                            "min_count texts of the set",
-            "alpha": o.get("alpha", 0.01), "min_count": o.get("min_count", 20), "null": null,
-            "random_subsets": o.get("random_seeds", 5),
+            "alpha": o["alpha"], "min_count": o["min_count"], "null": null, "random_subsets": o["random_seeds"],
             "random_rows": "means over the subsets in which the pair was tested; significant = in at least half of "
                            "the subsets; significant_tokens.random = mean count per subset"}
 
@@ -42,6 +50,14 @@ class TokenArtifacts(Check):
     largest z of a significant (token, its label) pair among its tokens (flag: it has one)."""
 
     name: ClassVar[str] = "tokens"
+    options: ClassVar[tuple[CheckOption, ...]] = (
+        CheckOption("alpha", float, 0.01, "family-wise α of the Bonferroni test", valid=lambda a: 0.0 < a < 1.0,
+                    rule="must lie in (0, 1)"),
+        MIN_COUNT,
+        CheckOption("null", str, "base", "the test's p0: each label's share of the set (base) or 1/|Y| (uniform, "
+                    "Gardner et al. 2021's choice)", choices=("base", "uniform")),
+        CheckOption("random_seeds", int, 5, "same-size random subsets averaged for the 'random' set",
+                    valid=_positive, rule="must be >= 1"))
 
     def enabled(self, data: CheckData) -> bool:
         return data.texts is not None
@@ -49,27 +65,27 @@ class TokenArtifacts(Check):
     def disabled(self, data: CheckData) -> CheckResult:
         return CheckResult(self.name, summary={
             "significant_tokens": None, "significant_tokens_random_per_seed": [], "token_view": None,
-            "token_test": _token_test(data), "bonferroni": {}, "top_artifacts": {}})
+            "token_test": _token_test(self.params), "bonferroni": {}, "top_artifacts": {}})
 
     def competency(self, data: CheckData, rows: np.ndarray | None = None) -> TokenStats:
         B, vocab = data.token_matrix()
-        o = data.options
-        return competency(B, vocab, data.y, data.classes, rows, alpha=o.get("alpha", 0.01),
-                          min_count=o.get("min_count", 20), p0=o.get("null", "base"))
+        o = self.params
+        return competency(B, vocab, data.y, data.classes, rows, alpha=o["alpha"], min_count=o["min_count"],
+                          p0=o["null"])
 
     def find(self, data: CheckData) -> CheckResult:
         B, vocab = data.token_matrix()
-        o = data.options
+        o = self.params
         sets: dict[str, TokenStats] = {"full": self.competency(data), "kept": self.competency(
             data, np.flatnonzero(data.kept()))}
         sets["random"], per_seed = random_competency(
-            B, vocab, data.y, data.classes, int(data.kept().sum()), data.seed, o.get("random_seeds", 5),
-            alpha=o.get("alpha", 0.01), min_count=o.get("min_count", 20), p0=o.get("null", "base"))
+            B, vocab, data.y, data.classes, int(data.kept().sum()), data.seed, o["random_seeds"],
+            alpha=o["alpha"], min_count=o["min_count"], p0=o["null"])
         sig: dict[str, float] = {k: int(v.n_significant) for k, v in sets.items() if k != "random"}
         sig["random"] = float(np.mean(per_seed))
         summary = {
             "significant_tokens": sig, "significant_tokens_random_per_seed": per_seed, "token_view": data.text_view,
-            "token_test": _token_test(data),
+            "token_test": _token_test(o),
             "bonferroni": {k: {"n_rows": v.n_rows, "n_tests": v.n_tests, "z_critical": v.z_critical,
                                "base_rates": v.base_rates} for k, v in sets.items()},
             "top_artifacts": {k: sets[k].top(10) for k in ("full", "kept")}}
@@ -143,31 +159,39 @@ def _token_markdown(res: dict[str, Any], sets: dict[str, TokenStats]) -> list[st
 
 
 class StopRule(Check):
-    """Optional (``stop_rule``): continue filtering past the run's stop until no token artifact is significant
-    (:mod:`aflite.explain.stoprule`); per row, the extra phase that removed it."""
+    """Optional (``stop_rule:enabled=true``): continue filtering past the run's stop until no token artifact is
+    significant by the ``tokens`` check's test and options (:mod:`aflite.explain.stoprule`); per row, the extra
+    phase that removed it."""
 
     name: ClassVar[str] = "stop_rule"
+    options: ClassVar[tuple[CheckOption, ...]] = (
+        CheckOption("enabled", bool, False, "continue filtering past the run's stop with slices of k/4 until no "
+                    "(token, label) pair is Bonferroni-significant on the kept set, or the floor is reached"),
+        CheckOption("floor", int, None, "the smallest kept set the stop rule may reach; unset: the run's target size n",
+                    valid=_positive, rule="must be >= 1"),
+        CheckOption("max_phases", int, 40, "cap on the stop rule's extra phases", valid=_positive,
+                    rule="must be >= 1"))
 
     def enabled(self, data: CheckData) -> bool:
-        return bool(data.options.get("stop_rule")) and data.texts is not None
+        return bool(self.params["enabled"]) and data.texts is not None
 
     def _summary(self, data: CheckData, more: dict[str, Any]) -> dict[str, Any]:
         tokens = data.found.get("tokens")
         sig = (tokens.summary.get("significant_tokens") or {}) if tokens is not None else {}
-        return {"stop_rule": {"k_rule": data.run.get("stop_reason"), "significant_after_filtering": sig.get("kept"),
-                              **more}}
+        return {"k_rule": data.run.get("stop_reason"), "significant_after_filtering": sig.get("kept"), **more}
 
     def disabled(self, data: CheckData) -> CheckResult:
         return CheckResult(self.name, summary=self._summary(data, {"enabled": False}),
                            columns={"stop_rule_removed_at": [""] * len(data)})
 
     def find(self, data: CheckData) -> CheckResult:
-        tokens = TokenArtifacts()
-        o = data.options
+        found = data.found.get("tokens")
+        tokens = TokenArtifacts(found.options if found is not None else None)  # the token test as the check ran it
+        o = self.params
         stop = continue_until_clean(
             data.X, data.labels, data.context.get("groups"), data.run["parameters"], data.seed, data.kept(),
             int(data.run.get("n_iterations", 0)), lambda r: tokens.competency(data, r).n_significant,
-            floor=o.get("stop_floor"), max_phases=o.get("stop_max_phases", 40))
+            floor=o["floor"], max_phases=o["max_phases"])
         sr = stop.to_dict()
         last = sr["trajectory"][-1]
         md = [f"Stop rule (continue with slices of {sr['slice_size']} until no pair is significant, floor "
@@ -187,8 +211,8 @@ class DataMap(Check):
         af = data.phase
         region = regions(af.confidence_, af.variability_)
         counts = {r: int((region == r).sum()) for r in ("easy", "ambiguous", "hard", "unscored")}
-        summary = {"datamap": {"region_rule": REGION_RULE, "regions": counts,
-                               "removed_by_region": {r: int(((region == r) & ~data.kept()).sum()) for r in counts}}}
+        summary = {"region_rule": REGION_RULE, "regions": counts,
+                   "removed_by_region": {r: int(((region == r) & ~data.kept()).sum()) for r in counts}}
         md = ["## Data map of the first phase and label issues", "", f"Regions: {REGION_RULE}.", ""]
         columns = {"confidence": [cell(v) for v in af.confidence_], "variability": [cell(v) for v in af.variability_],
                    "correctness": [cell(v) for v in af.correctness_], "region": list(region)}
@@ -201,6 +225,9 @@ class LabelIssueCheck(Check):
     overlaps them and the data map's regions."""
 
     name: ClassVar[str] = "label_issues"
+    options: ClassVar[tuple[CheckOption, ...]] = (
+        CheckOption("permutations", int, 5, "seeded permutations of the labels for the chance count",
+                    valid=_positive, rule="must be >= 1"),)
 
     def find(self, data: CheckData) -> CheckResult:
         issues = label_issues(data.phase.first_phase_proba_, data.y)
@@ -209,7 +236,7 @@ class LabelIssueCheck(Check):
         shuffled: list[int] = []
         if issues.flags is not None and issues.skipped is None:
             perm_rng = np.random.default_rng([data.seed, 34])
-            for _ in range(data.options.get("random_seeds", 5)):
+            for _ in range(self.params["permutations"]):
                 sh = label_issues(data.phase.first_phase_proba_, perm_rng.permutation(data.y))
                 if sh.flags is not None and sh.skipped is None:
                     shuffled.append(int(sh.flags.sum()))
@@ -225,7 +252,7 @@ class LabelIssueCheck(Check):
                        [[o["group"], f"{o['size']:,}", f"{o['removed']:,}", pct(o["share_of_group_removed"]),
                          pct(o["share_of_removed_in_group"])] for o in overlap]), ""]
         verdict = label_issue_verdict(li)
-        return CheckResult(self.name, None, flags, {"label_issues": li, "overlap": overlap}, verdict, md,
+        return CheckResult(self.name, None, flags, {**li, "overlap": overlap}, verdict, md,
                            {"label_issue": [""] * len(data) if flags is None else [int(f) for f in flags]})
 
 
@@ -282,9 +309,12 @@ class Surrogate(Check):
     statistics × label); per row, its top terms."""
 
     name: ClassVar[str] = "surrogate"
+    options: ClassVar[tuple[CheckOption, ...]] = (
+        CheckOption("min_count", int, 20, "the surrogate's inputs: tokens seen in at least this many texts",
+                    valid=_positive, rule="must be >= 1"),)
 
     def find(self, data: CheckData) -> CheckResult:
-        min_count = data.options.get("min_count", 20)
+        min_count = self.params["min_count"]
         if data.texts is not None:
             F, token_names = text_inputs(*data.token_matrix(), min_count)
             names = [str(t) for t in token_names]
@@ -294,52 +324,60 @@ class Surrogate(Check):
             inputs = "image statistics × label"
         sur = fit_surrogate(F, names, data.y, data.classes, data.phase.first_phase_predictability_,
                             random_state=data.seed)
-        summary: dict[str, Any] = {"surrogate": {
+        s: dict[str, Any] = {
             "target": "p̃ of the first phase", "inputs": inputs, "model": "Lasso (L1)", "alpha": sur.alpha,
-            "r2": sur.r2, "n_inputs": sur.n_inputs, "n_terms": len(sur.terms), "top_terms": sur.terms[:25]}}
-        s = summary["surrogate"]
+            "r2": sur.r2, "n_inputs": sur.n_inputs, "n_terms": len(sur.terms), "top_terms": sur.terms[:25]}
         md = ["## Why rows were easy (surrogate of p̃)", "",
               f"{s['model']} on {s['inputs']}: R² = {s['r2']:.3f} on the scored rows, {s['n_terms']} nonzero terms. "
               f"Strongest (input → label, coefficient, rows):", "",
               md_table(["input", "label", "coef", "rows"], [[md_cell(t["name"]), md_cell(t["label"]),
                                                              f"{t['coef']:+.3f}", t["support"]]
                                                             for t in s["top_terms"][:10]]), ""]
-        return CheckResult(self.name, summary=summary, markdown=md, columns={"top_features": list(sur.top_features)})
+        return CheckResult(self.name, summary=s, markdown=md, columns={"top_features": list(sur.top_features)})
 
 
 class Neighbours(Check):
-    """Each removed row's nearest kept rows in Φ (``neighbours`` of them)."""
+    """Each removed row's nearest kept rows in Φ (``k`` of them)."""
 
     name: ClassVar[str] = "neighbours"
+    options: ClassVar[tuple[CheckOption, ...]] = (
+        CheckOption("k", int, 3, "nearest kept rows listed per removed row (0: none)", valid=lambda k: k >= 0,
+                    rule="must be >= 0"),)
 
     def find(self, data: CheckData) -> CheckResult:
-        k = data.options.get("neighbours", 3)
+        k = self.params["k"]
         near = nearest_kept(data.X, data.kept(), k=k, seed=data.seed) if k else [[] for _ in range(len(data))]
         return CheckResult(self.name, columns={"nearest_kept": [";".join(str(data.ids[j]) for j in row)
                                                                 for row in near]})
 
 
 class NgramCoefficients(Check):
-    """Optional (``ngram_coefficients``, an n-gram Φ): each token's push towards each label from the ensemble's
-    own weights; per row, its tokens that push most towards its label."""
+    """Optional (``ngram_coefficients:enabled=true``, an n-gram Φ): each token's push towards each label from the
+    ensemble's own weights; per row, its tokens that push most towards its label."""
 
     name: ClassVar[str] = "ngram_coefficients"
+    options: ClassVar[tuple[CheckOption, ...]] = (
+        CheckOption("enabled", bool, False, "n-gram Φ only: refit the run's featurizer (one more featurizing pass) "
+                    "and list, per row and overall, the tokens the ensemble's own weights push towards the gold "
+                    "label"),
+        CheckOption("min_count", int, 20, "tokens seen in at least this many texts", valid=_positive,
+                    rule="must be >= 1"))
 
     def enabled(self, data: CheckData) -> bool:
-        return (bool(data.options.get("ngram_coefficients")) and data.texts is not None
+        return (bool(self.params["enabled"]) and data.texts is not None
                 and data.phase.first_phase_coef_ is not None)
 
     def disabled(self, data: CheckData) -> CheckResult:
-        return CheckResult(self.name, summary={"ngram_coefficients": None},
+        return CheckResult(self.name, summary={},
                            columns={"ensemble_features": [""] * len(data)})
 
     def find(self, data: CheckData) -> CheckResult:
         B, vocab = data.token_matrix()
         terms = ngram_terms(data.context["dataset"], data.context["rows"], data.run["featurizer"], data.X, B, vocab,
-                            data.y, data.classes, data.options.get("min_count", 20), data.phase.first_phase_coef_,
+                            data.y, data.classes, self.params["min_count"], data.phase.first_phase_coef_,
                             data.text_view)
-        summary = {"ngram_coefficients": {
+        summary = {
             "rule": "Φ of each token alone (the n-gram featurizer refitted with the run's options and seed) times the "
                     "first phase's mean coefficients, centred over labels",
-            "refit_max_abs_diff": terms["refit_max_abs_diff"], "top_terms": terms["top_terms"]}}
+            "refit_max_abs_diff": terms["refit_max_abs_diff"], "top_terms": terms["top_terms"]}
         return CheckResult(self.name, summary=summary, columns={"ensemble_features": list(terms["per_row"])})

@@ -20,8 +20,8 @@ from typing import Any, ClassVar, Union
 from aflite.errors import InputError
 from aflite.rundir.names import RUN_COMMANDS
 
-__all__ = ["AuditBody", "Body", "Document", "EmbedBody", "Envelope", "EvaluateBody", "ExplainBody", "RunBody",
-           "parse"]
+__all__ = ["AuditBody", "Body", "CheckEntry", "Document", "EmbedBody", "Envelope", "EvaluateBody", "ExplainBody",
+           "RunBody", "parse"]
 
 
 @dataclass(frozen=True)
@@ -74,10 +74,26 @@ class RunBody(Body):
 
 
 @dataclass(frozen=True)
+class CheckEntry:
+    """One check's entry in explain's ``checks``: what it found (``summary``, its own keys), the options it ran
+    with, the per-row columns it added to instances.csv, the files it wrote into the folder, its verdict sentences
+    and whether it ran (False: disabled by its options or the data)."""
+
+    summary: dict[str, Any]
+    options: dict[str, Any]
+    columns: list[str]
+    files: list[str]
+    verdict: list[str] = dataclasses.field(default_factory=list)
+    ran: bool = True
+
+
+@dataclass(frozen=True)
 class ExplainBody(Body):
-    """``aflite explain``: the run it explains, the recomputed first phase."""
+    """``aflite explain``: the run it explains, the recomputed first phase, and each check's entry by name (in the
+    order they ran)."""
 
     commands: ClassVar[tuple[str, ...]] = ("explain",)
+    checks: dict[str, CheckEntry] = dataclasses.field(default_factory=dict)
     run: dict[str, Any] = dataclasses.field(default_factory=dict)
     first_phase: dict[str, Any] = dataclasses.field(default_factory=dict)
     run_dir: str | None = None
@@ -122,7 +138,7 @@ REQUIRED: dict[str, tuple[str, ...]] = {
     "demo": ("parameters", "size_before", "size_after", "n_iterations", "sizes", "iterations", "featurizer",
              "filtered_dataset"),
     "filter": ("parameters", "size_before", "size_after", "n_iterations", "sizes", "iterations"),
-    "explain": ("run", "first_phase"),
+    "explain": ("run", "first_phase", "checks"),
     "evaluate": ("config", "training_sets", "aggregate"),
     "embed": ("featurizer", "rows", "dim", "files"),
 }
@@ -154,6 +170,9 @@ def parse(obj: Any, path: Path, *, manifest: bool = True) -> Document:
     fields = {**obj} if manifest else {**obj, "manifest": {}}
     envelope = _build(Envelope, fields, path, ("command", "format_version", "argv", "versions", "manifest"))
     cls = body_class(envelope.command)
+    if envelope.command == "explain" and "checks" not in obj:  # 0.3 before the checks owned their entries
+        raise InputError(f"{path}: an explain folder of an earlier aflite (its checks' keys at the top level, not "
+                         f"under 'checks'): run `aflite explain` again")
     body = _build(cls, obj, path, REQUIRED.get(envelope.command, ()))
     return Document(envelope, body, obj)
 
@@ -168,10 +187,36 @@ def _build(cls: type[Any], obj: dict[str, Any], path: Path, required: tuple[str,
             continue
         value = obj[f.name]
         if not _is(value, hints[f.name]):
-            raise InputError(f"{path}: {f.name!r} is {_shown(value)}, not {_named(hints[f.name])}; the file was "
-                             f"edited or damaged: run the command again")
-        values[f.name] = value
+            key, value, hint = _first_wrong(f.name, value, hints[f.name])
+            raise InputError(f"{path}: {key} is {_shown(value)}, not {_named(hint)}; the file was edited or damaged: "
+                             f"run the command again")
+        values[f.name] = _built(value, hints[f.name])
     return cls(**values)
+
+
+def _first_wrong(name: str, value: Any, hint: Any) -> tuple[str, Any, Any]:
+    """Where a value of a dict of dataclasses (explain's ``checks``) is wrong: the innermost key, its value and
+    type (``'checks'['toy']['columns']``); the key itself for any other type."""
+    args = typing.get_args(hint)
+    if typing.get_origin(hint) is dict and dataclasses.is_dataclass(args[1]) and isinstance(value, dict):
+        inner = typing.get_type_hints(args[1])
+        for k, v in value.items():
+            if _is(v, args[1]):
+                continue
+            for f in dataclasses.fields(args[1]) if isinstance(v, dict) else ():
+                if f.name in v and not _is(v[f.name], inner[f.name]):
+                    return f"{name!r}[{k!r}][{f.name!r}]", v[f.name], inner[f.name]
+            return f"{name!r}[{k!r}]", v, args[1]  # not an object, or a key it needs is missing
+    return repr(name), value, hint
+
+
+def _built(value: Any, hint: Any) -> Any:
+    """The parsed JSON ``value`` with the dataclasses its type names built (explain's ``checks``)."""
+    args = typing.get_args(hint)
+    if typing.get_origin(hint) is dict and args and isinstance(args[1], type) and dataclasses.is_dataclass(args[1]):
+        cls = args[1]
+        return {k: cls(**{f.name: v[f.name] for f in dataclasses.fields(cls) if f.name in v}) for k, v in value.items()}
+    return value
 
 
 def _is(value: Any, hint: Any) -> bool:
@@ -179,6 +224,13 @@ def _is(value: Any, hint: Any) -> bool:
     and unions of them with None)."""
     if hint is Any:
         return True
+    if dataclasses.is_dataclass(hint):  # an object with the dataclass's fields (those without a default required)
+        if not isinstance(value, dict):
+            return False
+        inner = typing.get_type_hints(hint)
+        return all(_is(value[f.name], inner[f.name]) if f.name in value else
+                   f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING
+                   for f in dataclasses.fields(hint))
     origin = typing.get_origin(hint)
     if origin in (Union, types.UnionType):
         return any(_is(value, h) for h in typing.get_args(hint))
@@ -204,6 +256,8 @@ def _named(hint: Any) -> str:
         return " or ".join(_named(h) for h in typing.get_args(hint))
     if hint is type(None):
         return "null"
+    if dataclasses.is_dataclass(hint):
+        return "an object with " + ", ".join(f.name for f in dataclasses.fields(hint))
     names = {int: "an integer", float: "a number", str: "a string", bool: "true or false", list: "a list",
              dict: "an object"}
     return names.get(origin or hint, str(hint))

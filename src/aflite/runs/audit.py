@@ -22,6 +22,7 @@ import numpy as np
 from aflite import audit as A
 from aflite.atomic import atomic_open
 from aflite.audit.results import audit_verdict, check_sections, check_verdicts
+from aflite.checks import resolve_checks
 from aflite.data import open_dataset, source_name
 from aflite.errors import InputError, ParameterError
 from aflite.rundir.lock import check_outside_runs
@@ -89,6 +90,7 @@ def check_audit_config(cfg: Any) -> None:
     for name, flag in flags.items():
         if getattr(cfg, name) < least.get(name, 1):
             raise ParameterError(f"{name} ({flag}) must be >= {least.get(name, 1)}, got {getattr(cfg, name)}")
+    resolve_checks(getattr(cfg, "checks", None), "audit")  # each audit check's options (--check NAME:KEY=VALUE)
 
 
 def check_audit_options(data_path: Any, *, featurizer: str | None = None,

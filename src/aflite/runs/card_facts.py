@@ -352,16 +352,26 @@ def explain_facts(inp: CardInputs, kept_sha: str) -> dict[str, Any]:
         raise InputError(f"{flag}: its run ({run.get('size_before')} → {run.get('size_after')} rows, Φ "
                          f"{run.get('featurizer')}) is not {inp.run_dir} ({res.get('dataset_size')} → "
                          f"{res.get('size_after')}, Φ {f.get('name')})")
-    test = ex.get("token_test") or {}
+    # each check's keys sit in its entry of explain's results.json: checks[name]["summary"]
+    tokens, datamap, issues, surrogate = (_check_summary(ex, n) for n in ("tokens", "datamap", "label_issues",
+                                                                           "surrogate"))
+    test = tokens.get("token_test") or {}
     return {
-        "tied_to_run_by": tied, "token_view": ex.get("token_view"), "significant_tokens": ex.get("significant_tokens"),
+        "tied_to_run_by": tied, "token_view": tokens.get("token_view"),
+        "significant_tokens": tokens.get("significant_tokens"),
         "token_test": {k: test.get(k) for k in ("alpha", "min_count", "null", "random_subsets")},
-        "top_artifacts_kept": ((ex.get("top_artifacts") or {}).get("kept") or [])[:5],
+        "top_artifacts_kept": ((tokens.get("top_artifacts") or {}).get("kept") or [])[:5],
         "first_phase_agreement": (ex.get("first_phase") or {}).get("agreement_with_run"),
-        "datamap": {k: (ex.get("datamap") or {}).get(k) for k in ("regions", "removed_by_region")},
-        "label_issues": (ex.get("label_issues") or {}).get("n"),
-        "surrogate": {k: (ex.get("surrogate") or {}).get(k) for k in ("model", "r2", "n_terms")},
+        "datamap": {k: datamap.get(k) for k in ("regions", "removed_by_region")},
+        "label_issues": issues.get("n"),
+        "surrogate": {k: surrogate.get(k) for k in ("model", "r2", "n_terms")},
     }
+
+
+def _check_summary(ex: dict[str, Any], name: str) -> dict[str, Any]:
+    """One explain check's summary (results.json's ``checks[name]["summary"]``); {} when the check is not there."""
+    entry = (ex.get("checks") or {}).get(name) or {}
+    return entry.get("summary") or {}
 
 
 # ---------------------------------------------------------------------------------------------- the manifest

@@ -1,6 +1,8 @@
 """:func:`explain` (``aflite explain``; ``aflite.explain_run``): read a run folder and the data file back, recompute
 the run's first phase (:mod:`aflite.explain.recompute`), run every registered check (:mod:`aflite.checks`; the
-built-in ones in :mod:`aflite.explain.checks`), and write the explain folder (:mod:`aflite.runs.explain_files`).
+built-in ones in :mod:`aflite.explain.checks`), each with its options (``checks={name: {key: value}}``; the older
+keywords ``alpha``, ``min_count``, ... are aliases of the built-in checks' options, :data:`ALIASES`), and write the
+explain folder (:mod:`aflite.runs.explain_files`): each check's entry under results.json's ``checks[name]``.
 
 Where the data map comes from. A run folder holds the kept/removed ids, the last p̃ and the features cache, not
 the first phase's probabilities. Rather than make old runs unreadable, explain *recomputes* the first phase: the
@@ -23,22 +25,38 @@ from typing import Any
 
 import numpy as np
 
-from aflite.checks import CheckData, run_checks
+from aflite.checks import CheckData, check_files, check_names, resolve_checks, run_checks
 from aflite.data import open_dataset, source_name
 from aflite.errors import InputError, ParameterError
 from aflite.explain.recompute import first_phase, token_texts
 from aflite.features import Features, featurize_dataset
 from aflite.features.registry import refuse_untaken, run_options, spec
 from aflite.hashing import inputs_fingerprint
-from aflite.rundir.lock import check_outside_runs
+from aflite.rundir.lock import check_outside_runs, foreign_of, read_marker
+from aflite.rundir.manifest import RESERVED
 from aflite.rundir.match import check_run_rows
+from aflite.rundir.names import PAGE
 from aflite.rundir.read import Instances, RunRecord, read_run
 from aflite.rundir.results import recording_warnings
-from aflite.runs.explain_files import ExplainResult, explain_results
+from aflite.runs.explain_files import FILES, ExplainResult, check_columns, explain_results
 from aflite.runs.folder import RunFolder, claims
 from aflite.threads import limited
 
-__all__ = ["ExplainResult", "explain"]
+__all__ = ["ALIASES", "ExplainResult", "explain"]
+
+# explain's older keywords (and flags: --alpha, --min-count, ...), each an alias of built-in checks' options: the
+# value given sets every (check, option) listed
+ALIASES: dict[str, tuple[tuple[str, str], ...]] = {
+    "alpha": (("tokens", "alpha"),),
+    "min_count": (("tokens", "min_count"), ("surrogate", "min_count"), ("ngram_coefficients", "min_count")),
+    "null": (("tokens", "null"),),
+    "random_seeds": (("tokens", "random_seeds"), ("label_issues", "permutations")),
+    "neighbours": (("neighbours", "k"),),
+    "stop_rule": (("stop_rule", "enabled"),),
+    "stop_floor": (("stop_rule", "floor"),),
+    "stop_max_phases": (("stop_rule", "max_phases"),),
+    "ngram_coefficients": (("ngram_coefficients", "enabled"),),
+}
 
 
 def _load(data_path: Any, run: RunRecord, inst: Instances, dataset_options: dict[str, Any] | None,
@@ -103,25 +121,49 @@ def _run_features(data_path: Any, ds: Any, rows: np.ndarray, run: RunRecord, fea
     return X
 
 
-def _token_view(ds: Any, rows: np.ndarray, fz: dict[str, Any], token_view: str, stop_rule: bool,
-                ngram_coefficients: bool) -> tuple[list[str] | None, str]:
-    """(the run's rows' texts the token checks read, which text they are); images have none, and the options that
-    read tokens are refused on them, as ``--ngram-coefficients`` is for a Φ that cannot score tokens."""
-    if ngram_coefficients and not spec(fz["name"]).scores_tokens:
-        raise ParameterError(f"--ngram-coefficients reads an n-gram Φ; this run used {fz['name']!r}")
+def _token_view(ds: Any, rows: np.ndarray, fz: dict[str, Any], token_view: str,
+                options: dict[str, dict[str, Any]]) -> tuple[list[str] | None, str]:
+    """(the run's rows' texts the token checks read, which text they are); images have none, and the stop rule,
+    which reads tokens, is refused on them, as the n-gram coefficients are for a Φ that cannot score tokens."""
+    if options.get("ngram_coefficients", {}).get("enabled") and not spec(fz["name"]).scores_tokens:
+        raise ParameterError(f"check 'ngram_coefficients' (--ngram-coefficients) reads an n-gram Φ; this run used "
+                             f"{fz['name']!r}")
     if ds.modality == "image":
-        if stop_rule:
-            raise ParameterError("--stop-rule tests token artifacts: it needs a text dataset")
+        if options.get("stop_rule", {}).get("enabled"):
+            raise ParameterError("check 'stop_rule' (--stop-rule) tests token artifacts: it needs a text dataset")
         return None, "image statistics"
     texts, view = token_texts(ds, fz.get("view", "pair"), token_view)
     return [texts[r] for r in rows], view
 
 
-def _check_options(alpha: float, min_count: int, random_seeds: int, neighbours: int) -> None:
-    if not 0.0 < alpha < 1.0:
-        raise ParameterError(f"--alpha must lie in (0, 1), got {alpha}")
-    if min_count < 1 or random_seeds < 1 or neighbours < 0:
-        raise ParameterError("--min-count and --random-seeds must be >= 1, --neighbours >= 0")
+def explain_check_options(checks: dict[str, Any] | None, aliases: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Every explain check's options (:func:`aflite.checks.resolve_checks`), from ``checks`` and the older keywords
+    (``aliases``: keyword -> value, None where not given; :data:`ALIASES`); a keyword and ``checks`` giving one
+    option two values are refused in one line."""
+    if checks is not None and not isinstance(checks, dict):
+        raise ParameterError(f"checks must be a dict of check name -> its options, got {checks!r}")
+    merged = {name: dict(opts) if isinstance(opts, dict) else opts for name, opts in (checks or {}).items()}
+    registered = set(check_names("explain"))
+    for keyword, value in aliases.items():
+        if value is None:
+            continue
+        for name, key in ALIASES[keyword]:
+            if name not in registered:
+                continue  # a built-in check taken out of the registry
+            opts = merged.setdefault(name, {})
+            if isinstance(opts, dict) and key in opts and opts[key] != value:
+                raise ParameterError(f"check {name!r}: option {key!r} given twice, {opts[key]!r} in checks and "
+                                     f"{value!r} as {keyword}= (--{keyword.replace('_', '-')})")
+            if isinstance(opts, dict):
+                opts[key] = value
+    return resolve_checks(merged, "explain")
+
+
+def _check_outputs(found: dict[str, Any], folder: RunFolder, rows: int) -> None:
+    """What the checks return, checked before the folder is begun: the names of their files (none of explain's own,
+    of the folder's reserved entries or of the user's entries there; one writer each) and of their columns."""
+    check_files(found, set(FILES) | {PAGE} | set(RESERVED) | set(foreign_of(folder.path, read_marker(folder.path))))
+    check_columns(found, rows)
 
 
 @claims("explain")  # a path given as out is claimed as the CLI claims --out
@@ -132,35 +174,37 @@ def explain(
     run_dir: str | os.PathLike[str],
     out: str | os.PathLike[str] | RunFolder,
     *,
-    alpha: float = 0.01,
-    min_count: int = 20,
-    random_seeds: int = 5,
+    checks: dict[str, dict[str, Any]] | None = None,
+    alpha: float | None = None,
+    min_count: int | None = None,
+    random_seeds: int | None = None,
     token_view: str = "auto",
-    neighbours: int = 3,
+    neighbours: int | None = None,
     cache_dir: str | os.PathLike[str] | None = None,
     dataset_options: dict[str, Any] | None = None,
     image_options: dict[str, Any] | None = None,
     featurizer_options: dict[str, Any] | None = None,
     show_progress: bool = True,
-    stop_rule: bool = False,
+    stop_rule: bool | None = None,
     stop_floor: int | None = None,
-    stop_max_phases: int = 40,
-    ngram_coefficients: bool = False,
-    null: str = "base",
+    stop_max_phases: int | None = None,
+    ngram_coefficients: bool | None = None,
+    null: str | None = None,
     overwrite: bool = False,
 ) -> ExplainResult:
     """Explain a run of ``aflite run`` on DATA (a file, or a DataFrame, Table or datasets.Dataset) into ``out`` (a
     path, or the CLI's claimed ``RunFolder``): every registered check (:mod:`aflite.checks`): token artifacts with
     significance (full / kept / random), the first phase's data map and label issues, why each row was easy, the
-    nearest kept rows; and soft weights. ``stop_rule`` continues filtering past the run's stop until no token
-    artifact is significant (:mod:`aflite.explain.stoprule`; off by default, the run folder is never changed): the
-    run folder is only read (Φ from its cache, or recomputed into ``cache_dir``, default ``out/cache``; an ``out``
-    or ``cache_dir`` in a run folder is refused).
-    ``ngram_coefficients`` (n-gram Φ only) refits the run's n-gram featurizer to read each token's push from the
-    ensemble's own weights (:func:`aflite.explain.reasons.ngram_token_scores`; costs one more featurizing pass).
-    ``null`` is the token test's p0: ``"base"`` (each label's share of the set, the default) or ``"uniform"``
-    (1/|Y|, Gardner et al. 2021's choice)."""
-    _check_options(alpha, min_count, random_seeds, neighbours)
+    nearest kept rows; and soft weights. The run folder is only read (Φ from its cache, or recomputed into
+    ``cache_dir``, default ``out/cache``; an ``out`` or ``cache_dir`` in a run folder is refused).
+
+    ``checks`` gives checks their options (check name → {option: value}; ``aflite explain --help`` lists them),
+    e.g. ``{"tokens": {"alpha": 0.05}, "stop_rule": {"enabled": True}}`` (the stop rule continues filtering past the
+    run's stop until no token artifact is significant; the run folder is never changed). ``alpha``, ``min_count``,
+    ``random_seeds``, ``neighbours``, ``null``, ``stop_rule``, ``stop_floor``, ``stop_max_phases`` and
+    ``ngram_coefficients`` are aliases of built-in checks' options (:data:`ALIASES`; None: not given). An unknown
+    check or option, or a bad value, is refused in one line before any work."""
+    options = explain_check_options(checks, {k: v for k, v in locals().items() if k in ALIASES})  # the keywords
     folder = RunFolder.of(out, "explain")
     for path, flag in ((folder.path, "--out"), (cache_dir or folder.path, "--cache-dir")):  # it reads the run only
         check_outside_runs(path, [run_dir], flag=flag)
@@ -170,11 +214,10 @@ def explain(
     run.require("parameters", "featurizer", what="the summary of `aflite run`")
     inst = run.instances()
     ds, rows = _load(data_path, run, inst, dataset_options, image_options)
-    is_images = ds.modality == "image"
     params = run.summary["parameters"]
     seed = int(run.summary.get("seed", params.get("random_state", 0)) or 0)
     fz = run.featurizer
-    texts, tview = _token_view(ds, rows, fz, token_view, stop_rule, ngram_coefficients)
+    texts, tview = _token_view(ds, rows, fz, token_view, options)
     timings["load_seconds"] = time.perf_counter() - t_start
 
     t0 = time.perf_counter()
@@ -195,12 +238,10 @@ def explain(
     timings["first_phase_seconds"] = time.perf_counter() - t0
     data = CheckData(
         np.asarray(inst.ids), y_str, af.classes_, y, X, seed, np.asarray(inst.kept, bool), inst.predictability,
-        inst.removed_at, af, texts, tview, [ds.texts_a[r] for r in rows] if is_images else None,
-        {"alpha": alpha, "min_count": min_count, "random_seeds": random_seeds, "null": null,
-         "neighbours": neighbours, "stop_rule": stop_rule, "stop_floor": stop_floor,
-         "stop_max_phases": stop_max_phases, "ngram_coefficients": ngram_coefficients},
-        run.summary, {"dataset": ds, "rows": rows, "groups": grp})
-    found = run_checks(data)
+        inst.removed_at, af, texts, tview, [ds.texts_a[r] for r in rows] if texts is None else None,
+        {"token_view": token_view}, run.summary, {"dataset": ds, "rows": rows, "groups": grp})
+    found = run_checks(data, options=options)
+    _check_outputs(found, folder, len(data))
     timings.update({f"{name}_seconds": r.seconds for name, r in found.items() if r.seconds is not None})
     results = explain_results(found, run, inst, source_name(data_path), seed, agree, timings, folder.path,
                               ds.source.memory is not None)

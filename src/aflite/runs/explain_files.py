@@ -9,8 +9,11 @@ Column contracts (another viewer reads them; keep names and order):
   ensemble_features``; one row per filtered row, in the run's order; empty cells where a value is unknown (never a
   default). ``stop_rule_removed_at``: the phase in which the optional stop rule removed the row (empty when it did
   not or was off); ``ensemble_features`` (with ``--ngram-coefficients``): the row's tokens that the n-gram
-  ensemble's own weights push most towards its label.
+  ensemble's own weights push most towards its label. A check of one's own adds its columns after these (its
+  ``columns``, or ``<check>_score``/``<check>_flag``); results.json's ``checks[name]["columns"]`` names them.
 * ``weights.csv`` — ``id,label,weight,first_phase_predictability``.
+* results.json's ``checks`` — per check, in the order they ran: ``summary`` (its own keys), ``options`` (as it ran),
+  ``columns`` (its per-row columns in instances.csv), ``files`` (the files it wrote here), ``verdict``, ``ran``.
 """
 
 from __future__ import annotations
@@ -24,10 +27,11 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from aflite.atomic import atomic_open
+from aflite.atomic import atomic_open, write_text
 from aflite.checks import CheckData, CheckResult
 from aflite.checks.format import cell, md_cell, pct
 from aflite.core.heldout import WEIGHT_RULE
+from aflite.errors import ParameterError
 from aflite.explain.plots import plot_competency, plot_datamap
 from aflite.hashing import file_sha256
 from aflite.rundir.names import KEPT_IDS, RESULTS, SUMMARY_MD, TOKENS, WEIGHTS
@@ -35,7 +39,8 @@ from aflite.rundir.read import Instances, RunRecord
 from aflite.rundir.results import Result, Table
 from aflite.verdict import markdown
 
-__all__ = ["ExplainResult", "FILES", "INSTANCE_COLUMNS", "TOKEN_COLUMNS", "WEIGHT_COLUMNS", "explain_results"]
+__all__ = ["ExplainResult", "FILES", "INSTANCE_COLUMNS", "TOKEN_COLUMNS", "WEIGHT_COLUMNS", "check_columns",
+           "explain_results"]
 
 TOKEN_COLUMNS = ("set", "token", "label", "count", "label_count", "p_label", "z", "p_value", "significant")
 INSTANCE_COLUMNS = ("id", "label", "predictability", "removed_at", "confidence", "variability", "correctness",
@@ -73,14 +78,48 @@ def _token_rows(name: str, st: Any) -> Any:
                cell(st.p_label[i]), cell(st.z[i]), cell(st.p_value[i], 4), int(bool(st.significant[i]))]
 
 
+# the columns explain writes itself, before the checks' (a check's column of the same name is refused)
+BASE_COLUMNS = ("id", "label", "predictability", "removed_at", "kept", "first_phase_predictability", "weight")
+
+
+def check_columns(found: dict[str, CheckResult], rows: int) -> dict[str, str]:
+    """The per-row columns the checks add to instances.csv (column → the check adding it), refused in one line when
+    one is explain's own, is added by two checks, or has not one cell per row (``rows``)."""
+    owner: dict[str, str] = {}
+    for name, r in found.items():
+        sizes = r.columns if r.columns is not None else {f"{name}_score": r.scores, f"{name}_flag": r.flags}
+        for col, cells in sizes.items():
+            if cells is not None and len(cells) != rows:
+                raise ParameterError(f"check {name!r} adds a column {col!r} of {len(cells):,} cells to "
+                                     f"instances.csv, which has {rows:,} rows")
+        for col in r.column_names():
+            if col in BASE_COLUMNS:
+                raise ParameterError(f"check {name!r} adds a column {col!r} to instances.csv, which explain writes "
+                                     f"itself")
+            if col in owner:
+                raise ParameterError(f"checks {owner[col]!r} and {name!r} both add a column {col!r} to "
+                                     f"instances.csv")
+            owner[col] = name
+    return owner
+
+
+def check_entry(r: CheckResult) -> dict[str, Any]:
+    """A check's entry in results.json's ``checks`` (:class:`aflite.rundir.bodies.CheckEntry`)."""
+    return {"summary": r.summary, "options": dict(r.options), "columns": r.column_names(), "files": sorted(r.files),
+            "verdict": list(r.verdict), "ran": r.seconds is not None}
+
+
 def explain_results(found: dict[str, CheckResult], run: RunRecord, inst: Instances, data_path: str, seed: int,
                     agreement: float, timings: dict[str, float], out: Path, in_memory: bool = False) -> dict[str, Any]:
-    """results.json's body: the verdict, each check's keys (in registry order), the run explained, the first phase
-    and the soft weights' rule. ``in_memory``: ``data_path`` names in-memory data (no file to locate)."""
+    """results.json's body: the verdict, each check's entry under ``checks`` (in registry order), the run explained,
+    the first phase and the soft weights' rule. ``in_memory``: ``data_path`` names in-memory data (no file to
+    locate)."""
     keep = np.asarray(inst.kept, dtype=bool)
-    results: dict[str, Any] = {"verdict": [s for r in found.values() for s in r.verdict]}
-    for r in found.values():
-        results.update(r.summary)
+    results: dict[str, Any] = {"verdict": [s for r in found.values() for s in r.verdict],
+                               "checks": {name: check_entry(r) for name, r in found.items()}}
+    files = dict(FILES)
+    for name, r in found.items():
+        files.update({file: f"written by the check {name!r}" for file in sorted(r.files)})
     dataset = data_path if in_memory else str(Path(data_path).resolve())
     results.update({
         # where report.html finds the run and the texts: resolved, and relative to this folder
@@ -99,10 +138,23 @@ def explain_results(found: dict[str, CheckResult], run: RunRecord, inst: Instanc
                         "agreement_meaning": "share of rows removed in phase 0 whose recomputed p̃ equals the p̃ "
                                              "the run recorded"},
         "weights": {"rule": WEIGHT_RULE},
-        "files": FILES,
+        "files": files,
         "timings": dict(timings),
     })
     return results
+
+
+def _write_check_file(path: Path, content: Any) -> None:
+    """One file a check returned: bytes as they are, text as UTF-8, rows (a list of sequences, the header first) as
+    CSV; atomically."""
+    if isinstance(content, bytes):
+        with atomic_open(path, "wb", encoding=None) as fh:
+            fh.write(content)
+    elif isinstance(content, str):
+        write_text(path, content)
+    else:
+        with atomic_open(path) as fh:
+            csv.writer(fh, lineterminator="\n").writerows(content)
 
 
 @dataclass(repr=False)  # Result.__repr__: one line, not the arrays
@@ -137,20 +189,15 @@ class ExplainResult(Result):
             "removed_at": [int(v) for v in data.removed_at], "kept": [int(k) for k in data.kept()],
             "first_phase_predictability": [cell(v) for v in af.first_phase_predictability_],
             "weight": [cell(v) for v in af.weights_]}
-        for name, r in checks.items():
-            if r.columns is not None:
-                cols.update(r.columns)
-                continue
-            if r.scores is not None:
-                cols[f"{name}_score"] = [cell(v) for v in r.scores]
-            if r.flags is not None:
-                cols[f"{name}_flag"] = [int(f) for f in r.flags]
+        for r in checks.values():
+            cols.update(r.row_columns())
         names = [c for c in INSTANCE_COLUMNS if c in cols] + [c for c in cols if c not in INSTANCE_COLUMNS]
         return Table(names, zip(*(cols[c] for c in names), strict=True))
 
     def write_files(self, out: Path) -> None:
-        """tokens.csv and the competency plot (text), weights.csv and the data map; the write time goes into
-        results.json's timings."""
+        """tokens.csv and the competency plot (text), weights.csv and the data map, and the files the checks return
+        (their names checked by :func:`aflite.checks.check_files` before the folder was begun); the write time goes
+        into results.json's timings."""
         t0 = time.perf_counter()
         data, checks = self.data, self.checks
         assert data is not None and checks is not None
@@ -171,6 +218,9 @@ class ExplainResult(Result):
                 w.writerow([data.ids[i], data.labels[i], cell(af.weights_[i]), cell(af.first_phase_predictability_[i])])
         plot_datamap(af.variability_, af.confidence_, af.correctness_, ~data.kept(), out / "datamap.png",
                      seed=data.seed)
+        for r in checks.values():
+            for file, content in r.files.items():
+                _write_check_file(out / file, content)
         self.results["timings"]["total_seconds"] = time.perf_counter() - self.t_start
         self.results["timings"]["write_seconds"] = time.perf_counter() - t0
 
