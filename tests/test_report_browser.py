@@ -45,8 +45,8 @@ def pages(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     explain = make_explain(tmp, run)
     evaluate = tmp / "evaluate"
     evaluate.mkdir()
-    from aflite.report import write_page
     from aflite.rundir.results import commit
+    from aflite.runs.report import write_page
 
     measured = json.loads((Path(__file__).resolve().parents[1] / "docs/measured/evaluate_snli_devtest_results.json")
                           .read_text(encoding="utf-8"))  # committed as aflite evaluate commits its folder
@@ -223,7 +223,7 @@ def test_the_page_makes_no_network_request(pages: dict[str, Path]) -> None:
 
 
 def test_a_packed_page_shows_the_same_rows(driver: Any, pages: dict[str, Path], tmp_path: Path) -> None:
-    from aflite.report import write_page
+    from aflite.runs.report import write_page
 
     folder = tmp_path / "packed"
     shutil.copytree(pages["explain"], folder)
@@ -357,8 +357,8 @@ def test_the_competency_plot_labels_its_log_axis_in_full(driver: Any, pages: dic
         w = csv.DictWriter(fh, fieldnames=list(rows[0]))
         w.writeheader()
         w.writerows(rows)
-    from aflite.report import write_page
     from aflite.rundir.results import commit
+    from aflite.runs.report import write_page
 
     res = json.loads((explain / "results.json").read_text(encoding="utf-8"))  # committed again, with this tokens.csv
     commit(explain, {k: v for k, v in res.items() if k not in ("command", "format_version", "argv", "versions",

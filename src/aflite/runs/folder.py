@@ -27,7 +27,7 @@ from typing import Any, TypeVar
 from aflite.atomic import atomic_open, storage_errors, write_text
 from aflite.core.phase import FilterState
 from aflite.errors import AfliteError, OutputWriteError
-from aflite.report import write_page
+from aflite.report.explorer import render
 from aflite.rundir import checkpoint
 from aflite.rundir.bodies import parse
 from aflite.rundir.lock import OutputFolder, claim_output, foreign_of, pause_point, read_marker
@@ -141,12 +141,9 @@ class RunFolder:
                                     seed=result.seed)
         parse(document, self.path / RESULTS, manifest=False)  # the body's types, as every reader will check them
         write_text(self.path / SUMMARY_MD, summary)
-        if result.has_page:
-            html = result.page_html(document)
-            if html is None:
-                write_page(self.path, dataset=result.dataset, results=document)
-            else:
-                write_text(self.path / PAGE, html)
+        page = result.page(document)  # from the result in memory: nothing just written is read back
+        if page is not None:
+            write_text(self.path / PAGE, page if isinstance(page, str) else render(page))
         pause_point("files")
         files = listing(self.path, foreign_of(self.path, read_marker(self.path)))
         written = write_results_json(self.path, document, files)
