@@ -9,6 +9,7 @@ from __future__ import annotations
 import csv
 import json
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -221,3 +222,100 @@ def test_a_registered_audit_check_works_from_the_cli(tmp_path: Path, small_snli:
     assert sentence in md and "**D, hypothesis-only**" in md
     assert "## Long sentences" in md and f"{found['flagged']} of 300 rows flagged." in md
     assert "long_hypotheses" not in json.dumps(res)
+
+
+def test_a_command_with_a_page_is_declared_in_one_place(tmp_path: Path, small_snli: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """A toy command, ``words`` (the words of each hypothesis), declared here and nowhere else: a function that
+    claims its folder and returns a typed Result whose page hooks build its page (from memory when it commits,
+    from the verified folder for ``aflite report``). Defining the Result registers the page: ``aflite report``
+    and the folder's kind know it with no edit in rundir/ or report/. Opened in headless Chromium, the page shows
+    its rows, its numbers (sortable as numbers) and its text column (searchable)."""
+    browser = pytest.importorskip("test_report_browser")  # skipped where chromium is not installed
+    from selenium.webdriver.common.by import By
+
+    from aflite.data import load_dataset
+    from aflite.report.explorer import embedded_data
+    from aflite.report.folder import instance_columns, table_columns
+    from aflite.rundir import page as page_registry
+    from aflite.rundir.bodies import Document
+    from aflite.rundir.names import INSTANCES
+    from aflite.rundir.page import PageData
+    from aflite.rundir.read import detect_kind, read_columns
+    from aflite.rundir.results import Result, Table
+    from aflite.runs.folder import RunFolder, claims
+
+    monkeypatch.setattr(page_registry, "_PAGES", dict(page_registry._PAGES))  # the toy leaves no trace
+
+    @dataclass(repr=False)
+    class WordsResult(Result):
+        command: ClassVar[str] = "words"
+        out: Path
+        ids: list[str]
+        labels: list[str]
+        hypotheses: list[str]
+
+        def to_json(self) -> dict[str, Any]:
+            counts = [len(h.split()) for h in self.hypotheses]
+            return {"verdict": [f"The longest hypothesis has {max(counts)} words."], "rows": len(counts),
+                    "longest": max(counts)}
+
+        def summary_md(self) -> str:
+            return "# aflite words\n"
+
+        def table(self) -> Table:
+            return Table(("id", "label", "words", "first_word"),
+                         [[i, lab, len(h.split()), h.split()[0] if h.split() else ""]
+                          for i, lab, h in zip(self.ids, self.labels, self.hypotheses, strict=True)])
+
+        def page(self, document: dict[str, Any]) -> PageData:
+            t = self.table()
+            return self.page_data(document, table_columns(t.columns, t.rows), t.name)
+
+        @classmethod
+        def page_of(cls, folder: Path, document: Document) -> PageData:
+            return cls.page_data(document.raw, read_columns(folder / INSTANCES), folder / INSTANCES)
+
+        @staticmethod
+        def page_data(document: dict[str, Any], columns: dict[str, list[str]], where: Any) -> PageData:
+            data = {"kind": "words", "plots": {}, "cols": instance_columns(columns, where)}
+            return PageData("aflite words", "The words of each hypothesis.", data,
+                            [("rows", document["rows"]), ("longest", document["longest"])],
+                            verdict=list(document["verdict"]))
+
+    @claims("words")
+    def words(data_path: Path, out: Any, overwrite: bool = False) -> WordsResult:
+        ds = load_dataset(data_path)
+        assert ds.texts_b is not None
+        result = WordsResult(Path(out), [str(i) for i in ds.ids], [str(x) for x in ds.labels],
+                             [str(h) for h in ds.texts_b])
+        RunFolder.of(out, "words").finish(result)
+        return result
+
+    folder = tmp_path / "words"
+    res = words(small_snli, folder)
+    assert "words" in page_registry.page_commands() and detect_kind(folder) == "words"
+    written = (folder / "report.html").read_text(encoding="utf-8")
+    data = embedded_data(written)
+    assert [m["name"] for m in data["cols"]["more"]] == ["words", "first_word"]
+    assert data["cols"]["more"][0]["num"] and not data["cols"]["more"][1]["num"]
+    assert main(["report", str(folder)]) == 0  # rebuilt from the verified folder: the same page
+    assert (folder / "report.html").read_text(encoding="utf-8") == written
+
+    counts = [len(h.split()) for h in res.hypotheses]
+    driver = browser.new_driver()
+    try:
+        browser.open_page(driver, folder)
+        assert browser.shown(driver) == len(res.ids) == 300
+        heads = [th.get_attribute("data-col") for th in driver.find_elements(By.CSS_SELECTOR, "#rows-head th")]
+        assert heads == ["id", "label", "more-0", "more-1"]
+        assert f"The longest hypothesis has {max(counts)} words." in driver.page_source
+        driver.find_element(By.CSS_SELECTOR, "th[data-col='more-0']").click()
+        cells = [int(c.text) for c in driver.find_elements(By.CSS_SELECTOR, "#rows-body tr td:nth-child(3)")]
+        assert cells == sorted(counts)[:200]  # numbers, sorted as numbers
+        word = res.hypotheses[0].split()[0]
+        browser.search(driver, word)
+        firsts = [c.text for c in driver.find_elements(By.CSS_SELECTOR, "#rows-body tr td:nth-child(4)")]
+        assert word in firsts and browser.shown(driver) < 300
+    finally:
+        driver.quit()
