@@ -9,7 +9,8 @@ takes results.json away (the folder is unfinished from then on) and removes what
 there but what the command resumes from (never the user's own entries, never Φ's cache); then the command writes
 its files (the filter's checkpoint after every phase, filtered.*, features.npy, ...); **commit** —
 :meth:`RunFolder.finish` writes the :class:`~aflite.rundir.results.Result`'s files, ``summary.md`` and
-``report.html``, then ``results.json`` last, with the manifest of every file (:mod:`aflite.rundir.manifest`);
+``report.html`` (the page from the result in memory: ``Result.page``), then ``results.json`` last, with the manifest
+of every file but the page, which is derived from them (:mod:`aflite.rundir.manifest`);
 **verify** — every reader checks the files against that manifest (:mod:`aflite.rundir.read`)."""
 
 from __future__ import annotations
@@ -124,8 +125,9 @@ class RunFolder:
 
     # ------------------------------------------------------------------------------------------------ commit
     def finish(self, result: Result) -> dict[str, Any]:
-        """Write ``result``'s own files and per-row table, summary.md and report.html, then commit: results.json
-        with the manifest of every file the command wrote (the user's own entries and Φ's cache left out).
+        """Write ``result``'s own files and per-row table, summary.md and report.html (its page, built from the
+        result in memory), then commit: results.json with the manifest of every file the command wrote (the user's
+        own entries, Φ's cache and the page left out).
         Returns results.json as written."""
         self.begin()
         result.out = self.path

@@ -48,4 +48,4 @@ def write_page(folder: str | os.PathLike[str], *, pack: bool | None = None) -> P
     page = rebuilt_page(folder)
     html = page if isinstance(page, str) else render(page, pack=pack)
     pause_point("page")  # a test's child stops here to be killed: nothing of the new page is written yet
-    return write_html(folder, html, keep_better=True)
+    return write_html(Path(folder), html, keep_better=True)
