@@ -38,13 +38,13 @@ def _library() -> dict[str, set[str]]:
     from aflite.experiments.scale import scale_benchmark
     from aflite.experiments.synthetic import run_synthetic
     from aflite.features.registry import REGISTRY
-    from aflite.report import write_page
     from aflite.runs.audit import audit_file
     from aflite.runs.card import write_card
     from aflite.runs.embed import embed
     from aflite.runs.evaluate import evaluate, evaluate_files
     from aflite.runs.explain import explain
     from aflite.runs.filter import filter_files
+    from aflite.runs.report import write_page
     from aflite.runs.run import run
 
     featurizer = {o for spec in REGISTRY.values() for o in spec.options}

@@ -12,6 +12,7 @@ import csv
 import gzip
 import json
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -325,6 +326,7 @@ def test_a_check_option_is_declared_once_and_reaches_it(tmp_path: Path, small_sn
         assert {r["id"] for r in csv.DictReader(fh)} == want
     assert "toy_long.csv" in res["manifest"]  # within the folder's manifest: verified by every reader
     assert "toy_long.csv" in (ex / "summary.md").read_text()
+    _the_columns_show_on_the_page(ex, {r["id"]: int(r["toy_words"]) for r in inst})
 
     got = explain(small_snli, run, tmp_path / "ex2", checks={"toy": {"factor": 1}}, random_seeds=1, neighbours=0,
                   show_progress=False)
@@ -346,6 +348,27 @@ def test_a_check_option_is_declared_once_and_reaches_it(tmp_path: Path, small_sn
     with pytest.raises(ParameterError, match="check 'toy' has no option 'size'"):
         explain(small_snli, run, tmp_path / "bad", checks={"toy": {"size": 2}}, show_progress=False)
     assert not (tmp_path / "bad").exists()
+
+
+def _the_columns_show_on_the_page(folder: Path, words: dict[str, int]) -> None:
+    """The toy check's columns on the explain folder's report.html, in headless Chromium (skipped without it):
+    shown under their names, with no edit in report/; sorted as numbers; the rows' values are the check's."""
+    browser = pytest.importorskip("test_report_browser")  # skipped where chromium is not installed
+    from selenium.webdriver.common.by import By
+
+    driver = browser.new_driver()
+    try:
+        browser.open_page(driver, folder)
+        heads = {th.text.strip(): th.get_attribute("data-col")
+                 for th in driver.find_elements(By.CSS_SELECTOR, "#rows-head th")}
+        assert "toy_words" in heads and "toy_long" in heads, heads
+        names = [th.get_attribute("data-col") for th in driver.find_elements(By.CSS_SELECTOR, "#rows-head th")]
+        driver.find_element(By.CSS_SELECTOR, f"th[data-col='{heads['toy_words']}']").click()
+        at = names.index(heads["toy_words"]) + 1
+        cells = [int(c.text) for c in driver.find_elements(By.CSS_SELECTOR, f"#rows-body tr td:nth-child({at})")]
+        assert cells and cells == sorted(words.values())[:len(cells)]
+    finally:
+        driver.quit()
 
 
 def test_register_checks_a_check_and_its_options() -> None:
@@ -405,3 +428,98 @@ def test_a_check_cannot_overwrite_explains_own_files_or_columns(tmp_path: Path, 
         with pytest.raises(ParameterError, match=match):
             explain(small_snli, run, tmp_path / "ex", random_seeds=1, neighbours=0, show_progress=False)
         assert not (tmp_path / "ex").exists()
+def test_a_command_with_a_page_is_declared_in_one_place(tmp_path: Path, small_snli: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """A toy command, ``words`` (the words of each hypothesis), declared here and nowhere else: a function that
+    claims its folder and returns a typed Result whose page hooks build its page (from memory when it commits,
+    from the verified folder for ``aflite report``). Defining the Result registers the page: ``aflite report``
+    and the folder's kind know it with no edit in rundir/ or report/. Opened in headless Chromium, the page shows
+    its rows, its numbers (sortable as numbers) and its text column (searchable)."""
+    browser = pytest.importorskip("test_report_browser")  # skipped where chromium is not installed
+    from selenium.webdriver.common.by import By
+
+    from aflite.data import load_dataset
+    from aflite.report.explorer import embedded_data
+    from aflite.report.folder import instance_columns, table_columns
+    from aflite.rundir import page as page_registry
+    from aflite.rundir.bodies import Document
+    from aflite.rundir.names import INSTANCES
+    from aflite.rundir.page import PageData
+    from aflite.rundir.read import detect_kind, read_columns
+    from aflite.rundir.results import Result, Table
+    from aflite.runs.folder import RunFolder, claims
+
+    monkeypatch.setattr(page_registry, "_PAGES", dict(page_registry._PAGES))  # the toy leaves no trace
+
+    @dataclass(repr=False)
+    class WordsResult(Result):
+        command: ClassVar[str] = "words"
+        out: Path
+        ids: list[str]
+        labels: list[str]
+        hypotheses: list[str]
+
+        def to_json(self) -> dict[str, Any]:
+            counts = [len(h.split()) for h in self.hypotheses]
+            return {"verdict": [f"The longest hypothesis has {max(counts)} words."], "rows": len(counts),
+                    "longest": max(counts)}
+
+        def summary_md(self) -> str:
+            return "# aflite words\n"
+
+        def table(self) -> Table:
+            return Table(("id", "label", "words", "first_word"),
+                         [[i, lab, len(h.split()), h.split()[0] if h.split() else ""]
+                          for i, lab, h in zip(self.ids, self.labels, self.hypotheses, strict=True)])
+
+        def page(self, document: dict[str, Any]) -> PageData:
+            t = self.table()
+            return self.page_data(document, table_columns(t.columns, t.rows), t.name)
+
+        @classmethod
+        def page_of(cls, folder: Path, document: Document) -> PageData:
+            return cls.page_data(document.raw, read_columns(folder / INSTANCES), folder / INSTANCES)
+
+        @staticmethod
+        def page_data(document: dict[str, Any], columns: dict[str, list[str]], where: Any) -> PageData:
+            data = {"kind": "words", "plots": {}, "cols": instance_columns(columns, where)}
+            return PageData("aflite words", "The words of each hypothesis.", data,
+                            [("rows", document["rows"]), ("longest", document["longest"])],
+                            verdict=list(document["verdict"]))
+
+    @claims("words")
+    def words(data_path: Path, out: Any, overwrite: bool = False) -> WordsResult:
+        ds = load_dataset(data_path)
+        assert ds.texts_b is not None
+        result = WordsResult(Path(out), [str(i) for i in ds.ids], [str(x) for x in ds.labels],
+                             [str(h) for h in ds.texts_b])
+        RunFolder.of(out, "words").finish(result)
+        return result
+
+    folder = tmp_path / "words"
+    res = words(small_snli, folder)
+    assert "words" in page_registry.page_commands() and detect_kind(folder) == "words"
+    written = (folder / "report.html").read_text(encoding="utf-8")
+    data = embedded_data(written)
+    assert [m["name"] for m in data["cols"]["more"]] == ["words", "first_word"]
+    assert data["cols"]["more"][0]["num"] and not data["cols"]["more"][1]["num"]
+    assert main(["report", str(folder)]) == 0  # rebuilt from the verified folder: the same page
+    assert (folder / "report.html").read_text(encoding="utf-8") == written
+
+    counts = [len(h.split()) for h in res.hypotheses]
+    driver = browser.new_driver()
+    try:
+        browser.open_page(driver, folder)
+        assert browser.shown(driver) == len(res.ids) == 300
+        heads = [th.get_attribute("data-col") for th in driver.find_elements(By.CSS_SELECTOR, "#rows-head th")]
+        assert heads == ["id", "label", "more-0", "more-1"]
+        assert f"The longest hypothesis has {max(counts)} words." in driver.page_source
+        driver.find_element(By.CSS_SELECTOR, "th[data-col='more-0']").click()
+        cells = [int(c.text) for c in driver.find_elements(By.CSS_SELECTOR, "#rows-body tr td:nth-child(3)")]
+        assert cells == sorted(counts)[:200]  # numbers, sorted as numbers
+        word = res.hypotheses[0].split()[0]
+        browser.search(driver, word)
+        firsts = [c.text for c in driver.find_elements(By.CSS_SELECTOR, "#rows-body tr td:nth-child(4)")]
+        assert word in firsts and browser.shown(driver) < 300
+    finally:
+        driver.quit()

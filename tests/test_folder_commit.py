@@ -76,14 +76,15 @@ def refused_as_unfinished(out: Path, data: Path, capsys: pytest.CaptureFixture[s
 
 
 def complete(out: Path) -> dict[str, object]:
-    """The folder is one complete run: report and card accept it, and its manifest lists exactly its files."""
+    """The folder is one complete run: report and card accept it, and its manifest lists exactly its files (all
+    but the page, which is derived from them and rebuilt by aflite report)."""
     assert main(["report", str(out)]) == 0
     results = json.loads((out / "results.json").read_text())
     listed = set(results["manifest"])
     on_disk = {p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file()
                and p.name not in ("results.json", ".aflite-owner.json", ".aflite.lock")
                and "cache" not in p.relative_to(out).parts}
-    assert listed == on_disk
+    assert "report.html" in on_disk and listed == on_disk - {"report.html"}
     return results
 
 
@@ -275,3 +276,26 @@ def test_a_hand_edited_run_is_refused_in_one_line_by_every_reader(tmp_path, comm
         assert code == 2 and len(err) == 1 and expect in err[0], (argv[0], err)
     assert snapshot(run_dir) == before  # nothing changed, nothing written beside it
     assert not any((tmp_path / name).exists() for name in ("card", "ex", "ev", "au"))
+
+
+def test_a_report_killed_midway_leaves_the_commit_and_a_whole_page(tmp_path, data):
+    """``aflite report`` rewrites only the page, atomically, and the page is not in the manifest: killed (SIGKILL)
+    once the new page is rendered, the folder is the committed run with its old page; let finish, it leaves
+    results.json as it was, and the page it rebuilt from the verified files is the page the run wrote from memory."""
+    from aflite.report.explorer import embedded_data, notes_of
+    from aflite.rundir.read import read_run
+
+    out = tmp_path / "run"
+    assert aflite("run", data["tsv"], "--out", out, *FAST).returncode == 0
+    results, page = (out / "results.json").read_bytes(), (out / "report.html").read_bytes()
+    assert "report.html" not in json.loads(results)["manifest"]
+    killed_at("page", tmp_path, "report", out)
+    assert (out / "results.json").read_bytes() == results and (out / "report.html").read_bytes() == page
+    read_run(out)  # every listed file verifies
+    done = aflite("report", out)
+    assert done.returncode == 0, done.stderr
+    assert (out / "results.json").read_bytes() == results
+    read_run(out)
+    rebuilt = (out / "report.html").read_text(encoding="utf-8")
+    assert embedded_data(rebuilt) == embedded_data(page.decode("utf-8"))
+    assert notes_of(rebuilt) == notes_of(page.decode("utf-8"))

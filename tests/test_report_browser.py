@@ -45,8 +45,8 @@ def pages(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     explain = make_explain(tmp, run)
     evaluate = tmp / "evaluate"
     evaluate.mkdir()
-    from aflite.report import write_page
     from aflite.rundir.results import commit
+    from aflite.runs.report import write_page
 
     measured = json.loads((Path(__file__).resolve().parents[1] / "docs/measured/evaluate_snli_devtest_results.json")
                           .read_text(encoding="utf-8"))  # committed as aflite evaluate commits its folder
@@ -223,7 +223,7 @@ def test_the_page_makes_no_network_request(pages: dict[str, Path]) -> None:
 
 
 def test_a_packed_page_shows_the_same_rows(driver: Any, pages: dict[str, Path], tmp_path: Path) -> None:
-    from aflite.report import write_page
+    from aflite.runs.report import write_page
 
     folder = tmp_path / "packed"
     shutil.copytree(pages["explain"], folder)
@@ -313,6 +313,53 @@ def test_an_image_run_shows_thumbnails(driver: Any, tmp_path: Path) -> None:
     assert len(imgs) == 16
     assert all(img.get_attribute("src").startswith("data:image/jpeg;base64,") for img in imgs)
     assert all(0 < driver.execute_script("return arguments[0].naturalWidth", img) <= 48 for img in imgs)  # decoded
+    # the page the run wrote from its images in memory is the page aflite report rebuilds from kept.csv/removed.csv
+    from aflite.report.explorer import embedded_data
+
+    written = embedded_data((out / "report.html").read_text(encoding="utf-8"))
+    assert _run(["report", str(out)]) == 0
+    assert embedded_data((out / "report.html").read_text(encoding="utf-8")) == written and written["cols"]["thumb"]
+
+
+def test_a_column_added_to_explains_table_shows_on_its_page(driver: Any, pages: dict[str, Path],
+                                                            tmp_path: Path) -> None:
+    """Every per-row column the page does not draw itself (a check's, here one added by hand to a real explain
+    result's table) is shown as it is: a number column sorts as numbers, a text column is searchable and set as
+    text (markup in it stays text); nothing in report/ names it. The page aflite report rebuilds shows it too."""
+    from aflite.checks import CheckResult
+    from aflite.report.explorer import embedded_data
+    from aflite.runs.explain import explain
+    from aflite.runs.folder import RunFolder
+
+    run = pages["run"]
+    res = explain(run.parent / "pairs.tsv", run, tmp_path / "first", random_seeds=1, show_progress=False)
+    assert res.checks is not None and res.data is not None
+    n = len(res.data.ids)
+    notes = [IMG if k == 7 else f"note{k:03d}" for k in range(n)]
+    res.checks["by_hand"] = CheckResult("by_hand", columns={"hand_score": [f"{(k * 37) % 101 / 100:g}"
+                                                                          for k in range(n)], "hand_note": notes})
+    out = tmp_path / "explain"
+    with RunFolder.claim(out, "explain") as folder:
+        folder.finish(res)
+    data = embedded_data((out / "report.html").read_text(encoding="utf-8"))
+    assert [(m["name"], m["num"]) for m in data["cols"]["more"]] == [("hand_score", True), ("hand_note", False)]
+    open_page(driver, out)
+    heads = [th.get_attribute("data-col") for th in driver.find_elements(By.CSS_SELECTOR, "#rows-head th")]
+    assert heads[-2:] == ["more-0", "more-1"]
+    driver.find_element(By.CSS_SELECTOR, "th[data-col='more-0']").click()
+    column = f"#rows-body tr td:nth-child({len(heads) - 1})"
+    cells = [float(c.text) for c in driver.find_elements(By.CSS_SELECTOR, column)]
+    assert cells == sorted((k * 37) % 101 / 100 for k in range(n))[:200]
+    search(driver, "note042")
+    assert shown(driver) == 1
+    search(driver, "onerror=alert")
+    assert shown(driver) == 1 and not driver.find_elements(By.CSS_SELECTOR, "#rows-body img")
+    last = driver.find_elements(By.CSS_SELECTOR, f"#rows-body tr td:nth-child({len(heads)})")
+    assert [c.text for c in last] == [IMG]
+    from aflite.runs.report import write_page
+
+    write_page(out)
+    assert embedded_data((out / "report.html").read_text(encoding="utf-8")) == data
 
 
 HOVER = "#plot-datamap .hoverlayer .hovertext"
@@ -357,8 +404,8 @@ def test_the_competency_plot_labels_its_log_axis_in_full(driver: Any, pages: dic
         w = csv.DictWriter(fh, fieldnames=list(rows[0]))
         w.writeheader()
         w.writerows(rows)
-    from aflite.report import write_page
     from aflite.rundir.results import commit
+    from aflite.runs.report import write_page
 
     res = json.loads((explain / "results.json").read_text(encoding="utf-8"))  # committed again, with this tokens.csv
     commit(explain, {k: v for k, v in res.items() if k not in ("command", "format_version", "argv", "versions",

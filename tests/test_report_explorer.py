@@ -13,13 +13,13 @@ from report_pages import IMG, SCRIPT, TITLE_SCRIPT, make_explain, make_run, writ
 
 from aflite.cli import main
 from aflite.errors import InputError
-from aflite.report import write_page
-from aflite.report.explorer import embedded_data, render_page
+from aflite.report.explorer import embedded_data, render
 from aflite.report.folder import read_tokens
 from aflite.report.frame import json_for_script, packed
 from aflite.rundir.manifest import seal
 from aflite.rundir.read import detect_kind
 from aflite.rundir.results import commit
+from aflite.runs.report import rebuilt_page, write_page
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -140,7 +140,9 @@ def test_texts_are_left_out_with_a_note_when_the_dataset_is_gone(pages: dict[str
     res["dataset"] = str(tmp_path / "missing.tsv")
     res["dataset_relative"] = "../missing.tsv"
     (run / "results.json").write_text(json.dumps(seal(res)), encoding="utf-8")  # as if aflite had written it
-    html = render_page(run)
+    page = rebuilt_page(run)
+    assert not isinstance(page, str)
+    html = render(page)
     assert "Texts not shown" in html and "ta" not in embedded_data(html)["cols"]
 
 

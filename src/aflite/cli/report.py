@@ -21,7 +21,7 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from aflite.report import write_page
+    from aflite.runs.report import write_page
 
     path = write_page(args.folder)
     print(path)

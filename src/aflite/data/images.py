@@ -316,10 +316,11 @@ def _load_hf(p: Path, image_column: str | None, label_column: str | None, id_col
 # ------------------------------------------------------------------------------------------------- writing
 
 
-def write_folder_outputs(ds: Any, keep: np.ndarray, out: str | os.PathLike[str],
+def write_folder_outputs(ds: Any, keep: np.ndarray, out: str | os.PathLike[str], names: tuple[str, str],
                          removed: np.ndarray | None = None, link_dir: str | os.PathLike[str] | None = None) -> Path:
-    """``OUT/kept.csv`` and ``OUT/removed.csv`` (columns ``path`` — relative to the image folder — and
-    ``label``), written atomically; with ``link_dir``, a ``<label>/<file>`` tree of symlinks to the kept images
+    """``OUT/kept.csv`` and ``OUT/removed.csv`` (``names``: the folder's names for them, from
+    :mod:`aflite.rundir.names`, which this layer may not import; columns ``path`` — relative to the image folder —
+    and ``label``), written atomically; with ``link_dir``, a ``<label>/<file>`` tree of symlinks to the kept images
     (a folder that must not exist yet, or be empty). Rows not in either file were the warm-up slice."""
     out = Path(out)
     keep = np.asarray(keep, dtype=bool)
@@ -334,11 +335,11 @@ def write_folder_outputs(ds: Any, keep: np.ndarray, out: str | os.PathLike[str],
             w.writerow([paths[i], ds.labels[i]])
         return buf.getvalue()
 
-    write_text(out / "kept.csv", table(keep))
-    write_text(out / "removed.csv", table(rem))
+    write_text(out / names[0], table(keep))
+    write_text(out / names[1], table(rem))
     if link_dir is not None:
         link_tree(ds, keep, link_dir)
-    return out / "kept.csv"
+    return out / names[0]
 
 
 def link_tree(ds: Any, keep: np.ndarray, link_dir: str | os.PathLike[str], by_label: bool = False) -> Path:
@@ -376,17 +377,17 @@ def link_tree(ds: Any, keep: np.ndarray, link_dir: str | os.PathLike[str], by_la
 
 
 def write_outputs(ds: Any, keep: np.ndarray, removed: np.ndarray, out: Path, filtered_name: str,
-                  link_dir: str | os.PathLike[str] | None = None) -> Path:
-    """The run's output in the input's form: kept.csv/removed.csv (+ symlink tree) for a folder, the filtered
-    table (or HF folder) otherwise; ``bad_images.txt`` lists images skipped as unreadable."""
+                  names: tuple[str, str], link_dir: str | os.PathLike[str] | None = None) -> Path:
+    """The run's output in the input's form: kept.csv/removed.csv (``names``; + symlink tree) for a folder, the
+    filtered table (or HF folder) otherwise; ``bad_images.txt`` lists images skipped as unreadable."""
     bad = getattr(ds, "bad_images", [])
     if bad:
         write_text(out / "bad_images.txt", "".join(f"{b}\n" for b in bad))
     if ds.source.format == "imagefolder":
-        return write_folder_outputs(ds, keep, out, removed, link_dir)
+        return write_folder_outputs(ds, keep, out, names, removed, link_dir)
     if link_dir is not None:
         link_tree(ds, keep, link_dir, by_label=True)
-    write_folder_outputs(ds, keep, out, removed)
+    write_folder_outputs(ds, keep, out, names, removed)
     return write_filtered(ds, keep, out / filtered_name)
 
 

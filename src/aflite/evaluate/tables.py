@@ -19,6 +19,9 @@ from aflite.evaluate.degenerate import merge
 from aflite.evaluate.lr_check import describe
 from aflite.evaluate.models import ModelSpec
 from aflite.evaluate.sets import EvalSet, TrainingSet
+from aflite.report.pages import evaluate_page
+from aflite.rundir.bodies import Document
+from aflite.rundir.page import PageData
 from aflite.rundir.results import Result
 from aflite.verdict import MIN_SPREAD, SPREAD_FACTOR, markdown, number, points
 
@@ -79,6 +82,14 @@ class EvaluationReport(Result):
     def summary_md(self) -> str:
         tables = self.tables
         return markdown(self.verdict) + (tables if tables.endswith("\n") else tables + "\n")
+
+    def page(self, document: dict[str, Any]) -> PageData | None:
+        """The accuracy bars, losses and learning-rate check (:func:`aflite.report.pages.evaluate_page`)."""
+        return None if self.out is None else evaluate_page(document, self.out)
+
+    @classmethod
+    def page_of(cls, folder: Path, document: Document) -> PageData:
+        return evaluate_page(document.raw, folder)
 
     def write_files(self, out: Path) -> None:
         write_text(out / "tables.md", self.tables)

@@ -31,7 +31,6 @@ class SyntheticOutput(Result):
     last files."""
 
     command: ClassVar[str] = "synthetic"
-    has_page: ClassVar[bool] = False
     out: Path
     result: Any
     run_seed: int | None = None
@@ -57,7 +56,6 @@ class BenchOutput(Result):
     """A benchmark's figures (``res``) and its text report as a folder."""
 
     command: ClassVar[str] = "bench"
-    has_page: ClassVar[bool] = False
     out: Path
     res: dict[str, Any]
     report: str

@@ -3,13 +3,15 @@
 * :mod:`aflite.report.frame` — the frame every page shares (head with a CSP that blocks the network, CSS,
   verdict, escaping, data embedded as JSON);
 * :mod:`aflite.report.audit` — the leakage audit's content (tables, PECO curves, t-SNE maps, artifacts);
-* :mod:`aflite.report.folder` — an output folder's rows, texts and plots' data for its page (which command wrote
-  it and its results come from :mod:`aflite.rundir.read`, the one reader of folders);
-* :mod:`aflite.report.explorer` — the explorer page: rows table and interactive plots; :func:`write_page`;
+* :mod:`aflite.report.folder` — a page's rows (a per-row table's columns, compact; any column it does not know
+  shown as it is), texts and plots' data;
+* :mod:`aflite.report.pages` — the data of the run, explain and evaluate pages, which their Results build (from
+  memory, or from the verified folder for ``aflite report``: :mod:`aflite.runs.report`);
+* :mod:`aflite.report.explorer` — the explorer page, laid out from that data: rows table and interactive plots;
 * :mod:`aflite.report.inline` — a command's result in a notebook (``_repr_html_``), registered on import.
 
-``write_report``/``render`` (and the image variants) keep the audit's API; :func:`write_page` writes the page of
-any output folder (run, explain, evaluate, audit).
+``write_report``/``render`` (and the image variants) keep the audit's API; :func:`render_page` lays out any
+command's :class:`~aflite.rundir.page.PageData`.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from aflite.report.audit import (
     write_image_report,
     write_report,
 )
-from aflite.report.explorer import render_page, write_page
+from aflite.report.explorer import render as render_page
 from aflite.report.frame import esc, shorten
 from aflite.report.inline import result_html
 
@@ -44,6 +46,5 @@ __all__ = [
     "tsne_figure",
     "tsne_plot",
     "write_image_report",
-    "write_page",
     "write_report",
 ]

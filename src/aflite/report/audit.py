@@ -266,7 +266,7 @@ def render(results: Sequence[Any], title: str = "Label-leakage audit", notes: Se
         "between the cluster's and the global label distribution; PECO = ∫ #{i: s_i &gt; t} dt from t = 0 (= Σ s_i). "
         f"Biased regions: clusters whose label distribution is at L2 distance &gt; {cfg.bias_threshold:g} from "
         "the global one. "
-        f"PECO null: the same clusters with the labels shuffled {getattr(cfg, 'peco_shuffles', 0)} times (seeded); "
+        f"PECO null: the same clusters with the labels shuffled {cfg.peco_shuffles} times (seeded); "
         "a raw PECO grows as the data shrinks (small clusters differ from the global label mix by chance), so "
         "read it against its null: the excess over the null mean is the figure comparable across sizes. "
         + (f"TRA: MiniLM fine-tuned {cfg.tra_steps} steps (batch {cfg.tra_batch_size}) per condition, "

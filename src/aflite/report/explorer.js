@@ -42,6 +42,15 @@
     if (C.w) cols.push({key: "w", title: C.w_name || "weight", num: true, sortKey: C.w.map(function (v) { return v == null ? -Infinity : v; }),
       get: function (r) { return C.w[r] == null ? "" : String(C.w[r]); }});
     if (C.top) cols.push({key: "top", title: "top features", get: function (r) { return C.top[r]; }, wide: true});
+    // every other column of the per-row table (a check's), as it is: numbers sort as numbers, text is set as text
+    (C.more || []).forEach(function (m, k) {
+      var col = {key: "more-" + k, title: m.name, num: m.num, wide: !m.num};
+      if (m.num) {
+        col.sortKey = m.v.map(function (v) { return v == null ? -Infinity : v; });
+        col.get = function (r) { return m.v[r] == null ? "" : String(m.v[r]); };
+      } else col.get = function (r) { return m.v[r]; };
+      cols.push(col);
+    });
     return cols;
   }
   var COLS;
@@ -54,7 +63,7 @@
       lower = new Array(N);
       for (var i = 0; i < N; i++) {
         lower[i] = (C.id[i] + "\u0001" + (C.ta ? C.ta[i] : "") + "\u0001" + (C.tb ? C.tb[i] : "") + "\u0001" +
-          (C.top ? C.top[i] : "")).toLowerCase();
+          (C.top ? C.top[i] : "") + (C.more || []).map(function (m) { return "\u0001" + (m.v[i] == null ? "" : m.v[i]); }).join("")).toLowerCase();
       }
     }
     var labN = lab === "" ? -1 : +lab, regN = reg === "" ? -1 : +reg, out = [];

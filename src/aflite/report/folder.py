@@ -1,15 +1,17 @@
-"""What an aflite output folder holds, read back for its page: which command wrote it (run, explain, evaluate,
-audit), the per-row table (ids, labels, p̃, removal phase; explain's data-map columns), the texts from the
-dataset file the run names, and the per-phase history, token statistics and accuracies the plots draw.
+"""A page's rows and plots' data: the per-row table's columns made compact (ids, labels, p̃, removal phase;
+explain's data-map columns; any other column shown as it is), the texts from the dataset the run read (in memory,
+or the file it recorded, checked against its fingerprint), the warm-up slice, the token test's competency plot and
+evaluate's accuracies.
 
-Everything is read from files, so ``aflite report DIR`` rebuilds a page long after the command ran.
+The same functions serve the page a command writes from its result in memory and the page ``aflite report``
+rebuilds from the verified folder (:mod:`aflite.report.pages`), so both are the same page.
 """
 
 from __future__ import annotations
 
 import csv
 import math
-import sys
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -63,10 +65,33 @@ def _codes(values: list[str]) -> tuple[list[int], list[str]]:
     return [idx[v] for v in values], names
 
 
-def read_instances(path: Path) -> dict[str, Any]:
+MAPPED = frozenset({"id", "label", "predictability", "removed_at", "kept", "confidence", "variability", "correctness",
+                    "region", "label_issue", "top_features"})  # the columns the page draws in its own way
+
+
+def read_instances(path: Path, known: Iterable[str] = ()) -> dict[str, Any]:
     """The per-row columns of a run's or explain's instances.csv (:func:`aflite.rundir.read.read_columns`),
-    compact (codes, thousandths)."""
-    cols = read_columns(path)
+    compact (:func:`instance_columns`)."""
+    return instance_columns(read_columns(path), path, known)
+
+
+def table_columns(columns: Sequence[str], rows: Iterable[Sequence[Any]]) -> dict[str, list[str]]:
+    """A per-row table in memory (:class:`aflite.rundir.results.Table`) as the columns of strings its CSV holds
+    (a cell as ``csv`` writes it: None empty, anything else ``str``), so that the page built from a result in
+    memory is the page built from its folder."""
+    cols: dict[str, list[str]] = {name: [] for name in columns}
+    lists = [cols[name] for name in columns]
+    for row in rows:
+        for lst, value in zip(lists, row, strict=True):
+            lst.append("" if value is None else str(value))
+    return cols
+
+
+def instance_columns(cols: dict[str, list[str]], path: Any, known: Iterable[str] = ()) -> dict[str, Any]:
+    """The page's columns (codes, thousandths) from a per-row table's columns of strings; ``path`` names the table
+    in errors. A column the page does not draw in its own way (:data:`MAPPED`) and the command does not list in
+    ``known`` (its own columns the page leaves out) is shown as it is (:func:`generic_column`): a check's column
+    reaches the page with no edit here."""
     # every column the page reads is checked: a value it cannot read is an error, never a "kept" or a blank
     if "removed_at" in cols:
         _checked(path, "removed_at", cols["removed_at"], lambda v: _is_int(v) and int(v) >= -2,
@@ -95,7 +120,20 @@ def read_instances(path: Path) -> dict[str, Any]:
         out["issue"] = [1 if v.strip().lower() in ("1", "true", "yes") else 0 for v in cols["label_issue"]]
     if "top_features" in cols:
         out["top"] = [v[:TEXT_LIMIT] for v in cols["top_features"]]
+    leave = MAPPED | set(known)
+    more = [generic_column(name, values) for name, values in cols.items() if name not in leave]
+    if more:
+        out["more"] = more
     return out
+
+
+def generic_column(name: str, values: list[str]) -> dict[str, Any]:
+    """A column shown as it is: numbers (``num``; empty cells null) when every non-empty cell is one, else text
+    cut to TEXT_LIMIT characters (the page's script sets it as text, never as markup)."""
+    numbers = [None if not v.strip() else _float(v) for v in values]
+    if any(x is not None for x in numbers) and not any(x is not None and math.isnan(x) for x in numbers):
+        return {"name": name, "num": True, "v": numbers}
+    return {"name": name, "num": False, "v": [v[:TEXT_LIMIT] for v in values]}
 
 
 def add_weights(cols: dict[str, Any], path: Path, notes: list[str]) -> None:
@@ -116,6 +154,13 @@ def add_weights(cols: dict[str, Any], path: Path, notes: list[str]) -> None:
         return
     cols["w"] = [None if math.isnan(weight[i]) else round(weight[i], 4) for i in cols["id"]]
     cols["w_name"] = header[col]
+
+
+def weights_column(cols: dict[str, Any], weights: list[str], name: str = "weight") -> None:
+    """The rows' soft weights (cells of explain's ``weight`` column, in the table's order) as the page's column."""
+    values = [_float(v) for v in weights]
+    cols["w"] = [None if math.isnan(v) else round(v, 4) for v in values]
+    cols["w_name"] = name
 
 
 COLUMN_OPTIONS = ("text_a", "text_b", "label", "id_column")  # what the page needs to read the rows back
@@ -188,6 +233,8 @@ def add_warmup(cols: dict[str, Any], dataset: Any, ids: list[str]) -> None:
                       ("top", "")):
         if key in cols:
             cols[key] = list(cols[key]) + [fill] * len(ids)
+    for more in cols.get("more", []):
+        more["v"] = list(more["v"]) + [None if more["num"] else ""] * len(ids)
     if "region" in cols:
         if "" not in cols["regions"]:
             cols["regions"] = [*cols["regions"], ""]
@@ -211,23 +258,29 @@ def attach_texts(cols: dict[str, Any], dataset: Any | None, notes: list[str], wh
 
 
 def read_tokens(path: Path, alpha: float) -> dict[str, Any] | None:
-    """tokens.csv (explain) for the competency plot: per set, the most frequent tokens and every significant
-    one, and per label the Bonferroni curve p*(n) = p0 + z*·sqrt(p0(1 − p0)/n), z* the one-sided critical z
-    at α / (number of tests in the set), p0 the label's base rate solved back from the rows' z."""
+    """tokens.csv (explain) for the competency plot (:func:`token_plot`); None when the folder has none."""
     if not path.is_file():
         return None
+    with path.open(encoding="utf-8", newline="") as fh:
+        return token_plot(csv.DictReader(fh), alpha, path)
+
+
+def token_plot(records: Iterable[dict[str, str]], alpha: float, path: Any) -> dict[str, Any]:
+    """explain's token test (rows as tokens.csv holds them, from the file or from memory) for the competency
+    plot: per set, the most frequent tokens and every significant one, and per label the Bonferroni curve
+    p*(n) = p0 + z*·sqrt(p0(1 − p0)/n), z* the one-sided critical z at α / (number of tests in the set), p0 the
+    label's base rate solved back from the rows' z. ``path`` names the rows in errors."""
     from scipy.stats import norm
 
     sets: dict[str, list[dict[str, Any]]] = {}
-    with path.open(encoding="utf-8", newline="") as fh:
-        for lineno, rec in enumerate(csv.DictReader(fh), start=2):
-            try:
-                sets.setdefault(rec["set"], []).append({
-                    "token": rec["token"], "label": rec["label"], "count": int(float(rec["count"])),
-                    "p": float(rec["p_label"]), "z": _float(rec.get("z", "")),
-                    "sig": str(rec.get("significant", "")).strip().lower() in ("1", "true", "yes")})
-            except (KeyError, ValueError) as exc:
-                raise InputError(f"{path}: line {lineno}: {exc}") from None
+    for lineno, rec in enumerate(records, start=2):
+        try:
+            sets.setdefault(rec["set"], []).append({
+                "token": rec["token"], "label": rec["label"], "count": int(float(rec["count"])),
+                "p": float(rec["p_label"]), "z": _float(rec.get("z", "")),
+                "sig": str(rec.get("significant", "")).strip().lower() in ("1", "true", "yes")})
+        except (KeyError, ValueError) as exc:
+            raise InputError(f"{path}: line {lineno}: {exc}") from None
     out: dict[str, Any] = {"alpha": alpha, "sets": {}}
     for name, rows in sets.items():
         n_tests = len(rows)
@@ -311,8 +364,3 @@ def read_evaluate(results: dict[str, Any]) -> dict[str, Any]:
                                    for c in check["candidates"]]}
     return {"bars": bars, "sets": sets, "chance": chance, "where": where or "own held-out",
             "losses": losses, "lr_check": lr_check}
-
-
-def note_progress(message: str, show: bool) -> None:
-    if show:
-        print(message, file=sys.stderr)

@@ -62,7 +62,8 @@ def _plot_data(body: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
         data["accuracy"] = read_evaluate(body)
         if data["accuracy"].get("bars"):
             divs.append("accuracy")
-    tokens = body.get("significant_tokens")  # explain: the competency test's count per set
+    # explain: the competency test's count per set, in the tokens check's entry
+    tokens = (((body.get("checks") or {}).get("tokens") or {}).get("summary") or {}).get("significant_tokens")
     if isinstance(tokens, dict) and all(isinstance(tokens.get(k), int | float) for k in ("full", "kept", "random")):
         data["tokens"] = {"D": tokens["full"], "D(Φ)": tokens["kept"], "random subsets": tokens["random"]}
         divs.append("tokens")

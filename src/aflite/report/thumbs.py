@@ -2,8 +2,9 @@
 of rows (the first rows of the table and the most predictable removed ones), so that a page of a large image
 set stays a few MB and opens at once.
 
-The images are found from the run's own files (``kept.csv``/``removed.csv``, written in dataset order, paths
-relative to the image folder or to the table), so the page needs neither the image loader nor an encoder."""
+Each row's image is the run's own reference to it: from the dataset in memory when the run writes its page, from
+``kept.csv``/``removed.csv`` (written in dataset order, paths relative to the image folder or to the table) when
+``aflite report`` rebuilds it, so the page needs neither the image loader nor an encoder."""
 
 from __future__ import annotations
 
@@ -13,36 +14,31 @@ import io
 from pathlib import Path
 from typing import Any
 
-from aflite.rundir.names import KEPT_CSV, REMOVED_CSV
-
 THUMB_PX = 48
 THUMB_ROWS = 300  # the first rows in table order, and as many of the most predictable removed rows
 
 
-def is_image_run(folder: Path) -> bool:
-    """Whether FOLDER holds an image run: aflite writes kept.csv and removed.csv only for images."""
-    return (folder / KEPT_CSV).is_file() and (folder / REMOVED_CSV).is_file()
-
-
-def _paths(path: Path) -> list[str]:
+def read_paths(path: Path) -> list[str]:
+    """The ``path`` column of kept.csv or removed.csv."""
     with path.open(encoding="utf-8", newline="") as fh:
         return [row.get("path", "") for row in csv.DictReader(fh)]
 
 
-def image_refs(folder: Path, dataset: str | None, phase: list[int]) -> list[str | None] | None:
-    """Each table row's image file: the k-th kept (removed) row of instances.csv is the k-th row of kept.csv
-    (removed.csv); paths are relative to DATA when it is a folder, else to the table's folder. None when the
-    files do not line up (a run from another aflite, files edited by hand)."""
-    kept, removed = _paths(folder / KEPT_CSV), _paths(folder / REMOVED_CSV)
+def folder_paths(kept: list[str], removed: list[str], phase: list[int]) -> list[str | None] | None:
+    """Each table row's image path as kept.csv and removed.csv list them: the k-th kept (removed) row of the table
+    is the k-th row of ``kept`` (``removed``); warm-up rows have none. None when they do not line up (files
+    edited by hand)."""
     if sum(p == -1 for p in phase) != len(kept) or sum(p >= 0 for p in phase) != len(removed):
         return None
-    root = Path(dataset) if dataset and Path(dataset).is_dir() else Path(dataset).parent if dataset else folder
     it_k, it_r = iter(kept), iter(removed)
-    refs: list[str | None] = []
-    for p in phase:
-        rel = next(it_k) if p == -1 else next(it_r) if p >= 0 else None
-        refs.append(None if rel is None else str(Path(rel) if Path(rel).is_absolute() else root / rel))
-    return refs
+    return [next(it_k) if p == -1 else next(it_r) if p >= 0 else None for p in phase]
+
+
+def image_refs(paths: list[str | None], dataset: str | None, folder: Path) -> list[str | None]:
+    """Each row's image file from its recorded path (relative to DATA when it is a folder, else to the table's
+    folder; absolute paths as they are)."""
+    root = Path(dataset) if dataset and Path(dataset).is_dir() else Path(dataset).parent if dataset else folder
+    return [None if rel is None else str(Path(rel) if Path(rel).is_absolute() else root / rel) for rel in paths]
 
 
 def sample_rows(cols: dict[str, Any], limit: int = THUMB_ROWS) -> list[int]:

@@ -71,6 +71,7 @@ class RunBody(Body):
     partial_input_probe: dict[str, Any] | None = None
     overrides: dict[str, Any] | None = None
     warmup_rows: int | None = None
+    modality: str | None = None  # run and demo: "text" or "image" (the page shows texts or thumbnails)
 
 
 @dataclass(frozen=True)

@@ -265,7 +265,7 @@ _passed: dict[str, int] = {}
 
 def pause_point(name: str) -> None:
     """A named moment of a command's writes (``claimed``, ``begun``, ``checkpoint``, ``filtered``, ``files``,
-    ``committed``):
+    ``committed``; ``page``: ``aflite report``'s page rendered, not yet written):
     when the environment names it in ``AFLITE_PAUSE_AT``, the process writes its pid to ``AFLITE_PAUSE_FILE`` and
     waits there forever, so that a test can kill it with SIGKILL at exactly that moment (tests/test_commit.py).
     Nothing happens otherwise."""

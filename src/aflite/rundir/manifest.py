@@ -18,14 +18,17 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from aflite.atomic import json_text, write_text
+from aflite.atomic import json_text
 from aflite.errors import InputError
 from aflite.hashing import file_sha256, json_digest
-from aflite.rundir.names import CACHE, LOCK, MARKER, RESULTS
+from aflite.rundir.names import CACHE, LOCK, MARKER, PAGE, RESULTS
 
-__all__ = ["RESERVED", "check_seal", "entry", "listing", "own_entries", "recommit", "seal", "verify"]
+__all__ = ["NOT_LISTED", "RESERVED", "check_seal", "entry", "listing", "own_entries", "seal", "verify"]
 
 RESERVED = (MARKER, LOCK, RESULTS, CACHE)  # never listed: the claim, the lock, the manifest itself, Φ's cache
+# written by the command but not listed: the page, which ``aflite report`` rebuilds from the listed files at any
+# time (atomically, leaving the committed folder as it is: a kill never puts the page out of step with the manifest)
+NOT_LISTED = (PAGE,)
 
 
 def _temporary(name: str) -> bool:
@@ -55,7 +58,7 @@ def listing(folder: Path, foreign: Iterable[str] = ()) -> dict[str, dict[str, An
     temporary files of a killed writer are left out."""
     files: dict[str, dict[str, Any]] = {}
     for top in own_entries(folder, foreign):
-        if _temporary(top.name):
+        if _temporary(top.name) or top.name in NOT_LISTED:
             continue
         below = [top] if top.is_symlink() or not top.is_dir() else sorted(
             q for q in top.rglob("*") if q.is_symlink() or q.is_file())
@@ -121,12 +124,3 @@ def check_seal(document: dict[str, Any], path: Path) -> None:
     if document.get(SEAL) != json_digest(body):
         raise InputError(f"{path}: edited after aflite wrote it (its content no longer matches its {SEAL!r} "
                          f"digest); run the command again")
-
-
-def recommit(folder: Path, name: str) -> None:
-    """List the rewritten file ``name`` (``aflite report``'s new page) in the manifest of the committed
-    ``folder``, whose other files were verified just before."""
-    path = folder / RESULTS
-    document = json.loads(path.read_text(encoding="utf-8"))
-    document["manifest"] = dict(sorted({**document.get("manifest", {}), name: entry(folder / name)}.items()))
-    write_text(path, json_text(seal(document)))

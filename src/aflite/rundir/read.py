@@ -39,13 +39,13 @@ from aflite.rundir.names import (
     WARMUP_IDS,
     WEIGHTS,
 )
+from aflite.rundir.page import page_class, page_commands
 from aflite.rundir.results import FORMAT_VERSION
 
-__all__ = ["KINDS", "RUN_COMMANDS", "Instances", "RunRecord", "check_run_dataset", "detect_kind", "read_columns",
+__all__ = ["RUN_COMMANDS", "Instances", "RunRecord", "check_run_dataset", "detect_kind", "read_columns",
            "read_folder", "read_id_list", "read_json", "read_kept_ids", "read_made_by", "read_results", "read_run",
            "recorded_dataset_fingerprint"]
 
-KINDS = ("run", "explain", "evaluate", "audit")  # the folders that have a page
 INSTANCE_HEADER = ["id", "label", "kept", "predictability", "removed_at"]
 OWN_NAMES = frozenset({CHECKPOINT, INSTANCES, KEPT_IDS, REMOVED_IDS, WARMUP_IDS, KEPT_CSV, REMOVED_CSV, TOKENS, WEIGHTS,
                        FEATURES, SUMMARY_MD})  # the names only aflite writes into a folder it claimed
@@ -279,12 +279,11 @@ def read_run(run_dir: str | os.PathLike[str], *, flag: str | None = None,
 
 
 def detect_kind(folder: str | os.PathLike[str]) -> str:
-    """Which command's output FOLDER is, as its results.json says: ``run`` (also ``filter``/``demo``),
-    ``explain``, ``evaluate`` or ``audit``; its files verified (but the page, which is rebuilt); anything else is
-    refused in one line."""
+    """Which command's output FOLDER is, as its results.json says (``run`` also for ``filter``/``demo``), for a
+    folder whose command has a page (a Result class registered in :mod:`aflite.rundir.page`); its files verified
+    (but the page, which is rebuilt); anything else is refused in one line."""
     doc = read_folder(folder, skip=(PAGE,))
-    kind = "run" if doc.command in RUN_COMMANDS else doc.command
-    if kind not in KINDS:
+    if page_class(doc.command) is None:
         raise InputError(f"{Path(folder) / RESULTS}: written by `aflite {doc.command}`, which has no page; give "
-                         f"the --out folder of aflite run, explain, evaluate or audit")
-    return kind
+                         f"the --out folder of a command that has one ({', '.join(page_commands())})")
+    return "run" if doc.command in RUN_COMMANDS else doc.command

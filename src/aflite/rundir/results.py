@@ -26,10 +26,11 @@ from typing import Any, ClassVar
 
 from aflite.atomic import json_text, write_text
 from aflite.rundir import show
-from aflite.rundir.bodies import parse
+from aflite.rundir.bodies import Document, parse
 from aflite.rundir.lock import foreign_of, read_marker
 from aflite.rundir.manifest import listing, seal
 from aflite.rundir.names import INSTANCES, RESULTS
+from aflite.rundir.page import PageData, register
 from aflite.rundir.versions import versions
 
 __all__ = ["FORMAT_VERSION", "Result", "Table", "WarningsRecord", "commit", "recording_warnings", "results_document",
@@ -161,18 +162,26 @@ class Result:
     """What a command's library function returns, and all that its folder's last files are made of.
 
     A command's result knows its results.json body (:meth:`to_json`, without the envelope), its verdict sentences
-    (:meth:`verdict_sentences`, in the body), its summary.md (:meth:`summary_md`) and its per-row table (:meth:`table`,
-    None for commands without one); :meth:`write_files` writes what else is its own (kept ids, tokens.csv, ...).
-    :meth:`aflite.runs.folder.RunFolder.finish` writes them, then results.json, summary.md and report.html, once
-    and in that order. ``dataset`` (the rows already loaded) lets the explorer page skip reading the data file
-    again; a command that renders its own page (the audit's tables and maps) returns it from :meth:`page_html`;
-    ``has_page`` is False for commands without one (embed, synthetic, bench)."""
+    (:meth:`verdict_sentences`, in the body), its summary.md (:meth:`summary_md`), its per-row table (:meth:`table`,
+    None for commands without one) and its page (:meth:`page`, from the result in memory; :meth:`page_of`, the same
+    page from its verified folder, for ``aflite report``); :meth:`write_files` writes what else is its own (kept
+    ids, tokens.csv, ...). :meth:`aflite.runs.folder.RunFolder.finish` writes them, then summary.md and
+    report.html, then results.json, once and in that order. A class that defines :meth:`page` is registered, when
+    it is defined, as the page of its ``page_commands`` (default: its ``command``; :mod:`aflite.rundir.page`);
+    ``has_page`` says whether it has one (embed, synthetic and bench have none)."""
 
     command: ClassVar[str] = ""
-    has_page: ClassVar[bool] = True
+    page_commands: ClassVar[tuple[str, ...]] = ()  # the commands whose folders' pages it builds (): (command,)
+    has_page: ClassVar[bool] = False  # set for each subclass: whether it defines page()
     out: Path | None  # None: a result computed without a folder (aflite.run(..., out=None))
 
     dataset: Any = None
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls.has_page = cls.page is not Result.page
+        if cls.has_page and cls.command:
+            register(cls, cls.page_commands or (cls.command,))
 
     @property
     def seed(self) -> Any:
@@ -204,7 +213,14 @@ class Result:
         """A notebook's view: the verdict, the label shift and the page's first plots (:mod:`aflite.report.inline`)."""
         return show.html_of(self)
 
-    def page_html(self, results: dict[str, Any]) -> str | None:
-        """The page, when the command renders its own (``results``: results.json as written); None: the explorer
-        page of :func:`aflite.report.write_page`."""
+    def page(self, document: dict[str, Any]) -> PageData | str | None:
+        """The page's data from the result in memory (``document``: results.json as it is being written; nothing
+        is read back from the files just written), or a page the command renders whole (a str: the audit's);
+        None: no page (the default)."""
         return None
+
+    @classmethod
+    def page_of(cls, folder: Path, document: Document) -> PageData | str:
+        """The same page rebuilt from the committed, verified ``folder`` (``document``: its results.json read
+        through :mod:`aflite.rundir.read`), for ``aflite report``."""
+        raise NotImplementedError(f"aflite {cls.command}: no page")

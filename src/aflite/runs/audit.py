@@ -25,6 +25,8 @@ from aflite.audit.results import audit_verdict, check_sections, check_verdicts
 from aflite.checks import resolve_checks
 from aflite.data import open_dataset, source_name
 from aflite.errors import InputError, ParameterError
+from aflite.report.explorer import reframe_audit
+from aflite.rundir.bodies import Document
 from aflite.rundir.lock import check_outside_runs
 from aflite.rundir.match import check_run_rows
 from aflite.rundir.read import read_kept_ids
@@ -76,9 +78,15 @@ class AuditRun(Result):
                 + "".join(f"{line}\n" for line in check_sections(self.results))
                 + f"\nThe full report with its explanations: report.html{more}; every figure: results.json.\n")
 
-    def page_html(self, results: dict[str, Any]) -> str | None:
-        return self.kind.page(self.results, title=self.title, notes=self.notes,
-                              verdict=list(results.get("verdict") or []))
+    def page(self, document: dict[str, Any]) -> str:
+        """The audit renders its page whole (tables, PECO curves, t-SNE maps: :mod:`aflite.report.audit`)."""
+        return str(self.kind.page(self.results, title=self.title, notes=self.notes,
+                                  verdict=list(document.get("verdict") or [])))
+
+    @classmethod
+    def page_of(cls, folder: Path, document: Document) -> str:
+        """The audit's own content (its maps live only in its page) on a fresh frame with the verdict."""
+        return reframe_audit(folder, document.raw)
 
 
 def check_audit_config(cfg: Any) -> None:

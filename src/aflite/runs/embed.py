@@ -46,7 +46,6 @@ class EmbedResult(Result):
     """What :func:`embed` wrote: the folder, the body of results.json and the one-line account printed by the CLI."""
 
     command: ClassVar[str] = "embed"
-    has_page: ClassVar[bool] = False
     out: Path
     results: dict[str, Any]
     line: str

@@ -31,11 +31,15 @@ from aflite.atomic import atomic_open, write_text
 from aflite.checks import CheckData, CheckResult
 from aflite.checks.format import cell, md_cell, pct
 from aflite.core.heldout import WEIGHT_RULE
-from aflite.errors import ParameterError
+from aflite.errors import InputError, ParameterError
 from aflite.explain.plots import plot_competency, plot_datamap
 from aflite.hashing import file_sha256
-from aflite.rundir.names import KEPT_IDS, RESULTS, SUMMARY_MD, TOKENS, WEIGHTS
-from aflite.rundir.read import Instances, RunRecord
+from aflite.report.folder import locate, table_columns
+from aflite.report.pages import Rows, explain_page
+from aflite.rundir.bodies import Document
+from aflite.rundir.names import INSTANCES, KEPT_IDS, RESULTS, SUMMARY_MD, TOKENS, WEIGHTS
+from aflite.rundir.page import PageData
+from aflite.rundir.read import Instances, RunRecord, read_columns, read_run
 from aflite.rundir.results import Result, Table
 from aflite.verdict import markdown
 
@@ -193,6 +197,40 @@ class ExplainResult(Result):
             cols.update(r.row_columns())
         names = [c for c in INSTANCE_COLUMNS if c in cols] + [c for c in cols if c not in INSTANCE_COLUMNS]
         return Table(names, zip(*(cols[c] for c in names), strict=True))
+
+    def page(self, document: dict[str, Any]) -> PageData | None:
+        """explain's page from the result in memory (:func:`aflite.report.pages.explain_page`): its per-row table
+        (every column beyond explain's own, a check's, shown as it is), the token test and the run it read."""
+        table, data = self.table(), self.data
+        if table is None or data is None:
+            return None
+        cols = table_columns(table.columns, table.rows)
+        rows = Rows(cols, self.out / INSTANCES, known=INSTANCE_COLUMNS, dataset=self.dataset, weights=cols["weight"])
+        tokens = (self.checks or {}).get("tokens")
+        sets = tokens.detail if tokens is not None and tokens.detail else {}
+        records = [dict(zip(TOKEN_COLUMNS, map(str, row), strict=True)) for name in ("full", "kept", "random")
+                   for row in _token_rows(name, sets[name])] if sets else None
+        return explain_page(document, self.out, rows, data.run, Path(self.results["run_dir"]), records,
+                            self.out / TOKENS)
+
+    @classmethod
+    def page_of(cls, folder: Path, document: Document) -> PageData:
+        """The same page from a verified explain folder: instances.csv, tokens.csv, weights.csv and the run it
+        explains (located as recorded, read and verified)."""
+        results = document.raw
+        if not (folder / INSTANCES).is_file():
+            raise InputError(f"{folder / INSTANCES}: not found (is {folder} a complete run folder?)")
+        run = results.get("run")
+        run_dir = results.get("run_dir") or (run.get("folder") if isinstance(run, dict) else None)
+        found = locate(folder, str(run_dir), results.get("run_dir_relative")) if run_dir else None
+        run_res = read_run(found).summary if found is not None and found.is_dir() else {}
+        records = None
+        if (folder / TOKENS).is_file():
+            with (folder / TOKENS).open(encoding="utf-8", newline="") as fh:
+                records = list(csv.DictReader(fh))
+        rows = Rows(read_columns(folder / INSTANCES), folder / INSTANCES, known=INSTANCE_COLUMNS,
+                    weights_file=folder / WEIGHTS)
+        return explain_page(results, folder, rows, run_res, found if run_res else None, records, folder / TOKENS)
 
     def write_files(self, out: Path) -> None:
         """tokens.csv and the competency plot (text), weights.csv and the data map, and the files the checks return

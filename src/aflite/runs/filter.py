@@ -34,8 +34,23 @@ from aflite.core.phase import FilterState, validate_inputs
 from aflite.device import ensemble_device
 from aflite.errors import InputError, ParameterError
 from aflite.hashing import inputs_fingerprint
+from aflite.report import thumbs
+from aflite.report.folder import table_columns
+from aflite.report.pages import Rows, run_page
+from aflite.rundir.bodies import Document, RunBody
 from aflite.rundir.checkpoint import check_resume_dataset
-from aflite.rundir.names import CHECKPOINT, INSTANCES, KEPT_IDS, REMOVED_IDS
+from aflite.rundir.names import (
+    CHECKPOINT,
+    INSTANCES,
+    KEPT_CSV,
+    KEPT_IDS,
+    REMOVED_CSV,
+    REMOVED_IDS,
+    RUN_COMMANDS,
+    WARMUP_IDS,
+)
+from aflite.rundir.page import PageData
+from aflite.rundir.read import read_columns, read_id_list
 from aflite.rundir.results import Result, Table, recording_warnings
 from aflite.rundir.versions import versions
 from aflite.runs.folder import RunFolder, claims
@@ -62,6 +77,7 @@ class FilterResult(Result):
     ``run``); ``ids``, ``labels`` and ``state`` are the filtered rows and the filter's final state."""
 
     command: ClassVar[str] = "filter"
+    page_commands: ClassVar[tuple[str, ...]] = RUN_COMMANDS
     out: Path | None  # None: computed without a folder (``run(..., out=None)``)
     summary: dict[str, Any]
     keep: np.ndarray
@@ -106,6 +122,33 @@ class FilterResult(Result):
         rows = ([i, lab, int(k), "" if np.isnan(p) else f"{p:.6f}", int(r)] for i, lab, k, p, r in
                 zip(self.ids, self.labels, st.keep, st.predictability, st.removed_at, strict=True))
         return Table(INSTANCE_COLUMNS, rows, INSTANCES)
+
+    def page_rows(self, table: Table) -> Rows:
+        """The page's rows from the result in memory: the per-row table (a run adds its texts, warm-up slice and
+        images)."""
+        return Rows(table_columns(table.columns, table.rows), f"{self.out or 'the result'}/{table.name}")
+
+    def page(self, document: dict[str, Any]) -> PageData | None:
+        """The run's page from the result in memory (:func:`aflite.report.pages.run_page`)."""
+        table = self.table()
+        if table is None or self.out is None:
+            return None
+        return run_page(document, self.out, self.page_rows(table))
+
+    @classmethod
+    def page_of(cls, folder: Path, document: Document) -> PageData:
+        """The same page from a verified run folder: instances.csv, the warm-up slice's ids and, for an image
+        run (the modality results.json records), kept.csv and removed.csv."""
+        if not (folder / INSTANCES).is_file():
+            raise InputError(f"{folder / INSTANCES}: not found (is {folder} a complete run folder?)")
+        body = document.body
+        images = isinstance(body, RunBody) and body.modality == "image"
+        files = None
+        if images and (folder / KEPT_CSV).is_file() and (folder / REMOVED_CSV).is_file():
+            files = (thumbs.read_paths(folder / KEPT_CSV), thumbs.read_paths(folder / REMOVED_CSV))
+        rows = Rows(read_columns(folder / INSTANCES), folder / INSTANCES, images=images, image_files=files,
+                    warmup_ids=read_id_list(folder / WARMUP_IDS))
+        return run_page(document.raw, folder, rows)
 
     def write_files(self, out: Path) -> None:
         """kept and removed ids, one per line in dataset order."""

@@ -9,7 +9,8 @@ takes results.json away (the folder is unfinished from then on) and removes what
 there but what the command resumes from (never the user's own entries, never Φ's cache); then the command writes
 its files (the filter's checkpoint after every phase, filtered.*, features.npy, ...); **commit** —
 :meth:`RunFolder.finish` writes the :class:`~aflite.rundir.results.Result`'s files, ``summary.md`` and
-``report.html``, then ``results.json`` last, with the manifest of every file (:mod:`aflite.rundir.manifest`);
+``report.html`` (the page from the result in memory: ``Result.page``), then ``results.json`` last, with the manifest
+of every file but the page, which is derived from them (:mod:`aflite.rundir.manifest`);
 **verify** — every reader checks the files against that manifest (:mod:`aflite.rundir.read`)."""
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from typing import Any, TypeVar
 from aflite.atomic import atomic_open, storage_errors, write_text
 from aflite.core.phase import FilterState
 from aflite.errors import AfliteError, OutputWriteError
-from aflite.report import write_page
+from aflite.report.explorer import render
 from aflite.rundir import checkpoint
 from aflite.rundir.bodies import parse
 from aflite.rundir.lock import OutputFolder, claim_output, foreign_of, pause_point, read_marker
@@ -124,8 +125,9 @@ class RunFolder:
 
     # ------------------------------------------------------------------------------------------------ commit
     def finish(self, result: Result) -> dict[str, Any]:
-        """Write ``result``'s own files and per-row table, summary.md and report.html, then commit: results.json
-        with the manifest of every file the command wrote (the user's own entries and Φ's cache left out).
+        """Write ``result``'s own files and per-row table, summary.md and report.html (its page, built from the
+        result in memory), then commit: results.json with the manifest of every file the command wrote (the user's
+        own entries, Φ's cache and the page left out).
         Returns results.json as written."""
         self.begin()
         result.out = self.path
@@ -141,12 +143,9 @@ class RunFolder:
                                     seed=result.seed)
         parse(document, self.path / RESULTS, manifest=False)  # the body's types, as every reader will check them
         write_text(self.path / SUMMARY_MD, summary)
-        if result.has_page:
-            html = result.page_html(document)
-            if html is None:
-                write_page(self.path, dataset=result.dataset, results=document)
-            else:
-                write_text(self.path / PAGE, html)
+        page = result.page(document)  # from the result in memory: nothing just written is read back
+        if page is not None:
+            write_text(self.path / PAGE, page if isinstance(page, str) else render(page))
         pause_point("files")
         files = listing(self.path, foreign_of(self.path, read_marker(self.path)))
         written = write_results_json(self.path, document, files)

@@ -37,10 +37,11 @@ from aflite.features.registry import spec
 from aflite.features.shards import ShardedTransform
 from aflite.hashing import dataset_fingerprint, file_sha256
 from aflite.links import check_link_dir, check_link_names
+from aflite.report.pages import Rows
 from aflite.rundir.checkpoint import check_resume_dataset
 from aflite.rundir.lock import pause_point
-from aflite.rundir.names import WARMUP_IDS
-from aflite.rundir.results import recording_warnings
+from aflite.rundir.names import KEPT_CSV, REMOVED_CSV, WARMUP_IDS
+from aflite.rundir.results import Table, recording_warnings
 from aflite.runs.filter import FilterResult, previous_run_error, run_filter
 from aflite.runs.folder import RunFolder, claims
 from aflite.runs.summaries import PROBE_MEANING, label_shift, render_summary, run_verdict
@@ -60,6 +61,7 @@ class RunResult(FilterResult):
     command: ClassVar[str] = "run"
     dataset: Any = None
     rows: np.ndarray | None = None
+    warmup_rows: np.ndarray | None = None  # the dataset rows of the warm-up slice that trained Φ (warmup_ids.txt)
 
     @property
     def filtered(self) -> Any:
@@ -76,6 +78,18 @@ class RunResult(FilterResult):
         if src is None or data.memory_kind(src.memory) != "pandas DataFrame" or self.rows is None:
             return None
         return src.memory.index[src.row_index[self.rows]]
+
+    def page_rows(self, table: Table) -> Rows:
+        """The page's rows: the per-row table, and from the dataset in memory the texts and the warm-up slice (text)
+        or each row's image path as kept.csv/removed.csv record it (images)."""
+        rows = super().page_rows(table)
+        ds = rows.dataset = self.dataset
+        if ds is not None and self.warmup_rows is not None:
+            rows.warmup_ids = [str(i) for i in ds.ids[self.warmup_rows]]
+        if ds is not None and ds.modality == "image" and self.rows is not None:
+            paths = ds.extra.get("_path", ds.ids)  # what data.images writes to kept.csv/removed.csv
+            rows.images, rows.image_paths = True, [str(paths[r]) for r in self.rows]
+        return rows
 
     def summary_md(self) -> str:
         assert self.state is not None and self.rows is not None
@@ -266,6 +280,7 @@ def _run_record(data_path: Any, out: Path | None, ds: Any, dataset_fp: str, feat
                        "from_cache": feats.from_cache, "info": feats.info,
                        **({"cluster": shards.report.as_dict()} if shards is not None and shards.report else {})},
         "warmup_rows": int(len(feats.warmup_rows)),
+        "modality": ds.modality,
         "scaled_defaults": {"scale": len(ds) / SNLI_DEFAULTS["dataset_size"], **chosen},
         "overrides": given,
         "groups": groups,
@@ -302,7 +317,8 @@ def _write_data(ds: Any, rows: np.ndarray, feats: Features, res: FilterResult, o
     if ds.modality == "image":
         removed = np.zeros(len(ds), dtype=bool)
         removed[rows[~res.keep]] = True
-        return keep, images.write_outputs(ds, keep, removed, out, _out_name(Path(data_path)), link_dir)
+        return keep, images.write_outputs(ds, keep, removed, out, _out_name(Path(data_path)), (KEPT_CSV, REMOVED_CSV),
+                                           link_dir)
     name = FILTERED if ds.source.memory is not None else _out_name(Path(data_path))
     return keep, data.write_filtered(ds, keep, out / name)
 
@@ -386,7 +402,7 @@ def run(data_path: Any, out: str | os.PathLike[str] | RunFolder | None = None, *
             "skipped": probe_skipped, "results": [], "meaning": PROBE_MEANING}
         timings.update({"probe_seconds": time.perf_counter() - t0} if probe else {})
     _complete(s, timings, filtered_path, title, t_call)
-    result = RunResult(where, s, keep, filtered_path, res.ids, res.labels, res.state, ds, rows)
+    result = RunResult(where, s, keep, filtered_path, res.ids, res.labels, res.state, ds, rows, feats.warmup_rows)
     if folder is not None:
         folder.finish(result)
     return result

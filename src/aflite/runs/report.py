@@ -1,0 +1,51 @@
+"""``aflite report DIR``: the page of a committed folder rebuilt through the typed reader.
+
+The folder is read and verified (:func:`aflite.rundir.read.read_folder`; every file of its manifest, the page
+aside), the Result class registered for the command that wrote it (:mod:`aflite.rundir.page`) builds the page's
+data from that document and the folder (``Result.page_of``: the same builder as the page the command wrote from
+memory), and :func:`aflite.report.explorer.render` lays it out. The page is written atomically and is not listed
+in the manifest (docs/architecture.md, "An output folder's life"), so a kill at any moment leaves the committed
+folder as it was, with the old page or the new one.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+# the commands with a page, registered as their Result classes are defined
+import aflite.evaluate.tables  # noqa: F401
+import aflite.runs.audit  # noqa: F401
+import aflite.runs.explain_files  # noqa: F401
+import aflite.runs.run  # noqa: F401
+from aflite.errors import InputError
+from aflite.report.explorer import render, write_html
+from aflite.rundir.lock import pause_point
+from aflite.rundir.names import PAGE, RESULTS
+from aflite.rundir.page import PageData, page_class, page_commands
+from aflite.rundir.read import read_folder
+
+__all__ = ["rebuilt_page", "write_page"]
+
+
+def rebuilt_page(folder: str | os.PathLike[str]) -> PageData | str:
+    """The page of a committed ``folder``, from its verified files (a str: a page its command renders whole);
+    a folder whose command has no page is refused in one line."""
+    p = Path(folder)
+    doc = read_folder(p, skip=(PAGE,))
+    cls = page_class(doc.command)
+    if cls is None:
+        names = ", ".join(page_commands())
+        raise InputError(f"{p / RESULTS}: written by `aflite {doc.command}`, which has no page; give the --out "
+                         f"folder of a command that has one ({names})")
+    page: PageData | str = cls.page_of(p, doc)
+    return page
+
+
+def write_page(folder: str | os.PathLike[str], *, pack: bool | None = None) -> Path:
+    """(Re)write FOLDER/report.html from the folder (:func:`rebuilt_page`), atomically; a page that shows the
+    rows' texts is not replaced by one that cannot (``pack``: gzip the data always / never / when large)."""
+    page = rebuilt_page(folder)
+    html = page if isinstance(page, str) else render(page, pack=pack)
+    pause_point("page")  # a test's child stops here to be killed: nothing of the new page is written yet
+    return write_html(Path(folder), html, keep_better=True)
