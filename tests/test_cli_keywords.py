@@ -8,13 +8,15 @@ flag per keyword.
 from __future__ import annotations
 
 import argparse
+import importlib
 import inspect
 from collections.abc import Callable
+from types import ModuleType
 from typing import Any
 
 import pytest
 
-from aflite.cli import COMMANDS, build_parser
+from aflite.cli import COMMANDS, build_parser, command_modules
 
 
 def _keywords(*functions: Callable[..., Any]) -> set[str]:
@@ -22,50 +24,24 @@ def _keywords(*functions: Callable[..., Any]) -> set[str]:
             if p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)}
 
 
+def library_keywords(module: ModuleType) -> set[str]:
+    """The keywords a command's flags may name: those of the calls its module's LIBRARY lists (``"module:attribute"``
+    or the object; a dict or tuple of names, such as the featurizer options of features.registry, gives them)."""
+    names: set[str] = set()
+    for entry in module.LIBRARY:
+        if isinstance(entry, str):
+            where, _, attr = entry.partition(":")
+            entry = getattr(importlib.import_module(where), attr)
+        names |= set(entry) if isinstance(entry, dict | tuple) else _keywords(entry)
+    return names
+
+
 def _library() -> dict[str, set[str]]:
-    """The keywords each command's flags may name: the functions it calls and the objects it passes them
-    (AFLite for the filter's parameters, AuditConfig, FinetuneOptions, the column keywords of the loaders, and
-    the featurizer options the registry routes)."""
-    from aflite.audit import AuditConfig
-    from aflite.core.filter import AFLite
-    from aflite.data import load_dataset
-    from aflite.data.images import load_image_dataset
-    from aflite.evaluate import FinetuneOptions, compare_runs
-    from aflite.experiments.bench import run_benchmark
-    from aflite.experiments.bench_device import device_benchmark
-    from aflite.experiments.bench_embed import embed_benchmark
-    from aflite.experiments.outputs import save_bench, save_synthetic
-    from aflite.experiments.scale import scale_benchmark
-    from aflite.experiments.synthetic import run_synthetic
-    from aflite.features.registry import REGISTRY
-    from aflite.runs.audit import audit_file
-    from aflite.runs.card import write_card
-    from aflite.runs.embed import embed
-    from aflite.runs.evaluate import evaluate, evaluate_files
-    from aflite.runs.explain import explain
-    from aflite.runs.filter import filter_files
-    from aflite.runs.report import write_page
-    from aflite.runs.run import run
-
-    featurizer = {o for spec in REGISTRY.values() for o in spec.options}
-    loaders = _keywords(load_dataset, load_image_dataset)
-    run_kw = _keywords(run, AFLite) | loaders | featurizer
-    return {
-        "run": run_kw,
-        "demo": run_kw,
-        "filter": _keywords(filter_files, AFLite),
-        "embed": _keywords(embed) | loaders | featurizer,
-        "audit": _keywords(audit_file, AuditConfig) | loaders | featurizer,
-        "evaluate": _keywords(evaluate_files, evaluate, compare_runs, FinetuneOptions) | loaders,
-        "explain": _keywords(explain) | loaders | featurizer,
-        "card": _keywords(write_card),
-        "report": _keywords(write_page),
-        "synthetic": _keywords(run_synthetic, save_synthetic, AFLite),
-        "bench": _keywords(run_benchmark, scale_benchmark, embed_benchmark, save_bench, device_benchmark),
-    }
+    return {name: library_keywords(module) for name, module in command_modules().items()}
 
 
-# Flags that are not a library keyword on purpose (keep this short; each says why).
+# Flags that are not a library keyword on purpose in every command (keep this short; each says why); a flag of
+# one command only is in its module's CLI_ONLY, with why.
 CLI_ONLY = {
     "quiet",      # the negation of every library function's show_progress=
     "threads",    # the process's thread budget (aflite.threads, as AFLITE_NUM_THREADS), set around the call
@@ -73,21 +49,22 @@ CLI_ONLY = {
     "json",       # how the CLI prints the result
     "open",       # report: open the page in a browser afterwards
 }
-PER_COMMAND = {
-    "filter": {
-        "seed",             # AFLite's random_state (scikit-learn's name); --seed is the one seed of every command
-    },
-    "explain": {
-        "check",            # --check NAME:KEY=VALUE, repeatable: one entry of explain(checks={NAME: {KEY: VALUE}})
-    },
-    "audit": {
-        "check",            # --check NAME:KEY=VALUE, repeatable: one entry of AuditConfig(checks={NAME: {KEY: VALUE}})
-    },
-    "bench": {
-        "embed",       # --embed MODEL selects the encoder benchmark: embed_benchmark(model=MODEL)
-        "embed_data",  # its dataset: embed_benchmark(data=)
-    },
-}
+
+
+def wrong_flags(parser: argparse.ArgumentParser, module: ModuleType) -> list[str]:
+    """The flags of one command whose name is not their keyword, or no keyword of its LIBRARY (nor allowed)."""
+    keywords = library_keywords(module)
+    allowed = CLI_ONLY | set(getattr(module, "CLI_ONLY", {}))
+    wrong = []
+    for action in parser._actions:
+        if not action.option_strings or isinstance(action, argparse._HelpAction):
+            continue
+        long = [o for o in action.option_strings if o.startswith("--") and not o.startswith("--no-")]
+        if [f"--{action.dest.replace('_', '-')}"] != (long or [f"-{o}" for o in action.option_strings]):  # or -C
+            wrong.append(f"{'/'.join(action.option_strings)}: its name is not its keyword {action.dest!r}")
+        if action.dest not in keywords and action.dest not in allowed:
+            wrong.append(f"{'/'.join(action.option_strings)}: {action.dest!r} is no keyword of the library call")
+    return wrong
 
 
 def _commands() -> dict[str, argparse.ArgumentParser]:
@@ -102,17 +79,7 @@ def test_every_command_is_covered() -> None:
 
 @pytest.mark.parametrize("command", COMMANDS)
 def test_flags_are_library_keywords(command: str) -> None:
-    keywords = _library()[command]
-    allowed = CLI_ONLY | PER_COMMAND.get(command, set())
-    wrong = []
-    for action in _commands()[command]._actions:
-        if not action.option_strings or isinstance(action, argparse._HelpAction):
-            continue
-        long = [o for o in action.option_strings if o.startswith("--") and not o.startswith("--no-")]
-        if [f"--{action.dest.replace('_', '-')}"] != (long or [f"-{o}" for o in action.option_strings]):  # or -C
-            wrong.append(f"{'/'.join(action.option_strings)}: its name is not its keyword {action.dest!r}")
-        if action.dest not in keywords and action.dest not in allowed:
-            wrong.append(f"{'/'.join(action.option_strings)}: {action.dest!r} is no keyword of the library call")
+    wrong = wrong_flags(_commands()[command], command_modules()[command])
     assert not wrong, f"aflite {command}: " + "; ".join(wrong)
 
 
@@ -138,7 +105,8 @@ def test_one_spelling_per_keyword(command: str) -> None:
 def test_allow_lists_are_not_stale() -> None:
     """An allow-listed name that became a keyword (or lost its flag) must leave the list."""
     library, commands = _library(), _commands()
-    for command, names in PER_COMMAND.items():
+    for command, module in command_modules().items():
+        names = set(getattr(module, "CLI_ONLY", {}))
         dests = {a.dest for a in commands[command]._actions if a.option_strings}
         assert names <= dests and not names & library[command], command
     every = {a.dest for p in commands.values() for a in p._actions if a.option_strings}

@@ -8,9 +8,11 @@ Nothing else is edited: the registries are what the commands ask."""
 
 from __future__ import annotations
 
+import argparse
 import csv
 import gzip
 import json
+import types
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,8 +22,10 @@ import numpy as np
 import pytest
 
 from aflite import checks
+from aflite import cli as aflite_cli
 from aflite.checks import Check, CheckData, CheckOption, CheckResult
 from aflite.cli import main
+from aflite.cli.options import add_out, add_overwrite_option
 from aflite.errors import ParameterError
 from aflite.features import registry
 
@@ -428,13 +432,16 @@ def test_a_check_cannot_overwrite_explains_own_files_or_columns(tmp_path: Path, 
         with pytest.raises(ParameterError, match=match):
             explain(small_snli, run, tmp_path / "ex", random_seeds=1, neighbours=0, show_progress=False)
         assert not (tmp_path / "ex").exists()
+
+
 def test_a_command_with_a_page_is_declared_in_one_place(tmp_path: Path, small_snli: Path,
                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     """A toy command, ``words`` (the words of each hypothesis), declared here and nowhere else: a function that
     claims its folder and returns a typed Result whose page hooks build its page (from memory when it commits,
     from the verified folder for ``aflite report``). Defining the Result registers the page: ``aflite report``
-    and the folder's kind know it with no edit in rundir/ or report/. Opened in headless Chromium, the page shows
-    its rows, its numbers (sortable as numbers) and its text column (searchable)."""
+    and the folder's kind know it with no edit in rundir/ or report/. Its CLI module, added with
+    ``cli.add_command``, runs it as ``aflite words`` and passes the keyword test. Opened in headless Chromium, the
+    page shows its rows, its numbers (sortable as numbers) and its text column (searchable)."""
     browser = pytest.importorskip("test_report_browser")  # skipped where chromium is not installed
     from selenium.webdriver.common.by import By
 
@@ -496,8 +503,27 @@ def test_a_command_with_a_page_is_declared_in_one_place(tmp_path: Path, small_sn
         RunFolder.of(out, "words").finish(result)
         return result
 
+    # its thin CLI module, added with one call: the flags are the function's keywords (the keyword test reads
+    # LIBRARY), the handler calls the function; the claim of --out comes from the parser's defaults as everywhere
+    cli_words = types.ModuleType("cli_words")
+
+    def register(sub: Any) -> None:
+        p = sub.add_parser("words", help="the words of each hypothesis")
+        p.add_argument("data_path", type=Path)
+        add_out(p)
+        add_overwrite_option(p)
+        p.set_defaults(handler=lambda args: words(args.data_path, args.out_folder) and 0)  # the claimed --out
+
+    cli_words.register, cli_words.LIBRARY = register, (words,)  # type: ignore[attr-defined]
+    monkeypatch.setattr(aflite_cli, "_ADDED", {})
+    aflite_cli.add_command("words", cli_words)
+    keywords = pytest.importorskip("test_cli_keywords")
+    parser = next(a for a in aflite_cli.build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    assert keywords.wrong_flags(parser.choices["words"], cli_words) == []
+
     folder = tmp_path / "words"
-    res = words(small_snli, folder)
+    assert main(["words", str(small_snli), "--out", str(folder)]) == 0
+    res = words(small_snli, folder, overwrite=True)
     assert "words" in page_registry.page_commands() and detect_kind(folder) == "words"
     written = (folder / "report.html").read_text(encoding="utf-8")
     data = embedded_data(written)

@@ -16,16 +16,37 @@ import importlib
 import os
 import sys
 from collections.abc import Iterator, Sequence
+from types import ModuleType
 from typing import Any, NoReturn
 
 from aflite import __version__
 from aflite.cli.options import add_threads
-from aflite.errors import AfliteError
+from aflite.errors import AfliteError, ParameterError
 from aflite.threads import prepare_process
 
 # name of the module under aflite.cli for each sub-command, in --help order
 COMMANDS: tuple[str, ...] = ("demo", "run", "embed", "filter", "evaluate", "audit", "explain", "card", "report",
                            "synthetic", "bench")
+_ADDED: dict[str, ModuleType] = {}  # commands added from outside aflite (add_command), after the built-in ones
+
+
+def add_command(name: str, module: ModuleType) -> None:
+    """Adds the sub-command ``name`` from a module of your own, laid out like each module under :mod:`aflite.cli`:
+    ``register(subparsers)`` (adds the parser, sets ``handler``), ``LIBRARY`` (the library calls, as
+    ``"module:attribute"`` or the objects, whose keywords its flags are) and optionally ``CLI_ONLY`` (flag -> why
+    it is no keyword). The command's library function returns a :class:`aflite.rundir.results.Result`, which also
+    gives its folder's page; nothing else in aflite is edited."""
+    if not callable(getattr(module, "register", None)) or not isinstance(getattr(module, "LIBRARY", None), tuple):
+        raise ParameterError(f"add_command({name!r}): the module needs register(subparsers) and a LIBRARY tuple")
+    if name in COMMANDS:
+        raise ParameterError(f"add_command({name!r}): aflite has a command of that name")
+    _ADDED[name] = module
+
+
+def command_modules() -> dict[str, ModuleType]:
+    """Every sub-command's module, in --help order: aflite's own, then those added with :func:`add_command`."""
+    own = {name: importlib.import_module(f"aflite.cli.{name.replace('-', '_')}") for name in COMMANDS}
+    return {**own, **_ADDED}
 
 
 class _Parser(argparse.ArgumentParser):
@@ -42,8 +63,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"aflite {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for name in COMMANDS:
-        module = importlib.import_module(f"aflite.cli.{name.replace('-', '_')}")
+    for module in command_modules().values():
         module.register(sub)
 
     for command_parser in sub.choices.values():  # one thread policy for every command (aflite.threads)

@@ -11,6 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from aflite.cli.options import (
+    FEATURIZER_OPTIONS,
+    LOADERS,
     add_cache,
     add_columns,
     add_device,
@@ -37,6 +39,12 @@ TEXT_ONLY = (("views", "--views"), ("tra", "--tra/--no-tra"), ("tra_steps", "--t
 # and the reverse: options for image data only
 IMAGE_ONLY = (("image_size", "--image-size"), ("skip_bad_images", "--skip-bad-images"),
               ("embeddings", "--embeddings"), ("embedding_ids", "--embedding-ids"))
+
+
+# the library calls whose keywords this command's flags are (tests/test_cli_keywords.py reads them)
+LIBRARY = ("aflite.runs.audit:audit_file", "aflite.audit:AuditConfig", *LOADERS, *FEATURIZER_OPTIONS)
+# flags that are no keyword of LIBRARY, each with why
+CLI_ONLY = {"check": "--check NAME:KEY=VALUE, repeatable: one entry of AuditConfig(checks={NAME: {KEY: VALUE}})"}
 
 
 def register(sub: Any) -> None:

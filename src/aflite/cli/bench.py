@@ -11,6 +11,20 @@ from typing import Any
 from aflite.cli.options import add_overwrite_option, add_quiet, add_seed
 from aflite.errors import ParameterError
 
+# the library calls whose keywords this command's flags are (tests/test_cli_keywords.py reads them)
+LIBRARY = (
+    "aflite.experiments.bench:run_benchmark",
+    "aflite.experiments.scale:scale_benchmark",
+    "aflite.experiments.bench_embed:embed_benchmark",
+    "aflite.experiments.outputs:save_bench",
+    "aflite.experiments.bench_device:device_benchmark",
+)
+# flags that are no keyword of LIBRARY, each with why
+CLI_ONLY = {
+    "embed": "--embed MODEL selects the encoder benchmark: embed_benchmark(model=MODEL)",
+    "embed_data": "its dataset: embed_benchmark(data=)",
+}
+
 
 def register(sub: Any) -> None:
     p = sub.add_parser(

@@ -7,6 +7,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
+# the library calls whose keywords this command's flags are (tests/test_cli_keywords.py reads them)
+LIBRARY = ("aflite.runs.card:write_card",)
+
 
 def register(sub: Any) -> None:
     p = sub.add_parser(

@@ -5,8 +5,11 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from aflite.cli.options import add_out
+from aflite.cli.options import FEATURIZER_OPTIONS, LOADERS, add_out
 from aflite.cli.run import add_pipeline_options, pipeline_kwargs, report
+
+# the library calls whose keywords this command's flags are (tests/test_cli_keywords.py reads them)
+LIBRARY = ("aflite.runs.run:run", "aflite.core.filter:AFLite", *LOADERS, *FEATURIZER_OPTIONS)
 
 
 def register(sub: Any) -> None:

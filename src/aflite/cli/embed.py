@@ -7,6 +7,8 @@ from pathlib import Path
 from typing import Any
 
 from aflite.cli.options import (
+    FEATURIZER_OPTIONS,
+    LOADERS,
     add_backend,
     add_cache,
     add_cluster,
@@ -23,6 +25,9 @@ from aflite.cli.options import (
     positive_int,
 )
 from aflite.features.registry import featurizer_arg, featurizer_help
+
+# the library calls whose keywords this command's flags are (tests/test_cli_keywords.py reads them)
+LIBRARY = ("aflite.runs.embed:embed", *LOADERS, *FEATURIZER_OPTIONS)
 
 
 def register(sub: Any) -> None:

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from aflite.cli.options import (
+    LOADERS,
     add_cache,
     add_columns,
     add_device,
@@ -21,6 +22,15 @@ from aflite.cli.options import (
 )
 from aflite.defaults import DEFAULT_MODELS, FINETUNE_CPU_MAX_TRAIN, LR_CANDIDATES
 from aflite.errors import ParameterError
+
+# the library calls whose keywords this command's flags are (tests/test_cli_keywords.py reads them)
+LIBRARY = (
+    "aflite.runs.evaluate:evaluate_files",
+    "aflite.runs.evaluate:evaluate",
+    "aflite.evaluate:compare_runs",
+    "aflite.evaluate:FinetuneOptions",
+    *LOADERS,
+)
 
 
 def register(sub: Any) -> None:

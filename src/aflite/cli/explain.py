@@ -10,6 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from aflite.cli.options import (
+    FEATURIZER_OPTIONS,
+    LOADERS,
     add_cache,
     add_columns,
     add_featurizer_flags,
@@ -48,6 +50,12 @@ def check_listing(width: int = 100) -> list[str]:
             text = f"{name}:{o.describe()}" + (f"; also {alias}" if alias else "")
             lines += textwrap.wrap(text, width, initial_indent="    ", subsequent_indent="        ")
     return lines
+
+
+# the library calls whose keywords this command's flags are (tests/test_cli_keywords.py reads them)
+LIBRARY = ("aflite.runs.explain:explain", *LOADERS, *FEATURIZER_OPTIONS)
+# flags that are no keyword of LIBRARY, each with why
+CLI_ONLY = {"check": "--check NAME:KEY=VALUE, repeatable: one entry of explain(checks={NAME: {KEY: VALUE}})"}
 
 
 def register(sub: Any) -> None:

@@ -77,6 +77,12 @@ def add_scale_options(p: argparse.ArgumentParser, cluster: bool | str = True) ->
                        "(default: a temporary folder, fine for a local cluster)")
 
 
+# the library calls whose keywords this command's flags are (tests/test_cli_keywords.py reads them)
+LIBRARY = ("aflite.runs.filter:filter_files", "aflite.core.filter:AFLite")
+# flags that are no keyword of LIBRARY, each with why
+CLI_ONLY = {"seed": "AFLite's random_state (scikit-learn's name); --seed is the one seed of every command"}
+
+
 def register(sub: Any) -> None:
     p = sub.add_parser(
         "filter",

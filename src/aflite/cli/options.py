@@ -242,3 +242,10 @@ def dataset_options(args: argparse.Namespace) -> dict[str, Any]:
     return {key: value for key in names if (value := getattr(args, key, None))}
 
 
+
+
+# what a command module's LIBRARY names besides its own library calls (as "module:attribute", imported only by the
+# test that reads them, so that building the parser stays cheap)
+LOADERS = ("aflite.data:load_dataset", "aflite.data.images:load_image_dataset")  # the column keywords
+# every featurizer option: those declared in features.registry, and the ones every command routes to Φ
+FEATURIZER_OPTIONS = ("aflite.features.registry:OPTIONS", "aflite.features.registry:COMMAND_OPTIONS")

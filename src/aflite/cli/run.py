@@ -9,6 +9,8 @@ from typing import Any
 
 from aflite.cli.filter import add_filter_options, add_scale_options
 from aflite.cli.options import (
+    FEATURIZER_OPTIONS,
+    LOADERS,
     add_backend,
     add_cache,
     add_columns,
@@ -63,6 +65,10 @@ def _validate(args: argparse.Namespace) -> None:
 def _featurizer_options(args: argparse.Namespace) -> dict[str, Any]:
     return featurizer_flag_values(args, args.featurizer, device=args.device, backend=args.backend,
                                   image_size=args.image_size if args.image_size != 224 else None)
+
+
+# the library calls whose keywords this command's flags are (tests/test_cli_keywords.py reads them)
+LIBRARY = ("aflite.runs.run:run", "aflite.core.filter:AFLite", *LOADERS, *FEATURIZER_OPTIONS)
 
 
 def register(sub: Any) -> None:

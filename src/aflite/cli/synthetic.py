@@ -21,6 +21,14 @@ def _separations(text: str) -> tuple[float, ...]:
     return values
 
 
+# the library calls whose keywords this command's flags are (tests/test_cli_keywords.py reads them)
+LIBRARY = (
+    "aflite.experiments.synthetic:run_synthetic",
+    "aflite.experiments.outputs:save_synthetic",
+    "aflite.core.filter:AFLite",
+)
+
+
 def register(sub: Any) -> None:
     p = sub.add_parser(
         "synthetic",
