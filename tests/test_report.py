@@ -30,13 +30,13 @@ def _dataset(n: int = 240) -> Dataset:
 
 
 @pytest.fixture(scope="module")
-def small_result(tmp_path_factory: pytest.TempPathFactory) -> A.AuditResult:
+def small_result(tmp_path_factory: pytest.TempPathFactory) -> A.DatasetAudit:
     cache = tmp_path_factory.mktemp("cache")
     return A.audit(_dataset(), featurizer="ngram", tra=False, n_clusters=6, n_components=5, tsne_sample=100,
                    cache_dir=str(cache), show_progress=False)
 
 
-def test_report_escapes_dataset_text(small_result: A.AuditResult, tmp_path: Path) -> None:
+def test_report_escapes_dataset_text(small_result: A.DatasetAudit, tmp_path: Path) -> None:
     html = render([small_result], title="audit of <b>evil</b>")
     assert SCRIPT not in html
     # the only scripts are the page's own: the interactive maps' data (JSON), plotly.js and the drawing code
@@ -50,7 +50,7 @@ def test_report_escapes_dataset_text(small_result: A.AuditResult, tmp_path: Path
     assert path.read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
 
 
-def test_report_is_self_contained(small_result: A.AuditResult) -> None:
+def test_report_is_self_contained(small_result: A.DatasetAudit) -> None:
     page = render([small_result, small_result])
     # the markup outside the inline scripts (plotly.js carries attribution links of its own, never loaded: the
     # page's CSP blocks every fetch, and tests/test_report_browser.py checks that no request is made)
@@ -64,7 +64,7 @@ def test_report_is_self_contained(small_result: A.AuditResult) -> None:
     assert html.count("Biased-condition accuracy") == 2  # one table per view, two datasets side by side each
 
 
-def test_result_to_dict_is_json(small_result: A.AuditResult) -> None:
+def test_result_to_dict_is_json(small_result: A.DatasetAudit) -> None:
     d = json.loads(json.dumps(small_result.to_dict()))
     hyp = d["views"]["hypothesis"]
     assert hyp["condition"] == "s2"
@@ -126,7 +126,7 @@ def test_cli_audit_rejects_bad_input(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert "error" in err
 
 
-def test_report_shows_chance_and_the_peco_null(small_result: A.AuditResult) -> None:
+def test_report_shows_chance_and_the_peco_null(small_result: A.DatasetAudit) -> None:
     html = render([small_result])
     assert html.count("Chance: majority-class rate of these rows") == 2  # one row per view
     assert "Δmaj: biased − chance" in html and "normal − chance" in html
@@ -138,7 +138,7 @@ def test_report_shows_chance_and_the_peco_null(small_result: A.AuditResult) -> N
     assert "<td>33.3</td>" in html
 
 
-def test_report_shows_the_paper_only_for_a_named_dataset(small_result: A.AuditResult) -> None:
+def test_report_shows_the_paper_only_for_a_named_dataset(small_result: A.DatasetAudit) -> None:
     from aflite.errors import ParameterError
 
     plain = render([small_result])

@@ -14,7 +14,7 @@ from aflite.experiments.circles import make_circles_dataset, train_dev_split
 from aflite.experiments.synthetic import (
     PAPER_SEPARATIONS,
     PAPER_TABLE7,
-    SyntheticResult,
+    SyntheticExperiment,
     format_table,
     plot_figure2,
     run_synthetic,
@@ -25,7 +25,7 @@ SMALL = {"seeds": [3], "separations": (0.8, 0.4), "n_samples": 400, "show_progre
 
 
 @pytest.fixture(scope="module")
-def small_result() -> SyntheticResult:
+def small_result() -> SyntheticExperiment:
     return run_synthetic(**SMALL)  # type: ignore[arg-type]
 
 
@@ -100,7 +100,7 @@ def test_train_dev_split_is_stratified() -> None:
 
 
 # ----------------------------------------------------------------------------------------- end to end
-def test_small_run_removes_bias_and_breaks_the_linear_model(small_result: SyntheticResult) -> None:
+def test_small_run_removes_bias_and_breaks_the_linear_model(small_result: SyntheticExperiment) -> None:
     assert len(small_result.runs) == 2
     for r in small_result.runs:
         assert r.biased_fraction_before == pytest.approx(0.75)
@@ -140,7 +140,7 @@ def test_run_parameters_are_validated() -> None:
 
 
 # ---------------------------------------------------------------------------------------------- outputs
-def test_table_format(small_result: SyntheticResult) -> None:
+def test_table_format(small_result: SyntheticExperiment) -> None:
     text = format_table(small_result)
     lines = text.splitlines()
     assert "D(Φ) (ours)" in text and "D (paper)" in text
@@ -154,7 +154,7 @@ def test_table_format(small_result: SyntheticResult) -> None:
     assert "flipped removed" in text
 
 
-def test_json_format(small_result: SyntheticResult) -> None:
+def test_json_format(small_result: SyntheticExperiment) -> None:
     obj = small_result.to_json()
     text = json.dumps(obj, allow_nan=False)  # NaN became null
     back = json.loads(text)
@@ -169,7 +169,7 @@ def test_json_format(small_result: SyntheticResult) -> None:
     assert set(PAPER_TABLE7) == set(PAPER_SEPARATIONS)
 
 
-def test_figure2_png(small_result: SyntheticResult, tmp_path: Path) -> None:
+def test_figure2_png(small_result: SyntheticExperiment, tmp_path: Path) -> None:
     out = tmp_path / "fig" / "figure2.png"
     plot_figure2(small_result, out)
     data = out.read_bytes()

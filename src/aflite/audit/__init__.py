@@ -67,14 +67,14 @@ from aflite.audit.metrics import (
     majority_accuracy,
     nba_nbr,
 )
-from aflite.audit.results import AuditConfig, AuditResult, ViewAudit
+from aflite.audit.results import AuditConfig, DatasetAudit, ViewAudit
 from aflite.audit.runner import audit, compute_features, sample_rows, subset
 from aflite.checks.tokens import token_artifacts, tokenize
 
 __all__ = [
     "AUDIT_VIEWS",
     "AuditConfig",
-    "AuditResult",
+    "DatasetAudit",
     "BIAS_THRESHOLD",
     "FineTuned",
     "LeakageMetrics",

@@ -16,7 +16,7 @@ import numpy as np
 
 from aflite.audit.checks import audit_view
 from aflite.audit.linear import cv_predict
-from aflite.audit.results import AuditConfig, AuditResult
+from aflite.audit.results import AuditConfig, DatasetAudit
 from aflite.checks import CheckData
 from aflite.data.images import open_image
 from aflite.errors import InputError, ParameterError
@@ -51,7 +51,7 @@ def audit_image_dataset(refs: Sequence[str], labels: Any, embeddings: np.ndarray
                         ids: Sequence[str] | None = None, name: str = "D",
                         colour: np.ndarray | None = None) -> Any:
     """The parts of the label-leakage audit that are not text-specific, for images, as an
-    :class:`aflite.audit.AuditResult` with one condition, ``colour``:
+    :class:`aflite.audit.DatasetAudit` with one condition, ``colour``:
 
     - a *biased* model (L2 logistic regression, ``config.n_folds``-fold out of fold) on the colour-only view
       (:func:`colour_histograms`, or ``colour`` when already computed), against the majority rate, and the
@@ -92,7 +92,7 @@ def audit_image_dataset(refs: Sequence[str], labels: Any, embeddings: np.ndarray
                          "config": cfg, "set": name, "groups": None, "normal_pred": pred_n, "embeddings": X})
     va = audit_view(data, timings, pred_n)  # the biased model on the colour view, PECO on the embeddings, ...
     timings["total"] = sum(timings.values())
-    return AuditResult(name, n, {str(c): int(k) for c, k in zip(classes, counts, strict=True)}, {IMAGE_VIEW: va},
+    return DatasetAudit(name, n, {str(c): int(k) for c, k in zip(classes, counts, strict=True)}, {IMAGE_VIEW: va},
                        cfg, timings, y, np.asarray(names, dtype=str), f"image embeddings ({cfg.featurizer})")
 
 

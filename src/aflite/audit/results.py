@@ -1,4 +1,4 @@
-"""What an audit is configured with (:class:`AuditConfig`) and what it returns (:class:`AuditResult`)."""
+"""What an audit is configured with (:class:`AuditConfig`) and what it returns (:class:`DatasetAudit`)."""
 
 from __future__ import annotations
 
@@ -63,7 +63,7 @@ class ViewAudit:
     in registry order: :mod:`aflite.checks`, scope ``"audit"``; the built-in ones in :mod:`aflite.audit.checks`),
     and the normal model's out-of-fold predictions it was measured against. Dataset-level figures are the checks'
     (``metrics``, :class:`LeakageMetrics`; ``peco``, ``peco_null``, ``tra``), per-row ones (like a cleanlab issue
-    manager's scores) each check's ``scores``/``flags`` and :meth:`AuditResult.row_scores`."""
+    manager's scores) each check's ``scores``/``flags`` and :meth:`DatasetAudit.row_scores`."""
 
     view: str
     checks: dict[str, CheckResult]
@@ -131,7 +131,11 @@ class ViewAudit:
 
 
 @dataclasses.dataclass
-class AuditResult:
+class DatasetAudit:
+    """The audit of one dataset (what :func:`aflite.audit.audit` returns): its single-sentence views' figures, the
+    configuration and timings. ``aflite audit`` returns an :class:`aflite.runs.audit.AuditResult` holding one per
+    audited set."""
+
     name: str
     n: int
     label_counts: dict[str, int]

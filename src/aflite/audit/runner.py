@@ -17,7 +17,7 @@ from aflite.audit.estimate import announce, estimate_seconds
 from aflite.audit.finetuned import FineTuned, _model_path, finetune, predict
 from aflite.audit.linear import cv_predict
 from aflite.audit.metrics import AUDIT_VIEWS
-from aflite.audit.results import AuditConfig, AuditResult, ViewAudit
+from aflite.audit.results import AuditConfig, DatasetAudit, ViewAudit
 from aflite.checks import CheckData, resolve_checks
 from aflite.device import torch_device
 from aflite.errors import InputError, ParameterError
@@ -210,7 +210,7 @@ def audit(
     name: str = "D",
     features: dict[str, np.ndarray] | None = None,
     **overrides: Any,
-) -> AuditResult:
+) -> DatasetAudit:
     """Audit a sentence-pair dataset (``aflite.data.Dataset``) for single-sentence label leakage.
 
     ``config`` (or keyword overrides of :class:`AuditConfig` fields) sets the models and sizes; ``views`` picks
@@ -252,5 +252,5 @@ def audit(
     timings = clock.timings
     timings["total"] = sum(timings.values())
     label_counts = {str(c): int(k) for c, k in zip(classes, counts, strict=True)}
-    return AuditResult(name, n, label_counts, out, cfg, timings, y, np.asarray(dataset.ids).astype(str), normal_input)
+    return DatasetAudit(name, n, label_counts, out, cfg, timings, y, np.asarray(dataset.ids).astype(str), normal_input)
 

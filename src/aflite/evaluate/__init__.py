@@ -45,12 +45,12 @@ from aflite.evaluate.models import FEATURE_MODELS, MODEL_KINDS, FinetuneOptions,
 from aflite.evaluate.probe import ProbeResult, compare_partial_input, probe_skip_reason, text_probe_accuracy
 from aflite.evaluate.runner import compare_runs
 from aflite.evaluate.sets import HANS_PRED_MAP, EvalSet, TrainingSet, load_eval_set, load_hans, single_iteration_rows
-from aflite.evaluate.tables import CHANCE_ROW, EvaluationReport, plot_report, render_tables
+from aflite.evaluate.tables import CHANCE_ROW, EvaluateResult, plot_report, render_tables
 
 __all__ = [
     "CHANCE_ROW",
     "EvalSet",
-    "EvaluationReport",
+    "EvaluateResult",
     "FEATURE_MODELS",
     "FinetuneOptions",
     "HANS_PRED_MAP",

@@ -13,7 +13,7 @@ __all__ = ["plot_report"]
 
 
 def plot_report(report: Any, path: Path) -> None:
-    """Bar chart of an :class:`aflite.evaluate.EvaluationReport`: own held-out accuracy per model and training set
+    """Bar chart of an :class:`aflite.evaluate.EvaluateResult`: own held-out accuracy per model and training set
     (± std), and the test and external sets if any."""
     import matplotlib
 

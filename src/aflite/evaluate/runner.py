@@ -1,5 +1,5 @@
 """:func:`compare_runs`: split D, build the benchmarks from the runs, train every model on every benchmark and
-seed (cached), and score them on the held-out and external sets. It returns an :class:`EvaluationReport` and writes
+seed (cached), and score them on the held-out and external sets. It returns an :class:`EvaluateResult` and writes
 only its caches; :func:`aflite.runs.evaluate.evaluate` (``aflite evaluate``) writes the output folder."""
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from aflite.evaluate.models import (
 )
 from aflite.evaluate.sets import EvalSet, TrainingSet, _read_run, label_matched_rows, single_iteration_rows
 from aflite.evaluate.tables import (
-    EvaluationReport,
+    EvaluateResult,
     _aggregate,
     _majority,
     evaluate_verdict,
@@ -256,7 +256,7 @@ def compare_runs(
     tests: Sequence[EvalSet] = (),
     split: bool = True,
     model_seeds: int | None = None,
-) -> EvaluationReport:
+) -> EvaluateResult:
     """Train every model on D, each D(Φ), same-size random subsets and single-iteration sets; test each on its
     own held-out part, on all of D's held-out part, on each separate test set in ``tests`` (same labels as D,
     e.g. SNLI dev / test / test_hard: Table 3 shape) and on ``eval_sets`` (HANS, ...: Table 1 shape). With
@@ -315,7 +315,7 @@ def compare_runs(
     }
     tables = render_tables(aggregate, specs, sets, set_info, eval_sets, config, tests)
     verdict = evaluate_verdict({"training_sets": set_info, "aggregate": aggregate})
-    return EvaluationReport(None, results, aggregate, set_info, tables, config, verdict)
+    return EvaluateResult(None, results, aggregate, set_info, tables, config, verdict)
 
 
 PROTOCOL = ("D split once by premise group into train/held-out; every benchmark trains on its rows in the train part "

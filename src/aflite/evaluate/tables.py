@@ -57,7 +57,7 @@ def _breakdown(pred: NDArray[Any], gold: NDArray[Any], groups: NDArray[Any] | No
 
 
 @dataclass(repr=False)  # Result.__repr__: one line, not the arrays
-class EvaluationReport(Result):
+class EvaluateResult(Result):
     """What :func:`aflite.evaluate.compare_runs` found: one record per (model, training set, seed), their
     aggregates, the training sets, the tables (Table 3 and Table 1 shapes), the configuration and the verdict;
     as a folder (``aflite evaluate``): tables.md and accuracy.png besides the last files."""

@@ -16,7 +16,7 @@ from aflite.rundir.results import Result
 from aflite.runs.folder import RunFolder, claims
 from aflite.verdict import MIN_SPREAD, SPREAD_FACTOR, markdown, number
 
-__all__ = ["BenchOutput", "SyntheticOutput", "save_bench", "save_synthetic", "synthetic_json", "synthetic_verdict"]
+__all__ = ["BenchResult", "SyntheticResult", "save_bench", "save_synthetic", "synthetic_json", "synthetic_verdict"]
 
 
 def synthetic_json(result: Any) -> dict[str, Any]:
@@ -26,8 +26,8 @@ def synthetic_json(result: Any) -> dict[str, Any]:
 
 
 @dataclass(repr=False)  # Result.__repr__: one line, not the arrays
-class SyntheticOutput(Result):
-    """A :class:`aflite.experiments.synthetic.SyntheticResult` as a folder: table.txt and figure2.png besides the
+class SyntheticResult(Result):
+    """A :class:`aflite.experiments.synthetic.SyntheticExperiment` as a folder: table.txt and figure2.png besides the
     last files."""
 
     command: ClassVar[str] = "synthetic"
@@ -52,7 +52,7 @@ class SyntheticOutput(Result):
 
 
 @dataclass(repr=False)  # Result.__repr__: one line, not the arrays
-class BenchOutput(Result):
+class BenchResult(Result):
     """A benchmark's figures (``res``) and its text report as a folder."""
 
     command: ClassVar[str] = "bench"
@@ -76,9 +76,9 @@ class BenchOutput(Result):
 def save_synthetic(result: Any, out: str | os.PathLike[str] | RunFolder, *, seed: int | None = None,
                    overwrite: bool = False) -> Path:
     """``out/table.txt``, ``out/summary.md``, ``out/results.json`` and ``out/figure2.png`` of a
-    :class:`aflite.experiments.synthetic.SyntheticResult`; returns the folder's path."""
+    :class:`aflite.experiments.synthetic.SyntheticExperiment`; returns the folder's path."""
     folder = RunFolder.of(out, "synthetic")
-    folder.finish(SyntheticOutput(folder.path, result, seed))
+    folder.finish(SyntheticResult(folder.path, result, seed))
     return folder.path
 
 
@@ -87,7 +87,7 @@ def save_bench(res: dict[str, Any], report: str, out: str | os.PathLike[str] | R
                seed: int | None = None, overwrite: bool = False) -> Path:
     """``out/results.json`` and ``out/summary.md`` (the text report) of a benchmark result; returns the path."""
     folder = RunFolder.of(out, "bench")
-    folder.finish(BenchOutput(folder.path, res, report, seed))
+    folder.finish(BenchResult(folder.path, res, report, seed))
     return folder.path
 
 

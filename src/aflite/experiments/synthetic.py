@@ -65,7 +65,7 @@ __all__ = [
     "SYNTHETIC_AFLITE",
     "RunRecord",
     "Figure2Panel",
-    "SyntheticResult",
+    "SyntheticExperiment",
     "run_one",
     "run_synthetic",
     "format_table",
@@ -207,7 +207,7 @@ def _mean_std(values: Iterable[float]) -> dict[str, float]:
 
 
 @dataclass
-class SyntheticResult:
+class SyntheticExperiment:
     """All runs of :func:`run_synthetic`, their aggregates, and one Figure-2 panel per separation."""
 
     runs: list[RunRecord]
@@ -289,7 +289,7 @@ def run_synthetic(
     data_kwargs: dict[str, Any] | None = None,
     show_progress: bool = True,
     blas_threads: int | None = 1,
-) -> SyntheticResult:
+) -> SyntheticExperiment:
     """Every (separation, seed) run of the synthetic experiment, with AFLite at Table 8's setting.
 
     ``aflite_params`` overrides entries of :data:`SYNTHETIC_AFLITE` (n_partitions, train_size, slice_size,
@@ -346,7 +346,7 @@ def run_synthetic(
     data_params = {k: v for k, v in data_params.items() if k not in ("separation", "n_flipped", "inner_radius")}
     data_params["flip_fraction"] = {str(s): make_circles_dataset(s, n_samples, 0, **(data_kwargs or {}))
                                     .params["flip_fraction"] for s in separations}
-    return SyntheticResult(runs=runs, separations=separations, seeds=seeds, n_samples=n_samples,
+    return SyntheticExperiment(runs=runs, separations=separations, seeds=seeds, n_samples=n_samples,
                            dev_fraction=dev_fraction, aflite_params=params, data_params=data_params, panels=panels,
                            seconds=time.perf_counter() - start, blas_threads=blas_threads)
 
@@ -365,7 +365,7 @@ def _paper_separation(sep: float) -> float | None:
     return None
 
 
-def format_table(result: SyntheticResult) -> str:
+def format_table(result: SyntheticExperiment) -> str:
     """Our Table 7 (mean ± std over seeds) next to the paper's, then what AFLite removed."""
     summary = result.summary()
     p = result.aflite_params
@@ -436,15 +436,15 @@ def _acc(d: dict[str, float], m: str) -> str:
     return "—" if math.isnan(v) else f"{v:.1f}"
 
 
-def plot_figure2(result_or_panels: SyntheticResult | Sequence[Figure2Panel], path: Any) -> None:
+def plot_figure2(result_or_panels: SyntheticExperiment | Sequence[Figure2Panel], path: Any) -> None:
     """Figure 2: per separation, the 2-D points before (top) and after AFLite (bottom), coloured by label.
 
     Captions give that run's LR / SVM dev accuracy; flipped instances are drawn as crosses. The PNG is written
-    atomically. Accepts a :class:`SyntheticResult` (its first seed per separation) or explicit panels.
+    atomically. Accepts a :class:`SyntheticExperiment` (its first seed per separation) or explicit panels.
     """
     from matplotlib.figure import Figure  # the object API renders with Agg and never touches pyplot's backend
 
-    panels = list(result_or_panels.panels if isinstance(result_or_panels, SyntheticResult) else result_or_panels)
+    panels = list(result_or_panels.panels if isinstance(result_or_panels, SyntheticExperiment) else result_or_panels)
     if not panels:
         raise ParameterError("nothing to plot: no panels")
     ncol = len(panels)

@@ -36,12 +36,12 @@ from aflite.runs.folder import RunFolder, claims
 from aflite.threads import limited
 from aflite.verdict import markdown
 
-__all__ = ["AuditRun", "audit_file", "check_audit_config", "check_audit_options", "summary_lines"]
+__all__ = ["AuditResult", "audit_file", "check_audit_config", "check_audit_options", "summary_lines"]
 
 
 @dataclass(repr=False)  # Result.__repr__: one line, not the arrays
-class AuditRun(Result):
-    """What :func:`audit_file` wrote: the folder, one :class:`aflite.audit.AuditResult` per audited set (D, and
+class AuditResult(Result):
+    """What :func:`audit_file` wrote: the folder, one :class:`aflite.audit.DatasetAudit` per audited set (D, and
     D(Φ) with ``compare``), the JSON it saved as ``results.json`` and the notes shown in the
     report; ``page`` renders report.html."""
 
@@ -151,7 +151,7 @@ def audit_file(
     image_options: dict[str, Any] | None = None,
     featurizer_options: dict[str, Any] | None = None,
     overwrite: bool = False,
-) -> AuditRun:
+) -> AuditResult:
     """Audit a dataset file for single-sentence label leakage (what ``aflite audit`` does) into ``out`` (a path,
     or the CLI's claimed :class:`~aflite.runs.folder.RunFolder`).
 
@@ -210,7 +210,7 @@ def audit_file(
     metrics, files = kind.metrics(name, compare, ds, results, feats, cfg, notes)
     metrics["seconds"] = round(time.perf_counter() - t0, 2)
     metrics["verdict"] = audit_verdict(metrics) + check_verdicts(results)
-    run = AuditRun(folder.path, results, metrics, notes, name, cfg.seed, kind,
+    run = AuditResult(folder.path, results, metrics, notes, name, cfg.seed, kind,
                    title or f"Label-leakage audit of {Path(name).name}", files)
     folder.finish(run)
     return run

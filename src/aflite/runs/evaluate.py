@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from aflite.errors import ParameterError
-from aflite.evaluate import EvaluationReport, compare_runs, load_eval_set, load_hans
+from aflite.evaluate import EvaluateResult, compare_runs, load_eval_set, load_hans
 from aflite.rundir.lock import check_outside_runs
 from aflite.rundir.results import recording_warnings
 from aflite.runs.folder import RunFolder, claims
@@ -114,13 +114,13 @@ def evaluate_files(data: str | Path, runs: Sequence[str | Path], out: str | Path
 def evaluate(data: Any, runs: Sequence[str | os.PathLike[str]],
              out: str | os.PathLike[str] | RunFolder | None = None, *,
              cache_dir: str | os.PathLike[str] | None = None, overwrite: bool = False,
-             **keywords: Any) -> EvaluationReport:
+             **keywords: Any) -> EvaluateResult:
     """:func:`aflite.evaluate.compare_runs` (its keywords in ``keywords``; ``cache_dir`` defaults to ``out/cache``)
     on ``data`` (a file, or a pandas DataFrame, a pyarrow Table or a datasets.Dataset, read as ``aflite.run`` reads
     it),
     and with ``out`` (a path, or the CLI's claimed :class:`~aflite.runs.folder.RunFolder`) its folder:
     tables.md, accuracy.png, results.json, summary.md and report.html. Returns the
-    :class:`aflite.evaluate.EvaluationReport` (``out`` set)."""
+    :class:`aflite.evaluate.EvaluateResult` (``out`` set)."""
     folder = None if out is None else RunFolder.of(out, "evaluate")
     for path, flag in ((None if folder is None else folder.path, "--out"), (cache_dir, "--cache-dir")):
         if path is not None:  # the run folders are read, never written
