@@ -40,7 +40,7 @@ def _library() -> dict[str, set[str]]:
     from aflite.features.registry import REGISTRY
     from aflite.report import write_page
     from aflite.runs.audit import audit_file
-    from aflite.runs.card import write_card
+    from aflite.card import write_card
     from aflite.runs.embed import embed
     from aflite.runs.evaluate import evaluate, evaluate_files
     from aflite.runs.explain import explain

@@ -36,7 +36,7 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from aflite.runs.card import write_card
+    from aflite.card import write_card
 
     res = write_card(args.run_dir, args.out, evaluate=args.evaluate, explain=args.explain, license=args.license,
                      overwrite=args.overwrite)

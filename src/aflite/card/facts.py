@@ -26,7 +26,7 @@ from aflite.evaluate.tables import evaluate_verdict
 from aflite.features.registry import find
 from aflite.hashing import dataset_fingerprint, file_sha256
 from aflite.rundir.names import KEPT_IDS, WARMUP_IDS
-from aflite.runs.card_limits import known_limits
+from aflite.card.limits import known_limits
 
 __all__ = ["CardInputs", "build_manifest", "input_identity", "input_license", "model_identity", "portable_path",
            "size_category", "FORMAT"]

@@ -1,4 +1,4 @@
-"""The dataset card's own YAML writer (aflite.runs.card_yaml): whatever tree of strings, numbers, booleans, None,
+"""The dataset card's own YAML writer (aflite.card.frontmatter): whatever tree of strings, numbers, booleans, None,
 lists and mappings it is given, PyYAML reads back the same tree (YAML 1.1 traps included: "no", "1e3",
 "2024-01-01", keys like "on"), and it refuses what it cannot write faithfully."""
 
@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from aflite.runs.card_yaml import dump, quote
+from aflite.card.frontmatter import dump, quote
 
 yaml = pytest.importorskip("yaml")  # installed with the [text]/[hf]/[cluster] extras (transformers, datasets)
 

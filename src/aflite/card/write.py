@@ -20,8 +20,8 @@ from aflite.errors import InputError, OutputError
 from aflite.report import inline
 from aflite.rundir.names import CARD, KEPT_IDS, MANIFEST, RESULTS
 from aflite.rundir.read import read_made_by, read_run
-from aflite.runs.card_facts import CardInputs, build_manifest
-from aflite.runs.card_render import render_card
+from aflite.card.facts import CardInputs, build_manifest
+from aflite.card.render import render_card
 
 __all__ = ["CardResult", "write_card"]
 
