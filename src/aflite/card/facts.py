@@ -20,13 +20,13 @@ from pathlib import Path
 from typing import Any
 
 from aflite import __version__
+from aflite.card.limits import known_limits
 from aflite.data import demo_dataset_path, open_dataset, option_label
 from aflite.errors import AfliteError, InputError, ParameterError
 from aflite.evaluate.tables import evaluate_verdict
 from aflite.features.registry import find
 from aflite.hashing import dataset_fingerprint, file_sha256
 from aflite.rundir.names import KEPT_IDS, WARMUP_IDS
-from aflite.card.limits import known_limits
 
 __all__ = ["CardInputs", "build_manifest", "input_identity", "input_license", "model_identity", "portable_path",
            "size_category", "FORMAT"]

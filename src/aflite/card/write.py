@@ -16,12 +16,12 @@ from pathlib import Path
 from typing import Any
 
 from aflite.atomic import check_output_path, write_text
+from aflite.card.facts import CardInputs, build_manifest
+from aflite.card.render import render_card
 from aflite.errors import InputError, OutputError
 from aflite.report import inline
 from aflite.rundir.names import CARD, KEPT_IDS, MANIFEST, RESULTS
 from aflite.rundir.read import read_made_by, read_run
-from aflite.card.facts import CardInputs, build_manifest
-from aflite.card.render import render_card
 
 __all__ = ["CardResult", "write_card"]
 

@@ -42,6 +42,7 @@ if TYPE_CHECKING:  # the names for type checkers; at run time each is imported o
         DEFAULT_IMAGE_CHUNK_SIZE,
         DEFAULT_MAX_LENGTH,
         VIEWS,
+        BaseFeaturizer,
         Featurizer,
         Matrix,
         apply_view,
@@ -56,7 +57,7 @@ if TYPE_CHECKING:  # the names for type checkers; at run time each is imported o
 # public name -> module; lazy so that the CLI can read aflite.features.registry (``aflite --help``) without numpy
 _LAZY: dict[str, str] = {
     **dict.fromkeys(("DEFAULT_CHUNK_SIZE", "DEFAULT_IMAGE_CHUNK_SIZE", "DEFAULT_MAX_LENGTH", "VIEWS",
-                     "Featurizer", "Matrix", "apply_view"), "aflite.features.base"),
+                     "BaseFeaturizer", "Featurizer", "Matrix", "apply_view"), "aflite.features.base"),
     **dict.fromkeys(("Features", "cache_key", "featurize", "featurize_dataset", "make_featurizer"),
                    "aflite.features.cache"),
     "ImageFeaturizer": "aflite.features.images",
@@ -90,6 +91,7 @@ __all__ = [
     "DEFAULT_CHUNK_SIZE",
     "DEFAULT_IMAGE_CHUNK_SIZE",
     "DEFAULT_MAX_LENGTH",
+    "BaseFeaturizer",
     "Features",
     "Featurizer",
     "ImageFeaturizer",

@@ -12,13 +12,13 @@ its dimension or scale (MiniLM's rows are unit vectors, a fine-tuned encoder's a
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Self
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
 
 from aflite.errors import ParameterError
-from aflite.features.base import Computes, FeatureJob, Matrix, Plain
+from aflite.features.base import BaseFeaturizer, Computes, FeatureJob, Matrix, Plain
 from aflite.features.cache import featurize, make_featurizer
 from aflite.features.registry import COMBINE, run_options, spec
 
@@ -33,7 +33,7 @@ def scale_to_unit_rms(x: Matrix) -> tuple[np.ndarray, float]:
     return np.ascontiguousarray(dense / np.float32(scale)), scale
 
 
-class CombinedFeaturizer(Computes):
+class CombinedFeaturizer(BaseFeaturizer):
     """Φ = [Φ_1 | Φ_2 | ...], each part scaled to unit RMS row norm.
 
     ``parts`` are registered featurizer names (text); ``options`` are the command's featurizer options, each routed
@@ -128,14 +128,7 @@ class CombinedFeaturizer(Computes):
         info["parts"] = parts_info
         return np.hstack(blocks).astype(np.float32, copy=False), info
 
-    def fit(self, texts_a: Sequence[str], texts_b: Sequence[str] | None = None, y: Any = None) -> Self:
-        return self
-
     def transform(self, texts_a: Sequence[str], texts_b: Sequence[str] | None = None) -> np.ndarray:
-        return self.fit_transform(texts_a, texts_b)
-
-    def fit_transform(self, texts_a: Sequence[str], texts_b: Sequence[str] | None = None,
-                      y: Any = None) -> np.ndarray:
         """The parts without a cache; a part that trains on a warm-up slice needs :func:`featurize`."""
         if any(spec(p).needs_labels for p in self.parts):
             raise ParameterError(f"featurizer {self.name!r} trains on a warm-up slice: use aflite.features."
