@@ -15,12 +15,12 @@ from typing import Any
 import pytest
 
 from aflite.atomic import json_text
+from aflite.card import write_card
+from aflite.card.facts import portable_path, size_category
 from aflite.cli import main
 from aflite.data import demo_dataset_path
 from aflite.errors import OutputError, ParameterError
 from aflite.rundir.manifest import seal
-from aflite.card import write_card
-from aflite.card.facts import portable_path, size_category
 
 RUN = ["--featurizer", "ngram", "--quiet", "-m", "8"]
 

@@ -27,6 +27,7 @@ def _library() -> dict[str, set[str]]:
     (AFLite for the filter's parameters, AuditConfig, FinetuneOptions, the column keywords of the loaders, and
     the featurizer options the registry routes)."""
     from aflite.audit import AuditConfig
+    from aflite.card import write_card
     from aflite.core.filter import AFLite
     from aflite.data import load_dataset
     from aflite.data.images import load_image_dataset
@@ -40,7 +41,6 @@ def _library() -> dict[str, set[str]]:
     from aflite.features.registry import REGISTRY
     from aflite.report import write_page
     from aflite.runs.audit import audit_file
-    from aflite.card import write_card
     from aflite.runs.embed import embed
     from aflite.runs.evaluate import evaluate, evaluate_files
     from aflite.runs.explain import explain

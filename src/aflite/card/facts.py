@@ -198,9 +198,9 @@ def model_identity(featurizer: str, options: dict[str, Any]) -> dict[str, Any] |
     that ship it, and the sha256 of its config and weight files as found when the card was made; the embeddings
     file of precomputed features; None for the n-gram Φ (no model)."""
     found = find(featurizer)
-    if found is not None and "parts" in found.extra:  # a combination: the model of its part that has one
+    if found is not None and found.parts:  # a combination: the model of its part that has one
         recorded = options.get("part_options") or {}
-        for part in found.extra["parts"]:
+        for part in found.parts:
             identity = model_identity(part, dict(recorded.get(part) or {}))
             if identity is not None:
                 return {"part": part, **identity}

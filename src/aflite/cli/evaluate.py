@@ -17,6 +17,7 @@ from aflite.cli.options import (
     add_overwrite_option,
     add_quiet,
     add_seed,
+    claim_out_folder,
     dataset_options,
 )
 from aflite.defaults import DEFAULT_MODELS, FINETUNE_CPU_MAX_TRAIN, LR_CANDIDATES
@@ -83,6 +84,7 @@ def register(sub: Any) -> None:
     add_quiet(p)
     add_groups_option(p)
     add_overwrite_option(p)
+    claim_out_folder(p)
     _add_finetune_options(p)
     p.set_defaults(handler=run, validate=_validate)
 

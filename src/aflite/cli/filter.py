@@ -15,6 +15,7 @@ from aflite.cli.options import (
     add_overwrite_option,
     add_quiet,
     add_seed,
+    claim_out_folder,
     partitions,
 )
 from aflite.cli.options import size as _size
@@ -101,6 +102,8 @@ def register(sub: Any) -> None:
     p.add_argument("--resume", action="store_true", help="continue from the checkpoint in --out")
 
     add_overwrite_option(p)
+
+    claim_out_folder(p)
     p.add_argument("--mmap", action="store_true", help="memory-map a .npy feature file instead of loading it")
     add_quiet(p)
     add_filter_options(p)

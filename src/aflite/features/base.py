@@ -38,10 +38,12 @@ def cache_key(
     name: str,
     view: str,
     options: dict[str, Any],
-    extra: Any = None,
+    key_facts: Any = None,
 ) -> str:
-    """The identity of a featurizer's output on these inputs: texts, featurizer, view, options and extra."""
-    meta = {"format": CACHE_FORMAT, "featurizer": name, "view": view, "options": options, "extra": extra}
+    """The identity of a featurizer's output on these inputs: texts, featurizer, view, options and ``key_facts``
+    (what else decides the output: the warm-up's labels, image files' sizes and times; under the key "extra", so that
+    caches written before the name changed stay valid)."""
+    meta = {"format": CACHE_FORMAT, "featurizer": name, "view": view, "options": options, "extra": key_facts}
     return data_fingerprint(texts_a, texts_b, meta)
 
 
@@ -77,7 +79,7 @@ class FeatureJob:
     b: list[str] | None
     y: Any
     options: dict[str, Any]
-    extra: dict[str, Any]
+    key_facts: dict[str, Any]
     cache: Path | None
     stem: str
     chunk_size: int
@@ -110,10 +112,10 @@ class Computes:
     def plan(self, a: list[str], y: Any, warmup_size: int | float,
              warmup_seed: int | None) -> tuple[np.ndarray | None, dict[str, Any]]:
         """(the warm-up rows, or None for a featurizer without a warm-up; what else goes into the cache key)."""
-        extra = dict(self.cache_extra())
+        key_facts = dict(self.cache_extra())
         if self.reads_images:
-            extra["image_files"] = files_fingerprint(a)
-        return None, extra
+            key_facts["image_files"] = files_fingerprint(a)
+        return None, key_facts
 
     def compute(self, job: FeatureJob, rows: np.ndarray, warmup_rows: np.ndarray | None) -> tuple[Any, dict[str, Any]]:
         """(the matrix of ``rows``, what featurize records about computing it): chunk by chunk (resumable, and
@@ -207,8 +209,8 @@ class Plain(Computes):
         return bool(getattr(self.inner, "reads_images", False))
 
     def cache_extra(self) -> dict[str, Any]:
-        extra = getattr(self.inner, "cache_extra", None)
-        return dict(extra()) if extra is not None else {}
+        hook = getattr(self.inner, "cache_extra", None)
+        return dict(hook()) if hook is not None else {}
 
     def get_options(self) -> dict[str, Any]:
         return dict(self.inner.get_options())

@@ -113,17 +113,17 @@ def featurize(
     if not isinstance(feat, Computes):  # only fit/transform/get_options: the default hooks
         feat = Plain(feat)
     opts = feat.get_options()
-    warmup, extra = feat.plan(a, y, warmup_size, warmup_seed)
+    warmup, key_facts = feat.plan(a, y, warmup_size, warmup_seed)
     if feat.reads_images and chunk_size == DEFAULT_CHUNK_SIZE:  # images embed ~100x slower on a CPU: resume finer
         chunk_size = DEFAULT_IMAGE_CHUNK_SIZE
     warmup_rows = np.empty(0, dtype=np.int64) if warmup is None else warmup
     mask = np.ones(n, dtype=bool)
     mask[warmup_rows] = False
     rows = np.flatnonzero(mask)
-    job = FeatureJob(featurizer, view, a, b, y, opts, extra, None, "", chunk_size, show_progress, shards,
+    job = FeatureJob(featurizer, view, a, b, y, opts, key_facts, None, "", chunk_size, show_progress, shards,
                      _transform_chunked, tuple(map(Path, read_only)))
     if cache_dir is not None or read_only:
-        job.stem = f"{featurizer}-{view}-{cache_key(a, b, featurizer, view, opts, extra or None)[:20]}"
+        job.stem = f"{featurizer}-{view}-{cache_key(a, b, featurizer, view, opts, key_facts or None)[:20]}"
         found = _read_only(read_only, job.stem)
         if found is not None:
             return Features(found[0], rows, warmup_rows, featurizer, view, opts, found[1], True, found[2])

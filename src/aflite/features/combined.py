@@ -90,16 +90,16 @@ class CombinedFeaturizer(BaseFeaturizer):
     def plan(self, a: list[str], y: Any, warmup_size: int | float,
              warmup_seed: int | None) -> tuple[np.ndarray | None, dict[str, Any]]:
         """The warm-up slice of the part that trains on one (the others leave it out too) and every part's cache
-        key extras."""
+        key facts."""
         self._plan = (warmup_size, warmup_seed)
         warmup: np.ndarray | None = None
-        extra: dict[str, Any] = {}
+        key_facts: dict[str, Any] = {}
         for p, f in self._featurizers().items():
-            rows, part_extra = f.plan(a, y if spec(p).needs_labels else None, warmup_size, warmup_seed)
-            extra[p] = part_extra
+            rows, part_facts = f.plan(a, y if spec(p).needs_labels else None, warmup_size, warmup_seed)
+            key_facts[p] = part_facts
             if rows is not None:
                 warmup = rows
-        return warmup, extra
+        return warmup, key_facts
 
     def compute(self, job: FeatureJob, rows: np.ndarray, warmup_rows: np.ndarray | None) -> tuple[Any, dict[str, Any]]:
         """Each part through :func:`featurize` (its own cache entry, resumable; looked for in the call's read-only

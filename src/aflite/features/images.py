@@ -114,9 +114,9 @@ class ImageFeaturizer(BackendEncoder):
              warmup_seed: int | None) -> tuple[np.ndarray | None, dict[str, Any]]:
         """The cache key's image files, and the int8 backend's calibration images: a sample of all rows, whatever
         the chunking."""
-        rows, extra = super().plan(a, y, warmup_size, warmup_seed)
+        rows, key_facts = super().plan(a, y, warmup_size, warmup_seed)
         self.fit(a)
-        return rows, extra
+        return rows, key_facts
 
     def fit(self, texts_a: Sequence[str], texts_b: Sequence[str] | None = None, y: Any = None) -> Self:
         """Remember an evenly spaced sample of the images as the int8 backend's calibration set (nothing else is

@@ -168,11 +168,11 @@ class WarmupFeaturizer(BackendEncoder):
         if len(y_arr) != len(a):
             raise InputError(f"{len(a)} rows but {len(y_arr)} labels")
         wseed = self.seed if warmup_seed is None else int(warmup_seed)
-        extra: dict[str, Any] = {"labels": data_fingerprint([str(v) for v in y_arr.tolist()], None),
+        key_facts: dict[str, Any] = {"labels": data_fingerprint([str(v) for v in y_arr.tolist()], None),
                                  "warmup_size": warmup_size, "warmup_seed": wseed}
         if self.reads_images:
-            extra["image_files"] = files_fingerprint(a)
-        return select_warmup_rows(len(a), warmup_size, wseed), extra
+            key_facts["image_files"] = files_fingerprint(a)
+        return select_warmup_rows(len(a), warmup_size, wseed), key_facts
 
     def compute(self, job: FeatureJob, rows: np.ndarray, warmup_rows: np.ndarray | None) -> tuple[Any, dict[str, Any]]:
         """Fine-tune on the warm-up slice (or load the model a previous call fine-tuned on it: it does not depend
@@ -182,7 +182,7 @@ class WarmupFeaturizer(BackendEncoder):
         model_file = None
         if job.cache is not None:
             mkey = cache_key(a, b, job.name, job.view, {k: v for k, v in job.options.items() if k != "backend"},
-                             job.extra)
+                             job.key_facts)
             model_file = job.cache / f"{job.name}-{job.view}-{mkey[:20]}.warmup.pt"
         if model_file is not None and model_file.is_file():
             self.load(model_file)

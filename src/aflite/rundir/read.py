@@ -41,11 +41,11 @@ from aflite.rundir.names import (
 )
 from aflite.rundir.results import FORMAT_VERSION
 
-__all__ = ["KINDS", "RUN_COMMANDS", "Instances", "RunRecord", "check_run_dataset", "detect_kind", "read_columns",
+__all__ = ["PAGE_KINDS", "RUN_COMMANDS", "Instances", "RunRecord", "check_run_dataset", "detect_kind", "read_columns",
            "read_folder", "read_id_list", "read_json", "read_kept_ids", "read_made_by", "read_results", "read_run",
            "recorded_dataset_fingerprint"]
 
-KINDS = ("run", "explain", "evaluate", "audit")  # the folders that have a page
+PAGE_KINDS = ("run", "explain", "evaluate", "audit")  # the folders that have a page
 INSTANCE_HEADER = ["id", "label", "kept", "predictability", "removed_at"]
 OWN_NAMES = frozenset({CHECKPOINT, INSTANCES, KEPT_IDS, REMOVED_IDS, WARMUP_IDS, KEPT_CSV, REMOVED_CSV, TOKENS, WEIGHTS,
                        FEATURES, SUMMARY_MD})  # the names only aflite writes into a folder it claimed
@@ -284,7 +284,7 @@ def detect_kind(folder: str | os.PathLike[str]) -> str:
     refused in one line."""
     doc = read_folder(folder, skip=(PAGE,))
     kind = "run" if doc.command in RUN_COMMANDS else doc.command
-    if kind not in KINDS:
+    if kind not in PAGE_KINDS:
         raise InputError(f"{Path(folder) / RESULTS}: written by `aflite {doc.command}`, which has no page; give "
                          f"the --out folder of aflite run, explain, evaluate or audit")
     return kind

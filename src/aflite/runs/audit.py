@@ -19,8 +19,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from aflite import audit as A
 from aflite.atomic import atomic_open
+from aflite.audit import AuditConfig, sample_rows, subset
 from aflite.audit.results import audit_verdict, check_sections, check_verdicts
 from aflite.data import open_dataset, source_name
 from aflite.errors import InputError, ParameterError
@@ -112,15 +112,15 @@ def check_audit_options(data_path: Any, *, featurizer: str | None = None,
 
 def _sets(ds: Any, kept: list[str] | None, sample: int | None, seed: int) -> tuple[Any, Any, Any]:
     """(D, D(Φ) or None, the rows to featurize: the union of both), each a seeded sample of ``sample`` rows."""
-    filtered = A.subset(ds, kept) if kept is not None else None
+    filtered = subset(ds, kept) if kept is not None else None
     if sample is None:
         return ds, filtered, ds
-    d = A.sample_rows(ds, sample, seed)
+    d = sample_rows(ds, sample, seed)
     if filtered is not None:
-        filtered = A.sample_rows(filtered, sample, seed)
+        filtered = sample_rows(filtered, sample, seed)
     union = set(np.asarray(d.ids).astype(str)) | (
         set() if filtered is None else set(np.asarray(filtered.ids).astype(str)))
-    return d, filtered, A.subset(ds, sorted(union))
+    return d, filtered, subset(ds, sorted(union))
 
 
 @claims("audit")  # a path given as out is claimed as the CLI claims --out
@@ -158,7 +158,7 @@ def audit_file(
     Nothing is written before the data has been read and checked. In-memory data (a DataFrame, ...) are text."""
     folder = RunFolder.of(out, "audit")
     name = source_name(data_path)
-    cfg = config if config is not None else A.AuditConfig()
+    cfg = config if config is not None else AuditConfig()
     cfg = cfg if show_progress else dataclasses.replace(cfg, show_progress=False)  # the features' bars too
     kind = audit_kind(data_path, cfg.featurizer, (image_options or {}).get("path_column"))
     cfg = kind.configure(cfg, name, reference)
