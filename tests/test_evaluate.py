@@ -596,7 +596,7 @@ def test_a_drop_that_is_only_chance_falling_reads_as_such():
 def test_single_iteration_reuses_a_shared_feature_cache(snli_run, tmp_path, monkeypatch):
     """A run made with --cache-dir SHARED (no OUT/cache) and evaluated with --cache-dir SHARED: the single-iteration set
     reads the run's Φ from SHARED instead of featurizing D again (for a warm-up Φ that would mean fine-tuning)."""
-    import aflite.features.cache
+    import aflite.features.compute
 
     tmp, data, run, hans_path = snli_run
     shared = tmp_path / "shared"
@@ -605,14 +605,14 @@ def test_single_iteration_reuses_a_shared_feature_cache(snli_run, tmp_path, monk
                          "target_size": 200}, featurizer_options={"n_components": 32})
     assert not (tmp_path / "r" / "cache").exists()
     calls = []
-    orig = aflite.features.cache.featurize
+    orig = aflite.features.compute.featurize
 
     def spy(*a, **kw):
         res = orig(*a, **kw)
         calls.append((kw.get("cache_dir"), res.from_cache))
         return res
 
-    monkeypatch.setattr(aflite.features.cache, "featurize", spy)
+    monkeypatch.setattr(aflite.features.compute, "featurize", spy)
     evaluate(data, [tmp_path / "r"], tmp_path / "ev", models=["ppmi"], seeds=1, random_baseline=False,
              cache_dir=shared, show_progress=False)
     assert calls == [(shared, True)]

@@ -144,7 +144,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         featurizer = args.featurizer or "minilm"
     cfg = AuditConfig(
-        views=tuple(dict.fromkeys(args.views)), featurizer=featurizer, n_folds=args.n_folds, C=args.C,
+        views=tuple(dict.fromkeys(args.views)), n_folds=args.n_folds, C=args.C,
         n_components=args.n_components, n_clusters=args.n_clusters, bias_threshold=args.bias_threshold,
         tsne_sample=args.tsne_sample, top_k_tokens=args.top_k_tokens, min_token_count=args.min_token_count,
         tra=args.tra, peco_shuffles=args.peco_shuffles, peco_encoder=args.peco_encoder, tra_steps=args.tra_steps,
@@ -155,6 +155,7 @@ def run(args: argparse.Namespace) -> int:
     res = audit_file(args.data, args.out_folder, cfg, compare=args.compare, sample=args.sample, title=args.title,
                      reference=args.reference, dataset_options=dataset_options(args), groups=args.groups,
                      show_progress=not args.quiet, image_options=image_options(args) if is_images else None,
+                     featurizer=featurizer,
                      featurizer_options={"image_size": args.image_size, **featurizer_flag_values(args)}
                      if is_images else None)
     out: Path = args.out

@@ -19,7 +19,7 @@ import scipy.sparse as sp
 
 from aflite.errors import ParameterError
 from aflite.features.base import BaseFeaturizer, Computes, FeatureJob, Matrix, Plain
-from aflite.features.cache import featurize, make_featurizer
+from aflite.features.compute import featurize, make_featurizer
 from aflite.features.registry import COMBINE, run_options, spec
 
 __all__ = ["CombinedFeaturizer", "scale_to_unit_rms"]

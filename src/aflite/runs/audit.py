@@ -126,6 +126,27 @@ def _sets(ds: Any, kept: list[str] | None, sample: int | None, seed: int) -> tup
 @claims("audit")  # a path given as out is claimed as the CLI claims --out
 @limited  # one thread policy (aflite.threads)
 @recording_warnings()  # scikit-learn's warnings counted in results.json (aflite.rundir.results)
+def _featurizer_config(config: Any, featurizer: str | None,
+                       options: dict[str, Any] | None) -> tuple[Any, dict[str, Any] | None]:
+    """(the audit's configuration with ``featurizer`` and ``options["model_path"]`` in it, the other options): one
+    spelling of Φ for every command; the same thing given twice, differently, is refused."""
+    cfg = config if config is not None else AuditConfig()
+    default = AuditConfig()
+    if featurizer is not None:
+        if cfg.featurizer not in (default.featurizer, featurizer):
+            raise ParameterError(f"the featurizer is given twice, featurizer={featurizer!r} and config.featurizer="
+                                 f"{cfg.featurizer!r}: pass featurizer= only")
+        cfg = dataclasses.replace(cfg, featurizer=featurizer)
+    if options and options.get("model_path") is not None:
+        options = dict(options)
+        path = str(options.pop("model_path"))
+        if cfg.model_path not in (None, path):
+            raise ParameterError(f"the model folder is given twice, featurizer_options model_path={path!r} and "
+                                 f"config.model_path={cfg.model_path!r}: pass featurizer_options only")
+        cfg = dataclasses.replace(cfg, model_path=path)
+    return cfg, options
+
+
 def audit_file(
     data_path: Any,
     out: str | os.PathLike[str] | RunFolder,
@@ -139,6 +160,7 @@ def audit_file(
     groups: str = "premise",
     show_progress: bool = True,
     image_options: dict[str, Any] | None = None,
+    featurizer: str | None = None,
     featurizer_options: dict[str, Any] | None = None,
     overwrite: bool = False,
 ) -> AuditRun:
@@ -148,8 +170,10 @@ def audit_file(
     Image data (an image folder, a table with a path column, a HF dataset with an Image column, or an image
     featurizer; :func:`aflite.data.modality_of`) is read with ``image_options`` (path_column, label, id_column,
     skip_bad_images) and featurized with ``featurizer_options`` (image_size; embeddings/embedding_ids for
-    ``precomputed``); there the default ``minilm`` means EfficientNet-Lite0 (``hf-image`` when
-    ``config.model_path`` is set), and ``reference``, ``groups`` and ``dataset_options`` do not apply.
+    ``precomputed``); there the default ``minilm`` means EfficientNet-Lite0 (``hf-image`` when a model_path is
+    given), and ``reference``, ``groups`` and ``dataset_options`` do not apply. Φ is spelled as for every command:
+    ``featurizer`` (default ``config.featurizer``, ``minilm``) and ``featurizer_options`` (``model_path``: also
+    TRA's model; it fills ``config.model_path``).
 
     Loads ``data_path``, and with ``compare`` the kept rows of that AFLite run directory as D(Φ); with ``sample``
     audits a seeded random sample of each; featurizes the union once (cached in ``config.cache_dir``, default
@@ -158,7 +182,7 @@ def audit_file(
     Nothing is written before the data has been read and checked. In-memory data (a DataFrame, ...) are text."""
     folder = RunFolder.of(out, "audit")
     name = source_name(data_path)
-    cfg = config if config is not None else AuditConfig()
+    cfg, featurizer_options = _featurizer_config(config, featurizer, featurizer_options)
     cfg = cfg if show_progress else dataclasses.replace(cfg, show_progress=False)  # the features' bars too
     kind = audit_kind(data_path, cfg.featurizer, (image_options or {}).get("path_column"))
     cfg = kind.configure(cfg, name, reference)
