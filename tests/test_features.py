@@ -219,7 +219,7 @@ class _CountingEncoder:
 def test_resume_after_interruption_gives_same_matrix(tmp_path: Path, monkeypatch: Any) -> None:
     expected = _CountingEncoder().transform(PREMISES, HYPOTHESES)
     enc = _CountingEncoder(fail_on_call=3)
-    monkeypatch.setattr(F.cache, "make_featurizer", lambda name, **o: enc)
+    monkeypatch.setattr(F.compute, "make_featurizer", lambda name, **o: enc)
     with pytest.raises(KeyboardInterrupt):
         F.featurize(
             PREMISES, HYPOTHESES, "minilm", "pair", cache_dir=tmp_path, chunk_size=5, show_progress=False
@@ -228,7 +228,7 @@ def test_resume_after_interruption_gives_same_matrix(tmp_path: Path, monkeypatch
     assert len(parts) == 2  # chunks 0 and 1 finished before the interruption
     assert not list(tmp_path.glob("minilm-*.npy"))
     enc2 = _CountingEncoder()
-    monkeypatch.setattr(F.cache, "make_featurizer", lambda name, **o: enc2)
+    monkeypatch.setattr(F.compute, "make_featurizer", lambda name, **o: enc2)
     res = F.featurize(
         PREMISES, HYPOTHESES, "minilm", "pair", cache_dir=tmp_path, chunk_size=5, show_progress=False
     )
@@ -236,7 +236,7 @@ def test_resume_after_interruption_gives_same_matrix(tmp_path: Path, monkeypatch
     assert np.array_equal(res.X, expected)
     assert not list(tmp_path.glob("*.parts"))  # partial chunks removed once the matrix is written
     enc3 = _CountingEncoder()
-    monkeypatch.setattr(F.cache, "make_featurizer", lambda name, **o: enc3)
+    monkeypatch.setattr(F.compute, "make_featurizer", lambda name, **o: enc3)
     again = F.featurize(
         PREMISES, HYPOTHESES, "minilm", "pair", cache_dir=tmp_path, chunk_size=5, show_progress=False
     )

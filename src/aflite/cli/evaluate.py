@@ -95,7 +95,8 @@ def _add_finetune_options(p: Any) -> None:
     """The options of the fine-tuned models (``finetune:VIEW``): the recipe, its caps and the learning-rate check."""
     g = p.add_argument_group("fine-tuning (models finetune:VIEW)", "Defaults: appendix A.6 (Adam, eps 1e-8, "
                              "3 epochs, batch 92), max length 128; the learning rate of a text model is chosen by a "
-                             "short check on D's training part (--lr-candidates), image networks lr 1e-3.")
+                             "short check on D's training part (--lr-candidates), image networks lr 1e-3. "
+                             "--model-path is the model of the fine-tuned text models and of the probes' minilm.")
     add_featurizer_flags(g, "evaluate")  # --model-path: the probes' text encoder and the fine-tuned models' model
     g.add_argument("--lr", type=float, default=None,
                    help="learning rate for every training set; no learning-rate check then (--lr 1e-5: appendix "

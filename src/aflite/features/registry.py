@@ -55,8 +55,7 @@ COMMAND_OPTIONS = ("device", "backend", "image_size")
 
 OPTIONS: dict[str, FeaturizerOption] = {o.name: o for o in (
     FeaturizerOption("model_path", str, "a local Hugging Face model folder (default: the bundled all-MiniLM-L6-v2 "
-                     "for text, EfficientNet-Lite0 for images; evaluate: its fine-tuned models' too)",
-                     commands=("run", "embed", "evaluate"), metavar="DIR"),
+                     "for text, EfficientNet-Lite0 for images)", commands=("run", "embed", "evaluate"), metavar="DIR"),
     FeaturizerOption("max_steps", int, "cap on the warm-up's fine-tuning steps", commands=("run", "embed"),
                      metavar="N"),
     FeaturizerOption("lr", float, "the warm-up's fine-tuning learning rate (default 5e-5 for text, 1e-3 for images)",
