@@ -180,9 +180,9 @@ def audit_file(
     ``out/cache``); audits each set with ``config`` (an :class:`aflite.audit.AuditConfig`); and writes the folder.
     ``config.tra=None`` becomes "only on a GPU" here, once, so that the time estimate and both audits agree.
     Nothing is written before the data has been read and checked. In-memory data (a DataFrame, ...) are text."""
+    cfg, featurizer_options = _featurizer_config(config, featurizer, featurizer_options)  # before the claim
     folder = RunFolder.of(out, "audit")
     name = source_name(data_path)
-    cfg, featurizer_options = _featurizer_config(config, featurizer, featurizer_options)
     cfg = cfg if show_progress else dataclasses.replace(cfg, show_progress=False)  # the features' bars too
     kind = audit_kind(data_path, cfg.featurizer, (image_options or {}).get("path_column"))
     cfg = kind.configure(cfg, name, reference)
