@@ -261,14 +261,12 @@ def compare_runs(
     own held-out part, on all of D's held-out part, on each separate test set in ``tests`` (same labels as D,
     e.g. SNLI dev / test / test_hard: Table 3 shape) and on ``eval_sets`` (HANS, ...: Table 1 shape). With
     ``split=False`` D is not split: every benchmark trains on all its rows and is scored on ``tests`` and
-    ``eval_sets`` only (the paper's protocol when D is a training set). Rows of a run's warm-up slice
-    (``warmup_ids.txt``) are left out of D, every D(Φ) and every comparison subset. Features, models and
-    predictions are cached in ``cache_dir``. ``seed`` draws the train/held-out split; ``seeds`` are the
-    benchmarks': one random subset per seed (``label_matched``: and one with D(Φ)'s label counts), and the
-    stochastic models (mlp, finetune) train D, the single-iteration sets and each D(Φ) once per seed, or with the
-    first ``model_seeds`` seeds only (a budget for fine-tuned models). ``featurizer_options`` go to the probes'
-    text featurizers, each the ones it takes (``{"model_path": DIR}``: minilm's model). See
-    :mod:`aflite.evaluate`'s docstring."""
+    ``eval_sets`` only (the paper's protocol when D is a training set). A run's warm-up rows (``warmup_ids.txt``)
+    are left out of D, every D(Φ) and every subset. Features, models and predictions are cached in ``cache_dir``.
+    ``seed`` draws the train/held-out split; ``seeds`` are the benchmarks': one random subset per seed
+    (``label_matched``: and one with D(Φ)'s label counts), and the stochastic models (mlp, finetune) train D, the
+    single-iteration sets and each D(Φ) once per seed, or with the first ``model_seeds`` seeds only (a budget for
+    fine-tuned models); ``featurizer_options`` go to the probes' text featurizers (see :mod:`aflite.evaluate`)."""
     specs, seed_list, fixed_seeds, ft = _plan(models, seeds, finetune, model_seeds)
     cache = Path(cache_dir)
     t_start = time.perf_counter()

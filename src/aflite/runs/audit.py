@@ -171,9 +171,8 @@ def audit_file(
     featurizer; :func:`aflite.data.modality_of`) is read with ``image_options`` (path_column, label, id_column,
     skip_bad_images) and featurized with ``featurizer_options`` (image_size; embeddings/embedding_ids for
     ``precomputed``); there the default ``minilm`` means EfficientNet-Lite0 (``hf-image`` when a model_path is
-    given), and ``reference``, ``groups`` and ``dataset_options`` do not apply. Φ is spelled as for every command:
-    ``featurizer`` (default ``config.featurizer``, ``minilm``) and ``featurizer_options`` (``model_path``: also
-    TRA's model; it fills ``config.model_path``).
+    given), and ``reference``, ``groups`` and ``dataset_options`` do not apply. Φ: ``featurizer`` (default
+    ``config.featurizer``) and ``featurizer_options`` (their ``model_path``, also TRA's, fills ``config``'s).
 
     Loads ``data_path``, and with ``compare`` the kept rows of that AFLite run directory as D(Φ); with ``sample``
     audits a seeded random sample of each; featurizes the union once (cached in ``config.cache_dir``, default
