@@ -738,3 +738,18 @@ def test_a_model_predicting_one_class_is_marked_not_trained_everywhere(snli_run,
     md = (tmp_path / "ev" / "summary.md").read_text()
     assert "| not trained |" in md and "**Not trained**" in md
     assert res["verdict"] == ["Not counted: ppmi:hypothesis, ppmi:pair (not trained: see the tables)."]
+
+
+def test_featurizer_options_reach_the_probe_featurizers_that_take_them(tmp_path: Path) -> None:
+    """compare_runs' featurizer_options (aflite evaluate's registry-made --model-path) go to each probe featurizer
+    that takes them and join its models' cache key; a featurizer that takes none gets none."""
+    from aflite.evaluate.models import _Corpus, _FeatureStore
+
+    store = _FeatureStore(_Corpus("D", ["a"], ["b"], "fp"), tmp_path, False, {"model_path": "/m", "lr": 1e-3})
+    assert store.options_for("minilm") == {"model_path": "/m"} == store.keyed_options("minilm")
+    assert store.options_for("ngram") == {} and store.keyed_options("ngram") is None
+    args = ["evaluate", "d.tsv", "r", "--out", str(tmp_path / "o"), "--model-path", "/m"]
+    from aflite.cli import build_parser
+    from aflite.cli.options import featurizer_flag_values
+
+    assert featurizer_flag_values(build_parser().parse_args(args)) == {"model_path": "/m"}
