@@ -123,9 +123,6 @@ def _sets(ds: Any, kept: list[str] | None, sample: int | None, seed: int) -> tup
     return d, filtered, subset(ds, sorted(union))
 
 
-@claims("audit")  # a path given as out is claimed as the CLI claims --out
-@limited  # one thread policy (aflite.threads)
-@recording_warnings()  # scikit-learn's warnings counted in results.json (aflite.rundir.results)
 def _featurizer_config(config: Any, featurizer: str | None,
                        options: dict[str, Any] | None) -> tuple[Any, dict[str, Any] | None]:
     """(the audit's configuration with ``featurizer`` and ``options["model_path"]`` in it, the other options): one
@@ -147,6 +144,9 @@ def _featurizer_config(config: Any, featurizer: str | None,
     return cfg, options
 
 
+@claims("audit")  # a path given as out is claimed as the CLI claims --out
+@limited  # one thread policy (aflite.threads)
+@recording_warnings()  # scikit-learn's warnings counted in results.json (aflite.rundir.results)
 def audit_file(
     data_path: Any,
     out: str | os.PathLike[str] | RunFolder,
@@ -179,7 +179,7 @@ def audit_file(
     ``out/cache``); audits each set with ``config`` (an :class:`aflite.audit.AuditConfig`); and writes the folder.
     ``config.tra=None`` becomes "only on a GPU" here, once, so that the time estimate and both audits agree.
     Nothing is written before the data has been read and checked. In-memory data (a DataFrame, ...) are text."""
-    cfg, featurizer_options = _featurizer_config(config, featurizer, featurizer_options)  # before the claim
+    cfg, featurizer_options = _featurizer_config(config, featurizer, featurizer_options)
     folder = RunFolder.of(out, "audit")
     name = source_name(data_path)
     cfg = cfg if show_progress else dataclasses.replace(cfg, show_progress=False)  # the features' bars too
