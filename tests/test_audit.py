@@ -449,3 +449,20 @@ def test_estimates_grow_with_the_machines_load(monkeypatch: pytest.MonkeyPatch) 
     for stage in idle:
         assert busy[stage] == pytest.approx(6 * idle[stage])
     assert A.estimate_seconds(19_666, A.AuditConfig(), device="cuda")["MiniLM embedding"] < 10
+
+
+def test_audit_file_takes_phi_as_every_command_does(tmp_path: Path) -> None:
+    """audit_file spells Φ as run and embed do (featurizer=, featurizer_options=); the same thing given also in
+    the AuditConfig, differently, is refused in one line and leaves no folder."""
+    from aflite.data import demo_dataset_path
+    from aflite.runs.audit import _featurizer_config, audit_file
+
+    cfg, rest = _featurizer_config(None, "ngram", {"model_path": "m", "embeddings": None})
+    assert (cfg.featurizer, cfg.model_path, rest) == ("ngram", "m", {"embeddings": None})
+    assert _featurizer_config(A.AuditConfig(featurizer="ngram"), None, None)[0].featurizer == "ngram"
+    out = tmp_path / "audit"
+    with pytest.raises(ParameterError, match="given twice.*pass featurizer= only"):
+        audit_file(demo_dataset_path(), out, A.AuditConfig(featurizer="ngram"), featurizer="minilm")
+    with pytest.raises(ParameterError, match="model folder is given twice"):
+        audit_file(demo_dataset_path(), out, A.AuditConfig(model_path="a"), featurizer_options={"model_path": "b"})
+    assert not out.exists()

@@ -15,12 +15,12 @@ from typing import Any
 import pytest
 
 from aflite.atomic import json_text
+from aflite.card import write_card
+from aflite.card.facts import portable_path, size_category
 from aflite.cli import main
 from aflite.data import demo_dataset_path
 from aflite.errors import OutputError, ParameterError
 from aflite.rundir.manifest import seal
-from aflite.runs.card import write_card
-from aflite.runs.card_facts import portable_path, size_category
 
 RUN = ["--featurizer", "ngram", "--quiet", "-m", "8"]
 
@@ -483,7 +483,7 @@ def test_portable_paths_leave_the_machine_out(tmp_path: Path, monkeypatch: pytes
 def test_the_docs_card_of_the_demo_is_consistent() -> None:
     """docs/card_demo holds the demo's card (made by the command in docs/guide/card.md): its README.md is the
     rendering of its manifest.json, its YAML parses, and it names no path of the machine it was made on."""
-    from aflite.runs.card_render import render_card
+    from aflite.card.render import render_card
 
     folder = Path(__file__).resolve().parents[1] / "docs" / "card_demo"
     text = (folder / "README.md").read_text(encoding="utf-8")

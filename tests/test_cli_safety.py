@@ -184,7 +184,7 @@ def test_filter_refuses_a_folder_with_a_stale_kept_ids(tmp_path, capsys):
 def test_a_second_run_in_the_same_folder_is_refused_before_featurizing(tmp_path, tsv, capsys, monkeypatch):
     out = tmp_path / "run"
     assert cli(capsys, "run", tsv, "--out", out, *FAST)[0] == 0
-    monkeypatch.setattr("aflite.features.cache.featurize", lambda *a, **k: pytest.fail("featurized"))
+    monkeypatch.setattr("aflite.features.compute.featurize", lambda *a, **k: pytest.fail("featurized"))
     code, _, err = cli(capsys, "run", tsv, "--out", out, *FAST)
     assert code == 2
     assert "holds a previous run: pass --resume to continue it, --overwrite to start over" in one_line_error(
@@ -242,7 +242,7 @@ def test_one_class_file_is_refused_before_featurizing(tmp_path, capsys, monkeypa
     p = tmp_path / "one.tsv"
     p.write_text("id\tpremise\thypothesis\tlabel\n" + "".join(
         f"{r[0]}\t{r[1]}\t{r[2]}\tentailment\n" for r in sample_rows(50)))
-    monkeypatch.setattr("aflite.features.cache.featurize", lambda *a, **k: pytest.fail("featurized"))
+    monkeypatch.setattr("aflite.features.compute.featurize", lambda *a, **k: pytest.fail("featurized"))
     out = tmp_path / "out"
     code, _, err = cli(capsys, "run", p, "--out", out, *FAST)
     assert code == 2

@@ -323,8 +323,8 @@ def test_snli_jsonl_drops_and_counts_no_gold(tmp_path):
     assert ds.labels.tolist() == ["neutral", "entailment", "contradiction"]
     assert ds.texts_a[0] == 'A "man" sits.' and ds.texts_b == ["He waits.", "A person sits.", "Cats sleep."]
     assert ds.groups is not None and ds.groups.tolist() == [0, 0, 1]
-    assert ds.extra["captionID"] == ["c1", "c1", "c2"]
-    assert ds.extra["annotator_labels"][0] == '["neutral"]'
+    assert ds.other_columns["captionID"] == ["c1", "c1", "c2"]
+    assert ds.other_columns["annotator_labels"][0] == '["neutral"]'
 
 
 def test_snli_jsonl_round_trip_bytes(tmp_path):
@@ -377,7 +377,7 @@ def test_shared_tsv_with_ids_and_extra_columns(tmp_path):
     p = tmp_path / "h.tsv"
     p.write_text("id\tpremise\thypothesis\tlabel\theuristic\nex0\tA b.\tB a.\tnon-entailment\tlexical_overlap\n")
     ds = load_dataset(p)
-    assert ds.ids.tolist() == ["ex0"] and ds.extra == {"heuristic": ["lexical_overlap"]}
+    assert ds.ids.tolist() == ["ex0"] and ds.other_columns == {"heuristic": ["lexical_overlap"]}
 
 
 def test_groups_can_be_turned_off(tmp_path):
@@ -501,7 +501,7 @@ def test_parquet_round_trip_keeps_schema(tmp_path):
     pq.write_table(t, tmp_path / "d.parquet")
     ds = load_dataset(tmp_path / "d.parquet", text_a="p", text_b="h", label="lab", id_column="pid")
     assert ds.labels.tolist() == ["0", "1", "2"] and ds.groups.tolist() == [0, 0, 1]  # type: ignore[union-attr]
-    assert ds.extra == {"w": ["0.5", "1.5", "2.5"]}
+    assert ds.other_columns == {"w": ["0.5", "1.5", "2.5"]}
     out = write_filtered(ds, ["a", "c"], tmp_path / "o.parquet")
     back = pq.read_table(out)
     assert back.schema.equals(t.schema, check_metadata=True)
@@ -720,7 +720,7 @@ def test_shared_data_row_counts(rel, n, n_labels, extra):
     ds = load_dataset(SHARED / rel)
     assert len(ds) == n and ds.n_dropped == 0
     assert len(set(ds.labels.tolist())) == n_labels
-    assert list(ds.extra) == extra
+    assert list(ds.other_columns) == extra
     assert ds.groups is not None and len(np.unique(ds.groups)) < n
 
 
@@ -766,7 +766,7 @@ def test_snli_native_txt_tsv(tmp_path):
     ds = load_dataset(p)
     assert ds.source.schema == "snli-tsv" and ds.dropped == {"no_gold_label": 1}
     assert ds.ids.tolist() == ["p1n"] and ds.texts_a == ['A "b" c.']
-    assert ds.extra["captionID"] == ["c1"]
+    assert ds.other_columns["captionID"] == ["c1"]
     out = write_filtered(ds, ["p1n"], tmp_path / "o.txt")
     assert out.read_bytes() == b"".join(raw_lines(text.encode())[:2])
 

@@ -596,7 +596,7 @@ def test_a_drop_that_is_only_chance_falling_reads_as_such():
 def test_single_iteration_reuses_a_shared_feature_cache(snli_run, tmp_path, monkeypatch):
     """A run made with --cache-dir SHARED (no OUT/cache) and evaluated with --cache-dir SHARED: the single-iteration set
     reads the run's Φ from SHARED instead of featurizing D again (for a warm-up Φ that would mean fine-tuning)."""
-    import aflite.features.cache
+    import aflite.features.compute
 
     tmp, data, run, hans_path = snli_run
     shared = tmp_path / "shared"
@@ -605,14 +605,14 @@ def test_single_iteration_reuses_a_shared_feature_cache(snli_run, tmp_path, monk
                          "target_size": 200}, featurizer_options={"n_components": 32})
     assert not (tmp_path / "r" / "cache").exists()
     calls = []
-    orig = aflite.features.cache.featurize
+    orig = aflite.features.compute.featurize
 
     def spy(*a, **kw):
         res = orig(*a, **kw)
         calls.append((kw.get("cache_dir"), res.from_cache))
         return res
 
-    monkeypatch.setattr(aflite.features.cache, "featurize", spy)
+    monkeypatch.setattr(aflite.features.compute, "featurize", spy)
     evaluate(data, [tmp_path / "r"], tmp_path / "ev", models=["ppmi"], seeds=1, random_baseline=False,
              cache_dir=shared, show_progress=False)
     assert calls == [(shared, True)]
@@ -738,3 +738,18 @@ def test_a_model_predicting_one_class_is_marked_not_trained_everywhere(snli_run,
     md = (tmp_path / "ev" / "summary.md").read_text()
     assert "| not trained |" in md and "**Not trained**" in md
     assert res["verdict"] == ["Not counted: ppmi:hypothesis, ppmi:pair (not trained: see the tables)."]
+
+
+def test_featurizer_options_reach_the_probe_featurizers_that_take_them(tmp_path: Path) -> None:
+    """compare_runs' featurizer_options (aflite evaluate's registry-made --model-path) go to each probe featurizer
+    that takes them and join its models' cache key; a featurizer that takes none gets none."""
+    from aflite.evaluate.models import _Corpus, _FeatureStore
+
+    store = _FeatureStore(_Corpus("D", ["a"], ["b"], "fp"), tmp_path, False, {"model_path": "/m", "lr": 1e-3})
+    assert store.options_for("minilm") == {"model_path": "/m"} == store.keyed_options("minilm")
+    assert store.options_for("ngram") == {} and store.keyed_options("ngram") is None
+    args = ["evaluate", "d.tsv", "r", "--out", str(tmp_path / "o"), "--model-path", "/m"]
+    from aflite.cli import build_parser
+    from aflite.cli.options import featurizer_flag_values
+
+    assert featurizer_flag_values(build_parser().parse_args(args)) == {"model_path": "/m"}

@@ -25,34 +25,26 @@ from aflite import checks
 from aflite import cli as aflite_cli
 from aflite.checks import Check, CheckData, CheckOption, CheckResult
 from aflite.cli import main
-from aflite.cli.options import add_out, add_overwrite_option
+from aflite.cli.options import add_out, add_overwrite_option, claim_out_folder
 from aflite.errors import ParameterError
-from aflite.features import registry
+from aflite.features import BaseFeaturizer, registry
 
 
-class ToyFeaturizer:
+class ToyFeaturizer(BaseFeaturizer):
     """Φ from the letters alone: how often each of a few letters appears in the premise and the hypothesis."""
 
     name = "toy"
     LETTERS = "aeinorst"
+    output_params = ("letters",)  # get_options (what explain rebuilds a run's Φ from) follows from it
 
     def __init__(self, letters: str = LETTERS) -> None:
         self.letters = letters
-
-    def get_options(self) -> dict[str, Any]:  # the keywords that rebuild it (explain recomputes a run's Φ)
-        return {"letters": self.letters}
-
-    def fit(self, texts_a: Sequence[str], texts_b: Sequence[str] | None = None, y: Any = None) -> ToyFeaturizer:
-        return self
 
     def transform(self, texts_a: Sequence[str], texts_b: Sequence[str] | None = None) -> np.ndarray:
         fields = [texts_a] if texts_b is None else [texts_a, texts_b]
         cols = [[t.lower().count(ch) / max(1, len(t)) for ch in self.letters] for f in fields for t in f]
         n = len(texts_a)
         return np.hstack([np.asarray(cols[i * n:(i + 1) * n], dtype=np.float32) for i in range(len(fields))])
-
-    def fit_transform(self, texts_a: Sequence[str], texts_b: Sequence[str] | None = None, y: Any = None) -> Any:
-        return self.transform(texts_a, texts_b)
 
 
 class LongHypotheses(Check):
@@ -512,6 +504,7 @@ def test_a_command_with_a_page_is_declared_in_one_place(tmp_path: Path, small_sn
         p.add_argument("data_path", type=Path)
         add_out(p)
         add_overwrite_option(p)
+        claim_out_folder(p)
         p.set_defaults(handler=lambda args: words(args.data_path, args.out_folder) and 0)  # the claimed --out
 
     cli_words.register, cli_words.LIBRARY = register, (words,)  # type: ignore[attr-defined]

@@ -219,7 +219,7 @@ class _CountingEncoder:
 def test_resume_after_interruption_gives_same_matrix(tmp_path: Path, monkeypatch: Any) -> None:
     expected = _CountingEncoder().transform(PREMISES, HYPOTHESES)
     enc = _CountingEncoder(fail_on_call=3)
-    monkeypatch.setattr(F.cache, "make_featurizer", lambda name, **o: enc)
+    monkeypatch.setattr(F.compute, "make_featurizer", lambda name, **o: enc)
     with pytest.raises(KeyboardInterrupt):
         F.featurize(
             PREMISES, HYPOTHESES, "minilm", "pair", cache_dir=tmp_path, chunk_size=5, show_progress=False
@@ -228,7 +228,7 @@ def test_resume_after_interruption_gives_same_matrix(tmp_path: Path, monkeypatch
     assert len(parts) == 2  # chunks 0 and 1 finished before the interruption
     assert not list(tmp_path.glob("minilm-*.npy"))
     enc2 = _CountingEncoder()
-    monkeypatch.setattr(F.cache, "make_featurizer", lambda name, **o: enc2)
+    monkeypatch.setattr(F.compute, "make_featurizer", lambda name, **o: enc2)
     res = F.featurize(
         PREMISES, HYPOTHESES, "minilm", "pair", cache_dir=tmp_path, chunk_size=5, show_progress=False
     )
@@ -236,7 +236,7 @@ def test_resume_after_interruption_gives_same_matrix(tmp_path: Path, monkeypatch
     assert np.array_equal(res.X, expected)
     assert not list(tmp_path.glob("*.parts"))  # partial chunks removed once the matrix is written
     enc3 = _CountingEncoder()
-    monkeypatch.setattr(F.cache, "make_featurizer", lambda name, **o: enc3)
+    monkeypatch.setattr(F.compute, "make_featurizer", lambda name, **o: enc3)
     again = F.featurize(
         PREMISES, HYPOTHESES, "minilm", "pair", cache_dir=tmp_path, chunk_size=5, show_progress=False
     )
@@ -529,3 +529,41 @@ def test_minilm_pipelined_bfloat16_featurizer(torch_and_model: tuple[Any, Path])
                              precision="bfloat16").transform(a, b)
     assert np.abs(piped - ref).max() < 1e-5
     assert (half * ref).sum(1).mean() >= 0.999
+
+
+def test_base_featurizer_params_and_options_follow_the_constructor() -> None:
+    """get_params reads the constructor's keywords back (as scikit-learn's BaseEstimator does); set_params refuses
+    an unknown one; get_options is the output parameters only, JSON-ready, in order; fit_transform is shared."""
+    from aflite.features import BaseFeaturizer, NgramFeaturizer, PrecomputedFeaturizer
+
+    ng = NgramFeaturizer(n_components=8, word_ngrams=(1, 1))
+    params = ng.get_params()
+    assert list(params) == ["n_components", "dense", "word_ngrams", "char_ngrams", "n_features", "min_df",
+                            "max_columns", "sublinear_tf", "svd_fit_rows", "seed"]
+    assert params["n_components"] == 8 and params["word_ngrams"] == (1, 1)
+    assert NgramFeaturizer(**params).get_options() == ng.get_options()
+    assert ng.get_options()["word_ngrams"] == [1, 1]  # JSON-ready
+    assert ng.set_params(seed=3) is ng and ng.get_options()["seed"] == 3
+    with pytest.raises(ParameterError, match="has no parameter 'sed'"):
+        ng.set_params(sed=3)
+    pre = PrecomputedFeaturizer(embeddings=Path("e.npy"), id_column="key")
+    assert pre.get_options() == {"embeddings": "e.npy", "embedding_ids": None}  # id_column: not an output param
+    assert pre.get_params()["id_column"] == "key"
+
+    class Doubles(BaseFeaturizer):
+        name = "doubles"
+        output_params = ("k",)
+
+        def __init__(self, k: int = 2) -> None:
+            self.k = k
+
+        def fit(self, texts_a: Any, texts_b: Any = None, y: Any = None) -> Doubles:
+            self.fitted_ = len(texts_a)
+            return self
+
+        def transform(self, texts_a: Any, texts_b: Any = None) -> np.ndarray:
+            return np.full((len(texts_a), self.k), float(self.fitted_), dtype=np.float32)
+
+    d = Doubles(3)
+    assert d.fit_transform(["a", "b"]).tolist() == [[2.0] * 3] * 2 and d.get_options() == {"k": 3}
+    assert repr(d) == "Doubles(k=3)"

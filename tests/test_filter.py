@@ -272,7 +272,7 @@ def test_incremental_greedy_keeps_partitions_uniform_size_and_resumes_exactly():
     kw = dict(target_size=150, n_partitions=16, train_size=60, slice_size=1, strategy="greedy", random_state=4)
     full = AFLite(**kw).fit(X, y)
     rows = np.flatnonzero(full.keep_mask_)
-    mask = full.state_.extra["greedy_mask"]
+    mask = full.state_.strategy_state["greedy_mask"]
     assert (mask[rows].sum(0) == 60).all()  # every partition still trains on exactly t rows of S
     assert all(r.n_removed == 1 for r in full.history_[:-1])
     assert biased[~full.keep_mask_].mean() > biased.mean()
@@ -283,7 +283,7 @@ def test_incremental_greedy_keeps_partitions_uniform_size_and_resumes_exactly():
             saved.append(FilterState(state.iteration, state.keep.copy(), state.predictability.copy(),
                                      state.removed_at.copy(), list(state.history), state.stop_reason,
                                      {k: v.copy() for k, v in state.ensemble_state.items()},
-                                     {k: v.copy() for k, v in state.extra.items()}))
+                                     {k: v.copy() for k, v in state.strategy_state.items()}))
             raise KeyboardInterrupt
 
     with pytest.raises(KeyboardInterrupt):

@@ -564,7 +564,7 @@ def _refused_before_work(monkeypatch: pytest.MonkeyPatch) -> list[str]:
         computed.append("featurize")
         raise AssertionError("featurized before the check")
 
-    for where in ("aflite.features.cache.featurize", "aflite.audit.runner.featurize"):  # run/embed, audit
+    for where in ("aflite.features.compute.featurize", "aflite.audit.runner.featurize"):  # run/embed, audit
         monkeypatch.setattr(where, featurize)
     return computed
 

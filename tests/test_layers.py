@@ -26,7 +26,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("core", ("aflite.core", "aflite.rundir")),
     ("analyses", ("aflite.checks", "aflite.evaluate", "aflite.audit", "aflite.explain", "aflite.report",
                   "aflite.verdict")),
-    ("runs", ("aflite.runs",)),
+    ("runs", ("aflite.runs", "aflite.card")),
     ("experiments", ("aflite.experiments",)),
     ("cli", ("aflite.cli", "aflite.__main__")),
 ]

@@ -55,8 +55,8 @@ _LAZY: dict[str, tuple[str, str]] = {
     "embed": ("aflite.runs.embed", "embed"),
     "audit_file": ("aflite.runs.audit", "audit_file"),
     "AuditResult": ("aflite.runs.audit", "AuditResult"),
-    "write_card": ("aflite.runs.card", "write_card"),
-    "CardResult": ("aflite.runs.card", "CardResult"),
+    "write_card": ("aflite.card", "write_card"),
+    "CardResult": ("aflite.card", "CardResult"),
     "run_synthetic": ("aflite.experiments.synthetic", "run_synthetic"),
     "resolve_device": ("aflite.device", "resolve_device"),
 }

@@ -23,6 +23,7 @@ from aflite.cli.options import (
     add_overwrite_option,
     add_quiet,
     add_seed,
+    claim_out_folder,
     dataset_options,
     featurizer_flag_values,
     image_options,
@@ -114,6 +115,7 @@ def register(sub: Any) -> None:
 
     add_groups_option(p)
     add_overwrite_option(p)
+    claim_out_folder(p)
     g = add_image_options(p)
     add_featurizer_flags(g, "audit")  # --embeddings, --embedding-ids (ids: paths relative to the folder, or a column)
     p.set_defaults(handler=run, validate=_validate,
@@ -145,7 +147,7 @@ def _validate(args: argparse.Namespace) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from aflite import audit as A
+    from aflite.audit import AuditConfig
     from aflite.runs.audit import audit_file, summary_lines
 
     t0 = time.perf_counter()
@@ -156,8 +158,8 @@ def run(args: argparse.Namespace) -> int:
         featurizer = resolve_audit_featurizer(args.featurizer, args.model_path)
     else:
         featurizer = args.featurizer or "minilm"
-    cfg = A.AuditConfig(
-        views=tuple(dict.fromkeys(args.views)), featurizer=featurizer, n_folds=args.n_folds, C=args.C,
+    cfg = AuditConfig(
+        views=tuple(dict.fromkeys(args.views)), n_folds=args.n_folds, C=args.C,
         n_components=args.n_components, n_clusters=args.n_clusters, bias_threshold=args.bias_threshold,
         tsne_sample=args.tsne_sample, top_k_tokens=args.top_k_tokens, min_token_count=args.min_token_count,
         tra=args.tra, peco_shuffles=args.peco_shuffles, peco_encoder=args.peco_encoder, tra_steps=args.tra_steps,
@@ -169,6 +171,7 @@ def run(args: argparse.Namespace) -> int:
     res = audit_file(args.data, args.out_folder, cfg, compare=args.compare, sample=args.sample, title=args.title,
                      reference=args.reference, dataset_options=dataset_options(args), groups=args.groups,
                      show_progress=not args.quiet, image_options=image_options(args) if is_images else None,
+                     featurizer=featurizer,
                      featurizer_options={"image_size": args.image_size, **featurizer_flag_values(args)}
                      if is_images else None)
     out: Path = args.out

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from aflite.cli.options import add_overwrite_option, add_quiet, add_seed
+from aflite.cli.options import add_overwrite_option, add_quiet, add_seed, claim_out_folder
 from aflite.errors import ParameterError
 
 # the library calls whose keywords this command's flags are (tests/test_cli_keywords.py reads them)
@@ -59,6 +59,7 @@ def register(sub: Any) -> None:
                    help="also write the results to OUT/results.json (with argv, seed and versions) and the report "
                    "to OUT/summary.md")
     add_overwrite_option(p)
+    claim_out_folder(p)
     add_quiet(p)
     g = p.add_argument_group(
         "scale benchmark (with --shape)",

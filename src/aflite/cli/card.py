@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 # the library calls whose keywords this command's flags are (tests/test_cli_keywords.py reads them)
-LIBRARY = ("aflite.runs.card:write_card",)
+LIBRARY = ("aflite.card:write_card",)
 
 
 def register(sub: Any) -> None:
@@ -39,7 +39,7 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from aflite.runs.card import write_card
+    from aflite.card import write_card
 
     res = write_card(args.run_dir, args.out, evaluate=args.evaluate, explain=args.explain, license=args.license,
                      overwrite=args.overwrite)

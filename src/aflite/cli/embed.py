@@ -20,6 +20,7 @@ from aflite.cli.options import (
     add_overwrite_option,
     add_quiet,
     add_seed,
+    claim_out_folder,
     dataset_options,
     featurizer_flag_values,
     positive_int,
@@ -71,7 +72,9 @@ def register(sub: Any) -> None:
     add_quiet(p)
 
     add_overwrite_option(p)
-    p.set_defaults(handler=run, validate=_validate)  # --overwrite sets output="folder": OUT is claimed (rundir)
+
+    claim_out_folder(p)
+    p.set_defaults(handler=run, validate=_validate)
 
 
 def _validate(args: argparse.Namespace) -> None:

@@ -13,12 +13,15 @@ from aflite.cli.options import (
     add_cache,
     add_columns,
     add_device,
+    add_featurizer_flags,
     add_groups_option,
     add_out,
     add_overwrite_option,
     add_quiet,
     add_seed,
+    claim_out_folder,
     dataset_options,
+    featurizer_flag_values,
 )
 from aflite.defaults import DEFAULT_MODELS, FINETUNE_CPU_MAX_TRAIN, LR_CANDIDATES
 from aflite.errors import ParameterError
@@ -93,6 +96,7 @@ def register(sub: Any) -> None:
     add_quiet(p)
     add_groups_option(p)
     add_overwrite_option(p)
+    claim_out_folder(p)
     _add_finetune_options(p)
     p.set_defaults(handler=run, validate=_validate)
 
@@ -101,8 +105,9 @@ def _add_finetune_options(p: Any) -> None:
     """The options of the fine-tuned models (``finetune:VIEW``): the recipe, its caps and the learning-rate check."""
     g = p.add_argument_group("fine-tuning (models finetune:VIEW)", "Defaults: appendix A.6 (Adam, eps 1e-8, "
                              "3 epochs, batch 92), max length 128; the learning rate of a text model is chosen by a "
-                             "short check on D's training part (--lr-candidates), image networks lr 1e-3.")
-    g.add_argument("--model-path", default=None, help="local Hugging Face model folder (default: all-MiniLM-L6-v2)")
+                             "short check on D's training part (--lr-candidates), image networks lr 1e-3. "
+                             "--model-path is the model of the fine-tuned text models and of the probes' minilm.")
+    add_featurizer_flags(g, "evaluate")  # --model-path: the probes' text encoder and the fine-tuned models' model
     g.add_argument("--lr", type=float, default=None,
                    help="learning rate for every training set; no learning-rate check then (--lr 1e-5: appendix "
                    "A.6's) (default: text models the check's choice, image networks 1e-3)")
@@ -164,6 +169,7 @@ def run(args: argparse.Namespace) -> int:
                          device=args.device, lr_candidates=_candidates(args), lr_check_rows=args.lr_check_rows,
                          cpu_lr_check_rows=args.cpu_lr_check_rows)
     dopts: dict[str, Any] = {**dataset_options(args), "groups": args.groups}
+    featurizer_options = featurizer_flag_values(args)  # routed to each probe's featurizer that takes it
     rep = evaluate_files(args.data, args.runs, args.out_folder, hans=args.hans, test=args.test, ood=args.ood,
                          ood_label_map=args.ood_label_map, ood_pred_map=args.ood_pred_map, ood_group=args.ood_group,
                          ood_max=args.ood_max, models=[m for m in args.models.split(",") if m.strip()],
@@ -171,7 +177,7 @@ def run(args: argparse.Namespace) -> int:
                          random_baseline=args.random_baseline, single_iteration=args.single_iteration,
                          label_matched=args.label_matched,
                          finetune=ft, cache_dir=args.cache_dir, dataset_options=dopts, show_progress=not args.quiet,
-                         split=args.split)
+                         split=args.split, featurizer_options=featurizer_options)
     if rep.verdict:
         print(" ".join(rep.verdict) + "\n")
     print(rep.tables)

@@ -18,6 +18,7 @@ from aflite.cli.options import (
     add_out,
     add_overwrite_option,
     add_quiet,
+    claim_out_folder,
     dataset_options,
     featurizer_flag_values,
 )
@@ -112,6 +113,8 @@ def register(sub: Any) -> None:
     add_quiet(p)
 
     add_overwrite_option(p)
+
+    claim_out_folder(p)
     p.set_defaults(handler=run, validate=_validate)
 
 

@@ -15,10 +15,11 @@ from aflite.cli.options import (
     add_overwrite_option,
     add_quiet,
     add_seed,
+    claim_out_folder,
     partitions,
 )
 from aflite.cli.options import size as _size
-from aflite.defaults import SNLI_DEFAULTS as D
+from aflite.defaults import SNLI_DEFAULTS
 from aflite.verdict import phases_text
 
 
@@ -28,7 +29,7 @@ def add_filter_options(p: argparse.ArgumentParser, scaled: bool = False) -> None
     ``filter`` states the defaults as fractions of |D|; ``run`` leaves them unset (None) and scales Table 8's
     counts to the dataset itself, printing what it chose; it has no --model/-C (always the fast ensemble).
     """
-    N = D["dataset_size"]
+    N = SNLI_DEFAULTS["dataset_size"]
     if scaled:
         title = ("Defaults: Table 8's SNLI setting (m=64, t=50K, k=10K, tau=0.75, n=92K of 550,152) with the sizes "
                  "scaled by |D|/550,152; the chosen values are printed and saved in results.json.")
@@ -38,20 +39,20 @@ def add_filter_options(p: argparse.ArgumentParser, scaled: bool = False) -> None
     g = p.add_argument_group("AFLite parameters", title)
 
     def default(key: str) -> float | None:
-        return None if scaled else D[key] / N
+        return None if scaled else SNLI_DEFAULTS[key] / N
 
     def said(key: str, text: str) -> str:
-        return "" if scaled else f" (default {D[key] / N:.4f} = {text})"
+        return "" if scaled else f" (default {SNLI_DEFAULTS[key] / N:.4f} = {text})"
 
     g.add_argument("-n", "--target-size", type=_size, default=default("target_size"), metavar="N",
                    help=f"stop when |S| <= n; {SIZE_HELP}{said('target_size', '92K/550K')}")
-    g.add_argument("-m", "--n-partitions", type=partitions, default=None if scaled else D["n_partitions"],
+    g.add_argument("-m", "--n-partitions", type=partitions, default=None if scaled else SNLI_DEFAULTS["n_partitions"],
                    metavar="M", help="linear classifiers per filtering phase (default 64)")
     g.add_argument("-t", "--train-size", type=_size, default=default("train_size"), metavar="T",
                    help=f"training set size of each classifier; {SIZE_HELP}{said('train_size', '50K/550K')}")
     g.add_argument("-k", "--slice-size", type=_size, default=default("slice_size"), metavar="K",
                    help=f"most instances removed per phase; {SIZE_HELP}{said('slice_size', '10K/550K')}")
-    g.add_argument("--threshold", type=float, default=None if scaled else D["threshold"],
+    g.add_argument("--threshold", type=float, default=None if scaled else SNLI_DEFAULTS["threshold"],
                    metavar="TAU", help="τ: only instances with predictability >= τ are removed (default 0.75)")
     g.add_argument("--strategy", choices=("slicing", "greedy", "gumbel"), default="slicing",
                    help="selection heuristic of appendix A.1 (default slicing, the paper's)")
@@ -107,6 +108,8 @@ def register(sub: Any) -> None:
     p.add_argument("--resume", action="store_true", help="continue from the checkpoint in --out")
 
     add_overwrite_option(p)
+
+    claim_out_folder(p)
     p.add_argument("--mmap", action="store_true", help="memory-map a .npy feature file instead of loading it")
     add_quiet(p)
     add_filter_options(p)

@@ -39,6 +39,7 @@ __all__ = [
     "add_cluster",
     "add_threads",
     "add_overwrite_option",
+    "claim_out_folder",
     "add_groups_option",
     "add_image_options",
     "dataset_options",
@@ -202,6 +203,11 @@ def add_overwrite_option(p: argparse.ArgumentParser) -> None:
     p.add_argument("--overwrite", action="store_true",
                    help="write into --out even when it is a non-empty folder not made by this command, or "
                    "start a run over in a folder that holds one (default: refuse)")
+
+
+def claim_out_folder(p: argparse.ArgumentParser) -> None:
+    """Mark the command as one whose ``--out`` is an output folder: :func:`aflite.cli.main` claims it (checked,
+    marked, locked) as a :class:`~aflite.runs.folder.RunFolder` before the handler runs (``args.out_folder``)."""
     p.set_defaults(output="folder")
 
 

@@ -20,6 +20,7 @@ from aflite.cli.options import (
     add_out,
     add_overwrite_option,
     add_quiet,
+    claim_out_folder,
     dataset_options,
     featurizer_flag_values,
     image_options,
@@ -46,6 +47,7 @@ def add_pipeline_options(p: argparse.ArgumentParser, featurizer_default: str) ->
 
     add_groups_option(p)
     add_overwrite_option(p)
+    claim_out_folder(p)
     p.add_argument("--probe", action=argparse.BooleanOptionalAction, default=True,
                    help="run the hypothesis-only probe of the summary (--no-probe skips it)")
     p.add_argument("--resume", action="store_true", help="continue an interrupted run in OUT")

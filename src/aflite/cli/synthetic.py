@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from aflite.cli.options import SIZE_HELP, add_overwrite_option, add_quiet, add_seed, partitions, size
+from aflite.cli.options import SIZE_HELP, add_overwrite_option, add_quiet, add_seed, claim_out_folder, partitions, size
 
 
 def _separations(text: str) -> tuple[float, ...]:
@@ -58,6 +58,8 @@ def register(sub: Any) -> None:
     p.add_argument("--json", action="store_true", help="print the JSON results instead of the text table")
 
     add_overwrite_option(p)
+
+    claim_out_folder(p)
     add_quiet(p)
     p.set_defaults(handler=run)
 

@@ -2,7 +2,7 @@
 
 Why shards of the resumable chunks: featurizing, not filtering, is the long part at ImageNet size, and the
 single-process path already embeds the rows ``chunk_size`` at a time (length-sorted batches *within* a chunk,
-:func:`aflite.features.cache.featurize`). A shard is exactly such a chunk — rows ``[i·size, (i+1)·size)``, the
+:func:`aflite.features.compute.featurize`). A shard is exactly such a chunk — rows ``[i·size, (i+1)·size)``, the
 boundaries depending only on the number of rows and the size, never on the number of workers — and a worker
 computes it with the same ``transform`` call on the same rows. The batches, their padding and their order are
 then those of one process, and each batch runs with one intra-op thread in both (:mod:`aflite.threads`), so
@@ -66,7 +66,7 @@ class ShardTask:
     index: int
     lo: int
     hi: int
-    key: str  # the featurizer, its options, the whole input and the shard size (features.cache's stem)
+    key: str  # the featurizer, its options, the whole input and the shard size (featurize's cache stem)
     rows: str  # fingerprint of this shard's inputs
     path: str  # <folder>/<index>.npy; the manifest is <folder>/<index>.json
     a: list[str]

@@ -306,8 +306,8 @@ class AFLite(BaseEstimator):
     ) -> None:
         """The first phase's data map and soft weights as fitted attributes (aflite.core.heldout); None when unknown."""
         mask = None if scores is None else scores.train_mask
-        if scores is not None and mask is None and "greedy_mask" in state.extra:
-            mask = state.extra["greedy_mask"][rows]
+        if scores is not None and mask is None and "greedy_mask" in state.strategy_state:
+            mask = state.strategy_state["greedy_mask"][rows]
         attrs = first_phase_attributes(ens, X, codes, rows, scores, mask, len(self.classes_))
         for name, value in attrs.items():
             setattr(self, name, value)
@@ -333,8 +333,8 @@ class AFLite(BaseEstimator):
         """
         start = time.perf_counter()
         n_all = len(state.keep)
-        mask_all = state.extra.get("greedy_mask")
-        preds_all = state.extra.get("greedy_preds")
+        mask_all = state.strategy_state.get("greedy_mask")
+        preds_all = state.strategy_state.get("greedy_preds")
         if mask_all is None or preds_all is None:
             mask = draw_partitions(len(rows), m, t, rng)
             preds = ens.fit_predict(rows, mask)
@@ -354,7 +354,7 @@ class AFLite(BaseEstimator):
                 preds_all[rows[:, None], touched[None, :]] = ens.fit_predict(rows, mask, models=touched)
             else:  # every partition had held the removed instance out: nothing to refit
                 ens.last_stats = FitStats()
-        state.extra["greedy_mask"], state.extra["greedy_preds"] = mask_all, preds_all
+        state.strategy_state["greedy_mask"], state.strategy_state["greedy_preds"] = mask_all, preds_all
         p, n_heldout, n_correct = scores_from_predictions(preds_all[rows], codes[rows], mask_all[rows])
         return PhaseScores(rows, p, n_heldout, n_correct, time.perf_counter() - start, mask_all[rows].sum(0))
 

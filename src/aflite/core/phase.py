@@ -76,7 +76,7 @@ class FilterState:
     history: list[IterationRecord] = field(default_factory=list)
     stop_reason: str | None = None
     ensemble_state: dict[str, NDArray[Any]] = field(default_factory=dict)
-    extra: dict[str, NDArray[Any]] = field(default_factory=dict)  # strategy state (incremental greedy)
+    strategy_state: dict[str, NDArray[Any]] = field(default_factory=dict)  # incremental greedy's arrays
 
 
 def resolve_size(value: float | int, total: int, name: str) -> int:

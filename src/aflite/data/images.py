@@ -198,7 +198,7 @@ def _select(ds: Dataset, rows: np.ndarray) -> Dataset:
     return dataclasses.replace(
         ds, texts_a=[ds.texts_a[i] for i in rows], labels=ds.labels[rows], ids=ds.ids[rows],
         groups=None if ds.groups is None else ds.groups[rows], source=src,
-        extra={k: [v[i] for i in rows] for k, v in ds.extra.items()})
+        other_columns={k: [v[i] for i in rows] for k, v in ds.other_columns.items()})
 
 
 def _load_folder(p: Path) -> Dataset:
@@ -271,7 +271,7 @@ def _load_table(p: Path, path_column: str | None, label_column: str | None, id_c
             where = f"row {int(ds.source.row_index[j]) + 1}"
             raise InputError(f"{p}: {where}, column {pcol!r}: no image file {str(f)!r}")
         refs.append(str(f))
-    ds.extra = {**ds.extra, "_path": list(ds.texts_a)}
+    ds.other_columns = {**ds.other_columns, "_path": list(ds.texts_a)}
     ds.texts_a = refs
     ds.groups = None
     return ds
@@ -330,7 +330,7 @@ def write_folder_outputs(ds: Any, keep: np.ndarray, out: str | os.PathLike[str],
         buf = io.StringIO()
         w = csv.writer(buf, lineterminator="\n")
         w.writerow(["path", "label"])
-        paths = ds.extra.get("_path", ds.ids)  # a table's own path values; a folder's paths relative to it
+        paths = ds.other_columns.get("_path", ds.ids)  # a table's own path values; a folder's paths relative to it
         for i in np.flatnonzero(mask):
             w.writerow([paths[i], ds.labels[i]])
         return buf.getvalue()

@@ -24,12 +24,12 @@ from aflite.data.columnar import _hf_label_names
 from aflite.data.text import Dataset, SourceInfo, _from_records, _json_getter, _Records, _resolve_columns
 from aflite.errors import InputError, ParameterError
 
-__all__ = ["KINDS", "check_writable", "filtered_rows", "memory_kind", "rows_sha256", "source_name",
+__all__ = ["MEMORY_TYPES", "check_writable", "filtered_rows", "memory_kind", "rows_sha256", "source_name",
            "write_memory"]
 
 # (top-level package, class name) -> what messages and results.json call it
-KINDS = {("pandas", "DataFrame"): "pandas DataFrame", ("pyarrow", "Table"): "pyarrow Table",
-         ("datasets", "Dataset"): "datasets.Dataset"}
+MEMORY_TYPES = {("pandas", "DataFrame"): "pandas DataFrame", ("pyarrow", "Table"): "pyarrow Table",
+                ("datasets", "Dataset"): "datasets.Dataset"}
 FORMATS = {"pandas DataFrame": "dataframe", "pyarrow Table": "arrow", "datasets.Dataset": "hf"}
 FILTERED = "filtered.parquet"  # what a folder written from in-memory data holds (see write_memory)
 _INDEX = "(index)"  # the id column's name when the ids are a DataFrame's unnamed index
@@ -39,7 +39,7 @@ def memory_kind(obj: Any) -> str | None:
     """``"pandas DataFrame"``, ``"pyarrow Table"`` or ``"datasets.Dataset"`` (subclasses too), else None; read from
     the type's module, so that nothing is imported to tell."""
     for klass in type(obj).__mro__:
-        found = KINDS.get((klass.__module__.split(".")[0], klass.__name__))
+        found = MEMORY_TYPES.get((klass.__module__.split(".")[0], klass.__name__))
         if found is not None:
             return found
     return None

@@ -64,7 +64,7 @@ class Dataset:
     source: SourceInfo
     n_dropped: int = 0
     dropped: dict[str, int] = field(default_factory=dict)
-    extra: dict[str, list[str]] = field(default_factory=dict)
+    other_columns: dict[str, list[str]] = field(default_factory=dict)  # the columns aflite does not read, by name
     modality: str = "text"
     bad_inputs: list[str] = field(default_factory=list)
     empty_texts: dict[str, int] = field(default_factory=dict)  # column -> rows whose text is empty (or blank)
@@ -357,12 +357,12 @@ def _build(
     ca, cb, cl, ci = cols["text_a"], cols["text_b"], cols["label"], cols["id"]
     assert ca is not None and cl is not None
     used = {c for c in cols.values() if c is not None}
-    extra_cols = [c for c in all_cols if c not in used]
+    other_cols = [c for c in all_cols if c not in used]
     texts_a: list[str] = []
     texts_b: list[str] | None = [] if cb is not None else None
     labels: list[str] = []
     ids: list[str] = []
-    extra: dict[str, list[str]] = {c: [] for c in extra_cols}
+    others: dict[str, list[str]] = {c: [] for c in other_cols}
     keep_index: list[int] = []
     dropped: Counter[str] = Counter()
     seen_labels: dict[str, tuple[Any, str]] = {}  # a label's string -> (its first raw value, where)
@@ -379,9 +379,9 @@ def _build(
         if texts_b is not None and cb is not None:
             texts_b.append(text_of(path, where[i], cb, get(rec, cb)))
         ids.append(row_id(path, where[i], ci, get(rec, ci)) if ci is not None else f"row-{i}")
-        for c in extra_cols:
+        for c in other_cols:
             v = get(rec, c)
-            extra[c].append(v if isinstance(v, str) else ("" if v is None else json.dumps(v, default=str)))
+            others[c].append(v if isinstance(v, str) else ("" if v is None else json.dumps(v, default=str)))
         keep_index.append(i)
     if not labels:
         raise InputError(f"{path}: no usable rows ({sum(dropped.values())} dropped without a gold label)" if records
@@ -407,15 +407,15 @@ def _build(
         source=src,
         n_dropped=sum(dropped.values()),
         dropped=dict(dropped),
-        extra=extra,
+        other_columns=others,
     )
 
 
 def _column_groups(path: Path, ds: Dataset, column: str, all_cols: list[str]) -> np.ndarray:
     """Group codes from a column of the file (rows with equal values share a group)."""
     cols = ds.source.columns
-    if column in ds.extra:
-        values = ds.extra[column]
+    if column in ds.other_columns:
+        values = ds.other_columns[column]
     elif column == cols.get("id"):
         values = [str(v) for v in ds.ids]
     elif column == cols.get("text_a"):

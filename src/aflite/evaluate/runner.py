@@ -169,9 +169,9 @@ def _runs(data: str | os.PathLike[str], ds: Any, runs: Sequence[str | os.PathLik
     return [_read_run(Path(r), id_to_row, taken) for r in runs], data_fp
 
 
-def _store(d_corpus: _Corpus, cache: Path, show_progress: bool, minilm_options: dict[str, Any] | None,
+def _store(d_corpus: _Corpus, cache: Path, show_progress: bool, featurizer_options: dict[str, Any] | None,
            run_objs: list[Any]) -> _FeatureStore:
-    store = _FeatureStore(d_corpus, cache, show_progress, dict(minilm_options or {}))
+    store = _FeatureStore(d_corpus, cache, show_progress, dict(featurizer_options or {}))
     store.read_only = [Path(r.path) / "cache" for r in run_objs]  # the runs' Φ, reused and never written
     for r in run_objs:  # image features at the size (and model) the run's Φ used, so a shared cache is reused
         f = r.summary.get("featurizer") or {}
@@ -251,7 +251,7 @@ def compare_runs(
     eval_sets: Sequence[EvalSet] = (),
     finetune: FinetuneOptions | None = None,
     dataset_options: dict[str, Any] | None = None,
-    minilm_options: dict[str, Any] | None = None,
+    featurizer_options: dict[str, Any] | None = None,
     show_progress: bool = True,
     tests: Sequence[EvalSet] = (),
     split: bool = True,
@@ -261,12 +261,12 @@ def compare_runs(
     own held-out part, on all of D's held-out part, on each separate test set in ``tests`` (same labels as D,
     e.g. SNLI dev / test / test_hard: Table 3 shape) and on ``eval_sets`` (HANS, ...: Table 1 shape). With
     ``split=False`` D is not split: every benchmark trains on all its rows and is scored on ``tests`` and
-    ``eval_sets`` only (the paper's protocol when D is a training set). Rows of a run's warm-up slice
-    (``warmup_ids.txt``) are left out of D, every D(Φ) and every comparison subset. Features, models and
-    predictions are cached in ``cache_dir``. ``seed`` draws the train/held-out split; ``seeds`` are the
-    benchmarks': one random subset per seed (``label_matched``: and one with D(Φ)'s label counts), and the
-    stochastic models (mlp, finetune) train D, the single-iteration sets and each D(Φ) once per seed, or with the
-    first ``model_seeds`` seeds only (a budget for fine-tuned models). See :mod:`aflite.evaluate`'s docstring."""
+    ``eval_sets`` only (the paper's protocol when D is a training set). A run's warm-up rows (``warmup_ids.txt``)
+    are left out of D, every D(Φ) and every subset. Features, models and predictions are cached in ``cache_dir``.
+    ``seed`` draws the train/held-out split; ``seeds`` are the benchmarks': one random subset per seed
+    (``label_matched``: and one with D(Φ)'s label counts), and the stochastic models (mlp, finetune) train D, the
+    single-iteration sets and each D(Φ) once per seed, or with the first ``model_seeds`` seeds only (a budget for
+    fine-tuned models); ``featurizer_options`` go to the probes' text featurizers (see :mod:`aflite.evaluate`)."""
     specs, seed_list, fixed_seeds, ft = _plan(models, seeds, finetune, model_seeds)
     cache = Path(cache_dir)
     t_start = time.perf_counter()
@@ -288,7 +288,7 @@ def compare_runs(
     held_rows = np.flatnonzero(is_held & np.isin(np.arange(n), pool))
     corpora = [(es, _corpus(es.name, es.texts_a, es.texts_b)) for es in eval_sets]
     test_corpora = [(es, _corpus(es.name, es.texts_a, es.texts_b)) for es in tests]
-    store = _store(_corpus("D", ds.texts_a, ds.texts_b), cache, show_progress, minilm_options, run_objs)
+    store = _store(_corpus("D", ds.texts_a, ds.texts_b), cache, show_progress, featurizer_options, run_objs)
     device, ft_train_cap, ft_eval_cap = _caps(specs, ft)
     ft, lr_source, lr_check = _rate(ft, specs, store.d, pool[~is_held[pool]], y_all, len(classes), ds.groups,
                                     (seed_list[0], seed), device == "cpu", cache, show_progress)

@@ -78,9 +78,9 @@ def load_eval_set(
             b = None
         labels += labs
         if group_column is not None:
-            if group_column not in ds.extra:
-                raise InputError(f"{p}: no column {group_column!r} to group by (columns: {sorted(ds.extra)})")
-            groups += [str(g) for g in ds.extra[group_column]]
+            if group_column not in ds.other_columns:
+                raise InputError(f"{p}: no column {group_column!r} to group by (columns: {sorted(ds.other_columns)})")
+            groups += [str(g) for g in ds.other_columns[group_column]]
     unmatched = sorted(set(label_map or {}) - raw_seen)
     if unmatched:
         where = ", ".join(str(p) for p in plist)

@@ -25,8 +25,9 @@ atomically to the cache folder and skipped on restart.
 
 torch and transformers are optional (``pip install aflite[text]``); they are imported lazily.
 
-The modules: :mod:`~aflite.features.cache` (:func:`featurize`, :func:`make_featurizer`, the on-disk cache),
-:mod:`~aflite.features.base` (interface, views), one per featurizer (:mod:`~aflite.features.ngram`,
+The modules: :mod:`~aflite.features.compute` (:func:`featurize`, :func:`featurize_dataset`,
+:func:`make_featurizer`), :mod:`~aflite.features.cache` (featurize's on-disk cache, resumable by chunks),
+:mod:`~aflite.features.base` (interface, the base class, views), one per featurizer (:mod:`~aflite.features.ngram`,
 :mod:`~aflite.features.minilm`, :mod:`~aflite.features.warmup`, :mod:`~aflite.features.images`,
 :mod:`~aflite.features.precomputed`). Every public name is importable from ``aflite.features``.
 """
@@ -42,11 +43,13 @@ if TYPE_CHECKING:  # the names for type checkers; at run time each is imported o
         DEFAULT_IMAGE_CHUNK_SIZE,
         DEFAULT_MAX_LENGTH,
         VIEWS,
+        BaseFeaturizer,
         Featurizer,
         Matrix,
         apply_view,
+        cache_key,
     )
-    from aflite.features.cache import Features, cache_key, featurize, featurize_dataset, make_featurizer
+    from aflite.features.compute import Features, featurize, featurize_dataset, make_featurizer
     from aflite.features.images import ImageFeaturizer
     from aflite.features.minilm import MiniLMFeaturizer
     from aflite.features.ngram import NgramFeaturizer
@@ -56,9 +59,9 @@ if TYPE_CHECKING:  # the names for type checkers; at run time each is imported o
 # public name -> module; lazy so that the CLI can read aflite.features.registry (``aflite --help``) without numpy
 _LAZY: dict[str, str] = {
     **dict.fromkeys(("DEFAULT_CHUNK_SIZE", "DEFAULT_IMAGE_CHUNK_SIZE", "DEFAULT_MAX_LENGTH", "VIEWS",
-                     "Featurizer", "Matrix", "apply_view"), "aflite.features.base"),
-    **dict.fromkeys(("Features", "cache_key", "featurize", "featurize_dataset", "make_featurizer"),
-                   "aflite.features.cache"),
+                     "BaseFeaturizer", "Featurizer", "Matrix", "apply_view"), "aflite.features.base"),
+    "cache_key": "aflite.features.base",
+    **dict.fromkeys(("Features", "featurize", "featurize_dataset", "make_featurizer"), "aflite.features.compute"),
     "ImageFeaturizer": "aflite.features.images",
     "MiniLMFeaturizer": "aflite.features.minilm",
     "NgramFeaturizer": "aflite.features.ngram",
@@ -70,7 +73,7 @@ _LAZY: dict[str, str] = {
 
 def __getattr__(name: str) -> Any:
     target = _LAZY.get(name)
-    if target is None:  # a sub-module (aflite.features.cache, ...), as the eager package offered it
+    if target is None:  # a sub-module (aflite.features.compute, ...), as the eager package offered it
         try:
             return importlib.import_module(f"{__name__}.{name}")
         except ModuleNotFoundError as exc:
@@ -90,6 +93,7 @@ __all__ = [
     "DEFAULT_CHUNK_SIZE",
     "DEFAULT_IMAGE_CHUNK_SIZE",
     "DEFAULT_MAX_LENGTH",
+    "BaseFeaturizer",
     "Features",
     "Featurizer",
     "ImageFeaturizer",

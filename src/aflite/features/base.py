@@ -1,12 +1,15 @@
-"""What every featurizer shares: the :class:`Featurizer` interface, the views and the featurizer names."""
+"""What every featurizer shares: the :class:`Featurizer` interface, the base class :class:`BaseFeaturizer` (its
+parameters, ``fit_transform`` and recorded options, in the scikit-learn manner), the views and the cache key."""
 
 from __future__ import annotations
 
+import inspect
 import logging
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol, Self, TypeAlias, runtime_checkable
+from typing import Any, ClassVar, Protocol, Self, TypeAlias, runtime_checkable
 
 import numpy as np
 import scipy.sparse as sp
@@ -35,10 +38,12 @@ def cache_key(
     name: str,
     view: str,
     options: dict[str, Any],
-    extra: Any = None,
+    key_facts: Any = None,
 ) -> str:
-    """The identity of a featurizer's output on these inputs: texts, featurizer, view, options and extra."""
-    meta = {"format": CACHE_FORMAT, "featurizer": name, "view": view, "options": options, "extra": extra}
+    """The identity of a featurizer's output on these inputs: texts, featurizer, view, options and ``key_facts``
+    (what else decides the output: the warm-up's labels, image files' sizes and times; under the key "extra", so that
+    caches written before the name changed stay valid)."""
+    meta = {"format": CACHE_FORMAT, "featurizer": name, "view": view, "options": options, "extra": key_facts}
     return data_fingerprint(texts_a, texts_b, meta)
 
 
@@ -74,7 +79,7 @@ class FeatureJob:
     b: list[str] | None
     y: Any
     options: dict[str, Any]
-    extra: dict[str, Any]
+    key_facts: dict[str, Any]
     cache: Path | None
     stem: str
     chunk_size: int
@@ -107,10 +112,10 @@ class Computes:
     def plan(self, a: list[str], y: Any, warmup_size: int | float,
              warmup_seed: int | None) -> tuple[np.ndarray | None, dict[str, Any]]:
         """(the warm-up rows, or None for a featurizer without a warm-up; what else goes into the cache key)."""
-        extra = dict(self.cache_extra())
+        key_facts = dict(self.cache_extra())
         if self.reads_images:
-            extra["image_files"] = files_fingerprint(a)
-        return None, extra
+            key_facts["image_files"] = files_fingerprint(a)
+        return None, key_facts
 
     def compute(self, job: FeatureJob, rows: np.ndarray, warmup_rows: np.ndarray | None) -> tuple[Any, dict[str, Any]]:
         """(the matrix of ``rows``, what featurize records about computing it): chunk by chunk (resumable, and
@@ -119,6 +124,75 @@ class Computes:
         if found is not None and found.shards:
             return job.run_chunks(self, job.a, job.b), {}
         return self.fit_transform(job.a, job.b), {}  # type: ignore[attr-defined]
+
+
+class BaseFeaturizer(Computes):
+    """The base class of every featurizer, as scikit-learn's ``BaseEstimator`` is of its estimators: the
+    constructor stores its keywords as given (checked when fitting), so :meth:`get_params` reads them back from
+    the constructor's signature; :meth:`fit_transform` is ``fit`` then ``transform`` (a featurizer overrides it
+    only when one pass differs from the two, as ngram's SVD does); :meth:`get_options`, what decides Φ's values
+    (the cache key, and what explain and evaluate rebuild a run's Φ from), is the parameters named in
+    ``output_params``, made JSON-ready, with :meth:`resolved_option` where a value is resolved (a model folder
+    found, a preset filled in)."""
+
+    name: str
+    # the constructor keywords that decide Φ's values; the others (threads, device, batch size, progress, where
+    # exports are cached) decide only how fast it is computed, so they stay out of the cache key
+    output_params: ClassVar[tuple[str, ...]] = ()
+
+    @classmethod
+    def _param_names(cls) -> list[str]:
+        """The constructor's keywords (``*args``/``**kwargs`` are no parameters: a combination's options are)."""
+        sig = inspect.signature(cls.__init__)
+        return [p.name for p in sig.parameters.values() if p.name != "self"
+                and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+
+    def get_params(self, deep: bool = True) -> dict[str, Any]:
+        """The constructor's keywords and their values (``deep`` is accepted for scikit-learn's signature; a
+        featurizer holds no estimators as parameters)."""
+        return {name: getattr(self, name) for name in self._param_names()}
+
+    def set_params(self, **params: Any) -> Self:
+        """Set constructor keywords by name (unknown names refused, as scikit-learn does)."""
+        valid = set(self._param_names())
+        for key, value in params.items():
+            if key not in valid:
+                raise ParameterError(f"{type(self).__name__} has no parameter {key!r}; "
+                                     f"it takes {', '.join(sorted(valid))}")
+            setattr(self, key, value)
+        return self
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({', '.join(f'{k}={v!r}' for k, v in self.get_params().items())})"
+
+    def fit(self, texts_a: Sequence[str], texts_b: Sequence[str] | None = None, y: Any = None) -> Self:
+        """Nothing to learn by default (a frozen encoder, precomputed vectors)."""
+        return self
+
+    def transform(self, texts_a: Sequence[str], texts_b: Sequence[str] | None = None) -> Matrix:
+        raise NotImplementedError(f"{type(self).__name__} must define transform")
+
+    def fit_transform(self, texts_a: Sequence[str], texts_b: Sequence[str] | None = None, y: Any = None) -> Matrix:
+        """``fit`` on the rows, then ``transform`` them."""
+        return self.fit(texts_a, texts_b, y).transform(texts_a, texts_b)
+
+    def resolved_option(self, name: str, value: Any) -> Any:
+        """The recorded value of the output parameter ``name`` given as ``value`` (a featurizer overrides it where a
+        value is resolved: a model folder found, a preset filled in)."""
+        return value
+
+    def get_options(self) -> dict[str, Any]:
+        """The output parameters, in ``output_params``' order, JSON-ready (paths as strings, tuples as lists)."""
+        params = self.get_params()
+        return {name: _json_ready(self.resolved_option(name, params[name])) for name in self.output_params}
+
+
+def _json_ready(value: Any) -> Any:
+    if isinstance(value, os.PathLike):
+        return os.fspath(value)
+    if isinstance(value, tuple):
+        return list(value)
+    return value
 
 
 class Plain(Computes):
@@ -135,8 +209,8 @@ class Plain(Computes):
         return bool(getattr(self.inner, "reads_images", False))
 
     def cache_extra(self) -> dict[str, Any]:
-        extra = getattr(self.inner, "cache_extra", None)
-        return dict(extra()) if extra is not None else {}
+        hook = getattr(self.inner, "cache_extra", None)
+        return dict(hook()) if hook is not None else {}
 
     def get_options(self) -> dict[str, Any]:
         return dict(self.inner.get_options())
@@ -148,7 +222,7 @@ class Plain(Computes):
         return self.inner.transform(texts_a, texts_b, **kwargs)
 
 
-class BackendEncoder(Computes):
+class BackendEncoder(BaseFeaturizer):
     """What the encoder featurizers that may run through ONNX Runtime (minilm, the image models, warmup) share:
     resolving their backend once (the CPU default is each model's, :func:`aflite.encoders.onnx_text.
     resolve_backend`), and pickling without the ONNX Runtime session (for Dask workers and copies; it cannot be
@@ -163,6 +237,17 @@ class BackendEncoder(Computes):
         state = self.__dict__.copy()
         state["_runner"] = None
         return state
+
+    def get_options(self) -> dict[str, Any]:
+        """The output parameters, then the backend when it is not torch (torch keeps its cache keys from before
+        backends existed) and the precision when it is not float32."""
+        opts = super().get_options()
+        if self.resolved_backend() != "torch":
+            opts["backend"] = self.resolved_backend()
+        return opts | precision_option(self)
+
+    def resolved_backend(self) -> str:
+        raise NotImplementedError
 
     def _backend(self, cpu_default: str) -> str:
         """``backend`` resolved once: an ONNX backend named outright runs on the CPU; the default follows the

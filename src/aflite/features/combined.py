@@ -12,14 +12,14 @@ its dimension or scale (MiniLM's rows are unit vectors, a fine-tuned encoder's a
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Self
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
 
 from aflite.errors import ParameterError
-from aflite.features.base import Computes, FeatureJob, Matrix, Plain
-from aflite.features.cache import featurize, make_featurizer
+from aflite.features.base import BaseFeaturizer, Computes, FeatureJob, Matrix, Plain
+from aflite.features.compute import featurize, make_featurizer
 from aflite.features.registry import COMBINE, run_options, spec
 
 __all__ = ["CombinedFeaturizer", "scale_to_unit_rms"]
@@ -33,7 +33,7 @@ def scale_to_unit_rms(x: Matrix) -> tuple[np.ndarray, float]:
     return np.ascontiguousarray(dense / np.float32(scale)), scale
 
 
-class CombinedFeaturizer(Computes):
+class CombinedFeaturizer(BaseFeaturizer):
     """Φ = [Φ_1 | Φ_2 | ...], each part scaled to unit RMS row norm.
 
     ``parts`` are registered featurizer names (text); ``options`` are the command's featurizer options, each routed
@@ -90,16 +90,16 @@ class CombinedFeaturizer(Computes):
     def plan(self, a: list[str], y: Any, warmup_size: int | float,
              warmup_seed: int | None) -> tuple[np.ndarray | None, dict[str, Any]]:
         """The warm-up slice of the part that trains on one (the others leave it out too) and every part's cache
-        key extras."""
+        key facts."""
         self._plan = (warmup_size, warmup_seed)
         warmup: np.ndarray | None = None
-        extra: dict[str, Any] = {}
+        key_facts: dict[str, Any] = {}
         for p, f in self._featurizers().items():
-            rows, part_extra = f.plan(a, y if spec(p).needs_labels else None, warmup_size, warmup_seed)
-            extra[p] = part_extra
+            rows, part_facts = f.plan(a, y if spec(p).needs_labels else None, warmup_size, warmup_seed)
+            key_facts[p] = part_facts
             if rows is not None:
                 warmup = rows
-        return warmup, extra
+        return warmup, key_facts
 
     def compute(self, job: FeatureJob, rows: np.ndarray, warmup_rows: np.ndarray | None) -> tuple[Any, dict[str, Any]]:
         """Each part through :func:`featurize` (its own cache entry, resumable; looked for in the call's read-only
@@ -128,14 +128,7 @@ class CombinedFeaturizer(Computes):
         info["parts"] = parts_info
         return np.hstack(blocks).astype(np.float32, copy=False), info
 
-    def fit(self, texts_a: Sequence[str], texts_b: Sequence[str] | None = None, y: Any = None) -> Self:
-        return self
-
     def transform(self, texts_a: Sequence[str], texts_b: Sequence[str] | None = None) -> np.ndarray:
-        return self.fit_transform(texts_a, texts_b)
-
-    def fit_transform(self, texts_a: Sequence[str], texts_b: Sequence[str] | None = None,
-                      y: Any = None) -> np.ndarray:
         """The parts without a cache; a part that trains on a warm-up slice needs :func:`featurize`."""
         if any(spec(p).needs_labels for p in self.parts):
             raise ParameterError(f"featurizer {self.name!r} trains on a warm-up slice: use aflite.features."

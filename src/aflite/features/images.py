@@ -14,7 +14,7 @@ from aflite.encoders import embed_items
 from aflite.encoders.images import IMAGE_MODELS, ImageEncoder
 from aflite.encoders.onnx_images import IMAGE_CPU_DEFAULTS, calibration_sample, image_runner
 from aflite.errors import ParameterError
-from aflite.features.base import BackendEncoder, check_gpu_options, precision_option, progress_bar
+from aflite.features.base import BackendEncoder, check_gpu_options, progress_bar
 
 if TYPE_CHECKING:  # pragma: no cover
     from tqdm import tqdm as Tqdm
@@ -80,20 +80,21 @@ class ImageFeaturizer(BackendEncoder):
         self.resolved_backend()
         check_gpu_options(self)
 
+    output_params = ("model", "model_path", "image_size", "pretrained")
+
+    def resolved_option(self, name: str, value: Any) -> Any:
+        """The model folder as found (None: the network's own weights, downloaded or random)."""
+        if name == "model_path":
+            path = self._resolved_model_path()
+            return None if path is None else str(path)
+        return value
+
     def resolved_backend(self) -> str:
         """The backend this featurizer encodes with (encoders.onnx_text.resolve_backend, per-model default)."""
         return self._backend(IMAGE_CPU_DEFAULTS.get(self.model, "torch"))
 
     def _resolved_model_path(self) -> Path | None:
         return None if self.model_path is None else Path(self.model_path).expanduser().resolve()
-
-    def get_options(self) -> dict[str, Any]:
-        path = self._resolved_model_path()
-        opts: dict[str, Any] = {"model": self.name, "model_path": None if path is None else str(path),
-                                "image_size": self.image_size, "pretrained": self.pretrained}
-        if self.resolved_backend() != "torch":  # torch keeps its cache keys from before backends existed
-            opts["backend"] = self.resolved_backend()
-        return opts | precision_option(self)
 
     def encoder(self) -> Any:
         if self._encoder is None:
@@ -113,20 +114,15 @@ class ImageFeaturizer(BackendEncoder):
              warmup_seed: int | None) -> tuple[np.ndarray | None, dict[str, Any]]:
         """The cache key's image files, and the int8 backend's calibration images: a sample of all rows, whatever
         the chunking."""
-        rows, extra = super().plan(a, y, warmup_size, warmup_seed)
+        rows, key_facts = super().plan(a, y, warmup_size, warmup_seed)
         self.fit(a)
-        return rows, extra
+        return rows, key_facts
 
     def fit(self, texts_a: Sequence[str], texts_b: Sequence[str] | None = None, y: Any = None) -> Self:
         """Remember an evenly spaced sample of the images as the int8 backend's calibration set (nothing else is
         learned): :func:`aflite.features.featurize` calls it with all rows, so chunks and resumed runs share it."""
         self._calibration = calibration_sample(list(texts_a))
         return self
-
-    def fit_transform(
-        self, texts_a: Sequence[str], texts_b: Sequence[str] | None = None, y: Any = None
-    ) -> np.ndarray:
-        return self.transform(texts_a, texts_b)
 
     def transform(
         self, texts_a: Sequence[str], texts_b: Sequence[str] | None = None, *, progress: Tqdm | None = None

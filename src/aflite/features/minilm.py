@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Self
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -19,7 +19,6 @@ from aflite.features.base import (
     BackendEncoder,
     check_gpu_options,
     embed_pipelined,
-    precision_option,
     progress_bar,
 )
 
@@ -77,6 +76,7 @@ class MiniLMFeaturizer(BackendEncoder):
     """
 
     name = "minilm"
+    output_params = ("model_path", "max_length", "normalize")
     # onnx-int8 quantises every MatMul (FFN down-projections too): on 2 quiet cores 2.84x torch against 1.95x with
     # the down-projections in fp32, mean cosine to torch 0.9941, kept-set Jaccard 0.954 on SNLI dev
     # (docs/measured/bench_embed_minilm_int8all.json); both pass the default's bar (0.99 / 0.9)
@@ -125,6 +125,10 @@ class MiniLMFeaturizer(BackendEncoder):
         self.resolved_backend()
         check_gpu_options(self)
 
+    def resolved_option(self, name: str, value: Any) -> Any:
+        """The model folder as found (the default one named outright)."""
+        return str(resolve_model_path(value)) if name == "model_path" else value
+
     def resolved_backend(self) -> str:
         """The backend this featurizer encodes with (the CPU default is decided in encoders.onnx_text)."""
         return self._backend(CPU_DEFAULT)
@@ -134,16 +138,6 @@ class MiniLMFeaturizer(BackendEncoder):
         if self.resolved_backend() == "onnx-int8" and not self.INT8_KEEP_FP32:
             return {"int8": "every MatMul"}
         return {}
-
-    def get_options(self) -> dict[str, Any]:
-        opts: dict[str, Any] = {
-            "model_path": str(resolve_model_path(self.model_path)),
-            "max_length": self.max_length,
-            "normalize": self.normalize,
-        }
-        if self.resolved_backend() != "torch":  # torch keeps its cache keys from before backends existed
-            opts["backend"] = self.resolved_backend()
-        return opts | precision_option(self)
 
     def _ensure_loaded(self) -> tuple[Any, Any, Any]:
         torch, transformers = import_torch()
@@ -159,14 +153,6 @@ class MiniLMFeaturizer(BackendEncoder):
         """The tokenizer and the torch model, loaded once (benchmarks read the model's size from its config)."""
         tok, model, _ = self._ensure_loaded()
         return tok, model
-
-    def fit(self, texts_a: Sequence[str], texts_b: Sequence[str] | None = None, y: Any = None) -> Self:
-        return self
-
-    def fit_transform(
-        self, texts_a: Sequence[str], texts_b: Sequence[str] | None = None, y: Any = None
-    ) -> np.ndarray:
-        return self.transform(texts_a, texts_b)
 
     def transform(
         self, texts_a: Sequence[str], texts_b: Sequence[str] | None = None, *, progress: Tqdm | None = None

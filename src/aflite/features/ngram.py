@@ -10,10 +10,10 @@ import numpy as np
 import scipy.sparse as sp
 
 from aflite.errors import InputError, ParameterError
-from aflite.features.base import Computes, FeatureJob, Matrix, progress_bar
+from aflite.features.base import BaseFeaturizer, FeatureJob, Matrix, progress_bar
 
 
-class NgramFeaturizer(Computes):
+class NgramFeaturizer(BaseFeaturizer):
     """Hashed word (1-2) + char_wb (2-4) n-gram TF-IDF, per text field, reduced by a seeded TruncatedSVD.
 
     Each text field gets ``n_components`` dimensions (pairs: ``2 * n_components``, premise block first), so
@@ -30,6 +30,8 @@ class NgramFeaturizer(Computes):
     """
 
     name = "ngram"
+    output_params = ("n_components", "dense", "word_ngrams", "char_ngrams", "n_features", "min_df", "max_columns",
+                     "sublinear_tf", "svd_fit_rows", "seed")
 
     def __init__(
         self,
@@ -93,20 +95,6 @@ class NgramFeaturizer(Computes):
             if self.progress is not None:
                 self.progress.close()
             self.progress = None
-
-    def get_options(self) -> dict[str, Any]:
-        return {
-            "n_components": self.n_components,
-            "dense": self.dense,
-            "word_ngrams": list(self.word_ngrams),
-            "char_ngrams": list(self.char_ngrams),
-            "n_features": self.n_features,
-            "min_df": self.min_df,
-            "max_columns": self.max_columns,
-            "sublinear_tf": self.sublinear_tf,
-            "svd_fit_rows": self.svd_fit_rows,
-            "seed": self.seed,
-        }
 
     def _hashers(self) -> tuple[Any, Any]:
         from sklearn.feature_extraction.text import HashingVectorizer

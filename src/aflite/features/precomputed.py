@@ -5,12 +5,12 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Self
+from typing import Any
 
 import numpy as np
 
 from aflite.errors import InputError, ParameterError
-from aflite.features.base import Computes
+from aflite.features.base import BaseFeaturizer
 
 
 def load_embeddings(
@@ -104,13 +104,14 @@ def _load_parquet(p: Path, id_column: str, embedding_column: str | None) -> tupl
     return np.column_stack(cols).astype(np.float32), ids
 
 
-class PrecomputedFeaturizer(Computes):
+class PrecomputedFeaturizer(BaseFeaturizer):
     """The user's embeddings, reordered to the dataset's ids (``ids``, one per row of the dataset).
 
     Texts are ignored (only their count is checked); every dataset id must have an embedding.
     """
 
     name = "precomputed"
+    output_params = ("embeddings", "embedding_ids")
 
     def __init__(
         self,
@@ -127,18 +128,6 @@ class PrecomputedFeaturizer(Computes):
         self.embedding_ids = embedding_ids
         self.id_column = id_column
         self.embedding_column = embedding_column
-
-    def get_options(self) -> dict[str, Any]:
-        return {"embeddings": str(self.embeddings),
-                "embedding_ids": None if self.embedding_ids is None else str(self.embedding_ids)}
-
-    def fit(self, texts_a: Sequence[str], texts_b: Sequence[str] | None = None, y: Any = None) -> Self:
-        return self
-
-    def fit_transform(
-        self, texts_a: Sequence[str], texts_b: Sequence[str] | None = None, y: Any = None
-    ) -> np.ndarray:
-        return self.transform(texts_a, texts_b)
 
     def transform(self, texts_a: Sequence[str], texts_b: Sequence[str] | None = None) -> np.ndarray:
         if self.ids is None:

@@ -55,7 +55,7 @@ COMMAND_OPTIONS = ("device", "backend", "image_size")
 
 OPTIONS: dict[str, FeaturizerOption] = {o.name: o for o in (
     FeaturizerOption("model_path", str, "a local Hugging Face model folder (default: the bundled all-MiniLM-L6-v2 "
-                     "for text, EfficientNet-Lite0 for images)", commands=("run", "embed"), metavar="DIR"),
+                     "for text, EfficientNet-Lite0 for images)", commands=("run", "embed", "evaluate"), metavar="DIR"),
     FeaturizerOption("max_steps", int, "cap on the warm-up's fine-tuning steps", commands=("run", "embed"),
                      metavar="N"),
     FeaturizerOption("lr", float, "the warm-up's fine-tuning learning rate (default 5e-5 for text, 1e-3 for images)",
@@ -101,7 +101,7 @@ class FeaturizerSpec:
     no_shards: str = "reads vectors that are already computed"
     # without --model-path: the weights it ships with and the import package that holds them (for a dataset card)
     bundled_weights: tuple[str, str] | None = None
-    extra: dict[str, Any] = field(default_factory=dict, compare=False)
+    parts: tuple[str, ...] = field(default=(), compare=False)  # a combination's featurizers (a+b); () for one
 
     def reads(self, modality: str) -> bool:
         """Whether it reads inputs of ``modality`` (``"text"`` or ``"image"``)."""
@@ -262,7 +262,7 @@ def combined_spec(name: str) -> FeaturizerSpec:
         context=("show_progress",), title=" + ".join(p.title or p.name for p in parts),
         needs_labels=any(p.needs_labels for p in parts), frozen=all(p.frozen for p in parts),
         no_shards="a combination computes its parts one after the other in this process (each part is cached and "
-                  "resumes on its own)", bundled_weights=weights, extra={"parts": tuple(names)})
+                  "resumes on its own)", bundled_weights=weights, parts=tuple(names))
 
 
 def featurizer_arg(command: str) -> Any:
@@ -304,7 +304,7 @@ def run_options(name: str, options: dict[str, Any] | None) -> dict[str, Any]:
     this machine's default is."""
     opts = dict(options or {})
     found = find(name)
-    if found is not None and found.takes("backend") and opts.get("backend") is None and "parts" not in found.extra:
+    if found is not None and found.takes("backend") and opts.get("backend") is None and not found.parts:
         opts["backend"] = "torch"
     return opts
 

@@ -88,6 +88,13 @@ class WarmupFeaturizer(BackendEncoder):
     """
 
     name = "warmup"
+    _OUTPUT = ("model_path", "epochs", "lr", "batch_size", "weight_decay", "warmup_ratio", "max_steps",
+               "cpu_max_steps", "train_max_length", "max_length", "dropout", "seed")
+
+    @property
+    def output_params(self) -> tuple[str, ...]:  # type: ignore[override]
+        """The fine-tuning's parameters, with the image model's first for an image warm-up."""
+        return self._OUTPUT if self.image_model is None else ("image_model", "image_size", *self._OUTPUT)
 
     def __init__(
         self,
@@ -161,11 +168,11 @@ class WarmupFeaturizer(BackendEncoder):
         if len(y_arr) != len(a):
             raise InputError(f"{len(a)} rows but {len(y_arr)} labels")
         wseed = self.seed if warmup_seed is None else int(warmup_seed)
-        extra: dict[str, Any] = {"labels": data_fingerprint([str(v) for v in y_arr.tolist()], None),
+        key_facts: dict[str, Any] = {"labels": data_fingerprint([str(v) for v in y_arr.tolist()], None),
                                  "warmup_size": warmup_size, "warmup_seed": wseed}
         if self.reads_images:
-            extra["image_files"] = files_fingerprint(a)
-        return select_warmup_rows(len(a), warmup_size, wseed), extra
+            key_facts["image_files"] = files_fingerprint(a)
+        return select_warmup_rows(len(a), warmup_size, wseed), key_facts
 
     def compute(self, job: FeatureJob, rows: np.ndarray, warmup_rows: np.ndarray | None) -> tuple[Any, dict[str, Any]]:
         """Fine-tune on the warm-up slice (or load the model a previous call fine-tuned on it: it does not depend
@@ -175,7 +182,7 @@ class WarmupFeaturizer(BackendEncoder):
         model_file = None
         if job.cache is not None:
             mkey = cache_key(a, b, job.name, job.view, {k: v for k, v in job.options.items() if k != "backend"},
-                             job.extra)
+                             job.key_facts)
             model_file = job.cache / f"{job.name}-{job.view}-{mkey[:20]}.warmup.pt"
         if model_file is not None and model_file.is_file():
             self.load(model_file)
@@ -210,6 +217,15 @@ class WarmupFeaturizer(BackendEncoder):
         self.resolved_backend()
         check_gpu_options(self)
 
+    def resolved_option(self, name: str, value: Any) -> Any:
+        """The model folder as found, and the preset's learning rate when none is given."""
+        if name == "model_path":
+            path = self._resolved_model_path()
+            return None if path is None else str(path)
+        if name == "lr" and value is None:
+            return self.preset().lr
+        return value
+
     def resolved_backend(self) -> str:
         """The backend transform embeds with once fine-tuned. Fine-tuning always runs in torch. The default on a
         CPU is minilm's (onnx-int8 with the ``[onnx]`` extra): on a real fine-tune (the bundled SNLI sample) its
@@ -222,26 +238,6 @@ class WarmupFeaturizer(BackendEncoder):
         if self.image_model is None:
             return resolve_model_path(self.model_path)
         return None if self.model_path is None else Path(self.model_path).expanduser().resolve()
-
-    def get_options(self) -> dict[str, Any]:
-        path = self._resolved_model_path()
-        image = {} if self.image_model is None else {"image_model": self.image_model, "image_size": self.image_size}
-        return {
-            **image,
-            "model_path": None if path is None else str(path),
-            "epochs": self.epochs,
-            "lr": self.preset().lr if self.lr is None else self.lr,
-            "batch_size": self.batch_size,
-            "weight_decay": self.weight_decay,
-            "warmup_ratio": self.warmup_ratio,
-            "max_steps": self.max_steps,
-            "cpu_max_steps": self.cpu_max_steps,
-            "train_max_length": self.train_max_length,
-            "max_length": self.max_length,
-            "dropout": self.dropout,
-            "seed": self.seed,
-        } | ({} if self.resolved_backend() == "torch" else {"backend": self.resolved_backend()}) \
-          | precision_option(self)
 
     def _setup(self) -> tuple[Any, Any]:
         torch, transformers = import_torch()
@@ -383,7 +379,3 @@ class WarmupFeaturizer(BackendEncoder):
         return np.asarray(self._runner.embed(items, batch_size=self.embed_batch_size, normalize=False,
                                              progress=bar))
 
-    def fit_transform(
-        self, texts_a: Sequence[str], texts_b: Sequence[str] | None = None, y: Any = None
-    ) -> np.ndarray:
-        return self.fit(texts_a, texts_b, y).transform(texts_a, texts_b)

@@ -123,7 +123,7 @@ def result_html(result: Any) -> str:
 
 
 def card_text(card: Any) -> str:
-    """``repr`` of a :class:`aflite.runs.card.CardResult`: its folder, license and notes on one line."""
+    """``repr`` of a :class:`aflite.card.CardResult`: its folder, license and notes on one line."""
     notes = "; ".join(str(n) for n in card.notes)
     return (f"<aflite card: {card.readme} and {card.manifest_path.name}, license {card.license}"
             + (f"; {notes}" if notes else "") + ">")

@@ -30,7 +30,7 @@ def save_checkpoint(out: Path, state: FilterState, params: dict[str, Any], fp: s
         "dataset_fingerprint": dataset,
     }
     arrays = {f"ens_{k}": v for k, v in state.ensemble_state.items()}
-    arrays.update({f"x_{k}": v for k, v in state.extra.items()})
+    arrays.update({f"x_{k}": v for k, v in state.strategy_state.items()})
     write_npz(
         out / CHECKPOINT,
         keep=state.keep,
@@ -73,5 +73,5 @@ def load_checkpoint(out: Path, params: dict[str, Any], fp: str) -> FilterState |
         history=[IterationRecord(**r) for r in meta["history"]],
         stop_reason=meta["stop_reason"],
         ensemble_state={k[4:]: v for k, v in data.items() if k.startswith("ens_")},
-        extra={k[2:]: v for k, v in data.items() if k.startswith("x_")},
+        strategy_state={k[2:]: v for k, v in data.items() if k.startswith("x_")},
     )

@@ -19,8 +19,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from aflite import audit as A
 from aflite.atomic import atomic_open
+from aflite.audit import AuditConfig, sample_rows, subset
 from aflite.audit.results import audit_verdict, check_sections, check_verdicts
 from aflite.checks import resolve_checks
 from aflite.data import open_dataset, source_name
@@ -122,15 +122,36 @@ def check_audit_options(data_path: Any, *, featurizer: str | None = None,
 
 def _sets(ds: Any, kept: list[str] | None, sample: int | None, seed: int) -> tuple[Any, Any, Any]:
     """(D, D(Φ) or None, the rows to featurize: the union of both), each a seeded sample of ``sample`` rows."""
-    filtered = A.subset(ds, kept) if kept is not None else None
+    filtered = subset(ds, kept) if kept is not None else None
     if sample is None:
         return ds, filtered, ds
-    d = A.sample_rows(ds, sample, seed)
+    d = sample_rows(ds, sample, seed)
     if filtered is not None:
-        filtered = A.sample_rows(filtered, sample, seed)
+        filtered = sample_rows(filtered, sample, seed)
     union = set(np.asarray(d.ids).astype(str)) | (
         set() if filtered is None else set(np.asarray(filtered.ids).astype(str)))
-    return d, filtered, A.subset(ds, sorted(union))
+    return d, filtered, subset(ds, sorted(union))
+
+
+def _featurizer_config(config: Any, featurizer: str | None,
+                       options: dict[str, Any] | None) -> tuple[Any, dict[str, Any] | None]:
+    """(the audit's configuration with ``featurizer`` and ``options["model_path"]`` in it, the other options): one
+    spelling of Φ for every command; the same thing given twice, differently, is refused."""
+    cfg = config if config is not None else AuditConfig()
+    default = AuditConfig()
+    if featurizer is not None:
+        if cfg.featurizer not in (default.featurizer, featurizer):
+            raise ParameterError(f"the featurizer is given twice, featurizer={featurizer!r} and config.featurizer="
+                                 f"{cfg.featurizer!r}: pass featurizer= only")
+        cfg = dataclasses.replace(cfg, featurizer=featurizer)
+    if options and options.get("model_path") is not None:
+        options = dict(options)
+        path = str(options.pop("model_path"))
+        if cfg.model_path not in (None, path):
+            raise ParameterError(f"the model folder is given twice, featurizer_options model_path={path!r} and "
+                                 f"config.model_path={cfg.model_path!r}: pass featurizer_options only")
+        cfg = dataclasses.replace(cfg, model_path=path)
+    return cfg, options
 
 
 @claims("audit")  # a path given as out is claimed as the CLI claims --out
@@ -149,6 +170,7 @@ def audit_file(
     groups: str = "premise",
     show_progress: bool = True,
     image_options: dict[str, Any] | None = None,
+    featurizer: str | None = None,
     featurizer_options: dict[str, Any] | None = None,
     overwrite: bool = False,
 ) -> AuditResult:
@@ -158,17 +180,18 @@ def audit_file(
     Image data (an image folder, a table with a path column, a HF dataset with an Image column, or an image
     featurizer; :func:`aflite.data.modality_of`) is read with ``image_options`` (path_column, label, id_column,
     skip_bad_images) and featurized with ``featurizer_options`` (image_size; embeddings/embedding_ids for
-    ``precomputed``); there the default ``minilm`` means EfficientNet-Lite0 (``hf-image`` when
-    ``config.model_path`` is set), and ``reference``, ``groups`` and ``dataset_options`` do not apply.
+    ``precomputed``); there the default ``minilm`` means EfficientNet-Lite0 (``hf-image`` when a model_path is
+    given), and ``reference``, ``groups`` and ``dataset_options`` do not apply. Φ: ``featurizer`` (default
+    ``config.featurizer``) and ``featurizer_options`` (their ``model_path``, also TRA's, fills ``config``'s).
 
     Loads ``data_path``, and with ``compare`` the kept rows of that AFLite run directory as D(Φ); with ``sample``
     audits a seeded random sample of each; featurizes the union once (cached in ``config.cache_dir``, default
     ``out/cache``); audits each set with ``config`` (an :class:`aflite.audit.AuditConfig`); and writes the folder.
     ``config.tra=None`` becomes "only on a GPU" here, once, so that the time estimate and both audits agree.
     Nothing is written before the data has been read and checked. In-memory data (a DataFrame, ...) are text."""
+    cfg, featurizer_options = _featurizer_config(config, featurizer, featurizer_options)
     folder = RunFolder.of(out, "audit")
     name = source_name(data_path)
-    cfg = config if config is not None else A.AuditConfig()
     cfg = cfg if show_progress else dataclasses.replace(cfg, show_progress=False)  # the features' bars too
     kind = audit_kind(data_path, cfg.featurizer, (image_options or {}).get("path_column"))
     cfg = kind.configure(cfg, name, reference)

@@ -12,7 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from aflite import audit as A
+from aflite.audit import announce, compute_features, estimate_seconds
+from aflite.audit import audit as audit_text
 from aflite.audit.images import (
     BIASED_VIEW_NAME,
     IMAGE_VIEW,
@@ -71,20 +72,20 @@ class TextAudit:
             dev = torch_device(cfg.device)
             cfg = dataclasses.replace(cfg, tra=dev.startswith("cuda"))
             if not cfg.tra and show_progress:
-                minutes = A.estimate_seconds(n, dataclasses.replace(cfg, tra=True))["fine-tuning (TRA)"] / 60
+                minutes = estimate_seconds(n, dataclasses.replace(cfg, tra=True))["fine-tuning (TRA)"] / 60
                 print(f"TRA skipped: no GPU ({dev}); fine-tuning its {1 + len(cfg.views)} models on this CPU would "
                       f"take ~{minutes:.0f} min (--tra runs it anyway)", file=sys.stderr)
         if cfg.peco_encoder == "finetuned" and not cfg.tra:
             raise ParameterError("peco_encoder 'finetuned' needs the fine-tuned models (--tra)")
         if show_progress:
-            A.announce(A.estimate_seconds(n, cfg))
+            announce(estimate_seconds(n, cfg))
         return cfg
 
     def features(self, base: Any, cfg: Any, given: dict[str, Any] | None, show_progress: bool) -> Any:
-        return A.compute_features(base, cfg)  # cached
+        return compute_features(base, cfg)  # cached
 
     def audit(self, sub: Any, name: str, rows: np.ndarray, feats: Any, cfg: Any) -> Any:
-        return A.audit(sub, config=cfg, name=name, features={k: x[rows] for k, x in feats.items()})
+        return audit_text(sub, config=cfg, name=name, features={k: x[rows] for k, x in feats.items()})
 
     def notes(self, data_path: Any, ds: Any, cfg: Any, feats: Any) -> list[str]:
         return [f"Data: {data_path}"]
@@ -109,7 +110,7 @@ def _not_offered(featurizer: str, what: str, allowed: tuple[str, ...]) -> str:
     takes = f"{what}, so the audit takes {' or '.join(allowed)}"
     if not found.reads("text") or found.modality == "image":
         return f"{opt} is for images; {takes}"
-    if "parts" in found.extra:
+    if found.parts:
         return (f"{opt}: the audit does not take a combination (run and embed do); {takes}, one "
                 f"featurizer")
     if found.needs_labels:

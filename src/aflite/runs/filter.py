@@ -161,7 +161,7 @@ class FilterResult(Result):
 
 
 def filter_summary(ids: NDArray[Any], labels: NDArray[Any], state: FilterState, params: dict[str, Any],
-                   extra: dict[str, Any] | None = None) -> dict[str, Any]:
+                   run_record: dict[str, Any] | None = None) -> dict[str, Any]:
     """results.json's body of a filter: parameters, seed, sizes, stop, label counts, per-phase records and versions."""
     keep = state.keep
     before = Counter(map(str, labels))
@@ -180,14 +180,14 @@ def filter_summary(ids: NDArray[Any], labels: NDArray[Any], state: FilterState, 
         "iterations": [r.to_dict() for r in state.history],
         "versions": versions(),
     }
-    if extra:
-        summary.update(extra)
+    if run_record:
+        summary.update(run_record)
     return summary
 
 
 def run_filter(af: Any, X: Any, y: np.ndarray, ids: np.ndarray, folder: RunFolder | None, *,
                groups: np.ndarray | None = None, resume: bool = False, overwrite: bool = False,
-               show_progress: bool = True, extra: dict[str, Any] | None = None) -> FilterResult:
+               show_progress: bool = True, run_record: dict[str, Any] | None = None) -> FilterResult:
     """Fit ``af`` with a progress bar and a checkpoint in ``folder`` after every phase; returns the result (its
     files are written by ``folder.finish``). A previous run in the folder is continued with ``resume``, replaced
     with ``overwrite``, else refused. Without a folder (None) nothing is written: no checkpoint, no resume."""
@@ -196,7 +196,7 @@ def run_filter(af: Any, X: Any, y: np.ndarray, ids: np.ndarray, folder: RunFolde
     if groups is not None:
         params["groups"] = True
     fp = inputs_fingerprint(X, y)
-    dataset_fp = (extra or {}).get("dataset_fingerprint")
+    dataset_fp = (run_record or {}).get("dataset_fingerprint")
     state = None
     if folder is not None and folder.holds_run():
         if resume:
@@ -231,8 +231,8 @@ def run_filter(af: Any, X: Any, y: np.ndarray, ids: np.ndarray, folder: RunFolde
     finally:
         bar.close()
     info = {"wall_seconds_this_call": time.perf_counter() - start, "resumed_from_iteration": resumed_from}
-    if extra:
-        info.update(extra)
+    if run_record:
+        info.update(run_record)
     labels = np.asarray(y)
     summary = filter_summary(ids, labels, af.state_, params, info)
     where = None if folder is None else folder.path
@@ -257,7 +257,7 @@ def filter_files(
     resume: bool = False,
     overwrite: bool = False,
     show_progress: bool = True,
-    extra: dict[str, Any] | None = None,
+    run_record: dict[str, Any] | None = None,
     cluster: Any = None,
     cluster_scratch: str | os.PathLike[str] | None = None,
 ) -> FilterResult:
@@ -267,7 +267,8 @@ def filter_files(
     and optional ids and groups (column ``group``), checks they line up, and runs ``aflite`` (default:
     :class:`AFLite` with its defaults) into the run directory ``out`` (a path, or the CLI's claimed
     :class:`~aflite.runs.folder.RunFolder`). ``cluster`` and ``cluster_scratch`` fit the partitions on a Dask
-    executor, as in :func:`aflite.runs.run.run` (an executor already set on ``aflite`` wins).
+    executor, as in :func:`aflite.runs.run.run` (an executor already set on ``aflite`` wins). ``run_record`` joins
+    results.json's body (what a caller records beside the inputs).
     """
     folder = RunFolder.of(out, "filter")
     t_call = time.perf_counter()
@@ -283,7 +284,7 @@ def filter_files(
     af = aflite if aflite is not None else AFLite()
     on = ensemble_device(af.device, af.executor or cluster) if af.model == "logistic" else "cpu"  # as the fit will
     info = {"inputs": {"features": str(features), "labels": str(labels), "ids": None if ids is None else str(ids)},
-            "device": on, **(extra or {})}
+            "device": on, **(run_record or {})}
     # where the partitions were fitted: an executor's type, a scheduler address, or None (this process)
     info.setdefault("cluster", type(cluster).__name__ if cluster is not None and not isinstance(cluster, str)
                     else cluster or None)
@@ -292,7 +293,7 @@ def filter_files(
         if executor is not None:
             af.set_params(executor=executor)
         res = run_filter(af, X, y, id_arr, folder, groups=grp, resume=resume, overwrite=overwrite,
-                         show_progress=show_progress, extra=info)
+                         show_progress=show_progress, run_record=info)
     finally:
         if executor is not None:
             af.set_params(executor=None)  # the caller's estimator does not keep an executor closed here

@@ -385,11 +385,11 @@ def run(data_path: Any, out: str | os.PathLike[str] | RunFolder | None = None, *
     if where is not None:
         where.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
-    extra = _run_record(data_path, where, ds, dataset_fp, featurizer, view, feats, shards, chosen, given,
+    record = _run_record(data_path, where, ds, dataset_fp, featurizer, view, feats, shards, chosen, given,
                         group_spec if grp is not None else "none", dataset_options)
     with _refused_resume_leaves_no_cache(cache_path, cached_before, release):
         res = run_filter(af, feats.X, ds.labels[rows], ds.ids[rows], folder, groups=grp, resume=resume,
-                         overwrite=overwrite, show_progress=show_progress, extra=extra)
+                         overwrite=overwrite, show_progress=show_progress, run_record=record)
     timings["filter_seconds"], t0 = time.perf_counter() - t0, time.perf_counter()
     keep, filtered_path = _write_data(ds, rows, feats, res, where, data_path, link_dir)
     pause_point("filtered")  # a test's child stops here to be killed (aflite.rundir.lock.pause_point)

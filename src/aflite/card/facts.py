@@ -20,13 +20,13 @@ from pathlib import Path
 from typing import Any
 
 from aflite import __version__
+from aflite.card.limits import known_limits
 from aflite.data import demo_dataset_path, open_dataset, option_label
 from aflite.errors import AfliteError, InputError, ParameterError
 from aflite.evaluate.tables import evaluate_verdict
 from aflite.features.registry import find
 from aflite.hashing import dataset_fingerprint, file_sha256
 from aflite.rundir.names import KEPT_IDS, WARMUP_IDS
-from aflite.runs.card_limits import known_limits
 
 __all__ = ["CardInputs", "build_manifest", "input_identity", "input_license", "model_identity", "portable_path",
            "size_category", "FORMAT"]
@@ -198,9 +198,9 @@ def model_identity(featurizer: str, options: dict[str, Any]) -> dict[str, Any] |
     that ship it, and the sha256 of its config and weight files as found when the card was made; the embeddings
     file of precomputed features; None for the n-gram Φ (no model)."""
     found = find(featurizer)
-    if found is not None and "parts" in found.extra:  # a combination: the model of its part that has one
+    if found is not None and found.parts:  # a combination: the model of its part that has one
         recorded = options.get("part_options") or {}
-        for part in found.extra["parts"]:
+        for part in found.parts:
             identity = model_identity(part, dict(recorded.get(part) or {}))
             if identity is not None:
                 return {"part": part, **identity}

@@ -13,15 +13,16 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from aflite.atomic import check_output_path, write_text
+from aflite.card.facts import CardInputs, build_manifest
+from aflite.card.render import render_card
 from aflite.errors import InputError, OutputError
 from aflite.report import inline
 from aflite.rundir.names import CARD, KEPT_IDS, MANIFEST, RESULTS
 from aflite.rundir.read import read_made_by, read_run
-from aflite.runs.card_facts import CardInputs, build_manifest
-from aflite.runs.card_render import render_card
+from aflite.rundir.results import Result
 
 __all__ = ["CardResult", "write_card"]
 
@@ -30,16 +31,25 @@ CARD_RUNS = ("run", "demo")  # the folders a card is made from (a filter run has
 
 
 @dataclass(repr=False)  # __repr__: one line, not the manifest
-class CardResult:
+class CardResult(Result):
     """What ``aflite card`` wrote: the folder, the card, the manifest (and its facts), and the license the card
-    names (``unknown`` when aflite could not tell and none was given)."""
+    names (``unknown`` when aflite could not tell and none was given). A Result like every command's, but its folder
+    is published rather than worked in: README.md (:meth:`summary_md`) and manifest.json (:meth:`to_json`), written
+    by :func:`write_card`, with no results.json and no page."""
 
+    command: ClassVar[str] = "card"
     out: Path
     readme: Path
     manifest_path: Path
     manifest: dict[str, Any]
     license: str
     notes: list[str] = field(default_factory=list)  # what the caller should hear (an unknown license, ...)
+
+    def to_json(self) -> dict[str, Any]:
+        return self.manifest
+
+    def summary_md(self) -> str:
+        return self.readme.read_text(encoding="utf-8")
 
     def __repr__(self) -> str:
         return inline.card_text(self)

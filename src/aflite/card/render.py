@@ -1,5 +1,5 @@
 """The dataset card itself (``README.md``): YAML front matter for the Hugging Face Hub and a Markdown body, both
-written from the manifest alone (:mod:`aflite.runs.card_facts`), so that the card and ``manifest.json`` cannot
+written from the manifest alone (:mod:`aflite.card.facts`), so that the card and ``manifest.json`` cannot
 disagree.
 
 Figures are formatted, never computed: counts with thousands separators, accuracies (fractions in results.json)
@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from aflite.runs.card_yaml import dump
+from aflite.card.frontmatter import dump
 from aflite.runs.summaries import warmup_line
 
 __all__ = ["front_matter", "render_card"]
