@@ -87,7 +87,7 @@ class RunResult(FilterResult):
         if ds is not None and self.warmup_rows is not None:
             rows.warmup_ids = [str(i) for i in ds.ids[self.warmup_rows]]
         if ds is not None and ds.modality == "image" and self.rows is not None:
-            paths = ds.extra.get("_path", ds.ids)  # what data.images writes to kept.csv/removed.csv
+            paths = ds.other_columns.get("_path", ds.ids)  # what data.images writes to kept.csv/removed.csv
             rows.images, rows.image_paths = True, [str(paths[r]) for r in self.rows]
         return rows
 
