@@ -18,7 +18,8 @@ Sections (each written as soon as it is done, so that a run cut short keeps what
   fraction serial and pipelined; per filter phase device vs host seconds under the torch profiler;
 * ``warmup`` — ``aflite run train_100k --featurizer warmup`` end to end (:func:`aflite.runs.run.run`, probe off),
   the measured path against the opt-in ones (bfloat16 fine-tuning and embedding, pipelined, the filter with
-  ``device_lbfgs``; float32 prefetched fine-tuning, pipelined embedding, the filter with ``device_onepass``): load, featurize, filter and total seconds, and the kept sets' Jaccard.
+  ``device_lbfgs``; float32 prefetched fine-tuning, pipelined embedding, the filter with ``device_onepass``):
+  load, featurize, filter and total seconds, and the kept sets' Jaccard.
 
 ``tiny=True`` shrinks every size so that the whole run takes seconds on a CPU (``device="torch-cpu"``): that is how
 it is tested on machines without a GPU. The figures of a tiny run say nothing about speed.

@@ -6,16 +6,18 @@ columns of the (rows × models) training weights and scatters their predictions 
 device several times per pass (which models are active, pending, in trouble). Here each pass evaluates *all*
 ``b`` models at once, each at its own current trial point, with the training masks as per-model row weights (no
 gather of rows, weights or predictions): a model whose trial is accepted starts its next step in the next pass
-while another still backtracks, and a finished model rides along at its solution. The bookkeeping (directions,
-curvature pairs, Armijo tests, stopping) is masked arithmetic over all models, so the host waits on the device
-once per pass, to learn whether any model is still running.
+while another still backtracks, and a finished model rides along at its solution until fewer than
+:data:`COMPACT_SHARE` of the models still run (then a pass evaluates only those, gathering their columns). The
+bookkeeping (directions, curvature pairs, Armijo tests, stopping) is masked arithmetic over all models, so the
+host waits on the device once per pass, to learn which models are still running.
 
 Per model the sequence of trial points is :func:`run_block_device`'s (the same direction, the same halving from
 α = 1, the same Armijo and stopping rules), so the solutions agree within float32 rounding of the passes (the
-products have all the block's columns rather than a subset). A pass costs the full block's columns even when
-few models still run: where models finish at very different steps it computes more than the lockstep path and
-waits less. Which is faster on a GPU is a measurement (``aflite bench --device cuda``, filter modes
-``device_onepass*``); it is opt-in (``FastLogisticEnsemble(device_onepass=True)``) until then.
+products have other column counts). A pass costs the columns of every model while most still run, so it
+computes more than the lockstep path and waits less. Which is faster on a GPU is a measurement (``aflite bench
+--device cuda``, filter modes ``device_onepass*``; ``benchmarks/device_check.sh``); it is opt-in
+(``FastLogisticEnsemble(device_onepass=True)``) until then: on ``torch-cpu``, which waits for nothing, it was
+slower (docs/measured/2026-11-28-g4-onepass-noise-floor.md).
 """
 
 from __future__ import annotations
@@ -29,6 +31,9 @@ from aflite.core.blocks import BlockResult, BlockTask
 __all__ = ["fit_block_onepass", "run_block_onepass"]
 
 ARMIJO = 1e-4
+# below this share of the block's models still running, a pass evaluates only those (their columns gathered, as
+# the lockstep path does): all-model passes cost 2.6× the lockstep path on torch-cpu when most models had finished
+COMPACT_SHARE = 0.5
 MAX_HALVINGS = 30  # as run_block_device's line search: a model whose 30th halving fails stops at its last point
 
 
@@ -85,7 +90,11 @@ def run_block_onepass(ops: _DeviceOps, task: BlockTask) -> BlockResult:
     active = ~conv(g)
     fresh = active.clone()  # models that need a new direction (their last trial was accepted)
     failed_any = torch.zeros((), dtype=torch.bool, device=dev)
-    while bool(active.any()):  # the one host wait per pass
+    while True:
+        running = torch.nonzero(active).squeeze(1)  # the one host wait per pass
+        n_run = int(running.numel())
+        if n_run == 0:
+            break
         gf = g.reshape(m, P)
         new_dir = -state.direction(every, gf, precond)
         new_gd = (gf * new_dir).sum(1)
@@ -99,7 +108,12 @@ def run_block_onepass(ops: _DeviceOps, task: BlockTask) -> BlockResult:
         halvings = torch.where(fresh, 0, halvings)
         step = torch.where(active, alpha, 0.0)  # finished models are evaluated at their solution
         trial = theta + (step[:, None] * direction).reshape(m, d1, K)
-        ft, gt = ops.loss_grad(trial, every)
+        if n_run > COMPACT_SHARE * m:  # most models still run: all of them, no gather
+            ft, gt = ops.loss_grad(trial, every)
+        else:  # few left: their columns only (the finished ones' results would be thrown away)
+            ft_r, gt_r = ops.loss_grad(trial[running], running)
+            ft, gt = f.clone(), g.clone()
+            ft[running], gt[running] = ft_r, gt_r
         state.passes += 1
         ok = active & ((ft <= f + ARMIJO * alpha * gd) | ~torch.isfinite(f))
         _masked_push(state, ok, (trial - theta).reshape(m, P), (gt - g).reshape(m, P))
