@@ -321,6 +321,9 @@ def filter_section(device: str, sizes: dict[str, Any], seed: int, say: Callable[
         if name != "cpu":
             run["vs_cpu"] = _agreement(keeps[name], keeps["cpu"])
             run["agrees"] = run["vs_cpu"]["kept_jaccard"] >= KEPT_JACCARD_FLOOR
+            if "cpu_other_seed" in keeps and name != "cpu_other_seed":  # this size's own floor, measured beside
+                floor = _agreement(keeps["cpu_other_seed"], keeps["cpu"])["kept_jaccard"]
+                run["at_seed_floor"] = run["vs_cpu"]["kept_jaccard"] >= floor
         if name not in ("cpu", "cpu_other_seed", "classic") and "classic" in keeps:
             run["vs_classic"] = _agreement(keeps[name], keeps["classic"])
         out["runs"][name] = run

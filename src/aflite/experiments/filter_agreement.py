@@ -14,6 +14,7 @@ reference CPU run, Table 8 scaled, ``seed``):
 ``modes`` are :class:`~aflite.core.ensemble.FastLogisticEnsemble` keywords run the same way (e.g. on
 ``torch-cpu``); each gets wall seconds, phases and kept-set Jaccard to the reference, side by side with the
 floors. :data:`KEPT_JACCARD_FLOOR` is the measured bar the bench holds device paths to (docs/measured).
+``noise_floor`` is the lowest rounding-level variant's Jaccard, ``seed_floor`` the ``seed`` variant's.
 """
 
 from __future__ import annotations
@@ -32,10 +33,12 @@ from aflite.runs.run import scaled_defaults
 __all__ = ["NOISE_VARIANTS", "KEPT_JACCARD_FLOOR", "kept_jaccard", "filter_agreement"]
 
 NOISE_VARIANTS = ("seed", "threads", "float64", "perturb")
-# The lowest kept-set Jaccard between two CPU runs that differ only in rounding (threads, float64, X·(1+1e-6)),
-# measured on an SNLI-shaped problem and on SNLI dev with n-gram Φ (docs/measured/2026-11-28-filter-noise-floor.md):
-# a device path at or above it agrees with the CPU as well as the CPU agrees with itself.
-KEPT_JACCARD_FLOOR = 0.75
+# The agreement bar for a device path's (or another Φ backend's) kept set against the CPU reference: the lowest
+# kept-set Jaccard between two CPU runs that differ only in the seed of the partitions, AFLite's own randomness
+# (0.9116 on SNLI-shaped 27,508 x 768, 0.953 on SNLI dev with n-gram Φ; rounding-level changes gave 0.9999-1.0),
+# rounded down: docs/measured/2026-11-28-g4-onepass-noise-floor.md. A path at or above it keeps a set as close to
+# the CPU's as the CPU's own run under another seed; the bench also measures that floor beside each run.
+KEPT_JACCARD_FLOOR = 0.91
 
 
 def kept_jaccard(a: np.ndarray, b: np.ndarray) -> float:
@@ -74,6 +77,7 @@ def filter_agreement(X: np.ndarray, y: np.ndarray, *, seed: int = 0, variants: t
         log(f"variant {name}: {fig}")
     rounding = [v["kept_jaccard"] for k, v in out["variants"].items() if k != "seed"]
     out["noise_floor"] = min(rounding) if rounding else None
+    out["seed_floor"] = out["variants"].get("seed", {}).get("kept_jaccard")
     for name, kw in (modes or {}).items():
         keep, fig = _run(X32, y, seed, FastLogisticEnsemble(**kw))
         fig["kept_jaccard"] = round(kept_jaccard(keep, ref), 4)
