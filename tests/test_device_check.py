@@ -51,13 +51,25 @@ def test_the_protocols_other_calls_skip_the_speed_step(tmp_path: Path) -> None:
     assert "--max-train" not in evaluate and "--label-matched" in evaluate and "run_warmup" in evaluate
 
 
+def test_the_fast_paths_second_call_runs_the_filter_and_the_warmup(tmp_path: Path) -> None:
+    out, calls = _fake_check(tmp_path, CHECK_STEPS="filter warmup")
+    files = sorted(p.name for p in out.iterdir())
+    assert files == ["device_filter.json", "device_warmup.json", "env.txt", "log.txt", "summary.md"]
+    assert "--sections warmup" in calls and "protocol" not in calls and "ladder_summary" not in calls
+    assert "- warm-up paths: exit 0" in (out / "summary.md").read_text()
+
+
 def test_the_device_check_returns_a_few_flat_files_and_a_summary(tmp_path: Path) -> None:
     out, calls = _fake_check(tmp_path)
     files = sorted(p.name for p in out.iterdir())
-    assert files == ["device_bench.json", "env.txt", "ladder.md", "ladder.tar.gz", "log.txt", "summary.md"]
+    assert files == ["device_bench.json", "device_filter.json", "env.txt", "ladder.md", "ladder.tar.gz", "log.txt",
+                     "summary.md"]
     assert all(p.is_file() for p in out.iterdir()) and len(files) <= 8  # what a device call brings back
     summary = (out / "summary.md").read_text()
     assert "- profile + speed table: exit 0" in summary and "- ladder (protocol_gpu.sh): exit 0" in summary
+    assert "- filter modes (n=137538: device_lbfgs,device_onepass,device_onepass_bfloat16): exit 0" in summary
+    filt = next(c for c in calls.splitlines() if "--sections filter" in c)
+    assert "--no-profile" in filt and "--device cuda" in filt and "device_filter.json" in filt
     assert "device benchmark (fake)" in summary and "# ladder of" in summary
     assert "--device cuda" in calls and "--max-train 6000" in calls and "--seeds 3" in calls
     with tarfile.open(out / "ladder.tar.gz") as tar:
@@ -84,6 +96,8 @@ def test_the_device_check_runs_for_real_in_tiny_mode(tmp_path: Path) -> None:
     bench = json.loads((out / "device_bench.json").read_text())
     assert "error" not in bench["profile"] and bench["profile"]["phi"]["serial"]["steps"]["forward"]["seconds"] > 0
     assert "kept_set" not in bench["phi"] and "float32_pipelined_budget4x" in bench["phi"]["modes"]
+    filt = json.loads((out / "device_filter.json").read_text())["filter"]
+    assert "error" not in filt and {"cpu", "cpu_other_seed", "device_onepass"} <= set(filt["runs"])
     with tarfile.open(out / "ladder.tar.gz") as tar:
         names = tar.getnames()
     assert "ladder/ladder.md" in names and "ladder/evaluate/results.json" in names

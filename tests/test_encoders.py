@@ -316,6 +316,23 @@ def test_bucketed_and_pipelined_rows_match_fixed_batches_in_float32(tiny_text: A
     assert embed_pairs(enc, [], None).shape == (0, enc.dim)
 
 
+def test_per_worker_tokenizers_give_the_shared_tokenizers_rows(tiny_text: Any) -> None:
+    """Each worker tokenizing with its own copy (issue #43) embeds every row as the shared, locked tokenizer does,
+    in input order, and leaves the encoder's own tokenizer untouched."""
+    from aflite.encoders import embed_pairs
+
+    enc = tiny_text
+    shared = embed_pairs(enc, TEXTS_A, TEXTS_B, token_budget=96, chunk=6, normalize=True, workers=3)
+    tok = enc.tokenizer
+    own = embed_pairs(enc, TEXTS_A, TEXTS_B, token_budget=96, chunk=6, normalize=True, workers=3, own_tokenizers=True)
+    assert enc.tokenizer is tok
+    cos = (own * shared).sum(1)
+    assert cos.min() >= 0.999999 and np.abs(own - shared).max() < 1e-6
+    again = embed_pairs(enc, TEXTS_A, TEXTS_B, token_budget=96, chunk=6, normalize=True, workers=3,
+                        own_tokenizers=True)
+    assert np.array_equal(own, again)
+
+
 def test_reduced_precision_pools_in_float32_and_agrees(minilm_model_path: Path) -> None:
     """bfloat16 autocast of MiniLM on the CPU against float32 on 48 SNLI-like pairs: float32 rows out, mean
     cosine >= 0.999 (issue #31's bar for a GPU; measured on an AVX-512 CPU: 0.99999)."""

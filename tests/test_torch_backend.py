@@ -149,7 +149,8 @@ def test_larger_pass_chunks_agree_within_rounding():
     assert np.abs(out[0][1] - out[1][1]).max() <= 1e-4 * np.abs(out[0][1]).max()
 
 
-@pytest.mark.parametrize("bad", [dict(device_pass_mb=0), dict(device_resident="yes"), dict(device_lbfgs=1)])
+@pytest.mark.parametrize("bad", [dict(device_pass_mb=0), dict(device_resident="yes"), dict(device_lbfgs=1),
+                                 dict(device_onepass="no")])
 def test_device_options_are_checked(bad):
     X, y = anisotropic(50, 3, 2)[:2]
     with pytest.raises(ParameterError, match=next(iter(bad))):
@@ -220,3 +221,33 @@ def test_next_partitions_drawn_ahead_are_the_ones_drawn_in_line(monkeypatch):
     resumed = AFLite(**params, model=FastLogisticEnsemble(device="torch-cpu", device_resident=True)).fit(
         X, y, resume=states[-1])
     assert np.array_equal(resumed.keep_mask_, ref.keep_mask_)
+
+
+# ---------------------------------------------------------------- the one-pass ensemble (issue #43), on torch-cpu
+@pytest.mark.parametrize("n_classes", [3, 20])
+def test_onepass_ensemble_follows_the_device_lbfgs(n_classes):
+    """Per model the same trial points as the lockstep device L-BFGS: the same optimum, the same predictions."""
+    X, y = anisotropic(1500, 12, n_classes, seed=5)
+    mask = draw_partitions(len(y), 4, 300, np.random.default_rng(5))
+    lockstep = _fit_twice(X, y, n_classes, mask, device_lbfgs=True)
+    onepass = _fit_twice(X, y, n_classes, mask, device_onepass=True)
+    held = ~mask
+    assert (lockstep[0][held] == onepass[0][held]).mean() >= 0.999
+    assert (lockstep[2][held[::2]] == onepass[2][held[::2]]).mean() >= 0.999
+    for a, b in ((lockstep[1], onepass[1]), (lockstep[3], onepass[3])):
+        assert np.abs(a - b).max() <= 1e-6 * max(1.0, np.abs(a).max())
+    assert lockstep[4] == onepass[4]  # the same steps per model
+
+
+def test_onepass_filter_keeps_the_cpu_set_and_repeats_itself():
+    X, y = anisotropic(1500, 8, 3, seed=6)
+    params = dict(n_partitions=8, train_size=0.3, slice_size=0.05, target_size=0.5, random_state=1)
+    cpu = AFLite(**params, device="cpu").fit(X, y)
+    runs = [AFLite(**params, model=FastLogisticEnsemble(device="torch-cpu", device_onepass=True)).fit(X, y)
+            for _ in range(2)]
+    assert np.array_equal(runs[0].keep_mask_, runs[1].keep_mask_)  # one seed, one result
+    removed_a, removed_b = ~cpu.keep_mask_, ~runs[0].keep_mask_
+    assert (removed_a & removed_b).sum() / (removed_a | removed_b).sum() >= 0.98
+    counts = FastLogisticEnsemble(device="torch-cpu", device_onepass=True)
+    counts.prepare(X, y, 3)
+    assert counts.fit_score(np.arange(len(y)), draw_partitions(len(y), 4, 300, np.random.default_rng(2))) is not None

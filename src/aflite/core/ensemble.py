@@ -26,6 +26,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from aflite.core import kernels
+from aflite.core.backends.onepass import fit_block_onepass
 from aflite.core.backends.torch import TorchFeatureStore, block_counts, fit_block_torch, host_predictions
 from aflite.core.blocks import BlockResult, BlockTask, default_block_size, use_chunked_rows, use_own_rows
 from aflite.core.solver import SOLVERS, fit_block_local
@@ -185,7 +186,9 @@ class FastLogisticEnsemble(LinearEnsemble):
     On a PyTorch device, opt-in and **not yet measured on a GPU** (:mod:`aflite.core.backends.torch`):
     ``device_resident`` keeps a phase on the device (on ``torch-cpu``: the classic path's results bit for bit;
     :meth:`fit_score` returns its counts), ``device_lbfgs`` also runs the L-BFGS there (agreement within the
-    optimiser's tolerance), ``device_pass_mb`` sets the MiB of features per chunk of a pass (default ``chunk_mb``).
+    optimiser's tolerance), ``device_onepass`` runs it with one pass per evaluation serving every model of a
+    block (:mod:`aflite.core.backends.onepass`), ``device_pass_mb`` sets the MiB of features per chunk of a pass
+    (default ``chunk_mb``).
     """
 
     def __init__(
@@ -207,6 +210,7 @@ class FastLogisticEnsemble(LinearEnsemble):
         device_resident: bool = False,
         device_lbfgs: bool = False,
         device_pass_mb: int | None = None,
+        device_onepass: bool = False,
     ) -> None:
         # stored as given (scikit-learn style); checked in prepare(), where the data comes in
         self.C = C
@@ -226,6 +230,7 @@ class FastLogisticEnsemble(LinearEnsemble):
         self.device_resident = device_resident
         self.device_lbfgs = device_lbfgs
         self.device_pass_mb = device_pass_mb
+        self.device_onepass = device_onepass
         self.last_stats = FitStats()
         self._coef0: NDArray[np.float64] | None = None
         self._coefs: NDArray[np.float64] | None = None  # per-model solutions of the last call
@@ -255,7 +260,7 @@ class FastLogisticEnsemble(LinearEnsemble):
             raise ParameterError(f"solver must be one of {', '.join(SOLVERS)}, got {self.solver!r}")
         if self.device_pass_mb is not None:
             number("device_pass_mb", 1, integer=True, strict=False)
-        for flag in ("device_resident", "device_lbfgs"):
+        for flag in ("device_resident", "device_lbfgs", "device_onepass"):
             if not isinstance(getattr(self, flag), bool | np.bool_):
                 raise ParameterError(f"{flag} must be True or False, got {getattr(self, flag)!r}")
 
@@ -349,7 +354,8 @@ class FastLogisticEnsemble(LinearEnsemble):
         return np.concatenate([host_predictions(r.preds, self._k) for r in results], axis=1)
 
     def _on_device_preds(self) -> bool:  # the blocks leave their predictions on the device (resident modes)
-        return self.device_ != "cpu" and bool(self.device_resident or self.device_lbfgs)
+        return self.device_ != "cpu" and bool(self.device_resident or self.device_lbfgs
+                                                      or self.device_onepass)
 
     @property
     def host_waits(self) -> bool:
@@ -438,6 +444,8 @@ class FastLogisticEnsemble(LinearEnsemble):
         return results
 
     def _run_tasks(self, tasks: list[BlockTask], n: int) -> list[BlockResult]:
+        if self.device_ != "cpu" and self.device_onepass:
+            return [fit_block_onepass(self._store, t) for t in tasks]
         if self.device_ != "cpu":
             return [fit_block_torch(self._store, t, resident=bool(self.device_resident),
                                     lbfgs_on_device=bool(self.device_lbfgs)) for t in tasks]

@@ -30,6 +30,7 @@ Pillow are optional and imported lazily; nothing is ever downloaded.
 
 from __future__ import annotations
 
+import copy
 import os
 import threading
 from collections import deque
@@ -217,11 +218,15 @@ def embed_pairs(
     token_budget: int = 16_384,
     chunk: int = 2048,
     workers: int | None = None,
+    own_tokenizers: bool = False,
 ) -> np.ndarray:
     """Texts (or pairs) to pooled embeddings with tokenization ahead of the device: rows are ordered by character
     length (longest first), cut into ``chunk``-row pieces, and each piece is tokenized, sorted by token count, cut
     into ``token_budget`` batches and padded by a worker thread while the device embeds the piece before. Rows come
-    out in input order (the pipelined path of :func:`embed_items`)."""
+    out in input order (the pipelined path of :func:`embed_items`). The workers share one tokenizer, one call at a
+    time (a fast tokenizer's truncation settings are shared mutable state), or with ``own_tokenizers`` each worker
+    tokenizes with its own copy, in parallel: the same ids (tested); faster only where tokenising is the
+    bottleneck and the cores are free (on a busy 2-core host it was not: docs/measured/2026-11-28-g4-cpu.md)."""
     torch = encoder.torch
     precision = check_precision(precision)
     n = len(a)
@@ -235,11 +240,19 @@ def embed_pairs(
     width = int(max_length or encoder.max_length)
 
     lock = threading.Lock()  # one tokenizer call at a time: a fast tokenizer's settings are shared state
+    local = threading.local()  # own_tokenizers: each worker thread's copy
 
     def prepare(pos: np.ndarray) -> list[tuple[np.ndarray, Any]]:
-        with lock:
-            ids = tokenize(encoder.tokenizer, [a[i] for i in pos], None if b is None else [b[i] for i in pos],
-                           width)
+        sa, sb = [a[i] for i in pos], None if b is None else [b[i] for i in pos]
+        if own_tokenizers:
+            tok = getattr(local, "tokenizer", None)
+            if tok is None:
+                with lock:  # copied while no other thread is inside a call on the original
+                    tok = local.tokenizer = copy.deepcopy(encoder.tokenizer)
+            ids = tokenize(tok, sa, sb, width)
+        else:
+            with lock:
+                ids = tokenize(encoder.tokenizer, sa, sb, width)
         lengths = np.array([len(it["input_ids"]) for it in ids])
         inner = np.argsort(-lengths, kind="stable")
         return [(pos[sel], pad_batch([ids[i] for i in sel], encoder.pad_id, torch))

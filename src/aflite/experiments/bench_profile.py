@@ -8,7 +8,8 @@ sped up with larger batches: the device was waiting for the host. This report sa
   device→host copy (wall seconds per batch; on CUDA also the device's own seconds from CUDA events), then the same
   rows through the pipelined path (:func:`aflite.encoders.embed_pairs`) with their wall time. The device's busy
   fraction is its forward seconds over a path's wall seconds. Tokenising is also timed in one call over all rows,
-  as pairs per wall second and per CPU second (process time over all threads: a per-core rate), and the report
+  as pairs per wall second and per CPU second (process time over all threads: a per-core rate), and in worker
+  threads as the pipelined path runs it (one shared tokenizer under a lock, or one copy per worker), and the report
   says how many cores would keep the device's forward pass fed.
 * ``filter_profile`` — the complete filter (the SNLI-shaped features of ``filter``) under the torch profiler, one
   marker per phase: per phase the wall seconds and the seconds of device kernels (CUDA) or of torch's CPU operators
@@ -20,8 +21,11 @@ fits one short device call. On ``torch-cpu`` the same code measures the CPU: "de
 
 from __future__ import annotations
 
+import copy
+import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +35,7 @@ from aflite.core.ensemble import FastLogisticEnsemble
 from aflite.core.filter import AFLite
 from aflite.device import autocast, resolve_model_path, to_device, torch_device, torch_module
 from aflite.encoders import TextEncoder, embed_pairs, pad_batch, token_batches, tokenize
+from aflite.threads import budget
 
 __all__ = ["PHI_STEPS", "filter_profile", "phi_profile", "summarize_steps"]
 
@@ -90,6 +95,7 @@ def phi_profile(device: str, a: list[str], b: list[str], *, model_path: Any = No
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     out["tokenise_all"] = {"seconds": round(wall, 4), "cpu_seconds": round(cpu, 4),
                            "pairs_per_s": round(n / wall, 1), "pairs_per_cpu_s": round(n / max(cpu, 1e-9), 1)}
+    out["tokenise_workers"] = tokenise_in_workers(enc.tokenizer, a, b, max_length)
     lengths = np.array([len(it["input_ids"]) for it in ids])
     out["tokens_per_pair"] = {"mean": round(float(lengths.mean()), 2), "max": int(lengths.max())}
     batches = token_batches(np.argsort(-lengths, kind="stable"), lengths, token_budget)
@@ -136,6 +142,35 @@ def phi_profile(device: str, a: list[str], b: list[str], *, model_path: Any = No
     per_core = out["tokenise_all"]["pairs_per_cpu_s"]
     out["cores_to_feed_forward"] = float(f"{out['forward_only_pairs_per_s'] / max(per_core, 1e-9):.3g}")
     out["verdict"] = _phi_verdict(out)
+    return out
+
+
+def tokenise_in_workers(tok: Any, a: list[str], b: list[str], max_length: int, workers: int | None = None,
+                        chunk: int = 2048) -> dict[str, Any]:
+    """Tokenising all pairs in ``chunk``-row pieces on ``workers`` threads (default the pipelined path's), as
+    :func:`aflite.encoders.embed_pairs` does: sharing one tokenizer under a lock, and each worker with its own copy
+    (``own_tokenizers``); pairs per wall second and per CPU second of each."""
+    n_workers = workers or max(1, min(4, budget()))
+    pieces = [(a[s : s + chunk], b[s : s + chunk]) for s in range(0, len(a), chunk)]
+    out: dict[str, Any] = {"workers": n_workers, "chunk": chunk}
+    for name, own in (("shared_lock", False), ("per_worker", True)):
+        lock, local = threading.Lock(), threading.local()
+
+        def job(piece: tuple[list[str], list[str]], own: bool = own, lock: Any = lock, local: Any = local) -> int:
+            if not own:
+                with lock:
+                    return len(tokenize(tok, piece[0], piece[1], max_length))
+            mine = getattr(local, "tok", None)
+            if mine is None:
+                with lock:
+                    mine = local.tok = copy.deepcopy(tok)
+            return len(tokenize(mine, piece[0], piece[1], max_length))
+
+        c0, t0 = time.process_time(), time.perf_counter()
+        with ThreadPoolExecutor(n_workers) as pool:
+            done = sum(pool.map(job, pieces))
+        wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+        out[name] = {"pairs_per_s": round(done / wall, 1), "pairs_per_cpu_s": round(done / max(cpu, 1e-9), 1)}
     return out
 
 
