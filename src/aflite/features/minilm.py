@@ -54,8 +54,9 @@ def _encode(
     path of :mod:`aflite.encoders` with ``precision``, ``token_budget``, ``pipelined``)."""
     enc = TextEncoder.wrap(tok, model, max_length)
     if pipelined:  # tokenized by worker threads ahead of the device
+        budget: dict[str, Any] = {} if token_budget is None else {"token_budget": token_budget}
         return embed_pairs(enc, a, b, max_length=max_length, normalize=normalize, progress=progress,
-                           precision=precision, **({} if token_budget is None else {"token_budget": token_budget}))
+                           precision=precision, **budget)
     items = enc.prepare_pairs(a, b, max_length)
     return embed_items(enc, items, batch_size=batch_size, normalize=normalize, progress=progress,
                        precision=precision, token_budget=token_budget)

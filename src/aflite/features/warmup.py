@@ -345,7 +345,7 @@ class WarmupFeaturizer(BackendEncoder):
         try:
             precision = check_gpu_options(self)
             if embed_pipelined(self) and self.image_model is None and self.resolved_backend() == "torch":
-                budget = {} if self.token_budget is None else {"token_budget": self.token_budget}
+                budget: dict[str, Any] = {} if self.token_budget is None else {"token_budget": self.token_budget}
                 return embed_pairs(self._encoder, a, b, max_length=self.max_length, normalize=False, progress=bar,
                                    precision=precision, **budget)
             items = self._prepare(a, b, self.max_length)
