@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from aflite.cli import main
-from aflite.runs.explain_files import INSTANCE_COLUMNS, TOKEN_COLUMNS
+from aflite.explain.files import INSTANCE_COLUMNS, TOKEN_COLUMNS
 
 LABELS = ("contradiction", "entailment", "neutral")
 RUN = ["--featurizer", "ngram", "--quiet", "--no-probe", "-m", "16", "-t", "0.25", "-k", "0.05", "-n", "0.3",

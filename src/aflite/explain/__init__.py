@@ -12,7 +12,7 @@ The analyses of ``aflite explain``; :func:`aflite.runs.explain.explain` (``aflit
 - why each row was easy: a sparse surrogate of p̃ on tokens or image statistics, and each removed row's nearest
   kept rows in Φ (:mod:`~aflite.explain.reasons`);
 - soft weights (:func:`aflite.core.heldout.soft_weights`); results.json and summary.md
-  (:mod:`aflite.runs.explain_files`).
+  (:mod:`aflite.explain.files`).
 
 Each analysis is a check (:mod:`aflite.checks`) registered once; :mod:`~aflite.explain.checks` holds them.
 

@@ -5,7 +5,7 @@ One flow for both modalities (:func:`audit_file`): read the data once as text or
 audit each set, and write the folder (:meth:`aflite.runs.folder.RunFolder.finish`: the t-SNE
 maps of an image audit, ``results.json``, ``summary.md`` and ``report.html``). What differs between text and
 images — the configuration, the features, the audit of one set and the page — is a :class:`TextAudit` or an
-:class:`ImageAudit` (:mod:`aflite.runs.audit_kinds`).
+:class:`ImageAudit` (:mod:`aflite.audit.kinds`).
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ import numpy as np
 
 from aflite.atomic import atomic_open
 from aflite.audit import AuditConfig, sample_rows, subset
+from aflite.audit.kinds import ImageAudit, audit_kind
 from aflite.audit.results import audit_verdict, check_sections, check_verdicts
 from aflite.checks import resolve_checks
 from aflite.data import open_dataset, source_name
@@ -31,7 +32,6 @@ from aflite.rundir.lock import check_outside_runs
 from aflite.rundir.match import check_run_rows
 from aflite.rundir.read import read_kept_ids
 from aflite.rundir.results import Result, recording_warnings
-from aflite.runs.audit_kinds import ImageAudit, audit_kind
 from aflite.runs.folder import RunFolder, claims
 from aflite.threads import limited
 from aflite.verdict import markdown

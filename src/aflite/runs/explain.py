@@ -2,7 +2,7 @@
 the run's first phase (:mod:`aflite.explain.recompute`), run every registered check (:mod:`aflite.checks`; the
 built-in ones in :mod:`aflite.explain.checks`), each with its options (``checks={name: {key: value}}``; the older
 keywords ``alpha``, ``min_count``, ... are aliases of the built-in checks' options, :data:`ALIASES`), and write the
-explain folder (:mod:`aflite.runs.explain_files`): each check's entry under results.json's ``checks[name]``.
+explain folder (:mod:`aflite.explain.files`): each check's entry under results.json's ``checks[name]``.
 
 Where the data map comes from. A run folder holds the kept/removed ids, the last p̃ and the features cache, not
 the first phase's probabilities. Rather than make old runs unreadable, explain *recomputes* the first phase: the
@@ -28,6 +28,7 @@ import numpy as np
 from aflite.checks import CheckData, check_files, check_names, resolve_checks, run_checks
 from aflite.data import open_dataset, source_name
 from aflite.errors import InputError, ParameterError
+from aflite.explain.files import FILES, ExplainResult, check_columns, explain_results
 from aflite.explain.recompute import first_phase, token_texts
 from aflite.features import Features, featurize_dataset
 from aflite.features.registry import refuse_untaken, run_options, spec
@@ -38,7 +39,6 @@ from aflite.rundir.match import check_run_rows
 from aflite.rundir.names import PAGE
 from aflite.rundir.read import Instances, RunRecord, read_run
 from aflite.rundir.results import recording_warnings
-from aflite.runs.explain_files import FILES, ExplainResult, check_columns, explain_results
 from aflite.runs.folder import RunFolder, claims
 from aflite.threads import limited
 

@@ -15,8 +15,8 @@ from pathlib import Path
 
 # the commands with a page, registered as their Result classes are defined
 import aflite.evaluate.tables  # noqa: F401
+import aflite.explain.files  # noqa: F401
 import aflite.runs.audit  # noqa: F401
-import aflite.runs.explain_files  # noqa: F401
 import aflite.runs.run  # noqa: F401
 from aflite.errors import InputError
 from aflite.report.explorer import render, write_html
