@@ -51,12 +51,10 @@ class CardResult(Result):
     def summary_md(self) -> str:
         return self.readme.read_text(encoding="utf-8")
 
-    def __repr__(self) -> str:
+    def repr_line(self) -> str:
+        """What ``repr`` shows (:func:`aflite.rundir.show.describe`): the card's folder, license and notes; in a
+        notebook, its README.md too (:func:`aflite.report.inline.card_html`)."""
         return inline.card_text(self)
-
-    def _repr_html_(self) -> str:
-        """A notebook's view: the card's folder, license and notes, and its README.md (escaped)."""
-        return inline.card_html(self)
 
 
 def _check_out(out: Path, inputs: list[tuple[str, Path]], overwrite: bool) -> None:

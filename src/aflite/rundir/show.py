@@ -56,6 +56,9 @@ def describe(result: Any) -> str:
     docs/guide/python.md>``. It never raises (a repr that fails hides the object): a result whose JSON cannot be
     built shows its command only."""
     command = getattr(result, "command", "") or type(result).__name__
+    own_line = getattr(result, "repr_line", None)  # a result that says itself otherwise (a card: no sizes, no verdict)
+    if callable(own_line):
+        return str(own_line())
     try:
         body = result.to_json()
         verdict = [str(v) for v in (result.verdict_sentences() or [])]
