@@ -41,6 +41,7 @@ KW = dict(target_size=150, n_partitions=8, train_size=60, slice_size=20, device=
 
 
 # --------------------------------------------------------------------------------------- scikit-learn estimator
+@pytest.mark.slow  # over 6 s on 2 cores (CI runs it with --run-slow)
 def test_sklearn_check_estimator_passes_the_checks_that_apply() -> None:
     from sklearn.utils.estimator_checks import check_estimator
 

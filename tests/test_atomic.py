@@ -230,6 +230,7 @@ def full_disk_error(capsys: pytest.CaptureFixture[str], command: str) -> str:
     return line
 
 
+@pytest.mark.slow  # over 6 s on 2 cores (CI runs it with --run-slow)
 def test_run_on_a_real_full_disk_is_one_line_and_resumes(tmp_path, tsv, capsys, small_disk):
     ref = tmp_path / "ref"
     assert main(["run", str(tsv), "--out", str(ref), *FAST]) == 0
@@ -250,6 +251,7 @@ def test_run_on_a_real_full_disk_is_one_line_and_resumes(tmp_path, tsv, capsys, 
         capsys.readouterr()
 
 
+@pytest.mark.slow  # over 6 s on 2 cores (CI runs it with --run-slow)
 def test_embed_explain_evaluate_audit_on_a_real_full_disk(tmp_path, tsv, capsys, small_disk):
     run = tmp_path / "run"
     assert main(["run", str(tsv), "--out", str(run), *FAST]) == 0

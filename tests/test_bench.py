@@ -20,6 +20,7 @@ def test_imagenet_like_features_are_written_without_loading_them(tmp_path):
     assert not list(tmp_path.glob(".*.tmp"))
 
 
+@pytest.mark.slow  # over 6 s on 2 cores (CI runs it with --run-slow)
 def test_scale_benchmark_reports_devices_and_cluster_scaling(tmp_path, capsys):
     pytest.importorskip("dask.distributed")
     code = main(["bench", "--shape", "imagenet", "--scale", "0.003", "--dim", "16", "--n-classes", "20",
@@ -36,6 +37,7 @@ def test_scale_benchmark_reports_devices_and_cluster_scaling(tmp_path, capsys):
         assert res["cluster"][w]["identical_to_one_process"] is True
 
 
+@pytest.mark.slow  # over 6 s on 2 cores (CI runs it with --run-slow)
 def test_bench_times_both_solvers_on_the_same_partitions(capsys):
     """`aflite bench` on a small SNLI-shaped problem: both solvers, their ratio and agreement, the reference's
     agreement, and where the complete filter's time went."""
@@ -94,6 +96,7 @@ def test_bench_checks_real_features_before_any_work(tmp_path, capsys, monkeypatc
 
 
 # --------------------------------------------------------------------- bench --device (issue #31), on torch-cpu
+@pytest.mark.slow  # over 6 s on 2 cores (CI runs it with --run-slow)
 def test_device_bench_runs_every_section_on_torch_cpu(tmp_path, monkeypatch, minilm_model_path):
     """The GPU benchmark's code, end to end on the CPU with a tiny BERT and tiny sizes: every section present and
     error-free, the resident filter keeps the classic set (bit for bit on one device), the JSON kept up to date."""

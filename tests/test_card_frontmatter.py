@@ -21,6 +21,7 @@ trees = st.recursive(scalars, lambda inner: st.lists(inner, max_size=4) | st.dic
 
 @settings(max_examples=300, deadline=None)
 @given(st.dictionaries(st.text(), trees, max_size=6))
+@pytest.mark.slow  # over 6 s on 2 cores (CI runs it with --run-slow)
 def test_any_tree_reads_back_the_same(tree: dict) -> None:
     assert yaml.safe_load(dump(tree)) == (tree or {})
 

@@ -138,6 +138,7 @@ def test_help_states_the_paper_defaults():
     assert "50K/550K" in text and "10K/550K" in text
 
 
+@pytest.mark.slow  # over 6 s on 2 cores (CI runs it with --run-slow)
 def test_memory_mapped_cluster_run_equals_the_plain_run(tmp_path):
     """--mmap streams the features from disk; --cluster local:2 fits the partitions in two worker processes."""
     pytest.importorskip("dask.distributed")

@@ -616,6 +616,7 @@ def _tmpdir_after(tmp_path: Path, *argv: object) -> list[str]:
     return sorted(p.name for p in scratch.iterdir())
 
 
+@pytest.mark.slow  # over 6 s on 2 cores (CI runs it with --run-slow)
 def test_a_dask_cluster_leaves_nothing_in_tmpdir(tmp_path, tsv):
     """Dask's LocalCluster writes dask-scratch-space (and its workers' folders) into $TMPDIR."""
     pytest.importorskip("distributed")

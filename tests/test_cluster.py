@@ -33,6 +33,7 @@ def test_local_cluster_run_is_identical_to_one_process(executor):
     assert np.array_equal(alone.removed_at_, spread.removed_at_)
 
 
+@pytest.mark.slow  # over 6 s on 2 cores (CI runs it with --run-slow)
 def test_many_classes_on_the_cluster(executor):
     X, y = anisotropic(4000, 10, 20, seed=8)
     kw = dict(n_partitions=4, train_size=0.2, slice_size=0.05, target_size=0.7, random_state=2,

@@ -43,6 +43,7 @@ def _fake_check(tmp_path: Path, **extra: str) -> tuple[Path, str]:
     return out, (tmp_path / "calls.log").read_text()
 
 
+@pytest.mark.slow  # over 6 s on 2 cores (CI runs it with --run-slow)
 def test_the_protocols_other_calls_skip_the_speed_step(tmp_path: Path) -> None:
     out, calls = _fake_check(tmp_path, CHECK_STEPS="ladder", CHECK_RUNGS="warmup",
                              CHECK_PROTOCOL="MAX_TRAIN=all LABEL_MATCHED=1")
@@ -51,6 +52,7 @@ def test_the_protocols_other_calls_skip_the_speed_step(tmp_path: Path) -> None:
     assert "--max-train" not in evaluate and "--label-matched" in evaluate and "run_warmup" in evaluate
 
 
+@pytest.mark.slow  # over 6 s on 2 cores (CI runs it with --run-slow)
 def test_the_fast_paths_second_call_runs_the_filter_and_the_warmup(tmp_path: Path) -> None:
     out, calls = _fake_check(tmp_path, CHECK_STEPS="filter warmup")
     files = sorted(p.name for p in out.iterdir())
@@ -59,6 +61,7 @@ def test_the_fast_paths_second_call_runs_the_filter_and_the_warmup(tmp_path: Pat
     assert "- warm-up paths: exit 0" in (out / "summary.md").read_text()
 
 
+@pytest.mark.slow  # over 6 s on 2 cores (CI runs it with --run-slow)
 def test_the_device_check_returns_a_few_flat_files_and_a_summary(tmp_path: Path) -> None:
     out, calls = _fake_check(tmp_path)
     files = sorted(p.name for p in out.iterdir())

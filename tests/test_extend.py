@@ -293,6 +293,7 @@ def _long_ids(data: Path, factor: float) -> set[str]:
 
 
 @pytest.mark.usefixtures("toy_check")
+@pytest.mark.slow  # over 6 s on 2 cores (CI runs it with --run-slow)
 def test_a_check_option_is_declared_once_and_reaches_it(tmp_path: Path, small_snli: Path,
                                                         capsys: pytest.CaptureFixture[str]) -> None:
     """The toy check's option is listed by ``aflite explain --help``, reaches the check from the CLI and from Python,
@@ -426,6 +427,7 @@ def test_a_check_cannot_overwrite_explains_own_files_or_columns(tmp_path: Path, 
         assert not (tmp_path / "ex").exists()
 
 
+@pytest.mark.slow  # over 6 s on 2 cores (CI runs it with --run-slow)
 def test_a_command_with_a_page_is_declared_in_one_place(tmp_path: Path, small_snli: Path,
                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     """A toy command, ``words`` (the words of each hypothesis), declared here and nowhere else: a function that

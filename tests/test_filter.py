@@ -132,6 +132,7 @@ def test_single_phase_scores_are_fractions_of_heldout_predictions():
     strategy=st.sampled_from(["slicing", "gumbel", "greedy"]),
     seed=st.integers(0, 2**16),
 )
+@pytest.mark.slow  # over 6 s on 2 cores (CI runs it with --run-slow)
 def test_filter_invariants(n, n_classes, m, t_frac, k, tau, n_frac, strategy, seed):
     rng = np.random.default_rng(seed)
     y = rng.integers(0, n_classes, n)

@@ -17,6 +17,7 @@ def test_kept_jaccard_counts_the_kept_rows() -> None:
     assert kept_jaccard(~a & a, ~a & a) == 0.0  # nothing kept by either: no division by zero
 
 
+@pytest.mark.slow  # over 6 s on 2 cores (CI runs it with --run-slow)
 def test_noise_variants_and_a_device_mode_against_one_reference(monkeypatch: pytest.MonkeyPatch) -> None:
     pytest.importorskip("torch")
     monkeypatch.setenv("AFLITE_NUM_THREADS", "1")

@@ -106,6 +106,7 @@ def test_a_run_killed_after_a_phase_is_unfinished_and_resumes_to_the_same_result
 @pytest.mark.parametrize("point", [pytest.param("begun", marks=pytest.mark.slow),
                                    pytest.param("checkpoint", marks=pytest.mark.slow), "filtered",
                                    pytest.param("files", marks=pytest.mark.slow)])
+@pytest.mark.slow  # over 6 s on 2 cores (CI runs it with --run-slow)
 def test_an_overwrite_killed_midway_is_unfinished_never_a_mix(tmp_path, data, capsys, point):
     out = tmp_path / "run"
     assert aflite("run", data["tsv"], "--out", out, *FAST).returncode == 0
@@ -142,6 +143,7 @@ def test_a_run_killed_right_after_its_commit_is_the_new_run(tmp_path, data):
     assert "filtered.jsonl" in results["manifest"] and not (out / "filtered.tsv").exists()
 
 
+@pytest.mark.slow  # over 6 s on 2 cores (CI runs it with --run-slow)
 def test_overwrite_removes_the_previous_runs_files_but_never_the_users(tmp_path, data):
     out = tmp_path / "mine"
     out.mkdir()
@@ -278,6 +280,7 @@ def test_a_hand_edited_run_is_refused_in_one_line_by_every_reader(tmp_path, comm
     assert not any((tmp_path / name).exists() for name in ("card", "ex", "ev", "au"))
 
 
+@pytest.mark.slow  # over 6 s on 2 cores (CI runs it with --run-slow)
 def test_a_report_killed_midway_leaves_the_commit_and_a_whole_page(tmp_path, data):
     """``aflite report`` rewrites only the page, atomically, and the page is not in the manifest: killed (SIGKILL)
     once the new page is rendered, the folder is the committed run with its old page; let finish, it leaves

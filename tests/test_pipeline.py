@@ -209,6 +209,7 @@ def test_summary_md_shows_text_as_written_and_escapes_markdown_only():
     assert _md("a <b>bold</b> & | pipe\nnext") == "a \\<b\\>bold\\</b\\> \\& \\| pipe next"
 
 
+@pytest.mark.slow  # over 6 s on 2 cores (CI runs it with --run-slow)
 def test_demo_prints_each_table_once_without_the_resource_path_and_the_real_wall_time(tmp_path, capsys):
     out = tmp_path / "demo"
     code = main(["demo", "--out", str(out), "--featurizer", "ngram", "--quiet", "-m", "4"])

@@ -75,6 +75,7 @@ def test_result_to_dict_is_json(small_result: A.DatasetAudit) -> None:
     assert hyp["token_artifacts"]["contradiction"][0]["token"] in {"nobody", "sleeping"}
 
 
+@pytest.mark.slow  # over 6 s on 2 cores (CI runs it with --run-slow)
 def test_cli_audit_on_the_bundled_sample(tmp_path: Path) -> None:
     pytest.importorskip("torch")
     from tiny_models import make_tiny_model

@@ -200,6 +200,7 @@ def test_injected_markup_renders_as_text(driver: Any, pages: dict[str, Path]) ->
     assert "<b>not bold</b>" in verdict  # the verdict is text too
 
 
+@pytest.mark.slow  # over 6 s on 2 cores (CI runs it with --run-slow)
 def test_the_page_makes_no_network_request(pages: dict[str, Path]) -> None:
     d = new_driver()
     try:
@@ -248,6 +249,7 @@ def test_the_audit_tsne_and_the_evaluate_bars_are_drawn(driver: Any, pages: dict
     assert len(driver.find_elements(By.CSS_SELECTOR, "#plot-accuracy .shapelayer path")) == 1  # the chance line
 
 
+@pytest.mark.slow  # over 6 s on 2 cores (CI runs it with --run-slow)
 def test_the_demo_page_of_the_quick_start_install_draws_its_plots(driver: Any, tmp_path: Path) -> None:
     """The README's quick start is `pip install -e ".[text]"` then `aflite demo`: plotly is a dependency of the base
     install, so the demo's report.html inlines plotly.js and draws its plots (no "pip install" notice instead).
@@ -321,6 +323,7 @@ def test_an_image_run_shows_thumbnails(driver: Any, tmp_path: Path) -> None:
     assert embedded_data((out / "report.html").read_text(encoding="utf-8")) == written and written["cols"]["thumb"]
 
 
+@pytest.mark.slow  # over 6 s on 2 cores (CI runs it with --run-slow)
 def test_a_column_added_to_explains_table_shows_on_its_page(driver: Any, pages: dict[str, Path],
                                                             tmp_path: Path) -> None:
     """Every per-row column the page does not draw itself (a check's, here one added by hand to a real explain

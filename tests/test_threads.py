@@ -367,6 +367,7 @@ def test_probe_folds_side_by_side_match_cross_val_score(cpus: Any) -> None:
 
 
 @needs_two
+@pytest.mark.slow  # over 6 s on 2 cores (CI runs it with --run-slow)
 def test_prepare_process_sets_the_openmp_default_for_new_threads() -> None:
     """The CLI calls prepare_process before numpy/scikit-learn load: then threads that a library starts (not
     only the calling thread) see one OpenMP thread; a user's OMP_NUM_THREADS is kept."""
