@@ -77,33 +77,28 @@ print("cuda", torch.version.cuda, torch.cuda.is_available(),
 EOF
 } > "$OUT/env.txt" 2>&1
 
+# step NAME CAP TEXT LABEL ARGS...: when NAME is among the steps, device_speed.py ARGS within CAP seconds (or what
+# is left), its stdout in $OUT/TEXT (emptied first, so that a skipped step leaves an empty file), its exit status and
+# time under LABEL in the summary
+step() {
+    local name=$1 cap=$2 text=$3 label=$4
+    shift 4
+    : > "$OUT/$text"
+    [[ "$STEPS" == *" $name "* ]] || return 0
+    local t0
+    t0=$(date +%s)
+    timeout -k 10 "$(( $(left) > cap ? cap : $(left) ))" "$PY" benchmarks/device_speed.py "$@" \
+        > "$OUT/$text" 2>> "$LOG"
+    STATUS+=("$label: exit $? in $(( $(date +%s) - t0 )) s")
+}
+
 # 1. the profile and the speed table (about 1.5 minutes on the H100)
-: > "$OUT/speed.txt"
-if [[ "$STEPS" == *" speed "* ]]; then
-    t0=$(date +%s)
-    timeout -k 10 "$(( $(left) > 130 ? 130 : $(left) ))" "$PY" benchmarks/device_speed.py "${SPEED[@]}" \
-        > "$OUT/speed.txt" 2>> "$LOG"
-    STATUS+=("profile + speed table: exit $? in $(( $(date +%s) - t0 )) s")
-fi
-
+step speed 130 speed.txt "profile + speed table" "${SPEED[@]}"
 # 2. the filter's device modes side by side (about 40 s on the H100 at a quarter of SNLI: estimated, not measured)
-: > "$OUT/filter.txt"
-if [[ "$STEPS" == *" filter "* ]]; then
-    t0=$(date +%s)
-    timeout -k 10 "$(( $(left) > 120 ? 120 : $(left) ))" "$PY" benchmarks/device_speed.py "${FAST[@]}" \
-        --sections filter --filter-n "$FILTER_N" --run-modes "$FILTER_MODES" --out "$OUT/device_filter.json" \
-        > "$OUT/filter.txt" 2>> "$LOG"
-    STATUS+=("filter modes (n=$FILTER_N: $FILTER_MODES): exit $? in $(( $(date +%s) - t0 )) s")
-fi
-
+step filter 120 filter.txt "filter modes (n=$FILTER_N: $FILTER_MODES)" "${FAST[@]}" --sections filter \
+    --filter-n "$FILTER_N" --run-modes "$FILTER_MODES" --out "$OUT/device_filter.json"
 # 3. the warm-up run's paths (asked for: a second call, "filter warmup"; about 3 minutes on the H100)
-: > "$OUT/warmup.txt"
-if [[ "$STEPS" == *" warmup "* ]]; then
-    t0=$(date +%s)
-    timeout -k 10 "$(( $(left) > 300 ? 300 : $(left) ))" "$PY" benchmarks/device_speed.py "${FAST[@]}" \
-        --sections warmup --out "$OUT/device_warmup.json" > "$OUT/warmup.txt" 2>> "$LOG"
-    STATUS+=("warm-up paths: exit $? in $(( $(date +%s) - t0 )) s")
-fi
+step warmup 300 warmup.txt "warm-up paths" "${FAST[@]}" --sections warmup --out "$OUT/device_warmup.json"
 
 # 4. the ladder, with what is left (about 5 minutes on the H100)
 if [[ "$STEPS" == *" ladder "* ]]; then
