@@ -52,9 +52,12 @@ class CardResult(Result):
         return self.readme.read_text(encoding="utf-8")
 
     def repr_line(self) -> str:
-        """What ``repr`` shows (:func:`aflite.rundir.show.describe`): the card's folder, license and notes; in a
-        notebook, its README.md too (:func:`aflite.report.inline.card_html`)."""
+        """What ``repr`` shows (:func:`aflite.rundir.show.describe`): the card's folder, license and notes."""
         return inline.card_text(self)
+
+    def html_view(self) -> str:
+        """What a notebook shows (:func:`aflite.rundir.show.html_of`): the same, and README.md (escaped)."""
+        return inline.card_html(self)
 
 
 def _check_out(out: Path, inputs: list[tuple[str, Path]], overwrite: bool) -> None:

@@ -90,10 +90,7 @@ def _leakage(sets: Any) -> list[dict[str, Any]]:
 
 
 def result_html(result: Any) -> str:
-    """The HTML a notebook shows for ``result`` (any :class:`aflite.rundir.results.Result`; a card shows its
-    README.md, :func:`card_html`)."""
-    if result.command == "card":
-        return card_html(result)
+    """The HTML a notebook shows for ``result`` (any :class:`aflite.rundir.results.Result`)."""
     body = result.to_json()
     body = body if isinstance(body, dict) else {}
     uid = f"aflite-{uuid.uuid4().hex}"  # an element id, unique on a page that keeps older outputs

@@ -26,7 +26,11 @@ def register_html(build: Callable[[Any], str]) -> None:
 
 
 def html_of(result: Any) -> str | None:
-    """The result's HTML, or None when no builder is registered (the notebook then shows the repr)."""
+    """The result's HTML: its own (``html_view``, a result that shows itself otherwise: a card), the registered
+    builder's, or None when no builder is registered (the notebook then shows the repr)."""
+    own_html = getattr(result, "html_view", None)
+    if callable(own_html):
+        return str(own_html())
     return _HTML[0](result) if _HTML else None
 
 
