@@ -11,6 +11,8 @@ named by their file name, and a model folder inside an installed package by its 
 from __future__ import annotations
 
 import contextlib
+import csv
+import gzip
 import json
 import re
 import sys
@@ -20,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from aflite import __version__
+from aflite.card.licenses import HUB_LICENSES, close_matches
 from aflite.card.limits import known_limits
 from aflite.data import demo_dataset_path, open_dataset, option_label
 from aflite.errors import AfliteError, InputError, ParameterError
@@ -28,12 +31,15 @@ from aflite.features.registry import find
 from aflite.hashing import dataset_fingerprint, file_sha256
 from aflite.rundir.names import KEPT_IDS, WARMUP_IDS
 
-__all__ = ["CardInputs", "build_manifest", "input_identity", "input_license", "model_identity", "portable_path",
-           "size_category", "FORMAT"]
+__all__ = ["CardInputs", "build_manifest", "check_license_id", "data_format", "dataset_stem", "input_identity",
+           "input_license", "model_identity", "portable_path", "size_category", "FORMAT"]
 
-FORMAT = "aflite-card/1"
+FORMAT = "aflite-card/2"  # /2: the folder holds the data file, and manifest.json lists every file's sha256
 NLI_LABELS = frozenset({"entailment", "neutral", "contradiction", "non-entailment", "not_entailment"})
-LICENSE_ID = re.compile(r"[a-z0-9][a-z0-9.+-]*\Z")
+COMPRESSED = (".gz", ".bz2", ".xz", ".zst", ".zip")
+# a data file's suffix -> the Hugging Face ``datasets`` builder that reads it (the card's ``configs``)
+FORMATS = {".tsv": "tsv", ".csv": "csv", ".jsonl": "json", ".json": "json", ".parquet": "parquet",
+           ".arrow": "arrow", ".txt": "text"}
 # the Hugging Face Hub's size buckets, by the number of rows
 SIZE_BUCKETS = ((1_000, "n<1K"), (10_000, "1K<n<10K"), (100_000, "10K<n<100K"), (1_000_000, "100K<n<1M"),
                 (10_000_000, "1M<n<10M"), (100_000_000, "10M<n<100M"), (1_000_000_000, "100M<n<1B"))
@@ -160,15 +166,52 @@ def bundled_sample_license() -> dict[str, Any]:
             "(aflite/resources/SNLI_SAMPLE_LICENSE.md)", "attribution": " ".join(cite.group(1).split())}
 
 
+def check_license_id(given: Any) -> str | None:
+    """``--license`` as the Hub's identifier (lower case), or None when not given; anything the Hub does not know
+    (:data:`~aflite.card.licenses.HUB_LICENSES`) is refused in one line."""
+    if given is None:
+        return None
+    flag = option_label("--license", "license=")
+    if not isinstance(given, str):
+        raise ParameterError(f"{flag} {given!r}: give a license identifier as the Hugging Face Hub writes them, a "
+                             "string (e.g. cc-by-4.0, mit, apache-2.0, other)")
+    ident = given.strip().lower()
+    if ident not in HUB_LICENSES:
+        near = close_matches(ident)
+        raise ParameterError(f"{flag} {given!r}: not a license identifier of the Hugging Face Hub"
+                             + (f" (did you mean {', '.join(near)}?)" if near else "")
+                             + "; see https://huggingface.co/docs/hub/repositories-licenses, or give other")
+    return ident
+
+
+def dataset_stem(name: str) -> str:
+    """A data file's name without its compression and format suffixes (``snli_1.0_dev.tsv.gz`` ->
+    ``snli_1.0_dev``): the dots inside a name are part of it."""
+    for suffixes in (COMPRESSED, tuple(FORMATS)):
+        low = name.lower()
+        cut = next((s for s in suffixes if low.endswith(s) and len(name) > len(s)), None)
+        if cut:
+            name = name[: -len(cut)]
+    return name
+
+
+def data_format(name: str, is_folder: bool) -> str | None:
+    """The ``datasets`` builder that reads the data file ``name`` (``arrow`` for a saved dataset folder); None
+    when its suffix names none."""
+    if is_folder:
+        return "arrow"
+    low = name.lower()
+    for c in COMPRESSED:
+        if low.endswith(c):
+            low = low[: -len(c)]
+    return next((f for s, f in FORMATS.items() if low.endswith(s)), None)
+
+
 def input_license(sha: str | None, located: Path | None, given: str | None) -> dict[str, Any]:
     """The license of D(Φ): the input's own when aflite knows it (the bundled sample's license file; a Hugging
     Face dataset folder's ``dataset_info.json``), else ``given`` (``--license``), else ``unknown``. A ``given``
     license that contradicts the input's is refused: a filtered subset keeps its source's terms."""
-    if given is not None:
-        if not isinstance(given, str) or not LICENSE_ID.match(given.strip().lower()):
-            raise ParameterError(f"{option_label('--license', 'license=')} {given!r}: give a license identifier as "
-                                 "the Hugging Face Hub writes them, a string (e.g. cc-by-4.0, mit, apache-2.0, other)")
-        given = given.strip().lower()
+    given = check_license_id(given)
     known: dict[str, Any] | None = None
     if _is_bundled_sample(sha):
         known = bundled_sample_license()
@@ -178,7 +221,7 @@ def input_license(sha: str | None, located: Path | None, given: str | None) -> d
             lic = str(json.loads((located / "dataset_info.json").read_text(encoding="utf-8")).get("license") or "")
             if lic.strip():
                 ident = lic.strip().lower()
-                known = {"id": ident if LICENSE_ID.match(ident) else "other", "name": lic.strip(), "url": None,
+                known = {"id": ident if ident in HUB_LICENSES else "other", "name": lic.strip(), "url": None,
                          "source": "the input's dataset_info.json", "attribution": None}
     if known is not None:
         if given is not None and given != known["id"]:
@@ -375,6 +418,19 @@ def _check_summary(ex: dict[str, Any], name: str) -> dict[str, Any]:
 
 
 # ---------------------------------------------------------------------------------------------- the manifest
+def header_of(path: Path) -> list[str] | None:
+    """The column names of a delimited data file (its first line: a TSV's split at tabs, a CSV's parsed), so that
+    the card can declare them as strings, as aflite reads them; None for other formats."""
+    fmt = data_format(path.name, path.is_dir())
+    if fmt not in ("tsv", "csv"):
+        return None
+    opener: Any = gzip.open if path.name.lower().endswith(".gz") else open
+    with opener(path, "rt", encoding="utf-8-sig", newline="") as fh:
+        first = next(csv.reader(fh, delimiter="\t" if fmt == "tsv" else ",",
+                                quoting=csv.QUOTE_NONE if fmt == "tsv" else csv.QUOTE_MINIMAL), None)
+    return [str(c) for c in first] if first else None
+
+
 def build_manifest(inp: CardInputs, *, license: str | None = None) -> dict[str, Any]:  # noqa: A002
     """Every fact of the card, machine-readable: what ``manifest.json`` holds and the card is written from."""
     res = inp.results
@@ -388,7 +444,7 @@ def build_manifest(inp: CardInputs, *, license: str | None = None) -> dict[str, 
     labels = sorted(res.get("label_counts_before") or {})
     found = find(phi["featurizer"])
     images = (found is not None and found.modality == "image") or bool(phi["options"].get("image_model"))
-    stem = str(src["file"] or "data").split(".")[0]
+    stem = dataset_stem(str(src["file"] or "data"))
     manifest: dict[str, Any] = {
         "format": FORMAT,
         "generator": {"tool": "aflite card", "aflite": __version__},
@@ -402,6 +458,7 @@ def build_manifest(inp: CardInputs, *, license: str | None = None) -> dict[str, 
         "source_datasets": ["extended|stanfordnlp/snli"] if bundled else ["extended"],
         "input": src,
         "output": {"file": out_file.name, "is_folder": out_file.is_dir(), "sha256": file_sha256(out_file),
+                   "format": data_format(out_file.name, out_file.is_dir()), "columns": header_of(out_file),
                    "rows": res["size_after"],
                    "kept_ids": {"file": KEPT_IDS, "sha256": kept_sha, "ids": len(inp.kept_ids)},
                    "warmup_ids": {"file": warm.name, "sha256": file_sha256(warm)} if warm.is_file() else None},

@@ -9,12 +9,13 @@ as percentages with one decimal, shares (already percentages there) with one dec
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from aflite.card.frontmatter import dump
 from aflite.runs.summaries import warmup_line
 
-__all__ = ["front_matter", "render_card"]
+__all__ = ["code", "front_matter", "render_card", "text"]
 
 FOLDER_SHA = ", a folder: over each file's path and sha256, in sorted order (aflite.hashing.file_sha256)"
 TAGS = ["aflite", "adversarial-filtering", "dataset-artifacts"]
@@ -22,6 +23,12 @@ PARAMETERS = (("n", "target_size", "target size"), ("m", "n_partitions", "linear
               ("t", "train_size", "training rows per model"), ("k", "slice_size", "rows removed per phase at most"),
               ("τ", "threshold", "predictability threshold"), ("strategy", "strategy", "how a phase removes rows"),
               ("model", "model", "the ensemble's classifier"), ("C", "C", "its inverse regularization"))
+
+
+# how ``datasets``' csv builder reads aflite's delimited files: a TSV has no quoting (one record per line, a
+# quote is text), and no cell is read as missing (pandas would read "NA", "null" or "" as a missing value)
+READ_AS: dict[str, dict[str, Any]] = {"tsv": {"sep": "\t", "quoting": 3, "keep_default_na": False},
+                                      "csv": {"keep_default_na": False}}
 
 
 def front_matter(m: dict[str, Any]) -> dict[str, Any]:
@@ -40,11 +47,36 @@ def front_matter(m: dict[str, Any]) -> dict[str, Any]:
     meta["source_datasets"] = m["source_datasets"]
     meta["tags"] = TAGS
     path = f"{out['file']}/*.arrow" if out.get("is_folder") else out["file"]
-    meta["configs"] = [{"config_name": "default", "data_files": [{"split": "train", "path": path}]}]
+    if out.get("columns"):  # every cell as text, as aflite read it (an id 007 stays "007", a text "NA" stays "NA")
+        meta["dataset_info"] = {"features": [{"name": c, "dtype": "string"} for c in out["columns"]]}
+    config: dict[str, Any] = {"config_name": "default", "data_files": [{"split": "train", "path": path}]}
+    meta["configs"] = [config | READ_AS.get(str(out.get("format")), {})]
     return meta
 
 
 # ---------------------------------------------------------------------------------------------- formatting
+_TAG_START = re.compile(r"<(?=[A-Za-z/!?])")  # where CommonMark starts raw HTML or an autolink
+_ENTITY = re.compile(r"&(?=#?\w+;)")  # where it reads a character reference
+
+
+def code(value: Any) -> str:
+    """``value`` as one CommonMark code span, whatever it holds: fenced by one backtick more than its longest run
+    of backticks (padded with a space where it starts or ends with one), on one line — so that a label such as
+    ``a`<b>`` stays inside the span, where Markdown shows HTML as text."""
+    s = " ".join(str(value).splitlines()) or " "
+    fence = "`" * (max((len(r) for r in re.findall(r"`+", s)), default=0) + 1)
+    pad = " " if s[0] == "`" or s[-1] == "`" or (s[0] == " " and s[-1] == " " and s.strip()) else ""
+    return f"{fence}{pad}{s}{pad}{fence}"
+
+
+def text(value: Any) -> str:
+    """Text from the data or the folders (a verdict naming a label, a title) as Markdown prose: a ``<`` that
+    would open raw HTML and an ``&`` that would read as an entity are backslash-escaped, so the text shows as
+    written; anything else stays as it is."""
+    s = " ".join(str(value).splitlines())
+    return _ENTITY.sub(r"\\&", _TAG_START.sub(r"\\<", s))
+
+
 def num(n: Any) -> str:
     """A count with thousands separators (a whole float, e.g. a JSON 133.0, as 133; a mean as it is)."""
     if n is None:
@@ -67,7 +99,7 @@ def _stat(ms: dict[str, Any] | None) -> str:
 
 
 def _value(v: Any) -> str:
-    return f"`{v}`" if isinstance(v, str) else f"`{json.dumps(v, ensure_ascii=False, sort_keys=True)}`"
+    return f"{code(v)}" if isinstance(v, str) else f"{code(json.dumps(v, ensure_ascii=False, sort_keys=True))}"
 
 
 def _table(head: list[str], rows: list[list[str]]) -> list[str]:
@@ -81,27 +113,29 @@ def _data(m: dict[str, Any]) -> list[str]:
     kept = out["kept_ids"]
     form = "Parquet, from the in-memory data" if src.get("in_memory") else "in the input's own format"
     lines = ["## Data", "",
-             f"- **File:** `{out['file']}` ({num(out['rows'])} rows, {form}; sha256 "
-             f"`{out['sha256']}`{FOLDER_SHA if out.get('is_folder') else ''}). It is the run folder's "
-             f"`{out['file']}`: put it beside this README.md to publish.",
-             f"- **Kept ids:** `{kept['file']}` ({num(kept['ids'])} ids; sha256 `{kept['sha256']}`)."]
+             f"- **File:** {code(out['file'])} ({num(out['rows'])} rows, {form}; sha256 "
+             f"{code(out['sha256'])}{FOLDER_SHA if out.get('is_folder') else ''}), in this folder: a copy of the run "
+             f"folder's {code(out['file'])}, which the front matter's `configs` names, so that "
+             f"`datasets.load_dataset` reads this folder as it is.",
+             f"- **Kept ids:** {code(kept['file'])} ({num(kept['ids'])} ids; sha256 {code(kept['sha256'])})."]
     if out.get("warmup_ids"):
-        lines.append(f"- **Warm-up ids** (rows that fine-tuned Φ, not in D(Φ)): `{out['warmup_ids']['file']}` "
-                     f"(sha256 `{out['warmup_ids']['sha256']}`).")
-    sha = f"sha256 `{src['sha256']}`{FOLDER_SHA if src.get('is_folder') else ''} ({src['sha256_source']})" if \
+        lines.append(f"- **Warm-up ids** (rows that fine-tuned Φ, not in D(Φ)): {code(out['warmup_ids']['file'])} "
+                     f"(sha256 {code(out['warmup_ids']['sha256'])}).")
+    sha = f"sha256 {code(src['sha256'])}{FOLDER_SHA if src.get('is_folder') else ''} ({src['sha256_source']})" if \
         src.get("sha256") else \
         f"sha256 unknown: {src['sha256_source']}"
-    lines.append(f"- **Source:** `{src['file']}`" + (f", {m['title']}" if m.get("title") else "")
-                 + f": {num(src['rows'])} rows; {sha}; dataset fingerprint `{src['dataset_fingerprint']}`.")
+    lines.append(f"- **Source:** {code(src['file'])}" + (f", {text(m['title'])}" if m.get("title") else "")
+                 + f": {num(src['rows'])} rows; {sha}; dataset fingerprint {code(src['dataset_fingerprint'])}.")
     if lic["id"] == "unknown":
         lines.append(f"- **License:** `unknown` — {lic['source']}.")
     else:
-        named = f" ({lic['name']}" + (f", {lic['url']}" if lic.get("url") else "") + ")" if lic.get("name") else ""
+        named = (f" ({text(lic['name'])}" + (f", {lic['url']}" if lic.get("url") else "") + ")"
+                 if lic.get("name") else "")
         keeps = " D(Φ) is a subset of the input and keeps its license." if lic["source"] != "given (--license)" \
             else " aflite does not know the input's license: check that this one allows publishing the subset."
-        lines.append(f"- **License:** `{lic['id']}`{named}, from {lic['source']}.{keeps}")
+        lines.append(f"- **License:** {code(lic['id'])}{named}, from {text(lic['source'])}.{keeps}")
     if lic.get("attribution"):
-        lines.append(f"- **Attribution** (the source's citation): {lic['attribution']}")
+        lines.append(f"- **Attribution** (the source's citation): {text(lic['attribution'])}")
     return lines + [""]
 
 
@@ -114,32 +148,33 @@ def _how(m: dict[str, Any]) -> list[str]:
              "predictability p̃ is the share of the models that held it out and predicted its label; up to k rows "
              "with p̃ >= τ are removed, until n rows are left or fewer than k qualify.", "",
              "### Φ", "",
-             f"- **Featurizer:** `{phi['featurizer']}`, view `{phi['view']}`, {num(phi['dim'])} dimensions."]
+             f"- **Featurizer:** {code(phi['featurizer'])}, view {code(phi['view'])}, {num(phi['dim'])} dimensions."]
     model = phi.get("model")
     if model:
         where = model.get("folder") or model.get("embeddings") or model.get("name")
-        pkg = (f", from the package `{model['package']}` {model['package_version']}" if model.get("package") else "")
-        lines.append(f"- **Model:** `{where}`{pkg}" + ("" if model.get("found", True) else
+        pkg = (f", from the package {code(model['package'])} {model['package_version']}" if model.get("package")
+               else "")
+        lines.append(f"- **Model:** {code(where)}{pkg}" + ("" if model.get("found", True) else
                                                        " (not found when the card was made)") + ".")
         for name, digest in sorted((model.get("files_sha256") or {}).items()):
-            lines.append(f"  - `{name}` sha256 `{digest}` (when the card was made)")
+            lines.append(f"  - {code(name)} sha256 {code(digest)} (when the card was made)")
     if phi.get("warmup_rows"):
         lines.append(f"- **Warm-up:** Φ was fine-tuned on {num(phi['warmup_rows'])} rows (the warm-up slice, seed "
                      f"{flt.get('seed')}) and those rows were discarded"
                      + warmup_line(phi.get("warmup_training") or {}, "; the ") + ".")
-    lines += ["", *_table(["option", "value"], [[f"`{k}`", _value(v)] for k, v in sorted(phi["options"].items())]),
+    lines += ["", *_table(["option", "value"], [[f"{code(k)}", _value(v)] for k, v in sorted(phi["options"].items())]),
               "", "### Filter", "",
               *_table(["parameter", "value", "meaning"],
-                      [[f"{sym} (`{key}`)", _value(p.get(key)), what] for sym, key, what in PARAMETERS if key in p]
+                      [[f"{sym} ({code(key)})", _value(p.get(key)), what] for sym, key, what in PARAMETERS if key in p]
                       + [["groups", _value(flt.get("groups")), "rows of one group stay on one side of every split"],
                          ["seed", _value(flt.get("seed")), "the one seed every random choice flows from"]]),
               ""]
     if flt.get("overrides"):
         lines += [f"Set by hand (the rest are Table 8's SNLI values scaled to |D|): "
-                  f"{', '.join(f'`{k}`' for k in sorted(flt['overrides']))}.", ""]
+                  f"{', '.join(f'{code(k)}' for k in sorted(flt['overrides']))}.", ""]
     v = m.get("versions") or {}
     lines += [f"- **Versions:** {', '.join(f'{k} {v[k]}' for k in sorted(v) if k != 'platform')}"
-              + (f"; platform `{v['platform']}`" if v.get("platform") else "") + ".",
+              + (f"; platform {code(v['platform'])}" if v.get("platform") else "") + ".",
               f"- **Card:** written by {m['generator']['tool']} (aflite {m['generator']['aflite']}) from the run's "
               f"results.json; `manifest.json` holds the same facts.", ""]
     return lines
@@ -151,12 +186,12 @@ def _changed(m: dict[str, Any]) -> list[str]:
     lines = ["## What filtering changed", "",
              f"- **Size:** |D| = {num(flt['size_before'])} → |D(Φ)| = {num(flt['size_after'])} rows in "
              f"{num(flt.get('n_iterations'))} phase(s): {sizes}.",
-             f"- **Stop reason:** {flt.get('stop_reason')}.", ""]
+             f"- **Stop reason:** {text(flt.get('stop_reason'))}.", ""]
     if m.get("verdict"):
-        lines += ["The run's verdict:", "", *[f"> {s}" for s in m["verdict"]], ""]
+        lines += ["The run's verdict:", "", *[f"> {text(s)}" for s in m["verdict"]], ""]
     shift = lab.get("shift") or {}
     before, after = lab.get("before") or {}, lab.get("after") or {}
-    rows = [[f"`{k}`", num(before.get(k)), f"{shift['shares_before'][k]:.1f}", num(after.get(k)),
+    rows = [[f"{code(k)}", num(before.get(k)), f"{shift['shares_before'][k]:.1f}", num(after.get(k)),
              f"{shift['shares_after'][k]:.1f}", f"{shift['change_points'][k]:+.1f}"] for k in sorted(before)]
     lines += ["### Label shift", "",
               *_table(["label", "D rows", "D share %", "D(Φ) rows", "D(Φ) share %", "change (points)"], rows), ""]
@@ -165,10 +200,10 @@ def _changed(m: dict[str, Any]) -> list[str]:
         lines += ["### The run's probe", "", f"{probe.get('model')}; 5-fold cross-validation accuracy on each set "
                   "and the majority-class rate of its rows (chance):", "",
                   *_table(["set", "rows", "accuracy %", "± (std)", "majority %", "lead over majority (points)"],
-                          [[r["name"], num(r["size"]), pct(r.get("accuracy")), pct(r.get("accuracy_std")),
+                          [[text(r["name"]), num(r["size"]), pct(r.get("accuracy")), pct(r.get("accuracy_std")),
                             pct(r.get("majority")), "–" if r.get("delta_majority") is None else
                             f"{100 * r['delta_majority']:+.1f}"] for r in probe["results"]]),
-                  "", probe.get("meaning", ""), ""]
+                  "", text(probe.get("meaning", "")), ""]
     elif probe.get("skipped"):
         lines += ["### The run's probe", "", f"Skipped: {probe['skipped']}.", ""]
     return lines
@@ -180,8 +215,8 @@ def _evaluations(ev: dict[str, Any]) -> list[tuple[str, str, str]]:
     if ev.get("split"):
         out += [("D's held-out part: each training set's own rows", "own_heldout", ""),
                 ("the whole held-out part of D (the original distribution)", "original_heldout", "")]
-    out += [(f"test set `{t['name']}`", "tests", t["name"]) for t in ev.get("tests") or []]
-    out += [(f"evaluation set `{t['name']}`", "external", t["name"]) for t in ev.get("eval_sets") or []]
+    out += [(f"test set {code(t['name'])}", "tests", t["name"]) for t in ev.get("tests") or []]
+    out += [(f"evaluation set {code(t['name'])}", "external", t["name"]) for t in ev.get("eval_sets") or []]
     return out
 
 
@@ -217,19 +252,19 @@ def _evaluate(ev: dict[str, Any]) -> list[str]:
              f"Models trained on {', on '.join(trained[:-1])} and on {trained[-1]}; "
              f"accuracy in % (± the standard deviation over seeds {ev.get('seeds')}). "
              + (ev.get("protocol") or "").rstrip(".") + ".",
-             "", *([f"> {s}" for s in ev["verdict"]] + [""] if ev.get("verdict") else [])]
+             "", *([f"> {text(s)}" for s in ev["verdict"]] + [""] if ev.get("verdict") else [])]
     models = [k for k in ev.get("models") or [] if k in ev["scores"]] + sorted(set(ev["scores"]) - set(
         ev.get("models") or []))
     first = ev["scores"][models[0]] if models else {}
     for title, kind, name in _evaluations(ev):
         rows = [["chance (majority class of the same rows)"] + [_chance(first.get(r), kind, name) for r in roles]]
-        rows += [[f"`{model}`"] + [_cell(ev["scores"][model].get(r), kind, name) for r in roles] for model in models]
+        rows += [[code(model)] + [_cell(ev["scores"][model].get(r), kind, name) for r in roles] for model in models]
         lines += [f"### On {title}", "", *_table(head, rows), ""]
     ts = ev.get("training_sets") or []
     lines += ["Training sets:", "", *_table(["set", "seed", "rows", "train part", "held-out part"],
-                                            [[s["name"], num(s.get("seed")), num(s.get("size")), num(s.get("train")),
-                                              num(s.get("heldout"))] for s in ts]), ""]
-    noted = list(dict.fromkeys(f"- {s['name']}: {s['note']}." for s in ts if s.get("note")))
+                                            [[text(s["name"]), num(s.get("seed")), num(s.get("size")),
+                                              num(s.get("train")), num(s.get("heldout"))] for s in ts]), ""]
+    noted = list(dict.fromkeys(f"- {text(s['name'])}: {text(s['note'])}." for s in ts if s.get("note")))
     return lines + (["Notes on the training sets:", "", *noted, ""] if noted else [])
 
 
@@ -247,7 +282,7 @@ def _explain(ex: dict[str, Any]) -> list[str]:
     if top:
         lines += ["The strongest artifacts left in D(Φ):", "",
                   *_table(["token", "label", "texts", "p̂(label given token)", "z", "significant"],
-                          [[f"`{t['token']}`", f"`{t['label']}`", num(t.get("count")), f"{t['p_label']:.3f}",
+                          [[f"{code(t['token'])}", f"{code(t['label'])}", num(t.get("count")), f"{t['p_label']:.3f}",
                             f"{t['z']:.2f}", "yes" if t.get("significant") else "no"] for t in top]), ""]
     dm = ex.get("datamap") or {}
     regions = dm.get("regions") or {}
@@ -274,8 +309,8 @@ def _regions(regions: dict[str, Any]) -> list[tuple[str, Any]]:
 def render_card(m: dict[str, Any]) -> str:
     """The whole README.md: ``---`` front matter ``---`` and the body. It depends on the manifest's content, not
     on its keys' order, so that ``manifest.json`` read back renders the same card."""
-    body = [f"# {m['name']}", "",
-            f"D(Φ): the rows of `{m['input']['file']}` that AFLite kept — {num(m['filter']['size_before'])} → "
+    body = [f"# {text(m['name'])}", "",
+            f"D(Φ): the rows of {code(m['input']['file'])} that AFLite kept — {num(m['filter']['size_before'])} → "
             f"{num(m['filter']['size_after'])} rows. Every figure on this card is copied from the run's results.json "
             f"(and, where shown, from `aflite evaluate` and `aflite explain` on this run); `manifest.json` beside it "
             f"holds the same facts.", "",
@@ -284,5 +319,5 @@ def render_card(m: dict[str, Any]) -> str:
         body += _evaluate(m["evaluate"])
     if m.get("explain"):
         body += _explain(m["explain"])
-    body += ["## Known limits", "", *[f"- {s}" for s in m["limits"]], ""]
+    body += ["## Known limits", "", *[f"- {text(s)}" for s in m["limits"]], ""]
     return "---\n" + dump(front_matter(m)) + "---\n\n" + "\n".join(body).rstrip("\n") + "\n"

@@ -1,11 +1,14 @@
 """``aflite card``: a Hugging Face-style dataset card for the filtered release of a run.
 
-From a run folder (and, optionally, an evaluate and an explain folder made from it), writes ``OUT/README.md``
-— YAML front matter (license, task, size, source, the data file) and a body that says how D(Φ) was made, what
-filtering changed, what the evaluation and the explanation measured, and the known limits — and
-``OUT/manifest.json``, the same facts machine-readable. Every figure is copied from the folders' results.json;
-the same inputs give the same bytes (no timestamps, sorted keys, one float format). Nothing in the run folder is
-changed, and OUT may not be (inside) it: a card is published, a run folder is a working folder.
+From a run folder (and, optionally, an evaluate and an explain folder made from it), writes a folder ready to
+publish: ``OUT/README.md`` — YAML front matter (license, task, size, source, the data file as ``configs``, so that
+``datasets.load_dataset(OUT)`` reads it) and a body that says how D(Φ) was made, what filtering changed, what the
+evaluation and the explanation measured, and the known limits —, a copy of the run's filtered data file, and
+``OUT/manifest.json``, the same facts machine-readable with every file's sha256, written last as the folder's
+commit (:mod:`aflite.card.commit`; ``aflite verify`` checks a copy against it). Every figure is copied from the
+folders' results.json; the same inputs give the same bytes (no timestamps, sorted keys, one float format). Nothing
+in the run folder is changed, and OUT may not be (inside) it: a card is published, a run folder is a working
+folder.
 """
 
 from __future__ import annotations
@@ -15,8 +18,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-from aflite.atomic import check_output_path, write_text
-from aflite.card.facts import CardInputs, build_manifest
+from aflite.atomic import check_output_path
+from aflite.card.commit import check_clashes, commit_card, manifest_text, own_files, planned_files
+from aflite.card.facts import FORMAT, CardInputs, build_manifest, check_license_id
 from aflite.card.render import render_card
 from aflite.errors import InputError, OutputError
 from aflite.report import inline
@@ -26,7 +30,6 @@ from aflite.rundir.results import Result
 
 __all__ = ["CardResult", "write_card"]
 
-CARD_FILES = (CARD, MANIFEST)
 CARD_RUNS = ("run", "demo")  # the folders a card is made from (a filter run has no dataset to publish)
 
 
@@ -60,8 +63,8 @@ class CardResult(Result):
         return inline.card_html(self)
 
 
-def _check_out(out: Path, inputs: list[tuple[str, Path]], overwrite: bool) -> None:
-    """OUT must not be an input folder or inside one, and a README.md there that is not a card of ours stays."""
+def _check_out(out: Path, inputs: list[tuple[str, Path]]) -> None:
+    """OUT must not be an input folder or inside one, nor be (under) a file."""
     target = out.resolve()
     for flag, folder in inputs:
         src = folder.resolve()
@@ -69,32 +72,25 @@ def _check_out(out: Path, inputs: list[tuple[str, Path]], overwrite: bool) -> No
             raise OutputError(f"--out {out}: is {'the' if target == src else 'inside the'} {flag} folder {folder}; "
                               f"write the card to a folder of its own")
     check_output_path(out)
-    manifest = out / MANIFEST
-    ours = False
-    if manifest.is_file():
-        try:
-            ours = str(json.loads(manifest.read_text(encoding="utf-8")).get("format", "")).startswith("aflite-card/")
-        except (ValueError, AttributeError, OSError):
-            ours = False
-    theirs = [n for n in CARD_FILES if (out / n).exists()] if not ours else []
-    if theirs and not overwrite:
-        raise OutputError(f"--out {out}: already holds {' and '.join(theirs)} not written by aflite card; pass "
-                          f"--overwrite to replace them, or choose another --out")
 
 
 def write_card(run_dir: str | Path, out: str | Path, *, evaluate: str | Path | None = None,
                explain: str | Path | None = None, license: str | None = None,  # noqa: A002 - the card's field
-               overwrite: bool = False) -> CardResult:
-    """Write the dataset card of the run in ``run_dir`` to ``out`` (README.md and manifest.json).
+               ) -> CardResult:
+    """Write the dataset card of the run in ``run_dir`` to ``out``: README.md, a copy of the run's filtered data
+    file and, last, manifest.json (every file's sha256: ``aflite verify`` checks a downloaded copy against it).
 
     ``evaluate`` and ``explain``: folders of ``aflite evaluate`` / ``aflite explain`` made from this run (refused
     when made from another run or dataset); ``license``: a Hub license identifier, used when aflite does not know
-    the input's own (the bundled sample's is known); ``overwrite``: replace a README.md in ``out`` that is not a
-    card. Every check comes before the first write."""
+    the input's own (the bundled sample's is known). A card already in ``out`` is replaced whole; a file there
+    that aflite card did not write is never replaced: a name clash is refused. Every check comes before the first
+    write, and a kill at any moment leaves the previous card, the new one, or a folder that says it is unfinished
+    (:mod:`aflite.card.commit`)."""
+    license = check_license_id(license)  # noqa: A001
     run_p, out_p = Path(run_dir), Path(out)
     folders = [("run", run_p)] + [(flag, Path(f)) for flag, f in (("--evaluate", evaluate), ("--explain", explain))
                                   if f is not None]
-    _check_out(out_p, folders, overwrite)
+    _check_out(out_p, folders)
     # every folder is read through rundir.read: its results.json checked, every file verified against the manifest
     # the command committed, all before the first write
     run = read_run(run_p, flag="RUN_DIR", commands=CARD_RUNS)
@@ -111,14 +107,14 @@ def write_card(run_dir: str | Path, out: str | Path, *, evaluate: str | Path | N
         inp.evaluate_dir, inp.evaluate = Path(evaluate), read_made_by(evaluate, ("evaluate",), "--evaluate")
     if explain is not None:
         inp.explain_dir, inp.explain = Path(explain), read_made_by(explain, ("explain",), "--explain")
-    facts = json.dumps(build_manifest(inp, license=license), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
-    manifest = json.loads(facts)  # the card is the rendering of manifest.json as written, nothing else
-    text = render_card(manifest)
-    out_p.mkdir(parents=True, exist_ok=True)
-    readme, mpath = out_p / CARD, out_p / MANIFEST
-    write_text(mpath, facts)
-    write_text(readme, text)
+    facts = json.loads(manifest_text(build_manifest(inp, license=license)))  # as manifest.json will hold them
+    data = planned_files(filtered)
+    if {CARD, MANIFEST} & set(data):
+        raise InputError(f"{filtered}: the run's data file is named like the card's own files ({CARD}, {MANIFEST})")
+    sources: dict[str, Path | str] = {**data, CARD: render_card(facts)}
+    check_clashes(out_p, sources, own_files(out_p))
+    manifest = commit_card(out_p, sources, facts, FORMAT)
     notes = [f"license unknown: {manifest['license']['source']}"] if manifest["license"]["id"] == "unknown" else []
     if not manifest["input"].get("sha256"):
         notes.append(f"the input's sha256 is unknown: {manifest['input']['sha256_source']}")
-    return CardResult(out_p, readme, mpath, manifest, manifest["license"]["id"], notes)
+    return CardResult(out_p, out_p / CARD, out_p / MANIFEST, manifest, manifest["license"]["id"], notes)

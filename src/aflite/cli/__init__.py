@@ -26,7 +26,7 @@ from aflite.threads import prepare_process
 
 # name of the module under aflite.cli for each sub-command, in --help order
 COMMANDS: tuple[str, ...] = ("demo", "run", "embed", "filter", "evaluate", "audit", "explain", "card", "report",
-                           "synthetic", "bench")
+                           "verify", "synthetic", "bench")
 _ADDED: dict[str, ModuleType] = {}  # commands added from outside aflite (add_command), after the built-in ones
 
 
