@@ -21,9 +21,9 @@ from typing import Any, ClassVar
 from aflite.atomic import check_output_path
 from aflite.card.commit import check_clashes, commit_card, manifest_text, own_files, planned_files
 from aflite.card.facts import FORMAT, CardInputs, build_manifest, check_license_id
+from aflite.card.html import card_html, card_text
 from aflite.card.render import render_card
 from aflite.errors import InputError, OutputError
-from aflite.report import inline
 from aflite.rundir.names import CARD, KEPT_IDS, MANIFEST, RESULTS
 from aflite.rundir.read import read_made_by, read_run
 from aflite.rundir.results import Result
@@ -38,7 +38,7 @@ class CardResult(Result):
     """What ``aflite card`` wrote: the folder, the card, the manifest (and its facts), and the license the card
     names (``unknown`` when aflite could not tell and none was given). A Result like every command's, but its folder
     is published rather than worked in: README.md (:meth:`summary_md`) and manifest.json (:meth:`to_json`), written
-    by :func:`write_card`, with no results.json and no page."""
+    by :func:`write_card`, with the data file, no results.json and no page."""
 
     command: ClassVar[str] = "card"
     out: Path
@@ -56,11 +56,11 @@ class CardResult(Result):
 
     def repr_line(self) -> str:
         """What ``repr`` shows (:func:`aflite.rundir.show.describe`): the card's folder, license and notes."""
-        return inline.card_text(self)
+        return card_text(self)
 
     def html_view(self) -> str:
         """What a notebook shows (:func:`aflite.rundir.show.html_of`): the same, and README.md (escaped)."""
-        return inline.card_html(self)
+        return card_html(self)
 
 
 def _check_out(out: Path, inputs: list[tuple[str, Path]]) -> None:

@@ -19,7 +19,7 @@ from aflite.report.frame import esc, json_for_script, plotly_js, script_text, ve
 from aflite.rundir import show
 from aflite.rundir.names import PAGE
 
-__all__ = ["card_html", "card_text", "label_shift_table", "result_html"]
+__all__ = ["label_shift_table", "result_html"]
 
 # scoped to the output (a notebook page holds many): the page frame's CSS, for this block only
 _CSS = """
@@ -120,27 +120,6 @@ def result_html(result: Any) -> str:
     parts.append(f'<p class="muted">{where}more of this result (filtered rows, per-row scores, every field): '
                  f"{esc(show.GUIDE)}</p></div>")
     return "\n".join(p for p in parts if p)
-
-
-def card_text(card: Any) -> str:
-    """``repr`` of a :class:`aflite.card.CardResult`: its folder, license and notes on one line."""
-    notes = "; ".join(str(n) for n in card.notes)
-    return (f"<aflite card: {card.readme} and {card.manifest_path.name}, license {card.license}"
-            + (f"; {notes}" if notes else "") + ">")
-
-
-def card_html(card: Any, max_chars: int = 20_000) -> str:
-    """A card in a notebook: where it is, its license and notes, and README.md as written (escaped text)."""
-    try:
-        text = card.readme.read_text(encoding="utf-8")
-    except OSError as exc:
-        text = f"(README.md not readable: {exc})"
-    cut = f"\n… ({len(text):,} characters: the rest in the file)" if len(text) > max_chars else ""
-    notes = "".join(f'<p class="muted">{esc(n)}</p>' for n in card.notes)
-    return (f'<div class="aflite-inline"><style>{_CSS}</style><div><b>aflite card</b> · <code>{esc(card.readme)}'
-            f"</code> and {esc(card.manifest_path.name)} · license {esc(card.license)}</div>{notes}"
-            f"<details open><summary>README.md</summary><pre style=\"white-space:pre-wrap\">"
-            f"{esc(text[:max_chars] + cut)}</pre></details></div>")
 
 
 show.register_html(result_html)
