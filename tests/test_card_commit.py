@@ -1,0 +1,114 @@
+"""A card folder is committed whole (issue 50 item 3), tested with a real kill -9 at the rename boundary: ``aflite
+card`` runs under strace, which holds the process one second after each rename (``delay_exit``); the test reads
+strace's report of the N-th rename into the card folder, kills the process inside that pause, and then: the
+folder either verifies as one whole card (the previous one, byte for byte) or ``aflite verify`` refuses it — never
+a mix that verifies — and a rerun of ``aflite card`` completes and verifies."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from aflite.card import write_card
+from aflite.card.verify import verify_folder
+from aflite.cli import main
+from aflite.data import demo_dataset_path
+
+STRACE = shutil.which("strace")
+RENAMES = "rename,renameat,renameat2"
+SRC = Path(__file__).resolve().parents[1] / "src"
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A run (n-gram Φ) of the bundled sample's first 300 pairs."""
+    import gzip
+
+    tmp = tmp_path_factory.mktemp("cardkill")
+    lines = gzip.decompress(demo_dataset_path().read_bytes()).splitlines(keepends=True)
+    (tmp / "small.tsv.gz").write_bytes(gzip.compress(b"".join(lines[:301]), mtime=0))
+    assert main(["run", str(tmp / "small.tsv.gz"), "--out", str(tmp / "run"), "--featurizer", "ngram", "--quiet",
+                 "-m", "8", "--no-probe"]) == 0
+    return tmp / "run"
+
+
+def snapshot(folder: Path) -> dict[str, bytes]:
+    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def kill_at_rename(argv: list[str], folder: Path, nth: int) -> list[str]:
+    """Run ``python -m aflite ARGV`` under strace and kill -9 it inside the pause after its nth successful rename
+    into ``folder``; return the renames strace reported (the last is the one it was killed after)."""
+    if STRACE is None:
+        pytest.skip("strace is not installed (apt-get install strace): the kill at the rename boundary needs it")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(SRC), os.environ.get("PYTHONPATH", "")])}
+    cmd = [STRACE, "-f", "-qq", "-s", "4096", "-o", "/dev/stderr", "-e", f"trace={RENAMES}",
+           "-e", f"inject={RENAMES}:delay_exit=1000000", sys.executable, "-m", "aflite", *argv]
+    proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True, env=env)
+    assert proc.stderr is not None
+    seen: list[str] = []
+    head: list[str] = []
+    for line in proc.stderr:
+        head.append(line)
+        m = re.match(r"(\d+)\s+rename\w*\(.*\)\s+= 0\b", line)
+        if m and str(folder) in line:
+            seen.append(line.strip())
+            if len(seen) == nth:
+                os.kill(int(m.group(1)), signal.SIGKILL)  # inside the one-second pause after the rename
+                break
+    proc.stderr.close()
+    rc = proc.wait(timeout=120)
+    if not seen and ("Operation not permitted" in "".join(head) or "ptrace" in "".join(head)):
+        pytest.skip(f"strace cannot trace here: {''.join(head).strip()[:200]}")
+    assert len(seen) == nth, (rc, "".join(head)[-2000:])
+    return seen
+
+
+def check_after_kill(folder: Path, wholes: list[dict[str, bytes]]) -> None:
+    """The folder is one of the whole cards (the previous one, the new one) byte for byte, or verify refuses it;
+    never two cards' files that verify."""
+    found = verify_folder(folder)
+    if found.ok:
+        assert snapshot(folder) in wholes, "a folder that verifies must be one whole card"
+    else:
+        assert found.problems and all("\n" not in p for p in found.problems)
+
+
+@pytest.mark.parametrize("nth", [1, pytest.param(2, marks=pytest.mark.slow), pytest.param(3, marks=pytest.mark.slow)])
+def test_a_kill_at_a_rename_never_leaves_a_mix_and_a_rerun_completes(run: Path, tmp_path: Path, nth: int,
+                                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    card = tmp_path / "card"
+    write_card(run, card, license="mit")  # the previous card, whole
+    before = snapshot(card)
+    write_card(run, tmp_path / "new", license="cc-by-4.0")  # the new card, elsewhere: its bytes do not name OUT
+    after = snapshot(tmp_path / "new")
+    assert after != before
+    argv = ["card", str(run), "--out", str(card), "--license", "cc-by-4.0"]  # a new card: another README.md
+    renames = kill_at_rename(argv, card, nth)
+    if nth == 1:  # the first rename is the pending manifest.json: the folder says it is unfinished
+        assert renames[0].split("\"")[3] == str(card / "manifest.json")
+        assert verify_folder(card).problems == [f"{card / 'manifest.json'}: the card was never committed (aflite card "
+                                                f"was interrupted while writing it): its files may be of two cards; "
+                                                f"run aflite card again"]
+        assert main(["verify", str(card)]) == 1
+    check_after_kill(card, [before, after])
+    assert main(argv) == 0
+    capsys.readouterr()
+    assert verify_folder(card).ok and "license: cc-by-4.0" in (card / "README.md").read_text(encoding="utf-8")
+    assert sorted(snapshot(card)) == ["README.md", "filtered.tsv.gz", "manifest.json"]  # no temporary left
+
+
+@pytest.mark.slow
+def test_a_kill_while_the_first_card_is_written_leaves_a_folder_that_says_so(run: Path, tmp_path: Path) -> None:
+    card = tmp_path / "card"
+    argv = ["card", str(run), "--out", str(card)]
+    kill_at_rename(argv, card, 2)  # the pending manifest, then the data file: README.md not yet written
+    assert not verify_folder(card).ok
+    assert main(argv) == 0 and verify_folder(card).ok
