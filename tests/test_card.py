@@ -278,7 +278,7 @@ def test_same_inputs_same_bytes(made: Path, card: Path, tmp_path: Path) -> None:
     before = (card / "README.md").read_bytes()
     res = write_card(made / "run", card, evaluate=made / "ev", explain=made / "ex")  # into its own folder again
     assert (card / "README.md").read_bytes() == before and res.license == "cc-by-sa-4.0" and not res.notes
-    assert sorted(p.name for p in (tmp_path / "again").iterdir()) == ["README.md", "manifest.json"]
+    assert sorted(p.name for p in (tmp_path / "again").iterdir()) == ["README.md", "filtered.tsv.gz", "manifest.json"]
     assert again.manifest == json.loads((tmp_path / "again" / "manifest.json").read_text(encoding="utf-8"))
 
 
@@ -416,11 +416,10 @@ def test_a_readme_not_written_by_aflite_is_kept(made: Path, tmp_path: Path) -> N
     out = tmp_path / "repo"
     out.mkdir()
     (out / "README.md").write_text("# my own notes\n", encoding="utf-8")
-    with pytest.raises(OutputError, match="not written by aflite card"):
+    with pytest.raises(OutputError, match=r"README.md: not written by aflite card, which never replaces"):
         write_card(made / "run", out)
     assert (out / "README.md").read_text(encoding="utf-8") == "# my own notes\n"
-    write_card(made / "run", out, overwrite=True)
-    assert (out / "README.md").read_text(encoding="utf-8").startswith("---\nlicense:")
+    assert sorted(p.name for p in out.iterdir()) == ["README.md"]
 
 
 def test_a_run_that_lost_kept_ids_or_its_filtered_file_is_refused(made: Path, tmp_path: Path) -> None:
@@ -481,15 +480,18 @@ def test_portable_paths_leave_the_machine_out(tmp_path: Path, monkeypatch: pytes
 
 
 def test_the_docs_card_of_the_demo_is_consistent() -> None:
-    """docs/card_demo holds the demo's card (made by the command in docs/guide/card.md): its README.md is the
-    rendering of its manifest.json, its YAML parses, and it names no path of the machine it was made on."""
+    """docs/card_demo holds the demo's card (made by the command in docs/guide/card.md): it verifies (every file
+    the one its manifest lists), its README.md is the rendering of its manifest.json, its YAML parses, and it names
+    no path of the machine it was made on."""
     from aflite.card.render import render_card
+    from aflite.card.verify import verify_folder
 
     folder = Path(__file__).resolve().parents[1] / "docs" / "card_demo"
     text = (folder / "README.md").read_text(encoding="utf-8")
     manifest = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))
     assert render_card(manifest) == text
+    assert verify_folder(folder).problems == []
     meta, _ = split_card(text)
     assert meta["license"] == "cc-by-sa-4.0" and meta["configs"][0]["data_files"][0]["path"] == "filtered.tsv.gz"
-    for f in folder.iterdir():
+    for f in (folder / "README.md", folder / "manifest.json"):
         assert not re.search(r"(?<![\w.])/(?:tmp|work|home|root|Users|mnt)/", f.read_text(encoding="utf-8")), f

@@ -1,5 +1,5 @@
 #!/bin/sh
-# Writes docs/card_demo/README.md and manifest.json: the dataset card of `aflite demo`'s run, with a cheap
+# Writes docs/card_demo/README.md, filtered.tsv.gz and manifest.json: the release of `aflite demo`'s run, with a cheap
 # `aflite evaluate` (n-gram logistic regressions only) and `aflite explain` of it. Run from the repository root
 # with the [text] extra installed (the demo's Φ is MiniLM); the run folders go to a temporary folder.
 set -e
