@@ -416,7 +416,7 @@ def test_a_readme_not_written_by_aflite_is_kept(made: Path, tmp_path: Path) -> N
     out = tmp_path / "repo"
     out.mkdir()
     (out / "README.md").write_text("# my own notes\n", encoding="utf-8")
-    with pytest.raises(OutputError, match=r"README.md: not written by aflite card, which never replaces"):
+    with pytest.raises(OutputError, match=r"README.md: not written by aflite card, and aflite card never replaces"):
         write_card(made / "run", out)
     assert (out / "README.md").read_text(encoding="utf-8") == "# my own notes\n"
     assert sorted(p.name for p in out.iterdir()) == ["README.md"]

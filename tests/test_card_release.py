@@ -139,6 +139,13 @@ def test_a_users_own_file_is_never_replaced(run: Path, tmp_path: Path, capsys: p
     assert main(["card", str(run), "--out", str(out), "--license", "mit"]) == 0
     assert (out / "notes.md").read_text(encoding="utf-8") == "mine\n" and (out / ".gitattributes").is_file()
     assert verify_folder(out).ok
+    # README.md edited by hand after the card: the user's now, never replaced
+    with (out / "README.md").open("a", encoding="utf-8") as fh:
+        fh.write("\nMy own paragraph.\n")
+    edited = (out / "README.md").read_bytes()
+    assert main(["card", str(run), "--out", str(out)]) == 2
+    assert f"{out / 'README.md'}: changed since aflite card wrote it" in capsys.readouterr().err
+    assert (out / "README.md").read_bytes() == edited
     (out / "manifest.json").unlink()
     assert main(["card", str(run), "--out", str(out)]) == 2
     assert "README.md: not written by aflite card" in capsys.readouterr().err

@@ -13,7 +13,8 @@ protocol, the same as a run folder's (results.json last), in three steps:
 A kill before step 1's rename leaves the previous card whole; after it, a folder that says it is unfinished until
 step 3's rename, after which it is the new card whole. Nothing the card did not write is replaced or removed: a
 file under one of its names that no manifest of aflite card lists is refused, in one line naming it, before the
-first write (unless it already holds the bytes the card would write there, e.g. the data file copied by hand).
+first write (unless it already holds the bytes the card would write there, e.g. the data file copied by hand),
+and so is a file of an earlier card that was edited since (its bytes are no longer those its manifest lists).
 """
 
 from __future__ import annotations
@@ -31,8 +32,8 @@ from aflite.hashing import file_sha256
 from aflite.rundir.manifest import entry, seal
 from aflite.rundir.names import CARD, MANIFEST
 
-__all__ = ["FORMAT_PREFIX", "PENDING", "check_clashes", "commit_card", "manifest_text", "own_files", "planned_files",
-           "read_card_manifest"]
+__all__ = ["FORMAT_PREFIX", "PENDING", "check_clashes", "commit_card", "edited_files", "manifest_text", "own_files",
+           "planned_files", "read_card_manifest"]
 
 FORMAT_PREFIX = "aflite-card/"
 PENDING = "pending"  # the key of an uncommitted manifest.json: the files of the card being written
@@ -59,7 +60,23 @@ def own_files(out: Path) -> set[str]:
     names = {MANIFEST, CARD}
     names |= {str(n) for n in doc.get("files") or {} if isinstance(n, str)}
     names |= {str(n) for n in doc.get(PENDING) or [] if isinstance(n, str)}
-    return {n for n in names if _inside(n)}
+    return {n for n in names if _inside(n)} - edited_files(out, doc)
+
+
+def edited_files(out: Path, doc: dict[str, Any] | None = None) -> set[str]:
+    """The files a committed card lists that are no longer the bytes aflite card wrote (edited by hand since):
+    they are the user's now, never replaced or removed."""
+    doc = read_card_manifest(out) if doc is None else doc
+    files = (doc or {}).get("files")
+    if not isinstance(files, dict) or PENDING in (doc or {}):
+        return set()
+    edited = set()
+    for name, want in files.items():
+        path = out / str(name)
+        if isinstance(want, dict) and _inside(str(name)) and path.is_file() and not path.is_symlink() and (
+                path.stat().st_size != want.get("size") or file_sha256(path) != want.get("sha256")):
+            edited.add(str(name))
+    return edited
 
 
 def _inside(name: str) -> bool:
@@ -90,8 +107,10 @@ def check_clashes(out: Path, sources: Mapping[str, Path | str], ours: set[str]) 
         if isinstance(src, Path) and path.is_file() and not path.is_symlink() and file_sha256(path) == \
                 file_sha256(src):
             continue
-        raise OutputError(f"{path}: not written by aflite card, which never replaces a file it did not write; move "
-                          f"it away or choose another --out")
+        why = "changed since aflite card wrote it (its sha256 differs from manifest.json's)" if name in \
+            edited_files(out) else "not written by aflite card"
+        raise OutputError(f"{path}: {why}, and aflite card never replaces a file it did not write; move it away or "
+                          f"choose another --out")
 
 
 def _write(path: Path, src: Path | str) -> None:

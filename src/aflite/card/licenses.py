@@ -9,6 +9,8 @@ license is known.
 
 from __future__ import annotations
 
+import difflib
+
 __all__ = ["HUB_LICENSES", "close_matches"]
 
 HUB_LICENSES = frozenset({
@@ -28,6 +30,4 @@ HUB_LICENSES = frozenset({
 
 def close_matches(given: str) -> list[str]:
     """Up to three known identifiers that look like ``given`` (a typo, another spelling), for the refusal."""
-    import difflib
-
     return difflib.get_close_matches(given, sorted(HUB_LICENSES), n=3, cutoff=0.6)
