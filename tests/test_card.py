@@ -333,6 +333,22 @@ def test_a_hugging_face_folder_brings_its_license(tmp_path: Path) -> None:
     assert meta["license"] == "cc-by-4.0" and res.manifest["license"]["source"] == "the input's dataset_info.json"
     assert meta["configs"][0]["data_files"] == [{"split": "train", "path": "filtered/*.arrow"}]
     assert res.manifest["output"]["is_folder"] and res.manifest["input"]["is_folder"]
+    # the saved dataset folder is copied whole into the card, which datasets loads and aflite verify checks
+    from test_card_release import load
+
+    from aflite.card.verify import verify_folder
+
+    copy = tmp_path / "copy"
+    shutil.copytree(tmp_path / "card", copy)
+    rows = load(copy, tmp_path)
+    assert [r["id"] for r in rows] == (tmp_path / "run" / "kept_ids.txt").read_text(encoding="utf-8").split()
+    assert verify_folder(copy).ok and verify_folder(copy).checked == 1 + len(list((tmp_path / "run" / "filtered")
+                                                                                  .iterdir()))
+    arrow = next((copy / "filtered").glob("*.arrow"))
+    shutil.copy(arrow, copy / "filtered" / "data-extra.arrow")  # datasets would load it too
+    assert verify_folder(copy).problems == [f"{copy / 'filtered' / 'data-extra.arrow'}: not listed in "
+                                            f"{copy / 'manifest.json'}: a file the card did not publish, inside its "
+                                            f"data folder"]
     with pytest.raises(ParameterError, match="licensed cc-by-4.0"):
         write_card(tmp_path / "run", tmp_path / "card2", license="mit")
 
