@@ -24,7 +24,7 @@ from aflite.card.facts import FORMAT, CardInputs, build_manifest, check_license_
 from aflite.card.html import card_html, card_text
 from aflite.card.render import render_card
 from aflite.errors import InputError, OutputError
-from aflite.rundir.names import CARD, KEPT_IDS, MANIFEST, RESULTS
+from aflite.rundir.names import CARD, KEPT_IDS, MANIFEST, MARKER, RESULTS
 from aflite.rundir.read import read_made_by, read_run
 from aflite.rundir.results import Result
 
@@ -64,7 +64,7 @@ class CardResult(Result):
 
 
 def _check_out(out: Path, inputs: list[tuple[str, Path]]) -> None:
-    """OUT must not be an input folder or inside one, nor be (under) a file."""
+    """OUT must not be an input folder or inside one, nor another command's output folder, nor (under) a file."""
     target = out.resolve()
     for flag, folder in inputs:
         src = folder.resolve()
@@ -72,6 +72,10 @@ def _check_out(out: Path, inputs: list[tuple[str, Path]]) -> None:
             raise OutputError(f"--out {out}: is {'the' if target == src else 'inside the'} {flag} folder {folder}; "
                               f"write the card to a folder of its own")
     check_output_path(out)
+    found = [n for n in (RESULTS, MARKER) if (out / n).exists()]
+    if found:  # the card's files would be strays there, refused by that folder's readers
+        raise OutputError(f"--out {out}: is the output folder of an aflite command ({found[0]}); write the card to a "
+                          f"folder of its own")
 
 
 def write_card(run_dir: str | Path, out: str | Path, *, evaluate: str | Path | None = None,
