@@ -334,7 +334,7 @@ def test_a_hugging_face_folder_brings_its_license(tmp_path: Path) -> None:
     assert meta["configs"][0]["data_files"] == [{"split": "train", "path": "filtered/*.arrow"}]
     assert res.manifest["output"]["is_folder"] and res.manifest["input"]["is_folder"]
     # the saved dataset folder is copied whole into the card, which datasets loads and aflite verify checks
-    from test_card_release import load
+    from test_card_verify import load
 
     from aflite.card.verify import verify_folder
 

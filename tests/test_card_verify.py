@@ -107,6 +107,11 @@ def test_verify_refuses_what_is_no_card_and_checks_a_run_folder(run: Path, tmp_p
         assert main(["verify", str(folder)]) == 2
         err = capsys.readouterr().err.strip()
         assert err.startswith("aflite verify: error:") and "\n" not in err
+    old = tmp_path / "old"  # a card of aflite 0.3 (format /1): no file hashes to check against
+    old.mkdir()
+    (old / "manifest.json").write_text('{"format": "aflite-card/1", "name": "x"}', encoding="utf-8")
+    assert main(["verify", str(old)]) == 1
+    assert "format 'aflite-card/1', written by an older aflite card" in capsys.readouterr().out
     assert main(["verify", str(run)]) == 0
     assert "aflite run folder verifies" in capsys.readouterr().out
     copy = tmp_path / "run"
