@@ -2,8 +2,10 @@
 when the Hub would not recognise it (a card whose ``license:`` the Hub cannot read is shown as unlicensed).
 
 The list is the "License identifier (to use in repo card)" column of the Hub's documentation,
-https://huggingface.co/docs/hub/repositories-licenses (as published in 2025), typed in here because aflite reads
-no network at run time. ``other`` needs a ``license_name`` on the card; ``unknown`` is what the card says when no
+https://huggingface.co/docs/hub/repositories-licenses (its source, huggingface/hub-docs
+docs/hub/repositories-licenses.md at commit 008d54d, was checked against this list on 2026-11-28), plus the
+identifiers the Hub added to that table later and shows on cards (``eupl-1.2``, ``llama3``…``llama4``,
+``apple-amlr``, ...), typed in here because aflite reads no network at run time. ``other`` needs a ``license_name`` on the card; ``unknown`` is what the card says when no
 license is known.
 """
 
