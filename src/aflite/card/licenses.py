@@ -5,8 +5,8 @@ The list is the "License identifier (to use in repo card)" column of the Hub's d
 https://huggingface.co/docs/hub/repositories-licenses (its source, huggingface/hub-docs
 docs/hub/repositories-licenses.md at commit 008d54d, was checked against this list on 2026-11-28), plus the
 identifiers the Hub added to that table later and shows on cards (``eupl-1.2``, ``llama3``…``llama4``,
-``apple-amlr``, ...), typed in here because aflite reads no network at run time. ``other`` needs a ``license_name`` on the card; ``unknown`` is what the card says when no
-license is known.
+``apple-amlr``, ...), typed in here because aflite reads no network at run time.
+``other`` needs a ``license_name`` on the card; ``unknown`` is what the card says when no license is known.
 """
 
 from __future__ import annotations
