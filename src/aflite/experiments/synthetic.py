@@ -46,7 +46,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from aflite.atomic import atomic_open
+from aflite.atomic import JSON, atomic_open
 from aflite.core.filter import AFLite
 from aflite.errors import ParameterError
 from aflite.experiments.circles import (  # the data of the experiment (aflite.experiments.circles)
@@ -224,9 +224,9 @@ class SyntheticExperiment:
     def runs_for(self, separation: float) -> list[RunRecord]:
         return [r for r in self.runs if math.isclose(r.separation, separation)]
 
-    def summary(self) -> dict[float, dict[str, Any]]:
+    def summary(self) -> dict[float, JSON]:
         """Per separation: mean/std (sample std, ddof=1) over seeds of every reported quantity."""
-        out: dict[float, dict[str, Any]] = {}
+        out: dict[float, JSON] = {}
         for sep in self.separations:
             rs = self.runs_for(sep)
             out[sep] = {
@@ -243,7 +243,7 @@ class SyntheticExperiment:
             }
         return out
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSON:
         """Plain JSON-ready dict (NaN → None): parameters, the paper's table, the aggregates and every run."""
         summary = self.summary()
         obj = {
