@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from aflite.atomic import write_text
+from aflite.atomic import JSON, write_text
 from aflite.errors import ParameterError
 from aflite.report.frame import esc, json_for_script, page_head, plotly_js, script_text, shorten
 
@@ -210,7 +210,7 @@ def _finetuned_table(results: Sequence[Any], view: str) -> str:
     )
 
 
-def _artifacts_table(arts: dict[str, list[dict[str, Any]]]) -> str:
+def _artifacts_table(arts: dict[str, list[JSON]]) -> str:
     parts = []
     for label, rows in arts.items():
         body = "".join(
