@@ -34,6 +34,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
+from aflite.atomic import JSON
 from aflite.errors import ParameterError
 
 __all__ = [
@@ -260,12 +261,12 @@ def map_inference(torch: Any, fn: Callable[[T], R], items: Iterable[T], *, devic
         torch.set_num_threads(before)
 
 
-def describe() -> dict[str, Any]:
+def describe() -> JSON:
     """The policy in force, for run summaries: CPUs, budget, where it came from and the pools' thread counts."""
     from threadpoolctl import threadpool_info
 
     r = requested()
-    info: dict[str, Any] = {
+    info: JSON = {
         "available_cpus": available_cpus(),
         "budget": budget(),
         "source": "default" if r is None else ("--threads" if any(v is not None for (v,) in _overrides) else ENV_VAR),

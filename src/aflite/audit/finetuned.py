@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from aflite.atomic import JSON
 from aflite.audit.metrics import _as_1d
 from aflite.device import import_torch, resolve_model_path
 from aflite.encoders import TextEncoder, training
@@ -171,7 +172,7 @@ class TraResult:
     per_sample: np.ndarray
     rows: np.ndarray
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JSON:
         return {"score": self.score, "n": len(self.rows), "std": float(np.nanstd(self.per_sample))}
 
 

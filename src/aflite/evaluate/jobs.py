@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from aflite.atomic import load_cached_npy, write_json, write_npy
+from aflite.atomic import JSON, load_cached_npy, write_json, write_npy
 from aflite.encoders.training import loss_summary
 from aflite.evaluate.degenerate import not_trained
 from aflite.evaluate.models import (
@@ -80,7 +80,7 @@ class Job:
     def _key(self) -> str:
         """The model's identity: its spec, the fine-tuning options that change it, D, the rows, labels and seed."""
         spec, ctx = self.spec, self.ctx
-        opts: dict[str, Any] = {"spec": spec.key, "format": _CACHE_FORMAT}
+        opts: JSON = {"spec": spec.key, "format": _CACHE_FORMAT}
         if spec.kind == "finetune":
             ft = ctx.ft
             opts["finetune"] = {k: v for k, v in asdict(ft).items() if k not in (

@@ -17,6 +17,7 @@ import numpy as np
 from numpy.typing import NDArray
 from tqdm.auto import tqdm  # a notebook bar in Jupyter, else a terminal bar
 
+from aflite.atomic import JSON
 from aflite.data import check_view_texts, open_dataset, source_name, warn_twins
 from aflite.defaults import DEFAULT_MODELS
 from aflite.device import torch_device
@@ -68,7 +69,7 @@ def _plan(models: Sequence[str | ModelSpec], seeds: int | Sequence[int], finetun
 
 
 def _load(data: Any, specs: list[ModelSpec], ft: FinetuneOptions,
-          dataset_options: dict[str, Any] | None) -> tuple[Any, FinetuneOptions]:
+          dataset_options: JSON | None) -> tuple[Any, FinetuneOptions]:
     """D (images when the data or a model's featurizer say so) and the fine-tuning options for its modality."""
     reads = "image" if any(s.featurizer and featurizer_spec(s.featurizer).modality == "image" for s in specs) else "any"
     ds = open_dataset(data, reads=reads, **(dataset_options or {}))
@@ -165,7 +166,7 @@ def _runs(data: str | os.PathLike[str], ds: Any, runs: Sequence[str | os.PathLik
     return [_read_run(Path(r), id_to_row, taken) for r in runs], data_fp
 
 
-def _store(d_corpus: _Corpus, cache: Path, show_progress: bool, featurizer_options: dict[str, Any] | None,
+def _store(d_corpus: _Corpus, cache: Path, show_progress: bool, featurizer_options: JSON | None,
            run_objs: list[Any]) -> _FeatureStore:
     store = _FeatureStore(d_corpus, cache, show_progress, dict(featurizer_options or {}))
     store.read_only = [Path(r.path) / "cache" for r in run_objs]  # the runs' Φ, reused and never written
@@ -246,8 +247,8 @@ def compare_runs(
     label_matched: bool = False,
     eval_sets: Sequence[EvalSet] = (),
     finetune: FinetuneOptions | None = None,
-    dataset_options: dict[str, Any] | None = None,
-    featurizer_options: dict[str, Any] | None = None,
+    dataset_options: JSON | None = None,
+    featurizer_options: JSON | None = None,
     show_progress: bool = True,
     tests: Sequence[EvalSet] = (),
     split: bool = True,

@@ -49,7 +49,7 @@ def load_eval_set(
     label_map: dict[str, str] | None = None,
     pred_map: dict[str, str] | None = None,
     group_column: str | None = None,
-    dataset_options: dict[str, Any] | None = None,
+    dataset_options: JSON | None = None,
     max_rows: int | None = None,
     sample_seed: int = 0,
 ) -> EvalSet:
