@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import NotRequired, TypeAlias, TypedDict
 
+from aflite.atomic import JSON
 from aflite.encoders.training import CurvePoints, LossCurve
 
 
@@ -166,6 +167,39 @@ class TestEntry(TypedDict):
     size: int
     majority: float
     label_counts: dict[str, int]
+
+
+class EvalSetEntry(TypedDict):
+    """An external (HANS / OOD) set as results.json's config describes it."""
+
+    name: str
+    sources: list[str]
+    size: int
+    pred_map: dict[str, str]
+
+
+class EvalConfig(TypedDict):
+    """results.json's ``config`` of an evaluation: the data, the runs, the protocol, the sets, fine-tuning."""
+
+    dataset: str
+    dataset_size: int
+    dataset_fingerprint: str
+    classes: list[str]
+    runs: list[str]
+    runs_kept_ids_sha256: list[str]  # which kept set each run held when it was evaluated
+    models: list[str]
+    seeds: list[int]
+    model_seeds: list[int]
+    heldout: float
+    split_seed: int
+    heldout_rows: int
+    split: bool
+    excluded_warmup_rows: int
+    protocol: str
+    tests: list[TestEntry]
+    finetune: JSON | None  # the FinetuneOptions in force, the device, caps, the rate's source and lr_check
+    eval_sets: list[EvalSetEntry]
+    wall_seconds: float
 
 
 class Candidate(TypedDict):

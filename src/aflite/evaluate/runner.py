@@ -31,7 +31,7 @@ from aflite.evaluate.models import (
     _corpus,
     _FeatureStore,
 )
-from aflite.evaluate.records import LrCheck, ScoreRecord, SetInfo, TestEntry
+from aflite.evaluate.records import EvalConfig, LrCheck, ScoreRecord, SetInfo, TestEntry
 from aflite.evaluate.scores import _aggregate, _majority
 from aflite.evaluate.sets import EvalSet, TrainingSet, _read_run, label_matched_rows, single_iteration_rows
 from aflite.evaluate.tables import EvaluateResult, evaluate_verdict, render_tables
@@ -293,7 +293,7 @@ def compare_runs(
                         ft_eval_cap, show_progress, ft_device=device, lr_source=lr_source)
     results = _run_jobs(shared, specs, sets, seed_list, fixed_seeds, show_progress)
     aggregate = _aggregate(results, specs, sets, eval_sets, tests)
-    config = {
+    config: EvalConfig = {
         "dataset": source_name(data), "dataset_size": n, "dataset_fingerprint": data_fp, "classes": classes.tolist(),
         "runs": [str(r.path) for r in run_objs],
         # which kept set each run held when it was evaluated (a dataset card ties this folder to its run by it)

@@ -15,7 +15,16 @@ from aflite.atomic import JSON, write_text
 from aflite.evaluate.chart import plot_report
 from aflite.evaluate.lr_check import describe
 from aflite.evaluate.models import ModelSpec
-from aflite.evaluate.records import Aggregate, AggregateEntry, ExternalScore, MeanStd, NotTrained, ScoreRecord, SetInfo
+from aflite.evaluate.records import (
+    Aggregate,
+    AggregateEntry,
+    EvalConfig,
+    ExternalScore,
+    MeanStd,
+    NotTrained,
+    ScoreRecord,
+    SetInfo,
+)
 from aflite.evaluate.sets import EvalSet, TrainingSet
 from aflite.report.pages import evaluate_page
 from aflite.rundir.bodies import Document
@@ -36,7 +45,7 @@ class EvaluateResult(Result):
     aggregate: Aggregate
     training_sets: list[SetInfo]
     tables: str
-    config: JSON  # as results.json holds it
+    config: EvalConfig
     verdict: list[str] = field(default_factory=list)  # evaluate_verdict
 
     @property
@@ -187,7 +196,7 @@ def _loss_table(aggregate: Aggregate, specs: list[ModelSpec], cols: list[str]) -
 
 
 def render_tables(aggregate: Aggregate, specs: list[ModelSpec], sets: list[TrainingSet],
-                  set_info: list[SetInfo], eval_sets: Sequence[EvalSet], config: JSON,
+                  set_info: list[SetInfo], eval_sets: Sequence[EvalSet], config: EvalConfig,
                   tests: Sequence[EvalSet] = ()) -> str:
     """Markdown: Table 3-shaped (rows = models, columns = training sets, Δ last) on the own held-out part, on
     the original held-out part (when D was split) and on each separate test set (with its majority rate);
@@ -222,7 +231,7 @@ def render_tables(aggregate: Aggregate, specs: list[ModelSpec], sets: list[Train
     return "\n".join(lines) + "\n"
 
 
-def _header(config: JSON) -> list[str]:
+def _header(config: EvalConfig) -> list[str]:
     """The title and how to read the tables: the seeds, chance, the held-out part, warm-up rows, fine-tuning."""
     lines = [f"# aflite evaluate: {config['dataset']}", "",
              f"Accuracy in %, mean ± std over seeds {config['seeds']}"
@@ -238,8 +247,8 @@ def _header(config: JSON) -> list[str]:
     if config.get("excluded_warmup_rows"):
         lines.append(f"{config['excluded_warmup_rows']} rows of D formed a run's warm-up slice (they trained Φ) and "
                      "are left out of D, every D(Φ), the random subsets and the single-iteration sets.")
-    if config.get("finetune"):
-        f = config["finetune"]
+    f = config.get("finetune")
+    if f:
         how = {"given": "given", "default": "the default, no check"}.get(f.get("lr_source") or "", "")
         if f.get("lr_check"):
             how = describe(f["lr_check"])
