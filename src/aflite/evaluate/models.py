@@ -188,7 +188,7 @@ class _FeatureStore:
         self.image_options: JSON = {}
         self.read_only: list[Path] = []  # the runs' caches: their Φ is reused, never written
         self._memo: dict[tuple[str, str, str], NDArray[np.float32]] = {}
-        self._ngram: dict[str, Any] = {}  # fitted ngram featurizer per view
+        self._ngram: dict[str, NgramFeaturizer] = {}  # fitted on D, per view
 
     def options_for(self, featurizer: str) -> JSON:
         """The options a fixed encoder runs with: the run's image options for an image encoder, the command's
