@@ -32,10 +32,12 @@ from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from aflite.atomic import JSON
 from aflite.errors import ParameterError
+
+if TYPE_CHECKING:  # aflite.atomic imports numpy, which `aflite --help` must not load
+    from aflite.atomic import JSON
 
 __all__ = [
     "ENV_VAR",
