@@ -226,9 +226,8 @@ def evaluate_sets(out: Path, man: dict[str, dict[str, np.ndarray]], keep: np.nda
 
 def audit(out: Path, tr: dict[str, np.ndarray], keep: np.ndarray, removed: np.ndarray, image_size: int,
           seed: int) -> dict[str, Any]:
-    """The image audit (aflite.audit.images.audit_images) on D, D(Φ) and a random subset of D(Φ)'s size: how well a
-    colour-only model predicts the digit (vs the majority rate), and PECO on the Φ embeddings."""
-    from aflite.audit.images import audit_images
+    """The image audit (:func:`aflite.audit.images.audit_image_dataset`) on D, D(Φ) and a random subset of D(Φ)'s
+    size: how well a colour-only model predicts the digit (vs the majority rate), and PECO on the Φ embeddings."""
 
     X = embed(out, "train", tr["id"], image_size)
     refs = [str((out / "train" / i).resolve()) for i in tr["id"]]
@@ -243,6 +242,18 @@ def audit(out: Path, tr: dict[str, np.ndarray], keep: np.ndarray, removed: np.nd
               f"{100 * a['majority_accuracy']:.1f}), Φ-probe {100 * a['normal_accuracy']:.1f}, PECO {a['peco']:.3f}",
               flush=True)
     return res
+
+
+def audit_images(refs: list[str], labels: Any, embeddings: np.ndarray, *, seed: int = 0,
+                 tsne_sample: int = 2000) -> dict[str, Any]:
+    """:func:`aflite.audit.images.audit_image_dataset` with the figures this benchmark records as a flat dict."""
+    from aflite.audit import AuditConfig
+    from aflite.audit.images import IMAGE_VIEW, audit_image_dataset
+
+    cfg = AuditConfig(featurizer="precomputed", seed=seed, tsne_sample=tsne_sample, show_progress=False)
+    va = audit_image_dataset(refs, labels, embeddings, cfg).views[IMAGE_VIEW]
+    return {"n": int(len(refs)), **va.metrics.to_dict(), "peco": va.peco.score,
+            "biased_clusters": int(len(va.peco.biased_clusters()))}
 
 
 def figure(out: Path, man: dict[str, dict[str, np.ndarray]], run_dir: Path, dest: Path,

@@ -317,12 +317,20 @@ def test_audit_images_finds_a_colour_artifact(tmp_path: Path) -> None:
     assert hist.shape == (30, 64) and np.allclose(hist.sum(axis=1), 1)
     rng = np.random.default_rng(0)
     emb = rng.normal(size=(30, 16)).astype(np.float32) + y[:, None]
-    res = audit_images_mod.audit_images(paths, y, emb, n_folds=3, n_clusters=4, n_components=5, tsne_sample=30)
-    assert res["biased_accuracy"] == 1.0 and res["majority_accuracy"] == 0.5
-    assert 0 <= res["peco"] and res["tsne"] is not None and len(res["tsne"]["xy"]) == 30
+    from aflite.audit import AuditConfig
+    from aflite.audit.results import ViewAudit
+
+    def view(labels: np.ndarray, tsne_sample: int) -> ViewAudit:
+        cfg = AuditConfig(featurizer="precomputed", n_folds=3, n_components=5, n_clusters=4, tsne_sample=tsne_sample,
+                          show_progress=False)
+        return audit_images_mod.audit_image_dataset(paths, labels, emb, cfg).views[audit_images_mod.IMAGE_VIEW]
+
+    va = view(y, 30)
+    assert va.metrics.biased_accuracy == 1.0 and va.metrics.majority_accuracy == 0.5
+    assert 0 <= va.peco.score and va.tsne is not None and len(va.tsne) == 30
     shuffled = rng.permutation(y)  # labels unrelated to colour
-    res2 = audit_images_mod.audit_images(paths, shuffled, emb, n_folds=3, n_clusters=4, n_components=5, tsne_sample=0)
-    assert res2["biased_accuracy"] < 0.8 and res2["tsne"] is None
+    va2 = view(shuffled, 0)
+    assert va2.metrics.biased_accuracy < 0.8 and va2.tsne is None
 
 
 def cued_shapes(folder: Path, n_per_class: int = 30, cue: bool = True, size: int = 32, seed: int = 0,

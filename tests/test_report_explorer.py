@@ -3,6 +3,7 @@ competency plot's Bonferroni curve, the evaluate and audit pages, and ``aflite r
 
 from __future__ import annotations
 
+import csv
 import json
 import math
 import shutil
@@ -14,7 +15,7 @@ from report_pages import IMG, SCRIPT, TITLE_SCRIPT, make_explain, make_run, writ
 from aflite.cli import main
 from aflite.errors import InputError
 from aflite.report.explorer import embedded_data, render
-from aflite.report.folder import read_tokens
+from aflite.report.folder import token_plot
 from aflite.report.frame import json_for_script, packed
 from aflite.rundir.manifest import seal
 from aflite.rundir.read import detect_kind
@@ -88,8 +89,8 @@ def test_the_explain_page_has_the_data_map_columns_and_the_tokens(pages: dict[st
 
 
 def test_bonferroni_curve_from_tokens_csv(pages: dict[str, Path]) -> None:
-    tok = read_tokens(pages["explain"] / "tokens.csv", alpha=0.01)
-    assert tok is not None
+    with (pages["explain"] / "tokens.csv").open(encoding="utf-8", newline="") as fh:
+        tok = token_plot(csv.DictReader(fh), 0.01, "tokens.csv")
     full = tok["sets"]["full"]
     from scipy.stats import norm
 

@@ -14,11 +14,15 @@ import re
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, TypeAlias
 
 import numpy as np
 
 from aflite.errors import OutputError, OutputWriteError
+
+JSON: TypeAlias = dict[str, Any]
+"""A JSON object as a file holds it (results.json, a cache record, a page's data): the one untyped shape, for the
+boundary only; inside, the data travels as dataclasses and TypedDicts that say their fields."""
 
 # errors of the storage, not of the program: reported as one line (exit 2) instead of a traceback
 WRITE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EFBIG, errno.EACCES, errno.EPERM})

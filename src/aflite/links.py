@@ -1,4 +1,4 @@
-"""Checks of ``--link-dir`` (a folder of symlinks to the kept images, built by :func:`aflite.images.link_tree`),
+"""Checks of ``--link-dir`` (a folder of symlinks to the kept images, built by :func:`aflite.data.images.link_tree`),
 made before any work: the folder must be writable and new or empty, and every id (and label, when links are
 grouped by label) must name a link inside it, never ``../x``, an absolute path, NUL or a line break."""
 

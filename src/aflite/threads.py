@@ -32,9 +32,12 @@ from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from aflite.errors import ParameterError
+
+if TYPE_CHECKING:  # aflite.atomic imports numpy, which `aflite --help` must not load
+    from aflite.atomic import JSON
 
 __all__ = [
     "ENV_VAR",
@@ -260,12 +263,12 @@ def map_inference(torch: Any, fn: Callable[[T], R], items: Iterable[T], *, devic
         torch.set_num_threads(before)
 
 
-def describe() -> dict[str, Any]:
+def describe() -> JSON:
     """The policy in force, for run summaries: CPUs, budget, where it came from and the pools' thread counts."""
     from threadpoolctl import threadpool_info
 
     r = requested()
-    info: dict[str, Any] = {
+    info: JSON = {
         "available_cpus": available_cpus(),
         "budget": budget(),
         "source": "default" if r is None else ("--threads" if any(v is not None for (v,) in _overrides) else ENV_VAR),

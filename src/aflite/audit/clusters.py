@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from aflite.atomic import JSON
 from aflite.audit.metrics import BIAS_THRESHOLD, _as_1d, _check_same_length
 from aflite.errors import InputError, ParameterError
 
@@ -41,7 +42,7 @@ class PecoResult:
         """Clusters whose label distribution is at L2 distance > threshold from the global one."""
         return np.flatnonzero(self.l2 > threshold)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JSON:
         return {
             "score": self.score,
             "score_min_lower_limit": self.score_min,
@@ -227,7 +228,7 @@ class PecoNull:
     def p_value(self) -> float:
         return float((1 + int(np.sum(self.null >= self.observed))) / (1 + len(self.null)))
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JSON:
         return {
             "shuffles": int(len(self.null)), "seed": self.seed, "n_rows": self.n_rows,
             "null_mean": self.mean, "null_std": self.std, "null_p95": self.p95,

@@ -9,9 +9,10 @@ from typing import Any
 
 import numpy as np
 
+from aflite.atomic import JSON
 from aflite.audit.metrics import _as_1d
 from aflite.device import import_torch, resolve_model_path
-from aflite.encoders import TextEncoder, training
+from aflite.encoders import Batch, TextEncoder, training
 from aflite.errors import InputError, ParameterError
 
 
@@ -36,7 +37,7 @@ def _model_path(model_path: str | Path | None) -> Path:
     return resolve_model_path(model_path)
 
 
-def _batch(tok: Any, a: list[str], b: list[str] | None, max_length: int, device: str) -> dict[str, Any]:
+def _batch(tok: Any, a: list[str], b: list[str] | None, max_length: int, device: str) -> Batch:
     enc = tok(a, b, truncation=True, max_length=max_length, padding=True, return_tensors="pt")
     return {k: v.to(device) for k, v in enc.items()}
 
@@ -171,7 +172,7 @@ class TraResult:
     per_sample: np.ndarray
     rows: np.ndarray
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JSON:
         return {"score": self.score, "n": len(self.rows), "std": float(np.nanstd(self.per_sample))}
 
 

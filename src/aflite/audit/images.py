@@ -3,7 +3,7 @@
 The colour histogram of each image plays the single-sentence (hypothesis-only) input and the image embedding the
 full input (:func:`audit_image_dataset`); images have no second input and no groups, so there is no TRA and no
 token table. Reading the images is :mod:`aflite.data.images`; auditing an image file into a run folder is
-:func:`aflite.runs.audit.audit_image_file`.
+:func:`aflite.runs.audit.audit_file` (an image folder or file list).
 """
 
 from __future__ import annotations
@@ -94,22 +94,6 @@ def audit_image_dataset(refs: Sequence[str], labels: Any, embeddings: np.ndarray
     timings["total"] = sum(timings.values())
     return DatasetAudit(name, n, {str(c): int(k) for c, k in zip(classes, counts, strict=True)}, {IMAGE_VIEW: va},
                        cfg, timings, y, np.asarray(names, dtype=str), f"image embeddings ({cfg.featurizer})")
-
-
-def audit_images(refs: Sequence[str], labels: Any, embeddings: np.ndarray, *, n_folds: int = 5, seed: int = 0,
-                 n_components: int = 30, n_clusters: int = 50, tsne_sample: int = 2000) -> dict[str, Any]:
-    """:func:`audit_image_dataset` with its figures as a flat dict (biased/normal accuracies against the majority
-    rate, NBA/NBR, PECO and its null, biased clusters, t-SNE sample rows and coordinates)."""
-
-    cfg = AuditConfig(featurizer="precomputed", n_folds=n_folds, seed=seed, n_components=n_components,
-                      n_clusters=n_clusters, tsne_sample=tsne_sample, show_progress=False)
-    va = audit_image_dataset(refs, labels, embeddings, cfg).views[IMAGE_VIEW]
-    null = va.peco_null
-    return {"n": int(len(refs)), "biased_view": BIASED_VIEW_NAME, **va.metrics.to_dict(), "peco": va.peco.score,
-            "peco_fraction20": va.peco.score_fraction20, "peco_null_mean": null.mean, "peco_excess": null.excess,
-            "peco_p_value": null.p_value, "biased_clusters": int(len(va.peco.biased_clusters())),
-            "tsne": None if va.tsne is None or va.tsne_rows is None else
-            {"rows": va.tsne_rows.tolist(), "xy": np.round(va.tsne, 3).tolist()}}
 
 
 def resolve_audit_featurizer(featurizer: str | None, model_path: str | None = None) -> str:

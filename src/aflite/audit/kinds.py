@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from aflite.atomic import JSON
 from aflite.audit import announce, compute_features, estimate_seconds
 from aflite.audit import audit as audit_text
 from aflite.audit.images import (
@@ -55,8 +56,8 @@ class TextAudit:
         self.reference = reference
         return cfg
 
-    def loader_options(self, dataset_options: dict[str, Any] | None, groups: str,
-                       image_options: dict[str, Any] | None) -> dict[str, Any]:
+    def loader_options(self, dataset_options: JSON | None, groups: str,
+                       image_options: JSON | None) -> JSON:
         return {**(dataset_options or {}), "groups": groups}
 
     def check(self, ds: Any, cfg: Any, groups: str, data_path: Any) -> None:
@@ -81,7 +82,7 @@ class TextAudit:
             announce(estimate_seconds(n, cfg))
         return cfg
 
-    def features(self, base: Any, cfg: Any, given: dict[str, Any] | None, show_progress: bool) -> Any:
+    def features(self, base: Any, cfg: Any, given: JSON | None, show_progress: bool) -> Any:
         return compute_features(base, cfg)  # cached
 
     def audit(self, sub: Any, name: str, rows: np.ndarray, feats: Any, cfg: Any) -> Any:
@@ -94,7 +95,7 @@ class TextAudit:
         return [f"D's time includes the {t_feat:.0f} s featurization shared with D(Φ)."]
 
     def metrics(self, data_path: Any, compare: Any, ds: Any, results: list[Any], feats: Any, cfg: Any,
-                notes: list[str]) -> tuple[dict[str, Any], dict[str, bytes]]:
+                notes: list[str]) -> tuple[JSON, dict[str, bytes]]:
         return {"data": str(data_path), "compare": None if compare is None else str(compare),
                 "results": [r.to_dict() for r in results]}, {}
 
@@ -133,8 +134,8 @@ class ImageAudit:
         return dataclasses.replace(cfg, featurizer=resolve_audit_featurizer(cfg.featurizer, cfg.model_path),
                                    views=(IMAGE_VIEW,), tra=False)
 
-    def loader_options(self, dataset_options: dict[str, Any] | None, groups: str,
-                       image_options: dict[str, Any] | None) -> dict[str, Any]:
+    def loader_options(self, dataset_options: JSON | None, groups: str,
+                       image_options: JSON | None) -> JSON:
         return dict(image_options or {})
 
     def check(self, ds: Any, cfg: Any, groups: str, data_path: Any) -> None:
@@ -143,7 +144,7 @@ class ImageAudit:
     def resolve(self, cfg: Any, n: int, show_progress: bool) -> Any:
         return cfg
 
-    def features(self, base: Any, cfg: Any, given: dict[str, Any] | None, show_progress: bool) -> Any:
+    def features(self, base: Any, cfg: Any, given: JSON | None, show_progress: bool) -> Any:
         """(embeddings, colour histograms) of the union of the audited sets; the histograms decode every image, so
         a corrupt one stops the audit here, before any work."""
         options = _route(cfg, given)
@@ -166,7 +167,7 @@ class ImageAudit:
         return []
 
     def metrics(self, data_path: Any, compare: Any, ds: Any, results: list[Any], feats: Any, cfg: Any,
-                notes: list[str]) -> tuple[dict[str, Any], dict[str, bytes]]:
+                notes: list[str]) -> tuple[JSON, dict[str, bytes]]:
         """The figures, and the files besides: bad_images.txt (noted) and a t-SNE map per set."""
         files: dict[str, bytes] = {}
         bad = list(getattr(ds, "bad_images", []))
@@ -188,7 +189,7 @@ class ImageAudit:
         return render_images(results, title=title, notes=notes, verdict=verdict)
 
 
-def _route(cfg: Any, given: dict[str, Any] | None) -> dict[str, Any]:
+def _route(cfg: Any, given: JSON | None) -> JSON:
     """The featurizer options of an image audit: those the registry routes to its featurizer (a precomputed Φ
     needs its --embeddings), with the audit's device and model folder."""
     path = cfg.model_path if spec(cfg.featurizer).takes("model_path") else None  # also TRA's model folder

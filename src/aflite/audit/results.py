@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from aflite.atomic import JSON
 from aflite.audit.clusters import PecoNull, PecoResult
 from aflite.audit.finetuned import TraResult
 from aflite.audit.metrics import AUDIT_VIEWS, BIAS_THRESHOLD, LeakageMetrics
@@ -49,9 +50,9 @@ class AuditConfig:
     cache_dir: str | None = None
     show_progress: bool = True
     # each audit check's options by name (aflite.checks: a check's declared options; --check NAME:KEY=VALUE)
-    checks: dict[str, dict[str, Any]] = dataclasses.field(default_factory=dict)
+    checks: dict[str, JSON] = dataclasses.field(default_factory=dict)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JSON:
         d = dataclasses.asdict(self)
         d["views"] = list(self.views)
         return d
@@ -85,8 +86,8 @@ class ViewAudit:
         return null
 
     @property
-    def examples(self) -> list[dict[str, Any]]:
-        ex: list[dict[str, Any]] = self.checks["peco"].detail["examples"]
+    def examples(self) -> list[JSON]:
+        ex: list[JSON] = self.checks["peco"].detail["examples"]
         return ex
 
     @property
@@ -110,8 +111,8 @@ class ViewAudit:
         return ft
 
     @property
-    def artifacts(self) -> dict[str, list[dict[str, Any]]]:
-        arts: dict[str, list[dict[str, Any]]] = self.checks["token_artifacts"].summary["token_artifacts"]
+    def artifacts(self) -> dict[str, list[JSON]]:
+        arts: dict[str, list[JSON]] = self.checks["token_artifacts"].summary["token_artifacts"]
         return arts
 
     @property
@@ -119,9 +120,9 @@ class ViewAudit:
         pred: np.ndarray | None = self.checks["biased_model"].detail
         return pred
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JSON:
         """The view's entry of results.json: its name and condition, then every check's keys in registry order."""
-        out: dict[str, Any] = {
+        out: JSON = {
             "view": self.view,
             "condition": {"hypothesis": "s2", "premise": "s1"}.get(self.view, self.view),  # images: "colour"
         }
@@ -172,7 +173,7 @@ class DatasetAudit:
             "biased_region": va.peco.l2[cid] > self.config.bias_threshold,
         }
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JSON:
         return {
             "name": self.name,
             "n": self.n,
@@ -188,7 +189,7 @@ STRONG_Z = 5.0  # a token whose label rate is this many standard errors above th
 PECO_P = 0.05
 
 
-def audit_verdict(metrics: dict[str, Any]) -> list[str]:
+def audit_verdict(metrics: JSON) -> list[str]:
     """``aflite audit``: per audited set, the single-sentence (biased) model against the majority rate, reconciled
     with the strongest token association and with PECO against its shuffled-label null."""
     out: list[str] = []
@@ -257,7 +258,7 @@ def check_sections(results: list[Any]) -> list[str]:
 
 
 
-def _strongest_token(artifacts: dict[str, Any]) -> tuple[str, str, float, int] | None:
+def _strongest_token(artifacts: JSON) -> tuple[str, str, float, int] | None:
     best = None
     for label, rows in artifacts.items():
         for t in rows or []:

@@ -39,7 +39,7 @@ from typing import Any
 
 import numpy as np
 
-from aflite.atomic import atomic_path, new_memmap, write_json, write_npy
+from aflite.atomic import JSON, atomic_path, new_memmap, write_json, write_npy
 from aflite.errors import ParameterError
 from aflite.hashing import data_fingerprint
 from aflite.threads import thread_policy
@@ -86,7 +86,7 @@ class ShardReport:
     seconds: float = 0.0
     folder: str = ""
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> JSON:
         return {"shards": self.shards, "reused": self.reused, "computed": self.computed, "loads": self.loads,
                 "workers": len(self.per_worker), "shards_per_worker": dict(sorted(self.per_worker.items())),
                 "seconds": round(self.seconds, 3),
@@ -159,7 +159,7 @@ def _worker_featurizer(key: str, feat: Any) -> tuple[Any, bool, str, int]:
         return f, True, where, threads
 
 
-def compute_shard(task: ShardTask, feat: Any) -> dict[str, Any]:
+def compute_shard(task: ShardTask, feat: Any) -> JSON:
     """The task a worker runs: the shard's rows through the worker's featurizer (the same ``transform`` call a
     single process makes on this chunk), with the worker's threads, written atomically with its manifest."""
     f, first, where, threads = _worker_featurizer(task.key, feat)

@@ -113,10 +113,10 @@ FIRST_PHASE_ATTRIBUTES = ("first_phase_proba_", "confidence_", "variability_", "
 def first_phase_attributes(
     ens: Any, X: Any, codes: NDArray[np.int64], rows: NDArray[np.intp], scores: Any,
     train_mask: NDArray[np.bool_] | None, n_classes: int,
-) -> dict[str, Any]:
+) -> dict[str, NDArray[Any] | None]:
     """The fitted attributes :class:`aflite.core.filter.AFLite` sets after its first phase (None where unknown:
     a resumed run, a model without ``predict_proba``)."""
-    attrs: dict[str, Any] = dict.fromkeys(FIRST_PHASE_ATTRIBUTES)
+    attrs: dict[str, NDArray[Any] | None] = dict.fromkeys(FIRST_PHASE_ATTRIBUTES)
     if ens is None or scores is None or train_mask is None:
         return attrs
     attrs["first_phase_predictability_"] = np.asarray(scores.predictability, dtype=np.float64).copy()

@@ -16,6 +16,7 @@ from typing import Any, Literal
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from aflite.atomic import JSON
 from aflite.core.ensemble import LinearEnsemble, make_ensemble
 from aflite.errors import InputError, ParameterError
 from aflite.splits import draw_partitions
@@ -61,7 +62,7 @@ class IterationRecord:
     fit_seconds: float
     model_iterations: float  # mean optimiser steps per model (fast path), for diagnostics
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JSON:
         return asdict(self)
 
 

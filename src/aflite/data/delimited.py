@@ -10,8 +10,8 @@ from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
+from aflite.atomic import JSON
 from aflite.data.files import _decode, _read_bytes, _split_lines, _strip_eol
 from aflite.errors import InputError
 
@@ -120,7 +120,7 @@ def _check_header(path: Path, header: list[str]) -> None:
 
 @dataclass
 class _Jsonl:
-    records: list[dict[str, Any]]
+    records: list[JSON]
     raw: list[bytes]
     linenos: list[int]
     gzip: bool
@@ -128,7 +128,7 @@ class _Jsonl:
 
 def _read_jsonl(path: Path) -> _Jsonl:
     data, gz = _read_bytes(path)
-    records: list[dict[str, Any]] = []
+    records: list[JSON] = []
     raw: list[bytes] = []
     linenos: list[int] = []
     for i, line in enumerate(_split_lines(data)):

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from aflite.atomic import atomic_open
+from aflite.atomic import JSON, atomic_open
 from aflite.data.columnar import _hf_label_names
 from aflite.data.text import Dataset, SourceInfo, _from_records, _json_getter, _Records, _resolve_columns
 from aflite.errors import InputError, ParameterError
@@ -89,7 +89,7 @@ def load_memory(obj: Any, *, text_a: str | None = None, text_b: str | None = Non
                          group_by_premise, groups)
 
 
-def _records(obj: Any, kind: str, name: Path) -> tuple[list[str], list[dict[str, Any]], list[str], list[str] | None]:
+def _records(obj: Any, kind: str, name: Path) -> tuple[list[str], list[JSON], list[str], list[str] | None]:
     """(column names, one dict per row, where each row is for messages, the ids a DataFrame's index gives)."""
     if kind == "pandas DataFrame":
         columns = [str(c) for c in obj.columns]
@@ -130,7 +130,7 @@ def _is_int(v: Any) -> bool:
     return isinstance(v, int | np.integer) and not isinstance(v, bool)
 
 
-def _cell(rec: dict[str, Any], col: str) -> Any:
+def _cell(rec: JSON, col: str) -> Any:
     """A cell, pandas' missing values (``pd.NA``, ``NaT``) as None, as a file's missing values are."""
     v = _json_getter(rec, col)
     return None if type(v).__name__ in ("NAType", "NaTType") else v

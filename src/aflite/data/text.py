@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from aflite.atomic import JSON
 from aflite.data.cells import check_label_apart, label_of, row_id, text_of
 from aflite.data.columnar import _hf_label_names, _load_hf, _read_parquet
 from aflite.data.delimited import _read_delimited, _read_jsonl
@@ -338,7 +339,7 @@ def _cell_getter(idx: dict[str, int]) -> Any:
     return get
 
 
-def _json_getter(rec: dict[str, Any], col: str) -> Any:
+def _json_getter(rec: JSON, col: str) -> Any:
     return rec.get(col)
 
 

@@ -38,7 +38,7 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from itertools import chain
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 import numpy as np
 
@@ -55,7 +55,10 @@ from aflite.errors import InputError, ParameterError
 from aflite.threads import budget, map_inference
 
 if TYPE_CHECKING:
+    import torch
     from tqdm import tqdm as Tqdm
+
+Batch: TypeAlias = "dict[str, torch.Tensor]"  # a padded batch: input_ids, attention_mask, ... as tensors
 
 def token_batches(order: np.ndarray, lengths: np.ndarray, token_budget: int) -> list[np.ndarray]:
     """Consecutive runs of ``order`` (positions sorted longest first) whose padded size, rows × the run's longest
@@ -281,14 +284,14 @@ def mean_pool(hidden: Any, mask: Any) -> Any:
     return (hidden * m).sum(dim=1) / m.sum(dim=1).clamp(min=1e-9)
 
 
-def pad_batch(items: list[dict[str, list[int]]], pad_id: int, torch: Any, device: str = "cpu") -> dict[str, Any]:
+def pad_batch(items: list[dict[str, list[int]]], pad_id: int, torch: Any, device: str = "cpu") -> Batch:
     """Token-id items padded to the longest one (``input_ids`` with ``pad_id``, other fields with 0). One flat copy
     per field and a length mask, no per-row loop: at tens of thousands of pairs a second the host's padding is on
     the device's critical path."""
     lengths = np.fromiter((len(it["input_ids"]) for it in items), dtype=np.int64, count=len(items))
     width = int(lengths.max())
     inside = np.arange(width)[None, :] < lengths[:, None]  # row-major, the order of the concatenated ids
-    out: dict[str, Any] = {}
+    out: Batch = {}
     for key in items[0]:
         arr = np.full((len(items), width), pad_id if key == "input_ids" else 0, dtype=np.int64)
         arr[inside] = np.fromiter(chain.from_iterable(it[key] for it in items), dtype=np.int64,
@@ -351,12 +354,12 @@ class TextEncoder:
     def length(self, item: dict[str, list[int]]) -> int:
         return len(item["input_ids"])
 
-    def collate(self, items: list[Any]) -> dict[str, Any]:
+    def collate(self, items: list[Any]) -> Batch:
         return pad_batch(items, self.pad_id, self.torch, self.device)
 
-    def collate_host(self, items: list[Any]) -> dict[str, Any]:
+    def collate_host(self, items: list[Any]) -> Batch:
         """:meth:`collate` left on the host (the pipelined path uploads it)."""
         return pad_batch(items, self.pad_id, self.torch, "cpu")
 
-    def pooled(self, batch: dict[str, Any]) -> Any:
+    def pooled(self, batch: Batch) -> Any:
         return mean_pool(self.module(**batch).last_hidden_state, batch["attention_mask"])

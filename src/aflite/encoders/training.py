@@ -29,7 +29,7 @@ import math
 import os
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 
@@ -129,7 +129,22 @@ class TrainResult:
         return self.losses[-1] if self.losses else None
 
 
-def loss_summary(losses: Sequence[float], max_points: int = 200) -> dict[str, Any]:
+class CurvePoints(TypedDict):
+    """A binned training-loss curve: the last step of each bin (1-based) and the bin's mean loss."""
+
+    step: list[int]
+    loss: list[float | None]
+
+
+class LossCurve(CurvePoints):
+    """:func:`loss_summary`: the curve and the mean loss of its first and last ``window`` steps."""
+
+    start: float | None
+    end: float | None
+    window: int
+
+
+def loss_summary(losses: Sequence[float], max_points: int = 200) -> LossCurve:
     """A training-loss log made small enough for results.json and a plot: ``step`` (1-based, the last step of
     each bin) and ``loss`` (the bin's mean) for at most ``max_points`` bins, and ``start`` / ``end``, the mean of
     the first and last ``window`` steps (``window`` = a tenth of the steps, 1 to 10): single batches are too

@@ -15,6 +15,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from aflite.evaluate.records import NotTrained, ScoreRecord
+
 ONE_CLASS_SHARE = 0.95  # predicting one class for at least this share of a test set
 LOSS_FALL = 0.10  # a training loss that fell by less than this fraction of its first value "did not fall"
 EPOCHS_NEEDED = 3  # the usual fine-tuning budget (BERT-style recipes, and the paper's RoBERTa runs)
@@ -24,7 +26,7 @@ def not_trained(pred: NDArray[Any], gold: NDArray[Any], *, steps: int | None = N
                 first_loss: float | None = None, final_loss: float | None = None, train_rows: int = 0,
                 batch_size: int | None = None, device: str | None = None, lr: float | None = None,
                 lr_source: str | None = None, stopped_by: str | None = None,
-                available_rows: int | None = None) -> dict[str, Any] | None:
+                available_rows: int | None = None) -> NotTrained | None:
     """Why this model counts as not trained (a dict for results.json), or None when it trained.
 
     For a fine-tuned model (``steps`` and ``batch_size`` given) the advice depends on how far it got. Fewer than
@@ -49,8 +51,7 @@ def not_trained(pred: NDArray[Any], gold: NDArray[Any], *, steps: int | None = N
         reasons.append(f"its training loss did not fall ({first_loss:.3f} → {final_loss:.3f})")
     if not reasons:
         return None
-    out: dict[str, Any] = {"reason": "; ".join(reasons), "predicted_class_share": round(share, 4),
-                           "steps": steps}
+    out: NotTrained = {"reason": "; ".join(reasons), "predicted_class_share": round(share, 4), "steps": steps}
     if steps is not None and batch_size and train_rows > 0:
         per_epoch = math.ceil(train_rows / batch_size)
         epochs = steps / per_epoch
@@ -81,12 +82,12 @@ def not_trained(pred: NDArray[Any], gold: NDArray[Any], *, steps: int | None = N
     return out
 
 
-def merge(records: list[dict[str, Any]]) -> dict[str, Any] | None:
+def merge(records: list[ScoreRecord]) -> NotTrained | None:
     """The aggregate mark of one (model, training set) over its seeds: set when any seed did not train."""
     bad = [r for r in records if r.get("not_trained")]
     if not bad:
         return None
-    first = dict(bad[0]["not_trained"])
+    first = bad[0]["not_trained"].copy()
     first["seeds_not_trained"] = [r.get("seed") for r in bad]
     first["seeds"] = len(records)
     return first

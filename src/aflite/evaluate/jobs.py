@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from aflite.atomic import load_cached_npy, write_json, write_npy
+from aflite.atomic import JSON, load_cached_npy, write_json, write_npy
 from aflite.encoders.training import loss_summary
 from aflite.evaluate.degenerate import not_trained
 from aflite.evaluate.models import (
@@ -30,8 +30,9 @@ from aflite.evaluate.models import (
     _MaxPPMI,
     _NgramLR,
 )
+from aflite.evaluate.records import Breakdown, NotTrained, ScoreRecord, TrainMeta
+from aflite.evaluate.scores import _breakdown, _majority
 from aflite.evaluate.sets import EvalSet, TrainingSet
-from aflite.evaluate.tables import _breakdown, _majority
 from aflite.hashing import hash_parts as _hash
 from aflite.splits import stratified_sample as _stratified_sample
 
@@ -79,7 +80,7 @@ class Job:
     def _key(self) -> str:
         """The model's identity: its spec, the fine-tuning options that change it, D, the rows, labels and seed."""
         spec, ctx = self.spec, self.ctx
-        opts: dict[str, Any] = {"spec": spec.key, "format": _CACHE_FORMAT}
+        opts: JSON = {"spec": spec.key, "format": _CACHE_FORMAT}
         if spec.kind == "finetune":
             ft = ctx.ft
             opts["finetune"] = {k: v for k, v in asdict(ft).items() if k not in (
@@ -142,7 +143,7 @@ class Job:
             return _stratified_sample(es.labels, es.groups, self.ctx.ft_eval_cap, 0)
         return np.arange(len(es))
 
-    def score(self, es: EvalSet, corpus: _Corpus, by_group: bool) -> dict[str, Any]:
+    def score(self, es: EvalSet, corpus: _Corpus, by_group: bool) -> Breakdown:
         """Accuracy (with its majority rate) on one separate evaluation set, in the set's own label space."""
         rows = self.eval_rows(es)
         raw = self.ctx.classes[self.predict(corpus, rows)]
@@ -150,12 +151,12 @@ class Job:
         groups = es.groups[rows] if by_group and es.groups is not None else None
         return _breakdown(mapped, es.labels[rows], groups)
 
-    def run(self) -> dict[str, Any]:
+    def run(self) -> ScoreRecord:
         """The record: accuracies on the own and the whole held-out part, on each test and external set, the
         training log of a fine-tuned model, and a ``not_trained`` mark for a model that never learned."""
         t0 = time.perf_counter()
         ctx, held = self.ctx, self.ctx.held_rows
-        rec: dict[str, Any] = {
+        rec: ScoreRecord = {
             "model": self.spec.key, "model_label": self.spec.label, "train_set": self.ts.name, "kind": self.ts.kind,
             "seed": self.seed, "train_rows": int(len(self.tr)), "train_used": int(len(self.used)),
         }
@@ -185,22 +186,24 @@ class Job:
         rec["seconds"] = round(time.perf_counter() - t0, 2)
         return rec
 
-    def _not_trained(self, rec: dict[str, Any], pred: NDArray[Any], gold: NDArray[Any]) -> dict[str, Any] | None:
+    def _not_trained(self, rec: ScoreRecord, pred: NDArray[Any], gold: NDArray[Any]) -> NotTrained | None:
         """:func:`aflite.evaluate.degenerate.not_trained` with what this job knows of its training: the loss curve,
         the rate and where it came from, the device, and what stopped it (``--max-steps`` or ``--epochs``)."""
         ft, fine = self.ctx.ft, self.spec.kind == "finetune"
-        curve = rec.get("loss_curve") or {}
+        curve, steps = rec.get("loss_curve"), rec.get("steps")
+        first, final = rec.get("first_loss"), rec.get("final_loss")
+        if curve:
+            first, final = curve.get("start", first), curve.get("end", final)
         stopped_by = None
-        if fine and rec.get("steps") is not None:
-            stopped_by = "--max-steps" if ft.max_steps is not None and rec["steps"] >= ft.max_steps else "--epochs"
-        return not_trained(pred, gold, steps=rec.get("steps"), first_loss=curve.get("start", rec.get("first_loss")),
-                           final_loss=curve.get("end", rec.get("final_loss")), train_rows=int(len(self.used)),
+        if fine and steps is not None:
+            stopped_by = "--max-steps" if ft.max_steps is not None and steps >= ft.max_steps else "--epochs"
+        return not_trained(pred, gold, steps=steps, first_loss=first, final_loss=final, train_rows=int(len(self.used)),
                            batch_size=ft.batch_size if fine else None, device=self.ctx.ft_device if fine else None,
                            lr=ft.lr if fine else None, lr_source=self.ctx.lr_source if fine else None,
                            stopped_by=stopped_by, available_rows=int(len(self.tr)) if fine else None)
 
 
-def train_meta(model: _FineTuned, ft: FinetuneOptions) -> dict[str, Any]:
+def train_meta(model: _FineTuned, ft: FinetuneOptions) -> TrainMeta:
     """What a fine-tuned model's cache entry keeps beside its weights: steps, losses, the loss curve, the rate."""
     return {"steps": model.steps_, "final_loss": model.final_loss_, "first_loss": model.first_loss_, "lr": ft.lr,
             "loss_curve": loss_summary(model.losses_)}

@@ -26,6 +26,7 @@ from aflite.atomic import write_json
 from aflite.encoders.training import loss_summary
 from aflite.errors import InputError
 from aflite.evaluate.models import LR_CHECK_FIELDS, FinetuneOptions, _FineTuned
+from aflite.evaluate.records import Candidate, LrCheck
 from aflite.hashing import data_fingerprint, hash_parts
 from aflite.splits import split_heldout
 
@@ -35,9 +36,9 @@ RULE = ("highest accuracy on the slice's held-out part; ties: the lower training
 _FORMAT = 1
 
 
-def choose(candidates: list[dict[str, Any]]) -> float:
+def choose(candidates: list[Candidate]) -> float:
     """The chosen rate among scored candidates (see RULE); a NaN loss counts as the worst."""
-    def key(c: dict[str, Any]) -> tuple[float, float, float]:
+    def key(c: Candidate) -> tuple[float, float, float]:
         end = c.get("loss_end")
         return (-float(c["accuracy"]), math.inf if end is None or not math.isfinite(end) else float(end),
                 float(c["lr"]))
@@ -47,7 +48,7 @@ def choose(candidates: list[dict[str, Any]]) -> float:
 
 def check_learning_rate(a: list[str], b: list[str] | None, y: NDArray[np.int64], n_classes: int, *,
                         options: FinetuneOptions, groups: NDArray[Any] | None = None, seed: int = 0,
-                        cache_dir: str | Path | None = None, show_progress: bool = False) -> dict[str, Any]:
+                        cache_dir: str | Path | None = None, show_progress: bool = False) -> LrCheck:
     """Fine-tune one model per rate in ``options.lr_candidates`` on the slice ``a``/``b``/``y`` (already the view
     the models read) minus a held-out part of CHECK_HELDOUT of its ``groups``, score each on that part, and
     return the record (``chosen``, per candidate ``accuracy``, ``loss_start``, ``loss_end``, ``steps`` and
@@ -63,9 +64,9 @@ def check_learning_rate(a: list[str], b: list[str] | None, y: NDArray[np.int64],
                      seed)[:24]
     path = None if cache_dir is None else Path(cache_dir) / "models" / f"lrcheck-{key}.json"
     if path is not None and path.is_file():
-        rec = json.loads(path.read_text(encoding="utf-8"))
-        rec["from_cache"] = True
-        return dict(rec)
+        cached: LrCheck = json.loads(path.read_text(encoding="utf-8"))
+        cached["from_cache"] = True
+        return cached
     held = split_heldout(n, groups, CHECK_HELDOUT, seed)
     tr, te = np.flatnonzero(~held), np.flatnonzero(held)
     y = np.asarray(y, dtype=np.int64)
@@ -77,7 +78,7 @@ def check_learning_rate(a: list[str], b: list[str] | None, y: NDArray[np.int64],
     b_tr = None if b is None else [b[i] for i in tr]
     b_te = None if b is None else [b[i] for i in te]
     majority = float(np.bincount(y[te]).max() / len(te))
-    scored = []
+    scored: list[Candidate] = []
     window = 0
     for lr in cands:
         model = _FineTuned(replace(options, lr=lr), seed, show_progress).fit(a_tr, b_tr, y[tr], n_classes)
@@ -87,7 +88,7 @@ def check_learning_rate(a: list[str], b: list[str] | None, y: NDArray[np.int64],
         scored.append({"lr": lr, "accuracy": round(acc, 5), "loss_start": curve["start"], "loss_end": curve["end"],
                        "steps": model.steps_, "loss_curve": {"step": curve["step"], "loss": curve["loss"]}})
         del model
-    rec = {"chosen": choose(scored), "candidates": scored, "rows": n, "train_rows": int(len(tr)),
+    rec: LrCheck = {"chosen": choose(scored), "candidates": scored, "rows": n, "train_rows": int(len(tr)),
            "heldout_rows": int(len(te)), "heldout_majority": round(majority, 5), "seed": seed, "rule": RULE,
            "loss_window": window,
            "seconds": round(time.perf_counter() - t0, 1)}
@@ -97,7 +98,7 @@ def check_learning_rate(a: list[str], b: list[str] | None, y: NDArray[np.int64],
     return rec
 
 
-def describe(check: dict[str, Any]) -> str:
+def describe(check: LrCheck) -> str:
     """One line for the tables: the slice, each candidate's held-out accuracy and loss, the chosen rate."""
     parts = [f"{c['lr']:g} → {100 * c['accuracy']:.1f} % (loss {_loss(c['loss_start'])} → {_loss(c['loss_end'])})"
              for c in check["candidates"]]

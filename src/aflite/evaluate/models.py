@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from aflite.atomic import load_cached_npy, write_npy
+from aflite.atomic import JSON, load_cached_npy, write_npy
 from aflite.defaults import FINETUNE_CPU_MAX_TRAIN, LR_CANDIDATES
 from aflite.device import import_torch, resolve_model_path, torch_device
 from aflite.encoders import TextEncoder, training
@@ -180,24 +180,24 @@ def _corpus(name: str, a: list[str], b: list[str] | None) -> _Corpus:
 class _FeatureStore:
     """Cached features per (featurizer, view, corpus). ngram is fitted on D (texts only) and applied to the rest."""
 
-    def __init__(self, d: _Corpus, cache: Path, show_progress: bool, text_options: dict[str, Any]) -> None:
+    def __init__(self, d: _Corpus, cache: Path, show_progress: bool, text_options: JSON) -> None:
         self.d = d
         self.cache = cache
         self.show_progress = show_progress
         self.text_options = text_options  # the command's featurizer options, for the text featurizers
-        self.image_options: dict[str, Any] = {}
+        self.image_options: JSON = {}
         self.read_only: list[Path] = []  # the runs' caches: their Φ is reused, never written
         self._memo: dict[tuple[str, str, str], NDArray[np.float32]] = {}
-        self._ngram: dict[str, Any] = {}
+        self._ngram: dict[str, NgramFeaturizer] = {}  # fitted on D, per view
 
-    def options_for(self, featurizer: str) -> dict[str, Any]:
+    def options_for(self, featurizer: str) -> JSON:
         """The options a fixed encoder runs with: the run's image options for an image encoder, the command's
         featurizer options that the text encoder takes for a text one."""
         if spec(featurizer).modality == "image":
             return self.image_options
         return {k: v for k, v in self.text_options.items() if spec(featurizer).takes(k)}
 
-    def keyed_options(self, featurizer: str | None) -> dict[str, Any] | None:
+    def keyed_options(self, featurizer: str | None) -> JSON | None:
         """The options that join a model's cache key: a fixed text encoder's (None for others)."""
         if featurizer is None or not spec(featurizer).frozen or spec(featurizer).modality != "text":
             return None

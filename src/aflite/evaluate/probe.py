@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from aflite.atomic import JSON
 from aflite.splits import probe_folds
 from aflite.threads import limited, map_fits
 
@@ -23,7 +24,7 @@ class ProbeResult:
     majority: float
     skipped: str | None = None  # why this set could not be probed (accuracy is then NaN)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JSON:
         return asdict(self)
 
 

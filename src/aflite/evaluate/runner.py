@@ -17,6 +17,7 @@ import numpy as np
 from numpy.typing import NDArray
 from tqdm.auto import tqdm  # a notebook bar in Jupyter, else a terminal bar
 
+from aflite.atomic import JSON
 from aflite.data import check_view_texts, open_dataset, source_name, warn_twins
 from aflite.defaults import DEFAULT_MODELS
 from aflite.device import torch_device
@@ -30,14 +31,10 @@ from aflite.evaluate.models import (
     _corpus,
     _FeatureStore,
 )
+from aflite.evaluate.records import EvalConfig, LrCheck, ScoreRecord, SetInfo, TestEntry
+from aflite.evaluate.scores import _aggregate, _majority
 from aflite.evaluate.sets import EvalSet, TrainingSet, _read_run, label_matched_rows, single_iteration_rows
-from aflite.evaluate.tables import (
-    EvaluateResult,
-    _aggregate,
-    _majority,
-    evaluate_verdict,
-    render_tables,
-)
+from aflite.evaluate.tables import EvaluateResult, evaluate_verdict, render_tables
 from aflite.features.registry import default_featurizer, find
 from aflite.features.registry import spec as featurizer_spec
 from aflite.hashing import dataset_fingerprint, file_sha256
@@ -72,7 +69,7 @@ def _plan(models: Sequence[str | ModelSpec], seeds: int | Sequence[int], finetun
 
 
 def _load(data: Any, specs: list[ModelSpec], ft: FinetuneOptions,
-          dataset_options: dict[str, Any] | None) -> tuple[Any, FinetuneOptions]:
+          dataset_options: JSON | None) -> tuple[Any, FinetuneOptions]:
     """D (images when the data or a model's featurizer say so) and the fine-tuning options for its modality."""
     reads = "image" if any(s.featurizer and featurizer_spec(s.featurizer).modality == "image" for s in specs) else "any"
     ds = open_dataset(data, reads=reads, **(dataset_options or {}))
@@ -135,9 +132,9 @@ def _training_sets(ds: Any, run_objs: list[Any], pool: NDArray[np.intp], warm: N
 
 
 def _set_info(ds: Any, sets: list[TrainingSet], is_held: NDArray[np.bool_], split: bool,
-              classes: NDArray[Any]) -> list[dict[str, Any]]:
+              classes: NDArray[Any]) -> list[SetInfo]:
     """Each training set's sizes and label counts; a set that cannot train or test every label is refused."""
-    set_info = []
+    set_info: list[SetInfo] = []
     for ts in sets:
         tr = ts.rows[~is_held[ts.rows]]
         te = ts.rows[is_held[ts.rows]]
@@ -169,7 +166,7 @@ def _runs(data: str | os.PathLike[str], ds: Any, runs: Sequence[str | os.PathLik
     return [_read_run(Path(r), id_to_row, taken) for r in runs], data_fp
 
 
-def _store(d_corpus: _Corpus, cache: Path, show_progress: bool, featurizer_options: dict[str, Any] | None,
+def _store(d_corpus: _Corpus, cache: Path, show_progress: bool, featurizer_options: JSON | None,
            run_objs: list[Any]) -> _FeatureStore:
     store = _FeatureStore(d_corpus, cache, show_progress, dict(featurizer_options or {}))
     store.read_only = [Path(r.path) / "cache" for r in run_objs]  # the runs' Φ, reused and never written
@@ -199,7 +196,7 @@ def _labels(data: Any, ds: Any) -> tuple[NDArray[Any], NDArray[np.int64]]:
     return classes, np.searchsorted(classes, ds.labels.astype(str)).astype(np.int64)
 
 
-def _test_entry(es: EvalSet) -> dict[str, Any]:
+def _test_entry(es: EvalSet) -> TestEntry:
     """A separate test set as results.json describes it: name, files, size, majority rate and label counts."""
     return {"name": es.name, "sources": es.sources, "size": len(es), "majority": _majority(es.labels),
             "label_counts": dict(sorted(Counter(es.labels.tolist()).items()))}
@@ -207,7 +204,7 @@ def _test_entry(es: EvalSet) -> dict[str, Any]:
 
 def _rate(ft: FinetuneOptions, specs: list[ModelSpec], d: _Corpus, train_part: NDArray[np.intp],
           y_all: NDArray[np.int64], n_classes: int, groups: NDArray[Any] | None, seeds: tuple[int, int], on_cpu: bool,
-          cache: Path, show_progress: bool) -> tuple[FinetuneOptions, str, dict[str, Any] | None]:
+          cache: Path, show_progress: bool) -> tuple[FinetuneOptions, str, LrCheck | None]:
     """The fine-tuning learning rate in force, where it came from (``given``, ``check`` or ``default``) and the
     learning-rate check's record: the check runs once per evaluation, on D's training part, for every benchmark
     set; the rate is resolved here so that cache keys and the report carry it. ``seeds``: (the first benchmark
@@ -222,12 +219,12 @@ def _rate(ft: FinetuneOptions, specs: list[ModelSpec], d: _Corpus, train_part: N
 
 
 def _run_jobs(shared: JobContext, specs: list[ModelSpec], sets: list[Any], seed_list: list[int],
-              fixed_seeds: list[int], show_progress: bool) -> list[dict[str, Any]]:
+              fixed_seeds: list[int], show_progress: bool) -> list[ScoreRecord]:
     """Every (model, training set, seed) job: a set drawn with a seed is trained with that seed; otherwise a
     stochastic model with every seed of ``fixed_seeds``, a deterministic one with the first benchmark seed."""
     jobs = [(sp_, ts, int(js)) for sp_ in specs for ts in sets
             for js in ([ts.seed] if ts.seed is not None else fixed_seeds if sp_.stochastic else seed_list[:1])]
-    results: list[dict[str, Any]] = []
+    results: list[ScoreRecord] = []
     bar = tqdm(jobs, desc="train + evaluate", unit="model", disable=not show_progress, dynamic_ncols=True)
     for sp_, ts, job_seed in bar:
         bar.set_postfix_str(f"{sp_.key} on {ts.name} seed {job_seed}")
@@ -250,8 +247,8 @@ def compare_runs(
     label_matched: bool = False,
     eval_sets: Sequence[EvalSet] = (),
     finetune: FinetuneOptions | None = None,
-    dataset_options: dict[str, Any] | None = None,
-    featurizer_options: dict[str, Any] | None = None,
+    dataset_options: JSON | None = None,
+    featurizer_options: JSON | None = None,
     show_progress: bool = True,
     tests: Sequence[EvalSet] = (),
     split: bool = True,
@@ -296,7 +293,7 @@ def compare_runs(
                         ft_eval_cap, show_progress, ft_device=device, lr_source=lr_source)
     results = _run_jobs(shared, specs, sets, seed_list, fixed_seeds, show_progress)
     aggregate = _aggregate(results, specs, sets, eval_sets, tests)
-    config = {
+    config: EvalConfig = {
         "dataset": source_name(data), "dataset_size": n, "dataset_fingerprint": data_fp, "classes": classes.tolist(),
         "runs": [str(r.path) for r in run_objs],
         # which kept set each run held when it was evaluated (a dataset card ties this folder to its run by it)
@@ -326,7 +323,7 @@ NO_SPLIT = "D not split: every benchmark trains on all its rows and is tested on
 
 def _check_lr(ft: FinetuneOptions, view: str, d: _Corpus, train_part: NDArray[np.intp], y_all: NDArray[np.int64],
               n_classes: int, groups: NDArray[Any] | None, train_seed: int, split_seed: int, on_cpu: bool,
-              cache: Path, show_progress: bool) -> dict[str, Any]:
+              cache: Path, show_progress: bool) -> LrCheck:
     """The learning-rate check (:mod:`aflite.evaluate.lr_check`) on a seeded slice of D's training part, read
     through ``view``; the record says which rows and which view it used."""
     size = ft.cpu_lr_check_rows if on_cpu else ft.lr_check_rows

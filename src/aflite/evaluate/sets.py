@@ -11,9 +11,11 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from aflite.atomic import JSON
 from aflite.core.phase import predictability
 from aflite.data import open_dataset
 from aflite.errors import InputError, ParameterError
+from aflite.evaluate.records import SingleIterationInfo
 from aflite.features import featurize_dataset
 from aflite.features.registry import run_options
 from aflite.rundir.names import KEPT_IDS, WARMUP_IDS
@@ -47,7 +49,7 @@ def load_eval_set(
     label_map: dict[str, str] | None = None,
     pred_map: dict[str, str] | None = None,
     group_column: str | None = None,
-    dataset_options: dict[str, Any] | None = None,
+    dataset_options: JSON | None = None,
     max_rows: int | None = None,
     sample_seed: int = 0,
 ) -> EvalSet:
@@ -120,14 +122,14 @@ class TrainingSet:
     rows: NDArray[np.intp]
     seed: int | None = None  # random subsets: one set per seed
     run: str | None = None
-    info: dict[str, Any] = field(default_factory=dict)
+    info: SingleIterationInfo = field(default_factory=lambda: SingleIterationInfo())
 
 
 @dataclass
 class _Run:
     path: Path
     kept: NDArray[np.intp]
-    summary: dict[str, Any]
+    summary: JSON  # the run's results.json body
     name: str
     warmup: NDArray[np.intp] = field(default_factory=lambda: np.empty(0, dtype=np.intp))
 
@@ -174,7 +176,7 @@ SINGLE_MODELS = 1  # the paper's baseline (§4.1): "using a single model, we fil
 def single_iteration_rows(
     ds: Any, run: _Run, size: int, seed: int, cache_dir: Path, show_progress: bool = True,
     exclude: NDArray[np.intp] | None = None, n_models: int = SINGLE_MODELS,
-) -> tuple[NDArray[np.intp], dict[str, Any]]:
+) -> tuple[NDArray[np.intp], SingleIterationInfo]:
     """The paper's single-iteration baseline: ``n_models`` linear models over the run's Φ (the paper's one; the
     run's m gives one phase of its ensemble), each trained on t random rows of those the run filtered, score the
     others once, and the most predictable rows are removed at once (ties broken at random) until ``size`` rows
@@ -210,7 +212,7 @@ def single_iteration_rows(
     removed = order[:n_remove]
     keep = allowed.copy()
     keep[removed] = False
-    info = {"featurizer": name, "view": view, "n_partitions": n_models,
+    info: SingleIterationInfo = {"featurizer": name, "view": view, "n_partitions": n_models,
             "train_size": int(params["train_size"]), "seed": seed, "scored": int(len(scored)),
             "unscored": int((np.isnan(p) & allowed).sum()),
             "removed": int(len(removed)), "excluded_warmup": int((~allowed).sum()),

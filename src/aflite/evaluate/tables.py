@@ -4,56 +4,33 @@
 from __future__ import annotations
 
 import math
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal, TypeAlias
 
 import numpy as np
-from numpy.typing import NDArray
 
-from aflite.atomic import write_text
+from aflite.atomic import JSON, write_text
 from aflite.evaluate.chart import plot_report
-from aflite.evaluate.degenerate import merge
 from aflite.evaluate.lr_check import describe
 from aflite.evaluate.models import ModelSpec
+from aflite.evaluate.records import (
+    Aggregate,
+    AggregateEntry,
+    EvalConfig,
+    ExternalScore,
+    MeanStd,
+    NotTrained,
+    ScoreRecord,
+    SetInfo,
+)
 from aflite.evaluate.sets import EvalSet, TrainingSet
 from aflite.report.pages import evaluate_page
 from aflite.rundir.bodies import Document
 from aflite.rundir.page import PageData
 from aflite.rundir.results import Result
 from aflite.verdict import MIN_SPREAD, SPREAD_FACTOR, markdown, number, points
-
-
-def _majority(labels: NDArray[Any]) -> float:
-    """Share of the most frequent gold label: the accuracy of always answering it (nan when empty)."""
-    if len(labels) == 0:
-        return float("nan")
-    return float(Counter(np.asarray(labels).astype(str).tolist()).most_common(1)[0][1] / len(labels))
-
-
-def _acc(pred: NDArray[Any], gold: NDArray[Any]) -> float:
-    return float(np.mean(pred == gold)) if len(gold) else float("nan")
-
-
-def _breakdown(pred: NDArray[Any], gold: NDArray[Any], groups: NDArray[Any] | None) -> dict[str, Any]:
-    acc, maj = _acc(pred, gold), _majority(gold)
-    res: dict[str, Any] = {
-        "accuracy": acc,
-        "n": int(len(gold)),
-        # chance: always answering the most frequent gold label of these same rows, and the accuracy's lead on it
-        "majority": maj,
-        "delta_majority": acc - maj,
-        "per_label": {str(lab): _acc(pred[gold == lab], gold[gold == lab]) for lab in np.unique(gold)},
-    }
-    if groups is not None:
-        res["per_group"] = {
-            str(g): {str(lab): _acc(pred[(groups == g) & (gold == lab)], gold[(groups == g) & (gold == lab)])
-                     for lab in np.unique(gold[groups == g])} | {"all": _acc(pred[groups == g], gold[groups == g])}
-            for g in np.unique(groups)
-        }
-    return res
 
 
 @dataclass(repr=False)  # Result.__repr__: one line, not the arrays
@@ -64,18 +41,18 @@ class EvaluateResult(Result):
 
     command: ClassVar[str] = "evaluate"
     out: Path | None
-    results: list[dict[str, Any]]  # one per (model, training set, seed)
-    aggregate: dict[str, Any]
-    training_sets: list[dict[str, Any]]
+    results: list[ScoreRecord]  # one per (model, training set, seed)
+    aggregate: Aggregate
+    training_sets: list[SetInfo]
     tables: str
-    config: dict[str, Any]
+    config: EvalConfig
     verdict: list[str] = field(default_factory=list)  # evaluate_verdict
 
     @property
     def seed(self) -> Any:
         return self.config["split_seed"]
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSON:
         return {"verdict": self.verdict, "config": self.config, "training_sets": self.training_sets,
                 "aggregate": self.aggregate, "runs": self.results}
 
@@ -83,7 +60,7 @@ class EvaluateResult(Result):
         tables = self.tables
         return markdown(self.verdict) + (tables if tables.endswith("\n") else tables + "\n")
 
-    def page(self, document: dict[str, Any]) -> PageData | None:
+    def page(self, document: JSON) -> PageData | None:
         """The accuracy bars, losses and learning-rate check (:func:`aflite.report.pages.evaluate_page`)."""
         return None if self.out is None else evaluate_page(document, self.out)
 
@@ -96,13 +73,7 @@ class EvaluateResult(Result):
         plot_report(self, out / "accuracy.png")
 
 
-def _mean_std(values: list[float]) -> dict[str, Any]:
-    v = [x for x in values if not (isinstance(x, float) and math.isnan(x))]
-    if not v:
-        return {"mean": None, "std": None, "n": 0}
-    return {"mean": float(np.mean(v)), "std": float(np.std(v, ddof=1)) if len(v) > 1 else 0.0, "n": len(v)}
-
-
+Metric: TypeAlias = Literal["own_heldout", "original_heldout"]  # the held-out part a Table 3 reads
 CHANCE_ROW = "Chance (majority class of the same rows)"
 
 
@@ -114,15 +85,29 @@ def _pct_delta(x: float | None, y: float | None) -> str:
     return "–" if x is None or y is None or math.isnan(x) or math.isnan(y) else f"{100 * (x - y):+.1f}"
 
 
-def _fmt_vs(ms: dict[str, Any] | None, chance: float | None) -> str:
+def _fmt_vs(ms: MeanStd | None, chance: float | None) -> str:
     """``acc ± std (+lead)``: the accuracy and, in brackets, its lead over chance on the same rows (points)."""
     s = _fmt(ms)
-    if s == "–" or chance is None or math.isnan(chance) or ms is None:
+    mean = None if ms is None else ms["mean"]
+    if s == "–" or chance is None or math.isnan(chance) or mean is None:
         return s
-    return f"{s} ({100 * (ms['mean'] - chance):+.1f})"
+    return f"{s} ({100 * (mean - chance):+.1f})"
 
 
-def _ood_summary(aggregate: dict[str, Any], specs: list[ModelSpec], cols: list[str],
+def _mean_of(m: MeanStd | None) -> float | None:
+    return None if not m or m["mean"] is None else float(m["mean"])
+
+
+def _external(entry: AggregateEntry | None, name: str) -> ExternalScore | None:
+    return None if entry is None else entry["external"].get(name)
+
+
+def _mark(entry: AggregateEntry | None) -> NotTrained | None:
+    """The entry's ``not_trained`` mark (None when it trained, or is absent)."""
+    return None if entry is None else entry.get("not_trained") or None
+
+
+def _ood_summary(aggregate: Aggregate, specs: list[ModelSpec], cols: list[str],
                  deltas: list[tuple[str, str]], eval_sets: Sequence[EvalSet]) -> list[str]:
     """One table for every external set: rows = (set, model) with a chance row per set, columns = training sets."""
     head = ["Evaluation set", "Trained model"] + cols + ["Δ" if len(deltas) == 1 else f"Δ {f}" for f, _ in deltas]
@@ -132,95 +117,39 @@ def _ood_summary(aggregate: dict[str, Any], specs: list[ModelSpec], cols: list[s
            "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for es in eval_sets:
         first = aggregate[specs[0].key]
-        ch = {}
+        ch: dict[str, float | None] = {}
         for c in cols:
-            m = first.get(c, {}).get("external", {}).get(es.name, {}).get("majority")
-            ch[c] = None if not m or m.get("mean") is None else float(m["mean"])
-        n = first.get("D", {}).get("external", {}).get(es.name, {}).get("n", len(es))
+            e0 = _external(first.get(c), es.name)
+            ch[c] = None if e0 is None else _mean_of(e0["majority"])
+        e_d = _external(first.get("D"), es.name)
+        n = len(es) if e_d is None else e_d["n"]
         out.append("| " + " | ".join([f"{es.name} ({n} rows)", CHANCE_ROW] + [_pct(ch[c]) for c in cols]
                                      + [_pct_delta(ch[f], ch[b]) for f, b in deltas]) + " |")
         for spec in specs:
             a = aggregate[spec.key]
-            ext = {c: a.get(c, {}).get("external", {}).get(es.name) for c in cols}
+            ext = {c: _external(a.get(c), es.name) for c in cols}
             row = [es.name, spec.label]
             for c in cols:
                 e = ext[c]
                 if e is None:
                     row.append("–")
                     continue
-                m = e.get("majority")
-                row.append(_fmt_vs(e["accuracy"], None if not m or m.get("mean") is None else float(m["mean"])))
+                row.append(_fmt_vs(e["accuracy"], _mean_of(e["majority"])))
             for f, base in deltas:
-                x = (ext[f] or {}).get("accuracy")
-                y = (ext[base] or {}).get("accuracy")
-                row.append(f"{100 * (x['mean'] - y['mean']):+.1f}" if x and y and x["mean"] is not None
-                           and y["mean"] is not None else "–")
+                ef, eb = ext[f], ext[base]
+                x = None if ef is None else ef["accuracy"]["mean"]
+                y = None if eb is None else eb["accuracy"]["mean"]
+                row.append("–" if x is None or y is None else f"{100 * (x - y):+.1f}")
             out.append("| " + " | ".join(row) + " |")
     return out
 
 
-def _fmt(ms: dict[str, Any] | None) -> str:
-    if not ms or ms.get("mean") is None:
+def _fmt(ms: MeanStd | None) -> str:
+    mean = None if not ms else ms.get("mean")
+    if not ms or mean is None:
         return "–"
-    s = f"{100 * ms['mean']:.1f}"
-    return s + (f" ± {100 * ms['std']:.1f}" if ms["n"] > 1 else "")
-
-
-def _aggregate(results: list[dict[str, Any]], specs: list[ModelSpec], sets: list[TrainingSet],
-               eval_sets: Sequence[EvalSet], tests: Sequence[EvalSet] = ()) -> dict[str, Any]:
-    """{model: {set name: {metric: mean/std/n}}} over seeds (random subsets: over their per-seed draws)."""
-    agg: dict[str, Any] = {}
-    names = list(dict.fromkeys(ts.name for ts in sets))
-    for spec in specs:
-        per: dict[str, Any] = {}
-        for nm in names:
-            rs = [r for r in results if r["model"] == spec.key and r["train_set"] == nm]
-            if not rs:
-                continue
-            entry: dict[str, Any] = {
-                "train_rows": int(np.mean([r["train_rows"] for r in rs])),
-                "train_used": int(np.mean([r["train_used"] for r in rs])),
-                "tests": {},
-                "external": {},
-            }
-            if "own_heldout" in rs[0]:
-                entry["own_heldout"] = _mean_std([r["own_heldout"]["accuracy"] for r in rs])
-                entry["original_heldout"] = _mean_std([r["original_heldout"]["accuracy"] for r in rs])
-                for part in ("own_heldout", "original_heldout"):
-                    entry[f"{part}_majority"] = _mean_std([r[part]["majority"] for r in rs])
-                    entry[f"{part}_delta_majority"] = _mean_std([r[part]["delta_majority"] for r in rs])
-            for es in tests:
-                tx = [r["tests"][es.name] for r in rs]
-                entry["tests"][es.name] = {
-                    "accuracy": _mean_std([x["accuracy"] for x in tx]), "n": tx[0]["n"],
-                    "majority": tx[0]["majority"],
-                    "per_label": {lab: _mean_std([x["per_label"].get(lab, float("nan")) for x in tx])
-                                  for lab in tx[0]["per_label"]}}
-            for es in eval_sets:
-                ext = [r["external"][es.name] for r in rs]
-                e: dict[str, Any] = {"accuracy": _mean_std([x["accuracy"] for x in ext]), "n": ext[0]["n"],
-                                     "majority": _mean_std([x["majority"] for x in ext]),
-                                     "delta_majority": _mean_std([x["delta_majority"] for x in ext]),
-                                     "per_label": {lab: _mean_std([x["per_label"].get(lab, float("nan")) for x in ext])
-                                                   for lab in ext[0]["per_label"]}}
-                if "per_group" in ext[0]:
-                    e["per_group"] = {g: {lab: _mean_std([x["per_group"][g].get(lab, float("nan")) for x in ext])
-                                          for lab in ext[0]["per_group"][g]} for g in ext[0]["per_group"]}
-                entry["external"][es.name] = e
-            curves = [r["loss_curve"] for r in rs if r.get("loss_curve")]
-            if curves:  # fine-tuned models: the training loss at the start and end (means of a few steps)
-                entry["training_loss"] = {
-                    "start": _mean_std([c["start"] for c in curves if c.get("start") is not None]),
-                    "end": _mean_std([c["end"] for c in curves if c.get("end") is not None]),
-                    "steps": int(np.mean([r.get("steps") or 0 for r in rs])),
-                    "lr": rs[0].get("lr")}
-
-            mark = merge(rs)
-            if mark is not None:
-                entry["not_trained"] = mark
-            per[nm] = entry
-        agg[spec.key] = per
-    return agg
+    s = f"{100 * mean:.1f}"
+    return s + (f" ± {100 * (ms['std'] or 0.0):.1f}" if ms["n"] > 1 else "")
 
 
 def _columns(sets: list[TrainingSet]) -> tuple[list[str], list[tuple[str, str]]]:
@@ -239,21 +168,23 @@ def _columns(sets: list[TrainingSet]) -> tuple[list[str], list[tuple[str, str]]]
     return names, [(f, "D") for f in deltas]
 
 
-def _loss_table(aggregate: dict[str, Any], specs: list[ModelSpec], cols: list[str]) -> list[str]:
+def _loss_table(aggregate: Aggregate, specs: list[ModelSpec], cols: list[str]) -> list[str]:
     """Fine-tuned models: training loss at the start → at the end (each the mean of a few steps) and the steps
     run, per training set, so that a set the model did not fit shows as such next to its accuracy."""
     rows = []
     for spec in specs:
         a = aggregate[spec.key]
-        if not any(a.get(c, {}).get("training_loss") for c in cols):
+        losses = {c: None if (e := a.get(c)) is None else e.get("training_loss") for c in cols}
+        if not any(losses.values()):
             continue
         row = [spec.label]
         for c in cols:
-            tl = a.get(c, {}).get("training_loss")
-            if not tl or tl["start"]["mean"] is None or tl["end"]["mean"] is None:
+            tl = losses[c]
+            start, end = (None, None) if not tl else (tl["start"]["mean"], tl["end"]["mean"])
+            if not tl or start is None or end is None:
                 row.append("–")
                 continue
-            row.append(f"{tl['start']['mean']:.3f} → {tl['end']['mean']:.3f} ({tl['steps']} steps)")
+            row.append(f"{start:.3f} → {end:.3f} ({tl['steps']} steps)")
         rows.append("| " + " | ".join(row) + " |")
     if not rows:
         return []
@@ -264,8 +195,8 @@ def _loss_table(aggregate: dict[str, Any], specs: list[ModelSpec], cols: list[st
             *rows]
 
 
-def render_tables(aggregate: dict[str, Any], specs: list[ModelSpec], sets: list[TrainingSet],
-                  set_info: list[dict[str, Any]], eval_sets: Sequence[EvalSet], config: dict[str, Any],
+def render_tables(aggregate: Aggregate, specs: list[ModelSpec], sets: list[TrainingSet],
+                  set_info: list[SetInfo], eval_sets: Sequence[EvalSet], config: EvalConfig,
                   tests: Sequence[EvalSet] = ()) -> str:
     """Markdown: Table 3-shaped (rows = models, columns = training sets, Δ last) on the own held-out part, on
     the original held-out part (when D was split) and on each separate test set (with its majority rate);
@@ -281,10 +212,10 @@ def render_tables(aggregate: dict[str, Any], specs: list[ModelSpec], sets: list[
         lines += t3.lines("original_heldout", "The original (unfiltered) held-out part of D")
     for es in tests:
         tinfo = next(t for t in config.get("tests", []) if t["name"] == es.name)
-        lines += t3.lines("", f"Table 3 shape: test set {es.name} ({tinfo['size']} rows; majority class "
+        lines += t3.lines(None, f"Table 3 shape: test set {es.name} ({tinfo['size']} rows; majority class "
                               f"{100 * tinfo['majority']:.1f} %)", test=es.name)
     lines += _training_notes(aggregate, specs, cols)
-    noted = [f"- {si['name']}: {si['info']['note']}" for si in set_info if (si.get("info") or {}).get("note")]
+    noted = [f"- {si['name']}: {note}" for si in set_info if (note := (si.get("info") or {}).get("note"))]
     lines += ["", "**Notes on the training sets:**", "", *noted] if noted else []
     if eval_sets:
         lines += _ood_summary(aggregate, specs, cols, deltas, eval_sets)
@@ -300,7 +231,7 @@ def render_tables(aggregate: dict[str, Any], specs: list[ModelSpec], sets: list[
     return "\n".join(lines) + "\n"
 
 
-def _header(config: dict[str, Any]) -> list[str]:
+def _header(config: EvalConfig) -> list[str]:
     """The title and how to read the tables: the seeds, chance, the held-out part, warm-up rows, fine-tuning."""
     lines = [f"# aflite evaluate: {config['dataset']}", "",
              f"Accuracy in %, mean ± std over seeds {config['seeds']}"
@@ -316,8 +247,8 @@ def _header(config: dict[str, Any]) -> list[str]:
     if config.get("excluded_warmup_rows"):
         lines.append(f"{config['excluded_warmup_rows']} rows of D formed a run's warm-up slice (they trained Φ) and "
                      "are left out of D, every D(Φ), the random subsets and the single-iteration sets.")
-    if config.get("finetune"):
-        f = config["finetune"]
+    f = config.get("finetune")
+    if f:
         how = {"given": "given", "default": "the default, no check"}.get(f.get("lr_source") or "", "")
         if f.get("lr_check"):
             how = describe(f["lr_check"])
@@ -331,49 +262,60 @@ def _header(config: dict[str, Any]) -> list[str]:
 class _Table3:
     """Table 3's shape: a row per model (and chance, and the training sizes), a column per training set, Δ last."""
 
-    def __init__(self, aggregate: dict[str, Any], specs: list[ModelSpec], cols: list[str],
+    def __init__(self, aggregate: Aggregate, specs: list[ModelSpec], cols: list[str],
                  deltas: list[tuple[str, str]], sizes: dict[str, list[int]]) -> None:
         self.aggregate, self.specs, self.cols, self.deltas, self.sizes = aggregate, specs, cols, deltas, sizes
         self.dname = "Δ" if len(deltas) == 1 else "Δ {}"
 
     @staticmethod
-    def score(entry: dict[str, Any], metric: str, test: str | None) -> Any:
-        return entry.get(metric) if test is None else entry.get("tests", {}).get(test, {}).get("accuracy")
+    def score(entry: AggregateEntry | None, metric: Metric | None, test: str | None) -> MeanStd | None:
+        if entry is None:
+            return None
+        if test is not None:
+            t = entry["tests"].get(test)
+            return None if t is None else t["accuracy"]
+        return None if metric is None else entry.get(metric)
 
     @staticmethod
-    def chance(entry: dict[str, Any], metric: str, test: str | None) -> float | None:
+    def chance(entry: AggregateEntry | None, metric: Metric | None, test: str | None) -> float | None:
+        if entry is None:
+            return None
         if test is not None:
-            m = entry.get("tests", {}).get(test, {}).get("majority")
-            return None if m is None else float(m["mean"] if isinstance(m, dict) else m)
-        m = entry.get(f"{metric}_majority")
-        return None if not m or m.get("mean") is None else float(m["mean"])
+            t = entry["tests"].get(test)
+            return None if t is None else float(t["majority"])
+        if metric == "own_heldout":
+            return _mean_of(entry.get("own_heldout_majority"))
+        return _mean_of(entry.get("original_heldout_majority")) if metric == "original_heldout" else None
 
-    def delta(self, a: dict[str, Any], f: str, base: str, metric: str, test: str | None) -> str:
-        x, y = self.score(a.get(f, {}), metric, test), self.score(a.get(base, {}), metric, test)
-        if a.get(f, {}).get("not_trained") or a.get(base, {}).get("not_trained"):
+    def delta(self, a: dict[str, AggregateEntry], f: str, base: str, metric: Metric | None,
+              test: str | None) -> str:
+        ef, eb = a.get(f), a.get(base)
+        xs, ys = self.score(ef, metric, test), self.score(eb, metric, test)
+        if _mark(ef) or _mark(eb):
             return "–"
-        if not (x and y and x["mean"] is not None and y["mean"] is not None):
+        x, y = _mean_of(xs), _mean_of(ys)
+        if x is None or y is None:
             return "–"
-        cell = f"{100 * (x['mean'] - y['mean']):+.1f}"
-        cf, cb = self.chance(a.get(f, {}), metric, test), self.chance(a.get(base, {}), metric, test)
+        cell = f"{100 * (x - y):+.1f}"
+        cf, cb = self.chance(ef, metric, test), self.chance(eb, metric, test)
         if cf is not None and cb is not None and abs(cf - cb) >= 0.0005:
             # chance moved (filtering changed the label mix): say how the lead over chance moved too
-            cell += f" (lead {100 * ((x['mean'] - cf) - (y['mean'] - cb)):+.1f})"
+            cell += f" (lead {100 * ((x - cf) - (y - cb)):+.1f})"
         return cell
 
-    def lines(self, metric: str, title: str, test: str | None = None) -> list[str]:
+    def lines(self, metric: Metric | None, title: str, test: str | None = None) -> list[str]:
         cols, deltas = self.cols, self.deltas
         head = ["Model"] + cols + [self.dname.format(f) for f, _ in deltas]
         out = ["", f"## {title}", "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
         first = self.aggregate[self.specs[0].key]
-        ch = {c: self.chance(first.get(c, {}), metric, test) for c in cols}
+        ch = {c: self.chance(first.get(c), metric, test) for c in cols}
         row = [CHANCE_ROW] + [_pct(ch[c]) for c in cols] + [_pct_delta(ch[f], ch[b]) for f, b in deltas]
         out.append("| " + " | ".join(row) + " |")
         for spec in self.specs:
             a = self.aggregate[spec.key]
             row = [spec.label]
-            row += ["not trained" if a.get(c, {}).get("not_trained") else _fmt_vs(
-                self.score(a.get(c, {}), metric, test), self.chance(a.get(c, {}), metric, test)) for c in cols]
+            row += ["not trained" if _mark(a.get(c)) else _fmt_vs(
+                self.score(a.get(c), metric, test), self.chance(a.get(c), metric, test)) for c in cols]
             row += [self.delta(a, f, base, metric, test) for f, base in deltas]
             out.append("| " + " | ".join(row) + " |")
         size_row = ["Training set size"] + [str(int(np.mean(self.sizes[c]))) for c in cols]
@@ -382,47 +324,50 @@ class _Table3:
         return out
 
 
-def _training_notes(aggregate: dict[str, Any], specs: list[ModelSpec], cols: list[str]) -> list[str]:
+def _training_notes(aggregate: Aggregate, specs: list[ModelSpec], cols: list[str]) -> list[str]:
     """The models that did not train (and why), and those trained on a capped sample."""
     lines: list[str] = []
-    untrained = [(spec, c, aggregate[spec.key][c]["not_trained"]) for spec in specs for c in cols
-                 if aggregate[spec.key].get(c, {}).get("not_trained")]
+    untrained = [(spec, c, m) for spec in specs for c in cols if (m := _mark(aggregate[spec.key].get(c)))]
     if untrained:
         lines += ["", "**Not trained** (shown as such above, not as results; aflite.evaluate.degenerate):"]
         lines += [f"- {spec.label} on {c} (seed(s) {', '.join(map(str, m['seeds_not_trained']))} of {m['seeds']}): "
                   f"{m['reason']}; {m['budget_note']}" for spec, c, m in untrained]
     lines += _loss_table(aggregate, specs, cols)
-    used = {spec.key: {c: aggregate[spec.key].get(c, {}).get("train_used") for c in cols} for spec in specs}
-    capped = [k for k, v in used.items() if any(v[c] != aggregate[k].get(c, {}).get("train_rows") for c in cols)]
+    def rows(k: str, c: str, part: Literal["train_rows", "train_used"]) -> int | None:
+        e = aggregate[k].get(c)
+        return None if e is None else e[part]
+
+    used = {spec.key: {c: rows(spec.key, c, "train_used") for c in cols} for spec in specs}
+    capped = [k for k, v in used.items() if any(v[c] != rows(k, c, "train_rows") for c in cols)]
     for k in capped:
         lines.append(f"\n{k}: trained on a capped sample: " + ", ".join(f"{c} {used[k][c]}" for c in cols))
     return lines
 
 
-def _table1(a: dict[str, Any], spec: ModelSpec, cols: list[str], es: EvalSet) -> list[str]:
+def _table1(a: dict[str, AggregateEntry], spec: ModelSpec, cols: list[str], es: EvalSet) -> list[str]:
     """Table 1's shape for one external set and model: a row per training set, accuracy per group and gold label."""
     first = a["D"]["external"][es.name]
     labs = list(first["per_label"])
-    groups = list(first.get("per_group", {}))
-    head = ["Train data"] + [f"{g}: gold {lab}" for g in groups for lab in labs if lab in first["per_group"][g]]
+    first_groups = first.get("per_group") or {}
+    groups = list(first_groups)
+    head = ["Train data"] + [f"{g}: gold {lab}" for g in groups for lab in labs if lab in first_groups[g]]
     head += [f"all: gold {lab}" for lab in labs] + ["all rows"]
     lines = ["", f"## Table 1 shape: {es.name} ({first['n']} rows), {spec.label}", "",
              "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for c in cols:
-        e = a.get(c, {}).get("external", {}).get(es.name)
+        e = _external(a.get(c), es.name)
         if e is None:
             continue
-        label_c = f"{c} (not trained)" if a.get(c, {}).get("not_trained") else c
-        row = [label_c] + [_fmt(e["per_group"][g][lab]) for g in groups for lab in labs
-                           if lab in first["per_group"][g]]
-        m = e.get("majority")
+        label_c = f"{c} (not trained)" if _mark(a.get(c)) else c
+        per_group = e.get("per_group") or {}
+        row = [label_c] + [_fmt(per_group[g][lab]) for g in groups for lab in labs if lab in first_groups[g]]
         row += [_fmt(e["per_label"][lab]) for lab in labs]
-        row += [_fmt_vs(e["accuracy"], None if not m or m.get("mean") is None else float(m["mean"]))]
+        row += [_fmt_vs(e["accuracy"], _mean_of(e["majority"]))]
         lines.append("| " + " | ".join(row) + " |")
     return lines
 
 
-def evaluate_verdict(body: dict[str, Any]) -> list[str]:
+def evaluate_verdict(body: JSON) -> list[str]:
     """``aflite evaluate``: per model, accuracy after training on D(Φ) against same-size random subsets of D (the
     baseline), on D's held-out part (or the first test set), judged against the random subsets' seed spread.
     Models marked ``not_trained`` are left out and counted."""
@@ -473,7 +418,7 @@ def evaluate_verdict(body: dict[str, Any]) -> list[str]:
 
 
 
-def _where(entry: dict[str, Any]) -> str:
+def _where(entry: JSON) -> str:
     if "original_heldout" in entry:
         return "D's held-out part"
     tests = entry.get("tests") or {}
@@ -481,12 +426,12 @@ def _where(entry: dict[str, Any]) -> str:
 
 
 
-def _score(entry: dict[str, Any]) -> tuple[float, float] | None:
+def _score(entry: JSON) -> tuple[float, float] | None:
     """(mean, std) accuracy on D's held-out part, else on the first separate test set."""
     acc: Any = entry.get("original_heldout")
     if acc is None:
-        tests: dict[str, Any] = entry.get("tests") or {}
-        first: dict[str, Any] = next(iter(tests.values()), {})
+        tests: JSON = entry.get("tests") or {}
+        first: JSON = next(iter(tests.values()), {})
         acc = first.get("accuracy")
     if not isinstance(acc, dict):
         return None

@@ -29,6 +29,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from aflite import data
+from aflite.atomic import JSON
 from aflite.core.ensemble import FastLogisticEnsemble, SklearnEnsemble
 from aflite.core.filter import AFLite
 from aflite.core.phase import scores_from_predictions
@@ -49,7 +50,7 @@ def _topk_overlap(p_a: NDArray[np.float64], p_b: NDArray[np.float64], k: int, ti
 def _solver_phase(
     X: NDArray[np.float32], codes: NDArray[np.int64], rows: NDArray[np.intp], mask: NDArray[np.bool_],
     solver: str, say: Any,
-) -> tuple[dict[str, Any], NDArray[Any]]:
+) -> tuple[JSON, NDArray[Any]]:
     """Whitening and one phase with one solver; times, optimiser counts and where the time went."""
     ens = FastLogisticEnsemble(solver=solver)
     t0, c0 = time.perf_counter(), time.process_time()
@@ -85,7 +86,7 @@ def compare_phase(
     random_state: int = 0,
     solvers: tuple[str, ...] = ("fast",),
     log: Any = None,
-) -> dict[str, Any]:
+) -> JSON:
     """One filtering phase over the same partitions with each solver of the fast path and with the
     scikit-learn reference (on ``reference_partitions`` of them; 0 skips it): times, their ratios and agreement.
 
@@ -101,7 +102,7 @@ def compare_phase(
     mask = draw_partitions(n, n_partitions, train_size, rng)
     tie = rng.random(n)
 
-    per: dict[str, dict[str, Any]] = {}
+    per: dict[str, JSON] = {}
     preds: dict[str, NDArray[Any]] = {}
     for solver in solvers:
         say(f"{solver} solver: whitening + one phase ...")
@@ -110,7 +111,7 @@ def compare_phase(
     pf = preds[main]
     fast = per[main]
     p_fast_all, _, _ = scores_from_predictions(pf, codes, mask)
-    out: dict[str, Any] = {
+    out: JSON = {
         "n": n,
         "d": int(X.shape[1]),
         "n_partitions": n_partitions,
@@ -132,7 +133,7 @@ def compare_phase(
     return out
 
 
-def _compare_solvers(per: dict[str, dict[str, Any]], preds: dict[str, NDArray[Any]], main: str, other: str,
+def _compare_solvers(per: dict[str, JSON], preds: dict[str, NDArray[Any]], main: str, other: str,
                      codes: NDArray[np.int64], mask: NDArray[Any], p_fast_all: NDArray[Any], top_k: int,
                      tie: NDArray[Any], n_partitions: int, say: Any) -> None:
     """Another solver against the main one: time ratios and agreement of held-out predictions, p̃ and top k."""
@@ -154,8 +155,8 @@ def _compare_solvers(per: dict[str, dict[str, Any]], preds: dict[str, NDArray[An
 
 
 def _reference(X: NDArray[np.float32], codes: NDArray[np.int64], rows: NDArray[Any], mask: NDArray[Any], r: int,
-               n_partitions: int, solvers: tuple[str, ...], per: dict[str, dict[str, Any]],
-               preds: dict[str, NDArray[Any]], top_k: int, tie: NDArray[Any], say: Any) -> dict[str, Any]:
+               n_partitions: int, solvers: tuple[str, ...], per: dict[str, JSON],
+               preds: dict[str, NDArray[Any]], top_k: int, tie: NDArray[Any], say: Any) -> JSON:
     """scikit-learn's LogisticRegression on the first ``r`` partitions: its time scaled to all of them, and every
     solver's agreement with it on those partitions."""
     subset = list(range(r))
@@ -216,7 +217,7 @@ def _observed_ensemble(solver: str) -> Any:
     return ObservedEnsemble(solver=solver, copy_X=False)  # X is generated for this run: whitened in place
 
 
-def _complete_child(conn: Any, spec: dict[str, Any]) -> None:
+def _complete_child(conn: Any, spec: JSON) -> None:
     t_start = time.perf_counter()
     if spec.get("features"):
         X = data.load_features(spec["features"])
@@ -234,7 +235,7 @@ def _complete_child(conn: Any, spec: dict[str, Any]) -> None:
         random_state=spec["seed"],
         model=_observed_ensemble(spec.get("solver", "fast")),
     )
-    phases: list[dict[str, Any]] = []
+    phases: list[JSON] = []
     clock = {"last": 0.0}
 
     def on_phase(record: Any, state: Any) -> None:
@@ -287,14 +288,14 @@ def _complete_child(conn: Any, spec: dict[str, Any]) -> None:
     conn.close()
 
 
-def complete_run(spec: dict[str, Any]) -> dict[str, Any]:
+def complete_run(spec: JSON) -> JSON:
     """The complete filter in a fresh process, so that its peak memory is its own."""
     return in_child(spec, _complete_child)
 
 
-def _compare_complete(spec: dict[str, Any], solvers: tuple[str, ...], say: Any) -> dict[str, Any]:
+def _compare_complete(spec: JSON, solvers: tuple[str, ...], say: Any) -> JSON:
     """The complete filter once per solver (same seed, so the same partitions while the kept sets agree)."""
-    runs: dict[str, Any] = {}
+    runs: JSON = {}
     keep: dict[str, NDArray[np.bool_]] = {}
     for solver in solvers:
         say(f"complete filter with the {solver} solver (k={spec['slice_size']}, tau={spec['threshold']}, "
@@ -306,7 +307,7 @@ def _compare_complete(spec: dict[str, Any], solvers: tuple[str, ...], say: Any) 
         say(f"  {solver}: {r['wall_seconds']:.1f} s, CPU {r['cpu_seconds']:.1f} s (whitening "
             f"{r['whitening_seconds']:.1f} s), peak "
             f"{r['peak_rss_gib']:.2f} GiB, kept {r['size_after']} after {r['n_iterations']} phases")
-    out: dict[str, Any] = {"parameters": spec, **runs[solvers[0]], "solvers": runs}
+    out: JSON = {"parameters": spec, **runs[solvers[0]], "solvers": runs}
     main = solvers[0]
     for other in solvers[1:]:
         a, b = keep[main], keep[other]
@@ -324,7 +325,7 @@ def _compare_complete(spec: dict[str, Any], solvers: tuple[str, ...], say: Any) 
     return out
 
 
-def _table8(n_rows: int) -> dict[str, Any]:
+def _table8(n_rows: int) -> JSON:
     """Table 8's SNLI parameters, scaled by |D| / 550,152 below SNLI's size."""
     scale = n_rows / SNLI_N
     t = 50_000 if scale >= 1 else max(10, int(round(50_000 * scale)))
@@ -373,7 +374,7 @@ def run_benchmark(
     real_features: str | None = None,
     real_labels: str | None = None,
     real_complete: bool = True,
-) -> dict[str, Any]:
+) -> JSON:
     """The benchmark: one phase per solver and the reference (same partitions), the complete filter per solver,
     and optionally the same on real features (``real_features``/``real_labels``, Table 8 scaled to their size).
     ``dim`` is the synthetic features' dimension. ``solvers`` and ``complete_solvers``
@@ -404,7 +405,7 @@ def run_benchmark(
     say(f"data: {desc} ({time.perf_counter() - t0:.1f} s)")
     params = _table8(len(y))
 
-    out: dict[str, Any] = {"data": desc, "versions": versions(), "solvers": list(solvers),
+    out: JSON = {"data": desc, "versions": versions(), "solvers": list(solvers),
                            "load_average_at_start": list(os.getloadavg()),  # other jobs on the machine
                            "blas": [(i.get("internal_api"), i.get("architecture"), i.get("num_threads"))
                                     for i in threadpool_info()]}
@@ -446,7 +447,7 @@ def real_benchmark(
     solvers: tuple[str, ...] = ("fast", "previous"),
     complete_solvers: tuple[str, ...] | None = None,
     log: Any = None,
-) -> dict[str, Any]:
+) -> JSON:
     """Real features (e.g. MiniLM pair embeddings): Table 8 scaled to |D|, one phase per solver against the
     scikit-learn loop on the same partitions, and the complete filter per solver."""
     say = log or (lambda *_: None)
@@ -456,7 +457,7 @@ def real_benchmark(
     y = data.load_labels(labels)
     params = _table8(len(y))
     say(f"real features {features}: {X.shape[0]} x {X.shape[1]}, Table 8 scaled by {params['scale']:.4f}")
-    res: dict[str, Any] = {"features": features, "labels": labels, "shape": list(X.shape), "parameters": params}
+    res: JSON = {"features": features, "labels": labels, "shape": list(X.shape), "parameters": params}
     res["phase"] = compare_phase(X, y, n_partitions=64, train_size=params["train_size"],
                                  reference_partitions=reference_partitions, top_k=params["slice_size"],
                                  random_state=seed, solvers=solvers, log=say)

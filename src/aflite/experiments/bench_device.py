@@ -30,20 +30,20 @@ from __future__ import annotations
 import os
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict, cast
 
 import numpy as np
 
 from aflite import data
-from aflite.atomic import write_json
+from aflite.atomic import JSON, write_json
 from aflite.core.ensemble import FastLogisticEnsemble
 from aflite.core.filter import AFLite
 from aflite.data.text import demo_dataset_path
 from aflite.device import resolve_device, torch_device, torch_module
 from aflite.errors import ParameterError
-from aflite.experiments.bench_profile import filter_profile, phi_profile
+from aflite.experiments.bench_profile import FilterMode, filter_profile, phi_profile
 from aflite.experiments.filter_agreement import KEPT_JACCARD_FLOOR
 from aflite.experiments.shapes import make_snli_like
 from aflite.features.minilm import MiniLMFeaturizer
@@ -55,14 +55,41 @@ __all__ = ["SECTIONS", "device_benchmark", "format_device_report"]
 
 SECTIONS = ("roofline", "profile", "phi", "filter", "warmup")
 DEFAULT_SECTIONS = ("roofline", "phi", "filter", "warmup")  # the profile is asked for (--profile)
-FULL: dict[str, Any] = {"gemm": 8192, "gemm_repeats": 20, "phi_rows": None, "filter_n": 550_152, "filter_d": 768,
+class Sizes(TypedDict):
+    """How big each section's work is (:data:`FULL`, :data:`TINY`)."""
+
+    gemm: int
+    gemm_repeats: int
+    phi_rows: int | None
+    filter_n: int
+    filter_d: int
+    warmup_rows: int | None
+    warmup_max_steps: int | None
+    token_budget: int
+    filter_modes: Sequence[str] | None
+    profile_rows: int
+    profile_filter_modes: Sequence[str]
+
+
+class PhiMode(TypedDict, total=False):
+    """One way of computing MiniLM's Φ: :class:`aflite.features.minilm.MiniLMFeaturizer` keywords (pipelined,
+    precision), a token budget this many times the section's, TF32 matmuls, the weights' own dtype."""
+
+    pipelined: bool
+    precision: str
+    budget_factor: int
+    tf32: bool
+    weights: str
+
+
+FULL: Sizes = {"gemm": 8192, "gemm_repeats": 20, "phi_rows": None, "filter_n": 550_152, "filter_d": 768,
                         "warmup_rows": None, "warmup_max_steps": None, "token_budget": 16_384, "filter_modes": None,
                         "profile_rows": 20_000, "profile_filter_modes": ("classic", "device_lbfgs")}
-TINY: dict[str, Any] = {"gemm": 192, "gemm_repeats": 2, "phi_rows": 96, "filter_n": 2_400, "filter_d": 40,
+TINY: Sizes = {"gemm": 192, "gemm_repeats": 2, "phi_rows": 96, "filter_n": 2_400, "filter_d": 40,
                         "warmup_rows": 160, "warmup_max_steps": 2, "token_budget": 512, "filter_modes": None,
                         "profile_rows": 96, "profile_filter_modes": ("classic", "device_lbfgs")}
 # the filter's device modes: FastLogisticEnsemble keywords (storage is the ensemble's too)
-FILTER_MODES: dict[str, dict[str, Any]] = {
+FILTER_MODES: dict[str, FilterMode] = {
     "classic": {},
     "resident": {"device_resident": True},
     "device_lbfgs": {"device_lbfgs": True},
@@ -73,7 +100,7 @@ FILTER_MODES: dict[str, dict[str, Any]] = {
     "device_onepass": {"device_onepass": True},
     "device_onepass_bfloat16": {"device_onepass": True, "storage": "bfloat16"},
 }
-PHI_MODES: dict[str, dict[str, Any]] = {
+PHI_MODES: dict[str, PhiMode] = {
     "float32": {"pipelined": False},  # the path every device took before pipelining became the CUDA default
     "float32_pipelined": {"pipelined": True},
     "bfloat16_pipelined": {"pipelined": True, "precision": "bfloat16"},
@@ -97,9 +124,9 @@ def device_benchmark(
     seed: int = 0,
     out_json: str | os.PathLike[str] | None = None,
     log: Callable[[str], None] | None = None,
-    sizes: dict[str, Any] | None = None,
+    sizes: Mapping[str, object] | None = None,
     kept_sets: bool = True,
-) -> dict[str, Any]:
+) -> JSON:
     """Run the ``sections`` on ``device`` and return their figures (see the module docstring). ``data_dir`` holds
     ``snli/train_100k.tsv.gz`` (default ``../shared/data`` beside the checkout, or the bundled SNLI sample when
     ``tiny``); ``model_path`` is the text model (default the bundled MiniLM). With ``out_json`` the results so far
@@ -119,24 +146,24 @@ def device_benchmark(
     unknown = [k for k in (sizes or {}) if k not in FULL]
     if unknown:
         raise ParameterError(f"unknown bench size(s) {', '.join(unknown)}: choose from {', '.join(FULL)}")
-    sizes = {**(TINY if tiny else FULL), **(sizes or {})}
-    res: dict[str, Any] = {"device": _describe(torch, device), "tiny": tiny, "sizes": sizes, "seed": seed,
+    size = cast(Sizes, {**(TINY if tiny else FULL), **(sizes or {})})  # keys checked above
+    res: JSON = {"device": _describe(torch, device), "tiny": tiny, "sizes": size, "seed": seed,
                            "versions": {**versions(), "torch": torch.__version__},
                            "load_average_at_start": list(os.getloadavg()),
                            "note": "figures of a tiny run say nothing about speed"}
     data_file = _data_file(data_dir, tiny)
 
-    def checkpoint(part: dict[str, Any]) -> None:  # a section's figures so far, kept if a time limit cuts it
+    def checkpoint(part: JSON) -> None:  # a section's figures so far, kept if a time limit cuts it
         res["profile"] = part
         if out_json is not None:
             write_json(Path(out_json), res)
 
-    runners: dict[str, Callable[[], dict[str, Any]]] = {
-        "roofline": lambda: roofline(torch, device, sizes["gemm"], sizes["gemm_repeats"]),
-        "profile": lambda: profile_section(device, data_file, sizes, model_path, seed, say, checkpoint),
-        "phi": lambda: phi_section(device, data_file, sizes, model_path, seed, say, kept_sets=kept_sets),
-        "filter": lambda: filter_section(device, sizes, seed, say),
-        "warmup": lambda: warmup_section(device, data_file, sizes, model_path, seed, say),
+    runners: dict[str, Callable[[], JSON]] = {
+        "roofline": lambda: roofline(torch, device, size["gemm"], size["gemm_repeats"]),
+        "profile": lambda: profile_section(device, data_file, size, model_path, seed, say, checkpoint),
+        "phi": lambda: phi_section(device, data_file, size, model_path, seed, say, kept_sets=kept_sets),
+        "filter": lambda: filter_section(device, size, seed, say),
+        "warmup": lambda: warmup_section(device, data_file, size, model_path, seed, say),
     }
     for name in sections:
         say(f"{name} ...")
@@ -155,9 +182,9 @@ def device_benchmark(
 
 
 # ----------------------------------------------------------------------------------------------- helpers
-def _describe(torch: Any, device: str) -> dict[str, Any]:
+def _describe(torch: Any, device: str) -> JSON:
     dev = torch.device(torch_device(device))
-    out: dict[str, Any] = {"name": device, "torch_device": str(dev), "cpus": os.cpu_count()}
+    out: JSON = {"name": device, "torch_device": str(dev), "cpus": os.cpu_count()}
     if dev.type == "cuda":
         p = torch.cuda.get_device_properties(dev)
         out.update(gpu=p.name, gpu_memory_gib=round(p.total_memory / 2**30, 1), cuda=torch.version.cuda,
@@ -199,12 +226,12 @@ def _agreement(keep: np.ndarray, ref: np.ndarray) -> dict[str, float]:
 
 
 # ----------------------------------------------------------------------------------------------- sections
-def roofline(torch: Any, device: str, size: int, repeats: int) -> dict[str, Any]:
+def roofline(torch: Any, device: str, size: int, repeats: int) -> JSON:
     """Best-of-``repeats`` TFLOP/s of one size³ GEMM per dtype (TF32: float32 with tensor cores allowed, on a GPU)
     and the GB/s of copying 256 MiB (read + write)."""
     dev = torch.device(torch_device(device))
     cuda = dev.type == "cuda"
-    out: dict[str, Any] = {"gemm_size": size, "tflops": {}}
+    out: JSON = {"gemm_size": size, "tflops": {}}
     kinds = [("float32", torch.float32, False), ("bfloat16", torch.bfloat16, False), ("float16", torch.float16, False)]
     if cuda:
         kinds.insert(1, ("tf32", torch.float32, True))
@@ -243,21 +270,20 @@ def _kept(X: np.ndarray, y: np.ndarray, seed: int) -> np.ndarray:
     return np.asarray(af.fit(X, y).keep_mask_)
 
 
-def phi_section(device: str, data_file: Path, sizes: dict[str, Any], model_path: Any, seed: int,
-                say: Callable[[str], None], kept_sets: bool = True) -> dict[str, Any]:
+def phi_section(device: str, data_file: Path, sizes: Sizes, model_path: Any, seed: int,
+                say: Callable[[str], None], kept_sets: bool = True) -> JSON:
     """Frozen MiniLM Φ in each of :data:`PHI_MODES`: pairs/s, cosine to float32's, kept-set Jaccard."""
     torch = torch_module()
     a, b, y = _pairs(data_file, sizes["phi_rows"])
-    out: dict[str, Any] = {"pairs": len(a), "data": str(data_file), "token_budget": sizes["token_budget"],
+    out: JSON = {"pairs": len(a), "data": str(data_file), "token_budget": sizes["token_budget"],
                            "modes": {}}
     X: dict[str, np.ndarray] = {}
     for name, kw in PHI_MODES.items():
-        kw = dict(kw)
-        factor = kw.pop("budget_factor", 1)
-        tf32, weights = kw.pop("tf32", False), kw.pop("weights", None)
-        budget = {"token_budget": factor * sizes["token_budget"]} if kw.get("pipelined") else {}
+        factor = kw.get("budget_factor", 1)
+        tf32, weights = kw.get("tf32", False), kw.get("weights")
+        budget = factor * sizes["token_budget"] if kw.get("pipelined") else None
         feat = MiniLMFeaturizer(model_path=model_path, device=device, backend="torch", show_progress=False,
-                                **kw, **budget)
+                                pipelined=kw.get("pipelined"), precision=kw.get("precision"), token_budget=budget)
         feat.transform(a[:64], b[:64])  # load the model and warm the kernels up
         if weights is not None:  # the frozen network's weights themselves in that type (pooling stays float32)
             feat.loaded()[1].to(getattr(torch, weights))
@@ -272,7 +298,7 @@ def phi_section(device: str, data_file: Path, sizes: dict[str, Any], model_path:
         finally:
             torch.backends.cuda.matmul.allow_tf32 = before
         secs = time.perf_counter() - t0
-        entry: dict[str, Any] = {"seconds": round(secs, 3), "pairs_per_s": round(len(a) / secs, 1)}
+        entry: JSON = {"seconds": round(secs, 3), "pairs_per_s": round(len(a) / secs, 1)}
         if name != "float32":
             cos = (X[name] * X["float32"]).sum(1)
             entry["cosine_to_float32"] = {"mean": round(float(cos.mean()), 6), "min": round(float(cos.min()), 6)}
@@ -290,13 +316,13 @@ def phi_section(device: str, data_file: Path, sizes: dict[str, Any], model_path:
     return out
 
 
-def filter_section(device: str, sizes: dict[str, Any], seed: int, say: Callable[[str], None]) -> dict[str, Any]:
+def filter_section(device: str, sizes: Sizes, seed: int, say: Callable[[str], None]) -> JSON:
     """The complete SNLI-shaped filter on the CPU path and in each of :data:`FILTER_MODES` on ``device``."""
     torch = torch_module()
     cuda = torch.device(torch_device(device)).type == "cuda"
     data = make_snli_like(sizes["filter_n"], sizes["filter_d"], random_state=seed)
     params = scaled_defaults(len(data.y))  # Table 8 (exactly, at SNLI's size)
-    out: dict[str, Any] = {"data": data.description, "parameters": params, "runs": {}}
+    out: JSON = {"data": data.description, "parameters": params, "runs": {}}
     keeps: dict[str, np.ndarray] = {}
     modes = FILTER_MODES if sizes["filter_modes"] is None else {k: FILTER_MODES[k] for k in sizes["filter_modes"]}
     out["agreement_bar"] = {"kept_jaccard": KEPT_JACCARD_FLOOR, "source": "aflite.experiments.filter_agreement"}
@@ -313,7 +339,7 @@ def filter_section(device: str, sizes: dict[str, Any], seed: int, say: Callable[
         _sync(torch, device)
         wall = time.perf_counter() - t0
         keeps[name] = np.asarray(af.keep_mask_)
-        run: dict[str, Any] = {"wall_seconds": round(wall, 2), "phases": af.n_iterations_,
+        run: JSON = {"wall_seconds": round(wall, 2), "phases": af.n_iterations_,
                                "kept": int(keeps[name].sum()), "stop_reason": af.stop_reason_,
                                "seconds_per_phase": round(wall / max(1, af.n_iterations_), 3)}
         if cuda and kw is not None:
@@ -331,14 +357,14 @@ def filter_section(device: str, sizes: dict[str, Any], seed: int, say: Callable[
     return out
 
 
-def profile_section(device: str, data_file: Path, sizes: dict[str, Any], model_path: Any, seed: int,
+def profile_section(device: str, data_file: Path, sizes: Sizes, model_path: Any, seed: int,
                     say: Callable[[str], None],
-                    checkpoint: Callable[[dict[str, Any]], None] = lambda _part: None) -> dict[str, Any]:
+                    checkpoint: Callable[[JSON], None] = lambda _part: None) -> JSON:
     """:func:`~aflite.experiments.bench_profile.phi_profile` on the first ``profile_rows`` pairs and
     :func:`~aflite.experiments.bench_profile.filter_profile` on the ``filter`` section's features per mode, handing
     the figures so far to ``checkpoint`` after each part."""
     a, b, _ = _pairs(data_file, sizes["profile_rows"])
-    out: dict[str, Any] = {"phi": phi_profile(device, a, b, model_path=model_path,
+    out: JSON = {"phi": phi_profile(device, a, b, model_path=model_path,
                                               token_budget=sizes["token_budget"])}
     say(f"  Φ profile: {out['phi']['verdict']}")
     out["filter"] = {}
@@ -354,10 +380,10 @@ def profile_section(device: str, data_file: Path, sizes: dict[str, Any], model_p
     return out
 
 
-def warmup_section(device: str, data_file: Path, sizes: dict[str, Any], model_path: Any, seed: int,
-                   say: Callable[[str], None]) -> dict[str, Any]:
+def warmup_section(device: str, data_file: Path, sizes: Sizes, model_path: Any, seed: int,
+                   say: Callable[[str], None]) -> JSON:
     """``aflite run DATA --featurizer warmup`` end to end (probe off), measured path vs the opt-in one."""
-    base: dict[str, Any] = {"device": device, "backend": "torch"}
+    base: JSON = {"device": device, "backend": "torch"}
     if model_path is not None:
         base["model_path"] = str(model_path)
     if sizes["warmup_max_steps"] is not None:
@@ -371,7 +397,7 @@ def warmup_section(device: str, data_file: Path, sizes: dict[str, Any], model_pa
         "fast_float32": ({**base, "pipelined": True, "token_budget": sizes["token_budget"]},
                          AFLite(random_state=seed, model=FastLogisticEnsemble(device=device, device_onepass=True))),
     }
-    out: dict[str, Any] = {"data": str(data_file), "probe": False, "runs": {}}
+    out: JSON = {"data": str(data_file), "probe": False, "runs": {}}
     keeps: dict[str, np.ndarray] = {}
     with tempfile.TemporaryDirectory(prefix="aflite-bench-warmup-") as tmp:
         src = data_file
@@ -396,7 +422,7 @@ def warmup_section(device: str, data_file: Path, sizes: dict[str, Any], model_pa
     return out
 
 
-def format_device_report(res: dict[str, Any]) -> str:
+def format_device_report(res: JSON) -> str:
     """A few lines per section for the terminal (the JSON holds everything)."""
     dev = res["device"]
     lines = [f"device benchmark on {dev.get('gpu', dev['torch_device'])}{' (tiny)' if res['tiny'] else ''}"]

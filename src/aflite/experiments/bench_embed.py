@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from aflite.atomic import JSON
 from aflite.data import load_dataset
 from aflite.errors import ParameterError
 from aflite.experiments.bench_embed_images import image_embed_benchmark
@@ -42,11 +43,11 @@ def flops_per_token(config: Any) -> float:
 def embed_benchmark(data: str | os.PathLike[str], *, model: str = "minilm", n_items: int = 2000, rounds: int = 3,
                     seed: int = 0, kept_set: bool = True, backends: tuple[str, ...] = BACKENDS,
                     reference: bool = True, batch_size: int = 32,
-                    log: Callable[[str], None] = lambda m: None) -> dict[str, Any]:
+                    log: Callable[[str], None] = lambda m: None) -> JSON:
     """The ``embed`` section of ``aflite bench --json`` for ``model``: the text pairs of ``data`` for the text
     encoder (:data:`EMBED_MODELS`' first), an image folder for the image encoder
     (:func:`aflite.experiments.bench_embed_images.image_embed_benchmark`)."""
-    benches: dict[str, Callable[[], dict[str, Any]]] = {
+    benches: dict[str, Callable[[], JSON]] = {
         EMBED_MODELS[0]: lambda: _text_benchmark(data, n_items=n_items, rounds=rounds, seed=seed, kept_set=kept_set,
                                                  backends=backends, reference=reference, batch_size=batch_size,
                                                  log=log),
@@ -59,7 +60,7 @@ def embed_benchmark(data: str | os.PathLike[str], *, model: str = "minilm", n_it
 
 def _text_benchmark(data: str | os.PathLike[str], *, n_items: int, rounds: int, seed: int, kept_set: bool,
                     backends: tuple[str, ...], reference: bool, batch_size: int,
-                    log: Callable[[str], None]) -> dict[str, Any]:
+                    log: Callable[[str], None]) -> JSON:
     """The text encoder's bench: MiniLM on ``n_items`` pairs, each backend, ``rounds`` times."""
     if n_items < 1 or rounds < 1:
         raise ParameterError("--n-items and --rounds must be >= 1")
@@ -77,7 +78,7 @@ def _text_benchmark(data: str | os.PathLike[str], *, n_items: int, rounds: int, 
     cfg = torch_model.config
     tokens = sum(len(ids) for ids in tok(a, b, truncation=True, max_length=256)["input_ids"])
     fpt = flops_per_token(cfg)
-    res: dict[str, Any] = {"model": EMBED_MODELS[0], "data": str(data), "n_items": n, "rounds": rounds, "seed": seed,
+    res: JSON = {"model": EMBED_MODELS[0], "data": str(data), "n_items": n, "rounds": rounds, "seed": seed,
                            "batch_size": batch_size, "threads": budget(), "tokens_per_item": round(tokens / n, 2),
                            "mflop_per_token": round(fpt / 1e6, 2), "host": platform.processor() or platform.machine(),
                            "loadavg_start": list(os.getloadavg())}
@@ -127,7 +128,7 @@ def _text_benchmark(data: str | os.PathLike[str], *, n_items: int, rounds: int, 
     return res
 
 
-def format_embed_report(res: dict[str, Any]) -> str:
+def format_embed_report(res: JSON) -> str:
     if res.get("unit") == "image":
         head = (f"{res['model']} on {res['n_items']} images of {res['data']} ({res['image_size']} px, "
                 f"{res['gflop_per_item']} GFLOP/image)")

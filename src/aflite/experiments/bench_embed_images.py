@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from aflite.atomic import JSON
 from aflite.data.images import load_image_dataset
 from aflite.encoders.onnx_images import calibration_sample
 from aflite.errors import ParameterError
@@ -58,7 +59,7 @@ def conv_flops(encoder: Any) -> float:
 def image_embed_benchmark(data: str | os.PathLike[str], *, model: str = "efficientnet-lite0", n_items: int = 500,
                           rounds: int = 3, seed: int = 0, kept_set: bool = True, kept_all: bool = False,
                           backends: tuple[str, ...] = BACKENDS, batch_size: int = 32,
-                          log: Callable[[str], None] = lambda m: None) -> dict[str, Any]:
+                          log: Callable[[str], None] = lambda m: None) -> JSON:
     """The ``embed`` section of ``aflite bench --json`` for an image model on the image folder ``data``. The kept
     sets are filtered from the timed images' Φ (no second pass: on 2 cores torch embeds only a few images per
     second), or from every image's with ``kept_all``."""
@@ -74,7 +75,7 @@ def image_embed_benchmark(data: str | os.PathLike[str], *, model: str = "efficie
         f.fit(refs_all)
         f.transform(refs[:4])
     fpi = conv_flops(feats[backends[0]].encoder())
-    res: dict[str, Any] = {"model": model, "data": str(data), "unit": "image", "n_items": n, "rounds": rounds,
+    res: JSON = {"model": model, "data": str(data), "unit": "image", "n_items": n, "rounds": rounds,
                            "seed": seed, "batch_size": batch_size, "threads": budget(),
                            "image_size": feats[backends[0]].image_size, "gflop_per_item": round(fpi / 1e9, 3),
                            "host": platform.processor() or platform.machine(), "loadavg_start": list(os.getloadavg())}

@@ -24,13 +24,14 @@ from __future__ import annotations
 import copy
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 
+from aflite.atomic import JSON
 from aflite.core.ensemble import FastLogisticEnsemble
 from aflite.core.filter import AFLite
 from aflite.device import autocast, resolve_model_path, to_device, torch_device, torch_module
@@ -67,7 +68,17 @@ class _Clock:
         return out, wall, (start.elapsed_time(end) / 1e3 if self.cuda else None)
 
 
-def summarize_steps(per_batch: dict[str, list[float]]) -> dict[str, Any]:
+class FilterMode(TypedDict, total=False):
+    """:class:`aflite.core.ensemble.FastLogisticEnsemble` keywords of one device mode of the filter."""
+
+    device_resident: bool
+    device_lbfgs: bool
+    device_pass_mb: int
+    device_onepass: bool
+    storage: str
+
+
+def summarize_steps(per_batch: dict[str, list[float]]) -> JSON:
     """Totals, shares of the total and per-batch median / p90 (milliseconds) of each step."""
     total = sum(sum(v) for v in per_batch.values()) or 1.0
     return {name: {"seconds": round(sum(v), 4), "share": round(sum(v) / total, 4),
@@ -77,7 +88,7 @@ def summarize_steps(per_batch: dict[str, list[float]]) -> dict[str, Any]:
 
 
 def phi_profile(device: str, a: list[str], b: list[str], *, model_path: Any = None, token_budget: int = 16_384,
-                precision: str = "float32", max_length: int = 256) -> dict[str, Any]:
+                precision: str = "float32", max_length: int = 256) -> JSON:
     """The Φ report of the module docstring on the pairs (``a``, ``b``)."""
     torch = torch_module()
     enc = TextEncoder(resolve_model_path(model_path), device=device, max_length=max_length)
@@ -87,7 +98,7 @@ def phi_profile(device: str, a: list[str], b: list[str], *, model_path: Any = No
     enc.module.eval()
     with torch.inference_mode():  # warm the kernels and the tokenizer up
         enc.pooled(enc.collate(enc.prepare_pairs(a[:32], b[:32])))
-    out: dict[str, Any] = {"pairs": n, "token_budget": token_budget, "precision": precision,
+    out: JSON = {"pairs": n, "token_budget": token_budget, "precision": precision,
                            "device": str(dev), "model": enc.model_path.name}
     # tokenising alone, all rows in one call: per wall second and per CPU second (every thread's time)
     c0, t0 = time.process_time(), time.perf_counter()
@@ -146,13 +157,13 @@ def phi_profile(device: str, a: list[str], b: list[str], *, model_path: Any = No
 
 
 def tokenise_in_workers(tok: Any, a: list[str], b: list[str], max_length: int, workers: int | None = None,
-                        chunk: int = 2048) -> dict[str, Any]:
+                        chunk: int = 2048) -> JSON:
     """Tokenising all pairs in ``chunk``-row pieces on ``workers`` threads (default the pipelined path's), as
     :func:`aflite.encoders.embed_pairs` does: sharing one tokenizer under a lock, and each worker with its own copy
     (``own_tokenizers``); pairs per wall second and per CPU second of each."""
     n_workers = workers or max(1, min(4, budget()))
     pieces = [(a[s : s + chunk], b[s : s + chunk]) for s in range(0, len(a), chunk)]
-    out: dict[str, Any] = {"workers": n_workers, "chunk": chunk}
+    out: JSON = {"workers": n_workers, "chunk": chunk}
     for name, own in (("shared_lock", False), ("per_worker", True)):
         lock, local = threading.Lock(), threading.local()
 
@@ -174,7 +185,7 @@ def tokenise_in_workers(tok: Any, a: list[str], b: list[str], max_length: int, w
     return out
 
 
-def _phi_verdict(p: dict[str, Any]) -> str:
+def _phi_verdict(p: JSON) -> str:
     """One sentence: the largest step of the serial pass, and whether the host can feed the forward pass."""
     steps = p["serial"]["steps"]
     top = max(steps, key=lambda s: steps[s]["seconds"])
@@ -187,8 +198,8 @@ def _phi_verdict(p: dict[str, Any]) -> str:
             f"{100 * p['pipelined']['busy_fraction']:.0f} %")
 
 
-def filter_profile(device: str, X: np.ndarray, y: np.ndarray, params: dict[str, Any], *, seed: int = 0,
-                   mode: dict[str, Any] | None = None, trace: Path | None = None) -> dict[str, Any]:
+def filter_profile(device: str, X: np.ndarray, y: np.ndarray, params: Mapping[str, int | float], *, seed: int = 0,
+                   mode: FilterMode | None = None, trace: Path | None = None) -> JSON:
     """The filter of the module docstring: per phase wall, device (or torch-CPU) seconds and the host's rest
     (phase 0's wall includes the fit's preparation; ``after_last_phase_s`` is what follows the last phase)."""
     from torch.profiler import ProfilerActivity, profile, record_function
@@ -197,7 +208,7 @@ def filter_profile(device: str, X: np.ndarray, y: np.ndarray, params: dict[str, 
     dev = torch.device(torch_device(device))
     cuda = dev.type == "cuda"
     model = FastLogisticEnsemble(device=device, **(mode or {}))
-    af = AFLite(**params, random_state=seed, device="cpu", model=model)
+    af = AFLite(**params, random_state=seed, device="cpu", model=model)  # type: ignore[arg-type]
     marks: list[Any] = []
     stamps: list[float] = []
 

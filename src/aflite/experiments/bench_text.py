@@ -3,10 +3,10 @@ over the scikit-learn reference and their agreement, and the complete filter's t
 
 from __future__ import annotations
 
-from typing import Any
+from aflite.atomic import JSON
 
 
-def _format_phase(p: dict[str, Any], indent: str = "  ") -> list[str]:
+def _format_phase(p: JSON, indent: str = "  ") -> list[str]:
     lines = []
     for name, s in p["solvers"].items():
         th = ", ".join(f"{k} {v:.1f}" for k, v in s["thread_seconds"].items())
@@ -32,7 +32,7 @@ def _format_phase(p: dict[str, Any], indent: str = "  ") -> list[str]:
     return lines
 
 
-def _format_complete(c: dict[str, Any], indent: str = "  ") -> list[str]:
+def _format_complete(c: JSON, indent: str = "  ") -> list[str]:
     pr = c["parameters"]
     lines = [f"complete filter (m={pr['n_partitions']}, t={pr['train_size']}, k={pr['slice_size']}, "
              f"tau={pr['threshold']}, n={pr['target_size']}):"]
@@ -53,7 +53,7 @@ def _format_complete(c: dict[str, Any], indent: str = "  ") -> list[str]:
     return lines
 
 
-def format_report(res: dict[str, Any]) -> str:
+def format_report(res: JSON) -> str:
     p = res["phase"]
     lines = [f"data: {res['data']}", f"one filtering phase, m={p['n_partitions']}, t={p['train_size']}:"]
     lines += _format_phase(p)

@@ -5,8 +5,10 @@ from __future__ import annotations
 import multiprocessing as mp
 from typing import Any
 
+from aflite.atomic import JSON
 
-def in_child(spec: dict[str, Any], target: Any) -> dict[str, Any]:
+
+def in_child(spec: JSON, target: Any) -> JSON:
     """Run ``target(conn, spec)`` in a fresh (spawned) process and return what it sends back on ``conn``."""
     ctx = mp.get_context("spawn")
     parent, child = ctx.Pipe(duplex=False)
@@ -14,7 +16,7 @@ def in_child(spec: dict[str, Any], target: Any) -> dict[str, Any]:
     proc.start()
     child.close()
     try:
-        result: dict[str, Any] = parent.recv()
+        result: JSON = parent.recv()
     except EOFError:
         proc.join()
         raise RuntimeError(f"benchmark child failed (exit code {proc.exitcode}); see the messages above") from None

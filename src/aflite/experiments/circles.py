@@ -6,11 +6,12 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 from numpy.typing import NDArray
 
+from aflite.atomic import JSON
 from aflite.errors import ParameterError
 from aflite.splits import stratified_mask
 
@@ -22,6 +23,16 @@ FLIP_MIN_SEPARATION = 0.8
 
 
 # ----------------------------------------------------------------------------------------------- data
+class CirclesOptions(TypedDict, total=False):
+    """:func:`make_circles_dataset`'s keyword options."""
+
+    ring_noise: float
+    bias_fraction: float
+    bias_dim: int
+    bias_shift: float
+    flip_fraction: float | None
+
+
 @dataclass
 class SyntheticData:
     """One synthetic dataset. Rows are in random order (the generator shuffles them)."""
@@ -33,7 +44,7 @@ class SyntheticData:
     is_biased: NDArray[np.bool_]  # True: bias features; False: noise features
     flipped: NDArray[np.bool_]  # label flipped (only for separation >= 0.8)
     separation: float
-    params: dict[str, Any] = field(default_factory=dict)
+    params: JSON = field(default_factory=dict)  # the generator's settings (results.json's "data")
 
     @property
     def n_samples(self) -> int:

@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from aflite.atomic import JSON
 from aflite.core.filter import AFLite
 from aflite.experiments.filter_agreement import KEPT_JACCARD_FLOOR
 from aflite.runs.run import scaled_defaults
@@ -54,7 +55,7 @@ def _timed(fn: Callable[[], Any]) -> float:
     return time.perf_counter() - t0
 
 
-def timing_summary(runs: dict[str, list[float]], n: int, loads: list[float], digits: int = 1) -> dict[str, Any]:
+def timing_summary(runs: dict[str, list[float]], n: int, loads: list[float], digits: int = 1) -> JSON:
     """The bench's timing keys from each backend's seconds per round (``runs``, torch among them) over ``n`` items:
     all seconds, items/s and speedup over torch at the medians, and the speedup paired within each round, so that
     load drifting between rounds cancels."""
@@ -82,12 +83,12 @@ def filter_kept(X: np.ndarray, y: np.ndarray, seed: int) -> tuple[np.ndarray, st
 
 def kept_set_agreement(backends: tuple[str, ...] | list[str], embed: Callable[[str], np.ndarray], y: np.ndarray,
                        seed: int, cosine: Callable[[np.ndarray, np.ndarray], np.ndarray], what: str,
-                       log: Callable[[str], None], rows: str | None = None) -> dict[str, Any]:
+                       log: Callable[[str], None], rows: str | None = None) -> JSON:
     """The ``kept_set`` and ``kept_jaccard`` entries of an embed bench: AFLite's kept set (scaled Table 8, ``seed``)
     on each backend's Φ of the rows ``y`` labels (``embed(backend)``, torch first), the Jaccard of each to torch's,
     and each Φ's cosine to torch's on all those rows."""
     kept: dict[str, tuple[np.ndarray, str]] = {}
-    full_cos: dict[str, Any] = {}
+    full_cos: JSON = {}
     X_ref = None
     for be in backends:
         log(f"kept set: {be} Φ of {what}")
@@ -107,7 +108,7 @@ def kept_set_agreement(backends: tuple[str, ...] | list[str], embed: Callable[[s
             "kept_jaccard": {be: round(jaccard(k, base), 4) for be, (k, _) in kept.items() if be != "torch"}}
 
 
-def agreement_passes(res: dict[str, Any], backends: tuple[str, ...] | list[str]) -> dict[str, bool]:
+def agreement_passes(res: JSON, backends: tuple[str, ...] | list[str]) -> dict[str, bool]:
     """Which backends pass the default's agreement bar: mean cosine ≥ 0.99 and (when measured) kept-set
     Jaccard at the filter's measured noise floor (:data:`~aflite.experiments.filter_agreement.KEPT_JACCARD_FLOOR`)."""
     return {be: bool(res["mean_cosine"][be] >= 0.99

@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from aflite.atomic import JSON
 from aflite.core.ensemble import FastLogisticEnsemble
 from aflite.core.filter import AFLite
 from aflite.runs.run import scaled_defaults
@@ -46,7 +47,7 @@ def kept_jaccard(a: np.ndarray, b: np.ndarray) -> float:
     return float((a & b).sum() / max(1, (a | b).sum()))
 
 
-def _run(X: np.ndarray, y: np.ndarray, seed: int, model: Any) -> tuple[np.ndarray, dict[str, Any]]:
+def _run(X: np.ndarray, y: np.ndarray, seed: int, model: Any) -> tuple[np.ndarray, JSON]:
     af = AFLite(**scaled_defaults(len(y)), random_state=seed, device="cpu", model=model)  # type: ignore[arg-type]
     t0 = time.perf_counter()
     af.fit(X, y)
@@ -56,13 +57,13 @@ def _run(X: np.ndarray, y: np.ndarray, seed: int, model: Any) -> tuple[np.ndarra
 
 
 def filter_agreement(X: np.ndarray, y: np.ndarray, *, seed: int = 0, variants: tuple[str, ...] = NOISE_VARIANTS,
-                     modes: dict[str, dict[str, Any]] | None = None,
-                     log: Callable[[str], None] = lambda _m: None) -> dict[str, Any]:
+                     modes: dict[str, JSON] | None = None,
+                     log: Callable[[str], None] = lambda _m: None) -> JSON:
     """The reference CPU run, each noise ``variant`` and each device ``mode`` on (X, y): per run its figures and
     its kept-set Jaccard to the reference; ``noise_floor`` is the lowest rounding-level variant's (not ``seed``)."""
     X32 = np.ascontiguousarray(X, dtype=np.float32)
     ref, ref_fig = _run(X32, y, seed, "logistic")
-    out: dict[str, Any] = {"n": int(len(y)), "d": int(X.shape[1]), "seed": seed, "cpus": os.cpu_count(),
+    out: JSON = {"n": int(len(y)), "d": int(X.shape[1]), "seed": seed, "cpus": os.cpu_count(),
                            "load_average_at_start": list(os.getloadavg()), "reference": ref_fig,
                            "variants": {}, "modes": {}}
     log(f"reference: {ref_fig}")

@@ -10,8 +10,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
-from aflite.atomic import write_text
-from aflite.experiments.synthetic import format_table, plot_figure2
+from aflite.atomic import JSON, write_text
+from aflite.experiments.synthetic import SyntheticExperiment, format_table, plot_figure2
 from aflite.rundir.results import Result
 from aflite.runs.folder import RunFolder, claims
 from aflite.verdict import MIN_SPREAD, SPREAD_FACTOR, markdown, number
@@ -19,7 +19,7 @@ from aflite.verdict import MIN_SPREAD, SPREAD_FACTOR, markdown, number
 __all__ = ["BenchResult", "SyntheticResult", "save_bench", "save_synthetic", "synthetic_json", "synthetic_verdict"]
 
 
-def synthetic_json(result: Any) -> dict[str, Any]:
+def synthetic_json(result: SyntheticExperiment) -> JSON:
     """The synthetic experiment's figures as JSON, opened by its verdict (:func:`synthetic_verdict`)."""
     obj = result.to_json()
     return {"verdict": synthetic_verdict(obj), **obj}
@@ -32,14 +32,14 @@ class SyntheticResult(Result):
 
     command: ClassVar[str] = "synthetic"
     out: Path
-    result: Any
+    result: SyntheticExperiment
     run_seed: int | None = None
 
     @property
     def seed(self) -> Any:
         return self.run_seed
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSON:
         return synthetic_json(self.result)
 
     def summary_md(self) -> str:
@@ -57,7 +57,7 @@ class BenchResult(Result):
 
     command: ClassVar[str] = "bench"
     out: Path
-    res: dict[str, Any]
+    res: JSON  # the benchmark's figures, as results.json holds them
     report: str
     run_seed: int | None = None
 
@@ -65,7 +65,7 @@ class BenchResult(Result):
     def seed(self) -> Any:
         return self.res.get("seed") if self.res.get("seed") is not None else self.run_seed
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSON:
         return self.res
 
     def summary_md(self) -> str:
@@ -73,7 +73,7 @@ class BenchResult(Result):
 
 
 @claims("synthetic")  # a path given as out is claimed as the CLI claims --out
-def save_synthetic(result: Any, out: str | os.PathLike[str] | RunFolder, *, seed: int | None = None,
+def save_synthetic(result: SyntheticExperiment, out: str | os.PathLike[str] | RunFolder, *, seed: int | None = None,
                    overwrite: bool = False) -> Path:
     """``out/table.txt``, ``out/summary.md``, ``out/results.json`` and ``out/figure2.png`` of a
     :class:`aflite.experiments.synthetic.SyntheticExperiment`; returns the folder's path."""
@@ -83,7 +83,7 @@ def save_synthetic(result: Any, out: str | os.PathLike[str] | RunFolder, *, seed
 
 
 @claims("bench")  # a path given as out is claimed as the CLI claims --out
-def save_bench(res: dict[str, Any], report: str, out: str | os.PathLike[str] | RunFolder, *,
+def save_bench(res: JSON, report: str, out: str | os.PathLike[str] | RunFolder, *,
                seed: int | None = None, overwrite: bool = False) -> Path:
     """``out/results.json`` and ``out/summary.md`` (the text report) of a benchmark result; returns the path."""
     folder = RunFolder.of(out, "bench")
@@ -91,7 +91,7 @@ def save_bench(res: dict[str, Any], report: str, out: str | os.PathLike[str] | R
     return folder.path
 
 
-def synthetic_verdict(obj: dict[str, Any]) -> list[str]:
+def synthetic_verdict(obj: JSON) -> list[str]:
     """``aflite synthetic``: per separation, the share of planted (biased) instances before and after filtering
     and the models' accuracy on D against D(Φ), judged against the spread over seeds."""
     out: list[str] = []

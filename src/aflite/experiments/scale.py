@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from aflite.atomic import JSON
 from aflite.core.backends.dask import DaskExecutor
 from aflite.core.ensemble import FastLogisticEnsemble
 from aflite.core.filter import AFLite
@@ -64,9 +65,9 @@ class _MemorySampler:
         return {f"peak_{k}_gib": v / 2**30 for k, v in self.peak.items()}
 
 
-def _scale_child(conn: Any, spec: dict[str, Any]) -> None:
+def _scale_child(conn: Any, spec: JSON) -> None:
     """One measured job in a fresh process: a phase (or the whole filter) on a memory-mapped .npy."""
-    out: dict[str, Any] = {}
+    out: JSON = {}
     with _MemorySampler() as mem:
         X = np.load(spec["features"], mmap_mode="r")
         y = np.load(spec["labels"])
@@ -111,7 +112,7 @@ def _scale_child(conn: Any, spec: dict[str, Any]) -> None:
     conn.close()
 
 
-def _in_child(spec: dict[str, Any], target: Any = None) -> dict[str, Any]:
+def _in_child(spec: JSON, target: Any = None) -> JSON:
     """A scale-benchmark job (or ``target``) in a fresh process (:func:`aflite.experiments.child.in_child`)."""
     return in_child(spec, target or _scale_child)
 
@@ -129,7 +130,7 @@ def scale_benchmark(
     complete: bool = False,
     seed: int = 0,
     log: Any = None,
-) -> dict[str, Any]:
+) -> JSON:
     """Scale benchmark on a memory-mapped .npy: one phase per device (ratios against the CPU), the same phase
     on a local Dask cluster of each size in ``cluster_workers`` (scaling, and identity with one process), and
     optionally the complete filter. Each job runs in a fresh process so that its peak memory is its own."""
@@ -146,7 +147,7 @@ def scale_benchmark(
     work = Path(workdir)
     work.mkdir(parents=True, exist_ok=True)
     n, d, K, params, feats, labels, data_seconds = _shaped_data(work, shape, scale, dim, n_classes, seed, say)
-    res: dict[str, Any] = {
+    res: JSON = {
         "shape": shape, "n": n, "d": d, "n_classes": K, "scale": scale, "parameters": params,
         "features": str(feats), "features_gib": n * d * 4 / 2**30, "data_seconds": data_seconds,
         "versions": versions(), "phase": {}, "cluster": {},
@@ -176,7 +177,7 @@ def scale_benchmark(
 
 
 def _shaped_data(work: Any, shape: str, scale: float, dim: int | None, n_classes: int | None, seed: int,
-                 say: Any) -> tuple[int, int, int, dict[str, Any], Any, Any, float]:
+                 say: Any) -> tuple[int, int, int, JSON, Any, Any, float]:
     """The shaped features and labels (written once, reused): (n, d, classes, the scaled parameters, the feature
     and label files, the seconds it took)."""
     if shape == "imagenet":
@@ -205,11 +206,11 @@ def _shaped_data(work: Any, shape: str, scale: float, dim: int | None, n_classes
     return n, d, K, params, feats, labels, time.perf_counter() - t0
 
 
-def _device_phases(work: Any, base: dict[str, Any], devices: tuple[str, ...], m: int, mp_: int,
-                   say: Any) -> dict[str, Any]:
+def _device_phases(work: Any, base: JSON, devices: tuple[str, ...], m: int, mp_: int,
+                   say: Any) -> JSON:
     """One phase per device in a fresh process each (times scaled to all m partitions, peak memory), and each
     device's speed and prediction agreement against the CPU's."""
-    phases: dict[str, Any] = {}
+    phases: JSON = {}
     for dev in devices:
         say(f"one phase on {dev}: {mp_} of {m} partitions, t={base['train_size']} ...")
         r = _in_child({**base, "job": "phase", "device": dev, "measure_partitions": mp_,
@@ -230,7 +231,7 @@ def _device_phases(work: Any, base: dict[str, Any], devices: tuple[str, ...], m:
     return phases
 
 
-def format_scale_report(res: dict[str, Any]) -> str:
+def format_scale_report(res: JSON) -> str:
     p = res["parameters"]
     lines = [f"{res['shape']}-shaped features {res['n']} x {res['d']} float32 ({res['features_gib']:.1f} GiB, "
              f"memory-mapped), {res['n_classes']} classes; m={p['n_partitions']}, t={p['train_size']}, "

@@ -39,20 +39,22 @@ from __future__ import annotations
 import contextlib
 import math
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, TypedDict, cast
 
 import numpy as np
 from numpy.typing import NDArray
 
-from aflite.atomic import atomic_open
+from aflite.atomic import JSON, atomic_open
 from aflite.core.filter import AFLite
+from aflite.core.phase import Strategy
 from aflite.errors import ParameterError
 from aflite.experiments.circles import (  # the data of the experiment (aflite.experiments.circles)
     BIAS_FRACTION,
     DEFAULT_DEV_FRACTION,
     DEFAULT_N_SAMPLES,
+    CirclesOptions,
     evaluate_models,
     make_circles_dataset,
     train_dev_split,
@@ -84,7 +86,20 @@ PAPER_TABLE7: dict[float, dict[str, tuple[float, float, float, float]]] = {
 }
 
 # Table 8, "Synthetic" column; n is not controlled there (τ stops the filter): we use n = 2t.
-SYNTHETIC_AFLITE: dict[str, Any] = {
+class AFLiteParams(TypedDict, total=False):
+    """:class:`aflite.core.filter.AFLite`'s keywords this experiment sets (the last three only when asked)."""
+
+    n_partitions: int
+    train_size: int | float
+    slice_size: int | float
+    threshold: float
+    target_size: int | float
+    strategy: Strategy
+    model: Any
+    C: float
+
+
+SYNTHETIC_AFLITE: AFLiteParams = {
     "n_partitions": 128,
     "train_size": 100,
     "slice_size": 1,
@@ -136,13 +151,11 @@ class Figure2Panel:
     accuracy_filtered: dict[str, float]
 
 
-def _aflite_params(overrides: dict[str, Any] | None) -> dict[str, Any]:
-    params = dict(SYNTHETIC_AFLITE)
-    for key, value in (overrides or {}).items():
-        if key not in SYNTHETIC_AFLITE and key not in ("strategy", "model", "C"):
+def _aflite_params(overrides: Mapping[str, object] | None) -> AFLiteParams:
+    for key in overrides or {}:
+        if key not in AFLiteParams.__annotations__:
             raise ParameterError(f"unknown AFLite parameter {key!r}")
-        params[key] = value
-    return params
+    return cast(AFLiteParams, {**SYNTHETIC_AFLITE, **(overrides or {})})  # its keys checked above
 
 
 def run_one(
@@ -150,9 +163,9 @@ def run_one(
     seed: int,
     n_samples: int = DEFAULT_N_SAMPLES,
     *,
-    aflite_params: dict[str, Any] | None = None,
+    aflite_params: Mapping[str, object] | None = None,
     dev_fraction: float = DEFAULT_DEV_FRACTION,
-    data_kwargs: dict[str, Any] | None = None,
+    data_kwargs: CirclesOptions | None = None,
     callback: Callable[[Any, Any], None] | None = None,
 ) -> tuple[RunRecord, Figure2Panel]:
     """Build the data for (separation, seed), run AFLite on all of D, evaluate on D and on D(Φ)."""
@@ -215,8 +228,8 @@ class SyntheticExperiment:
     seeds: tuple[int, ...]
     n_samples: int
     dev_fraction: float
-    aflite_params: dict[str, Any]
-    data_params: dict[str, Any]
+    aflite_params: AFLiteParams
+    data_params: JSON  # the data generator's settings, as results.json records them
     panels: list[Figure2Panel]
     seconds: float = 0.0
     blas_threads: int | None = None
@@ -224,9 +237,9 @@ class SyntheticExperiment:
     def runs_for(self, separation: float) -> list[RunRecord]:
         return [r for r in self.runs if math.isclose(r.separation, separation)]
 
-    def summary(self) -> dict[float, dict[str, Any]]:
+    def summary(self) -> dict[float, JSON]:
         """Per separation: mean/std (sample std, ddof=1) over seeds of every reported quantity."""
-        out: dict[float, dict[str, Any]] = {}
+        out: dict[float, JSON] = {}
         for sep in self.separations:
             rs = self.runs_for(sep)
             out[sep] = {
@@ -243,7 +256,7 @@ class SyntheticExperiment:
             }
         return out
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSON:
         """Plain JSON-ready dict (NaN → None): parameters, the paper's table, the aggregates and every run."""
         summary = self.summary()
         obj = {
@@ -284,9 +297,9 @@ def run_synthetic(
     separations: Sequence[float] = PAPER_SEPARATIONS,
     n_samples: int = DEFAULT_N_SAMPLES,
     *,
-    aflite_params: dict[str, Any] | None = None,
+    aflite_params: Mapping[str, object] | None = None,
     dev_fraction: float = DEFAULT_DEV_FRACTION,
-    data_kwargs: dict[str, Any] | None = None,
+    data_kwargs: CirclesOptions | None = None,
     show_progress: bool = True,
     blas_threads: int | None = 1,
 ) -> SyntheticExperiment:

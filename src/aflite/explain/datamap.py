@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 from numpy.typing import NDArray
@@ -90,8 +90,18 @@ def label_issues(proba: NDArray[np.float64], y: NDArray[np.int64]) -> LabelIssue
     return LabelIssues(flags, None)
 
 
+class OverlapRow(TypedDict):
+    """One group of the overlap table: its size, how many the filter removed, the shares both ways."""
+
+    group: str
+    size: int
+    removed: int
+    share_of_group_removed: float
+    share_of_removed_in_group: float
+
+
 def overlap_table(removed: NDArray[np.bool_], region: NDArray[Any],
-                  issues: NDArray[np.bool_] | None) -> list[dict[str, Any]]:
+                  issues: NDArray[np.bool_] | None) -> list[OverlapRow]:
     """Rows of the overlap table: for each group (each region, label issues), its size, how many of it the
     filter removed, and the shares both ways (of the group removed; of the removed set in the group)."""
     removed = np.asarray(removed, dtype=bool)
@@ -100,7 +110,7 @@ def overlap_table(removed: NDArray[np.bool_], region: NDArray[Any],
     if issues is not None:
         groups.append(("label issue", np.asarray(issues, dtype=bool)))
     groups.append(("all rows", np.ones(len(removed), dtype=bool)))
-    rows = []
+    rows: list[OverlapRow] = []
     for name, member in groups:
         size = int(member.sum())
         if name == "unscored" and size == 0:

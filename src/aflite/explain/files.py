@@ -27,7 +27,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from aflite.atomic import atomic_open, write_text
+from aflite.atomic import JSON, atomic_open, write_text
 from aflite.checks import CheckData, CheckResult
 from aflite.checks.format import cell, md_cell, pct
 from aflite.core.heldout import WEIGHT_RULE
@@ -107,19 +107,19 @@ def check_columns(found: dict[str, CheckResult], rows: int) -> dict[str, str]:
     return owner
 
 
-def check_entry(r: CheckResult) -> dict[str, Any]:
+def check_entry(r: CheckResult) -> JSON:
     """A check's entry in results.json's ``checks`` (:class:`aflite.rundir.bodies.CheckEntry`)."""
     return {"summary": r.summary, "options": dict(r.options), "columns": r.column_names(), "files": sorted(r.files),
             "verdict": list(r.verdict), "ran": r.seconds is not None}
 
 
 def explain_results(found: dict[str, CheckResult], run: RunRecord, inst: Instances, data_path: str, seed: int,
-                    agreement: float, timings: dict[str, float], out: Path, in_memory: bool = False) -> dict[str, Any]:
+                    agreement: float, timings: dict[str, float], out: Path, in_memory: bool = False) -> JSON:
     """results.json's body: the verdict, each check's entry under ``checks`` (in registry order), the run explained,
     the first phase and the soft weights' rule. ``in_memory``: ``data_path`` names in-memory data (no file to
     locate)."""
     keep = np.asarray(inst.kept, dtype=bool)
-    results: dict[str, Any] = {"verdict": [s for r in found.values() for s in r.verdict],
+    results: JSON = {"verdict": [s for r in found.values() for s in r.verdict],
                                "checks": {name: check_entry(r) for name, r in found.items()}}
     files = dict(FILES)
     for name, r in found.items():
@@ -168,7 +168,7 @@ class ExplainResult(Result):
 
     command: ClassVar[str] = "explain"
     out: Path
-    results: dict[str, Any]
+    results: JSON
     data: CheckData | None = None
     checks: dict[str, CheckResult] | None = None
     dataset: Any = None
@@ -178,7 +178,7 @@ class ExplainResult(Result):
     def seed(self) -> Any:
         return self.results["first_phase"]["seed"]
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSON:
         return self.results
 
     def table(self) -> Table | None:
@@ -198,7 +198,7 @@ class ExplainResult(Result):
         names = [c for c in INSTANCE_COLUMNS if c in cols] + [c for c in cols if c not in INSTANCE_COLUMNS]
         return Table(names, zip(*(cols[c] for c in names), strict=True))
 
-    def page(self, document: dict[str, Any]) -> PageData | None:
+    def page(self, document: JSON) -> PageData | None:
         """explain's page from the result in memory (:func:`aflite.report.pages.explain_page`): its per-row table
         (every column beyond explain's own, a check's, shown as it is), the token test and the run it read."""
         table, data = self.table(), self.data

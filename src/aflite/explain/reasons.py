@@ -27,7 +27,7 @@ from __future__ import annotations
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 import scipy.sparse as sp
@@ -59,11 +59,21 @@ IMAGE_INPUTS = tuple(f"hist_{c}{b}" for c in "rgb" for b in range(4)) + (
     "brightness", "brightness_std", "width", "height", "aspect")
 
 
+class Term(TypedDict):
+    """A surrogate's nonzero term: the input's name, the label, its coefficient and support (rows with the input
+    and the label)."""
+
+    name: str
+    label: str
+    coef: float
+    support: int
+
+
 @dataclass
 class Surrogate:
     """A fitted surrogate: its nonzero terms, fit quality and per-row explanations."""
 
-    terms: list[dict[str, Any]]  # name, label, coef, support (rows with the input and the label), by coef desc
+    terms: list[Term]  # by coef, descending
     r2: float
     alpha: float
     n_inputs: int
@@ -140,7 +150,7 @@ def fit_surrogate(
     support = np.asarray((Z[:, : f * K] != 0).sum(0)).ravel()
     nz = np.flatnonzero(coef[: f * K])
     order = nz[np.argsort(-coef[nz], kind="stable")]
-    terms = [{"name": str(names[j // K]), "label": str(classes[j % K]), "coef": float(coef[j]),
+    terms: list[Term] = [{"name": str(names[j // K]), "label": str(classes[j % K]), "coef": float(coef[j]),
               "support": int(support[j])} for j in order]
     contrib = Z[:, : f * K].multiply(coef[: f * K]).tocsr()
     contrib.eliminate_zeros()

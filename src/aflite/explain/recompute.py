@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from aflite.atomic import JSON
 from aflite.core.filter import AFLite
 from aflite.errors import ParameterError
 from aflite.explain.reasons import ngram_token_scores, row_top_tokens, text_inputs
@@ -17,7 +18,7 @@ __all__ = ["first_phase", "token_texts", "ngram_terms"]
 _FILTER_KEYS = ("target_size", "n_partitions", "train_size", "slice_size", "threshold", "strategy", "C")
 
 
-def first_phase(X: Any, y: np.ndarray, groups: np.ndarray | None, params: dict[str, Any], seed: int) -> Any:
+def first_phase(X: Any, y: np.ndarray, groups: np.ndarray | None, params: JSON, seed: int) -> Any:
     """The run's first phase, recomputed: an AFLite with the run's parameters and seed, stopped after phase 0."""
     kw = {k: params[k] for k in _FILTER_KEYS if k in params}
     model = params.get("model", "logistic")
@@ -40,8 +41,8 @@ def token_texts(ds: Any, view: str, token_view: str) -> tuple[list[str], str]:
     raise ParameterError(f"token view must be auto, hypothesis, premise or pair, not {token_view!r}")
 
 
-def ngram_terms(ds: Any, rows: np.ndarray, fz: dict[str, Any], X: Any, B: Any, vocab: np.ndarray, y: np.ndarray,
-                 classes: np.ndarray, min_count: int, coef: np.ndarray, tview: str) -> dict[str, Any]:
+def ngram_terms(ds: Any, rows: np.ndarray, fz: JSON, X: Any, B: Any, vocab: np.ndarray, y: np.ndarray,
+                 classes: np.ndarray, min_count: int, coef: np.ndarray, tview: str) -> JSON:
     """Refit the run's n-gram Φ (same options and seed, same texts), check it reproduces the run's Φ on a sample
     of rows, and score every tested token against every label with the ensemble's mean weights."""
     opts = {k: (tuple(v) if isinstance(v, list) else v) for k, v in (fz.get("options") or {}).items()}

@@ -18,16 +18,25 @@ own instances.csv, column ``stop_rule_removed_at``).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 from numpy.typing import NDArray
 
+from aflite.atomic import JSON
 from aflite.core.filter import AFLite
 from aflite.core.phase import FilterState
 from aflite.errors import ParameterError
 
 __all__ = ["StopRuleResult", "continue_until_clean"]
+
+
+class TrajectoryPoint(TypedDict):
+    """One phase of the stop rule: its index, D(Φ)'s size then, the significant (token, label) pairs left."""
+
+    phase: int
+    size: int
+    significant: int
 
 
 @dataclass
@@ -36,15 +45,15 @@ class StopRuleResult:
     slice_size: int
     floor: int
     removed_at: NDArray[np.int32]  # phase index of rows removed by the rule, -1 otherwise
-    trajectory: list[dict[str, Any]] = field(default_factory=list)
+    trajectory: list[TrajectoryPoint] = field(default_factory=list)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JSON:
         return {"enabled": True, "stopped_by": self.stopped_by, "slice_size": self.slice_size, "floor": self.floor,
                 "extra_removed": int((self.removed_at >= 0).sum()), "trajectory": self.trajectory}
 
 
 def continue_until_clean(
-    X: Any, y_str: NDArray[Any], groups: NDArray[np.int64] | None, params: dict[str, Any], seed: int,
+    X: Any, y_str: NDArray[Any], groups: NDArray[np.int64] | None, params: JSON, seed: int,
     keep: NDArray[np.bool_], first_phase: int, significant: Any, *, floor: int | None = None,
     max_phases: int = 40,
 ) -> StopRuleResult:
@@ -60,7 +69,7 @@ def continue_until_clean(
     n = len(keep)
     keep = keep.copy()
     removed_at = np.full(n, -1, dtype=np.int32)
-    traj: list[dict[str, Any]] = []
+    traj: list[TrajectoryPoint] = []
     phase = int(first_phase)
     stopped_by = "phase cap"
     for step in range(max_phases + 1):

@@ -14,6 +14,7 @@ from typing import Any, ClassVar, Protocol, Self, TypeAlias, runtime_checkable
 import numpy as np
 import scipy.sparse as sp
 
+from aflite.atomic import JSON
 from aflite.data.images import files_fingerprint
 from aflite.device import check_precision, torch_device
 from aflite.encoders.onnx_text import resolve_backend
@@ -37,7 +38,7 @@ def cache_key(
     texts_b: Sequence[str] | None,
     name: str,
     view: str,
-    options: dict[str, Any],
+    options: JSON,
     key_facts: Any = None,
 ) -> str:
     """The identity of a featurizer's output on these inputs: texts, featurizer, view, options and ``key_facts``
@@ -61,7 +62,7 @@ class Featurizer(Protocol):
         self, texts_a: Sequence[str], texts_b: Sequence[str] | None = None, y: Any = None
     ) -> Matrix: ...
 
-    def get_options(self) -> dict[str, Any]:
+    def get_options(self) -> JSON:
         """The constructor keywords that determine the output: the cache key, and what ``aflite explain`` and
         ``aflite evaluate`` rebuild a run's featurizer from (they are recorded in its results.json)."""
         ...
@@ -78,8 +79,8 @@ class FeatureJob:
     a: list[str]
     b: list[str] | None
     y: Any
-    options: dict[str, Any]
-    key_facts: dict[str, Any]
+    options: JSON  # get_options(): what results.json records
+    key_facts: JSON  # what else joins the cache key (hashed as JSON)
     cache: Path | None
     stem: str
     chunk_size: int
@@ -104,20 +105,20 @@ class Computes:
         """Whether its inputs are image references (their files' sizes and times join the cache key)."""
         return False
 
-    def cache_extra(self) -> dict[str, Any]:
+    def cache_extra(self) -> JSON:
         """What else besides :meth:`get_options` decides this encoder's output (part of the features' cache key,
         not of the recorded options): e.g. which layers an int8 backend quantises."""
         return {}
 
     def plan(self, a: list[str], y: Any, warmup_size: int | float,
-             warmup_seed: int | None) -> tuple[np.ndarray | None, dict[str, Any]]:
+             warmup_seed: int | None) -> tuple[np.ndarray | None, JSON]:
         """(the warm-up rows, or None for a featurizer without a warm-up; what else goes into the cache key)."""
         key_facts = dict(self.cache_extra())
         if self.reads_images:
             key_facts["image_files"] = files_fingerprint(a)
         return None, key_facts
 
-    def compute(self, job: FeatureJob, rows: np.ndarray, warmup_rows: np.ndarray | None) -> tuple[Any, dict[str, Any]]:
+    def compute(self, job: FeatureJob, rows: np.ndarray, warmup_rows: np.ndarray | None) -> tuple[Any, JSON]:
         """(the matrix of ``rows``, what featurize records about computing it): chunk by chunk (resumable, and
         shardable on a cluster) when the registry says the featurizer ``shards``."""
         found = find(job.name)
@@ -147,7 +148,7 @@ class BaseFeaturizer(Computes):
         return [p.name for p in sig.parameters.values() if p.name != "self"
                 and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
 
-    def get_params(self, deep: bool = True) -> dict[str, Any]:
+    def get_params(self, deep: bool = True) -> dict[str, object]:
         """The constructor's keywords and their values (``deep`` is accepted for scikit-learn's signature; a
         featurizer holds no estimators as parameters)."""
         return {name: getattr(self, name) for name in self._param_names()}
@@ -181,7 +182,7 @@ class BaseFeaturizer(Computes):
         value is resolved: a model folder found, a preset filled in)."""
         return value
 
-    def get_options(self) -> dict[str, Any]:
+    def get_options(self) -> JSON:
         """The output parameters, in ``output_params``' order, JSON-ready (paths as strings, tuples as lists)."""
         params = self.get_params()
         return {name: _json_ready(self.resolved_option(name, params[name])) for name in self.output_params}
@@ -208,11 +209,11 @@ class Plain(Computes):
     def reads_images(self) -> bool:
         return bool(getattr(self.inner, "reads_images", False))
 
-    def cache_extra(self) -> dict[str, Any]:
+    def cache_extra(self) -> JSON:
         hook = getattr(self.inner, "cache_extra", None)
         return dict(hook()) if hook is not None else {}
 
-    def get_options(self) -> dict[str, Any]:
+    def get_options(self) -> JSON:
         return dict(self.inner.get_options())
 
     def fit_transform(self, texts_a: Sequence[str], texts_b: Sequence[str] | None = None, y: Any = None) -> Any:
@@ -233,12 +234,12 @@ class BackendEncoder(BaseFeaturizer):
     _resolved: str | None
     _runner: Any
 
-    def __getstate__(self) -> dict[str, Any]:
+    def __getstate__(self) -> dict[str, object]:
         state = self.__dict__.copy()
         state["_runner"] = None
         return state
 
-    def get_options(self) -> dict[str, Any]:
+    def get_options(self) -> JSON:
         """The output parameters, then the backend when it is not torch (torch keeps its cache keys from before
         backends existed) and the precision when it is not float32."""
         opts = super().get_options()
@@ -285,7 +286,7 @@ def embed_pipelined(feat: Any) -> bool:
     return feat.resolved_backend() == "torch" and torch_device(getattr(feat, "device", None)).startswith("cuda")
 
 
-def precision_option(feat: Any) -> dict[str, Any]:
+def precision_option(feat: Any) -> JSON:
     """``{"precision": ...}`` for the cache key and the recorded options when it is not float32 (a float32 Φ keeps
     the keys it had before precisions existed)."""
     p = check_precision(getattr(feat, "precision", None))

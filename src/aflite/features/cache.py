@@ -17,13 +17,13 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from aflite.atomic import atomic_open, write_json, write_npy
+from aflite.atomic import JSON, atomic_open, write_json, write_npy
 from aflite.features.base import FeatureJob, Matrix, log, progress_bar
 
 __all__ = ["final_path", "load_cached", "read_only_hit", "store", "transform_chunked"]
 
 
-def read_only_hit(folders: Sequence[str | os.PathLike[str]], stem: str) -> tuple[Matrix, Path, dict[str, Any]] | None:
+def read_only_hit(folders: Sequence[str | os.PathLike[str]], stem: str) -> tuple[Matrix, Path, JSON] | None:
     """(matrix, its file, its info) of ``stem`` in the first of ``folders`` that holds it whole; nothing there is
     written, not even to drop a damaged entry (another command's cache, e.g. a run folder's)."""
     for folder in map(Path, folders):
@@ -34,7 +34,7 @@ def read_only_hit(folders: Sequence[str | os.PathLike[str]], stem: str) -> tuple
     return None
 
 
-def store(job: FeatureJob, x: Any, warmup: np.ndarray | None, n: int, info: dict[str, Any]) -> Path:
+def store(job: FeatureJob, x: Any, warmup: np.ndarray | None, n: int, info: JSON) -> Path:
     """Cache the matrix (and a warm-up's slice), its description last: a .json is only ever found beside a
     complete matrix, and a matrix without its .json (a write that failed in between) is not trusted
     (:func:`load_cached`)."""
@@ -60,7 +60,7 @@ def final_path(cache: Path, stem: str, x: Any) -> Path:
     return cache / (f"{stem}.npz" if sp.issparse(x) else f"{stem}.npy")
 
 
-def load_cached(cache: Path, stem: str, drop_damaged: bool = True) -> tuple[Matrix, dict[str, Any]] | None:
+def load_cached(cache: Path, stem: str, drop_damaged: bool = True) -> tuple[Matrix, JSON] | None:
     """The cached matrix and its info, or None: when absent, and when damaged (unreadable, or not the shape
     its .json records; a warning says so and, with ``drop_damaged``, the entry is removed, so that it is recomputed
     and rewritten)."""

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+from aflite.atomic import JSON
 from aflite.errors import ParameterError
 from aflite.features.base import BaseFeaturizer, Computes, FeatureJob, Matrix, Plain
 from aflite.features.compute import featurize, make_featurizer
@@ -45,7 +46,7 @@ class CombinedFeaturizer(BaseFeaturizer):
 
     name = "combined"
 
-    def __init__(self, parts: Sequence[str] = (), part_options: dict[str, dict[str, Any]] | None = None,
+    def __init__(self, parts: Sequence[str] = (), part_options: dict[str, JSON] | None = None,
                  show_progress: bool = True, **options: Any) -> None:
         self.parts = tuple(parts)
         self.part_options = {k: dict(v) for k, v in (part_options or {}).items()}
@@ -68,7 +69,7 @@ class CombinedFeaturizer(BaseFeaturizer):
             raise ParameterError(f"featurizer {self.name!r} takes no option {', '.join(sorted(stray))}")
         self._featurizers()  # each part checks its own options (make_featurizer) before any work
 
-    def _options_of(self, part: str) -> dict[str, Any]:
+    def _options_of(self, part: str) -> JSON:
         """The options ``part`` is built with: its recorded ones, else the command's options it takes."""
         if part in self.part_options:
             return dict(self.part_options[part])
@@ -82,18 +83,18 @@ class CombinedFeaturizer(BaseFeaturizer):
             self._built = {p: f if isinstance(f, Computes) else Plain(f) for p, f in built.items()}
         return self._built
 
-    def get_options(self) -> dict[str, Any]:
+    def get_options(self) -> JSON:
         """The parts and each part's full options (its encoder backend made explicit), as a part records them."""
         return {"parts": list(self.parts),
                 "part_options": {p: run_options(p, f.get_options()) for p, f in self._featurizers().items()}}
 
     def plan(self, a: list[str], y: Any, warmup_size: int | float,
-             warmup_seed: int | None) -> tuple[np.ndarray | None, dict[str, Any]]:
+             warmup_seed: int | None) -> tuple[np.ndarray | None, JSON]:
         """The warm-up slice of the part that trains on one (the others leave it out too) and every part's cache
         key facts."""
         self._plan = (warmup_size, warmup_seed)
         warmup: np.ndarray | None = None
-        key_facts: dict[str, Any] = {}
+        key_facts: JSON = {}
         for p, f in self._featurizers().items():
             rows, part_facts = f.plan(a, y if spec(p).needs_labels else None, warmup_size, warmup_seed)
             key_facts[p] = part_facts
@@ -101,7 +102,7 @@ class CombinedFeaturizer(BaseFeaturizer):
                 warmup = rows
         return warmup, key_facts
 
-    def compute(self, job: FeatureJob, rows: np.ndarray, warmup_rows: np.ndarray | None) -> tuple[Any, dict[str, Any]]:
+    def compute(self, job: FeatureJob, rows: np.ndarray, warmup_rows: np.ndarray | None) -> tuple[Any, JSON]:
         """Each part through :func:`featurize` (its own cache entry, resumable; looked for in the call's read-only
         folders too), cut to ``rows`` and scaled."""
         assert self._plan is not None, "featurize calls plan before compute"

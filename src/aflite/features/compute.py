@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from aflite.atomic import JSON
 from aflite.errors import InputError, ParameterError
 from aflite.features.base import (
     DEFAULT_CHUNK_SIZE,
@@ -57,10 +58,10 @@ class Features:
     warmup_rows: np.ndarray
     featurizer: str
     view: str
-    options: dict[str, Any]
+    options: JSON
     cache_path: Path | None = None
     from_cache: bool = False
-    info: dict[str, Any] = dataclasses.field(default_factory=dict)
+    info: JSON = dataclasses.field(default_factory=dict)
 
 
 @limited  # one thread policy (aflite.threads)

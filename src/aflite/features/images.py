@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, Self
 
 import numpy as np
 
+from aflite.atomic import JSON
 from aflite.device import import_torch
 from aflite.encoders import embed_items
 from aflite.encoders.images import IMAGE_MODELS, ImageEncoder
@@ -111,7 +112,7 @@ class ImageFeaturizer(BackendEncoder):
         return True
 
     def plan(self, a: list[str], y: Any, warmup_size: int | float,
-             warmup_seed: int | None) -> tuple[np.ndarray | None, dict[str, Any]]:
+             warmup_seed: int | None) -> tuple[np.ndarray | None, JSON]:
         """The cache key's image files, and the int8 backend's calibration images: a sample of all rows, whatever
         the chunking."""
         rows, key_facts = super().plan(a, y, warmup_size, warmup_seed)

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from aflite.atomic import JSON
 from aflite.device import import_torch, resolve_model_path, torch_device
 from aflite.encoders import TextEncoder, embed_items, embed_pairs, tokenize
 from aflite.encoders.onnx_text import CPU_DEFAULT, text_runner
@@ -134,7 +135,7 @@ class MiniLMFeaturizer(BackendEncoder):
         """The backend this featurizer encodes with (the CPU default is decided in encoders.onnx_text)."""
         return self._backend(CPU_DEFAULT)
 
-    def cache_extra(self) -> dict[str, Any]:
+    def cache_extra(self) -> JSON:
         # Φ cached by the earlier int8 model (down-projections fp32) is not this one's
         if self.resolved_backend() == "onnx-int8" and not self.INT8_KEEP_FP32:
             return {"int8": "every MatMul"}

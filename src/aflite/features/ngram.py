@@ -9,6 +9,7 @@ from typing import Any, Self
 import numpy as np
 import scipy.sparse as sp
 
+from aflite.atomic import JSON
 from aflite.errors import InputError, ParameterError
 from aflite.features.base import BaseFeaturizer, FeatureJob, Matrix, progress_bar
 
@@ -85,7 +86,7 @@ class NgramFeaturizer(BaseFeaturizer):
             self.progress.set_postfix_str(stage, refresh=False)
             self.progress.update(1)
 
-    def compute(self, job: FeatureJob, rows: np.ndarray, warmup_rows: np.ndarray | None) -> tuple[Any, dict[str, Any]]:
+    def compute(self, job: FeatureJob, rows: np.ndarray, warmup_rows: np.ndarray | None) -> tuple[Any, JSON]:
         """fit_transform with one progress tick per hashing pass / SVD (minutes on large sets)."""
         self.progress = progress_bar(self.fit_stages(1 if job.b is None else 2),
                                      f"{self.name} features ({len(job.a)} rows)", job.show_progress, unit="stage")

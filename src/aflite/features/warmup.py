@@ -6,10 +6,11 @@ import math
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Self
+from typing import TYPE_CHECKING, Any, Self, TypedDict
 
 import numpy as np
 
+from aflite.atomic import JSON
 from aflite.data.images import files_fingerprint
 from aflite.device import import_torch, resolve_model_path, torch_device
 from aflite.encoders import TextEncoder, embed_items, embed_pairs, training
@@ -50,11 +51,28 @@ def select_warmup_rows(n: int, warmup_size: int | float, seed: int = 0) -> np.nd
     return np.sort(np.random.default_rng(seed).choice(n, size=k, replace=False)).astype(np.int64)
 
 
-def warmup_loss_summary(losses: Sequence[float], n_classes: int) -> dict[str, Any]:
+class WarmupLoss(TypedDict, total=False):
+    """:func:`warmup_loss_summary` (empty when the warm-up took no step)."""
+
+    warmup_loss_start: float
+    warmup_loss_end: float
+    warmup_loss_chance: float
+    warmup_loss_judgement: str
+
+
+class GpuTrainOptions(TypedDict, total=False):
+    """The opt-in GPU settings of :class:`aflite.encoders.training.TrainConfig` a warm-up asked for."""
+
+    precision: str
+    sync_every: int
+    prefetch: bool
+
+
+def warmup_loss_summary(losses: Sequence[float], n_classes: int) -> WarmupLoss:
     """Did the warm-up train Φ? The mean loss of its first and last (up to) 3 steps, chance (ln of the classes)
     and a plain judgement: "fell" when the end is below 80 % of the start, else "barely moved"."""
     if not losses:
-        return {}
+        return WarmupLoss()
     w = max(1, min(3, len(losses) // 3 or 1))
     start, end = float(np.mean(losses[:w])), float(np.mean(losses[-w:]))
     return {"warmup_loss_start": round(start, 4), "warmup_loss_end": round(end, 4),
@@ -159,7 +177,7 @@ class WarmupFeaturizer(BackendEncoder):
         return self.image_model is not None
 
     def plan(self, a: list[str], y: Any, warmup_size: int | float,
-             warmup_seed: int | None) -> tuple[np.ndarray | None, dict[str, Any]]:
+             warmup_seed: int | None) -> tuple[np.ndarray | None, JSON]:
         """The warm-up slice (``warmup_size`` rows, a count or a fraction, drawn with ``warmup_seed``, default
         ``seed``) and the cache key's labels, slice and (for images) image files."""
         if y is None:
@@ -168,13 +186,13 @@ class WarmupFeaturizer(BackendEncoder):
         if len(y_arr) != len(a):
             raise InputError(f"{len(a)} rows but {len(y_arr)} labels")
         wseed = self.seed if warmup_seed is None else int(warmup_seed)
-        key_facts: dict[str, Any] = {"labels": data_fingerprint([str(v) for v in y_arr.tolist()], None),
+        key_facts: JSON = {"labels": data_fingerprint([str(v) for v in y_arr.tolist()], None),
                                  "warmup_size": warmup_size, "warmup_seed": wseed}
         if self.reads_images:
             key_facts["image_files"] = files_fingerprint(a)
         return select_warmup_rows(len(a), warmup_size, wseed), key_facts
 
-    def compute(self, job: FeatureJob, rows: np.ndarray, warmup_rows: np.ndarray | None) -> tuple[Any, dict[str, Any]]:
+    def compute(self, job: FeatureJob, rows: np.ndarray, warmup_rows: np.ndarray | None) -> tuple[Any, JSON]:
         """Fine-tune on the warm-up slice (or load the model a previous call fine-tuned on it: it does not depend
         on the backend that embeds with it), then embed the other rows chunk by chunk."""
         assert warmup_rows is not None
@@ -262,14 +280,14 @@ class WarmupFeaturizer(BackendEncoder):
                             max_steps=cap, seed=self.seed, shuffle_seed=(self.seed,), head_dropout=self.dropout,
                             device=device, **self._gpu_train_options())
 
-    def _gpu_train_options(self) -> dict[str, Any]:
+    def _gpu_train_options(self) -> GpuTrainOptions:
         """The opt-in GPU settings of :class:`aflite.encoders.training.TrainConfig` (none unless asked for: the
         preset's)."""
-        out: dict[str, Any] = {}
+        out = GpuTrainOptions()
         if precision_option(self):
             out["precision"] = check_gpu_options(self)
         if self.pipelined:  # asked for: None (the default) pipelines only the embedding, on CUDA
-            out.update(sync_every=50, prefetch=True)
+            out.update({"sync_every": 50, "prefetch": True})
         return out
 
     def _new_encoder(self, device: str) -> Any:

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from aflite.atomic import write_text
+from aflite.atomic import JSON, write_text
 from aflite.errors import ParameterError
 from aflite.report.frame import esc, json_for_script, page_head, plotly_js, script_text, shorten
 
@@ -210,7 +210,7 @@ def _finetuned_table(results: Sequence[Any], view: str) -> str:
     )
 
 
-def _artifacts_table(arts: dict[str, list[dict[str, Any]]]) -> str:
+def _artifacts_table(arts: dict[str, list[JSON]]) -> str:
     parts = []
     for label, rows in arts.items():
         body = "".join(
@@ -397,7 +397,7 @@ def write_report(path: str | Path, results: Sequence[Any], **kwargs: Any) -> Pat
 
 def render_images(results: Sequence[Any], title: str = "Label-leakage audit (images)",
                   notes: Sequence[str] = (), verdict: Sequence[str] = ()) -> str:
-    """The report of an image audit (:func:`aflite.images.audit_image_file`): the metrics table of the
+    """The report of an image audit (:func:`aflite.runs.audit.audit_file` on an image folder): the metrics table of the
     ``colour`` condition, the PECO curve, a t-SNE map per set and the most label-skewed clusters, their images
     named by id (escaped like every dataset string). No TRA and no token table: both read text."""
     if not results:

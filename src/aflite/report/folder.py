@@ -13,14 +13,14 @@ import csv
 import math
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 
+from aflite.atomic import JSON
 from aflite.data import load_dataset
 from aflite.errors import InputError
 from aflite.hashing import dataset_fingerprint
-from aflite.rundir.read import read_columns
 
 TEXT_LIMIT = 400  # characters of each text kept for the table (the full row is in the dataset file)
 TOKEN_POINTS = 4000  # tokens per set drawn on the competency plot (every significant one, then the most frequent)
@@ -65,14 +65,27 @@ def _codes(values: list[str]) -> tuple[list[int], list[str]]:
     return [idx[v] for v in values], names
 
 
+class GenericColumn(TypedDict):
+    """A column the page shows as it is: its name, whether it is numeric, its cells."""
+
+    name: str
+    num: bool
+    v: list[float | None] | list[str]
+
+
+class TokenRow(TypedDict):
+    """One row of explain's token test, as the competency plot reads it."""
+
+    token: str
+    label: str
+    count: int
+    p: float
+    z: float
+    sig: bool
+
+
 MAPPED = frozenset({"id", "label", "predictability", "removed_at", "kept", "confidence", "variability", "correctness",
                     "region", "label_issue", "top_features"})  # the columns the page draws in its own way
-
-
-def read_instances(path: Path, known: Iterable[str] = ()) -> dict[str, Any]:
-    """The per-row columns of a run's or explain's instances.csv (:func:`aflite.rundir.read.read_columns`),
-    compact (:func:`instance_columns`)."""
-    return instance_columns(read_columns(path), path, known)
 
 
 def table_columns(columns: Sequence[str], rows: Iterable[Sequence[Any]]) -> dict[str, list[str]]:
@@ -87,7 +100,7 @@ def table_columns(columns: Sequence[str], rows: Iterable[Sequence[Any]]) -> dict
     return cols
 
 
-def instance_columns(cols: dict[str, list[str]], path: Any, known: Iterable[str] = ()) -> dict[str, Any]:
+def instance_columns(cols: dict[str, list[str]], path: Any, known: Iterable[str] = ()) -> JSON:
     """The page's columns (codes, thousandths) from a per-row table's columns of strings; ``path`` names the table
     in errors. A column the page does not draw in its own way (:data:`MAPPED`) and the command does not list in
     ``known`` (its own columns the page leaves out) is shown as it is (:func:`generic_column`): a check's column
@@ -101,7 +114,7 @@ def instance_columns(cols: dict[str, list[str]], path: Any, known: Iterable[str]
     for name in ("predictability", "confidence", "variability", "correctness"):
         if name in cols:
             _checked(path, name, cols[name], _is_unit_or_empty, "a number in [0, 1] (or empty)")
-    out: dict[str, Any] = {"id": cols["id"]}
+    out: JSON = {"id": cols["id"]}  # the page's columns, as its script reads them
     out["label"], out["labels"] = _codes(cols.get("label", [""] * len(cols["id"])))
     if "predictability" in cols:
         out["p"] = _milli([_float(v) for v in cols["predictability"]])
@@ -127,7 +140,7 @@ def instance_columns(cols: dict[str, list[str]], path: Any, known: Iterable[str]
     return out
 
 
-def generic_column(name: str, values: list[str]) -> dict[str, Any]:
+def generic_column(name: str, values: list[str]) -> GenericColumn:
     """A column shown as it is: numbers (``num``; empty cells null) when every non-empty cell is one, else text
     cut to TEXT_LIMIT characters (the page's script sets it as text, never as markup)."""
     numbers = [None if not v.strip() else _float(v) for v in values]
@@ -136,7 +149,7 @@ def generic_column(name: str, values: list[str]) -> dict[str, Any]:
     return {"name": name, "num": False, "v": [v[:TEXT_LIMIT] for v in values]}
 
 
-def add_weights(cols: dict[str, Any], path: Path, notes: list[str]) -> None:
+def add_weights(cols: JSON, path: Path, notes: list[str]) -> None:
     """explain's weights.csv (id and a weight per row) as a column, matched by id; left out with a note when
     its ids are not the table's."""
     if not path.is_file():
@@ -156,7 +169,7 @@ def add_weights(cols: dict[str, Any], path: Path, notes: list[str]) -> None:
     cols["w_name"] = header[col]
 
 
-def weights_column(cols: dict[str, Any], weights: list[str], name: str = "weight") -> None:
+def weights_column(cols: JSON, weights: list[str], name: str = "weight") -> None:
     """The rows' soft weights (cells of explain's ``weight`` column, in the table's order) as the page's column."""
     values = [_float(v) for v in weights]
     cols["w"] = [None if math.isnan(v) else round(v, 4) for v in values]
@@ -166,7 +179,7 @@ def weights_column(cols: dict[str, Any], weights: list[str], name: str = "weight
 COLUMN_OPTIONS = ("text_a", "text_b", "label", "id_column")  # what the page needs to read the rows back
 
 
-def dataset_of(results: dict[str, Any], folder: str | Path | None = None) -> tuple[str | None, dict[str, Any]]:
+def dataset_of(results: JSON, folder: str | Path | None = None) -> tuple[str | None, dict[str, str]]:
     """The dataset file a command read and the column options it was read with, as its results.json records
     them (never parsed from its argv). With ``folder`` (the folder whose results.json this is) the path is located
     as :func:`locate` does, not against the current directory."""
@@ -191,7 +204,7 @@ def locate(folder: str | Path, recorded: str | None, relative: str | None) -> Pa
     return next((c for c in cands if c.exists()), None)
 
 
-def load_rows_dataset(dataset: Any | None, path: str | None, options: dict[str, Any], notes: list[str],
+def load_rows_dataset(dataset: Any | None, path: str | None, options: dict[str, str], notes: list[str],
                       fingerprint: str | None = None) -> Any:
     """The dataset whose rows the page shows: ``dataset`` when given, else the file at ``path`` loaded again with
     ``options`` and checked against the ``fingerprint`` the run recorded; None (with a note saying why) when it
@@ -203,7 +216,8 @@ def load_rows_dataset(dataset: Any | None, path: str | None, options: dict[str, 
                      else f"Texts not shown: the dataset file {path} is not found from here.")
         return None
     try:
-        ds = load_dataset(path, **options)
+        ds = load_dataset(path, text_a=options.get("text_a"), text_b=options.get("text_b"),
+                          label=options.get("label"), id_column=options.get("id_column"))
     except Exception as exc:  # noqa: BLE001 - the page is still useful without texts; say why they are absent
         notes.append(f"Texts not shown: {path} could not be read again ({exc}).")
         return None
@@ -217,7 +231,7 @@ def load_rows_dataset(dataset: Any | None, path: str | None, options: dict[str, 
 WARMUP = -2  # phase code of a warm-up row: it trained Φ and was then left out of the filter (the paper's protocol)
 
 
-def add_warmup(cols: dict[str, Any], dataset: Any, ids: list[str]) -> None:
+def add_warmup(cols: JSON, dataset: Any, ids: list[str]) -> None:
     """Append the warm-up rows (``warmup_ids.txt``) to the table, labelled from the dataset, phase WARMUP."""
     lab_of = dict(zip(np.asarray(dataset.ids).astype(str), np.asarray(dataset.labels).astype(str), strict=True))
     ids = [i for i in ids if i in lab_of]
@@ -241,7 +255,7 @@ def add_warmup(cols: dict[str, Any], dataset: Any, ids: list[str]) -> None:
         cols["region"] = list(cols["region"]) + [cols["regions"].index("")] * len(ids)
 
 
-def attach_texts(cols: dict[str, Any], dataset: Any | None, notes: list[str], where: str = "the dataset") -> None:
+def attach_texts(cols: JSON, dataset: Any | None, notes: list[str], where: str = "the dataset") -> None:
     """Add the rows' texts (cut to TEXT_LIMIT characters) from ``dataset``; ids that are not all in it leave
     the texts out, with a note saying why."""
     if dataset is None:
@@ -257,22 +271,14 @@ def attach_texts(cols: dict[str, Any], dataset: Any | None, notes: list[str], wh
         cols["tb"] = [str(dataset.texts_b[r])[:TEXT_LIMIT] for r in rows]
 
 
-def read_tokens(path: Path, alpha: float) -> dict[str, Any] | None:
-    """tokens.csv (explain) for the competency plot (:func:`token_plot`); None when the folder has none."""
-    if not path.is_file():
-        return None
-    with path.open(encoding="utf-8", newline="") as fh:
-        return token_plot(csv.DictReader(fh), alpha, path)
-
-
-def token_plot(records: Iterable[dict[str, str]], alpha: float, path: Any) -> dict[str, Any]:
+def token_plot(records: Iterable[dict[str, str]], alpha: float, path: Any) -> JSON:
     """explain's token test (rows as tokens.csv holds them, from the file or from memory) for the competency
     plot: per set, the most frequent tokens and every significant one, and per label the Bonferroni curve
     p*(n) = p0 + z*·sqrt(p0(1 − p0)/n), z* the one-sided critical z at α / (number of tests in the set), p0 the
     label's base rate solved back from the rows' z. ``path`` names the rows in errors."""
     from scipy.stats import norm
 
-    sets: dict[str, list[dict[str, Any]]] = {}
+    sets: dict[str, list[TokenRow]] = {}
     for lineno, rec in enumerate(records, start=2):
         try:
             sets.setdefault(rec["set"], []).append({
@@ -281,7 +287,7 @@ def token_plot(records: Iterable[dict[str, str]], alpha: float, path: Any) -> di
                 "sig": str(rec.get("significant", "")).strip().lower() in ("1", "true", "yes")})
         except (KeyError, ValueError) as exc:
             raise InputError(f"{path}: line {lineno}: {exc}") from None
-    out: dict[str, Any] = {"alpha": alpha, "sets": {}}
+    out: JSON = {"alpha": alpha, "sets": {}}
     for name, rows in sets.items():
         n_tests = len(rows)
         zcrit = float(norm.isf(alpha / max(1, n_tests)))
@@ -301,7 +307,7 @@ def token_plot(records: Iterable[dict[str, str]], alpha: float, path: Any) -> di
     return out
 
 
-def _base_rate(rows: list[dict[str, Any]]) -> float | None:
+def _base_rate(rows: list[TokenRow]) -> float | None:
     """p0 of one label, solved from each row's (p̂, n, z) with z = (p̂ − p0) / sqrt(p0(1 − p0)/n); the median."""
     est = []
     for r in rows[:500]:
@@ -320,7 +326,7 @@ def _base_rate(rows: list[dict[str, Any]]) -> float | None:
     return float(np.median(est)) if est else None
 
 
-def read_evaluate(results: dict[str, Any]) -> dict[str, Any]:
+def read_evaluate(results: JSON) -> JSON:
     """Accuracy per model and training set on the own held-out split (mean ± std over seeds) — or, when D was
     not split, on the first test set — each with its chance (the majority-class rate of the same rows), and D's
     majority rate for the chance line; the training-loss curve of every fine-tuned model (``losses``) and the
@@ -348,7 +354,7 @@ def read_evaluate(results: dict[str, Any]) -> dict[str, Any]:
         if si.get("kind") == "D" and counts:
             chance = max(counts.values()) / max(1, sum(counts.values()))
     if where is not None:
-        test: dict[str, Any] = next((t for t in results["config"]["tests"] if t.get("name") == where), {})
+        test: JSON = next((t for t in results["config"]["tests"] if t.get("name") == where), {})
         chance = test.get("majority", chance)
     losses = [{"model": r.get("model"), "set": r.get("train_set"), "seed": r.get("seed"),
                "step": r["loss_curve"].get("step") or [], "loss": r["loss_curve"].get("loss") or [],

@@ -18,6 +18,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from aflite.atomic import JSON
+
 # default-src 'none': no fetch, XHR, font, frame or remote image; scripts and styles only inline; images only
 # data: URIs (thumbnails, the audit's PNG plots).
 CSP = ("default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:; "
@@ -129,7 +131,7 @@ def verdict_block(verdict: Sequence[str] | str | None) -> str:
             + "".join(f"<li>{esc(s)}</li>" for s in items) + "</ul></div>")
 
 
-def verdict_of(results: dict[str, Any]) -> list[str]:
+def verdict_of(results: JSON) -> list[str]:
     """The ``verdict`` sentences of a results.json document, or [] (no verdict)."""
     v = results.get("verdict") if isinstance(results, dict) else None
     if isinstance(v, str):

@@ -14,6 +14,7 @@ import uuid
 from importlib import resources
 from typing import Any
 
+from aflite.atomic import JSON
 from aflite.report.folder import read_evaluate
 from aflite.report.frame import esc, json_for_script, plotly_js, script_text, verdict_block
 from aflite.rundir import show
@@ -47,9 +48,9 @@ def label_shift_table(before: dict[str, int], after: dict[str, int]) -> str:
     return f"<table>{head}{''.join(rows)}</table>"
 
 
-def _plot_data(body: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+def _plot_data(body: JSON) -> tuple[JSON, list[str]]:
     """What the plots read and the divs they draw in (by suffix): the page's first plots for this result."""
-    data: dict[str, Any] = {}
+    data: JSON = {}
     divs = []
     if body.get("iterations"):
         data["history"] = body["iterations"]
@@ -74,7 +75,7 @@ def _plot_data(body: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     return data, divs
 
 
-def _leakage(sets: Any) -> list[dict[str, Any]]:
+def _leakage(sets: Any) -> list[JSON]:
     """Per audited set and single-sentence view: the biased model's and the majority class's accuracy."""
     if not isinstance(sets, list):
         return []

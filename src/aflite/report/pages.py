@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from aflite.atomic import JSON
 from aflite.report import folder as report_folder
 from aflite.report import thumbs
 from aflite.report.frame import verdict_of
@@ -53,7 +54,7 @@ class Rows:
     weights_file: Path | None = None  # explain's weights.csv, matched by id (the page rebuilt from a folder)
 
 
-def summary_rows(res: dict[str, Any]) -> list[tuple[str, Any]]:
+def summary_rows(res: JSON) -> list[tuple[str, Any]]:
     """The figures a reader of a run wants first: sizes, phases, stop reason, parameters, Φ."""
     if res.get("size_before") is None:
         return []
@@ -69,22 +70,22 @@ def summary_rows(res: dict[str, Any]) -> list[tuple[str, Any]]:
     return rows
 
 
-def _title(command: str, res: dict[str, Any], folder: Path) -> str:
+def _title(command: str, res: JSON, folder: Path) -> str:
     return f"aflite {command}: {Path(str(res.get('dataset') or folder)).name}"
 
 
-def _history(data: dict[str, Any], run_res: dict[str, Any]) -> None:
+def _history(data: JSON, run_res: JSON) -> None:
     data["plots"]["history"] = run_res.get("iterations") or []
     if run_res.get("label_counts_before"):
         data["plots"]["label_counts_before"] = run_res["label_counts_before"]
         data["plots"]["label_counts_after"] = run_res.get("label_counts_after") or {}
 
 
-def run_page(results: dict[str, Any], folder: Path, rows: Rows) -> PageData:
+def run_page(results: JSON, folder: Path, rows: Rows) -> PageData:
     """A run's page (``aflite run``/``demo``/``filter``): its rows with texts (or thumbnails) and warm-up slice,
     the per-phase curve and the label mix."""
     notes: list[str] = []
-    data: dict[str, Any] = {"kind": "run", "plots": {}}
+    data: JSON = {"kind": "run", "plots": {}}
     cols = report_folder.instance_columns(rows.columns, rows.where, rows.known)
     path, opts = report_folder.dataset_of(results, folder)
     if rows.images:
@@ -110,13 +111,13 @@ def run_page(results: dict[str, Any], folder: Path, rows: Rows) -> PageData:
                     verdict_of(results))
 
 
-def explain_page(results: dict[str, Any], folder: Path, rows: Rows, run: dict[str, Any], run_dir: Path | None,
+def explain_page(results: JSON, folder: Path, rows: Rows, run: JSON, run_dir: Path | None,
                  tokens: Iterable[dict[str, str]] | None, tokens_where: Any = None) -> PageData:
     """explain's page: the run's rows with the data map, label issues, top features, soft weights and the columns
     of its checks; the competency plot of its token test (``tokens``: its rows as tokens.csv holds them); the run's
     phases and label mix (``run``: the run's results.json, {} when the run is not readable from here)."""
     notes: list[str] = []
-    data: dict[str, Any] = {"kind": "explain", "plots": {}}
+    data: JSON = {"kind": "explain", "plots": {}}
     if not run:
         notes.append("The run's phases and label counts are not shown: results.json does not name a run "
                      "folder that is readable from here.")
@@ -138,7 +139,7 @@ def explain_page(results: dict[str, Any], folder: Path, rows: Rows, run: dict[st
                     verdict_of(results))
 
 
-def evaluate_page(results: dict[str, Any], folder: Path) -> PageData:
+def evaluate_page(results: JSON, folder: Path) -> PageData:
     """evaluate's page: accuracy bars next to chance, training losses and the learning-rate check."""
     rows: list[tuple[str, Any]] = []
     for si in results.get("training_sets", []):

@@ -19,7 +19,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from aflite.atomic import atomic_open
+from aflite.atomic import JSON, atomic_open
 from aflite.audit import AuditConfig, sample_rows, subset
 from aflite.audit.kinds import ImageAudit, audit_kind
 from aflite.audit.results import audit_verdict, check_sections, check_verdicts
@@ -48,7 +48,7 @@ class AuditResult(Result):
     command: ClassVar[str] = "audit"
     out: Path
     results: list[Any]
-    metrics: dict[str, Any]
+    metrics: JSON
     notes: list[str]
     data: str = ""
     run_seed: int = 0
@@ -60,7 +60,7 @@ class AuditResult(Result):
     def seed(self) -> Any:
         return self.run_seed
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSON:
         return self.metrics
 
     def write_files(self, out: Path) -> None:
@@ -78,7 +78,7 @@ class AuditResult(Result):
                 + "".join(f"{line}\n" for line in check_sections(self.results))
                 + f"\nThe full report with its explanations: report.html{more}; every figure: results.json.\n")
 
-    def page(self, document: dict[str, Any]) -> str:
+    def page(self, document: JSON) -> str:
         """The audit renders its page whole (tables, PECO curves, t-SNE maps: :mod:`aflite.report.audit`)."""
         return str(self.kind.page(self.results, title=self.title, notes=self.notes,
                                   verdict=list(document.get("verdict") or [])))
@@ -134,7 +134,7 @@ def _sets(ds: Any, kept: list[str] | None, sample: int | None, seed: int) -> tup
 
 
 def _featurizer_config(config: Any, featurizer: str | None,
-                       options: dict[str, Any] | None) -> tuple[Any, dict[str, Any] | None]:
+                       options: JSON | None) -> tuple[Any, JSON | None]:
     """(the audit's configuration with ``featurizer`` and ``options["model_path"]`` in it, the other options): one
     spelling of Φ for every command; the same thing given twice, differently, is refused."""
     cfg = config if config is not None else AuditConfig()
@@ -166,12 +166,12 @@ def audit_file(
     sample: int | None = None,
     title: str | None = None,
     reference: str = "none",
-    dataset_options: dict[str, Any] | None = None,
+    dataset_options: JSON | None = None,
     groups: str = "premise",
     show_progress: bool = True,
-    image_options: dict[str, Any] | None = None,
+    image_options: JSON | None = None,
     featurizer: str | None = None,
-    featurizer_options: dict[str, Any] | None = None,
+    featurizer_options: JSON | None = None,
     overwrite: bool = False,
 ) -> AuditResult:
     """Audit a dataset file for single-sentence label leakage (what ``aflite audit`` does) into ``out`` (a path,

@@ -21,7 +21,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from aflite import data
-from aflite.atomic import write_npy, write_text
+from aflite.atomic import JSON, write_npy, write_text
 from aflite.cluster.shards import run_shards, shards_to_npy
 from aflite.core.backends.dask import use_cluster
 from aflite.data.images import files_fingerprint
@@ -47,7 +47,7 @@ class EmbedResult(Result):
 
     command: ClassVar[str] = "embed"
     out: Path
-    results: dict[str, Any]
+    results: JSON
     line: str
     files: dict[str, str] = field(default_factory=dict)
     data: str = ""
@@ -57,7 +57,7 @@ class EmbedResult(Result):
     def seed(self) -> Any:
         return self.run_seed
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JSON:
         return self.results
 
     def summary_md(self) -> str:
@@ -80,10 +80,10 @@ def check_embed_out(out: str | os.PathLike[str], overwrite: bool = False, resume
 @claims("embed")  # a path given as out is claimed as the CLI claims --out
 @recording_warnings()  # scikit-learn's warnings counted in results.json (aflite.rundir.results)
 def embed(data_path: Any, out: str | os.PathLike[str] | RunFolder, *, featurizer: str = "ngram",
-          view: str = "pair", featurizer_options: dict[str, Any] | None = None, warmup_size: float = 0.1,
+          view: str = "pair", featurizer_options: JSON | None = None, warmup_size: float = 0.1,
           cache_dir: str | os.PathLike[str] | None = None, seed: int = 0, device: str = "auto",
           image_size: int = 224, path_column: str | None = None, chunk_size: int = 4096,
-          skip_bad_images: bool = False, dataset_options: dict[str, Any] | None = None,
+          skip_bad_images: bool = False, dataset_options: JSON | None = None,
           overwrite: bool = False, show_progress: bool = True, backend: str | None = None,
           cluster: Any = None, resume: bool = False) -> EmbedResult:
     """Featurize ``data_path`` with ``featurizer`` under ``view`` and write the files listed in the module
@@ -136,8 +136,8 @@ def embed(data_path: Any, out: str | os.PathLike[str] | RunFolder, *, featurizer
     return result
 
 
-def _embed_text(ds: Any, out: Path, *, featurizer: str, view: str, options: dict[str, Any], warmup_size: float,
-                cache_dir: Path, seed: int, show_progress: bool, chunk_size: int, executor: Any) -> dict[str, Any]:
+def _embed_text(ds: Any, out: Path, *, featurizer: str, view: str, options: JSON, warmup_size: float,
+                cache_dir: Path, seed: int, show_progress: bool, chunk_size: int, executor: Any) -> JSON:
     ws: float | int = warmup_size if warmup_size < 1 else int(warmup_size)
     shards = ShardedTransform(executor) if executor is not None else None
     t0 = time.perf_counter()
@@ -148,7 +148,7 @@ def _embed_text(ds: Any, out: Path, *, featurizer: str, view: str, options: dict
     write_npy(out / FEATURES, X)
     write_text(out / "ids.txt", "".join(f"{i}\n" for i in ds.ids[f.rows]))
     write_text(out / "labels.txt", "".join(f"{lab}\n" for lab in ds.labels[f.rows]))
-    extra: dict[str, Any] = {}
+    extra: JSON = {}
     if shards is not None:
         extra["cluster"] = shards.report.as_dict() if shards.report is not None else {"shards": 0}
     if len(f.warmup_rows):
@@ -158,8 +158,8 @@ def _embed_text(ds: Any, out: Path, *, featurizer: str, view: str, options: dict
             "from_cache": bool(f.from_cache), **extra}
 
 
-def _embed_images(ds: Any, out: Path, *, featurizer: str, options: dict[str, Any], chunk_size: int,
-                  show_progress: bool, cache_dir: Path, executor: Any, done_key: str | None = None) -> dict[str, Any]:
+def _embed_images(ds: Any, out: Path, *, featurizer: str, options: JSON, chunk_size: int,
+                  show_progress: bool, cache_dir: Path, executor: Any, done_key: str | None = None) -> JSON:
     """OUT/features.npy written chunk by chunk (memory-mapped; an interrupted run resumes when the same call is
     made again), OUT/ids.txt and OUT/labels.txt, ready for ``aflite filter --features OUT/features.npy --mmap``.
     On a cluster the chunks are shards in ``cache_dir/shards/`` (resumed there), assembled into
@@ -171,7 +171,7 @@ def _embed_images(ds: Any, out: Path, *, featurizer: str, options: dict[str, Any
     feat.fit(list(ds.texts_a))  # the int8 backend's calibration sample: all rows, the same on every shard
     key = json_digest({"files": files_fingerprint(ds.texts_a), "options": feat.get_options()})
     t0 = time.perf_counter()
-    more: dict[str, Any] = {"features_key": key}
+    more: JSON = {"features_key": key}
     if done_key == key and _rows(out) == len(ds):  # --resume of a call that had finished: the matrix is kept
         dest = out / FEATURES
     elif executor is None:
@@ -230,7 +230,7 @@ def _result(data_path: str, featurizer: str, seed: int, out: Path, *, rows: int,
     return EmbedResult(out, res, line, files, data_path, seed)
 
 
-def _cluster_note(report: dict[str, Any] | None) -> str:
+def _cluster_note(report: JSON | None) -> str:
     """``, 6 shards on 2 workers (2 reused)`` for the one-line account of a cluster run."""
     if not report or not report.get("shards"):
         return ""

@@ -5,15 +5,16 @@ their verdicts: sizes, parameters, label shift, the probe, examples; kept apart 
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 
+from aflite.atomic import JSON
 from aflite.report import shorten
 from aflite.verdict import MIN_SPREAD, SPREAD_FACTOR, markdown, number, phases_text, points
 
 
-def render_filter_summary(summary: dict[str, Any]) -> str:
+def render_filter_summary(summary: JSON) -> str:
     """The readable account of ``aflite filter``: sizes, parameters, stop reason and label counts."""
     p = summary["parameters"]
     lines = [
@@ -47,7 +48,17 @@ PAGE_LINE = ("- every row (sortable, filterable, searchable) and the plots: [rep
              "page beside this file")
 
 
-def label_shift(before: dict[str, int], after: dict[str, int]) -> dict[str, Any]:
+class LabelShift(TypedDict):
+    """:func:`label_shift`: class shares in % before and after, their moves in points, the largest, a warning."""
+
+    shares_before: dict[str, float]
+    shares_after: dict[str, float]
+    change_points: dict[str, float]
+    max_change_points: float
+    warning: str | None
+
+
+def label_shift(before: dict[str, int], after: dict[str, int]) -> LabelShift:
     """Class shares before/after filtering and the largest move, with a warning above SHIFT_WARN_POINTS points:
     when shares move, the majority rate moves with them, and raw accuracies on D and D(Φ) stop being comparable."""
     nb, na = max(1, sum(before.values())), max(1, sum(after.values()))
@@ -55,7 +66,7 @@ def label_shift(before: dict[str, int], after: dict[str, int]) -> dict[str, Any]
     sa = {k: 100 * after.get(k, 0) / na for k in before}
     moves = {k: sa[k] - sb[k] for k in before}
     worst = max(moves, key=lambda k: abs(moves[k])) if moves else None
-    out: dict[str, Any] = {"shares_before": sb, "shares_after": sa, "change_points": moves,
+    out: LabelShift = {"shares_before": sb, "shares_after": sa, "change_points": moves,
                            "max_change_points": 0.0 if worst is None else abs(moves[worst]), "warning": None}
     if worst is not None and abs(moves[worst]) > SHIFT_WARN_POINTS:
         out["warning"] = (
@@ -66,7 +77,7 @@ def label_shift(before: dict[str, int], after: dict[str, int]) -> dict[str, Any]
     return out
 
 
-def render_summary(summary: dict[str, Any], ds: Any, rows: np.ndarray, p_all: np.ndarray, keep: np.ndarray,
+def render_summary(summary: JSON, ds: Any, rows: np.ndarray, p_all: np.ndarray, keep: np.ndarray,
                    per_label: int = 2) -> str:
     """A short human-readable account: sizes, parameters, label shift, probe, and examples (as Table 9)."""
     p = summary["parameters"]
@@ -144,7 +155,7 @@ def render_summary(summary: dict[str, Any], ds: Any, rows: np.ndarray, p_all: np
     return "\n".join(lines) + "\n"
 
 
-def _empty_lines(summary: dict[str, Any]) -> list[str]:
+def _empty_lines(summary: JSON) -> list[str]:
     """The load's count of empty texts (#34): on screen it is a warning that scrolls away, so the summary keeps it."""
     empty = summary.get("empty_texts_at_load") or {}
     n = summary["dataset_size"]
@@ -152,7 +163,7 @@ def _empty_lines(summary: dict[str, Any]) -> list[str]:
             "read there)" for c, k in empty.items() if k]
 
 
-def warmup_line(info: dict[str, Any], lead: str = "") -> str:
+def warmup_line(info: JSON, lead: str = "") -> str:
     """The warm-up's loss in words (start → end over its steps, against chance), or "" without a warm-up."""
     if "warmup_loss_start" not in info:
         return ""
@@ -172,7 +183,7 @@ def _md(text: str, limit: int = 300) -> str:
     return out.replace("\r", " ").replace("\n", " ")
 
 
-def _kept(summary: dict[str, Any]) -> str:
+def _kept(summary: JSON) -> str:
     before, after = summary.get("size_before"), summary.get("size_after")
     phases, why = summary.get("n_iterations"), summary.get("stop_reason")
     if not before or after is None:
@@ -181,7 +192,7 @@ def _kept(summary: dict[str, Any]) -> str:
             f"stopped because {why}.")
 
 
-def _shift(summary: dict[str, Any]) -> str:
+def _shift(summary: JSON) -> str:
     shift = summary.get("label_shift") or {}
     moves = shift.get("change_points") or {}
     if not moves:
@@ -192,7 +203,7 @@ def _shift(summary: dict[str, Any]) -> str:
 
 
 
-def run_verdict(summary: dict[str, Any]) -> list[str]:
+def run_verdict(summary: JSON) -> list[str]:
     """``aflite run`` / ``demo``: sizes and stop, then the hypothesis-only probe on D(Φ) against same-size random
     subsets of D (Δ over the majority rate of the same rows), judged against the random subsets' spread.
 
@@ -247,7 +258,7 @@ def run_verdict(summary: dict[str, Any]) -> list[str]:
     return [s for s in out if s]
 
 
-def _signal_on_d(d: dict[str, Any], probe: dict[str, Any]) -> str:
+def _signal_on_d(d: JSON, probe: JSON) -> str:
     """The sentence that ends the verdict when the probe has no signal on D itself ("" when it has): its Δ over
     the majority rate on D must exceed twice its standard deviation across folds (at least MIN_SPREAD). Below
     minus that, the probe is misled (texts that recur with other labels on both sides of its folds); within
@@ -272,7 +283,7 @@ def _signal_on_d(d: dict[str, Any], probe: dict[str, Any]) -> str:
             f"majority rate, so D gives it no signal that filtering could remove.")
 
 
-def filter_verdict(summary: dict[str, Any]) -> list[str]:
+def filter_verdict(summary: JSON) -> list[str]:
     """``aflite filter``: sizes and stop; it reads features only, so it says where the effect is measured."""
     first = _kept(summary) + _shift(summary)
     return [s for s in (first, "No probe ran here (aflite filter sees features, not text): measure the effect "
