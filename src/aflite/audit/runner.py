@@ -123,10 +123,9 @@ class _Clock:
         self.t = time.perf_counter()
 
 
-def _dataset(dataset: Any, overrides: dict[str, Any]) -> Dataset:
+def _dataset(dataset: Any, columns: dict[str, Any]) -> Dataset:
     """``dataset`` as a :class:`~aflite.data.Dataset`: a path or in-memory data read as text with the column keywords
-    (taken out of ``overrides``, the rest being AuditConfig's fields); a Dataset as it is (its columns are read)."""
-    columns = {k: overrides.pop(k) for k in COLUMNS if k in overrides}
+    ``columns``; a Dataset as it is (its columns have been read)."""
     if isinstance(dataset, Dataset):
         if any(v is not None for v in columns.values()):
             raise ParameterError(f"{', '.join(f'{k}=' for k in columns)}: column keywords name the columns of a file "
@@ -234,8 +233,9 @@ def audit(
     config records the choice. ``dataset`` may also be what :func:`aflite.run` reads (a file, a DataFrame, ...),
     its columns named by the keywords of :class:`aflite.data.Columns` (``text_a=``, ``text_b=``, ``label=``, ...).
     """
-    dataset = _dataset(dataset, overrides)
+    columns = {k: overrides.pop(k) for k in COLUMNS if k in overrides}  # the dataset's; the rest AuditConfig's
     cfg = _config(views, config, overrides)
+    dataset = _dataset(dataset, columns)
     if dataset.texts_b is None:
         raise InputError("the audit needs sentence pairs (premise and hypothesis columns)")
     y = np.asarray(dataset.labels).astype(str)

@@ -7,7 +7,7 @@ import contextvars
 from collections.abc import Mapping
 from typing import Any, TypedDict
 
-from aflite.errors import ParameterError
+from aflite.errors import ParameterError, UnknownKeywordError
 
 # How messages name the loader's options: the library's keyword (``text_a=``) or, under the command line, its
 # flag (``--text-a``); the CLI sets this once (see :func:`option_names`), so every message names what the user typed.
@@ -53,12 +53,13 @@ COLUMNS = tuple(Columns.__annotations__)
 def with_columns(options: Mapping[str, Any] | None, columns: Mapping[str, Any], function: str,
                  also: tuple[str, ...] = ()) -> dict[str, Any]:
     """``options`` (a ``dataset_options`` dict) with the column keywords ``columns`` in it. A keyword that is no
-    column (nor one of ``also``) is a TypeError, as Python's own for an unknown keyword (``**columns`` would
-    otherwise swallow a typo); a column given here and in ``options`` with two values is a ParameterError."""
+    column (nor one of ``also``) is an :class:`~aflite.errors.UnknownKeywordError` (a TypeError, as Python's own:
+    ``**columns`` would otherwise swallow a typo); a column given here and in ``options`` with two values is a
+    ParameterError."""
     unknown = sorted(set(columns) - set(COLUMNS) - set(also))
     if unknown:
-        raise TypeError(f"{function}() got an unexpected keyword argument {unknown[0]!r} (the column keywords are "
-                        f"{', '.join(COLUMNS)})")
+        raise UnknownKeywordError(f"{function}() got an unexpected keyword argument {unknown[0]!r} (the column "
+                                  f"keywords are {', '.join(COLUMNS)})")
     merged = dict(options or {})
     for key, value in columns.items():
         if value is None or key not in COLUMNS:

@@ -9,13 +9,14 @@ keywords and gets the same sets; :func:`evaluate_files` is that plus :func:`eval
 
 from __future__ import annotations
 
+import inspect
 import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from aflite.data import COLUMNS, with_columns
-from aflite.errors import ParameterError
+from aflite.errors import ParameterError, UnknownKeywordError
 from aflite.evaluate import EvaluateResult, compare_runs, load_eval_set, load_hans
 from aflite.rundir.lock import check_outside_runs
 from aflite.rundir.results import recording_warnings
@@ -112,7 +113,11 @@ def evaluate_files(data: str | Path, runs: Sequence[str | Path], out: str | Path
 
 def _with_columns(keywords: dict[str, Any]) -> dict[str, Any]:
     """``keywords`` with the column keywords (and ``groups``) moved into ``dataset_options``, compare_runs' one
-    spelling."""
+    spelling; one that compare_runs does not take either is refused as Python refuses it (before the folder is
+    written)."""
+    unknown = sorted(set(keywords) - set(inspect.signature(compare_runs).parameters) - {*COLUMNS, "groups"})
+    if unknown:
+        raise UnknownKeywordError(f"evaluate() got an unexpected keyword argument {unknown[0]!r}")
     columns = {k: keywords.pop(k) for k in (*COLUMNS, "groups") if k in keywords}
     if columns:
         keywords["dataset_options"] = with_columns(keywords.get("dataset_options"), columns, "evaluate",

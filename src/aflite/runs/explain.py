@@ -189,8 +189,7 @@ def explain(
     stop_floor: int | None = None,
     stop_max_phases: int | None = None,
     ngram_coefficients: bool | None = None,
-    null: str | None = None,
-    overwrite: bool = False, **columns: Unpack[Columns],
+    null: str | None = None, overwrite: bool = False, **columns: Unpack[Columns],
 ) -> ExplainResult:
     """Explain a run of ``aflite run`` on DATA (a file, or a DataFrame, Table or datasets.Dataset) into ``out`` (a
     path, or the CLI's claimed ``RunFolder``): every registered check (:mod:`aflite.checks`): token artifacts with
@@ -205,6 +204,7 @@ def explain(
     ``ngram_coefficients`` are aliases of built-in checks' options (:data:`ALIASES`; None: not given); DATA's columns
     are named as for the run (``text_a=``, ``label=``, ...: :class:`aflite.data.Columns`). An unknown check or
     option, or a bad value, is refused in one line before any work."""
+    dataset_options = with_columns(dataset_options, columns, "explain")  # before anything is read
     options = explain_check_options(checks, {k: v for k, v in locals().items() if k in ALIASES})  # the keywords
     folder = RunFolder.of(out, "explain")
     for path, flag in ((folder.path, "--out"), (cache_dir or folder.path, "--cache-dir")):  # it reads the run only
@@ -214,7 +214,7 @@ def explain(
     run = read_run(run_dir)
     run.require("parameters", "featurizer", what="the summary of `aflite run`")
     inst = run.instances()
-    ds, rows = _load(data_path, run, inst, with_columns(dataset_options, columns, "explain"), image_options)
+    ds, rows = _load(data_path, run, inst, dataset_options, image_options)
     params = run.summary["parameters"]
     seed = int(run.summary.get("seed", params.get("random_state", 0)) or 0)
     fz = run.featurizer
