@@ -42,11 +42,13 @@ class SparseLogisticEnsemble(LinearEnsemble):
     """Multinomial (binary for two classes) L2 logistic regression on sparse X for m partitions; see the module.
     ``tol`` and ``max_iter`` are scikit-learn's (lbfgs) defaults."""
 
-    def __init__(self, C: float = 1.0, tol: float = 1e-4, max_iter: int = 1000) -> None:
+    def __init__(self, C: float = 1.0, tol: float = 1e-4, max_iter: int = 1000, warm_start: bool = True) -> None:
         self.C = C
         self.tol = tol
         self.max_iter = max_iter
+        self.warm_start = warm_start  # each phase starts from the previous phase's mean solution (same optimum)
         self.last_stats = FitStats()
+        self._start: tuple[NDArray[np.float64], NDArray[np.float64]] | None = None  # (d, L), (L,)
         self._W: NDArray[np.float64] | None = None  # (d, L, m) of the last full call
         self._b: NDArray[np.float64] | None = None  # (L, m)
 
@@ -58,6 +60,14 @@ class SparseLogisticEnsemble(LinearEnsemble):
         self._k = int(n_classes)
         self._L = 1 if self._k == 2 else self._k  # the binary model has one logit, as scikit-learn's
         self._W = self._b = None
+        self._start = None
+
+    def get_state(self) -> dict[str, NDArray[Any]]:
+        return {} if self._start is None else {"sparse_start_W": self._start[0], "sparse_start_b": self._start[1]}
+
+    def set_state(self, state: dict[str, NDArray[Any]]) -> None:
+        if "sparse_start_W" in state:
+            self._start = (np.asarray(state["sparse_start_W"], np.float64), np.asarray(state["sparse_start_b"]))
 
     def fit_predict(
         self, rows: NDArray[np.intp], train_mask: NDArray[np.bool_], models: NDArray[np.intp] | None = None
@@ -72,15 +82,18 @@ class SparseLogisticEnsemble(LinearEnsemble):
         iters: list[int] = []
         for j0 in range(0, m, step):
             j1 = min(m, j0 + step)
-            W[:, :, j0:j1], b[:, j0:j1], nit = self._solve(Xs, y, train_mask[:, j0:j1])
+            W[:, :, j0:j1], b[:, j0:j1], nit = self._solve(Xs, y, train_mask[:, j0:j1], self._start)
             iters += [nit] * (j1 - j0)
         preds = self._predict(Xs, W, b)
         if models is None:
             self._W, self._b = W, b
+            if self.warm_start:
+                self._start = (W.mean(2), b.mean(1))
         self.last_stats = FitStats(time.perf_counter() - start, m, iters, m, int(sum(iters[::step])))
         return preds
 
-    def _solve(self, X: Any, y: NDArray[np.int64], mask: NDArray[np.bool_]) -> tuple[Any, Any, int]:
+    def _solve(self, X: Any, y: NDArray[np.int64], mask: NDArray[np.bool_],
+               start: tuple[NDArray[np.float64], NDArray[np.float64]] | None) -> tuple[Any, Any, int]:
         """One block: the models of the columns of ``mask``, fitted jointly (their objectives summed) on a
         block-diagonal matrix of each model's own training rows, so that a pass costs their non-zeros only."""
         from scipy.sparse import block_diag
@@ -103,7 +116,11 @@ class SparseLogisticEnsemble(LinearEnsemble):
             f = 0.5 * float(np.einsum("ij,ij->", W, W)) + self.C * float(loss.sum())
             return f * scale, np.concatenate([gW.ravel(), gc.ravel()]) * scale
 
-        theta, nit = lbfgs(objective, np.zeros(size + nb * L), self.tol, self.max_iter)
+        theta0 = np.zeros(size + nb * L)
+        if start is not None:  # every model of the block from the previous phase's mean solution
+            theta0[:size] = np.tile(start[0], (nb, 1)).ravel()
+            theta0[size:] = np.tile(start[1], nb)
+        theta, nit = lbfgs(objective, theta0, self.tol, self.max_iter)
         W = theta[:size].reshape(nb, d, L).transpose(1, 2, 0)  # (d, L, nb)
         return W, theta[size:].reshape(nb, L).T, nit
 

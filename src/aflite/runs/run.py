@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import Any, ClassVar, TypedDict, Unpack
 
 import numpy as np
-from tqdm.auto import tqdm  # a notebook bar in Jupyter, else a terminal bar
 
 from aflite import data
 from aflite.atomic import write_text
@@ -38,6 +37,7 @@ from aflite.features.registry import spec
 from aflite.features.shards import ShardedTransform
 from aflite.hashing import dataset_fingerprint, file_sha256
 from aflite.links import check_link_dir, check_link_names
+from aflite.progress import tqdm  # Jupyter: a widget bar, or none without ipywidgets
 from aflite.report.pages import Rows
 from aflite.rundir.checkpoint import check_resume_dataset
 from aflite.rundir.lock import pause_point
