@@ -10,10 +10,11 @@ use, so that ``import aflite`` stays cheap.
 from __future__ import annotations
 
 import sys
+import warnings
 from functools import cache
 from typing import Any
 
-__all__ = ["in_notebook", "tqdm", "widgets_available"]
+__all__ = ["in_notebook", "quiet_in_notebook", "tqdm", "widgets_available"]
 
 
 def in_notebook() -> bool:
@@ -22,7 +23,7 @@ def in_notebook() -> bool:
     if shell is None:
         return False
     try:
-        ip = shell.get_ipython()  # type: ignore[attr-defined]
+        ip = shell.get_ipython()
     except AttributeError:
         return False
     return ip is not None and "IPKernelApp" in getattr(ip, "config", {})
@@ -38,6 +39,13 @@ def widgets_available() -> bool:
     return True
 
 
+def quiet_in_notebook() -> None:
+    """In a Jupyter kernel without ipywidgets, silence tqdm's "IProgress not found" warning for every importer of
+    ``tqdm.auto`` (transformers, huggingface_hub): it would be the notebook's one stderr line. Called on import."""
+    if in_notebook() and not widgets_available():
+        warnings.filterwarnings("ignore", message="IProgress not found")
+
+
 def tqdm(*args: Any, **kwargs: Any) -> Any:
     """A tqdm bar: the notebook widget in Jupyter with ipywidgets, a disabled bar in Jupyter without them (nothing
     written to stderr), tqdm's text bar elsewhere. Takes tqdm's own arguments."""
@@ -50,3 +58,6 @@ def tqdm(*args: Any, **kwargs: Any) -> Any:
     from tqdm import tqdm as text_bar
 
     return text_bar(*args, **kwargs)
+
+
+quiet_in_notebook()
