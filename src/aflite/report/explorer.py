@@ -101,7 +101,7 @@ def _summary_table(rows: list[tuple[str, Any]]) -> str:
 
 def _table(heading: str, header: list[str], rows: list[list[Any]], caption: str) -> str:
     """One of the page's further tables (a run's probe, its examples), every cell escaped (dataset text)."""
-    head = "".join(f"<th>{esc(h)}</th>" for h in header)
+    head = "".join(f'<th class="l">{esc(h)}</th>' for h in header)
     body = "".join("<tr>" + "".join(f'<td class="l">{esc(c)}</td>' for c in row) + "</tr>" for row in rows)
     note = f'<p class="muted">{esc(caption)}</p>' if caption else ""
     return f"<h2>{esc(heading)}</h2><table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>{note}"
