@@ -118,3 +118,22 @@ def test_embed_audit_explain_and_evaluate_read_the_renamed_columns(tmp_path: Pat
                                models=["ngram:hypothesis"], seeds=1, random_baseline=False, single_iteration=False,
                                show_progress=False, **COLUMNS)
     assert len(rep.training_sets) == 2
+
+
+def test_messages_name_only_options_that_exist_where_they_are_read(tmp_path: Path,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """label_map has no flag: the command line's message says so instead of naming a flag it does not have, and
+    the library's names the keyword that run takes."""
+    from aflite.cli import main
+
+    rows = [("a cat sits", "a cat", "entailment"), ("a dog runs", "a dog", "Entailment "), ("x", "y", "neutral")] * 6
+    path = tmp_path / "d.csv"
+    path.write_text("premise,hypothesis,label\n" + "".join(f"{a},{b},{c}\n" for a, b, c in rows), encoding="utf-8")
+    assert main(["run", str(path), "--out", str(tmp_path / "out"), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert "map them with label_map= (in Python: the command line has no such option)" in err
+    with pytest.raises(InputError, match=r"map them with label_map=$"):
+        aflite.run(path, **KW)
+    res = aflite.run(path, label_map={"entailment": "entailment", "Entailment ": "entailment", "neutral": "neutral"},
+                     **KW, **SIZES)  # the keyword the message names exists
+    assert set(res.labels) == {"entailment", "neutral"}

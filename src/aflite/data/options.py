@@ -25,7 +25,11 @@ _KEYWORDS = {"id": "id_column", "format": "file_format"}  # roles whose load_dat
 
 
 def _opt(role: str) -> str:
-    return _FLAGS.get(role, role) if _CLI_NAMES.get() else f"{_KEYWORDS.get(role, role)}="
+    keyword = f"{_KEYWORDS.get(role, role)}="
+    if not _CLI_NAMES.get():
+        return keyword
+    # an option with no flag (label_map) is named as what it is, not as a flag the command line does not have
+    return _FLAGS.get(role, f"{keyword} (in Python: the command line has no such option)")
 
 
 def option_label(flag: str, keyword: str) -> str:
