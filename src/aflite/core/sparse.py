@@ -164,20 +164,21 @@ def lbfgs(fun: Any, x: NDArray[np.float64], tol: float, max_iter: int,
     f, g = fun(x)
     S: list[NDArray[np.float64]] = []
     Y: list[NDArray[np.float64]] = []
+    rho: list[float] = []  # 1 / sᵀy of each pair, computed once
     it = 0
     while it < max_iter and np.abs(g).max() > tol:
         q, alphas = g.copy(), []
-        for s, y in zip(reversed(S), reversed(Y), strict=True):
-            a = (s @ q) / (s @ y)
+        for s, y, r in zip(reversed(S), reversed(Y), reversed(rho), strict=True):
+            a = r * (s @ q)
             alphas.append(a)
             q -= a * y
         if S:
-            q *= (S[-1] @ Y[-1]) / (Y[-1] @ Y[-1])
-        for (s, y), a in zip(zip(S, Y, strict=True), reversed(alphas), strict=True):
-            q += s * (a - (y @ q) / (s @ y))
+            q *= 1.0 / (rho[-1] * (Y[-1] @ Y[-1]))
+        for s, y, r, a in zip(S, Y, rho, reversed(alphas), strict=True):
+            q += s * (a - r * (y @ q))
         step, slope = 1.0 if S else 1.0 / max(1.0, float(np.abs(g).max())), float(g @ q)
         if slope <= 0:  # not a descent direction (numerical): restart from the gradient
-            S, Y, q, slope = [], [], g.copy(), float(g @ g)
+            S, Y, rho, q, slope = [], [], [], g.copy(), float(g @ g)
         while True:
             x_new = x - step * q
             f_new, g_new = fun(x_new)
@@ -187,8 +188,9 @@ def lbfgs(fun: Any, x: NDArray[np.float64], tol: float, max_iter: int,
         if f_new >= f:  # no decrease even on a tiny step: the rounding floor of f; x is as good as it gets
             break
         s, y = x_new - x, g_new - g
-        if s @ y > 1e-12 * np.linalg.norm(s) * np.linalg.norm(y):
-            S, Y = [*S[-(memory - 1):], s], [*Y[-(memory - 1):], y]
+        sy = float(s @ y)
+        if sy > 1e-12 * np.linalg.norm(s) * np.linalg.norm(y):
+            S, Y, rho = [*S[-(memory - 1):], s], [*Y[-(memory - 1):], y], [*rho[-(memory - 1):], 1.0 / sy]
         x, f, g, it = x_new, f_new, g_new, it + 1
     return x, it
 
