@@ -108,7 +108,8 @@ def test_device_bench_runs_every_section_on_torch_cpu(tmp_path, monkeypatch, min
 
     model = make_tiny_model(tmp_path / "bert")
     small = {"gemm": 64, "phi_rows": 40, "filter_n": 700, "filter_d": 40, "warmup_rows": 80,
-             "filter_modes": ("classic", "resident", "device_lbfgs_bfloat16", "device_onepass")}
+             "filter_modes": ("classic", "resident", "device_lbfgs_bfloat16", "device_onepass"),
+             "phi_modes": None, "filter_max_phases": None}  # every Φ mode and whole filters (a tiny BERT is fast)
     res = device_benchmark("torch-cpu", tiny=True, model_path=model, sizes=small, out_json=tmp_path / "b.json")
     assert json.loads((tmp_path / "b.json").read_text())["filter"]["runs"].keys() == res["filter"]["runs"].keys()
     for section in ("roofline", "phi", "filter", "warmup"):

@@ -43,6 +43,16 @@ def executed(tmp_path_factory: pytest.TempPathFactory) -> Any:
     return R.execute(ROOT / "docs" / "notebooks" / "quickstart.ipynb", work), work
 
 
+@pytest.mark.slow  # the executed notebook of the test below
+def test_the_executed_notebook_has_no_stderr_block(executed: Any) -> None:
+    """Issue #49 item 4: without ipywidgets, tqdm.auto's TqdmWarning and ~30 text frames of its bars filled a pink
+    stderr block; aflite.progress shows no bar there instead."""
+    nb, _ = executed
+    stderr = [o.text for c in nb.cells if c.cell_type == "code" for o in c.outputs
+              if o.output_type == "stream" and o.name == "stderr"]
+    assert stderr == [], stderr
+
+
 @pytest.mark.slow  # about 70 s on two busy cores: a run, an explain and a card of the 2,949-pair sample
 def test_quickstart_runs_top_to_bottom_and_shows_the_result_inline(executed: Any) -> None:
     import render_notebooks as R

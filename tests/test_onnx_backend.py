@@ -232,3 +232,13 @@ def test_two_processes_quantising_one_export_do_not_collide(minilm: Path, tmp_pa
             made = list(ex.map(OB.quantize_int8, [folder / fp32.name] * 2))
         assert made[0] == made[1] and made[0].is_file()
         assert sorted(p.name for p in folder.iterdir()) == sorted([fp32.name, made[0].name])  # no leftovers
+
+
+def test_a_missing_onnxruntime_is_said_once_per_process(monkeypatch, capsys):
+    """Issue #49 item 4: one audit resolves the backend per featurization and printed the note three times."""
+    from aflite.encoders import onnx_text
+
+    monkeypatch.setattr(onnx_text, "onnx_available", lambda: False)
+    monkeypatch.setattr(onnx_text, "_NOTED", set())
+    assert [onnx_text.resolve_backend(None, "cpu") for _ in range(3)] == ["torch"] * 3
+    assert capsys.readouterr().err.count("onnxruntime not installed") == 1

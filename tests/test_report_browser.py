@@ -450,3 +450,35 @@ def test_the_evaluate_page_draws_each_training_loss_curve_and_the_learning_rate_
     assert len(chosen) == 1 and float(chosen[0].split()[1].rstrip(":")) == check["chosen"]
     summary = driver.find_element(By.CSS_SELECTOR, "table").text
     assert "fine-tuning learning rate" in summary and "chosen by the learning-rate check" in summary
+
+
+@pytest.mark.slow  # a run with its probe on the 2,949-pair sample: about 25 s on two busy cores
+def test_a_demo_page_says_what_its_terminal_said(driver: Any, tmp_path: Path) -> None:
+    """Issue #49 item 4: the demo's page was titled "aflite run", had no probe table and no examples, and its
+    hovers showed p̃ quantiles such as 0.5689655."""
+    import aflite
+    from aflite.rundir.results import commit
+    from aflite.runs.report import write_page
+
+    out = tmp_path / "demo"
+    res = aflite.run(aflite.demo_dataset_path(), out, featurizer_options={"n_components": 64}, show_progress=False,
+                     params={"n_partitions": 8, "target_size": 0.8}, title="the <b>bundled</b> sample")
+    commit(out, res.summary, command="demo", argv=["demo", "--out", str(out)])  # as `aflite demo` commits it
+    write_page(out)
+    open_page(driver, out)
+    wait(driver, lambda: driver.execute_script("return document.body.getAttribute('data-plots')") == "1")
+    assert driver.title == "aflite demo: the <b>bundled</b> sample"  # escaped: shown as text
+    heads = [h.text for h in driver.find_elements(By.TAG_NAME, "h2")]
+    assert heads[:3] == ["Partial-input probe", "Removed by AFLite (most predictable, per label)",
+                         "Retained by AFLite (least predictable, per label)"]
+    body = driver.find_element(By.TAG_NAME, "body").text
+    summary = (out / "summary.md").read_text(encoding="utf-8")
+    for row in summary.split("## Removed by AFLite")[1].splitlines()[4:6]:  # the terminal's first examples
+        assert row.split(" | ")[1].strip() in body
+    for name in ("D(Φ)", "random subset (mean of 3)"):
+        assert name in body
+    quantiles = driver.execute_script("var d = document.getElementById('plot-phases').data;"
+                                      "return d.filter(function (t) { return t.yaxis === 'y2'; })"
+                                      ".map(function (t) { return t.y; });")
+    assert quantiles and all(v is None or round(v, 3) == v for ys in quantiles for v in ys)
+    assert driver.execute_script("return document.getElementById('plot-phases').layout.yaxis2.hoverformat") == ".3f"

@@ -264,3 +264,21 @@ def test_phases_are_counted_with_their_numbers():
                      "stop_reason": "fewer than k=24 instances had p̃ >= τ=0.75 (12 qualified) in phase 4"})
     assert v[0].startswith("AFLite kept 600 of 1,000 rows (60%) in 5 phases (0–4) and stopped because fewer than "
                            "k=24 instances had p̃ >= τ=0.75 (12 qualified) in phase 4.")
+
+
+def test_the_run_verdict_defines_its_symbols_at_their_first_use():
+    """Issue #49 item 4: k, p̃, τ, Φ and Δ were used in the terminal verdict before anything defined them."""
+    from aflite.verdict import TERMS, define_terms
+
+    s = {"size_before": 2949, "size_after": 2056, "n_iterations": 17,
+         "stop_reason": "fewer than k=54 instances had p̃ >= τ=0.75 (29 qualified) in phase 16",
+         "partial_input_probe": {"model": "hypothesis only", "results": [
+             {"name": "D", "accuracy": 0.54, "accuracy_std": 0.02, "majority": 0.34},
+             {"name": "D(Φ)", "accuracy": 0.43, "accuracy_std": 0.02, "majority": 0.34},
+             {"name": "random subset (mean of 3)", "accuracy": 0.52, "accuracy_std": 0.005, "majority": 0.34}]}}
+    text = " ".join(define_terms(run_verdict(s)))  # as aflite run / demo print it (cli/run.py)
+    for pattern, definition in TERMS:
+        assert definition in text, pattern
+        assert text.count(definition) == 1  # defined once, at the first use
+    assert text.index("k=54 (the most rows") < text.index("p̃ (predictability") < text.index("τ=0.75 (the p̃")
+    assert define_terms(["no symbols here"]) == ["no symbols here"]

@@ -44,6 +44,7 @@ _LAZY: dict[str, tuple[str, str]] = {
     "RunResult": ("aflite.runs.run", "RunResult"),
     "load_dataset": ("aflite.data", "load_dataset"),
     "Dataset": ("aflite.data", "Dataset"),
+    "Columns": ("aflite.data", "Columns"),
     "write_filtered": ("aflite.data", "write_filtered"),
     "demo_dataset_path": ("aflite.data", "demo_dataset_path"),
     "featurize": ("aflite.features", "featurize"),

@@ -23,6 +23,11 @@ class ParameterError(AfliteError, ValueError):
     """Parameters that are out of range or inconsistent with the data."""
 
 
+class UnknownKeywordError(ParameterError, TypeError):
+    """A keyword that a function taking ``**columns`` does not know: a :class:`TypeError`, as Python's own for an
+    unknown keyword, and a :class:`ParameterError`, so that the folder claimed for the call is left as it was."""
+
+
 class OutputError(AfliteError):
     """An output path that cannot be used (not writable, a file where a folder should be, someone else's
     folder, a folder in use by another process); raised before any computation."""

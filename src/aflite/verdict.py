@@ -13,10 +13,11 @@ guesses.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["MIN_SPREAD", "SPREAD_FACTOR", "markdown", "number", "phases_text", "points"]
+__all__ = ["MIN_SPREAD", "SPREAD_FACTOR", "TERMS", "define_terms", "markdown", "number", "phases_text", "points"]
 
 MIN_SPREAD = 0.005  # half a point: the smallest seed spread a difference is judged against
 SPREAD_FACTOR = 2.0  # "beyond the spread" = more than twice the baseline's standard deviation
@@ -47,3 +48,28 @@ def phases_text(n: Any) -> str:
     except (TypeError, ValueError):
         return f"{n} phases"
     return "no phase" if k <= 0 else "1 phase (phase 0)" if k == 1 else f"{k} phases (0–{k - 1})"
+
+
+# The symbols a verdict uses, each defined where it first appears (issue #49: the terminal verdict used k, p̃, τ, Φ
+# and Δ before any line said what they are): (pattern of its first use, the definition put right after that use).
+TERMS: tuple[tuple[str, str], ...] = (
+    (r"D\(Φ\)", " (the rows AFLite kept; Φ: the features its models read)"),
+    (r"\bk=[\d,]+", " (the most rows one phase removes)"),
+    (r"p̃", " (predictability: the share of held-out models that predicted the row's label)"),
+    (r"τ=[\d.]+", " (the p̃ a row needs to be removable)"),
+    (r"Δ(?: over the majority rate)?", " (accuracy minus the majority-class rate of the same rows)"),
+)
+
+
+def define_terms(sentences: Sequence[str]) -> list[str]:
+    """``sentences`` with each symbol of :data:`TERMS` defined at its first use (later uses stay bare), so that a
+    reader who sees only the verdict, in the terminal, knows what k, p̃, τ, Φ and Δ mean."""
+    out = list(sentences)
+    for pattern, definition in TERMS:
+        for i, sentence in enumerate(out):
+            m = re.search(pattern, sentence)
+            if m is not None:
+                out[i] = sentence[: m.end()] + definition + sentence[m.end():]
+                break
+    return out
+

@@ -14,6 +14,7 @@ from aflite.audit.metrics import _as_1d
 from aflite.device import import_torch, resolve_model_path
 from aflite.encoders import Batch, TextEncoder, training
 from aflite.errors import InputError, ParameterError
+from aflite.progress import tqdm  # Jupyter: a widget bar, or none without ipywidgets
 
 
 @dataclasses.dataclass
@@ -112,7 +113,6 @@ def embed_finetuned(model: FineTuned, texts: Sequence[str], batch_size: int = 64
     """Mean-pooled last hidden states of the fine-tuned encoder (what its head reads) for single texts (a
     dataset file's Φ is :func:`aflite.runs.embed.embed`)."""
     torch, _ = _torch()
-    from tqdm.auto import tqdm  # a notebook bar in Jupyter, else a terminal bar
 
     dev = str(next(model.encoder.parameters()).device)
     t = list(texts)
@@ -181,7 +181,6 @@ def tra(
     rows: Any = None, show_progress: bool = False,
 ) -> TraResult:
     """Dataset-level TRA: mean over ``rows`` (default all) of eq. 10."""
-    from tqdm.auto import tqdm  # a notebook bar in Jupyter, else a terminal bar
 
     r = np.arange(len(premises)) if rows is None else np.asarray(rows, dtype=np.int64)
     vals = np.empty(len(r))

@@ -19,6 +19,7 @@ from aflite.audit.linear import cv_predict
 from aflite.audit.metrics import AUDIT_VIEWS
 from aflite.audit.results import AuditConfig, DatasetAudit, ViewAudit
 from aflite.checks import CheckData, resolve_checks
+from aflite.data import COLUMNS, Dataset, open_dataset, with_columns
 from aflite.device import torch_device
 from aflite.errors import InputError, ParameterError
 from aflite.features import featurize
@@ -122,6 +123,17 @@ class _Clock:
         self.t = time.perf_counter()
 
 
+def _dataset(dataset: Any, columns: dict[str, Any]) -> Dataset:
+    """``dataset`` as a :class:`~aflite.data.Dataset`: a path or in-memory data read as text with the column keywords
+    ``columns``; a Dataset as it is (its columns have been read)."""
+    if isinstance(dataset, Dataset):
+        if any(v is not None for v in columns.values()):
+            raise ParameterError(f"{', '.join(f'{k}=' for k in columns)}: column keywords name the columns of a file "
+                                 f"or a DataFrame; this Dataset has been read already")
+        return dataset
+    return open_dataset(dataset, modality="text", **with_columns(None, columns, "audit_dataset"))
+
+
 def _config(views: Sequence[str] | None, config: AuditConfig | None, overrides: dict[str, Any]) -> AuditConfig:
     """The audit's configuration, every choice checked; ``tra=None`` resolved to whether the device is a GPU."""
     base = config or AuditConfig()
@@ -218,9 +230,12 @@ def audit(
     a silent override). ``features`` (``pair`` and each view's matrix, row-aligned with the dataset, e.g. rows
     sliced from :func:`compute_features` of a superset) skips featurization. A single-text dataset has no normal
     condition, so it is refused here. ``config.tra=None`` resolves to whether the device is a GPU; the result's
-    config records the choice.
+    config records the choice. ``dataset`` may also be what :func:`aflite.run` reads (a file, a DataFrame, ...),
+    its columns named by the keywords of :class:`aflite.data.Columns` (``text_a=``, ``text_b=``, ``label=``, ...).
     """
+    columns = {k: overrides.pop(k) for k in COLUMNS if k in overrides}  # the dataset's; the rest AuditConfig's
     cfg = _config(views, config, overrides)
+    dataset = _dataset(dataset, columns)
     if dataset.texts_b is None:
         raise InputError("the audit needs sentence pairs (premise and hypothesis columns)")
     y = np.asarray(dataset.labels).astype(str)

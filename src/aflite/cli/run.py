@@ -26,7 +26,7 @@ from aflite.cli.options import (
     image_options,
 )
 from aflite.features.registry import featurizer_arg, featurizer_help
-from aflite.verdict import phases_text
+from aflite.verdict import define_terms, phases_text
 
 
 def add_pipeline_options(p: argparse.ArgumentParser, featurizer_default: str) -> None:
@@ -103,8 +103,8 @@ def pipeline_kwargs(args: argparse.Namespace) -> dict[str, Any]:
 def report(res: Any) -> None:
     s = res.summary
     p = s["parameters"]
-    if s.get("verdict"):
-        print("verdict: " + " ".join(s["verdict"]))
+    if s.get("verdict"):  # the terminal's first lines: each symbol defined where it first appears
+        print("verdict: " + " ".join(define_terms(s["verdict"])))
     from aflite.runs.summaries import warmup_line
 
     f = s.get("featurizer") or {}

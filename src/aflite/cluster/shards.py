@@ -42,6 +42,7 @@ import numpy as np
 from aflite.atomic import JSON, atomic_path, new_memmap, write_json, write_npy
 from aflite.errors import ParameterError
 from aflite.hashing import data_fingerprint
+from aflite.progress import tqdm  # Jupyter: a widget bar, or none without ipywidgets
 from aflite.threads import thread_policy
 
 log = logging.getLogger("aflite.cluster")
@@ -226,8 +227,6 @@ def _bar(total: int, desc: str, enabled: bool, unit: str, initial: int) -> Any:
     """The lead's progress bar over the rows of all shards (None when progress is off)."""
     if not enabled:
         return None
-    from tqdm.auto import tqdm  # a notebook bar in Jupyter, else a terminal bar
-
     return tqdm(total=total, initial=initial, desc=desc, unit=unit, unit_scale=False, dynamic_ncols=True)
 
 

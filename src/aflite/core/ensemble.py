@@ -117,7 +117,7 @@ class SklearnEnsemble(LinearEnsemble):
 
         start = time.perf_counter()
         estimator = self.estimator if self.estimator is not None else LogisticRegression(C=1.0, max_iter=10_000)
-        X = np.asarray(self._X[rows])
+        X = _rows(self._X, rows)
         y = self._y[rows]
         if models is not None:
             train_mask = train_mask[:, models]
@@ -145,11 +145,16 @@ class SklearnEnsemble(LinearEnsemble):
         fitted = getattr(self, "_fitted", [])
         if not fitted or not all(hasattr(c, "predict_proba") for c in fitted):
             raise NotImplementedError("the scikit-learn models give no predict_proba")
-        Xr = np.asarray(X[rows])
+        Xr = _rows(X, rows)
         out = np.zeros((len(rows), len(fitted), self._k), dtype=np.float32)
         for b, clf in enumerate(fitted):  # a model whose training rows missed a class gives it probability 0
             out[:, b, np.asarray(clf.classes_, dtype=np.int64)] = clf.predict_proba(Xr)
         return out
+
+
+def _rows(X: Any, rows: NDArray[np.intp]) -> Any:
+    """``X[rows]`` as an array, a scipy sparse X kept sparse (scikit-learn's models take CSR as it is)."""
+    return X.tocsr()[rows] if hasattr(X, "tocsr") else np.asarray(X[rows])
 
 
 class FastLogisticEnsemble(LinearEnsemble):

@@ -23,7 +23,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from sklearn.base import BaseEstimator
 
-from aflite.core.ensemble import FitStats, LinearEnsemble, make_ensemble
+from aflite.core.ensemble import FitStats, LinearEnsemble
 from aflite.core.heldout import first_phase_attributes
 from aflite.core.phase import (  # one phase, the state and the size rules live in aflite.core.phase
     FilterState,
@@ -32,6 +32,7 @@ from aflite.core.phase import (  # one phase, the state and the size rules live 
     Strategy,
     check_model,
     encode_classes,
+    ensemble_for,
     fresh_model,
     resolve_size,
     score_phase,
@@ -137,7 +138,7 @@ class AFLite(BaseEstimator):
     def __sklearn_tags__(self) -> Any:
         tags = super().__sklearn_tags__()
         tags.target_tags.required = True  # labels are what the filter predicts
-        tags.input_tags.sparse = False
+        tags.input_tags.sparse = True  # scipy CSR/CSC: aflite.core.sparse
         tags.input_tags.allow_nan = False
         return tags
 
@@ -220,9 +221,9 @@ class AFLite(BaseEstimator):
         self.n_features_in_ = int(Xa.shape[1])
         self.seed_ = seed
         self.params_ = params
-        ens = make_ensemble(
-            fresh_model(self.model), C=float(self.C), device=self.device, storage=self.storage, executor=self.executor
-        )
+        ens = ensemble_for(  # a sparse X: the sparse solver (aflite.core.sparse), never densified
+            Xa, fresh_model(self.model), C=float(self.C), device=self.device, storage=self.storage,
+            executor=self.executor)
         ens.prepare(Xa, codes, len(self.classes_))
         state = _start_state(n, resume, ens)
         incremental = self.strategy == "greedy" and ga is None
@@ -377,6 +378,8 @@ def _rows_of(a: Any, keep: NDArray[np.bool_]) -> Any:
     """The rows of ``a`` where ``keep`` holds, in ``a``'s own type (pandas by position; a list as an array)."""
     if hasattr(a, "iloc"):
         return a.iloc[np.flatnonzero(keep)]
+    if hasattr(a, "tocsr"):  # scipy sparse: rows by position (a boolean mask indexes no COO matrix)
+        return a.tocsr()[np.flatnonzero(keep)]
     return np.asarray(a)[keep] if isinstance(a, list | tuple) else a[keep]
 
 

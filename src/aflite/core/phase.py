@@ -18,6 +18,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from aflite.atomic import JSON
 from aflite.core.ensemble import LinearEnsemble, make_ensemble
+from aflite.core.sparse import SparseLogisticEnsemble, is_sparse
 from aflite.errors import InputError, ParameterError
 from aflite.splits import draw_partitions
 
@@ -143,32 +144,32 @@ def validate_inputs(X: ArrayLike, y: ArrayLike, groups: ArrayLike | None) -> tup
     least two classes; groups → codes."""
     if y is None:
         raise InputError("AFLite requires y to be passed, but the target y is None")
-    if hasattr(X, "tocsr") or hasattr(X, "toarray"):  # scipy.sparse, without importing it
-        raise InputError("sparse features are not supported: pass a dense matrix (e.g. X.toarray())")
-    Xa = X if isinstance(X, np.ndarray) else np.asarray(X)
-    if Xa.ndim != 2:
-        raise InputError(f"features must be a 2-D matrix, got shape {Xa.shape}")
-    if Xa.dtype == object:  # numbers held as Python objects (pandas, lists of mixed types)
+    Xs = _sparse_features(X) if is_sparse(X) else None  # scipy.sparse: its own path (aflite.core.sparse)
+    # the dense checks see a sparse X's row count only (its values were checked without densifying it)
+    Xd = np.zeros((Xs.shape[0], 1), np.float32) if Xs is not None else X if isinstance(X, np.ndarray) else np.asarray(X)
+    if Xd.ndim != 2:
+        raise InputError(f"features must be a 2-D matrix, got shape {Xd.shape}")
+    if Xd.dtype == object:  # numbers held as Python objects (pandas, lists of mixed types)
         try:
-            Xa = Xa.astype(np.float64)
+            Xd = Xd.astype(np.float64)
         except (TypeError, ValueError):
             raise InputError("features must be numeric, got non-numeric values (dtype object)") from None
-    if np.issubdtype(Xa.dtype, np.complexfloating):
-        raise InputError(f"features must be real numbers: Complex data not supported (dtype {Xa.dtype})")
-    if Xa.dtype.kind not in "biuf":
-        raise InputError(f"features must be numeric, got dtype {Xa.dtype}")
-    if Xa.shape[1] == 0:
-        raise InputError(f"features have 0 feature(s) (shape={Xa.shape}) while a minimum of 1 is required.")
+    if np.issubdtype(Xd.dtype, np.complexfloating):
+        raise InputError(f"features must be real numbers: Complex data not supported (dtype {Xd.dtype})")
+    if Xd.dtype.kind not in "biuf":
+        raise InputError(f"features must be numeric, got dtype {Xd.dtype}")
+    if Xd.shape[1] == 0:
+        raise InputError(f"features have 0 feature(s) (shape={Xd.shape}) while a minimum of 1 is required.")
     ya = np.asarray(y)
     if ya.ndim != 1:
         raise InputError(f"labels must be 1-D, got shape {ya.shape}")
-    if len(ya) != Xa.shape[0]:
-        raise InputError(f"features have {Xa.shape[0]} rows but there are {len(ya)} labels")
-    if Xa.shape[0] == 0:
+    if len(ya) != Xd.shape[0]:
+        raise InputError(f"features have {Xd.shape[0]} rows but there are {len(ya)} labels")
+    if Xd.shape[0] == 0:
         raise InputError("the dataset is empty")
-    step = max(1, (64 << 20) // max(1, 4 * Xa.shape[1]))
-    for r0 in range(0, Xa.shape[0], step):  # chunked so that memory-mapped matrices are never loaded whole
-        block = Xa[r0 : r0 + step]
+    step = max(1, (64 << 20) // max(1, 4 * Xd.shape[1]))
+    for r0 in range(0, Xd.shape[0], step):  # chunked so that memory-mapped matrices are never loaded whole
+        block = Xd[r0 : r0 + step]
         if not np.isfinite(block).all():
             r, c = np.argwhere(~np.isfinite(block))[0]
             what = "NaN" if np.isnan(block[r, c]) else ("inf" if block[r, c] > 0 else "-inf")
@@ -182,7 +183,36 @@ def validate_inputs(X: ArrayLike, y: ArrayLike, groups: ArrayLike | None) -> tup
         if ga.shape != ya.shape:
             raise InputError(f"groups have {len(ga)} entries but there are {len(ya)} labels")
         ga = np.unique(ga, return_inverse=True)[1].astype(np.int64)
-    return Xa, ya, ga
+    return (Xs if Xs is not None else Xd), ya, ga
+
+
+def _sparse_features(X: Any) -> Any:
+    """A scipy sparse X as CSR float64, checked as a dense one is (numbers, finite, 2-D) on its stored values."""
+    if X.ndim != 2:
+        raise InputError(f"features must be a 2-D matrix, got shape {X.shape}")
+    if X.dtype.kind not in "biuf":
+        raise InputError(f"features must be real numbers, got sparse dtype {X.dtype}")
+    if X.shape[1] == 0:
+        raise InputError(f"features have 0 feature(s) (shape={X.shape}) while a minimum of 1 is required.")
+    Xa = X.tocsr().astype(np.float64)
+    bad = np.flatnonzero(~np.isfinite(Xa.data))
+    if len(bad):
+        r = int(np.searchsorted(Xa.indptr, bad[0], side="right") - 1)
+        v = Xa.data[bad[0]]
+        what = "NaN" if np.isnan(v) else ("inf" if v > 0 else "-inf")
+        raise InputError(f"features contain {what} at row {r}, column {int(Xa.indices[bad[0]])}")
+    return Xa
+
+
+def ensemble_for(X: Any, model: Any, **options: Any) -> LinearEnsemble:
+    """The ensemble of ``model`` for features ``X``: the sparse solver (:mod:`aflite.core.sparse`) for a sparse X
+    and the default model (on the CPU, in this process), else :func:`aflite.core.ensemble.make_ensemble`."""
+    if is_sparse(X) and isinstance(model, str) and model == "logistic":
+        if options.get("executor") is not None or options.get("device") not in (None, "cpu", "auto"):
+            raise ParameterError("sparse features are fitted on the CPU in this process: give device='cpu' and no "
+                                 "executor, or densify X")
+        return SparseLogisticEnsemble(C=options.get("C", 1.0))
+    return make_ensemble(model, **options)
 
 
 def check_model(model: Any) -> None:
@@ -225,7 +255,7 @@ def predictability(
     if isinstance(n_partitions, bool) or not isinstance(n_partitions, int | np.integer) or n_partitions < 1:
         raise ParameterError(f"n_partitions m={n_partitions!r} must be an int >= 1")
     check_model(model)
-    ens = make_ensemble(fresh_model(model))
+    ens = ensemble_for(Xa, fresh_model(model))
     ens.prepare(Xa, codes, int(codes.max()) + 1)
     rng = np.random.default_rng([seed_from(random_state), 0])
     return score_phase(ens, codes, np.arange(n), n_partitions, t, rng, ga)

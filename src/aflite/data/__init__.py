@@ -23,13 +23,16 @@ from aflite.data.arrays import check_aligned, encode_labels, load_features, load
 from aflite.data.families import twin_families
 from aflite.data.files import PathLike
 from aflite.data.memory import filtered_rows, memory_kind, source_name
-from aflite.data.options import option_label, option_names
+from aflite.data.options import COLUMNS, Columns, option_label, option_names, with_columns
 from aflite.data.source import modality_of, open_dataset
 from aflite.data.text import Dataset, SourceInfo, check_view_texts, demo_dataset_path, load_dataset
 from aflite.data.twins import TWINS_WARN_SHARE, TWINS_WARN_TEXTS, counterfactual_twins, twins_warning, warn_twins
 from aflite.data.write import write_filtered
 
 __all__ = [
+    "COLUMNS",
+    "Columns",
+    "with_columns",
     "TWINS_WARN_SHARE",
     "TWINS_WARN_TEXTS",
     "PathLike",

@@ -4,6 +4,10 @@ command line, its flag (``--text-a``), so that every message names what the user
 from __future__ import annotations
 
 import contextvars
+from collections.abc import Mapping
+from typing import Any, TypedDict
+
+from aflite.errors import ParameterError, UnknownKeywordError
 
 # How messages name the loader's options: the library's keyword (``text_a=``) or, under the command line, its
 # flag (``--text-a``); the CLI sets this once (see :func:`option_names`), so every message names what the user typed.
@@ -21,9 +25,51 @@ _KEYWORDS = {"id": "id_column", "format": "file_format"}  # roles whose load_dat
 
 
 def _opt(role: str) -> str:
-    return _FLAGS.get(role, role) if _CLI_NAMES.get() else f"{_KEYWORDS.get(role, role)}="
+    keyword = f"{_KEYWORDS.get(role, role)}="
+    if not _CLI_NAMES.get():
+        return keyword
+    # an option with no flag (label_map) is named as what it is, not as a flag the command line does not have
+    return _FLAGS.get(role, f"{keyword} (in Python: the command line has no such option)")
 
 
 def option_label(flag: str, keyword: str) -> str:
     """How a message names an option outside the loaders: ``flag`` under the command line, else ``keyword``."""
     return flag if _CLI_NAMES.get() else keyword
+
+
+class Columns(TypedDict, total=False):
+    """The column keywords of every entry point that reads a dataset (``aflite.run(df, text_a="sent_a",
+    text_b="sent_b", label="gold")``): the command line's ``--text-a``, ``--text-b``, ``--label``, ``--id-column``
+    and ``--path-column``, and ``label_map`` (raw label → class name; Python only). Typed once here, taken as
+    ``**columns: Unpack[Columns]``, so that a type checker and an editor know them on every entry point."""
+
+    text_a: str | None
+    text_b: str | None
+    label: str | None
+    id_column: str | None
+    path_column: str | None
+    label_map: dict[Any, str] | None
+
+
+COLUMNS = tuple(Columns.__annotations__)
+
+
+def with_columns(options: Mapping[str, Any] | None, columns: Mapping[str, Any], function: str,
+                 also: tuple[str, ...] = ()) -> dict[str, Any]:
+    """``options`` (a ``dataset_options`` dict) with the column keywords ``columns`` in it. A keyword that is no
+    column (nor one of ``also``) is an :class:`~aflite.errors.UnknownKeywordError` (a TypeError, as Python's own:
+    ``**columns`` would otherwise swallow a typo); a column given here and in ``options`` with two values is a
+    ParameterError."""
+    unknown = sorted(set(columns) - set(COLUMNS) - set(also))
+    if unknown:
+        raise UnknownKeywordError(f"{function}() got an unexpected keyword argument {unknown[0]!r} (the column "
+                                  f"keywords are {', '.join(COLUMNS)})")
+    merged = dict(options or {})
+    for key, value in columns.items():
+        if value is None or key not in COLUMNS:
+            continue
+        if merged.get(key) is not None and merged[key] != value:
+            raise ParameterError(f"{key} is given twice, {key}={value!r} and dataset_options[{key!r}]="
+                                 f"{merged[key]!r}: give it once")
+        merged[key] = value
+    return merged

@@ -34,8 +34,8 @@ import numpy as np
 from aflite.errors import ParameterError
 from aflite.threads import budget
 
-__all__ = ["BACKENDS", "CPU_DEFAULT", "onnx_available", "resolve_backend", "weights_hash", "load_onnxruntime",
-           "export_folder", "export_text_model", "quantize_int8", "OnnxTextRunner", "text_runner"]
+__all__ = ["BACKENDS", "CPU_DEFAULT", "note_once", "onnx_available", "resolve_backend", "weights_hash",
+           "load_onnxruntime", "export_folder", "export_text_model", "quantize_int8", "OnnxTextRunner", "text_runner"]
 
 BACKENDS = ("torch", "onnx", "onnx-int8")
 # the CPU default when the extra is installed: the fastest backend whose agreement with torch passed on the bench
@@ -50,6 +50,17 @@ def onnx_available() -> bool:
     return all(importlib.util.find_spec(m) is not None for m in ("onnx", "onnxruntime"))
 
 
+_NOTED: set[str] = set()  # the notes this process has printed
+
+
+def note_once(text: str) -> None:
+    """Print a note on stderr the first time this process meets it: one audit resolves the backend once per
+    featurization (D, its views, the compared run), and the reader needs to be told once."""
+    if text not in _NOTED:
+        _NOTED.add(text)
+        print(text, file=sys.stderr)
+
+
 def resolve_backend(backend: str | None, device: str, cpu_default: str = CPU_DEFAULT) -> str:
     """``backend`` as given, or the default: torch on a GPU; on CPU ``cpu_default`` (the encoder's measured best,
     :data:`CPU_DEFAULT` for MiniLM) when the extra is installed, else torch (said in one line on stderr). An ONNX
@@ -59,8 +70,7 @@ def resolve_backend(backend: str | None, device: str, cpu_default: str = CPU_DEF
             return "torch"
         if onnx_available():
             return cpu_default
-        print("aflite: onnxruntime not installed (pip install 'aflite[onnx]'); encoding with torch",
-              file=sys.stderr)
+        note_once("aflite: onnxruntime not installed (pip install 'aflite[onnx]'); encoding with torch")
         return "torch"
     if backend not in BACKENDS:
         raise ParameterError(f"unknown backend {backend!r}; choose one of {', '.join(BACKENDS)} or auto")

@@ -36,6 +36,7 @@ import numpy as np
 from aflite.atomic import atomic_open
 from aflite.device import autocast, check_precision, pin_batch, to_device
 from aflite.errors import InputError, ParameterError
+from aflite.progress import tqdm  # Jupyter: a widget bar, or none without ipywidgets
 
 log = logging.getLogger(__name__)
 
@@ -230,7 +231,6 @@ def train(
     if cfg.precision == "float16":  # float16 gradients underflow without a loss scale; bfloat16 needs none
         device_type = next((p.device.type for p in params), "cpu")
         scaler = torch.amp.GradScaler(device_type)
-    from tqdm.auto import tqdm  # a notebook bar in Jupyter, else a terminal bar
 
     bar = tqdm(total=total, desc=desc, unit="step", disable=not show_progress, dynamic_ncols=True)
     model.train()

@@ -15,7 +15,6 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
-from tqdm.auto import tqdm  # a notebook bar in Jupyter, else a terminal bar
 
 from aflite.atomic import JSON
 from aflite.data import check_view_texts, open_dataset, source_name, warn_twins
@@ -38,6 +37,7 @@ from aflite.evaluate.tables import EvaluateResult, evaluate_verdict, render_tabl
 from aflite.features.registry import default_featurizer, find
 from aflite.features.registry import spec as featurizer_spec
 from aflite.hashing import dataset_fingerprint, file_sha256
+from aflite.progress import tqdm  # Jupyter: a widget bar, or none without ipywidgets
 from aflite.rundir.match import check_run_rows
 from aflite.rundir.names import KEPT_IDS
 from aflite.splits import split_heldout

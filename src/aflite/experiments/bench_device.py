@@ -69,6 +69,9 @@ class Sizes(TypedDict):
     filter_modes: Sequence[str] | None
     profile_rows: int
     profile_filter_modes: Sequence[str]
+    phi_modes: Sequence[str] | None  # a tiny run times a few of PHI_MODES
+    filter_max_phases: int | None
+    warmup_max_phases: int | None
 
 
 class PhiMode(TypedDict, total=False):
@@ -84,10 +87,18 @@ class PhiMode(TypedDict, total=False):
 
 FULL: Sizes = {"gemm": 8192, "gemm_repeats": 20, "phi_rows": None, "filter_n": 550_152, "filter_d": 768,
                         "warmup_rows": None, "warmup_max_steps": None, "token_budget": 16_384, "filter_modes": None,
-                        "profile_rows": 20_000, "profile_filter_modes": ("classic", "device_lbfgs")}
-TINY: Sizes = {"gemm": 192, "gemm_repeats": 2, "phi_rows": 96, "filter_n": 2_400, "filter_d": 40,
-                        "warmup_rows": 160, "warmup_max_steps": 2, "token_budget": 512, "filter_modes": None,
-                        "profile_rows": 96, "profile_filter_modes": ("classic", "device_lbfgs")}
+                        "profile_rows": 20_000, "profile_filter_modes": ("classic", "device_lbfgs"), "phi_modes": None,
+                        "filter_max_phases": None, "warmup_max_phases": None}
+TINY: Sizes = {"gemm": 192, "gemm_repeats": 2, "phi_rows": 32, "filter_n": 2_400, "filter_d": 40,
+                        "warmup_rows": 80, "warmup_max_steps": 2, "token_budget": 512,
+                        "filter_modes": ("classic", "device_lbfgs"),
+                        "profile_rows": 96, "profile_filter_modes": ("classic", "device_lbfgs"),
+                        # issue #49: every Φ mode timed 160 pairs, and half precision runs at ~5 pairs/s on a CPU (over
+                        # 200 s in all): a tiny run times 32 pairs in one mode of each kind (fixed, pipelined, bfloat16)
+                        "phi_modes": ("float32", "float32_pipelined", "bfloat16_pipelined"),
+                        # and the filter: every device mode, each 17 phases of m=64 torch-cpu fits (~35 s each): two
+                        # modes, three phases
+                        "filter_max_phases": 3, "warmup_max_phases": 2}
 # the filter's device modes: FastLogisticEnsemble keywords (storage is the ensemble's too)
 FILTER_MODES: dict[str, FilterMode] = {
     "classic": {},
@@ -278,16 +289,19 @@ def phi_section(device: str, data_file: Path, sizes: Sizes, model_path: Any, see
     out: JSON = {"pairs": len(a), "data": str(data_file), "token_budget": sizes["token_budget"],
                            "modes": {}}
     X: dict[str, np.ndarray] = {}
-    for name, kw in PHI_MODES.items():
+    modes = sizes["phi_modes"] or tuple(PHI_MODES)
+    warm = min(64, len(a))
+    for name in modes:
+        kw = PHI_MODES[name]
         factor = kw.get("budget_factor", 1)
         tf32, weights = kw.get("tf32", False), kw.get("weights")
         budget = factor * sizes["token_budget"] if kw.get("pipelined") else None
         feat = MiniLMFeaturizer(model_path=model_path, device=device, backend="torch", show_progress=False,
                                 pipelined=kw.get("pipelined"), precision=kw.get("precision"), token_budget=budget)
-        feat.transform(a[:64], b[:64])  # load the model and warm the kernels up
+        feat.transform(a[:warm], b[:warm])  # load the model and warm the kernels up
         if weights is not None:  # the frozen network's weights themselves in that type (pooling stays float32)
             feat.loaded()[1].to(getattr(torch, weights))
-            feat.transform(a[:64], b[:64])
+            feat.transform(a[:warm], b[:warm])
         before = torch.backends.cuda.matmul.allow_tf32
         torch.backends.cuda.matmul.allow_tf32 = tf32 or before
         try:
@@ -329,7 +343,8 @@ def filter_section(device: str, sizes: Sizes, seed: int, say: Callable[[str], No
     for name, kw in {"cpu": None, "cpu_other_seed": None, **modes}.items():
         model: Any = "logistic" if kw is None else FastLogisticEnsemble(device=device, **kw)
         run_seed = seed + 1 if name == "cpu_other_seed" else seed  # the floor: AFLite's own randomness
-        af = AFLite(**params, random_state=run_seed, device="cpu", model=model)  # type: ignore[arg-type]
+        af = AFLite(**params, random_state=run_seed, device="cpu", model=model,  # type: ignore[arg-type]
+                    max_iterations=sizes.get("filter_max_phases"))
         if cuda:
             torch.cuda.empty_cache()
             torch.cuda.reset_peak_memory_stats()
@@ -397,6 +412,9 @@ def warmup_section(device: str, data_file: Path, sizes: Sizes, model_path: Any, 
         "fast_float32": ({**base, "pipelined": True, "token_budget": sizes["token_budget"]},
                          AFLite(random_state=seed, model=FastLogisticEnsemble(device=device, device_onepass=True))),
     }
+    if sizes["warmup_max_phases"] is not None:  # tiny runs: the end-to-end path, not the filter's length
+        variants = {k: (f, (af or AFLite(random_state=seed, device=device)).set_params(
+            max_iterations=sizes["warmup_max_phases"])) for k, (f, af) in variants.items()}
     out: JSON = {"data": str(data_file), "probe": False, "runs": {}}
     keeps: dict[str, np.ndarray] = {}
     with tempfile.TemporaryDirectory(prefix="aflite-bench-warmup-") as tmp:

@@ -60,6 +60,7 @@ from aflite.experiments.circles import (  # the data of the experiment (aflite.e
     train_dev_split,
 )
 from aflite.experiments.circles import check_fraction as _check_fraction
+from aflite.progress import tqdm  # Jupyter: a widget bar, or none without ipywidgets
 
 __all__ = [
     "PAPER_SEPARATIONS",
@@ -328,8 +329,6 @@ def run_synthetic(
 
     AFLite(**params).resolved_params(n_samples)  # τ, m, k and t < n < |D| refused before the first run
 
-
-    from tqdm.auto import tqdm  # a notebook bar in Jupyter, else a terminal bar
 
     start = time.perf_counter()
     runs: list[RunRecord] = []

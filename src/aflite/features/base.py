@@ -21,6 +21,7 @@ from aflite.encoders.onnx_text import resolve_backend
 from aflite.errors import InputError, ParameterError
 from aflite.features.registry import find
 from aflite.hashing import data_fingerprint
+from aflite.progress import tqdm  # Jupyter: a widget bar, or none without ipywidgets
 
 log = logging.getLogger("aflite.features")
 
@@ -326,6 +327,4 @@ def progress_bar(total: int, desc: str, enabled: bool, initial: int = 0, unit: s
     """A tqdm bar on stderr, or None when progress is off (tqdm imported only when a bar is shown)."""
     if not enabled:
         return None
-    from tqdm.auto import tqdm  # a notebook bar in Jupyter, else a terminal bar
-
     return tqdm(total=total, initial=initial, desc=desc, unit=unit, unit_scale=False, dynamic_ncols=True)

@@ -178,7 +178,8 @@
   function plotPhases(P) {
     var h = D.plots.history; if (!h || !h.length || !$("plot-phases")) return;
     var x = h.map(function (r) { return r.iteration; });
-    var q = function (k) { return h.map(function (r) { return r.p_quantiles ? r.p_quantiles[k] : null; }); };
+    var r3 = function (v) { return v == null ? null : Math.round(v * 1000) / 1000; };  // hovers: 0.569, not 0.5689655
+    var q = function (k) { return h.map(function (r) { return r.p_quantiles ? r3(r.p_quantiles[k]) : null; }); };
     var tr = [
       {x: x, y: h.map(function (r) { return r.size_before; }), name: "|S| before", mode: "lines+markers"},
       {x: x, y: h.map(function (r) { return r.n_removed; }), name: "removed", mode: "lines+markers"},
@@ -187,7 +188,8 @@
       {x: x, y: q("q25"), name: "p̃ q25", yaxis: "y2", mode: "lines", line: {dash: "dot"}},
       {x: x, y: q("q75"), name: "p̃ q75", yaxis: "y2", mode: "lines", line: {dash: "dot"}}];
     P.newPlot("plot-phases", tr, lay("Per phase (click: rows removed in that phase)", "phase", "rows",
-      {yaxis2: {overlaying: "y", side: "right", range: [0, 1], autorange: false, tickmode: "auto", showgrid: false, title: {text: "p̃"}}, hovermode: "x"}), CFG);
+      {yaxis2: {overlaying: "y", side: "right", range: [0, 1], autorange: false, tickmode: "auto", showgrid: false,
+        hoverformat: ".3f", title: {text: "p̃"}}, hovermode: "x"}), CFG);
     $("plot-phases").on("plotly_click", function (ev) {
       var j = ev.points[0].x;
       setPoint("removed in phase " + j, function (r) { return C.phase[r] === j; });

@@ -99,6 +99,14 @@ def _summary_table(rows: list[tuple[str, Any]]) -> str:
     return f"<table>{body}</table>"
 
 
+def _table(heading: str, header: list[str], rows: list[list[Any]], caption: str) -> str:
+    """One of the page's further tables (a run's probe, its examples), every cell escaped (dataset text)."""
+    head = "".join(f'<th class="l">{esc(h)}</th>' for h in header)
+    body = "".join("<tr>" + "".join(f'<td class="l">{esc(c)}</td>' for c in row) + "</tr>" for row in rows)
+    note = f'<p class="muted">{esc(caption)}</p>' if caption else ""
+    return f"<h2>{esc(heading)}</h2><table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>{note}"
+
+
 def _script() -> str:
     return resources.files("aflite.report").joinpath("explorer.js").read_text(encoding="utf-8")
 
@@ -111,6 +119,7 @@ def render(page: PageData, *, pack: bool | None = None) -> str:
     embed = json_for_script({"packed": packed(data)}) if (pack or (pack is None and len(raw) > PACK_ABOVE)) else raw
     out = page_head(page.title, esc(page.intro), page.notes, page.verdict, extra_css=_CSS)
     out.append(_summary_table(page.summary))
+    out.extend(_table(*t) for t in page.tables)
     plots = _plot_divs(data)
     out.append(plots)
     if data.get("cols"):

@@ -14,14 +14,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from aflite.atomic import JSON
 from aflite.report import folder as report_folder
 from aflite.report import thumbs
+from aflite.report.folder import WARMUP
 from aflite.report.frame import verdict_of
 from aflite.rundir.page import PageData
 from aflite.verdict import phases_text
 
-__all__ = ["EVALUATE_INTRO", "EXPLAIN_INTRO", "RUN_INTRO", "Rows", "evaluate_page", "explain_page", "run_page"]
+__all__ = ["EVALUATE_INTRO", "EXPLAIN_INTRO", "PROBE_HEADER", "RUN_INTRO", "Rows", "evaluate_page", "explain_page",
+           "pick_examples", "probe_rows", "run_page"]
 
 RUN_INTRO = ("An AFLite run: every row of the filtered set with its predictability p̃ (the share of held-out models "
              "that predicted its label) and the phase that removed it, or kept. Filter and sort the rows; click a "
@@ -70,8 +74,73 @@ def summary_rows(res: JSON) -> list[tuple[str, Any]]:
     return rows
 
 
-def _title(command: str, res: JSON, folder: Path) -> str:
-    return f"aflite {command}: {Path(str(res.get('dataset') or folder)).name}"
+def _title(command: str, res: JSON, folder: Path, name: str | None = None) -> str:
+    return f"aflite {command}: {name or Path(str(res.get('dataset') or folder)).name}"
+
+
+def pick_examples(labels: np.ndarray, keep: np.ndarray, p: np.ndarray,
+                  per_label: int = 2) -> tuple[list[int], list[int]]:
+    """The rows a run's examples show (as the paper's Table 9), per label in sorted order: the most predictable
+    removed rows and the least predictable kept ones, ties broken by a seeded draw. p̃ is compared to 3 decimals,
+    as the page holds it, so that summary.md (in the terminal) and the page pick the same rows."""
+    p = np.round(np.asarray(p, dtype=np.float64), 3)
+    rng = np.random.default_rng(0)
+    labels = np.asarray(labels).astype(str)
+    removed: list[int] = []
+    kept: list[int] = []
+    for lab in sorted(set(labels.tolist())):
+        is_lab = labels == lab
+        rem = np.flatnonzero(~keep & is_lab)
+        kep = np.flatnonzero(keep & is_lab & ~np.isnan(p))
+        if len(rem):
+            removed += rem[np.lexsort((rng.random(len(rem)), -p[rem]))][:per_label].tolist()
+        if len(kep):
+            kept += kep[np.lexsort((rng.random(len(kep)), p[kep]))][:per_label].tolist()
+    return removed, kept
+
+
+PROBE_HEADER = ["training set", "size", "accuracy %", "majority rate % (same rows)", "Δ over majority (points)"]
+
+
+def probe_rows(probe: JSON) -> list[list[str]]:
+    """The hypothesis-only probe's rows as summary.md and the page show them (percent, Δ over the majority rate)."""
+    rows = []
+    for r in probe.get("results", []):
+        if r.get("skipped"):
+            rows.append([r["name"], f"{r['size']:,}", f"not probed: {r['skipped']}", f"{100 * r['majority']:.1f}",
+                         "–"])
+        else:
+            rows.append([r["name"], f"{r['size']:,}", f"{100 * r['accuracy']:.1f} ± {100 * r['accuracy_std']:.1f}",
+                         f"{100 * r['majority']:.1f}", f"{100 * (r['accuracy'] - r['majority']):+.1f}"])
+    if probe.get("skipped"):
+        rows.append(["–", "–", f"not probed: {probe['skipped']}", "–", "–"])
+    return rows
+
+
+def _run_tables(results: JSON, cols: JSON) -> list[tuple[str, list[str], list[list[Any]], str]]:
+    """What the terminal shows of a run besides its summary: the probe table and the examples."""
+    tables: list[tuple[str, list[str], list[list[Any]], str]] = []
+    probe = results.get("partial_input_probe")
+    if probe:
+        tables.append(("Partial-input probe", PROBE_HEADER, probe_rows(probe),
+                       f"{probe.get('model', '')}. {probe.get('meaning', '')}"))
+    if not cols.get("ta") or not cols.get("p") or not cols.get("phase"):
+        return tables
+    phase = np.asarray(cols["phase"])
+    seen = np.flatnonzero(phase != WARMUP)  # the rows the filter saw, in its order (the warm-up slice comes last)
+    p = np.asarray(cols["p"], dtype=np.float64)[seen]
+    p[p < 0] = np.nan
+    labels = np.asarray([cols["labels"][k] for k in np.asarray(cols["label"])[seen]])
+    removed, kept = pick_examples(labels, phase[seen] < 0, p / 1000)
+    tb = cols.get("tb")
+
+    def rows(picks: list[int]) -> list[list[Any]]:
+        return [[cols["ta"][seen[i]], tb[seen[i]] if tb else "", labels[i], f"{p[i] / 1000:.2f}"] for i in picks]
+
+    header = ["premise", "hypothesis", "label", "p̃"] if tb else ["text", "", "label", "p̃"]
+    tables.append(("Removed by AFLite (most predictable, per label)", header, rows(removed), ""))
+    tables.append(("Retained by AFLite (least predictable, per label)", header, rows(kept), ""))
+    return tables
 
 
 def _history(data: JSON, run_res: JSON) -> None:
@@ -107,8 +176,9 @@ def run_page(results: JSON, folder: Path, rows: Rows) -> PageData:
         report_folder.attach_texts(cols, ds, notes, path or "the dataset")
     data["cols"] = cols
     _history(data, results)
-    return PageData(_title("run", results, folder), RUN_INTRO, data, summary_rows(results), notes,
-                    verdict_of(results))
+    command = str(results.get("command") or "run")  # a demo's page says aflite demo, as its terminal did
+    return PageData(_title(command, results, folder, results.get("title")), RUN_INTRO, data, summary_rows(results),
+                    notes, verdict_of(results), _run_tables(results, cols))
 
 
 def explain_page(results: JSON, folder: Path, rows: Rows, run: JSON, run_dir: Path | None,

@@ -28,6 +28,9 @@ class PageData:
     summary: list[tuple[str, Any]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     verdict: list[str] = field(default_factory=list)
+    # further tables under the summary, each (heading, column names, rows of cells, a caption): what the terminal
+    # shows besides the summary (a run's probe table and examples); cells are escaped when drawn
+    tables: list[tuple[str, list[str], list[list[Any]], str]] = field(default_factory=list)
 
 
 _PAGES: dict[str, type[Any]] = {}

@@ -15,7 +15,7 @@ import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Unpack
 
 import numpy as np
 
@@ -24,7 +24,7 @@ from aflite.audit import AuditConfig, sample_rows, subset
 from aflite.audit.kinds import ImageAudit, audit_kind
 from aflite.audit.results import audit_verdict, check_sections, check_verdicts
 from aflite.checks import resolve_checks
-from aflite.data import open_dataset, source_name
+from aflite.data import Columns, open_dataset, source_name, with_columns
 from aflite.errors import InputError, ParameterError
 from aflite.report.explorer import reframe_audit
 from aflite.rundir.bodies import Document
@@ -172,23 +172,24 @@ def audit_file(
     image_options: JSON | None = None,
     featurizer: str | None = None,
     featurizer_options: JSON | None = None,
-    overwrite: bool = False,
+    overwrite: bool = False, **columns: Unpack[Columns],
 ) -> AuditResult:
-    """Audit a dataset file for single-sentence label leakage (what ``aflite audit`` does) into ``out`` (a path,
-    or the CLI's claimed :class:`~aflite.runs.folder.RunFolder`).
+    """Audit a dataset file for single-sentence label leakage (what ``aflite audit`` does) into ``out`` (a path or the
+    CLI's :class:`~aflite.runs.folder.RunFolder`), its columns named by the keywords of :class:`aflite.data.Columns`
+    (``text_a=``, ``text_b=``, ``label=``, ``id_column=``, ``path_column=``, ...) for either kind of data.
 
     Image data (an image folder, a table with a path column, a HF dataset with an Image column, or an image
     featurizer; :func:`aflite.data.modality_of`) is read with ``image_options`` (path_column, label, id_column,
-    skip_bad_images) and featurized with ``featurizer_options`` (image_size; embeddings/embedding_ids for
-    ``precomputed``); there the default ``minilm`` means EfficientNet-Lite0 (``hf-image`` when a model_path is
-    given), and ``reference``, ``groups`` and ``dataset_options`` do not apply. Φ: ``featurizer`` (default
-    ``config.featurizer``) and ``featurizer_options`` (their ``model_path``, also TRA's, fills ``config``'s).
-
-    Loads ``data_path``, and with ``compare`` the kept rows of that AFLite run directory as D(Φ); with ``sample``
-    audits a seeded random sample of each; featurizes the union once (cached in ``config.cache_dir``, default
-    ``out/cache``); audits each set with ``config`` (an :class:`aflite.audit.AuditConfig`); and writes the folder.
-    ``config.tra=None`` becomes "only on a GPU" here, once, so that the time estimate and both audits agree.
-    Nothing is written before the data has been read and checked. In-memory data (a DataFrame, ...) are text."""
+    skip_bad_images), featurized with ``featurizer_options`` (image_size; embeddings/embedding_ids for
+    ``precomputed``); the default ``minilm`` means EfficientNet-Lite0 there (``hf-image`` with a model_path), and
+    ``reference``, ``groups``, ``dataset_options`` do not apply. Φ: ``featurizer`` (default ``config.featurizer``),
+    ``featurizer_options`` (their ``model_path``, also TRA's, fills ``config``'s). Loads ``data_path``, and with
+    ``compare`` the kept rows of that AFLite run directory as D(Φ); with ``sample`` audits a seeded random sample of
+    each; featurizes the union once (cached in ``config.cache_dir``, default ``out/cache``); audits each set with
+    ``config`` (:class:`aflite.audit.AuditConfig`); writes the folder. ``config.tra=None`` becomes "only on a GPU"
+    here, once, so that the estimate and both audits agree. Nothing is written before the data are read and checked.
+    In-memory data (a DataFrame, ...) are text."""
+    dataset_options, image_options = _columns(dataset_options, image_options, dict(columns))
     cfg, featurizer_options = _featurizer_config(config, featurizer, featurizer_options)
     folder = RunFolder.of(out, "audit")
     name = source_name(data_path)
@@ -200,8 +201,7 @@ def audit_file(
     if compare is not None:  # the run compared with is read, never written
         check_outside_runs(folder.path, [compare])
     t0 = time.perf_counter()
-    ds = open_dataset(data_path, modality=kind.modality,
-                      **kind.loader_options(dataset_options, groups, image_options))
+    ds = open_dataset(data_path, modality=kind.modality, **kind.loader_options(dataset_options, groups, image_options))
     _check_two_classes(ds, name, kind.rows_word)  # before featurizing (minutes): nothing computed for nothing
     if compare is not None:
         check_run_rows(compare, ds, name, any_order=True)  # D(Φ) is taken by id: the rows' order does not matter
@@ -237,6 +237,15 @@ def audit_file(
                    title or f"Label-leakage audit of {Path(name).name}", files)
     folder.finish(run)
     return run
+
+
+def _columns(dataset_options: dict[str, Any] | None, image_options: dict[str, Any] | None,
+             columns: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """The column keywords into the text loader's options and, those an image table has (path, label, id), into
+    the image loader's: which one reads the data is decided later (:func:`aflite.audit.kinds.audit_kind`)."""
+    text = with_columns(dataset_options, {k: v for k, v in columns.items() if k != "path_column"}, "audit_file")
+    image = {k: v for k, v in columns.items() if k in ("path_column", "label", "id_column") and v is not None}
+    return text, (with_columns(image_options, image, "audit_file") if image else image_options)
 
 
 def _check_two_classes(ds: Any, name: str, rows_word: str) -> None:

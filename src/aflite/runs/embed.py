@@ -16,7 +16,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Unpack
 
 import numpy as np
 
@@ -24,6 +24,7 @@ from aflite import data
 from aflite.atomic import JSON, write_npy, write_text
 from aflite.cluster.shards import run_shards, shards_to_npy
 from aflite.core.backends.dask import use_cluster
+from aflite.data import Columns, with_columns
 from aflite.data.images import files_fingerprint
 from aflite.errors import InputError, OutputError, ParameterError
 from aflite.features import featurize_dataset, make_featurizer
@@ -82,17 +83,18 @@ def check_embed_out(out: str | os.PathLike[str], overwrite: bool = False, resume
 def embed(data_path: Any, out: str | os.PathLike[str] | RunFolder, *, featurizer: str = "ngram",
           view: str = "pair", featurizer_options: JSON | None = None, warmup_size: float = 0.1,
           cache_dir: str | os.PathLike[str] | None = None, seed: int = 0, device: str = "auto",
-          image_size: int = 224, path_column: str | None = None, chunk_size: int = 4096,
-          skip_bad_images: bool = False, dataset_options: JSON | None = None,
-          overwrite: bool = False, show_progress: bool = True, backend: str | None = None,
-          cluster: Any = None, resume: bool = False) -> EmbedResult:
+          image_size: int = 224, chunk_size: int = 4096, skip_bad_images: bool = False,
+          dataset_options: JSON | None = None, overwrite: bool = False, show_progress: bool = True,
+          backend: str | None = None, cluster: Any = None, resume: bool = False,
+          **columns: Unpack[Columns]) -> EmbedResult:
     """Featurize ``data_path`` with ``featurizer`` under ``view`` and write the files listed in the module
     docstring into ``out`` (a path, or the CLI's claimed :class:`~aflite.runs.folder.RunFolder`).
     ``featurizer_options`` are the featurizer's own options (``model_path``, ``lr``, ``max_steps``, ...; one that
     the featurizer does not take is refused), as for :func:`aflite.run`.
 
     ``data_path`` is read as images or text by :func:`aflite.data.open_dataset` (an image folder, or an image
-    featurizer: images; ``dataset_options``: the column keywords of :func:`aflite.data.load_dataset`); a pandas
+    featurizer: images; its columns named by the keywords of :class:`aflite.data.Columns`, ``text_a=``, ``label=``,
+    ``path_column=``, ..., or ``dataset_options``); a pandas
     DataFrame, a pyarrow Table or a datasets.Dataset is read as text with the same keywords.
     ``warmup_size`` is a count, or a fraction of the rows when below 1; ``cache_dir`` defaults to ``out/cache``;
     ``backend`` is the encoder's runtime (torch, onnx, onnx-int8; default auto,
@@ -104,6 +106,7 @@ def embed(data_path: Any, out: str | os.PathLike[str] | RunFolder, *, featurizer
     read back from the cache, a finished image matrix of the same inputs and options is kept. Returns an
     :class:`EmbedResult`.
     """
+    dataset_options = with_columns(dataset_options, columns, "embed")
     folder = RunFolder.of(out, "embed")
     check_embed_out(folder.path, overwrite, resume)
     if cluster is not None:
@@ -115,8 +118,8 @@ def embed(data_path: Any, out: str | os.PathLike[str] | RunFolder, *, featurizer
     partial = (FEATURES + ".partial", FEATURES + ".progress.json")
     done_key = _finished_key(folder.path) if resume else None  # read before the build takes results.json away
     folder.begin(keep=() if overwrite else (FEATURES, *partial))
-    ds = data.open_dataset(data_path, reads=spec(featurizer).modality, path_column=path_column,
-                           skip_bad_images=skip_bad_images, **(dataset_options or {}))
+    ds = data.open_dataset(data_path, reads=spec(featurizer).modality, skip_bad_images=skip_bad_images,
+                           **dataset_options)
     data.check_view_texts(ds, view)  # a column empty in every row: nothing for Φ (images: no check)
     executor, release = use_cluster(cluster)
     try:

@@ -9,12 +9,14 @@ keywords and gets the same sets; :func:`evaluate_files` is that plus :func:`eval
 
 from __future__ import annotations
 
+import inspect
 import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from aflite.errors import ParameterError
+from aflite.data import COLUMNS, with_columns
+from aflite.errors import ParameterError, UnknownKeywordError
 from aflite.evaluate import EvaluateResult, compare_runs, load_eval_set, load_hans
 from aflite.rundir.lock import check_outside_runs
 from aflite.rundir.results import recording_warnings
@@ -109,6 +111,22 @@ def evaluate_files(data: str | Path, runs: Sequence[str | Path], out: str | Path
     return evaluate(data, runs, out, **keywords)
 
 
+def _with_columns(keywords: dict[str, Any]) -> dict[str, Any]:
+    """``keywords`` with the column keywords (and ``groups``) moved into ``dataset_options``, compare_runs' one
+    spelling; one that compare_runs does not take either is refused as Python refuses it (before the folder is
+    written)."""
+    unknown = sorted(set(keywords) - set(inspect.signature(compare_runs).parameters) - {*COLUMNS, "groups"})
+    if unknown:
+        raise UnknownKeywordError(f"evaluate() got an unexpected keyword argument {unknown[0]!r}")
+    columns = {k: keywords.pop(k) for k in (*COLUMNS, "groups") if k in keywords}
+    if columns:
+        keywords["dataset_options"] = with_columns(keywords.get("dataset_options"), columns, "evaluate",
+                                                   also=("groups",))
+        if columns.get("groups") is not None:
+            keywords["dataset_options"]["groups"] = columns["groups"]
+    return keywords
+
+
 @claims("evaluate")  # a path given as out is claimed as the CLI claims --out
 @recording_warnings()  # scikit-learn's warnings counted in results.json (aflite.rundir.results)
 def evaluate(data: Any, runs: Sequence[str | os.PathLike[str]],
@@ -120,7 +138,10 @@ def evaluate(data: Any, runs: Sequence[str | os.PathLike[str]],
     it),
     and with ``out`` (a path, or the CLI's claimed :class:`~aflite.runs.folder.RunFolder`) its folder:
     tables.md, accuracy.png, results.json, summary.md and report.html. Returns the
-    :class:`aflite.evaluate.EvaluateResult` (``out`` set)."""
+    :class:`aflite.evaluate.EvaluateResult` (``out`` set). The column keywords of :class:`aflite.data.Columns`
+    (``text_a=``, ``text_b=``, ``label=``, ``id_column=``, ...) and ``groups=`` name DATA's columns, as for
+    :func:`aflite.run` (or ``dataset_options``)."""
+    keywords = _with_columns(keywords)
     folder = None if out is None else RunFolder.of(out, "evaluate")
     for path, flag in ((None if folder is None else folder.path, "--out"), (cache_dir, "--cache-dir")):
         if path is not None:  # the run folders are read, never written

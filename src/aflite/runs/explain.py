@@ -21,12 +21,12 @@ from __future__ import annotations
 import os
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Unpack
 
 import numpy as np
 
 from aflite.checks import CheckData, check_files, check_names, resolve_checks, run_checks
-from aflite.data import open_dataset, source_name
+from aflite.data import Columns, open_dataset, source_name, with_columns
 from aflite.errors import InputError, ParameterError
 from aflite.explain.files import FILES, ExplainResult, check_columns, explain_results
 from aflite.explain.recompute import first_phase, token_texts
@@ -189,8 +189,7 @@ def explain(
     stop_floor: int | None = None,
     stop_max_phases: int | None = None,
     ngram_coefficients: bool | None = None,
-    null: str | None = None,
-    overwrite: bool = False,
+    null: str | None = None, overwrite: bool = False, **columns: Unpack[Columns],
 ) -> ExplainResult:
     """Explain a run of ``aflite run`` on DATA (a file, or a DataFrame, Table or datasets.Dataset) into ``out`` (a
     path, or the CLI's claimed ``RunFolder``): every registered check (:mod:`aflite.checks`): token artifacts with
@@ -202,8 +201,10 @@ def explain(
     e.g. ``{"tokens": {"alpha": 0.05}, "stop_rule": {"enabled": True}}`` (the stop rule continues filtering past the
     run's stop until no token artifact is significant; the run folder is never changed). ``alpha``, ``min_count``,
     ``random_seeds``, ``neighbours``, ``null``, ``stop_rule``, ``stop_floor``, ``stop_max_phases`` and
-    ``ngram_coefficients`` are aliases of built-in checks' options (:data:`ALIASES`; None: not given). An unknown
-    check or option, or a bad value, is refused in one line before any work."""
+    ``ngram_coefficients`` are aliases of built-in checks' options (:data:`ALIASES`; None: not given); DATA's columns
+    are named as for the run (``text_a=``, ``label=``, ...: :class:`aflite.data.Columns`). An unknown check or
+    option, or a bad value, is refused in one line before any work."""
+    dataset_options = with_columns(dataset_options, columns, "explain")  # before anything is read
     options = explain_check_options(checks, {k: v for k, v in locals().items() if k in ALIASES})  # the keywords
     folder = RunFolder.of(out, "explain")
     for path, flag in ((folder.path, "--out"), (cache_dir or folder.path, "--cache-dir")):  # it reads the run only

@@ -24,7 +24,6 @@ from typing import Any, ClassVar
 
 import numpy as np
 from numpy.typing import NDArray
-from tqdm.auto import tqdm  # a notebook bar in Jupyter, else a terminal bar
 
 from aflite import data
 from aflite.atomic import atomic_open
@@ -34,6 +33,7 @@ from aflite.core.phase import FilterState, validate_inputs
 from aflite.device import ensemble_device
 from aflite.errors import InputError, ParameterError
 from aflite.hashing import inputs_fingerprint
+from aflite.progress import tqdm  # Jupyter: a widget bar, or none without ipywidgets
 from aflite.report import thumbs
 from aflite.report.folder import table_columns
 from aflite.report.pages import Rows, run_page

@@ -16,10 +16,9 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypedDict, Unpack
 
 import numpy as np
-from tqdm.auto import tqdm  # a notebook bar in Jupyter, else a terminal bar
 
 from aflite import data
 from aflite.atomic import write_text
@@ -28,6 +27,7 @@ from aflite.core.filter import AFLite
 from aflite.core.phase import resolve_size
 from aflite.data import images
 from aflite.data.memory import FILTERED, check_writable, rows_sha256
+from aflite.data.options import Columns, with_columns
 from aflite.defaults import SNLI_DEFAULTS
 from aflite.errors import InputError, ParameterError
 from aflite.evaluate import compare_partial_input, probe_skip_reason
@@ -37,6 +37,7 @@ from aflite.features.registry import spec
 from aflite.features.shards import ShardedTransform
 from aflite.hashing import dataset_fingerprint, file_sha256
 from aflite.links import check_link_dir, check_link_names
+from aflite.progress import tqdm  # Jupyter: a widget bar, or none without ipywidgets
 from aflite.report.pages import Rows
 from aflite.rundir.checkpoint import check_resume_dataset
 from aflite.rundir.lock import pause_point
@@ -127,6 +128,34 @@ def _out_name(src: Path) -> str:
     return "filtered" + suffixes
 
 
+class FilterSizes(TypedDict, total=False):
+    """:class:`AFLite`'s sizes as keywords of :func:`run` (the command line's ``--train-size`` is ``train_size=``):
+    a count, or a fraction of |D| below 1; ``threshold`` τ."""
+
+    target_size: int | float | None
+    n_partitions: int | None
+    train_size: int | float | None
+    slice_size: int | float | None
+    threshold: float | None
+
+
+class RunKeywords(Columns, FilterSizes, total=False):
+    """:func:`run`'s keywords beyond its signature: the dataset's columns and the filter's sizes."""
+
+
+def _keywords(dataset_options: dict[str, Any] | None, params: dict[str, Any] | None,
+              keywords: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """(dataset_options with the column keywords, params with the size keywords); a size given in both with two
+    values is refused, as is an unknown keyword (a TypeError, as Python's own)."""
+    options = with_columns(dataset_options, keywords, "run", also=PARAMETERS)
+    sizes = {k: v for k, v in keywords.items() if k in PARAMETERS and v is not None}
+    twice = sorted(k for k, v in sizes.items() if (params or {}).get(k) not in (None, v))
+    if twice:
+        raise ParameterError(f"{twice[0]} is given twice, {twice[0]}={sizes[twice[0]]!r} and params[{twice[0]!r}]="
+                             f"{(params or {})[twice[0]]!r}: give it once")
+    return options, ({**(params or {}), **sizes} if sizes or params is not None else None)
+
+
 def _estimator(aflite: AFLite | None, params: dict[str, Any] | None, strategy: str, seed: int, device: str,
                storage: str) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
     """(the estimator's other keywords, the size overrides, strategy/seed/device/storage): one parameter space with
@@ -136,7 +165,8 @@ def _estimator(aflite: AFLite | None, params: dict[str, Any] | None, strategy: s
     if aflite is None:
         return {}, {k: v for k, v in (params or {}).items() if v is not None}, fixed
     if params is not None:
-        raise ParameterError("give the AFLite parameters either as aflite= or as params=, not both")
+        raise ParameterError("give the AFLite parameters either as aflite= or as params= (or the keywords "
+                             "train_size=, ...), not both")
     base = aflite.get_params()
     defaults = AFLite().get_params()
     given = {k: base.pop(k) for k in PARAMETERS}
@@ -333,20 +363,20 @@ def run(data_path: Any, out: str | os.PathLike[str] | RunFolder | None = None, *
         dataset_options: dict[str, Any] | None = None, featurizer_options: dict[str, Any] | None = None,
         device: str = "auto", storage: str = "float32", image_options: dict[str, Any] | None = None,
         link_dir: str | os.PathLike[str] | None = None, aflite: AFLite | None = None, title: str | None = None,
-        cluster: Any = None, cluster_scratch: str | os.PathLike[str] | None = None) -> RunResult:
+        cluster: Any = None, cluster_scratch: str | os.PathLike[str] | None = None,
+        **keywords: Unpack[RunKeywords]) -> RunResult:
     """Filter a dataset end to end into the folder ``out`` (a path, or the CLI's claimed
-    :class:`~aflite.runs.folder.RunFolder`). ``data_path`` is a file or folder, or in-memory data: a pandas
-    DataFrame, a pyarrow Table or a ``datasets.Dataset``, read as text with the same column options
-    (``dataset_options``) and detection (:mod:`aflite.data.memory`; ids from a DataFrame's index when no id column
-    is found); the result's ``filtered`` is then the kept rows in the input's type, and ``out`` gets
-    ``filtered.parquet``. With ``out=None`` nothing is written but Φ's cache in ``cache_dir`` (nothing at all
-    without it): the same result, its ``scores`` (instances.csv as a DataFrame) and ``verdict``, without a folder.
-    ``params`` overrides the scaled Table 8 defaults (counts or
-    fractions of |D|: target_size, n_partitions, train_size, slice_size, threshold), or ``aflite=AFLite(...)``
-    gives them all, as to :func:`aflite.runs.filter.filter_files`. ``groups``: True/``"premise"``, False/``"none"``,
-    ``"twins"`` or a column of the file. ``overwrite`` starts over in an ``out`` that holds a run; ``title`` names
-    the data in summary.md. ``cluster`` (``local``, ``local:N``, an address or an open executor) embeds Φ in shards
-    on Dask workers (:mod:`aflite.cluster.shards`; the same features, bit for bit) and fits the partitions there."""
+    :class:`~aflite.runs.folder.RunFolder`). ``data_path``: a file or folder, or a pandas DataFrame, pyarrow Table or
+    ``datasets.Dataset`` (read as text; ``filtered`` is then the kept rows in its type, ``out`` gets
+    filtered.parquet), its columns named by the keywords of :class:`aflite.data.Columns` (``text_a=``, ``text_b=``,
+    ``label=``, ``id_column=``, ...) or ``dataset_options``, else detected (:mod:`aflite.data.memory`). ``out=None``
+    writes nothing but Φ's cache in ``cache_dir``: the same result, its ``scores`` and ``verdict``. ``target_size=``,
+    ``n_partitions=``, ``train_size=``, ``slice_size=``, ``threshold=`` (or ``params``) override the scaled Table 8
+    defaults (counts or fractions of |D|), or ``aflite=AFLite(...)`` gives them all. ``groups``: True/"premise",
+    False/"none", "twins" or a column. ``overwrite`` starts over in an ``out`` that holds a run; ``title`` names the
+    data in summary.md. ``cluster`` (``local``, ``local:N``, an address or an executor) embeds Φ in shards on Dask
+    workers (:mod:`aflite.cluster.shards`) and fits the partitions there."""
+    dataset_options, params = _keywords(dataset_options, params, dict(keywords))
     base, given, fixed = _estimator(aflite, params, strategy, seed, device, storage)
     seed = fixed["random_state"]
     featurizer_options = featurizer_options_for(featurizer, **(featurizer_options or {}))  # one it does not take

@@ -4,13 +4,13 @@ their verdicts: sizes, parameters, label shift, the probe, examples; kept apart 
 
 from __future__ import annotations
 
-from collections import Counter
 from typing import Any, TypedDict
 
 import numpy as np
 
 from aflite.atomic import JSON
 from aflite.report import shorten
+from aflite.report.pages import pick_examples, probe_rows
 from aflite.verdict import MIN_SPREAD, SPREAD_FACTOR, markdown, number, phases_text, points
 
 
@@ -113,15 +113,7 @@ def render_summary(summary: JSON, ds: Any, rows: np.ndarray, p_all: np.ndarray, 
         lines += ["", f"Partial-input probe: {pr.get('model', 'TF-IDF logistic regression')}", "",
                   "| training set | size | accuracy | majority rate (same rows) | Δ over majority |",
                   "|---|---|---|---|---|"]
-        for r in pr["results"]:
-            if r.get("skipped"):
-                lines.append(f"| {r['name']} | {r['size']} | not probed: {r['skipped']} | "
-                             f"{100 * r['majority']:.1f} | – |")
-                continue
-            lines.append(f"| {r['name']} | {r['size']} | {100 * r['accuracy']:.1f} ± {100 * r['accuracy_std']:.1f} "
-                         f"| {100 * r['majority']:.1f} | {100 * (r['accuracy'] - r['majority']):+.1f} |")
-        if pr.get("skipped"):
-            lines.append(f"| – | – | not probed: {pr['skipped']} | – | – |")
+        lines += ["| " + " | ".join(row) + " |" for row in probe_rows(pr)]  # as the page shows them
         lines += ["", PROBE_MEANING]
     if "timings" in summary:
         lines += ["", "Timings: " + ", ".join(f"{k} {v:.1f}" for k, v in summary["timings"].items())]
@@ -137,19 +129,7 @@ def render_summary(summary: JSON, ds: Any, rows: np.ndarray, p_all: np.ndarray, 
             out.append(f"| {_md(prem)} | {_md(hyp)} | {_md(str(labels[i]))} | {p_all[i]:.2f} |")
         return out
 
-    rng = np.random.default_rng(0)
-    removed_pick: list[int] = []
-    kept_pick: list[int] = []
-    for lab in sorted(Counter(map(str, labels))):
-        is_lab = labels.astype(str) == lab
-        rem = np.flatnonzero(~keep & is_lab)
-        kep = np.flatnonzero(keep & is_lab & ~np.isnan(p_all))
-        if len(rem):
-            top = rem[np.lexsort((rng.random(len(rem)), -p_all[rem]))][:per_label]
-            removed_pick += top.tolist()
-        if len(kep):
-            low = kep[np.lexsort((rng.random(len(kep)), p_all[kep]))][:per_label]
-            kept_pick += low.tolist()
+    removed_pick, kept_pick = pick_examples(labels, keep, p_all, per_label)  # the rows the page shows too
     lines += table("Removed by AFLite (most predictable, per label)", np.array(removed_pick, dtype=int))
     lines += table("Retained by AFLite (least predictable, per label)", np.array(kept_pick, dtype=int))
     return "\n".join(lines) + "\n"
