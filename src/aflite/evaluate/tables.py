@@ -19,6 +19,7 @@ from aflite.evaluate.degenerate import merge
 from aflite.evaluate.lr_check import describe
 from aflite.evaluate.models import ModelSpec
 from aflite.evaluate.sets import EvalSet, TrainingSet
+from aflite.report.explorer import render
 from aflite.report.pages import evaluate_page
 from aflite.rundir.bodies import Document
 from aflite.rundir.page import PageData
@@ -83,9 +84,9 @@ class EvaluateResult(Result):
         tables = self.tables
         return markdown(self.verdict) + (tables if tables.endswith("\n") else tables + "\n")
 
-    def page(self, document: dict[str, Any]) -> PageData | None:
+    def page(self, document: dict[str, Any]) -> str | None:
         """The accuracy bars, losses and learning-rate check (:func:`aflite.report.pages.evaluate_page`)."""
-        return None if self.out is None else evaluate_page(document, self.out)
+        return None if self.out is None else render(evaluate_page(document, self.out))
 
     @classmethod
     def page_of(cls, folder: Path, document: Document) -> PageData:
