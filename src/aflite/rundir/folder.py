@@ -235,15 +235,15 @@ class RunFolder:
         self.begin()
         result.out = self.path
         result.write_files(self.path)
+        summary = result.summary_md()  # rendered first: what it warns about is listed in results.json too
+        document = results_document(self.path, result.to_json(), command=self.command, argv=self.argv,
+                                    seed=result.seed)
+        parse(document, self.path / RESULTS, manifest=False)  # the body's types, as every reader will check them
         if table is not None:
             with atomic_open(self.path / table.name) as fh:
                 w = csv.writer(fh, lineterminator="\n")
                 w.writerow(table.columns)
                 w.writerows(table.rows)
-        summary = result.summary_md()  # rendered first: what it warns about is listed in results.json too
-        document = results_document(self.path, result.to_json(), command=self.command, argv=self.argv,
-                                    seed=result.seed)
-        parse(document, self.path / RESULTS, manifest=False)  # the body's types, as every reader will check them
         write_text(self.path / SUMMARY_MD, summary)
         page = result.page(document)  # HTML from the result in memory: nothing just written is read back
         if page is not None:

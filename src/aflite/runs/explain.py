@@ -162,7 +162,7 @@ def explain_check_options(checks: dict[str, Any] | None, aliases: dict[str, Any]
 def _check_outputs(found: dict[str, Any], folder: RunFolder, rows: int) -> None:
     """What the checks return, checked before the folder is begun: the names of their files (none of explain's own,
     of the folder's reserved entries or of the user's entries there; one writer each) and of their columns."""
-    own = check_files(found, set(FILES) | {PAGE} | set(RESERVED) | folder.users())
+    own = check_files(found, set(FILES) | {PAGE} | set(RESERVED))
     folder.check_writes([*FILES, PAGE, *own])  # a file of the user's under one of these names: refused now
     check_columns(found, rows)
 
