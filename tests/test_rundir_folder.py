@@ -155,6 +155,15 @@ def test_a_python_run_with_a_refused_device_leaves_the_last_good_run(tsv, good_r
         assert hashes(run) == before
 
 
+def test_a_cluster_that_cannot_be_reached_is_one_line_and_leaves_the_run(tsv, good_run, tmp_path):
+    pytest.importorskip("distributed")
+    run = copy_of(good_run, tmp_path)
+    before = hashes(run)
+    err = one_line(aflite("run", tsv, "--out", run, *FAST, "--overwrite", "--cluster", "nonsense://"))
+    assert "--cluster nonsense://" in err
+    assert hashes(run) == before
+
+
 # ------------------------------------------------------------------------ report's lock, --out ''
 def test_report_holds_the_folders_lock(good_run, tmp_path):
     from aflite.rundir.lock import claim_output

@@ -36,14 +36,16 @@ from typing import Any, TypeVar
 from aflite.atomic import atomic_open, guarded, storage_errors, write_text
 from aflite.core.phase import FilterState
 from aflite.data.options import option_label
-from aflite.errors import AfliteError, InputError, OutputError, OutputWriteError, ParameterError
+from aflite.errors import AfliteError, InputError, OutputError, OutputWriteError
 from aflite.rundir import checkpoint
 from aflite.rundir.bodies import parse
 from aflite.rundir.lock import (
     OutputFolder,
     claim_output,
     foreign_of,
+    holds_run,
     pause_point,
+    previous_run,
     read_marker,
     record_written,
     written_of,
@@ -167,7 +169,7 @@ class RunFolder:
     # ------------------------------------------------------------------------------------------------ build
     def holds_run(self) -> bool:
         """Whether a filtering run has written here (a checkpoint, or a committed run's results.json)."""
-        return (self.path / CHECKPOINT).exists() or (self.path / RESULTS).exists()
+        return holds_run(self.path)
 
     def check_start(self, *, resume: bool = False, overwrite: bool = False, dataset_fp: str | None = None) -> None:
         """Refuse, before anything is computed, a folder holding a run that is neither resumed nor overwritten,
@@ -175,10 +177,7 @@ class RunFolder:
         if not self.holds_run():
             return
         if not resume and not overwrite:
-            r, o, out = (option_label(f, k) for f, k in (("--resume", "resume=True"), ("--overwrite", "overwrite=True"),
-                                                        ("--out", "out")))
-            raise ParameterError(f"{self.path} holds a previous run: pass {r} to continue it, {o} to start over, or "
-                                 f"choose another {out}")
+            raise previous_run(self.path, option_label("--out", "out"))
         saved = recorded_dataset_fingerprint(self.path) if resume and dataset_fp is not None else None
         if saved is not None and saved != dataset_fp:
             raise InputError(f"{self.path}: the run there was made from a different dataset (its ids, labels or texts "

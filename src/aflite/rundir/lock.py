@@ -42,7 +42,7 @@ from aflite.rundir.names import (
 )
 
 __all__ = ["LOCK", "MARKER", "OutputFolder", "check_outside_runs", "claim_output", "clear_own_folder", "foreign_of",
-           "holding_lock", "is_run_folder", "read_marker", "record_written", "written_of"]
+           "holding_lock", "holds_run", "is_run_folder", "previous_run", "read_marker", "record_written", "written_of"]
 
 RUN_FILES = (CHECKPOINT, RESULTS)  # a run directory holds one of these once a run has written it
 # what an aflite < 0.3 wrote into a folder it claimed (its marker did not list the user's own entries)
@@ -87,6 +87,19 @@ def written_of(folder: Path, marker: dict[str, Any] | None) -> set[str]:
     except OSError:
         return set()
     return {n for n in present if (n in known or n.startswith("filtered")) and n not in users}
+
+
+def holds_run(folder: Path) -> bool:
+    """Whether a filtering run has written ``folder`` (a checkpoint, or a committed run's results.json)."""
+    return any((folder / f).exists() for f in RUN_FILES)
+
+
+def previous_run(folder: Path, flag: str = "--out") -> OutputError:
+    """The refusal of a folder that holds a run, neither resumed nor overwritten (``flag``: ``--out`` names the
+    CLI's options, ``out`` the Python keywords)."""
+    res, over = ("--resume", "--overwrite") if flag.startswith("-") else ("resume=True", "overwrite=True")
+    return OutputError(f"{flag} {folder}: holds a previous run: pass {res} to continue it, {over} to start over, or "
+                       f"choose another {flag}")
 
 
 def foreign_of(folder: Path, marker: dict[str, Any] | None) -> list[str]:
@@ -216,10 +229,8 @@ def claim_output(
                               f"{'y' if len(entries) == 1 else 'ies'}) and was {made}; pass {over} to write "
                               f"into it anyway ({kept}; a name clash with one of them is refused), or choose "
                               f"another {flag}")
-        if not resume and not overwrite and any((p / f).exists() for f in RUN_FILES) and command in (
-                "run", "filter"):
-            raise OutputError(f"{flag} {p}: holds a previous run: pass {res} to continue it, {over} to "
-                              f"start over, or choose another {flag}")
+        if not resume and not overwrite and holds_run(p) and command in ("run", "filter"):
+            raise previous_run(p, flag)
     else:
         marker = None
     try:

@@ -421,7 +421,7 @@ def _writes(ds: Any, data_path: Any, featurizer: str) -> list[str]:
     kept = [KEPT_CSV, REMOVED_CSV] if ds.modality == "image" else []
     name = FILTERED if ds.source.memory is not None else _out_name(Path(data_path))
     return [name, *kept, KEPT_IDS, REMOVED_IDS, INSTANCES, CHECKPOINT, SUMMARY_MD, PAGE, RESULTS,
-            *([WARMUP_IDS] if "warmup" in featurizer.split("+") else [])]
+            *([WARMUP_IDS] if spec(featurizer).needs_labels else [])]
 
 
 def _cache(cache_dir: str | os.PathLike[str] | None, folder: RunFolder | None) -> Path | None:
