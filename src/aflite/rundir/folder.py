@@ -194,6 +194,7 @@ class RunFolder:
         writes = list(writes)
         self.check_writes(writes)
         self._begun = True
+        earlier = self.written() - self._mine  # what aflite wrote before this command (its own writes stay)
         with storage_errors(self.path / RESULTS):
             self.path.mkdir(parents=True, exist_ok=True)
             record_written(self.path, writes)
@@ -201,7 +202,7 @@ class RunFolder:
             with contextlib.suppress(FileNotFoundError):
                 (self.path / RESULTS).unlink()
         pause_point("begun")
-        for name in sorted(self.written() - {*keep, CACHE, MARKER, LOCK}):
+        for name in sorted(earlier - {*keep, RESULTS, CACHE, MARKER, LOCK}):
             entry = self.path / name
             if entry.is_dir() and not entry.is_symlink():
                 shutil.rmtree(entry)
