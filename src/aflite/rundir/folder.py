@@ -4,17 +4,17 @@ Every command claims its folder before any work (checked, marked as the command'
 :mod:`aflite.rundir.lock`): the CLI claims ``--out`` and passes the :class:`RunFolder`, with the argv it parsed,
 to the library function as ``out``; a Python caller passes a path and the function claims it the same way
 (:func:`claims`: the same refusals, ``overwrite=True`` and ``resume=True`` for ``--overwrite``/``--resume``).
-The folder's life (docs/architecture.md): **claim**; **check** — :meth:`RunFolder.check_start` refuses a folder
-holding a run that is neither resumed nor overwritten, or resumed from other data, and :meth:`RunFolder.check_writes`
-a name the command will write that is the user's, both before anything is computed; **build** —
-:meth:`RunFolder.begin` (or :meth:`RunFolder.resume`, the filter's: the checkpoint loaded, then begun), before
-the first write, takes results.json away (the folder is unfinished from then on) and removes what aflite wrote
-there before except what the command resumes from; then the command writes its files (the filter's checkpoint
-after every phase, filtered.*, features.npy, ...); **commit** — :meth:`RunFolder.finish` writes the
-:class:`~aflite.rundir.results.Result`'s files, ``summary.md`` and ``report.html`` (the page from the result in
-memory: ``Result.page``), then ``results.json`` last, with the manifest of every file aflite wrote but the page,
-which is derived from them (:mod:`aflite.rundir.manifest`); **verify** — every reader checks the files against that
-manifest (:mod:`aflite.rundir.read`).
+The folder's life (docs/architecture.md): **claim** (a folder holding a run that is neither resumed nor
+overwritten is refused here); **check** — :meth:`RunFolder.check_start` refuses a resume from other data and
+:meth:`RunFolder.check_writes` a name the command will write that is the user's, both before anything is
+computed; **build** — :meth:`RunFolder.begin` (or :meth:`RunFolder.resume`, the filter's: the checkpoint
+loaded, then begun), before the first write, takes results.json away (the folder is unfinished from then on) and
+removes what aflite wrote there before except what the command resumes from; then the command writes its files
+(the filter's checkpoint after every phase, filtered.*, features.npy, ...); **commit** —
+:meth:`RunFolder.finish` writes the :class:`~aflite.rundir.results.Result`'s files, ``summary.md`` and
+``report.html`` (the page, as HTML, from the result in memory: ``Result.page``), then ``results.json`` last, with
+the manifest of every file aflite wrote but the page, which is derived from them (:mod:`aflite.rundir.manifest`);
+**verify** — every reader checks the files against that manifest (:mod:`aflite.rundir.read`).
 
 aflite removes or replaces only what it wrote: the marker lists those names (each recorded before its file is
 created; every atomic write into the folder passes :meth:`RunFolder._check_write` while it is claimed), and any
@@ -45,7 +45,6 @@ from aflite.rundir.lock import (
     foreign_of,
     holds_run,
     pause_point,
-    previous_run,
     read_marker,
     record_written,
     written_of,
@@ -171,13 +170,10 @@ class RunFolder:
         """Whether a filtering run has written here (a checkpoint, or a committed run's results.json)."""
         return holds_run(self.path)
 
-    def check_start(self, *, resume: bool = False, overwrite: bool = False, dataset_fp: str | None = None) -> None:
-        """Refuse, before anything is computed, a folder holding a run that is neither resumed nor overwritten,
-        and a resume of a run made from another dataset (``dataset_fp``: the one given now)."""
-        if not self.holds_run():
-            return
-        if not resume and not overwrite:
-            raise previous_run(self.path, option_label("--out", "out"))
+    def check_start(self, *, resume: bool = False, dataset_fp: str | None = None) -> None:
+        """Refuse, before anything is computed, a resume of a run made from another dataset (``dataset_fp``: the
+        one given now). A run neither resumed nor overwritten was refused by the claim
+        (:func:`aflite.rundir.lock.previous_run`)."""
         saved = recorded_dataset_fingerprint(self.path) if resume and dataset_fp is not None else None
         if saved is not None and saved != dataset_fp:
             raise InputError(f"{self.path}: the run there was made from a different dataset (its ids, labels or texts "
@@ -209,12 +205,12 @@ class RunFolder:
             else:
                 entry.unlink(missing_ok=True)
 
-    def resume(self, params: dict[str, Any], fp: str, *, resume: bool = False, overwrite: bool = False,
+    def resume(self, params: dict[str, Any], fp: str, *, resume: bool = False,
                dataset_fp: str | None = None) -> FilterState | None:
         """The filter's start: the folder checked (:meth:`check_start`), its checkpoint loaded when ``resume``
         (refused when made from other features, labels or parameters), then begun, keeping that checkpoint.
         Returns the state to resume from (None: from the start)."""
-        self.check_start(resume=resume, overwrite=overwrite, dataset_fp=dataset_fp)
+        self.check_start(resume=resume, dataset_fp=dataset_fp)
         state = checkpoint.load_checkpoint(self.path, params, fp) if resume else None
         self.begin(keep=(CHECKPOINT,) if state is not None else ())
         return state

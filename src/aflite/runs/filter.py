@@ -189,7 +189,8 @@ def run_filter(af: Any, X: Any, y: np.ndarray, ids: np.ndarray, folder: RunFolde
                show_progress: bool = True, run_record: dict[str, Any] | None = None) -> FilterResult:
     """Fit ``af`` with a progress bar and a checkpoint in ``folder`` after every phase; returns the result (its
     files are written by ``folder.finish``). A previous run in the folder is continued with ``resume``, replaced
-    with ``overwrite``, else refused. Without a folder (None) nothing is written: no checkpoint, no resume."""
+    with ``overwrite`` (else the folder's claim refused it). Without a folder (None) nothing is written: no
+    checkpoint, no resume."""
     validate_inputs(X, y, groups)  # everything is validated before the output folder is touched
     params = af.resolved_params(len(y))
     if groups is not None:
@@ -198,8 +199,7 @@ def run_filter(af: Any, X: Any, y: np.ndarray, ids: np.ndarray, folder: RunFolde
     fp = inputs_fingerprint(X, y)
     dataset_fp = (run_record or {}).get("dataset_fingerprint")
     # checked, resumed from its checkpoint or started over, then begun (results.json goes, and what is not resumed)
-    state = None if folder is None else folder.resume(params, fp, resume=resume, overwrite=overwrite,
-                                                      dataset_fp=dataset_fp)
+    state = None if folder is None else folder.resume(params, fp, resume=resume, dataset_fp=dataset_fp)
 
     total = params["dataset_size"] - params["target_size"]
     done0 = 0 if state is None else int((~state.keep).sum())

@@ -377,8 +377,8 @@ def run(data_path: Any, out: str | os.PathLike[str] | RunFolder | None = None, *
     resolved = af.resolved_params(n)  # validates against |D| before any expensive step
     check_runtime(af, cluster)  # the device, storage and cluster too: a refusal leaves the folder as it was
     dataset_fp = dataset_fingerprint(ds.ids, ds.labels, ds.texts_a, ds.texts_b)
-    if folder is not None:  # a previous run, another dataset or a file of the user's: refused now, not after Φ
-        folder.check_start(resume=resume, overwrite=overwrite, dataset_fp=dataset_fp)
+    if folder is not None:  # a resume from another dataset, a file of the user's: refused now, not after Φ
+        folder.check_start(resume=resume, dataset_fp=dataset_fp)
         folder.check_writes(_writes(ds, data_path, featurizer), inputs=[data_path])
     t0, cache_path = time.perf_counter(), _cache(cache_dir, folder)
     cached_before = _files(cache_path) if resume and cache_path is not None else None
