@@ -130,9 +130,10 @@ def _no_cuda() -> bool:
 
 
 @pytest.mark.skipif(not _no_cuda(), reason="a GPU is present: cuda is not refused here")
-@pytest.mark.parametrize("flags", [["--overwrite", "--device", "cuda"], ["--overwrite", "--device", "cuda:3"],
-                                   ["--overwrite", "--device", "mps"], ["--overwrite", "--device", "nonsense"],
-                                   ["--resume", "--device", "cuda"]])
+@pytest.mark.parametrize("flags", [["--overwrite", "--device", "cuda"], ["--overwrite", "--device", "nonsense"],
+                                   pytest.param(["--overwrite", "--device", "cuda:3"], marks=pytest.mark.slow),
+                                   pytest.param(["--overwrite", "--device", "mps"], marks=pytest.mark.slow),
+                                   pytest.param(["--resume", "--device", "cuda"], marks=pytest.mark.slow)])
 def test_a_refused_device_leaves_the_last_good_run_byte_identical(tsv, good_run, tmp_path, flags):
     run = copy_of(good_run, tmp_path)
     before = hashes(run)
@@ -155,6 +156,7 @@ def test_a_python_run_with_a_refused_device_leaves_the_last_good_run(tsv, good_r
         assert hashes(run) == before
 
 
+@pytest.mark.slow  # over 6 s on two busy cores: Dask is imported
 def test_a_cluster_that_cannot_be_reached_is_one_line_and_leaves_the_run(tsv, good_run, tmp_path):
     pytest.importorskip("distributed")
     run = copy_of(good_run, tmp_path)
@@ -165,19 +167,21 @@ def test_a_cluster_that_cannot_be_reached_is_one_line_and_leaves_the_run(tsv, go
 
 
 # ------------------------------------------------------------------------ report's lock, --out ''
-def test_report_holds_the_folders_lock(good_run, tmp_path):
+def test_report_holds_the_folders_lock(good_run, tmp_path, capsys):
+    from aflite.cli import main
     from aflite.rundir.lock import claim_output
 
     run = copy_of(good_run, tmp_path)
     page = (run / "report.html").read_bytes()
-    held = claim_output(run, "run", overwrite=True)  # a run --overwrite holding the folder
+    held = claim_output(run, "run", overwrite=True)  # a run --overwrite holding the folder (its own open file)
     try:
-        err = one_line(aflite("report", run))
-        assert "in use by another aflite process" in err
+        assert main(["report", str(run)]) == 2
+        err = capsys.readouterr().err.strip()
+        assert len(err.splitlines()) == 1 and "in use by another aflite process" in err, err
         assert (run / "report.html").read_bytes() == page
     finally:
         held.release()
-    assert aflite("report", run).returncode == 0
+    assert main(["report", str(run)]) == 0
 
 
 def test_an_empty_out_on_the_command_line_is_refused(tsv, tmp_path):
