@@ -35,7 +35,8 @@ def write_dataset(path: Path, n: int = 300) -> Path:
 
 def make_run(tmp: Path) -> Path:
     """A real AFLite run (n-gram Φ, m=8) on :func:`write_dataset`'s file, with its report.html."""
-    from aflite.rundir.results import commit
+    from committed import commit
+
     from aflite.runs.report import write_page
     from aflite.runs.run import run
 
@@ -83,7 +84,8 @@ def make_explain(tmp: Path, run_dir: Path) -> Path:
     # in reverse row order: the page must match them by id
     lines = [f"{r['id']},{r['label']},{k % 7 / 7:.4f}\n" for k, r in reversed(list(enumerate(rows)))]
     (out / "weights.csv").write_text("id,label,weight\n" + "".join(lines), encoding="utf-8")  # explain's shape
-    from aflite.rundir.results import commit
+    from committed import commit
+
     from aflite.runs.report import write_page
 
     commit(out, {"run": {"folder": str(run_dir)}, "first_phase": {}, "dataset": str(tmp / "pairs.tsv"),

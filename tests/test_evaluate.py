@@ -250,7 +250,7 @@ ENVELOPE = ("command", "format_version", "argv", "versions", "manifest", "sealed
 def committed(folder: Path) -> Path:
     """``folder`` committed again as aflite commits a run (after a test changed its files by hand), or, without a
     results.json, as a filter run of no phases: the evaluation's own checks are tested, not the manifest's."""
-    from aflite.rundir.results import commit
+    from committed import commit
 
     res = json.loads((folder / "results.json").read_text()) if (folder / "results.json").is_file() else {
         "parameters": {}, "size_before": 0, "size_after": 0, "n_iterations": 0, "sizes": [], "iterations": []}

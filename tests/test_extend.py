@@ -440,15 +440,15 @@ def test_a_command_with_a_page_is_declared_in_one_place(tmp_path: Path, small_sn
     from selenium.webdriver.common.by import By
 
     from aflite.data import load_dataset
-    from aflite.report.explorer import embedded_data
+    from aflite.report.explorer import embedded_data, render
     from aflite.report.folder import instance_columns, table_columns
     from aflite.rundir import page as page_registry
     from aflite.rundir.bodies import Document
+    from aflite.rundir.folder import RunFolder, claims
     from aflite.rundir.names import INSTANCES
     from aflite.rundir.page import PageData
     from aflite.rundir.read import detect_kind, read_columns
     from aflite.rundir.results import Result, Table
-    from aflite.runs.folder import RunFolder, claims
 
     monkeypatch.setattr(page_registry, "_PAGES", dict(page_registry._PAGES))  # the toy leaves no trace
 
@@ -473,9 +473,9 @@ def test_a_command_with_a_page_is_declared_in_one_place(tmp_path: Path, small_sn
                          [[i, lab, len(h.split()), h.split()[0] if h.split() else ""]
                           for i, lab, h in zip(self.ids, self.labels, self.hypotheses, strict=True)])
 
-        def page(self, document: dict[str, Any]) -> PageData:
+        def page(self, document: dict[str, Any]) -> str:
             t = self.table()
-            return self.page_data(document, table_columns(t.columns, t.rows), t.name)
+            return render(self.page_data(document, table_columns(t.columns, t.rows), t.name))
 
         @classmethod
         def page_of(cls, folder: Path, document: Document) -> PageData:

@@ -141,9 +141,10 @@ def test_cli_embed_then_filter(tmp_path, small_snli):
 def test_a_run_folder_is_read_back_by_one_reader(tmp_path):
     """evaluate and audit --compare read RUN/kept_ids.txt through aflite.rundir.read.read_kept_ids: blank lines are
     skipped, and a folder without the file or with no kept ids is refused with a message naming the file."""
+    from committed import commit
+
     from aflite.errors import InputError
     from aflite.rundir.read import read_kept_ids
-    from aflite.rundir.results import commit
 
     with pytest.raises(InputError, match=r"results\.json: not found: .* is not an aflite output folder"):
         read_kept_ids(tmp_path)

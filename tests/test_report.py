@@ -78,9 +78,8 @@ def test_result_to_dict_is_json(small_result: A.DatasetAudit) -> None:
 @pytest.mark.slow  # over 6 s on 2 cores (CI runs it with --run-slow)
 def test_cli_audit_on_the_bundled_sample(tmp_path: Path) -> None:
     pytest.importorskip("torch")
+    from committed import commit
     from tiny_models import make_tiny_model
-
-    from aflite.rundir.results import commit
 
     tiny = make_tiny_model(tmp_path / "tiny")
     ds = load_dataset(demo_dataset_path())

@@ -45,7 +45,8 @@ def pages(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     explain = make_explain(tmp, run)
     evaluate = tmp / "evaluate"
     evaluate.mkdir()
-    from aflite.rundir.results import commit
+    from committed import commit
+
     from aflite.runs.report import write_page
 
     measured = json.loads((Path(__file__).resolve().parents[1] / "docs/measured/evaluate_snli_devtest_results.json")
@@ -331,8 +332,8 @@ def test_a_column_added_to_explains_table_shows_on_its_page(driver: Any, pages: 
     text (markup in it stays text); nothing in report/ names it. The page aflite report rebuilds shows it too."""
     from aflite.checks import CheckResult
     from aflite.report.explorer import embedded_data
+    from aflite.rundir.folder import RunFolder
     from aflite.runs.explain import explain
-    from aflite.runs.folder import RunFolder
 
     run = pages["run"]
     res = explain(run.parent / "pairs.tsv", run, tmp_path / "first", random_seeds=1, show_progress=False)
@@ -407,7 +408,8 @@ def test_the_competency_plot_labels_its_log_axis_in_full(driver: Any, pages: dic
         w = csv.DictWriter(fh, fieldnames=list(rows[0]))
         w.writeheader()
         w.writerows(rows)
-    from aflite.rundir.results import commit
+    from committed import commit
+
     from aflite.runs.report import write_page
 
     res = json.loads((explain / "results.json").read_text(encoding="utf-8"))  # committed again, with this tokens.csv

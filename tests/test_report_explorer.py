@@ -10,6 +10,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from committed import commit
 from report_pages import IMG, SCRIPT, TITLE_SCRIPT, make_explain, make_run, write_dataset
 
 from aflite.cli import main
@@ -19,7 +20,6 @@ from aflite.report.folder import token_plot
 from aflite.report.frame import json_for_script, packed
 from aflite.rundir.manifest import seal
 from aflite.rundir.read import detect_kind
-from aflite.rundir.results import commit
 from aflite.runs.report import rebuilt_page, write_page
 
 REPO = Path(__file__).resolve().parents[1]

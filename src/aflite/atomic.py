@@ -1,6 +1,10 @@
 """Atomic file output: write to a temporary file in the same folder, then rename over the target.
 
 A reader (or a killed run) never sees a half-written file: either the old content or the new one.
+
+An output folder being built guards its writes (:func:`guarded`, set by :class:`aflite.rundir.folder.RunFolder`):
+every path about to be written below it is shown to the folder first, which refuses a file that is not aflite's
+and records the name as aflite's before it is created.
 """
 
 from __future__ import annotations
@@ -12,7 +16,7 @@ import logging
 import os
 import re
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, Any, TypeAlias
 
@@ -77,11 +81,34 @@ def storage_errors(path: str | os.PathLike[str]) -> Iterator[None]:
         raise
 
 
+_GUARDS: dict[str, Callable[[Path], None]] = {}  # an absolute folder -> its check of a path about to be written
+
+
+@contextlib.contextmanager
+def guarded(folder: str | os.PathLike[str], check: Callable[[Path], None]) -> Iterator[None]:
+    """While the block runs, ``check(path)`` is called before every atomic write of a path below ``folder`` (it
+    raises to refuse the write)."""
+    key = os.path.abspath(folder)
+    _GUARDS[key] = check
+    try:
+        yield
+    finally:
+        _GUARDS.pop(key, None)
+
+
+def _guard(target: Path) -> None:
+    where = os.path.abspath(target)
+    for folder, check in list(_GUARDS.items()):
+        if where.startswith(folder + os.sep):
+            check(Path(where))
+
+
 @contextlib.contextmanager
 def atomic_open(path: str | os.PathLike[str], mode: str = "w", encoding: str | None = "utf-8") -> Iterator[IO[Any]]:
     """Open a temporary sibling of ``path`` for writing; on success rename it onto ``path``."""
     target = Path(path)
     binary = "b" in mode
+    _guard(target)
     with storage_errors(target):
         target.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
@@ -105,6 +132,7 @@ def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
     """A temporary sibling path to write by any means (e.g. a memory-mapped .npy); renamed onto ``path`` on
     success, removed on failure."""
     target = Path(path)
+    _guard(target)
     with storage_errors(target):
         target.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)

@@ -74,16 +74,27 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _claim_output(args: argparse.Namespace) -> contextlib.AbstractContextManager[Any]:
     """Claim --out (checked, marked, locked) before the command computes anything, as the
-    :class:`~aflite.runs.folder.RunFolder` the command's library function writes once, with the argv parsed here
+    :class:`~aflite.rundir.folder.RunFolder` the command's library function writes once, with the argv parsed here
     (results.json records it); None for a command without an output folder."""
     kind = getattr(args, "output", None)
     out = getattr(args, "out", None)
     if kind != "folder" or out is None:
         return contextlib.nullcontext(None)
-    from aflite.runs.folder import RunFolder
+    from aflite.rundir.folder import RunFolder
 
     return RunFolder.claim(out, args.command, overwrite=getattr(args, "overwrite", False),
                            resume=getattr(args, "resume", False), argv=args.argv)
+
+
+def _check_before_claim(args: argparse.Namespace) -> None:
+    """What the command would refuse later that needs neither the data nor the folder (the device, with the
+    cluster it runs beside), refused before --out is claimed: a refusal leaves the folder as it was."""
+    device = getattr(args, "device", None)
+    if getattr(args, "output", None) != "folder" or not isinstance(device, str):
+        return
+    from aflite.device import ensemble_device
+
+    ensemble_device(device, getattr(args, "cluster", None))
 
 
 @contextlib.contextmanager
@@ -150,6 +161,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         if getattr(args, "quiet", False):  # no progress bars from the libraries either (model loading)
             os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+        _check_before_claim(args)
         with _scratch(), thread_policy(getattr(args, "threads", None)), _claim_output(args) as folder, \
                 _library_warnings():
             args.out_folder = folder

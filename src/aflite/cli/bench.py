@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from aflite.cli.options import add_overwrite_option, add_quiet, add_seed, claim_out_folder
+from aflite.cli.options import add_overwrite_option, add_quiet, add_seed, claim_out_folder, out_path
 from aflite.errors import ParameterError
 
 # the library calls whose keywords this command's flags are (tests/test_cli_keywords.py reads them)
@@ -55,7 +55,7 @@ def register(sub: Any) -> None:
     p.add_argument("--real-labels", default=None, help="labels for --real-features")
     add_seed(p)
     p.add_argument("--json", action="store_true", help="print the results as JSON")
-    p.add_argument("--out", type=Path, default=None,
+    p.add_argument("--out", type=out_path, default=None,
                    help="also write the results to OUT/results.json (with argv, seed and versions) and the report "
                    "to OUT/summary.md")
     add_overwrite_option(p)

@@ -106,13 +106,20 @@ def partitions(text: str) -> int:
 
 
 # ----------------------------------------------------------------------------------------------- options
+def out_path(text: str) -> Path:
+    """``--out``'s value: an empty one is refused (``Path("")`` is the current folder, never meant by accident)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("an empty path; give the folder to write into (\".\" for the current one)")
+    return Path(text)
+
+
 def add_out(p: argparse.ArgumentParser, *, default: str | None = None, what: str = "output folder") -> None:
     """``--out DIR`` (required when there is no default)."""
     if default is None:
-        p.add_argument("--out", required=True, type=Path,
+        p.add_argument("--out", required=True, type=out_path,
                        help=f"{what}: results.json, summary.md and cache/ are written there")
     else:
-        p.add_argument("--out", type=Path, default=Path(default),
+        p.add_argument("--out", type=out_path, default=Path(default),
                        help=f"{what}: results.json, summary.md and cache/ are written there (default ./{default})")
 
 
@@ -207,7 +214,7 @@ def add_overwrite_option(p: argparse.ArgumentParser) -> None:
 
 def claim_out_folder(p: argparse.ArgumentParser) -> None:
     """Mark the command as one whose ``--out`` is an output folder: :func:`aflite.cli.main` claims it (checked,
-    marked, locked) as a :class:`~aflite.runs.folder.RunFolder` before the handler runs (``args.out_folder``)."""
+    marked, locked) as a :class:`~aflite.rundir.folder.RunFolder` before the handler runs (``args.out_folder``)."""
     p.set_defaults(output="folder")
 
 

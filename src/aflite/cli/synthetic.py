@@ -5,10 +5,18 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
 from typing import Any
 
-from aflite.cli.options import SIZE_HELP, add_overwrite_option, add_quiet, add_seed, claim_out_folder, partitions, size
+from aflite.cli.options import (
+    SIZE_HELP,
+    add_overwrite_option,
+    add_quiet,
+    add_seed,
+    claim_out_folder,
+    out_path,
+    partitions,
+    size,
+)
 
 
 def _separations(text: str) -> tuple[float, ...]:
@@ -54,7 +62,7 @@ def register(sub: Any) -> None:
     g.add_argument("-k", "--slice-size", type=size, default=1, metavar="K", help=f"{SIZE_HELP} (default 1)")
     g.add_argument("--threshold", type=float, default=0.75, metavar="TAU", help="τ (default 0.75)")
     g.add_argument("-n", "--target-size", type=size, default=200, metavar="N", help=f"{SIZE_HELP} (default 200)")
-    p.add_argument("--out", type=Path, default=None, help="folder for table.txt, results.json and figure2.png")
+    p.add_argument("--out", type=out_path, default=None, help="folder for table.txt, results.json and figure2.png")
     p.add_argument("--json", action="store_true", help="print the JSON results instead of the text table")
 
     add_overwrite_option(p)

@@ -58,7 +58,7 @@ class Cluster:
             try:
                 wait = {} if connect_timeout is None else {"timeout": connect_timeout}
                 self.client = Client(address, **wait)
-            except (OSError, TimeoutError) as exc:  # a line for the user, not a traceback (the CLI exits 2)
+            except (OSError, TimeoutError, ValueError) as exc:  # a line for the user, not a traceback (exit 2)
                 self._remove_own_scratch()
                 why = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
                 raise ParameterError(f"--cluster {address}: no Dask scheduler answered ({why})") from None

@@ -26,6 +26,7 @@ from aflite.evaluate.records import (
     SetInfo,
 )
 from aflite.evaluate.sets import EvalSet, TrainingSet
+from aflite.report.explorer import render
 from aflite.report.pages import evaluate_page
 from aflite.rundir.bodies import Document
 from aflite.rundir.page import PageData
@@ -60,9 +61,9 @@ class EvaluateResult(Result):
         tables = self.tables
         return markdown(self.verdict) + (tables if tables.endswith("\n") else tables + "\n")
 
-    def page(self, document: JSON) -> PageData | None:
+    def page(self, document: JSON) -> str | None:
         """The accuracy bars, losses and learning-rate check (:func:`aflite.report.pages.evaluate_page`)."""
-        return None if self.out is None else evaluate_page(document, self.out)
+        return None if self.out is None else render(evaluate_page(document, self.out))
 
     @classmethod
     def page_of(cls, folder: Path, document: Document) -> PageData:

@@ -1,6 +1,6 @@
 """The files an experiment writes into its ``out`` folder, the same from Python as from ``aflite synthetic`` /
 ``aflite bench``: ``results.json`` (the envelope of :mod:`aflite.rundir.results` and every figure), ``summary.md``,
-and for the synthetic experiment its table and Figure 2; each written once by :class:`aflite.runs.folder.RunFolder`
+and for the synthetic experiment its table and Figure 2; each written once by :class:`aflite.rundir.folder.RunFolder`
 from the experiment's :class:`~aflite.rundir.results.Result`."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from typing import Any, ClassVar
 
 from aflite.atomic import JSON, write_text
 from aflite.experiments.synthetic import SyntheticExperiment, format_table, plot_figure2
+from aflite.rundir.folder import RunFolder, claims
 from aflite.rundir.results import Result
-from aflite.runs.folder import RunFolder, claims
 from aflite.verdict import MIN_SPREAD, SPREAD_FACTOR, markdown, number
 
 __all__ = ["BenchResult", "SyntheticResult", "save_bench", "save_synthetic", "synthetic_json", "synthetic_verdict"]

@@ -34,6 +34,7 @@ from aflite.core.heldout import WEIGHT_RULE
 from aflite.errors import InputError, ParameterError
 from aflite.explain.plots import plot_competency, plot_datamap
 from aflite.hashing import file_sha256
+from aflite.report.explorer import render
 from aflite.report.folder import locate, table_columns
 from aflite.report.pages import Rows, explain_page
 from aflite.rundir.bodies import Document
@@ -164,7 +165,7 @@ def _write_check_file(path: Path, content: Any) -> None:
 @dataclass(repr=False)  # Result.__repr__: one line, not the arrays
 class ExplainResult(Result):
     """What :func:`aflite.runs.explain.explain` found: results.json's body (``results``), the checks' results
-    (``checks``) and what they read (``data``); written by :meth:`aflite.runs.folder.RunFolder.finish`."""
+    (``checks``) and what they read (``data``); written by :meth:`aflite.rundir.folder.RunFolder.finish`."""
 
     command: ClassVar[str] = "explain"
     out: Path
@@ -198,7 +199,7 @@ class ExplainResult(Result):
         names = [c for c in INSTANCE_COLUMNS if c in cols] + [c for c in cols if c not in INSTANCE_COLUMNS]
         return Table(names, zip(*(cols[c] for c in names), strict=True))
 
-    def page(self, document: JSON) -> PageData | None:
+    def page(self, document: JSON) -> str | None:
         """explain's page from the result in memory (:func:`aflite.report.pages.explain_page`): its per-row table
         (every column beyond explain's own, a check's, shown as it is), the token test and the run it read."""
         table, data = self.table(), self.data
@@ -210,8 +211,8 @@ class ExplainResult(Result):
         sets = tokens.detail if tokens is not None and tokens.detail else {}
         records = [dict(zip(TOKEN_COLUMNS, map(str, row), strict=True)) for name in ("full", "kept", "random")
                    for row in _token_rows(name, sets[name])] if sets else None
-        return explain_page(document, self.out, rows, data.run, Path(self.results["run_dir"]), records,
-                            self.out / TOKENS)
+        return render(explain_page(document, self.out, rows, data.run, Path(self.results["run_dir"]), records,
+                                   self.out / TOKENS))
 
     @classmethod
     def page_of(cls, folder: Path, document: Document) -> PageData:

@@ -1,6 +1,6 @@
 """results.json, typed: the envelope and one dataclass per command's body, checked in one place.
 
-:meth:`aflite.runs.folder.RunFolder.finish` checks the document it is about to write with :func:`parse`, and
+:meth:`aflite.rundir.folder.RunFolder.finish` checks the document it is about to write with :func:`parse`, and
 every reader of a folder (:mod:`aflite.rundir.read`) reads it back through the same :func:`parse`, so that the
 writer and the readers agree on each key's type. A key of the wrong type (``size_before: "600"``,
 ``parameters: null``, ``featurizer: "ngram"``) is refused once, in one line naming the file and the key, instead

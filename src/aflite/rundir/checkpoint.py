@@ -14,9 +14,8 @@ from aflite.atomic import write_npz
 from aflite.core.phase import FilterState, IterationRecord
 from aflite.errors import InputError
 from aflite.rundir.names import CHECKPOINT
-from aflite.rundir.read import recorded_dataset_fingerprint
 
-__all__ = ["check_resume_dataset", "load_checkpoint", "save_checkpoint"]
+__all__ = ["load_checkpoint", "save_checkpoint"]
 
 
 def save_checkpoint(out: Path, state: FilterState, params: dict[str, Any], fp: str,
@@ -39,14 +38,6 @@ def save_checkpoint(out: Path, state: FilterState, params: dict[str, Any], fp: s
         meta=np.array(json.dumps(meta)),
         **arrays,
     )
-
-
-def check_resume_dataset(out: Path, dataset_fp: str) -> None:
-    """Refuse ``--resume`` of a run made from another dataset, before anything is computed or written."""
-    saved = recorded_dataset_fingerprint(out)
-    if saved is not None and saved != dataset_fp:
-        raise InputError(f"{out}: the run there was made from a different dataset (its ids, labels or texts differ); "
-                         f"use another --out")
 
 
 def load_checkpoint(out: Path, params: dict[str, Any], fp: str) -> FilterState | None:

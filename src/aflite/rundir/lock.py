@@ -2,7 +2,10 @@
 
 The path is checked before any computation, a marker file names the command that owns the folder (so that
 another command, or ``demo``'s clean start, never overwrites or deletes what it did not make), and a lock keeps a
-second process out while the first writes. :class:`aflite.runs.folder.RunFolder` holds the claim.
+second process out while the first writes. :class:`aflite.rundir.folder.RunFolder` holds the claim.
+
+The marker also lists what aflite wrote there (``"written"``: top-level names, recorded before each is created), so
+that aflite removes or replaces only its own files: everything else in the folder is the user's, whenever it came.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ import json
 import os
 import shutil
 import time
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
@@ -38,7 +42,7 @@ from aflite.rundir.names import (
 )
 
 __all__ = ["LOCK", "MARKER", "OutputFolder", "check_outside_runs", "claim_output", "clear_own_folder", "foreign_of",
-           "is_run_folder", "read_marker"]
+           "holding_lock", "holds_run", "is_run_folder", "previous_run", "read_marker", "record_written", "written_of"]
 
 RUN_FILES = (CHECKPOINT, RESULTS)  # a run directory holds one of these once a run has written it
 # what an aflite < 0.3 wrote into a folder it claimed (its marker did not list the user's own entries)
@@ -62,20 +66,63 @@ def is_run_folder(folder: str | os.PathLike[str]) -> bool:
     return False
 
 
-def foreign_of(folder: Path, marker: dict[str, Any] | None) -> list[str]:
-    """The entries of ``folder`` that aflite did not write (the user's own, there before aflite claimed it): listed
-    by the marker; for a marker of aflite < 0.3, which listed none, every entry that aflite does not write."""
+def written_of(folder: Path, marker: dict[str, Any] | None) -> set[str]:
+    """The top-level entries of ``folder`` that aflite wrote (whatever else is there is the user's): the marker's
+    ``"written"`` list; for a marker of aflite 0.3.0 (which listed the user's entries of the claim instead) or older,
+    the entries present that its committed manifest lists or that it writes under its own names, less what that
+    marker lists as the user's; nothing without a marker."""
     if marker is None:
-        return []
-    listed = marker.get("foreign")
+        return set()
+    listed = marker.get("written")
     if isinstance(listed, list):
-        return [str(n) for n in listed]
-    if marker.get("created") is True:
+        return {str(n) for n in listed}
+    foreign = marker.get("foreign")
+    users = {str(n) for n in foreign} if isinstance(foreign, list) else set()
+    known = set(_OLD_NAMES) | {RESULTS, PAGE}
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        manifest = json.loads((folder / RESULTS).read_text(encoding="utf-8")).get("manifest")
+        known |= {str(k).split("/", 1)[0] for k in manifest} if isinstance(manifest, dict) else set()
+    try:
+        present = [e.name for e in folder.iterdir()]
+    except OSError:
+        return set()
+    return {n for n in present if (n in known or n.startswith("filtered")) and n not in users}
+
+
+def holds_run(folder: Path) -> bool:
+    """Whether a filtering run has written ``folder`` (a checkpoint, or a committed run's results.json)."""
+    return any((folder / f).exists() for f in RUN_FILES)
+
+
+def previous_run(folder: Path, flag: str = "--out") -> OutputError:
+    """The refusal of a folder that holds a run, neither resumed nor overwritten (``flag``: ``--out`` names the
+    CLI's options, ``out`` the Python keywords)."""
+    res, over = ("--resume", "--overwrite") if flag.startswith("-") else ("resume=True", "overwrite=True")
+    return OutputError(f"{flag} {folder}: holds a previous run: pass {res} to continue it, {over} to start over, or "
+                       f"choose another {flag}")
+
+
+def foreign_of(folder: Path, marker: dict[str, Any] | None) -> list[str]:
+    """The entries of ``folder`` that aflite did not write (the user's own, there before aflite claimed it or added
+    since), sorted; the marker and the lock aside."""
+    ours = written_of(folder, marker)
+    try:
+        return sorted(e.name for e in folder.iterdir() if e.name not in ours and e.name not in (MARKER, LOCK))
+    except OSError:
         return []
-    with contextlib.suppress(OSError):
-        return sorted(e.name for e in folder.iterdir() if e.name not in _OLD_NAMES and e.name not in (MARKER, LOCK)
-                      and not e.name.startswith("filtered") and not e.name.startswith(RESULTS))
-    return []
+
+
+def record_written(folder: Path, names: Iterable[str]) -> None:
+    """Add ``names`` to what the marker says aflite wrote, before they are created (a kill in between leaves a
+    name listed whose file is missing, never a file of aflite's that the marker does not claim)."""
+    marker = read_marker(folder)
+    if marker is None:
+        return
+    had = written_of(folder, marker)
+    if set(names) <= had and isinstance(marker.get("written"), list):
+        return
+    marker.pop("foreign", None)
+    write_json(folder / MARKER, {**marker, "written": sorted(had | set(names))})
 
 
 def check_outside_runs(path: str | os.PathLike[str], runs: Any = (), *, flag: str = "--out") -> None:
@@ -176,13 +223,14 @@ def claim_output(
         owner = None if marker is None else marker["command"]
         if entries and owner != command and not overwrite:
             made = f"made by `aflite {owner}`" if owner else f"not made by `aflite {command}`"
+            kept = (f"the files `aflite {owner}` wrote are replaced, every other entry stays" if owner else
+                    "every entry there stays")
             raise OutputError(f"{flag} {p}: folder is not empty ({len(entries)} entr"
                               f"{'y' if len(entries) == 1 else 'ies'}) and was {made}; pass {over} to write "
-                              f"into it anyway (its own files stay), or choose another {flag}")
-        if not resume and not overwrite and any((p / f).exists() for f in RUN_FILES) and command in (
-                "run", "filter"):
-            raise OutputError(f"{flag} {p}: holds a previous run: pass {res} to continue it, {over} to "
-                              f"start over, or choose another {flag}")
+                              f"into it anyway ({kept}; a name clash with one of them is refused), or choose "
+                              f"another {flag}")
+        if not resume and not overwrite and holds_run(p) and command in ("run", "filter"):
+            raise previous_run(p, flag)
     else:
         marker = None
     try:
@@ -198,19 +246,32 @@ def claim_output(
         raise
     claim = OutputFolder(p, command, created=not existed, lock_fh=lock_fh)
     try:
-        if marker is None or marker.get("command") != command or "foreign" not in marker:
+        if marker is None or marker.get("command") != command or not isinstance(marker.get("written"), list):
             claim.marked = existed and marker is None and not had_lock
             if marker is not None:
                 claim.replaced = (p / MARKER).read_text(encoding="utf-8")
-            # the user's entries (there before aflite first claimed the folder) are never listed nor removed
-            foreign = sorted(e.name for e in entries) if marker is None else foreign_of(p, marker)
+            # what aflite wrote here (none in a folder it did not make): the one thing it may replace or remove
             created = not existed if marker is None else marker.get("created") is True
-            write_json(p / MARKER, {"command": command, "created": created, "foreign": foreign,
-                                    "aflite": __version__, "time": time.strftime("%Y-%m-%dT%H:%M:%S%z")})
+            write_json(p / MARKER, {"command": command, "created": created,
+                                    "written": sorted(written_of(p, marker)), "aflite": __version__,
+                                    "time": time.strftime("%Y-%m-%dT%H:%M:%S%z")})
     except OSError as exc:
         claim.release(failed=True)
         raise OutputError(f"{flag} {p}: cannot write into the folder: {exc.strerror or exc}") from None
     return claim
+
+
+@contextlib.contextmanager
+def holding_lock(folder: str | os.PathLike[str], flag: str = "DIR") -> Iterator[None]:
+    """Hold the folder's lock while the block runs (``aflite report``: a page is never written while a command
+    builds the folder, nor a command begun while the page of the old folder is written); a folder in use by
+    another process is refused in one line."""
+    fh = _lock(Path(folder), flag)
+    try:
+        yield
+    finally:
+        if fh is not None:
+            fh.close()
 
 
 def _lock(folder: Path, flag: str) -> IO[str] | None:
@@ -243,13 +304,14 @@ def _lock(folder: Path, flag: str) -> IO[str] | None:
 
 
 def clear_own_folder(folder: Path, command: str) -> bool:
-    """Empty a folder that ``aflite COMMAND`` created and marked as its own (its marker and lock stay);
-    anything else is left alone. Returns whether it was cleared."""
+    """Empty a folder that ``aflite COMMAND`` created and marked as its own of what aflite wrote there (its marker
+    and lock stay, and whatever the user added); anything else is left alone. Returns whether it was cleared."""
     marker = read_marker(folder)
     if marker is None or marker.get("command") != command or marker.get("created") is not True:
         return False
+    ours = written_of(folder, marker)
     for entry in folder.iterdir():
-        if entry.name in (MARKER, LOCK):
+        if entry.name in (MARKER, LOCK) or entry.name not in ours:
             continue
         if entry.is_dir() and not entry.is_symlink():
             shutil.rmtree(entry)

@@ -1,9 +1,9 @@
 """The manifest of an output folder: every file a command wrote there, with its size and sha256, listed in
 results.json under ``"files"`` when the command commits the folder (results.json is written last).
 
-A folder's life is claim, build, commit, verify (docs/architecture.md): the claim records which entries were
-already there (the user's own, never listed, never removed); the build first takes results.json away (the folder
-is then visibly unfinished) and, unless it resumes, removes what an earlier command left; the commit writes
+A folder's life is claim, build, commit, verify (docs/architecture.md): the claim's marker lists what aflite
+wrote there (anything else is the user's, never listed, never removed); the build first takes results.json away
+(the folder is then visibly unfinished) and, unless it resumes, removes what an earlier command left; the commit writes
 results.json with this manifest; every reader checks the files it uses against it and refuses a file that is
 missing or differs, in one line naming the file. A folder without results.json is an unfinished one, whatever
 else it holds, so a killed command leaves the old complete folder, the new complete one, or an unfinished one —
@@ -36,12 +36,12 @@ def _temporary(name: str) -> bool:
     return name.startswith(".") and name.endswith(".tmp")
 
 
-def own_entries(folder: Path, foreign: Iterable[str] = ()) -> list[Path]:
-    """The top-level entries of ``folder`` that aflite wrote: all but the reserved ones and ``foreign`` (what was
-    there when aflite first claimed the folder)."""
-    skip = set(RESERVED) | set(foreign)
+def own_entries(folder: Path, own: Iterable[str]) -> list[Path]:
+    """The top-level entries of ``folder`` that aflite wrote (``own``: the names its marker lists), but the
+    reserved ones."""
+    keep = set(own) - set(RESERVED)
     try:
-        return sorted(e for e in folder.iterdir() if e.name not in skip)
+        return sorted(e for e in folder.iterdir() if e.name in keep)
     except OSError:
         return []
 
@@ -53,11 +53,11 @@ def entry(path: Path) -> dict[str, Any]:
     return {"size": path.stat().st_size, "sha256": file_sha256(path)}
 
 
-def listing(folder: Path, foreign: Iterable[str] = ()) -> dict[str, dict[str, Any]]:
-    """Every file aflite wrote below ``folder`` (relative POSIX path -> size and sha256), sorted by path;
-    temporary files of a killed writer are left out."""
+def listing(folder: Path, own: Iterable[str]) -> dict[str, dict[str, Any]]:
+    """Every file aflite wrote below ``folder`` (``own``: the top-level names it wrote; relative POSIX path -> size
+    and sha256), sorted by path; temporary files of a killed writer are left out."""
     files: dict[str, dict[str, Any]] = {}
-    for top in own_entries(folder, foreign):
+    for top in own_entries(folder, own):
         if _temporary(top.name) or top.name in NOT_LISTED:
             continue
         below = [top] if top.is_symlink() or not top.is_dir() else sorted(

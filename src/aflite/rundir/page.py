@@ -1,7 +1,7 @@
 """What a command's page shows, typed, and which commands have one.
 
 A command's :class:`~aflite.rundir.results.Result` builds its page's data itself (``Result.page``: from the
-result in memory, when :meth:`aflite.runs.folder.RunFolder.finish` commits the folder; ``Result.page_of``: from
+result in memory, when :meth:`aflite.rundir.folder.RunFolder.finish` commits the folder; ``Result.page_of``: from
 the verified folder, when ``aflite report`` rebuilds the page), so the page renderer
 (:func:`aflite.report.explorer.render`) knows no command: it lays out a :class:`PageData`. A command whose Result
 has these hooks is registered here when its class is defined (:func:`register`); :func:`page_commands` lists the

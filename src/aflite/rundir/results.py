@@ -3,7 +3,7 @@ the CLI or from Python, and the :class:`Result` that knows a command's JSON, ver
 
 The envelope (command, argv, seed, versions) comes first, the command's own results after it. A library
 function called from Python records the process's arguments (``argv=None``); the CLI passes the argv it parsed
-in through its claimed :class:`aflite.runs.folder.RunFolder`, so the file is written once either way.
+in through its claimed :class:`aflite.rundir.folder.RunFolder`, so the file is written once either way.
 
 Warnings of scikit-learn, numpy and scipy met while a command's library function runs (convergence warnings of
 thousands of small fits, say) are counted by :func:`recording_warnings` and listed in results.json under
@@ -26,14 +26,13 @@ from typing import Any, ClassVar
 
 from aflite.atomic import json_text, write_text
 from aflite.rundir import show
-from aflite.rundir.bodies import Document, parse
-from aflite.rundir.lock import foreign_of, read_marker
-from aflite.rundir.manifest import listing, seal
+from aflite.rundir.bodies import Document
+from aflite.rundir.manifest import seal
 from aflite.rundir.names import INSTANCES, RESULTS
 from aflite.rundir.page import PageData, register
 from aflite.rundir.versions import versions
 
-__all__ = ["FORMAT_VERSION", "Result", "Table", "WarningsRecord", "commit", "recording_warnings", "results_document",
+__all__ = ["FORMAT_VERSION", "Result", "Table", "WarningsRecord", "recording_warnings", "results_document",
            "results_envelope", "write_results_json"]
 
 # results.json's format: 1 since aflite 0.3 (the envelope's format_version, the manifest under "files", written
@@ -132,21 +131,10 @@ def results_document(out: str | Path, results: dict[str, Any], *, command: str |
 def write_results_json(out: str | Path, document: dict[str, Any], files: dict[str, Any]) -> dict[str, Any]:
     """Write ``OUT/results.json``: ``document`` (:func:`results_document`) and the folder's manifest under
     ``"manifest"`` (:mod:`aflite.rundir.manifest`): the commit of the folder, so written last and atomically.
-    :meth:`aflite.runs.folder.RunFolder.finish` is its one caller. Returns what was written."""
+    :meth:`aflite.rundir.folder.RunFolder.finish` is its one caller. Returns what was written."""
     full = seal({**document, "manifest": files})
     write_text(Path(out) / RESULTS, json_text(full))
     return full
-
-
-def commit(out: str | Path, body: dict[str, Any], *, command: str, argv: Sequence[str] | None = None,
-           seed: Any = None) -> dict[str, Any]:
-    """Commit a folder whose files are written (by hand: a tool's, a test's): results.json with the envelope,
-    ``body`` and the manifest of every file but the user's own, sealed, as
-    :meth:`aflite.runs.folder.RunFolder.finish` ends. The body is checked as a reader will check it."""
-    p = Path(out)
-    document = results_document(p, body, command=command, argv=argv, seed=seed)
-    parse(document, p / RESULTS, manifest=False)
-    return write_results_json(p, document, listing(p, foreign_of(p, read_marker(p))))
 
 
 @dataclass
@@ -165,7 +153,7 @@ class Result:
     (:meth:`verdict_sentences`, in the body), its summary.md (:meth:`summary_md`), its per-row table (:meth:`table`,
     None for commands without one) and its page (:meth:`page`, from the result in memory; :meth:`page_of`, the same
     page from its verified folder, for ``aflite report``); :meth:`write_files` writes what else is its own (kept
-    ids, tokens.csv, ...). :meth:`aflite.runs.folder.RunFolder.finish` writes them, then summary.md and
+    ids, tokens.csv, ...). :meth:`aflite.rundir.folder.RunFolder.finish` writes them, then summary.md and
     report.html, then results.json, once and in that order. A class that defines :meth:`page` is registered, when
     it is defined, as the page of its ``page_commands`` (default: its ``command``; :mod:`aflite.rundir.page`);
     ``has_page`` says whether it has one (embed, synthetic and bench have none)."""
@@ -213,10 +201,10 @@ class Result:
         """A notebook's view: the verdict, the label shift and the page's first plots (:mod:`aflite.report.inline`)."""
         return show.html_of(self)
 
-    def page(self, document: dict[str, Any]) -> PageData | str | None:
-        """The page's data from the result in memory (``document``: results.json as it is being written; nothing
-        is read back from the files just written), or a page the command renders whole (a str: the audit's);
-        None: no page (the default)."""
+    def page(self, document: dict[str, Any]) -> str | None:
+        """The page (report.html, as HTML) from the result in memory (``document``: results.json as it is being
+        written; nothing is read back from the files just written): the folder writes it as it is, so it needs
+        no renderer (those live above it, in :mod:`aflite.report`); None: no page (the default)."""
         return None
 
     @classmethod

@@ -6,5 +6,5 @@ Each function here is what one command does, callable from Python with the same 
 :func:`aflite.runs.evaluate.evaluate_files` (``aflite evaluate``: its test/external sets, then
 :func:`aflite.runs.evaluate.evaluate`);
 ``aflite run``/``filter`` are :func:`aflite.runs.run.run` and :func:`aflite.runs.filter.filter_files`; every command
-writes its folder through :class:`aflite.runs.folder.RunFolder`.
+writes its folder through :class:`aflite.rundir.folder.RunFolder`.
 """

@@ -2,7 +2,7 @@
 
 One flow for both modalities (:func:`audit_file`): read the data once as text or images
 (:func:`aflite.data.open_dataset`), take D(Φ) from a run folder (``compare``), sample, featurize the union once,
-audit each set, and write the folder (:meth:`aflite.runs.folder.RunFolder.finish`: the t-SNE
+audit each set, and write the folder (:meth:`aflite.rundir.folder.RunFolder.finish`: the t-SNE
 maps of an image audit, ``results.json``, ``summary.md`` and ``report.html``). What differs between text and
 images — the configuration, the features, the audit of one set and the page — is a :class:`TextAudit` or an
 :class:`ImageAudit` (:mod:`aflite.audit.kinds`).
@@ -28,11 +28,11 @@ from aflite.data import Columns, open_dataset, source_name, with_columns
 from aflite.errors import InputError, ParameterError
 from aflite.report.explorer import reframe_audit
 from aflite.rundir.bodies import Document
+from aflite.rundir.folder import RunFolder, claims
 from aflite.rundir.lock import check_outside_runs
 from aflite.rundir.match import check_run_rows
 from aflite.rundir.read import read_kept_ids
 from aflite.rundir.results import Result, recording_warnings
-from aflite.runs.folder import RunFolder, claims
 from aflite.threads import limited
 from aflite.verdict import markdown
 
@@ -175,7 +175,7 @@ def audit_file(
     overwrite: bool = False, **columns: Unpack[Columns],
 ) -> AuditResult:
     """Audit a dataset file for single-sentence label leakage (what ``aflite audit`` does) into ``out`` (a path or the
-    CLI's :class:`~aflite.runs.folder.RunFolder`), its columns named by the keywords of :class:`aflite.data.Columns`
+    CLI's :class:`~aflite.rundir.folder.RunFolder`), its columns named by the keywords of :class:`aflite.data.Columns`
     (``text_a=``, ``text_b=``, ``label=``, ``id_column=``, ``path_column=``, ...) for either kind of data.
 
     Image data (an image folder, a table with a path column, a HF dataset with an Image column, or an image

@@ -33,10 +33,10 @@ from aflite.features.registry import featurizer_names, spec
 from aflite.features.registry import featurizer_options as featurizer_options_for
 from aflite.features.shards import ShardedTransform, check_shardable
 from aflite.hashing import json_digest
+from aflite.rundir.folder import RunFolder, claims
 from aflite.rundir.names import FEATURES, WARMUP_IDS
 from aflite.rundir.read import read_results
 from aflite.rundir.results import Result, recording_warnings
-from aflite.runs.folder import RunFolder, claims
 
 __all__ = ["FEATURES", "EmbedResult", "check_embed_out", "embed"]
 
@@ -88,7 +88,7 @@ def embed(data_path: Any, out: str | os.PathLike[str] | RunFolder, *, featurizer
           backend: str | None = None, cluster: Any = None, resume: bool = False,
           **columns: Unpack[Columns]) -> EmbedResult:
     """Featurize ``data_path`` with ``featurizer`` under ``view`` and write the files listed in the module
-    docstring into ``out`` (a path, or the CLI's claimed :class:`~aflite.runs.folder.RunFolder`).
+    docstring into ``out`` (a path, or the CLI's claimed :class:`~aflite.rundir.folder.RunFolder`).
     ``featurizer_options`` are the featurizer's own options (``model_path``, ``lr``, ``max_steps``, ...; one that
     the featurizer does not take is refused), as for :func:`aflite.run`.
 

@@ -1,5 +1,5 @@
 """``aflite evaluate`` as a library call: :func:`evaluate` (``aflite.evaluate_runs``) compares the runs on D
-(:func:`aflite.evaluate.compare_runs`) and writes the folder (:meth:`aflite.runs.folder.RunFolder.finish`):
+(:func:`aflite.evaluate.compare_runs`) and writes the folder (:meth:`aflite.rundir.folder.RunFolder.finish`):
 tables.md, accuracy.png, results.json, summary.md and report.html.
 
 :func:`evaluation_sets` reads what the command line's ``--hans``, ``--test`` and ``--ood*`` options name (files,
@@ -18,9 +18,9 @@ from typing import Any
 from aflite.data import COLUMNS, with_columns
 from aflite.errors import ParameterError, UnknownKeywordError
 from aflite.evaluate import EvaluateResult, compare_runs, load_eval_set, load_hans
+from aflite.rundir.folder import RunFolder, claims
 from aflite.rundir.lock import check_outside_runs
 from aflite.rundir.results import recording_warnings
-from aflite.runs.folder import RunFolder, claims
 
 __all__ = ["evaluate", "evaluate_files", "evaluation_sets", "parse_mapping"]
 
@@ -136,7 +136,7 @@ def evaluate(data: Any, runs: Sequence[str | os.PathLike[str]],
     """:func:`aflite.evaluate.compare_runs` (its keywords in ``keywords``; ``cache_dir`` defaults to ``out/cache``)
     on ``data`` (a file, or a pandas DataFrame, a pyarrow Table or a datasets.Dataset, read as ``aflite.run`` reads
     it),
-    and with ``out`` (a path, or the CLI's claimed :class:`~aflite.runs.folder.RunFolder`) its folder:
+    and with ``out`` (a path, or the CLI's claimed :class:`~aflite.rundir.folder.RunFolder`) its folder:
     tables.md, accuracy.png, results.json, summary.md and report.html. Returns the
     :class:`aflite.evaluate.EvaluateResult` (``out`` set). The column keywords of :class:`aflite.data.Columns`
     (``text_a=``, ``text_b=``, ``label=``, ``id_column=``, ...) and ``groups=`` name DATA's columns, as for

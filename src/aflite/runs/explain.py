@@ -13,7 +13,7 @@ removed in phase 0 is compared with the p̃ the run recorded for them (``first_p
 1.0 means bit-equal). Python users get the same numbers from ``AFLite.fit``'s fitted attributes.
 
 Everything is validated (run folder, ids, labels, Φ's fingerprint against the run's checkpoint) before the first
-file is written; files are written atomically, once (:meth:`aflite.runs.folder.RunFolder.finish`).
+file is written; files are written atomically, once (:meth:`aflite.rundir.folder.RunFolder.finish`).
 """
 
 from __future__ import annotations
@@ -33,13 +33,13 @@ from aflite.explain.recompute import first_phase, token_texts
 from aflite.features import Features, featurize_dataset
 from aflite.features.registry import refuse_untaken, run_options, spec
 from aflite.hashing import inputs_fingerprint
-from aflite.rundir.lock import check_outside_runs, foreign_of, read_marker
+from aflite.rundir.folder import RunFolder, claims
+from aflite.rundir.lock import check_outside_runs
 from aflite.rundir.manifest import RESERVED
 from aflite.rundir.match import check_run_rows
 from aflite.rundir.names import PAGE
 from aflite.rundir.read import Instances, RunRecord, read_run
 from aflite.rundir.results import recording_warnings
-from aflite.runs.folder import RunFolder, claims
 from aflite.threads import limited
 
 __all__ = ["ALIASES", "ExplainResult", "explain"]
@@ -162,7 +162,8 @@ def explain_check_options(checks: dict[str, Any] | None, aliases: dict[str, Any]
 def _check_outputs(found: dict[str, Any], folder: RunFolder, rows: int) -> None:
     """What the checks return, checked before the folder is begun: the names of their files (none of explain's own,
     of the folder's reserved entries or of the user's entries there; one writer each) and of their columns."""
-    check_files(found, set(FILES) | {PAGE} | set(RESERVED) | set(foreign_of(folder.path, read_marker(folder.path))))
+    own = check_files(found, set(FILES) | {PAGE} | set(RESERVED))
+    folder.check_writes([*FILES, PAGE, *own])  # a file of the user's under one of these names: refused now
     check_columns(found, rows)
 
 

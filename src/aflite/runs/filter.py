@@ -9,7 +9,7 @@ folder a filter leaves (every file written atomically, so a killed run never lea
 * ``instances.csv`` — id, label, kept, predictability (last p̃; empty if never scored), removed_at;
 * ``results.json`` — parameters, seed, per-iteration sizes and timings, stop reason, label counts, versions;
 * ``checkpoint.npz`` — the filter state after the last completed phase (plain arrays, no pickles);
-* ``results.json``, ``summary.md`` and ``report.html`` (:meth:`aflite.runs.folder.RunFolder.finish`).
+* ``results.json``, ``summary.md`` and ``report.html`` (:meth:`aflite.rundir.folder.RunFolder.finish`).
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from numpy.typing import NDArray
 from aflite import data
 from aflite.atomic import atomic_open
 from aflite.core.backends.dask import use_cluster
+from aflite.core.backends.torch import STORAGE_DTYPES
 from aflite.core.filter import AFLite
 from aflite.core.phase import FilterState, validate_inputs
 from aflite.device import ensemble_device
@@ -35,12 +36,12 @@ from aflite.errors import InputError, ParameterError
 from aflite.hashing import inputs_fingerprint
 from aflite.progress import tqdm  # Jupyter: a widget bar, or none without ipywidgets
 from aflite.report import thumbs
+from aflite.report.explorer import render
 from aflite.report.folder import table_columns
 from aflite.report.pages import Rows, run_page
 from aflite.rundir.bodies import Document, RunBody
-from aflite.rundir.checkpoint import check_resume_dataset
+from aflite.rundir.folder import RunFolder, claims
 from aflite.rundir.names import (
-    CHECKPOINT,
     INSTANCES,
     KEPT_CSV,
     KEPT_IDS,
@@ -53,21 +54,11 @@ from aflite.rundir.page import PageData
 from aflite.rundir.read import read_columns, read_id_list
 from aflite.rundir.results import Result, Table, recording_warnings
 from aflite.rundir.versions import versions
-from aflite.runs.folder import RunFolder, claims
 from aflite.runs.summaries import filter_verdict, render_filter_summary
 
-__all__ = ["FilterResult", "filter_files", "previous_run_error", "run_filter"]
+__all__ = ["FilterResult", "check_runtime", "filter_files", "run_filter"]
 
 INSTANCE_COLUMNS = ("id", "label", "kept", "predictability", "removed_at")
-
-
-def previous_run_error(folder: RunFolder) -> ParameterError:
-    """The refusal of a folder that holds a run, naming the options as the caller spells them."""
-    resume, overwrite, out = (data.option_label(f, k) for f, k in (("--resume", "resume=True"),
-                                                                    ("--overwrite", "overwrite=True"),
-                                                                    ("--out", "out")))
-    return ParameterError(f"{folder.path} holds a previous run: pass {resume} to continue it, {overwrite} to start "
-                          f"over, or choose another {out}")
 
 
 @dataclass(repr=False)  # Result.__repr__: one line, not the arrays
@@ -128,12 +119,12 @@ class FilterResult(Result):
         images)."""
         return Rows(table_columns(table.columns, table.rows), f"{self.out or 'the result'}/{table.name}")
 
-    def page(self, document: dict[str, Any]) -> PageData | None:
+    def page(self, document: dict[str, Any]) -> str | None:
         """The run's page from the result in memory (:func:`aflite.report.pages.run_page`)."""
         table = self.table()
         if table is None or self.out is None:
             return None
-        return run_page(document, self.out, self.page_rows(table))
+        return render(run_page(document, self.out, self.page_rows(table)))
 
     @classmethod
     def page_of(cls, folder: Path, document: Document) -> PageData:
@@ -185,28 +176,30 @@ def filter_summary(ids: NDArray[Any], labels: NDArray[Any], state: FilterState, 
     return summary
 
 
+def check_runtime(af: Any, cluster: Any = None) -> str:
+    """Where the fit will run, resolved now (the device, its storage, the cluster), so that what the fit would
+    refuse is refused before the folder is begun and the last good run there stays as it was."""
+    if af.storage not in STORAGE_DTYPES:
+        raise ParameterError(f"storage must be one of {', '.join(STORAGE_DTYPES)}, not {af.storage!r}")
+    return ensemble_device(af.device, af.executor or cluster) if af.model == "logistic" else "cpu"
+
+
 def run_filter(af: Any, X: Any, y: np.ndarray, ids: np.ndarray, folder: RunFolder | None, *,
                groups: np.ndarray | None = None, resume: bool = False, overwrite: bool = False,
                show_progress: bool = True, run_record: dict[str, Any] | None = None) -> FilterResult:
     """Fit ``af`` with a progress bar and a checkpoint in ``folder`` after every phase; returns the result (its
     files are written by ``folder.finish``). A previous run in the folder is continued with ``resume``, replaced
-    with ``overwrite``, else refused. Without a folder (None) nothing is written: no checkpoint, no resume."""
+    with ``overwrite`` (else the folder's claim refused it). Without a folder (None) nothing is written: no
+    checkpoint, no resume."""
     validate_inputs(X, y, groups)  # everything is validated before the output folder is touched
     params = af.resolved_params(len(y))
     if groups is not None:
         params["groups"] = True
+    check_runtime(af)
     fp = inputs_fingerprint(X, y)
     dataset_fp = (run_record or {}).get("dataset_fingerprint")
-    state = None
-    if folder is not None and folder.holds_run():
-        if resume:
-            if dataset_fp is not None:
-                check_resume_dataset(folder.path, dataset_fp)
-            state = folder.load_checkpoint(params, fp)
-        elif not overwrite:
-            raise previous_run_error(folder)
-    if folder is not None:  # the build starts: results.json goes, and what is not resumed
-        folder.begin(keep=(CHECKPOINT,) if state is not None else ())
+    # checked, resumed from its checkpoint or started over, then begun (results.json goes, and what is not resumed)
+    state = None if folder is None else folder.resume(params, fp, resume=resume, dataset_fp=dataset_fp)
 
     total = params["dataset_size"] - params["target_size"]
     done0 = 0 if state is None else int((~state.keep).sum())
@@ -266,7 +259,7 @@ def filter_files(
     Reads the feature matrix (``.npy``, memory-mapped with ``mmap``, or numeric table columns), the labels
     and optional ids and groups (column ``group``), checks they line up, and runs ``aflite`` (default:
     :class:`AFLite` with its defaults) into the run directory ``out`` (a path, or the CLI's claimed
-    :class:`~aflite.runs.folder.RunFolder`). ``cluster`` and ``cluster_scratch`` fit the partitions on a Dask
+    :class:`~aflite.rundir.folder.RunFolder`). ``cluster`` and ``cluster_scratch`` fit the partitions on a Dask
     executor, as in :func:`aflite.runs.run.run` (an executor already set on ``aflite`` wins). ``run_record`` joins
     results.json's body (what a caller records beside the inputs).
     """
@@ -282,7 +275,7 @@ def filter_files(
     if len(np.unique(id_arr)) != len(id_arr):
         raise InputError(f"{ids}: ids are not unique")
     af = aflite if aflite is not None else AFLite()
-    on = ensemble_device(af.device, af.executor or cluster) if af.model == "logistic" else "cpu"  # as the fit will
+    on = check_runtime(af, cluster)  # as the fit will
     info = {"inputs": {"features": str(features), "labels": str(labels), "ids": None if ids is None else str(ids)},
             "device": on, **(run_record or {})}
     # where the partitions were fitted: an executor's type, a scheduler address, or None (this process)

@@ -1,5 +1,8 @@
 """``aflite report DIR``: the page of a committed folder rebuilt through the typed reader.
 
+The folder's lock is held while the page is read and written (:func:`aflite.rundir.lock.holding_lock`), so that a
+command rebuilding the folder meanwhile is refused (or refuses this), never mixed with it.
+
 The folder is read and verified (:func:`aflite.rundir.read.read_folder`; every file of its manifest, the page
 aside), the Result class registered for the command that wrote it (:mod:`aflite.rundir.page`) builds the page's
 data from that document and the folder (``Result.page_of``: the same builder as the page the command wrote from
@@ -10,6 +13,7 @@ folder as it was, with the old page or the new one.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 
@@ -20,7 +24,7 @@ import aflite.runs.audit  # noqa: F401
 import aflite.runs.run  # noqa: F401
 from aflite.errors import InputError
 from aflite.report.explorer import render, write_html
-from aflite.rundir.lock import pause_point
+from aflite.rundir.lock import holding_lock, pause_point
 from aflite.rundir.names import PAGE, RESULTS
 from aflite.rundir.page import PageData, page_class, page_commands
 from aflite.rundir.read import read_folder
@@ -45,7 +49,9 @@ def rebuilt_page(folder: str | os.PathLike[str]) -> PageData | str:
 def write_page(folder: str | os.PathLike[str], *, pack: bool | None = None) -> Path:
     """(Re)write FOLDER/report.html from the folder (:func:`rebuilt_page`), atomically; a page that shows the
     rows' texts is not replaced by one that cannot (``pack``: gzip the data always / never / when large)."""
-    page = rebuilt_page(folder)
-    html = page if isinstance(page, str) else render(page, pack=pack)
-    pause_point("page")  # a test's child stops here to be killed: nothing of the new page is written yet
-    return write_html(Path(folder), html, keep_better=True)
+    p = Path(folder)
+    with holding_lock(p) if p.is_dir() else contextlib.nullcontext():  # no command builds the folder meanwhile
+        page = rebuilt_page(p)
+        html = page if isinstance(page, str) else render(page, pack=pack)
+        pause_point("page")  # a test's child stops here to be killed: nothing of the new page is written yet
+        return write_html(p, html, keep_better=True)

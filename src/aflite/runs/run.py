@@ -2,7 +2,7 @@
 
 This is what ``aflite run`` and ``aflite demo`` do; it composes :mod:`aflite.data` (:func:`~aflite.data.open_dataset`
 decides text or images), :mod:`aflite.features`, :mod:`aflite.core.filter` and the run folder
-(:mod:`aflite.runs.folder`) without adding logic of its own beyond the paper's protocol: with a featurizer trained
+(:mod:`aflite.rundir.folder`) without adding logic of its own beyond the paper's protocol: with a featurizer trained
 on labels (``warmup``) the warm-up slice (t rows, as in the paper) trains Φ and is then discarded — it is neither
 filtered nor written to the output.
 """
@@ -39,12 +39,22 @@ from aflite.hashing import dataset_fingerprint, file_sha256
 from aflite.links import check_link_dir, check_link_names
 from aflite.progress import tqdm  # Jupyter: a widget bar, or none without ipywidgets
 from aflite.report.pages import Rows
-from aflite.rundir.checkpoint import check_resume_dataset
+from aflite.rundir.folder import RunFolder, claims
 from aflite.rundir.lock import pause_point
-from aflite.rundir.names import KEPT_CSV, REMOVED_CSV, WARMUP_IDS
+from aflite.rundir.names import (
+    CHECKPOINT,
+    INSTANCES,
+    KEPT_CSV,
+    KEPT_IDS,
+    PAGE,
+    REMOVED_CSV,
+    REMOVED_IDS,
+    RESULTS,
+    SUMMARY_MD,
+    WARMUP_IDS,
+)
 from aflite.rundir.results import Table, recording_warnings
-from aflite.runs.filter import FilterResult, previous_run_error, run_filter
-from aflite.runs.folder import RunFolder, claims
+from aflite.runs.filter import FilterResult, check_runtime, run_filter
 from aflite.runs.summaries import PROBE_MEANING, label_shift, render_summary, run_verdict
 from aflite.threads import limited
 
@@ -342,8 +352,6 @@ def _write_data(ds: Any, rows: np.ndarray, feats: Features, res: FilterResult, o
         return keep, None
     if len(feats.warmup_rows):  # after the filter accepted the folder: a refused --resume writes nothing
         write_text(out / WARMUP_IDS, "".join(f"{i}\n" for i in ds.ids[feats.warmup_rows]))
-    else:  # an --overwrite of a warm-up run: its slice is not this run's
-        (out / WARMUP_IDS).unlink(missing_ok=True)
     if ds.modality == "image":
         removed = np.zeros(len(ds), dtype=bool)
         removed[rows[~res.keep]] = True
@@ -366,7 +374,7 @@ def run(data_path: Any, out: str | os.PathLike[str] | RunFolder | None = None, *
         cluster: Any = None, cluster_scratch: str | os.PathLike[str] | None = None,
         **keywords: Unpack[RunKeywords]) -> RunResult:
     """Filter a dataset end to end into the folder ``out`` (a path, or the CLI's claimed
-    :class:`~aflite.runs.folder.RunFolder`). ``data_path``: a file or folder, or a pandas DataFrame, pyarrow Table or
+    :class:`~aflite.rundir.folder.RunFolder`). ``data_path``: a file or folder, or a pandas DataFrame, pyarrow Table or
     ``datasets.Dataset`` (read as text; ``filtered`` is then the kept rows in its type, ``out`` gets
     filtered.parquet), its columns named by the keywords of :class:`aflite.data.Columns` (``text_a=``, ``text_b=``,
     ``label=``, ``id_column=``, ...) or ``dataset_options``, else detected (:mod:`aflite.data.memory`). ``out=None``
@@ -397,11 +405,11 @@ def run(data_path: Any, out: str | os.PathLike[str] | RunFolder | None = None, *
     chosen = _scaled_for(n, given, data.source_name(data_path))
     af = AFLite(**{**base, **chosen, **given}, **fixed)
     resolved = af.resolved_params(n)  # validates against |D| before any expensive step
+    check_runtime(af, cluster)  # the device, storage and cluster too: a refusal leaves the folder as it was
     dataset_fp = dataset_fingerprint(ds.ids, ds.labels, ds.texts_a, ds.texts_b)
-    if resume and folder is not None:  # another dataset is refused now, before anything is computed or cached
-        check_resume_dataset(folder.path, dataset_fp)
-    elif folder is not None and folder.holds_run() and not overwrite:  # now, not after Φ (minutes)
-        raise previous_run_error(folder)
+    if folder is not None:  # a resume from another dataset, a file of the user's: refused now, not after Φ
+        folder.check_start(resume=resume, dataset_fp=dataset_fp)
+        folder.check_writes(_writes(ds, data_path, featurizer), inputs=[data_path])
     t0, cache_path = time.perf_counter(), _cache(cache_dir, folder)
     cached_before = _files(cache_path) if resume and cache_path is not None else None
     feats, shards, release = _featurize(ds, featurizer, view, af, resolved["train_size"], seed, cache_path,
@@ -436,6 +444,14 @@ def run(data_path: Any, out: str | os.PathLike[str] | RunFolder | None = None, *
     if folder is not None:
         folder.finish(result)
     return result
+
+
+def _writes(ds: Any, data_path: Any, featurizer: str) -> list[str]:
+    """The names a run writes into its folder (each checked against the user's files before anything is written)."""
+    kept = [KEPT_CSV, REMOVED_CSV] if ds.modality == "image" else []
+    name = FILTERED if ds.source.memory is not None else _out_name(Path(data_path))
+    return [name, *kept, KEPT_IDS, REMOVED_IDS, INSTANCES, CHECKPOINT, SUMMARY_MD, PAGE, RESULTS,
+            *([WARMUP_IDS] if spec(featurizer).needs_labels else [])]
 
 
 def _cache(cache_dir: str | os.PathLike[str] | None, folder: RunFolder | None) -> Path | None:

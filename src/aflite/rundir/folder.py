@@ -1,0 +1,289 @@
+""":class:`RunFolder`: the output folder of one command, its whole life in one object.
+
+Every command claims its folder before any work (checked, marked as the command's own and locked:
+:mod:`aflite.rundir.lock`): the CLI claims ``--out`` and passes the :class:`RunFolder`, with the argv it parsed,
+to the library function as ``out``; a Python caller passes a path and the function claims it the same way
+(:func:`claims`: the same refusals, ``overwrite=True`` and ``resume=True`` for ``--overwrite``/``--resume``).
+The folder's life (docs/architecture.md): **claim** (a folder holding a run that is neither resumed nor
+overwritten is refused here); **check** — :meth:`RunFolder.check_start` refuses a resume from other data and
+:meth:`RunFolder.check_writes` a name the command will write that is the user's, both before anything is
+computed; **build** — :meth:`RunFolder.begin` (or :meth:`RunFolder.resume`, the filter's: the checkpoint
+loaded, then begun), before the first write, takes results.json away (the folder is unfinished from then on) and
+removes what aflite wrote there before except what the command resumes from; then the command writes its files
+(the filter's checkpoint after every phase, filtered.*, features.npy, ...); **commit** —
+:meth:`RunFolder.finish` writes the :class:`~aflite.rundir.results.Result`'s files, ``summary.md`` and
+``report.html`` (the page, as HTML, from the result in memory: ``Result.page``), then ``results.json`` last, with
+the manifest of every file aflite wrote but the page, which is derived from them (:mod:`aflite.rundir.manifest`);
+**verify** — every reader checks the files against that manifest (:mod:`aflite.rundir.read`).
+
+aflite removes or replaces only what it wrote: the marker lists those names (each recorded before its file is
+created; every atomic write into the folder passes :meth:`RunFolder._check_write` while it is claimed), and any
+other entry is the user's, whenever it came — a write onto one is refused in one line naming it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import functools
+import inspect
+import os
+import shutil
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from typing import Any, TypeVar
+
+from aflite.atomic import atomic_open, guarded, storage_errors, write_text
+from aflite.core.phase import FilterState
+from aflite.data.options import option_label
+from aflite.errors import AfliteError, InputError, OutputError, OutputWriteError
+from aflite.rundir import checkpoint
+from aflite.rundir.bodies import parse
+from aflite.rundir.lock import (
+    OutputFolder,
+    claim_output,
+    foreign_of,
+    holds_run,
+    pause_point,
+    read_marker,
+    record_written,
+    written_of,
+)
+from aflite.rundir.manifest import listing
+from aflite.rundir.names import CACHE, CHECKPOINT, LOCK, MARKER, PAGE, RESULTS, SUMMARY_MD
+from aflite.rundir.read import recorded_dataset_fingerprint
+from aflite.rundir.results import Result, results_document, write_results_json
+
+__all__ = ["RunFolder", "claims"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+class RunFolder:
+    """An output folder: its path, the command that writes it, the argv results.json records (None: the process's
+    own) and its claim (released when the ``with`` block ends)."""
+
+    def __init__(self, path: str | os.PathLike[str], command: str, *, argv: Sequence[str] | None = None,
+                 claim: OutputFolder | None = None) -> None:
+        self.path = Path(path)
+        self.command = command
+        self.argv = None if argv is None else list(argv)
+        self._claim = claim
+        self._begun = False
+        self._mine: set[str] = set()  # names recorded as aflite's by this process
+        self._users: set[str] | None = None  # the user's entries when the command claimed the folder
+        self._guard: contextlib.ExitStack | None = None
+
+    @classmethod
+    def claim(cls, path: str | os.PathLike[str], command: str, *, overwrite: bool = False, resume: bool = False,
+              argv: Sequence[str] | None = None, flag: str = "--out") -> RunFolder:
+        """Check, create, mark and lock ``path`` for ``aflite COMMAND`` (:func:`aflite.rundir.lock.claim_output`),
+        before any computation."""
+        held = claim_output(path, command, overwrite=overwrite, resume=resume, flag=flag)
+        pause_point("claimed")
+        return cls(held.path, command, argv=argv, claim=held)
+
+    @classmethod
+    def of(cls, out: str | os.PathLike[str] | RunFolder, command: str) -> RunFolder:
+        """``out`` itself: the folder the CLI or :func:`claims` claimed; a bare path here means a command function
+        that does not claim its folder, which is a bug."""
+        if not isinstance(out, RunFolder):
+            raise TypeError(f"aflite {command}: the output folder was not claimed (decorate with rundir.folder.claims)")
+        return out
+
+    def __fspath__(self) -> str:
+        return str(self.path)
+
+    def __repr__(self) -> str:
+        return f"RunFolder({str(self.path)!r}, {self.command!r})"
+
+    # ------------------------------------------------------------------------------------------------ claim
+    def release(self, failed: bool = False) -> None:
+        if self._guard is not None:
+            self._guard.close()
+            self._guard = None
+        if self._claim is not None:
+            self._claim.release(failed=failed)
+
+    def __enter__(self) -> RunFolder:
+        self.users()  # taken now: what appears from here on is the command's
+        self._guard = contextlib.ExitStack()
+        self._guard.enter_context(guarded(self.path, self._check_write))
+        return self
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        # a refused input leaves nothing behind; a write that failed part-way (disk full) keeps what was
+        # completed (each file is whole), so that the run can be resumed once there is room
+        self.release(failed=exc_type is not None and issubclass(exc_type, AfliteError)
+                     and not issubclass(exc_type, OutputWriteError))
+
+    # ------------------------------------------------------------------------------------------------ ownership
+    def written(self) -> set[str]:
+        """The top-level names aflite wrote here (the marker's list): the only ones it may replace or remove."""
+        return written_of(self.path, read_marker(self.path)) | self._mine
+
+    def users(self) -> set[str]:
+        """The entries here that aflite did not write: the user's, there when this command claimed the folder
+        (whether before aflite first claimed it or added since); what appears while the command runs is its own."""
+        present = set(foreign_of(self.path, read_marker(self.path))) - self._mine
+        if self._users is None:
+            self._users = present
+        return present & self._users
+
+    def _refusal(self, name: str, *, begun: bool = False) -> OutputError:
+        out = option_label("--out", "out")
+        kept = ("it stays as it is, as does every other file of yours; the folder holds no committed run until the "
+                "command runs again" if begun else
+                "nothing was replaced or removed: your files and the last committed run stay as they are")
+        return OutputError(f"{self.path / name}: not written by aflite, and `aflite {self.command}` writes a file of "
+                           f"that name; {kept}. Move it away or choose another {out}")
+
+    def check_writes(self, names: Iterable[str], *, inputs: Iterable[Any] = ()) -> None:
+        """Refuse, before anything is computed or written, a top-level name the command will write that is the
+        user's, and an input file inside the folder that the command would write over or remove."""
+        users = self.users()
+        for name in names:
+            if name in users:
+                raise self._refusal(name)
+        here = self.path.resolve()
+        for given in inputs:
+            with contextlib.suppress(TypeError, OSError):
+                p = Path(given).resolve()
+                if p.parent == here and (p.name in set(names) or p.name in self.written()):
+                    raise OutputError(f"{given}: an input inside {option_label('--out', 'out')} {self.path} under a "
+                                      f"name aflite writes there; nothing was replaced or removed: copy the input "
+                                      f"elsewhere or choose another {option_label('--out', 'out')}")
+
+    def _check_write(self, path: Path) -> None:
+        """Before every atomic write below the folder: a user's entry is refused, a new name recorded as aflite's
+        before its file is created."""
+        name = path.relative_to(self.path.absolute()).parts[0]
+        if name in self._mine or name in (MARKER, LOCK):
+            return
+        if name in self.users():
+            raise self._refusal(name, begun=self._begun)
+        record_written(self.path, [name])
+        self._mine.add(name)
+
+    # ------------------------------------------------------------------------------------------------ build
+    def holds_run(self) -> bool:
+        """Whether a filtering run has written here (a checkpoint, or a committed run's results.json)."""
+        return holds_run(self.path)
+
+    def check_start(self, *, resume: bool = False, dataset_fp: str | None = None) -> None:
+        """Refuse, before anything is computed, a resume of a run made from another dataset (``dataset_fp``: the
+        one given now). A run neither resumed nor overwritten was refused by the claim
+        (:func:`aflite.rundir.lock.previous_run`)."""
+        saved = recorded_dataset_fingerprint(self.path) if resume and dataset_fp is not None else None
+        if saved is not None and saved != dataset_fp:
+            raise InputError(f"{self.path}: the run there was made from a different dataset (its ids, labels or texts "
+                             f"differ); use another {option_label('--out', 'out')}")
+
+    def begin(self, *, keep: Sequence[str] = (), writes: Iterable[str] = ()) -> None:
+        """Start building, right before the command's first write: a name in ``writes`` that is the user's is
+        refused first; then results.json goes (from then on the folder is unfinished, and every reader says so),
+        then whatever aflite wrote here before except ``keep`` (what the command resumes from: the filter's
+        checkpoint, embed's partial matrix) and Φ's cache. The user's entries stay. Once per folder; :meth:`finish`
+        calls it when the command has not."""
+        if self._begun:
+            return
+        writes = list(writes)
+        self.check_writes(writes)
+        self._begun = True
+        earlier = self.written() - self._mine  # what aflite wrote before this command (its own writes stay)
+        with storage_errors(self.path / RESULTS):
+            self.path.mkdir(parents=True, exist_ok=True)
+            record_written(self.path, writes)
+            self._mine.update(writes)
+            with contextlib.suppress(FileNotFoundError):
+                (self.path / RESULTS).unlink()
+        pause_point("begun")
+        for name in sorted(earlier - {*keep, RESULTS, CACHE, MARKER, LOCK}):
+            entry = self.path / name
+            if entry.is_dir() and not entry.is_symlink():
+                shutil.rmtree(entry)
+            else:
+                entry.unlink(missing_ok=True)
+
+    def resume(self, params: dict[str, Any], fp: str, *, resume: bool = False,
+               dataset_fp: str | None = None) -> FilterState | None:
+        """The filter's start: the folder checked (:meth:`check_start`), its checkpoint loaded when ``resume``
+        (refused when made from other features, labels or parameters), then begun, keeping that checkpoint.
+        Returns the state to resume from (None: from the start)."""
+        self.check_start(resume=resume, dataset_fp=dataset_fp)
+        state = checkpoint.load_checkpoint(self.path, params, fp) if resume else None
+        self.begin(keep=(CHECKPOINT,) if state is not None else ())
+        return state
+
+    def save_checkpoint(self, state: FilterState, params: dict[str, Any], fp: str,
+                        dataset_fp: str | None = None) -> None:
+        checkpoint.save_checkpoint(self.path, state, params, fp, dataset_fp)
+        pause_point("checkpoint")
+
+    # ------------------------------------------------------------------------------------------------ commit
+    def finish(self, result: Result) -> dict[str, Any]:
+        """Write ``result``'s own files and per-row table, summary.md and report.html (its page, built from the
+        result in memory), then commit: results.json with the manifest of every file aflite wrote here (the user's
+        entries, Φ's cache and the page left out). Returns results.json as written."""
+        table = result.table()
+        last = [SUMMARY_MD, PAGE, RESULTS, *([table.name] if table is not None else [])]
+        self.check_writes(last)
+        self.begin()
+        result.out = self.path
+        result.write_files(self.path)
+        summary = result.summary_md()  # rendered first: what it warns about is listed in results.json too
+        document = results_document(self.path, result.to_json(), command=self.command, argv=self.argv,
+                                    seed=result.seed)
+        parse(document, self.path / RESULTS, manifest=False)  # the body's types, as every reader will check them
+        if table is not None:
+            with atomic_open(self.path / table.name) as fh:
+                w = csv.writer(fh, lineterminator="\n")
+                w.writerow(table.columns)
+                w.writerows(table.rows)
+        write_text(self.path / SUMMARY_MD, summary)
+        page = result.page(document)  # HTML from the result in memory: nothing just written is read back
+        if page is not None:
+            write_text(self.path / PAGE, page)
+        pause_point("files")
+        self._record_unguarded()
+        written = write_results_json(self.path, document, listing(self.path, self.written()))
+        pause_point("committed")
+        return written
+
+    def _record_unguarded(self) -> None:
+        """Record as aflite's what appeared since the build began without an atomic write (a memory map renamed
+        into place, a tree of links), so that the manifest lists it."""
+        with contextlib.suppress(OSError):
+            new = {e.name for e in self.path.iterdir()} - self.users() - self.written() - {MARKER, LOCK}
+            if new:
+                record_written(self.path, new)
+                self._mine.update(new)
+
+    @property
+    def results_path(self) -> Path:
+        return self.path / RESULTS
+
+
+def claims(command: str, *, param: str = "out") -> Callable[[F], F]:
+    """Decorate a command's library function so that a path given as ``param`` is claimed as the CLI claims
+    ``--out`` (with the function's ``overwrite`` and ``resume`` keywords), held while it runs and released after:
+    a refused input leaves nothing behind. A :class:`RunFolder` (the CLI's claim) or None passes through."""
+
+    def decorate(fn: F) -> F:
+        sig = inspect.signature(fn)
+
+        @functools.wraps(fn)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            bound = sig.bind(*args, **kwargs)
+            out = bound.arguments.get(param)
+            if out is None or isinstance(out, RunFolder):
+                return fn(*args, **kwargs)
+            given = bound.arguments
+            with RunFolder.claim(out, command, overwrite=bool(given.get("overwrite", False)),
+                                 resume=bool(given.get("resume", False)), flag=param) as folder:
+                given[param] = folder
+                return fn(*bound.args, **bound.kwargs)
+
+        return wrapper  # type: ignore[return-value]
+
+    return decorate
