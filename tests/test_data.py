@@ -961,3 +961,30 @@ def test_the_probe_is_skipped_with_a_reason_when_its_text_is_empty(tmp_path, cap
            "no text to read" in capsys.readouterr().err
     summary = json.loads((tmp_path / "out" / "results.json").read_text())
     assert "is empty in every row" in summary["partial_input_probe"]["skipped"]
+
+
+@pytest.mark.parametrize("bad", [" r3", "r3 ", "  r3  ", "r3\u00a0"])
+def test_ids_with_surrounding_white_space_are_refused_at_load(tmp_path, bad, capsys):
+    """#50: ' r3 ' was accepted by run and written to kept_ids.txt, whose readers strip each line, so evaluate (and
+    explain) refused the run as made from another file. Refused at load instead, naming the file, line and column;
+    the run's output folder is never created."""
+    from aflite.cli import main
+
+    rows = [{"id": f"r{i}", "premise": f"p {i % 7}", "hypothesis": f"h {i}", "label": "ab"[i % 2]} for i in range(60)]
+    rows[3]["id"] = bad
+    tsv = tmp_path / "d.tsv"
+    tsv.write_text("id\tpremise\thypothesis\tlabel\n" + "".join("\t".join(r.values()) + "\n" for r in rows))
+    with pytest.raises(InputError, match=r"d\.tsv: line 5, column 'id': id .* begins or ends with white space"):
+        load_dataset(tsv)
+    with pytest.raises(InputError, match=r"d\.tsv: row 4, column 'id': id .* begins or ends with white space"):
+        load_ids(tsv)
+    code = main(["run", str(tsv), "--out", str(tmp_path / "out"), "--featurizer", "ngram", "--quiet"])
+    err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert code == 2 and len(err) == 1 and "line 5, column 'id'" in err[0], err
+    assert not (tmp_path / "out").exists()
+    import pandas as pd
+
+    from aflite.data.memory import load_memory
+
+    with pytest.raises(InputError, match=r"row 3, column 'id': id .* begins or ends with white space"):
+        load_memory(pd.DataFrame(rows))

@@ -75,14 +75,20 @@ def _label_kind(lab: Any) -> str:
 
 
 def row_id(path: Path, where: str, column: str, v: Any) -> str:
-    """One row's id from its id column: present, and one line (ids are written one per line, kept_ids.txt)."""
+    """One row's id from its id column: present, and one line without surrounding white space (ids are written one
+    per line, kept_ids.txt, and every reader of those files strips each line: an id kept exactly here would not be
+    found again there), refused in one line naming the file, row and column."""
+    at = f"{path}: {where}, column {column!r}"
     if v is None or str(v).strip() == "":
-        raise InputError(f"{path}: {where}, column {column!r}: missing id")
-    if any(c in str(v) for c in "\n\r\x00"):
-        raise InputError(f"{path}: {where}, column {column!r}: id {str(v)!r} contains a line break or NUL; "
-                         f"ids are written one per line")
-    check_encodable(path, where, column, "id", str(v))
-    return str(v)
+        raise InputError(f"{at}: missing id")
+    s = str(v)
+    if "\x00" in s or len(s.splitlines()) > 1 or s.endswith(("\n", "\r")):
+        raise InputError(f"{at}: id {s!r} contains a line break or NUL; ids are written one per line")
+    if s != s.strip():
+        raise InputError(f"{at}: id {s!r} begins or ends with white space, which the id files (kept_ids.txt, one id "
+                         f"per line) do not keep; remove it from the ids")
+    check_encodable(path, where, column, "id", s)
+    return s
 
 
 def text_of(path: Path, where: str, col: str, v: Any) -> str:

@@ -15,6 +15,7 @@ from aflite.core.phase import predictability
 from aflite.data import open_dataset
 from aflite.errors import InputError, ParameterError
 from aflite.features import featurize_dataset
+from aflite.features.cache import check_run_features
 from aflite.features.registry import run_options
 from aflite.rundir.names import KEPT_IDS, WARMUP_IDS
 from aflite.rundir.read import read_run
@@ -130,6 +131,7 @@ class _Run:
     summary: dict[str, Any]
     name: str
     warmup: NDArray[np.intp] = field(default_factory=lambda: np.empty(0, dtype=np.intp))
+    fingerprint: str | None = None  # of the Φ and labels the run filtered (its checkpoint's)
 
 
 def _read_run(path: Path, id_to_row: dict[str, int], taken: set[str]) -> _Run:
@@ -153,7 +155,8 @@ def _read_run(path: Path, id_to_row: dict[str, int], taken: set[str]) -> _Run:
         raise InputError(f"{path / WARMUP_IDS}: {len(unknown)} id(s) are not in the dataset, e.g. "
                          f"{unknown[0]!r} (was this run made from another file?)")
     warm = np.sort(np.asarray([id_to_row[i] for i in warm_ids], dtype=np.intp))
-    return _Run(path, np.sort(np.asarray([id_to_row[i] for i in ids], dtype=np.intp)), record.summary, name, warm)
+    return _Run(path, np.sort(np.asarray([id_to_row[i] for i in ids], dtype=np.intp)), record.summary, name, warm,
+                record.fingerprint())
 
 
 def label_matched_rows(pool: NDArray[np.intp], labels: NDArray[Any], kept: NDArray[np.intp],
@@ -198,6 +201,8 @@ def single_iteration_rows(
                               read_only=[run.path / "cache", cache_dir], show_progress=show_progress, **opts)
     rows = np.asarray(feats.rows, dtype=np.intp)
     X = feats.X.toarray() if hasattr(feats.X, "toarray") else feats.X
+    check_run_features(X, ds.labels[rows], run.fingerprint, run.path, feats.cache_path if feats.from_cache else None,
+                       str(run.summary.get("dataset") or "DATA"))
     groups = ds.groups[rows] if (params.get("groups") and ds.groups is not None) else None
     ph = predictability(X, ds.labels[rows], n_partitions=n_models, train_size=int(params["train_size"]),
                         groups=groups, random_state=seed)

@@ -31,8 +31,8 @@ from aflite.errors import InputError, ParameterError
 from aflite.explain.files import FILES, ExplainResult, check_columns, explain_results
 from aflite.explain.recompute import first_phase, token_texts
 from aflite.features import Features, featurize_dataset
+from aflite.features.cache import check_run_features
 from aflite.features.registry import refuse_untaken, run_options, spec
-from aflite.hashing import inputs_fingerprint
 from aflite.rundir.lock import check_outside_runs, foreign_of, read_marker
 from aflite.rundir.manifest import RESERVED
 from aflite.rundir.match import check_run_rows
@@ -113,11 +113,8 @@ def _run_features(data_path: Any, ds: Any, rows: np.ndarray, run: RunRecord, fea
                          f"(warm-up slice differs); is {run.path} a run of this file?")
     X = feats.X[np.asarray([fpos[int(r)] for r in rows])] if len(fpos) != len(rows) or not np.array_equal(
         np.asarray(feats.rows), rows) else feats.X
-    fp = run.fingerprint()
-    if fp is not None and inputs_fingerprint(X, ds.labels[rows]) != fp:
-        raise InputError(f"{source_name(data_path)}: Φ computed from DATA is not the Φ the run in {run.path} filtered "
-                         f"(checkpoint fingerprint differs): another dataset, another featurizer option, or another "
-                         f"Φ cache")
+    check_run_features(X, ds.labels[rows], run.fingerprint(), run.path, feats.cache_path if feats.from_cache else None,
+                       source_name(data_path))
     return X
 
 
