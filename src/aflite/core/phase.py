@@ -137,6 +137,29 @@ def score_phase(
     return PhaseScores(rows, p, n_heldout, n_correct, time.perf_counter() - start, mask.sum(0), mask)
 
 
+def _check_labels(ya: NDArray[Any]) -> None:
+    """Refuse a missing label (None, NaN) or labels of types that cannot be ordered together (``"a"`` and ``1``)
+    in one line naming the row: otherwise a traceback from deep inside numpy, or a class made of missing values."""
+    if ya.dtype.kind == "f" and np.isnan(ya).any():
+        raise InputError(f"labels hold a missing value (NaN) at row {int(np.flatnonzero(np.isnan(ya))[0])}; give "
+                         f"every row a label or leave the row out")
+    if ya.dtype != object:
+        return
+    for r, v in enumerate(ya.tolist()):
+        if v is None or isinstance(v, float) and v != v:
+            raise InputError(f"labels hold a missing value ({v!r}) at row {r}; give every row a label or leave the "
+                             f"row out")
+    try:
+        np.unique(ya)
+    except TypeError:
+        kinds: dict[str, int] = {}
+        for r, v in enumerate(ya.tolist()):
+            kinds.setdefault(type(v).__name__, r)
+        (t0, r0), (t1, r1) = list(kinds.items())[:2]
+        raise InputError(f"labels mix types that cannot be compared: {ya[r0]!r} ({t0}) at row {r0} and {ya[r1]!r} "
+                         f"({t1}) at row {r1}; give the labels one type") from None
+
+
 def validate_inputs(X: ArrayLike, y: ArrayLike, groups: ArrayLike | None) -> tuple[Any, NDArray[Any], Any]:
     """Check shapes, lengths, finiteness (chunked, so memory-mapped features stay on disk) and that there are at
     least two classes; groups → codes."""
@@ -165,6 +188,7 @@ def validate_inputs(X: ArrayLike, y: ArrayLike, groups: ArrayLike | None) -> tup
         raise InputError(f"features have {Xa.shape[0]} rows but there are {len(ya)} labels")
     if Xa.shape[0] == 0:
         raise InputError("the dataset is empty")
+    _check_labels(ya)
     step = max(1, (64 << 20) // max(1, 4 * Xa.shape[1]))
     for r0 in range(0, Xa.shape[0], step):  # chunked so that memory-mapped matrices are never loaded whole
         block = Xa[r0 : r0 + step]
