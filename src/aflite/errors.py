@@ -39,3 +39,20 @@ class OutputWriteError(OutputError, OSError):
 
     def __str__(self) -> str:
         return str(self.args[0]) if self.args else ""
+
+
+def check_mappings(**given: object) -> None:
+    """Refuse, in one line naming the keyword, a keyword that takes a dict of options (``featurizer_options``,
+    ``dataset_options``, ``params``, ...) given something else (``featurizer_options="lr=1"``): each entry point
+    asks this first, before the value is unpacked deep inside with a traceback. None is "not given"."""
+    from collections.abc import Mapping
+
+    for keyword, value in given.items():
+        if value is not None and not isinstance(value, Mapping):
+            hint = ""
+            if isinstance(value, str) and "=" in value:
+                split = (p.partition("=") for p in value.split(","))
+                pairs = ", ".join(f"{k.strip()!r}: {v.strip()}" for k, _, v in split)
+                hint = f"; write it as a dict: {keyword}={{{pairs}}}"
+            raise ParameterError(f"{keyword} must be a dict of option names to values, not {type(value).__name__} "
+                                 f"{value!r}{hint}")

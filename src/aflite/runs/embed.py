@@ -25,7 +25,7 @@ from aflite.atomic import write_npy, write_text
 from aflite.cluster.shards import run_shards, shards_to_npy
 from aflite.core.backends.dask import use_cluster
 from aflite.data.images import files_fingerprint
-from aflite.errors import InputError, OutputError, ParameterError
+from aflite.errors import InputError, OutputError, ParameterError, check_mappings
 from aflite.features import featurize_dataset, make_featurizer
 from aflite.features.npy import embed_to_npy
 from aflite.features.registry import featurizer_names, spec
@@ -104,6 +104,7 @@ def embed(data_path: Any, out: str | os.PathLike[str] | RunFolder, *, featurizer
     read back from the cache, a finished image matrix of the same inputs and options is kept. Returns an
     :class:`EmbedResult`.
     """
+    check_mappings(featurizer_options=featurizer_options, dataset_options=dataset_options)
     folder = RunFolder.of(out, "embed")
     check_embed_out(folder.path, overwrite, resume)
     if cluster is not None:

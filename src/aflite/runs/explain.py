@@ -27,7 +27,7 @@ import numpy as np
 
 from aflite.checks import CheckData, check_files, check_names, resolve_checks, run_checks
 from aflite.data import open_dataset, source_name
-from aflite.errors import InputError, ParameterError
+from aflite.errors import InputError, ParameterError, check_mappings
 from aflite.explain.files import FILES, ExplainResult, check_columns, explain_results
 from aflite.explain.recompute import first_phase, token_texts
 from aflite.features import Features, featurize_dataset
@@ -201,6 +201,7 @@ def explain(
     ``random_seeds``, ``neighbours``, ``null``, ``stop_rule``, ``stop_floor``, ``stop_max_phases`` and
     ``ngram_coefficients`` are aliases of built-in checks' options (:data:`ALIASES`; None: not given). An unknown
     check or option, or a bad value, is refused in one line before any work."""
+    check_mappings(dataset_options=dataset_options, image_options=image_options, featurizer_options=featurizer_options)
     options = explain_check_options(checks, {k: v for k, v in locals().items() if k in ALIASES})  # the keywords
     folder = RunFolder.of(out, "explain")
     for path, flag in ((folder.path, "--out"), (cache_dir or folder.path, "--cache-dir")):  # it reads the run only

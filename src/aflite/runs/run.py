@@ -29,7 +29,7 @@ from aflite.core.phase import resolve_size
 from aflite.data import images
 from aflite.data.memory import FILTERED, check_writable, rows_sha256
 from aflite.defaults import SNLI_DEFAULTS
-from aflite.errors import InputError, ParameterError
+from aflite.errors import InputError, ParameterError, check_mappings
 from aflite.evaluate import compare_partial_input, probe_skip_reason
 from aflite.features import Features, featurize_dataset
 from aflite.features.registry import featurizer_options as featurizer_options_for
@@ -347,6 +347,8 @@ def run(data_path: Any, out: str | os.PathLike[str] | RunFolder | None = None, *
     ``"twins"`` or a column of the file. ``overwrite`` starts over in an ``out`` that holds a run; ``title`` names
     the data in summary.md. ``cluster`` (``local``, ``local:N``, an address or an open executor) embeds Φ in shards
     on Dask workers (:mod:`aflite.cluster.shards`; the same features, bit for bit) and fits the partitions there."""
+    check_mappings(params=params, dataset_options=dataset_options, featurizer_options=featurizer_options,
+                   image_options=image_options)
     base, given, fixed = _estimator(aflite, params, strategy, seed, device, storage)
     seed = fixed["random_state"]
     featurizer_options = featurizer_options_for(featurizer, **(featurizer_options or {}))  # one it does not take
