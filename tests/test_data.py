@@ -988,3 +988,39 @@ def test_ids_with_surrounding_white_space_are_refused_at_load(tmp_path, bad, cap
 
     with pytest.raises(InputError, match=r"row 3, column 'id': id .* begins or ends with white space"):
         load_memory(pd.DataFrame(rows))
+
+
+def test_messages_name_the_flag_on_the_command_line_and_the_keyword_in_python(tmp_path, capsys):
+    """#50: "pass file_format=" and "map them with label_map" reached command-line users, who cannot pass either.
+    Each message names what its reader can give: --file-format (a new flag, the keyword's name) on the command
+    line, file_format= in Python; a label map is a Python keyword only, so the command line is told to edit the
+    file. The file then loads with the flag."""
+    from aflite.cli import main
+
+    rows = [f"r{i}\tthe premise number{i % 7}\ta hypothesis word{i}\t{'ab'[i % 2]}\n" for i in range(60)]
+    dat = tmp_path / "d.dat"
+    dat.write_text("id\tpremise\thypothesis\tlabel\n" + "".join(rows))
+    with pytest.raises(InputError, match=r"extension '\.dat'; pass file_format= \(tsv, csv"):
+        load_dataset(dat)
+    assert len(load_dataset(dat, file_format="tsv")) == 60
+    code = main(["run", str(dat), "--out", str(tmp_path / "o1"), "--featurizer", "ngram", "--quiet"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and "pass --file-format (tsv, csv" in err[0] and "=" not in err[0], err
+    assert not (tmp_path / "o1").exists()
+    from aflite.cli import build_parser
+    from aflite.cli.options import dataset_options
+
+    for command in ("run", "explain", "evaluate", "audit", "embed"):  # the flag reaches the loader's keyword
+        extra = [str(tmp_path / "run")] if command in ("explain", "evaluate") else []
+        args = build_parser().parse_args([command, str(dat), *extra, "--out", "o", "--file-format", "tsv"])
+        assert dataset_options(args)["file_format"] == "tsv"
+
+    rows[5] = rows[5].replace("\tb\n", "\tB\n")  # 'B' beside 'b': two classes by a typo
+    typo = tmp_path / "t.tsv"
+    typo.write_text("id\tpremise\thypothesis\tlabel\n" + "".join(rows))
+    with pytest.raises(InputError, match=r"only by case or spaces.* write them alike, or map them with label_map="):
+        load_dataset(typo)
+    code = main(["run", str(typo), "--out", str(tmp_path / "o3"), "--featurizer", "ngram", "--quiet"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and err[0].endswith("write them alike in the file") and "label_map" not in \
+        err[0], err

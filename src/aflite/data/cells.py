@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from aflite.data.files import _INT_RE
-from aflite.data.options import _opt
+from aflite.data.options import option_label
 from aflite.errors import InputError
 
 __all__ = ["check_encodable", "check_label_apart", "label_of", "row_id", "text_of"]
@@ -57,11 +57,17 @@ def check_label_apart(path: Path, where: str, column: str, raw: Any, lab: str,
     if _label_kind(met[0]) != _label_kind(raw):
         raise InputError(f"{path}: {where}, column {column!r}: label {raw!r} ({type(raw).__name__}) and {met[1]}'s "
                          f"{met[0]!r} ({type(met[0]).__name__}) would be one class {lab!r}; give the column one "
-                         f"type, or map them with {_opt('label_map')}")
+                         f"type{_label_map_hint()}")
     if str(met[0]) != lab:
         raise InputError(f"{path}: {where}, column {column!r}: label {lab!r} differs from {met[1]}'s "
                          f"{str(met[0])!r} only by case or spaces, which would make them two classes; write them "
-                         f"alike, or map them with {_opt('label_map')}")
+                         f"alike{_label_map_hint()}")
+
+
+def _label_map_hint() -> str:
+    """The other way out, where there is one: a label map is a keyword of the Python functions (``label_map=``),
+    with no command-line flag; the command line names only what its user can do (edit the file)."""
+    return option_label(" in the file", ", or map them with label_map=")
 
 
 def _label_kind(lab: Any) -> str:

@@ -271,7 +271,7 @@ def _detect_format(path: Path) -> str:
         return "tsv" if b"\t" in first else "csv"
     raise InputError(
         f"{path}: cannot tell the format from the extension {suffix or '(none)'!r}; "
-        "pass file_format= (tsv, csv, jsonl, parquet or hf)"
+        f"pass {_opt('format')} (tsv, csv, jsonl, parquet or hf)"
     )
 
 

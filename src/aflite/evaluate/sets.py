@@ -13,6 +13,7 @@ from numpy.typing import NDArray
 
 from aflite.core.phase import predictability
 from aflite.data import open_dataset
+from aflite.data.options import option_label
 from aflite.errors import InputError, ParameterError
 from aflite.features import featurize_dataset
 from aflite.features.cache import check_run_features
@@ -188,7 +189,8 @@ def single_iteration_rows(
     params = run.summary.get("parameters")
     if not f or not params:
         raise InputError(f"{run.path}: results.json lacks the featurizer or parameters needed for the "
-                         "single-iteration baseline (pass single_iteration=False / --no-single-iteration)")
+                         f"single-iteration baseline (pass "
+                         f"{option_label('--no-single-iteration', 'single_iteration=False')})")
     name, view = f["name"], f.get("view", "pair")
     opts = run_options(name, f.get("options"))  # the run's own Φ: its backend, this release's option names
     run_seed = int(params.get("random_state", 0))
