@@ -14,11 +14,12 @@ from pathlib import Path
 from typing import Any
 
 from aflite.data.images import is_image_input, load_image_dataset
-from aflite.data.memory import load_memory, memory_kind
+from aflite.data.memory import load_memory, memory_kind, source_name
+from aflite.data.options import option_label
 from aflite.data.text import Dataset, load_dataset
 from aflite.errors import ParameterError
 
-__all__ = ["MODALITIES", "modality_of", "open_dataset"]
+__all__ = ["MODALITIES", "modality_of", "open_dataset", "refuse_image_options"]
 
 MODALITIES = ("text", "image")
 TEXT_OPTIONS = ("file_format", "text_a", "text_b", "label_map", "group_by_premise", "groups")  # text loader only
@@ -37,6 +38,21 @@ def modality_of(source: Any, *, reads: str = "any", path_column: str | None = No
     if memory_kind(source) is not None:  # in-memory data are read as text (load_memory refuses an Image column)
         return "text"
     return "image" if is_image_input(source, path_column) else "text"
+
+
+def refuse_image_options(source: Any, modality: str, given: dict[str, Any]) -> None:
+    """Refuse, in one line naming them (the flag on the command line, the keyword in Python), the image options
+    set in ``given`` (keyword -> value; None, False and the default image size are "not set") when ``source`` is
+    read as text: they would be ignored without a word (``--image-size 64`` on a TSV)."""
+    if modality != "text":
+        return
+    unset = {"image_size": (None, 224)}
+    names = [option_label(f"--{k.replace('_', '-')}", k) for k, v in given.items()
+             if v is not None and v is not False and v not in unset.get(k, (None,))]
+    if names:
+        raise ParameterError(f"{', '.join(names)}: image option(s), but {source_name(source)} is read as text (name "
+                             f"the image column with {option_label('--path-column', 'path_column=')}, or use an "
+                             f"image featurizer)")
 
 
 def open_dataset(source: Any, *, reads: str = "any", modality: str | None = None,

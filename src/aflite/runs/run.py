@@ -28,6 +28,7 @@ from aflite.core.filter import AFLite
 from aflite.core.phase import resolve_size
 from aflite.data import images
 from aflite.data.memory import FILTERED, check_writable, rows_sha256
+from aflite.data.source import refuse_image_options
 from aflite.defaults import SNLI_DEFAULTS
 from aflite.errors import InputError, ParameterError, check_mappings
 from aflite.evaluate import compare_partial_input, probe_skip_reason
@@ -351,6 +352,7 @@ def run(data_path: Any, out: str | os.PathLike[str] | RunFolder | None = None, *
                    image_options=image_options)
     base, given, fixed = _estimator(aflite, params, strategy, seed, device, storage)
     seed = fixed["random_state"]
+    given_featurizer_options = featurizer_options
     featurizer_options = featurizer_options_for(featurizer, **(featurizer_options or {}))  # one it does not take
     folder = None if out is None else RunFolder.of(out, "run")
     if folder is None and (resume or link_dir is not None):
@@ -359,6 +361,8 @@ def run(data_path: Any, out: str | os.PathLike[str] | RunFolder | None = None, *
     t0 = t_call = time.perf_counter()
     group_spec = "premise" if groups is True else "none" if groups is False else str(groups)
     ds = _open(data_path, featurizer, group_spec, dataset_options, image_options)
+    refuse_image_options(data_path, ds.modality, {"skip_bad_images": (image_options or {}).get("skip_bad_images"),
+                                                  "image_size": (given_featurizer_options or {}).get("image_size")})
     timings["load_seconds"] = time.perf_counter() - t0
     n = len(ds)
     probe_skipped = _check_before_features(ds, data.source_name(data_path), view, link_dir, probe, folder is not None)
