@@ -1024,3 +1024,41 @@ def test_messages_name_the_flag_on_the_command_line_and_the_keyword_in_python(tm
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and len(err) == 1 and err[0].endswith("write them alike in the file") and "label_map" not in \
         err[0], err
+
+
+def test_a_huge_text_cell_is_refused_on_load_naming_line_and_column(tmp_path, capsys):
+    """#50: a 200 MB text cell was killed for memory after 219 s of featurizing. A cell over the per-cell limit
+    (8 MiB by default; max_cell_bytes= / --max-cell-bytes) is refused on load, naming the file, line and column,
+    before --out exists; raising the limit reads it."""
+    from aflite.cli import main
+    from aflite.data.memory import load_memory
+    from aflite.data.text import MAX_CELL_BYTES
+
+    rows = [f"r{i}\tthe premise number{i % 7}\ta hypothesis word{i}\t{'ab'[i % 2]}" for i in range(60)]
+    rows[4] = f"r4\tthe premise\t{'wörd ' * 400_000}\tb"  # 2.4 MB (ö: two bytes)
+    tsv = tmp_path / "d.tsv"
+    tsv.write_text("id\tpremise\thypothesis\tlabel\n" + "\n".join(rows) + "\n")
+    out = tmp_path / "out"
+    assert main(["run", str(tsv), "--out", str(out), "-f", "ngram", "--quiet", "--max-cell-bytes", "1000000"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "d.tsv: line 6, column 'hypothesis': a text of 2,400,000 bytes, over the limit of " \
+        "1,000,000 bytes per cell (--max-cell-bytes raises it)" in err[0], err
+    assert not out.exists()
+    with pytest.raises(InputError, match=r"line 6, column 'hypothesis': .* \(max_cell_bytes= raises it\)"):
+        load_dataset(tsv, max_cell_bytes=1_000_000)
+    assert len(load_dataset(tsv)) == 60  # under the default limit
+    assert len(load_dataset(tsv, max_cell_bytes=None)) == 60
+    for bad in (0, -1, 1.5, True):
+        with pytest.raises(ParameterError, match="max_cell_bytes must be a positive number of bytes"):
+            load_dataset(tsv, max_cell_bytes=bad)
+    # the default applies, to files and to in-memory data alike
+    assert MAX_CELL_BYTES == 8 << 20
+    huge = "x" * (MAX_CELL_BYTES + 1)
+    jl = tmp_path / "d.jsonl"
+    jl.write_text(json.dumps({"premise": "p", "hypothesis": huge, "label": "a"}) + "\n" +
+                  json.dumps({"premise": "q", "hypothesis": "h", "label": "b"}) + "\n")
+    with pytest.raises(InputError, match=r"d\.jsonl: line 1, column 'hypothesis': a text of 8,388,609 bytes"):
+        load_dataset(jl)
+    pd = pytest.importorskip("pandas")
+    with pytest.raises(InputError, match=r"row 0, column 'hypothesis': a text of 8,388,609 bytes"):
+        load_memory(pd.DataFrame({"premise": ["p", "q"], "hypothesis": [huge, "h"], "label": ["a", "b"]}))

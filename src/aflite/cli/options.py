@@ -174,6 +174,9 @@ def add_columns(p: argparse.ArgumentParser) -> None:
     g.add_argument("--file-format", default=None, choices=("tsv", "csv", "jsonl", "parquet", "hf"),
                    metavar="FORMAT", help="the file's format when its extension does not tell: tsv, csv, jsonl, "
                    "parquet or hf (a saved Hugging Face dataset)")
+    g.add_argument("--max-cell-bytes", default=None, type=int, metavar="BYTES",
+                   help="the most bytes one text cell may hold (default 8 MiB: 8388608); a larger one is refused, "
+                   "naming its line and column")
 
 
 def add_featurizer_flags(p: Any, command: str) -> None:
@@ -248,8 +251,8 @@ def image_options(args: argparse.Namespace) -> dict[str, Any]:
 
 def dataset_options(args: argparse.Namespace) -> dict[str, Any]:
     """The column options the user gave, as keyword arguments of :func:`aflite.data.load_dataset`."""
-    names = ("text_a", "text_b", "label", "id_column", "file_format")
-    return {key: value for key in names if (value := getattr(args, key, None))}
+    names = ("text_a", "text_b", "label", "id_column", "file_format", "max_cell_bytes")
+    return {key: value for key in names if (value := getattr(args, key, None)) or isinstance(value, int)}
 
 
 

@@ -12,9 +12,9 @@ import numpy as np
 
 from aflite.data.files import _INT_RE
 from aflite.data.options import option_label
-from aflite.errors import InputError
+from aflite.errors import InputError, ParameterError
 
-__all__ = ["check_encodable", "check_label_apart", "label_of", "row_id", "text_of"]
+__all__ = ["check_cell_limit", "check_encodable", "check_label_apart", "label_of", "row_id", "text_of"]
 
 # Raw label values that mean "no gold label" (SNLI/MNLI `-`; the HF datasets SNLI/MNLI use -1).
 _NO_GOLD = "-"
@@ -97,13 +97,27 @@ def row_id(path: Path, where: str, column: str, v: Any) -> str:
     return s
 
 
-def text_of(path: Path, where: str, col: str, v: Any) -> str:
+def text_of(path: Path, where: str, col: str, v: Any, max_bytes: int | None = None) -> str:
+    """One text cell: a string, valid Unicode, of at most ``max_bytes`` UTF-8 bytes (None: any size), refused in
+    one line naming the file, row and column otherwise."""
     if v is None or isinstance(v, float) and math.isnan(v):  # NaN: a missing string in a pandas column
         raise InputError(f"{path}: {where}, column {col!r}: missing text")
     if not isinstance(v, str):
         raise InputError(f"{path}: {where}, column {col!r}: text must be a string, got {type(v).__name__}")
+    if max_bytes is not None and len(v) * 4 > max_bytes and (size := len(v.encode("utf-8", "surrogatepass"))) > \
+            max_bytes:  # a character is at most 4 bytes: only a long cell is encoded to be measured
+        raise InputError(f"{path}: {where}, column {col!r}: a text of {size:,} bytes, over the limit of "
+                         f"{max_bytes:,} bytes per cell ({option_label('--max-cell-bytes', 'max_cell_bytes=')} "
+                         f"raises it)")
     check_encodable(path, where, col, "text", v)
     return v
+
+
+def check_cell_limit(max_bytes: Any) -> None:
+    """``max_cell_bytes``: a positive int of bytes, or None (no limit)."""
+    if max_bytes is not None and (isinstance(max_bytes, bool) or not isinstance(max_bytes, int) or max_bytes < 1):
+        raise ParameterError(f"{option_label('--max-cell-bytes', 'max_cell_bytes')} must be a positive number of "
+                             f"bytes{option_label('', ' (or None: no limit)')}, got {max_bytes!r}")
 
 
 def check_encodable(path: Path, where: str, col: str, what: str, v: str) -> None:

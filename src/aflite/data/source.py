@@ -22,10 +22,12 @@ from aflite.errors import ParameterError
 __all__ = ["MODALITIES", "modality_of", "open_dataset", "refuse_image_options"]
 
 MODALITIES = ("text", "image")
-TEXT_OPTIONS = ("file_format", "text_a", "text_b", "label_map", "group_by_premise", "groups")  # text loader only
+TEXT_OPTIONS = ("file_format", "text_a", "text_b", "label_map", "group_by_premise", "groups",
+                "max_cell_bytes")  # text loader only
 IMAGE_OPTIONS = ("path_column", "skip_bad_images")  # image loader only
+# every keyword open_dataset passes on (an unknown one is named, not a TypeError)
 LOADER_OPTIONS = ("text_a", "text_b", "label", "id_column", "label_map", "groups", "group_by_premise", "file_format",
-                  *IMAGE_OPTIONS)  # every keyword open_dataset passes on (an unknown one is named, not a TypeError)
+                  "max_cell_bytes", *IMAGE_OPTIONS)
 
 
 def modality_of(source: Any, *, reads: str = "any", path_column: str | None = None) -> str:
