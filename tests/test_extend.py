@@ -560,3 +560,8 @@ def test_a_check_option_given_twice_is_refused_in_one_line(tmp_path: Path, small
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and f"option {key!r} of check {name!r} is given twice" in err[0], err
     assert not out.exists()
+    if command == "explain":  # and against the flag that is its alias: named as the command line spells both
+        assert main([command, *pre, "--out", str(out), "--check", "neighbours:k=3", "--neighbours", "4"]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and err[0].endswith("option 'k' given twice, 3 from --check and 4 from --neighbours"), err
+        assert not out.exists()

@@ -118,7 +118,7 @@ def _check_sha256(matrix: Path, recorded: Any) -> None:
     if not isinstance(recorded, str):
         raise ValueError("its record holds no sha256 of the matrix (an older aflite's cache): it cannot be verified")
     if file_sha256(matrix) != recorded:
-        raise ValueError("its bytes differ from those the cache recorded (sha256 differs)")
+        raise ValueError("its sha256 differs from the one the cache recorded: the bytes changed since")
 
 
 def transform_chunked(

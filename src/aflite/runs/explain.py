@@ -27,6 +27,7 @@ import numpy as np
 
 from aflite.checks import CheckData, check_files, check_names, resolve_checks, run_checks
 from aflite.data import open_dataset, source_name
+from aflite.data.options import option_label
 from aflite.errors import InputError, ParameterError, check_mappings
 from aflite.explain.files import FILES, ExplainResult, check_columns, explain_results
 from aflite.explain.recompute import first_phase, token_texts
@@ -149,8 +150,9 @@ def explain_check_options(checks: dict[str, Any] | None, aliases: dict[str, Any]
                 continue  # a built-in check taken out of the registry
             opts = merged.setdefault(name, {})
             if isinstance(opts, dict) and key in opts and opts[key] != value:
-                raise ParameterError(f"check {name!r}: option {key!r} given twice, {opts[key]!r} in checks and "
-                                     f"{value!r} as {keyword}= (--{keyword.replace('_', '-')})")
+                twice = option_label(f"{opts[key]!r} from --check and {value!r} from --{keyword.replace('_', '-')}",
+                                     f"{opts[key]!r} in checks and {value!r} as {keyword}=")
+                raise ParameterError(f"check {name!r}: option {key!r} given twice, {twice}")
             if isinstance(opts, dict):
                 opts[key] = value
     return resolve_checks(merged, "explain")
