@@ -125,6 +125,11 @@ def test_a_missing_or_mixed_label_is_refused_in_one_line() -> None:
     floats[9] = np.nan
     cases.append((floats, r"missing value \(NaN\) at row 9"))
     cases.append((pd.Series(labels).where(np.arange(60) != 4, None), r"missing value \((None|nan)\) at row 4"))
+    strings = pd.Series(labels, dtype="string").where(np.arange(60) != 8, pd.NA)
+    cases.append((strings, r"missing value \(<NA>\) at row 8"))
+    blank = labels.astype(str)
+    blank[2] = " "
+    cases.append((blank, r"missing value \(' '\) at row 2"))
     mixed = labels.copy()
     mixed[11] = 1
     cases.append((mixed, r"labels mix types .* \(str\) at row 0 and 1 \(int\) at row 11"))

@@ -138,17 +138,21 @@ def score_phase(
 
 
 def _check_labels(ya: NDArray[Any]) -> None:
-    """Refuse a missing label (None, NaN) or labels of types that cannot be ordered together (``"a"`` and ``1``)
-    in one line naming the row: otherwise a traceback from deep inside numpy, or a class made of missing values."""
+    """Refuse a missing label (None, NaN, pandas' NA, an empty string) or labels of types that cannot be ordered
+    together (``"a"`` and ``1``) in one line naming the row: otherwise a traceback from deep inside numpy, or a
+    class made of missing values."""
     if ya.dtype.kind == "f" and np.isnan(ya).any():
         raise InputError(f"labels hold a missing value (NaN) at row {int(np.flatnonzero(np.isnan(ya))[0])}; give "
                          f"every row a label or leave the row out")
-    if ya.dtype != object:
+    if ya.dtype.kind not in "OUS":
         return
-    for r, v in enumerate(ya.tolist()):
-        if v is None or isinstance(v, float) and v != v:
+    for r, v in enumerate(ya.tolist()):  # None, NaN, pandas' NA, or a string of nothing (as the loaders read it)
+        if v is None or isinstance(v, float) and v != v or type(v).__name__ == "NAType" or \
+                isinstance(v, str | bytes) and not v.strip():
             raise InputError(f"labels hold a missing value ({v!r}) at row {r}; give every row a label or leave the "
                              f"row out")
+    if ya.dtype != object:
+        return
     try:
         np.unique(ya)
     except TypeError:
