@@ -328,3 +328,8 @@ def test_a_keyword_that_takes_a_dict_refuses_anything_else_in_one_line(tmp_path,
                                              rf"'lr=1'; write it as a dict: {keyword}=\{{'lr': 1\}}$"):
         fn(*args, **{keyword: "lr=1"})
     assert not out.exists()
+    with pytest.raises(ParameterError, match=r"not list \[\('lr', 1\)\]$"):
+        fn(*args, **{keyword: [("lr", 1)]})
+    with pytest.raises(ParameterError, match=rf"write it as a dict: {keyword}=\{{'model_path': '/x', 'lr': 1e-5\}}$"):
+        fn(*args, **{keyword: "model_path=/x, lr=1e-5"})
+    assert not out.exists()

@@ -52,7 +52,18 @@ def check_mappings(**given: object) -> None:
             hint = ""
             if isinstance(value, str) and "=" in value:
                 split = (p.partition("=") for p in value.split(","))
-                pairs = ", ".join(f"{k.strip()!r}: {v.strip()}" for k, _, v in split)
+                pairs = ", ".join(f"{k.strip()!r}: {_literal(v.strip())}" for k, _, v in split)
                 hint = f"; write it as a dict: {keyword}={{{pairs}}}"
             raise ParameterError(f"{keyword} must be a dict of option names to values, not {type(value).__name__} "
                                  f"{value!r}{hint}")
+
+
+def _literal(text: str) -> str:
+    """``text`` as it would be written in a dict: a number or True/False/None as it is, anything else quoted."""
+    if text in ("True", "False", "None"):
+        return text
+    try:
+        float(text)
+    except ValueError:
+        return repr(text)
+    return text
