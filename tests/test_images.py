@@ -649,3 +649,27 @@ def test_image_options_on_text_data_are_refused_in_one_line(tmp_path, capsys, co
     with pytest.raises(ParameterError, match=r"^(skip_bad_images|image_size): image option\(s\), but .*path_column="):
         fn[command](**given)
     assert not (tmp_path / "py").exists()
+
+
+def test_text_options_on_image_data_are_refused_in_one_line(tmp_path, capsys):
+    """The reverse of the above: --text-a, --file-format, --max-cell-bytes (label_map= in Python) given for data
+    read as images were dropped unread; refused in one line naming them, before --out is touched (a folder that
+    holds the user's file keeps it)."""
+    from aflite.cli import main
+    from aflite.data import open_dataset
+
+    for k in range(6):
+        (tmp_path / "digits" / "ab"[k % 2]).mkdir(parents=True, exist_ok=True)
+        PIL.new("RGB", (8, 8), (40 * k, 0, 0)).save(tmp_path / "digits" / "ab"[k % 2] / f"{k}.png")
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "notes.txt").write_text("mine")
+    for command in ("run", "embed"):
+        assert main([command, str(tmp_path / "digits"), "--out", str(out), "--overwrite", "-f", "efficientnet-lite0",
+                     "--file-format", "tsv", "--max-cell-bytes", "9"]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and "error: --file-format, --max-cell-bytes: text option(s), but " in err[0] and \
+            "is read as images" in err[0], err
+        assert sorted(p.name for p in out.iterdir()) == ["notes.txt"]
+    with pytest.raises(ParameterError, match=r"^text_a, label_map: text option\(s\), but .* is read as images"):
+        open_dataset(tmp_path / "digits", text_a="x", label_map={"a": "b"})

@@ -19,7 +19,7 @@ from aflite.data.options import option_label
 from aflite.data.text import Dataset, load_dataset
 from aflite.errors import ParameterError
 
-__all__ = ["MODALITIES", "modality_of", "open_dataset", "refuse_image_options"]
+__all__ = ["MODALITIES", "modality_of", "open_dataset", "refuse_image_options", "refuse_text_options"]
 
 MODALITIES = ("text", "image")
 TEXT_OPTIONS = ("file_format", "text_a", "text_b", "label_map", "group_by_premise", "groups",
@@ -57,6 +57,17 @@ def refuse_image_options(source: Any, modality: str, given: dict[str, Any]) -> N
                              f"image featurizer)")
 
 
+def refuse_text_options(source: Any, given: dict[str, Any]) -> None:
+    """The reverse of :func:`refuse_image_options`: options that only a text file has (its text columns, its
+    format, its cells' size limit), given for data read as images, are refused rather than dropped unread."""
+    names = [option_label(f"--{k.replace('_', '-')}", k) for k in ("text_a", "text_b", "file_format", "max_cell_bytes")
+             if given.get(k) not in (None, "auto")]
+    names += ["label_map"] if given.get("label_map") is not None else []
+    if names:
+        raise ParameterError(f"{', '.join(names)}: text option(s), but {source_name(source)} is read as images "
+                             f"(drop them)")
+
+
 def open_dataset(source: Any, *, reads: str = "any", modality: str | None = None,
                  **options: Any) -> Dataset:
     """Read ``source`` as a :class:`~aflite.data.Dataset` of its modality (``modality``, or decided by
@@ -84,5 +95,6 @@ def open_dataset(source: Any, *, reads: str = "any", modality: str | None = None
     if modality not in MODALITIES:
         raise ParameterError(f"unknown modality {modality!r}; choose one of {', '.join(MODALITIES)}")
     if modality == "image":
+        refuse_text_options(source, given)
         return load_image_dataset(Path(source), **{k: v for k, v in given.items() if k not in TEXT_OPTIONS})
     return load_dataset(source, **{k: v for k, v in given.items() if k not in IMAGE_OPTIONS})

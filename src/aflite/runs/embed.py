@@ -25,7 +25,7 @@ from aflite.atomic import write_npy, write_text
 from aflite.cluster.shards import run_shards, shards_to_npy
 from aflite.core.backends.dask import use_cluster
 from aflite.data.images import files_fingerprint
-from aflite.data.source import refuse_image_options
+from aflite.data.source import refuse_image_options, refuse_text_options
 from aflite.errors import InputError, OutputError, ParameterError, check_mappings
 from aflite.features import featurize_dataset, make_featurizer
 from aflite.features.npy import embed_to_npy
@@ -106,9 +106,10 @@ def embed(data_path: Any, out: str | os.PathLike[str] | RunFolder, *, featurizer
     :class:`EmbedResult`.
     """
     check_mappings(featurizer_options=featurizer_options, dataset_options=dataset_options)
-    refuse_image_options(data_path, data.modality_of(data_path, reads=spec(featurizer).modality,
-                                                     path_column=path_column),
-                         {"image_size": image_size, "skip_bad_images": skip_bad_images})
+    modality = data.modality_of(data_path, reads=spec(featurizer).modality, path_column=path_column)
+    refuse_image_options(data_path, modality, {"image_size": image_size, "skip_bad_images": skip_bad_images})
+    if modality == "image":  # before the folder is touched (open_dataset refuses them too, later)
+        refuse_text_options(data_path, dict(dataset_options or {}))
     folder = RunFolder.of(out, "embed")
     check_embed_out(folder.path, overwrite, resume)
     if cluster is not None:
