@@ -25,7 +25,7 @@ from aflite.audit.kinds import ImageAudit, audit_kind
 from aflite.audit.results import audit_verdict, check_sections, check_verdicts
 from aflite.checks import resolve_checks
 from aflite.data import open_dataset, source_name
-from aflite.errors import InputError, ParameterError, check_mappings
+from aflite.errors import InputError, ParameterError, takes_mappings
 from aflite.report.explorer import reframe_audit
 from aflite.rundir.bodies import Document
 from aflite.rundir.lock import check_outside_runs
@@ -157,6 +157,7 @@ def _featurizer_config(config: Any, featurizer: str | None,
 @claims("audit")  # a path given as out is claimed as the CLI claims --out
 @limited  # one thread policy (aflite.threads)
 @recording_warnings()  # scikit-learn's warnings counted in results.json (aflite.rundir.results)
+@takes_mappings("dataset_options", "image_options", "featurizer_options")
 def audit_file(
     data_path: Any,
     out: str | os.PathLike[str] | RunFolder,
@@ -189,7 +190,6 @@ def audit_file(
     ``out/cache``); audits each set with ``config`` (an :class:`aflite.audit.AuditConfig`); and writes the folder.
     ``config.tra=None`` becomes "only on a GPU" here, once, so that the time estimate and both audits agree.
     Nothing is written before the data has been read and checked. In-memory data (a DataFrame, ...) are text."""
-    check_mappings(dataset_options=dataset_options, image_options=image_options, featurizer_options=featurizer_options)
     cfg, featurizer_options = _featurizer_config(config, featurizer, featurizer_options)
     folder = RunFolder.of(out, "audit")
     name = source_name(data_path)

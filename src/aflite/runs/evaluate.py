@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from aflite.errors import ParameterError, check_mappings
+from aflite.errors import ParameterError, takes_mappings
 from aflite.evaluate import EvaluateResult, compare_runs, load_eval_set, load_hans
 from aflite.rundir.lock import check_outside_runs
 from aflite.rundir.results import recording_warnings
@@ -111,6 +111,7 @@ def evaluate_files(data: str | Path, runs: Sequence[str | Path], out: str | Path
 
 @claims("evaluate")  # a path given as out is claimed as the CLI claims --out
 @recording_warnings()  # scikit-learn's warnings counted in results.json (aflite.rundir.results)
+@takes_mappings("dataset_options", "featurizer_options")
 def evaluate(data: Any, runs: Sequence[str | os.PathLike[str]],
              out: str | os.PathLike[str] | RunFolder | None = None, *,
              cache_dir: str | os.PathLike[str] | None = None, overwrite: bool = False,
@@ -121,7 +122,6 @@ def evaluate(data: Any, runs: Sequence[str | os.PathLike[str]],
     and with ``out`` (a path, or the CLI's claimed :class:`~aflite.runs.folder.RunFolder`) its folder:
     tables.md, accuracy.png, results.json, summary.md and report.html. Returns the
     :class:`aflite.evaluate.EvaluateResult` (``out`` set)."""
-    check_mappings(**{k: keywords.get(k) for k in ("dataset_options", "featurizer_options")})
     folder = None if out is None else RunFolder.of(out, "evaluate")
     for path, flag in ((None if folder is None else folder.path, "--out"), (cache_dir, "--cache-dir")):
         if path is not None:  # the run folders are read, never written

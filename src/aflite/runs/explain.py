@@ -28,7 +28,7 @@ import numpy as np
 from aflite.checks import CheckData, check_files, check_names, resolve_checks, run_checks
 from aflite.data import open_dataset, source_name
 from aflite.data.options import option_label
-from aflite.errors import InputError, ParameterError, check_mappings
+from aflite.errors import InputError, ParameterError, takes_mappings
 from aflite.explain.files import FILES, ExplainResult, check_columns, explain_results
 from aflite.explain.recompute import first_phase, token_texts
 from aflite.features import Features, featurize_dataset
@@ -168,6 +168,7 @@ def _check_outputs(found: dict[str, Any], folder: RunFolder, rows: int) -> None:
 @claims("explain")  # a path given as out is claimed as the CLI claims --out
 @limited  # one thread policy (aflite.threads)
 @recording_warnings()  # scikit-learn's warnings counted in results.json (aflite.rundir.results)
+@takes_mappings("dataset_options", "image_options", "featurizer_options")
 def explain(
     data_path: Any,
     run_dir: str | os.PathLike[str],
@@ -203,7 +204,6 @@ def explain(
     ``random_seeds``, ``neighbours``, ``null``, ``stop_rule``, ``stop_floor``, ``stop_max_phases`` and
     ``ngram_coefficients`` are aliases of built-in checks' options (:data:`ALIASES`; None: not given). An unknown
     check or option, or a bad value, is refused in one line before any work."""
-    check_mappings(dataset_options=dataset_options, image_options=image_options, featurizer_options=featurizer_options)
     options = explain_check_options(checks, {k: v for k, v in locals().items() if k in ALIASES})  # the keywords
     folder = RunFolder.of(out, "explain")
     for path, flag in ((folder.path, "--out"), (cache_dir or folder.path, "--cache-dir")):  # it reads the run only

@@ -30,7 +30,7 @@ from aflite.data import images
 from aflite.data.memory import FILTERED, check_writable, rows_sha256
 from aflite.data.source import refuse_image_options
 from aflite.defaults import SNLI_DEFAULTS
-from aflite.errors import InputError, ParameterError, check_mappings
+from aflite.errors import InputError, ParameterError, takes_mappings
 from aflite.evaluate import compare_partial_input, probe_skip_reason
 from aflite.features import Features, featurize_dataset
 from aflite.features.registry import featurizer_options as featurizer_options_for
@@ -157,7 +157,9 @@ def _open(data_path: Any, featurizer: str, group_spec: str, dataset_options: dic
     loader = {**{k: v for k, v in (image_options or {}).items() if v is not None}, **(dataset_options or {})}
     if group_spec != "premise":  # premise is the loader's own default for pairs (no groups for single texts)
         loader["groups"] = group_spec
-    return data.open_dataset(data_path, reads=spec(featurizer).modality, **loader)
+    ds = data.open_dataset(data_path, reads=spec(featurizer).modality, **loader)
+    refuse_image_options(data_path, ds.modality, {"skip_bad_images": loader.get("skip_bad_images")})
+    return ds
 
 
 @contextlib.contextmanager
@@ -327,6 +329,7 @@ def _write_data(ds: Any, rows: np.ndarray, feats: Features, res: FilterResult, o
 @claims("run")  # a path given as out is claimed as the CLI claims --out
 @limited  # one thread policy (aflite.threads)
 @recording_warnings()  # scikit-learn's warnings counted in results.json (aflite.rundir.results)
+@takes_mappings("params", "dataset_options", "featurizer_options", "image_options")
 def run(data_path: Any, out: str | os.PathLike[str] | RunFolder | None = None, *, featurizer: str = "ngram",
         view: str = "pair", params: dict[str, Any] | None = None, strategy: str = "slicing", seed: int = 0,
         groups: bool | str = True, cache_dir: str | os.PathLike[str] | None = None, resume: bool = False,
@@ -348,11 +351,8 @@ def run(data_path: Any, out: str | os.PathLike[str] | RunFolder | None = None, *
     ``"twins"`` or a column of the file. ``overwrite`` starts over in an ``out`` that holds a run; ``title`` names
     the data in summary.md. ``cluster`` (``local``, ``local:N``, an address or an open executor) embeds Φ in shards
     on Dask workers (:mod:`aflite.cluster.shards`; the same features, bit for bit) and fits the partitions there."""
-    check_mappings(params=params, dataset_options=dataset_options, featurizer_options=featurizer_options,
-                   image_options=image_options)
     base, given, fixed = _estimator(aflite, params, strategy, seed, device, storage)
     seed = fixed["random_state"]
-    given_featurizer_options = featurizer_options
     featurizer_options = featurizer_options_for(featurizer, **(featurizer_options or {}))  # one it does not take
     folder = None if out is None else RunFolder.of(out, "run")
     if folder is None and (resume or link_dir is not None):
@@ -361,8 +361,6 @@ def run(data_path: Any, out: str | os.PathLike[str] | RunFolder | None = None, *
     t0 = t_call = time.perf_counter()
     group_spec = "premise" if groups is True else "none" if groups is False else str(groups)
     ds = _open(data_path, featurizer, group_spec, dataset_options, image_options)
-    refuse_image_options(data_path, ds.modality, {"skip_bad_images": (image_options or {}).get("skip_bad_images"),
-                                                  "image_size": (given_featurizer_options or {}).get("image_size")})
     timings["load_seconds"] = time.perf_counter() - t0
     n = len(ds)
     probe_skipped = _check_before_features(ds, data.source_name(data_path), view, link_dir, probe, folder is not None)
