@@ -66,8 +66,11 @@ def _validate(args: argparse.Namespace) -> None:
     from aflite.features.registry import spec
 
     _featurizer_options(args)
-    modality = modality_of(args.data, reads=spec(args.featurizer).modality, path_column=args.path_column)
-    refuse_image_options(args.data, modality, {"image_size": args.image_size, "skip_bad_images": args.skip_bad_images})
+    data = getattr(args, "data", None)  # aflite demo validates as run does, on its bundled text sample (no DATA)
+    modality = "text" if data is None else modality_of(data, reads=spec(args.featurizer).modality,
+                                                       path_column=args.path_column)
+    refuse_image_options(data if data is not None else "the bundled sample", modality,
+                         {"image_size": args.image_size, "skip_bad_images": args.skip_bad_images})
 
 
 def _featurizer_options(args: argparse.Namespace) -> dict[str, Any]:
