@@ -304,3 +304,32 @@ def test_audit_file_refuses_unusable_sizes_and_runs_before_any_work(tmp_path: Pa
         # before loading
         audit_file(ROOT / "no-such-file.tsv", out, AuditConfig(), compare=tmp_path)
     assert not out.exists()
+
+
+@pytest.mark.parametrize("entry,keyword", [
+    ("run", "featurizer_options"), ("run", "dataset_options"), ("run", "params"), ("run", "image_options"),
+    ("explain", "featurizer_options"), ("explain", "dataset_options"), ("audit_file", "featurizer_options"),
+    ("audit_file", "image_options"), ("embed", "featurizer_options"), ("embed", "dataset_options"),
+    ("evaluate", "featurizer_options"), ("evaluate", "dataset_options"),
+])
+def test_a_keyword_that_takes_a_dict_refuses_anything_else_in_one_line(tmp_path, entry, keyword):
+    """#50: ``run(featurizer_options='lr=1')`` gave a TypeError from deep inside (``argument after ** must be a
+    mapping``); every entry point's dict keywords are refused in one line naming the keyword (a "k=v" string is
+    shown as the dict to write), before the output folder exists."""
+    import aflite
+    from aflite.data import demo_dataset_path
+
+    fn = {"run": aflite.run, "explain": aflite.explain_run, "audit_file": aflite.audit_file, "embed": aflite.embed,
+          "evaluate": aflite.evaluate_runs}[entry]
+    out = tmp_path / "out"
+    args = (demo_dataset_path(), tmp_path / "no-run", out) if entry in ("explain", "evaluate") else (
+        demo_dataset_path(), out)
+    with pytest.raises(ParameterError, match=rf"^{keyword} must be a dict of option names to values, not str "
+                                             rf"'lr=1'; write it as a dict: {keyword}=\{{'lr': 1\}}$"):
+        fn(*args, **{keyword: "lr=1"})
+    assert not out.exists()
+    with pytest.raises(ParameterError, match=r"not list \[\('lr', 1\)\]$"):
+        fn(*args, **{keyword: [("lr", 1)]})
+    with pytest.raises(ParameterError, match=rf"write it as a dict: {keyword}=\{{'model_path': '/x', 'lr': 1e-5\}}$"):
+        fn(*args, **{keyword: "model_path=/x, lr=1e-5"})
+    assert not out.exists()

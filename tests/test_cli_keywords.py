@@ -111,3 +111,34 @@ def test_allow_lists_are_not_stale() -> None:
         assert names <= dests and not names & library[command], command
     every = {a.dest for p in commands.values() for a in p._actions if a.option_strings}
     assert CLI_ONLY <= every
+
+
+def test_command_line_messages_name_flags_and_python_messages_keywords(tmp_path, capsys):
+    """#50: messages that named a Python keyword to a command-line user (``n_samples=``, ``peco_encoder=``,
+    ``embedding_ids=``) name the flag there, and the keyword in Python (aflite.data.option_names decides)."""
+    import re
+
+    import numpy as np
+
+    from aflite.cli import main
+    from aflite.data import demo_dataset_path
+    from aflite.errors import ParameterError
+    from aflite.experiments.synthetic import run_synthetic
+    from aflite.features.precomputed import load_embeddings
+
+    vectors = tmp_path / "v.npy"
+    np.save(vectors, np.zeros((3, 2), dtype=np.float32))
+    for argv, line in (
+        (["synthetic", "--n-samples", "100", "--seeds", "1"], "--n-samples 100 must exceed AFLite's target size"),
+        (["audit", str(demo_dataset_path()), "--out", str(tmp_path / "a"), "--peco-encoder", "finetuned",
+          "--no-tra"], "--peco-encoder finetuned needs the fine-tuned models (--tra)"),
+        (["run", str(demo_dataset_path()), "--out", str(tmp_path / "r"), "-f", "precomputed", "--embeddings",
+          str(vectors)], "needs its ids file (--embedding-ids: one id per row)"),
+    ):
+        assert main(argv) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and line in err[0] and not re.search(r"[a-z]+_[a-z_]+=", err[0]), err
+    with pytest.raises(ParameterError, match="n_samples=100 must exceed"):
+        run_synthetic(n_samples=100, seeds=[0])
+    with pytest.raises(ParameterError, match=r"\(embedding_ids=: one id per row\)"):
+        load_embeddings(vectors)

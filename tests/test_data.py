@@ -961,3 +961,104 @@ def test_the_probe_is_skipped_with_a_reason_when_its_text_is_empty(tmp_path, cap
            "no text to read" in capsys.readouterr().err
     summary = json.loads((tmp_path / "out" / "results.json").read_text())
     assert "is empty in every row" in summary["partial_input_probe"]["skipped"]
+
+
+@pytest.mark.parametrize("bad", [" r3", "r3 ", "  r3  ", "r3\u00a0"])
+def test_ids_with_surrounding_white_space_are_refused_at_load(tmp_path, bad, capsys):
+    """#50: ' r3 ' was accepted by run and written to kept_ids.txt, whose readers strip each line, so evaluate (and
+    explain) refused the run as made from another file. Refused at load instead, naming the file, line and column;
+    the run's output folder is never created."""
+    from aflite.cli import main
+
+    rows = [{"id": f"r{i}", "premise": f"p {i % 7}", "hypothesis": f"h {i}", "label": "ab"[i % 2]} for i in range(60)]
+    rows[3]["id"] = bad
+    tsv = tmp_path / "d.tsv"
+    tsv.write_text("id\tpremise\thypothesis\tlabel\n" + "".join("\t".join(r.values()) + "\n" for r in rows))
+    with pytest.raises(InputError, match=r"d\.tsv: line 5, column 'id': id .* begins or ends with white space"):
+        load_dataset(tsv)
+    with pytest.raises(InputError, match=r"d\.tsv: row 4, column 'id': id .* begins or ends with white space"):
+        load_ids(tsv)
+    code = main(["run", str(tsv), "--out", str(tmp_path / "out"), "--featurizer", "ngram", "--quiet"])
+    err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert code == 2 and len(err) == 1 and "line 5, column 'id'" in err[0], err
+    assert not (tmp_path / "out").exists()
+    import pandas as pd
+
+    from aflite.data.memory import load_memory
+
+    with pytest.raises(InputError, match=r"row 3, column 'id': id .* begins or ends with white space"):
+        load_memory(pd.DataFrame(rows))
+
+
+def test_messages_name_the_flag_on_the_command_line_and_the_keyword_in_python(tmp_path, capsys):
+    """#50: "pass file_format=" and "map them with label_map" reached command-line users, who cannot pass either.
+    Each message names what its reader can give: --file-format (a new flag, the keyword's name) on the command
+    line, file_format= in Python; a label map is a Python keyword only, so the command line is told to edit the
+    file. The file then loads with the flag."""
+    from aflite.cli import main
+
+    rows = [f"r{i}\tthe premise number{i % 7}\ta hypothesis word{i}\t{'ab'[i % 2]}\n" for i in range(60)]
+    dat = tmp_path / "d.dat"
+    dat.write_text("id\tpremise\thypothesis\tlabel\n" + "".join(rows))
+    with pytest.raises(InputError, match=r"extension '\.dat'; pass file_format= \(tsv, csv"):
+        load_dataset(dat)
+    assert len(load_dataset(dat, file_format="tsv")) == 60
+    code = main(["run", str(dat), "--out", str(tmp_path / "o1"), "--featurizer", "ngram", "--quiet"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and "pass --file-format (tsv, csv" in err[0] and "=" not in err[0], err
+    assert not (tmp_path / "o1").exists()
+    from aflite.cli import build_parser
+    from aflite.cli.options import dataset_options
+
+    for command in ("run", "explain", "evaluate", "audit", "embed"):  # the flag reaches the loader's keyword
+        extra = [str(tmp_path / "run")] if command in ("explain", "evaluate") else []
+        args = build_parser().parse_args([command, str(dat), *extra, "--out", "o", "--file-format", "tsv"])
+        assert dataset_options(args)["file_format"] == "tsv"
+
+    rows[5] = rows[5].replace("\tb\n", "\tB\n")  # 'B' beside 'b': two classes by a typo
+    typo = tmp_path / "t.tsv"
+    typo.write_text("id\tpremise\thypothesis\tlabel\n" + "".join(rows))
+    with pytest.raises(InputError, match=r"only by case or spaces.* write them alike, or map them with label_map="):
+        load_dataset(typo)
+    code = main(["run", str(typo), "--out", str(tmp_path / "o3"), "--featurizer", "ngram", "--quiet"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and err[0].endswith("write them alike in the file") and "label_map" not in \
+        err[0], err
+
+
+def test_a_huge_text_cell_is_refused_on_load_naming_line_and_column(tmp_path, capsys):
+    """#50: a 200 MB text cell was killed for memory after 219 s of featurizing. A cell over the per-cell limit
+    (8 MiB by default; max_cell_bytes= / --max-cell-bytes) is refused on load, naming the file, line and column,
+    before --out exists; raising the limit reads it."""
+    from aflite.cli import main
+    from aflite.data.memory import load_memory
+    from aflite.data.text import MAX_CELL_BYTES
+
+    rows = [f"r{i}\tthe premise number{i % 7}\ta hypothesis word{i}\t{'ab'[i % 2]}" for i in range(60)]
+    rows[4] = f"r4\tthe premise\t{'wörd ' * 400_000}\tb"  # 2.4 MB (ö: two bytes)
+    tsv = tmp_path / "d.tsv"
+    tsv.write_text("id\tpremise\thypothesis\tlabel\n" + "\n".join(rows) + "\n")
+    out = tmp_path / "out"
+    assert main(["run", str(tsv), "--out", str(out), "-f", "ngram", "--quiet", "--max-cell-bytes", "1000000"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "d.tsv: line 6, column 'hypothesis': a text of 2,400,000 bytes, over the limit of " \
+        "1,000,000 bytes per cell (--max-cell-bytes raises it)" in err[0], err
+    assert not out.exists()
+    with pytest.raises(InputError, match=r"line 6, column 'hypothesis': .* \(max_cell_bytes= raises it\)"):
+        load_dataset(tsv, max_cell_bytes=1_000_000)
+    assert len(load_dataset(tsv)) == 60  # under the default limit
+    assert len(load_dataset(tsv, max_cell_bytes=None)) == 60
+    for bad in (0, -1, 1.5, True):
+        with pytest.raises(ParameterError, match="max_cell_bytes must be a positive number of bytes"):
+            load_dataset(tsv, max_cell_bytes=bad)
+    # the default applies, to files and to in-memory data alike
+    assert MAX_CELL_BYTES == 8 << 20
+    huge = "x" * (MAX_CELL_BYTES + 1)
+    jl = tmp_path / "d.jsonl"
+    jl.write_text(json.dumps({"premise": "p", "hypothesis": huge, "label": "a"}) + "\n" +
+                  json.dumps({"premise": "q", "hypothesis": "h", "label": "b"}) + "\n")
+    with pytest.raises(InputError, match=r"d\.jsonl: line 1, column 'hypothesis': a text of 8,388,609 bytes"):
+        load_dataset(jl)
+    pd = pytest.importorskip("pandas")
+    with pytest.raises(InputError, match=r"row 0, column 'hypothesis': a text of 8,388,609 bytes"):
+        load_memory(pd.DataFrame({"premise": ["p", "q"], "hypothesis": [huge, "h"], "label": ["a", "b"]}))

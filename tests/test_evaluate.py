@@ -753,3 +753,41 @@ def test_featurizer_options_reach_the_probe_featurizers_that_take_them(tmp_path:
     from aflite.cli.options import featurizer_flag_values
 
     assert featurizer_flag_values(build_parser().parse_args(args)) == {"model_path": "/m"}
+
+
+def _tamper(npy: Path, seed: int = 0) -> None:
+    """Numbers of the same shape and dtype written over a cached matrix (what a bad copy or another tool leaves)."""
+    x = np.load(npy)
+    np.save(npy, np.random.default_rng(seed).random(x.shape).astype(x.dtype))
+
+
+def test_evaluate_never_uses_a_tampered_run_cache(snli_run, tmp_path, caplog):
+    """#50 item 4: numbers of the same shape written over RUN/cache/*.npy are caught by the sha256 the cache
+    records: the entry is not used (a warning names the file), Φ is recomputed into evaluate's own cache, the
+    single-iteration figures are those of the untouched cache, and the run folder is left as it is. A forged
+    record (its sha256 rewritten to match) is refused in one line by the run's checkpoint fingerprint, naming the
+    file, the check explain makes too."""
+    tmp, data, run, _ = snli_run
+    copy = tmp_path / "run"
+    shutil.copytree(run, copy)
+    kw = dict(models=["ppmi:pair"], seeds=1, random_baseline=False, show_progress=False)
+    before = next(s for s in evaluate(data, [copy], tmp_path / "a", **kw).training_sets if s["kind"] == "single")
+    (npy,) = (copy / "cache").glob("ngram-pair-*.npy")
+    _tamper(npy)
+    tampered = npy.read_bytes()
+    caplog.clear()
+    after = next(s for s in evaluate(data, [copy], tmp_path / "b", **kw).training_sets if s["kind"] == "single")
+    assert any(str(npy) in r.getMessage() and "sha256 differs" in r.getMessage() for r in caplog.records)
+    assert {k: v for k, v in after["info"].items() if k != "seconds"} == \
+        {k: v for k, v in before["info"].items() if k != "seconds"}
+    assert npy.read_bytes() == tampered  # the run's cache is the run's: read, never written
+    assert list((tmp_path / "b" / "cache").rglob("ngram-pair-*.npy"))  # recomputed into evaluate's own cache
+    meta = npy.with_suffix(".json")
+    record = json.loads(meta.read_text())
+    from aflite.hashing import file_sha256
+
+    meta.write_text(json.dumps({**record, "sha256": file_sha256(npy)}))
+    with pytest.raises(InputError, match="checkpoint fingerprint differs") as err:
+        evaluate(data, [copy], tmp_path / "c", **kw)
+    assert str(npy) in str(err.value) and "\n" not in str(err.value)
+    assert not (tmp_path / "c").exists()

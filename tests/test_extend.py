@@ -544,3 +544,24 @@ def test_a_command_with_a_page_is_declared_in_one_place(tmp_path: Path, small_sn
         assert word in firsts and browser.shown(driver) < 300
     finally:
         driver.quit()
+
+
+@pytest.mark.parametrize("command", ["explain", "audit"])
+def test_a_check_option_given_twice_is_refused_in_one_line(tmp_path: Path, small_snli: Path, capsys: Any,
+                                                          command: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """#50: ``--check tokens:alpha=0.05 --check tokens:alpha=0.01`` silently took the last value; refused in one line
+    naming the option, before --out exists (a dict, ``checks={...}``, cannot hold one key twice)."""
+    out = tmp_path / "out"
+    monkeypatch.setitem(checks.CHECKS, LongSentences.name, LongSentences)
+    name, key = ("tokens", "alpha") if command == "explain" else ("long_sentences", "factor")
+    pre = [str(small_snli), str(tmp_path / "no-run")] if command == "explain" else [str(small_snli)]
+    assert main([command, *pre, "--out", str(out), "--check", f"{name}:{key}=0.05", "--check",
+                 f"{name}:{key}=0.01"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and f"option {key!r} of check {name!r} is given twice" in err[0], err
+    assert not out.exists()
+    if command == "explain":  # and against the flag that is its alias: named as the command line spells both
+        assert main([command, *pre, "--out", str(out), "--check", "neighbours:k=3", "--neighbours", "4"]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and err[0].endswith("option 'k' given twice, 3 from --check and 4 from --neighbours"), err
+        assert not out.exists()

@@ -107,3 +107,35 @@ def test_cross_validation_by_groups_routes_the_groups_to_the_splitter_and_the_fi
         clf = LogisticRegression().fit(X[train][keep], y[train][keep])
         expected.append(clf.score(X[test], y[test]))
     np.testing.assert_allclose(scores, expected)
+
+
+def test_a_missing_or_mixed_label_is_refused_in_one_line() -> None:
+    """#50: a None label gave a TypeError from inside numpy's sort; a NaN label made a class of missing values. Each
+    is an InputError naming the row, from fit_resample and fit alike, before any work."""
+    from aflite.errors import InputError
+
+    X, y, _ = shortcut_data(60)
+    labels = np.asarray(["ab"[v] for v in y], dtype=object)
+    cases = []
+    for bad in (None, float("nan")):
+        obj = labels.copy()
+        obj[7] = bad
+        cases.append((obj, r"missing value \((None|nan)\) at row 7"))
+    floats = y.astype(float)
+    floats[9] = np.nan
+    cases.append((floats, r"missing value \(NaN\) at row 9"))
+    cases.append((pd.Series(labels).where(np.arange(60) != 4, None), r"missing value \((None|nan)\) at row 4"))
+    strings = pd.Series(labels, dtype="string").where(np.arange(60) != 8, pd.NA)
+    cases.append((strings, r"missing value \(<NA>\) at row 8"))
+    blank = labels.astype(str)
+    blank[2] = " "
+    cases.append((blank, r"missing value \(' '\) at row 2"))
+    mixed = labels.copy()
+    mixed[11] = 1
+    cases.append((mixed, r"labels mix types .* \(str\) at row 0 and 1 \(int\) at row 11"))
+    for target, match in cases:
+        with pytest.raises(InputError, match=match) as err:
+            sampler().fit_resample(X, target)
+        assert "\n" not in str(err.value)
+        with pytest.raises(InputError, match=match):
+            sampler().fit(X, target)

@@ -629,3 +629,55 @@ def test_unwritable_link_dir_is_refused_before_the_run(tmp_path, capsys, monkeyp
     err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
     assert rc == 2 and "must be a new or empty folder" in err[0] and computed == []
     assert (tmp_path / "full" / "x").read_text() == "mine"
+
+
+@pytest.mark.parametrize("command", ["run", "embed"])
+def test_image_options_on_text_data_are_refused_in_one_line(tmp_path, capsys, command):
+    """#50: --image-size and --skip-bad-images were ignored without a word on a text file (audit refused them);
+    run and embed refuse them in one line naming the flags (the keywords in Python), before --out exists."""
+    import aflite
+    from aflite.cli import main
+    from aflite.errors import ParameterError
+
+    tsv = tmp_path / "d.tsv"
+    tsv.write_text("premise\thypothesis\tlabel\n" + "".join(
+        f"the premise number{i % 7}\ta hypothesis word{i}\t{'ab'[i % 2]}\n" for i in range(60)))
+    out = tmp_path / "out"
+    for flags, named in ((["--image-size", "64"], "--image-size"), (["--skip-bad-images"], "--skip-bad-images"),
+                         (["--image-size", "64", "--skip-bad-images"], "--image-size, --skip-bad-images")):
+        assert main([command, str(tsv), "--out", str(out), "-f", "ngram", "--quiet", *flags]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and f"error: {named}: image option(s), but " in err[0] and "read as text" in err[0], err
+        assert not out.exists()
+    assert main([command, str(tsv), "--out", str(out), "-f", "ngram", "--quiet", "--image-size", "224",
+                 *(["--no-probe"] if command == "run" else [])]) == 0
+    fn = {"run": lambda **kw: aflite.run(tsv, tmp_path / "py", featurizer="ngram", show_progress=False, **kw),
+          "embed": lambda **kw: aflite.embed(tsv, tmp_path / "py", featurizer="ngram", show_progress=False, **kw)}
+    given = {"run": {"image_options": {"skip_bad_images": True}}, "embed": {"image_size": 64}}[command]
+    with pytest.raises(ParameterError, match=r"^(skip_bad_images|image_size): image option\(s\), but .*path_column="):
+        fn[command](**given)
+    assert not (tmp_path / "py").exists()
+
+
+def test_text_options_on_image_data_are_refused_in_one_line(tmp_path, capsys):
+    """The reverse of the above: --text-a, --file-format, --max-cell-bytes (label_map= in Python) given for data
+    read as images were dropped unread; refused in one line naming them, before --out is touched (a folder that
+    holds the user's file keeps it)."""
+    from aflite.cli import main
+    from aflite.data import open_dataset
+
+    for k in range(6):
+        (tmp_path / "digits" / "ab"[k % 2]).mkdir(parents=True, exist_ok=True)
+        PIL.new("RGB", (8, 8), (40 * k, 0, 0)).save(tmp_path / "digits" / "ab"[k % 2] / f"{k}.png")
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "notes.txt").write_text("mine")
+    for command in ("run", "embed"):
+        assert main([command, str(tmp_path / "digits"), "--out", str(out), "--overwrite", "-f", "efficientnet-lite0",
+                     "--file-format", "tsv", "--max-cell-bytes", "9"]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and "error: --file-format, --max-cell-bytes: text option(s), but " in err[0] and \
+            "is read as images" in err[0], err
+        assert sorted(p.name for p in out.iterdir()) == ["notes.txt"]
+    with pytest.raises(ParameterError, match=r"^text_a, label_map: text option\(s\), but .* is read as images"):
+        open_dataset(tmp_path / "digits", text_a="x", label_map={"a": "b"})

@@ -77,7 +77,8 @@ class TextAudit:
                 print(f"TRA skipped: no GPU ({dev}); fine-tuning its {1 + len(cfg.views)} models on this CPU would "
                       f"take ~{minutes:.0f} min (--tra runs it anyway)", file=sys.stderr)
         if cfg.peco_encoder == "finetuned" and not cfg.tra:
-            raise ParameterError("peco_encoder 'finetuned' needs the fine-tuned models (--tra)")
+            raise ParameterError(option_label("--peco-encoder finetuned needs the fine-tuned models (--tra)",
+                                              "peco_encoder='finetuned' needs the fine-tuned models (tra=True)"))
         if show_progress:
             announce(estimate_seconds(n, cfg))
         return cfg

@@ -20,6 +20,7 @@ from aflite.audit.metrics import AUDIT_VIEWS
 from aflite.audit.results import AuditConfig, DatasetAudit, ViewAudit
 from aflite.checks import CheckData, resolve_checks
 from aflite.data import COLUMNS, Dataset, open_dataset, with_columns
+from aflite.data.options import option_label
 from aflite.device import torch_device
 from aflite.errors import InputError, ParameterError
 from aflite.features import featurize
@@ -160,7 +161,8 @@ def _config(views: Sequence[str] | None, config: AuditConfig | None, overrides: 
     if cfg.tra is None:
         cfg = dataclasses.replace(cfg, tra=torch_device(cfg.device).startswith("cuda"))
     if cfg.peco_encoder == "finetuned" and not cfg.tra:
-        raise ParameterError("peco_encoder='finetuned' needs the fine-tuned models (tra=True)")
+        raise ParameterError(option_label("--peco-encoder finetuned needs the fine-tuned models (--tra)",
+                                          "peco_encoder='finetuned' needs the fine-tuned models (tra=True)"))
     resolve_checks(cfg.checks, "audit")  # each check's options: an unknown check, key or bad value refused
     return cfg
 

@@ -113,7 +113,8 @@ def _from_text(check: str, option: CheckOption, text: str) -> Any:
 
 def parse_check_flag(flags: list[str], declared: Callable[[str], tuple[CheckOption, ...]]) -> dict[str, dict[str, Any]]:
     """``--check NAME:KEY=VALUE`` (repeatable) as ``checks=``'s dict, each value read as its option's type;
-    ``declared(name)`` gives a check's options (and refuses an unknown check)."""
+    ``declared(name)`` gives a check's options (and refuses an unknown check). One option given twice is refused
+    (as a dict cannot hold it twice)."""
     out: dict[str, dict[str, Any]] = {}
     for flag in flags:
         name, colon, rest = flag.partition(":")
@@ -124,5 +125,8 @@ def parse_check_flag(flags: list[str], declared: Callable[[str], tuple[CheckOpti
         if key not in options:
             takes = f"its options: {', '.join(options)}" if options else "it takes no options"
             raise ParameterError(f"--check {flag!r}: check {name!r} has no option {key!r}; {takes}")
-        out.setdefault(name, {})[key] = _from_text(name, options[key], text)
+        given = out.setdefault(name, {})
+        if key in given:  # one value per option: the later one would silently win
+            raise ParameterError(f"--check {flag!r}: option {key!r} of check {name!r} is given twice; give it once")
+        given[key] = _from_text(name, options[key], text)
     return out

@@ -8,7 +8,8 @@ One concept, one spelling:
 * ``--seed N`` — the one seed every random choice flows from (``random_state`` in the library).
 * ``--quiet`` — no progress bars (progress goes to stderr, results to stdout).
 * ``--device`` — one resolver (:func:`aflite.device.resolve_device`) for encoders, fine-tuning and the ensemble.
-* ``--text-a/--text-b/--label/--id-column`` — the columns of a generic table (auto-detected when not given).
+* ``--text-a/--text-b/--label/--id-column`` — the columns of a generic table (auto-detected when not given);
+  ``--file-format`` when the file's extension does not tell.
 * ``--cache-dir DIR``, ``--overwrite``, ``--groups premise|none|twins|COLUMN``.
 
 A flag's name is the keyword of the library function the command calls (``--cache-dir`` is ``cache_dir=``);
@@ -177,6 +178,12 @@ def add_columns(p: argparse.ArgumentParser) -> None:
     g.add_argument("--text-b", default=None, metavar="COL", help="second text (hypothesis) column")
     g.add_argument("--label", default=None, metavar="COL", help="label column")
     g.add_argument("--id-column", default=None, metavar="COL", help="id column (default: row numbers)")
+    g.add_argument("--file-format", default=None, choices=("tsv", "csv", "jsonl", "parquet", "hf"),
+                   metavar="FORMAT", help="the file's format when its extension does not tell: tsv, csv, jsonl, "
+                   "parquet or hf (a saved Hugging Face dataset)")
+    g.add_argument("--max-cell-bytes", default=None, type=int, metavar="BYTES",
+                   help="the most bytes one text cell may hold (default 8 MiB: 8388608); a larger one is refused, "
+                   "naming its line and column")
 
 
 def add_featurizer_flags(p: Any, command: str) -> None:
@@ -251,8 +258,8 @@ def image_options(args: argparse.Namespace) -> dict[str, Any]:
 
 def dataset_options(args: argparse.Namespace) -> dict[str, Any]:
     """The column options the user gave, as keyword arguments of :func:`aflite.data.load_dataset`."""
-    names = ("text_a", "text_b", "label", "id_column")
-    return {key: value for key in names if (value := getattr(args, key, None))}
+    names = ("text_a", "text_b", "label", "id_column", "file_format", "max_cell_bytes")
+    return {key: value for key in names if (value := getattr(args, key, None)) or isinstance(value, int)}
 
 
 

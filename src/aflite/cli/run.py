@@ -60,8 +60,17 @@ def add_pipeline_options(p: argparse.ArgumentParser, featurizer_default: str) ->
 
 
 def _validate(args: argparse.Namespace) -> None:
-    """Before --out is claimed: a featurizer option (or --backend) the chosen featurizer would ignore."""
+    """Before --out is claimed: a featurizer option (or --backend) the chosen featurizer would ignore, and an image
+    option on data read as text (ignored there otherwise)."""
+    from aflite.data.source import modality_of, refuse_image_options
+    from aflite.features.registry import spec
+
     _featurizer_options(args)
+    data = getattr(args, "data", None)  # aflite demo validates as run does, on its bundled text sample (no DATA)
+    modality = "text" if data is None else modality_of(data, reads=spec(args.featurizer).modality,
+                                                       path_column=args.path_column)
+    refuse_image_options(data if data is not None else "the bundled sample", modality,
+                         {"image_size": args.image_size, "skip_bad_images": args.skip_bad_images})
 
 
 def _featurizer_options(args: argparse.Namespace) -> dict[str, Any]:

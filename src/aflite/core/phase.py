@@ -139,6 +139,33 @@ def score_phase(
     return PhaseScores(rows, p, n_heldout, n_correct, time.perf_counter() - start, mask.sum(0), mask)
 
 
+def _check_labels(ya: NDArray[Any]) -> None:
+    """Refuse a missing label (None, NaN, pandas' NA, an empty string) or labels of types that cannot be ordered
+    together (``"a"`` and ``1``) in one line naming the row: otherwise a traceback from deep inside numpy, or a
+    class made of missing values."""
+    if ya.dtype.kind == "f" and np.isnan(ya).any():
+        raise InputError(f"labels hold a missing value (NaN) at row {int(np.flatnonzero(np.isnan(ya))[0])}; give "
+                         f"every row a label or leave the row out")
+    if ya.dtype.kind not in "OUS":
+        return
+    for r, v in enumerate(ya.tolist()):  # None, NaN, pandas' NA, or a string of nothing (as the loaders read it)
+        if v is None or isinstance(v, float) and v != v or type(v).__name__ == "NAType" or \
+                isinstance(v, str | bytes) and not v.strip():
+            raise InputError(f"labels hold a missing value ({v!r}) at row {r}; give every row a label or leave the "
+                             f"row out")
+    if ya.dtype != object:
+        return
+    try:
+        np.unique(ya)
+    except TypeError:
+        kinds: dict[str, int] = {}
+        for r, v in enumerate(ya.tolist()):
+            kinds.setdefault(type(v).__name__, r)
+        (t0, r0), (t1, r1) = list(kinds.items())[:2]
+        raise InputError(f"labels mix types that cannot be compared: {ya[r0]!r} ({t0}) at row {r0} and {ya[r1]!r} "
+                         f"({t1}) at row {r1}; give the labels one type") from None
+
+
 def validate_inputs(X: ArrayLike, y: ArrayLike, groups: ArrayLike | None) -> tuple[Any, NDArray[Any], Any]:
     """Check shapes, lengths, finiteness (chunked, so memory-mapped features stay on disk) and that there are at
     least two classes; groups → codes."""
@@ -167,6 +194,7 @@ def validate_inputs(X: ArrayLike, y: ArrayLike, groups: ArrayLike | None) -> tup
         raise InputError(f"features have {Xd.shape[0]} rows but there are {len(ya)} labels")
     if Xd.shape[0] == 0:
         raise InputError("the dataset is empty")
+    _check_labels(ya)
     step = max(1, (64 << 20) // max(1, 4 * Xd.shape[1]))
     for r0 in range(0, Xd.shape[0], step):  # chunked so that memory-mapped matrices are never loaded whole
         block = Xd[r0 : r0 + step]

@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from aflite.data.cells import row_id
 from aflite.data.columnar import _is_numeric, _is_numeric_list, _list_column_to_matrix, _read_parquet
 from aflite.data.delimited import _read_delimited, _read_jsonl
 from aflite.data.files import (
@@ -200,10 +201,8 @@ def load_ids(path: PathLike, column: str | None = None) -> np.ndarray:
     """Load one id per row, like :func:`load_labels` (default column ``id``); ids must be unique."""
     p = Path(path)
     ids = _load_column(p, column or "id", "id")
-    for r, v in enumerate(ids.tolist()):
-        if any(c in str(v) for c in "\n\r\x00"):  # ids are written one per line (kept_ids.txt)
-            raise InputError(f"{p}: row {r + 1}, column {column or 'id'!r}: id {str(v)!r} contains a line break or "
-                             f"NUL; ids are written one per line")
+    for r, v in enumerate(ids.tolist()):  # ids are written one per line (kept_ids.txt): as a dataset's ids are
+        row_id(p, f"row {r + 1}", column or "id", v)
     uniq, first, counts = np.unique(ids, return_index=True, return_counts=True)
     if (counts > 1).any():
         k = int(np.flatnonzero(counts > 1)[0])

@@ -11,10 +11,10 @@ from typing import Any
 import numpy as np
 
 from aflite.data.files import _INT_RE
-from aflite.data.options import _opt
-from aflite.errors import InputError
+from aflite.data.options import option_label
+from aflite.errors import InputError, ParameterError
 
-__all__ = ["check_encodable", "check_label_apart", "label_of", "row_id", "text_of"]
+__all__ = ["check_cell_limit", "check_encodable", "check_label_apart", "label_of", "row_id", "text_of"]
 
 # Raw label values that mean "no gold label" (SNLI/MNLI `-`; the HF datasets SNLI/MNLI use -1).
 _NO_GOLD = "-"
@@ -57,11 +57,17 @@ def check_label_apart(path: Path, where: str, column: str, raw: Any, lab: str,
     if _label_kind(met[0]) != _label_kind(raw):
         raise InputError(f"{path}: {where}, column {column!r}: label {raw!r} ({type(raw).__name__}) and {met[1]}'s "
                          f"{met[0]!r} ({type(met[0]).__name__}) would be one class {lab!r}; give the column one "
-                         f"type, or map them with {_opt('label_map')}")
+                         f"type{_label_map_hint()}")
     if str(met[0]) != lab:
         raise InputError(f"{path}: {where}, column {column!r}: label {lab!r} differs from {met[1]}'s "
                          f"{str(met[0])!r} only by case or spaces, which would make them two classes; write them "
-                         f"alike, or map them with {_opt('label_map')}")
+                         f"alike{_label_map_hint()}")
+
+
+def _label_map_hint() -> str:
+    """The other way out, where there is one: a label map is a keyword of the Python functions (``label_map=``),
+    with no command-line flag; the command line names only what its user can do (edit the file)."""
+    return option_label(" in the file", ", or map them with label_map=")
 
 
 def _label_kind(lab: Any) -> str:
@@ -75,23 +81,43 @@ def _label_kind(lab: Any) -> str:
 
 
 def row_id(path: Path, where: str, column: str, v: Any) -> str:
-    """One row's id from its id column: present, and one line (ids are written one per line, kept_ids.txt)."""
+    """One row's id from its id column: present, and one line without surrounding white space (ids are written one
+    per line, kept_ids.txt, and every reader of those files strips each line: an id kept exactly here would not be
+    found again there), refused in one line naming the file, row and column."""
+    at = f"{path}: {where}, column {column!r}"
     if v is None or str(v).strip() == "":
-        raise InputError(f"{path}: {where}, column {column!r}: missing id")
-    if any(c in str(v) for c in "\n\r\x00"):
-        raise InputError(f"{path}: {where}, column {column!r}: id {str(v)!r} contains a line break or NUL; "
-                         f"ids are written one per line")
-    check_encodable(path, where, column, "id", str(v))
-    return str(v)
+        raise InputError(f"{at}: missing id")
+    s = str(v)
+    if "\x00" in s or len(s.splitlines()) > 1 or s.endswith(("\n", "\r")):
+        raise InputError(f"{at}: id {s!r} contains a line break or NUL; ids are written one per line")
+    if s != s.strip():
+        raise InputError(f"{at}: id {s!r} begins or ends with white space, which the id files (kept_ids.txt, one id "
+                         f"per line) do not keep; remove it from the ids")
+    check_encodable(path, where, column, "id", s)
+    return s
 
 
-def text_of(path: Path, where: str, col: str, v: Any) -> str:
+def text_of(path: Path, where: str, col: str, v: Any, max_bytes: int | None = None) -> str:
+    """One text cell: a string, valid Unicode, of at most ``max_bytes`` UTF-8 bytes (None: any size), refused in
+    one line naming the file, row and column otherwise."""
     if v is None or isinstance(v, float) and math.isnan(v):  # NaN: a missing string in a pandas column
         raise InputError(f"{path}: {where}, column {col!r}: missing text")
     if not isinstance(v, str):
         raise InputError(f"{path}: {where}, column {col!r}: text must be a string, got {type(v).__name__}")
+    if max_bytes is not None and len(v) * 4 > max_bytes and (size := len(v.encode("utf-8", "surrogatepass"))) > \
+            max_bytes:  # a character is at most 4 bytes: only a long cell is encoded to be measured
+        raise InputError(f"{path}: {where}, column {col!r}: a text of {size:,} bytes, over the limit of "
+                         f"{max_bytes:,} bytes per cell ({option_label('--max-cell-bytes', 'max_cell_bytes=')} "
+                         f"raises it)")
     check_encodable(path, where, col, "text", v)
     return v
+
+
+def check_cell_limit(max_bytes: Any) -> None:
+    """``max_cell_bytes``: a positive int of bytes, or None (no limit)."""
+    if max_bytes is not None and (isinstance(max_bytes, bool) or not isinstance(max_bytes, int) or max_bytes < 1):
+        raise ParameterError(f"{option_label('--max-cell-bytes', 'max_cell_bytes')} must be a positive number of "
+                             f"bytes{option_label('', ' (or None: no limit)')}, got {max_bytes!r}")
 
 
 def check_encodable(path: Path, where: str, col: str, what: str, v: str) -> None:

@@ -41,6 +41,7 @@ from typing import Any
 import numpy as np
 
 from aflite.atomic import umask, write_text
+from aflite.data.cells import row_id
 from aflite.data.columnar import _hf_label_names
 from aflite.data.files import _base_suffix, _is_gzip
 from aflite.data.text import Dataset, SourceInfo, load_dataset
@@ -301,7 +302,9 @@ def _load_hf(p: Path, image_column: str | None, label_column: str | None, id_col
     raw_labels = hf[lcol]
     keep = [i for i, v in enumerate(raw_labels) if v is not None and v != -1]
     labels = [str(names.get(raw_labels[i], raw_labels[i])) for i in keep]
-    ids = [str(hf[id_column][i]) for i in keep] if id_column else [str(i) for i in keep]
+    id_values = hf[id_column] if id_column else None
+    ids = [row_id(p, f"row {i}", str(id_column), id_values[i]) for i in keep] if id_values is not None else [
+        str(i) for i in keep]
     if len(set(ids)) != len(ids):
         raise InputError(f"{p}: column {id_column!r} has duplicate ids")
     folder = p.resolve()

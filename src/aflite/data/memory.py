@@ -20,8 +20,17 @@ from typing import Any
 import numpy as np
 
 from aflite.atomic import JSON, atomic_open
+from aflite.data.cells import check_cell_limit
 from aflite.data.columnar import _hf_label_names
-from aflite.data.text import Dataset, SourceInfo, _from_records, _json_getter, _Records, _resolve_columns
+from aflite.data.text import (
+    MAX_CELL_BYTES,
+    Dataset,
+    SourceInfo,
+    _from_records,
+    _json_getter,
+    _Records,
+    _resolve_columns,
+)
 from aflite.errors import InputError, ParameterError
 
 __all__ = ["MEMORY_TYPES", "check_writable", "filtered_rows", "memory_kind", "rows_sha256", "source_name",
@@ -54,7 +63,7 @@ def source_name(source: Any) -> str:
 def load_memory(obj: Any, *, text_a: str | None = None, text_b: str | None = None, label: str | None = None,
                 id_column: str | None = None, label_map: dict[Any, str] | None = None,
                 group_by_premise: bool = True, groups: str | None = None,
-                file_format: str | None = None) -> Dataset:
+                file_format: str | None = None, max_cell_bytes: int | None = MAX_CELL_BYTES) -> Dataset:
     """``obj`` (see :func:`memory_kind`) as a text :class:`~aflite.data.Dataset`, with the keywords of
     :func:`aflite.data.load_dataset`; ``ds.source.memory`` keeps ``obj`` for :func:`filtered_rows`."""
     kind = memory_kind(obj)
@@ -85,8 +94,9 @@ def load_memory(obj: Any, *, text_a: str | None = None, text_b: str | None = Non
         cols["id"] = key
     src = SourceInfo(name, fmt, schema, False, cols, np.empty(0, np.int64), memory=obj)
     label_names = _hf_label_names(obj, cols["label"]) if kind == "datasets.Dataset" else None
+    check_cell_limit(max_cell_bytes)
     return _from_records(name, _Records(src, records, _cell, where, None, columns, label_names), label_map,
-                         group_by_premise, groups)
+                         group_by_premise, groups, max_cell_bytes)
 
 
 def _records(obj: Any, kind: str, name: Path) -> tuple[list[str], list[JSON], list[str], list[str] | None]:

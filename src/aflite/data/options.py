@@ -13,7 +13,7 @@ from aflite.errors import ParameterError, UnknownKeywordError
 # flag (``--text-a``); the CLI sets this once (see :func:`option_names`), so every message names what the user typed.
 _CLI_NAMES = contextvars.ContextVar("aflite_cli_option_names", default=False)
 _FLAGS = {"text_a": "--text-a", "text_b": "--text-b", "label": "--label", "id": "--id-column", "groups": "--groups",
-          "format": "--format"}
+          "format": "--file-format"}
 
 
 def option_names(cli: bool) -> contextvars.Token[bool]:

@@ -14,17 +14,20 @@ from pathlib import Path
 from typing import Any
 
 from aflite.data.images import is_image_input, load_image_dataset
-from aflite.data.memory import load_memory, memory_kind
+from aflite.data.memory import load_memory, memory_kind, source_name
+from aflite.data.options import option_label
 from aflite.data.text import Dataset, load_dataset
 from aflite.errors import ParameterError
 
-__all__ = ["MODALITIES", "modality_of", "open_dataset"]
+__all__ = ["MODALITIES", "modality_of", "open_dataset", "refuse_image_options", "refuse_text_options"]
 
 MODALITIES = ("text", "image")
-TEXT_OPTIONS = ("file_format", "text_a", "text_b", "label_map", "group_by_premise", "groups")  # text loader only
+TEXT_OPTIONS = ("file_format", "text_a", "text_b", "label_map", "group_by_premise", "groups",
+                "max_cell_bytes")  # text loader only
 IMAGE_OPTIONS = ("path_column", "skip_bad_images")  # image loader only
+# every keyword open_dataset passes on (an unknown one is named, not a TypeError)
 LOADER_OPTIONS = ("text_a", "text_b", "label", "id_column", "label_map", "groups", "group_by_premise", "file_format",
-                  *IMAGE_OPTIONS)  # every keyword open_dataset passes on (an unknown one is named, not a TypeError)
+                  "max_cell_bytes", *IMAGE_OPTIONS)
 
 
 def modality_of(source: Any, *, reads: str = "any", path_column: str | None = None) -> str:
@@ -37,6 +40,32 @@ def modality_of(source: Any, *, reads: str = "any", path_column: str | None = No
     if memory_kind(source) is not None:  # in-memory data are read as text (load_memory refuses an Image column)
         return "text"
     return "image" if is_image_input(source, path_column) else "text"
+
+
+def refuse_image_options(source: Any, modality: str, given: dict[str, Any]) -> None:
+    """Refuse, in one line naming them (the flag on the command line, the keyword in Python), the image options
+    set in ``given`` (keyword -> value; None, False and the default image size are "not set") when ``source`` is
+    read as text: they would be ignored without a word (``--image-size 64`` on a TSV)."""
+    if modality != "text":
+        return
+    unset = {"image_size": (None, 224)}
+    names = [option_label(f"--{k.replace('_', '-')}", k) for k, v in given.items()
+             if v is not None and v is not False and v not in unset.get(k, (None,))]
+    if names:
+        raise ParameterError(f"{', '.join(names)}: image option(s), but {source_name(source)} is read as text (name "
+                             f"the image column with {option_label('--path-column', 'path_column=')}, or use an "
+                             f"image featurizer)")
+
+
+def refuse_text_options(source: Any, given: dict[str, Any]) -> None:
+    """The reverse of :func:`refuse_image_options`: options that only a text file has (its text columns, its
+    format, its cells' size limit), given for data read as images, are refused rather than dropped unread."""
+    names = [option_label(f"--{k.replace('_', '-')}", k) for k in ("text_a", "text_b", "file_format", "max_cell_bytes")
+             if given.get(k) not in (None, "auto")]
+    names += ["label_map"] if given.get("label_map") is not None else []
+    if names:
+        raise ParameterError(f"{', '.join(names)}: text option(s), but {source_name(source)} is read as images "
+                             f"(drop them)")
 
 
 def open_dataset(source: Any, *, reads: str = "any", modality: str | None = None,
@@ -66,5 +95,6 @@ def open_dataset(source: Any, *, reads: str = "any", modality: str | None = None
     if modality not in MODALITIES:
         raise ParameterError(f"unknown modality {modality!r}; choose one of {', '.join(MODALITIES)}")
     if modality == "image":
+        refuse_text_options(source, given)
         return load_image_dataset(Path(source), **{k: v for k, v in given.items() if k not in TEXT_OPTIONS})
     return load_dataset(source, **{k: v for k, v in given.items() if k not in IMAGE_OPTIONS})

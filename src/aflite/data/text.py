@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from aflite.atomic import JSON
-from aflite.data.cells import check_label_apart, label_of, row_id, text_of
+from aflite.data.cells import check_cell_limit, check_label_apart, label_of, row_id, text_of
 from aflite.data.columnar import _hf_label_names, _load_hf, _read_parquet
 from aflite.data.delimited import _read_delimited, _read_jsonl
 from aflite.data.families import twin_families
@@ -91,6 +91,10 @@ class Dataset:
 
 
 _FORMATS = ("auto", "tsv", "csv", "jsonl", "parquet", "hf")
+# The most bytes (UTF-8) one text cell may hold: far beyond any sentence or document an encoder reads (MiniLM
+# reads 256 tokens), far below what n-gram features of one cell can hold in memory (a 200 MB cell was killed for
+# memory after 219 s); ``max_cell_bytes=`` / ``--max-cell-bytes`` raises it, None lifts it.
+MAX_CELL_BYTES = 8 << 20
 
 
 def load_dataset(
@@ -103,6 +107,7 @@ def load_dataset(
     label_map: dict[Any, str] | None = None,
     group_by_premise: bool = True,
     groups: str | None = None,
+    max_cell_bytes: int | None = MAX_CELL_BYTES,
 ) -> Dataset:
     """Load a text dataset, recognising SNLI/MNLI JSONL, GLUE TSVs (MNLI, QNLI, RTE), the project's
     premise/hypothesis TSV (gzip, no quoting) and generic CSV/TSV/JSONL/Parquet/HF datasets with named
@@ -113,7 +118,9 @@ def load_dataset(
     error. For pair data, rows with the same premise text share a group id (``group_by_premise``).
     ``groups`` overrides that: ``"premise"`` (the default; no groups for single texts), ``"none"``, ``"twins"``
     (families: rows joined by a shared premise or hypothesis, see :func:`aflite.data.twin_families`), or the
-    name of a column whose value is the group (e.g. the family id of counterfactual twins).
+    name of a column whose value is the group (e.g. the family id of counterfactual twins). A text cell over
+    ``max_cell_bytes`` bytes (:data:`MAX_CELL_BYTES`, 8 MiB; None: no limit) is refused naming its line and column,
+    before anything is featurized.
     """
     if groups is not None and groups not in ("premise", "none", "twins") and not str(groups).strip():
         raise ParameterError(f"{_opt('groups')}: give premise, none, twins or a column name")
@@ -123,17 +130,19 @@ def load_dataset(
     _check_exists(p)
     fmt = file_format if file_format != "auto" else _detect_format(p)
     roles = {"text_a": text_a, "text_b": text_b, "label": label, "id": id_column}
-    return _from_records(p, _READERS[fmt](p, fmt, roles), label_map, group_by_premise, groups)
+    check_cell_limit(max_cell_bytes)
+    return _from_records(p, _READERS[fmt](p, fmt, roles), label_map, group_by_premise, groups, max_cell_bytes)
 
 
 def _from_records(p: Path, rec: _Records, label_map: dict[Any, str] | None, group_by_premise: bool,
-                  groups: str | None) -> Dataset:
+                  groups: str | None, max_cell_bytes: int | None = MAX_CELL_BYTES) -> Dataset:
     """The :class:`Dataset` of records read by any reader (a file's, or :mod:`aflite.data.memory`'s): rows without
     a gold label dropped and counted, empty texts counted, groups made."""
     if label_map is None and rec.label_map is not None:
         label_map = rec.label_map
     src, records, get, where, raw, all_cols = rec.src, rec.records, rec.get, rec.where, rec.raw, rec.all_cols
-    ds = _build(p, src, records, get, where, raw, all_cols, label_map, group_by_premise and groups != "none")
+    ds = _build(p, src, records, get, where, raw, all_cols, label_map, group_by_premise and groups != "none",
+                max_cell_bytes)
     if _CLI_NAMES.get() and ds.n_dropped:  # on screen, so that a smaller |D| than the file's is never a surprise
 
         why = ", ".join(f"{n:,} {k.replace('_', ' ')}" for k, n in sorted(ds.dropped.items()))
@@ -272,7 +281,7 @@ def _detect_format(path: Path) -> str:
         return "tsv" if b"\t" in first else "csv"
     raise InputError(
         f"{path}: cannot tell the format from the extension {suffix or '(none)'!r}; "
-        "pass file_format= (tsv, csv, jsonl, parquet or hf)"
+        f"pass {_opt('format')} (tsv, csv, jsonl, parquet or hf)"
     )
 
 
@@ -353,6 +362,7 @@ def _build(
     all_cols: list[str],
     label_map: dict[Any, str] | None,
     group_by_premise: bool,
+    max_cell_bytes: int | None = MAX_CELL_BYTES,
 ) -> Dataset:
     cols = src.columns
     ca, cb, cl, ci = cols["text_a"], cols["text_b"], cols["label"], cols["id"]
@@ -376,9 +386,9 @@ def _build(
         if label_map is None:
             check_label_apart(path, where[i], cl, raw_lab, lab, seen_labels)
         labels.append(lab)
-        texts_a.append(text_of(path, where[i], ca, get(rec, ca)))
+        texts_a.append(text_of(path, where[i], ca, get(rec, ca), max_cell_bytes))
         if texts_b is not None and cb is not None:
-            texts_b.append(text_of(path, where[i], cb, get(rec, cb)))
+            texts_b.append(text_of(path, where[i], cb, get(rec, cb), max_cell_bytes))
         ids.append(row_id(path, where[i], ci, get(rec, ci)) if ci is not None else f"row-{i}")
         for c in other_cols:
             v = get(rec, c)

@@ -14,9 +14,11 @@ from numpy.typing import NDArray
 from aflite.atomic import JSON
 from aflite.core.phase import predictability
 from aflite.data import open_dataset
+from aflite.data.options import option_label
 from aflite.errors import InputError, ParameterError
 from aflite.evaluate.records import SingleIterationInfo
 from aflite.features import featurize_dataset
+from aflite.features.cache import check_run_features
 from aflite.features.registry import run_options
 from aflite.rundir.names import KEPT_IDS, WARMUP_IDS
 from aflite.rundir.read import read_run
@@ -132,6 +134,7 @@ class _Run:
     summary: JSON  # the run's results.json body
     name: str
     warmup: NDArray[np.intp] = field(default_factory=lambda: np.empty(0, dtype=np.intp))
+    fingerprint: str | None = None  # of the Φ and labels the run filtered (its checkpoint's)
 
 
 def _read_run(path: Path, id_to_row: dict[str, int], taken: set[str]) -> _Run:
@@ -155,7 +158,8 @@ def _read_run(path: Path, id_to_row: dict[str, int], taken: set[str]) -> _Run:
         raise InputError(f"{path / WARMUP_IDS}: {len(unknown)} id(s) are not in the dataset, e.g. "
                          f"{unknown[0]!r} (was this run made from another file?)")
     warm = np.sort(np.asarray([id_to_row[i] for i in warm_ids], dtype=np.intp))
-    return _Run(path, np.sort(np.asarray([id_to_row[i] for i in ids], dtype=np.intp)), record.summary, name, warm)
+    return _Run(path, np.sort(np.asarray([id_to_row[i] for i in ids], dtype=np.intp)), record.summary, name, warm,
+                record.fingerprint())
 
 
 def label_matched_rows(pool: NDArray[np.intp], labels: NDArray[Any], kept: NDArray[np.intp],
@@ -187,7 +191,8 @@ def single_iteration_rows(
     params = run.summary.get("parameters")
     if not f or not params:
         raise InputError(f"{run.path}: results.json lacks the featurizer or parameters needed for the "
-                         "single-iteration baseline (pass single_iteration=False / --no-single-iteration)")
+                         f"single-iteration baseline (pass "
+                         f"{option_label('--no-single-iteration', 'single_iteration=False')})")
     name, view = f["name"], f.get("view", "pair")
     opts = run_options(name, f.get("options"))  # the run's own Φ: its backend, this release's option names
     run_seed = int(params.get("random_state", 0))
@@ -200,6 +205,8 @@ def single_iteration_rows(
                               read_only=[run.path / "cache", cache_dir], show_progress=show_progress, **opts)
     rows = np.asarray(feats.rows, dtype=np.intp)
     X = feats.X.toarray() if hasattr(feats.X, "toarray") else feats.X
+    check_run_features(X, ds.labels[rows], run.fingerprint, run.path, feats.cache_path if feats.from_cache else None,
+                       str(run.summary.get("dataset") or "DATA"))
     groups = ds.groups[rows] if (params.get("groups") and ds.groups is not None) else None
     ph = predictability(X, ds.labels[rows], n_partitions=n_models, train_size=int(params["train_size"]),
                         groups=groups, random_state=seed)

@@ -12,6 +12,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from aflite.atomic import JSON
+from aflite.data.options import option_label
 from aflite.errors import ParameterError
 from aflite.splits import stratified_mask
 
@@ -77,7 +78,7 @@ def make_circles_dataset(
     """
     sep = check_fraction("separation", separation)
     if isinstance(n_samples, bool) or int(n_samples) != n_samples or n_samples < 8:
-        raise ParameterError(f"n_samples={n_samples} must be an integer >= 8")
+        raise ParameterError(f"{option_label('--n-samples ', 'n_samples=')}{n_samples} must be an integer >= 8")
     n = int(n_samples)
     bias_fraction = check_fraction("bias_fraction", bias_fraction, closed=True)
     if flip_fraction is None:

@@ -49,6 +49,7 @@ from numpy.typing import NDArray
 from aflite.atomic import JSON, atomic_open
 from aflite.core.filter import AFLite
 from aflite.core.phase import Strategy
+from aflite.data.options import option_label
 from aflite.errors import ParameterError
 from aflite.experiments.circles import (  # the data of the experiment (aflite.experiments.circles)
     BIAS_FRACTION,
@@ -324,7 +325,8 @@ def run_synthetic(
     params = _aflite_params(aflite_params)
     target = params["target_size"]
     if isinstance(target, int) and target >= n_samples:
-        raise ParameterError(f"n_samples={n_samples} must exceed AFLite's target size n={target}")
+        raise ParameterError(f"{option_label('--n-samples ', 'n_samples=')}{n_samples} must exceed AFLite's target "
+                             f"size n={target}")
     dev_fraction = _check_fraction("dev_fraction", dev_fraction)
 
     AFLite(**params).resolved_params(n_samples)  # τ, m, k and t < n < |D| refused before the first run

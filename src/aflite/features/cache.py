@@ -1,7 +1,9 @@
 """The on-disk cache of :func:`aflite.features.compute.featurize`: one matrix per featurizer, view and content hash
-(``<featurizer>-<view>-<hash>.npy``, sparse ``.npz``, with its ``.json`` record and a warm-up's rows), encoder
+(``<featurizer>-<view>-<hash>.npy``, sparse ``.npz``, with its ``.json`` record, which holds the matrix file's
+sha256, and a warm-up's rows), encoder
 runs written chunk by chunk to ``<stem>.parts/`` so that a restarted run resumes, and read-only cache folders
-(another command's) looked in first."""
+(another command's) looked in first. Every reader goes through :func:`load_cached`, which verifies the recorded
+sha256 before the matrix is used: an entry whose bytes changed (same shape, other numbers) is never used."""
 
 from __future__ import annotations
 
@@ -18,9 +20,11 @@ import numpy as np
 import scipy.sparse as sp
 
 from aflite.atomic import JSON, atomic_open, write_json, write_npy
+from aflite.errors import InputError
 from aflite.features.base import FeatureJob, Matrix, log, progress_bar
+from aflite.hashing import file_sha256, inputs_fingerprint
 
-__all__ = ["final_path", "load_cached", "read_only_hit", "store", "transform_chunked"]
+__all__ = ["check_run_features", "final_path", "load_cached", "read_only_hit", "store", "transform_chunked"]
 
 
 def read_only_hit(folders: Sequence[str | os.PathLike[str]], stem: str) -> tuple[Matrix, Path, JSON] | None:
@@ -32,6 +36,19 @@ def read_only_hit(folders: Sequence[str | os.PathLike[str]], stem: str) -> tuple
             log.info("features loaded from %s (read only)", folder / stem)
             return found[0], final_path(folder, stem, found[0]), found[1]
     return None
+
+
+def check_run_features(X: Any, y: np.ndarray, fingerprint: str | None, run_path: Path, source: Path | None,
+                       data_name: str) -> None:
+    """Refuse Φ (of the run's rows, in its order, with their labels) that is not the Φ the run in ``run_path``
+    filtered: its checkpoint's ``fingerprint`` differs. Every reader of a run's Φ (explain, evaluate's
+    single-iteration baseline) asks this before use; ``source`` is the cache file Φ was read from (None: computed),
+    named in the message. No fingerprint (no readable checkpoint): nothing to check against."""
+    if fingerprint is None or inputs_fingerprint(X, y) == fingerprint:
+        return
+    what = "Φ computed from DATA" if source is None else f"Φ read from {source}"
+    raise InputError(f"{data_name}: {what} is not the Φ the run in {run_path} filtered (checkpoint fingerprint "
+                     f"differs): another dataset, another featurizer option, or another Φ cache")
 
 
 def store(job: FeatureJob, x: Any, warmup: np.ndarray | None, n: int, info: JSON) -> Path:
@@ -49,7 +66,8 @@ def store(job: FeatureJob, x: Any, warmup: np.ndarray | None, n: int, info: JSON
     else:
         write_npy(out_path, np.asarray(x))
     write_json(cache / f"{stem}.json", {"featurizer": job.name, "view": job.view, "options": job.options,
-                                        "n_rows": n, "shape": list(x.shape), "info": info})
+                                        "n_rows": n, "shape": list(x.shape), "sha256": file_sha256(out_path),
+                                        "info": info})
     shutil.rmtree(cache / f"{stem}.parts", ignore_errors=True)
     with contextlib.suppress(FileNotFoundError):
         (cache / f"{stem}.warmup.pt").unlink()
@@ -61,9 +79,11 @@ def final_path(cache: Path, stem: str, x: Any) -> Path:
 
 
 def load_cached(cache: Path, stem: str, drop_damaged: bool = True) -> tuple[Matrix, JSON] | None:
-    """The cached matrix and its info, or None: when absent, and when damaged (unreadable, or not the shape
-    its .json records; a warning says so and, with ``drop_damaged``, the entry is removed, so that it is recomputed
-    and rewritten)."""
+    """The cached matrix and its info, or None: when absent, and when damaged (unreadable, not the shape its .json
+    records, or bytes whose sha256 is not the one it records — or records none, as an older aflite wrote it: such an
+    entry cannot be verified); a warning naming the file says so and, with ``drop_damaged``, the entry is removed, so
+    that it is recomputed and rewritten. A damaged entry is never used: another command's cache (a run folder's,
+    read only) is recomputed into the reader's own."""
     meta = cache / f"{stem}.json"
     dense, sparse = cache / f"{stem}.npy", cache / f"{stem}.npz"
     if not (dense.is_file() or sparse.is_file()) and not meta.is_file():
@@ -71,6 +91,7 @@ def load_cached(cache: Path, stem: str, drop_damaged: bool = True) -> tuple[Matr
     try:
         described = json.loads(meta.read_text(encoding="utf-8"))
         info = dict(described.get("info", {}))
+        _check_sha256(dense if dense.is_file() else sparse, described.get("sha256"))
         if dense.is_file():
             x: Matrix = np.load(dense, allow_pickle=False)
         elif sparse.is_file():
@@ -81,12 +102,23 @@ def load_cached(cache: Path, stem: str, drop_damaged: bool = True) -> tuple[Matr
             raise ValueError(f"shape {list(x.shape)}, expected {described['shape']}")
     except (OSError, ValueError, KeyError, TypeError, AttributeError, EOFError) as exc:
         why = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        log.warning("damaged feature cache entry %s (%s): recomputing it", cache / stem, why)
+        log.warning("damaged feature cache entry %s (%s): recomputing it",
+                    dense if dense.is_file() else sparse if sparse.is_file() else cache / stem, why)
         for f in (meta, dense, sparse) if drop_damaged else ():
             with contextlib.suppress(OSError):
                 f.unlink()
         return None
     return x, info
+
+
+def _check_sha256(matrix: Path, recorded: Any) -> None:
+    """Refuse (ValueError: the entry is damaged) a matrix file whose bytes are not those its record describes."""
+    if not matrix.is_file():
+        raise ValueError("the matrix file is missing")
+    if not isinstance(recorded, str):
+        raise ValueError("its record holds no sha256 of the matrix (an older aflite's cache): it cannot be verified")
+    if file_sha256(matrix) != recorded:
+        raise ValueError("its sha256 differs from the one the cache recorded: the bytes changed since")
 
 
 def transform_chunked(

@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from aflite.data.options import option_label
 from aflite.errors import InputError, ParameterError
 from aflite.features.base import BaseFeaturizer
 
@@ -32,8 +33,8 @@ def load_embeddings(
         if suffix == ".npy":
             x = np.load(p, allow_pickle=False)
             if ids_path is None:
-                raise ParameterError(f"{p}: a .npy embeddings file needs its ids file (embedding_ids=, "
-                                     "--embedding-ids: one id per row)")
+                raise ParameterError(f"{p}: a .npy embeddings file needs its ids file "
+                                     f"({option_label('--embedding-ids', 'embedding_ids=')}: one id per row)")
             ids = _load_ids(Path(ids_path))
         elif suffix == ".npz":
             with np.load(p, allow_pickle=False) as z:
@@ -122,7 +123,8 @@ class PrecomputedFeaturizer(BaseFeaturizer):
         embedding_column: str | None = None,
     ) -> None:
         if embeddings is None:
-            raise ParameterError("precomputed features need embeddings= (a .npy/.npz/.parquet file)")
+            raise ParameterError(f"precomputed features need {option_label('--embeddings', 'embeddings=')} (a "
+                                 f".npy/.npz/.parquet file)")
         self.embeddings = embeddings
         self.ids = ids
         self.embedding_ids = embedding_ids

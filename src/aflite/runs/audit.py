@@ -25,7 +25,7 @@ from aflite.audit.kinds import ImageAudit, audit_kind
 from aflite.audit.results import audit_verdict, check_sections, check_verdicts
 from aflite.checks import resolve_checks
 from aflite.data import Columns, open_dataset, source_name, with_columns
-from aflite.errors import InputError, ParameterError
+from aflite.errors import InputError, ParameterError, takes_mappings
 from aflite.report.explorer import reframe_audit
 from aflite.rundir.bodies import Document
 from aflite.rundir.folder import RunFolder, claims
@@ -157,6 +157,7 @@ def _featurizer_config(config: Any, featurizer: str | None,
 @claims("audit")  # a path given as out is claimed as the CLI claims --out
 @limited  # one thread policy (aflite.threads)
 @recording_warnings()  # scikit-learn's warnings counted in results.json (aflite.rundir.results)
+@takes_mappings("dataset_options", "image_options", "featurizer_options")
 def audit_file(
     data_path: Any,
     out: str | os.PathLike[str] | RunFolder,

@@ -26,7 +26,8 @@ from aflite.cluster.shards import run_shards, shards_to_npy
 from aflite.core.backends.dask import use_cluster
 from aflite.data import Columns, with_columns
 from aflite.data.images import files_fingerprint
-from aflite.errors import InputError, OutputError, ParameterError
+from aflite.data.source import refuse_image_options, refuse_text_options
+from aflite.errors import InputError, OutputError, ParameterError, takes_mappings
 from aflite.features import featurize_dataset, make_featurizer
 from aflite.features.npy import embed_to_npy
 from aflite.features.registry import featurizer_names, spec
@@ -80,6 +81,7 @@ def check_embed_out(out: str | os.PathLike[str], overwrite: bool = False, resume
 
 @claims("embed")  # a path given as out is claimed as the CLI claims --out
 @recording_warnings()  # scikit-learn's warnings counted in results.json (aflite.rundir.results)
+@takes_mappings("featurizer_options", "dataset_options")
 def embed(data_path: Any, out: str | os.PathLike[str] | RunFolder, *, featurizer: str = "ngram",
           view: str = "pair", featurizer_options: JSON | None = None, warmup_size: float = 0.1,
           cache_dir: str | os.PathLike[str] | None = None, seed: int = 0, device: str = "auto",
@@ -107,6 +109,11 @@ def embed(data_path: Any, out: str | os.PathLike[str] | RunFolder, *, featurizer
     :class:`EmbedResult`.
     """
     dataset_options = with_columns(dataset_options, columns, "embed")
+    path_column = dict(dataset_options or {}).get("path_column")
+    modality = data.modality_of(data_path, reads=spec(featurizer).modality, path_column=path_column)
+    refuse_image_options(data_path, modality, {"image_size": image_size, "skip_bad_images": skip_bad_images})
+    if modality == "image":  # before the folder is touched (open_dataset refuses them too, later)
+        refuse_text_options(data_path, dict(dataset_options or {}))
     folder = RunFolder.of(out, "embed")
     check_embed_out(folder.path, overwrite, resume)
     if cluster is not None:

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from aflite.data import COLUMNS, with_columns
-from aflite.errors import ParameterError, UnknownKeywordError
+from aflite.errors import ParameterError, UnknownKeywordError, takes_mappings
 from aflite.evaluate import EvaluateResult, compare_runs, load_eval_set, load_hans
 from aflite.rundir.folder import RunFolder, claims
 from aflite.rundir.lock import check_outside_runs
@@ -129,6 +129,7 @@ def _with_columns(keywords: dict[str, Any]) -> dict[str, Any]:
 
 @claims("evaluate")  # a path given as out is claimed as the CLI claims --out
 @recording_warnings()  # scikit-learn's warnings counted in results.json (aflite.rundir.results)
+@takes_mappings("dataset_options", "featurizer_options")
 def evaluate(data: Any, runs: Sequence[str | os.PathLike[str]],
              out: str | os.PathLike[str] | RunFolder | None = None, *,
              cache_dir: str | os.PathLike[str] | None = None, overwrite: bool = False,

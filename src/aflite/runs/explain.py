@@ -27,12 +27,13 @@ import numpy as np
 
 from aflite.checks import CheckData, check_files, check_names, resolve_checks, run_checks
 from aflite.data import Columns, open_dataset, source_name, with_columns
-from aflite.errors import InputError, ParameterError
+from aflite.data.options import option_label
+from aflite.errors import InputError, ParameterError, takes_mappings
 from aflite.explain.files import FILES, ExplainResult, check_columns, explain_results
 from aflite.explain.recompute import first_phase, token_texts
 from aflite.features import Features, featurize_dataset
+from aflite.features.cache import check_run_features
 from aflite.features.registry import refuse_untaken, run_options, spec
-from aflite.hashing import inputs_fingerprint
 from aflite.rundir.folder import RunFolder, claims
 from aflite.rundir.lock import check_outside_runs
 from aflite.rundir.manifest import RESERVED
@@ -113,11 +114,8 @@ def _run_features(data_path: Any, ds: Any, rows: np.ndarray, run: RunRecord, fea
                          f"(warm-up slice differs); is {run.path} a run of this file?")
     X = feats.X[np.asarray([fpos[int(r)] for r in rows])] if len(fpos) != len(rows) or not np.array_equal(
         np.asarray(feats.rows), rows) else feats.X
-    fp = run.fingerprint()
-    if fp is not None and inputs_fingerprint(X, ds.labels[rows]) != fp:
-        raise InputError(f"{source_name(data_path)}: Φ computed from DATA is not the Φ the run in {run.path} filtered "
-                         f"(checkpoint fingerprint differs): another dataset, another featurizer option, or another "
-                         f"Φ cache")
+    check_run_features(X, ds.labels[rows], run.fingerprint(), run.path, feats.cache_path if feats.from_cache else None,
+                       source_name(data_path))
     return X
 
 
@@ -152,8 +150,9 @@ def explain_check_options(checks: dict[str, Any] | None, aliases: dict[str, Any]
                 continue  # a built-in check taken out of the registry
             opts = merged.setdefault(name, {})
             if isinstance(opts, dict) and key in opts and opts[key] != value:
-                raise ParameterError(f"check {name!r}: option {key!r} given twice, {opts[key]!r} in checks and "
-                                     f"{value!r} as {keyword}= (--{keyword.replace('_', '-')})")
+                twice = option_label(f"{opts[key]!r} from --check and {value!r} from --{keyword.replace('_', '-')}",
+                                     f"{opts[key]!r} in checks and {value!r} as {keyword}=")
+                raise ParameterError(f"check {name!r}: option {key!r} given twice, {twice}")
             if isinstance(opts, dict):
                 opts[key] = value
     return resolve_checks(merged, "explain")
@@ -170,6 +169,7 @@ def _check_outputs(found: dict[str, Any], folder: RunFolder, rows: int) -> None:
 @claims("explain")  # a path given as out is claimed as the CLI claims --out
 @limited  # one thread policy (aflite.threads)
 @recording_warnings()  # scikit-learn's warnings counted in results.json (aflite.rundir.results)
+@takes_mappings("dataset_options", "image_options", "featurizer_options")
 def explain(
     data_path: Any,
     run_dir: str | os.PathLike[str],

@@ -28,8 +28,9 @@ from aflite.core.phase import resolve_size
 from aflite.data import images
 from aflite.data.memory import FILTERED, check_writable, rows_sha256
 from aflite.data.options import Columns, with_columns
+from aflite.data.source import refuse_image_options
 from aflite.defaults import SNLI_DEFAULTS
-from aflite.errors import InputError, ParameterError
+from aflite.errors import InputError, ParameterError, takes_mappings
 from aflite.evaluate import compare_partial_input, probe_skip_reason
 from aflite.features import Features, featurize_dataset
 from aflite.features.registry import featurizer_options as featurizer_options_for
@@ -196,7 +197,9 @@ def _open(data_path: Any, featurizer: str, group_spec: str, dataset_options: dic
     loader = {**{k: v for k, v in (image_options or {}).items() if v is not None}, **(dataset_options or {})}
     if group_spec != "premise":  # premise is the loader's own default for pairs (no groups for single texts)
         loader["groups"] = group_spec
-    return data.open_dataset(data_path, reads=spec(featurizer).modality, **loader)
+    ds = data.open_dataset(data_path, reads=spec(featurizer).modality, **loader)
+    refuse_image_options(data_path, ds.modality, {"skip_bad_images": loader.get("skip_bad_images")})
+    return ds
 
 
 @contextlib.contextmanager
@@ -364,6 +367,7 @@ def _write_data(ds: Any, rows: np.ndarray, feats: Features, res: FilterResult, o
 @claims("run")  # a path given as out is claimed as the CLI claims --out
 @limited  # one thread policy (aflite.threads)
 @recording_warnings()  # scikit-learn's warnings counted in results.json (aflite.rundir.results)
+@takes_mappings("params", "dataset_options", "featurizer_options", "image_options")
 def run(data_path: Any, out: str | os.PathLike[str] | RunFolder | None = None, *, featurizer: str = "ngram",
         view: str = "pair", params: dict[str, Any] | None = None, strategy: str = "slicing", seed: int = 0,
         groups: bool | str = True, cache_dir: str | os.PathLike[str] | None = None, resume: bool = False,
