@@ -6,6 +6,7 @@ lock; ``--out ''`` is refused. The CLI cases run ``python -m aflite`` in a child
 
 from __future__ import annotations
 
+import argparse
 import csv
 import hashlib
 import json
@@ -186,6 +187,26 @@ def test_report_holds_the_folders_lock(good_run, tmp_path, capsys):
 
 def test_an_empty_out_on_the_command_line_is_refused(tsv, tmp_path):
     err = one_line(aflite("run", tsv, "--out", "", *FAST, cwd=tmp_path))
+    assert "--out" in err and "empty path" in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
+
+
+def test_an_empty_out_of_every_command_is_refused(tmp_path):
+    """Every command's --out (the card's too, which declares its own) refuses '' before anything is read."""
+    from aflite.cli import build_parser
+
+    parser = build_parser()
+    for name, sub in parser._subparsers._group_actions[0].choices.items():  # type: ignore[union-attr]
+        action = sub._option_string_actions.get("--out")
+        if action is None:
+            continue
+        with pytest.raises(argparse.ArgumentTypeError, match="empty path"):
+            action.type("")  # the parser turns this into one line and exit 2
+        assert name
+
+
+def test_an_empty_card_out_is_refused_on_the_command_line(tmp_path):
+    err = one_line(aflite("card", str(tmp_path / "run"), "--out", "", cwd=tmp_path))
     assert "--out" in err and "empty path" in err
     assert sorted(p.name for p in tmp_path.iterdir()) == []
 

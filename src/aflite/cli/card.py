@@ -8,6 +8,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from aflite.cli.options import out_path
+
 # the library calls whose keywords this command's flags are (tests/test_cli_keywords.py reads them)
 LIBRARY = ("aflite.card:write_card",)
 
@@ -27,7 +29,7 @@ def register(sub: Any) -> None:
         "not changed, and a file in DIR that aflite card did not write is never replaced.",
     )
     p.add_argument("run_dir", type=Path, metavar="RUN_DIR", help="the --out folder of aflite run (or demo)")
-    p.add_argument("--out", required=True, type=Path,
+    p.add_argument("--out", required=True, type=out_path,
                    help="the card's folder (README.md, the data file, manifest.json); not the run folder or inside it")
     p.add_argument("--evaluate", type=Path, default=None, metavar="DIR",
                    help="an aflite evaluate folder made from this run: its figures go on the card")
