@@ -544,3 +544,48 @@ def test_a_command_with_a_page_is_declared_in_one_place(tmp_path: Path, small_sn
         assert word in firsts and browser.shown(driver) < 300
     finally:
         driver.quit()
+
+
+def _plugin(*names: str) -> types.ModuleType:
+    """A CLI module whose register() adds a parser under each of ``names``."""
+    module = types.ModuleType("cli_plugin")
+
+    def register(sub: Any) -> None:
+        for n in names:
+            sub.add_parser(n, help="a plug-in").set_defaults(handler=lambda args: 0)
+
+    module.register, module.LIBRARY = register, ()  # type: ignore[attr-defined]
+    return module
+
+
+@pytest.mark.parametrize(("name", "module", "match"), [
+    ("", _plugin(""), "add_command\\(''\\): a command's name is lowercase letters"),
+    ("Run me", _plugin("Run me"), "a command's name is"),
+    ("run", _plugin("run"), "aflite has a command of that name"),
+    ("mine", _plugin("run"), "its register\\(subparsers\\) adds 'run' \\(run: aflite's own\\), not only 'mine'"),
+    ("mine", _plugin("other"), "adds 'other', not only 'mine'"),
+    ("mine", _plugin("mine", "card"), "adds 'mine', 'card' \\(card: aflite's own\\)"),
+    ("mine", _plugin(), "adds nothing, not only 'mine'"),
+])
+def test_add_command_refuses_a_name_that_would_break_the_cli_in_one_line(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], name: str, module: types.ModuleType,
+        match: str) -> None:
+    monkeypatch.setattr(aflite_cli, "_ADDED", {})
+    with pytest.raises(ParameterError, match=match) as err:
+        aflite_cli.add_command(name, module)
+    assert "\n" not in str(err.value) and aflite_cli._ADDED == {}
+    assert main(["--help"]) == 0 and "COMMAND" in capsys.readouterr().out  # every aflite call still works
+
+
+def test_a_plugin_that_changes_after_add_command_is_left_out_not_fatal(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setattr(aflite_cli, "_ADDED", {})
+    module = _plugin("mine")
+    aflite_cli.add_command("mine", module)
+    assert main(["mine"]) == 0
+    module.register = _plugin("mine", "run").register  # type: ignore[attr-defined]
+    assert main(["--help"]) == 0
+    captured = capsys.readouterr()
+    assert "the added command 'mine' is left out: its register(subparsers) adds 'mine', 'run'" in captured.err
+    assert "\n    run " in captured.out and "mine" not in captured.out
+    assert main(["run", "--help"]) == 0  # aflite's own run, not the plug-in's

@@ -46,12 +46,30 @@ class Body:
 
 
 @dataclass(frozen=True)
+class RunParameters:
+    """A run's parameters as counts for its dataset (:meth:`aflite.core.filter.AFLite.resolved_params`), what
+    explain and evaluate rebuild the filter from."""
+
+    dataset_size: int
+    target_size: int
+    n_partitions: int
+    train_size: int
+    slice_size: int
+    threshold: float
+    strategy: str
+    model: str
+    C: float
+    random_state: int | None = None  # the seed as given (None: drawn, recorded as the envelope's seed)
+    groups: bool = False  # the partitions kept each group on one side
+
+
+@dataclass(frozen=True, kw_only=True)
 class RunBody(Body):
     """``aflite run``/``demo``/``filter``: the run's own numbers (what evaluate, explain, the card, audit --compare
     and the page read back)."""
 
     commands: ClassVar[tuple[str, ...]] = RUN_COMMANDS
-    parameters: dict[str, Any] = dataclasses.field(default_factory=dict)
+    parameters: RunParameters
     size_before: int = 0
     size_after: int = 0
     n_iterations: int = 0
@@ -188,35 +206,58 @@ def _build(cls: type[Any], obj: dict[str, Any], path: Path, required: tuple[str,
             continue
         value = obj[f.name]
         if not _is(value, hints[f.name]):
-            key, value, hint = _first_wrong(f.name, value, hints[f.name])
+            key, value, hint = _first_wrong(repr(f.name), value, hints[f.name])
             raise InputError(f"{path}: {key} is {_shown(value)}, not {_named(hint)}; the file was edited or damaged: "
                              f"run the command again")
         values[f.name] = _built(value, hints[f.name])
     return cls(**values)
 
 
-def _first_wrong(name: str, value: Any, hint: Any) -> tuple[str, Any, Any]:
-    """Where a value of a dict of dataclasses (explain's ``checks``) is wrong: the innermost key, its value and
-    type (``'checks'['toy']['columns']``); the key itself for any other type."""
-    args = typing.get_args(hint)
-    if typing.get_origin(hint) is dict and dataclasses.is_dataclass(args[1]) and isinstance(value, dict):
-        inner = typing.get_type_hints(args[1])
+def _first_wrong(key: str, value: Any, hint: Any) -> tuple[str, Any, Any]:
+    """Where ``value`` (of the wrong type ``hint``, at ``key``) is wrong: the innermost key, its value and type
+    (``'checks'['toy']['columns']``, ``'parameters'['n_partitions']``), through dataclasses, dicts and lists."""
+    arms = [h for h in typing.get_args(hint) if h is not type(None)] if _is_union(hint) else [hint]
+    if value is None or len(arms) != 1:
+        return key, value, hint
+    (arm,) = arms
+    args = typing.get_args(arm)
+    if dataclasses.is_dataclass(arm) and isinstance(value, dict):
+        inner = typing.get_type_hints(arm)
+        for f in dataclasses.fields(arm):
+            if f.name in value and not _is(value[f.name], inner[f.name]):
+                return _first_wrong(f"{key}[{f.name!r}]", value[f.name], inner[f.name])
+    elif typing.get_origin(arm) is dict and isinstance(value, dict):
         for k, v in value.items():
-            if _is(v, args[1]):
-                continue
-            for f in dataclasses.fields(args[1]) if isinstance(v, dict) else ():
-                if f.name in v and not _is(v[f.name], inner[f.name]):
-                    return f"{name!r}[{k!r}][{f.name!r}]", v[f.name], inner[f.name]
-            return f"{name!r}[{k!r}]", v, args[1]  # not an object, or a key it needs is missing
-    return repr(name), value, hint
+            if not _is(v, args[1]):
+                return _first_wrong(f"{key}[{k!r}]", v, args[1])
+    elif typing.get_origin(arm) is list and isinstance(value, list):
+        for i, v in enumerate(value):
+            if not _is(v, args[0]):
+                return _first_wrong(f"{key}[{i}]", v, args[0])
+    return key, value, arm  # not an object, or a key it needs is missing
+
+
+def _is_union(hint: Any) -> bool:
+    return typing.get_origin(hint) in (Union, types.UnionType)
 
 
 def _built(value: Any, hint: Any) -> Any:
-    """The parsed JSON ``value`` with the dataclasses its type names built (explain's ``checks``)."""
+    """The parsed JSON ``value`` (of type ``hint``) with the dataclasses its type names built, at any depth; keys a
+    dataclass does not name are left out of it (they stay in :attr:`Document.raw`)."""
+    if value is None:
+        return None
+    if _is_union(hint):
+        arm = next(h for h in typing.get_args(hint) if h is not type(None) and _is(value, h))
+        return _built(value, arm)
+    if isinstance(hint, type) and dataclasses.is_dataclass(hint):
+        inner = typing.get_type_hints(hint)
+        return hint(**{f.name: _built(value[f.name], inner[f.name]) for f in dataclasses.fields(hint)
+                       if f.name in value})
     args = typing.get_args(hint)
-    if typing.get_origin(hint) is dict and args and isinstance(args[1], type) and dataclasses.is_dataclass(args[1]):
-        cls = args[1]
-        return {k: cls(**{f.name: v[f.name] for f in dataclasses.fields(cls) if f.name in v}) for k, v in value.items()}
+    if typing.get_origin(hint) is dict:
+        return {k: _built(v, args[1]) for k, v in value.items()}
+    if typing.get_origin(hint) is list:
+        return [_built(v, args[0]) for v in value]
     return value
 
 

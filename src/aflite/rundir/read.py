@@ -202,7 +202,7 @@ class RunRecord:
 
     path: Path
     summary: dict[str, Any] = field(default_factory=dict)  # results.json as written
-    body: RunBody = field(default_factory=RunBody)  # its typed keys
+    body: RunBody = field(kw_only=True)  # its typed keys
 
     def require(self, *keys: str, what: str = "the results of `aflite run`") -> dict[str, Any]:
         """The summary, refused in one line when it lacks one of ``keys``."""
@@ -275,7 +275,7 @@ def read_run(run_dir: str | os.PathLike[str], *, flag: str | None = None,
     """A run folder, its results.json checked and every file it lists verified (:func:`read_folder`)."""
     doc = read_folder(run_dir, commands, flag=flag)
     assert isinstance(doc.body, RunBody)
-    return RunRecord(Path(run_dir), doc.raw, doc.body)
+    return RunRecord(Path(run_dir), doc.raw, body=doc.body)
 
 
 def detect_kind(folder: str | os.PathLike[str]) -> str:
