@@ -53,8 +53,8 @@ class LongHypotheses(Check):
     name: ClassVar[str] = "long_hypotheses"
 
     def find(self, data: CheckData) -> CheckResult:
-        lengths = np.asarray([len(t.split()) for t in data.context["dataset"].texts_b], dtype=float)
-        scores = lengths[data.context["rows"]]
+        lengths = np.asarray([len(t.split()) for t in data.context.dataset.texts_b], dtype=float)
+        scores = lengths[data.context.rows]
         flags = scores > 2 * np.median(scores)
         n = int(flags.sum())
         return CheckResult(self.name, scores, flags, {"flagged": n, "rows": len(scores)},
@@ -266,7 +266,7 @@ class ToyCheck(Check):
                     valid=lambda f: f > 0, rule="must be > 0"),)
 
     def find(self, data: CheckData) -> CheckResult:
-        words = np.asarray([len(t.split()) for t in data.context["dataset"].texts_b])[data.context["rows"]]
+        words = np.asarray([len(t.split()) for t in data.context.dataset.texts_b])[data.context.rows]
         long = words > self.params["factor"] * np.median(words)
         rows = [["id", "words"]] + [[str(i), int(w)] for i, w in zip(data.ids[long], words[long], strict=True)]
         return CheckResult(self.name, summary={"long": int(long.sum())},

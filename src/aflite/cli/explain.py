@@ -137,11 +137,6 @@ def _validate(args: argparse.Namespace) -> None:
     explain_check_options(args.checks, {k: getattr(args, k) for k in ALIAS_FLAGS})
 
 
-def _summary(r: dict[str, Any], name: str) -> dict[str, Any]:
-    entry = (r.get("checks") or {}).get(name) or {}
-    return entry.get("summary") or {}
-
-
 def run(args: argparse.Namespace) -> int:
     from aflite.runs.explain import explain
 
@@ -149,20 +144,11 @@ def run(args: argparse.Namespace) -> int:
     res = explain(args.data, args.run_dir, args.out_folder, checks=args.checks, token_view=args.token_view,
                   cache_dir=args.cache_dir, dataset_options=dataset_options(args), featurizer_options=fopts,
                   show_progress=not args.quiet, **{k: getattr(args, k) for k in ALIAS_FLAGS})
-    r = res.results
-    if r.get("verdict"):
-        print("verdict: " + " ".join(r["verdict"]))
-    tokens = _summary(r, "tokens")
-    if tokens.get("significant_tokens"):
-        s = tokens["significant_tokens"]
-        print(f"significant (token, label) pairs on the {tokens['token_view']}: full {s['full']}, kept {s['kept']}, "
-              f"random {s['random']:.1f}")
-    sr = _summary(r, "stop_rule")
-    if sr.get("enabled"):
-        print(f"stop rule: stopped by {sr['stopped_by']} after removing {sr['extra_removed']} more rows")
-    li, dm = _summary(r, "label_issues"), _summary(r, "datamap")
-    if dm:
-        print(f"regions: {dm['regions']}; label issues: "
-              f"{li.get('n') if li.get('skipped') is None else li.get('skipped')}")
+    verdict = res.verdict_sentences()
+    if verdict:
+        print("verdict: " + " ".join(verdict))
+    for found in (res.checks or {}).values():  # each check's own line (CheckResult.headline), in the order they ran
+        if found.headline:
+            print(found.headline)
     print(f"summary: {args.out / 'summary.md'}", file=sys.stderr)
     return 0

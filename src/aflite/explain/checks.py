@@ -15,6 +15,7 @@ import numpy as np
 from aflite.checks import Check, CheckData, CheckOption, CheckResult
 from aflite.checks.format import cell, md_cell, md_table, pct
 from aflite.checks.tokens import TokenStats, competency, random_competency
+from aflite.errors import ParameterError
 from aflite.explain.datamap import REGION_RULE, label_issues, overlap_table, regions
 from aflite.explain.reasons import IMAGE_INPUTS, fit_surrogate, image_inputs, nearest_kept, text_inputs
 from aflite.explain.recompute import ngram_terms
@@ -91,8 +92,10 @@ class TokenArtifacts(Check):
             "top_artifacts": {k: sets[k].top(10) for k in ("full", "kept")}}
         scores = _row_scores(B, vocab, data.y, data.classes, sets["full"])
         verdict = token_verdict(summary)
+        line = (f"significant (token, label) pairs on the {data.text_view}: full {sig['full']}, kept {sig['kept']}, "
+                f"random {sig['random']:.1f}")
         return CheckResult(self.name, scores, ~np.isnan(scores), summary, verdict, _token_markdown(summary, sets),
-                           columns={}, detail=sets)
+                           columns={}, detail=sets, headline=line)
 
 
 def token_verdict(res: dict[str, Any]) -> list[str]:
@@ -178,7 +181,7 @@ class StopRule(Check):
     def _summary(self, data: CheckData, more: dict[str, Any]) -> dict[str, Any]:
         tokens = data.found.get("tokens")
         sig = (tokens.summary.get("significant_tokens") or {}) if tokens is not None else {}
-        return {"k_rule": data.run.get("stop_reason"), "significant_after_filtering": sig.get("kept"), **more}
+        return {"k_rule": data.run_body().stop_reason, "significant_after_filtering": sig.get("kept"), **more}
 
     def disabled(self, data: CheckData) -> CheckResult:
         return CheckResult(self.name, summary=self._summary(data, {"enabled": False}),
@@ -189,8 +192,8 @@ class StopRule(Check):
         tokens = TokenArtifacts(found.options if found is not None else None)  # the token test as the check ran it
         o = self.params
         stop = continue_until_clean(
-            data.X, data.labels, data.context.get("groups"), data.run["parameters"], data.seed, data.kept(),
-            int(data.run.get("n_iterations", 0)), lambda r: tokens.competency(data, r).n_significant,
+            data.X, data.labels, data.context.groups, data.run_body().parameters, data.seed, data.kept(),
+            data.run_body().n_iterations, lambda r: tokens.competency(data, r).n_significant,
             floor=o["floor"], max_phases=o["max_phases"])
         sr = stop.to_dict()
         last = sr["trajectory"][-1]
@@ -199,7 +202,9 @@ class StopRule(Check):
               f"|S| = {last['size']:,} with {last['significant']} significant pair(s).", ""]
         removed = np.asarray(stop.removed_at)
         return CheckResult(self.name, removed.astype(float), removed >= 0, self._summary(data, sr), markdown=md,
-                           columns={"stop_rule_removed_at": ["" if r < 0 else int(r) for r in removed]})
+                           columns={"stop_rule_removed_at": ["" if r < 0 else int(r) for r in removed]},
+                           headline=f"stop rule: stopped by {sr['stopped_by']} after removing {sr['extra_removed']} "
+                                    f"more rows")
 
 
 class DataMap(Check):
@@ -252,8 +257,11 @@ class LabelIssueCheck(Check):
                        [[o["group"], f"{o['size']:,}", f"{o['removed']:,}", pct(o["share_of_group_removed"]),
                          pct(o["share_of_removed_in_group"])] for o in overlap]), ""]
         verdict = label_issue_verdict(li)
+        line = (f"regions: {data.found['datamap'].summary['regions']}; label issues: "
+                f"{li['n'] if li['skipped'] is None else li['skipped']}")
         return CheckResult(self.name, None, flags, {**li, "overlap": overlap}, verdict, md,
-                           {"label_issue": [""] * len(data) if flags is None else [int(f) for f in flags]})
+                           {"label_issue": [""] * len(data) if flags is None else [int(f) for f in flags]},
+                           headline=line)
 
 
 # label issues against the count with permuted labels ("chance"): at or above CHANCE_CLOSE of it the flags are read
@@ -373,7 +381,10 @@ class NgramCoefficients(Check):
 
     def find(self, data: CheckData) -> CheckResult:
         B, vocab = data.token_matrix()
-        terms = ngram_terms(data.context["dataset"], data.context["rows"], data.run["featurizer"], data.X, B, vocab,
+        fz = data.run_body().featurizer
+        if data.context.rows is None or fz is None:
+            raise ParameterError("check 'ngram_coefficients' reads the rows and Φ of a run of `aflite run`")
+        terms = ngram_terms(data.context.dataset, data.context.rows, fz, data.X, B, vocab,
                             data.y, data.classes, self.params["min_count"], data.phase.first_phase_coef_,
                             data.text_view)
         summary = {

@@ -21,7 +21,7 @@ from aflite.errors import InputError
 from aflite.rundir.names import RUN_COMMANDS
 
 __all__ = ["AuditBody", "Body", "CheckEntry", "Document", "EmbedBody", "Envelope", "EvaluateBody", "ExplainBody",
-           "RunBody", "parse"]
+           "ExplainedRun", "FeaturizerRecord", "FirstPhase", "LabelShift", "RunBody", "RunParameters", "parse"]
 
 
 @dataclass(frozen=True)
@@ -63,6 +63,31 @@ class RunParameters:
     groups: bool = False  # the partitions kept each group on one side
 
 
+@dataclass(frozen=True)
+class FeaturizerRecord:
+    """What a run records of its Φ: the featurizer's name, the text view, its options (what explain and evaluate
+    rebuild Φ with), the dimension and where it came from."""
+
+    name: str
+    view: str = "pair"
+    options: dict[str, Any] = dataclasses.field(default_factory=dict)  # JSON values, as the featurizer gave them
+    dim: int | None = None
+    from_cache: bool | None = None
+    info: dict[str, Any] | None = None  # timings, throughput
+    cluster: dict[str, Any] | None = None  # the shards' report, when a cluster computed Φ
+
+
+@dataclass(frozen=True)
+class LabelShift:
+    """Each label's share before and after filtering (percent) and the change (points)."""
+
+    shares_before: dict[str, float]
+    shares_after: dict[str, float]
+    change_points: dict[str, float]
+    max_change_points: float
+    warning: str | None = None
+
+
 @dataclass(frozen=True, kw_only=True)
 class RunBody(Body):
     """``aflite run``/``demo``/``filter``: the run's own numbers (what evaluate, explain, the card, audit --compare
@@ -78,14 +103,14 @@ class RunBody(Body):
     label_counts_after: dict[str, int] = dataclasses.field(default_factory=dict)
     sizes: list[int] = dataclasses.field(default_factory=list)
     iterations: list[dict[str, Any]] = dataclasses.field(default_factory=list)
-    featurizer: dict[str, Any] | None = None  # run and demo: Φ's name, view and options; filter: none
+    featurizer: FeaturizerRecord | None = None  # run and demo: Φ's name, view and options; filter: none
     filtered_dataset: str | None = None
     dataset: str | None = None
     dataset_size: int | None = None
     dataset_fingerprint: str | None = None
     dataset_options: dict[str, str] | None = None  # the column options the rows were read with
     groups: str | None = None
-    label_shift: dict[str, Any] | None = None
+    label_shift: LabelShift | None = None
     partial_input_probe: dict[str, Any] | None = None
     overrides: dict[str, Any] | None = None
     warmup_rows: int | None = None
@@ -107,16 +132,45 @@ class CheckEntry:
 
 
 @dataclass(frozen=True)
+class ExplainedRun:
+    """The run an explain folder explains: where it was, its data, its sizes and Φ (a card ties the two folders by
+    the fingerprint and the sha256 of the kept ids)."""
+
+    folder: str
+    dataset: str
+    size_before: int
+    size_after: int
+    stop_reason: str | None = None
+    featurizer: str | None = None
+    view: str | None = None
+    dataset_fingerprint: str | None = None
+    kept_ids_sha256: str | None = None
+
+
+@dataclass(frozen=True)
+class FirstPhase:
+    """The run's first phase as explain recomputed it: its seed and how closely it agrees with the run (null: no
+    row was removed in phase 0)."""
+
+    source: str
+    seed: int
+    agreement_with_run: float | None = None
+    agreement_meaning: str = ""
+
+
+@dataclass(frozen=True)
 class ExplainBody(Body):
     """``aflite explain``: the run it explains, the recomputed first phase, and each check's entry by name (in the
     order they ran)."""
 
     commands: ClassVar[tuple[str, ...]] = ("explain",)
     checks: dict[str, CheckEntry] = dataclasses.field(default_factory=dict)
-    run: dict[str, Any] = dataclasses.field(default_factory=dict)
-    first_phase: dict[str, Any] = dataclasses.field(default_factory=dict)
+    run: ExplainedRun | None = None  # required (REQUIRED); None only in a body built by hand
+    first_phase: FirstPhase | None = None  # likewise
     run_dir: str | None = None
+    run_dir_relative: str | None = None
     dataset: str | None = None
+    dataset_relative: str | None = None
 
 
 @dataclass(frozen=True)

@@ -214,7 +214,7 @@ class RunRecord:
     @property
     def featurizer(self) -> dict[str, Any]:
         """What the run recorded of its Φ (name, view, options); {} when it recorded none (``aflite filter``)."""
-        return dict(self.body.featurizer or {})
+        return dict(self.summary.get("featurizer") or {})
 
     def _used(self, name: str) -> Path:
         """FOLDER/name, refused when the folder holds it but the run's manifest does not list it."""

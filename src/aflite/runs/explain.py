@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from aflite.checks import CheckData, check_files, check_names, resolve_checks, run_checks
+from aflite.checks import CheckContext, CheckData, check_files, check_names, resolve_checks, run_checks
 from aflite.data import open_dataset, source_name
 from aflite.errors import InputError, ParameterError
 from aflite.explain.files import FILES, ExplainResult, check_columns, explain_results
@@ -33,10 +33,11 @@ from aflite.explain.recompute import first_phase, token_texts
 from aflite.features import Features, featurize_dataset
 from aflite.features.registry import refuse_untaken, run_options, spec
 from aflite.hashing import inputs_fingerprint
+from aflite.rundir.bodies import FeaturizerRecord
 from aflite.rundir.lock import check_outside_runs, foreign_of, read_marker
 from aflite.rundir.manifest import RESERVED
 from aflite.rundir.match import check_run_rows
-from aflite.rundir.names import PAGE
+from aflite.rundir.names import PAGE, RESULTS
 from aflite.rundir.read import Instances, RunRecord, read_run
 from aflite.rundir.results import recording_warnings
 from aflite.runs.folder import RunFolder, claims
@@ -59,18 +60,24 @@ ALIASES: dict[str, tuple[tuple[str, str], ...]] = {
 }
 
 
+def _featurizer(run: RunRecord) -> FeaturizerRecord:
+    """The Φ the run recorded; a run without one (``aflite filter`` of precomputed features) refused in one line."""
+    if run.body.featurizer is None:
+        raise InputError(f"{run.path / RESULTS}: not the summary of `aflite run` (no featurizer)")
+    return run.body.featurizer
+
+
 def _load(data_path: Any, run: RunRecord, inst: Instances, dataset_options: dict[str, Any] | None,
           image_options: dict[str, Any] | None) -> tuple[Any, np.ndarray]:
     """The dataset and the dataset rows the run filtered (in the run's order), checked against the run."""
-    fz = run.featurizer["name"]
-    groups = run.summary.get("groups", "premise")
+    groups = run.body.groups or "premise"
     options = {**{k: v for k, v in (image_options or {}).items() if v is not None}, **(dataset_options or {})}
     if groups not in ("premise", None) and "groups" not in options:
         options["groups"] = groups
-    ds = open_dataset(data_path, reads=spec(fz).modality, **options)
+    ds = open_dataset(data_path, reads=spec(_featurizer(run).name).modality, **options)
     where = f"{source_name(data_path)} does not match the run in {run.path}"
-    if run.summary.get("dataset_size") not in (None, len(ds)):
-        raise InputError(f"{where}: the run filtered a dataset of {run.summary['dataset_size']:,} rows, DATA has "
+    if run.body.dataset_size not in (None, len(ds)):
+        raise InputError(f"{where}: the run filtered a dataset of {run.body.dataset_size:,} rows, DATA has "
                          f"{len(ds):,} (a run folder from another dataset?)")
     pos = {str(i): r for r, i in enumerate(ds.ids.astype(str))}
     missing = [i for i in inst.ids if i not in pos]
@@ -92,16 +99,16 @@ def _features(ds: Any, run: RunRecord, cache_dir: Path, featurizer_options: dict
     """Φ as the run computed it: read from the run's cache when it is there (never written: a run folder is the
     run's), else recomputed into ``cache_dir`` (explain's own: OUT/cache or --cache-dir) with the options the run
     recorded (lists back to tuples)."""
-    fz = run.featurizer
-    opts = {k: v for k, v in run_options(fz["name"], fz.get("options")).items() if v is not None}
-    refuse_untaken(fz["name"], featurizer_options or {})  # an option the run's featurizer does not take
+    fz = _featurizer(run)
+    opts = {k: v for k, v in run_options(fz.name, fz.options).items() if v is not None}
+    refuse_untaken(fz.name, featurizer_options or {})  # an option the run's featurizer does not take
     opts.update(featurizer_options or {})
     opts = {k: tuple(v) if isinstance(v, list) else v for k, v in opts.items()}
-    for option, what in spec(fz["name"]).required:
+    for option, what in spec(fz.name).required:
         if not opts.get(option):
-            raise ParameterError(f"the run used --featurizer {fz['name']}: pass its {what}")
-    return featurize_dataset(ds, fz["name"], fz.get("view", "pair"), cache_dir, read_only=[run.path / "cache"],
-                             warmup_size=run.summary["parameters"]["train_size"],
+            raise ParameterError(f"the run used --featurizer {fz.name}: pass its {what}")
+    return featurize_dataset(ds, fz.name, fz.view, cache_dir, read_only=[run.path / "cache"],
+                             warmup_size=run.body.parameters.train_size,
                              warmup_seed=run.summary.get("seed", 0), show_progress=show_progress, **opts)
 
 
@@ -121,18 +128,18 @@ def _run_features(data_path: Any, ds: Any, rows: np.ndarray, run: RunRecord, fea
     return X
 
 
-def _token_view(ds: Any, rows: np.ndarray, fz: dict[str, Any], token_view: str,
+def _token_view(ds: Any, rows: np.ndarray, fz: FeaturizerRecord, token_view: str,
                 options: dict[str, dict[str, Any]]) -> tuple[list[str] | None, str]:
     """(the run's rows' texts the token checks read, which text they are); images have none, and the stop rule,
     which reads tokens, is refused on them, as the n-gram coefficients are for a Φ that cannot score tokens."""
-    if options.get("ngram_coefficients", {}).get("enabled") and not spec(fz["name"]).scores_tokens:
+    if options.get("ngram_coefficients", {}).get("enabled") and not spec(fz.name).scores_tokens:
         raise ParameterError(f"check 'ngram_coefficients' (--ngram-coefficients) reads an n-gram Φ; this run used "
-                             f"{fz['name']!r}")
+                             f"{fz.name!r}")
     if ds.modality == "image":
         if options.get("stop_rule", {}).get("enabled"):
             raise ParameterError("check 'stop_rule' (--stop-rule) tests token artifacts: it needs a text dataset")
         return None, "image statistics"
-    texts, view = token_texts(ds, fz.get("view", "pair"), token_view)
+    texts, view = token_texts(ds, fz.view, token_view)
     return [texts[r] for r in rows], view
 
 
@@ -211,12 +218,11 @@ def explain(
     t_start = time.perf_counter()
     timings: dict[str, float] = {}
     run = read_run(run_dir)
-    run.require("parameters", "featurizer", what="the summary of `aflite run`")
+    fz = _featurizer(run)
     inst = run.instances()
     ds, rows = _load(data_path, run, inst, dataset_options, image_options)
-    params = run.summary["parameters"]
-    seed = int(run.summary.get("seed", params.get("random_state", 0)) or 0)
-    fz = run.featurizer
+    params = run.body.parameters
+    seed = int(run.summary.get("seed", params.random_state or 0) or 0)  # the envelope's seed
     texts, tview = _token_view(ds, rows, fz, token_view, options)
     timings["load_seconds"] = time.perf_counter() - t_start
 
@@ -229,7 +235,7 @@ def explain(
 
     # ------------------------------------------------------------------ everything below computes; nothing written
     t0 = time.perf_counter()
-    grp = ds.groups[rows] if run.summary.get("groups", "none") != "none" and ds.groups is not None else None
+    grp = ds.groups[rows] if run.body.groups not in (None, "none") and ds.groups is not None else None
     af = first_phase(X, y_str, grp, params, seed)
     y = np.searchsorted(af.classes_, y_str).astype(np.int64)
     rem0 = inst.removed_at == 0
@@ -239,12 +245,12 @@ def explain(
     data = CheckData(
         np.asarray(inst.ids), y_str, af.classes_, y, X, seed, np.asarray(inst.kept, bool), inst.predictability,
         inst.removed_at, af, texts, tview, [ds.texts_a[r] for r in rows] if texts is None else None,
-        {"token_view": token_view}, run.summary, {"dataset": ds, "rows": rows, "groups": grp})
+        {"token_view": token_view}, run.body, CheckContext(dataset=ds, rows=rows, groups=grp))
     found = run_checks(data, options=options)
     _check_outputs(found, folder, len(data))
     timings.update({f"{name}_seconds": r.seconds for name, r in found.items() if r.seconds is not None})
     results = explain_results(found, run, inst, source_name(data_path), seed, agree, timings, folder.path,
                               ds.source.memory is not None)
-    result = ExplainResult(folder.path, results, data, found, ds, t_start)
+    result = ExplainResult(folder.path, results, data, found, ds, t_start, run.summary)
     folder.finish(result)
     return result
