@@ -17,7 +17,7 @@ from aflite.audit.finetuned import embed_finetuned, tra
 from aflite.audit.linear import cv_predict
 from aflite.audit.metrics import LeakageMetrics, leakage_metrics
 from aflite.audit.results import ViewAudit
-from aflite.checks import Check, CheckData, CheckResult, run_checks
+from aflite.checks import Check, CheckData, CheckResult, register, run_checks
 from aflite.checks.tokens import token_artifacts
 
 __all__ = ["BiasedModel", "LeakageCheck", "Peco", "TIMING_KEYS", "TokenTable", "Tra", "TsneMap", "audit_view"]
@@ -42,6 +42,7 @@ class AuditCheck(Check):
     scope: ClassVar[str] = "audit"
 
 
+@register  # a built-in check: registered where it is defined
 class BiasedModel(AuditCheck):
     """The biased condition: an L2 logistic regression that sees only the view, its out-of-fold predictions
     (``config.n_folds`` folds, groups never straddling a fold). Per row: flagged when the view alone gets the label
@@ -57,6 +58,7 @@ class BiasedModel(AuditCheck):
                            detail=pred)
 
 
+@register  # a built-in check: registered where it is defined
 class LeakageCheck(AuditCheck):
     """Saxon et al.'s eqs. 3-8 from the biased model's and the normal model's (``context.normal_pred``)
     out-of-fold predictions: the normal accuracy, the majority rate, Δmaj, %R_R, NBA and NBR. Per row: flagged
@@ -71,6 +73,7 @@ class LeakageCheck(AuditCheck):
         return CheckResult(self.name, flags=pred_b == pred_n, summary=summary, columns={}, detail=m)
 
 
+@register  # a built-in check: registered where it is defined
 class Peco(AuditCheck):
     """PECO (eqs. 11-12) on the view's embeddings (the frozen features, an image's embedding
     ``context.embeddings``, or the fine-tuned pair encoder's with ``peco_encoder="finetuned"``) next to its
@@ -97,6 +100,7 @@ class Peco(AuditCheck):
                            detail={"peco": pr, "null": null, "examples": examples(pr, texts, data.labels, cfg)})
 
 
+@register  # a built-in check: registered where it is defined
 class TsneMap(AuditCheck):
     """2-D t-SNE coordinates of a seeded sample (``config.tsne_sample``) of PECO's reduced embeddings, for the
     report's map; no results.json keys."""
@@ -108,6 +112,7 @@ class TsneMap(AuditCheck):
         return CheckResult(self.name, columns={}, detail=(xy, rows))
 
 
+@register  # a built-in check: registered where it is defined
 class Tra(AuditCheck):
     """TRA (eqs. 9-10) between the fine-tuned pair and view models (``context.finetuned``), and those models'
     own leakage figures on their held-out rows; only when the audit fine-tunes (``config.tra``)."""
@@ -131,6 +136,7 @@ class Tra(AuditCheck):
                            columns={}, detail=res)
 
 
+@register  # a built-in check: registered where it is defined
 class TokenTable(AuditCheck):
     """The view's token artifact table (:func:`aflite.checks.tokens.token_artifacts`, the one token analysis):
     per label, the tokens whose label rate stands furthest above the base rate; text only."""

@@ -22,15 +22,18 @@ which command runs the check:
   keys go into that view's entry of results.json, their verdict sentences and sections into summary.md, their
   per-row values stay in Python (:attr:`aflite.audit.ViewAudit.checks`); the audit writes no file of a check.
 
-A new check is a class with those members and one :func:`register` call (or one entry in :data:`CHECKS`).
+A new check is a class with those members and one :func:`register` call where it is defined (a built-in check: the
+``@register`` decorator in a ``checks`` module of a package of aflite, found there without importing it).
 """
 
 from __future__ import annotations
 
+import ast
 import importlib
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
@@ -179,28 +182,39 @@ class Check:
         return CheckResult(self.name)
 
 
-# name -> the class, or "module:attribute" (imported when first run); registry order is the order they run in
-# (within a scope), and the order of their keys in results.json
-CHECKS: dict[str, Any] = {
-    "tokens": "aflite.explain.checks:TokenArtifacts",
-    "stop_rule": "aflite.explain.checks:StopRule",
-    "datamap": "aflite.explain.checks:DataMap",
-    "label_issues": "aflite.explain.checks:LabelIssueCheck",
-    "surrogate": "aflite.explain.checks:Surrogate",
-    "neighbours": "aflite.explain.checks:Neighbours",
-    "ngram_coefficients": "aflite.explain.checks:NgramCoefficients",
-    "biased_model": "aflite.audit.checks:BiasedModel",
-    "leakage_metrics": "aflite.audit.checks:LeakageCheck",
-    "peco": "aflite.audit.checks:Peco",
-    "tsne": "aflite.audit.checks:TsneMap",
-    "tra": "aflite.audit.checks:Tra",
-    "token_artifacts": "aflite.audit.checks:TokenTable",
-}
+def _built_in() -> dict[str, Any]:
+    """The built-in checks, found where they are defined: each class decorated ``@register`` in a ``checks``
+    module of a package of aflite (aflite/audit/checks.py, aflite/explain/checks.py), read from the source as
+    ``name -> "module:Class"`` (imported when the check is first run or asked for its options; importing the module
+    registers the class itself under the same name), in the order they are defined."""
+    found: dict[str, Any] = {}
+    for path in sorted(Path(__file__).resolve().parents[1].glob("*/checks.py")):
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            if isinstance(node, ast.ClassDef) and any(getattr(d, "id", getattr(d, "attr", None)) == "register"
+                                                      for d in node.decorator_list):
+                name = next((_constant(n) for n in node.body if _constant(n) is not None), None)
+                if isinstance(name, str):
+                    found[name] = f"aflite.{path.parent.name}.checks:{node.name}"
+    return found
+
+
+def _constant(node: ast.stmt) -> str | None:
+    """The string a class body assigns to ``name`` (``name: ClassVar[str] = "..."``), or None."""
+    targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) else []
+    value = getattr(node, "value", None)
+    if [getattr(t, "id", None) for t in targets] == ["name"] and isinstance(value, ast.Constant):
+        return value.value if isinstance(value.value, str) else None
+    return None
+
+
+# name -> the check class, or "module:Class" until it is imported; registry order is the order they run in (within a
+# scope), and the order of their keys in results.json
+CHECKS: dict[str, Any] = _built_in()
 
 
 def register(cls: Any) -> Any:
     """Add a check class (or replace one of the same name), checked first (:func:`_validated`); usable as a class
-    decorator."""
+    decorator (the built-in checks are registered so, where they are defined)."""
     CHECKS[_validated(cls).name] = cls
     return cls
 

@@ -1,10 +1,11 @@
 """The ``aflite`` command line: a thin layer over the library.
 
-Each sub-command lives in its own module under :mod:`aflite.cli` and exposes ``register(subparsers)``: it
-declares its options (the shared ones come from :mod:`aflite.cli.options`, so each name means one thing in
-every command), and its handler parses them and calls the library. Modules are imported cheaply (only argparse
-set-up runs at start) so ``aflite --help`` stays fast. ``main`` turns an :class:`aflite.errors.AfliteError` into
-one line on stderr and exit code 2.
+Each sub-command lives in its own module under :mod:`aflite.cli`, which declares it once (``COMMAND``:
+:class:`aflite.rundir.commands.Command`; the table :data:`COMMANDS` is read from those declarations) and exposes
+``register(subparsers)``: it declares its options (the shared ones come from :mod:`aflite.cli.options`, so each
+name means one thing in every command), and its handler parses them and calls the library. Modules are imported
+cheaply (only argparse set-up runs at start) so ``aflite --help`` stays fast. ``main`` turns an
+:class:`aflite.errors.AfliteError` into one line on stderr and exit code 2.
 """
 
 from __future__ import annotations
@@ -23,11 +24,11 @@ from typing import Any, NoReturn
 from aflite import __version__
 from aflite.cli.options import add_threads
 from aflite.errors import AfliteError, ParameterError
+from aflite.rundir.commands import declarations
 from aflite.threads import prepare_process
 
-# name of the module under aflite.cli for each sub-command, in --help order
-COMMANDS: tuple[str, ...] = ("demo", "run", "embed", "filter", "evaluate", "audit", "explain", "card", "report",
-                           "synthetic", "bench")
+# the built-in sub-commands in --help order, each declared once in its module's COMMAND (aflite.rundir.commands)
+COMMANDS: tuple[str, ...] = tuple(declarations())
 _NAME = re.compile(r"[a-z][a-z0-9-]*\Z")  # a command's name, as typed after `aflite`
 _ADDED: dict[str, ModuleType] = {}  # commands added from outside aflite (add_command), after the built-in ones
 
@@ -70,7 +71,7 @@ def _registers_only(name: str, module: ModuleType) -> str | None:
 
 def command_modules() -> dict[str, ModuleType]:
     """Every sub-command's module, in --help order: aflite's own, then those added with :func:`add_command`."""
-    own = {name: importlib.import_module(f"aflite.cli.{name.replace('-', '_')}") for name in COMMANDS}
+    own = {name: importlib.import_module(command.cli) for name, command in declarations().items()}
     return {**own, **_ADDED}
 
 

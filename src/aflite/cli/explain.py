@@ -22,6 +22,7 @@ from aflite.cli.options import (
     dataset_options,
     featurizer_flag_values,
 )
+from aflite.rundir.commands import Command
 
 # explain's --help ends with every explain check and its options, read from the check registry when the help is
 # printed (building the parser imports no check: they import numpy); _Formatter puts the listing where this sits
@@ -52,6 +53,10 @@ def check_listing(width: int = 100) -> list[str]:
             lines += textwrap.wrap(text, width, initial_indent="    ", subsequent_indent="        ")
     return lines
 
+
+# this command, declared once (aflite.rundir.commands): the CLI's table, aflite report and the readers use it
+COMMAND = Command("explain", library="aflite.runs.explain:explain", result="aflite.explain.files:ExplainResult",
+                  body="aflite.rundir.bodies:ExplainBody", page="explain.md", order=7)
 
 # the library calls whose keywords this command's flags are (tests/test_cli_keywords.py reads them)
 LIBRARY = ("aflite.runs.explain:explain", *LOADERS, *FEATURIZER_OPTIONS)

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from aflite.cli.options import SIZE_HELP, add_overwrite_option, add_quiet, add_seed, claim_out_folder, partitions, size
+from aflite.rundir.commands import Command
 
 
 def _separations(text: str) -> tuple[float, ...]:
@@ -20,6 +21,10 @@ def _separations(text: str) -> tuple[float, ...]:
         raise argparse.ArgumentTypeError("give at least one separation")
     return values
 
+
+# this command, declared once (aflite.rundir.commands): the CLI's table, aflite report and the readers use it
+COMMAND = Command("synthetic", library="aflite.experiments.synthetic:run_synthetic",
+                  result="aflite.experiments.outputs:SyntheticResult", page="synthetic.md", order=10)
 
 # the library calls whose keywords this command's flags are (tests/test_cli_keywords.py reads them)
 LIBRARY = (

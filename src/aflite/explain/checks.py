@@ -12,7 +12,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from aflite.checks import Check, CheckData, CheckOption, CheckResult
+from aflite.checks import Check, CheckData, CheckOption, CheckResult, register
 from aflite.checks.format import cell, md_cell, md_table, pct
 from aflite.checks.tokens import TokenStats, competency, random_competency
 from aflite.errors import ParameterError
@@ -46,6 +46,7 @@ def _token_test(o: dict[str, Any]) -> dict[str, Any]:
                            "the subsets; significant_tokens.random = mean count per subset"}
 
 
+@register  # a built-in check: registered where it is defined
 class TokenArtifacts(Check):
     """Gardner et al. (2021)'s competency test on full D, the kept D(Φ) and same-size random subsets. Per row: the
     largest z of a significant (token, its label) pair among its tokens (flag: it has one)."""
@@ -161,6 +162,7 @@ def _token_markdown(res: dict[str, Any], sets: dict[str, TokenStats]) -> list[st
     return lines
 
 
+@register  # a built-in check: registered where it is defined
 class StopRule(Check):
     """Optional (``stop_rule:enabled=true``): continue filtering past the run's stop until no token artifact is
     significant by the ``tokens`` check's test and options (:mod:`aflite.explain.stoprule`); per row, the extra
@@ -207,6 +209,7 @@ class StopRule(Check):
                                     f"more rows")
 
 
+@register  # a built-in check: registered where it is defined
 class DataMap(Check):
     """The first phase's data map (Swayamdipta et al.): per row, confidence, variability, correctness and region."""
 
@@ -225,6 +228,7 @@ class DataMap(Check):
                            detail=region)
 
 
+@register  # a built-in check: registered where it is defined
 class LabelIssueCheck(Check):
     """cleanlab's label-issue candidates from the first phase's held-out probabilities, and how the removed set
     overlaps them and the data map's regions."""
@@ -312,6 +316,7 @@ def label_issue_verdict(li: dict[str, Any]) -> list[str]:
     return [f"Confident learning flags {pct} as possible label errors, {against}: {reading}."]
 
 
+@register  # a built-in check: registered where it is defined
 class Surrogate(Check):
     """Why rows were easy: a sparse (Lasso) surrogate of the first phase's p̃ on tokens × label (or image
     statistics × label); per row, its top terms."""
@@ -344,6 +349,7 @@ class Surrogate(Check):
         return CheckResult(self.name, summary=s, markdown=md, columns={"top_features": list(sur.top_features)})
 
 
+@register  # a built-in check: registered where it is defined
 class Neighbours(Check):
     """Each removed row's nearest kept rows in Φ (``k`` of them)."""
 
@@ -359,6 +365,7 @@ class Neighbours(Check):
                                                                 for row in near]})
 
 
+@register  # a built-in check: registered where it is defined
 class NgramCoefficients(Check):
     """Optional (``ngram_coefficients:enabled=true``, an n-gram Φ): each token's push towards each label from the
     ensemble's own weights; per row, its tokens that push most towards its label."""

@@ -18,10 +18,14 @@ from pathlib import Path
 from typing import Any, ClassVar, Union
 
 from aflite.errors import InputError
+from aflite.rundir.commands import declared_body
 from aflite.rundir.names import RUN_COMMANDS
 
 __all__ = ["AuditBody", "Body", "CheckEntry", "Document", "EmbedBody", "Envelope", "EvaluateBody", "ExplainBody",
            "ExplainedRun", "FeaturizerRecord", "FirstPhase", "LabelShift", "RunBody", "RunParameters", "parse"]
+
+
+BODIES: list[type[Body]] = []  # every body class with commands, as defined (Body.__init_subclass__)
 
 
 @dataclass(frozen=True)
@@ -41,8 +45,16 @@ class Envelope:
 class Body:
     """A command's body; the base class checks nothing beyond the envelope (synthetic, bench)."""
 
-    commands: ClassVar[tuple[str, ...]] = ()
+    commands: ClassVar[tuple[str, ...]] = ()  # the commands whose results.json this body is
+    required: ClassVar[tuple[str, ...]] = ()  # the keys a finished command's body has (the others: their defaults)
+    required_by: ClassVar[dict[str, tuple[str, ...]]] = {}  # more keys that one of ``commands`` always writes
     verdict: list[str] | None = None
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """A body class with commands is registered when it is defined (a new command's, in its own module)."""
+        super().__init_subclass__(**kwargs)
+        if cls.commands:
+            BODIES.append(cls)
 
 
 @dataclass(frozen=True)
@@ -94,6 +106,10 @@ class RunBody(Body):
     and the page read back)."""
 
     commands: ClassVar[tuple[str, ...]] = RUN_COMMANDS
+    required: ClassVar[tuple[str, ...]] = ("parameters", "size_before", "size_after", "n_iterations", "sizes",
+                                           "iterations")
+    required_by: ClassVar[dict[str, tuple[str, ...]]] = {"run": ("featurizer", "filtered_dataset"),
+                                                         "demo": ("featurizer", "filtered_dataset")}
     parameters: RunParameters
     size_before: int = 0
     size_after: int = 0
@@ -164,6 +180,7 @@ class ExplainBody(Body):
     order they ran)."""
 
     commands: ClassVar[tuple[str, ...]] = ("explain",)
+    required: ClassVar[tuple[str, ...]] = ("run", "first_phase", "checks")
     checks: dict[str, CheckEntry] = dataclasses.field(default_factory=dict)
     run: ExplainedRun | None = None  # required (REQUIRED); None only in a body built by hand
     first_phase: FirstPhase | None = None  # likewise
@@ -178,6 +195,7 @@ class EvaluateBody(Body):
     """``aflite evaluate``: the training sets, the accuracies (mean and std per model and set), the runs."""
 
     commands: ClassVar[tuple[str, ...]] = ("evaluate",)
+    required: ClassVar[tuple[str, ...]] = ("config", "training_sets", "aggregate")
     config: dict[str, Any] = dataclasses.field(default_factory=dict)
     training_sets: list[dict[str, Any]] = dataclasses.field(default_factory=list)
     aggregate: dict[str, Any] = dataclasses.field(default_factory=dict)
@@ -197,24 +215,11 @@ class EmbedBody(Body):
     """``aflite embed``: the matrix written and its shape."""
 
     commands: ClassVar[tuple[str, ...]] = ("embed",)
+    required: ClassVar[tuple[str, ...]] = ("featurizer", "rows", "dim", "files")
     featurizer: str = ""
     rows: int = 0
     dim: int = 0
     files: dict[str, str] = dataclasses.field(default_factory=dict)
-
-
-BODIES: tuple[type[Body], ...] = (RunBody, ExplainBody, EvaluateBody, AuditBody, EmbedBody)
-# the keys a body must have (the others may be absent: their defaults)
-REQUIRED: dict[str, tuple[str, ...]] = {
-    "run": ("parameters", "size_before", "size_after", "n_iterations", "sizes", "iterations", "featurizer",
-            "filtered_dataset"),
-    "demo": ("parameters", "size_before", "size_after", "n_iterations", "sizes", "iterations", "featurizer",
-             "filtered_dataset"),
-    "filter": ("parameters", "size_before", "size_after", "n_iterations", "sizes", "iterations"),
-    "explain": ("run", "first_phase", "checks"),
-    "evaluate": ("config", "training_sets", "aggregate"),
-    "embed": ("featurizer", "rows", "dim", "files"),
-}
 
 
 @dataclass(frozen=True)
@@ -231,7 +236,19 @@ class Document:
 
 
 def body_class(command: str) -> type[Body]:
-    return next((b for b in BODIES if command in b.commands), Body)
+    """The body class of ``command``'s results.json: one defined so far, else the one its declaration names
+    (:mod:`aflite.rundir.commands`: importing it registers it), else :class:`Body` (the envelope only)."""
+    found = next((b for b in BODIES if command in b.commands), None)
+    if found is None:
+        declared_body(command)
+        found = next((b for b in BODIES if command in b.commands), None)
+    return found or Body
+
+
+def required_keys(command: str) -> tuple[str, ...]:
+    """The keys the body of a finished ``command`` has (its class's ``required`` and ``required_by``)."""
+    cls = body_class(command)
+    return cls.required + cls.required_by.get(command, ())
 
 
 def parse(obj: Any, path: Path, *, manifest: bool = True) -> Document:
@@ -246,7 +263,7 @@ def parse(obj: Any, path: Path, *, manifest: bool = True) -> Document:
     if envelope.command == "explain" and "checks" not in obj:  # 0.3 before the checks owned their entries
         raise InputError(f"{path}: an explain folder of an earlier aflite (its checks' keys at the top level, not "
                          f"under 'checks'): run `aflite explain` again")
-    body = _build(cls, obj, path, REQUIRED.get(envelope.command, ()))
+    body = _build(cls, obj, path, required_keys(envelope.command))
     return Document(envelope, body, obj)
 
 
