@@ -40,9 +40,9 @@ def check_listing(width: int = 100) -> list[str]:
     """Every registered explain check with its options, as ``--check NAME:KEY=VALUE`` takes them (and the older
     flag that sets the same option, where there is one)."""
     from aflite.checks import check_names, check_options
-    from aflite.runs.explain import ALIASES
+    from aflite.runs.explain import check_aliases
 
-    flags = {target: f"--{kw.replace('_', '-')}" for kw, targets in ALIASES.items() for target in targets}
+    flags = {target: f"--{kw.replace('_', '-')}" for kw, targets in check_aliases().items() for target in targets}
     lines = ["checks (each runs on every explain; set an option with --check NAME:KEY=VALUE, repeatable):"]
     for name in check_names("explain"):
         options = check_options(name)
@@ -123,10 +123,6 @@ def register(sub: Any) -> None:
     p.set_defaults(handler=run, validate=_validate)
 
 
-ALIAS_FLAGS = ("alpha", "min_count", "random_seeds", "neighbours", "null", "stop_rule", "stop_floor",
-               "stop_max_phases", "ngram_coefficients")
-
-
 def _validate(args: argparse.Namespace) -> None:
     """Before --out is claimed: explain reads the run folder and writes elsewhere (--out and --cache-dir), and every
     --check (and the flags that alias check options) names a check, one of its options and a value it takes."""
@@ -139,7 +135,14 @@ def _validate(args: argparse.Namespace) -> None:
     if args.cache_dir is not None:
         check_outside_runs(args.cache_dir, [args.run_dir], flag="--cache-dir")
     args.checks = parse_check_flag(args.check or [], lambda name: check_options(name, "explain"))
-    explain_check_options(args.checks, {k: getattr(args, k) for k in ALIAS_FLAGS})
+    explain_check_options(args.checks, _alias_values(args))
+
+
+def _alias_values(args: argparse.Namespace) -> dict[str, Any]:
+    """The flags that set built-in checks' options (their ``alias=``), as explain's keywords."""
+    from aflite.runs.explain import check_aliases
+
+    return {k: getattr(args, k, None) for k in check_aliases()}
 
 
 def run(args: argparse.Namespace) -> int:
@@ -148,7 +151,7 @@ def run(args: argparse.Namespace) -> int:
     fopts = featurizer_flag_values(args)  # checked against the run's featurizer by explain
     res = explain(args.data, args.run_dir, args.out_folder, checks=args.checks, token_view=args.token_view,
                   cache_dir=args.cache_dir, dataset_options=dataset_options(args), featurizer_options=fopts,
-                  show_progress=not args.quiet, **{k: getattr(args, k) for k in ALIAS_FLAGS})
+                  show_progress=not args.quiet, **_alias_values(args))
     verdict = res.verdict_sentences()
     if verdict:
         print("verdict: " + " ".join(verdict))

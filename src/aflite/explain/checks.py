@@ -31,7 +31,7 @@ def _positive(v: Any) -> bool:
 
 
 MIN_COUNT = CheckOption("min_count", int, 20, "test only tokens seen in at least this many texts of a set",
-                        valid=_positive, rule="must be >= 1")
+                        valid=_positive, rule="must be >= 1", alias="min_count")
 
 
 def _token_test(o: dict[str, Any]) -> dict[str, Any]:
@@ -54,12 +54,12 @@ class TokenArtifacts(Check):
     name: ClassVar[str] = "tokens"
     options: ClassVar[tuple[CheckOption, ...]] = (
         CheckOption("alpha", float, 0.01, "family-wise α of the Bonferroni test", valid=lambda a: 0.0 < a < 1.0,
-                    rule="must lie in (0, 1)"),
+                    rule="must lie in (0, 1)", alias="alpha"),
         MIN_COUNT,
         CheckOption("null", str, "base", "the test's p0: each label's share of the set (base) or 1/|Y| (uniform, "
-                    "Gardner et al. 2021's choice)", choices=("base", "uniform")),
+                    "Gardner et al. 2021's choice)", choices=("base", "uniform"), alias="null"),
         CheckOption("random_seeds", int, 5, "same-size random subsets averaged for the 'random' set",
-                    valid=_positive, rule="must be >= 1"))
+                    valid=_positive, rule="must be >= 1", alias="random_seeds"))
 
     def enabled(self, data: CheckData) -> bool:
         return data.texts is not None
@@ -171,11 +171,12 @@ class StopRule(Check):
     name: ClassVar[str] = "stop_rule"
     options: ClassVar[tuple[CheckOption, ...]] = (
         CheckOption("enabled", bool, False, "continue filtering past the run's stop with slices of k/4 until no "
-                    "(token, label) pair is Bonferroni-significant on the kept set, or the floor is reached"),
+                    "(token, label) pair is Bonferroni-significant on the kept set, or the floor is reached",
+                    alias="stop_rule"),
         CheckOption("floor", int, None, "the smallest kept set the stop rule may reach; unset: the run's target size n",
-                    valid=_positive, rule="must be >= 1"),
+                    valid=_positive, rule="must be >= 1", alias="stop_floor"),
         CheckOption("max_phases", int, 40, "cap on the stop rule's extra phases", valid=_positive,
-                    rule="must be >= 1"))
+                    rule="must be >= 1", alias="stop_max_phases"))
 
     def enabled(self, data: CheckData) -> bool:
         return bool(self.params["enabled"]) and data.texts is not None
@@ -236,7 +237,7 @@ class LabelIssueCheck(Check):
     name: ClassVar[str] = "label_issues"
     options: ClassVar[tuple[CheckOption, ...]] = (
         CheckOption("permutations", int, 5, "seeded permutations of the labels for the chance count",
-                    valid=_positive, rule="must be >= 1"),)
+                    valid=_positive, rule="must be >= 1", alias="random_seeds"),)
 
     def find(self, data: CheckData) -> CheckResult:
         issues = label_issues(data.phase.first_phase_proba_, data.y)
@@ -324,7 +325,7 @@ class Surrogate(Check):
     name: ClassVar[str] = "surrogate"
     options: ClassVar[tuple[CheckOption, ...]] = (
         CheckOption("min_count", int, 20, "the surrogate's inputs: tokens seen in at least this many texts",
-                    valid=_positive, rule="must be >= 1"),)
+                    valid=_positive, rule="must be >= 1", alias="min_count"),)
 
     def find(self, data: CheckData) -> CheckResult:
         min_count = self.params["min_count"]
@@ -356,7 +357,7 @@ class Neighbours(Check):
     name: ClassVar[str] = "neighbours"
     options: ClassVar[tuple[CheckOption, ...]] = (
         CheckOption("k", int, 3, "nearest kept rows listed per removed row (0: none)", valid=lambda k: k >= 0,
-                    rule="must be >= 0"),)
+                    rule="must be >= 0", alias="neighbours"),)
 
     def find(self, data: CheckData) -> CheckResult:
         k = self.params["k"]
@@ -374,9 +375,9 @@ class NgramCoefficients(Check):
     options: ClassVar[tuple[CheckOption, ...]] = (
         CheckOption("enabled", bool, False, "n-gram Φ only: refit the run's featurizer (one more featurizing pass) "
                     "and list, per row and overall, the tokens the ensemble's own weights push towards the gold "
-                    "label"),
+                    "label", alias="ngram_coefficients"),
         CheckOption("min_count", int, 20, "tokens seen in at least this many texts", valid=_positive,
-                    rule="must be >= 1"))
+                    rule="must be >= 1", alias="min_count"))
 
     def enabled(self, data: CheckData) -> bool:
         return (bool(self.params["enabled"]) and data.texts is not None

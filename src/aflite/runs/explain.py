@@ -1,8 +1,8 @@
 """:func:`explain` (``aflite explain``; ``aflite.explain_run``): read a run folder and the data file back, recompute
 the run's first phase (:mod:`aflite.explain.recompute`), run every registered check (:mod:`aflite.checks`; the
 built-in ones in :mod:`aflite.explain.checks`), each with its options (``checks={name: {key: value}}``; the older
-keywords ``alpha``, ``min_count``, ... are aliases of the built-in checks' options, :data:`ALIASES`), and write the
-explain folder (:mod:`aflite.explain.files`): each check's entry under results.json's ``checks[name]``.
+keywords ``alpha``, ``min_count``, ... are aliases of the built-in checks' options, :func:`check_aliases`), and write
+the explain folder (:mod:`aflite.explain.files`): each check's entry under results.json's ``checks[name]``.
 
 Where the data map comes from. A run folder holds the kept/removed ids, the last p̃ and the features cache, not
 the first phase's probabilities. Rather than make old runs unreadable, explain *recomputes* the first phase: the
@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from aflite.checks import CheckContext, CheckData, check_files, check_names, resolve_checks, run_checks
+from aflite.checks import CheckContext, CheckData, check_files, check_names, check_options, resolve_checks, run_checks
 from aflite.data import open_dataset, source_name
 from aflite.errors import InputError, ParameterError
 from aflite.explain.files import FILES, ExplainResult, check_columns, explain_results
@@ -43,21 +43,18 @@ from aflite.rundir.results import recording_warnings
 from aflite.runs.folder import RunFolder, claims
 from aflite.threads import limited
 
-__all__ = ["ALIASES", "ExplainResult", "explain"]
+__all__ = ["ExplainResult", "check_aliases", "explain"]
 
-# explain's older keywords (and flags: --alpha, --min-count, ...), each an alias of built-in checks' options: the
-# value given sets every (check, option) listed
-ALIASES: dict[str, tuple[tuple[str, str], ...]] = {
-    "alpha": (("tokens", "alpha"),),
-    "min_count": (("tokens", "min_count"), ("surrogate", "min_count"), ("ngram_coefficients", "min_count")),
-    "null": (("tokens", "null"),),
-    "random_seeds": (("tokens", "random_seeds"), ("label_issues", "permutations")),
-    "neighbours": (("neighbours", "k"),),
-    "stop_rule": (("stop_rule", "enabled"),),
-    "stop_floor": (("stop_rule", "floor"),),
-    "stop_max_phases": (("stop_rule", "max_phases"),),
-    "ngram_coefficients": (("ngram_coefficients", "enabled"),),
-}
+def check_aliases() -> dict[str, tuple[tuple[str, str], ...]]:
+    """explain's older keywords (and flags: --alpha, --min-count, ...), each an alias of built-in checks' options,
+    as the options declare them (``alias=``): keyword -> the (check, option) pairs the value given sets, in registry
+    order."""
+    aliases: dict[str, list[tuple[str, str]]] = {}
+    for name in check_names("explain"):
+        for option in check_options(name):
+            if option.alias:
+                aliases.setdefault(option.alias, []).append((name, option.name))
+    return {keyword: tuple(targets) for keyword, targets in aliases.items()}
 
 
 def _featurizer(run: RunRecord) -> FeaturizerRecord:
@@ -145,18 +142,16 @@ def _token_view(ds: Any, rows: np.ndarray, fz: FeaturizerRecord, token_view: str
 
 def explain_check_options(checks: dict[str, Any] | None, aliases: dict[str, Any]) -> dict[str, dict[str, Any]]:
     """Every explain check's options (:func:`aflite.checks.resolve_checks`), from ``checks`` and the older keywords
-    (``aliases``: keyword -> value, None where not given; :data:`ALIASES`); a keyword and ``checks`` giving one
+    (``aliases``: keyword -> value, None where not given; :func:`check_aliases`); a keyword and ``checks`` giving one
     option two values are refused in one line."""
     if checks is not None and not isinstance(checks, dict):
         raise ParameterError(f"checks must be a dict of check name -> its options, got {checks!r}")
     merged = {name: dict(opts) if isinstance(opts, dict) else opts for name, opts in (checks or {}).items()}
-    registered = set(check_names("explain"))
+    declared = check_aliases()
     for keyword, value in aliases.items():
         if value is None:
             continue
-        for name, key in ALIASES[keyword]:
-            if name not in registered:
-                continue  # a built-in check taken out of the registry
+        for name, key in declared.get(keyword, ()):
             opts = merged.setdefault(name, {})
             if isinstance(opts, dict) and key in opts and opts[key] != value:
                 raise ParameterError(f"check {name!r}: option {key!r} given twice, {opts[key]!r} in checks and "
@@ -209,9 +204,11 @@ def explain(
     e.g. ``{"tokens": {"alpha": 0.05}, "stop_rule": {"enabled": True}}`` (the stop rule continues filtering past the
     run's stop until no token artifact is significant; the run folder is never changed). ``alpha``, ``min_count``,
     ``random_seeds``, ``neighbours``, ``null``, ``stop_rule``, ``stop_floor``, ``stop_max_phases`` and
-    ``ngram_coefficients`` are aliases of built-in checks' options (:data:`ALIASES`; None: not given). An unknown
+    ``ngram_coefficients`` are aliases of built-in checks' options (declared with them: :func:`check_aliases`; None:
+    not given). An unknown
     check or option, or a bad value, is refused in one line before any work."""
-    options = explain_check_options(checks, {k: v for k, v in locals().items() if k in ALIASES})  # the keywords
+    keywords = check_aliases()  # the older keywords, as the checks' options declare them
+    options = explain_check_options(checks, {k: v for k, v in locals().items() if k in keywords})
     folder = RunFolder.of(out, "explain")
     for path, flag in ((folder.path, "--out"), (cache_dir or folder.path, "--cache-dir")):  # it reads the run only
         check_outside_runs(path, [run_dir], flag=flag)
