@@ -82,8 +82,11 @@ def test_check_aliases_are_declared_with_the_option_they_set() -> None:
     parameters = inspect.signature(explain).parameters
     assert set(aliases) <= set(parameters) and all(parameters[k].default is None for k in aliases)
     sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
-    dests = {a.dest for a in sub.choices["explain"]._actions}
-    assert set(aliases) <= dests
+    flags = {a.dest: a for a in sub.choices["explain"]._actions}
+    assert set(aliases) <= set(flags)
+    alpha = next(o for o in checks.check_options("tokens") if o.name == "alpha")
+    assert flags["alpha"].help == f"tokens:alpha: {alpha.help} (default {alpha.default})"  # from the declaration
+    assert flags["stop_rule"].nargs == 0 and flags["null"].choices == ("base", "uniform")
     for keyword, targets in aliases.items():
         for check, key in targets:
             assert next(o for o in checks.check_options(check) if o.name == key).alias == keyword

@@ -8,6 +8,7 @@ place. Imports nothing but the error family: ``aflite --help`` reads these decla
 
 from __future__ import annotations
 
+import ast
 import inspect
 import os
 from collections.abc import Callable, Iterable
@@ -17,7 +18,7 @@ from typing import Any
 
 from aflite.errors import ParameterError
 
-__all__ = ["DERIVED", "Option", "check_params", "constructor_default"]
+__all__ = ["DERIVED", "Option", "check_params", "constructor_default", "declared_aliases"]
 
 TYPES: dict[Any, str] = {int: "an integer", float: "a number", str: "a string", bool: "true or false",
                          Path: "a path"}
@@ -120,3 +121,51 @@ def check_params(estimator: Any, options: Iterable[Option]) -> None:
     checked against its declared options, each refused in one line naming it (``n_components must be >= 1``)."""
     for option in options:
         option.value(option.name, getattr(estimator, option.name))
+
+
+def declared_aliases(paths: Iterable[Path]) -> dict[str, list[tuple[str, Option]]]:
+    """The options declared with an ``alias=`` in the check classes of these source files, read as data (no import:
+    ``aflite explain --help`` builds its alias flags from them without numpy): alias -> [(check name, the Option
+    with its literal arguments)], in the order the classes and their options are written. An option given by a
+    module-level name (``MIN_COUNT``) is followed to its assignment; arguments that are no literal (``valid=``)
+    are left out."""
+    found: dict[str, list[tuple[str, Option]]] = {}
+    for path in paths:
+        tree = ast.parse(Path(path).read_text(encoding="utf-8"))
+        named = {t.id: node.value for node in tree.body if isinstance(node, ast.Assign)
+                 for t in node.targets if isinstance(t, ast.Name)}
+        for cls in (n for n in tree.body if isinstance(n, ast.ClassDef)):
+            check, calls = None, []
+            for node in cls.body:
+                target = node.target if isinstance(node, ast.AnnAssign) else \
+                    node.targets[0] if isinstance(node, ast.Assign) and len(node.targets) == 1 else None
+                value = getattr(node, "value", None)
+                if isinstance(target, ast.Name) and target.id == "name" and isinstance(value, ast.Constant):
+                    check = value.value
+                if isinstance(target, ast.Name) and target.id == "options" and isinstance(value, ast.Tuple):
+                    calls = [named.get(e.id) if isinstance(e, ast.Name) else e for e in value.elts]
+            for call in calls:
+                option = _literal_option(call)
+                if isinstance(check, str) and option is not None and option.alias:
+                    found.setdefault(option.alias, []).append((check, option))
+    return found
+
+
+_TYPE_NAMES = {"int": int, "float": float, "str": str, "bool": bool, "Path": Path}
+
+
+def _literal_option(call: Any) -> Option | None:
+    """``CheckOption(...)``/``Option(...)`` with its literal arguments (its type named int, float, str, bool or
+    Path), or None when ``call`` is no such call."""
+    if not isinstance(call, ast.Call) or getattr(call.func, "id", None) not in ("CheckOption", "Option"):
+        return None
+    args: list[Any] = []
+    for i, a in enumerate(call.args):
+        args.append(_TYPE_NAMES.get(getattr(a, "id", ""), str) if i == 1 else ast.literal_eval(a))
+    kwargs = {}
+    for k in call.keywords:
+        try:
+            kwargs[k.arg] = ast.literal_eval(k.value)
+        except ValueError:  # a function (valid=): not needed to declare a flag
+            continue
+    return Option(*args, **{k: v for k, v in kwargs.items() if k})

@@ -64,6 +64,26 @@ LIBRARY = ("aflite.runs.explain:explain", *LOADERS, *FEATURIZER_OPTIONS)
 CLI_ONLY = {"check": "--check NAME:KEY=VALUE, repeatable: one entry of explain(checks={NAME: {KEY: VALUE}})"}
 
 
+def add_alias_flags(p: Any) -> None:
+    """The flags that set built-in checks' options (``--alpha`` sets ``tokens:alpha``), one per ``alias=`` the
+    options declare, typed, with their help and default, as the declarations say: read from the source of the
+    built-in check modules (:func:`aflite.option.declared_aliases`), so that building the parser imports no check."""
+    import aflite
+    from aflite.option import declared_aliases
+
+    sources = sorted(Path(aflite.__file__).parent.glob("*/checks.py"))
+    for alias, targets in declared_aliases(sources).items():
+        sets = ", ".join(f"{check}:{o.name}" for check, o in targets)
+        first = targets[0][1]
+        flag = "--" + alias.replace("_", "-")
+        if first.type is bool:
+            p.add_argument(flag, action="store_true", default=None, help=f"{sets}=true: {first.help}")
+            continue
+        default = "unset" if first.default is None else first.default
+        p.add_argument(flag, type=first.parse, default=None, choices=first.choices or None,
+                       help=f"{sets}: {first.help} (default {default})")
+
+
 def register(sub: Any) -> None:
     p = sub.add_parser(
         "explain", formatter_class=_Formatter, epilog=CHECKS_EPILOG,
@@ -80,40 +100,14 @@ def register(sub: Any) -> None:
                    help="an option of one check (repeatable), e.g. tokens:alpha=0.05 or stop_rule:enabled=true; "
                    "the checks and their options are listed at the end of this help. The flags below set the "
                    "built-in checks' options too (given both ways, the two values must agree)")
-    p.add_argument("--alpha", type=float, default=None,
-                   help="tokens:alpha, the family-wise α of the Bonferroni test (default 0.01)")
-    p.add_argument("--min-count", type=int, default=None,
-                   help="tokens:min_count (and surrogate's and ngram_coefficients'): test only tokens seen in at "
-                   "least this many texts of a set (default 20)")
-    p.add_argument("--null", default=None, choices=("base", "uniform"),
-                   help="tokens:null, the token test's p0: each label's share of the set (base, default) or 1/|Y| "
-                   "(uniform, Gardner et al. 2021's choice)")
-    p.add_argument("--random-seeds", type=int, default=None,
-                   help="tokens:random_seeds, same-size random subsets averaged for the 'random' set, and "
-                   "label_issues:permutations (default 5)")
+    add_alias_flags(p)
     p.add_argument("--token-view", default="auto", choices=("auto", "hypothesis", "premise", "pair"),
                    help="which text the token test reads: auto = the hypothesis of a pair (the premise for a "
                    "premise-view run), the text of a single-text dataset (default auto)")
-    p.add_argument("--neighbours", type=int, default=None,
-                   help="neighbours:k, the nearest kept rows listed per removed row (default 3)")
     add_cache(p, help="cache folder for Φ when explain has to recompute it (default OUT/cache); the run's own "
               "cache, RUN_DIR/cache, is read first and never written, and a folder inside a run folder is refused")
     add_featurizer_flags(p.add_argument_group("the run's featurizer options that explain needs to recompute its Φ "
                                               "(the run recorded the others)"), "explain")
-    p.add_argument("--ngram-coefficients", action="store_true", default=None,
-                   help="ngram_coefficients:enabled=true; n-gram Φ only: refit the run's featurizer (one more "
-                   "featurizing pass) and list, per row and overall, the tokens the ensemble's own weights push "
-                   "towards the gold label")
-    g = p.add_argument_group("stop rule (optional; off by default, the paper's k-rule stays the run's rule)")
-    g.add_argument("--stop-rule", action="store_true", default=None,
-                   help="stop_rule:enabled=true: continue filtering past the run's stop with slices of k/4 until no "
-                   "(token, label) pair is Bonferroni-significant on the kept set, or the floor is reached; reports "
-                   "which came first")
-    g.add_argument("--stop-floor", type=int, default=None, metavar="N",
-                   help="stop_rule:floor, the smallest kept set the stop rule may reach (default the run's target "
-                   "size n)")
-    g.add_argument("--stop-max-phases", type=int, default=None,
-                   help="stop_rule:max_phases, the cap on the stop rule's extra phases (default 40)")
     add_columns(p)
     add_quiet(p)
 
