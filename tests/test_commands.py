@@ -1,7 +1,8 @@
 """A command registers once (aflite.rundir.commands): its CLI module's ``COMMAND`` declaration gives the CLI's
 table, ``aflite report``'s lookup, the body a reader checks and its guide; a built-in check is registered where it
-is defined. Proved on a copy of the repository: a new command added as new files only runs, gets its page rebuilt
-by ``aflite report`` and passes the docs and keyword tests; a new check is one class in one file."""
+is defined; a featurizer's flag is one option declared beside its constructor. Proved on a copy of the repository: a
+new command added as new files only runs, gets its page rebuilt by ``aflite report`` and passes the docs and keyword
+tests; a new check is one class in one file; a new flag is one declaration in the featurizer's module."""
 
 from __future__ import annotations
 
@@ -198,7 +199,7 @@ def _status(copy: Path) -> list[str]:
 
 
 @pytest.mark.slow  # a copy of the repository and pytest in it: over 6 s on 2 cores
-def test_a_new_command_is_new_files_only_and_a_new_check_one_class(tmp_path: Path) -> None:
+def test_a_new_command_is_new_files_only_a_new_check_one_class_a_new_flag_one_option(tmp_path: Path) -> None:
     copy = _copy_repository(tmp_path / "repo")
     (copy / "src" / "aflite" / "runs" / "words.py").write_text(LIBRARY_MODULE.lstrip(), encoding="utf-8")
     (copy / "src" / "aflite" / "cli" / "words.py").write_text(CLI_MODULE.lstrip(), encoding="utf-8")
@@ -243,6 +244,31 @@ def test_a_new_command_is_new_files_only_and_a_new_check_one_class(tmp_path: Pat
     names = _run(copy, "-c", "from aflite import checks; print(checks.check_names('explain'))")
     assert "'ngram_coefficients', 'hypothesis_length')" in names.stdout, names.stderr
     assert [line for line in _status(copy) if not line.startswith("??")] == [" M src/aflite/explain/checks.py"]
+
+    # a featurizer's option offered as a flag: one declaration, beside the constructor keyword it sets
+    ngram = copy / "src" / "aflite" / "features" / "ngram.py"
+    text = ngram.read_text(encoding="utf-8")
+    declared = '        Option("min_df", int, valid=lambda v: v >= 1, rule="must be >= 1"),'
+    assert declared in text
+    ngram.write_text(text.replace(declared, declared[:-2] + ', help="keep buckets seen in this many rows",\n'
+                                  '               commands=("run", "embed")),'), encoding="utf-8")
+    shown = _run(copy, "-m", "aflite", "run", "--help")
+    assert "--min-df MIN_DF" in shown.stdout and "keep buckets seen in this many rows (featurizers: ngram)" in \
+        " ".join(shown.stdout.split())
+    small = copy / "small.tsv"
+    small.write_text("id\tpremise\thypothesis\tlabel\n" + "".join(
+        f"r{i}\tA man sits {i % 5}.\tHe {('sits', 'runs', 'eats')[i % 3]} now\t{('yes', 'no')[i % 2]}\n"
+        for i in range(120)))
+    done = _run(copy, "-m", "aflite", "run", str(small), "--out", str(tmp_path / "run"), "-f", "ngram", "--min-df",
+                "1", "-m", "4", "--no-probe", "--quiet")
+    assert done.returncode == 0, done.stderr
+    assert '"min_df": 1' in (tmp_path / "run" / "results.json").read_text(encoding="utf-8")
+    refused = _run(copy, "-m", "aflite", "run", str(small), "--out", str(tmp_path / "run2"), "-f", "minilm",
+                   "--min-df", "1")
+    assert refused.returncode == 2 and "--min-df: featurizer minilm does not take it" in refused.stderr
+    small.unlink()
+    assert [line for line in _status(copy) if not line.startswith("??")] == [
+        " M src/aflite/explain/checks.py", " M src/aflite/features/ngram.py"]
 
 
 def test_the_declarations_are_read_without_importing_the_cli() -> None:

@@ -18,7 +18,7 @@ from typing import Any
 
 from aflite.errors import ParameterError
 
-__all__ = ["DERIVED", "Option", "check_params", "constructor_default", "declared_aliases"]
+__all__ = ["DERIVED", "Option", "check_params", "constructor_default", "declared_aliases", "declared_flags"]
 
 TYPES: dict[Any, str] = {int: "an integer", float: "a number", str: "a string", bool: "true or false",
                          Path: "a path"}
@@ -62,8 +62,22 @@ class Option:
         return "--" + self.name.replace("_", "-")
 
     def parse(self, text: str) -> Any:
-        """A command line's text as the option's type (argparse's ``type``; a path stays the string given)."""
+        """A command line's text as the option's type (argparse's ``type``; a path stays the string given, a bool
+        is true/yes/1/on or false/no/0/off)."""
+        if self.type is bool:
+            if text.lower() not in TRUE + FALSE:
+                raise ValueError(text)
+            return text.lower() in TRUE
         return text if self.type is Path else self.type(text)
+
+    def converter(self) -> Callable[[str], Any]:
+        """:meth:`parse` as argparse's ``type``, named after the option's type (its usage errors say "invalid int
+        value")."""
+        def convert(text: str) -> Any:
+            return self.parse(text)
+
+        convert.__name__ = getattr(self.type, "__name__", "value")
+        return convert
 
     def describe(self, default: Any = DERIVED) -> str:
         """The option's line in a listing: its value's form, help and default (``default``: when derived)."""
@@ -95,10 +109,6 @@ class Option:
         if (self.optional or self.default is None) and text.lower() in ("none", ""):
             return None
         try:
-            if self.type is bool:
-                if text.lower() not in TRUE + FALSE:
-                    raise ValueError(text)
-                return text.lower() in TRUE
             return self.parse(text)
         except ValueError:
             raise ParameterError(f"{where} must be {TYPES[self.type]}, got {text!r}") from None
@@ -157,15 +167,36 @@ _TYPE_NAMES = {"int": int, "float": float, "str": str, "bool": bool, "Path": Pat
 def _literal_option(call: Any) -> Option | None:
     """``CheckOption(...)``/``Option(...)`` with its literal arguments (its type named int, float, str, bool or
     Path), or None when ``call`` is no such call."""
+    found = _literal_call(call)
+    return None if found is None else found[0]
+
+
+def _literal_call(call: Any) -> tuple[Option, frozenset[str]] | None:
+    """The Option of a literal ``Option(...)`` call and the keywords it was given, or None."""
     if not isinstance(call, ast.Call) or getattr(call.func, "id", None) not in ("CheckOption", "Option"):
         return None
     args: list[Any] = []
     for i, a in enumerate(call.args):
-        args.append(_TYPE_NAMES.get(getattr(a, "id", ""), str) if i == 1 else ast.literal_eval(a))
+        args.append(_TYPE_NAMES.get(getattr(a, "id", ""), object) if i == 1 else ast.literal_eval(a))
     kwargs = {}
     for k in call.keywords:
         try:
             kwargs[k.arg] = ast.literal_eval(k.value)
         except ValueError:  # a function (valid=): not needed to declare a flag
             continue
-    return Option(*args, **{k: v for k, v in kwargs.items() if k})
+    return Option(*args, **{k: v for k, v in kwargs.items() if k}), frozenset(k.arg for k in call.keywords if k.arg)
+
+
+def declared_flags(path: Path, class_name: str, attr: str = "param_options") -> tuple[Option, ...]:
+    """The options a class declares (``param_options``) that are offered as command-line flags (given
+    ``commands=``), read from its module's source (``aflite --help`` imports no featurizer to list them)."""
+    tree = ast.parse(Path(path).read_text(encoding="utf-8"))
+    for cls in (n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == class_name):
+        for node in cls.body:
+            target = node.target if isinstance(node, ast.AnnAssign) else \
+                node.targets[0] if isinstance(node, ast.Assign) and len(node.targets) == 1 else None
+            value = getattr(node, "value", None)
+            if isinstance(target, ast.Name) and target.id == attr and isinstance(value, ast.Tuple):
+                calls = [_literal_call(e) for e in value.elts]
+                return tuple(c[0] for c in calls if c is not None and "commands" in c[1])
+    return ()

@@ -80,7 +80,7 @@ def add_alias_flags(p: Any) -> None:
             p.add_argument(flag, action="store_true", default=None, help=f"{sets}=true: {first.help}")
             continue
         default = "unset" if first.default is None else first.default
-        p.add_argument(flag, type=first.parse, default=None, choices=first.choices or None,
+        p.add_argument(flag, type=first.converter(), default=None, choices=first.choices or None,
                        help=f"{sets}: {first.help} (default {default})")
 
 

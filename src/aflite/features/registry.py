@@ -12,12 +12,12 @@ from __future__ import annotations
 import argparse
 import importlib
 import inspect
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from aflite.errors import ParameterError
-from aflite.option import Option
+from aflite.option import Option, declared_flags
 
 __all__ = ["COMBINE", "COMMAND_OPTIONS", "FeaturizerOption", "FeaturizerSpec", "OPTIONS", "REGISTRY",
            "check_backend", "combined_spec", "default_featurizer", "featurizer_arg", "featurizer_help",
@@ -160,6 +160,23 @@ REGISTRY: dict[str, FeaturizerSpec] = {s.name: s for s in (
                    factory="aflite.features.images:ImageFeaturizer", preset=(("model", "hf-image"),),
                    context=("show_progress",), title="HF vision model", frozen=True, shards=True),
 )}
+
+
+def _with_class_flags(found: FeaturizerSpec) -> FeaturizerSpec:
+    """The spec with the flags its class declares beside its constructor (``param_options`` given ``commands=``:
+    one declaration, in the featurizer's module), read from the module's source and added to :data:`OPTIONS`."""
+    if not isinstance(found.factory, str) or not found.factory.startswith("aflite."):
+        return found
+    module, _, attr = found.factory.partition(":")
+    path = Path(__file__).resolve().parents[1].joinpath(*module.split(".")[1:]).with_suffix(".py")
+    flags = declared_flags(path, attr) if path.is_file() else ()
+    for flag in flags:
+        OPTIONS.setdefault(flag.name, flag)
+    new = tuple(f.name for f in flags if f.name not in found.options)
+    return replace(found, options=found.options + new) if new else found
+
+
+REGISTRY.update({name: _with_class_flags(s) for name, s in REGISTRY.items()})
 
 
 def register(new: FeaturizerSpec, *options: Option) -> FeaturizerSpec:
