@@ -31,7 +31,7 @@ from __future__ import annotations
 import ast
 import importlib
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
@@ -46,6 +46,9 @@ from aflite.rundir.bodies import RunBody
 
 __all__ = ["CHECKS", "SCOPES", "Check", "CheckContext", "CheckData", "CheckOption", "CheckResult", "check_files",
            "check_names", "check_options", "get_check", "register", "resolve_checks", "run_checks"]
+
+
+CheckFile = bytes | str | Sequence[Sequence[Any]]  # a file a check returns: bytes, text, or rows (CSV, header first)
 
 
 @dataclass
@@ -132,7 +135,7 @@ class CheckResult:
     columns: dict[str, list[Any]] | None = None  # None: a command writes scores and flags as they are
     detail: Any = None
     seconds: float | None = None  # None: the check did not run (disabled by its options or the data)
-    files: dict[str, Any] = field(default_factory=dict)  # name -> bytes, str or rows (CSV)
+    files: dict[str, CheckFile] = field(default_factory=dict)  # name -> bytes, str or rows (CSV)
     options: dict[str, Any] = field(default_factory=dict)  # the check's options as it ran (run_checks sets them)
     headline: str | None = None  # one line for the terminal (a command prints it after its verdict), None: none
 
@@ -182,12 +185,12 @@ class Check:
         return CheckResult(self.name)
 
 
-def _built_in() -> dict[str, Any]:
+def _built_in() -> dict[str, type[Check] | str]:
     """The built-in checks, found where they are defined: each class decorated ``@register`` in a ``checks``
     module of a package of aflite (aflite/audit/checks.py, aflite/explain/checks.py), read from the source as
     ``name -> "module:Class"`` (imported when the check is first run or asked for its options; importing the module
     registers the class itself under the same name), in the order they are defined."""
-    found: dict[str, Any] = {}
+    found: dict[str, type[Check] | str] = {}
     for path in sorted(Path(__file__).resolve().parents[1].glob("*/checks.py")):
         for node in ast.parse(path.read_text(encoding="utf-8")).body:
             if isinstance(node, ast.ClassDef) and any(getattr(d, "id", getattr(d, "attr", None)) == "register"
@@ -209,7 +212,7 @@ def _constant(node: ast.stmt) -> str | None:
 
 # name -> the check class, or "module:Class" until it is imported; registry order is the order they run in (within a
 # scope), and the order of their keys in results.json
-CHECKS: dict[str, Any] = _built_in()
+CHECKS: dict[str, type[Check] | str] = _built_in()
 
 
 def register(cls: Any) -> Any:

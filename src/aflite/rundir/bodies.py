@@ -29,16 +29,24 @@ BODIES: list[type[Body]] = []  # every body class with commands, as defined (Bod
 
 
 @dataclass(frozen=True)
+class WarningEntry:
+    """One kind of library warning met while the command ran, and how often (``recording_warnings``)."""
+
+    warning: str
+    count: int
+
+
+@dataclass(frozen=True)
 class Envelope:
     """What every results.json starts with (:func:`aflite.rundir.results.results_envelope`), and its manifest."""
 
     command: str
     format_version: int
     argv: list[str]
-    versions: dict[str, Any]
-    manifest: dict[str, Any]
+    versions: dict[str, str]
+    manifest: dict[str, Any]  # relative path -> {"size", "sha256"}, checked by aflite.rundir.manifest.verify
     seed: Any = None
-    warnings: list[dict[str, Any]] | None = None
+    warnings: list[WarningEntry] | None = None
 
 
 @dataclass(frozen=True)
@@ -139,8 +147,8 @@ class CheckEntry:
     with, the per-row columns it added to instances.csv, the files it wrote into the folder, its verdict sentences
     and whether it ran (False: disabled by its options or the data)."""
 
-    summary: dict[str, Any]
-    options: dict[str, Any]
+    summary: dict[str, Any]  # the check's own keys, JSON as it wrote them
+    options: dict[str, bool | int | float | str | None]  # its options' values as it ran
     columns: list[str]
     files: list[str]
     verdict: list[str] = dataclasses.field(default_factory=list)
