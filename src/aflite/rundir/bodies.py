@@ -161,9 +161,9 @@ class ExplainedRun:
     the fingerprint and the sha256 of the kept ids)."""
 
     folder: str
-    dataset: str
-    size_before: int
-    size_after: int
+    dataset: str | None = None
+    size_before: int | None = None
+    size_after: int | None = None
     stop_reason: str | None = None
     featurizer: str | None = None
     view: str | None = None
@@ -176,8 +176,8 @@ class FirstPhase:
     """The run's first phase as explain recomputed it: its seed and how closely it agrees with the run (null: no
     row was removed in phase 0)."""
 
-    source: str
-    seed: int
+    source: str = ""
+    seed: int | None = None
     agreement_with_run: float | None = None
     agreement_meaning: str = ""
 
