@@ -21,6 +21,7 @@ import numpy as np
 
 from aflite.errors import InputError
 from aflite.rundir.bodies import Document, RunBody, parse
+from aflite.rundir.commands import result_class
 from aflite.rundir.manifest import check_seal, verify
 from aflite.rundir.names import (
     CHECKPOINT,
@@ -283,6 +284,7 @@ def detect_kind(folder: str | os.PathLike[str]) -> str:
     folder whose command has a page (a Result class registered in :mod:`aflite.rundir.page`); its files verified
     (but the page, which is rebuilt); anything else is refused in one line."""
     doc = read_folder(folder, skip=(PAGE,))
+    result_class(doc.command)  # a built-in command's Result class, imported: defining it registers its page
     if page_class(doc.command) is None:
         raise InputError(f"{Path(folder) / RESULTS}: written by `aflite {doc.command}`, which has no page; give "
                          f"the --out folder of a command that has one ({', '.join(page_commands())})")
