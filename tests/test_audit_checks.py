@@ -5,7 +5,7 @@ data."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 import pytest
@@ -13,18 +13,29 @@ from test_audit import SMALL, _pairs
 
 from aflite import audit as A
 from aflite import checks
+from aflite.audit import checks as audit_checks
 from aflite.audit.images import audit_image_dataset
 from aflite.checks import Check, CheckData, CheckResult
 from aflite.errors import ParameterError
+from aflite.explain import checks as explain_checks
 
-BUILT_IN = ("biased_model", "leakage_metrics", "peco", "tsne", "tra", "token_artifacts")
+
+def _defined(module: Any) -> tuple[str, ...]:
+    """The checks a module defines, in the order it defines them."""
+    return tuple(c.name for c in vars(module).values() if isinstance(c, type) and issubclass(c, Check) and c.name
+                 and c.__module__ == module.__name__)
+
+
+BUILT_IN = _defined(audit_checks)
 
 
 def test_one_registry_two_scopes() -> None:
+    """Each built-in check is registered where it is defined (no list to keep beside it), in that order."""
     assert checks.check_names("audit") == BUILT_IN
-    assert checks.check_names("explain") == ("tokens", "stop_rule", "datamap", "label_issues", "surrogate",
-                                             "neighbours", "ngram_coefficients")
-    assert checks.check_names() == checks.check_names("explain") + BUILT_IN
+    assert BUILT_IN[:2] == ("biased_model", "leakage_metrics") and "tsne" in BUILT_IN
+    assert checks.check_names("explain") == _defined(explain_checks)
+    assert checks.check_names("explain")[:3] == ("tokens", "stop_rule", "datamap")
+    assert set(checks.check_names()) == set(checks.check_names("explain") + BUILT_IN)
     with pytest.raises(ParameterError, match="unknown check scope"):
         checks.check_names("evaluate")
 

@@ -245,6 +245,8 @@ def test_cli_evaluate_and_one_line_errors(snli_run, tmp_path, capsys):
 
 
 ENVELOPE = ("command", "format_version", "argv", "versions", "manifest", "sealed", "seed")
+PARAMETERS = {"dataset_size": 0, "target_size": 1, "n_partitions": 1, "train_size": 1, "slice_size": 1,
+              "threshold": 0.75, "strategy": "slicing", "model": "logistic", "C": 1.0}  # as results.json types them
 
 
 def committed(folder: Path) -> Path:
@@ -253,7 +255,7 @@ def committed(folder: Path) -> Path:
     from committed import commit
 
     res = json.loads((folder / "results.json").read_text()) if (folder / "results.json").is_file() else {
-        "parameters": {}, "size_before": 0, "size_after": 0, "n_iterations": 0, "sizes": [], "iterations": []}
+        "parameters": PARAMETERS, "size_before": 0, "size_after": 0, "n_iterations": 0, "sizes": [], "iterations": []}
     commit(folder, {k: v for k, v in res.items() if k not in ENVELOPE}, command=res.get("command", "filter"),
            argv=res.get("argv"), seed=res.get("seed"))
     return folder

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
 from aflite.errors import ParameterError
 from aflite.explain.stoprule import continue_until_clean
+from aflite.rundir.bodies import RunParameters
 
-PARAMS = {"n_partitions": 8, "train_size": 100, "slice_size": 40, "target_size": 200, "threshold": 0.5, "C": 1.0}
+PARAMS = RunParameters(dataset_size=400, target_size=200, n_partitions=8, train_size=100, slice_size=40, threshold=0.5,
+                       strategy="slicing", model="logistic", C=1.0)
 
 
 def data(signal: float = 3.0, n: int = 400):
@@ -38,7 +42,7 @@ def test_floor_and_tau_end_it_too():
     res = continue_until_clean(X, y, None, PARAMS, 0, keep, 0, lambda rows: 1, floor=385)
     assert res.stopped_by == "floor reached" and res.trajectory[-1]["size"] <= 385
     Xn, yn = data(signal=0.0)
-    strict = {**PARAMS, "threshold": 1.0, "n_partitions": 64}  # no noise row is right in ~48 of 48 held-out tries
+    strict = dataclasses.replace(PARAMS, threshold=1.0, n_partitions=64)  # no noise row right in ~48 of 48 tries
     res = continue_until_clean(Xn, yn, None, strict, 0, keep, 0, lambda rows: 1)
     assert res.stopped_by == "no row reaches τ" and res.to_dict()["extra_removed"] == 0
     res = continue_until_clean(X, y, None, PARAMS, 0, keep, 0, lambda rows: 1, max_phases=2)

@@ -53,8 +53,8 @@ class LongHypotheses(Check):
     name: ClassVar[str] = "long_hypotheses"
 
     def find(self, data: CheckData) -> CheckResult:
-        lengths = np.asarray([len(t.split()) for t in data.context["dataset"].texts_b], dtype=float)
-        scores = lengths[data.context["rows"]]
+        lengths = np.asarray([len(t.split()) for t in data.context.dataset.texts_b], dtype=float)
+        scores = lengths[data.context.rows]
         flags = scores > 2 * np.median(scores)
         n = int(flags.sum())
         return CheckResult(self.name, scores, flags, {"flagged": n, "rows": len(scores)},
@@ -266,7 +266,7 @@ class ToyCheck(Check):
                     valid=lambda f: f > 0, rule="must be > 0"),)
 
     def find(self, data: CheckData) -> CheckResult:
-        words = np.asarray([len(t.split()) for t in data.context["dataset"].texts_b])[data.context["rows"]]
+        words = np.asarray([len(t.split()) for t in data.context.dataset.texts_b])[data.context.rows]
         long = words > self.params["factor"] * np.median(words)
         rows = [["id", "words"]] + [[str(i), int(w)] for i, w in zip(data.ids[long], words[long], strict=True)]
         return CheckResult(self.name, summary={"long": int(long.sum())},
@@ -565,3 +565,46 @@ def test_a_check_option_given_twice_is_refused_in_one_line(tmp_path: Path, small
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and err[0].endswith("option 'k' given twice, 3 from --check and 4 from --neighbours"), err
         assert not out.exists()
+def _plugin(*names: str) -> types.ModuleType:
+    """A CLI module whose register() adds a parser under each of ``names``."""
+    module = types.ModuleType("cli_plugin")
+
+    def register(sub: Any) -> None:
+        for n in names:
+            sub.add_parser(n, help="a plug-in").set_defaults(handler=lambda args: 0)
+
+    module.register, module.LIBRARY = register, ()  # type: ignore[attr-defined]
+    return module
+
+
+@pytest.mark.parametrize(("name", "module", "match"), [
+    ("", _plugin(""), "add_command\\(''\\): a command's name is lowercase letters"),
+    ("Run me", _plugin("Run me"), "a command's name is"),
+    ("run", _plugin("run"), "aflite has a command of that name"),
+    ("mine", _plugin("run"), "its register\\(subparsers\\) adds 'run' \\(run: aflite's own\\), not only 'mine'"),
+    ("mine", _plugin("other"), "adds 'other', not only 'mine'"),
+    ("mine", _plugin("mine", "card"), "adds 'mine', 'card' \\(card: aflite's own\\)"),
+    ("mine", _plugin(), "adds nothing, not only 'mine'"),
+])
+def test_add_command_refuses_a_name_that_would_break_the_cli_in_one_line(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], name: str, module: types.ModuleType,
+        match: str) -> None:
+    monkeypatch.setattr(aflite_cli, "_ADDED", {})
+    with pytest.raises(ParameterError, match=match) as err:
+        aflite_cli.add_command(name, module)
+    assert "\n" not in str(err.value) and aflite_cli._ADDED == {}
+    assert main(["--help"]) == 0 and "COMMAND" in capsys.readouterr().out  # every aflite call still works
+
+
+def test_a_plugin_that_changes_after_add_command_is_left_out_not_fatal(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setattr(aflite_cli, "_ADDED", {})
+    module = _plugin("mine")
+    aflite_cli.add_command("mine", module)
+    assert main(["mine"]) == 0
+    module.register = _plugin("mine", "run").register  # type: ignore[attr-defined]
+    assert main(["--help"]) == 0
+    captured = capsys.readouterr()
+    assert "the added command 'mine' is left out: its register(subparsers) adds 'mine', 'run'" in captured.err
+    assert "\n    run " in captured.out and "mine" not in captured.out
+    assert main(["run", "--help"]) == 0  # aflite's own run, not the plug-in's

@@ -148,7 +148,10 @@ def test_a_run_folder_is_read_back_by_one_reader(tmp_path):
 
     with pytest.raises(InputError, match=r"results\.json: not found: .* is not an aflite output folder"):
         read_kept_ids(tmp_path)
-    body = {"parameters": {}, "size_before": 3, "size_after": 2, "n_iterations": 0, "sizes": [3, 2], "iterations": []}
+    parameters = {"dataset_size": 3, "target_size": 2, "n_partitions": 1, "train_size": 1, "slice_size": 1,
+                  "threshold": 0.75, "strategy": "slicing", "model": "logistic", "C": 1.0}
+    body = {"parameters": parameters, "size_before": 3, "size_after": 2, "n_iterations": 0, "sizes": [3, 2],
+            "iterations": []}
     commit(tmp_path, body, command="filter")  # a committed folder without the file
     with pytest.raises(InputError, match=r"kept_ids\.txt: not found \(is it an AFLite run directory\?\)"):
         read_kept_ids(tmp_path)

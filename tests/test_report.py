@@ -88,7 +88,9 @@ def test_cli_audit_on_the_bundled_sample(tmp_path: Path) -> None:
     kept = [str(i) for i in ds.ids[::2]]
     (run_dir / "kept_ids.txt").write_text("\n".join(kept) + "\n", encoding="utf-8")
     # committed as a filter run would be (results.json with the manifest): --compare reads a verified run only
-    commit(run_dir, {"parameters": {}, "size_before": len(ds), "size_after": len(kept), "n_iterations": 0,
+    parameters = {"dataset_size": len(ds), "target_size": len(kept), "n_partitions": 1, "train_size": 1,
+                  "slice_size": 1, "threshold": 0.75, "strategy": "slicing", "model": "logistic", "C": 1.0}
+    commit(run_dir, {"parameters": parameters, "size_before": len(ds), "size_after": len(kept), "n_iterations": 0,
                      "sizes": [len(ds), len(kept)], "iterations": []}, command="filter")
     out = tmp_path / "audit"
     code = main([

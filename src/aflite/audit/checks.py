@@ -17,7 +17,7 @@ from aflite.audit.finetuned import embed_finetuned, tra
 from aflite.audit.linear import cv_predict
 from aflite.audit.metrics import LeakageMetrics, leakage_metrics
 from aflite.audit.results import ViewAudit
-from aflite.checks import Check, CheckData, CheckResult, run_checks
+from aflite.checks import Check, CheckData, CheckResult, register, run_checks
 from aflite.checks.tokens import token_artifacts
 
 __all__ = ["BiasedModel", "LeakageCheck", "Peco", "TIMING_KEYS", "TokenTable", "Tra", "TsneMap", "audit_view"]
@@ -29,7 +29,7 @@ TIMING_KEYS = {"biased_model": "biased_models", "leakage_metrics": "biased_model
 def audit_view(data: CheckData, timings: dict[str, float], normal_pred: np.ndarray | None = None) -> ViewAudit:
     """Run every registered audit check on one view (``data.text_view``), each with its options
     (``config.checks``), and add their seconds to ``timings``."""
-    config = data.context.get("config")
+    config = data.context.config
     found = run_checks(data, scope="audit", options=getattr(config, "checks", None))
     for name, r in found.items():
         if r.seconds is not None:
@@ -42,6 +42,7 @@ class AuditCheck(Check):
     scope: ClassVar[str] = "audit"
 
 
+@register  # a built-in check: registered where it is defined
 class BiasedModel(AuditCheck):
     """The biased condition: an L2 logistic regression that sees only the view, its out-of-fold predictions
     (``config.n_folds`` folds, groups never straddling a fold). Per row: flagged when the view alone gets the label
@@ -50,41 +51,43 @@ class BiasedModel(AuditCheck):
     name: ClassVar[str] = "biased_model"
 
     def find(self, data: CheckData) -> CheckResult:
-        cfg = data.context["config"]
-        pred = data.classes[cv_predict(data.X, data.labels, data.context.get("groups"), cfg.n_folds, cfg.C, cfg.seed)]
+        cfg = data.context.config
+        pred = data.classes[cv_predict(data.X, data.labels, data.context.groups, cfg.n_folds, cfg.C, cfg.seed)]
         right = pred == data.labels
         return CheckResult(self.name, flags=right, summary={"biased_accuracy": float(np.mean(right))}, columns={},
                            detail=pred)
 
 
+@register  # a built-in check: registered where it is defined
 class LeakageCheck(AuditCheck):
-    """Saxon et al.'s eqs. 3-8 from the biased model's and the normal model's (``context["normal_pred"]``)
+    """Saxon et al.'s eqs. 3-8 from the biased model's and the normal model's (``context.normal_pred``)
     out-of-fold predictions: the normal accuracy, the majority rate, Δmaj, %R_R, NBA and NBR. Per row: flagged
     when the two models agree (NBA's rows)."""
 
     name: ClassVar[str] = "leakage_metrics"
 
     def find(self, data: CheckData) -> CheckResult:
-        pred_b, pred_n = data.found["biased_model"].detail, data.context["normal_pred"]
+        pred_b, pred_n = data.found["biased_model"].detail, data.context.normal_pred
         m = LeakageMetrics.compute(data.labels, pred_b, pred_n)
         summary = {k: v for k, v in m.to_dict().items() if k != "biased_accuracy"}  # biased_model's key
         return CheckResult(self.name, flags=pred_b == pred_n, summary=summary, columns={}, detail=m)
 
 
+@register  # a built-in check: registered where it is defined
 class Peco(AuditCheck):
     """PECO (eqs. 11-12) on the view's embeddings (the frozen features, an image's embedding
-    ``context["embeddings"]``, or the fine-tuned pair encoder's with ``peco_encoder="finetuned"``) next to its
+    ``context.embeddings``, or the fine-tuned pair encoder's with ``peco_encoder="finetuned"``) next to its
     shuffled-label null, and the most divergent clusters' sentences. Per row: its cluster's s_i; flagged when the
     cluster is a biased region (L2 > ``config.bias_threshold``)."""
 
     name: ClassVar[str] = "peco"
 
     def find(self, data: CheckData) -> CheckResult:
-        cfg, ft = data.context["config"], data.context.get("finetuned")
+        cfg, ft = data.context.config, data.context.finetuned
         if cfg.peco_encoder == "finetuned" and ft is not None:
             E = embed_finetuned(ft.models["pair"], data.texts or [], show_progress=cfg.show_progress)
         else:
-            E = data.context.get("embeddings", data.X)
+            E = data.X if data.context.embeddings is None else data.context.embeddings
         pr = peco(E, data.labels, cfg.n_components, cfg.n_clusters, cfg.seed)
         null = peco_null(pr, data.labels, cfg.peco_shuffles, cfg.seed)
         texts = data.texts if data.texts is not None else [str(i) for i in data.ids]
@@ -97,6 +100,7 @@ class Peco(AuditCheck):
                            detail={"peco": pr, "null": null, "examples": examples(pr, texts, data.labels, cfg)})
 
 
+@register  # a built-in check: registered where it is defined
 class TsneMap(AuditCheck):
     """2-D t-SNE coordinates of a seeded sample (``config.tsne_sample``) of PECO's reduced embeddings, for the
     report's map; no results.json keys."""
@@ -104,24 +108,25 @@ class TsneMap(AuditCheck):
     name: ClassVar[str] = "tsne"
 
     def find(self, data: CheckData) -> CheckResult:
-        xy, rows = tsne_map(data.found["peco"].detail["peco"], data.context["config"])
+        xy, rows = tsne_map(data.found["peco"].detail["peco"], data.context.config)
         return CheckResult(self.name, columns={}, detail=(xy, rows))
 
 
+@register  # a built-in check: registered where it is defined
 class Tra(AuditCheck):
-    """TRA (eqs. 9-10) between the fine-tuned pair and view models (``context["finetuned"]``), and those models'
+    """TRA (eqs. 9-10) between the fine-tuned pair and view models (``context.finetuned``), and those models'
     own leakage figures on their held-out rows; only when the audit fine-tunes (``config.tra``)."""
 
     name: ClassVar[str] = "tra"
 
     def enabled(self, data: CheckData) -> bool:
-        return bool(data.context["config"].tra) and data.context.get("finetuned") is not None
+        return bool(data.context.config.tra) and data.context.finetuned is not None
 
     def disabled(self, data: CheckData) -> CheckResult:
         return CheckResult(self.name, summary={"tra": None, "tra_details": None, "finetuned": {}})
 
     def find(self, data: CheckData) -> CheckResult:
-        cfg, ft, ds, view = data.context["config"], data.context["finetuned"], data.context["dataset"], data.text_view
+        cfg, ft, ds, view = data.context.config, data.context.finetuned, data.context.dataset, data.text_view
         m = leakage_metrics(data.labels[ft.eval_rows], ft.pred[view], ft.pred["pair"])
         finetuned = {**m, "n_eval": int(len(ft.eval_rows)), "n_train": int(len(ft.train)),
                      "steps": cfg.tra_steps, "batch_size": cfg.tra_batch_size}
@@ -131,6 +136,7 @@ class Tra(AuditCheck):
                            columns={}, detail=res)
 
 
+@register  # a built-in check: registered where it is defined
 class TokenTable(AuditCheck):
     """The view's token artifact table (:func:`aflite.checks.tokens.token_artifacts`, the one token analysis):
     per label, the tokens whose label rate stands furthest above the base rate; text only."""
@@ -144,7 +150,7 @@ class TokenTable(AuditCheck):
         return CheckResult(self.name, summary={"token_artifacts": {}})
 
     def find(self, data: CheckData) -> CheckResult:
-        cfg = data.context["config"]
+        cfg = data.context.config
         arts = token_artifacts(data.texts or [], data.labels, cfg.top_k_tokens, cfg.min_token_count)
         return CheckResult(self.name, summary={"token_artifacts": arts}, columns={}, detail=arts)
 

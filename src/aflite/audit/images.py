@@ -17,7 +17,7 @@ import numpy as np
 from aflite.audit.checks import audit_view
 from aflite.audit.linear import cv_predict
 from aflite.audit.results import AuditConfig, DatasetAudit
-from aflite.checks import CheckData
+from aflite.checks import CheckContext, CheckData
 from aflite.data.images import open_image
 from aflite.errors import InputError, ParameterError
 from aflite.features.registry import default_featurizer, featurizer_names, spec
@@ -88,8 +88,8 @@ def audit_image_dataset(refs: Sequence[str], labels: Any, embeddings: np.ndarray
     timings["normal_model"] = time.perf_counter() - t
     names = [str(i) for i in (ids if ids is not None else refs)]
     data = CheckData(np.asarray(names, dtype=str), y, classes, np.searchsorted(classes, y), H, cfg.seed,
-                     text_view=IMAGE_VIEW, refs=[str(r) for r in refs], options=cfg.to_dict(), context={
-                         "config": cfg, "set": name, "groups": None, "normal_pred": pred_n, "embeddings": X})
+                     text_view=IMAGE_VIEW, refs=[str(r) for r in refs], options=cfg.to_dict(), context=CheckContext(
+                         config=cfg, set_name=name, normal_pred=pred_n, embeddings=X))
     va = audit_view(data, timings, pred_n)  # the biased model on the colour view, PECO on the embeddings, ...
     timings["total"] = sum(timings.values())
     return DatasetAudit(name, n, {str(c): int(k) for c, k in zip(classes, counts, strict=True)}, {IMAGE_VIEW: va},

@@ -18,7 +18,7 @@ from aflite.audit.finetuned import FineTuned, _model_path, finetune, predict
 from aflite.audit.linear import cv_predict
 from aflite.audit.metrics import AUDIT_VIEWS
 from aflite.audit.results import AuditConfig, DatasetAudit, ViewAudit
-from aflite.checks import CheckData, resolve_checks
+from aflite.checks import CheckContext, CheckData, resolve_checks
 from aflite.data import COLUMNS, Dataset, open_dataset, with_columns
 from aflite.data.options import option_label
 from aflite.device import torch_device
@@ -209,8 +209,8 @@ def _view_audit(dataset: Any, view: str, y: np.ndarray, classes: np.ndarray, gro
     texts = dataset.texts_b if view == "hypothesis" else dataset.texts_a
     data = CheckData(
         np.asarray(dataset.ids).astype(str), y, classes, np.searchsorted(classes, y), Xb, cfg.seed, texts=list(texts),
-        text_view=view, options=cfg.to_dict(), context={
-            "config": cfg, "set": name, "dataset": dataset, "groups": groups, "normal_pred": pred_n, "finetuned": ft})
+        text_view=view, options=cfg.to_dict(), context=CheckContext(
+            config=cfg, set_name=name, dataset=dataset, groups=groups, normal_pred=pred_n, finetuned=ft))
     va = audit_view(data, clock.timings, pred_n)  # each check's seconds, under its timings_s name
     clock.restart()
     return va

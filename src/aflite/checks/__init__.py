@@ -15,22 +15,25 @@ which command runs the check:
   options, per-row columns and files), its per-row values into instances.csv, its files into the folder.
 - ``"audit"``: one single-sentence view of a dataset audited for label leakage (no run: those four fields are
   None). ``X`` is the view's features (the biased model's input), ``texts`` the view's sentences (None for
-  images, ``refs`` then), ``options`` the audit's configuration and ``context`` what the audit shares between
-  views (its ``config``, the normal model's out-of-fold predictions ``normal_pred``, the ``groups``, the
-  ``dataset``, the fine-tuned models ``finetuned``, the ``set`` name). :func:`aflite.audit.audit` (and the image
-  audit) runs every such check once per view, with the options of ``AuditConfig.checks``; their keys go into that
-  view's entry of results.json, their verdict sentences and sections into summary.md, their per-row values stay in
-  Python (:attr:`aflite.audit.ViewAudit.checks`); the audit writes no file of a check.
+  images, ``refs`` then), ``options`` the audit's configuration and ``context`` (:class:`CheckContext`) what the
+  audit shares between views (its ``config``, the normal model's out-of-fold predictions ``normal_pred``, the
+  ``groups``, the ``dataset``, the fine-tuned models ``finetuned``, the ``set_name``). :func:`aflite.audit.audit`
+  (and the image audit) runs every such check once per view, with the options of ``AuditConfig.checks``; their
+  keys go into that view's entry of results.json, their verdict sentences and sections into summary.md, their
+  per-row values stay in Python (:attr:`aflite.audit.ViewAudit.checks`); the audit writes no file of a check.
 
-A new check is a class with those members and one :func:`register` call (or one entry in :data:`CHECKS`).
+A new check is a class with those members and one :func:`register` call where it is defined (a built-in check: the
+``@register`` decorator in a ``checks`` module of a package of aflite, found there without importing it).
 """
 
 from __future__ import annotations
 
+import ast
 import importlib
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
@@ -39,9 +42,29 @@ from aflite.checks.format import cell
 from aflite.checks.options import FILE_NAME, NAME, CheckOption, resolve, validate_options
 from aflite.checks.tokens import token_matrix
 from aflite.errors import ParameterError
+from aflite.rundir.bodies import RunBody
 
-__all__ = ["CHECKS", "SCOPES", "Check", "CheckData", "CheckOption", "CheckResult", "check_files", "check_names",
-           "check_options", "get_check", "register", "resolve_checks", "run_checks"]
+__all__ = ["CHECKS", "SCOPES", "Check", "CheckContext", "CheckData", "CheckOption", "CheckResult", "check_files",
+           "check_names", "check_options", "get_check", "register", "resolve_checks", "run_checks"]
+
+
+CheckFile = bytes | str | Sequence[Sequence[Any]]  # a file a check returns: bytes, text, or rows (CSV, header first)
+
+
+@dataclass
+class CheckContext:
+    """What a command shares with its checks besides the rows, typed (each field None where the command has none):
+    explain's dataset and the run's rows in it; an audit's configuration, set name, dataset, the normal model's
+    out-of-fold predictions, the fine-tuned models and (images) the embeddings PECO reads."""
+
+    dataset: Any = None  # the Dataset the rows come from
+    rows: np.ndarray | None = None  # explain: each of the run's rows' position in ``dataset``
+    groups: np.ndarray | None = None  # the rows' groups (None: no groups)
+    config: Any = None  # audit: its AuditConfig
+    set_name: str | None = None  # audit: the audited set's name ("D", ...)
+    normal_pred: np.ndarray | None = None  # audit: the normal model's out-of-fold predictions
+    finetuned: Any = None  # audit: the fine-tuned pair and view models (None: TRA off)
+    embeddings: Any = None  # image audit: the embeddings PECO clusters (None: the view's features)
 
 
 @dataclass
@@ -63,13 +86,19 @@ class CheckData:
     text_view: str = ""  # which text they are ("hypothesis", ...; "image statistics" for images)
     refs: list[str] | None = None  # image references (None for text)
     options: dict[str, Any] = field(default_factory=dict)  # the command's own options (a check's: Check.params)
-    run: dict[str, Any] = field(default_factory=dict)  # the run's summary
-    context: dict[str, Any] = field(default_factory=dict)  # what a command adds for its checks (the dataset, ...)
+    run: RunBody | None = None  # the run's results.json body, typed (None: no run, scope "audit")
+    context: CheckContext = field(default_factory=CheckContext)  # what a command adds for its checks (the dataset, ...)
     found: dict[str, CheckResult] = field(default_factory=dict)  # the checks run before, by name
     _tokens: Any = None
 
     def __len__(self) -> int:
         return len(self.ids)
+
+    def run_body(self) -> RunBody:
+        """``run``, for a check that reads a run; refused on a dataset without one."""
+        if self.run is None:
+            raise ParameterError("this check reads a run of `aflite run` (scope 'explain'); these rows have none")
+        return self.run
 
     def kept(self) -> np.ndarray:
         """``keep``, for a check that reads a run; refused on a dataset without one."""
@@ -94,8 +123,8 @@ class CheckResult:
     lines of its section of summary.md, per-row cells for a command's table (``columns``: column name → one cell per
     row; ``{}``: none, the scores stay in Python; None: the command writes ``<name>_score``/``<name>_flag``), the
     ``files`` the command writes for it into its folder (a plain file name → bytes, text, or rows written as CSV,
-    the first row the header), in-memory ``detail`` for the files a command writes from it, and the ``options``
-    it ran with (set by :func:`run_checks`)."""
+    the first row the header), in-memory ``detail`` for the files a command writes from it, the ``options``
+    it ran with (set by :func:`run_checks`) and its ``headline``, the one line a command prints of it."""
 
     name: str
     scores: np.ndarray | None = None
@@ -106,8 +135,9 @@ class CheckResult:
     columns: dict[str, list[Any]] | None = None  # None: a command writes scores and flags as they are
     detail: Any = None
     seconds: float | None = None  # None: the check did not run (disabled by its options or the data)
-    files: dict[str, Any] = field(default_factory=dict)  # name -> bytes, str or rows (CSV)
+    files: dict[str, CheckFile] = field(default_factory=dict)  # name -> bytes, str or rows (CSV)
     options: dict[str, Any] = field(default_factory=dict)  # the check's options as it ran (run_checks sets them)
+    headline: str | None = None  # one line for the terminal (a command prints it after its verdict), None: none
 
     def column_names(self) -> list[str]:
         """The names of :meth:`row_columns`, without formatting the cells."""
@@ -155,28 +185,39 @@ class Check:
         return CheckResult(self.name)
 
 
-# name -> the class, or "module:attribute" (imported when first run); registry order is the order they run in
-# (within a scope), and the order of their keys in results.json
-CHECKS: dict[str, Any] = {
-    "tokens": "aflite.explain.checks:TokenArtifacts",
-    "stop_rule": "aflite.explain.checks:StopRule",
-    "datamap": "aflite.explain.checks:DataMap",
-    "label_issues": "aflite.explain.checks:LabelIssueCheck",
-    "surrogate": "aflite.explain.checks:Surrogate",
-    "neighbours": "aflite.explain.checks:Neighbours",
-    "ngram_coefficients": "aflite.explain.checks:NgramCoefficients",
-    "biased_model": "aflite.audit.checks:BiasedModel",
-    "leakage_metrics": "aflite.audit.checks:LeakageCheck",
-    "peco": "aflite.audit.checks:Peco",
-    "tsne": "aflite.audit.checks:TsneMap",
-    "tra": "aflite.audit.checks:Tra",
-    "token_artifacts": "aflite.audit.checks:TokenTable",
-}
+def _built_in() -> dict[str, type[Check] | str]:
+    """The built-in checks, found where they are defined: each class decorated ``@register`` in a ``checks``
+    module of a package of aflite (aflite/audit/checks.py, aflite/explain/checks.py), read from the source as
+    ``name -> "module:Class"`` (imported when the check is first run or asked for its options; importing the module
+    registers the class itself under the same name), in the order they are defined."""
+    found: dict[str, type[Check] | str] = {}
+    for path in sorted(Path(__file__).resolve().parents[1].glob("*/checks.py")):
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            if isinstance(node, ast.ClassDef) and any(getattr(d, "id", getattr(d, "attr", None)) == "register"
+                                                      for d in node.decorator_list):
+                name = next((_constant(n) for n in node.body if _constant(n) is not None), None)
+                if isinstance(name, str):
+                    found[name] = f"aflite.{path.parent.name}.checks:{node.name}"
+    return found
+
+
+def _constant(node: ast.stmt) -> str | None:
+    """The string a class body assigns to ``name`` (``name: ClassVar[str] = "..."``), or None."""
+    targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) else []
+    value = getattr(node, "value", None)
+    if [getattr(t, "id", None) for t in targets] == ["name"] and isinstance(value, ast.Constant):
+        return value.value if isinstance(value.value, str) else None
+    return None
+
+
+# name -> the check class, or "module:Class" until it is imported; registry order is the order they run in (within a
+# scope), and the order of their keys in results.json
+CHECKS: dict[str, type[Check] | str] = _built_in()
 
 
 def register(cls: Any) -> Any:
     """Add a check class (or replace one of the same name), checked first (:func:`_validated`); usable as a class
-    decorator."""
+    decorator (the built-in checks are registered so, where they are defined)."""
     CHECKS[_validated(cls).name] = cls
     return cls
 

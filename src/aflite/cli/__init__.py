@@ -1,10 +1,11 @@
 """The ``aflite`` command line: a thin layer over the library.
 
-Each sub-command lives in its own module under :mod:`aflite.cli` and exposes ``register(subparsers)``: it
-declares its options (the shared ones come from :mod:`aflite.cli.options`, so each name means one thing in
-every command), and its handler parses them and calls the library. Modules are imported cheaply (only argparse
-set-up runs at start) so ``aflite --help`` stays fast. ``main`` turns an :class:`aflite.errors.AfliteError` into
-one line on stderr and exit code 2.
+Each sub-command lives in its own module under :mod:`aflite.cli`, which declares it once (``COMMAND``:
+:class:`aflite.rundir.commands.Command`; the table :data:`COMMANDS` is read from those declarations) and exposes
+``register(subparsers)``: it declares its options (the shared ones come from :mod:`aflite.cli.options`, so each
+name means one thing in every command), and its handler parses them and calls the library. Modules are imported
+cheaply (only argparse set-up runs at start) so ``aflite --help`` stays fast. ``main`` turns an
+:class:`aflite.errors.AfliteError` into one line on stderr and exit code 2.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import contextlib
 import errno
 import importlib
 import os
+import re
 import sys
 from collections.abc import Iterator, Sequence
 from types import ModuleType
@@ -22,11 +24,12 @@ from typing import Any, NoReturn
 from aflite import __version__
 from aflite.cli.options import add_threads
 from aflite.errors import AfliteError, ParameterError
+from aflite.rundir.commands import declarations
 from aflite.threads import prepare_process
 
-# name of the module under aflite.cli for each sub-command, in --help order
-COMMANDS: tuple[str, ...] = ("demo", "run", "embed", "filter", "evaluate", "audit", "explain", "card", "report",
-                           "verify", "synthetic", "bench")
+# the built-in sub-commands in --help order, each declared once in its module's COMMAND (aflite.rundir.commands)
+COMMANDS: tuple[str, ...] = tuple(declarations())
+_NAME = re.compile(r"[a-z][a-z0-9-]*\Z")  # a command's name, as typed after `aflite`
 _ADDED: dict[str, ModuleType] = {}  # commands added from outside aflite (add_command), after the built-in ones
 
 
@@ -35,17 +38,40 @@ def add_command(name: str, module: ModuleType) -> None:
     ``register(subparsers)`` (adds the parser, sets ``handler``), ``LIBRARY`` (the library calls, as
     ``"module:attribute"`` or the objects, whose keywords its flags are) and optionally ``CLI_ONLY`` (flag -> why
     it is no keyword). The command's library function returns a :class:`aflite.rundir.results.Result`, which also
-    gives its folder's page; nothing else in aflite is edited."""
+    gives its folder's page; nothing else in aflite is edited. A name that is no command name, that aflite or an
+    earlier add_command has, or a ``register`` that adds any other sub-command is refused here, in one line, so
+    that it never breaks ``aflite --help``."""
+    if not isinstance(name, str) or not _NAME.match(name):
+        raise ParameterError(f"add_command({name!r}): a command's name is lowercase letters, digits and '-', "
+                             f"starting with a letter")
     if not callable(getattr(module, "register", None)) or not isinstance(getattr(module, "LIBRARY", None), tuple):
         raise ParameterError(f"add_command({name!r}): the module needs register(subparsers) and a LIBRARY tuple")
-    if name in COMMANDS:
+    if name in COMMANDS or name in _ADDED:
         raise ParameterError(f"add_command({name!r}): aflite has a command of that name")
+    problem = _registers_only(name, module)
+    if problem:
+        raise ParameterError(f"add_command({name!r}): {problem}")
     _ADDED[name] = module
+
+
+def _registers_only(name: str, module: ModuleType) -> str | None:
+    """Why ``module.register`` does not add exactly the sub-command ``name`` (tried on a scratch parser), or None."""
+    scratch = argparse.ArgumentParser(prog="aflite", add_help=False).add_subparsers()
+    try:
+        module.register(scratch)
+    except Exception as exc:  # a plug-in's own failure, reported as one line, not raised from every aflite call
+        return f"its register(subparsers) failed: {type(exc).__name__}: {exc}"
+    added = list(scratch.choices)  # names and aliases
+    if added == [name]:
+        return None
+    own = [n for n in added if n in COMMANDS]
+    why = f" ({', '.join(own)}: aflite's own)" if own else ""
+    return f"its register(subparsers) adds {', '.join(map(repr, added)) or 'nothing'}{why}, not only {name!r}"
 
 
 def command_modules() -> dict[str, ModuleType]:
     """Every sub-command's module, in --help order: aflite's own, then those added with :func:`add_command`."""
-    own = {name: importlib.import_module(f"aflite.cli.{name.replace('-', '_')}") for name in COMMANDS}
+    own = {name: importlib.import_module(command.cli) for name, command in declarations().items()}
     return {**own, **_ADDED}
 
 
@@ -63,7 +89,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"aflite {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for module in command_modules().values():
+    for name, module in command_modules().items():
+        problem = _registers_only(name, module) if name in _ADDED else None
+        if problem:  # changed since add_command checked it: left out, every other command still works
+            print(f"aflite: warning: the added command {name!r} is left out: {problem}", file=sys.stderr)
+            continue
         module.register(sub)
 
     for command_parser in sub.choices.values():  # one thread policy for every command (aflite.threads)

@@ -29,6 +29,7 @@ from aflite.cli.options import (
     image_options,
 )
 from aflite.features.registry import featurizer_names
+from aflite.rundir.commands import Command
 from aflite.rundir.names import PAGE, RESULTS, SUMMARY_MD
 
 # options that read text: refused (one line, exit 2) on image data, where they have nothing to act on
@@ -41,6 +42,10 @@ TEXT_ONLY = (("views", "--views"), ("tra", "--tra/--no-tra"), ("tra_steps", "--t
 IMAGE_ONLY = (("image_size", "--image-size"), ("skip_bad_images", "--skip-bad-images"),
               ("embeddings", "--embeddings"), ("embedding_ids", "--embedding-ids"))
 
+
+# this command, declared once (aflite.rundir.commands): the CLI's table, aflite report and the readers use it
+COMMAND = Command("audit", library="aflite.runs.audit:audit_file", result="aflite.runs.audit:AuditResult",
+                  body="aflite.rundir.bodies:AuditBody", page="audit.md", order=6)
 
 # the library calls whose keywords this command's flags are (tests/test_cli_keywords.py reads them)
 LIBRARY = ("aflite.runs.audit:audit_file", "aflite.audit:AuditConfig", *LOADERS, *FEATURIZER_OPTIONS)

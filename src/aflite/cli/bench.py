@@ -10,6 +10,11 @@ from typing import Any
 
 from aflite.cli.options import add_overwrite_option, add_quiet, add_seed, claim_out_folder, out_path
 from aflite.errors import ParameterError
+from aflite.rundir.commands import Command
+
+# this command, declared once (aflite.rundir.commands): the CLI's table, aflite report and the readers use it
+COMMAND = Command("bench", library="aflite.experiments.bench:run_benchmark",
+                  result="aflite.experiments.outputs:BenchResult", page="bench.md", order=11)
 
 # the library calls whose keywords this command's flags are (tests/test_cli_keywords.py reads them)
 LIBRARY = (

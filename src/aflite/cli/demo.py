@@ -7,6 +7,11 @@ from typing import Any
 
 from aflite.cli.options import FEATURIZER_OPTIONS, LOADERS, add_out
 from aflite.cli.run import add_pipeline_options, pipeline_kwargs, report
+from aflite.rundir.commands import Command
+
+# this command, declared once (aflite.rundir.commands): the CLI's table, aflite report and the readers use it
+COMMAND = Command("demo", library="aflite.runs.run:run", result="aflite.runs.run:RunResult",
+                  body="aflite.rundir.bodies:RunBody", page="demo.md", order=1)
 
 # the library calls whose keywords this command's flags are (tests/test_cli_keywords.py reads them)
 LIBRARY = ("aflite.runs.run:run", "aflite.core.filter:AFLite", *LOADERS, *FEATURIZER_OPTIONS)

@@ -26,6 +26,11 @@ from aflite.cli.options import (
     positive_int,
 )
 from aflite.features.registry import featurizer_arg, featurizer_help
+from aflite.rundir.commands import Command
+
+# this command, declared once (aflite.rundir.commands): the CLI's table, aflite report and the readers use it
+COMMAND = Command("embed", library="aflite.runs.embed:embed", result="aflite.runs.embed:EmbedResult",
+                  body="aflite.rundir.bodies:EmbedBody", page="embed.md", order=3)
 
 # the library calls whose keywords this command's flags are (tests/test_cli_keywords.py reads them)
 LIBRARY = ("aflite.runs.embed:embed", *LOADERS, *FEATURIZER_OPTIONS)

@@ -25,6 +25,12 @@ from aflite.cli.options import (
 )
 from aflite.defaults import DEFAULT_MODELS, FINETUNE_CPU_MAX_TRAIN, LR_CANDIDATES
 from aflite.errors import ParameterError
+from aflite.rundir.commands import Command
+
+# this command, declared once (aflite.rundir.commands): the CLI's table, aflite report and the readers use it
+COMMAND = Command("evaluate", library="aflite.runs.evaluate:evaluate_files",
+                  result="aflite.evaluate.tables:EvaluateResult", body="aflite.rundir.bodies:EvaluateBody",
+                  page="evaluate.md", order=5)
 
 # the library calls whose keywords this command's flags are (tests/test_cli_keywords.py reads them)
 LIBRARY = (

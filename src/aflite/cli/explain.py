@@ -22,6 +22,7 @@ from aflite.cli.options import (
     dataset_options,
     featurizer_flag_values,
 )
+from aflite.rundir.commands import Command
 
 # explain's --help ends with every explain check and its options, read from the check registry when the help is
 # printed (building the parser imports no check: they import numpy); _Formatter puts the listing where this sits
@@ -39,9 +40,9 @@ def check_listing(width: int = 100) -> list[str]:
     """Every registered explain check with its options, as ``--check NAME:KEY=VALUE`` takes them (and the older
     flag that sets the same option, where there is one)."""
     from aflite.checks import check_names, check_options
-    from aflite.runs.explain import ALIASES
+    from aflite.runs.explain import check_aliases
 
-    flags = {target: f"--{kw.replace('_', '-')}" for kw, targets in ALIASES.items() for target in targets}
+    flags = {target: f"--{kw.replace('_', '-')}" for kw, targets in check_aliases().items() for target in targets}
     lines = ["checks (each runs on every explain; set an option with --check NAME:KEY=VALUE, repeatable):"]
     for name in check_names("explain"):
         options = check_options(name)
@@ -53,10 +54,34 @@ def check_listing(width: int = 100) -> list[str]:
     return lines
 
 
+# this command, declared once (aflite.rundir.commands): the CLI's table, aflite report and the readers use it
+COMMAND = Command("explain", library="aflite.runs.explain:explain", result="aflite.explain.files:ExplainResult",
+                  body="aflite.rundir.bodies:ExplainBody", page="explain.md", order=7)
+
 # the library calls whose keywords this command's flags are (tests/test_cli_keywords.py reads them)
 LIBRARY = ("aflite.runs.explain:explain", *LOADERS, *FEATURIZER_OPTIONS)
 # flags that are no keyword of LIBRARY, each with why
 CLI_ONLY = {"check": "--check NAME:KEY=VALUE, repeatable: one entry of explain(checks={NAME: {KEY: VALUE}})"}
+
+
+def add_alias_flags(p: Any) -> None:
+    """The flags that set built-in checks' options (``--alpha`` sets ``tokens:alpha``), one per ``alias=`` the
+    options declare, typed, with their help and default, as the declarations say: read from the source of the
+    built-in check modules (:func:`aflite.option.declared_aliases`), so that building the parser imports no check."""
+    import aflite
+    from aflite.option import declared_aliases
+
+    sources = sorted(Path(aflite.__file__).parent.glob("*/checks.py"))
+    for alias, targets in declared_aliases(sources).items():
+        sets = ", ".join(f"{check}:{o.name}" for check, o in targets)
+        first = targets[0][1]
+        flag = "--" + alias.replace("_", "-")
+        if first.type is bool:
+            p.add_argument(flag, action="store_true", default=None, help=f"{sets}=true: {first.help}")
+            continue
+        default = "unset" if first.default is None else first.default
+        p.add_argument(flag, type=first.converter(), default=None, choices=first.choices or None,
+                       help=f"{sets}: {first.help} (default {default})")
 
 
 def register(sub: Any) -> None:
@@ -75,40 +100,14 @@ def register(sub: Any) -> None:
                    help="an option of one check (repeatable), e.g. tokens:alpha=0.05 or stop_rule:enabled=true; "
                    "the checks and their options are listed at the end of this help. The flags below set the "
                    "built-in checks' options too (given both ways, the two values must agree)")
-    p.add_argument("--alpha", type=float, default=None,
-                   help="tokens:alpha, the family-wise α of the Bonferroni test (default 0.01)")
-    p.add_argument("--min-count", type=int, default=None,
-                   help="tokens:min_count (and surrogate's and ngram_coefficients'): test only tokens seen in at "
-                   "least this many texts of a set (default 20)")
-    p.add_argument("--null", default=None, choices=("base", "uniform"),
-                   help="tokens:null, the token test's p0: each label's share of the set (base, default) or 1/|Y| "
-                   "(uniform, Gardner et al. 2021's choice)")
-    p.add_argument("--random-seeds", type=int, default=None,
-                   help="tokens:random_seeds, same-size random subsets averaged for the 'random' set, and "
-                   "label_issues:permutations (default 5)")
+    add_alias_flags(p)
     p.add_argument("--token-view", default="auto", choices=("auto", "hypothesis", "premise", "pair"),
                    help="which text the token test reads: auto = the hypothesis of a pair (the premise for a "
                    "premise-view run), the text of a single-text dataset (default auto)")
-    p.add_argument("--neighbours", type=int, default=None,
-                   help="neighbours:k, the nearest kept rows listed per removed row (default 3)")
     add_cache(p, help="cache folder for Φ when explain has to recompute it (default OUT/cache); the run's own "
               "cache, RUN_DIR/cache, is read first and never written, and a folder inside a run folder is refused")
     add_featurizer_flags(p.add_argument_group("the run's featurizer options that explain needs to recompute its Φ "
                                               "(the run recorded the others)"), "explain")
-    p.add_argument("--ngram-coefficients", action="store_true", default=None,
-                   help="ngram_coefficients:enabled=true; n-gram Φ only: refit the run's featurizer (one more "
-                   "featurizing pass) and list, per row and overall, the tokens the ensemble's own weights push "
-                   "towards the gold label")
-    g = p.add_argument_group("stop rule (optional; off by default, the paper's k-rule stays the run's rule)")
-    g.add_argument("--stop-rule", action="store_true", default=None,
-                   help="stop_rule:enabled=true: continue filtering past the run's stop with slices of k/4 until no "
-                   "(token, label) pair is Bonferroni-significant on the kept set, or the floor is reached; reports "
-                   "which came first")
-    g.add_argument("--stop-floor", type=int, default=None, metavar="N",
-                   help="stop_rule:floor, the smallest kept set the stop rule may reach (default the run's target "
-                   "size n)")
-    g.add_argument("--stop-max-phases", type=int, default=None,
-                   help="stop_rule:max_phases, the cap on the stop rule's extra phases (default 40)")
     add_columns(p)
     add_quiet(p)
 
@@ -116,10 +115,6 @@ def register(sub: Any) -> None:
 
     claim_out_folder(p)
     p.set_defaults(handler=run, validate=_validate)
-
-
-ALIAS_FLAGS = ("alpha", "min_count", "random_seeds", "neighbours", "null", "stop_rule", "stop_floor",
-               "stop_max_phases", "ngram_coefficients")
 
 
 def _validate(args: argparse.Namespace) -> None:
@@ -134,12 +129,14 @@ def _validate(args: argparse.Namespace) -> None:
     if args.cache_dir is not None:
         check_outside_runs(args.cache_dir, [args.run_dir], flag="--cache-dir")
     args.checks = parse_check_flag(args.check or [], lambda name: check_options(name, "explain"))
-    explain_check_options(args.checks, {k: getattr(args, k) for k in ALIAS_FLAGS})
+    explain_check_options(args.checks, _alias_values(args))
 
 
-def _summary(r: dict[str, Any], name: str) -> dict[str, Any]:
-    entry = (r.get("checks") or {}).get(name) or {}
-    return entry.get("summary") or {}
+def _alias_values(args: argparse.Namespace) -> dict[str, Any]:
+    """The flags that set built-in checks' options (their ``alias=``), as explain's keywords."""
+    from aflite.runs.explain import check_aliases
+
+    return {k: getattr(args, k, None) for k in check_aliases()}
 
 
 def run(args: argparse.Namespace) -> int:
@@ -148,21 +145,12 @@ def run(args: argparse.Namespace) -> int:
     fopts = featurizer_flag_values(args)  # checked against the run's featurizer by explain
     res = explain(args.data, args.run_dir, args.out_folder, checks=args.checks, token_view=args.token_view,
                   cache_dir=args.cache_dir, dataset_options=dataset_options(args), featurizer_options=fopts,
-                  show_progress=not args.quiet, **{k: getattr(args, k) for k in ALIAS_FLAGS})
-    r = res.results
-    if r.get("verdict"):
-        print("verdict: " + " ".join(r["verdict"]))
-    tokens = _summary(r, "tokens")
-    if tokens.get("significant_tokens"):
-        s = tokens["significant_tokens"]
-        print(f"significant (token, label) pairs on the {tokens['token_view']}: full {s['full']}, kept {s['kept']}, "
-              f"random {s['random']:.1f}")
-    sr = _summary(r, "stop_rule")
-    if sr.get("enabled"):
-        print(f"stop rule: stopped by {sr['stopped_by']} after removing {sr['extra_removed']} more rows")
-    li, dm = _summary(r, "label_issues"), _summary(r, "datamap")
-    if dm:
-        print(f"regions: {dm['regions']}; label issues: "
-              f"{li.get('n') if li.get('skipped') is None else li.get('skipped')}")
+                  show_progress=not args.quiet, **_alias_values(args))
+    verdict = res.verdict_sentences()
+    if verdict:
+        print("verdict: " + " ".join(verdict))
+    for found in (res.checks or {}).values():  # each check's own line (CheckResult.headline), in the order they ran
+        if found.headline:
+            print(found.headline)
     print(f"summary: {args.out / 'summary.md'}", file=sys.stderr)
     return 0

@@ -20,6 +20,7 @@ from aflite.cli.options import (
 )
 from aflite.cli.options import size as _size
 from aflite.defaults import SNLI_DEFAULTS
+from aflite.rundir.commands import Command
 from aflite.verdict import phases_text
 
 
@@ -77,6 +78,10 @@ def add_scale_options(p: argparse.ArgumentParser, cluster: bool | str = True) ->
                        help="folder every worker can read at the same path (shared storage) for the features "
                        "(default: a temporary folder, fine for a local cluster)")
 
+
+# this command, declared once (aflite.rundir.commands): the CLI's table, aflite report and the readers use it
+COMMAND = Command("filter", library="aflite.runs.filter:filter_files", result="aflite.runs.run:RunResult",
+                  body="aflite.rundir.bodies:RunBody", page="filter.md", order=4)
 
 # the library calls whose keywords this command's flags are (tests/test_cli_keywords.py reads them)
 LIBRARY = ("aflite.runs.filter:filter_files", "aflite.core.filter:AFLite")

@@ -194,7 +194,7 @@ def add_featurizer_flags(p: Any, command: str) -> None:
     for opt in OPTIONS.values():
         if command not in option_commands(opt):
             continue
-        p.add_argument(opt.flag, type=opt.type, default=None, metavar=opt.metavar,
+        p.add_argument(opt.flag, type=opt.converter(), default=None, metavar=opt.metavar,
                        help=f"{opt.help} (featurizers: {', '.join(takers(opt.name))})")
         names.append(opt.name)
     p.set_defaults(featurizer_flags=tuple(names))

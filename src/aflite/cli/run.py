@@ -26,6 +26,7 @@ from aflite.cli.options import (
     image_options,
 )
 from aflite.features.registry import featurizer_arg, featurizer_help
+from aflite.rundir.commands import Command
 from aflite.verdict import define_terms, phases_text
 
 
@@ -77,6 +78,10 @@ def _featurizer_options(args: argparse.Namespace) -> dict[str, Any]:
     return featurizer_flag_values(args, args.featurizer, device=args.device, backend=args.backend,
                                   image_size=args.image_size if args.image_size != 224 else None)
 
+
+# this command, declared once (aflite.rundir.commands): the CLI's table, aflite report and the readers use it
+COMMAND = Command("run", library="aflite.runs.run:run", result="aflite.runs.run:RunResult",
+                  body="aflite.rundir.bodies:RunBody", page="run.md", order=2)
 
 # the library calls whose keywords this command's flags are (tests/test_cli_keywords.py reads them)
 LIBRARY = ("aflite.runs.run:run", "aflite.core.filter:AFLite", *LOADERS, *FEATURIZER_OPTIONS)

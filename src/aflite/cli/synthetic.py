@@ -17,6 +17,7 @@ from aflite.cli.options import (
     partitions,
     size,
 )
+from aflite.rundir.commands import Command
 
 
 def _separations(text: str) -> tuple[float, ...]:
@@ -28,6 +29,10 @@ def _separations(text: str) -> tuple[float, ...]:
         raise argparse.ArgumentTypeError("give at least one separation")
     return values
 
+
+# this command, declared once (aflite.rundir.commands): the CLI's table, aflite report and the readers use it
+COMMAND = Command("synthetic", library="aflite.experiments.synthetic:run_synthetic",
+                  result="aflite.experiments.outputs:SyntheticResult", page="synthetic.md", order=10)
 
 # the library calls whose keywords this command's flags are (tests/test_cli_keywords.py reads them)
 LIBRARY = (

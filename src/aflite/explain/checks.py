@@ -12,9 +12,10 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from aflite.checks import Check, CheckData, CheckOption, CheckResult
+from aflite.checks import Check, CheckData, CheckOption, CheckResult, register
 from aflite.checks.format import cell, md_cell, md_table, pct
 from aflite.checks.tokens import TokenStats, competency, random_competency
+from aflite.errors import ParameterError
 from aflite.explain.datamap import REGION_RULE, label_issues, overlap_table, regions
 from aflite.explain.reasons import IMAGE_INPUTS, fit_surrogate, image_inputs, nearest_kept, text_inputs
 from aflite.explain.recompute import ngram_terms
@@ -30,7 +31,7 @@ def _positive(v: Any) -> bool:
 
 
 MIN_COUNT = CheckOption("min_count", int, 20, "test only tokens seen in at least this many texts of a set",
-                        valid=_positive, rule="must be >= 1")
+                        valid=_positive, rule="must be >= 1", alias="min_count")
 
 
 def _token_test(o: dict[str, Any]) -> dict[str, Any]:
@@ -45,6 +46,7 @@ def _token_test(o: dict[str, Any]) -> dict[str, Any]:
                            "the subsets; significant_tokens.random = mean count per subset"}
 
 
+@register  # a built-in check: registered where it is defined
 class TokenArtifacts(Check):
     """Gardner et al. (2021)'s competency test on full D, the kept D(Φ) and same-size random subsets. Per row: the
     largest z of a significant (token, its label) pair among its tokens (flag: it has one)."""
@@ -52,12 +54,12 @@ class TokenArtifacts(Check):
     name: ClassVar[str] = "tokens"
     options: ClassVar[tuple[CheckOption, ...]] = (
         CheckOption("alpha", float, 0.01, "family-wise α of the Bonferroni test", valid=lambda a: 0.0 < a < 1.0,
-                    rule="must lie in (0, 1)"),
+                    rule="must lie in (0, 1)", alias="alpha"),
         MIN_COUNT,
         CheckOption("null", str, "base", "the test's p0: each label's share of the set (base) or 1/|Y| (uniform, "
-                    "Gardner et al. 2021's choice)", choices=("base", "uniform")),
+                    "Gardner et al. 2021's choice)", choices=("base", "uniform"), alias="null"),
         CheckOption("random_seeds", int, 5, "same-size random subsets averaged for the 'random' set",
-                    valid=_positive, rule="must be >= 1"))
+                    valid=_positive, rule="must be >= 1", alias="random_seeds"))
 
     def enabled(self, data: CheckData) -> bool:
         return data.texts is not None
@@ -91,8 +93,10 @@ class TokenArtifacts(Check):
             "top_artifacts": {k: sets[k].top(10) for k in ("full", "kept")}}
         scores = _row_scores(B, vocab, data.y, data.classes, sets["full"])
         verdict = token_verdict(summary)
+        line = (f"significant (token, label) pairs on the {data.text_view}: full {sig['full']}, kept {sig['kept']}, "
+                f"random {sig['random']:.1f}")
         return CheckResult(self.name, scores, ~np.isnan(scores), summary, verdict, _token_markdown(summary, sets),
-                           columns={}, detail=sets)
+                           columns={}, detail=sets, headline=line)
 
 
 def token_verdict(res: dict[str, Any]) -> list[str]:
@@ -158,6 +162,7 @@ def _token_markdown(res: dict[str, Any], sets: dict[str, TokenStats]) -> list[st
     return lines
 
 
+@register  # a built-in check: registered where it is defined
 class StopRule(Check):
     """Optional (``stop_rule:enabled=true``): continue filtering past the run's stop until no token artifact is
     significant by the ``tokens`` check's test and options (:mod:`aflite.explain.stoprule`); per row, the extra
@@ -166,11 +171,12 @@ class StopRule(Check):
     name: ClassVar[str] = "stop_rule"
     options: ClassVar[tuple[CheckOption, ...]] = (
         CheckOption("enabled", bool, False, "continue filtering past the run's stop with slices of k/4 until no "
-                    "(token, label) pair is Bonferroni-significant on the kept set, or the floor is reached"),
+                    "(token, label) pair is Bonferroni-significant on the kept set, or the floor is reached",
+                    alias="stop_rule"),
         CheckOption("floor", int, None, "the smallest kept set the stop rule may reach; unset: the run's target size n",
-                    valid=_positive, rule="must be >= 1"),
+                    valid=_positive, rule="must be >= 1", alias="stop_floor"),
         CheckOption("max_phases", int, 40, "cap on the stop rule's extra phases", valid=_positive,
-                    rule="must be >= 1"))
+                    rule="must be >= 1", alias="stop_max_phases"))
 
     def enabled(self, data: CheckData) -> bool:
         return bool(self.params["enabled"]) and data.texts is not None
@@ -178,7 +184,7 @@ class StopRule(Check):
     def _summary(self, data: CheckData, more: dict[str, Any]) -> dict[str, Any]:
         tokens = data.found.get("tokens")
         sig = (tokens.summary.get("significant_tokens") or {}) if tokens is not None else {}
-        return {"k_rule": data.run.get("stop_reason"), "significant_after_filtering": sig.get("kept"), **more}
+        return {"k_rule": data.run_body().stop_reason, "significant_after_filtering": sig.get("kept"), **more}
 
     def disabled(self, data: CheckData) -> CheckResult:
         return CheckResult(self.name, summary=self._summary(data, {"enabled": False}),
@@ -189,8 +195,8 @@ class StopRule(Check):
         tokens = TokenArtifacts(found.options if found is not None else None)  # the token test as the check ran it
         o = self.params
         stop = continue_until_clean(
-            data.X, data.labels, data.context.get("groups"), data.run["parameters"], data.seed, data.kept(),
-            int(data.run.get("n_iterations", 0)), lambda r: tokens.competency(data, r).n_significant,
+            data.X, data.labels, data.context.groups, data.run_body().parameters, data.seed, data.kept(),
+            data.run_body().n_iterations, lambda r: tokens.competency(data, r).n_significant,
             floor=o["floor"], max_phases=o["max_phases"])
         sr = stop.to_dict()
         last = sr["trajectory"][-1]
@@ -199,9 +205,12 @@ class StopRule(Check):
               f"|S| = {last['size']:,} with {last['significant']} significant pair(s).", ""]
         removed = np.asarray(stop.removed_at)
         return CheckResult(self.name, removed.astype(float), removed >= 0, self._summary(data, sr), markdown=md,
-                           columns={"stop_rule_removed_at": ["" if r < 0 else int(r) for r in removed]})
+                           columns={"stop_rule_removed_at": ["" if r < 0 else int(r) for r in removed]},
+                           headline=f"stop rule: stopped by {sr['stopped_by']} after removing {sr['extra_removed']} "
+                                    f"more rows")
 
 
+@register  # a built-in check: registered where it is defined
 class DataMap(Check):
     """The first phase's data map (Swayamdipta et al.): per row, confidence, variability, correctness and region."""
 
@@ -220,6 +229,7 @@ class DataMap(Check):
                            detail=region)
 
 
+@register  # a built-in check: registered where it is defined
 class LabelIssueCheck(Check):
     """cleanlab's label-issue candidates from the first phase's held-out probabilities, and how the removed set
     overlaps them and the data map's regions."""
@@ -227,7 +237,7 @@ class LabelIssueCheck(Check):
     name: ClassVar[str] = "label_issues"
     options: ClassVar[tuple[CheckOption, ...]] = (
         CheckOption("permutations", int, 5, "seeded permutations of the labels for the chance count",
-                    valid=_positive, rule="must be >= 1"),)
+                    valid=_positive, rule="must be >= 1", alias="random_seeds"),)
 
     def find(self, data: CheckData) -> CheckResult:
         issues = label_issues(data.phase.first_phase_proba_, data.y)
@@ -252,8 +262,11 @@ class LabelIssueCheck(Check):
                        [[o["group"], f"{o['size']:,}", f"{o['removed']:,}", pct(o["share_of_group_removed"]),
                          pct(o["share_of_removed_in_group"])] for o in overlap]), ""]
         verdict = label_issue_verdict(li)
+        line = (f"regions: {data.found['datamap'].summary['regions']}; label issues: "
+                f"{li['n'] if li['skipped'] is None else li['skipped']}")
         return CheckResult(self.name, None, flags, {**li, "overlap": overlap}, verdict, md,
-                           {"label_issue": [""] * len(data) if flags is None else [int(f) for f in flags]})
+                           {"label_issue": [""] * len(data) if flags is None else [int(f) for f in flags]},
+                           headline=line)
 
 
 # label issues against the count with permuted labels ("chance"): at or above CHANCE_CLOSE of it the flags are read
@@ -304,6 +317,7 @@ def label_issue_verdict(li: dict[str, Any]) -> list[str]:
     return [f"Confident learning flags {pct} as possible label errors, {against}: {reading}."]
 
 
+@register  # a built-in check: registered where it is defined
 class Surrogate(Check):
     """Why rows were easy: a sparse (Lasso) surrogate of the first phase's p̃ on tokens × label (or image
     statistics × label); per row, its top terms."""
@@ -311,7 +325,7 @@ class Surrogate(Check):
     name: ClassVar[str] = "surrogate"
     options: ClassVar[tuple[CheckOption, ...]] = (
         CheckOption("min_count", int, 20, "the surrogate's inputs: tokens seen in at least this many texts",
-                    valid=_positive, rule="must be >= 1"),)
+                    valid=_positive, rule="must be >= 1", alias="min_count"),)
 
     def find(self, data: CheckData) -> CheckResult:
         min_count = self.params["min_count"]
@@ -336,13 +350,14 @@ class Surrogate(Check):
         return CheckResult(self.name, summary=s, markdown=md, columns={"top_features": list(sur.top_features)})
 
 
+@register  # a built-in check: registered where it is defined
 class Neighbours(Check):
     """Each removed row's nearest kept rows in Φ (``k`` of them)."""
 
     name: ClassVar[str] = "neighbours"
     options: ClassVar[tuple[CheckOption, ...]] = (
         CheckOption("k", int, 3, "nearest kept rows listed per removed row (0: none)", valid=lambda k: k >= 0,
-                    rule="must be >= 0"),)
+                    rule="must be >= 0", alias="neighbours"),)
 
     def find(self, data: CheckData) -> CheckResult:
         k = self.params["k"]
@@ -351,6 +366,7 @@ class Neighbours(Check):
                                                                 for row in near]})
 
 
+@register  # a built-in check: registered where it is defined
 class NgramCoefficients(Check):
     """Optional (``ngram_coefficients:enabled=true``, an n-gram Φ): each token's push towards each label from the
     ensemble's own weights; per row, its tokens that push most towards its label."""
@@ -359,9 +375,9 @@ class NgramCoefficients(Check):
     options: ClassVar[tuple[CheckOption, ...]] = (
         CheckOption("enabled", bool, False, "n-gram Φ only: refit the run's featurizer (one more featurizing pass) "
                     "and list, per row and overall, the tokens the ensemble's own weights push towards the gold "
-                    "label"),
+                    "label", alias="ngram_coefficients"),
         CheckOption("min_count", int, 20, "tokens seen in at least this many texts", valid=_positive,
-                    rule="must be >= 1"))
+                    rule="must be >= 1", alias="min_count"))
 
     def enabled(self, data: CheckData) -> bool:
         return (bool(self.params["enabled"]) and data.texts is not None
@@ -373,7 +389,10 @@ class NgramCoefficients(Check):
 
     def find(self, data: CheckData) -> CheckResult:
         B, vocab = data.token_matrix()
-        terms = ngram_terms(data.context["dataset"], data.context["rows"], data.run["featurizer"], data.X, B, vocab,
+        fz = data.run_body().featurizer
+        if data.context.rows is None or fz is None:
+            raise ParameterError("check 'ngram_coefficients' reads the rows and Φ of a run of `aflite run`")
+        terms = ngram_terms(data.context.dataset, data.context.rows, fz, data.X, B, vocab,
                             data.y, data.classes, self.params["min_count"], data.phase.first_phase_coef_,
                             data.text_view)
         summary = {

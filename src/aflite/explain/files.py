@@ -37,7 +37,7 @@ from aflite.hashing import file_sha256
 from aflite.report.explorer import render
 from aflite.report.folder import locate, table_columns
 from aflite.report.pages import Rows, explain_page
-from aflite.rundir.bodies import Document
+from aflite.rundir.bodies import Document, ExplainBody
 from aflite.rundir.names import INSTANCES, KEPT_IDS, RESULTS, SUMMARY_MD, TOKENS, WEIGHTS
 from aflite.rundir.page import PageData
 from aflite.rundir.read import Instances, RunRecord, read_columns, read_run
@@ -120,6 +120,7 @@ def explain_results(found: dict[str, CheckResult], run: RunRecord, inst: Instanc
     the first phase and the soft weights' rule. ``in_memory``: ``data_path`` names in-memory data (no file to
     locate)."""
     keep = np.asarray(inst.kept, dtype=bool)
+    fz = run.body.featurizer
     results: JSON = {"verdict": [s for r in found.values() for s in r.verdict],
                                "checks": {name: check_entry(r) for name, r in found.items()}}
     files = dict(FILES)
@@ -133,10 +134,10 @@ def explain_results(found: dict[str, CheckResult], run: RunRecord, inst: Instanc
         **({} if in_memory else {"dataset_relative": os.path.relpath(Path(data_path).resolve(), out.resolve())}),
         "run": {"folder": str(run.path.resolve()), "dataset": dataset,
                 "size_before": int(len(keep)),
-                "size_after": int(keep.sum()), "stop_reason": run.summary.get("stop_reason"),
-                "featurizer": run.featurizer.get("name"), "view": run.featurizer.get("view"),
+                "size_after": int(keep.sum()), "stop_reason": run.body.stop_reason,
+                "featurizer": fz.name if fz else None, "view": fz.view if fz else None,
                 # which run and data this explains (a dataset card ties this folder to its run by them)
-                "dataset_fingerprint": run.summary.get("dataset_fingerprint"),
+                "dataset_fingerprint": run.body.dataset_fingerprint,
                 "kept_ids_sha256": file_sha256(run.path / KEPT_IDS) if (run.path / KEPT_IDS).is_file() else None},
         "first_phase": {"source": "recomputed from the run's Φ, parameters and seed (phase 0 of AFLite.fit)",
                         "seed": seed, "agreement_with_run": agreement,
@@ -174,6 +175,7 @@ class ExplainResult(Result):
     checks: dict[str, CheckResult] | None = None
     dataset: Any = None
     t_start: float = 0.0
+    run_json: dict[str, Any] | None = None  # the run's results.json, for the page (its phases, label mix, data)
 
     @property
     def seed(self) -> Any:
@@ -211,19 +213,19 @@ class ExplainResult(Result):
         sets = tokens.detail if tokens is not None and tokens.detail else {}
         records = [dict(zip(TOKEN_COLUMNS, map(str, row), strict=True)) for name in ("full", "kept", "random")
                    for row in _token_rows(name, sets[name])] if sets else None
-        return render(explain_page(document, self.out, rows, data.run, Path(self.results["run_dir"]), records,
-                                   self.out / TOKENS))
+        return render(explain_page(document, self.out, rows, self.run_json or {}, Path(self.results["run_dir"]),
+                                   records, self.out / TOKENS))
 
     @classmethod
     def page_of(cls, folder: Path, document: Document) -> PageData:
         """The same page from a verified explain folder: instances.csv, tokens.csv, weights.csv and the run it
         explains (located as recorded, read and verified)."""
-        results = document.raw
+        body = document.body
+        assert isinstance(body, ExplainBody)  # the reader built the body of explain's command
         if not (folder / INSTANCES).is_file():
             raise InputError(f"{folder / INSTANCES}: not found (is {folder} a complete run folder?)")
-        run = results.get("run")
-        run_dir = results.get("run_dir") or (run.get("folder") if isinstance(run, dict) else None)
-        found = locate(folder, str(run_dir), results.get("run_dir_relative")) if run_dir else None
+        run_dir = body.run_dir or (body.run.folder if body.run is not None else None)
+        found = locate(folder, str(run_dir), body.run_dir_relative) if run_dir else None
         run_res = read_run(found).summary if found is not None and found.is_dir() else {}
         records = None
         if (folder / TOKENS).is_file():
@@ -231,7 +233,8 @@ class ExplainResult(Result):
                 records = list(csv.DictReader(fh))
         rows = Rows(read_columns(folder / INSTANCES), folder / INSTANCES, known=INSTANCE_COLUMNS,
                     weights_file=folder / WEIGHTS)
-        return explain_page(results, folder, rows, run_res, found if run_res else None, records, folder / TOKENS)
+        return explain_page(document.raw, folder, rows, run_res, found if run_res else None, records,
+                            folder / TOKENS)  # the page's builder lays out the JSON as written
 
     def write_files(self, out: Path) -> None:
         """tokens.csv and the competency plot (text), weights.csv and the data map, and the files the checks return

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -12,17 +12,16 @@ from aflite.core.filter import AFLite
 from aflite.errors import ParameterError
 from aflite.explain.reasons import ngram_token_scores, row_top_tokens, text_inputs
 from aflite.features import apply_view, make_featurizer
+from aflite.rundir.bodies import FeaturizerRecord, RunParameters
 
 __all__ = ["first_phase", "token_texts", "ngram_terms"]
 
-_FILTER_KEYS = ("target_size", "n_partitions", "train_size", "slice_size", "threshold", "strategy", "C")
-
-
-def first_phase(X: Any, y: np.ndarray, groups: np.ndarray | None, params: JSON, seed: int) -> Any:
+def first_phase(X: Any, y: np.ndarray, groups: np.ndarray | None, params: RunParameters, seed: int) -> Any:
     """The run's first phase, recomputed: an AFLite with the run's parameters and seed, stopped after phase 0."""
-    kw = {k: params[k] for k in _FILTER_KEYS if k in params}
-    model = params.get("model", "logistic")
-    af = AFLite(**kw, model=model if model in ("logistic", "sklearn") else "logistic", random_state=int(seed),
+    p = params
+    af = AFLite(target_size=p.target_size, n_partitions=p.n_partitions, train_size=p.train_size,
+                slice_size=p.slice_size, threshold=p.threshold, strategy=cast(Any, p.strategy), C=p.C,
+                model=p.model if p.model in ("logistic", "sklearn") else "logistic", random_state=int(seed),
                 max_iterations=1, device="cpu")
     return af.fit(X, y, groups)
 
@@ -41,13 +40,13 @@ def token_texts(ds: Any, view: str, token_view: str) -> tuple[list[str], str]:
     raise ParameterError(f"token view must be auto, hypothesis, premise or pair, not {token_view!r}")
 
 
-def ngram_terms(ds: Any, rows: np.ndarray, fz: JSON, X: Any, B: Any, vocab: np.ndarray, y: np.ndarray,
+def ngram_terms(ds: Any, rows: np.ndarray, fz: FeaturizerRecord, X: Any, B: Any, vocab: np.ndarray, y: np.ndarray,
                  classes: np.ndarray, min_count: int, coef: np.ndarray, tview: str) -> JSON:
     """Refit the run's n-gram Φ (same options and seed, same texts), check it reproduces the run's Φ on a sample
     of rows, and score every tested token against every label with the ensemble's mean weights."""
-    opts = {k: (tuple(v) if isinstance(v, list) else v) for k, v in (fz.get("options") or {}).items()}
-    feat = make_featurizer(fz["name"], **opts)
-    view = fz.get("view", "pair")
+    opts = {k: (tuple(v) if isinstance(v, list) else v) for k, v in fz.options.items()}
+    feat = make_featurizer(fz.name, **opts)
+    view = fz.view
     a, b = apply_view(ds.texts_a, ds.texts_b, view)
     feat.fit(a, b)
     idx = np.linspace(0, len(rows) - 1, num=min(256, len(rows))).astype(np.int64)  # X[j] is dataset row rows[j]

@@ -27,6 +27,7 @@ from aflite.atomic import JSON
 from aflite.core.filter import AFLite
 from aflite.core.phase import FilterState
 from aflite.errors import ParameterError
+from aflite.rundir.bodies import RunParameters
 
 __all__ = ["StopRuleResult", "continue_until_clean"]
 
@@ -53,7 +54,7 @@ class StopRuleResult:
 
 
 def continue_until_clean(
-    X: Any, y_str: NDArray[Any], groups: NDArray[np.int64] | None, params: JSON, seed: int,
+    X: Any, y_str: NDArray[Any], groups: NDArray[np.int64] | None, params: RunParameters, seed: int,
     keep: NDArray[np.bool_], first_phase: int, significant: Any, *, floor: int | None = None,
     max_phases: int = 40,
 ) -> StopRuleResult:
@@ -61,9 +62,9 @@ def continue_until_clean(
 
     ``significant(rows) -> int`` counts the Bonferroni-significant (token, label) pairs on those rows.
     """
-    k = max(1, int(params["slice_size"]) // 4)
-    t = int(params["train_size"])
-    floor_n = int(params["target_size"]) if floor is None else int(floor)
+    k = max(1, params.slice_size // 4)
+    t = params.train_size
+    floor_n = params.target_size if floor is None else int(floor)
     if floor_n <= t:
         raise ParameterError(f"--stop-floor {floor_n} must be larger than the run's train size t = {t}")
     n = len(keep)
@@ -86,8 +87,8 @@ def continue_until_clean(
             break
         state = FilterState(iteration=phase, keep=keep.copy(), predictability=np.full(n, np.nan),
                             removed_at=np.full(n, -1, dtype=np.int32))
-        af = AFLite(n_partitions=int(params["n_partitions"]), train_size=t, slice_size=k, target_size=floor_n,
-                    threshold=float(params["threshold"]), strategy="slicing", C=float(params.get("C", 1.0)),
+        af = AFLite(n_partitions=params.n_partitions, train_size=t, slice_size=k, target_size=floor_n,
+                    threshold=params.threshold, strategy="slicing", C=params.C,
                     random_state=int(seed), max_iterations=phase + 1, device="cpu")
         af.fit(X, y_str, groups, resume=state)
         gone = np.flatnonzero(keep & ~af.keep_mask_)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any, Self
+from typing import Any, ClassVar, Self
 
 import numpy as np
 import scipy.sparse as sp
@@ -12,6 +12,13 @@ import scipy.sparse as sp
 from aflite.atomic import JSON
 from aflite.errors import InputError, ParameterError
 from aflite.features.base import BaseFeaturizer, FeatureJob, Matrix, progress_bar
+from aflite.option import Option, check_params
+
+NGRAM_RANGE = "must be an n-gram range (low, high) with 1 <= low <= high"
+
+
+def _ngram_range(value: Any) -> bool:
+    return len(value) == 2 and all(isinstance(v, int) for v in value) and 1 <= value[0] <= value[1]
 
 
 class NgramFeaturizer(BaseFeaturizer):
@@ -31,6 +38,19 @@ class NgramFeaturizer(BaseFeaturizer):
     """
 
     name = "ngram"
+    # the constructor's arguments and their rules, declared once (their defaults are the signature's)
+    param_options: ClassVar[tuple[Option, ...]] = (
+        Option("n_components", int, valid=lambda v: v >= 1, rule="must be >= 1"),
+        Option("dense", bool),
+        Option("word_ngrams", (tuple, list), valid=_ngram_range, rule=NGRAM_RANGE),
+        Option("char_ngrams", (tuple, list), valid=_ngram_range, rule=NGRAM_RANGE),
+        Option("n_features", int, valid=lambda v: v >= 16, rule="must be >= 16"),
+        Option("min_df", int, valid=lambda v: v >= 1, rule="must be >= 1"),
+        Option("max_columns", int, valid=lambda v: v >= 1, rule="must be >= 1"),
+        Option("sublinear_tf", bool),
+        Option("svd_fit_rows", int, valid=lambda v: v >= 2, rule="must be >= 2", optional=True),
+        Option("seed", int, optional=True),
+    )
     output_params = ("n_components", "dense", "word_ngrams", "char_ngrams", "n_features", "min_df", "max_columns",
                      "sublinear_tf", "svd_fit_rows", "seed")
 
@@ -64,18 +84,9 @@ class NgramFeaturizer(BaseFeaturizer):
         self.progress: Any = None  # a tqdm bar ticked once per stage of fit_transform (see fit_stages)
 
     def _validate(self) -> None:
-        """Check the constructor arguments; raised at fit time (or early by :func:`make_featurizer`)."""
-        if self.n_components < 1:
-            raise ParameterError(f"n_components must be >= 1, got {self.n_components}")
-        if self.n_features < 16:
-            raise ParameterError(f"n_features must be >= 16, got {self.n_features}")
-        if self.min_df < 1 or self.max_columns < 1:
-            raise ParameterError("min_df and max_columns must be >= 1")
-        if self.svd_fit_rows is not None and self.svd_fit_rows < 2:
-            raise ParameterError(f"svd_fit_rows must be >= 2, got {self.svd_fit_rows}")
-        for rng_ in (self.word_ngrams, self.char_ngrams):
-            if len(rng_) != 2 or not 1 <= rng_[0] <= rng_[1]:
-                raise ParameterError(f"an n-gram range must be (low, high) with 1 <= low <= high, got {rng_}")
+        """Check the constructor arguments against :attr:`param_options`; raised at fit time (or early by
+        :func:`make_featurizer`)."""
+        check_params(self, self.param_options)
 
     def fit_stages(self, n_fields: int) -> int:
         """Stages :meth:`fit_transform` reports on ``progress``: per field, two hashing passes and the SVD."""

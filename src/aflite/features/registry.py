@@ -12,11 +12,12 @@ from __future__ import annotations
 import argparse
 import importlib
 import inspect
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
 from aflite.errors import ParameterError
+from aflite.option import Option, declared_flags
 
 __all__ = ["COMBINE", "COMMAND_OPTIONS", "FeaturizerOption", "FeaturizerSpec", "OPTIONS", "REGISTRY",
            "check_backend", "combined_spec", "default_featurizer", "featurizer_arg", "featurizer_help",
@@ -28,23 +29,16 @@ COMBINE = "+"  # "warmup+ngram": the named featurizers' matrices side by side (a
 COMBINED_COMMANDS = ("run", "embed")  # the commands that offer a combination
 
 
-@dataclass(frozen=True)
-class FeaturizerOption:
-    """One option of one or more featurizers, declared once: its keyword (``model_path``), the type of its value on a
-    command line, its help and the commands that offer it (beyond those, a command that recomputes a run's Φ).
-    Each command's flag (``--model-path``), its help (with the featurizers that take it) and the routing of its value
-    to the chosen featurizer follow from this declaration (:func:`aflite.cli.options.add_featurizer_flags`), and a
-    value given to a featurizer that does not take it is refused in one line (:func:`featurizer_options`)."""
-
-    name: str
-    type: Callable[[str], Any] = str
-    help: str = ""
-    commands: tuple[str, ...] = ("run", "embed")
-    metavar: str | None = None
-
-    @property
-    def flag(self) -> str:
-        return "--" + self.name.replace("_", "-")
+def FeaturizerOption(name: str, type: Any = str, help: str = "",  # noqa: N802, A002 (the former class's call)
+                     commands: tuple[str, ...] = ("run", "embed"), metavar: str | None = None) -> Option:
+    """One option of one or more featurizers, declared once as an :class:`aflite.option.Option`: its keyword
+    (``model_path``), the type of its value (a path stays the string given), its help and the commands that offer
+    it (beyond those, a command that recomputes a run's Φ); its default is not repeated here: it is the
+    constructor's of each featurizer that takes it (the flag's None means "not given"). Each command's flag
+    (``--model-path``), its help (with the featurizers that take it) and the routing of its value to the chosen
+    featurizer follow from this declaration (:func:`aflite.cli.options.add_featurizer_flags`), and a value given to
+    a featurizer that does not take it is refused in one line (:func:`featurizer_options`)."""
+    return Option(name, type, help=help, commands=commands, metavar=metavar, optional=True)
 
 
 # Options a command declares itself, because they mean more there than one featurizer's keyword: ``device`` (where
@@ -53,16 +47,16 @@ class FeaturizerOption:
 # They are routed to the featurizers that take them and dropped silently for the others.
 COMMAND_OPTIONS = ("device", "backend", "image_size")
 
-OPTIONS: dict[str, FeaturizerOption] = {o.name: o for o in (
-    FeaturizerOption("model_path", str, "a local Hugging Face model folder (default: the bundled all-MiniLM-L6-v2 "
+OPTIONS: dict[str, Option] = {o.name: o for o in (
+    FeaturizerOption("model_path", Path, "a local Hugging Face model folder (default: the bundled all-MiniLM-L6-v2 "
                      "for text, EfficientNet-Lite0 for images)", commands=("run", "embed", "evaluate"), metavar="DIR"),
     FeaturizerOption("max_steps", int, "cap on the warm-up's fine-tuning steps", commands=("run", "embed"),
                      metavar="N"),
     FeaturizerOption("lr", float, "the warm-up's fine-tuning learning rate (default 5e-5 for text, 1e-3 for images)",
                      commands=("run", "embed")),
-    FeaturizerOption("embeddings", str, ".npy/.npz/.parquet vectors aligned by id (ids: a column of the table, or "
+    FeaturizerOption("embeddings", Path, ".npy/.npz/.parquet vectors aligned by id (ids: a column of the table, or "
                      "--embedding-ids)", commands=("run", "audit", "explain"), metavar="FILE"),
-    FeaturizerOption("embedding_ids", str, "ids of a .npy --embeddings file, one per line",
+    FeaturizerOption("embedding_ids", Path, "ids of a .npy --embeddings file, one per line",
                      commands=("run", "audit", "explain"), metavar="FILE"),
 )}
 MODALITIES = ("text", "image", "text+image", "any")
@@ -168,7 +162,24 @@ REGISTRY: dict[str, FeaturizerSpec] = {s.name: s for s in (
 )}
 
 
-def register(new: FeaturizerSpec, *options: FeaturizerOption) -> FeaturizerSpec:
+def _with_class_flags(found: FeaturizerSpec) -> FeaturizerSpec:
+    """The spec with the flags its class declares beside its constructor (``param_options`` given ``commands=``:
+    one declaration, in the featurizer's module), read from the module's source and added to :data:`OPTIONS`."""
+    if not isinstance(found.factory, str) or not found.factory.startswith("aflite."):
+        return found
+    module, _, attr = found.factory.partition(":")
+    path = Path(__file__).resolve().parents[1].joinpath(*module.split(".")[1:]).with_suffix(".py")
+    flags = declared_flags(path, attr) if path.is_file() else ()
+    for flag in flags:
+        OPTIONS.setdefault(flag.name, flag)
+    new = tuple(f.name for f in flags if f.name not in found.options)
+    return replace(found, options=found.options + new) if new else found
+
+
+REGISTRY.update({name: _with_class_flags(s) for name, s in REGISTRY.items()})
+
+
+def register(new: FeaturizerSpec, *options: Option) -> FeaturizerSpec:
     """Add a featurizer (or replace one of the same name): every command offers it from then on (the CLI's choices
     and flags are read when its parser is built). ``options`` declares the options it takes that no registered
     featurizer declared yet (each once, :class:`FeaturizerOption`); ``new.options`` names every option it takes.
@@ -200,7 +211,7 @@ def takers(option: str) -> tuple[str, ...]:
     return tuple(s.name for s in REGISTRY.values() if s.takes(option))
 
 
-def option_commands(option: FeaturizerOption) -> tuple[str, ...]:
+def option_commands(option: Option) -> tuple[str, ...]:
     """The commands whose flags include ``option``: those it names that offer a featurizer taking it, and explain
     (which recomputes a run's Φ) where it names explain."""
     return tuple(c for c in option.commands

@@ -18,10 +18,22 @@ from pathlib import Path
 from typing import Any, ClassVar, Union
 
 from aflite.errors import InputError
+from aflite.rundir.commands import declared_body
 from aflite.rundir.names import RUN_COMMANDS
 
 __all__ = ["AuditBody", "Body", "CheckEntry", "Document", "EmbedBody", "Envelope", "EvaluateBody", "ExplainBody",
-           "RunBody", "parse"]
+           "ExplainedRun", "FeaturizerRecord", "FirstPhase", "LabelShift", "RunBody", "RunParameters", "parse"]
+
+
+BODIES: list[type[Body]] = []  # every body class with commands, as defined (Body.__init_subclass__)
+
+
+@dataclass(frozen=True)
+class WarningEntry:
+    """One kind of library warning met while the command ran, and how often (``recording_warnings``)."""
+
+    warning: str
+    count: int
 
 
 @dataclass(frozen=True)
@@ -31,27 +43,82 @@ class Envelope:
     command: str
     format_version: int
     argv: list[str]
-    versions: dict[str, Any]
-    manifest: dict[str, Any]
+    versions: dict[str, str]
+    manifest: dict[str, Any]  # relative path -> {"size", "sha256"}, checked by aflite.rundir.manifest.verify
     seed: Any = None
-    warnings: list[dict[str, Any]] | None = None
+    warnings: list[WarningEntry] | None = None
 
 
 @dataclass(frozen=True)
 class Body:
     """A command's body; the base class checks nothing beyond the envelope (synthetic, bench)."""
 
-    commands: ClassVar[tuple[str, ...]] = ()
+    commands: ClassVar[tuple[str, ...]] = ()  # the commands whose results.json this body is
+    required: ClassVar[tuple[str, ...]] = ()  # the keys a finished command's body has (the others: their defaults)
+    required_by: ClassVar[dict[str, tuple[str, ...]]] = {}  # more keys that one of ``commands`` always writes
     verdict: list[str] | None = None
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """A body class with commands is registered when it is defined (a new command's, in its own module)."""
+        super().__init_subclass__(**kwargs)
+        if cls.commands:
+            BODIES.append(cls)
 
 
 @dataclass(frozen=True)
+class RunParameters:
+    """A run's parameters as counts for its dataset (:meth:`aflite.core.filter.AFLite.resolved_params`), what
+    explain and evaluate rebuild the filter from."""
+
+    dataset_size: int
+    target_size: int
+    n_partitions: int
+    train_size: int
+    slice_size: int
+    threshold: float
+    strategy: str
+    model: str
+    C: float
+    random_state: int | None = None  # the seed as given (None: drawn, recorded as the envelope's seed)
+    groups: bool = False  # the partitions kept each group on one side
+
+
+@dataclass(frozen=True)
+class FeaturizerRecord:
+    """What a run records of its Φ: the featurizer's name, the text view, its options (what explain and evaluate
+    rebuild Φ with), the dimension and where it came from."""
+
+    name: str
+    view: str = "pair"
+    options: dict[str, Any] = dataclasses.field(default_factory=dict)  # JSON values, as the featurizer gave them
+    dim: int | None = None
+    from_cache: bool | None = None
+    info: dict[str, Any] | None = None  # timings, throughput
+    cluster: dict[str, Any] | None = None  # the shards' report, when a cluster computed Φ
+
+
+@dataclass(frozen=True)
+class LabelShift:
+    """Each label's share before and after filtering (percent) and the change (points)."""
+
+    shares_before: dict[str, float]
+    shares_after: dict[str, float]
+    change_points: dict[str, float]
+    max_change_points: float
+    warning: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
 class RunBody(Body):
     """``aflite run``/``demo``/``filter``: the run's own numbers (what evaluate, explain, the card, audit --compare
     and the page read back)."""
 
     commands: ClassVar[tuple[str, ...]] = RUN_COMMANDS
-    parameters: dict[str, Any] = dataclasses.field(default_factory=dict)
+    required: ClassVar[tuple[str, ...]] = ("parameters", "size_before", "size_after", "n_iterations", "sizes",
+                                           "iterations")
+    required_by: ClassVar[dict[str, tuple[str, ...]]] = {"run": ("featurizer", "filtered_dataset"),
+                                                         "demo": ("featurizer", "filtered_dataset")}
+    parameters: RunParameters
     size_before: int = 0
     size_after: int = 0
     n_iterations: int = 0
@@ -60,14 +127,14 @@ class RunBody(Body):
     label_counts_after: dict[str, int] = dataclasses.field(default_factory=dict)
     sizes: list[int] = dataclasses.field(default_factory=list)
     iterations: list[dict[str, Any]] = dataclasses.field(default_factory=list)
-    featurizer: dict[str, Any] | None = None  # run and demo: Φ's name, view and options; filter: none
+    featurizer: FeaturizerRecord | None = None  # run and demo: Φ's name, view and options; filter: none
     filtered_dataset: str | None = None
     dataset: str | None = None
     dataset_size: int | None = None
     dataset_fingerprint: str | None = None
     dataset_options: dict[str, str] | None = None  # the column options the rows were read with
     groups: str | None = None
-    label_shift: dict[str, Any] | None = None
+    label_shift: LabelShift | None = None
     partial_input_probe: dict[str, Any] | None = None
     overrides: dict[str, Any] | None = None
     warmup_rows: int | None = None
@@ -80,12 +147,39 @@ class CheckEntry:
     with, the per-row columns it added to instances.csv, the files it wrote into the folder, its verdict sentences
     and whether it ran (False: disabled by its options or the data)."""
 
-    summary: dict[str, Any]
-    options: dict[str, Any]
+    summary: dict[str, Any]  # the check's own keys, JSON as it wrote them
+    options: dict[str, bool | int | float | str | None]  # its options' values as it ran
     columns: list[str]
     files: list[str]
     verdict: list[str] = dataclasses.field(default_factory=list)
     ran: bool = True
+
+
+@dataclass(frozen=True)
+class ExplainedRun:
+    """The run an explain folder explains: where it was, its data, its sizes and Φ (a card ties the two folders by
+    the fingerprint and the sha256 of the kept ids)."""
+
+    folder: str
+    dataset: str | None = None
+    size_before: int | None = None
+    size_after: int | None = None
+    stop_reason: str | None = None
+    featurizer: str | None = None
+    view: str | None = None
+    dataset_fingerprint: str | None = None
+    kept_ids_sha256: str | None = None
+
+
+@dataclass(frozen=True)
+class FirstPhase:
+    """The run's first phase as explain recomputed it: its seed and how closely it agrees with the run (null: no
+    row was removed in phase 0)."""
+
+    source: str = ""
+    seed: int | None = None
+    agreement_with_run: float | None = None
+    agreement_meaning: str = ""
 
 
 @dataclass(frozen=True)
@@ -94,11 +188,14 @@ class ExplainBody(Body):
     order they ran)."""
 
     commands: ClassVar[tuple[str, ...]] = ("explain",)
+    required: ClassVar[tuple[str, ...]] = ("run", "first_phase", "checks")
     checks: dict[str, CheckEntry] = dataclasses.field(default_factory=dict)
-    run: dict[str, Any] = dataclasses.field(default_factory=dict)
-    first_phase: dict[str, Any] = dataclasses.field(default_factory=dict)
+    run: ExplainedRun | None = None  # required (REQUIRED); None only in a body built by hand
+    first_phase: FirstPhase | None = None  # likewise
     run_dir: str | None = None
+    run_dir_relative: str | None = None
     dataset: str | None = None
+    dataset_relative: str | None = None
 
 
 @dataclass(frozen=True)
@@ -106,6 +203,7 @@ class EvaluateBody(Body):
     """``aflite evaluate``: the training sets, the accuracies (mean and std per model and set), the runs."""
 
     commands: ClassVar[tuple[str, ...]] = ("evaluate",)
+    required: ClassVar[tuple[str, ...]] = ("config", "training_sets", "aggregate")
     config: dict[str, Any] = dataclasses.field(default_factory=dict)
     training_sets: list[dict[str, Any]] = dataclasses.field(default_factory=list)
     aggregate: dict[str, Any] = dataclasses.field(default_factory=dict)
@@ -125,24 +223,11 @@ class EmbedBody(Body):
     """``aflite embed``: the matrix written and its shape."""
 
     commands: ClassVar[tuple[str, ...]] = ("embed",)
+    required: ClassVar[tuple[str, ...]] = ("featurizer", "rows", "dim", "files")
     featurizer: str = ""
     rows: int = 0
     dim: int = 0
     files: dict[str, str] = dataclasses.field(default_factory=dict)
-
-
-BODIES: tuple[type[Body], ...] = (RunBody, ExplainBody, EvaluateBody, AuditBody, EmbedBody)
-# the keys a body must have (the others may be absent: their defaults)
-REQUIRED: dict[str, tuple[str, ...]] = {
-    "run": ("parameters", "size_before", "size_after", "n_iterations", "sizes", "iterations", "featurizer",
-            "filtered_dataset"),
-    "demo": ("parameters", "size_before", "size_after", "n_iterations", "sizes", "iterations", "featurizer",
-             "filtered_dataset"),
-    "filter": ("parameters", "size_before", "size_after", "n_iterations", "sizes", "iterations"),
-    "explain": ("run", "first_phase", "checks"),
-    "evaluate": ("config", "training_sets", "aggregate"),
-    "embed": ("featurizer", "rows", "dim", "files"),
-}
 
 
 @dataclass(frozen=True)
@@ -159,7 +244,19 @@ class Document:
 
 
 def body_class(command: str) -> type[Body]:
-    return next((b for b in BODIES if command in b.commands), Body)
+    """The body class of ``command``'s results.json: one defined so far, else the one its declaration names
+    (:mod:`aflite.rundir.commands`: importing it registers it), else :class:`Body` (the envelope only)."""
+    found = next((b for b in BODIES if command in b.commands), None)
+    if found is None:
+        declared_body(command)
+        found = next((b for b in BODIES if command in b.commands), None)
+    return found or Body
+
+
+def required_keys(command: str) -> tuple[str, ...]:
+    """The keys the body of a finished ``command`` has (its class's ``required`` and ``required_by``)."""
+    cls = body_class(command)
+    return cls.required + cls.required_by.get(command, ())
 
 
 def parse(obj: Any, path: Path, *, manifest: bool = True) -> Document:
@@ -174,7 +271,7 @@ def parse(obj: Any, path: Path, *, manifest: bool = True) -> Document:
     if envelope.command == "explain" and "checks" not in obj:  # 0.3 before the checks owned their entries
         raise InputError(f"{path}: an explain folder of an earlier aflite (its checks' keys at the top level, not "
                          f"under 'checks'): run `aflite explain` again")
-    body = _build(cls, obj, path, REQUIRED.get(envelope.command, ()))
+    body = _build(cls, obj, path, required_keys(envelope.command))
     return Document(envelope, body, obj)
 
 
@@ -188,35 +285,58 @@ def _build(cls: type[Any], obj: dict[str, Any], path: Path, required: tuple[str,
             continue
         value = obj[f.name]
         if not _is(value, hints[f.name]):
-            key, value, hint = _first_wrong(f.name, value, hints[f.name])
+            key, value, hint = _first_wrong(repr(f.name), value, hints[f.name])
             raise InputError(f"{path}: {key} is {_shown(value)}, not {_named(hint)}; the file was edited or damaged: "
                              f"run the command again")
         values[f.name] = _built(value, hints[f.name])
     return cls(**values)
 
 
-def _first_wrong(name: str, value: Any, hint: Any) -> tuple[str, Any, Any]:
-    """Where a value of a dict of dataclasses (explain's ``checks``) is wrong: the innermost key, its value and
-    type (``'checks'['toy']['columns']``); the key itself for any other type."""
-    args = typing.get_args(hint)
-    if typing.get_origin(hint) is dict and dataclasses.is_dataclass(args[1]) and isinstance(value, dict):
-        inner = typing.get_type_hints(args[1])
+def _first_wrong(key: str, value: Any, hint: Any) -> tuple[str, Any, Any]:
+    """Where ``value`` (of the wrong type ``hint``, at ``key``) is wrong: the innermost key, its value and type
+    (``'checks'['toy']['columns']``, ``'parameters'['n_partitions']``), through dataclasses, dicts and lists."""
+    arms = [h for h in typing.get_args(hint) if h is not type(None)] if _is_union(hint) else [hint]
+    if value is None or len(arms) != 1:
+        return key, value, hint
+    (arm,) = arms
+    args = typing.get_args(arm)
+    if dataclasses.is_dataclass(arm) and isinstance(value, dict):
+        inner = typing.get_type_hints(arm)
+        for f in dataclasses.fields(arm):
+            if f.name in value and not _is(value[f.name], inner[f.name]):
+                return _first_wrong(f"{key}[{f.name!r}]", value[f.name], inner[f.name])
+    elif typing.get_origin(arm) is dict and isinstance(value, dict):
         for k, v in value.items():
-            if _is(v, args[1]):
-                continue
-            for f in dataclasses.fields(args[1]) if isinstance(v, dict) else ():
-                if f.name in v and not _is(v[f.name], inner[f.name]):
-                    return f"{name!r}[{k!r}][{f.name!r}]", v[f.name], inner[f.name]
-            return f"{name!r}[{k!r}]", v, args[1]  # not an object, or a key it needs is missing
-    return repr(name), value, hint
+            if not _is(v, args[1]):
+                return _first_wrong(f"{key}[{k!r}]", v, args[1])
+    elif typing.get_origin(arm) is list and isinstance(value, list):
+        for i, v in enumerate(value):
+            if not _is(v, args[0]):
+                return _first_wrong(f"{key}[{i}]", v, args[0])
+    return key, value, arm  # not an object, or a key it needs is missing
+
+
+def _is_union(hint: Any) -> bool:
+    return typing.get_origin(hint) in (Union, types.UnionType)
 
 
 def _built(value: Any, hint: Any) -> Any:
-    """The parsed JSON ``value`` with the dataclasses its type names built (explain's ``checks``)."""
+    """The parsed JSON ``value`` (of type ``hint``) with the dataclasses its type names built, at any depth; keys a
+    dataclass does not name are left out of it (they stay in :attr:`Document.raw`)."""
+    if value is None:
+        return None
+    if _is_union(hint):
+        arm = next(h for h in typing.get_args(hint) if h is not type(None) and _is(value, h))
+        return _built(value, arm)
+    if isinstance(hint, type) and dataclasses.is_dataclass(hint):
+        inner = typing.get_type_hints(hint)
+        return hint(**{f.name: _built(value[f.name], inner[f.name]) for f in dataclasses.fields(hint)
+                       if f.name in value})
     args = typing.get_args(hint)
-    if typing.get_origin(hint) is dict and args and isinstance(args[1], type) and dataclasses.is_dataclass(args[1]):
-        cls = args[1]
-        return {k: cls(**{f.name: v[f.name] for f in dataclasses.fields(cls) if f.name in v}) for k, v in value.items()}
+    if typing.get_origin(hint) is dict:
+        return {k: _built(v, args[1]) for k, v in value.items()}
+    if typing.get_origin(hint) is list:
+        return [_built(v, args[0]) for v in value]
     return value
 
 

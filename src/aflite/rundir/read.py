@@ -21,6 +21,7 @@ import numpy as np
 
 from aflite.errors import InputError
 from aflite.rundir.bodies import Document, RunBody, parse
+from aflite.rundir.commands import result_class
 from aflite.rundir.manifest import check_seal, verify
 from aflite.rundir.names import (
     CHECKPOINT,
@@ -202,7 +203,7 @@ class RunRecord:
 
     path: Path
     summary: dict[str, Any] = field(default_factory=dict)  # results.json as written
-    body: RunBody = field(default_factory=RunBody)  # its typed keys
+    body: RunBody = field(kw_only=True)  # its typed keys
 
     def require(self, *keys: str, what: str = "the results of `aflite run`") -> dict[str, Any]:
         """The summary, refused in one line when it lacks one of ``keys``."""
@@ -214,7 +215,7 @@ class RunRecord:
     @property
     def featurizer(self) -> dict[str, Any]:
         """What the run recorded of its Φ (name, view, options); {} when it recorded none (``aflite filter``)."""
-        return dict(self.body.featurizer or {})
+        return dict(self.summary.get("featurizer") or {})
 
     def _used(self, name: str) -> Path:
         """FOLDER/name, refused when the folder holds it but the run's manifest does not list it."""
@@ -275,7 +276,7 @@ def read_run(run_dir: str | os.PathLike[str], *, flag: str | None = None,
     """A run folder, its results.json checked and every file it lists verified (:func:`read_folder`)."""
     doc = read_folder(run_dir, commands, flag=flag)
     assert isinstance(doc.body, RunBody)
-    return RunRecord(Path(run_dir), doc.raw, doc.body)
+    return RunRecord(Path(run_dir), doc.raw, body=doc.body)
 
 
 def detect_kind(folder: str | os.PathLike[str]) -> str:
@@ -283,6 +284,7 @@ def detect_kind(folder: str | os.PathLike[str]) -> str:
     folder whose command has a page (a Result class registered in :mod:`aflite.rundir.page`); its files verified
     (but the page, which is rebuilt); anything else is refused in one line."""
     doc = read_folder(folder, skip=(PAGE,))
+    result_class(doc.command)  # a built-in command's Result class, imported: defining it registers its page
     if page_class(doc.command) is None:
         raise InputError(f"{Path(folder) / RESULTS}: written by `aflite {doc.command}`, which has no page; give "
                          f"the --out folder of a command that has one ({', '.join(page_commands())})")

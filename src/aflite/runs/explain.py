@@ -1,8 +1,8 @@
 """:func:`explain` (``aflite explain``; ``aflite.explain_run``): read a run folder and the data file back, recompute
 the run's first phase (:mod:`aflite.explain.recompute`), run every registered check (:mod:`aflite.checks`; the
 built-in ones in :mod:`aflite.explain.checks`), each with its options (``checks={name: {key: value}}``; the older
-keywords ``alpha``, ``min_count``, ... are aliases of the built-in checks' options, :data:`ALIASES`), and write the
-explain folder (:mod:`aflite.explain.files`): each check's entry under results.json's ``checks[name]``.
+keywords ``alpha``, ``min_count``, ... are aliases of the built-in checks' options, :func:`check_aliases`), and write
+the explain folder (:mod:`aflite.explain.files`): each check's entry under results.json's ``checks[name]``.
 
 Where the data map comes from. A run folder holds the kept/removed ids, the last p̃ and the features cache, not
 the first phase's probabilities. Rather than make old runs unreadable, explain *recomputes* the first phase: the
@@ -25,7 +25,7 @@ from typing import Any, Unpack
 
 import numpy as np
 
-from aflite.checks import CheckData, check_files, check_names, resolve_checks, run_checks
+from aflite.checks import CheckContext, CheckData, check_files, check_names, check_options, resolve_checks, run_checks
 from aflite.data import Columns, open_dataset, source_name, with_columns
 from aflite.data.options import option_label
 from aflite.errors import InputError, ParameterError, takes_mappings
@@ -34,44 +34,48 @@ from aflite.explain.recompute import first_phase, token_texts
 from aflite.features import Features, featurize_dataset
 from aflite.features.cache import check_run_features
 from aflite.features.registry import refuse_untaken, run_options, spec
+from aflite.rundir.bodies import FeaturizerRecord
 from aflite.rundir.folder import RunFolder, claims
 from aflite.rundir.lock import check_outside_runs
 from aflite.rundir.manifest import RESERVED
 from aflite.rundir.match import check_run_rows
-from aflite.rundir.names import PAGE
+from aflite.rundir.names import PAGE, RESULTS
 from aflite.rundir.read import Instances, RunRecord, read_run
 from aflite.rundir.results import recording_warnings
 from aflite.threads import limited
 
-__all__ = ["ALIASES", "ExplainResult", "explain"]
+__all__ = ["ExplainResult", "check_aliases", "explain"]
 
-# explain's older keywords (and flags: --alpha, --min-count, ...), each an alias of built-in checks' options: the
-# value given sets every (check, option) listed
-ALIASES: dict[str, tuple[tuple[str, str], ...]] = {
-    "alpha": (("tokens", "alpha"),),
-    "min_count": (("tokens", "min_count"), ("surrogate", "min_count"), ("ngram_coefficients", "min_count")),
-    "null": (("tokens", "null"),),
-    "random_seeds": (("tokens", "random_seeds"), ("label_issues", "permutations")),
-    "neighbours": (("neighbours", "k"),),
-    "stop_rule": (("stop_rule", "enabled"),),
-    "stop_floor": (("stop_rule", "floor"),),
-    "stop_max_phases": (("stop_rule", "max_phases"),),
-    "ngram_coefficients": (("ngram_coefficients", "enabled"),),
-}
+def check_aliases() -> dict[str, tuple[tuple[str, str], ...]]:
+    """explain's older keywords (and flags: --alpha, --min-count, ...), each an alias of built-in checks' options,
+    as the options declare them (``alias=``): keyword -> the (check, option) pairs the value given sets, in registry
+    order."""
+    aliases: dict[str, list[tuple[str, str]]] = {}
+    for name in check_names("explain"):
+        for option in check_options(name):
+            if option.alias:
+                aliases.setdefault(option.alias, []).append((name, option.name))
+    return {keyword: tuple(targets) for keyword, targets in aliases.items()}
+
+
+def _featurizer(run: RunRecord) -> FeaturizerRecord:
+    """The Φ the run recorded; a run without one (``aflite filter`` of precomputed features) refused in one line."""
+    if run.body.featurizer is None:
+        raise InputError(f"{run.path / RESULTS}: not the summary of `aflite run` (no featurizer)")
+    return run.body.featurizer
 
 
 def _load(data_path: Any, run: RunRecord, inst: Instances, dataset_options: dict[str, Any] | None,
           image_options: dict[str, Any] | None) -> tuple[Any, np.ndarray]:
     """The dataset and the dataset rows the run filtered (in the run's order), checked against the run."""
-    fz = run.featurizer["name"]
-    groups = run.summary.get("groups", "premise")
+    groups = run.body.groups or "premise"
     options = {**{k: v for k, v in (image_options or {}).items() if v is not None}, **(dataset_options or {})}
     if groups not in ("premise", None) and "groups" not in options:
         options["groups"] = groups
-    ds = open_dataset(data_path, reads=spec(fz).modality, **options)
+    ds = open_dataset(data_path, reads=spec(_featurizer(run).name).modality, **options)
     where = f"{source_name(data_path)} does not match the run in {run.path}"
-    if run.summary.get("dataset_size") not in (None, len(ds)):
-        raise InputError(f"{where}: the run filtered a dataset of {run.summary['dataset_size']:,} rows, DATA has "
+    if run.body.dataset_size not in (None, len(ds)):
+        raise InputError(f"{where}: the run filtered a dataset of {run.body.dataset_size:,} rows, DATA has "
                          f"{len(ds):,} (a run folder from another dataset?)")
     pos = {str(i): r for r, i in enumerate(ds.ids.astype(str))}
     missing = [i for i in inst.ids if i not in pos]
@@ -93,16 +97,16 @@ def _features(ds: Any, run: RunRecord, cache_dir: Path, featurizer_options: dict
     """Φ as the run computed it: read from the run's cache when it is there (never written: a run folder is the
     run's), else recomputed into ``cache_dir`` (explain's own: OUT/cache or --cache-dir) with the options the run
     recorded (lists back to tuples)."""
-    fz = run.featurizer
-    opts = {k: v for k, v in run_options(fz["name"], fz.get("options")).items() if v is not None}
-    refuse_untaken(fz["name"], featurizer_options or {})  # an option the run's featurizer does not take
+    fz = _featurizer(run)
+    opts = {k: v for k, v in run_options(fz.name, fz.options).items() if v is not None}
+    refuse_untaken(fz.name, featurizer_options or {})  # an option the run's featurizer does not take
     opts.update(featurizer_options or {})
     opts = {k: tuple(v) if isinstance(v, list) else v for k, v in opts.items()}
-    for option, what in spec(fz["name"]).required:
+    for option, what in spec(fz.name).required:
         if not opts.get(option):
-            raise ParameterError(f"the run used --featurizer {fz['name']}: pass its {what}")
-    return featurize_dataset(ds, fz["name"], fz.get("view", "pair"), cache_dir, read_only=[run.path / "cache"],
-                             warmup_size=run.summary["parameters"]["train_size"],
+            raise ParameterError(f"the run used --featurizer {fz.name}: pass its {what}")
+    return featurize_dataset(ds, fz.name, fz.view, cache_dir, read_only=[run.path / "cache"],
+                             warmup_size=run.body.parameters.train_size,
                              warmup_seed=run.summary.get("seed", 0), show_progress=show_progress, **opts)
 
 
@@ -119,35 +123,33 @@ def _run_features(data_path: Any, ds: Any, rows: np.ndarray, run: RunRecord, fea
     return X
 
 
-def _token_view(ds: Any, rows: np.ndarray, fz: dict[str, Any], token_view: str,
+def _token_view(ds: Any, rows: np.ndarray, fz: FeaturizerRecord, token_view: str,
                 options: dict[str, dict[str, Any]]) -> tuple[list[str] | None, str]:
     """(the run's rows' texts the token checks read, which text they are); images have none, and the stop rule,
     which reads tokens, is refused on them, as the n-gram coefficients are for a Φ that cannot score tokens."""
-    if options.get("ngram_coefficients", {}).get("enabled") and not spec(fz["name"]).scores_tokens:
+    if options.get("ngram_coefficients", {}).get("enabled") and not spec(fz.name).scores_tokens:
         raise ParameterError(f"check 'ngram_coefficients' (--ngram-coefficients) reads an n-gram Φ; this run used "
-                             f"{fz['name']!r}")
+                             f"{fz.name!r}")
     if ds.modality == "image":
         if options.get("stop_rule", {}).get("enabled"):
             raise ParameterError("check 'stop_rule' (--stop-rule) tests token artifacts: it needs a text dataset")
         return None, "image statistics"
-    texts, view = token_texts(ds, fz.get("view", "pair"), token_view)
+    texts, view = token_texts(ds, fz.view, token_view)
     return [texts[r] for r in rows], view
 
 
 def explain_check_options(checks: dict[str, Any] | None, aliases: dict[str, Any]) -> dict[str, dict[str, Any]]:
     """Every explain check's options (:func:`aflite.checks.resolve_checks`), from ``checks`` and the older keywords
-    (``aliases``: keyword -> value, None where not given; :data:`ALIASES`); a keyword and ``checks`` giving one
+    (``aliases``: keyword -> value, None where not given; :func:`check_aliases`); a keyword and ``checks`` giving one
     option two values are refused in one line."""
     if checks is not None and not isinstance(checks, dict):
         raise ParameterError(f"checks must be a dict of check name -> its options, got {checks!r}")
     merged = {name: dict(opts) if isinstance(opts, dict) else opts for name, opts in (checks or {}).items()}
-    registered = set(check_names("explain"))
+    declared = check_aliases()
     for keyword, value in aliases.items():
         if value is None:
             continue
-        for name, key in ALIASES[keyword]:
-            if name not in registered:
-                continue  # a built-in check taken out of the registry
+        for name, key in declared.get(keyword, ()):
             opts = merged.setdefault(name, {})
             if isinstance(opts, dict) and key in opts and opts[key] != value:
                 twice = option_label(f"{opts[key]!r} from --check and {value!r} from --{keyword.replace('_', '-')}",
@@ -202,23 +204,23 @@ def explain(
     e.g. ``{"tokens": {"alpha": 0.05}, "stop_rule": {"enabled": True}}`` (the stop rule continues filtering past the
     run's stop until no token artifact is significant; the run folder is never changed). ``alpha``, ``min_count``,
     ``random_seeds``, ``neighbours``, ``null``, ``stop_rule``, ``stop_floor``, ``stop_max_phases`` and
-    ``ngram_coefficients`` are aliases of built-in checks' options (:data:`ALIASES`; None: not given); DATA's columns
-    are named as for the run (``text_a=``, ``label=``, ...: :class:`aflite.data.Columns`). An unknown check or
-    option, or a bad value, is refused in one line before any work."""
+    ``ngram_coefficients`` are aliases of built-in checks' options (declared with them: :func:`check_aliases`; None:
+    not given); DATA's columns are named as for the run (``text_a=``, ``label=``, ...: :class:`aflite.data.Columns`).
+    An unknown check or option, or a bad value, is refused in one line before any work."""
     dataset_options = with_columns(dataset_options, columns, "explain")  # before anything is read
-    options = explain_check_options(checks, {k: v for k, v in locals().items() if k in ALIASES})  # the keywords
+    keywords = check_aliases()  # the older keywords, as the checks' options declare them
+    options = explain_check_options(checks, {k: v for k, v in locals().items() if k in keywords})
     folder = RunFolder.of(out, "explain")
     for path, flag in ((folder.path, "--out"), (cache_dir or folder.path, "--cache-dir")):  # it reads the run only
         check_outside_runs(path, [run_dir], flag=flag)
     t_start = time.perf_counter()
     timings: dict[str, float] = {}
     run = read_run(run_dir)
-    run.require("parameters", "featurizer", what="the summary of `aflite run`")
+    fz = _featurizer(run)
     inst = run.instances()
     ds, rows = _load(data_path, run, inst, dataset_options, image_options)
-    params = run.summary["parameters"]
-    seed = int(run.summary.get("seed", params.get("random_state", 0)) or 0)
-    fz = run.featurizer
+    params = run.body.parameters
+    seed = int(run.summary.get("seed", params.random_state or 0) or 0)  # the envelope's seed
     texts, tview = _token_view(ds, rows, fz, token_view, options)
     timings["load_seconds"] = time.perf_counter() - t_start
 
@@ -231,7 +233,7 @@ def explain(
 
     # ------------------------------------------------------------------ everything below computes; nothing written
     t0 = time.perf_counter()
-    grp = ds.groups[rows] if run.summary.get("groups", "none") != "none" and ds.groups is not None else None
+    grp = ds.groups[rows] if run.body.groups not in (None, "none") and ds.groups is not None else None
     af = first_phase(X, y_str, grp, params, seed)
     y = np.searchsorted(af.classes_, y_str).astype(np.int64)
     rem0 = inst.removed_at == 0
@@ -241,12 +243,12 @@ def explain(
     data = CheckData(
         np.asarray(inst.ids), y_str, af.classes_, y, X, seed, np.asarray(inst.kept, bool), inst.predictability,
         inst.removed_at, af, texts, tview, [ds.texts_a[r] for r in rows] if texts is None else None,
-        {"token_view": token_view}, run.summary, {"dataset": ds, "rows": rows, "groups": grp})
+        {"token_view": token_view}, run.body, CheckContext(dataset=ds, rows=rows, groups=grp))
     found = run_checks(data, options=options)
     _check_outputs(found, folder, len(data))
     timings.update({f"{name}_seconds": r.seconds for name, r in found.items() if r.seconds is not None})
     results = explain_results(found, run, inst, source_name(data_path), seed, agree, timings, folder.path,
                               ds.source.memory is not None)
-    result = ExplainResult(folder.path, results, data, found, ds, t_start)
+    result = ExplainResult(folder.path, results, data, found, ds, t_start, run.summary)
     folder.finish(result)
     return result

@@ -4,8 +4,9 @@ The folder's lock is held while the page is read and written (:func:`aflite.rund
 command rebuilding the folder meanwhile is refused (or refuses this), never mixed with it.
 
 The folder is read and verified (:func:`aflite.rundir.read.read_folder`; every file of its manifest, the page
-aside), the Result class registered for the command that wrote it (:mod:`aflite.rundir.page`) builds the page's
-data from that document and the folder (``Result.page_of``: the same builder as the page the command wrote from
+aside), the Result class the command that wrote it declares (:mod:`aflite.rundir.commands`; registered for its
+page when imported, :mod:`aflite.rundir.page`; a command added from outside registers its class itself) builds the
+page's data from that document and the folder (``Result.page_of``: the same builder as the page the command wrote from
 memory), and :func:`aflite.report.explorer.render` lays it out. The page is written atomically and is not listed
 in the manifest (docs/architecture.md, "An output folder's life"), so a kill at any moment leaves the committed
 folder as it was, with the old page or the new one.
@@ -17,16 +18,12 @@ import contextlib
 import os
 from pathlib import Path
 
-# the commands with a page, registered as their Result classes are defined
-import aflite.evaluate.tables  # noqa: F401
-import aflite.explain.files  # noqa: F401
-import aflite.runs.audit  # noqa: F401
-import aflite.runs.run  # noqa: F401
 from aflite.errors import InputError
 from aflite.report.explorer import render, write_html
+from aflite.rundir.commands import declarations, result_class
 from aflite.rundir.lock import holding_lock, pause_point
 from aflite.rundir.names import PAGE, RESULTS
-from aflite.rundir.page import PageData, page_class, page_commands
+from aflite.rundir.page import PageData, page_class
 from aflite.rundir.read import read_folder
 
 __all__ = ["rebuilt_page", "write_page"]
@@ -37,9 +34,10 @@ def rebuilt_page(folder: str | os.PathLike[str]) -> PageData | str:
     a folder whose command has no page is refused in one line."""
     p = Path(folder)
     doc = read_folder(p, skip=(PAGE,))
-    cls = page_class(doc.command)
+    declared = result_class(doc.command)  # imported: defining the class registers its page
+    cls = page_class(doc.command) if declared is None or declared.has_page else None
     if cls is None:
-        names = ", ".join(page_commands())
+        names = ", ".join(c for c in declarations() if (r := result_class(c)) is not None and r.has_page)
         raise InputError(f"{p / RESULTS}: written by `aflite {doc.command}`, which has no page; give the --out "
                          f"folder of a command that has one ({names})")
     page: PageData | str = cls.page_of(p, doc)

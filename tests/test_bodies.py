@@ -1,0 +1,69 @@
+"""results.json's typed bodies (:mod:`aflite.rundir.bodies`): a key of the wrong type at any depth is refused in one
+line naming it, by the parser and by every reader of a folder, even when the file was re-sealed after the edit."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from test_cli_safety import sample_rows
+
+from aflite.cli import main
+from aflite.errors import InputError
+from aflite.rundir.bodies import RunBody, RunParameters, parse
+from aflite.rundir.manifest import seal
+
+
+@pytest.fixture(scope="module")
+def committed(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """A real run (n-gram Φ, 240 pairs) made from Python."""
+    from aflite.runs.run import run
+
+    tmp = tmp_path_factory.mktemp("committed")
+    tsv = tmp / "data.tsv"
+    tsv.write_text("id\tpremise\thypothesis\tlabel\n" + "".join("\t".join(r) + "\n" for r in sample_rows(240)))
+    run(tsv, tmp / "run", featurizer="ngram", probe=False, show_progress=False, params={"n_partitions": 4})
+    return {"data": tsv, "run": tmp / "run"}
+
+
+def resealed(run_dir: Path, edit: dict[str, object]) -> None:
+    """results.json with ``edit`` merged into its nested objects, sealed again as aflite seals it."""
+    res = json.loads((run_dir / "results.json").read_text())
+    for key, value in edit.items():
+        res[key] = {**res[key], **value} if isinstance(value, dict) else value
+    res.pop("sealed", None)
+    (run_dir / "results.json").write_text(json.dumps(seal(res)))
+
+
+def test_the_parsed_body_types_its_nested_objects(committed):
+    doc = parse(json.loads((committed["run"] / "results.json").read_text()), committed["run"] / "results.json")
+    assert isinstance(doc.body, RunBody) and isinstance(doc.body.parameters, RunParameters)
+    assert doc.body.parameters.n_partitions == 4 and isinstance(doc.body.parameters.threshold, float)
+
+
+@pytest.mark.parametrize(("edit", "expect"), [
+    ({"parameters": {"n_partitions": "4"}}, "'parameters'['n_partitions'] is \"4\", not an integer"),
+    ({"parameters": {"threshold": "0.75"}}, "'parameters'['threshold'] is \"0.75\", not a number"),
+    ({"parameters": {"train_size": [1]}}, "'parameters'['train_size'] is [1], not an integer"),
+])
+def test_a_resealed_nested_key_of_the_wrong_type_is_refused_in_one_line_by_every_reader(
+        tmp_path, committed, capsys, edit, expect):
+    run_dir = tmp_path / "run"
+    shutil.copytree(committed["run"], run_dir)
+    resealed(run_dir, edit)
+    for argv in (["report", run_dir], ["card", run_dir, "--out", tmp_path / "card"],
+                 ["explain", committed["data"], run_dir, "--out", tmp_path / "ex", "--quiet"],
+                 ["evaluate", committed["data"], run_dir, "--out", tmp_path / "ev", "--quiet"]):
+        code = main([str(a) for a in argv])
+        err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+        assert code == 2 and len(err) == 1 and expect in err[0], (argv[0], err)
+    assert not any((tmp_path / name).exists() for name in ("card", "ex", "ev"))
+
+
+def test_the_parser_names_the_innermost_wrong_key_of_a_list_and_a_dict():
+    doc = {"command": "explain", "format_version": 1, "argv": [], "versions": {}, "manifest": {}, "run": {},
+           "first_phase": {}, "checks": {"toy": {"summary": {}, "options": {}, "columns": ["a", 3], "files": []}}}
+    with pytest.raises(InputError, match=r"'checks'\['toy'\]\['columns'\]\[1\] is 3, not a string"):
+        parse(doc, Path("results.json"))
