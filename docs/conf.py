@@ -20,6 +20,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))  # the checkout's aflite, installed or not
 sys.path.insert(0, str(Path(__file__).resolve().parent / "_ext"))  # aflite_docs: the parser as the site shows it
 
+from aflite_docs import rst_text  # noqa: E402
+
 import aflite  # noqa: E402
 
 project = "aflite"
@@ -133,8 +135,6 @@ def _source_links(app, docname: str, source: list[str]) -> None:  # noqa: ANN001
 def _include_links(app, relative_path: Path, parent_docname: str, content: list[str]) -> None:  # noqa: ANN001
     content[0] = _site_links(content[0], (_DOCS / relative_path).resolve().parent)
 
-
-from aflite_docs import rst_text  # noqa: E402
 
 
 # ... and autosummary's tables parse a docstring's first sentence twice: there the escapes are gone, and these
