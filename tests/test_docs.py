@@ -102,3 +102,16 @@ def test_the_readme_names_the_commands_that_write_a_page() -> None:
     assert sentence, "the README's sentence on which commands write report.html"
     named = set(re.findall(r"`(\w+)`", sentence.group(1)))
     assert named == set(page_commands()) and named <= set(COMMANDS)
+
+
+def test_the_readme_sizes_of_the_bundled_sample_are_the_file_s() -> None:
+    """"2,949 pairs" and "1,000 premise groups" in the README are counted from the bundled sample itself."""
+    import csv
+    import gzip
+
+    with gzip.open(ROOT / "src" / "aflite" / "resources" / "snli_sample.tsv.gz", "rt", encoding="utf-8") as f:
+        rows = list(csv.DictReader(f, delimiter="\t", quoting=csv.QUOTE_NONE))
+    text = (ROOT / "README.md").read_text(encoding="utf-8").replace("\n", " ")
+    pairs = re.findall(r"(?:real SNLI \(|premise groups \(|sample: )([\d,]+) pairs", text)
+    assert pairs and set(pairs) == {f"{len(rows):,}"}, pairs
+    assert f"{len({r['premise'] for r in rows}):,} premise groups" in text
