@@ -1,6 +1,6 @@
 """`aflite demo` timed as a newcomer runs it: wall seconds, peak memory, and the machine and its load (the
-1-minute load average before and after), written to docs/measured/demo_timing.json (cited by the README and
-docs/guide/demo.md through scripts/gen_docs.py).
+1-minute load average before and after), appended to the runs of docs/measured/demo_timing.json (cited by the
+README and docs/guide/demo.md through scripts/gen_docs.py, every run with its load: the time depends on it).
 
     python docs/measured/demo_timing.py [--featurizer NAME]
 """
@@ -56,9 +56,10 @@ def main() -> None:
         "load_1min_before": round(load_before[0], 2),
         "load_1min_after": round(load_after[0], 2),
         "versions": {"aflite": aflite.__version__, "python": platform.python_version()},
-        "first_line": proc.stdout.splitlines()[0] if proc.stdout else "",
     }
-    args.out.write_text(json.dumps(record, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    runs = json.loads(args.out.read_text(encoding="utf-8"))["runs"] if args.out.is_file() else []
+    args.out.write_text(json.dumps({"command": "aflite demo", "runs": [*runs, record]}, indent=2, ensure_ascii=False)
+                        + "\n", encoding="utf-8")
     print(json.dumps(record, indent=2, ensure_ascii=False))
 
 
