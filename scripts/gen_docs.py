@@ -6,6 +6,8 @@
   key/value table, so a new file needs no change here.
 * the README's headline table (between ``<!-- BEGIN generated:headline -->`` and ``<!-- END generated:headline -->``),
   from :data:`HEADLINE`;
+* the README's speed sentence (``generated:speed``, from :data:`SPEED`) and the demo's time (``generated:demo``,
+  in the README and ``docs/guide/demo.md``, from ``docs/measured/demo_timing.json``);
 * the option lists of the command guides ``docs/guide/<command>.md`` (between ``<!-- BEGIN generated:options -->``
   and ``<!-- END generated:options -->``), from the command line parser itself.
 
@@ -48,6 +50,11 @@ HEADLINE: dict[str, Any] = {
          "sources": ["ladder_cpu_4000_seeds3_evaluate_results.json", "ladder_cpu_4000_combined_evaluate_results.json"]},
     ],
 }
+
+# The README's speed figures for the filter on 2 CPU cores: the complete filter and one phase against scikit-learn.
+SPEED = {"complete": "bench_snli_shaped_v6.json", "phase": "bench_snli_shaped_v6_reference.json"}
+DEMO_TIMING = "demo_timing.json"  # `aflite demo` timed by docs/measured/demo_timing.py
+EXPLAIN = "explain_snli100k.json"  # the README's `aflite explain` figures
 
 # Where an absolute path of the measuring machine is replaced, and by what (relative to the repository root).
 PATH_PREFIXES = (("/work/main/", ""), ("/work/shared/", "../shared/"), ("/tmp/", "$TMPDIR/"))
@@ -399,8 +406,85 @@ def headline() -> str:
         rows.append(row)
     lines = table(header, rows)
     lines += ["", f"Accuracy (%) on `{test}`; gap = D(Φ) − random (± over 3 seeds); D: {' / '.join(ds)}. "
-              f"Raw: {'; '.join(links)}."]
+              f"Raw: {'; '.join(links)}.", "", headline_reading(cols)]
     return "\n".join(lines)
+
+
+def _num(cell: str | None) -> float | None:
+    try:
+        return float(str(cell).split(" ± ")[0])
+    except (TypeError, ValueError):
+        return None
+
+
+def headline_reading(cols: list[tuple[dict[str, Any], dict[str, dict[str, str]]]]) -> str:
+    """What the headline table shows, in words computed from the same cells (so that the prose cannot claim an
+    order the figures do not have): the gaps of the fine-tuned (warm-up) Φ against the frozen ones, whether a
+    stronger frozen Φ opens a larger gap, D(Φ) against random, and where the single-iteration cut falls."""
+    labels = dict(HEADLINE["phi"])
+    gaps: dict[str, list[float]] = {"warm": [], "frozen": []}
+    frozen_order, below, single_ok, single_not = [], [], 0, []
+    for col, merged in cols:
+        title = col["title"].split(",")[0]
+        for key in labels:
+            c = merged.get(key, {})
+            r, f, si = _num(c.get("random")), _num(c.get("filtered")), _num(c.get("single"))
+            if r is None or f is None:
+                continue
+            gaps["warm" if key.startswith("warmup") else "frozen"].append(round(f - r, 1))
+            below.append(f < r)
+            if si is not None:
+                if r > si > f:
+                    single_ok += 1
+                else:
+                    single_not.append(f"{title} {labels[key]}: single {si:.1f}, D(Φ) {f:.1f}")
+        ng, ml = merged.get("ngram", {}), merged.get("minilm", {})
+        if all(_num(x.get(k)) is not None for x in (ng, ml) for k in ("random", "filtered")):
+            g_ng = _num(ng["filtered"]) - _num(ng["random"])  # type: ignore[operator]
+            g_ml = _num(ml["filtered"]) - _num(ml["random"])  # type: ignore[operator]
+            frozen_order.append(f"{title} frozen MiniLM {g_ml:+.1f} vs n-gram {g_ng:+.1f}")
+    span = {k: f"{max(v):+.1f} to {min(v):+.1f}" if len(v) > 1 else (f"{v[0]:+.1f}" if v else "–")
+            for k, v in gaps.items()}
+    text = f"Gaps: warm-up Φ {span['warm']}, frozen Φ {span['frozen']}" + (
+        f" (a stronger frozen Φ, not always a larger gap: {'; '.join(frozen_order)})" if frozen_order else "") + ". "
+    text += ("D(Φ) < random for every Φ" if all(below) else f"D(Φ) < random for {sum(below)} of {len(below)} Φ")
+    if single_ok or single_not:
+        text += (f"; random > single-iteration > D(Φ) in {single_ok} of {single_ok + len(single_not)} cases"
+                 + (f", not in {'; '.join(single_not)}" if single_not else ""))
+    return text + "."
+
+
+def _seconds(value: float) -> str:
+    return f"{value:,.0f} s" if value >= 100 else f"{value:.2f} s" if value < 10 else f"{value:.1f} s"
+
+
+def speed() -> str:
+    """The README's sentence on the filter's speed on 2 CPU cores, from :data:`SPEED`'s `aflite bench` files."""
+    complete = json.loads((MEASURED / SPEED["complete"]).read_text(encoding="utf-8"))["complete"]
+    phase = json.loads((MEASURED / SPEED["phase"]).read_text(encoding="utf-8"))["phase"]
+    return (f"2 shared CPU cores: the complete filter **{_seconds(complete['wall_seconds'])}**, "
+            f"{complete['peak_rss_gib']:.1f} GiB peak; one phase {_seconds(phase['fast_phase_seconds'])}, scikit-learn "
+            f"{_seconds(phase['reference_seconds_scaled'])} ({100 * phase['agreement_predictions']:.1f} % same "
+            f"predictions). Raw: [1](docs/measured/{SPEED['complete']}), [2](docs/measured/{SPEED['phase']}).")
+
+
+def explain_counts() -> str:
+    """The README's sentence on `aflite explain` of SNLI train_100k, from :data:`EXPLAIN`."""
+    n = json.loads((MEASURED / EXPLAIN).read_text(encoding="utf-8"))["significant_tokens"]
+    return (f"SNLI train_100k, n-gram Φ: {n['full']:,} significant (token, label) pairs on D, {n['kept']:,} on D(Φ), "
+            f"{n['random']:,.0f} on random subsets of its size ([raw](docs/measured/{EXPLAIN}), "
+            f"[results](docs/results.md#explaining-a-run-aflite-explain)).")
+
+
+def demo_time(prefix: str) -> str:
+    """`aflite demo`'s measured times, each with its load, from docs/measured/demo_timing.json; ``prefix`` leads to
+    docs/measured/."""
+    runs = sorted(json.loads((MEASURED / DEMO_TIMING).read_text(encoding="utf-8"))["runs"],
+                  key=lambda r: r["load_1min_before"])
+    m = runs[0]["machine"]
+    each = [f"{r['wall_seconds']:.0f} s at load {r['load_1min_before']:.1f}–{r['load_1min_after']:.1f}" for r in runs]
+    return (f"`aflite demo` on {m['cpus_usable']} shared {m['cpu']} cores: {', '.join(each)}; "
+            f"{max(r['peak_rss_mib'] for r in runs):,} MiB peak ([measured]({prefix}{DEMO_TIMING})).")
 
 
 def options_help(command: str) -> str:
@@ -421,11 +505,17 @@ def generated_files(options: bool = True) -> dict[Path, str]:
     guides' option lists out (argparse's layout differs between Python versions)."""
     out: dict[Path, str] = {BENCHMARKS: render_benchmarks()}
     if README.is_file():
-        out[README] = replace_block(README.read_text(encoding="utf-8"), "headline", headline())
-    for guide in sorted(GUIDES.glob("*.md")) if GUIDES.is_dir() and options else []:
+        text = replace_block(README.read_text(encoding="utf-8"), "headline", headline())
+        text = replace_block(text, "speed", speed())
+        text = replace_block(text, "explain", explain_counts())
+        out[README] = replace_block(text, "demo", demo_time("docs/measured/"))
+    for guide in sorted(GUIDES.glob("*.md")) if GUIDES.is_dir() else []:
         text = guide.read_text(encoding="utf-8")
-        if "<!-- BEGIN generated:options -->" in text:
-            out[guide] = replace_block(text, "options", options_help(guide.stem))
+        new = replace_block(text, "demo", demo_time("../measured/"))
+        if options and "<!-- BEGIN generated:options -->" in text:
+            new = replace_block(new, "options", options_help(guide.stem))
+        if new != text:
+            out[guide] = new
     return out
 
 

@@ -1,0 +1,155 @@
+"""Sphinx configuration of the aflite documentation site.
+
+Build it from the repository root (``pip install -e ".[docs]"``)::
+
+    sphinx-build -W --keep-going -b html docs docs/_build/html
+
+The pages are the Markdown guides (MyST), the quickstart notebook executed at build time (myst-nb), the command line
+reference read from the parser itself (sphinx-argparse) and the Python API from the docstrings (autodoc). Warnings
+are errors in CI: a broken link or cross-reference fails the build (``nitpicky``).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "src"))  # the checkout's aflite, installed or not
+sys.path.insert(0, str(Path(__file__).resolve().parent / "_ext"))  # aflite_docs: the parser as the site shows it
+
+from aflite_docs import rst_text  # noqa: E402
+
+import aflite  # noqa: E402
+
+project = "aflite"
+author = "the aflite authors"
+copyright = "aflite authors, MIT license"  # noqa: A001
+version = release = aflite.__version__
+
+extensions = [
+    "myst_nb",  # Markdown (MyST) and notebooks; it loads myst_parser itself
+    "sphinx.ext.autodoc",
+    "sphinx.ext.autosummary",
+    "sphinxarg.ext",
+]
+source_suffix = {".rst": "restructuredtext", ".md": "myst-nb", ".ipynb": "myst-nb"}
+root_doc = "index"
+exclude_patterns = [
+    "_build",
+    "_templates",
+    "notebooks/quickstart.md",  # the notebook's committed Markdown rendering; the site executes the .ipynb itself
+    "card_demo",  # a dataset card as `aflite card` writes it: a file of the release, not a page
+]
+templates_path = ["_templates"]
+smartquotes = False  # `--out` stays two hyphens in the help texts
+
+# every reference must resolve: a broken link or cross-reference is a warning, and -W makes it an error
+nitpicky = True
+nitpick_ignore_regex = [
+    # names of other libraries and of typing, which the site does not document (no network at build time, so
+    # no intersphinx)
+    (r"py:.*", r"(numpy|np|pandas|pd|scipy|sklearn|torch|pyarrow|datasets|dask|distributed|collections|typing"
+               r"|pathlib|os|argparse|numbers|concurrent|contextlib)\..*"),
+    (r"py:.*", r"(Any|Path|Callable|Sequence|Iterable|Iterator|Mapping|Literal|NDArray|ArrayLike|Self|Generator"
+               r"|Union|Optional|PathLike|float|int|str|bool|dict|list|tuple|None|object|type|bytes)"),
+    # aflite's internal modules, named in docstrings but not on the site (its API is the names of aflite itself)
+    (r"py:.*", r"aflite\.[a-z_]+(\..+)?"),
+    # a bare name in a docstring (a module's own helper, a type alias) resolves only where the site documents it;
+    # the names of aflite itself are written aflite.X, and those must resolve
+    (r"py:.*", r"[A-Za-z_]\w*"),
+]
+
+# MyST: the guides' links are relative file paths (readable on GitHub too); headings get anchors for #links
+myst_heading_anchors = 3
+myst_enable_extensions = ["colon_fence", "dollarmath"]
+suppress_warnings = ["myst.header"]  # a guide may start at ## after its title's level-1 heading
+
+# the notebook runs at build time, in a temporary folder (its run, explain and card folders land there)
+nb_execution_mode = os.environ.get("AFLITE_DOCS_EXECUTE", "cache")
+nb_execution_in_temp = True
+nb_execution_timeout = 900
+nb_execution_raise_on_error = True
+nb_execution_cache_path = str(ROOT / "docs" / "_build" / ".jupyter_cache")
+
+autodoc_default_options = {"members": True, "exclude-members": "set_fit_request"}  # scikit-learn's routing stub
+autodoc_typehints = "description"
+autodoc_member_order = "bysource"
+autosummary_generate = True
+
+html_theme = "pydata_sphinx_theme"
+html_title = f"aflite {release}"
+html_theme_options = {
+    "navigation_with_keys": False,
+    "show_toc_level": 2,
+}
+html_static_path: list[str] = []
+
+_OPTIONS = re.compile(r"<!-- BEGIN generated:options -->.*?<!-- END generated:options -->", re.S)
+
+
+def _options_from_parser(app, docname: str, source: list[str]) -> None:  # noqa: ANN001
+    """A guide's option list (``docs/guide/<command>.md``, the text scripts/gen_docs.py writes for GitHub readers)
+    becomes, on the site, sphinx-argparse's reference of that command, read from the parser at build time."""
+    if not docname.startswith("guide/"):
+        return
+    command = docname.split("/", 1)[1]
+    directive = (f"```{{argparse}}\n:module: aflite_docs\n:func: parser\n:prog: aflite\n:path: {command}\n"
+                 f":nodescription:\n```")
+    source[0] = _OPTIONS.sub(lambda _m: directive, source[0])
+
+
+_LINK = re.compile(r"(?<!!)\[([^\]\n]+)\]\(([^)\s#]+)(#[^)\s]*)?\)")
+_DOCS = Path(__file__).resolve().parent
+_NOT_PAGES = (_DOCS / "card_demo",)  # files of the repository under docs/ that are not pages (exclude_patterns)
+_MOVED = {ROOT / "CONTRIBUTING.md": _DOCS / "contributing.md", ROOT / "README.md": _DOCS / "index.md"}
+
+
+def _site_links(text: str, where: Path) -> str:
+    """Links that work on GitHub but point outside the site (a file of the repository, a folder) become plain text;
+    CONTRIBUTING.md and README.md point to their pages here. A link to nothing stays, for MyST to report."""
+
+    def fix(m: re.Match[str]) -> str:
+        label, target, anchor = m.group(1), m.group(2), m.group(3) or ""
+        if "://" in target or target.startswith("mailto:"):
+            return m.group(0)
+        path = (where / target).resolve()
+        if path in _MOVED:
+            return f"[{label}]({os.path.relpath(_MOVED[path], where)}{anchor})"
+        inside = _DOCS in path.parents and not any(d == path or d in path.parents for d in _NOT_PAGES)
+        if not path.exists() or (path.is_file() and inside):
+            return m.group(0)
+        return label
+
+    return _LINK.sub(fix, text)
+
+
+def _source_links(app, docname: str, source: list[str]) -> None:  # noqa: ANN001
+    source[0] = _site_links(source[0], (_DOCS / docname).parent)
+    if docname.startswith("measured/"):  # raw tables linked from benchmarks.md and results.md, in no toctree
+        source[0] = "---\norphan: true\n---\n" + source[0]
+
+
+def _include_links(app, relative_path: Path, parent_docname: str, content: list[str]) -> None:  # noqa: ANN001
+    content[0] = _site_links(content[0], (_DOCS / relative_path).resolve().parent)
+
+
+
+# ... and autosummary's tables parse a docstring's first sentence twice: there the escapes are gone, and these
+# substitutions give the text back
+rst_prolog = "\n".join(f".. |{name}| replace:: \\|{name}\\|" for name in ("D", "S", "Y", "D(Φ)", "X", "V"))
+
+
+def _sizes_as_text(app, what, name, obj, options, lines: list[str]) -> None:  # noqa: ANN001
+    """Docstrings write sizes as |D|, |S|, |D(Φ)|: text, not reStructuredText substitutions."""
+    lines[:] = [rst_text(line) or "" for line in lines]
+
+
+def setup(app):  # noqa: ANN001, ANN201
+    app.connect("source-read", _options_from_parser)
+    app.connect("source-read", _source_links)
+    app.connect("include-read", _include_links)
+    app.connect("autodoc-process-docstring", _sizes_as_text)
+    return {"parallel_read_safe": True}

@@ -1,0 +1,112 @@
+"""The documentation site (docs/conf.py) built with warnings as errors and opened in headless chromium: Sphinx's
+search (JavaScript over searchindex.js) finds ``fit_resample``, and the API page of ``aflite.AFLite`` renders with
+its methods. Skipped where the [docs] extra, selenium or chromium is missing (.ci/run installs them)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
+
+pytest.importorskip("sphinx", reason="sphinx is not installed (the [docs] extra)")
+pytest.importorskip("pydata_sphinx_theme", reason="pydata-sphinx-theme is not installed (the [docs] extra)")
+pytest.importorskip("myst_nb", reason="myst-nb is not installed (the [docs] extra)")
+pytest.importorskip("sphinxarg", reason="sphinx-argparse is not installed (the [docs] extra)")
+
+
+def build(out: Path, *extra: str, docs: Path = ROOT / "docs") -> subprocess.CompletedProcess[str]:
+    """``sphinx-build -W --keep-going`` of docs/ into ``out`` (doctrees beside it); the notebook is not executed
+    here (CI's docs step executes it), so that the test takes the site's time, not the notebook's."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), os.environ.get("PYTHONPATH", "")]),
+           "OMP_NUM_THREADS": "1"}
+    cmd = [sys.executable, "-m", "sphinx", "-W", "--keep-going", "-q", "-b", "html", "-d", str(out / "doctrees"),
+           "-D", "nb_execution_mode=off", *extra, str(docs), str(out / "html")]
+    return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900)
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("site")
+    proc = build(out)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return out / "html"
+
+
+def new_driver() -> Any:
+    webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not installed (the [dev] extra)")
+    if not (Path(CHROMIUM).exists() and Path(CHROMEDRIVER).exists()):
+        pytest.skip("chromium and chromedriver are not installed (apt-get install chromium chromium-driver)")
+    from selenium.webdriver.chrome.service import Service
+
+    opts = webdriver.ChromeOptions()
+    opts.binary_location = CHROMIUM
+    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                "--disable-background-networking", "--window-size=1280,1000", "--no-first-run",
+                "--disable-extensions"):
+        opts.add_argument(arg)
+    return webdriver.Chrome(service=Service(executable_path=CHROMEDRIVER), options=opts)
+
+
+def wait_for(driver: Any, script: str, timeout: float = 60) -> Any:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        value = driver.execute_script(script)
+        if value:
+            return value
+        time.sleep(0.25)
+    raise AssertionError(f"timed out waiting for: {script}")
+
+
+@pytest.mark.slow  # about a minute on 2 busy cores: the whole site, then a browser
+def test_the_site_searches_and_shows_the_api_in_a_browser(site: Path) -> None:
+    assert (site / "index.html").is_file() and (site / "cli.html").is_file()
+    cli = (site / "cli.html").read_text(encoding="utf-8")
+    assert "--cache-dir" in cli and "aflite evaluate" in cli  # the reference is the parser's
+    driver = new_driver()
+    try:
+        driver.get((site / "search.html").as_uri() + "?q=fit_resample")
+        hits = wait_for(driver, "const r = document.querySelectorAll('#search-results ul.search li a');"
+                                "return r.length ? Array.from(r).map(a => a.getAttribute('href')) : null;")
+        assert any("api/aflite.AFLite.html" in h for h in hits), hits
+        driver.save_screenshot(str(site.parent / "search.png"))
+
+        driver.get((site / "api" / "aflite.AFLite.html").as_uri())
+        shown = wait_for(driver, "const d = document.getElementById('aflite.AFLite.fit_resample');"
+                                 "const c = document.getElementById('aflite.AFLite');"
+                                 "return d && c ? [c.innerText, d.innerText, document.title,"
+                                 " c.getBoundingClientRect().height] : null;")
+        signature, method, title, height = shown
+        assert "AFLite" in title and signature.startswith("class aflite.AFLite") and height > 0
+        assert method.startswith("fit_resample(")
+        body = driver.execute_script("return document.querySelector('article').innerText")
+        assert "Adversarial filtering of dataset biases" in body and "target_size" in body
+        driver.save_screenshot(str(site.parent / "aflite_api.png"))
+    finally:
+        driver.quit()
+
+
+@pytest.mark.slow
+def test_a_broken_cross_reference_fails_the_build(tmp_path: Path) -> None:
+    """-W makes a link to a page that does not exist an error (a reference to aflite.NoSuchThing too): a copy of
+    the sources with one such page added."""
+    copy = tmp_path / "repo"
+    shutil.copytree(ROOT / "docs", copy / "docs", ignore=shutil.ignore_patterns("_build", "api"))
+    for name in ("README.md", "CONTRIBUTING.md"):
+        shutil.copy(ROOT / name, copy / name)
+    (copy / "src").symlink_to(ROOT / "src")
+    (copy / "docs" / "guide" / "broken.md").write_text(
+        "---\norphan: true\n---\n# x\n\n[gone](no-such-page.md) and {py:class}`aflite.NoSuchThing`\n",
+        encoding="utf-8")
+    proc = build(tmp_path, docs=copy / "docs")
+    assert proc.returncode != 0
+    assert "no-such-page" in proc.stderr and "aflite.NoSuchThing" in proc.stderr
