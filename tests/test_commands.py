@@ -129,9 +129,9 @@ from typing import Any
 from aflite.cli.options import add_out, add_overwrite_option, claim_out_folder
 from aflite.rundir.commands import Command
 
-COMMAND = Command("words", library="aflite.runs.words:words", result="aflite.runs.words:WordsResult",
-                  body="aflite.runs.words:WordsBody", page="words.md", order=50)
-LIBRARY = ("aflite.runs.words:words",)
+COMMAND = Command("words", library="aflite.commands.words:words", result="aflite.commands.words:WordsResult",
+                  body="aflite.commands.words:WordsBody", page="words.md", order=50)
+LIBRARY = ("aflite.commands.words:words",)
 
 
 def register(sub: Any) -> None:
@@ -144,7 +144,7 @@ def register(sub: Any) -> None:
 
 
 def run(args: Any) -> int:
-    from aflite.runs.words import words
+    from aflite.commands.words import words
 
     words(args.data_path, args.out_folder)
     return 0
@@ -236,7 +236,7 @@ def test_a_new_command_is_new_files_only_a_new_check_one_class_a_new_flag_one_op
     assert tests.returncode == 0, tests.stdout[-3000:]
     data.unlink()
     assert sorted(_status(copy)) == ["?? docs/guide/words.md", "?? src/aflite/cli/words.py",
-                                     "?? src/aflite/runs/words.py"]
+                                     "?? src/aflite/commands/words.py"]
 
     checks_module = copy / "src" / "aflite" / "explain" / "checks.py"
     checks_module.write_text(checks_module.read_text(encoding="utf-8") + CHECK, encoding="utf-8")

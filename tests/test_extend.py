@@ -158,7 +158,7 @@ def test_a_featurizer_option_is_declared_once_and_reaches_it(tmp_path: Path, sma
     assert np.load(emb / "features.npy").shape[1] == 2 * 3
 
     from aflite import run as run_api
-    from aflite.runs.embed import embed
+    from aflite.commands.embed import embed
 
     got = run_api(small_snli, None, featurizer="toy", featurizer_options={"letters": "st"}, probe=False,
                   params={"n_partitions": 8}, show_progress=False)
@@ -236,7 +236,7 @@ def test_an_audit_checks_option_is_refused_in_one_line(tmp_path: Path, small_snl
     """An unknown audit check, an explain check, an unknown key or a bad value: one line, before --out exists; from
     Python (AuditConfig(checks=...)) a ParameterError before any work."""
     from aflite.audit import AuditConfig
-    from aflite.runs.audit import audit_file
+    from aflite.commands.audit import audit_file
 
     monkeypatch.setitem(checks.CHECKS, LongSentences.name, LongSentences)
     out = tmp_path / "audit"
@@ -299,7 +299,7 @@ def test_a_check_option_is_declared_once_and_reaches_it(tmp_path: Path, small_sn
     """The toy check's option is listed by ``aflite explain --help``, reaches the check from the CLI and from Python,
     and is refused in one line when unknown or bad; its entry (summary, options, columns, files) lands under
     results.json's checks["toy"], its columns in instances.csv, its file in the folder and its manifest."""
-    from aflite.runs.explain import explain
+    from aflite.commands.explain import explain
 
     assert main(["explain", "--help"]) == 0
     assert "toy:factor=FLOAT: a hypothesis over this many times the median length is long (default 2.0)" in \
@@ -407,7 +407,7 @@ def test_the_files_a_check_returns_are_checked() -> None:
 def test_a_check_cannot_overwrite_explains_own_files_or_columns(tmp_path: Path, small_snli: Path,
                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     """A check returning tokens.csv, or a column explain writes itself, is refused before the folder is begun."""
-    from aflite.runs.explain import explain
+    from aflite.commands.explain import explain
 
     run = tmp_path / "run"
     assert main(["run", str(small_snli), "--out", str(run), "-f", "ngram", "--quiet", "--no-probe", "-m", "8"]) == 0

@@ -12,11 +12,11 @@ import pytest
 from aflite import checks
 from aflite.checks.options import CheckOption
 from aflite.cli import build_parser
+from aflite.commands.explain import check_aliases, explain
 from aflite.errors import ParameterError
 from aflite.features import registry
 from aflite.features.ngram import NgramFeaturizer
 from aflite.option import DERIVED, Option, constructor_default
-from aflite.runs.explain import check_aliases, explain
 
 
 def test_featurizers_and_checks_declare_options_with_one_class() -> None:

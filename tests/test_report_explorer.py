@@ -14,13 +14,13 @@ from committed import commit
 from report_pages import IMG, SCRIPT, TITLE_SCRIPT, make_explain, make_run, write_dataset
 
 from aflite.cli import main
+from aflite.commands.report import rebuilt_page, write_page
 from aflite.errors import InputError
 from aflite.report.explorer import embedded_data, render
 from aflite.report.folder import token_plot
 from aflite.report.frame import json_for_script, packed
 from aflite.rundir.manifest import seal
 from aflite.rundir.read import detect_kind
-from aflite.runs.report import rebuilt_page, write_page
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -3,7 +3,7 @@
 The colour histogram of each image plays the single-sentence (hypothesis-only) input and the image embedding the
 full input (:func:`audit_image_dataset`); images have no second input and no groups, so there is no TRA and no
 token table. Reading the images is :mod:`aflite.data.images`; auditing an image file into a run folder is
-:func:`aflite.runs.audit.audit_file` (an image folder or file list).
+:func:`aflite.commands.audit.audit_file` (an image folder or file list).
 """
 
 from __future__ import annotations

@@ -134,7 +134,7 @@ class ViewAudit:
 @dataclasses.dataclass
 class DatasetAudit:
     """The audit of one dataset (what :func:`aflite.audit.audit` returns): its single-sentence views' figures, the
-    configuration and timings. ``aflite audit`` returns an :class:`aflite.runs.audit.AuditResult` holding one per
+    configuration and timings. ``aflite audit`` returns an :class:`aflite.commands.audit.AuditResult` holding one per
     audited set."""
 
     name: str

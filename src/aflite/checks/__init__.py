@@ -10,7 +10,7 @@ which command runs the check:
 
 - ``"explain"`` (the default): the rows of a run of ``aflite run``, in its order, with what the run kept, its p̃
   and removal phases and its first phase recomputed (``keep``, ``predictability``, ``removed_at``, ``phase``).
-  :func:`aflite.runs.explain.explain` runs every such check, each with its options (``checks={name: {...}}``,
+  :func:`aflite.commands.explain.explain` runs every such check, each with its options (``checks={name: {...}}``,
   ``--check name:key=value``); each check's entry goes into results.json under ``checks[name]`` (its summary,
   options, per-row columns and files), its per-row values into instances.csv, its files into the folder.
 - ``"audit"``: one single-sentence view of a dataset audited for label leakage (no run: those four fields are

@@ -1,6 +1,6 @@
 """``aflite explain``: what the artifacts of a dataset are, why each row was removed, and what else is wrong with it.
 
-The analyses of ``aflite explain``; :func:`aflite.runs.explain.explain` (``aflite.explain_run``) reads a run of
+The analyses of ``aflite explain``; :func:`aflite.commands.explain.explain` (``aflite.explain_run``) reads a run of
 ``aflite run`` and its DATA back, runs them, and writes into one folder:
 
 - token artifacts with significance, on full D, the kept D(Φ) and same-size random subsets

@@ -3,7 +3,7 @@ token artifacts with significance, the optional stop rule, the first phase's dat
 (and their overlap with the removed set), the surrogate of p̃ ("why was a row easy"), each removed row's nearest
 kept rows, and the n-gram ensemble's own token weights. Each declares its options (``--check name:key=value``;
 the older flags ``--alpha``, ``--min-count``, ... set them too), and returns its per-row values, its summary
-(results.json's ``checks[name]``) and its section of summary.md; :func:`aflite.runs.explain.explain` runs them and
+(results.json's ``checks[name]``) and its section of summary.md; :func:`aflite.commands.explain.explain` runs them and
 writes the folder."""
 
 from __future__ import annotations

@@ -165,7 +165,7 @@ def _write_check_file(path: Path, content: Any) -> None:
 
 @dataclass(repr=False)  # Result.__repr__: one line, not the arrays
 class ExplainResult(Result):
-    """What :func:`aflite.runs.explain.explain` found: results.json's body (``results``), the checks' results
+    """What :func:`aflite.commands.explain.explain` found: results.json's body (``results``), the checks' results
     (``checks``) and what they read (``data``); written by :meth:`aflite.rundir.folder.RunFolder.finish`."""
 
     command: ClassVar[str] = "explain"
