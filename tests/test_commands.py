@@ -242,7 +242,7 @@ def test_a_new_command_is_new_files_only_a_new_check_one_class_a_new_flag_one_op
     checks_module.write_text(checks_module.read_text(encoding="utf-8") + CHECK, encoding="utf-8")
     shown = _run(copy, "-m", "aflite", "explain", "--help")
     assert shown.returncode == 0 and "hypothesis_length:factor" in shown.stdout, shown.stderr
-    names = _run(copy, "-c", "from aflite import checks; print(checks.check_names('explain'))")
+    names = _run(copy, "-c", "from aflite import check; print(check.check_names('explain'))")
     assert "'ngram_coefficients', 'hypothesis_length')" in names.stdout, names.stderr
     assert [line for line in _status(copy) if not line.startswith("??")] == [" M src/aflite/explain/checks.py"]
 

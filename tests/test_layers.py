@@ -24,7 +24,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("cluster", ("aflite.cluster",)),
     ("features", ("aflite.features", "aflite.encoders")),
     ("core", ("aflite.core", "aflite.rundir")),
-    ("analyses", ("aflite.checks", "aflite.evaluate", "aflite.audit", "aflite.explain", "aflite.report",
+    ("analyses", ("aflite.check", "aflite.evaluate", "aflite.audit", "aflite.explain", "aflite.report",
                   "aflite.verdict")),
     ("commands", ("aflite.commands", "aflite.card")),
     ("experiments", ("aflite.experiments",)),

@@ -330,7 +330,7 @@ def test_a_column_added_to_explains_table_shows_on_its_page(driver: Any, pages: 
     """Every per-row column the page does not draw itself (a check's, here one added by hand to a real explain
     result's table) is shown as it is: a number column sorts as numbers, a text column is searchable and set as
     text (markup in it stays text); nothing in report/ names it. The page aflite report rebuilds shows it too."""
-    from aflite.checks import CheckResult
+    from aflite.check import CheckResult
     from aflite.commands.explain import explain
     from aflite.report.explorer import embedded_data
     from aflite.rundir.folder import RunFolder

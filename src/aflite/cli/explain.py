@@ -39,7 +39,7 @@ class _Formatter(argparse.HelpFormatter):
 def check_listing(width: int = 100) -> list[str]:
     """Every registered explain check with its options, as ``--check NAME:KEY=VALUE`` takes them (and the older
     flag that sets the same option, where there is one)."""
-    from aflite.checks import check_names, check_options
+    from aflite.check import check_names, check_options
     from aflite.commands.explain import check_aliases
 
     flags = {target: f"--{kw.replace('_', '-')}" for kw, targets in check_aliases().items() for target in targets}
@@ -120,8 +120,8 @@ def register(sub: Any) -> None:
 def _validate(args: argparse.Namespace) -> None:
     """Before --out is claimed: explain reads the run folder and writes elsewhere (--out and --cache-dir), and every
     --check (and the flags that alias check options) names a check, one of its options and a value it takes."""
-    from aflite.checks import check_options
-    from aflite.checks.options import parse_check_flag
+    from aflite.check import check_options
+    from aflite.check.options import parse_check_flag
     from aflite.commands.explain import explain_check_options
     from aflite.rundir.lock import check_outside_runs
 

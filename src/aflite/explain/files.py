@@ -28,8 +28,8 @@ from typing import Any, ClassVar
 import numpy as np
 
 from aflite.atomic import JSON, atomic_open, write_text
-from aflite.checks import CheckData, CheckResult
-from aflite.checks.format import cell, md_cell, pct
+from aflite.check import CheckData, CheckResult
+from aflite.check.format import cell, md_cell, pct
 from aflite.core.heldout import WEIGHT_RULE
 from aflite.errors import InputError, ParameterError
 from aflite.explain.plots import plot_competency, plot_datamap
@@ -238,7 +238,7 @@ class ExplainResult(Result):
 
     def write_files(self, out: Path) -> None:
         """tokens.csv and the competency plot (text), weights.csv and the data map, and the files the checks return
-        (their names checked by :func:`aflite.checks.check_files` before the folder was begun); the write time goes
+        (their names checked by :func:`aflite.check.check_files` before the folder was begun); the write time goes
         into results.json's timings."""
         t0 = time.perf_counter()
         data, checks = self.data, self.checks
