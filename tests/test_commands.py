@@ -57,7 +57,7 @@ from typing import Any, ClassVar
 
 from aflite.data import load_dataset
 from aflite.report.explorer import render
-from aflite.report.folder import instance_columns, table_columns
+from aflite.report.rows import instance_columns, table_columns
 from aflite.rundir.bodies import Body, Document
 from aflite.rundir.folder import RunFolder, claims
 from aflite.rundir.names import INSTANCES

@@ -441,7 +441,7 @@ def test_a_command_with_a_page_is_declared_in_one_place(tmp_path: Path, small_sn
 
     from aflite.data import load_dataset
     from aflite.report.explorer import embedded_data, render
-    from aflite.report.folder import instance_columns, table_columns
+    from aflite.report.rows import instance_columns, table_columns
     from aflite.rundir import page as page_registry
     from aflite.rundir.bodies import Document
     from aflite.rundir.folder import RunFolder, claims

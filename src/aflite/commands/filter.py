@@ -38,8 +38,8 @@ from aflite.hashing import inputs_fingerprint
 from aflite.progress import tqdm  # Jupyter: a widget bar, or none without ipywidgets
 from aflite.report import thumbs
 from aflite.report.explorer import render
-from aflite.report.folder import table_columns
 from aflite.report.pages import Rows, run_page
+from aflite.report.rows import table_columns
 from aflite.rundir.bodies import Document, RunBody
 from aflite.rundir.folder import RunFolder, claims
 from aflite.rundir.names import (

@@ -35,8 +35,8 @@ from aflite.errors import InputError, ParameterError
 from aflite.explain.plots import plot_competency, plot_datamap
 from aflite.hashing import file_sha256
 from aflite.report.explorer import render
-from aflite.report.folder import locate, table_columns
 from aflite.report.pages import Rows, explain_page
+from aflite.report.rows import locate, table_columns
 from aflite.rundir.bodies import Document, ExplainBody
 from aflite.rundir.names import INSTANCES, KEPT_IDS, RESULTS, SUMMARY_MD, TOKENS, WEIGHTS
 from aflite.rundir.page import PageData
