@@ -202,7 +202,7 @@ def _status(copy: Path) -> list[str]:
 @pytest.mark.slow  # a copy of the repository and pytest in it: over 6 s on 2 cores
 def test_a_new_command_is_new_files_only_a_new_check_one_class_a_new_flag_one_option(tmp_path: Path) -> None:
     copy = _copy_repository(tmp_path / "repo")
-    (copy / "src" / "aflite" / "runs" / "words.py").write_text(LIBRARY_MODULE.lstrip(), encoding="utf-8")
+    (copy / "src" / "aflite" / "commands" / "words.py").write_text(LIBRARY_MODULE.lstrip(), encoding="utf-8")
     (copy / "src" / "aflite" / "cli" / "words.py").write_text(CLI_MODULE.lstrip(), encoding="utf-8")
     guide = copy / "docs" / "guide" / "words.md"
     guide.write_text(GUIDE, encoding="utf-8")
