@@ -18,7 +18,7 @@ import time
 import numpy as np
 
 from aflite import AFLite, demo_dataset_path, featurize, load_dataset
-from aflite.runs.run import scaled_defaults
+from aflite.commands.run import scaled_defaults
 
 
 def main() -> None:

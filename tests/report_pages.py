@@ -37,8 +37,8 @@ def make_run(tmp: Path) -> Path:
     """A real AFLite run (n-gram Φ, m=8) on :func:`write_dataset`'s file, with its report.html."""
     from committed import commit
 
-    from aflite.runs.report import write_page
-    from aflite.runs.run import run
+    from aflite.commands.report import write_page
+    from aflite.commands.run import run
 
     data = write_dataset(tmp / "pairs.tsv")
     out = tmp / "run"
@@ -86,7 +86,7 @@ def make_explain(tmp: Path, run_dir: Path) -> Path:
     (out / "weights.csv").write_text("id,label,weight\n" + "".join(lines), encoding="utf-8")  # explain's shape
     from committed import commit
 
-    from aflite.runs.report import write_page
+    from aflite.commands.report import write_page
 
     commit(out, {"run": {"folder": str(run_dir)}, "first_phase": {}, "dataset": str(tmp / "pairs.tsv"),
                  "checks": {"tokens": {"summary": {"significant_tokens": {"full": 9, "kept": 0, "random": 9}},
@@ -104,8 +104,8 @@ def make_evaluate_finetuned(tmp: Path, run_dir: Path) -> Path:
     import torch
     from tiny_models import make_tiny_model
 
+    from aflite.commands.evaluate import evaluate
     from aflite.evaluate import FinetuneOptions
-    from aflite.runs.evaluate import evaluate
 
     torch.manual_seed(0)
     model = make_tiny_model(tmp / "tiny_bert")

@@ -216,7 +216,7 @@ def test_cli_filter_writes_the_shared_results_json(tmp_path: Path, capsys: pytes
 
 def test_cli_filter_reads_the_label_column_named_by_label(tmp_path: Path) -> None:
     from aflite.cli import main
-    from aflite.runs.filter import filter_files
+    from aflite.commands.filter import filter_files
 
     X, y = planted()
     np.save(tmp_path / "X.npy", X)
@@ -293,7 +293,7 @@ def test_clone_shares_a_cluster_executor_rather_than_copying_it() -> None:
 
 def test_audit_file_refuses_unusable_sizes_and_runs_before_any_work(tmp_path: Path) -> None:
     from aflite.audit import AuditConfig
-    from aflite.runs.audit import audit_file, check_audit_config
+    from aflite.commands.audit import audit_file, check_audit_config
 
     with pytest.raises(ParameterError, match=r"n_folds \(--n-folds\) must be >= 2"):
         check_audit_config(AuditConfig(n_folds=1))

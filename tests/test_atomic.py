@@ -131,12 +131,12 @@ def test_disk_full_at_the_lock(tmp_path, tsv, capsys, monkeypatch):
 
 
 def test_unexpected_storage_error_outside_atomic_writes_is_one_line(tmp_path, tsv, capsys, monkeypatch):
-    import aflite.runs.run
+    import aflite.commands.run
 
     def boom(*a, **k):
         raise OSError(errno.ENOSPC, "No space left on device", str(tmp_path / "out" / "model.pt"))
 
-    monkeypatch.setattr(aflite.runs.run, "render_summary", boom)
+    monkeypatch.setattr(aflite.commands.run, "render_summary", boom)
     code = main(["run", str(tsv), "--out", str(tmp_path / "out"), *FAST])
     line = one_line(capsys.readouterr().err, "run")
     assert code == 2 and "model.pt: No space left on device" in line

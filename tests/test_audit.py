@@ -454,8 +454,8 @@ def test_estimates_grow_with_the_machines_load(monkeypatch: pytest.MonkeyPatch) 
 def test_audit_file_takes_phi_as_every_command_does(tmp_path: Path) -> None:
     """audit_file spells Φ as run and embed do (featurizer=, featurizer_options=); the same thing given also in
     the AuditConfig, differently, is refused in one line and leaves no folder."""
+    from aflite.commands.audit import _featurizer_config, audit_file
     from aflite.data import demo_dataset_path
-    from aflite.runs.audit import _featurizer_config, audit_file
 
     cfg, rest = _featurizer_config(None, "ngram", {"model_path": "m", "embeddings": None})
     assert (cfg.featurizer, cfg.model_path, rest) == ("ngram", "m", {"embeddings": None})

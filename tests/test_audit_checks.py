@@ -12,10 +12,10 @@ import pytest
 from test_audit import SMALL, _pairs
 
 from aflite import audit as A
-from aflite import checks
+from aflite import check
 from aflite.audit import checks as audit_checks
 from aflite.audit.images import audit_image_dataset
-from aflite.checks import Check, CheckData, CheckResult
+from aflite.check import Check, CheckData, CheckResult
 from aflite.errors import ParameterError
 from aflite.explain import checks as explain_checks
 
@@ -31,21 +31,21 @@ BUILT_IN = _defined(audit_checks)
 
 def test_one_registry_two_scopes() -> None:
     """Each built-in check is registered where it is defined (no list to keep beside it), in that order."""
-    assert checks.check_names("audit") == BUILT_IN
+    assert check.check_names("audit") == BUILT_IN
     assert BUILT_IN[:2] == ("biased_model", "leakage_metrics") and "tsne" in BUILT_IN
-    assert checks.check_names("explain") == _defined(explain_checks)
-    assert checks.check_names("explain")[:3] == ("tokens", "stop_rule", "datamap")
-    assert set(checks.check_names()) == set(checks.check_names("explain") + BUILT_IN)
+    assert check.check_names("explain") == _defined(explain_checks)
+    assert check.check_names("explain")[:3] == ("tokens", "stop_rule", "datamap")
+    assert set(check.check_names()) == set(check.check_names("explain") + BUILT_IN)
     with pytest.raises(ParameterError, match="unknown check scope"):
-        checks.check_names("evaluate")
+        check.check_names("evaluate")
 
     class Odd(Check):
         name: ClassVar[str] = "odd"
         scope: ClassVar[str] = "evaluate"
 
     with pytest.raises(ParameterError, match="scope must be one of explain, audit"):
-        checks.register(Odd)
-    assert "odd" not in checks.CHECKS
+        check.register(Odd)
+    assert "odd" not in check.CHECKS
 
 
 def test_each_check_owns_its_keys_and_its_rows(tmp_path: Path) -> None:

@@ -19,7 +19,7 @@ from aflite.rundir.manifest import seal
 @pytest.fixture(scope="module")
 def committed(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """A real run (n-gram Φ, 240 pairs) made from Python."""
-    from aflite.runs.run import run
+    from aflite.commands.run import run
 
     tmp = tmp_path_factory.mktemp("committed")
     tsv = tmp / "data.tsv"

@@ -423,7 +423,7 @@ def test_audit_warns_about_twins(tmp_path, capsys):
 
 # --------------------------------------------------------------------------------- run's summary and progress
 def test_label_shift_warning():
-    from aflite.runs.summaries import label_shift
+    from aflite.commands.summaries import label_shift
 
     calm = label_shift({"a": 50, "b": 50}, {"a": 48, "b": 50})
     assert calm["warning"] is None and calm["max_change_points"] < 5
@@ -537,9 +537,9 @@ def test_library_warnings_are_recorded_not_printed_raw(tmp_path, tsv, capsys, mo
 
     from sklearn.exceptions import ConvergenceWarning
 
-    import aflite.runs.run
+    import aflite.commands.run
 
-    real = aflite.runs.run.render_summary
+    real = aflite.commands.run.render_summary
 
     def noisy(*a, **k):
         for _ in range(3):
@@ -547,7 +547,7 @@ def test_library_warnings_are_recorded_not_printed_raw(tmp_path, tsv, capsys, mo
         warnings.warn("aflite's own", UserWarning, stacklevel=1)
         return real(*a, **k)
 
-    monkeypatch.setattr(aflite.runs.run, "render_summary", noisy)
+    monkeypatch.setattr(aflite.commands.run, "render_summary", noisy)
     with pytest.warns(UserWarning, match="aflite's own"):  # other warnings pass through
         code, _, err = cli(capsys, "run", tsv, "--out", tmp_path / "out", "--featurizer", "ngram", "--quiet", "-m",
                            "4", "--no-probe")

@@ -57,7 +57,7 @@ from typing import Any, ClassVar
 
 from aflite.data import load_dataset
 from aflite.report.explorer import render
-from aflite.report.folder import instance_columns, table_columns
+from aflite.report.rows import instance_columns, table_columns
 from aflite.rundir.bodies import Body, Document
 from aflite.rundir.folder import RunFolder, claims
 from aflite.rundir.names import INSTANCES
@@ -129,9 +129,9 @@ from typing import Any
 from aflite.cli.options import add_out, add_overwrite_option, claim_out_folder
 from aflite.rundir.commands import Command
 
-COMMAND = Command("words", library="aflite.runs.words:words", result="aflite.runs.words:WordsResult",
-                  body="aflite.runs.words:WordsBody", page="words.md", order=50)
-LIBRARY = ("aflite.runs.words:words",)
+COMMAND = Command("words", library="aflite.commands.words:words", result="aflite.commands.words:WordsResult",
+                  body="aflite.commands.words:WordsBody", page="words.md", order=50)
+LIBRARY = ("aflite.commands.words:words",)
 
 
 def register(sub: Any) -> None:
@@ -144,7 +144,7 @@ def register(sub: Any) -> None:
 
 
 def run(args: Any) -> int:
-    from aflite.runs.words import words
+    from aflite.commands.words import words
 
     words(args.data_path, args.out_folder)
     return 0
@@ -202,7 +202,7 @@ def _status(copy: Path) -> list[str]:
 @pytest.mark.slow  # a copy of the repository and pytest in it: over 6 s on 2 cores
 def test_a_new_command_is_new_files_only_a_new_check_one_class_a_new_flag_one_option(tmp_path: Path) -> None:
     copy = _copy_repository(tmp_path / "repo")
-    (copy / "src" / "aflite" / "runs" / "words.py").write_text(LIBRARY_MODULE.lstrip(), encoding="utf-8")
+    (copy / "src" / "aflite" / "commands" / "words.py").write_text(LIBRARY_MODULE.lstrip(), encoding="utf-8")
     (copy / "src" / "aflite" / "cli" / "words.py").write_text(CLI_MODULE.lstrip(), encoding="utf-8")
     guide = copy / "docs" / "guide" / "words.md"
     guide.write_text(GUIDE, encoding="utf-8")
@@ -236,13 +236,13 @@ def test_a_new_command_is_new_files_only_a_new_check_one_class_a_new_flag_one_op
     assert tests.returncode == 0, tests.stdout[-3000:]
     data.unlink()
     assert sorted(_status(copy)) == ["?? docs/guide/words.md", "?? src/aflite/cli/words.py",
-                                     "?? src/aflite/runs/words.py"]
+                                     "?? src/aflite/commands/words.py"]
 
     checks_module = copy / "src" / "aflite" / "explain" / "checks.py"
     checks_module.write_text(checks_module.read_text(encoding="utf-8") + CHECK, encoding="utf-8")
     shown = _run(copy, "-m", "aflite", "explain", "--help")
     assert shown.returncode == 0 and "hypothesis_length:factor" in shown.stdout, shown.stderr
-    names = _run(copy, "-c", "from aflite import checks; print(checks.check_names('explain'))")
+    names = _run(copy, "-c", "from aflite import check; print(check.check_names('explain'))")
     assert "'ngram_coefficients', 'hypothesis_length')" in names.stdout, names.stderr
     assert [line for line in _status(copy) if not line.startswith("??")] == [" M src/aflite/explain/checks.py"]
 

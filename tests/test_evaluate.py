@@ -11,13 +11,13 @@ import numpy as np
 import pytest
 
 from aflite.cli import main
+from aflite.commands.evaluate import evaluate
+from aflite.commands.run import run as run_pipeline
 from aflite.data import demo_dataset_path, load_dataset
 from aflite.errors import InputError, ParameterError
 from aflite.evaluate import HANS_PRED_MAP, FinetuneOptions, ModelSpec, load_eval_set, load_hans
 from aflite.evaluate.models import _MaxPPMI
 from aflite.evaluate.sets import label_matched_rows
-from aflite.runs.evaluate import evaluate
-from aflite.runs.run import run as run_pipeline
 from aflite.splits import split_heldout
 
 HANS_HEADER = "id\tpremise\thypothesis\tlabel\theuristic\tsubcase\ttemplate\n"

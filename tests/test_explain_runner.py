@@ -180,7 +180,7 @@ def test_stop_rule_reports_what_came_first(explained, tmp_path):
 def test_without_cleanlab_explain_still_works_and_says_so(explained, tmp_path, monkeypatch):
     import builtins
 
-    from aflite.runs.explain import explain
+    from aflite.commands.explain import explain
 
     real = builtins.__import__
 

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from aflite.checks import tokens as tk
+from aflite.check import tokens as tk
 from aflite.errors import ParameterError
 
 

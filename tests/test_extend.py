@@ -1,5 +1,5 @@
 """A house you extend in one place: a toy featurizer registered once (features.registry.register) runs from the CLI
-(``aflite run --featurizer toy``), and a toy check registered once (checks.register) shows up in what ``aflite
+(``aflite run --featurizer toy``), and a toy check registered once (check.register) shows up in what ``aflite
 explain`` writes: its entry under results.json's ``checks``, its section and verdict in summary.md, its per-row
 scores and flags (or its own columns) in instances.csv, its files in the folder; a toy check with an option takes it
 from Python (``checks={...}``) and from the CLI (``--check toy:factor=...``), and lists it in ``aflite explain
@@ -21,9 +21,9 @@ from typing import Any, ClassVar
 import numpy as np
 import pytest
 
-from aflite import checks
+from aflite import check
 from aflite import cli as aflite_cli
-from aflite.checks import Check, CheckData, CheckOption, CheckResult
+from aflite.check import Check, CheckData, CheckOption, CheckResult
 from aflite.cli import main
 from aflite.cli.options import add_out, add_overwrite_option, claim_out_folder
 from aflite.errors import ParameterError
@@ -91,7 +91,7 @@ def test_a_registered_featurizer_and_check_work_from_the_cli(tmp_path: Path, sma
                                                               monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(registry.REGISTRY, "toy", registry.FeaturizerSpec(
         "toy", "text", (), ("run", "embed"), "letter frequencies", factory=ToyFeaturizer))
-    monkeypatch.setitem(checks.CHECKS, LongHypotheses.name, LongHypotheses)
+    monkeypatch.setitem(check.CHECKS, LongHypotheses.name, LongHypotheses)
     run, ex = tmp_path / "run", tmp_path / "ex"
     assert main(["run", str(small_snli), "--out", str(run), "--featurizer", "toy", "--quiet", "--no-probe",
                  "-m", "8"]) == 0
@@ -158,7 +158,7 @@ def test_a_featurizer_option_is_declared_once_and_reaches_it(tmp_path: Path, sma
     assert np.load(emb / "features.npy").shape[1] == 2 * 3
 
     from aflite import run as run_api
-    from aflite.runs.embed import embed
+    from aflite.commands.embed import embed
 
     got = run_api(small_snli, None, featurizer="toy", featurizer_options={"letters": "st"}, probe=False,
                   params={"n_partitions": 8}, show_progress=False)
@@ -202,14 +202,14 @@ def test_an_unregistered_featurizer_is_no_choice(tmp_path: Path, small_snli: Pat
 
 def test_a_registered_audit_check_works_from_the_cli(tmp_path: Path, small_snli: Path,
                                                       monkeypatch: pytest.MonkeyPatch) -> None:
-    """An audit check goes where an explain check goes (checks.CHECKS), with scope "audit": ``aflite audit`` runs
+    """An audit check goes where an explain check goes (check.CHECKS), with scope "audit": ``aflite audit`` runs
     it per view after the built-in ones (it sees the biased model's per-row flags) and writes its keys into the
     view's entry of results.json, its verdict sentence (named by set and view) and its section into summary.md;
     an explain check registered beside it is not run by the audit."""
-    monkeypatch.setitem(checks.CHECKS, LongSentences.name, LongSentences)
-    monkeypatch.setitem(checks.CHECKS, LongHypotheses.name, LongHypotheses)
-    assert checks.check_names("audit")[-1] == "long_sentences"
-    assert "long_sentences" not in checks.check_names("explain")
+    monkeypatch.setitem(check.CHECKS, LongSentences.name, LongSentences)
+    monkeypatch.setitem(check.CHECKS, LongHypotheses.name, LongHypotheses)
+    assert check.check_names("audit")[-1] == "long_sentences"
+    assert "long_sentences" not in check.check_names("explain")
     out = tmp_path / "audit"
     assert main(["audit", str(small_snli), "--out", str(out), "--featurizer", "ngram", "--views", "hypothesis",
                  "--no-tra", "--n-components", "5", "--n-clusters", "8", "--peco-shuffles", "2",
@@ -236,9 +236,9 @@ def test_an_audit_checks_option_is_refused_in_one_line(tmp_path: Path, small_snl
     """An unknown audit check, an explain check, an unknown key or a bad value: one line, before --out exists; from
     Python (AuditConfig(checks=...)) a ParameterError before any work."""
     from aflite.audit import AuditConfig
-    from aflite.runs.audit import audit_file
+    from aflite.commands.audit import audit_file
 
-    monkeypatch.setitem(checks.CHECKS, LongSentences.name, LongSentences)
+    monkeypatch.setitem(check.CHECKS, LongSentences.name, LongSentences)
     out = tmp_path / "audit"
     for flag, line in (("long_sentences:factor=big", "check 'long_sentences': option 'factor' must be a number"),
                        ("long_sentences:size=1", "check 'long_sentences' has no option 'size'; its options: factor"),
@@ -276,12 +276,12 @@ class ToyCheck(Check):
 
 @pytest.fixture
 def toy_check() -> Iterator[None]:
-    """The toy check registered (checks.register checks it), the check registry as it was after the test."""
-    saved = dict(checks.CHECKS)
-    checks.register(ToyCheck)
+    """The toy check registered (check.register checks it), the check registry as it was after the test."""
+    saved = dict(check.CHECKS)
+    check.register(ToyCheck)
     yield
-    checks.CHECKS.clear()
-    checks.CHECKS.update(saved)
+    check.CHECKS.clear()
+    check.CHECKS.update(saved)
 
 
 def _long_ids(data: Path, factor: float) -> set[str]:
@@ -299,7 +299,7 @@ def test_a_check_option_is_declared_once_and_reaches_it(tmp_path: Path, small_sn
     """The toy check's option is listed by ``aflite explain --help``, reaches the check from the CLI and from Python,
     and is refused in one line when unknown or bad; its entry (summary, options, columns, files) lands under
     results.json's checks["toy"], its columns in instances.csv, its file in the folder and its manifest."""
-    from aflite.runs.explain import explain
+    from aflite.commands.explain import explain
 
     assert main(["explain", "--help"]) == 0
     assert "toy:factor=FLOAT: a hypothesis over this many times the median length is long (default 2.0)" in \
@@ -371,43 +371,43 @@ def _the_columns_show_on_the_page(folder: Path, words: dict[str, int]) -> None:
 def test_register_checks_a_check_and_its_options() -> None:
     """register refuses a check it could not run or whose options it could not read, in one line."""
 
-    def check(name: str = "toy2", options: Any = (), find: bool = True) -> type:
+    def toy2(name: str = "toy2", options: Any = (), find: bool = True) -> type:
         body: dict[str, Any] = {"name": name, "options": options}
         if find:
             body["find"] = lambda self, data: CheckResult(self.name)
         return type("Toy2", (Check,), body)
 
     opt = CheckOption("factor", float, 2.0, "x")
-    for cls, match in ((check("a:b"), "a name of the form"), (check(find=False), "needs a find"),
-                       (check(options=(opt, opt)), "option name 'factor' is given twice"),
-                       (check(options=(CheckOption("f", float, -1.0, "x", valid=lambda v: v > 0, rule="must be > 0"),)),
+    for cls, match in ((toy2("a:b"), "a name of the form"), (toy2(find=False), "needs a find"),
+                       (toy2(options=(opt, opt)), "option name 'factor' is given twice"),
+                       (toy2(options=(CheckOption("f", float, -1.0, "x", valid=lambda v: v > 0, rule="must be > 0"),)),
                         "option 'f' must be > 0, got -1.0"),
-                       (check(options=(CheckOption("f", list, [], "x"),)), "type must be int, float, str or bool"),
-                       (check(options=(CheckOption("a b", int, 1, "x"),)), "not a name"),
-                       (check(options=({"name": "f"},)), "must be CheckOption objects"),
-                       (ToyFeaturizer, "a subclass of aflite.checks.Check")):
+                       (toy2(options=(CheckOption("f", list, [], "x"),)), "type must be int, float, str or bool"),
+                       (toy2(options=(CheckOption("a b", int, 1, "x"),)), "not a name"),
+                       (toy2(options=({"name": "f"},)), "must be CheckOption objects"),
+                       (ToyFeaturizer, "a subclass of aflite.check.Check")):
         with pytest.raises(ParameterError, match=match):
-            checks.register(cls)
-    assert "toy2" not in checks.CHECKS and "a:b" not in checks.CHECKS
+            check.register(cls)
+    assert "toy2" not in check.CHECKS and "a:b" not in check.CHECKS
 
 
 def test_the_files_a_check_returns_are_checked() -> None:
     """A check's file is a plain name, none of the command's own, one check's only, and bytes, text or rows."""
     ok = CheckResult("toy", files={"toy.txt": "x"})
-    assert checks.check_files({"toy": ok}, {"tokens.csv"}) == {"toy.txt": "toy"}
+    assert check.check_files({"toy": ok}, {"tokens.csv"}) == {"toy.txt": "toy"}
     for files, match in (({"../x.csv": "x"}, "a plain name"), ({"sub/x.csv": "x"}, "a plain name"),
                          ({".hidden": "x"}, "a plain name"), ({"Tokens.csv": "x"}, "which the command writes itself"),
                          ({"toy.txt": "y"}, "both return a file named 'toy.txt'"),
                          ({"n.bin": 3}, "bytes, text or rows")):
         with pytest.raises(ParameterError, match=match):
-            checks.check_files({"toy": ok, "other": CheckResult("other", files=files)}, {"tokens.csv"})
+            check.check_files({"toy": ok, "other": CheckResult("other", files=files)}, {"tokens.csv"})
 
 
 @pytest.mark.usefixtures("toy_check")
 def test_a_check_cannot_overwrite_explains_own_files_or_columns(tmp_path: Path, small_snli: Path,
                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     """A check returning tokens.csv, or a column explain writes itself, is refused before the folder is begun."""
-    from aflite.runs.explain import explain
+    from aflite.commands.explain import explain
 
     run = tmp_path / "run"
     assert main(["run", str(small_snli), "--out", str(run), "-f", "ngram", "--quiet", "--no-probe", "-m", "8"]) == 0
@@ -441,7 +441,7 @@ def test_a_command_with_a_page_is_declared_in_one_place(tmp_path: Path, small_sn
 
     from aflite.data import load_dataset
     from aflite.report.explorer import embedded_data, render
-    from aflite.report.folder import instance_columns, table_columns
+    from aflite.report.rows import instance_columns, table_columns
     from aflite.rundir import page as page_registry
     from aflite.rundir.bodies import Document
     from aflite.rundir.folder import RunFolder, claims
@@ -552,7 +552,7 @@ def test_a_check_option_given_twice_is_refused_in_one_line(tmp_path: Path, small
     """#50: ``--check tokens:alpha=0.05 --check tokens:alpha=0.01`` silently took the last value; refused in one line
     naming the option, before --out exists (a dict, ``checks={...}``, cannot hold one key twice)."""
     out = tmp_path / "out"
-    monkeypatch.setitem(checks.CHECKS, LongSentences.name, LongSentences)
+    monkeypatch.setitem(check.CHECKS, LongSentences.name, LongSentences)
     name, key = ("tokens", "alpha") if command == "explain" else ("long_sentences", "factor")
     pre = [str(small_snli), str(tmp_path / "no-run")] if command == "explain" else [str(small_snli)]
     assert main([command, *pre, "--out", str(out), "--check", f"{name}:{key}=0.05", "--check",

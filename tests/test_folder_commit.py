@@ -168,7 +168,7 @@ def complete_with_foreign(out: Path, foreign: set[str]) -> dict[str, object]:
 @pytest.fixture(scope="module")
 def committed(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """A real run (n-gram Φ, 240 pairs) made from Python."""
-    from aflite.runs.run import run
+    from aflite.commands.run import run
 
     tmp = tmp_path_factory.mktemp("committed")
     tsv = tmp / "data.tsv"
@@ -209,7 +209,7 @@ def test_every_python_entry_point_refuses_a_users_folder_and_an_empty_path(tmp_p
 
 
 def test_a_python_run_with_overwrite_keeps_the_users_other_files_unlisted(tmp_path, committed):
-    from aflite.runs.run import run
+    from aflite.commands.run import run
 
     user = tmp_path / "mine"
     user.mkdir()

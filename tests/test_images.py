@@ -276,8 +276,8 @@ def test_evaluate_on_images_with_ood_folder(tmp_path: Path) -> None:
     """evaluate trains a linear probe and an MLP on frozen image features, and fine-tunes the image network, on D,
     D(Φ), random subsets and the single-iteration set, and scores them on the held-out split and an OOD folder."""
     pytest.importorskip("torch")
+    from aflite.commands.evaluate import evaluate
     from aflite.evaluate import load_eval_set
-    from aflite.runs.evaluate import evaluate
 
     square_images(tmp_path / "d", n_per_class=30)
     square_images(tmp_path / "ood", n_per_class=4, seed=9)
@@ -387,11 +387,11 @@ def test_audit_cli_image_folder_end_to_end(tmp_path: Path, capsys: pytest.Captur
 
 
 def test_audit_images_precomputed_cue_free_stays_at_chance(tmp_path: Path) -> None:
-    """The library entry point (runs.audit.audit_file detects the folder) with precomputed embeddings: on a set
+    """The library entry point (commands.audit.audit_file detects the folder) with precomputed embeddings: on a set
     whose colours are drawn independently of the class the colour-only model stays near the majority rate,
     while the same audit on the cued set is far above it."""
     from aflite.audit import AuditConfig
-    from aflite.runs.audit import audit_file
+    from aflite.commands.audit import audit_file
 
     cfg = AuditConfig(n_folds=3, n_components=5, n_clusters=4, peco_shuffles=10, tsne_sample=0,
                       show_progress=False)
@@ -504,7 +504,7 @@ def test_audit_image_table_and_hf_dataset(tmp_path: Path) -> None:
     (detected without naming a featurizer or column), with the same figures as the folder they were built from."""
     datasets = pytest.importorskip("datasets")
     from aflite.audit import AuditConfig
-    from aflite.runs.audit import audit_file
+    from aflite.commands.audit import audit_file
 
     paths = cued_shapes(tmp_path / "img", n_per_class=10)
     y = np.repeat([0, 1], 10)

@@ -24,9 +24,9 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("cluster", ("aflite.cluster",)),
     ("features", ("aflite.features", "aflite.encoders")),
     ("core", ("aflite.core", "aflite.rundir")),
-    ("analyses", ("aflite.checks", "aflite.evaluate", "aflite.audit", "aflite.explain", "aflite.report",
+    ("analyses", ("aflite.check", "aflite.evaluate", "aflite.audit", "aflite.explain", "aflite.report",
                   "aflite.verdict")),
-    ("runs", ("aflite.runs", "aflite.card")),
+    ("commands", ("aflite.commands", "aflite.card")),
     ("experiments", ("aflite.experiments",)),
     ("cli", ("aflite.cli", "aflite.__main__")),
 ]
@@ -196,7 +196,7 @@ def test_layers_match_the_architecture_page() -> None:
 
 @pytest.mark.parametrize("source, expect", [
     ("from aflite.cli.options import add_out\n", "cli"),
-    ("def f():\n    from aflite.runs.run import run\n", "runs"),
+    ("def f():\n    from aflite.commands.run import run\n", "commands"),
 ])
 def test_the_import_reader_sees_function_level_imports(tmp_path: Path, source: str, expect: str,
                                                        monkeypatch: pytest.MonkeyPatch) -> None:

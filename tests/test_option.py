@@ -9,20 +9,20 @@ from pathlib import Path
 
 import pytest
 
-from aflite import checks
-from aflite.checks.options import CheckOption
+from aflite import check
+from aflite.check.options import CheckOption
 from aflite.cli import build_parser
+from aflite.commands.explain import check_aliases, explain
 from aflite.errors import ParameterError
 from aflite.features import registry
 from aflite.features.ngram import NgramFeaturizer
 from aflite.option import DERIVED, Option, constructor_default
-from aflite.runs.explain import check_aliases, explain
 
 
 def test_featurizers_and_checks_declare_options_with_one_class() -> None:
     assert CheckOption is Option
     assert all(type(o) is Option for o in registry.OPTIONS.values())
-    assert all(type(o) is Option for name in checks.check_names() for o in checks.check_options(name))
+    assert all(type(o) is Option for name in check.check_names() for o in check.check_options(name))
     assert type(registry.FeaturizerOption("letters", str, "toy")) is Option
     assert all(type(o) is Option for o in NgramFeaturizer.param_options)
 
@@ -42,16 +42,16 @@ def test_an_option_is_typed_with_bool_int_float_str_choices_and_path() -> None:
 
 
 def test_a_check_option_states_its_default_and_is_refused_without_one() -> None:
-    class NoDefault(checks.Check):
+    class NoDefault(check.Check):
         name = "no_default"
         options = (Option("k", int, help="x"),)
 
-        def find(self, data: checks.CheckData) -> checks.CheckResult:
-            return checks.CheckResult(self.name)
+        def find(self, data: check.CheckData) -> check.CheckResult:
+            return check.CheckResult(self.name)
 
     with pytest.raises(ParameterError, match="check 'no_default': option 'k': a check's option states its default"):
-        checks.register(NoDefault)
-    assert "no_default" not in checks.CHECKS
+        check.register(NoDefault)
+    assert "no_default" not in check.CHECKS
 
 
 def test_a_featurizers_defaults_are_its_constructors_not_repeated() -> None:
@@ -84,9 +84,9 @@ def test_check_aliases_are_declared_with_the_option_they_set() -> None:
     sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
     flags = {a.dest: a for a in sub.choices["explain"]._actions}
     assert set(aliases) <= set(flags)
-    alpha = next(o for o in checks.check_options("tokens") if o.name == "alpha")
+    alpha = next(o for o in check.check_options("tokens") if o.name == "alpha")
     assert flags["alpha"].help == f"tokens:alpha: {alpha.help} (default {alpha.default})"  # from the declaration
     assert flags["stop_rule"].nargs == 0 and flags["null"].choices == ("base", "uniform")
     for keyword, targets in aliases.items():
-        for check, key in targets:
-            assert next(o for o in checks.check_options(check) if o.name == key).alias == keyword
+        for name, key in targets:
+            assert next(o for o in check.check_options(name) if o.name == key).alias == keyword

@@ -47,7 +47,7 @@ def pages(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     evaluate.mkdir()
     from committed import commit
 
-    from aflite.runs.report import write_page
+    from aflite.commands.report import write_page
 
     measured = json.loads((Path(__file__).resolve().parents[1] / "docs/measured/evaluate_snli_devtest_results.json")
                           .read_text(encoding="utf-8"))  # committed as aflite evaluate commits its folder
@@ -225,7 +225,7 @@ def test_the_page_makes_no_network_request(pages: dict[str, Path]) -> None:
 
 
 def test_a_packed_page_shows_the_same_rows(driver: Any, pages: dict[str, Path], tmp_path: Path) -> None:
-    from aflite.runs.report import write_page
+    from aflite.commands.report import write_page
 
     folder = tmp_path / "packed"
     shutil.copytree(pages["explain"], folder)
@@ -330,10 +330,10 @@ def test_a_column_added_to_explains_table_shows_on_its_page(driver: Any, pages: 
     """Every per-row column the page does not draw itself (a check's, here one added by hand to a real explain
     result's table) is shown as it is: a number column sorts as numbers, a text column is searchable and set as
     text (markup in it stays text); nothing in report/ names it. The page aflite report rebuilds shows it too."""
-    from aflite.checks import CheckResult
+    from aflite.check import CheckResult
+    from aflite.commands.explain import explain
     from aflite.report.explorer import embedded_data
     from aflite.rundir.folder import RunFolder
-    from aflite.runs.explain import explain
 
     run = pages["run"]
     res = explain(run.parent / "pairs.tsv", run, tmp_path / "first", random_seeds=1, show_progress=False)
@@ -360,7 +360,7 @@ def test_a_column_added_to_explains_table_shows_on_its_page(driver: Any, pages: 
     assert shown(driver) == 1 and not driver.find_elements(By.CSS_SELECTOR, "#rows-body img")
     last = driver.find_elements(By.CSS_SELECTOR, f"#rows-body tr td:nth-child({len(heads)})")
     assert [c.text for c in last] == [IMG]
-    from aflite.runs.report import write_page
+    from aflite.commands.report import write_page
 
     write_page(out)
     assert embedded_data((out / "report.html").read_text(encoding="utf-8")) == data
@@ -410,7 +410,7 @@ def test_the_competency_plot_labels_its_log_axis_in_full(driver: Any, pages: dic
         w.writerows(rows)
     from committed import commit
 
-    from aflite.runs.report import write_page
+    from aflite.commands.report import write_page
 
     res = json.loads((explain / "results.json").read_text(encoding="utf-8"))  # committed again, with this tokens.csv
     commit(explain, {k: v for k, v in res.items() if k not in ("command", "format_version", "argv", "versions",
@@ -459,8 +459,8 @@ def test_a_demo_page_says_what_its_terminal_said(driver: Any, tmp_path: Path) ->
     """Issue #49 item 4: the demo's page was titled "aflite run", had no probe table and no examples, and its
     hovers showed p̃ quantiles such as 0.5689655."""
     import aflite
+    from aflite.commands.report import write_page
     from aflite.rundir.results import commit
-    from aflite.runs.report import write_page
 
     out = tmp_path / "demo"
     res = aflite.run(aflite.demo_dataset_path(), out, featurizer_options={"n_components": 64}, show_progress=False,

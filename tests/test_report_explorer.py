@@ -14,13 +14,13 @@ from committed import commit
 from report_pages import IMG, SCRIPT, TITLE_SCRIPT, make_explain, make_run, write_dataset
 
 from aflite.cli import main
+from aflite.commands.report import rebuilt_page, write_page
 from aflite.errors import InputError
 from aflite.report.explorer import embedded_data, render
-from aflite.report.folder import token_plot
 from aflite.report.frame import json_for_script, packed
+from aflite.report.rows import token_plot
 from aflite.rundir.manifest import seal
 from aflite.rundir.read import detect_kind
-from aflite.runs.report import rebuilt_page, write_page
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -150,7 +150,7 @@ def test_texts_are_left_out_with_a_note_when_the_dataset_is_gone(pages: dict[str
 def test_the_page_reloads_the_dataset_with_the_recorded_column_options(tmp_path: Path) -> None:
     """The texts of a run made with --id-column/--label are read back under those columns (their keywords in
     load_dataset), so the page's rows line up with the run's ids."""
-    from aflite.report.folder import dataset_of, load_rows_dataset
+    from aflite.report.rows import dataset_of, load_rows_dataset
 
     data = tmp_path / "d.tsv"
     data.write_text("uid\tq\ty\nu1\thello\ta\nu2\tworld\tb\n", encoding="utf-8")

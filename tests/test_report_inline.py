@@ -18,10 +18,10 @@ import numpy as np
 import pytest
 
 import aflite
+from aflite.commands.filter import FilterResult
 from aflite.report.inline import result_html
 from aflite.rundir import show
 from aflite.rundir.results import Result
-from aflite.runs.filter import FilterResult
 
 ROOT = Path(__file__).resolve().parents[1]
 

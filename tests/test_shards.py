@@ -246,8 +246,8 @@ def test_cli_embed_on_a_local_cluster_writes_the_same_features(tmp_path, minilm,
 
 @pytest.mark.slow
 def test_run_with_a_cluster_filters_there_and_featurizes_ngram_here(tmp_path, capsys):
+    from aflite.commands.run import run
     from aflite.core.backends.dask import DaskExecutor
-    from aflite.runs.run import run
 
     data = _pairs_file(tmp_path / "d.tsv", 120)
     kw = dict(featurizer="ngram", probe=False, show_progress=False, seed=3,

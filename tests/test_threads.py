@@ -232,9 +232,9 @@ def test_limited_decorator_applies_the_policy() -> None:
 
 def test_library_entry_points_are_wrapped() -> None:
     from aflite import audit, evaluate, features
+    from aflite.commands import audit as run_audit
+    from aflite.commands import explain, run
     from aflite.core.filter import AFLite
-    from aflite.runs import audit as run_audit
-    from aflite.runs import explain, run
 
     for fn in (AFLite.fit, evaluate.compare_runs, evaluate.compare_partial_input, audit.audit,
                audit.compute_features, features.featurize, run.run, run_audit.audit_file, explain.explain):

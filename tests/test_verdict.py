@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from aflite.audit.results import audit_verdict
+from aflite.commands.summaries import filter_verdict, run_verdict
 from aflite.evaluate.tables import evaluate_verdict
 from aflite.experiments.outputs import synthetic_verdict
-from aflite.runs.summaries import filter_verdict, run_verdict
 from aflite.verdict import markdown
 
 SAMPLE = Path(__file__).resolve().parents[1] / "src" / "aflite" / "resources" / "snli_sample.tsv.gz"

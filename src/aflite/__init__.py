@@ -17,7 +17,7 @@ stays cheap (no scikit-learn, no PyTorch):
 * a dataset file to a folder, as the commands write it: :func:`embed` (``aflite embed``), :func:`audit_file`
   (``aflite audit``), :func:`run` and :func:`filter_files`;
 * auditing, evaluation and explanation: :func:`audit_dataset` with :class:`AuditConfig`, :func:`evaluate_runs`
-  and :func:`explain_run` (``aflite explain``, :func:`aflite.runs.explain.explain`; the analyses are the
+  and :func:`explain_run` (``aflite explain``, :func:`aflite.commands.explain.explain`; the analyses are the
   :mod:`aflite.audit`, :mod:`aflite.evaluate` and :mod:`aflite.explain` packages; a package attribute cannot share
   a name with its sub-module, so they carry a longer name here);
 * a dataset card for the filtered release: :func:`write_card` (``aflite card``);
@@ -39,9 +39,9 @@ _LAZY: dict[str, tuple[str, str]] = {
     "predictability": ("aflite.core.phase", "predictability"),
     "PhaseScores": ("aflite.core.phase", "PhaseScores"),
     "SNLI_DEFAULTS": ("aflite.defaults", "SNLI_DEFAULTS"),
-    "run": ("aflite.runs.run", "run"),
-    "filter_files": ("aflite.runs.filter", "filter_files"),
-    "RunResult": ("aflite.runs.run", "RunResult"),
+    "run": ("aflite.commands.run", "run"),
+    "filter_files": ("aflite.commands.filter", "filter_files"),
+    "RunResult": ("aflite.commands.run", "RunResult"),
     "load_dataset": ("aflite.data", "load_dataset"),
     "Dataset": ("aflite.data", "Dataset"),
     "Columns": ("aflite.data", "Columns"),
@@ -51,11 +51,11 @@ _LAZY: dict[str, tuple[str, str]] = {
     "audit_dataset": ("aflite.audit", "audit"),
     "AuditConfig": ("aflite.audit", "AuditConfig"),
     "DatasetAudit": ("aflite.audit", "DatasetAudit"),
-    "evaluate_runs": ("aflite.runs.evaluate", "evaluate"),
-    "explain_run": ("aflite.runs.explain", "explain"),
-    "embed": ("aflite.runs.embed", "embed"),
-    "audit_file": ("aflite.runs.audit", "audit_file"),
-    "AuditResult": ("aflite.runs.audit", "AuditResult"),
+    "evaluate_runs": ("aflite.commands.evaluate", "evaluate"),
+    "explain_run": ("aflite.commands.explain", "explain"),
+    "embed": ("aflite.commands.embed", "embed"),
+    "audit_file": ("aflite.commands.audit", "audit_file"),
+    "AuditResult": ("aflite.commands.audit", "AuditResult"),
     "write_card": ("aflite.card", "write_card"),
     "CardResult": ("aflite.card", "CardResult"),
     "run_synthetic": ("aflite.experiments.synthetic", "run_synthetic"),

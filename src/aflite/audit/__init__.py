@@ -21,13 +21,13 @@ TF-IDF features) with k-fold out-of-fold predictions, so every instance gets an 
 GPU (on a 2-core CPU its three fine-tunings alone take about half an hour or more). Every accuracy is reported
 next to chance, the majority-class rate of the same rows.
 
-Each measurement of a view is a check (:mod:`aflite.checks`, scope ``"audit"``; registered once, as explain's are):
+Each measurement of a view is a check (:mod:`aflite.check`, scope ``"audit"``; registered once, as explain's are):
 the built-in ones are in :mod:`~aflite.audit.checks`, and a registered audit check of one's own runs with them.
 
 The modules: :mod:`~aflite.audit.runner` (:func:`audit`, features, samples), :mod:`~aflite.audit.checks` (the
 audit's checks), :mod:`~aflite.audit.results` (config and results), :mod:`~aflite.audit.metrics`,
 :mod:`~aflite.audit.clusters` (PECO),
-the token table (:mod:`aflite.checks.tokens`, the one token analysis),
+the token table (:mod:`aflite.check.tokens`, the one token analysis),
 :mod:`~aflite.audit.linear` (the cross-validated models), :mod:`~aflite.audit.finetuned`
 (fine-tuning and TRA) and
 :mod:`~aflite.audit.estimate` (device and time estimate). Every public name is importable from ``aflite.audit``.
@@ -69,7 +69,7 @@ from aflite.audit.metrics import (
 )
 from aflite.audit.results import AuditConfig, DatasetAudit, ViewAudit
 from aflite.audit.runner import audit, compute_features, sample_rows, subset
-from aflite.checks.tokens import token_artifacts, tokenize
+from aflite.check.tokens import token_artifacts, tokenize
 
 __all__ = [
     "AUDIT_VIEWS",

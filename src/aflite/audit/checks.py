@@ -1,4 +1,4 @@
-"""The checks of the label-leakage audit (:mod:`aflite.checks`, scope ``"audit"``), one per measurement of a
+"""The checks of the label-leakage audit (:mod:`aflite.check`, scope ``"audit"``), one per measurement of a
 single-sentence view, in the order they run: the biased (view-only) model, the accuracy-based leakage metrics,
 PECO with its null, the t-SNE map of PECO's reduced embeddings, TRA (with the fine-tuned models) and the token
 artifact table. Each returns its per-row values, its keys of the view's entry in results.json and, where it has
@@ -17,8 +17,8 @@ from aflite.audit.finetuned import embed_finetuned, tra
 from aflite.audit.linear import cv_predict
 from aflite.audit.metrics import LeakageMetrics, leakage_metrics
 from aflite.audit.results import ViewAudit
-from aflite.checks import Check, CheckData, CheckResult, register, run_checks
-from aflite.checks.tokens import token_artifacts
+from aflite.check import Check, CheckData, CheckResult, register, run_checks
+from aflite.check.tokens import token_artifacts
 
 __all__ = ["BiasedModel", "LeakageCheck", "Peco", "TIMING_KEYS", "TokenTable", "Tra", "TsneMap", "audit_view"]
 
@@ -138,7 +138,7 @@ class Tra(AuditCheck):
 
 @register  # a built-in check: registered where it is defined
 class TokenTable(AuditCheck):
-    """The view's token artifact table (:func:`aflite.checks.tokens.token_artifacts`, the one token analysis):
+    """The view's token artifact table (:func:`aflite.check.tokens.token_artifacts`, the one token analysis):
     per label, the tokens whose label rate stands furthest above the base rate; text only."""
 
     name: ClassVar[str] = "token_artifacts"

@@ -111,7 +111,7 @@ def predict(model: FineTuned, texts_a: Sequence[str], texts_b: Sequence[str] | N
 def embed_finetuned(model: FineTuned, texts: Sequence[str], batch_size: int = 64,
                     show_progress: bool = False) -> np.ndarray:
     """Mean-pooled last hidden states of the fine-tuned encoder (what its head reads) for single texts (a
-    dataset file's Φ is :func:`aflite.runs.embed.embed`)."""
+    dataset file's Φ is :func:`aflite.commands.embed.embed`)."""
     torch, _ = _torch()
 
     dev = str(next(model.encoder.parameters()).device)

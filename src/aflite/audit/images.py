@@ -3,7 +3,7 @@
 The colour histogram of each image plays the single-sentence (hypothesis-only) input and the image embedding the
 full input (:func:`audit_image_dataset`); images have no second input and no groups, so there is no TRA and no
 token table. Reading the images is :mod:`aflite.data.images`; auditing an image file into a run folder is
-:func:`aflite.runs.audit.audit_file` (an image folder or file list).
+:func:`aflite.commands.audit.audit_file` (an image folder or file list).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import numpy as np
 from aflite.audit.checks import audit_view
 from aflite.audit.linear import cv_predict
 from aflite.audit.results import AuditConfig, DatasetAudit
-from aflite.checks import CheckContext, CheckData
+from aflite.check import CheckContext, CheckData
 from aflite.data.images import open_image
 from aflite.errors import InputError, ParameterError
 from aflite.features.registry import default_featurizer, featurizer_names, spec
@@ -59,7 +59,7 @@ def audit_image_dataset(refs: Sequence[str], labels: Any, embeddings: np.ndarray
     - PECO on the embeddings (PCA → k-means → cluster label divergence) with its label-shuffle null;
     - 2-D t-SNE coordinates of a seeded sample (``config.tsne_sample``) and the most label-skewed clusters,
       listed by image id;
-    - every other registered audit check (:mod:`aflite.checks`, scope ``"audit"``) that reads no text.
+    - every other registered audit check (:mod:`aflite.check`, scope ``"audit"``) that reads no text.
 
     These are the audit's checks (:mod:`aflite.audit.checks`) run on the one view, the colour histogram.
 

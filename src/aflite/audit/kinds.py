@@ -1,7 +1,7 @@
-"""What an audit does differently on text and on images, behind one interface for :func:`aflite.runs.audit.audit_file`:
-its configuration, the loader's options, the checks of the loaded data, the features, the audit of one set, the
-notes and figures of the report, and the page. :func:`audit_kind` picks one from the data (decided once, as
-:func:`aflite.data.modality_of` decides for every command)."""
+"""What an audit does differently on text and on images, behind one interface for
+:func:`aflite.commands.audit.audit_file`: its configuration, the loader's options, the checks of the loaded data, the
+features, the audit of one set, the notes and figures of the report, and the page. :func:`audit_kind` picks one from
+the data (decided once, as :func:`aflite.data.modality_of` decides for every command)."""
 
 from __future__ import annotations
 

@@ -11,7 +11,7 @@ from aflite.atomic import JSON
 from aflite.audit.clusters import PecoNull, PecoResult
 from aflite.audit.finetuned import TraResult
 from aflite.audit.metrics import AUDIT_VIEWS, BIAS_THRESHOLD, LeakageMetrics
-from aflite.checks import CheckResult
+from aflite.check import CheckResult
 from aflite.errors import ParameterError
 from aflite.verdict import number, points
 
@@ -49,7 +49,7 @@ class AuditConfig:
     seed: int = 0
     cache_dir: str | None = None
     show_progress: bool = True
-    # each audit check's options by name (aflite.checks: a check's declared options; --check NAME:KEY=VALUE)
+    # each audit check's options by name (aflite.check: a check's declared options; --check NAME:KEY=VALUE)
     checks: dict[str, JSON] = dataclasses.field(default_factory=dict)
 
     def to_dict(self) -> JSON:
@@ -61,7 +61,7 @@ class AuditConfig:
 @dataclasses.dataclass
 class ViewAudit:
     """One single-sentence condition's audit: what every registered audit check found on it (``checks``, by name,
-    in registry order: :mod:`aflite.checks`, scope ``"audit"``; the built-in ones in :mod:`aflite.audit.checks`),
+    in registry order: :mod:`aflite.check`, scope ``"audit"``; the built-in ones in :mod:`aflite.audit.checks`),
     and the normal model's out-of-fold predictions it was measured against. Dataset-level figures are the checks'
     (``metrics``, :class:`LeakageMetrics`; ``peco``, ``peco_null``, ``tra``), per-row ones (like a cleanlab issue
     manager's scores) each check's ``scores``/``flags`` and :meth:`DatasetAudit.row_scores`."""
@@ -134,7 +134,7 @@ class ViewAudit:
 @dataclasses.dataclass
 class DatasetAudit:
     """The audit of one dataset (what :func:`aflite.audit.audit` returns): its single-sentence views' figures, the
-    configuration and timings. ``aflite audit`` returns an :class:`aflite.runs.audit.AuditResult` holding one per
+    configuration and timings. ``aflite audit`` returns an :class:`aflite.commands.audit.AuditResult` holding one per
     audited set."""
 
     name: str

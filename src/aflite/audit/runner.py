@@ -18,7 +18,7 @@ from aflite.audit.finetuned import FineTuned, _model_path, finetune, predict
 from aflite.audit.linear import cv_predict
 from aflite.audit.metrics import AUDIT_VIEWS
 from aflite.audit.results import AuditConfig, DatasetAudit, ViewAudit
-from aflite.checks import CheckContext, CheckData, resolve_checks
+from aflite.check import CheckContext, CheckData, resolve_checks
 from aflite.data import COLUMNS, Dataset, open_dataset, with_columns
 from aflite.data.options import option_label
 from aflite.device import torch_device

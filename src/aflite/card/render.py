@@ -13,7 +13,7 @@ import re
 from typing import Any
 
 from aflite.card.frontmatter import dump
-from aflite.runs.summaries import warmup_line
+from aflite.commands.summaries import warmup_line
 
 __all__ = ["code", "front_matter", "render_card", "text"]
 

@@ -44,11 +44,11 @@ IMAGE_ONLY = (("image_size", "--image-size"), ("skip_bad_images", "--skip-bad-im
 
 
 # this command, declared once (aflite.rundir.commands): the CLI's table, aflite report and the readers use it
-COMMAND = Command("audit", library="aflite.runs.audit:audit_file", result="aflite.runs.audit:AuditResult",
+COMMAND = Command("audit", library="aflite.commands.audit:audit_file", result="aflite.commands.audit:AuditResult",
                   body="aflite.rundir.bodies:AuditBody", page="audit.md", order=6)
 
 # the library calls whose keywords this command's flags are (tests/test_cli_keywords.py reads them)
-LIBRARY = ("aflite.runs.audit:audit_file", "aflite.audit:AuditConfig", *LOADERS, *FEATURIZER_OPTIONS)
+LIBRARY = ("aflite.commands.audit:audit_file", "aflite.audit:AuditConfig", *LOADERS, *FEATURIZER_OPTIONS)
 # flags that are no keyword of LIBRARY, each with why
 CLI_ONLY = {"check": "--check NAME:KEY=VALUE, repeatable: one entry of AuditConfig(checks={NAME: {KEY: VALUE}})"}
 
@@ -130,9 +130,9 @@ def register(sub: Any) -> None:
 def _validate(args: argparse.Namespace) -> None:
     """What can be refused before --out is created: a --compare folder that is not a run (or that holds --out),
     and options that do not apply to the data's modality (text-only options on images, image options on text)."""
-    from aflite.checks import check_options, resolve_checks
-    from aflite.checks.options import parse_check_flag
-    from aflite.runs.audit import check_audit_options
+    from aflite.check import check_options, resolve_checks
+    from aflite.check.options import parse_check_flag
+    from aflite.commands.audit import check_audit_options
 
     args.checks = parse_check_flag(args.check or [], lambda name: check_options(name, "audit"))
     resolve_checks(args.checks, "audit")  # each value's rule, before --out is claimed
@@ -153,7 +153,7 @@ def _validate(args: argparse.Namespace) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from aflite.audit import AuditConfig
-    from aflite.runs.audit import audit_file, summary_lines
+    from aflite.commands.audit import audit_file, summary_lines
 
     t0 = time.perf_counter()
     is_images = getattr(args, "images", False)

@@ -10,11 +10,11 @@ from aflite.cli.run import add_pipeline_options, pipeline_kwargs, report
 from aflite.rundir.commands import Command
 
 # this command, declared once (aflite.rundir.commands): the CLI's table, aflite report and the readers use it
-COMMAND = Command("demo", library="aflite.runs.run:run", result="aflite.runs.run:RunResult",
+COMMAND = Command("demo", library="aflite.commands.run:run", result="aflite.commands.run:RunResult",
                   body="aflite.rundir.bodies:RunBody", page="demo.md", order=1)
 
 # the library calls whose keywords this command's flags are (tests/test_cli_keywords.py reads them)
-LIBRARY = ("aflite.runs.run:run", "aflite.core.filter:AFLite", *LOADERS, *FEATURIZER_OPTIONS)
+LIBRARY = ("aflite.commands.run:run", "aflite.core.filter:AFLite", *LOADERS, *FEATURIZER_OPTIONS)
 
 
 def register(sub: Any) -> None:
@@ -33,9 +33,9 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from aflite.commands.run import run as run_pipeline
     from aflite.data import demo_dataset_path
     from aflite.rundir.lock import clear_own_folder
-    from aflite.runs.run import run as run_pipeline
 
     kwargs = pipeline_kwargs(args)
     if not args.resume:

@@ -29,11 +29,11 @@ from aflite.features.registry import featurizer_arg, featurizer_help
 from aflite.rundir.commands import Command
 
 # this command, declared once (aflite.rundir.commands): the CLI's table, aflite report and the readers use it
-COMMAND = Command("embed", library="aflite.runs.embed:embed", result="aflite.runs.embed:EmbedResult",
+COMMAND = Command("embed", library="aflite.commands.embed:embed", result="aflite.commands.embed:EmbedResult",
                   body="aflite.rundir.bodies:EmbedBody", page="embed.md", order=3)
 
 # the library calls whose keywords this command's flags are (tests/test_cli_keywords.py reads them)
-LIBRARY = ("aflite.runs.embed:embed", *LOADERS, *FEATURIZER_OPTIONS)
+LIBRARY = ("aflite.commands.embed:embed", *LOADERS, *FEATURIZER_OPTIONS)
 
 
 def register(sub: Any) -> None:
@@ -85,7 +85,7 @@ def register(sub: Any) -> None:
 def _validate(args: argparse.Namespace) -> None:
     """Refuse, before OUT is claimed, to replace finished features without --overwrite (or to shard a featurizer
     that has no shards)."""
-    from aflite.runs.embed import check_embed_out
+    from aflite.commands.embed import check_embed_out
 
     check_embed_out(args.out, args.overwrite, args.resume)
 
@@ -104,7 +104,7 @@ def _featurizer_options(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from aflite.runs.embed import embed
+    from aflite.commands.embed import embed
 
     res = embed(args.data, args.out_folder, featurizer=args.featurizer, view=args.view,
                 featurizer_options=_featurizer_options(args),

@@ -28,14 +28,14 @@ from aflite.errors import ParameterError
 from aflite.rundir.commands import Command
 
 # this command, declared once (aflite.rundir.commands): the CLI's table, aflite report and the readers use it
-COMMAND = Command("evaluate", library="aflite.runs.evaluate:evaluate_files",
+COMMAND = Command("evaluate", library="aflite.commands.evaluate:evaluate_files",
                   result="aflite.evaluate.tables:EvaluateResult", body="aflite.rundir.bodies:EvaluateBody",
                   page="evaluate.md", order=5)
 
 # the library calls whose keywords this command's flags are (tests/test_cli_keywords.py reads them)
 LIBRARY = (
-    "aflite.runs.evaluate:evaluate_files",
-    "aflite.runs.evaluate:evaluate",
+    "aflite.commands.evaluate:evaluate_files",
+    "aflite.commands.evaluate:evaluate",
     "aflite.evaluate:compare_runs",
     "aflite.evaluate:FinetuneOptions",
     *LOADERS,
@@ -143,8 +143,8 @@ def _add_finetune_options(p: Any) -> None:
 def _validate(args: argparse.Namespace) -> None:
     """Refused before --out is claimed: a malformed --ood-pred-map (as argparse refused it before) or
     --lr-candidates, an --out or --cache-dir in a run folder."""
+    from aflite.commands.evaluate import parse_mapping
     from aflite.rundir.lock import check_outside_runs
-    from aflite.runs.evaluate import parse_mapping
 
     parse_mapping(args.ood_pred_map)
     _candidates(args)
@@ -166,8 +166,8 @@ def _candidates(args: argparse.Namespace) -> tuple[float, ...]:
 
 
 def run(args: argparse.Namespace) -> int:
+    from aflite.commands.evaluate import evaluate_files
     from aflite.evaluate import FinetuneOptions
-    from aflite.runs.evaluate import evaluate_files
 
     ft = FinetuneOptions(model_path=args.model_path, lr=args.lr, epochs=args.epochs, batch_size=args.batch_size,
                          max_length=args.max_length, max_train=args.max_train, cpu_max_train=args.cpu_max_train,

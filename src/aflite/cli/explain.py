@@ -39,8 +39,8 @@ class _Formatter(argparse.HelpFormatter):
 def check_listing(width: int = 100) -> list[str]:
     """Every registered explain check with its options, as ``--check NAME:KEY=VALUE`` takes them (and the older
     flag that sets the same option, where there is one)."""
-    from aflite.checks import check_names, check_options
-    from aflite.runs.explain import check_aliases
+    from aflite.check import check_names, check_options
+    from aflite.commands.explain import check_aliases
 
     flags = {target: f"--{kw.replace('_', '-')}" for kw, targets in check_aliases().items() for target in targets}
     lines = ["checks (each runs on every explain; set an option with --check NAME:KEY=VALUE, repeatable):"]
@@ -55,11 +55,11 @@ def check_listing(width: int = 100) -> list[str]:
 
 
 # this command, declared once (aflite.rundir.commands): the CLI's table, aflite report and the readers use it
-COMMAND = Command("explain", library="aflite.runs.explain:explain", result="aflite.explain.files:ExplainResult",
+COMMAND = Command("explain", library="aflite.commands.explain:explain", result="aflite.explain.files:ExplainResult",
                   body="aflite.rundir.bodies:ExplainBody", page="explain.md", order=7)
 
 # the library calls whose keywords this command's flags are (tests/test_cli_keywords.py reads them)
-LIBRARY = ("aflite.runs.explain:explain", *LOADERS, *FEATURIZER_OPTIONS)
+LIBRARY = ("aflite.commands.explain:explain", *LOADERS, *FEATURIZER_OPTIONS)
 # flags that are no keyword of LIBRARY, each with why
 CLI_ONLY = {"check": "--check NAME:KEY=VALUE, repeatable: one entry of explain(checks={NAME: {KEY: VALUE}})"}
 
@@ -120,10 +120,10 @@ def register(sub: Any) -> None:
 def _validate(args: argparse.Namespace) -> None:
     """Before --out is claimed: explain reads the run folder and writes elsewhere (--out and --cache-dir), and every
     --check (and the flags that alias check options) names a check, one of its options and a value it takes."""
-    from aflite.checks import check_options
-    from aflite.checks.options import parse_check_flag
+    from aflite.check import check_options
+    from aflite.check.options import parse_check_flag
+    from aflite.commands.explain import explain_check_options
     from aflite.rundir.lock import check_outside_runs
-    from aflite.runs.explain import explain_check_options
 
     check_outside_runs(args.out, [args.run_dir])
     if args.cache_dir is not None:
@@ -134,13 +134,13 @@ def _validate(args: argparse.Namespace) -> None:
 
 def _alias_values(args: argparse.Namespace) -> dict[str, Any]:
     """The flags that set built-in checks' options (their ``alias=``), as explain's keywords."""
-    from aflite.runs.explain import check_aliases
+    from aflite.commands.explain import check_aliases
 
     return {k: getattr(args, k, None) for k in check_aliases()}
 
 
 def run(args: argparse.Namespace) -> int:
-    from aflite.runs.explain import explain
+    from aflite.commands.explain import explain
 
     fopts = featurizer_flag_values(args)  # checked against the run's featurizer by explain
     res = explain(args.data, args.run_dir, args.out_folder, checks=args.checks, token_view=args.token_view,

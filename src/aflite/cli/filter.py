@@ -80,11 +80,11 @@ def add_scale_options(p: argparse.ArgumentParser, cluster: bool | str = True) ->
 
 
 # this command, declared once (aflite.rundir.commands): the CLI's table, aflite report and the readers use it
-COMMAND = Command("filter", library="aflite.runs.filter:filter_files", result="aflite.runs.run:RunResult",
+COMMAND = Command("filter", library="aflite.commands.filter:filter_files", result="aflite.commands.run:RunResult",
                   body="aflite.rundir.bodies:RunBody", page="filter.md", order=4)
 
 # the library calls whose keywords this command's flags are (tests/test_cli_keywords.py reads them)
-LIBRARY = ("aflite.runs.filter:filter_files", "aflite.core.filter:AFLite")
+LIBRARY = ("aflite.commands.filter:filter_files", "aflite.core.filter:AFLite")
 # flags that are no keyword of LIBRARY, each with why
 CLI_ONLY = {"seed": "AFLite's random_state (scikit-learn's name); --seed is the one seed of every command"}
 
@@ -142,7 +142,7 @@ def build_filter(args: argparse.Namespace, executor: Any = None) -> Any:
 
 
 def run(args: argparse.Namespace) -> int:
-    from aflite.runs.filter import filter_files
+    from aflite.commands.filter import filter_files
 
     res = filter_files(args.features, args.labels, args.out_folder, aflite=build_filter(args), ids=args.ids,
                        groups=args.groups, feature_columns=args.feature_columns, label=args.label,

@@ -10,10 +10,10 @@ from typing import Any
 from aflite.rundir.commands import Command
 
 # this command, declared once (aflite.rundir.commands): the CLI's table, aflite report and the readers use it
-COMMAND = Command("report", library="aflite.runs.report:write_page", page="report.md", order=9)
+COMMAND = Command("report", library="aflite.commands.report:write_page", page="report.md", order=9)
 
 # the library calls whose keywords this command's flags are (tests/test_cli_keywords.py reads them)
-LIBRARY = ("aflite.runs.report:write_page",)
+LIBRARY = ("aflite.commands.report:write_page",)
 
 
 def register(sub: Any) -> None:
@@ -29,7 +29,7 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from aflite.runs.report import write_page
+    from aflite.commands.report import write_page
 
     path = write_page(args.folder)
     print(path)

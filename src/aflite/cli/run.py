@@ -80,11 +80,11 @@ def _featurizer_options(args: argparse.Namespace) -> dict[str, Any]:
 
 
 # this command, declared once (aflite.rundir.commands): the CLI's table, aflite report and the readers use it
-COMMAND = Command("run", library="aflite.runs.run:run", result="aflite.runs.run:RunResult",
+COMMAND = Command("run", library="aflite.commands.run:run", result="aflite.commands.run:RunResult",
                   body="aflite.rundir.bodies:RunBody", page="run.md", order=2)
 
 # the library calls whose keywords this command's flags are (tests/test_cli_keywords.py reads them)
-LIBRARY = ("aflite.runs.run:run", "aflite.core.filter:AFLite", *LOADERS, *FEATURIZER_OPTIONS)
+LIBRARY = ("aflite.commands.run:run", "aflite.core.filter:AFLite", *LOADERS, *FEATURIZER_OPTIONS)
 
 
 def register(sub: Any) -> None:
@@ -119,7 +119,7 @@ def report(res: Any) -> None:
     p = s["parameters"]
     if s.get("verdict"):  # the terminal's first lines: each symbol defined where it first appears
         print("verdict: " + " ".join(define_terms(s["verdict"])))
-    from aflite.runs.summaries import warmup_line
+    from aflite.commands.summaries import warmup_line
 
     f = s.get("featurizer") or {}
     print(f"Φ: {f.get('name')} ({f.get('dim')} dims, view {f.get('view')})"
@@ -145,7 +145,7 @@ def report(res: Any) -> None:
                 continue
             print(f"  hypothesis-only probe on {r['name']:<28} n={r['size']:>6}  acc {100 * r['accuracy']:.1f}%"
                   f"  majority {100 * r['majority']:.1f}%  Δ {100 * (r['accuracy'] - r['majority']):+.1f}")
-        from aflite.runs.summaries import PROBE_MEANING
+        from aflite.commands.summaries import PROBE_MEANING
 
         print(f"  ({PROBE_MEANING})")
     print(f"filtered dataset: {res.filtered_path}\nsummary: {res.out / 'summary.md'}", file=sys.stderr)
@@ -153,7 +153,7 @@ def report(res: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from aflite.runs.run import run as run_pipeline
+    from aflite.commands.run import run as run_pipeline
 
     res = run_pipeline(args.data, args.out_folder, dataset_options=dataset_options(args), **pipeline_kwargs(args))
     report(res)

@@ -20,7 +20,7 @@ folder gets the filtered table (:func:`aflite.data.write_filtered`).
 
 Images are a modality inside each concept: this module reads and writes them (data); their encoders are in
 :mod:`aflite.features` (``efficientnet-lite0``, ``hf-image``), their audit in :mod:`aflite.audit.images`, and
-``aflite embed``/``aflite audit`` on an image folder are :mod:`aflite.runs.embed` and :mod:`aflite.runs.audit`.
+``aflite embed``/``aflite audit`` on an image folder are :mod:`aflite.commands.embed` and :mod:`aflite.commands.audit`.
 """
 
 from __future__ import annotations

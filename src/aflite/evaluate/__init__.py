@@ -5,7 +5,7 @@ than on D while a random subset of D of the same size barely moves (Table 3), th
 toward chance, that one filtering phase with one model (the "single-iteration" baseline) removes less, and that
 models trained on D(Φ) generalise at least as well out of distribution (Table 1, HANS).
 
-:func:`compare_runs` (and :func:`aflite.runs.evaluate.evaluate`, which writes the folder of ``aflite evaluate``;
+:func:`compare_runs` (and :func:`aflite.commands.evaluate.evaluate`, which writes the folder of ``aflite evaluate``;
 ``aflite.evaluate_runs``) reproduces that protocol for one dataset D and one or more run directories of ``aflite run``:
 
 - **Benchmarks.** D is split once, by premise group (``seed``, recorded as ``split_seed``), into a training part

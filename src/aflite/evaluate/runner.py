@@ -1,6 +1,6 @@
 """:func:`compare_runs`: split D, build the benchmarks from the runs, train every model on every benchmark and
 seed (cached), and score them on the held-out and external sets. It returns an :class:`EvaluateResult` and writes
-only its caches; :func:`aflite.runs.evaluate.evaluate` (``aflite evaluate``) writes the output folder."""
+only its caches; :func:`aflite.commands.evaluate.evaluate` (``aflite evaluate``) writes the output folder."""
 
 from __future__ import annotations
 

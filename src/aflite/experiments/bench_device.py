@@ -16,7 +16,7 @@ Sections (each written as soon as it is done, so that a run cut short keeps what
 * ``profile`` — where the time goes (:mod:`aflite.experiments.bench_profile`): per Φ batch tokenising,
   collating, host→device copy, forward and device→host copy, tokenising pairs per CPU second, the device's busy
   fraction serial and pipelined; per filter phase device vs host seconds under the torch profiler;
-* ``warmup`` — ``aflite run train_100k --featurizer warmup`` end to end (:func:`aflite.runs.run.run`, probe off),
+* ``warmup`` — ``aflite run train_100k --featurizer warmup`` end to end (:func:`aflite.commands.run.run`, probe off),
   the measured path against the opt-in ones (bfloat16 fine-tuning and embedding, pipelined, the filter with
   ``device_lbfgs``; float32 prefetched fine-tuning, pipelined embedding, the filter with ``device_onepass``):
   load, featurize, filter and total seconds, and the kept sets' Jaccard.
@@ -38,6 +38,8 @@ import numpy as np
 
 from aflite import data
 from aflite.atomic import JSON, write_json
+from aflite.commands.run import run as run_dataset
+from aflite.commands.run import scaled_defaults
 from aflite.core.ensemble import FastLogisticEnsemble
 from aflite.core.filter import AFLite
 from aflite.data.text import demo_dataset_path
@@ -48,8 +50,6 @@ from aflite.experiments.filter_agreement import KEPT_JACCARD_FLOOR
 from aflite.experiments.shapes import make_snli_like
 from aflite.features.minilm import MiniLMFeaturizer
 from aflite.rundir.versions import versions
-from aflite.runs.run import run as run_dataset
-from aflite.runs.run import scaled_defaults
 
 __all__ = ["SECTIONS", "device_benchmark", "format_device_report"]
 

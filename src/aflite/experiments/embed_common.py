@@ -11,9 +11,9 @@ from typing import Any
 import numpy as np
 
 from aflite.atomic import JSON
+from aflite.commands.run import scaled_defaults
 from aflite.core.filter import AFLite
 from aflite.experiments.filter_agreement import KEPT_JACCARD_FLOOR
-from aflite.runs.run import scaled_defaults
 
 __all__ = ["gemm_rates", "jaccard", "filter_kept"]
 

@@ -27,9 +27,9 @@ from typing import Any
 import numpy as np
 
 from aflite.atomic import JSON
+from aflite.commands.run import scaled_defaults
 from aflite.core.ensemble import FastLogisticEnsemble
 from aflite.core.filter import AFLite
-from aflite.runs.run import scaled_defaults
 
 __all__ = ["NOISE_VARIANTS", "KEPT_JACCARD_FLOOR", "kept_jaccard", "filter_agreement"]
 

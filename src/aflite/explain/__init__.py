@@ -1,10 +1,10 @@
 """``aflite explain``: what the artifacts of a dataset are, why each row was removed, and what else is wrong with it.
 
-The analyses of ``aflite explain``; :func:`aflite.runs.explain.explain` (``aflite.explain_run``) reads a run of
+The analyses of ``aflite explain``; :func:`aflite.commands.explain.explain` (``aflite.explain_run``) reads a run of
 ``aflite run`` and its DATA back, runs them, and writes into one folder:
 
 - token artifacts with significance, on full D, the kept D(Φ) and same-size random subsets
-  (:mod:`aflite.checks.tokens`: Gardner et al. 2021's competency test, counted with scipy.sparse), and the
+  (:mod:`aflite.check.tokens`: Gardner et al. 2021's competency test, counted with scipy.sparse), and the
   competency plot (:mod:`~aflite.explain.plots`);
 - the first filtering phase's data map (confidence, variability, correctness, region) and cleanlab's label-issue
   candidates from its held-out probabilities (:mod:`~aflite.explain.datamap`; the probabilities come from
@@ -14,7 +14,7 @@ The analyses of ``aflite explain``; :func:`aflite.runs.explain.explain` (``aflit
 - soft weights (:func:`aflite.core.heldout.soft_weights`); results.json and summary.md
   (:mod:`aflite.explain.files`).
 
-Each analysis is a check (:mod:`aflite.checks`) registered once; :mod:`~aflite.explain.checks` holds them.
+Each analysis is a check (:mod:`aflite.check`) registered once; :mod:`~aflite.explain.checks` holds them.
 
 :mod:`~aflite.explain.recompute` recomputes the run's first phase from Φ, its parameters and seed.
 """

@@ -1,9 +1,9 @@
-"""The checks of ``aflite explain`` (:mod:`aflite.checks`), one per question about a run, in the order they run:
+"""The checks of ``aflite explain`` (:mod:`aflite.check`), one per question about a run, in the order they run:
 token artifacts with significance, the optional stop rule, the first phase's data map, cleanlab's label issues
 (and their overlap with the removed set), the surrogate of p̃ ("why was a row easy"), each removed row's nearest
 kept rows, and the n-gram ensemble's own token weights. Each declares its options (``--check name:key=value``;
 the older flags ``--alpha``, ``--min-count``, ... set them too), and returns its per-row values, its summary
-(results.json's ``checks[name]``) and its section of summary.md; :func:`aflite.runs.explain.explain` runs them and
+(results.json's ``checks[name]``) and its section of summary.md; :func:`aflite.commands.explain.explain` runs them and
 writes the folder."""
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from aflite.checks import Check, CheckData, CheckOption, CheckResult, register
-from aflite.checks.format import cell, md_cell, md_table, pct
-from aflite.checks.tokens import TokenStats, competency, random_competency
+from aflite.check import Check, CheckData, CheckOption, CheckResult, register
+from aflite.check.format import cell, md_cell, md_table, pct
+from aflite.check.tokens import TokenStats, competency, random_competency
 from aflite.errors import ParameterError
 from aflite.explain.datamap import REGION_RULE, label_issues, overlap_table, regions
 from aflite.explain.reasons import IMAGE_INPUTS, fit_surrogate, image_inputs, nearest_kept, text_inputs

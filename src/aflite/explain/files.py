@@ -28,15 +28,15 @@ from typing import Any, ClassVar
 import numpy as np
 
 from aflite.atomic import JSON, atomic_open, write_text
-from aflite.checks import CheckData, CheckResult
-from aflite.checks.format import cell, md_cell, pct
+from aflite.check import CheckData, CheckResult
+from aflite.check.format import cell, md_cell, pct
 from aflite.core.heldout import WEIGHT_RULE
 from aflite.errors import InputError, ParameterError
 from aflite.explain.plots import plot_competency, plot_datamap
 from aflite.hashing import file_sha256
 from aflite.report.explorer import render
-from aflite.report.folder import locate, table_columns
 from aflite.report.pages import Rows, explain_page
+from aflite.report.rows import locate, table_columns
 from aflite.rundir.bodies import Document, ExplainBody
 from aflite.rundir.names import INSTANCES, KEPT_IDS, RESULTS, SUMMARY_MD, TOKENS, WEIGHTS
 from aflite.rundir.page import PageData
@@ -165,7 +165,7 @@ def _write_check_file(path: Path, content: Any) -> None:
 
 @dataclass(repr=False)  # Result.__repr__: one line, not the arrays
 class ExplainResult(Result):
-    """What :func:`aflite.runs.explain.explain` found: results.json's body (``results``), the checks' results
+    """What :func:`aflite.commands.explain.explain` found: results.json's body (``results``), the checks' results
     (``checks``) and what they read (``data``); written by :meth:`aflite.rundir.folder.RunFolder.finish`."""
 
     command: ClassVar[str] = "explain"
@@ -238,7 +238,7 @@ class ExplainResult(Result):
 
     def write_files(self, out: Path) -> None:
         """tokens.csv and the competency plot (text), weights.csv and the data map, and the files the checks return
-        (their names checked by :func:`aflite.checks.check_files` before the folder was begun); the write time goes
+        (their names checked by :func:`aflite.check.check_files` before the folder was begun); the write time goes
         into results.json's timings."""
         t0 = time.perf_counter()
         data, checks = self.data, self.checks

@@ -12,7 +12,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from aflite.atomic import atomic_open
-from aflite.checks.tokens import TokenStats, bonferroni_curve
+from aflite.check.tokens import TokenStats, bonferroni_curve
 
 __all__ = ["plot_competency", "plot_datamap"]
 

@@ -1,5 +1,5 @@
 """The run's first phase and its token view, recomputed from Φ, the run's parameters and seed (see
-:mod:`aflite.runs.explain`, which reads the run folder and writes the results): arrays and dicts, no files."""
+:mod:`aflite.commands.explain`, which reads the run folder and writes the results): arrays and dicts, no files."""
 
 from __future__ import annotations
 

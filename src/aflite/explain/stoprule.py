@@ -6,7 +6,7 @@ the run's final state with smaller slices — k' = max(1, k // 4) rows per phase
 from ``default_rng([seed, j])`` like the filter — and stops at the first of:
 
 * ``no significant artifact``: no (token, label) pair is Bonferroni-significant on the kept set (the competency
-  test of :mod:`aflite.checks.tokens`, same α and min count as the report);
+  test of :mod:`aflite.check.tokens`, same α and min count as the report);
 * ``floor reached``: |S| ≤ the floor (default the run's target size n);
 * ``no row reaches τ``: a phase finds no row with p̃ ≥ τ, so nothing more can be removed under the paper's rule;
 * ``phase cap``: ``max_phases`` extra phases ran.

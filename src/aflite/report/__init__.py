@@ -3,10 +3,10 @@
 * :mod:`aflite.report.frame` — the frame every page shares (head with a CSP that blocks the network, CSS,
   verdict, escaping, data embedded as JSON);
 * :mod:`aflite.report.audit` — the leakage audit's content (tables, PECO curves, t-SNE maps, artifacts);
-* :mod:`aflite.report.folder` — a page's rows (a per-row table's columns, compact; any column it does not know
+* :mod:`aflite.report.rows` — a page's rows (a per-row table's columns, compact; any column it does not know
   shown as it is), texts and plots' data;
 * :mod:`aflite.report.pages` — the data of the run, explain and evaluate pages, which their Results build (from
-  memory, or from the verified folder for ``aflite report``: :mod:`aflite.runs.report`);
+  memory, or from the verified folder for ``aflite report``: :mod:`aflite.commands.report`);
 * :mod:`aflite.report.explorer` — the explorer page, laid out from that data: rows table and interactive plots;
 * :mod:`aflite.report.inline` — a command's result in a notebook (``_repr_html_``), registered on import.
 

@@ -397,8 +397,8 @@ def write_report(path: str | Path, results: Sequence[Any], **kwargs: Any) -> Pat
 
 def render_images(results: Sequence[Any], title: str = "Label-leakage audit (images)",
                   notes: Sequence[str] = (), verdict: Sequence[str] = ()) -> str:
-    """The report of an image audit (:func:`aflite.runs.audit.audit_file` on an image folder): the metrics table of the
-    ``colour`` condition, the PECO curve, a t-SNE map per set and the most label-skewed clusters, their images
+    """The report of an image audit (:func:`aflite.commands.audit.audit_file` on an image folder): the metrics table of
+    the ``colour`` condition, the PECO curve, a t-SNE map per set and the most label-skewed clusters, their images
     named by id (escaped like every dataset string). No TRA and no token table: both read text."""
     if not results:
         raise ParameterError("nothing to render: give at least one audit result")

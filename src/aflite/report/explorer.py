@@ -5,7 +5,7 @@ clicks filter the table. One self-contained file: the data is embedded as JSON (
 
 :func:`render` lays out the :class:`~aflite.rundir.page.PageData` a command's Result built (in memory when the
 command commits its folder, from the verified folder when ``aflite report DIR`` rebuilds it:
-:mod:`aflite.runs.report`); it knows no command. :func:`write_html` writes the page atomically.
+:mod:`aflite.commands.report`); it knows no command. :func:`write_html` writes the page atomically.
 """
 
 from __future__ import annotations

@@ -15,8 +15,8 @@ from importlib import resources
 from typing import Any
 
 from aflite.atomic import JSON
-from aflite.report.folder import read_evaluate
 from aflite.report.frame import esc, json_for_script, plotly_js, script_text, verdict_block
+from aflite.report.rows import read_evaluate
 from aflite.rundir import show
 from aflite.rundir.names import PAGE
 

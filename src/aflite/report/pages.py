@@ -17,10 +17,10 @@ from typing import Any
 import numpy as np
 
 from aflite.atomic import JSON
-from aflite.report import folder as report_folder
+from aflite.report import rows as report_rows
 from aflite.report import thumbs
-from aflite.report.folder import WARMUP
 from aflite.report.frame import verdict_of
+from aflite.report.rows import WARMUP
 from aflite.rundir.page import PageData
 from aflite.verdict import phases_text
 
@@ -155,8 +155,8 @@ def run_page(results: JSON, folder: Path, rows: Rows) -> PageData:
     the per-phase curve and the label mix."""
     notes: list[str] = []
     data: JSON = {"kind": "run", "plots": {}}
-    cols = report_folder.instance_columns(rows.columns, rows.where, rows.known)
-    path, opts = report_folder.dataset_of(results, folder)
+    cols = report_rows.instance_columns(rows.columns, rows.where, rows.known)
+    path, opts = report_rows.dataset_of(results, folder)
     if rows.images:
         paths = rows.image_paths
         if paths is None and rows.image_files is not None:
@@ -170,10 +170,10 @@ def run_page(results: JSON, folder: Path, rows: Rows) -> PageData:
             notes.append(f"Thumbnails: {made:,} rows (the first rows and the most predictable removed ones); "
                          "text is each image's file.")
     else:
-        ds = report_folder.load_rows_dataset(rows.dataset, path, opts, notes, results.get("dataset_fingerprint"))
+        ds = report_rows.load_rows_dataset(rows.dataset, path, opts, notes, results.get("dataset_fingerprint"))
         if ds is not None and rows.warmup_ids:
-            report_folder.add_warmup(cols, ds, rows.warmup_ids)
-        report_folder.attach_texts(cols, ds, notes, path or "the dataset")
+            report_rows.add_warmup(cols, ds, rows.warmup_ids)
+        report_rows.attach_texts(cols, ds, notes, path or "the dataset")
     data["cols"] = cols
     _history(data, results)
     command = str(results.get("command") or "run")  # a demo's page says aflite demo, as its terminal did
@@ -192,17 +192,17 @@ def explain_page(results: JSON, folder: Path, rows: Rows, run: JSON, run_dir: Pa
         notes.append("The run's phases and label counts are not shown: results.json does not name a run "
                      "folder that is readable from here.")
     if tokens is not None:
-        data["plots"]["tokens"] = report_folder.token_plot(tokens, float(results.get("alpha", 0.01)), tokens_where)
-    cols = report_folder.instance_columns(rows.columns, rows.where, rows.known)
-    path, opts = report_folder.dataset_of({**run, **results}, folder)
+        data["plots"]["tokens"] = report_rows.token_plot(tokens, float(results.get("alpha", 0.01)), tokens_where)
+    cols = report_rows.instance_columns(rows.columns, rows.where, rows.known)
+    path, opts = report_rows.dataset_of({**run, **results}, folder)
     if run_dir and (not path or not Path(path).exists()) and run.get("dataset"):
-        path, opts = report_folder.dataset_of(run, run_dir)
-    ds = report_folder.load_rows_dataset(rows.dataset, path, opts, notes, run.get("dataset_fingerprint"))
-    report_folder.attach_texts(cols, ds, notes, path or "the dataset")
+        path, opts = report_rows.dataset_of(run, run_dir)
+    ds = report_rows.load_rows_dataset(rows.dataset, path, opts, notes, run.get("dataset_fingerprint"))
+    report_rows.attach_texts(cols, ds, notes, path or "the dataset")
     if rows.weights is not None:
-        report_folder.weights_column(cols, rows.weights)
+        report_rows.weights_column(cols, rows.weights)
     elif rows.weights_file is not None:
-        report_folder.add_weights(cols, rows.weights_file, notes)
+        report_rows.add_weights(cols, rows.weights_file, notes)
     data["cols"] = cols
     _history(data, run)
     return PageData(_title("explain", run, folder), EXPLAIN_INTRO, data, summary_rows(run), notes,
@@ -220,5 +220,5 @@ def evaluate_page(results: JSON, folder: Path) -> PageData:
                   "default": "the default"}.get(str(ft.get("lr_source")), "")
         rows.append(("fine-tuning learning rate", f"{ft['lr']:g}" + (f", {source}" if source else "")
                      + ", the same for every training set"))
-    data = {"kind": "evaluate", "plots": {"accuracy": report_folder.read_evaluate(results)}}
+    data = {"kind": "evaluate", "plots": {"accuracy": report_rows.read_evaluate(results)}}
     return PageData(_title("evaluate", results, folder), EVALUATE_INTRO, data, rows, [], verdict_of(results))

@@ -8,6 +8,7 @@ The declarations are read as data from the source of the modules under ``aflite/
 literal arguments of each module's ``COMMAND = Command(...)``), so the library finds them without importing the
 command line (imports point down: docs/architecture.md), and ``aflite --help`` imports no library to list them.
 A new command is its library module, its CLI module (with its ``COMMAND``) and its guide: no table to edit.
+This module declares the commands; what each one does (its library function) lives in :mod:`aflite.commands`.
 """
 
 from __future__ import annotations

@@ -27,6 +27,7 @@ from numpy.typing import NDArray
 
 from aflite import data
 from aflite.atomic import atomic_open
+from aflite.commands.summaries import filter_verdict, render_filter_summary
 from aflite.core.backends.dask import use_cluster
 from aflite.core.backends.torch import STORAGE_DTYPES
 from aflite.core.filter import AFLite
@@ -37,8 +38,8 @@ from aflite.hashing import inputs_fingerprint
 from aflite.progress import tqdm  # Jupyter: a widget bar, or none without ipywidgets
 from aflite.report import thumbs
 from aflite.report.explorer import render
-from aflite.report.folder import table_columns
 from aflite.report.pages import Rows, run_page
+from aflite.report.rows import table_columns
 from aflite.rundir.bodies import Document, RunBody
 from aflite.rundir.folder import RunFolder, claims
 from aflite.rundir.names import (
@@ -54,7 +55,6 @@ from aflite.rundir.page import PageData
 from aflite.rundir.read import read_columns, read_id_list
 from aflite.rundir.results import Result, Table, recording_warnings
 from aflite.rundir.versions import versions
-from aflite.runs.summaries import filter_verdict, render_filter_summary
 
 __all__ = ["FilterResult", "check_runtime", "filter_files", "run_filter"]
 
@@ -260,7 +260,7 @@ def filter_files(
     and optional ids and groups (column ``group``), checks they line up, and runs ``aflite`` (default:
     :class:`AFLite` with its defaults) into the run directory ``out`` (a path, or the CLI's claimed
     :class:`~aflite.rundir.folder.RunFolder`). ``cluster`` and ``cluster_scratch`` fit the partitions on a Dask
-    executor, as in :func:`aflite.runs.run.run` (an executor already set on ``aflite`` wins). ``run_record`` joins
+    executor, as in :func:`aflite.commands.run.run` (an executor already set on ``aflite`` wins). ``run_record`` joins
     results.json's body (what a caller records beside the inputs).
     """
     folder = RunFolder.of(out, "filter")

@@ -1,6 +1,6 @@
 """The readable accounts of a run (``summary.md`` of ``aflite run`` / ``aflite demo`` and of ``aflite filter``) and
-their verdicts: sizes, parameters, label shift, the probe, examples; kept apart from :mod:`aflite.runs.run` and
-:mod:`aflite.runs.filter`, which compute them."""
+their verdicts: sizes, parameters, label shift, the probe, examples; kept apart from :mod:`aflite.commands.run` and
+:mod:`aflite.commands.filter`, which compute them."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """:func:`explain` (``aflite explain``; ``aflite.explain_run``): read a run folder and the data file back, recompute
-the run's first phase (:mod:`aflite.explain.recompute`), run every registered check (:mod:`aflite.checks`; the
+the run's first phase (:mod:`aflite.explain.recompute`), run every registered check (:mod:`aflite.check`; the
 built-in ones in :mod:`aflite.explain.checks`), each with its options (``checks={name: {key: value}}``; the older
 keywords ``alpha``, ``min_count``, ... are aliases of the built-in checks' options, :func:`check_aliases`), and write
 the explain folder (:mod:`aflite.explain.files`): each check's entry under results.json's ``checks[name]``.
@@ -25,7 +25,7 @@ from typing import Any, Unpack
 
 import numpy as np
 
-from aflite.checks import CheckContext, CheckData, check_files, check_names, check_options, resolve_checks, run_checks
+from aflite.check import CheckContext, CheckData, check_files, check_names, check_options, resolve_checks, run_checks
 from aflite.data import Columns, open_dataset, source_name, with_columns
 from aflite.data.options import option_label
 from aflite.errors import InputError, ParameterError, takes_mappings
@@ -139,7 +139,7 @@ def _token_view(ds: Any, rows: np.ndarray, fz: FeaturizerRecord, token_view: str
 
 
 def explain_check_options(checks: dict[str, Any] | None, aliases: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    """Every explain check's options (:func:`aflite.checks.resolve_checks`), from ``checks`` and the older keywords
+    """Every explain check's options (:func:`aflite.check.resolve_checks`), from ``checks`` and the older keywords
     (``aliases``: keyword -> value, None where not given; :func:`check_aliases`); a keyword and ``checks`` giving one
     option two values are refused in one line."""
     if checks is not None and not isinstance(checks, dict):
@@ -195,7 +195,7 @@ def explain(
     null: str | None = None, overwrite: bool = False, **columns: Unpack[Columns],
 ) -> ExplainResult:
     """Explain a run of ``aflite run`` on DATA (a file, or a DataFrame, Table or datasets.Dataset) into ``out`` (a
-    path, or the CLI's claimed ``RunFolder``): every registered check (:mod:`aflite.checks`): token artifacts with
+    path, or the CLI's claimed ``RunFolder``): every registered check (:mod:`aflite.check`): token artifacts with
     significance (full / kept / random), the first phase's data map and label issues, why each row was easy, the
     nearest kept rows; and soft weights. The run folder is only read (Φ from its cache, or recomputed into
     ``cache_dir``, default ``out/cache``; an ``out`` or ``cache_dir`` in a run folder is refused).

@@ -22,6 +22,8 @@ import numpy as np
 
 from aflite import data
 from aflite.atomic import write_text
+from aflite.commands.filter import FilterResult, check_runtime, run_filter
+from aflite.commands.summaries import PROBE_MEANING, label_shift, render_summary, run_verdict
 from aflite.core.backends.dask import use_cluster
 from aflite.core.filter import AFLite
 from aflite.core.phase import resolve_size
@@ -55,8 +57,6 @@ from aflite.rundir.names import (
     WARMUP_IDS,
 )
 from aflite.rundir.results import Table, recording_warnings
-from aflite.runs.filter import FilterResult, check_runtime, run_filter
-from aflite.runs.summaries import PROBE_MEANING, label_shift, render_summary, run_verdict
 from aflite.threads import limited
 
 __all__ = ["RunResult", "run", "scaled_defaults"]
@@ -170,7 +170,7 @@ def _keywords(dataset_options: dict[str, Any] | None, params: dict[str, Any] | N
 def _estimator(aflite: AFLite | None, params: dict[str, Any] | None, strategy: str, seed: int, device: str,
                storage: str) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
     """(the estimator's other keywords, the size overrides, strategy/seed/device/storage): one parameter space with
-    :func:`aflite.runs.filter.filter_files`, from ``aflite=AFLite(...)`` or from ``params`` and the keywords. A
+    :func:`aflite.commands.filter.filter_files`, from ``aflite=AFLite(...)`` or from ``params`` and the keywords. A
     size left at AFLite's default is the scaled default (the same counts)."""
     fixed = {"strategy": strategy, "random_state": seed, "device": device, "storage": storage}
     if aflite is None:

@@ -1,4 +1,4 @@
-"""aflite.runs: each command as a library call writes the same files, and raises the same errors, as the CLI."""
+"""aflite.commands: each command as a library call writes the same files, and raises the same errors, as the CLI."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from aflite.errors import OutputError
 
 
 def test_embed_text_from_python_writes_what_the_cli_writes(tmp_path: Path, small_snli: Path) -> None:
-    from aflite.runs.embed import embed
+    from aflite.commands.embed import embed
 
     res = embed(small_snli, tmp_path / "lib", featurizer="ngram", view="hypothesis", seed=3, show_progress=False)
     assert main(["embed", str(small_snli), "--out", str(tmp_path / "cli"), "--featurizer", "ngram", "--view",
@@ -32,7 +32,7 @@ def test_embed_text_from_python_writes_what_the_cli_writes(tmp_path: Path, small
 
 
 def test_embed_refuses_to_replace_finished_features(tmp_path: Path, small_snli: Path) -> None:
-    from aflite.runs.embed import embed
+    from aflite.commands.embed import embed
 
     embed(small_snli, tmp_path / "o", featurizer="ngram", show_progress=False)
     before = (tmp_path / "o" / "features.npy").read_bytes()
@@ -45,7 +45,7 @@ def test_run_takes_the_same_aflite_as_filter_files(tmp_path: Path, small_snli: P
     """run(aflite=AFLite(...)) and run(params=..., strategy=..., seed=...) are one parameter space: the same
     kept ids; an AFLite with its default sizes resolves to the scaled Table 8 defaults."""
     from aflite import AFLite
-    from aflite.runs.run import run
+    from aflite.commands.run import run
 
     kw = {"featurizer": "ngram", "probe": False, "show_progress": False}
     sizes = {"slice_size": 10, "train_size": 30, "target_size": 150}
@@ -82,7 +82,7 @@ def test_bench_checks_and_files_are_library_calls(tmp_path: Path) -> None:
 def test_run_defaults_are_aflites_own_sizes(n: int) -> None:
     """The scaled Table 8 defaults of `aflite run` are AFLite's default sizes resolved by AFLite's own rule."""
     from aflite import AFLite
-    from aflite.runs.run import scaled_defaults
+    from aflite.commands.run import scaled_defaults
 
     own = AFLite().resolved_params(n)
     assert {k: own[k] for k in scaled_defaults(n)} == scaled_defaults(n)
@@ -92,8 +92,8 @@ def test_run_defaults_are_aflites_own_sizes(n: int) -> None:
 def test_run_from_python_writes_results_and_the_report_page_as_the_cli(tmp_path: Path, small_snli: Path) -> None:
     """report.html is written by the library after results.json (not by the CLI): a Python caller of run() gets
     the same page rows as ``aflite run``; the CLI only adds its argv to results.json."""
+    from aflite.commands.run import run
     from aflite.report.explorer import embedded_data
-    from aflite.runs.run import run
 
     run(small_snli, tmp_path / "lib", featurizer="ngram", probe=False, show_progress=False, seed=2,
         params={"slice_size": 10, "train_size": 30, "target_size": 150})
@@ -116,10 +116,10 @@ def test_library_warnings_are_listed_in_results_json_by_the_library(tmp_path: Pa
 
     from sklearn.exceptions import ConvergenceWarning
 
-    import aflite.runs.run
-    from aflite.runs.run import run
+    import aflite.commands.run
+    from aflite.commands.run import run
 
-    real = aflite.runs.run.render_summary
+    real = aflite.commands.run.render_summary
 
     def noisy(*a, **k):  # type: ignore[no-untyped-def]
         for _ in range(4):
@@ -127,7 +127,7 @@ def test_library_warnings_are_listed_in_results_json_by_the_library(tmp_path: Pa
         warnings.warn("aflite's own", UserWarning, stacklevel=1)
         return real(*a, **k)
 
-    monkeypatch.setattr(aflite.runs.run, "render_summary", noisy)
+    monkeypatch.setattr(aflite.commands.run, "render_summary", noisy)
     with warnings.catch_warnings(record=True) as seen:
         warnings.simplefilter("always")
         run(small_snli, tmp_path / "lib", featurizer="ngram", show_progress=False, probe=False,

@@ -10,7 +10,7 @@ which command runs the check:
 
 - ``"explain"`` (the default): the rows of a run of ``aflite run``, in its order, with what the run kept, its p̃
   and removal phases and its first phase recomputed (``keep``, ``predictability``, ``removed_at``, ``phase``).
-  :func:`aflite.runs.explain.explain` runs every such check, each with its options (``checks={name: {...}}``,
+  :func:`aflite.commands.explain.explain` runs every such check, each with its options (``checks={name: {...}}``,
   ``--check name:key=value``); each check's entry goes into results.json under ``checks[name]`` (its summary,
   options, per-row columns and files), its per-row values into instances.csv, its files into the folder.
 - ``"audit"``: one single-sentence view of a dataset audited for label leakage (no run: those four fields are
@@ -38,9 +38,9 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from aflite.checks.format import cell
-from aflite.checks.options import FILE_NAME, NAME, CheckOption, resolve, validate_options
-from aflite.checks.tokens import token_matrix
+from aflite.check.format import cell
+from aflite.check.options import FILE_NAME, NAME, CheckOption, resolve, validate_options
+from aflite.check.tokens import token_matrix
 from aflite.errors import ParameterError
 from aflite.rundir.bodies import RunBody
 
@@ -107,7 +107,7 @@ class CheckData:
         return self.keep
 
     def token_matrix(self) -> tuple[Any, np.ndarray]:
-        """(rows × tokens binary CSR matrix, vocabulary) of ``texts`` (:func:`aflite.checks.tokens.token_matrix`),
+        """(rows × tokens binary CSR matrix, vocabulary) of ``texts`` (:func:`aflite.check.tokens.token_matrix`),
         computed once for every check that reads tokens."""
         if self.texts is None:
             raise ParameterError("this check reads tokens: it needs text")
@@ -226,7 +226,7 @@ def _validated(cls: Any) -> Any:
     """A check class as :func:`register` takes it: a subclass of :class:`Check` with a name of the form
     ``[A-Za-z_][A-Za-z0-9_]*``, a known scope, its own ``find`` and valid options (:func:`validate_options`)."""
     if not (isinstance(cls, type) and issubclass(cls, Check)):
-        raise ParameterError(f"{cls!r}: a check is a subclass of aflite.checks.Check")
+        raise ParameterError(f"{cls!r}: a check is a subclass of aflite.check.Check")
     if not isinstance(cls.name, str) or not NAME.match(cls.name):
         raise ParameterError(f"{cls!r}: a check needs a name of the form [A-Za-z_][A-Za-z0-9_]*, got {cls.name!r}")
     if cls.scope not in SCOPES:

@@ -23,7 +23,7 @@ from aflite.atomic import JSON, atomic_open
 from aflite.audit import AuditConfig, sample_rows, subset
 from aflite.audit.kinds import ImageAudit, audit_kind
 from aflite.audit.results import audit_verdict, check_sections, check_verdicts
-from aflite.checks import resolve_checks
+from aflite.check import resolve_checks
 from aflite.data import Columns, open_dataset, source_name, with_columns
 from aflite.errors import InputError, ParameterError, takes_mappings
 from aflite.report.explorer import reframe_audit
