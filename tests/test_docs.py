@@ -94,8 +94,8 @@ def test_the_readme_names_the_commands_that_write_a_page() -> None:
     from aflite.cli import COMMANDS
     from aflite.rundir.page import page_commands
 
-    for module in ("aflite.runs.run", "aflite.runs.filter", "aflite.runs.evaluate", "aflite.runs.explain",
-                   "aflite.runs.audit", "aflite.runs.embed", "aflite.card"):
+    for module in ("aflite.commands.run", "aflite.commands.filter", "aflite.commands.evaluate",
+                   "aflite.commands.explain", "aflite.commands.audit", "aflite.commands.embed", "aflite.card"):
         importlib.import_module(module)
     text = (ROOT / "README.md").read_text(encoding="utf-8").replace("\n", " ")
     sentence = re.search(r"((?:`\w+`, )+`\w+` and `\w+`) also write `report\.html`", text)
