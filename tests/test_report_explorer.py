@@ -103,6 +103,22 @@ def test_bonferroni_curve_from_tokens_csv(pages: dict[str, Path]) -> None:
     assert full["n_significant"] == sum(t["sig"] for t in full["tokens"])
 
 
+def test_the_competency_curve_is_drawn_at_the_alpha_the_token_check_ran_with(pages: dict[str, Path]) -> None:
+    """The token check marks tokens at its own α (``--alpha``, in its options); the page's Bonferroni curve is
+    drawn at that α, read from the typed body, not at 0.01 whatever the check ran with."""
+    from scipy.stats import norm
+
+    from aflite.explain.files import ExplainResult
+    from aflite.rundir.bodies import parse
+
+    folder = pages["explain"]
+    res = json.loads((folder / "results.json").read_text(encoding="utf-8"))
+    res["checks"]["tokens"]["options"]["alpha"] = 0.05
+    tokens = ExplainResult.page_of(folder, parse(res, folder / "results.json")).data["plots"]["tokens"]
+    assert tokens["alpha"] == 0.05
+    assert tokens["sets"]["full"]["z_crit"] == pytest.approx(norm.isf(0.05 / 21))
+
+
 def measured_evaluate() -> dict[str, object]:
     """The body of a measured ``aflite evaluate`` (docs/measured), without the envelope it was written with."""
     body = json.loads((REPO / "docs/measured/evaluate_snli_devtest_results.json").read_text(encoding="utf-8"))

@@ -1,10 +1,10 @@
 """The data of the explorer pages of run, explain and evaluate folders, as :class:`aflite.rundir.page.PageData`.
 
-Each command's Result calls its builder here with what it holds: its results.json, its per-row table as
-columns of strings (:class:`Rows`), the dataset in memory, its token test; ``aflite report`` calls the same
-builder with the same things read back from the verified folder (``Result.page_of``). So the page a command
-writes and the page ``aflite report`` rebuilds are one function's output, and nothing here guesses which command
-wrote a folder.
+Each command's Result calls its builder here with what it holds: its results.json, typed (a
+:class:`aflite.rundir.bodies.Document`: the builders read its body's fields), its per-row table as columns of
+strings (:class:`Rows`), the dataset in memory, its token test; ``aflite report`` calls the same builder with the
+same things read back from the verified folder (``Result.page_of``). So the page a command writes and the page
+``aflite report`` rebuilds are one function's output, and nothing here guesses which command wrote a folder.
 """
 
 from __future__ import annotations

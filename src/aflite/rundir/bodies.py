@@ -5,7 +5,7 @@ every reader of a folder (:mod:`aflite.rundir.read`) reads it back through the s
 writer and the readers agree on each key's type. A key of the wrong type (``size_before: "600"``,
 ``parameters: null``, ``featurizer: "ngram"``) is refused once, in one line naming the file and the key, instead
 of a traceback later in whichever command meets it. Keys a dataclass does not name stay in :attr:`Document.raw`
-(the numbers only a page or a table shows).
+(timings and the numbers only a table shows); the pages read the typed fields (:mod:`aflite.report.pages`).
 """
 
 from __future__ import annotations
