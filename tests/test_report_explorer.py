@@ -136,6 +136,21 @@ def test_the_evaluate_page_has_bars_and_chance(tmp_path: Path) -> None:
     assert acc["chance"] == pytest.approx(max(counts.values()) / sum(counts.values()))
 
 
+def test_the_evaluate_page_has_each_training_loss_and_the_learning_rate_check(tmp_path: Path) -> None:
+    """The loss curves (``runs``) and the learning-rate check (``config``) reach the page from the typed body."""
+    body = measured_evaluate()
+    runs, config = body["runs"], body["config"]
+    assert isinstance(runs, list) and isinstance(config, dict)
+    runs[0]["loss_curve"] = {"step": [1, 2], "loss": [1.1, 0.9]}
+    config["finetune"] = {**(config.get("finetune") or {}), "lr_check": {
+        "chosen": 1e-4, "train_rows": 10, "heldout_rows": 5,
+        "candidates": [{"lr": 1e-4, "accuracy": 0.5, "loss_curve": {"step": [1], "loss": [1.0]}}]}}
+    commit(tmp_path, body, command="evaluate")
+    acc = embedded_data(write_page(tmp_path).read_text(encoding="utf-8"))["plots"]["accuracy"]
+    assert [(c["set"], c["loss"]) for c in acc["losses"]] == [(runs[0]["train_set"], [1.1, 0.9])]
+    assert acc["lr_check"]["chosen"] == 1e-4 and acc["lr_check"]["candidates"][0]["loss"] == [1.0]
+
+
 def test_an_audit_page_is_put_on_a_fresh_frame_with_the_verdict(tmp_path: Path) -> None:
     from aflite.report.audit import _page_head, _page_tail
 

@@ -247,6 +247,6 @@ def evaluate_page(document: Document, folder: Path) -> PageData:
         rows.append(("fine-tuning learning rate", f"{ft['lr']:g}" + (f", {source}" if source else "")
                      + ", the same for every training set"))
     accuracy = report_folder.read_evaluate({"aggregate": body.aggregate, "training_sets": body.training_sets,
-                                            "config": body.config})
+                                            "config": body.config, "runs": body.runs})
     data = {"kind": "evaluate", "plots": {"accuracy": accuracy}}
     return PageData(_title("evaluate", None, folder), EVALUATE_INTRO, data, rows, [], _verdict(document))
