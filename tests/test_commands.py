@@ -94,9 +94,10 @@ class WordsResult(Result):
     def table(self) -> Table:
         return Table(("id", "words"), [[i, len(h.split())] for i, h in zip(self.ids, self.hypotheses, strict=True)])
 
-    def page(self, document: dict[str, Any]) -> str:
+    def page(self, document: Document) -> str:
+        assert isinstance(document.body, WordsBody)  # the page gets results.json typed, as page_of does
         t = self.table()
-        return render(_page(document["rows"], table_columns(t.columns, t.rows), t.name))
+        return render(_page(document.body.rows, table_columns(t.columns, t.rows), t.name))
 
     @classmethod
     def page_of(cls, folder: Path, document: Document) -> PageData:

@@ -442,8 +442,9 @@ def test_a_command_with_a_page_is_declared_in_one_place(tmp_path: Path, small_sn
     from aflite.data import load_dataset
     from aflite.report.explorer import embedded_data, render
     from aflite.report.rows import instance_columns, table_columns
+    from aflite.rundir import bodies
     from aflite.rundir import page as page_registry
-    from aflite.rundir.bodies import Document
+    from aflite.rundir.bodies import Body, Document
     from aflite.rundir.folder import RunFolder, claims
     from aflite.rundir.names import INSTANCES
     from aflite.rundir.page import PageData
@@ -451,6 +452,14 @@ def test_a_command_with_a_page_is_declared_in_one_place(tmp_path: Path, small_sn
     from aflite.rundir.results import Result, Table
 
     monkeypatch.setattr(page_registry, "_PAGES", dict(page_registry._PAGES))  # the toy leaves no trace
+    monkeypatch.setattr(bodies, "BODIES", list(bodies.BODIES))
+
+    @dataclass(frozen=True)
+    class WordsBody(Body):
+        commands: ClassVar[tuple[str, ...]] = ("words",)
+        required: ClassVar[tuple[str, ...]] = ("rows", "longest")
+        rows: int = 0
+        longest: int = 0
 
     @dataclass(repr=False)
     class WordsResult(Result):
@@ -473,20 +482,21 @@ def test_a_command_with_a_page_is_declared_in_one_place(tmp_path: Path, small_sn
                          [[i, lab, len(h.split()), h.split()[0] if h.split() else ""]
                           for i, lab, h in zip(self.ids, self.labels, self.hypotheses, strict=True)])
 
-        def page(self, document: dict[str, Any]) -> str:
+        def page(self, document: Document) -> str:
             t = self.table()
             return render(self.page_data(document, table_columns(t.columns, t.rows), t.name))
 
         @classmethod
         def page_of(cls, folder: Path, document: Document) -> PageData:
-            return cls.page_data(document.raw, read_columns(folder / INSTANCES), folder / INSTANCES)
+            return cls.page_data(document, read_columns(folder / INSTANCES), folder / INSTANCES)
 
         @staticmethod
-        def page_data(document: dict[str, Any], columns: dict[str, list[str]], where: Any) -> PageData:
+        def page_data(document: Document, columns: dict[str, list[str]], where: Any) -> PageData:
+            body = document.body  # results.json typed, the same in memory and from the folder
+            assert isinstance(body, WordsBody)
             data = {"kind": "words", "plots": {}, "cols": instance_columns(columns, where)}
             return PageData("aflite words", "The words of each hypothesis.", data,
-                            [("rows", document["rows"]), ("longest", document["longest"])],
-                            verdict=list(document["verdict"]))
+                            [("rows", body.rows), ("longest", body.longest)], verdict=list(body.verdict or []))
 
     @claims("words")
     def words(data_path: Path, out: Any, overwrite: bool = False) -> WordsResult:

@@ -103,6 +103,22 @@ def test_bonferroni_curve_from_tokens_csv(pages: dict[str, Path]) -> None:
     assert full["n_significant"] == sum(t["sig"] for t in full["tokens"])
 
 
+def test_the_competency_curve_is_drawn_at_the_alpha_the_token_check_ran_with(pages: dict[str, Path]) -> None:
+    """The token check marks tokens at its own α (``--alpha``, in its options); the page's Bonferroni curve is
+    drawn at that α, read from the typed body, not at 0.01 whatever the check ran with."""
+    from scipy.stats import norm
+
+    from aflite.explain.files import ExplainResult
+    from aflite.rundir.bodies import parse
+
+    folder = pages["explain"]
+    res = json.loads((folder / "results.json").read_text(encoding="utf-8"))
+    res["checks"]["tokens"]["options"]["alpha"] = 0.05
+    tokens = ExplainResult.page_of(folder, parse(res, folder / "results.json")).data["plots"]["tokens"]
+    assert tokens["alpha"] == 0.05
+    assert tokens["sets"]["full"]["z_crit"] == pytest.approx(norm.isf(0.05 / 21))
+
+
 def measured_evaluate() -> dict[str, object]:
     """The body of a measured ``aflite evaluate`` (docs/measured), without the envelope it was written with."""
     body = json.loads((REPO / "docs/measured/evaluate_snli_devtest_results.json").read_text(encoding="utf-8"))
@@ -118,6 +134,21 @@ def test_the_evaluate_page_has_bars_and_chance(tmp_path: Path) -> None:
                                    if (e.get("own_heldout") or {}).get("mean") is not None)
     counts = res["training_sets"][0]["label_counts"]
     assert acc["chance"] == pytest.approx(max(counts.values()) / sum(counts.values()))
+
+
+def test_the_evaluate_page_has_each_training_loss_and_the_learning_rate_check(tmp_path: Path) -> None:
+    """The loss curves (``runs``) and the learning-rate check (``config``) reach the page from the typed body."""
+    body = measured_evaluate()
+    runs, config = body["runs"], body["config"]
+    assert isinstance(runs, list) and isinstance(config, dict)
+    runs[0]["loss_curve"] = {"step": [1, 2], "loss": [1.1, 0.9]}
+    config["finetune"] = {**(config.get("finetune") or {}), "lr_check": {
+        "chosen": 1e-4, "train_rows": 10, "heldout_rows": 5,
+        "candidates": [{"lr": 1e-4, "accuracy": 0.5, "loss_curve": {"step": [1], "loss": [1.0]}}]}}
+    commit(tmp_path, body, command="evaluate")
+    acc = embedded_data(write_page(tmp_path).read_text(encoding="utf-8"))["plots"]["accuracy"]
+    assert [(c["set"], c["loss"]) for c in acc["losses"]] == [(runs[0]["train_set"], [1.1, 0.9])]
+    assert acc["lr_check"]["chosen"] == 1e-4 and acc["lr_check"]["candidates"][0]["loss"] == [1.0]
 
 
 def test_an_audit_page_is_put_on_a_fresh_frame_with_the_verdict(tmp_path: Path) -> None:

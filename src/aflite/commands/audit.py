@@ -78,15 +78,15 @@ class AuditResult(Result):
                 + "".join(f"{line}\n" for line in check_sections(self.results))
                 + f"\nThe full report with its explanations: report.html{more}; every figure: results.json.\n")
 
-    def page(self, document: JSON) -> str:
+    def page(self, document: Document) -> str:
         """The audit renders its page whole (tables, PECO curves, t-SNE maps: :mod:`aflite.report.audit`)."""
         return str(self.kind.page(self.results, title=self.title, notes=self.notes,
-                                  verdict=list(document.get("verdict") or [])))
+                                  verdict=list(document.body.verdict or [])))
 
     @classmethod
     def page_of(cls, folder: Path, document: Document) -> str:
         """The audit's own content (its maps live only in its page) on a fresh frame with the verdict."""
-        return reframe_audit(folder, document.raw)
+        return reframe_audit(folder, document)
 
 
 def check_audit_config(cfg: Any) -> None:

@@ -249,6 +249,6 @@ def explain(
     timings.update({f"{name}_seconds": r.seconds for name, r in found.items() if r.seconds is not None})
     results = explain_results(found, run, inst, source_name(data_path), seed, agree, timings, folder.path,
                               ds.source.memory is not None)
-    result = ExplainResult(folder.path, results, data, found, ds, t_start, run.summary)
+    result = ExplainResult(folder.path, results, data, found, ds, t_start, run.body)
     folder.finish(result)
     return result

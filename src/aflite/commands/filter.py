@@ -119,7 +119,7 @@ class FilterResult(Result):
         images)."""
         return Rows(table_columns(table.columns, table.rows), f"{self.out or 'the result'}/{table.name}")
 
-    def page(self, document: dict[str, Any]) -> str | None:
+    def page(self, document: Document) -> str | None:
         """The run's page from the result in memory (:func:`aflite.report.pages.run_page`)."""
         table = self.table()
         if table is None or self.out is None:
@@ -139,7 +139,7 @@ class FilterResult(Result):
             files = (thumbs.read_paths(folder / KEPT_CSV), thumbs.read_paths(folder / REMOVED_CSV))
         rows = Rows(read_columns(folder / INSTANCES), folder / INSTANCES, images=images, image_files=files,
                     warmup_ids=read_id_list(folder / WARMUP_IDS))
-        return run_page(document.raw, folder, rows)
+        return run_page(document, folder, rows)
 
     def write_files(self, out: Path) -> None:
         """kept and removed ids, one per line in dataset order."""

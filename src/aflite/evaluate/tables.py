@@ -61,13 +61,13 @@ class EvaluateResult(Result):
         tables = self.tables
         return markdown(self.verdict) + (tables if tables.endswith("\n") else tables + "\n")
 
-    def page(self, document: JSON) -> str | None:
+    def page(self, document: Document) -> str | None:
         """The accuracy bars, losses and learning-rate check (:func:`aflite.report.pages.evaluate_page`)."""
         return None if self.out is None else render(evaluate_page(document, self.out))
 
     @classmethod
     def page_of(cls, folder: Path, document: Document) -> PageData:
-        return evaluate_page(document.raw, folder)
+        return evaluate_page(document, folder)
 
     def write_files(self, out: Path) -> None:
         write_text(out / "tables.md", self.tables)

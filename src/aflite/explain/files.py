@@ -37,7 +37,7 @@ from aflite.hashing import file_sha256
 from aflite.report.explorer import render
 from aflite.report.pages import Rows, explain_page
 from aflite.report.rows import locate, table_columns
-from aflite.rundir.bodies import Document, ExplainBody
+from aflite.rundir.bodies import Document, ExplainBody, RunBody
 from aflite.rundir.names import INSTANCES, KEPT_IDS, RESULTS, SUMMARY_MD, TOKENS, WEIGHTS
 from aflite.rundir.page import PageData
 from aflite.rundir.read import Instances, RunRecord, read_columns, read_run
@@ -175,7 +175,7 @@ class ExplainResult(Result):
     checks: dict[str, CheckResult] | None = None
     dataset: Any = None
     t_start: float = 0.0
-    run_json: dict[str, Any] | None = None  # the run's results.json, for the page (its phases, label mix, data)
+    run_body: RunBody | None = None  # the run's results.json, typed, for the page (its phases, label mix, data)
 
     @property
     def seed(self) -> Any:
@@ -201,7 +201,7 @@ class ExplainResult(Result):
         names = [c for c in INSTANCE_COLUMNS if c in cols] + [c for c in cols if c not in INSTANCE_COLUMNS]
         return Table(names, zip(*(cols[c] for c in names), strict=True))
 
-    def page(self, document: JSON) -> str | None:
+    def page(self, document: Document) -> str | None:
         """explain's page from the result in memory (:func:`aflite.report.pages.explain_page`): its per-row table
         (every column beyond explain's own, a check's, shown as it is), the token test and the run it read."""
         table, data = self.table(), self.data
@@ -213,7 +213,7 @@ class ExplainResult(Result):
         sets = tokens.detail if tokens is not None and tokens.detail else {}
         records = [dict(zip(TOKEN_COLUMNS, map(str, row), strict=True)) for name in ("full", "kept", "random")
                    for row in _token_rows(name, sets[name])] if sets else None
-        return render(explain_page(document, self.out, rows, self.run_json or {}, Path(self.results["run_dir"]),
+        return render(explain_page(document, self.out, rows, self.run_body, Path(self.results["run_dir"]),
                                    records, self.out / TOKENS))
 
     @classmethod
@@ -226,15 +226,15 @@ class ExplainResult(Result):
             raise InputError(f"{folder / INSTANCES}: not found (is {folder} a complete run folder?)")
         run_dir = body.run_dir or (body.run.folder if body.run is not None else None)
         found = locate(folder, str(run_dir), body.run_dir_relative) if run_dir else None
-        run_res = read_run(found).summary if found is not None and found.is_dir() else {}
+        run_body = read_run(found).body if found is not None and found.is_dir() else None
         records = None
         if (folder / TOKENS).is_file():
             with (folder / TOKENS).open(encoding="utf-8", newline="") as fh:
                 records = list(csv.DictReader(fh))
         rows = Rows(read_columns(folder / INSTANCES), folder / INSTANCES, known=INSTANCE_COLUMNS,
                     weights_file=folder / WEIGHTS)
-        return explain_page(document.raw, folder, rows, run_res, found if run_res else None, records,
-                            folder / TOKENS)  # the page's builder lays out the JSON as written
+        return explain_page(document, folder, rows, run_body, found if run_body is not None else None, records,
+                            folder / TOKENS)
 
     def write_files(self, out: Path) -> None:
         """tokens.csv and the competency plot (text), weights.csv and the data map, and the files the checks return

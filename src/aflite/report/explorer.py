@@ -30,8 +30,8 @@ from aflite.report.frame import (
     page_head,
     plotly_js,
     script_text,
-    verdict_of,
 )
+from aflite.rundir.bodies import Document
 from aflite.rundir.names import PAGE
 from aflite.rundir.page import PageData
 
@@ -135,9 +135,10 @@ def render(page: PageData, *, pack: bool | None = None) -> str:
     return "\n".join(out)
 
 
-def reframe_audit(folder: Path, results: dict[str, Any]) -> str:
-    """An audit's page on a fresh frame (with results.json's verdict): the audit's own content is taken from the
-    report.html it wrote, between its markers, since its t-SNE maps and clusters live only in that page."""
+def reframe_audit(folder: Path, document: Document) -> str:
+    """An audit's page on a fresh frame (with the verdict of its results.json, ``document``): the audit's own
+    content is taken from the report.html it wrote, between its markers, since its t-SNE maps and clusters live
+    only in that page."""
     path = folder / PAGE
     text = path.read_text(encoding="utf-8")
     start, end = text.find(BODY_START), text.find(BODY_END)
@@ -146,7 +147,7 @@ def reframe_audit(folder: Path, results: dict[str, Any]) -> str:
     m = re.search(r"<title>(.*?)</title>", text, flags=re.S)
 
     title = html.unescape(m.group(1)) if m else "Label-leakage audit"
-    head = page_head(title, "", (), verdict_of(results))
+    head = page_head(title, "", (), list(document.body.verdict or []))
     return "\n".join([*head, text[start:end + len(BODY_END)], "</body></html>"])
 
 

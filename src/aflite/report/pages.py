@@ -1,10 +1,10 @@
 """The data of the explorer pages of run, explain and evaluate folders, as :class:`aflite.rundir.page.PageData`.
 
-Each command's Result calls its builder here with what it holds: its results.json, its per-row table as
-columns of strings (:class:`Rows`), the dataset in memory, its token test; ``aflite report`` calls the same
-builder with the same things read back from the verified folder (``Result.page_of``). So the page a command
-writes and the page ``aflite report`` rebuilds are one function's output, and nothing here guesses which command
-wrote a folder.
+Each command's Result calls its builder here with what it holds: its results.json, typed (a
+:class:`aflite.rundir.bodies.Document`: the builders read its body's fields), its per-row table as columns of
+strings (:class:`Rows`), the dataset in memory, its token test; ``aflite report`` calls the same builder with the
+same things read back from the verified folder (``Result.page_of``). So the page a command writes and the page
+``aflite report`` rebuilds are one function's output, and nothing here guesses which command wrote a folder.
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ import numpy as np
 from aflite.atomic import JSON
 from aflite.report import rows as report_rows
 from aflite.report import thumbs
-from aflite.report.frame import verdict_of
 from aflite.report.rows import WARMUP
+from aflite.rundir.bodies import Document, EvaluateBody, ExplainBody, RunBody
 from aflite.rundir.page import PageData
 from aflite.verdict import phases_text
 
@@ -58,24 +58,28 @@ class Rows:
     weights_file: Path | None = None  # explain's weights.csv, matched by id (the page rebuilt from a folder)
 
 
-def summary_rows(res: JSON) -> list[tuple[str, Any]]:
-    """The figures a reader of a run wants first: sizes, phases, stop reason, parameters, Φ."""
-    if res.get("size_before") is None:
+def summary_rows(run: RunBody | None) -> list[tuple[str, Any]]:
+    """The figures a reader of a run wants first: sizes, phases, stop reason, parameters, Φ (None: no run)."""
+    if run is None:
         return []
-    p = res.get("parameters") or {}
+    p = run.parameters
     rows: list[tuple[str, Any]] = [
-        ("|D| filtered", f"{res['size_before']:,}"), ("|D(Φ)| kept", f"{res.get('size_after', 0):,}"),
-        ("phases", phases_text(res.get("n_iterations"))), ("stopped because", res.get("stop_reason")),
-        ("parameters", ", ".join(f"{k}={p[k]}" for k in ("n_partitions", "train_size", "slice_size", "target_size",
-                                                          "threshold") if k in p))]
-    feat = res.get("featurizer")
-    if isinstance(feat, dict):
-        rows.append(("Φ", f"{feat.get('name')} ({feat.get('dim')} dims), view {feat.get('view')}"))
+        ("|D| filtered", f"{run.size_before:,}"), ("|D(Φ)| kept", f"{run.size_after:,}"),
+        ("phases", phases_text(run.n_iterations)), ("stopped because", run.stop_reason),
+        ("parameters", ", ".join(f"{k}={getattr(p, k)}" for k in ("n_partitions", "train_size", "slice_size",
+                                                                   "target_size", "threshold")))]
+    feat = run.featurizer
+    if feat is not None:
+        rows.append(("Φ", f"{feat.name} ({feat.dim} dims), view {feat.view}"))
     return rows
 
 
-def _title(command: str, res: JSON, folder: Path, name: str | None = None) -> str:
-    return f"aflite {command}: {name or Path(str(res.get('dataset') or folder)).name}"
+def _title(command: str, dataset: str | None, folder: Path, name: str | None = None) -> str:
+    return f"aflite {command}: {name or Path(str(dataset or folder)).name}"
+
+
+def _verdict(document: Document) -> list[str]:
+    return list(document.body.verdict or [])
 
 
 def pick_examples(labels: np.ndarray, keep: np.ndarray, p: np.ndarray,
@@ -117,10 +121,10 @@ def probe_rows(probe: JSON) -> list[list[str]]:
     return rows
 
 
-def _run_tables(results: JSON, cols: JSON) -> list[tuple[str, list[str], list[list[Any]], str]]:
+def _run_tables(run: RunBody, cols: JSON) -> list[tuple[str, list[str], list[list[Any]], str]]:
     """What the terminal shows of a run besides its summary: the probe table and the examples."""
     tables: list[tuple[str, list[str], list[list[Any]], str]] = []
-    probe = results.get("partial_input_probe")
+    probe = run.partial_input_probe
     if probe:
         tables.append(("Partial-input probe", PROBE_HEADER, probe_rows(probe),
                        f"{probe.get('model', '')}. {probe.get('meaning', '')}"))
@@ -143,20 +147,23 @@ def _run_tables(results: JSON, cols: JSON) -> list[tuple[str, list[str], list[li
     return tables
 
 
-def _history(data: JSON, run_res: JSON) -> None:
-    data["plots"]["history"] = run_res.get("iterations") or []
-    if run_res.get("label_counts_before"):
-        data["plots"]["label_counts_before"] = run_res["label_counts_before"]
-        data["plots"]["label_counts_after"] = run_res.get("label_counts_after") or {}
+def _history(data: JSON, run: RunBody | None) -> None:
+    data["plots"]["history"] = (run.iterations if run is not None else None) or []
+    if run is not None and run.label_counts_before:
+        data["plots"]["label_counts_before"] = run.label_counts_before
+        data["plots"]["label_counts_after"] = run.label_counts_after or {}
 
 
-def run_page(results: JSON, folder: Path, rows: Rows) -> PageData:
-    """A run's page (``aflite run``/``demo``/``filter``): its rows with texts (or thumbnails) and warm-up slice,
-    the per-phase curve and the label mix."""
+def run_page(document: Document, folder: Path, rows: Rows) -> PageData:
+    """A run's page (``aflite run``/``demo``/``filter``; ``document``: its results.json, typed): its rows with
+    texts (or thumbnails) and warm-up slice, the per-phase curve and the label mix."""
+    run = document.body
+    if not isinstance(run, RunBody):
+        raise TypeError(f"run_page: the results.json of aflite {document.command}, not of a run")
     notes: list[str] = []
     data: JSON = {"kind": "run", "plots": {}}
     cols = report_rows.instance_columns(rows.columns, rows.where, rows.known)
-    path, opts = report_rows.dataset_of(results, folder)
+    path, opts = report_rows.dataset_at(run.dataset, run.dataset_options, run.dataset_relative, folder)
     if rows.images:
         paths = rows.image_paths
         if paths is None and rows.image_files is not None:
@@ -170,34 +177,42 @@ def run_page(results: JSON, folder: Path, rows: Rows) -> PageData:
             notes.append(f"Thumbnails: {made:,} rows (the first rows and the most predictable removed ones); "
                          "text is each image's file.")
     else:
-        ds = report_rows.load_rows_dataset(rows.dataset, path, opts, notes, results.get("dataset_fingerprint"))
+        ds = report_rows.load_rows_dataset(rows.dataset, path, opts, notes, run.dataset_fingerprint)
         if ds is not None and rows.warmup_ids:
             report_rows.add_warmup(cols, ds, rows.warmup_ids)
         report_rows.attach_texts(cols, ds, notes, path or "the dataset")
     data["cols"] = cols
-    _history(data, results)
-    command = str(results.get("command") or "run")  # a demo's page says aflite demo, as its terminal did
-    return PageData(_title(command, results, folder, results.get("title")), RUN_INTRO, data, summary_rows(results),
-                    notes, verdict_of(results), _run_tables(results, cols))
+    _history(data, run)
+    # a demo's page says aflite demo, as its terminal did
+    return PageData(_title(document.command, run.dataset, folder, run.title), RUN_INTRO, data, summary_rows(run),
+                    notes, _verdict(document), _run_tables(run, cols))
 
 
-def explain_page(results: JSON, folder: Path, rows: Rows, run: JSON, run_dir: Path | None,
+def explain_page(document: Document, folder: Path, rows: Rows, run: RunBody | None, run_dir: Path | None,
                  tokens: Iterable[dict[str, str]] | None, tokens_where: Any = None) -> PageData:
-    """explain's page: the run's rows with the data map, label issues, top features, soft weights and the columns
-    of its checks; the competency plot of its token test (``tokens``: its rows as tokens.csv holds them); the run's
-    phases and label mix (``run``: the run's results.json, {} when the run is not readable from here)."""
+    """explain's page (``document``: its results.json, typed): the run's rows with the data map, label issues,
+    top features, soft weights and the columns of its checks; the competency plot of its token test (``tokens``:
+    its rows as tokens.csv holds them); the run's phases and label mix (``run``: the run's results.json body,
+    None when the run is not readable from here)."""
+    body = document.body
+    if not isinstance(body, ExplainBody):
+        raise TypeError(f"explain_page: the results.json of aflite {document.command}, not of explain")
     notes: list[str] = []
     data: JSON = {"kind": "explain", "plots": {}}
-    if not run:
+    if run is None:
         notes.append("The run's phases and label counts are not shown: results.json does not name a run "
                      "folder that is readable from here.")
     if tokens is not None:
-        data["plots"]["tokens"] = report_rows.token_plot(tokens, float(results.get("alpha", 0.01)), tokens_where)
+        data["plots"]["tokens"] = report_rows.token_plot(tokens, _alpha(body), tokens_where)
     cols = report_rows.instance_columns(rows.columns, rows.where, rows.known)
-    path, opts = report_rows.dataset_of({**run, **results}, folder)
-    if run_dir and (not path or not Path(path).exists()) and run.get("dataset"):
-        path, opts = report_rows.dataset_of(run, run_dir)
-    ds = report_rows.load_rows_dataset(rows.dataset, path, opts, notes, run.get("dataset_fingerprint"))
+    run_data, run_options, run_relative = ((run.dataset, run.dataset_options, run.dataset_relative)
+                                           if run is not None else (None, None, None))
+    path, opts = report_rows.dataset_at(body.dataset or run_data, run_options,
+                                          body.dataset_relative or run_relative, folder)
+    if run_dir and (not path or not Path(path).exists()) and run_data:
+        path, opts = report_rows.dataset_at(run_data, run_options, run_relative, run_dir)
+    ds = report_rows.load_rows_dataset(rows.dataset, path, opts, notes,
+                                         run.dataset_fingerprint if run is not None else None)
     report_rows.attach_texts(cols, ds, notes, path or "the dataset")
     if rows.weights is not None:
         report_rows.weights_column(cols, rows.weights)
@@ -205,20 +220,33 @@ def explain_page(results: JSON, folder: Path, rows: Rows, run: JSON, run_dir: Pa
         report_rows.add_weights(cols, rows.weights_file, notes)
     data["cols"] = cols
     _history(data, run)
-    return PageData(_title("explain", run, folder), EXPLAIN_INTRO, data, summary_rows(run), notes,
-                    verdict_of(results))
+    return PageData(_title("explain", run.dataset if run is not None else None, folder), EXPLAIN_INTRO, data,
+                    summary_rows(run), notes, _verdict(document))
 
 
-def evaluate_page(results: JSON, folder: Path) -> PageData:
-    """evaluate's page: accuracy bars next to chance, training losses and the learning-rate check."""
+def _alpha(body: ExplainBody) -> float:
+    """The family-wise α the token check ran with (its options), for the competency plot's significance."""
+    entry = body.checks.get("tokens")
+    alpha = entry.options.get("alpha") if entry is not None else None
+    return float(alpha) if isinstance(alpha, int | float) and not isinstance(alpha, bool) else 0.01
+
+
+def evaluate_page(document: Document, folder: Path) -> PageData:
+    """evaluate's page (``document``: its results.json, typed): accuracy bars next to chance, training losses and
+    the learning-rate check."""
+    body = document.body
+    if not isinstance(body, EvaluateBody):
+        raise TypeError(f"evaluate_page: the results.json of aflite {document.command}, not of evaluate")
     rows: list[tuple[str, Any]] = []
-    for si in results.get("training_sets", []):
+    for si in body.training_sets:
         rows.append((f"training set {si.get('name')}", f"{si.get('size', 0):,} rows"))
-    ft = (results.get("config") or {}).get("finetune") or {}
+    ft = body.config.get("finetune") or {}
     if ft.get("lr") is not None:
         source = {"check": "chosen by the learning-rate check", "given": "given (--lr)",
                   "default": "the default"}.get(str(ft.get("lr_source")), "")
         rows.append(("fine-tuning learning rate", f"{ft['lr']:g}" + (f", {source}" if source else "")
                      + ", the same for every training set"))
-    data = {"kind": "evaluate", "plots": {"accuracy": report_rows.read_evaluate(results)}}
-    return PageData(_title("evaluate", results, folder), EVALUATE_INTRO, data, rows, [], verdict_of(results))
+    accuracy = report_rows.read_evaluate({"aggregate": body.aggregate, "training_sets": body.training_sets,
+                                            "config": body.config, "runs": body.runs})
+    data = {"kind": "evaluate", "plots": {"accuracy": accuracy}}
+    return PageData(_title("evaluate", None, folder), EVALUATE_INTRO, data, rows, [], _verdict(document))

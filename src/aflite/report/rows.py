@@ -183,11 +183,18 @@ def dataset_of(results: JSON, folder: str | Path | None = None) -> tuple[str | N
     """The dataset file a command read and the column options it was read with, as its results.json records
     them (never parsed from its argv). With ``folder`` (the folder whose results.json this is) the path is located
     as :func:`locate` does, not against the current directory."""
-    path = results.get("dataset") or results.get("data")
-    recorded = results.get("dataset_options") or {}
+    return dataset_at(results.get("dataset") or results.get("data"), results.get("dataset_options"),
+                      results.get("dataset_relative"), folder)
+
+
+def dataset_at(path: str | None, recorded: dict[str, str] | None, relative: str | None,
+               folder: str | Path | None = None) -> tuple[str | None, dict[str, str]]:
+    """:func:`dataset_of` from the typed keys of a results.json body (its ``dataset``, ``dataset_options`` and
+    ``dataset_relative``), as the page builders read them."""
+    recorded = recorded or {}
     opts = {key: recorded[key] for key in COLUMN_OPTIONS if isinstance(recorded.get(key), str)}
     if folder is not None and path:
-        found = locate(folder, str(path), results.get("dataset_relative"))
+        found = locate(folder, str(path), relative)
         path = str(found) if found is not None else path
     return (str(path) if path else None), opts
 

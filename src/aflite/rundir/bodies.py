@@ -5,7 +5,7 @@ every reader of a folder (:mod:`aflite.rundir.read`) reads it back through the s
 writer and the readers agree on each key's type. A key of the wrong type (``size_before: "600"``,
 ``parameters: null``, ``featurizer: "ngram"``) is refused once, in one line naming the file and the key, instead
 of a traceback later in whichever command meets it. Keys a dataclass does not name stay in :attr:`Document.raw`
-(the numbers only a page or a table shows).
+(timings and the numbers only a table shows); the pages read the typed fields (:mod:`aflite.report.pages`).
 """
 
 from __future__ import annotations
@@ -133,12 +133,14 @@ class RunBody(Body):
     dataset_size: int | None = None
     dataset_fingerprint: str | None = None
     dataset_options: dict[str, str] | None = None  # the column options the rows were read with
+    dataset_relative: str | None = None  # the dataset's path from the run folder (the page finds it by)
     groups: str | None = None
     label_shift: LabelShift | None = None
     partial_input_probe: dict[str, Any] | None = None
     overrides: dict[str, Any] | None = None
     warmup_rows: int | None = None
     modality: str | None = None  # run and demo: "text" or "image" (the page shows texts or thumbnails)
+    title: str | None = None  # the name the run was given (``title=``), its page's title
 
 
 @dataclass(frozen=True)

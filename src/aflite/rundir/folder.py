@@ -234,14 +234,14 @@ class RunFolder:
         summary = result.summary_md()  # rendered first: what it warns about is listed in results.json too
         document = results_document(self.path, result.to_json(), command=self.command, argv=self.argv,
                                     seed=result.seed)
-        parse(document, self.path / RESULTS, manifest=False)  # the body's types, as every reader will check them
+        typed = parse(document, self.path / RESULTS, manifest=False)  # the body's types, as every reader checks them
         if table is not None:
             with atomic_open(self.path / table.name) as fh:
                 w = csv.writer(fh, lineterminator="\n")
                 w.writerow(table.columns)
                 w.writerows(table.rows)
         write_text(self.path / SUMMARY_MD, summary)
-        page = result.page(document)  # HTML from the result in memory: nothing just written is read back
+        page = result.page(typed)  # HTML from the result in memory, its results.json typed as page_of reads it
         if page is not None:
             write_text(self.path / PAGE, page)
         pause_point("files")

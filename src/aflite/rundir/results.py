@@ -201,10 +201,11 @@ class Result:
         """A notebook's view: the verdict, the label shift and the page's first plots (:mod:`aflite.report.inline`)."""
         return show.html_of(self)
 
-    def page(self, document: dict[str, Any]) -> str | None:
+    def page(self, document: Document) -> str | None:
         """The page (report.html, as HTML) from the result in memory (``document``: results.json as it is being
-        written; nothing is read back from the files just written): the folder writes it as it is, so it needs
-        no renderer (those live above it, in :mod:`aflite.report`); None: no page (the default)."""
+        written, typed as :meth:`page_of` gets it; nothing is read back from the files just written): the folder
+        writes it as it is, so it needs no renderer (those live above it, in :mod:`aflite.report`); None: no page
+        (the default)."""
         return None
 
     @classmethod
