@@ -439,6 +439,7 @@ def test_a_command_with_a_page_is_declared_in_one_place(tmp_path: Path, small_sn
     browser = pytest.importorskip("test_report_browser")  # skipped where chromium is not installed
     from selenium.webdriver.common.by import By
 
+    from aflite.commands.report import rebuilt_page
     from aflite.data import load_dataset
     from aflite.report.explorer import embedded_data, render
     from aflite.report.rows import instance_columns, table_columns
@@ -448,7 +449,7 @@ def test_a_command_with_a_page_is_declared_in_one_place(tmp_path: Path, small_sn
     from aflite.rundir.folder import RunFolder, claims
     from aflite.rundir.names import INSTANCES
     from aflite.rundir.page import PageData
-    from aflite.rundir.read import detect_kind, read_columns
+    from aflite.rundir.read import read_columns
     from aflite.rundir.results import Result, Table
 
     monkeypatch.setattr(page_registry, "_PAGES", dict(page_registry._PAGES))  # the toy leaves no trace
@@ -529,7 +530,7 @@ def test_a_command_with_a_page_is_declared_in_one_place(tmp_path: Path, small_sn
     folder = tmp_path / "words"
     assert main(["words", str(small_snli), "--out", str(folder)]) == 0
     res = words(small_snli, folder, overwrite=True)
-    assert "words" in page_registry.page_commands() and detect_kind(folder) == "words"
+    assert "words" in page_registry.page_commands() and rebuilt_page(folder).title.startswith("aflite words")
     written = (folder / "report.html").read_text(encoding="utf-8")
     data = embedded_data(written)
     assert [m["name"] for m in data["cols"]["more"]] == ["words", "first_word"]

@@ -20,7 +20,6 @@ from aflite.report.explorer import embedded_data, render
 from aflite.report.frame import json_for_script, packed
 from aflite.report.rows import token_plot
 from aflite.rundir.manifest import seal
-from aflite.rundir.read import detect_kind
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -58,22 +57,25 @@ def test_the_run_page_embeds_every_row_escaped(pages: dict[str, Path]) -> None:
     assert "A test verdict &lt;b&gt;not bold&lt;/b&gt;." in html
 
 
-def test_detect_kind(pages: dict[str, Path], tmp_path: Path) -> None:
-    assert detect_kind(pages["run"]) == "run"
-    assert detect_kind(pages["explain"]) == "explain"
+def test_report_builds_each_folder_s_page_by_the_command_its_results_name(pages: dict[str, Path],
+                                                                        tmp_path: Path) -> None:
+    """aflite report's page of a folder: the Result class of the command its results.json names (no guessing from
+    the files); an old, foreign or non-folder path refused in one line."""
+    assert rebuilt_page(pages["run"]).title.startswith("aflite run")
+    assert rebuilt_page(pages["explain"]).title.startswith("aflite explain")
     ev = tmp_path / "ev"
     ev.mkdir()
     commit(ev, measured_evaluate(), command="evaluate")
-    assert detect_kind(ev) == "evaluate"
+    assert rebuilt_page(ev).title.startswith("aflite evaluate")
     old = tmp_path / "old"
     old.mkdir()
     shutil.copy(REPO / "docs/measured/evaluate_snli_devtest_results.json", old / "results.json")
     with pytest.raises(InputError, match=r"made by aflite < 0\.3 \(no format_version\): run it again"):
-        detect_kind(old)
+        rebuilt_page(old)
     with pytest.raises(InputError, match="not an aflite output folder"):
-        detect_kind(tmp_path / "ev" / "..")
+        rebuilt_page(tmp_path / "ev" / "..")
     with pytest.raises(InputError, match="not a folder"):
-        detect_kind(ev / "results.json")
+        rebuilt_page(ev / "results.json")
 
 
 def test_the_explain_page_has_the_data_map_columns_and_the_tokens(pages: dict[str, Path]) -> None:
@@ -181,13 +183,12 @@ def test_texts_are_left_out_with_a_note_when_the_dataset_is_gone(pages: dict[str
 def test_the_page_reloads_the_dataset_with_the_recorded_column_options(tmp_path: Path) -> None:
     """The texts of a run made with --id-column/--label are read back under those columns (their keywords in
     load_dataset), so the page's rows line up with the run's ids."""
-    from aflite.report.rows import dataset_of, load_rows_dataset
+    from aflite.report.rows import dataset_at, load_rows_dataset
 
     data = tmp_path / "d.tsv"
     data.write_text("uid\tq\ty\nu1\thello\ta\nu2\tworld\tb\n", encoding="utf-8")
     recorded = {"text_a": "q", "label": "y", "id_column": "uid"}  # what run records of --text-a/--label/--id-column
-    path, opts = dataset_of({"command": "run", "dataset": str(data), "dataset_options": recorded,
-                             "argv": ["run", "--text-a", "not this one"]})
+    path, opts = dataset_at(str(data), recorded, None)
     assert path == str(data) and opts == {"text_a": "q", "label": "y", "id_column": "uid"}
     notes: list[str] = []
     ds = load_rows_dataset(None, path, opts, notes)

@@ -18,8 +18,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from aflite.atomic import JSON
-
 # default-src 'none': no fetch, XHR, font, frame or remote image; scripts and styles only inline; images only
 # data: URIs (thumbnails, the audit's PNG plots).
 CSP = ("default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:; "
@@ -130,10 +128,3 @@ def verdict_block(verdict: Sequence[str] | str | None) -> str:
     return ('<div class="verdict" id="verdict"><b>Verdict</b><ul>'
             + "".join(f"<li>{esc(s)}</li>" for s in items) + "</ul></div>")
 
-
-def verdict_of(results: JSON) -> list[str]:
-    """The ``verdict`` sentences of a results.json document, or [] (no verdict)."""
-    v = results.get("verdict") if isinstance(results, dict) else None
-    if isinstance(v, str):
-        return [v]
-    return [str(s) for s in v] if isinstance(v, list) else []

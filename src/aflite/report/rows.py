@@ -179,18 +179,13 @@ def weights_column(cols: JSON, weights: list[str], name: str = "weight") -> None
 COLUMN_OPTIONS = ("text_a", "text_b", "label", "id_column")  # what the page needs to read the rows back
 
 
-def dataset_of(results: JSON, folder: str | Path | None = None) -> tuple[str | None, dict[str, str]]:
-    """The dataset file a command read and the column options it was read with, as its results.json records
-    them (never parsed from its argv). With ``folder`` (the folder whose results.json this is) the path is located
-    as :func:`locate` does, not against the current directory."""
-    return dataset_at(results.get("dataset") or results.get("data"), results.get("dataset_options"),
-                      results.get("dataset_relative"), folder)
-
 
 def dataset_at(path: str | None, recorded: dict[str, str] | None, relative: str | None,
                folder: str | Path | None = None) -> tuple[str | None, dict[str, str]]:
-    """:func:`dataset_of` from the typed keys of a results.json body (its ``dataset``, ``dataset_options`` and
-    ``dataset_relative``), as the page builders read them."""
+    """The dataset file a command read and the column options it was read with, from the typed keys of its
+    results.json body (``dataset``, ``dataset_options``, ``dataset_relative``; never parsed from its argv). With
+    ``folder`` (the folder whose results.json this is) the path is located as :func:`locate` does, not against the
+    current directory."""
     recorded = recorded or {}
     opts = {key: recorded[key] for key in COLUMN_OPTIONS if isinstance(recorded.get(key), str)}
     if folder is not None and path:

@@ -21,7 +21,6 @@ import numpy as np
 
 from aflite.errors import InputError
 from aflite.rundir.bodies import Document, RunBody, parse
-from aflite.rundir.commands import result_class
 from aflite.rundir.manifest import check_seal, verify
 from aflite.rundir.names import (
     CHECKPOINT,
@@ -30,7 +29,6 @@ from aflite.rundir.names import (
     KEPT_CSV,
     KEPT_IDS,
     MARKER,
-    PAGE,
     REMOVED_CSV,
     REMOVED_IDS,
     RESULTS,
@@ -40,10 +38,9 @@ from aflite.rundir.names import (
     WARMUP_IDS,
     WEIGHTS,
 )
-from aflite.rundir.page import page_class, page_commands
 from aflite.rundir.results import FORMAT_VERSION
 
-__all__ = ["RUN_COMMANDS", "Instances", "RunRecord", "check_run_dataset", "detect_kind", "read_columns",
+__all__ = ["RUN_COMMANDS", "Instances", "RunRecord", "check_run_dataset", "read_columns",
            "read_folder", "read_id_list", "read_json", "read_kept_ids", "read_made_by", "read_results", "read_run",
            "recorded_dataset_fingerprint"]
 
@@ -205,12 +202,6 @@ class RunRecord:
     summary: dict[str, Any] = field(default_factory=dict)  # results.json as written
     body: RunBody = field(kw_only=True)  # its typed keys
 
-    def require(self, *keys: str, what: str = "the results of `aflite run`") -> dict[str, Any]:
-        """The summary, refused in one line when it lacks one of ``keys``."""
-        missing = [k for k in keys if self.summary.get(k) is None]
-        if missing:
-            raise InputError(f"{self.path / RESULTS}: not {what} (no {'/'.join(missing)})")
-        return self.summary
 
     @property
     def featurizer(self) -> dict[str, Any]:
@@ -266,9 +257,6 @@ class RunRecord:
             return None
         return None if fp is None else str(fp)
 
-    def check_dataset(self, dataset_fp: str, data: Any) -> None:
-        """Refuse the run when it was made from another dataset than ``data`` (:func:`check_run_dataset`)."""
-        check_run_dataset(self.path, dataset_fp, data)
 
 
 def read_run(run_dir: str | os.PathLike[str], *, flag: str | None = None,
@@ -277,15 +265,3 @@ def read_run(run_dir: str | os.PathLike[str], *, flag: str | None = None,
     doc = read_folder(run_dir, commands, flag=flag)
     assert isinstance(doc.body, RunBody)
     return RunRecord(Path(run_dir), doc.raw, body=doc.body)
-
-
-def detect_kind(folder: str | os.PathLike[str]) -> str:
-    """Which command's output FOLDER is, as its results.json says (``run`` also for ``filter``/``demo``), for a
-    folder whose command has a page (a Result class registered in :mod:`aflite.rundir.page`); its files verified
-    (but the page, which is rebuilt); anything else is refused in one line."""
-    doc = read_folder(folder, skip=(PAGE,))
-    result_class(doc.command)  # a built-in command's Result class, imported: defining it registers its page
-    if page_class(doc.command) is None:
-        raise InputError(f"{Path(folder) / RESULTS}: written by `aflite {doc.command}`, which has no page; give "
-                         f"the --out folder of a command that has one ({', '.join(page_commands())})")
-    return "run" if doc.command in RUN_COMMANDS else doc.command
