@@ -659,6 +659,21 @@ def test_image_options_on_text_data_are_refused_in_one_line(tmp_path, capsys, co
     assert not (tmp_path / "py").exists()
 
 
+def test_an_image_size_among_run_s_featurizer_options_on_text_is_refused(tmp_path):
+    """From Python the image size reaches run as a featurizer option (a command-wide one, routed where taken): on
+    data read as text it was dropped unread; refused in one line, before out exists."""
+    import aflite
+    from aflite.errors import ParameterError
+
+    tsv = tmp_path / "d.tsv"
+    tsv.write_text("premise\thypothesis\tlabel\n" + "".join(
+        f"the premise number{i % 7}\ta hypothesis word{i}\t{'ab'[i % 2]}\n" for i in range(60)))
+    with pytest.raises(ParameterError, match=r"^image_size: image option\(s\), but .* is read as text"):
+        aflite.run(tsv, tmp_path / "py", featurizer="ngram", featurizer_options={"image_size": 64},
+                   show_progress=False)
+    assert not (tmp_path / "py").exists()
+
+
 def test_text_options_on_image_data_are_refused_in_one_line(tmp_path, capsys):
     """The reverse of the above: --text-a, --file-format, --max-cell-bytes (label_map= in Python) given for data
     read as images were dropped unread; refused in one line naming them, before --out is touched (a folder that

@@ -191,14 +191,23 @@ def _estimator(aflite: AFLite | None, params: dict[str, Any] | None, strategy: s
     return base, given, {**fixed, "random_state": seed}
 
 
+def _featurizer_options(featurizer: str, given: dict[str, Any] | None) -> tuple[dict[str, Any], Any]:
+    """The options the featurizer takes (one it does not take refused: :func:`featurizer_options_for`), and the
+    image size given among them: a command-wide option, checked against the data once it is open."""
+    given = dict(given or {})
+    return featurizer_options_for(featurizer, **given), given.get("image_size")
+
+
 def _open(data_path: Any, featurizer: str, group_spec: str, dataset_options: dict[str, Any] | None,
-          image_options: dict[str, Any] | None) -> Any:
-    """The dataset, as text or images (:func:`aflite.data.open_dataset`, for what the featurizer reads)."""
+          image_options: dict[str, Any] | None, image_size: Any = None) -> Any:
+    """The dataset, as text or images (:func:`aflite.data.open_dataset`, for what the featurizer reads); image
+    options given for data read as text are refused (they would be dropped unread)."""
     loader = {**{k: v for k, v in (image_options or {}).items() if v is not None}, **(dataset_options or {})}
     if group_spec != "premise":  # premise is the loader's own default for pairs (no groups for single texts)
         loader["groups"] = group_spec
     ds = data.open_dataset(data_path, reads=spec(featurizer).modality, **loader)
-    refuse_image_options(data_path, ds.modality, {"skip_bad_images": loader.get("skip_bad_images")})
+    refuse_image_options(data_path, ds.modality, {"skip_bad_images": loader.get("skip_bad_images"),
+                                                  "image_size": image_size})
     return ds
 
 
@@ -391,14 +400,14 @@ def run(data_path: Any, out: str | os.PathLike[str] | RunFolder | None = None, *
     dataset_options, params = _keywords(dataset_options, params, dict(keywords))
     base, given, fixed = _estimator(aflite, params, strategy, seed, device, storage)
     seed = fixed["random_state"]
-    featurizer_options = featurizer_options_for(featurizer, **(featurizer_options or {}))  # one it does not take
+    featurizer_options, image_size = _featurizer_options(featurizer, featurizer_options)  # refused: untaken
     folder = None if out is None else RunFolder.of(out, "run")
     if folder is None and (resume or link_dir is not None):
         raise ParameterError("resume and link_dir need a run folder: give out")
     timings: dict[str, float] = {}
     t0 = t_call = time.perf_counter()
     group_spec = "premise" if groups is True else "none" if groups is False else str(groups)
-    ds = _open(data_path, featurizer, group_spec, dataset_options, image_options)
+    ds = _open(data_path, featurizer, group_spec, dataset_options, image_options, image_size)
     timings["load_seconds"] = time.perf_counter() - t0
     n = len(ds)
     probe_skipped = _check_before_features(ds, data.source_name(data_path), view, link_dir, probe, folder is not None)
