@@ -94,8 +94,10 @@ TINY: Sizes = {"gemm": 192, "gemm_repeats": 2, "phi_rows": 32, "filter_n": 2_400
                         "filter_modes": ("classic", "device_lbfgs"),
                         "profile_rows": 96, "profile_filter_modes": ("classic", "device_lbfgs"),
                         # issue #49: every Φ mode timed 160 pairs, and half precision runs at ~5 pairs/s on a CPU (over
-                        # 200 s in all): a tiny run times 32 pairs in one mode of each kind (fixed, pipelined, bfloat16)
-                        "phi_modes": ("float32", "float32_pipelined", "bfloat16_pipelined"),
+                        # 200 s in all): a tiny run times 32 pairs in one mode of each kind (fixed, pipelined, a larger
+                        # token budget, bfloat16); tests/test_bench.py runs every mode
+                        "phi_modes": ("float32", "float32_pipelined", "float32_pipelined_budget4x",
+                                      "bfloat16_pipelined"),
                         # and the filter: every device mode, each 17 phases of m=64 torch-cpu fits (~35 s each): two
                         # modes, three phases
                         "filter_max_phases": 3, "warmup_max_phases": 2}
