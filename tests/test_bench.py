@@ -37,6 +37,25 @@ def test_scale_benchmark_reports_devices_and_cluster_scaling(tmp_path, capsys):
         assert res["cluster"][w]["identical_to_one_process"] is True
 
 
+def test_tiny_shrinks_the_default_benchmark_too(monkeypatch):
+    """#49: `aflite bench --tiny` (no --device) ran the whole 550,152 x 768 benchmark (7 min here); it now runs the
+    default benchmark at TINY_CPU's sizes, and a size given on the command line stays as given."""
+    from aflite.cli import bench as cli_bench
+
+    seen: list[dict[str, int]] = []
+
+    def fake(**kw):
+        seen.append({k: kw[k] for k in ("n", "dim", "reference_partitions")})
+        raise SystemExit(0)  # the sizes are what this test is about, not the run
+
+    monkeypatch.setattr("aflite.experiments.bench.run_benchmark", fake)
+    for argv in (["bench", "--tiny", "--quiet"], ["bench", "--tiny", "--n", "9000", "--quiet"], ["bench", "--quiet"]):
+        with pytest.raises(SystemExit):
+            main(argv)
+    assert seen == [cli_bench.TINY_CPU, {**cli_bench.TINY_CPU, "n": 9000},
+                    {"n": 550_152, "dim": 768, "reference_partitions": 8}]
+
+
 @pytest.mark.slow  # over 6 s on 2 cores (CI runs it with --run-slow)
 def test_bench_times_both_solvers_on_the_same_partitions(capsys):
     """`aflite bench` on a small SNLI-shaped problem: both solvers, their ratio and agreement, the reference's
