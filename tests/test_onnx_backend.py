@@ -45,6 +45,7 @@ def test_default_backend_rule(monkeypatch: pytest.MonkeyPatch, capsys: pytest.Ca
     with pytest.raises(ParameterError, match="unknown backend"):
         OB.resolve_backend("tensorrt", "cpu")
     monkeypatch.setattr(OB, "onnx_available", lambda: False)
+    monkeypatch.setattr(OB, "_NOTED", set())  # a fresh process: an earlier test may have said it already (once each)
     assert capsys.readouterr().err == ""
     assert OB.resolve_backend(None, "cpu") == "torch"  # extra missing: torch, said in one line
     err = capsys.readouterr().err
