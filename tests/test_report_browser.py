@@ -460,7 +460,7 @@ def test_a_demo_page_says_what_its_terminal_said(driver: Any, tmp_path: Path) ->
     hovers showed p̃ quantiles such as 0.5689655."""
     import aflite
     from aflite.commands.report import write_page
-    from aflite.rundir.results import commit
+    from committed import commit
 
     out = tmp_path / "demo"
     res = aflite.run(aflite.demo_dataset_path(), out, featurizer_options={"n_components": 64}, show_progress=False,
