@@ -458,9 +458,10 @@ def test_the_evaluate_page_draws_each_training_loss_curve_and_the_learning_rate_
 def test_a_demo_page_says_what_its_terminal_said(driver: Any, tmp_path: Path) -> None:
     """Issue #49 item 4: the demo's page was titled "aflite run", had no probe table and no examples, and its
     hovers showed p̃ quantiles such as 0.5689655."""
+    from committed import commit
+
     import aflite
     from aflite.commands.report import write_page
-    from committed import commit
 
     out = tmp_path / "demo"
     res = aflite.run(aflite.demo_dataset_path(), out, featurizer_options={"n_components": 64}, show_progress=False,
