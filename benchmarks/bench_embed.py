@@ -24,9 +24,9 @@ from typing import Any
 
 import numpy as np
 
-from aflite.device import default_model_path
+from aflite.device import default_model_path, import_torch
 from aflite.errors import InputError, ParameterError
-from aflite.features import MiniLMFeaturizer, _import_torch
+from aflite.features import MiniLMFeaturizer
 
 # the shared data sit next to the repository (../shared/data); recorded relative to the repository
 REPO = Path(__file__).resolve().parents[1]
@@ -59,7 +59,7 @@ def run_embed_benchmark(
     ``pairs_source``: a TSV path, a list of (premise, hypothesis), or None for SNLI dev (if present). A seeded
     random sample of ``n_pairs`` is taken (all pairs if fewer).
     """
-    torch, _ = _import_torch()
+    torch, _ = import_torch()
     try:
         from sentence_transformers import SentenceTransformer
     except ImportError as exc:
