@@ -41,7 +41,8 @@ def test_phi_profile_times_every_step_of_every_batch(tiny_bert: Path, monkeypatc
     steps = p["serial"]["steps"]
     assert list(steps) == list(PHI_STEPS)
     assert all(s["seconds"] > 0 for s in steps.values())
-    assert sum(s["seconds"] for s in steps.values()) <= p["serial"]["seconds"]  # the steps are inside the pass
+    # the steps are inside the pass (each step is rounded to 4 decimals, the pass to 3: their sum may pass it by that)
+    assert sum(s["seconds"] for s in steps.values()) <= p["serial"]["seconds"] + 5e-4 + 5e-5 * len(steps)
     assert abs(sum(s["share"] for s in steps.values()) - 1) < 1e-3
     assert p["batches"]["count"] >= 60 * p["tokens_per_pair"]["mean"] / 256  # the budget cut the batches
     assert 0 <= p["batches"]["padding_share"] < 0.5  # sorted by length: little padding
