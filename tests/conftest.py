@@ -100,3 +100,18 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
         total = sum(_DEFAULT_SUITE.values())
         terminalreporter.write_line(f"default suite (not slow, not shared): {len(_DEFAULT_SUITE)} tests, "
                                     f"{total:.0f} s of setup, call and teardown")
+
+
+@pytest.fixture(scope="module")
+def committed(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """A real run (n-gram Φ, 240 pairs) made from Python, once per test module that asks (test_folder_commit,
+    test_bodies)."""
+    from test_cli_safety import sample_rows
+
+    from aflite.commands.run import run
+
+    tmp = tmp_path_factory.mktemp("committed")
+    tsv = tmp / "data.tsv"
+    tsv.write_text("id\tpremise\thypothesis\tlabel\n" + "".join("\t".join(r) + "\n" for r in sample_rows(240)))
+    run(tsv, tmp / "run", featurizer="ngram", probe=False, show_progress=False, params={"n_partitions": 4})
+    return {"data": tsv, "run": tmp / "run"}

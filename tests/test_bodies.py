@@ -8,24 +8,11 @@ import shutil
 from pathlib import Path
 
 import pytest
-from test_cli_safety import sample_rows
 
 from aflite.cli import main
 from aflite.errors import InputError
 from aflite.rundir.bodies import RunBody, RunParameters, parse
 from aflite.rundir.manifest import seal
-
-
-@pytest.fixture(scope="module")
-def committed(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """A real run (n-gram Φ, 240 pairs) made from Python."""
-    from aflite.commands.run import run
-
-    tmp = tmp_path_factory.mktemp("committed")
-    tsv = tmp / "data.tsv"
-    tsv.write_text("id\tpremise\thypothesis\tlabel\n" + "".join("\t".join(r) + "\n" for r in sample_rows(240)))
-    run(tsv, tmp / "run", featurizer="ngram", probe=False, show_progress=False, params={"n_partitions": 4})
-    return {"data": tsv, "run": tmp / "run"}
 
 
 def resealed(run_dir: Path, edit: dict[str, object]) -> None:

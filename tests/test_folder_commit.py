@@ -165,18 +165,6 @@ def complete_with_foreign(out: Path, foreign: set[str]) -> dict[str, object]:
 
 
 # ------------------------------------------------------------------ one claim for every entry point (Python)
-@pytest.fixture(scope="module")
-def committed(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """A real run (n-gram Φ, 240 pairs) made from Python."""
-    from aflite.commands.run import run
-
-    tmp = tmp_path_factory.mktemp("committed")
-    tsv = tmp / "data.tsv"
-    tsv.write_text("id\tpremise\thypothesis\tlabel\n" + "".join("\t".join(r) + "\n" for r in sample_rows(240)))
-    run(tsv, tmp / "run", featurizer="ngram", probe=False, show_progress=False, params={"n_partitions": 4})
-    return {"data": tsv, "run": tmp / "run"}
-
-
 def snapshot(folder: Path) -> dict[str, bytes]:
     return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
 
