@@ -30,6 +30,9 @@ CLI_ONLY = {
     "embed_data": "its dataset: embed_benchmark(data=)",
 }
 
+DEFAULT_CPU = {"n": 550_152, "dim": 768, "reference_partitions": 8}  # the default benchmark's sizes (the flags')
+TINY_CPU = {"n": 6_000, "dim": 64, "reference_partitions": 2}  # --tiny without --device: seconds, not minutes
+
 
 def register(sub: Any) -> None:
     p = sub.add_parser(
@@ -40,9 +43,9 @@ def register(sub: Any) -> None:
         "and on scikit-learn's LogisticRegression over the same partitions, and then the complete filter "
         "(k=10,000, tau=0.75, n=92,000) with wall time and peak memory.",
     )
-    p.add_argument("--n", type=int, default=550_152, help="rows of synthetic features (default 550,152)")
-    p.add_argument("--dim", type=int, default=768, help="feature dimension (default 768)")
-    p.add_argument("--reference-partitions", type=int, default=8,
+    p.add_argument("--n", type=int, default=DEFAULT_CPU["n"], help="rows of synthetic features (default 550,152)")
+    p.add_argument("--dim", type=int, default=DEFAULT_CPU["dim"], help="feature dimension (default 768)")
+    p.add_argument("--reference-partitions", type=int, default=DEFAULT_CPU["reference_partitions"],
                    help="partitions the scikit-learn reference runs; its time is scaled to 64; 0 skips it (default 8)")
     p.add_argument("--complete", action=argparse.BooleanOptionalAction, default=None,
                    help="the complete filter run (default: on; off for the --shape scale benchmark)")
@@ -156,15 +159,13 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-TINY_CPU = {"n": 6_000, "dim": 64, "reference_partitions": 2}  # --tiny without --device: seconds, not minutes
 
 
 def _tiny(args: argparse.Namespace) -> None:
     """``--tiny`` for the default benchmark: each size left at its default shrunk to :data:`TINY_CPU` (``aflite
     bench --tiny`` ran the whole 550,152 x 768 benchmark, minutes, before it said a word about --tiny)."""
-    defaults = {"n": 550_152, "dim": 768, "reference_partitions": 8}
     for key, small in TINY_CPU.items():
-        if getattr(args, key) == defaults[key]:
+        if getattr(args, key) == DEFAULT_CPU[key]:
             setattr(args, key, small)
 
 
