@@ -18,7 +18,8 @@ from typing import Any
 
 from aflite.errors import ParameterError
 
-__all__ = ["DERIVED", "Option", "check_params", "constructor_default", "declared_aliases", "declared_flags"]
+__all__ = ["DERIVED", "Option", "check_params", "constructor_default", "declared_aliases", "declared_flags",
+           "signature_defaults"]
 
 TYPES: dict[Any, str] = {int: "an integer", float: "a number", str: "a string", bool: "true or false",
                          Path: "a path"}
@@ -200,3 +201,31 @@ def declared_flags(path: Path, class_name: str, attr: str = "param_options") -> 
                 calls = [_literal_call(e) for e in value.elts]
                 return tuple(c[0] for c in calls if c is not None and "commands" in c[1])
     return ()
+
+
+def signature_defaults(path: Path, class_name: str) -> dict[str, Any]:
+    """The literal defaults of a class's constructor keywords, read from its module's source (``aflite --help``
+    shows a featurizer flag's default without importing the featurizer): keyword -> value, a default given by a
+    module-level name (``DEFAULT_MAX_LENGTH``) followed to its literal assignment; a default that is no literal is
+    left out."""
+    tree = ast.parse(Path(path).read_text(encoding="utf-8"))
+    named = {t.id: node.value for node in tree.body if isinstance(node, ast.Assign)
+             for t in node.targets if isinstance(t, ast.Name)}
+    for cls in (n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == class_name):
+        init = next((n for n in cls.body if isinstance(n, ast.FunctionDef) and n.name == "__init__"), None)
+        if init is None:
+            return {}
+        a = init.args
+        pairs = [*zip(a.args[len(a.args) - len(a.defaults):], a.defaults, strict=True),
+                 *zip(a.kwonlyargs, a.kw_defaults, strict=True)]
+        found: dict[str, Any] = {}
+        for arg, node in pairs:
+            if node is None:  # a keyword-only argument without a default
+                continue
+            node = named.get(node.id, node) if isinstance(node, ast.Name) else node
+            try:
+                found[arg.arg] = ast.literal_eval(node)
+            except ValueError:
+                continue
+        return found
+    return {}

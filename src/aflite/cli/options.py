@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from aflite.device import DEVICE_HELP
-from aflite.features.registry import COMMAND_OPTIONS, OPTIONS, featurizer_options, option_commands, takers
+from aflite.features.registry import COMMAND_OPTIONS, OPTIONS, default_text, featurizer_options, option_commands, takers
 
 __all__ = [
     "add_out",
@@ -194,8 +194,10 @@ def add_featurizer_flags(p: Any, command: str) -> None:
     for opt in OPTIONS.values():
         if command not in option_commands(opt):
             continue
+        default = default_text(opt.name)
         p.add_argument(opt.flag, type=opt.converter(), default=None, metavar=opt.metavar,
-                       help=f"{opt.help} (featurizers: {', '.join(takers(opt.name))})")
+                       help=f"{opt.help} (featurizers: {', '.join(takers(opt.name))}"
+                            f"{'; ' + default if default else ''})")
         names.append(opt.name)
     p.set_defaults(featurizer_flags=tuple(names))
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from aflite.errors import ParameterError
-from aflite.option import Option, declared_flags
+from aflite.option import DERIVED, Option, constructor_default, declared_flags, signature_defaults
 
 __all__ = ["COMBINE", "COMMAND_OPTIONS", "FeaturizerOption", "FeaturizerSpec", "OPTIONS", "REGISTRY",
            "check_backend", "combined_spec", "default_featurizer", "featurizer_arg", "featurizer_help",
@@ -48,11 +48,14 @@ def FeaturizerOption(name: str, type: Any = str, help: str = "",  # noqa: N802, 
 COMMAND_OPTIONS = ("device", "backend", "image_size")
 
 OPTIONS: dict[str, Option] = {o.name: o for o in (
-    FeaturizerOption("model_path", Path, "a local Hugging Face model folder (default: the bundled all-MiniLM-L6-v2 "
-                     "for text, EfficientNet-Lite0 for images)", commands=("run", "embed", "evaluate"), metavar="DIR"),
-    FeaturizerOption("max_steps", int, "cap on the warm-up's fine-tuning steps", commands=("run", "embed"),
+    FeaturizerOption("model_path", Path, "a local Hugging Face model folder (unset: the featurizer's bundled "
+                     "weights, all-MiniLM-L6-v2 for text, EfficientNet-Lite0 for images)",
+                     commands=("run", "embed", "evaluate"), metavar="DIR"),
+    FeaturizerOption("max_steps", int, "cap on the warm-up's fine-tuning steps (unset: no cap on a GPU, the "
+                     "constructor's cpu_max_steps on a CPU)", commands=("run", "embed"),
                      metavar="N"),
-    FeaturizerOption("lr", float, "the warm-up's fine-tuning learning rate (default 5e-5 for text, 1e-3 for images)",
+    FeaturizerOption("lr", float, "the warm-up's fine-tuning learning rate (unset: its recipe's, "
+                     "aflite.encoders.training.WARMUP for text, WARMUP_IMAGE for images)",
                      commands=("run", "embed")),
     FeaturizerOption("embeddings", Path, ".npy/.npz/.parquet vectors aligned by id (ids: a column of the table, or "
                      "--embedding-ids)", commands=("run", "audit", "explain"), metavar="FILE"),
@@ -114,6 +117,19 @@ class FeaturizerSpec:
         fixed = set(CONTEXT) | {k for k, _ in self.preset}
         return frozenset(p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
                          and p.name not in fixed)
+
+    def default(self, option: str) -> Any:
+        """What it uses for ``option`` when the option is not given: its preset's value, else its constructor's
+        default, read from the class's source for a built-in one (no import: ``--help`` shows it), from the
+        signature for a class registered in Python; :data:`aflite.option.DERIVED` when none is stated."""
+        preset = dict(self.preset)
+        if option in preset:
+            return preset[option]
+        if isinstance(self.factory, str) and self.factory.startswith("aflite."):
+            module, _, attr = self.factory.partition(":")
+            path = Path(__file__).resolve().parents[1].joinpath(*module.split(".")[1:]).with_suffix(".py")
+            return signature_defaults(path, attr).get(option, DERIVED) if path.is_file() else DERIVED
+        return constructor_default(self.cls(), option)
 
     def cls(self) -> Any:
         """The featurizer class (imported on first use)."""
@@ -209,6 +225,20 @@ def register(new: FeaturizerSpec, *options: Option) -> FeaturizerSpec:
 def takers(option: str) -> tuple[str, ...]:
     """The registered featurizers that take ``option``."""
     return tuple(s.name for s in REGISTRY.values() if s.takes(option))
+
+
+def default_text(option: str) -> str:
+    """An option's default as its flag's help states it, derived from the featurizers that take it (stated once,
+    in their constructors): ``default 2``, ``default unset`` (the featurizer decides, as its help says), or each
+    featurizer's where they differ (``default: minilm unset, warmup 3``); empty when none states one."""
+    found = {name: REGISTRY[name].default(option) for name in takers(option)}
+    shown = {name: "unset" if v is None else str(v).lower() if isinstance(v, bool) else str(v)
+             for name, v in found.items() if v is not DERIVED}
+    if not shown:
+        return ""
+    if len(set(shown.values())) == 1 and len(shown) == len(found):
+        return f"default {next(iter(shown.values()))}"
+    return "default: " + ", ".join(f"{name} {v}" for name, v in shown.items())
 
 
 def option_commands(option: Option) -> tuple[str, ...]:
