@@ -45,7 +45,7 @@ class Envelope:
     argv: list[str]
     versions: dict[str, str]
     manifest: dict[str, Any]  # relative path -> {"size", "sha256"}, checked by aflite.rundir.manifest.verify
-    seed: Any = None
+    seed: int | None = None  # the command's seed (a run's: drawn when none was given; filter: None without one)
     warnings: list[WarningEntry] | None = None
 
 
@@ -116,8 +116,11 @@ class RunBody(Body):
     commands: ClassVar[tuple[str, ...]] = RUN_COMMANDS
     required: ClassVar[tuple[str, ...]] = ("parameters", "size_before", "size_after", "n_iterations", "sizes",
                                            "iterations")
-    required_by: ClassVar[dict[str, tuple[str, ...]]] = {"run": ("featurizer", "filtered_dataset"),
-                                                         "demo": ("featurizer", "filtered_dataset")}
+    # what run and demo always write (commands/run.py ``_run_record``): Φ, the filtered file and the input's
+    # identity, its sha256 included (a dataset card names the input by it; filter reads no file)
+    required_by: ClassVar[dict[str, tuple[str, ...]]] = {
+        cmd: ("featurizer", "filtered_dataset", "dataset", "dataset_size", "dataset_fingerprint", "dataset_sha256")
+        for cmd in ("run", "demo")}
     parameters: RunParameters
     size_before: int = 0
     size_after: int = 0
@@ -132,9 +135,12 @@ class RunBody(Body):
     dataset: str | None = None
     dataset_size: int | None = None
     dataset_fingerprint: str | None = None
+    dataset_sha256: str | None = None  # run and demo: of the input file's bytes, or of in-memory rows (below)
+    dataset_sha256_of: str | None = None  # "rows": in-memory data (aflite.data.memory.rows_sha256); absent: a file
     dataset_options: dict[str, str] | None = None  # the column options the rows were read with
     dataset_relative: str | None = None  # the dataset's path from the run folder (the page finds it by)
     groups: str | None = None
+    dropped_at_load: dict[str, int] | None = None  # rows the loader dropped, by reason
     label_shift: LabelShift | None = None
     partial_input_probe: dict[str, Any] | None = None
     overrides: dict[str, Any] | None = None
