@@ -148,7 +148,7 @@ def _run_tables(run: RunBody, cols: JSON) -> list[tuple[str, list[str], list[lis
 
 
 def _history(data: JSON, run: RunBody | None) -> None:
-    data["plots"]["history"] = (run.iterations if run is not None else None) or []
+    data["plots"]["history"] = [it.to_dict() for it in run.iterations] if run is not None else []
     if run is not None and run.label_counts_before:
         data["plots"]["label_counts_before"] = run.label_counts_before
         data["plots"]["label_counts_after"] = run.label_counts_after or {}

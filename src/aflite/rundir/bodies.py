@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Union
 
+from aflite.core.phase import IterationRecord
 from aflite.errors import InputError
 from aflite.rundir.commands import declared_body
 from aflite.rundir.names import RUN_COMMANDS
@@ -117,10 +118,9 @@ class RunBody(Body):
     required: ClassVar[tuple[str, ...]] = ("parameters", "size_before", "size_after", "n_iterations", "sizes",
                                            "iterations")
     # what run and demo always write (commands/run.py ``_run_record``): Φ, the filtered file and the input's
-    # identity, its sha256 included (a dataset card names the input by it; filter reads no file)
+    # sha256 (a dataset card names the input by it; filter reads no file)
     required_by: ClassVar[dict[str, tuple[str, ...]]] = {
-        cmd: ("featurizer", "filtered_dataset", "dataset", "dataset_size", "dataset_fingerprint", "dataset_sha256")
-        for cmd in ("run", "demo")}
+        cmd: ("featurizer", "filtered_dataset", "dataset_sha256") for cmd in ("run", "demo")}
     parameters: RunParameters
     size_before: int = 0
     size_after: int = 0
@@ -129,7 +129,7 @@ class RunBody(Body):
     label_counts_before: dict[str, int] = dataclasses.field(default_factory=dict)
     label_counts_after: dict[str, int] = dataclasses.field(default_factory=dict)
     sizes: list[int] = dataclasses.field(default_factory=list)
-    iterations: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    iterations: list[IterationRecord] = dataclasses.field(default_factory=list)  # each phase's, as the filter wrote
     featurizer: FeaturizerRecord | None = None  # run and demo: Φ's name, view and options; filter: none
     filtered_dataset: str | None = None
     dataset: str | None = None
