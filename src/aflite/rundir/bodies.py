@@ -23,7 +23,8 @@ from aflite.rundir.commands import declared_body
 from aflite.rundir.names import RUN_COMMANDS
 
 __all__ = ["AuditBody", "Body", "CheckEntry", "Document", "EmbedBody", "Envelope", "EvaluateBody", "ExplainBody",
-           "ExplainedRun", "FeaturizerRecord", "FirstPhase", "LabelShift", "RunBody", "RunParameters", "parse"]
+           "ExplainedRun", "FeaturizerRecord", "FirstPhase", "LabelShift", "ProbeRecord", "ProbeRow", "RunBody",
+           "RunParameters", "parse"]
 
 
 BODIES: list[type[Body]] = []  # every body class with commands, as defined (Body.__init_subclass__)
@@ -142,7 +143,7 @@ class RunBody(Body):
     groups: str | None = None
     dropped_at_load: dict[str, int] | None = None  # rows the loader dropped, by reason
     label_shift: LabelShift | None = None
-    partial_input_probe: dict[str, Any] | None = None
+    partial_input_probe: ProbeRecord | None = None
     overrides: dict[str, Any] | None = None
     warmup_rows: int | None = None
     modality: str | None = None  # run and demo: "text" or "image" (the page shows texts or thumbnails)
@@ -249,6 +250,44 @@ class Document:
     @property
     def command(self) -> str:
         return self.envelope.command
+
+
+@dataclass(frozen=True)
+class ProbeRow:
+    """One training set of a run's partial-input probe (D, D(Φ), the random subsets): its cross-validated accuracy
+    (null when it could not be probed: ``skipped`` says why) and the majority rate of the same rows."""
+
+    name: str
+    size: int
+    accuracy: float | None
+    accuracy_std: float | None
+    majority: float
+    skipped: str | None = None
+    delta_majority: float | None = None  # accuracy − majority (null: not probed)
+
+
+@dataclass(frozen=True)
+class ProbeRecord:
+    """A run's partial-input probe (results.json's ``partial_input_probe``): the model, how its folds keep groups,
+    a row per training set and what the figures mean; or, skipped, why (then no model, groups or rows)."""
+
+    results: list[ProbeRow]
+    meaning: str
+    model: str | None = None
+    groups: str | None = None
+    skipped: str | None = None
+
+    @classmethod
+    def of(cls, obj: dict[str, Any]) -> ProbeRecord:
+        """The probe as the run's summary holds it before it is written (summary.md reads it so)."""
+        built: ProbeRecord = _built(obj, cls)
+        return built
+
+    def to_json(self) -> dict[str, Any]:
+        """As results.json holds it (the card copies it): the keys the run wrote, none that it left out."""
+        head = {"skipped": self.skipped} if self.skipped is not None else {
+            k: v for k, v in (("model", self.model), ("groups", self.groups)) if v is not None}
+        return {**head, "results": [dataclasses.asdict(r) for r in self.results], "meaning": self.meaning}
 
 
 def body_class(command: str) -> type[Body]:
