@@ -340,12 +340,12 @@ def explain_facts(inp: CardInputs, kept_sha: str) -> dict[str, Any]:
     if run.get("kept_ids_sha256") != kept_sha:
         raise InputError(f"{flag}: made from another run than {inp.run_dir} (its kept set differs)")
     tied = "the sha256 of kept_ids.txt"
-    f = res.featurizer
+    name, view = (res.featurizer.name, res.featurizer.view) if res.featurizer is not None else (None, None)
     if (run.get("size_before"), run.get("size_after"), run.get("featurizer"), run.get("view")) != (
-            res.dataset_size, res.size_after, f and f.name, f and f.view):
+            res.dataset_size, res.size_after, name, view):
         raise InputError(f"{flag}: its run ({run.get('size_before')} → {run.get('size_after')} rows, Φ "
                          f"{run.get('featurizer')}) is not {inp.run_dir} ({res.dataset_size} → "
-                         f"{res.size_after}, Φ {f and f.name})")
+                         f"{res.size_after}, Φ {name})")
     # each check's keys sit in its entry of explain's results.json: checks[name]["summary"]
     tokens, datamap, issues, surrogate = (_check_summary(ex, n) for n in ("tokens", "datamap", "label_issues",
                                                                            "surrogate"))

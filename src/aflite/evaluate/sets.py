@@ -191,8 +191,8 @@ def single_iteration_rows(
     ``size``."""
     f, params = run.body.featurizer, run.body.parameters
     if f is None:
-        raise InputError(f"{run.path}: results.json lacks the featurizer or parameters needed for the "
-                         f"single-iteration baseline (pass "
+        raise InputError(f"{run.path}: results.json records no featurizer (a run of aflite filter), which the "
+                         f"single-iteration baseline needs (pass "
                          f"{option_label('--no-single-iteration', 'single_iteration=False')})")
     name, view = f.name, f.view
     opts = run_options(name, f.options)  # the run's own Φ: its backend, this release's option names
