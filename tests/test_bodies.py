@@ -41,12 +41,29 @@ def test_a_run_is_read_back_typed_with_no_raw_results_dict(committed):
     assert [f.name for f in dataclasses.fields(RunRecord)] == ["path", "envelope", "body"]
     raw = json.loads((committed["run"] / "results.json").read_text())
     rec = read_run(committed["run"])
-    assert isinstance(rec.envelope, Envelope) and isinstance(rec.featurizer, FeaturizerRecord)
+    assert isinstance(rec.envelope, Envelope) and isinstance(rec.body.featurizer, FeaturizerRecord)
     assert (rec.seed, rec.envelope.versions, rec.envelope.manifest) == (raw["seed"], raw["versions"], raw["manifest"])
     assert (rec.body.dataset_sha256, rec.body.dataset_sha256_of, rec.body.dropped_at_load) == (
         raw["dataset_sha256"], None, raw["dropped_at_load"])
-    assert rec.featurizer.name == raw["featurizer"]["name"] == "ngram"
+    assert rec.body.featurizer.name == raw["featurizer"]["name"] == "ngram"
     assert dataclasses.asdict(rec.body.parameters) == raw["parameters"]  # what the card copies, written back
+
+
+@pytest.mark.parametrize("skipped", [False, True])
+def test_the_typed_probe_is_written_back_as_the_run_wrote_it(skipped):
+    """The card copies the run's probe from its typed body: the same keys (a skipped probe has no model or groups,
+    a probed one no top-level skipped), in the same order, with the same values."""
+    from aflite.commands.run import _probe_row
+    from aflite.commands.summaries import PROBE_MEANING
+    from aflite.evaluate.probe import ProbeResult
+    from aflite.rundir.bodies import ProbeRecord
+
+    rows = [_probe_row(ProbeResult("D", 40, 0.625, 0.05, 0.4)),
+            _probe_row(ProbeResult("D(Φ)", 30, float("nan"), float("nan"), 0.5, skipped="one label"))]
+    probe = ({"skipped": "too few rows", "results": [], "meaning": PROBE_MEANING} if skipped else
+             {"model": "TF-IDF on the hypothesis only", "groups": "none", "results": rows, "meaning": PROBE_MEANING})
+    back = ProbeRecord.of(probe).to_json()
+    assert json.dumps(back) == json.dumps(probe)
 
 
 @pytest.mark.parametrize(("edit", "expect"), [

@@ -148,7 +148,7 @@ def _read_run(path: Path, id_to_row: dict[str, int], taken: set[str]) -> _Run:
     if missing:
         raise InputError(f"{kept_file}: {len(missing)} kept id(s) are not in the dataset, e.g. {missing[0]!r} "
                          "(was this run made from another file?)")
-    f = record.featurizer
+    f = record.body.featurizer  # None: a run of aflite filter
     name = f"D(Φ {f.name}{'' if f.view == 'pair' else '-' + f.view})" if f else f"D(Φ {path.name})"
     if name in taken:
         name = f"D(Φ {path.name})"

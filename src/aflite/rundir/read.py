@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from aflite.errors import InputError
-from aflite.rundir.bodies import Document, Envelope, FeaturizerRecord, RunBody, parse
+from aflite.rundir.bodies import Document, Envelope, RunBody, parse
 from aflite.rundir.manifest import check_seal, verify
 from aflite.rundir.names import (
     CHECKPOINT,
@@ -202,11 +202,6 @@ class RunRecord:
     path: Path
     envelope: Envelope
     body: RunBody
-
-    @property
-    def featurizer(self) -> FeaturizerRecord | None:
-        """What the run recorded of its Φ (name, view, options); None when it recorded none (``aflite filter``)."""
-        return self.body.featurizer
 
     @property
     def seed(self) -> int | None:
