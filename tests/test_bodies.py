@@ -30,6 +30,56 @@ def test_the_parsed_body_types_its_nested_objects(committed):
     assert doc.body.parameters.n_partitions == 4 and isinstance(doc.body.parameters.threshold, float)
 
 
+def test_a_run_is_read_back_typed_with_no_raw_results_dict(committed):
+    """A reader of a run folder gets its envelope and body as dataclasses (issue 48: the run record typed); the
+    keys the card and evaluate read (the input's sha256, the seed, Φ) are typed fields with results.json's values."""
+    import dataclasses
+
+    from aflite.rundir.bodies import Envelope, FeaturizerRecord
+    from aflite.rundir.read import RunRecord, read_run
+
+    assert [f.name for f in dataclasses.fields(RunRecord)] == ["path", "envelope", "body"]
+    raw = json.loads((committed["run"] / "results.json").read_text())
+    rec = read_run(committed["run"])
+    assert isinstance(rec.envelope, Envelope) and isinstance(rec.body.featurizer, FeaturizerRecord)
+    assert (rec.seed, rec.envelope.versions, rec.envelope.manifest) == (raw["seed"], raw["versions"], raw["manifest"])
+    assert (rec.body.dataset_sha256, rec.body.dataset_sha256_of, rec.body.dropped_at_load) == (
+        raw["dataset_sha256"], None, raw["dropped_at_load"])
+    assert rec.body.featurizer.name == raw["featurizer"]["name"] == "ngram"
+    assert dataclasses.asdict(rec.body.parameters) == raw["parameters"]  # what the card copies, written back
+
+
+@pytest.mark.parametrize("skipped", [False, True])
+def test_the_typed_probe_is_written_back_as_the_run_wrote_it(skipped):
+    """The card copies the run's probe from its typed body: the same keys (a skipped probe has no model or groups,
+    a probed one no top-level skipped), in the same order, with the same values."""
+    from aflite.commands.run import _probe_row
+    from aflite.commands.summaries import PROBE_MEANING
+    from aflite.evaluate.probe import ProbeResult
+    from aflite.rundir.bodies import ProbeRecord
+
+    rows = [_probe_row(ProbeResult("D", 40, 0.625, 0.05, 0.4)),
+            _probe_row(ProbeResult("D(Φ)", 30, float("nan"), float("nan"), 0.5, skipped="one label"))]
+    probe = ({"skipped": "too few rows", "results": [], "meaning": PROBE_MEANING} if skipped else
+             {"model": "TF-IDF on the hypothesis only", "groups": "none", "results": rows, "meaning": PROBE_MEANING})
+    back = ProbeRecord.of(probe).to_json()
+    assert json.dumps(back) == json.dumps(probe)
+
+
+@pytest.mark.parametrize(("edit", "expect"), [
+    ({"seed": "0"}, "'seed' is \"0\", not an integer;"),
+    ({"dataset_sha256": 1}, "'dataset_sha256' is 1, not a string;"),
+])
+def test_a_run_whose_seed_or_input_sha256_has_the_wrong_type_is_refused(tmp_path, committed, edit, expect):
+    from aflite.rundir.read import read_run
+
+    run_dir = tmp_path / "run"
+    shutil.copytree(committed["run"], run_dir)
+    resealed(run_dir, edit)
+    with pytest.raises(InputError, match=expect):
+        read_run(run_dir)
+
+
 @pytest.mark.parametrize(("edit", "expect"), [
     ({"parameters": {"n_partitions": "4"}}, "'parameters'['n_partitions'] is \"4\", not an integer"),
     ({"parameters": {"threshold": "0.75"}}, "'parameters'['threshold'] is \"0.75\", not a number"),

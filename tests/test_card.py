@@ -353,43 +353,31 @@ def test_a_hugging_face_folder_brings_its_license(tmp_path: Path) -> None:
         write_card(tmp_path / "run", tmp_path / "card2", license="mit")
 
 
-# ---------------------------------------------------------------------------------------------- older folders
-def test_an_older_run_gets_its_input_hashed_when_the_file_still_matches(own_file_run: tuple[Path, Path],
-                                                                        tmp_path: Path) -> None:
-    data, run = own_file_run
+# ---------------------------------------------------------------------------------------------- no older folders
+# Readers refuse a folder without format_version 1, and every run/demo folder with it records the input's sha256,
+# every evaluate the sha256 of each run's kept_ids.txt and every explain its run's: a folder without them is not
+# one aflite wrote, and the card has no "older aflite" way round them.
+def test_a_run_without_the_inputs_sha256_is_refused(own_file_run: tuple[Path, Path], tmp_path: Path) -> None:
+    _, run = own_file_run
     old = tmp_path / "old"
     shutil.copytree(run, old)
     res = results(old)
-    del res["dataset_sha256"]  # what aflite run wrote before it recorded the input's sha256
+    del res["dataset_sha256"]
     resealed(old, res)
-    card = write_card(old, tmp_path / "c1")
-    assert card.manifest["input"]["sha256"] == sha(data)
-    assert card.manifest["input"]["sha256_source"].startswith("computed when the card was made")
-    # the file changed since (one label): the card says the sha256 is unknown instead of hashing another file
-    changed = tmp_path / "changed.tsv"
-    text = data.read_text(encoding="utf-8").replace("\tneutral\n", "\tentailment\n", 1)
-    changed.write_text(text, encoding="utf-8")
-    res["dataset"] = str(changed)
-    resealed(old, res)
-    card = write_card(old, tmp_path / "c2")
-    assert card.manifest["input"]["sha256"] is None and "does not match" in card.manifest["input"]["sha256_source"]
-    assert any("sha256 is unknown" in s for s in card.manifest["limits"]) and card.notes
+    with pytest.raises(Exception, match=f"{re.escape(str(old / 'results.json'))}: no 'dataset_sha256'"):
+        write_card(old, tmp_path / "c1")
+    assert not (tmp_path / "c1").exists()
 
 
-def test_an_older_evaluate_folder_is_tied_by_its_run_path(made: Path, tmp_path: Path) -> None:
-    ev = tmp_path / "ev"
-    shutil.copytree(made / "ev", ev)
-    r = results(ev)
-    del r["config"]["runs_kept_ids_sha256"], r["config"]["dataset_fingerprint"]
-    resealed(ev, r)
-    res = write_card(made / "run", tmp_path / "card", evaluate=ev)
-    assert res.manifest["evaluate"]["tied_to_run_by"].startswith("the run's folder path")
-    r["config"]["runs"] = [str(tmp_path / "elsewhere")]
-    for s in r["training_sets"]:
-        s["run"] = s["run"] and str(tmp_path / "elsewhere")
-    resealed(ev, r)
-    with pytest.raises(Exception, match="older aflite from other runs"):
-        write_card(made / "run", tmp_path / "card2", evaluate=ev)
+@pytest.mark.parametrize(("flag", "folder", "key"), [("evaluate", "ev", ("config", "runs_kept_ids_sha256")),
+                                                     ("explain", "ex", ("run", "kept_ids_sha256"))])
+def test_an_evaluate_or_explain_without_the_kept_ids_sha256_is_refused(made: Path, tmp_path: Path, flag: str,
+                                                                         folder: str, key: tuple[str, str]) -> None:
+    """Not tied by the run's folder path instead, as cards before format_version were."""
+    edited = _edited(made / folder, tmp_path / folder, lambda r: r[key[0]].pop(key[1]))
+    with pytest.raises(Exception, match=f"--{flag} {re.escape(str(edited))}: made from (another run|other runs) than"):
+        write_card(made / "run", tmp_path / "card", **{flag: edited})
+    assert not (tmp_path / "card").exists()
 
 
 # ---------------------------------------------------------------------------------------------- bad inputs

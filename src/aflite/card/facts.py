@@ -16,7 +16,7 @@ import gzip
 import json
 import re
 import sys
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -24,12 +24,14 @@ from typing import Any
 from aflite import __version__
 from aflite.card.licenses import HUB_LICENSES, close_matches
 from aflite.card.limits import known_limits
-from aflite.data import demo_dataset_path, open_dataset, option_label
+from aflite.data import demo_dataset_path, option_label
 from aflite.errors import AfliteError, InputError, ParameterError
 from aflite.evaluate.tables import evaluate_verdict
 from aflite.features.registry import find
-from aflite.hashing import dataset_fingerprint, file_sha256
+from aflite.hashing import file_sha256
+from aflite.rundir.bodies import RunBody
 from aflite.rundir.names import KEPT_IDS, WARMUP_IDS
+from aflite.rundir.read import RunRecord
 
 __all__ = ["CardInputs", "build_manifest", "check_license_id", "data_format", "dataset_stem", "input_identity",
            "input_license", "model_identity", "portable_path", "size_category", "FORMAT"]
@@ -51,11 +53,11 @@ EVAL_ROLES = (("random", "random"), ("matched", "label-matched random"), ("singl
 
 @dataclass
 class CardInputs:
-    """What the card is made from: the run folder (its results.json and kept ids) and, optionally, the results of
-    an evaluate and an explain folder made from that run."""
+    """What the card is made from: the run folder (its typed results.json and kept ids) and, optionally, the
+    results of an evaluate and an explain folder made from that run."""
 
     run_dir: Path
-    results: dict[str, Any]
+    run: RunRecord  # the run folder read back, typed (results.json's envelope and body)
     kept_ids: list[str]
     evaluate_dir: Path | None = None
     evaluate: dict[str, Any] | None = None
@@ -93,58 +95,24 @@ def _portable_options(options: dict[str, Any]) -> dict[str, Any]:
 
 
 # ---------------------------------------------------------------------------------------------- the input
-def input_identity(results: dict[str, Any]) -> tuple[dict[str, Any], Path | None]:
-    """The input file's name, rows and sha256; and the input itself when it is a Hugging Face dataset folder still
-    there with the same content (its ``dataset_info.json`` may name a license), else None.
-
-    A run records the sha256 (``dataset_sha256``); for a run made before it did, the file at the recorded path is
-    hashed if it is still there and still has the dataset fingerprint the run recorded (read with the loaders'
-    detected columns)."""
-    recorded = str(results.get("dataset") or "")
-    path = Path(recorded) if recorded else None
+def input_identity(run: RunBody) -> tuple[dict[str, Any], Path | None]:
+    """The input file's name, rows and the sha256 the run recorded (``dataset_sha256``: run and demo always record
+    it); and the input itself when it is a Hugging Face dataset folder still there with the same content (its
+    ``dataset_info.json`` may name a license), else None."""
+    sha = run.dataset_sha256
+    assert sha is not None, "run and demo always record dataset_sha256 (RunBody.required_by)"
+    path = Path(run.dataset) if run.dataset else None
     info: dict[str, Any] = {"file": path.name if path else None, "is_folder": bool(path and path.is_dir()),
-                            "rows": results.get("dataset_size"),
-                            "dataset_fingerprint": results.get("dataset_fingerprint"),
-                            "dropped_at_load": results.get("dropped_at_load") or None,
-                            "sha256": None, "sha256_source": None}
-    sha = results.get("dataset_sha256")
-    if sha and results.get("dataset_sha256_of") == "rows":  # in-memory data: no file (aflite.data.memory)
-        info.update(sha256=sha, is_folder=False, in_memory=True,
+                            "rows": run.dataset_size, "dataset_fingerprint": run.dataset_fingerprint,
+                            "dropped_at_load": run.dropped_at_load or None, "sha256": sha,
+                            "sha256_source": "recorded by aflite run"}
+    if run.dataset_sha256_of == "rows":  # in-memory data: no file (aflite.data.memory)
+        info.update(is_folder=False, in_memory=True,
                     sha256_source="recorded by aflite run over the in-memory rows, not a file's bytes: the column "
                                   "names, then each row's id and cells as a JSON line (aflite.data.memory.rows_sha256)")
         return info, None
-    if sha:
-        info.update(sha256=sha, sha256_source="recorded by aflite run")
-        hf = path is not None and (path / "dataset_info.json").is_file()
-        return info, path if hf and path is not None and file_sha256(path) == sha else None
-    if path is None or not path.exists():
-        info["sha256_source"] = ("not recorded by the run (made by an older aflite), and the input file is no "
-                                 "longer where the run read it")
-        return info, None
-    fp = results.get("dataset_fingerprint")
-    if not fp:
-        info["sha256_source"] = ("not recorded by the run, which records no dataset fingerprint either: the file "
-                                 "there now cannot be tied to it")
-        return info, None
-    try:
-        now = _dataset_fingerprint_of(path, results)
-    except AfliteError as exc:
-        now, why = None, str(exc).splitlines()[0]
-    else:
-        why = "its ids, labels or texts differ from the run's, or it needs column options"
-    if now != fp:
-        info["sha256_source"] = (f"not recorded by the run, and the file at the run's path does not match the "
-                                 f"run's dataset fingerprint ({why})")
-        return info, None
-    info.update(sha256=file_sha256(path), sha256_source="computed when the card was made: the file at the run's "
-                "path matches the run's dataset fingerprint")
-    return info, path if (path / "dataset_info.json").is_file() else None
-
-
-def _dataset_fingerprint_of(path: Path, results: dict[str, Any]) -> str:
-    found = find((results.get("featurizer") or {}).get("name") or "")
-    ds = open_dataset(path, reads=found.modality if found is not None else "any")
-    return dataset_fingerprint(ds.ids, ds.labels, ds.texts_a, ds.texts_b)
+    hf = path is not None and (path / "dataset_info.json").is_file()
+    return info, path if hf and path is not None and file_sha256(path) == sha else None
 
 
 def _is_bundled_sample(sha: str | None) -> bool:
@@ -283,50 +251,38 @@ def _distribution(top_level: str) -> dict[str, Any]:
     return {}
 
 
-def phi_facts(results: dict[str, Any]) -> dict[str, Any]:
-    f = results.get("featurizer") or {}
-    options = dict(f.get("options") or {})
-    name = str(f.get("name") or "")
-    info = {k: v for k, v in (f.get("info") or {}).items() if k.startswith("warmup")}
-    return {"featurizer": name, "view": f.get("view"), "dim": f.get("dim"), "options": _portable_options(options),
-            "model": model_identity(name, options), "warmup_rows": results.get("warmup_rows") or 0,
+def phi_facts(run: RunBody) -> dict[str, Any]:
+    f = run.featurizer
+    assert f is not None, "run and demo always record their featurizer (RunBody.required_by)"
+    options = dict(f.options)
+    info = {k: v for k, v in (f.info or {}).items() if k.startswith("warmup")}
+    return {"featurizer": f.name, "view": f.view, "dim": f.dim, "options": _portable_options(options),
+            "model": model_identity(f.name, options), "warmup_rows": run.warmup_rows or 0,
             "warmup_training": info or None}
 
 
 # ---------------------------------------------------------------------------------------------- evaluate, explain
-def _same_folder(recorded: Any, folder: Path) -> bool:
-    with contextlib.suppress(OSError, TypeError):
-        return Path(str(recorded)).resolve() == folder.resolve()
-    return False
-
-
 def evaluate_facts(inp: CardInputs, kept_sha: str) -> dict[str, Any]:
     """This run's figures in an evaluate folder: its D, D(Φ), random and single-iteration sets on every
     evaluation, refused when the folder was made from another dataset or another run."""
-    ev, where, res = inp.evaluate or {}, inp.evaluate_dir, inp.results
+    ev, where, res = inp.evaluate or {}, inp.evaluate_dir, inp.run.body
     cfg = ev.get("config") or {}
     flag = f"--evaluate {where}"
-    if cfg.get("dataset_fingerprint") and res.get("dataset_fingerprint") and \
-            cfg["dataset_fingerprint"] != res["dataset_fingerprint"]:
+    if cfg.get("dataset_fingerprint") and res.dataset_fingerprint and \
+            cfg["dataset_fingerprint"] != res.dataset_fingerprint:
         raise InputError(f"{flag}: made from another dataset than the run {inp.run_dir} (dataset fingerprints differ)")
+    # evaluate records the sha256 of each run's kept_ids.txt (every folder a reader accepts has it): this run's
+    # entries are those with the same kept set
     runs = [str(r) for r in cfg.get("runs") or []]
-    shas = cfg.get("runs_kept_ids_sha256")
-    if shas:
-        mine = [r for r, s in zip(runs, shas, strict=False) if s == kept_sha]
-        tied = "the sha256 of kept_ids.txt"
-    else:  # made before evaluate recorded the kept sets: the run's folder, with its sizes and labels
-        mine = [r for r in runs if _same_folder(r, inp.run_dir)]
-        tied = "the run's folder path (recorded by an older aflite evaluate)"
+    mine = [r for r, s in zip(runs, cfg.get("runs_kept_ids_sha256") or [], strict=False) if s == kept_sha]
     sets = ev.get("training_sets") or []
     filtered = next((s for s in sets if s.get("kind") == "filtered" and str(s.get("run")) in mine), None)
     if filtered is None:
-        raise InputError(f"{flag}: made from other runs than {inp.run_dir} (its kept sets differ)" if shas else
-                         f"{flag}: made by an older aflite from other runs than {inp.run_dir}; run aflite evaluate "
-                         f"again on this run")
+        raise InputError(f"{flag}: made from other runs than {inp.run_dir} (its kept sets differ)")
     excluded = int((filtered.get("info") or {}).get("excluded_warmup") or 0)
-    if cfg.get("dataset_size") != res.get("dataset_size") or filtered.get("size", 0) + excluded != res["size_after"] \
-            or (not excluded and filtered.get("label_counts") != res.get("label_counts_after")):
-        raise InputError(f"{flag}: its D(Φ) ({filtered.get('size')} rows) is not the run's ({res['size_after']} "
+    if cfg.get("dataset_size") != res.dataset_size or filtered.get("size", 0) + excluded != res.size_after \
+            or (not excluded and filtered.get("label_counts") != res.label_counts_after):
+        raise InputError(f"{flag}: its D(Φ) ({filtered.get('size')} rows) is not the run's ({res.size_after} "
                          f"rows) with the same labels: made from another run or dataset")
     run_key = str(filtered["run"])
     chosen = {"D": "D", "filtered": filtered["name"]}
@@ -355,7 +311,7 @@ def evaluate_facts(inp: CardInputs, kept_sha: str) -> dict[str, Any]:
     verdict = evaluate_verdict({"training_sets": mine_sets, "aggregate": {
         m: {k: v for k, v in per.items() if k in set_names} for m, per in (ev.get("aggregate") or {}).items()}})
     return {
-        "tied_to_run_by": tied, "verdict": verdict, "models": cfg.get("models") or list(scores),
+        "tied_to_run_by": "the sha256 of kept_ids.txt", "verdict": verdict, "models": cfg.get("models") or list(scores),
         "seeds": cfg.get("seeds"), "split": cfg.get("split"), "heldout": cfg.get("heldout"),
         "split_seed": cfg.get("split_seed"), "protocol": cfg.get("protocol"),
         "tests": [{"name": t.get("name"), "size": t.get("size"), "sources": [Path(str(s)).name for s in
@@ -374,27 +330,22 @@ def evaluate_facts(inp: CardInputs, kept_sha: str) -> dict[str, Any]:
 
 def explain_facts(inp: CardInputs, kept_sha: str) -> dict[str, Any]:
     """The explain folder's figures, refused when it was made from another run."""
-    ex, where, res = inp.explain or {}, inp.explain_dir, inp.results
+    ex, where, res = inp.explain or {}, inp.explain_dir, inp.run.body
     flag = f"--explain {where}"
     run = ex.get("run") or {}
-    if run.get("dataset_fingerprint") and res.get("dataset_fingerprint") and \
-            run["dataset_fingerprint"] != res["dataset_fingerprint"]:
+    if run.get("dataset_fingerprint") and res.dataset_fingerprint and \
+            run["dataset_fingerprint"] != res.dataset_fingerprint:
         raise InputError(f"{flag}: made from another dataset than the run {inp.run_dir} (dataset fingerprints differ)")
-    if run.get("kept_ids_sha256"):
-        if run["kept_ids_sha256"] != kept_sha:
-            raise InputError(f"{flag}: made from another run than {inp.run_dir} (its kept set differs)")
-        tied = "the sha256 of kept_ids.txt"
-    elif not _same_folder(run.get("folder"), inp.run_dir):
-        raise InputError(f"{flag}: made by an older aflite from another run folder than {inp.run_dir}; run aflite "
-                         f"explain again on this run")
-    else:
-        tied = "the run's folder path (recorded by an older aflite explain)"
-    f = res.get("featurizer") or {}
+    # explain records the sha256 of its run's kept_ids.txt, which every run and demo folder holds
+    if run.get("kept_ids_sha256") != kept_sha:
+        raise InputError(f"{flag}: made from another run than {inp.run_dir} (its kept set differs)")
+    tied = "the sha256 of kept_ids.txt"
+    name, view = (res.featurizer.name, res.featurizer.view) if res.featurizer is not None else (None, None)
     if (run.get("size_before"), run.get("size_after"), run.get("featurizer"), run.get("view")) != (
-            res.get("dataset_size"), res.get("size_after"), f.get("name"), f.get("view")):
+            res.dataset_size, res.size_after, name, view):
         raise InputError(f"{flag}: its run ({run.get('size_before')} → {run.get('size_after')} rows, Φ "
-                         f"{run.get('featurizer')}) is not {inp.run_dir} ({res.get('dataset_size')} → "
-                         f"{res.get('size_after')}, Φ {f.get('name')})")
+                         f"{run.get('featurizer')}) is not {inp.run_dir} ({res.dataset_size} → "
+                         f"{res.size_after}, Φ {name})")
     # each check's keys sit in its entry of explain's results.json: checks[name]["summary"]
     tokens, datamap, issues, surrogate = (_check_summary(ex, n) for n in ("tokens", "datamap", "label_issues",
                                                                            "surrogate"))
@@ -433,15 +384,15 @@ def header_of(path: Path) -> list[str] | None:
 
 def build_manifest(inp: CardInputs, *, license: str | None = None) -> dict[str, Any]:  # noqa: A002
     """Every fact of the card, machine-readable: what ``manifest.json`` holds and the card is written from."""
-    res = inp.results
+    res, envelope = inp.run.body, inp.run.envelope
     src, located = input_identity(res)
     lic = input_license(src["sha256"], located, license)
-    out_file = inp.run_dir / Path(str(res["filtered_dataset"])).name
+    out_file = inp.run_dir / Path(str(res.filtered_dataset)).name
     kept_sha = file_sha256(inp.run_dir / KEPT_IDS)
     warm = inp.run_dir / WARMUP_IDS
     bundled = _is_bundled_sample(src["sha256"])
     phi = phi_facts(res)
-    labels = sorted(res.get("label_counts_before") or {})
+    labels = sorted(res.label_counts_before)
     found = find(phi["featurizer"])
     images = (found is not None and found.modality == "image") or bool(phi["options"].get("image_model"))
     stem = dataset_stem(str(src["file"] or "data"))
@@ -449,30 +400,31 @@ def build_manifest(inp: CardInputs, *, license: str | None = None) -> dict[str, 
         "format": FORMAT,
         "generator": {"tool": "aflite card", "aflite": __version__},
         "name": f"{'SNLI sample' if bundled else stem}, AFLite-filtered (Φ {phi['featurizer']}, {phi['view']})",
-        "title": res.get("title"),
+        "title": res.title,
         "license": lic,
         "language": ["en"] if bundled else None,
         "task_categories": ["image-classification" if images else "text-classification"],
         "task_ids": ["natural-language-inference"] if labels and set(labels) <= NLI_LABELS else [],
-        "size_category": size_category(int(res["size_after"])),
+        "size_category": size_category(res.size_after),
         "source_datasets": ["extended|stanfordnlp/snli"] if bundled else ["extended"],
         "input": src,
         "output": {"file": out_file.name, "is_folder": out_file.is_dir(), "sha256": file_sha256(out_file),
                    "format": data_format(out_file.name, out_file.is_dir()), "columns": header_of(out_file),
-                   "rows": res["size_after"],
+                   "rows": res.size_after,
                    "kept_ids": {"file": KEPT_IDS, "sha256": kept_sha, "ids": len(inp.kept_ids)},
                    "warmup_ids": {"file": warm.name, "sha256": file_sha256(warm)} if warm.is_file() else None},
         "phi": phi,
-        "filter": {"parameters": res.get("parameters"), "seed": res.get("seed"), "groups": res.get("groups"),
-                   "overrides": res.get("overrides") or {}, "size_before": res["size_before"],
-                   "size_after": res["size_after"], "n_iterations": res.get("n_iterations"),
-                   "sizes": res.get("sizes"), "stop_reason": res.get("stop_reason"),
-                   "phases": [{k: it.get(k) for k in PHASE_KEYS} for it in res.get("iterations") or []]},
-        "versions": res.get("versions"),
-        "labels": {"before": res.get("label_counts_before"), "after": res.get("label_counts_after"),
-                   "shift": res.get("label_shift")},
-        "probe": res.get("partial_input_probe"),
-        "verdict": res.get("verdict") or [],
+        # the run's own records as results.json holds them (the typed values written back as JSON)
+        "filter": {"parameters": asdict(res.parameters), "seed": envelope.seed, "groups": res.groups,
+                   "overrides": res.overrides or {}, "size_before": res.size_before,
+                   "size_after": res.size_after, "n_iterations": res.n_iterations,
+                   "sizes": res.sizes, "stop_reason": res.stop_reason,
+                   "phases": [{k: getattr(it, k) for k in PHASE_KEYS} for it in res.iterations]},
+        "versions": envelope.versions,
+        "labels": {"before": res.label_counts_before, "after": res.label_counts_after,
+                   "shift": None if res.label_shift is None else asdict(res.label_shift)},
+        "probe": None if res.partial_input_probe is None else res.partial_input_probe.to_json(),
+        "verdict": res.verdict or [],
         "evaluate": evaluate_facts(inp, kept_sha) if inp.evaluate is not None else None,
         "explain": explain_facts(inp, kept_sha) if inp.explain is not None else None,
     }

@@ -106,6 +106,4 @@ def known_limits(m: dict[str, Any]) -> list[str]:
     if m["license"]["id"] == "unknown":
         out.append("The license is unknown: aflite does not know the input's license and none was given "
                    "(--license). Set it before publishing.")
-    if not m["input"].get("sha256"):
-        out.append(f"The input file's sha256 is unknown: {m['input']['sha256_source']}.")
     return out

@@ -121,9 +121,7 @@ def _data(m: dict[str, Any]) -> list[str]:
     if out.get("warmup_ids"):
         lines.append(f"- **Warm-up ids** (rows that fine-tuned Φ, not in D(Φ)): {code(out['warmup_ids']['file'])} "
                      f"(sha256 {code(out['warmup_ids']['sha256'])}).")
-    sha = f"sha256 {code(src['sha256'])}{FOLDER_SHA if src.get('is_folder') else ''} ({src['sha256_source']})" if \
-        src.get("sha256") else \
-        f"sha256 unknown: {src['sha256_source']}"
+    sha = f"sha256 {code(src['sha256'])}{FOLDER_SHA if src.get('is_folder') else ''} ({src['sha256_source']})"
     lines.append(f"- **Source:** {code(src['file'])}" + (f", {text(m['title'])}" if m.get("title") else "")
                  + f": {num(src['rows'])} rows; {sha}; dataset fingerprint {code(src['dataset_fingerprint'])}.")
     if lic["id"] == "unknown":

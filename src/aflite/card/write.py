@@ -98,15 +98,14 @@ def write_card(run_dir: str | Path, out: str | Path, *, evaluate: str | Path | N
     # every folder is read through rundir.read: its results.json checked, every file verified against the manifest
     # the command committed, all before the first write
     run = read_run(run_p, flag="RUN_DIR", commands=CARD_RUNS)
-    results = run.summary
     kept = run.kept_ids()
-    if len(kept) != results["size_after"]:
+    if len(kept) != run.body.size_after:
         raise InputError(f"{run_p / KEPT_IDS}: {len(kept):,} ids, but results.json says the run kept "
-                         f"{results['size_after']:,}: the folder was changed after the run")
-    filtered = run_p / Path(str(results["filtered_dataset"])).name
-    if filtered.name not in (results.get("manifest") or {}) and not filtered.is_dir():
+                         f"{run.body.size_after:,}: the folder was changed after the run")
+    filtered = run_p / Path(str(run.body.filtered_dataset)).name
+    if filtered.name not in run.envelope.manifest and not filtered.is_dir():
         raise InputError(f"{filtered}: not listed in {run_p / RESULTS}: the run's filtered data file is missing")
-    inp = CardInputs(run_p, results, kept)
+    inp = CardInputs(run_p, run, kept)
     if evaluate is not None:
         inp.evaluate_dir, inp.evaluate = Path(evaluate), read_made_by(evaluate, ("evaluate",), "--evaluate")
     if explain is not None:
@@ -119,6 +118,4 @@ def write_card(run_dir: str | Path, out: str | Path, *, evaluate: str | Path | N
     check_clashes(out_p, sources, own_files(out_p))
     manifest = commit_card(out_p, sources, facts, FORMAT)
     notes = [f"license unknown: {manifest['license']['source']}"] if manifest["license"]["id"] == "unknown" else []
-    if not manifest["input"].get("sha256"):
-        notes.append(f"the input's sha256 is unknown: {manifest['input']['sha256_source']}")
     return CardResult(out_p, out_p / CARD, out_p / MANIFEST, manifest, manifest["license"]["id"], notes)

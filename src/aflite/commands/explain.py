@@ -107,7 +107,7 @@ def _features(ds: Any, run: RunRecord, cache_dir: Path, featurizer_options: dict
             raise ParameterError(f"the run used --featurizer {fz.name}: pass its {what}")
     return featurize_dataset(ds, fz.name, fz.view, cache_dir, read_only=[run.path / "cache"],
                              warmup_size=run.body.parameters.train_size,
-                             warmup_seed=run.summary.get("seed", 0), show_progress=show_progress, **opts)
+                             warmup_seed=run.seed or 0, show_progress=show_progress, **opts)
 
 
 def _run_features(data_path: Any, ds: Any, rows: np.ndarray, run: RunRecord, feats: Features) -> Any:
@@ -220,7 +220,7 @@ def explain(
     inst = run.instances()
     ds, rows = _load(data_path, run, inst, dataset_options, image_options)
     params = run.body.parameters
-    seed = int(run.summary.get("seed", params.random_state or 0) or 0)  # the envelope's seed
+    seed = int(run.seed or 0)  # the envelope's seed
     texts, tview = _token_view(ds, rows, fz, token_view, options)
     timings["load_seconds"] = time.perf_counter() - t_start
 

@@ -11,6 +11,7 @@ import numpy as np
 from aflite.atomic import JSON
 from aflite.report import shorten
 from aflite.report.pages import pick_examples, probe_rows
+from aflite.rundir.bodies import ProbeRecord
 from aflite.verdict import MIN_SPREAD, SPREAD_FACTOR, markdown, number, phases_text, points
 
 
@@ -113,7 +114,7 @@ def render_summary(summary: JSON, ds: Any, rows: np.ndarray, p_all: np.ndarray, 
         lines += ["", f"Partial-input probe: {pr.get('model', 'TF-IDF logistic regression')}", "",
                   "| training set | size | accuracy | majority rate (same rows) | Δ over majority |",
                   "|---|---|---|---|---|"]
-        lines += ["| " + " | ".join(row) + " |" for row in probe_rows(pr)]  # as the page shows them
+        lines += ["| " + " | ".join(row) + " |" for row in probe_rows(ProbeRecord.of(pr))]  # as the page shows them
         lines += ["", PROBE_MEANING]
     if "timings" in summary:
         lines += ["", "Timings: " + ", ".join(f"{k} {v:.1f}" for k, v in summary["timings"].items())]

@@ -124,7 +124,7 @@ def _training_sets(ds: Any, run_objs: list[Any], pool: NDArray[np.intp], warm: N
                 sets.append(TrainingSet(f"D_random({size}, labels of {r.name})", "matched", rows, seed=s,
                                         run=str(r.path)))
         if single_iteration:
-            rows, info = single_iteration_rows(ds, r, size, int(r.summary.get("seed") or 0), cache, show_progress,
+            rows, info = single_iteration_rows(ds, r, size, int(r.seed or 0), cache, show_progress,
                                                exclude=warm)
             sets.append(TrainingSet(f"single-iteration({r.name.removeprefix('D(').removesuffix(')')})", "single",
                                     rows, run=str(r.path), info=info))
@@ -171,9 +171,9 @@ def _store(d_corpus: _Corpus, cache: Path, show_progress: bool, featurizer_optio
     store = _FeatureStore(d_corpus, cache, show_progress, dict(featurizer_options or {}))
     store.read_only = [Path(r.path) / "cache" for r in run_objs]  # the runs' Φ, reused and never written
     for r in run_objs:  # image features at the size (and model) the run's Φ used, so a shared cache is reused
-        f = r.summary.get("featurizer") or {}
-        if (found := find(f.get("name") or "")) is not None and found.modality == "image":
-            store.image_options = {k: v for k, v in (f.get("options") or {}).items()
+        f = r.body.featurizer
+        if f is not None and (found := find(f.name)) is not None and found.modality == "image":
+            store.image_options = {k: v for k, v in f.options.items()
                                    if k in ("image_size", "model_path", "pretrained") and v is not None}
     return store
 

@@ -20,6 +20,7 @@ from aflite.evaluate.records import SingleIterationInfo
 from aflite.features import featurize_dataset
 from aflite.features.cache import check_run_features
 from aflite.features.registry import run_options
+from aflite.rundir.bodies import RunBody
 from aflite.rundir.names import KEPT_IDS, WARMUP_IDS
 from aflite.rundir.read import read_run
 from aflite.splits import stratified_sample as _stratified_sample
@@ -131,10 +132,11 @@ class TrainingSet:
 class _Run:
     path: Path
     kept: NDArray[np.intp]
-    summary: JSON  # the run's results.json body
+    body: RunBody  # the run's results.json body, typed
     name: str
     warmup: NDArray[np.intp] = field(default_factory=lambda: np.empty(0, dtype=np.intp))
     fingerprint: str | None = None  # of the Φ and labels the run filtered (its checkpoint's)
+    seed: int | None = None  # the run's (its envelope's)
 
 
 def _read_run(path: Path, id_to_row: dict[str, int], taken: set[str]) -> _Run:
@@ -146,8 +148,8 @@ def _read_run(path: Path, id_to_row: dict[str, int], taken: set[str]) -> _Run:
     if missing:
         raise InputError(f"{kept_file}: {len(missing)} kept id(s) are not in the dataset, e.g. {missing[0]!r} "
                          "(was this run made from another file?)")
-    f = record.featurizer
-    name = f"D(Φ {f['name']}{'' if f.get('view', 'pair') == 'pair' else '-' + f['view']})" if f else f"D(Φ {path.name})"
+    f = record.body.featurizer  # None: a run of aflite filter
+    name = f"D(Φ {f.name}{'' if f.view == 'pair' else '-' + f.view})" if f else f"D(Φ {path.name})"
     if name in taken:
         name = f"D(Φ {path.name})"
     taken.add(name)
@@ -158,8 +160,8 @@ def _read_run(path: Path, id_to_row: dict[str, int], taken: set[str]) -> _Run:
         raise InputError(f"{path / WARMUP_IDS}: {len(unknown)} id(s) are not in the dataset, e.g. "
                          f"{unknown[0]!r} (was this run made from another file?)")
     warm = np.sort(np.asarray([id_to_row[i] for i in warm_ids], dtype=np.intp))
-    return _Run(path, np.sort(np.asarray([id_to_row[i] for i in ids], dtype=np.intp)), record.summary, name, warm,
-                record.fingerprint())
+    return _Run(path, np.sort(np.asarray([id_to_row[i] for i in ids], dtype=np.intp)), record.body, name, warm,
+                record.fingerprint(), record.seed)
 
 
 def label_matched_rows(pool: NDArray[np.intp], labels: NDArray[Any], kept: NDArray[np.intp],
@@ -187,28 +189,27 @@ def single_iteration_rows(
     remain. Rows that no model scored (a single model's own training rows) are kept, as a filtering phase keeps
     them. Rows in ``exclude`` (warm-up slices of any run being compared) are never kept and do not count to
     ``size``."""
-    f = run.summary.get("featurizer")
-    params = run.summary.get("parameters")
-    if not f or not params:
-        raise InputError(f"{run.path}: results.json lacks the featurizer or parameters needed for the "
-                         f"single-iteration baseline (pass "
+    f, params = run.body.featurizer, run.body.parameters
+    if f is None:
+        raise InputError(f"{run.path}: results.json records no featurizer (a run of aflite filter), which the "
+                         f"single-iteration baseline needs (pass "
                          f"{option_label('--no-single-iteration', 'single_iteration=False')})")
-    name, view = f["name"], f.get("view", "pair")
-    opts = run_options(name, f.get("options"))  # the run's own Φ: its backend, this release's option names
-    run_seed = int(params.get("random_state", 0))
+    name, view = f.name, f.view
+    opts = run_options(name, f.options)  # the run's own Φ: its backend, this release's option names
+    run_seed = int(params.random_state or 0)
     # the run's Φ is cached where the run put it: RUN/cache (read only: a run folder is the run's), or a shared
     # folder given to both `aflite run --cache-dir` and this evaluation's cache (top level); recomputing it (an
     # encoder pass, a warm-up fine-tuning) is the last resort, into this evaluation's cache; the top level is read
     # either way (the parts of a combined Φ, e.g. warmup+ngram, that runs on the same --cache-dir computed)
     feat_cache = cache_dir if any(cache_dir.glob(f"{name}-{view}-*.json")) else cache_dir / "features"
-    feats = featurize_dataset(ds, name, view, feat_cache, warmup_size=int(params["train_size"]), warmup_seed=run_seed,
+    feats = featurize_dataset(ds, name, view, feat_cache, warmup_size=params.train_size, warmup_seed=run_seed,
                               read_only=[run.path / "cache", cache_dir], show_progress=show_progress, **opts)
     rows = np.asarray(feats.rows, dtype=np.intp)
     X = feats.X.toarray() if hasattr(feats.X, "toarray") else feats.X
     check_run_features(X, ds.labels[rows], run.fingerprint, run.path, feats.cache_path if feats.from_cache else None,
-                       str(run.summary.get("dataset") or "DATA"))
-    groups = ds.groups[rows] if (params.get("groups") and ds.groups is not None) else None
-    ph = predictability(X, ds.labels[rows], n_partitions=n_models, train_size=int(params["train_size"]),
+                       str(run.body.dataset or "DATA"))
+    groups = ds.groups[rows] if (params.groups and ds.groups is not None) else None
+    ph = predictability(X, ds.labels[rows], n_partitions=n_models, train_size=params.train_size,
                         groups=groups, random_state=seed)
     p = ph.predictability
     allowed = np.ones(len(rows), dtype=bool) if exclude is None else ~np.isin(rows, exclude)
@@ -220,14 +221,14 @@ def single_iteration_rows(
     keep = allowed.copy()
     keep[removed] = False
     info: SingleIterationInfo = {"featurizer": name, "view": view, "n_partitions": n_models,
-            "train_size": int(params["train_size"]), "seed": seed, "scored": int(len(scored)),
+            "train_size": params.train_size, "seed": seed, "scored": int(len(scored)),
             "unscored": int((np.isnan(p) & allowed).sum()),
             "removed": int(len(removed)), "excluded_warmup": int((~allowed).sum()),
             "min_removed_predictability": float(p[removed].min()) if len(removed) else None,
             "seconds": round(ph.seconds, 2)}
     notes = []
     n_labels = len(np.unique(ds.labels[rows]))
-    t = int(params["train_size"])
+    t = params.train_size
     if t < n_labels:  # the one model never sees every label (with t = 1 it predicts one label for every row)
         notes.append(f"its one model trained on {t} row(s) (the run's t), fewer than the {n_labels} labels: it can "
                      f"predict at most {t} of them, so this cut says little about the rows' predictability")

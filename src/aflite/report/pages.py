@@ -20,7 +20,7 @@ from aflite.atomic import JSON
 from aflite.report import rows as report_rows
 from aflite.report import thumbs
 from aflite.report.rows import WARMUP
-from aflite.rundir.bodies import Document, EvaluateBody, ExplainBody, RunBody
+from aflite.rundir.bodies import Document, EvaluateBody, ExplainBody, ProbeRecord, RunBody
 from aflite.rundir.page import PageData
 from aflite.verdict import phases_text
 
@@ -106,18 +106,17 @@ def pick_examples(labels: np.ndarray, keep: np.ndarray, p: np.ndarray,
 PROBE_HEADER = ["training set", "size", "accuracy %", "majority rate % (same rows)", "Δ over majority (points)"]
 
 
-def probe_rows(probe: JSON) -> list[list[str]]:
+def probe_rows(probe: ProbeRecord) -> list[list[str]]:
     """The hypothesis-only probe's rows as summary.md and the page show them (percent, Δ over the majority rate)."""
     rows = []
-    for r in probe.get("results", []):
-        if r.get("skipped"):
-            rows.append([r["name"], f"{r['size']:,}", f"not probed: {r['skipped']}", f"{100 * r['majority']:.1f}",
-                         "–"])
+    for r in probe.results:
+        if r.skipped or r.accuracy is None or r.accuracy_std is None:
+            rows.append([r.name, f"{r.size:,}", f"not probed: {r.skipped}", f"{100 * r.majority:.1f}", "–"])
         else:
-            rows.append([r["name"], f"{r['size']:,}", f"{100 * r['accuracy']:.1f} ± {100 * r['accuracy_std']:.1f}",
-                         f"{100 * r['majority']:.1f}", f"{100 * (r['accuracy'] - r['majority']):+.1f}"])
-    if probe.get("skipped"):
-        rows.append(["–", "–", f"not probed: {probe['skipped']}", "–", "–"])
+            rows.append([r.name, f"{r.size:,}", f"{100 * r.accuracy:.1f} ± {100 * r.accuracy_std:.1f}",
+                         f"{100 * r.majority:.1f}", f"{100 * (r.accuracy - r.majority):+.1f}"])
+    if probe.skipped:
+        rows.append(["–", "–", f"not probed: {probe.skipped}", "–", "–"])
     return rows
 
 
@@ -125,9 +124,8 @@ def _run_tables(run: RunBody, cols: JSON) -> list[tuple[str, list[str], list[lis
     """What the terminal shows of a run besides its summary: the probe table and the examples."""
     tables: list[tuple[str, list[str], list[list[Any]], str]] = []
     probe = run.partial_input_probe
-    if probe:
-        tables.append(("Partial-input probe", PROBE_HEADER, probe_rows(probe),
-                       f"{probe.get('model', '')}. {probe.get('meaning', '')}"))
+    if probe is not None:
+        tables.append(("Partial-input probe", PROBE_HEADER, probe_rows(probe), f"{probe.model or ''}. {probe.meaning}"))
     if not cols.get("ta") or not cols.get("p") or not cols.get("phase"):
         return tables
     phase = np.asarray(cols["phase"])
@@ -148,7 +146,7 @@ def _run_tables(run: RunBody, cols: JSON) -> list[tuple[str, list[str], list[lis
 
 
 def _history(data: JSON, run: RunBody | None) -> None:
-    data["plots"]["history"] = (run.iterations if run is not None else None) or []
+    data["plots"]["history"] = [it.to_dict() for it in run.iterations] if run is not None else []
     if run is not None and run.label_counts_before:
         data["plots"]["label_counts_before"] = run.label_counts_before
         data["plots"]["label_counts_after"] = run.label_counts_after or {}

@@ -17,12 +17,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Union
 
+from aflite.core.phase import IterationRecord
 from aflite.errors import InputError
 from aflite.rundir.commands import declared_body
 from aflite.rundir.names import RUN_COMMANDS
 
 __all__ = ["AuditBody", "Body", "CheckEntry", "Document", "EmbedBody", "Envelope", "EvaluateBody", "ExplainBody",
-           "ExplainedRun", "FeaturizerRecord", "FirstPhase", "LabelShift", "RunBody", "RunParameters", "parse"]
+           "ExplainedRun", "FeaturizerRecord", "FirstPhase", "LabelShift", "ProbeRecord", "ProbeRow", "RunBody",
+           "RunParameters", "parse"]
 
 
 BODIES: list[type[Body]] = []  # every body class with commands, as defined (Body.__init_subclass__)
@@ -45,7 +47,7 @@ class Envelope:
     argv: list[str]
     versions: dict[str, str]
     manifest: dict[str, Any]  # relative path -> {"size", "sha256"}, checked by aflite.rundir.manifest.verify
-    seed: Any = None
+    seed: int | None = None  # the command's seed (a run's: drawn when none was given; filter: None without one)
     warnings: list[WarningEntry] | None = None
 
 
@@ -116,8 +118,10 @@ class RunBody(Body):
     commands: ClassVar[tuple[str, ...]] = RUN_COMMANDS
     required: ClassVar[tuple[str, ...]] = ("parameters", "size_before", "size_after", "n_iterations", "sizes",
                                            "iterations")
-    required_by: ClassVar[dict[str, tuple[str, ...]]] = {"run": ("featurizer", "filtered_dataset"),
-                                                         "demo": ("featurizer", "filtered_dataset")}
+    # what run and demo always write (commands/run.py ``_run_record``): Φ, the filtered file and the input's
+    # sha256 (a dataset card names the input by it; filter reads no file)
+    required_by: ClassVar[dict[str, tuple[str, ...]]] = {
+        cmd: ("featurizer", "filtered_dataset", "dataset_sha256") for cmd in ("run", "demo")}
     parameters: RunParameters
     size_before: int = 0
     size_after: int = 0
@@ -126,17 +130,20 @@ class RunBody(Body):
     label_counts_before: dict[str, int] = dataclasses.field(default_factory=dict)
     label_counts_after: dict[str, int] = dataclasses.field(default_factory=dict)
     sizes: list[int] = dataclasses.field(default_factory=list)
-    iterations: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    iterations: list[IterationRecord] = dataclasses.field(default_factory=list)  # each phase's, as the filter wrote
     featurizer: FeaturizerRecord | None = None  # run and demo: Φ's name, view and options; filter: none
     filtered_dataset: str | None = None
     dataset: str | None = None
     dataset_size: int | None = None
     dataset_fingerprint: str | None = None
+    dataset_sha256: str | None = None  # run and demo: of the input file's bytes, or of in-memory rows (below)
+    dataset_sha256_of: str | None = None  # "rows": in-memory data (aflite.data.memory.rows_sha256); absent: a file
     dataset_options: dict[str, str] | None = None  # the column options the rows were read with
     dataset_relative: str | None = None  # the dataset's path from the run folder (the page finds it by)
     groups: str | None = None
+    dropped_at_load: dict[str, int] | None = None  # rows the loader dropped, by reason
     label_shift: LabelShift | None = None
-    partial_input_probe: dict[str, Any] | None = None
+    partial_input_probe: ProbeRecord | None = None
     overrides: dict[str, Any] | None = None
     warmup_rows: int | None = None
     modality: str | None = None  # run and demo: "text" or "image" (the page shows texts or thumbnails)
@@ -243,6 +250,44 @@ class Document:
     @property
     def command(self) -> str:
         return self.envelope.command
+
+
+@dataclass(frozen=True)
+class ProbeRow:
+    """One training set of a run's partial-input probe (D, D(Φ), the random subsets): its cross-validated accuracy
+    (null when it could not be probed: ``skipped`` says why) and the majority rate of the same rows."""
+
+    name: str
+    size: int
+    accuracy: float | None
+    accuracy_std: float | None
+    majority: float
+    skipped: str | None = None
+    delta_majority: float | None = None  # accuracy − majority (null: not probed)
+
+
+@dataclass(frozen=True)
+class ProbeRecord:
+    """A run's partial-input probe (results.json's ``partial_input_probe``): the model, how its folds keep groups,
+    a row per training set and what the figures mean; or, skipped, why (then no model, groups or rows)."""
+
+    results: list[ProbeRow]
+    meaning: str
+    model: str | None = None
+    groups: str | None = None
+    skipped: str | None = None
+
+    @classmethod
+    def of(cls, obj: dict[str, Any]) -> ProbeRecord:
+        """The probe as the run's summary holds it before it is written (summary.md reads it so)."""
+        built: ProbeRecord = _built(obj, cls)
+        return built
+
+    def to_json(self) -> dict[str, Any]:
+        """As results.json holds it (the card copies it): the keys the run wrote, none that it left out."""
+        head = {"skipped": self.skipped} if self.skipped is not None else {
+            k: v for k, v in (("model", self.model), ("groups", self.groups)) if v is not None}
+        return {**head, "results": [dataclasses.asdict(r) for r in self.results], "meaning": self.meaning}
 
 
 def body_class(command: str) -> type[Body]:

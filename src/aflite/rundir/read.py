@@ -13,14 +13,14 @@ import json
 import os
 import sys
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from aflite.errors import InputError
-from aflite.rundir.bodies import Document, RunBody, parse
+from aflite.rundir.bodies import Document, Envelope, RunBody, parse
 from aflite.rundir.manifest import check_seal, verify
 from aflite.rundir.names import (
     CHECKPOINT,
@@ -196,21 +196,21 @@ class Instances:
 @dataclass
 class RunRecord:
     """A run folder of ``aflite run``/``filter``/``demo`` read back: results.json checked and every file of its
-    manifest verified when it is opened (:func:`read_run`); each file is read when it is first asked for."""
+    manifest verified when it is opened (:func:`read_run`), typed: its envelope (seed, versions, manifest) and its
+    body; each file is read when it is first asked for."""
 
     path: Path
-    summary: dict[str, Any] = field(default_factory=dict)  # results.json as written
-    body: RunBody = field(kw_only=True)  # its typed keys
-
+    envelope: Envelope
+    body: RunBody
 
     @property
-    def featurizer(self) -> dict[str, Any]:
-        """What the run recorded of its Φ (name, view, options); {} when it recorded none (``aflite filter``)."""
-        return dict(self.summary.get("featurizer") or {})
+    def seed(self) -> int | None:
+        """The seed the run filtered with (the envelope's; None: a filter given no random_state)."""
+        return self.envelope.seed
 
     def _used(self, name: str) -> Path:
         """FOLDER/name, refused when the folder holds it but the run's manifest does not list it."""
-        verify(self.path, self.summary.get("manifest") or {}, [name])
+        verify(self.path, self.envelope.manifest, [name])
         return self.path / name
 
     def kept_ids(self) -> list[str]:
@@ -264,4 +264,4 @@ def read_run(run_dir: str | os.PathLike[str], *, flag: str | None = None,
     """A run folder, its results.json checked and every file it lists verified (:func:`read_folder`)."""
     doc = read_folder(run_dir, commands, flag=flag)
     assert isinstance(doc.body, RunBody)
-    return RunRecord(Path(run_dir), doc.raw, body=doc.body)
+    return RunRecord(Path(run_dir), doc.envelope, doc.body)
