@@ -13,6 +13,7 @@ from aflite.audit.finetuned import TraResult
 from aflite.audit.metrics import AUDIT_VIEWS, BIAS_THRESHOLD, LeakageMetrics
 from aflite.audit.summaries import TokenTableSummary, TraSummary
 from aflite.check import CheckResult
+from aflite.check.tokens import TokenRow
 from aflite.errors import ParameterError
 from aflite.verdict import number, points
 
@@ -112,7 +113,7 @@ class ViewAudit:
         return summary.finetuned if isinstance(summary, TraSummary) else {}
 
     @property
-    def artifacts(self) -> dict[str, list[JSON]]:
+    def artifacts(self) -> dict[str, list[TokenRow]]:
         summary = self.checks["token_artifacts"].summary
         return summary.token_artifacts if isinstance(summary, TokenTableSummary) else {}
 

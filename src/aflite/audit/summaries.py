@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from aflite.atomic import JSON
+from aflite.audit.clusters import PecoNullRecord, PecoRecord
 from aflite.check import CheckSummary
+from aflite.check.tokens import TokenRow
 
 __all__ = ["BiasedSummary", "LeakageSummary", "PecoSummary", "TokenTableSummary", "TraDetails", "TraSummary",
            "TsneSummary"]
@@ -45,7 +46,7 @@ class LeakageSummary(CheckSummary):
 @dataclass
 class PecoSummary(CheckSummary):
     """The ``peco`` check's summary: PECO, its shuffled-label null, the Table-4-scale variant, the clusters'
-    figures (``peco_null``, ``peco_details``: :meth:`PecoNull.to_dict`, :meth:`PecoResult.to_dict`) and the number
+    figures (``peco_null``, ``peco_details``: :class:`PecoNullRecord`, :class:`PecoRecord`) and the number
     of biased clusters; ``score``: PECO."""
 
     peco: float
@@ -53,9 +54,9 @@ class PecoSummary(CheckSummary):
     peco_null_p95: float
     peco_excess: float
     peco_p_value: float
-    peco_null: JSON
+    peco_null: PecoNullRecord
     peco_fraction20: float
-    peco_details: JSON
+    peco_details: PecoRecord
     biased_clusters: int
 
     def __post_init__(self) -> None:
@@ -94,4 +95,4 @@ class TokenTableSummary(CheckSummary):
     """The ``token_artifacts`` check's summary: per label, its token rows (:func:`aflite.check.tokens.token_artifacts`);
     ``score``: None."""
 
-    token_artifacts: dict[str, list[JSON]] = field(default_factory=dict)
+    token_artifacts: dict[str, list[TokenRow]] = field(default_factory=dict)

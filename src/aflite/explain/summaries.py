@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from aflite.atomic import JSON
 from aflite.check import CheckSummary, optional
+from aflite.check.tokens import TokenPair
 from aflite.explain.datamap import OverlapRow
 from aflite.explain.reasons import Term
 from aflite.explain.stoprule import TrajectoryPoint
@@ -58,7 +58,7 @@ class TokenSummary(CheckSummary):
     token_view: str | None
     token_test: TokenTest
     bonferroni: dict[str, BonferroniSet] = field(default_factory=dict)
-    top_artifacts: dict[str, list[JSON]] = field(default_factory=dict)
+    top_artifacts: dict[str, list[TokenPair]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.score = None if self.significant_tokens is None else float(self.significant_tokens.kept)
