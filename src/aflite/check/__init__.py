@@ -4,9 +4,9 @@ issue managers).
 A :class:`Check` has a ``name``, a ``scope``, its ``options`` (declared once, as :class:`CheckOption`: key, type,
 default, help) and :meth:`Check.find`, which reads a :class:`CheckData` and returns a :class:`CheckResult`: per-row
 ``scores`` and ``flags`` (or its own per-row ``columns``), a ``summary`` (:class:`CheckSummary`: its score, the
-count it flags, its verdict sentences and its own typed fields, a dataclass declared next to the check), the lines of
-its section of summary.md and, optionally, ``files`` for the command to write into its folder. The
-check owns what it returns: the command writes it, under the check's name. The scope says what the rows are and
+count it flags, its verdict sentences and its own typed fields: a dataclass subclass declared beside the check), the
+lines of its section of summary.md and, optionally, ``files`` for the command to write into its folder. The check
+owns what it returns: the command writes it, under the check's name. The scope says what the rows are and
 which command runs the check:
 
 - ``"explain"`` (the default): the rows of a run of ``aflite run``, in its order, with what the run kept, its p̃
@@ -20,8 +20,9 @@ which command runs the check:
   audit shares between views (its ``config``, the normal model's out-of-fold predictions ``normal_pred``, the
   ``groups``, the ``dataset``, the fine-tuned models ``finetuned``, the ``set_name``). :func:`aflite.audit.audit`
   (and the image audit) runs every such check once per view, with the options of ``AuditConfig.checks``; their
-  keys go into that view's entry of results.json, their verdict sentences and sections into summary.md, their
-  per-row values stay in Python (:attr:`aflite.audit.ViewAudit.checks`); the audit writes no file of a check.
+  summaries' own fields go flat into that view's entry of results.json, their verdict sentences and sections into
+  summary.md, their per-row values stay in Python (:attr:`aflite.audit.ViewAudit.checks`); the audit writes no file
+  of a check.
 
 A new check is a class with those members and one :func:`register` call where it is defined (a built-in check: the
 ``@register`` decorator in a ``checks`` module of a package of aflite, found there without importing it).
