@@ -15,7 +15,8 @@ from aflite import audit as A
 from aflite import check
 from aflite.audit import checks as audit_checks
 from aflite.audit.images import audit_image_dataset
-from aflite.check import Check, CheckData, CheckResult
+from aflite.audit.summaries import TraSummary
+from aflite.check import Check, CheckData, CheckResult, CheckSummary
 from aflite.errors import ParameterError
 from aflite.explain import checks as explain_checks
 
@@ -54,17 +55,26 @@ def test_each_check_owns_its_keys_and_its_rows(tmp_path: Path) -> None:
     for view in ("hypothesis", "premise"):
         va = res.views[view]
         assert tuple(va.checks) == BUILT_IN
-        keys = [k for r in va.checks.values() for k in r.summary]
+        keys = [k for r in va.checks.values() for k in r.summary.to_json(common=False)]
         assert len(keys) == len(set(keys))  # no key written by two checks
-        assert ["view", "condition", *keys] == list(va.to_dict())
-        assert va.checks["tra"].seconds is None and va.checks["tra"].summary["tra"] is None  # disabled: keys kept
+        assert ["view", "condition", *keys] == list(va.to_dict())  # flat: the checks' own fields, no common keys
+        tra = va.checks["tra"].summary
+        assert va.checks["tra"].seconds is None and isinstance(tra, TraSummary) and tra.tra is None  # disabled
+        assert tra.to_json(common=False) == {"tra": None, "tra_details": None, "finetuned": {}}  # its keys kept
         rows = res.row_scores(view)
         np.testing.assert_array_equal(va.checks["biased_model"].flags, rows["biased_correct"])
         np.testing.assert_array_equal(va.checks["leakage_metrics"].flags, rows["biased_pred"] == rows["normal_pred"])
         np.testing.assert_array_equal(va.checks["peco"].scores, rows["cluster_divergence"])
         np.testing.assert_array_equal(va.checks["peco"].flags, rows["biased_region"])
-        assert va.checks["biased_model"].summary["biased_accuracy"] == va.metrics.biased_accuracy
-        assert va.checks["token_artifacts"].summary["token_artifacts"] == va.artifacts and va.artifacts
+        assert va.checks["biased_model"].summary.score == va.metrics.biased_accuracy
+        assert va.checks["leakage_metrics"].summary.score == va.metrics.delta_maj
+        assert va.checks["peco"].summary.score == va.peco.score
+        assert va.to_dict()["token_artifacts"] == va.artifacts and va.artifacts
+        for name, r in va.checks.items():  # every summary in the one shape; flagged counted from the flags
+            assert type(r.summary) is not CheckSummary and isinstance(r.summary, CheckSummary), name
+            assert r.summary.flagged == (None if r.flags is None else int(r.flags.sum())), name
+            assert r.summary.verdict == [], name  # the built-in ones have none: audit_verdict reconciles them
+            assert type(r.summary).from_json(r.summary.to_json()) == r.summary, name
     assert {"biased_models", "peco", "tsne", "artifacts"} <= set(res.timings) and "tra" not in res.timings
 
 

@@ -394,6 +394,8 @@ def test_bad_inputs_stop_with_one_line_and_exit_2(made: Path, tmp_path: Path,
     run = made / "run"
     other_data = _edited(made / "ev", tmp_path / "ev_other", lambda r: r["config"].update(dataset_fingerprint="0" * 32))
     other_explain = _edited(made / "ex", tmp_path / "ex_other", lambda r: r["run"].update(kept_ids_sha256="0" * 64))
+    damaged = _edited(made / "ex", tmp_path / "ex_damaged",  # a check's summary is read back typed, by its class
+                      lambda r: r["checks"]["datamap"]["summary"].update(regions="many"))
     (tmp_path / "empty").mkdir()
     cases = {
         "not a run folder": ([str(tmp_path / "empty")], "not found"),
@@ -406,6 +408,8 @@ def test_bad_inputs_stop_with_one_line_and_exit_2(made: Path, tmp_path: Path,
         "evaluate of another dataset": ([str(run), "--evaluate", str(other_data)], "made from another dataset"),
         "explain of another run": ([str(run), "--explain", str(other_explain)], "made from another run"),
         "a run as the evaluate folder": ([str(run), "--evaluate", str(made / "run2")], "not aflite evaluate"),
+        "a damaged check summary": ([str(run), "--explain", str(damaged)],
+                                    "checks['datamap']['summary']: 'regions' is \"many\", not an object"),
     }
     for what, (args, message) in cases.items():
         out = tmp_path / f"out-{len(what)}"

@@ -74,6 +74,32 @@ def test_planted_token_is_ranked_first_and_significant(explained):
     assert {r["set"] for r in rows} == {"full", "kept", "random"}
 
 
+def test_each_checks_summary_is_typed_and_reads_back_equal(explained, tmp_path):
+    """Every built-in check returns its own CheckSummary subclass; results.json's checks[name]["summary"] writes its
+    score, flagged count (from the check's flags) and verdict first, then its own keys, and reads back through the
+    class's from_json to an equal object; explain's verdict is the checks' sentences, written once per check."""
+    from aflite.check import CheckSummary
+    from aflite.check.summary import COMMON
+    from aflite.commands.explain import explain
+
+    tmp, _ = explained
+    got = explain(tmp / "planted.tsv", tmp / "run", tmp_path / "ex", min_count=10, random_seeds=1, neighbours=0,
+                  show_progress=False)
+    res = json.loads((tmp_path / "ex" / "results.json").read_text())
+    assert got.checks is not None and list(got.checks) == list(res["checks"])
+    for name, r in got.checks.items():
+        summary, entry = r.summary, res["checks"][name]
+        assert type(summary) is not CheckSummary and isinstance(summary, CheckSummary), name
+        assert summary.flagged == (None if r.flags is None else int(np.sum(r.flags))), name
+        assert tuple(entry["summary"])[:3] == COMMON and "verdict" not in entry, name  # the verdict's one place
+        assert type(summary).from_json(entry["summary"]) == summary, name
+    tokens, issues = got.checks["tokens"].summary, got.checks["label_issues"].summary
+    assert tokens.score == tokens.significant_tokens.kept and issues.score == issues.n
+    assert got.checks["surrogate"].summary.score == got.checks["surrogate"].summary.r2
+    assert res["checks"]["label_issues"]["summary"]["flagged"] == issues.n  # its flags are its n candidates
+    assert res["verdict"] == tokens.verdict + issues.verdict and len(res["verdict"]) == 2
+
+
 def test_flipped_labels_land_in_hard_or_label_issues(explained):
     tmp, truth = explained
     inst = {r["id"]: r for r in read_csv(tmp / "ex" / "instances.csv")}

@@ -23,7 +23,7 @@ import pytest
 
 from aflite import check
 from aflite import cli as aflite_cli
-from aflite.check import Check, CheckData, CheckOption, CheckResult
+from aflite.check import Check, CheckData, CheckOption, CheckResult, CheckSummary
 from aflite.cli import main
 from aflite.cli.options import add_out, add_overwrite_option, claim_out_folder
 from aflite.errors import ParameterError
@@ -47,6 +47,13 @@ class ToyFeaturizer(BaseFeaturizer):
         return np.hstack([np.asarray(cols[i * n:(i + 1) * n], dtype=np.float32) for i in range(len(fields))])
 
 
+@dataclass
+class LongSummary(CheckSummary):
+    """The toy checks' summary: the rows read; ``score``: their median length in words."""
+
+    rows: int
+
+
 class LongHypotheses(Check):
     """Per row: the hypothesis's length in words; flagged when over twice the median."""
 
@@ -57,9 +64,28 @@ class LongHypotheses(Check):
         scores = lengths[data.context.rows]
         flags = scores > 2 * np.median(scores)
         n = int(flags.sum())
-        return CheckResult(self.name, scores, flags, {"flagged": n, "rows": len(scores)},
-                           [f"{n} hypothesis(es) are over twice the median length."],
+        summary = LongSummary(len(scores), score=float(np.median(scores)),
+                              verdict=[f"{n} hypothesis(es) are over twice the median length."])
+        return CheckResult(self.name, scores, flags, summary,
                            ["## Long hypotheses", "", f"{n} of {len(scores)} rows flagged.", ""])
+
+
+@dataclass
+class LongCounts:
+    """What the audit toy check counts: its flags, the rows, those of its flags the biased model gets right, its
+    factor."""
+
+    flagged: int
+    rows: int
+    biased_right: int
+    factor: float
+
+
+@dataclass
+class LongSentencesSummary(CheckSummary):
+    """The audit toy check's summary: its counts, one key of the view's entry; ``score``: None."""
+
+    long_sentences: LongCounts
 
 
 class LongSentences(Check):
@@ -79,10 +105,10 @@ class LongSentences(Check):
         flags = scores > self.params["factor"] * np.median(scores)
         right = int((flags & data.found["biased_model"].flags).sum())
         n = int(flags.sum())
+        verdict = [f"{n} {data.text_view}(s) are over {self.params['factor']} times the median length."]
         return CheckResult(self.name, scores, flags,
-                           {"long_sentences": {"flagged": n, "rows": len(scores), "biased_right": right,
-                                               "factor": self.params["factor"]}},
-                           [f"{n} {data.text_view}(s) are over {self.params['factor']} times the median length."],
+                           LongSentencesSummary(LongCounts(n, len(scores), right, self.params["factor"]),
+                                                verdict=verdict),
                            ["## Long sentences", "", f"{n} of {len(scores)} rows flagged.", ""])
 
 
@@ -102,8 +128,11 @@ def test_a_registered_featurizer_and_check_work_from_the_cli(tmp_path: Path, sma
     assert main(["explain", str(small_snli), str(run), "--out", str(ex), "--quiet", "--random-seeds", "1"]) == 0
     out = json.loads((ex / "results.json").read_text())
     entry = out["checks"]["long_hypotheses"]
-    flagged = entry["summary"]["flagged"]
+    flagged = entry["summary"]["flagged"]  # set by run_checks from its flags
     assert entry["summary"]["rows"] == res["size_before"] and flagged > 0
+    assert list(entry["summary"]) == ["score", "flagged", "verdict", "rows"]  # the common keys, then its own
+    assert LongSummary.from_json(entry["summary"]).verdict == [f"{flagged} hypothesis(es) are over twice the median "
+                                                               f"length."]
     assert entry["columns"] == ["long_hypotheses_score", "long_hypotheses_flag"]
     assert entry["options"] == {} and entry["files"] == [] and entry["ran"] is True
     assert list(out["checks"])[-1] == "long_hypotheses"  # after the built-in ones, in registry order
@@ -255,6 +284,13 @@ def test_an_audit_checks_option_is_refused_in_one_line(tmp_path: Path, small_snl
 
 
 # ------------------------------------------------------------------ a check with an option, a column and a file
+@dataclass
+class ToySummary(CheckSummary):
+    """The toy check's summary: how many hypotheses are long; ``score``: None."""
+
+    long: int
+
+
 class ToyCheck(Check):
     """The toy check, declared here and nowhere else: its option ``factor`` (a hypothesis is long when over
     ``factor`` times the median length in words), its per-row columns (the words, the flag) and a file of the
@@ -269,7 +305,7 @@ class ToyCheck(Check):
         words = np.asarray([len(t.split()) for t in data.context.dataset.texts_b])[data.context.rows]
         long = words > self.params["factor"] * np.median(words)
         rows = [["id", "words"]] + [[str(i), int(w)] for i, w in zip(data.ids[long], words[long], strict=True)]
-        return CheckResult(self.name, summary={"long": int(long.sum())},
+        return CheckResult(self.name, summary=ToySummary(int(long.sum())),
                            columns={"toy_words": [int(w) for w in words], "toy_long": [int(f) for f in long]},
                            files={"toy_long.csv": rows})
 
@@ -313,7 +349,8 @@ def test_a_check_option_is_declared_once_and_reaches_it(tmp_path: Path, small_sn
     assert 0 < len(want) < 300
     res = json.loads((ex / "results.json").read_text())
     entry = res["checks"]["toy"]
-    assert entry["options"] == {"factor": 1.5} and entry["summary"] == {"long": len(want)}
+    assert entry["options"] == {"factor": 1.5}
+    assert entry["summary"] == {"score": None, "flagged": None, "verdict": [], "long": len(want)}
     assert entry["columns"] == ["toy_words", "toy_long"] and entry["files"] == ["toy_long.csv"]
     assert res["checks"]["neighbours"]["options"] == {"k": 0}  # an older flag sets its check's option
     with open(ex / "instances.csv", newline="") as fh:
@@ -328,7 +365,8 @@ def test_a_check_option_is_declared_once_and_reaches_it(tmp_path: Path, small_sn
     got = explain(small_snli, run, tmp_path / "ex2", checks={"toy": {"factor": 1}}, random_seeds=1, neighbours=0,
                   show_progress=False)
     assert got.results["checks"]["toy"]["options"] == {"factor": 1.0}
-    assert got.results["checks"]["toy"]["summary"] == {"long": len(_long_ids(small_snli, 1.0))} != entry["summary"]
+    assert got.checks is not None and got.checks["toy"].summary == ToySummary(len(_long_ids(small_snli, 1.0)))
+    assert got.results["checks"]["toy"]["summary"]["long"] == len(_long_ids(small_snli, 1.0)) != len(want)
 
     for flag, line in (("toy:factor=-1", "check 'toy': option 'factor' must be > 0, got -1.0"),
                        ("toy:factor=big", "check 'toy': option 'factor' must be a number, got 'big'"),
@@ -389,6 +427,40 @@ def test_register_checks_a_check_and_its_options() -> None:
         with pytest.raises(ParameterError, match=match):
             check.register(cls)
     assert "toy2" not in check.CHECKS and "a:b" not in check.CHECKS
+
+
+def test_a_summary_is_a_check_summary_and_its_flagged_count_is_the_flags(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A check's summary is a CheckSummary (a plug-in's plain dict is refused in one line naming the check, before
+    anything is written); ``flagged`` is counted by run_checks from the flags, whatever the check set."""
+
+    class Dicty(Check):
+        name: ClassVar[str] = "dicty"
+
+        def find(self, data: CheckData) -> CheckResult:
+            return CheckResult(self.name, summary={"long": 1})  # type: ignore[arg-type]  # the old shape
+
+    class Counted(Check):
+        name: ClassVar[str] = "counted"
+
+        def find(self, data: CheckData) -> CheckResult:
+            return CheckResult(self.name, flags=np.array([True, False, True]), summary=ToySummary(2, flagged=99))
+
+    data = CheckData(np.array(["r0", "r1", "r2"]), np.array(["a", "b", "a"]), np.array(["a", "b"]),
+                     np.array([0, 1, 0]), np.zeros((3, 1)), 0)
+    monkeypatch.setitem(check.CHECKS, "dicty", Dicty)
+    monkeypatch.setitem(check.CHECKS, "counted", Counted)
+    with pytest.raises(ParameterError, match="^check 'dicty' returns its summary as dict: a summary is a dataclass "
+                                             "subclass of aflite.check.CheckSummary$"):
+        check.run_checks(data, ("dicty",))
+    found = check.run_checks(data, ("counted",))["counted"].summary
+    assert found == ToySummary(2, flagged=2) and found.to_json() == {"score": None, "flagged": 2, "verdict": [],
+                                                                     "long": 2}
+    assert ToySummary.from_json({"flagged": 2, "long": 2, "later": "ignored"}) == found  # unknown keys ignored
+    from aflite.errors import InputError
+    with pytest.raises(InputError, match="^toy: no 'long'"):
+        ToySummary.from_json({"score": 1.0}, "toy")
+    with pytest.raises(InputError, match="^toy: 'long' is \"many\", not an integer"):
+        ToySummary.from_json({"long": "many"}, "toy")
 
 
 def test_the_files_a_check_returns_are_checked() -> None:

@@ -19,6 +19,7 @@ import pytest
 
 import aflite
 from aflite.commands.filter import FilterResult
+from aflite.explain.summaries import SignificantCounts, TokenSummary, TokenTest
 from aflite.report.inline import result_html
 from aflite.rundir import show
 from aflite.rundir.results import Result
@@ -205,7 +206,9 @@ def test_the_plots_are_drawn_in_a_browser_for_four_results_on_one_page(tmp_path:
     page = tmp_path / "two.html"
     explained = measured("explain", "explain_snli100k.json")
     old = explained.to_json()  # measured before the checks' keys moved under checks[name]: the same numbers there
-    explained.to_json = lambda: {"checks": {"tokens": {"summary": {"significant_tokens": old["significant_tokens"]}}}}
+    tokens = TokenSummary(SignificantCounts(**old["significant_tokens"]), old["significant_tokens_random_per_seed"],
+                          old["token_view"], TokenTest("z", 0.01, 20, "base", 5, "means"))  # the tokens check's shape
+    explained.to_json = lambda: {"checks": {"tokens": {"summary": tokens.to_json()}}}
     shown = [planted_result(), Measured(), explained,
              measured("audit", "audit_snli_devtest_metrics.json")]
     page.write_text("<!DOCTYPE html><html><head><meta charset='utf-8'></head><body>"

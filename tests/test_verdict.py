@@ -8,6 +8,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -223,20 +224,25 @@ def test_run_verdict_on_the_counterfactual_set_grouped_by_family(counterfactual_
     assert s["verdict"][1].endswith("so D gives it no signal that filtering could remove.")
 
 
-def explain_results(kept: float, random: list[float], issues: int, shuffled: list[int]) -> dict:
-    return {"token_view": "hypothesis", "significant_tokens": {"full": 12, "kept": kept,
-                                                               "random": sum(random) / len(random)},
-            "significant_tokens_random_per_seed": random,
-            "label_issues": {"n": issues, "rows": 1000, "skipped": None,
-                             "shuffled_labels": {"per_seed": shuffled, "mean": sum(shuffled) / len(shuffled),
-                                                 "std": float(__import__("numpy").std(shuffled))}}}
+def explain_results(kept: int, random: list[int], issues: int | None, shuffled: list[int] | None,
+                    skipped: str | None = None) -> tuple[Any, Any]:
+    """The tokens and label_issues checks' summaries, typed, with these counts."""
+    import numpy as np
+
+    from aflite.explain.summaries import LabelIssueSummary, ShuffledLabels, SignificantCounts, TokenSummary, TokenTest
+
+    tokens = TokenSummary(SignificantCounts(12, kept, sum(random) / len(random)), random, "hypothesis",
+                          TokenTest("z", 0.01, 20, "base", len(random), "means"))
+    sh = None if shuffled is None else ShuffledLabels(shuffled, sum(shuffled) / len(shuffled), float(np.std(shuffled)),
+                                                      "permuted")
+    return tokens, LabelIssueSummary(issues, 1000, skipped, "cleanlab", "probabilities", sh, [])
 
 
-def explain_verdict(results: dict) -> list[str]:
+def explain_verdict(results: tuple[Any, Any]) -> list[str]:
     """explain's verdict: its checks' sentences in registry order (token artifacts, then label issues)."""
     from aflite.explain.checks import label_issue_verdict, token_verdict
 
-    return token_verdict(results) + label_issue_verdict(results["label_issues"])
+    return token_verdict(results[0]) + label_issue_verdict(results[1])
 
 
 def test_explain_verdict_reads_tokens_against_random_cuts_and_issues_against_permuted_labels():
@@ -250,9 +256,7 @@ def test_explain_verdict_reads_tokens_against_random_cuts_and_issues_against_per
     assert "as many as a random cut" in explain_verdict(explain_results(12, [12, 11, 13], 450, [500, 510, 490]))[0]
     assert "close to that chance count" in explain_verdict(explain_results(12, [12], 450, [500, 510, 490]))[1]
     assert "but not far" in explain_verdict(explain_results(12, [12], 300, [500, 510, 490]))[1]
-    skipped = explain_results(1, [1], 0, [1])
-    skipped["label_issues"] = {"n": None, "skipped": "cleanlab is not installed", "shuffled_labels": None}
-    assert len(explain_verdict(skipped)) == 1
+    assert len(explain_verdict(explain_results(1, [1], None, None, skipped="cleanlab is not installed"))) == 1
 
 
 def test_phases_are_counted_with_their_numbers():

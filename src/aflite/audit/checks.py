@@ -1,8 +1,9 @@
 """The checks of the label-leakage audit (:mod:`aflite.check`, scope ``"audit"``), one per measurement of a
 single-sentence view, in the order they run: the biased (view-only) model, the accuracy-based leakage metrics,
 PECO with its null, the t-SNE map of PECO's reduced embeddings, TRA (with the fine-tuned models) and the token
-artifact table. Each returns its per-row values, its keys of the view's entry in results.json and, where it has
-them, verdict sentences and a section of summary.md (the built-in ones have none: the audit's own verdict and
+artifact table. Each returns its per-row values, its summary (its class in :mod:`aflite.audit.summaries`; its own
+fields are its keys of the view's entry in results.json, its verdict sentences among the common ones) and, where it
+has one, a section of summary.md (the built-in ones have none: the audit's own verdict and
 summary lines reconcile their figures). :func:`audit_view` runs every registered audit check on one view."""
 
 from __future__ import annotations
@@ -17,6 +18,15 @@ from aflite.audit.finetuned import embed_finetuned, tra
 from aflite.audit.linear import cv_predict
 from aflite.audit.metrics import LeakageMetrics, leakage_metrics
 from aflite.audit.results import ViewAudit
+from aflite.audit.summaries import (
+    BiasedSummary,
+    LeakageSummary,
+    PecoSummary,
+    TokenTableSummary,
+    TraDetails,
+    TraSummary,
+    TsneSummary,
+)
 from aflite.check import Check, CheckData, CheckResult, register, run_checks
 from aflite.check.tokens import token_artifacts
 
@@ -54,7 +64,7 @@ class BiasedModel(AuditCheck):
         cfg = data.context.config
         pred = data.classes[cv_predict(data.X, data.labels, data.context.groups, cfg.n_folds, cfg.C, cfg.seed)]
         right = pred == data.labels
-        return CheckResult(self.name, flags=right, summary={"biased_accuracy": float(np.mean(right))}, columns={},
+        return CheckResult(self.name, flags=right, summary=BiasedSummary(float(np.mean(right))), columns={},
                            detail=pred)
 
 
@@ -69,7 +79,8 @@ class LeakageCheck(AuditCheck):
     def find(self, data: CheckData) -> CheckResult:
         pred_b, pred_n = data.found["biased_model"].detail, data.context.normal_pred
         m = LeakageMetrics.compute(data.labels, pred_b, pred_n)
-        summary = {k: v for k, v in m.to_dict().items() if k != "biased_accuracy"}  # biased_model's key
+        summary = LeakageSummary(m.normal_accuracy, m.majority_accuracy, m.delta_maj, m.normal_delta_maj, m.pct_rr,
+                                 m.nba, m.nbr)  # all but the biased accuracy (biased_model's)
         return CheckResult(self.name, flags=pred_b == pred_n, summary=summary, columns={}, detail=m)
 
 
@@ -91,10 +102,8 @@ class Peco(AuditCheck):
         pr = peco(E, data.labels, cfg.n_components, cfg.n_clusters, cfg.seed)
         null = peco_null(pr, data.labels, cfg.peco_shuffles, cfg.seed)
         texts = data.texts if data.texts is not None else [str(i) for i in data.ids]
-        summary = {
-            "peco": pr.score, "peco_null_mean": null.mean, "peco_null_p95": null.p95, "peco_excess": null.excess,
-            "peco_p_value": null.p_value, "peco_null": null.to_dict(), "peco_fraction20": pr.score_fraction20,
-            "peco_details": pr.to_dict(), "biased_clusters": int(len(pr.biased_clusters()))}
+        summary = PecoSummary(pr.score, null.mean, null.p95, null.excess, null.p_value, null.to_dict(),
+                              pr.score_fraction20, pr.to_dict(), int(len(pr.biased_clusters())))
         cid = pr.cluster_ids
         return CheckResult(self.name, pr.divergences[cid], pr.l2[cid] > cfg.bias_threshold, summary, columns={},
                            detail={"peco": pr, "null": null, "examples": examples(pr, texts, data.labels, cfg)})
@@ -109,7 +118,7 @@ class TsneMap(AuditCheck):
 
     def find(self, data: CheckData) -> CheckResult:
         xy, rows = tsne_map(data.found["peco"].detail["peco"], data.context.config)
-        return CheckResult(self.name, columns={}, detail=(xy, rows))
+        return CheckResult(self.name, summary=TsneSummary(), columns={}, detail=(xy, rows))
 
 
 @register  # a built-in check: registered where it is defined
@@ -123,7 +132,7 @@ class Tra(AuditCheck):
         return bool(data.context.config.tra) and data.context.finetuned is not None
 
     def disabled(self, data: CheckData) -> CheckResult:
-        return CheckResult(self.name, summary={"tra": None, "tra_details": None, "finetuned": {}})
+        return CheckResult(self.name, summary=TraSummary(None, None))
 
     def find(self, data: CheckData) -> CheckResult:
         cfg, ft, ds, view = data.context.config, data.context.finetuned, data.context.dataset, data.text_view
@@ -132,7 +141,7 @@ class Tra(AuditCheck):
                      "steps": cfg.tra_steps, "batch_size": cfg.tra_batch_size}
         rows = ft.eval_rows[: min(cfg.tra_sample, len(ft.eval_rows))]
         res = tra(ft.models["pair"], ft.models[view], ds.texts_a, ds.texts_b, view, rows, cfg.show_progress)
-        return CheckResult(self.name, summary={"tra": res.score, "tra_details": res.to_dict(), "finetuned": finetuned},
+        return CheckResult(self.name, summary=TraSummary(res.score, TraDetails(**res.to_dict()), finetuned),
                            columns={}, detail=res)
 
 
@@ -147,12 +156,12 @@ class TokenTable(AuditCheck):
         return data.texts is not None
 
     def disabled(self, data: CheckData) -> CheckResult:
-        return CheckResult(self.name, summary={"token_artifacts": {}})
+        return CheckResult(self.name, summary=TokenTableSummary())
 
     def find(self, data: CheckData) -> CheckResult:
         cfg = data.context.config
         arts = token_artifacts(data.texts or [], data.labels, cfg.top_k_tokens, cfg.min_token_count)
-        return CheckResult(self.name, summary={"token_artifacts": arts}, columns={}, detail=arts)
+        return CheckResult(self.name, summary=TokenTableSummary(arts), columns={}, detail=arts)
 
 
 def tsne_map(pr: PecoResult, cfg: Any) -> tuple[np.ndarray | None, np.ndarray | None]:

@@ -3,13 +3,48 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 
-from aflite.atomic import JSON
 from aflite.audit.metrics import BIAS_THRESHOLD, _as_1d, _check_same_length
 from aflite.errors import InputError, ParameterError
+
+
+class PecoRecord(TypedDict):
+    """What results.json records of PECO (:meth:`PecoResult.to_dict`)."""
+
+    score: float
+    score_min_lower_limit: float
+    score_fraction20: float
+    n_components: int
+    n_clusters: int
+    classes: list[str]
+    global_dist: list[float]
+    divergences: list[float]
+    l2: list[float]
+    cluster_sizes: list[int]
+    mean_divergence: float
+    max_divergence: float
+
+
+class PecoNullRecord(TypedDict):
+    """What results.json records of PECO's shuffled-label null (:meth:`PecoNull.to_dict`)."""
+
+    shuffles: int
+    seed: int
+    n_rows: int
+    null_mean: float
+    null_std: float
+    null_p95: float
+    null_min: float
+    null_max: float
+    excess: float
+    z: float
+    p_value: float
+    fraction20_null_mean: float
+    fraction20_null_p95: float
+    fraction20_excess: float
 
 
 @dataclasses.dataclass
@@ -42,7 +77,7 @@ class PecoResult:
         """Clusters whose label distribution is at L2 distance > threshold from the global one."""
         return np.flatnonzero(self.l2 > threshold)
 
-    def to_dict(self) -> JSON:
+    def to_dict(self) -> PecoRecord:
         return {
             "score": self.score,
             "score_min_lower_limit": self.score_min,
@@ -228,7 +263,7 @@ class PecoNull:
     def p_value(self) -> float:
         return float((1 + int(np.sum(self.null >= self.observed))) / (1 + len(self.null)))
 
-    def to_dict(self) -> JSON:
+    def to_dict(self) -> PecoNullRecord:
         return {
             "shuffles": int(len(self.null)), "seed": self.seed, "n_rows": self.n_rows,
             "null_mean": self.mean, "null_std": self.std, "null_p95": self.p95,

@@ -11,7 +11,9 @@ from aflite.atomic import JSON
 from aflite.audit.clusters import PecoNull, PecoResult
 from aflite.audit.finetuned import TraResult
 from aflite.audit.metrics import AUDIT_VIEWS, BIAS_THRESHOLD, LeakageMetrics
+from aflite.audit.summaries import TokenTableSummary, TraSummary
 from aflite.check import CheckResult
+from aflite.check.tokens import TokenRow
 from aflite.errors import ParameterError
 from aflite.verdict import number, points
 
@@ -107,13 +109,13 @@ class ViewAudit:
 
     @property
     def finetuned(self) -> dict[str, float]:
-        ft: dict[str, float] = self.checks["tra"].summary["finetuned"]
-        return ft
+        summary = self.checks["tra"].summary
+        return summary.finetuned if isinstance(summary, TraSummary) else {}
 
     @property
-    def artifacts(self) -> dict[str, list[JSON]]:
-        arts: dict[str, list[JSON]] = self.checks["token_artifacts"].summary["token_artifacts"]
-        return arts
+    def artifacts(self) -> dict[str, list[TokenRow]]:
+        summary = self.checks["token_artifacts"].summary
+        return summary.token_artifacts if isinstance(summary, TokenTableSummary) else {}
 
     @property
     def biased_pred(self) -> np.ndarray | None:
@@ -121,13 +123,15 @@ class ViewAudit:
         return pred
 
     def to_dict(self) -> JSON:
-        """The view's entry of results.json: its name and condition, then every check's keys in registry order."""
+        """The view's entry of results.json: its name and condition, then every check's own summary fields in
+        registry order (flat; the common score, flagged count and verdict are not written here: the audit's
+        verdict gathers the checks' sentences, :func:`check_verdicts`)."""
         out: JSON = {
             "view": self.view,
             "condition": {"hypothesis": "s2", "premise": "s1"}.get(self.view, self.view),  # images: "colour"
         }
         for r in self.checks.values():
-            out.update(r.summary)
+            out.update(r.summary.to_json(common=False))
         return out
 
 
@@ -243,7 +247,7 @@ def check_verdicts(results: list[Any]) -> list[str]:
     """The verdict sentences of the audit checks, each named by its set and view (the built-in checks have none:
     :func:`audit_verdict` reconciles their figures)."""
     return [f"{r.name}, {view}-only: {s}" for r in results for view, va in r.views.items()
-            for c in va.checks.values() for s in c.verdict]
+            for c in va.checks.values() for s in c.summary.verdict]
 
 
 def check_sections(results: list[Any]) -> list[str]:

@@ -19,19 +19,23 @@ import sys
 from dataclasses import asdict, dataclass
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from aflite import __version__
 from aflite.card.licenses import HUB_LICENSES, close_matches
 from aflite.card.limits import known_limits
+from aflite.check import CheckSummary
 from aflite.data import demo_dataset_path, option_label
 from aflite.errors import AfliteError, InputError, ParameterError
 from aflite.evaluate.tables import evaluate_verdict
+from aflite.explain.summaries import DataMapSummary, LabelIssueSummary, SurrogateSummary, TokenSummary
 from aflite.features.registry import find
 from aflite.hashing import file_sha256
 from aflite.rundir.bodies import RunBody
 from aflite.rundir.names import KEPT_IDS, WARMUP_IDS
 from aflite.rundir.read import RunRecord
+
+S = TypeVar("S", bound=CheckSummary)
 
 __all__ = ["CardInputs", "build_manifest", "check_license_id", "data_format", "dataset_stem", "input_identity",
            "input_license", "model_identity", "portable_path", "size_category", "FORMAT"]
@@ -346,26 +350,29 @@ def explain_facts(inp: CardInputs, kept_sha: str) -> dict[str, Any]:
         raise InputError(f"{flag}: its run ({run.get('size_before')} → {run.get('size_after')} rows, Φ "
                          f"{run.get('featurizer')}) is not {inp.run_dir} ({res.dataset_size} → "
                          f"{res.size_after}, Φ {name})")
-    # each check's keys sit in its entry of explain's results.json: checks[name]["summary"]
-    tokens, datamap, issues, surrogate = (_check_summary(ex, n) for n in ("tokens", "datamap", "label_issues",
-                                                                           "surrogate"))
-    test = tokens.get("token_test") or {}
+    # each check's summary sits in its entry of explain's results.json (checks[name]["summary"]), typed back here
+    tokens = _check_summary(ex, "tokens", TokenSummary, flag)
+    datamap = _check_summary(ex, "datamap", DataMapSummary, flag)
+    issues = _check_summary(ex, "label_issues", LabelIssueSummary, flag)
+    surrogate = _check_summary(ex, "surrogate", SurrogateSummary, flag)
+    sig, test = (tokens.significant_tokens, tokens.token_test) if tokens is not None else (None, None)
     return {
-        "tied_to_run_by": tied, "token_view": tokens.get("token_view"),
-        "significant_tokens": tokens.get("significant_tokens"),
-        "token_test": {k: test.get(k) for k in ("alpha", "min_count", "null", "random_subsets")},
-        "top_artifacts_kept": ((tokens.get("top_artifacts") or {}).get("kept") or [])[:5],
+        "tied_to_run_by": tied, "token_view": tokens.token_view if tokens is not None else None,
+        "significant_tokens": asdict(sig) if sig is not None else None,
+        "token_test": {k: getattr(test, k, None) for k in ("alpha", "min_count", "null", "random_subsets")},
+        "top_artifacts_kept": (tokens.top_artifacts.get("kept") or [])[:5] if tokens is not None else [],
         "first_phase_agreement": (ex.get("first_phase") or {}).get("agreement_with_run"),
-        "datamap": {k: datamap.get(k) for k in ("regions", "removed_by_region")},
-        "label_issues": issues.get("n"),
-        "surrogate": {k: surrogate.get(k) for k in ("model", "r2", "n_terms")},
+        "datamap": {k: getattr(datamap, k, None) for k in ("regions", "removed_by_region")},
+        "label_issues": issues.n if issues is not None else None,
+        "surrogate": {k: getattr(surrogate, k, None) for k in ("model", "r2", "n_terms")},
     }
 
 
-def _check_summary(ex: dict[str, Any], name: str) -> dict[str, Any]:
-    """One explain check's summary (results.json's ``checks[name]["summary"]``); {} when the check is not there."""
-    entry = (ex.get("checks") or {}).get(name) or {}
-    return entry.get("summary") or {}
+def _check_summary(ex: dict[str, Any], name: str, cls: type[S], flag: str) -> S | None:
+    """One explain check's summary (results.json's ``checks[name]["summary"]``) as its summary class ``cls``; None
+    when the check is not there."""
+    summary = ((ex.get("checks") or {}).get(name) or {}).get("summary")
+    return None if summary is None else cls.from_json(summary, f"{flag}: checks[{name!r}]['summary']")
 
 
 # ---------------------------------------------------------------------------------------------- the manifest

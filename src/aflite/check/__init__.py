@@ -3,9 +3,10 @@ issue managers).
 
 A :class:`Check` has a ``name``, a ``scope``, its ``options`` (declared once, as :class:`CheckOption`: key, type,
 default, help) and :meth:`Check.find`, which reads a :class:`CheckData` and returns a :class:`CheckResult`: per-row
-``scores`` and ``flags`` (or its own per-row ``columns``), a ``summary`` (its JSON keys), ``verdict`` sentences,
-the lines of its section of summary.md and, optionally, ``files`` for the command to write into its folder. The
-check owns what it returns: the command writes it, under the check's name. The scope says what the rows are and
+``scores`` and ``flags`` (or its own per-row ``columns``), a ``summary`` (:class:`CheckSummary`: its score, the
+count it flags, its verdict sentences and its own typed fields: a dataclass subclass declared beside the check), the
+lines of its section of summary.md and, optionally, ``files`` for the command to write into its folder. The check
+owns what it returns: the command writes it, under the check's name. The scope says what the rows are and
 which command runs the check:
 
 - ``"explain"`` (the default): the rows of a run of ``aflite run``, in its order, with what the run kept, its p̃
@@ -19,8 +20,9 @@ which command runs the check:
   audit shares between views (its ``config``, the normal model's out-of-fold predictions ``normal_pred``, the
   ``groups``, the ``dataset``, the fine-tuned models ``finetuned``, the ``set_name``). :func:`aflite.audit.audit`
   (and the image audit) runs every such check once per view, with the options of ``AuditConfig.checks``; their
-  keys go into that view's entry of results.json, their verdict sentences and sections into summary.md, their
-  per-row values stay in Python (:attr:`aflite.audit.ViewAudit.checks`); the audit writes no file of a check.
+  summaries' own fields go flat into that view's entry of results.json, their verdict sentences and sections into
+  summary.md, their per-row values stay in Python (:attr:`aflite.audit.ViewAudit.checks`); the audit writes no file
+  of a check.
 
 A new check is a class with those members and one :func:`register` call where it is defined (a built-in check: the
 ``@register`` decorator in a ``checks`` module of a package of aflite, found there without importing it).
@@ -40,12 +42,14 @@ import numpy as np
 
 from aflite.check.format import cell
 from aflite.check.options import FILE_NAME, NAME, CheckOption, resolve, validate_options
+from aflite.check.summary import CheckSummary, optional
 from aflite.check.tokens import token_matrix
 from aflite.errors import ParameterError
 from aflite.rundir.bodies import RunBody
 
-__all__ = ["CHECKS", "SCOPES", "Check", "CheckContext", "CheckData", "CheckOption", "CheckResult", "check_files",
-           "check_names", "check_options", "get_check", "register", "resolve_checks", "run_checks"]
+__all__ = ["CHECKS", "SCOPES", "Check", "CheckContext", "CheckData", "CheckOption", "CheckResult", "CheckSummary",
+           "check_files", "check_names", "check_options", "get_check", "optional", "register", "resolve_checks",
+           "run_checks"]
 
 
 CheckFile = bytes | str | Sequence[Sequence[Any]]  # a file a check returns: bytes, text, or rows (CSV, header first)
@@ -119,9 +123,10 @@ class CheckData:
 @dataclass
 class CheckResult:
     """What a check found: per-row ``scores`` (NaN: not scored) and ``flags`` (None when it has none), its
-    ``summary`` (its JSON keys: results.json's ``checks[name]["summary"]`` in explain), ``verdict`` sentences, the
-    lines of its section of summary.md, per-row cells for a command's table (``columns``: column name → one cell per
-    row; ``{}``: none, the scores stay in Python; None: the command writes ``<name>_score``/``<name>_flag``), the
+    ``summary`` (:class:`CheckSummary`, its verdict sentences among its common fields; results.json's
+    ``checks[name]["summary"]`` in explain), the lines of its section of summary.md, per-row cells for a command's
+    table (``columns``: column name → one cell per row; ``{}``: none, the scores stay in Python; None: the command
+    writes ``<name>_score``/``<name>_flag``), the
     ``files`` the command writes for it into its folder (a plain file name → bytes, text, or rows written as CSV,
     the first row the header), in-memory ``detail`` for the files a command writes from it, the ``options``
     it ran with (set by :func:`run_checks`) and its ``headline``, the one line a command prints of it."""
@@ -129,8 +134,7 @@ class CheckResult:
     name: str
     scores: np.ndarray | None = None
     flags: np.ndarray | None = None
-    summary: dict[str, Any] = field(default_factory=dict)
-    verdict: list[str] = field(default_factory=list)
+    summary: CheckSummary = field(default_factory=CheckSummary)
     markdown: list[str] = field(default_factory=list)
     columns: dict[str, list[Any]] | None = None  # None: a command writes scores and flags as they are
     detail: Any = None
@@ -165,8 +169,8 @@ class Check:
     """The shape of a check: a ``name``, a ``scope`` (``"explain"``: it reads a run; ``"audit"``: a dataset's
     single-sentence view), its ``options`` (declared once: :class:`CheckOption`) and :meth:`find`. An instance holds
     its options' values in ``params`` (the defaults, overridden by those given, each checked). :meth:`enabled` says
-    whether it runs on this data with these options (a disabled check still returns its summary keys from
-    :meth:`disabled`, so that results.json has the same keys)."""
+    whether it runs on this data with these options (a disabled check still returns its summary, of the same class,
+    from :meth:`disabled`, so that results.json has the same keys)."""
 
     name: ClassVar[str] = ""
     scope: ClassVar[str] = "explain"
@@ -290,7 +294,9 @@ def run_checks(data: CheckData, names: tuple[str, ...] | None = None, scope: str
                options: Mapping[str, Mapping[str, Any]] | None = None) -> dict[str, CheckResult]:
     """Run the checks (default: every registered one of ``scope``, in registry order) on ``data``, each with its
     ``options`` (check name → its options; the rest their defaults); each sees the results of those before it
-    (``data.found``). A disabled check contributes its summary keys and takes no time."""
+    (``data.found``). A disabled check contributes its summary and takes no time. Each summary must be a
+    :class:`CheckSummary` (a plain dict is refused in one line naming the check); its ``flagged`` is set here, from
+    the check's ``flags``, when it has them."""
     for name in names if names is not None else check_names(scope):
         check = get_check(name, (options or {}).get(name))
         if check.enabled(data):
@@ -299,6 +305,11 @@ def run_checks(data: CheckData, names: tuple[str, ...] | None = None, scope: str
             res.seconds = time.perf_counter() - t0
         else:
             res = check.disabled(data)
+        if not isinstance(res.summary, CheckSummary):
+            raise ParameterError(f"check {name!r} returns its summary as {type(res.summary).__name__}: a summary is "
+                                 f"a dataclass subclass of aflite.check.CheckSummary")
+        if res.flags is not None:
+            res.summary.flagged = int(np.count_nonzero(res.flags))
         res.options = dict(check.params)
         data.found[name] = res
     return data.found

@@ -39,7 +39,7 @@ import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 import scipy.sparse as sp
@@ -50,6 +50,8 @@ from aflite.errors import InputError, ParameterError
 
 __all__ = [
     "TOKEN_PATTERN",
+    "TokenPair",
+    "TokenRow",
     "token_artifacts",
     "tokenize",
     "TokenStats",
@@ -106,6 +108,32 @@ def bonferroni_curve(p0: float, z_crit: float, counts: Any) -> NDArray[np.float6
     return p0 + z_crit * np.sqrt(p0 * (1.0 - p0) / n)
 
 
+class TokenPair(TypedDict):
+    """One tested (token, label) pair of the competency test: its texts, p̂(label | token), z, p-value and whether
+    it is significant (a NaN z or p-value is null in JSON)."""
+
+    token: str
+    label: str
+    count: float
+    p_label: float | None
+    z: float | None
+    p_value: float | None
+    significant: bool
+
+
+class TokenRow(TypedDict):
+    """One token of the audit's token table for a label: its PMI and z, its texts with the label and in all, its
+    label rate and the label's base rate."""
+
+    token: str
+    pmi: float
+    z: float
+    count: int
+    total: int
+    label_rate: float
+    base_rate: float
+
+
 @dataclass
 class TokenStats:
     """One set's table, one row per tested (token, label) pair (tokens seen ≥ min_count times), token-major."""
@@ -128,7 +156,7 @@ class TokenStats:
     def n_significant(self) -> int:
         return int(self.significant.sum())
 
-    def top(self, k: int = 5) -> list[dict[str, Any]]:
+    def top(self, k: int = 5) -> list[TokenPair]:
         """The k most significant pairs (largest z), as plain dicts."""
         order = np.argsort(-np.nan_to_num(self.z, nan=-np.inf), kind="stable")[:k]
         return [{"token": str(self.token[i]), "label": str(self.label[i]), "count": float(self.count[i]),
@@ -257,7 +285,7 @@ def token_artifacts(
     min_count: int | None = None,
     smoothing: float = 1.0,
     rank_by: str = "pmi",
-) -> dict[str, list[dict[str, Any]]]:
+) -> dict[str, list[TokenRow]]:
     """For each label, the tokens most associated with it (the audit's token table; Gururangan et al. 2018).
 
     Counts are per text (:func:`token_matrix`, binary). For token w seen in n_w texts, c_wl of them labelled l,
@@ -285,7 +313,7 @@ def token_artifacts(
     n_w = counts.sum(axis=1)
     base = np.bincount(y, minlength=C) / n
     ok = n_w >= min_count
-    out: dict[str, list[dict[str, Any]]] = {}
+    out: dict[str, list[TokenRow]] = {}
     for li, cls in enumerate(classes):
         c, nw, p = counts[ok, li], n_w[ok], base[li]
         with np.errstate(divide="ignore"):

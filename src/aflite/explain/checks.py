@@ -3,8 +3,8 @@ token artifacts with significance, the optional stop rule, the first phase's dat
 (and their overlap with the removed set), the surrogate of p̃ ("why was a row easy"), each removed row's nearest
 kept rows, and the n-gram ensemble's own token weights. Each declares its options (``--check name:key=value``;
 the older flags ``--alpha``, ``--min-count``, ... set them too), and returns its per-row values, its summary
-(results.json's ``checks[name]``) and its section of summary.md; :func:`aflite.commands.explain.explain` runs them and
-writes the folder."""
+(its class in :mod:`aflite.explain.summaries`; results.json's ``checks[name]["summary"]``) and its section of
+summary.md; :func:`aflite.commands.explain.explain` runs them and writes the folder."""
 
 from __future__ import annotations
 
@@ -20,7 +20,21 @@ from aflite.explain.datamap import REGION_RULE, label_issues, overlap_table, reg
 from aflite.explain.reasons import IMAGE_INPUTS, fit_surrogate, image_inputs, nearest_kept, text_inputs
 from aflite.explain.recompute import ngram_terms
 from aflite.explain.stoprule import continue_until_clean
-from aflite.verdict import SPREAD_FACTOR, number
+from aflite.explain.summaries import (
+    BonferroniSet,
+    DataMapSummary,
+    LabelIssueSummary,
+    NeighboursSummary,
+    NgramSummary,
+    NgramTerm,
+    ShuffledLabels,
+    SignificantCounts,
+    StopRuleSummary,
+    SurrogateSummary,
+    TokenSummary,
+    TokenTest,
+)
+from aflite.verdict import SPREAD_FACTOR
 
 __all__ = ["DataMap", "LabelIssueCheck", "Neighbours", "NgramCoefficients", "StopRule", "Surrogate", "TokenArtifacts",
            "label_issue_verdict", "token_verdict"]
@@ -34,16 +48,16 @@ MIN_COUNT = CheckOption("min_count", int, 20, "test only tokens seen in at least
                         valid=_positive, rule="must be >= 1", alias="min_count")
 
 
-def _token_test(o: dict[str, Any]) -> dict[str, Any]:
+def _token_test(o: dict[str, Any]) -> TokenTest:
     null = o["null"]
-    return {"statistic": "z = (p̂ − p0) / sqrt(p0 (1 − p0) / n), p0 = "
-                         + ("the label's base rate in the set (Gardner et al. 2021, Eq. 1, whose p0 is 1/|Y|)"
-                            if null == "base" else "1/|Y| (Gardner et al. 2021, Eq. 1)")
-                         + "; one-sided normal p-value; Bonferroni over every (token, label) pair of tokens seen >= "
-                           "min_count texts of the set",
-            "alpha": o["alpha"], "min_count": o["min_count"], "null": null, "random_subsets": o["random_seeds"],
-            "random_rows": "means over the subsets in which the pair was tested; significant = in at least half of "
-                           "the subsets; significant_tokens.random = mean count per subset"}
+    return TokenTest("z = (p̂ − p0) / sqrt(p0 (1 − p0) / n), p0 = "
+                     + ("the label's base rate in the set (Gardner et al. 2021, Eq. 1, whose p0 is 1/|Y|)"
+                        if null == "base" else "1/|Y| (Gardner et al. 2021, Eq. 1)")
+                     + "; one-sided normal p-value; Bonferroni over every (token, label) pair of tokens seen >= "
+                       "min_count texts of the set",
+                     o["alpha"], o["min_count"], null, o["random_seeds"],
+                     "means over the subsets in which the pair was tested; significant = in at least half of "
+                     "the subsets; significant_tokens.random = mean count per subset")
 
 
 @register  # a built-in check: registered where it is defined
@@ -65,9 +79,7 @@ class TokenArtifacts(Check):
         return data.texts is not None
 
     def disabled(self, data: CheckData) -> CheckResult:
-        return CheckResult(self.name, summary={
-            "significant_tokens": None, "significant_tokens_random_per_seed": [], "token_view": None,
-            "token_test": _token_test(self.params), "bonferroni": {}, "top_artifacts": {}})
+        return CheckResult(self.name, summary=TokenSummary(None, [], None, _token_test(self.params)))
 
     def competency(self, data: CheckData, rows: np.ndarray | None = None) -> TokenStats:
         B, vocab = data.token_matrix()
@@ -83,30 +95,27 @@ class TokenArtifacts(Check):
         sets["random"], per_seed = random_competency(
             B, vocab, data.y, data.classes, int(data.kept().sum()), data.seed, o["random_seeds"],
             alpha=o["alpha"], min_count=o["min_count"], p0=o["null"])
-        sig: dict[str, float] = {k: int(v.n_significant) for k, v in sets.items() if k != "random"}
-        sig["random"] = float(np.mean(per_seed))
-        summary = {
-            "significant_tokens": sig, "significant_tokens_random_per_seed": per_seed, "token_view": data.text_view,
-            "token_test": _token_test(o),
-            "bonferroni": {k: {"n_rows": v.n_rows, "n_tests": v.n_tests, "z_critical": v.z_critical,
-                               "base_rates": v.base_rates} for k, v in sets.items()},
-            "top_artifacts": {k: sets[k].top(10) for k in ("full", "kept")}}
+        sig = SignificantCounts(sets["full"].n_significant, sets["kept"].n_significant, float(np.mean(per_seed)))
+        summary = TokenSummary(
+            sig, per_seed, data.text_view, _token_test(o),
+            {k: BonferroniSet(v.n_rows, v.n_tests, v.z_critical, v.base_rates) for k, v in sets.items()},
+            {k: sets[k].top(10) for k in ("full", "kept")})
         scores = _row_scores(B, vocab, data.y, data.classes, sets["full"])
-        verdict = token_verdict(summary)
-        line = (f"significant (token, label) pairs on the {data.text_view}: full {sig['full']}, kept {sig['kept']}, "
-                f"random {sig['random']:.1f}")
-        return CheckResult(self.name, scores, ~np.isnan(scores), summary, verdict, _token_markdown(summary, sets),
+        summary.verdict = token_verdict(summary)
+        line = (f"significant (token, label) pairs on the {data.text_view}: full {sig.full}, kept {sig.kept}, "
+                f"random {sig.random:.1f}")
+        return CheckResult(self.name, scores, ~np.isnan(scores), summary, _token_markdown(summary, sets),
                            columns={}, detail=sets, headline=line)
 
 
-def token_verdict(res: dict[str, Any]) -> list[str]:
+def token_verdict(res: TokenSummary) -> list[str]:
     """Token artifacts significant on D(Φ) against same-size random subsets of D, judged against the subsets'
     spread (in counts: at least half a pair)."""
-    sig = res.get("significant_tokens") or {}
-    full, kept, rand = number(sig.get("full")), number(sig.get("kept")), number(sig.get("random"))
-    per_seed = [v for v in (number(x) for x in res.get("significant_tokens_random_per_seed") or []) if v is not None]
-    if full is None or kept is None or rand is None:
+    sig = res.significant_tokens
+    if sig is None:
         return []
+    full, kept, rand = sig.full, sig.kept, sig.random
+    per_seed = [float(x) for x in res.significant_tokens_random_per_seed]
     mean = sum(per_seed) / len(per_seed) if per_seed else rand
     sd = (sum((v - mean) ** 2 for v in per_seed) / len(per_seed)) ** 0.5 if per_seed else 0.0
     spread = max(sd, 0.5)
@@ -116,7 +125,7 @@ def token_verdict(res: dict[str, Any]) -> list[str]:
         judged = "more than a random cut of the same size leaves: the filter did not target them"
     else:
         judged = "as many as a random cut of the same size leaves, within the subsets' spread"
-    return [f"On the {res.get('token_view') or 'text'}, {full:.0f} (token, label) pair(s) are significant artifacts "
+    return [f"On the {res.token_view or 'text'}, {full:.0f} (token, label) pair(s) are significant artifacts "
             f"on D and {kept:.0f} on D(Φ), against {rand:.1f} (±{sd:.1f}) on same-size random subsets of D: "
             f"{judged}."]
 
@@ -139,23 +148,25 @@ def _row_scores(B: Any, vocab: np.ndarray, y: np.ndarray, classes: np.ndarray, f
     return out
 
 
-def _token_markdown(res: dict[str, Any], sets: dict[str, TokenStats]) -> list[str]:
-    s, b, tt = res["significant_tokens"], res["bonferroni"], res["token_test"]
+def _token_markdown(res: TokenSummary, sets: dict[str, TokenStats]) -> list[str]:
+    s, b, tt = res.significant_tokens, res.bonferroni, res.token_test
+    assert s is not None  # the check ran
+    counts = {"full": s.full, "kept": s.kept, "random": f"{s.random:.1f}"}
     lines = ["## Token artifacts (Gardner et al. 2021 competency test)", "",
-             f"Computed on the **{res['token_view']}** text. z against each label's base rate, one-sided, "
-             f"Bonferroni α = {tt['alpha']} over all (token, label) pairs of tokens seen ≥ {tt['min_count']} times.",
+             f"Computed on the **{res.token_view}** text. z against each label's base rate, one-sided, "
+             f"Bonferroni α = {tt.alpha} over all (token, label) pairs of tokens seen ≥ {tt.min_count} times.",
              "",
              md_table(["set", "rows", "tests", "z critical", "significant (token, label) pairs"], [
-                 [k, f"{b[k]['n_rows']:,}", f"{b[k]['n_tests']:,}", f"{b[k]['z_critical']:.2f}",
-                  f"{s[k]:.1f}" if k == "random" else s[k]] for k in ("full", "kept", "random")]), "",
-             f"random = the mean over {tt['random_subsets']} seeded random subsets of |D(Φ)| rows "
-             f"(per subset: {res['significant_tokens_random_per_seed']}).", ""]
+                 [k, f"{b[k].n_rows:,}", f"{b[k].n_tests:,}", f"{b[k].z_critical:.2f}", counts[k]]
+                 for k in ("full", "kept", "random")]), "",
+             f"random = the mean over {tt.random_subsets} seeded random subsets of |D(Φ)| rows "
+             f"(per subset: {res.significant_tokens_random_per_seed}).", ""]
     for k, title in (("full", "before filtering (D)"), ("kept", "after filtering (D(Φ))")):
         lines += [f"Five most significant artifacts {title}:", "",
                   md_table(["token", "label", "count", "p̂(label|token)", "z", "significant"],
                            [[md_cell(t["token"]), md_cell(t["label"]), f"{t['count']:.0f}", f"{t['p_label']:.3f}",
                              f"{t['z']:.1f}", "yes" if t["significant"] else "no"] for t in sets[k].top(5)]), ""]
-    kept_sig = s["kept"]
+    kept_sig = s.kept
     lines += [("AFLite's k-rule stopped with " + (f"{kept_sig} (token, label) pair(s) still significant in D(Φ)."
                                                    if kept_sig else "no significant (token, label) pair left in "
                                                    "D(Φ).")), ""]
@@ -181,13 +192,14 @@ class StopRule(Check):
     def enabled(self, data: CheckData) -> bool:
         return bool(self.params["enabled"]) and data.texts is not None
 
-    def _summary(self, data: CheckData, more: dict[str, Any]) -> dict[str, Any]:
+    def _summary(self, data: CheckData, **more: Any) -> StopRuleSummary:
         tokens = data.found.get("tokens")
-        sig = (tokens.summary.get("significant_tokens") or {}) if tokens is not None else {}
-        return {"k_rule": data.run_body().stop_reason, "significant_after_filtering": sig.get("kept"), **more}
+        sig = tokens.summary.significant_tokens if tokens is not None and isinstance(tokens.summary,
+                                                                                      TokenSummary) else None
+        return StopRuleSummary(data.run_body().stop_reason, None if sig is None else sig.kept, **more)
 
     def disabled(self, data: CheckData) -> CheckResult:
-        return CheckResult(self.name, summary=self._summary(data, {"enabled": False}),
+        return CheckResult(self.name, summary=self._summary(data, enabled=False),
                            columns={"stop_rule_removed_at": [""] * len(data)})
 
     def find(self, data: CheckData) -> CheckResult:
@@ -198,15 +210,15 @@ class StopRule(Check):
             data.X, data.labels, data.context.groups, data.run_body().parameters, data.seed, data.kept(),
             data.run_body().n_iterations, lambda r: tokens.competency(data, r).n_significant,
             floor=o["floor"], max_phases=o["max_phases"])
-        sr = stop.to_dict()
-        last = sr["trajectory"][-1]
-        md = [f"Stop rule (continue with slices of {sr['slice_size']} until no pair is significant, floor "
-              f"{sr['floor']:,}): stopped by **{sr['stopped_by']}** after removing {sr['extra_removed']:,} more rows; "
+        sr = self._summary(data, **stop.to_dict())
+        last = stop.trajectory[-1]
+        md = [f"Stop rule (continue with slices of {sr.slice_size} until no pair is significant, floor "
+              f"{sr.floor:,}): stopped by **{sr.stopped_by}** after removing {sr.extra_removed:,} more rows; "
               f"|S| = {last['size']:,} with {last['significant']} significant pair(s).", ""]
         removed = np.asarray(stop.removed_at)
-        return CheckResult(self.name, removed.astype(float), removed >= 0, self._summary(data, sr), markdown=md,
+        return CheckResult(self.name, removed.astype(float), removed >= 0, sr, markdown=md,
                            columns={"stop_rule_removed_at": ["" if r < 0 else int(r) for r in removed]},
-                           headline=f"stop rule: stopped by {sr['stopped_by']} after removing {sr['extra_removed']} "
+                           headline=f"stop rule: stopped by {sr.stopped_by} after removing {sr.extra_removed} "
                                     f"more rows")
 
 
@@ -220,8 +232,8 @@ class DataMap(Check):
         af = data.phase
         region = regions(af.confidence_, af.variability_)
         counts = {r: int((region == r).sum()) for r in ("easy", "ambiguous", "hard", "unscored")}
-        summary = {"region_rule": REGION_RULE, "regions": counts,
-                   "removed_by_region": {r: int(((region == r) & ~data.kept()).sum()) for r in counts}}
+        summary = DataMapSummary(REGION_RULE, counts,
+                                 {r: int(((region == r) & ~data.kept()).sum()) for r in counts})
         md = ["## Data map of the first phase and label issues", "", f"Regions: {REGION_RULE}.", ""]
         columns = {"confidence": [cell(v) for v in af.confidence_], "variability": [cell(v) for v in af.variability_],
                    "correctness": [cell(v) for v in af.correctness_], "region": list(region)}
@@ -253,18 +265,18 @@ class LabelIssueCheck(Check):
         region = data.found["datamap"].detail
         overlap = overlap_table(~data.kept(), region, issues.flags)
         flags = issues.flags
-        li = {"n": None if flags is None else int(flags.sum()), "rows": len(data), "skipped": issues.skipped,
-              "method": issues.method, "input": "mean held-out probabilities of the first phase",
-              "shuffled_labels": _shuffled(shuffled)}
-        md = ["Label issues: " + (_issues_line(li) if li["skipped"] is None else f"skipped — {li['skipped']}."), "",
+        li = LabelIssueSummary(None if flags is None else int(flags.sum()), len(data), issues.skipped, issues.method,
+                               "mean held-out probabilities of the first phase", _shuffled(shuffled), overlap)
+        md = ["Label issues: " + (_issues_line(li) if li.skipped is None else f"skipped — {li.skipped}."), "",
               "Overlap of AFLite's removed set with each group:", "",
               md_table(["group", "rows", "removed", "share of group removed", "share of removed set"],
                        [[o["group"], f"{o['size']:,}", f"{o['removed']:,}", pct(o["share_of_group_removed"]),
                          pct(o["share_of_removed_in_group"])] for o in overlap]), ""]
-        verdict = label_issue_verdict(li)
-        line = (f"regions: {data.found['datamap'].summary['regions']}; label issues: "
-                f"{li['n'] if li['skipped'] is None else li['skipped']}")
-        return CheckResult(self.name, None, flags, {**li, "overlap": overlap}, verdict, md,
+        li.verdict = label_issue_verdict(li)
+        datamap = data.found["datamap"].summary
+        line = (f"regions: {datamap.regions if isinstance(datamap, DataMapSummary) else None}; label issues: "
+                f"{li.n if li.skipped is None else li.skipped}")
+        return CheckResult(self.name, None, flags, li, md,
                            {"label_issue": [""] * len(data) if flags is None else [int(f) for f in flags]},
                            headline=line)
 
@@ -275,31 +287,31 @@ CHANCE_CLOSE = 0.8
 CHANCE_HALF = 0.5
 
 
-def _shuffled(counts: list[int]) -> dict[str, Any] | None:
+def _shuffled(counts: list[int]) -> ShuffledLabels | None:
     """The label-issue count with permuted labels: per permutation, mean and standard deviation."""
     if not counts:
         return None
     arr = np.asarray(counts, dtype=float)
-    return {"per_seed": counts, "mean": float(arr.mean()), "std": float(arr.std()),
-            "meaning": "cleanlab's count on the same first-phase probabilities with the labels permuted (seeded): "
-                       "what it flags when the labels carry no information for these models"}
+    return ShuffledLabels(counts, float(arr.mean()), float(arr.std()),
+                          "cleanlab's count on the same first-phase probabilities with the labels permuted (seeded): "
+                          "what it flags when the labels carry no information for these models")
 
 
-def _issues_line(li: dict[str, Any]) -> str:
-    sh = li.get("shuffled_labels")
-    chance = (f"; with the labels permuted, {sh['mean']:,.1f} (± {sh['std']:.1f}, {len(sh['per_seed'])} "
+def _issues_line(li: LabelIssueSummary) -> str:
+    sh = li.shuffled_labels
+    chance = (f"; with the labels permuted, {sh.mean:,.1f} (± {sh.std:.1f}, {len(sh.per_seed)} "
               f"permutations)") if sh else ""
-    return f"{li['n']:,} candidate(s) of {li.get('rows', 0):,} rows from {li['method']} on the {li['input']}{chance}."
+    return f"{li.n or 0:,} candidate(s) of {li.rows:,} rows from {li.method} on the {li.input}{chance}."
 
 
-def label_issue_verdict(li: dict[str, Any]) -> list[str]:
+def label_issue_verdict(li: LabelIssueSummary) -> list[str]:
     """cleanlab's label-issue count against the same measure with the labels permuted (chance): within twice the
     permutations' spread or at CHANCE_CLOSE of it and above, the flags are the models' blind spots; under CHANCE_HALF
     of it, label-error candidates."""
-    n, rows, sh = number(li.get("n")), number(li.get("rows")), li.get("shuffled_labels") or {}
-    s_mean, s_sd = number(sh.get("mean")), number(sh.get("std")) or 0.0
-    if li.get("skipped") is not None or n is None or not rows or s_mean is None:
+    n, rows, sh = li.n, li.rows, li.shuffled_labels
+    if li.skipped is not None or n is None or not rows or sh is None:
         return []
+    s_mean, s_sd = sh.mean, sh.std
     spread = max(s_sd, 0.5)
     pct = f"{n:,.0f} of {rows:,.0f} rows ({100 * n / rows:.0f}%)"
     against = (f"against {s_mean:,.1f} ({100 * s_mean / rows:.0f}%) with the labels permuted, the count when labels "
@@ -338,15 +350,14 @@ class Surrogate(Check):
             inputs = "image statistics × label"
         sur = fit_surrogate(F, names, data.y, data.classes, data.phase.first_phase_predictability_,
                             random_state=data.seed)
-        s: dict[str, Any] = {
-            "target": "p̃ of the first phase", "inputs": inputs, "model": "Lasso (L1)", "alpha": sur.alpha,
-            "r2": sur.r2, "n_inputs": sur.n_inputs, "n_terms": len(sur.terms), "top_terms": sur.terms[:25]}
+        s = SurrogateSummary("p̃ of the first phase", inputs, "Lasso (L1)", sur.alpha, sur.r2, sur.n_inputs,
+                             len(sur.terms), sur.terms[:25])
         md = ["## Why rows were easy (surrogate of p̃)", "",
-              f"{s['model']} on {s['inputs']}: R² = {s['r2']:.3f} on the scored rows, {s['n_terms']} nonzero terms. "
+              f"{s.model} on {s.inputs}: R² = {s.r2:.3f} on the scored rows, {s.n_terms} nonzero terms. "
               f"Strongest (input → label, coefficient, rows):", "",
               md_table(["input", "label", "coef", "rows"], [[md_cell(t["name"]), md_cell(t["label"]),
                                                              f"{t['coef']:+.3f}", t["support"]]
-                                                            for t in s["top_terms"][:10]]), ""]
+                                                            for t in s.top_terms[:10]]), ""]
         return CheckResult(self.name, summary=s, markdown=md, columns={"top_features": list(sur.top_features)})
 
 
@@ -362,8 +373,8 @@ class Neighbours(Check):
     def find(self, data: CheckData) -> CheckResult:
         k = self.params["k"]
         near = nearest_kept(data.X, data.kept(), k=k, seed=data.seed) if k else [[] for _ in range(len(data))]
-        return CheckResult(self.name, columns={"nearest_kept": [";".join(str(data.ids[j]) for j in row)
-                                                                for row in near]})
+        return CheckResult(self.name, summary=NeighboursSummary(),
+                           columns={"nearest_kept": [";".join(str(data.ids[j]) for j in row) for row in near]})
 
 
 @register  # a built-in check: registered where it is defined
@@ -384,8 +395,7 @@ class NgramCoefficients(Check):
                 and data.phase.first_phase_coef_ is not None)
 
     def disabled(self, data: CheckData) -> CheckResult:
-        return CheckResult(self.name, summary={},
-                           columns={"ensemble_features": [""] * len(data)})
+        return CheckResult(self.name, summary=NgramSummary(), columns={"ensemble_features": [""] * len(data)})
 
     def find(self, data: CheckData) -> CheckResult:
         B, vocab = data.token_matrix()
@@ -395,8 +405,8 @@ class NgramCoefficients(Check):
         terms = ngram_terms(data.context.dataset, data.context.rows, fz, data.X, B, vocab,
                             data.y, data.classes, self.params["min_count"], data.phase.first_phase_coef_,
                             data.text_view)
-        summary = {
-            "rule": "Φ of each token alone (the n-gram featurizer refitted with the run's options and seed) times the "
-                    "first phase's mean coefficients, centred over labels",
-            "refit_max_abs_diff": terms["refit_max_abs_diff"], "top_terms": terms["top_terms"]}
+        summary = NgramSummary(
+            rule="Φ of each token alone (the n-gram featurizer refitted with the run's options and seed) times the "
+                 "first phase's mean coefficients, centred over labels",
+            refit_max_abs_diff=terms["refit_max_abs_diff"], top_terms=[NgramTerm(**t) for t in terms["top_terms"]])
         return CheckResult(self.name, summary=summary, columns={"ensemble_features": list(terms["per_row"])})

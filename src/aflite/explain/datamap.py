@@ -96,8 +96,8 @@ class OverlapRow(TypedDict):
     group: str
     size: int
     removed: int
-    share_of_group_removed: float
-    share_of_removed_in_group: float
+    share_of_group_removed: float | None  # NaN (null in results.json): an empty group
+    share_of_removed_in_group: float | None  # NaN (null): nothing removed
 
 
 def overlap_table(removed: NDArray[np.bool_], region: NDArray[Any],

@@ -12,8 +12,9 @@ Column contracts (another viewer reads them; keep names and order):
   ensemble's own weights push most towards its label. A check of one's own adds its columns after these (its
   ``columns``, or ``<check>_score``/``<check>_flag``); results.json's ``checks[name]["columns"]`` names them.
 * ``weights.csv`` — ``id,label,weight,first_phase_predictability``.
-* results.json's ``checks`` — per check, in the order they ran: ``summary`` (its own keys), ``options`` (as it ran),
-  ``columns`` (its per-row columns in instances.csv), ``files`` (the files it wrote here), ``verdict``, ``ran``.
+* results.json's ``checks`` — per check, in the order they ran: ``summary`` (``score``, ``flagged``, ``verdict``,
+  then its own keys: :meth:`aflite.check.CheckSummary.to_json`), ``options`` (as it ran), ``columns`` (its per-row
+  columns in instances.csv), ``files`` (the files it wrote here), ``ran``.
 """
 
 from __future__ import annotations
@@ -109,9 +110,10 @@ def check_columns(found: dict[str, CheckResult], rows: int) -> dict[str, str]:
 
 
 def check_entry(r: CheckResult) -> JSON:
-    """A check's entry in results.json's ``checks`` (:class:`aflite.rundir.bodies.CheckEntry`)."""
-    return {"summary": r.summary, "options": dict(r.options), "columns": r.column_names(), "files": sorted(r.files),
-            "verdict": list(r.verdict), "ran": r.seconds is not None}
+    """A check's entry in results.json's ``checks`` (:class:`aflite.rundir.bodies.CheckEntry`): its summary (its
+    verdict sentences among the summary's common keys, their one place), options, columns, files, whether it ran."""
+    return {"summary": r.summary.to_json(), "options": dict(r.options), "columns": r.column_names(),
+            "files": sorted(r.files), "ran": r.seconds is not None}
 
 
 def explain_results(found: dict[str, CheckResult], run: RunRecord, inst: Instances, data_path: str, seed: int,
@@ -121,7 +123,7 @@ def explain_results(found: dict[str, CheckResult], run: RunRecord, inst: Instanc
     locate)."""
     keep = np.asarray(inst.kept, dtype=bool)
     fz = run.body.featurizer
-    results: JSON = {"verdict": [s for r in found.values() for s in r.verdict],
+    results: JSON = {"verdict": [s for r in found.values() for s in r.summary.verdict],
                                "checks": {name: check_entry(r) for name, r in found.items()}}
     files = dict(FILES)
     for name, r in found.items():

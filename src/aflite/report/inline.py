@@ -15,6 +15,7 @@ from importlib import resources
 from typing import Any
 
 from aflite.atomic import JSON
+from aflite.explain.summaries import TokenSummary
 from aflite.report.frame import esc, json_for_script, plotly_js, script_text, verdict_block
 from aflite.report.rows import read_evaluate
 from aflite.rundir import show
@@ -63,10 +64,11 @@ def _plot_data(body: JSON) -> tuple[JSON, list[str]]:
         data["accuracy"] = read_evaluate(body)
         if data["accuracy"].get("bars"):
             divs.append("accuracy")
-    # explain: the competency test's count per set, in the tokens check's entry
-    tokens = (((body.get("checks") or {}).get("tokens") or {}).get("summary") or {}).get("significant_tokens")
-    if isinstance(tokens, dict) and all(isinstance(tokens.get(k), int | float) for k in ("full", "kept", "random")):
-        data["tokens"] = {"D": tokens["full"], "D(Φ)": tokens["kept"], "random subsets": tokens["random"]}
+    # explain: the competency test's count per set, in the tokens check's summary (typed back from its JSON)
+    entry = ((body.get("checks") or {}).get("tokens") or {}).get("summary")
+    tokens = TokenSummary.from_json(entry).significant_tokens if entry is not None else None
+    if tokens is not None:
+        data["tokens"] = {"D": tokens.full, "D(Φ)": tokens.kept, "random subsets": tokens.random}
         divs.append("tokens")
     leakage = _leakage(body.get("results"))  # the audit: biased-condition accuracy per set and view
     if leakage:

@@ -15,8 +15,9 @@ import types
 import typing
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar, Union
+from typing import Any, ClassVar, TypeVar, Union
 
+from aflite.atomic import JSON
 from aflite.core.phase import IterationRecord
 from aflite.errors import InputError
 from aflite.rundir.commands import declared_body
@@ -24,7 +25,7 @@ from aflite.rundir.names import RUN_COMMANDS
 
 __all__ = ["AuditBody", "Body", "CheckEntry", "Document", "EmbedBody", "Envelope", "EvaluateBody", "ExplainBody",
            "ExplainedRun", "FeaturizerRecord", "FirstPhase", "LabelShift", "ProbeRecord", "ProbeRow", "RunBody",
-           "RunParameters", "parse"]
+           "RunParameters", "parse", "typed"]
 
 
 BODIES: list[type[Body]] = []  # every body class with commands, as defined (Body.__init_subclass__)
@@ -152,15 +153,18 @@ class RunBody(Body):
 
 @dataclass(frozen=True)
 class CheckEntry:
-    """One check's entry in explain's ``checks``: what it found (``summary``, its own keys), the options it ran
-    with, the per-row columns it added to instances.csv, the files it wrote into the folder, its verdict sentences
-    and whether it ran (False: disabled by its options or the data)."""
+    """One check's entry in explain's ``checks``: what it found (``summary``: its score, flagged count and verdict
+    sentences, then its own keys), the options it ran with, the per-row columns it added to instances.csv, the files
+    it wrote into the folder and whether it ran (False: disabled by its options or the data).
 
-    summary: dict[str, Any]  # the check's own keys, JSON as it wrote them
+    ``summary`` stays JSON here: its type is the check's own summary class (:class:`aflite.check.CheckSummary`),
+    which this layer cannot import (the checks import it); a reader that knows the check builds it with that class's
+    ``from_json`` (:func:`typed`)."""
+
+    summary: JSON  # the check's CheckSummary.to_json(), as it wrote it
     options: dict[str, bool | int | float | str | None]  # its options' values as it ran
     columns: list[str]
     files: list[str]
-    verdict: list[str] = dataclasses.field(default_factory=list)
     ran: bool = True
 
 
@@ -322,7 +326,24 @@ def parse(obj: Any, path: Path, *, manifest: bool = True) -> Document:
     return Document(envelope, body, obj)
 
 
-def _build(cls: type[Any], obj: dict[str, Any], path: Path, required: tuple[str, ...]) -> Any:
+T = TypeVar("T")
+
+
+def typed(cls: type[T], obj: Any, where: str) -> T:
+    """``obj`` (parsed JSON) as the dataclass ``cls``, checked and built as :func:`parse` builds a body (nested
+    dataclasses at any depth; keys ``cls`` does not name left out, as a body leaves them to :attr:`Document.raw`);
+    one :class:`InputError` naming ``where`` and the first key missing or of a wrong type."""
+    if not isinstance(obj, dict):
+        raise InputError(f"{where}: {_shown(obj)} is not {_named(cls)}")
+    missing = [f.name for f in dataclasses.fields(cls)  # type: ignore[arg-type]
+               if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING and f.name not in obj]
+    if missing:
+        raise InputError(f"{where}: no {missing[0]!r} (not {_named(cls)})")
+    built: T = _build(cls, obj, where, ())
+    return built
+
+
+def _build(cls: type[Any], obj: dict[str, Any], path: Path | str, required: tuple[str, ...]) -> Any:
     hints = typing.get_type_hints(cls)
     values: dict[str, Any] = {}
     for f in dataclasses.fields(cls):
@@ -392,6 +413,9 @@ def _is(value: Any, hint: Any) -> bool:
     and unions of them with None)."""
     if hint is Any:
         return True
+    if typing.is_typeddict(hint):  # an object whose keys, where present, have their types
+        inner = typing.get_type_hints(hint)
+        return isinstance(value, dict) and all(_is(value[k], h) for k, h in inner.items() if k in value)
     if dataclasses.is_dataclass(hint):  # an object with the dataclass's fields (those without a default required)
         if not isinstance(value, dict):
             return False
