@@ -31,7 +31,7 @@ from aflite.evaluate.tables import evaluate_verdict
 from aflite.explain.summaries import DataMapSummary, LabelIssueSummary, SurrogateSummary, TokenSummary
 from aflite.features.registry import find
 from aflite.hashing import file_sha256
-from aflite.rundir.bodies import RunBody
+from aflite.rundir.bodies import EvaluateBody, ExplainBody, RunBody
 from aflite.rundir.names import KEPT_IDS, WARMUP_IDS
 from aflite.rundir.read import RunRecord
 
@@ -64,9 +64,9 @@ class CardInputs:
     run: RunRecord  # the run folder read back, typed (results.json's envelope and body)
     kept_ids: list[str]
     evaluate_dir: Path | None = None
-    evaluate: dict[str, Any] | None = None
+    evaluate: EvaluateBody | None = None  # the evaluate folder's results.json body, read back typed
     explain_dir: Path | None = None
-    explain: dict[str, Any] | None = None
+    explain: ExplainBody | None = None  # likewise, the explain folder's
 
 
 def size_category(n: int) -> str:
@@ -269,8 +269,9 @@ def phi_facts(run: RunBody) -> dict[str, Any]:
 def evaluate_facts(inp: CardInputs, kept_sha: str) -> dict[str, Any]:
     """This run's figures in an evaluate folder: its D, D(Φ), random and single-iteration sets on every
     evaluation, refused when the folder was made from another dataset or another run."""
-    ev, where, res = inp.evaluate or {}, inp.evaluate_dir, inp.run.body
-    cfg = ev.get("config") or {}
+    ev, where, res = inp.evaluate, inp.evaluate_dir, inp.run.body
+    assert ev is not None, "build_manifest calls it with an evaluate folder"
+    cfg = ev.config
     flag = f"--evaluate {where}"
     if cfg.get("dataset_fingerprint") and res.dataset_fingerprint and \
             cfg["dataset_fingerprint"] != res.dataset_fingerprint:
@@ -279,7 +280,7 @@ def evaluate_facts(inp: CardInputs, kept_sha: str) -> dict[str, Any]:
     # entries are those with the same kept set
     runs = [str(r) for r in cfg.get("runs") or []]
     mine = [r for r, s in zip(runs, cfg.get("runs_kept_ids_sha256") or [], strict=False) if s == kept_sha]
-    sets = ev.get("training_sets") or []
+    sets = ev.training_sets
     filtered = next((s for s in sets if s.get("kind") == "filtered" and str(s.get("run")) in mine), None)
     if filtered is None:
         raise InputError(f"{flag}: made from other runs than {inp.run_dir} (its kept sets differ)")
@@ -296,7 +297,7 @@ def evaluate_facts(inp: CardInputs, kept_sha: str) -> dict[str, Any]:
             chosen[role] = names[0]
     keep = ("own_heldout", "original_heldout", "own_heldout_majority", "original_heldout_majority", "not_trained")
     scores: dict[str, Any] = {}
-    for model, per_set in (ev.get("aggregate") or {}).items():
+    for model, per_set in ev.aggregate.items():
         scores[model] = {}
         for role, name in chosen.items():
             entry = per_set.get(name)
@@ -313,7 +314,7 @@ def evaluate_facts(inp: CardInputs, kept_sha: str) -> dict[str, Any]:
     mine_sets = [s for s in sets if s.get("kind") == "D" or str(s.get("run")) == run_key]
     set_names = {s.get("name") for s in mine_sets}
     verdict = evaluate_verdict({"training_sets": mine_sets, "aggregate": {
-        m: {k: v for k, v in per.items() if k in set_names} for m, per in (ev.get("aggregate") or {}).items()}})
+        m: {k: v for k, v in per.items() if k in set_names} for m, per in ev.aggregate.items()}})
     return {
         "tied_to_run_by": "the sha256 of kept_ids.txt", "verdict": verdict, "models": cfg.get("models") or list(scores),
         "seeds": cfg.get("seeds"), "split": cfg.get("split"), "heldout": cfg.get("heldout"),
@@ -334,21 +335,20 @@ def evaluate_facts(inp: CardInputs, kept_sha: str) -> dict[str, Any]:
 
 def explain_facts(inp: CardInputs, kept_sha: str) -> dict[str, Any]:
     """The explain folder's figures, refused when it was made from another run."""
-    ex, where, res = inp.explain or {}, inp.explain_dir, inp.run.body
+    ex, where, res = inp.explain, inp.explain_dir, inp.run.body
     flag = f"--explain {where}"
-    run = ex.get("run") or {}
-    if run.get("dataset_fingerprint") and res.dataset_fingerprint and \
-            run["dataset_fingerprint"] != res.dataset_fingerprint:
+    assert ex is not None and ex.run is not None, "an explain folder's body requires its run (ExplainBody.required)"
+    run = ex.run
+    if run.dataset_fingerprint and res.dataset_fingerprint and run.dataset_fingerprint != res.dataset_fingerprint:
         raise InputError(f"{flag}: made from another dataset than the run {inp.run_dir} (dataset fingerprints differ)")
     # explain records the sha256 of its run's kept_ids.txt, which every run and demo folder holds
-    if run.get("kept_ids_sha256") != kept_sha:
+    if run.kept_ids_sha256 != kept_sha:
         raise InputError(f"{flag}: made from another run than {inp.run_dir} (its kept set differs)")
     tied = "the sha256 of kept_ids.txt"
     name, view = (res.featurizer.name, res.featurizer.view) if res.featurizer is not None else (None, None)
-    if (run.get("size_before"), run.get("size_after"), run.get("featurizer"), run.get("view")) != (
-            res.dataset_size, res.size_after, name, view):
-        raise InputError(f"{flag}: its run ({run.get('size_before')} → {run.get('size_after')} rows, Φ "
-                         f"{run.get('featurizer')}) is not {inp.run_dir} ({res.dataset_size} → "
+    if (run.size_before, run.size_after, run.featurizer, run.view) != (res.dataset_size, res.size_after, name, view):
+        raise InputError(f"{flag}: its run ({run.size_before} → {run.size_after} rows, Φ "
+                         f"{run.featurizer}) is not {inp.run_dir} ({res.dataset_size} → "
                          f"{res.size_after}, Φ {name})")
     # each check's summary sits in its entry of explain's results.json (checks[name]["summary"]), typed back here
     tokens = _check_summary(ex, "tokens", TokenSummary, flag)
@@ -361,18 +361,18 @@ def explain_facts(inp: CardInputs, kept_sha: str) -> dict[str, Any]:
         "significant_tokens": asdict(sig) if sig is not None else None,
         "token_test": {k: getattr(test, k, None) for k in ("alpha", "min_count", "null", "random_subsets")},
         "top_artifacts_kept": (tokens.top_artifacts.get("kept") or [])[:5] if tokens is not None else [],
-        "first_phase_agreement": (ex.get("first_phase") or {}).get("agreement_with_run"),
+        "first_phase_agreement": ex.first_phase.agreement_with_run if ex.first_phase is not None else None,
         "datamap": {k: getattr(datamap, k, None) for k in ("regions", "removed_by_region")},
         "label_issues": issues.n if issues is not None else None,
         "surrogate": {k: getattr(surrogate, k, None) for k in ("model", "r2", "n_terms")},
     }
 
 
-def _check_summary(ex: dict[str, Any], name: str, cls: type[S], flag: str) -> S | None:
+def _check_summary(ex: ExplainBody, name: str, cls: type[S], flag: str) -> S | None:
     """One explain check's summary (results.json's ``checks[name]["summary"]``) as its summary class ``cls``; None
     when the check is not there."""
-    summary = ((ex.get("checks") or {}).get(name) or {}).get("summary")
-    return None if summary is None else cls.from_json(summary, f"{flag}: checks[{name!r}]['summary']")
+    entry = ex.checks.get(name)
+    return None if entry is None else cls.from_json(entry.summary, f"{flag}: checks[{name!r}]['summary']")
 
 
 # ---------------------------------------------------------------------------------------------- the manifest

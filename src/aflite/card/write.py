@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 from aflite.atomic import check_output_path
 from aflite.card.commit import check_clashes, commit_card, manifest_text, own_files, planned_files
@@ -24,8 +24,9 @@ from aflite.card.facts import FORMAT, CardInputs, build_manifest, check_license_
 from aflite.card.html import card_html, card_text
 from aflite.card.render import render_card
 from aflite.errors import InputError, OutputError
+from aflite.rundir.bodies import Body, EvaluateBody, ExplainBody
 from aflite.rundir.names import CARD, KEPT_IDS, MANIFEST, MARKER, RESULTS
-from aflite.rundir.read import read_made_by, read_run
+from aflite.rundir.read import read_folder, read_run
 from aflite.rundir.results import Result
 
 __all__ = ["CardResult", "write_card"]
@@ -78,6 +79,17 @@ def _check_out(out: Path, inputs: list[tuple[str, Path]]) -> None:
                           f"folder of its own")
 
 
+B = TypeVar("B", bound=Body)
+
+
+def _body(folder: str | Path, command: str, cls: type[B]) -> B:
+    """The typed body of an evaluate or explain folder the card builds on, every file of it verified
+    (:func:`aflite.rundir.read.read_folder`); a folder another command made is refused in one line."""
+    body = read_folder(folder, (command,), flag=f"--{command}").body
+    assert isinstance(body, cls), "read_folder builds the body of the command that made the folder"
+    return body
+
+
 def write_card(run_dir: str | Path, out: str | Path, *, evaluate: str | Path | None = None,
                explain: str | Path | None = None, license: str | None = None,  # noqa: A002 - the card's field
                ) -> CardResult:
@@ -107,9 +119,9 @@ def write_card(run_dir: str | Path, out: str | Path, *, evaluate: str | Path | N
         raise InputError(f"{filtered}: not listed in {run_p / RESULTS}: the run's filtered data file is missing")
     inp = CardInputs(run_p, run, kept)
     if evaluate is not None:
-        inp.evaluate_dir, inp.evaluate = Path(evaluate), read_made_by(evaluate, ("evaluate",), "--evaluate")
+        inp.evaluate_dir, inp.evaluate = Path(evaluate), _body(evaluate, "evaluate", EvaluateBody)
     if explain is not None:
-        inp.explain_dir, inp.explain = Path(explain), read_made_by(explain, ("explain",), "--explain")
+        inp.explain_dir, inp.explain = Path(explain), _body(explain, "explain", ExplainBody)
     facts = json.loads(manifest_text(build_manifest(inp, license=license)))  # as manifest.json will hold them
     data = planned_files(filtered)
     if {CARD, MANIFEST} & set(data):

@@ -41,7 +41,7 @@ from aflite.rundir.names import (
 from aflite.rundir.results import FORMAT_VERSION
 
 __all__ = ["RUN_COMMANDS", "Instances", "RunRecord", "check_run_dataset", "read_columns",
-           "read_folder", "read_id_list", "read_json", "read_kept_ids", "read_made_by", "read_results", "read_run",
+           "read_folder", "read_id_list", "read_json", "read_kept_ids", "read_results", "read_run",
            "recorded_dataset_fingerprint"]
 
 INSTANCE_HEADER = ["id", "label", "kept", "predictability", "removed_at"]
@@ -140,12 +140,6 @@ def read_id_list(path: Path) -> list[str]:
     if not path.is_file():
         return []
     return [line.strip() for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-
-
-def read_made_by(folder: str | os.PathLike[str], commands: tuple[str, ...], flag: str) -> dict[str, Any]:
-    """The results.json of an output folder that one of ``commands`` made, every file verified, for a command that
-    builds on it (``aflite card``); anything else is refused in one line (:func:`read_folder`)."""
-    return read_folder(folder, commands, flag=flag).raw
 
 
 def read_kept_ids(run_dir: str | os.PathLike[str]) -> list[str]:
