@@ -40,7 +40,10 @@ def test_phi_profile_times_every_step_of_every_batch(tiny_bert: Path, monkeypatc
     p = phi_profile("torch-cpu", a, b, model_path=tiny_bert, token_budget=256)
     steps = p["serial"]["steps"]
     assert list(steps) == list(PHI_STEPS)
-    assert all(s["seconds"] > 0 for s in steps.values())
+    # every step timed in every batch (its per-batch median exists); a step of a few microseconds per batch (h2d and
+    # d2h on the CPU) may sum to 0.0 at 4 decimals, so only the forward pass must take measurable time
+    assert all(s["median_ms"] is not None and s["seconds"] >= 0 for s in steps.values())
+    assert steps["forward"]["seconds"] > 0
     # the steps are inside the pass (each step is rounded to 4 decimals, the pass to 3: their sum may pass it by that)
     assert sum(s["seconds"] for s in steps.values()) <= p["serial"]["seconds"] + 5e-4 + 5e-5 * len(steps)
     assert abs(sum(s["share"] for s in steps.values()) - 1) < 1e-3
