@@ -9,6 +9,7 @@ place. Imports nothing but the error family: ``aflite --help`` reads these decla
 from __future__ import annotations
 
 import ast
+import functools
 import inspect
 import os
 from collections.abc import Callable, Iterable
@@ -142,9 +143,8 @@ def declared_aliases(paths: Iterable[Path]) -> dict[str, list[tuple[str, Option]
     are left out."""
     found: dict[str, list[tuple[str, Option]]] = {}
     for path in paths:
-        tree = ast.parse(Path(path).read_text(encoding="utf-8"))
-        named = {t.id: node.value for node in tree.body if isinstance(node, ast.Assign)
-                 for t in node.targets if isinstance(t, ast.Name)}
+        tree = _module(Path(path))
+        named = _assigned(tree)
         for cls in (n for n in tree.body if isinstance(n, ast.ClassDef)):
             check, calls = None, []
             for node in cls.body:
@@ -160,6 +160,19 @@ def declared_aliases(paths: Iterable[Path]) -> dict[str, list[tuple[str, Option]
                 if isinstance(check, str) and option is not None and option.alias:
                     found.setdefault(option.alias, []).append((check, option))
     return found
+
+
+@functools.cache
+def _module(path: Path) -> ast.Module:
+    """A module's source parsed once per process: every command's parser reads the same featurizer and check
+    modules (their flags, aliases and defaults), and ``aflite --help`` builds them all."""
+    return ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+
+
+def _assigned(tree: ast.Module) -> dict[str, ast.expr]:
+    """A module's top-level names and the expression each is assigned (``MIN_COUNT = CheckOption(...)``)."""
+    return {t.id: node.value for node in tree.body if isinstance(node, ast.Assign)
+            for t in node.targets if isinstance(t, ast.Name)}
 
 
 _TYPE_NAMES = {"int": int, "float": float, "str": str, "bool": bool, "Path": Path}
@@ -191,7 +204,7 @@ def _literal_call(call: Any) -> tuple[Option, frozenset[str]] | None:
 def declared_flags(path: Path, class_name: str, attr: str = "param_options") -> tuple[Option, ...]:
     """The options a class declares (``param_options``) that are offered as command-line flags (given
     ``commands=``), read from its module's source (``aflite --help`` imports no featurizer to list them)."""
-    tree = ast.parse(Path(path).read_text(encoding="utf-8"))
+    tree = _module(Path(path))
     for cls in (n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == class_name):
         for node in cls.body:
             target = node.target if isinstance(node, ast.AnnAssign) else \
@@ -208,9 +221,8 @@ def signature_defaults(path: Path, class_name: str) -> dict[str, Any]:
     shows a featurizer flag's default without importing the featurizer): keyword -> value, a default given by a
     module-level name (``DEFAULT_MAX_LENGTH``) followed to its literal assignment; a default that is no literal is
     left out."""
-    tree = ast.parse(Path(path).read_text(encoding="utf-8"))
-    named = {t.id: node.value for node in tree.body if isinstance(node, ast.Assign)
-             for t in node.targets if isinstance(t, ast.Name)}
+    tree = _module(Path(path))
+    named = _assigned(tree)
     for cls in (n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == class_name):
         init = next((n for n in cls.body if isinstance(n, ast.FunctionDef) and n.name == "__init__"), None)
         if init is None:

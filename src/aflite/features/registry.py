@@ -125,11 +125,21 @@ class FeaturizerSpec:
         preset = dict(self.preset)
         if option in preset:
             return preset[option]
+        source = self.source()
+        if source is not None:
+            return signature_defaults(*source).get(option, DERIVED)
         if isinstance(self.factory, str) and self.factory.startswith("aflite."):
-            module, _, attr = self.factory.partition(":")
-            path = Path(__file__).resolve().parents[1].joinpath(*module.split(".")[1:]).with_suffix(".py")
-            return signature_defaults(path, attr).get(option, DERIVED) if path.is_file() else DERIVED
+            return DERIVED  # a built-in name without its module: nothing to read, and --help imports nothing
         return constructor_default(self.cls(), option)
+
+    def source(self) -> tuple[Path, str] | None:
+        """(its module's file, the class name) for a built-in featurizer, whose declarations (flags, defaults)
+        are read from the source without importing it; None for a class registered in Python or a missing file."""
+        if not isinstance(self.factory, str) or not self.factory.startswith("aflite."):
+            return None
+        module, _, attr = self.factory.partition(":")
+        path = Path(__file__).resolve().parents[1].joinpath(*module.split(".")[1:]).with_suffix(".py")
+        return (path, attr) if path.is_file() else None
 
     def cls(self) -> Any:
         """The featurizer class (imported on first use)."""
@@ -181,11 +191,10 @@ REGISTRY: dict[str, FeaturizerSpec] = {s.name: s for s in (
 def _with_class_flags(found: FeaturizerSpec) -> FeaturizerSpec:
     """The spec with the flags its class declares beside its constructor (``param_options`` given ``commands=``:
     one declaration, in the featurizer's module), read from the module's source and added to :data:`OPTIONS`."""
-    if not isinstance(found.factory, str) or not found.factory.startswith("aflite."):
+    source = found.source()
+    if source is None:
         return found
-    module, _, attr = found.factory.partition(":")
-    path = Path(__file__).resolve().parents[1].joinpath(*module.split(".")[1:]).with_suffix(".py")
-    flags = declared_flags(path, attr) if path.is_file() else ()
+    flags = declared_flags(*source)
     for flag in flags:
         OPTIONS.setdefault(flag.name, flag)
     new = tuple(f.name for f in flags if f.name not in found.options)
