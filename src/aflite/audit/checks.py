@@ -79,8 +79,8 @@ class LeakageCheck(AuditCheck):
     def find(self, data: CheckData) -> CheckResult:
         pred_b, pred_n = data.found["biased_model"].detail, data.context.normal_pred
         m = LeakageMetrics.compute(data.labels, pred_b, pred_n)
-        summary = LeakageSummary(m.normal_accuracy, m.majority_accuracy, m.delta_maj, m.normal_delta_maj, m.pct_rr,
-                                 m.nba, m.nbr)  # all but the biased accuracy (biased_model's)
+        # the metrics by name, all but the biased accuracy (biased_model's key), which the summary does not declare
+        summary = LeakageSummary.from_json(m.to_dict(), "leakage_metrics")
         return CheckResult(self.name, flags=pred_b == pred_n, summary=summary, columns={}, detail=m)
 
 
