@@ -32,13 +32,13 @@ def test_the_command_table_the_pages_and_the_bodies_come_from_the_declarations()
         module = command_modules()[name]
         assert module.COMMAND.name == name and module.LIBRARY[0] == command.library, name  # one library call
         assert callable(load(command.library)), name
-        assert command.page and (ROOT / "docs" / "guide" / command.page).is_file(), name
+        assert (ROOT / "docs" / "guide" / f"{name}.md").is_file(), name  # its guide, named after it (the rule the
+        # guide index states instead of a hand-kept list)
         cls = result_class(name)
         if cls is not None and cls.has_page:
             assert page_class(name) is cls, name  # aflite report rebuilds its page with the class it declares
         if command.body is not None:
             assert body_class(name) is load(command.body) and name in body_class(name).commands, name
-        assert command.page == f"{name}.md", name  # the rule the guide index states instead of a hand-kept list
     index = (ROOT / "docs" / "guide" / "README.md").read_text(encoding="utf-8")
     assert "`docs/guide/<command>.md`" in index
     listed = re.findall(r"^- \[[^]]+\]\(([\w./]+\.md)\)", index, flags=re.M)
@@ -132,8 +132,8 @@ from aflite.cli.options import add_out, add_overwrite_option, claim_out_folder
 from aflite.rundir.commands import Command
 
 COMMAND = Command("words", library="aflite.commands.words:words", result="aflite.commands.words:WordsResult",
-                  body="aflite.commands.words:WordsBody", page="words.md", order=50)
-LIBRARY = ("aflite.commands.words:words",)
+                  body="aflite.commands.words:WordsBody", order=50)
+LIBRARY = (COMMAND.library,)
 
 
 def register(sub: Any) -> None:

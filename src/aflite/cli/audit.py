@@ -45,10 +45,10 @@ IMAGE_ONLY = (("image_size", "--image-size"), ("skip_bad_images", "--skip-bad-im
 
 # this command, declared once (aflite.rundir.commands): the CLI's table, aflite report and the readers use it
 COMMAND = Command("audit", library="aflite.commands.audit:audit_file", result="aflite.commands.audit:AuditResult",
-                  body="aflite.rundir.bodies:AuditBody", page="audit.md", order=6)
+                  body="aflite.rundir.bodies:AuditBody", order=6)
 
 # the library calls whose keywords this command's flags are (tests/test_cli_keywords.py reads them)
-LIBRARY = ("aflite.commands.audit:audit_file", "aflite.audit:AuditConfig", *LOADERS, *FEATURIZER_OPTIONS)
+LIBRARY = (COMMAND.library, "aflite.audit:AuditConfig", *LOADERS, *FEATURIZER_OPTIONS)
 # flags that are no keyword of LIBRARY, each with why
 CLI_ONLY = {"check": "--check NAME:KEY=VALUE, repeatable: one entry of AuditConfig(checks={NAME: {KEY: VALUE}})"}
 

@@ -14,11 +14,11 @@ from aflite.rundir.commands import Command
 
 # this command, declared once (aflite.rundir.commands): the CLI's table, aflite report and the readers use it
 COMMAND = Command("bench", library="aflite.experiments.bench:run_benchmark",
-                  result="aflite.experiments.outputs:BenchResult", page="bench.md", order=11)
+                  result="aflite.experiments.outputs:BenchResult", order=11)
 
 # the library calls whose keywords this command's flags are (tests/test_cli_keywords.py reads them)
 LIBRARY = (
-    "aflite.experiments.bench:run_benchmark",
+    COMMAND.library,
     "aflite.experiments.scale:scale_benchmark",
     "aflite.experiments.bench_embed:embed_benchmark",
     "aflite.experiments.outputs:save_bench",

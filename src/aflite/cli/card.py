@@ -12,11 +12,10 @@ from aflite.cli.options import out_path
 from aflite.rundir.commands import Command
 
 # this command, declared once (aflite.rundir.commands): the CLI's table, aflite report and the readers use it
-COMMAND = Command("card", library="aflite.card:write_card", result="aflite.card.write:CardResult", page="card.md",
-                  order=8)
+COMMAND = Command("card", library="aflite.card:write_card", result="aflite.card.write:CardResult", order=8)
 
 # the library calls whose keywords this command's flags are (tests/test_cli_keywords.py reads them)
-LIBRARY = ("aflite.card:write_card",)
+LIBRARY = (COMMAND.library,)
 
 
 def register(sub: Any) -> None:

@@ -11,10 +11,10 @@ from aflite.rundir.commands import Command
 
 # this command, declared once (aflite.rundir.commands): the CLI's table, aflite report and the readers use it
 COMMAND = Command("demo", library="aflite.commands.run:run", result="aflite.commands.run:RunResult",
-                  body="aflite.rundir.bodies:RunBody", page="demo.md", order=1)
+                  body="aflite.rundir.bodies:RunBody", order=1)
 
 # the library calls whose keywords this command's flags are (tests/test_cli_keywords.py reads them)
-LIBRARY = ("aflite.commands.run:run", "aflite.core.filter:AFLite", *LOADERS, *FEATURIZER_OPTIONS)
+LIBRARY = (COMMAND.library, "aflite.core.filter:AFLite", *LOADERS, *FEATURIZER_OPTIONS)
 
 
 def register(sub: Any) -> None:

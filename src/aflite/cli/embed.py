@@ -30,10 +30,10 @@ from aflite.rundir.commands import Command
 
 # this command, declared once (aflite.rundir.commands): the CLI's table, aflite report and the readers use it
 COMMAND = Command("embed", library="aflite.commands.embed:embed", result="aflite.commands.embed:EmbedResult",
-                  body="aflite.rundir.bodies:EmbedBody", page="embed.md", order=3)
+                  body="aflite.rundir.bodies:EmbedBody", order=3)
 
 # the library calls whose keywords this command's flags are (tests/test_cli_keywords.py reads them)
-LIBRARY = ("aflite.commands.embed:embed", *LOADERS, *FEATURIZER_OPTIONS)
+LIBRARY = (COMMAND.library, *LOADERS, *FEATURIZER_OPTIONS)
 
 
 def register(sub: Any) -> None:

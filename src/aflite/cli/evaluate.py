@@ -29,12 +29,11 @@ from aflite.rundir.commands import Command
 
 # this command, declared once (aflite.rundir.commands): the CLI's table, aflite report and the readers use it
 COMMAND = Command("evaluate", library="aflite.commands.evaluate:evaluate_files",
-                  result="aflite.evaluate.tables:EvaluateResult", body="aflite.rundir.bodies:EvaluateBody",
-                  page="evaluate.md", order=5)
+                  result="aflite.evaluate.tables:EvaluateResult", body="aflite.rundir.bodies:EvaluateBody", order=5)
 
 # the library calls whose keywords this command's flags are (tests/test_cli_keywords.py reads them)
 LIBRARY = (
-    "aflite.commands.evaluate:evaluate_files",
+    COMMAND.library,
     "aflite.commands.evaluate:evaluate",
     "aflite.evaluate:compare_runs",
     "aflite.evaluate:FinetuneOptions",

@@ -56,10 +56,10 @@ def check_listing(width: int = 100) -> list[str]:
 
 # this command, declared once (aflite.rundir.commands): the CLI's table, aflite report and the readers use it
 COMMAND = Command("explain", library="aflite.commands.explain:explain", result="aflite.explain.files:ExplainResult",
-                  body="aflite.rundir.bodies:ExplainBody", page="explain.md", order=7)
+                  body="aflite.rundir.bodies:ExplainBody", order=7)
 
 # the library calls whose keywords this command's flags are (tests/test_cli_keywords.py reads them)
-LIBRARY = ("aflite.commands.explain:explain", *LOADERS, *FEATURIZER_OPTIONS)
+LIBRARY = (COMMAND.library, *LOADERS, *FEATURIZER_OPTIONS)
 # flags that are no keyword of LIBRARY, each with why
 CLI_ONLY = {"check": "--check NAME:KEY=VALUE, repeatable: one entry of explain(checks={NAME: {KEY: VALUE}})"}
 

@@ -81,10 +81,10 @@ def add_scale_options(p: argparse.ArgumentParser, cluster: bool | str = True) ->
 
 # this command, declared once (aflite.rundir.commands): the CLI's table, aflite report and the readers use it
 COMMAND = Command("filter", library="aflite.commands.filter:filter_files", result="aflite.commands.run:RunResult",
-                  body="aflite.rundir.bodies:RunBody", page="filter.md", order=4)
+                  body="aflite.rundir.bodies:RunBody", order=4)
 
 # the library calls whose keywords this command's flags are (tests/test_cli_keywords.py reads them)
-LIBRARY = ("aflite.commands.filter:filter_files", "aflite.core.filter:AFLite")
+LIBRARY = (COMMAND.library, "aflite.core.filter:AFLite")
 # flags that are no keyword of LIBRARY, each with why
 CLI_ONLY = {"seed": "AFLite's random_state (scikit-learn's name); --seed is the one seed of every command"}
 

@@ -10,10 +10,10 @@ from typing import Any
 from aflite.rundir.commands import Command
 
 # this command, declared once (aflite.rundir.commands): the CLI's table, aflite report and the readers use it
-COMMAND = Command("report", library="aflite.commands.report:write_page", page="report.md", order=9)
+COMMAND = Command("report", library="aflite.commands.report:write_page", order=9)
 
 # the library calls whose keywords this command's flags are (tests/test_cli_keywords.py reads them)
-LIBRARY = ("aflite.commands.report:write_page",)
+LIBRARY = (COMMAND.library,)
 
 
 def register(sub: Any) -> None:

@@ -81,10 +81,10 @@ def _featurizer_options(args: argparse.Namespace) -> dict[str, Any]:
 
 # this command, declared once (aflite.rundir.commands): the CLI's table, aflite report and the readers use it
 COMMAND = Command("run", library="aflite.commands.run:run", result="aflite.commands.run:RunResult",
-                  body="aflite.rundir.bodies:RunBody", page="run.md", order=2)
+                  body="aflite.rundir.bodies:RunBody", order=2)
 
 # the library calls whose keywords this command's flags are (tests/test_cli_keywords.py reads them)
-LIBRARY = ("aflite.commands.run:run", "aflite.core.filter:AFLite", *LOADERS, *FEATURIZER_OPTIONS)
+LIBRARY = (COMMAND.library, "aflite.core.filter:AFLite", *LOADERS, *FEATURIZER_OPTIONS)
 
 
 def register(sub: Any) -> None:

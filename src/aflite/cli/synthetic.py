@@ -32,11 +32,11 @@ def _separations(text: str) -> tuple[float, ...]:
 
 # this command, declared once (aflite.rundir.commands): the CLI's table, aflite report and the readers use it
 COMMAND = Command("synthetic", library="aflite.experiments.synthetic:run_synthetic",
-                  result="aflite.experiments.outputs:SyntheticResult", page="synthetic.md", order=10)
+                  result="aflite.experiments.outputs:SyntheticResult", order=10)
 
 # the library calls whose keywords this command's flags are (tests/test_cli_keywords.py reads them)
 LIBRARY = (
-    "aflite.experiments.synthetic:run_synthetic",
+    COMMAND.library,
     "aflite.experiments.outputs:save_synthetic",
     "aflite.core.filter:AFLite",
 )

@@ -8,11 +8,11 @@ from typing import Any
 
 from aflite.rundir.commands import Command
 
-# this command, declared once (aflite.rundir.commands): the CLI's table and the guide index use it
-COMMAND = Command("verify", library="aflite.card.verify:verify_folder", page="verify.md", order=9)
+# this command, declared once (aflite.rundir.commands): the CLI's table, aflite report and the readers use it
+COMMAND = Command("verify", library="aflite.card.verify:verify_folder", order=9)
 
 # the library calls whose keywords this command's flags are (tests/test_cli_keywords.py reads them)
-LIBRARY = ("aflite.card.verify:verify_folder",)
+LIBRARY = (COMMAND.library,)
 
 
 def register(sub: Any) -> None:

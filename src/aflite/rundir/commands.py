@@ -1,8 +1,8 @@
 """Every built-in command declared once: its CLI module states ``COMMAND = Command(...)`` (name, library function,
-the Result class that writes and rebuilds its folder, its body type, its guide page, its place in ``--help``), and
-everything else is derived from those declarations: the CLI's command table (:data:`aflite.cli.COMMANDS`),
-``aflite report``'s lookup of a folder's Result class (:func:`result_class`), the body a reader checks a folder's
-results.json against (:func:`aflite.rundir.bodies.body_class`) and the guide index (tests/test_commands.py).
+the Result class that writes and rebuilds its folder, its body type, its place in ``--help``; its guide is
+``docs/guide/<name>.md``), and everything else is derived from those declarations: the CLI's command table
+(:data:`aflite.cli.COMMANDS`), ``aflite report``'s lookup of a folder's Result class (:func:`result_class`) and the
+body a reader checks a folder's results.json against (:func:`aflite.rundir.bodies.body_class`).
 
 The declarations are read as data from the source of the modules under ``aflite/cli`` (:func:`declarations`: the
 literal arguments of each module's ``COMMAND = Command(...)``), so the library finds them without importing the
@@ -33,14 +33,13 @@ class Command:
 
     ``library``: the function it calls (``"module:function"``); ``result``: the Result class whose folder it
     writes and whose page ``aflite report`` rebuilds (None: no page); ``body``: the results.json body class a reader
-    checks the folder against (None: the envelope only); ``page``: its guide, under ``docs/guide``; ``order``: its
-    place in ``aflite --help``; ``cli``: the module that declares it (filled in when read)."""
+    checks the folder against (None: the envelope only); ``order``: its place in ``aflite --help``; ``cli``: the
+    module that declares it (filled in when read). Its guide is ``docs/guide/<name>.md``, by its name."""
 
     name: str
     library: str
     result: str | None = None
     body: str | None = None
-    page: str | None = None
     order: int = 1000
     cli: str = ""
 
