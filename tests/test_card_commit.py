@@ -104,7 +104,8 @@ def test_a_kill_at_a_rename_never_leaves_a_mix_and_a_rerun_completes(run: Path, 
     assert main(argv) == 0
     capsys.readouterr()
     assert verify_folder(card).ok and "license: cc-by-4.0" in (card / "README.md").read_text(encoding="utf-8")
-    assert sorted(snapshot(card)) == ["README.md", "data/train-00000-of-00001.parquet", "manifest.json"]  # no temporary
+    assert sorted(snapshot(card)) == ["README.md", "croissant.json", "data/train-00000-of-00001.parquet",
+                                      "manifest.json"]  # no temporary left
 
 
 @pytest.mark.slow
@@ -141,11 +142,12 @@ def loaded(folder: Path, tmp: Path) -> list[dict[str, str]] | None:
 
 
 @pytest.mark.parametrize("nth", [2, pytest.param(1, marks=pytest.mark.slow), pytest.param(3, marks=pytest.mark.slow),
-                                 pytest.param(4, marks=pytest.mark.slow)])
+                                 pytest.param(4, marks=pytest.mark.slow), pytest.param(5, marks=pytest.mark.slow)])
 def test_load_dataset_after_a_kill_at_a_rename_reads_one_whole_card_or_fails(run: Path, run2: Path, tmp_path: Path,
                                                                              nth: int) -> None:
     """Issue 56 item 3: a card replaced by another run's card, killed after its nth rename (1 the pending
-    manifest, 2 README.md's placeholder, 3 the data, 4 README.md, 5 the manifest): ``load_dataset`` either fails,
+    manifest, 2 README.md's placeholder, 3 the data, 4 croissant.json, 5 README.md; 6 the manifest, after which
+    the card is committed): ``load_dataset`` either fails,
     or reads one card whole: its README.md with its own rows — never the old card's README over the new data."""
     card = tmp_path / "card"
     write_card(run, card, license="mit")
