@@ -115,3 +115,9 @@ def test_the_readme_sizes_of_the_bundled_sample_are_the_file_s() -> None:
     pairs = re.findall(r"(?:real SNLI \(|premise groups \(|sample: )([\d,]+) pairs", text)
     assert pairs and set(pairs) == {f"{len(rows):,}"}, pairs
     assert f"{len({r['premise'] for r in rows}):,} premise groups" in text
+
+
+def test_the_readme_stays_under_10000_characters() -> None:
+    """Issue 56 item 4: the README is the front page; detail belongs to the guides."""
+    text = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    assert len(text) < 10_000, f"README.md has {len(text):,} characters: move detail to docs/guide/"
