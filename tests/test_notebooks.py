@@ -110,7 +110,9 @@ def test_the_notebook_reruns_in_place_and_the_site_still_builds(tmp_path: Path) 
 
     repo = tmp_path / "repo"
     shutil.copytree(ROOT / "docs", repo / "docs", ignore=shutil.ignore_patterns("_build", "api"))
-    for name in ("README.md", "CONTRIBUTING.md", "CHANGELOG.md", "src", "scripts", "pyproject.toml"):
+    for name in ("README.md", "CONTRIBUTING.md", "CHANGELOG.md", "pyproject.toml"):  # pages the site includes
+        shutil.copy(ROOT / name, repo / name)
+    for name in ("src", "scripts"):
         (repo / name).symlink_to(ROOT / name)
     book = repo / "docs" / "notebooks" / "quickstart.ipynb"
     for _ in range(2):
