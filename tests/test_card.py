@@ -505,6 +505,7 @@ def test_the_docs_card_of_the_demo_is_consistent() -> None:
     assert render_card(manifest) == text
     assert verify_folder(folder).problems == []
     meta, _ = split_card(text)
-    assert meta["license"] == "cc-by-sa-4.0" and meta["configs"][0]["data_files"][0]["path"] == "data/train-00000-of-00001.parquet"
+    assert meta["license"] == "cc-by-sa-4.0"
+    assert meta["configs"][0]["data_files"][0]["path"] == "data/train-00000-of-00001.parquet"
     for f in (folder / "README.md", folder / "manifest.json"):
         assert not re.search(r"(?<![\w.])/(?:tmp|work|home|root|Users|mnt)/", f.read_text(encoding="utf-8")), f

@@ -142,9 +142,9 @@ def write_card(run_dir: str | Path, out: str | Path, *, evaluate: str | Path | N
     facts = json.loads(manifest_text(built))  # as manifest.json will hold them
     sources: dict[str, Source] = {**data, CARD: render_card(facts).encode("utf-8")}
     if DATA_FILE in data:  # the same facts in Croissant, for the platforms that read it (aflite.card.croissant)
-        parquet = data[DATA_FILE]
-        assert isinstance(parquet, bytes), "made in memory above"
-        sources[CROISSANT] = croissant_text(facts, DATA_FILE, parquet).encode("utf-8")
+        made = data[DATA_FILE]
+        assert isinstance(made, bytes), "made in memory above"
+        sources[CROISSANT] = croissant_text(facts, DATA_FILE, made).encode("utf-8")
     check_clashes(out_p, sources, own_files(out_p))
     out_p.mkdir(parents=True, exist_ok=True)
     with holding_lock(out_p, "--out"):  # one writer at a time, as every command's folder (aflite.rundir.lock)
