@@ -18,7 +18,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from aflite.atomic import JSON
 from aflite.core.ensemble import LinearEnsemble, make_ensemble
-from aflite.core.sparse import SparseLogisticEnsemble, is_sparse
+from aflite.core.sparse import SparseLogisticEnsemble, check_columns, is_sparse
 from aflite.errors import InputError, ParameterError
 from aflite.splits import draw_partitions
 
@@ -222,6 +222,7 @@ def _sparse_features(X: Any) -> Any:
         raise InputError(f"features must be real numbers, got sparse dtype {X.dtype}")
     if X.shape[1] == 0:
         raise InputError(f"features have 0 feature(s) (shape={X.shape}) while a minimum of 1 is required.")
+    check_columns(X.shape)  # before any copy: a MemoryError is no answer
     Xa = X.tocsr().astype(np.float64)
     bad = np.flatnonzero(~np.isfinite(Xa.data))
     if len(bad):
