@@ -5,6 +5,7 @@ its methods. Skipped where the [docs] extra, selenium or chromium is missing (.c
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -197,3 +198,29 @@ def test_no_page_throws_in_the_browser_or_links_to_nothing(site: Path, every_pag
     assert not thrown
     assert not dead_addresses(site, every_page)
     assert "tcp://host:8786" in (site / "cli.html").read_text(encoding="utf-8")  # still said, as code
+
+
+# ------------------------------------------------------------------------------ the API reference (issue #59, 4)
+def test_the_api_page_lists_every_public_name() -> None:
+    """docs/api.rst's autosummary tables hold every class and function of ``aflite.__all__`` (``aflite.Columns``
+    and ``aflite.OutputError`` were missing); the two data names are described in its text."""
+    import aflite
+
+    text = (ROOT / "docs" / "api.rst").read_text(encoding="utf-8")
+    listed = set(re.findall(r"^   (\w+)$", text, flags=re.M))
+    assert set(aflite.__all__) - listed == {"__version__", "SNLI_DEFAULTS"}
+    assert "aflite.SNLI_DEFAULTS" in text
+
+
+@pytest.mark.slow
+def test_the_api_pages_show_what_a_result_offers(site: Path) -> None:
+    """RunResult's verdict, scores, to_json() and summary_md() come from the classes it extends and were left off
+    its page; Columns' keywords and OutputError had no page."""
+    def ids(page: str) -> set[str]:
+        return set(re.findall(r'id="([^"]+)"', (site / "api" / page).read_text(encoding="utf-8")))
+
+    run = ids("aflite.RunResult.html")
+    assert {f"aflite.RunResult.{m}" for m in ("verdict", "scores", "to_json", "summary_md", "filtered")} <= run
+    assert {f"aflite.Columns.{k}" for k in ("text_a", "text_b", "label", "id_column", "label_map")} <= ids(
+        "aflite.Columns.html")
+    assert "aflite.OutputError" in ids("aflite.OutputError.html")
