@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))  # the checkout's aflite, installed or not
 sys.path.insert(0, str(Path(__file__).resolve().parent / "_ext"))  # aflite_docs: the parser as the site shows it
 
-from aflite_docs import rst_text  # noqa: E402
+from aflite_docs import css_safe_ids, rst_text  # noqa: E402
 
 import aflite  # noqa: E402
 
@@ -64,7 +64,7 @@ nitpick_ignore_regex = [
 
 # MyST: the guides' links are relative file paths (readable on GitHub too); headings get anchors for #links
 myst_heading_anchors = 3
-myst_enable_extensions = ["colon_fence", "dollarmath"]
+myst_enable_extensions = ["colon_fence"]  # no dollarmath: a "$TMPDIR/..." pair became math, loaded from a CDN
 suppress_warnings = ["myst.header"]  # a guide may start at ## after its title's level-1 heading
 
 # the notebook runs at build time, in a temporary folder (its run, explain and card folders land there)
@@ -86,6 +86,7 @@ html_theme_options = {
     "show_toc_level": 2,
 }
 html_static_path: list[str] = []
+html_context = {"default_mode": "auto"}  # without it, a first visit's console says "Got invalid theme mode"
 
 _OPTIONS = re.compile(r"<!-- BEGIN generated:options -->.*?<!-- END generated:options -->", re.S)
 
@@ -152,4 +153,5 @@ def setup(app):  # noqa: ANN001, ANN201
     app.connect("source-read", _source_links)
     app.connect("include-read", _include_links)
     app.connect("autodoc-process-docstring", _sizes_as_text)
+    app.connect("doctree-read", css_safe_ids, priority=400)  # before the TOC collector (500) reads the ids
     return {"parallel_read_safe": True}

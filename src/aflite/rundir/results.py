@@ -177,6 +177,8 @@ class Result:
         return self.to_json().get("seed")
 
     def to_json(self) -> dict[str, Any]:
+        """results.json's body, as JSON-ready data: the verdict and every figure (the envelope — command, argv,
+        seed, versions, manifest — is the folder's)."""
         raise NotImplementedError
 
     def verdict_sentences(self) -> list[str]:
@@ -184,9 +186,11 @@ class Result:
         return list(self.to_json().get("verdict") or [])
 
     def summary_md(self) -> str:
+        """summary.md as Markdown: the verdict first, then what the numbers are."""
         raise NotImplementedError
 
     def table(self) -> Table | None:
+        """The per-row table the folder writes (``instances.csv``); None for a command without one."""
         return None
 
     def write_files(self, out: Path) -> None:
