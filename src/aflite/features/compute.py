@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from aflite.atomic import JSON
+from aflite.atomic import JSON, announce
 from aflite.errors import InputError, ParameterError
 from aflite.features.base import (
     DEFAULT_CHUNK_SIZE,
@@ -128,6 +128,7 @@ def featurize(
             return Features(found[0], rows, warmup_rows, featurizer, view, opts, found[1], True, found[2])
     if cache_dir is not None:
         job.cache = Path(cache_dir)
+        announce(job.cache)  # inside a run folder: the folder records its cache as aflite's
         job.cache.mkdir(parents=True, exist_ok=True)
         hit = load_cached(job.cache, job.stem, identity=job.identity)
         if hit is not None:

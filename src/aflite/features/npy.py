@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from aflite.atomic import new_memmap, write_json
+from aflite.atomic import announce, new_memmap, write_json, wrote
 from aflite.errors import InputError, ParameterError
 from aflite.features.base import log, progress_bar
 
@@ -75,7 +75,9 @@ def embed_to_npy(refs: Sequence[str], featurizer: Any, dest: str | os.PathLike[s
     assert mm is not None
     mm.flush()
     del mm
+    announce(dest)
     os.replace(partial, dest)
+    wrote(dest)
     prog.unlink(missing_ok=True)
     return dest
 

@@ -14,6 +14,7 @@ import contextlib
 import json
 import os
 import shutil
+import stat
 import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -22,6 +23,7 @@ from typing import IO, Any
 from aflite import __version__
 from aflite.atomic import check_output_path, write_json, write_text
 from aflite.errors import AfliteError, OutputError, OutputWriteError, ParameterError
+from aflite.hashing import file_sha256
 from aflite.rundir.names import (
     CHECKPOINT,
     FEATURES,
@@ -42,7 +44,8 @@ from aflite.rundir.names import (
 )
 
 __all__ = ["LOCK", "MARKER", "OutputFolder", "check_outside_runs", "claim_output", "clear_own_folder", "foreign_of",
-           "holding_lock", "holds_run", "is_run_folder", "previous_run", "read_marker", "record_written", "written_of"]
+           "forget_files", "holding_lock", "holds_run", "is_run_folder", "plain_name", "previous_run", "read_marker",
+           "record_files", "record_of", "record_written", "recorded_files", "unchanged", "written_of"]
 
 RUN_FILES = (CHECKPOINT, RESULTS)  # a run directory holds one of these once a run has written it
 # what an aflite < 0.3 wrote into a folder it claimed (its marker did not list the user's own entries)
@@ -66,6 +69,77 @@ def is_run_folder(folder: str | os.PathLike[str]) -> bool:
     return False
 
 
+def plain_name(name: Any) -> bool:
+    """Whether ``name`` can only mean an entry directly inside the folder: a non-empty string that is not ``.``,
+    ``..`` or absolute, holds no separator nor NUL, and is not the marker or the lock. A marker is a file of the
+    folder, which people copy and share: any other name it lists is never taken as a path."""
+    return (isinstance(name, str) and name not in ("", ".", "..", MARKER, LOCK) and "/" not in name
+            and "\\" not in name and "\0" not in name and not os.path.isabs(name))
+
+
+def recorded_files(marker: dict[str, Any] | None) -> dict[str, dict[str, Any]]:
+    """What the marker records of each file aflite wrote (plain name -> its sha256 and size; a folder's digest),
+    entries of any other shape left out."""
+    files = marker.get("files") if marker is not None else None
+    if not isinstance(files, dict):
+        return {}
+    return {n: v for n, v in files.items() if plain_name(n) and isinstance(v, dict)
+            and isinstance(v.get("sha256"), str)}
+
+
+def record_of(path: Path) -> dict[str, Any] | None:
+    """What the marker records of an entry aflite has just written: a plain file's sha256 and size, a folder's
+    digest (:func:`aflite.hashing.file_sha256`); None for anything else (a link, nothing)."""
+    try:
+        st = path.lstat()
+        if stat.S_ISREG(st.st_mode):
+            return {"sha256": file_sha256(path), "size": st.st_size}
+        if stat.S_ISDIR(st.st_mode):
+            return {"sha256": file_sha256(path), "folder": True}
+    except OSError:
+        pass
+    return None
+
+
+def unchanged(folder: Path, name: str, marker: dict[str, Any] | None) -> bool:
+    """Whether ``folder/name`` is exactly what aflite recorded writing there: a plain name the marker records, the
+    entry of the kind it recorded (never a link), its size and sha256 as recorded."""
+    want = recorded_files(marker).get(name) if plain_name(name) else None
+    if want is None:
+        return False
+    path = folder / name
+    try:
+        st = path.lstat()
+    except OSError:
+        return False
+    if want.get("folder") is True:
+        return stat.S_ISDIR(st.st_mode) and file_sha256(path) == want["sha256"]
+    return (stat.S_ISREG(st.st_mode) and st.st_size == want.get("size")
+            and file_sha256(path) == want["sha256"])
+
+
+def record_files(folder: Path, records: dict[str, dict[str, Any]]) -> None:
+    """Add to the marker what aflite wrote (plain name -> :func:`record_of`), right after writing it."""
+    marker = read_marker(folder)
+    records = {n: r for n, r in records.items() if plain_name(n)}
+    if marker is None or not records:
+        return
+    files = recorded_files(marker)
+    if all(files.get(n) == r for n, r in records.items()):
+        return
+    write_json(folder / MARKER, {**marker, "files": dict(sorted({**files, **records}.items()))})
+
+
+def forget_files(folder: Path, names: Iterable[str]) -> None:
+    """Drop from the marker the records of ``names`` (removed by aflite, or about to be written again)."""
+    marker = read_marker(folder)
+    files = recorded_files(marker)
+    gone = set(names) & set(files)
+    if marker is None or not gone:
+        return
+    write_json(folder / MARKER, {**marker, "files": {n: r for n, r in files.items() if n not in gone}})
+
+
 def written_of(folder: Path, marker: dict[str, Any] | None) -> set[str]:
     """The top-level entries of ``folder`` that aflite wrote (whatever else is there is the user's): the marker's
     ``"written"`` list; for a marker of aflite 0.3.0 (which listed the user's entries of the claim instead) or older,
@@ -75,7 +149,7 @@ def written_of(folder: Path, marker: dict[str, Any] | None) -> set[str]:
         return set()
     listed = marker.get("written")
     if isinstance(listed, list):
-        return {str(n) for n in listed}
+        return {n for n in listed if plain_name(n)}
     foreign = marker.get("foreign")
     users = {str(n) for n in foreign} if isinstance(foreign, list) else set()
     known = set(_OLD_NAMES) | {RESULTS, PAGE}
@@ -167,6 +241,7 @@ class OutputFolder:
         self.created = created
         self.marked = False  # whether this claim wrote the marker (and the lock file) into an existing folder
         self.replaced: str | None = None  # the marker of another command this claim replaced (restored on failure)
+        self.lost_marker = False  # whether the folder held entries but no readable marker when claimed
         self._lock_fh = lock_fh
 
     def release(self, failed: bool = False) -> None:
@@ -245,6 +320,7 @@ def claim_output(
             shutil.rmtree(p, ignore_errors=True)
         raise
     claim = OutputFolder(p, command, created=not existed, lock_fh=lock_fh)
+    claim.lost_marker = existed and marker is None and bool(entries)
     try:
         if marker is None or marker.get("command") != command or not isinstance(marker.get("written"), list):
             claim.marked = existed and marker is None and not had_lock
@@ -252,8 +328,10 @@ def claim_output(
                 claim.replaced = (p / MARKER).read_text(encoding="utf-8")
             # what aflite wrote here (none in a folder it did not make): the one thing it may replace or remove
             created = not existed if marker is None else marker.get("created") is True
-            write_json(p / MARKER, {"command": command, "created": created,
-                                    "written": sorted(written_of(p, marker)), "aflite": __version__,
+            ours = written_of(p, marker)
+            write_json(p / MARKER, {"command": command, "created": created, "written": sorted(ours),
+                                    "files": {n: r for n, r in recorded_files(marker).items() if n in ours},
+                                    "aflite": __version__,
                                     "time": time.strftime("%Y-%m-%dT%H:%M:%S%z")})
     except OSError as exc:
         claim.release(failed=True)
@@ -322,6 +400,8 @@ def clear_own_folder(folder: Path, command: str) -> bool:
 
 PAUSE_AT = "AFLITE_PAUSE_AT"  # NAME or NAME#N: the process stops at the N-th time it passes the point NAME
 PAUSE_FILE = "AFLITE_PAUSE_FILE"  # where it says so (its pid and the point), for the test that then kills it
+# a file whose appearance lets the paused process go on (a test that acts on the folder mid-run, then lets it finish)
+PAUSE_UNTIL = "AFLITE_PAUSE_UNTIL"
 _passed: dict[str, int] = {}
 
 
@@ -329,7 +409,8 @@ def pause_point(name: str) -> None:
     """A named moment of a command's writes (``claimed``, ``begun``, ``checkpoint``, ``filtered``, ``files``,
     ``committed``; ``page``: ``aflite report``'s page rendered, not yet written):
     when the environment names it in ``AFLITE_PAUSE_AT``, the process writes its pid to ``AFLITE_PAUSE_FILE`` and
-    waits there forever, so that a test can kill it with SIGKILL at exactly that moment (tests/test_commit.py).
+    waits there forever, so that a test can kill it with SIGKILL at exactly that moment (tests/test_commit.py), or
+    (``AFLITE_PAUSE_UNTIL``) until that file exists, so that a test can act on the folder mid-run.
     Nothing happens otherwise."""
     want = os.environ.get(PAUSE_AT)
     if not want:
@@ -343,5 +424,6 @@ def pause_point(name: str) -> None:
     signal_file = os.environ.get(PAUSE_FILE)
     if signal_file:
         Path(signal_file).write_text(f"{os.getpid()} {name}\n", encoding="utf-8")
-    while True:  # pragma: no cover - only a test's SIGKILL ends this
-        time.sleep(60)
+    until = os.environ.get(PAUSE_UNTIL)
+    while not (until and Path(until).exists()):  # pragma: no cover - a test's SIGKILL, or its go-on file, ends this
+        time.sleep(0.05 if until else 60)
