@@ -114,8 +114,11 @@ def test_front_matter_parses_and_names_the_release(made: Path, card: Path) -> No
     assert res["size_after"] in range(1_000, 10_000) and meta["size_categories"] == ["1K<n<10K"]
     assert meta["source_datasets"] == ["extended|stanfordnlp/snli"] and isinstance(meta["pretty_name"], str)
     files = meta["configs"][0]["data_files"]
-    assert meta["configs"][0]["config_name"] == "default" and files == [{"split": "train", "path": "filtered.tsv.gz"}]
-    assert (made / "run" / files[0]["path"]).is_file()
+    assert meta["configs"][0]["config_name"] == "default"
+    assert files == [{"split": "train", "path": "data/train-00000-of-00001.parquet"}]
+    assert (card / files[0]["path"]).is_file()
+    assert meta["dataset_info"] == {"features": [{"name": c, "dtype": "string"} for c in
+                                                 ("id", "premise", "hypothesis", "label")]}
 
 
 def check_run_figures(card: Path, run: Path) -> None:
@@ -278,7 +281,8 @@ def test_same_inputs_same_bytes(made: Path, card: Path, tmp_path: Path) -> None:
     before = (card / "README.md").read_bytes()
     res = write_card(made / "run", card, evaluate=made / "ev", explain=made / "ex")  # into its own folder again
     assert (card / "README.md").read_bytes() == before and res.license == "cc-by-sa-4.0" and not res.notes
-    assert sorted(p.name for p in (tmp_path / "again").iterdir()) == ["README.md", "filtered.tsv.gz", "manifest.json"]
+    assert sorted(p.name for p in (tmp_path / "again").iterdir()) == [".aflite.lock", "README.md", "data",
+                                                                      "manifest.json"]
     assert again.manifest == json.loads((tmp_path / "again" / "manifest.json").read_text(encoding="utf-8"))
 
 
@@ -460,7 +464,7 @@ def test_an_image_run_gets_an_image_card_with_its_models_identity(tmp_path: Path
     res = write_card(tmp_path / "run", tmp_path / "card", license="cc0-1.0")
     meta, body = split_card(res.readme.read_text(encoding="utf-8"))
     assert meta["task_categories"] == ["image-classification"] and "task_ids" not in meta
-    assert meta["configs"][0]["data_files"] == [{"split": "train", "path": "kept.csv"}]
+    assert meta["configs"][0]["data_files"] == [{"split": "train", "path": "data/train-00000-of-00001.parquet"}]
     assert meta["size_categories"] == ["n<1K"] and meta["license"] == "cc0-1.0"
     m = res.manifest
     assert m["input"]["sha256"] == file_sha256(tmp_path / "d") == results(tmp_path / "run")["dataset_sha256"]

@@ -18,6 +18,7 @@ from aflite.card.verify import verify_folder
 from aflite.cli import main
 from aflite.data import demo_dataset_path
 
+DATA = "data/train-00000-of-00001.parquet"
 # labels that hold HTML, a backtick and a table's pipe: the card must show them as text
 LABELS = {"entailment": "<b>ent</b>", "neutral": "neu`<i>x</i>`", "contradiction": "c|d"}
 
@@ -59,8 +60,9 @@ def test_the_folder_loads_with_datasets_and_verifies_after_a_copy(run: Path, tmp
                                                                    capsys: pytest.CaptureFixture[str]) -> None:
     card = tmp_path / "card"
     res = write_card(run, card, license="cc-by-4.0")
-    assert sorted(p.name for p in card.iterdir()) == ["README.md", "filtered.tsv", "manifest.json"]
-    assert (card / "filtered.tsv").read_bytes() == (run / "filtered.tsv").read_bytes()
+    # the lock every writer of a folder takes (aflite.rundir.lock), the card, its Parquet data and its manifest
+    assert sorted(p.name for p in card.iterdir()) == [".aflite.lock", "README.md", "data", "manifest.json"]
+    assert sorted(p.name for p in (card / "data").iterdir()) == ["train-00000-of-00001.parquet"]
     copy = tmp_path / "downloaded" / "elsewhere"
     shutil.copytree(card, copy)
     rows = load(copy, tmp_path)
@@ -80,14 +82,14 @@ def test_a_changed_byte_or_a_missing_file_fails_verification_naming_it(run: Path
     write_card(run, card)
     copy = tmp_path / "copy"
     shutil.copytree(card, copy)
-    data = bytearray((copy / "filtered.tsv").read_bytes())
+    data = bytearray((copy / DATA).read_bytes())
     data[100] ^= 1  # one byte, same size
-    (copy / "filtered.tsv").write_bytes(bytes(data))
+    (copy / DATA).write_bytes(bytes(data))
     (copy / "README.md").unlink()
     assert main(["verify", str(copy)]) == 1
     out = capsys.readouterr().out.strip().splitlines()
     assert out == [f"{copy / 'README.md'}: missing (listed in {copy / 'manifest.json'})",
-                   f"{copy / 'filtered.tsv'}: changed: its sha256 differs from the one {copy / 'manifest.json'} lists"]
+                   f"{copy / DATA}: changed: its sha256 differs from the one {copy / 'manifest.json'} lists"]
     # an edited fact in manifest.json (its seal no longer matches) is a mismatch too
     shutil.rmtree(copy)
     shutil.copytree(card, copy)

@@ -1,48 +1,61 @@
-"""A card folder written whole: README.md, the data file and manifest.json, with manifest.json as the commit.
+"""A card folder written whole: README.md, the data file(s) and manifest.json, with manifest.json as the commit.
 
 Each file is written atomically, but a folder of several files is not one rename, so the folder has its own
-protocol, the same as a run folder's (results.json last), in three steps:
+protocol, the same as a run folder's (results.json last):
 
 1. ``manifest.json`` is first replaced by a *pending* one that lists every file the card is about to write or
-   remove (and those of the card it replaces): from then on the folder is visibly uncommitted — every reader
+   remove with the sha256 of each content aflite may leave under that name (the card it replaces, the new one,
+   the placeholder below): from then on the folder is visibly uncommitted — every reader
    (:mod:`aflite.card.verify`) refuses it — and a later ``aflite card`` knows those files as its own;
-2. the files of the card it replaces that the new one does not have are removed, the data file and README.md
-   written;
-3. ``manifest.json`` is written last with every file's size and sha256, sealed (the digest of the rest of it).
+2. README.md is replaced by a placeholder whose ``configs`` names a data file that does not exist, so that
+   ``datasets.load_dataset`` fails on the folder instead of reading the old card's metadata over new data;
+3. the files of the card it replaces that the new one does not have are removed, the data files written, then
+   README.md;
+4. ``manifest.json`` is written last with every file's size and sha256, sealed (the digest of the rest of it).
 
 A kill before step 1's rename leaves the previous card whole; after it, a folder that says it is unfinished until
-step 3's rename, after which it is the new card whole. Nothing the card did not write is replaced or removed: a
-file under one of its names that no manifest of aflite card lists is refused, in one line naming it, before the
-first write (unless it already holds the bytes the card would write there, e.g. the data file copied by hand),
-and so is a file of an earlier card that was edited since (its bytes are no longer those its manifest lists).
+step 4's rename, after which it is the new card whole; ``load_dataset`` reads the previous card until step 2 and
+the new one from step 3's README.md on, and fails in between.
+
+What aflite card may replace or remove is one rule (issue 55): a name the card's manifest (committed or pending)
+records, that stays inside the folder with no symlink on its way, holding a regular file whose bytes are still
+one of the contents recorded for it. Anything else under a recorded name is the user's: left alone, and named in a
+note; one under a name the new card writes is refused, in one line naming it, before the first write (unless it
+already holds the bytes the card would write there).
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import shutil
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from aflite.atomic import atomic_path, json_text, write_text
+from aflite.atomic import atomic_open, atomic_path, json_text, write_text
 from aflite.errors import OutputError
 from aflite.hashing import file_sha256
 from aflite.rundir.manifest import entry, seal
 from aflite.rundir.names import CARD, MANIFEST
 
-__all__ = ["FORMAT_PREFIX", "PENDING", "check_clashes", "commit_card", "edited_files", "manifest_text", "own_files",
-           "planned_files", "read_card_manifest"]
+__all__ = ["FORMAT_PREFIX", "PENDING", "PLACEHOLDER", "Source", "check_clashes", "commit_card", "edited_files",
+           "left_alone", "manifest_text", "own_files", "planned_files", "read_card_manifest", "recorded"]
 
 FORMAT_PREFIX = "aflite-card/"
-PENDING = "pending"  # the key of an uncommitted manifest.json: the files of the card being written
+PENDING = "pending"  # the key of an uncommitted manifest.json: name -> the sha256s aflite may leave there
+Source = Path | bytes  # what the card writes under a name: a file to copy, or the bytes themselves
+# README.md while the card is uncommitted: its configs names a file that is never written, so that a loader fails
+PLACEHOLDER = ("---\nconfigs:\n- config_name: default\n  data_files:\n  - split: train\n    path: "
+               "unfinished-card/no-such-file.parquet\n---\n\n# Unfinished card\n\naflite card was "
+               "interrupted while writing this folder: its files may be of two cards. Run aflite card again.\n")
 
 
 def read_card_manifest(out: Path) -> dict[str, Any] | None:
     """OUT/manifest.json when aflite card wrote it (committed or pending), else None (absent, or someone else's)."""
     path = out / MANIFEST
-    if not path.is_file():
+    if not path.is_file() or path.is_symlink():
         return None
     with contextlib.suppress(OSError, ValueError):
         doc = json.loads(path.read_text(encoding="utf-8"))
@@ -51,61 +64,94 @@ def read_card_manifest(out: Path) -> dict[str, Any] | None:
     return None
 
 
+def recorded(doc: dict[str, Any] | None) -> dict[str, set[str]]:
+    """What a card manifest records: each name it lists -> the sha256s of the contents aflite wrote (or may have
+    left, for a pending one) under it. A pending list of names without hashes (aflite 0.4's) records no content."""
+    out: dict[str, set[str]] = {}
+    files = (doc or {}).get("files")
+    if isinstance(files, dict):
+        for name, want in files.items():
+            if isinstance(want, dict) and isinstance(want.get("sha256"), str):
+                out.setdefault(str(name), set()).add(want["sha256"])
+    pending = (doc or {}).get(PENDING)
+    if isinstance(pending, dict):
+        for name, shas in pending.items():
+            got = out.setdefault(str(name), set())
+            if isinstance(shas, list):
+                got.update(str(h) for h in shas if isinstance(h, str))
+    return out
+
+
+def _plain(out: Path, name: str) -> bool:
+    """A recorded name that is a plain path below OUT: relative, no ``..`` or ``.``, and no symlink on its way
+    (a tampered manifest must not make the card touch ../x, nor a file through a link)."""
+    parts = Path(name).parts
+    if not parts or Path(name).is_absolute() or any(p in ("..", ".") for p in parts) or "\\" in name:
+        return False
+    return not any((out / Path(*parts[:i])).is_symlink() for i in range(1, len(parts) + 1))
+
+
+def _matches(out: Path, name: str, shas: set[str]) -> bool:
+    path = out / name
+    return path.is_file() and not path.is_symlink() and file_sha256(path) in shas
+
+
 def own_files(out: Path) -> set[str]:
-    """The files in OUT (POSIX paths below it) that aflite card wrote: those its manifest lists, committed or
-    pending (a card of format /1 listed none: its README.md and manifest.json); empty when no card is there."""
+    """The files in OUT (POSIX paths below it) that aflite card wrote and may replace or remove: manifest.json of
+    aflite card, and each name its manifest records that is plain and holds one of the recorded contents (or is
+    absent); empty when no card manifest is there."""
     doc = read_card_manifest(out)
     if doc is None:
         return set()
-    names = {MANIFEST, CARD}
-    names |= {str(n) for n in doc.get("files") or {} if isinstance(n, str)}
-    names |= {str(n) for n in doc.get(PENDING) or [] if isinstance(n, str)}
-    return {n for n in names if _inside(n)} - edited_files(out, doc)
+    own = {MANIFEST}
+    for name, shas in recorded(doc).items():
+        if _plain(out, name) and (_matches(out, name, shas) or not (out / name).exists() and
+                                  not (out / name).is_symlink()):
+            own.add(name)
+    return own
+
+
+def left_alone(out: Path) -> list[str]:
+    """The names the card's manifest records whose entry is not aflite's (not plain, or other bytes), sorted:
+    the card never touches them and says so."""
+    doc = read_card_manifest(out)
+    ours = own_files(out)
+    return sorted(n for n in recorded(doc) if n not in ours and n != MANIFEST
+                  and ((out / n).exists() or (out / n).is_symlink() or not _plain(out, n)))
 
 
 def edited_files(out: Path, doc: dict[str, Any] | None = None) -> set[str]:
-    """The files a committed card lists that are no longer the bytes aflite card wrote (edited by hand since):
-    they are the user's now, never replaced or removed."""
+    """The recorded files that are there but are no longer bytes aflite card wrote (edited by hand since): they
+    are the user's now, never replaced or removed."""
     doc = read_card_manifest(out) if doc is None else doc
-    files = (doc or {}).get("files")
-    if not isinstance(files, dict) or PENDING in (doc or {}):
-        return set()
-    edited = set()
-    for name, want in files.items():
-        path = out / str(name)
-        if isinstance(want, dict) and _inside(str(name)) and path.is_file() and not path.is_symlink() and (
-                path.stat().st_size != want.get("size") or file_sha256(path) != want.get("sha256")):
-            edited.add(str(name))
-    return edited
-
-
-def _inside(name: str) -> bool:
-    """A listed name that stays inside the folder (a tampered manifest must not make the card touch ../x)."""
-    parts = Path(name).parts
-    return bool(parts) and not Path(name).is_absolute() and ".." not in parts
+    return {n for n, shas in recorded(doc).items() if _plain(out, n) and (out / n).is_file()
+            and not _matches(out, n, shas)}
 
 
 def planned_files(data: Path) -> dict[str, Path]:
-    """The card's copy of the run's data file (or of each file of a saved dataset folder): name in OUT -> source."""
+    """The card's copy of each file of a saved dataset folder: name in OUT -> source."""
     if not data.is_dir():
         return {data.name: data}
     return {f"{data.name}/{f.relative_to(data).as_posix()}": f for f in sorted(data.rglob("*")) if f.is_file()}
 
 
-def check_clashes(out: Path, sources: Mapping[str, Path | str], ours: set[str]) -> None:
+def _sha(src: Source) -> str:
+    return hashlib.sha256(src).hexdigest() if isinstance(src, bytes) else file_sha256(src)
+
+
+def check_clashes(out: Path, sources: Mapping[str, Source], ours: set[str]) -> None:
     """Refuse, before anything is written, a path the card would write that holds a file aflite card did not
     write (not in ``ours``), unless it holds those very bytes; and a file where the card needs a folder."""
     for name in sorted({*sources, MANIFEST}):
         path = out / name
         for parent in list(Path(name).parents)[:-1]:
-            if (out / parent).exists() and not (out / parent).is_dir():
-                raise OutputError(f"{out / parent}: a file where the card writes the folder {parent}; move it away "
-                                  f"or choose another --out")
+            if (out / parent).is_symlink() or (out / parent).exists() and not (out / parent).is_dir():
+                raise OutputError(f"{out / parent}: a {'link' if (out / parent).is_symlink() else 'file'} where "
+                                  f"the card writes the folder {parent}; move it away or choose another --out")
         if name in ours or not (path.exists() or path.is_symlink()):
             continue
         src = sources.get(name)
-        if isinstance(src, Path) and path.is_file() and not path.is_symlink() and file_sha256(path) == \
-                file_sha256(src):
+        if src is not None and path.is_file() and not path.is_symlink() and file_sha256(path) == _sha(src):
             continue
         why = "changed since aflite card wrote it (its sha256 differs from manifest.json's)" if name in \
             edited_files(out) else "not written by aflite card"
@@ -113,22 +159,23 @@ def check_clashes(out: Path, sources: Mapping[str, Path | str], ours: set[str]) 
                           f"choose another --out")
 
 
-def _write(path: Path, src: Path | str) -> None:
-    if isinstance(src, str):
-        write_text(path, src)
-        return
-    if path.is_file() and not path.is_symlink() and file_sha256(path) == file_sha256(src):
+def _write(path: Path, src: Source) -> None:
+    if path.is_file() and not path.is_symlink() and file_sha256(path) == _sha(src):
         return  # already those bytes (a rerun, or the file copied by hand): nothing to replace
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if isinstance(src, bytes):
+        with atomic_open(path, "wb", encoding=None) as fh:
+            fh.write(src)
+        return
     with atomic_path(path) as tmp:
         shutil.copyfile(src, tmp)
 
 
 def _remove_stale(out: Path, names: set[str]) -> None:
-    """Remove the earlier card's files the new card does not write (and its folders left empty), and the temporary
-    files of a killed ``aflite card`` beside the card's names."""
+    """Remove the earlier card's files the new card does not write (and its folders left empty)."""
     for name in sorted(names, reverse=True):
         path = out / name
-        if path.is_file() or path.is_symlink():
+        if path.is_file() and not path.is_symlink():
             path.unlink()
         for parent in Path(name).parents:
             if parent != Path("."):
@@ -137,24 +184,32 @@ def _remove_stale(out: Path, names: set[str]) -> None:
 
 
 def _remove_temporaries(out: Path, names: set[str]) -> None:
+    """The temporary files of a killed ``aflite card`` beside the card's names."""
     for name in names:
         path = out / name
-        if path.parent.is_dir():
+        if path.parent.is_dir() and not path.parent.is_symlink():
             for tmp in path.parent.glob(f".{path.name}.*.tmp"):
                 with contextlib.suppress(OSError):
                     tmp.unlink()
 
 
-def commit_card(out: Path, sources: Mapping[str, Path | str], facts: dict[str, Any], fmt: str) -> dict[str, Any]:
-    """Write the card's files (name in OUT -> a source file to copy, or the text of README.md) and, last, its
-    manifest: ``facts`` with ``files`` (each file's size and sha256) and the seal; return the manifest written.
-    The caller has checked everything; :func:`check_clashes` is called here again, first."""
+def commit_card(out: Path, sources: Mapping[str, Source], facts: dict[str, Any], fmt: str) -> dict[str, Any]:
+    """Write the card's files (name in OUT -> a source file to copy, or the bytes) and, last, its manifest:
+    ``facts`` with ``files`` (each file's size and sha256) and the seal; return the manifest written. The caller
+    has checked everything and holds the folder's lock; :func:`check_clashes` is called here again, first."""
     ours = own_files(out)
     check_clashes(out, sources, ours)
+    before = recorded(read_card_manifest(out))
     out.mkdir(parents=True, exist_ok=True)
     _remove_temporaries(out, ours | set(sources) | {MANIFEST})
-    pending = sorted((ours | set(sources) | {MANIFEST}) - {MANIFEST}) + [MANIFEST]
+    names = (ours | set(sources)) - {MANIFEST}
+    placeholder = PLACEHOLDER.encode("utf-8")
+    pending = {n: sorted((before.get(n, set()) if n in ours else set())
+                         | ({_sha(sources[n])} if n in sources else set())
+                         | ({_sha(placeholder)} if n == CARD else set())) for n in sorted(names)}
     write_text(out / MANIFEST, json_text({"format": fmt, PENDING: pending}))
+    if CARD in sources:  # ours, absent, or already the new card's bytes (check_clashes)
+        _write(out / CARD, placeholder)
     _remove_stale(out, ours - set(sources) - {MANIFEST})
     data = [n for n in sources if n != CARD]
     for name in [*data, CARD] if CARD in sources else data:

@@ -83,7 +83,8 @@ def known_limits(m: dict[str, Any]) -> list[str]:
                    "a smaller lead over same-size random subsets says the filter removed cues this probe uses, not "
                    "that no cue is left.")
     if m["task_categories"] == ["image-classification"]:
-        out.append(f"{m['output']['file']} lists the kept images by path; the images themselves are not in it.")
+        out.append(f"The card's data file (made from the run's {m['output']['file']}) lists the kept images by path; "
+                   f"the images themselves are not in it.")
     ev = m.get("evaluate")
     if ev is None:
         out.append("No evaluation was given (aflite evaluate, --evaluate): how models trained on D(Φ) fare is not "

@@ -25,12 +25,6 @@ PARAMETERS = (("n", "target_size", "target size"), ("m", "n_partitions", "linear
               ("model", "model", "the ensemble's classifier"), ("C", "C", "its inverse regularization"))
 
 
-# how ``datasets``' csv builder reads aflite's delimited files: a TSV has no quoting (one record per line, a
-# quote is text), and no cell is read as missing (pandas would read "NA", "null" or "" as a missing value)
-READ_AS: dict[str, dict[str, Any]] = {"tsv": {"sep": "\t", "quoting": 3, "keep_default_na": False},
-                                      "csv": {"keep_default_na": False}}
-
-
 def front_matter(m: dict[str, Any]) -> dict[str, Any]:
     """The card's metadata as the Hub reads it (``configs`` points at the filtered data file)."""
     out = m["output"]
@@ -46,11 +40,11 @@ def front_matter(m: dict[str, Any]) -> dict[str, Any]:
     meta["size_categories"] = [m["size_category"]]
     meta["source_datasets"] = m["source_datasets"]
     meta["tags"] = TAGS
-    path = f"{out['file']}/*.arrow" if out.get("is_folder") else out["file"]
-    if out.get("columns"):  # every cell as text, as aflite read it (an id 007 stays "007", a text "NA" stays "NA")
-        meta["dataset_info"] = {"features": [{"name": c, "dtype": "string"} for c in out["columns"]]}
-    config: dict[str, Any] = {"config_name": "default", "data_files": [{"split": "train", "path": path}]}
-    meta["configs"] = [config | READ_AS.get(str(out.get("format")), {})]
+    data = out["data"]
+    path = f"{data['file']}/*.arrow" if data["format"] == "arrow" else data["file"]
+    if data.get("columns"):  # every cell as text, as written (an id 007 stays "007", a text "NA" stays "NA")
+        meta["dataset_info"] = {"features": [{"name": c, "dtype": "string"} for c in data["columns"]]}
+    meta["configs"] = [{"config_name": "default", "data_files": [{"split": "train", "path": path}]}]
     return meta
 
 
@@ -111,12 +105,16 @@ def _table(head: list[str], rows: list[list[str]]) -> list[str]:
 def _data(m: dict[str, Any]) -> list[str]:
     src, out, lic = m["input"], m["output"], m["license"]
     kept = out["kept_ids"]
-    form = "Parquet, from the in-memory data" if src.get("in_memory") else "in the input's own format"
+    data = out["data"]
+    if data["format"] == "arrow":
+        made = f"a copy of the run folder's saved dataset {code(out['file'])}"
+    else:
+        kind = "every column a string, each cell as written" if data.get("columns") else "the input's typed columns"
+        made = (f"Parquet ({kind}), made from the run folder's {code(out['file'])} (sha256 {code(out['sha256'])}"
+                f"{FOLDER_SHA if out.get('is_folder') else ''})")
     lines = ["## Data", "",
-             f"- **File:** {code(out['file'])} ({num(out['rows'])} rows, {form}; sha256 "
-             f"{code(out['sha256'])}{FOLDER_SHA if out.get('is_folder') else ''}), in this folder: a copy of the run "
-             f"folder's {code(out['file'])}, which the front matter's `configs` names, so that "
-             f"`datasets.load_dataset` reads this folder as it is.",
+             f"- **File:** {code(data['file'])} ({num(out['rows'])} rows): {made}; the front matter's `configs` "
+             f"names it, so that `datasets.load_dataset` reads this folder as it is; its sha256 is in `manifest.json`.",
              f"- **Kept ids:** {code(kept['file'])} ({num(kept['ids'])} ids; sha256 {code(kept['sha256'])})."]
     if out.get("warmup_ids"):
         lines.append(f"- **Warm-up ids** (rows that fine-tuned Φ, not in D(Φ)): {code(out['warmup_ids']['file'])} "

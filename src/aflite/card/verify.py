@@ -21,7 +21,7 @@ from aflite.card.facts import FORMAT
 from aflite.errors import InputError
 from aflite.hashing import file_sha256
 from aflite.rundir.manifest import check_seal, verify
-from aflite.rundir.names import MANIFEST, MARKER, RESULTS
+from aflite.rundir.names import CARD, MANIFEST, MARKER, RESULTS
 from aflite.rundir.read import read_folder
 
 __all__ = ["Verified", "verify_folder"]
@@ -53,8 +53,24 @@ def verify_folder(folder: str | os.PathLike[str]) -> Verified:
         return _verify_card(p, doc)
     if (p / RESULTS).is_file() or (p / MARKER).is_file():
         return _verify_output(p)
+    if _is_card(p / CARD):
+        raise InputError(f"{p / MANIFEST}: missing: {p} holds a card of aflite card ({CARD}) without its manifest, so "
+                         f"its files cannot be checked; download the whole folder again, or make the card again")
     raise InputError(f"{p}: neither {MANIFEST} (a card of aflite card) nor {RESULTS} (an aflite output folder): "
                      f"nothing to verify it against")
+
+
+def _is_card(readme: Path) -> bool:
+    """Whether ``readme`` is a dataset card aflite card wrote: YAML front matter tagged ``aflite``."""
+    import yaml
+
+    try:
+        text = readme.read_text(encoding="utf-8")
+        end = text.index("\n---\n", 4) if text.startswith("---\n") else -1
+        meta = yaml.safe_load(text[4:end + 1]) if end > 0 else None
+    except (OSError, ValueError, yaml.YAMLError):
+        return False
+    return isinstance(meta, dict) and isinstance(meta.get("tags"), list) and "aflite" in meta["tags"]
 
 
 def _card_manifest(path: Path) -> dict[str, Any]:

@@ -13,18 +13,21 @@ folder.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, TypeVar
 
 from aflite.atomic import check_output_path
-from aflite.card.commit import check_clashes, commit_card, manifest_text, own_files, planned_files
+from aflite.card.commit import Source, check_clashes, commit_card, left_alone, manifest_text, own_files, planned_files
+from aflite.card.data import DATA_FILE, parquet_of
 from aflite.card.facts import FORMAT, CardInputs, build_manifest, check_license_id
 from aflite.card.html import card_html, card_text
 from aflite.card.render import render_card
 from aflite.errors import InputError, OutputError
 from aflite.rundir.bodies import Body, EvaluateBody, ExplainBody
+from aflite.rundir.lock import holding_lock, pause_point
 from aflite.rundir.names import CARD, KEPT_IDS, MANIFEST, MARKER, RESULTS
 from aflite.rundir.read import read_folder, read_run
 from aflite.rundir.results import Result
@@ -122,12 +125,27 @@ def write_card(run_dir: str | Path, out: str | Path, *, evaluate: str | Path | N
         inp.evaluate_dir, inp.evaluate = Path(evaluate), _body(evaluate, "evaluate", EvaluateBody)
     if explain is not None:
         inp.explain_dir, inp.explain = Path(explain), _body(explain, "explain", ExplainBody)
-    facts = json.loads(manifest_text(build_manifest(inp, license=license)))  # as manifest.json will hold them
-    data = planned_files(filtered)
+    built = build_manifest(inp, license=license)
+    data: dict[str, Source]
+    if filtered.is_dir():  # a saved dataset folder: typed Arrow already, copied file by file
+        data = dict(planned_files(filtered))
+        built["output"]["data"] = {"file": filtered.name, "format": "arrow", "columns": None}
+    else:  # every other format as Parquet, where the loader reads each value as written (aflite.card.data)
+        parquet, columns = parquet_of(filtered, built["output"]["format"])
+        data = {DATA_FILE: parquet}
+        built["output"]["data"] = {"file": DATA_FILE, "format": "parquet", "columns": columns,
+                                   "sha256": hashlib.sha256(parquet).hexdigest()}
     if {CARD, MANIFEST} & set(data):
         raise InputError(f"{filtered}: the run's data file is named like the card's own files ({CARD}, {MANIFEST})")
-    sources: dict[str, Path | str] = {**data, CARD: render_card(facts)}
+    facts = json.loads(manifest_text(built))  # as manifest.json will hold them
+    sources: dict[str, Source] = {**data, CARD: render_card(facts).encode("utf-8")}
     check_clashes(out_p, sources, own_files(out_p))
-    manifest = commit_card(out_p, sources, facts, FORMAT)
-    notes = [f"license unknown: {manifest['license']['source']}"] if manifest["license"]["id"] == "unknown" else []
+    out_p.mkdir(parents=True, exist_ok=True)
+    with holding_lock(out_p, "--out"):  # one writer at a time, as every command's folder (aflite.rundir.lock)
+        pause_point("card-locked")
+        notes = [f"{out_p / n}: listed in {MANIFEST} but not the bytes aflite card wrote there (or not a plain "
+                 f"file of the folder): left alone" for n in left_alone(out_p) if n not in sources]
+        manifest = commit_card(out_p, sources, facts, FORMAT)
+    if manifest["license"]["id"] == "unknown":
+        notes.insert(0, f"license unknown: {manifest['license']['source']}")
     return CardResult(out_p, out_p / CARD, out_p / MANIFEST, manifest, manifest["license"]["id"], notes)

@@ -27,7 +27,8 @@ def register(sub: Any) -> None:
         "pointing at the data file) and a body that "
         "says how D(Φ) was made (Φ and its model, parameters, seed, versions, the input's sha256), |D| → |D(Φ)|, "
         "the label shift, the run's probe, the evaluate and explain figures when their folders are given, and the "
-        "known limits; a copy of the run's filtered data file; and, written last, DIR/manifest.json, the same facts "
+        "known limits; the run's filtered rows as data/train-00000-of-00001.parquet (each value as written: "
+        "every column of a CSV, TSV or JSONL input a string); and, written last, DIR/manifest.json, the same facts "
         "machine-readable with every file's sha256 (aflite verify DIR checks a downloaded copy against it). Every "
         "figure is copied from the folders' results.json; the same inputs give the same bytes. The run folder is "
         "not changed, and a file in DIR that aflite card did not write is never replaced.",
@@ -52,8 +53,8 @@ def run(args: argparse.Namespace) -> int:
     m = res.manifest
     print(f"card: {res.readme}\nmanifest: {res.manifest_path}")
     print(f"{m['name']}: {m['filter']['size_before']:,} → {m['filter']['size_after']:,} rows; license "
-          f"{res.license}; data file {res.out / m['output']['file']} (publish the folder as it is; aflite verify "
-          f"{res.out} checks a copy)")
+          f"{res.license}; data file {res.out / m['output']['data']['file']} (publish the folder as it is; aflite "
+          f"verify {res.out} checks a copy)")
     for note in res.notes:
         print(f"note: {note}", file=sys.stderr)
     return 0
