@@ -294,6 +294,7 @@ def test_embed_resume_after_a_kill_re_embeds_a_changed_or_foreign_chunk(
     assert any(w.startswith("foreign cached chunk ") and "part-000002.npy" in w for w in said), said
 
 
+@pytest.mark.slow  # three runs of an image network, one in a child process: ~40 s on two busy cores
 def test_embed_images_resume_after_a_kill_re_embeds_a_changed_chunk(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
     """The memory-mapped features.npy.partial of an image run: on main its recorded chunks were trusted as they
