@@ -9,7 +9,12 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import shutil
+import signal
+import subprocess
+import sys
+import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -184,15 +189,16 @@ def test_a_warmup_model_copied_from_another_run_or_changed_is_fine_tuned_again(
     assert _warmup(tmp_path / "b", tiny_model, OTHER_HYPS, monkeypatch, stop=True) == 1
     (theirs,) = (tmp_path / "a").glob("*.warmup.pt")
     (ours,) = (tmp_path / "b").glob("*.warmup.pt")
-    assert Path(str(ours) + ".json").is_file()  # its record, written after it
     assert _warmup(tmp_path / "b", tiny_model, OTHER_HYPS, monkeypatch, stop=True) == 0  # its own: loaded
-    shutil.copyfile(theirs, ours)
-    shutil.copyfile(str(theirs) + ".json", str(ours) + ".json")
+    for suffix in ("", ".json"):  # the model and its record (none on main), as copied from another run
+        if Path(str(theirs) + suffix).is_file():
+            shutil.copyfile(str(theirs) + suffix, str(ours) + suffix)
     with caplog.at_level(logging.WARNING, "aflite"):
         res = _warmup(tmp_path / "b", tiny_model, OTHER_HYPS, monkeypatch)
     assert np.array_equal(res.X, truth.X)
     assert any(w.startswith("foreign cached warm-up model ") and "computed from other inputs" in w
                for w in _warnings(caplog))
+    assert not ours.exists() and not Path(str(ours) + ".json").exists()  # both gone once the matrix is cached
     # a model whose bytes changed after its record was written
     assert _warmup(tmp_path / "c", tiny_model, OTHER_HYPS, monkeypatch, stop=True) == 1
     (model,) = (tmp_path / "c").glob("*.warmup.pt")
@@ -204,3 +210,119 @@ def test_a_warmup_model_copied_from_another_run_or_changed_is_fine_tuned_again(
         res = _warmup(tmp_path / "c", tiny_model, OTHER_HYPS, monkeypatch)
     assert np.array_equal(res.X, truth.X)
     assert any(w.startswith("damaged cached warm-up model ") and "sha256 differs" in w for w in _warnings(caplog))
+
+
+# ------------------------------------------------------------------ (b) embed's chunks, after a real SIGKILL
+
+KILLED_CHILD = """
+import os, signal, sys
+from {module} import {cls} as F
+real, calls = F.transform, [0]
+def dying(self, *a, **k):
+    calls[0] += 1
+    if calls[0] == {kill_at}:  # a real kill, mid-run: no cleanup, no finally
+        os.kill(os.getpid(), signal.SIGKILL)
+    return real(self, *a, **k)
+F.transform = dying
+from aflite.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def _killed(argv: list[str], module: str, cls: str, kill_at: int) -> None:
+    """Run ``aflite ARGV`` in a child process that SIGKILLs itself on its ``kill_at``-th chunk."""
+    code = textwrap.dedent(KILLED_CHILD).format(module=module, cls=cls, kill_at=kill_at)
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "OMP_NUM_THREADS": "1"}
+    proc = subprocess.run([sys.executable, "-c", code, *argv], env=env, capture_output=True, text=True,
+                          timeout=600, check=False)
+    assert proc.returncode == -signal.SIGKILL, proc.stderr[-2000:]
+
+
+def _counting(monkeypatch: pytest.MonkeyPatch, cls: Any) -> list[int]:
+    """The rows of each chunk ``cls`` embeds in this process from now on."""
+    rows: list[int] = []
+    real = cls.transform
+
+    def counting(self: Any, a: Any, b: Any = None, *, progress: Any = None) -> Any:
+        rows.append(len(a))
+        return real(self, a, b, progress=progress)
+
+    monkeypatch.setattr(cls, "transform", counting)
+    return rows
+
+
+def _flip(path: Path) -> None:
+    """Change the last stored float's exponent byte (little-endian): the file still loads, with another value."""
+    raw = bytearray(path.read_bytes())
+    raw[-1] ^= 0x40
+    path.write_bytes(bytes(raw))
+
+
+def test_embed_resume_after_a_kill_re_embeds_a_changed_or_foreign_chunk(
+        tiny_model: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        caplog: pytest.LogCaptureFixture) -> None:
+    """On main a chunk's file was reused on its shape alone: the changed value was sealed into features.npy."""
+    from aflite.cli import main
+    from aflite.features.minilm import MiniLMFeaturizer
+
+    data = tmp_path / "data.tsv"
+    data.write_text("id\tpremise\thypothesis\tlabel\n" + "".join(
+        f"r{i}\t{p}\t{h}\t{lab}\n" for i, (p, h, lab) in enumerate(zip(PREMISES, HYPS, LABELS, strict=True))))
+    base = ["embed", str(data), "--featurizer", "minilm", "--model-path", str(tiny_model), "--backend", "torch",
+            "--chunk-size", "4", "--device", "cpu", "--quiet"]
+    assert main([*base, "--out", str(tmp_path / "full")]) == 0
+    full = np.load(tmp_path / "full" / "features.npy")
+    assert full.shape[0] == 24
+
+    out = tmp_path / "part"
+    _killed([*base, "--out", str(out)], "aflite.features.minilm", "MiniLMFeaturizer", kill_at=4)
+    assert not (out / "features.npy").exists()
+    (parts,) = (out / "cache").glob("minilm-pair-*.parts/chunk4")
+    assert sorted(p.name for p in parts.glob("*.npy")) == [f"part-{c:06d}.npy" for c in range(3)]
+    _flip(parts / "part-000001.npy")  # chunk 1's bytes changed after the kill, its record left as it was
+    for ext in ("npy", "json"):  # chunk 2 replaced by chunk 0's files (main wrote no record): other rows
+        if (parts / f"part-000000.{ext}").is_file():
+            shutil.copyfile(parts / f"part-000000.{ext}", parts / f"part-000002.{ext}")
+    rows = _counting(monkeypatch, MiniLMFeaturizer)
+    with caplog.at_level(logging.WARNING, "aflite"):
+        assert main([*base, "--out", str(out), "--resume"]) == 0
+    assert rows == [4] * 5  # chunk 0 reused; the changed chunk 1, the foreign chunk 2 and 3-5 embedded
+    assert np.allclose(np.load(out / "features.npy"), full, atol=1e-6)
+    said = _warnings(caplog)
+    assert any(w.startswith("damaged cached chunk ") and "part-000001.npy" in w and "sha256 differs" in w
+               for w in said), said
+    assert any(w.startswith("foreign cached chunk ") and "part-000002.npy" in w for w in said), said
+
+
+@pytest.mark.slow  # three runs of an image network, one in a child process: ~40 s on two busy cores
+def test_embed_images_resume_after_a_kill_re_embeds_a_changed_chunk(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    """The memory-mapped features.npy.partial of an image run: on main its recorded chunks were trusted as they
+    were, and the row changed after the kill was renamed into features.npy."""
+    pytest.importorskip("torch")
+    pytest.importorskip("PIL")
+    from test_encoders import square_images, tiny_vit
+
+    from aflite.cli import main
+    from aflite.features.images import ImageFeaturizer
+
+    square_images(tmp_path / "d", n_per_class=8)
+    base = ["embed", str(tmp_path / "d"), "--featurizer", "hf-image", "--model-path",
+            str(tiny_vit(tmp_path / "vit")), "--chunk-size", "5", "--quiet", "--device", "cpu"]
+    assert main([*base, "--out", str(tmp_path / "full")]) == 0
+    full = np.load(tmp_path / "full" / "features.npy")
+    out = tmp_path / "part"
+    _killed([*base, "--out", str(out)], "aflite.features.images", "ImageFeaturizer", kill_at=3)
+    partial = out / "features.npy.partial"
+    assert not (out / "features.npy").exists() and partial.is_file()
+    assert json.loads((out / "features.npy.progress.json").read_text())["done"] == [0, 1]
+    mm = np.load(partial, mmap_mode="r+")
+    mm[6, 2] += 1000.0  # a row of chunk 1 changed after the kill
+    mm.flush()
+    del mm
+    rows = _counting(monkeypatch, ImageFeaturizer)
+    with caplog.at_level(logging.WARNING, "aflite"):
+        assert main([*base, "--out", str(out), "--resume"]) == 0
+    assert rows == [5, 5, 1]  # chunk 0 kept; the changed chunk 1 and the missing 2, 3 embedded
+    assert np.allclose(np.load(out / "features.npy"), full, atol=1e-6)
+    assert any(w.startswith("damaged chunk 1 (rows 5-9) of ") and "sha256 differs" in w for w in _warnings(caplog))
