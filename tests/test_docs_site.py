@@ -125,18 +125,23 @@ class Page:
     errors: list[str]
     sidebar_visible: bool
     sidebar_links: list[str]
+    sidebar_captions: list[str]
+    header_links: list[str]  # the top bar's links, those under its "More" menu included
     addresses: list[str]
     ids: set[str]
 
 
 _COLLECT = """
 const side = document.querySelector('#pst-primary-sidebar');
-const links = side ? Array.from(side.querySelectorAll('nav a[href]')).map(a => a.textContent.trim()) : [];
+const nav = side ? side.querySelector('nav.bd-docs-nav') : null;
+const text = (sel, root) => root ? Array.from(root.querySelectorAll(sel)).map(e => e.textContent.trim()) : [];
 const addr = [...Array.from(document.querySelectorAll('a[href]')).map(a => a.href),
               ...Array.from(document.querySelectorAll('img[src], script[src]')).map(e => e.src),
               ...Array.from(document.querySelectorAll('link[href]')).map(e => e.href)];
-return [side !== null && side.offsetWidth > 0 && side.offsetHeight > 0, links, addr,
-        Array.from(document.querySelectorAll('[id]')).map(e => e.id)];
+return [side !== null && side.offsetWidth > 0 && side.offsetHeight > 0, text('a[href]', nav),
+        text('p.caption', nav), text('.bd-header .navbar-header-items__center a.nav-link, '
+                                     + '.bd-header .navbar-header-items__center a.dropdown-item', document),
+        addr, Array.from(document.querySelectorAll('[id]')).map(e => e.id)];
 """
 
 
@@ -153,9 +158,9 @@ def visit_every_page(site: Path) -> dict[str, Page]:
             # two animation frames and a task: the theme's scripts ran (the scroll-spy threw at load)
             driver.execute_async_script("const done = arguments[0]; requestAnimationFrame(() => "
                                         "requestAnimationFrame(() => setTimeout(done, 0)));")
-            visible, links, addresses, ids = driver.execute_script(_COLLECT)
+            visible, links, captions, header, addresses, ids = driver.execute_script(_COLLECT)
             errors = [e["message"] for e in driver.get_log("browser") if e["level"] == "SEVERE"]
-            pages[rel] = Page(errors, bool(visible), list(links), list(addresses), set(ids))
+            pages[rel] = Page(errors, bool(visible), links, captions, header, addresses, set(ids))
     finally:
         driver.quit()
     return pages
@@ -224,3 +229,44 @@ def test_the_api_pages_show_what_a_result_offers(site: Path) -> None:
     assert {f"aflite.Columns.{k}" for k in ("text_a", "text_b", "label", "id_column", "label_map")} <= ids(
         "aflite.Columns.html")
     assert "aflite.OutputError" in ids("aflite.OutputError.html")
+
+
+# -------------------------------------------------------------------------------- navigation (issue #59, 2)
+@pytest.mark.slow
+def test_every_page_has_a_sidebar_and_the_commands_their_section(site: Path, every_page: dict[str, Page]) -> None:
+    """The sidebar was empty on every guide page and the notebook, the command pages were only under the top bar's
+    "More" (the user guide listed twice) and no "Commands" caption was shown."""
+    from aflite.rundir.commands import declarations
+
+    bare = {rel for rel, page in every_page.items() if not (page.sidebar_visible and page.sidebar_links)}
+    assert not bare
+    commands = [f"aflite {name}" for name in declarations()]
+    for rel, page in every_page.items():
+        assert len(page.header_links) == len(set(page.header_links)), (rel, page.header_links)
+        assert page.header_links.count("User guide") == 1 and not any(h.startswith("aflite ") for h in
+                                                                       page.header_links), (rel, page.header_links)
+        if rel.startswith("guide/"):
+            assert page.sidebar_captions[:1] == ["Commands"], rel
+            assert [h for h in page.sidebar_links if h in commands] == commands, rel  # in aflite --help order
+    assert "Notebook" in every_page["notebooks/quickstart.html"].sidebar_links
+
+
+@pytest.mark.slow
+def test_the_top_bar_menu_fits_a_1366_px_screen(site: Path) -> None:
+    """The "More" menu ran past the right edge of a 1366 px wide window."""
+    driver = new_driver(1366)
+    try:
+        driver.get((site / "guide" / "run.html").as_uri())
+        toggle = driver.execute_script("return document.querySelector('.bd-header .navbar-header-items__center "
+                                       ".dropdown-toggle')")
+        assert toggle is not None
+        toggle.click()
+        box = wait_for(driver, "const m = document.querySelector('.bd-header .dropdown-menu.show');"
+                               "if (!m) return null; const r = m.getBoundingClientRect();"
+                               "return [r.left, r.right, r.bottom, window.innerWidth, window.innerHeight,"
+                               " document.querySelector('.bd-header').scrollWidth,"
+                               " document.querySelector('.bd-header').clientWidth];")
+        left, right, bottom, width, height, scroll_width, client_width = box
+        assert 0 <= left and right <= width and bottom <= height and scroll_width <= client_width, box
+    finally:
+        driver.quit()
