@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -210,3 +211,160 @@ def test_a_file_dropped_into_out_during_a_run_is_never_adopted(tsv, tmp_path):
     again = aflite("run", tsv, "--out", out, "--overwrite", *FAST)
     assert again.returncode == 0, again.stderr
     assert (out / "dropped.txt").read_text() == "the user's, written mid-run"
+
+
+# ------------------------------------------------------------------------ 3. --out spelled with '..'
+@pytest.fixture(scope="module")
+def made(tsv: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A committed run folder and the features embed writes: what explain, evaluate, card and filter read."""
+    root = tmp_path_factory.mktemp("made")
+    assert aflite("run", tsv, "--out", root / "run", *FAST).returncode == 0
+    assert aflite("embed", tsv, "--out", root / "feats", "--featurizer", "ngram", "--quiet").returncode == 0
+    return root
+
+
+def _argv(command: str, tsv: Path, made: Path) -> list[object]:
+    run = made / "run"
+    return {
+        "run": ["run", tsv, *FAST],
+        "filter": ["filter", "--features", made / "feats" / "features.npy", "--labels", made / "feats" / "labels.txt",
+                   "--ids", made / "feats" / "ids.txt", "-m", "4", "--quiet"],
+        "embed": ["embed", tsv, "--featurizer", "ngram", "--quiet"],
+        "explain": ["explain", tsv, run, "--quiet", "--random-seeds", "1", "--neighbours", "0"],
+        "evaluate": ["evaluate", tsv, run, "--quiet", "--models", "ppmi:hypothesis", "--seeds", "1",
+                     "--no-single-iteration"],
+        "audit": ["audit", tsv, "--featurizer", "ngram", "--no-tra", "--tsne-sample", "0", "--peco-shuffles", "5",
+                  "--quiet"],
+        "card": ["card", run],
+    }[command]
+
+
+@pytest.mark.parametrize("command", ["run", "filter", "embed", "explain", "evaluate", "audit", "card"])
+def test_out_spelled_with_dotdot_is_the_folder_it_names_for_every_command(command, tsv, made, tmp_path):
+    """``sub/../out`` and ``../out`` are resolved as the kernel resolves them, once, at the boundary: the command
+    writes and commits that folder, and a rerun with --overwrite (its cache there) replaces it cleanly."""
+    (tmp_path / "sub").mkdir()
+    argv = _argv(command, tsv, made)
+    committed = "manifest.json" if command == "card" else RESULTS  # the file a command commits last
+    first = aflite(*argv, "--out", "sub/../out", cwd=tmp_path)
+    assert first.returncode == 0, first.stderr
+    assert (tmp_path / "out" / committed).is_file() and not (tmp_path / "sub" / "out").exists()
+    again = aflite(*argv, "--out", "../out", *([] if command == "card" else ["--overwrite"]), cwd=tmp_path / "sub")
+    assert again.returncode == 0, again.stderr
+    assert "Traceback" not in again.stderr and (tmp_path / "out" / committed).is_file()
+    assert "left as it is" not in again.stderr  # every file of the first run was aflite's, and replaced
+
+
+# ------------------------------------------------------------------------ 4. every write checked first
+def one_line(done: subprocess.CompletedProcess[str]) -> str:
+    err = done.stderr.strip()
+    assert done.returncode == 2 and len(err.splitlines()) == 1 and "Traceback" not in err, (done.returncode, err)
+    return err
+
+
+def test_evaluate_refuses_a_users_tables_md_before_touching_an_explain_folder(tsv, made, tmp_path):
+    out = tmp_path / "ex"
+    done = aflite(*_argv("explain", tsv, made), "--out", out)
+    assert done.returncode == 0, done.stderr
+    (out / "tables.md").write_text("my tables")
+    before = {k: v for k, v in tree(out).items() if k != LOCK}
+    err = one_line(aflite(*_argv("evaluate", tsv, made), "--out", out, "--overwrite"))
+    assert "tables.md" in err and "not written by aflite" in err
+    assert {k: v for k, v in tree(out).items() if k != LOCK} == before  # the explain output is all there
+
+
+@pytest.mark.parametrize("command", ["run", "explain", "evaluate", "audit", "embed"])
+def test_a_cache_dir_that_is_a_file_is_refused_before_out_is_touched(command, tsv, made, tmp_path):
+    cache = tmp_path / "cache.bin"
+    cache.write_bytes(b"not a folder")
+    err = one_line(aflite(*_argv(command, tsv, made), "--out", tmp_path / "out", "--cache-dir", cache))
+    assert "--cache-dir" in err and "is a file" in err
+    assert not (tmp_path / "out").exists() and cache.read_bytes() == b"not a folder"
+
+
+def test_a_cache_dir_inside_another_run_folder_is_refused_before_out_is_touched(tsv, made, tmp_path):
+    before = tree(made / "run")
+    err = one_line(aflite(*_argv("run", tsv, made), "--out", tmp_path / "out", "--cache-dir",
+                          made / "run" / "mycache"))
+    assert "is inside the run folder" in err and not (tmp_path / "out").exists()
+    assert tree(made / "run") == before
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes into a read-only folder")
+def test_a_read_only_cache_dir_is_refused_before_out_is_touched(tsv, made, tmp_path):
+    cache = tmp_path / "ro"
+    cache.mkdir()
+    cache.chmod(0o555)
+    try:
+        err = one_line(aflite(*_argv("run", tsv, made), "--out", tmp_path / "out", "--cache-dir", cache))
+    finally:
+        cache.chmod(0o755)
+    assert "not writable" in err and not (tmp_path / "out").exists()
+
+
+# ------------------------------------------------------------------------ 6. the smaller ones
+@pytest.mark.parametrize("damage", ["broken", "missing"])
+def test_a_broken_or_missing_marker_is_named_as_the_cause_with_the_way_out(damage, tsv, made, tmp_path):
+    out = tmp_path / "run"
+    shutil.copytree(made / "run", out)
+    if damage == "broken":
+        (out / MARKER).write_text("{not json")
+    else:
+        (out / MARKER).unlink()
+    before = {k: v for k, v in tree(out).items() if k not in (LOCK, MARKER)}
+    err = one_line(aflite(*_argv("run", tsv, made), "--out", out, "--overwrite"))
+    assert MARKER in err and "no readable" in err and "move or delete it yourself" in err
+    assert {k: v for k, v in tree(out).items() if k not in (LOCK, MARKER)} == before
+
+
+def test_a_users_cache_folder_is_called_a_folder(tsv, made, tmp_path):
+    out = tmp_path / "mine"
+    (out / "cache").mkdir(parents=True)
+    (out / "cache" / "notes.txt").write_text("mine")
+    err = one_line(aflite(*_argv("run", tsv, made), "--out", out, "--overwrite"))
+    assert "cache: a folder not written by aflite" in err and "writes a folder of that name" in err
+    assert "a file of that name" not in err and (out / "cache" / "notes.txt").read_text() == "mine"
+
+
+@pytest.mark.parametrize("command", ["run", "explain", "card"])
+def test_a_300_character_path_component_is_one_line(command, tsv, made, tmp_path):
+    err = one_line(aflite(*_argv(command, tsv, made), "--out", tmp_path / ("x" * 300)))
+    assert "300 characters" in err and "at most 255 bytes" in err
+
+
+def test_a_dangling_symlink_as_out_is_a_clear_message(tsv, made, tmp_path):
+    link = tmp_path / "out"
+    link.symlink_to(tmp_path / "gone")
+    err = one_line(aflite(*_argv("run", tsv, made), "--out", link))
+    assert "which does not exist" in err and "File exists" not in err
+    assert link.is_symlink() and not (tmp_path / "gone").exists()
+
+
+@pytest.mark.parametrize("change", ["deleted", "linked"])
+def test_out_whose_parent_changes_mid_run_is_never_committed(change, tsv, tmp_path):
+    parent = tmp_path / "parent"
+    out = parent / "run"
+    elsewhere = tmp_path / "elsewhere"
+    (elsewhere / "run").mkdir(parents=True)
+    signal, go = tmp_path / "paused", tmp_path / "go"
+    proc = aflite("run", tsv, "--out", out, *FAST, wait=False,
+                  env={"AFLITE_PAUSE_AT": "begun", "AFLITE_PAUSE_FILE": str(signal), "AFLITE_PAUSE_UNTIL": str(go)})
+    try:
+        for _ in range(1200):
+            if signal.exists() or proc.poll() is not None:
+                break
+            time.sleep(0.1)
+        assert signal.exists(), proc.communicate()[1] if proc.poll() is not None else "never paused"
+        shutil.rmtree(parent)
+        if change == "linked":
+            parent.symlink_to(elsewhere)
+        go.write_text("")
+        _, err = proc.communicate(timeout=300)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 2 and len(err.strip().splitlines()) == 1, err
+    assert "no longer the folder this command claimed" in err
+    assert list((elsewhere / "run").iterdir()) == []  # nothing written into a folder it never claimed
+    assert not (out / RESULTS).exists()

@@ -44,6 +44,7 @@ from aflite.rundir.lock import (
     claim_output,
     forget_files,
     holds_run,
+    identity,
     pause_point,
     read_marker,
     record_files,
@@ -77,6 +78,7 @@ class RunFolder:
         self._mine: set[str] = set()  # names recorded as aflite's by this process
         self._users: set[str] | None = None  # the user's entries when the command claimed the folder
         self._guard: contextlib.ExitStack | None = None
+        self._identity = identity(self.path)  # the folder claimed: (device, inode) of where the path leads now
 
     @classmethod
     def claim(cls, path: str | os.PathLike[str], command: str, *, overwrite: bool = False, resume: bool = False,
@@ -202,7 +204,8 @@ class RunFolder:
     def _check_write(self, path: Path) -> None:
         """Before every atomic write below the folder: a user's entry is refused, a new name recorded as aflite's
         before its file is created."""
-        name = path.relative_to(self.path.absolute()).parts[0]
+        self.check_same_folder()
+        name = Path(os.path.abspath(path)).relative_to(os.path.abspath(self.path)).parts[0]
         if name in self._mine or name in (MARKER, LOCK):
             return
         if name in self.users():
@@ -210,11 +213,19 @@ class RunFolder:
         record_written(self.path, [name])
         self._mine.add(name)
 
+    def check_same_folder(self) -> None:
+        """Refuse to write or commit once the path leads elsewhere than the folder claimed (its parent deleted,
+        moved, or replaced by a link since): aflite writes only into the folder it claimed and locked."""
+        if self._identity is not None and identity(self.path) != self._identity:
+            raise OutputError(f"{option_label('--out', 'out')} {self.path}: no longer the folder this command claimed "
+                              f"(it or a parent was deleted, moved or replaced by a link while the command ran); "
+                              f"nothing more was written or committed: run the command again")
+
     def _wrote(self, path: Path) -> None:
         """After every atomic write directly inside the folder: its sha256 and size recorded in the marker, so that
         a later command replaces or removes it only while it is still exactly that."""
-        where = self.path.absolute()
-        if path.parent == where and path.name in self._mine:
+        where = Path(os.path.abspath(self.path))
+        if Path(os.path.abspath(path)).parent == where and path.name in self._mine:
             record = record_of(path)
             if record is not None:
                 record_files(self.path, {path.name: record})
@@ -242,6 +253,7 @@ class RunFolder:
         if self._begun:
             return
         writes = list(writes)
+        self.check_same_folder()
         self.check_writes([*writes, RESULTS, SUMMARY_MD])  # every command commits these two
         self._begun = True
         marker = read_marker(self.path)
@@ -288,7 +300,7 @@ class RunFolder:
         result in memory), then commit: results.json with the manifest of every file aflite wrote here (the user's
         entries, Φ's cache and the page left out). Returns results.json as written."""
         table = result.table()
-        last = [SUMMARY_MD, PAGE, RESULTS, *([table.name] if table is not None else [])]
+        last = [SUMMARY_MD, PAGE, RESULTS, *result.file_names, *([table.name] if table is not None else [])]
         self.check_writes(last)
         self.begin()
         result.out = self.path
@@ -307,6 +319,7 @@ class RunFolder:
         if page is not None:
             write_text(self.path / PAGE, page)
         pause_point("files")
+        self.check_same_folder()
         files = listing(self.path, self.written() - self.users())  # what the marker lists but is not aflite's: left out
         self._record_folders()
         written = write_results_json(self.path, document, files)

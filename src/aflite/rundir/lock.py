@@ -43,9 +43,10 @@ from aflite.rundir.names import (
     WEIGHTS,
 )
 
-__all__ = ["LOCK", "MARKER", "OutputFolder", "check_outside_runs", "claim_output", "clear_own_folder", "foreign_of",
-           "forget_files", "holding_lock", "holds_run", "is_run_folder", "plain_name", "previous_run", "read_marker",
-           "record_files", "record_of", "record_written", "recorded_files", "unchanged", "written_of"]
+__all__ = ["LOCK", "MARKER", "OutputFolder", "check_cache_dir", "check_outside_runs", "claim_output",
+           "clear_own_folder", "foreign_of", "forget_files", "holding_lock", "holds_run", "identity", "is_run_folder",
+           "plain_name", "previous_run", "read_marker", "record_files", "record_of", "record_written",
+           "recorded_files", "spelled_path", "unchanged", "written_of"]
 
 RUN_FILES = (CHECKPOINT, RESULTS)  # a run directory holds one of these once a run has written it
 # what an aflite < 0.3 wrote into a folder it claimed (its marker did not list the user's own entries)
@@ -67,6 +68,26 @@ def is_run_folder(folder: str | os.PathLike[str]) -> bool:
     with contextlib.suppress(OSError, ValueError, AttributeError):
         return json.loads((p / RESULTS).read_text(encoding="utf-8")).get("command") in RUN_COMMANDS
     return False
+
+
+NAME_MAX = 255  # bytes in one path component on the usual file systems (ext4, xfs, btrfs, tmpfs)
+
+
+def spelled_path(out: str | os.PathLike[str]) -> Path:
+    """An output path as the one rule of the command line and the library spells it: ``..`` resolved as the
+    kernel resolves it (the part up to the last ``..`` taken to its real folder, the rest appended), so that the
+    folder aflite claims is the one it writes, and a component too long for the file system refused in one line
+    (:class:`~aflite.errors.ParameterError`) before anything is touched."""
+    p = Path(out).expanduser()
+    for part in p.parts:
+        if len(os.fsencode(part)) > NAME_MAX:
+            raise ParameterError(f"{p}: a path component of {len(part):,} characters ({part[:24]}...); a file "
+                                 f"system takes at most {NAME_MAX} bytes per name")
+    parts = p.parts
+    if ".." not in parts:
+        return p
+    last = max(i for i, part in enumerate(parts) if part == "..")
+    return Path(os.path.realpath(Path(*parts[:last + 1]))).joinpath(*parts[last + 1:])
 
 
 def plain_name(name: Any) -> bool:
@@ -217,6 +238,26 @@ def check_outside_runs(path: str | os.PathLike[str], runs: Any = (), *, flag: st
                               f"only; choose another {flag}")
 
 
+def check_cache_dir(cache: str | os.PathLike[str], out: str | os.PathLike[str] | None = None, *,
+                    flag: str = "--cache-dir") -> None:
+    """Refuse, in one line and before ``out`` is claimed, a cache folder the command could not write or must not:
+    a dangling link, a regular file, a read-only folder (or one under a file), or a folder inside a run folder
+    other than the command's own ``out`` (a run folder is written by its run only)."""
+    p = spelled_path(cache)
+    if p.is_symlink() and not p.exists():
+        raise OutputError(f"{flag} {p}: a link to {os.readlink(p)}, which does not exist; give an existing folder "
+                          f"or a new path")
+    check_output_path(p, flag=flag, folder=True)
+    resolved, own = p.resolve(), None if out is None else spelled_path(out).resolve()
+    for folder in (resolved, *resolved.parents):
+        if folder == own:
+            return
+        if is_run_folder(folder):
+            where = "is" if folder == resolved else "is inside"
+            raise OutputError(f"{flag} {cache} {where} the run folder {folder}: a run folder is written by its run "
+                              f"only; choose another {flag}")
+
+
 def read_marker(folder: str | os.PathLike[str]) -> dict[str, Any] | None:
     """The owner marker of a folder (command, whether that command created the folder), or None."""
     path = Path(folder) / MARKER
@@ -225,6 +266,15 @@ def read_marker(folder: str | os.PathLike[str]) -> dict[str, Any] | None:
     except (OSError, ValueError):
         return None
     return obj if isinstance(obj, dict) and isinstance(obj.get("command"), str) else None
+
+
+def identity(path: Path) -> tuple[int, int] | None:
+    """The (device, inode) the path leads to now; None when nothing is there."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
 
 
 class OutputFolder:
@@ -242,6 +292,7 @@ class OutputFolder:
         self.marked = False  # whether this claim wrote the marker (and the lock file) into an existing folder
         self.replaced: str | None = None  # the marker of another command this claim replaced (restored on failure)
         self.lost_marker = False  # whether the folder held entries but no readable marker when claimed
+        self.identity = identity(path)  # (device, inode): a failure's clean-up touches only the folder claimed
         self._lock_fh = lock_fh
 
     def release(self, failed: bool = False) -> None:
@@ -249,6 +300,8 @@ class OutputFolder:
             with contextlib.suppress(OSError):
                 self._lock_fh.close()  # closing the descriptor releases the flock
             self._lock_fh = None
+        if failed and identity(self.path) != self.identity:
+            return  # the path leads elsewhere now (a parent deleted or replaced by a link): nothing there is ours
         if failed and self.created:
             shutil.rmtree(self.path, ignore_errors=True)
         elif failed and self.marked:  # an existing folder that was not ours: leave it as it was found
@@ -289,7 +342,14 @@ def claim_output(
     over, res = ("--overwrite", "--resume") if cli else ("overwrite=True", "resume=True")
     if not str(out).strip():
         raise ParameterError(f"{flag}: an empty path; give the folder to write into (\".\" for the current one)")
-    p = check_output_path(out, flag=flag, folder=True)
+    try:
+        spelled = spelled_path(out)
+    except ParameterError as exc:
+        raise ParameterError(f"{flag} {exc}") from None
+    if spelled.is_symlink() and not spelled.exists():
+        raise OutputError(f"{flag} {spelled}: a link to {os.readlink(spelled)}, which does not exist; give an "
+                          f"existing folder or a new path")
+    p = check_output_path(spelled, flag=flag, folder=True)
     existed = p.exists()
     entries: list[Path] = []
     if existed:

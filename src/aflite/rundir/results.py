@@ -159,6 +159,7 @@ class Result:
     ``has_page`` says whether it has one (embed, synthetic and bench have none)."""
 
     command: ClassVar[str] = ""
+    file_names: ClassVar[tuple[str, ...]] = ()  # the top-level names write_files writes (checked before the build)
     page_commands: ClassVar[tuple[str, ...]] = ()  # the commands whose folders' pages it builds (): (command,)
     has_page: ClassVar[bool] = False  # set for each subclass: whether it defines page()
     out: Path | None  # None: a result computed without a folder (aflite.run(..., out=None))
