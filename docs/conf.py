@@ -42,6 +42,7 @@ exclude_patterns = [
     "_templates",
     "notebooks/quickstart.md",  # the notebook's committed Markdown rendering; the site executes the .ipynb itself
     "card_demo",  # a dataset card as `aflite card` writes it: a file of the release, not a page
+    "notebooks/quickstart-*",  # the folders the notebook writes beside itself when run in place (git-ignored)
 ]
 templates_path = ["_templates"]
 smartquotes = False  # `--out` stays two hyphens in the help texts

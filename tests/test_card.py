@@ -276,13 +276,13 @@ def test_limits_say_why_the_filter_stopped(made: Path, card: Path) -> None:
 
 def test_same_inputs_same_bytes(made: Path, card: Path, tmp_path: Path) -> None:
     again = write_card(made / "run", tmp_path / "again", evaluate=made / "ev", explain=made / "ex")
-    for name in ("README.md", "manifest.json"):
+    for name in ("README.md", "manifest.json", "croissant.json", "data/train-00000-of-00001.parquet"):
         assert (card / name).read_bytes() == (tmp_path / "again" / name).read_bytes()
     before = (card / "README.md").read_bytes()
     res = write_card(made / "run", card, evaluate=made / "ev", explain=made / "ex")  # into its own folder again
     assert (card / "README.md").read_bytes() == before and res.license == "cc-by-sa-4.0" and not res.notes
-    assert sorted(p.name for p in (tmp_path / "again").iterdir()) == [".aflite.lock", "README.md", "data",
-                                                                      "manifest.json"]
+    assert sorted(p.name for p in (tmp_path / "again").iterdir()) == [".aflite.lock", "README.md", "croissant.json",
+                                                                      "data", "manifest.json"]
     assert again.manifest == json.loads((tmp_path / "again" / "manifest.json").read_text(encoding="utf-8"))
 
 
@@ -505,6 +505,6 @@ def test_the_docs_card_of_the_demo_is_consistent() -> None:
     assert render_card(manifest) == text
     assert verify_folder(folder).problems == []
     meta, _ = split_card(text)
-    assert meta["license"] == "cc-by-sa-4.0" and meta["configs"][0]["data_files"][0]["path"] == "filtered.tsv.gz"
+    assert meta["license"] == "cc-by-sa-4.0" and meta["configs"][0]["data_files"][0]["path"] == "data/train-00000-of-00001.parquet"
     for f in (folder / "README.md", folder / "manifest.json"):
         assert not re.search(r"(?<![\w.])/(?:tmp|work|home|root|Users|mnt)/", f.read_text(encoding="utf-8")), f

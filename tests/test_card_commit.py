@@ -104,7 +104,8 @@ def test_a_kill_at_a_rename_never_leaves_a_mix_and_a_rerun_completes(run: Path, 
     assert main(argv) == 0
     capsys.readouterr()
     assert verify_folder(card).ok and "license: cc-by-4.0" in (card / "README.md").read_text(encoding="utf-8")
-    assert sorted(snapshot(card)) == ["README.md", "data/train-00000-of-00001.parquet", "manifest.json"]  # no temporary
+    assert sorted(snapshot(card)) == ["README.md", "croissant.json", "data/train-00000-of-00001.parquet",
+                                      "manifest.json"]  # no temporary left
 
 
 @pytest.mark.slow
@@ -114,3 +115,48 @@ def test_a_kill_while_the_first_card_is_written_leaves_a_folder_that_says_so(run
     kill_at_rename(argv, card, 2)  # the pending manifest, then the data file: README.md not yet written
     assert not verify_folder(card).ok
     assert main(argv) == 0 and verify_folder(card).ok
+
+
+@pytest.fixture(scope="module")
+def run2(run: Path) -> Path:
+    """A second run of the same rows with another seed: another kept set, so that a mix of two cards shows."""
+    out = run.parent / "run2"
+    assert main(["run", str(run.parent / "small.tsv.gz"), "--out", str(out), "--featurizer", "ngram", "--quiet",
+                 "-m", "8", "--no-probe", "--seed", "3", "-k", "20"]) == 0
+    return out
+
+
+def loaded(folder: Path, tmp: Path) -> list[dict[str, str]] | None:
+    """The rows the real ``datasets.load_dataset`` reads from the folder (offline, fresh caches), or None when it
+    refuses the folder."""
+    datasets = pytest.importorskip("datasets")
+    mp = pytest.MonkeyPatch()
+    mp.setenv("HF_DATASETS_OFFLINE", "1")
+    mp.setenv("HF_HOME", str(tmp / "hf_home"))
+    try:
+        return list(datasets.load_dataset(str(folder), cache_dir=str(tmp / "hf_cache"))["train"])
+    except Exception:  # noqa: BLE001 - any refusal of the loader counts: the point is that it never reads a mix
+        return None
+    finally:
+        mp.undo()
+
+
+@pytest.mark.parametrize("nth", [2, pytest.param(1, marks=pytest.mark.slow), pytest.param(3, marks=pytest.mark.slow),
+                                 pytest.param(4, marks=pytest.mark.slow), pytest.param(5, marks=pytest.mark.slow)])
+def test_load_dataset_after_a_kill_at_a_rename_reads_one_whole_card_or_fails(run: Path, run2: Path, tmp_path: Path,
+                                                                             nth: int) -> None:
+    """Issue 56 item 3: a card replaced by another run's card, killed after its nth rename (1 the pending
+    manifest, 2 README.md's placeholder, 3 the data, 4 croissant.json, 5 README.md; 6 the manifest, after which
+    the card is committed): ``load_dataset`` either fails,
+    or reads one card whole: its README.md with its own rows — never the old card's README over the new data."""
+    card = tmp_path / "card"
+    write_card(run, card, license="mit")
+    write_card(run2, tmp_path / "new", license="cc-by-4.0")
+    cards = [((f / "README.md").read_bytes(), loaded(f, tmp_path / f.name)) for f in (card, tmp_path / "new")]
+    assert cards[0][1] is not None and cards[1][1] is not None and cards[0][1] != cards[1][1]
+    kill_at_rename(["card", str(run2), "--out", str(card), "--license", "cc-by-4.0"], card, nth)
+    rows = loaded(card, tmp_path / "after")
+    if rows is not None:
+        assert ((card / "README.md").read_bytes(), rows) in cards, "load_dataset read a mix of two cards"
+    elif nth >= 2:
+        assert "Unfinished card" in (card / "README.md").read_text(encoding="utf-8")

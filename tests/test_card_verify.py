@@ -63,7 +63,8 @@ def test_the_folder_loads_with_datasets_and_verifies_after_a_copy(run: Path, tmp
     card = tmp_path / "card"
     res = write_card(run, card, license="cc-by-4.0")
     # the lock every writer of a folder takes (aflite.rundir.lock), the card, its Parquet data and its manifest
-    assert sorted(p.name for p in card.iterdir()) == [".aflite.lock", "README.md", "data", "manifest.json"]
+    assert sorted(p.name for p in card.iterdir()) == [".aflite.lock", "README.md", "croissant.json", "data",
+                                                      "manifest.json"]
     assert sorted(p.name for p in (card / "data").iterdir()) == ["train-00000-of-00001.parquet"]
     copy = tmp_path / "downloaded" / "elsewhere"
     shutil.copytree(card, copy)
@@ -75,7 +76,7 @@ def test_the_folder_loads_with_datasets_and_verifies_after_a_copy(run: Path, tmp
     assert [[r[c] for c in header] for r in rows] == [line.split("\t") for line in written[1:]]
     assert len(rows) == res.manifest["filter"]["size_after"]
     assert main(["verify", str(copy)]) == 0
-    assert "the card verifies: 2 file(s)" in capsys.readouterr().out
+    assert "the card verifies: 3 file(s)" in capsys.readouterr().out
 
 
 def test_a_changed_byte_or_a_missing_file_fails_verification_naming_it(run: Path, tmp_path: Path,

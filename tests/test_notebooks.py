@@ -92,3 +92,30 @@ def test_the_rendered_notebook_draws_the_plots_in_a_browser(executed: Any, tmp_p
     assert all(b["error"] is None and b["plots"] == "1" for b in blocks), blocks
     assert [[d["id"].rsplit("-", 1)[1] for d in b["divs"]] for b in blocks] == [["phases", "labels"], ["tokens"]]
     assert all(d["svgs"] > 0 for b in blocks for d in b["divs"]), blocks
+
+
+@pytest.mark.slow  # two executions of the notebook and a build of the site
+def test_the_notebook_reruns_in_place_and_the_site_still_builds(tmp_path: Path) -> None:
+    """Issue 56 item 4: executed twice in its own folder (as a user reruns it in Jupyter), the notebook runs
+    without error both times, and the strict site build of that docs tree (``-W``) still passes with the folders
+    it left beside itself."""
+    pytest.importorskip("nbclient", reason="nbclient is not installed (the [dev] extra)")
+    pytest.importorskip("ipykernel", reason="ipykernel is not installed (the [dev] extra)")
+    pytest.importorskip("pandas")
+    pytest.importorskip("sphinx", reason="sphinx is not installed (the [docs] extra)")
+    import shutil
+
+    import render_notebooks as R
+    from test_docs_site import build
+
+    repo = tmp_path / "repo"
+    shutil.copytree(ROOT / "docs", repo / "docs", ignore=shutil.ignore_patterns("_build", "api"))
+    for name in ("README.md", "CONTRIBUTING.md", "CHANGELOG.md", "src", "scripts", "pyproject.toml"):
+        (repo / name).symlink_to(ROOT / name)
+    book = repo / "docs" / "notebooks" / "quickstart.ipynb"
+    for _ in range(2):
+        assert R.errors_of(R.execute(book, book.parent)) == []
+    assert (book.parent / "quickstart-run" / "results.json").is_file()
+    assert (book.parent / "quickstart-card" / "README.md").is_file()
+    proc = build(tmp_path / "site", docs=repo / "docs")
+    assert proc.returncode == 0, proc.stderr[-3000:]

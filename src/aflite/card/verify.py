@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from aflite.card.commit import FORMAT_PREFIX, PENDING
+from aflite.card.croissant import CROISSANT
 from aflite.card.facts import FORMAT
 from aflite.errors import InputError
 from aflite.hashing import file_sha256
@@ -100,12 +101,36 @@ def _verify_card(folder: Path, doc: dict[str, Any]) -> Verified:
         check_seal(doc, where)
     except InputError as exc:
         problems.append(str(exc))
+    bad = set()
     for name in sorted(files):
         problem = _check_file(folder, name, files[name], where)
         if problem:
             problems.append(problem)
+            bad.add(name)
     problems += _unlisted(folder, doc, files, where)
+    if CROISSANT in files and (folder / CROISSANT).is_file():
+        problems += _croissant(folder, bad)
     return Verified(folder, "card", len(files), problems)
+
+
+def _croissant(folder: Path, bad: set[str]) -> list[str]:
+    """croissant.json's FileObjects: each one a file of the card whose sha256 is the one Croissant lists (a file
+    already found changed against the manifest, in ``bad``, is not named twice)."""
+    path = folder / CROISSANT
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+        objects = [d for d in doc.get("distribution") or [] if isinstance(d, dict)]
+    except (OSError, ValueError, AttributeError) as exc:
+        return [f"{path}: not a Croissant file ({exc})"]
+    problems = []
+    for obj in objects:
+        url, want = str(obj.get("contentUrl") or ""), obj.get("sha256")
+        parts = Path(url).parts
+        if not url or Path(url).is_absolute() or ".." in parts or not (folder / url).is_file():
+            problems.append(f"{path}: its FileObject {obj.get('@id')!r} names {url!r}, not a file of the card")
+        elif url not in bad and file_sha256(folder / url) != want:
+            problems.append(f"{folder / url}: its sha256 differs from the one {path} lists")
+    return problems
 
 
 def _check_file(folder: Path, name: str, want: Any, where: Path) -> str | None:

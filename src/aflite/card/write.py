@@ -21,6 +21,7 @@ from typing import Any, ClassVar, TypeVar
 
 from aflite.atomic import check_output_path
 from aflite.card.commit import Source, check_clashes, commit_card, left_alone, manifest_text, own_files, planned_files
+from aflite.card.croissant import CROISSANT, croissant_text
 from aflite.card.data import DATA_FILE, parquet_of
 from aflite.card.facts import FORMAT, CardInputs, build_manifest, check_license_id
 from aflite.card.html import card_html, card_text
@@ -135,10 +136,15 @@ def write_card(run_dir: str | Path, out: str | Path, *, evaluate: str | Path | N
         data = {DATA_FILE: parquet}
         built["output"]["data"] = {"file": DATA_FILE, "format": "parquet", "columns": columns,
                                    "sha256": hashlib.sha256(parquet).hexdigest()}
-    if {CARD, MANIFEST} & set(data):
-        raise InputError(f"{filtered}: the run's data file is named like the card's own files ({CARD}, {MANIFEST})")
+    if {CARD, MANIFEST, CROISSANT} & set(data):
+        raise InputError(f"{filtered}: the run's data file is named like the card's own files ({CARD}, {MANIFEST}, "
+                         f"{CROISSANT})")
     facts = json.loads(manifest_text(built))  # as manifest.json will hold them
     sources: dict[str, Source] = {**data, CARD: render_card(facts).encode("utf-8")}
+    if DATA_FILE in data:  # the same facts in Croissant, for the platforms that read it (aflite.card.croissant)
+        parquet = data[DATA_FILE]
+        assert isinstance(parquet, bytes), "made in memory above"
+        sources[CROISSANT] = croissant_text(facts, DATA_FILE, parquet).encode("utf-8")
     check_clashes(out_p, sources, own_files(out_p))
     out_p.mkdir(parents=True, exist_ok=True)
     with holding_lock(out_p, "--out"):  # one writer at a time, as every command's folder (aflite.rundir.lock)
