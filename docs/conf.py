@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))  # the checkout's aflite, installed or not
 sys.path.insert(0, str(Path(__file__).resolve().parent / "_ext"))  # aflite_docs: the parser as the site shows it
 
-from aflite_docs import rst_text  # noqa: E402
+from aflite_docs import css_safe_ids, rst_text  # noqa: E402
 
 import aflite  # noqa: E402
 
@@ -65,7 +65,7 @@ nitpick_ignore_regex = [
 
 # MyST: the guides' links are relative file paths (readable on GitHub too); headings get anchors for #links
 myst_heading_anchors = 3
-myst_enable_extensions = ["colon_fence", "dollarmath"]
+myst_enable_extensions = ["colon_fence"]  # no dollarmath: a "$TMPDIR/..." pair became math, loaded from a CDN
 suppress_warnings = ["myst.header"]  # a guide may start at ## after its title's level-1 heading
 
 # the notebook runs at build time, in a temporary folder (its run, explain and card folders land there)
@@ -85,8 +85,11 @@ html_title = f"aflite {release}"
 html_theme_options = {
     "navigation_with_keys": False,
     "show_toc_level": 2,
+    "header_links_before_dropdown": 5,  # the rest under "More": short titles, so the menu fits a 1366 px screen
 }
+html_sidebars = {"**": ["sidebar-site-nav.html"]}  # docs/_templates: a section's pages, else the site's
 html_static_path: list[str] = []
+html_context = {"default_mode": "auto"}  # without it, a first visit's console says "Got invalid theme mode"
 
 _OPTIONS = re.compile(r"<!-- BEGIN generated:options -->.*?<!-- END generated:options -->", re.S)
 
@@ -127,6 +130,24 @@ def _site_links(text: str, where: Path) -> str:
     return _LINK.sub(fix, text)
 
 
+def guide_toctrees(guides: list[str], commands: list[str]) -> str:
+    """The user guide's two tables of contents on the site: *Commands* (each declared command with a page
+    ``docs/guide/<command>.md``, in ``aflite --help`` order) and *Beyond the commands* (the folder's other pages);
+    read from the declarations and the folder, so that a new command's page needs no index edit."""
+    listed = [c for c in commands if c in guides]
+    others = sorted(g for g in guides if g not in listed and g != "README")
+    blocks = [("Commands", [f"aflite {c} <{c}>" for c in listed]), ("Beyond the commands", others)]
+    return "".join(f"\n```{{toctree}}\n:caption: {caption}\n:maxdepth: 1\n\n" + "\n".join(entries) + "\n```\n"
+                   for caption, entries in blocks if entries)
+
+
+def _guide_index(app, docname: str, source: list[str]) -> None:  # noqa: ANN001
+    if docname == "guide/README":
+        from aflite.rundir.commands import declarations
+
+        source[0] += guide_toctrees([p.stem for p in (_DOCS / "guide").glob("*.md")], list(declarations()))
+
+
 def _source_links(app, docname: str, source: list[str]) -> None:  # noqa: ANN001
     source[0] = _site_links(source[0], (_DOCS / docname).parent)
     if docname.startswith("measured/"):  # raw tables linked from benchmarks.md and results.md, in no toctree
@@ -151,6 +172,8 @@ def _sizes_as_text(app, what, name, obj, options, lines: list[str]) -> None:  # 
 def setup(app):  # noqa: ANN001, ANN201
     app.connect("source-read", _options_from_parser)
     app.connect("source-read", _source_links)
+    app.connect("source-read", _guide_index)
     app.connect("include-read", _include_links)
     app.connect("autodoc-process-docstring", _sizes_as_text)
+    app.connect("doctree-read", css_safe_ids, priority=400)  # before the TOC collector (500) reads the ids
     return {"parallel_read_safe": True}

@@ -182,6 +182,19 @@ def test_one_error_family() -> None:
     assert issubclass(InputError, AfliteError) and issubclass(InputError, ValueError)
 
 
+def test_an_unusable_out_is_a_value_error_like_the_others(tmp_path: Path) -> None:
+    """Issue #59, 4: python.md says aflite's errors are ValueErrors, and OutputError was not one. A real refusal:
+    ``out`` is a file of the user's, which stays as it was."""
+    import aflite
+
+    taken = tmp_path / "notes.txt"
+    taken.write_text("mine\n", encoding="utf-8")
+    with pytest.raises(ValueError, match="notes.txt") as caught:
+        aflite.run(aflite.demo_dataset_path(), out=taken, featurizer="ngram", show_progress=False)
+    assert isinstance(caught.value, aflite.OutputError) and "OutputError" in aflite.__all__
+    assert taken.read_text(encoding="utf-8") == "mine\n"
+
+
 def test_cli_bad_C_is_one_line_and_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from aflite.cli import main
 

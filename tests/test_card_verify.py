@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import gzip
 import json
+import re
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -100,6 +102,41 @@ def test_a_changed_byte_or_a_missing_file_fails_verification_naming_it(run: Path
     assert main(["verify", str(copy)]) == 1
     line = capsys.readouterr().out.strip()
     assert "\n" not in line and line.startswith(f"{copy / 'manifest.json'}: edited after aflite wrote it")
+
+
+def test_the_lines_verify_md_shows_are_the_lines_verify_prints(run: Path, tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue #59, 5: docs/guide/verify.md's sample lines are what ``aflite verify`` prints (a changed size said
+    "lists 35187" beside "35,188 bytes"), with the folder written DIR and the figures as printed."""
+    card = tmp_path / "card"
+    write_card(run, card)
+    guide = (Path(__file__).resolve().parents[1] / "docs" / "guide" / "verify.md").read_text(encoding="utf-8")
+    shown = [re.sub(r"\d[\d,]*", "N", line) for line in re.findall(r"^\| `(DIR/[^`]+)` \|", guide, flags=re.M)]
+    raw: list[str] = []
+
+    def printed(change: Callable[[Path], None]) -> str:
+        copy = tmp_path / "copy"
+        shutil.rmtree(copy, ignore_errors=True)
+        shutil.copytree(card, copy)
+        change(copy)
+        assert main(["verify", str(copy)]) == 1
+        line = capsys.readouterr().out.strip()
+        raw.append(line)
+        return re.sub(r"\d[\d,]*", "N", line.replace(str(copy), "DIR").replace("filtered.tsv", "filtered.tsv.gz"))
+
+    def grow(copy: Path) -> None:
+        with (copy / "filtered.tsv").open("ab") as fh:
+            fh.write(b"x")
+
+    def same_size(copy: Path) -> None:
+        text = (copy / "README.md").read_bytes()
+        (copy / "README.md").write_bytes(text[:-2] + bytes([text[-2] ^ 1]) + text[-1:])
+
+    real = [printed(lambda c: (c / "filtered.tsv").unlink()), printed(grow), printed(same_size)]
+    assert real == shown[:3]
+    size = (card / "filtered.tsv").stat().st_size
+    assert size >= 1000 and raw[1].endswith(f": changed: {size + 1:,} bytes, but {tmp_path / 'copy' / 'manifest.json'} "
+                                            f"lists {size:,}")
 
 
 def test_verify_refuses_what_is_no_card_and_checks_a_run_folder(run: Path, tmp_path: Path,

@@ -470,6 +470,11 @@ def test_embed_refuses_to_replace_its_files_without_overwrite(tmp_path, tsv, cap
     assert code == 2
     assert "features.npy exists; pass --overwrite to replace it" in one_line_error(err, "embed")
     assert (out / "features.npy").read_bytes() == b"precious"
+    # changed since aflite wrote it (issue 55): --overwrite leaves it alone too, in one line naming it
+    code, _, err = cli(capsys, "embed", tsv, "--out", out, "--quiet", "--overwrite")
+    assert code == 2 and "features.npy" in one_line_error(err, "embed")
+    assert (out / "features.npy").read_bytes() == b"precious"
+    (out / "features.npy").unlink()
     assert cli(capsys, "embed", tsv, "--out", out, "--quiet", "--overwrite")[0] == 0
     assert np.load(out / "features.npy").shape[0] == 240
     # --resume (as `run` has it) goes on from what OUT holds: the same features, from the cache

@@ -373,6 +373,34 @@ def test_shared_tsv_no_quoting_gzip_round_trip(tmp_path):
     assert again.labels.tolist() == ds.labels[mask].tolist()
 
 
+def test_a_tsv_written_with_csv_quoting_is_read_as_written(tmp_path):
+    """Issue #59, 6: pandas' to_csv(sep="\\t") puts a field with a quote, a tab or a line break in quotes; the TSV
+    reader kept those quotes as text (and split a quoted line break into two broken rows)."""
+    pd = pytest.importorskip("pandas")
+    frame = pd.DataFrame({"premise": ['He said "hi".', "A tab\there.", "Two\nlines.", "Plain."],
+                          "hypothesis": ['"Quoted" whole.', "x", "y", 'z "q"'],
+                          "label": ["entailment", "neutral", "contradiction", "neutral"]})
+    p = tmp_path / "pandas.tsv"
+    frame.to_csv(p, sep="\t", index=False)
+    assert '"He said ""hi""."' in p.read_text(encoding="utf-8")  # the file does hold CSV quoting
+    ds = load_dataset(p)
+    assert list(ds.texts_a) == frame["premise"].tolist() and list(ds.texts_b) == frame["hypothesis"].tolist()
+    assert ds.ids.tolist() == ["row-0", "row-1", "row-2", "row-3"]
+    out = write_filtered(ds, np.array([True, False, True, False]), tmp_path / "kept.tsv")
+    back = pd.read_csv(out, sep="\t", keep_default_na=False)
+    pd.testing.assert_frame_equal(back, frame.iloc[[0, 2]].reset_index(drop=True))  # written back as it was
+
+
+def test_quotes_that_are_text_in_a_tsv_stay_text(tmp_path):
+    """GLUE's and SNLI's TSVs hold quotes as text; one field that is no CSV-quoted field keeps the whole file read
+    one row per line, even a field that alone would look quoted."""
+    p = tmp_path / "mnli.tsv"
+    p.write_text('premise\thypothesis\tlabel\n"An egg has got to hatch," he said.\tAn egg.\tentailment\n'
+                 '"Stop"\tHe spoke.\tneutral\n', encoding="utf-8")
+    ds = load_dataset(p)
+    assert list(ds.texts_a) == ['"An egg has got to hatch," he said.', '"Stop"']
+
+
 def test_shared_tsv_with_ids_and_extra_columns(tmp_path):
     p = tmp_path / "h.tsv"
     p.write_text("id\tpremise\thypothesis\tlabel\theuristic\nex0\tA b.\tB a.\tnon-entailment\tlexical_overlap\n")

@@ -117,6 +117,29 @@ def test_the_readme_sizes_of_the_bundled_sample_are_the_file_s() -> None:
     assert f"{len({r['premise'] for r in rows}):,} premise groups" in text
 
 
+def test_the_module_paths_the_pages_name_exist() -> None:
+    """Issue #59, 5: algorithm.md (and two other pages) named `aflite/kernels.py`, which moved to aflite/core/: every
+    `aflite/....py` a page names is a file of the package."""
+    pages = [ROOT / "README.md", ROOT / "CONTRIBUTING.md", *sorted((ROOT / "docs").glob("*.md")),
+             *sorted((ROOT / "docs" / "guide").glob("*.md"))]
+    named = {(page.name, m) for page in pages
+             for m in re.findall(r"`(?:src/)?(aflite/[\w/]+\.py)`", page.read_text(encoding="utf-8"))}
+    assert len(named) > 5
+    assert sorted((page, m) for page, m in named if not (ROOT / "src" / m).is_file()) == []
+
+
+def test_the_headline_reading_cites_only_figures_of_its_table() -> None:
+    """Issue #59, 5: the README's note under the headline table cited "single 43.2", a figure in no column of it
+    (the CPU columns had no single-iteration column): every figure the note names is a cell of the table."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    block = text.split("<!-- BEGIN generated:headline -->")[1].split("<!-- END generated:headline -->")[0]
+    cells = {c.strip().strip("*").split(" ± ")[0] for line in block.splitlines() if line.startswith("| ")
+             for c in line.strip("|").split("|")}
+    reading = block.strip().splitlines()[-1]
+    cited = re.findall(r"(?:single|D\(Φ\)|n-gram|MiniLM) ([+-]?\d+\.\d)\b", reading)
+    assert cited and [c for c in cited if c not in cells] == [], reading
+
+
 def test_the_readme_stays_under_10000_characters() -> None:
     """Issue 56 item 4: the README is the front page; detail belongs to the guides."""
     text = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")

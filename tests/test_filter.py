@@ -268,6 +268,16 @@ def test_bad_inputs_are_refused():
         af.fit(X[:, 0], y)
 
 
+def test_raw_text_is_refused_with_the_way_to_features():
+    """Issue #59, 6: sentences given to fit() were refused as "a 2-D matrix, got shape (40,)" (a list) or as
+    "dtype object" (a DataFrame of texts), with no word of how to make features."""
+    texts = [f"a man sleeps {i}" for i in range(40)]
+    y = np.array([0, 1] * 20)
+    for raw in (texts, np.array(texts), np.array([texts, texts], dtype=object).T):
+        with pytest.raises(InputError, match=r"got text: .*aflite\.featurize\(texts_a, texts_b\)\.X.*aflite\.run"):
+            AFLite().fit(raw, y)
+
+
 def test_incremental_greedy_keeps_partitions_uniform_size_and_resumes_exactly():
     X, y, biased = planted(300, d=4)
     kw = dict(target_size=150, n_partitions=16, train_size=60, slice_size=1, strategy="greedy", random_state=4)

@@ -168,10 +168,19 @@ def test_out_writes_the_usual_folder_with_a_rows_hash_and_a_card(tmp_path: Path)
     changed.loc[3, "hypothesis"] = "A different sentence."
     other = data.memory.rows_sha256(data.open_dataset(changed))
     assert other != results["dataset_sha256"]
-    card = aflite.write_card(tmp_path / "run", tmp_path / "card")
+    card = aflite.write_card(tmp_path / "run", tmp_path / "card", license="mit")
     readme = (tmp_path / "card" / "README.md").read_text(encoding="utf-8")
-    assert results["dataset_sha256"] in readme and "in-memory pandas DataFrame" in readme
-    assert "filtered.parquet" in readme and card.manifest["input"]["sha256"] == results["dataset_sha256"]
+    assert results["dataset_sha256"] in readme and "filtered.parquet" in readme
+    assert card.manifest["input"]["sha256"] == results["dataset_sha256"]
+    # issue #59, 6: the card was named "in-memory pandas DataFrame" and said "from given (--license)"
+    assert "\n# Rows of a pandas DataFrame, AFLite-filtered (Φ ngram, pair)\n" in readme
+    assert "**Source:** a pandas DataFrame given to `aflite.run` (no file):" in readme
+    assert "in-memory pandas DataFrame" not in readme and "from given" not in readme
+    assert "- **License:** `mit`, as given (`--license`; `license=` in Python)." in readme
+    aflite.run(frame, tmp_path / "titled", title="My NLI rows", **KW)
+    aflite.write_card(tmp_path / "titled", tmp_path / "titled_card")
+    assert "\n# My NLI rows, AFLite-filtered (Φ ngram, pair)\n" in (tmp_path / "titled_card" / "README.md").read_text(
+        encoding="utf-8")
 
 
 def test_a_datasets_dataset_keeps_its_class_labels(tmp_path: Path) -> None:
@@ -220,8 +229,11 @@ def test_bad_input_is_refused_in_one_line_naming_the_column(tmp_path: Path) -> N
     missing_text = frame.assign(hypothesis=[None] + frame["hypothesis"].tolist()[1:])
     with pytest.raises(InputError, match=r"row 0, column 'hypothesis': missing text"):
         aflite.run(missing_text, **KW)
-    with pytest.raises(InputError, match=r"cannot tell which column holds the text"):
+    with pytest.raises(InputError, match=r"cannot tell which column holds the text; the pandas DataFrame has "
+                                         r"columns 'id', 'a', 'b'"):  # not "the file" (issue #59, 6)
         aflite.run(frame.rename(columns={"premise": "a", "hypothesis": "b"}), **KW)
+    with pytest.raises(InputError, match=r"missing column 'gold' \(given by label=\); the pandas DataFrame has: "):
+        aflite.run(frame, label="gold", **KW)
     dup = frame.set_index(pd.Index(["x"] * len(frame))).drop(columns="id")
     with pytest.raises(InputError, match="duplicate id 'x'"):
         aflite.run(dup, **KW)

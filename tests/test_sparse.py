@@ -117,3 +117,22 @@ def test_partitions_are_the_dense_paths() -> None:
     assert np.mean(dense.n_correct == sparse.n_correct) > 0.95
     mask = draw_partitions(200, 4, 100, np.random.default_rng([1, 0]))
     assert np.array_equal(dense.n_heldout, (~mask).sum(1))
+
+
+def test_sparse_x_of_2_31_columns_is_refused_in_one_line_not_a_memory_error() -> None:
+    """Issue #55 item 6: a real CSR matrix of 2^31 (and more) columns and a few non-zeros. On main the fit allocated
+    dense weights of columns × models (1 TiB at 64 partitions) and raised MemoryError; now a ParameterError names the
+    limit before any copy of X, from AFLite.fit and from predictability alike."""
+    rng = np.random.default_rng(0)
+    n = 120
+    y = np.arange(n) % 2
+    for width in (2**31, 2**31 + 12345):
+        cols = rng.integers(0, width, size=3 * n)
+        X = sp.csr_matrix((np.ones(3 * n, np.float32), (np.repeat(np.arange(n), 3), cols)), shape=(n, width))
+        assert X.shape == (n, width) and X.nnz <= 3 * n
+        with pytest.raises(ParameterError) as fitted:
+            AFLite(**{**KW, "n_partitions": 64}).fit(X, y)
+        with pytest.raises(ParameterError) as scored:
+            predictability(X, y, n_partitions=64, train_size=0.5, random_state=0)
+        for msg in (str(fitted.value), str(scored.value)):
+            assert "\n" not in msg and f"{width:,} columns" in msg and "at most 2^31 - 1 = 2,147,483,647" in msg

@@ -203,6 +203,41 @@ def test_cli_writes_its_files(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     assert (out / "summary.md").read_text().splitlines()[2] == "**Verdict.** " + " ".join(saved["verdict"])
 
 
+def test_cli_verdict_states_the_tables_accuracies_for_every_separation(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue #59, 1: the verdict multiplied the (already percent) accuracies by 100 again and kept 3 of the 4
+    separations; stdout, summary.md and results.json must now state, for each separation, the mean of the table's
+    D and D(Φ) columns."""
+    import re
+
+    from aflite.cli import main
+
+    out = tmp_path / "syn"
+    assert main(["synthetic", "--seeds", "1", "--n-samples", "250", "-m", "16", "-n", "150", "--out", str(out),
+                 "--quiet"]) == 0
+    printed = capsys.readouterr().out
+    verdict = json.loads((out / "results.json").read_text())["verdict"]
+    # the table's rows as printed: "sep  model  D ± s  D(Φ) ± s  ...", the separation only on its first model's row
+    means: dict[str, list[tuple[float, float]]] = {}
+    sep = ""
+    for line in (out / "table.txt").read_text().split("What AFLite removed")[0].splitlines():
+        m = re.match(r"^(\d\.\d+)?\s+(SVM-RBF|Logistic Reg\.)\s+([\d.]+) ± [\d.]+\s+([\d.]+) ± ", line)
+        if m:
+            sep = m.group(1) or sep
+            means.setdefault(sep, []).append((float(m.group(3)), float(m.group(4))))
+    assert sorted(means) == sorted(str(s) for s in PAPER_SEPARATIONS)
+    assert len(verdict) == len(PAPER_SEPARATIONS)
+    for sentence, (sep, rows) in zip(verdict, means.items(), strict=True):
+        got = re.search(r"mean dev accuracy went from ([\d.]+)% on D to ([\d.]+)% on D\(Φ\)", sentence)
+        assert sentence.startswith(f"Separation {sep}: ") and got, sentence
+        assert float(got.group(1)) == pytest.approx(sum(d for d, _ in rows) / len(rows), abs=0.06)
+        assert float(got.group(2)) == pytest.approx(sum(f for _, f in rows) / len(rows), abs=0.06)
+    assert (out / "summary.md").read_text().splitlines()[2] == "**Verdict.** " + " ".join(verdict)
+    said = printed.splitlines()[-1]
+    assert said.startswith("verdict: Separation ") and all(f"Separation {s}: " in said for s in means)
+    assert " on D(Φ) (the rows AFLite kept; Φ: the features its models read)" in said
+
+
 @pytest.mark.parametrize("argv", [
     ["--seeds", "0"],
     ["--separations", "0.8,1.0"],

@@ -162,12 +162,12 @@ def test_synthetic_verdict_judges_the_biased_share_against_the_seed_spread():
     ms = {"mean": 0.0, "std": 0.0}
     s = {"0.7": {"n_runs": 3, "biased_fraction_before": {"mean": 0.30, "std": 0.01},
                  "biased_fraction_after": {"mean": 0.05, "std": 0.02},
-                 "accuracy_D": {"lr": dict(ms, mean=0.9)}, "accuracy_filtered": {"lr": dict(ms, mean=0.6)}},
+                 "accuracy_D": {"lr": dict(ms, mean=90.0)}, "accuracy_filtered": {"lr": dict(ms, mean=60.0)}},
          "1.0": {"n_runs": 3, "biased_fraction_before": {"mean": 0.30, "std": 0.05},
                  "biased_fraction_after": {"mean": 0.25, "std": 0.05}}}
     v = synthetic_verdict({"summary": s})
     assert v[0] == ("Separation 0.7: AFLite lowered the share of planted (biased) instances from 30.0% to 5.0% over "
-                    "3 seed(s), beyond the seed spread (±2.0); the models' mean accuracy went from 90.0% on D to "
+                    "3 seed(s), beyond the seed spread (±2.0); the models' mean dev accuracy went from 90.0% on D to "
                     "60.0% on D(Φ).")
     assert "within the seed spread (±5.0)" in v[1]
 

@@ -21,7 +21,8 @@ stays cheap (no scikit-learn, no PyTorch):
   :mod:`aflite.audit`, :mod:`aflite.evaluate` and :mod:`aflite.explain` packages; a package attribute cannot share
   a name with its sub-module, so they carry a longer name here);
 * a dataset card for the filtered release: :func:`write_card` (``aflite card``);
-* errors: :class:`ParameterError` and :class:`InputError` (both ``ValueError``), under :class:`AfliteError`.
+* errors: :class:`ParameterError`, :class:`InputError` and :class:`OutputError` (all ``ValueError``), under
+  :class:`AfliteError`.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from aflite.errors import AfliteError, InputError, ParameterError
+from aflite.errors import AfliteError, InputError, OutputError, ParameterError
 
 __version__ = "0.3.0"  # the one place: pyproject.toml reads it
 
@@ -62,7 +63,7 @@ _LAZY: dict[str, tuple[str, str]] = {
     "resolve_device": ("aflite.device", "resolve_device"),
 }
 
-__all__ = ["__version__", "AfliteError", "InputError", "ParameterError", *_LAZY]
+__all__ = ["__version__", "AfliteError", "InputError", "OutputError", "ParameterError", *_LAZY]
 
 
 def __getattr__(name: str) -> Any:

@@ -81,15 +81,18 @@ def storage_errors(path: str | os.PathLike[str]) -> Iterator[None]:
         raise
 
 
-_GUARDS: dict[str, Callable[[Path], None]] = {}  # an absolute folder -> its check of a path about to be written
+# an absolute folder -> its check of a path about to be written, and what it does once the path is written
+_GUARDS: dict[str, tuple[Callable[[Path], None], Callable[[Path], None] | None]] = {}
 
 
 @contextlib.contextmanager
-def guarded(folder: str | os.PathLike[str], check: Callable[[Path], None]) -> Iterator[None]:
+def guarded(folder: str | os.PathLike[str], check: Callable[[Path], None],
+            done: Callable[[Path], None] | None = None) -> Iterator[None]:
     """While the block runs, ``check(path)`` is called before every atomic write of a path below ``folder`` (it
-    raises to refuse the write)."""
+    raises to refuse the write), and ``done(path)`` once the path holds its new content (the folder records what
+    it wrote, byte for byte)."""
     key = os.path.abspath(folder)
-    _GUARDS[key] = check
+    _GUARDS[key] = (check, done)
     try:
         yield
     finally:
@@ -98,9 +101,23 @@ def guarded(folder: str | os.PathLike[str], check: Callable[[Path], None]) -> It
 
 def _guard(target: Path) -> None:
     where = os.path.abspath(target)
-    for folder, check in list(_GUARDS.items()):
+    for folder, (check, _) in list(_GUARDS.items()):
         if where.startswith(folder + os.sep):
             check(Path(where))
+
+
+def announce(target: str | os.PathLike[str]) -> None:
+    """Show a guarded folder a path about to be written by other means than :func:`atomic_open` (a memory map, a
+    folder renamed into place): refused or recorded there like an atomic write."""
+    _guard(Path(target))
+
+
+def wrote(target: str | os.PathLike[str]) -> None:
+    """Tell a guarded folder that ``target`` now holds what aflite wrote (after the rename into place)."""
+    where = os.path.abspath(target)
+    for folder, (_, done) in list(_GUARDS.items()):
+        if done is not None and where.startswith(folder + os.sep):
+            done(Path(where))
 
 
 @contextlib.contextmanager
@@ -125,6 +142,7 @@ def atomic_open(path: str | os.PathLike[str], mode: str = "w", encoding: str | N
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
+    wrote(target)
 
 
 @contextlib.contextmanager
@@ -146,6 +164,7 @@ def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
+    wrote(target)
 
 
 def new_memmap(path: str | os.PathLike[str], shape: tuple[int, ...], dtype: Any = np.float32) -> np.memmap:
@@ -154,6 +173,7 @@ def new_memmap(path: str | os.PathLike[str], shape: tuple[int, ...], dtype: Any 
     SIGBUS instead of raising; reserving the space turns that into one :class:`OutputWriteError` now (the
     half-made file is removed)."""
     p = Path(path)
+    announce(p)
     try:
         with storage_errors(p):
             mm = np.lib.format.open_memmap(p, mode="w+", dtype=dtype, shape=shape)

@@ -35,15 +35,17 @@ class UnknownKeywordError(ParameterError, TypeError):
     unknown keyword, and a :class:`ParameterError`, so that the folder claimed for the call is left as it was."""
 
 
-class OutputError(AfliteError):
+class OutputError(AfliteError, ValueError):
     """An output path that cannot be used (not writable, a file where a folder should be, someone else's
-    folder, a folder in use by another process); raised before any computation."""
+    folder, a folder in use by another process); raised before any computation. A ``ValueError``, as the other
+    errors of a bad call are, so that ``except ValueError`` catches every refusal of what was asked."""
 
 
 class OutputWriteError(OutputError, OSError):
     """A write that failed part-way (disk full, quota, read-only file system, permission): nothing was left
     half-written (see :mod:`aflite.atomic`), and the files already written stay, so a run can be resumed once
-    there is room. Also an :class:`OSError`, so code that handled the raw error still does."""
+    there is room. Also an :class:`OSError`, so code that handled the raw error still does (and, as every
+    :class:`OutputError`, a ``ValueError``)."""
 
     def __init__(self, message: str, errno: int | None = None) -> None:
         OSError.__init__(self, message)

@@ -16,12 +16,26 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["data_fingerprint", "dataset_fingerprint", "file_sha256", "files_fingerprint", "hash_parts",
-           "inputs_fingerprint", "json_digest"]
+__all__ = ["data_fingerprint", "data_fingerprints", "dataset_fingerprint", "file_sha256", "files_fingerprint",
+           "hash_parts", "inputs_fingerprint", "json_digest"]
 
 
 def data_fingerprint(texts_a: Sequence[str], texts_b: Sequence[str] | None, extra: Any = None) -> str:
     """sha256 of the texts (length-prefixed, so no separator can collide) and any extra JSON-able data."""
+    return data_fingerprints(texts_a, texts_b, extra)[1]
+
+
+def data_fingerprints(texts_a: Sequence[str], texts_b: Sequence[str] | None, extra: Any = None) -> tuple[str, str]:
+    """(the texts' fingerprint alone, that of the texts and ``extra``): :func:`data_fingerprint` of both, the texts
+    read once (a cache record holds both: the whole key and the input it was computed from)."""
+    h = _texts_hash(texts_a, texts_b)
+    alone = h.hexdigest()
+    if extra is not None:
+        h.update(json.dumps(extra, sort_keys=True, default=str).encode())
+    return alone, h.hexdigest()
+
+
+def _texts_hash(texts_a: Sequence[str], texts_b: Sequence[str] | None) -> Any:
     h = hashlib.sha256()
     for field in (texts_a, texts_b):
         if field is None:
@@ -32,9 +46,7 @@ def data_fingerprint(texts_a: Sequence[str], texts_b: Sequence[str] | None, extr
             raw = t.encode("utf-8", "surrogatepass")
             h.update(len(raw).to_bytes(8, "little"))
             h.update(raw)
-    if extra is not None:
-        h.update(json.dumps(extra, sort_keys=True, default=str).encode())
-    return h.hexdigest()
+    return h
 
 
 def hash_parts(*parts: Any) -> str:

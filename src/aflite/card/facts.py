@@ -26,6 +26,7 @@ from aflite.card.licenses import HUB_LICENSES, close_matches
 from aflite.card.limits import known_limits
 from aflite.check import CheckSummary
 from aflite.data import demo_dataset_path, option_label
+from aflite.data.files import MEMORY_PREFIX
 from aflite.errors import AfliteError, InputError, ParameterError
 from aflite.evaluate.tables import evaluate_verdict
 from aflite.explain.summaries import DataMapSummary, LabelIssueSummary, SurrogateSummary, TokenSummary
@@ -156,6 +157,15 @@ def check_license_id(given: Any) -> str | None:
     return ident
 
 
+GIVEN_LICENSE = "given (--license)"  # a license's source when the user named it (--license, license=)
+
+
+def memory_kind(name: str) -> str:
+    """What in-memory data were (``pandas DataFrame``), from the name the run recorded for them
+    (``in-memory pandas DataFrame``, :func:`aflite.data.memory.source_name`)."""
+    return name[len(MEMORY_PREFIX):] if name.startswith(MEMORY_PREFIX) else name
+
+
 def dataset_stem(name: str) -> str:
     """A data file's name without its compression and format suffixes (``snli_1.0_dev.tsv.gz`` ->
     ``snli_1.0_dev``): the dots inside a name are part of it."""
@@ -201,7 +211,7 @@ def input_license(sha: str | None, located: Path | None, given: str | None) -> d
                                  f"filtered subset keeps its source's license, so leave --license out")
         return known
     if given is not None:
-        return {"id": given, "name": None, "url": None, "source": "given (--license)", "attribution": None}
+        return {"id": given, "name": None, "url": None, "source": GIVEN_LICENSE, "attribution": None}
     return {"id": "unknown", "name": None, "url": None, "attribution": None,
             "source": "aflite does not know the input's license and none was given (--license); set it "
                       "before publishing"}
@@ -403,6 +413,8 @@ def build_manifest(inp: CardInputs, *, license: str | None = None) -> dict[str, 
     found = find(phi["featurizer"])
     images = (found is not None and found.modality == "image") or bool(phi["options"].get("image_model"))
     stem = dataset_stem(str(src["file"] or "data"))
+    if src.get("in_memory"):  # no file to be named after: the run's title (title=), else what the data were
+        stem = res.title or f"Rows of a {memory_kind(str(src['file']))}"
     manifest: dict[str, Any] = {
         "format": FORMAT,
         "generator": {"tool": "aflite card", "aflite": __version__},

@@ -12,6 +12,7 @@ import json
 import re
 from typing import Any
 
+from aflite.card.facts import GIVEN_LICENSE, memory_kind
 from aflite.card.frontmatter import dump
 from aflite.commands.summaries import warmup_line
 
@@ -96,6 +97,14 @@ def _value(v: Any) -> str:
     return f"{code(v)}" if isinstance(v, str) else f"{code(json.dumps(v, ensure_ascii=False, sort_keys=True))}"
 
 
+def source_text(src: dict[str, Any]) -> str:
+    """The input as the card names it: its file, or for data given in memory what it was (``a pandas DataFrame
+    given to aflite.run``), not the placeholder name the run recorded."""
+    if src.get("in_memory"):
+        return f"a {memory_kind(str(src['file']))} given to `aflite.run` (no file)"
+    return code(src["file"])
+
+
 def _table(head: list[str], rows: list[list[str]]) -> list[str]:
     return ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)] + ["| " + " | ".join(
         c.replace("|", "\\|") for c in r) + " |" for r in rows]
@@ -120,16 +129,18 @@ def _data(m: dict[str, Any]) -> list[str]:
         lines.append(f"- **Warm-up ids** (rows that fine-tuned Φ, not in D(Φ)): {code(out['warmup_ids']['file'])} "
                      f"(sha256 {code(out['warmup_ids']['sha256'])}).")
     sha = f"sha256 {code(src['sha256'])}{FOLDER_SHA if src.get('is_folder') else ''} ({src['sha256_source']})"
-    lines.append(f"- **Source:** {code(src['file'])}" + (f", {text(m['title'])}" if m.get("title") else "")
+    lines.append(f"- **Source:** {source_text(src)}" + (f", {text(m['title'])}" if m.get("title") else "")
                  + f": {num(src['rows'])} rows; {sha}; dataset fingerprint {code(src['dataset_fingerprint'])}.")
     if lic["id"] == "unknown":
         lines.append(f"- **License:** `unknown` — {lic['source']}.")
     else:
         named = (f" ({text(lic['name'])}" + (f", {lic['url']}" if lic.get("url") else "") + ")"
                  if lic.get("name") else "")
-        keeps = " D(Φ) is a subset of the input and keeps its license." if lic["source"] != "given (--license)" \
+        given = lic["source"] == GIVEN_LICENSE
+        keeps = " D(Φ) is a subset of the input and keeps its license." if not given \
             else " aflite does not know the input's license: check that this one allows publishing the subset."
-        lines.append(f"- **License:** {code(lic['id'])}{named}, from {text(lic['source'])}.{keeps}")
+        origin = "as given (`--license`; `license=` in Python)" if given else f"from {text(lic['source'])}"
+        lines.append(f"- **License:** {code(lic['id'])}{named}, {origin}.{keeps}")
     if lic.get("attribution"):
         lines.append(f"- **Attribution** (the source's citation): {text(lic['attribution'])}")
     return lines + [""]
@@ -306,7 +317,7 @@ def render_card(m: dict[str, Any]) -> str:
     """The whole README.md: ``---`` front matter ``---`` and the body. It depends on the manifest's content, not
     on its keys' order, so that ``manifest.json`` read back renders the same card."""
     body = [f"# {text(m['name'])}", "",
-            f"D(Φ): the rows of {code(m['input']['file'])} that AFLite kept — {num(m['filter']['size_before'])} → "
+            f"D(Φ): the rows of {source_text(m['input'])} that AFLite kept — {num(m['filter']['size_before'])} → "
             f"{num(m['filter']['size_after'])} rows. Every figure on this card is copied from the run's results.json "
             f"(and, where shown, from `aflite evaluate` and `aflite explain` on this run); `manifest.json` beside it "
             f"holds the same facts.", "",

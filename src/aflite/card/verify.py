@@ -143,7 +143,9 @@ def _check_file(folder: Path, name: str, want: Any, where: Path) -> str | None:
         return f"{path}: missing (listed in {where})"
     size = path.stat().st_size
     if size != want.get("size"):
-        return f"{path}: changed: {size:,} bytes, but {where} lists {want.get('size')!r}"
+        listed = want.get("size")
+        listed_text = f"{listed:,}" if isinstance(listed, int) else repr(listed)  # both sizes written alike
+        return f"{path}: changed: {size:,} bytes, but {where} lists {listed_text}"
     if file_sha256(path) != want.get("sha256"):
         return f"{path}: changed: its sha256 differs from the one {where} lists"
     return None

@@ -118,9 +118,17 @@ def _claim_output(args: argparse.Namespace) -> contextlib.AbstractContextManager
 
 def _check_before_claim(args: argparse.Namespace) -> None:
     """What the command would refuse later that needs neither the data nor the folder (the device, with the
-    cluster it runs beside), refused before --out is claimed: a refusal leaves the folder as it was."""
+    cluster it runs beside; a --cache-dir it cannot or must not write), refused before --out is claimed: a refusal
+    leaves the folder as it was."""
+    if getattr(args, "output", None) != "folder":
+        return
+    cache = getattr(args, "cache_dir", None)
+    if cache is not None:  # a file, read-only, inside another run folder: refused before --out is touched
+        from aflite.rundir.lock import check_cache_dir
+
+        check_cache_dir(cache, getattr(args, "out", None))
     device = getattr(args, "device", None)
-    if getattr(args, "output", None) != "folder" or not isinstance(device, str):
+    if not isinstance(device, str):
         return
     from aflite.device import ensemble_device
 

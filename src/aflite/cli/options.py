@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from aflite.device import DEVICE_HELP
+from aflite.errors import ParameterError
 from aflite.features.registry import COMMAND_OPTIONS, OPTIONS, default_text, featurizer_options, option_commands, takers
 
 __all__ = [
@@ -108,10 +109,26 @@ def partitions(text: str) -> int:
 
 # ----------------------------------------------------------------------------------------------- options
 def out_path(text: str) -> Path:
-    """``--out``'s value: an empty one is refused (``Path("")`` is the current folder, never meant by accident)."""
+    """``--out``'s value: an empty one is refused (``Path("")`` is the current folder, never meant by accident);
+    ``..`` resolved and an overlong name refused by the one rule every command follows
+    (:func:`aflite.rundir.lock.spelled_path`), before anything is touched."""
     if not text.strip():
         raise argparse.ArgumentTypeError("an empty path; give the folder to write into (\".\" for the current one)")
-    return Path(text)
+    return _spelled(text)
+
+
+def dir_path(text: str) -> Path:
+    """A folder flag's value other than ``--out`` (``--cache-dir``): spelled by the same rule as ``--out``."""
+    return _spelled(text)
+
+
+def _spelled(text: str) -> Path:
+    from aflite.rundir.lock import spelled_path
+
+    try:
+        return spelled_path(text)
+    except ParameterError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def add_out(p: argparse.ArgumentParser, *, default: str | None = None, what: str = "output folder") -> None:
@@ -162,7 +179,7 @@ def add_cluster(p: Any, *, what: str) -> None:
 
 def add_cache(p: Any, *, default: str = "OUT/cache", help: str | None = None) -> None:  # noqa: A002
     """``--cache-dir DIR`` (the library's ``cache_dir=``)."""
-    p.add_argument("--cache-dir", type=Path, default=None, metavar="DIR",
+    p.add_argument("--cache-dir", type=dir_path, default=None, metavar="DIR",
                    help=help or f"feature / model cache folder, reusable across runs (default {default})")
 
 

@@ -18,6 +18,7 @@ from aflite.cli.options import (
     size,
 )
 from aflite.rundir.commands import Command
+from aflite.verdict import define_terms
 
 
 def _separations(text: str) -> tuple[float, ...]:
@@ -108,6 +109,8 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(obj, indent=2, allow_nan=False))
     else:
         print(table, end="")
+        if obj.get("verdict"):  # the sentences results.json and summary.md open with, each symbol defined once
+            print("\nverdict: " + " ".join(define_terms(obj["verdict"])))
     return 0
 
 

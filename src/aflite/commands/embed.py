@@ -124,6 +124,7 @@ def embed(data_path: Any, out: str | os.PathLike[str] | RunFolder, *, featurizer
     # the build starts: results.json goes first; a partial image run is kept to resume unless starting over
     partial = (FEATURES + ".partial", FEATURES + ".progress.json")
     done_key = _finished_key(folder.path) if resume else None  # read before the build takes results.json away
+    folder.check_writes([FEATURES, "ids.txt", "labels.txt"])  # a file not aflite's: refused before the build
     folder.begin(keep=() if overwrite else (FEATURES, *partial))
     ds = data.open_dataset(data_path, reads=spec(featurizer).modality, skip_bad_images=skip_bad_images,
                            **dataset_options)

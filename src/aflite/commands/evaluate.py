@@ -20,6 +20,7 @@ from aflite.errors import ParameterError, UnknownKeywordError, takes_mappings
 from aflite.evaluate import EvaluateResult, compare_runs, load_eval_set, load_hans
 from aflite.rundir.folder import RunFolder, claims
 from aflite.rundir.lock import check_outside_runs
+from aflite.rundir.names import PAGE, RESULTS, SUMMARY_MD
 from aflite.rundir.results import recording_warnings
 
 __all__ = ["evaluate", "evaluate_files", "evaluation_sets", "parse_mapping"]
@@ -150,6 +151,8 @@ def evaluate(data: Any, runs: Sequence[str | os.PathLike[str]],
     cache = Path(cache_dir) if cache_dir is not None else (folder.path / "cache" if folder is not None else None)
     if cache is None:
         raise ParameterError("give out or cache_dir (features and models are cached there)")
+    if folder is not None:  # every name it writes, checked before the folder is touched (a user's tables.md)
+        folder.check_writes([*EvaluateResult.file_names, SUMMARY_MD, PAGE, RESULTS])
     report = compare_runs(data, runs, cache_dir=cache, **keywords)
     if folder is not None:
         folder.finish(report)

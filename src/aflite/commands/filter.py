@@ -78,6 +78,7 @@ class FilterResult(Result):
     state: FilterState | None = None
 
     def to_json(self) -> dict[str, Any]:
+        """results.json's body: the filter's summary (verdict, sizes, parameters, stop reason, label shift)."""
         return self.summary
 
     @property
@@ -104,6 +105,7 @@ class FilterResult(Result):
         return None
 
     def summary_md(self) -> str:
+        """summary.md: the verdict, the sizes and why the filter stopped."""
         return render_filter_summary(self.summary)
 
     def table(self) -> Table | None:

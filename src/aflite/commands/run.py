@@ -104,6 +104,7 @@ class RunResult(FilterResult):
         return rows
 
     def summary_md(self) -> str:
+        """summary.md: the verdict, the sizes, the label shift, the probe and examples of kept and removed rows."""
         assert self.state is not None and self.rows is not None
         return render_summary(self.summary, self.dataset, self.rows, self.state.predictability, self.state.keep)
 

@@ -18,7 +18,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from aflite.atomic import JSON
 from aflite.core.ensemble import LinearEnsemble, make_ensemble
-from aflite.core.sparse import SparseLogisticEnsemble, is_sparse
+from aflite.core.sparse import SparseLogisticEnsemble, check_columns, is_sparse
 from aflite.errors import InputError, ParameterError
 from aflite.splits import draw_partitions
 
@@ -174,6 +174,10 @@ def validate_inputs(X: ArrayLike, y: ArrayLike, groups: ArrayLike | None) -> tup
     Xs = _sparse_features(X) if is_sparse(X) else None  # scipy.sparse: its own path (aflite.core.sparse)
     # the dense checks see a sparse X's row count only (its values were checked without densifying it)
     Xd = np.zeros((Xs.shape[0], 1), np.float32) if Xs is not None else X if isinstance(X, np.ndarray) else np.asarray(X)
+    if _is_text(Xd):
+        raise InputError("features must be numbers, got text: AFLite filters a matrix Φ(x) of features, one row per "
+                         "instance; make one from the texts with aflite.featurize(texts_a, texts_b).X, or give the "
+                         "data to aflite.run(...), which featurizes and filters it")
     if Xd.ndim != 2:
         raise InputError(f"features must be a 2-D matrix, got shape {Xd.shape}")
     if Xd.dtype == object:  # numbers held as Python objects (pandas, lists of mixed types)
@@ -214,6 +218,13 @@ def validate_inputs(X: ArrayLike, y: ArrayLike, groups: ArrayLike | None) -> tup
     return (Xs if Xs is not None else Xd), ya, ga
 
 
+def _is_text(X: np.ndarray) -> bool:
+    """Whether ``X`` holds strings (a list of sentences, a DataFrame of text columns) rather than features."""
+    if X.dtype.kind in "US":
+        return True
+    return X.dtype == object and X.size > 0 and isinstance(X.flat[0], str | bytes)
+
+
 def _sparse_features(X: Any) -> Any:
     """A scipy sparse X as CSR float64, checked as a dense one is (numbers, finite, 2-D) on its stored values."""
     if X.ndim != 2:
@@ -222,6 +233,7 @@ def _sparse_features(X: Any) -> Any:
         raise InputError(f"features must be real numbers, got sparse dtype {X.dtype}")
     if X.shape[1] == 0:
         raise InputError(f"features have 0 feature(s) (shape={X.shape}) while a minimum of 1 is required.")
+    check_columns(X.shape)  # before any copy: a MemoryError is no answer
     Xa = X.tocsr().astype(np.float64)
     bad = np.flatnonzero(~np.isfinite(Xa.data))
     if len(bad):

@@ -28,9 +28,21 @@ from aflite.core.ensemble import FitStats, LinearEnsemble
 from aflite.core.store import pred_dtype
 from aflite.errors import ParameterError
 
-__all__ = ["BLOCK_FLOATS", "SparseLogisticEnsemble", "is_sparse", "lbfgs"]
+__all__ = ["BLOCK_FLOATS", "MAX_COLUMNS", "SparseLogisticEnsemble", "check_columns", "is_sparse", "lbfgs"]
 
 BLOCK_FLOATS = 1 << 24  # features × logits × models of one block's float64 weights (128 MiB)
+MAX_COLUMNS = 2**31 - 1  # the int32 column-index range: the most columns a sparse X may have
+
+
+def check_columns(shape: tuple[int, ...]) -> None:
+    """Refuse, in one line, a sparse X wider than :data:`MAX_COLUMNS`: a linear model holds dense weights of
+    features × logits (the sparse solver, one set per model: 16 GiB a model at 2^31 columns), so such an X would
+    otherwise fail deep inside a fit as a MemoryError."""
+    d = int(shape[1])
+    if d > MAX_COLUMNS:
+        raise ParameterError(f"sparse features have {d:,} columns; aflite takes at most 2^31 - 1 = {MAX_COLUMNS:,} "
+                             f"(a linear model's dense weights alone would need {8 * d / 2**30:,.0f} GiB): select "
+                             f"or hash the features into fewer columns first")
 
 
 def is_sparse(X: Any) -> bool:

@@ -1,5 +1,11 @@
-"""Line-based files: CSV (quoted; a record may span lines), TSV (no quoting: one record per line) and JSONL,
-each record kept with its raw bytes and first line number so that kept rows can be written back byte for byte."""
+"""Line-based files: CSV (quoted; a record may span lines), TSV and JSONL, each record kept with its raw bytes and
+first line number so that kept rows can be written back byte for byte.
+
+A TSV is one record per line with every character kept, quotes included (SNLI's and GLUE's TSVs hold quotes as
+text: ``"An egg has got to hatch," he said.``), unless it was written with CSV quoting, as pandas' ``to_csv(sep="\t")``
+and Python's csv module write it (a field holding a quote, a tab or a line break put in double quotes, its quotes
+doubled): a TSV with fields that start with a quote, which the csv module reads with no error and with as many fields
+in every record as in the header, is read that way (:func:`_tsv_is_quoted`)."""
 
 from __future__ import annotations
 
@@ -28,14 +34,19 @@ class _Table:
     gzip: bool
 
 
-def _read_delimited(path: Path, delimiter: str, quoting: bool) -> _Table:
-    """Read a CSV (quoted, records may span lines) or TSV (no quoting: one record per line) with a header."""
+def _read_delimited(path: Path, delimiter: str, quoting: bool | None) -> _Table:
+    """Read a CSV (quoted, records may span lines) or TSV with a header: ``quoting`` True reads CSV quoting, False
+    none (one record per line), None decides from the file (a TSV, see the module's docstring)."""
     data, gz = _read_bytes(path)
     lines = _split_lines(data)
     if not lines or not lines[0].strip():
         raise InputError(f"{path}: empty file (a header line is required)")
     texts = [_decode(path, raw, i + 1) for i, raw in enumerate(lines)]
-    if quoting:
+    if quoting is None:
+        quoted = _tsv_is_quoted(path, lines, texts, delimiter, gz)
+        if quoted is not None:
+            return quoted
+    elif quoting:
         return _read_csv_records(path, lines, texts, delimiter, gz)
     header = _strip_eol(texts[0]).split(delimiter)
     _check_header(path, header)
@@ -110,6 +121,20 @@ def _read_csv_records(path: Path, lines: list[bytes], texts: list[str], delimite
     if header is None:
         raise InputError(f"{path}: empty file (a header line is required)")
     return _Table(header, rows, raw, linenos, header_raw, gz)
+
+
+def _tsv_is_quoted(path: Path, lines: list[bytes], texts: list[str], delimiter: str, gz: bool) -> _Table | None:
+    """The table as the csv module reads it when the file was written with CSV quoting, else None (read it one
+    record per line). Only a file with a field that starts with a quote can differ; it counts as CSV-quoted when
+    the csv module reads all of it (strictly: a closing quote must end its field) with the header's number of
+    fields in every record, which a file with quotes as text (a field ``"Hi," she said``) does not pass."""
+    if not any(cell.startswith('"') for text in texts for cell in text.split(delimiter)):
+        return None
+    try:
+        table = _read_csv_records(path, lines, texts, delimiter, gz)
+    except InputError:
+        return None
+    return table
 
 
 def _check_header(path: Path, header: list[str]) -> None:

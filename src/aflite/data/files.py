@@ -81,12 +81,22 @@ def _strip_eol(text: str) -> str:
     return text.rstrip("\r\n")
 
 
+MEMORY_PREFIX = "in-memory "  # how aflite.data.memory.source_name names data given as an object, not a file
+
+
+def holder(where: str | os.PathLike[str]) -> str:
+    """What holds the columns a message lists: "the file", or for data given in memory what it is ("the pandas
+    DataFrame"), so that a DataFrame's user is not sent looking for a file."""
+    name = str(where)
+    return "the " + name[len(MEMORY_PREFIX):] if name.startswith(MEMORY_PREFIX) else "the file"
+
+
 def _missing_columns(path: Path, wanted: Sequence[str], present: Sequence[str], what: str = "column") -> None:
     missing = [c for c in wanted if c not in present]
     if missing:
         raise InputError(
             f"{path}: missing {what}{'s' if len(missing) > 1 else ''} {', '.join(map(repr, missing))}; "
-            f"the file has: {', '.join(map(repr, present)) or '(none)'}"
+            f"{holder(path)} has: {', '.join(map(repr, present)) or '(none)'}"
         )
 
 

@@ -22,6 +22,7 @@ import numpy as np
 from aflite.atomic import JSON, atomic_open
 from aflite.data.cells import check_cell_limit
 from aflite.data.columnar import _hf_label_names
+from aflite.data.files import MEMORY_PREFIX
 from aflite.data.text import (
     MAX_CELL_BYTES,
     Dataset,
@@ -57,7 +58,7 @@ def memory_kind(obj: Any) -> str | None:
 def source_name(source: Any) -> str:
     """How messages and results.json name the data: ``in-memory pandas DataFrame`` (...), else the path."""
     kind = memory_kind(source)
-    return f"in-memory {kind}" if kind is not None else str(source)
+    return f"{MEMORY_PREFIX}{kind}" if kind is not None else str(source)
 
 
 def load_memory(obj: Any, *, text_a: str | None = None, text_b: str | None = None, label: str | None = None,

@@ -43,11 +43,17 @@ class Columns(TypedDict, total=False):
     and ``--path-column``, and ``label_map`` (raw label → class name; Python only). Typed once here, taken as
     ``**columns: Unpack[Columns]``, so that a type checker and an editor know them on every entry point."""
 
+    #: the first text column (a premise; the only text of a single-text task), ``--text-a``
     text_a: str | None
+    #: the second text column (a hypothesis), ``--text-b``
     text_b: str | None
+    #: the label column, ``--label``
     label: str | None
+    #: the column of row ids (default: the row numbers), ``--id-column``
     id_column: str | None
+    #: the column of image paths in a table of images, ``--path-column``
     path_column: str | None
+    #: raw label → class name (``{0: "entailment", ...}``); Python only
     label_map: dict[Any, str] | None
 
 

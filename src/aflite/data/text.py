@@ -20,7 +20,7 @@ from aflite.data.cells import check_cell_limit, check_label_apart, label_of, row
 from aflite.data.columnar import _hf_label_names, _load_hf, _read_parquet
 from aflite.data.delimited import _read_delimited, _read_jsonl
 from aflite.data.families import twin_families
-from aflite.data.files import PathLike, _base_suffix, _check_exists, _read_bytes
+from aflite.data.files import PathLike, _base_suffix, _check_exists, _read_bytes, holder
 from aflite.data.options import _CLI_NAMES, _opt
 from aflite.errors import InputError, ParameterError
 
@@ -110,8 +110,9 @@ def load_dataset(
     max_cell_bytes: int | None = MAX_CELL_BYTES,
 ) -> Dataset:
     """Load a text dataset, recognising SNLI/MNLI JSONL, GLUE TSVs (MNLI, QNLI, RTE), the project's
-    premise/hypothesis TSV (gzip, no quoting) and generic CSV/TSV/JSONL/Parquet/HF datasets with named
-    columns.
+    premise/hypothesis TSV (gzip) and generic CSV/TSV/JSONL/Parquet/HF datasets with named columns. A TSV keeps
+    its quotes as text, unless it was written with CSV quoting (pandas' ``to_csv(sep="\t")``): then it is read as
+    written (:mod:`aflite.data.delimited`).
 
     Rows whose gold label is ``-`` (no annotator consensus; -1 in HF datasets) are dropped and counted in
     ``dropped``. ``label_map`` turns raw labels (e.g. 0/1/2) into names; a raw label absent from it is an
@@ -177,7 +178,7 @@ class _Records:
 
 
 def _table_records(p: Path, fmt: str, roles: dict[str, str | None]) -> _Records:
-    table = _read_delimited(p, "\t" if fmt == "tsv" else ",", quoting=fmt == "csv")
+    table = _read_delimited(p, "\t" if fmt == "tsv" else ",", quoting=True if fmt == "csv" else None)
     if not table.rows:
         raise InputError(f"{p}: no data rows (only a header)")
     schema, cols = _resolve_columns(p, fmt, table.columns, roles)
@@ -326,18 +327,19 @@ def _resolve_columns(
     guess.update({k: v for k, v in roles.items() if v is not None})
     if guess["text_a"] is None:
         raise InputError(
-            f"{path}: cannot tell which column holds the text; the file has columns "
+            f"{path}: cannot tell which column holds the text; {holder(path)} has columns "
             f"{', '.join(map(repr, columns))}; name it with {_opt('text_a')} (and {_opt('text_b')}, {_opt('label')})"
         )
     if guess["label"] is None:
         raise InputError(
-            f"{path}: no label column found; the file has columns {', '.join(map(repr, columns))}; name it with "
+            f"{path}: no label column found; {holder(path)} has columns {', '.join(map(repr, columns))}; name it with "
             f"{_opt('label')}"
         )
     for role, col in guess.items():
         if col is not None and col not in columns:
             given = f" (given by {_opt(role)})" if roles.get(role) is not None else ""
-            raise InputError(f"{path}: missing column {col!r}{given}; the file has: {', '.join(map(repr, columns))}")
+            raise InputError(f"{path}: missing column {col!r}{given}; {holder(path)} has: "
+                             f"{', '.join(map(repr, columns))}")
     return schema, guess
 
 
@@ -436,7 +438,7 @@ def _column_groups(path: Path, ds: Dataset, column: str, all_cols: list[str]) ->
     elif column == cols.get("label"):
         raise ParameterError(f"{_opt('groups')} {column!r}: the label column cannot be the group")
     else:
-        raise InputError(f"{path}: missing column {column!r} (given by {_opt('groups')}); the file has: "
+        raise InputError(f"{path}: missing column {column!r} (given by {_opt('groups')}); {holder(path)} has: "
                          f"{', '.join(map(repr, all_cols))}")
     empty = [i for i, v in enumerate(values) if v is None or str(v).strip() == ""]
     if empty:

@@ -55,7 +55,7 @@ def twins_warning(what: str, n_twins: int, n_rows: int, example: Any, group_by: 
             f"(counterfactual twins, e.g. {ex!r}); folds grouped by {group_by} can train on such a text with one "
             f"label and test it with another, which pulls accuracy below the majority rate. Group the twins "
             f"together with {_opt('groups')} twins (families of rows joined by a shared premise or hypothesis), "
-            f"or {_opt('groups')} COLUMN when the file has a family id column.")
+            f"or {_opt('groups')} COLUMN when the data has a family id column.")
 
 
 def warn_twins(ds: Dataset, views: Sequence[str], group_by: str, file: Any = None) -> list[str]:

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from aflite.atomic import atomic_open
+from aflite.atomic import announce, atomic_open, wrote
 from aflite.data.columnar import _load_hf, _read_parquet
 from aflite.data.files import PathLike
 from aflite.data.memory import write_memory
@@ -94,6 +94,7 @@ def _eol(parts: list[bytes]) -> bytes:
 
 
 def _save_dir_atomically(ds: Any, out: Path) -> None:
+    announce(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
     try:
@@ -109,3 +110,4 @@ def _save_dir_atomically(ds: Any, out: Path) -> None:
         with contextlib.suppress(FileNotFoundError):
             shutil.rmtree(tmp)
         raise
+    wrote(out)

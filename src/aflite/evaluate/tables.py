@@ -41,6 +41,7 @@ class EvaluateResult(Result):
     as a folder (``aflite evaluate``): tables.md and accuracy.png besides the last files."""
 
     command: ClassVar[str] = "evaluate"
+    file_names: ClassVar[tuple[str, ...]] = ("tables.md", "accuracy.png")  # what write_files writes
     out: Path | None
     results: list[ScoreRecord]  # one per (model, training set, seed)
     aggregate: Aggregate
@@ -70,8 +71,9 @@ class EvaluateResult(Result):
         return evaluate_page(document, folder)
 
     def write_files(self, out: Path) -> None:
-        write_text(out / "tables.md", self.tables)
-        plot_report(self, out / "accuracy.png")
+        tables, chart = self.file_names
+        write_text(out / tables, self.tables)
+        plot_report(self, out / chart)
 
 
 Metric: TypeAlias = Literal["own_heldout", "original_heldout"]  # the held-out part a Table 3 reads

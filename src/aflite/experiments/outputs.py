@@ -92,8 +92,10 @@ def save_bench(res: JSON, report: str, out: str | os.PathLike[str] | RunFolder, 
 
 
 def synthetic_verdict(obj: JSON) -> list[str]:
-    """``aflite synthetic``: per separation, the share of planted (biased) instances before and after filtering
-    and the models' accuracy on D against D(Φ), judged against the spread over seeds."""
+    """``aflite synthetic``: per separation (every one the run made, so that none is silently left out), the share
+    of planted (biased) instances before and after filtering, judged against the spread over seeds, and the models'
+    dev accuracy on D against D(Φ). The shares are fractions (shown ×100); the accuracies are already percentages,
+    as :func:`aflite.experiments.synthetic.format_table` prints them."""
     out: list[str] = []
     for sep, s in (obj.get("summary") or {}).items():
         before, after = s.get("biased_fraction_before") or {}, s.get("biased_fraction_after") or {}
@@ -102,15 +104,20 @@ def synthetic_verdict(obj: JSON) -> list[str]:
             continue
         spread = max(number(after.get("std")) or 0.0, number(before.get("std")) or 0.0, MIN_SPREAD)
         judged = ("beyond" if b - a > SPREAD_FACTOR * spread else "within")
-        acc_d = [number(v.get("mean")) for v in (s.get("accuracy_D") or {}).values()]
-        acc_f = [number(v.get("mean")) for v in (s.get("accuracy_filtered") or {}).values()]
-        pairs = [(x, y) for x, y in zip(acc_d, acc_f, strict=False) if x is not None and y is not None]
-        acc = ""
-        if pairs:
-            mean_d = sum(x for x, _ in pairs) / len(pairs)
-            mean_f = sum(y for _, y in pairs) / len(pairs)
-            acc = f"; the models' mean accuracy went from {100 * mean_d:.1f}% on D to {100 * mean_f:.1f}% on D(Φ)"
+        acc = _accuracy_clause(s.get("accuracy_D") or {}, s.get("accuracy_filtered") or {})
         out.append(f"Separation {sep}: AFLite lowered the share of planted (biased) instances from {100 * b:.1f}% to "
                    f"{100 * a:.1f}% over {s.get('n_runs')} seed(s), {judged} the seed spread (±{100 * spread:.1f})"
                    f"{acc}.")
-    return out[:3]
+    return out
+
+
+def _accuracy_clause(acc_d: JSON, acc_f: JSON) -> str:
+    """The models' mean dev accuracy (in %, as the summary holds it) on D and on D(Φ), over the models that have
+    both; empty when none has."""
+    pairs = [(x, y) for x, y in ((number((acc_d.get(m) or {}).get("mean")), number((acc_f.get(m) or {}).get("mean")))
+                                 for m in acc_d) if x is not None and y is not None]
+    if not pairs:
+        return ""
+    mean_d = sum(x for x, _ in pairs) / len(pairs)
+    mean_f = sum(y for _, y in pairs) / len(pairs)
+    return f"; the models' mean dev accuracy went from {mean_d:.1f}% on D to {mean_f:.1f}% on D(Φ)"

@@ -20,7 +20,7 @@ from aflite.device import check_precision, torch_device
 from aflite.encoders.onnx_text import resolve_backend
 from aflite.errors import InputError, ParameterError
 from aflite.features.registry import find
-from aflite.hashing import data_fingerprint
+from aflite.hashing import data_fingerprints
 from aflite.progress import tqdm  # Jupyter: a widget bar, or none without ipywidgets
 
 log = logging.getLogger("aflite.features")
@@ -45,8 +45,23 @@ def cache_key(
     """The identity of a featurizer's output on these inputs: texts, featurizer, view, options and ``key_facts``
     (what else decides the output: the warm-up's labels, image files' sizes and times; under the key "extra", so that
     caches written before the name changed stay valid)."""
+    return str(cache_identity(texts_a, texts_b, name, view, options, key_facts)["key"])
+
+
+def cache_identity(
+    texts_a: Sequence[str],
+    texts_b: Sequence[str] | None,
+    name: str,
+    view: str,
+    options: JSON,
+    key_facts: Any = None,
+) -> JSON:
+    """The whole of :func:`cache_key`, part by part, as a cache record holds it: the format, featurizer, view,
+    options and ``extra``, the fingerprint of the inputs alone (``inputs``) and the ``key`` of them all, so that a
+    record found under a stem can be told to be this input's, or another dataset's or options' (and which)."""
     meta = {"format": CACHE_FORMAT, "featurizer": name, "view": view, "options": options, "extra": key_facts}
-    return data_fingerprint(texts_a, texts_b, meta)
+    inputs, key = data_fingerprints(texts_a, texts_b, meta)
+    return {**meta, "inputs": inputs, "key": key}
 
 
 @runtime_checkable
@@ -89,6 +104,7 @@ class FeatureJob:
     shards: Any = None
     chunked: Any = None  # the chunk loop of aflite.features.cache (kept there with the cache layout)
     read_only: tuple[Path, ...] = ()  # featurize's read-only cache folders (a combination's parts look there too)
+    identity: JSON | None = None  # cache_identity of this call: what its cache record holds and is checked against
 
     def run_chunks(self, feat: Any, a: list[str], b: list[str] | None) -> np.ndarray:
         """``feat.transform`` chunk by chunk: on a cluster's shards when given, else resumably in this process."""

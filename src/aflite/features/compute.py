@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from aflite.atomic import JSON
+from aflite.atomic import JSON, announce
 from aflite.errors import InputError, ParameterError
 from aflite.features.base import (
     DEFAULT_CHUNK_SIZE,
@@ -24,6 +24,7 @@ from aflite.features.base import (
     Matrix,
     Plain,
     apply_view,
+    cache_identity,
     cache_key,
     log,
 )
@@ -120,14 +121,16 @@ def featurize(
     job = FeatureJob(featurizer, view, a, b, y, opts, key_facts, None, "", chunk_size, show_progress, shards,
                      transform_chunked, tuple(map(Path, read_only)))
     if cache_dir is not None or read_only:
-        job.stem = f"{featurizer}-{view}-{cache_key(a, b, featurizer, view, opts, key_facts or None)[:20]}"
-        found = read_only_hit(read_only, job.stem)
+        job.identity = cache_identity(a, b, featurizer, view, opts, key_facts or None)
+        job.stem = f"{featurizer}-{view}-{job.identity['key'][:20]}"
+        found = read_only_hit(read_only, job.stem, job.identity)
         if found is not None:
             return Features(found[0], rows, warmup_rows, featurizer, view, opts, found[1], True, found[2])
     if cache_dir is not None:
         job.cache = Path(cache_dir)
+        announce(job.cache)  # inside a run folder: the folder records its cache as aflite's
         job.cache.mkdir(parents=True, exist_ok=True)
-        hit = load_cached(job.cache, job.stem)
+        hit = load_cached(job.cache, job.stem, identity=job.identity)
         if hit is not None:
             log.info("features loaded from cache %s", job.cache / job.stem)
             return Features(hit[0], rows, warmup_rows, featurizer, view, opts,

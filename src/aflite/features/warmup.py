@@ -23,13 +23,14 @@ from aflite.features.base import (
     DEFAULT_MAX_LENGTH,
     BackendEncoder,
     FeatureJob,
-    cache_key,
+    cache_identity,
     check_gpu_options,
     embed_pipelined,
     log,
     precision_option,
     progress_bar,
 )
+from aflite.features.cache import tie, tied
 from aflite.hashing import data_fingerprint
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -198,16 +199,18 @@ class WarmupFeaturizer(BackendEncoder):
         assert warmup_rows is not None
         a, b, y = job.a, job.b, np.asarray(job.y)
         model_file = None
+        model_id: JSON = {}
         if job.cache is not None:
-            mkey = cache_key(a, b, job.name, job.view, {k: v for k, v in job.options.items() if k != "backend"},
-                             job.key_facts)
-            model_file = job.cache / f"{job.name}-{job.view}-{mkey[:20]}.warmup.pt"
-        if model_file is not None and model_file.is_file():
+            model_id = cache_identity(a, b, job.name, job.view,
+                                      {k: v for k, v in job.options.items() if k != "backend"}, job.key_facts)
+            model_file = job.cache / f"{job.name}-{job.view}-{model_id['key'][:20]}.warmup.pt"
+        if model_file is not None and tied(model_file, model_id, "warm-up model"):  # this input's, bytes unchanged
             self.load(model_file)
         else:
             self.fit([a[i] for i in warmup_rows], None if b is None else [b[i] for i in warmup_rows], y[warmup_rows])
             if model_file is not None:
                 self.save(model_file)
+                tie(model_file, model_id)
         info = {"warmup_steps": self.steps_, "warmup_final_loss": self.train_log_[-1] if self.train_log_ else None,
                 "warmup_rows": len(warmup_rows),
                 **warmup_loss_summary(self.train_log_, len(np.unique(y[warmup_rows])))}

@@ -28,7 +28,7 @@ import csv
 import functools
 import inspect
 import os
-import shutil
+import sys
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
@@ -42,11 +42,16 @@ from aflite.rundir.bodies import parse
 from aflite.rundir.lock import (
     OutputFolder,
     claim_output,
-    foreign_of,
+    forget_files,
     holds_run,
+    identity,
     pause_point,
     read_marker,
+    record_files,
+    record_of,
     record_written,
+    recorded_files,
+    unchanged,
     written_of,
 )
 from aflite.rundir.manifest import listing
@@ -73,6 +78,7 @@ class RunFolder:
         self._mine: set[str] = set()  # names recorded as aflite's by this process
         self._users: set[str] | None = None  # the user's entries when the command claimed the folder
         self._guard: contextlib.ExitStack | None = None
+        self._identity = identity(self.path)  # the folder claimed: (device, inode) of where the path leads now
 
     @classmethod
     def claim(cls, path: str | os.PathLike[str], command: str, *, overwrite: bool = False, resume: bool = False,
@@ -108,7 +114,7 @@ class RunFolder:
     def __enter__(self) -> RunFolder:
         self.users()  # taken now: what appears from here on is the command's
         self._guard = contextlib.ExitStack()
-        self._guard.enter_context(guarded(self.path, self._check_write))
+        self._guard.enter_context(guarded(self.path, self._check_write, self._wrote))
         return self
 
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
@@ -119,28 +125,69 @@ class RunFolder:
 
     # ------------------------------------------------------------------------------------------------ ownership
     def written(self) -> set[str]:
-        """The top-level names aflite wrote here (the marker's list): the only ones it may replace or remove."""
+        """The top-level names aflite wrote here (the marker's plain names, and this process's own writes)."""
         return written_of(self.path, read_marker(self.path)) | self._mine
 
+    def _own(self, name: str, marker: dict[str, Any] | None) -> bool:
+        """Whether aflite may replace or remove the entry ``name``: written by this process, or a plain name the
+        marker lists whose entry is exactly what aflite recorded writing (or absent; Φ's cache folder, which is
+        content-addressed and never removed, is aflite's when the marker lists it)."""
+        if name in self._mine:
+            return True
+        if name not in written_of(self.path, marker):
+            return False
+        entry = self.path / name
+        if not (entry.exists() or entry.is_symlink()):
+            return True
+        if name == CACHE and entry.is_dir() and not entry.is_symlink():
+            return True
+        return unchanged(self.path, name, marker)
+
     def users(self) -> set[str]:
-        """The entries here that aflite did not write: the user's, there when this command claimed the folder
-        (whether before aflite first claimed it or added since); what appears while the command runs is its own."""
-        present = set(foreign_of(self.path, read_marker(self.path))) - self._mine
+        """The entries here that are not aflite's: not listed in the marker, or listed but no longer what aflite
+        recorded writing (judged when the command claimed the folder), and whatever appears while the command runs
+        that it did not write itself: aflite never adopts what it finds."""
+        marker = read_marker(self.path)
+        try:
+            present = {e.name for e in self.path.iterdir()} - {MARKER, LOCK}
+        except OSError:
+            return set()
         if self._users is None:
-            self._users = present
-        return present & self._users
+            self._users = {n for n in present if not self._own(n, marker)}
+        ours = written_of(self.path, marker) | self._mine
+        return ((present & self._users) | (present - ours)) - self._mine
+
+    def _why_not_ours(self, name: str) -> str:
+        """Why ``name`` is not aflite's, in words: what the marker says of it (a hint at the marker when that is the
+        cause, and how to recover)."""
+        marker = read_marker(self.path)
+        lost = self._claim is not None and self._claim.lost_marker
+        if lost:
+            return (f"the folder had no readable {MARKER} (aflite's record of what it wrote) when this command "
+                    f"claimed it, so every entry there counts as yours; if it is aflite's own output of an earlier "
+                    f"run, move or delete it yourself, or choose another {option_label('--out', 'out')}")
+        if name in written_of(self.path, marker):
+            why = ("its bytes differ from what aflite recorded writing" if name in recorded_files(marker) else
+                   f"{MARKER} lists the name but records no sha256 of it")
+            return f"{why}, so aflite cannot tell it is its own; if it is, move or delete it yourself"
+        return ""
 
     def _refusal(self, name: str, *, begun: bool = False) -> OutputError:
         out = option_label("--out", "out")
         kept = ("it stays as it is, as does every other file of yours; the folder holds no committed run until the "
                 "command runs again" if begun else
                 "nothing was replaced or removed: your files and the last committed run stay as they are")
-        return OutputError(f"{self.path / name}: not written by aflite, and `aflite {self.command}` writes a file of "
-                           f"that name; {kept}. Move it away or choose another {out}")
+        entry = self.path / name
+        mine = "a folder" if entry.is_dir() and not entry.is_symlink() else "a file"
+        theirs = "a folder" if name == CACHE else "a file"
+        why = self._why_not_ours(name)
+        return OutputError(f"{entry}: {mine} not written by aflite, and `aflite {self.command}` writes {theirs} of "
+                           f"that name; {kept}. {why + '. ' if why else ''}Move it away or choose another {out}")
 
     def check_writes(self, names: Iterable[str], *, inputs: Iterable[Any] = ()) -> None:
         """Refuse, before anything is computed or written, a top-level name the command will write that is the
         user's, and an input file inside the folder that the command would write over or remove."""
+        names = list(names)
         users = self.users()
         for name in names:
             if name in users:
@@ -157,13 +204,31 @@ class RunFolder:
     def _check_write(self, path: Path) -> None:
         """Before every atomic write below the folder: a user's entry is refused, a new name recorded as aflite's
         before its file is created."""
-        name = path.relative_to(self.path.absolute()).parts[0]
+        self.check_same_folder()
+        name = Path(os.path.abspath(path)).relative_to(os.path.abspath(self.path)).parts[0]
         if name in self._mine or name in (MARKER, LOCK):
             return
         if name in self.users():
             raise self._refusal(name, begun=self._begun)
         record_written(self.path, [name])
         self._mine.add(name)
+
+    def check_same_folder(self) -> None:
+        """Refuse to write or commit once the path leads elsewhere than the folder claimed (its parent deleted,
+        moved, or replaced by a link since): aflite writes only into the folder it claimed and locked."""
+        if self._identity is not None and identity(self.path) != self._identity:
+            raise OutputError(f"{option_label('--out', 'out')} {self.path}: no longer the folder this command claimed "
+                              f"(it or a parent was deleted, moved or replaced by a link while the command ran); "
+                              f"nothing more was written or committed: run the command again")
+
+    def _wrote(self, path: Path) -> None:
+        """After every atomic write directly inside the folder: its sha256 and size recorded in the marker, so that
+        a later command replaces or removes it only while it is still exactly that."""
+        where = Path(os.path.abspath(self.path))
+        if Path(os.path.abspath(path)).parent == where and path.name in self._mine:
+            record = record_of(path)
+            if record is not None:
+                record_files(self.path, {path.name: record})
 
     # ------------------------------------------------------------------------------------------------ build
     def holds_run(self) -> bool:
@@ -188,22 +253,31 @@ class RunFolder:
         if self._begun:
             return
         writes = list(writes)
-        self.check_writes(writes)
+        self.check_same_folder()
+        self.check_writes([*writes, RESULTS, SUMMARY_MD])  # every command commits these two
         self._begun = True
+        marker = read_marker(self.path)
         earlier = self.written() - self._mine  # what aflite wrote before this command (its own writes stay)
         with storage_errors(self.path / RESULTS):
             self.path.mkdir(parents=True, exist_ok=True)
-            record_written(self.path, writes)
-            self._mine.update(writes)
+            record_written(self.path, [*writes, RESULTS])
+            self._mine.update([*writes, RESULTS])
             with contextlib.suppress(FileNotFoundError):
                 (self.path / RESULTS).unlink()
         pause_point("begun")
+        removed = []
         for name in sorted(earlier - {*keep, RESULTS, CACHE, MARKER, LOCK}):
             entry = self.path / name
-            if entry.is_dir() and not entry.is_symlink():
-                shutil.rmtree(entry)
-            else:
-                entry.unlink(missing_ok=True)
+            if not (entry.exists() or entry.is_symlink()):
+                continue
+            if entry.is_file() and not entry.is_symlink() and unchanged(self.path, name, marker):
+                entry.unlink()
+                removed.append(name)
+                continue
+            why = ("not a plain file (a folder or a link), and aflite removes only plain files it wrote"
+                   if entry.is_dir() or entry.is_symlink() else self._why_not_ours(name))
+            print(f"warning: {entry}: left as it is: {why}", file=sys.stderr)
+        forget_files(self.path, removed)
 
     def resume(self, params: dict[str, Any], fp: str, *, resume: bool = False,
                dataset_fp: str | None = None) -> FilterState | None:
@@ -226,7 +300,7 @@ class RunFolder:
         result in memory), then commit: results.json with the manifest of every file aflite wrote here (the user's
         entries, Φ's cache and the page left out). Returns results.json as written."""
         table = result.table()
-        last = [SUMMARY_MD, PAGE, RESULTS, *([table.name] if table is not None else [])]
+        last = [SUMMARY_MD, PAGE, RESULTS, *result.file_names, *([table.name] if table is not None else [])]
         self.check_writes(last)
         self.begin()
         result.out = self.path
@@ -245,19 +319,24 @@ class RunFolder:
         if page is not None:
             write_text(self.path / PAGE, page)
         pause_point("files")
-        self._record_unguarded()
-        written = write_results_json(self.path, document, listing(self.path, self.written()))
+        self.check_same_folder()
+        files = listing(self.path, self.written() - self.users())  # what the marker lists but is not aflite's: left out
+        self._record_folders()
+        written = write_results_json(self.path, document, files)
         pause_point("committed")
         return written
 
-    def _record_unguarded(self) -> None:
-        """Record as aflite's what appeared since the build began without an atomic write (a memory map renamed
-        into place, a tree of links), so that the manifest lists it."""
-        with contextlib.suppress(OSError):
-            new = {e.name for e in self.path.iterdir()} - self.users() - self.written() - {MARKER, LOCK}
-            if new:
-                record_written(self.path, new)
-                self._mine.update(new)
+    def _record_folders(self) -> None:
+        """Record the digest of each folder this command wrote directly inside (a Hugging Face dataset saved in
+        place), so that a later command can tell it is still aflite's; Φ's cache aside."""
+        records = {}
+        for name in sorted(self._mine - {CACHE}):
+            entry = self.path / name
+            if entry.is_dir() and not entry.is_symlink():
+                record = record_of(entry)
+                if record is not None:
+                    records[name] = record
+        record_files(self.path, records)
 
     @property
     def results_path(self) -> Path:

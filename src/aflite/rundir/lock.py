@@ -14,6 +14,7 @@ import contextlib
 import json
 import os
 import shutil
+import stat
 import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -22,6 +23,7 @@ from typing import IO, Any
 from aflite import __version__
 from aflite.atomic import check_output_path, write_json, write_text
 from aflite.errors import AfliteError, OutputError, OutputWriteError, ParameterError
+from aflite.hashing import file_sha256
 from aflite.rundir.names import (
     CHECKPOINT,
     FEATURES,
@@ -41,8 +43,10 @@ from aflite.rundir.names import (
     WEIGHTS,
 )
 
-__all__ = ["LOCK", "MARKER", "OutputFolder", "check_outside_runs", "claim_output", "clear_own_folder", "foreign_of",
-           "holding_lock", "holds_run", "is_run_folder", "previous_run", "read_marker", "record_written", "written_of"]
+__all__ = ["LOCK", "MARKER", "OutputFolder", "check_cache_dir", "check_outside_runs", "claim_output",
+           "clear_own_folder", "foreign_of", "forget_files", "holding_lock", "holds_run", "identity", "is_run_folder",
+           "plain_name", "previous_run", "read_marker", "record_files", "record_of", "record_written",
+           "recorded_files", "spelled_path", "unchanged", "written_of"]
 
 RUN_FILES = (CHECKPOINT, RESULTS)  # a run directory holds one of these once a run has written it
 # what an aflite < 0.3 wrote into a folder it claimed (its marker did not list the user's own entries)
@@ -66,6 +70,97 @@ def is_run_folder(folder: str | os.PathLike[str]) -> bool:
     return False
 
 
+NAME_MAX = 255  # bytes in one path component on the usual file systems (ext4, xfs, btrfs, tmpfs)
+
+
+def spelled_path(out: str | os.PathLike[str]) -> Path:
+    """An output path as the one rule of the command line and the library spells it: ``..`` resolved as the
+    kernel resolves it (the part up to the last ``..`` taken to its real folder, the rest appended), so that the
+    folder aflite claims is the one it writes, and a component too long for the file system refused in one line
+    (:class:`~aflite.errors.ParameterError`) before anything is touched."""
+    p = Path(out).expanduser()
+    for part in p.parts:
+        if len(os.fsencode(part)) > NAME_MAX:
+            raise ParameterError(f"{p}: a path component of {len(part):,} characters ({part[:24]}...); a file "
+                                 f"system takes at most {NAME_MAX} bytes per name")
+    parts = p.parts
+    if ".." not in parts:
+        return p
+    last = max(i for i, part in enumerate(parts) if part == "..")
+    return Path(os.path.realpath(Path(*parts[:last + 1]))).joinpath(*parts[last + 1:])
+
+
+def plain_name(name: Any) -> bool:
+    """Whether ``name`` can only mean an entry directly inside the folder: a non-empty string that is not ``.``,
+    ``..`` or absolute, holds no separator nor NUL, and is not the marker or the lock. A marker is a file of the
+    folder, which people copy and share: any other name it lists is never taken as a path."""
+    return (isinstance(name, str) and name not in ("", ".", "..", MARKER, LOCK) and "/" not in name
+            and "\\" not in name and "\0" not in name and not os.path.isabs(name))
+
+
+def recorded_files(marker: dict[str, Any] | None) -> dict[str, dict[str, Any]]:
+    """What the marker records of each file aflite wrote (plain name -> its sha256 and size; a folder's digest),
+    entries of any other shape left out."""
+    files = marker.get("files") if marker is not None else None
+    if not isinstance(files, dict):
+        return {}
+    return {n: v for n, v in files.items() if plain_name(n) and isinstance(v, dict)
+            and isinstance(v.get("sha256"), str)}
+
+
+def record_of(path: Path) -> dict[str, Any] | None:
+    """What the marker records of an entry aflite has just written: a plain file's sha256 and size, a folder's
+    digest (:func:`aflite.hashing.file_sha256`); None for anything else (a link, nothing)."""
+    try:
+        st = path.lstat()
+        if stat.S_ISREG(st.st_mode):
+            return {"sha256": file_sha256(path), "size": st.st_size}
+        if stat.S_ISDIR(st.st_mode):
+            return {"sha256": file_sha256(path), "folder": True}
+    except OSError:
+        pass
+    return None
+
+
+def unchanged(folder: Path, name: str, marker: dict[str, Any] | None) -> bool:
+    """Whether ``folder/name`` is exactly what aflite recorded writing there: a plain name the marker records, the
+    entry of the kind it recorded (never a link), its size and sha256 as recorded."""
+    want = recorded_files(marker).get(name) if plain_name(name) else None
+    if want is None:
+        return False
+    path = folder / name
+    try:
+        st = path.lstat()
+    except OSError:
+        return False
+    if want.get("folder") is True:
+        return stat.S_ISDIR(st.st_mode) and file_sha256(path) == want["sha256"]
+    return (stat.S_ISREG(st.st_mode) and st.st_size == want.get("size")
+            and file_sha256(path) == want["sha256"])
+
+
+def record_files(folder: Path, records: dict[str, dict[str, Any]]) -> None:
+    """Add to the marker what aflite wrote (plain name -> :func:`record_of`), right after writing it."""
+    marker = read_marker(folder)
+    records = {n: r for n, r in records.items() if plain_name(n)}
+    if marker is None or not records:
+        return
+    files = recorded_files(marker)
+    if all(files.get(n) == r for n, r in records.items()):
+        return
+    write_json(folder / MARKER, {**marker, "files": dict(sorted({**files, **records}.items()))})
+
+
+def forget_files(folder: Path, names: Iterable[str]) -> None:
+    """Drop from the marker the records of ``names`` (removed by aflite, or about to be written again)."""
+    marker = read_marker(folder)
+    files = recorded_files(marker)
+    gone = set(names) & set(files)
+    if marker is None or not gone:
+        return
+    write_json(folder / MARKER, {**marker, "files": {n: r for n, r in files.items() if n not in gone}})
+
+
 def written_of(folder: Path, marker: dict[str, Any] | None) -> set[str]:
     """The top-level entries of ``folder`` that aflite wrote (whatever else is there is the user's): the marker's
     ``"written"`` list; for a marker of aflite 0.3.0 (which listed the user's entries of the claim instead) or older,
@@ -75,7 +170,7 @@ def written_of(folder: Path, marker: dict[str, Any] | None) -> set[str]:
         return set()
     listed = marker.get("written")
     if isinstance(listed, list):
-        return {str(n) for n in listed}
+        return {n for n in listed if plain_name(n)}
     foreign = marker.get("foreign")
     users = {str(n) for n in foreign} if isinstance(foreign, list) else set()
     known = set(_OLD_NAMES) | {RESULTS, PAGE}
@@ -143,6 +238,26 @@ def check_outside_runs(path: str | os.PathLike[str], runs: Any = (), *, flag: st
                               f"only; choose another {flag}")
 
 
+def check_cache_dir(cache: str | os.PathLike[str], out: str | os.PathLike[str] | None = None, *,
+                    flag: str = "--cache-dir") -> None:
+    """Refuse, in one line and before ``out`` is claimed, a cache folder the command could not write or must not:
+    a dangling link, a regular file, a read-only folder (or one under a file), or a folder inside a run folder
+    other than the command's own ``out`` (a run folder is written by its run only)."""
+    p = spelled_path(cache)
+    if p.is_symlink() and not p.exists():
+        raise OutputError(f"{flag} {p}: a link to {os.readlink(p)}, which does not exist; give an existing folder "
+                          f"or a new path")
+    check_output_path(p, flag=flag, folder=True)
+    resolved, own = p.resolve(), None if out is None else spelled_path(out).resolve()
+    for folder in (resolved, *resolved.parents):
+        if folder == own:
+            return
+        if is_run_folder(folder):
+            where = "is" if folder == resolved else "is inside"
+            raise OutputError(f"{flag} {cache} {where} the run folder {folder}: a run folder is written by its run "
+                              f"only; choose another {flag}")
+
+
 def read_marker(folder: str | os.PathLike[str]) -> dict[str, Any] | None:
     """The owner marker of a folder (command, whether that command created the folder), or None."""
     path = Path(folder) / MARKER
@@ -151,6 +266,15 @@ def read_marker(folder: str | os.PathLike[str]) -> dict[str, Any] | None:
     except (OSError, ValueError):
         return None
     return obj if isinstance(obj, dict) and isinstance(obj.get("command"), str) else None
+
+
+def identity(path: Path) -> tuple[int, int] | None:
+    """The (device, inode) the path leads to now; None when nothing is there."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
 
 
 class OutputFolder:
@@ -167,6 +291,8 @@ class OutputFolder:
         self.created = created
         self.marked = False  # whether this claim wrote the marker (and the lock file) into an existing folder
         self.replaced: str | None = None  # the marker of another command this claim replaced (restored on failure)
+        self.lost_marker = False  # whether the folder held entries but no readable marker when claimed
+        self.identity = identity(path)  # (device, inode): a failure's clean-up touches only the folder claimed
         self._lock_fh = lock_fh
 
     def release(self, failed: bool = False) -> None:
@@ -174,6 +300,8 @@ class OutputFolder:
             with contextlib.suppress(OSError):
                 self._lock_fh.close()  # closing the descriptor releases the flock
             self._lock_fh = None
+        if failed and identity(self.path) != self.identity:
+            return  # the path leads elsewhere now (a parent deleted or replaced by a link): nothing there is ours
         if failed and self.created:
             shutil.rmtree(self.path, ignore_errors=True)
         elif failed and self.marked:  # an existing folder that was not ours: leave it as it was found
@@ -214,7 +342,14 @@ def claim_output(
     over, res = ("--overwrite", "--resume") if cli else ("overwrite=True", "resume=True")
     if not str(out).strip():
         raise ParameterError(f"{flag}: an empty path; give the folder to write into (\".\" for the current one)")
-    p = check_output_path(out, flag=flag, folder=True)
+    try:
+        spelled = spelled_path(out)
+    except ParameterError as exc:
+        raise ParameterError(f"{flag} {exc}") from None
+    if spelled.is_symlink() and not spelled.exists():
+        raise OutputError(f"{flag} {spelled}: a link to {os.readlink(spelled)}, which does not exist; give an "
+                          f"existing folder or a new path")
+    p = check_output_path(spelled, flag=flag, folder=True)
     existed = p.exists()
     entries: list[Path] = []
     if existed:
@@ -245,6 +380,7 @@ def claim_output(
             shutil.rmtree(p, ignore_errors=True)
         raise
     claim = OutputFolder(p, command, created=not existed, lock_fh=lock_fh)
+    claim.lost_marker = existed and marker is None and bool(entries)
     try:
         if marker is None or marker.get("command") != command or not isinstance(marker.get("written"), list):
             claim.marked = existed and marker is None and not had_lock
@@ -252,8 +388,10 @@ def claim_output(
                 claim.replaced = (p / MARKER).read_text(encoding="utf-8")
             # what aflite wrote here (none in a folder it did not make): the one thing it may replace or remove
             created = not existed if marker is None else marker.get("created") is True
-            write_json(p / MARKER, {"command": command, "created": created,
-                                    "written": sorted(written_of(p, marker)), "aflite": __version__,
+            ours = written_of(p, marker)
+            write_json(p / MARKER, {"command": command, "created": created, "written": sorted(ours),
+                                    "files": {n: r for n, r in recorded_files(marker).items() if n in ours},
+                                    "aflite": __version__,
                                     "time": time.strftime("%Y-%m-%dT%H:%M:%S%z")})
     except OSError as exc:
         claim.release(failed=True)
@@ -322,6 +460,8 @@ def clear_own_folder(folder: Path, command: str) -> bool:
 
 PAUSE_AT = "AFLITE_PAUSE_AT"  # NAME or NAME#N: the process stops at the N-th time it passes the point NAME
 PAUSE_FILE = "AFLITE_PAUSE_FILE"  # where it says so (its pid and the point), for the test that then kills it
+# a file whose appearance lets the paused process go on (a test that acts on the folder mid-run, then lets it finish)
+PAUSE_UNTIL = "AFLITE_PAUSE_UNTIL"
 _passed: dict[str, int] = {}
 
 
@@ -329,7 +469,8 @@ def pause_point(name: str) -> None:
     """A named moment of a command's writes (``claimed``, ``begun``, ``checkpoint``, ``filtered``, ``files``,
     ``committed``; ``page``: ``aflite report``'s page rendered, not yet written):
     when the environment names it in ``AFLITE_PAUSE_AT``, the process writes its pid to ``AFLITE_PAUSE_FILE`` and
-    waits there forever, so that a test can kill it with SIGKILL at exactly that moment (tests/test_commit.py).
+    waits there forever, so that a test can kill it with SIGKILL at exactly that moment (tests/test_commit.py), or
+    (``AFLITE_PAUSE_UNTIL``) until that file exists, so that a test can act on the folder mid-run.
     Nothing happens otherwise."""
     want = os.environ.get(PAUSE_AT)
     if not want:
@@ -343,5 +484,6 @@ def pause_point(name: str) -> None:
     signal_file = os.environ.get(PAUSE_FILE)
     if signal_file:
         Path(signal_file).write_text(f"{os.getpid()} {name}\n", encoding="utf-8")
-    while True:  # pragma: no cover - only a test's SIGKILL ends this
-        time.sleep(60)
+    until = os.environ.get(PAUSE_UNTIL)
+    while not (until and Path(until).exists()):  # pragma: no cover - a test's SIGKILL, or its go-on file, ends this
+        time.sleep(0.05 if until else 60)

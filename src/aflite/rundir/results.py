@@ -159,6 +159,7 @@ class Result:
     ``has_page`` says whether it has one (embed, synthetic and bench have none)."""
 
     command: ClassVar[str] = ""
+    file_names: ClassVar[tuple[str, ...]] = ()  # the top-level names write_files writes (checked before the build)
     page_commands: ClassVar[tuple[str, ...]] = ()  # the commands whose folders' pages it builds (): (command,)
     has_page: ClassVar[bool] = False  # set for each subclass: whether it defines page()
     out: Path | None  # None: a result computed without a folder (aflite.run(..., out=None))
@@ -177,6 +178,8 @@ class Result:
         return self.to_json().get("seed")
 
     def to_json(self) -> dict[str, Any]:
+        """results.json's body, as JSON-ready data: the verdict and every figure (the envelope — command, argv,
+        seed, versions, manifest — is the folder's)."""
         raise NotImplementedError
 
     def verdict_sentences(self) -> list[str]:
@@ -184,9 +187,11 @@ class Result:
         return list(self.to_json().get("verdict") or [])
 
     def summary_md(self) -> str:
+        """summary.md as Markdown: the verdict first, then what the numbers are."""
         raise NotImplementedError
 
     def table(self) -> Table | None:
+        """The per-row table the folder writes (``instances.csv``); None for a command without one."""
         return None
 
     def write_files(self, out: Path) -> None:
