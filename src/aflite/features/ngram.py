@@ -117,7 +117,7 @@ class NgramFeaturizer(BaseFeaturizer):
         from aflite.features.ngram_hash import hashed_counts
         from aflite.threads import budget
 
-        return [hashed_counts(texts, analyzer, tuple(rng), self.n_features, threads=budget())
+        return [hashed_counts(texts, analyzer, (int(rng[0]), int(rng[1])), self.n_features, threads=budget())
                 for analyzer, rng in (("word", self.word_ngrams), ("char_wb", self.char_ngrams))]
 
     def _sample_rows(self, n: int) -> np.ndarray | None:

@@ -121,17 +121,17 @@ class SampledSVD:
         for _ in range(self.n_iter):  # LU keeps the iterates well scaled at a fifth of a QR's cost (scikit-learn's way)
             q = scipy.linalg.lu(q, permute_l=True, check_finite=False)[0]
             q = sparse_dot(x, sparse_dot(xt, q, self.threads), self.threads)
-        q = _orthonormal(q.astype(np.float64))
-        q32 = q.astype(np.float32)
+        basis = _orthonormal(q.astype(np.float64))
+        q32 = basis.astype(np.float32)
         # B = Q.T A (size x n_cols); B B.T = Q.T A (A.T Q) from two sparse products and one small GEMM
-        gram = q.T @ sparse_dot(x, sparse_dot(xt, q32, self.threads), self.threads).astype(np.float64)
+        gram = basis.T @ sparse_dot(x, sparse_dot(xt, q32, self.threads), self.threads).astype(np.float64)
         evals, evecs = np.linalg.eigh((gram + gram.T) / 2)  # = U S^2 U.T, ascending
         order = np.argsort(evals)[::-1][: self.n_components]
         s = np.sqrt(np.clip(evals[order], 0.0, None))
         keep = s > s[0] * 1e-6 if len(s) and s[0] > 0 else np.zeros(len(s), dtype=bool)
         u = evecs[:, order] / np.where(keep, s, 1.0)
         u[:, ~keep] = 0.0
-        v = sparse_dot(xt, (q @ u).astype(np.float32), self.threads)  # V = A.T Q U S^-1: (n_cols x k)
+        v = sparse_dot(xt, (basis @ u).astype(np.float32), self.threads)  # V = A.T Q U S^-1: (n_cols x k)
         flip = np.sign(v[np.argmax(np.abs(v), axis=0), np.arange(v.shape[1])])
         v *= np.where(flip == 0, 1.0, flip).astype(np.float32)
         s = np.where(keep, s, 0.0)
