@@ -6,6 +6,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
+import scipy.sparse as sp
 from numpy.typing import NDArray
 
 from aflite.atomic import JSON
@@ -45,31 +46,63 @@ def probe_skip_reason(labels: NDArray[Any], folds: int = 5, groups: NDArray[Any]
     return f"too few rows of the other classes for a {k}-fold probe ({small})"
 
 
+def word_counts(texts: list[str]) -> sp.csr_matrix:
+    """Word 1-2-gram counts of every text (float64 CSR), tokenized once: scikit-learn's analyzer's n-grams
+    (lowercased, token pattern ``(?u)\\b\\w\\w+\\b``), each its own column (a 63-bit hash per n-gram, columns
+    in hash order). Every probe set's folds are column selections of it, instead of a tokenization per fold."""
+    from aflite.features.ngram_hash import hashed_parts
+
+    indptr, indices, data = hashed_parts(texts, "word", (1, 2), 2**63)
+    _, columns = np.unique(indices, return_inverse=True)
+    n_cols = int(columns.max()) + 1 if len(columns) else 0
+    return sp.csr_matrix((data.astype(np.float64), columns.astype(np.int64), indptr), shape=(len(texts), n_cols))
+
+
+def _tfidf_fold(counts: sp.csr_matrix, tr: NDArray[np.intp], te: NDArray[np.intp]) -> tuple[Any, Any]:
+    """The fold's training and test TF-IDF matrices, as ``TfidfVectorizer(min_df=2, sublinear_tf=True)`` fitted on
+    the training rows makes them (smooth idf, l2 rows; n-grams in fewer than 2 training rows dropped)."""
+    train = counts[tr]
+    df = np.bincount(train.indices, minlength=counts.shape[1])
+    cols = np.flatnonzero(df >= 2)
+    if len(cols) == 0:
+        raise ValueError("After pruning, no terms remain. Try a lower min_df or a higher max_df.")
+    idf = np.log((1 + len(tr)) / (1 + df[cols])) + 1.0
+    out = []
+    for m in (train, counts[te]):
+        x = sp.csr_matrix(m[:, cols])
+        x.data = 1.0 + np.log(x.data)
+        x = sp.csr_matrix(x @ sp.diags(idf))
+        norms = np.sqrt(np.asarray(x.multiply(x).sum(axis=1)).ravel())
+        out.append(sp.csr_matrix(sp.diags(1.0 / np.where(norms == 0, 1.0, norms)) @ x))
+    return out[0], out[1]
+
+
 def text_probe_accuracy(
     texts: list[str], labels: NDArray[Any], folds: int = 5, random_state: int = 0,
-    groups: NDArray[Any] | None = None,
+    groups: NDArray[Any] | None = None, counts: sp.csr_matrix | None = None,
 ) -> tuple[float, float]:
     """k-fold accuracy of a TF-IDF (word 1–2-grams) logistic regression: a cheap partial-input baseline.
     With ``groups`` (the run's: premise, twins, a family column) no group sits on both sides of a fold
-    (:func:`aflite.splits.probe_folds`), as in the filter's partitions."""
-    from sklearn.base import clone
-    from sklearn.feature_extraction.text import TfidfVectorizer
+    (:func:`aflite.splits.probe_folds`), as in the filter's partitions. ``counts``: :func:`word_counts` of
+    ``texts`` when the caller has them (one tokenization for several sets).
+
+    The model is fitted by SAG (``random_state``-seeded) rather than L-BFGS: the same convex objective (C = 1),
+    reached in ~25 passes instead of ~170 gradient evaluations (SNLI train_100k hypotheses: 5-fold accuracy equal
+    to 0.0002)."""
     from sklearn.linear_model import LogisticRegression
-    from sklearn.pipeline import make_pipeline
 
     y = np.asarray(labels)
-    _, counts = np.unique(y, return_counts=True)
-    k = int(max(2, min(folds, counts.min())))
-    model = make_pipeline(
-        TfidfVectorizer(ngram_range=(1, 2), min_df=2, sublinear_tf=True), LogisticRegression(C=1.0, max_iter=2000)
-    )
-    X = np.asarray(texts, dtype=object)
+    _, class_counts = np.unique(y, return_counts=True)
+    k = int(max(2, min(folds, class_counts.min())))
+    c = word_counts(list(texts)) if counts is None else counts
 
     def fold(split: tuple[NDArray[np.intp], NDArray[np.intp]]) -> float:
         tr, te = split
-        return float(clone(model).fit(X[tr], y[tr]).score(X[te], y[te]))
+        x_tr, x_te = _tfidf_fold(c, tr, te)
+        model = LogisticRegression(C=1.0, solver="sag", max_iter=2000, random_state=random_state)
+        return float(model.fit(x_tr, y[tr]).score(x_te, y[te]))
 
-    # the folds side by side, one BLAS/OpenMP thread each (aflite.threads); the same scores as cross_val_score
+    # the folds side by side, one BLAS/OpenMP thread each (aflite.threads)
     scores = np.asarray(map_fits(fold, probe_folds(y, groups, k, random_state)))
     return float(scores.mean()), float(scores.std())
 
@@ -98,13 +131,14 @@ def compare_partial_input(
         gg = None if g is None else g[rows]
         why = probe_skip_reason(yy, folds, gg)
         if why is None:
-            acc, sd = text_probe_accuracy([texts[i] for i in rows], yy, folds, seed, gg)
+            acc, sd = text_probe_accuracy([texts[i] for i in rows], yy, folds, seed, gg, counts=counts[rows])
         else:  # e.g. a subset of an imbalanced set that holds one class: no probe, and the reason recorded
             acc, sd = float("nan"), float("nan")
         if progress is not None:
             progress.update(1)
         return ProbeResult(name, len(rows), acc, sd, maj, why)
 
+    counts = word_counts(list(texts))  # tokenized once; each set's folds select rows and columns of it
     everything = np.arange(len(y))
     out.append(one("D", everything, random_state))
     kept = np.flatnonzero(keep)
