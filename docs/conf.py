@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))  # the checkout's aflite, installed or not
 sys.path.insert(0, str(Path(__file__).resolve().parent / "_ext"))  # aflite_docs: the parser as the site shows it
 
-from aflite_docs import css_safe_ids, rst_text  # noqa: E402
+from aflite_docs import css_safe_ids, link_glossary_terms, rst_text  # noqa: E402
 
 import aflite  # noqa: E402
 
@@ -176,4 +176,5 @@ def setup(app):  # noqa: ANN001, ANN201
     app.connect("include-read", _include_links)
     app.connect("autodoc-process-docstring", _sizes_as_text)
     app.connect("doctree-read", css_safe_ids, priority=400)  # before the TOC collector (500) reads the ids
+    app.connect("doctree-resolved", link_glossary_terms)  # docs/glossary.md, linked at each term's first use
     return {"parallel_read_safe": True}

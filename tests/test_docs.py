@@ -144,3 +144,11 @@ def test_the_readme_stays_under_10000_characters() -> None:
     """Issue 56 item 4: the README is the front page; detail belongs to the guides."""
     text = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
     assert len(text) < 10_000, f"README.md has {len(text):,} characters: move detail to docs/guide/"
+
+
+def test_the_card_guide_states_the_demo_cards_data_size() -> None:
+    """card.md said the demo card's filtered.tsv.gz is "about 60 KB" (72 KB): a size card.md gives for a file of
+    docs/card_demo is that file's, to the KB."""
+    text = (ROOT / "docs" / "guide" / "card.md").read_text(encoding="utf-8").replace("\n", " ")
+    for name, kb in re.findall(r"`([\w./-]+)` \([^()`]*?about (\d+) KB\)", text):
+        assert int(kb) == round((ROOT / "docs" / "card_demo" / name).stat().st_size / 1000), name

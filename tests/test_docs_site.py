@@ -25,6 +25,8 @@ pytest.importorskip("sphinx", reason="sphinx is not installed (the [docs] extra)
 pytest.importorskip("pydata_sphinx_theme", reason="pydata-sphinx-theme is not installed (the [docs] extra)")
 pytest.importorskip("myst_nb", reason="myst-nb is not installed (the [docs] extra)")
 pytest.importorskip("sphinxarg", reason="sphinx-argparse is not installed (the [docs] extra)")
+sys.path.insert(0, str(ROOT / "docs" / "_ext"))
+from aflite_docs import GLOSSARY  # noqa: E402  (the terms docs/glossary.md defines, and their anchors)
 
 
 def build(out: Path, *extra: str, docs: Path = ROOT / "docs") -> subprocess.CompletedProcess[str]:
@@ -129,6 +131,7 @@ class Page:
     header_links: list[str]  # the top bar's links, those under its "More" menu included
     addresses: list[str]
     ids: set[str]
+    first_terms: dict[str, str | None]  # per glossary term used in the page's prose: the link of its first use
 
 
 _COLLECT = """
@@ -141,7 +144,26 @@ const addr = [...Array.from(document.querySelectorAll('a[href]')).map(a => a.hre
 return [side !== null && side.offsetWidth > 0 && side.offsetHeight > 0, text('a[href]', nav),
         text('p.caption', nav), text('.bd-header .navbar-header-items__center a.nav-link, '
                                      + '.bd-header .navbar-header-items__center a.dropdown-item', document),
-        addr, Array.from(document.querySelectorAll('[id]')).map(e => e.id)];
+        addr, Array.from(document.querySelectorAll('[id]')).map(e => e.id), firstTerms(arguments[0])];
+
+function firstTerms(terms) {  // the first use of each term in prose: not code, a heading or another link
+  const first = {};
+  const article = document.querySelector('article.bd-article');
+  if (!article) return first;
+  const walker = document.createTreeWalker(article, NodeFilter.SHOW_TEXT);
+  while (walker.nextNode()) {
+    const el = walker.currentNode.parentElement;
+    const link = el.closest('a');
+    if (el.closest('pre, code, h1, h2, h3, h4, h5, h6, script, style')
+        || (link && !link.classList.contains('glossary-term'))) continue;
+    for (const pattern of terms) {
+      if (!(pattern in first) && new RegExp(pattern).test(walker.currentNode.textContent)) {
+        first[pattern] = link ? link.getAttribute('href') : null;
+      }
+    }
+  }
+  return first;
+}
 """
 
 
@@ -158,9 +180,10 @@ def visit_every_page(site: Path) -> dict[str, Page]:
             # two animation frames and a task: the theme's scripts ran (the scroll-spy threw at load)
             driver.execute_async_script("const done = arguments[0]; requestAnimationFrame(() => "
                                         "requestAnimationFrame(() => setTimeout(done, 0)));")
-            visible, links, captions, header, addresses, ids = driver.execute_script(_COLLECT)
+            visible, links, captions, header, addresses, ids, terms = driver.execute_script(
+                _COLLECT, [pattern for pattern, _ in GLOSSARY])
             errors = [e["message"] for e in driver.get_log("browser") if e["level"] == "SEVERE"]
-            pages[rel] = Page(errors, bool(visible), links, captions, header, addresses, set(ids))
+            pages[rel] = Page(errors, bool(visible), links, captions, header, addresses, set(ids), terms)
     finally:
         driver.quit()
     return pages
@@ -270,3 +293,31 @@ def test_the_top_bar_menu_fits_a_1366_px_screen(site: Path) -> None:
         assert 0 <= left and right <= width and bottom <= height and scroll_width <= client_width, box
     finally:
         driver.quit()
+
+
+# ------------------------------------------------------------------------------------ the glossary (issue #59, 7)
+def test_the_glossary_defines_every_term_the_site_links() -> None:
+    """Each term of aflite_docs.GLOSSARY has its entry (an anchor) in docs/glossary.md, which the site lists."""
+    text = (ROOT / "docs" / "glossary.md").read_text(encoding="utf-8")
+    anchors = set(re.findall(r'<a id="([a-z0-9-]+)"></a>\*\*', text))
+    assert {anchor for _, anchor in GLOSSARY} <= anchors
+    assert "Glossary <glossary>" in (ROOT / "docs" / "index.md").read_text(encoding="utf-8")
+    for term in ("NBA", "NBR", "TRA", "PECO", "%R_R", "Δmaj", "D(Φ)", "Table 8", "single-iteration"):
+        assert any(re.search(pattern, term) for pattern, _ in GLOSSARY), term
+
+
+@pytest.mark.slow
+def test_each_terms_first_use_on_a_page_links_to_the_glossary(every_page: dict[str, Page]) -> None:
+    """NBA/NBR, TRA, PECO, %R_R, Δmaj, D(Φ), "Table 8" and "single-iteration" were used with no definition
+    anywhere: on every page, the first use of each in prose is a link to its glossary entry."""
+    anchors = dict(GLOSSARY)
+    wrong = {}
+    for rel, page in every_page.items():
+        if rel == "glossary.html":
+            continue
+        up = "../" * rel.count("/")
+        bad = {p: href for p, href in page.first_terms.items() if href != f"{up}glossary.html#{anchors[p]}"}
+        if bad:
+            wrong[rel] = bad
+    assert not wrong
+    assert len(every_page["guide/audit.html"].first_terms) >= 6 and every_page["index.html"].first_terms

@@ -81,3 +81,72 @@ def css_safe_ids(app: Any, doctree: nodes.document) -> None:
         for node in doctree.findall(nodes.Element):
             if node.get("refid") in renamed:
                 node["refid"] = renamed[node["refid"]]
+
+
+# The terms docs/glossary.md defines, each with its entry's anchor there: the first use of each on a page of the site
+# links to it (the pages use them before, or without, any definition of their own).
+GLOSSARY: tuple[tuple[str, str], ...] = (
+    (r"D\(Φ\)", "d-phi"),
+    (r"\bTable 8\b", "table-8"),
+    (r"\b[Ss]ingle-iteration\b", "single-iteration"),
+    (r"Δmaj\b", "majority-rate"),
+    (r"%R_R\b", "r-r"),
+    (r"\bNBA\b", "nba-nbr"),
+    (r"\bNBR\b", "nba-nbr"),
+    (r"\bTRA\b", "tra"),
+    (r"\bPECO\b", "peco"),
+)
+_TERMS = re.compile("|".join(f"(?P<t{i}>{pattern})" for i, (pattern, _) in enumerate(GLOSSARY)))
+# where a term stays as it is: code, links, headings, and what is not prose
+_NOT_PROSE = (nodes.literal, nodes.literal_block, nodes.reference, nodes.title, nodes.raw, nodes.math,
+              nodes.math_block, nodes.target, nodes.option_string,
+              nodes.substitution_definition)  # rst_prolog's |D(Φ)|: text that no page shows
+
+
+def first_uses(text: str, done: set[int]) -> list[tuple[int, int, int]]:
+    """(start, end, term index) of the first use in ``text`` of each term not in ``done`` (which it updates)."""
+    found = []
+    for m in _TERMS.finditer(text):
+        i = int(next(k for k, v in m.groupdict().items() if v is not None)[1:])
+        if i not in done:
+            done.add(i)
+            found.append((m.start(), m.end(), i))
+    return found
+
+
+def link_glossary_terms(app: Any, doctree: nodes.document, docname: str) -> None:
+    """``doctree-resolved``: the first use of each :data:`GLOSSARY` term in a page's prose becomes a link to its
+    entry in the glossary page (the glossary itself excepted)."""
+    if docname == "glossary" or "glossary" not in app.env.all_docs:
+        return
+    target = app.builder.get_relative_uri(docname, "glossary")
+    done: set[int] = set()
+    for node in list(doctree.findall(nodes.Text)):
+        parent = node.parent
+        # a comment is no prose, but autosummary's tables are a subclass of it: the type itself, not its kin
+        if parent is None or any(isinstance(a, _NOT_PROSE) or type(a) is nodes.comment for a in _ancestors(node)):
+            continue
+        text = str(node)
+        uses = first_uses(text, done)
+        if not uses:
+            continue
+        parts: list[nodes.Node] = []
+        at = 0
+        for start, end, i in uses:
+            parts += [nodes.Text(text[at:start]),
+                      nodes.reference("", text[start:end], refuri=f"{target}#{GLOSSARY[i][1]}", internal=True,
+                                      classes=["glossary-term"])]
+            at = end
+        parts.append(nodes.Text(text[at:]))
+        parent.replace(node, [p for p in parts if not (isinstance(p, nodes.Text) and not str(p))])
+        if len(done) == len(GLOSSARY):
+            return
+
+
+def _ancestors(node: nodes.Node) -> list[nodes.Node]:
+    out = []
+    parent = node.parent
+    while parent is not None:
+        out.append(parent)
+        parent = parent.parent
+    return out

@@ -70,7 +70,8 @@ def resolve_backend(backend: str | None, device: str, cpu_default: str = CPU_DEF
             return "torch"
         if onnx_available():
             return cpu_default
-        note_once("aflite: onnxruntime not installed (pip install 'aflite[onnx]'); encoding with torch")
+        note_once("aflite: encoding with torch, the CPU default without the [onnx] extra (with it, pip install "
+                  "'aflite[onnx]', ONNX Runtime int8: faster, and a Φ that differs slightly)")
         return "torch"
     if backend not in BACKENDS:
         raise ParameterError(f"unknown backend {backend!r}; choose one of {', '.join(BACKENDS)} or auto")
