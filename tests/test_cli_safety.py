@@ -222,12 +222,13 @@ def test_demo_never_removes_a_folder_it_did_not_make(tmp_path, tsv, capsys):
 
 
 def test_clear_own_folder_only_empties_what_the_command_created(tmp_path):
-    from aflite.rundir.lock import record_written
+    from aflite.rundir.lock import record_files, record_of, record_written
 
     own = tmp_path / "own"
     rundir.claim_output(own, "demo").release()
     record_written(own, ["summary.json", "cache"])  # what the demo wrote there
     (own / "summary.json").write_text("{}")
+    record_files(own, {"summary.json": record_of(own / "summary.json")})  # as an atomic write records it
     (own / "cache").mkdir()
     assert rundir.clear_own_folder(own, "demo")
     assert sorted(p.name for p in own.iterdir()) == sorted([rundir.MARKER, rundir.LOCK])

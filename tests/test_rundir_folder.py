@@ -231,12 +231,13 @@ def test_a_0_3_0_folder_says_what_aflite_wrote_by_its_marker_and_manifest(tmp_pa
 
 def test_the_demos_clean_start_keeps_what_the_user_added(tmp_path):
     from aflite.rundir import lock as rundir
-    from aflite.rundir.lock import record_written
+    from aflite.rundir.lock import record_files, record_of, record_written
 
     own = tmp_path / "own"
     rundir.claim_output(own, "demo").release()
     record_written(own, ["summary.md"])
     (own / "summary.md").write_text("aflite's")
+    record_files(own, {"summary.md": record_of(own / "summary.md")})  # as an atomic write records it
     (own / "notes.md").write_text("mine")
     assert rundir.clear_own_folder(own, "demo")
     assert sorted(p.name for p in own.iterdir()) == sorted([rundir.MARKER, rundir.LOCK, "notes.md"])

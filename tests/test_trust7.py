@@ -368,3 +368,16 @@ def test_out_whose_parent_changes_mid_run_is_never_committed(change, tsv, tmp_pa
     assert "no longer the folder this command claimed" in err
     assert list((elsewhere / "run").iterdir()) == []  # nothing written into a folder it never claimed
     assert not (out / RESULTS).exists()
+
+
+def test_the_demos_clean_start_removes_only_unchanged_files_it_recorded(tmp_path):
+    from aflite.rundir import lock as rundir
+    from aflite.rundir.lock import record_written
+
+    own = tmp_path / "own"
+    rundir.claim_output(own, "demo").release()
+    (own / "summary.json").write_text("{}")  # listed below, but never recorded by a write of aflite's
+    (tmp_path / "victim.txt").write_text("outside")
+    record_written(own, ["summary.json", "../victim.txt"])
+    assert rundir.clear_own_folder(own, "demo")
+    assert (own / "summary.json").read_text() == "{}" and (tmp_path / "victim.txt").read_text() == "outside"

@@ -15,6 +15,7 @@ import json
 import os
 import shutil
 import stat
+import sys
 import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -443,7 +444,8 @@ def _lock(folder: Path, flag: str) -> IO[str] | None:
 
 def clear_own_folder(folder: Path, command: str) -> bool:
     """Empty a folder that ``aflite COMMAND`` created and marked as its own of what aflite wrote there (its marker
-    and lock stay, and whatever the user added); anything else is left alone. Returns whether it was cleared."""
+    and lock stay, and whatever the user added): the files the marker records, while unchanged, and Φ's cache;
+    anything else is left alone. Returns whether it was cleared."""
     marker = read_marker(folder)
     if marker is None or marker.get("command") != command or marker.get("created") is not True:
         return False
@@ -451,10 +453,13 @@ def clear_own_folder(folder: Path, command: str) -> bool:
     for entry in folder.iterdir():
         if entry.name in (MARKER, LOCK) or entry.name not in ours:
             continue
-        if entry.is_dir() and not entry.is_symlink():
-            shutil.rmtree(entry)
-        else:
+        if entry.name == "cache" and entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry)  # Φ's cache, which the demo made
+        elif entry.is_file() and not entry.is_symlink() and unchanged(folder, entry.name, marker):
             entry.unlink()
+        else:  # a link, a folder, a file changed since aflite wrote it: not provably aflite's
+            print(f"warning: {entry}: left as it is: not a file aflite recorded writing, unchanged",
+                  file=sys.stderr)
     return True
 
 
