@@ -1,6 +1,6 @@
-"""The ngram featurizer's compiled hasher and sampled SVD (issue #57): the n-grams counted are exactly
-scikit-learn's analyzers' (word 1-2 with the default token pattern, char_wb 2-4), hashed by the documented hash;
-the output does not depend on the thread count; the SVD finds a low-rank matrix's singular values."""
+"""The compiled n-gram hasher the probe counts with (issue #57): the n-grams counted are exactly scikit-learn's
+analyzers' (word 1-2 with the default token pattern, char_wb 2-4), hashed by the documented hash; the output does
+not depend on the thread count."""
 
 from __future__ import annotations
 
@@ -9,7 +9,6 @@ import pytest
 import scipy.sparse as sp
 
 from aflite.features.ngram_hash import hashed_counts, hashed_parts
-from aflite.features.ngram_svd import SampledSVD, sparse_dot
 
 TEXTS = ["Hello, World!  a b  cd", "", "x", "Ünïcode ß straße naïve café_1", "  lead trail  ",
          "a\u00a0bc\u2003de", "𝔘nicode 😀 ok", "A man is playing a guitar on stage.", "The the THE the."] * 3
@@ -64,21 +63,3 @@ def test_bad_arguments_are_refused() -> None:
         hashed_counts(TEXTS, "char", (2, 4), 16)
     with pytest.raises(ValueError, match="2\\*\\*31"):
         hashed_counts(TEXTS, "word", (1, 2), 2**40)
-
-
-def test_sampled_svd_finds_a_low_rank_spectrum_and_projects_as_a_product() -> None:
-    from sklearn.utils.extmath import randomized_svd
-
-    rng = np.random.default_rng(0)
-    low = rng.standard_normal((400, 4)) @ rng.standard_normal((4, 900)) * (rng.random(900) < 0.05)
-    x = sp.csr_matrix(low + sp.random(400, 900, density=0.01, random_state=0).toarray() * 0.01, dtype=np.float32)
-    ours = SampledSVD(6, n_iter=4, seed=3).fit(x)
-    _, s, vt = randomized_svd(x, 6, n_iter=10, random_state=0)
-    assert ours.singular_values_ is not None and ours.components_ is not None
-    np.testing.assert_allclose(ours.singular_values_[:4], s[:4], rtol=1e-4)
-    cos = np.linalg.svd(ours.components_[:4].astype(np.float64) @ vt[:4].T, compute_uv=False)
-    assert cos.min() > 0.9999
-    np.testing.assert_allclose(ours.transform(x), x.toarray() @ ours.components_.T, rtol=1e-4, atol=1e-4)
-    again = SampledSVD(6, n_iter=4, seed=3, threads=2).fit(x)
-    assert np.array_equal(again.components_, ours.components_)  # one seed, one result, any thread count
-    assert np.array_equal(sparse_dot(x, ours.components_.T, threads=2), sparse_dot(x, ours.components_.T))

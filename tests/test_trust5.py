@@ -149,7 +149,8 @@ def test_int_column_names_are_named_by_their_ints() -> None:
     frame.columns = [0, 1, 2]
     res = aflite.run(frame, dataset_options={"text_a": 0, "text_b": 1, "label": 2}, **KW)
     assert list(res.filtered.columns) == [0, 1, 2] and 0 < len(res.filtered) < 60
-    with pytest.raises(InputError, match=r"missing column 5 \(given by text_b=\); the file has: '0', '1', '2'"):
+    with pytest.raises(InputError,
+                       match=r"missing column 5 \(given by text_b=\); the pandas DataFrame has: '0', '1', '2'"):
         aflite.run(frame, dataset_options={"text_a": 0, "text_b": 5, "label": 2}, **KW)
 
 

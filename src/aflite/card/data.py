@@ -17,8 +17,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from aflite.data.delimited import _read_delimited
-from aflite.data.files import _decode, _read_bytes, _split_lines
+from aflite.data.delimited import read_delimited
+from aflite.data.files import decode_line, read_file_bytes, split_lines
 from aflite.errors import InputError
 
 __all__ = ["DATA_FILE", "parquet_of"]
@@ -37,10 +37,10 @@ def _text(value: Any) -> str | None:
 
 
 def _jsonl_table(path: Path) -> tuple[list[str], list[list[str | None]]]:
-    data, _ = _read_bytes(path)
+    data, _ = read_file_bytes(path)
     records = []
-    for i, line in enumerate(_split_lines(data)):
-        text = _decode(path, line, i + 1)
+    for i, line in enumerate(split_lines(data)):
+        text = decode_line(path, line, i + 1)
         if text.strip():
             rec = json.loads(text, parse_float=str, parse_int=str)
             if not isinstance(rec, dict):
@@ -80,7 +80,7 @@ def parquet_of(path: Path, fmt: str | None) -> tuple[bytes, list[str] | None]:
     import pyarrow.parquet as pq
 
     if fmt in ("tsv", "csv"):
-        t = _read_delimited(path, "\t" if fmt == "tsv" else ",", quoting=fmt == "csv")
+        t = read_delimited(path, "\t" if fmt == "tsv" else ",", quoting=fmt == "csv")
         table = _strings(t.columns, [list(r) for r in t.rows])
     elif fmt == "json":
         table = _strings(*_jsonl_table(path))

@@ -11,18 +11,18 @@ import numpy as np
 
 from aflite.data.cells import row_id
 from aflite.data.columnar import _is_numeric, _is_numeric_list, _list_column_to_matrix, _read_parquet
-from aflite.data.delimited import _read_delimited, _read_jsonl
+from aflite.data.delimited import _read_jsonl, read_delimited
 from aflite.data.files import (
     _INT_RE,
     PathLike,
     _base_suffix,
     _check_exists,
-    _decode,
     _missing_columns,
     _parse_float,
-    _read_bytes,
-    _split_lines,
     _strip_eol,
+    decode_line,
+    read_file_bytes,
+    split_lines,
 )
 from aflite.errors import InputError
 
@@ -114,7 +114,7 @@ def _check_finite(path: Path, X: np.ndarray, col_names: list[str] | None) -> Non
 
 
 def _features_from_delimited(path: Path, columns: Sequence[str] | None, delimiter: str) -> tuple[np.ndarray, list[str]]:
-    table = _read_delimited(path, delimiter, quoting=delimiter == ",")
+    table = read_delimited(path, delimiter, quoting=delimiter == ",")
     if not table.rows:
         raise InputError(f"{path}: no rows (only a header)")
     if columns is not None:
@@ -217,7 +217,7 @@ def _load_column(path: Path, column: str, what: str) -> np.ndarray:
     if suffix == ".npy":
         arr = _load_vector_npy(path)
     elif suffix in (".csv", ".tsv"):
-        table = _read_delimited(path, "," if suffix == ".csv" else "\t", quoting=suffix == ".csv")
+        table = read_delimited(path, "," if suffix == ".csv" else "\t", quoting=suffix == ".csv")
         _missing_columns(path, [column], table.columns)
         ci = table.columns.index(column)
         values = [row[ci] for row in table.rows]
@@ -226,8 +226,8 @@ def _load_column(path: Path, column: str, what: str) -> np.ndarray:
                 raise InputError(f"{path}: line {ln}, column {column!r}: empty {what}")
         arr = _strings_to_array(values)
     elif suffix == ".txt":
-        data, _ = _read_bytes(path)
-        lines = [_strip_eol(_decode(path, raw, i + 1)) for i, raw in enumerate(_split_lines(data))]
+        data, _ = read_file_bytes(path)
+        lines = [_strip_eol(decode_line(path, raw, i + 1)) for i, raw in enumerate(split_lines(data))]
         for i, v in enumerate(lines):
             if v.strip() == "":
                 raise InputError(f"{path}: line {i + 1}: empty {what} (one {what} per line)")

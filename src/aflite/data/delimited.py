@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from aflite.atomic import JSON
-from aflite.data.files import _decode, _read_bytes, _split_lines, _strip_eol
+from aflite.data.files import _strip_eol, decode_line, read_file_bytes, split_lines
 from aflite.errors import InputError
 
 
@@ -34,14 +34,14 @@ class _Table:
     gzip: bool
 
 
-def _read_delimited(path: Path, delimiter: str, quoting: bool | None) -> _Table:
+def read_delimited(path: Path, delimiter: str, quoting: bool | None) -> _Table:
     """Read a CSV (quoted, records may span lines) or TSV with a header: ``quoting`` True reads CSV quoting, False
     none (one record per line), None decides from the file (a TSV, see the module's docstring)."""
-    data, gz = _read_bytes(path)
-    lines = _split_lines(data)
+    data, gz = read_file_bytes(path)
+    lines = split_lines(data)
     if not lines or not lines[0].strip():
         raise InputError(f"{path}: empty file (a header line is required)")
-    texts = [_decode(path, raw, i + 1) for i, raw in enumerate(lines)]
+    texts = [decode_line(path, raw, i + 1) for i, raw in enumerate(lines)]
     if quoting is None:
         quoted = _tsv_is_quoted(path, lines, texts, delimiter, gz)
         if quoted is not None:
@@ -152,12 +152,12 @@ class _Jsonl:
 
 
 def _read_jsonl(path: Path) -> _Jsonl:
-    data, gz = _read_bytes(path)
+    data, gz = read_file_bytes(path)
     records: list[JSON] = []
     raw: list[bytes] = []
     linenos: list[int] = []
-    for i, line in enumerate(_split_lines(data)):
-        text = _decode(path, line, i + 1)
+    for i, line in enumerate(split_lines(data)):
+        text = decode_line(path, line, i + 1)
         if not text.strip():
             continue
         try:

@@ -42,7 +42,7 @@ def _base_suffix(path: Path) -> str:
     return suffixes[-1] if suffixes else ""
 
 
-def _read_bytes(path: Path) -> tuple[bytes, bool]:
+def read_file_bytes(path: Path) -> tuple[bytes, bool]:
     """Whole file content (decompressed) and whether it was gzip; truncated/corrupt gzip is an InputError."""
     _check_exists(path)
     gz = _is_gzip(path)
@@ -55,7 +55,7 @@ def _read_bytes(path: Path) -> tuple[bytes, bool]:
         raise InputError(f"{path}: unreadable or truncated {'gzip ' if gz else ''}file: {exc}") from None
 
 
-def _split_lines(data: bytes) -> list[bytes]:
+def split_lines(data: bytes) -> list[bytes]:
     """Physical lines (split at LF only; CRLF is stripped later) with their endings kept, so that kept rows
     can be written back byte for byte."""
     lines = data.split(b"\n")
@@ -65,7 +65,7 @@ def _split_lines(data: bytes) -> list[bytes]:
     return out
 
 
-def _decode(path: Path, raw: bytes, lineno: int) -> str:
+def decode_line(path: Path, raw: bytes, lineno: int) -> str:
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:

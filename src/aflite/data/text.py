@@ -18,9 +18,9 @@ import numpy as np
 from aflite.atomic import JSON
 from aflite.data.cells import check_cell_limit, check_label_apart, label_of, row_id, text_of
 from aflite.data.columnar import _hf_label_names, _load_hf, _read_parquet
-from aflite.data.delimited import _read_delimited, _read_jsonl
+from aflite.data.delimited import _read_jsonl, read_delimited
 from aflite.data.families import twin_families
-from aflite.data.files import PathLike, _base_suffix, _check_exists, _read_bytes, holder
+from aflite.data.files import PathLike, _base_suffix, _check_exists, holder, read_file_bytes
 from aflite.data.options import _CLI_NAMES, _opt
 from aflite.errors import InputError, ParameterError
 
@@ -178,7 +178,7 @@ class _Records:
 
 
 def _table_records(p: Path, fmt: str, roles: dict[str, str | None]) -> _Records:
-    table = _read_delimited(p, "\t" if fmt == "tsv" else ",", quoting=True if fmt == "csv" else None)
+    table = read_delimited(p, "\t" if fmt == "tsv" else ",", quoting=True if fmt == "csv" else None)
     if not table.rows:
         raise InputError(f"{p}: no data rows (only a header)")
     schema, cols = _resolve_columns(p, fmt, table.columns, roles)
@@ -275,7 +275,7 @@ def _detect_format(path: Path) -> str:
     if suffix in by_suffix:
         return by_suffix[suffix]
     if suffix == ".txt":  # GLUE distributes some TSVs as .txt; decide by the header
-        data, _ = _read_bytes(path)
+        data, _ = read_file_bytes(path)
         first = data.split(b"\n", 1)[0]
         if first.lstrip().startswith(b"{"):
             return "jsonl"

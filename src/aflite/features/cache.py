@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+from aflite import __version__
 from aflite.atomic import JSON, atomic_open, write_json, write_npy
 from aflite.errors import InputError
 from aflite.features.base import FeatureJob, Matrix, log, progress_bar
@@ -85,8 +86,6 @@ def store(job: FeatureJob, x: Any, warmup: np.ndarray | None, n: int, info: JSON
 
 
 def _version() -> str:
-    from aflite import __version__
-
     return __version__
 
 

@@ -49,11 +49,10 @@ class NgramFeaturizer(BaseFeaturizer):
         Option("max_columns", int, valid=lambda v: v >= 1, rule="must be >= 1"),
         Option("sublinear_tf", bool),
         Option("svd_fit_rows", int, valid=lambda v: v >= 2, rule="must be >= 2", optional=True),
-        Option("svd_iterations", int, valid=lambda v: v >= 0, rule="must be >= 0"),
         Option("seed", int, optional=True),
     )
     output_params = ("n_components", "dense", "word_ngrams", "char_ngrams", "n_features", "min_df", "max_columns",
-                     "sublinear_tf", "svd_fit_rows", "svd_iterations", "seed")
+                     "sublinear_tf", "svd_fit_rows", "seed")
 
     def __init__(
         self,
@@ -65,8 +64,7 @@ class NgramFeaturizer(BaseFeaturizer):
         min_df: int = 2,
         max_columns: int = 2**17,
         sublinear_tf: bool = True,
-        svd_fit_rows: int | None = 20_000,
-        svd_iterations: int = 4,
+        svd_fit_rows: int | None = 200_000,
         seed: int = 0,
     ) -> None:
         # scikit-learn convention: store the arguments as given; _validate (called by fit) checks them
@@ -79,7 +77,6 @@ class NgramFeaturizer(BaseFeaturizer):
         self.max_columns = max_columns
         self.sublinear_tf = sublinear_tf
         self.svd_fit_rows = svd_fit_rows
-        self.svd_iterations = svd_iterations
         self.seed = seed
         # per field: ([(columns, tfidf) per analyzer], svd or None)
         self._fields: list[tuple[list[tuple[np.ndarray, Any]], Any]] | None = None
@@ -111,14 +108,13 @@ class NgramFeaturizer(BaseFeaturizer):
                 self.progress.close()
             self.progress = None
 
-    def _counts(self, texts: list[str]) -> list[sp.csr_matrix]:
-        """Hashed word and char_wb n-gram counts (:mod:`aflite.features.ngram_hash`: one compiled pass each, the
-        rows in chunks over the thread budget), float32 CSR."""
-        from aflite.features.ngram_hash import hashed_counts
-        from aflite.threads import budget
+    def _hashers(self) -> tuple[Any, Any]:
+        from sklearn.feature_extraction.text import HashingVectorizer
 
-        return [hashed_counts(texts, analyzer, (int(rng[0]), int(rng[1])), self.n_features, threads=budget())
-                for analyzer, rng in (("word", self.word_ngrams), ("char_wb", self.char_ngrams))]
+        common = {"n_features": self.n_features, "alternate_sign": False, "norm": None, "dtype": np.float32}
+        word = HashingVectorizer(analyzer="word", ngram_range=tuple(self.word_ngrams), lowercase=True, **common)
+        char = HashingVectorizer(analyzer="char_wb", ngram_range=tuple(self.char_ngrams), lowercase=True, **common)
+        return word, char
 
     def _sample_rows(self, n: int) -> np.ndarray | None:
         if self.svd_fit_rows is None or n <= self.svd_fit_rows:
@@ -142,7 +138,8 @@ class NgramFeaturizer(BaseFeaturizer):
 
         blocks = []
         state: list[tuple[np.ndarray, Any]] = []
-        for k, counts in enumerate(self._counts(texts)):
+        for k, hasher in enumerate(self._hashers()):
+            counts = sp.csr_matrix(hasher.transform(texts))
             if fitted is None:
                 self._tick(("word", "char")[k] + " n-grams")
                 fit_counts = counts if sample is None else counts[sample]
@@ -166,8 +163,7 @@ class NgramFeaturizer(BaseFeaturizer):
         return self._fit_transform(texts_a, texts_b)
 
     def _fit_transform(self, texts_a: Sequence[str], texts_b: Sequence[str] | None) -> Matrix:
-        from aflite.features.ngram_svd import SampledSVD
-        from aflite.threads import budget
+        from sklearn.decomposition import TruncatedSVD
 
         self._validate()
         fields = [list(texts_a)] + ([] if texts_b is None else [list(texts_b)])
@@ -183,11 +179,11 @@ class NgramFeaturizer(BaseFeaturizer):
             svd = None
             if self.dense:
                 k = max(1, min(self.n_components, n - 1, x.shape[1] - 1))
-                svd = SampledSVD(k, n_iter=self.svd_iterations, seed=self.seed, threads=budget())
+                svd = TruncatedSVD(n_components=k, algorithm="randomized", n_iter=5, random_state=self.seed)
                 svd.fit(x if sample is None else x[sample])
                 self._tick("SVD")
                 self.n_components_.append(k)
-                outs.append(svd.transform(x))
+                outs.append(np.asarray(svd.transform(x), dtype=np.float32))
             else:
                 outs.append(x)
             fitted.append((state, svd))
@@ -203,7 +199,7 @@ class NgramFeaturizer(BaseFeaturizer):
         outs: list[Matrix] = []
         for texts, (state, svd) in zip(fields, self._fields, strict=True):
             x, _ = self._tfidf_field(texts, state, None)
-            outs.append(x if svd is None else svd.transform(x))
+            outs.append(x if svd is None else np.asarray(svd.transform(x), dtype=np.float32))
         return self._combine(outs)
 
     def _combine(self, outs: list[Matrix]) -> Matrix:

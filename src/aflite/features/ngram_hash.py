@@ -1,4 +1,4 @@
-"""Hashed n-gram counts of many texts in one compiled pass (the ``ngram`` featurizer's tokenizer and hasher).
+"""Hashed n-gram counts of many texts in one compiled pass (the probe's tokenizer and hasher of hypotheses).
 
 Why: scikit-learn's ``HashingVectorizer`` builds every n-gram as a Python string before hashing it; on SNLI's
 199,780 texts that was 11 s of one core (word 1-2 + char_wb 2-4), more than everything else the featurizer does
