@@ -99,8 +99,14 @@ def guarded(folder: str | os.PathLike[str], check: Callable[[Path], None],
         _GUARDS.pop(key, None)
 
 
+# the temporary siblings atomic_path has handed out: a write into one (a memory map) is part of that guarded write
+_TEMPS: set[str] = set()
+
+
 def _guard(target: Path) -> None:
     where = os.path.abspath(target)
+    if where in _TEMPS:
+        return
     for folder, (check, _) in list(_GUARDS.items()):
         if where.startswith(folder + os.sep):
             check(Path(where))
@@ -156,6 +162,7 @@ def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
         fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     os.close(fd)
     os.chmod(tmp, 0o666 & ~_umask())  # as a plain open() would make it (cluster workers may be other users)
+    _TEMPS.add(os.path.abspath(tmp))
     try:
         with storage_errors(target):
             yield Path(tmp)
@@ -164,6 +171,8 @@ def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
+    finally:
+        _TEMPS.discard(os.path.abspath(tmp))
     wrote(target)
 
 
