@@ -184,18 +184,27 @@ def test_overwrite_never_changes_a_file_aflite_did_not_write_whatever_the_marker
         assert {k: v for k, v in tree(root).items() if not k.startswith("out/")} == before_root
 
 
-# ------------------------------------------------------------------------ 2. never adopt what it finds
-def test_a_file_dropped_into_out_during_a_run_is_never_adopted(tsv, tmp_path):
-    out = tmp_path / "run"
+def _paused_at_begun(tsv: Path, out: Path, tmp_path: Path) -> tuple[subprocess.Popen[str], Path]:
+    """``aflite run`` in a child process, held just after it claimed ``out`` until the returned file appears."""
     signal, go = tmp_path / "paused", tmp_path / "go"
     proc = aflite("run", tsv, "--out", out, *FAST, wait=False,
                   env={"AFLITE_PAUSE_AT": "begun", "AFLITE_PAUSE_FILE": str(signal), "AFLITE_PAUSE_UNTIL": str(go)})
+    assert isinstance(proc, subprocess.Popen)
+    for _ in range(1200):
+        if signal.exists() or proc.poll() is not None:
+            break
+        time.sleep(0.1)
+    if not signal.exists():
+        proc.kill()
+        pytest.fail(proc.communicate()[1] or "never paused")
+    return proc, go
+
+
+# ------------------------------------------------------------------------ 2. never adopt what it finds
+def test_a_file_dropped_into_out_during_a_run_is_never_adopted(tsv, tmp_path):
+    out = tmp_path / "run"
+    proc, go = _paused_at_begun(tsv, out, tmp_path)
     try:
-        for _ in range(1200):
-            if signal.exists() or proc.poll() is not None:
-                break
-            time.sleep(0.1)
-        assert signal.exists(), proc.communicate()[1] if proc.poll() is not None else "never paused"
         (out / "dropped.txt").write_text("the user's, written mid-run")
         go.write_text("")
         _, err = proc.communicate(timeout=300)
@@ -350,15 +359,8 @@ def test_out_whose_parent_changes_mid_run_is_never_committed(change, tsv, tmp_pa
     out = parent / "run"
     elsewhere = tmp_path / "elsewhere"
     (elsewhere / "run").mkdir(parents=True)
-    signal, go = tmp_path / "paused", tmp_path / "go"
-    proc = aflite("run", tsv, "--out", out, *FAST, wait=False,
-                  env={"AFLITE_PAUSE_AT": "begun", "AFLITE_PAUSE_FILE": str(signal), "AFLITE_PAUSE_UNTIL": str(go)})
+    proc, go = _paused_at_begun(tsv, out, tmp_path)
     try:
-        for _ in range(1200):
-            if signal.exists() or proc.poll() is not None:
-                break
-            time.sleep(0.1)
-        assert signal.exists(), proc.communicate()[1] if proc.poll() is not None else "never paused"
         shutil.rmtree(parent)
         if change == "linked":
             parent.symlink_to(elsewhere)
