@@ -33,7 +33,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--run-modes", default=None,
                     help="comma-separated FILTER_MODES names the filter section runs (default all)")
     args = ap.parse_args(argv)
-    from aflite.experiments.bench_device import device_benchmark, format_device_report
+    from aflitebench.bench_device import device_benchmark, format_device_report
 
     sizes: dict[str, object] = {"profile_filter_modes": tuple(m for m in args.filter_modes.split(",") if m)}
     if args.tiny:

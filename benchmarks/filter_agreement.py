@@ -1,4 +1,4 @@
-"""The filter's kept-set noise floor and the device modes side by side (aflite.experiments.filter_agreement), on
+"""The filter's kept-set noise floor and the device modes side by side (aflitebench.filter_agreement), on
 an SNLI-shaped synthetic problem and on a real one (SNLI dev, n-gram Φ), as JSON on stdout.
 
     python benchmarks/filter_agreement.py [--n 27508] [--d 768] [--device torch-cpu] [--real PATH] [--skip-real]
@@ -11,8 +11,8 @@ import argparse
 import json
 import sys
 
-from aflite.experiments.filter_agreement import filter_agreement
-from aflite.experiments.shapes import make_snli_like
+from aflitebench.filter_agreement import filter_agreement
+from aflitebench.shapes import make_snli_like
 
 MODES = {
     "device_lbfgs": {"device_lbfgs": True},

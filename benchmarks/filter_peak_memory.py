@@ -15,7 +15,7 @@ import time
 
 from aflite.core.ensemble import FastLogisticEnsemble
 from aflite.core.filter import AFLite
-from aflite.experiments.shapes import SNLI_N, make_snli_like
+from aflitebench.shapes import SNLI_N, make_snli_like
 
 
 def rss() -> str:

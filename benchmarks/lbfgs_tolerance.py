@@ -20,7 +20,7 @@ import numpy as np
 
 from aflite.core.ensemble import FastLogisticEnsemble
 from aflite.core.phase import scores_from_predictions
-from aflite.experiments.shapes import SNLI_N, make_snli_like
+from aflitebench.shapes import SNLI_N, make_snli_like
 from aflite.splits import draw_partitions
 
 

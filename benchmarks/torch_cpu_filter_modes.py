@@ -12,7 +12,7 @@ import json
 import os
 import sys
 
-from aflite.experiments.bench_device import FILTER_MODES, device_benchmark
+from aflitebench.bench_device import FILTER_MODES, device_benchmark
 
 n = int(sys.argv[1]) if len(sys.argv) > 1 else 27_508
 d = int(sys.argv[2]) if len(sys.argv) > 2 else 768

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from aflite.cli import main
-from aflite.experiments.shapes import write_imagenet_like
+from aflitebench.shapes import write_imagenet_like
 
 
 def test_imagenet_like_features_are_written_without_loading_them(tmp_path):
@@ -48,7 +48,7 @@ def test_tiny_shrinks_the_default_benchmark_too(monkeypatch):
         seen.append({k: kw[k] for k in ("n", "dim", "reference_partitions")})
         raise SystemExit(0)  # the sizes are what this test is about, not the run
 
-    monkeypatch.setattr("aflite.experiments.bench.run_benchmark", fake)
+    monkeypatch.setattr("aflitebench.bench.run_benchmark", fake)
     for argv in (["bench", "--tiny", "--quiet"], ["bench", "--tiny", "--n", "9000", "--quiet"], ["bench", "--quiet"]):
         with pytest.raises(SystemExit):
             main(argv)
@@ -93,10 +93,10 @@ def test_bench_rejects_a_dimension_too_small_for_the_synthetic_data(capsys):
 
 @pytest.mark.parametrize("case", ["truncated", "misaligned", "missing"])
 def test_bench_checks_real_features_before_any_work(tmp_path, capsys, monkeypatch, case):
-    import aflite.experiments.bench
+    import aflitebench.bench
 
     ran: list[str] = []
-    monkeypatch.setattr(aflite.experiments.bench, "make_snli_like", lambda *a, **k: ran.append("synthetic"))
+    monkeypatch.setattr(aflitebench.bench, "make_snli_like", lambda *a, **k: ran.append("synthetic"))
     X = tmp_path / "X.npy"
     np.save(X, np.zeros((50, 4), np.float32))
     labels = tmp_path / "y.csv"
@@ -123,7 +123,7 @@ def test_device_bench_runs_every_section_on_torch_cpu(tmp_path, monkeypatch, min
 
     monkeypatch.setenv("AFLITE_NUM_THREADS", "1")  # tiny problems: torch's intra-op threads only wait on each other
 
-    from aflite.experiments.bench_device import device_benchmark
+    from aflitebench.bench_device import device_benchmark
 
     model = make_tiny_model(tmp_path / "bert")
     small = {"gemm": 64, "phi_rows": 40, "filter_n": 700, "filter_d": 40, "warmup_rows": 80,

@@ -33,7 +33,7 @@ def _pairs(n: int) -> tuple[list[str], list[str]]:
 
 
 def test_phi_profile_times_every_step_of_every_batch(tiny_bert: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from aflite.experiments.bench_profile import PHI_STEPS, phi_profile
+    from aflitebench.bench_profile import PHI_STEPS, phi_profile
 
     monkeypatch.setenv("AFLITE_NUM_THREADS", "1")
     a, b = _pairs(60)
@@ -61,8 +61,8 @@ def test_phi_profile_times_every_step_of_every_batch(tiny_bert: Path, monkeypatc
 def test_filter_profile_splits_every_phase_and_keeps_the_same_set(monkeypatch: pytest.MonkeyPatch) -> None:
     from aflite.core.ensemble import FastLogisticEnsemble
     from aflite.core.filter import AFLite
-    from aflite.experiments.bench_profile import filter_profile
-    from aflite.experiments.shapes import make_snli_like
+    from aflitebench.bench_profile import filter_profile
+    from aflitebench.shapes import make_snli_like
 
     monkeypatch.setenv("AFLITE_NUM_THREADS", "1")
     d = make_snli_like(500, 40, random_state=0)
@@ -102,7 +102,7 @@ def test_bench_profile_flag_runs_the_profile_section_only_by_default(monkeypatch
 @pytest.mark.slow
 def test_device_bench_profile_section_on_torch_cpu(tiny_bert: Path, tmp_path: Path,
                                                    monkeypatch: pytest.MonkeyPatch) -> None:
-    from aflite.experiments.bench_device import device_benchmark, format_device_report
+    from aflitebench.bench_device import device_benchmark, format_device_report
 
     monkeypatch.setenv("AFLITE_NUM_THREADS", "1")
     small = {"profile_rows": 40, "filter_n": 500, "filter_d": 40, "profile_filter_modes": ("classic",)}

@@ -63,7 +63,7 @@ def test_run_takes_the_same_aflite_as_filter_files(tmp_path: Path, small_snli: P
 def test_bench_checks_and_files_are_library_calls(tmp_path: Path) -> None:
     """The benchmark refuses unusable sizes itself (not only the CLI), and save_bench writes what --out gets."""
     from aflite.errors import ParameterError
-    from aflite.experiments.bench import run_benchmark
+    from aflitebench.bench import run_benchmark
     from aflite.experiments.outputs import save_bench
 
     with pytest.raises(ParameterError, match="at least 100 rows"):

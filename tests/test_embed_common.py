@@ -1,10 +1,10 @@
-"""The agreement part shared by the embed benches (aflite.experiments.embed_common)."""
+"""The agreement part shared by the embed benches (aflitebench.embed_common)."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from aflite.experiments.embed_common import agreement_passes, kept_set_agreement
+from aflitebench.embed_common import agreement_passes, kept_set_agreement
 
 
 def test_kept_set_agreement_compares_every_backend_with_torch():

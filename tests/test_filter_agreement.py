@@ -1,4 +1,4 @@
-"""The filter's kept-set noise floor (aflite.experiments.filter_agreement): each variant really changes only what it
+"""The filter's kept-set noise floor (aflitebench.filter_agreement): each variant really changes only what it
 says, on a small SNLI-shaped problem, and a device mode is compared against the same reference."""
 
 from __future__ import annotations
@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from aflite.experiments.filter_agreement import KEPT_JACCARD_FLOOR, filter_agreement, kept_jaccard
-from aflite.experiments.shapes import make_snli_like
+from aflitebench.filter_agreement import KEPT_JACCARD_FLOOR, filter_agreement, kept_jaccard
+from aflitebench.shapes import make_snli_like
 
 
 def test_kept_jaccard_counts_the_kept_rows() -> None:

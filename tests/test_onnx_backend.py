@@ -93,7 +93,7 @@ def test_backend_is_a_declared_minilm_option_routed_from_the_cli() -> None:
 def test_flops_per_token_of_minilm() -> None:
     from types import SimpleNamespace
 
-    from aflite.experiments.bench_embed import flops_per_token
+    from aflitebench.bench_embed import flops_per_token
 
     cfg = SimpleNamespace(hidden_size=384, intermediate_size=1536, num_hidden_layers=6)
     assert flops_per_token(cfg) == pytest.approx(21.23e6, rel=1e-3)  # the issue's ~21 MFLOP per token

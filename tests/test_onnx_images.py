@@ -87,7 +87,7 @@ def _digits(folder: Path, n: int = 12, seed: int = 0) -> list[str]:
 def test_conv_flops_of_efficientnet_lite0() -> None:
     _effnet()
     from aflite.encoders.images import ImageEncoder
-    from aflite.experiments.bench_embed_images import conv_flops
+    from aflitebench.bench_embed_images import conv_flops
 
     # ~385 M multiply-adds at 224² (the EfficientNet-Lite0 model card's ~0.4 GFLOPs counts multiply-adds)
     assert conv_flops(ImageEncoder("efficientnet-lite0", device="cpu")) == pytest.approx(0.77e9, rel=0.03)

@@ -18,7 +18,7 @@ Two ways of computing the objective over the rows of S (the *solver*):
   in numpy. Predictions come from one GEMM pass at the end, and L-BFGS starts with curvature pairs carried over
   from the previous phase (the problem changes little between phases: 3-4 steps per model instead of 7).
   The optimum and the stopping rule are the same as ``"previous"``; held-out predictions of the two solvers
-  agree to 1e-6 or better (``aflite bench --solvers both``, which also gives the measured speed ratio).
+  agree to 1e-6 or better (``python benchmarks/bench.py --solvers both``, which also gives the measured speed ratio).
 """
 
 from __future__ import annotations

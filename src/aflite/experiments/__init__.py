@@ -1,1 +1,2 @@
-"""Experiments: the paper's synthetic experiment (synthetic) and the speed and scale benchmark (bench)."""
+"""Experiments: the paper's synthetic experiment (synthetic); the speed and scale benchmarks live in
+benchmarks/aflitebench, out of the package."""

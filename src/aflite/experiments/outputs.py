@@ -1,6 +1,6 @@
-"""The files an experiment writes into its ``out`` folder, the same from Python as from ``aflite synthetic`` /
-``aflite bench``: ``results.json`` (the envelope of :mod:`aflite.rundir.results` and every figure), ``summary.md``,
-and for the synthetic experiment its table and Figure 2; each written once by :class:`aflite.rundir.folder.RunFolder`
+"""The files the synthetic experiment writes into its ``out`` folder, the same from Python as from
+``aflite synthetic``: ``results.json`` (the envelope of :mod:`aflite.rundir.results` and every figure), ``summary.md``,
+its table and Figure 2; each written once by :class:`aflite.rundir.folder.RunFolder`
 from the experiment's :class:`~aflite.rundir.results.Result`."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from aflite.rundir.folder import RunFolder, claims
 from aflite.rundir.results import Result
 from aflite.verdict import MIN_SPREAD, SPREAD_FACTOR, markdown, number
 
-__all__ = ["BenchResult", "SyntheticResult", "save_bench", "save_synthetic", "synthetic_json", "synthetic_verdict"]
+__all__ = ["SyntheticResult", "save_synthetic", "synthetic_json", "synthetic_verdict"]
 
 
 def synthetic_json(result: SyntheticExperiment) -> JSON:
@@ -51,27 +51,6 @@ class SyntheticResult(Result):
         plot_figure2(self.result, out / "figure2.png")
 
 
-@dataclass(repr=False)  # Result.__repr__: one line, not the arrays
-class BenchResult(Result):
-    """A benchmark's figures (``res``) and its text report as a folder."""
-
-    command: ClassVar[str] = "bench"
-    out: Path
-    res: JSON  # the benchmark's figures, as results.json holds them
-    report: str
-    run_seed: int | None = None
-
-    @property
-    def seed(self) -> Any:
-        return self.res.get("seed") if self.res.get("seed") is not None else self.run_seed
-
-    def to_json(self) -> JSON:
-        return self.res
-
-    def summary_md(self) -> str:
-        return "# aflite bench\n\n```text\n" + self.report.rstrip("\n") + "\n```\n"
-
-
 @claims("synthetic")  # a path given as out is claimed as the CLI claims --out
 def save_synthetic(result: SyntheticExperiment, out: str | os.PathLike[str] | RunFolder, *, seed: int | None = None,
                    overwrite: bool = False) -> Path:
@@ -79,15 +58,6 @@ def save_synthetic(result: SyntheticExperiment, out: str | os.PathLike[str] | Ru
     :class:`aflite.experiments.synthetic.SyntheticExperiment`; returns the folder's path."""
     folder = RunFolder.of(out, "synthetic")
     folder.finish(SyntheticResult(folder.path, result, seed))
-    return folder.path
-
-
-@claims("bench")  # a path given as out is claimed as the CLI claims --out
-def save_bench(res: JSON, report: str, out: str | os.PathLike[str] | RunFolder, *,
-               seed: int | None = None, overwrite: bool = False) -> Path:
-    """``out/results.json`` and ``out/summary.md`` (the text report) of a benchmark result; returns the path."""
-    folder = RunFolder.of(out, "bench")
-    folder.finish(BenchResult(folder.path, res, report, seed))
     return folder.path
 
 

@@ -156,7 +156,7 @@ class Result:
     ids, tokens.csv, ...). :meth:`aflite.rundir.folder.RunFolder.finish` writes them, then summary.md and
     report.html, then results.json, once and in that order. A class that defines :meth:`page` is registered, when
     it is defined, as the page of its ``page_commands`` (default: its ``command``; :mod:`aflite.rundir.page`);
-    ``has_page`` says whether it has one (embed, synthetic and bench have none)."""
+    ``has_page`` says whether it has one (embed and synthetic have none)."""
 
     command: ClassVar[str] = ""
     file_names: ClassVar[tuple[str, ...]] = ()  # the top-level names write_files writes (checked before the build)

@@ -1,6 +1,6 @@
 """``aflite bench --embed efficientnet-lite0``: the image encoder's CPU backends side by side in one run.
 
-The image counterpart of :mod:`aflite.experiments.bench_embed` (same JSON keys under ``embed``): images/s of
+The image counterpart of :mod:`aflitebench.bench_embed` (same JSON keys under ``embed``): images/s of
 torch fp32 and of each ONNX Runtime backend on the same images (evenly spaced over the folder, so every class is
 in; backends alternate round after round so that load drifting hits them alike), per-row cosine of each backend's
 Φ to torch's, the Jaccard of the AFLite kept sets (same seed, Table 8 scaled) with each Φ on all the images, and
@@ -22,7 +22,7 @@ from aflite.atomic import JSON
 from aflite.data.images import load_image_dataset
 from aflite.encoders.onnx_images import calibration_sample
 from aflite.errors import ParameterError
-from aflite.experiments.embed_common import agreement_passes, gemm_rates, kept_set_agreement, timing_summary
+from aflitebench.embed_common import agreement_passes, gemm_rates, kept_set_agreement, timing_summary
 from aflite.features.images import ImageFeaturizer
 from aflite.threads import budget
 

@@ -12,8 +12,8 @@ Sections (each written as soon as it is done, so that a run cut short keeps what
   the CPU path and on the device in each mode (classic, ``device_resident``, ``device_lbfgs``, larger pass
   chunks, bfloat16 and float16 storage): wall seconds, phases, peak device memory, kept-set and removed-set
   Jaccard to the CPU run and to the classic device run, next to a CPU run with another seed (AFLite's own
-  randomness) and the measured agreement bar :data:`aflite.experiments.filter_agreement.KEPT_JACCARD_FLOOR`;
-* ``profile`` — where the time goes (:mod:`aflite.experiments.bench_profile`): per Φ batch tokenising,
+  randomness) and the measured agreement bar :data:`aflitebench.filter_agreement.KEPT_JACCARD_FLOOR`;
+* ``profile`` — where the time goes (:mod:`aflitebench.bench_profile`): per Φ batch tokenising,
   collating, host→device copy, forward and device→host copy, tokenising pairs per CPU second, the device's busy
   fraction serial and pipelined; per filter phase device vs host seconds under the torch profiler;
 * ``warmup`` — ``aflite run train_100k --featurizer warmup`` end to end (:func:`aflite.commands.run.run`, probe off),
@@ -45,9 +45,9 @@ from aflite.core.filter import AFLite
 from aflite.data.text import demo_dataset_path
 from aflite.device import resolve_device, torch_device, torch_module
 from aflite.errors import ParameterError
-from aflite.experiments.bench_profile import FilterMode, filter_profile, phi_profile
-from aflite.experiments.filter_agreement import KEPT_JACCARD_FLOOR
-from aflite.experiments.shapes import make_snli_like
+from aflitebench.bench_profile import FilterMode, filter_profile, phi_profile
+from aflitebench.filter_agreement import KEPT_JACCARD_FLOOR
+from aflitebench.shapes import make_snli_like
 from aflite.features.minilm import MiniLMFeaturizer
 from aflite.rundir.versions import versions
 
@@ -341,7 +341,7 @@ def filter_section(device: str, sizes: Sizes, seed: int, say: Callable[[str], No
     out: JSON = {"data": data.description, "parameters": params, "runs": {}}
     keeps: dict[str, np.ndarray] = {}
     modes = FILTER_MODES if sizes["filter_modes"] is None else {k: FILTER_MODES[k] for k in sizes["filter_modes"]}
-    out["agreement_bar"] = {"kept_jaccard": KEPT_JACCARD_FLOOR, "source": "aflite.experiments.filter_agreement"}
+    out["agreement_bar"] = {"kept_jaccard": KEPT_JACCARD_FLOOR, "source": "aflitebench.filter_agreement"}
     for name, kw in {"cpu": None, "cpu_other_seed": None, **modes}.items():
         model: Any = "logistic" if kw is None else FastLogisticEnsemble(device=device, **kw)
         run_seed = seed + 1 if name == "cpu_other_seed" else seed  # the floor: AFLite's own randomness
@@ -377,8 +377,8 @@ def filter_section(device: str, sizes: Sizes, seed: int, say: Callable[[str], No
 def profile_section(device: str, data_file: Path, sizes: Sizes, model_path: Any, seed: int,
                     say: Callable[[str], None],
                     checkpoint: Callable[[JSON], None] = lambda _part: None) -> JSON:
-    """:func:`~aflite.experiments.bench_profile.phi_profile` on the first ``profile_rows`` pairs and
-    :func:`~aflite.experiments.bench_profile.filter_profile` on the ``filter`` section's features per mode, handing
+    """:func:`~aflitebench.bench_profile.phi_profile` on the first ``profile_rows`` pairs and
+    :func:`~aflitebench.bench_profile.filter_profile` on the ``filter`` section's features per mode, handing
     the figures so far to ``checkpoint`` after each part."""
     a, b, _ = _pairs(data_file, sizes["profile_rows"])
     out: JSON = {"phi": phi_profile(device, a, b, model_path=model_path,

@@ -1,43 +1,37 @@
-"""``aflite bench``: fast path vs scikit-learn reference, and a complete SNLI-sized run."""
+"""The benchmark harness's command line (``python benchmarks/bench.py``; until issue #58 it was ``aflite bench``):
+the fast path against scikit-learn's reference, the complete SNLI-sized filter, the scale benchmark (``--shape``),
+the encoder backends (``--embed``) and one device's figures (``--device``). A developer's tool, kept out of the
+installed package; it imports aflite from the checkout (``src/``) or from wherever it is installed."""
 
 from __future__ import annotations
 
 import argparse
 import json
 import sys
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
-from aflite.cli.options import add_overwrite_option, add_quiet, add_seed, claim_out_folder, out_path
-from aflite.errors import ParameterError
-from aflite.rundir.commands import Command
+from aflite.cli.options import add_quiet, add_seed, out_path
+from aflite.errors import AfliteError, ParameterError
 
-# this command, declared once (aflite.rundir.commands): the CLI's table, aflite report and the readers use it
-COMMAND = Command("bench", library="aflite.experiments.bench:run_benchmark",
-                  result="aflite.experiments.outputs:BenchResult", order=11)
-
-# the library calls whose keywords this command's flags are (tests/test_cli_keywords.py reads them)
-LIBRARY = (
-    COMMAND.library,
-    "aflite.experiments.scale:scale_benchmark",
-    "aflite.experiments.bench_embed:embed_benchmark",
-    "aflite.experiments.outputs:save_bench",
-    "aflite.experiments.bench_device:device_benchmark",
-)
-# flags that are no keyword of LIBRARY, each with why
-CLI_ONLY = {
-    "embed": "--embed MODEL selects the encoder benchmark: embed_benchmark(model=MODEL)",
-    "embed_data": "its dataset: embed_benchmark(data=)",
-}
+PROG = "bench"  # the one-line errors read "bench: error: ..."
 
 DEFAULT_CPU = {"n": 550_152, "dim": 768, "reference_partitions": 8}  # the default benchmark's sizes (the flags')
 TINY_CPU = {"n": 6_000, "dim": 64, "reference_partitions": 2}  # --tiny without --device: seconds, not minutes
 
 
-def register(sub: Any) -> None:
-    p = sub.add_parser(
-        "bench",
-        help="benchmark the fast ensemble against scikit-learn (not a test: it reports what it measures)",
+class _Parser(argparse.ArgumentParser):
+    """argparse with one-line errors, as aflite's own commands give them."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """Every flag of the harness (the former ``aflite bench``'s, unchanged)."""
+    p = _Parser(
+        prog=PROG,
         description="Builds SNLI-shaped features (550,152 x 768, 3 classes, a planted bias, anisotropic "
         "spectrum) or takes --features/--labels, runs one filtering phase (m=64, t=50,000) on the fast path "
         "and on scikit-learn's LogisticRegression over the same partitions, and then the complete filter "
@@ -66,8 +60,8 @@ def register(sub: Any) -> None:
     p.add_argument("--out", type=out_path, default=None,
                    help="also write the results to OUT/results.json (with argv, seed and versions) and the report "
                    "to OUT/summary.md")
-    add_overwrite_option(p)
-    claim_out_folder(p)
+    p.add_argument("--overwrite", action="store_true",
+                   help="write into --out even when it is a non-empty folder (default: refuse)")
     add_quiet(p)
     g = p.add_argument_group(
         "scale benchmark (with --shape)",
@@ -94,7 +88,37 @@ def register(sub: Any) -> None:
     e.add_argument("--kept-set", action=argparse.BooleanOptionalAction, default=True,
                    help="compare AFLite's kept sets on all rows (--no-kept-set skips it)")
     _add_device_options(p)
-    p.set_defaults(handler=run)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Parse ``argv``, run the benchmark it names and print its report; 2 with one line on stderr for a bad
+    argument or an unusable input (nothing written)."""
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as exc:  # --help or a usage error (already reported on one line)
+        return int(exc.code or 0) if not isinstance(exc.code, str) else 2
+    args.argv = list(argv) if argv is not None else sys.argv[1:]  # recorded in OUT/results.json
+    try:
+        _check_out(args)
+        return run(args)
+    except AfliteError as exc:
+        print(f"{PROG}: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"{PROG}: interrupted", file=sys.stderr)
+        return 130
+
+
+def _check_out(args: argparse.Namespace) -> None:
+    """--out checked before any work: a writable folder, empty unless --overwrite."""
+    if args.out is None:
+        return
+    from aflite.atomic import check_output_path
+
+    out = check_output_path(args.out, flag="--out")
+    if out.is_dir() and any(out.iterdir()) and not args.overwrite:
+        raise ParameterError(f"--out {args.out} is a non-empty folder; --overwrite writes into it")
 
 
 def _add_device_options(p: Any) -> None:
@@ -129,8 +153,8 @@ def _add_device_options(p: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from aflite.experiments.bench import check_benchmark, run_benchmark
-    from aflite.experiments.bench_text import format_report
+    from aflitebench.bench import check_benchmark, run_benchmark
+    from aflitebench.bench_text import format_report
 
     if args.embed:
         return _run_embed(args)
@@ -170,16 +194,28 @@ def _tiny(args: argparse.Namespace) -> None:
 
 
 def _save(args: argparse.Namespace, res: dict[str, Any], report: str) -> None:
-    """With --out: the shared layout, results.json and summary.md."""
+    """With --out: OUT/results.json (aflite's envelope: command, argv, seed, versions; then the figures) and the
+    text report as OUT/summary.md."""
     if args.out is None:
         return
-    from aflite.experiments.outputs import save_bench
+    save_bench(res, report, args.out, seed=args.seed, argv=args.argv)
 
-    save_bench(res, report, args.out_folder, seed=args.seed)
+
+def save_bench(res: dict[str, Any], report: str, out: str | Path, *, seed: int | None = None,
+               argv: Sequence[str] | None = None) -> Path:
+    """``out/results.json`` and ``out/summary.md`` (the text report) of a benchmark result; returns the folder."""
+    from aflite.atomic import write_json, write_text
+    from aflite.rundir.results import results_document
+
+    folder = Path(out)
+    folder.mkdir(parents=True, exist_ok=True)
+    write_json(folder / "results.json", results_document(folder, res, command="bench", argv=argv, seed=seed))
+    write_text(folder / "summary.md", "# bench\n\n```text\n" + report.rstrip("\n") + "\n```\n")
+    return folder
 
 
 def _run_embed(args: argparse.Namespace) -> int:
-    from aflite.experiments.bench_embed import DEFAULT_ITEMS, embed_benchmark, format_embed_report
+    from aflitebench.bench_embed import DEFAULT_ITEMS, embed_benchmark, format_embed_report
 
     if not args.embed_data:
         raise ParameterError("--embed needs --embed-data (a premise/hypothesis dataset, e.g. SNLI dev.tsv.gz; "
@@ -196,17 +232,13 @@ def _run_embed(args: argparse.Namespace) -> int:
 
 
 def _run_device(args: argparse.Namespace) -> int:
-    from aflite.experiments.bench_device import device_benchmark, format_device_report
+    from aflitebench.bench_device import device_benchmark, format_device_report
 
     default = "" if args.profile else "roofline,phi,filter,warmup"
     sections = tuple(s.strip() for s in (args.sections or default).split(",") if s.strip())
     kept = args.kept_sets if args.kept_sets is not None else not args.profile
-    if args.out is not None:
-        from aflite.atomic import check_output_path
-
-        check_output_path(args.out, flag="--out")
-        if args.out_folder is not None:  # the build starts before the bench writes device_bench.json as it goes
-            args.out_folder.begin()
+    if args.out is not None:  # the bench writes device_bench.json as it goes
+        Path(args.out).mkdir(parents=True, exist_ok=True)
     res = device_benchmark(args.device, tiny=args.tiny, data_dir=args.data_dir, model_path=args.model_path,
                            sections=sections, profile=args.profile, seed=args.seed, kept_sets=kept,
                            out_json=None if args.out is None else Path(args.out) / "device_bench.json",
@@ -221,7 +253,7 @@ def _run_scale(args: argparse.Namespace, log: Any) -> int:
     import shutil
     import tempfile
 
-    from aflite.experiments.scale import format_scale_report, scale_benchmark
+    from aflitebench.scale import format_scale_report, scale_benchmark
 
     devices = tuple(d.strip() for d in args.devices.split(",") if d.strip())
     try:

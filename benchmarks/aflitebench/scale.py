@@ -17,8 +17,8 @@ from aflite.core.ensemble import FastLogisticEnsemble
 from aflite.core.filter import AFLite
 from aflite.device import resolve_device
 from aflite.errors import ParameterError
-from aflite.experiments.child import in_child
-from aflite.experiments.shapes import IMAGENET_N, IMAGENET_PARAMS, SNLI_N, make_snli_like, write_imagenet_like
+from aflitebench.child import in_child
+from aflitebench.shapes import IMAGENET_N, IMAGENET_PARAMS, SNLI_N, make_snli_like, write_imagenet_like
 from aflite.rundir.versions import versions
 from aflite.splits import draw_partitions
 
@@ -113,7 +113,7 @@ def _scale_child(conn: Any, spec: JSON) -> None:
 
 
 def _in_child(spec: JSON, target: Any = None) -> JSON:
-    """A scale-benchmark job (or ``target``) in a fresh process (:func:`aflite.experiments.child.in_child`)."""
+    """A scale-benchmark job (or ``target``) in a fresh process (:func:`aflitebench.child.in_child`)."""
     return in_child(spec, target or _scale_child)
 
 

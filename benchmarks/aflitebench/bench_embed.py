@@ -21,8 +21,8 @@ import numpy as np
 from aflite.atomic import JSON
 from aflite.data import load_dataset
 from aflite.errors import ParameterError
-from aflite.experiments.bench_embed_images import image_embed_benchmark
-from aflite.experiments.embed_common import agreement_passes, gemm_rates, kept_set_agreement, timing_summary
+from aflitebench.bench_embed_images import image_embed_benchmark
+from aflitebench.embed_common import agreement_passes, gemm_rates, kept_set_agreement, timing_summary
 from aflite.features.minilm import MiniLMFeaturizer
 from aflite.threads import budget
 
@@ -46,7 +46,7 @@ def embed_benchmark(data: str | os.PathLike[str], *, model: str = "minilm", n_it
                     log: Callable[[str], None] = lambda m: None) -> JSON:
     """The ``embed`` section of ``aflite bench --json`` for ``model``: the text pairs of ``data`` for the text
     encoder (:data:`EMBED_MODELS`' first), an image folder for the image encoder
-    (:func:`aflite.experiments.bench_embed_images.image_embed_benchmark`)."""
+    (:func:`aflitebench.bench_embed_images.image_embed_benchmark`)."""
     benches: dict[str, Callable[[], JSON]] = {
         EMBED_MODELS[0]: lambda: _text_benchmark(data, n_items=n_items, rounds=rounds, seed=seed, kept_set=kept_set,
                                                  backends=backends, reference=reference, batch_size=batch_size,

@@ -1,5 +1,5 @@
-"""What the encoder benches share (:mod:`aflite.experiments.bench_embed` for text,
-:mod:`aflite.experiments.bench_embed_images` for images): the host's GEMM rates for the roofline, and the AFLite
+"""What the encoder benches share (:mod:`aflitebench.bench_embed` for text,
+:mod:`aflitebench.bench_embed_images` for images): the host's GEMM rates for the roofline, and the AFLite
 kept set of a Φ (same seed, Table 8 scaled) with the Jaccard that compares two of them."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import numpy as np
 from aflite.atomic import JSON
 from aflite.commands.run import scaled_defaults
 from aflite.core.filter import AFLite
-from aflite.experiments.filter_agreement import KEPT_JACCARD_FLOOR
+from aflitebench.filter_agreement import KEPT_JACCARD_FLOOR
 
 __all__ = ["gemm_rates", "jaccard", "filter_kept"]
 
@@ -110,7 +110,7 @@ def kept_set_agreement(backends: tuple[str, ...] | list[str], embed: Callable[[s
 
 def agreement_passes(res: JSON, backends: tuple[str, ...] | list[str]) -> dict[str, bool]:
     """Which backends pass the default's agreement bar: mean cosine ≥ 0.99 and (when measured) kept-set
-    Jaccard at the filter's measured noise floor (:data:`~aflite.experiments.filter_agreement.KEPT_JACCARD_FLOOR`)."""
+    Jaccard at the filter's measured noise floor (:data:`~aflitebench.filter_agreement.KEPT_JACCARD_FLOOR`)."""
     return {be: bool(res["mean_cosine"][be] >= 0.99
                      and res.get("kept_jaccard", {}).get(be, 1.0) >= KEPT_JACCARD_FLOOR)
             for be in backends if be != "torch"}

@@ -14,8 +14,8 @@ Not a timed test: a benchmark that reports what it measured. It
 3. runs the complete filter (k = 10,000, τ = 0.75, n = 92,000) in a child process and reports its wall
    time and peak resident memory.
 
-:func:`aflite.experiments.scale.scale_benchmark` is the other half (ImageNet-shaped features, devices, a local
-cluster); the shaped features of both come from :mod:`aflite.experiments.shapes`.
+:func:`aflitebench.scale.scale_benchmark` is the other half (ImageNet-shaped features, devices, a local
+cluster); the shaped features of both come from :mod:`aflitebench.shapes`.
 """
 
 from __future__ import annotations
@@ -34,8 +34,8 @@ from aflite.core.ensemble import FastLogisticEnsemble, SklearnEnsemble
 from aflite.core.filter import AFLite
 from aflite.core.phase import scores_from_predictions
 from aflite.errors import InputError, ParameterError
-from aflite.experiments.child import in_child, own_peak_gib
-from aflite.experiments.shapes import SNLI_N, make_snli_like
+from aflitebench.child import in_child, own_peak_gib
+from aflitebench.shapes import SNLI_N, make_snli_like
 from aflite.rundir.versions import versions
 from aflite.splits import draw_partitions
 
