@@ -1,13 +1,16 @@
-"""The scale benchmark on a tiny ImageNet-shaped problem: every job runs and reports what it measured."""
+"""The benchmark harness (benchmarks/aflitebench, ``python benchmarks/bench.py``; ``aflite bench`` until issue #58):
+the scale benchmark on a tiny ImageNet-shaped problem, the default benchmark's sizes and checks, the device
+benchmark on torch-cpu."""
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
 
-from aflite.cli import main
+from aflitebench.cli import main
 from aflitebench.shapes import write_imagenet_like
 
 
@@ -23,7 +26,7 @@ def test_imagenet_like_features_are_written_without_loading_them(tmp_path):
 @pytest.mark.slow  # over 6 s on 2 cores (CI runs it with --run-slow)
 def test_scale_benchmark_reports_devices_and_cluster_scaling(tmp_path, capsys):
     pytest.importorskip("dask.distributed")
-    code = main(["bench", "--shape", "imagenet", "--scale", "0.003", "--dim", "16", "--n-classes", "20",
+    code = main(["--shape", "imagenet", "--scale", "0.003", "--dim", "16", "--n-classes", "20",
                  "--measure-partitions", "4", "--devices", "cpu", "--cluster-workers", "1,2",
                  "--workdir", str(tmp_path), "--json"])
     assert code == 0
@@ -40,7 +43,7 @@ def test_scale_benchmark_reports_devices_and_cluster_scaling(tmp_path, capsys):
 def test_tiny_shrinks_the_default_benchmark_too(monkeypatch):
     """#49: `aflite bench --tiny` (no --device) ran the whole 550,152 x 768 benchmark (7 min here); it now runs the
     default benchmark at TINY_CPU's sizes, and a size given on the command line stays as given."""
-    from aflite.cli import bench as cli_bench
+    from aflitebench import cli as cli_bench
 
     seen: list[dict[str, int]] = []
 
@@ -49,7 +52,7 @@ def test_tiny_shrinks_the_default_benchmark_too(monkeypatch):
         raise SystemExit(0)  # the sizes are what this test is about, not the run
 
     monkeypatch.setattr("aflitebench.bench.run_benchmark", fake)
-    for argv in (["bench", "--tiny", "--quiet"], ["bench", "--tiny", "--n", "9000", "--quiet"], ["bench", "--quiet"]):
+    for argv in (["--tiny", "--quiet"], ["--tiny", "--n", "9000", "--quiet"], ["--quiet"]):
         with pytest.raises(SystemExit):
             main(argv)
     assert seen == [cli_bench.TINY_CPU, {**cli_bench.TINY_CPU, "n": 9000},
@@ -60,7 +63,7 @@ def test_tiny_shrinks_the_default_benchmark_too(monkeypatch):
 def test_bench_times_both_solvers_on_the_same_partitions(capsys):
     """`aflite bench` on a small SNLI-shaped problem: both solvers, their ratio and agreement, the reference's
     agreement, and where the complete filter's time went."""
-    code = main(["bench", "--n", "3000", "--dim", "48", "--reference-partitions", "1", "--complete-solvers", "both",
+    code = main(["--n", "3000", "--dim", "48", "--reference-partitions", "1", "--complete-solvers", "both",
                  "--json"])
     assert code == 0
     res = json.loads(capsys.readouterr().out)
@@ -86,7 +89,7 @@ def test_bench_times_both_solvers_on_the_same_partitions(capsys):
 
 
 def test_bench_rejects_a_dimension_too_small_for_the_synthetic_data(capsys):
-    assert main(["bench", "--n", "3000", "--dim", "8", "--no-complete"]) == 2
+    assert main(["--n", "3000", "--dim", "8", "--no-complete"]) == 2
     err = capsys.readouterr().err
     assert "--dim 8" in err and "Traceback" not in err
 
@@ -105,9 +108,9 @@ def test_bench_checks_real_features_before_any_work(tmp_path, capsys, monkeypatc
         X.write_bytes(X.read_bytes()[:100])
     if case == "missing":
         X.unlink()
-    code = main(["bench", "--real-features", str(X), "--real-labels", str(labels), "--quiet"])
+    code = main(["--real-features", str(X), "--real-labels", str(labels), "--quiet"])
     err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
-    assert code == 2 and len(err) == 1 and err[0].startswith("aflite bench: error: "), err
+    assert code == 2 and len(err) == 1 and err[0].startswith("bench: error: "), err
     assert str(X) in err[0]
     if case == "misaligned":
         assert str(labels) in err[0]
@@ -156,16 +159,52 @@ def test_device_bench_runs_every_section_on_torch_cpu(tmp_path, monkeypatch, min
 
 
 def test_device_bench_cli_refuses_the_numpy_cpu_and_unknown_sections(capsys):
-    assert main(["bench", "--device", "cpu"]) == 2
+    assert main(["--device", "cpu"]) == 2
     assert "torch-cpu" in capsys.readouterr().err
-    assert main(["bench", "--device", "torch-cpu", "--sections", "roofline,speed"]) == 2
+    assert main(["--device", "torch-cpu", "--sections", "roofline,speed"]) == 2
     assert "speed" in capsys.readouterr().err
 
 
 def test_device_bench_cli_roofline(tmp_path, capsys):
     pytest.importorskip("torch")
-    assert main(["bench", "--device", "torch-cpu", "--tiny", "--sections", "roofline", "--json", "--quiet",
+    assert main(["--device", "torch-cpu", "--tiny", "--sections", "roofline", "--json", "--quiet",
                  "--out", str(tmp_path / "o")]) == 0
     res = json.loads(capsys.readouterr().out)
     assert res["roofline"]["tflops"]["float32"] > 0 and res["device"]["torch_device"] == "cpu"
     assert (tmp_path / "o" / "device_bench.json").is_file() and (tmp_path / "o" / "results.json").is_file()
+
+
+def test_bench_checks_and_files_are_library_calls(tmp_path: Path) -> None:
+    """The benchmark refuses unusable sizes itself (not only the CLI), and save_bench writes what --out gets
+    (moved here from tests/test_commands_library.py with the harness, issue #58)."""
+    from aflite.errors import ParameterError
+    from aflitebench.bench import run_benchmark
+    from aflitebench.cli import save_bench
+
+    with pytest.raises(ParameterError, match="at least 100 rows"):
+        run_benchmark(n=50, dim=64)
+    with pytest.raises(ParameterError, match="at least 40 dimensions"):
+        run_benchmark(n=1000, dim=8)
+    with pytest.raises(ParameterError, match="go together"):
+        run_benchmark(n=1000, dim=64, features="f.npy")
+    save_bench({"seed": 4, "phase": {"x": 1}}, "report text\n", tmp_path)
+    res = json.loads((tmp_path / "results.json").read_text())
+    assert res["command"] == "bench" and res["seed"] == 4 and res["phase"] == {"x": 1}
+    assert "report text" in (tmp_path / "summary.md").read_text()
+
+
+@pytest.mark.parametrize("where", ["a_file", "a_file/sub", "full"])
+def test_out_is_checked_before_any_work(tmp_path, capsys, monkeypatch, where):
+    """--out that is a file, lies under a file or is a non-empty folder (without --overwrite) is refused with one
+    line and exit 2 before the benchmark starts; nothing is touched."""
+    ran: list[str] = []
+    monkeypatch.setattr("aflitebench.bench.run_benchmark", lambda **kw: ran.append("run"))
+    (tmp_path / "a_file").write_text("precious\n")
+    (tmp_path / "full").mkdir()
+    (tmp_path / "full" / "keep.txt").write_text("mine\n")
+    code = main(["--tiny", "--quiet", "--out", str(tmp_path / where)])
+    err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert code == 2 and len(err) == 1 and err[0].startswith("bench: error: "), err
+    assert ran == [] and (tmp_path / "a_file").read_text() == "precious\n"
+    assert sorted(p.name for p in (tmp_path / "full").iterdir()) == ["keep.txt"]
+    assert not (tmp_path / "a_file").is_dir()

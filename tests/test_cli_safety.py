@@ -67,11 +67,10 @@ def command_lines(tmp: Path, tsv: Path, out: Path) -> dict[str, list[object]]:
         "audit": ["audit", tsv, "--out", out, "--featurizer", "ngram", "--no-tra", "--quiet"],
         "demo": ["demo", "--out", out, "--featurizer", "ngram", "--quiet"],
         "synthetic": ["synthetic", "--out", out, "--seeds", "1", "--quiet"],
-        "bench": ["bench", "--shape", "snli", "--scale", "0.001", "--workdir", out],
     }
 
 
-COMMANDS = ("run", "filter", "embed", "evaluate", "audit", "demo", "synthetic", "bench")
+COMMANDS = ("run", "filter", "embed", "evaluate", "audit", "demo", "synthetic")  # the harness: tests/test_bench.py
 
 
 @pytest.mark.parametrize("command", COMMANDS)

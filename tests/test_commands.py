@@ -229,7 +229,7 @@ def test_a_new_command_is_new_files_only_a_new_check_one_class_a_new_flag_one_op
     assert again.returncode == 0, again.stderr
     assert (out / "report.html").read_bytes() == page
     listed = _run(copy, "-m", "aflite", "--help")
-    assert listed.returncode == 0 and listed.stdout.index("\n    words ") > listed.stdout.index("\n    bench ")
+    assert listed.returncode == 0 and listed.stdout.index("\n    words ") > listed.stdout.index("\n    synthetic")
     body = _run(copy, "-c", "from aflite.rundir.bodies import body_class; print(body_class('words').__name__)")
     assert body.stdout.strip() == "WordsBody", body.stderr
     tests = _run(copy, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/test_docs.py",

@@ -60,24 +60,6 @@ def test_run_takes_the_same_aflite_as_filter_files(tmp_path: Path, small_snli: P
         run(small_snli, tmp_path / "e", aflite=AFLite(), params={"slice_size": 3}, **kw)
 
 
-def test_bench_checks_and_files_are_library_calls(tmp_path: Path) -> None:
-    """The benchmark refuses unusable sizes itself (not only the CLI), and save_bench writes what --out gets."""
-    from aflite.errors import ParameterError
-    from aflitebench.bench import run_benchmark
-    from aflite.experiments.outputs import save_bench
-
-    with pytest.raises(ParameterError, match="at least 100 rows"):
-        run_benchmark(n=50, dim=64)
-    with pytest.raises(ParameterError, match="at least 40 dimensions"):
-        run_benchmark(n=1000, dim=8)
-    with pytest.raises(ParameterError, match="go together"):
-        run_benchmark(n=1000, dim=64, features="f.npy")
-    save_bench({"seed": 4, "phase": {"x": 1}}, "report text\n", tmp_path)
-    res = json.loads((tmp_path / "results.json").read_text())
-    assert res["command"] == "bench" and res["seed"] == 4 and res["phase"] == {"x": 1}
-    assert "report text" in (tmp_path / "summary.md").read_text()
-
-
 @pytest.mark.parametrize("n", [60, 300, 9842, 19_666, 550_152])
 def test_run_defaults_are_aflites_own_sizes(n: int) -> None:
     """The scaled Table 8 defaults of `aflite run` are AFLite's default sizes resolved by AFLite's own rule."""

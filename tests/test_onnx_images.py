@@ -50,7 +50,9 @@ def test_backend_is_routed_to_the_image_featurizers() -> None:
     args = build_parser().parse_args(["run", "imgs", "--out", "o", "--featurizer", "efficientnet-lite0",
                                       "--backend", "onnx-int8"])
     assert pipeline_kwargs(args)["featurizer_options"]["backend"] == "onnx-int8"
-    args = build_parser().parse_args(["bench", "--embed", "efficientnet-lite0", "--embed-data", "imgs"])
+    from aflitebench.cli import build_parser as bench_parser
+
+    args = bench_parser().parse_args(["--embed", "efficientnet-lite0", "--embed-data", "imgs"])
     assert args.embed == "efficientnet-lite0" and args.n_items is None  # 500 images by default
 
 

@@ -49,7 +49,7 @@ def all_result_classes() -> list[type[Result]]:
 def test_every_result_class_prints_one_line_and_has_the_notebook_view() -> None:
     classes = all_result_classes()
     names = {c.__name__ for c in classes}
-    assert {"RunResult", "FilterResult", "AuditResult", "EvaluateResult", "SyntheticResult", "BenchResult",
+    assert {"RunResult", "FilterResult", "AuditResult", "EvaluateResult", "SyntheticResult",
             "EmbedResult", "ExplainResult"} <= names
     # a dataclass writes its own __repr__ (every field: a run's arrays and summary) unless told repr=False
     assert [c.__name__ for c in classes if c.__repr__ is not Result.__repr__] == []

@@ -247,12 +247,11 @@ def _argv(command: str, tsv: Path, made: Path) -> list[object]:
         "card": ["card", run],
         "demo": ["demo", "--featurizer", "ngram", "--quiet"],
         "synthetic": ["synthetic", "--seeds", "1", "--n-samples", "250", "-m", "16", "-n", "150", "--quiet"],
-        "bench": ["bench", "--tiny", "--quiet"],
     }[command]
 
 
 @pytest.mark.parametrize("command", ["run", "filter", "embed", "explain", "evaluate", "audit", "card", "demo",
-                                     "synthetic", "bench"])
+                                     "synthetic"])
 def test_out_spelled_with_dotdot_is_the_folder_it_names_for_every_command(command, tsv, made, tmp_path):
     """``sub/../out`` and ``../out`` are resolved as the kernel resolves them, once, at the boundary: the command
     writes and commits that folder, and a rerun with --overwrite (its cache there) replaces it cleanly."""
