@@ -20,8 +20,8 @@ import numpy as np
 
 from aflite.core.ensemble import FastLogisticEnsemble
 from aflite.core.phase import scores_from_predictions
-from aflitebench.shapes import SNLI_N, make_snli_like
 from aflite.splits import draw_partitions
+from aflitebench.shapes import SNLI_N, make_snli_like
 
 
 def main() -> None:

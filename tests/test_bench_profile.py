@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from aflite.cli import main
+from aflitebench.cli import main
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
@@ -82,7 +82,7 @@ def test_filter_profile_splits_every_phase_and_keeps_the_same_set(monkeypatch: p
 
 def test_bench_profile_flag_runs_the_profile_section_only_by_default(monkeypatch: pytest.MonkeyPatch,
                                                                     tmp_path: Path) -> None:
-    from aflite.experiments import bench_device
+    from aflitebench import bench_device
 
     seen: dict[str, object] = {}
 
@@ -91,11 +91,11 @@ def test_bench_profile_flag_runs_the_profile_section_only_by_default(monkeypatch
         return {"device": {"torch_device": "cpu"}, "tiny": True}
 
     monkeypatch.setattr(bench_device, "device_benchmark", fake)
-    assert main(["bench", "--device", "torch-cpu", "--profile", "--quiet", "--json"]) == 0
+    assert main(["--device", "torch-cpu", "--profile", "--quiet", "--json"]) == 0
     assert seen["sections"] == () and seen["profile"] is True and seen["kept_sets"] is False
-    assert main(["bench", "--device", "torch-cpu", "--profile", "--sections", "phi", "--kept-sets", "--quiet"]) == 0
+    assert main(["--device", "torch-cpu", "--profile", "--sections", "phi", "--kept-sets", "--quiet"]) == 0
     assert seen["sections"] == ("phi",) and seen["kept_sets"] is True
-    assert main(["bench", "--device", "torch-cpu", "--quiet"]) == 0
+    assert main(["--device", "torch-cpu", "--quiet"]) == 0
     assert seen["sections"] == ("roofline", "phi", "filter", "warmup") and seen["kept_sets"] is True
 
 

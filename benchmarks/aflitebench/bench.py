@@ -34,10 +34,10 @@ from aflite.core.ensemble import FastLogisticEnsemble, SklearnEnsemble
 from aflite.core.filter import AFLite
 from aflite.core.phase import scores_from_predictions
 from aflite.errors import InputError, ParameterError
-from aflitebench.child import in_child, own_peak_gib
-from aflitebench.shapes import SNLI_N, make_snli_like
 from aflite.rundir.versions import versions
 from aflite.splits import draw_partitions
+from aflitebench.child import in_child, own_peak_gib
+from aflitebench.shapes import SNLI_N, make_snli_like
 
 
 def _topk_overlap(p_a: NDArray[np.float64], p_b: NDArray[np.float64], k: int, tie: NDArray[np.float64]) -> float:

@@ -45,11 +45,11 @@ from aflite.core.filter import AFLite
 from aflite.data.text import demo_dataset_path
 from aflite.device import resolve_device, torch_device, torch_module
 from aflite.errors import ParameterError
+from aflite.features.minilm import MiniLMFeaturizer
+from aflite.rundir.versions import versions
 from aflitebench.bench_profile import FilterMode, filter_profile, phi_profile
 from aflitebench.filter_agreement import KEPT_JACCARD_FLOOR
 from aflitebench.shapes import make_snli_like
-from aflite.features.minilm import MiniLMFeaturizer
-from aflite.rundir.versions import versions
 
 __all__ = ["SECTIONS", "device_benchmark", "format_device_report"]
 

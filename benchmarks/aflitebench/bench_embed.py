@@ -21,10 +21,10 @@ import numpy as np
 from aflite.atomic import JSON
 from aflite.data import load_dataset
 from aflite.errors import ParameterError
-from aflitebench.bench_embed_images import image_embed_benchmark
-from aflitebench.embed_common import agreement_passes, gemm_rates, kept_set_agreement, timing_summary
 from aflite.features.minilm import MiniLMFeaturizer
 from aflite.threads import budget
+from aflitebench.bench_embed_images import image_embed_benchmark
+from aflitebench.embed_common import agreement_passes, gemm_rates, kept_set_agreement, timing_summary
 
 __all__ = ["EMBED_MODELS", "DEFAULT_ITEMS", "embed_benchmark", "format_embed_report", "flops_per_token"]
 

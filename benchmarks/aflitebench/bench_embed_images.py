@@ -22,9 +22,9 @@ from aflite.atomic import JSON
 from aflite.data.images import load_image_dataset
 from aflite.encoders.onnx_images import calibration_sample
 from aflite.errors import ParameterError
-from aflitebench.embed_common import agreement_passes, gemm_rates, kept_set_agreement, timing_summary
 from aflite.features.images import ImageFeaturizer
 from aflite.threads import budget
+from aflitebench.embed_common import agreement_passes, gemm_rates, kept_set_agreement, timing_summary
 
 __all__ = ["image_embed_benchmark", "conv_flops"]
 

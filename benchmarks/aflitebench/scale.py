@@ -17,10 +17,10 @@ from aflite.core.ensemble import FastLogisticEnsemble
 from aflite.core.filter import AFLite
 from aflite.device import resolve_device
 from aflite.errors import ParameterError
-from aflitebench.child import in_child
-from aflitebench.shapes import IMAGENET_N, IMAGENET_PARAMS, SNLI_N, make_snli_like, write_imagenet_like
 from aflite.rundir.versions import versions
 from aflite.splits import draw_partitions
+from aflitebench.child import in_child
+from aflitebench.shapes import IMAGENET_N, IMAGENET_PARAMS, SNLI_N, make_snli_like, write_imagenet_like
 
 
 class _MemorySampler:

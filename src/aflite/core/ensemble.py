@@ -181,7 +181,8 @@ class FastLogisticEnsemble(LinearEnsemble):
 
     ``solver`` ``"fast"`` (default) trains each model on its own rows of S, read chunk by chunk, and starts
     L-BFGS with the previous phase's curvature pairs; ``"previous"`` is the solver before that (every step a
-    pass over all of S), kept so that ``python benchmarks/bench.py --solvers both`` can time both on the same partitions.
+    pass over all of S), kept so that ``python benchmarks/bench.py --solvers both`` can time both on the same
+    partitions.
     Both solve the same problem to the same tolerance (see :mod:`aflite.core.solver`).
 
     ``copy_X`` ``False`` (scikit-learn's convention) lets ``prepare`` whiten a float32, C-contiguous X in its own
