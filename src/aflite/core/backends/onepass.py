@@ -15,7 +15,8 @@ Per model the sequence of trial points is :func:`run_block_device`'s (the same d
 α = 1, the same Armijo and stopping rules), so the solutions agree within float32 rounding of the passes (the
 products have other column counts). A pass costs the columns of every model while most still run, so it
 computes more than the lockstep path and waits less. Which is faster on a GPU is a measurement
-(``python benchmarks/bench.py --device cuda``, filter modes ``device_onepass*``; ``benchmarks/device_check.sh``); it is opt-in
+(``python benchmarks/bench.py --device cuda``, filter modes ``device_onepass*``; ``benchmarks/device_check.sh``);
+it is opt-in
 (``FastLogisticEnsemble(device_onepass=True)``) until then: on ``torch-cpu``, which waits for nothing, it was
 slower (docs/measured/2026-11-28-g4-onepass-noise-floor.md).
 """
