@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue #43's device check in ONE call of at most 8 minutes: the diagnosis (`aflite bench --profile`: Φ per batch and
+# Issue #43's device check in ONE call of at most 8 minutes: the diagnosis (`benchmarks/bench.py --profile`: Φ per batch and
 # the filter per phase, host vs device), the Φ speed table (every mode, no kept-set comparisons) and the ladder
 # (benchmarks/protocol_gpu.sh: n-gram, warm-up and combined Φ, fine-tuned evaluator, 3 seeds, 6,000 rows), with
 # what comes back packed to fit a device call (at most 8 files, 2 folders down):

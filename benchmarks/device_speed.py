@@ -1,4 +1,4 @@
-"""The profile and the Φ speed table of ``aflite bench --device DEV --profile --sections phi --no-kept-sets`` at
+"""The profile and the Φ speed table of ``benchmarks/bench.py --device DEV --profile --sections phi --no-kept-sets`` at
 sizes that leave a device call room for the ladder (benchmarks/device_check.sh): Φ profiled on the first
 ``--profile-rows`` SNLI pairs, the filter profiled in ``--filter-modes``, and every Φ mode of the speed table timed
 on ``--phi-rows`` pairs (pairs/s barely depend on the count once the kernels are warm).

@@ -4,7 +4,7 @@
 # MNLI and HANS files; the device tool carries it: carry=["carry"]). Writes under $OUT (default a new temporary folder):
 #   env.txt                  the card, driver, Python packages, CPU count
 #   gpu_tests.txt/.xml       the GPU-marked tests and the thread-policy tests (the 16-core machine's KeyError)
-#   bench/device_bench.json  `aflite bench --device cuda`, rewritten after every section (a cut run keeps them)
+#   bench/device_bench.json  `python benchmarks/bench.py --device cuda`, rewritten after every section (a cut run keeps them)
 #   bench.txt                its log; bench/results.json + summary.md when it finished
 #   suite.txt                the default test suite with the time left (missing optional packages on the device
 #                            machine give collection errors there: --continue-on-collection-errors)
@@ -49,7 +49,7 @@ timeout 60 $PY -m pytest -q -p no:cacheprovider -rs tests/test_threads.py >> "$O
 
 # 2. the benchmark: the sections in order of importance, each saved as soon as it is done
 T=$(( $(left) - 75 ))
-timeout "$T" $PY -m aflite bench --device "$DEVICE" $TINY --data-dir carry/data \
+timeout "$T" $PY benchmarks/bench.py --device "$DEVICE" $TINY --data-dir carry/data \
   --sections roofline,filter,phi,warmup --out "$OUT/bench" > "$OUT/bench.txt" 2>&1
 echo "bench exit $? after $(( $(date +%s) - START )) s (limit $T s)" >> "$OUT/bench.txt"
 

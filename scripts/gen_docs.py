@@ -2,7 +2,7 @@
 
 * ``docs/benchmarks.md`` — every raw output in ``docs/measured/`` rendered as tables (``*.json``), embedded
   (``*.png``) or linked (``*.md``, ``*.txt``, scripts). A JSON file of a known shape (``aflite evaluate``'s
-  results, ``aflite audit``'s metrics, ``aflite bench``) gets its own table; any other JSON is flattened into a
+  results, ``aflite audit``'s metrics, the benchmark harness's) gets its own table; any other JSON is flattened into a
   key/value table, so a new file needs no change here.
 * the README's headline table (between ``<!-- BEGIN generated:headline -->`` and ``<!-- END generated:headline -->``),
   from :data:`HEADLINE`;
@@ -273,8 +273,10 @@ def render_benchmarks() -> str:
              "records its inputs relative to the repository (`../shared/data/...` is the data folder next to it; "
              "`$TMPDIR/...` a scratch folder of the machine it ran on). Commands are quoted as they were run; runs "
              "made before the 0.2.0 release may use the development spellings `--solver`, `--complete-solver` and "
-             "`--cache` of what is now `--solvers`, `--complete-solvers` and `--cache-dir`.", ""]
-    groups = [("Speed and scale (`aflite bench`)", "bench"), ("The synthetic experiment", "synthetic"),
+             "`--cache` of what is now `--solvers`, `--complete-solvers` and `--cache-dir`. `aflite bench` was, until "
+             "issue #58, the benchmark harness that is now `python benchmarks/bench.py` (same flags): a record keeps "
+             "the `aflite bench` of the commit it was made with.", ""]
+    groups = [("Speed and scale (`python benchmarks/bench.py`)", "bench"), ("The synthetic experiment", "synthetic"),
               ("Filtering real data (`aflite run`)", "run"), ("Re-estimating performance (`aflite evaluate`)",
                                                              "evaluate"),
               ("Leakage audits (`aflite audit`)", "audit")]
@@ -460,7 +462,7 @@ def _seconds(value: float) -> str:
 
 
 def speed() -> str:
-    """The README's sentence on the filter's speed on 2 CPU cores, from :data:`SPEED`'s `aflite bench` files."""
+    """The README's sentence on the filter's speed on 2 CPU cores, from :data:`SPEED`'s benchmark-harness files."""
     complete = json.loads((MEASURED / SPEED["complete"]).read_text(encoding="utf-8"))["complete"]
     phase = json.loads((MEASURED / SPEED["phase"]).read_text(encoding="utf-8"))["phase"]
     return (f"2 shared CPU cores: the complete filter **{_seconds(complete['wall_seconds'])}**, "

@@ -1,4 +1,4 @@
-"""``aflite bench``: the fast ensemble against the scikit-learn reference, and a complete SNLI-sized run.
+"""``benchmarks/bench.py``: the fast ensemble against the scikit-learn reference, and a complete SNLI-sized run.
 
 Not a timed test: a benchmark that reports what it measured. It
 

@@ -1,4 +1,4 @@
-"""``aflite bench --device cuda``: issue #31's figures for one GPU in one run, as JSON.
+"""``benchmarks/bench.py --device cuda``: issue #31's figures for one GPU in one run, as JSON.
 
 Sections (each written as soon as it is done, so that a run cut short keeps what it measured):
 

@@ -1,4 +1,4 @@
-"""``aflite bench --embed minilm``: the encoder's CPU backends side by side in one run.
+"""``benchmarks/bench.py --embed minilm``: the encoder's CPU backends side by side in one run.
 
 What users wait for is Φ, so this measures, on the same machine and in the same process: items/s of torch fp32
 and of each ONNX Runtime backend on the same pairs (the backends alternate round after round, so that a change in
@@ -44,7 +44,7 @@ def embed_benchmark(data: str | os.PathLike[str], *, model: str = "minilm", n_it
                     seed: int = 0, kept_set: bool = True, backends: tuple[str, ...] = BACKENDS,
                     reference: bool = True, batch_size: int = 32,
                     log: Callable[[str], None] = lambda m: None) -> JSON:
-    """The ``embed`` section of ``aflite bench --json`` for ``model``: the text pairs of ``data`` for the text
+    """The ``embed`` section of ``benchmarks/bench.py --json`` for ``model``: the text pairs of ``data`` for the text
     encoder (:data:`EMBED_MODELS`' first), an image folder for the image encoder
     (:func:`aflitebench.bench_embed_images.image_embed_benchmark`)."""
     benches: dict[str, Callable[[], JSON]] = {

@@ -1,4 +1,4 @@
-"""``aflite bench --embed efficientnet-lite0``: the image encoder's CPU backends side by side in one run.
+"""``benchmarks/bench.py --embed efficientnet-lite0``: the image encoder's CPU backends side by side in one run.
 
 The image counterpart of :mod:`aflitebench.bench_embed` (same JSON keys under ``embed``): images/s of
 torch fp32 and of each ONNX Runtime backend on the same images (evenly spaced over the folder, so every class is
@@ -60,7 +60,7 @@ def image_embed_benchmark(data: str | os.PathLike[str], *, model: str = "efficie
                           rounds: int = 3, seed: int = 0, kept_set: bool = True, kept_all: bool = False,
                           backends: tuple[str, ...] = BACKENDS, batch_size: int = 32,
                           log: Callable[[str], None] = lambda m: None) -> JSON:
-    """The ``embed`` section of ``aflite bench --json`` for an image model on the image folder ``data``. The kept
+    """The ``embed`` section of ``benchmarks/bench.py --json`` for an image model on the image folder ``data``. The kept
     sets are filtered from the timed images' Φ (no second pass: on 2 cores torch embeds only a few images per
     second), or from every image's with ``kept_all``."""
     if n_items < 1 or rounds < 1:

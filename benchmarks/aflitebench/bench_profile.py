@@ -1,4 +1,4 @@
-"""``aflite bench --device DEV --profile``: where the time of Φ and of the filter goes, in one short run.
+"""``benchmarks/bench.py --device DEV --profile``: where the time of Φ and of the filter goes, in one short run.
 
 Issue #43's diagnosis. On the H100 the frozen-MiniLM Φ ran *slower* in bfloat16 than in float32 when pipelined and
 sped up with larger batches: the device was waiting for the host. This report says which host step it waits for:
@@ -15,7 +15,7 @@ sped up with larger batches: the device was waiting for the host. This report sa
   marker per phase: per phase the wall seconds and the seconds of device kernels (CUDA) or of torch's CPU operators
   (``torch-cpu``) inside it; the rest is the host's (drawing partitions, selecting, Python).
 
-Timing only: no kept-set comparison runs here (``aflite bench --device … --sections phi`` has them), so the report
+Timing only: no kept-set comparison runs here (``benchmarks/bench.py --device … --sections phi`` has them), so the report
 fits one short device call. On ``torch-cpu`` the same code measures the CPU: "device" is then the CPU running torch.
 """
 

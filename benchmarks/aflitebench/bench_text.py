@@ -1,4 +1,4 @@
-"""The text report of ``aflite bench`` (:func:`format_report`): per solver its phase time and parts, the speed-up
+"""The text report of ``benchmarks/bench.py`` (:func:`format_report`): per solver its phase time and parts, the speed-up
 over the scikit-learn reference and their agreement, and the complete filter's time and peak memory."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""``aflite bench --shape``: ImageNet-shaped (or SNLI-shaped) features in a memory-mapped .npy, one phase per
+"""``benchmarks/bench.py --shape``: ImageNet-shaped (or SNLI-shaped) features in a memory-mapped .npy, one phase per
 device (GPU against CPU on the same machine), on local Dask clusters of several sizes (scaling, and a check
 that the predictions are identical to one process), and optionally the complete filter."""
 
