@@ -3,7 +3,7 @@ a folder (caches, sampled data and files over a size limit left out, each listed
 beside it (the exit status, the stage times, the ladder tables when there are any, what was left out).
 
 A device call returns at most 8 files of at most 16 MiB each, no more than 2 folders down, so the run folders of
-``benchmarks/protocol_gpu.sh`` and ``benchmarks/bench.py --out`` do not come back as they are; this is the step that makes
+``benchmarks/protocol_gpu.sh`` and ``bench.py --out`` do not come back as they are; this is the step that makes
 them fit. Used by ``benchmarks/protocol_gpu.sh`` (``RESULTS=DIR``) and ``benchmarks/device_check.sh``.
 
 Usage: python benchmarks/pack_results.py SRC --archive OUT.tar.gz --summary OUT.md [--exit-code N] [--note TEXT]

@@ -1,4 +1,4 @@
-"""The benchmark harness (benchmarks/aflitebench, ``python benchmarks/bench.py``; aflite's ``bench`` command until issue #58):
+"""The benchmark harness (benchmarks/aflitebench, ``python benchmarks/bench.py``; aflite's ``bench`` until #58):
 the scale benchmark on a tiny ImageNet-shaped problem, the default benchmark's sizes and checks, the device
 benchmark on torch-cpu."""
 
@@ -41,7 +41,7 @@ def test_scale_benchmark_reports_devices_and_cluster_scaling(tmp_path, capsys):
 
 
 def test_tiny_shrinks_the_default_benchmark_too(monkeypatch):
-    """#49: `benchmarks/bench.py --tiny` (no --device) ran the whole 550,152 x 768 benchmark (7 min here); it now runs the
+    """#49: `bench.py --tiny` (no --device) ran the whole 550,152 x 768 benchmark (7 min here); it now runs the
     default benchmark at TINY_CPU's sizes, and a size given on the command line stays as given."""
     from aflitebench import cli as cli_bench
 

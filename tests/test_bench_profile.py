@@ -1,4 +1,4 @@
-"""benchmarks/bench.py --profile (issue #43) on torch-cpu: the Φ steps cover every batch and add up to the serial pass, the
+"""bench.py --profile (issue #43) on torch-cpu: the Φ steps cover every batch and add up to the serial pass, the
 tokeniser is timed per CPU second, and the filter's per-phase split covers every phase without changing the run."""
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ sped up with larger batches: the device was waiting for the host. This report sa
   marker per phase: per phase the wall seconds and the seconds of device kernels (CUDA) or of torch's CPU operators
   (``torch-cpu``) inside it; the rest is the host's (drawing partitions, selecting, Python).
 
-Timing only: no kept-set comparison runs here (``benchmarks/bench.py --device … --sections phi`` has them), so the report
+Timing only: no kept-set comparison runs here (``bench.py --device … --sections phi`` has them), so the report
 fits one short device call. On ``torch-cpu`` the same code measures the CPU: "device" is then the CPU running torch.
 """
 
