@@ -208,3 +208,47 @@ def test_out_is_checked_before_any_work(tmp_path, capsys, monkeypatch, where):
     assert ran == [] and (tmp_path / "a_file").read_text() == "precious\n"
     assert sorted(p.name for p in (tmp_path / "full").iterdir()) == ["keep.txt"]
     assert not (tmp_path / "a_file").is_dir()
+
+
+ROOT = Path(__file__).resolve().parents[1]
+GUIDE = ROOT / "docs" / "guide" / "bench.md"
+
+
+def _guide_commands() -> list[list[str]]:
+    """Every ``python benchmarks/bench.py …`` line of the bench guide's shell blocks, as argv after the script."""
+    from docs_blocks import SHELLS, blocks, shell_commands
+
+    return [c.argv[2:] for b in blocks(GUIDE) if b.lang in SHELLS for c in shell_commands(b)
+            if c.argv[:2] == ["python", "benchmarks/bench.py"]]
+
+
+def test_every_command_of_the_bench_guide_parses_with_the_harness() -> None:
+    """The guide's commands are the harness's (no abbreviations: argparse's prefix matching off), as
+    tests/test_docs_exec.py holds aflite's."""
+    from aflitebench.cli import build_parser
+
+    parser = build_parser()
+    parser.allow_abbrev = False
+    commands = _guide_commands()
+    assert len(commands) >= 8 and ["--tiny", "--out", "bench-tiny"] in commands
+    for argv in commands:
+        parser.parse_args(argv)  # a usage error exits 2 and fails the test
+
+
+@pytest.mark.slow  # a few seconds of benchmark plus a fresh interpreter
+def test_the_guides_tiny_run_writes_its_folder(tmp_path: Path) -> None:
+    """The guide's runnable line, as a user runs it: the script by path from the checkout's root, the files in
+    its --out."""
+    import os
+    import subprocess
+    import sys
+
+    argv = ["--tiny", "--out", str(tmp_path / "bench-tiny")]  # the guide's line, its folder in tmp_path
+    proc = subprocess.run([sys.executable, "benchmarks/bench.py", *argv, "--quiet"], cwd=ROOT, capture_output=True,
+                          text=True, timeout=600, env={**os.environ, "OMP_NUM_THREADS": "1"})
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    res = json.loads((tmp_path / "bench-tiny" / "results.json").read_text())
+    assert res["command"] == "bench" and res["argv"] == [*argv, "--quiet"]
+    assert (res["phase"]["n"], res["phase"]["d"]) == (6000, 64)  # --tiny's sizes, not the 550,152 x 768 default
+    assert res["phase"]["fast_phase_seconds"] > 0 and res["complete"]["wall_seconds"] > 0
+    assert "one filtering phase" in (tmp_path / "bench-tiny" / "summary.md").read_text()
