@@ -33,6 +33,7 @@ extensions = [
     "myst_nb",  # Markdown (MyST) and notebooks; it loads myst_parser itself
     "sphinx.ext.autodoc",
     "sphinx.ext.autosummary",
+    "sphinx.ext.napoleon",  # the numpydoc Parameters/Returns sections of the public API (tests/test_api_docstrings.py)
     "sphinxarg.ext",
 ]
 source_suffix = {".rst": "restructuredtext", ".md": "myst-nb", ".ipynb": "myst-nb"}
@@ -178,3 +179,6 @@ def setup(app):  # noqa: ANN001, ANN201
     app.connect("doctree-read", css_safe_ids, priority=400)  # before the TOC collector (500) reads the ids
     app.connect("doctree-resolved", link_glossary_terms)  # docs/glossary.md, linked at each term's first use
     return {"parallel_read_safe": True}
+
+napoleon_google_docstring = False  # numpydoc only: a "Note:" line in prose stays prose
+napoleon_numpy_docstring = True
