@@ -67,7 +67,31 @@ PARAMETERS = ("target_size", "n_partitions", "train_size", "slice_size", "thresh
 class RunResult(FilterResult):
     """What a run left behind: its folder, its summary (results.json's body), the kept mask over
     the dataset's rows (warm-up rows are False) and the filtered dataset (``filtered.<ext>``); ``dataset`` and
-    ``rows`` (the dataset rows the filter saw) give summary.md its examples and the page its texts."""
+    ``rows`` (the dataset rows the filter saw) give summary.md its examples and the page its texts.
+
+    Parameters
+    ----------
+    out : Path or None
+        The run folder (None: nothing was written).
+    summary : dict
+        results.json's body.
+    keep : numpy.ndarray
+        The kept mask over the dataset's rows (warm-up rows are False).
+    filtered_path : Path or None
+        The filtered data file written.
+    ids : numpy.ndarray
+        The ids of the rows the filter saw, in its order.
+    labels : numpy.ndarray
+        Their labels.
+    state : object
+        The filter's final state (p̃, the phase each row was removed in).
+    dataset : Dataset, optional
+        The dataset read.
+    rows : numpy.ndarray, optional
+        The dataset rows the filter saw.
+    warmup_rows : numpy.ndarray, optional
+        The rows that trained a warm-up Φ (left out of the filter).
+    """
 
     command: ClassVar[str] = "run"
     dataset: Any = None
