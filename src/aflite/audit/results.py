@@ -212,8 +212,8 @@ class DatasetAudit:
         The labels audited.
     ids : numpy.ndarray
         Their ids.
-    normal_input : object
-        The normal (pair) condition's figures.
+    normal_input : str, default "pair"
+        The input of the normal condition the views are compared with.
     """
 
     name: str

@@ -49,22 +49,22 @@ class AuditResult(Result):
     ----------
     out : Path
         The folder written.
-    results : dict
-        results.json's body.
-    metrics : dict
+    results : list of DatasetAudit
         One :class:`aflite.audit.DatasetAudit` per audited set.
+    metrics : dict
+        The JSON saved as results.json.
     notes : list of str
         The notes shown in the report.
     data : str
         The data audited.
-    run_seed : int, optional
-        The seed of the run compared.
-    kind : str
-        What was audited (text or images).
-    title : str, optional
+    run_seed : int, default 0
+        The seed of the run compared (``compare``).
+    kind : object
+        The kind of data audited (text or images), which decides the page's sections.
+    title : str
         What the report calls the data.
-    files : list of str
-        The files written.
+    files : dict of str to bytes
+        Further files the audit writes into its folder, by name (their bytes).
     """
 
     command: ClassVar[str] = "audit"

@@ -47,12 +47,12 @@ class PhaseScores:
         How many models held each row out.
     n_correct : numpy.ndarray
         How many of those predicted its label.
-    seconds : float
+    seconds : float, default 0.0
         The phase's wall time.
-    train_sizes : numpy.ndarray
-        Each model's training rows.
+    train_sizes : numpy.ndarray, optional
+        Each model's training set size.
     train_mask : numpy.ndarray, optional
-        Which rows trained which model (kept only when asked for).
+        Shape (rows, m): True where the row is in that model's training set.
     """
 
     rows: NDArray[np.intp]  # indices into D

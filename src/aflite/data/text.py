@@ -75,7 +75,7 @@ class Dataset:
     dropped : dict
         Those rows counted by reason.
     other_columns : dict
-        Columns carried along unread.
+        The columns aflite does not read, by name.
     modality : str
         ``text`` or ``image``.
     bad_inputs : list
