@@ -262,8 +262,8 @@ def filter_files(
     and optional ids and groups (column ``group``), checks they line up, and runs ``aflite`` (default:
     :class:`AFLite` with its defaults) into the run directory ``out`` (a path, or the CLI's claimed
     :class:`~aflite.rundir.folder.RunFolder`). ``cluster`` and ``cluster_scratch`` fit the partitions on a Dask
-    executor, as in :func:`aflite.commands.run.run` (an executor already set on ``aflite`` wins). ``run_record`` joins
-    results.json's body (what a caller records beside the inputs).
+    executor (:func:`aflite.commands.run.run` takes that executor in ``params``; one already set on ``aflite``
+    wins). ``run_record`` joins results.json's body (what a caller records beside the inputs).
 
     Parameters
     ----------
