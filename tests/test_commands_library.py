@@ -42,8 +42,8 @@ def test_embed_refuses_to_replace_finished_features(tmp_path: Path, small_snli: 
 
 
 def test_run_takes_the_same_aflite_as_filter_files(tmp_path: Path, small_snli: Path) -> None:
-    """run(aflite=AFLite(...)) and run(params=..., strategy=..., seed=...) are one parameter space: the same
-    kept ids; an AFLite with its default sizes resolves to the scaled Table 8 defaults."""
+    """run(params=AFLite(...)) and run(params={..., "strategy": ..., "random_state": ...}) are one parameter
+    space: the same kept ids; an AFLite with its default sizes resolves to the scaled Table 8 defaults."""
     from aflite import AFLite
     from aflite.commands.run import run
     from aflite.errors import ParameterError

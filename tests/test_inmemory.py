@@ -24,8 +24,8 @@ pa = pytest.importorskip("pyarrow")
 hf = pytest.importorskip("datasets")
 
 # small and fast: a 64-dimension n-gram Φ, 8 models per phase, stop at 60 % of |D|; no probe (its own tests)
-KW: dict[str, Any] = {"params": {"target_size": 0.6, "n_partitions": 8}, "featurizer_options": {"n_components": 64},
-                      "show_progress": False, "seed": 0, "probe": False}
+KW: dict[str, Any] = {"params": {"target_size": 0.6, "n_partitions": 8, "random_state": 0},
+                      "featurizer_options": {"n_components": 64}, "show_progress": False, "probe": False}
 FOLDER_FILES = {"filtered.parquet", "kept_ids.txt", "removed_ids.txt", "instances.csv",
                 "results.json", "summary.md", "report.html", "checkpoint.npz"}
 
