@@ -160,7 +160,7 @@ params = {names[f]: (float(v) if "." in v else int(v)) for f, v in zip(flags[::2
 fopts = {"model_path": model, "device": device, "epochs": 6, "backend": "torch"}
 if warm:
     fopts["max_steps"] = int(warm.split()[1])
-aflite.run(train, out, featurizer="warmup", featurizer_options=fopts, params=params or None, device=device,
+aflite.run(train, out, featurizer="warmup", featurizer_options=fopts, params={**params, "device": device},
            cache_dir=cache, probe=False, show_progress=False, overwrite=True)
 EOF
         RUNS+=("$OUT/run_warmup_epochs6") ;;

@@ -169,12 +169,27 @@ def _sizes_as_text(app, what, name, obj, options, lines: list[str]) -> None:  # 
     lines[:] = [rst_text(line) or "" for line in lines]
 
 
+def _numpydoc_sections(app, what, name, obj, options, lines: list[str]) -> None:  # noqa: ANN001
+    """A docstring with numpydoc sections (``Parameters``/``Returns`` underlined with dashes: every public name,
+    tests/test_api_docstrings.py) rendered as field lists by napoleon's numpydoc parser; the others, and every
+    member's, are left as written (napoleon as an extension would read "X: Y" in a property's first line as a type).
+    The types are shown as words ("int or float, default 0.1"), not as cross-references nitpicky would resolve."""
+    from sphinx.ext.napoleon import Config
+    from sphinx.ext.napoleon.docstring import NumpyDocstring
+
+    if any(line.strip() in ("Parameters", "Returns") and i + 1 < len(lines) and lines[i + 1].strip()
+           and set(lines[i + 1].strip()) == {"-"} for i, line in enumerate(lines)):
+        config = Config(napoleon_use_param=False, napoleon_use_rtype=False, napoleon_google_docstring=False)
+        lines[:] = NumpyDocstring(lines, config, app, what, name, obj, options).lines()
+
+
 def setup(app):  # noqa: ANN001, ANN201
     app.connect("source-read", _options_from_parser)
     app.connect("source-read", _source_links)
     app.connect("source-read", _guide_index)
     app.connect("include-read", _include_links)
     app.connect("autodoc-process-docstring", _sizes_as_text)
+    app.connect("autodoc-process-docstring", _numpydoc_sections)
     app.connect("doctree-read", css_safe_ids, priority=400)  # before the TOC collector (500) reads the ids
     app.connect("doctree-resolved", link_glossary_terms)  # docs/glossary.md, linked at each term's first use
     return {"parallel_read_safe": True}

@@ -320,7 +320,7 @@ def test_audit_file_refuses_unusable_sizes_and_runs_before_any_work(tmp_path: Pa
 
 
 @pytest.mark.parametrize("entry,keyword", [
-    ("run", "featurizer_options"), ("run", "dataset_options"), ("run", "params"), ("run", "image_options"),
+    ("run", "featurizer_options"), ("run", "dataset_options"), ("run", "params"),
     ("explain", "featurizer_options"), ("explain", "dataset_options"), ("audit_file", "featurizer_options"),
     ("audit_file", "image_options"), ("embed", "featurizer_options"), ("embed", "dataset_options"),
     ("evaluate", "featurizer_options"), ("evaluate", "dataset_options"),

@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from quick_checks import quick_checks
 
 import aflite
 from aflite import data
@@ -58,8 +59,13 @@ def test_run_takes_the_filters_sizes_as_the_cli_names_them() -> None:
     with pytest.raises(ParameterError, match=r"train_size is given twice, train_size=0.1 and "
                                              r"params\['train_size'\]=0.2: give it once"):
         aflite.run(demo(), params={"train_size": 0.2}, train_size=0.1, **KW)
-    with pytest.raises(ParameterError, match="either as aflite= or as params="):
-        aflite.run(demo(), aflite=aflite.AFLite(n_partitions=8), train_size=0.1, **KW)
+    # an AFLite as params: the keywords set its sizes (on a copy), the same run; a size it sets too is refused
+    given = aflite.AFLite(slice_size=7, **SIZES)
+    as_estimator = aflite.run(demo(), params=given, train_size=0.1, **KW)
+    assert np.array_equal(as_estimator.keep, res.keep) and given.train_size != 0.1
+    with pytest.raises(ParameterError, match=r"train_size is given twice, train_size=0.1 and "
+                                             r"params.train_size=0.2: give it once"):
+        aflite.run(demo(), params=aflite.AFLite(train_size=0.2), train_size=0.1, **KW)
 
 
 def test_a_column_given_twice_differently_is_refused() -> None:
@@ -111,8 +117,8 @@ def test_embed_audit_explain_and_evaluate_read_the_renamed_columns(tmp_path: Pat
     assert audited.n == 400
     with pytest.raises(ParameterError, match="this Dataset has been read already"):
         aflite.audit_dataset(data.open_dataset(demo()), config=cfg, text_a="premise")
-    ex = aflite.explain_run(renamed(), tmp_path / "run", tmp_path / "ex", min_count=10, random_seeds=1,
-                            neighbours=0, show_progress=False, **COLUMNS)
+    ex = aflite.explain_run(renamed(), tmp_path / "run", tmp_path / "ex", checks=quick_checks(10),
+                            show_progress=False, **COLUMNS)
     assert ex.results["first_phase"]["agreement_with_run"] == 1.0
     rep = aflite.evaluate_runs(renamed(), [tmp_path / "run"], None, cache_dir=tmp_path / "cache",
                                models=["ngram:hypothesis"], seeds=1, random_baseline=False, single_iteration=False,

@@ -42,22 +42,26 @@ def test_embed_refuses_to_replace_finished_features(tmp_path: Path, small_snli: 
 
 
 def test_run_takes_the_same_aflite_as_filter_files(tmp_path: Path, small_snli: Path) -> None:
-    """run(aflite=AFLite(...)) and run(params=..., strategy=..., seed=...) are one parameter space: the same
-    kept ids; an AFLite with its default sizes resolves to the scaled Table 8 defaults."""
+    """run(params=AFLite(...)) and run(params={..., "strategy": ..., "random_state": ...}) are one parameter
+    space: the same kept ids; an AFLite with its default sizes resolves to the scaled Table 8 defaults."""
     from aflite import AFLite
     from aflite.commands.run import run
+    from aflite.errors import ParameterError
 
     kw = {"featurizer": "ngram", "probe": False, "show_progress": False}
     sizes = {"slice_size": 10, "train_size": 30, "target_size": 150}
-    a = run(small_snli, tmp_path / "a", params=sizes, strategy="greedy", seed=5, **kw)
-    b = run(small_snli, tmp_path / "b", aflite=AFLite(**sizes, strategy="greedy", random_state=5), **kw)
+    a = run(small_snli, tmp_path / "a", params={**sizes, "strategy": "greedy", "random_state": 5}, **kw)
+    b = run(small_snli, tmp_path / "b", params=AFLite(**sizes, strategy="greedy", random_state=5), **kw)
     assert (tmp_path / "a" / "kept_ids.txt").read_bytes() == (tmp_path / "b" / "kept_ids.txt").read_bytes()
     assert a.summary["parameters"] == b.summary["parameters"]
     c = run(small_snli, tmp_path / "c", **kw)
-    d = run(small_snli, tmp_path / "d", aflite=AFLite(), **kw)
+    d = run(small_snli, tmp_path / "d", params=AFLite(), **kw)
     assert c.summary["parameters"] == d.summary["parameters"] and d.summary["overrides"] == {}
-    with pytest.raises(Exception, match="either as aflite= or as params="):
-        run(small_snli, tmp_path / "e", aflite=AFLite(), params={"slice_size": 3}, **kw)
+    with pytest.raises(ParameterError, match="params must be a dict of option names to values, not str"):
+        run(small_snli, tmp_path / "e", params="slice_size=3", **kw)
+    with pytest.raises(ParameterError, match="random_state must be an int seed for run()"):
+        run(small_snli, tmp_path / "e", params={"random_state": 1.5}, **kw)
+    assert not (tmp_path / "e").exists()
 
 
 @pytest.mark.parametrize("n", [60, 300, 9842, 19_666, 550_152])
@@ -77,8 +81,8 @@ def test_run_from_python_writes_results_and_the_report_page_as_the_cli(tmp_path:
     from aflite.commands.run import run
     from aflite.report.explorer import embedded_data
 
-    run(small_snli, tmp_path / "lib", featurizer="ngram", probe=False, show_progress=False, seed=2,
-        params={"slice_size": 10, "train_size": 30, "target_size": 150})
+    run(small_snli, tmp_path / "lib", featurizer="ngram", probe=False, show_progress=False,
+        params={"slice_size": 10, "train_size": 30, "target_size": 150, "random_state": 2})
     assert main(["run", str(small_snli), "--out", str(tmp_path / "cli"), "--featurizer", "ngram", "--no-probe",
                  "--quiet", "--seed", "2", "-k", "10", "-t", "30", "-n", "150"]) == 0
     lib = json.loads((tmp_path / "lib" / "results.json").read_text())

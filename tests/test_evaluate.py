@@ -478,9 +478,9 @@ def test_warmup_run_end_to_end_excludes_its_slice(snli_run, tmp_path, minilm_mod
     lines = gzip.decompress(data.read_bytes()).splitlines(keepends=True)
     small = tmp_path / "small.tsv.gz"
     small.write_bytes(gzip.compress(b"".join(lines[:121])))  # 120 pairs
-    res = run_pipeline(small, tmp_path / "wr", featurizer="warmup", probe=False, show_progress=False, device="cpu",
-                       params={"n_partitions": 4, "train_size": 30, "slice_size": 10, "threshold": 0.5,
-                               "target_size": 60},
+    res = run_pipeline(small, tmp_path / "wr", featurizer="warmup", probe=False, show_progress=False,
+                       params={"device": "cpu", "n_partitions": 4, "train_size": 30, "slice_size": 10,
+                               "threshold": 0.5, "target_size": 60},
                        featurizer_options={"max_steps": 1, "batch_size": 8, "embed_batch_size": 32,
                                            "train_max_length": 32})
     out = tmp_path / "wr"

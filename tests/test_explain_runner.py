@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from quick_checks import quick_checks
 
 from aflite.cli import main
 from aflite.explain.files import INSTANCE_COLUMNS, TOKEN_COLUMNS
@@ -83,7 +84,7 @@ def test_each_checks_summary_is_typed_and_reads_back_equal(explained, tmp_path):
     from aflite.commands.explain import explain
 
     tmp, _ = explained
-    got = explain(tmp / "planted.tsv", tmp / "run", tmp_path / "ex", min_count=10, random_seeds=1, neighbours=0,
+    got = explain(tmp / "planted.tsv", tmp / "run", tmp_path / "ex", checks=quick_checks(10),
                   show_progress=False)
     res = json.loads((tmp_path / "ex" / "results.json").read_text())
     assert got.checks is not None and list(got.checks) == list(res["checks"])
@@ -217,7 +218,7 @@ def test_without_cleanlab_explain_still_works_and_says_so(explained, tmp_path, m
 
     monkeypatch.setattr(builtins, "__import__", no_cleanlab)
     tmp, _ = explained
-    res = explain(tmp / "planted.tsv", tmp / "run", tmp_path / "ex", min_count=10, random_seeds=1, neighbours=0,
+    res = explain(tmp / "planted.tsv", tmp / "run", tmp_path / "ex", checks=quick_checks(10),
                   show_progress=False)
     assert res.results["checks"]["label_issues"]["summary"]["n"] is None
     assert "cleanlab is not installed" in res.results["checks"]["label_issues"]["summary"]["skipped"]

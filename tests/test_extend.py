@@ -20,6 +20,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 import pytest
+from quick_checks import quick_checks
 
 from aflite import check
 from aflite import cli as aflite_cli
@@ -362,7 +363,7 @@ def test_a_check_option_is_declared_once_and_reaches_it(tmp_path: Path, small_sn
     assert "toy_long.csv" in (ex / "summary.md").read_text()
     _the_columns_show_on_the_page(ex, {r["id"]: int(r["toy_words"]) for r in inst})
 
-    got = explain(small_snli, run, tmp_path / "ex2", checks={"toy": {"factor": 1}}, random_seeds=1, neighbours=0,
+    got = explain(small_snli, run, tmp_path / "ex2", checks=quick_checks(toy={"factor": 1}),
                   show_progress=False)
     assert got.results["checks"]["toy"]["options"] == {"factor": 1.0}
     assert got.checks is not None and got.checks["toy"].summary == ToySummary(len(_long_ids(small_snli, 1.0)))
@@ -495,7 +496,7 @@ def test_a_check_cannot_overwrite_explains_own_files_or_columns(tmp_path: Path, 
 
         monkeypatch.setattr(ToyCheck, "find", find)
         with pytest.raises(ParameterError, match=match):
-            explain(small_snli, run, tmp_path / "ex", random_seeds=1, neighbours=0, show_progress=False)
+            explain(small_snli, run, tmp_path / "ex", checks=quick_checks(), show_progress=False)
         assert not (tmp_path / "ex").exists()
 
 

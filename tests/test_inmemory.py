@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from quick_checks import quick_checks
 
 import aflite
 from aflite import data
@@ -23,8 +24,8 @@ pa = pytest.importorskip("pyarrow")
 hf = pytest.importorskip("datasets")
 
 # small and fast: a 64-dimension n-gram Φ, 8 models per phase, stop at 60 % of |D|; no probe (its own tests)
-KW: dict[str, Any] = {"params": {"target_size": 0.6, "n_partitions": 8}, "featurizer_options": {"n_components": 64},
-                      "show_progress": False, "seed": 0, "probe": False}
+KW: dict[str, Any] = {"params": {"target_size": 0.6, "n_partitions": 8, "random_state": 0},
+                      "featurizer_options": {"n_components": 64}, "show_progress": False, "probe": False}
 FOLDER_FILES = {"filtered.parquet", "kept_ids.txt", "removed_ids.txt", "instances.csv",
                 "results.json", "summary.md", "report.html", "checkpoint.npz"}
 
@@ -266,7 +267,7 @@ def test_audit_takes_a_dataframe(tmp_path: Path) -> None:
 def test_explain_and_evaluate_take_the_dataframe_of_a_file_run(file_run: Path, tmp_path: Path) -> None:
     """The DataFrame of the file a run read is that run's data (the same ids, labels and texts: fingerprint)."""
     frame = read_demo()
-    ex = aflite.explain_run(frame, file_run, tmp_path / "ex", min_count=10, random_seeds=1, neighbours=0,
+    ex = aflite.explain_run(frame, file_run, tmp_path / "ex", checks=quick_checks(10),
                             show_progress=False)
     assert ex.results["dataset"] == "in-memory pandas DataFrame" and ex.results["first_phase"][
         "agreement_with_run"] == 1.0

@@ -119,14 +119,20 @@ def test_featurizer_flags_show_the_constructors_defaults() -> None:
 
 
 def test_check_aliases_are_declared_with_the_option_they_set() -> None:
-    """explain's older keywords and flags are the options' ``alias=``: the same names as explain()'s keywords and
-    the flags of ``aflite explain``, and each sets the options that declare it."""
+    """explain's older flags are the options' ``alias=``: each sets the options that declare it, folded into
+    ``explain(checks=...)`` (the keywords of the same names left ``explain()`` in #58)."""
+    from aflite.cli import explain as cli_explain
+    from aflite.commands.explain import explain_check_options
+
     aliases = check_aliases()
     assert aliases["min_count"] == (("tokens", "min_count"), ("surrogate", "min_count"),
                                     ("ngram_coefficients", "min_count"))
     assert aliases["random_seeds"] == (("tokens", "random_seeds"), ("label_issues", "permutations"))
-    parameters = inspect.signature(explain).parameters
-    assert set(aliases) <= set(parameters) and all(parameters[k].default is None for k in aliases)
+    assert not set(aliases) & set(inspect.signature(explain).parameters)
+    assert explain_check_options(None, {"min_count": 4, "random_seeds": 2, "alpha": None}) == {
+        "tokens": {"min_count": 4, "random_seeds": 2}, "surrogate": {"min_count": 4},
+        "ngram_coefficients": {"min_count": 4}, "label_issues": {"permutations": 2}}
+    assert set(cli_explain.CLI_ONLY) == {"check", *aliases}  # the flags that are no keyword of explain()
     sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
     flags = {a.dest: a for a in sub.choices["explain"]._actions}
     assert set(aliases) <= set(flags)

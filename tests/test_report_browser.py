@@ -21,6 +21,7 @@ if not (Path(CHROMIUM).exists() and Path(CHROMEDRIVER).exists()):
                 "does it)", allow_module_level=True)
 webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not installed (the [dev] extra)")
 
+from quick_checks import quick_checks  # noqa: E402
 from report_pages import IMG, SCRIPT, make_evaluate_finetuned, make_explain, make_run  # noqa: E402
 from selenium.common.exceptions import NoAlertPresentException  # noqa: E402
 from selenium.webdriver.chrome.service import Service  # noqa: E402
@@ -336,7 +337,8 @@ def test_a_column_added_to_explains_table_shows_on_its_page(driver: Any, pages: 
     from aflite.rundir.folder import RunFolder
 
     run = pages["run"]
-    res = explain(run.parent / "pairs.tsv", run, tmp_path / "first", random_seeds=1, show_progress=False)
+    res = explain(run.parent / "pairs.tsv", run, tmp_path / "first", checks=quick_checks(neighbours=3),
+                  show_progress=False)
     assert res.checks is not None and res.data is not None
     n = len(res.data.ids)
     notes = [IMG if k == 7 else f"note{k:03d}" for k in range(n)]

@@ -124,7 +124,7 @@ def test_a_result_without_counts_or_phases_has_no_plot_and_no_bundle() -> None:
 def test_a_real_run_in_memory(small_snli: Path) -> None:
     pd = pytest.importorskip("pandas")
     df = pd.read_csv(small_snli, sep="\t", quoting=3, keep_default_na=False)
-    res = aflite.run(df, seed=0, show_progress=False, probe=False)
+    res = aflite.run(df, show_progress=False, probe=False)
     text = repr(res)
     assert text.startswith(f"<aflite run: |D| {len(df):,} → |D(Φ)| {len(res.filtered):,} rows; “")
     assert res.verdict[0].split(". ")[0] in text and len(text) < 500
@@ -135,7 +135,7 @@ def test_a_real_run_in_memory(small_snli: Path) -> None:
 
 def test_a_card_shows_its_readme(tmp_path: Path, small_snli: Path) -> None:
     run = tmp_path / "run"
-    aflite.run(small_snli, run, seed=0, show_progress=False, probe=False)
+    aflite.run(small_snli, run, show_progress=False, probe=False)
     card = aflite.write_card(run, tmp_path / "card")
     assert repr(card).startswith(f"<aflite card: {card.readme} and manifest.json, license ")
     html = card._repr_html_()

@@ -250,11 +250,11 @@ def test_run_with_a_cluster_filters_there_and_featurizes_ngram_here(tmp_path, ca
     from aflite.core.backends.dask import DaskExecutor
 
     data = _pairs_file(tmp_path / "d.tsv", 120)
-    kw = dict(featurizer="ngram", probe=False, show_progress=False, seed=3,
-              params={"n_partitions": 4, "target_size": 80, "slice_size": 10})
-    alone = run(data, tmp_path / "alone", **kw)
+    kw = dict(featurizer="ngram", probe=False, show_progress=False)
+    params = {"n_partitions": 4, "target_size": 80, "slice_size": 10, "random_state": 3}
+    alone = run(data, tmp_path / "alone", params=params, **kw)
     with DaskExecutor(n_workers=1) as ex:
-        spread = run(data, tmp_path / "spread", cluster=ex, **kw)
+        spread = run(data, tmp_path / "spread", params={**params, "executor": ex}, **kw)
         assert ex.client.status == "running"  # an executor passed in is its owner's to close
     assert "runs in this process" in capsys.readouterr().err
     assert np.array_equal(alone.keep, spread.keep) and 0 < alone.keep.sum() < 120

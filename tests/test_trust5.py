@@ -21,8 +21,8 @@ from aflite.errors import InputError, OutputError, ParameterError
 
 pd = pytest.importorskip("pandas")
 
-KW: dict[str, Any] = {"params": {"target_size": 0.6, "n_partitions": 8}, "featurizer_options": {"n_components": 32},
-                      "show_progress": False, "seed": 0, "probe": False}
+KW: dict[str, Any] = {"params": {"target_size": 0.6, "n_partitions": 8, "random_state": 0},
+                      "featurizer_options": {"n_components": 32}, "show_progress": False, "probe": False}
 
 
 def demo(n: int) -> Any:

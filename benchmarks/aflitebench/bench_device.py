@@ -428,8 +428,9 @@ def warmup_section(device: str, data_file: Path, sizes: Sizes, model_path: Any, 
                                                                     zip(a, b, y, strict=True)), encoding="utf-8")
         for name, (fopts, af) in variants.items():
             t0 = time.perf_counter()
-            result = run_dataset(src, Path(tmp) / name, featurizer="warmup", seed=seed, show_progress=False,
-                                 probe=False, featurizer_options=fopts, aflite=af, device=device)
+            params = af if af is not None else {"device": device, "random_state": seed}  # an AFLite: its own
+            result = run_dataset(src, Path(tmp) / name, featurizer="warmup", show_progress=False, probe=False,
+                                 featurizer_options=fopts, params=params)
             wall = time.perf_counter() - t0
             timings = result.summary.get("timings", {})
             keeps[name] = np.asarray(result.keep)

@@ -40,7 +40,18 @@ def torch_module() -> Any:
 def resolve_device(device: str | None = "auto") -> str:
     """``auto``/None → ``cuda`` when PyTorch sees a GPU, else ``cpu``; ``cuda[:N]`` is checked; ``cpu`` and
     ``torch-cpu`` are returned as they are. Resolving ``auto`` does not import PyTorch on a machine without an
-    NVIDIA device node (so that CPU-only commands stay fast to start)."""
+    NVIDIA device node (so that CPU-only commands stay fast to start).
+
+    Parameters
+    ----------
+    device : str, optional
+        ``auto``/None, ``cpu``, ``torch-cpu`` or ``cuda[:N]``.
+
+    Returns
+    -------
+    str
+        The device to use.
+    """
     if device is None or device == "auto":
         if importlib.util.find_spec("torch") is None or not any(Path("/dev").glob("nvidia[0-9]*")):
             return "cpu"

@@ -19,6 +19,13 @@ class InputError(AfliteError, ValueError):
 
     ``path`` is the file (or image reference) at fault when there is one, so that a caller can list it (e.g. the
     unreadable images skipped by ``--skip-bad-images``) without parsing the message.
+
+    Parameters
+    ----------
+    *args
+        The message (one line naming the file, line or column), as for ``ValueError``.
+    path : str, optional
+        The file or image reference at fault, when there is one.
     """
 
     def __init__(self, *args: object, path: str | None = None) -> None:

@@ -25,6 +25,59 @@ class AuditConfig:
     ``tra=None`` (default) fine-tunes the TRA models only when the device is a GPU: on a 2-core CPU the three
     300-step fine-tunings take about half an hour to hours, which no default should cost. ``peco_shuffles`` label
     shuffles give PECO's permutation null (:class:`PecoNull`).
+
+    Parameters
+    ----------
+    views : tuple of str
+        The single-sentence conditions audited.
+    featurizer : str, default "minilm"
+        The Φ of the probes.
+    n_folds : int, default 5
+        Cross-validation folds.
+    C : float, default 1.0
+        Inverse L2 strength of the logistic probes.
+    n_components : int, default 30
+        Dimensions kept for the clustering.
+    n_clusters : int, default 50
+        Clusters of the bias analysis.
+    bias_threshold : float, default 0.2
+        The share of one label above which a cluster counts as biased.
+    tsne_sample : int, default 2000
+        Rows in the t-SNE plot (0: no plot).
+    top_k_tokens : int, default 10
+        Tokens listed per label.
+    min_token_count : int, optional
+        The fewest occurrences of a listed token.
+    tra : bool, optional
+        Fine-tune the TRA models (None: only on a GPU).
+    peco_shuffles : int, default 30
+        Label shuffles of PECO's permutation null.
+    peco_encoder : str, default "frozen"
+        PECO's encoder: ``frozen`` or ``finetuned`` (needs ``tra``).
+    tra_steps : int, default 300
+        Fine-tuning steps of each TRA model.
+    tra_batch_size : int, default 32
+        Their batch size.
+    tra_lr : float, default 5e-5
+        Their learning rate.
+    tra_sample : int, default 200
+        Rows TRA scores.
+    tra_eval : int, default 1000
+        Rows TRA evaluates on.
+    tra_holdout : float, default 0.2
+        The share held out from fine-tuning.
+    model_path : str, optional
+        A local Hugging Face model folder.
+    device : str, optional
+        Where PyTorch runs (None: auto).
+    seed : int, default 0
+        The seed every random choice flows from.
+    cache_dir : str, optional
+        Where features are cached.
+    show_progress : bool, default True
+        Show progress bars.
+    checks : dict
+        Each audit check's options by name.
     """
 
     views: tuple[str, ...] = AUDIT_VIEWS
@@ -139,7 +192,29 @@ class ViewAudit:
 class DatasetAudit:
     """The audit of one dataset (what :func:`aflite.audit.audit` returns): its single-sentence views' figures, the
     configuration and timings. ``aflite audit`` returns an :class:`aflite.commands.audit.AuditResult` holding one per
-    audited set."""
+    audited set.
+
+    Parameters
+    ----------
+    name : str
+        What the audit calls the data.
+    n : int
+        Rows audited.
+    label_counts : dict
+        Rows per label.
+    views : dict
+        Each single-sentence view's figures.
+    config : AuditConfig
+        The configuration used (``tra`` resolved).
+    timings : dict
+        Seconds per stage.
+    labels : numpy.ndarray
+        The labels audited.
+    ids : numpy.ndarray
+        Their ids.
+    normal_input : str, default "pair"
+        The input of the normal condition the views are compared with.
+    """
 
     name: str
     n: int

@@ -234,6 +234,26 @@ def audit(
     condition, so it is refused here. ``config.tra=None`` resolves to whether the device is a GPU; the result's
     config records the choice. ``dataset`` may also be what :func:`aflite.run` reads (a file, a DataFrame, ...),
     its columns named by the keywords of :class:`aflite.data.Columns` (``text_a=``, ``text_b=``, ``label=``, ...).
+
+    Parameters
+    ----------
+    dataset : Dataset, path or data frame
+        The pairs to audit.
+    views : sequence of str, optional
+        The single-sentence conditions (default ``config.views``).
+    config : AuditConfig, optional
+        Models, sizes and stages (default: :class:`AuditConfig`'s).
+    name : str, optional
+        What the audit calls the data.
+    features : dict, optional
+        ``pair`` and each view's matrix, row-aligned with the dataset (skips featurization).
+    **overrides
+        Fields of :class:`AuditConfig`, or the column keywords of :class:`aflite.data.Columns`.
+
+    Returns
+    -------
+    DatasetAudit
+        Each view's figures, the configuration and timings.
     """
     columns = {k: overrides.pop(k) for k in COLUMNS if k in overrides}  # the dataset's; the rest AuditConfig's
     cfg = _config(views, config, overrides)

@@ -43,7 +43,23 @@ class CardResult(Result):
     """What ``aflite card`` wrote: the folder, the card, the manifest (and its facts), and the license the card
     names (``unknown`` when aflite could not tell and none was given). A Result like every command's, but its folder
     is published rather than worked in: README.md (:meth:`summary_md`) and manifest.json (:meth:`to_json`), written
-    by :func:`write_card`, with the data file, no results.json and no page."""
+    by :func:`write_card`, with the data file, no results.json and no page.
+
+    Parameters
+    ----------
+    out : Path
+        The card folder.
+    readme : Path
+        README.md.
+    manifest_path : Path
+        manifest.json.
+    manifest : dict
+        Its content (every file's size and sha256).
+    license : str
+        The license the card names.
+    notes : list of str
+        What the card says it could not tell.
+    """
 
     command: ClassVar[str] = "card"
     out: Path
@@ -105,7 +121,26 @@ def write_card(run_dir: str | Path, out: str | Path, *, evaluate: str | Path | N
     the input's own (the bundled sample's is known). A card already in ``out`` is replaced whole; a file there
     that aflite card did not write is never replaced: a name clash is refused. Every check comes before the first
     write, and a kill at any moment leaves the previous card, the new one, or a folder that says it is unfinished
-    (:mod:`aflite.card.commit`)."""
+    (:mod:`aflite.card.commit`).
+
+    Parameters
+    ----------
+    run_dir : path
+        The run folder of ``aflite run``.
+    out : path or RunFolder
+        The card folder to write.
+    evaluate : path, optional
+        A folder of ``aflite evaluate`` made from this run.
+    explain : path, optional
+        A folder of ``aflite explain`` made from this run.
+    license : str, optional
+        A Hub license identifier, when aflite does not know the input's own.
+
+    Returns
+    -------
+    CardResult
+        The card, its manifest and the license it names.
+    """
     license = check_license_id(license)  # noqa: A001
     run_p, out_p = Path(run_dir), Path(out)
     folders = [("run", run_p)] + [(flag, Path(f)) for flag, f in (("--evaluate", evaluate), ("--explain", explain))

@@ -6,6 +6,7 @@ import argparse
 from typing import Any
 
 from aflite.cli.options import FEATURIZER_OPTIONS, LOADERS, add_out
+from aflite.cli.run import CLI_ONLY as CLI_ONLY  # run's flags, the same
 from aflite.cli.run import add_pipeline_options, pipeline_kwargs, report
 from aflite.rundir.commands import Command
 
@@ -37,12 +38,12 @@ def run(args: argparse.Namespace) -> int:
     from aflite.data import demo_dataset_path
     from aflite.rundir.lock import clear_own_folder
 
-    kwargs = pipeline_kwargs(args)
     if not args.resume:
         # start over on every call, but only in a folder that the demo itself created and marked (claimed and
         # locked by the CLI before this runs); anyone else's folder is never emptied
         clear_own_folder(args.out, "demo")
-    res = run_pipeline(demo_dataset_path(), args.out_folder, title=DEMO_TITLE, **kwargs)
+    with pipeline_kwargs(args) as kwargs:
+        res = run_pipeline(demo_dataset_path(), args.out_folder, title=DEMO_TITLE, **kwargs)
     if args.featurizer == DEMO_FEATURIZER:
         print("Φ: frozen all-MiniLM-L6-v2, the demo's default because it fits the demo's time on a CPU; the "
               "paper's warm-up Φ (fine-tuned on a slice of t rows, then discarded): aflite demo --featurizer warmup")

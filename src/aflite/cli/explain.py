@@ -61,7 +61,12 @@ COMMAND = Command("explain", library="aflite.commands.explain:explain", result="
 # the library calls whose keywords this command's flags are (tests/test_cli_keywords.py reads them)
 LIBRARY = (COMMAND.library, *LOADERS, *FEATURIZER_OPTIONS)
 # flags that are no keyword of LIBRARY, each with why
-CLI_ONLY = {"check": "--check NAME:KEY=VALUE, repeatable: one entry of explain(checks={NAME: {KEY: VALUE}})"}
+CLI_ONLY = {"check": "--check NAME:KEY=VALUE, repeatable: one entry of explain(checks={NAME: {KEY: VALUE}})",
+            # the older flags, each an alias of built-in checks' options (aflite.commands.explain.check_aliases),
+            # folded into checks= (a frozen set: a new check option is given with --check)
+            **dict.fromkeys(("alpha", "min_count", "null", "random_seeds", "neighbours", "stop_rule", "stop_floor",
+                             "stop_max_phases", "ngram_coefficients"), "an alias of built-in checks' options: "
+                            "folded into explain(checks=...)")}
 
 
 def add_alias_flags(p: Any) -> None:
@@ -133,19 +138,20 @@ def _validate(args: argparse.Namespace) -> None:
 
 
 def _alias_values(args: argparse.Namespace) -> dict[str, Any]:
-    """The flags that set built-in checks' options (their ``alias=``), as explain's keywords."""
+    """The flags that set built-in checks' options (their ``alias=``), by keyword."""
     from aflite.commands.explain import check_aliases
 
     return {k: getattr(args, k, None) for k in check_aliases()}
 
 
 def run(args: argparse.Namespace) -> int:
-    from aflite.commands.explain import explain
+    from aflite.commands.explain import explain, explain_check_options
 
+    checks = explain_check_options(args.checks, _alias_values(args))  # the alias flags folded in
     fopts = featurizer_flag_values(args)  # checked against the run's featurizer by explain
-    res = explain(args.data, args.run_dir, args.out_folder, checks=args.checks, token_view=args.token_view,
+    res = explain(args.data, args.run_dir, args.out_folder, checks=checks, token_view=args.token_view,
                   cache_dir=args.cache_dir, dataset_options=dataset_options(args), featurizer_options=fopts,
-                  show_progress=not args.quiet, **_alias_values(args))
+                  show_progress=not args.quiet)
     verdict = res.verdict_sentences()
     if verdict:
         print("verdict: " + " ".join(verdict))

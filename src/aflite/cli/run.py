@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -85,6 +87,11 @@ COMMAND = Command("run", library="aflite.commands.run:run", result="aflite.comma
 
 # the library calls whose keywords this command's flags are (tests/test_cli_keywords.py reads them)
 LIBRARY = (COMMAND.library, "aflite.core.filter:AFLite", *LOADERS, *FEATURIZER_OPTIONS)
+CLI_ONLY = {  # flags that are no keyword of LIBRARY, each with why (demo's too)
+    "seed": "AFLite's random_state: run(params={'random_state': SEED})",
+    "cluster": "opened here as AFLite's executor: run(params={'executor': DaskExecutor(...)})",
+    "cluster_scratch": "the scratch folder of that executor (DaskExecutor(scratch=DIR))",
+}
 
 
 def register(sub: Any) -> None:
@@ -102,16 +109,24 @@ def register(sub: Any) -> None:
     p.set_defaults(handler=run)
 
 
-def pipeline_kwargs(args: argparse.Namespace) -> dict[str, Any]:
-    fopts = _featurizer_options(args)
+@contextlib.contextmanager
+def pipeline_kwargs(args: argparse.Namespace) -> Iterator[dict[str, Any]]:
+    """The keywords of :func:`aflite.commands.run.run` from run's (and demo's) flags, while they are used: a
+    --cluster (with its --cluster-scratch) is opened as AFLite's executor here and closed after the call."""
+    from aflite.core.backends.dask import use_cluster
+
     params = {"target_size": args.target_size, "n_partitions": args.n_partitions, "train_size": args.train_size,
-              "slice_size": args.slice_size, "threshold": args.threshold}
-    return dict(featurizer=args.featurizer, view=args.view, params=params, strategy=args.strategy, seed=args.seed,
-                groups=args.groups, cache_dir=args.cache_dir, resume=args.resume,
-                overwrite=args.overwrite, show_progress=not args.quiet,
-                probe=args.probe, featurizer_options=fopts, device=args.device, storage=args.storage,
-                image_options=image_options(args),
-                link_dir=args.link_dir, cluster=args.cluster, cluster_scratch=args.cluster_scratch)
+              "slice_size": args.slice_size, "threshold": args.threshold, "strategy": args.strategy,
+              "random_state": args.seed, "device": args.device, "storage": args.storage}
+    loader = {**{k: v for k, v in image_options(args).items() if v is not None}, **dataset_options(args)}
+    executor, release = use_cluster(args.cluster, args.cluster_scratch)
+    try:
+        yield dict(featurizer=args.featurizer, view=args.view, params={**params, "executor": executor},
+                   groups=args.groups, cache_dir=args.cache_dir, resume=args.resume, overwrite=args.overwrite,
+                   show_progress=not args.quiet, probe=args.probe, featurizer_options=_featurizer_options(args),
+                   dataset_options=loader, link_dir=args.link_dir)
+    finally:
+        release()
 
 
 def report(res: Any) -> None:
@@ -155,6 +170,7 @@ def report(res: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     from aflite.commands.run import run as run_pipeline
 
-    res = run_pipeline(args.data, args.out_folder, dataset_options=dataset_options(args), **pipeline_kwargs(args))
+    with pipeline_kwargs(args) as kwargs:
+        res = run_pipeline(args.data, args.out_folder, **kwargs)
     report(res)
     return 0

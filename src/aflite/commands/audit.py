@@ -43,7 +43,29 @@ __all__ = ["AuditResult", "audit_file", "check_audit_config", "check_audit_optio
 class AuditResult(Result):
     """What :func:`audit_file` wrote: the folder, one :class:`aflite.audit.DatasetAudit` per audited set (D, and
     D(Φ) with ``compare``), the JSON it saved as ``results.json`` and the notes shown in the
-    report; ``page`` renders report.html."""
+    report; ``page`` renders report.html.
+
+    Parameters
+    ----------
+    out : Path
+        The folder written.
+    results : list of DatasetAudit
+        One :class:`aflite.audit.DatasetAudit` per audited set.
+    metrics : dict
+        The JSON saved as results.json.
+    notes : list of str
+        The notes shown in the report.
+    data : str
+        The data audited.
+    run_seed : int, default 0
+        The seed of the run compared (``compare``).
+    kind : object
+        The kind of data audited (text or images), which decides the page's sections.
+    title : str
+        What the report calls the data.
+    files : dict of str to bytes
+        Further files the audit writes into its folder, by name (their bytes).
+    """
 
     command: ClassVar[str] = "audit"
     out: Path
@@ -189,7 +211,46 @@ def audit_file(
     each; featurizes the union once (cached in ``config.cache_dir``, default ``out/cache``); audits each set with
     ``config`` (:class:`aflite.audit.AuditConfig`); writes the folder. ``config.tra=None`` becomes "only on a GPU"
     here, once, so that the estimate and both audits agree. Nothing is written before the data are read and checked.
-    In-memory data (a DataFrame, ...) are text."""
+    In-memory data (a DataFrame, ...) are text.
+
+    Parameters
+    ----------
+    data_path : path or data frame
+        The data to audit.
+    out : path or RunFolder
+        The folder to write.
+    config : AuditConfig, optional
+        Models, sizes and stages.
+    compare : path, optional
+        A run folder whose kept rows are audited as D(Φ).
+    sample : int, optional
+        Audit a seeded random sample of this many rows of each set.
+    title : str, optional
+        What the report calls the data.
+    reference : str, default "none"
+        A reference set audited alongside (``none``: only the data).
+    dataset_options : dict, optional
+        The loader's keywords.
+    groups : str, default "premise"
+        Rows kept together in the cross-validation folds, as for :func:`load_dataset`.
+    show_progress : bool, default True
+        Show progress bars.
+    image_options : dict, optional
+        The image loader's keywords.
+    featurizer : str, optional
+        The Φ (default ``config.featurizer``).
+    featurizer_options : dict, optional
+        The featurizer's own options.
+    overwrite : bool, default False
+        Start over in an ``out`` that holds an audit.
+    **columns
+        The column keywords of :class:`aflite.data.Columns`.
+
+    Returns
+    -------
+    AuditResult
+        One audit per set, the notes and the folder.
+    """
     dataset_options, image_options = _columns(dataset_options, image_options, dict(columns))
     cfg, featurizer_options = _featurizer_config(config, featurizer, featurizer_options)
     folder = RunFolder.of(out, "audit")

@@ -107,6 +107,52 @@ def embed(data_path: Any, out: str | os.PathLike[str] | RunFolder, *, featurizer
     interrupted call in ``out`` (as a plain call again does) and also accepts finished features there: text is
     read back from the cache, a finished image matrix of the same inputs and options is kept. Returns an
     :class:`EmbedResult`.
+
+    Parameters
+    ----------
+    data_path : path or data frame
+        The data to featurize.
+    out : path or RunFolder
+        The folder to write.
+    featurizer : str, default "ngram"
+        The registered featurizer.
+    view : str, default "pair"
+        Which text Φ reads.
+    featurizer_options : dict, optional
+        The featurizer's own options.
+    warmup_size : int or float, default 0.1
+        The warm-up slice of a featurizer trained on labels (a count, or a fraction of the rows).
+    cache_dir : path, optional
+        Where Φ is cached (default ``out/cache``).
+    seed : int, default 0
+        The seed of the warm-up slice and of the featurizer.
+    device : str, default "auto"
+        Where every PyTorch step runs.
+    image_size : int, default 224
+        Images are resized to this square.
+    chunk_size : int, default 4096
+        Rows embedded (and cached) at a time.
+    skip_bad_images : bool, default False
+        Leave unreadable images out instead of stopping.
+    dataset_options : dict, optional
+        The loader's keywords.
+    overwrite : bool, default False
+        Start over in an ``out`` that holds features.
+    show_progress : bool, default True
+        Show progress bars.
+    backend : str, optional
+        The encoder's runtime: torch, onnx, onnx-int8 (default auto).
+    cluster : str or DaskExecutor, optional
+        Embed the chunks as shards on Dask workers.
+    resume : bool, default False
+        Continue an interrupted call in ``out``.
+    **columns
+        The column keywords of :class:`aflite.data.Columns`.
+
+    Returns
+    -------
+    EmbedResult
+        The features and the files written.
     """
     dataset_options = with_columns(dataset_options, columns, "embed")
     path_column = dict(dataset_options or {}).get("path_column")

@@ -142,7 +142,29 @@ def evaluate(data: Any, runs: Sequence[str | os.PathLike[str]],
     tables.md, accuracy.png, results.json, summary.md and report.html. Returns the
     :class:`aflite.evaluate.EvaluateResult` (``out`` set). The column keywords of :class:`aflite.data.Columns`
     (``text_a=``, ``text_b=``, ``label=``, ``id_column=``, ...) and ``groups=`` name DATA's columns, as for
-    :func:`aflite.run` (or ``dataset_options``)."""
+    :func:`aflite.run` (or ``dataset_options``).
+
+    Parameters
+    ----------
+    data : path or data frame
+        The data the runs filtered.
+    runs : sequence of path
+        Run folders of ``aflite run`` to compare.
+    out : path or RunFolder, optional
+        The folder to write (None: nothing written).
+    cache_dir : path, optional
+        Where features are cached (default ``out/cache``).
+    overwrite : bool, default False
+        Start over in an ``out`` that holds an evaluation.
+    **keywords
+        :func:`aflite.evaluate.compare_runs`'s keywords (``models``, ``seeds``, ...), the column keywords and
+        ``groups``.
+
+    Returns
+    -------
+    EvaluateResult
+        Each model's accuracy on each run's sets, and the folder.
+    """
     keywords = _with_columns(keywords)
     folder = None if out is None else RunFolder.of(out, "evaluate")
     for path, flag in ((None if folder is None else folder.path, "--out"), (cache_dir, "--cache-dir")):

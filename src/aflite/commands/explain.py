@@ -1,8 +1,9 @@
 """:func:`explain` (``aflite explain``; ``aflite.explain_run``): read a run folder and the data file back, recompute
 the run's first phase (:mod:`aflite.explain.recompute`), run every registered check (:mod:`aflite.check`; the
-built-in ones in :mod:`aflite.explain.checks`), each with its options (``checks={name: {key: value}}``; the older
-keywords ``alpha``, ``min_count``, ... are aliases of the built-in checks' options, :func:`check_aliases`), and write
-the explain folder (:mod:`aflite.explain.files`): each check's entry under results.json's ``checks[name]``.
+built-in ones in :mod:`aflite.explain.checks`), each with its options (``checks={name: {key: value}}``; the
+command line's older flags ``--alpha``, ``--min-count``, ... are aliases of the built-in checks' options,
+:func:`check_aliases`), and write the explain folder (:mod:`aflite.explain.files`): each check's entry under
+results.json's ``checks[name]``.
 
 Where the data map comes from. A run folder holds the kept/removed ids, the last p̃ and the features cache, not
 the first phase's probabilities. Rather than make old runs unreadable, explain *recomputes* the first phase: the
@@ -47,7 +48,7 @@ from aflite.threads import limited
 __all__ = ["ExplainResult", "check_aliases", "explain"]
 
 def check_aliases() -> dict[str, tuple[tuple[str, str], ...]]:
-    """explain's older keywords (and flags: --alpha, --min-count, ...), each an alias of built-in checks' options,
+    """explain's older flags (--alpha, --min-count, ...), each an alias of built-in checks' options,
     as the options declare them (``alias=``): keyword -> the (check, option) pairs the value given sets, in registry
     order."""
     aliases: dict[str, list[tuple[str, str]]] = {}
@@ -66,10 +67,10 @@ def _featurizer(run: RunRecord) -> FeaturizerRecord:
 
 
 def _load(data_path: Any, run: RunRecord, inst: Instances, dataset_options: dict[str, Any] | None,
-          image_options: dict[str, Any] | None) -> tuple[Any, np.ndarray]:
+          ) -> tuple[Any, np.ndarray]:
     """The dataset and the dataset rows the run filtered (in the run's order), checked against the run."""
     groups = run.body.groups or "premise"
-    options = {**{k: v for k, v in (image_options or {}).items() if v is not None}, **(dataset_options or {})}
+    options = {k: v for k, v in (dataset_options or {}).items() if v is not None}
     if groups not in ("premise", None) and "groups" not in options:
         options["groups"] = groups
     ds = open_dataset(data_path, reads=spec(_featurizer(run).name).modality, **options)
@@ -139,9 +140,10 @@ def _token_view(ds: Any, rows: np.ndarray, fz: FeaturizerRecord, token_view: str
 
 
 def explain_check_options(checks: dict[str, Any] | None, aliases: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    """Every explain check's options (:func:`aflite.check.resolve_checks`), from ``checks`` and the older keywords
-    (``aliases``: keyword -> value, None where not given; :func:`check_aliases`); a keyword and ``checks`` giving one
-    option two values are refused in one line."""
+    """``checks`` with the older flags folded in (``aliases``: keyword -> value, None where not given;
+    :func:`check_aliases`), as ``aflite explain`` gives them to :func:`explain` (``checks=``), checked
+    (:func:`aflite.check.resolve_checks`); a flag and ``--check`` giving one option two values are refused in one
+    line."""
     if checks is not None and not isinstance(checks, dict):
         raise ParameterError(f"checks must be a dict of check name -> its options, got {checks!r}")
     merged = {name: dict(opts) if isinstance(opts, dict) else opts for name, opts in (checks or {}).items()}
@@ -157,7 +159,8 @@ def explain_check_options(checks: dict[str, Any] | None, aliases: dict[str, Any]
                 raise ParameterError(f"check {name!r}: option {key!r} given twice, {twice}")
             if isinstance(opts, dict):
                 opts[key] = value
-    return resolve_checks(merged, "explain")
+    resolve_checks(merged, "explain")  # an unknown name or key, a bad value: refused here
+    return merged
 
 
 def _check_outputs(found: dict[str, Any], folder: RunFolder, rows: int) -> None:
@@ -171,45 +174,56 @@ def _check_outputs(found: dict[str, Any], folder: RunFolder, rows: int) -> None:
 @claims("explain")  # a path given as out is claimed as the CLI claims --out
 @limited  # one thread policy (aflite.threads)
 @recording_warnings()  # scikit-learn's warnings counted in results.json (aflite.rundir.results)
-@takes_mappings("dataset_options", "image_options", "featurizer_options")
-def explain(
-    data_path: Any,
-    run_dir: str | os.PathLike[str],
-    out: str | os.PathLike[str] | RunFolder,
-    *,
-    checks: dict[str, dict[str, Any]] | None = None,
-    alpha: float | None = None,
-    min_count: int | None = None,
-    random_seeds: int | None = None,
-    token_view: str = "auto",
-    neighbours: int | None = None,
-    cache_dir: str | os.PathLike[str] | None = None,
-    dataset_options: dict[str, Any] | None = None,
-    image_options: dict[str, Any] | None = None,
-    featurizer_options: dict[str, Any] | None = None,
-    show_progress: bool = True,
-    stop_rule: bool | None = None,
-    stop_floor: int | None = None,
-    stop_max_phases: int | None = None,
-    ngram_coefficients: bool | None = None,
-    null: str | None = None, overwrite: bool = False, **columns: Unpack[Columns],
-) -> ExplainResult:
-    """Explain a run of ``aflite run`` on DATA (a file, or a DataFrame, Table or datasets.Dataset) into ``out`` (a
-    path, or the CLI's claimed ``RunFolder``): every registered check (:mod:`aflite.check`): token artifacts with
-    significance (full / kept / random), the first phase's data map and label issues, why each row was easy, the
-    nearest kept rows; and soft weights. The run folder is only read (Φ from its cache, or recomputed into
-    ``cache_dir``, default ``out/cache``; an ``out`` or ``cache_dir`` in a run folder is refused).
+@takes_mappings("dataset_options", "featurizer_options")
+def explain(data_path: Any, run_dir: str | os.PathLike[str], out: str | os.PathLike[str] | RunFolder, *,
+            checks: dict[str, dict[str, Any]] | None = None, token_view: str = "auto",
+            cache_dir: str | os.PathLike[str] | None = None, dataset_options: dict[str, Any] | None = None,
+            featurizer_options: dict[str, Any] | None = None, show_progress: bool = True, overwrite: bool = False,
+            **columns: Unpack[Columns]) -> ExplainResult:
+    """Explain a run of ``aflite run``: why its rows were removed, with every registered check.
 
-    ``checks`` gives checks their options (check name → {option: value}; ``aflite explain --help`` lists them),
-    e.g. ``{"tokens": {"alpha": 0.05}, "stop_rule": {"enabled": True}}`` (the stop rule continues filtering past the
-    run's stop until no token artifact is significant; the run folder is never changed). ``alpha``, ``min_count``,
-    ``random_seeds``, ``neighbours``, ``null``, ``stop_rule``, ``stop_floor``, ``stop_max_phases`` and
-    ``ngram_coefficients`` are aliases of built-in checks' options (declared with them: :func:`check_aliases`; None:
-    not given); DATA's columns are named as for the run (``text_a=``, ``label=``, ...: :class:`aflite.data.Columns`).
-    An unknown check or option, or a bad value, is refused in one line before any work."""
+    The checks (:mod:`aflite.check`; the built-in ones in :mod:`aflite.explain.checks`): token artifacts with
+    significance (full / kept / random), the first phase's data map and label issues, why each row was easy, the
+    nearest kept rows, soft weights. The run folder is only read; an unknown check or option, or a bad value, is
+    refused in one line before any work.
+
+    Parameters
+    ----------
+    data_path : path, pandas.DataFrame, pyarrow.Table or datasets.Dataset
+        The data the run filtered (its ids, labels and texts are checked against the run).
+    run_dir : path
+        The folder of ``aflite run``.
+    out : path or RunFolder
+        The explain folder to write (a path is claimed as the command line claims ``--out``); it may not lie in a
+        run folder.
+    checks : dict, optional
+        Each check's options, check name -> {option: value} (``aflite explain --help`` lists them), e.g.
+        ``{"tokens": {"alpha": 0.05}, "stop_rule": {"enabled": True}}``; the checks not named keep their
+        defaults. The stop rule continues filtering past the run's stop until no token artifact is significant;
+        the run folder is never changed.
+    token_view : str, default "auto"
+        Which text the token checks read: "auto" (the hypothesis of pairs, the premise for a premise-view run, the
+        text of single texts), "pair", "premise" or "hypothesis".
+    cache_dir : path, optional
+        Where Φ is recomputed when the run's cache lacks it (default ``out/cache``; not in a run folder).
+    dataset_options : dict, optional
+        The loader's keywords, as for :func:`aflite.commands.run.run`.
+    featurizer_options : dict, optional
+        Options of the run's featurizer (those the run recorded are used; ``model_path`` where it needs one).
+    show_progress : bool, default True
+        Show progress bars.
+    overwrite : bool, default False
+        Start over in an ``out`` that holds an explain folder.
+    **columns
+        DATA's columns, named as for the run (:class:`aflite.data.Columns`: ``text_a=``, ``label=``, ...).
+
+    Returns
+    -------
+    ExplainResult
+        The checks' results, the verdict and the folder written.
+    """
     dataset_options = with_columns(dataset_options, columns, "explain")  # before anything is read
-    keywords = check_aliases()  # the older keywords, as the checks' options declare them
-    options = explain_check_options(checks, {k: v for k, v in locals().items() if k in keywords})
+    options = resolve_checks(checks, "explain")
     folder = RunFolder.of(out, "explain")
     for path, flag in ((folder.path, "--out"), (cache_dir or folder.path, "--cache-dir")):  # it reads the run only
         check_outside_runs(path, [run_dir], flag=flag)
@@ -218,7 +232,7 @@ def explain(
     run = read_run(run_dir)
     fz = _featurizer(run)
     inst = run.instances()
-    ds, rows = _load(data_path, run, inst, dataset_options, image_options)
+    ds, rows = _load(data_path, run, inst, dataset_options)
     params = run.body.parameters
     seed = int(run.seed or 0)  # the envelope's seed
     texts, tview = _token_view(ds, rows, fz, token_view, options)

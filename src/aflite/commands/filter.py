@@ -262,8 +262,48 @@ def filter_files(
     and optional ids and groups (column ``group``), checks they line up, and runs ``aflite`` (default:
     :class:`AFLite` with its defaults) into the run directory ``out`` (a path, or the CLI's claimed
     :class:`~aflite.rundir.folder.RunFolder`). ``cluster`` and ``cluster_scratch`` fit the partitions on a Dask
-    executor, as in :func:`aflite.commands.run.run` (an executor already set on ``aflite`` wins). ``run_record`` joins
-    results.json's body (what a caller records beside the inputs).
+    executor (:func:`aflite.commands.run.run` takes that executor in ``params``; one already set on ``aflite``
+    wins). ``run_record`` joins results.json's body (what a caller records beside the inputs).
+
+    Parameters
+    ----------
+    features : path
+        The feature matrix: a ``.npy`` file, or a table whose numeric columns are the features.
+    labels : path
+        One label per row (a text file, or a table column, ``label``).
+    out : path or RunFolder
+        The run directory to write.
+    aflite : AFLite, optional
+        The estimator (default: :class:`AFLite` with its defaults).
+    ids : path, optional
+        One id per row (default: the row numbers).
+    groups : path, optional
+        One group id per row (a table's ``group`` column).
+    feature_columns : list of str, optional
+        The feature columns of a table (default: every numeric column but the label and id).
+    label : str, optional
+        The label column of a table.
+    id_column : str, optional
+        The id column of a table.
+    mmap : bool, default False
+        Memory-map a ``.npy`` feature matrix instead of reading it.
+    resume : bool, default False
+        Continue the run in ``out`` from its last checkpoint.
+    overwrite : bool, default False
+        Start over in an ``out`` that holds a run.
+    show_progress : bool, default True
+        Show a progress bar.
+    run_record : dict, optional
+        Keys joined to results.json's body (what a caller records beside the inputs).
+    cluster : str or DaskExecutor, optional
+        ``local``, ``local:N``, a scheduler address or an open executor: the partitions are fitted there.
+    cluster_scratch : path, optional
+        A folder every worker reads at the same path (for a scheduler's cluster).
+
+    Returns
+    -------
+    FilterResult
+        The kept mask, the scores, the summary and the folder.
     """
     folder = RunFolder.of(out, "filter")
     t_call = time.perf_counter()

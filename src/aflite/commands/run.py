@@ -13,7 +13,7 @@ import contextlib
 import os
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, TypedDict, Unpack
@@ -24,7 +24,6 @@ from aflite import data
 from aflite.atomic import write_text
 from aflite.commands.filter import FilterResult, check_runtime, run_filter
 from aflite.commands.summaries import PROBE_MEANING, label_shift, render_summary, run_verdict
-from aflite.core.backends.dask import use_cluster
 from aflite.core.filter import AFLite
 from aflite.core.phase import resolve_size
 from aflite.data import images
@@ -32,7 +31,7 @@ from aflite.data.memory import FILTERED, check_writable, rows_sha256
 from aflite.data.options import Columns, with_columns
 from aflite.data.source import refuse_image_options
 from aflite.defaults import SNLI_DEFAULTS
-from aflite.errors import InputError, ParameterError, takes_mappings
+from aflite.errors import InputError, ParameterError, check_mappings, takes_mappings
 from aflite.evaluate import compare_partial_input, probe_skip_reason
 from aflite.features import Features, featurize_dataset
 from aflite.features.registry import featurizer_options as featurizer_options_for
@@ -68,7 +67,31 @@ PARAMETERS = ("target_size", "n_partitions", "train_size", "slice_size", "thresh
 class RunResult(FilterResult):
     """What a run left behind: its folder, its summary (results.json's body), the kept mask over
     the dataset's rows (warm-up rows are False) and the filtered dataset (``filtered.<ext>``); ``dataset`` and
-    ``rows`` (the dataset rows the filter saw) give summary.md its examples and the page its texts."""
+    ``rows`` (the dataset rows the filter saw) give summary.md its examples and the page its texts.
+
+    Parameters
+    ----------
+    out : Path or None
+        The run folder (None: nothing was written).
+    summary : dict
+        results.json's body.
+    keep : numpy.ndarray
+        The kept mask over the dataset's rows (warm-up rows are False).
+    filtered_path : Path or None
+        The filtered data file written.
+    ids : numpy.ndarray
+        The ids of the rows the filter saw, in its order.
+    labels : numpy.ndarray
+        Their labels.
+    state : object
+        The filter's final state (p̃, the phase each row was removed in).
+    dataset : Dataset, optional
+        The dataset read.
+    rows : numpy.ndarray, optional
+        The dataset rows the filter saw.
+    warmup_rows : numpy.ndarray, optional
+        The rows that trained a warm-up Φ (left out of the filter).
+    """
 
     command: ClassVar[str] = "run"
     dataset: Any = None
@@ -155,12 +178,20 @@ class RunKeywords(Columns, FilterSizes, total=False):
     """:func:`run`'s keywords beyond its signature: the dataset's columns and the filter's sizes."""
 
 
-def _keywords(dataset_options: dict[str, Any] | None, params: dict[str, Any] | None,
-              keywords: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any] | None]:
+def _keywords(dataset_options: dict[str, Any] | None, params: AFLite | Mapping[str, Any] | None,
+              keywords: dict[str, Any]) -> tuple[dict[str, Any], AFLite | dict[str, Any] | None]:
     """(dataset_options with the column keywords, params with the size keywords); a size given in both with two
     values is refused, as is an unknown keyword (a TypeError, as Python's own)."""
     options = with_columns(dataset_options, keywords, "run", also=PARAMETERS)
     sizes = {k: v for k, v in keywords.items() if k in PARAMETERS and v is not None}
+    if isinstance(params, AFLite):
+        own = params.get_params()
+        twice = sorted(k for k, v in sizes.items() if own[k] != AFLite().get_params()[k] and own[k] != v)
+        if twice:
+            raise ParameterError(f"{twice[0]} is given twice, {twice[0]}={sizes[twice[0]]!r} and "
+                                 f"params.{twice[0]}={own[twice[0]]!r}: give it once")
+        return options, AFLite(**{**own, **sizes}) if sizes else params
+    check_mappings(params=params)
     twice = sorted(k for k, v in sizes.items() if (params or {}).get(k) not in (None, v))
     if twice:
         raise ParameterError(f"{twice[0]} is given twice, {twice[0]}={sizes[twice[0]]!r} and params[{twice[0]!r}]="
@@ -168,28 +199,30 @@ def _keywords(dataset_options: dict[str, Any] | None, params: dict[str, Any] | N
     return options, ({**(params or {}), **sizes} if sizes or params is not None else None)
 
 
-def _estimator(aflite: AFLite | None, params: dict[str, Any] | None, strategy: str, seed: int, device: str,
-               storage: str) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
-    """(the estimator's other keywords, the size overrides, strategy/seed/device/storage): one parameter space with
-    :func:`aflite.commands.filter.filter_files`, from ``aflite=AFLite(...)`` or from ``params`` and the keywords. A
-    size left at AFLite's default is the scaled default (the same counts)."""
-    fixed = {"strategy": strategy, "random_state": seed, "device": device, "storage": storage}
-    if aflite is None:
-        return {}, {k: v for k, v in (params or {}).items() if v is not None}, fixed
-    if params is not None:
-        raise ParameterError("give the AFLite parameters either as aflite= or as params= (or the keywords "
-                             "train_size=, ...), not both")
-    base = aflite.get_params()
+# AFLite's parameters that say how and where the fit runs, not how much it removes: never an "override" of the
+# scaled defaults in results.json
+RUNTIME = ("strategy", "device", "storage", "random_state", "executor")
+
+
+def _estimator(params: AFLite | Mapping[str, Any] | None) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+    """(the estimator's other keywords, the size overrides, strategy/seed/device/storage/executor): one parameter
+    space with :func:`aflite.commands.filter.filter_files`, from ``params`` (an :class:`AFLite` or a dict of its
+    parameters, the size keywords merged in). A size left at AFLite's default is the scaled default (the same
+    counts)."""
     defaults = AFLite().get_params()
-    given = {k: base.pop(k) for k in PARAMETERS}
-    given = {k: v for k, v in given.items() if v != defaults[k] and v is not None}
-    fixed = {k: base.pop(k) for k in ("strategy", "device", "storage")}
-    rs = base.pop("random_state")
-    if rs is not None:
-        if isinstance(rs, bool) or not isinstance(rs, int | np.integer):
-            raise ParameterError(f"aflite.random_state must be an int seed for run(), not {rs!r}")
-        seed = int(rs)
-    return base, given, {**fixed, "random_state": seed}
+    if isinstance(params, AFLite):
+        base = params.get_params()
+        given = {k: base.pop(k) for k in PARAMETERS}
+        given = {k: v for k, v in given.items() if v != defaults[k] and v is not None}
+    else:
+        check_mappings(params=params)
+        base, given = {}, {k: v for k, v in (params or {}).items() if v is not None}
+    fixed = {k: given.pop(k, base.pop(k, defaults[k])) for k in RUNTIME}
+    rs = 0 if fixed["random_state"] is None else fixed["random_state"]
+    if isinstance(rs, bool) or not isinstance(rs, int | np.integer):
+        raise ParameterError(f"random_state must be an int seed for run() (every random choice of the run flows "
+                             f"from it), not {rs!r}")
+    return base, given, {**fixed, "random_state": int(rs)}
 
 
 def _featurizer_options(featurizer: str, given: dict[str, Any] | None) -> tuple[dict[str, Any], Any]:
@@ -200,10 +233,10 @@ def _featurizer_options(featurizer: str, given: dict[str, Any] | None) -> tuple[
 
 
 def _open(data_path: Any, featurizer: str, group_spec: str, dataset_options: dict[str, Any] | None,
-          image_options: dict[str, Any] | None, image_size: Any = None) -> Any:
+          image_size: Any = None) -> Any:
     """The dataset, as text or images (:func:`aflite.data.open_dataset`, for what the featurizer reads); image
     options given for data read as text are refused (they would be dropped unread)."""
-    loader = {**{k: v for k, v in (image_options or {}).items() if v is not None}, **(dataset_options or {})}
+    loader = {k: v for k, v in (dataset_options or {}).items() if v is not None}
     if group_spec != "premise":  # premise is the loader's own default for pairs (no groups for single texts)
         loader["groups"] = group_spec
     ds = data.open_dataset(data_path, reads=spec(featurizer).modality, **loader)
@@ -213,19 +246,15 @@ def _open(data_path: Any, featurizer: str, group_spec: str, dataset_options: dic
 
 
 @contextlib.contextmanager
-def _refused_resume_leaves_no_cache(cache: Path | None, before: set[Path] | None,
-                                    release: Callable[[], None]) -> Iterator[None]:
+def _refused_resume_leaves_no_cache(cache: Path | None, before: set[Path] | None) -> Iterator[None]:
     """Around the filter: a refused ``--resume`` leaves the run's folder as it was found (the cache files this
-    call made are removed), and the cluster opened for the run is closed whatever happens (an executor passed in
-    is its owner's to close)."""
+    call made are removed)."""
     try:
         yield
     except (InputError, ParameterError):
         if before is not None and cache is not None:
             _remove_new(cache, before)
         raise
-    finally:
-        release()
 
 
 def _check_before_features(ds: Any, data_path: Any, view: str, link_dir: Any, probe: bool,
@@ -260,28 +289,18 @@ def _check_before_features(ds: Any, data_path: Any, view: str, link_dir: Any, pr
 
 
 def _featurize(ds: Any, featurizer: str, view: str, af: AFLite, t: int, seed: int, cache: Path | None, *,
-               cluster: Any, cluster_scratch: Any, show_progress: bool,
-               options: dict[str, Any]) -> tuple[Features, ShardedTransform | None, Callable[[], None]]:
-    """Φ of the dataset (on the cluster's workers in shards when one is given; the filter then runs there too);
-    returns the features, the shards' runner and how to release the cluster."""
-    executor, release = use_cluster(cluster, cluster_scratch)
-    if executor is not None:
-        if not spec(featurizer).shards:
-            print(f"note: --featurizer {featurizer} runs in this process (no shards); the filter runs on the cluster",
-                  file=sys.stderr)
-        if af.executor is None:
-            af.set_params(executor=executor)
-    shards = ShardedTransform(executor) if executor is not None else None
-    try:
-        feats = featurize_dataset(ds, featurizer, view, cache, warmup_size=t, warmup_seed=seed,
-                                  show_progress=show_progress, shards=shards, **options)
-    except BaseException:
-        release()
-        raise
+               show_progress: bool, options: dict[str, Any]) -> tuple[Features, ShardedTransform | None]:
+    """Φ of the dataset (on the workers of ``af.executor`` in shards when it has one; the filter then runs there
+    too); returns the features and the shards' runner."""
+    if af.executor is not None and not spec(featurizer).shards:
+        print(f"note: --featurizer {featurizer} runs in this process (no shards); the filter runs on the cluster",
+              file=sys.stderr)
+    shards = ShardedTransform(af.executor) if af.executor is not None else None
+    feats = featurize_dataset(ds, featurizer, view, cache, warmup_size=t, warmup_seed=seed,
+                              show_progress=show_progress, shards=shards, **options)
     if hasattr(feats.X, "toarray"):
-        release()
         raise ParameterError("AFLite needs dense features: use the ngram featurizer's default (dense) output")
-    return feats, shards, release
+    return feats, shards
 
 
 def _probe(ds: Any, rows: np.ndarray, res: FilterResult, seed: int, show_progress: bool, grp: np.ndarray | None,
@@ -377,29 +396,74 @@ def _write_data(ds: Any, rows: np.ndarray, feats: Features, res: FilterResult, o
 @claims("run")  # a path given as out is claimed as the CLI claims --out
 @limited  # one thread policy (aflite.threads)
 @recording_warnings()  # scikit-learn's warnings counted in results.json (aflite.rundir.results)
-@takes_mappings("params", "dataset_options", "featurizer_options", "image_options")
+@takes_mappings("dataset_options", "featurizer_options")
 def run(data_path: Any, out: str | os.PathLike[str] | RunFolder | None = None, *, featurizer: str = "ngram",
-        view: str = "pair", params: dict[str, Any] | None = None, strategy: str = "slicing", seed: int = 0,
-        groups: bool | str = True, cache_dir: str | os.PathLike[str] | None = None, resume: bool = False,
-        overwrite: bool = False, show_progress: bool = True, probe: bool = True,
-        dataset_options: dict[str, Any] | None = None, featurizer_options: dict[str, Any] | None = None,
-        device: str = "auto", storage: str = "float32", image_options: dict[str, Any] | None = None,
-        link_dir: str | os.PathLike[str] | None = None, aflite: AFLite | None = None, title: str | None = None,
-        cluster: Any = None, cluster_scratch: str | os.PathLike[str] | None = None,
-        **keywords: Unpack[RunKeywords]) -> RunResult:
-    """Filter a dataset end to end into the folder ``out`` (a path, or the CLI's claimed
-    :class:`~aflite.rundir.folder.RunFolder`). ``data_path``: a file or folder, or a pandas DataFrame, pyarrow Table or
-    ``datasets.Dataset`` (read as text; ``filtered`` is then the kept rows in its type, ``out`` gets
-    filtered.parquet), its columns named by the keywords of :class:`aflite.data.Columns` (``text_a=``, ``text_b=``,
-    ``label=``, ``id_column=``, ...) or ``dataset_options``, else detected (:mod:`aflite.data.memory`). ``out=None``
-    writes nothing but Φ's cache in ``cache_dir``: the same result, its ``scores`` and ``verdict``. ``target_size=``,
-    ``n_partitions=``, ``train_size=``, ``slice_size=``, ``threshold=`` (or ``params``) override the scaled Table 8
-    defaults (counts or fractions of |D|), or ``aflite=AFLite(...)`` gives them all. ``groups``: True/"premise",
-    False/"none", "twins" or a column. ``overwrite`` starts over in an ``out`` that holds a run; ``title`` names the
-    data in summary.md. ``cluster`` (``local``, ``local:N``, an address or an executor) embeds Φ in shards on Dask
-    workers (:mod:`aflite.cluster.shards`) and fits the partitions there."""
+        view: str = "pair", params: AFLite | Mapping[str, Any] | None = None, groups: bool | str = True,
+        cache_dir: str | os.PathLike[str] | None = None, resume: bool = False, overwrite: bool = False,
+        show_progress: bool = True, probe: bool = True, dataset_options: dict[str, Any] | None = None,
+        featurizer_options: dict[str, Any] | None = None, link_dir: str | os.PathLike[str] | None = None,
+        title: str | None = None, **keywords: Unpack[RunKeywords]) -> RunResult:
+    """Filter a dataset end to end: load, featurize (Φ), run AFLite, write the kept rows back.
+
+    What ``aflite run`` does. With a featurizer trained on labels (``warmup``) the warm-up slice trains Φ and is
+    then left out of the filter and of the output, as in the paper.
+
+    Parameters
+    ----------
+    data_path : path, pandas.DataFrame, pyarrow.Table or datasets.Dataset
+        A dataset file or folder (SNLI/MNLI JSONL, GLUE TSV, CSV/TSV/JSONL/Parquet, a HF dataset folder, a folder of
+        images), or rows in memory (read as text; ``filtered`` is then the kept rows in the same type, and ``out``
+        gets filtered.parquet). Its columns are named by the column keywords or ``dataset_options``, else detected.
+    out : path or RunFolder, optional
+        The run folder to write (a path is claimed as the command line claims ``--out``). None writes nothing but
+        Φ's cache in ``cache_dir``: the same result, its ``scores`` and ``verdict``.
+    featurizer : str, default "ngram"
+        The registered featurizer giving Φ (``aflite run --help`` lists them).
+    view : str, default "pair"
+        Which text Φ reads: "pair", "hypothesis" or "premise".
+    params : AFLite or dict, optional
+        AFLite's parameters: an :class:`AFLite` estimator, or a dict of its parameter names (``n_partitions``,
+        ``strategy``, ``device``, ``storage``, ``random_state``, ``executor``, ...). Sizes left unset are Table 8's
+        SNLI defaults scaled to |D| (:func:`scaled_defaults`); ``random_state`` (default 0) seeds every random
+        choice of the run (the filter, a warm-up Φ, the probe); ``executor`` (a
+        :class:`~aflite.core.backends.dask.DaskExecutor`, closed by its owner) embeds Φ in shards on its Dask
+        workers and fits the partitions there.
+    groups : bool or str, default True
+        Rows kept on one side of every partition: True or "premise" (pairs sharing a premise), False or "none",
+        "twins" (identical texts), or a column name.
+    cache_dir : path, optional
+        Where Φ is cached (default: ``out/cache``; nowhere without ``out``).
+    resume : bool, default False
+        Continue the run in ``out`` from its last checkpoint (same data and parameters).
+    overwrite : bool, default False
+        Start over in an ``out`` that holds a run (only what aflite wrote there is replaced).
+    show_progress : bool, default True
+        Show progress bars.
+    probe : bool, default True
+        Run the hypothesis-only probe on D, D(Φ) and random subsets (its table in summary.md).
+    dataset_options : dict, optional
+        The loader's keywords (:func:`aflite.data.open_dataset`): ``file_format``, ``max_cell_bytes``, and for
+        images ``skip_bad_images``; the column keywords may be given here too.
+    featurizer_options : dict, optional
+        The featurizer's options (``model_path``, ``device``, ``image_size``, ...); one it does not take is
+        refused.
+    link_dir : path, optional
+        Images only: also build a folder of symlinks to the kept images (a new or empty folder).
+    title : str, optional
+        What summary.md and the page call the data.
+    **keywords
+        The column keywords of :class:`aflite.data.Columns` (``text_a=``, ``text_b=``, ``label=``,
+        ``id_column=``, ``path_column=``, ``label_map=``) and the sizes of :class:`FilterSizes`
+        (``target_size=``, ``n_partitions=``, ``train_size=``, ``slice_size=``, ``threshold=``: counts, or fractions
+        of |D| below 1), the same as in ``dataset_options`` and ``params``.
+
+    Returns
+    -------
+    RunResult
+        The kept mask, the scores, the filtered rows (``filtered``), the summary and the folder.
+    """
     dataset_options, params = _keywords(dataset_options, params, dict(keywords))
-    base, given, fixed = _estimator(aflite, params, strategy, seed, device, storage)
+    base, given, fixed = _estimator(params)
     seed = fixed["random_state"]
     featurizer_options, image_size = _featurizer_options(featurizer, featurizer_options)  # refused: untaken
     folder = None if out is None else RunFolder.of(out, "run")
@@ -408,7 +472,7 @@ def run(data_path: Any, out: str | os.PathLike[str] | RunFolder | None = None, *
     timings: dict[str, float] = {}
     t0 = t_call = time.perf_counter()
     group_spec = "premise" if groups is True else "none" if groups is False else str(groups)
-    ds = _open(data_path, featurizer, group_spec, dataset_options, image_options, image_size)
+    ds = _open(data_path, featurizer, group_spec, dataset_options, image_size)
     timings["load_seconds"] = time.perf_counter() - t0
     n = len(ds)
     probe_skipped = _check_before_features(ds, data.source_name(data_path), view, link_dir, probe, folder is not None)
@@ -419,16 +483,15 @@ def run(data_path: Any, out: str | os.PathLike[str] | RunFolder | None = None, *
     chosen = _scaled_for(n, given, data.source_name(data_path))
     af = AFLite(**{**base, **chosen, **given}, **fixed)
     resolved = af.resolved_params(n)  # validates against |D| before any expensive step
-    check_runtime(af, cluster)  # the device, storage and cluster too: a refusal leaves the folder as it was
+    check_runtime(af)  # the device, storage and executor too: a refusal leaves the folder as it was
     dataset_fp = dataset_fingerprint(ds.ids, ds.labels, ds.texts_a, ds.texts_b)
     if folder is not None:  # a resume from another dataset, a file of the user's: refused now, not after Φ
         folder.check_start(resume=resume, dataset_fp=dataset_fp)
         folder.check_writes(_writes(ds, data_path, featurizer), inputs=[data_path])
     t0, cache_path = time.perf_counter(), _cache(cache_dir, folder)
     cached_before = _files(cache_path) if resume and cache_path is not None else None
-    feats, shards, release = _featurize(ds, featurizer, view, af, resolved["train_size"], seed, cache_path,
-                                        cluster=cluster, cluster_scratch=cluster_scratch,
-                                        show_progress=show_progress, options=dict(featurizer_options or {}))
+    feats, shards = _featurize(ds, featurizer, view, af, resolved["train_size"], seed, cache_path,
+                               show_progress=show_progress, options=dict(featurizer_options or {}))
     timings["featurize_seconds"] = time.perf_counter() - t0
     rows = np.asarray(feats.rows)
     af.set_params(**{k: resolved[k] for k in PARAMETERS})  # the filter runs on D minus the warm-up slice
@@ -439,7 +502,7 @@ def run(data_path: Any, out: str | os.PathLike[str] | RunFolder | None = None, *
     t0 = time.perf_counter()
     record = _run_record(data_path, where, ds, dataset_fp, featurizer, view, feats, shards, chosen, given,
                         group_spec if grp is not None else "none", dataset_options)
-    with _refused_resume_leaves_no_cache(cache_path, cached_before, release):
+    with _refused_resume_leaves_no_cache(cache_path, cached_before):
         res = run_filter(af, feats.X, ds.labels[rows], ds.ids[rows], folder, groups=grp, resume=resume,
                          overwrite=overwrite, show_progress=show_progress, run_record=record)
     timings["filter_seconds"], t0 = time.perf_counter() - t0, time.perf_counter()

@@ -57,39 +57,43 @@ class AFLite(BaseEstimator):
     ``get_params``/``set_params``/``sklearn.base.clone`` work as for any scikit-learn estimator; arguments are
     keyword-only and are checked in ``fit`` (a :class:`aflite.errors.ParameterError`), never in ``__init__``.
 
-    Parameters (sizes are counts, or fractions of |D| when given as floats in (0, 1)):
+    Sizes are counts, or fractions of |D| when given as floats in (0, 1).
 
-    target_size (n)
-        Stop once |S| ≤ n. Default 92K/550K of |D| (the paper's filtered SNLI size).
-    n_partitions (m)
-        Classifiers per phase. Default 64 (Table 8).
-    train_size (t)
-        Training set size of each classifier. Default 50K/550K of |D| (Table 8, SNLI).
-    slice_size (k)
-        Most instances removed per phase. Default 10K/550K of |D| (Table 8, SNLI).
-    threshold (τ)
-        Only instances with p̃ ≥ τ are removed; a phase where fewer than k qualify is the last. Default 0.75.
-    strategy
+    Parameters
+    ----------
+    target_size : int or float, default 92K/550K of |D|
+        n: stop once |S| ≤ n (the paper's filtered SNLI size).
+    n_partitions : int, default 64
+        m: classifiers per phase (Table 8).
+    train_size : int or float, default 50K/550K of |D|
+        t: training set size of each classifier (Table 8, SNLI).
+    slice_size : int or float, default 10K/550K of |D|
+        k: most instances removed per phase (Table 8, SNLI).
+    threshold : float, default 0.75
+        τ: only instances with p̃ ≥ τ are removed; a phase where fewer than k qualify is the last.
+    strategy : {"slicing", "greedy", "gumbel"}, default "slicing"
         ``slicing`` (the paper's default: top k), ``greedy`` (one instance per step, appendix A.1 (A)) or
         ``gumbel`` (k sampled ∝ p̃ with the Gumbel trick, appendix A.1 (C)/A.2).
-    model
+    model : str or estimator, default "logistic"
         ``"logistic"`` (fast batched L2 logistic regression), ``"sklearn"`` (scikit-learn's
         LogisticRegression in a loop), any scikit-learn classifier, or a :class:`LinearEnsemble`. A given
         object is copied by ``fit`` (never fitted in place).
-    C
+    C : float, default 1.0
         Inverse L2 strength of the logistic models, as in scikit-learn (> 0).
-    random_state
+    random_state : int, None or numpy.random.Generator, default 0
         The single seed all randomness flows from: an int (default 0, so that runs repeat), ``None`` (fresh
         entropy) or a ``numpy.random.Generator`` (one draw). The seed actually used is ``seed_``; pass it back
         as an int to repeat a run.
-    max_iterations
+    max_iterations : int, optional
         Stop after this many phases (None: no cap).
-    device, storage, executor
+    device, storage, executor : str, str, DaskExecutor; default "auto", "float32", None
         Where the fast ensemble runs (``"logistic"`` only): ``device`` ``auto`` (a CUDA GPU when PyTorch sees
         one, else the CPU), ``cpu`` or ``cuda[:N]``; ``storage`` the GPU copy's dtype (float32, bfloat16,
         float16); ``executor`` an :class:`aflite.core.backends.dask.DaskExecutor` to fit the partitions on a cluster
         (same result as in one process).
 
+    Notes
+    -----
     Fitted attributes: ``keep_mask_``, ``predictability_`` (last p̃ before removal, or at the end; NaN if
     never scored), ``removed_at_`` (phase index, -1 if kept), ``history_``, ``stop_reason_``, ``classes_``,
     ``n_features_in_``, ``n_iterations_``, ``seed_`` (the int seed used) and ``params_`` (the resolved counts).

@@ -35,7 +35,25 @@ def snli_fraction(key: str) -> float:
 
 @dataclass
 class PhaseScores:
-    """Scores of one filtering phase over the rows of S (in the order of ``rows``)."""
+    """Scores of one filtering phase over the rows of S (in the order of ``rows``).
+
+    Parameters
+    ----------
+    rows : numpy.ndarray
+        The rows of S scored, in order.
+    predictability : numpy.ndarray
+        p̃ of each row: the share of the held-out models that predicted its label (NaN: never held out).
+    n_heldout : numpy.ndarray
+        How many models held each row out.
+    n_correct : numpy.ndarray
+        How many of those predicted its label.
+    seconds : float, default 0.0
+        The phase's wall time.
+    train_sizes : numpy.ndarray, optional
+        Each model's training set size.
+    train_mask : numpy.ndarray, optional
+        Shape (rows, m): True where the row is in that model's training set.
+    """
 
     rows: NDArray[np.intp]  # indices into D
     predictability: NDArray[np.float64]  # p̃, NaN where no partition held the row out
@@ -285,6 +303,28 @@ def predictability(
 
     With ``n_partitions=1`` it scores the paper's "single iteration" baseline (one model, rank once, cut once;
     :func:`aflite.evaluate.single_iteration_rows`); with the run's m it is a useful ranking on its own.
+
+    Parameters
+    ----------
+    X : array-like or sparse matrix, shape (n, d)
+        The frozen features Φ(x) of D.
+    y : array-like, shape (n,)
+        The labels.
+    n_partitions : int, default 64
+        m: the classifiers of the phase (1: the single-iteration baseline).
+    train_size : int or float, default 50K/550K of |D|
+        t: each classifier's training rows, a count or a fraction of |D| (default AFLite's).
+    model : str or estimator, default "logistic"
+        As for :class:`AFLite`.
+    groups : array-like, shape (n,), optional
+        Group ids kept on one side of every partition.
+    random_state : int, None or numpy.random.Generator, default 0
+        The seed the partitions are drawn from.
+
+    Returns
+    -------
+    PhaseScores
+        Each row's p̃ and how often it was held out and predicted right.
     """
     Xa, ya, ga = validate_inputs(X, y, groups)
     _, codes = encode_classes(ya)

@@ -41,7 +41,23 @@ class Columns(TypedDict, total=False):
     """The column keywords of every entry point that reads a dataset (``aflite.run(df, text_a="sent_a",
     text_b="sent_b", label="gold")``): the command line's ``--text-a``, ``--text-b``, ``--label``, ``--id-column``
     and ``--path-column``, and ``label_map`` (raw label → class name; Python only). Typed once here, taken as
-    ``**columns: Unpack[Columns]``, so that a type checker and an editor know them on every entry point."""
+    ``**columns: Unpack[Columns]``, so that a type checker and an editor know them on every entry point.
+
+    Parameters
+    ----------
+    text_a : str, optional
+        The first text column (a premise; the only text of a single-text task), ``--text-a``.
+    text_b : str, optional
+        The second text column (a hypothesis), ``--text-b``.
+    label : str, optional
+        The label column, ``--label``.
+    id_column : str, optional
+        The column of row ids (default: the row numbers), ``--id-column``.
+    path_column : str, optional
+        The column of image paths in a table of images, ``--path-column``.
+    label_map : dict, optional
+        Raw label -> class name (``{0: "entailment", ...}``); Python only.
+    """
 
     #: the first text column (a premise; the only text of a single-text task), ``--text-a``
     text_a: str | None

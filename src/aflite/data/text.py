@@ -55,6 +55,33 @@ class Dataset:
     or ``hf:`` references of :mod:`aflite.data.images`), so that Φ, the filter and the run folder treat both
     alike; ``texts_b`` the second texts of pairs. ``bad_inputs`` lists inputs left out as unreadable
     (``--skip-bad-images``).
+
+    Parameters
+    ----------
+    texts_a : numpy.ndarray
+        The inputs: first texts, or image references.
+    texts_b : numpy.ndarray or None
+        The second texts of pairs.
+    labels : numpy.ndarray
+        The labels, as str.
+    ids : numpy.ndarray
+        Unique ids, as str.
+    groups : numpy.ndarray or None
+        Group ids (rows kept on one side of every partition).
+    source : object
+        Where the rows came from (file, format, columns; or the object in memory).
+    n_dropped : int
+        Rows dropped at load (no gold label).
+    dropped : dict
+        Those rows counted by reason.
+    other_columns : dict
+        The columns aflite does not read, by name.
+    modality : str
+        ``text`` or ``image``.
+    bad_inputs : list
+        Inputs left out as unreadable.
+    empty_texts : dict
+        Empty cells counted per column.
     """
 
     texts_a: list[str]
@@ -122,6 +149,32 @@ def load_dataset(
     name of a column whose value is the group (e.g. the family id of counterfactual twins). A text cell over
     ``max_cell_bytes`` bytes (:data:`MAX_CELL_BYTES`, 8 MiB; None: no limit) is refused naming its line and column,
     before anything is featurized.
+
+    Parameters
+    ----------
+    path : path
+        The file or folder.
+    file_format : str, default "auto"
+        ``auto`` (from the name and content), or one of the formats above.
+    text_a, text_b : str, optional
+        The first and second text columns (default: detected).
+    label : str, optional
+        The label column (default: detected).
+    id_column : str, optional
+        The id column (default: the row numbers).
+    label_map : dict, optional
+        Raw label -> class name.
+    group_by_premise : bool, default True
+        Rows of pair data that share a premise share a group.
+    groups : str, optional
+        ``premise``, ``none``, ``twins`` or a column name (overrides ``group_by_premise``).
+    max_cell_bytes : int or None, default 8 MiB
+        The largest text cell read.
+
+    Returns
+    -------
+    Dataset
+        The rows, their labels, ids and groups.
     """
     if groups is not None and groups not in ("premise", "none", "twins") and not str(groups).strip():
         raise ParameterError(f"{_opt('groups')}: give premise, none, twins or a column name")
@@ -448,7 +501,13 @@ def _column_groups(path: Path, ds: Dataset, column: str, all_cols: list[str]) ->
 
 
 def demo_dataset_path() -> Path:
-    """The SNLI sample shipped with the package (~3,000 dev pairs; CC BY-SA 4.0, see its license file)."""
+    """The SNLI sample shipped with the package (~3,000 dev pairs; CC BY-SA 4.0, see its license file).
+
+    Returns
+    -------
+    Path
+        The bundled SNLI sample (the first 1,000 premise groups of SNLI 1.0 dev, 2,949 pairs, gzipped TSV).
+    """
     ref = resources.files("aflite").joinpath("resources/snli_sample.tsv.gz")
     path = Path(str(ref))
     if not path.exists():

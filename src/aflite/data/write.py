@@ -29,6 +29,20 @@ def write_filtered(dataset: Dataset, keep: np.ndarray | Sequence[Any], out_path:
     the header and the original record bytes (gzip in, gzip out); Parquet keeps the schema; HF datasets are
     saved with ``save_to_disk``; in-memory data are written as Parquet. Rows dropped at load time (no gold label)
     are not written.
+
+    Parameters
+    ----------
+    dataset : Dataset
+        The dataset as loaded (its source is copied from).
+    keep : numpy.ndarray or collection of str
+        A boolean mask over the rows, or the ids to keep.
+    out_path : path
+        The file (or folder, for a HF dataset) to write.
+
+    Returns
+    -------
+    Path
+        The path written.
     """
     out = Path(out_path)
     mask = _keep_mask(dataset, keep)

@@ -311,6 +311,30 @@ def run_synthetic(
     threshold, target_size; also strategy / model / C). ``blas_threads`` caps BLAS threads during the runs
     (the models here are tiny — t=100 rows, 4 features — so threading only adds overhead, and on a busy
     machine a lot of it); None leaves the thread pools alone.
+
+    Parameters
+    ----------
+    seeds : iterable of int, default range(10)
+        The seeds, one run each per separation.
+    separations : sequence of float, default (0.8, 0.7, 0.6, 0.4)
+        The class separations of the synthetic data.
+    n_samples : int, default 1000
+        Rows per data set.
+    aflite_params : dict, optional
+        Entries of :data:`SYNTHETIC_AFLITE` overridden.
+    dev_fraction : float, default 0.2
+        The share held out as a dev set.
+    data_kwargs : dict, optional
+        Keywords of the data generator.
+    show_progress : bool, default True
+        Show a progress bar.
+    blas_threads : int or None, default 1
+        BLAS threads during the runs (None: left alone).
+
+    Returns
+    -------
+    SyntheticExperiment
+        Every run's numbers.
     """
     seeds = tuple(int(s) for s in seeds)
     separations = tuple(_check_fraction("separation", s) for s in separations)

@@ -95,6 +95,42 @@ def featurize(
     :class:`aflite.features.shards.ShardedTransform`; featurizers without chunks (ngram, precomputed) ignore it.
     ``read_only`` are cache folders looked in first and never written (not even to drop a damaged entry): another
     command's, e.g. a run folder's cache read by ``explain`` or ``evaluate``.
+
+    Parameters
+    ----------
+    texts_a : sequence of str
+        The first texts (or image references).
+    texts_b : sequence of str, optional
+        The second texts of pairs.
+    featurizer : str, default "ngram"
+        The registered featurizer.
+    view : str, default "pair"
+        Which text Φ reads: ``pair``, ``premise`` or ``hypothesis``.
+    cache_dir : path, optional
+        Where the matrix is cached.
+    y : array-like, optional
+        Labels, for a featurizer that trains on them.
+    ids : array-like, optional
+        Ids, for a featurizer that aligns vectors by id.
+    warmup_size : int or float, default 0.1
+        The warm-up slice (a count, or a fraction of the rows).
+    warmup_seed : int, optional
+        The seed the warm-up slice is drawn with.
+    chunk_size : int, default 4096
+        Rows embedded (and cached) at a time.
+    show_progress : bool, default True
+        Show a progress bar.
+    shards : callable, optional
+        Computes the chunks elsewhere (e.g. on a Dask cluster).
+    read_only : list of path, optional
+        Cache folders looked in first and never written.
+    **options
+        The featurizer's constructor options.
+
+    Returns
+    -------
+    Features
+        The matrix and the rows it covers (a warm-up slice left out), with the featurizer's info.
     """
     if chunk_size < 1:
         raise ParameterError(f"chunk_size must be >= 1, got {chunk_size}")
