@@ -10,11 +10,10 @@ from typing import Any
 
 from aflite.cli.options import add_overwrite_option, add_quiet, add_seed, claim_out_folder, out_path
 from aflite.errors import ParameterError
-from aflite.rundir.commands import Command
+from aflite.rundir.commands import COMMANDS
 
-# this command, declared once (aflite.rundir.commands): the CLI's table, aflite report and the readers use it
-COMMAND = Command("bench", library="aflite.experiments.bench:run_benchmark",
-                  result="aflite.experiments.outputs:BenchResult", order=11)
+# this command's entry in the one table of commands (aflite.rundir.commands.COMMANDS)
+COMMAND = COMMANDS["bench"]
 
 # the library calls whose keywords this command's flags are (tests/test_cli_keywords.py reads them)
 LIBRARY = (
