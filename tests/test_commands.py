@@ -129,10 +129,9 @@ from pathlib import Path
 from typing import Any
 
 from aflite.cli.options import add_out, add_overwrite_option, claim_out_folder
-from aflite.rundir.commands import Command
+from aflite.rundir.commands import COMMANDS
 
-COMMAND = Command("words", library="aflite.commands.words:words", result="aflite.commands.words:WordsResult",
-                  body="aflite.commands.words:WordsBody", order=50)
+COMMAND = COMMANDS["words"]
 LIBRARY = (COMMAND.library,)
 
 
@@ -151,6 +150,10 @@ def run(args: Any) -> int:
     words(args.data_path, args.out_folder)
     return 0
 '''
+
+ENTRY = """    Command("words", "aflite.cli.words", "aflite.commands.words:words", "aflite.commands.words:WordsResult",
+            "aflite.commands.words:WordsBody"),
+"""
 
 GUIDE = """# aflite words
 
@@ -208,6 +211,10 @@ def test_a_new_command_is_new_files_only_a_new_check_one_class_a_new_flag_one_op
     (copy / "src" / "aflite" / "cli" / "words.py").write_text(CLI_MODULE.lstrip(), encoding="utf-8")
     guide = copy / "docs" / "guide" / "words.md"
     guide.write_text(GUIDE, encoding="utf-8")
+    table = copy / "src" / "aflite" / "rundir" / "commands.py"  # its one entry in the table of commands
+    text = table.read_text(encoding="utf-8")
+    assert text.count(")}\n") == 1
+    table.write_text(text.replace(")}\n", ENTRY + ")}\n"), encoding="utf-8")
     filled = _run(copy, "-c", textwrap.dedent("""
         import importlib.util, pathlib
         spec = importlib.util.spec_from_file_location("gen_docs", "scripts/gen_docs.py")
@@ -237,16 +244,23 @@ def test_a_new_command_is_new_files_only_a_new_check_one_class_a_new_flag_one_op
                  "guide or generated or keyword or flag or declarations")
     assert tests.returncode == 0, tests.stdout[-3000:]
     data.unlink()
-    assert sorted(_status(copy)) == ["?? docs/guide/words.md", "?? src/aflite/cli/words.py",
-                                     "?? src/aflite/commands/words.py"]
+    assert sorted(_status(copy)) == [" M src/aflite/rundir/commands.py", "?? docs/guide/words.md",
+                                     "?? src/aflite/cli/words.py", "?? src/aflite/commands/words.py"]
 
     checks_module = copy / "src" / "aflite" / "explain" / "checks.py"
     checks_module.write_text(checks_module.read_text(encoding="utf-8") + CHECK, encoding="utf-8")
+    registry = copy / "src" / "aflite" / "check" / "__init__.py"  # and its one entry in the table of checks
+    last = '    "ngram_coefficients": f"{_EXPLAIN}:NgramCoefficients",\n'
+    text = registry.read_text(encoding="utf-8")
+    assert last in text
+    registry.write_text(text.replace(last, last + '    "hypothesis_length": f"{_EXPLAIN}:HypothesisLength",\n'),
+                        encoding="utf-8")
     shown = _run(copy, "-m", "aflite", "explain", "--help")
     assert shown.returncode == 0 and "hypothesis_length:factor" in shown.stdout, shown.stderr
     names = _run(copy, "-c", "from aflite import check; print(check.check_names('explain'))")
     assert "'ngram_coefficients', 'hypothesis_length')" in names.stdout, names.stderr
-    assert [line for line in _status(copy) if not line.startswith("??")] == [" M src/aflite/explain/checks.py"]
+    assert [line for line in _status(copy) if not line.startswith("??")] == [
+        " M src/aflite/check/__init__.py", " M src/aflite/explain/checks.py", " M src/aflite/rundir/commands.py"]
 
     # a featurizer's option offered as a flag: one declaration, beside the constructor keyword it sets
     ngram = copy / "src" / "aflite" / "features" / "ngram.py"
@@ -271,7 +285,8 @@ def test_a_new_command_is_new_files_only_a_new_check_one_class_a_new_flag_one_op
     assert refused.returncode == 2 and "--min-df: featurizer minilm does not take it" in refused.stderr
     small.unlink()
     assert [line for line in _status(copy) if not line.startswith("??")] == [
-        " M src/aflite/explain/checks.py", " M src/aflite/features/ngram.py"]
+        " M src/aflite/check/__init__.py", " M src/aflite/explain/checks.py", " M src/aflite/features/ngram.py",
+        " M src/aflite/rundir/commands.py"]
 
 
 def test_the_declarations_are_read_without_importing_the_cli() -> None:

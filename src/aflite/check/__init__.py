@@ -25,17 +25,15 @@ which command runs the check:
   of a check.
 
 A new check is a class with those members and one :func:`register` call where it is defined (a built-in check: the
-``@register`` decorator in a ``checks`` module of a package of aflite, found there without importing it).
+``@register`` decorator, and its entry ``name -> "module:Class"`` in :data:`CHECKS`, imported when first run).
 """
 
 from __future__ import annotations
 
-import ast
 import importlib
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
@@ -189,34 +187,25 @@ class Check:
         return CheckResult(self.name)
 
 
-def _built_in() -> dict[str, type[Check] | str]:
-    """The built-in checks, found where they are defined: each class decorated ``@register`` in a ``checks``
-    module of a package of aflite (aflite/audit/checks.py, aflite/explain/checks.py), read from the source as
-    ``name -> "module:Class"`` (imported when the check is first run or asked for its options; importing the module
-    registers the class itself under the same name), in the order they are defined."""
-    found: dict[str, type[Check] | str] = {}
-    for path in sorted(Path(__file__).resolve().parents[1].glob("*/checks.py")):
-        for node in ast.parse(path.read_text(encoding="utf-8")).body:
-            if isinstance(node, ast.ClassDef) and any(getattr(d, "id", getattr(d, "attr", None)) == "register"
-                                                      for d in node.decorator_list):
-                name = next((_constant(n) for n in node.body if _constant(n) is not None), None)
-                if isinstance(name, str):
-                    found[name] = f"aflite.{path.parent.name}.checks:{node.name}"
-    return found
-
-
-def _constant(node: ast.stmt) -> str | None:
-    """The string a class body assigns to ``name`` (``name: ClassVar[str] = "..."``), or None."""
-    targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) else []
-    value = getattr(node, "value", None)
-    if [getattr(t, "id", None) for t in targets] == ["name"] and isinstance(value, ast.Constant):
-        return value.value if isinstance(value.value, str) else None
-    return None
-
-
-# name -> the check class, or "module:Class" until it is imported; registry order is the order they run in (within a
-# scope), and the order of their keys in results.json
-CHECKS: dict[str, type[Check] | str] = _built_in()
+# name -> the check class, or "module:Class" until it is imported (importing the module registers the class under
+# the same name, in the same place: its @register); registry order is the order they run in (within a scope), and
+# the order of their keys in results.json. A built-in check is one entry here and its class, decorated @register.
+_AUDIT, _EXPLAIN = "aflite.audit.checks", "aflite.explain.checks"
+CHECKS: dict[str, type[Check] | str] = {
+    "biased_model": f"{_AUDIT}:BiasedModel",
+    "leakage_metrics": f"{_AUDIT}:LeakageCheck",
+    "peco": f"{_AUDIT}:Peco",
+    "tsne": f"{_AUDIT}:TsneMap",
+    "tra": f"{_AUDIT}:Tra",
+    "token_artifacts": f"{_AUDIT}:TokenTable",
+    "tokens": f"{_EXPLAIN}:TokenArtifacts",
+    "stop_rule": f"{_EXPLAIN}:StopRule",
+    "datamap": f"{_EXPLAIN}:DataMap",
+    "label_issues": f"{_EXPLAIN}:LabelIssueCheck",
+    "surrogate": f"{_EXPLAIN}:Surrogate",
+    "neighbours": f"{_EXPLAIN}:Neighbours",
+    "ngram_coefficients": f"{_EXPLAIN}:NgramCoefficients",
+}
 
 
 def register(cls: Any) -> Any:

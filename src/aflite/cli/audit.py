@@ -29,7 +29,7 @@ from aflite.cli.options import (
     image_options,
 )
 from aflite.features.registry import featurizer_names
-from aflite.rundir.commands import Command
+from aflite.rundir.commands import COMMANDS
 from aflite.rundir.names import PAGE, RESULTS, SUMMARY_MD
 
 # options that read text: refused (one line, exit 2) on image data, where they have nothing to act on
@@ -43,9 +43,8 @@ IMAGE_ONLY = (("image_size", "--image-size"), ("skip_bad_images", "--skip-bad-im
               ("embeddings", "--embeddings"), ("embedding_ids", "--embedding-ids"))
 
 
-# this command, declared once (aflite.rundir.commands): the CLI's table, aflite report and the readers use it
-COMMAND = Command("audit", library="aflite.commands.audit:audit_file", result="aflite.commands.audit:AuditResult",
-                  body="aflite.rundir.bodies:AuditBody", order=6)
+# this command's entry in the one table of commands (aflite.rundir.commands.COMMANDS)
+COMMAND = COMMANDS["audit"]
 
 # the library calls whose keywords this command's flags are (tests/test_cli_keywords.py reads them)
 LIBRARY = (COMMAND.library, "aflite.audit:AuditConfig", *LOADERS, *FEATURIZER_OPTIONS)

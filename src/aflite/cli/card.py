@@ -9,10 +9,10 @@ from pathlib import Path
 from typing import Any
 
 from aflite.cli.options import out_path
-from aflite.rundir.commands import Command
+from aflite.rundir.commands import COMMANDS
 
-# this command, declared once (aflite.rundir.commands): the CLI's table, aflite report and the readers use it
-COMMAND = Command("card", library="aflite.card:write_card", result="aflite.card.write:CardResult", order=8)
+# this command's entry in the one table of commands (aflite.rundir.commands.COMMANDS)
+COMMAND = COMMANDS["card"]
 
 # the library calls whose keywords this command's flags are (tests/test_cli_keywords.py reads them)
 LIBRARY = (COMMAND.library,)

@@ -8,11 +8,10 @@ from typing import Any
 from aflite.cli.options import FEATURIZER_OPTIONS, LOADERS, add_out
 from aflite.cli.run import CLI_ONLY as CLI_ONLY  # run's flags, the same
 from aflite.cli.run import add_pipeline_options, pipeline_kwargs, report
-from aflite.rundir.commands import Command
+from aflite.rundir.commands import COMMANDS
 
-# this command, declared once (aflite.rundir.commands): the CLI's table, aflite report and the readers use it
-COMMAND = Command("demo", library="aflite.commands.run:run", result="aflite.commands.run:RunResult",
-                  body="aflite.rundir.bodies:RunBody", order=1)
+# this command's entry in the one table of commands (aflite.rundir.commands.COMMANDS)
+COMMAND = COMMANDS["demo"]
 
 # the library calls whose keywords this command's flags are (tests/test_cli_keywords.py reads them)
 LIBRARY = (COMMAND.library, "aflite.core.filter:AFLite", *LOADERS, *FEATURIZER_OPTIONS)

@@ -26,11 +26,10 @@ from aflite.cli.options import (
     positive_int,
 )
 from aflite.features.registry import featurizer_arg, featurizer_help
-from aflite.rundir.commands import Command
+from aflite.rundir.commands import COMMANDS
 
-# this command, declared once (aflite.rundir.commands): the CLI's table, aflite report and the readers use it
-COMMAND = Command("embed", library="aflite.commands.embed:embed", result="aflite.commands.embed:EmbedResult",
-                  body="aflite.rundir.bodies:EmbedBody", order=3)
+# this command's entry in the one table of commands (aflite.rundir.commands.COMMANDS)
+COMMAND = COMMANDS["embed"]
 
 # the library calls whose keywords this command's flags are (tests/test_cli_keywords.py reads them)
 LIBRARY = (COMMAND.library, *LOADERS, *FEATURIZER_OPTIONS)

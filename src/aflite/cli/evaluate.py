@@ -25,11 +25,10 @@ from aflite.cli.options import (
 )
 from aflite.defaults import DEFAULT_MODELS, FINETUNE_CPU_MAX_TRAIN, LR_CANDIDATES
 from aflite.errors import ParameterError
-from aflite.rundir.commands import Command
+from aflite.rundir.commands import COMMANDS
 
-# this command, declared once (aflite.rundir.commands): the CLI's table, aflite report and the readers use it
-COMMAND = Command("evaluate", library="aflite.commands.evaluate:evaluate_files",
-                  result="aflite.evaluate.tables:EvaluateResult", body="aflite.rundir.bodies:EvaluateBody", order=5)
+# this command's entry in the one table of commands (aflite.rundir.commands.COMMANDS)
+COMMAND = COMMANDS["evaluate"]
 
 # the library calls whose keywords this command's flags are (tests/test_cli_keywords.py reads them)
 LIBRARY = (

@@ -22,7 +22,7 @@ from aflite.cli.options import (
     dataset_options,
     featurizer_flag_values,
 )
-from aflite.rundir.commands import Command
+from aflite.rundir.commands import COMMANDS
 
 # explain's --help ends with every explain check and its options, read from the check registry when the help is
 # printed (building the parser imports no check: they import numpy); _Formatter puts the listing where this sits
@@ -54,9 +54,8 @@ def check_listing(width: int = 100) -> list[str]:
     return lines
 
 
-# this command, declared once (aflite.rundir.commands): the CLI's table, aflite report and the readers use it
-COMMAND = Command("explain", library="aflite.commands.explain:explain", result="aflite.explain.files:ExplainResult",
-                  body="aflite.rundir.bodies:ExplainBody", order=7)
+# this command's entry in the one table of commands (aflite.rundir.commands.COMMANDS)
+COMMAND = COMMANDS["explain"]
 
 # the library calls whose keywords this command's flags are (tests/test_cli_keywords.py reads them)
 LIBRARY = (COMMAND.library, *LOADERS, *FEATURIZER_OPTIONS)

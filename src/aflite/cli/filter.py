@@ -20,7 +20,7 @@ from aflite.cli.options import (
 )
 from aflite.cli.options import size as _size
 from aflite.defaults import SNLI_DEFAULTS
-from aflite.rundir.commands import Command
+from aflite.rundir.commands import COMMANDS
 from aflite.verdict import phases_text
 
 
@@ -79,9 +79,8 @@ def add_scale_options(p: argparse.ArgumentParser, cluster: bool | str = True) ->
                        "(default: a temporary folder, fine for a local cluster)")
 
 
-# this command, declared once (aflite.rundir.commands): the CLI's table, aflite report and the readers use it
-COMMAND = Command("filter", library="aflite.commands.filter:filter_files", result="aflite.commands.run:RunResult",
-                  body="aflite.rundir.bodies:RunBody", order=4)
+# this command's entry in the one table of commands (aflite.rundir.commands.COMMANDS)
+COMMAND = COMMANDS["filter"]
 
 # the library calls whose keywords this command's flags are (tests/test_cli_keywords.py reads them)
 LIBRARY = (COMMAND.library, "aflite.core.filter:AFLite")

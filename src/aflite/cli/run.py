@@ -28,7 +28,7 @@ from aflite.cli.options import (
     image_options,
 )
 from aflite.features.registry import featurizer_arg, featurizer_help
-from aflite.rundir.commands import Command
+from aflite.rundir.commands import COMMANDS
 from aflite.verdict import define_terms, phases_text
 
 
@@ -81,9 +81,8 @@ def _featurizer_options(args: argparse.Namespace) -> dict[str, Any]:
                                   image_size=args.image_size if args.image_size != 224 else None)
 
 
-# this command, declared once (aflite.rundir.commands): the CLI's table, aflite report and the readers use it
-COMMAND = Command("run", library="aflite.commands.run:run", result="aflite.commands.run:RunResult",
-                  body="aflite.rundir.bodies:RunBody", order=2)
+# this command's entry in the one table of commands (aflite.rundir.commands.COMMANDS)
+COMMAND = COMMANDS["run"]
 
 # the library calls whose keywords this command's flags are (tests/test_cli_keywords.py reads them)
 LIBRARY = (COMMAND.library, "aflite.core.filter:AFLite", *LOADERS, *FEATURIZER_OPTIONS)

@@ -17,7 +17,7 @@ from aflite.cli.options import (
     partitions,
     size,
 )
-from aflite.rundir.commands import Command
+from aflite.rundir.commands import COMMANDS
 from aflite.verdict import define_terms
 
 
@@ -31,9 +31,8 @@ def _separations(text: str) -> tuple[float, ...]:
     return values
 
 
-# this command, declared once (aflite.rundir.commands): the CLI's table, aflite report and the readers use it
-COMMAND = Command("synthetic", library="aflite.experiments.synthetic:run_synthetic",
-                  result="aflite.experiments.outputs:SyntheticResult", order=10)
+# this command's entry in the one table of commands (aflite.rundir.commands.COMMANDS)
+COMMAND = COMMANDS["synthetic"]
 
 # the library calls whose keywords this command's flags are (tests/test_cli_keywords.py reads them)
 LIBRARY = (

@@ -6,10 +6,10 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from aflite.rundir.commands import Command
+from aflite.rundir.commands import COMMANDS
 
-# this command, declared once (aflite.rundir.commands): the CLI's table, aflite report and the readers use it
-COMMAND = Command("verify", library="aflite.card.verify:verify_folder", order=9)
+# this command's entry in the one table of commands (aflite.rundir.commands.COMMANDS)
+COMMAND = COMMANDS["verify"]
 
 # the library calls whose keywords this command's flags are (tests/test_cli_keywords.py reads them)
 LIBRARY = (COMMAND.library,)

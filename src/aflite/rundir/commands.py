@@ -1,79 +1,66 @@
-"""Every built-in command declared once: its CLI module states ``COMMAND = Command(...)`` (name, library function,
-the Result class that writes and rebuilds its folder, its body type, its place in ``--help``; its guide is
-``docs/guide/<name>.md``), and everything else is derived from those declarations: the CLI's command table
-(:data:`aflite.cli.COMMANDS`), ``aflite report``'s lookup of a folder's Result class (:func:`result_class`) and the
-body a reader checks a folder's results.json against (:func:`aflite.rundir.bodies.body_class`).
+"""Every built-in command declared once, in one literal table (:data:`COMMANDS`: name, the CLI module that builds
+its parser, library function, the Result class that writes and rebuilds its folder, its body type; its place in
+``aflite --help`` is its place in the table; its guide is ``docs/guide/<name>.md``). Everything else is derived from
+that table: the CLI's command list (:data:`aflite.cli.COMMANDS`), ``aflite report``'s lookup of a folder's Result
+class (:func:`result_class`) and the body a reader checks a folder's results.json against
+(:func:`aflite.rundir.bodies.body_class`). Each CLI module reads its own entry (``COMMAND = COMMANDS["run"]``).
 
-The declarations are read as data from the source of the modules under ``aflite/cli`` (:func:`declarations`: the
-literal arguments of each module's ``COMMAND = Command(...)``), so the library finds them without importing the
+The table names everything as ``"module:attribute"`` strings, so the library finds a command without importing the
 command line (imports point down: docs/architecture.md), and ``aflite --help`` imports no library to list them.
-A new command is its library module, its CLI module (with its ``COMMAND``) and its guide: no table to edit.
-This module declares the commands; what each one does (its library function) lives in :mod:`aflite.commands`.
+A new command is its library module, its CLI module, its guide and one entry here.
 """
 
 from __future__ import annotations
 
-import ast
-import functools
 import importlib
-from dataclasses import dataclass, replace
-from pathlib import Path
+from dataclasses import dataclass
 from typing import Any
 
-from aflite.errors import ParameterError
-
-__all__ = ["Command", "declarations", "load", "result_class"]
-
-CLI = Path(__file__).resolve().parents[1] / "cli"  # the package whose modules declare the commands
+__all__ = ["COMMANDS", "Command", "declarations", "load", "result_class"]
 
 
 @dataclass(frozen=True)
 class Command:
-    """One command, declared in its CLI module as ``COMMAND = Command(...)`` with literal arguments only.
-
-    ``library``: the function it calls (``"module:function"``); ``result``: the Result class whose folder it
-    writes and whose page ``aflite report`` rebuilds (None: no page); ``body``: the results.json body class a reader
-    checks the folder against (None: the envelope only); ``order``: its place in ``aflite --help``; ``cli``: the
-    module that declares it (filled in when read). Its guide is ``docs/guide/<name>.md``, by its name."""
+    """One command: ``cli``, the module under ``aflite/cli`` that builds its parser (``register``); ``library``,
+    the function it calls (``"module:function"``); ``result``, the Result class whose folder it writes and whose
+    page ``aflite report`` rebuilds (None: no page); ``body``, the results.json body class a reader checks the
+    folder against (None: the envelope only). Its guide is ``docs/guide/<name>.md``, by its name."""
 
     name: str
+    cli: str
     library: str
     result: str | None = None
     body: str | None = None
-    order: int = 1000
-    cli: str = ""
 
 
-@functools.cache
+_BODIES = "aflite.rundir.bodies"
+# every built-in command, in ``aflite --help`` order
+COMMANDS: dict[str, Command] = {c.name: c for c in (
+    Command("demo", "aflite.cli.demo", "aflite.commands.run:run", "aflite.commands.run:RunResult",
+            f"{_BODIES}:RunBody"),
+    Command("run", "aflite.cli.run", "aflite.commands.run:run", "aflite.commands.run:RunResult",
+            f"{_BODIES}:RunBody"),
+    Command("embed", "aflite.cli.embed", "aflite.commands.embed:embed", "aflite.commands.embed:EmbedResult",
+            f"{_BODIES}:EmbedBody"),
+    Command("filter", "aflite.cli.filter", "aflite.commands.filter:filter_files", "aflite.commands.run:RunResult",
+            f"{_BODIES}:RunBody"),
+    Command("evaluate", "aflite.cli.evaluate", "aflite.commands.evaluate:evaluate_files",
+            "aflite.evaluate.tables:EvaluateResult", f"{_BODIES}:EvaluateBody"),
+    Command("audit", "aflite.cli.audit", "aflite.commands.audit:audit_file", "aflite.commands.audit:AuditResult",
+            f"{_BODIES}:AuditBody"),
+    Command("explain", "aflite.cli.explain", "aflite.commands.explain:explain", "aflite.explain.files:ExplainResult",
+            f"{_BODIES}:ExplainBody"),
+    Command("card", "aflite.cli.card", "aflite.card:write_card", "aflite.card.write:CardResult"),
+    Command("report", "aflite.cli.report", "aflite.commands.report:write_page"),
+    Command("verify", "aflite.cli.verify", "aflite.card.verify:verify_folder"),
+    Command("synthetic", "aflite.cli.synthetic", "aflite.experiments.synthetic:run_synthetic",
+            "aflite.experiments.outputs:SyntheticResult"),
+)}
+
+
 def declarations() -> dict[str, Command]:
-    """Every command declared under ``aflite/cli``, by name, in ``--help`` order (then by name); two modules
-    declaring one name are refused."""
-    found: dict[str, Command] = {}
-    for path in sorted(CLI.glob("*.py")):
-        command = _declared(path)
-        if command is None:
-            continue
-        if command.name in found:
-            raise ParameterError(f"{path}: declares the command {command.name!r}, as {found[command.name].cli} does")
-        found[command.name] = command
-    return dict(sorted(found.items(), key=lambda item: (item[1].order, item[0])))
-
-
-def _declared(path: Path) -> Command | None:
-    """The ``COMMAND = Command(...)`` of one CLI module, read from its source (literal arguments only)."""
-    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
-    for node in tree.body:
-        if (isinstance(node, ast.Assign) and [getattr(t, "id", None) for t in node.targets] == ["COMMAND"]
-                and isinstance(node.value, ast.Call) and getattr(node.value.func, "id", None) == "Command"):
-            try:
-                args = [ast.literal_eval(a) for a in node.value.args]
-                kwargs = {k.arg: ast.literal_eval(k.value) for k in node.value.keywords if k.arg}
-                command = Command(*args, **kwargs)
-            except (ValueError, TypeError) as exc:
-                raise ParameterError(f"{path}:{node.lineno}: COMMAND = Command(...) takes literal arguments only "
-                                     f"({exc})") from None
-            return replace(command, cli=f"aflite.cli.{path.stem}")
-    return None
+    """Every built-in command, by name, in ``--help`` order (:data:`COMMANDS`)."""
+    return COMMANDS
 
 
 def load(ref: str) -> Any:
