@@ -423,13 +423,15 @@ def test_audit_warns_about_twins(tmp_path, capsys):
 
 # --------------------------------------------------------------------------------- run's summary and progress
 def test_label_shift_warning():
-    from aflite.commands.summaries import label_shift
+    from aflite.rundir.bodies import LabelShift
 
-    calm = label_shift({"a": 50, "b": 50}, {"a": 48, "b": 50})
-    assert calm["warning"] is None and calm["max_change_points"] < 5
-    moved = label_shift({"e": 100, "n": 100, "c": 100}, {"e": 100, "n": 40, "c": 100})
-    assert moved["change_points"]["n"] == pytest.approx(40 / 240 * 100 - 100 / 3)
-    assert "read Δ over the majority rate" in moved["warning"]
+    calm = LabelShift.between({"a": 50, "b": 50}, {"a": 48, "b": 50})
+    assert calm.warning is None and calm.max_change_points < 5
+    moved = LabelShift.between({"e": 100, "n": 100, "c": 100}, {"e": 100, "n": 40, "c": 100})
+    assert moved.change_points["n"] == pytest.approx(40 / 240 * 100 - 100 / 3)
+    assert moved.warning is not None and "read Δ over the majority rate" in moved.warning
+    assert moved.to_json()["change_points"] == moved.change_points  # what results.json holds, read back the same
+    assert LabelShift(**moved.to_json()) == moved
 
 
 def test_summary_shows_majority_delta_and_shares(tmp_path, tsv, capsys):

@@ -23,7 +23,7 @@ import numpy as np
 from aflite import data
 from aflite.atomic import write_text
 from aflite.commands.filter import FilterResult, check_runtime, run_filter
-from aflite.commands.summaries import PROBE_MEANING, label_shift, render_summary, run_verdict
+from aflite.commands.summaries import PROBE_MEANING, render_summary, run_verdict
 from aflite.core.filter import AFLite
 from aflite.core.phase import resolve_size
 from aflite.data import images
@@ -33,6 +33,7 @@ from aflite.data.source import refuse_image_options
 from aflite.defaults import SNLI_DEFAULTS
 from aflite.errors import InputError, ParameterError, check_mappings, takes_mappings
 from aflite.evaluate import compare_partial_input, probe_skip_reason
+from aflite.evaluate.probe import ProbeResult
 from aflite.features import Features, featurize_dataset
 from aflite.features.registry import featurizer_options as featurizer_options_for
 from aflite.features.registry import spec
@@ -41,6 +42,7 @@ from aflite.hashing import dataset_fingerprint, file_sha256
 from aflite.links import check_link_dir, check_link_names
 from aflite.progress import tqdm  # Jupyter: a widget bar, or none without ipywidgets
 from aflite.report.pages import Rows
+from aflite.rundir.bodies import LabelShift, ProbeRecord, ProbeRow
 from aflite.rundir.folder import RunFolder, claims
 from aflite.rundir.lock import pause_point
 from aflite.rundir.names import (
@@ -304,7 +306,7 @@ def _featurize(ds: Any, featurizer: str, view: str, af: AFLite, t: int, seed: in
 
 
 def _probe(ds: Any, rows: np.ndarray, res: FilterResult, seed: int, show_progress: bool, grp: np.ndarray | None,
-           group_spec: str) -> dict[str, Any]:
+           group_spec: str) -> ProbeRecord:
     """The hypothesis-only probe of summary.md: 5-fold CV on D, D(Φ) and 3 random subsets of |D(Φ)| rows (minutes
     on large sets, so it shows progress), its folds keeping the run's groups."""
     assert res.labels is not None
@@ -316,12 +318,12 @@ def _probe(ds: Any, rows: np.ndarray, res: FilterResult, seed: int, show_progres
                                       progress=bar, groups=grp)
     finally:
         bar.close()
-    return {"model": "TF-IDF word 1-2-gram logistic regression, 5-fold CV, on the "
-                     + ("hypothesis only" if ds.texts_b is not None else "text")
-                     + (f"; folds keep each {group_spec} group on one side, as the filter's partitions do"
-                        if grp is not None else ""),
-            "groups": group_spec if grp is not None else "none",
-            "results": [_probe_row(r) for r in found], "meaning": PROBE_MEANING}
+    model = ("TF-IDF word 1-2-gram logistic regression, 5-fold CV, on the "
+             + ("hypothesis only" if ds.texts_b is not None else "text")
+             + (f"; folds keep each {group_spec} group on one side, as the filter's partitions do"
+                if grp is not None else ""))
+    return ProbeRecord([_probe_row(r) for r in found], PROBE_MEANING, model=model,
+                       groups=group_spec if grp is not None else "none")
 
 
 def _data_record(data_path: Any, out: Path | None, ds: Any, dataset_fp: str) -> dict[str, Any]:
@@ -363,7 +365,7 @@ def _complete(s: dict[str, Any], timings: dict[str, float], filtered_path: Path 
               t_call: float) -> None:
     """The last keys of a run's summary: label shift, timings, the filtered file, the title, the call's wall time
     and the verdict."""
-    s["label_shift"] = label_shift(s["label_counts_before"], s["label_counts_after"])
+    s["label_shift"] = LabelShift.between(s["label_counts_before"], s["label_counts_after"]).to_json()
     s["timings"] = timings
     s["filtered_dataset"] = None if filtered_path is None else str(filtered_path)
     if title:
@@ -513,8 +515,8 @@ def run(data_path: Any, out: str | os.PathLike[str] | RunFolder | None = None, *
     s = res.summary
     if probe or probe_skipped is not None:
         t0 = time.perf_counter()
-        s["partial_input_probe"] = _probe(ds, rows, res, seed, show_progress, grp, group_spec) if probe else {
-            "skipped": probe_skipped, "results": [], "meaning": PROBE_MEANING}
+        s["partial_input_probe"] = (_probe(ds, rows, res, seed, show_progress, grp, group_spec) if probe else
+                                    ProbeRecord([], PROBE_MEANING, skipped=probe_skipped)).to_json()
         timings.update({"probe_seconds": time.perf_counter() - t0} if probe else {})
     _complete(s, timings, filtered_path, title, t_call)
     result = RunResult(where, s, keep, filtered_path, res.ids, res.labels, res.state, ds, rows, feats.warmup_rows)
@@ -550,9 +552,9 @@ def _remove_new(folder: Path, before: set[Path]) -> None:
             f.unlink(missing_ok=True)
 
 
-def _probe_row(r: Any) -> dict[str, Any]:
-    """One probe result as JSON: a set that could not be probed has no accuracy (null) and says why."""
-    row = {**r.to_dict(), "delta_majority": r.accuracy - r.majority}
+def _probe_row(r: ProbeResult) -> ProbeRow:
+    """One probe result as results.json holds it: a set that could not be probed has no accuracy (null) and says
+    why."""
     if r.skipped is not None:
-        row.update(accuracy=None, accuracy_std=None, delta_majority=None)
-    return row
+        return ProbeRow(r.name, r.size, None, None, r.majority, r.skipped, None)
+    return ProbeRow(r.name, r.size, r.accuracy, r.accuracy_std, r.majority, None, r.accuracy - r.majority)

@@ -4,14 +4,14 @@ their verdicts: sizes, parameters, label shift, the probe, examples; kept apart 
 
 from __future__ import annotations
 
-from typing import Any, TypedDict
+from typing import Any
 
 import numpy as np
 
 from aflite.atomic import JSON
 from aflite.report import shorten
 from aflite.report.pages import pick_examples, probe_rows
-from aflite.rundir.bodies import ProbeRecord
+from aflite.rundir.bodies import LabelShift, ProbeRecord, typed
 from aflite.verdict import MIN_SPREAD, SPREAD_FACTOR, markdown, number, phases_text, points
 
 
@@ -44,38 +44,8 @@ PROBE_MEANING = (
     "signal on D itself (Δ on D above twice its spread across folds); near 0 means the probe finds no more signal "
     "than the label frequencies, and below 0 that texts recurring with other labels mislead it across its folds."
 )
-SHIFT_WARN_POINTS = 5.0
 PAGE_LINE = ("- every row (sortable, filterable, searchable) and the plots: [report.html](report.html), one offline "
              "page beside this file")
-
-
-class LabelShift(TypedDict):
-    """:func:`label_shift`: class shares in % before and after, their moves in points, the largest, a warning."""
-
-    shares_before: dict[str, float]
-    shares_after: dict[str, float]
-    change_points: dict[str, float]
-    max_change_points: float
-    warning: str | None
-
-
-def label_shift(before: dict[str, int], after: dict[str, int]) -> LabelShift:
-    """Class shares before/after filtering and the largest move, with a warning above SHIFT_WARN_POINTS points:
-    when shares move, the majority rate moves with them, and raw accuracies on D and D(Φ) stop being comparable."""
-    nb, na = max(1, sum(before.values())), max(1, sum(after.values()))
-    sb = {k: 100 * v / nb for k, v in before.items()}
-    sa = {k: 100 * after.get(k, 0) / na for k in before}
-    moves = {k: sa[k] - sb[k] for k in before}
-    worst = max(moves, key=lambda k: abs(moves[k])) if moves else None
-    out: LabelShift = {"shares_before": sb, "shares_after": sa, "change_points": moves,
-                           "max_change_points": 0.0 if worst is None else abs(moves[worst]), "warning": None}
-    if worst is not None and abs(moves[worst]) > SHIFT_WARN_POINTS:
-        out["warning"] = (
-            f"filtering moved the class shares by up to {abs(moves[worst]):.1f} points ({worst} {sb[worst]:.1f}% → "
-            f"{sa[worst]:.1f}%); the majority rate went from {max(sb.values()):.1f}% to {max(sa.values()):.1f}%, "
-            f"so a raw accuracy on D(Φ) rises or falls with it whatever the text carries: read Δ over the "
-            f"majority rate, not raw accuracy")
-    return out
 
 
 def render_summary(summary: JSON, ds: Any, rows: np.ndarray, p_all: np.ndarray, keep: np.ndarray,
@@ -101,14 +71,15 @@ def render_summary(summary: JSON, ds: Any, rows: np.ndarray, p_all: np.ndarray, 
         "| label | before | after | kept % | share before % | share after % | Δ share (points) |",
         "|---|---|---|---|---|---|---|",
     ]
-    shift = summary.get("label_shift") or label_shift(summary["label_counts_before"], summary["label_counts_after"])
+    shift = (typed(LabelShift, summary["label_shift"], "label_shift") if summary.get("label_shift") else
+             LabelShift.between(summary["label_counts_before"], summary["label_counts_after"]))
     for lab, before in summary["label_counts_before"].items():
         after = summary["label_counts_after"].get(lab, 0)
         lines.append(f"| {_md(str(lab), 60)} | {before} | {after} | {100 * after / max(before, 1):.1f} | "
-                     f"{shift['shares_before'][lab]:.1f} | {shift['shares_after'][lab]:.1f} | "
-                     f"{shift['change_points'][lab]:+.1f} |")
-    if shift["warning"]:
-        lines += ["", f"**Warning:** {shift['warning']}."]
+                     f"{shift.shares_before[lab]:.1f} | {shift.shares_after[lab]:.1f} | "
+                     f"{shift.change_points[lab]:+.1f} |")
+    if shift.warning:
+        lines += ["", f"**Warning:** {shift.warning}."]
     if "partial_input_probe" in summary:
         pr = summary["partial_input_probe"]
         lines += ["", f"Partial-input probe: {pr.get('model', 'TF-IDF logistic regression')}", "",

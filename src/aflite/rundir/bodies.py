@@ -23,9 +23,9 @@ from aflite.errors import InputError
 from aflite.rundir.commands import declared_body
 from aflite.rundir.names import RUN_COMMANDS
 
-__all__ = ["AuditBody", "Body", "CheckEntry", "Document", "EmbedBody", "Envelope", "EvaluateBody", "ExplainBody",
-           "ExplainedRun", "FeaturizerRecord", "FirstPhase", "LabelShift", "ProbeRecord", "ProbeRow", "RunBody",
-           "RunParameters", "parse", "typed"]
+__all__ = ["SHIFT_WARN_POINTS", "AuditBody", "Body", "CheckEntry", "Document", "EmbedBody", "Envelope", "EvaluateBody",
+           "ExplainBody", "ExplainedRun", "FeaturizerRecord", "FirstPhase", "LabelShift", "ProbeRecord", "ProbeRow",
+           "RunBody", "RunParameters", "parse", "typed"]
 
 
 BODIES: list[type[Body]] = []  # every body class with commands, as defined (Body.__init_subclass__)
@@ -100,15 +100,42 @@ class FeaturizerRecord:
     cluster: dict[str, Any] | None = None  # the shards' report, when a cluster computed Φ
 
 
+SHIFT_WARN_POINTS = 5.0  # a class share moved by more than this many points: LabelShift.warning says so
+
+
 @dataclass(frozen=True)
 class LabelShift:
-    """Each label's share before and after filtering (percent) and the change (points)."""
+    """Each label's share before and after filtering (percent), the change (points), the largest and a warning:
+    the one type a run writes (``label_shift`` of results.json, :meth:`between`) and reads back."""
 
     shares_before: dict[str, float]
     shares_after: dict[str, float]
     change_points: dict[str, float]
     max_change_points: float
     warning: str | None = None
+
+    @classmethod
+    def between(cls, before: dict[str, int], after: dict[str, int]) -> LabelShift:
+        """Class shares before/after filtering and the largest move, with a warning above SHIFT_WARN_POINTS points:
+        when shares move, the majority rate moves with them, and raw accuracies on D and D(Φ) stop being
+        comparable."""
+        nb, na = max(1, sum(before.values())), max(1, sum(after.values()))
+        sb = {k: 100 * v / nb for k, v in before.items()}
+        sa = {k: 100 * after.get(k, 0) / na for k in before}
+        moves = {k: sa[k] - sb[k] for k in before}
+        worst = max(moves, key=lambda k: abs(moves[k])) if moves else None
+        warning = None
+        if worst is not None and abs(moves[worst]) > SHIFT_WARN_POINTS:
+            warning = (
+                f"filtering moved the class shares by up to {abs(moves[worst]):.1f} points ({worst} "
+                f"{sb[worst]:.1f}% → {sa[worst]:.1f}%); the majority rate went from {max(sb.values()):.1f}% to "
+                f"{max(sa.values()):.1f}%, so a raw accuracy on D(Φ) rises or falls with it whatever the text "
+                f"carries: read Δ over the majority rate, not raw accuracy")
+        return cls(sb, sa, moves, 0.0 if worst is None else abs(moves[worst]), warning)
+
+    def to_json(self) -> dict[str, dict[str, float] | float | str | None]:
+        """As results.json holds it: every field, in their order (``warning`` null when the shares stayed)."""
+        return dataclasses.asdict(self)
 
 
 @dataclass(frozen=True, kw_only=True)
