@@ -270,6 +270,38 @@ def test_out_spelled_with_dotdot_is_the_folder_it_names_for_every_command(comman
     assert "left as it is" not in again.stderr  # every file of the first run was aflite's, and replaced
 
 
+@pytest.mark.parametrize("spelling", ["sub/../run", "../run", "link/../run"])
+def test_report_dir_spelled_with_dotdot_reads_and_writes_the_folder_it_names(spelling, made, tmp_path):
+    """``aflite report DIR`` takes its folder as a positional DIR, not --out: ``sub/../run`` (from tmp_path),
+    ``../run`` (from sub) and ``link/../run`` (link -> deep/inner, so the kernel means deep/run, not ./run) each
+    rebuild the report.html of the folder the kernel names, from that folder's files, and touch nothing else."""
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "deep" / "inner").mkdir(parents=True)
+    (tmp_path / "link").symlink_to(tmp_path / "deep" / "inner")
+    for where in (tmp_path / "run", tmp_path / "deep" / "run"):
+        shutil.copytree(made / "run", where)
+        (where / "report.html").unlink()
+    # for link/../run, ./run is the lexical reading's decoy: a page written there shows in the changed set
+    named = tmp_path / "deep" / "run" if spelling.startswith("link") else tmp_path / "run"
+    before = tree(tmp_path)
+    cwd = tmp_path / "sub" if spelling == "../run" else tmp_path
+    done = aflite("report", spelling, cwd=cwd)
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+    page = named / "report.html"
+    printed = done.stdout.strip().splitlines()[-1]  # the page it names, as the kernel reads it from cwd
+    assert page.is_file() and (cwd / printed).resolve() == page.resolve(), printed
+    after = tree(tmp_path)
+    rel = page.relative_to(tmp_path).as_posix()
+    changed = {k for k in before.keys() | after.keys() if before.get(k) != after.get(k)}
+    lock = (named / LOCK).relative_to(tmp_path).as_posix()  # the folder's own lock, held while the page is built
+    assert rel in changed and changed <= {rel, lock}, sorted(changed)
+    # the page was built from the folder named: the same bytes as a report built with DIR spelled plainly
+    again = aflite("report", named)
+    assert again.returncode == 0, again.stderr
+    assert page.read_bytes() == after[rel]
+    assert {k: v for k, v in tree(tmp_path).items() if k != lock} == {k: v for k, v in after.items() if k != lock}
+
+
 # ------------------------------------------------------------------------ 4. every write checked first
 def one_line(done: subprocess.CompletedProcess[str]) -> str:
     err = done.stderr.strip()
