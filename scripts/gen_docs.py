@@ -7,7 +7,7 @@
 * the README's headline table (between ``<!-- BEGIN generated:headline -->`` and ``<!-- END generated:headline -->``),
   from :data:`HEADLINE`;
 * the README's speed sentence (``generated:speed``, from :data:`SPEED`) and the demo's time (``generated:demo``,
-  in the README and ``docs/guide/demo.md``, from ``docs/measured/demo_timing.json``);
+  in the README and ``docs/guide/demo.md``, from ``docs/measured/demo_time_v.txt``);
 * the option lists of the command guides ``docs/guide/<command>.md`` (between ``<!-- BEGIN generated:options -->``
   and ``<!-- END generated:options -->``), from the command line parser itself.
 
@@ -26,6 +26,7 @@ import json
 import math
 import os
 import re
+import statistics
 import sys
 from pathlib import Path
 from typing import Any
@@ -53,7 +54,7 @@ HEADLINE: dict[str, Any] = {
 
 # The README's speed figures for the filter on 2 CPU cores: the complete filter and one phase against scikit-learn.
 SPEED = {"complete": "bench_snli_shaped_v6.json", "phase": "bench_snli_shaped_v6_reference.json"}
-DEMO_TIMING = "demo_timing.json"  # `aflite demo` timed by docs/measured/demo_timing.py
+DEMO_TIME_V = "demo_time_v.txt"  # `aflite demo` under /usr/bin/time -v, 3 fresh runs per backend, with uptime
 EXPLAIN = "explain_snli100k.json"  # the README's `aflite explain` figures
 
 # Where an absolute path of the measuring machine is replaced, and by what (relative to the repository root).
@@ -479,15 +480,41 @@ def explain_counts() -> str:
             f"[results](docs/results.md#explaining-a-run-aflite-explain)).")
 
 
+def demo_runs(text: str) -> dict[str, list[dict[str, float]]]:
+    """The runs of each backend section (``# backend: NAME``) of a ``/usr/bin/time -v`` log: wall seconds, max RSS
+    in MiB, and the 1-minute load that ``uptime`` printed before and after the run."""
+    runs: dict[str, list[dict[str, float]]] = {}
+    backend, run = "", {}
+    for line in text.splitlines():
+        if m := re.match(r"# backend: (\S+)", line):
+            backend = m.group(1)
+            runs[backend] = []
+        elif m := re.match(r"uptime (before|after):.*load average: ([\d.]+),", line):
+            run[m.group(1)] = float(m.group(2))
+            if m.group(1) == "after":
+                runs[backend].append(run)
+                run = {}
+        elif m := re.search(r"Elapsed \(wall clock\) time .*: (?:(\d+):)?(\d+):([\d.]+)$", line):
+            run["wall"] = int(m.group(1) or 0) * 3600 + int(m.group(2)) * 60 + float(m.group(3))
+        elif m := re.search(r"Maximum resident set size \(kbytes\): (\d+)", line):
+            run["rss_mib"] = int(m.group(1)) / 1024
+    return runs
+
+
 def demo_time(prefix: str) -> str:
-    """`aflite demo`'s measured times, each with its load, from docs/measured/demo_timing.json; ``prefix`` leads to
-    docs/measured/."""
-    runs = sorted(json.loads((MEASURED / DEMO_TIMING).read_text(encoding="utf-8"))["runs"],
-                  key=lambda r: r["load_1min_before"])
-    m = runs[0]["machine"]
-    each = [f"{r['wall_seconds']:.0f} s at load {r['load_1min_before']:.1f}–{r['load_1min_after']:.1f}" for r in runs]
-    return (f"`aflite demo` on {m['cpus_usable']} shared {m['cpu']} cores: {', '.join(each)}; "
-            f"{max(r['peak_rss_mib'] for r in runs):,} MiB peak ([measured]({prefix}{DEMO_TIMING})).")
+    """`aflite demo`'s measured wall time and peak memory, the median of the runs of each backend with the load
+    they ran at, from docs/measured/demo_time_v.txt; ``prefix`` leads to docs/measured/."""
+    text = (MEASURED / DEMO_TIME_V).read_text(encoding="utf-8")
+    host = re.search(r"# host: (\d+) usable CPUs; (.*?)(?: \d+-Core Processor)?;", text)
+    cpus, cpu = (host.group(1), host.group(2)) if host else ("?", "?")
+    each, loads = [], []
+    for backend, runs in demo_runs(text).items():
+        each.append(f"{backend} {statistics.median(r['wall'] for r in runs):.0f} s, "
+                    f"{statistics.median(r['rss_mib'] for r in runs):,.0f} MiB")
+        loads += [r["before"] for r in runs] + [r["after"] for r in runs]
+    n = min(len(r) for r in demo_runs(text).values())
+    return (f"`aflite demo` on {cpus} shared {cpu} cores (median of {n}, load {min(loads):.1f}–{max(loads):.1f}; "
+            f"wall, peak memory): {'; '.join(each)} ([measured]({prefix}{DEMO_TIME_V})).")
 
 
 def options_help(command: str) -> str:

@@ -23,6 +23,7 @@ from aflite.errors import OutputError, ParameterError
 from aflite.rundir.manifest import seal
 
 RUN = ["--featurizer", "ngram", "--quiet", "-m", "8"]
+ROOT_DOCS = Path(__file__).resolve().parents[1] / "docs"
 
 
 def sha(path: Path) -> str:
@@ -509,3 +510,17 @@ def test_the_docs_card_of_the_demo_is_consistent() -> None:
     assert meta["configs"][0]["data_files"][0]["path"] == "data/train-00000-of-00001.parquet"
     for f in (folder / "README.md", folder / "manifest.json"):
         assert not re.search(r"(?<![\w.])/(?:tmp|work|home|root|Users|mnt)/", f.read_text(encoding="utf-8")), f
+
+
+@pytest.mark.slow
+def test_the_docs_card_of_the_demo_keeps_the_rows_the_quick_starts_demo_keeps(tmp_path, minilm_model_path) -> None:
+    """docs/card_demo/make.sh runs the demo with the quick start's backend (torch, the `[text]` install): the card's
+    kept ids are exactly those a fresh `aflite demo --backend torch` keeps, so a figure copied from the card is the
+    one a newcomer sees (issue 59 item 5: the card was once made with ONNX int8 and kept a few more rows)."""
+    assert '--backend torch' in (ROOT_DOCS / "card_demo" / "make.sh").read_text(encoding="utf-8")
+    manifest = json.loads((ROOT_DOCS / "card_demo" / "manifest.json").read_text(encoding="utf-8"))
+    assert "backend" not in manifest["phi"]["options"]  # torch, the one backend Φ's options leave unnamed
+    assert main(["demo", "--out", str(tmp_path / "demo"), "--backend", "torch", "--quiet"]) == 0
+    kept = tmp_path / "demo" / manifest["output"]["kept_ids"]["file"]
+    assert len(kept.read_text(encoding="utf-8").split()) == manifest["output"]["kept_ids"]["ids"]
+    assert hashlib.sha256(kept.read_bytes()).hexdigest() == manifest["output"]["kept_ids"]["sha256"]

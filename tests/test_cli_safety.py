@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from unprivileged import NO_WAY, obeying_mode_bits
 
 from aflite.cli import main
 from aflite.data import counterfactual_twins, load_dataset, warn_twins
@@ -113,13 +114,11 @@ def test_unwritable_out_is_refused_before_any_work(tmp_path, tsv, capsys, monkey
 
 
 def test_read_only_out_for_real(tmp_path):
-    """As an unprivileged user (setpriv when the tests run as root): parent read-only and --out read-only."""
-    if os.geteuid() == 0:
-        if shutil.which("setpriv") is None:
-            pytest.skip("running as root without setpriv")
-        prefix = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
-    else:
-        prefix = []
+    """In a child that obeys mode bits (as root: without CAP_DAC_OVERRIDE, see unprivileged.py): parent read-only
+    and --out read-only."""
+    prefix = obeying_mode_bits()
+    if prefix is None:
+        pytest.skip(NO_WAY)
     base = Path(tempfile.mkdtemp(prefix="aflite-ro-"))
     try:
         base.chmod(0o755)

@@ -21,6 +21,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_cli_safety import sample_rows
+from unprivileged import NO_WAY, obeying_mode_bits
 
 from aflite.atomic import write_text
 from aflite.errors import OutputError
@@ -32,12 +33,13 @@ SRC = str(Path(__file__).resolve().parents[1] / "src")
 FAST = ["--featurizer", "ngram", "--quiet", "-m", "4", "--no-probe"]
 
 
-def aflite(*argv: object, cwd: Path | None = None, env: dict[str, str] | None = None,
-           wait: bool = True) -> subprocess.CompletedProcess[str] | subprocess.Popen[str]:
+def aflite(*argv: object, cwd: Path | None = None, env: dict[str, str] | None = None, wait: bool = True,
+           prefix: tuple[str, ...] = ()) -> subprocess.CompletedProcess[str] | subprocess.Popen[str]:
+    """``python -m aflite ARGV`` in a child; ``prefix`` starts it through another command (see unprivileged.py)."""
     full = {**os.environ, "PYTHONPATH": SRC, "OMP_NUM_THREADS": "1", **(env or {})}
     if env is None:
         full.pop("AFLITE_PAUSE_AT", None)
-    cmd = [sys.executable, "-m", "aflite", *map(str, argv)]
+    cmd = [*prefix, sys.executable, "-m", "aflite", *map(str, argv)]
     if not wait:
         return subprocess.Popen(cmd, env=full, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=cwd)
     return subprocess.run(cmd, env=full, capture_output=True, text=True, timeout=300, cwd=cwd)
@@ -267,6 +269,38 @@ def test_out_spelled_with_dotdot_is_the_folder_it_names_for_every_command(comman
     assert "left as it is" not in again.stderr  # every file of the first run was aflite's, and replaced
 
 
+@pytest.mark.parametrize("spelling", ["sub/../run", "../run", "link/../run"])
+def test_report_dir_spelled_with_dotdot_reads_and_writes_the_folder_it_names(spelling, made, tmp_path):
+    """``aflite report DIR`` takes its folder as a positional DIR, not --out: ``sub/../run`` (from tmp_path),
+    ``../run`` (from sub) and ``link/../run`` (link -> deep/inner, so the kernel means deep/run, not ./run) each
+    rebuild the report.html of the folder the kernel names, from that folder's files, and touch nothing else."""
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "deep" / "inner").mkdir(parents=True)
+    (tmp_path / "link").symlink_to(tmp_path / "deep" / "inner")
+    for where in (tmp_path / "run", tmp_path / "deep" / "run"):
+        shutil.copytree(made / "run", where)
+        (where / "report.html").unlink()
+    # for link/../run, ./run is the lexical reading's decoy: a page written there shows in the changed set
+    named = tmp_path / "deep" / "run" if spelling.startswith("link") else tmp_path / "run"
+    before = tree(tmp_path)
+    cwd = tmp_path / "sub" if spelling == "../run" else tmp_path
+    done = aflite("report", spelling, cwd=cwd)
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+    page = named / "report.html"
+    printed = done.stdout.strip().splitlines()[-1]  # the page it names, as the kernel reads it from cwd
+    assert page.is_file() and (cwd / printed).resolve() == page.resolve(), printed
+    after = tree(tmp_path)
+    rel = page.relative_to(tmp_path).as_posix()
+    changed = {k for k in before.keys() | after.keys() if before.get(k) != after.get(k)}
+    lock = (named / LOCK).relative_to(tmp_path).as_posix()  # the folder's own lock, held while the page is built
+    assert rel in changed and changed <= {rel, lock}, sorted(changed)
+    # the page was built from the folder named: the same bytes as a report built with DIR spelled plainly
+    again = aflite("report", named)
+    assert again.returncode == 0, again.stderr
+    assert page.read_bytes() == after[rel]
+    assert {k: v for k, v in tree(tmp_path).items() if k != lock} == {k: v for k, v in after.items() if k != lock}
+
+
 # ------------------------------------------------------------------------ 4. every write checked first
 def one_line(done: subprocess.CompletedProcess[str]) -> str:
     err = done.stderr.strip()
@@ -302,16 +336,25 @@ def test_a_cache_dir_inside_another_run_folder_is_refused_before_out_is_touched(
     assert tree(made / "run") == before
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root writes into a read-only folder")
 def test_a_read_only_cache_dir_is_refused_before_out_is_touched(tsv, made, tmp_path):
+    """Run for real as root too: the child drops CAP_DAC_OVERRIDE, so the 0o555 folder is read-only for it."""
+    prefix = obeying_mode_bits()
+    if prefix is None:
+        pytest.skip(NO_WAY)
     cache = tmp_path / "ro"
     cache.mkdir()
     cache.chmod(0o555)
+    probe = "import sys\ntry:\n    open(sys.argv[1], 'x').close()\nexcept PermissionError:\n    sys.exit(3)\n"
     try:
-        err = one_line(aflite(*_argv("run", tsv, made), "--out", tmp_path / "out", "--cache-dir", cache))
+        wrote = subprocess.run([*prefix, sys.executable, "-c", probe, str(cache / "probe")], timeout=60)
+        assert wrote.returncode == 3 and list(cache.iterdir()) == [], "the child could write: the test would be void"
+        proc = aflite(*_argv("run", tsv, made), "--out", tmp_path / "out", "--cache-dir", cache, prefix=prefix)
     finally:
         cache.chmod(0o755)
-    assert "not writable" in err and not (tmp_path / "out").exists()
+    assert isinstance(proc, subprocess.CompletedProcess)
+    err = one_line(proc)
+    assert err == f"aflite run: error: --cache-dir {cache}: folder is not writable (read-only or no permission)"
+    assert not (tmp_path / "out").exists() and list(cache.iterdir()) == []
 
 
 # ------------------------------------------------------------------------ 6. the smaller ones

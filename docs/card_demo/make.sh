@@ -6,7 +6,7 @@
 set -e
 tmp=$(mktemp -d)
 data=src/aflite/resources/snli_sample.tsv.gz
-aflite demo --out "$tmp/run" --quiet > /dev/null
+aflite demo --out "$tmp/run" --backend torch --quiet > /dev/null  # the quick start's backend ([text]: PyTorch)
 aflite evaluate "$data" "$tmp/run" --models ngram:pair,ngram:hypothesis --out "$tmp/eval" --quiet > /dev/null
 aflite explain "$data" "$tmp/run" --out "$tmp/explain" --quiet > /dev/null
 aflite card "$tmp/run" --evaluate "$tmp/eval" --explain "$tmp/explain" --out docs/card_demo
