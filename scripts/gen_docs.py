@@ -513,8 +513,8 @@ def demo_time(prefix: str) -> str:
                     f"{statistics.median(r['rss_mib'] for r in runs):,.0f} MiB")
         loads += [r["before"] for r in runs] + [r["after"] for r in runs]
     n = min(len(r) for r in demo_runs(text).values())
-    return (f"`aflite demo` on {cpus} shared {cpu} cores (median of {n}, load {min(loads):.1f}–{max(loads):.1f}; "
-            f"wall, peak memory): {'; '.join(each)} ([measured]({prefix}{DEMO_TIME_V})).")
+    return (f"`aflite demo`, {cpus} shared {cpu} cores, load {min(loads):.1f}–{max(loads):.1f}, median of {n} "
+            f"(wall, peak RSS): {'; '.join(each)} ([measured]({prefix}{DEMO_TIME_V})).")
 
 
 def options_help(command: str) -> str:
