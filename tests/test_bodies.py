@@ -3,6 +3,7 @@ line naming it, by the parser and by every reader of a folder, even when the fil
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 from pathlib import Path
@@ -61,7 +62,8 @@ def test_the_typed_probe_is_written_back_as_the_run_wrote_it(skipped):
     rows = [_probe_row(ProbeResult("D", 40, 0.625, 0.05, 0.4)),
             _probe_row(ProbeResult("D(Φ)", 30, float("nan"), float("nan"), 0.5, skipped="one label"))]
     probe = ({"skipped": "too few rows", "results": [], "meaning": PROBE_MEANING} if skipped else
-             {"model": "TF-IDF on the hypothesis only", "groups": "none", "results": rows, "meaning": PROBE_MEANING})
+             {"model": "TF-IDF on the hypothesis only", "groups": "none",
+              "results": [dataclasses.asdict(r) for r in rows], "meaning": PROBE_MEANING})
     back = ProbeRecord.of(probe).to_json()
     assert json.dumps(back) == json.dumps(probe)
 

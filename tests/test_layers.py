@@ -222,13 +222,24 @@ MAX_FUNCTION_LINES = 80
 KERNELS = "aflite.core.kernels"  # numba kernels: one compiled loop each, kept whole on purpose
 
 
+def _code_lines(node: ast.FunctionDef | ast.AsyncFunctionDef) -> int:
+    """A function's lines, signature included, less its docstring: the public API's numpydoc Parameters sections
+    (issue #58) document each parameter at length, and that length is not code to split."""
+    assert node.end_lineno is not None
+    lines = node.end_lineno - node.lineno + 1
+    first = node.body[0]
+    if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(first.value.value, str):
+        assert first.end_lineno is not None
+        lines -= first.end_lineno - first.lineno + 1
+    return lines
+
+
 def test_functions_are_short() -> None:
-    """No function or method over MAX_FUNCTION_LINES lines (signature and docstring included), outside the numba
-    kernels."""
-    long = [f"{m}.{node.name}: {node.end_lineno - node.lineno + 1} lines" for m, path in MODULES.items()
+    """No function or method over MAX_FUNCTION_LINES lines of code (signature included, the docstring not),
+    outside the numba kernels."""
+    long = [f"{m}.{node.name}: {_code_lines(node)} lines" for m, path in MODULES.items()
             if m != KERNELS for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
-            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.end_lineno is not None
-            and node.end_lineno - node.lineno + 1 > MAX_FUNCTION_LINES]
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and _code_lines(node) > MAX_FUNCTION_LINES]
     assert long == []
 
 

@@ -11,12 +11,12 @@ import pytest
 
 from aflite.errors import ParameterError
 from aflite.experiments.circles import make_circles_dataset, train_dev_split
+from aflite.experiments.outputs import plot_figure2
 from aflite.experiments.synthetic import (
     PAPER_SEPARATIONS,
     PAPER_TABLE7,
     SyntheticExperiment,
     format_table,
-    plot_figure2,
     run_synthetic,
 )
 

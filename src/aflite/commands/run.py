@@ -16,22 +16,28 @@ import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar, TypedDict, Unpack
+from typing import Any, ClassVar, Unpack
 
 import numpy as np
 
 from aflite import data
 from aflite.atomic import write_text
 from aflite.commands.filter import FilterResult, check_runtime, run_filter
+from aflite.commands.run_params import (
+    PARAMETERS,
+    RunKeywords,
+    estimator_params,
+    run_keywords,
+    scaled_defaults,
+    scaled_for,
+)
 from aflite.commands.summaries import PROBE_MEANING, render_summary, run_verdict
 from aflite.core.filter import AFLite
-from aflite.core.phase import resolve_size
 from aflite.data import images
 from aflite.data.memory import FILTERED, check_writable, rows_sha256
-from aflite.data.options import Columns, with_columns
 from aflite.data.source import refuse_image_options
 from aflite.defaults import SNLI_DEFAULTS
-from aflite.errors import InputError, ParameterError, check_mappings, takes_mappings
+from aflite.errors import InputError, ParameterError, takes_mappings
 from aflite.evaluate import compare_partial_input, probe_skip_reason
 from aflite.evaluate.probe import ProbeResult
 from aflite.features import Features, featurize_dataset
@@ -61,9 +67,6 @@ from aflite.rundir.results import Table, recording_warnings
 from aflite.threads import limited
 
 __all__ = ["RunResult", "run", "scaled_defaults"]
-
-PARAMETERS = ("target_size", "n_partitions", "train_size", "slice_size", "threshold")
-
 
 @dataclass(repr=False)  # Result.__repr__: one line, not the arrays
 class RunResult(FilterResult):
@@ -134,97 +137,10 @@ class RunResult(FilterResult):
         return render_summary(self.summary, self.dataset, self.rows, self.state.predictability, self.state.keep)
 
 
-def scaled_defaults(n: int) -> dict[str, int | float]:
-    """Table 8's SNLI parameters scaled by n / 550,152 (m and τ do not scale): :class:`AFLite`'s own defaults
-    (fractions of |D|) resolved by its own rule, so the defaults live in one place. The floors t >= 2 and n >= 3
-    keep what ``aflite run`` chose on tiny data (|D| <= 16); above that the counts are AFLite's exactly."""
-    d = AFLite().get_params()
-    return {
-        "n_partitions": d["n_partitions"],
-        "train_size": max(2, resolve_size(d["train_size"], n, "train_size")),
-        "slice_size": resolve_size(d["slice_size"], n, "slice_size"),
-        "target_size": max(3, resolve_size(d["target_size"], n, "target_size")),
-        "threshold": d["threshold"],
-    }
-
-
-def _scaled_for(n: int, given: dict[str, Any], name: str) -> dict[str, int | float]:
-    """The scaled defaults for ``n`` rows; too few rows for the smallest target size are refused as such (not as
-    a target size the user never set)."""
-    chosen = scaled_defaults(n)
-    if "target_size" not in given and n <= int(chosen["target_size"]):
-        raise InputError(f"{name}: {n:,} row(s) are too few to filter: AFLite keeps at least "
-                         f"{chosen['target_size']} rows (the smallest target size) and removes some, so it needs at "
-                         f"least {int(chosen['target_size']) + 1} rows")
-    return chosen
-
-
 def _out_name(src: Path) -> str:
     """filtered<suffixes of the input>, e.g. ``filtered.tsv.gz`` or a folder name for HF datasets."""
     suffixes = "".join(src.suffixes[-2:]) if src.suffix == ".gz" else src.suffix
     return "filtered" + suffixes
-
-
-class FilterSizes(TypedDict, total=False):
-    """:class:`AFLite`'s sizes as keywords of :func:`run` (the command line's ``--train-size`` is ``train_size=``):
-    a count, or a fraction of |D| below 1; ``threshold`` τ."""
-
-    target_size: int | float | None
-    n_partitions: int | None
-    train_size: int | float | None
-    slice_size: int | float | None
-    threshold: float | None
-
-
-class RunKeywords(Columns, FilterSizes, total=False):
-    """:func:`run`'s keywords beyond its signature: the dataset's columns and the filter's sizes."""
-
-
-def _keywords(dataset_options: dict[str, Any] | None, params: AFLite | Mapping[str, Any] | None,
-              keywords: dict[str, Any]) -> tuple[dict[str, Any], AFLite | dict[str, Any] | None]:
-    """(dataset_options with the column keywords, params with the size keywords); a size given in both with two
-    values is refused, as is an unknown keyword (a TypeError, as Python's own)."""
-    options = with_columns(dataset_options, keywords, "run", also=PARAMETERS)
-    sizes = {k: v for k, v in keywords.items() if k in PARAMETERS and v is not None}
-    if isinstance(params, AFLite):
-        own = params.get_params()
-        twice = sorted(k for k, v in sizes.items() if own[k] != AFLite().get_params()[k] and own[k] != v)
-        if twice:
-            raise ParameterError(f"{twice[0]} is given twice, {twice[0]}={sizes[twice[0]]!r} and "
-                                 f"params.{twice[0]}={own[twice[0]]!r}: give it once")
-        return options, AFLite(**{**own, **sizes}) if sizes else params
-    check_mappings(params=params)
-    twice = sorted(k for k, v in sizes.items() if (params or {}).get(k) not in (None, v))
-    if twice:
-        raise ParameterError(f"{twice[0]} is given twice, {twice[0]}={sizes[twice[0]]!r} and params[{twice[0]!r}]="
-                             f"{(params or {})[twice[0]]!r}: give it once")
-    return options, ({**(params or {}), **sizes} if sizes or params is not None else None)
-
-
-# AFLite's parameters that say how and where the fit runs, not how much it removes: never an "override" of the
-# scaled defaults in results.json
-RUNTIME = ("strategy", "device", "storage", "random_state", "executor")
-
-
-def _estimator(params: AFLite | Mapping[str, Any] | None) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
-    """(the estimator's other keywords, the size overrides, strategy/seed/device/storage/executor): one parameter
-    space with :func:`aflite.commands.filter.filter_files`, from ``params`` (an :class:`AFLite` or a dict of its
-    parameters, the size keywords merged in). A size left at AFLite's default is the scaled default (the same
-    counts)."""
-    defaults = AFLite().get_params()
-    if isinstance(params, AFLite):
-        base = params.get_params()
-        given = {k: base.pop(k) for k in PARAMETERS}
-        given = {k: v for k, v in given.items() if v != defaults[k] and v is not None}
-    else:
-        check_mappings(params=params)
-        base, given = {}, {k: v for k, v in (params or {}).items() if v is not None}
-    fixed = {k: given.pop(k, base.pop(k, defaults[k])) for k in RUNTIME}
-    rs = 0 if fixed["random_state"] is None else fixed["random_state"]
-    if isinstance(rs, bool) or not isinstance(rs, int | np.integer):
-        raise ParameterError(f"random_state must be an int seed for run() (every random choice of the run flows "
-                             f"from it), not {rs!r}")
-    return base, given, {**fixed, "random_state": int(rs)}
 
 
 def _featurizer_options(featurizer: str, given: dict[str, Any] | None) -> tuple[dict[str, Any], Any]:
@@ -464,8 +380,8 @@ def run(data_path: Any, out: str | os.PathLike[str] | RunFolder | None = None, *
     RunResult
         The kept mask, the scores, the filtered rows (``filtered``), the summary and the folder.
     """
-    dataset_options, params = _keywords(dataset_options, params, dict(keywords))
-    base, given, fixed = _estimator(params)
+    dataset_options, params = run_keywords(dataset_options, params, dict(keywords))
+    base, given, fixed = estimator_params(params)
     seed = fixed["random_state"]
     featurizer_options, image_size = _featurizer_options(featurizer, featurizer_options)  # refused: untaken
     folder = None if out is None else RunFolder.of(out, "run")
@@ -482,7 +398,7 @@ def run(data_path: Any, out: str | os.PathLike[str] | RunFolder | None = None, *
     grp_all = ds.groups if group_spec != "none" else None
     if grp_all is not None:
         data.warn_twins(ds, {"pair": ("pair", "hypothesis")}.get(view, (view,)), group_spec)
-    chosen = _scaled_for(n, given, data.source_name(data_path))
+    chosen = scaled_for(n, given, data.source_name(data_path))
     af = AFLite(**{**base, **chosen, **given}, **fixed)
     resolved = af.resolved_params(n)  # validates against |D| before any expensive step
     check_runtime(af)  # the device, storage and executor too: a refusal leaves the folder as it was

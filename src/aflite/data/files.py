@@ -10,6 +10,7 @@ import zlib
 from collections.abc import Sequence
 from pathlib import Path
 
+from aflite.data.options import _opt
 from aflite.errors import InputError
 
 PathLike = str | os.PathLike[str]
@@ -105,3 +106,41 @@ def _parse_float(text: str) -> float | None:
         return float(text)
     except ValueError:
         return None
+
+
+def detect_format(path: Path) -> str:
+    """The format of ``path`` (tsv, csv, jsonl, parquet, hf) from its extension, a ``.txt`` by its header, a folder
+    by its ``save_to_disk`` files; anything else is refused naming ``--format``."""
+    if path.is_dir():
+        if (
+            (path / "dataset_info.json").exists()
+            or (path / "state.json").exists()
+            or (path / "dataset_dict.json").exists()
+        ):
+            return "hf"
+        raise InputError(
+            f"{path}: a folder, but not a Hugging Face dataset saved with save_to_disk "
+            "(no dataset_info.json / state.json)"
+        )
+    suffix = _base_suffix(path)
+    by_suffix = {
+        ".tsv": "tsv",
+        ".csv": "csv",
+        ".jsonl": "jsonl",
+        ".ndjson": "jsonl",
+        ".json": "jsonl",
+        ".parquet": "parquet",
+        ".pq": "parquet",
+    }
+    if suffix in by_suffix:
+        return by_suffix[suffix]
+    if suffix == ".txt":  # GLUE distributes some TSVs as .txt; decide by the header
+        data, _ = read_file_bytes(path)
+        first = data.split(b"\n", 1)[0]
+        if first.lstrip().startswith(b"{"):
+            return "jsonl"
+        return "tsv" if b"\t" in first else "csv"
+    raise InputError(
+        f"{path}: cannot tell the format from the extension {suffix or '(none)'!r}; "
+        f"pass {_opt('format')} (tsv, csv, jsonl, parquet or hf)"
+    )

@@ -20,7 +20,7 @@ from aflite.data.cells import check_cell_limit, check_label_apart, label_of, row
 from aflite.data.columnar import _hf_label_names, _load_hf, _read_parquet
 from aflite.data.delimited import _read_jsonl, read_delimited
 from aflite.data.families import twin_families
-from aflite.data.files import PathLike, _base_suffix, _check_exists, holder, read_file_bytes
+from aflite.data.files import PathLike, _check_exists, detect_format, holder
 from aflite.data.options import _CLI_NAMES, _opt
 from aflite.errors import InputError, ParameterError
 
@@ -182,7 +182,7 @@ def load_dataset(
     if file_format not in _FORMATS:
         raise ParameterError(f"unknown dataset format {file_format!r}; choose one of {', '.join(_FORMATS)}")
     _check_exists(p)
-    fmt = file_format if file_format != "auto" else _detect_format(p)
+    fmt = file_format if file_format != "auto" else detect_format(p)
     roles = {"text_a": text_a, "text_b": text_b, "label": label, "id": id_column}
     check_cell_limit(max_cell_bytes)
     return _from_records(p, _READERS[fmt](p, fmt, roles), label_map, group_by_premise, groups, max_cell_bytes)
@@ -301,42 +301,6 @@ def check_view_texts(ds: Dataset, view: str, what: str | None = None) -> None:
                      "; --view hypothesis reads the other column" if ds.is_pair else "")
             raise InputError(f"{ds.source.path}: column {col!r} is empty in all {len(ds):,} rows, so "
                              f"{what or '--view ' + view} has nothing to featurize{other if what is None else ''}")
-
-
-def _detect_format(path: Path) -> str:
-    if path.is_dir():
-        if (
-            (path / "dataset_info.json").exists()
-            or (path / "state.json").exists()
-            or (path / "dataset_dict.json").exists()
-        ):
-            return "hf"
-        raise InputError(
-            f"{path}: a folder, but not a Hugging Face dataset saved with save_to_disk "
-            "(no dataset_info.json / state.json)"
-        )
-    suffix = _base_suffix(path)
-    by_suffix = {
-        ".tsv": "tsv",
-        ".csv": "csv",
-        ".jsonl": "jsonl",
-        ".ndjson": "jsonl",
-        ".json": "jsonl",
-        ".parquet": "parquet",
-        ".pq": "parquet",
-    }
-    if suffix in by_suffix:
-        return by_suffix[suffix]
-    if suffix == ".txt":  # GLUE distributes some TSVs as .txt; decide by the header
-        data, _ = read_file_bytes(path)
-        first = data.split(b"\n", 1)[0]
-        if first.lstrip().startswith(b"{"):
-            return "jsonl"
-        return "tsv" if b"\t" in first else "csv"
-    raise InputError(
-        f"{path}: cannot tell the format from the extension {suffix or '(none)'!r}; "
-        f"pass {_opt('format')} (tsv, csv, jsonl, parquet or hf)"
-    )
 
 
 def _resolve_columns(

@@ -6,17 +6,21 @@ from the experiment's :class:`~aflite.rundir.results.Result`."""
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
-from aflite.atomic import JSON, write_text
-from aflite.experiments.synthetic import SyntheticExperiment, format_table, plot_figure2
+import numpy as np
+
+from aflite.atomic import JSON, atomic_open, write_text
+from aflite.errors import ParameterError
+from aflite.experiments.synthetic import Figure2Panel, SyntheticExperiment, _acc, format_table
 from aflite.rundir.folder import RunFolder, claims
 from aflite.rundir.results import Result
 from aflite.verdict import MIN_SPREAD, SPREAD_FACTOR, markdown, number
 
-__all__ = ["SyntheticResult", "save_synthetic", "synthetic_json", "synthetic_verdict"]
+__all__ = ["SyntheticResult", "plot_figure2", "save_synthetic", "synthetic_json", "synthetic_verdict"]
 
 
 def synthetic_json(result: SyntheticExperiment) -> JSON:
@@ -91,3 +95,47 @@ def _accuracy_clause(acc_d: JSON, acc_f: JSON) -> str:
     mean_d = sum(x for x, _ in pairs) / len(pairs)
     mean_f = sum(y for _, y in pairs) / len(pairs)
     return f"; the models' mean dev accuracy went from {mean_d:.1f}% on D to {mean_f:.1f}% on D(Φ)"
+
+
+def plot_figure2(result_or_panels: SyntheticExperiment | Sequence[Figure2Panel], path: Any) -> None:
+    """Figure 2: per separation, the 2-D points before (top) and after AFLite (bottom), coloured by label.
+
+    Captions give that run's LR / SVM dev accuracy; flipped instances are drawn as crosses. The PNG is written
+    atomically. Accepts a :class:`SyntheticExperiment` (its first seed per separation) or explicit panels.
+    """
+    from matplotlib.figure import Figure  # the object API renders with Agg and never touches pyplot's backend
+
+    panels = list(result_or_panels.panels if isinstance(result_or_panels, SyntheticExperiment) else result_or_panels)
+    if not panels:
+        raise ParameterError("nothing to plot: no panels")
+    ncol = len(panels)
+    fig = Figure(figsize=(3.2 * ncol, 7.4), dpi=110, layout="constrained")
+    axes = fig.subplots(2, ncol, squeeze=False)
+    colours = np.array(["tab:blue", "tab:orange"])
+    lim = max(1.0, float(np.abs(np.concatenate([p.coords for p in panels])).max()) * 1.02)
+    for j, panel in enumerate(panels):
+        for row, (mask, acc, name) in enumerate((
+            (np.ones(len(panel.y), dtype=bool), panel.accuracy_D, "D"),
+            (panel.keep, panel.accuracy_filtered, "D(Φ)"),
+        )):
+            ax = axes[row, j]
+            for flipped, marker in ((False, "o"), (True, "x")):
+                sel = mask & (panel.flipped == flipped)
+                if sel.any():
+                    ax.scatter(panel.coords[sel, 0], panel.coords[sel, 1], c=colours[panel.y[sel] % 2], s=6 if
+                               not flipped else 14, marker=marker, linewidths=0.0 if not flipped else 0.9, alpha=0.8)
+            ax.set_xlim(-lim, lim)
+            ax.set_ylim(-lim, lim)
+            ax.set_aspect("equal")
+            ax.set_xticks([])
+            ax.set_yticks([])
+            if row == 0:
+                ax.set_title(f"separation {panel.separation:g}", fontsize=10)
+            ax.set_xlabel(f"{name}, |{name}| = {int(mask.sum())}\nLR {_acc(acc, 'lr')}%  SVM {_acc(acc, 'svm')}%",
+                          fontsize=9)
+    axes[0, 0].set_ylabel("before AFLite")
+    axes[1, 0].set_ylabel("after AFLite")
+    fig.suptitle("Synthetic biased datasets before (top) and after AFLite (bottom); seed "
+                 f"{panels[0].seed}, dev accuracy", fontsize=10)
+    with atomic_open(path, "wb") as fh:
+        fig.savefig(fh, format="png")
