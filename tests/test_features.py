@@ -429,13 +429,16 @@ def test_cli_lr_reaches_only_the_warmup_featurizer() -> None:
 
     parser = build_parser()
     given = parser.parse_args(["run", "data", "--out", "o", "--featurizer", "warmup", "--lr", "3e-4"])
-    assert pipeline_kwargs(given)["featurizer_options"]["lr"] == 3e-4
+    with pipeline_kwargs(given) as kwargs:
+        assert kwargs["featurizer_options"]["lr"] == 3e-4
     default = parser.parse_args(["run", "data", "--out", "o", "--featurizer", "warmup"])
-    assert "lr" not in pipeline_kwargs(default)["featurizer_options"]
+    with pipeline_kwargs(default) as kwargs:
+        assert "lr" not in kwargs["featurizer_options"]
     for name in ("minilm", "minilm+ngram"):
         other = parser.parse_args(["run", "data", "--out", "o", "--featurizer", name, "--lr", "3e-4"])
         with pytest.raises(ParameterError, match=f"--lr: featurizer {re.escape(name)} does not take it"):
-            pipeline_kwargs(other)
+            with pipeline_kwargs(other):
+                pass
 
 
 def test_one_registry_gives_each_command_its_featurizers_and_routes_their_options() -> None:

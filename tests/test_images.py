@@ -653,7 +653,7 @@ def test_image_options_on_text_data_are_refused_in_one_line(tmp_path, capsys, co
                  *(["--no-probe"] if command == "run" else [])]) == 0
     fn = {"run": lambda **kw: aflite.run(tsv, tmp_path / "py", featurizer="ngram", show_progress=False, **kw),
           "embed": lambda **kw: aflite.embed(tsv, tmp_path / "py", featurizer="ngram", show_progress=False, **kw)}
-    given = {"run": {"image_options": {"skip_bad_images": True}}, "embed": {"image_size": 64}}[command]
+    given = {"run": {"dataset_options": {"skip_bad_images": True}}, "embed": {"image_size": 64}}[command]
     with pytest.raises(ParameterError, match=r"^(skip_bad_images|image_size): image option\(s\), but .*path_column="):
         fn[command](**given)
     assert not (tmp_path / "py").exists()

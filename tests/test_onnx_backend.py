@@ -83,7 +83,8 @@ def test_backend_is_a_declared_minilm_option_routed_from_the_cli() -> None:
         featurizer_options("ngram", backend="onnx")
     args = build_parser().parse_args(["run", "d.tsv", "--out", "o", "--featurizer", "minilm", "--backend",
                                       "onnx-int8"])
-    assert pipeline_kwargs(args)["featurizer_options"]["backend"] == "onnx-int8"
+    with pipeline_kwargs(args) as kwargs:
+        assert kwargs["featurizer_options"]["backend"] == "onnx-int8"
     args = build_parser().parse_args(["embed", "d.tsv", "--out", "o", "--featurizer", "minilm", "--backend", "torch"])
     assert args.backend == "torch"
     with pytest.raises(SystemExit):

@@ -49,7 +49,8 @@ def test_backend_is_routed_to_the_image_featurizers() -> None:
     assert featurizer_options("hf-image", backend="onnx-int8", model_path="m")["backend"] == "onnx-int8"
     args = build_parser().parse_args(["run", "imgs", "--out", "o", "--featurizer", "efficientnet-lite0",
                                       "--backend", "onnx-int8"])
-    assert pipeline_kwargs(args)["featurizer_options"]["backend"] == "onnx-int8"
+    with pipeline_kwargs(args) as kwargs:
+        assert kwargs["featurizer_options"]["backend"] == "onnx-int8"
     from aflitebench.cli import build_parser as bench_parser
 
     args = bench_parser().parse_args(["--embed", "efficientnet-lite0", "--embed-data", "imgs"])
