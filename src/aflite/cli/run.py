@@ -118,11 +118,12 @@ def pipeline_kwargs(args: argparse.Namespace) -> Iterator[dict[str, Any]]:
               "slice_size": args.slice_size, "threshold": args.threshold, "strategy": args.strategy,
               "random_state": args.seed, "device": args.device, "storage": args.storage}
     loader = {**{k: v for k, v in image_options(args).items() if v is not None}, **dataset_options(args)}
+    featurizer_options = _featurizer_options(args)  # a refused option is refused before any cluster starts
     executor, release = use_cluster(args.cluster, args.cluster_scratch)
     try:
         yield dict(featurizer=args.featurizer, view=args.view, params={**params, "executor": executor},
                    groups=args.groups, cache_dir=args.cache_dir, resume=args.resume, overwrite=args.overwrite,
-                   show_progress=not args.quiet, probe=args.probe, featurizer_options=_featurizer_options(args),
+                   show_progress=not args.quiet, probe=args.probe, featurizer_options=featurizer_options,
                    dataset_options=loader, link_dir=args.link_dir)
     finally:
         release()
