@@ -128,7 +128,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from aflite.cli.options import add_out, add_overwrite_option, claim_out_folder
+from aflite.cli.flags import add_out, add_overwrite_option, claim_out_folder
 from aflite.rundir.commands import COMMANDS
 
 COMMAND = COMMANDS["words"]

@@ -26,7 +26,7 @@ from aflite import check
 from aflite import cli as aflite_cli
 from aflite.check import Check, CheckData, CheckResult, CheckSummary, Option
 from aflite.cli import main
-from aflite.cli.options import add_out, add_overwrite_option, claim_out_folder
+from aflite.cli.flags import add_out, add_overwrite_option, claim_out_folder
 from aflite.errors import ParameterError
 from aflite.features import BaseFeaturizer, registry
 

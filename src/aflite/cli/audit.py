@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from aflite.cli.options import (
+from aflite.cli.flags import (
     FEATURIZER_OPTIONS,
     LOADERS,
     add_cache,

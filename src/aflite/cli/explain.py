@@ -9,7 +9,7 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
-from aflite.cli.options import (
+from aflite.cli.flags import (
     FEATURIZER_OPTIONS,
     LOADERS,
     add_cache,

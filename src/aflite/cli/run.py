@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from aflite.cli.filter import add_filter_options, add_scale_options
-from aflite.cli.options import (
+from aflite.cli.flags import (
     FEATURIZER_OPTIONS,
     LOADERS,
     add_backend,

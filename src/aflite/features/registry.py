@@ -30,7 +30,7 @@ COMBINED_COMMANDS = ("run", "embed")  # the commands that offer a combination
 
 
 # Options a command declares itself, because they mean more there than one featurizer's keyword: ``device`` (where
-# every PyTorch step of the command runs), ``backend`` (:func:`aflite.cli.options.add_backend`, refused by
+# every PyTorch step of the command runs), ``backend`` (:func:`aflite.cli.flags.add_backend`, refused by
 # :func:`check_backend` for a featurizer without an encoder) and ``image_size`` (images are loaded at that size).
 # They are routed to the featurizers that take them and dropped silently for the others.
 COMMAND_OPTIONS = ("device", "backend", "image_size")
@@ -38,7 +38,7 @@ COMMAND_OPTIONS = ("device", "backend", "image_size")
 # The options one or more featurizers take, each declared once as an Option: its keyword, the type of its value (a
 # path stays the string given), its help and the commands that offer it as a flag; its default is not repeated: it is
 # the constructor's of each featurizer that takes it (None: "not given"). The flags, their help and the routing of
-# a value to the chosen featurizer follow from it (aflite.cli.options.add_featurizer_flags).
+# a value to the chosen featurizer follow from it (aflite.cli.flags.add_featurizer_flags).
 OPTIONS: dict[str, Option] = {o.name: o for o in (
     Option("model_path", Path, help="a local Hugging Face model folder (unset: the featurizer's bundled "
            "weights, all-MiniLM-L6-v2 for text, EfficientNet-Lite0 for images)",
