@@ -28,7 +28,7 @@ import numpy as np
 
 from aflite.check import CheckContext, CheckData, check_files, check_names, check_options, resolve_checks, run_checks
 from aflite.data import Columns, open_dataset, source_name, with_columns
-from aflite.data.options import option_label
+from aflite.data.keywords import option_label
 from aflite.errors import InputError, ParameterError, takes_mappings
 from aflite.explain.files import FILES, ExplainResult, check_columns, explain_results
 from aflite.explain.recompute import first_phase, token_texts
