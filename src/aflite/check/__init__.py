@@ -39,7 +39,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from aflite.check.format import cell
-from aflite.check.options import FILE_NAME, NAME, resolve, validate_options
+from aflite.check.params import FILE_NAME, NAME, resolve, validate_options
 from aflite.check.summary import CheckSummary, optional
 from aflite.check.tokens import token_matrix
 from aflite.errors import ParameterError
