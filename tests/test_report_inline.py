@@ -1,4 +1,4 @@
-"""A command's result where its user looks: one short ``repr`` line (:mod:`aflite.rundir.show`) and a notebook's
+"""A command's result where its user looks: one short ``repr`` line (:mod:`aflite.rundir.display`) and a notebook's
 HTML (:mod:`aflite.report.inline`: the verdict, the label shift, the page's first plots with plotly inline), checked
 as text and, for the plots, in a real browser (headless chromium)."""
 

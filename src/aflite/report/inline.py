@@ -3,7 +3,7 @@ first plots of the folder's page (a run's per-phase curve and label mix, an eval
 significant (token, label) pairs per set, the audit's biased-condition accuracy per set and view), drawn with
 the plotly.js the explorer page ships, inline: nothing is fetched, so the output shows offline and in an HTML export.
 
-:func:`result_html` builds it; importing this module registers it with :func:`aflite.rundir.show.register_html`
+:func:`result_html` builds it; importing this module registers it with :func:`aflite.rundir.display.register_html`
 (the Result class lives in a lower layer and must not import this one). Dataset text is escaped; the data the
 plots read is embedded as JSON the script parses.
 """

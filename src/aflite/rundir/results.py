@@ -198,7 +198,7 @@ class Result:
         """The result's own files besides the last three (default: none)."""
 
     def __repr__(self) -> str:
-        """One line: the command, the sizes, the verdict's first sentence, the folder (:mod:`aflite.rundir.show`);
+        """One line: the command, the sizes, the verdict's first sentence, the folder (:mod:`aflite.rundir.display`);
         subclasses are ``@dataclass(repr=False)`` so that a notebook never prints their arrays and dicts."""
         return show.describe(self)
 
