@@ -39,10 +39,10 @@ from aflite.rundir.bodies import FeaturizerRecord
 from aflite.rundir.folder import RunFolder, claims
 from aflite.rundir.lock import check_outside_runs
 from aflite.rundir.manifest import RESERVED
-from aflite.rundir.match import check_run_rows
 from aflite.rundir.names import PAGE, RESULTS
 from aflite.rundir.read import Instances, RunRecord, read_run
 from aflite.rundir.results import recording_warnings
+from aflite.rundir.same_rows import check_run_rows
 from aflite.threads import limited
 
 __all__ = ["ExplainResult", "check_aliases", "explain"]
