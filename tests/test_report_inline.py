@@ -21,7 +21,7 @@ import aflite
 from aflite.commands.filter import FilterResult
 from aflite.explain.summaries import SignificantCounts, TokenSummary, TokenTest
 from aflite.report.inline import result_html
-from aflite.rundir import show
+from aflite.rundir import display
 from aflite.rundir.results import Result
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -90,9 +90,9 @@ def test_repr_never_raises() -> None:
 
 
 def test_first_sentence() -> None:
-    assert show.first_sentence("One. Two.") == "One."
-    assert show.first_sentence("no stop at all") == "no stop at all"
-    assert show.first_sentence("x" * 300, limit=20) == "x" * 19 + "…"
+    assert display.first_sentence("One. Two.") == "One."
+    assert display.first_sentence("no stop at all") == "no stop at all"
+    assert display.first_sentence("x" * 300, limit=20) == "x" * 19 + "…"
 
 
 def test_html_has_the_verdict_the_label_shift_and_the_plots_with_every_label_escaped() -> None:

@@ -18,7 +18,7 @@ from aflite.atomic import JSON
 from aflite.explain.summaries import TokenSummary
 from aflite.report.frame import esc, json_for_script, plotly_js, script_text, verdict_block
 from aflite.report.rows import read_evaluate
-from aflite.rundir import show
+from aflite.rundir import display
 from aflite.rundir.names import PAGE
 
 __all__ = ["label_shift_table", "result_html"]
@@ -98,7 +98,7 @@ def result_html(result: Any) -> str:
     body = body if isinstance(body, dict) else {}
     uid = f"aflite-{uuid.uuid4().hex}"  # an element id, unique on a page that keeps older outputs
     out = getattr(result, "out", None)
-    sizes = show.sizes(body)
+    sizes = display.sizes(body)
     head = f"<b>aflite {esc(result.command)}</b>" + (f" · {esc(sizes)}" if sizes else "") + " · " + (
         f"folder <code>{esc(out)}</code>" if out is not None else "no folder (out=None)")
     parts = [f'<div class="aflite-inline" id="{uid}"><style>{_CSS}</style><div>{head}</div>',
@@ -125,4 +125,4 @@ def result_html(result: Any) -> str:
     return "\n".join(p for p in parts if p)
 
 
-show.register_html(result_html)
+display.register_html(result_html)
