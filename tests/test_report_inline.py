@@ -72,7 +72,7 @@ def test_repr_is_one_short_line_with_command_sizes_verdict_and_folder() -> None:
     text = repr(r)
     assert "\n" not in text and len(text) < 400
     assert text.startswith("<aflite filter: |D| 100 → |D(Φ)| 60 rows; “AFLite kept 60 of 100 rows (60%) in 1 phase.”")
-    assert "Second sentence" not in text and "no folder (out=None)" in text and show.GUIDE in text
+    assert "Second sentence" not in text and "no folder (out=None)" in text and display.GUIDE in text
     assert "result.filtered, .scores" in text
     r.out = Path("runs/x")
     assert f"folder {Path('runs/x')}" in repr(r)

@@ -121,7 +121,7 @@ def result_html(result: Any) -> str:
         parts.append(f'<script>{script_text(script)}("{uid}");</script>')
     where = (f"the whole page: <code>{esc(out)}/{PAGE}</code>; " if out is not None and result.has_page else "")
     parts.append(f'<p class="muted">{where}more of this result (filtered rows, per-row scores, every field): '
-                 f"{esc(show.GUIDE)}</p></div>")
+                 f"{esc(display.GUIDE)}</p></div>")
     return "\n".join(p for p in parts if p)
 
 
