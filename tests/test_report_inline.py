@@ -19,7 +19,7 @@ import pytest
 
 import aflite
 from aflite.commands.filter import FilterResult
-from aflite.explain.summaries import SignificantCounts, TokenSummary, TokenTest
+from aflite.explain.check_summaries import SignificantCounts, TokenSummary, TokenTest
 from aflite.report.inline import result_html
 from aflite.rundir import display
 from aflite.rundir.results import Result

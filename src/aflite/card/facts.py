@@ -29,7 +29,7 @@ from aflite.data import demo_dataset_path, option_label
 from aflite.data.files import MEMORY_PREFIX
 from aflite.errors import AfliteError, InputError, ParameterError
 from aflite.evaluate.tables import evaluate_verdict
-from aflite.explain.summaries import DataMapSummary, LabelIssueSummary, SurrogateSummary, TokenSummary
+from aflite.explain.check_summaries import DataMapSummary, LabelIssueSummary, SurrogateSummary, TokenSummary
 from aflite.features.registry import find
 from aflite.hashing import file_sha256
 from aflite.rundir.bodies import EvaluateBody, ExplainBody, RunBody
