@@ -409,8 +409,8 @@ def test_an_explain_folder_of_another_shape_is_refused_in_one_line(explained, tm
     import shutil
 
     from aflite.errors import InputError
-    from aflite.rundir.bodies import CheckEntry
     from aflite.rundir.read import read_folder
+    from aflite.rundir.schema import CheckEntry
 
     tmp, _ = explained
     doc = read_folder(tmp / "ex", ("explain",))

@@ -32,9 +32,9 @@ from aflite.evaluate.tables import evaluate_verdict
 from aflite.explain.check_summaries import DataMapSummary, LabelIssueSummary, SurrogateSummary, TokenSummary
 from aflite.features.registry import find
 from aflite.hashing import file_sha256
-from aflite.rundir.bodies import EvaluateBody, ExplainBody, RunBody
 from aflite.rundir.names import KEPT_IDS, WARMUP_IDS
 from aflite.rundir.read import RunRecord
+from aflite.rundir.schema import EvaluateBody, ExplainBody, RunBody
 
 S = TypeVar("S", bound=CheckSummary)
 

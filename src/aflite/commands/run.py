@@ -48,7 +48,6 @@ from aflite.hashing import dataset_fingerprint, file_sha256
 from aflite.links import check_link_dir, check_link_names
 from aflite.progress import tqdm  # Jupyter: a widget bar, or none without ipywidgets
 from aflite.report.pages import Rows
-from aflite.rundir.bodies import LabelShift, ProbeRecord, ProbeRow
 from aflite.rundir.folder import RunFolder, claims
 from aflite.rundir.lock import pause_point
 from aflite.rundir.names import (
@@ -64,6 +63,7 @@ from aflite.rundir.names import (
     WARMUP_IDS,
 )
 from aflite.rundir.results import Table, recording_warnings
+from aflite.rundir.schema import LabelShift, ProbeRecord, ProbeRow
 from aflite.threads import limited
 
 __all__ = ["RunResult", "run", "scaled_defaults"]

@@ -38,11 +38,11 @@ from aflite.hashing import file_sha256
 from aflite.report.explorer import render
 from aflite.report.pages import Rows, explain_page
 from aflite.report.rows import locate, table_columns
-from aflite.rundir.bodies import Document, ExplainBody, RunBody
 from aflite.rundir.names import INSTANCES, KEPT_IDS, RESULTS, SUMMARY_MD, TOKENS, WEIGHTS
 from aflite.rundir.page import PageData
 from aflite.rundir.read import Instances, RunRecord, read_columns, read_run
 from aflite.rundir.results import Result, Table
+from aflite.rundir.schema import Document, ExplainBody, RunBody
 from aflite.verdict import markdown
 
 __all__ = ["ExplainResult", "FILES", "INSTANCE_COLUMNS", "TOKEN_COLUMNS", "WEIGHT_COLUMNS", "check_columns",
@@ -110,7 +110,7 @@ def check_columns(found: dict[str, CheckResult], rows: int) -> dict[str, str]:
 
 
 def check_entry(r: CheckResult) -> JSON:
-    """A check's entry in results.json's ``checks`` (:class:`aflite.rundir.bodies.CheckEntry`): its summary (its
+    """A check's entry in results.json's ``checks`` (:class:`aflite.rundir.schema.CheckEntry`): its summary (its
     verdict sentences among the summary's common keys, their one place), options, columns, files, whether it ran."""
     return {"summary": r.summary.to_json(), "options": dict(r.options), "columns": r.column_names(),
             "files": sorted(r.files), "ran": r.seconds is not None}

@@ -1,7 +1,7 @@
 """The data of the explorer pages of run, explain and evaluate folders, as :class:`aflite.rundir.page.PageData`.
 
 Each command's Result calls its builder here with what it holds: its results.json, typed (a
-:class:`aflite.rundir.bodies.Document`: the builders read its body's fields), its per-row table as columns of
+:class:`aflite.rundir.schema.Document`: the builders read its body's fields), its per-row table as columns of
 strings (:class:`Rows`), the dataset in memory, its token test; ``aflite report`` calls the same builder with the
 same things read back from the verified folder (``Result.page_of``). So the page a command writes and the page
 ``aflite report`` rebuilds are one function's output, and nothing here guesses which command wrote a folder.
@@ -20,8 +20,8 @@ from aflite.atomic import JSON
 from aflite.report import rows as report_rows
 from aflite.report import thumbs
 from aflite.report.rows import WARMUP
-from aflite.rundir.bodies import Document, EvaluateBody, ExplainBody, ProbeRecord, RunBody
 from aflite.rundir.page import PageData
+from aflite.rundir.schema import Document, EvaluateBody, ExplainBody, ProbeRecord, RunBody
 from aflite.verdict import phases_text
 
 __all__ = ["EVALUATE_INTRO", "EXPLAIN_INTRO", "PROBE_HEADER", "RUN_INTRO", "Rows", "evaluate_page", "explain_page",
