@@ -516,8 +516,8 @@ def test_a_command_with_a_page_is_declared_in_one_place(tmp_path: Path, small_sn
     from aflite.data import load_dataset
     from aflite.report.explorer import embedded_data, render
     from aflite.report.rows import instance_columns, table_columns
-    from aflite.rundir import bodies
     from aflite.rundir import page as page_registry
+    from aflite.rundir import schema
     from aflite.rundir.folder import RunFolder, claims
     from aflite.rundir.names import INSTANCES
     from aflite.rundir.page import PageData
@@ -526,7 +526,7 @@ def test_a_command_with_a_page_is_declared_in_one_place(tmp_path: Path, small_sn
     from aflite.rundir.schema import Body, Document
 
     monkeypatch.setattr(page_registry, "_PAGES", dict(page_registry._PAGES))  # the toy leaves no trace
-    monkeypatch.setattr(bodies, "BODIES", list(bodies.BODIES))
+    monkeypatch.setattr(schema, "BODIES", list(schema.BODIES))
 
     @dataclass(frozen=True)
     class WordsBody(Body):
