@@ -641,3 +641,25 @@ def test_torch_and_onnx_runtime_leave_nothing_in_tmpdir(tmp_path, tsv, minilm_mo
     small.write_text("\n".join(rows) + "\n")
     assert _tmpdir_after(tmp_path, "embed", small, "--out", tmp_path / "emb", "--featurizer", "minilm",
                          "--backend", "onnx-int8", "--quiet") == []
+
+
+# --------------------------------------------------------------------------------- a reader that goes away
+def test_a_closed_stdout_pipe_does_not_stop_the_run(tmp_path, small_snli):
+    """``aflite run ... | head -1``: the reader is gone before aflite prints. The run still finishes and writes every
+    file, exits 0, and prints no BrokenPipeError traceback (it used to die in the middle of its report)."""
+    read, write = os.pipe()
+    os.close(read)  # nobody reads: the first write or flush to stdout meets EPIPE
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [
+        str(Path(__file__).resolve().parents[1] / "src"), os.environ.get("PYTHONPATH")]))}
+    out = tmp_path / "run"
+    try:
+        proc = subprocess.run([sys.executable, "-m", "aflite", "run", str(small_snli), "--out", str(out),
+                               "--featurizer", "ngram", "--no-probe", "--quiet"], env=env, stdout=write,
+                              stderr=subprocess.PIPE, text=True, timeout=600)
+    finally:
+        os.close(write)
+    assert proc.returncode == 0, proc.stderr
+    assert "Traceback" not in proc.stderr and "BrokenPipe" not in proc.stderr
+    body = json.loads((out / "results.json").read_text(encoding="utf-8"))
+    assert body["sealed"] and len((out / "kept_ids.txt").read_text(encoding="utf-8").split()) == body["size_after"]
+    assert {"report.html", "summary.md", "filtered.tsv.gz"} <= {p.name for p in out.iterdir()}
