@@ -14,21 +14,18 @@ import numpy as np
 
 from aflite.check import Check, CheckData, CheckResult, Option, register
 from aflite.check.format import cell, md_cell, md_table, pct
+from aflite.check.token_summary import BonferroniSet, SignificantCounts, TokenSummary, TokenTest
 from aflite.check.tokens import TokenStats, competency, random_competency
 from aflite.errors import ParameterError
 from aflite.explain.check_summaries import (
-    BonferroniSet,
     DataMapSummary,
     LabelIssueSummary,
     NeighboursSummary,
     NgramSummary,
     NgramTerm,
     ShuffledLabels,
-    SignificantCounts,
     StopRuleSummary,
     SurrogateSummary,
-    TokenSummary,
-    TokenTest,
 )
 from aflite.explain.datamap import REGION_RULE, label_issues, overlap_table, regions
 from aflite.explain.reasons import IMAGE_INPUTS, fit_surrogate, image_inputs, nearest_kept, text_inputs
