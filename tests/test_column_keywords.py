@@ -119,7 +119,7 @@ def test_embed_audit_explain_and_evaluate_read_the_renamed_columns(tmp_path: Pat
         aflite.audit_dataset(data.open_dataset(demo()), config=cfg, text_a="premise")
     ex = aflite.explain_run(renamed(), tmp_path / "run", tmp_path / "ex", checks=quick_checks(10),
                             show_progress=False, **COLUMNS)
-    assert ex.results["first_phase"]["agreement_with_run"] == 1.0
+    assert ex.body.first_phase is not None and ex.body.first_phase.agreement_with_run == 1.0
     rep = aflite.evaluate_runs(renamed(), [tmp_path / "run"], None, cache_dir=tmp_path / "cache",
                                models=["ngram:hypothesis"], seeds=1, random_baseline=False, single_iteration=False,
                                show_progress=False, **COLUMNS)

@@ -67,6 +67,30 @@ class Body:
         if cls.commands:
             BODIES.append(cls)
 
+    def to_json(self) -> dict[str, Any]:
+        """The body as results.json holds it: every field in its order (nested dataclasses likewise), the writer's
+        and the reader's one description; a field marked ``OMIT_NONE`` is left out while it is None."""
+        out: dict[str, Any] = _as_json(self)
+        return out
+
+
+OMIT_NONE = {"omit_none": True}  # a field's metadata: absent from results.json while None, not null
+
+
+def _as_json(value: Any) -> Any:
+    """``value`` as JSON: a dataclass by its own ``to_json`` where it has one, else field by field in their order."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        own = getattr(value, "to_json", None)
+        if own is not None and not isinstance(value, Body):
+            return own()
+        return {f.name: _as_json(getattr(value, f.name)) for f in dataclasses.fields(value)
+                if not (f.metadata.get("omit_none") and getattr(value, f.name) is None)}
+    if isinstance(value, dict):
+        return {k: _as_json(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_as_json(v) for v in value]
+    return value
+
 
 @dataclass(frozen=True)
 class RunParameters:
@@ -224,18 +248,23 @@ class FirstPhase:
 
 @dataclass(frozen=True)
 class ExplainBody(Body):
-    """``aflite explain``: the run it explains, the recomputed first phase, and each check's entry by name (in the
-    order they ran)."""
+    """``aflite explain``'s body, written (:func:`aflite.explain.files.explain_results`) and read as this one type:
+    each check's entry by name (in the order they ran), where the run and the data are (resolved, and relative to
+    the folder: report.html finds them so), the run it explains, the recomputed first phase, the soft weights' rule,
+    the files and the timings."""
 
     commands: ClassVar[tuple[str, ...]] = ("explain",)
     required: ClassVar[tuple[str, ...]] = ("run", "first_phase", "checks")
     checks: dict[str, CheckEntry] = dataclasses.field(default_factory=dict)
+    run_dir: str | None = None
+    dataset: str | None = None
+    run_dir_relative: str | None = None
+    dataset_relative: str | None = dataclasses.field(default=None, metadata=OMIT_NONE)  # none for in-memory data
     run: ExplainedRun | None = None  # required (REQUIRED); None only in a body built by hand
     first_phase: FirstPhase | None = None  # likewise
-    run_dir: str | None = None
-    run_dir_relative: str | None = None
-    dataset: str | None = None
-    dataset_relative: str | None = None
+    weights: dict[str, str] = dataclasses.field(default_factory=dict)  # {"rule": how the soft weights are made}
+    files: dict[str, str] = dataclasses.field(default_factory=dict)  # name -> what it holds
+    timings: dict[str, float] = dataclasses.field(default_factory=dict)
 
 
 @dataclass(frozen=True)
