@@ -29,6 +29,7 @@ __all__ = ["SHIFT_WARN_POINTS", "AuditBody", "Body", "CheckEntry", "Document", "
 
 
 BODIES: list[type[Body]] = []  # every body class with commands, as defined (Body.__init_subclass__)
+OMIT_NONE = {"omit_none": True}  # a field's metadata: absent from results.json while None, not null
 
 
 @dataclass(frozen=True)
@@ -70,21 +71,21 @@ class Body:
     def to_json(self) -> dict[str, Any]:
         """The body as results.json holds it: every field in its order (nested dataclasses likewise), the writer's
         and the reader's one description; a field marked ``OMIT_NONE`` is left out while it is None."""
-        out: dict[str, Any] = _as_json(self)
-        return out
+        return _fields_json(self)
 
 
-OMIT_NONE = {"omit_none": True}  # a field's metadata: absent from results.json while None, not null
+def _fields_json(obj: Any) -> dict[str, Any]:
+    """The dataclass ``obj`` as JSON, field by field in their order (a field marked ``OMIT_NONE`` left out while
+    None)."""
+    return {f.name: _as_json(getattr(obj, f.name)) for f in dataclasses.fields(obj)
+            if not (f.metadata.get("omit_none") and getattr(obj, f.name) is None)}
 
 
 def _as_json(value: Any) -> Any:
-    """``value`` as JSON: a dataclass by its own ``to_json`` where it has one, else field by field in their order."""
+    """``value`` as JSON: a dataclass by its own ``to_json`` where it has one, else field by field."""
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         own = getattr(value, "to_json", None)
-        if own is not None and not isinstance(value, Body):
-            return own()
-        return {f.name: _as_json(getattr(value, f.name)) for f in dataclasses.fields(value)
-                if not (f.metadata.get("omit_none") and getattr(value, f.name) is None)}
+        return own() if own is not None else _fields_json(value)
     if isinstance(value, dict):
         return {k: _as_json(v) for k, v in value.items()}
     if isinstance(value, list):
@@ -121,7 +122,12 @@ class FeaturizerRecord:
     dim: int | None = None
     from_cache: bool | None = None
     info: dict[str, Any] | None = None  # timings, throughput
-    cluster: dict[str, Any] | None = None  # the shards' report, when a cluster computed Φ
+    cluster: dict[str, Any] | None = dataclasses.field(default=None, metadata=OMIT_NONE)  # the shards' report, when
+    # a cluster computed Φ
+
+    def to_json(self) -> dict[str, Any]:
+        """As results.json's ``featurizer`` holds it (``cluster`` only when a cluster computed Φ)."""
+        return _fields_json(self)
 
 
 SHIFT_WARN_POINTS = 5.0  # a class share moved by more than this many points: LabelShift.warning says so
