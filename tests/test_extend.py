@@ -194,7 +194,7 @@ def test_a_featurizer_option_is_declared_once_and_reaches_it(tmp_path: Path, sma
                   params={"n_partitions": 8}, show_progress=False)
     assert got.summary["featurizer"]["dim"] == 4
     assert embed(small_snli, tmp_path / "emb2", featurizer="toy", featurizer_options={"letters": "s"},
-                 show_progress=False).results["dim"] == 2
+                 show_progress=False).body.dim == 2
 
     from aflite.evaluate import ModelSpec
 

@@ -60,7 +60,7 @@ class Body:
     commands: ClassVar[tuple[str, ...]] = ()  # the commands whose results.json this body is
     required: ClassVar[tuple[str, ...]] = ()  # the keys a finished command's body has (the others: their defaults)
     required_by: ClassVar[dict[str, tuple[str, ...]]] = {}  # more keys that one of ``commands`` always writes
-    verdict: list[str] | None = None
+    verdict: list[str] | None = dataclasses.field(default=None, metadata=OMIT_NONE)
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         """A body class with commands is registered when it is defined (a new command's, in its own module)."""
@@ -295,14 +295,24 @@ class AuditBody(Body):
 
 @dataclass(frozen=True)
 class EmbedBody(Body):
-    """``aflite embed``: the matrix written and its shape."""
+    """``aflite embed``'s body, written (:func:`aflite.commands.embed.embed`) and read as this one type: the matrix
+    written, its shape and files; text: the view, whether Φ came from the cache and the warm-up ids' file; images:
+    the inputs' key (``--resume`` keeps a matrix of the same key) and the unreadable images; a cluster's report."""
 
     commands: ClassVar[tuple[str, ...]] = ("embed",)
     required: ClassVar[tuple[str, ...]] = ("featurizer", "rows", "dim", "files")
+    data: str = ""
     featurizer: str = ""
     rows: int = 0
     dim: int = 0
+    seconds: float | None = dataclasses.field(default=None, metadata=OMIT_NONE)
     files: dict[str, str] = dataclasses.field(default_factory=dict)
+    view: str | None = dataclasses.field(default=None, metadata=OMIT_NONE)
+    from_cache: bool | None = dataclasses.field(default=None, metadata=OMIT_NONE)
+    features_key: str | None = dataclasses.field(default=None, metadata=OMIT_NONE)
+    cluster: dict[str, Any] | None = dataclasses.field(default=None, metadata=OMIT_NONE)  # the shards' report
+    warmup_ids: str | None = dataclasses.field(default=None, metadata=OMIT_NONE)
+    bad_images: dict[str, int | str] | None = dataclasses.field(default=None, metadata=OMIT_NONE)  # count, file
 
 
 @dataclass(frozen=True)
