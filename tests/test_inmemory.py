@@ -252,7 +252,7 @@ def test_embed_takes_a_dataframe(tmp_path: Path) -> None:
     res = aflite.embed(frame, tmp_path / "emb", featurizer="ngram", show_progress=False)
     assert np.load(tmp_path / "emb" / "features.npy").shape[0] == len(frame)
     assert lines(tmp_path / "emb" / "ids.txt") == frame["id"].tolist()
-    assert res.results["data"] == "in-memory pandas DataFrame"
+    assert res.body.data == "in-memory pandas DataFrame"
 
 
 def test_audit_takes_a_dataframe(tmp_path: Path) -> None:

@@ -11,21 +11,20 @@ of a traceback later in whichever command meets it. Keys a dataclass does not na
 from __future__ import annotations
 
 import dataclasses
-import types
-import typing
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar, TypeVar, Union
+from typing import Any, ClassVar
 
 from aflite.atomic import JSON
 from aflite.core.phase import IterationRecord
 from aflite.errors import InputError
 from aflite.rundir.commands import declared_body
 from aflite.rundir.names import RUN_COMMANDS
+from aflite.rundir.typed_json import build, built
 
 __all__ = ["SHIFT_WARN_POINTS", "AuditBody", "Body", "CheckEntry", "Document", "EmbedBody", "Envelope", "EvaluateBody",
            "ExplainBody", "ExplainedRun", "FeaturizerRecord", "FirstPhase", "LabelShift", "ProbeRecord", "ProbeRow",
-           "RunBody", "RunParameters", "parse", "typed"]
+           "RunBody", "RunParameters", "parse"]
 
 
 BODIES: list[type[Body]] = []  # every body class with commands, as defined (Body.__init_subclass__)
@@ -356,8 +355,8 @@ class ProbeRecord:
     @classmethod
     def of(cls, obj: dict[str, Any]) -> ProbeRecord:
         """The probe as the run's summary holds it before it is written (summary.md reads it so)."""
-        built: ProbeRecord = _built(obj, cls)
-        return built
+        record: ProbeRecord = built(obj, cls)
+        return record
 
     def to_json(self) -> dict[str, Any]:
         """As results.json holds it (the card copies it): the keys the run wrote, none that it left out."""
@@ -389,145 +388,10 @@ def parse(obj: Any, path: Path, *, manifest: bool = True) -> Document:
     if not isinstance(obj, dict):
         raise InputError(f"{path}: not aflite's results.json (a JSON {type(obj).__name__}, not an object)")
     fields = {**obj} if manifest else {**obj, "manifest": {}}
-    envelope = _build(Envelope, fields, path, ("command", "format_version", "argv", "versions", "manifest"))
+    envelope = build(Envelope, fields, path, ("command", "format_version", "argv", "versions", "manifest"))
     cls = body_class(envelope.command)
     if envelope.command == "explain" and "checks" not in obj:  # 0.3 before the checks owned their entries
         raise InputError(f"{path}: an explain folder of an earlier aflite (its checks' keys at the top level, not "
                          f"under 'checks'): run `aflite explain` again")
-    body = _build(cls, obj, path, required_keys(envelope.command))
+    body = build(cls, obj, path, required_keys(envelope.command))
     return Document(envelope, body, obj)
-
-
-T = TypeVar("T")
-
-
-def typed(cls: type[T], obj: Any, where: str) -> T:
-    """``obj`` (parsed JSON) as the dataclass ``cls``, checked and built as :func:`parse` builds a body (nested
-    dataclasses at any depth; keys ``cls`` does not name left out, as a body leaves them to :attr:`Document.raw`);
-    one :class:`InputError` naming ``where`` and the first key missing or of a wrong type."""
-    if not isinstance(obj, dict):
-        raise InputError(f"{where}: {_shown(obj)} is not {_named(cls)}")
-    missing = [f.name for f in dataclasses.fields(cls)  # type: ignore[arg-type]
-               if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING and f.name not in obj]
-    if missing:
-        raise InputError(f"{where}: no {missing[0]!r} (not {_named(cls)})")
-    built: T = _build(cls, obj, where, ())
-    return built
-
-
-def _build(cls: type[Any], obj: dict[str, Any], path: Path | str, required: tuple[str, ...]) -> Any:
-    hints = typing.get_type_hints(cls)
-    values: dict[str, Any] = {}
-    for f in dataclasses.fields(cls):
-        if f.name not in obj:
-            if f.name in required:
-                raise InputError(f"{path}: no {f.name!r}: not the results.json of a finished aflite command")
-            continue
-        value = obj[f.name]
-        if not _is(value, hints[f.name]):
-            key, value, hint = _first_wrong(repr(f.name), value, hints[f.name])
-            raise InputError(f"{path}: {key} is {_shown(value)}, not {_named(hint)}; the file was edited or damaged: "
-                             f"run the command again")
-        values[f.name] = _built(value, hints[f.name])
-    return cls(**values)
-
-
-def _first_wrong(key: str, value: Any, hint: Any) -> tuple[str, Any, Any]:
-    """Where ``value`` (of the wrong type ``hint``, at ``key``) is wrong: the innermost key, its value and type
-    (``'checks'['toy']['columns']``, ``'parameters'['n_partitions']``), through dataclasses, dicts and lists."""
-    arms = [h for h in typing.get_args(hint) if h is not type(None)] if _is_union(hint) else [hint]
-    if value is None or len(arms) != 1:
-        return key, value, hint
-    (arm,) = arms
-    args = typing.get_args(arm)
-    if dataclasses.is_dataclass(arm) and isinstance(value, dict):
-        inner = typing.get_type_hints(arm)
-        for f in dataclasses.fields(arm):
-            if f.name in value and not _is(value[f.name], inner[f.name]):
-                return _first_wrong(f"{key}[{f.name!r}]", value[f.name], inner[f.name])
-    elif typing.get_origin(arm) is dict and isinstance(value, dict):
-        for k, v in value.items():
-            if not _is(v, args[1]):
-                return _first_wrong(f"{key}[{k!r}]", v, args[1])
-    elif typing.get_origin(arm) is list and isinstance(value, list):
-        for i, v in enumerate(value):
-            if not _is(v, args[0]):
-                return _first_wrong(f"{key}[{i}]", v, args[0])
-    return key, value, arm  # not an object, or a key it needs is missing
-
-
-def _is_union(hint: Any) -> bool:
-    return typing.get_origin(hint) in (Union, types.UnionType)
-
-
-def _built(value: Any, hint: Any) -> Any:
-    """The parsed JSON ``value`` (of type ``hint``) with the dataclasses its type names built, at any depth; keys a
-    dataclass does not name are left out of it (they stay in :attr:`Document.raw`)."""
-    if value is None:
-        return None
-    if _is_union(hint):
-        arm = next(h for h in typing.get_args(hint) if h is not type(None) and _is(value, h))
-        return _built(value, arm)
-    if isinstance(hint, type) and dataclasses.is_dataclass(hint):
-        inner = typing.get_type_hints(hint)
-        return hint(**{f.name: _built(value[f.name], inner[f.name]) for f in dataclasses.fields(hint)
-                       if f.name in value})
-    args = typing.get_args(hint)
-    if typing.get_origin(hint) is dict:
-        return {k: _built(v, args[1]) for k, v in value.items()}
-    if typing.get_origin(hint) is list:
-        return [_built(v, args[0]) for v in value]
-    return value
-
-
-def _is(value: Any, hint: Any) -> bool:
-    """Whether ``value`` (parsed JSON) has the type ``hint`` (int, float, str, bool, Any, list[...], dict[str, ...]
-    and unions of them with None)."""
-    if hint is Any:
-        return True
-    if typing.is_typeddict(hint):  # an object whose keys, where present, have their types
-        inner = typing.get_type_hints(hint)
-        return isinstance(value, dict) and all(_is(value[k], h) for k, h in inner.items() if k in value)
-    if dataclasses.is_dataclass(hint):  # an object with the dataclass's fields (those without a default required)
-        if not isinstance(value, dict):
-            return False
-        inner = typing.get_type_hints(hint)
-        return all(_is(value[f.name], inner[f.name]) if f.name in value else
-                   f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING
-                   for f in dataclasses.fields(hint))
-    origin = typing.get_origin(hint)
-    if origin in (Union, types.UnionType):
-        return any(_is(value, h) for h in typing.get_args(hint))
-    if hint is type(None):
-        return value is None
-    if hint is int:
-        return isinstance(value, int) and not isinstance(value, bool)
-    if hint is float:
-        return isinstance(value, (int, float)) and not isinstance(value, bool)
-    if hint in (str, bool):
-        return isinstance(value, hint)
-    args = typing.get_args(hint)
-    if origin is list:
-        return isinstance(value, list) and all(_is(v, args[0]) for v in value)
-    if origin is dict:
-        return isinstance(value, dict) and all(_is(v, args[1]) for v in value.values())
-    return False  # pragma: no cover - a hint this checker does not know
-
-
-def _named(hint: Any) -> str:
-    origin = typing.get_origin(hint)
-    if origin in (Union, types.UnionType):
-        return " or ".join(_named(h) for h in typing.get_args(hint))
-    if hint is type(None):
-        return "null"
-    if dataclasses.is_dataclass(hint):
-        return "an object with " + ", ".join(f.name for f in dataclasses.fields(hint))
-    names = {int: "an integer", float: "a number", str: "a string", bool: "true or false", list: "a list",
-             dict: "an object"}
-    return names.get(origin or hint, str(hint))
-
-
-def _shown(value: Any) -> str:
-    text = repr(value) if not isinstance(value, str) else f'"{value}"'
-    text = "null" if value is None else text
-    return text if len(text) <= 40 else text[:37] + "..."
