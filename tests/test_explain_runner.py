@@ -220,12 +220,12 @@ def test_without_cleanlab_explain_still_works_and_says_so(explained, tmp_path, m
     tmp, _ = explained
     res = explain(tmp / "planted.tsv", tmp / "run", tmp_path / "ex", checks=quick_checks(10),
                   show_progress=False)
-    assert res.results["checks"]["label_issues"]["summary"]["n"] is None
-    assert "cleanlab is not installed" in res.results["checks"]["label_issues"]["summary"]["skipped"]
+    assert res.body.checks["label_issues"].summary["n"] is None
+    assert "cleanlab is not installed" in res.body.checks["label_issues"].summary["skipped"]
     assert "label issues skipped" in (tmp_path / "ex" / "summary.md").read_text()
     inst = read_csv(tmp_path / "ex" / "instances.csv")
     assert {r["label_issue"] for r in inst} == {""} and {r["nearest_kept"] for r in inst} == {""}
-    assert not any(o["group"] == "label issue" for o in res.results["checks"]["label_issues"]["summary"]["overlap"])
+    assert not any(o["group"] == "label issue" for o in res.body.checks["label_issues"].summary["overlap"])
 
 
 def test_same_ids_and_labels_but_other_texts_are_refused(explained, capsys, tmp_path):

@@ -194,7 +194,7 @@ def test_a_featurizer_option_is_declared_once_and_reaches_it(tmp_path: Path, sma
                   params={"n_partitions": 8}, show_progress=False)
     assert got.summary["featurizer"]["dim"] == 4
     assert embed(small_snli, tmp_path / "emb2", featurizer="toy", featurizer_options={"letters": "s"},
-                 show_progress=False).results["dim"] == 2
+                 show_progress=False).body.dim == 2
 
     from aflite.evaluate import ModelSpec
 
@@ -365,9 +365,9 @@ def test_a_check_option_is_declared_once_and_reaches_it(tmp_path: Path, small_sn
 
     got = explain(small_snli, run, tmp_path / "ex2", checks=quick_checks(toy={"factor": 1}),
                   show_progress=False)
-    assert got.results["checks"]["toy"]["options"] == {"factor": 1.0}
+    assert got.body.checks["toy"].options == {"factor": 1.0}
     assert got.checks is not None and got.checks["toy"].summary == ToySummary(len(_long_ids(small_snli, 1.0)))
-    assert got.results["checks"]["toy"]["summary"]["long"] == len(_long_ids(small_snli, 1.0)) != len(want)
+    assert got.body.checks["toy"].summary["long"] == len(_long_ids(small_snli, 1.0)) != len(want)
 
     for flag, line in (("toy:factor=-1", "check 'toy': option 'factor' must be > 0, got -1.0"),
                        ("toy:factor=big", "check 'toy': option 'factor' must be a number, got 'big'"),

@@ -261,8 +261,8 @@ def explain(data_path: Any, run_dir: str | os.PathLike[str], out: str | os.PathL
     found = run_checks(data, options=options)
     _check_outputs(found, folder, len(data))
     timings.update({f"{name}_seconds": r.seconds for name, r in found.items() if r.seconds is not None})
-    results = explain_results(found, run, inst, source_name(data_path), seed, agree, timings, folder.path,
-                              ds.source.memory is not None)
-    result = ExplainResult(folder.path, results, data, found, ds, t_start, run.body)
+    body = explain_results(found, run, inst, source_name(data_path), seed, agree, timings, folder.path,
+                           ds.source.memory is not None)
+    result = ExplainResult(folder.path, body, data, found, ds, t_start, run.body)
     folder.finish(result)
     return result

@@ -19,7 +19,7 @@ import numpy as np
 from aflite.atomic import JSON
 from aflite.report import rows as report_rows
 from aflite.report import thumbs
-from aflite.report.rows import WARMUP
+from aflite.report.rows import WARMUP, PageColumns
 from aflite.rundir.page import PageData
 from aflite.rundir.schema import Document, EvaluateBody, ExplainBody, ProbeRecord, RunBody
 from aflite.verdict import phases_text
@@ -120,7 +120,7 @@ def probe_rows(probe: ProbeRecord) -> list[list[str]]:
     return rows
 
 
-def _run_tables(run: RunBody, cols: JSON) -> list[tuple[str, list[str], list[list[Any]], str]]:
+def _run_tables(run: RunBody, cols: PageColumns) -> list[tuple[str, list[str], list[list[Any]], str]]:
     """What the terminal shows of a run besides its summary: the probe table and the examples."""
     tables: list[tuple[str, list[str], list[list[Any]], str]] = []
     probe = run.partial_input_probe
