@@ -20,6 +20,7 @@ from unprivileged import NO_WAY, obeying_mode_bits
 from aflite.cli import main
 from aflite.data import counterfactual_twins, load_dataset, warn_twins
 from aflite.rundir import lock as rundir
+from aflite.rundir.folder import RunFolder
 
 SAMPLE = Path(__file__).resolve().parents[1] / "src" / "aflite" / "resources" / "snli_sample.tsv.gz"
 FAST = ["--featurizer", "ngram", "--quiet", "-m", "4", "--no-probe"]
@@ -191,7 +192,7 @@ def test_a_second_run_in_the_same_folder_is_refused_before_featurizing(tmp_path,
 
 def test_two_processes_on_one_folder_the_second_refuses(tmp_path, tsv, capsys):
     out = tmp_path / "run"
-    holder = rundir.claim_output(out, "run")  # a first process at work (flock: per open file, so this suffices)
+    holder = RunFolder.claim(out, "run")  # a first process at work (flock: per open file, so this suffices)
     try:
         code, _, err = cli(capsys, "run", tsv, "--out", out, *FAST)
         assert code == 2
@@ -223,7 +224,7 @@ def test_clear_own_folder_only_empties_what_the_command_created(tmp_path):
     from aflite.rundir.lock import record_files, record_of, record_written
 
     own = tmp_path / "own"
-    rundir.claim_output(own, "demo").release()
+    RunFolder.claim(own, "demo").release()
     record_written(own, ["summary.json", "cache"])  # what the demo wrote there
     (own / "summary.json").write_text("{}")
     record_files(own, {"summary.json": record_of(own / "summary.json")})  # as an atomic write records it
@@ -233,7 +234,7 @@ def test_clear_own_folder_only_empties_what_the_command_created(tmp_path):
     adopted = tmp_path / "adopted"  # a user's folder the demo wrote into with --overwrite: never emptied
     adopted.mkdir()
     (adopted / "thesis.tex").write_text("x")
-    rundir.claim_output(adopted, "demo", overwrite=True).release()
+    RunFolder.claim(adopted, "demo", overwrite=True).release()
     assert not rundir.clear_own_folder(adopted, "demo")
     assert (adopted / "thesis.tex").exists()
     assert not rundir.clear_own_folder(own, "run")
