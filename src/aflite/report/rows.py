@@ -110,6 +110,31 @@ class TokenRow(TypedDict):
     sig: bool
 
 
+class BonferroniCurve(TypedDict):
+    """One label's significance curve on the competency plot: base rate ``p0``, counts ``n`` and the bound ``p``."""
+
+    p0: float
+    n: list[float]
+    p: list[float]
+
+
+class TokenSet(TypedDict):
+    """One set's points and curves on the competency plot."""
+
+    tokens: list[TokenRow]
+    n_tests: int
+    n_significant: int
+    z_crit: float
+    curves: dict[str, BonferroniCurve]
+
+
+class TokenPlot(TypedDict):
+    """The competency plot's data: the family-wise α and each set's points and curves."""
+
+    alpha: float
+    sets: dict[str, TokenSet]
+
+
 MAPPED = frozenset({"id", "label", "predictability", "removed_at", "kept", "confidence", "variability", "correctness",
                     "region", "label_issue", "top_features"})  # the columns the page draws in its own way
 
@@ -302,7 +327,7 @@ def attach_texts(cols: PageColumns, dataset: Any | None, notes: list[str], where
         cols["tb"] = [str(dataset.texts_b[r])[:TEXT_LIMIT] for r in rows]
 
 
-def token_plot(records: Iterable[dict[str, str]], alpha: float, path: Any) -> JSON:
+def token_plot(records: Iterable[dict[str, str]], alpha: float, path: Any) -> TokenPlot:
     """explain's token test (rows as tokens.csv holds them, from the file or from memory) for the competency
     plot: per set, the most frequent tokens and every significant one, and per label the Bonferroni curve
     p*(n) = p0 + z*·sqrt(p0(1 − p0)/n), z* the one-sided critical z at α / (number of tests in the set), p0 the
@@ -318,23 +343,23 @@ def token_plot(records: Iterable[dict[str, str]], alpha: float, path: Any) -> JS
                 "sig": str(rec.get("significant", "")).strip().lower() in ("1", "true", "yes")})
         except (KeyError, ValueError) as exc:
             raise InputError(f"{path}: line {lineno}: {exc}") from None
-    out: JSON = {"alpha": alpha, "sets": {}}
+    out = TokenPlot(alpha=alpha, sets={})
     for name, rows in sets.items():
         n_tests = len(rows)
         zcrit = float(norm.isf(alpha / max(1, n_tests)))
         rows.sort(key=lambda r: (not r["sig"], -r["count"]))
         shown = rows[:TOKEN_POINTS]
-        curves = {}
+        curves: dict[str, BonferroniCurve] = {}
         for label in sorted({r["label"] for r in rows}):
             p0 = _base_rate([r for r in rows if r["label"] == label])
             if p0 is None:
                 continue
             counts = np.unique(np.geomspace(max(1, min(r["count"] for r in rows)),
                                             max(r["count"] for r in rows), 60).round())
-            curves[label] = {"p0": p0, "n": counts.tolist(),
-                             "p": [min(1.0, p0 + zcrit * math.sqrt(p0 * (1 - p0) / c)) for c in counts]}
-        out["sets"][name] = {"tokens": shown, "n_tests": n_tests, "n_significant": sum(r["sig"] for r in rows),
-                             "z_crit": zcrit, "curves": curves}
+            curves[label] = BonferroniCurve(p0=p0, n=counts.tolist(),
+                                            p=[min(1.0, p0 + zcrit * math.sqrt(p0 * (1 - p0) / c)) for c in counts])
+        out["sets"][name] = TokenSet(tokens=shown, n_tests=n_tests, n_significant=sum(r["sig"] for r in rows),
+                                     z_crit=zcrit, curves=curves)
     return out
 
 
