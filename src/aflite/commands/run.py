@@ -221,17 +221,20 @@ def _featurize(ds: Any, featurizer: str, view: str, af: AFLite, t: int, seed: in
     return feats, shards
 
 
+PROBE_FOLDS = 5  # the probe's k: its bar has 5 sets · k folds, one step per fold
+
+
 def _probe(ds: Any, rows: np.ndarray, res: FilterResult, seed: int, show_progress: bool, grp: np.ndarray | None,
            group_spec: str) -> ProbeRecord:
     """The hypothesis-only probe of summary.md: 5-fold CV on D, D(Φ) and 3 random subsets of |D(Φ)| rows (minutes
     on large sets, so it shows progress), its folds keeping the run's groups."""
     assert res.labels is not None
     probe_texts = ds.texts_b if ds.texts_b is not None else ds.texts_a
-    bar = tqdm(total=5, desc="probe (D, D(Φ), 3 random subsets)", unit="set", disable=not show_progress,
+    bar = tqdm(total=5 * PROBE_FOLDS, desc="probe (D, D(Φ), 3 random subsets)", unit="fold", disable=not show_progress,
                file=sys.stderr, dynamic_ncols=True)
     try:
         found = compare_partial_input([probe_texts[i] for i in rows], res.labels, res.keep, random_state=seed,
-                                      progress=bar, groups=grp)
+                                      folds=PROBE_FOLDS, progress=bar, groups=grp)
     finally:
         bar.close()
     model = ("TF-IDF word 1-2-gram logistic regression, 5-fold CV, on the "
