@@ -6,7 +6,7 @@ CPU ratio, the kept-set Jaccard and the probe's accuracies side by side. JSON on
 writes PREFIX.json and PREFIX.md (rewritten after every run, so a record cut short keeps what ran).
 
     python benchmarks/run_speed.py DATA [--reference TREE] [--rows N,N,...] [--demo] [--record PREFIX]
-        [--timeout S] [--out DIR] [-- RUN OPTIONS]
+        [--timeout S] [--budget S] [--out DIR] [-- RUN OPTIONS]
 """
 
 from __future__ import annotations
@@ -187,7 +187,8 @@ def markdown(report: dict[str, Any]) -> str:
         lines.append("")
     if report.get("scaling"):
         lines += ["## (b) scaling: the default run at each size", "", head.replace("| run |", "| rows |"), rule]
-        lines += [_run_row(f"{s['rows']:,}", s) for s in report["scaling"]]
+        lines += [_run_row(f"{s['rows']:,}", s) if "skipped" not in s else f"| {s['rows']:,} | {s['skipped']} |"
+                  for s in report["scaling"]]
         lines.append("")
     if "demo" in report:
         d = report["demo"]
@@ -217,6 +218,9 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--demo", action="store_true", help="also time `aflite demo` (c)")
     ap.add_argument("--demo-args", default="", help="options for aflite demo, one shell-quoted string")
     ap.add_argument("--timeout", type=float, default=None, help="seconds any one run may take before it is killed")
+    ap.add_argument("--budget", type=float, default=None,
+                    help="seconds for the whole record: each run's timeout shrinks to what is left, and sizes that "
+                         "find too little left (< 10 s) are recorded as skipped")
     ap.add_argument("--record", type=Path, default=None, help="write PREFIX.json and PREFIX.md")
     argv = sys.argv[1:] if argv is None else argv
     cut = argv.index("--") if "--" in argv else len(argv)  # after --: options for aflite run, passed as they are
@@ -233,32 +237,45 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     return args
 
 
+def left(args: argparse.Namespace) -> float | None:
+    """The timeout of the next run: ``--timeout``, cut to what ``--budget`` has left since the start."""
+    if args.budget is None:
+        return args.timeout
+    rest = args.budget - (time.perf_counter() - args.started)
+    return rest if args.timeout is None else min(args.timeout, rest)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse(argv)
+    args.started = time.perf_counter()
     extra = args.run_options
     args.out.mkdir(parents=True, exist_ok=True)
     report: dict[str, Any] = {"argv": [Path(sys.argv[0]).name, *(sys.argv[1:] if argv is None else argv)],
                               "cpus": os.cpu_count(), "data": str(args.data), "run_options": extra}
     if not args.no_compare:
-        report["fast"] = timed_run(ROOT, args.data, args.out / "fast", extra, args.timeout)
+        report["fast"] = timed_run(ROOT, args.data, args.out / "fast", extra, left(args))
         write_record(args.record, report)
         if args.reference is not None:
             report["reference"] = timed_run(args.reference.resolve(), args.data, args.out / "reference", extra,
-                                            args.timeout)
+                                            left(args))
             if not (report["fast"].get("timed_out") or report["reference"].get("timed_out")):
                 report["comparison"] = side_by_side(report["fast"], report["reference"], args.out)
             write_record(args.record, report)
+    if args.demo:  # before the scaling table: its largest sizes are the runs a budget cuts
+        report["demo"] = timed_demo(ROOT, args.out / "demo", shlex.split(args.demo_args), left(args))
+        write_record(args.record, report)
     report["scaling"] = []
     for n in args.sizes:
+        if args.budget is not None and args.budget - (time.perf_counter() - args.started) < 10:
+            report["scaling"].append({"rows": n, "skipped": f"budget of {args.budget:.0f} s spent"})
+            continue
         data = sized_copy(args.data, n, args.out)
-        one = timed_run(ROOT, data, args.out / f"run_{n}", extra, args.timeout)
+        one = timed_run(ROOT, data, args.out / f"run_{n}", extra, left(args))
         data.unlink()
         report["scaling"].append({"rows": n, **one})
         write_record(args.record, report)
         print(f"{n} rows: {one['wall_seconds']} s wall, {one['cpu_seconds']} CPU-s", file=sys.stderr, flush=True)
-    if args.demo:
-        report["demo"] = timed_demo(ROOT, args.out / "demo", shlex.split(args.demo_args), args.timeout)
-        write_record(args.record, report)
+    write_record(args.record, report)
     print(json.dumps(report, indent=1, ensure_ascii=False))
     return 0
 

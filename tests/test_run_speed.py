@@ -83,6 +83,17 @@ def test_a_run_past_the_timeout_is_killed_and_recorded(tmp_path: Path) -> None:
     assert one["wall_seconds"] < 30
 
 
+def test_a_spent_budget_cuts_the_run_and_skips_the_larger_sizes(tmp_path: Path) -> None:
+    data = tiny_tsv(tmp_path / "tiny.tsv", 60)
+    prefix = tmp_path / "rec"
+    assert run_speed.main([str(data), "--no-compare", "--rows", "60,120", "--budget", "10.2", "--timeout", "0.5",
+                           "--out", str(tmp_path / "o"), "--record", str(prefix)]) == 0
+    report = json.loads(prefix.with_name("rec.json").read_text(encoding="utf-8"))
+    assert "fast" not in report and report["scaling"][0]["timed_out"] is True
+    assert report["scaling"][1] == {"rows": 120, "skipped": "budget of 10 s spent"}
+    assert "| 120 | budget of 10 s spent |" in prefix.with_name("rec.md").read_text(encoding="utf-8")
+
+
 def test_a_missing_input_exits_2_and_writes_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exc:
         run_speed.main([str(tmp_path / "nope.tsv"), "--out", str(tmp_path / "o")])
