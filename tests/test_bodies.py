@@ -55,7 +55,7 @@ def test_the_typed_probe_is_written_back_as_the_run_wrote_it(skipped):
     """The card copies the run's probe from its typed body: the same keys (a skipped probe has no model or groups,
     a probed one no top-level skipped), in the same order, with the same values."""
     from aflite.commands.run import _probe_row
-    from aflite.commands.summaries import PROBE_MEANING
+    from aflite.commands.summary_md import PROBE_MEANING
     from aflite.evaluate.probe import ProbeResult
     from aflite.rundir.bodies import ProbeRecord
 

@@ -1,4 +1,4 @@
-"""The command line's column options as keywords (aflite.data.options: ``Columns``, ``with_columns``) on every entry
+"""The command line's column options as keywords (aflite.data.keywords: ``Columns``, ``with_columns``) on every entry
 point that reads a dataset, and run's AFLite sizes as keywords (issue #49 item 3): ``aflite.run(df, text_a="sent_a",
 text_b="sent_b", label="gold")`` is what the loader's message tells the user to write, so it must work."""
 

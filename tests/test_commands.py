@@ -128,7 +128,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from aflite.cli.options import add_out, add_overwrite_option, claim_out_folder
+from aflite.cli.flags import add_out, add_overwrite_option, claim_out_folder
 from aflite.rundir.commands import COMMANDS
 
 COMMAND = COMMANDS["words"]
@@ -170,8 +170,8 @@ class HypothesisLength(Check):
     """Per row, the words of its hypothesis."""
 
     name: ClassVar[str] = "hypothesis_length"
-    options: ClassVar[tuple[CheckOption, ...]] = (
-        CheckOption("factor", float, 2.0, "flag rows over this many times the median length"),)
+    options: ClassVar[tuple[Option, ...]] = (
+        Option("factor", float, 2.0, "flag rows over this many times the median length"),)
 
     def find(self, data: CheckData) -> CheckResult:
         words = np.asarray([len(t.split()) for t in data.texts or []], dtype=float)

@@ -24,9 +24,9 @@ from quick_checks import quick_checks
 
 from aflite import check
 from aflite import cli as aflite_cli
-from aflite.check import Check, CheckData, CheckOption, CheckResult, CheckSummary
+from aflite.check import Check, CheckData, CheckResult, CheckSummary, Option
 from aflite.cli import main
-from aflite.cli.options import add_out, add_overwrite_option, claim_out_folder
+from aflite.cli.flags import add_out, add_overwrite_option, claim_out_folder
 from aflite.errors import ParameterError
 from aflite.features import BaseFeaturizer, registry
 
@@ -95,7 +95,7 @@ class LongSentences(Check):
 
     name: ClassVar[str] = "long_sentences"
     scope: ClassVar[str] = "audit"
-    options: ClassVar[tuple[CheckOption, ...]] = (CheckOption("factor", float, 2.0, "times the median length"),)
+    options: ClassVar[tuple[Option, ...]] = (Option("factor", float, 2.0, "times the median length"),)
 
     def enabled(self, data: CheckData) -> bool:
         return data.texts is not None
@@ -146,8 +146,8 @@ def test_a_registered_featurizer_and_check_work_from_the_cli(tmp_path: Path, sma
     assert all(float(r["long_hypotheses_score"]) >= 1 for r in rows)
 
 
-LETTERS_OPTION = registry.FeaturizerOption("letters", str, "toy: the letters whose frequencies are Φ",
-                                           metavar="LETTERS")
+LETTERS_OPTION = Option("letters", str, help="toy: the letters whose frequencies are Φ", metavar="LETTERS",
+                        optional=True)
 
 
 @pytest.fixture
@@ -219,7 +219,7 @@ def test_register_checks_what_it_is_given() -> None:
     with pytest.raises(ParameterError, match="no '\\+'"):
         registry.register(registry.FeaturizerSpec("a+b", "text", (), ("run",), "x", factory=ToyFeaturizer))
     with pytest.raises(ParameterError, match="already declared differently"):
-        registry.register(toy, registry.FeaturizerOption("lr", int, "another lr"))
+        registry.register(toy, Option("lr", int, help="another lr", optional=True))
     assert "toy" not in registry.REGISTRY
 
 
@@ -298,8 +298,8 @@ class ToyCheck(Check):
     long rows' ids."""
 
     name: ClassVar[str] = "toy"
-    options: ClassVar[tuple[CheckOption, ...]] = (
-        CheckOption("factor", float, 2.0, "a hypothesis over this many times the median length is long",
+    options: ClassVar[tuple[Option, ...]] = (
+        Option("factor", float, 2.0, "a hypothesis over this many times the median length is long",
                     valid=lambda f: f > 0, rule="must be > 0"),)
 
     def find(self, data: CheckData) -> CheckResult:
@@ -416,14 +416,14 @@ def test_register_checks_a_check_and_its_options() -> None:
             body["find"] = lambda self, data: CheckResult(self.name)
         return type("Toy2", (Check,), body)
 
-    opt = CheckOption("factor", float, 2.0, "x")
+    opt = Option("factor", float, 2.0, "x")
     for cls, match in ((toy2("a:b"), "a name of the form"), (toy2(find=False), "needs a find"),
                        (toy2(options=(opt, opt)), "option name 'factor' is given twice"),
-                       (toy2(options=(CheckOption("f", float, -1.0, "x", valid=lambda v: v > 0, rule="must be > 0"),)),
+                       (toy2(options=(Option("f", float, -1.0, "x", valid=lambda v: v > 0, rule="must be > 0"),)),
                         "option 'f' must be > 0, got -1.0"),
-                       (toy2(options=(CheckOption("f", list, [], "x"),)), "type must be int, float, str or bool"),
-                       (toy2(options=(CheckOption("a b", int, 1, "x"),)), "not a name"),
-                       (toy2(options=({"name": "f"},)), "must be CheckOption objects"),
+                       (toy2(options=(Option("f", list, [], "x"),)), "type must be int, float, str or bool"),
+                       (toy2(options=(Option("a b", int, 1, "x"),)), "not a name"),
+                       (toy2(options=({"name": "f"},)), "must be Option objects"),
                        (ToyFeaturizer, "a subclass of aflite.check.Check")):
         with pytest.raises(ParameterError, match=match):
             check.register(cls)

@@ -195,7 +195,7 @@ def test_layers_match_the_architecture_page() -> None:
 
 
 @pytest.mark.parametrize("source, expect", [
-    ("from aflite.cli.options import add_out\n", "cli"),
+    ("from aflite.cli.flags import add_out\n", "cli"),
     ("def f():\n    from aflite.commands.run import run\n", "commands"),
 ])
 def test_the_import_reader_sees_function_level_imports(tmp_path: Path, source: str, expect: str,

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from aflite.audit.results import audit_verdict
-from aflite.commands.summaries import filter_verdict, run_verdict
+from aflite.commands.summary_md import filter_verdict, run_verdict
 from aflite.evaluate.tables import evaluate_verdict
 from aflite.experiments.outputs import synthetic_verdict
 from aflite.verdict import markdown

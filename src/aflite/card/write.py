@@ -76,11 +76,11 @@ class CardResult(Result):
         return self.readme.read_text(encoding="utf-8")
 
     def repr_line(self) -> str:
-        """What ``repr`` shows (:func:`aflite.rundir.show.describe`): the card's folder, license and notes."""
+        """What ``repr`` shows (:func:`aflite.rundir.display.describe`): the card's folder, license and notes."""
         return card_text(self)
 
     def html_view(self) -> str:
-        """What a notebook shows (:func:`aflite.rundir.show.html_of`): the same, and README.md (escaped)."""
+        """What a notebook shows (:func:`aflite.rundir.display.html_of`): the same, and README.md (escaped)."""
         return card_html(self)
 
 

@@ -2,7 +2,7 @@
 
 Each sub-command lives in its own module under :mod:`aflite.cli`, which declares it once (``COMMAND``:
 :class:`aflite.rundir.commands.Command`; the table :data:`COMMANDS` is read from those declarations) and exposes
-``register(subparsers)``: it declares its options (the shared ones come from :mod:`aflite.cli.options`, so each
+``register(subparsers)``: it declares its options (the shared ones come from :mod:`aflite.cli.flags`, so each
 name means one thing in every command), and its handler parses them and calls the library. Modules are imported
 cheaply (only argparse set-up runs at start) so ``aflite --help`` stays fast. ``main`` turns an
 :class:`aflite.errors.AfliteError` into one line on stderr and exit code 2.
@@ -22,7 +22,7 @@ from types import ModuleType
 from typing import Any, NoReturn
 
 from aflite import __version__
-from aflite.cli.options import add_threads
+from aflite.cli.flags import add_threads
 from aflite.errors import AfliteError, ParameterError
 from aflite.rundir.commands import declarations
 from aflite.threads import prepare_process

@@ -28,7 +28,7 @@ import numpy as np
 
 from aflite.check import CheckContext, CheckData, check_files, check_names, check_options, resolve_checks, run_checks
 from aflite.data import Columns, open_dataset, source_name, with_columns
-from aflite.data.options import option_label
+from aflite.data.keywords import option_label
 from aflite.errors import InputError, ParameterError, takes_mappings
 from aflite.explain.files import FILES, ExplainResult, check_columns, explain_results
 from aflite.explain.recompute import first_phase, token_texts
@@ -39,10 +39,10 @@ from aflite.rundir.bodies import FeaturizerRecord
 from aflite.rundir.folder import RunFolder, claims
 from aflite.rundir.lock import check_outside_runs
 from aflite.rundir.manifest import RESERVED
-from aflite.rundir.match import check_run_rows
 from aflite.rundir.names import PAGE, RESULTS
 from aflite.rundir.read import Instances, RunRecord, read_run
 from aflite.rundir.results import recording_warnings
+from aflite.rundir.same_rows import check_run_rows
 from aflite.threads import limited
 
 __all__ = ["ExplainResult", "check_aliases", "explain"]

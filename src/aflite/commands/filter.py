@@ -27,7 +27,7 @@ from numpy.typing import NDArray
 
 from aflite import data
 from aflite.atomic import atomic_open
-from aflite.commands.summaries import filter_verdict, render_filter_summary
+from aflite.commands.summary_md import filter_verdict, render_filter_summary
 from aflite.core.backends.dask import use_cluster
 from aflite.core.backends.torch import STORAGE_DTYPES
 from aflite.core.filter import AFLite

@@ -31,7 +31,7 @@ from aflite.commands.run_params import (
     scaled_defaults,
     scaled_for,
 )
-from aflite.commands.summaries import PROBE_MEANING, render_summary, run_verdict
+from aflite.commands.summary_md import PROBE_MEANING, render_summary, run_verdict
 from aflite.core.filter import AFLite
 from aflite.data import images
 from aflite.data.memory import FILTERED, check_writable, rows_sha256

@@ -14,7 +14,7 @@ from numpy.typing import NDArray
 from aflite.atomic import JSON
 from aflite.core.phase import predictability
 from aflite.data import open_dataset
-from aflite.data.options import option_label
+from aflite.data.keywords import option_label
 from aflite.errors import InputError, ParameterError
 from aflite.evaluate.records import SingleIterationInfo
 from aflite.features import featurize_dataset

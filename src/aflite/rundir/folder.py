@@ -35,7 +35,7 @@ from typing import Any, TypeVar
 
 from aflite.atomic import atomic_open, guarded, storage_errors, write_text
 from aflite.core.phase import FilterState
-from aflite.data.options import option_label
+from aflite.data.keywords import option_label
 from aflite.errors import AfliteError, InputError, OutputError, OutputWriteError
 from aflite.rundir import checkpoint
 from aflite.rundir.bodies import parse
