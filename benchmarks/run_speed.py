@@ -170,7 +170,9 @@ def markdown(report: dict[str, Any]) -> str:
     head = f"| run | CPU-s | wall s | {' | '.join(f'{s} s' for s in STAGES)} | peak RSS MiB | load (1 min) |"
     rule = "|" + "---|" * (len(STAGES) + 5)
     lines = [f"# `aflite run` speed record (benchmarks/run_speed.py, {report['cpus']} CPUs)", "",
-             f"Command: `{shlex.join(report['argv'])}`", "", f"Data: `{report['data']}`", ""]
+             f"Command: `{shlex.join(report['argv'])}`", "",
+             *[f"Then (appended): `{shlex.join(c)}`\n" for c in report.get("appended", [])],
+             f"Data: `{report['data']}`", ""]
     if "fast" in report:
         lines += ["## (a) this tree against the reference", "", head, rule,
                   _run_row(report["fast"]["commit"].split()[0], report["fast"])]
@@ -222,9 +224,13 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
                     help="seconds for the whole record: each run's timeout shrinks to what is left, and sizes that "
                          "find too little left (< 10 s) are recorded as skipped")
     ap.add_argument("--record", type=Path, default=None, help="write PREFIX.json and PREFIX.md")
+    ap.add_argument("--append", action="store_true",
+                    help="add to the --record already there: keep its runs, append these scaling rows and demo")
     argv = sys.argv[1:] if argv is None else argv
     cut = argv.index("--") if "--" in argv else len(argv)  # after --: options for aflite run, passed as they are
     args = ap.parse_args(argv[:cut])
+    if args.append and not (args.record and args.record.with_name(args.record.name + ".json").is_file()):
+        ap.exit(2, f"run_speed.py: error: --append needs an existing --record PREFIX.json (got {args.record})\n")
     args.run_options = argv[cut + 1:]
     if not args.data.is_file():
         ap.exit(2, f"run_speed.py: error: {args.data}: no such file\n")
@@ -250,8 +256,11 @@ def main(argv: list[str] | None = None) -> int:
     args.started = time.perf_counter()
     extra = args.run_options
     args.out.mkdir(parents=True, exist_ok=True)
-    report: dict[str, Any] = {"argv": [Path(sys.argv[0]).name, *(sys.argv[1:] if argv is None else argv)],
-                              "cpus": os.cpu_count(), "data": str(args.data), "run_options": extra}
+    command = ["benchmarks/run_speed.py", *(sys.argv[1:] if argv is None else argv)]
+    report: dict[str, Any] = {"argv": command, "cpus": os.cpu_count(), "data": str(args.data), "run_options": extra}
+    if args.append:
+        report = json.loads(args.record.with_name(args.record.name + ".json").read_text(encoding="utf-8"))
+        report["appended"] = [*report.get("appended", []), command]
     if not args.no_compare:
         report["fast"] = timed_run(ROOT, args.data, args.out / "fast", extra, left(args))
         write_record(args.record, report)
@@ -264,7 +273,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.demo:  # before the scaling table: its largest sizes are the runs a budget cuts
         report["demo"] = timed_demo(ROOT, args.out / "demo", shlex.split(args.demo_args), left(args))
         write_record(args.record, report)
-    report["scaling"] = []
+    report.setdefault("scaling", [])
     for n in args.sizes:
         if args.budget is not None and args.budget - (time.perf_counter() - args.started) < 10:
             report["scaling"].append({"rows": n, "skipped": f"budget of {args.budget:.0f} s spent"})

@@ -92,6 +92,11 @@ def test_a_spent_budget_cuts_the_run_and_skips_the_larger_sizes(tmp_path: Path) 
     assert "fast" not in report and report["scaling"][0]["timed_out"] is True
     assert report["scaling"][1] == {"rows": 120, "skipped": "budget of 10 s spent"}
     assert "| 120 | budget of 10 s spent |" in prefix.with_name("rec.md").read_text(encoding="utf-8")
+    more = [str(data), "--no-compare", "--rows", "30", "--timeout", "0.5", "--out", str(tmp_path / "o"),
+            "--record", str(prefix), "--append"]
+    assert run_speed.main(more) == 0  # a second command adds its rows to the same record
+    report = json.loads(prefix.with_name("rec.json").read_text(encoding="utf-8"))
+    assert [r["rows"] for r in report["scaling"]] == [60, 120, 30] and report["appended"] == [["benchmarks/run_speed.py", *more]]
 
 
 def test_a_missing_input_exits_2_and_writes_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
