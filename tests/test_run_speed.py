@@ -96,7 +96,8 @@ def test_a_spent_budget_cuts_the_run_and_skips_the_larger_sizes(tmp_path: Path) 
             "--record", str(prefix), "--append"]
     assert run_speed.main(more) == 0  # a second command adds its rows to the same record
     report = json.loads(prefix.with_name("rec.json").read_text(encoding="utf-8"))
-    assert [r["rows"] for r in report["scaling"]] == [60, 120, 30] and report["appended"] == [["benchmarks/run_speed.py", *more]]
+    assert [r["rows"] for r in report["scaling"]] == [60, 120, 30]
+    assert report["appended"] == [["benchmarks/run_speed.py", *more]]
 
 
 def test_a_missing_input_exits_2_and_writes_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
