@@ -200,11 +200,25 @@ def markdown(report: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def portable(value: Any) -> Any:
+    """``value`` with this host's paths written relative to the repository (``.``, ``../base``) and the
+    interpreter as ``python``, so that a record under docs/measured/ reads the same on any checkout."""
+    if isinstance(value, dict):
+        return {k: portable(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [portable(v) for v in value]
+    if not isinstance(value, str):
+        return value
+    value = value.replace(sys.executable, "python").replace(str(ROOT / ".."), str(ROOT.parent))
+    return value.replace(str(ROOT) + "/", "").replace(str(ROOT), ".").replace(str(ROOT.parent), "..")
+
+
 def write_record(prefix: Path | None, report: dict[str, Any]) -> None:
     """PREFIX.json and PREFIX.md, rewritten after each run so that a record cut short keeps what ran."""
     if prefix is None:
         return
     prefix.parent.mkdir(parents=True, exist_ok=True)
+    report = portable(report)
     prefix.with_name(prefix.name + ".json").write_text(json.dumps(report, indent=1, ensure_ascii=False) + "\n",
                                                        encoding="utf-8")
     prefix.with_name(prefix.name + ".md").write_text(markdown(report), encoding="utf-8")

@@ -6,7 +6,7 @@
   key/value table, so a new file needs no change here.
 * the README's headline table (between ``<!-- BEGIN generated:headline -->`` and ``<!-- END generated:headline -->``),
   from :data:`HEADLINE`;
-* the README's speed sentence (``generated:speed``, from :data:`SPEED`) and the demo's time (``generated:demo``,
+* the README's speed sentence (``generated:speed``, from :data:`RUN_SPEED`) and the demo's time (``generated:demo``,
   in the README and ``docs/guide/demo.md``, from ``docs/measured/demo_time_v.txt``);
 * the option lists of the command guides ``docs/guide/<command>.md`` (between ``<!-- BEGIN generated:options -->``
   and ``<!-- END generated:options -->``), from the command line parser itself.
@@ -52,8 +52,6 @@ HEADLINE: dict[str, Any] = {
     ],
 }
 
-# The README's speed figures for the filter on 2 CPU cores: the complete filter and one phase against scikit-learn.
-SPEED = {"complete": "bench_snli_shaped_v6.json", "phase": "bench_snli_shaped_v6_reference.json"}
 RUN_SPEED = "run_speed_record.json"  # benchmarks/run_speed.py --record: (a) against d68b964, (b) scaling, (c) demo
 DEMO_TIME_V = "demo_time_v.txt"  # `aflite demo` under /usr/bin/time -v, 3 fresh runs per backend, with uptime
 EXPLAIN = "explain_snli100k.json"  # the README's `aflite explain` figures
@@ -468,22 +466,20 @@ def _rows(n: int) -> str:
 
 
 def speed() -> str:
-    """The README's speed sentence: the default `aflite run` (:data:`RUN_SPEED`, made by benchmarks/run_speed.py:
-    train_100k against the reference tree, the scaling rows, the demo) and the filter alone (:data:`SPEED`)."""
+    """The README's speed section: the default `aflite run` (:data:`RUN_SPEED`, made by benchmarks/run_speed.py:
+    train_100k against the reference tree, then the scaling rows); the filter alone is in docs/results.md."""
     rec = json.loads((MEASURED / RUN_SPEED).read_text(encoding="utf-8"))
     fast, st = rec["fast"], rec["fast"]["stages"]
     ratio = (f", {rec['comparison']['cpu_ratio']}x fewer CPU-s than `{rec['reference']['commit'].split()[0]}`"
              if "comparison" in rec else "")
-    sizes = ", ".join(f"{_rows(r['rows'])} " + (f"> {_seconds(r['wall_seconds'])} (stopped)" if r.get("timed_out")
-                      else f"{_seconds(r['wall_seconds'])} / {r['peak_rss_mib'] / 1024:.1f} GiB")
+    sizes = "; ".join(f"{_rows(r['rows'])} " + (f"stopped at {_seconds(r['wall_seconds'])}" if r.get("timed_out")
+                      else f"{_seconds(r['wall_seconds'])} {r['peak_rss_mib'] / 1024:.1f} GiB")
                       for r in rec.get("scaling", []) if "skipped" not in r)
-    complete = json.loads((MEASURED / SPEED["complete"]).read_text(encoding="utf-8"))["complete"]
     md = RUN_SPEED.removesuffix(".json") + ".md"
-    return (f"2 shared CPU cores, the default `aflite run` on SNLI train_100k: **{_seconds(fast['wall_seconds'])}** "
-            f"wall, {fast['cpu_seconds']:,.0f} CPU-s (featurize {_seconds(st['featurize'])}, filter "
-            f"{_seconds(st['filter'])}, probe {_seconds(st['probe'])}){ratio}. Wall / peak by rows: {sizes}. The "
-            f"filter alone: {_seconds(complete['wall_seconds'])}. Raw: [runs](docs/measured/{md}), "
-            f"[filter](docs/measured/{SPEED['complete']}).")
+    return (f"Default `aflite run`, SNLI train_100k, 2 shared cores: **{_seconds(fast['wall_seconds'])}** wall, "
+            f"{fast['cpu_seconds']:,.0f} CPU-s (featurize {_seconds(st['featurize'])}, filter {_seconds(st['filter'])}"
+            f", probe {_seconds(st['probe'])}){ratio}. By rows (wall, peak): {sizes} ([record](docs/measured/{md}); "
+            f"filter alone, GPU, Φ: [more](docs/results.md#speed-on-a-shared-2-core-machine)).")
 
 
 def explain_counts() -> str:
