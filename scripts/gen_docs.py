@@ -470,16 +470,15 @@ def speed() -> str:
     train_100k against the reference tree, then the scaling rows); the filter alone is in docs/results.md."""
     rec = json.loads((MEASURED / RUN_SPEED).read_text(encoding="utf-8"))
     fast, st = rec["fast"], rec["fast"]["stages"]
-    ratio = (f", {rec['comparison']['cpu_ratio']}x fewer CPU-s than `{rec['reference']['commit'].split()[0]}`"
+    ratio = (f", {rec['comparison']['cpu_ratio']}x less than `{rec['reference']['commit'].split()[0]}`"
              if "comparison" in rec else "")
     sizes = "; ".join(f"{_rows(r['rows'])} " + (f"stopped at {_seconds(r['wall_seconds'])}" if r.get("timed_out")
                       else f"{_seconds(r['wall_seconds'])} {r['peak_rss_mib'] / 1024:.1f} GiB")
                       for r in rec.get("scaling", []) if "skipped" not in r)
     md = RUN_SPEED.removesuffix(".json") + ".md"
-    return (f"Default `aflite run`, SNLI train_100k, 2 shared cores: **{_seconds(fast['wall_seconds'])}** wall, "
-            f"{fast['cpu_seconds']:,.0f} CPU-s (featurize {_seconds(st['featurize'])}, filter {_seconds(st['filter'])}"
-            f", probe {_seconds(st['probe'])}){ratio}. By rows (wall, peak): {sizes} ([record](docs/measured/{md}); "
-            f"filter alone, GPU, Φ: [more](docs/results.md#speed-on-a-shared-2-core-machine)).")
+    return (f"`aflite run` defaults, SNLI train_100k, 2 shared cores: **{_seconds(fast['wall_seconds'])}** wall, "
+            f"{fast['cpu_seconds']:,.0f} CPU-s (featurize {_seconds(st['featurize'])}){ratio}. By rows: {sizes}. "
+            f"[Record](docs/measured/{md}), [more](docs/results.md#speed-on-a-shared-2-core-machine).")
 
 
 def explain_counts() -> str:
