@@ -422,7 +422,7 @@ def test_audit_warns_about_twins(tmp_path, capsys):
 
 # --------------------------------------------------------------------------------- run's summary and progress
 def test_label_shift_warning():
-    from aflite.rundir.bodies import LabelShift
+    from aflite.rundir.schema import LabelShift
 
     calm = LabelShift.between({"a": 50, "b": 50}, {"a": 48, "b": 50})
     assert calm.warning is None and calm.max_change_points < 5

@@ -194,7 +194,7 @@ def test_a_featurizer_option_is_declared_once_and_reaches_it(tmp_path: Path, sma
                   params={"n_partitions": 8}, show_progress=False)
     assert got.summary["featurizer"]["dim"] == 4
     assert embed(small_snli, tmp_path / "emb2", featurizer="toy", featurizer_options={"letters": "s"},
-                 show_progress=False).results["dim"] == 2
+                 show_progress=False).body.dim == 2
 
     from aflite.evaluate import ModelSpec
 
@@ -365,9 +365,9 @@ def test_a_check_option_is_declared_once_and_reaches_it(tmp_path: Path, small_sn
 
     got = explain(small_snli, run, tmp_path / "ex2", checks=quick_checks(toy={"factor": 1}),
                   show_progress=False)
-    assert got.results["checks"]["toy"]["options"] == {"factor": 1.0}
+    assert got.body.checks["toy"].options == {"factor": 1.0}
     assert got.checks is not None and got.checks["toy"].summary == ToySummary(len(_long_ids(small_snli, 1.0)))
-    assert got.results["checks"]["toy"]["summary"]["long"] == len(_long_ids(small_snli, 1.0)) != len(want)
+    assert got.body.checks["toy"].summary["long"] == len(_long_ids(small_snli, 1.0)) != len(want)
 
     for flag, line in (("toy:factor=-1", "check 'toy': option 'factor' must be > 0, got -1.0"),
                        ("toy:factor=big", "check 'toy': option 'factor' must be a number, got 'big'"),
@@ -516,17 +516,17 @@ def test_a_command_with_a_page_is_declared_in_one_place(tmp_path: Path, small_sn
     from aflite.data import load_dataset
     from aflite.report.explorer import embedded_data, render
     from aflite.report.rows import instance_columns, table_columns
-    from aflite.rundir import bodies
     from aflite.rundir import page as page_registry
-    from aflite.rundir.bodies import Body, Document
+    from aflite.rundir import schema
     from aflite.rundir.folder import RunFolder, claims
     from aflite.rundir.names import INSTANCES
     from aflite.rundir.page import PageData
     from aflite.rundir.read import read_columns
     from aflite.rundir.results import Result, Table
+    from aflite.rundir.schema import Body, Document
 
     monkeypatch.setattr(page_registry, "_PAGES", dict(page_registry._PAGES))  # the toy leaves no trace
-    monkeypatch.setattr(bodies, "BODIES", list(bodies.BODIES))
+    monkeypatch.setattr(schema, "BODIES", list(schema.BODIES))
 
     @dataclass(frozen=True)
     class WordsBody(Body):

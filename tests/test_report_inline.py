@@ -18,8 +18,8 @@ import numpy as np
 import pytest
 
 import aflite
+from aflite.check.token_summary import SignificantCounts, TokenSummary, TokenTest
 from aflite.commands.filter import FilterResult
-from aflite.explain.summaries import SignificantCounts, TokenSummary, TokenTest
 from aflite.report.inline import result_html
 from aflite.rundir import display
 from aflite.rundir.results import Result

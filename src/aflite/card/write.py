@@ -27,11 +27,11 @@ from aflite.card.facts import FORMAT, CardInputs, build_manifest, check_license_
 from aflite.card.html import card_html, card_text
 from aflite.card.render import render_card
 from aflite.errors import InputError, OutputError
-from aflite.rundir.bodies import Body, EvaluateBody, ExplainBody
 from aflite.rundir.lock import holding_lock, pause_point
 from aflite.rundir.names import CARD, KEPT_IDS, MANIFEST, MARKER, RESULTS
 from aflite.rundir.read import read_folder, read_run
 from aflite.rundir.results import Result
+from aflite.rundir.schema import Body, EvaluateBody, ExplainBody
 
 __all__ = ["CardResult", "write_card"]
 

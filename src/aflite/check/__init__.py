@@ -44,7 +44,7 @@ from aflite.check.summary import CheckSummary, optional
 from aflite.check.tokens import token_matrix
 from aflite.errors import ParameterError
 from aflite.option import Option
-from aflite.rundir.bodies import RunBody
+from aflite.rundir.schema import RunBody
 
 __all__ = ["CHECKS", "SCOPES", "Check", "CheckContext", "CheckData", "CheckResult", "CheckSummary", "Option",
            "check_files", "check_names", "check_options", "get_check", "optional", "register", "resolve_checks",

@@ -27,12 +27,12 @@ from aflite.check import resolve_checks
 from aflite.data import Columns, open_dataset, source_name, with_columns
 from aflite.errors import InputError, ParameterError, takes_mappings
 from aflite.report.explorer import reframe_audit
-from aflite.rundir.bodies import Document
 from aflite.rundir.folder import RunFolder, claims
 from aflite.rundir.lock import check_outside_runs
 from aflite.rundir.read import read_kept_ids
 from aflite.rundir.results import Result, recording_warnings
 from aflite.rundir.same_rows import check_run_rows
+from aflite.rundir.schema import Document
 from aflite.threads import limited
 from aflite.verdict import markdown
 

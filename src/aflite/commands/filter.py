@@ -40,7 +40,6 @@ from aflite.report import thumbs
 from aflite.report.explorer import render
 from aflite.report.pages import Rows, run_page
 from aflite.report.rows import table_columns
-from aflite.rundir.bodies import Document, RunBody
 from aflite.rundir.folder import RunFolder, claims
 from aflite.rundir.names import (
     INSTANCES,
@@ -54,6 +53,7 @@ from aflite.rundir.names import (
 from aflite.rundir.page import PageData
 from aflite.rundir.read import read_columns, read_id_list
 from aflite.rundir.results import Result, Table, recording_warnings
+from aflite.rundir.schema import Document, RunBody
 from aflite.rundir.versions import versions
 
 __all__ = ["FilterResult", "check_runtime", "filter_files", "run_filter"]

@@ -48,7 +48,6 @@ from aflite.hashing import dataset_fingerprint, file_sha256
 from aflite.links import check_link_dir, check_link_names
 from aflite.progress import tqdm  # Jupyter: a widget bar, or none without ipywidgets
 from aflite.report.pages import Rows
-from aflite.rundir.bodies import LabelShift, ProbeRecord, ProbeRow
 from aflite.rundir.folder import RunFolder, claims
 from aflite.rundir.lock import pause_point
 from aflite.rundir.names import (
@@ -64,6 +63,7 @@ from aflite.rundir.names import (
     WARMUP_IDS,
 )
 from aflite.rundir.results import Table, recording_warnings
+from aflite.rundir.schema import FeaturizerRecord, LabelShift, ProbeRecord, ProbeRow
 from aflite.threads import limited
 
 __all__ = ["RunResult", "run", "scaled_defaults"]
@@ -260,15 +260,15 @@ def _run_record(data_path: Any, out: Path | None, ds: Any, dataset_fp: str, feat
                 groups: str, dataset_options: dict[str, Any] | None = None) -> dict[str, Any]:
     """What results.json records of a run besides the filter's own numbers: the data and the column options it
     was read with (the page reads the rows back with them), Φ and the parameters' origin."""
+    cluster_report = shards.report.as_dict() if shards is not None and shards.report else None
     return {
         **_data_record(data_path, out, ds, dataset_fp),
         "dataset_options": {k: v for k, v in (dataset_options or {}).items() if isinstance(v, str)},
         "dataset_size": len(ds),
         "dropped_at_load": ds.dropped,
         **({"empty_texts_at_load": dict(ds.empty_texts)} if getattr(ds, "empty_texts", None) else {}),
-        "featurizer": {"name": featurizer, "view": view, "options": feats.options, "dim": int(feats.X.shape[1]),
-                       "from_cache": feats.from_cache, "info": feats.info,
-                       **({"cluster": shards.report.as_dict()} if shards is not None and shards.report else {})},
+        "featurizer": FeaturizerRecord(featurizer, view, feats.options, int(feats.X.shape[1]), feats.from_cache,
+                                       feats.info, cluster_report).to_json(),
         "warmup_rows": int(len(feats.warmup_rows)),
         "modality": ds.modality,
         "scaled_defaults": {"scale": len(ds) / SNLI_DEFAULTS["dataset_size"], **chosen},

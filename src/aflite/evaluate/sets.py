@@ -20,9 +20,9 @@ from aflite.evaluate.records import SingleIterationInfo
 from aflite.features import featurize_dataset
 from aflite.features.cache import check_run_features
 from aflite.features.registry import run_options
-from aflite.rundir.bodies import RunBody
 from aflite.rundir.names import KEPT_IDS, WARMUP_IDS
 from aflite.rundir.read import read_run
+from aflite.rundir.schema import RunBody
 from aflite.splits import stratified_sample as _stratified_sample
 
 HANS_PRED_MAP = {"entailment": "entailment", "neutral": "non-entailment", "contradiction": "non-entailment"}

@@ -3,7 +3,7 @@ token artifacts with significance, the optional stop rule, the first phase's dat
 (and their overlap with the removed set), the surrogate of p̃ ("why was a row easy"), each removed row's nearest
 kept rows, and the n-gram ensemble's own token weights. Each declares its options (``--check name:key=value``;
 the older flags ``--alpha``, ``--min-count``, ... set them too), and returns its per-row values, its summary
-(its class in :mod:`aflite.explain.summaries`; results.json's ``checks[name]["summary"]``) and its section of
+(its class in :mod:`aflite.explain.check_summaries`; results.json's ``checks[name]["summary"]``) and its section of
 summary.md; :func:`aflite.commands.explain.explain` runs them and writes the folder."""
 
 from __future__ import annotations
@@ -14,26 +14,23 @@ import numpy as np
 
 from aflite.check import Check, CheckData, CheckResult, Option, register
 from aflite.check.format import cell, md_cell, md_table, pct
+from aflite.check.token_summary import BonferroniSet, SignificantCounts, TokenSummary, TokenTest
 from aflite.check.tokens import TokenStats, competency, random_competency
 from aflite.errors import ParameterError
-from aflite.explain.datamap import REGION_RULE, label_issues, overlap_table, regions
-from aflite.explain.reasons import IMAGE_INPUTS, fit_surrogate, image_inputs, nearest_kept, text_inputs
-from aflite.explain.recompute import ngram_terms
-from aflite.explain.stoprule import continue_until_clean
-from aflite.explain.summaries import (
-    BonferroniSet,
+from aflite.explain.check_summaries import (
     DataMapSummary,
     LabelIssueSummary,
     NeighboursSummary,
     NgramSummary,
     NgramTerm,
     ShuffledLabels,
-    SignificantCounts,
     StopRuleSummary,
     SurrogateSummary,
-    TokenSummary,
-    TokenTest,
 )
+from aflite.explain.datamap import REGION_RULE, label_issues, overlap_table, regions
+from aflite.explain.reasons import IMAGE_INPUTS, fit_surrogate, image_inputs, nearest_kept, text_inputs
+from aflite.explain.recompute import ngram_terms
+from aflite.explain.stoprule import continue_until_clean
 from aflite.verdict import SPREAD_FACTOR
 
 __all__ = ["DataMap", "LabelIssueCheck", "Neighbours", "NgramCoefficients", "StopRule", "Surrogate", "TokenArtifacts",

@@ -15,7 +15,7 @@ from importlib import resources
 from typing import Any
 
 from aflite.atomic import JSON
-from aflite.explain.summaries import TokenSummary
+from aflite.check.token_summary import TokenSummary
 from aflite.report.frame import esc, json_for_script, plotly_js, script_text, verdict_block
 from aflite.report.rows import read_evaluate
 from aflite.rundir import display

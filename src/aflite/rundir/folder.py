@@ -38,7 +38,6 @@ from aflite.core.phase import FilterState
 from aflite.data.keywords import option_label
 from aflite.errors import AfliteError, InputError, OutputError, OutputWriteError
 from aflite.rundir import checkpoint
-from aflite.rundir.bodies import parse
 from aflite.rundir.lock import (
     OutputFolder,
     claim_output,
@@ -58,6 +57,7 @@ from aflite.rundir.manifest import listing
 from aflite.rundir.names import CACHE, CHECKPOINT, LOCK, MARKER, PAGE, RESULTS, SUMMARY_MD
 from aflite.rundir.read import recorded_dataset_fingerprint
 from aflite.rundir.results import Result, results_document, write_results_json
+from aflite.rundir.schema import parse
 
 __all__ = ["RunFolder", "claims"]
 

@@ -26,10 +26,10 @@ from typing import Any, ClassVar
 
 from aflite.atomic import json_text, write_text
 from aflite.rundir import display
-from aflite.rundir.bodies import Document
 from aflite.rundir.manifest import seal
 from aflite.rundir.names import INSTANCES, RESULTS
 from aflite.rundir.page import PageData, register
+from aflite.rundir.schema import Document
 from aflite.rundir.versions import versions
 
 __all__ = ["FORMAT_VERSION", "Result", "Table", "WarningsRecord", "recording_warnings", "results_document",

@@ -29,6 +29,7 @@ __all__ = ["SHIFT_WARN_POINTS", "AuditBody", "Body", "CheckEntry", "Document", "
 
 
 BODIES: list[type[Body]] = []  # every body class with commands, as defined (Body.__init_subclass__)
+OMIT_NONE = {"omit_none": True}  # a field's metadata: absent from results.json while None, not null
 
 
 @dataclass(frozen=True)
@@ -59,13 +60,37 @@ class Body:
     commands: ClassVar[tuple[str, ...]] = ()  # the commands whose results.json this body is
     required: ClassVar[tuple[str, ...]] = ()  # the keys a finished command's body has (the others: their defaults)
     required_by: ClassVar[dict[str, tuple[str, ...]]] = {}  # more keys that one of ``commands`` always writes
-    verdict: list[str] | None = None
+    verdict: list[str] | None = dataclasses.field(default=None, metadata=OMIT_NONE)
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         """A body class with commands is registered when it is defined (a new command's, in its own module)."""
         super().__init_subclass__(**kwargs)
         if cls.commands:
             BODIES.append(cls)
+
+    def to_json(self) -> dict[str, Any]:
+        """The body as results.json holds it: every field in its order (nested dataclasses likewise), the writer's
+        and the reader's one description; a field marked ``OMIT_NONE`` is left out while it is None."""
+        return _fields_json(self)
+
+
+def _fields_json(obj: Any) -> dict[str, Any]:
+    """The dataclass ``obj`` as JSON, field by field in their order (a field marked ``OMIT_NONE`` left out while
+    None)."""
+    return {f.name: _as_json(getattr(obj, f.name)) for f in dataclasses.fields(obj)
+            if not (f.metadata.get("omit_none") and getattr(obj, f.name) is None)}
+
+
+def _as_json(value: Any) -> Any:
+    """``value`` as JSON: a dataclass by its own ``to_json`` where it has one, else field by field."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        own = getattr(value, "to_json", None)
+        return own() if own is not None else _fields_json(value)
+    if isinstance(value, dict):
+        return {k: _as_json(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_as_json(v) for v in value]
+    return value
 
 
 @dataclass(frozen=True)
@@ -97,7 +122,12 @@ class FeaturizerRecord:
     dim: int | None = None
     from_cache: bool | None = None
     info: dict[str, Any] | None = None  # timings, throughput
-    cluster: dict[str, Any] | None = None  # the shards' report, when a cluster computed Φ
+    cluster: dict[str, Any] | None = dataclasses.field(default=None, metadata=OMIT_NONE)  # the shards' report, when
+    # a cluster computed Φ
+
+    def to_json(self) -> dict[str, Any]:
+        """As results.json's ``featurizer`` holds it (``cluster`` only when a cluster computed Φ)."""
+        return _fields_json(self)
 
 
 SHIFT_WARN_POINTS = 5.0  # a class share moved by more than this many points: LabelShift.warning says so
@@ -224,18 +254,23 @@ class FirstPhase:
 
 @dataclass(frozen=True)
 class ExplainBody(Body):
-    """``aflite explain``: the run it explains, the recomputed first phase, and each check's entry by name (in the
-    order they ran)."""
+    """``aflite explain``'s body, written (:func:`aflite.explain.files.explain_results`) and read as this one type:
+    each check's entry by name (in the order they ran), where the run and the data are (resolved, and relative to
+    the folder: report.html finds them so), the run it explains, the recomputed first phase, the soft weights' rule,
+    the files and the timings."""
 
     commands: ClassVar[tuple[str, ...]] = ("explain",)
     required: ClassVar[tuple[str, ...]] = ("run", "first_phase", "checks")
     checks: dict[str, CheckEntry] = dataclasses.field(default_factory=dict)
+    run_dir: str | None = None
+    dataset: str | None = None
+    run_dir_relative: str | None = None
+    dataset_relative: str | None = dataclasses.field(default=None, metadata=OMIT_NONE)  # none for in-memory data
     run: ExplainedRun | None = None  # required (REQUIRED); None only in a body built by hand
     first_phase: FirstPhase | None = None  # likewise
-    run_dir: str | None = None
-    run_dir_relative: str | None = None
-    dataset: str | None = None
-    dataset_relative: str | None = None
+    weights: dict[str, str] = dataclasses.field(default_factory=dict)  # {"rule": how the soft weights are made}
+    files: dict[str, str] = dataclasses.field(default_factory=dict)  # name -> what it holds
+    timings: dict[str, float] = dataclasses.field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -260,14 +295,24 @@ class AuditBody(Body):
 
 @dataclass(frozen=True)
 class EmbedBody(Body):
-    """``aflite embed``: the matrix written and its shape."""
+    """``aflite embed``'s body, written (:func:`aflite.commands.embed.embed`) and read as this one type: the matrix
+    written, its shape and files; text: the view, whether Φ came from the cache and the warm-up ids' file; images:
+    the inputs' key (``--resume`` keeps a matrix of the same key) and the unreadable images; a cluster's report."""
 
     commands: ClassVar[tuple[str, ...]] = ("embed",)
     required: ClassVar[tuple[str, ...]] = ("featurizer", "rows", "dim", "files")
+    data: str = ""
     featurizer: str = ""
     rows: int = 0
     dim: int = 0
+    seconds: float | None = dataclasses.field(default=None, metadata=OMIT_NONE)
     files: dict[str, str] = dataclasses.field(default_factory=dict)
+    view: str | None = dataclasses.field(default=None, metadata=OMIT_NONE)
+    from_cache: bool | None = dataclasses.field(default=None, metadata=OMIT_NONE)
+    features_key: str | None = dataclasses.field(default=None, metadata=OMIT_NONE)
+    cluster: dict[str, Any] | None = dataclasses.field(default=None, metadata=OMIT_NONE)  # the shards' report
+    warmup_ids: str | None = dataclasses.field(default=None, metadata=OMIT_NONE)
+    bad_images: dict[str, int | str] | None = dataclasses.field(default=None, metadata=OMIT_NONE)  # count, file
 
 
 @dataclass(frozen=True)
