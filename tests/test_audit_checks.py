@@ -33,9 +33,7 @@ BUILT_IN = _defined(audit_checks)
 def test_one_registry_two_scopes() -> None:
     """Each built-in check is registered where it is defined (no list to keep beside it), in that order."""
     assert check.check_names("audit") == BUILT_IN
-    assert BUILT_IN[:2] == ("biased_model", "leakage_metrics") and "tsne" in BUILT_IN
     assert check.check_names("explain") == _defined(explain_checks)
-    assert check.check_names("explain")[:3] == ("tokens", "stop_rule", "datamap")
     assert set(check.check_names()) == set(check.check_names("explain") + BUILT_IN)
     with pytest.raises(ParameterError, match="unknown check scope"):
         check.check_names("evaluate")
