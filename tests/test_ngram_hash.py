@@ -163,3 +163,27 @@ def test_murmur_refuses_what_scikit_learn_refuses() -> None:
         murmur_counts(TEXTS, "word", (1, 2), 2**31)
     with pytest.raises(UnicodeEncodeError):  # a lone surrogate has no UTF-8 bytes to hash
         murmur_counts(["ok \ud800x"], "char_wb", (2, 4), 1000)
+
+
+def test_the_featurizer_is_unchanged_by_the_compiled_hasher(monkeypatch: pytest.MonkeyPatch) -> None:
+    """NgramFeaturizer counts with murmur_counts; with scikit-learn's HashingVectorizer in its place (the old
+    path) its TF-IDF matrix is the same, bit for bit."""
+    import aflite.features.ngram_hash as nh
+    from aflite.features.ngram import NgramFeaturizer
+
+    texts = _snli_texts()
+    a, b = texts[: len(texts) // 2], texts[len(texts) // 2:]
+    fast = NgramFeaturizer(dense=False, n_features=2**18).fit_transform(a, b)
+
+    def old(texts: list[str], analyzer: str, ngram_range: tuple[int, int], n_features: int,
+            threads: int = 1) -> sp.csr_matrix:
+        from sklearn.feature_extraction.text import HashingVectorizer
+
+        return sp.csr_matrix(HashingVectorizer(analyzer=analyzer, ngram_range=ngram_range, n_features=n_features,
+                                               alternate_sign=False, norm=None, dtype=np.float32).transform(texts))
+
+    monkeypatch.setattr(nh, "murmur_counts", old)
+    slow = NgramFeaturizer(dense=False, n_features=2**18).fit_transform(a, b)
+    assert fast.shape == slow.shape and fast.nnz == slow.nnz > 0
+    for name in ("indptr", "indices", "data"):
+        assert np.array_equal(getattr(fast, name), getattr(slow, name)), name
