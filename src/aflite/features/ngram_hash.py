@@ -222,7 +222,8 @@ def _to_csr(buckets: Any, out_starts: Any, indptr: Any, indices: Any, data: Any)
     nnz = 0
     indptr[0] = 0
     for r in range(len(out_starts) - 1):
-        row = np.sort(buckets[out_starts[r]:out_starts[r + 1]])
+        row = buckets[out_starts[r]:out_starts[r + 1]]
+        row.sort()  # in place: no array per row (the buckets are not needed unsorted afterwards)
         i = 0
         while i < len(row):
             k = i
