@@ -136,10 +136,14 @@ class NgramFeaturizer(BaseFeaturizer):
     ) -> tuple[sp.csr_matrix, list[tuple[np.ndarray, Any]]]:
         from sklearn.feature_extraction.text import TfidfTransformer
 
+        from aflite.features.ngram_hash import murmur_counts
+        from aflite.threads import budget
+
         blocks = []
         state: list[tuple[np.ndarray, Any]] = []
         for k, hasher in enumerate(self._hashers()):
-            counts = sp.csr_matrix(hasher.transform(texts))
+            # hasher.transform(texts) bit for bit, compiled and over the thread budget (ngram_hash.murmur_counts)
+            counts = murmur_counts(texts, hasher.analyzer, hasher.ngram_range, hasher.n_features, budget())
             if fitted is None:
                 self._tick(("word", "char")[k] + " n-grams")
                 fit_counts = counts if sample is None else counts[sample]
