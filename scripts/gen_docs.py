@@ -6,7 +6,7 @@
   key/value table, so a new file needs no change here.
 * the README's headline table (between ``<!-- BEGIN generated:headline -->`` and ``<!-- END generated:headline -->``),
   from :data:`HEADLINE`;
-* the README's speed sentence (``generated:speed``, from :data:`SPEED`) and the demo's time (``generated:demo``,
+* the README's speed sentence (``generated:speed``, from :data:`RUN_SPEED`) and the demo's time (``generated:demo``,
   in the README and ``docs/guide/demo.md``, from ``docs/measured/demo_time_v.txt``);
 * the option lists of the command guides ``docs/guide/<command>.md`` (between ``<!-- BEGIN generated:options -->``
   and ``<!-- END generated:options -->``), from the command line parser itself.
@@ -52,8 +52,7 @@ HEADLINE: dict[str, Any] = {
     ],
 }
 
-# The README's speed figures for the filter on 2 CPU cores: the complete filter and one phase against scikit-learn.
-SPEED = {"complete": "bench_snli_shaped_v6.json", "phase": "bench_snli_shaped_v6_reference.json"}
+RUN_SPEED = "run_speed_record.json"  # benchmarks/run_speed.py --record: (a) against d68b964, (b) scaling, (c) demo
 DEMO_TIME_V = "demo_time_v.txt"  # `aflite demo` under /usr/bin/time -v, 3 fresh runs per backend, with uptime
 EXPLAIN = "explain_snli100k.json"  # the README's `aflite explain` figures
 
@@ -462,14 +461,24 @@ def _seconds(value: float) -> str:
     return f"{value:,.0f} s" if value >= 100 else f"{value:.2f} s" if value < 10 else f"{value:.1f} s"
 
 
+def _rows(n: int) -> str:
+    return f"{n // 1_000_000}M" if n % 1_000_000 == 0 else f"{n // 1000}K" if n >= 10_000 else f"{n:,}"
+
+
 def speed() -> str:
-    """The README's sentence on the filter's speed on 2 CPU cores, from :data:`SPEED`'s benchmark-harness files."""
-    complete = json.loads((MEASURED / SPEED["complete"]).read_text(encoding="utf-8"))["complete"]
-    phase = json.loads((MEASURED / SPEED["phase"]).read_text(encoding="utf-8"))["phase"]
-    return (f"2 shared CPU cores: the complete filter **{_seconds(complete['wall_seconds'])}**, "
-            f"{complete['peak_rss_gib']:.1f} GiB peak; one phase {_seconds(phase['fast_phase_seconds'])}, scikit-learn "
-            f"{_seconds(phase['reference_seconds_scaled'])} ({100 * phase['agreement_predictions']:.1f} % same "
-            f"predictions). Raw: [1](docs/measured/{SPEED['complete']}), [2](docs/measured/{SPEED['phase']}).")
+    """The README's speed section: the default `aflite run` (:data:`RUN_SPEED`, made by benchmarks/run_speed.py:
+    train_100k against the reference tree, then the scaling rows); the filter alone is in docs/results.md."""
+    rec = json.loads((MEASURED / RUN_SPEED).read_text(encoding="utf-8"))
+    fast, st = rec["fast"], rec["fast"]["stages"]
+    ratio = (f", {rec['comparison']['cpu_ratio']}x less than `{rec['reference']['commit'].split()[0]}`"
+             if "comparison" in rec else "")
+    sizes = "; ".join(f"{_rows(r['rows'])} " + (f"stopped at {_seconds(r['wall_seconds'])}" if r.get("timed_out")
+                      else f"{_seconds(r['wall_seconds'])} {r['peak_rss_mib'] / 1024:.1f} GiB")
+                      for r in rec.get("scaling", []) if "skipped" not in r)
+    md = RUN_SPEED.removesuffix(".json") + ".md"
+    return (f"`aflite run` defaults, SNLI train_100k, 2 shared cores: **{_seconds(fast['wall_seconds'])}** wall, "
+            f"{fast['cpu_seconds']:,.0f} CPU-s (featurize {_seconds(st['featurize'])}){ratio}. By rows: {sizes}. "
+            f"[Record](docs/measured/{md}), [more](docs/results.md#speed-on-a-shared-2-core-machine).")
 
 
 def explain_counts() -> str:

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from aflite.rundir.folder import RunFolder
-from aflite.rundir.lock import LOCK, MARKER, claim_output, record_files, record_of, record_written
+from aflite.rundir.lock import LOCK, MARKER, record_files, record_of, record_written
 from aflite.rundir.names import SUMMARY_MD
 from aflite.rundir.results import Result
 
@@ -40,7 +40,7 @@ def commit(out: str | Path, body: dict[str, Any], *, command: str, argv: Sequenc
     """Commit ``out`` as ``aflite COMMAND`` would have (every file in it listed as the command's); returns
     results.json as written."""
     out = Path(out)
-    claim_output(out, command, overwrite=True, resume=True).release()  # the marker, then what the test wrote in it:
+    RunFolder.claim(out, command, overwrite=True, resume=True).release()  # the marker, then what the test wrote in it:
     names = [e.name for e in out.iterdir() if e.name not in (MARKER, LOCK)]
     record_written(out, names)
     record_files(out, {n: r for n in names if (r := record_of(out / n)) is not None})  # each file as it is now

@@ -14,8 +14,8 @@ from test_audit import SMALL, _pairs
 from aflite import audit as A
 from aflite import check
 from aflite.audit import checks as audit_checks
+from aflite.audit.check_summaries import TraSummary
 from aflite.audit.images import audit_image_dataset
-from aflite.audit.summaries import TraSummary
 from aflite.check import Check, CheckData, CheckResult, CheckSummary
 from aflite.errors import ParameterError
 from aflite.explain import checks as explain_checks

@@ -1,4 +1,4 @@
-"""results.json's typed bodies (:mod:`aflite.rundir.bodies`): a key of the wrong type at any depth is refused in one
+"""results.json's typed bodies (:mod:`aflite.rundir.schema`): a key of the wrong type at any depth is refused in one
 line naming it, by the parser and by every reader of a folder, even when the file was re-sealed after the edit."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ import pytest
 
 from aflite.cli import main
 from aflite.errors import InputError
-from aflite.rundir.bodies import RunBody, RunParameters, parse
 from aflite.rundir.manifest import seal
+from aflite.rundir.schema import RunBody, RunParameters, parse
 
 
 def resealed(run_dir: Path, edit: dict[str, object]) -> None:
@@ -36,8 +36,8 @@ def test_a_run_is_read_back_typed_with_no_raw_results_dict(committed):
     keys the card and evaluate read (the input's sha256, the seed, Φ) are typed fields with results.json's values."""
     import dataclasses
 
-    from aflite.rundir.bodies import Envelope, FeaturizerRecord
     from aflite.rundir.read import RunRecord, read_run
+    from aflite.rundir.schema import Envelope, FeaturizerRecord
 
     assert [f.name for f in dataclasses.fields(RunRecord)] == ["path", "envelope", "body"]
     raw = json.loads((committed["run"] / "results.json").read_text())
@@ -55,9 +55,9 @@ def test_the_typed_probe_is_written_back_as_the_run_wrote_it(skipped):
     """The card copies the run's probe from its typed body: the same keys (a skipped probe has no model or groups,
     a probed one no top-level skipped), in the same order, with the same values."""
     from aflite.commands.run import _probe_row
-    from aflite.commands.summaries import PROBE_MEANING
+    from aflite.commands.summary_md import PROBE_MEANING
     from aflite.evaluate.probe import ProbeResult
-    from aflite.rundir.bodies import ProbeRecord
+    from aflite.rundir.schema import ProbeRecord
 
     rows = [_probe_row(ProbeResult("D", 40, 0.625, 0.05, 0.4)),
             _probe_row(ProbeResult("D(Φ)", 30, float("nan"), float("nan"), 0.5, skipped="one label"))]

@@ -20,6 +20,7 @@ from unprivileged import NO_WAY, obeying_mode_bits
 from aflite.cli import main
 from aflite.data import counterfactual_twins, load_dataset, warn_twins
 from aflite.rundir import lock as rundir
+from aflite.rundir.folder import RunFolder
 
 SAMPLE = Path(__file__).resolve().parents[1] / "src" / "aflite" / "resources" / "snli_sample.tsv.gz"
 FAST = ["--featurizer", "ngram", "--quiet", "-m", "4", "--no-probe"]
@@ -191,7 +192,7 @@ def test_a_second_run_in_the_same_folder_is_refused_before_featurizing(tmp_path,
 
 def test_two_processes_on_one_folder_the_second_refuses(tmp_path, tsv, capsys):
     out = tmp_path / "run"
-    holder = rundir.claim_output(out, "run")  # a first process at work (flock: per open file, so this suffices)
+    holder = RunFolder.claim(out, "run")  # a first process at work (flock: per open file, so this suffices)
     try:
         code, _, err = cli(capsys, "run", tsv, "--out", out, *FAST)
         assert code == 2
@@ -223,7 +224,7 @@ def test_clear_own_folder_only_empties_what_the_command_created(tmp_path):
     from aflite.rundir.lock import record_files, record_of, record_written
 
     own = tmp_path / "own"
-    rundir.claim_output(own, "demo").release()
+    RunFolder.claim(own, "demo").release()
     record_written(own, ["summary.json", "cache"])  # what the demo wrote there
     (own / "summary.json").write_text("{}")
     record_files(own, {"summary.json": record_of(own / "summary.json")})  # as an atomic write records it
@@ -233,7 +234,7 @@ def test_clear_own_folder_only_empties_what_the_command_created(tmp_path):
     adopted = tmp_path / "adopted"  # a user's folder the demo wrote into with --overwrite: never emptied
     adopted.mkdir()
     (adopted / "thesis.tex").write_text("x")
-    rundir.claim_output(adopted, "demo", overwrite=True).release()
+    RunFolder.claim(adopted, "demo", overwrite=True).release()
     assert not rundir.clear_own_folder(adopted, "demo")
     assert (adopted / "thesis.tex").exists()
     assert not rundir.clear_own_folder(own, "run")
@@ -422,7 +423,7 @@ def test_audit_warns_about_twins(tmp_path, capsys):
 
 # --------------------------------------------------------------------------------- run's summary and progress
 def test_label_shift_warning():
-    from aflite.rundir.bodies import LabelShift
+    from aflite.rundir.schema import LabelShift
 
     calm = LabelShift.between({"a": 50, "b": 50}, {"a": 48, "b": 50})
     assert calm.warning is None and calm.max_change_points < 5
@@ -641,3 +642,25 @@ def test_torch_and_onnx_runtime_leave_nothing_in_tmpdir(tmp_path, tsv, minilm_mo
     small.write_text("\n".join(rows) + "\n")
     assert _tmpdir_after(tmp_path, "embed", small, "--out", tmp_path / "emb", "--featurizer", "minilm",
                          "--backend", "onnx-int8", "--quiet") == []
+
+
+# --------------------------------------------------------------------------------- a reader that goes away
+def test_a_closed_stdout_pipe_does_not_stop_the_run(tmp_path, small_snli):
+    """``aflite run ... | head -1``: the reader is gone before aflite prints. The run still finishes and writes every
+    file, exits 0, and prints no BrokenPipeError traceback (it used to die in the middle of its report)."""
+    read, write = os.pipe()
+    os.close(read)  # nobody reads: the first write or flush to stdout meets EPIPE
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [
+        str(Path(__file__).resolve().parents[1] / "src"), os.environ.get("PYTHONPATH")]))}
+    out = tmp_path / "run"
+    try:
+        proc = subprocess.run([sys.executable, "-m", "aflite", "run", str(small_snli), "--out", str(out),
+                               "--featurizer", "ngram", "--no-probe", "--quiet"], env=env, stdout=write,
+                              stderr=subprocess.PIPE, text=True, timeout=600)
+    finally:
+        os.close(write)
+    assert proc.returncode == 0, proc.stderr
+    assert "Traceback" not in proc.stderr and "BrokenPipe" not in proc.stderr
+    body = json.loads((out / "results.json").read_text(encoding="utf-8"))
+    assert body["sealed"] and len((out / "kept_ids.txt").read_text(encoding="utf-8").split()) == body["size_after"]
+    assert {"report.html", "summary.md", "filtered.tsv.gz"} <= {p.name for p in out.iterdir()}

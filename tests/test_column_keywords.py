@@ -1,4 +1,4 @@
-"""The command line's column options as keywords (aflite.data.options: ``Columns``, ``with_columns``) on every entry
+"""The command line's column options as keywords (aflite.data.keywords: ``Columns``, ``with_columns``) on every entry
 point that reads a dataset, and run's AFLite sizes as keywords (issue #49 item 3): ``aflite.run(df, text_a="sent_a",
 text_b="sent_b", label="gold")`` is what the loader's message tells the user to write, so it must work."""
 
@@ -109,7 +109,7 @@ def test_embed_audit_explain_and_evaluate_read_the_renamed_columns(tmp_path: Pat
     run = aflite.run(renamed(), tmp_path / "run", **COLUMNS, **KW, **SIZES)
     assert run.summary["dataset_options"] == COLUMNS  # the page and card read the rows back with them
     emb = aflite.embed(renamed(), tmp_path / "embed", featurizer="ngram", show_progress=False, **COLUMNS)
-    assert emb.results["rows"] == 400
+    assert emb.body.rows == 400
     assert (tmp_path / "embed" / "ids.txt").read_text().split() == demo()["id"].tolist()
     cfg = aflite.AuditConfig(views=("hypothesis",), n_folds=3, featurizer="ngram", n_clusters=6, n_components=5,
                              tsne_sample=0, show_progress=False, tra=False, peco_shuffles=5)
@@ -119,7 +119,7 @@ def test_embed_audit_explain_and_evaluate_read_the_renamed_columns(tmp_path: Pat
         aflite.audit_dataset(data.open_dataset(demo()), config=cfg, text_a="premise")
     ex = aflite.explain_run(renamed(), tmp_path / "run", tmp_path / "ex", checks=quick_checks(10),
                             show_progress=False, **COLUMNS)
-    assert ex.results["first_phase"]["agreement_with_run"] == 1.0
+    assert ex.body.first_phase is not None and ex.body.first_phase.agreement_with_run == 1.0
     rep = aflite.evaluate_runs(renamed(), [tmp_path / "run"], None, cache_dir=tmp_path / "cache",
                                models=["ngram:hypothesis"], seeds=1, random_baseline=False, single_iteration=False,
                                show_progress=False, **COLUMNS)

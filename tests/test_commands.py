@@ -18,9 +18,9 @@ from pathlib import Path
 import pytest
 
 from aflite.cli import COMMANDS, command_modules
-from aflite.rundir.bodies import body_class
 from aflite.rundir.commands import declarations, load, result_class
 from aflite.rundir.page import page_class
+from aflite.rundir.schema import body_class
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -59,7 +59,7 @@ from typing import Any, ClassVar
 from aflite.data import load_dataset
 from aflite.report.explorer import render
 from aflite.report.rows import instance_columns, table_columns
-from aflite.rundir.bodies import Body, Document
+from aflite.rundir.schema import Body, Document
 from aflite.rundir.folder import RunFolder, claims
 from aflite.rundir.names import INSTANCES
 from aflite.rundir.page import PageData
@@ -128,7 +128,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from aflite.cli.options import add_out, add_overwrite_option, claim_out_folder
+from aflite.cli.flags import add_out, add_overwrite_option, claim_out_folder
 from aflite.rundir.commands import COMMANDS
 
 COMMAND = COMMANDS["words"]
@@ -170,8 +170,8 @@ class HypothesisLength(Check):
     """Per row, the words of its hypothesis."""
 
     name: ClassVar[str] = "hypothesis_length"
-    options: ClassVar[tuple[CheckOption, ...]] = (
-        CheckOption("factor", float, 2.0, "flag rows over this many times the median length"),)
+    options: ClassVar[tuple[Option, ...]] = (
+        Option("factor", float, 2.0, "flag rows over this many times the median length"),)
 
     def find(self, data: CheckData) -> CheckResult:
         words = np.asarray([len(t.split()) for t in data.texts or []], dtype=float)
@@ -237,7 +237,7 @@ def test_a_new_command_is_new_files_only_a_new_check_one_class_a_new_flag_one_op
     assert (out / "report.html").read_bytes() == page
     listed = _run(copy, "-m", "aflite", "--help")
     assert listed.returncode == 0 and listed.stdout.index("\n    words ") > listed.stdout.index("\n    synthetic")
-    body = _run(copy, "-c", "from aflite.rundir.bodies import body_class; print(body_class('words').__name__)")
+    body = _run(copy, "-c", "from aflite.rundir.schema import body_class; print(body_class('words').__name__)")
     assert body.stdout.strip() == "WordsBody", body.stderr
     tests = _run(copy, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/test_docs.py",
                  "tests/test_cli_keywords.py", "tests/test_commands.py", "-k",

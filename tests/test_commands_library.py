@@ -27,7 +27,7 @@ def test_embed_text_from_python_writes_what_the_cli_writes(tmp_path: Path, small
     assert {k: v for k, v in lib.items() if k not in ("argv", "seconds", "manifest", "sealed")} == \
         {k: v for k, v in cli.items() if k not in ("argv", "seconds", "manifest", "sealed")}
     assert lib["manifest"]["features.npy"] == cli["manifest"]["features.npy"]
-    assert res.results["rows"] == 300 and np.load(tmp_path / "lib" / "features.npy").shape[0] == 300
+    assert res.body.rows == 300 and np.load(tmp_path / "lib" / "features.npy").shape[0] == 300
     assert (tmp_path / "lib" / "summary.md").read_text().startswith("# aflite embed:")
 
 

@@ -1036,7 +1036,7 @@ def test_messages_name_the_flag_on_the_command_line_and_the_keyword_in_python(tm
     assert code == 2 and len(err) == 1 and "pass --file-format (tsv, csv" in err[0] and "=" not in err[0], err
     assert not (tmp_path / "o1").exists()
     from aflite.cli import build_parser
-    from aflite.cli.options import dataset_options
+    from aflite.cli.flags import dataset_options
 
     for command in ("run", "explain", "evaluate", "audit", "embed"):  # the flag reaches the loader's keyword
         extra = [str(tmp_path / "run")] if command in ("explain", "evaluate") else []

@@ -752,7 +752,7 @@ def test_featurizer_options_reach_the_probe_featurizers_that_take_them(tmp_path:
     assert store.options_for("ngram") == {} and store.keyed_options("ngram") is None
     args = ["evaluate", "d.tsv", "r", "--out", str(tmp_path / "o"), "--model-path", "/m"]
     from aflite.cli import build_parser
-    from aflite.cli.options import featurizer_flag_values
+    from aflite.cli.flags import featurizer_flag_values
 
     assert featurizer_flag_values(build_parser().parse_args(args)) == {"model_path": "/m"}
 

@@ -220,12 +220,12 @@ def test_without_cleanlab_explain_still_works_and_says_so(explained, tmp_path, m
     tmp, _ = explained
     res = explain(tmp / "planted.tsv", tmp / "run", tmp_path / "ex", checks=quick_checks(10),
                   show_progress=False)
-    assert res.results["checks"]["label_issues"]["summary"]["n"] is None
-    assert "cleanlab is not installed" in res.results["checks"]["label_issues"]["summary"]["skipped"]
+    assert res.body.checks["label_issues"].summary["n"] is None
+    assert "cleanlab is not installed" in res.body.checks["label_issues"].summary["skipped"]
     assert "label issues skipped" in (tmp_path / "ex" / "summary.md").read_text()
     inst = read_csv(tmp_path / "ex" / "instances.csv")
     assert {r["label_issue"] for r in inst} == {""} and {r["nearest_kept"] for r in inst} == {""}
-    assert not any(o["group"] == "label issue" for o in res.results["checks"]["label_issues"]["summary"]["overlap"])
+    assert not any(o["group"] == "label issue" for o in res.body.checks["label_issues"].summary["overlap"])
 
 
 def test_same_ids_and_labels_but_other_texts_are_refused(explained, capsys, tmp_path):
@@ -409,8 +409,8 @@ def test_an_explain_folder_of_another_shape_is_refused_in_one_line(explained, tm
     import shutil
 
     from aflite.errors import InputError
-    from aflite.rundir.bodies import CheckEntry
     from aflite.rundir.read import read_folder
+    from aflite.rundir.schema import CheckEntry
 
     tmp, _ = explained
     doc = read_folder(tmp / "ex", ("explain",))

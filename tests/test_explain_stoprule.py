@@ -9,7 +9,7 @@ import pytest
 
 from aflite.errors import ParameterError
 from aflite.explain.stoprule import continue_until_clean
-from aflite.rundir.bodies import RunParameters
+from aflite.rundir.schema import RunParameters
 
 PARAMS = RunParameters(dataset_size=400, target_size=200, n_partitions=8, train_size=100, slice_size=40, threshold=0.5,
                        strategy="slicing", model="logistic", C=1.0)

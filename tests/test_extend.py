@@ -24,9 +24,9 @@ from quick_checks import quick_checks
 
 from aflite import check
 from aflite import cli as aflite_cli
-from aflite.check import Check, CheckData, CheckOption, CheckResult, CheckSummary
+from aflite.check import Check, CheckData, CheckResult, CheckSummary, Option
 from aflite.cli import main
-from aflite.cli.options import add_out, add_overwrite_option, claim_out_folder
+from aflite.cli.flags import add_out, add_overwrite_option, claim_out_folder
 from aflite.errors import ParameterError
 from aflite.features import BaseFeaturizer, registry
 
@@ -95,7 +95,7 @@ class LongSentences(Check):
 
     name: ClassVar[str] = "long_sentences"
     scope: ClassVar[str] = "audit"
-    options: ClassVar[tuple[CheckOption, ...]] = (CheckOption("factor", float, 2.0, "times the median length"),)
+    options: ClassVar[tuple[Option, ...]] = (Option("factor", float, 2.0, "times the median length"),)
 
     def enabled(self, data: CheckData) -> bool:
         return data.texts is not None
@@ -146,8 +146,8 @@ def test_a_registered_featurizer_and_check_work_from_the_cli(tmp_path: Path, sma
     assert all(float(r["long_hypotheses_score"]) >= 1 for r in rows)
 
 
-LETTERS_OPTION = registry.FeaturizerOption("letters", str, "toy: the letters whose frequencies are Φ",
-                                           metavar="LETTERS")
+LETTERS_OPTION = Option("letters", str, help="toy: the letters whose frequencies are Φ", metavar="LETTERS",
+                        optional=True)
 
 
 @pytest.fixture
@@ -194,7 +194,7 @@ def test_a_featurizer_option_is_declared_once_and_reaches_it(tmp_path: Path, sma
                   params={"n_partitions": 8}, show_progress=False)
     assert got.summary["featurizer"]["dim"] == 4
     assert embed(small_snli, tmp_path / "emb2", featurizer="toy", featurizer_options={"letters": "s"},
-                 show_progress=False).results["dim"] == 2
+                 show_progress=False).body.dim == 2
 
     from aflite.evaluate import ModelSpec
 
@@ -219,7 +219,7 @@ def test_register_checks_what_it_is_given() -> None:
     with pytest.raises(ParameterError, match="no '\\+'"):
         registry.register(registry.FeaturizerSpec("a+b", "text", (), ("run",), "x", factory=ToyFeaturizer))
     with pytest.raises(ParameterError, match="already declared differently"):
-        registry.register(toy, registry.FeaturizerOption("lr", int, "another lr"))
+        registry.register(toy, Option("lr", int, help="another lr", optional=True))
     assert "toy" not in registry.REGISTRY
 
 
@@ -298,8 +298,8 @@ class ToyCheck(Check):
     long rows' ids."""
 
     name: ClassVar[str] = "toy"
-    options: ClassVar[tuple[CheckOption, ...]] = (
-        CheckOption("factor", float, 2.0, "a hypothesis over this many times the median length is long",
+    options: ClassVar[tuple[Option, ...]] = (
+        Option("factor", float, 2.0, "a hypothesis over this many times the median length is long",
                     valid=lambda f: f > 0, rule="must be > 0"),)
 
     def find(self, data: CheckData) -> CheckResult:
@@ -365,9 +365,9 @@ def test_a_check_option_is_declared_once_and_reaches_it(tmp_path: Path, small_sn
 
     got = explain(small_snli, run, tmp_path / "ex2", checks=quick_checks(toy={"factor": 1}),
                   show_progress=False)
-    assert got.results["checks"]["toy"]["options"] == {"factor": 1.0}
+    assert got.body.checks["toy"].options == {"factor": 1.0}
     assert got.checks is not None and got.checks["toy"].summary == ToySummary(len(_long_ids(small_snli, 1.0)))
-    assert got.results["checks"]["toy"]["summary"]["long"] == len(_long_ids(small_snli, 1.0)) != len(want)
+    assert got.body.checks["toy"].summary["long"] == len(_long_ids(small_snli, 1.0)) != len(want)
 
     for flag, line in (("toy:factor=-1", "check 'toy': option 'factor' must be > 0, got -1.0"),
                        ("toy:factor=big", "check 'toy': option 'factor' must be a number, got 'big'"),
@@ -416,14 +416,14 @@ def test_register_checks_a_check_and_its_options() -> None:
             body["find"] = lambda self, data: CheckResult(self.name)
         return type("Toy2", (Check,), body)
 
-    opt = CheckOption("factor", float, 2.0, "x")
+    opt = Option("factor", float, 2.0, "x")
     for cls, match in ((toy2("a:b"), "a name of the form"), (toy2(find=False), "needs a find"),
                        (toy2(options=(opt, opt)), "option name 'factor' is given twice"),
-                       (toy2(options=(CheckOption("f", float, -1.0, "x", valid=lambda v: v > 0, rule="must be > 0"),)),
+                       (toy2(options=(Option("f", float, -1.0, "x", valid=lambda v: v > 0, rule="must be > 0"),)),
                         "option 'f' must be > 0, got -1.0"),
-                       (toy2(options=(CheckOption("f", list, [], "x"),)), "type must be int, float, str or bool"),
-                       (toy2(options=(CheckOption("a b", int, 1, "x"),)), "not a name"),
-                       (toy2(options=({"name": "f"},)), "must be CheckOption objects"),
+                       (toy2(options=(Option("f", list, [], "x"),)), "type must be int, float, str or bool"),
+                       (toy2(options=(Option("a b", int, 1, "x"),)), "not a name"),
+                       (toy2(options=({"name": "f"},)), "must be Option objects"),
                        (ToyFeaturizer, "a subclass of aflite.check.Check")):
         with pytest.raises(ParameterError, match=match):
             check.register(cls)
@@ -516,17 +516,17 @@ def test_a_command_with_a_page_is_declared_in_one_place(tmp_path: Path, small_sn
     from aflite.data import load_dataset
     from aflite.report.explorer import embedded_data, render
     from aflite.report.rows import instance_columns, table_columns
-    from aflite.rundir import bodies
     from aflite.rundir import page as page_registry
-    from aflite.rundir.bodies import Body, Document
+    from aflite.rundir import schema
     from aflite.rundir.folder import RunFolder, claims
     from aflite.rundir.names import INSTANCES
     from aflite.rundir.page import PageData
     from aflite.rundir.read import read_columns
     from aflite.rundir.results import Result, Table
+    from aflite.rundir.schema import Body, Document
 
     monkeypatch.setattr(page_registry, "_PAGES", dict(page_registry._PAGES))  # the toy leaves no trace
-    monkeypatch.setattr(bodies, "BODIES", list(bodies.BODIES))
+    monkeypatch.setattr(schema, "BODIES", list(schema.BODIES))
 
     @dataclass(frozen=True)
     class WordsBody(Body):

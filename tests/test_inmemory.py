@@ -252,7 +252,7 @@ def test_embed_takes_a_dataframe(tmp_path: Path) -> None:
     res = aflite.embed(frame, tmp_path / "emb", featurizer="ngram", show_progress=False)
     assert np.load(tmp_path / "emb" / "features.npy").shape[0] == len(frame)
     assert lines(tmp_path / "emb" / "ids.txt") == frame["id"].tolist()
-    assert res.results["data"] == "in-memory pandas DataFrame"
+    assert res.body.data == "in-memory pandas DataFrame"
 
 
 def test_audit_takes_a_dataframe(tmp_path: Path) -> None:
@@ -269,8 +269,8 @@ def test_explain_and_evaluate_take_the_dataframe_of_a_file_run(file_run: Path, t
     frame = read_demo()
     ex = aflite.explain_run(frame, file_run, tmp_path / "ex", checks=quick_checks(10),
                             show_progress=False)
-    assert ex.results["dataset"] == "in-memory pandas DataFrame" and ex.results["first_phase"][
-        "agreement_with_run"] == 1.0
+    assert ex.body.dataset == "in-memory pandas DataFrame" and ex.body.first_phase is not None
+    assert ex.body.first_phase.agreement_with_run == 1.0
     rep = aflite.evaluate_runs(frame, [file_run], None, cache_dir=tmp_path / "cache", models=["ngram:hypothesis"],
                                seeds=1, random_baseline=False, single_iteration=False, show_progress=False)
     assert rep.config["dataset"] == "in-memory pandas DataFrame" and len(rep.training_sets) == 2

@@ -195,7 +195,7 @@ def test_layers_match_the_architecture_page() -> None:
 
 
 @pytest.mark.parametrize("source, expect", [
-    ("from aflite.cli.options import add_out\n", "cli"),
+    ("from aflite.cli.flags import add_out\n", "cli"),
     ("def f():\n    from aflite.commands.run import run\n", "commands"),
 ])
 def test_the_import_reader_sees_function_level_imports(tmp_path: Path, source: str, expect: str,
@@ -356,3 +356,18 @@ def test_the_contributing_module_map_is_true() -> None:
     missing = [m for m, p in MODULES.items() if not any(p == c or c in p.parents for c in covered)
                and not (p.name == "__init__.py" and p.parent in folders)]
     assert wrong == [] and missing == [], wrong + [f"{m}: not in CONTRIBUTING.md's module map" for m in missing]
+
+
+def _package_graph() -> dict[str, set[str]]:
+    """Which packages (and top-level modules) import which: aflite.report.inline -> aflite.check.token_summary is
+    report -> check."""
+    graph: dict[str, set[str]] = {}
+    for m, targets in _graph().items():
+        graph.setdefault(_concept(m), set()).update(_concept(t) for t in targets if _concept(t) != _concept(m))
+    return graph
+
+
+def test_no_two_packages_import_each_other() -> None:
+    """Within a layer too the arrows point one way: a package that another imports does not import it back
+    (explain writes its page with report, so report reads the tokens summary from check, not from explain)."""
+    assert _loops(_package_graph()) == []

@@ -207,7 +207,7 @@ def test_a_probe_that_d_cannot_train_is_skipped_before_the_filter(tmp_path, caps
 
 # ------------------------------------------------------------------------- the demo and summary.md (issue 25, 14)
 def test_summary_md_shows_text_as_written_and_escapes_markdown_only():
-    from aflite.commands.summaries import _md
+    from aflite.commands.summary_md import _md
 
     assert _md("The man isn't \"here\"") == "The man isn't \"here\""
     assert _md("a <b>bold</b> & | pipe\nnext") == "a \\<b\\>bold\\</b\\> \\& \\| pipe next"

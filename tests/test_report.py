@@ -169,9 +169,9 @@ def test_cli_audit_defaults_names_and_times(tmp_path: Path, capsys: pytest.Captu
         time.sleep(1.0)
         return real(*a, **kw)  # type: ignore[arg-type]
 
-    from aflite.audit import kinds
+    from aflite.audit import modalities
 
-    monkeypatch.setattr(kinds, "compute_features", slow_features)  # where audit_file's flow looks it up
+    monkeypatch.setattr(modalities, "compute_features", slow_features)  # where audit_file's flow looks it up
     out = tmp_path / "a"
     args = ["audit", str(demo_dataset_path()), "--out", str(out), "--featurizer", "ngram", "--sample", "240",
             "--n-clusters", "6", "--n-components", "5", "--tsne-sample", "0", "--n-folds", "3", "--peco-shuffles", "7",

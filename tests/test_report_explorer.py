@@ -111,7 +111,7 @@ def test_the_competency_curve_is_drawn_at_the_alpha_the_token_check_ran_with(pag
     from scipy.stats import norm
 
     from aflite.explain.files import ExplainResult
-    from aflite.rundir.bodies import parse
+    from aflite.rundir.schema import parse
 
     folder = pages["explain"]
     res = json.loads((folder / "results.json").read_text(encoding="utf-8"))

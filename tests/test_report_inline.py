@@ -1,4 +1,4 @@
-"""A command's result where its user looks: one short ``repr`` line (:mod:`aflite.rundir.show`) and a notebook's
+"""A command's result where its user looks: one short ``repr`` line (:mod:`aflite.rundir.display`) and a notebook's
 HTML (:mod:`aflite.report.inline`: the verdict, the label shift, the page's first plots with plotly inline), checked
 as text and, for the plots, in a real browser (headless chromium)."""
 
@@ -18,10 +18,10 @@ import numpy as np
 import pytest
 
 import aflite
+from aflite.check.token_summary import SignificantCounts, TokenSummary, TokenTest
 from aflite.commands.filter import FilterResult
-from aflite.explain.summaries import SignificantCounts, TokenSummary, TokenTest
 from aflite.report.inline import result_html
-from aflite.rundir import show
+from aflite.rundir import display
 from aflite.rundir.results import Result
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -72,7 +72,7 @@ def test_repr_is_one_short_line_with_command_sizes_verdict_and_folder() -> None:
     text = repr(r)
     assert "\n" not in text and len(text) < 400
     assert text.startswith("<aflite filter: |D| 100 → |D(Φ)| 60 rows; “AFLite kept 60 of 100 rows (60%) in 1 phase.”")
-    assert "Second sentence" not in text and "no folder (out=None)" in text and show.GUIDE in text
+    assert "Second sentence" not in text and "no folder (out=None)" in text and display.GUIDE in text
     assert "result.filtered, .scores" in text
     r.out = Path("runs/x")
     assert f"folder {Path('runs/x')}" in repr(r)
@@ -90,9 +90,9 @@ def test_repr_never_raises() -> None:
 
 
 def test_first_sentence() -> None:
-    assert show.first_sentence("One. Two.") == "One."
-    assert show.first_sentence("no stop at all") == "no stop at all"
-    assert show.first_sentence("x" * 300, limit=20) == "x" * 19 + "…"
+    assert display.first_sentence("One. Two.") == "One."
+    assert display.first_sentence("no stop at all") == "no stop at all"
+    assert display.first_sentence("x" * 300, limit=20) == "x" * 19 + "…"
 
 
 def test_html_has_the_verdict_the_label_shift_and_the_plots_with_every_label_escaped() -> None:

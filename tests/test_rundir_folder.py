@@ -170,11 +170,11 @@ def test_a_cluster_that_cannot_be_reached_is_one_line_and_leaves_the_run(tsv, go
 # ------------------------------------------------------------------------ report's lock, --out ''
 def test_report_holds_the_folders_lock(good_run, tmp_path, capsys):
     from aflite.cli import main
-    from aflite.rundir.lock import claim_output
+    from aflite.rundir.folder import RunFolder
 
     run = copy_of(good_run, tmp_path)
     page = (run / "report.html").read_bytes()
-    held = claim_output(run, "run", overwrite=True)  # a run --overwrite holding the folder (its own open file)
+    held = RunFolder.claim(run, "run", overwrite=True)  # a run --overwrite holding the folder (its own open file)
     try:
         assert main(["report", str(run)]) == 2
         err = capsys.readouterr().err.strip()
@@ -231,10 +231,11 @@ def test_a_0_3_0_folder_says_what_aflite_wrote_by_its_marker_and_manifest(tmp_pa
 
 def test_the_demos_clean_start_keeps_what_the_user_added(tmp_path):
     from aflite.rundir import lock as rundir
+    from aflite.rundir.folder import RunFolder
     from aflite.rundir.lock import record_files, record_of, record_written
 
     own = tmp_path / "own"
-    rundir.claim_output(own, "demo").release()
+    RunFolder.claim(own, "demo").release()
     record_written(own, ["summary.md"])
     (own / "summary.md").write_text("aflite's")
     record_files(own, {"summary.md": record_of(own / "summary.md")})  # as an atomic write records it

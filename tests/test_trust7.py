@@ -423,7 +423,7 @@ def test_the_demos_clean_start_removes_only_unchanged_files_it_recorded(tmp_path
     from aflite.rundir.lock import record_written
 
     own = tmp_path / "own"
-    rundir.claim_output(own, "demo").release()
+    RunFolder.claim(own, "demo").release()
     (own / "summary.json").write_text("{}")  # listed below, but never recorded by a write of aflite's
     (tmp_path / "victim.txt").write_text("outside")
     record_written(own, ["summary.json", "../victim.txt"])

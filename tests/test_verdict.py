@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from aflite.audit.results import audit_verdict
-from aflite.commands.summaries import filter_verdict, run_verdict
+from aflite.commands.summary_md import filter_verdict, run_verdict
 from aflite.evaluate.tables import evaluate_verdict
 from aflite.experiments.outputs import synthetic_verdict
 from aflite.verdict import markdown
@@ -229,7 +229,8 @@ def explain_results(kept: int, random: list[int], issues: int | None, shuffled: 
     """The tokens and label_issues checks' summaries, typed, with these counts."""
     import numpy as np
 
-    from aflite.explain.summaries import LabelIssueSummary, ShuffledLabels, SignificantCounts, TokenSummary, TokenTest
+    from aflite.check.token_summary import SignificantCounts, TokenSummary, TokenTest
+    from aflite.explain.check_summaries import LabelIssueSummary, ShuffledLabels
 
     tokens = TokenSummary(SignificantCounts(12, kept, sum(random) / len(random)), random, "hypothesis",
                           TokenTest("z", 0.01, 20, "base", len(random), "means"))

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
-from aflite.cli.options import add_quiet, add_seed, out_path
+from aflite.cli.flags import add_quiet, add_seed, out_path
 from aflite.errors import AfliteError, ParameterError
 
 PROG = "bench"  # the one-line errors read "bench: error: ..."

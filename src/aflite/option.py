@@ -170,7 +170,7 @@ def _module(path: Path) -> ast.Module:
 
 
 def _assigned(tree: ast.Module) -> dict[str, ast.expr]:
-    """A module's top-level names and the expression each is assigned (``MIN_COUNT = CheckOption(...)``)."""
+    """A module's top-level names and the expression each is assigned (``MIN_COUNT = Option(...)``)."""
     return {t.id: node.value for node in tree.body if isinstance(node, ast.Assign)
             for t in node.targets if isinstance(t, ast.Name)}
 
@@ -179,7 +179,7 @@ _TYPE_NAMES = {"int": int, "float": float, "str": str, "bool": bool, "Path": Pat
 
 
 def _literal_option(call: Any) -> Option | None:
-    """``CheckOption(...)``/``Option(...)`` with its literal arguments (its type named int, float, str, bool or
+    """``Option(...)`` with its literal arguments (its type named int, float, str, bool or
     Path), or None when ``call`` is no such call."""
     found = _literal_call(call)
     return None if found is None else found[0]
@@ -187,7 +187,7 @@ def _literal_option(call: Any) -> Option | None:
 
 def _literal_call(call: Any) -> tuple[Option, frozenset[str]] | None:
     """The Option of a literal ``Option(...)`` call and the keywords it was given, or None."""
-    if not isinstance(call, ast.Call) or getattr(call.func, "id", None) not in ("CheckOption", "Option"):
+    if not isinstance(call, ast.Call) or getattr(call.func, "id", None) != "Option":
         return None
     args: list[Any] = []
     for i, a in enumerate(call.args):

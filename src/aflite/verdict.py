@@ -3,7 +3,7 @@ changed, against which baseline, and whether the change is beyond the null or th
 
 Every ``summary.md`` starts with them and every ``results.json`` carries them as ``"verdict"`` (a list of
 sentences), so that a reader who opens only the first lines learns the answer. Each command's sentences live with
-its result (:func:`aflite.commands.summaries.run_verdict`, :func:`~aflite.commands.summaries.filter_verdict`,
+its result (:func:`aflite.commands.summary_md.run_verdict`, :func:`~aflite.commands.summary_md.filter_verdict`,
 :func:`aflite.evaluate.tables.evaluate_verdict`, :func:`aflite.audit.results.audit_verdict`,
 :func:`aflite.experiments.outputs.synthetic_verdict`) and reads the plain JSON-like dictionary its command writes;
 this module holds what they share. A sentence states a comparison only when the numbers for it are there; it never

@@ -1,7 +1,7 @@
 """The checks of the label-leakage audit (:mod:`aflite.check`, scope ``"audit"``), one per measurement of a
 single-sentence view, in the order they run: the biased (view-only) model, the accuracy-based leakage metrics,
 PECO with its null, the t-SNE map of PECO's reduced embeddings, TRA (with the fine-tuned models) and the token
-artifact table. Each returns its per-row values, its summary (its class in :mod:`aflite.audit.summaries`; its own
+artifact table. Each returns its per-row values, its summary (its class in :mod:`aflite.audit.check_summaries`; its own
 fields are its keys of the view's entry in results.json, its verdict sentences among the common ones) and, where it
 has one, a section of summary.md (the built-in ones have none: the audit's own verdict and
 summary lines reconcile their figures). :func:`audit_view` runs every registered audit check on one view."""
@@ -13,12 +13,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from aflite.audit.clusters import PecoResult, peco, peco_null
-from aflite.audit.finetuned import embed_finetuned, tra
-from aflite.audit.linear import cv_predict
-from aflite.audit.metrics import LeakageMetrics, leakage_metrics
-from aflite.audit.results import ViewAudit
-from aflite.audit.summaries import (
+from aflite.audit.check_summaries import (
     BiasedSummary,
     LeakageSummary,
     PecoSummary,
@@ -27,6 +22,11 @@ from aflite.audit.summaries import (
     TraSummary,
     TsneSummary,
 )
+from aflite.audit.clusters import PecoResult, peco, peco_null
+from aflite.audit.finetuned import embed_finetuned, tra
+from aflite.audit.linear import cv_predict
+from aflite.audit.metrics import LeakageMetrics, leakage_metrics
+from aflite.audit.results import ViewAudit
 from aflite.check import Check, CheckData, CheckResult, register, run_checks
 from aflite.check.tokens import token_artifacts
 

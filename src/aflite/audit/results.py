@@ -8,10 +8,10 @@ from typing import Any
 import numpy as np
 
 from aflite.atomic import JSON
+from aflite.audit.check_summaries import TokenTableSummary, TraSummary
 from aflite.audit.clusters import PecoNull, PecoResult
 from aflite.audit.finetuned import TraResult
 from aflite.audit.metrics import AUDIT_VIEWS, BIAS_THRESHOLD, LeakageMetrics
-from aflite.audit.summaries import TokenTableSummary, TraSummary
 from aflite.check import CheckResult
 from aflite.check.tokens import TokenRow
 from aflite.errors import ParameterError

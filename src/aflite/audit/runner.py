@@ -20,7 +20,7 @@ from aflite.audit.metrics import AUDIT_VIEWS
 from aflite.audit.results import AuditConfig, DatasetAudit, ViewAudit
 from aflite.check import CheckContext, CheckData, resolve_checks
 from aflite.data import COLUMNS, Dataset, open_dataset, with_columns
-from aflite.data.options import option_label
+from aflite.data.keywords import option_label
 from aflite.device import torch_device
 from aflite.errors import InputError, ParameterError
 from aflite.features import featurize

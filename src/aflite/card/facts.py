@@ -25,16 +25,17 @@ from aflite import __version__
 from aflite.card.licenses import HUB_LICENSES, close_matches
 from aflite.card.limits import known_limits
 from aflite.check import CheckSummary
+from aflite.check.token_summary import TokenSummary
 from aflite.data import demo_dataset_path, option_label
 from aflite.data.files import MEMORY_PREFIX
 from aflite.errors import AfliteError, InputError, ParameterError
 from aflite.evaluate.tables import evaluate_verdict
-from aflite.explain.summaries import DataMapSummary, LabelIssueSummary, SurrogateSummary, TokenSummary
+from aflite.explain.check_summaries import DataMapSummary, LabelIssueSummary, SurrogateSummary
 from aflite.features.registry import find
 from aflite.hashing import file_sha256
-from aflite.rundir.bodies import EvaluateBody, ExplainBody, RunBody
 from aflite.rundir.names import KEPT_IDS, WARMUP_IDS
 from aflite.rundir.read import RunRecord
+from aflite.rundir.schema import EvaluateBody, ExplainBody, RunBody
 
 S = TypeVar("S", bound=CheckSummary)
 

@@ -14,7 +14,7 @@ from typing import Any
 
 from aflite.card.facts import GIVEN_LICENSE, memory_kind
 from aflite.card.frontmatter import dump
-from aflite.commands.summaries import warmup_line
+from aflite.commands.summary_md import warmup_line
 
 __all__ = ["code", "front_matter", "render_card", "text"]
 

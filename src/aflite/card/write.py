@@ -27,11 +27,11 @@ from aflite.card.facts import FORMAT, CardInputs, build_manifest, check_license_
 from aflite.card.html import card_html, card_text
 from aflite.card.render import render_card
 from aflite.errors import InputError, OutputError
-from aflite.rundir.bodies import Body, EvaluateBody, ExplainBody
 from aflite.rundir.lock import holding_lock, pause_point
 from aflite.rundir.names import CARD, KEPT_IDS, MANIFEST, MARKER, RESULTS
 from aflite.rundir.read import read_folder, read_run
 from aflite.rundir.results import Result
+from aflite.rundir.schema import Body, EvaluateBody, ExplainBody
 
 __all__ = ["CardResult", "write_card"]
 
@@ -76,11 +76,11 @@ class CardResult(Result):
         return self.readme.read_text(encoding="utf-8")
 
     def repr_line(self) -> str:
-        """What ``repr`` shows (:func:`aflite.rundir.show.describe`): the card's folder, license and notes."""
+        """What ``repr`` shows (:func:`aflite.rundir.display.describe`): the card's folder, license and notes."""
         return card_text(self)
 
     def html_view(self) -> str:
-        """What a notebook shows (:func:`aflite.rundir.show.html_of`): the same, and README.md (escaped)."""
+        """What a notebook shows (:func:`aflite.rundir.display.html_of`): the same, and README.md (escaped)."""
         return card_html(self)
 
 

@@ -1,7 +1,7 @@
 """Checks: measurements of a dataset's rows, in one shape, registered once (in the spirit of cleanlab's Datalab
 issue managers).
 
-A :class:`Check` has a ``name``, a ``scope``, its ``options`` (declared once, as :class:`CheckOption`: key, type,
+A :class:`Check` has a ``name``, a ``scope``, its ``options`` (declared once, as :class:`Option`: key, type,
 default, help) and :meth:`Check.find`, which reads a :class:`CheckData` and returns a :class:`CheckResult`: per-row
 ``scores`` and ``flags`` (or its own per-row ``columns``), a ``summary`` (:class:`CheckSummary`: its score, the
 count it flags, its verdict sentences and its own typed fields: a dataclass subclass declared beside the check), the
@@ -39,13 +39,14 @@ from typing import Any, ClassVar
 import numpy as np
 
 from aflite.check.format import cell
-from aflite.check.options import FILE_NAME, NAME, CheckOption, resolve, validate_options
+from aflite.check.params import FILE_NAME, NAME, resolve, validate_options
 from aflite.check.summary import CheckSummary, optional
 from aflite.check.tokens import token_matrix
 from aflite.errors import ParameterError
-from aflite.rundir.bodies import RunBody
+from aflite.option import Option
+from aflite.rundir.schema import RunBody
 
-__all__ = ["CHECKS", "SCOPES", "Check", "CheckContext", "CheckData", "CheckOption", "CheckResult", "CheckSummary",
+__all__ = ["CHECKS", "SCOPES", "Check", "CheckContext", "CheckData", "CheckResult", "CheckSummary", "Option",
            "check_files", "check_names", "check_options", "get_check", "optional", "register", "resolve_checks",
            "run_checks"]
 
@@ -165,14 +166,14 @@ SCOPES = ("explain", "audit")
 
 class Check:
     """The shape of a check: a ``name``, a ``scope`` (``"explain"``: it reads a run; ``"audit"``: a dataset's
-    single-sentence view), its ``options`` (declared once: :class:`CheckOption`) and :meth:`find`. An instance holds
+    single-sentence view), its ``options`` (declared once: :class:`Option`) and :meth:`find`. An instance holds
     its options' values in ``params`` (the defaults, overridden by those given, each checked). :meth:`enabled` says
     whether it runs on this data with these options (a disabled check still returns its summary, of the same class,
     from :meth:`disabled`, so that results.json has the same keys)."""
 
     name: ClassVar[str] = ""
     scope: ClassVar[str] = "explain"
-    options: ClassVar[tuple[CheckOption, ...]] = ()
+    options: ClassVar[tuple[Option, ...]] = ()
 
     def __init__(self, params: Mapping[str, Any] | None = None) -> None:
         self.params: dict[str, Any] = resolve(self.name, tuple(self.options), params)
@@ -252,7 +253,7 @@ def check_names(scope: str | None = None) -> tuple[str, ...]:
     return tuple(n for n in CHECKS if scope is None or getattr(_check_class(n), "scope", "explain") == scope)
 
 
-def check_options(name: str, scope: str | None = None) -> tuple[CheckOption, ...]:
+def check_options(name: str, scope: str | None = None) -> tuple[Option, ...]:
     """The options the registered check ``name`` declares; an unknown name, or one of another ``scope`` than the
     one given, refused in one line."""
     if scope is not None and name not in check_names(scope):

@@ -2,7 +2,7 @@
 in a dataclass subclass declared next to the check, the check's own typed fields.
 
 ``to_json`` writes the common keys, then the subclass's own fields in their order (nested dataclasses as objects);
-``from_json`` builds the typed object back from that JSON (:func:`aflite.rundir.bodies.typed`: each key checked
+``from_json`` builds the typed object back from that JSON (:func:`aflite.rundir.typed_json.typed`: each key checked
 against its field's type, nested dataclasses rebuilt). Keys a summary class does not declare are ignored, as a
 results.json body ignores them, so that a reader of a built-in check's entry still reads a folder whose summary
 carries more keys; a missing field without a default, or a key of the wrong type, is refused in one line.
@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Self
 
 from aflite.atomic import JSON
-from aflite.rundir.bodies import typed
+from aflite.rundir.typed_json import typed
 
 __all__ = ["COMMON", "CheckSummary", "optional"]
 

@@ -2,7 +2,7 @@
 
 Each sub-command lives in its own module under :mod:`aflite.cli`, which declares it once (``COMMAND``:
 :class:`aflite.rundir.commands.Command`; the table :data:`COMMANDS` is read from those declarations) and exposes
-``register(subparsers)``: it declares its options (the shared ones come from :mod:`aflite.cli.options`, so each
+``register(subparsers)``: it declares its options (the shared ones come from :mod:`aflite.cli.flags`, so each
 name means one thing in every command), and its handler parses them and calls the library. Modules are imported
 cheaply (only argparse set-up runs at start) so ``aflite --help`` stays fast. ``main`` turns an
 :class:`aflite.errors.AfliteError` into one line on stderr and exit code 2.
@@ -17,12 +17,12 @@ import importlib
 import os
 import re
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from types import ModuleType
 from typing import Any, NoReturn
 
 from aflite import __version__
-from aflite.cli.options import add_threads
+from aflite.cli.flags import add_threads
 from aflite.errors import AfliteError, ParameterError
 from aflite.rundir.commands import declarations
 from aflite.threads import prepare_process
@@ -180,6 +180,49 @@ def _scratch() -> Iterator[None]:
         shutil.rmtree(private, ignore_errors=True)
 
 
+class _PipeSafe:
+    """``sys.stdout`` for the length of a command: once the reader has gone (``aflite run ... | head -3``), what
+    is still printed is dropped instead of raising BrokenPipeError half-way through the run, so the run finishes
+    and its files are written. File descriptor 1 is pointed at /dev/null then, so the interpreter's last flush is
+    quiet too."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream, self.gone = stream, False
+
+    def _guard(self, fn: Callable[[], Any]) -> Any:
+        if self.gone:
+            return None
+        try:
+            return fn()
+        except BrokenPipeError:
+            self.gone = True
+            with contextlib.suppress(OSError, ValueError):
+                os.dup2(os.open(os.devnull, os.O_WRONLY), self._stream.fileno())
+            return None
+
+    def write(self, text: str) -> int:
+        self._guard(lambda: self._stream.write(text))
+        return len(text)
+
+    def flush(self) -> None:
+        self._guard(self._stream.flush)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
+@contextlib.contextmanager
+def _stdout_pipe_safe() -> Iterator[None]:
+    old = sys.stdout
+    sys.stdout = _PipeSafe(old)
+    try:
+        yield
+    finally:
+        with contextlib.suppress(BrokenPipeError):
+            sys.stdout.flush()
+        sys.stdout = old
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     prepare_process()  # before build_parser loads numpy and scikit-learn (aflite.threads)
     parser = build_parser()
@@ -200,8 +243,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if getattr(args, "quiet", False):  # no progress bars from the libraries either (model loading)
             os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
         _check_before_claim(args)
-        with _scratch(), thread_policy(getattr(args, "threads", None)), _claim_output(args) as folder, \
-                _library_warnings():
+        with _stdout_pipe_safe(), _scratch(), thread_policy(getattr(args, "threads", None)), \
+                _claim_output(args) as folder, _library_warnings():
             args.out_folder = folder
             code = args.handler(args)
     except AfliteError as exc:

@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from aflite.cli.options import (
+from aflite.cli.flags import (
     FEATURIZER_OPTIONS,
     LOADERS,
     add_cache,
@@ -130,7 +130,7 @@ def _validate(args: argparse.Namespace) -> None:
     """What can be refused before --out is created: a --compare folder that is not a run (or that holds --out),
     and options that do not apply to the data's modality (text-only options on images, image options on text)."""
     from aflite.check import check_options, resolve_checks
-    from aflite.check.options import parse_check_flag
+    from aflite.check.params import parse_check_flag
     from aflite.commands.audit import check_audit_options
 
     args.checks = parse_check_flag(args.check or [], lambda name: check_options(name, "audit"))

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from aflite.cli.options import out_path
+from aflite.cli.flags import out_path
 from aflite.rundir.commands import COMMANDS
 
 # this command's entry in the one table of commands (aflite.rundir.commands.COMMANDS)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from aflite.cli.options import FEATURIZER_OPTIONS, LOADERS, add_out
+from aflite.cli.flags import FEATURIZER_OPTIONS, LOADERS, add_out
 from aflite.cli.run import CLI_ONLY as CLI_ONLY  # run's flags, the same
 from aflite.cli.run import add_pipeline_options, pipeline_kwargs, report
 from aflite.rundir.commands import COMMANDS

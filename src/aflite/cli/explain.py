@@ -9,7 +9,7 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
-from aflite.cli.options import (
+from aflite.cli.flags import (
     FEATURIZER_OPTIONS,
     LOADERS,
     add_cache,
@@ -125,7 +125,7 @@ def _validate(args: argparse.Namespace) -> None:
     """Before --out is claimed: explain reads the run folder and writes elsewhere (--out and --cache-dir), and every
     --check (and the flags that alias check options) names a check, one of its options and a value it takes."""
     from aflite.check import check_options
-    from aflite.check.options import parse_check_flag
+    from aflite.check.params import parse_check_flag
     from aflite.commands.explain import explain_check_options
     from aflite.rundir.lock import check_outside_runs
 

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from aflite.cli.options import (
+from aflite.cli.flags import (
     SIZE_HELP,
     add_cluster,
     add_device,
@@ -18,7 +18,7 @@ from aflite.cli.options import (
     claim_out_folder,
     partitions,
 )
-from aflite.cli.options import size as _size
+from aflite.cli.flags import size as _size
 from aflite.defaults import SNLI_DEFAULTS
 from aflite.rundir.commands import COMMANDS
 from aflite.verdict import phases_text

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from aflite.cli.filter import add_filter_options, add_scale_options
-from aflite.cli.options import (
+from aflite.cli.flags import (
     FEATURIZER_OPTIONS,
     LOADERS,
     add_backend,
@@ -134,7 +134,7 @@ def report(res: Any) -> None:
     p = s["parameters"]
     if s.get("verdict"):  # the terminal's first lines: each symbol defined where it first appears
         print("verdict: " + " ".join(define_terms(s["verdict"])))
-    from aflite.commands.summaries import warmup_line
+    from aflite.commands.summary_md import warmup_line
 
     f = s.get("featurizer") or {}
     print(f"Φ: {f.get('name')} ({f.get('dim')} dims, view {f.get('view')})"
@@ -160,7 +160,7 @@ def report(res: Any) -> None:
                 continue
             print(f"  hypothesis-only probe on {r['name']:<28} n={r['size']:>6}  acc {100 * r['accuracy']:.1f}%"
                   f"  majority {100 * r['majority']:.1f}%  Δ {100 * (r['accuracy'] - r['majority']):+.1f}")
-        from aflite.commands.summaries import PROBE_MEANING
+        from aflite.commands.summary_md import PROBE_MEANING
 
         print(f"  ({PROBE_MEANING})")
     print(f"filtered dataset: {res.filtered_path}\nsummary: {res.out / 'summary.md'}", file=sys.stderr)

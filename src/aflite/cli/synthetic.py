@@ -7,7 +7,7 @@ import json
 import sys
 from typing import Any
 
-from aflite.cli.options import (
+from aflite.cli.flags import (
     SIZE_HELP,
     add_overwrite_option,
     add_quiet,

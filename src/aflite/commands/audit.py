@@ -5,7 +5,7 @@ One flow for both modalities (:func:`audit_file`): read the data once as text or
 audit each set, and write the folder (:meth:`aflite.rundir.folder.RunFolder.finish`: the t-SNE
 maps of an image audit, ``results.json``, ``summary.md`` and ``report.html``). What differs between text and
 images — the configuration, the features, the audit of one set and the page — is a :class:`TextAudit` or an
-:class:`ImageAudit` (:mod:`aflite.audit.kinds`).
+:class:`ImageAudit` (:mod:`aflite.audit.modalities`).
 """
 
 from __future__ import annotations
@@ -21,18 +21,18 @@ import numpy as np
 
 from aflite.atomic import JSON, atomic_open
 from aflite.audit import AuditConfig, sample_rows, subset
-from aflite.audit.kinds import ImageAudit, audit_kind
+from aflite.audit.modalities import ImageAudit, audit_kind
 from aflite.audit.results import audit_verdict, check_sections, check_verdicts
 from aflite.check import resolve_checks
 from aflite.data import Columns, open_dataset, source_name, with_columns
 from aflite.errors import InputError, ParameterError, takes_mappings
 from aflite.report.explorer import reframe_audit
-from aflite.rundir.bodies import Document
 from aflite.rundir.folder import RunFolder, claims
 from aflite.rundir.lock import check_outside_runs
-from aflite.rundir.match import check_run_rows
 from aflite.rundir.read import read_kept_ids
 from aflite.rundir.results import Result, recording_warnings
+from aflite.rundir.same_rows import check_run_rows
+from aflite.rundir.schema import Document
 from aflite.threads import limited
 from aflite.verdict import markdown
 
@@ -304,7 +304,7 @@ def audit_file(
 def _columns(dataset_options: dict[str, Any] | None, image_options: dict[str, Any] | None,
              columns: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any] | None]:
     """The column keywords into the text loader's options and, those an image table has (path, label, id), into
-    the image loader's: which one reads the data is decided later (:func:`aflite.audit.kinds.audit_kind`)."""
+    the image loader's: which one reads the data is decided later (:func:`aflite.audit.modalities.audit_kind`)."""
     text = with_columns(dataset_options, {k: v for k, v in columns.items() if k != "path_column"}, "audit_file")
     image = {k: v for k, v in columns.items() if k in ("path_column", "label", "id_column") and v is not None}
     return text, (with_columns(image_options, image, "audit_file") if image else image_options)

@@ -10,6 +10,7 @@ for bit, as one process on the same backend.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 import sys
@@ -38,6 +39,7 @@ from aflite.rundir.folder import RunFolder, claims
 from aflite.rundir.names import FEATURES, WARMUP_IDS
 from aflite.rundir.read import read_results
 from aflite.rundir.results import Result, recording_warnings
+from aflite.rundir.schema import EmbedBody
 
 __all__ = ["FEATURES", "EmbedResult", "check_embed_out", "embed"]
 
@@ -49,7 +51,7 @@ class EmbedResult(Result):
 
     command: ClassVar[str] = "embed"
     out: Path
-    results: JSON
+    body: EmbedBody
     line: str
     files: dict[str, str] = field(default_factory=dict)
     data: str = ""
@@ -59,8 +61,8 @@ class EmbedResult(Result):
     def seed(self) -> Any:
         return self.run_seed
 
-    def to_json(self) -> JSON:
-        return self.results
+    def to_json(self) -> dict[str, Any]:
+        return self.body.to_json()
 
     def summary_md(self) -> str:
         use = (f"aflite filter --features {self.out / FEATURES} --ids {self.out / 'ids.txt'}"
@@ -186,15 +188,13 @@ def embed(data_path: Any, out: str | os.PathLike[str] | RunFolder, *, featurizer
                               chunk_size=chunk_size, executor=executor)
     finally:
         release()
-    rows, dim, secs = res.pop("rows"), res.pop("dim"), res.pop("seconds")
-    result = _result(data.source_name(data_path), featurizer, seed, folder.path, rows=rows, dim=dim, seconds=secs,
-                     **res)
+    result = _result(data.source_name(data_path), seed, folder.path, res)
     folder.finish(result)
     return result
 
 
 def _embed_text(ds: Any, out: Path, *, featurizer: str, view: str, options: JSON, warmup_size: float,
-                cache_dir: Path, seed: int, show_progress: bool, chunk_size: int, executor: Any) -> JSON:
+                cache_dir: Path, seed: int, show_progress: bool, chunk_size: int, executor: Any) -> EmbedBody:
     ws: float | int = warmup_size if warmup_size < 1 else int(warmup_size)
     shards = ShardedTransform(executor) if executor is not None else None
     t0 = time.perf_counter()
@@ -205,18 +205,16 @@ def _embed_text(ds: Any, out: Path, *, featurizer: str, view: str, options: JSON
     write_npy(out / FEATURES, X)
     write_text(out / "ids.txt", "".join(f"{i}\n" for i in ds.ids[f.rows]))
     write_text(out / "labels.txt", "".join(f"{lab}\n" for lab in ds.labels[f.rows]))
-    extra: JSON = {}
-    if shards is not None:
-        extra["cluster"] = shards.report.as_dict() if shards.report is not None else {"shards": 0}
     if len(f.warmup_rows):
         write_text(out / WARMUP_IDS, "".join(f"{i}\n" for i in ds.ids[f.warmup_rows]))
-        extra["warmup_ids"] = WARMUP_IDS
-    return {"rows": int(X.shape[0]), "dim": int(X.shape[1]), "seconds": secs, "view": view,
-            "from_cache": bool(f.from_cache), **extra}
+    cluster = None if shards is None else shards.report.as_dict() if shards.report is not None else {"shards": 0}
+    return EmbedBody(featurizer=featurizer, rows=int(X.shape[0]), dim=int(X.shape[1]), seconds=secs, view=view,
+                     from_cache=bool(f.from_cache), cluster=cluster,
+                     warmup_ids=WARMUP_IDS if len(f.warmup_rows) else None)
 
 
 def _embed_images(ds: Any, out: Path, *, featurizer: str, options: JSON, chunk_size: int,
-                  show_progress: bool, cache_dir: Path, executor: Any, done_key: str | None = None) -> JSON:
+                  show_progress: bool, cache_dir: Path, executor: Any, done_key: str | None = None) -> EmbedBody:
     """OUT/features.npy written chunk by chunk (memory-mapped; an interrupted run resumes when the same call is
     made again), OUT/ids.txt and OUT/labels.txt, ready for ``aflite filter --features OUT/features.npy --mmap``.
     On a cluster the chunks are shards in ``cache_dir/shards/`` (resumed there), assembled into
@@ -228,7 +226,7 @@ def _embed_images(ds: Any, out: Path, *, featurizer: str, options: JSON, chunk_s
     feat.fit(list(ds.texts_a))  # the int8 backend's calibration sample: all rows, the same on every shard
     key = json_digest({"files": files_fingerprint(ds.texts_a), "options": feat.get_options()})
     t0 = time.perf_counter()
-    more: JSON = {"features_key": key}
+    cluster = None
     if done_key == key and _rows(out) == len(ds):  # --resume of a call that had finished: the matrix is kept
         dest = out / FEATURES
     elif executor is None:
@@ -240,17 +238,17 @@ def _embed_images(ds: Any, out: Path, *, featurizer: str, options: JSON, chunk_s
                                    show_progress=show_progress, unit="image")
         dest = shards_to_npy(paths, out / FEATURES)
         shutil.rmtree(folder, ignore_errors=True)
-        more["cluster"] = report.as_dict()
+        cluster = report.as_dict()
     secs = time.perf_counter() - t0
     write_text(out / "ids.txt", "".join(f"{i}\n" for i in ds.ids))
     write_text(out / "labels.txt", "".join(f"{lab}\n" for lab in ds.labels))
     bad = getattr(ds, "bad_images", [])
     if bad:
         write_text(out / "bad_images.txt", "".join(f"{b}\n" for b in bad))
-        more["bad_images"] = {"count": len(bad), "file": "bad_images.txt"}
         print(f"{len(bad)} unreadable image(s) left out, listed in {out / 'bad_images.txt'}", file=sys.stderr)
     shape = np.load(dest, mmap_mode="r").shape
-    return {"rows": int(shape[0]), "dim": int(shape[1]), "seconds": secs, **more}
+    return EmbedBody(featurizer=featurizer, rows=int(shape[0]), dim=int(shape[1]), seconds=secs, features_key=key,
+                     cluster=cluster, bad_images={"count": len(bad), "file": "bad_images.txt"} if bad else None)
 
 
 def _finished_key(out: Path) -> str | None:
@@ -271,20 +269,20 @@ def _rows(out: Path) -> int:
         return -1
 
 
-def _result(data_path: str, featurizer: str, seed: int, out: Path, *, rows: int, dim: int, seconds: float,
-            **more: Any) -> EmbedResult:
-    """results.json's body and the one-line account, the same for text and images."""
+def _result(data_path: str, seed: int, out: Path, found: EmbedBody) -> EmbedResult:
+    """results.json's body (``found`` with the data, its files and the seconds rounded) and the one-line account,
+    the same for text and images."""
     files = {"features": FEATURES, "ids": "ids.txt"}
     if (out / "labels.txt").exists():
         files["labels"] = "labels.txt"
-    res = {"data": data_path, "featurizer": featurizer, "rows": rows, "dim": dim,
-           "seconds": round(seconds, 3), "files": files, **more}
-    line = (f"{rows} x {dim} features ({featurizer}"
-            f"{', view ' + str(more['view']) if 'view' in more else ''}) in {seconds:.1f} s "
-            f"({rows / max(seconds, 1e-9):.0f} rows/s{', from cache' if more.get('from_cache') else ''}"
-            f"{_cluster_note(more.get('cluster'))}) -> "
+    seconds = found.seconds or 0.0
+    body = dataclasses.replace(found, data=data_path, seconds=round(seconds, 3), files=files)
+    line = (f"{body.rows} x {body.dim} features ({body.featurizer}"
+            f"{', view ' + body.view if body.view is not None else ''}) in {seconds:.1f} s "
+            f"({body.rows / max(seconds, 1e-9):.0f} rows/s{', from cache' if body.from_cache else ''}"
+            f"{_cluster_note(body.cluster)}) -> "
             f"{out / FEATURES}")
-    return EmbedResult(out, res, line, files, data_path, seed)
+    return EmbedResult(out, body, line, files, data_path, seed)
 
 
 def _cluster_note(report: JSON | None) -> str:

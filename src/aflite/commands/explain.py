@@ -28,21 +28,21 @@ import numpy as np
 
 from aflite.check import CheckContext, CheckData, check_files, check_names, check_options, resolve_checks, run_checks
 from aflite.data import Columns, open_dataset, source_name, with_columns
-from aflite.data.options import option_label
+from aflite.data.keywords import option_label
 from aflite.errors import InputError, ParameterError, takes_mappings
 from aflite.explain.files import FILES, ExplainResult, check_columns, explain_results
 from aflite.explain.recompute import first_phase, token_texts
 from aflite.features import Features, featurize_dataset
 from aflite.features.cache import check_run_features
 from aflite.features.registry import refuse_untaken, run_options, spec
-from aflite.rundir.bodies import FeaturizerRecord
 from aflite.rundir.folder import RunFolder, claims
 from aflite.rundir.lock import check_outside_runs
 from aflite.rundir.manifest import RESERVED
-from aflite.rundir.match import check_run_rows
 from aflite.rundir.names import PAGE, RESULTS
 from aflite.rundir.read import Instances, RunRecord, read_run
 from aflite.rundir.results import recording_warnings
+from aflite.rundir.same_rows import check_run_rows
+from aflite.rundir.schema import FeaturizerRecord
 from aflite.threads import limited
 
 __all__ = ["ExplainResult", "check_aliases", "explain"]
@@ -261,8 +261,8 @@ def explain(data_path: Any, run_dir: str | os.PathLike[str], out: str | os.PathL
     found = run_checks(data, options=options)
     _check_outputs(found, folder, len(data))
     timings.update({f"{name}_seconds": r.seconds for name, r in found.items() if r.seconds is not None})
-    results = explain_results(found, run, inst, source_name(data_path), seed, agree, timings, folder.path,
-                              ds.source.memory is not None)
-    result = ExplainResult(folder.path, results, data, found, ds, t_start, run.body)
+    body = explain_results(found, run, inst, source_name(data_path), seed, agree, timings, folder.path,
+                           ds.source.memory is not None)
+    result = ExplainResult(folder.path, body, data, found, ds, t_start, run.body)
     folder.finish(result)
     return result

@@ -27,7 +27,7 @@ from numpy.typing import NDArray
 
 from aflite import data
 from aflite.atomic import atomic_open
-from aflite.commands.summaries import filter_verdict, render_filter_summary
+from aflite.commands.summary_md import filter_verdict, render_filter_summary
 from aflite.core.backends.dask import use_cluster
 from aflite.core.backends.torch import STORAGE_DTYPES
 from aflite.core.filter import AFLite
@@ -40,7 +40,6 @@ from aflite.report import thumbs
 from aflite.report.explorer import render
 from aflite.report.pages import Rows, run_page
 from aflite.report.rows import table_columns
-from aflite.rundir.bodies import Document, RunBody
 from aflite.rundir.folder import RunFolder, claims
 from aflite.rundir.names import (
     INSTANCES,
@@ -54,6 +53,7 @@ from aflite.rundir.names import (
 from aflite.rundir.page import PageData
 from aflite.rundir.read import read_columns, read_id_list
 from aflite.rundir.results import Result, Table, recording_warnings
+from aflite.rundir.schema import Document, RunBody
 from aflite.rundir.versions import versions
 
 __all__ = ["FilterResult", "check_runtime", "filter_files", "run_filter"]

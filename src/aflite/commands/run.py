@@ -31,7 +31,7 @@ from aflite.commands.run_params import (
     scaled_defaults,
     scaled_for,
 )
-from aflite.commands.summaries import PROBE_MEANING, render_summary, run_verdict
+from aflite.commands.summary_md import PROBE_MEANING, render_summary, run_verdict
 from aflite.core.filter import AFLite
 from aflite.data import images
 from aflite.data.memory import FILTERED, check_writable, rows_sha256
@@ -48,7 +48,6 @@ from aflite.hashing import dataset_fingerprint, file_sha256
 from aflite.links import check_link_dir, check_link_names
 from aflite.progress import tqdm  # Jupyter: a widget bar, or none without ipywidgets
 from aflite.report.pages import Rows
-from aflite.rundir.bodies import LabelShift, ProbeRecord, ProbeRow
 from aflite.rundir.folder import RunFolder, claims
 from aflite.rundir.lock import pause_point
 from aflite.rundir.names import (
@@ -64,6 +63,7 @@ from aflite.rundir.names import (
     WARMUP_IDS,
 )
 from aflite.rundir.results import Table, recording_warnings
+from aflite.rundir.schema import FeaturizerRecord, LabelShift, ProbeRecord, ProbeRow
 from aflite.threads import limited
 
 __all__ = ["RunResult", "run", "scaled_defaults"]
@@ -221,17 +221,20 @@ def _featurize(ds: Any, featurizer: str, view: str, af: AFLite, t: int, seed: in
     return feats, shards
 
 
+PROBE_FOLDS = 5  # the probe's k: its bar has 5 sets · k folds, one step per fold
+
+
 def _probe(ds: Any, rows: np.ndarray, res: FilterResult, seed: int, show_progress: bool, grp: np.ndarray | None,
            group_spec: str) -> ProbeRecord:
     """The hypothesis-only probe of summary.md: 5-fold CV on D, D(Φ) and 3 random subsets of |D(Φ)| rows (minutes
     on large sets, so it shows progress), its folds keeping the run's groups."""
     assert res.labels is not None
     probe_texts = ds.texts_b if ds.texts_b is not None else ds.texts_a
-    bar = tqdm(total=5, desc="probe (D, D(Φ), 3 random subsets)", unit="set", disable=not show_progress,
+    bar = tqdm(total=5 * PROBE_FOLDS, desc="probe (D, D(Φ), 3 random subsets)", unit="fold", disable=not show_progress,
                file=sys.stderr, dynamic_ncols=True)
     try:
         found = compare_partial_input([probe_texts[i] for i in rows], res.labels, res.keep, random_state=seed,
-                                      progress=bar, groups=grp)
+                                      folds=PROBE_FOLDS, progress=bar, groups=grp)
     finally:
         bar.close()
     model = ("TF-IDF word 1-2-gram logistic regression, 5-fold CV, on the "
@@ -260,15 +263,15 @@ def _run_record(data_path: Any, out: Path | None, ds: Any, dataset_fp: str, feat
                 groups: str, dataset_options: dict[str, Any] | None = None) -> dict[str, Any]:
     """What results.json records of a run besides the filter's own numbers: the data and the column options it
     was read with (the page reads the rows back with them), Φ and the parameters' origin."""
+    cluster_report = shards.report.as_dict() if shards is not None and shards.report else None
     return {
         **_data_record(data_path, out, ds, dataset_fp),
         "dataset_options": {k: v for k, v in (dataset_options or {}).items() if isinstance(v, str)},
         "dataset_size": len(ds),
         "dropped_at_load": ds.dropped,
         **({"empty_texts_at_load": dict(ds.empty_texts)} if getattr(ds, "empty_texts", None) else {}),
-        "featurizer": {"name": featurizer, "view": view, "options": feats.options, "dim": int(feats.X.shape[1]),
-                       "from_cache": feats.from_cache, "info": feats.info,
-                       **({"cluster": shards.report.as_dict()} if shards is not None and shards.report else {})},
+        "featurizer": FeaturizerRecord(featurizer, view, feats.options, int(feats.X.shape[1]), feats.from_cache,
+                                       feats.info, cluster_report).to_json(),
         "warmup_rows": int(len(feats.warmup_rows)),
         "modality": ds.modality,
         "scaled_defaults": {"scale": len(ds) / SNLI_DEFAULTS["dataset_size"], **chosen},

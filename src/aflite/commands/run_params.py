@@ -11,7 +11,7 @@ import numpy as np
 
 from aflite.core.filter import AFLite
 from aflite.core.phase import resolve_size
-from aflite.data.options import Columns, with_columns
+from aflite.data.keywords import Columns, with_columns
 from aflite.errors import InputError, ParameterError, check_mappings
 
 __all__ = ["PARAMETERS", "RUNTIME", "FilterSizes", "RunKeywords", "estimator_params", "run_keywords",

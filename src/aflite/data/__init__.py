@@ -11,7 +11,7 @@ The modules: :mod:`~aflite.data.text` (text datasets: :func:`load_dataset`, :cla
 sample), :mod:`~aflite.data.arrays` (precomputed features, labels, ids), :mod:`~aflite.data.write`
 (:func:`write_filtered`), :mod:`~aflite.data.twins` (counterfactual twins), and the readers they share:
 :mod:`~aflite.data.delimited` (CSV/TSV/JSONL), :mod:`~aflite.data.columnar` (Parquet, Hugging Face folders),
-:mod:`~aflite.data.files` (bytes, gzip, lines) and :mod:`~aflite.data.options` (how messages name options);
+:mod:`~aflite.data.files` (bytes, gzip, lines) and :mod:`~aflite.data.keywords` (how messages name options);
 :mod:`~aflite.data.memory` reads a pandas DataFrame, a pyarrow Table or a ``datasets.Dataset`` and gives the kept
 rows back in their own type.
 Everything public is importable from ``aflite.data`` itself.
@@ -22,8 +22,8 @@ from __future__ import annotations
 from aflite.data.arrays import check_aligned, encode_labels, load_features, load_ids, load_labels
 from aflite.data.families import twin_families
 from aflite.data.files import PathLike
+from aflite.data.keywords import COLUMNS, Columns, option_label, option_names, with_columns
 from aflite.data.memory import filtered_rows, memory_kind, source_name
-from aflite.data.options import COLUMNS, Columns, option_label, option_names, with_columns
 from aflite.data.source import modality_of, open_dataset
 from aflite.data.text import Dataset, SourceInfo, check_view_texts, demo_dataset_path, load_dataset
 from aflite.data.twins import TWINS_WARN_SHARE, TWINS_WARN_TEXTS, counterfactual_twins, twins_warning, warn_twins

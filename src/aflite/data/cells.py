@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from aflite.data.files import _INT_RE
-from aflite.data.options import option_label
+from aflite.data.keywords import option_label
 from aflite.errors import InputError, ParameterError
 
 __all__ = ["check_cell_limit", "check_encodable", "check_label_apart", "label_of", "row_id", "text_of"]

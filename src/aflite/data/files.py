@@ -10,7 +10,7 @@ import zlib
 from collections.abc import Sequence
 from pathlib import Path
 
-from aflite.data.options import _opt
+from aflite.data.keywords import _opt
 from aflite.errors import InputError
 
 PathLike = str | os.PathLike[str]

@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from aflite.data.images import is_image_input, load_image_dataset
+from aflite.data.keywords import option_label
 from aflite.data.memory import load_memory, memory_kind, source_name
-from aflite.data.options import option_label
 from aflite.data.text import Dataset, load_dataset
 from aflite.errors import ParameterError
 

@@ -21,7 +21,7 @@ from aflite.data.columnar import _hf_label_names, _load_hf, _read_parquet
 from aflite.data.delimited import _read_jsonl, read_delimited
 from aflite.data.families import twin_families
 from aflite.data.files import PathLike, _check_exists, detect_format, holder
-from aflite.data.options import _CLI_NAMES, _opt
+from aflite.data.keywords import _CLI_NAMES, _opt
 from aflite.errors import InputError, ParameterError
 
 

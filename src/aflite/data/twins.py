@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from aflite.data.options import _opt
+from aflite.data.keywords import _opt
 
 if TYPE_CHECKING:
     from aflite.data.text import Dataset

@@ -83,12 +83,13 @@ def _tfidf_fold(counts: sp.csr_matrix, tr: NDArray[np.intp], te: NDArray[np.intp
 
 def text_probe_accuracy(
     texts: list[str], labels: NDArray[Any], folds: int = 5, random_state: int = 0,
-    groups: NDArray[Any] | None = None, counts: sp.csr_matrix | None = None,
+    groups: NDArray[Any] | None = None, counts: sp.csr_matrix | None = None, progress: Any = None,
 ) -> tuple[float, float]:
     """k-fold accuracy of a TF-IDF (word 1–2-grams) logistic regression: a cheap partial-input baseline.
     With ``groups`` (the run's: premise, twins, a family column) no group sits on both sides of a fold
     (:func:`aflite.splits.probe_folds`), as in the filter's partitions. ``counts``: :func:`word_counts` of
-    ``texts`` when the caller has them (one tokenization for several sets).
+    ``texts`` when the caller has them (one tokenization for several sets). ``progress`` (a tqdm bar) is ticked
+    once per fold as it ends, so that a long probe's bar has a rate and an ETA before its first set is done.
 
     The model is fitted by SAG (``random_state``-seeded) rather than L-BFGS: the same convex objective (C = 1),
     reached in ~20 passes (``PROBE_TOL``) instead of ~170 gradient evaluations (SNLI train_100k hypotheses:
@@ -104,7 +105,10 @@ def text_probe_accuracy(
         tr, te = split
         x_tr, x_te = _tfidf_fold(c, tr, te)
         model = LogisticRegression(C=1.0, solver="sag", tol=PROBE_TOL, max_iter=2000, random_state=random_state)
-        return float(model.fit(x_tr, y[tr]).score(x_te, y[te]))
+        score = float(model.fit(x_tr, y[tr]).score(x_te, y[te]))
+        if progress is not None:
+            progress.update(1)  # tqdm's update holds its own lock: folds may end in any thread
+        return score
 
     # the folds side by side, one BLAS/OpenMP thread each (aflite.threads)
     scores = np.asarray(map_fits(fold, probe_folds(y, groups, k, random_state)))
@@ -123,7 +127,8 @@ def compare_partial_input(
     groups: NDArray[Any] | None = None,
 ) -> list[ProbeResult]:
     """The probe on D, on D(Φ) (``keep``) and on random subsets of D with |D(Φ)| rows (seeded).
-    ``progress`` (e.g. a tqdm bar of 2 + ``random_repeats`` steps) is updated after each training set.
+    ``progress`` (e.g. a tqdm bar of ``folds`` · (2 + ``random_repeats``) steps) is ticked once per fold; a set
+    with fewer folds (few rows of a class, few groups) or none (skipped) makes up its remaining steps at its end.
     ``groups`` (one per row, e.g. the run's): every set's folds keep a group on one side."""
     y = np.asarray(labels)
     g = None if groups is None else np.asarray(groups)
@@ -134,12 +139,14 @@ def compare_partial_input(
         maj = float(np.unique(yy, return_counts=True)[1].max() / len(yy)) if len(yy) else float("nan")
         gg = None if g is None else g[rows]
         why = probe_skip_reason(yy, folds, gg)
+        start = None if progress is None else int(getattr(progress, "n", 0))
         if why is None:
-            acc, sd = text_probe_accuracy([texts[i] for i in rows], yy, folds, seed, gg, counts=counts[rows])
+            acc, sd = text_probe_accuracy([texts[i] for i in rows], yy, folds, seed, gg, counts=counts[rows],
+                                          progress=progress)
         else:  # e.g. a subset of an imbalanced set that holds one class: no probe, and the reason recorded
             acc, sd = float("nan"), float("nan")
-        if progress is not None:
-            progress.update(1)
+        if progress is not None and start is not None:
+            progress.update(max(0, folds - (int(getattr(progress, "n", 0)) - start)))  # each set: ``folds`` steps
         return ProbeResult(name, len(rows), acc, sd, maj, why)
 
     counts = word_counts(list(texts))  # tokenized once; each set's folds select rows and columns of it

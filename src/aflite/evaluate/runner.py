@@ -38,8 +38,8 @@ from aflite.features.registry import default_featurizer, find
 from aflite.features.registry import spec as featurizer_spec
 from aflite.hashing import dataset_fingerprint, file_sha256
 from aflite.progress import tqdm  # Jupyter: a widget bar, or none without ipywidgets
-from aflite.rundir.match import check_run_rows
 from aflite.rundir.names import KEPT_IDS
+from aflite.rundir.same_rows import check_run_rows
 from aflite.splits import split_heldout
 from aflite.threads import limited
 

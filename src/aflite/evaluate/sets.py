@@ -14,15 +14,15 @@ from numpy.typing import NDArray
 from aflite.atomic import JSON
 from aflite.core.phase import predictability
 from aflite.data import open_dataset
-from aflite.data.options import option_label
+from aflite.data.keywords import option_label
 from aflite.errors import InputError, ParameterError
 from aflite.evaluate.records import SingleIterationInfo
 from aflite.features import featurize_dataset
 from aflite.features.cache import check_run_features
 from aflite.features.registry import run_options
-from aflite.rundir.bodies import RunBody
 from aflite.rundir.names import KEPT_IDS, WARMUP_IDS
 from aflite.rundir.read import read_run
+from aflite.rundir.schema import RunBody
 from aflite.splits import stratified_sample as _stratified_sample
 
 HANS_PRED_MAP = {"entailment": "entailment", "neutral": "non-entailment", "contradiction": "non-entailment"}

@@ -28,9 +28,9 @@ from aflite.evaluate.records import (
 from aflite.evaluate.sets import EvalSet, TrainingSet
 from aflite.report.explorer import render
 from aflite.report.pages import evaluate_page
-from aflite.rundir.bodies import Document
 from aflite.rundir.page import PageData
 from aflite.rundir.results import Result
+from aflite.rundir.schema import Document
 from aflite.verdict import MIN_SPREAD, SPREAD_FACTOR, markdown, number, points
 
 

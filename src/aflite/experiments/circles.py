@@ -12,7 +12,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from aflite.atomic import JSON
-from aflite.data.options import option_label
+from aflite.data.keywords import option_label
 from aflite.errors import ParameterError
 from aflite.splits import stratified_mask
 

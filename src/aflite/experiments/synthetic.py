@@ -49,7 +49,7 @@ from numpy.typing import NDArray
 from aflite.atomic import JSON
 from aflite.core.filter import AFLite
 from aflite.core.phase import Strategy
-from aflite.data.options import option_label
+from aflite.data.keywords import option_label
 from aflite.errors import ParameterError
 from aflite.experiments.circles import (  # the data of the experiment (aflite.experiments.circles)
     BIAS_FRACTION,

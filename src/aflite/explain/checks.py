@@ -3,7 +3,7 @@ token artifacts with significance, the optional stop rule, the first phase's dat
 (and their overlap with the removed set), the surrogate of p̃ ("why was a row easy"), each removed row's nearest
 kept rows, and the n-gram ensemble's own token weights. Each declares its options (``--check name:key=value``;
 the older flags ``--alpha``, ``--min-count``, ... set them too), and returns its per-row values, its summary
-(its class in :mod:`aflite.explain.summaries`; results.json's ``checks[name]["summary"]``) and its section of
+(its class in :mod:`aflite.explain.check_summaries`; results.json's ``checks[name]["summary"]``) and its section of
 summary.md; :func:`aflite.commands.explain.explain` runs them and writes the folder."""
 
 from __future__ import annotations
@@ -12,28 +12,25 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from aflite.check import Check, CheckData, CheckOption, CheckResult, register
+from aflite.check import Check, CheckData, CheckResult, Option, register
 from aflite.check.format import cell, md_cell, md_table, pct
+from aflite.check.token_summary import BonferroniSet, SignificantCounts, TokenSummary, TokenTest
 from aflite.check.tokens import TokenStats, competency, random_competency
 from aflite.errors import ParameterError
-from aflite.explain.datamap import REGION_RULE, label_issues, overlap_table, regions
-from aflite.explain.reasons import IMAGE_INPUTS, fit_surrogate, image_inputs, nearest_kept, text_inputs
-from aflite.explain.recompute import ngram_terms
-from aflite.explain.stoprule import continue_until_clean
-from aflite.explain.summaries import (
-    BonferroniSet,
+from aflite.explain.check_summaries import (
     DataMapSummary,
     LabelIssueSummary,
     NeighboursSummary,
     NgramSummary,
     NgramTerm,
     ShuffledLabels,
-    SignificantCounts,
     StopRuleSummary,
     SurrogateSummary,
-    TokenSummary,
-    TokenTest,
 )
+from aflite.explain.datamap import REGION_RULE, label_issues, overlap_table, regions
+from aflite.explain.reasons import IMAGE_INPUTS, fit_surrogate, image_inputs, nearest_kept, text_inputs
+from aflite.explain.recompute import ngram_terms
+from aflite.explain.stoprule import continue_until_clean
 from aflite.verdict import SPREAD_FACTOR
 
 __all__ = ["DataMap", "LabelIssueCheck", "Neighbours", "NgramCoefficients", "StopRule", "Surrogate", "TokenArtifacts",
@@ -44,7 +41,7 @@ def _positive(v: Any) -> bool:
     return bool(v >= 1)
 
 
-MIN_COUNT = CheckOption("min_count", int, 20, "test only tokens seen in at least this many texts of a set",
+MIN_COUNT = Option("min_count", int, 20, "test only tokens seen in at least this many texts of a set",
                         valid=_positive, rule="must be >= 1", alias="min_count")
 
 
@@ -66,13 +63,13 @@ class TokenArtifacts(Check):
     largest z of a significant (token, its label) pair among its tokens (flag: it has one)."""
 
     name: ClassVar[str] = "tokens"
-    options: ClassVar[tuple[CheckOption, ...]] = (
-        CheckOption("alpha", float, 0.01, "family-wise α of the Bonferroni test", valid=lambda a: 0.0 < a < 1.0,
+    options: ClassVar[tuple[Option, ...]] = (
+        Option("alpha", float, 0.01, "family-wise α of the Bonferroni test", valid=lambda a: 0.0 < a < 1.0,
                     rule="must lie in (0, 1)", alias="alpha"),
         MIN_COUNT,
-        CheckOption("null", str, "base", "the test's p0: each label's share of the set (base) or 1/|Y| (uniform, "
+        Option("null", str, "base", "the test's p0: each label's share of the set (base) or 1/|Y| (uniform, "
                     "Gardner et al. 2021's choice)", choices=("base", "uniform"), alias="null"),
-        CheckOption("random_seeds", int, 5, "same-size random subsets averaged for the 'random' set",
+        Option("random_seeds", int, 5, "same-size random subsets averaged for the 'random' set",
                     valid=_positive, rule="must be >= 1", alias="random_seeds"))
 
     def enabled(self, data: CheckData) -> bool:
@@ -180,13 +177,13 @@ class StopRule(Check):
     phase that removed it."""
 
     name: ClassVar[str] = "stop_rule"
-    options: ClassVar[tuple[CheckOption, ...]] = (
-        CheckOption("enabled", bool, False, "continue filtering past the run's stop with slices of k/4 until no "
+    options: ClassVar[tuple[Option, ...]] = (
+        Option("enabled", bool, False, "continue filtering past the run's stop with slices of k/4 until no "
                     "(token, label) pair is Bonferroni-significant on the kept set, or the floor is reached",
                     alias="stop_rule"),
-        CheckOption("floor", int, None, "the smallest kept set the stop rule may reach; unset: the run's target size n",
+        Option("floor", int, None, "the smallest kept set the stop rule may reach; unset: the run's target size n",
                     valid=_positive, rule="must be >= 1", alias="stop_floor"),
-        CheckOption("max_phases", int, 40, "cap on the stop rule's extra phases", valid=_positive,
+        Option("max_phases", int, 40, "cap on the stop rule's extra phases", valid=_positive,
                     rule="must be >= 1", alias="stop_max_phases"))
 
     def enabled(self, data: CheckData) -> bool:
@@ -247,8 +244,8 @@ class LabelIssueCheck(Check):
     overlaps them and the data map's regions."""
 
     name: ClassVar[str] = "label_issues"
-    options: ClassVar[tuple[CheckOption, ...]] = (
-        CheckOption("permutations", int, 5, "seeded permutations of the labels for the chance count",
+    options: ClassVar[tuple[Option, ...]] = (
+        Option("permutations", int, 5, "seeded permutations of the labels for the chance count",
                     valid=_positive, rule="must be >= 1", alias="random_seeds"),)
 
     def find(self, data: CheckData) -> CheckResult:
@@ -335,8 +332,8 @@ class Surrogate(Check):
     statistics × label); per row, its top terms."""
 
     name: ClassVar[str] = "surrogate"
-    options: ClassVar[tuple[CheckOption, ...]] = (
-        CheckOption("min_count", int, 20, "the surrogate's inputs: tokens seen in at least this many texts",
+    options: ClassVar[tuple[Option, ...]] = (
+        Option("min_count", int, 20, "the surrogate's inputs: tokens seen in at least this many texts",
                     valid=_positive, rule="must be >= 1", alias="min_count"),)
 
     def find(self, data: CheckData) -> CheckResult:
@@ -366,8 +363,8 @@ class Neighbours(Check):
     """Each removed row's nearest kept rows in Φ (``k`` of them)."""
 
     name: ClassVar[str] = "neighbours"
-    options: ClassVar[tuple[CheckOption, ...]] = (
-        CheckOption("k", int, 3, "nearest kept rows listed per removed row (0: none)", valid=lambda k: k >= 0,
+    options: ClassVar[tuple[Option, ...]] = (
+        Option("k", int, 3, "nearest kept rows listed per removed row (0: none)", valid=lambda k: k >= 0,
                     rule="must be >= 0", alias="neighbours"),)
 
     def find(self, data: CheckData) -> CheckResult:
@@ -383,11 +380,11 @@ class NgramCoefficients(Check):
     ensemble's own weights; per row, its tokens that push most towards its label."""
 
     name: ClassVar[str] = "ngram_coefficients"
-    options: ClassVar[tuple[CheckOption, ...]] = (
-        CheckOption("enabled", bool, False, "n-gram Φ only: refit the run's featurizer (one more featurizing pass) "
+    options: ClassVar[tuple[Option, ...]] = (
+        Option("enabled", bool, False, "n-gram Φ only: refit the run's featurizer (one more featurizing pass) "
                     "and list, per row and overall, the tokens the ensemble's own weights push towards the gold "
                     "label", alias="ngram_coefficients"),
-        CheckOption("min_count", int, 20, "tokens seen in at least this many texts", valid=_positive,
+        Option("min_count", int, 20, "tokens seen in at least this many texts", valid=_positive,
                     rule="must be >= 1", alias="min_count"))
 
     def enabled(self, data: CheckData) -> bool:

@@ -28,7 +28,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from aflite.atomic import JSON, atomic_open, write_text
+from aflite.atomic import atomic_open, write_text
 from aflite.check import CheckData, CheckResult
 from aflite.check.format import cell, md_cell, pct
 from aflite.core.heldout import WEIGHT_RULE
@@ -38,11 +38,11 @@ from aflite.hashing import file_sha256
 from aflite.report.explorer import render
 from aflite.report.pages import Rows, explain_page
 from aflite.report.rows import locate, table_columns
-from aflite.rundir.bodies import Document, ExplainBody, RunBody
 from aflite.rundir.names import INSTANCES, KEPT_IDS, RESULTS, SUMMARY_MD, TOKENS, WEIGHTS
 from aflite.rundir.page import PageData
 from aflite.rundir.read import Instances, RunRecord, read_columns, read_run
 from aflite.rundir.results import Result, Table
+from aflite.rundir.schema import CheckEntry, Document, ExplainBody, ExplainedRun, FirstPhase, RunBody
 from aflite.verdict import markdown
 
 __all__ = ["ExplainResult", "FILES", "INSTANCE_COLUMNS", "TOKEN_COLUMNS", "WEIGHT_COLUMNS", "check_columns",
@@ -109,47 +109,38 @@ def check_columns(found: dict[str, CheckResult], rows: int) -> dict[str, str]:
     return owner
 
 
-def check_entry(r: CheckResult) -> JSON:
-    """A check's entry in results.json's ``checks`` (:class:`aflite.rundir.bodies.CheckEntry`): its summary (its
-    verdict sentences among the summary's common keys, their one place), options, columns, files, whether it ran."""
-    return {"summary": r.summary.to_json(), "options": dict(r.options), "columns": r.column_names(),
-            "files": sorted(r.files), "ran": r.seconds is not None}
+def check_entry(r: CheckResult) -> CheckEntry:
+    """A check's entry in results.json's ``checks``: its summary (its verdict sentences among the summary's common
+    keys, their one place), options, columns, files, whether it ran."""
+    return CheckEntry(r.summary.to_json(), dict(r.options), r.column_names(), sorted(r.files), r.seconds is not None)
 
 
 def explain_results(found: dict[str, CheckResult], run: RunRecord, inst: Instances, data_path: str, seed: int,
-                    agreement: float, timings: dict[str, float], out: Path, in_memory: bool = False) -> JSON:
+                    agreement: float, timings: dict[str, float], out: Path, in_memory: bool = False) -> ExplainBody:
     """results.json's body: the verdict, each check's entry under ``checks`` (in registry order), the run explained,
     the first phase and the soft weights' rule. ``in_memory``: ``data_path`` names in-memory data (no file to
     locate)."""
     keep = np.asarray(inst.kept, dtype=bool)
     fz = run.body.featurizer
-    results: JSON = {"verdict": [s for r in found.values() for s in r.summary.verdict],
-                               "checks": {name: check_entry(r) for name, r in found.items()}}
     files = dict(FILES)
     for name, r in found.items():
         files.update({file: f"written by the check {name!r}" for file in sorted(r.files)})
     dataset = data_path if in_memory else str(Path(data_path).resolve())
-    results.update({
-        # where report.html finds the run and the texts: resolved, and relative to this folder
-        "run_dir": str(run.path.resolve()), "dataset": dataset,
-        "run_dir_relative": os.path.relpath(run.path.resolve(), out.resolve()),
-        **({} if in_memory else {"dataset_relative": os.path.relpath(Path(data_path).resolve(), out.resolve())}),
-        "run": {"folder": str(run.path.resolve()), "dataset": dataset,
-                "size_before": int(len(keep)),
-                "size_after": int(keep.sum()), "stop_reason": run.body.stop_reason,
-                "featurizer": fz.name if fz else None, "view": fz.view if fz else None,
-                # which run and data this explains (a dataset card ties this folder to its run by them)
-                "dataset_fingerprint": run.body.dataset_fingerprint,
-                "kept_ids_sha256": file_sha256(run.path / KEPT_IDS) if (run.path / KEPT_IDS).is_file() else None},
-        "first_phase": {"source": "recomputed from the run's Φ, parameters and seed (phase 0 of AFLite.fit)",
-                        "seed": seed, "agreement_with_run": agreement,
-                        "agreement_meaning": "share of rows removed in phase 0 whose recomputed p̃ equals the p̃ "
-                                             "the run recorded"},
-        "weights": {"rule": WEIGHT_RULE},
-        "files": files,
-        "timings": dict(timings),
-    })
-    return results
+    kept_ids = run.path / KEPT_IDS
+    return ExplainBody(
+        verdict=[s for r in found.values() for s in r.summary.verdict],
+        checks={name: check_entry(r) for name, r in found.items()},
+        run_dir=str(run.path.resolve()), dataset=dataset,
+        run_dir_relative=os.path.relpath(run.path.resolve(), out.resolve()),
+        dataset_relative=None if in_memory else os.path.relpath(Path(data_path).resolve(), out.resolve()),
+        # which run and data this explains (a dataset card ties this folder to its run by them)
+        run=ExplainedRun(str(run.path.resolve()), dataset, int(len(keep)), int(keep.sum()), run.body.stop_reason,
+                         fz.name if fz else None, fz.view if fz else None, run.body.dataset_fingerprint,
+                         file_sha256(kept_ids) if kept_ids.is_file() else None),
+        first_phase=FirstPhase("recomputed from the run's Φ, parameters and seed (phase 0 of AFLite.fit)", seed,
+                               agreement, "share of rows removed in phase 0 whose recomputed p̃ equals the p̃ the run "
+                                          "recorded"),
+        weights={"rule": WEIGHT_RULE}, files=files, timings=dict(timings))
 
 
 def _write_check_file(path: Path, content: Any) -> None:
@@ -167,12 +158,12 @@ def _write_check_file(path: Path, content: Any) -> None:
 
 @dataclass(repr=False)  # Result.__repr__: one line, not the arrays
 class ExplainResult(Result):
-    """What :func:`aflite.commands.explain.explain` found: results.json's body (``results``), the checks' results
+    """What :func:`aflite.commands.explain.explain` found: results.json's body (``body``), the checks' results
     (``checks``) and what they read (``data``); written by :meth:`aflite.rundir.folder.RunFolder.finish`."""
 
     command: ClassVar[str] = "explain"
     out: Path
-    results: JSON
+    body: ExplainBody
     data: CheckData | None = None
     checks: dict[str, CheckResult] | None = None
     dataset: Any = None
@@ -180,11 +171,11 @@ class ExplainResult(Result):
     run_body: RunBody | None = None  # the run's results.json, typed, for the page (its phases, label mix, data)
 
     @property
-    def seed(self) -> Any:
-        return self.results["first_phase"]["seed"]
+    def seed(self) -> int | None:
+        return self.body.first_phase.seed if self.body.first_phase is not None else None
 
-    def to_json(self) -> JSON:
-        return self.results
+    def to_json(self) -> dict[str, Any]:
+        return self.body.to_json()
 
     def table(self) -> Table | None:
         """instances.csv: the run's columns, the first phase's, and every check's per-row values (its own cells, or
@@ -215,7 +206,7 @@ class ExplainResult(Result):
         sets = tokens.detail if tokens is not None and tokens.detail else {}
         records = [dict(zip(TOKEN_COLUMNS, map(str, row), strict=True)) for name in ("full", "kept", "random")
                    for row in _token_rows(name, sets[name])] if sets else None
-        return render(explain_page(document, self.out, rows, self.run_body, Path(self.results["run_dir"]),
+        return render(explain_page(document, self.out, rows, self.run_body, Path(str(self.body.run_dir)),
                                    records, self.out / TOKENS))
 
     @classmethod
@@ -265,22 +256,22 @@ class ExplainResult(Result):
         for r in checks.values():
             for file, content in r.files.items():
                 _write_check_file(out / file, content)
-        self.results["timings"]["total_seconds"] = time.perf_counter() - self.t_start
-        self.results["timings"]["write_seconds"] = time.perf_counter() - t0
+        self.body.timings["total_seconds"] = time.perf_counter() - self.t_start
+        self.body.timings["write_seconds"] = time.perf_counter() - t0
 
     def summary_md(self) -> str:
         """The readable summary: the verdict, each check's section, the first phase and soft weights, the files."""
-        res = self.results
-        run = res["run"]
-        lines = [f"# aflite explain: {md_cell(run['dataset'])}", "",
-                 *([markdown(res["verdict"]).rstrip("\n"), ""] if res.get("verdict") else []),
-                 f"Run `{md_cell(run['folder'])}` (Φ = {run['featurizer']}, view {run['view']}): "
-                 f"|D| = {run['size_before']:,} → |D(Φ)| = {run['size_after']:,}; "
-                 f"stopped: {md_cell(run['stop_reason'])}.", ""]
+        body, run, first = self.body, self.body.run, self.body.first_phase
+        assert run is not None and first is not None  # explain_results builds both
+        lines = [f"# aflite explain: {md_cell(run.dataset)}", "",
+                 *([markdown(body.verdict).rstrip("\n"), ""] if body.verdict else []),
+                 f"Run `{md_cell(run.folder)}` (Φ = {run.featurizer}, view {run.view}): "
+                 f"|D| = {run.size_before:,} → |D(Φ)| = {run.size_after:,}; "
+                 f"stopped: {md_cell(run.stop_reason)}.", ""]
         for r in (self.checks or {}).values():
             lines += r.markdown
-        lines += [f"First phase: {res['first_phase']['source']}; agreement with the run's recorded p̃ of its phase-0 "
-                  f"removals: {pct(res['first_phase']['agreement_with_run'])}.", "",
-                  f"Soft weights: {res['weights']['rule']}.", "", "## Files", ""]
-        lines += [f"- `{name}` — {text}" for name, text in res["files"].items() if name != SUMMARY_MD]
+        lines += [f"First phase: {first.source}; agreement with the run's recorded p̃ of its phase-0 "
+                  f"removals: {pct(first.agreement_with_run)}.", "",
+                  f"Soft weights: {body.weights['rule']}.", "", "## Files", ""]
+        lines += [f"- `{name}` — {text}" for name, text in body.files.items() if name != SUMMARY_MD]
         return "\n".join(lines) + "\n"

@@ -12,7 +12,7 @@ from aflite.core.filter import AFLite
 from aflite.errors import ParameterError
 from aflite.explain.reasons import ngram_token_scores, row_top_tokens, text_inputs
 from aflite.features import apply_view, make_featurizer
-from aflite.rundir.bodies import FeaturizerRecord, RunParameters
+from aflite.rundir.schema import FeaturizerRecord, RunParameters
 
 __all__ = ["first_phase", "token_texts", "ngram_terms"]
 

@@ -27,7 +27,7 @@ from aflite.atomic import JSON
 from aflite.core.filter import AFLite
 from aflite.core.phase import FilterState
 from aflite.errors import ParameterError
-from aflite.rundir.bodies import RunParameters
+from aflite.rundir.schema import RunParameters
 
 __all__ = ["StopRuleResult", "continue_until_clean"]
 

@@ -9,7 +9,7 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar, Protocol, Self, TypeAlias, runtime_checkable
+from typing import Any, ClassVar, Protocol, Self, TypeAlias, TypedDict, runtime_checkable
 
 import numpy as np
 import scipy.sparse as sp
@@ -34,6 +34,18 @@ Matrix: TypeAlias = "np.ndarray | sp.csr_matrix"
 CACHE_FORMAT = 1  # part of every cache key: a change of the cache layout changes it
 
 
+class CacheIdentity(TypedDict):
+    """What a cache record holds of the call that wrote it (:func:`cache_identity`), checked by the next reader."""
+
+    format: int
+    featurizer: str
+    view: str
+    options: JSON  # the featurizer's own options, as results.json records them
+    extra: Any  # key_facts: labels, warm-up slice, image files (whatever else decides the output)
+    inputs: str  # the fingerprint of the inputs alone
+    key: str  # the fingerprint of the inputs and all the above
+
+
 def cache_key(
     texts_a: Sequence[str],
     texts_b: Sequence[str] | None,
@@ -45,7 +57,7 @@ def cache_key(
     """The identity of a featurizer's output on these inputs: texts, featurizer, view, options and ``key_facts``
     (what else decides the output: the warm-up's labels, image files' sizes and times; under the key "extra", so that
     caches written before the name changed stay valid)."""
-    return str(cache_identity(texts_a, texts_b, name, view, options, key_facts)["key"])
+    return cache_identity(texts_a, texts_b, name, view, options, key_facts)["key"]
 
 
 def cache_identity(
@@ -55,13 +67,14 @@ def cache_identity(
     view: str,
     options: JSON,
     key_facts: Any = None,
-) -> JSON:
+) -> CacheIdentity:
     """The whole of :func:`cache_key`, part by part, as a cache record holds it: the format, featurizer, view,
     options and ``extra``, the fingerprint of the inputs alone (``inputs``) and the ``key`` of them all, so that a
     record found under a stem can be told to be this input's, or another dataset's or options' (and which)."""
     meta = {"format": CACHE_FORMAT, "featurizer": name, "view": view, "options": options, "extra": key_facts}
     inputs, key = data_fingerprints(texts_a, texts_b, meta)
-    return {**meta, "inputs": inputs, "key": key}
+    return CacheIdentity(format=CACHE_FORMAT, featurizer=name, view=view, options=options, extra=key_facts,
+                         inputs=inputs, key=key)
 
 
 @runtime_checkable
@@ -104,7 +117,7 @@ class FeatureJob:
     shards: Any = None
     chunked: Any = None  # the chunk loop of aflite.features.cache (kept there with the cache layout)
     read_only: tuple[Path, ...] = ()  # featurize's read-only cache folders (a combination's parts look there too)
-    identity: JSON | None = None  # cache_identity of this call: what its cache record holds and is checked against
+    identity: CacheIdentity | None = None  # this call's: what its cache record holds and is checked against
 
     def run_chunks(self, feat: Any, a: list[str], b: list[str] | None) -> np.ndarray:
         """``feat.transform`` chunk by chunk: on a cluster's shards when given, else resumably in this process."""

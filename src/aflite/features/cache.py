@@ -19,7 +19,7 @@ import os
 import shutil
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 import scipy.sparse as sp
@@ -27,7 +27,7 @@ import scipy.sparse as sp
 from aflite import __version__
 from aflite.atomic import JSON, atomic_open, write_json, write_npy
 from aflite.errors import InputError
-from aflite.features.base import FeatureJob, Matrix, log, progress_bar
+from aflite.features.base import CacheIdentity, FeatureJob, Matrix, log, progress_bar
 from aflite.hashing import data_fingerprint, file_sha256, inputs_fingerprint
 
 __all__ = ["check_run_features", "final_path", "load_cached", "read_only_hit", "store", "tie", "tied",
@@ -35,7 +35,7 @@ __all__ = ["check_run_features", "final_path", "load_cached", "read_only_hit", "
 
 
 def read_only_hit(folders: Sequence[str | os.PathLike[str]], stem: str,
-                  identity: JSON | None = None) -> tuple[Matrix, Path, JSON] | None:
+                  identity: CacheIdentity | None = None) -> tuple[Matrix, Path, JSON] | None:
     """(matrix, its file, its info) of ``stem`` in the first of ``folders`` that holds it whole (and, given
     ``identity``, is this call's: :func:`load_cached`); nothing there is written, not even to drop a damaged entry
     (another command's cache, e.g. a run folder's)."""
@@ -94,7 +94,7 @@ def final_path(cache: Path, stem: str, x: Any) -> Path:
 
 
 def load_cached(cache: Path, stem: str, drop_damaged: bool = True,
-                identity: JSON | None = None) -> tuple[Matrix, JSON] | None:
+                identity: CacheIdentity | None = None) -> tuple[Matrix, JSON] | None:
     """The cached matrix and its info, or None: when absent; when foreign (given ``identity``, the call's
     :func:`aflite.features.base.cache_identity`: its record holds another key, or none, as an older aflite wrote
     it: computed from another dataset's inputs, with other options, ...); and when damaged (unreadable, not the shape
@@ -135,7 +135,7 @@ def load_cached(cache: Path, stem: str, drop_damaged: bool = True,
     return x, info
 
 
-def why_foreign(recorded: JSON, identity: JSON) -> str | None:
+def why_foreign(recorded: JSON, identity: CacheIdentity) -> str | None:
     """Why a cache record is not of the call whose :func:`aflite.features.base.cache_identity` is ``identity``
     (None: it is), the first part that differs named: the inputs, the featurizer or view, an option, the rest of the
     key (labels, warm-up slice, image files), the format."""
@@ -159,13 +159,13 @@ def why_foreign(recorded: JSON, identity: JSON) -> str | None:
     return "another key: other labels, warm-up slice or image files"
 
 
-def tie(path: Path, identity: JSON) -> None:
+def tie(path: Path, identity: CacheIdentity) -> None:
     """Write ``<path>.json`` beside a cached file just written (the warm-up's model): the key it was made for and
     the sha256 of its bytes, which :func:`tied` checks before the file is used."""
     write_json(path.with_name(path.name + ".json"), {**identity, "aflite": _version(), "sha256": file_sha256(path)})
 
 
-def tied(path: Path, identity: JSON, what: str) -> bool:
+def tied(path: Path, identity: CacheIdentity, what: str) -> bool:
     """Whether the cached ``path`` may be used: it is there with a record (:func:`tie`) of this ``identity`` and
     its bytes are those recorded. Otherwise (a file copied from another run, changed, or without its record), a
     warning line names it, ``what`` it is and why (foreign or damaged), and False: the caller makes it again."""
@@ -246,10 +246,19 @@ def transform_chunked(
     return np.ascontiguousarray(np.vstack([done[c] for c in range(n_chunks)]), dtype=np.float32)
 
 
-def _chunk_record(stem: str, a: list[str], b: list[str] | None, lo: int, hi: int) -> JSON:
+class ChunkRecord(TypedDict):
+    """What ties a chunk file to its run and rows (beside its shape and values' sha256 in its record)."""
+
+    stem: str  # the run's stem (its cache key)
+    lo: int
+    hi: int
+    rows: str  # the rows' inputs' fingerprint
+
+
+def _chunk_record(stem: str, a: list[str], b: list[str] | None, lo: int, hi: int) -> ChunkRecord:
     """What ties a chunk file to its run and rows: the run's stem (its key), the rows' bounds and their inputs'
     fingerprint."""
-    return {"stem": stem, "lo": lo, "hi": hi, "rows": data_fingerprint(a[lo:hi], None if b is None else b[lo:hi])}
+    return ChunkRecord(stem=stem, lo=lo, hi=hi, rows=data_fingerprint(a[lo:hi], None if b is None else b[lo:hi]))
 
 
 def _values_sha256(x: np.ndarray) -> str:
@@ -257,7 +266,7 @@ def _values_sha256(x: np.ndarray) -> str:
     return hashlib.sha256(np.ascontiguousarray(x, dtype=np.float32).tobytes()).hexdigest()
 
 
-def _cached_chunk(f: Path, expected: JSON) -> np.ndarray | None:
+def _cached_chunk(f: Path, expected: ChunkRecord) -> np.ndarray | None:
     """The chunk in ``f`` when it and its record agree with ``expected`` and with each other (its values' sha256),
     else None with a warning line saying why (foreign: another run's or rows'; damaged: unreadable, other values, no
     record), so that the chunk is embedded again and never sealed into the matrix."""

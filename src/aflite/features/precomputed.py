@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from aflite.data.options import option_label
+from aflite.data.keywords import option_label
 from aflite.errors import InputError, ParameterError
 from aflite.features.base import BaseFeaturizer
 

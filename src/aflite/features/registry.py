@@ -19,7 +19,7 @@ from typing import Any
 from aflite.errors import ParameterError
 from aflite.option import DERIVED, Option, constructor_default, declared_flags, signature_defaults
 
-__all__ = ["COMBINE", "COMMAND_OPTIONS", "FeaturizerOption", "FeaturizerSpec", "OPTIONS", "REGISTRY",
+__all__ = ["COMBINE", "COMMAND_OPTIONS", "FeaturizerSpec", "OPTIONS", "REGISTRY",
            "check_backend", "combined_spec", "default_featurizer", "featurizer_arg", "featurizer_help",
            "featurizer_names", "featurizer_options", "find", "image_featurizer_options", "option_commands",
            "refuse_untaken", "register", "run_options", "spec", "takers"]
@@ -29,38 +29,30 @@ COMBINE = "+"  # "warmup+ngram": the named featurizers' matrices side by side (a
 COMBINED_COMMANDS = ("run", "embed")  # the commands that offer a combination
 
 
-def FeaturizerOption(name: str, type: Any = str, help: str = "",  # noqa: N802, A002 (the former class's call)
-                     commands: tuple[str, ...] = ("run", "embed"), metavar: str | None = None) -> Option:
-    """One option of one or more featurizers, declared once as an :class:`aflite.option.Option`: its keyword
-    (``model_path``), the type of its value (a path stays the string given), its help and the commands that offer
-    it (beyond those, a command that recomputes a run's Φ); its default is not repeated here: it is the
-    constructor's of each featurizer that takes it (the flag's None means "not given"). Each command's flag
-    (``--model-path``), its help (with the featurizers that take it) and the routing of its value to the chosen
-    featurizer follow from this declaration (:func:`aflite.cli.options.add_featurizer_flags`), and a value given to
-    a featurizer that does not take it is refused in one line (:func:`featurizer_options`)."""
-    return Option(name, type, help=help, commands=commands, metavar=metavar, optional=True)
-
-
 # Options a command declares itself, because they mean more there than one featurizer's keyword: ``device`` (where
-# every PyTorch step of the command runs), ``backend`` (:func:`aflite.cli.options.add_backend`, refused by
+# every PyTorch step of the command runs), ``backend`` (:func:`aflite.cli.flags.add_backend`, refused by
 # :func:`check_backend` for a featurizer without an encoder) and ``image_size`` (images are loaded at that size).
 # They are routed to the featurizers that take them and dropped silently for the others.
 COMMAND_OPTIONS = ("device", "backend", "image_size")
 
+# The options one or more featurizers take, each declared once as an Option: its keyword, the type of its value (a
+# path stays the string given), its help and the commands that offer it as a flag; its default is not repeated: it is
+# the constructor's of each featurizer that takes it (None: "not given"). The flags, their help and the routing of
+# a value to the chosen featurizer follow from it (aflite.cli.flags.add_featurizer_flags).
 OPTIONS: dict[str, Option] = {o.name: o for o in (
-    FeaturizerOption("model_path", Path, "a local Hugging Face model folder (unset: the featurizer's bundled "
-                     "weights, all-MiniLM-L6-v2 for text, EfficientNet-Lite0 for images)",
-                     commands=("run", "embed", "evaluate"), metavar="DIR"),
-    FeaturizerOption("max_steps", int, "cap on the warm-up's fine-tuning steps (unset: no cap on a GPU, the "
-                     "constructor's cpu_max_steps on a CPU)", commands=("run", "embed"),
-                     metavar="N"),
-    FeaturizerOption("lr", float, "the warm-up's fine-tuning learning rate (unset: its recipe's, "
-                     "aflite.encoders.training.WARMUP for text, WARMUP_IMAGE for images)",
-                     commands=("run", "embed")),
-    FeaturizerOption("embeddings", Path, ".npy/.npz/.parquet vectors aligned by id (ids: a column of the table, or "
-                     "--embedding-ids)", commands=("run", "audit", "explain"), metavar="FILE"),
-    FeaturizerOption("embedding_ids", Path, "ids of a .npy --embeddings file, one per line",
-                     commands=("run", "audit", "explain"), metavar="FILE"),
+    Option("model_path", Path, help="a local Hugging Face model folder (unset: the featurizer's bundled "
+           "weights, all-MiniLM-L6-v2 for text, EfficientNet-Lite0 for images)",
+           commands=("run", "embed", "evaluate"), metavar="DIR", optional=True),
+    Option("max_steps", int, help="cap on the warm-up's fine-tuning steps (unset: no cap on a GPU, the "
+           "constructor's cpu_max_steps on a CPU)", commands=("run", "embed"),
+           metavar="N", optional=True),
+    Option("lr", float, help="the warm-up's fine-tuning learning rate (unset: its recipe's, "
+           "aflite.encoders.training.WARMUP for text, WARMUP_IMAGE for images)",
+           commands=("run", "embed"), optional=True),
+    Option("embeddings", Path, help=".npy/.npz/.parquet vectors aligned by id (ids: a column of the table, or "
+           "--embedding-ids)", commands=("run", "audit", "explain"), metavar="FILE", optional=True),
+    Option("embedding_ids", Path, help="ids of a .npy --embeddings file, one per line",
+           commands=("run", "audit", "explain"), metavar="FILE", optional=True),
 )}
 MODALITIES = ("text", "image", "text+image", "any")
 
@@ -207,7 +199,7 @@ REGISTRY.update({name: _with_class_flags(s) for name, s in REGISTRY.items()})
 def register(new: FeaturizerSpec, *options: Option) -> FeaturizerSpec:
     """Add a featurizer (or replace one of the same name): every command offers it from then on (the CLI's choices
     and flags are read when its parser is built). ``options`` declares the options it takes that no registered
-    featurizer declared yet (each once, :class:`FeaturizerOption`); ``new.options`` names every option it takes.
+    featurizer declared yet (each once, an :class:`aflite.option.Option`); ``new.options`` names every option it takes.
     What it is given is checked here, in one line, rather than when a command first builds it."""
     if not new.name or COMBINE in new.name or not new.name.replace("-", "").replace("_", "").isalnum():
         raise ParameterError(f"featurizer name {new.name!r}: letters, digits, '-' and '_' only (and no {COMBINE!r}, "
@@ -225,7 +217,7 @@ def register(new: FeaturizerSpec, *options: Option) -> FeaturizerSpec:
     unknown = [o for o in new.options if o not in declared and o not in COMMAND_OPTIONS]
     if unknown:
         raise ParameterError(f"featurizer {new.name!r}: option(s) {', '.join(unknown)} not declared; pass a "
-                             f"FeaturizerOption for each to register()")
+                             f"Option for each to register()")
     OPTIONS.update({o.name: o for o in options})
     REGISTRY[new.name] = new
     return new

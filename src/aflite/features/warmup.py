@@ -198,17 +198,16 @@ class WarmupFeaturizer(BackendEncoder):
         on the backend that embeds with it), then embed the other rows chunk by chunk."""
         assert warmup_rows is not None
         a, b, y = job.a, job.b, np.asarray(job.y)
-        model_file = None
-        model_id: JSON = {}
+        model_file = model_id = None
         if job.cache is not None:
             model_id = cache_identity(a, b, job.name, job.view,
                                       {k: v for k, v in job.options.items() if k != "backend"}, job.key_facts)
             model_file = job.cache / f"{job.name}-{job.view}-{model_id['key'][:20]}.warmup.pt"
-        if model_file is not None and tied(model_file, model_id, "warm-up model"):  # this input's, bytes unchanged
-            self.load(model_file)
+        if model_file is not None and model_id is not None and tied(model_file, model_id, "warm-up model"):
+            self.load(model_file)  # this input's, bytes unchanged
         else:
             self.fit([a[i] for i in warmup_rows], None if b is None else [b[i] for i in warmup_rows], y[warmup_rows])
-            if model_file is not None:
+            if model_file is not None and model_id is not None:
                 self.save(model_file)
                 tie(model_file, model_id)
         info = {"warmup_steps": self.steps_, "warmup_final_loss": self.train_log_[-1] if self.train_log_ else None,

@@ -31,9 +31,9 @@ from aflite.report.frame import (
     plotly_js,
     script_text,
 )
-from aflite.rundir.bodies import Document
 from aflite.rundir.names import PAGE
 from aflite.rundir.page import PageData
+from aflite.rundir.schema import Document
 
 PACK_ABOVE = 1_000_000  # bytes of JSON above which the columns are embedded gzip + base64
 

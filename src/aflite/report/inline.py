@@ -3,7 +3,7 @@ first plots of the folder's page (a run's per-phase curve and label mix, an eval
 significant (token, label) pairs per set, the audit's biased-condition accuracy per set and view), drawn with
 the plotly.js the explorer page ships, inline: nothing is fetched, so the output shows offline and in an HTML export.
 
-:func:`result_html` builds it; importing this module registers it with :func:`aflite.rundir.show.register_html`
+:func:`result_html` builds it; importing this module registers it with :func:`aflite.rundir.display.register_html`
 (the Result class lives in a lower layer and must not import this one). Dataset text is escaped; the data the
 plots read is embedded as JSON the script parses.
 """
@@ -15,10 +15,10 @@ from importlib import resources
 from typing import Any
 
 from aflite.atomic import JSON
-from aflite.explain.summaries import TokenSummary
+from aflite.check.token_summary import TokenSummary
 from aflite.report.frame import esc, json_for_script, plotly_js, script_text, verdict_block
 from aflite.report.rows import read_evaluate
-from aflite.rundir import show
+from aflite.rundir import display
 from aflite.rundir.names import PAGE
 
 __all__ = ["label_shift_table", "result_html"]
@@ -98,7 +98,7 @@ def result_html(result: Any) -> str:
     body = body if isinstance(body, dict) else {}
     uid = f"aflite-{uuid.uuid4().hex}"  # an element id, unique on a page that keeps older outputs
     out = getattr(result, "out", None)
-    sizes = show.sizes(body)
+    sizes = display.sizes(body)
     head = f"<b>aflite {esc(result.command)}</b>" + (f" · {esc(sizes)}" if sizes else "") + " · " + (
         f"folder <code>{esc(out)}</code>" if out is not None else "no folder (out=None)")
     parts = [f'<div class="aflite-inline" id="{uid}"><style>{_CSS}</style><div>{head}</div>',
@@ -121,8 +121,8 @@ def result_html(result: Any) -> str:
         parts.append(f'<script>{script_text(script)}("{uid}");</script>')
     where = (f"the whole page: <code>{esc(out)}/{PAGE}</code>; " if out is not None and result.has_page else "")
     parts.append(f'<p class="muted">{where}more of this result (filtered rows, per-row scores, every field): '
-                 f"{esc(show.GUIDE)}</p></div>")
+                 f"{esc(display.GUIDE)}</p></div>")
     return "\n".join(p for p in parts if p)
 
 
-show.register_html(result_html)
+display.register_html(result_html)

@@ -1,7 +1,7 @@
 """The data of the explorer pages of run, explain and evaluate folders, as :class:`aflite.rundir.page.PageData`.
 
 Each command's Result calls its builder here with what it holds: its results.json, typed (a
-:class:`aflite.rundir.bodies.Document`: the builders read its body's fields), its per-row table as columns of
+:class:`aflite.rundir.schema.Document`: the builders read its body's fields), its per-row table as columns of
 strings (:class:`Rows`), the dataset in memory, its token test; ``aflite report`` calls the same builder with the
 same things read back from the verified folder (``Result.page_of``). So the page a command writes and the page
 ``aflite report`` rebuilds are one function's output, and nothing here guesses which command wrote a folder.
@@ -19,9 +19,9 @@ import numpy as np
 from aflite.atomic import JSON
 from aflite.report import rows as report_rows
 from aflite.report import thumbs
-from aflite.report.rows import WARMUP
-from aflite.rundir.bodies import Document, EvaluateBody, ExplainBody, ProbeRecord, RunBody
+from aflite.report.rows import WARMUP, PageColumns
 from aflite.rundir.page import PageData
+from aflite.rundir.schema import Document, EvaluateBody, ExplainBody, ProbeRecord, RunBody
 from aflite.verdict import phases_text
 
 __all__ = ["EVALUATE_INTRO", "EXPLAIN_INTRO", "PROBE_HEADER", "RUN_INTRO", "Rows", "evaluate_page", "explain_page",
@@ -120,7 +120,7 @@ def probe_rows(probe: ProbeRecord) -> list[list[str]]:
     return rows
 
 
-def _run_tables(run: RunBody, cols: JSON) -> list[tuple[str, list[str], list[list[Any]], str]]:
+def _run_tables(run: RunBody, cols: PageColumns) -> list[tuple[str, list[str], list[list[Any]], str]]:
     """What the terminal shows of a run besides its summary: the probe table and the examples."""
     tables: list[tuple[str, list[str], list[list[Any]], str]] = []
     probe = run.partial_input_probe

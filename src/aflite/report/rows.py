@@ -13,7 +13,7 @@ import csv
 import math
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import Any, Literal, TypedDict
 
 import numpy as np
 
@@ -70,8 +70,34 @@ class GenericColumn(TypedDict):
 
     name: str
     num: bool
-    v: list[float | None] | list[str]
+    v: list[float | str | None]  # numbers (null: an empty cell) or texts, never both
 
+
+class PageColumns(TypedDict, total=False):
+    """The rows' columns as the page's script reads them (compact: label and region as codes into their names,
+    p̃, confidence, variability and correctness in thousandths, -1 missing); only ``id`` is always there."""
+
+    id: list[str]
+    label: list[int]
+    labels: list[str]
+    p: list[int]
+    phase: list[int]
+    conf: list[int]
+    var: list[int]
+    correct: list[int]
+    region: list[int]
+    regions: list[str]
+    issue: list[int]
+    top: list[str]
+    more: list[GenericColumn]
+    w: list[float | None]  # explain's soft weights
+    w_name: str
+    ta: list[str]  # the rows' texts (or image files), cut to TEXT_LIMIT
+    tb: list[str]
+    thumb: dict[str, str]  # row -> data URI of its thumbnail (images: the sampled rows)
+
+
+_PADDED = Literal["p", "phase", "conf", "var", "correct", "issue"]
 
 class TokenRow(TypedDict):
     """One row of explain's token test, as the competency plot reads it."""
@@ -82,6 +108,31 @@ class TokenRow(TypedDict):
     p: float
     z: float
     sig: bool
+
+
+class BonferroniCurve(TypedDict):
+    """One label's significance curve on the competency plot: base rate ``p0``, counts ``n`` and the bound ``p``."""
+
+    p0: float
+    n: list[float]
+    p: list[float]
+
+
+class TokenSet(TypedDict):
+    """One set's points and curves on the competency plot."""
+
+    tokens: list[TokenRow]
+    n_tests: int
+    n_significant: int
+    z_crit: float
+    curves: dict[str, BonferroniCurve]
+
+
+class TokenPlot(TypedDict):
+    """The competency plot's data: the family-wise α and each set's points and curves."""
+
+    alpha: float
+    sets: dict[str, TokenSet]
 
 
 MAPPED = frozenset({"id", "label", "predictability", "removed_at", "kept", "confidence", "variability", "correctness",
@@ -100,7 +151,7 @@ def table_columns(columns: Sequence[str], rows: Iterable[Sequence[Any]]) -> dict
     return cols
 
 
-def instance_columns(cols: dict[str, list[str]], path: Any, known: Iterable[str] = ()) -> JSON:
+def instance_columns(cols: dict[str, list[str]], path: Any, known: Iterable[str] = ()) -> PageColumns:
     """The page's columns (codes, thousandths) from a per-row table's columns of strings; ``path`` names the table
     in errors. A column the page does not draw in its own way (:data:`MAPPED`) and the command does not list in
     ``known`` (its own columns the page leaves out) is shown as it is (:func:`generic_column`): a check's column
@@ -114,7 +165,7 @@ def instance_columns(cols: dict[str, list[str]], path: Any, known: Iterable[str]
     for name in ("predictability", "confidence", "variability", "correctness"):
         if name in cols:
             _checked(path, name, cols[name], _is_unit_or_empty, "a number in [0, 1] (or empty)")
-    out: JSON = {"id": cols["id"]}  # the page's columns, as its script reads them
+    out = PageColumns(id=cols["id"])  # the page's columns, as its script reads them
     out["label"], out["labels"] = _codes(cols.get("label", [""] * len(cols["id"])))
     if "predictability" in cols:
         out["p"] = _milli([_float(v) for v in cols["predictability"]])
@@ -122,11 +173,11 @@ def instance_columns(cols: dict[str, list[str]], path: Any, known: Iterable[str]
         out["phase"] = [int(v) for v in cols["removed_at"]]
     elif "kept" in cols:
         out["phase"] = [-1 if v == "1" else 0 for v in cols["kept"]]
-    for src, dst in (("confidence", "conf"), ("variability", "var")):
+    thousandths: tuple[tuple[str, Literal["conf", "var", "correct"]], ...] = (
+        ("confidence", "conf"), ("variability", "var"), ("correctness", "correct"))
+    for src, dst in thousandths:
         if src in cols:
             out[dst] = _milli([_float(v) for v in cols[src]])
-    if "correctness" in cols:
-        out["correct"] = _milli([_float(v) for v in cols["correctness"]])
     if "region" in cols:
         out["region"], out["regions"] = _codes(cols["region"])
     if "label_issue" in cols:
@@ -143,13 +194,13 @@ def instance_columns(cols: dict[str, list[str]], path: Any, known: Iterable[str]
 def generic_column(name: str, values: list[str]) -> GenericColumn:
     """A column shown as it is: numbers (``num``; empty cells null) when every non-empty cell is one, else text
     cut to TEXT_LIMIT characters (the page's script sets it as text, never as markup)."""
-    numbers = [None if not v.strip() else _float(v) for v in values]
-    if any(x is not None for x in numbers) and not any(x is not None and math.isnan(x) for x in numbers):
+    numbers: list[float | str | None] = [None if not v.strip() else _float(v) for v in values]
+    if any(x is not None for x in numbers) and not any(isinstance(x, float) and math.isnan(x) for x in numbers):
         return {"name": name, "num": True, "v": numbers}
     return {"name": name, "num": False, "v": [v[:TEXT_LIMIT] for v in values]}
 
 
-def add_weights(cols: JSON, path: Path, notes: list[str]) -> None:
+def add_weights(cols: PageColumns, path: Path, notes: list[str]) -> None:
     """explain's weights.csv (id and a weight per row) as a column, matched by id; left out with a note when
     its ids are not the table's."""
     if not path.is_file():
@@ -169,7 +220,7 @@ def add_weights(cols: JSON, path: Path, notes: list[str]) -> None:
     cols["w_name"] = header[col]
 
 
-def weights_column(cols: JSON, weights: list[str], name: str = "weight") -> None:
+def weights_column(cols: PageColumns, weights: list[str], name: str = "weight") -> None:
     """The rows' soft weights (cells of explain's ``weight`` column, in the table's order) as the page's column."""
     values = [_float(v) for v in weights]
     cols["w"] = [None if math.isnan(v) else round(v, 4) for v in values]
@@ -233,7 +284,7 @@ def load_rows_dataset(dataset: Any | None, path: str | None, options: dict[str, 
 WARMUP = -2  # phase code of a warm-up row: it trained Φ and was then left out of the filter (the paper's protocol)
 
 
-def add_warmup(cols: JSON, dataset: Any, ids: list[str]) -> None:
+def add_warmup(cols: PageColumns, dataset: Any, ids: list[str]) -> None:
     """Append the warm-up rows (``warmup_ids.txt``) to the table, labelled from the dataset, phase WARMUP."""
     lab_of = dict(zip(np.asarray(dataset.ids).astype(str), np.asarray(dataset.labels).astype(str), strict=True))
     ids = [i for i in ids if i in lab_of]
@@ -245,10 +296,13 @@ def add_warmup(cols: JSON, dataset: Any, ids: list[str]) -> None:
         cols["label"].append(labels.index(name))
     cols["labels"] = labels
     cols["id"] = list(cols["id"]) + ids
-    for key, fill in (("p", -1), ("phase", WARMUP), ("conf", -1), ("var", -1), ("correct", -1), ("issue", 0),
-                      ("top", "")):
+    pads: tuple[tuple[_PADDED, int], ...] = (("p", -1), ("phase", WARMUP), ("conf", -1), ("var", -1),
+                                              ("correct", -1), ("issue", 0))
+    for key, fill in pads:
         if key in cols:
             cols[key] = list(cols[key]) + [fill] * len(ids)
+    if "top" in cols:
+        cols["top"] = list(cols["top"]) + [""] * len(ids)
     for more in cols.get("more", []):
         more["v"] = list(more["v"]) + [None if more["num"] else ""] * len(ids)
     if "region" in cols:
@@ -257,7 +311,7 @@ def add_warmup(cols: JSON, dataset: Any, ids: list[str]) -> None:
         cols["region"] = list(cols["region"]) + [cols["regions"].index("")] * len(ids)
 
 
-def attach_texts(cols: JSON, dataset: Any | None, notes: list[str], where: str = "the dataset") -> None:
+def attach_texts(cols: PageColumns, dataset: Any | None, notes: list[str], where: str = "the dataset") -> None:
     """Add the rows' texts (cut to TEXT_LIMIT characters) from ``dataset``; ids that are not all in it leave
     the texts out, with a note saying why."""
     if dataset is None:
@@ -273,7 +327,7 @@ def attach_texts(cols: JSON, dataset: Any | None, notes: list[str], where: str =
         cols["tb"] = [str(dataset.texts_b[r])[:TEXT_LIMIT] for r in rows]
 
 
-def token_plot(records: Iterable[dict[str, str]], alpha: float, path: Any) -> JSON:
+def token_plot(records: Iterable[dict[str, str]], alpha: float, path: Any) -> TokenPlot:
     """explain's token test (rows as tokens.csv holds them, from the file or from memory) for the competency
     plot: per set, the most frequent tokens and every significant one, and per label the Bonferroni curve
     p*(n) = p0 + z*·sqrt(p0(1 − p0)/n), z* the one-sided critical z at α / (number of tests in the set), p0 the
@@ -289,23 +343,23 @@ def token_plot(records: Iterable[dict[str, str]], alpha: float, path: Any) -> JS
                 "sig": str(rec.get("significant", "")).strip().lower() in ("1", "true", "yes")})
         except (KeyError, ValueError) as exc:
             raise InputError(f"{path}: line {lineno}: {exc}") from None
-    out: JSON = {"alpha": alpha, "sets": {}}
+    out = TokenPlot(alpha=alpha, sets={})
     for name, rows in sets.items():
         n_tests = len(rows)
         zcrit = float(norm.isf(alpha / max(1, n_tests)))
         rows.sort(key=lambda r: (not r["sig"], -r["count"]))
         shown = rows[:TOKEN_POINTS]
-        curves = {}
+        curves: dict[str, BonferroniCurve] = {}
         for label in sorted({r["label"] for r in rows}):
             p0 = _base_rate([r for r in rows if r["label"] == label])
             if p0 is None:
                 continue
             counts = np.unique(np.geomspace(max(1, min(r["count"] for r in rows)),
                                             max(r["count"] for r in rows), 60).round())
-            curves[label] = {"p0": p0, "n": counts.tolist(),
-                             "p": [min(1.0, p0 + zcrit * math.sqrt(p0 * (1 - p0) / c)) for c in counts]}
-        out["sets"][name] = {"tokens": shown, "n_tests": n_tests, "n_significant": sum(r["sig"] for r in rows),
-                             "z_crit": zcrit, "curves": curves}
+            curves[label] = BonferroniCurve(p0=p0, n=counts.tolist(),
+                                            p=[min(1.0, p0 + zcrit * math.sqrt(p0 * (1 - p0) / c)) for c in counts])
+        out["sets"][name] = TokenSet(tokens=shown, n_tests=n_tests, n_significant=sum(r["sig"] for r in rows),
+                                     z_crit=zcrit, curves=curves)
     return out
 
 

@@ -13,7 +13,7 @@ import csv
 import io
 from pathlib import Path
 
-from aflite.atomic import JSON
+from aflite.report.rows import PageColumns
 
 THUMB_PX = 48
 THUMB_ROWS = 300  # the first rows in table order, and as many of the most predictable removed rows
@@ -42,7 +42,7 @@ def image_refs(paths: list[str | None], dataset: str | None, folder: Path) -> li
     return [None if rel is None else str(Path(rel) if Path(rel).is_absolute() else root / rel) for rel in paths]
 
 
-def sample_rows(cols: JSON, limit: int = THUMB_ROWS) -> list[int]:
+def sample_rows(cols: PageColumns, limit: int = THUMB_ROWS) -> list[int]:
     """The table rows that get a thumbnail: the first ``limit``, then the ``limit`` removed with the highest p̃."""
     n = len(cols["id"])
     first = list(range(min(n, limit)))
@@ -72,7 +72,7 @@ def thumbnail(ref: str, px: int = THUMB_PX) -> str | None:
     return "data:image/jpeg;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
 
 
-def add_thumbnails(cols: JSON, refs: list[str | None]) -> int:
+def add_thumbnails(cols: PageColumns, refs: list[str | None]) -> int:
     """Put ``cols["thumb"]`` = {row: data URI} for the sampled rows (``refs``: each row's image file, or None);
     returns how many were made."""
     thumbs = {}

@@ -3,7 +3,7 @@ its parser, library function, the Result class that writes and rebuilds its fold
 ``aflite --help`` is its place in the table; its guide is ``docs/guide/<name>.md``). Everything else is derived from
 that table: the CLI's command list (:data:`aflite.cli.COMMANDS`), ``aflite report``'s lookup of a folder's Result
 class (:func:`result_class`) and the body a reader checks a folder's results.json against
-(:func:`aflite.rundir.bodies.body_class`). Each CLI module reads its own entry (``COMMAND = COMMANDS["run"]``).
+(:func:`aflite.rundir.schema.body_class`). Each CLI module reads its own entry (``COMMAND = COMMANDS["run"]``).
 
 The table names everything as ``"module:attribute"`` strings, so the library finds a command without importing the
 command line (imports point down: docs/architecture.md), and ``aflite --help`` imports no library to list them.
@@ -33,7 +33,7 @@ class Command:
     body: str | None = None
 
 
-_BODIES = "aflite.rundir.bodies"
+_BODIES = "aflite.rundir.schema"
 # every built-in command, in ``aflite --help`` order
 COMMANDS: dict[str, Command] = {c.name: c for c in (
     Command("demo", "aflite.cli.demo", "aflite.commands.run:run", "aflite.commands.run:RunResult",

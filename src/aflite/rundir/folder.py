@@ -28,23 +28,23 @@ import csv
 import functools
 import inspect
 import os
+import shutil
 import sys
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import IO, Any, TypeVar
 
 from aflite.atomic import atomic_open, guarded, storage_errors, write_text
 from aflite.core.phase import FilterState
-from aflite.data.options import option_label
+from aflite.data.keywords import option_label
 from aflite.errors import AfliteError, InputError, OutputError, OutputWriteError
 from aflite.rundir import checkpoint
-from aflite.rundir.bodies import parse
 from aflite.rundir.lock import (
-    OutputFolder,
-    claim_output,
+    check_claim,
     forget_files,
     holds_run,
     identity,
+    lock_folder,
     pause_point,
     read_marker,
     record_files,
@@ -52,12 +52,14 @@ from aflite.rundir.lock import (
     record_written,
     recorded_files,
     unchanged,
+    write_marker,
     written_of,
 )
 from aflite.rundir.manifest import listing
 from aflite.rundir.names import CACHE, CHECKPOINT, LOCK, MARKER, PAGE, RESULTS, SUMMARY_MD
 from aflite.rundir.read import recorded_dataset_fingerprint
 from aflite.rundir.results import Result, results_document, write_results_json
+from aflite.rundir.schema import parse
 
 __all__ = ["RunFolder", "claims"]
 
@@ -66,14 +68,21 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 class RunFolder:
     """An output folder: its path, the command that writes it, the argv results.json records (None: the process's
-    own) and its claim (released when the ``with`` block ends)."""
+    own) and its claim (:meth:`claim`: checked, created if needed, marked as the command's own and locked; released
+    when the ``with`` block ends). On an :class:`~aflite.errors.AfliteError` inside the block, a folder the claim
+    created is removed again and an existing one left as it was found (nothing is left behind by a refused input);
+    any other exit keeps it (an interrupted run stays resumable)."""
 
     def __init__(self, path: str | os.PathLike[str], command: str, *, argv: Sequence[str] | None = None,
-                 claim: OutputFolder | None = None) -> None:
+                 created: bool = False, lock_fh: IO[str] | None = None) -> None:
         self.path = Path(path)
         self.command = command
         self.argv = None if argv is None else list(argv)
-        self._claim = claim
+        self.created = created  # whether the claim created the folder (removed again on a refused input)
+        self.marked = False  # whether the claim wrote the marker (and the lock file) into an existing folder
+        self.replaced: str | None = None  # the marker of another command the claim replaced (restored on failure)
+        self.lost_marker = False  # whether the folder held entries but no readable marker when claimed
+        self._lock_fh = lock_fh
         self._begun = False
         self._mine: set[str] = set()  # names recorded as aflite's by this process
         self._users: set[str] | None = None  # the user's entries when the command claimed the folder
@@ -83,11 +92,35 @@ class RunFolder:
     @classmethod
     def claim(cls, path: str | os.PathLike[str], command: str, *, overwrite: bool = False, resume: bool = False,
               argv: Sequence[str] | None = None, flag: str = "--out") -> RunFolder:
-        """Check, create, mark and lock ``path`` for ``aflite COMMAND`` (:func:`aflite.rundir.lock.claim_output`),
-        before any computation."""
-        held = claim_output(path, command, overwrite=overwrite, resume=resume, flag=flag)
+        """Check, create, mark and lock ``path`` for ``aflite COMMAND``, before any computation: the refusals of
+        :func:`aflite.rundir.lock.check_claim` (another command's folder without ``overwrite``, a run neither
+        resumed nor overwritten), then a folder locked by a live process; ``flag`` names ``path`` in messages."""
+        p, marker, entries = check_claim(path, command, overwrite=overwrite, resume=resume, flag=flag)
+        existed = p.exists()
+        try:
+            p.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise OutputError(f"{flag} {p}: cannot create the folder: {exc.strerror or exc}") from None
+        had_lock = (p / LOCK).exists()
+        try:
+            lock_fh = lock_folder(p, flag)
+        except OutputError:
+            if not existed:
+                shutil.rmtree(p, ignore_errors=True)
+            raise
+        folder = cls(p, command, argv=argv, created=not existed, lock_fh=lock_fh)
+        folder.lost_marker = existed and marker is None and bool(entries)
+        try:
+            if marker is None or marker.get("command") != command or not isinstance(marker.get("written"), list):
+                folder.marked = existed and marker is None and not had_lock
+                if marker is not None:
+                    folder.replaced = (p / MARKER).read_text(encoding="utf-8")
+                write_marker(p, command, marker, existed)
+        except OSError as exc:
+            folder.release(failed=True)
+            raise OutputError(f"{flag} {p}: cannot write into the folder: {exc.strerror or exc}") from None
         pause_point("claimed")
-        return cls(held.path, command, argv=argv, claim=held)
+        return folder
 
     @classmethod
     def of(cls, out: str | os.PathLike[str] | RunFolder, command: str) -> RunFolder:
@@ -105,11 +138,27 @@ class RunFolder:
 
     # ------------------------------------------------------------------------------------------------ claim
     def release(self, failed: bool = False) -> None:
+        """Stop guarding the folder's writes and release its lock; ``failed`` (a refused input): undo the claim,
+        a created folder removed, an existing one's marker and lock removed or the replaced marker restored, only
+        while the path still leads to the folder claimed."""
         if self._guard is not None:
             self._guard.close()
             self._guard = None
-        if self._claim is not None:
-            self._claim.release(failed=failed)
+        if self._lock_fh is not None:
+            with contextlib.suppress(OSError):
+                self._lock_fh.close()  # closing the descriptor releases the flock
+            self._lock_fh = None
+        if not failed or identity(self.path) != self._identity:
+            return  # the path leads elsewhere now (a parent deleted or replaced by a link): nothing there is ours
+        if self.created:
+            shutil.rmtree(self.path, ignore_errors=True)
+        elif self.marked:  # an existing folder that was not ours: leave it as it was found
+            for name in (MARKER, LOCK):
+                with contextlib.suppress(OSError):
+                    (self.path / name).unlink()
+        elif self.replaced is not None:  # another command's folder, refused: its owner stays
+            with contextlib.suppress(OSError):
+                write_text(self.path / MARKER, self.replaced)
 
     def __enter__(self) -> RunFolder:
         self.users()  # taken now: what appears from here on is the command's
@@ -161,8 +210,7 @@ class RunFolder:
         """Why ``name`` is not aflite's, in words: what the marker says of it (a hint at the marker when that is the
         cause, and how to recover)."""
         marker = read_marker(self.path)
-        lost = self._claim is not None and self._claim.lost_marker
-        if lost:
+        if self.lost_marker:
             return (f"the folder had no readable {MARKER} (aflite's record of what it wrote) when this command "
                     f"claimed it, so every entry there counts as yours; if it is aflite's own output of an earlier "
                     f"run, move or delete it yourself, or choose another {option_label('--out', 'out')}")

@@ -2,7 +2,8 @@
 
 The path is checked before any computation, a marker file names the command that owns the folder (so that
 another command, or ``demo``'s clean start, never overwrites or deletes what it did not make), and a lock keeps a
-second process out while the first writes. :class:`aflite.rundir.folder.RunFolder` holds the claim.
+second process out while the first writes. :meth:`aflite.rundir.folder.RunFolder.claim` claims with these
+checks, and the :class:`~aflite.rundir.folder.RunFolder` holds the claim.
 
 The marker also lists what aflite wrote there (``"written"``: top-level names, recorded before each is created), so
 that aflite removes or replaces only its own files: everything else in the folder is the user's, whenever it came.
@@ -22,8 +23,8 @@ from pathlib import Path
 from typing import IO, Any
 
 from aflite import __version__
-from aflite.atomic import check_output_path, write_json, write_text
-from aflite.errors import AfliteError, OutputError, OutputWriteError, ParameterError
+from aflite.atomic import check_output_path, write_json
+from aflite.errors import OutputError, ParameterError
 from aflite.hashing import file_sha256
 from aflite.rundir.names import (
     CHECKPOINT,
@@ -44,10 +45,10 @@ from aflite.rundir.names import (
     WEIGHTS,
 )
 
-__all__ = ["LOCK", "MARKER", "OutputFolder", "check_cache_dir", "check_outside_runs", "claim_output",
-           "clear_own_folder", "foreign_of", "forget_files", "holding_lock", "holds_run", "identity", "is_run_folder",
-           "plain_name", "previous_run", "read_marker", "record_files", "record_of", "record_written",
-           "recorded_files", "spelled_path", "unchanged", "written_of"]
+__all__ = ["LOCK", "MARKER", "check_cache_dir", "check_claim", "check_outside_runs", "clear_own_folder", "foreign_of",
+           "forget_files", "holding_lock", "holds_run", "identity", "is_run_folder", "lock_folder", "plain_name",
+           "previous_run", "read_marker", "record_files", "record_of", "record_written", "recorded_files",
+           "spelled_path", "unchanged", "write_marker", "written_of"]
 
 RUN_FILES = (CHECKPOINT, RESULTS)  # a run directory holds one of these once a run has written it
 # what an aflite < 0.3 wrote into a folder it claimed (its marker did not list the user's own entries)
@@ -278,69 +279,14 @@ def identity(path: Path) -> tuple[int, int] | None:
     return st.st_dev, st.st_ino
 
 
-class OutputFolder:
-    """A claimed output folder: checked, created if needed, marked as the command's own and locked.
-
-    Use as a context manager; on an :class:`~aflite.errors.AfliteError` inside the block, a folder that this
-    claim created is removed again (nothing is left behind by a refused input); any other exit keeps it (an
-    interrupted run stays resumable).
-    """
-
-    def __init__(self, path: Path, command: str, created: bool, lock_fh: IO[str] | None) -> None:
-        self.path = path
-        self.command = command
-        self.created = created
-        self.marked = False  # whether this claim wrote the marker (and the lock file) into an existing folder
-        self.replaced: str | None = None  # the marker of another command this claim replaced (restored on failure)
-        self.lost_marker = False  # whether the folder held entries but no readable marker when claimed
-        self.identity = identity(path)  # (device, inode): a failure's clean-up touches only the folder claimed
-        self._lock_fh = lock_fh
-
-    def release(self, failed: bool = False) -> None:
-        if self._lock_fh is not None:
-            with contextlib.suppress(OSError):
-                self._lock_fh.close()  # closing the descriptor releases the flock
-            self._lock_fh = None
-        if failed and identity(self.path) != self.identity:
-            return  # the path leads elsewhere now (a parent deleted or replaced by a link): nothing there is ours
-        if failed and self.created:
-            shutil.rmtree(self.path, ignore_errors=True)
-        elif failed and self.marked:  # an existing folder that was not ours: leave it as it was found
-            for name in (MARKER, LOCK):
-                with contextlib.suppress(OSError):
-                    (self.path / name).unlink()
-        elif failed and self.replaced is not None:  # another command's folder, refused: its owner stays
-            with contextlib.suppress(OSError):
-                write_text(self.path / MARKER, self.replaced)
-
-    def __enter__(self) -> OutputFolder:
-        return self
-
-    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
-        # a refused input leaves nothing behind; a write that failed part-way (disk full) keeps what was
-        # completed (each file is whole), so that the run can be resumed once there is room
-        self.release(failed=exc_type is not None and issubclass(exc_type, AfliteError)
-                     and not issubclass(exc_type, OutputWriteError))
-
-
-def claim_output(
-    out: str | os.PathLike[str],
-    command: str,
-    *,
-    overwrite: bool = False,
-    resume: bool = False,
-    flag: str = "--out",
-) -> OutputFolder:
-    """Check, create, mark and lock the output folder of ``aflite COMMAND``.
-
-    A non-empty folder is refused unless its marker names this command, or ``overwrite`` (the user's
-    ``--overwrite``); a folder holding a run (checkpoint or summary) is refused unless ``resume`` or
-    ``overwrite``; a folder locked by a live process is refused; an empty path is refused (it is not the current
-    folder by accident). All before any computation. ``flag``: how messages name ``out`` (``--out`` under the
-    command line, ``out`` for a Python caller, whose messages then name ``overwrite=True``).
-    """
-    cli = flag.startswith("-")  # the CLI names its flags, a Python caller its keywords
-    over, res = ("--overwrite", "--resume") if cli else ("overwrite=True", "resume=True")
+def check_claim(out: str | os.PathLike[str], command: str, *, overwrite: bool = False, resume: bool = False,
+                flag: str = "--out") -> tuple[Path, dict[str, Any] | None, list[Path]]:
+    """The refusals of a claim of ``out`` for ``aflite COMMAND``, before anything is created: an empty path (it is
+    not the current folder by accident), a dangling link, a non-empty folder whose marker names another command
+    (unless ``overwrite``, the user's ``--overwrite``), a folder holding a run neither resumed nor overwritten.
+    ``flag``: how messages name ``out`` (``--out`` under the command line, ``out`` for a Python caller, whose
+    messages then name ``overwrite=True``). Returns the path, its marker and its entries (marker and lock aside)."""
+    over = "--overwrite" if flag.startswith("-") else "overwrite=True"  # the CLI names its flags, Python keywords
     if not str(out).strip():
         raise ParameterError(f"{flag}: an empty path; give the folder to write into (\".\" for the current one)")
     try:
@@ -351,53 +297,32 @@ def claim_output(
         raise OutputError(f"{flag} {spelled}: a link to {os.readlink(spelled)}, which does not exist; give an "
                           f"existing folder or a new path")
     p = check_output_path(spelled, flag=flag, folder=True)
-    existed = p.exists()
-    entries: list[Path] = []
-    if existed:
-        entries = [e for e in p.iterdir() if e.name not in (MARKER, LOCK)]
-        marker = read_marker(p)
-        owner = None if marker is None else marker["command"]
-        if entries and owner != command and not overwrite:
-            made = f"made by `aflite {owner}`" if owner else f"not made by `aflite {command}`"
-            kept = (f"the files `aflite {owner}` wrote are replaced, every other entry stays" if owner else
-                    "every entry there stays")
-            raise OutputError(f"{flag} {p}: folder is not empty ({len(entries)} entr"
-                              f"{'y' if len(entries) == 1 else 'ies'}) and was {made}; pass {over} to write "
-                              f"into it anyway ({kept}; a name clash with one of them is refused), or choose "
-                              f"another {flag}")
-        if not resume and not overwrite and holds_run(p) and command in ("run", "filter"):
-            raise previous_run(p, flag)
-    else:
-        marker = None
-    try:
-        p.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise OutputError(f"{flag} {p}: cannot create the folder: {exc.strerror or exc}") from None
-    had_lock = (p / LOCK).exists()
-    try:
-        lock_fh = _lock(p, flag)
-    except OutputError:
-        if not existed:
-            shutil.rmtree(p, ignore_errors=True)
-        raise
-    claim = OutputFolder(p, command, created=not existed, lock_fh=lock_fh)
-    claim.lost_marker = existed and marker is None and bool(entries)
-    try:
-        if marker is None or marker.get("command") != command or not isinstance(marker.get("written"), list):
-            claim.marked = existed and marker is None and not had_lock
-            if marker is not None:
-                claim.replaced = (p / MARKER).read_text(encoding="utf-8")
-            # what aflite wrote here (none in a folder it did not make): the one thing it may replace or remove
-            created = not existed if marker is None else marker.get("created") is True
-            ours = written_of(p, marker)
-            write_json(p / MARKER, {"command": command, "created": created, "written": sorted(ours),
-                                    "files": {n: r for n, r in recorded_files(marker).items() if n in ours},
-                                    "aflite": __version__,
-                                    "time": time.strftime("%Y-%m-%dT%H:%M:%S%z")})
-    except OSError as exc:
-        claim.release(failed=True)
-        raise OutputError(f"{flag} {p}: cannot write into the folder: {exc.strerror or exc}") from None
-    return claim
+    if not p.exists():
+        return p, None, []
+    entries = [e for e in p.iterdir() if e.name not in (MARKER, LOCK)]
+    marker = read_marker(p)
+    owner = None if marker is None else marker["command"]
+    if entries and owner != command and not overwrite:
+        made = f"made by `aflite {owner}`" if owner else f"not made by `aflite {command}`"
+        kept = (f"the files `aflite {owner}` wrote are replaced, every other entry stays" if owner else
+                "every entry there stays")
+        raise OutputError(f"{flag} {p}: folder is not empty ({len(entries)} entr"
+                          f"{'y' if len(entries) == 1 else 'ies'}) and was {made}; pass {over} to write "
+                          f"into it anyway ({kept}; a name clash with one of them is refused), or choose "
+                          f"another {flag}")
+    if not resume and not overwrite and holds_run(p) and command in ("run", "filter"):
+        raise previous_run(p, flag)
+    return p, marker, entries
+
+
+def write_marker(folder: Path, command: str, marker: dict[str, Any] | None, existed: bool) -> None:
+    """Mark ``folder`` as ``aflite COMMAND``'s, keeping what an earlier marker says aflite wrote there (none in a
+    folder it did not make: the one thing it may replace or remove) and whether aflite created the folder."""
+    created = not existed if marker is None else marker.get("created") is True
+    ours = written_of(folder, marker)
+    write_json(folder / MARKER, {"command": command, "created": created, "written": sorted(ours),
+                                 "files": {n: r for n, r in recorded_files(marker).items() if n in ours},
+                                 "aflite": __version__, "time": time.strftime("%Y-%m-%dT%H:%M:%S%z")})
 
 
 @contextlib.contextmanager
@@ -405,7 +330,7 @@ def holding_lock(folder: str | os.PathLike[str], flag: str = "DIR") -> Iterator[
     """Hold the folder's lock while the block runs (``aflite report``: a page is never written while a command
     builds the folder, nor a command begun while the page of the old folder is written); a folder in use by
     another process is refused in one line."""
-    fh = _lock(Path(folder), flag)
+    fh = lock_folder(Path(folder), flag)
     try:
         yield
     finally:
@@ -413,7 +338,7 @@ def holding_lock(folder: str | os.PathLike[str], flag: str = "DIR") -> Iterator[
             fh.close()
 
 
-def _lock(folder: Path, flag: str) -> IO[str] | None:
+def lock_folder(folder: Path, flag: str) -> IO[str] | None:
     """An exclusive, non-blocking lock on FOLDER/.aflite.lock held while the returned file stays open."""
     try:
         import fcntl

@@ -1,5 +1,5 @@
 """The one reader of output folders: a folder's results.json, checked (its format, each key's type:
-:mod:`aflite.rundir.bodies`) and its files verified against the manifest it lists (:mod:`aflite.rundir.manifest`),
+:mod:`aflite.rundir.schema`) and its files verified against the manifest it lists (:mod:`aflite.rundir.manifest`),
 and a run folder's ids, per-row table, warm-up slice and fingerprints, for the commands that read a folder back
 (``evaluate``, ``explain``, ``audit --compare``, ``card``, ``report``). Every refusal is one
 :class:`~aflite.errors.InputError` naming the file: an unfinished folder (no results.json), one made by
@@ -20,7 +20,6 @@ from typing import Any
 import numpy as np
 
 from aflite.errors import InputError
-from aflite.rundir.bodies import Document, Envelope, RunBody, parse
 from aflite.rundir.manifest import check_seal, verify
 from aflite.rundir.names import (
     CHECKPOINT,
@@ -39,6 +38,7 @@ from aflite.rundir.names import (
     WEIGHTS,
 )
 from aflite.rundir.results import FORMAT_VERSION
+from aflite.rundir.schema import Document, Envelope, RunBody, parse
 
 __all__ = ["RUN_COMMANDS", "Instances", "RunRecord", "check_run_dataset", "read_columns",
            "read_folder", "read_id_list", "read_json", "read_kept_ids", "read_results", "read_run",

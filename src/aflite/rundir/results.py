@@ -25,11 +25,11 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from aflite.atomic import json_text, write_text
-from aflite.rundir import show
-from aflite.rundir.bodies import Document
+from aflite.rundir import display
 from aflite.rundir.manifest import seal
 from aflite.rundir.names import INSTANCES, RESULTS
 from aflite.rundir.page import PageData, register
+from aflite.rundir.schema import Document
 from aflite.rundir.versions import versions
 
 __all__ = ["FORMAT_VERSION", "Result", "Table", "WarningsRecord", "recording_warnings", "results_document",
@@ -198,13 +198,13 @@ class Result:
         """The result's own files besides the last three (default: none)."""
 
     def __repr__(self) -> str:
-        """One line: the command, the sizes, the verdict's first sentence, the folder (:mod:`aflite.rundir.show`);
+        """One line: the command, the sizes, the verdict's first sentence, the folder (:mod:`aflite.rundir.display`);
         subclasses are ``@dataclass(repr=False)`` so that a notebook never prints their arrays and dicts."""
-        return show.describe(self)
+        return display.describe(self)
 
     def _repr_html_(self) -> str | None:
         """A notebook's view: the verdict, the label shift and the page's first plots (:mod:`aflite.report.inline`)."""
-        return show.html_of(self)
+        return display.html_of(self)
 
     def page(self, document: Document) -> str | None:
         """The page (report.html, as HTML) from the result in memory (``document``: results.json as it is being

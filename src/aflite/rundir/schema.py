@@ -11,24 +11,24 @@ of a traceback later in whichever command meets it. Keys a dataclass does not na
 from __future__ import annotations
 
 import dataclasses
-import types
-import typing
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar, TypeVar, Union
+from typing import Any, ClassVar
 
 from aflite.atomic import JSON
 from aflite.core.phase import IterationRecord
 from aflite.errors import InputError
 from aflite.rundir.commands import declared_body
 from aflite.rundir.names import RUN_COMMANDS
+from aflite.rundir.typed_json import build, built
 
 __all__ = ["SHIFT_WARN_POINTS", "AuditBody", "Body", "CheckEntry", "Document", "EmbedBody", "Envelope", "EvaluateBody",
            "ExplainBody", "ExplainedRun", "FeaturizerRecord", "FirstPhase", "LabelShift", "ProbeRecord", "ProbeRow",
-           "RunBody", "RunParameters", "parse", "typed"]
+           "RunBody", "RunParameters", "parse"]
 
 
 BODIES: list[type[Body]] = []  # every body class with commands, as defined (Body.__init_subclass__)
+OMIT_NONE = {"omit_none": True}  # a field's metadata: absent from results.json while None, not null
 
 
 @dataclass(frozen=True)
@@ -59,13 +59,37 @@ class Body:
     commands: ClassVar[tuple[str, ...]] = ()  # the commands whose results.json this body is
     required: ClassVar[tuple[str, ...]] = ()  # the keys a finished command's body has (the others: their defaults)
     required_by: ClassVar[dict[str, tuple[str, ...]]] = {}  # more keys that one of ``commands`` always writes
-    verdict: list[str] | None = None
+    verdict: list[str] | None = dataclasses.field(default=None, metadata=OMIT_NONE)
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         """A body class with commands is registered when it is defined (a new command's, in its own module)."""
         super().__init_subclass__(**kwargs)
         if cls.commands:
             BODIES.append(cls)
+
+    def to_json(self) -> dict[str, Any]:
+        """The body as results.json holds it: every field in its order (nested dataclasses likewise), the writer's
+        and the reader's one description; a field marked ``OMIT_NONE`` is left out while it is None."""
+        return _fields_json(self)
+
+
+def _fields_json(obj: Any) -> dict[str, Any]:
+    """The dataclass ``obj`` as JSON, field by field in their order (a field marked ``OMIT_NONE`` left out while
+    None)."""
+    return {f.name: _as_json(getattr(obj, f.name)) for f in dataclasses.fields(obj)
+            if not (f.metadata.get("omit_none") and getattr(obj, f.name) is None)}
+
+
+def _as_json(value: Any) -> Any:
+    """``value`` as JSON: a dataclass by its own ``to_json`` where it has one, else field by field."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        own = getattr(value, "to_json", None)
+        return own() if own is not None else _fields_json(value)
+    if isinstance(value, dict):
+        return {k: _as_json(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_as_json(v) for v in value]
+    return value
 
 
 @dataclass(frozen=True)
@@ -97,7 +121,12 @@ class FeaturizerRecord:
     dim: int | None = None
     from_cache: bool | None = None
     info: dict[str, Any] | None = None  # timings, throughput
-    cluster: dict[str, Any] | None = None  # the shards' report, when a cluster computed Φ
+    cluster: dict[str, Any] | None = dataclasses.field(default=None, metadata=OMIT_NONE)  # the shards' report, when
+    # a cluster computed Φ
+
+    def to_json(self) -> dict[str, Any]:
+        """As results.json's ``featurizer`` holds it (``cluster`` only when a cluster computed Φ)."""
+        return _fields_json(self)
 
 
 SHIFT_WARN_POINTS = 5.0  # a class share moved by more than this many points: LabelShift.warning says so
@@ -224,18 +253,23 @@ class FirstPhase:
 
 @dataclass(frozen=True)
 class ExplainBody(Body):
-    """``aflite explain``: the run it explains, the recomputed first phase, and each check's entry by name (in the
-    order they ran)."""
+    """``aflite explain``'s body, written (:func:`aflite.explain.files.explain_results`) and read as this one type:
+    each check's entry by name (in the order they ran), where the run and the data are (resolved, and relative to
+    the folder: report.html finds them so), the run it explains, the recomputed first phase, the soft weights' rule,
+    the files and the timings."""
 
     commands: ClassVar[tuple[str, ...]] = ("explain",)
     required: ClassVar[tuple[str, ...]] = ("run", "first_phase", "checks")
     checks: dict[str, CheckEntry] = dataclasses.field(default_factory=dict)
+    run_dir: str | None = None
+    dataset: str | None = None
+    run_dir_relative: str | None = None
+    dataset_relative: str | None = dataclasses.field(default=None, metadata=OMIT_NONE)  # none for in-memory data
     run: ExplainedRun | None = None  # required (REQUIRED); None only in a body built by hand
     first_phase: FirstPhase | None = None  # likewise
-    run_dir: str | None = None
-    run_dir_relative: str | None = None
-    dataset: str | None = None
-    dataset_relative: str | None = None
+    weights: dict[str, str] = dataclasses.field(default_factory=dict)  # {"rule": how the soft weights are made}
+    files: dict[str, str] = dataclasses.field(default_factory=dict)  # name -> what it holds
+    timings: dict[str, float] = dataclasses.field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -260,14 +294,24 @@ class AuditBody(Body):
 
 @dataclass(frozen=True)
 class EmbedBody(Body):
-    """``aflite embed``: the matrix written and its shape."""
+    """``aflite embed``'s body, written (:func:`aflite.commands.embed.embed`) and read as this one type: the matrix
+    written, its shape and files; text: the view, whether Φ came from the cache and the warm-up ids' file; images:
+    the inputs' key (``--resume`` keeps a matrix of the same key) and the unreadable images; a cluster's report."""
 
     commands: ClassVar[tuple[str, ...]] = ("embed",)
     required: ClassVar[tuple[str, ...]] = ("featurizer", "rows", "dim", "files")
+    data: str = ""
     featurizer: str = ""
     rows: int = 0
     dim: int = 0
+    seconds: float | None = dataclasses.field(default=None, metadata=OMIT_NONE)
     files: dict[str, str] = dataclasses.field(default_factory=dict)
+    view: str | None = dataclasses.field(default=None, metadata=OMIT_NONE)
+    from_cache: bool | None = dataclasses.field(default=None, metadata=OMIT_NONE)
+    features_key: str | None = dataclasses.field(default=None, metadata=OMIT_NONE)
+    cluster: dict[str, Any] | None = dataclasses.field(default=None, metadata=OMIT_NONE)  # the shards' report
+    warmup_ids: str | None = dataclasses.field(default=None, metadata=OMIT_NONE)
+    bad_images: dict[str, int | str] | None = dataclasses.field(default=None, metadata=OMIT_NONE)  # count, file
 
 
 @dataclass(frozen=True)
@@ -311,8 +355,8 @@ class ProbeRecord:
     @classmethod
     def of(cls, obj: dict[str, Any]) -> ProbeRecord:
         """The probe as the run's summary holds it before it is written (summary.md reads it so)."""
-        built: ProbeRecord = _built(obj, cls)
-        return built
+        record: ProbeRecord = built(obj, cls)
+        return record
 
     def to_json(self) -> dict[str, Any]:
         """As results.json holds it (the card copies it): the keys the run wrote, none that it left out."""
@@ -344,145 +388,10 @@ def parse(obj: Any, path: Path, *, manifest: bool = True) -> Document:
     if not isinstance(obj, dict):
         raise InputError(f"{path}: not aflite's results.json (a JSON {type(obj).__name__}, not an object)")
     fields = {**obj} if manifest else {**obj, "manifest": {}}
-    envelope = _build(Envelope, fields, path, ("command", "format_version", "argv", "versions", "manifest"))
+    envelope = build(Envelope, fields, path, ("command", "format_version", "argv", "versions", "manifest"))
     cls = body_class(envelope.command)
     if envelope.command == "explain" and "checks" not in obj:  # 0.3 before the checks owned their entries
         raise InputError(f"{path}: an explain folder of an earlier aflite (its checks' keys at the top level, not "
                          f"under 'checks'): run `aflite explain` again")
-    body = _build(cls, obj, path, required_keys(envelope.command))
+    body = build(cls, obj, path, required_keys(envelope.command))
     return Document(envelope, body, obj)
-
-
-T = TypeVar("T")
-
-
-def typed(cls: type[T], obj: Any, where: str) -> T:
-    """``obj`` (parsed JSON) as the dataclass ``cls``, checked and built as :func:`parse` builds a body (nested
-    dataclasses at any depth; keys ``cls`` does not name left out, as a body leaves them to :attr:`Document.raw`);
-    one :class:`InputError` naming ``where`` and the first key missing or of a wrong type."""
-    if not isinstance(obj, dict):
-        raise InputError(f"{where}: {_shown(obj)} is not {_named(cls)}")
-    missing = [f.name for f in dataclasses.fields(cls)  # type: ignore[arg-type]
-               if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING and f.name not in obj]
-    if missing:
-        raise InputError(f"{where}: no {missing[0]!r} (not {_named(cls)})")
-    built: T = _build(cls, obj, where, ())
-    return built
-
-
-def _build(cls: type[Any], obj: dict[str, Any], path: Path | str, required: tuple[str, ...]) -> Any:
-    hints = typing.get_type_hints(cls)
-    values: dict[str, Any] = {}
-    for f in dataclasses.fields(cls):
-        if f.name not in obj:
-            if f.name in required:
-                raise InputError(f"{path}: no {f.name!r}: not the results.json of a finished aflite command")
-            continue
-        value = obj[f.name]
-        if not _is(value, hints[f.name]):
-            key, value, hint = _first_wrong(repr(f.name), value, hints[f.name])
-            raise InputError(f"{path}: {key} is {_shown(value)}, not {_named(hint)}; the file was edited or damaged: "
-                             f"run the command again")
-        values[f.name] = _built(value, hints[f.name])
-    return cls(**values)
-
-
-def _first_wrong(key: str, value: Any, hint: Any) -> tuple[str, Any, Any]:
-    """Where ``value`` (of the wrong type ``hint``, at ``key``) is wrong: the innermost key, its value and type
-    (``'checks'['toy']['columns']``, ``'parameters'['n_partitions']``), through dataclasses, dicts and lists."""
-    arms = [h for h in typing.get_args(hint) if h is not type(None)] if _is_union(hint) else [hint]
-    if value is None or len(arms) != 1:
-        return key, value, hint
-    (arm,) = arms
-    args = typing.get_args(arm)
-    if dataclasses.is_dataclass(arm) and isinstance(value, dict):
-        inner = typing.get_type_hints(arm)
-        for f in dataclasses.fields(arm):
-            if f.name in value and not _is(value[f.name], inner[f.name]):
-                return _first_wrong(f"{key}[{f.name!r}]", value[f.name], inner[f.name])
-    elif typing.get_origin(arm) is dict and isinstance(value, dict):
-        for k, v in value.items():
-            if not _is(v, args[1]):
-                return _first_wrong(f"{key}[{k!r}]", v, args[1])
-    elif typing.get_origin(arm) is list and isinstance(value, list):
-        for i, v in enumerate(value):
-            if not _is(v, args[0]):
-                return _first_wrong(f"{key}[{i}]", v, args[0])
-    return key, value, arm  # not an object, or a key it needs is missing
-
-
-def _is_union(hint: Any) -> bool:
-    return typing.get_origin(hint) in (Union, types.UnionType)
-
-
-def _built(value: Any, hint: Any) -> Any:
-    """The parsed JSON ``value`` (of type ``hint``) with the dataclasses its type names built, at any depth; keys a
-    dataclass does not name are left out of it (they stay in :attr:`Document.raw`)."""
-    if value is None:
-        return None
-    if _is_union(hint):
-        arm = next(h for h in typing.get_args(hint) if h is not type(None) and _is(value, h))
-        return _built(value, arm)
-    if isinstance(hint, type) and dataclasses.is_dataclass(hint):
-        inner = typing.get_type_hints(hint)
-        return hint(**{f.name: _built(value[f.name], inner[f.name]) for f in dataclasses.fields(hint)
-                       if f.name in value})
-    args = typing.get_args(hint)
-    if typing.get_origin(hint) is dict:
-        return {k: _built(v, args[1]) for k, v in value.items()}
-    if typing.get_origin(hint) is list:
-        return [_built(v, args[0]) for v in value]
-    return value
-
-
-def _is(value: Any, hint: Any) -> bool:
-    """Whether ``value`` (parsed JSON) has the type ``hint`` (int, float, str, bool, Any, list[...], dict[str, ...]
-    and unions of them with None)."""
-    if hint is Any:
-        return True
-    if typing.is_typeddict(hint):  # an object whose keys, where present, have their types
-        inner = typing.get_type_hints(hint)
-        return isinstance(value, dict) and all(_is(value[k], h) for k, h in inner.items() if k in value)
-    if dataclasses.is_dataclass(hint):  # an object with the dataclass's fields (those without a default required)
-        if not isinstance(value, dict):
-            return False
-        inner = typing.get_type_hints(hint)
-        return all(_is(value[f.name], inner[f.name]) if f.name in value else
-                   f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING
-                   for f in dataclasses.fields(hint))
-    origin = typing.get_origin(hint)
-    if origin in (Union, types.UnionType):
-        return any(_is(value, h) for h in typing.get_args(hint))
-    if hint is type(None):
-        return value is None
-    if hint is int:
-        return isinstance(value, int) and not isinstance(value, bool)
-    if hint is float:
-        return isinstance(value, (int, float)) and not isinstance(value, bool)
-    if hint in (str, bool):
-        return isinstance(value, hint)
-    args = typing.get_args(hint)
-    if origin is list:
-        return isinstance(value, list) and all(_is(v, args[0]) for v in value)
-    if origin is dict:
-        return isinstance(value, dict) and all(_is(v, args[1]) for v in value.values())
-    return False  # pragma: no cover - a hint this checker does not know
-
-
-def _named(hint: Any) -> str:
-    origin = typing.get_origin(hint)
-    if origin in (Union, types.UnionType):
-        return " or ".join(_named(h) for h in typing.get_args(hint))
-    if hint is type(None):
-        return "null"
-    if dataclasses.is_dataclass(hint):
-        return "an object with " + ", ".join(f.name for f in dataclasses.fields(hint))
-    names = {int: "an integer", float: "a number", str: "a string", bool: "true or false", list: "a list",
-             dict: "an object"}
-    return names.get(origin or hint, str(hint))
-
-
-def _shown(value: Any) -> str:
-    text = repr(value) if not isinstance(value, str) else f'"{value}"'
-    text = "null" if value is None else text
-    return text if len(text) <= 40 else text[:37] + "..."

@@ -11,7 +11,8 @@ import numpy as np
 from aflite.atomic import JSON
 from aflite.report import shorten
 from aflite.report.pages import pick_examples, probe_rows
-from aflite.rundir.bodies import LabelShift, ProbeRecord, typed
+from aflite.rundir.schema import LabelShift, ProbeRecord
+from aflite.rundir.typed_json import typed
 from aflite.verdict import MIN_SPREAD, SPREAD_FACTOR, markdown, number, phases_text, points
 
 

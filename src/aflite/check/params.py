@@ -1,9 +1,8 @@
-"""A check's options, declared once on its class (:class:`CheckOption`, the one option class
-:class:`aflite.option.Option`, with its default and, for a built-in check, the older explain flag that aliases it)
-and resolved here: from Python (``explain(checks={"tokens": {"alpha": 0.05}})``) and from the command line
-(``--check tokens:alpha=0.05``) through the same validation, so that an unknown check, an unknown key or a bad value
-is refused in one line naming the check and the key, before any work. The files a check returns are checked here
-too (a plain name, one writer each)."""
+"""A check's options, declared once on its class (:class:`aflite.option.Option`, the one option class, with its default
+and, for a built-in check, the older explain flag that aliases it) and resolved here: from Python
+(``explain(checks={"tokens": {"alpha": 0.05}})``) and from the command line (``--check tokens:alpha=0.05``) through
+the same validation, so that an unknown check, an unknown key or a bad value is refused in one line naming the check
+and the key, before any work. The files a check returns are checked here too (a plain name, one writer each)."""
 
 from __future__ import annotations
 
@@ -14,11 +13,10 @@ from typing import Any
 from aflite.errors import ParameterError
 from aflite.option import DERIVED, TYPES, Option
 
-__all__ = ["CheckOption", "FILE_NAME", "NAME", "option_value", "parse_check_flag", "resolve", "validate_options"]
+__all__ = ["FILE_NAME", "NAME", "option_value", "parse_check_flag", "resolve", "validate_options"]
 
 NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")  # a check's and an option's name: ``name:key=value`` stays parseable
 FILE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*\Z")  # a file a check writes: a plain name in the folder's top
-CheckOption = Option  # a check's option: the one option class (aflite.option), its default stated on it
 
 
 def _where(check: str, key: str) -> str:
@@ -31,15 +29,15 @@ def option_value(check: str, option: Option, value: Any) -> Any:
     return option.value(_where(check, option.name), value)
 
 
-def validate_options(check: str, options: Any) -> tuple[CheckOption, ...]:
-    """A check's declared options, checked when it is registered: CheckOptions with unique names of the form
+def validate_options(check: str, options: Any) -> tuple[Option, ...]:
+    """A check's declared options, checked when it is registered: Options with unique names of the form
     ``[A-Za-z_][A-Za-z0-9_]*``, a known type, and a default that passes their own rule."""
     if not isinstance(options, (tuple, list)):
-        raise ParameterError(f"check {check!r}: options must be a tuple of CheckOption, got {options!r}")
+        raise ParameterError(f"check {check!r}: options must be a tuple of Option, got {options!r}")
     seen: set[str] = set()
     for o in options:
         if not isinstance(o, Option):
-            raise ParameterError(f"check {check!r}: options must be CheckOption objects, got {o!r}")
+            raise ParameterError(f"check {check!r}: options must be Option objects, got {o!r}")
         if not NAME.match(o.name) or o.name in seen:
             raise ParameterError(f"check {check!r}: option name {o.name!r} is "
                                  + ("given twice" if o.name in seen else "not a name ([A-Za-z_][A-Za-z0-9_]*)"))
@@ -53,7 +51,7 @@ def validate_options(check: str, options: Any) -> tuple[CheckOption, ...]:
     return tuple(options)
 
 
-def resolve(check: str, declared: tuple[CheckOption, ...], given: Mapping[str, Any] | None) -> dict[str, Any]:
+def resolve(check: str, declared: tuple[Option, ...], given: Mapping[str, Any] | None) -> dict[str, Any]:
     """Every declared option of ``check`` with its value: the default, or the one ``given`` (checked)."""
     if given is not None and not isinstance(given, Mapping):
         raise ParameterError(f"check {check!r}: its options must be a dict, got {given!r}")
@@ -71,7 +69,7 @@ def _from_text(check: str, option: Option, text: str) -> Any:
     return option.from_text(_where(check, option.name), text)
 
 
-def parse_check_flag(flags: list[str], declared: Callable[[str], tuple[CheckOption, ...]]) -> dict[str, dict[str, Any]]:
+def parse_check_flag(flags: list[str], declared: Callable[[str], tuple[Option, ...]]) -> dict[str, dict[str, Any]]:
     """``--check NAME:KEY=VALUE`` (repeatable) as ``checks=``'s dict, each value read as its option's type;
     ``declared(name)`` gives a check's options (and refuses an unknown check). One option given twice is refused
     (as a dict cannot hold it twice)."""

@@ -1,67 +1,21 @@
 """The summaries of ``aflite explain``'s checks (:mod:`aflite.explain.checks`), one :class:`CheckSummary` subclass
 per check with its own typed fields, in the order the checks run. They live beside the checks rather than in the
 checks' module so that a reader of explain's results.json (the dataset card, a page) builds them back with
-``from_json`` without importing the checks and what they compute with."""
+``from_json`` without importing the checks and what they compute with. The ``tokens`` check's summary is
+:class:`aflite.check.token_summary.TokenSummary`, a layer down, because the notebook view (:mod:`aflite.report`)
+reads it and explain imports report."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from aflite.check import CheckSummary, optional
-from aflite.check.tokens import TokenPair
 from aflite.explain.datamap import OverlapRow
 from aflite.explain.reasons import Term
 from aflite.explain.stoprule import TrajectoryPoint
 
-__all__ = ["BonferroniSet", "DataMapSummary", "LabelIssueSummary", "NeighboursSummary", "NgramSummary", "NgramTerm",
-           "ShuffledLabels", "SignificantCounts", "StopRuleSummary", "SurrogateSummary", "TokenSummary", "TokenTest"]
-
-
-@dataclass
-class SignificantCounts:
-    """Significant (token, label) pairs on full D, on the kept D(Φ), and their mean over the random subsets."""
-
-    full: int
-    kept: int
-    random: float
-
-
-@dataclass
-class TokenTest:
-    """The competency test as it ran: its statistic, α, min count, null and random subsets, said in words."""
-
-    statistic: str
-    alpha: float
-    min_count: int
-    null: str
-    random_subsets: int
-    random_rows: str
-
-
-@dataclass
-class BonferroniSet:
-    """One set's test: its rows, the pairs tested, the Bonferroni-corrected critical z and each label's base rate."""
-
-    n_rows: int
-    n_tests: int
-    z_critical: float
-    base_rates: dict[str, float]
-
-
-@dataclass
-class TokenSummary(CheckSummary):
-    """The ``tokens`` check's summary; ``score``: the significant (token, label) pairs left on the kept D(Φ)
-    (None: no text). ``top_artifacts``: per set, the ten most significant pairs (:meth:`TokenStats.top`)."""
-
-    significant_tokens: SignificantCounts | None
-    significant_tokens_random_per_seed: list[int]
-    token_view: str | None
-    token_test: TokenTest
-    bonferroni: dict[str, BonferroniSet] = field(default_factory=dict)
-    top_artifacts: dict[str, list[TokenPair]] = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        self.score = None if self.significant_tokens is None else float(self.significant_tokens.kept)
+__all__ = ["DataMapSummary", "LabelIssueSummary", "NeighboursSummary", "NgramSummary", "NgramTerm", "ShuffledLabels",
+           "StopRuleSummary", "SurrogateSummary"]
 
 
 @dataclass
