@@ -197,7 +197,9 @@ class _PipeSafe:
         except BrokenPipeError:
             self.gone = True
             with contextlib.suppress(OSError, ValueError):
-                os.dup2(os.open(os.devnull, os.O_WRONLY), self._stream.fileno())
+                devnull = os.open(os.devnull, os.O_WRONLY)
+                os.dup2(devnull, self._stream.fileno())
+                os.close(devnull)
             return None
 
     def write(self, text: str) -> int:
@@ -218,8 +220,7 @@ def _stdout_pipe_safe() -> Iterator[None]:
     try:
         yield
     finally:
-        with contextlib.suppress(BrokenPipeError):
-            sys.stdout.flush()
+        sys.stdout.flush()  # the guard's own flush: a reader gone by now is dropped there
         sys.stdout = old
 
 
