@@ -3,7 +3,8 @@
 Usage: python scripts/compare_outputs.py BEFORE AFTER
 
 A refactor must leave the outputs byte-identical apart from timings, paths and dates: each folder's own path is
-replaced by ``<ROOT>``; in JSON, the values of timing and date keys (and the manifest, whose sha256s cover files
+replaced by ``<ROOT>``; the source tree's path by
+``<SRC>``; in JSON, the values of timing and date keys (and the manifest, whose sha256s cover files
 that hold timings) are masked; in other text, numbers of seconds and ISO dates are. Binary files and caches are not
 compared (their content follows from the text files'). Prints one line per missing, extra or differing file (with
 the first difference) and exits 1 when there is any, 0 when the folders agree, 2 when a folder is missing.
@@ -21,6 +22,7 @@ TIME_KEY = re.compile(r"seconds|wall|_s$|per_second|timings|rate|started|finishe
 MASKED_KEYS = ("manifest", "sealed")  # sha256s of files that hold timings
 TEXT_TIME = re.compile(r'"[^"]*(seconds|wall|sealed|sha256|per_second)[^"]*": ?[^,}\]]+'
                        r"|(seconds|per_second)[ :]+[\d.]+|\d+(\.\d+)? ?(s|seconds|ms)\b|\d{4}-\d\d-\d\dT[\d:.]+")
+SOURCE_PATH = re.compile(r"[^\s\"']*(?=/src/aflite/)")  # a file of the tree that made the folder (its resources)
 SKIPPED_SUFFIXES = {".png", ".gz", ".npy", ".npz", ".parquet", ".pkl", ".joblib"}
 SKIPPED_NAMES = {".aflite-owner.json", ".aflite.lock"}  # who holds the folder: a process id, a host
 
@@ -54,6 +56,7 @@ def compare_file(a: Path, b: Path, root_a: Path, root_b: Path) -> str | None:
     try:
         ta = a.read_text(encoding="utf-8").replace(str(root_a), "<ROOT>")
         tb = b.read_text(encoding="utf-8").replace(str(root_b), "<ROOT>")
+        ta, tb = SOURCE_PATH.sub("<SRC>", ta), SOURCE_PATH.sub("<SRC>", tb)
     except UnicodeDecodeError:
         return None  # binary under a text suffix: not compared
     if a.suffix == ".json":
@@ -66,7 +69,8 @@ def compare_file(a: Path, b: Path, root_a: Path, root_b: Path) -> str | None:
     la, lb = TEXT_TIME.sub("<t>", ta).splitlines(), TEXT_TIME.sub("<t>", tb).splitlines()
     for i, (x, y) in enumerate(zip(la, lb, strict=False), 1):
         if x != y:
-            return f"line {i}: {x[:100]!r} != {y[:100]!r}"
+            at = next((j for j, (p, q) in enumerate(zip(x, y, strict=False)) if p != q), min(len(x), len(y)))
+            return f"line {i}, column {at + 1}: {x[max(at - 40, 0):at + 60]!r} != {y[max(at - 40, 0):at + 60]!r}"
     return None if len(la) == len(lb) else f"{len(la)} lines != {len(lb)} lines"
 
 

@@ -106,3 +106,20 @@ def test_the_parser_names_the_innermost_wrong_key_of_a_list_and_a_dict():
            "first_phase": {}, "checks": {"toy": {"summary": {}, "options": {}, "columns": ["a", 3], "files": []}}}
     with pytest.raises(InputError, match=r"'checks'\['toy'\]\['columns'\]\[1\] is 3, not a string"):
         parse(doc, Path("results.json"))
+
+
+def test_a_run_s_timings_and_scaling_are_typed_fields_with_the_written_values(committed):
+    """The keys the run's writer adds after the filter (seconds, wall time, resume, scaled defaults, timings) are
+    RunBody fields: read back with results.json's values, and a wrong type among them is refused like any other."""
+    path = committed["run"] / "results.json"
+    raw = json.loads(path.read_text())
+    body = parse(raw, path).body
+    assert isinstance(body, RunBody)
+    keys = ("seconds_total", "wall_seconds_this_call", "filter_wall_seconds_this_call", "resumed_from_iteration",
+            "timings", "scaled_defaults")
+    assert all(k in raw for k in keys)
+    assert [getattr(body, k) for k in keys] == [raw[k] for k in keys]
+    assert body.wall_seconds_this_call is not None and body.filter_wall_seconds_this_call is not None
+    assert body.wall_seconds_this_call >= body.filter_wall_seconds_this_call > 0
+    with pytest.raises(InputError, match=r"'timings'\['filter_seconds'\] is \"1\", not a number"):
+        parse({**raw, "timings": {**raw["timings"], "filter_seconds": "1"}}, path)

@@ -188,6 +188,16 @@ class RunBody(Body):
     label_counts_after: dict[str, int] = dataclasses.field(default_factory=dict)
     sizes: list[int] = dataclasses.field(default_factory=list)
     iterations: list[IterationRecord] = dataclasses.field(default_factory=list)  # each phase's, as the filter wrote
+    seconds_total: float | None = None  # the phases' own seconds, summed
+    wall_seconds_this_call: float | None = None  # the whole call (run: load, Φ, filter, probe, writing)
+    filter_wall_seconds_this_call: float | None = None  # the filter's part of that call
+    resumed_from_iteration: int | None = None  # the checkpoint's phase a --resume went on from (None: started)
+    timings: dict[str, float] = dataclasses.field(default_factory=dict)  # run and demo: seconds (and rate) by step
+    scaled_defaults: dict[str, float] | None = None  # run and demo: |D|/|SNLI| and the parameters scaled by it
+    empty_texts_at_load: dict[str, int] | None = None  # rows kept with an empty text, by column
+    inputs: dict[str, str | None] | None = None  # filter: the features, labels and ids files
+    device: str | None = None  # filter: where the partitions' models ran
+    cluster: str | None = None  # filter: the executor's type or scheduler address (None: this process)
     featurizer: FeaturizerRecord | None = None  # run and demo: Φ's name, view and options; filter: none
     filtered_dataset: str | None = None
     dataset: str | None = None
