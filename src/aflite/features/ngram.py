@@ -13,8 +13,10 @@ import scipy.sparse as sp
 from aflite.atomic import JSON
 from aflite.errors import InputError, ParameterError
 from aflite.features.base import BaseFeaturizer, FeatureJob, Matrix, progress_bar
+from aflite.features.ngram_hash import murmur_counts
 from aflite.features.rsvd import randomized_components
 from aflite.option import Option, check_params
+from aflite.threads import budget
 
 NGRAM_RANGE = "must be an n-gram range (low, high) with 1 <= low <= high"
 
@@ -142,9 +144,6 @@ class NgramFeaturizer(BaseFeaturizer):
         self, texts: list[str], fitted: list[tuple[np.ndarray, Any]] | None, sample: np.ndarray | None
     ) -> tuple[sp.csr_matrix, list[tuple[np.ndarray, Any]]]:
         from sklearn.feature_extraction.text import TfidfTransformer
-
-        from aflite.features.ngram_hash import murmur_counts
-        from aflite.threads import budget
 
         blocks = []
         state: list[tuple[np.ndarray, Any]] = []
