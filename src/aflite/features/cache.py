@@ -17,8 +17,8 @@ import json
 import math
 import os
 import shutil
-from dataclasses import asdict, dataclass, field
 from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, TypedDict
 
