@@ -70,26 +70,6 @@ def test_a_featurizers_defaults_are_its_constructors_not_repeated() -> None:
     NgramFeaturizer(svd_fit_rows=None, word_ngrams=[1, 3])._validate()  # None and a list where they were taken
 
 
-def test_the_source_read_defaults_are_the_constructors(tmp_path: Path) -> None:
-    """``--help`` reads a built-in featurizer's defaults from its source (no import); every literal default read so
-    is the one its constructor really has, and a default given by a module-level name is followed to its value."""
-    from aflite.option import signature_defaults
-
-    for spec in registry.REGISTRY.values():
-        if not isinstance(spec.factory, str) or not spec.factory.startswith("aflite."):
-            continue
-        read = {name: spec.default(name) for name in inspect.signature(spec.cls()).parameters}
-        for name, value in read.items():
-            if value is not DERIVED and name not in dict(spec.preset):
-                assert value == constructor_default(spec.cls(), name), (spec.name, name)
-        for name, value in spec.preset:
-            assert spec.default(name) == value
-    module = tmp_path / "m.py"
-    module.write_text("WIDTH = 7\nclass F:\n    def __init__(self, a, b=WIDTH, *, c=None, d, e=len('x')):\n"
-                      "        pass\n")
-    assert signature_defaults(module, "F") == {"b": 7, "c": None}
-
-
 def test_featurizer_flags_show_the_constructors_defaults() -> None:
     """Each featurizer flag's help states its default, derived from the featurizers that take it; where they
     differ, each featurizer's (a featurizer registered in Python included, read from its signature)."""

@@ -8,8 +8,6 @@ place. Imports nothing but the error family: ``aflite --help`` reads these decla
 
 from __future__ import annotations
 
-import ast
-import functools
 import inspect
 import os
 from collections.abc import Callable, Iterable
@@ -19,8 +17,7 @@ from typing import Any
 
 from aflite.errors import ParameterError
 
-__all__ = ["DERIVED", "Option", "check_params", "constructor_default", "declared_aliases", "declared_flags",
-           "signature_defaults"]
+__all__ = ["DERIVED", "Option", "check_params", "constructor_default"]
 
 TYPES: dict[Any, str] = {int: "an integer", float: "a number", str: "a string", bool: "true or false",
                          Path: "a path"}
@@ -133,111 +130,3 @@ def check_params(estimator: Any, options: Iterable[Option]) -> None:
     checked against its declared options, each refused in one line naming it (``n_components must be >= 1``)."""
     for option in options:
         option.value(option.name, getattr(estimator, option.name))
-
-
-def declared_aliases(paths: Iterable[Path]) -> dict[str, list[tuple[str, Option]]]:
-    """The options declared with an ``alias=`` in the check classes of these source files, read as data (no import:
-    ``aflite explain --help`` builds its alias flags from them without numpy): alias -> [(check name, the Option
-    with its literal arguments)], in the order the classes and their options are written. An option given by a
-    module-level name (``MIN_COUNT``) is followed to its assignment; arguments that are no literal (``valid=``)
-    are left out."""
-    found: dict[str, list[tuple[str, Option]]] = {}
-    for path in paths:
-        tree = _module(Path(path))
-        named = _assigned(tree)
-        for cls in (n for n in tree.body if isinstance(n, ast.ClassDef)):
-            check, calls = None, []
-            for node in cls.body:
-                target = node.target if isinstance(node, ast.AnnAssign) else \
-                    node.targets[0] if isinstance(node, ast.Assign) and len(node.targets) == 1 else None
-                value = getattr(node, "value", None)
-                if isinstance(target, ast.Name) and target.id == "name" and isinstance(value, ast.Constant):
-                    check = value.value
-                if isinstance(target, ast.Name) and target.id == "options" and isinstance(value, ast.Tuple):
-                    calls = [named.get(e.id) if isinstance(e, ast.Name) else e for e in value.elts]
-            for call in calls:
-                option = _literal_option(call)
-                if isinstance(check, str) and option is not None and option.alias:
-                    found.setdefault(option.alias, []).append((check, option))
-    return found
-
-
-@functools.cache
-def _module(path: Path) -> ast.Module:
-    """A module's source parsed once per process: every command's parser reads the same featurizer and check
-    modules (their flags, aliases and defaults), and ``aflite --help`` builds them all."""
-    return ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
-
-
-def _assigned(tree: ast.Module) -> dict[str, ast.expr]:
-    """A module's top-level names and the expression each is assigned (``MIN_COUNT = Option(...)``)."""
-    return {t.id: node.value for node in tree.body if isinstance(node, ast.Assign)
-            for t in node.targets if isinstance(t, ast.Name)}
-
-
-_TYPE_NAMES = {"int": int, "float": float, "str": str, "bool": bool, "Path": Path}
-
-
-def _literal_option(call: Any) -> Option | None:
-    """``Option(...)`` with its literal arguments (its type named int, float, str, bool or
-    Path), or None when ``call`` is no such call."""
-    found = _literal_call(call)
-    return None if found is None else found[0]
-
-
-def _literal_call(call: Any) -> tuple[Option, frozenset[str]] | None:
-    """The Option of a literal ``Option(...)`` call and the keywords it was given, or None."""
-    if not isinstance(call, ast.Call) or getattr(call.func, "id", None) != "Option":
-        return None
-    args: list[Any] = []
-    for i, a in enumerate(call.args):
-        args.append(_TYPE_NAMES.get(getattr(a, "id", ""), object) if i == 1 else ast.literal_eval(a))
-    kwargs = {}
-    for k in call.keywords:
-        try:
-            kwargs[k.arg] = ast.literal_eval(k.value)
-        except ValueError:  # a function (valid=): not needed to declare a flag
-            continue
-    return Option(*args, **{k: v for k, v in kwargs.items() if k}), frozenset(k.arg for k in call.keywords if k.arg)
-
-
-def declared_flags(path: Path, class_name: str, attr: str = "param_options") -> tuple[Option, ...]:
-    """The options a class declares (``param_options``) that are offered as command-line flags (given
-    ``commands=``), read from its module's source (``aflite --help`` imports no featurizer to list them)."""
-    tree = _module(Path(path))
-    for cls in (n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == class_name):
-        for node in cls.body:
-            target = node.target if isinstance(node, ast.AnnAssign) else \
-                node.targets[0] if isinstance(node, ast.Assign) and len(node.targets) == 1 else None
-            value = getattr(node, "value", None)
-            if isinstance(target, ast.Name) and target.id == attr and isinstance(value, ast.Tuple):
-                calls = [_literal_call(e) for e in value.elts]
-                return tuple(c[0] for c in calls if c is not None and "commands" in c[1])
-    return ()
-
-
-def signature_defaults(path: Path, class_name: str) -> dict[str, Any]:
-    """The literal defaults of a class's constructor keywords, read from its module's source (``aflite --help``
-    shows a featurizer flag's default without importing the featurizer): keyword -> value, a default given by a
-    module-level name (``DEFAULT_MAX_LENGTH``) followed to its literal assignment; a default that is no literal is
-    left out."""
-    tree = _module(Path(path))
-    named = _assigned(tree)
-    for cls in (n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == class_name):
-        init = next((n for n in cls.body if isinstance(n, ast.FunctionDef) and n.name == "__init__"), None)
-        if init is None:
-            return {}
-        a = init.args
-        pairs = [*zip(a.args[len(a.args) - len(a.defaults):], a.defaults, strict=True),
-                 *zip(a.kwonlyargs, a.kw_defaults, strict=True)]
-        found: dict[str, Any] = {}
-        for arg, node in pairs:
-            if node is None:  # a keyword-only argument without a default
-                continue
-            node = named.get(node.id, node) if isinstance(node, ast.Name) else node
-            try:
-                found[arg.arg] = ast.literal_eval(node)
-            except ValueError:
-                continue
-        return found
-    return {}

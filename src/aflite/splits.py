@@ -15,6 +15,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from aflite.errors import ParameterError
+from aflite.group_folds import stratified_group_splits
 
 __all__ = [
     "draw_partitions",
@@ -119,17 +120,17 @@ def fold_assignment(yi: np.ndarray, groups: Any, folds: int, seed: int) -> np.nd
 def probe_folds(y: NDArray[Any], groups: NDArray[Any] | None, folds: int, seed: int) -> list[tuple[Any, Any]]:
     """The (train, test) row indices of a probe's k-fold cross-validation: stratified and shuffled with ``seed``
     (scikit-learn's ``StratifiedKFold``, as the probe always drew them) and, with ``groups``, grouped too
-    (``StratifiedGroupKFold``): no group is on both sides of a fold, as in the run's filter. With fewer groups
-    than ``folds`` there are as many folds as groups."""
-    from sklearn.model_selection import StratifiedGroupKFold, StratifiedKFold
+    (``StratifiedGroupKFold``'s folds, computed by :func:`aflite.group_folds.stratified_group_splits` in a compiled
+    loop): no group is on both sides of a fold, as in the run's filter. With fewer groups than ``folds`` there are
+    as many folds as groups."""
+    from sklearn.model_selection import StratifiedKFold
 
-    X = np.zeros((len(y), 1))
     if groups is None:
-        return list(StratifiedKFold(n_splits=folds, shuffle=True, random_state=seed).split(X, y))
+        return list(StratifiedKFold(n_splits=folds, shuffle=True, random_state=seed).split(np.zeros((len(y), 1)), y))
     k = min(folds, len(np.unique(groups)))
     if k < 2:
         raise ParameterError("a grouped probe needs at least two groups")
-    return list(StratifiedGroupKFold(n_splits=k, shuffle=True, random_state=seed).split(X, y, groups))
+    return list(stratified_group_splits(y, groups, k, seed))
 
 
 def stratified_sample(labels: NDArray[Any], groups: NDArray[Any] | None, m: int, seed: int) -> NDArray[np.intp]:

@@ -22,6 +22,7 @@ from aflite.cli.flags import (
     dataset_options,
     featurizer_flag_values,
 )
+from aflite.option import Option
 from aflite.rundir.commands import COMMANDS
 
 # explain's --help ends with every explain check and its options, read from the check registry when the help is
@@ -59,26 +60,43 @@ COMMAND = COMMANDS["explain"]
 
 # the library calls whose keywords this command's flags are (tests/test_cli_keywords.py reads them)
 LIBRARY = (COMMAND.library, *LOADERS, *FEATURIZER_OPTIONS)
+# explain's older flags, each an alias of built-in checks' options (their ``alias=``): keyword -> the options it
+# sets ("check:option") and the first one's declaration as its flag shows it (type, default, help, choices), stated
+# here so that building the parser imports no check; tests/test_conformance.py holds it to the checks' own options
+ALIAS_FLAGS: dict[str, tuple[tuple[str, ...], Option]] = {
+    "alpha": (("tokens:alpha",), Option("alpha", float, 0.01, "family-wise α of the Bonferroni test")),
+    "min_count": (("tokens:min_count", "surrogate:min_count", "ngram_coefficients:min_count"),
+                  Option("min_count", int, 20, "test only tokens seen in at least this many texts of a set")),
+    "null": (("tokens:null",), Option("null", str, "base", "the test's p0: each label's share of the set (base) or "
+                                      "1/|Y| (uniform, Gardner et al. 2021's choice)", choices=("base", "uniform"))),
+    "random_seeds": (("tokens:random_seeds", "label_issues:permutations"),
+                     Option("random_seeds", int, 5, "same-size random subsets averaged for the 'random' set")),
+    "stop_rule": (("stop_rule:enabled",), Option(
+        "enabled", bool, False, "continue filtering past the run's stop with slices of k/4 until no (token, label) "
+        "pair is Bonferroni-significant on the kept set, or the floor is reached")),
+    "stop_floor": (("stop_rule:floor",), Option(
+        "floor", int, None, "the smallest kept set the stop rule may reach; unset: the run's target size n")),
+    "stop_max_phases": (("stop_rule:max_phases",),
+                        Option("max_phases", int, 40, "cap on the stop rule's extra phases")),
+    "neighbours": (("neighbours:k",), Option("k", int, 3, "nearest kept rows listed per removed row (0: none)")),
+    "ngram_coefficients": (("ngram_coefficients:enabled",), Option(
+        "enabled", bool, False, "n-gram Φ only: refit the run's featurizer (one more featurizing pass) and list, "
+        "per row and overall, the tokens the ensemble's own weights push towards the gold label")),
+}
+
+
 # flags that are no keyword of LIBRARY, each with why
 CLI_ONLY = {"check": "--check NAME:KEY=VALUE, repeatable: one entry of explain(checks={NAME: {KEY: VALUE}})",
-            # the older flags, each an alias of built-in checks' options (aflite.commands.explain.check_aliases),
-            # folded into checks= (a frozen set: a new check option is given with --check)
-            **dict.fromkeys(("alpha", "min_count", "null", "random_seeds", "neighbours", "stop_rule", "stop_floor",
-                             "stop_max_phases", "ngram_coefficients"), "an alias of built-in checks' options: "
-                            "folded into explain(checks=...)")}
+            # the older flags (ALIAS_FLAGS), folded into checks= (a frozen set: a new check option is given with
+            # --check)
+            **dict.fromkeys(ALIAS_FLAGS, "an alias of built-in checks' options: folded into explain(checks=...)")}
 
 
 def add_alias_flags(p: Any) -> None:
-    """The flags that set built-in checks' options (``--alpha`` sets ``tokens:alpha``), one per ``alias=`` the
-    options declare, typed, with their help and default, as the declarations say: read from the source of the
-    built-in check modules (:func:`aflite.option.declared_aliases`), so that building the parser imports no check."""
-    import aflite
-    from aflite.option import declared_aliases
-
-    sources = sorted(Path(aflite.__file__).parent.glob("*/checks.py"))
-    for alias, targets in declared_aliases(sources).items():
-        sets = ", ".join(f"{check}:{o.name}" for check, o in targets)
-        first = targets[0][1]
+    """The flags that set built-in checks' options (``--alpha`` sets ``tokens:alpha``), one per entry of
+    :data:`ALIAS_FLAGS`, typed, with their help and default."""
+    for alias, (targets, first) in ALIAS_FLAGS.items():
+        sets = ", ".join(targets)
         flag = "--" + alias.replace("_", "-")
         if first.type is bool:
             p.add_argument(flag, action="store_true", default=None, help=f"{sets}=true: {first.help}")

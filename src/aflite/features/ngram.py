@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Sequence
 from typing import Any, ClassVar, Self
 
@@ -11,6 +12,7 @@ import scipy.sparse as sp
 
 from aflite.errors import InputError, ParameterError
 from aflite.features.base import BaseFeaturizer, FeatureJob, Matrix, PhiInfo, progress_bar
+from aflite.features.rsvd import randomized_components
 from aflite.option import Option, check_params
 
 NGRAM_RANGE = "must be an n-gram range (low, high) with 1 <= low <= high"
@@ -18,6 +20,11 @@ NGRAM_RANGE = "must be an n-gram range (low, high) with 1 <= low <= high"
 
 def _ngram_range(value: Any) -> bool:
     return len(value) == 2 and all(isinstance(v, int) for v in value) and 1 <= value[0] <= value[1]
+
+
+def _project(x: sp.csr_matrix, components: np.ndarray) -> np.ndarray:
+    """TF-IDF rows onto the SVD components (TruncatedSVD.transform: ``x @ components^T``), float32."""
+    return np.asarray(x @ components.T, dtype=np.float32)
 
 
 class NgramFeaturizer(BaseFeaturizer):
@@ -77,7 +84,7 @@ class NgramFeaturizer(BaseFeaturizer):
         self.sublinear_tf = sublinear_tf
         self.svd_fit_rows = svd_fit_rows
         self.seed = seed
-        # per field: ([(columns, tfidf) per analyzer], svd or None)
+        # per field: ([(columns, tfidf) per analyzer], SVD components or None)
         self._fields: list[tuple[list[tuple[np.ndarray, Any]], Any]] | None = None
         self.n_components_: list[int] = []
         self.progress: Any = None  # a tqdm bar ticked once per stage of fit_transform (see fit_stages)
@@ -135,10 +142,14 @@ class NgramFeaturizer(BaseFeaturizer):
     ) -> tuple[sp.csr_matrix, list[tuple[np.ndarray, Any]]]:
         from sklearn.feature_extraction.text import TfidfTransformer
 
+        from aflite.features.ngram_hash import murmur_counts
+        from aflite.threads import budget
+
         blocks = []
         state: list[tuple[np.ndarray, Any]] = []
         for k, hasher in enumerate(self._hashers()):
-            counts = sp.csr_matrix(hasher.transform(texts))
+            # hasher.transform(texts) bit for bit, compiled and over the thread budget (ngram_hash.murmur_counts)
+            counts = murmur_counts(texts, hasher.analyzer, hasher.ngram_range, hasher.n_features, budget())
             if fitted is None:
                 self._tick(("word", "char")[k] + " n-grams")
                 fit_counts = counts if sample is None else counts[sample]
@@ -162,8 +173,6 @@ class NgramFeaturizer(BaseFeaturizer):
         return self._fit_transform(texts_a, texts_b)
 
     def _fit_transform(self, texts_a: Sequence[str], texts_b: Sequence[str] | None) -> Matrix:
-        from sklearn.decomposition import TruncatedSVD
-
         self._validate()
         fields = [list(texts_a)] + ([] if texts_b is None else [list(texts_b)])
         n = len(fields[0])
@@ -178,11 +187,12 @@ class NgramFeaturizer(BaseFeaturizer):
             svd = None
             if self.dense:
                 k = max(1, min(self.n_components, n - 1, x.shape[1] - 1))
-                svd = TruncatedSVD(n_components=k, algorithm="randomized", n_iter=5, random_state=self.seed)
-                svd.fit(x if sample is None else x[sample])
+                # scikit-learn's TruncatedSVD(k, algorithm="randomized", n_iter=5, random_state=seed), cheaper
+                svd = randomized_components(x if sample is None else x[sample], k, self.seed, n_iter=5,
+                                            threads=os.cpu_count() or 1)
                 self._tick("SVD")
                 self.n_components_.append(k)
-                outs.append(np.asarray(svd.transform(x), dtype=np.float32))
+                outs.append(_project(x, svd))
             else:
                 outs.append(x)
             fitted.append((state, svd))
@@ -198,7 +208,7 @@ class NgramFeaturizer(BaseFeaturizer):
         outs: list[Matrix] = []
         for texts, (state, svd) in zip(fields, self._fields, strict=True):
             x, _ = self._tfidf_field(texts, state, None)
-            outs.append(x if svd is None else np.asarray(svd.transform(x), dtype=np.float32))
+            outs.append(x if svd is None else _project(x, svd))
         return self._combine(outs)
 
     def _combine(self, outs: list[Matrix]) -> Matrix:

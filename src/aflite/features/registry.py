@@ -12,12 +12,12 @@ from __future__ import annotations
 import argparse
 import importlib
 import inspect
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from aflite.errors import ParameterError
-from aflite.option import DERIVED, Option, constructor_default, declared_flags, signature_defaults
+from aflite.option import DERIVED, Option, constructor_default
 
 __all__ = ["COMBINE", "COMMAND_OPTIONS", "FeaturizerSpec", "OPTIONS", "REGISTRY",
            "check_backend", "combined_spec", "default_featurizer", "featurizer_arg", "featurizer_help",
@@ -91,6 +91,9 @@ class FeaturizerSpec:
     # without --model-path: the weights it ships with and the import package that holds them (for a dataset card)
     bundled_weights: tuple[str, str] | None = None
     parts: tuple[str, ...] = field(default=(), compare=False)  # a combination's featurizers (a+b); () for one
+    # a built-in's constructor defaults of the flag options it takes (OPTIONS), stated here so that ``--help``
+    # imports no featurizer; tests/test_conformance.py holds each to the constructor's signature
+    defaults: tuple[tuple[str, Any], ...] = ()
 
     def reads(self, modality: str) -> bool:
         """Whether it reads inputs of ``modality`` (``"text"`` or ``"image"``)."""
@@ -112,26 +115,14 @@ class FeaturizerSpec:
 
     def default(self, option: str) -> Any:
         """What it uses for ``option`` when the option is not given: its preset's value, else its constructor's
-        default, read from the class's source for a built-in one (no import: ``--help`` shows it), from the
-        signature for a class registered in Python; :data:`aflite.option.DERIVED` when none is stated."""
-        preset = dict(self.preset)
-        if option in preset:
-            return preset[option]
-        source = self.source()
-        if source is not None:
-            return signature_defaults(*source).get(option, DERIVED)
+        default (for a built-in one as its ``defaults`` state it: ``--help`` imports nothing; for a class
+        registered in Python read from the signature); :data:`aflite.option.DERIVED` when none is stated."""
+        stated = {**dict(self.defaults), **dict(self.preset)}
+        if option in stated:
+            return stated[option]
         if isinstance(self.factory, str) and self.factory.startswith("aflite."):
-            return DERIVED  # a built-in name without its module: nothing to read, and --help imports nothing
+            return DERIVED  # a built-in states its flag options' defaults, and --help imports nothing
         return constructor_default(self.cls(), option)
-
-    def source(self) -> tuple[Path, str] | None:
-        """(its module's file, the class name) for a built-in featurizer, whose declarations (flags, defaults)
-        are read from the source without importing it; None for a class registered in Python or a missing file."""
-        if not isinstance(self.factory, str) or not self.factory.startswith("aflite."):
-            return None
-        module, _, attr = self.factory.partition(":")
-        path = Path(__file__).resolve().parents[1].joinpath(*module.split(".")[1:]).with_suffix(".py")
-        return (path, attr) if path.is_file() else None
 
     def cls(self) -> Any:
         """The featurizer class (imported on first use)."""
@@ -159,14 +150,17 @@ REGISTRY: dict[str, FeaturizerSpec] = {s.name: s for s in (
                              "one process)"),
     FeaturizerSpec("minilm", "text", ("model_path", *_ENCODER_OPTIONS), ("run", "embed", "audit", "evaluate"),
                    "frozen all-MiniLM-L6-v2", factory="aflite.features.minilm:MiniLMFeaturizer",
-                   context=("show_progress",), title="MiniLM", frozen=True, shards=True),
+                   context=("show_progress",), title="MiniLM", frozen=True, shards=True,
+                   defaults=(("model_path", None),)),
     FeaturizerSpec("warmup", "text+image", ("model_path", "device", "image_size", "max_steps", "lr", "backend"),
                    ("run", "embed"), "the paper's Φ: MiniLM — or EfficientNet-Lite0 for images — fine-tuned on a "
                    "warm-up slice of t rows, then discarded", factory="aflite.features.warmup:WarmupFeaturizer",
-                   context=("show_progress",), title="warm-up", needs_labels=True, shards=True),
+                   context=("show_progress",), title="warm-up", needs_labels=True, shards=True,
+                   defaults=(("model_path", None), ("max_steps", None), ("lr", None))),
     FeaturizerSpec("precomputed", "any", ("embeddings", "embedding_ids"), ("run", "audit"), "--embeddings",
                    factory="aflite.features.precomputed:PrecomputedFeaturizer", context=("ids",),
-                   required=(("embeddings", "--embeddings FILE"),), title="precomputed", aligned_by_id=True),
+                   required=(("embeddings", "--embeddings FILE"),), title="precomputed", aligned_by_id=True,
+                   defaults=(("embeddings", None), ("embedding_ids", None))),
     FeaturizerSpec("efficientnet-lite0", "image", ("device", "image_size", "backend"),
                    ("run", "embed", "audit", "evaluate"), "frozen ImageNet EfficientNet-Lite0; images",
                    factory="aflite.features.images:ImageFeaturizer", preset=(("model", "efficientnet-lite0"),),
@@ -176,24 +170,9 @@ REGISTRY: dict[str, FeaturizerSpec] = {s.name: s for s in (
                    ("run", "embed", "audit", "evaluate"),
                    "a local Hugging Face vision model, --model-path; images",
                    factory="aflite.features.images:ImageFeaturizer", preset=(("model", "hf-image"),),
-                   context=("show_progress",), title="HF vision model", frozen=True, shards=True),
+                   context=("show_progress",), title="HF vision model", frozen=True, shards=True,
+                   defaults=(("model_path", None),)),
 )}
-
-
-def _with_class_flags(found: FeaturizerSpec) -> FeaturizerSpec:
-    """The spec with the flags its class declares beside its constructor (``param_options`` given ``commands=``:
-    one declaration, in the featurizer's module), read from the module's source and added to :data:`OPTIONS`."""
-    source = found.source()
-    if source is None:
-        return found
-    flags = declared_flags(*source)
-    for flag in flags:
-        OPTIONS.setdefault(flag.name, flag)
-    new = tuple(f.name for f in flags if f.name not in found.options)
-    return replace(found, options=found.options + new) if new else found
-
-
-REGISTRY.update({name: _with_class_flags(s) for name, s in REGISTRY.items()})
 
 
 def register(new: FeaturizerSpec, *options: Option) -> FeaturizerSpec:

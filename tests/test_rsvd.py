@@ -1,0 +1,56 @@
+"""The cheaper randomized SVD computes scikit-learn's TruncatedSVD(algorithm="randomized") function."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from sklearn.decomposition import TruncatedSVD
+
+from aflite.features.rsvd import randomized_components
+from aflite.features.spmm import csr_dense
+
+
+def _matrix(shape: tuple[int, int], dtype: type) -> sp.csr_matrix:
+    x = sp.random(*shape, density=0.01, random_state=1, format="csr", dtype=np.float64)
+    x.data = np.random.default_rng(0).random(len(x.data))
+    return sp.csr_matrix(x, dtype=dtype)
+
+
+@pytest.mark.parametrize("shape", [(600, 1000), (1000, 400)])  # transposed and not (scikit-learn's "auto")
+def test_float64_equals_sklearn(shape: tuple[int, int]) -> None:
+    # in float64 both are exact to ~1e-13: the same random start, subspace, signs and order
+    x = _matrix(shape, np.float64)
+    ref = TruncatedSVD(30, algorithm="randomized", n_iter=5, random_state=3).fit(x).components_
+    got = randomized_components(x, 30, seed=3)
+    assert got.dtype == np.float64 and got.shape == ref.shape
+    assert np.abs(got - ref).max() < 1e-9
+
+
+@pytest.mark.parametrize("shape", [(600, 1000), (1000, 400)])
+def test_float32_within_sklearns_own_rounding(shape: tuple[int, int]) -> None:
+    # tolerance: scikit-learn's float32 result differs from its float64 one by its own rounding; ours must be
+    # at least as close to the float64 answer, and agree with scikit-learn's float32 transform to that spread
+    x32 = _matrix(shape, np.float32)
+    exact = TruncatedSVD(30, algorithm="randomized", n_iter=5, random_state=3).fit(x32.astype(np.float64))
+    sk32 = TruncatedSVD(30, algorithm="randomized", n_iter=5, random_state=3).fit(x32)
+    got = randomized_components(x32, 30, seed=3, threads=2)
+    assert got.dtype == np.float32
+    spread = np.abs(sk32.components_ - exact.components_).max()
+    assert np.abs(got - exact.components_).max() <= spread
+    sk_err = np.abs(exact.transform(x32) - sk32.transform(x32)).max()
+    assert np.abs(x32 @ got.T - sk32.transform(x32)).max() <= 2 * sk_err
+
+
+def test_seed_changes_the_start() -> None:
+    x = _matrix((600, 1000), np.float64)
+    a, b = randomized_components(x, 30, seed=0), randomized_components(x, 30, seed=1)
+    assert not np.allclose(a, b)  # a different random start gives a different approximation of the small modes
+
+
+def test_csr_dense_threads_do_not_change_the_result() -> None:
+    x = _matrix((500, 300), np.float32)
+    d = np.random.default_rng(2).standard_normal((300, 7)).astype(np.float32)
+    one, two = csr_dense(x, d, 1), csr_dense(x, d, 2)
+    assert np.array_equal(one, two) and two.dtype == np.float32  # bit-equal: each row summed in one order
+    np.testing.assert_allclose(two, x @ d, rtol=1e-5, atol=1e-6)
