@@ -45,14 +45,17 @@ def tfidf_stages(f: NgramFeaturizer, texts: list[str], sample: np.ndarray | None
     """``NgramFeaturizer._tfidf_field`` (fit) split into its stages."""
     from sklearn.feature_extraction.text import TfidfTransformer
 
+    from aflite.features.ngram_hash import murmur_counts
+    from aflite.threads import budget
+
     blocks = []
-    for hasher in f._hashers():
-        counts = clock.run("hashing", lambda h=hasher: sp.csr_matrix(h.transform(texts)))
+    for h in f._hashers():
+        counts = clock.run("hashing", murmur_counts, texts, h.analyzer, h.ngram_range, h.n_features, budget())
         fit_counts = counts if sample is None else counts[sample]
         cols = clock.run("column choice", f._choose_columns, fit_counts)
         tf = TfidfTransformer(sublinear_tf=f.sublinear_tf, norm="l2")
-        clock.run("tfidf", lambda c=cols: tf.fit(fit_counts[:, c]))
-        blocks.append(clock.run("tfidf", lambda c=cols: tf.transform(counts[:, c])))
+        clock.run("tfidf", tf.fit, fit_counts[:, cols])
+        blocks.append(clock.run("tfidf", tf.transform, counts[:, cols]))
     return clock.run("hstack", lambda: sp.csr_matrix(
         sp.hstack(blocks, format="csr", dtype=np.float32) * np.float32(1 / np.sqrt(2)), dtype=np.float32))
 
@@ -85,7 +88,7 @@ def main() -> None:
         if not args.no_sklearn:
             svd = TruncatedSVD(k, algorithm="randomized", n_iter=5, random_state=f.seed)
             ref.run("svd fit", svd.fit, fit_x)
-            ref_outs.append(ref.run("projection", lambda s=svd: np.asarray(s.transform(x), dtype=np.float32)))
+            ref_outs.append(np.asarray(ref.run("projection", svd.transform, x), dtype=np.float32))
             sk = svd.components_
             cos = np.abs(np.sum(comps * sk, axis=1)) / (np.linalg.norm(comps, axis=1) * np.linalg.norm(sk, axis=1))
             agree.append({"max_abs_component_diff": float(np.abs(comps - sk).max()),

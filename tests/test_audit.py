@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from tiny_models import make_tiny_model
 
 from aflite import audit as A
+from aflite.check.summary import COMMON
 from aflite.errors import InputError, ParameterError
 
 # ------------------------------------------------------------------------------------------ accuracy metrics
@@ -41,20 +42,21 @@ def test_leakage_metrics_hand_case() -> None:
     y = np.array(["e", "e", "n", "c", "c", "c", "n", "e", "e", "c"])
     pb = np.array(["e", "n", "n", "c", "e", "c", "c", "e", "e", "n"])  # 6/10 right
     pn = np.array(["e", "e", "n", "c", "c", "e", "n", "e", "n", "c"])  # 8/10 right
-    m = A.leakage_metrics(y, pb, pn)
-    assert m["biased_accuracy"] == pytest.approx(0.6)
-    assert m["normal_accuracy"] == pytest.approx(0.8)
-    assert m["majority_accuracy"] == pytest.approx(0.4)
-    assert m["delta_maj"] == pytest.approx(0.2)
-    assert m["pct_rr"] == pytest.approx(0.75)
+    m = A.LeakageMetrics.compute(y, pb, pn)
+    assert m.biased_accuracy == pytest.approx(0.6)
+    assert m.normal_accuracy == pytest.approx(0.8)
+    assert m.majority_accuracy == pytest.approx(0.4)
+    assert m.delta_maj == pytest.approx(0.2)
+    assert m.score == m.delta_maj
+    assert m.pct_rr == pytest.approx(0.75)
     # agree at rows 0, 2, 3, 7 -> NBA 0.4, all four correct -> NBR 1.0
-    assert m["nba"] == pytest.approx(0.4)
-    assert m["nbr"] == pytest.approx(1.0)
+    assert m.nba == pytest.approx(0.4)
+    assert m.nbr == pytest.approx(1.0)
 
 
 def test_metrics_reject_mismatched_lengths() -> None:
     with pytest.raises(InputError):
-        A.leakage_metrics([0, 1], [0], [0, 1])
+        A.LeakageMetrics.compute([0, 1], [0], [0, 1])
 
 
 # ------------------------------------------------------------------------------------------------- PECO
@@ -248,10 +250,10 @@ def test_leakage_metrics_put_chance_beside_both_accuracies() -> None:
     y = np.array(["a"] * 6 + ["b"] * 4)
     pb = np.array(["a"] * 10)  # the majority guess: exactly chance
     pn = y.copy()
-    m = A.leakage_metrics(y, pb, pn)
-    assert m["majority_accuracy"] == pytest.approx(0.6)
-    assert m["delta_maj"] == pytest.approx(0.0)
-    assert m["normal_delta_maj"] == pytest.approx(0.4)
+    m = A.LeakageMetrics.compute(y, pb, pn)
+    assert m.majority_accuracy == pytest.approx(0.6)
+    assert m.delta_maj == pytest.approx(0.0)
+    assert m.normal_delta_maj == pytest.approx(0.4)
 
 
 def _blobs(n_per: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -375,14 +377,15 @@ def test_leakage_metrics_dataclass_matches_the_dict_and_the_row_scores(tmp_path:
         m = va.metrics
         assert isinstance(m, A.LeakageMetrics)
         assert va.biased_pred is not None and va.normal_pred is not None
-        expected = A.leakage_metrics(res.labels, va.biased_pred, va.normal_pred)
-        assert m.to_dict() == expected
-        assert [f.name for f in dataclasses.fields(m)] == list(expected)
+        expected = A.LeakageMetrics.compute(res.labels, va.biased_pred, va.normal_pred).to_json(common=False)
+        assert m.to_json(common=False) == expected
+        assert [f.name for f in dataclasses.fields(m) if f.name not in COMMON] == list(expected)
         d = va.to_dict()
         for key, value in expected.items():
             assert getattr(m, key) == d[key] == value
-        with pytest.raises(dataclasses.FrozenInstanceError):
-            m.nba = 0.0  # type: ignore[misc]
+        # the one type writes the view entry's figures and reads them back from it
+        assert A.LeakageMetrics.from_json(d).to_json(common=False) == expected
+        assert m.score == m.delta_maj and m.flagged == int(np.sum(va.biased_pred == va.normal_pred))
         rows = res.row_scores(view)
         bc, nc = rows["biased_correct"], rows["normal_correct"]
         assert bc.mean() == pytest.approx(m.biased_accuracy)

@@ -91,7 +91,7 @@ def test_warmup_plus_ngram_leaves_the_slice_out_of_every_part(tiny_model: Path, 
     for block, alone in ((res.X[:, :dw], alone_w.X), (res.X[:, dw:], alone_n.X[res.rows])):
         assert np.mean(np.sum(block.astype(np.float64) ** 2, axis=1)) == pytest.approx(1.0, rel=1e-4)
         assert np.allclose(block, scale_to_unit_rms(alone)[0], atol=1e-6)  # the part's own rows, scaled
-    assert res.info["warmup_steps"] == 2 and [p["name"] for p in res.info["parts"]] == ["warmup", "ngram"]
+    assert res.info.warmup_steps == 2 and [p.name for p in res.info.parts or []] == ["warmup", "ngram"]
     # rebuilt from what it records (explain, evaluate): the same key, read from the cache
     again = F.featurize(PREMISES, HYPS, "warmup+ngram", "pair", cache_dir=tmp_path, y=LABELS, warmup_size=6,
                         show_progress=False, **res.options)
@@ -105,7 +105,7 @@ def test_warmup_plus_ngram_leaves_the_slice_out_of_every_part(tiny_model: Path, 
     elsewhere = tmp_path / "elsewhere"
     other = F.featurize(PREMISES, HYPS, "warmup+ngram", "pair", cache_dir=elsewhere, y=LABELS, warmup_size=6,
                         show_progress=False, read_only=[parts_only], **opts)
-    assert not other.from_cache and [p["from_cache"] for p in other.info["parts"]] == [True, True]
+    assert not other.from_cache and [p.from_cache for p in other.info.parts or []] == [True, True]
     assert np.array_equal(other.X, res.X) and not list(elsewhere.glob("warmup-*"))  # nothing trained again
     with pytest.raises(ParameterError, match="labels"):
         F.featurize(PREMISES, HYPS, "warmup+ngram", "pair", warmup_size=6, show_progress=False, **opts)

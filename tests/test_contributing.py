@@ -39,7 +39,7 @@ def test_the_recipes_are_new_files_diffs_and_one_command() -> None:
     assert not any((ROOT / f).exists() for f in files)  # new files only
     assert {lang for lang, attrs, _ in blocks if "file" not in attrs} == {"diff", "bash"}
     diffs = [body for lang, _, body in blocks if lang == "diff"]
-    assert len(diffs) == 3 and all(body.startswith("--- a/src/aflite/") for body in diffs)
+    assert len(diffs) == 4 and all(body.startswith(("--- a/src/aflite/", "--- a/README.md")) for body in diffs)
     assert any(f.startswith("src/aflite/cli/") for f in files) and any(f.startswith("docs/guide/") for f in files)
 
 

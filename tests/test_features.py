@@ -362,7 +362,7 @@ def test_warmup_finetunes_and_returns_warmup_rows(torch_and_model: tuple[Any, Pa
     assert len(res.warmup_rows) == 8 and len(res.rows) == 8
     assert sorted([*res.warmup_rows.tolist(), *res.rows.tolist()]) == list(range(16))
     assert res.X.shape == (8, 384) and res.X.dtype == np.float32 and np.isfinite(res.X).all()
-    assert res.info["warmup_steps"] == 2
+    assert res.info.warmup_steps == 2
     # the fine-tuned encoder differs from the frozen one
     frozen = F.make_featurizer("minilm", show_progress=False, normalize=False)
     rows = res.rows.tolist()

@@ -235,10 +235,10 @@ def test_warmup_loss_summary_says_whether_the_loss_fell():
     from aflite.features.warmup import warmup_loss_summary
 
     fell = warmup_loss_summary([1.10, 1.08, 1.05, 0.9, 0.7, 0.6, 0.5, 0.45, 0.4], 3)
-    assert fell["warmup_loss_judgement"] == "fell" and fell["warmup_loss_start"] == pytest.approx(1.0767, abs=1e-3)
+    assert fell.warmup_loss_judgement == "fell" and fell.warmup_loss_start == pytest.approx(1.0767, abs=1e-3)
     flat = warmup_loss_summary([1.106, 1.10, 1.08, 1.0, 0.98, 0.95, 0.94, 0.93, 0.931], 3)
-    assert flat["warmup_loss_judgement"] == "barely moved" and flat["warmup_loss_chance"] == pytest.approx(1.0986)
-    assert warmup_loss_summary([], 3) == {}
+    assert flat.warmup_loss_judgement == "barely moved" and flat.warmup_loss_chance == pytest.approx(1.0986)
+    assert warmup_loss_summary([], 3).to_json() == {}
 
 
 def test_help_imports_neither_numpy_nor_scikit_learn():

@@ -129,9 +129,9 @@ def test_threads_argument_overrides_env_and_nests(cpus: Any, monkeypatch: pytest
         with threads.thread_policy(2) as inner2:
             assert inner2 == 2
         assert threads.budget() == 1
-        assert threads.describe()["source"] == "--threads"
+        assert threads.describe().source == "--threads"
     assert threads.budget() == 3  # back to the environment variable
-    assert threads.describe()["source"] == threads.ENV_VAR
+    assert threads.describe().source == threads.ENV_VAR
     with pytest.raises(ParameterError):
         with threads.thread_policy(0):
             pass

@@ -31,13 +31,11 @@ import threading
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 from aflite.errors import ParameterError
-
-if TYPE_CHECKING:  # aflite.atomic imports numpy, which `aflite --help` must not load
-    from aflite.atomic import JSON
 
 __all__ = [
     "ENV_VAR",
@@ -263,19 +261,26 @@ def map_inference(torch: Any, fn: Callable[[T], R], items: Iterable[T], *, devic
         torch.set_num_threads(before)
 
 
-def describe() -> JSON:
+@dataclass(frozen=True)
+class Policy:
+    """The thread policy in force (:func:`describe`): CPUs, budget, where it came from, the pools' thread counts
+    and torch's (None while torch is not imported)."""
+
+    available_cpus: int
+    budget: int
+    source: str
+    pools: list[tuple[Any, Any, Any]]
+    torch_threads: int | None = None
+
+
+def describe() -> Policy:
     """The policy in force, for run summaries: CPUs, budget, where it came from and the pools' thread counts."""
     from threadpoolctl import threadpool_info
 
     r = requested()
-    info: JSON = {
-        "available_cpus": available_cpus(),
-        "budget": budget(),
-        "source": "default" if r is None else ("--threads" if any(v is not None for (v,) in _overrides) else ENV_VAR),
-        "pools": sorted({(i.get("user_api"), i.get("internal_api"), i.get("num_threads")) for i in threadpool_info()},
-                        key=str),
-    }
     torch = sys.modules.get("torch")
-    if torch is not None:
-        info["torch_threads"] = int(torch.get_num_threads())
-    return info
+    return Policy(
+        available_cpus(), budget(),
+        "default" if r is None else ("--threads" if any(v is not None for (v,) in _overrides) else ENV_VAR),
+        sorted({(i.get("user_api"), i.get("internal_api"), i.get("num_threads")) for i in threadpool_info()}, key=str),
+        None if torch is None else int(torch.get_num_threads()))

@@ -63,7 +63,6 @@ from aflite.audit.metrics import (
     AUDIT_VIEWS,
     BIAS_THRESHOLD,
     LeakageMetrics,
-    leakage_metrics,
     majority_accuracy,
     nba_nbr,
 )
@@ -90,7 +89,6 @@ __all__ = [
     "embed_finetuned",
     "estimate_seconds",
     "finetune",
-    "leakage_metrics",
     "majority_accuracy",
     "nba_nbr",
     "pad_relevance",

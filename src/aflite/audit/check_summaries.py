@@ -12,35 +12,15 @@ from aflite.audit.clusters import PecoNullRecord, PecoRecord
 from aflite.check import CheckSummary
 from aflite.check.tokens import TokenRow
 
-__all__ = ["BiasedSummary", "LeakageSummary", "PecoSummary", "TokenTableSummary", "TraDetails", "TraSummary",
+__all__ = ["BiasedSummary", "PecoSummary", "TokenTableSummary", "TraDetails", "TraSummary",
            "TsneSummary"]
 
 
 @dataclass
 class BiasedSummary(CheckSummary):
-    """The ``biased_model`` check's summary; ``score``: the biased (view-only) model's out-of-fold accuracy."""
-
-    biased_accuracy: float
-
-    def __post_init__(self) -> None:
-        self.score = self.biased_accuracy
-
-
-@dataclass
-class LeakageSummary(CheckSummary):
-    """The ``leakage_metrics`` check's summary: Saxon et al.'s figures but the biased accuracy (``biased_model``'s);
-    ``score``: Δmaj, the biased accuracy over the majority rate (eq. 4)."""
-
-    normal_accuracy: float
-    majority_accuracy: float
-    delta_maj: float
-    normal_delta_maj: float
-    pct_rr: float
-    nba: float
-    nbr: float
-
-    def __post_init__(self) -> None:
-        self.score = self.delta_maj
+    """The ``biased_model`` check's summary; ``score``: the biased (view-only) model's out-of-fold accuracy, which
+    the view entry carries as :class:`aflite.audit.metrics.LeakageMetrics`'s ``biased_accuracy`` (so no field of
+    its own: no key is written by two checks)."""
 
 
 @dataclass

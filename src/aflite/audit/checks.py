@@ -15,7 +15,6 @@ import numpy as np
 
 from aflite.audit.check_summaries import (
     BiasedSummary,
-    LeakageSummary,
     PecoSummary,
     TokenTableSummary,
     TraDetails,
@@ -25,7 +24,7 @@ from aflite.audit.check_summaries import (
 from aflite.audit.clusters import PecoResult, peco, peco_null
 from aflite.audit.finetuned import embed_finetuned, tra
 from aflite.audit.linear import cv_predict
-from aflite.audit.metrics import LeakageMetrics, leakage_metrics
+from aflite.audit.metrics import LeakageMetrics
 from aflite.audit.results import ViewAudit
 from aflite.check import Check, CheckData, CheckResult, register, run_checks
 from aflite.check.tokens import token_artifacts
@@ -56,7 +55,8 @@ class AuditCheck(Check):
 class BiasedModel(AuditCheck):
     """The biased condition: an L2 logistic regression that sees only the view, its out-of-fold predictions
     (``config.n_folds`` folds, groups never straddling a fold). Per row: flagged when the view alone gets the label
-    right; results.json: ``biased_accuracy``."""
+    right; its score is the biased accuracy, which results.json carries as ``leakage_metrics``'s ``biased_accuracy``
+    (no key is written by two checks)."""
 
     name: ClassVar[str] = "biased_model"
 
@@ -64,7 +64,7 @@ class BiasedModel(AuditCheck):
         cfg = data.context.config
         pred = data.classes[cv_predict(data.X, data.labels, data.context.groups, cfg.n_folds, cfg.C, cfg.seed)]
         right = pred == data.labels
-        return CheckResult(self.name, flags=right, summary=BiasedSummary(float(np.mean(right))), columns={},
+        return CheckResult(self.name, flags=right, summary=BiasedSummary(score=float(np.mean(right))), columns={},
                            detail=pred)
 
 
@@ -79,9 +79,7 @@ class LeakageCheck(AuditCheck):
     def find(self, data: CheckData) -> CheckResult:
         pred_b, pred_n = data.found["biased_model"].detail, data.context.normal_pred
         m = LeakageMetrics.compute(data.labels, pred_b, pred_n)
-        # the metrics by name, all but the biased accuracy (biased_model's key), which the summary does not declare
-        summary = LeakageSummary.from_json(m.to_dict(), "leakage_metrics")
-        return CheckResult(self.name, flags=pred_b == pred_n, summary=summary, columns={}, detail=m)
+        return CheckResult(self.name, flags=pred_b == pred_n, summary=m, columns={}, detail=m)
 
 
 @register  # a built-in check: registered where it is defined
@@ -136,8 +134,8 @@ class Tra(AuditCheck):
 
     def find(self, data: CheckData) -> CheckResult:
         cfg, ft, ds, view = data.context.config, data.context.finetuned, data.context.dataset, data.text_view
-        m = leakage_metrics(data.labels[ft.eval_rows], ft.pred[view], ft.pred["pair"])
-        finetuned = {**m, "n_eval": int(len(ft.eval_rows)), "n_train": int(len(ft.train)),
+        m = LeakageMetrics.compute(data.labels[ft.eval_rows], ft.pred[view], ft.pred["pair"])
+        finetuned = {**m.to_json(common=False), "n_eval": int(len(ft.eval_rows)), "n_train": int(len(ft.train)),
                      "steps": cfg.tra_steps, "batch_size": cfg.tra_batch_size}
         rows = ft.eval_rows[: min(cfg.tra_sample, len(ft.eval_rows))]
         res = tra(ft.models["pair"], ft.models[view], ds.texts_a, ds.texts_b, view, rows, cfg.show_progress)

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from aflite.check.summary import CheckSummary
 from aflite.errors import InputError
 
 AUDIT_VIEWS = ("hypothesis", "premise")
@@ -55,12 +56,14 @@ def nba_nbr(pred_bias: Any, pred_normal: Any, y: Any) -> tuple[float, float]:
     return float(nba), nbr
 
 
-@dataclasses.dataclass(frozen=True)
-class LeakageMetrics:
-    """One view's accuracy-based leakage figures (fractions), typed so that callers need not know dict keys.
+@dataclass
+class LeakageMetrics(CheckSummary):
+    """One view's accuracy-based leakage figures (fractions), the ``leakage_metrics`` check's summary; ``score``:
+    Δmaj, the biased accuracy over the majority rate (eq. 4).
 
-    The fields are :func:`leakage_metrics`'s keys in its order; :meth:`to_dict` gives that dict back, so that
-    ``results.json`` is unchanged.
+    ``majority_accuracy`` is the majority-class rate of the *same* rows, so that every accuracy is read against
+    chance: ``delta_maj`` for the biased model, ``normal_delta_maj`` for the normal one. ``biased_accuracy`` is
+    ``biased_model``'s score, written here so that the view entry has every figure of eqs. 3-8 from one type.
     """
 
     biased_accuracy: float
@@ -72,34 +75,14 @@ class LeakageMetrics:
     nba: float
     nbr: float
 
+    def __post_init__(self) -> None:
+        self.score = self.delta_maj
+
     @classmethod
     def compute(cls, y: Any, pred_bias: Any, pred_normal: Any) -> LeakageMetrics:
-        """The figures of out-of-fold biased/normal predictions against the labels (see :func:`leakage_metrics`)."""
-        return cls(**leakage_metrics(y, pred_bias, pred_normal))
-
-    def to_dict(self) -> dict[str, float]:
-        return dataclasses.asdict(self)
-
-
-def leakage_metrics(y: Any, pred_bias: Any, pred_normal: Any) -> dict[str, float]:
-    """Accuracies (fractions), Δmaj (fraction points), %R_R (fraction), NBA, NBR for one view.
-
-    ``majority_accuracy`` is the majority-class rate of the *same* rows, so that every accuracy is read against
-    chance: ``delta_maj`` (eq. 4) for the biased model, ``normal_delta_maj`` for the normal one.
-    """
-    yy, pb, pn = _as_1d(y, "labels"), _as_1d(pred_bias, "pred_bias"), _as_1d(pred_normal, "pred_normal")
-    _check_same_length(labels=yy, pred_bias=pb, pred_normal=pn)
-    acc_b = float(np.mean(pb == yy))
-    acc_n = float(np.mean(pn == yy))
-    maj = majority_accuracy(yy)
-    nba, nbr = nba_nbr(pb, pn, yy)
-    return {
-        "biased_accuracy": acc_b,
-        "normal_accuracy": acc_n,
-        "majority_accuracy": maj,
-        "delta_maj": acc_b - maj,
-        "normal_delta_maj": acc_n - maj,
-        "pct_rr": acc_b / acc_n if acc_n > 0 else float("nan"),
-        "nba": nba,
-        "nbr": nbr,
-    }
+        """The figures of out-of-fold biased/normal predictions against the labels; NBA/NBR by :func:`nba_nbr`."""
+        yy, pb, pn = _as_1d(y, "labels"), _as_1d(pred_bias, "pred_bias"), _as_1d(pred_normal, "pred_normal")
+        _check_same_length(labels=yy, pred_bias=pb, pred_normal=pn)
+        acc_b, acc_n, maj = float(np.mean(pb == yy)), float(np.mean(pn == yy)), majority_accuracy(yy)
+        return cls(acc_b, acc_n, maj, acc_b - maj, acc_n - maj, acc_b / acc_n if acc_n > 0 else float("nan"),
+                   *nba_nbr(pb, pn, yy))

@@ -127,7 +127,8 @@ class ViewAudit:
 
     @property
     def metrics(self) -> LeakageMetrics:
-        m: LeakageMetrics = self.checks["leakage_metrics"].detail
+        m = self.checks["leakage_metrics"].summary
+        assert isinstance(m, LeakageMetrics)
         return m
 
     @property

@@ -270,7 +270,7 @@ def phi_facts(run: RunBody) -> dict[str, Any]:
     f = run.featurizer
     assert f is not None, "run and demo always record their featurizer (RunBody.required_by)"
     options = dict(f.options)
-    info = {k: v for k, v in (f.info or {}).items() if k.startswith("warmup")}
+    info = {k: v for k, v in (f.info.to_json() if f.info else {}).items() if k.startswith("warmup")}
     return {"featurizer": f.name, "view": f.view, "dim": f.dim, "options": _portable_options(options),
             "model": model_identity(f.name, options), "warmup_rows": run.warmup_rows or 0,
             "warmup_training": info or None}

@@ -23,14 +23,13 @@ import logging
 import os
 import warnings
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from aflite.data.images import files_fingerprint
-from aflite.encoders.onnx_text import export_folder, load_onnxruntime, weights_hash
+from aflite.encoders.onnx_text import cpu_session, export_folder, load_onnxruntime, map_batches, weights_hash
 from aflite.errors import ParameterError
 from aflite.threads import budget
 
@@ -170,12 +169,7 @@ class OnnxImageRunner:
     """An ONNX Runtime session of an exported image encoder: image references in, pooled float32 rows out."""
 
     def __init__(self, path: Path, dim: int, threads: int | None = None) -> None:
-        ort = load_onnxruntime()
-        so = ort.SessionOptions()
-        so.intra_op_num_threads = 1  # batches side by side instead (module docstring)
-        so.inter_op_num_threads = 1
-        so.log_severity_level = 3
-        self.session = ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"])
+        self.session = cpu_session(path)
         self.path, self.dim = path, int(dim)
         self.workers = max(1, min(int(threads) if threads else budget(), budget()))
 
@@ -191,13 +185,7 @@ class OnnxImageRunner:
             if progress is not None:
                 progress.update(len(idx))
 
-        if self.workers <= 1 or len(chunks) <= 1:
-            for c in chunks:
-                one(c)
-        else:
-            with ThreadPoolExecutor(max_workers=self.workers) as pool:
-                for f in [pool.submit(one, c) for c in chunks]:
-                    f.result()
+        map_batches(one, chunks, self.workers)
         return out
 
 

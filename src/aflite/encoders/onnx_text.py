@@ -261,12 +261,7 @@ class OnnxTextRunner:
     """An ONNX Runtime session of an exported text encoder: token-id items in, pooled float32 rows out."""
 
     def __init__(self, path: Path, dim: int, pad_id: int, threads: int | None = None) -> None:
-        ort = load_onnxruntime()
-        so = ort.SessionOptions()
-        so.intra_op_num_threads = 1  # batches side by side instead (module docstring)
-        so.inter_op_num_threads = 1
-        so.log_severity_level = 3
-        self.session = ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"])
+        self.session = cpu_session(path)
         self.path, self.dim, self.pad_id = path, int(dim), int(pad_id)
         self.workers = max(1, int(threads) if threads else budget())
         self.wanted = {i.name for i in self.session.get_inputs()}
@@ -305,11 +300,22 @@ class OnnxTextRunner:
             if progress is not None:
                 progress.update(len(idx))
 
-        _map(one, chunks, self.workers)
+        map_batches(one, chunks, self.workers)
         return out
 
 
-def _map(fn: Callable[[np.ndarray], None], chunks: list[np.ndarray], workers: int) -> None:
+def cpu_session(path: Path) -> Any:
+    """An ONNX Runtime CPU session of one thread: the runners run batches side by side instead (module docstring)."""
+    ort = load_onnxruntime()
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = 1
+    so.inter_op_num_threads = 1
+    so.log_severity_level = 3
+    return ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"])
+
+
+def map_batches(fn: Callable[[np.ndarray], None], chunks: list[np.ndarray], workers: int) -> None:
+    """``fn`` over every chunk, on ``workers`` threads (ONNX Runtime releases the GIL), or in order on one."""
     if workers <= 1 or len(chunks) <= 1:
         for c in chunks:
             fn(c)

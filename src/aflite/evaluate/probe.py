@@ -97,8 +97,10 @@ def text_probe_accuracy(
     fold accuracies equal to 0.0002)."""
     from sklearn.linear_model import LogisticRegression
 
-    y = np.asarray(labels)
-    _, class_counts = np.unique(y, return_counts=True)
+    # labels as their codes in sorted order (the classes' order either way): the fits and scores compare integers
+    # instead of encoding the label strings again in each fit and score (~0.05 CPU-s a fold on train_100k)
+    _, y, class_counts = np.unique(np.asarray(labels), return_inverse=True, return_counts=True)
+    y = y.ravel()
     k = int(max(2, min(folds, class_counts.min())))
     c = word_counts(list(texts)) if counts is None else counts
 

@@ -30,7 +30,7 @@ from aflite.report.explorer import render
 from aflite.report.pages import evaluate_page
 from aflite.rundir.page import PageData
 from aflite.rundir.results import Result
-from aflite.rundir.schema import Document
+from aflite.rundir.schema import Document, EvaluateBody
 from aflite.verdict import MIN_SPREAD, SPREAD_FACTOR, markdown, number, points
 
 
@@ -55,8 +55,9 @@ class EvaluateResult(Result):
         return self.config["split_seed"]
 
     def to_json(self) -> JSON:
-        return {"verdict": self.verdict, "config": self.config, "training_sets": self.training_sets,
-                "aggregate": self.aggregate, "runs": self.results}
+        """The body through :class:`EvaluateBody`, the type that reads it back: its fields are the keys."""
+        return EvaluateBody(verdict=self.verdict, config=dict(self.config), aggregate=dict(self.aggregate),
+                            training_sets=[dict(s) for s in self.training_sets], runs=list(self.results)).to_json()
 
     def summary_md(self) -> str:
         tables = self.tables

@@ -7,9 +7,9 @@ import inspect
 import logging
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
-from typing import Any, ClassVar, Protocol, Self, TypeAlias, TypedDict, runtime_checkable
+from typing import Any, ClassVar, Protocol, Self, TypeAlias, runtime_checkable
 
 import numpy as np
 import scipy.sparse as sp
@@ -34,7 +34,8 @@ Matrix: TypeAlias = "np.ndarray | sp.csr_matrix"
 CACHE_FORMAT = 1  # part of every cache key: a change of the cache layout changes it
 
 
-class CacheIdentity(TypedDict):
+@dataclass(frozen=True)
+class CacheIdentity:
     """What a cache record holds of the call that wrote it (:func:`cache_identity`), checked by the next reader."""
 
     format: int
@@ -44,6 +45,53 @@ class CacheIdentity(TypedDict):
     extra: Any  # key_facts: labels, warm-up slice, image files (whatever else decides the output)
     inputs: str  # the fingerprint of the inputs alone
     key: str  # the fingerprint of the inputs and all the above
+
+    def to_json(self) -> JSON:
+        """As the cache record holds it: every field in their order (one marked ``omit_none`` left out while None;
+        :class:`PhiInfo` as its own JSON)."""
+        values = ((f, getattr(self, f.name)) for f in fields(self))
+        return {f.name: v.to_json() if isinstance(v, PhiInfo) else v for f, v in values
+                if not (v is None and f.metadata.get("omit_none"))}
+
+
+@dataclass(frozen=True)
+class PartInfo:
+    """One part of a combined Φ: its name, dimension, the RMS row norm it was scaled by, whether it was cached."""
+
+    name: str
+    dim: int
+    rms_row_norm: float
+    from_cache: bool
+
+
+@dataclass(frozen=True)
+class PhiInfo:
+    """What featurize records about computing Φ (results.json's ``featurizer.info`` and its cache record's): a
+    warm-up's training and loss (:func:`aflite.features.warmup.warmup_loss_summary`), the time taken, a
+    combination's parts. A field is left out of the JSON while None, so each featurizer writes only its own."""
+
+    warmup_steps: int | None = None
+    warmup_final_loss: float | None = None
+    warmup_rows: int | None = None
+    warmup_loss_start: float | None = None
+    warmup_loss_end: float | None = None
+    warmup_loss_chance: float | None = None
+    warmup_loss_judgement: str | None = None
+    seconds: float | None = None
+    rows_per_second: float | None = None
+    parts: list[PartInfo] | None = None
+
+    def to_json(self) -> JSON:
+        """The fields that are set, in their order (``parts`` each as a JSON object)."""
+        return {k: v for k, v in asdict(self).items() if v is not None}
+
+    @classmethod
+    def from_json(cls, obj: JSON) -> PhiInfo:
+        """Back from :meth:`to_json` (a cache record's ``info``; keys it does not name are left out)."""
+        values = {f.name: obj[f.name] for f in fields(cls) if f.name in obj}
+        if values.get("parts") is not None:
+            values["parts"] = [PartInfo(**p) for p in values["parts"]]
+        return cls(**values)
 
 
 def cache_key(
@@ -57,7 +105,7 @@ def cache_key(
     """The identity of a featurizer's output on these inputs: texts, featurizer, view, options and ``key_facts``
     (what else decides the output: the warm-up's labels, image files' sizes and times; under the key "extra", so that
     caches written before the name changed stay valid)."""
-    return cache_identity(texts_a, texts_b, name, view, options, key_facts)["key"]
+    return cache_identity(texts_a, texts_b, name, view, options, key_facts).key
 
 
 def cache_identity(
@@ -148,13 +196,13 @@ class Computes:
             key_facts["image_files"] = files_fingerprint(a)
         return None, key_facts
 
-    def compute(self, job: FeatureJob, rows: np.ndarray, warmup_rows: np.ndarray | None) -> tuple[Any, JSON]:
+    def compute(self, job: FeatureJob, rows: np.ndarray, warmup_rows: np.ndarray | None) -> tuple[Any, PhiInfo]:
         """(the matrix of ``rows``, what featurize records about computing it): chunk by chunk (resumable, and
         shardable on a cluster) when the registry says the featurizer ``shards``."""
         found = find(job.name)
         if found is not None and found.shards:
-            return job.run_chunks(self, job.a, job.b), {}
-        return self.fit_transform(job.a, job.b), {}  # type: ignore[attr-defined]
+            return job.run_chunks(self, job.a, job.b), PhiInfo()
+        return self.fit_transform(job.a, job.b), PhiInfo()  # type: ignore[attr-defined]
 
 
 class BaseFeaturizer(Computes):

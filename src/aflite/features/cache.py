@@ -18,6 +18,7 @@ import math
 import os
 import shutil
 from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, TypedDict
 
@@ -27,7 +28,7 @@ import scipy.sparse as sp
 from aflite import __version__
 from aflite.atomic import JSON, atomic_open, write_json, write_npy
 from aflite.errors import InputError
-from aflite.features.base import CacheIdentity, FeatureJob, Matrix, log, progress_bar
+from aflite.features.base import CacheIdentity, FeatureJob, Matrix, PhiInfo, log, progress_bar
 from aflite.hashing import data_fingerprint, file_sha256, inputs_fingerprint
 
 __all__ = ["check_run_features", "final_path", "load_cached", "read_only_hit", "store", "tie", "tied",
@@ -35,7 +36,7 @@ __all__ = ["check_run_features", "final_path", "load_cached", "read_only_hit", "
 
 
 def read_only_hit(folders: Sequence[str | os.PathLike[str]], stem: str,
-                  identity: CacheIdentity | None = None) -> tuple[Matrix, Path, JSON] | None:
+                  identity: CacheIdentity | None = None) -> tuple[Matrix, Path, PhiInfo] | None:
     """(matrix, its file, its info) of ``stem`` in the first of ``folders`` that holds it whole (and, given
     ``identity``, is this call's: :func:`load_cached`); nothing there is written, not even to drop a damaged entry
     (another command's cache, e.g. a run folder's)."""
@@ -61,7 +62,7 @@ def check_run_features(X: Any, y: np.ndarray, fingerprint: str | None, run_path:
                      f"differs): another dataset, another featurizer option, or another Φ cache")
 
 
-def store(job: FeatureJob, x: Any, warmup: np.ndarray | None, n: int, info: JSON) -> Path:
+def store(job: FeatureJob, x: Any, warmup: np.ndarray | None, n: int, info: PhiInfo) -> Path:
     """Cache the matrix (and a warm-up's slice), its description last: a .json is only ever found beside a
     complete matrix, and a matrix without its .json (a write that failed in between) is not trusted
     (:func:`load_cached`)."""
@@ -75,9 +76,9 @@ def store(job: FeatureJob, x: Any, warmup: np.ndarray | None, n: int, info: JSON
             sp.save_npz(fh, sp.csr_matrix(x), compressed=False)
     else:
         write_npy(out_path, np.asarray(x))
-    write_json(cache / f"{stem}.json", {**(job.identity or {}), "featurizer": job.name, "view": job.view,
-                                        "options": job.options, "aflite": _version(), "n_rows": n,
-                                        "shape": list(x.shape), "sha256": file_sha256(out_path), "info": info})
+    assert job.identity is not None, "featurize gives a call with a cache its identity"
+    write_json(cache / f"{stem}.json", CacheEntry(**asdict(job.identity), n_rows=n, shape=list(x.shape),
+                                                  sha256=file_sha256(out_path), info=info).to_json())
     shutil.rmtree(cache / f"{stem}.parts", ignore_errors=True)
     for done in (f"{stem}.warmup.pt", f"{stem}.warmup.pt.json"):
         with contextlib.suppress(FileNotFoundError):
@@ -89,12 +90,28 @@ def _version() -> str:
     return __version__
 
 
+OMIT_NONE = {"omit_none": True}  # a field's metadata: absent from the record while None
+
+
+@dataclass(frozen=True, kw_only=True)
+class CacheEntry(CacheIdentity):
+    """A cache record (``<stem>.json``, or ``<file>.json`` beside a :func:`tie`-d file): the call's identity, the
+    aflite that wrote it, the sha256 of the file it describes and, for a matrix, its rows, shape and how it was
+    computed."""
+
+    aflite: str = field(default_factory=_version)
+    n_rows: int | None = field(default=None, metadata=OMIT_NONE)
+    shape: list[int] | None = field(default=None, metadata=OMIT_NONE)
+    sha256: str
+    info: PhiInfo | None = field(default=None, metadata=OMIT_NONE)
+
+
 def final_path(cache: Path, stem: str, x: Any) -> Path:
     return cache / (f"{stem}.npz" if sp.issparse(x) else f"{stem}.npy")
 
 
 def load_cached(cache: Path, stem: str, drop_damaged: bool = True,
-                identity: CacheIdentity | None = None) -> tuple[Matrix, JSON] | None:
+                identity: CacheIdentity | None = None) -> tuple[Matrix, PhiInfo] | None:
     """The cached matrix and its info, or None: when absent; when foreign (given ``identity``, the call's
     :func:`aflite.features.base.cache_identity`: its record holds another key, or none, as an older aflite wrote
     it: computed from another dataset's inputs, with other options, ...); and when damaged (unreadable, not the shape
@@ -114,7 +131,7 @@ def load_cached(cache: Path, stem: str, drop_damaged: bool = True,
         if foreign is not None:
             log.warning("foreign feature cache entry %s (%s): not used, recomputing it", meta, foreign)
             return None
-        info = dict(described.get("info", {}))
+        info = PhiInfo.from_json(described.get("info") or {})
         _check_sha256(dense if dense.is_file() else sparse, described.get("sha256"))
         if dense.is_file():
             x: Matrix = np.load(dense, allow_pickle=False)
@@ -139,30 +156,30 @@ def why_foreign(recorded: JSON, identity: CacheIdentity) -> str | None:
     """Why a cache record is not of the call whose :func:`aflite.features.base.cache_identity` is ``identity``
     (None: it is), the first part that differs named: the inputs, the featurizer or view, an option, the rest of the
     key (labels, warm-up slice, image files), the format."""
-    if recorded.get("key") == identity["key"]:
+    if recorded.get("key") == identity.key:
         return None
     if not isinstance(recorded.get("key"), str) or not isinstance(recorded.get("inputs"), str):
         return "its record does not hold the key of the input it was computed from (an older aflite's cache)"
-    if recorded["inputs"] != identity["inputs"]:
+    if recorded["inputs"] != identity.inputs:
         return "computed from other inputs: another dataset's, or other rows or columns"
     for part in ("featurizer", "view"):
-        if recorded.get(part) != identity[part]:
-            return f"another {part}: {recorded.get(part)!r} there, {identity[part]!r} here"
-    theirs, ours = recorded.get("options") or {}, identity["options"] or {}
+        if recorded.get(part) != getattr(identity, part):
+            return f"another {part}: {recorded.get(part)!r} there, {getattr(identity, part)!r} here"
+    theirs, ours = recorded.get("options") or {}, identity.options or {}
     changed = sorted(k for k in {*theirs, *ours} if json.dumps(theirs.get(k), sort_keys=True, default=str)
                      != json.dumps(ours.get(k), sort_keys=True, default=str))
     if changed:
         k = changed[0]
         return f"other featurizer options: {k}={theirs.get(k)!r} there, {ours.get(k)!r} here"
-    if recorded.get("format") != identity["format"]:
-        return f"another cache format: {recorded.get('format')!r} there, {identity['format']!r} here"
+    if recorded.get("format") != identity.format:
+        return f"another cache format: {recorded.get('format')!r} there, {identity.format!r} here"
     return "another key: other labels, warm-up slice or image files"
 
 
 def tie(path: Path, identity: CacheIdentity) -> None:
     """Write ``<path>.json`` beside a cached file just written (the warm-up's model): the key it was made for and
     the sha256 of its bytes, which :func:`tied` checks before the file is used."""
-    write_json(path.with_name(path.name + ".json"), {**identity, "aflite": _version(), "sha256": file_sha256(path)})
+    write_json(path.with_name(path.name + ".json"), CacheEntry(**asdict(identity), sha256=file_sha256(path)).to_json())
 
 
 def tied(path: Path, identity: CacheIdentity, what: str) -> bool:

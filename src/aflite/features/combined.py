@@ -11,6 +11,7 @@ its dimension or scale (MiniLM's rows are unit vectors, a fine-tuned encoder's a
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
@@ -19,7 +20,7 @@ import scipy.sparse as sp
 
 from aflite.atomic import JSON
 from aflite.errors import ParameterError
-from aflite.features.base import BaseFeaturizer, Computes, FeatureJob, Matrix, Plain
+from aflite.features.base import BaseFeaturizer, Computes, FeatureJob, Matrix, PartInfo, PhiInfo, Plain
 from aflite.features.compute import featurize, make_featurizer
 from aflite.features.registry import COMBINE, run_options, spec
 
@@ -102,14 +103,14 @@ class CombinedFeaturizer(BaseFeaturizer):
                 warmup = rows
         return warmup, key_facts
 
-    def compute(self, job: FeatureJob, rows: np.ndarray, warmup_rows: np.ndarray | None) -> tuple[Any, JSON]:
+    def compute(self, job: FeatureJob, rows: np.ndarray, warmup_rows: np.ndarray | None) -> tuple[Any, PhiInfo]:
         """Each part through :func:`featurize` (its own cache entry, resumable; looked for in the call's read-only
         folders too), cut to ``rows`` and scaled."""
         assert self._plan is not None, "featurize calls plan before compute"
         warmup_size, warmup_seed = self._plan
         # the texts are already the view's: a pair stays a pair, one text is featurized as the only text
         view = "pair" if job.b is not None else "premise"
-        blocks, parts_info, info = [], [], {}
+        blocks, parts_info, info = [], [], PhiInfo()
         for p in self.parts:
             needs = spec(p).needs_labels
             f = featurize(job.a, job.b, p, view, cache_dir=job.cache, y=job.y if needs else None,
@@ -122,12 +123,10 @@ class CombinedFeaturizer(BaseFeaturizer):
             x = f.X[pos] if len(pos) != f.X.shape[0] else f.X
             block, scale = scale_to_unit_rms(x)
             blocks.append(block)
-            parts_info.append({"name": p, "dim": int(block.shape[1]), "rms_row_norm": round(scale, 6),
-                               "from_cache": f.from_cache})
+            parts_info.append(PartInfo(p, int(block.shape[1]), round(scale, 6), f.from_cache))
             if needs:
-                info.update(f.info)  # a warm-up's training record, as the run shows it for a warm-up alone
-        info["parts"] = parts_info
-        return np.hstack(blocks).astype(np.float32, copy=False), info
+                info = f.info  # a warm-up's training record, as the run shows it for a warm-up alone
+        return np.hstack(blocks).astype(np.float32, copy=False), dataclasses.replace(info, parts=parts_info)
 
     def transform(self, texts_a: Sequence[str], texts_b: Sequence[str] | None = None) -> np.ndarray:
         """The parts without a cache; a part that trains on a warm-up slice needs :func:`featurize`."""

@@ -22,6 +22,7 @@ from aflite.features.base import (
     FeatureJob,
     Featurizer,
     Matrix,
+    PhiInfo,
     Plain,
     apply_view,
     cache_identity,
@@ -62,7 +63,7 @@ class Features:
     options: JSON
     cache_path: Path | None = None
     from_cache: bool = False
-    info: JSON = dataclasses.field(default_factory=dict)
+    info: PhiInfo = dataclasses.field(default_factory=PhiInfo)
 
 
 @limited  # one thread policy (aflite.threads)
@@ -158,7 +159,7 @@ def featurize(
                      transform_chunked, tuple(map(Path, read_only)))
     if cache_dir is not None or read_only:
         job.identity = cache_identity(a, b, featurizer, view, opts, key_facts or None)
-        job.stem = f"{featurizer}-{view}-{job.identity['key'][:20]}"
+        job.stem = f"{featurizer}-{view}-{job.identity.key[:20]}"
         found = read_only_hit(read_only, job.stem, job.identity)
         if found is not None:
             return Features(found[0], rows, warmup_rows, featurizer, view, opts, found[1], True, found[2])
@@ -173,8 +174,8 @@ def featurize(
                             final_path(job.cache, job.stem, hit[0]), True, hit[1])
     t0 = time.perf_counter()
     x, info = feat.compute(job, rows, warmup)
-    info["seconds"] = round(time.perf_counter() - t0, 3)
-    info["rows_per_second"] = round(len(rows) / max(info["seconds"], 1e-9), 1)
+    seconds = round(time.perf_counter() - t0, 3)
+    info = dataclasses.replace(info, seconds=seconds, rows_per_second=round(len(rows) / max(seconds, 1e-9), 1))
     out_path = None if job.cache is None else store(job, x, warmup, n, info)
     return Features(x, rows, warmup_rows, featurizer, view, opts, out_path, False, info)
 

@@ -11,11 +11,14 @@ as plain Python, slowly, with the same output) walks them once per analyzer:
 * **char_wb**: each whitespace-separated word padded with one space each side; its character n-grams, and a word
   shorter than n once as a whole (scikit-learn's ``char_wb`` rule).
 
-Each n-gram is hashed (64-bit FNV-1a over its code points, then the splitmix64 finaliser) into ``n_features``
-buckets; the output is a CSR count matrix with sorted column indices, the same for any number of threads.
-The bucket of an n-gram differs from scikit-learn's murmurhash bucket, so features are not bit-equal to
-``HashingVectorizer``'s; the n-grams counted are the same (tests/test_ngram_hash.py checks against scikit-learn's
-analyzers).
+Each n-gram is hashed into ``n_features`` buckets; the output is a CSR count matrix with sorted column indices,
+the same for any number of threads. Two hashes share these loops:
+
+* :func:`hashed_counts` / :func:`hashed_parts` (the probe's): 64-bit FNV-1a over the code points, then the
+  splitmix64 finaliser; buckets differ from scikit-learn's, the n-grams counted are the same.
+* :func:`murmur_counts` (the featurizer's): MurmurHash3 (x86, 32-bit, seed 0) of the n-gram's UTF-8 bytes, encoded
+  on the fly from the code points, bucket ``abs(h) % n_features`` as scikit-learn's _hashing_fast: bit for bit
+  ``HashingVectorizer.transform`` (tests/test_ngram_hash.py checks both against scikit-learn).
 """
 
 from __future__ import annotations

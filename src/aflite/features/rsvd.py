@@ -77,8 +77,19 @@ def randomized_components(x: sp.csr_matrix, k: int, seed: int | None, n_iter: in
     """The ``k x n_features`` components (float32 for float32 ``x``) that
     ``TruncatedSVD(k, algorithm="randomized", n_iter=n_iter, random_state=seed).fit(x)`` computes, up to rounding.
 
-    ``threads``: the sparse products run on that many threads (the result does not depend on it)."""
-    x = sp.csr_matrix(x)
+    ``threads``: the sparse products run on that many threads (the result does not depend on it). The dense
+    steps (Gram matrices, 266 x 266 factorisations) run on one BLAS thread: on a busy 2-core host OpenBLAS's
+    spinning pool made them 6x (Gram) to 80x (Cholesky) dearer in CPU-s (benchmarks/ngram_stages.py), and one
+    thread keeps their bits independent of the BLAS thread count."""
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(limits=1, user_api="blas"):
+        return _components(sp.csr_matrix(x), k, seed, n_iter, n_oversamples, threads)
+
+
+def _components(x: sp.csr_matrix, k: int, seed: int | None, n_iter: int, n_oversamples: int,
+                threads: int) -> NDArray[Any]:
+    """:func:`randomized_components`' body (inside its BLAS limit)."""
     dtype = np.float32 if x.dtype == np.float32 else np.float64
     x = x.astype(dtype, copy=False)
     n_samples, n_features = x.shape

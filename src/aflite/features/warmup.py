@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 from collections.abc import Sequence
@@ -23,6 +24,7 @@ from aflite.features.base import (
     DEFAULT_MAX_LENGTH,
     BackendEncoder,
     FeatureJob,
+    PhiInfo,
     cache_identity,
     check_gpu_options,
     embed_pipelined,
@@ -52,15 +54,6 @@ def select_warmup_rows(n: int, warmup_size: int | float, seed: int = 0) -> np.nd
     return np.sort(np.random.default_rng(seed).choice(n, size=k, replace=False)).astype(np.int64)
 
 
-class WarmupLoss(TypedDict, total=False):
-    """:func:`warmup_loss_summary` (empty when the warm-up took no step)."""
-
-    warmup_loss_start: float
-    warmup_loss_end: float
-    warmup_loss_chance: float
-    warmup_loss_judgement: str
-
-
 class GpuTrainOptions(TypedDict, total=False):
     """The opt-in GPU settings of :class:`aflite.encoders.training.TrainConfig` a warm-up asked for."""
 
@@ -69,16 +62,17 @@ class GpuTrainOptions(TypedDict, total=False):
     prefetch: bool
 
 
-def warmup_loss_summary(losses: Sequence[float], n_classes: int) -> WarmupLoss:
+def warmup_loss_summary(losses: Sequence[float], n_classes: int) -> PhiInfo:
     """Did the warm-up train Φ? The mean loss of its first and last (up to) 3 steps, chance (ln of the classes)
-    and a plain judgement: "fell" when the end is below 80 % of the start, else "barely moved"."""
+    and a plain judgement: "fell" when the end is below 80 % of the start, else "barely moved" (none of them when
+    the warm-up took no step)."""
     if not losses:
-        return WarmupLoss()
+        return PhiInfo()
     w = max(1, min(3, len(losses) // 3 or 1))
     start, end = float(np.mean(losses[:w])), float(np.mean(losses[-w:]))
-    return {"warmup_loss_start": round(start, 4), "warmup_loss_end": round(end, 4),
-            "warmup_loss_chance": round(math.log(max(n_classes, 2)), 4),
-            "warmup_loss_judgement": "fell" if end < 0.8 * start else "barely moved"}
+    return PhiInfo(warmup_loss_start=round(start, 4), warmup_loss_end=round(end, 4),
+                   warmup_loss_chance=round(math.log(max(n_classes, 2)), 4),
+                   warmup_loss_judgement="fell" if end < 0.8 * start else "barely moved")
 
 
 class WarmupFeaturizer(BackendEncoder):
@@ -193,7 +187,7 @@ class WarmupFeaturizer(BackendEncoder):
             key_facts["image_files"] = files_fingerprint(a)
         return select_warmup_rows(len(a), warmup_size, wseed), key_facts
 
-    def compute(self, job: FeatureJob, rows: np.ndarray, warmup_rows: np.ndarray | None) -> tuple[Any, JSON]:
+    def compute(self, job: FeatureJob, rows: np.ndarray, warmup_rows: np.ndarray | None) -> tuple[Any, PhiInfo]:
         """Fine-tune on the warm-up slice (or load the model a previous call fine-tuned on it: it does not depend
         on the backend that embeds with it), then embed the other rows chunk by chunk."""
         assert warmup_rows is not None
@@ -202,7 +196,7 @@ class WarmupFeaturizer(BackendEncoder):
         if job.cache is not None:
             model_id = cache_identity(a, b, job.name, job.view,
                                       {k: v for k, v in job.options.items() if k != "backend"}, job.key_facts)
-            model_file = job.cache / f"{job.name}-{job.view}-{model_id['key'][:20]}.warmup.pt"
+            model_file = job.cache / f"{job.name}-{job.view}-{model_id.key[:20]}.warmup.pt"
         if model_file is not None and model_id is not None and tied(model_file, model_id, "warm-up model"):
             self.load(model_file)  # this input's, bytes unchanged
         else:
@@ -210,9 +204,9 @@ class WarmupFeaturizer(BackendEncoder):
             if model_file is not None and model_id is not None:
                 self.save(model_file)
                 tie(model_file, model_id)
-        info = {"warmup_steps": self.steps_, "warmup_final_loss": self.train_log_[-1] if self.train_log_ else None,
-                "warmup_rows": len(warmup_rows),
-                **warmup_loss_summary(self.train_log_, len(np.unique(y[warmup_rows])))}
+        info = dataclasses.replace(warmup_loss_summary(self.train_log_, len(np.unique(y[warmup_rows]))),
+                                   warmup_steps=self.steps_, warmup_rows=len(warmup_rows),
+                                   warmup_final_loss=self.train_log_[-1] if self.train_log_ else None)
         x = job.run_chunks(self, [a[i] for i in rows], None if b is None else [b[i] for i in rows])
         return x, info
 

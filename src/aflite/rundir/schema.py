@@ -18,6 +18,7 @@ from typing import Any, ClassVar
 from aflite.atomic import JSON
 from aflite.core.phase import IterationRecord
 from aflite.errors import InputError
+from aflite.features.base import PhiInfo
 from aflite.rundir.commands import declared_body
 from aflite.rundir.names import RUN_COMMANDS
 from aflite.rundir.typed_json import build, built
@@ -120,7 +121,7 @@ class FeaturizerRecord:
     options: dict[str, Any] = dataclasses.field(default_factory=dict)  # JSON values, as the featurizer gave them
     dim: int | None = None
     from_cache: bool | None = None
-    info: dict[str, Any] | None = None  # timings, throughput
+    info: PhiInfo | None = None  # timings, throughput, a warm-up's training, a combination's parts
     cluster: dict[str, Any] | None = dataclasses.field(default=None, metadata=OMIT_NONE)  # the shards' report, when
     # a cluster computed Φ
 

@@ -143,6 +143,25 @@ class _TorchBlockOps:
         grad = (A.T @ p.view(R, K * nm)).double()
         return loss, grad, p.sum(0, dtype=torch.float64), arg
 
+    def _all_rows(self, W: Any, b: Any, wts: Any, sel: Any) -> tuple[Any, Any, Any]:
+        """Loss (nm,), gradient (d, K·nm) and intercept gradient (K, nm), float64 on the device, of one pass over
+        every row of the store; each chunk's argmax goes into ``self.preds`` (the columns ``sel``, or all: None)."""
+        torch, K, nm = self.torch, self.K, b.shape[1]
+        grad = torch.zeros((W.shape[0], K * nm), dtype=torch.float64, device=self.dev)
+        grad_b = torch.zeros((K, nm), dtype=torch.float64, device=self.dev)
+        lt = torch.zeros(nm, dtype=torch.float64, device=self.dev)
+        for r0 in range(0, len(self.store), self.step):
+            sl = slice(r0, r0 + self.step)
+            lc, gc, gbc, arg = self._pass(self.store.data[sl], W, b, self.y[sl], wts[sl])
+            if sel is None:
+                self.preds[sl] = arg
+            else:
+                self.preds[sl, sel] = arg.to(torch.int32)
+            lt += lc
+            grad += gc
+            grad_b += gbc
+        return lt, grad, grad_b
+
     def _own_model(self, j: int, W: Any, b: Any) -> tuple[Any, Any, Any]:
         """Loss, weight and intercept gradients of model ``j`` over its own rows (device tensors, float64)."""
         torch = self.torch
@@ -198,19 +217,7 @@ class _TorchBlockOps:
         every = self.resident and nm == self.b  # sel is sorted: all models, in order (no gather, no scatter)
         sel_t = None if every else torch.from_numpy(np.asarray(sel)).to(self.dev)
         wts = self.weight if every else self.weight[:, sel_t]
-        grad = torch.zeros((d, K * nm), dtype=torch.float64, device=self.dev)
-        grad_b = torch.zeros((K, nm), dtype=torch.float64, device=self.dev)
-        lt = torch.zeros(nm, dtype=torch.float64, device=self.dev)
-        for r0 in range(0, len(self.store), self.step):
-            sl = slice(r0, r0 + self.step)
-            lc, gc, gbc, arg = self._pass(self.store.data[sl], W, b, self.y[sl], wts[sl])
-            if every:
-                self.preds[sl] = arg
-            else:
-                self.preds[sl, sel_t] = arg.to(torch.int32)
-            lt += lc
-            grad += gc
-            grad_b += gbc
+        lt, grad, grad_b = self._all_rows(W, b, wts, None if every else sel_t)
         if self.resident:  # one transfer: loss, gradient and intercept gradient together
             host = torch.cat([lt, grad.reshape(-1), grad_b.reshape(-1)]).cpu().numpy()
             lt_h, grad_h, grad_bh = host[:nm], host[nm : nm + d * K * nm], host[nm + d * K * nm :]
@@ -325,19 +332,7 @@ class _DeviceOps(_TorchBlockOps):
         b = theta[:, d, :].T.float().contiguous()
         every = nm == self.b  # sel is sorted: all models, in order
         wts = self.weight if every else self.weight[:, sel]
-        grad = torch.zeros((d, K * nm), dtype=torch.float64, device=self.dev)
-        grad_b = torch.zeros((K, nm), dtype=torch.float64, device=self.dev)
-        lt = torch.zeros(nm, dtype=torch.float64, device=self.dev)
-        for r0 in range(0, len(self.store), self.step):
-            sl = slice(r0, r0 + self.step)
-            lc, gc, gbc, arg = self._pass(self.store.data[sl], W, b, self.y[sl], wts[sl])
-            if every:
-                self.preds[sl] = arg
-            else:
-                self.preds[sl, sel] = arg.to(torch.int32)
-            lt += lc
-            grad += gc
-            grad_b += gbc
+        lt, grad, grad_b = self._all_rows(W, b, wts, None if every else sel)
         g[:, :d, :] = grad.view(d, K, nm).permute(2, 0, 1) + r * Wd
         g[:, d, :] = grad_b.T
         return loss + lt, g
