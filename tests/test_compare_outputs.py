@@ -51,7 +51,7 @@ def test_key_order_missing_and_extra_files_differ(tmp_path: Path) -> None:
     assert problems[:2] == ["missing only_a.txt", "extra only_b.txt"]
     assert problems[2].startswith("DIFF run/results.json: /: keys")
     (b / "run.stdout").write_text("filtered something else\n")
-    assert any(p.startswith("DIFF run.stdout: line 1:") for p in cmp.compare(a, b))
+    assert any(p.startswith("DIFF run.stdout: line 1, column 10:") for p in cmp.compare(a, b))
 
 
 def test_a_missing_folder_is_a_usage_error(tmp_path: Path) -> None:
