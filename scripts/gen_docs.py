@@ -476,7 +476,8 @@ def speed() -> str:
                       else f"{_seconds(r['wall_seconds'])} {r['peak_rss_mib'] / 1024:.1f} GiB")
                       for r in rec.get("scaling", []) if "skipped" not in r)
     md = RUN_SPEED.removesuffix(".json") + ".md"
-    return (f"`aflite run` defaults, SNLI train_100k, 2 shared cores: **{_seconds(fast['wall_seconds'])}** wall, "
+    return (f"`aflite run` defaults, SNLI train_100k, 2 cores (load {fast['load_before'][0]:.1f}): "
+            f"**{_seconds(fast['wall_seconds'])}** wall, "
             f"{fast['cpu_seconds']:,.0f} CPU-s (featurize {_seconds(st['featurize'])}){ratio}. By rows: {sizes}. "
             f"[Record](docs/measured/{md}), [more](docs/results.md#speed-on-a-shared-2-core-machine).")
 
