@@ -40,7 +40,8 @@ def test_a_combination_has_the_parts_capabilities() -> None:
     s = spec("warmup+ngram")
     assert s.needs_labels and not s.frozen and not s.shards and s.modality == "text"
     assert s.commands == ("run", "embed")  # the commands both parts offer, among those that take a combination
-    assert set(s.options) == set(spec("warmup").options) and s.parts == ("warmup", "ngram")
+    assert set(s.options) == set(spec("warmup").options) | set(spec("ngram").options)  # each part's flags
+    assert s.parts == ("warmup", "ngram")
     both = spec("minilm+ngram")
     assert not both.needs_labels and not both.frozen  # the n-grams fit their IDF and SVD on the rows
     assert both.title == "MiniLM + n-gram TF-IDF"
