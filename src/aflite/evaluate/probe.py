@@ -49,7 +49,8 @@ def probe_skip_reason(labels: NDArray[Any], folds: int = 5, groups: NDArray[Any]
 
 # SAG's stopping tolerance (the largest relative change of the weights in a pass). On SNLI train_100k hypotheses (3
 # folds) 1e-3 gave the 1e-4 accuracies to 1e-4 in 21 passes instead of 26; 1e-2 (15 passes, the fits' CPU time -25 to
-# -40 %) gave every fold of D and D(Φ) within 2e-4 of 1e-3's, mean and spread unchanged at 1e-4 (#57, /tmp/p2/tol.py)
+# -40 %) gave every fold of D and D(Φ) within 2e-4 of 1e-3's, mean and spread unchanged at 1e-4 (#57: a one-off sweep
+# that was not kept; benchmarks/probe_speed.py runs tol 1e-3 beside this one and prints both sets of figures)
 PROBE_TOL = 1e-2
 
 
