@@ -8,7 +8,7 @@ import scipy.sparse as sp
 from sklearn.decomposition import TruncatedSVD
 
 from aflite.features.rsvd import randomized_components
-from aflite.features.spmm import csr_dense
+from aflite.features.spmm import BLOCK, column_blocks, csr_dense, csr_t_dense
 
 
 def _matrix(shape: tuple[int, int], dtype: type) -> sp.csr_matrix:
@@ -54,3 +54,24 @@ def test_csr_dense_threads_do_not_change_the_result() -> None:
     one, two = csr_dense(x, d, 1), csr_dense(x, d, 2)
     assert np.array_equal(one, two) and two.dtype == np.float32  # bit-equal: each row summed in one order
     np.testing.assert_allclose(two, x @ d, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_csr_t_dense_is_the_gather_over_the_transpose_bit_for_bit(dtype: type) -> None:
+    x = _matrix((400, 900), dtype)
+    x.data[::7] *= -3.0
+    d = np.random.default_rng(3).standard_normal((400, 70)).astype(dtype)  # 70 columns: several column blocks
+    want = csr_dense(sp.csr_matrix(x.T), d, 1)
+    for threads in (1, 2, 3):
+        got = csr_t_dense(x, d, threads)
+        assert got.dtype == dtype and got.shape == (900, 70)
+        assert np.array_equal(got, want)  # each element summed over x's rows in ascending order, whatever the split
+    np.testing.assert_allclose(want, x.T @ d, rtol=1e-5, atol=1e-6)
+
+
+def test_column_blocks_cover_the_columns_evenly() -> None:
+    for columns, threads in [(266, 2), (266, 1), (5, 8), (1, 1), (130, 3)]:
+        bounds = column_blocks(columns, threads)
+        widths = np.diff(bounds)
+        assert bounds[0] == 0 and bounds[-1] == columns and (widths >= 1).all() and widths.max() <= BLOCK
+        assert len(widths) % threads == 0 or len(widths) == columns

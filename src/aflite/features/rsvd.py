@@ -26,7 +26,7 @@ import scipy.linalg as la
 import scipy.sparse as sp
 from numpy.typing import NDArray
 
-from aflite.features.spmm import csr_dense
+from aflite.features.spmm import csr_dense, csr_t_dense
 
 __all__ = ["randomized_components"]
 
@@ -94,23 +94,30 @@ def _components(x: sp.csr_matrix, k: int, seed: int | None, n_iter: int, n_overs
     x = x.astype(dtype, copy=False)
     n_samples, n_features = x.shape
     transpose = n_samples < n_features
-    # M = x^T when transposed: products with M and M^T are products with x and x^T, both kept as CSR
-    xt = sp.csr_matrix(x.T)
-    m, mt = (xt, x) if transpose else (x, xt)
+    # M = x^T when transposed: products with M and M^T are x's gather (x @ d) and scatter (x^T @ d) loops
+
+    def times_x(d: NDArray[Any]) -> NDArray[Any]:
+        return csr_dense(x, d, threads)
+
+    def times_xt(d: NDArray[Any]) -> NDArray[Any]:
+        return csr_t_dense(x, d, threads)
+
+    m, mt = (times_xt, times_x) if transpose else (times_x, times_xt)
     size = k + n_oversamples
-    q = np.random.RandomState(seed).normal(size=(m.shape[1], size)).astype(dtype, copy=False)
+    q = np.random.RandomState(seed).normal(size=(n_samples if transpose else n_features, size)).astype(
+        dtype, copy=False)
     # scikit-learn's "auto" normaliser: none for n_iter <= 2, else LU (here: Cholesky-QR, the same subspace)
     normalise = n_iter > 2
     for _ in range(n_iter):
-        q = csr_dense(m, q, threads)
+        q = m(q)
         if normalise:
             q = _basis(q, orthonormal=False)
-        q = csr_dense(mt, q, threads)
+        q = mt(q)
         if normalise:
             q = _basis(q, orthonormal=False)
-    q = _basis(csr_dense(m, q, threads), orthonormal=True)
+    q = _basis(m(q), orthonormal=True)
     # B = Q^T M; stored as its transpose bt = M^T Q (the tall skinny product)
-    bt = csr_dense(mt, q, threads)
+    bt = mt(q)
     evals, evecs = la.eigh(_gram64(bt), check_finite=False)
     order = np.argsort(evals)[::-1][:k]
     uhat = evecs[:, order]

@@ -1,9 +1,17 @@
-"""CSR sparse matrix times dense matrix on several threads (the randomized SVD's products).
+"""CSR sparse matrix times dense matrix, and its transpose times dense, on several threads (the randomized
+SVD's products).
 
 Why: scipy's ``csr @ dense`` runs on one core; the SVD's 22 products per text field were ~37 CPU-s of the
-featurizer on SNLI train_100k. Rows are independent, so a numba ``prange`` loop over rows splits them across
-threads, each output row summed in the same order as one thread would (the result does not depend on ``threads``).
-Without numba, scipy's product (the same values up to summation order); with it, the compiled loop for any
+featurizer on SNLI train_100k. Two compiled loops, each output element summed in one fixed order whatever the
+thread count (the result does not depend on ``threads``):
+
+* ``a @ b`` (:func:`csr_dense`): rows are independent, so a ``prange`` loop over rows gathers rows of ``b``;
+* ``a.T @ b`` (:func:`csr_t_dense`): a scatter over ``a``'s rows in order, split across threads by column blocks
+  of ``b`` (each thread owns its block of the output). It sums each element over ``a``'s rows in ascending
+  order, as a gather over ``csr(a.T)`` would (bit-identical to it), without building the transpose, and it
+  reads ``b`` once in row order instead of gathering it: ~2x cheaper than the gather on SNLI's matrices.
+
+Without numba, scipy's products (the same values up to summation order); with it, the compiled loops for any
 ``threads``, one included, so that the bits do not depend on the thread count.
 """
 
@@ -22,7 +30,9 @@ try:
 except ImportError:  # pragma: no cover - numba is a dependency
     prange = range  # type: ignore[misc]
 
-__all__ = ["csr_dense"]
+__all__ = ["column_blocks", "csr_dense", "csr_t_dense"]
+
+BLOCK = 64  # widest column block of the scatter (its output block, n_out x 64 float32, stays near L3's size)
 
 
 def _rows_times(indptr: Any, indices: Any, data: Any, dense: Any, out: Any) -> None:
@@ -35,19 +45,59 @@ def _rows_times(indptr: Any, indices: Any, data: Any, dense: Any, out: Any) -> N
                 out[i, c] += v * row[c]
 
 
-@cache
-def _kernel() -> Callable[..., None] | None:
-    """The compiled row loop, or None without numba (machine code cached next to the module when possible)."""
+def _rows_scatter(indptr: Any, indices: Any, data: Any, dense: Any, out: Any, bounds: Any) -> None:
+    """``out[indices[j]] += data[j] * dense[i]`` over rows i in order, one column block per parallel task
+    (``bounds``: the blocks' first columns, then the last block's end)."""
+    for b in prange(len(bounds) - 1):
+        c0 = bounds[b]
+        w = bounds[b + 1] - c0
+        block = np.zeros((out.shape[0], w), dtype=out.dtype)  # contiguous: the scattered rows are w wide
+        for i in range(len(indptr) - 1):
+            src = dense[i, c0:c0 + w]
+            for j in range(indptr[i], indptr[i + 1]):
+                v = data[j]
+                dst = block[indices[j]]
+                for c in range(w):
+                    dst[c] += v * src[c]
+        out[:, c0:c0 + w] = block
+
+
+def _compile(fn: Callable[..., None]) -> Callable[..., None] | None:
+    """``fn`` compiled (machine code cached next to the module when possible), or None without numba."""
     try:
         import numba
     except ImportError:  # pragma: no cover - numba is a dependency
         return None
     for cache_code in (True, False):
         try:
-            return numba.njit(parallel=True, nogil=True, cache=cache_code)(_rows_times)
+            return numba.njit(parallel=True, nogil=True, cache=cache_code)(fn)
         except RuntimeError:  # no writable cache folder
             continue
     return None  # pragma: no cover
+
+
+@cache
+def _kernel() -> Callable[..., None] | None:
+    """The compiled row loop, or None without numba."""
+    return _compile(_rows_times)
+
+
+@cache
+def _scatter_kernel() -> Callable[..., None] | None:
+    """The compiled scatter loop, or None without numba."""
+    return _compile(_rows_scatter)
+
+
+def _call(kernel: Callable[..., None], threads: int, *args: Any) -> None:
+    """``kernel(*args)`` on ``threads`` numba threads (restored afterwards)."""
+    import numba
+
+    previous = numba.get_num_threads()
+    numba.set_num_threads(max(1, min(threads, numba.config.NUMBA_NUM_THREADS)))  # type: ignore[attr-defined]
+    try:
+        kernel(*args)
+    finally:
+        numba.set_num_threads(previous)
 
 
 def csr_dense(a: sp.csr_matrix, b: NDArray[Any], threads: int = 1) -> NDArray[Any]:
@@ -55,14 +105,28 @@ def csr_dense(a: sp.csr_matrix, b: NDArray[Any], threads: int = 1) -> NDArray[An
     kernel = _kernel()  # one thread too: scipy's product sums in another order (the result must not depend on threads)
     if kernel is None:
         return np.asarray(a @ b)
-    import numba
-
     b = np.ascontiguousarray(b)
     out = np.zeros((a.shape[0], b.shape[1]), dtype=np.result_type(a.dtype, b.dtype))
-    previous = numba.get_num_threads()
-    numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))  # type: ignore[attr-defined]
-    try:
-        kernel(a.indptr, a.indices, a.data, b, out)
-    finally:
-        numba.set_num_threads(previous)
+    _call(kernel, threads, a.indptr, a.indices, a.data, b, out)
+    return out
+
+
+def column_blocks(columns: int, threads: int) -> NDArray[np.int64]:
+    """Bounds of near-equal column blocks at most :data:`BLOCK` wide, their count a multiple of ``threads`` (the
+    threads finish together); the blocks do not change the result, only how it is split."""
+    threads = max(1, threads)
+    count = threads * -(-columns // (threads * BLOCK))
+    count = max(1, min(count, columns))
+    return np.linspace(0, columns, count + 1).round().astype(np.int64)
+
+
+def csr_t_dense(a: sp.csr_matrix, b: NDArray[Any], threads: int = 1) -> NDArray[Any]:
+    """``a.T @ b`` for CSR ``a`` and a dense ``b`` with ``a.shape[0]`` rows, on ``threads`` threads; the same bits
+    as ``csr_dense(csr_matrix(a.T), b)``."""
+    kernel = _scatter_kernel()
+    if kernel is None:
+        return np.asarray(a.T @ b)
+    b = np.ascontiguousarray(b)
+    out = np.zeros((a.shape[1], b.shape[1]), dtype=np.result_type(a.dtype, b.dtype))
+    _call(kernel, threads, a.indptr, a.indices, a.data, b, out, column_blocks(b.shape[1], threads))
     return out
