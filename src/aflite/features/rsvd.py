@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 import scipy.linalg as la
+import scipy.linalg.blas as blas
 import scipy.sparse as sp
 from numpy.typing import NDArray
 
@@ -44,13 +45,16 @@ def _gram64(y: NDArray[Any]) -> NDArray[np.float64]:
 
 def _chol_qr(y: NDArray[Any]) -> NDArray[Any] | None:
     """One Cholesky-QR pass: ``y R^-1`` with ``R^T R = y^T y``; None when the Gram matrix is not positive
-    definite in floating point (a rank-deficient iterate)."""
+    definite in floating point (a rank-deficient iterate). ``y R^-1`` as a triangular product (BLAS trmm: half
+    a matrix product's work)."""
     try:
         r = la.cholesky(_gram64(y), lower=False, check_finite=False)
     except la.LinAlgError:
         return None
-    rinv = la.solve_triangular(r, np.eye(r.shape[0]), lower=False, check_finite=False)
-    return np.asarray(y @ rinv.astype(y.dtype), dtype=y.dtype)
+    rinv = la.solve_triangular(r, np.eye(r.shape[0]), lower=False, check_finite=False).astype(y.dtype)
+    trmm = blas.strmm if y.dtype == np.float32 else blas.dtrmm
+    # (y R^-1)^T = R^-T y^T: y^T is y's Fortran-ordered view, and the result's transpose is C-ordered
+    return np.asarray(trmm(1.0, rinv, np.ascontiguousarray(y).T, side=0, lower=0, trans_a=1).T, dtype=y.dtype)
 
 
 def _basis(y: NDArray[Any], orthonormal: bool) -> NDArray[Any]:
