@@ -9,7 +9,9 @@ thread count (the result does not depend on ``threads``):
 * ``a.T @ b`` (:func:`csr_t_dense`): a scatter over ``a``'s rows in order, split across threads by column blocks
   of ``b`` (each thread owns its block of the output). It sums each element over ``a``'s rows in ascending
   order, as a gather over ``csr(a.T)`` would (bit-identical to it), without building the transpose, and it
-  reads ``b`` once in row order instead of gathering it: ~2x cheaper than the gather on SNLI's matrices.
+  reads ``b`` once in row order instead of gathering it. On SNLI train_100k's first field (99,890 x 107,185,
+  16M non-zeros, 266 columns, a host at load ~12) the SVD's six transposed products took 9.0 CPU-s against the
+  gather's 10.8 (transpose included); alone, on a quieter host, one product 1.1 CPU-s against 2.2.
 
 Without numba, scipy's products (the same values up to summation order); with it, the compiled loops for any
 ``threads``, one included, so that the bits do not depend on the thread count.
