@@ -7,7 +7,7 @@ import pytest
 import scipy.sparse as sp
 from sklearn.decomposition import TruncatedSVD
 
-from aflite.features.rsvd import randomized_components
+from aflite.features.rsvd import SYRK_ROWS, _gram64, randomized_components
 from aflite.features.spmm import BLOCK, column_blocks, csr_dense, csr_t_dense
 
 
@@ -75,3 +75,10 @@ def test_column_blocks_cover_the_columns_evenly() -> None:
         widths = np.diff(bounds)
         assert bounds[0] == 0 and bounds[-1] == columns and (widths >= 1).all() and widths.max() <= BLOCK
         assert len(widths) % threads == 0 or len(widths) == columns
+
+
+def test_power_iterates_float32_gram_is_the_float64_one_to_float32_rounding() -> None:
+    y = np.random.default_rng(4).standard_normal((3 * SYRK_ROWS + 5, 40)).astype(np.float32)
+    exact, fast = _gram64(y), _gram64(y, exact=False)
+    assert fast.dtype == np.float64 and np.array_equal(fast, fast.T)
+    np.testing.assert_allclose(fast, exact, rtol=0, atol=1e-5 * np.abs(exact).max())

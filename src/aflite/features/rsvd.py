@@ -31,24 +31,34 @@ from aflite.features.spmm import csr_dense, csr_t_dense
 
 __all__ = ["randomized_components"]
 
+SYRK_ROWS = 2048  # rows per float32 block Gram inside the power iterations (each block's sums stay short)
 GRAM_ROWS = 32768  # rows per float64 block of a Gram matrix (bounds the float64 copy to ~70 MB at 266 columns)
 
 
-def _gram64(y: NDArray[Any]) -> NDArray[np.float64]:
-    """``y^T y`` accumulated in float64 over row blocks (float32 Gram would square float32 rounding)."""
+def _gram64(y: NDArray[Any], exact: bool = True) -> NDArray[np.float64]:
+    """``y^T y`` accumulated in float64 over row blocks (float32 Gram would square float32 rounding).
+
+    ``exact=False`` (a power iterate, which needs any well-conditioned basis of its range, not an orthonormal
+    one): each block's Gram in ``y``'s own precision by BLAS syrk (no float64 copy, half a product's work), the
+    blocks summed in float64."""
     g = np.zeros((y.shape[1], y.shape[1]), dtype=np.float64)
+    if not exact and y.dtype == np.float32:
+        y = np.ascontiguousarray(y)
+        for s in range(0, y.shape[0], SYRK_ROWS):
+            g += blas.ssyrk(1.0, y[s:s + SYRK_ROWS].T, trans=0, lower=0)
+        return np.triu(g) + np.triu(g, 1).T
     for s in range(0, y.shape[0], GRAM_ROWS):
         blk = np.asarray(y[s:s + GRAM_ROWS], dtype=np.float64)
         g += blk.T @ blk
     return g
 
 
-def _chol_qr(y: NDArray[Any]) -> NDArray[Any] | None:
+def _chol_qr(y: NDArray[Any], exact: bool = True) -> NDArray[Any] | None:
     """One Cholesky-QR pass: ``y R^-1`` with ``R^T R = y^T y``; None when the Gram matrix is not positive
     definite in floating point (a rank-deficient iterate). ``y R^-1`` as a triangular product (BLAS trmm: half
     a matrix product's work)."""
     try:
-        r = la.cholesky(_gram64(y), lower=False, check_finite=False)
+        r = la.cholesky(_gram64(y, exact), lower=False, check_finite=False)
     except la.LinAlgError:
         return None
     rinv = la.solve_triangular(r, np.eye(r.shape[0]), lower=False, check_finite=False).astype(y.dtype)
@@ -60,7 +70,7 @@ def _chol_qr(y: NDArray[Any]) -> NDArray[Any] | None:
 def _basis(y: NDArray[Any], orthonormal: bool) -> NDArray[Any]:
     """A basis of ``range(y)``: one Cholesky-QR pass inside the power iterations, two (CholQR2) for the final
     orthonormal one; Householder QR when Cholesky breaks down."""
-    q = _chol_qr(y)
+    q = _chol_qr(y, exact=orthonormal)
     if q is not None and orthonormal:
         q = _chol_qr(q)
     if q is None:
