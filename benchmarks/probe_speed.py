@@ -1,8 +1,8 @@
 """The hypothesis-only probe (compare_partial_input), old and new side by side in one process (#57).
 
 "old": scikit-learn's StratifiedGroupKFold for the grouped folds and SAG at tol 1e-3 (the probe before #57);
-"new folds": this tree's compiled folds (aflite.group_folds) at tol 1e-3, whose figures must be bit-identical;
-"new": this tree as it runs (its folds and PROBE_TOL). Also the folds of D alone, old against new.
+"new folds": this tree's compiled folds (aflite.group_folds) with SAG at tol 1e-3, whose figures must be bit-identical;
+"new": this tree as it runs (its folds, PROBE_SOLVER and PROBE_TOL). Also the folds of D alone, old against new.
 
 Usage: ``PYTHONPATH=$PWD/src python benchmarks/probe_speed.py DATA RUN_FOLDER`` (RUN_FOLDER: a finished run's
 kept_ids.txt and removed_ids.txt). Prints JSON: CPU-s and wall s of each, the figures, the ratios to old, and whether
@@ -56,17 +56,18 @@ def main() -> None:
     out["folds_of_D"] = {"old_cpu_s": round(c1 - c0, 3), "new_cpu_s": round(c2 - c1, 3),
                          "identical": all(np.array_equal(p, q) and np.array_equal(r, s)
                                           for (p, r), (q, s) in zip(old_folds, new_folds, strict=True))}
-    new_tol, new_pf = probe.PROBE_TOL, probe.probe_folds
+    new_tol, new_pf, new_solver = probe.PROBE_TOL, probe.probe_folds, probe.PROBE_SOLVER
     figures: dict[str, list[tuple[float, float]]] = {}
-    for name, pf, tol in (("old", sklearn_probe_folds, 1e-3), ("new folds", new_pf, 1e-3), ("new", new_pf, new_tol)):
-        probe.probe_folds, probe.PROBE_TOL = pf, tol  # type: ignore[assignment]
+    for name, pf, solver, tol in (("old", sklearn_probe_folds, "sag", 1e-3), ("new folds", new_pf, "sag", 1e-3),
+                                  ("new", new_pf, new_solver, new_tol)):
+        probe.probe_folds, probe.PROBE_SOLVER, probe.PROBE_TOL = pf, solver, tol  # type: ignore[assignment]
         t0, c0 = time.perf_counter(), time.process_time()
         res = probe.compare_partial_input(texts, y, keep, random_state=0, groups=groups)
         figures[name] = [(r.accuracy, r.accuracy_std) for r in res]
-        out[name] = {"tol": tol, "cpu_s": round(time.process_time() - c0, 2),
+        out[name] = {"solver": solver, "tol": tol, "cpu_s": round(time.process_time() - c0, 2),
                      "wall_s": round(time.perf_counter() - t0, 2),
                      "figures": {r.name: f"{r.accuracy:.4f}±{r.accuracy_std:.4f}" for r in res}}
-    probe.probe_folds, probe.PROBE_TOL = new_pf, new_tol
+    probe.probe_folds, probe.PROBE_SOLVER, probe.PROBE_TOL = new_pf, new_solver, new_tol
     for name in ("new folds", "new"):
         out[name]["cpu_ratio_old_to_this"] = round(out["old"]["cpu_s"] / out[name]["cpu_s"], 2)
         out[name]["identical_to_old"] = figures[name] == figures["old"]

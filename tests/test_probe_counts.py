@@ -54,5 +54,5 @@ def test_probe_accuracy_matches_the_scikit_learn_pipeline() -> None:
                           LogisticRegression(C=1.0, max_iter=2000))
     x = np.asarray(texts, dtype=object)
     ref = np.mean([clone(model).fit(x[tr], y[tr]).score(x[te], y[te]) for tr, te in probe_folds(y, None, 5, 1)])
-    assert acc == pytest.approx(ref, abs=0.004)  # the same objective; SAG vs L-BFGS stop a hair apart
+    assert acc == pytest.approx(ref, abs=0.004)  # the same objective; Newton-CG vs L-BFGS stop a hair apart
     assert text_probe_accuracy(texts, y, folds=5, random_state=1) == (acc, _)  # seeded: the same twice

@@ -348,17 +348,17 @@ def test_probe_folds_side_by_side_match_cross_val_score(cpus: Any) -> None:
     from sklearn.pipeline import make_pipeline
 
     from aflite.evaluate import text_probe_accuracy
-    from aflite.evaluate.probe import PROBE_TOL
+    from aflite.evaluate.probe import PROBE_SOLVER, PROBE_TOL
 
     cpus(2)
     rng = np.random.default_rng(0)
     words = ["cat", "dog", "sleeps", "runs", "nobody", "a", "the", "outside", "is", "not", "tall", "man"]
     y = rng.integers(0, 3, 240)
     texts = [" ".join(rng.choice(words, 6)) + (" nobody" if lab == 2 else "") for lab in y]
-    # the probe's model since issue #57: the same objective fitted by seeded SAG (its folds' TF-IDF from one
+    # the probe's model since issue #57: the same objective fitted by Newton-CG (its folds' TF-IDF from one
     # tokenization, equal to TfidfVectorizer's up to column order: tests/test_probe_counts.py)
     ref_model = make_pipeline(TfidfVectorizer(ngram_range=(1, 2), min_df=2, sublinear_tf=True),
-                              LogisticRegression(C=1.0, solver="sag", tol=PROBE_TOL, max_iter=2000,
+                              LogisticRegression(C=1.0, solver=PROBE_SOLVER, tol=PROBE_TOL, max_iter=2000,
                                                  random_state=3))
     ref = cross_val_score(ref_model, np.asarray(texts, dtype=object), y,
                           cv=StratifiedKFold(n_splits=5, shuffle=True, random_state=3))
