@@ -3,11 +3,11 @@
 Usage: python scripts/compare_outputs.py BEFORE AFTER
 
 A refactor must leave the outputs byte-identical apart from timings, paths and dates: each folder's own path is
-replaced by ``<ROOT>``; the source tree's path by
-``<SRC>``; in JSON, the values of timing and date keys (and the manifest, whose sha256s cover files
-that hold timings) are masked; in other text, numbers of seconds and ISO dates are. Binary files and caches are not
-compared (their content follows from the text files'). Prints one line per missing, extra or differing file (with
-the first difference) and exits 1 when there is any, 0 when the folders agree, 2 when a folder is missing.
+replaced by ``<ROOT>``; the source tree's path by ``<SRC>``; in JSON, the values of timing and date keys (and the
+manifest, whose sha256s cover files that hold timings) are masked; in HTML, the cells of a table column headed by a
+time; in other text, numbers of seconds and ISO dates. Binary files and caches are not compared (their content
+follows from the text files'). Prints one line per missing, extra or differing file (with the first difference)
+and exits 1 when there is any, 0 when the folders agree, 2 when a folder is missing.
 """
 
 from __future__ import annotations
@@ -22,9 +22,49 @@ TIME_KEY = re.compile(r"seconds|wall|_s$|per_second|timings|rate|started|finishe
 MASKED_KEYS = ("manifest", "sealed")  # sha256s of files that hold timings
 TEXT_TIME = re.compile(r'"[^"]*(seconds|wall|sealed|sha256|per_second)[^"]*": ?[^,}\]]+'
                        r"|(seconds|per_second)[ :]+[\d.]+|\d+(\.\d+)? ?(s|seconds|ms)\b|\d{4}-\d\d-\d\dT[\d:.]+")
-SOURCE_PATH = re.compile(r"[^\s\"']*(?=/src/aflite/)")  # a file of the tree that made the folder (its resources)
+SOURCE_MARK = "/src/aflite/"  # a file of the tree that made the folder (its resources): the path up to here is masked
+HTML_TABLE = re.compile(r"<table\b.*?</table>", re.S)
+HTML_ROW = re.compile(r"<tr\b.*?</tr>", re.S)
+HTML_CELL = re.compile(r"(<t[hd]\b[^>]*>)(.*?)(</t[hd]>)", re.S)
+HTML_TIME_HEADER = re.compile(r"\btime\b|seconds|\(s\)", re.I)
 SKIPPED_SUFFIXES = {".png", ".gz", ".npy", ".npz", ".parquet", ".pkl", ".joblib"}
 SKIPPED_NAMES = {".aflite-owner.json", ".aflite.lock"}  # who holds the folder: a process id, a host
+
+
+def _mask_source(text: str) -> str:
+    """Each path that runs into ``/src/aflite/`` with its head (back to the last space or quote) replaced by
+    ``<SRC>``. A scan from each mark rather than a regex: a leading ``[^\\s"']*`` backtracks quadratically over the
+    page's long runs without spaces (inlined plotly.js, base64 columns), minutes per 5 MB report.html."""
+    out, done, at = [], 0, text.find(SOURCE_MARK)
+    while at != -1:
+        start = at
+        while start > done and not text[start - 1].isspace() and text[start - 1] not in "\"'":
+            start -= 1
+        out += [text[done:start], "<SRC>"]
+        done = at
+        at = text.find(SOURCE_MARK, at + len(SOURCE_MARK))
+    return "".join([*out, text[done:]])
+
+
+def _mask_html_times(text: str) -> str:
+    """Each HTML table's cells under a header that names a time (``time (s)``, ``seconds``) replaced by ``<t>``: a
+    page's timing columns change from call to call like results.json's timing keys."""
+    def table(m: re.Match[str]) -> str:
+        rows = HTML_ROW.findall(m.group(0))
+        if not rows:
+            return m.group(0)
+        timed = {i for i, c in enumerate(HTML_CELL.findall(rows[0])) if HTML_TIME_HEADER.search(c[1])}
+        if not timed:
+            return m.group(0)
+
+        def row(r: re.Match[str]) -> str:
+            if r.group(0) == rows[0]:
+                return r.group(0)
+            cells = iter(range(10**6))
+            return HTML_CELL.sub(lambda c: c.group(1) + "<t>" + c.group(3) if next(cells) in timed else c.group(0),
+                                 r.group(0))
+        return HTML_ROW.sub(row, m.group(0))
+    return HTML_TABLE.sub(table, text)
 
 
 def _mask_json(obj: Any) -> Any:
@@ -56,7 +96,7 @@ def compare_file(a: Path, b: Path, root_a: Path, root_b: Path) -> str | None:
     try:
         ta = a.read_text(encoding="utf-8").replace(str(root_a), "<ROOT>")
         tb = b.read_text(encoding="utf-8").replace(str(root_b), "<ROOT>")
-        ta, tb = SOURCE_PATH.sub("<SRC>", ta), SOURCE_PATH.sub("<SRC>", tb)
+        ta, tb = _mask_source(ta), _mask_source(tb)
     except UnicodeDecodeError:
         return None  # binary under a text suffix: not compared
     if a.suffix == ".json":
@@ -66,6 +106,8 @@ def compare_file(a: Path, b: Path, root_a: Path, root_b: Path) -> str | None:
             pass
         else:
             return None if json.dumps(ja) == json.dumps(jb) else _first_json_difference(ja, jb)
+    if a.suffix == ".html":
+        ta, tb = _mask_html_times(ta), _mask_html_times(tb)
     la, lb = TEXT_TIME.sub("<t>", ta).splitlines(), TEXT_TIME.sub("<t>", tb).splitlines()
     for i, (x, y) in enumerate(zip(la, lb, strict=False), 1):
         if x != y:

@@ -56,3 +56,29 @@ def test_key_order_missing_and_extra_files_differ(tmp_path: Path) -> None:
 
 def test_a_missing_folder_is_a_usage_error(tmp_path: Path) -> None:
     assert cmp.main([str(tmp_path), str(tmp_path / "absent")]) == 2
+
+
+def page(seconds: int, pairs: int, src: str) -> str:
+    """A report.html-like page: a table with a time column, an inlined script naming a source file, and a long
+    run without spaces (the page's inlined plotly.js and base64 columns)."""
+    return (f"<table><tr><th>dataset</th><th>pairs</th><th>time (s), featurization included</th></tr>"
+            f"<tr><td>D</td><td>{pairs}</td><td>{seconds}</td></tr></table>\n"
+            f"<script src=\"{src}/src/aflite/report/explorer.js\"></script>\n" + "x/" * 200_000 + "\n")
+
+
+def test_html_time_cells_and_source_paths_are_masked(tmp_path: Path) -> None:
+    a, b = tmp_path / "a", tmp_path / "b"
+    a.mkdir()
+    b.mkdir()
+    (a / "report.html").write_text(page(11, 2000, "/one/tree"))
+    (b / "report.html").write_text(page(71, 2000, "/another/tree"))
+    assert cmp.compare(a, b) == []
+    (b / "report.html").write_text(page(71, 2001, "/another/tree"))  # a count that is not a time still differs
+    (problem,) = cmp.compare(a, b)
+    assert problem.startswith("DIFF report.html: line 1,") and "2000" in problem and "2001" in problem
+
+
+def test_source_paths_are_masked_back_to_a_space_or_quote() -> None:
+    text = 'at /a/b/src/aflite/x.py and "/c/src/aflite/y.js" but /src/aflite/z, src/aflite/no'
+    assert cmp._mask_source(text) == ('at <SRC>/src/aflite/x.py and "<SRC>/src/aflite/y.js" but <SRC>/src/aflite/z,'
+                                      ' src/aflite/no')
