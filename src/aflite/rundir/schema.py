@@ -42,7 +42,7 @@ class WarningEntry:
 
 @dataclass(frozen=True)
 class Envelope:
-    """What every results.json starts with (:func:`aflite.rundir.results.results_envelope`), and its manifest."""
+    """What every results.json starts with (:func:`aflite.rundir.results.results_document`), and its manifest."""
 
     command: str
     format_version: int
