@@ -20,6 +20,7 @@ from aflite.core.phase import IterationRecord
 from aflite.errors import InputError
 from aflite.features.base import PhiInfo
 from aflite.rundir.commands import declared_body
+from aflite.rundir.manifest import ManifestEntry
 from aflite.rundir.names import RUN_COMMANDS
 from aflite.rundir.typed_json import build
 
@@ -48,7 +49,7 @@ class Envelope:
     format_version: int
     argv: list[str]
     versions: dict[str, str]
-    manifest: dict[str, Any]  # relative path -> {"size", "sha256"}, checked by aflite.rundir.manifest.verify
+    manifest: dict[str, ManifestEntry]  # relative path -> size and sha256, checked by aflite.rundir.manifest.verify
     seed: int | None = None  # the command's seed (a run's: drawn when none was given; filter: None without one)
     warnings: list[WarningEntry] | None = None
 
