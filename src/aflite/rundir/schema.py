@@ -127,8 +127,9 @@ class FeaturizerRecord:
     dim: int | None = None
     from_cache: bool | None = None
     info: PhiInfo | None = None  # timings, throughput, a warm-up's training, a combination's parts
-    cluster: dict[str, Any] | None = dataclasses.field(default=None, metadata=OMIT_NONE)  # the shards' report, when
-    # a cluster computed Φ
+    cluster: dict[str, int | float | dict[str, int] | list[float]] | None = dataclasses.field(
+        default=None, metadata=OMIT_NONE)  # the shards' report (ShardReport.as_dict),
+    # when a cluster computed Φ
 
     def to_json(self) -> dict[str, Any]:
         """As results.json's ``featurizer`` holds it (``cluster`` only when a cluster computed Φ)."""
@@ -347,7 +348,8 @@ class EmbedBody(Body):
     view: str | None = dataclasses.field(default=None, metadata=OMIT_NONE)
     from_cache: bool | None = dataclasses.field(default=None, metadata=OMIT_NONE)
     features_key: str | None = dataclasses.field(default=None, metadata=OMIT_NONE)
-    cluster: dict[str, Any] | None = dataclasses.field(default=None, metadata=OMIT_NONE)  # the shards' report
+    cluster: dict[str, int | float | dict[str, int] | list[float]] | None = dataclasses.field(
+        default=None, metadata=OMIT_NONE)  # the shards' report (ShardReport.as_dict)
     warmup_ids: str | None = dataclasses.field(default=None, metadata=OMIT_NONE)
     bad_images: dict[str, int | str] | None = dataclasses.field(default=None, metadata=OMIT_NONE)  # count, file
 
