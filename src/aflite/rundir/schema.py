@@ -129,11 +129,7 @@ class FeaturizerRecord:
     info: PhiInfo | None = None  # timings, throughput, a warm-up's training, a combination's parts
     cluster: dict[str, int | float | dict[str, int] | list[float]] | None = dataclasses.field(
         default=None, metadata=OMIT_NONE)  # the shards' report (ShardReport.as_dict),
-    # when a cluster computed Φ
-
-    def to_json(self) -> dict[str, Any]:
-        """As results.json's ``featurizer`` holds it (``cluster`` only when a cluster computed Φ)."""
-        return _fields_json(self)
+    # when a cluster computed Φ (absent from results.json otherwise)
 
 
 SHIFT_WARN_POINTS = 5.0  # a class share moved by more than this many points: LabelShift.warning says so
