@@ -58,13 +58,14 @@ def test_the_typed_probe_is_written_back_as_the_run_wrote_it(skipped):
     from aflite.commands.summary_md import PROBE_MEANING
     from aflite.evaluate.probe import ProbeResult
     from aflite.rundir.schema import ProbeRecord
+    from aflite.rundir.typed_json import typed
 
     rows = [_probe_row(ProbeResult("D", 40, 0.625, 0.05, 0.4)),
             _probe_row(ProbeResult("D(Φ)", 30, float("nan"), float("nan"), 0.5, skipped="one label"))]
     probe = ({"skipped": "too few rows", "results": [], "meaning": PROBE_MEANING} if skipped else
              {"model": "TF-IDF on the hypothesis only", "groups": "none",
               "results": [dataclasses.asdict(r) for r in rows], "meaning": PROBE_MEANING})
-    back = ProbeRecord.of(probe).to_json()
+    back = typed(ProbeRecord, probe, "partial_input_probe").to_json()
     assert json.dumps(back) == json.dumps(probe)
 
 

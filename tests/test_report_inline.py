@@ -20,9 +20,11 @@ import pytest
 import aflite
 from aflite.check.token_summary import SignificantCounts, TokenSummary, TokenTest
 from aflite.commands.filter import FilterResult
+from aflite.core.phase import IterationRecord
 from aflite.report.inline import result_html
 from aflite.rundir import display
 from aflite.rundir.results import Result
+from aflite.rundir.schema import RunBody, RunParameters
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -56,15 +58,19 @@ def test_every_result_class_prints_one_line_and_has_the_notebook_view() -> None:
     assert all(c._repr_html_ is Result._repr_html_ for c in classes)
 
 
+PARAMS = RunParameters(100, 60, 8, 20, 10, 0.75, "slicing", "logistic", 1.0)
+
+
 def planted_result(label: str = "<script>alert(1)</script>") -> FilterResult:
     """A filter's result as the filter returns it, with a dataset label that is markup."""
-    summary = {"size_before": 100, "size_after": 60, "label_counts_before": {label: 50, "plain": 50},
-               "label_counts_after": {label: 20, "plain": 40},
-               "iterations": [{"iteration": 0, "size_before": 100, "n_removed": 40, "n_eligible": 55,
-                               "p_quantiles": {"q25": 0.3, "median": 0.5, "q75": 0.8}}],
-               "verdict": ["AFLite kept 60 of 100 rows (60%) in 1 phase. Second sentence <b>here</b>.",
-                           "A second line."]}
-    return FilterResult(out=None, summary=summary, keep=np.ones(100, bool), filtered_path=None)
+    phase = IterationRecord(iteration=0, size_before=100, n_removed=40, size_after=60, n_eligible=55, n_unscored=0,
+                            coverage_mean=8.0, p_mean=0.5, p_quantiles={"q25": 0.3, "median": 0.5, "q75": 0.8},
+                            seconds=0.1, fit_seconds=0.1, model_iterations=10.0)
+    body = RunBody(parameters=PARAMS, size_before=100, size_after=60, label_counts_before={label: 50, "plain": 50},
+                   label_counts_after={label: 20, "plain": 40}, iterations=[phase],
+                   verdict=["AFLite kept 60 of 100 rows (60%) in 1 phase. Second sentence <b>here</b>.",
+                            "A second line."])
+    return FilterResult(out=None, body=body, keep=np.ones(100, bool), filtered_path=None)
 
 
 def test_repr_is_one_short_line_with_command_sizes_verdict_and_folder() -> None:
@@ -116,7 +122,7 @@ def test_html_has_the_verdict_the_label_shift_and_the_plots_with_every_label_esc
 
 def test_a_result_without_counts_or_phases_has_no_plot_and_no_bundle() -> None:
     r = planted_result()
-    r.summary = {"verdict": ["Only words."]}
+    r.body = RunBody(parameters=PARAMS, verdict=["Only words."])
     html = r._repr_html_() or ""
     assert "Only words." in html and "aflite-plotly" not in html and "Label shift" not in html
 

@@ -16,9 +16,33 @@ from aflite.audit.results import audit_verdict
 from aflite.commands.summary_md import filter_verdict, run_verdict
 from aflite.evaluate.tables import evaluate_verdict
 from aflite.experiments.outputs import synthetic_verdict
+from aflite.rundir.schema import FeaturizerRecord, LabelShift, ProbeRecord, ProbeRow, RunBody, RunParameters
 from aflite.verdict import markdown
 
 SAMPLE = Path(__file__).resolve().parents[1] / "src" / "aflite" / "resources" / "snli_sample.tsv.gz"
+
+
+PARAMS = RunParameters(1000, 600, 64, 100, 10, 0.75, "slicing", "logistic", 1.0)
+
+
+def as_body(s: dict[str, Any]) -> RunBody:
+    """A run's body from hand-made numbers (the fields a verdict reads), as the run builds it."""
+    probe = s.get("partial_input_probe")
+    return RunBody(
+        parameters=PARAMS, size_before=s["size_before"], size_after=s["size_after"], n_iterations=s["n_iterations"],
+        stop_reason=s["stop_reason"], featurizer=FeaturizerRecord(**s["featurizer"]) if "featurizer" in s else None,
+        label_shift=LabelShift({}, {}, s["label_shift"]["change_points"], 0.0) if "label_shift" in s else None,
+        partial_input_probe=None if probe is None else ProbeRecord(
+            [ProbeRow(**{"size": 0, "skipped": None, **r}) for r in probe["results"]], "", model=probe.get("model"),
+            skipped=probe.get("skipped")))
+
+
+def run_verdict_of(s: dict[str, Any]) -> list[str]:
+    return run_verdict(as_body(s))
+
+
+def filter_verdict_of(s: dict[str, Any]) -> list[str]:
+    return filter_verdict(as_body(s))
 
 
 def run_summary(d_phi: float, rand: float, spread: float, view: str = "pair", d: float = 0.26,
@@ -36,7 +60,7 @@ def run_summary(d_phi: float, rand: float, spread: float, view: str = "pair", d:
 
 
 def test_run_verdict_within_the_spread_says_no_measurable_reduction_and_why():
-    v = run_verdict(run_summary(0.195, 0.20, 0.01))
+    v = run_verdict_of(run_summary(0.195, 0.20, 0.01))
     assert v[0].startswith("AFLite kept 600 of 1,000 rows (60%) in 4 phases (0–3) and stopped because target size")
     assert "largest class-share move was -8.0 points (neutral)" in v[0]
     assert v[1].startswith("No measurable artifact reduction for this probe: the probe's Δ over the majority rate "
@@ -45,23 +69,23 @@ def test_run_verdict_within_the_spread_says_no_measurable_reduction_and_why():
 
 
 def test_run_verdict_beyond_the_spread_and_the_other_way():
-    assert run_verdict(run_summary(0.10, 0.20, 0.01))[1].startswith("Artifact reduction measured:")
-    assert "a drop of 10.0 points beyond that spread" in run_verdict(run_summary(0.10, 0.20, 0.01))[1]
-    assert run_verdict(run_summary(0.30, 0.20, 0.01))[1].startswith("No artifact reduction:")
+    assert run_verdict_of(run_summary(0.10, 0.20, 0.01))[1].startswith("Artifact reduction measured:")
+    assert "a drop of 10.0 points beyond that spread" in run_verdict_of(run_summary(0.10, 0.20, 0.01))[1]
+    assert run_verdict_of(run_summary(0.30, 0.20, 0.01))[1].startswith("No artifact reduction:")
     # the same 3-point drop is noise when the random subsets spread 2 points
-    assert run_verdict(run_summary(0.17, 0.20, 0.02))[1].startswith("No measurable artifact reduction")
+    assert run_verdict_of(run_summary(0.17, 0.20, 0.02))[1].startswith("No measurable artifact reduction")
     s = run_summary(0.17, 0.20, 0.02, view="hypothesis")
-    assert "Φ saw" not in run_verdict(s)[1]
+    assert "Φ saw" not in run_verdict_of(s)[1]
 
 
 def test_run_verdict_with_a_skipped_probe():
     s = run_summary(0, 0, 0)
     s["partial_input_probe"] = {"skipped": "all 10 rows have one label ('a')", "results": []}
-    assert run_verdict(s)[1] == "The partial-input probe was not run: all 10 rows have one label ('a')."
+    assert run_verdict_of(s)[1] == "The partial-input probe was not run: all 10 rows have one label ('a')."
 
 
 def test_filter_verdict_and_markdown():
-    v = filter_verdict({"size_before": 400, "size_after": 120, "n_iterations": 3, "stop_reason": "x"})
+    v = filter_verdict_of({"size_before": 400, "size_after": 120, "n_iterations": 3, "stop_reason": "x"})
     assert v[0] == "AFLite kept 120 of 400 rows (30%) in 3 phases (0–2) and stopped because x."
     assert "aflite evaluate" in v[1]
     assert markdown(["A.", "B."]) == "**Verdict.** A. B.\n\n" and markdown([]) == ""
@@ -174,26 +198,26 @@ def test_synthetic_verdict_judges_the_biased_share_against_the_seed_spread():
 
 # ------------------------------------------------------------------ a verdict the numbers support (issue 34, 1)
 def test_run_verdict_asks_whether_d_had_signal_for_the_probe():
-    below = run_verdict(run_summary(-0.22, -0.18, 0.01, d=-0.16, d_std=0.02))  # the issue's counterfactual numbers
+    below = run_verdict_of(run_summary(-0.22, -0.18, 0.01, d=-0.16, d_std=0.02))  # the issue's counterfactual numbers
     assert len(below) == 2 and "reduction measured" not in below[1]
     assert below[1] == ("No artifact reduction can be measured with this probe: on D itself it scores 18.0% against "
                         "a majority rate of 34.0% (Δ -16.0 points; its spread across folds ±2.0), below the majority "
                         "rate by more than twice that spread: texts that recur with other labels (e.g. "
                         "counterfactual twins) sit on both sides of its folds; group them together (--groups twins, "
                         "or --groups COLUMN with a family id) and run again.")
-    flat = run_verdict(run_summary(0.0, 0.06, 0.01, d=0.03, d_std=0.02))  # Δ +3 on D: within 2 x 2 points
+    flat = run_verdict_of(run_summary(0.0, 0.06, 0.01, d=0.03, d_std=0.02))  # Δ +3 on D: within 2 x 2 points
     assert flat[1].startswith("No artifact reduction can be measured with this probe: on D itself it scores 37.0%")
     assert flat[1].endswith("within twice that spread of the majority rate, so D gives it no signal that filtering "
                             "could remove.")
-    assert "reduction measured" in run_verdict(run_summary(0.10, 0.20, 0.01, d=0.05, d_std=0.02))[1]  # Δ +5 > 4
+    assert "reduction measured" in run_verdict_of(run_summary(0.10, 0.20, 0.01, d=0.05, d_std=0.02))[1]  # Δ +5 > 4
 
 
 def test_run_verdict_never_calls_a_difference_of_two_below_chance_numbers_a_reduction():
-    v = run_verdict(run_summary(-0.10, -0.02, 0.01))  # D has signal; D(Φ) and the random subsets are both below
+    v = run_verdict_of(run_summary(-0.10, -0.02, 0.01))  # D has signal; D(Φ) and the random subsets are both below
     assert v[1].startswith("No artifact reduction claimed: the probe's Δ over the majority rate is -10.0 points on "
                            "D(Φ) against -2.0")
     assert "a difference between two below-chance numbers is not a reduction of signal" in v[1]
-    gone = run_verdict(run_summary(-0.03, 0.15, 0.01))  # signal on the random subsets, none left on D(Φ)
+    gone = run_verdict_of(run_summary(-0.03, 0.15, 0.01))  # signal on the random subsets, none left on D(Φ)
     assert gone[1].startswith("Artifact reduction measured") and gone[1].endswith(
         "; on D(Φ) it falls below the majority rate.")
 
@@ -265,7 +289,7 @@ def test_phases_are_counted_with_their_numbers():
 
     assert phases_text(5) == "5 phases (0–4)" and phases_text(1) == "1 phase (phase 0)" and phases_text(0) == \
         "no phase"
-    v = run_verdict({**run_summary(0.1, 0.2, 0.01), "n_iterations": 5,
+    v = run_verdict_of({**run_summary(0.1, 0.2, 0.01), "n_iterations": 5,
                      "stop_reason": "fewer than k=24 instances had p̃ >= τ=0.75 (12 qualified) in phase 4"})
     assert v[0].startswith("AFLite kept 600 of 1,000 rows (60%) in 5 phases (0–4) and stopped because fewer than "
                            "k=24 instances had p̃ >= τ=0.75 (12 qualified) in phase 4.")
@@ -281,7 +305,7 @@ def test_the_run_verdict_defines_its_symbols_at_their_first_use():
              {"name": "D", "accuracy": 0.54, "accuracy_std": 0.02, "majority": 0.34},
              {"name": "D(Φ)", "accuracy": 0.43, "accuracy_std": 0.02, "majority": 0.34},
              {"name": "random subset (mean of 3)", "accuracy": 0.52, "accuracy_std": 0.005, "majority": 0.34}]}}
-    text = " ".join(define_terms(run_verdict(s)))  # as aflite run / demo print it (cli/run.py)
+    text = " ".join(define_terms(run_verdict_of(s)))  # as aflite run / demo print it (cli/run.py)
     for pattern, definition in TERMS:
         assert definition in text, pattern
         assert text.count(definition) == 1  # defined once, at the first use

@@ -207,7 +207,8 @@ def _embed_text(ds: Any, out: Path, *, featurizer: str, view: str, options: JSON
     write_text(out / "labels.txt", "".join(f"{lab}\n" for lab in ds.labels[f.rows]))
     if len(f.warmup_rows):
         write_text(out / WARMUP_IDS, "".join(f"{i}\n" for i in ds.ids[f.warmup_rows]))
-    cluster = None if shards is None else shards.report.as_dict() if shards.report is not None else {"shards": 0}
+    cluster: dict[str, int | float | dict[str, int] | list[float]] | None = (
+        None if shards is None else shards.report.as_dict() if shards.report is not None else {"shards": 0})
     return EmbedBody(featurizer=featurizer, rows=int(X.shape[0]), dim=int(X.shape[1]), seconds=secs, view=view,
                      from_cache=bool(f.from_cache), cluster=cluster,
                      warmup_ids=WARMUP_IDS if len(f.warmup_rows) else None)
@@ -285,7 +286,7 @@ def _result(data_path: str, seed: int, out: Path, found: EmbedBody) -> EmbedResu
     return EmbedResult(out, body, line, files, data_path, seed)
 
 
-def _cluster_note(report: JSON | None) -> str:
+def _cluster_note(report: dict[str, int | float | dict[str, int] | list[float]] | None) -> str:
     """``, 6 shards on 2 workers (2 reused)`` for the one-line account of a cluster run."""
     if not report or not report.get("shards"):
         return ""

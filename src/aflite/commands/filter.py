@@ -14,6 +14,7 @@ folder a filter leaves (every file written atomically, so a killed run never lea
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 import time
@@ -53,8 +54,7 @@ from aflite.rundir.names import (
 from aflite.rundir.page import PageData
 from aflite.rundir.read import read_columns, read_id_list
 from aflite.rundir.results import Result, Table, recording_warnings
-from aflite.rundir.schema import Document, RunBody
-from aflite.rundir.versions import versions
+from aflite.rundir.schema import Document, RunBody, RunParameters
 
 __all__ = ["FilterResult", "check_runtime", "filter_files", "run_filter"]
 
@@ -63,23 +63,32 @@ INSTANCE_COLUMNS = ("id", "label", "kept", "predictability", "removed_at")
 
 @dataclass(repr=False)  # Result.__repr__: one line, not the arrays
 class FilterResult(Result):
-    """What a filter left behind: its folder, its summary (results.json's body), the kept mask
+    """What a filter left behind: its folder, its results.json body (``body``; ``summary``: as JSON), the kept mask
     over the dataset's rows and the filtered dataset (``kept_ids.txt`` for ``filter``; ``filtered.<ext>`` for
     ``run``); ``ids``, ``labels`` and ``state`` are the filtered rows and the filter's final state."""
 
     command: ClassVar[str] = "filter"
     page_commands: ClassVar[tuple[str, ...]] = RUN_COMMANDS
     out: Path | None  # None: computed without a folder (``run(..., out=None)``)
-    summary: dict[str, Any]
+    body: RunBody
     keep: np.ndarray
     filtered_path: Path | None
     ids: NDArray[Any] | None = None
     labels: NDArray[Any] | None = None
     state: FilterState | None = None
 
+    @property
+    def summary(self) -> dict[str, Any]:
+        """results.json's body as JSON (verdict, sizes, parameters, stop reason, label counts, ...)."""
+        return self.body.to_json()
+
     def to_json(self) -> dict[str, Any]:
-        """results.json's body: the filter's summary (verdict, sizes, parameters, stop reason, label shift)."""
-        return self.summary
+        return self.body.to_json()
+
+    @property
+    def seed(self) -> int | None:
+        """The envelope's seed: the filter's."""
+        return self.body.parameters.random_state
 
     @property
     def verdict(self) -> list[str]:
@@ -106,7 +115,7 @@ class FilterResult(Result):
 
     def summary_md(self) -> str:
         """summary.md: the verdict, the sizes and why the filter stopped."""
-        return render_filter_summary(self.summary)
+        return render_filter_summary(self.body)
 
     def table(self) -> Table | None:
         if self.state is None or self.ids is None or self.labels is None:
@@ -153,29 +162,15 @@ class FilterResult(Result):
                 fh.writelines(f"{i}\n" for i in self.ids[~keep])
 
 
-def filter_summary(ids: NDArray[Any], labels: NDArray[Any], state: FilterState, params: dict[str, Any],
-                   run_record: dict[str, Any] | None = None) -> dict[str, Any]:
-    """results.json's body of a filter: parameters, seed, sizes, stop, label counts, per-phase records and versions."""
+def filter_summary(labels: NDArray[Any], state: FilterState, params: dict[str, Any]) -> RunBody:
+    """results.json's body of a filter: parameters, sizes, stop, label counts and per-phase records."""
     keep = state.keep
-    before = Counter(map(str, labels))
-    after = Counter(map(str, labels[keep]))
-    summary: dict[str, Any] = {
-        "parameters": params,
-        "seed": params.get("random_state"),
-        "size_before": int(len(keep)),
-        "size_after": int(keep.sum()),
-        "n_iterations": state.iteration,
-        "stop_reason": state.stop_reason,
-        "label_counts_before": dict(sorted(before.items())),
-        "label_counts_after": dict(sorted(after.items())),
-        "sizes": [len(keep)] + [r.size_after for r in state.history],
-        "seconds_total": float(sum(r.seconds for r in state.history)),
-        "iterations": [r.to_dict() for r in state.history],
-        "versions": versions(),
-    }
-    if run_record:
-        summary.update(run_record)
-    return summary
+    return RunBody(parameters=RunParameters(**params), size_before=int(len(keep)), size_after=int(keep.sum()),
+                   n_iterations=state.iteration, stop_reason=state.stop_reason,
+                   label_counts_before=dict(sorted(Counter(map(str, labels)).items())),
+                   label_counts_after=dict(sorted(Counter(map(str, labels[keep])).items())),
+                   sizes=[len(keep)] + [r.size_after for r in state.history],
+                   seconds_total=float(sum(r.seconds for r in state.history)), iterations=list(state.history))
 
 
 def check_runtime(af: Any, cluster: Any = None) -> str:
@@ -188,18 +183,17 @@ def check_runtime(af: Any, cluster: Any = None) -> str:
 
 def run_filter(af: Any, X: Any, y: np.ndarray, ids: np.ndarray, folder: RunFolder | None, *,
                groups: np.ndarray | None = None, resume: bool = False, overwrite: bool = False,
-               show_progress: bool = True, run_record: dict[str, Any] | None = None) -> FilterResult:
+               show_progress: bool = True, dataset_fp: str | None = None) -> FilterResult:
     """Fit ``af`` with a progress bar and a checkpoint in ``folder`` after every phase; returns the result (its
     files are written by ``folder.finish``). A previous run in the folder is continued with ``resume``, replaced
     with ``overwrite`` (else the folder's claim refused it). Without a folder (None) nothing is written: no
-    checkpoint, no resume."""
+    checkpoint, no resume. ``dataset_fp``: the dataset's fingerprint, which a resumed checkpoint must match."""
     validate_inputs(X, y, groups)  # everything is validated before the output folder is touched
     params = af.resolved_params(len(y))
     if groups is not None:
         params["groups"] = True
     check_runtime(af)
     fp = inputs_fingerprint(X, y)
-    dataset_fp = (run_record or {}).get("dataset_fingerprint")
     # checked, resumed from its checkpoint or started over, then begun (results.json goes, and what is not resumed)
     state = None if folder is None else folder.resume(params, fp, resume=resume, dataset_fp=dataset_fp)
 
@@ -225,13 +219,11 @@ def run_filter(af: Any, X: Any, y: np.ndarray, ids: np.ndarray, folder: RunFolde
             bar.refresh()
     finally:
         bar.close()
-    info = {"wall_seconds_this_call": time.perf_counter() - start, "resumed_from_iteration": resumed_from}
-    if run_record:
-        info.update(run_record)
     labels = np.asarray(y)
-    summary = filter_summary(ids, labels, af.state_, params, info)
+    body = dataclasses.replace(filter_summary(labels, af.state_, params), resumed_from_iteration=resumed_from,
+                               wall_seconds_this_call=time.perf_counter() - start)
     where = None if folder is None else folder.path
-    return FilterResult(where, summary, np.asarray(af.keep_mask_), None if where is None else where / KEPT_IDS,
+    return FilterResult(where, body, np.asarray(af.keep_mask_), None if where is None else where / KEPT_IDS,
                         np.asarray(ids), labels, af.state_)
 
 
@@ -252,7 +244,6 @@ def filter_files(
     resume: bool = False,
     overwrite: bool = False,
     show_progress: bool = True,
-    run_record: dict[str, Any] | None = None,
     cluster: Any = None,
     cluster_scratch: str | os.PathLike[str] | None = None,
 ) -> FilterResult:
@@ -263,7 +254,7 @@ def filter_files(
     :class:`AFLite` with its defaults) into the run directory ``out`` (a path, or the CLI's claimed
     :class:`~aflite.rundir.folder.RunFolder`). ``cluster`` and ``cluster_scratch`` fit the partitions on a Dask
     executor (:func:`aflite.commands.run.run` takes that executor in ``params``; one already set on ``aflite``
-    wins). ``run_record`` joins results.json's body (what a caller records beside the inputs).
+    wins).
 
     Parameters
     ----------
@@ -293,8 +284,6 @@ def filter_files(
         Start over in an ``out`` that holds a run.
     show_progress : bool, default True
         Show a progress bar.
-    run_record : dict, optional
-        Keys joined to results.json's body (what a caller records beside the inputs).
     cluster : str or DaskExecutor, optional
         ``local``, ``local:N``, a scheduler address or an open executor: the partitions are fitted there.
     cluster_scratch : path, optional
@@ -318,24 +307,22 @@ def filter_files(
         raise InputError(f"{ids}: ids are not unique")
     af = aflite if aflite is not None else AFLite()
     on = check_runtime(af, cluster)  # as the fit will
-    info = {"inputs": {"features": str(features), "labels": str(labels), "ids": None if ids is None else str(ids)},
-            "device": on, **(run_record or {})}
-    # where the partitions were fitted: an executor's type, a scheduler address, or None (this process)
-    info.setdefault("cluster", type(cluster).__name__ if cluster is not None and not isinstance(cluster, str)
-                    else cluster or None)
     executor, release = use_cluster(cluster, cluster_scratch) if af.executor is None else (None, lambda: None)
     try:
         if executor is not None:
             af.set_params(executor=executor)
         res = run_filter(af, X, y, id_arr, folder, groups=grp, resume=resume, overwrite=overwrite,
-                         show_progress=show_progress, run_record=info)
+                         show_progress=show_progress)
     finally:
         if executor is not None:
             af.set_params(executor=None)  # the caller's estimator does not keep an executor closed here
         release()
-    s = res.summary
-    s["filter_wall_seconds_this_call"] = s.get("wall_seconds_this_call")
-    s["wall_seconds_this_call"] = time.perf_counter() - t_call  # the whole call, reading included
-    s["verdict"] = filter_verdict(s)
+    body = dataclasses.replace(
+        res.body, inputs={"features": str(features), "labels": str(labels), "ids": None if ids is None else str(ids)},
+        device=on, filter_wall_seconds_this_call=res.body.wall_seconds_this_call,
+        # where the partitions were fitted: an executor's type, a scheduler address, or None (this process)
+        cluster=type(cluster).__name__ if cluster is not None and not isinstance(cluster, str) else cluster or None,
+        wall_seconds_this_call=time.perf_counter() - t_call)  # the whole call, reading included
+    res.body = dataclasses.replace(body, verdict=filter_verdict(body))
     folder.finish(res)
     return res

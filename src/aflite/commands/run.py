@@ -10,6 +10,7 @@ filtered nor written to the output.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import sys
 import time
@@ -63,7 +64,7 @@ from aflite.rundir.names import (
     WARMUP_IDS,
 )
 from aflite.rundir.results import Table, recording_warnings
-from aflite.rundir.schema import FeaturizerRecord, LabelShift, ProbeRecord, ProbeRow
+from aflite.rundir.schema import FeaturizerRecord, LabelShift, ProbeRecord, ProbeRow, RunBody
 from aflite.threads import limited
 
 __all__ = ["RunResult", "run", "scaled_defaults"]
@@ -78,8 +79,8 @@ class RunResult(FilterResult):
     ----------
     out : Path or None
         The run folder (None: nothing was written).
-    summary : dict
-        results.json's body.
+    body : RunBody
+        results.json's body (``summary``: as JSON).
     keep : numpy.ndarray
         The kept mask over the dataset's rows (warm-up rows are False).
     filtered_path : Path or None
@@ -134,7 +135,7 @@ class RunResult(FilterResult):
     def summary_md(self) -> str:
         """summary.md: the verdict, the sizes, the label shift, the probe and examples of kept and removed rows."""
         assert self.state is not None and self.rows is not None
-        return render_summary(self.summary, self.dataset, self.rows, self.state.predictability, self.state.keep)
+        return render_summary(self.body, self.dataset, self.rows, self.state.predictability, self.state.keep)
 
 
 def _out_name(src: Path) -> str:
@@ -245,54 +246,39 @@ def _probe(ds: Any, rows: np.ndarray, res: FilterResult, seed: int, show_progres
                        groups=group_spec if grp is not None else "none")
 
 
-def _data_record(data_path: Any, out: Path | None, ds: Any, dataset_fp: str) -> dict[str, Any]:
-    """Which data a run read: a file resolved, and relative to the run folder (report.html finds the texts from any
-    current directory), with its bytes' sha256 (for a dataset card, ``aflite card``); in-memory data by name with
-    the sha256 of its rows (:func:`aflite.data.memory.rows_sha256`)."""
-    if ds.source.memory is not None:
-        return {"dataset": data.source_name(data_path), "dataset_fingerprint": dataset_fp,
-                "dataset_sha256": rows_sha256(ds), "dataset_sha256_of": "rows"}
-    where = Path(data_path).resolve()
-    return {"dataset": str(where),
-            **({} if out is None else {"dataset_relative": os.path.relpath(where, out.resolve())}),
-            "dataset_fingerprint": dataset_fp, "dataset_sha256": file_sha256(data_path)}
+def _run_body(body: RunBody, data_path: Any, out: Path | None, ds: Any, dataset_fp: str, featurizer: str, view: str,
+              feats: Features, shards: ShardedTransform | None, chosen: dict[str, float], given: dict[str, Any],
+              groups: str, dataset_options: dict[str, Any] | None = None) -> RunBody:
+    """The filter's ``body`` with what a run records besides: which data it read (a file resolved, and relative to
+    the run folder: report.html finds the texts from any current directory; its bytes' sha256, for a dataset card;
+    in-memory data by name with the sha256 of its rows, :func:`aflite.data.memory.rows_sha256`), the column
+    options it was read with (the page reads the rows back with them), Φ and the parameters' origin."""
+    memory = ds.source.memory is not None
+    where = None if memory else Path(data_path).resolve()
+    return dataclasses.replace(
+        body, dataset=data.source_name(data_path) if where is None else str(where),
+        dataset_relative=None if where is None or out is None else os.path.relpath(where, out.resolve()),
+        dataset_fingerprint=dataset_fp, dataset_sha256=rows_sha256(ds) if memory else file_sha256(data_path),
+        dataset_sha256_of="rows" if memory else None,
+        dataset_options={k: v for k, v in (dataset_options or {}).items() if isinstance(v, str)},
+        dataset_size=len(ds), dropped_at_load=ds.dropped,
+        empty_texts_at_load=dict(ds.empty_texts) if getattr(ds, "empty_texts", None) else None,
+        featurizer=FeaturizerRecord(featurizer, view, feats.options, int(feats.X.shape[1]), feats.from_cache,
+                                    feats.info, shards.report.as_dict() if shards is not None and shards.report
+                                    else None),
+        warmup_rows=int(len(feats.warmup_rows)), modality=ds.modality,
+        scaled_defaults={"scale": len(ds) / SNLI_DEFAULTS["dataset_size"], **chosen}, overrides=given, groups=groups)
 
 
-def _run_record(data_path: Any, out: Path | None, ds: Any, dataset_fp: str, featurizer: str, view: str,
-                feats: Features, shards: ShardedTransform | None, chosen: dict[str, Any], given: dict[str, Any],
-                groups: str, dataset_options: dict[str, Any] | None = None) -> dict[str, Any]:
-    """What results.json records of a run besides the filter's own numbers: the data and the column options it
-    was read with (the page reads the rows back with them), Φ and the parameters' origin."""
-    cluster_report = shards.report.as_dict() if shards is not None and shards.report else None
-    return {
-        **_data_record(data_path, out, ds, dataset_fp),
-        "dataset_options": {k: v for k, v in (dataset_options or {}).items() if isinstance(v, str)},
-        "dataset_size": len(ds),
-        "dropped_at_load": ds.dropped,
-        **({"empty_texts_at_load": dict(ds.empty_texts)} if getattr(ds, "empty_texts", None) else {}),
-        "featurizer": FeaturizerRecord(featurizer, view, feats.options, int(feats.X.shape[1]), feats.from_cache,
-                                       feats.info, cluster_report).to_json(),
-        "warmup_rows": int(len(feats.warmup_rows)),
-        "modality": ds.modality,
-        "scaled_defaults": {"scale": len(ds) / SNLI_DEFAULTS["dataset_size"], **chosen},
-        "overrides": given,
-        "groups": groups,
-    }
-
-
-def _complete(s: dict[str, Any], timings: dict[str, float], filtered_path: Path | None, title: str | None,
-              t_call: float) -> None:
-    """The last keys of a run's summary: label shift, timings, the filtered file, the title, the call's wall time
-    and the verdict."""
-    s["label_shift"] = LabelShift.between(s["label_counts_before"], s["label_counts_after"]).to_json()
-    s["timings"] = timings
-    s["filtered_dataset"] = None if filtered_path is None else str(filtered_path)
-    if title:
-        s["title"] = title
-    # the whole call (load, Φ, filter, probe, writing), not only the filter's part of it
-    s["filter_wall_seconds_this_call"] = s.get("wall_seconds_this_call")
-    s["wall_seconds_this_call"] = time.perf_counter() - t_call
-    s["verdict"] = run_verdict(s)
+def _complete(body: RunBody, timings: dict[str, float], filtered_path: Path | None, title: str | None,
+              t_call: float) -> RunBody:
+    """The last fields of a run's body: label shift, timings, the filtered file, the title, the call's wall time
+    (load, Φ, filter, probe, writing: not only the filter's part of it) and the verdict."""
+    body = dataclasses.replace(
+        body, label_shift=LabelShift.between(body.label_counts_before, body.label_counts_after), timings=timings,
+        filtered_dataset=None if filtered_path is None else str(filtered_path), title=title or None,
+        filter_wall_seconds_this_call=body.wall_seconds_this_call, wall_seconds_this_call=time.perf_counter() - t_call)
+    return dataclasses.replace(body, verdict=run_verdict(body))
 
 
 def _write_data(ds: Any, rows: np.ndarray, feats: Features, res: FilterResult, out: Path | None, data_path: Any,
@@ -421,24 +407,23 @@ def run(data_path: Any, out: str | os.PathLike[str] | RunFolder | None = None, *
     if where is not None:
         where.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
-    record = _run_record(data_path, where, ds, dataset_fp, featurizer, view, feats, shards, chosen, given,
-                        group_spec if grp is not None else "none", dataset_options)
     with _refused_resume_leaves_no_cache(cache_path, cached_before):
         res = run_filter(af, feats.X, ds.labels[rows], ds.ids[rows], folder, groups=grp, resume=resume,
-                         overwrite=overwrite, show_progress=show_progress, run_record=record)
+                         overwrite=overwrite, show_progress=show_progress, dataset_fp=dataset_fp)
+    body = _run_body(res.body, data_path, where, ds, dataset_fp, featurizer, view, feats, shards, chosen, given,
+                     group_spec if grp is not None else "none", dataset_options)
     timings["filter_seconds"], t0 = time.perf_counter() - t0, time.perf_counter()
     keep, filtered_path = _write_data(ds, rows, feats, res, where, data_path, link_dir)
     pause_point("filtered")  # a test's child stops here to be killed (aflite.rundir.lock.pause_point)
     timings["write_seconds"] = time.perf_counter() - t0
     timings["featurize_rows_per_second"] = len(rows) / max(timings["featurize_seconds"], 1e-9)
-    s = res.summary
     if probe or probe_skipped is not None:
         t0 = time.perf_counter()
-        s["partial_input_probe"] = (_probe(ds, rows, res, seed, show_progress, grp, group_spec) if probe else
-                                    ProbeRecord([], PROBE_MEANING, skipped=probe_skipped)).to_json()
+        body = dataclasses.replace(body, partial_input_probe=_probe(ds, rows, res, seed, show_progress, grp, group_spec)
+                                   if probe else ProbeRecord([], PROBE_MEANING, skipped=probe_skipped))
         timings.update({"probe_seconds": time.perf_counter() - t0} if probe else {})
-    _complete(s, timings, filtered_path, title, t_call)
-    result = RunResult(where, s, keep, filtered_path, res.ids, res.labels, res.state, ds, rows, feats.warmup_rows)
+    body = _complete(body, timings, filtered_path, title, t_call)
+    result = RunResult(where, body, keep, filtered_path, res.ids, res.labels, res.state, ds, rows, feats.warmup_rows)
     if folder is not None:
         folder.finish(result)
     return result

@@ -11,29 +11,28 @@ import numpy as np
 from aflite.atomic import JSON
 from aflite.report import shorten
 from aflite.report.pages import pick_examples, probe_rows
-from aflite.rundir.schema import LabelShift, ProbeRecord
-from aflite.rundir.typed_json import typed
+from aflite.rundir.schema import LabelShift, ProbeRecord, ProbeRow, RunBody
 from aflite.verdict import MIN_SPREAD, SPREAD_FACTOR, markdown, number, phases_text, points
 
 
-def render_filter_summary(summary: JSON) -> str:
+def render_filter_summary(body: RunBody) -> str:
     """The readable account of ``aflite filter``: sizes, parameters, stop reason and label counts."""
-    p = summary["parameters"]
+    p = body.parameters
     lines = [
-        f"# aflite filter: {summary.get('inputs', {}).get('features', '')}",
+        f"# aflite filter: {(body.inputs or {}).get('features', '')}",
         "",
-        *([markdown(summary["verdict"]).rstrip("\n"), ""] if summary.get("verdict") else []),
-        f"- |D| = {summary['size_before']} → |D(Φ)| = {summary['size_after']} after "
-        f"{phases_text(summary['n_iterations'])}; stopped because {summary['stop_reason']}",
-        f"- parameters: m={p['n_partitions']}, t={p['train_size']}, k={p['slice_size']}, n={p['target_size']}, "
-        f"τ={p['threshold']}, strategy {p['strategy']}, model {p['model']}, C={p['C']}, seed {summary.get('seed')}",
+        *([markdown(body.verdict).rstrip("\n"), ""] if body.verdict else []),
+        f"- |D| = {body.size_before} → |D(Φ)| = {body.size_after} after "
+        f"{phases_text(body.n_iterations)}; stopped because {body.stop_reason}",
+        f"- parameters: m={p.n_partitions}, t={p.train_size}, k={p.slice_size}, n={p.target_size}, "
+        f"τ={p.threshold}, strategy {p.strategy}, model {p.model}, C={p.C}, seed {p.random_state}",
         PAGE_LINE,
         "",
         "| label | before | after | kept % |",
         "|---|---|---|---|",
     ]
-    for lab, before in summary["label_counts_before"].items():
-        after = summary["label_counts_after"].get(lab, 0)
+    for lab, before in body.label_counts_before.items():
+        after = body.label_counts_after.get(lab, 0)
         lines.append(f"| {_md(str(lab))} | {before} | {after} | {100 * after / max(before, 1):.1f} |")
     return "\n".join(lines) + "\n"
 
@@ -49,47 +48,45 @@ PAGE_LINE = ("- every row (sortable, filterable, searchable) and the plots: [rep
              "page beside this file")
 
 
-def render_summary(summary: JSON, ds: Any, rows: np.ndarray, p_all: np.ndarray, keep: np.ndarray,
+def render_summary(body: RunBody, ds: Any, rows: np.ndarray, p_all: np.ndarray, keep: np.ndarray,
                    per_label: int = 2) -> str:
     """A short human-readable account: sizes, parameters, label shift, probe, and examples (as Table 9)."""
-    p = summary["parameters"]
-    f = summary["featurizer"]
+    p, f = body.parameters, body.featurizer
+    assert f is not None and body.scaled_defaults is not None  # a run's body has them (RunBody.required_by)
     lines = [
-        f"# aflite run: {summary.get('title') or summary['dataset']}",
+        f"# aflite run: {body.title or body.dataset}",
         "",
-        *([markdown(summary["verdict"]).rstrip("\n"), ""] if summary.get("verdict") else []),
-        f"- Φ: `{f['name']}` ({f['dim']} dims), view `{f['view']}`"
-        + (f"; warm-up slice of {summary['warmup_rows']} rows trained Φ and was discarded" if summary["warmup_rows"]
-           else "") + warmup_line(f.get("info") or {}, "; "),
-        f"- |D| = {summary['dataset_size']}, filtered input {p['dataset_size']}, |D(Φ)| = {summary['size_after']}"
-        f" after {phases_text(summary['n_iterations'])}; stopped because {summary['stop_reason']}",
-        *_empty_lines(summary),
-        f"- parameters: m={p['n_partitions']}, t={p['train_size']}, k={p['slice_size']}, n={p['target_size']}, "
-        f"τ={p['threshold']}, strategy {p['strategy']}, seed {p['random_state']} (defaults: Table 8 SNLI scaled by "
-        f"{summary['scaled_defaults']['scale']:.4f})",
+        *([markdown(body.verdict).rstrip("\n"), ""] if body.verdict else []),
+        f"- Φ: `{f.name}` ({f.dim} dims), view `{f.view}`"
+        + (f"; warm-up slice of {body.warmup_rows} rows trained Φ and was discarded" if body.warmup_rows
+           else "") + warmup_line(f.info.to_json() if f.info is not None else {}, "; "),
+        f"- |D| = {body.dataset_size}, filtered input {p.dataset_size}, |D(Φ)| = {body.size_after}"
+        f" after {phases_text(body.n_iterations)}; stopped because {body.stop_reason}",
+        *_empty_lines(body),
+        f"- parameters: m={p.n_partitions}, t={p.train_size}, k={p.slice_size}, n={p.target_size}, "
+        f"τ={p.threshold}, strategy {p.strategy}, seed {p.random_state} (defaults: Table 8 SNLI scaled by "
+        f"{body.scaled_defaults['scale']:.4f})",
         PAGE_LINE,
         "",
         "| label | before | after | kept % | share before % | share after % | Δ share (points) |",
         "|---|---|---|---|---|---|---|",
     ]
-    shift = (typed(LabelShift, summary["label_shift"], "label_shift") if summary.get("label_shift") else
-             LabelShift.between(summary["label_counts_before"], summary["label_counts_after"]))
-    for lab, before in summary["label_counts_before"].items():
-        after = summary["label_counts_after"].get(lab, 0)
+    shift = body.label_shift or LabelShift.between(body.label_counts_before, body.label_counts_after)
+    for lab, before in body.label_counts_before.items():
+        after = body.label_counts_after.get(lab, 0)
         lines.append(f"| {_md(str(lab), 60)} | {before} | {after} | {100 * after / max(before, 1):.1f} | "
                      f"{shift.shares_before[lab]:.1f} | {shift.shares_after[lab]:.1f} | "
                      f"{shift.change_points[lab]:+.1f} |")
     if shift.warning:
         lines += ["", f"**Warning:** {shift.warning}."]
-    if "partial_input_probe" in summary:
-        pr = summary["partial_input_probe"]
-        lines += ["", f"Partial-input probe: {pr.get('model', 'TF-IDF logistic regression')}", "",
+    if (pr := body.partial_input_probe) is not None:
+        lines += ["", f"Partial-input probe: {pr.model or 'TF-IDF logistic regression'}", "",
                   "| training set | size | accuracy | majority rate (same rows) | Δ over majority |",
                   "|---|---|---|---|---|"]
-        lines += ["| " + " | ".join(row) + " |" for row in probe_rows(ProbeRecord.of(pr))]  # as the page shows them
+        lines += ["| " + " | ".join(row) + " |" for row in probe_rows(pr)]  # as the page shows them
         lines += ["", PROBE_MEANING]
-    if "timings" in summary:
-        lines += ["", "Timings: " + ", ".join(f"{k} {v:.1f}" for k, v in summary["timings"].items())]
+    if body.timings is not None:
+        lines += ["", "Timings: " + ", ".join(f"{k} {v:.1f}" for k, v in body.timings.items())]
 
     labels = ds.labels[rows]
 
@@ -108,12 +105,11 @@ def render_summary(summary: JSON, ds: Any, rows: np.ndarray, p_all: np.ndarray, 
     return "\n".join(lines) + "\n"
 
 
-def _empty_lines(summary: JSON) -> list[str]:
+def _empty_lines(body: RunBody) -> list[str]:
     """The load's count of empty texts (#34): on screen it is a warning that scrolls away, so the summary keeps it."""
-    empty = summary.get("empty_texts_at_load") or {}
-    n = summary["dataset_size"]
+    n = body.dataset_size or 0
     return [f"- **empty texts:** {k:,} of {n:,} rows have an empty {c!r} text (featurized as empty: nothing for Φ to "
-            "read there)" for c, k in empty.items() if k]
+            "read there)" for c, k in (body.empty_texts_at_load or {}).items() if k]
 
 
 def warmup_line(info: JSON, lead: str = "") -> str:
@@ -136,18 +132,16 @@ def _md(text: str, limit: int = 300) -> str:
     return out.replace("\r", " ").replace("\n", " ")
 
 
-def _kept(summary: JSON) -> str:
-    before, after = summary.get("size_before"), summary.get("size_after")
-    phases, why = summary.get("n_iterations"), summary.get("stop_reason")
-    if not before or after is None:
+def _kept(body: RunBody) -> str:
+    before, after = body.size_before, body.size_after
+    if not before:
         return ""
-    return (f"AFLite kept {after:,} of {before:,} rows ({100 * after / before:.0f}%) in {phases_text(phases)} and "
-            f"stopped because {why}.")
+    return (f"AFLite kept {after:,} of {before:,} rows ({100 * after / before:.0f}%) in "
+            f"{phases_text(body.n_iterations)} and stopped because {body.stop_reason}.")
 
 
-def _shift(summary: JSON) -> str:
-    shift = summary.get("label_shift") or {}
-    moves = shift.get("change_points") or {}
+def _shift(body: RunBody) -> str:
+    moves = body.label_shift.change_points if body.label_shift is not None else {}
     if not moves:
         return ""
     worst = max(moves, key=lambda k: abs(moves[k]))
@@ -156,41 +150,40 @@ def _shift(summary: JSON) -> str:
 
 
 
-def run_verdict(summary: JSON) -> list[str]:
+def run_verdict(body: RunBody) -> list[str]:
     """``aflite run`` / ``demo``: sizes and stop, then the hypothesis-only probe on D(Φ) against same-size random
     subsets of D (Δ over the majority rate of the same rows), judged against the random subsets' spread.
 
     A reduction is claimed only where there was something to reduce: the probe must find signal on D itself (Δ on
     D above twice its spread across folds, :func:`_signal_on_d`), and the random subsets must keep some (Δ > 0):
     a difference between two numbers at or below the majority rate is not a reduction of signal."""
-    out = [_kept(summary) + _shift(summary)]
-    probe = summary.get("partial_input_probe") or {}
-    f = summary.get("featurizer") or {}
-    phi_view = f.get("view", "pair")
-    probe_side = "the hypothesis" if "hypothesis" in str(probe.get("model", "hypothesis")) else "the text"
-    if probe.get("skipped"):
-        out.append(f"The partial-input probe was not run: {probe['skipped']}.")
+    out = [_kept(body) + _shift(body)]
+    probe = body.partial_input_probe
+    phi_view = body.featurizer.view if body.featurizer is not None else "pair"
+    probe_side = "the hypothesis" if probe is None or "hypothesis" in (probe.model or "hypothesis") else "the text"
+    if probe is None:
         return [s for s in out if s]
-    rows = {str(r.get("name", "")): r for r in probe.get("results") or []}
+    if probe.skipped:
+        out.append(f"The partial-input probe was not run: {probe.skipped}.")
+        return [s for s in out if s]
+    rows = {r.name: r for r in probe.results}
     dphi = rows.get("D(Φ)")
     rand = next((r for n, r in rows.items() if n.startswith("random subset")), None)
     if not dphi or not rand:
         return [s for s in out if s]
-    if dphi.get("skipped") or rand.get("skipped"):
-        why = dphi.get("skipped") or rand.get("skipped")
-        out.append(f"The probe could not be compared on D(Φ) and random subsets: {why}.")
+    if dphi.skipped or rand.skipped:
+        out.append(f"The probe could not be compared on D(Φ) and random subsets: {dphi.skipped or rand.skipped}.")
         return [s for s in out if s]
-    no_signal = _signal_on_d(rows.get("D") or {}, probe)
+    no_signal = _signal_on_d(rows.get("D"), probe)
     if no_signal:
         out.append(no_signal)
         return [s for s in out if s]
-    a_d, m_d = number(dphi.get("accuracy")), number(dphi.get("majority"))
-    a_r, m_r = number(rand.get("accuracy")), number(rand.get("majority"))
-    if None in (a_d, m_d, a_r, m_r):
+    a_d, m_d = number(dphi.accuracy), number(dphi.majority)
+    a_r, m_r = number(rand.accuracy), number(rand.majority)
+    if a_d is None or m_d is None or a_r is None or m_r is None:
         return [s for s in out if s]
-    assert a_d is not None and m_d is not None and a_r is not None and m_r is not None
     d_phi, d_rand = a_d - m_d, a_r - m_r
-    spread = max(number(rand.get("accuracy_std")) or 0.0, MIN_SPREAD)
+    spread = max(number(rand.accuracy_std) or 0.0, MIN_SPREAD)
     diff = d_phi - d_rand
     base = (f"the probe's Δ over the majority rate is {points(d_phi)} points on D(Φ) against {points(d_rand)} on "
             f"same-size random subsets of D (spread ±{100 * spread:.1f})")
@@ -211,22 +204,22 @@ def run_verdict(summary: JSON) -> list[str]:
     return [s for s in out if s]
 
 
-def _signal_on_d(d: JSON, probe: JSON) -> str:
+def _signal_on_d(d: ProbeRow | None, probe: ProbeRecord) -> str:
     """The sentence that ends the verdict when the probe has no signal on D itself ("" when it has): its Δ over
     the majority rate on D must exceed twice its standard deviation across folds (at least MIN_SPREAD). Below
     minus that, the probe is misled (texts that recur with other labels on both sides of its folds); within
     it, D gives the probe nothing that filtering could remove, and a change on D(Φ) measures no reduction."""
-    acc, maj = number(d.get("accuracy")), number(d.get("majority"))
-    if d.get("skipped") or acc is None or maj is None:
+    acc, maj = (None, None) if d is None else (number(d.accuracy), number(d.majority))
+    if d is None or d.skipped or acc is None or maj is None:
         return ""
     delta = acc - maj
-    spread = max(number(d.get("accuracy_std")) or 0.0, MIN_SPREAD)
+    spread = max(number(d.accuracy_std) or 0.0, MIN_SPREAD)
     if delta > SPREAD_FACTOR * spread:
         return ""
     figures = (f"on D itself it scores {100 * acc:.1f}% against a majority rate of {100 * maj:.1f}% (Δ {points(delta)} "
                f"points; its spread across folds ±{100 * spread:.1f})")
     if delta < -SPREAD_FACTOR * spread:
-        groups = str(probe.get("groups") or "none")
+        groups = probe.groups or "none"
         grouped = f" even with folds grouped by {groups}" if groups != "none" else ""
         return (f"No artifact reduction can be measured with this probe: {figures}, below the majority rate by more "
                 f"than twice that spread: texts that recur with other labels (e.g. counterfactual twins) sit on both "
@@ -236,8 +229,8 @@ def _signal_on_d(d: JSON, probe: JSON) -> str:
             f"majority rate, so D gives it no signal that filtering could remove.")
 
 
-def filter_verdict(summary: JSON) -> list[str]:
+def filter_verdict(body: RunBody) -> list[str]:
     """``aflite filter``: sizes and stop; it reads features only, so it says where the effect is measured."""
-    first = _kept(summary) + _shift(summary)
+    first = _kept(body) + _shift(body)
     return [s for s in (first, "No probe ran here (aflite filter sees features, not text): measure the effect "
                                "with `aflite evaluate` or `aflite audit --compare` on this run.") if s]

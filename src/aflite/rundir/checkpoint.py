@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
@@ -18,7 +17,7 @@ from aflite.rundir.names import CHECKPOINT
 __all__ = ["load_checkpoint", "save_checkpoint"]
 
 
-def save_checkpoint(out: Path, state: FilterState, params: dict[str, Any], fp: str,
+def save_checkpoint(out: Path, state: FilterState, params: dict[str, float | str | bool | None], fp: str,
                     dataset: str | None = None) -> None:
     meta = {
         "iteration": state.iteration,
@@ -40,7 +39,7 @@ def save_checkpoint(out: Path, state: FilterState, params: dict[str, Any], fp: s
     )
 
 
-def load_checkpoint(out: Path, params: dict[str, Any], fp: str) -> FilterState | None:
+def load_checkpoint(out: Path, params: dict[str, float | str | bool | None], fp: str) -> FilterState | None:
     """The saved state, or None when there is none; refuses one made with other data or parameters."""
     path = out / CHECKPOINT
     if not path.exists():

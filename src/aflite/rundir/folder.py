@@ -40,6 +40,7 @@ from aflite.data.keywords import option_label
 from aflite.errors import AfliteError, InputError, OutputError, OutputWriteError
 from aflite.rundir import checkpoint
 from aflite.rundir.lock import (
+    Marker,
     check_claim,
     forget_files,
     holds_run,
@@ -177,7 +178,7 @@ class RunFolder:
         """The top-level names aflite wrote here (the marker's plain names, and this process's own writes)."""
         return written_of(self.path, read_marker(self.path)) | self._mine
 
-    def _own(self, name: str, marker: dict[str, Any] | None) -> bool:
+    def _own(self, name: str, marker: Marker | None) -> bool:
         """Whether aflite may replace or remove the entry ``name``: written by this process, or a plain name the
         marker lists whose entry is exactly what aflite recorded writing (or absent; Φ's cache folder, which is
         content-addressed and never removed, is aflite's when the marker lists it)."""
@@ -327,7 +328,7 @@ class RunFolder:
             print(f"warning: {entry}: left as it is: {why}", file=sys.stderr)
         forget_files(self.path, removed)
 
-    def resume(self, params: dict[str, Any], fp: str, *, resume: bool = False,
+    def resume(self, params: dict[str, float | str | bool | None], fp: str, *, resume: bool = False,
                dataset_fp: str | None = None) -> FilterState | None:
         """The filter's start: the folder checked (:meth:`check_start`), its checkpoint loaded when ``resume``
         (refused when made from other features, labels or parameters), then begun, keeping that checkpoint.
@@ -337,7 +338,7 @@ class RunFolder:
         self.begin(keep=(CHECKPOINT,) if state is not None else ())
         return state
 
-    def save_checkpoint(self, state: FilterState, params: dict[str, Any], fp: str,
+    def save_checkpoint(self, state: FilterState, params: dict[str, float | str | bool | None], fp: str,
                         dataset_fp: str | None = None) -> None:
         checkpoint.save_checkpoint(self.path, state, params, fp, dataset_fp)
         pause_point("checkpoint")

@@ -20,7 +20,7 @@ import sys
 import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, TypedDict, cast
 
 from aflite import __version__
 from aflite.atomic import check_output_path, write_json
@@ -45,15 +45,38 @@ from aflite.rundir.names import (
     WEIGHTS,
 )
 
-__all__ = ["LOCK", "MARKER", "check_cache_dir", "check_claim", "check_outside_runs", "clear_own_folder", "foreign_of",
-           "forget_files", "holding_lock", "holds_run", "identity", "is_run_folder", "lock_folder", "plain_name",
-           "previous_run", "read_marker", "record_files", "record_of", "record_written", "recorded_files",
-           "spelled_path", "unchanged", "write_marker", "written_of"]
+__all__ = ["LOCK", "MARKER", "FileRecord", "Marker", "check_cache_dir", "check_claim", "check_outside_runs",
+           "clear_own_folder", "foreign_of", "forget_files", "holding_lock", "holds_run", "identity", "is_run_folder",
+           "lock_folder", "plain_name", "previous_run", "read_marker", "record_files", "record_of", "record_written",
+           "recorded_files", "spelled_path", "unchanged", "write_marker", "written_of"]
 
 RUN_FILES = (CHECKPOINT, RESULTS)  # a run directory holds one of these once a run has written it
 # what an aflite < 0.3 wrote into a folder it claimed (its marker did not list the user's own entries)
 _OLD_NAMES = frozenset({CHECKPOINT, INSTANCES, KEPT_IDS, REMOVED_IDS, WARMUP_IDS, KEPT_CSV, REMOVED_CSV, TOKENS,
                         WEIGHTS, FEATURES, PAGE, SUMMARY_MD, "summary.json", "metrics.json", "cache"})
+
+
+class FileRecord(TypedDict, total=False):
+    """What the marker records of one entry aflite wrote (:func:`record_of`): a file's sha256 and size, or a
+    folder's digest."""
+
+    sha256: str
+    size: int
+    folder: bool
+
+
+class Marker(TypedDict, total=False):
+    """The owner marker (``.aflite``), as :func:`write_marker` writes it; a marker is a file people copy and edit,
+    so every reader checks each key's type before it trusts it (``foreign``: aflite 0.3.0's list of the user's
+    entries)."""
+
+    command: str
+    created: bool
+    written: list[str]
+    files: dict[str, FileRecord]
+    aflite: str
+    time: str
+    foreign: list[str]
 
 
 def is_run_folder(folder: str | os.PathLike[str]) -> bool:
@@ -100,7 +123,7 @@ def plain_name(name: Any) -> bool:
             and "\\" not in name and "\0" not in name and not os.path.isabs(name))
 
 
-def recorded_files(marker: dict[str, Any] | None) -> dict[str, dict[str, Any]]:
+def recorded_files(marker: Marker | None) -> dict[str, FileRecord]:
     """What the marker records of each file aflite wrote (plain name -> its sha256 and size; a folder's digest),
     entries of any other shape left out."""
     files = marker.get("files") if marker is not None else None
@@ -110,7 +133,7 @@ def recorded_files(marker: dict[str, Any] | None) -> dict[str, dict[str, Any]]:
             and isinstance(v.get("sha256"), str)}
 
 
-def record_of(path: Path) -> dict[str, Any] | None:
+def record_of(path: Path) -> FileRecord | None:
     """What the marker records of an entry aflite has just written: a plain file's sha256 and size, a folder's
     digest (:func:`aflite.hashing.file_sha256`); None for anything else (a link, nothing)."""
     try:
@@ -124,7 +147,7 @@ def record_of(path: Path) -> dict[str, Any] | None:
     return None
 
 
-def unchanged(folder: Path, name: str, marker: dict[str, Any] | None) -> bool:
+def unchanged(folder: Path, name: str, marker: Marker | None) -> bool:
     """Whether ``folder/name`` is exactly what aflite recorded writing there: a plain name the marker records, the
     entry of the kind it recorded (never a link), its size and sha256 as recorded."""
     want = recorded_files(marker).get(name) if plain_name(name) else None
@@ -141,7 +164,7 @@ def unchanged(folder: Path, name: str, marker: dict[str, Any] | None) -> bool:
             and file_sha256(path) == want["sha256"])
 
 
-def record_files(folder: Path, records: dict[str, dict[str, Any]]) -> None:
+def record_files(folder: Path, records: dict[str, FileRecord]) -> None:
     """Add to the marker what aflite wrote (plain name -> :func:`record_of`), right after writing it."""
     marker = read_marker(folder)
     records = {n: r for n, r in records.items() if plain_name(n)}
@@ -163,7 +186,7 @@ def forget_files(folder: Path, names: Iterable[str]) -> None:
     write_json(folder / MARKER, {**marker, "files": {n: r for n, r in files.items() if n not in gone}})
 
 
-def written_of(folder: Path, marker: dict[str, Any] | None) -> set[str]:
+def written_of(folder: Path, marker: Marker | None) -> set[str]:
     """The top-level entries of ``folder`` that aflite wrote (whatever else is there is the user's): the marker's
     ``"written"`` list; for a marker of aflite 0.3.0 (which listed the user's entries of the claim instead) or older,
     the entries present that its committed manifest lists or that it writes under its own names, less what that
@@ -199,7 +222,7 @@ def previous_run(folder: Path, flag: str = "--out") -> OutputError:
                        f"choose another {flag}")
 
 
-def foreign_of(folder: Path, marker: dict[str, Any] | None) -> list[str]:
+def foreign_of(folder: Path, marker: Marker | None) -> list[str]:
     """The entries of ``folder`` that aflite did not write (the user's own, there before aflite claimed it or added
     since), sorted; the marker and the lock aside."""
     ours = written_of(folder, marker)
@@ -260,14 +283,16 @@ def check_cache_dir(cache: str | os.PathLike[str], out: str | os.PathLike[str] |
                               f"only; choose another {flag}")
 
 
-def read_marker(folder: str | os.PathLike[str]) -> dict[str, Any] | None:
+def read_marker(folder: str | os.PathLike[str]) -> Marker | None:
     """The owner marker of a folder (command, whether that command created the folder), or None."""
     path = Path(folder) / MARKER
     try:
         obj = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
-    return obj if isinstance(obj, dict) and isinstance(obj.get("command"), str) else None
+    if not (isinstance(obj, dict) and isinstance(obj.get("command"), str)):
+        return None
+    return cast(Marker, obj)  # its other keys are checked where they are read (recorded_files, written_of)
 
 
 def identity(path: Path) -> tuple[int, int] | None:
@@ -280,7 +305,7 @@ def identity(path: Path) -> tuple[int, int] | None:
 
 
 def check_claim(out: str | os.PathLike[str], command: str, *, overwrite: bool = False, resume: bool = False,
-                flag: str = "--out") -> tuple[Path, dict[str, Any] | None, list[Path]]:
+                flag: str = "--out") -> tuple[Path, Marker | None, list[Path]]:
     """The refusals of a claim of ``out`` for ``aflite COMMAND``, before anything is created: an empty path (it is
     not the current folder by accident), a dangling link, a non-empty folder whose marker names another command
     (unless ``overwrite``, the user's ``--overwrite``), a folder holding a run neither resumed nor overwritten.
@@ -315,7 +340,7 @@ def check_claim(out: str | os.PathLike[str], command: str, *, overwrite: bool = 
     return p, marker, entries
 
 
-def write_marker(folder: Path, command: str, marker: dict[str, Any] | None, existed: bool) -> None:
+def write_marker(folder: Path, command: str, marker: Marker | None, existed: bool) -> None:
     """Mark ``folder`` as ``aflite COMMAND``'s, keeping what an earlier marker says aflite wrote there (none in a
     folder it did not make: the one thing it may replace or remove) and whether aflite created the folder."""
     created = not existed if marker is None else marker.get("created") is True

@@ -16,19 +16,27 @@ import json
 import os
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict, cast
 
 from aflite.atomic import json_text
 from aflite.errors import InputError
 from aflite.hashing import file_sha256, json_digest
 from aflite.rundir.names import CACHE, LOCK, MARKER, PAGE, RESULTS
 
-__all__ = ["NOT_LISTED", "RESERVED", "check_seal", "entry", "listing", "own_entries", "seal", "verify"]
+__all__ = ["NOT_LISTED", "RESERVED", "ManifestEntry", "check_seal", "entry", "listing", "own_entries", "seal", "verify"]
 
 RESERVED = (MARKER, LOCK, RESULTS, CACHE)  # never listed: the claim, the lock, the manifest itself, Φ's cache
 # written by the command but not listed: the page, which ``aflite report`` rebuilds from the listed files at any
 # time (atomically, leaving the committed folder as it is: a kill never puts the page out of step with the manifest)
 NOT_LISTED = (PAGE,)
+
+
+class ManifestEntry(TypedDict, total=False):
+    """One file of the manifest (:func:`entry`): its size and sha256, or, a link, its target."""
+
+    size: int
+    sha256: str
+    link: str
 
 
 def _temporary(name: str) -> bool:
@@ -46,17 +54,17 @@ def own_entries(folder: Path, own: Iterable[str]) -> list[Path]:
         return []
 
 
-def entry(path: Path) -> dict[str, Any]:
+def entry(path: Path) -> ManifestEntry:
     """One manifest line: a file's size and sha256 (a link: its target)."""
     if path.is_symlink():
         return {"link": os.readlink(path)}
     return {"size": path.stat().st_size, "sha256": file_sha256(path)}
 
 
-def listing(folder: Path, own: Iterable[str]) -> dict[str, dict[str, Any]]:
+def listing(folder: Path, own: Iterable[str]) -> dict[str, ManifestEntry]:
     """Every file aflite wrote below ``folder`` (``own``: the top-level names it wrote; relative POSIX path -> size
     and sha256), sorted by path; temporary files of a killed writer are left out."""
-    files: dict[str, dict[str, Any]] = {}
+    files: dict[str, ManifestEntry] = {}
     for top in own_entries(folder, own):
         if _temporary(top.name) or top.name in NOT_LISTED:
             continue
@@ -87,10 +95,10 @@ def verify(folder: Path, files: Any, names: Iterable[str] | None = None) -> None
             continue
         if not isinstance(want, dict):
             raise InputError(f"{where}: \"manifest\".{name!r} is not a manifest entry")
-        _check(folder, name, want)
+        _check(folder, name, cast(ManifestEntry, want))  # each key is checked as it is read
 
 
-def _check(folder: Path, name: str, want: dict[str, Any]) -> None:
+def _check(folder: Path, name: str, want: ManifestEntry) -> None:
     path = folder / name
     again = "the folder was changed after aflite wrote it; restore the file or run the command again"
     if "link" in want:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import dataclasses
 import json
 import sys
 import warnings
@@ -26,14 +27,14 @@ from typing import Any, ClassVar
 
 from aflite.atomic import json_text, write_text
 from aflite.rundir import display
-from aflite.rundir.manifest import seal
+from aflite.rundir.manifest import ManifestEntry, seal
 from aflite.rundir.names import INSTANCES, RESULTS
 from aflite.rundir.page import PageData, register
-from aflite.rundir.schema import Document
+from aflite.rundir.schema import Document, WarningEntry
 from aflite.rundir.versions import versions
 
 __all__ = ["FORMAT_VERSION", "Result", "Table", "WarningsRecord", "recording_warnings", "results_document",
-           "results_envelope", "write_results_json"]
+           "write_results_json"]
 
 # results.json's format: 1 since aflite 0.3 (the envelope's format_version, the manifest under "files", written
 # last); a folder without it was made by aflite < 0.3 and is refused by the readers (aflite.rundir.read)
@@ -60,9 +61,9 @@ class WarningsRecord:
         return dict(Counter(f"{w.category.__name__}: {str(w.message).splitlines()[0] if str(w.message) else ''}"
                             for w in list(self.caught) if self.is_library(w)))
 
-    def entries(self) -> list[dict[str, Any]]:
+    def entries(self) -> list[WarningEntry]:
         """What results.json lists under ``"warnings"``."""
-        return [{"warning": k, "count": n} for k, n in self.counts().items()]
+        return [WarningEntry(k, n) for k, n in self.counts().items()]
 
 
 _RECORD: contextvars.ContextVar[WarningsRecord | None] = contextvars.ContextVar("aflite_warnings", default=None)
@@ -99,20 +100,10 @@ def recording_warnings(*, summarize: bool = True) -> Iterator[WarningsRecord]:
                           f"{next(iter(counts))[:160]}{where}", UserWarning, stacklevel=3)
 
 
-def results_envelope(command: str | None, argv: Sequence[str] | None = None, seed: Any = None) -> dict[str, Any]:
-    """What every results.json starts with: the command, its arguments, the seed and the versions."""
-    return {
-        "command": command,
-        "format_version": FORMAT_VERSION,
-        "argv": list(argv) if argv is not None else sys.argv[1:],
-        "seed": seed,
-        "versions": versions(),
-    }
-
-
 def results_document(out: str | Path, results: dict[str, Any], *, command: str | None,
                      argv: Sequence[str] | None = None, seed: Any = None) -> dict[str, Any]:
-    """``OUT/results.json`` as it will be written (without its manifest): the envelope followed by ``results``.
+    """``OUT/results.json`` as it will be written (without its manifest): the envelope every command's file starts
+    with (the command, its arguments, the seed and the versions), followed by ``results``.
     A ``seed`` key in the body is the default seed of the envelope. Inside :func:`recording_warnings`, the library
     warnings met so far are listed under ``"warnings"``."""
     path = Path(out) / RESULTS
@@ -122,13 +113,16 @@ def results_document(out: str | Path, results: dict[str, Any], *, command: str |
         body.pop(key, None)
     record = _RECORD.get()
     if record is not None and (entries := record.entries()):
-        body["warnings"] = entries
+        body["warnings"] = [dataclasses.asdict(e) for e in entries]
         record.written.append(path)
-    text = json_text({**results_envelope(command, argv, seed if seed is not None else body_seed), **body})
+    head = {"command": command, "format_version": FORMAT_VERSION,
+            "argv": list(argv) if argv is not None else sys.argv[1:],
+            "seed": seed if seed is not None else body_seed, "versions": versions()}
+    text = json_text({**head, **body})
     return dict(json.loads(text))
 
 
-def write_results_json(out: str | Path, document: dict[str, Any], files: dict[str, Any]) -> dict[str, Any]:
+def write_results_json(out: str | Path, document: dict[str, Any], files: dict[str, ManifestEntry]) -> dict[str, Any]:
     """Write ``OUT/results.json``: ``document`` (:func:`results_document`) and the folder's manifest under
     ``"manifest"`` (:mod:`aflite.rundir.manifest`): the commit of the folder, so written last and atomically.
     :meth:`aflite.rundir.folder.RunFolder.finish` is its one caller. Returns what was written."""

@@ -20,8 +20,9 @@ from aflite.core.phase import IterationRecord
 from aflite.errors import InputError
 from aflite.features.base import PhiInfo
 from aflite.rundir.commands import declared_body
+from aflite.rundir.manifest import ManifestEntry
 from aflite.rundir.names import RUN_COMMANDS
-from aflite.rundir.typed_json import build, built
+from aflite.rundir.typed_json import build
 
 __all__ = ["SHIFT_WARN_POINTS", "AuditBody", "Body", "CheckEntry", "Document", "EmbedBody", "Envelope", "EvaluateBody",
            "ExplainBody", "ExplainedRun", "FeaturizerRecord", "FirstPhase", "LabelShift", "ProbeRecord", "ProbeRow",
@@ -42,13 +43,13 @@ class WarningEntry:
 
 @dataclass(frozen=True)
 class Envelope:
-    """What every results.json starts with (:func:`aflite.rundir.results.results_envelope`), and its manifest."""
+    """What every results.json starts with (:func:`aflite.rundir.results.results_document`), and its manifest."""
 
     command: str
     format_version: int
     argv: list[str]
     versions: dict[str, str]
-    manifest: dict[str, Any]  # relative path -> {"size", "sha256"}, checked by aflite.rundir.manifest.verify
+    manifest: dict[str, ManifestEntry]  # relative path -> size and sha256, checked by aflite.rundir.manifest.verify
     seed: int | None = None  # the command's seed (a run's: drawn when none was given; filter: None without one)
     warnings: list[WarningEntry] | None = None
 
@@ -110,6 +111,10 @@ class RunParameters:
     random_state: int | None = None  # the seed as given (None: drawn, recorded as the envelope's seed)
     groups: bool = False  # the partitions kept each group on one side
 
+    def to_json(self) -> dict[str, Any]:
+        """As results.json holds it: ``groups`` only when the partitions kept groups."""
+        return {k: v for k, v in dataclasses.asdict(self).items() if k != "groups" or v}
+
 
 @dataclass(frozen=True)
 class FeaturizerRecord:
@@ -122,12 +127,9 @@ class FeaturizerRecord:
     dim: int | None = None
     from_cache: bool | None = None
     info: PhiInfo | None = None  # timings, throughput, a warm-up's training, a combination's parts
-    cluster: dict[str, Any] | None = dataclasses.field(default=None, metadata=OMIT_NONE)  # the shards' report, when
-    # a cluster computed Φ
-
-    def to_json(self) -> dict[str, Any]:
-        """As results.json's ``featurizer`` holds it (``cluster`` only when a cluster computed Φ)."""
-        return _fields_json(self)
+    cluster: dict[str, int | float | dict[str, int] | list[float]] | None = dataclasses.field(
+        default=None, metadata=OMIT_NONE)  # the shards' report (ShardReport.as_dict),
+    # when a cluster computed Φ (absent from results.json otherwise)
 
 
 SHIFT_WARN_POINTS = 5.0  # a class share moved by more than this many points: LabelShift.warning says so
@@ -170,16 +172,23 @@ class LabelShift:
 
 @dataclass(frozen=True, kw_only=True)
 class RunBody(Body):
-    """``aflite run``/``demo``/``filter``: the run's own numbers (what evaluate, explain, the card, audit --compare
-    and the page read back)."""
+    """``aflite run``/``demo``/``filter``: the run's own numbers, built by the filter
+    (:func:`aflite.commands.filter.filter_summary`) and the run, written and read back (evaluate, explain, the card,
+    audit --compare, the page) as this one type. Fields are in results.json's order (the verdict last); one left
+    None is absent from the file, but the few that are written as null (:attr:`NULLS`)."""
 
     commands: ClassVar[tuple[str, ...]] = RUN_COMMANDS
     required: ClassVar[tuple[str, ...]] = ("parameters", "size_before", "size_after", "n_iterations", "sizes",
                                            "iterations")
-    # what run and demo always write (commands/run.py ``_run_record``): Φ, the filtered file and the input's
+    # what run and demo always write (commands/run.py ``_run_body``): Φ, the filtered file and the input's
     # sha256 (a dataset card names the input by it; filter reads no file)
     required_by: ClassVar[dict[str, tuple[str, ...]]] = {
         cmd: ("featurizer", "filtered_dataset", "dataset_sha256") for cmd in ("run", "demo")}
+    # written as null when None: always, or (a field named after it) when that field is set (filter: its inputs;
+    # run and demo: their Φ)
+    NULLS: ClassVar[dict[str, str | None]] = {
+        "stop_reason": None, "seconds_total": None, "wall_seconds_this_call": None, "resumed_from_iteration": None,
+        "filter_wall_seconds_this_call": None, "cluster": "inputs", "filtered_dataset": "featurizer"}
     parameters: RunParameters
     size_before: int = 0
     size_after: int = 0
@@ -188,34 +197,49 @@ class RunBody(Body):
     label_counts_before: dict[str, int] = dataclasses.field(default_factory=dict)
     label_counts_after: dict[str, int] = dataclasses.field(default_factory=dict)
     sizes: list[int] = dataclasses.field(default_factory=list)
-    iterations: list[IterationRecord] = dataclasses.field(default_factory=list)  # each phase's, as the filter wrote
     seconds_total: float | None = None  # the phases' own seconds, summed
+    iterations: list[IterationRecord] = dataclasses.field(default_factory=list)  # each phase's, as the filter wrote
     wall_seconds_this_call: float | None = None  # the whole call (run: load, Φ, filter, probe, writing)
-    filter_wall_seconds_this_call: float | None = None  # the filter's part of that call
     resumed_from_iteration: int | None = None  # the checkpoint's phase a --resume went on from (None: started)
-    timings: dict[str, float] = dataclasses.field(default_factory=dict)  # run and demo: seconds (and rate) by step
-    scaled_defaults: dict[str, float] | None = None  # run and demo: |D|/|SNLI| and the parameters scaled by it
-    empty_texts_at_load: dict[str, int] | None = None  # rows kept with an empty text, by column
     inputs: dict[str, str | None] | None = None  # filter: the features, labels and ids files
     device: str | None = None  # filter: where the partitions' models ran
     cluster: str | None = None  # filter: the executor's type or scheduler address (None: this process)
-    featurizer: FeaturizerRecord | None = None  # run and demo: Φ's name, view and options; filter: none
-    filtered_dataset: str | None = None
     dataset: str | None = None
-    dataset_size: int | None = None
+    dataset_relative: str | None = None  # the dataset's path from the run folder (the page finds it by)
     dataset_fingerprint: str | None = None
     dataset_sha256: str | None = None  # run and demo: of the input file's bytes, or of in-memory rows (below)
     dataset_sha256_of: str | None = None  # "rows": in-memory data (aflite.data.memory.rows_sha256); absent: a file
     dataset_options: dict[str, str] | None = None  # the column options the rows were read with
-    dataset_relative: str | None = None  # the dataset's path from the run folder (the page finds it by)
-    groups: str | None = None
+    dataset_size: int | None = None
     dropped_at_load: dict[str, int] | None = None  # rows the loader dropped, by reason
-    label_shift: LabelShift | None = None
-    partial_input_probe: ProbeRecord | None = None
-    overrides: dict[str, Any] | None = None
+    empty_texts_at_load: dict[str, int] | None = None  # rows kept with an empty text, by column
+    featurizer: FeaturizerRecord | None = None  # run and demo: Φ's name, view and options; filter: none
     warmup_rows: int | None = None
     modality: str | None = None  # run and demo: "text" or "image" (the page shows texts or thumbnails)
+    scaled_defaults: dict[str, float] | None = None  # run and demo: |D|/|SNLI| and the parameters scaled by it
+    overrides: dict[str, Any] | None = None
+    groups: str | None = None
+    partial_input_probe: ProbeRecord | None = None
+    label_shift: LabelShift | None = None
+    timings: dict[str, float] | None = None  # run and demo: seconds (and rate) by step
+    filtered_dataset: str | None = None
     title: str | None = None  # the name the run was given (``title=``), its page's title
+    filter_wall_seconds_this_call: float | None = None  # the filter's part of that call
+
+    def to_json(self) -> dict[str, Any]:
+        """As results.json holds it: the fields in their order, those None left out (but :attr:`NULLS`), then the
+        verdict."""
+        out = {f.name: _as_json(getattr(self, f.name)) for f in dataclasses.fields(self)
+               if f.name != "verdict" and self._written(f.name)}
+        return out if self.verdict is None else {**out, "verdict": self.verdict}
+
+    def _written(self, name: str) -> bool:
+        if getattr(self, name) is not None:
+            return True
+        if name not in self.NULLS:
+            return False
+        beside = self.NULLS[name]
+        return beside is None or getattr(self, beside) is not None
 
 
 @dataclass(frozen=True)
@@ -320,7 +344,8 @@ class EmbedBody(Body):
     view: str | None = dataclasses.field(default=None, metadata=OMIT_NONE)
     from_cache: bool | None = dataclasses.field(default=None, metadata=OMIT_NONE)
     features_key: str | None = dataclasses.field(default=None, metadata=OMIT_NONE)
-    cluster: dict[str, Any] | None = dataclasses.field(default=None, metadata=OMIT_NONE)  # the shards' report
+    cluster: dict[str, int | float | dict[str, int] | list[float]] | None = dataclasses.field(
+        default=None, metadata=OMIT_NONE)  # the shards' report (ShardReport.as_dict)
     warmup_ids: str | None = dataclasses.field(default=None, metadata=OMIT_NONE)
     bad_images: dict[str, int | str] | None = dataclasses.field(default=None, metadata=OMIT_NONE)  # count, file
 
@@ -362,12 +387,6 @@ class ProbeRecord:
     model: str | None = None
     groups: str | None = None
     skipped: str | None = None
-
-    @classmethod
-    def of(cls, obj: dict[str, Any]) -> ProbeRecord:
-        """The probe as the run's summary holds it before it is written (summary.md reads it so)."""
-        record: ProbeRecord = built(obj, cls)
-        return record
 
     def to_json(self) -> dict[str, Any]:
         """As results.json holds it (the card copies it): the keys the run wrote, none that it left out."""

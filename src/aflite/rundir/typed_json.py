@@ -136,8 +136,10 @@ def _named(hint: Any) -> str:
         return " or ".join(_named(h) for h in typing.get_args(hint))
     if hint is type(None):
         return "null"
-    if dataclasses.is_dataclass(hint):
-        return "an object with " + ", ".join(f.name for f in dataclasses.fields(hint))
+    if dataclasses.is_dataclass(hint) or typing.is_typeddict(hint):
+        keys = [f.name for f in dataclasses.fields(hint)] if dataclasses.is_dataclass(hint) else list(
+            typing.get_type_hints(hint))
+        return "an object with " + ", ".join(keys)
     names = {int: "an integer", float: "a number", str: "a string", bool: "true or false", list: "a list",
              dict: "an object"}
     return names.get(origin or hint, str(hint))
