@@ -124,9 +124,7 @@ def load_cached(cache: Path, stem: str, drop_damaged: bool = True,
     if not (dense.is_file() or sparse.is_file()) and not meta.is_file():
         return None
     try:
-        described = json.loads(meta.read_text(encoding="utf-8"))
-        if not isinstance(described, dict):
-            raise ValueError("its record is not a JSON object")
+        described = _read_record(meta)
         foreign = None if identity is None else why_foreign(described, identity)
         if foreign is not None:
             log.warning("foreign feature cache entry %s (%s): not used, recomputing it", meta, foreign)
@@ -190,9 +188,7 @@ def tied(path: Path, identity: CacheIdentity, what: str) -> bool:
     if not path.is_file():
         return False
     try:
-        described = json.loads(record.read_text(encoding="utf-8"))
-        if not isinstance(described, dict):
-            raise ValueError("its record is not a JSON object")
+        described = _read_record(record)
     except (OSError, ValueError) as exc:
         why = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         log.warning("damaged cached %s %s (its record %s: %s): making it again", what, path, record.name, why)
@@ -206,6 +202,14 @@ def tied(path: Path, identity: CacheIdentity, what: str) -> bool:
                     "since): making it again", what, path)
         return False
     return True
+
+
+def _read_record(path: Path) -> JSON:
+    """A record file's object (ValueError where it holds another value: the entry is damaged)."""
+    described = json.loads(path.read_text(encoding="utf-8"))
+    if not isinstance(described, dict):
+        raise ValueError("its record is not a JSON object")
+    return described
 
 
 def _check_sha256(matrix: Path, recorded: Any) -> None:
@@ -293,9 +297,7 @@ def _cached_chunk(f: Path, expected: ChunkRecord) -> np.ndarray | None:
     try:
         if not record.is_file():
             raise ValueError("it has no record (interrupted before its record was written, or an older aflite's)")
-        described = json.loads(record.read_text(encoding="utf-8"))
-        if not isinstance(described, dict):
-            raise ValueError("its record is not a JSON object")
+        described = _read_record(record)
         if any(described.get(k) != v for k, v in expected.items()):
             log.warning("foreign cached chunk %s (its record is of another run or other rows): embedding it again", f)
             return None

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from aflite.atomic import JSON, announce
+from aflite.atomic import announce
 from aflite.errors import InputError, ParameterError
 from aflite.features.base import (
     DEFAULT_CHUNK_SIZE,
@@ -22,6 +22,7 @@ from aflite.features.base import (
     FeatureJob,
     Featurizer,
     Matrix,
+    Options,
     PhiInfo,
     Plain,
     apply_view,
@@ -60,7 +61,7 @@ class Features:
     warmup_rows: np.ndarray
     featurizer: str
     view: str
-    options: JSON
+    options: Options
     cache_path: Path | None = None
     from_cache: bool = False
     info: PhiInfo = dataclasses.field(default_factory=PhiInfo)
