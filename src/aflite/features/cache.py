@@ -32,7 +32,7 @@ from aflite.features.base import CacheIdentity, FeatureJob, Matrix, PhiInfo, log
 from aflite.hashing import data_fingerprint, file_sha256, inputs_fingerprint
 
 __all__ = ["check_run_features", "final_path", "load_cached", "read_only_hit", "store", "tie", "tied",
-           "transform_chunked", "why_foreign"]
+           "transform_chunked", "values_sha256", "why_foreign"]
 
 
 def read_only_hit(folders: Sequence[str | os.PathLike[str]], stem: str,
@@ -259,7 +259,7 @@ def transform_chunked(
                 f = parts_dir / f"part-{c:06d}.npy"
                 write_npy(f, part)
                 write_json(f.with_suffix(".json"), {**_chunk_record(stem, a, b, lo, hi),
-                                                    "shape": list(part.shape), "sha256": _values_sha256(part)})
+                                                    "shape": list(part.shape), "sha256": values_sha256(part)})
             done[c] = part
     finally:
         if bar is not None:
@@ -282,8 +282,9 @@ def _chunk_record(stem: str, a: list[str], b: list[str] | None, lo: int, hi: int
     return ChunkRecord(stem=stem, lo=lo, hi=hi, rows=data_fingerprint(a[lo:hi], None if b is None else b[lo:hi]))
 
 
-def _values_sha256(x: np.ndarray) -> str:
-    """sha256 of a chunk's float32 values (C order): what its record holds and a resumed run checks."""
+def values_sha256(x: np.ndarray) -> str:
+    """sha256 of a chunk's float32 values (C order): what its record (or embed's progress file) holds and a resumed
+    run checks."""
     return hashlib.sha256(np.ascontiguousarray(x, dtype=np.float32).tobytes()).hexdigest()
 
 
@@ -304,7 +305,7 @@ def _cached_chunk(f: Path, expected: ChunkRecord) -> np.ndarray | None:
         arr = np.load(f, allow_pickle=False)
         if arr.dtype != np.float32 or arr.ndim != 2 or arr.shape[0] != expected["hi"] - expected["lo"]:
             raise ValueError(f"shape {arr.shape} {arr.dtype}, expected {expected['hi'] - expected['lo']} float32 rows")
-        if _values_sha256(arr) != described.get("sha256"):
+        if values_sha256(arr) != described.get("sha256"):
             raise ValueError("its values' sha256 differs from the one its record holds: the bytes changed since")
     except (OSError, ValueError, EOFError) as exc:
         why = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
