@@ -200,6 +200,9 @@ class Computes:
             key_facts["image_files"] = files_fingerprint(a)
         return None, key_facts
 
+    def get_options(self) -> Options:
+        raise NotImplementedError  # BaseFeaturizer's (its output parameters), or Plain's (its featurizer's)
+
     def compute(self, job: FeatureJob, rows: np.ndarray, warmup_rows: np.ndarray | None) -> tuple[Any, PhiInfo]:
         """(the matrix of ``rows``, what featurize records about computing it): chunk by chunk (resumable, and
         shardable on a cluster) when the registry says the featurizer ``shards``."""

@@ -86,10 +86,6 @@ def store(job: FeatureJob, x: Any, warmup: np.ndarray | None, n: int, info: PhiI
     return out_path
 
 
-def _version() -> str:
-    return __version__
-
-
 OMIT_NONE = {"omit_none": True}  # a field's metadata: absent from the record while None
 
 
@@ -99,7 +95,7 @@ class CacheEntry(CacheIdentity):
     aflite that wrote it, the sha256 of the file it describes and, for a matrix, its rows, shape and how it was
     computed."""
 
-    aflite: str = field(default_factory=_version)
+    aflite: str = __version__
     n_rows: int | None = field(default=None, metadata=OMIT_NONE)
     shape: list[int] | None = field(default=None, metadata=OMIT_NONE)
     sha256: str

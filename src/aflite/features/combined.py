@@ -54,7 +54,7 @@ class CombinedFeaturizer(BaseFeaturizer):
         self.options = options
         self.name = COMBINE.join(self.parts)
         self._plan: tuple[int | float, int | None] | None = None
-        self._built: dict[str, Any] | None = None
+        self._built: dict[str, Computes] | None = None
 
     def _validate(self) -> None:
         if len(self.parts) < 2:
@@ -76,7 +76,7 @@ class CombinedFeaturizer(BaseFeaturizer):
         found = spec(part)
         return {k: v for k, v in self.options.items() if found.takes(k) and v is not None}
 
-    def _featurizers(self) -> dict[str, Any]:
+    def _featurizers(self) -> dict[str, Computes]:
         """Each part built once, with featurize's default hooks where its class has none (as featurize runs it)."""
         if self._built is None:
             built = {p: make_featurizer(p, **self._options_of(p)) for p in self.parts}

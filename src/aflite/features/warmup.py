@@ -222,11 +222,8 @@ class WarmupFeaturizer(BackendEncoder):
             raise ParameterError(f"max_steps must be >= 1, got {self.max_steps}")
         if not 0 <= self.warmup_ratio < 1:
             raise ParameterError(f"warmup_ratio must be in [0, 1), got {self.warmup_ratio}")
-        if self.image_model is not None:
-            if self.image_model not in IMAGE_MODELS:
-                raise ParameterError(
-                    f"unknown image model {self.image_model!r}; choose one of {', '.join(IMAGE_MODELS)}"
-                )
+        if self.image_model is not None and self.image_model not in IMAGE_MODELS:
+            raise ParameterError(f"unknown image model {self.image_model!r}; choose one of {', '.join(IMAGE_MODELS)}")
         self._resolved_model_path()
         self.resolved_backend()
         check_gpu_options(self)
