@@ -95,6 +95,16 @@ class ShardReport:
                 "other_shard_seconds": [round(t, 2) for _, t, first in self.shard_seconds if not first]}
 
 
+@dataclass(frozen=True)
+class ShardDone:
+    """What a worker hands back for one shard: which, where it ran, whether it loaded the encoder, how long."""
+
+    index: int
+    worker: str
+    loaded: bool
+    seconds: float
+
+
 def _manifest_path(npy: Path) -> Path:
     return npy.with_suffix(".json")
 
@@ -160,7 +170,7 @@ def _worker_featurizer(key: str, feat: Any) -> tuple[Any, bool, str, int]:
         return f, True, where, threads
 
 
-def compute_shard(task: ShardTask, feat: Any) -> JSON:
+def compute_shard(task: ShardTask, feat: Any) -> ShardDone:
     """The task a worker runs: the shard's rows through the worker's featurizer (the same ``transform`` call a
     single process makes on this chunk), with the worker's threads, written atomically with its manifest."""
     f, first, where, threads = _worker_featurizer(task.key, feat)
@@ -173,7 +183,7 @@ def compute_shard(task: ShardTask, feat: Any) -> JSON:
     write_npy(npy, x)  # values first, manifest last: a manifest is only ever found beside complete values
     write_json(_manifest_path(npy), {"format": _FORMAT, "key": task.key, "rows": task.rows, "lo": task.lo,
                                      "hi": task.hi, "shape": list(x.shape), "sha256": _digest(x)})
-    return {"index": task.index, "worker": where, "loaded": first, "seconds": time.perf_counter() - t0}
+    return ShardDone(task.index, where, first, time.perf_counter() - t0)
 
 
 def run_shards(executor: Any, feat: Any, a: Sequence[str], b: Sequence[str] | None, folder: str | Path,
@@ -208,13 +218,13 @@ def run_shards(executor: Any, feat: Any, a: Sequence[str], b: Sequence[str] | No
         size = {t.index: t.hi - t.lo for t in todo}
         try:
             for fut in as_completed(futures):
-                done = fut.result()
+                done: ShardDone = fut.result()
                 report.computed += 1
-                report.loads += int(done["loaded"])
-                report.per_worker[done["worker"]] = report.per_worker.get(done["worker"], 0) + 1
-                report.shard_seconds.append((size[done["index"]], float(done["seconds"]), bool(done["loaded"])))
+                report.loads += int(done.loaded)
+                report.per_worker[done.worker] = report.per_worker.get(done.worker, 0) + 1
+                report.shard_seconds.append((size[done.index], done.seconds, done.loaded))
                 if bar is not None:
-                    bar.update(size[done["index"]])
+                    bar.update(size[done.index])
         finally:
             if bar is not None:
                 bar.close()

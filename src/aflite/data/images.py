@@ -17,10 +17,6 @@ once at load time and the unreadable ones are dropped, counted and listed (``bad
 Outputs follow the input's form: a folder gets ``kept.csv`` / ``removed.csv`` (path relative to the folder,
 label) and optionally a tree of symlinks to the kept images (:func:`write_folder_outputs`); a table or HF
 folder gets the filtered table (:func:`aflite.data.write_filtered`).
-
-Images are a modality inside each concept: this module reads and writes them (data); their encoders are in
-:mod:`aflite.features` (``efficientnet-lite0``, ``hf-image``), their audit in :mod:`aflite.audit.images`, and
-``aflite embed``/``aflite audit`` on an image folder are :mod:`aflite.commands.embed` and :mod:`aflite.commands.audit`.
 """
 
 from __future__ import annotations

@@ -51,15 +51,11 @@ class SourceInfo:
 class Dataset:
     """A classification / NLI dataset of any modality: inputs, labels (str), unique ids (str) and groups.
 
-    ``texts_a`` are the inputs (``inputs``): first texts, or for ``modality == "image"`` image references (paths
-    or ``hf:`` references of :mod:`aflite.data.images`), so that Φ, the filter and the run folder treat both
-    alike; ``texts_b`` the second texts of pairs. ``bad_inputs`` lists inputs left out as unreadable
-    (``--skip-bad-images``).
-
     Parameters
     ----------
     texts_a : numpy.ndarray
-        The inputs: first texts, or image references.
+        The inputs (``inputs``): first texts, or image references (paths or ``hf:`` references of
+        :mod:`aflite.data.images`), so that Φ, the filter and the run folder treat both alike.
     texts_b : numpy.ndarray or None
         The second texts of pairs.
     labels : numpy.ndarray
@@ -79,7 +75,7 @@ class Dataset:
     modality : str
         ``text`` or ``image``.
     bad_inputs : list
-        Inputs left out as unreadable.
+        Inputs left out as unreadable (``--skip-bad-images``).
     empty_texts : dict
         Empty cells counted per column.
     """
@@ -92,7 +88,7 @@ class Dataset:
     source: SourceInfo
     n_dropped: int = 0
     dropped: dict[str, int] = field(default_factory=dict)
-    other_columns: dict[str, list[str]] = field(default_factory=dict)  # the columns aflite does not read, by name
+    other_columns: dict[str, list[str]] = field(default_factory=dict)
     modality: str = "text"
     bad_inputs: list[str] = field(default_factory=list)
     empty_texts: dict[str, int] = field(default_factory=dict)  # column -> rows whose text is empty (or blank)
@@ -142,13 +138,7 @@ def load_dataset(
     written (:mod:`aflite.data.delimited`).
 
     Rows whose gold label is ``-`` (no annotator consensus; -1 in HF datasets) are dropped and counted in
-    ``dropped``. ``label_map`` turns raw labels (e.g. 0/1/2) into names; a raw label absent from it is an
-    error. For pair data, rows with the same premise text share a group id (``group_by_premise``).
-    ``groups`` overrides that: ``"premise"`` (the default; no groups for single texts), ``"none"``, ``"twins"``
-    (families: rows joined by a shared premise or hypothesis, see :func:`aflite.data.twin_families`), or the
-    name of a column whose value is the group (e.g. the family id of counterfactual twins). A text cell over
-    ``max_cell_bytes`` bytes (:data:`MAX_CELL_BYTES`, 8 MiB; None: no limit) is refused naming its line and column,
-    before anything is featurized.
+    ``dropped``. Every cell is checked before anything is featurized.
 
     Parameters
     ----------
@@ -163,13 +153,16 @@ def load_dataset(
     id_column : str, optional
         The id column (default: the row numbers).
     label_map : dict, optional
-        Raw label -> class name.
+        Raw label -> class name (e.g. 0/1/2 to names); a raw label absent from it is an error.
     group_by_premise : bool, default True
         Rows of pair data that share a premise share a group.
     groups : str, optional
-        ``premise``, ``none``, ``twins`` or a column name (overrides ``group_by_premise``).
+        Overrides ``group_by_premise``: ``premise`` (the default; no groups for single texts), ``none``, ``twins``
+        (rows joined by a shared premise or hypothesis, :func:`aflite.data.twin_families`), or the name of a
+        column whose value is the group (e.g. the family id of counterfactual twins).
     max_cell_bytes : int or None, default 8 MiB
-        The largest text cell read.
+        The largest text cell read (:data:`MAX_CELL_BYTES`; None: no limit): a larger one is refused naming its
+        line and column.
 
     Returns
     -------

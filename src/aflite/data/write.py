@@ -25,10 +25,9 @@ from aflite.errors import InputError, ParameterError
 def write_filtered(dataset: Dataset, keep: np.ndarray | Sequence[Any], out_path: PathLike) -> Path:
     """Write the kept rows in the input's own format, each record byte for byte as it was (atomically).
 
-    ``keep`` is a boolean mask over the dataset rows, or a collection of ids to keep. Line-based formats copy
-    the header and the original record bytes (gzip in, gzip out); Parquet keeps the schema; HF datasets are
-    saved with ``save_to_disk``; in-memory data are written as Parquet. Rows dropped at load time (no gold label)
-    are not written.
+    Line-based formats copy the header and the original record bytes (gzip in, gzip out); Parquet keeps the
+    schema; HF datasets are saved with ``save_to_disk``; in-memory data are written as Parquet. Rows dropped at load
+    time (no gold label) are not written.
 
     Parameters
     ----------

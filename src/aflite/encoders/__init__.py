@@ -218,20 +218,22 @@ def embed_pairs(
     normalize: bool = False,
     progress: Tqdm | None = None,
     precision: str = "float32",
-    token_budget: int = 16_384,
+    token_budget: int | None = None,
     chunk: int = 2048,
     workers: int | None = None,
     own_tokenizers: bool = False,
 ) -> np.ndarray:
     """Texts (or pairs) to pooled embeddings with tokenization ahead of the device: rows are ordered by character
     length (longest first), cut into ``chunk``-row pieces, and each piece is tokenized, sorted by token count, cut
-    into ``token_budget`` batches and padded by a worker thread while the device embeds the piece before. Rows come
-    out in input order (the pipelined path of :func:`embed_items`). The workers share one tokenizer, one call at a
-    time (a fast tokenizer's truncation settings are shared mutable state), or with ``own_tokenizers`` each worker
-    tokenizes with its own copy, in parallel: the same ids (tested); faster only where tokenising is the
-    bottleneck and the cores are free (on a busy 2-core host it was not: docs/measured/2026-11-28-g4-cpu.md)."""
+    into ``token_budget`` batches (None: 16,384 tokens) and padded by a worker thread while the device embeds the
+    piece before. Rows come out in input order (the pipelined path of :func:`embed_items`). The workers share one
+    tokenizer, one call at a time (a fast tokenizer's truncation settings are shared mutable state), or with
+    ``own_tokenizers`` each worker tokenizes with its own copy, in parallel: the same ids (tested); faster only where
+    tokenising is the bottleneck and the cores are free (on a busy 2-core host it was not:
+    docs/measured/2026-11-28-g4-cpu.md)."""
     torch = encoder.torch
     precision = check_precision(precision)
+    budget = 16_384 if token_budget is None else token_budget
     n = len(a)
     out = np.empty((n, int(encoder.dim)), dtype=np.float32)
     if n == 0:
@@ -259,7 +261,7 @@ def embed_pairs(
         lengths = np.array([len(it["input_ids"]) for it in ids])
         inner = np.argsort(-lengths, kind="stable")
         return [(pos[sel], pad_batch([ids[i] for i in sel], encoder.pad_id, torch))
-                for sel in token_batches(inner, lengths, token_budget)]
+                for sel in token_batches(inner, lengths, budget)]
 
     module = encoder.module
     was_training = module.training

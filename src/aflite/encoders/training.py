@@ -275,13 +275,20 @@ def train(
     return TrainResult(len(losses), losses)
 
 
+class ParamGroup(TypedDict):
+    """One of the optimizer's parameter groups: its tensors and their weight decay."""
+
+    params: list[Any]  # torch parameters
+    weight_decay: float
+
+
 def _optimizer(torch: Any, model: Any, cfg: TrainConfig, total: int) -> tuple[list[Any], Any, Any]:
     """The trained parameters, the optimizer (Adam or AdamW; norms and biases without weight decay unless
     ``decay_norm_bias``) and its schedule: a linear warm-up over ``warmup_ratio`` of the steps, then linear decay."""
     named = [(k, p) for k, p in model.named_parameters() if p.requires_grad]
     params = [p for _, p in named]
     if cfg.decay_norm_bias:
-        groups: list[dict[str, Any]] = [{"params": params, "weight_decay": cfg.weight_decay}]
+        groups: list[ParamGroup] = [{"params": params, "weight_decay": cfg.weight_decay}]
     else:
         groups = [
             {"params": [p for k, p in named if not k.endswith(_NO_DECAY)], "weight_decay": cfg.weight_decay},

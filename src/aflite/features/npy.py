@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import os
@@ -15,6 +14,7 @@ import numpy as np
 from aflite.atomic import announce, new_memmap, write_json, wrote
 from aflite.errors import InputError, ParameterError
 from aflite.features.base import log, progress_bar
+from aflite.features.cache import values_sha256
 
 
 def embed_to_npy(refs: Sequence[str], featurizer: Any, dest: str | os.PathLike[str], *, chunk_size: int = 4096,
@@ -66,7 +66,7 @@ def embed_to_npy(refs: Sequence[str], featurizer: Any, dest: str | os.PathLike[s
             mm[lo:hi] = part
             mm.flush()
             done.add(c)
-            digests[str(c)] = _sha256(part)
+            digests[str(c)] = values_sha256(part)
             write_json(prog, {"key": key, "n": n, "dim": int(mm.shape[1]), "chunk_size": chunk_size,
                               "done": sorted(done), "sha256": digests})
     finally:
@@ -82,13 +82,6 @@ def embed_to_npy(refs: Sequence[str], featurizer: Any, dest: str | os.PathLike[s
     return dest
 
 
-
-
-def _sha256(x: np.ndarray) -> str:
-    """sha256 of a chunk's float32 values (C order), as the progress file records them."""
-    return hashlib.sha256(np.ascontiguousarray(x, dtype=np.float32).tobytes()).hexdigest()
-
-
 def _verified(mm: Any, state: dict[str, Any], chunk_size: int, partial: Path) -> tuple[set[int], dict[str, str]]:
     """The chunks the progress file records whose rows in the partial file still have the sha256 it records (and
     those digests); each other recorded chunk (changed since, or recorded by an older aflite without a sha256) is
@@ -100,7 +93,7 @@ def _verified(mm: Any, state: dict[str, Any], chunk_size: int, partial: Path) ->
     for c in sorted({int(c) for c in state.get("done", [])}):
         lo, hi = c * chunk_size, min(mm.shape[0], (c + 1) * chunk_size)
         want = recorded.get(str(c))
-        if want is not None and lo < hi and _sha256(mm[lo:hi]) == want:
+        if want is not None and lo < hi and values_sha256(mm[lo:hi]) == want:
             done.add(c)
             digests[str(c)] = want
             continue

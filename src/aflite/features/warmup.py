@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING, Any, Self, TypedDict
 
 import numpy as np
 
-from aflite.atomic import JSON
 from aflite.data.images import files_fingerprint
 from aflite.device import import_torch, resolve_model_path, torch_device
 from aflite.encoders import TextEncoder, embed_items, embed_pairs, training
@@ -23,6 +22,7 @@ from aflite.errors import InputError, ParameterError
 from aflite.features.base import (
     DEFAULT_MAX_LENGTH,
     BackendEncoder,
+    Facts,
     FeatureJob,
     PhiInfo,
     cache_identity,
@@ -172,7 +172,7 @@ class WarmupFeaturizer(BackendEncoder):
         return self.image_model is not None
 
     def plan(self, a: list[str], y: Any, warmup_size: int | float,
-             warmup_seed: int | None) -> tuple[np.ndarray | None, JSON]:
+             warmup_seed: int | None) -> tuple[np.ndarray | None, Facts]:
         """The warm-up slice (``warmup_size`` rows, a count or a fraction, drawn with ``warmup_seed``, default
         ``seed``) and the cache key's labels, slice and (for images) image files."""
         if y is None:
@@ -181,7 +181,7 @@ class WarmupFeaturizer(BackendEncoder):
         if len(y_arr) != len(a):
             raise InputError(f"{len(a)} rows but {len(y_arr)} labels")
         wseed = self.seed if warmup_seed is None else int(warmup_seed)
-        key_facts: JSON = {"labels": data_fingerprint([str(v) for v in y_arr.tolist()], None),
+        key_facts: Facts = {"labels": data_fingerprint([str(v) for v in y_arr.tolist()], None),
                                  "warmup_size": warmup_size, "warmup_seed": wseed}
         if self.reads_images:
             key_facts["image_files"] = files_fingerprint(a)
@@ -222,11 +222,8 @@ class WarmupFeaturizer(BackendEncoder):
             raise ParameterError(f"max_steps must be >= 1, got {self.max_steps}")
         if not 0 <= self.warmup_ratio < 1:
             raise ParameterError(f"warmup_ratio must be in [0, 1), got {self.warmup_ratio}")
-        if self.image_model is not None:
-            if self.image_model not in IMAGE_MODELS:
-                raise ParameterError(
-                    f"unknown image model {self.image_model!r}; choose one of {', '.join(IMAGE_MODELS)}"
-                )
+        if self.image_model is not None and self.image_model not in IMAGE_MODELS:
+            raise ParameterError(f"unknown image model {self.image_model!r}; choose one of {', '.join(IMAGE_MODELS)}")
         self._resolved_model_path()
         self.resolved_backend()
         check_gpu_options(self)
@@ -359,9 +356,8 @@ class WarmupFeaturizer(BackendEncoder):
         try:
             precision = check_gpu_options(self)
             if embed_pipelined(self) and self.image_model is None and self.resolved_backend() == "torch":
-                budget: dict[str, Any] = {} if self.token_budget is None else {"token_budget": self.token_budget}
                 return embed_pairs(self._encoder, a, b, max_length=self.max_length, normalize=False, progress=bar,
-                                   precision=precision, **budget)
+                                   precision=precision, token_budget=self.token_budget)
             items = self._prepare(a, b, self.max_length)
             if self.resolved_backend() != "torch":
                 return self._embed_onnx(items, bar)
