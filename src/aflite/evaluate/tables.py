@@ -371,16 +371,14 @@ def _table1(a: dict[str, AggregateEntry], spec: ModelSpec, cols: list[str], es: 
     return lines
 
 
-def evaluate_verdict(body: JSON) -> list[str]:
+def evaluate_verdict(training_sets: Sequence[SetInfo], aggregate: Aggregate) -> list[str]:
     """``aflite evaluate``: per model, accuracy after training on D(Φ) against same-size random subsets of D (the
     baseline), on D's held-out part (or the first test set), judged against the random subsets' seed spread.
     Models marked ``not_trained`` are left out and counted."""
-    sets = body.get("training_sets") or []
-    agg = body.get("aggregate") or {}
+    sets = training_sets
     filtered = [s["name"] for s in sets if s.get("kind") == "filtered"]
     out: list[str] = []
-    skipped = sorted({m for m, per in agg.items() for e in per.values() if isinstance(e, dict)
-                      and e.get("not_trained")})
+    skipped = sorted({m for m, per in aggregate.items() for e in per.values() if e.get("not_trained")})
     for fname in filtered[:2]:
         run = next((s.get("run") for s in sets if s["name"] == fname), None)
         rname = next((s["name"] for s in sets if s.get("kind") == "random" and s.get("run") == run), None)
@@ -389,7 +387,7 @@ def evaluate_verdict(body: JSON) -> list[str]:
         lower = within = higher = 0
         diffs: list[float] = []
         where = ""
-        for model, per in agg.items():
+        for model, per in aggregate.items():
             if model in skipped:
                 continue
             e_f, e_r = per.get(fname), per.get(rname)
@@ -421,22 +419,19 @@ def evaluate_verdict(body: JSON) -> list[str]:
     return out
 
 
-
-def _where(entry: JSON) -> str:
+def _where(entry: AggregateEntry) -> str:
     if "original_heldout" in entry:
         return "D's held-out part"
     tests = entry.get("tests") or {}
     return f"the test set {next(iter(tests))}" if tests else "the held-out part"
 
 
-
-def _score(entry: JSON) -> tuple[float, float] | None:
+def _score(entry: AggregateEntry) -> tuple[float, float] | None:
     """(mean, std) accuracy on D's held-out part, else on the first separate test set."""
-    acc: Any = entry.get("original_heldout")
+    acc = entry.get("original_heldout")
     if acc is None:
-        tests: JSON = entry.get("tests") or {}
-        first: JSON = next(iter(tests.values()), {})
-        acc = first.get("accuracy")
+        first = next(iter((entry.get("tests") or {}).values()), None)
+        acc = None if first is None else first.get("accuracy")
     if not isinstance(acc, dict):
         return None
     mean, std = number(acc.get("mean")), number(acc.get("std")) or 0.0
