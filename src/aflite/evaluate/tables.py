@@ -11,7 +11,7 @@ from typing import Any, ClassVar, Literal, TypeAlias
 
 import numpy as np
 
-from aflite.atomic import JSON, write_text
+from aflite.atomic import write_text
 from aflite.evaluate.chart import plot_report
 from aflite.evaluate.lr_check import describe
 from aflite.evaluate.models import ModelSpec
@@ -54,7 +54,7 @@ class EvaluateResult(Result):
     def seed(self) -> Any:
         return self.config["split_seed"]
 
-    def to_json(self) -> JSON:
+    def to_json(self) -> dict[str, Any]:
         """The body through :class:`EvaluateBody`, the type that reads it back: its fields are the keys."""
         return EvaluateBody(verdict=self.verdict, config=dict(self.config), aggregate=dict(self.aggregate),
                             training_sets=[dict(s) for s in self.training_sets], runs=list(self.results)).to_json()

@@ -244,7 +244,5 @@ def evaluate_page(document: Document, folder: Path) -> PageData:
                   "default": "the default"}.get(str(ft.get("lr_source")), "")
         rows.append(("fine-tuning learning rate", f"{ft['lr']:g}" + (f", {source}" if source else "")
                      + ", the same for every training set"))
-    accuracy = report_rows.read_evaluate({"aggregate": body.aggregate, "training_sets": body.training_sets,
-                                            "config": body.config, "runs": body.runs})
-    data = {"kind": "evaluate", "plots": {"accuracy": accuracy}}
+    data = {"kind": "evaluate", "plots": {"accuracy": report_rows.read_evaluate(body)}}
     return PageData(_title("evaluate", None, folder), EVALUATE_INTRO, data, rows, [], _verdict(document))
