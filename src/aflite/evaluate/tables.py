@@ -272,36 +272,30 @@ class _Table3:
         self.dname = "Δ" if len(deltas) == 1 else "Δ {}"
 
     @staticmethod
-    def score(entry: AggregateEntry | None, metric: Metric | None, test: str | None) -> MeanStd | None:
+    def score(entry: AggregateEntry | None, metric: Metric | None,
+              test: str | None) -> tuple[MeanStd | None, float | None]:
+        """The entry's accuracy on the held-out part ``metric`` or the test set ``test``, and chance there."""
         if entry is None:
-            return None
+            return None, None
         if test is not None:
             t = entry["tests"].get(test)
-            return None if t is None else t["accuracy"]
-        return None if metric is None else entry.get(metric)
-
-    @staticmethod
-    def chance(entry: AggregateEntry | None, metric: Metric | None, test: str | None) -> float | None:
-        if entry is None:
-            return None
-        if test is not None:
-            t = entry["tests"].get(test)
-            return None if t is None else float(t["majority"])
-        if metric == "own_heldout":
-            return _mean_of(entry.get("own_heldout_majority"))
-        return _mean_of(entry.get("original_heldout_majority")) if metric == "original_heldout" else None
+            return (None, None) if t is None else (t["accuracy"], float(t["majority"]))
+        if metric is None:
+            return None, None
+        chance: Literal["own_heldout_majority", "original_heldout_majority"] = (
+            "own_heldout_majority" if metric == "own_heldout" else "original_heldout_majority")
+        return entry.get(metric), _mean_of(entry.get(chance))
 
     def delta(self, a: dict[str, AggregateEntry], f: str, base: str, metric: Metric | None,
               test: str | None) -> str:
         ef, eb = a.get(f), a.get(base)
-        xs, ys = self.score(ef, metric, test), self.score(eb, metric, test)
+        (xs, cf), (ys, cb) = self.score(ef, metric, test), self.score(eb, metric, test)
         if _mark(ef) or _mark(eb):
             return "–"
         x, y = _mean_of(xs), _mean_of(ys)
         if x is None or y is None:
             return "–"
         cell = f"{100 * (x - y):+.1f}"
-        cf, cb = self.chance(ef, metric, test), self.chance(eb, metric, test)
         if cf is not None and cb is not None and abs(cf - cb) >= 0.0005:
             # chance moved (filtering changed the label mix): say how the lead over chance moved too
             cell += f" (lead {100 * ((x - cf) - (y - cb)):+.1f})"
@@ -312,14 +306,13 @@ class _Table3:
         head = ["Model"] + cols + [self.dname.format(f) for f, _ in deltas]
         out = ["", f"## {title}", "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
         first = self.aggregate[self.specs[0].key]
-        ch = {c: self.chance(first.get(c), metric, test) for c in cols}
+        ch = {c: self.score(first.get(c), metric, test)[1] for c in cols}
         row = [CHANCE_ROW] + [_pct(ch[c]) for c in cols] + [_pct_delta(ch[f], ch[b]) for f, b in deltas]
         out.append("| " + " | ".join(row) + " |")
         for spec in self.specs:
             a = self.aggregate[spec.key]
             row = [spec.label]
-            row += ["not trained" if _mark(a.get(c)) else _fmt_vs(
-                self.score(a.get(c), metric, test), self.chance(a.get(c), metric, test)) for c in cols]
+            row += ["not trained" if _mark(a.get(c)) else _fmt_vs(*self.score(a.get(c), metric, test)) for c in cols]
             row += [self.delta(a, f, base, metric, test) for f, base in deltas]
             out.append("| " + " | ".join(row) + " |")
         size_row = ["Training set size"] + [str(int(np.mean(self.sizes[c]))) for c in cols]

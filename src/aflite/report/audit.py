@@ -16,7 +16,8 @@ from typing import Any
 
 import numpy as np
 
-from aflite.atomic import JSON, write_text
+from aflite.atomic import write_text
+from aflite.check.tokens import TokenRow
 from aflite.errors import ParameterError
 from aflite.report.frame import esc, json_for_script, page_head, plotly_js, script_text, shorten
 
@@ -210,7 +211,7 @@ def _finetuned_table(results: Sequence[Any], view: str) -> str:
     )
 
 
-def _artifacts_table(arts: dict[str, list[JSON]]) -> str:
+def _artifacts_table(arts: dict[str, list[TokenRow]]) -> str:
     parts = []
     for label, rows in arts.items():
         body = "".join(

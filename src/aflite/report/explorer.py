@@ -107,10 +107,6 @@ def _table(heading: str, header: list[str], rows: list[list[Any]], caption: str)
     return f"<h2>{esc(heading)}</h2><table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>{note}"
 
 
-def _script() -> str:
-    return resources.files("aflite.report").joinpath("explorer.js").read_text(encoding="utf-8")
-
-
 def render(page: PageData, *, pack: bool | None = None) -> str:
     """A page as one HTML string (``pack``: gzip the data always / never / above PACK_ABOVE). The page knows no
     command: what it shows is the :class:`PageData` the command's Result built."""
@@ -130,7 +126,8 @@ def render(page: PageData, *, pack: bool | None = None) -> str:
         # not run while the page loads: the page's script runs it once the table is up (plotly.js takes a
         # second or two to start on a slow machine, and the rows should not wait for it)
         out.append(f'<script type="text/plain" id="aflite-plotly">{script_text(js)}</script>')
-    out.append(f"<script>{script_text(_script())}</script>")
+    script = resources.files("aflite.report").joinpath("explorer.js").read_text(encoding="utf-8")
+    out.append(f"<script>{script_text(script)}</script>")
     out.append("</body></html>")
     return "\n".join(out)
 

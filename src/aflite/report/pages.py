@@ -78,10 +78,6 @@ def _title(command: str, dataset: str | None, folder: Path, name: str | None = N
     return f"aflite {command}: {name or Path(str(dataset or folder)).name}"
 
 
-def _verdict(document: Document) -> list[str]:
-    return list(document.body.verdict or [])
-
-
 def pick_examples(labels: np.ndarray, keep: np.ndarray, p: np.ndarray,
                   per_label: int = 2) -> tuple[list[int], list[int]]:
     """The rows a run's examples show (as the paper's Table 9), per label in sorted order: the most predictable
@@ -183,7 +179,7 @@ def run_page(document: Document, folder: Path, rows: Rows) -> PageData:
     _history(data, run)
     # a demo's page says aflite demo, as its terminal did
     return PageData(_title(document.command, run.dataset, folder, run.title), RUN_INTRO, data, summary_rows(run),
-                    notes, _verdict(document), _run_tables(run, cols))
+                    notes, list(document.body.verdict or []), _run_tables(run, cols))
 
 
 def explain_page(document: Document, folder: Path, rows: Rows, run: RunBody | None, run_dir: Path | None,
@@ -219,7 +215,7 @@ def explain_page(document: Document, folder: Path, rows: Rows, run: RunBody | No
     data["cols"] = cols
     _history(data, run)
     return PageData(_title("explain", run.dataset if run is not None else None, folder), EXPLAIN_INTRO, data,
-                    summary_rows(run), notes, _verdict(document))
+                    summary_rows(run), notes, list(document.body.verdict or []))
 
 
 def _alpha(body: ExplainBody) -> float:
@@ -245,4 +241,4 @@ def evaluate_page(document: Document, folder: Path) -> PageData:
         rows.append(("fine-tuning learning rate", f"{ft['lr']:g}" + (f", {source}" if source else "")
                      + ", the same for every training set"))
     data = {"kind": "evaluate", "plots": {"accuracy": report_rows.read_evaluate(body)}}
-    return PageData(_title("evaluate", None, folder), EVALUATE_INTRO, data, rows, [], _verdict(document))
+    return PageData(_title("evaluate", None, folder), EVALUATE_INTRO, data, rows, [], list(document.body.verdict or []))
