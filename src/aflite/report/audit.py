@@ -431,10 +431,3 @@ def render_images(results: Sequence[Any], title: str = "Label-leakage audit (ima
         out.append(_examples(r.views[view], noun="images"))
     out.extend(_page_tail(interactive=any("data-tsne" in part for part in out)))
     return "\n".join(out)
-
-
-def write_image_report(path: str | Path, results: Sequence[Any], **kwargs: Any) -> Path:
-    """Render an image audit's report (:func:`render_images`) and write it atomically; returns the path."""
-    p = Path(path)
-    write_text(p, render_images(results, **kwargs))
-    return p
