@@ -13,7 +13,7 @@ import csv
 import math
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any, Literal, TypedDict
+from typing import Any, Literal, NotRequired, TypedDict
 
 import numpy as np
 
@@ -430,6 +430,25 @@ class AccuracyPlot(TypedDict):
     where: str
     losses: list[LossSeries]
     lr_check: LrCheckPlot | None
+
+
+class PagePlots(TypedDict, total=False):
+    """The page's plots' data: a run's phases and label mix, explain's competency plot, evaluate's accuracies."""
+
+    history: list[dict[str, float | dict[str, float]]]  # the run's phases, as results.json's iterations
+    label_counts_before: dict[str, int]
+    label_counts_after: dict[str, int]
+    tokens: TokenPlot
+    accuracy: AccuracyPlot
+
+
+class PageJson(TypedDict):
+    """What a page embeds for its script (:class:`aflite.rundir.page.PageData`'s ``data``): which page, the plots'
+    data and, on a page with a rows table, the rows' columns."""
+
+    kind: str  # run, explain, evaluate, or a command of one's own
+    plots: PagePlots
+    cols: NotRequired[PageColumns]
 
 
 def read_evaluate(body: EvaluateBody) -> AccuracyPlot:
