@@ -30,7 +30,7 @@ def test_stops_when_nothing_is_significant():
     assert res.stopped_by == "no significant artifact"
     assert res.slice_size == 10  # k // 4
     assert [s["size"] for s in res.trajectory] == [400, 390, 380, 370]
-    assert res.to_dict()["extra_removed"] == 30
+    assert res.extra_removed == 30
     assert sorted(set(res.removed_at[res.removed_at >= 0])) == [0, 1, 2]
     again = continue_until_clean(X, y, None, PARAMS, 0, keep, 0, lambda rows: max(0, len(rows) - 370))
     assert np.array_equal(res.removed_at, again.removed_at)  # deterministic from the seed
@@ -44,7 +44,7 @@ def test_floor_and_tau_end_it_too():
     Xn, yn = data(signal=0.0)
     strict = dataclasses.replace(PARAMS, threshold=1.0, n_partitions=64)  # no noise row right in ~48 of 48 tries
     res = continue_until_clean(Xn, yn, None, strict, 0, keep, 0, lambda rows: 1)
-    assert res.stopped_by == "no row reaches τ" and res.to_dict()["extra_removed"] == 0
+    assert res.stopped_by == "no row reaches τ" and res.extra_removed == 0
     res = continue_until_clean(X, y, None, PARAMS, 0, keep, 0, lambda rows: 1, max_phases=2)
     assert res.stopped_by == "phase cap" and len(res.trajectory) == 3
     with pytest.raises(ParameterError):

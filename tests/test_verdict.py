@@ -104,7 +104,7 @@ def test_evaluate_verdict_counts_models_against_the_random_spread():
     agg = {"lr": {"D_random(50)": _entry(0.60, 0.01), "D(Φ ngram)": _entry(0.55, 0.0)},
            "ppmi": {"D_random(50)": _entry(0.50, 0.02), "D(Φ ngram)": _entry(0.49, 0.0)},
            "ft": {"D_random(50)": _entry(0.33, 0.0), "D(Φ ngram)": _entry(0.33, 0.0, not_trained=True)}}
-    v = evaluate_verdict({"training_sets": sets, "aggregate": agg})
+    v = evaluate_verdict(sets, agg)
     assert v[0] == ("Trained on D(Φ ngram) instead of same-size random subsets of D, 2 model(s) changed accuracy on "
                     "D's held-out part by -5.0 to -1.0 points: 1 lower beyond the random subsets' seed spread, 1 "
                     "within it, 0 higher.")

@@ -19,7 +19,7 @@ import sys
 from dataclasses import asdict, dataclass
 from importlib import metadata
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from aflite import __version__
 from aflite.card.licenses import HUB_LICENSES, close_matches
@@ -29,6 +29,7 @@ from aflite.check.token_summary import TokenSummary
 from aflite.data import demo_dataset_path, option_label
 from aflite.data.files import MEMORY_PREFIX
 from aflite.errors import AfliteError, InputError, ParameterError
+from aflite.evaluate.records import SetInfo
 from aflite.evaluate.tables import evaluate_verdict
 from aflite.explain.check_summaries import DataMapSummary, LabelIssueSummary, SurrogateSummary
 from aflite.features.registry import find
@@ -324,8 +325,8 @@ def evaluate_facts(inp: CardInputs, kept_sha: str) -> dict[str, Any]:
     # function over this run's sets and their copied figures
     mine_sets = [s for s in sets if s.get("kind") == "D" or str(s.get("run")) == run_key]
     set_names = {s.get("name") for s in mine_sets}
-    verdict = evaluate_verdict({"training_sets": mine_sets, "aggregate": {
-        m: {k: v for k, v in per.items() if k in set_names} for m, per in ev.aggregate.items()}})
+    verdict = evaluate_verdict(cast(list[SetInfo], mine_sets), {m: {k: v for k, v in per.items() if k in set_names}
+                                                                  for m, per in ev.aggregate.items()})
     return {
         "tied_to_run_by": "the sha256 of kept_ids.txt", "verdict": verdict, "models": cfg.get("models") or list(scores),
         "seeds": cfg.get("seeds"), "split": cfg.get("split"), "heldout": cfg.get("heldout"),

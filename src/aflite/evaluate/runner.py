@@ -311,7 +311,7 @@ def compare_runs(
         "wall_seconds": round(time.perf_counter() - t_start, 1),
     }
     tables = render_tables(aggregate, specs, sets, set_info, eval_sets, config, tests)
-    verdict = evaluate_verdict({"training_sets": set_info, "aggregate": aggregate})
+    verdict = evaluate_verdict(set_info, aggregate)
     return EvaluateResult(None, results, aggregate, set_info, tables, config, verdict)
 
 

@@ -11,7 +11,7 @@ from typing import Any, ClassVar, Literal, TypeAlias
 
 import numpy as np
 
-from aflite.atomic import JSON, write_text
+from aflite.atomic import write_text
 from aflite.evaluate.chart import plot_report
 from aflite.evaluate.lr_check import describe
 from aflite.evaluate.models import ModelSpec
@@ -54,7 +54,7 @@ class EvaluateResult(Result):
     def seed(self) -> Any:
         return self.config["split_seed"]
 
-    def to_json(self) -> JSON:
+    def to_json(self) -> dict[str, Any]:
         """The body through :class:`EvaluateBody`, the type that reads it back: its fields are the keys."""
         return EvaluateBody(verdict=self.verdict, config=dict(self.config), aggregate=dict(self.aggregate),
                             training_sets=[dict(s) for s in self.training_sets], runs=list(self.results)).to_json()
@@ -272,36 +272,30 @@ class _Table3:
         self.dname = "Δ" if len(deltas) == 1 else "Δ {}"
 
     @staticmethod
-    def score(entry: AggregateEntry | None, metric: Metric | None, test: str | None) -> MeanStd | None:
+    def score(entry: AggregateEntry | None, metric: Metric | None,
+              test: str | None) -> tuple[MeanStd | None, float | None]:
+        """The entry's accuracy on the held-out part ``metric`` or the test set ``test``, and chance there."""
         if entry is None:
-            return None
+            return None, None
         if test is not None:
             t = entry["tests"].get(test)
-            return None if t is None else t["accuracy"]
-        return None if metric is None else entry.get(metric)
-
-    @staticmethod
-    def chance(entry: AggregateEntry | None, metric: Metric | None, test: str | None) -> float | None:
-        if entry is None:
-            return None
-        if test is not None:
-            t = entry["tests"].get(test)
-            return None if t is None else float(t["majority"])
-        if metric == "own_heldout":
-            return _mean_of(entry.get("own_heldout_majority"))
-        return _mean_of(entry.get("original_heldout_majority")) if metric == "original_heldout" else None
+            return (None, None) if t is None else (t["accuracy"], float(t["majority"]))
+        if metric is None:
+            return None, None
+        chance: Literal["own_heldout_majority", "original_heldout_majority"] = (
+            "own_heldout_majority" if metric == "own_heldout" else "original_heldout_majority")
+        return entry.get(metric), _mean_of(entry.get(chance))
 
     def delta(self, a: dict[str, AggregateEntry], f: str, base: str, metric: Metric | None,
               test: str | None) -> str:
         ef, eb = a.get(f), a.get(base)
-        xs, ys = self.score(ef, metric, test), self.score(eb, metric, test)
+        (xs, cf), (ys, cb) = self.score(ef, metric, test), self.score(eb, metric, test)
         if _mark(ef) or _mark(eb):
             return "–"
         x, y = _mean_of(xs), _mean_of(ys)
         if x is None or y is None:
             return "–"
         cell = f"{100 * (x - y):+.1f}"
-        cf, cb = self.chance(ef, metric, test), self.chance(eb, metric, test)
         if cf is not None and cb is not None and abs(cf - cb) >= 0.0005:
             # chance moved (filtering changed the label mix): say how the lead over chance moved too
             cell += f" (lead {100 * ((x - cf) - (y - cb)):+.1f})"
@@ -312,14 +306,13 @@ class _Table3:
         head = ["Model"] + cols + [self.dname.format(f) for f, _ in deltas]
         out = ["", f"## {title}", "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
         first = self.aggregate[self.specs[0].key]
-        ch = {c: self.chance(first.get(c), metric, test) for c in cols}
+        ch = {c: self.score(first.get(c), metric, test)[1] for c in cols}
         row = [CHANCE_ROW] + [_pct(ch[c]) for c in cols] + [_pct_delta(ch[f], ch[b]) for f, b in deltas]
         out.append("| " + " | ".join(row) + " |")
         for spec in self.specs:
             a = self.aggregate[spec.key]
             row = [spec.label]
-            row += ["not trained" if _mark(a.get(c)) else _fmt_vs(
-                self.score(a.get(c), metric, test), self.chance(a.get(c), metric, test)) for c in cols]
+            row += ["not trained" if _mark(a.get(c)) else _fmt_vs(*self.score(a.get(c), metric, test)) for c in cols]
             row += [self.delta(a, f, base, metric, test) for f, base in deltas]
             out.append("| " + " | ".join(row) + " |")
         size_row = ["Training set size"] + [str(int(np.mean(self.sizes[c]))) for c in cols]
@@ -371,16 +364,14 @@ def _table1(a: dict[str, AggregateEntry], spec: ModelSpec, cols: list[str], es: 
     return lines
 
 
-def evaluate_verdict(body: JSON) -> list[str]:
+def evaluate_verdict(training_sets: Sequence[SetInfo], aggregate: Aggregate) -> list[str]:
     """``aflite evaluate``: per model, accuracy after training on D(Φ) against same-size random subsets of D (the
     baseline), on D's held-out part (or the first test set), judged against the random subsets' seed spread.
     Models marked ``not_trained`` are left out and counted."""
-    sets = body.get("training_sets") or []
-    agg = body.get("aggregate") or {}
+    sets = training_sets
     filtered = [s["name"] for s in sets if s.get("kind") == "filtered"]
     out: list[str] = []
-    skipped = sorted({m for m, per in agg.items() for e in per.values() if isinstance(e, dict)
-                      and e.get("not_trained")})
+    skipped = sorted({m for m, per in aggregate.items() for e in per.values() if e.get("not_trained")})
     for fname in filtered[:2]:
         run = next((s.get("run") for s in sets if s["name"] == fname), None)
         rname = next((s["name"] for s in sets if s.get("kind") == "random" and s.get("run") == run), None)
@@ -389,7 +380,7 @@ def evaluate_verdict(body: JSON) -> list[str]:
         lower = within = higher = 0
         diffs: list[float] = []
         where = ""
-        for model, per in agg.items():
+        for model, per in aggregate.items():
             if model in skipped:
                 continue
             e_f, e_r = per.get(fname), per.get(rname)
@@ -421,22 +412,19 @@ def evaluate_verdict(body: JSON) -> list[str]:
     return out
 
 
-
-def _where(entry: JSON) -> str:
+def _where(entry: AggregateEntry) -> str:
     if "original_heldout" in entry:
         return "D's held-out part"
     tests = entry.get("tests") or {}
     return f"the test set {next(iter(tests))}" if tests else "the held-out part"
 
 
-
-def _score(entry: JSON) -> tuple[float, float] | None:
+def _score(entry: AggregateEntry) -> tuple[float, float] | None:
     """(mean, std) accuracy on D's held-out part, else on the first separate test set."""
-    acc: Any = entry.get("original_heldout")
+    acc = entry.get("original_heldout")
     if acc is None:
-        tests: JSON = entry.get("tests") or {}
-        first: JSON = next(iter(tests.values()), {})
-        acc = first.get("accuracy")
+        first = next(iter((entry.get("tests") or {}).values()), None)
+        acc = None if first is None else first.get("accuracy")
     if not isinstance(acc, dict):
         return None
     mean, std = number(acc.get("mean")), number(acc.get("std")) or 0.0

@@ -1,21 +1,9 @@
 """``aflite explain``: what the artifacts of a dataset are, why each row was removed, and what else is wrong with it.
 
-The analyses of ``aflite explain``; :func:`aflite.commands.explain.explain` (``aflite.explain_run``) reads a run of
-``aflite run`` and its DATA back, runs them, and writes into one folder:
-
-- token artifacts with significance, on full D, the kept D(Φ) and same-size random subsets
-  (:mod:`aflite.check.tokens`: Gardner et al. 2021's competency test, counted with scipy.sparse), and the
-  competency plot (:mod:`~aflite.explain.plots`);
-- the first filtering phase's data map (confidence, variability, correctness, region) and cleanlab's label-issue
-  candidates from its held-out probabilities (:mod:`~aflite.explain.datamap`; the probabilities come from
-  :mod:`aflite.core.heldout`, which ``AFLite.fit`` also uses for its fitted attributes);
-- why each row was easy: a sparse surrogate of p̃ on tokens or image statistics, and each removed row's nearest
-  kept rows in Φ (:mod:`~aflite.explain.reasons`);
-- soft weights (:func:`aflite.core.heldout.soft_weights`); results.json and summary.md
-  (:mod:`aflite.explain.files`).
-
-Each analysis is a check (:mod:`aflite.check`) registered once; :mod:`~aflite.explain.checks` holds them.
-
+:func:`aflite.commands.explain.explain` reads a run of ``aflite run`` and its data back, runs the checks
+(:mod:`aflite.check`; the built-in ones in :mod:`~aflite.explain.checks`: token artifacts, the first phase's data
+map and label issues (:mod:`~aflite.explain.datamap`), a surrogate of p̃ and nearest kept rows
+(:mod:`~aflite.explain.reasons`), the stop rule) and writes one folder (:mod:`~aflite.explain.files`).
 :mod:`~aflite.explain.recompute` recomputes the run's first phase from Φ, its parameters and seed.
 """
 

@@ -22,7 +22,6 @@ from aflite.explain.check_summaries import (
     LabelIssueSummary,
     NeighboursSummary,
     NgramSummary,
-    NgramTerm,
     ShuffledLabels,
     StopRuleSummary,
     SurrogateSummary,
@@ -45,18 +44,6 @@ MIN_COUNT = Option("min_count", int, 20, "test only tokens seen in at least this
                         valid=_positive, rule="must be >= 1", alias="min_count")
 
 
-def _token_test(o: dict[str, Any]) -> TokenTest:
-    null = o["null"]
-    return TokenTest("z = (p̂ − p0) / sqrt(p0 (1 − p0) / n), p0 = "
-                     + ("the label's base rate in the set (Gardner et al. 2021, Eq. 1, whose p0 is 1/|Y|)"
-                        if null == "base" else "1/|Y| (Gardner et al. 2021, Eq. 1)")
-                     + "; one-sided normal p-value; Bonferroni over every (token, label) pair of tokens seen >= "
-                       "min_count texts of the set",
-                     o["alpha"], o["min_count"], null, o["random_seeds"],
-                     "means over the subsets in which the pair was tested; significant = in at least half of "
-                     "the subsets; significant_tokens.random = mean count per subset")
-
-
 @register  # a built-in check: registered where it is defined
 class TokenArtifacts(Check):
     """Gardner et al. (2021)'s competency test on full D, the kept D(Φ) and same-size random subsets. Per row: the
@@ -75,8 +62,21 @@ class TokenArtifacts(Check):
     def enabled(self, data: CheckData) -> bool:
         return data.texts is not None
 
+    def _test(self) -> TokenTest:
+        """The test as it ran, said in words (results.json's ``test``)."""
+        o = self.params
+        null = o["null"]
+        return TokenTest("z = (p̂ − p0) / sqrt(p0 (1 − p0) / n), p0 = "
+                         + ("the label's base rate in the set (Gardner et al. 2021, Eq. 1, whose p0 is 1/|Y|)"
+                            if null == "base" else "1/|Y| (Gardner et al. 2021, Eq. 1)")
+                         + "; one-sided normal p-value; Bonferroni over every (token, label) pair of tokens seen >= "
+                           "min_count texts of the set",
+                         o["alpha"], o["min_count"], null, o["random_seeds"],
+                         "means over the subsets in which the pair was tested; significant = in at least half of "
+                         "the subsets; significant_tokens.random = mean count per subset")
+
     def disabled(self, data: CheckData) -> CheckResult:
-        return CheckResult(self.name, summary=TokenSummary(None, [], None, _token_test(self.params)))
+        return CheckResult(self.name, summary=TokenSummary(None, [], None, self._test()))
 
     def competency(self, data: CheckData, rows: np.ndarray | None = None) -> TokenStats:
         B, vocab = data.token_matrix()
@@ -94,7 +94,7 @@ class TokenArtifacts(Check):
             alpha=o["alpha"], min_count=o["min_count"], p0=o["null"])
         sig = SignificantCounts(sets["full"].n_significant, sets["kept"].n_significant, float(np.mean(per_seed)))
         summary = TokenSummary(
-            sig, per_seed, data.text_view, _token_test(o),
+            sig, per_seed, data.text_view, self._test(),
             {k: BonferroniSet(v.n_rows, v.n_tests, v.z_critical, v.base_rates) for k, v in sets.items()},
             {k: sets[k].top(10) for k in ("full", "kept")})
         scores = _row_scores(B, vocab, data.y, data.classes, sets["full"])
@@ -207,7 +207,8 @@ class StopRule(Check):
             data.X, data.labels, data.context.groups, data.run_body().parameters, data.seed, data.kept(),
             data.run_body().n_iterations, lambda r: tokens.competency(data, r).n_significant,
             floor=o["floor"], max_phases=o["max_phases"])
-        sr = self._summary(data, **stop.to_dict())
+        sr = self._summary(data, enabled=True, stopped_by=stop.stopped_by, slice_size=stop.slice_size,
+                           floor=stop.floor, extra_removed=stop.extra_removed, trajectory=stop.trajectory)
         last = stop.trajectory[-1]
         md = [f"Stop rule (continue with slices of {sr.slice_size} until no pair is significant, floor "
               f"{sr.floor:,}): stopped by **{sr.stopped_by}** after removing {sr.extra_removed:,} more rows; "
@@ -399,11 +400,11 @@ class NgramCoefficients(Check):
         fz = data.run_body().featurizer
         if data.context.rows is None or fz is None:
             raise ParameterError("check 'ngram_coefficients' reads the rows and Φ of a run of `aflite run`")
-        terms = ngram_terms(data.context.dataset, data.context.rows, fz, data.X, B, vocab,
+        diff, top, per_row = ngram_terms(data.context.dataset, data.context.rows, fz, data.X, B, vocab,
                             data.y, data.classes, self.params["min_count"], data.phase.first_phase_coef_,
                             data.text_view)
         summary = NgramSummary(
             rule="Φ of each token alone (the n-gram featurizer refitted with the run's options and seed) times the "
                  "first phase's mean coefficients, centred over labels",
-            refit_max_abs_diff=terms["refit_max_abs_diff"], top_terms=[NgramTerm(**t) for t in terms["top_terms"]])
-        return CheckResult(self.name, summary=summary, columns={"ensemble_features": list(terms["per_row"])})
+            refit_max_abs_diff=diff, top_terms=top)
+        return CheckResult(self.name, summary=summary, columns={"ensemble_features": list(per_row)})

@@ -7,9 +7,9 @@ from typing import Any, cast
 
 import numpy as np
 
-from aflite.atomic import JSON
 from aflite.core.filter import AFLite
 from aflite.errors import ParameterError
+from aflite.explain.check_summaries import NgramTerm
 from aflite.explain.reasons import ngram_token_scores, row_top_tokens, text_inputs
 from aflite.features import apply_view, make_featurizer
 from aflite.rundir.schema import FeaturizerRecord, RunParameters
@@ -41,9 +41,11 @@ def token_texts(ds: Any, view: str, token_view: str) -> tuple[list[str], str]:
 
 
 def ngram_terms(ds: Any, rows: np.ndarray, fz: FeaturizerRecord, X: Any, B: Any, vocab: np.ndarray, y: np.ndarray,
-                 classes: np.ndarray, min_count: int, coef: np.ndarray, tview: str) -> JSON:
+                 classes: np.ndarray, min_count: int, coef: np.ndarray,
+                 tview: str) -> tuple[float, list[NgramTerm], list[str]]:
     """Refit the run's n-gram Φ (same options and seed, same texts), check it reproduces the run's Φ on a sample
-    of rows, and score every tested token against every label with the ensemble's mean weights."""
+    of rows, and score every tested token against every label with the ensemble's mean weights: the refit's largest
+    difference from the run's Φ, the 25 strongest (token, label) pushes and each row's top tokens."""
     opts = {k: (tuple(v) if isinstance(v, list) else v) for k, v in fz.options.items()}
     feat = make_featurizer(fz.name, **opts)
     view = fz.view
@@ -57,7 +59,5 @@ def ngram_terms(ds: Any, rows: np.ndarray, fz: FeaturizerRecord, X: Any, B: Any,
     names = [str(t) for t in toks]
     S = ngram_token_scores(feat, names, b is not None and tview != "premise", coef, pair=b is not None)
     order = np.argsort(-S, axis=None, kind="stable")[:25]
-    top = [{"token": names[i // len(classes)], "label": str(classes[i % len(classes)]),
-            "score": float(S.flat[i])} for i in order]
-    return {"refit_max_abs_diff": diff, "top_terms": top,
-            "per_row": row_top_tokens(F.tocsr(), S, y, names)}
+    top = [NgramTerm(names[i // len(classes)], str(classes[i % len(classes)]), float(S.flat[i])) for i in order]
+    return diff, top, row_top_tokens(F.tocsr(), S, y, names)

@@ -23,7 +23,6 @@ from typing import Any, TypedDict
 import numpy as np
 from numpy.typing import NDArray
 
-from aflite.atomic import JSON
 from aflite.core.filter import AFLite
 from aflite.core.phase import FilterState
 from aflite.errors import ParameterError
@@ -48,9 +47,10 @@ class StopRuleResult:
     removed_at: NDArray[np.int32]  # phase index of rows removed by the rule, -1 otherwise
     trajectory: list[TrajectoryPoint] = field(default_factory=list)
 
-    def to_dict(self) -> JSON:
-        return {"enabled": True, "stopped_by": self.stopped_by, "slice_size": self.slice_size, "floor": self.floor,
-                "extra_removed": int((self.removed_at >= 0).sum()), "trajectory": self.trajectory}
+    @property
+    def extra_removed(self) -> int:
+        """The rows the rule removed beyond the run's stop."""
+        return int((self.removed_at >= 0).sum())
 
 
 def continue_until_clean(

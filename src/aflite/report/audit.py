@@ -16,7 +16,8 @@ from typing import Any
 
 import numpy as np
 
-from aflite.atomic import JSON, write_text
+from aflite.atomic import write_text
+from aflite.check.tokens import TokenRow
 from aflite.errors import ParameterError
 from aflite.report.frame import esc, json_for_script, page_head, plotly_js, script_text, shorten
 
@@ -210,7 +211,7 @@ def _finetuned_table(results: Sequence[Any], view: str) -> str:
     )
 
 
-def _artifacts_table(arts: dict[str, list[JSON]]) -> str:
+def _artifacts_table(arts: dict[str, list[TokenRow]]) -> str:
     parts = []
     for label, rows in arts.items():
         body = "".join(
@@ -430,10 +431,3 @@ def render_images(results: Sequence[Any], title: str = "Label-leakage audit (ima
         out.append(_examples(r.views[view], noun="images"))
     out.extend(_page_tail(interactive=any("data-tsne" in part for part in out)))
     return "\n".join(out)
-
-
-def write_image_report(path: str | Path, results: Sequence[Any], **kwargs: Any) -> Path:
-    """Render an image audit's report (:func:`render_images`) and write it atomically; returns the path."""
-    p = Path(path)
-    write_text(p, render_images(results, **kwargs))
-    return p

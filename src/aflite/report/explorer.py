@@ -31,6 +31,7 @@ from aflite.report.frame import (
     plotly_js,
     script_text,
 )
+from aflite.report.rows import PageJson, PagePlots
 from aflite.rundir.names import PAGE
 from aflite.rundir.page import PageData
 from aflite.rundir.schema import Document
@@ -45,8 +46,8 @@ _CSS = """
 """
 
 
-def _plot_divs(data: dict[str, Any]) -> str:
-    plots = data.get("plots", {})
+def _plot_divs(data: PageJson) -> str:
+    plots = data.get("plots", PagePlots())
     cols = data.get("cols") or {}
     divs = []
     if plots.get("history"):
@@ -55,15 +56,13 @@ def _plot_divs(data: dict[str, Any]) -> str:
         divs.append("plot-labels")
     if "conf" in cols and "var" in cols:
         divs.append("plot-datamap")
-    tokens = plots.get("tokens") or {}
-    for name in ("full", "kept"):
-        if name in tokens.get("sets", {}):
-            divs.append(f"plot-comp-{name}")
-    if plots.get("accuracy", {}).get("bars"):
+    tokens, accuracy = plots.get("tokens"), plots.get("accuracy")
+    divs += [f"plot-comp-{name}" for name in ("full", "kept") if tokens is not None and name in tokens.get("sets", {})]
+    if accuracy is not None and accuracy.get("bars"):
         divs.append("plot-accuracy")
-    if plots.get("accuracy", {}).get("losses"):
+    if accuracy is not None and accuracy.get("losses"):
         divs.append("plot-loss")
-    if plots.get("accuracy", {}).get("lr_check"):
+    if accuracy is not None and accuracy.get("lr_check"):
         divs.append("plot-lrcheck")
     if not divs:
         return ""
@@ -107,11 +106,7 @@ def _table(heading: str, header: list[str], rows: list[list[Any]], caption: str)
     return f"<h2>{esc(heading)}</h2><table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>{note}"
 
 
-def _script() -> str:
-    return resources.files("aflite.report").joinpath("explorer.js").read_text(encoding="utf-8")
-
-
-def render(page: PageData, *, pack: bool | None = None) -> str:
+def render(page: PageData[PageJson], *, pack: bool | None = None) -> str:
     """A page as one HTML string (``pack``: gzip the data always / never / above PACK_ABOVE). The page knows no
     command: what it shows is the :class:`PageData` the command's Result built."""
     data = page.data
@@ -130,7 +125,8 @@ def render(page: PageData, *, pack: bool | None = None) -> str:
         # not run while the page loads: the page's script runs it once the table is up (plotly.js takes a
         # second or two to start on a slow machine, and the rows should not wait for it)
         out.append(f'<script type="text/plain" id="aflite-plotly">{script_text(js)}</script>')
-    out.append(f"<script>{script_text(_script())}</script>")
+    script = resources.files("aflite.report").joinpath("explorer.js").read_text(encoding="utf-8")
+    out.append(f"<script>{script_text(script)}</script>")
     out.append("</body></html>")
     return "\n".join(out)
 

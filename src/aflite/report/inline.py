@@ -12,14 +12,15 @@ from __future__ import annotations
 
 import uuid
 from importlib import resources
-from typing import Any
+from typing import Any, TypedDict
 
-from aflite.atomic import JSON
 from aflite.check.token_summary import TokenSummary
 from aflite.report.frame import esc, json_for_script, plotly_js, script_text, verdict_block
-from aflite.report.rows import read_evaluate
+from aflite.report.rows import AccuracyPlot, read_evaluate
 from aflite.rundir import display
 from aflite.rundir.names import PAGE
+from aflite.rundir.schema import EvaluateBody
+from aflite.rundir.typed_json import build
 
 __all__ = ["label_shift_table", "result_html"]
 
@@ -49,9 +50,31 @@ def label_shift_table(before: dict[str, int], after: dict[str, int]) -> str:
     return f"<table>{head}{''.join(rows)}</table>"
 
 
-def _plot_data(body: JSON) -> tuple[JSON, list[str]]:
-    """What the plots read and the divs they draw in (by suffix): the page's first plots for this result."""
-    data: JSON = {}
+class LeakagePoint(TypedDict):
+    """One audited set and single-sentence view: the biased model's and the majority class's accuracy."""
+
+    set: str
+    view: str
+    biased: float
+    majority: float | None
+
+
+class InlinePlots(TypedDict, total=False):
+    """What the inline plots read: a run's phases and label mix, evaluate's accuracies, explain's significant
+    token counts per set, the audit's biased-condition accuracies."""
+
+    history: list[Any]  # the body's iterations, as results.json holds them
+    label_counts_before: dict[str, int]
+    label_counts_after: dict[str, int]
+    accuracy: AccuracyPlot
+    tokens: dict[str, float]
+    leakage: list[LeakagePoint]
+
+
+def _plot_data(body: dict[str, Any]) -> tuple[InlinePlots, list[str]]:
+    """What the plots read and the divs they draw in (by suffix): the page's first plots for this result
+    (``body``: the result's results.json body)."""
+    data = InlinePlots()
     divs = []
     if body.get("iterations"):
         data["history"] = body["iterations"]
@@ -61,8 +84,8 @@ def _plot_data(body: JSON) -> tuple[JSON, list[str]]:
         data["label_counts_after"] = body.get("label_counts_after") or {}
         divs.append("labels")
     if body.get("aggregate") and body.get("training_sets"):
-        data["accuracy"] = read_evaluate(body)
-        if data["accuracy"].get("bars"):
+        data["accuracy"] = read_evaluate(build(EvaluateBody, body, "the result", EvaluateBody.required))
+        if data["accuracy"]["bars"]:
             divs.append("accuracy")
     # explain: the competency test's count per set, in the tokens check's summary (typed back from its JSON)
     entry = ((body.get("checks") or {}).get("tokens") or {}).get("summary")
@@ -77,16 +100,16 @@ def _plot_data(body: JSON) -> tuple[JSON, list[str]]:
     return data, divs
 
 
-def _leakage(sets: Any) -> list[JSON]:
+def _leakage(sets: object) -> list[LeakagePoint]:
     """Per audited set and single-sentence view: the biased model's and the majority class's accuracy."""
     if not isinstance(sets, list):
         return []
-    out = []
+    out: list[LeakagePoint] = []
     for s in sets:
         views = s.get("views") if isinstance(s, dict) else None
         if not isinstance(views, dict):
             continue
-        out += [{"set": str(s.get("name", "")), "view": str(v), "biased": r.get("biased_accuracy"),
+        out += [{"set": str(s.get("name", "")), "view": str(v), "biased": r["biased_accuracy"],
                  "majority": r.get("majority_accuracy")} for v, r in views.items()
                 if isinstance(r, dict) and isinstance(r.get("biased_accuracy"), int | float)]
     return out

@@ -16,10 +16,9 @@ from typing import Any
 
 import numpy as np
 
-from aflite.atomic import JSON
 from aflite.report import rows as report_rows
 from aflite.report import thumbs
-from aflite.report.rows import WARMUP, PageColumns
+from aflite.report.rows import WARMUP, PageColumns, PageJson, PagePlots
 from aflite.rundir.page import PageData
 from aflite.rundir.schema import Document, EvaluateBody, ExplainBody, ProbeRecord, RunBody
 from aflite.verdict import phases_text
@@ -76,10 +75,6 @@ def summary_rows(run: RunBody | None) -> list[tuple[str, Any]]:
 
 def _title(command: str, dataset: str | None, folder: Path, name: str | None = None) -> str:
     return f"aflite {command}: {name or Path(str(dataset or folder)).name}"
-
-
-def _verdict(document: Document) -> list[str]:
-    return list(document.body.verdict or [])
 
 
 def pick_examples(labels: np.ndarray, keep: np.ndarray, p: np.ndarray,
@@ -145,21 +140,20 @@ def _run_tables(run: RunBody, cols: PageColumns) -> list[tuple[str, list[str], l
     return tables
 
 
-def _history(data: JSON, run: RunBody | None) -> None:
-    data["plots"]["history"] = [it.to_dict() for it in run.iterations] if run is not None else []
+def _history(plots: PagePlots, run: RunBody | None) -> None:
+    plots["history"] = [it.to_dict() for it in run.iterations] if run is not None else []
     if run is not None and run.label_counts_before:
-        data["plots"]["label_counts_before"] = run.label_counts_before
-        data["plots"]["label_counts_after"] = run.label_counts_after or {}
+        plots["label_counts_before"] = run.label_counts_before
+        plots["label_counts_after"] = run.label_counts_after or {}
 
 
-def run_page(document: Document, folder: Path, rows: Rows) -> PageData:
+def run_page(document: Document, folder: Path, rows: Rows) -> PageData[PageJson]:
     """A run's page (``aflite run``/``demo``/``filter``; ``document``: its results.json, typed): its rows with
     texts (or thumbnails) and warm-up slice, the per-phase curve and the label mix."""
     run = document.body
     if not isinstance(run, RunBody):
         raise TypeError(f"run_page: the results.json of aflite {document.command}, not of a run")
     notes: list[str] = []
-    data: JSON = {"kind": "run", "plots": {}}
     cols = report_rows.instance_columns(rows.columns, rows.where, rows.known)
     path, opts = report_rows.dataset_at(run.dataset, run.dataset_options, run.dataset_relative, folder)
     if rows.images:
@@ -179,15 +173,15 @@ def run_page(document: Document, folder: Path, rows: Rows) -> PageData:
         if ds is not None and rows.warmup_ids:
             report_rows.add_warmup(cols, ds, rows.warmup_ids)
         report_rows.attach_texts(cols, ds, notes, path or "the dataset")
-    data["cols"] = cols
-    _history(data, run)
+    data: PageJson = {"kind": "run", "plots": {}, "cols": cols}
+    _history(data["plots"], run)
     # a demo's page says aflite demo, as its terminal did
     return PageData(_title(document.command, run.dataset, folder, run.title), RUN_INTRO, data, summary_rows(run),
-                    notes, _verdict(document), _run_tables(run, cols))
+                    notes, list(document.body.verdict or []), _run_tables(run, cols))
 
 
 def explain_page(document: Document, folder: Path, rows: Rows, run: RunBody | None, run_dir: Path | None,
-                 tokens: Iterable[dict[str, str]] | None, tokens_where: Any = None) -> PageData:
+                 tokens: Iterable[dict[str, str]] | None, tokens_where: Any = None) -> PageData[PageJson]:
     """explain's page (``document``: its results.json, typed): the run's rows with the data map, label issues,
     top features, soft weights and the columns of its checks; the competency plot of its token test (``tokens``:
     its rows as tokens.csv holds them); the run's phases and label mix (``run``: the run's results.json body,
@@ -196,7 +190,7 @@ def explain_page(document: Document, folder: Path, rows: Rows, run: RunBody | No
     if not isinstance(body, ExplainBody):
         raise TypeError(f"explain_page: the results.json of aflite {document.command}, not of explain")
     notes: list[str] = []
-    data: JSON = {"kind": "explain", "plots": {}}
+    data: PageJson = {"kind": "explain", "plots": {}}
     if run is None:
         notes.append("The run's phases and label counts are not shown: results.json does not name a run "
                      "folder that is readable from here.")
@@ -217,9 +211,9 @@ def explain_page(document: Document, folder: Path, rows: Rows, run: RunBody | No
     elif rows.weights_file is not None:
         report_rows.add_weights(cols, rows.weights_file, notes)
     data["cols"] = cols
-    _history(data, run)
+    _history(data["plots"], run)
     return PageData(_title("explain", run.dataset if run is not None else None, folder), EXPLAIN_INTRO, data,
-                    summary_rows(run), notes, _verdict(document))
+                    summary_rows(run), notes, list(document.body.verdict or []))
 
 
 def _alpha(body: ExplainBody) -> float:
@@ -229,7 +223,7 @@ def _alpha(body: ExplainBody) -> float:
     return float(alpha) if isinstance(alpha, int | float) and not isinstance(alpha, bool) else 0.01
 
 
-def evaluate_page(document: Document, folder: Path) -> PageData:
+def evaluate_page(document: Document, folder: Path) -> PageData[PageJson]:
     """evaluate's page (``document``: its results.json, typed): accuracy bars next to chance, training losses and
     the learning-rate check."""
     body = document.body
@@ -244,7 +238,5 @@ def evaluate_page(document: Document, folder: Path) -> PageData:
                   "default": "the default"}.get(str(ft.get("lr_source")), "")
         rows.append(("fine-tuning learning rate", f"{ft['lr']:g}" + (f", {source}" if source else "")
                      + ", the same for every training set"))
-    accuracy = report_rows.read_evaluate({"aggregate": body.aggregate, "training_sets": body.training_sets,
-                                            "config": body.config, "runs": body.runs})
-    data = {"kind": "evaluate", "plots": {"accuracy": accuracy}}
-    return PageData(_title("evaluate", None, folder), EVALUATE_INTRO, data, rows, [], _verdict(document))
+    data: PageJson = {"kind": "evaluate", "plots": {"accuracy": report_rows.read_evaluate(body)}}
+    return PageData(_title("evaluate", None, folder), EVALUATE_INTRO, data, rows, [], list(document.body.verdict or []))

@@ -13,14 +13,14 @@ import csv
 import math
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any, Literal, TypedDict
+from typing import Any, Literal, NotRequired, TypedDict
 
 import numpy as np
 
-from aflite.atomic import JSON
 from aflite.data import load_dataset
 from aflite.errors import InputError
 from aflite.hashing import dataset_fingerprint
+from aflite.rundir.schema import EvaluateBody
 
 TEXT_LIMIT = 400  # characters of each text kept for the table (the full row is in the dataset file)
 TOKEN_POINTS = 4000  # tokens per set drawn on the competency plot (every significant one, then the most frequent)
@@ -382,17 +382,86 @@ def _base_rate(rows: list[TokenRow]) -> float | None:
     return float(np.median(est)) if est else None
 
 
-def read_evaluate(results: JSON) -> JSON:
+class AccuracyBar(TypedDict):
+    """One bar of the accuracy plot: a model on a training set, mean ± std over seeds, next to chance."""
+
+    model: str
+    set: str
+    mean: float
+    std: float
+    chance: float | None
+
+
+class LossSeries(TypedDict):
+    """One fine-tuned model's training-loss curve on the loss plot (``step`` and ``loss`` of the same length)."""
+
+    model: str | None
+    set: str | None
+    seed: int | None
+    step: list[int]
+    loss: list[float]
+    not_trained: bool
+
+
+class LrCandidatePlot(TypedDict):
+    """One rate of the learning-rate check: its held-out accuracy and loss curve."""
+
+    lr: float | None
+    accuracy: float | None
+    step: list[int]
+    loss: list[float]
+
+
+class LrCheckPlot(TypedDict):
+    """The learning-rate check's plot: the rate chosen, its (train, held-out) rows and every candidate."""
+
+    chosen: float | None
+    rows: list[int | None]
+    candidates: list[LrCandidatePlot]
+
+
+class AccuracyPlot(TypedDict):
+    """evaluate's plots: the bars, the training sets in order, D's chance line, where the accuracy was measured,
+    the loss curves and the learning-rate check (None: none ran)."""
+
+    bars: list[AccuracyBar]
+    sets: list[str]
+    chance: float | None
+    where: str
+    losses: list[LossSeries]
+    lr_check: LrCheckPlot | None
+
+
+class PagePlots(TypedDict, total=False):
+    """The page's plots' data: a run's phases and label mix, explain's competency plot, evaluate's accuracies."""
+
+    history: list[dict[str, float | dict[str, float]]]  # the run's phases, as results.json's iterations
+    label_counts_before: dict[str, int]
+    label_counts_after: dict[str, int]
+    tokens: TokenPlot
+    accuracy: AccuracyPlot
+
+
+class PageJson(TypedDict):
+    """What a page embeds for its script (:class:`aflite.rundir.page.PageData`'s ``data``): which page, the plots'
+    data and, on a page with a rows table, the rows' columns."""
+
+    kind: str  # run, explain, evaluate, or a command of one's own
+    plots: PagePlots
+    cols: NotRequired[PageColumns]
+
+
+def read_evaluate(body: EvaluateBody) -> AccuracyPlot:
     """Accuracy per model and training set on the own held-out split (mean ± std over seeds) — or, when D was
     not split, on the first test set — each with its chance (the majority-class rate of the same rows), and D's
     majority rate for the chance line; the training-loss curve of every fine-tuned model (``losses``) and the
     learning-rate check's candidates (``lr_check``)."""
-    agg = results.get("aggregate") or {}
-    sets = list(dict.fromkeys(si.get("name") for si in results.get("training_sets", [])))
-    tests = [t.get("name") for t in (results.get("config") or {}).get("tests") or [] if t.get("name")]
-    bars = []
+    config = body.config
+    sets: list[str] = list(dict.fromkeys(si["name"] for si in body.training_sets))
+    tests = [t.get("name") for t in config.get("tests") or [] if t.get("name")]
+    bars: list[AccuracyBar] = []
     where = None
-    for model, per_set in agg.items():
+    for model, per_set in body.aggregate.items():
         for name in sets:
             entry = per_set.get(name) or {}
             ms = entry.get("own_heldout") or {}
@@ -405,19 +474,18 @@ def read_evaluate(results: JSON) -> JSON:
                 bars.append({"model": model, "set": name, "mean": ms["mean"], "std": ms.get("std") or 0.0,
                              "chance": maj})
     chance = None
-    for si in results.get("training_sets", []):
+    for si in body.training_sets:
         counts = si.get("label_counts") or {}
         if si.get("kind") == "D" and counts:
             chance = max(counts.values()) / max(1, sum(counts.values()))
     if where is not None:
-        test: JSON = next((t for t in results["config"]["tests"] if t.get("name") == where), {})
-        chance = test.get("majority", chance)
-    losses = [{"model": r.get("model"), "set": r.get("train_set"), "seed": r.get("seed"),
+        chance = next((t.get("majority", chance) for t in config["tests"] if t.get("name") == where), chance)
+    losses: list[LossSeries] = [{"model": r.get("model"), "set": r.get("train_set"), "seed": r.get("seed"),
                "step": r["loss_curve"].get("step") or [], "loss": r["loss_curve"].get("loss") or [],
                "not_trained": bool(r.get("not_trained"))}
-              for r in results.get("runs") or [] if isinstance(r.get("loss_curve"), dict)]
-    check = ((results.get("config") or {}).get("finetune") or {}).get("lr_check")
-    lr_check = None
+              for r in body.runs if isinstance(r.get("loss_curve"), dict)]
+    check = (config.get("finetune") or {}).get("lr_check")
+    lr_check: LrCheckPlot | None = None
     if isinstance(check, dict) and check.get("candidates"):
         lr_check = {"chosen": check.get("chosen"), "rows": [check.get("train_rows"), check.get("heldout_rows")],
                     "candidates": [{"lr": c.get("lr"), "accuracy": c.get("accuracy"),

@@ -11,20 +11,23 @@ commands that have a page, and :func:`page_class` finds the Result class that re
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 __all__ = ["PageData", "page_class", "page_commands", "register"]
 
 
+Data = TypeVar("Data")  # the page's embedded data: its type is the page renderer's (aflite.report.rows.PageJson)
+
+
 @dataclass
-class PageData:
+class PageData(Generic[Data]):
     """One explorer page: its title, the intro under it, the notes for the reader, the verdict, the summary
     table's rows (label, value; escaped when drawn) and the data embedded as JSON for the page's script
     (``{"kind", "plots", "cols"}``: the plots' data, and the rows' columns when the page has a rows table)."""
 
     title: str
     intro: str
-    data: dict[str, Any]
+    data: Data
     summary: list[tuple[str, Any]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     verdict: list[str] = field(default_factory=list)
