@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from aflite.errors import ParameterError
-from aflite.option import DERIVED, TYPES, Option
+from aflite.option import DERIVED, TYPES, Option, OptionValue
 
 __all__ = ["FILE_NAME", "NAME", "option_value", "parse_check_flag", "resolve", "validate_options"]
 
@@ -64,16 +64,17 @@ def resolve(check: str, declared: tuple[Option, ...], given: Mapping[str, Any] |
     return {o.name: option_value(check, o, given[o.name]) if o.name in given else o.default for o in declared}
 
 
-def _from_text(check: str, option: Option, text: str) -> Any:
+def _from_text(check: str, option: Option, text: str) -> OptionValue:
     """A value given on the command line, read as the option's type."""
     return option.from_text(_where(check, option.name), text)
 
 
-def parse_check_flag(flags: list[str], declared: Callable[[str], tuple[Option, ...]]) -> dict[str, dict[str, Any]]:
+def parse_check_flag(flags: list[str], declared: Callable[[str], tuple[Option, ...]]
+                     ) -> dict[str, dict[str, OptionValue]]:
     """``--check NAME:KEY=VALUE`` (repeatable) as ``checks=``'s dict, each value read as its option's type;
     ``declared(name)`` gives a check's options (and refuses an unknown check). One option given twice is refused
     (as a dict cannot hold it twice)."""
-    out: dict[str, dict[str, Any]] = {}
+    out: dict[str, dict[str, OptionValue]] = {}
     for flag in flags:
         name, colon, rest = flag.partition(":")
         key, eq, text = rest.partition("=")

@@ -173,8 +173,8 @@ def run(args: argparse.Namespace) -> int:
         checks=args.checks,
     )
     res = audit_file(args.data, args.out_folder, cfg, compare=args.compare, sample=args.sample, title=args.title,
-                     reference=args.reference, dataset_options=dataset_options(args), groups=args.groups,
-                     show_progress=not args.quiet, image_options=image_options(args) if is_images else None,
+                     reference=args.reference, dataset_options=dict(dataset_options(args)), groups=args.groups,
+                     show_progress=not args.quiet, image_options=dict(image_options(args)) if is_images else None,
                      featurizer=featurizer,
                      featurizer_options={"image_size": args.image_size, **featurizer_flag_values(args)}
                      if is_images else None)

@@ -10,6 +10,7 @@ from typing import Any
 
 from aflite.cli.flags import (
     LOADERS,
+    DatasetOptions,
     add_cache,
     add_columns,
     add_device,
@@ -172,7 +173,7 @@ def run(args: argparse.Namespace) -> int:
                          eval_max=args.eval_max, cpu_eval_max=args.cpu_eval_max, max_steps=args.max_steps,
                          device=args.device, lr_candidates=_candidates(args), lr_check_rows=args.lr_check_rows,
                          cpu_lr_check_rows=args.cpu_lr_check_rows)
-    dopts: dict[str, Any] = {**dataset_options(args), "groups": args.groups}
+    dopts: DatasetOptions = {**dataset_options(args), "groups": args.groups}
     featurizer_options = featurizer_flag_values(args)  # routed to each probe's featurizer that takes it
     rep = evaluate_files(args.data, args.runs, args.out_folder, hans=args.hans, test=args.test, ood=args.ood,
                          ood_label_map=args.ood_label_map, ood_pred_map=args.ood_pred_map, ood_group=args.ood_group,

@@ -22,7 +22,7 @@ from aflite.cli.flags import (
     dataset_options,
     featurizer_flag_values,
 )
-from aflite.option import Option
+from aflite.option import Option, OptionValue
 from aflite.rundir.commands import COMMANDS
 
 # explain's --help ends with every explain check and its options, read from the check registry when the help is
@@ -154,7 +154,7 @@ def _validate(args: argparse.Namespace) -> None:
     explain_check_options(args.checks, _alias_values(args))
 
 
-def _alias_values(args: argparse.Namespace) -> dict[str, Any]:
+def _alias_values(args: argparse.Namespace) -> dict[str, OptionValue]:
     """The flags that set built-in checks' options (their ``alias=``), by keyword."""
     from aflite.commands.explain import check_aliases
 
@@ -167,7 +167,7 @@ def run(args: argparse.Namespace) -> int:
     checks = explain_check_options(args.checks, _alias_values(args))  # the alias flags folded in
     fopts = featurizer_flag_values(args)  # checked against the run's featurizer by explain
     res = explain(args.data, args.run_dir, args.out_folder, checks=checks, token_view=args.token_view,
-                  cache_dir=args.cache_dir, dataset_options=dataset_options(args), featurizer_options=fopts,
+                  cache_dir=args.cache_dir, dataset_options=dict(dataset_options(args)), featurizer_options=fopts,
                   show_progress=not args.quiet)
     verdict = res.verdict_sentences()
     if verdict:

@@ -28,6 +28,7 @@ from aflite.cli.flags import (
     image_options,
 )
 from aflite.features.registry import featurizer_arg, featurizer_help
+from aflite.option import OptionValue
 from aflite.rundir.commands import COMMANDS
 from aflite.verdict import define_terms, phases_text
 
@@ -76,7 +77,7 @@ def _validate(args: argparse.Namespace) -> None:
                          {"image_size": args.image_size, "skip_bad_images": args.skip_bad_images})
 
 
-def _featurizer_options(args: argparse.Namespace) -> dict[str, Any]:
+def _featurizer_options(args: argparse.Namespace) -> dict[str, OptionValue]:
     return featurizer_flag_values(args, args.featurizer, device=args.device, backend=args.backend,
                                   image_size=args.image_size if args.image_size != 224 else None)
 

@@ -48,6 +48,19 @@ class CirclesParams(TypedDict):
     n_flipped: int
 
 
+class DataParams(TypedDict):
+    """The data generator's settings over the experiment (:class:`CirclesParams` less what differs by separation;
+    ``flip_fraction`` per separation)."""
+
+    n_samples: int
+    outer_radius: float
+    ring_noise: float
+    bias_fraction: float
+    bias_dim: int
+    bias_shift: float
+    flip_fraction: dict[str, float]
+
+
 @dataclass
 class SyntheticData:
     """One synthetic dataset. Rows are in random order (the generator shuffles them)."""

@@ -8,10 +8,8 @@ RBF-kernel SVM, which can still use the rings, stays well above it.
 
 Design (the paper does not give its generator; these are our choices, all parameters of the functions):
 
-* **Separation.** Outer ring radius 1, inner ring radius ``1 - separation``; every point gets isotropic
-  Gaussian noise of std ``ring_noise`` (0.25) on both coordinates, angles uniform. So separation is the gap
-  between the two ring radii, in units of the outer radius (0.8: radii 1 and 0.2; 0.4: radii 1 and 0.6).
-  The classes are balanced (``n_samples // 2`` inner points).
+* **Separation.** The gap between the ring radii (outer 1, inner ``1 - separation``); isotropic Gaussian noise of
+  std ``ring_noise`` (0.25) on both coordinates, angles uniform; balanced classes (``n_samples // 2`` inner).
 * **Bias features.** ``bias_dim`` (2) extra columns. For a biased instance with label y they are drawn from
   N(±μ, I) (+ for label 1, − for label 0) with ‖2μ‖ = ``bias_shift`` (2.5) along the diagonal, so the bias
   alone predicts the label with Bayes accuracy Φ(1.25) ≈ 89%: logistic regression on D gets ≈ 0.75·0.89 +
@@ -23,11 +21,9 @@ Design (the paper does not give its generator; these are our choices, all parame
   carries the label — and therefore the bias features — of the opposite class: its geometry contradicts its
   label (adversarial to the RBF model), while its bias features "explain" it, which is why AFLite can find
   and remove most of them, as the paper reports.
-* **Split.** AFLite runs on all of D (it never sees a model's dev data: it only uses features and labels).
-  One stratified random split of D into train (80%) and dev (20%) is drawn per seed; the models for the
-  "D" column train on D's train part and are scored on D's dev part, and for the "D(Φ)" column on the
-  kept rows of the same train / dev parts. This reports dev accuracy on the filtered distribution, as
-  Table 7 does ("identically-distributed train-test split of S", §2), with the two columns paired.
+* **Split.** AFLite runs on all of D (it uses only features and labels). One stratified train (80%) / dev (20%)
+  split of D per seed: the "D" column trains and scores on its parts, the "D(Φ)" column on their kept rows, so
+  it reports dev accuracy on the filtered distribution, as Table 7 does (§2), the two columns paired.
 * **Models.** scikit-learn defaults (the paper's footnote 6): ``SVC(kernel="rbf")`` and
   ``LogisticRegression`` (max_iter raised so that it converges), on the raw features.
 * **Target size.** Table 8 does not control n for the synthetic data; we use n = 2t = 200 and let τ stop
@@ -56,6 +52,7 @@ from aflite.experiments.circles import (  # the data of the experiment (aflite.e
     DEFAULT_N_SAMPLES,
     CirclesOptions,
     CirclesParams,
+    DataParams,
     evaluate_models,
     make_circles_dataset,
     train_dev_split,
@@ -219,19 +216,6 @@ class Spread(TypedDict):
     mean: float
     std: float
     n: int
-
-
-class DataParams(TypedDict):
-    """The data generator's settings over the experiment (:class:`CirclesParams` less what differs by separation;
-    ``flip_fraction`` per separation)."""
-
-    n_samples: int
-    outer_radius: float
-    ring_noise: float
-    bias_fraction: float
-    bias_dim: int
-    bias_shift: float
-    flip_fraction: dict[str, float]
 
 
 class SeparationSummary(TypedDict):
@@ -433,13 +417,6 @@ def _pm(stat: Spread, digits: int = 1, scale: float = 1.0) -> str:
     return f"{stat['mean'] * scale:.{digits}f} ± {stat['std'] * scale:.{digits}f}"
 
 
-def _paper_separation(sep: float) -> float | None:
-    for s in PAPER_TABLE7:
-        if math.isclose(s, sep):
-            return s
-    return None
-
-
 def format_table(result: SyntheticExperiment) -> str:
     """Our Table 7 (mean ± std over seeds) next to the paper's, then what AFLite removed."""
     summary = result.summary()
@@ -457,7 +434,7 @@ def format_table(result: SyntheticExperiment) -> str:
     rows: list[tuple[str, ...]] = []
     for sep in result.separations:
         s = summary[sep]
-        ps = _paper_separation(sep)
+        ps = next((p for p in PAPER_TABLE7 if math.isclose(p, sep)), None)
         for j, m in enumerate(MODEL_NAMES):
             paper = PAPER_TABLE7[ps][m] if ps is not None else None
             rows.append((
