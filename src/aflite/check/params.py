@@ -59,9 +59,12 @@ def resolve(check: str, declared: tuple[Option, ...], given: Mapping[str, Any] |
     by_name = {o.name: o for o in declared}
     for key in given:
         if key not in by_name:
-            takes = f"its options: {', '.join(by_name)}" if by_name else "it takes no options"
-            raise ParameterError(f"check {check!r} has no option {key!r}; {takes}")
+            raise ParameterError(f"check {check!r} has no option {key!r}; {_takes(by_name)}")
     return {o.name: option_value(check, o, given[o.name]) if o.name in given else o.default for o in declared}
+
+
+def _takes(options: Mapping[str, Option]) -> str:
+    return f"its options: {', '.join(options)}" if options else "it takes no options"
 
 
 def _from_text(check: str, option: Option, text: str) -> OptionValue:
@@ -82,8 +85,7 @@ def parse_check_flag(flags: list[str], declared: Callable[[str], tuple[Option, .
             raise ParameterError(f"--check {flag!r}: write it NAME:KEY=VALUE (e.g. --check tokens:alpha=0.05)")
         options = {o.name: o for o in declared(name)}
         if key not in options:
-            takes = f"its options: {', '.join(options)}" if options else "it takes no options"
-            raise ParameterError(f"--check {flag!r}: check {name!r} has no option {key!r}; {takes}")
+            raise ParameterError(f"--check {flag!r}: check {name!r} has no option {key!r}; {_takes(options)}")
         given = out.setdefault(name, {})
         if key in given:  # one value per option: the later one would silently win
             raise ParameterError(f"--check {flag!r}: option {key!r} of check {name!r} is given twice; give it once")

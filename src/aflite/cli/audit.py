@@ -20,7 +20,6 @@ from aflite.cli.flags import (
     add_groups_option,
     add_image_options,
     add_out,
-    add_overwrite_option,
     add_quiet,
     add_seed,
     claim_out_folder,
@@ -118,7 +117,6 @@ def register(sub: Any) -> None:
     add_quiet(p)
 
     add_groups_option(p)
-    add_overwrite_option(p)
     claim_out_folder(p)
     g = add_image_options(p)
     add_featurizer_flags(g, "audit")  # --embeddings, --embedding-ids (ids: paths relative to the folder, or a column)

@@ -17,7 +17,6 @@ from aflite.cli.flags import (
     add_featurizer_flags,
     add_image_options,
     add_out,
-    add_overwrite_option,
     add_quiet,
     add_seed,
     claim_out_folder,
@@ -75,9 +74,6 @@ def register(sub: Any) -> None:
                    help="continue an interrupted embed in OUT (chunks and features already computed are reused; "
                    "finished features are kept)")
     add_quiet(p)
-
-    add_overwrite_option(p)
-
     claim_out_folder(p)
     p.set_defaults(handler=run, validate=_validate)
 

@@ -17,7 +17,6 @@ from aflite.cli.flags import (
     add_featurizer_flags,
     add_groups_option,
     add_out,
-    add_overwrite_option,
     add_quiet,
     add_seed,
     claim_out_folder,
@@ -100,7 +99,6 @@ def register(sub: Any) -> None:
     add_columns(p)
     add_quiet(p)
     add_groups_option(p)
-    add_overwrite_option(p)
     claim_out_folder(p)
     _add_finetune_options(p)
     p.set_defaults(handler=run, validate=_validate)

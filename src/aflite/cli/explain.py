@@ -16,7 +16,6 @@ from aflite.cli.flags import (
     add_columns,
     add_featurizer_flags,
     add_out,
-    add_overwrite_option,
     add_quiet,
     claim_out_folder,
     dataset_options,
@@ -132,9 +131,6 @@ def register(sub: Any) -> None:
                                               "(the run recorded the others)"), "explain")
     add_columns(p)
     add_quiet(p)
-
-    add_overwrite_option(p)
-
     claim_out_folder(p)
     p.set_defaults(handler=run, validate=_validate)
 

@@ -41,7 +41,6 @@ __all__ = [
     "add_cache",
     "add_cluster",
     "add_threads",
-    "add_overwrite_option",
     "claim_out_folder",
     "add_groups_option",
     "add_image_options",
@@ -232,16 +231,13 @@ def featurizer_flag_values(args: argparse.Namespace, featurizer: str | None = No
     return featurizer_options(featurizer, **given)
 
 
-def add_overwrite_option(p: argparse.ArgumentParser) -> None:
-    """``--overwrite``: write into a non-empty folder that this command did not make (or replace files)."""
+def claim_out_folder(p: argparse.ArgumentParser) -> None:
+    """``--overwrite``, and mark the command as one whose ``--out`` is an output folder: :func:`aflite.cli.main`
+    claims it (checked, marked, locked; ``--overwrite`` lets it write into a folder this command did not make) as a
+    :class:`~aflite.rundir.folder.RunFolder` before the handler runs (``args.out_folder``)."""
     p.add_argument("--overwrite", action="store_true",
                    help="write into --out even when it is a non-empty folder not made by this command, or "
                    "start a run over in a folder that holds one (default: refuse)")
-
-
-def claim_out_folder(p: argparse.ArgumentParser) -> None:
-    """Mark the command as one whose ``--out`` is an output folder: :func:`aflite.cli.main` claims it (checked,
-    marked, locked) as a :class:`~aflite.rundir.folder.RunFolder` before the handler runs (``args.out_folder``)."""
     p.set_defaults(output="folder")
 
 

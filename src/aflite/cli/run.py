@@ -20,7 +20,6 @@ from aflite.cli.flags import (
     add_groups_option,
     add_image_options,
     add_out,
-    add_overwrite_option,
     add_quiet,
     claim_out_folder,
     dataset_options,
@@ -50,7 +49,6 @@ def add_pipeline_options(p: argparse.ArgumentParser, featurizer_default: str) ->
     add_backend(p)
 
     add_groups_option(p)
-    add_overwrite_option(p)
     claim_out_folder(p)
     p.add_argument("--probe", action=argparse.BooleanOptionalAction, default=True,
                    help="run the hypothesis-only probe of the summary (--no-probe skips it)")
