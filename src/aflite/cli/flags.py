@@ -57,24 +57,18 @@ SIZE_HELP = "a count, or a fraction of |D| when written as 0.x"
 
 
 # ----------------------------------------------------------------------------------------------- value types
-def nonnegative_int(text: str) -> int:
+def nonnegative_int(text: str, least: int = 0) -> int:
     try:
         value = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be >= 0, got {value}")
+    if value < least:  # one bound for every value below it
+        raise argparse.ArgumentTypeError(f"must be >= {least}, got {value}")
     return value
 
 
 def positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if value < 1:  # one bound for 0 and for negative values
-        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
-    return value
+    return nonnegative_int(text, 1)
 
 
 def size(text: str) -> float | int:
