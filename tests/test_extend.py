@@ -26,7 +26,7 @@ from aflite import check
 from aflite import cli as aflite_cli
 from aflite.check import Check, CheckData, CheckResult, CheckSummary, Option
 from aflite.cli import main
-from aflite.cli.flags import add_out, add_overwrite_option, claim_out_folder
+from aflite.cli.flags import add_out, claim_out_folder
 from aflite.errors import ParameterError
 from aflite.features import BaseFeaturizer, registry
 
@@ -589,8 +589,7 @@ def test_a_command_with_a_page_is_declared_in_one_place(tmp_path: Path, small_sn
         p = sub.add_parser("words", help="the words of each hypothesis")
         p.add_argument("data_path", type=Path)
         add_out(p)
-        add_overwrite_option(p)
-        claim_out_folder(p)
+        claim_out_folder(p)  # --overwrite with it
         p.set_defaults(handler=lambda args: words(args.data_path, args.out_folder) and 0)  # the claimed --out
 
     cli_words.register, cli_words.LIBRARY = register, (words,)  # type: ignore[attr-defined]

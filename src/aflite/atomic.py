@@ -103,19 +103,15 @@ def guarded(folder: str | os.PathLike[str], check: Callable[[Path], None],
 _TEMPS: set[str] = set()
 
 
-def _guard(target: Path) -> None:
+def announce(target: str | os.PathLike[str]) -> None:
+    """Show a guarded folder a path about to be written (by :func:`atomic_path` or by other means: a memory map, a
+    folder renamed into place): refused or recorded there like an atomic write."""
     where = os.path.abspath(target)
-    if where in _TEMPS:
+    if where in _TEMPS:  # a write into a temporary sibling is part of the write that made it
         return
     for folder, (check, _) in list(_GUARDS.items()):
         if where.startswith(folder + os.sep):
             check(Path(where))
-
-
-def announce(target: str | os.PathLike[str]) -> None:
-    """Show a guarded folder a path about to be written by other means than :func:`atomic_open` (a memory map, a
-    folder renamed into place): refused or recorded there like an atomic write."""
-    _guard(Path(target))
 
 
 def wrote(target: str | os.PathLike[str]) -> None:
@@ -129,26 +125,12 @@ def wrote(target: str | os.PathLike[str]) -> None:
 @contextlib.contextmanager
 def atomic_open(path: str | os.PathLike[str], mode: str = "w", encoding: str | None = "utf-8") -> Iterator[IO[Any]]:
     """Open a temporary sibling of ``path`` for writing; on success rename it onto ``path``."""
-    target = Path(path)
     binary = "b" in mode
-    _guard(target)
-    with storage_errors(target):
-        target.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes it 0600; give the file the mode a plain open() would
-    try:
-        with storage_errors(target), os.fdopen(fd, mode, encoding=None if binary else encoding,
-                                               newline=None if binary else "") as fh:
-            yield fh
-            fh.flush()
-            os.fsync(fh.fileno())
-        with storage_errors(target):
-            os.replace(tmp, target)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
-    wrote(target)
+    with atomic_path(path) as tmp, open(tmp, mode, encoding=None if binary else encoding,
+                                        newline=None if binary else "") as fh:
+        yield fh
+        fh.flush()
+        os.fsync(fh.fileno())
 
 
 @contextlib.contextmanager
@@ -156,12 +138,12 @@ def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
     """A temporary sibling path to write by any means (e.g. a memory-mapped .npy); renamed onto ``path`` on
     success, removed on failure."""
     target = Path(path)
-    _guard(target)
+    announce(target)
     with storage_errors(target):
         target.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     os.close(fd)
-    os.chmod(tmp, 0o666 & ~_umask())  # as a plain open() would make it (cluster workers may be other users)
+    os.chmod(tmp, 0o666 & ~umask())  # mkstemp makes it 0600: the mode a plain open() gives (cluster workers)
     _TEMPS.add(os.path.abspath(tmp))
     try:
         with storage_errors(target):
@@ -201,15 +183,11 @@ def new_memmap(path: str | os.PathLike[str], shape: tuple[int, ...], dtype: Any 
     return mm
 
 
-def _umask() -> int:
+def umask() -> int:
+    """The process's file mode creation mask (for files and folders made by other means than open() and mkdir)."""
     mask = os.umask(0)
     os.umask(mask)
     return mask
-
-
-def umask() -> int:
-    """The process's file mode creation mask (for folders made by other means than mkdir, e.g. mkdtemp)."""
-    return _umask()
 
 
 def write_text(path: str | os.PathLike[str], text: str) -> None:

@@ -38,15 +38,19 @@ def data_fingerprints(texts_a: Sequence[str], texts_b: Sequence[str] | None, ext
 def _texts_hash(texts_a: Sequence[str], texts_b: Sequence[str] | None) -> Any:
     h = hashlib.sha256()
     for field in (texts_a, texts_b):
-        if field is None:
-            h.update(b"<none>")
-            continue
-        h.update(f"<field {len(field)}>".encode())
-        for t in field:
-            raw = t.encode("utf-8", "surrogatepass")
-            h.update(len(raw).to_bytes(8, "little"))
-            h.update(raw)
+        _add_field(h, field)
     return h
+
+
+def _add_field(h: Any, field: Sequence[str] | None) -> None:
+    """A field into ``h``: its length, then each string length-prefixed (no separator can collide)."""
+    if field is None:
+        h.update(b"<none>")
+        return
+    h.update(f"<field {len(field)}>".encode())
+    for t in field:
+        raw = t.encode("utf-8", "surrogatepass")
+        h.update(len(raw).to_bytes(8, "little") + raw)
 
 
 def hash_parts(*parts: Any) -> str:
@@ -85,10 +89,7 @@ def dataset_fingerprint(ids: Sequence[Any] | NDArray[Any], labels: Sequence[Any]
     results so that ``evaluate``, ``audit --compare`` and ``--resume`` can tell that they read the same data."""
     h = hashlib.sha256(b"dataset\x00")
     for field in ([str(i) for i in ids], [str(v) for v in labels]):
-        h.update(f"<field {len(field)}>".encode())
-        for t in field:
-            raw = t.encode("utf-8", "surrogatepass")
-            h.update(len(raw).to_bytes(8, "little") + raw)
+        _add_field(h, field)
     h.update(data_fingerprint(texts_a, texts_b).encode())
     return h.hexdigest()[:32]
 

@@ -13,14 +13,15 @@ import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeAlias
 
 from aflite.errors import ParameterError
 
-__all__ = ["DERIVED", "Option", "check_params", "constructor_default"]
+__all__ = ["DERIVED", "Option", "OptionValue", "check_params", "constructor_default"]
 
 TYPES: dict[Any, str] = {int: "an integer", float: "a number", str: "a string", bool: "true or false",
                          Path: "a path"}
+OptionValue: TypeAlias = bool | int | float | str | None  # what an Option holds (a path as the string given)
 TRUE, FALSE = ("true", "yes", "1", "on"), ("false", "no", "0", "off")
 
 

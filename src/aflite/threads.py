@@ -236,29 +236,22 @@ def map_inference(torch: Any, fn: Callable[[T], R], items: Iterable[T], *, devic
     todo = list(items)
     cpu = str(device).split(":")[0] == "cpu"
     n = fit_workers(len(todo)) if cpu else 1
-    if n <= 1:
-        before = torch.get_num_threads()
-        if cpu:  # one intra-op thread for a lone batch too: its bits do not depend on the budget (cluster shards)
-            torch.set_num_threads(1)
-        try:
-            with torch.inference_mode():
-                return [fn(x) for x in todo]
-        finally:
-            if cpu and torch.get_num_threads() != before:
-                torch.set_num_threads(before)
 
     def run(x: T) -> R:
         with torch.inference_mode():  # thread-local: each worker enters it
             return fn(x)
 
-
     before = torch.get_num_threads()
-    torch.set_num_threads(1)
+    if cpu:  # one intra-op thread for a lone batch too: its bits do not depend on the budget (cluster shards)
+        torch.set_num_threads(1)
     try:
+        if n <= 1:
+            return [run(x) for x in todo]
         with ThreadPoolExecutor(n) as pool:
             return list(pool.map(run, todo))
     finally:
-        torch.set_num_threads(before)
+        if cpu and torch.get_num_threads() != before:
+            torch.set_num_threads(before)
 
 
 @dataclass(frozen=True)

@@ -43,7 +43,7 @@ from aflite.check.params import FILE_NAME, NAME, resolve, validate_options
 from aflite.check.summary import CheckSummary, optional
 from aflite.check.tokens import token_matrix
 from aflite.errors import ParameterError
-from aflite.option import Option
+from aflite.option import Option, OptionValue
 from aflite.rundir.schema import RunBody
 
 __all__ = ["CHECKS", "SCOPES", "Check", "CheckContext", "CheckData", "CheckResult", "CheckSummary", "Option",
@@ -139,7 +139,7 @@ class CheckResult:
     detail: Any = None
     seconds: float | None = None  # None: the check did not run (disabled by its options or the data)
     files: dict[str, CheckFile] = field(default_factory=dict)  # name -> bytes, str or rows (CSV)
-    options: dict[str, Any] = field(default_factory=dict)  # the check's options as it ran (run_checks sets them)
+    options: dict[str, OptionValue] = field(default_factory=dict)  # the check's options as it ran (run_checks sets)
     headline: str | None = None  # one line for the terminal (a command prints it after its verdict), None: none
 
     def column_names(self) -> list[str]:
@@ -269,7 +269,7 @@ def get_check(name: str, params: Mapping[str, Any] | None = None) -> Check:
     return check
 
 
-def resolve_checks(checks: Mapping[str, Any] | None, scope: str = "explain") -> dict[str, dict[str, Any]]:
+def resolve_checks(checks: Mapping[str, Any] | None, scope: str = "explain") -> dict[str, dict[str, OptionValue]]:
     """``checks`` (check name → its options) checked before any work: every name a registered check of ``scope``,
     every key one of its options, every value of its type and rule; returns every check of the scope with its
     options' values (defaults filled in)."""

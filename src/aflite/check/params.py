@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from aflite.errors import ParameterError
-from aflite.option import DERIVED, TYPES, Option
+from aflite.option import DERIVED, TYPES, Option, OptionValue
 
 __all__ = ["FILE_NAME", "NAME", "option_value", "parse_check_flag", "resolve", "validate_options"]
 
@@ -59,21 +59,25 @@ def resolve(check: str, declared: tuple[Option, ...], given: Mapping[str, Any] |
     by_name = {o.name: o for o in declared}
     for key in given:
         if key not in by_name:
-            takes = f"its options: {', '.join(by_name)}" if by_name else "it takes no options"
-            raise ParameterError(f"check {check!r} has no option {key!r}; {takes}")
+            raise ParameterError(f"check {check!r} has no option {key!r}; {_takes(by_name)}")
     return {o.name: option_value(check, o, given[o.name]) if o.name in given else o.default for o in declared}
 
 
-def _from_text(check: str, option: Option, text: str) -> Any:
+def _takes(options: Mapping[str, Option]) -> str:
+    return f"its options: {', '.join(options)}" if options else "it takes no options"
+
+
+def _from_text(check: str, option: Option, text: str) -> OptionValue:
     """A value given on the command line, read as the option's type."""
     return option.from_text(_where(check, option.name), text)
 
 
-def parse_check_flag(flags: list[str], declared: Callable[[str], tuple[Option, ...]]) -> dict[str, dict[str, Any]]:
+def parse_check_flag(flags: list[str], declared: Callable[[str], tuple[Option, ...]]
+                     ) -> dict[str, dict[str, OptionValue]]:
     """``--check NAME:KEY=VALUE`` (repeatable) as ``checks=``'s dict, each value read as its option's type;
     ``declared(name)`` gives a check's options (and refuses an unknown check). One option given twice is refused
     (as a dict cannot hold it twice)."""
-    out: dict[str, dict[str, Any]] = {}
+    out: dict[str, dict[str, OptionValue]] = {}
     for flag in flags:
         name, colon, rest = flag.partition(":")
         key, eq, text = rest.partition("=")
@@ -81,8 +85,7 @@ def parse_check_flag(flags: list[str], declared: Callable[[str], tuple[Option, .
             raise ParameterError(f"--check {flag!r}: write it NAME:KEY=VALUE (e.g. --check tokens:alpha=0.05)")
         options = {o.name: o for o in declared(name)}
         if key not in options:
-            takes = f"its options: {', '.join(options)}" if options else "it takes no options"
-            raise ParameterError(f"--check {flag!r}: check {name!r} has no option {key!r}; {takes}")
+            raise ParameterError(f"--check {flag!r}: check {name!r} has no option {key!r}; {_takes(options)}")
         given = out.setdefault(name, {})
         if key in given:  # one value per option: the later one would silently win
             raise ParameterError(f"--check {flag!r}: option {key!r} of check {name!r} is given twice; give it once")

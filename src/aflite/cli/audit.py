@@ -20,7 +20,6 @@ from aflite.cli.flags import (
     add_groups_option,
     add_image_options,
     add_out,
-    add_overwrite_option,
     add_quiet,
     add_seed,
     claim_out_folder,
@@ -118,7 +117,6 @@ def register(sub: Any) -> None:
     add_quiet(p)
 
     add_groups_option(p)
-    add_overwrite_option(p)
     claim_out_folder(p)
     g = add_image_options(p)
     add_featurizer_flags(g, "audit")  # --embeddings, --embedding-ids (ids: paths relative to the folder, or a column)
@@ -173,8 +171,8 @@ def run(args: argparse.Namespace) -> int:
         checks=args.checks,
     )
     res = audit_file(args.data, args.out_folder, cfg, compare=args.compare, sample=args.sample, title=args.title,
-                     reference=args.reference, dataset_options=dataset_options(args), groups=args.groups,
-                     show_progress=not args.quiet, image_options=image_options(args) if is_images else None,
+                     reference=args.reference, dataset_options=dict(dataset_options(args)), groups=args.groups,
+                     show_progress=not args.quiet, image_options=dict(image_options(args)) if is_images else None,
                      featurizer=featurizer,
                      featurizer_options={"image_size": args.image_size, **featurizer_flag_values(args)}
                      if is_images else None)

@@ -17,7 +17,6 @@ from aflite.cli.flags import (
     add_featurizer_flags,
     add_image_options,
     add_out,
-    add_overwrite_option,
     add_quiet,
     add_seed,
     claim_out_folder,
@@ -26,6 +25,7 @@ from aflite.cli.flags import (
     positive_int,
 )
 from aflite.features.registry import featurizer_arg, featurizer_help
+from aflite.option import OptionValue
 from aflite.rundir.commands import COMMANDS
 
 # this command's entry in the one table of commands (aflite.rundir.commands.COMMANDS)
@@ -74,9 +74,6 @@ def register(sub: Any) -> None:
                    help="continue an interrupted embed in OUT (chunks and features already computed are reused; "
                    "finished features are kept)")
     add_quiet(p)
-
-    add_overwrite_option(p)
-
     claim_out_folder(p)
     p.set_defaults(handler=run, validate=_validate)
 
@@ -95,7 +92,7 @@ def _validate(args: argparse.Namespace) -> None:
         check_shardable(args.featurizer)
 
 
-def _featurizer_options(args: argparse.Namespace) -> dict[str, Any]:
+def _featurizer_options(args: argparse.Namespace) -> dict[str, OptionValue]:
     """The featurizer's own options (--model-path, --lr, ...; the command-wide --device, --backend and
     --image-size stay embed's keywords)."""
     featurizer_flag_values(args, args.featurizer, backend=args.backend)
@@ -109,7 +106,7 @@ def run(args: argparse.Namespace) -> int:
                 featurizer_options=_featurizer_options(args),
                 warmup_size=args.warmup_size, cache_dir=args.cache_dir, seed=args.seed, device=args.device,
                 image_size=args.image_size, path_column=args.path_column, chunk_size=args.chunk_size,
-                skip_bad_images=args.skip_bad_images, dataset_options=dataset_options(args),
+                skip_bad_images=args.skip_bad_images, dataset_options=dict(dataset_options(args)),
                 overwrite=args.overwrite, show_progress=not args.quiet, backend=args.backend,
                 cluster=args.cluster, resume=args.resume)
     print(res.line)

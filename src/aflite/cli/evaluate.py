@@ -10,13 +10,13 @@ from typing import Any
 
 from aflite.cli.flags import (
     LOADERS,
+    DatasetOptions,
     add_cache,
     add_columns,
     add_device,
     add_featurizer_flags,
     add_groups_option,
     add_out,
-    add_overwrite_option,
     add_quiet,
     add_seed,
     claim_out_folder,
@@ -99,7 +99,6 @@ def register(sub: Any) -> None:
     add_columns(p)
     add_quiet(p)
     add_groups_option(p)
-    add_overwrite_option(p)
     claim_out_folder(p)
     _add_finetune_options(p)
     p.set_defaults(handler=run, validate=_validate)
@@ -172,7 +171,7 @@ def run(args: argparse.Namespace) -> int:
                          eval_max=args.eval_max, cpu_eval_max=args.cpu_eval_max, max_steps=args.max_steps,
                          device=args.device, lr_candidates=_candidates(args), lr_check_rows=args.lr_check_rows,
                          cpu_lr_check_rows=args.cpu_lr_check_rows)
-    dopts: dict[str, Any] = {**dataset_options(args), "groups": args.groups}
+    dopts: DatasetOptions = {**dataset_options(args), "groups": args.groups}
     featurizer_options = featurizer_flag_values(args)  # routed to each probe's featurizer that takes it
     rep = evaluate_files(args.data, args.runs, args.out_folder, hans=args.hans, test=args.test, ood=args.ood,
                          ood_label_map=args.ood_label_map, ood_pred_map=args.ood_pred_map, ood_group=args.ood_group,

@@ -16,13 +16,12 @@ from aflite.cli.flags import (
     add_columns,
     add_featurizer_flags,
     add_out,
-    add_overwrite_option,
     add_quiet,
     claim_out_folder,
     dataset_options,
     featurizer_flag_values,
 )
-from aflite.option import Option
+from aflite.option import Option, OptionValue
 from aflite.rundir.commands import COMMANDS
 
 # explain's --help ends with every explain check and its options, read from the check registry when the help is
@@ -132,9 +131,6 @@ def register(sub: Any) -> None:
                                               "(the run recorded the others)"), "explain")
     add_columns(p)
     add_quiet(p)
-
-    add_overwrite_option(p)
-
     claim_out_folder(p)
     p.set_defaults(handler=run, validate=_validate)
 
@@ -154,7 +150,7 @@ def _validate(args: argparse.Namespace) -> None:
     explain_check_options(args.checks, _alias_values(args))
 
 
-def _alias_values(args: argparse.Namespace) -> dict[str, Any]:
+def _alias_values(args: argparse.Namespace) -> dict[str, OptionValue]:
     """The flags that set built-in checks' options (their ``alias=``), by keyword."""
     from aflite.commands.explain import check_aliases
 
@@ -167,7 +163,7 @@ def run(args: argparse.Namespace) -> int:
     checks = explain_check_options(args.checks, _alias_values(args))  # the alias flags folded in
     fopts = featurizer_flag_values(args)  # checked against the run's featurizer by explain
     res = explain(args.data, args.run_dir, args.out_folder, checks=checks, token_view=args.token_view,
-                  cache_dir=args.cache_dir, dataset_options=dataset_options(args), featurizer_options=fopts,
+                  cache_dir=args.cache_dir, dataset_options=dict(dataset_options(args)), featurizer_options=fopts,
                   show_progress=not args.quiet)
     verdict = res.verdict_sentences()
     if verdict:

@@ -12,7 +12,6 @@ from aflite.cli.flags import (
     add_cluster,
     add_device,
     add_out,
-    add_overwrite_option,
     add_quiet,
     add_seed,
     claim_out_folder,
@@ -110,9 +109,6 @@ def register(sub: Any) -> None:
                    "classifier's training and held-out sides")
     add_out(p, what="run directory")
     p.add_argument("--resume", action="store_true", help="continue from the checkpoint in --out")
-
-    add_overwrite_option(p)
-
     claim_out_folder(p)
     p.add_argument("--mmap", action="store_true", help="memory-map a .npy feature file instead of loading it")
     add_quiet(p)

@@ -22,11 +22,12 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict, cast
 
 from aflite.device import DEVICE_HELP
 from aflite.errors import ParameterError
 from aflite.features.registry import COMMAND_OPTIONS, OPTIONS, default_text, featurizer_options, option_commands, takers
+from aflite.option import OptionValue
 
 __all__ = [
     "add_out",
@@ -40,7 +41,6 @@ __all__ = [
     "add_cache",
     "add_cluster",
     "add_threads",
-    "add_overwrite_option",
     "claim_out_folder",
     "add_groups_option",
     "add_image_options",
@@ -57,24 +57,18 @@ SIZE_HELP = "a count, or a fraction of |D| when written as 0.x"
 
 
 # ----------------------------------------------------------------------------------------------- value types
-def nonnegative_int(text: str) -> int:
+def nonnegative_int(text: str, least: int = 0) -> int:
     try:
         value = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be >= 0, got {value}")
+    if value < least:  # one bound for every value below it
+        raise argparse.ArgumentTypeError(f"must be >= {least}, got {value}")
     return value
 
 
 def positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if value < 1:  # one bound for 0 and for negative values
-        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
-    return value
+    return nonnegative_int(text, 1)
 
 
 def size(text: str) -> float | int:
@@ -220,7 +214,7 @@ def add_featurizer_flags(p: Any, command: str) -> None:
 
 
 def featurizer_flag_values(args: argparse.Namespace, featurizer: str | None = None,
-                           **command_options: Any) -> dict[str, Any]:
+                           **command_options: OptionValue) -> dict[str, OptionValue]:
     """The featurizer options the user gave on the command line (the flags :func:`add_featurizer_flags` made, plus
     ``command_options``: the command-wide ones such as ``device``), checked against ``featurizer`` when given: a
     flag the featurizer does not take is a :class:`~aflite.errors.ParameterError` (one line, exit 2)."""
@@ -231,16 +225,13 @@ def featurizer_flag_values(args: argparse.Namespace, featurizer: str | None = No
     return featurizer_options(featurizer, **given)
 
 
-def add_overwrite_option(p: argparse.ArgumentParser) -> None:
-    """``--overwrite``: write into a non-empty folder that this command did not make (or replace files)."""
+def claim_out_folder(p: argparse.ArgumentParser) -> None:
+    """``--overwrite``, and mark the command as one whose ``--out`` is an output folder: :func:`aflite.cli.main`
+    claims it (checked, marked, locked; ``--overwrite`` lets it write into a folder this command did not make) as a
+    :class:`~aflite.rundir.folder.RunFolder` before the handler runs (``args.out_folder``)."""
     p.add_argument("--overwrite", action="store_true",
                    help="write into --out even when it is a non-empty folder not made by this command, or "
                    "start a run over in a folder that holds one (default: refuse)")
-
-
-def claim_out_folder(p: argparse.ArgumentParser) -> None:
-    """Mark the command as one whose ``--out`` is an output folder: :func:`aflite.cli.main` claims it (checked,
-    marked, locked) as a :class:`~aflite.rundir.folder.RunFolder` before the handler runs (``args.out_folder``)."""
     p.set_defaults(output="folder")
 
 
@@ -269,16 +260,39 @@ def add_image_options(p: argparse.ArgumentParser, description: str = IMAGE_DATA_
     return g
 
 
-def image_options(args: argparse.Namespace) -> dict[str, Any]:
-    """The image options the user gave, as keyword arguments of :func:`aflite.data.images.load_image_dataset`."""
-    return {"path_column": getattr(args, "path_column", None), "label": getattr(args, "label", None),
-            "id_column": getattr(args, "id_column", None), "skip_bad_images": getattr(args, "skip_bad_images", False)}
+class ImageOptions(TypedDict):
+    """Keyword arguments of :func:`aflite.data.images.load_image_dataset` that the image flags give."""
+
+    path_column: str | None
+    label: str | None
+    id_column: str | None
+    skip_bad_images: bool
 
 
-def dataset_options(args: argparse.Namespace) -> dict[str, Any]:
-    """The column options the user gave, as keyword arguments of :func:`aflite.data.load_dataset`."""
+class DatasetOptions(TypedDict, total=False):
+    """Keyword arguments of :func:`aflite.data.load_dataset` that the column flags give (only those given)."""
+
+    text_a: str
+    text_b: str
+    label: str
+    id_column: str
+    file_format: str
+    max_cell_bytes: int
+    groups: str
+
+
+def image_options(args: argparse.Namespace) -> ImageOptions:
+    """The image options the user gave."""
+    return ImageOptions(path_column=getattr(args, "path_column", None), label=getattr(args, "label", None),
+                        id_column=getattr(args, "id_column", None),
+                        skip_bad_images=getattr(args, "skip_bad_images", False))
+
+
+def dataset_options(args: argparse.Namespace) -> DatasetOptions:
+    """The column options the user gave."""
     names = ("text_a", "text_b", "label", "id_column", "file_format", "max_cell_bytes")
-    return {key: value for key in names if (value := getattr(args, key, None)) or isinstance(value, int)}
+    given = {key: value for key in names if (value := getattr(args, key, None)) or isinstance(value, int)}
+    return cast(DatasetOptions, given)  # the keys are DatasetOptions' own; argparse typed the values
 
 
 

@@ -20,7 +20,6 @@ from aflite.cli.flags import (
     add_groups_option,
     add_image_options,
     add_out,
-    add_overwrite_option,
     add_quiet,
     claim_out_folder,
     dataset_options,
@@ -28,6 +27,7 @@ from aflite.cli.flags import (
     image_options,
 )
 from aflite.features.registry import featurizer_arg, featurizer_help
+from aflite.option import OptionValue
 from aflite.rundir.commands import COMMANDS
 from aflite.verdict import define_terms, phases_text
 
@@ -49,7 +49,6 @@ def add_pipeline_options(p: argparse.ArgumentParser, featurizer_default: str) ->
     add_backend(p)
 
     add_groups_option(p)
-    add_overwrite_option(p)
     claim_out_folder(p)
     p.add_argument("--probe", action=argparse.BooleanOptionalAction, default=True,
                    help="run the hypothesis-only probe of the summary (--no-probe skips it)")
@@ -76,7 +75,7 @@ def _validate(args: argparse.Namespace) -> None:
                          {"image_size": args.image_size, "skip_bad_images": args.skip_bad_images})
 
 
-def _featurizer_options(args: argparse.Namespace) -> dict[str, Any]:
+def _featurizer_options(args: argparse.Namespace) -> dict[str, OptionValue]:
     return featurizer_flag_values(args, args.featurizer, device=args.device, backend=args.backend,
                                   image_size=args.image_size if args.image_size != 224 else None)
 

@@ -9,7 +9,6 @@ from typing import Any
 
 from aflite.cli.flags import (
     SIZE_HELP,
-    add_overwrite_option,
     add_quiet,
     add_seed,
     claim_out_folder,
@@ -69,9 +68,6 @@ def register(sub: Any) -> None:
     g.add_argument("-n", "--target-size", type=size, default=200, metavar="N", help=f"{SIZE_HELP} (default 200)")
     p.add_argument("--out", type=out_path, default=None, help="folder for table.txt, results.json and figure2.png")
     p.add_argument("--json", action="store_true", help="print the JSON results instead of the text table")
-
-    add_overwrite_option(p)
-
     claim_out_folder(p)
     add_quiet(p)
     p.set_defaults(handler=run)

@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, TypedDict
 
 import numpy as np
 from numpy.typing import NDArray
 
-from aflite.atomic import JSON
 from aflite.data.keywords import option_label
 from aflite.errors import ParameterError
 from aflite.splits import stratified_mask
@@ -34,6 +33,34 @@ class CirclesOptions(TypedDict, total=False):
     flip_fraction: float | None
 
 
+class CirclesParams(TypedDict):
+    """The generator's settings as it ran (defaults filled in), for the record of a run."""
+
+    separation: float
+    n_samples: int
+    inner_radius: float
+    outer_radius: float
+    ring_noise: float
+    bias_fraction: float
+    bias_dim: int
+    bias_shift: float
+    flip_fraction: float
+    n_flipped: int
+
+
+class DataParams(TypedDict):
+    """The data generator's settings over the experiment (:class:`CirclesParams` less what differs by separation;
+    ``flip_fraction`` per separation)."""
+
+    n_samples: int
+    outer_radius: float
+    ring_noise: float
+    bias_fraction: float
+    bias_dim: int
+    bias_shift: float
+    flip_fraction: dict[str, float]
+
+
 @dataclass
 class SyntheticData:
     """One synthetic dataset. Rows are in random order (the generator shuffles them)."""
@@ -45,7 +72,7 @@ class SyntheticData:
     is_biased: NDArray[np.bool_]  # True: bias features; False: noise features
     flipped: NDArray[np.bool_]  # label flipped (only for separation >= 0.8)
     separation: float
-    params: JSON = field(default_factory=dict)  # the generator's settings (results.json's "data")
+    params: CirclesParams  # the generator's settings (results.json's "data")
 
     @property
     def n_samples(self) -> int:
@@ -117,7 +144,7 @@ def make_circles_dataset(
     coords, feats, ring, y = coords[perm], feats[perm], ring[perm], y[perm]
     is_biased, flipped = is_biased[perm], flipped[perm]
     X = np.ascontiguousarray(np.c_[coords, feats], dtype=np.float64)
-    params = {
+    params: CirclesParams = {
         "separation": sep, "n_samples": n, "inner_radius": 1.0 - sep, "outer_radius": 1.0, "ring_noise": ring_noise,
         "bias_fraction": bias_fraction, "bias_dim": d, "bias_shift": bias_shift, "flip_fraction": flip_fraction,
         "n_flipped": n_flip,

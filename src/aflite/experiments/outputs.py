@@ -6,7 +6,7 @@ from the experiment's :class:`~aflite.rundir.results.Result`."""
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
@@ -85,7 +85,8 @@ def synthetic_verdict(obj: JSON) -> list[str]:
     return out
 
 
-def _accuracy_clause(acc_d: JSON, acc_f: JSON) -> str:
+def _accuracy_clause(acc_d: Mapping[str, Mapping[str, float | None]], acc_f: Mapping[str, Mapping[str, float | None]]
+                     ) -> str:
     """The models' mean dev accuracy (in %, as the summary holds it) on D and on D(Φ), over the models that have
     both; empty when none has."""
     pairs = [(x, y) for x, y in ((number((acc_d.get(m) or {}).get("mean")), number((acc_f.get(m) or {}).get("mean")))

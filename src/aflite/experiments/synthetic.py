@@ -8,10 +8,8 @@ RBF-kernel SVM, which can still use the rings, stays well above it.
 
 Design (the paper does not give its generator; these are our choices, all parameters of the functions):
 
-* **Separation.** Outer ring radius 1, inner ring radius ``1 - separation``; every point gets isotropic
-  Gaussian noise of std ``ring_noise`` (0.25) on both coordinates, angles uniform. So separation is the gap
-  between the two ring radii, in units of the outer radius (0.8: radii 1 and 0.2; 0.4: radii 1 and 0.6).
-  The classes are balanced (``n_samples // 2`` inner points).
+* **Separation.** The gap between the ring radii (outer 1, inner ``1 - separation``); isotropic Gaussian noise of
+  std ``ring_noise`` (0.25) on both coordinates, angles uniform; balanced classes (``n_samples // 2`` inner).
 * **Bias features.** ``bias_dim`` (2) extra columns. For a biased instance with label y they are drawn from
   N(±μ, I) (+ for label 1, − for label 0) with ‖2μ‖ = ``bias_shift`` (2.5) along the diagonal, so the bias
   alone predicts the label with Bayes accuracy Φ(1.25) ≈ 89%: logistic regression on D gets ≈ 0.75·0.89 +
@@ -23,11 +21,9 @@ Design (the paper does not give its generator; these are our choices, all parame
   carries the label — and therefore the bias features — of the opposite class: its geometry contradicts its
   label (adversarial to the RBF model), while its bias features "explain" it, which is why AFLite can find
   and remove most of them, as the paper reports.
-* **Split.** AFLite runs on all of D (it never sees a model's dev data: it only uses features and labels).
-  One stratified random split of D into train (80%) and dev (20%) is drawn per seed; the models for the
-  "D" column train on D's train part and are scored on D's dev part, and for the "D(Φ)" column on the
-  kept rows of the same train / dev parts. This reports dev accuracy on the filtered distribution, as
-  Table 7 does ("identically-distributed train-test split of S", §2), with the two columns paired.
+* **Split.** AFLite runs on all of D (it uses only features and labels). One stratified train (80%) / dev (20%)
+  split of D per seed: the "D" column trains and scores on its parts, the "D(Φ)" column on their kept rows, so
+  it reports dev accuracy on the filtered distribution, as Table 7 does (§2), the two columns paired.
 * **Models.** scikit-learn defaults (the paper's footnote 6): ``SVC(kernel="rbf")`` and
   ``LogisticRegression`` (max_iter raised so that it converges), on the raw features.
 * **Target size.** Table 8 does not control n for the synthetic data; we use n = 2t = 200 and let τ stop
@@ -52,10 +48,11 @@ from aflite.core.phase import Strategy
 from aflite.data.keywords import option_label
 from aflite.errors import ParameterError
 from aflite.experiments.circles import (  # the data of the experiment (aflite.experiments.circles)
-    BIAS_FRACTION,
     DEFAULT_DEV_FRACTION,
     DEFAULT_N_SAMPLES,
     CirclesOptions,
+    CirclesParams,
+    DataParams,
     evaluate_models,
     make_circles_dataset,
     train_dev_split,
@@ -213,11 +210,54 @@ def run_one(
     return record, panel
 
 
-def _mean_std(values: Iterable[float]) -> dict[str, float]:
+class Spread(TypedDict):
+    """A quantity over seeds: mean and sample std (ddof=1) of the n finite values (NaN and n 0: none)."""
+
+    mean: float
+    std: float
+    n: int
+
+
+class SeparationSummary(TypedDict):
+    """One separation's runs over seeds (results.json's ``summary[sep]``): the models' accuracies by model name."""
+
+    n_runs: int
+    accuracy_D: dict[str, Spread]
+    accuracy_filtered: dict[str, Spread]
+    accuracy_coords_only: dict[str, Spread]
+    n_kept: Spread
+    n_iterations: Spread
+    biased_fraction_before: Spread
+    biased_fraction_after: Spread
+    biased_removed: Spread
+    unbiased_removed: Spread
+    flipped_removed: Spread
+    n_dev_filtered: Spread
+    aflite_seconds: Spread
+    seconds: Spread
+
+
+def _mean_std(values: Iterable[float]) -> Spread:
     a = np.array([v for v in values if v is not None and not math.isnan(v)], dtype=float)
     if len(a) == 0:
         return {"mean": float("nan"), "std": float("nan"), "n": 0}
     return {"mean": float(a.mean()), "std": float(a.std(ddof=1)) if len(a) > 1 else 0.0, "n": int(len(a))}
+
+
+def _summarise(rs: list[RunRecord]) -> SeparationSummary:
+    def over(key: str) -> Spread:
+        return _mean_std(float(getattr(r, key)) for r in rs)
+
+    def models(key: str) -> dict[str, Spread]:
+        return {m: _mean_std(getattr(r, key)[m] for r in rs) for m in MODEL_NAMES}
+
+    return SeparationSummary(
+        n_runs=len(rs), accuracy_D=models("accuracy_D"), accuracy_filtered=models("accuracy_filtered"),
+        accuracy_coords_only=models("accuracy_coords_only"), n_kept=over("n_kept"), n_iterations=over("n_iterations"),
+        biased_fraction_before=over("biased_fraction_before"), biased_fraction_after=over("biased_fraction_after"),
+        biased_removed=over("biased_removed"), unbiased_removed=over("unbiased_removed"),
+        flipped_removed=over("flipped_removed"), n_dev_filtered=over("n_dev_filtered"),
+        aflite_seconds=over("aflite_seconds"), seconds=over("seconds"))
 
 
 @dataclass
@@ -230,7 +270,7 @@ class SyntheticExperiment:
     n_samples: int
     dev_fraction: float
     aflite_params: AFLiteParams
-    data_params: JSON  # the data generator's settings, as results.json records them
+    data_params: DataParams  # as results.json records them
     panels: list[Figure2Panel]
     seconds: float = 0.0
     blas_threads: int | None = None
@@ -238,24 +278,9 @@ class SyntheticExperiment:
     def runs_for(self, separation: float) -> list[RunRecord]:
         return [r for r in self.runs if math.isclose(r.separation, separation)]
 
-    def summary(self) -> dict[float, JSON]:
+    def summary(self) -> dict[float, SeparationSummary]:
         """Per separation: mean/std (sample std, ddof=1) over seeds of every reported quantity."""
-        out: dict[float, JSON] = {}
-        for sep in self.separations:
-            rs = self.runs_for(sep)
-            out[sep] = {
-                "n_runs": len(rs),
-                "accuracy_D": {m: _mean_std(r.accuracy_D[m] for r in rs) for m in MODEL_NAMES},
-                "accuracy_filtered": {m: _mean_std(r.accuracy_filtered[m] for r in rs) for m in MODEL_NAMES},
-                "accuracy_coords_only": {m: _mean_std(r.accuracy_coords_only[m] for r in rs) for m in MODEL_NAMES},
-                **{
-                    key: _mean_std(float(getattr(r, key)) for r in rs)
-                    for key in ("n_kept", "n_iterations", "biased_fraction_before", "biased_fraction_after",
-                                "biased_removed", "unbiased_removed", "flipped_removed", "n_dev_filtered",
-                                "aflite_seconds", "seconds")
-                },
-            }
-        return out
+        return {sep: _summarise(self.runs_for(sep)) for sep in self.separations}
 
     def to_json(self) -> JSON:
         """Plain JSON-ready dict (NaN → None): parameters, the paper's table, the aggregates and every run."""
@@ -304,12 +329,8 @@ def run_synthetic(
     show_progress: bool = True,
     blas_threads: int | None = 1,
 ) -> SyntheticExperiment:
-    """Every (separation, seed) run of the synthetic experiment, with AFLite at Table 8's setting.
-
-    ``aflite_params`` overrides entries of :data:`SYNTHETIC_AFLITE` (n_partitions, train_size, slice_size,
-    threshold, target_size; also strategy / model / C). ``blas_threads`` caps BLAS threads during the runs
-    (the models here are tiny — t=100 rows, 4 features — so threading only adds overhead, and on a busy
-    machine a lot of it); None leaves the thread pools alone.
+    """Every (separation, seed) run of the synthetic experiment, with AFLite at Table 8's setting. BLAS runs on one
+    thread by default: the models are tiny (t=100 rows, 4 features), so threading only adds overhead.
 
     Parameters
     ----------
@@ -320,7 +341,7 @@ def run_synthetic(
     n_samples : int, default 1000
         Rows per data set.
     aflite_params : dict, optional
-        Entries of :data:`SYNTHETIC_AFLITE` overridden.
+        Entries of :data:`SYNTHETIC_AFLITE` overridden (also strategy / model / C).
     dev_fraction : float, default 0.2
         The share held out as a dev set.
     data_kwargs : dict, optional
@@ -354,7 +375,6 @@ def run_synthetic(
 
     AFLite(**params).resolved_params(n_samples)  # τ, m, k and t < n < |D| refused before the first run
 
-
     start = time.perf_counter()
     runs: list[RunRecord] = []
     panels: list[Figure2Panel] = []
@@ -379,27 +399,22 @@ def run_synthetic(
                 if i == 0:
                     panels.append(panel)
                 bar.update(1)
-    data_params = make_circles_dataset(separations[0], n_samples, 0, **(data_kwargs or {})).params
-    data_params = {k: v for k, v in data_params.items() if k not in ("separation", "n_flipped", "inner_radius")}
-    data_params["flip_fraction"] = {str(s): make_circles_dataset(s, n_samples, 0, **(data_kwargs or {}))
-                                    .params["flip_fraction"] for s in separations}
+    first: CirclesParams = make_circles_dataset(separations[0], n_samples, 0, **(data_kwargs or {})).params
+    data_params = DataParams(
+        n_samples=first["n_samples"], outer_radius=first["outer_radius"], ring_noise=first["ring_noise"],
+        bias_fraction=first["bias_fraction"], bias_dim=first["bias_dim"], bias_shift=first["bias_shift"],
+        flip_fraction={str(s): make_circles_dataset(s, n_samples, 0, **(data_kwargs or {})).params["flip_fraction"]
+                       for s in separations})
     return SyntheticExperiment(runs=runs, separations=separations, seeds=seeds, n_samples=n_samples,
                            dev_fraction=dev_fraction, aflite_params=params, data_params=data_params, panels=panels,
                            seconds=time.perf_counter() - start, blas_threads=blas_threads)
 
 
 # ------------------------------------------------------------------------------------------ reporting
-def _pm(stat: dict[str, float], digits: int = 1, scale: float = 1.0) -> str:
+def _pm(stat: Spread, digits: int = 1, scale: float = 1.0) -> str:
     if stat["n"] == 0 or math.isnan(stat["mean"]):
         return "—"
     return f"{stat['mean'] * scale:.{digits}f} ± {stat['std'] * scale:.{digits}f}"
-
-
-def _paper_separation(sep: float) -> float | None:
-    for s in PAPER_TABLE7:
-        if math.isclose(s, sep):
-            return s
-    return None
 
 
 def format_table(result: SyntheticExperiment) -> str:
@@ -409,7 +424,7 @@ def format_table(result: SyntheticExperiment) -> str:
     lines = [
         "Synthetic concentric circles (Le Bras et al. 2020, §3 / Fig. 2; appendix Table 7): dev accuracy (%),",
         f"mean ± std over {len(result.seeds)} seed(s) {_seed_text(result.seeds)}. "
-        f"N = {result.n_samples} per dataset, {result.data_params.get('bias_fraction', BIAS_FRACTION):.0%} "
+        f"N = {result.n_samples} per dataset, {result.data_params['bias_fraction']:.0%} "
         f"of each class biased; dev = {result.dev_fraction:.0%} stratified split of D, D(Φ) = its kept rows.",
         f"AFLite: m={p['n_partitions']}, t={p['train_size']}, k={p['slice_size']}, τ={p['threshold']}, "
         f"n={p['target_size']}. Paper std is its subscript (97.0 ₀₂ = 97.0 ± 0.2).",
@@ -419,7 +434,7 @@ def format_table(result: SyntheticExperiment) -> str:
     rows: list[tuple[str, ...]] = []
     for sep in result.separations:
         s = summary[sep]
-        ps = _paper_separation(sep)
+        ps = next((p for p in PAPER_TABLE7 if math.isclose(p, sep)), None)
         for j, m in enumerate(MODEL_NAMES):
             paper = PAPER_TABLE7[ps][m] if ps is not None else None
             rows.append((
