@@ -306,7 +306,7 @@ def evaluate_facts(inp: CardInputs, kept_sha: str) -> cs.EvaluateFacts:
         if names:
             chosen[role] = names[0]
     keep = ("own_heldout", "original_heldout", "own_heldout_majority", "original_heldout_majority", "not_trained")
-    scores: dict[str, Any] = {}
+    scores: dict[str, dict[str, cs.SetScore]] = {}
     for model, per_set in ev.aggregate.items():
         scores[model] = {}
         for role, name in chosen.items():
