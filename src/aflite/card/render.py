@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 from aflite.card.facts import GIVEN_LICENSE, memory_kind
 from aflite.card.frontmatter import dump
-from aflite.card.schema import CardManifest, EvaluateFacts, ExplainFacts, InputFacts, MeanStd, SetScore
+from aflite.card.schema import CardManifest, EvaluateFacts, ExplainFacts, FrontMatter, InputFacts, MeanStd, SetScore
 from aflite.commands.summary_md import warmup_line
 
 __all__ = ["code", "front_matter", "render_card", "text"]
@@ -28,15 +28,17 @@ PARAMETERS = (("n", "target_size", "target size"), ("m", "n_partitions", "linear
               ("model", "model", "the ensemble's classifier"), ("C", "C", "its inverse regularization"))
 
 
-def front_matter(m: CardManifest) -> dict[str, Any]:
+def front_matter(m: CardManifest) -> FrontMatter:
     """The card's metadata as the Hub reads it (``configs`` points at the filtered data file)."""
     out = m["output"]
-    meta: dict[str, Any] = {"license": m["license"]["id"]}
-    if m["license"]["id"] == "other" and m["license"].get("name"):
-        meta["license_name"] = m["license"]["name"]
+    meta: FrontMatter = {"license": m["license"]["id"]}
+    name = m["license"].get("name")
+    if m["license"]["id"] == "other" and name:
+        meta["license_name"] = name
     meta["pretty_name"] = m["name"]
-    if m.get("language"):
-        meta["language"] = m["language"]
+    language = m.get("language")
+    if language:
+        meta["language"] = language
     meta["task_categories"] = m["task_categories"]
     if m.get("task_ids"):
         meta["task_ids"] = m["task_ids"]
@@ -337,4 +339,4 @@ def render_card(m: CardManifest) -> str:
     if ex:
         body += _explain(ex)
     body += ["## Known limits", "", *[f"- {text(s)}" for s in m["limits"]], ""]
-    return "---\n" + dump(front_matter(m)) + "---\n\n" + "\n".join(body).rstrip("\n") + "\n"
+    return "---\n" + dump(dict(front_matter(m))) + "---\n\n" + "\n".join(body).rstrip("\n") + "\n"

@@ -9,8 +9,8 @@ from typing import Any, NotRequired, TypedDict
 
 from aflite.check.tokens import TokenPair
 
-__all__ = ["CardManifest", "DataFile", "EvaluateFacts", "ExplainFacts", "FilterFacts", "InputFacts", "LicenseFacts",
-           "ModelIdentity", "OutputFacts", "PhiFacts", "ProbeFacts", "SetScore"]
+__all__ = ["CardManifest", "DataFile", "EvaluateFacts", "ExplainFacts", "FilterFacts", "FrontMatter", "InputFacts",
+           "LicenseFacts", "ModelIdentity", "OutputFacts", "PhiFacts", "ProbeFacts", "SetScore"]
 
 
 class LicenseFacts(TypedDict):
@@ -279,6 +279,22 @@ class FileEntry(TypedDict, total=False):
     size: int
     sha256: str
     link: str
+
+
+class FrontMatter(TypedDict, total=False):
+    """README.md's YAML front matter, the Hub's dataset card metadata (keys in the order they are written)."""
+
+    license: str
+    license_name: str
+    pretty_name: str
+    language: list[str]
+    task_categories: list[str]
+    task_ids: list[str]
+    size_categories: list[str]
+    source_datasets: list[str]
+    tags: list[str]
+    dataset_info: dict[str, list[dict[str, str]]]
+    configs: list[dict[str, str | list[dict[str, str]]]]
 
 
 class CardManifest(TypedDict):
