@@ -17,11 +17,10 @@ from aflite.audit.check_summaries import (
     BiasedSummary,
     PecoSummary,
     TokenTableSummary,
-    TraDetails,
     TraSummary,
     TsneSummary,
 )
-from aflite.audit.clusters import PecoResult, peco, peco_null
+from aflite.audit.clusters import PecoExample, PecoResult, peco, peco_null
 from aflite.audit.finetuned import embed_finetuned, tra
 from aflite.audit.linear import cv_predict
 from aflite.audit.metrics import LeakageMetrics
@@ -139,7 +138,7 @@ class Tra(AuditCheck):
                      "steps": cfg.tra_steps, "batch_size": cfg.tra_batch_size}
         rows = ft.eval_rows[: min(cfg.tra_sample, len(ft.eval_rows))]
         res = tra(ft.models["pair"], ft.models[view], ds.texts_a, ds.texts_b, view, rows, cfg.show_progress)
-        return CheckResult(self.name, summary=TraSummary(res.score, TraDetails(**res.to_dict()), finetuned),
+        return CheckResult(self.name, summary=TraSummary(res.score, res.details(), finetuned),
                            columns={}, detail=res)
 
 
@@ -183,9 +182,9 @@ def tsne_map(pr: PecoResult, cfg: Any) -> tuple[np.ndarray | None, np.ndarray | 
 
 
 def examples(pr: PecoResult, texts: Sequence[str], y: np.ndarray, cfg: Any, per: int = 3,
-             n_clusters: int = 5) -> list[dict[str, Any]]:
+             n_clusters: int = 5) -> list[PecoExample]:
     """Sentences (an image audit: ids) from the most divergent clusters (for the report)."""
-    out = []
+    out: list[PecoExample] = []
     for c in np.argsort(-pr.divergences)[:n_clusters]:
         members = np.flatnonzero(pr.cluster_ids == c)[:per]
         dist = {str(k): round(float(p), 3) for k, p in zip(pr.classes, pr.cluster_dists[c], strict=True)}

@@ -47,6 +47,23 @@ class PecoNullRecord(TypedDict):
     fraction20_excess: float
 
 
+class Sentence(TypedDict):
+    text: str
+    label: str
+
+
+class PecoExample(TypedDict):
+    """One of the most divergent clusters the report shows: its size, divergence, L2, label shares and a few rows
+    (their texts; an image audit's: ids)."""
+
+    cluster: int
+    size: int
+    divergence: float
+    l2: float
+    label_dist: dict[str, float]
+    sentences: list[Sentence]
+
+
 @dataclasses.dataclass
 class PecoResult:
     """PECO and what it was computed from.

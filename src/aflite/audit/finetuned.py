@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from aflite.atomic import JSON
+from aflite.audit.check_summaries import TraDetails
 from aflite.audit.metrics import _as_1d
 from aflite.device import import_torch, resolve_model_path
 from aflite.encoders import Batch, TextEncoder, training
@@ -172,8 +172,9 @@ class TraResult:
     per_sample: np.ndarray
     rows: np.ndarray
 
-    def to_dict(self) -> JSON:
-        return {"score": self.score, "n": len(self.rows), "std": float(np.nanstd(self.per_sample))}
+    def details(self) -> TraDetails:
+        """What the TRA check's summary records: the mean, the rows scored and the spread."""
+        return TraDetails(self.score, len(self.rows), float(np.nanstd(self.per_sample)))
 
 
 def tra(

@@ -22,6 +22,7 @@ from aflite.audit.images import (
     colour_histograms,
     resolve_audit_featurizer,
 )
+from aflite.audit.results import AuditMetrics
 from aflite.data import check_view_texts, memory_kind, modality_of, option_label, warn_twins
 from aflite.device import torch_device
 from aflite.errors import InputError, ParameterError
@@ -96,7 +97,7 @@ class TextAudit:
         return [f"D's time includes the {t_feat:.0f} s featurization shared with D(Φ)."]
 
     def metrics(self, data_path: Any, compare: Any, ds: Any, results: list[Any], feats: Any, cfg: Any,
-                notes: list[str]) -> tuple[JSON, dict[str, bytes]]:
+                notes: list[str]) -> tuple[AuditMetrics, dict[str, bytes]]:
         return {"data": str(data_path), "compare": None if compare is None else str(compare),
                 "results": [r.to_dict() for r in results]}, {}
 
@@ -168,7 +169,7 @@ class ImageAudit:
         return []
 
     def metrics(self, data_path: Any, compare: Any, ds: Any, results: list[Any], feats: Any, cfg: Any,
-                notes: list[str]) -> tuple[JSON, dict[str, bytes]]:
+                notes: list[str]) -> tuple[AuditMetrics, dict[str, bytes]]:
         """The figures, and the files besides: bad_images.txt (noted) and a t-SNE map per set."""
         files: dict[str, bytes] = {}
         bad = list(getattr(ds, "bad_images", []))

@@ -3,19 +3,55 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 
 import numpy as np
 
 from aflite.atomic import JSON
 from aflite.audit.check_summaries import TokenTableSummary, TraSummary
-from aflite.audit.clusters import PecoNull, PecoResult
+from aflite.audit.clusters import PecoExample, PecoNull, PecoResult
 from aflite.audit.finetuned import TraResult
 from aflite.audit.metrics import AUDIT_VIEWS, BIAS_THRESHOLD, LeakageMetrics
 from aflite.check import CheckResult
 from aflite.check.tokens import TokenRow
 from aflite.errors import ParameterError
 from aflite.verdict import number, points
+
+
+class AuditSetRecord(TypedDict):
+    """One audited set in results.json (:meth:`DatasetAudit.to_dict`); a view's entry is every check's summary
+    fields, flat (:meth:`ViewAudit.to_dict`)."""
+
+    name: str
+    n: int
+    label_counts: dict[str, int]
+    normal_input: str
+    views: dict[str, JSON]
+    timings_s: dict[str, float]
+    config: JSON
+
+
+class BadImages(TypedDict):
+    count: int
+    file: str
+
+
+class AuditMetrics(TypedDict):
+    """``aflite audit``'s results.json body as written (:meth:`aflite.audit.modalities.TextAudit.metrics`, its image
+    twin): the data, the run compared, each set's record; an image audit's Φ, bad images and t-SNE maps; then the
+    seconds and the verdict."""
+
+    data: str
+    modality: NotRequired[str]
+    compare: str | None
+    biased_view: NotRequired[str]
+    featurizer: NotRequired[str]
+    embedding_dim: NotRequired[int]
+    bad_images: NotRequired[BadImages | None]
+    tsne_plots: NotRequired[dict[str, str]]
+    results: list[AuditSetRecord]
+    seconds: NotRequired[float]
+    verdict: NotRequired[list[str]]
 
 
 @dataclasses.dataclass
@@ -105,7 +141,7 @@ class AuditConfig:
     cache_dir: str | None = None
     show_progress: bool = True
     # each audit check's options by name (aflite.check: a check's declared options; --check NAME:KEY=VALUE)
-    checks: dict[str, JSON] = dataclasses.field(default_factory=dict)
+    checks: dict[str, dict[str, bool | int | float | str | None]] = dataclasses.field(default_factory=dict)
 
     def to_dict(self) -> JSON:
         d = dataclasses.asdict(self)
@@ -142,8 +178,8 @@ class ViewAudit:
         return null
 
     @property
-    def examples(self) -> list[JSON]:
-        ex: list[JSON] = self.checks["peco"].detail["examples"]
+    def examples(self) -> list[PecoExample]:
+        ex: list[PecoExample] = self.checks["peco"].detail["examples"]
         return ex
 
     @property
@@ -253,7 +289,7 @@ class DatasetAudit:
             "biased_region": va.peco.l2[cid] > self.config.bias_threshold,
         }
 
-    def to_dict(self) -> JSON:
+    def to_dict(self) -> AuditSetRecord:
         return {
             "name": self.name,
             "n": self.n,
@@ -269,7 +305,7 @@ STRONG_Z = 5.0  # a token whose label rate is this many standard errors above th
 PECO_P = 0.05
 
 
-def audit_verdict(metrics: JSON) -> list[str]:
+def audit_verdict(metrics: AuditMetrics) -> list[str]:
     """``aflite audit``: per audited set, the single-sentence (biased) model against the majority rate, reconciled
     with the strongest token association and with PECO against its shuffled-label null."""
     out: list[str] = []
@@ -338,7 +374,7 @@ def check_sections(results: list[Any]) -> list[str]:
 
 
 
-def _strongest_token(artifacts: JSON) -> tuple[str, str, float, int] | None:
+def _strongest_token(artifacts: dict[str, list[TokenRow]]) -> tuple[str, str, float, int] | None:
     best = None
     for label, rows in artifacts.items():
         for t in rows or []:

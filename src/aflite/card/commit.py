@@ -32,12 +32,13 @@ import json
 import shutil
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from aflite.atomic import atomic_open, atomic_path, json_text, write_text
+from aflite.card.schema import CardManifest, FileEntry
 from aflite.errors import OutputError
 from aflite.hashing import file_sha256
-from aflite.rundir.manifest import entry, seal
+from aflite.rundir.manifest import SEAL, entry, seal
 from aflite.rundir.names import CARD, MANIFEST
 
 __all__ = ["FORMAT_PREFIX", "PENDING", "PLACEHOLDER", "Source", "check_clashes", "commit_card", "edited_files",
@@ -193,7 +194,7 @@ def _remove_temporaries(out: Path, names: set[str]) -> None:
                     tmp.unlink()
 
 
-def commit_card(out: Path, sources: Mapping[str, Source], facts: dict[str, Any], fmt: str) -> dict[str, Any]:
+def commit_card(out: Path, sources: Mapping[str, Source], facts: CardManifest, fmt: str) -> CardManifest:
     """Write the card's files (name in OUT -> a source file to copy, or the bytes) and, last, its manifest:
     ``facts`` with ``files`` (each file's size and sha256) and the seal; return the manifest written. The caller
     has checked everything and holds the folder's lock; :func:`check_clashes` is called here again, first."""
@@ -214,12 +215,12 @@ def commit_card(out: Path, sources: Mapping[str, Source], facts: dict[str, Any],
     data = [n for n in sources if n != CARD]
     for name in [*data, CARD] if CARD in sources else data:
         _write(out / name, sources[name])
-    files = {name: entry(out / name) for name in sorted(sources)}
-    manifest = seal({**facts, "files": files})
+    manifest: CardManifest = {**facts, "files": {name: cast(FileEntry, entry(out / name)) for name in sorted(sources)}}
+    manifest["sealed"] = seal(dict(manifest))[SEAL]
     write_text(out / MANIFEST, manifest_text(manifest))
     return manifest
 
 
-def manifest_text(manifest: dict[str, Any]) -> str:
+def manifest_text(manifest: CardManifest) -> str:
     """manifest.json's bytes: sorted keys, UTF-8 as itself, so that the same card gives the same bytes."""
     return json.dumps(manifest, indent=2, sort_keys=True, ensure_ascii=False) + "\n"

@@ -17,6 +17,8 @@ import io
 import json
 from typing import Any
 
+from aflite.card.schema import CardManifest
+
 __all__ = ["CONFORMS_TO", "CROISSANT", "croissant", "croissant_text"]
 
 CROISSANT = "croissant.json"
@@ -26,7 +28,7 @@ PAPER = ("Ronan Le Bras, Swabha Swayamdipta, Chandra Bhagavatula, Rowan Zellers,
 RECORDS = "train"  # the RecordSet: the card's one split
 FILE_ID = "data-file"
 # the JSON-LD terms this file uses, as Croissant 1.1 defines them (a reader needs no network to expand them)
-CONTEXT: dict[str, Any] = {
+CONTEXT: dict[str, str | dict[str, str]] = {
     "@language": "en", "@vocab": "https://schema.org/", "sc": "https://schema.org/",
     "cr": "http://mlcommons.org/croissant/", "rai": "http://mlcommons.org/croissant/RAI/",
     "dct": "http://purl.org/dc/terms/", "citeAs": "cr:citeAs", "column": "cr:column", "conformsTo": "dct:conformsTo",
@@ -55,7 +57,7 @@ def _pct(part: float, whole: float) -> str:
     return f"{100 * part / whole:.1f} %" if whole else "–"
 
 
-def _biases(m: dict[str, Any]) -> list[str]:
+def _biases(m: CardManifest) -> list[str]:
     """rai:dataBiases: the artifacts measured — the run's probe on D, D(Φ) and random subsets, the explanation's
     significant tokens and the strongest left, the evaluation's verdict, the label shift."""
     out = []
@@ -63,23 +65,24 @@ def _biases(m: dict[str, Any]) -> list[str]:
     if probe.get("results"):
         sets = "; ".join(f"{r['name']}: {100 * r['accuracy']:.1f} % (majority {100 * r['majority']:.1f} %, lead "
                          f"{100 * r['delta_majority']:+.1f} points)" for r in probe["results"]
-                         if r.get("accuracy") is not None and r.get("majority") is not None
-                         and r.get("delta_majority") is not None)
+                         if r["accuracy"] is not None and r["majority"] is not None
+                         and r["delta_majority"] is not None)
         out.append(f"Partial-input probe ({probe.get('model')}, 5-fold cross-validation accuracy): {sets}.")
-    ex = m.get("explain") or {}
-    sig, test = ex.get("significant_tokens") or {}, ex.get("token_test") or {}
-    if sig:
+    ex = m.get("explain")
+    sig = ex.get("significant_tokens") if ex else None
+    if ex and sig:
+        test = ex["token_test"]
         out.append(f"Significant (token, label) pairs on the {ex.get('token_view')} (Gardner et al. 2021's test, "
                    f"Bonferroni alpha {test.get('alpha')}, tokens in at least {test.get('min_count')} texts): D "
                    f"{sig.get('full')}, D(Φ) {sig.get('kept')}, same-size random subsets {sig.get('random')} (mean of "
                    f"{test.get('random_subsets')}).")
-    for t in ex.get("top_artifacts_kept") or []:
+    for t in ex.get("top_artifacts_kept") or [] if ex else []:
         out.append(f"Left in D(Φ): token {t['token']!r} with label {t['label']!r} in {t.get('count')} texts, "
                    f"p(label | token) {t['p_label']:.3f}, z {t['z']:.2f}"
                    + (" (significant)." if t.get("significant") else "."))
-    ev = m.get("evaluate") or {}
-    out += [f"Evaluation: {s}" for s in ev.get("verdict") or []]
-    shift = (m["labels"].get("shift") or {}).get("warning")
+    ev = m.get("evaluate")
+    out += [f"Evaluation: {s}" for s in (ev.get("verdict") or [] if ev else [])]
+    shift = (m["labels"].get("shift") or {"warning": None})["warning"]
     if shift:
         out.append(f"Label shift: {shift}.")
     if not probe.get("results") and not sig and not ev:
@@ -88,7 +91,7 @@ def _biases(m: dict[str, Any]) -> list[str]:
     return out
 
 
-def _limitations(m: dict[str, Any]) -> list[str]:
+def _limitations(m: CardManifest) -> list[str]:
     """rai:dataLimitations: what AFLite removed and why, the share of each class removed, and the known limits."""
     flt, lab, phi = m["filter"], m["labels"], m["phi"]
     before, after = lab.get("before") or {}, lab.get("after") or {}
@@ -104,14 +107,14 @@ def _limitations(m: dict[str, Any]) -> list[str]:
             "that other models exploit, may remain.", *(m.get("limits") or [])]
 
 
-def _collection(m: dict[str, Any]) -> str:
+def _collection(m: CardManifest) -> str:
     src = m["input"]
     return (f"D(Φ) is the subset that AFLite kept of {src.get('file')} ({src.get('rows')} rows, sha256 "
             f"{src.get('sha256')}, {src.get('sha256_source')}); its rows are the input's, unchanged. Kept ids: "
             f"{m['output']['kept_ids']['file']} (sha256 {m['output']['kept_ids']['sha256']}).")
 
 
-def _protocol(m: dict[str, Any]) -> list[str]:
+def _protocol(m: CardManifest) -> list[str]:
     flt, phi = m["filter"], m["phi"]
     p = flt.get("parameters") or {}
     versions = m.get("versions") or {}
@@ -125,7 +128,7 @@ def _protocol(m: dict[str, Any]) -> list[str]:
             "Versions: " + ", ".join(f"{k} {versions[k]}" for k in sorted(versions)) + "."]
 
 
-def croissant(m: dict[str, Any], data_name: str, data: bytes) -> dict[str, Any]:
+def croissant(m: CardManifest, data_name: str, data: bytes) -> dict[str, Any]:
     """The Croissant document of the card whose manifest facts are ``m`` and whose Parquet data file (``data_name``
     below the card's folder) holds ``data``."""
     import pyarrow.parquet as pq
@@ -156,6 +159,6 @@ def croissant(m: dict[str, Any], data_name: str, data: bytes) -> dict[str, Any]:
     }
 
 
-def croissant_text(m: dict[str, Any], data_name: str, data: bytes) -> str:
+def croissant_text(m: CardManifest, data_name: str, data: bytes) -> str:
     """croissant.json's bytes: indented, UTF-8 as itself, keys in the order above."""
     return json.dumps(croissant(m, data_name, data), indent=2, ensure_ascii=False) + "\n"

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, TypeVar, cast
 
 from aflite import __version__
+from aflite.card import schema as cs
 from aflite.card.licenses import HUB_LICENSES, close_matches
 from aflite.card.limits import known_limits
 from aflite.check import CheckSummary
@@ -52,7 +53,6 @@ FORMATS = {".tsv": "tsv", ".csv": "csv", ".jsonl": "json", ".json": "json", ".pa
 # the Hugging Face Hub's size buckets, by the number of rows
 SIZE_BUCKETS = ((1_000, "n<1K"), (10_000, "1K<n<10K"), (100_000, "10K<n<100K"), (1_000_000, "100K<n<1M"),
                 (10_000_000, "1M<n<10M"), (100_000_000, "10M<n<100M"), (1_000_000_000, "100M<n<1B"))
-PHASE_KEYS = ("iteration", "size_before", "n_removed", "size_after", "n_eligible", "n_unscored")
 WEIGHT_SUFFIXES = (".safetensors", ".bin", ".onnx", ".pt", ".pth", ".h5")
 # an evaluate folder's training-set kinds and the card's names for them (besides D and D(Φ))
 EVAL_ROLES = (("random", "random"), ("matched", "label-matched random"), ("single", "single-iteration"))
@@ -102,21 +102,20 @@ def _portable_options(options: dict[str, Any]) -> dict[str, Any]:
 
 
 # ---------------------------------------------------------------------------------------------- the input
-def input_identity(run: RunBody) -> tuple[dict[str, Any], Path | None]:
+def input_identity(run: RunBody) -> tuple[cs.InputFacts, Path | None]:
     """The input file's name, rows and the sha256 the run recorded (``dataset_sha256``: run and demo always record
     it); and the input itself when it is a Hugging Face dataset folder still there with the same content (its
     ``dataset_info.json`` may name a license), else None."""
     sha = run.dataset_sha256
     assert sha is not None, "run and demo always record dataset_sha256 (RunBody.required_by)"
     path = Path(run.dataset) if run.dataset else None
-    info: dict[str, Any] = {"file": path.name if path else None, "is_folder": bool(path and path.is_dir()),
-                            "rows": run.dataset_size, "dataset_fingerprint": run.dataset_fingerprint,
-                            "dropped_at_load": run.dropped_at_load or None, "sha256": sha,
-                            "sha256_source": "recorded by aflite run"}
+    info = cs.InputFacts(file=path.name if path else None, is_folder=bool(path and path.is_dir()),
+                      rows=run.dataset_size, dataset_fingerprint=run.dataset_fingerprint,
+                      dropped_at_load=run.dropped_at_load or None, sha256=sha, sha256_source="recorded by aflite run")
     if run.dataset_sha256_of == "rows":  # in-memory data: no file (aflite.data.memory)
-        info.update(is_folder=False, in_memory=True,
-                    sha256_source="recorded by aflite run over the in-memory rows, not a file's bytes: the column "
-                                  "names, then each row's id and cells as a JSON line (aflite.data.memory.rows_sha256)")
+        info.update({"is_folder": False, "in_memory": True, "sha256_source": "recorded by aflite run over the "
+                     "in-memory rows, not a file's bytes: the column names, then each row's id and cells as a JSON "
+                     "line (aflite.data.memory.rows_sha256)"})
         return info, None
     hf = path is not None and (path / "dataset_info.json").is_file()
     return info, path if hf and path is not None and file_sha256(path) == sha else None
@@ -128,7 +127,7 @@ def _is_bundled_sample(sha: str | None) -> bool:
     return False
 
 
-def bundled_sample_license() -> dict[str, Any]:
+def bundled_sample_license() -> cs.LicenseFacts:
     """The license of the bundled SNLI sample, read from the license file shipped beside it."""
     path = demo_dataset_path().parent / "SNLI_SAMPLE_LICENSE.md"
     text = path.read_text(encoding="utf-8")
@@ -191,12 +190,12 @@ def data_format(name: str, is_folder: bool) -> str | None:
     return next((f for s, f in FORMATS.items() if low.endswith(s)), None)
 
 
-def input_license(sha: str | None, located: Path | None, given: str | None) -> dict[str, Any]:
+def input_license(sha: str | None, located: Path | None, given: str | None) -> cs.LicenseFacts:
     """The license of D(Φ): the input's own when aflite knows it (the bundled sample's license file; a Hugging
     Face dataset folder's ``dataset_info.json``), else ``given`` (``--license``), else ``unknown``. A ``given``
     license that contradicts the input's is refused: a filtered subset keeps its source's terms."""
     given = check_license_id(given)
-    known: dict[str, Any] | None = None
+    known: cs.LicenseFacts | None = None
     if _is_bundled_sample(sha):
         known = bundled_sample_license()
     elif located is not None and (located / "dataset_info.json").is_file():
@@ -220,7 +219,7 @@ def input_license(sha: str | None, located: Path | None, given: str | None) -> d
 
 
 # ---------------------------------------------------------------------------------------------- Φ
-def model_identity(featurizer: str, options: dict[str, Any]) -> dict[str, Any] | None:
+def model_identity(featurizer: str, options: dict[str, Any]) -> cs.ModelIdentity | None:
     """Which model made Φ, where there is one: its folder (below its package), the installed package and version
     that ship it, and the sha256 of its config and weight files as found when the card was made; the embeddings
     file of precomputed features; None for the n-gram Φ (no model)."""
@@ -257,7 +256,7 @@ def model_identity(featurizer: str, options: dict[str, Any]) -> dict[str, Any] |
             "found": folder.is_dir()}
 
 
-def _distribution(top_level: str) -> dict[str, Any]:
+def _distribution(top_level: str) -> cs.ModelIdentity:
     """The installed distribution that provides the import package ``top_level``, and its version."""
 
     with contextlib.suppress(Exception):
@@ -267,7 +266,7 @@ def _distribution(top_level: str) -> dict[str, Any]:
     return {}
 
 
-def phi_facts(run: RunBody) -> dict[str, Any]:
+def phi_facts(run: RunBody) -> cs.PhiFacts:
     f = run.featurizer
     assert f is not None, "run and demo always record their featurizer (RunBody.required_by)"
     options = dict(f.options)
@@ -278,7 +277,7 @@ def phi_facts(run: RunBody) -> dict[str, Any]:
 
 
 # ---------------------------------------------------------------------------------------------- evaluate, explain
-def evaluate_facts(inp: CardInputs, kept_sha: str) -> dict[str, Any]:
+def evaluate_facts(inp: CardInputs, kept_sha: str) -> cs.EvaluateFacts:
     """This run's figures in an evaluate folder: its D, D(Φ), random and single-iteration sets on every
     evaluation, refused when the folder was made from another dataset or another run."""
     ev, where, res = inp.evaluate, inp.evaluate_dir, inp.run.body
@@ -308,18 +307,17 @@ def evaluate_facts(inp: CardInputs, kept_sha: str) -> dict[str, Any]:
         if names:
             chosen[role] = names[0]
     keep = ("own_heldout", "original_heldout", "own_heldout_majority", "original_heldout_majority", "not_trained")
-    scores: dict[str, Any] = {}
+    scores: dict[str, dict[str, cs.SetScore]] = {}
     for model, per_set in ev.aggregate.items():
         scores[model] = {}
         for role, name in chosen.items():
             entry = per_set.get(name)
             if entry is None:
                 continue
-            scores[model][role] = {k: entry[k] for k in keep if k in entry} | {
-                "tests": {t: {k: v for k, v in x.items() if k in ("accuracy", "majority", "n")}
-                          for t, x in (entry.get("tests") or {}).items()},
-                "external": {t: {k: v for k, v in x.items() if k in ("accuracy", "majority", "n")}
-                             for t, x in (entry.get("external") or {}).items()}}
+            # aggregate's entries are evaluate's untyped tables: the keys the card shows, as cs.SetScore declares them
+            scores[model][role] = cast(cs.SetScore, {k: entry[k] for k in keep if k in entry} | {
+                kind: {t: cast(cs.TestScore, {k: v for k, v in x.items() if k in ("accuracy", "majority", "n")})
+                       for t, x in (entry.get(kind) or {}).items()} for kind in ("tests", "external")})
     ft = cfg.get("finetune") or None
     # this run's sentences only (an evaluate folder of several runs has one per run): the evaluate's own verdict
     # function over this run's sets and their copied figures
@@ -336,16 +334,19 @@ def evaluate_facts(inp: CardInputs, kept_sha: str) -> dict[str, Any]:
                   for t in cfg.get("tests") or []],
         "eval_sets": [{"name": t.get("name"), "size": t.get("size")} for t in cfg.get("eval_sets") or []],
         "sets": chosen,
-        "training_sets": [{k: s.get(k) for k in ("name", "kind", "seed", "size", "train", "heldout", "label_counts")}
-                          | {"note": (s.get("info") or {}).get("note")}
+        "training_sets": [cs.TrainingSet(name=s["name"], kind=s["kind"], seed=s.get("seed"), size=s.get("size"),
+                                      train=s.get("train"), heldout=s.get("heldout"),
+                                      label_counts=s.get("label_counts"), note=(s.get("info") or {}).get("note"))
                           for s in sets if s.get("name") in chosen.values()
                           and (s.get("run") is None or str(s.get("run")) == run_key)],
-        "finetune_caps": None if ft is None else {k: ft.get(k) for k in ("device", "train_cap_used", "eval_cap_used")},
+        "finetune_caps": None if ft is None else cs.FinetuneCaps(device=ft.get("device"),
+                                                              train_cap_used=ft.get("train_cap_used"),
+                                                              eval_cap_used=ft.get("eval_cap_used")),
         "scores": scores,
     }
 
 
-def explain_facts(inp: CardInputs, kept_sha: str) -> dict[str, Any]:
+def explain_facts(inp: CardInputs, kept_sha: str) -> cs.ExplainFacts:
     """The explain folder's figures, refused when it was made from another run."""
     ex, where, res = inp.explain, inp.explain_dir, inp.run.body
     flag = f"--explain {where}"
@@ -370,13 +371,19 @@ def explain_facts(inp: CardInputs, kept_sha: str) -> dict[str, Any]:
     sig, test = (tokens.significant_tokens, tokens.token_test) if tokens is not None else (None, None)
     return {
         "tied_to_run_by": tied, "token_view": tokens.token_view if tokens is not None else None,
-        "significant_tokens": asdict(sig) if sig is not None else None,
-        "token_test": {k: getattr(test, k, None) for k in ("alpha", "min_count", "null", "random_subsets")},
+        "significant_tokens": None if sig is None else cs.SignificantFacts(full=sig.full, kept=sig.kept,
+                                                                           random=sig.random),
+        "token_test": cs.TokenTestFacts(alpha=test.alpha, min_count=test.min_count, null=test.null,
+                                     random_subsets=test.random_subsets) if test is not None else cs.TokenTestFacts(
+            alpha=None, min_count=None, null=None, random_subsets=None),
         "top_artifacts_kept": (tokens.top_artifacts.get("kept") or [])[:5] if tokens is not None else [],
         "first_phase_agreement": ex.first_phase.agreement_with_run if ex.first_phase is not None else None,
-        "datamap": {k: getattr(datamap, k, None) for k in ("regions", "removed_by_region")},
+        "datamap": cs.DataMapFacts(regions=datamap.regions if datamap else None,
+                                removed_by_region=datamap.removed_by_region if datamap else None),
         "label_issues": issues.n if issues is not None else None,
-        "surrogate": {k: getattr(surrogate, k, None) for k in ("model", "r2", "n_terms")},
+        "surrogate": cs.SurrogateFacts(model=surrogate.model if surrogate else None,
+                                    r2=surrogate.r2 if surrogate else None,
+                                    n_terms=surrogate.n_terms if surrogate else None),
     }
 
 
@@ -401,7 +408,7 @@ def header_of(path: Path) -> list[str] | None:
     return [str(c) for c in first] if first else None
 
 
-def build_manifest(inp: CardInputs, *, license: str | None = None) -> dict[str, Any]:  # noqa: A002
+def build_manifest(inp: CardInputs, *, license: str | None = None) -> cs.CardManifest:  # noqa: A002
     """Every fact of the card, machine-readable: what ``manifest.json`` holds and the card is written from."""
     res, envelope = inp.run.body, inp.run.envelope
     src, located = input_identity(res)
@@ -417,7 +424,8 @@ def build_manifest(inp: CardInputs, *, license: str | None = None) -> dict[str, 
     stem = dataset_stem(str(src["file"] or "data"))
     if src.get("in_memory"):  # no file to be named after: the run's title (title=), else what the data were
         stem = res.title or f"Rows of a {memory_kind(str(src['file']))}"
-    manifest: dict[str, Any] = {
+    shift = res.label_shift
+    manifest: cs.CardManifest = {
         "format": FORMAT,
         "generator": {"tool": "aflite card", "aflite": __version__},
         "name": f"{'SNLI sample' if bundled else stem}, AFLite-filtered (Φ {phi['featurizer']}, {phi['view']})",
@@ -440,11 +448,16 @@ def build_manifest(inp: CardInputs, *, license: str | None = None) -> dict[str, 
                    "overrides": res.overrides or {}, "size_before": res.size_before,
                    "size_after": res.size_after, "n_iterations": res.n_iterations,
                    "sizes": res.sizes, "stop_reason": res.stop_reason,
-                   "phases": [{k: getattr(it, k) for k in PHASE_KEYS} for it in res.iterations]},
+                   "phases": [cs.Phase(iteration=it.iteration, size_before=it.size_before, n_removed=it.n_removed,
+                                    size_after=it.size_after, n_eligible=it.n_eligible, n_unscored=it.n_unscored)
+                              for it in res.iterations]},
         "versions": envelope.versions,
-        "labels": {"before": res.label_counts_before, "after": res.label_counts_after,
-                   "shift": None if res.label_shift is None else asdict(res.label_shift)},
-        "probe": None if res.partial_input_probe is None else res.partial_input_probe.to_json(),
+        "labels": {"before": res.label_counts_before, "after": res.label_counts_after, "shift": None if shift is None
+                   else cs.ShiftFacts(shares_before=shift.shares_before, shares_after=shift.shares_after,
+                                   change_points=shift.change_points, max_change_points=shift.max_change_points,
+                                   warning=shift.warning)},
+        # cs.ProbeFacts declares ProbeRecord.to_json's keys (rundir cannot import the card's types)
+        "probe": None if res.partial_input_probe is None else cast(cs.ProbeFacts, res.partial_input_probe.to_json()),
         "verdict": res.verdict or [],
         "evaluate": evaluate_facts(inp, kept_sha) if inp.evaluate is not None else None,
         "explain": explain_facts(inp, kept_sha) if inp.explain is not None else None,

@@ -6,7 +6,7 @@ left out), so that a card never claims more than the run, the evaluation and the
 
 from __future__ import annotations
 
-from typing import Any
+from aflite.card.schema import CardManifest, FilterFacts
 
 __all__ = ["known_limits", "stop_kind"]
 
@@ -23,9 +23,9 @@ def stop_kind(reason: str | None) -> str:
     return "other"
 
 
-def _stop_limit(flt: dict[str, Any]) -> str:
+def _stop_limit(flt: FilterFacts) -> str:
     p = flt.get("parameters") or {}
-    last = (flt.get("phases") or [{}])[-1]
+    phases = flt.get("phases") or []
     kind = stop_kind(flt.get("stop_reason"))
     if kind == "k-rule":
         return (f"The filter stopped by its k-rule ({flt['stop_reason']}), before the target size n = "
@@ -34,7 +34,7 @@ def _stop_limit(flt: dict[str, Any]) -> str:
                 f"right at least τ = {p.get('threshold')} of the time; it does not mean that D(Φ) is free of "
                 f"artifacts, and says nothing about cues that Φ does not represent.")
     if kind == "target":
-        left = last.get("n_eligible")
+        left = phases[-1]["n_eligible"] if phases else None
         return (f"The filter stopped at its target size n = {p.get('target_size'):,} ({flt['stop_reason']}), not "
                 f"because the predictable rows ran out: in its last phase {left:,} rows still had p̃ >= τ = "
                 f"{p.get('threshold')} (before the last slice was removed).") if left is not None else (
@@ -46,7 +46,7 @@ def _stop_limit(flt: dict[str, Any]) -> str:
     return f"The filter stopped because: {flt.get('stop_reason')}."
 
 
-def known_limits(m: dict[str, Any]) -> list[str]:
+def known_limits(m: CardManifest) -> list[str]:
     """The limits of the card whose manifest is ``m`` (everything but ``limits`` itself)."""
     flt, phi = m["filter"], m["phi"]
     out = [_stop_limit(flt)]
@@ -72,7 +72,7 @@ def known_limits(m: dict[str, Any]) -> list[str]:
             dropped, dict) else str(dropped)
         out.append(f"Rows of the input were dropped when it was read ({why}); they are in neither D nor D(Φ), and "
                    f"the input's row count above does not include them.")
-    shift = (m["labels"].get("shift") or {}).get("warning")
+    shift = (m["labels"].get("shift") or {"warning": None})["warning"]
     if shift:
         out.append(f"Label shift: {shift}.")
     probe = m.get("probe") or {}
@@ -90,11 +90,11 @@ def known_limits(m: dict[str, Any]) -> list[str]:
         out.append("No evaluation was given (aflite evaluate, --evaluate): how models trained on D(Φ) fare is not "
                    "measured on this card.")
     else:
-        caps = ev.get("finetune_caps") or {}
-        if caps.get("train_cap_used") or caps.get("eval_cap_used"):
-            out.append(f"The fine-tuned models of the evaluation ran on {caps.get('device')} with caps: at most "
-                       f"{caps.get('train_cap_used') or 'all'} training rows per set and "
-                       f"{caps.get('eval_cap_used') or 'all'} rows per evaluation set, so their figures are not "
+        caps = ev.get("finetune_caps")
+        if caps and (caps["train_cap_used"] or caps["eval_cap_used"]):
+            out.append(f"The fine-tuned models of the evaluation ran on {caps['device']} with caps: at most "
+                       f"{caps['train_cap_used'] or 'all'} training rows per set and "
+                       f"{caps['eval_cap_used'] or 'all'} rows per evaluation set, so their figures are not "
                        f"those of full training.")
         out.append(f"The evaluation trained only these models: {', '.join(ev['models'])}; other models (the paper's "
                    f"RoBERTa-large among them) may be affected differently.")

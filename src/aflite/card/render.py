@@ -10,31 +10,35 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from typing import Any, Literal
 
 from aflite.card.facts import GIVEN_LICENSE, memory_kind
 from aflite.card.frontmatter import dump
+from aflite.card.schema import CardManifest, EvaluateFacts, ExplainFacts, FrontMatter, InputFacts, MeanStd, SetScore
 from aflite.commands.summary_md import warmup_line
 
 __all__ = ["code", "front_matter", "render_card", "text"]
 
 FOLDER_SHA = ", a folder: over each file's path and sha256, in sorted order (aflite.hashing.file_sha256)"
 TAGS = ["aflite", "adversarial-filtering", "dataset-artifacts"]
+Kind = Literal["own_heldout", "original_heldout", "tests", "external"]  # an evaluation's kind in the scores
 PARAMETERS = (("n", "target_size", "target size"), ("m", "n_partitions", "linear models per phase"),
               ("t", "train_size", "training rows per model"), ("k", "slice_size", "rows removed per phase at most"),
               ("τ", "threshold", "predictability threshold"), ("strategy", "strategy", "how a phase removes rows"),
               ("model", "model", "the ensemble's classifier"), ("C", "C", "its inverse regularization"))
 
 
-def front_matter(m: dict[str, Any]) -> dict[str, Any]:
+def front_matter(m: CardManifest) -> FrontMatter:
     """The card's metadata as the Hub reads it (``configs`` points at the filtered data file)."""
     out = m["output"]
-    meta: dict[str, Any] = {"license": m["license"]["id"]}
-    if m["license"]["id"] == "other" and m["license"].get("name"):
-        meta["license_name"] = m["license"]["name"]
+    meta: FrontMatter = {"license": m["license"]["id"]}
+    name = m["license"].get("name")
+    if m["license"]["id"] == "other" and name:
+        meta["license_name"] = name
     meta["pretty_name"] = m["name"]
-    if m.get("language"):
-        meta["language"] = m["language"]
+    language = m.get("language")
+    if language:
+        meta["language"] = language
     meta["task_categories"] = m["task_categories"]
     if m.get("task_ids"):
         meta["task_ids"] = m["task_ids"]
@@ -43,8 +47,9 @@ def front_matter(m: dict[str, Any]) -> dict[str, Any]:
     meta["tags"] = TAGS
     data = out["data"]
     path = f"{data['file']}/*.arrow" if data["format"] == "arrow" else data["file"]
-    if data.get("columns"):  # every cell as text, as written (an id 007 stays "007", a text "NA" stays "NA")
-        meta["dataset_info"] = {"features": [{"name": c, "dtype": "string"} for c in data["columns"]]}
+    columns = data.get("columns")
+    if columns:  # every cell as text, as written (an id 007 stays "007", a text "NA" stays "NA")
+        meta["dataset_info"] = {"features": [{"name": c, "dtype": "string"} for c in columns]}
     meta["configs"] = [{"config_name": "default", "data_files": [{"split": "train", "path": path}]}]
     return meta
 
@@ -86,7 +91,7 @@ def pct(x: Any) -> str:
     return "–" if x is None else f"{100 * float(x):.1f}"
 
 
-def _stat(ms: dict[str, Any] | None) -> str:
+def _stat(ms: MeanStd | None) -> str:
     """``{mean, std, n}`` (fractions) as ``53.5`` or ``51.7 ± 1.3`` (std over n > 1 seeds)."""
     if not ms or ms.get("mean") is None:
         return "–"
@@ -97,7 +102,7 @@ def _value(v: Any) -> str:
     return f"{code(v)}" if isinstance(v, str) else f"{code(json.dumps(v, ensure_ascii=False, sort_keys=True))}"
 
 
-def source_text(src: dict[str, Any]) -> str:
+def source_text(src: InputFacts) -> str:
     """The input as the card names it: its file, or for data given in memory what it was (``a pandas DataFrame
     given to aflite.run``), not the placeholder name the run recorded."""
     if src.get("in_memory"):
@@ -111,7 +116,7 @@ def _table(head: list[str], rows: list[list[str]]) -> list[str]:
 
 
 # ---------------------------------------------------------------------------------------------- sections
-def _data(m: dict[str, Any]) -> list[str]:
+def _data(m: CardManifest) -> list[str]:
     src, out, lic = m["input"], m["output"], m["license"]
     kept = out["kept_ids"]
     data = out["data"]
@@ -125,9 +130,10 @@ def _data(m: dict[str, Any]) -> list[str]:
              f"- **File:** {code(data['file'])} ({num(out['rows'])} rows): {made}; the front matter's `configs` "
              f"names it, so that `datasets.load_dataset` reads this folder as it is; its sha256 is in `manifest.json`.",
              f"- **Kept ids:** {code(kept['file'])} ({num(kept['ids'])} ids; sha256 {code(kept['sha256'])})."]
-    if out.get("warmup_ids"):
-        lines.append(f"- **Warm-up ids** (rows that fine-tuned Φ, not in D(Φ)): {code(out['warmup_ids']['file'])} "
-                     f"(sha256 {code(out['warmup_ids']['sha256'])}).")
+    warm = out.get("warmup_ids")
+    if warm:
+        lines.append(f"- **Warm-up ids** (rows that fine-tuned Φ, not in D(Φ)): {code(warm['file'])} "
+                     f"(sha256 {code(warm['sha256'])}).")
     sha = f"sha256 {code(src['sha256'])}{FOLDER_SHA if src.get('is_folder') else ''} ({src['sha256_source']})"
     lines.append(f"- **Source:** {source_text(src)}" + (f", {text(m['title'])}" if m.get("title") else "")
                  + f": {num(src['rows'])} rows; {sha}; dataset fingerprint {code(src['dataset_fingerprint'])}.")
@@ -146,7 +152,7 @@ def _data(m: dict[str, Any]) -> list[str]:
     return lines + [""]
 
 
-def _how(m: dict[str, Any]) -> list[str]:
+def _how(m: CardManifest) -> list[str]:
     phi, flt = m["phi"], m["filter"]
     p = flt.get("parameters") or {}
     lines = ["## How D(Φ) was made", "",
@@ -187,7 +193,7 @@ def _how(m: dict[str, Any]) -> list[str]:
     return lines
 
 
-def _changed(m: dict[str, Any]) -> list[str]:
+def _changed(m: CardManifest) -> list[str]:
     flt, lab = m["filter"], m["labels"]
     sizes = " → ".join(num(s) for s in flt.get("sizes") or [])
     lines = ["## What filtering changed", "",
@@ -196,10 +202,11 @@ def _changed(m: dict[str, Any]) -> list[str]:
              f"- **Stop reason:** {text(flt.get('stop_reason'))}.", ""]
     if m.get("verdict"):
         lines += ["The run's verdict:", "", *[f"> {text(s)}" for s in m["verdict"]], ""]
-    shift = lab.get("shift") or {}
+    shift = lab.get("shift")
     before, after = lab.get("before") or {}, lab.get("after") or {}
     rows = [[f"{code(k)}", num(before.get(k)), f"{shift['shares_before'][k]:.1f}", num(after.get(k)),
-             f"{shift['shares_after'][k]:.1f}", f"{shift['change_points'][k]:+.1f}"] for k in sorted(before)]
+             f"{shift['shares_after'][k]:.1f}", f"{shift['change_points'][k]:+.1f}"] for k in sorted(before)] \
+        if shift else []
     lines += ["### Label shift", "",
               *_table(["label", "D rows", "D share %", "D(Φ) rows", "D(Φ) share %", "change (points)"], rows), ""]
     probe = m.get("probe") or {}
@@ -208,7 +215,7 @@ def _changed(m: dict[str, Any]) -> list[str]:
                   "and the majority-class rate of its rows (chance):", "",
                   *_table(["set", "rows", "accuracy %", "± (std)", "majority %", "lead over majority (points)"],
                           [[text(r["name"]), num(r["size"]), pct(r.get("accuracy")), pct(r.get("accuracy_std")),
-                            pct(r.get("majority")), "–" if r.get("delta_majority") is None else
+                            pct(r.get("majority")), "–" if r["delta_majority"] is None else
                             f"{100 * r['delta_majority']:+.1f}"] for r in probe["results"]]),
                   "", text(probe.get("meaning", "")), ""]
     elif probe.get("skipped"):
@@ -216,9 +223,9 @@ def _changed(m: dict[str, Any]) -> list[str]:
     return lines
 
 
-def _evaluations(ev: dict[str, Any]) -> list[tuple[str, str, str]]:
+def _evaluations(ev: EvaluateFacts) -> list[tuple[str, Kind, str]]:
     """(title, kind, name) of every evaluation with figures: own / original held-out, tests, external sets."""
-    out = []
+    out: list[tuple[str, Kind, str]] = []
     if ev.get("split"):
         out += [("D's held-out part: each training set's own rows", "own_heldout", ""),
                 ("the whole held-out part of D (the original distribution)", "original_heldout", "")]
@@ -227,20 +234,24 @@ def _evaluations(ev: dict[str, Any]) -> list[tuple[str, str, str]]:
     return out
 
 
-def _cell(entry: dict[str, Any] | None, kind: str, name: str) -> str:
+def _cell(entry: SetScore | None, kind: Kind, name: str) -> str:
     if entry is None:
         return "–"
-    if kind in ("own_heldout", "original_heldout"):
+    if kind == "own_heldout" or kind == "original_heldout":
         return _stat(entry.get(kind))
-    return _stat((entry.get(kind) or {}).get(name, {}).get("accuracy"))
+    score = (entry.get(kind) or {}).get(name)
+    return _stat(score.get("accuracy") if score else None)
 
 
-def _chance(entry: dict[str, Any] | None, kind: str, name: str) -> str:
+def _chance(entry: SetScore | None, kind: Kind, name: str) -> str:
     if entry is None:
         return "–"
-    if kind in ("own_heldout", "original_heldout"):
-        return _stat(entry.get(f"{kind}_majority"))
-    maj = (entry.get(kind) or {}).get(name, {}).get("majority")
+    if kind == "own_heldout":
+        return _stat(entry.get("own_heldout_majority"))
+    if kind == "original_heldout":
+        return _stat(entry.get("original_heldout_majority"))
+    score = (entry.get(kind) or {}).get(name)
+    maj = score.get("majority") if score else None
     return _stat(maj) if isinstance(maj, dict) else pct(maj)
 
 
@@ -250,7 +261,7 @@ ROLES = {"D": "D", "random": "same-size random subsets of D",
          "single-iteration": "the single-iteration cut (one model, one pass)", "filtered": "D(Φ)"}
 
 
-def _evaluate(ev: dict[str, Any]) -> list[str]:
+def _evaluate(ev: EvaluateFacts) -> list[str]:
     sets = ev["sets"]
     roles = [r for r in ROLES if r in sets]
     head = ["model"] + [f"{sets[r]}" for r in roles]
@@ -275,8 +286,8 @@ def _evaluate(ev: dict[str, Any]) -> list[str]:
     return lines + (["Notes on the training sets:", "", *noted, ""] if noted else [])
 
 
-def _explain(ex: dict[str, Any]) -> list[str]:
-    sig, test = ex.get("significant_tokens") or {}, ex.get("token_test") or {}
+def _explain(ex: ExplainFacts) -> list[str]:
+    sig, test = ex.get("significant_tokens"), ex["token_test"]
     lines = ["## Explanation (aflite explain)", ""]
     if sig:
         lines += [f"Significant (token, label) pairs on the {ex.get('token_view')} (Gardner et al. 2021's test, "
@@ -307,13 +318,13 @@ def _explain(ex: dict[str, Any]) -> list[str]:
     return lines + [""]
 
 
-def _regions(regions: dict[str, Any]) -> list[tuple[str, Any]]:
+def _regions(regions: dict[str, int]) -> list[tuple[str, int]]:
     order = ["easy", "ambiguous", "hard", "unscored"]
     return [(r, regions[r]) for r in order if r in regions] + sorted((r, n) for r, n in regions.items()
                                                                       if r not in order)
 
 
-def render_card(m: dict[str, Any]) -> str:
+def render_card(m: CardManifest) -> str:
     """The whole README.md: ``---`` front matter ``---`` and the body. It depends on the manifest's content, not
     on its keys' order, so that ``manifest.json`` read back renders the same card."""
     body = [f"# {text(m['name'])}", "",
@@ -322,9 +333,10 @@ def render_card(m: dict[str, Any]) -> str:
             f"(and, where shown, from `aflite evaluate` and `aflite explain` on this run); `manifest.json` beside it "
             f"holds the same facts.", "",
             *_data(m), *_how(m), *_changed(m)]
-    if m.get("evaluate"):
-        body += _evaluate(m["evaluate"])
-    if m.get("explain"):
-        body += _explain(m["explain"])
+    ev, ex = m.get("evaluate"), m.get("explain")
+    if ev:
+        body += _evaluate(ev)
+    if ex:
+        body += _explain(ex)
     body += ["## Known limits", "", *[f"- {text(s)}" for s in m["limits"]], ""]
-    return "---\n" + dump(front_matter(m)) + "---\n\n" + "\n".join(body).rstrip("\n") + "\n"
+    return "---\n" + dump(dict(front_matter(m))) + "---\n\n" + "\n".join(body).rstrip("\n") + "\n"

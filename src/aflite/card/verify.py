@@ -19,6 +19,7 @@ from typing import Any
 from aflite.card.commit import FORMAT_PREFIX, PENDING
 from aflite.card.croissant import CROISSANT
 from aflite.card.facts import FORMAT
+from aflite.card.html import split_front_matter
 from aflite.errors import InputError
 from aflite.hashing import file_sha256
 from aflite.rundir.manifest import check_seal, verify
@@ -63,15 +64,11 @@ def verify_folder(folder: str | os.PathLike[str]) -> Verified:
 
 def _is_card(readme: Path) -> bool:
     """Whether ``readme`` is a dataset card aflite card wrote: YAML front matter tagged ``aflite``."""
-    import yaml
-
     try:
-        text = readme.read_text(encoding="utf-8")
-        end = text.index("\n---\n", 4) if text.startswith("---\n") else -1
-        meta = yaml.safe_load(text[4:end + 1]) if end > 0 else None
-    except (OSError, ValueError, yaml.YAMLError):
+        meta, _ = split_front_matter(readme.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
         return False
-    return isinstance(meta, dict) and isinstance(meta.get("tags"), list) and "aflite" in meta["tags"]
+    return isinstance(meta.get("tags"), list) and "aflite" in meta["tags"]
 
 
 def _card_manifest(path: Path) -> dict[str, Any]:

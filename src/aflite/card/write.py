@@ -26,6 +26,7 @@ from aflite.card.data import DATA_FILE, parquet_of
 from aflite.card.facts import FORMAT, CardInputs, build_manifest, check_license_id
 from aflite.card.html import card_html, card_text
 from aflite.card.render import render_card
+from aflite.card.schema import CardManifest
 from aflite.errors import InputError, OutputError
 from aflite.rundir.lock import holding_lock, pause_point
 from aflite.rundir.names import CARD, KEPT_IDS, MANIFEST, MARKER, RESULTS
@@ -65,12 +66,12 @@ class CardResult(Result):
     out: Path
     readme: Path
     manifest_path: Path
-    manifest: dict[str, Any]
+    manifest: CardManifest
     license: str
     notes: list[str] = field(default_factory=list)  # what the caller should hear (an unknown license, ...)
 
     def to_json(self) -> dict[str, Any]:
-        return self.manifest
+        return dict(self.manifest)
 
     def summary_md(self) -> str:
         return self.readme.read_text(encoding="utf-8")
@@ -174,7 +175,7 @@ def write_card(run_dir: str | Path, out: str | Path, *, evaluate: str | Path | N
     if {CARD, MANIFEST, CROISSANT} & set(data):
         raise InputError(f"{filtered}: the run's data file is named like the card's own files ({CARD}, {MANIFEST}, "
                          f"{CROISSANT})")
-    facts = json.loads(manifest_text(built))  # as manifest.json will hold them
+    facts: CardManifest = json.loads(manifest_text(built))  # as manifest.json will hold them
     sources: dict[str, Source] = {**data, CARD: render_card(facts).encode("utf-8")}
     if DATA_FILE in data:  # the same facts in Croissant, for the platforms that read it (aflite.card.croissant)
         made = data[DATA_FILE]

@@ -22,7 +22,7 @@ import numpy as np
 from aflite.atomic import JSON, atomic_open
 from aflite.audit import AuditConfig, sample_rows, subset
 from aflite.audit.modalities import ImageAudit, audit_kind
-from aflite.audit.results import audit_verdict, check_sections, check_verdicts
+from aflite.audit.results import AuditMetrics, audit_verdict, check_sections, check_verdicts
 from aflite.check import resolve_checks
 from aflite.data import Columns, open_dataset, source_name, with_columns
 from aflite.errors import InputError, ParameterError, takes_mappings
@@ -70,7 +70,7 @@ class AuditResult(Result):
     command: ClassVar[str] = "audit"
     out: Path
     results: list[Any]
-    metrics: JSON
+    metrics: AuditMetrics
     notes: list[str]
     data: str = ""
     run_seed: int = 0
@@ -83,7 +83,7 @@ class AuditResult(Result):
         return self.run_seed
 
     def to_json(self) -> JSON:
-        return self.metrics
+        return dict(self.metrics)
 
     def write_files(self, out: Path) -> None:
         """What the kind made besides results.json (an image audit's t-SNE maps, its bad images)."""
@@ -251,7 +251,7 @@ def audit_file(
     AuditResult
         One audit per set, the notes and the folder.
     """
-    dataset_options, image_options = _columns(dataset_options, image_options, dict(columns))
+    dataset_options, image_options = _columns(dataset_options, image_options, columns)
     cfg, featurizer_options = _featurizer_config(config, featurizer, featurizer_options)
     folder = RunFolder.of(out, "audit")
     name = source_name(data_path)
@@ -301,8 +301,8 @@ def audit_file(
     return run
 
 
-def _columns(dataset_options: dict[str, Any] | None, image_options: dict[str, Any] | None,
-             columns: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any] | None]:
+def _columns(dataset_options: JSON | None, image_options: JSON | None,
+             columns: Columns) -> tuple[JSON, JSON | None]:
     """The column keywords into the text loader's options and, those an image table has (path, label, id), into
     the image loader's: which one reads the data is decided later (:func:`aflite.audit.modalities.audit_kind`)."""
     text = with_columns(dataset_options, {k: v for k, v in columns.items() if k != "path_column"}, "audit_file")
