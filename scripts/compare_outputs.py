@@ -12,6 +12,7 @@ and exits 1 when there is any, 0 when the folders agree, 2 when a folder is miss
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 import sys
@@ -50,17 +51,18 @@ def _mask_html_times(text: str) -> str:
     """Each HTML table's cells under a header that names a time (``time (s)``, ``seconds``) replaced by ``<t>``: a
     page's timing columns change from call to call like results.json's timing keys."""
     def table(m: re.Match[str]) -> str:
-        rows = HTML_ROW.findall(m.group(0))
-        if not rows:
+        head = HTML_ROW.search(m.group(0))
+        if head is None:
             return m.group(0)
-        timed = {i for i, c in enumerate(HTML_CELL.findall(rows[0])) if HTML_TIME_HEADER.search(c[1])}
+        timed = {i for i, c in enumerate(HTML_CELL.findall(head.group(0))) if HTML_TIME_HEADER.search(c[1])}
         if not timed:
             return m.group(0)
+        rows = itertools.count()
 
         def row(r: re.Match[str]) -> str:
-            if r.group(0) == rows[0]:
+            if next(rows) == 0:  # the header row itself
                 return r.group(0)
-            cells = iter(range(10**6))
+            cells = itertools.count()
             return HTML_CELL.sub(lambda c: c.group(1) + "<t>" + c.group(3) if next(cells) in timed else c.group(0),
                                  r.group(0))
         return HTML_ROW.sub(row, m.group(0))
