@@ -28,6 +28,7 @@ from aflite.device import torch_device
 from aflite.errors import InputError, ParameterError
 from aflite.features import featurize_dataset
 from aflite.features.registry import featurizer_names, featurizer_options, spec
+from aflite.option import OptionValue
 from aflite.report import paper_reference, png_bytes, render, render_images, tsne_figure
 
 __all__ = ["ImageAudit", "TextAudit", "audit_kind"]
@@ -84,7 +85,7 @@ class TextAudit:
             announce(estimate_seconds(n, cfg))
         return cfg
 
-    def features(self, base: Any, cfg: Any, given: JSON | None, show_progress: bool) -> Any:
+    def features(self, base: Any, cfg: Any, given: dict[str, OptionValue] | None, show_progress: bool) -> Any:
         return compute_features(base, cfg)  # cached
 
     def audit(self, sub: Any, name: str, rows: np.ndarray, feats: Any, cfg: Any) -> Any:
@@ -146,7 +147,7 @@ class ImageAudit:
     def resolve(self, cfg: Any, n: int, show_progress: bool) -> Any:
         return cfg
 
-    def features(self, base: Any, cfg: Any, given: JSON | None, show_progress: bool) -> Any:
+    def features(self, base: Any, cfg: Any, given: dict[str, OptionValue] | None, show_progress: bool) -> Any:
         """(embeddings, colour histograms) of the union of the audited sets; the histograms decode every image, so
         a corrupt one stops the audit here, before any work."""
         options = _route(cfg, given)
@@ -191,7 +192,7 @@ class ImageAudit:
         return render_images(results, title=title, notes=notes, verdict=verdict)
 
 
-def _route(cfg: Any, given: JSON | None) -> JSON:
+def _route(cfg: Any, given: dict[str, OptionValue] | None) -> JSON:
     """The featurizer options of an image audit: those the registry routes to its featurizer (a precomputed Φ
     needs its --embeddings), with the audit's device and model folder."""
     path = cfg.model_path if spec(cfg.featurizer).takes("model_path") else None  # also TRA's model folder

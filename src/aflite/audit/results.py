@@ -7,7 +7,6 @@ from typing import Any, NotRequired, TypedDict
 
 import numpy as np
 
-from aflite.atomic import JSON
 from aflite.audit.check_summaries import TokenTableSummary, TraSummary
 from aflite.audit.clusters import PecoExample, PecoNull, PecoResult
 from aflite.audit.finetuned import TraResult
@@ -15,7 +14,11 @@ from aflite.audit.metrics import AUDIT_VIEWS, BIAS_THRESHOLD, LeakageMetrics
 from aflite.check import CheckResult
 from aflite.check.tokens import TokenRow
 from aflite.errors import ParameterError
+from aflite.features.base import JsonValue
 from aflite.verdict import number, points
+
+# a view's entry: its name and condition, then each check's summary fields, flat (a registered check adds its own)
+ViewRecord = dict[str, JsonValue]
 
 
 class AuditSetRecord(TypedDict):
@@ -26,9 +29,9 @@ class AuditSetRecord(TypedDict):
     n: int
     label_counts: dict[str, int]
     normal_input: str
-    views: dict[str, JSON]
+    views: dict[str, ViewRecord]
     timings_s: dict[str, float]
-    config: JSON
+    config: dict[str, JsonValue]  # AuditConfig's fields (dataclasses.asdict), views as a list
 
 
 class BadImages(TypedDict):
@@ -143,7 +146,7 @@ class AuditConfig:
     # each audit check's options by name (aflite.check: a check's declared options; --check NAME:KEY=VALUE)
     checks: dict[str, dict[str, bool | int | float | str | None]] = dataclasses.field(default_factory=dict)
 
-    def to_dict(self) -> JSON:
+    def to_dict(self) -> dict[str, JsonValue]:
         d = dataclasses.asdict(self)
         d["views"] = list(self.views)
         return d
@@ -212,11 +215,11 @@ class ViewAudit:
         pred: np.ndarray | None = self.checks["biased_model"].detail
         return pred
 
-    def to_dict(self) -> JSON:
+    def to_dict(self) -> ViewRecord:
         """The view's entry of results.json: its name and condition, then every check's own summary fields in
         registry order (flat; the common score, flagged count and verdict are not written here: the audit's
         verdict gathers the checks' sentences, :func:`check_verdicts`)."""
-        out: JSON = {
+        out: ViewRecord = {
             "view": self.view,
             "condition": {"hypothesis": "s2", "premise": "s1"}.get(self.view, self.view),  # images: "colour"
         }
@@ -374,11 +377,13 @@ def check_sections(results: list[Any]) -> list[str]:
 
 
 
-def _strongest_token(artifacts: dict[str, list[TokenRow]]) -> tuple[str, str, float, int] | None:
+def _strongest_token(artifacts: JsonValue) -> tuple[str, str, float, int] | None:
+    """The token of highest z at or above STRONG_Z in a view's ``token_artifacts`` entry (label → its TokenRows, as
+    results.json holds them): (token, label, z, count)."""
     best = None
-    for label, rows in artifacts.items():
-        for t in rows or []:
-            z = number(t.get("z"))
-            if z is not None and z >= STRONG_Z and (best is None or z > best[2]):
-                best = (str(t.get("token")), str(label), z, int(t.get("count") or 0))
+    for label, rows in (artifacts.items() if isinstance(artifacts, dict) else ()):
+        for t in rows if isinstance(rows, list) else ():
+            z = number(t.get("z")) if isinstance(t, dict) else None
+            if isinstance(t, dict) and z is not None and z >= STRONG_Z and (best is None or z > best[2]):
+                best = (str(t.get("token")), str(label), z, int(number(t.get("count")) or 0))
     return best

@@ -8,7 +8,7 @@ import logging
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -19,7 +19,7 @@ from aflite.audit.linear import cv_predict
 from aflite.audit.metrics import AUDIT_VIEWS
 from aflite.audit.results import AuditConfig, DatasetAudit, ViewAudit
 from aflite.check import CheckContext, CheckData, resolve_checks
-from aflite.data import COLUMNS, Dataset, open_dataset, with_columns
+from aflite.data import COLUMNS, Columns, Dataset, open_dataset, with_columns
 from aflite.data.keywords import option_label
 from aflite.device import torch_device
 from aflite.errors import InputError, ParameterError
@@ -124,7 +124,7 @@ class _Clock:
         self.t = time.perf_counter()
 
 
-def _dataset(dataset: Any, columns: dict[str, Any]) -> Dataset:
+def _dataset(dataset: Any, columns: Columns) -> Dataset:
     """``dataset`` as a :class:`~aflite.data.Dataset`: a path or in-memory data read as text with the column keywords
     ``columns``; a Dataset as it is (its columns have been read)."""
     if isinstance(dataset, Dataset):
@@ -255,7 +255,8 @@ def audit(
     DatasetAudit
         Each view's figures, the configuration and timings.
     """
-    columns = {k: overrides.pop(k) for k in COLUMNS if k in overrides}  # the dataset's; the rest AuditConfig's
+    # the dataset's column keywords (Columns' own names); the rest are AuditConfig's
+    columns = cast(Columns, {k: overrides.pop(k) for k in COLUMNS if k in overrides})
     cfg = _config(views, config, overrides)
     dataset = _dataset(dataset, columns)
     if dataset.texts_b is None:

@@ -26,6 +26,7 @@ from aflite.audit.results import AuditMetrics, audit_verdict, check_sections, ch
 from aflite.check import resolve_checks
 from aflite.data import Columns, open_dataset, source_name, with_columns
 from aflite.errors import InputError, ParameterError, takes_mappings
+from aflite.option import OptionValue
 from aflite.report.explorer import reframe_audit
 from aflite.rundir.folder import RunFolder, claims
 from aflite.rundir.lock import check_outside_runs
@@ -156,7 +157,7 @@ def _sets(ds: Any, kept: list[str] | None, sample: int | None, seed: int) -> tup
 
 
 def _featurizer_config(config: Any, featurizer: str | None,
-                       options: JSON | None) -> tuple[Any, JSON | None]:
+                       options: dict[str, OptionValue] | None) -> tuple[Any, dict[str, OptionValue] | None]:
     """(the audit's configuration with ``featurizer`` and ``options["model_path"]`` in it, the other options): one
     spelling of Φ for every command; the same thing given twice, differently, is refused."""
     cfg = config if config is not None else AuditConfig()
@@ -194,7 +195,7 @@ def audit_file(
     show_progress: bool = True,
     image_options: JSON | None = None,
     featurizer: str | None = None,
-    featurizer_options: JSON | None = None,
+    featurizer_options: dict[str, OptionValue] | None = None,
     overwrite: bool = False, **columns: Unpack[Columns],
 ) -> AuditResult:
     """Audit a dataset file for single-sentence label leakage (what ``aflite audit`` does) into ``out`` (a path or the

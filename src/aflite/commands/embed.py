@@ -30,6 +30,7 @@ from aflite.data.images import files_fingerprint
 from aflite.data.source import refuse_image_options, refuse_text_options
 from aflite.errors import InputError, OutputError, ParameterError, takes_mappings
 from aflite.features import featurize_dataset, make_featurizer
+from aflite.features.base import JsonValue
 from aflite.features.npy import embed_to_npy
 from aflite.features.registry import featurizer_names, spec
 from aflite.features.registry import featurizer_options as featurizer_options_for
@@ -61,7 +62,7 @@ class EmbedResult(Result):
     def seed(self) -> Any:
         return self.run_seed
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, JsonValue]:
         return self.body.to_json()
 
     def summary_md(self) -> str:

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from aflite.atomic import JSON, load_cached_npy, write_json, write_npy
+from aflite.atomic import load_cached_npy, write_json, write_npy
 from aflite.encoders.training import loss_summary
 from aflite.evaluate.degenerate import not_trained
 from aflite.evaluate.models import (
@@ -33,6 +33,7 @@ from aflite.evaluate.models import (
 from aflite.evaluate.records import Breakdown, NotTrained, ScoreRecord, TrainMeta
 from aflite.evaluate.scores import _breakdown, _majority
 from aflite.evaluate.sets import EvalSet, TrainingSet
+from aflite.features.base import JsonValue
 from aflite.hashing import hash_parts as _hash
 from aflite.splits import stratified_sample as _stratified_sample
 
@@ -80,7 +81,7 @@ class Job:
     def _key(self) -> str:
         """The model's identity: its spec, the fine-tuning options that change it, D, the rows, labels and seed."""
         spec, ctx = self.spec, self.ctx
-        opts: JSON = {"spec": spec.key, "format": _CACHE_FORMAT}
+        opts: dict[str, JsonValue] = {"spec": spec.key, "format": _CACHE_FORMAT}
         if spec.kind == "finetune":
             ft = ctx.ft
             opts["finetune"] = {k: v for k, v in asdict(ft).items() if k not in (

@@ -9,7 +9,6 @@ import numpy as np
 import scipy.sparse as sp
 from numpy.typing import NDArray
 
-from aflite.atomic import JSON
 from aflite.features.ngram_hash import hashed_parts
 from aflite.splits import probe_folds
 from aflite.threads import limited, map_fits
@@ -26,7 +25,7 @@ class ProbeResult:
     majority: float
     skipped: str | None = None  # why this set could not be probed (accuracy is then NaN)
 
-    def to_dict(self) -> JSON:
+    def to_dict(self) -> dict[str, str | int | float | None]:
         return asdict(self)
 
 

@@ -26,6 +26,7 @@ from aflite.evaluate.records import (
     SetInfo,
 )
 from aflite.evaluate.sets import EvalSet, TrainingSet
+from aflite.features.base import JsonValue
 from aflite.report.explorer import render
 from aflite.report.pages import evaluate_page
 from aflite.rundir.page import PageData
@@ -54,7 +55,7 @@ class EvaluateResult(Result):
     def seed(self) -> Any:
         return self.config["split_seed"]
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, JsonValue]:
         """The body through :class:`EvaluateBody`, the type that reads it back: its fields are the keys."""
         return EvaluateBody(verdict=self.verdict, config=dict(self.config), aggregate=dict(self.aggregate),
                             training_sets=[dict(s) for s in self.training_sets], runs=list(self.results)).to_json()
