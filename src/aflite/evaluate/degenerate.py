@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from aflite.evaluate.records import NotTrained, ScoreRecord
+from aflite.rundir.evaluate_records import NotTrained, ScoreRecord
 
 ONE_CLASS_SHARE = 0.95  # predicting one class for at least this share of a test set
 LOSS_FALL = 0.10  # a training loss that fell by less than this fraction of its first value "did not fall"

@@ -30,11 +30,11 @@ from aflite.evaluate.models import (
     _MaxPPMI,
     _NgramLR,
 )
-from aflite.evaluate.records import Breakdown, NotTrained, ScoreRecord, TrainMeta
 from aflite.evaluate.scores import _breakdown, _majority
 from aflite.evaluate.sets import EvalSet, TrainingSet
 from aflite.features.base import JsonValue
 from aflite.hashing import hash_parts as _hash
+from aflite.rundir.evaluate_records import Breakdown, NotTrained, ScoreRecord, TrainMeta
 from aflite.splits import stratified_sample as _stratified_sample
 
 __all__ = ["Job", "JobContext", "train_meta"]

@@ -26,8 +26,8 @@ from aflite.atomic import write_json
 from aflite.encoders.training import loss_summary
 from aflite.errors import InputError
 from aflite.evaluate.models import LR_CHECK_FIELDS, FinetuneOptions, _FineTuned
-from aflite.evaluate.records import Candidate, LrCheck
 from aflite.hashing import data_fingerprint, hash_parts
+from aflite.rundir.evaluate_records import Candidate, LrCheck
 from aflite.splits import split_heldout
 
 CHECK_HELDOUT = 0.25  # the slice's share (in premise groups) that scores the candidates

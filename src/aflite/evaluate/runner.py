@@ -30,7 +30,6 @@ from aflite.evaluate.models import (
     _corpus,
     _FeatureStore,
 )
-from aflite.evaluate.records import EvalConfig, LrCheck, ScoreRecord, SetInfo, TestEntry
 from aflite.evaluate.scores import _aggregate, _majority
 from aflite.evaluate.sets import EvalSet, TrainingSet, _read_run, label_matched_rows, single_iteration_rows
 from aflite.evaluate.tables import EvaluateResult, evaluate_verdict, render_tables
@@ -38,6 +37,7 @@ from aflite.features.registry import default_featurizer, find
 from aflite.features.registry import spec as featurizer_spec
 from aflite.hashing import dataset_fingerprint, file_sha256
 from aflite.progress import tqdm  # Jupyter: a widget bar, or none without ipywidgets
+from aflite.rundir.evaluate_records import EvalConfig, LrCheck, ScoreRecord, SetInfo, TestEntry
 from aflite.rundir.names import KEPT_IDS
 from aflite.rundir.same_rows import check_run_rows
 from aflite.splits import split_heldout

@@ -13,8 +13,8 @@ from numpy.typing import NDArray
 
 from aflite.evaluate.degenerate import merge
 from aflite.evaluate.models import ModelSpec
-from aflite.evaluate.records import Aggregate, AggregateEntry, Breakdown, ExternalScore, MeanStd, ScoreRecord
 from aflite.evaluate.sets import EvalSet, TrainingSet
+from aflite.rundir.evaluate_records import Aggregate, AggregateEntry, Breakdown, ExternalScore, MeanStd, ScoreRecord
 
 
 def _majority(labels: NDArray[Any]) -> float:

@@ -16,10 +16,10 @@ from aflite.core.phase import predictability
 from aflite.data import open_dataset
 from aflite.data.keywords import option_label
 from aflite.errors import InputError, ParameterError
-from aflite.evaluate.records import SingleIterationInfo
 from aflite.features import featurize_dataset
 from aflite.features.cache import check_run_features
 from aflite.features.registry import run_options
+from aflite.rundir.evaluate_records import SingleIterationInfo
 from aflite.rundir.names import KEPT_IDS, WARMUP_IDS
 from aflite.rundir.read import read_run
 from aflite.rundir.schema import RunBody

@@ -15,7 +15,11 @@ from aflite.atomic import write_text
 from aflite.evaluate.chart import plot_report
 from aflite.evaluate.lr_check import describe
 from aflite.evaluate.models import ModelSpec
-from aflite.evaluate.records import (
+from aflite.evaluate.sets import EvalSet, TrainingSet
+from aflite.features.base import JsonValue
+from aflite.report.explorer import render
+from aflite.report.pages import evaluate_page
+from aflite.rundir.evaluate_records import (
     Aggregate,
     AggregateEntry,
     EvalConfig,
@@ -25,10 +29,6 @@ from aflite.evaluate.records import (
     ScoreRecord,
     SetInfo,
 )
-from aflite.evaluate.sets import EvalSet, TrainingSet
-from aflite.features.base import JsonValue
-from aflite.report.explorer import render
-from aflite.report.pages import evaluate_page
 from aflite.rundir.page import PageData
 from aflite.rundir.results import Result
 from aflite.rundir.schema import Document, EvaluateBody
@@ -58,7 +58,7 @@ class EvaluateResult(Result):
     def to_json(self) -> dict[str, JsonValue]:
         """The body through :class:`EvaluateBody`, the type that reads it back: its fields are the keys."""
         return EvaluateBody(verdict=self.verdict, config=dict(self.config), aggregate=dict(self.aggregate),
-                            training_sets=[dict(s) for s in self.training_sets], runs=list(self.results)).to_json()
+                            training_sets=list(self.training_sets), runs=list(self.results)).to_json()
 
     def summary_md(self) -> str:
         tables = self.tables

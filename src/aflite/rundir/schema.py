@@ -20,6 +20,7 @@ from aflite.core.phase import IterationRecord
 from aflite.errors import InputError
 from aflite.features.base import PhiInfo
 from aflite.rundir.commands import declared_body
+from aflite.rundir.evaluate_records import SetInfo
 from aflite.rundir.manifest import ManifestEntry
 from aflite.rundir.names import RUN_COMMANDS
 from aflite.rundir.typed_json import build
@@ -314,7 +315,7 @@ class EvaluateBody(Body):
     commands: ClassVar[tuple[str, ...]] = ("evaluate",)
     required: ClassVar[tuple[str, ...]] = ("config", "training_sets", "aggregate")
     config: dict[str, Any] = dataclasses.field(default_factory=dict)
-    training_sets: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    training_sets: list[SetInfo] = dataclasses.field(default_factory=list)
     aggregate: dict[str, Any] = dataclasses.field(default_factory=dict)
     runs: list[Any] = dataclasses.field(default_factory=list)
 
