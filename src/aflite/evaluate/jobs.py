@@ -90,7 +90,7 @@ class Job:
         keyed = ctx.store.keyed_options(spec.featurizer)
         if keyed is not None:
             assert spec.featurizer is not None
-            opts[spec.featurizer] = keyed
+            opts[spec.featurizer] = {**keyed}  # as JSON values (a dict is invariant)
         return _hash(opts, ctx.store.d.fingerprint, ctx.classes.tolist(), self.used.astype(np.int64),
                      ctx.y_all[self.used], self.seed if spec.stochastic else None)[:24]
 

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from aflite.atomic import JSON, load_cached_npy, write_npy
+from aflite.atomic import load_cached_npy, write_npy
 from aflite.defaults import FINETUNE_CPU_MAX_TRAIN, LR_CANDIDATES
 from aflite.device import import_torch, resolve_model_path, torch_device
 from aflite.encoders import TextEncoder, training
@@ -29,6 +29,7 @@ from aflite.features import DEFAULT_MAX_LENGTH, NgramFeaturizer, featurize
 from aflite.features.base import VIEWS
 from aflite.features.registry import featurizer_names, spec
 from aflite.hashing import data_fingerprint
+from aflite.option import OptionValue
 
 MODEL_KINDS = ("probe", "mlp", "ngram", "ppmi", "finetune")
 FEATURE_MODELS = ("probe", "mlp")
@@ -180,24 +181,24 @@ def _corpus(name: str, a: list[str], b: list[str] | None) -> _Corpus:
 class _FeatureStore:
     """Cached features per (featurizer, view, corpus). ngram is fitted on D (texts only) and applied to the rest."""
 
-    def __init__(self, d: _Corpus, cache: Path, show_progress: bool, text_options: JSON) -> None:
+    def __init__(self, d: _Corpus, cache: Path, show_progress: bool, text_options: dict[str, OptionValue]) -> None:
         self.d = d
         self.cache = cache
         self.show_progress = show_progress
         self.text_options = text_options  # the command's featurizer options, for the text featurizers
-        self.image_options: JSON = {}
+        self.image_options: dict[str, OptionValue] = {}
         self.read_only: list[Path] = []  # the runs' caches: their Φ is reused, never written
         self._memo: dict[tuple[str, str, str], NDArray[np.float32]] = {}
         self._ngram: dict[str, NgramFeaturizer] = {}  # fitted on D, per view
 
-    def options_for(self, featurizer: str) -> JSON:
+    def options_for(self, featurizer: str) -> dict[str, OptionValue]:
         """The options a fixed encoder runs with: the run's image options for an image encoder, the command's
         featurizer options that the text encoder takes for a text one."""
         if spec(featurizer).modality == "image":
             return self.image_options
         return {k: v for k, v in self.text_options.items() if spec(featurizer).takes(k)}
 
-    def keyed_options(self, featurizer: str | None) -> JSON | None:
+    def keyed_options(self, featurizer: str | None) -> dict[str, OptionValue] | None:
         """The options that join a model's cache key: a fixed text encoder's (None for others)."""
         if featurizer is None or not spec(featurizer).frozen or spec(featurizer).modality != "text":
             return None
@@ -214,8 +215,9 @@ class _FeatureStore:
 
             # as `aflite run` and `aflite audit` lay it out, so that a shared cache folder (or a run's own cache,
             # read only) reuses the run's matrices instead of embedding D again; image options as the run used them
+            options: dict[str, Any] = dict(self.options_for(featurizer))  # spread among featurize's own keywords
             x = np.asarray(featurize(a, b, featurizer, "pair", cache_dir=self.cache, read_only=self.read_only,
-                                     show_progress=self.show_progress, **self.options_for(featurizer)).X,
+                                     show_progress=self.show_progress, **options).X,
                            dtype=np.float32)
         else:  # a featurizer fitted to its rows (n-grams): fitted on D, applied to every corpus
             path = self.cache / "features" / f"evalngram-{view}-{self.d.fingerprint[:16]}-{corpus.fingerprint[:16]}.npy"

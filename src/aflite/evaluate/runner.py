@@ -16,8 +16,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from aflite.atomic import JSON
 from aflite.data import check_view_texts, open_dataset, source_name, warn_twins
+from aflite.data.loader_options import LoaderOptions
 from aflite.defaults import DEFAULT_MODELS
 from aflite.device import torch_device
 from aflite.errors import InputError, ParameterError
@@ -36,6 +36,7 @@ from aflite.evaluate.tables import EvaluateResult, evaluate_verdict, render_tabl
 from aflite.features.registry import default_featurizer, find
 from aflite.features.registry import spec as featurizer_spec
 from aflite.hashing import dataset_fingerprint, file_sha256
+from aflite.option import OptionValue
 from aflite.progress import tqdm  # Jupyter: a widget bar, or none without ipywidgets
 from aflite.rundir.evaluate_records import EvalConfig, LrCheck, ScoreRecord, SetInfo, TestEntry
 from aflite.rundir.names import KEPT_IDS
@@ -69,10 +70,10 @@ def _plan(models: Sequence[str | ModelSpec], seeds: int | Sequence[int], finetun
 
 
 def _load(data: Any, specs: list[ModelSpec], ft: FinetuneOptions,
-          dataset_options: JSON | None) -> tuple[Any, FinetuneOptions]:
+          dataset_options: LoaderOptions | None) -> tuple[Any, FinetuneOptions]:
     """D (images when the data or a model's featurizer say so) and the fine-tuning options for its modality."""
     reads = "image" if any(s.featurizer and featurizer_spec(s.featurizer).modality == "image" for s in specs) else "any"
-    ds = open_dataset(data, reads=reads, **(dataset_options or {}))
+    ds = open_dataset(data, reads=reads, **(dataset_options or LoaderOptions()))
     if ds.modality == "image" and ft.image_model is None:  # finetune: models fine-tune the image network
         ft = replace(ft, image_model=default_featurizer("image", ft.model_path))
     if ds.groups is not None:  # identical texts with different labels across groups pull accuracies below chance
@@ -166,7 +167,7 @@ def _runs(data: str | os.PathLike[str], ds: Any, runs: Sequence[str | os.PathLik
     return [_read_run(Path(r), id_to_row, taken) for r in runs], data_fp
 
 
-def _store(d_corpus: _Corpus, cache: Path, show_progress: bool, featurizer_options: JSON | None,
+def _store(d_corpus: _Corpus, cache: Path, show_progress: bool, featurizer_options: dict[str, OptionValue] | None,
            run_objs: list[Any]) -> _FeatureStore:
     store = _FeatureStore(d_corpus, cache, show_progress, dict(featurizer_options or {}))
     store.read_only = [Path(r.path) / "cache" for r in run_objs]  # the runs' Φ, reused and never written
@@ -247,8 +248,8 @@ def compare_runs(
     label_matched: bool = False,
     eval_sets: Sequence[EvalSet] = (),
     finetune: FinetuneOptions | None = None,
-    dataset_options: JSON | None = None,
-    featurizer_options: JSON | None = None,
+    dataset_options: LoaderOptions | None = None,
+    featurizer_options: dict[str, OptionValue] | None = None,
     show_progress: bool = True,
     tests: Sequence[EvalSet] = (),
     split: bool = True,

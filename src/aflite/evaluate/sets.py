@@ -11,10 +11,10 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from aflite.atomic import JSON
 from aflite.core.phase import predictability
 from aflite.data import open_dataset
 from aflite.data.keywords import option_label
+from aflite.data.loader_options import LoaderOptions
 from aflite.errors import InputError, ParameterError
 from aflite.features import featurize_dataset
 from aflite.features.cache import check_run_features
@@ -52,7 +52,7 @@ def load_eval_set(
     label_map: dict[str, str] | None = None,
     pred_map: dict[str, str] | None = None,
     group_column: str | None = None,
-    dataset_options: JSON | None = None,
+    dataset_options: LoaderOptions | None = None,
     max_rows: int | None = None,
     sample_seed: int = 0,
 ) -> EvalSet:
@@ -70,7 +70,7 @@ def load_eval_set(
     raw_seen: set[str] = set()
     for p in plist:
         # an image folder is an OOD image set (e.g. the cue-flipped test set of a coloured-MNIST experiment)
-        ds = open_dataset(p, **(dataset_options or {}))
+        ds = open_dataset(p, **(dataset_options or LoaderOptions()))
         labs = [str(x) for x in ds.labels.tolist()]
         raw_seen.update(labs)
         if label_map:

@@ -254,9 +254,9 @@ def _header(config: EvalConfig) -> list[str]:
                      "are left out of D, every D(Φ), the random subsets and the single-iteration sets.")
     f = config.get("finetune")
     if f:
-        how = {"given": "given", "default": "the default, no check"}.get(f.get("lr_source") or "", "")
-        if f.get("lr_check"):
-            how = describe(f["lr_check"])
+        how = {"given": "given", "default": "the default, no check"}.get(str(f.get("lr_source") or ""), "")
+        if isinstance(check := f.get("lr_check"), dict) and check:
+            how = describe(check)
         lines.append(f"Fine-tuning: {f['device']}, lr {f['lr']:g}" + (f" ({how})" if how else "")
                      + f", the same for every training set; {f['epochs']} epochs, batch {f['batch_size']}, "
                      f"training rows capped at {f['train_cap_used']}, external sets capped at {f['eval_cap_used']} "

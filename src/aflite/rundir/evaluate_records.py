@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import NotRequired, TypeAlias, TypedDict
 
-from aflite.atomic import JSON
 from aflite.encoders.training import CurvePoints, LossCurve
+from aflite.option import OptionValue
 
 
 class Breakdown(TypedDict):
@@ -198,7 +198,7 @@ class EvalConfig(TypedDict):
     excluded_warmup_rows: int
     protocol: str
     tests: list[TestEntry]
-    finetune: JSON | None  # the FinetuneOptions in force, the device, caps, the rate's source and lr_check
+    finetune: FinetuneRecord | None
     eval_sets: list[EvalSetEntry]
     wall_seconds: float
 
@@ -230,3 +230,8 @@ class LrCheck(TypedDict):
     from_cache: NotRequired[bool]  # set after the cache file is written
     view: NotRequired[str]
     slice_seed: NotRequired[list[int]]
+
+
+# results.json's config["finetune"]: the FinetuneOptions in force (asdict; lr_candidates a list), the device, the caps
+# used, the rate's source and the learning-rate check
+FinetuneRecord: TypeAlias = "dict[str, OptionValue | list[float] | LrCheck]"
