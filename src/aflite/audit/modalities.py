@@ -24,6 +24,7 @@ from aflite.audit.images import (
 )
 from aflite.audit.results import AuditMetrics
 from aflite.data import check_view_texts, memory_kind, modality_of, option_label, warn_twins
+from aflite.data.loader_options import LoaderOptions
 from aflite.device import torch_device
 from aflite.errors import InputError, ParameterError
 from aflite.features import featurize_dataset
@@ -58,9 +59,9 @@ class TextAudit:
         self.reference = reference
         return cfg
 
-    def loader_options(self, dataset_options: JSON | None, groups: str,
-                       image_options: JSON | None) -> JSON:
-        return {**(dataset_options or {}), "groups": groups}
+    def loader_options(self, dataset_options: LoaderOptions | None, groups: str,
+                       image_options: LoaderOptions | None) -> LoaderOptions:
+        return {**(dataset_options or LoaderOptions()), "groups": groups}
 
     def check(self, ds: Any, cfg: Any, groups: str, data_path: Any) -> None:
         if not ds.is_pair:
@@ -137,9 +138,9 @@ class ImageAudit:
         return dataclasses.replace(cfg, featurizer=resolve_audit_featurizer(cfg.featurizer, cfg.model_path),
                                    views=(IMAGE_VIEW,), tra=False)
 
-    def loader_options(self, dataset_options: JSON | None, groups: str,
-                       image_options: JSON | None) -> JSON:
-        return dict(image_options or {})
+    def loader_options(self, dataset_options: LoaderOptions | None, groups: str,
+                       image_options: LoaderOptions | None) -> LoaderOptions:
+        return {**(image_options or LoaderOptions())}
 
     def check(self, ds: Any, cfg: Any, groups: str, data_path: Any) -> None:
         """Nothing beyond the loader's own checks (every image is decoded with the features)."""

@@ -15,7 +15,7 @@ import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar, Unpack
+from typing import Any, ClassVar, Unpack, cast
 
 import numpy as np
 
@@ -25,6 +25,7 @@ from aflite.audit.modalities import ImageAudit, audit_kind
 from aflite.audit.results import AuditMetrics, audit_verdict, check_sections, check_verdicts
 from aflite.check import resolve_checks
 from aflite.data import Columns, open_dataset, source_name, with_columns
+from aflite.data.loader_options import LoaderOptions
 from aflite.errors import InputError, ParameterError, takes_mappings
 from aflite.option import OptionValue
 from aflite.report.explorer import reframe_audit
@@ -252,19 +253,19 @@ def audit_file(
     AuditResult
         One audit per set, the notes and the folder.
     """
-    dataset_options, image_options = _columns(dataset_options, image_options, columns)
+    text_loader, image_loader = _columns(dataset_options, image_options, columns)
     cfg, featurizer_options = _featurizer_config(config, featurizer, featurizer_options)
     folder = RunFolder.of(out, "audit")
     name = source_name(data_path)
     cfg = cfg if show_progress else dataclasses.replace(cfg, show_progress=False)  # the features' bars too
-    kind = audit_kind(data_path, cfg.featurizer, (image_options or {}).get("path_column"))
+    kind = audit_kind(data_path, cfg.featurizer, (image_loader or {}).get("path_column"))
     cfg = kind.configure(cfg, name, reference)
     check_audit_config(cfg)
     kept = read_kept_ids(Path(compare)) if compare is not None else None
     if compare is not None:  # the run compared with is read, never written
         check_outside_runs(folder.path, [compare])
     t0 = time.perf_counter()
-    ds = open_dataset(data_path, modality=kind.modality, **kind.loader_options(dataset_options, groups, image_options))
+    ds = open_dataset(data_path, modality=kind.modality, **kind.loader_options(text_loader, groups, image_loader))
     _check_two_classes(ds, name, kind.rows_word)  # before featurizing (minutes): nothing computed for nothing
     if compare is not None:
         check_run_rows(compare, ds, name, any_order=True)  # D(Φ) is taken by id: the rows' order does not matter
@@ -303,12 +304,14 @@ def audit_file(
 
 
 def _columns(dataset_options: JSON | None, image_options: JSON | None,
-             columns: Columns) -> tuple[JSON, JSON | None]:
+             columns: Columns) -> tuple[LoaderOptions, LoaderOptions | None]:
     """The column keywords into the text loader's options and, those an image table has (path, label, id), into
-    the image loader's: which one reads the data is decided later (:func:`aflite.audit.modalities.audit_kind`)."""
+    the image loader's: which one reads the data is decided later (:func:`aflite.audit.modalities.audit_kind`).
+    The user's dicts are taken as loader keywords here; open_dataset refuses a key that is none."""
     text = with_columns(dataset_options, {k: v for k, v in columns.items() if k != "path_column"}, "audit_file")
     image = {k: v for k, v in columns.items() if k in ("path_column", "label", "id_column") and v is not None}
-    return text, (with_columns(image_options, image, "audit_file") if image else image_options)
+    given = with_columns(image_options, image, "audit_file") if image else image_options
+    return cast(LoaderOptions, text), cast("LoaderOptions | None", given)
 
 
 def _check_two_classes(ds: Any, name: str, rows_word: str) -> None:
