@@ -36,6 +36,7 @@ from aflite.features.registry import featurizer_names, spec
 from aflite.features.registry import featurizer_options as featurizer_options_for
 from aflite.features.shards import ShardedTransform, check_shardable
 from aflite.hashing import json_digest
+from aflite.option import OptionValue
 from aflite.rundir.folder import RunFolder, claims
 from aflite.rundir.names import FEATURES, WARMUP_IDS
 from aflite.rundir.read import read_results
@@ -86,7 +87,7 @@ def check_embed_out(out: str | os.PathLike[str], overwrite: bool = False, resume
 @recording_warnings()  # scikit-learn's warnings counted in results.json (aflite.rundir.results)
 @takes_mappings("featurizer_options", "dataset_options")
 def embed(data_path: Any, out: str | os.PathLike[str] | RunFolder, *, featurizer: str = "ngram",
-          view: str = "pair", featurizer_options: JSON | None = None, warmup_size: float = 0.1,
+          view: str = "pair", featurizer_options: dict[str, OptionValue] | None = None, warmup_size: float = 0.1,
           cache_dir: str | os.PathLike[str] | None = None, seed: int = 0, device: str = "auto",
           image_size: int = 224, chunk_size: int = 4096, skip_bad_images: bool = False,
           dataset_options: JSON | None = None, overwrite: bool = False, show_progress: bool = True,
