@@ -432,7 +432,7 @@ def warmup_section(device: str, data_file: Path, sizes: Sizes, model_path: Any, 
             result = run_dataset(src, Path(tmp) / name, featurizer="warmup", show_progress=False, probe=False,
                                  featurizer_options=fopts, params=params)
             wall = time.perf_counter() - t0
-            timings = result.summary.get("timings", {})
+            timings = result.body.timings or {}
             keeps[name] = np.asarray(result.keep)
             out["runs"][name] = {"wall_seconds": round(wall, 2), "featurizer_options": fopts,
                                  **{k: round(float(v), 2) for k, v in timings.items()

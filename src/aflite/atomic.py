@@ -18,7 +18,7 @@ import re
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import IO, Any, TypeAlias
+from typing import IO, TYPE_CHECKING, Any, TypeAlias
 
 import numpy as np
 
@@ -27,6 +27,15 @@ from aflite.errors import OutputError, OutputWriteError
 JSON: TypeAlias = dict[str, Any]
 """A JSON object as a file holds it (results.json, a cache record, a page's data): the one untyped shape, for the
 boundary only; inside, the data travels as dataclasses and TypedDicts that say their fields."""
+
+if TYPE_CHECKING:
+    JsonValue: TypeAlias = "str | int | float | bool | None | list[JsonValue] | dict[str, JsonValue]"
+else:  # typing.get_type_hints cannot resolve the recursive alias; what json.load returns is one by construction
+    JsonValue = Any
+"""A value a JSON file holds as it is (recorded options, a cache key's facts, a check's summary as written)."""
+JsonObject: TypeAlias = dict[str, JsonValue]
+"""A JSON object whose values are typed as JSON values (what a ``to_json`` returns): typed to the leaves, unlike
+:data:`JSON`."""
 
 # errors of the storage, not of the program: reported as one line (exit 2) instead of a traceback
 WRITE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EFBIG, errno.EACCES, errno.EPERM})

@@ -14,7 +14,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Self
 
-from aflite.atomic import JSON
+from aflite.atomic import JsonObject
 from aflite.rundir.typed_json import typed
 
 __all__ = ["COMMON", "CheckSummary", "optional"]
@@ -45,7 +45,7 @@ class CheckSummary:
     flagged: int | None = None
     verdict: list[str] = field(default_factory=list)
 
-    def to_json(self, common: bool = True) -> JSON:
+    def to_json(self, common: bool = True) -> JsonObject:
         """The summary as JSON: the common keys (``common=False``: left out, the audit's flat view entry), then
         the check's own fields in their order, nested dataclasses as objects; an :func:`optional` field that is
         None is left out."""

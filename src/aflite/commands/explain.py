@@ -26,7 +26,17 @@ from typing import Any, Unpack
 
 import numpy as np
 
-from aflite.check import CheckContext, CheckData, check_files, check_names, check_options, resolve_checks, run_checks
+from aflite.atomic import JsonValue
+from aflite.check import (
+    CheckContext,
+    CheckData,
+    CheckResult,
+    check_files,
+    check_names,
+    check_options,
+    resolve_checks,
+    run_checks,
+)
 from aflite.data import Columns, open_dataset, source_name, with_columns
 from aflite.data.keywords import option_label
 from aflite.errors import InputError, ParameterError, takes_mappings
@@ -35,6 +45,7 @@ from aflite.explain.recompute import first_phase, token_texts
 from aflite.features import Features, featurize_dataset
 from aflite.features.cache import check_run_features
 from aflite.features.registry import refuse_untaken, run_options, spec
+from aflite.option import OptionValue
 from aflite.rundir.folder import RunFolder, claims
 from aflite.rundir.lock import check_outside_runs
 from aflite.rundir.manifest import RESERVED
@@ -93,22 +104,22 @@ def _load(data_path: Any, run: RunRecord, inst: Instances, dataset_options: dict
     return ds, rows
 
 
-def _features(ds: Any, run: RunRecord, cache_dir: Path, featurizer_options: dict[str, Any] | None,
+def _features(ds: Any, run: RunRecord, cache_dir: Path, featurizer_options: dict[str, OptionValue] | None,
               show_progress: bool) -> Features:
     """Φ as the run computed it: read from the run's cache when it is there (never written: a run folder is the
     run's), else recomputed into ``cache_dir`` (explain's own: OUT/cache or --cache-dir) with the options the run
     recorded (lists back to tuples)."""
     fz = _featurizer(run)
-    opts = {k: v for k, v in run_options(fz.name, fz.options).items() if v is not None}
+    opts: dict[str, JsonValue] = {k: v for k, v in run_options(fz.name, fz.options).items() if v is not None}
     refuse_untaken(fz.name, featurizer_options or {})  # an option the run's featurizer does not take
     opts.update(featurizer_options or {})
-    opts = {k: tuple(v) if isinstance(v, list) else v for k, v in opts.items()}
+    given = {k: tuple(v) if isinstance(v, list) else v for k, v in opts.items()}
     for option, what in spec(fz.name).required:
-        if not opts.get(option):
+        if not given.get(option):
             raise ParameterError(f"the run used --featurizer {fz.name}: pass its {what}")
     return featurize_dataset(ds, fz.name, fz.view, cache_dir, read_only=[run.path / "cache"],
                              warmup_size=run.body.parameters.train_size,
-                             warmup_seed=run.seed or 0, show_progress=show_progress, **opts)
+                             warmup_seed=run.seed or 0, show_progress=show_progress, **given)
 
 
 def _run_features(data_path: Any, ds: Any, rows: np.ndarray, run: RunRecord, feats: Features) -> Any:
@@ -125,7 +136,7 @@ def _run_features(data_path: Any, ds: Any, rows: np.ndarray, run: RunRecord, fea
 
 
 def _token_view(ds: Any, rows: np.ndarray, fz: FeaturizerRecord, token_view: str,
-                options: dict[str, dict[str, Any]]) -> tuple[list[str] | None, str]:
+                options: dict[str, dict[str, OptionValue]]) -> tuple[list[str] | None, str]:
     """(the run's rows' texts the token checks read, which text they are); images have none, and the stop rule,
     which reads tokens, is refused on them, as the n-gram coefficients are for a Φ that cannot score tokens."""
     if options.get("ngram_coefficients", {}).get("enabled") and not spec(fz.name).scores_tokens:
@@ -139,7 +150,8 @@ def _token_view(ds: Any, rows: np.ndarray, fz: FeaturizerRecord, token_view: str
     return [texts[r] for r in rows], view
 
 
-def explain_check_options(checks: dict[str, Any] | None, aliases: dict[str, Any]) -> dict[str, dict[str, Any]]:
+def explain_check_options(checks: dict[str, dict[str, OptionValue]] | None,
+                          aliases: dict[str, OptionValue]) -> dict[str, dict[str, OptionValue]]:
     """``checks`` with the older flags folded in (``aliases``: keyword -> value, None where not given;
     :func:`check_aliases`), as ``aflite explain`` gives them to :func:`explain` (``checks=``), checked
     (:func:`aflite.check.resolve_checks`); a flag and ``--check`` giving one option two values are refused in one
@@ -163,7 +175,7 @@ def explain_check_options(checks: dict[str, Any] | None, aliases: dict[str, Any]
     return merged
 
 
-def _check_outputs(found: dict[str, Any], folder: RunFolder, rows: int) -> None:
+def _check_outputs(found: dict[str, CheckResult], folder: RunFolder, rows: int) -> None:
     """What the checks return, checked before the folder is begun: the names of their files (none of explain's own,
     of the folder's reserved entries or of the user's entries there; one writer each) and of their columns."""
     own = check_files(found, set(FILES) | {PAGE} | set(RESERVED))
@@ -176,9 +188,10 @@ def _check_outputs(found: dict[str, Any], folder: RunFolder, rows: int) -> None:
 @recording_warnings()  # scikit-learn's warnings counted in results.json (aflite.rundir.results)
 @takes_mappings("dataset_options", "featurizer_options")
 def explain(data_path: Any, run_dir: str | os.PathLike[str], out: str | os.PathLike[str] | RunFolder, *,
-            checks: dict[str, dict[str, Any]] | None = None, token_view: str = "auto",
+            checks: dict[str, dict[str, OptionValue]] | None = None, token_view: str = "auto",
             cache_dir: str | os.PathLike[str] | None = None, dataset_options: dict[str, Any] | None = None,
-            featurizer_options: dict[str, Any] | None = None, show_progress: bool = True, overwrite: bool = False,
+            featurizer_options: dict[str, OptionValue] | None = None, show_progress: bool = True,
+            overwrite: bool = False,
             **columns: Unpack[Columns]) -> ExplainResult:
     """Explain a run of ``aflite run``: why its rows were removed, with every registered check.
 

@@ -27,12 +27,12 @@ import numpy as np
 from numpy.typing import NDArray
 
 from aflite import data
-from aflite.atomic import atomic_open
+from aflite.atomic import JsonObject, atomic_open
 from aflite.commands.summary_md import filter_verdict, render_filter_summary
 from aflite.core.backends.dask import use_cluster
 from aflite.core.backends.torch import STORAGE_DTYPES
 from aflite.core.filter import AFLite
-from aflite.core.phase import FilterState, validate_inputs
+from aflite.core.phase import FilterState, ResolvedParams, validate_inputs
 from aflite.device import ensemble_device
 from aflite.errors import InputError, ParameterError
 from aflite.hashing import inputs_fingerprint
@@ -78,11 +78,11 @@ class FilterResult(Result):
     state: FilterState | None = None
 
     @property
-    def summary(self) -> dict[str, Any]:
+    def summary(self) -> JsonObject:
         """results.json's body as JSON (verdict, sizes, parameters, stop reason, label counts, ...)."""
         return self.body.to_json()
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return self.body.to_json()
 
     @property
@@ -162,7 +162,7 @@ class FilterResult(Result):
                 fh.writelines(f"{i}\n" for i in self.ids[~keep])
 
 
-def filter_summary(labels: NDArray[Any], state: FilterState, params: dict[str, Any]) -> RunBody:
+def filter_summary(labels: NDArray[Any], state: FilterState, params: ResolvedParams) -> RunBody:
     """results.json's body of a filter: parameters, sizes, stop, label counts and per-phase records."""
     keep = state.keep
     return RunBody(parameters=RunParameters(**params), size_before=int(len(keep)), size_after=int(keep.sum()),

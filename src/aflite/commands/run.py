@@ -25,7 +25,6 @@ from aflite import data
 from aflite.atomic import write_text
 from aflite.commands.filter import FilterResult, check_runtime, run_filter
 from aflite.commands.run_params import (
-    PARAMETERS,
     RunKeywords,
     estimator_params,
     run_keywords,
@@ -47,6 +46,7 @@ from aflite.features.registry import spec
 from aflite.features.shards import ShardedTransform
 from aflite.hashing import dataset_fingerprint, file_sha256
 from aflite.links import check_link_dir, check_link_names
+from aflite.option import OptionValue
 from aflite.progress import tqdm  # Jupyter: a widget bar, or none without ipywidgets
 from aflite.report.pages import Rows
 from aflite.rundir.folder import RunFolder, claims
@@ -144,7 +144,8 @@ def _out_name(src: Path) -> str:
     return "filtered" + suffixes
 
 
-def _featurizer_options(featurizer: str, given: dict[str, Any] | None) -> tuple[dict[str, Any], Any]:
+def _featurizer_options(featurizer: str, given: dict[str, OptionValue] | None,
+                        ) -> tuple[dict[str, OptionValue], OptionValue]:
     """The options the featurizer takes (one it does not take refused: :func:`featurizer_options_for`), and the
     image size given among them: a command-wide option, checked against the data once it is open."""
     given = dict(given or {})
@@ -208,7 +209,7 @@ def _check_before_features(ds: Any, data_path: Any, view: str, link_dir: Any, pr
 
 
 def _featurize(ds: Any, featurizer: str, view: str, af: AFLite, t: int, seed: int, cache: Path | None, *,
-               show_progress: bool, options: dict[str, Any]) -> tuple[Features, ShardedTransform | None]:
+               show_progress: bool, options: dict[str, OptionValue]) -> tuple[Features, ShardedTransform | None]:
     """Φ of the dataset (on the workers of ``af.executor`` in shards when it has one; the filter then runs there
     too); returns the features and the shards' runner."""
     if af.executor is not None and not spec(featurizer).shards:
@@ -247,8 +248,9 @@ def _probe(ds: Any, rows: np.ndarray, res: FilterResult, seed: int, show_progres
 
 
 def _run_body(body: RunBody, data_path: Any, out: Path | None, ds: Any, dataset_fp: str, featurizer: str, view: str,
-              feats: Features, shards: ShardedTransform | None, chosen: dict[str, float], given: dict[str, Any],
-              groups: str, dataset_options: dict[str, Any] | None = None) -> RunBody:
+              feats: Features, shards: ShardedTransform | None, chosen: dict[str, float],
+              given: dict[str, OptionValue], groups: str, dataset_options: dict[str, Any] | None = None,
+              ) -> RunBody:
     """The filter's ``body`` with what a run records besides: which data it read (a file resolved, and relative to
     the run folder: report.html finds the texts from any current directory; its bytes' sha256, for a dataset card;
     in-memory data by name with the sha256 of its rows, :func:`aflite.data.memory.rows_sha256`), the column
@@ -308,7 +310,7 @@ def run(data_path: Any, out: str | os.PathLike[str] | RunFolder | None = None, *
         view: str = "pair", params: AFLite | Mapping[str, Any] | None = None, groups: bool | str = True,
         cache_dir: str | os.PathLike[str] | None = None, resume: bool = False, overwrite: bool = False,
         show_progress: bool = True, probe: bool = True, dataset_options: dict[str, Any] | None = None,
-        featurizer_options: dict[str, Any] | None = None, link_dir: str | os.PathLike[str] | None = None,
+        featurizer_options: dict[str, OptionValue] | None = None, link_dir: str | os.PathLike[str] | None = None,
         title: str | None = None, **keywords: Unpack[RunKeywords]) -> RunResult:
     """Filter a dataset end to end: load, featurize (Φ), run AFLite, write the kept rows back.
 
@@ -401,7 +403,9 @@ def run(data_path: Any, out: str | os.PathLike[str] | RunFolder | None = None, *
                                show_progress=show_progress, options=dict(featurizer_options or {}))
     timings["featurize_seconds"] = time.perf_counter() - t0
     rows = np.asarray(feats.rows)
-    af.set_params(**{k: resolved[k] for k in PARAMETERS})  # the filter runs on D minus the warm-up slice
+    af.set_params(target_size=resolved["target_size"], n_partitions=resolved["n_partitions"],  # the filter runs on
+                  train_size=resolved["train_size"], slice_size=resolved["slice_size"],  # D minus the warm-up slice
+                  threshold=resolved["threshold"])
     grp = grp_all[rows] if grp_all is not None else None
     where = None if folder is None else folder.path
     if where is not None:

@@ -13,6 +13,7 @@ from aflite.core.filter import AFLite
 from aflite.core.phase import resolve_size
 from aflite.data.keywords import Columns, with_columns
 from aflite.errors import InputError, ParameterError, check_mappings
+from aflite.option import OptionValue
 
 __all__ = ["PARAMETERS", "RUNTIME", "FilterSizes", "RunKeywords", "estimator_params", "run_keywords",
            "scaled_defaults", "scaled_for"]
@@ -34,7 +35,7 @@ def scaled_defaults(n: int) -> dict[str, int | float]:
     }
 
 
-def scaled_for(n: int, given: dict[str, Any], name: str) -> dict[str, int | float]:
+def scaled_for(n: int, given: dict[str, OptionValue], name: str) -> dict[str, int | float]:
     """The scaled defaults for ``n`` rows; too few rows for the smallest target size are refused as such (not as
     a target size the user never set)."""
     chosen = scaled_defaults(n)
@@ -61,7 +62,7 @@ class RunKeywords(Columns, FilterSizes, total=False):
 
 
 def run_keywords(dataset_options: dict[str, Any] | None, params: AFLite | Mapping[str, Any] | None,
-              keywords: dict[str, Any]) -> tuple[dict[str, Any], AFLite | dict[str, Any] | None]:
+                 keywords: dict[str, Any]) -> tuple[dict[str, Any], AFLite | dict[str, Any] | None]:
     """(dataset_options with the column keywords, params with the size keywords); a size given in both with two
     values is refused, as is an unknown keyword (a TypeError, as Python's own)."""
     options = with_columns(dataset_options, keywords, "run", also=PARAMETERS)
@@ -88,7 +89,7 @@ RUNTIME = ("strategy", "device", "storage", "random_state", "executor")
 
 def estimator_params(
     params: AFLite | Mapping[str, Any] | None,
-) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+) -> tuple[dict[str, Any], dict[str, OptionValue], dict[str, Any]]:
     """(the estimator's other keywords, the size overrides, strategy/seed/device/storage/executor): one parameter
     space with :func:`aflite.commands.filter.filter_files`, from ``params`` (an :class:`AFLite` or a dict of its
     parameters, the size keywords merged in). A size left at AFLite's default is the scaled default (the same

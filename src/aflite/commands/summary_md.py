@@ -4,11 +4,12 @@ their verdicts: sizes, parameters, label shift, the probe, examples; kept apart 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 
-from aflite.atomic import JSON
+from aflite.atomic import JsonValue
 from aflite.report import shorten
 from aflite.report.pages import pick_examples, probe_rows
 from aflite.rundir.schema import LabelShift, ProbeRecord, ProbeRow, RunBody
@@ -112,7 +113,7 @@ def _empty_lines(body: RunBody) -> list[str]:
             "read there)" for c, k in (body.empty_texts_at_load or {}).items() if k]
 
 
-def warmup_line(info: JSON, lead: str = "") -> str:
+def warmup_line(info: Mapping[str, JsonValue], lead: str = "") -> str:
     """The warm-up's loss in words (start → end over its steps, against chance), or "" without a warm-up."""
     if "warmup_loss_start" not in info:
         return ""

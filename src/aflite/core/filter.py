@@ -29,6 +29,7 @@ from aflite.core.phase import (  # one phase, the state and the size rules live 
     FilterState,
     IterationRecord,
     PhaseScores,
+    ResolvedParams,
     Strategy,
     check_model,
     encode_classes,
@@ -146,7 +147,7 @@ class AFLite(BaseEstimator):
         tags.input_tags.allow_nan = False
         return tags
 
-    def resolved_params(self, n: int) -> dict[str, Any]:
+    def resolved_params(self, n: int) -> ResolvedParams:
         """The parameters as counts for a dataset of n instances, validated (raises ParameterError)."""
         if self.strategy not in ("slicing", "greedy", "gumbel"):
             raise ParameterError(f"strategy must be slicing, greedy or gumbel, not {self.strategy!r}")
@@ -251,7 +252,7 @@ class AFLite(BaseEstimator):
 
     def _phases(
         self, ens: LinearEnsemble, Xa: Any, codes: NDArray[np.int64], ga: NDArray[np.int64] | None,
-        state: FilterState, params: dict[str, Any], incremental: bool, ahead: _NextPartitions | None,
+        state: FilterState, params: ResolvedParams, incremental: bool, ahead: _NextPartitions | None,
         callback: Callable[[IterationRecord, FilterState], None] | None,
     ) -> None:
         """The phases of Algorithm 1 until a stopping rule holds (``state`` is updated in place)."""
@@ -270,7 +271,7 @@ class AFLite(BaseEstimator):
                 callback(record, state)
 
     def _phase(self, ens: Any, Xa: Any, codes: np.ndarray, ga: np.ndarray | None, state: FilterState,
-               params: dict[str, Any], size: int, incremental: bool,
+               params: ResolvedParams, size: int, incremental: bool,
                ahead: _NextPartitions | None) -> IterationRecord:
         """One filtering phase on the rows still kept: p̃ from the ensemble, the slice removed, the record kept and
         the stop decided (the k-rule, or n reached). ``ahead`` draws the next phase's partitions while a device fits
@@ -279,8 +280,9 @@ class AFLite(BaseEstimator):
         target, tau = params["target_size"], params["threshold"]
         j = state.iteration
         rows = np.flatnonzero(state.keep)
-        rng, mask = ahead.take(j, len(rows)) if ahead is not None else (
-            np.random.default_rng([params["random_state"], j]), None)
+        seed = params["random_state"]
+        assert seed is not None, "fit draws the seed before the first phase"
+        rng, mask = ahead.take(j, len(rows)) if ahead is not None else (np.random.default_rng([seed, j]), None)
         if ahead is not None and size - min(k, size - target) > target:  # the next phase if all k go
             ahead.start(j + 1, size - min(k, size - target))
         if incremental:

@@ -11,12 +11,11 @@ import copy
 import inspect
 import time
 from dataclasses import asdict, dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, NotRequired, TypedDict
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from aflite.atomic import JSON
 from aflite.core.ensemble import LinearEnsemble, make_ensemble
 from aflite.core.sparse import SparseLogisticEnsemble, check_columns, is_sparse
 from aflite.errors import InputError, ParameterError
@@ -64,6 +63,23 @@ class PhaseScores:
     train_mask: NDArray[np.bool_] | None = None  # (rows, m), True = in that model's training set
 
 
+class ResolvedParams(TypedDict):
+    """A filter's parameters as counts for its dataset (:meth:`aflite.core.filter.AFLite.resolved_params`): what
+    the phases read, the checkpoint checks and results.json records (``RunParameters``)."""
+
+    dataset_size: int
+    target_size: int
+    n_partitions: int
+    train_size: int
+    slice_size: int
+    threshold: float
+    strategy: str
+    model: str
+    C: float
+    random_state: int | None
+    groups: NotRequired[bool]  # set when the partitions keep each group on one side
+
+
 @dataclass
 class IterationRecord:
     """One line of the filter's history."""
@@ -81,7 +97,7 @@ class IterationRecord:
     fit_seconds: float
     model_iterations: float  # mean optimiser steps per model (fast path), for diagnostics
 
-    def to_dict(self) -> JSON:
+    def to_dict(self) -> dict[str, int | float | dict[str, float]]:
         return asdict(self)
 
 

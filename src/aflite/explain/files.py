@@ -28,7 +28,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from aflite.atomic import atomic_open, write_text
+from aflite.atomic import JsonObject, atomic_open, write_text
 from aflite.check import CheckData, CheckResult
 from aflite.check.format import cell, md_cell, pct
 from aflite.core.heldout import WEIGHT_RULE
@@ -174,7 +174,7 @@ class ExplainResult(Result):
     def seed(self) -> int | None:
         return self.body.first_phase.seed if self.body.first_phase is not None else None
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return self.body.to_json()
 
     def table(self) -> Table | None:

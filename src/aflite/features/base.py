@@ -14,7 +14,7 @@ from typing import Any, ClassVar, Protocol, Self, TypeAlias, runtime_checkable
 import numpy as np
 import scipy.sparse as sp
 
-from aflite.atomic import JSON
+from aflite.atomic import JSON, JsonObject, JsonValue
 from aflite.data.images import files_fingerprint
 from aflite.device import check_precision, torch_device
 from aflite.encoders.onnx_text import resolve_backend
@@ -33,9 +33,8 @@ DEFAULT_IMAGE_CHUNK_SIZE = 512
 Matrix: TypeAlias = "np.ndarray | sp.csr_matrix"
 CACHE_FORMAT = 1  # part of every cache key: a change of the cache layout changes it
 # a value a results or cache file holds as it is: what a featurizer's recorded options and cache key facts are made of
-JsonValue: TypeAlias = "str | int | float | bool | None | list[JsonValue] | dict[str, JsonValue]"
-Options: TypeAlias = "dict[str, JsonValue]"  # get_options(): the keywords that decide Φ, as recorded
-Facts: TypeAlias = "dict[str, JsonValue]"  # what else joins the cache key: labels, warm-up slice, image files
+Options: TypeAlias = dict[str, JsonValue]  # get_options(): the keywords that decide Φ, as recorded
+Facts: TypeAlias = dict[str, JsonValue]  # what else joins the cache key: labels, warm-up slice, image files
 
 
 @dataclass(frozen=True)
@@ -50,7 +49,7 @@ class CacheIdentity:
     inputs: str  # the fingerprint of the inputs alone
     key: str  # the fingerprint of the inputs and all the above
 
-    def to_json(self) -> JSON:
+    def to_json(self) -> JsonObject:
         """As the cache record holds it: every field in their order (one marked ``omit_none`` left out while None;
         :class:`PhiInfo` as its own JSON)."""
         values = ((f, getattr(self, f.name)) for f in fields(self))

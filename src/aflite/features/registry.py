@@ -16,8 +16,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from aflite.atomic import JsonValue
 from aflite.errors import ParameterError
-from aflite.option import DERIVED, Option, constructor_default
+from aflite.option import DERIVED, Option, OptionValue, constructor_default
 
 __all__ = ["COMBINE", "COMMAND_OPTIONS", "FeaturizerSpec", "OPTIONS", "REGISTRY",
            "check_backend", "combined_spec", "default_featurizer", "featurizer_arg", "featurizer_help",
@@ -318,7 +319,7 @@ def default_featurizer(modality: str, model_path: str | None = None) -> str:
     raise ParameterError(f"no frozen {modality} encoder is registered")
 
 
-def run_options(name: str, options: dict[str, Any] | None) -> dict[str, Any]:
+def run_options(name: str, options: dict[str, JsonValue] | None) -> dict[str, JsonValue]:
     """The featurize options that recompute a run's Φ from what its results recorded (explain, evaluate's
     single-iteration baseline), with the backend made explicit. An encoder's recorded options name its backend
     unless it was torch (torch's cache key predates the backends), so a run that recorded none used torch, whatever
@@ -366,7 +367,7 @@ def featurizer_options(name: str, **given: Any) -> dict[str, Any]:
     return out
 
 
-def refuse_untaken(name: str, given: dict[str, Any]) -> None:
+def refuse_untaken(name: str, given: dict[str, OptionValue]) -> None:
     """A :class:`ParameterError` for the first option in ``given`` (None values aside) that featurizer ``name``
     does not take, naming the featurizers that do. Taken are its declared options (the flags), the command-wide
     ones (:data:`COMMAND_OPTIONS`) and, from Python, any keyword its class's constructor names

@@ -10,14 +10,14 @@ from pathlib import Path
 import numpy as np
 
 from aflite.atomic import write_npz
-from aflite.core.phase import FilterState, IterationRecord
+from aflite.core.phase import FilterState, IterationRecord, ResolvedParams
 from aflite.errors import InputError
 from aflite.rundir.names import CHECKPOINT
 
 __all__ = ["load_checkpoint", "save_checkpoint"]
 
 
-def save_checkpoint(out: Path, state: FilterState, params: dict[str, float | str | bool | None], fp: str,
+def save_checkpoint(out: Path, state: FilterState, params: ResolvedParams, fp: str,
                     dataset: str | None = None) -> None:
     meta = {
         "iteration": state.iteration,
@@ -39,7 +39,7 @@ def save_checkpoint(out: Path, state: FilterState, params: dict[str, float | str
     )
 
 
-def load_checkpoint(out: Path, params: dict[str, float | str | bool | None], fp: str) -> FilterState | None:
+def load_checkpoint(out: Path, params: ResolvedParams, fp: str) -> FilterState | None:
     """The saved state, or None when there is none; refuses one made with other data or parameters."""
     path = out / CHECKPOINT
     if not path.exists():

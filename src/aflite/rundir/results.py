@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-from aflite.atomic import json_text, write_text
+from aflite.atomic import JsonObject, json_text, write_text
 from aflite.rundir import display
 from aflite.rundir.manifest import ManifestEntry, seal
 from aflite.rundir.names import INSTANCES, RESULTS
@@ -100,8 +100,8 @@ def recording_warnings(*, summarize: bool = True) -> Iterator[WarningsRecord]:
                           f"{next(iter(counts))[:160]}{where}", UserWarning, stacklevel=3)
 
 
-def results_document(out: str | Path, results: dict[str, Any], *, command: str | None,
-                     argv: Sequence[str] | None = None, seed: Any = None) -> dict[str, Any]:
+def results_document(out: str | Path, results: JsonObject, *, command: str | None,
+                     argv: Sequence[str] | None = None, seed: Any = None) -> JsonObject:
     """``OUT/results.json`` as it will be written (without its manifest): the envelope every command's file starts
     with (the command, its arguments, the seed and the versions), followed by ``results``.
     A ``seed`` key in the body is the default seed of the envelope. Inside :func:`recording_warnings`, the library
@@ -122,7 +122,7 @@ def results_document(out: str | Path, results: dict[str, Any], *, command: str |
     return dict(json.loads(text))
 
 
-def write_results_json(out: str | Path, document: dict[str, Any], files: dict[str, ManifestEntry]) -> dict[str, Any]:
+def write_results_json(out: str | Path, document: JsonObject, files: dict[str, ManifestEntry]) -> dict[str, Any]:
     """Write ``OUT/results.json``: ``document`` (:func:`results_document`) and the folder's manifest under
     ``"manifest"`` (:mod:`aflite.rundir.manifest`): the commit of the folder, so written last and atomically.
     :meth:`aflite.rundir.folder.RunFolder.finish` is its one caller. Returns what was written."""
@@ -171,14 +171,15 @@ class Result:
         """The seed the envelope records (default: the body's ``seed``)."""
         return self.to_json().get("seed")
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         """results.json's body, as JSON-ready data: the verdict and every figure (the envelope — command, argv,
         seed, versions, manifest — is the folder's)."""
         raise NotImplementedError
 
     def verdict_sentences(self) -> list[str]:
         """The verdict (results.json's ``verdict``): two or three sentences that say what the numbers mean."""
-        return list(self.to_json().get("verdict") or [])
+        verdict = self.to_json().get("verdict")
+        return [str(s) for s in verdict] if isinstance(verdict, list) else []
 
     def summary_md(self) -> str:
         """summary.md as Markdown: the verdict first, then what the numbers are."""

@@ -15,10 +15,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
-from aflite.atomic import JSON
+from aflite.atomic import JsonObject
 from aflite.core.phase import IterationRecord
 from aflite.errors import InputError
-from aflite.features.base import PhiInfo
+from aflite.features.base import Options, PhiInfo
+from aflite.option import OptionValue
 from aflite.rundir.commands import declared_body
 from aflite.rundir.evaluate_records import SetInfo
 from aflite.rundir.manifest import ManifestEntry
@@ -70,13 +71,13 @@ class Body:
         if cls.commands:
             BODIES.append(cls)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         """The body as results.json holds it: every field in its order (nested dataclasses likewise), the writer's
         and the reader's one description; a field marked ``OMIT_NONE`` is left out while it is None."""
         return _fields_json(self)
 
 
-def _fields_json(obj: Any) -> dict[str, Any]:
+def _fields_json(obj: Any) -> JsonObject:
     """The dataclass ``obj`` as JSON, field by field in their order (a field marked ``OMIT_NONE`` left out while
     None)."""
     return {f.name: _as_json(getattr(obj, f.name)) for f in dataclasses.fields(obj)
@@ -112,7 +113,7 @@ class RunParameters:
     random_state: int | None = None  # the seed as given (None: drawn, recorded as the envelope's seed)
     groups: bool = False  # the partitions kept each group on one side
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, int | float | str | bool | None]:
         """As results.json holds it: ``groups`` only when the partitions kept groups."""
         return {k: v for k, v in dataclasses.asdict(self).items() if k != "groups" or v}
 
@@ -124,7 +125,7 @@ class FeaturizerRecord:
 
     name: str
     view: str = "pair"
-    options: dict[str, Any] = dataclasses.field(default_factory=dict)  # JSON values, as the featurizer gave them
+    options: Options = dataclasses.field(default_factory=dict)  # as the featurizer gave them
     dim: int | None = None
     from_cache: bool | None = None
     info: PhiInfo | None = None  # timings, throughput, a warm-up's training, a combination's parts
@@ -218,7 +219,7 @@ class RunBody(Body):
     warmup_rows: int | None = None
     modality: str | None = None  # run and demo: "text" or "image" (the page shows texts or thumbnails)
     scaled_defaults: dict[str, float] | None = None  # run and demo: |D|/|SNLI| and the parameters scaled by it
-    overrides: dict[str, Any] | None = None
+    overrides: dict[str, OptionValue] | None = None  # run and demo: AFLite's parameters given (not the scaled)
     groups: str | None = None
     partial_input_probe: ProbeRecord | None = None
     label_shift: LabelShift | None = None
@@ -227,12 +228,14 @@ class RunBody(Body):
     title: str | None = None  # the name the run was given (``title=``), its page's title
     filter_wall_seconds_this_call: float | None = None  # the filter's part of that call
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         """As results.json holds it: the fields in their order, those None left out (but :attr:`NULLS`), then the
         verdict."""
-        out = {f.name: _as_json(getattr(self, f.name)) for f in dataclasses.fields(self)
-               if f.name != "verdict" and self._written(f.name)}
-        return out if self.verdict is None else {**out, "verdict": self.verdict}
+        out: JsonObject = {f.name: _as_json(getattr(self, f.name)) for f in dataclasses.fields(self)
+                           if f.name != "verdict" and self._written(f.name)}
+        if self.verdict is not None:
+            out["verdict"] = _as_json(self.verdict)
+        return out
 
     def _written(self, name: str) -> bool:
         if getattr(self, name) is not None:
@@ -253,7 +256,7 @@ class CheckEntry:
     which this layer cannot import (the checks import it); a reader that knows the check builds it with that class's
     ``from_json`` (:func:`typed`)."""
 
-    summary: JSON  # the check's CheckSummary.to_json(), as it wrote it
+    summary: JsonObject  # the check's CheckSummary.to_json(), as it wrote it
     options: dict[str, bool | int | float | str | None]  # its options' values as it ran
     columns: list[str]
     files: list[str]
@@ -389,7 +392,7 @@ class ProbeRecord:
     groups: str | None = None
     skipped: str | None = None
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         """As results.json holds it (the card copies it): the keys the run wrote, none that it left out."""
         head = {"skipped": self.skipped} if self.skipped is not None else {
             k: v for k, v in (("model", self.model), ("groups", self.groups)) if v is not None}
