@@ -7,7 +7,7 @@ import pytest
 import scipy.sparse as sp
 from sklearn.decomposition import TruncatedSVD
 
-from aflite.features.rsvd import SYRK_ROWS, _gram64, randomized_components
+from aflite.features.rsvd import DEDUP_BELOW, SYRK_ROWS, _distinct_rows, _gram64, randomized_components
 from aflite.features.spmm import BLOCK, column_blocks, csr_dense, csr_t_dense
 
 
@@ -82,3 +82,37 @@ def test_power_iterates_float32_gram_is_the_float64_one_to_float32_rounding() ->
     exact, fast = _gram64(y), _gram64(y, exact=False)
     assert fast.dtype == np.float64 and np.array_equal(fast, fast.T)
     np.testing.assert_allclose(fast, exact, rtol=0, atol=1e-5 * np.abs(exact).max())
+
+
+def _repeating(shape: tuple[int, int], dtype: type, copies: int = 3) -> sp.csr_matrix:
+    """A matrix whose rows are ``copies`` shuffled copies of a random one's (an NLI field repeating its premises)."""
+    base = _matrix(shape, dtype)
+    order = np.random.default_rng(5).permutation(copies * shape[0]) % shape[0]
+    return sp.csr_matrix(base[order])
+
+
+def test_distinct_rows_rebuild_the_matrix() -> None:
+    x = _repeating((200, 500), np.float32)
+    r = int(np.flatnonzero(np.diff(x.indptr))[0])
+    x.data[x.indptr[r]:x.indptr[r + 1]] *= 2  # a scaled copy is another row, not a repeat
+    u, inverse = _distinct_rows(x)
+    distinct = {(tuple(x[i].indices), tuple(x[i].data)) for i in range(x.shape[0])}
+    assert u.shape == (len(distinct), 500) and inverse.shape == (600,) and len(distinct) < 210
+    assert (u[inverse] != x).nnz == 0  # x = P u exactly
+    assert len({(tuple(u[i].indices), tuple(u[i].data)) for i in range(u.shape[0])}) == len(distinct)
+    assert u.nnz <= DEDUP_BELOW * x.nnz  # the test below takes the distinct-rows route
+
+
+@pytest.mark.parametrize("shape", [(300, 1000), (500, 400)])  # 900 x 1000 transposed, 1500 x 400 not
+def test_repeated_rows_route_is_sklearns_function(shape: tuple[int, int]) -> None:
+    # products through the distinct rows are the same maths: float64 agrees with scikit-learn to ~1e-13
+    x = _repeating(shape, np.float64)
+    ref = TruncatedSVD(30, algorithm="randomized", n_iter=5, random_state=3).fit(x).components_
+    got = randomized_components(x, 30, seed=3, threads=2)
+    assert np.abs(got - ref).max() < 1e-9
+    # float32: within scikit-learn's own float32 rounding of the float64 answer
+    x32 = sp.csr_matrix(x, dtype=np.float32)
+    sk32 = TruncatedSVD(30, algorithm="randomized", n_iter=5, random_state=3).fit(x32).components_
+    got32 = randomized_components(x32, 30, seed=3, threads=2)
+    assert got32.dtype == np.float32
+    assert np.abs(got32 - ref).max() <= np.abs(sk32 - ref).max()
