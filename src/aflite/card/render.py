@@ -14,8 +14,19 @@ from typing import Any, Literal
 
 from aflite.card.facts import GIVEN_LICENSE, memory_kind
 from aflite.card.frontmatter import dump
-from aflite.card.schema import CardManifest, EvaluateFacts, ExplainFacts, FrontMatter, InputFacts, MeanStd, SetScore
+from aflite.card.schema import (
+    CardManifest,
+    EvaluateFacts,
+    ExplainFacts,
+    FrontMatter,
+    InputFacts,
+    SetScore,
+    label_shift,
+    probe_record,
+    significant_counts,
+)
 from aflite.commands.summary_md import warmup_line
+from aflite.evaluate.records import MeanStd
 
 __all__ = ["code", "front_matter", "render_card", "text"]
 
@@ -202,24 +213,24 @@ def _changed(m: CardManifest) -> list[str]:
              f"- **Stop reason:** {text(flt.get('stop_reason'))}.", ""]
     if m.get("verdict"):
         lines += ["The run's verdict:", "", *[f"> {text(s)}" for s in m["verdict"]], ""]
-    shift = lab.get("shift")
+    shift = label_shift(m)
     before, after = lab.get("before") or {}, lab.get("after") or {}
-    rows = [[f"{code(k)}", num(before.get(k)), f"{shift['shares_before'][k]:.1f}", num(after.get(k)),
-             f"{shift['shares_after'][k]:.1f}", f"{shift['change_points'][k]:+.1f}"] for k in sorted(before)] \
+    rows = [[f"{code(k)}", num(before.get(k)), f"{shift.shares_before[k]:.1f}", num(after.get(k)),
+             f"{shift.shares_after[k]:.1f}", f"{shift.change_points[k]:+.1f}"] for k in sorted(before)] \
         if shift else []
     lines += ["### Label shift", "",
               *_table(["label", "D rows", "D share %", "D(Φ) rows", "D(Φ) share %", "change (points)"], rows), ""]
-    probe = m.get("probe") or {}
-    if probe.get("results"):
-        lines += ["### The run's probe", "", f"{probe.get('model')}; 5-fold cross-validation accuracy on each set "
+    probe = probe_record(m)
+    if probe and probe.results:
+        lines += ["### The run's probe", "", f"{probe.model}; 5-fold cross-validation accuracy on each set "
                   "and the majority-class rate of its rows (chance):", "",
                   *_table(["set", "rows", "accuracy %", "± (std)", "majority %", "lead over majority (points)"],
-                          [[text(r["name"]), num(r["size"]), pct(r.get("accuracy")), pct(r.get("accuracy_std")),
-                            pct(r.get("majority")), "–" if r["delta_majority"] is None else
-                            f"{100 * r['delta_majority']:+.1f}"] for r in probe["results"]]),
-                  "", text(probe.get("meaning", "")), ""]
-    elif probe.get("skipped"):
-        lines += ["### The run's probe", "", f"Skipped: {probe['skipped']}.", ""]
+                          [[text(r.name), num(r.size), pct(r.accuracy), pct(r.accuracy_std), pct(r.majority),
+                            "–" if r.delta_majority is None else f"{100 * r.delta_majority:+.1f}"]
+                           for r in probe.results]),
+                  "", text(probe.meaning), ""]
+    elif probe and probe.skipped:
+        lines += ["### The run's probe", "", f"Skipped: {probe.skipped}.", ""]
     return lines
 
 
@@ -287,14 +298,14 @@ def _evaluate(ev: EvaluateFacts) -> list[str]:
 
 
 def _explain(ex: ExplainFacts) -> list[str]:
-    sig, test = ex.get("significant_tokens"), ex["token_test"]
+    sig, test = significant_counts(ex), ex["token_test"]
     lines = ["## Explanation (aflite explain)", ""]
     if sig:
         lines += [f"Significant (token, label) pairs on the {ex.get('token_view')} (Gardner et al. 2021's test, "
                   f"Bonferroni α = {test.get('alpha')}, tokens in at least {test.get('min_count')} texts):", "",
-                  *_table(["set", "significant pairs"], [["D", num(sig.get("full"))], ["D(Φ)", num(sig.get("kept"))],
+                  *_table(["set", "significant pairs"], [["D", num(sig.full)], ["D(Φ)", num(sig.kept)],
                                                          [f"same-size random subsets (mean of "
-                                                          f"{test.get('random_subsets')})", num(sig.get("random"))]]),
+                                                          f"{test.get('random_subsets')})", num(sig.random)]]),
                   ""]
     top = ex.get("top_artifacts_kept") or []
     if top:
