@@ -88,8 +88,8 @@ def _plain(out: Path, name: str) -> bool:
     return not any((out / Path(*parts[:i])).is_symlink() for i in range(1, len(parts) + 1))
 
 
-def _matches(out: Path, name: str, shas: set[str]) -> bool:
-    path = out / name
+def _holds(path: Path, shas: set[str]) -> bool:
+    """A regular file (no link) holding one of the contents ``shas``: one that aflite may replace or need not."""
     return path.is_file() and not path.is_symlink() and file_sha256(path) in shas
 
 
@@ -102,7 +102,7 @@ def own_files(out: Path) -> set[str]:
         return set()
     own = {MANIFEST}
     for name, shas in listed.items():
-        if _plain(out, name) and (_matches(out, name, shas) or not (out / name).exists() and
+        if _plain(out, name) and (_holds(out / name, shas) or not (out / name).exists() and
                                   not (out / name).is_symlink()):
             own.add(name)
     return own
@@ -120,7 +120,7 @@ def edited_files(out: Path) -> set[str]:
     """The recorded files that are there but are no longer bytes aflite card wrote (edited by hand since): they
     are the user's now, never replaced or removed."""
     return {n for n, shas in (recorded(out) or {}).items() if _plain(out, n) and (out / n).is_file()
-            and not _matches(out, n, shas)}
+            and not _holds(out / n, shas)}
 
 
 def planned_files(data: Path) -> dict[str, Path]:
@@ -146,7 +146,7 @@ def check_clashes(out: Path, sources: Mapping[str, Source], ours: set[str]) -> N
         if name in ours or not (path.exists() or path.is_symlink()):
             continue
         src = sources.get(name)
-        if src is not None and path.is_file() and not path.is_symlink() and file_sha256(path) == _sha(src):
+        if src is not None and _holds(path, {_sha(src)}):
             continue
         why = "changed since aflite card wrote it (its sha256 differs from manifest.json's)" if name in \
             edited_files(out) else "not written by aflite card"
