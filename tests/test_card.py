@@ -204,6 +204,21 @@ def test_manifest_copies_the_results(made: Path, card: Path) -> None:
     assert "/" not in json.dumps(m["input"]["file"]) and not re.search(r'"/(?:tmp|work|home)/', json.dumps(m))
 
 
+def test_the_manifest_reads_back_as_the_runs_own_records(made: Path, card: Path) -> None:
+    """The sections that are another command's record (the run's label shift and probe, explain's significant
+    pairs) are read back from manifest.json as that record's own class, equal to the one the folder holds."""
+    from aflite.card.schema import label_shift, probe_record, significant_counts
+    from aflite.check.token_summary import TokenSummary
+    from aflite.rundir.read import read_run
+
+    m = json.loads((card / "manifest.json").read_text(encoding="utf-8"))
+    run = read_run(made / "run").body
+    assert run.label_shift is not None and run.partial_input_probe is not None and run.partial_input_probe.results
+    assert label_shift(m) == run.label_shift and probe_record(m) == run.partial_input_probe
+    tokens = TokenSummary.from_json(results(made / "ex")["checks"]["tokens"]["summary"])
+    assert tokens.significant_tokens is not None and significant_counts(m["explain"]) == tokens.significant_tokens
+
+
 def check_evaluate_figures(card: Path, ev_dir: Path) -> int:
     """Every accuracy of the evaluate tables (each model, training set and evaluation, with the chance row) equals
     evaluate's results.json (mean ± std over seeds, up to rounding); returns the number of cells checked."""

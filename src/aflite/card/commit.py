@@ -32,17 +32,16 @@ import json
 import shutil
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, cast
 
 from aflite.atomic import atomic_open, atomic_path, json_text, write_text
-from aflite.card.schema import CardManifest, FileEntry
+from aflite.card.schema import CardManifest
 from aflite.errors import OutputError
 from aflite.hashing import file_sha256
 from aflite.rundir.manifest import SEAL, entry, seal
 from aflite.rundir.names import CARD, MANIFEST
 
 __all__ = ["FORMAT_PREFIX", "PENDING", "PLACEHOLDER", "Source", "check_clashes", "commit_card", "edited_files",
-           "left_alone", "manifest_text", "own_files", "planned_files", "read_card_manifest", "recorded"]
+           "left_alone", "manifest_text", "own_files", "planned_files", "recorded"]
 
 FORMAT_PREFIX = "aflite-card/"
 PENDING = "pending"  # the key of an uncommitted manifest.json: name -> the sha256s aflite may leave there
@@ -53,34 +52,31 @@ PLACEHOLDER = ("---\nconfigs:\n- config_name: default\n  data_files:\n  - split:
                "interrupted while writing this folder: its files may be of two cards. Run aflite card again.\n")
 
 
-def read_card_manifest(out: Path) -> dict[str, Any] | None:
-    """OUT/manifest.json when aflite card wrote it (committed or pending), else None (absent, or someone else's)."""
+def recorded(out: Path) -> dict[str, set[str]] | None:
+    """What OUT/manifest.json records when aflite card wrote it (committed or pending): each name it lists -> the
+    sha256s of the contents aflite wrote (or may have left, for a pending one) under it; None when the file is
+    absent or someone else's. A pending list of names without hashes (aflite 0.4's) records no content."""
     path = out / MANIFEST
     if not path.is_file() or path.is_symlink():
         return None
-    with contextlib.suppress(OSError, ValueError):
+    try:
         doc = json.loads(path.read_text(encoding="utf-8"))
-        if isinstance(doc, dict) and str(doc.get("format", "")).startswith(FORMAT_PREFIX):
-            return doc
-    return None
-
-
-def recorded(doc: dict[str, Any] | None) -> dict[str, set[str]]:
-    """What a card manifest records: each name it lists -> the sha256s of the contents aflite wrote (or may have
-    left, for a pending one) under it. A pending list of names without hashes (aflite 0.4's) records no content."""
-    out: dict[str, set[str]] = {}
-    files = (doc or {}).get("files")
+    except (OSError, ValueError):
+        return None
+    if not isinstance(doc, dict) or not str(doc.get("format", "")).startswith(FORMAT_PREFIX):
+        return None
+    got: dict[str, set[str]] = {}
+    files, pending = doc.get("files"), doc.get(PENDING)
     if isinstance(files, dict):
         for name, want in files.items():
             if isinstance(want, dict) and isinstance(want.get("sha256"), str):
-                out.setdefault(str(name), set()).add(want["sha256"])
-    pending = (doc or {}).get(PENDING)
+                got.setdefault(str(name), set()).add(want["sha256"])
     if isinstance(pending, dict):
         for name, shas in pending.items():
-            got = out.setdefault(str(name), set())
+            listed = got.setdefault(str(name), set())
             if isinstance(shas, list):
-                got.update(str(h) for h in shas if isinstance(h, str))
-    return out
+                listed.update(str(h) for h in shas if isinstance(h, str))
+    return got
 
 
 def _plain(out: Path, name: str) -> bool:
@@ -92,8 +88,8 @@ def _plain(out: Path, name: str) -> bool:
     return not any((out / Path(*parts[:i])).is_symlink() for i in range(1, len(parts) + 1))
 
 
-def _matches(out: Path, name: str, shas: set[str]) -> bool:
-    path = out / name
+def _holds(path: Path, shas: set[str]) -> bool:
+    """A regular file (no link) holding one of the contents ``shas``: one that aflite may replace or need not."""
     return path.is_file() and not path.is_symlink() and file_sha256(path) in shas
 
 
@@ -101,12 +97,12 @@ def own_files(out: Path) -> set[str]:
     """The files in OUT (POSIX paths below it) that aflite card wrote and may replace or remove: manifest.json of
     aflite card, and each name its manifest records that is plain and holds one of the recorded contents (or is
     absent); empty when no card manifest is there."""
-    doc = read_card_manifest(out)
-    if doc is None:
+    listed = recorded(out)
+    if listed is None:
         return set()
     own = {MANIFEST}
-    for name, shas in recorded(doc).items():
-        if _plain(out, name) and (_matches(out, name, shas) or not (out / name).exists() and
+    for name, shas in listed.items():
+        if _plain(out, name) and (_holds(out / name, shas) or not (out / name).exists() and
                                   not (out / name).is_symlink()):
             own.add(name)
     return own
@@ -115,18 +111,16 @@ def own_files(out: Path) -> set[str]:
 def left_alone(out: Path) -> list[str]:
     """The names the card's manifest records whose entry is not aflite's (not plain, or other bytes), sorted:
     the card never touches them and says so."""
-    doc = read_card_manifest(out)
     ours = own_files(out)
-    return sorted(n for n in recorded(doc) if n not in ours and n != MANIFEST
+    return sorted(n for n in recorded(out) or {} if n not in ours and n != MANIFEST
                   and ((out / n).exists() or (out / n).is_symlink() or not _plain(out, n)))
 
 
-def edited_files(out: Path, doc: dict[str, Any] | None = None) -> set[str]:
+def edited_files(out: Path) -> set[str]:
     """The recorded files that are there but are no longer bytes aflite card wrote (edited by hand since): they
     are the user's now, never replaced or removed."""
-    doc = read_card_manifest(out) if doc is None else doc
-    return {n for n, shas in recorded(doc).items() if _plain(out, n) and (out / n).is_file()
-            and not _matches(out, n, shas)}
+    return {n for n, shas in (recorded(out) or {}).items() if _plain(out, n) and (out / n).is_file()
+            and not _holds(out / n, shas)}
 
 
 def planned_files(data: Path) -> dict[str, Path]:
@@ -152,7 +146,7 @@ def check_clashes(out: Path, sources: Mapping[str, Source], ours: set[str]) -> N
         if name in ours or not (path.exists() or path.is_symlink()):
             continue
         src = sources.get(name)
-        if src is not None and path.is_file() and not path.is_symlink() and file_sha256(path) == _sha(src):
+        if src is not None and _holds(path, {_sha(src)}):
             continue
         why = "changed since aflite card wrote it (its sha256 differs from manifest.json's)" if name in \
             edited_files(out) else "not written by aflite card"
@@ -200,7 +194,7 @@ def commit_card(out: Path, sources: Mapping[str, Source], facts: CardManifest, f
     has checked everything and holds the folder's lock; :func:`check_clashes` is called here again, first."""
     ours = own_files(out)
     check_clashes(out, sources, ours)
-    before = recorded(read_card_manifest(out))
+    before = recorded(out) or {}
     out.mkdir(parents=True, exist_ok=True)
     _remove_temporaries(out, ours | set(sources) | {MANIFEST})
     names = (ours | set(sources)) - {MANIFEST}
@@ -215,7 +209,7 @@ def commit_card(out: Path, sources: Mapping[str, Source], facts: CardManifest, f
     data = [n for n in sources if n != CARD]
     for name in [*data, CARD] if CARD in sources else data:
         _write(out / name, sources[name])
-    manifest: CardManifest = {**facts, "files": {name: cast(FileEntry, entry(out / name)) for name in sorted(sources)}}
+    manifest: CardManifest = {**facts, "files": {name: entry(out / name) for name in sorted(sources)}}
     manifest["sealed"] = seal(dict(manifest))[SEAL]
     write_text(out / MANIFEST, manifest_text(manifest))
     return manifest

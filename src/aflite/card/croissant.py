@@ -17,7 +17,7 @@ import io
 import json
 from typing import Any
 
-from aflite.card.schema import CardManifest
+from aflite.card.schema import CardManifest, label_shift, probe_record, significant_counts
 
 __all__ = ["CONFORMS_TO", "CROISSANT", "croissant", "croissant_text"]
 
@@ -61,20 +61,19 @@ def _biases(m: CardManifest) -> list[str]:
     """rai:dataBiases: the artifacts measured — the run's probe on D, D(Φ) and random subsets, the explanation's
     significant tokens and the strongest left, the evaluation's verdict, the label shift."""
     out = []
-    probe = m.get("probe") or {}
-    if probe.get("results"):
-        sets = "; ".join(f"{r['name']}: {100 * r['accuracy']:.1f} % (majority {100 * r['majority']:.1f} %, lead "
-                         f"{100 * r['delta_majority']:+.1f} points)" for r in probe["results"]
-                         if r["accuracy"] is not None and r["majority"] is not None
-                         and r["delta_majority"] is not None)
-        out.append(f"Partial-input probe ({probe.get('model')}, 5-fold cross-validation accuracy): {sets}.")
+    probe = probe_record(m)
+    if probe and probe.results:
+        sets = "; ".join(f"{r.name}: {100 * r.accuracy:.1f} % (majority {100 * r.majority:.1f} %, lead "
+                         f"{100 * r.delta_majority:+.1f} points)" for r in probe.results
+                         if r.accuracy is not None and r.majority is not None and r.delta_majority is not None)
+        out.append(f"Partial-input probe ({probe.model}, 5-fold cross-validation accuracy): {sets}.")
     ex = m.get("explain")
-    sig = ex.get("significant_tokens") if ex else None
+    sig = significant_counts(ex) if ex else None
     if ex and sig:
         test = ex["token_test"]
         out.append(f"Significant (token, label) pairs on the {ex.get('token_view')} (Gardner et al. 2021's test, "
                    f"Bonferroni alpha {test.get('alpha')}, tokens in at least {test.get('min_count')} texts): D "
-                   f"{sig.get('full')}, D(Φ) {sig.get('kept')}, same-size random subsets {sig.get('random')} (mean of "
+                   f"{sig.full}, D(Φ) {sig.kept}, same-size random subsets {sig.random} (mean of "
                    f"{test.get('random_subsets')}).")
     for t in ex.get("top_artifacts_kept") or [] if ex else []:
         out.append(f"Left in D(Φ): token {t['token']!r} with label {t['label']!r} in {t.get('count')} texts, "
@@ -82,10 +81,10 @@ def _biases(m: CardManifest) -> list[str]:
                    + (" (significant)." if t.get("significant") else "."))
     ev = m.get("evaluate")
     out += [f"Evaluation: {s}" for s in (ev.get("verdict") or [] if ev else [])]
-    shift = (m["labels"].get("shift") or {"warning": None})["warning"]
-    if shift:
-        out.append(f"Label shift: {shift}.")
-    if not probe.get("results") and not sig and not ev:
+    shift = label_shift(m)
+    if shift and shift.warning:
+        out.append(f"Label shift: {shift.warning}.")
+    if not (probe and probe.results) and not sig and not ev:
         out.append("No artifact was measured for this card (the run's probe was skipped; no aflite explain or "
                    "evaluate folder was given).")
     return out

@@ -33,6 +33,7 @@ from aflite.errors import AfliteError, InputError, ParameterError
 from aflite.evaluate.records import SetInfo
 from aflite.evaluate.tables import evaluate_verdict
 from aflite.explain.check_summaries import DataMapSummary, LabelIssueSummary, SurrogateSummary
+from aflite.features.base import JsonValue
 from aflite.features.registry import find
 from aflite.hashing import file_sha256
 from aflite.rundir.names import KEPT_IDS, WARMUP_IDS
@@ -95,7 +96,7 @@ def portable_path(value: str) -> str:
     return p.name
 
 
-def _portable_options(options: dict[str, Any]) -> dict[str, Any]:
+def _portable_options(options: dict[str, JsonValue]) -> dict[str, JsonValue]:
     """Absolute paths made portable, also in a combined Φ's options of each part."""
     return {k: portable_path(v) if isinstance(v, str) and Path(v).is_absolute()
             else _portable_options(v) if isinstance(v, dict) else v for k, v in options.items()}
@@ -219,15 +220,16 @@ def input_license(sha: str | None, located: Path | None, given: str | None) -> c
 
 
 # ---------------------------------------------------------------------------------------------- Φ
-def model_identity(featurizer: str, options: dict[str, Any]) -> cs.ModelIdentity | None:
+def model_identity(featurizer: str, options: dict[str, JsonValue]) -> cs.ModelIdentity | None:
     """Which model made Φ, where there is one: its folder (below its package), the installed package and version
     that ship it, and the sha256 of its config and weight files as found when the card was made; the embeddings
     file of precomputed features; None for the n-gram Φ (no model)."""
     found = find(featurizer)
     if found is not None and found.parts:  # a combination: the model of its part that has one
-        recorded = options.get("part_options") or {}
+        recorded = options.get("part_options")
         for part in found.parts:
-            identity = model_identity(part, dict(recorded.get(part) or {}))
+            mine = recorded.get(part) if isinstance(recorded, dict) else None
+            identity = model_identity(part, dict(mine) if isinstance(mine, dict) else {})
             if identity is not None:
                 return {"part": part, **identity}
         return None
@@ -371,8 +373,7 @@ def explain_facts(inp: CardInputs, kept_sha: str) -> cs.ExplainFacts:
     sig, test = (tokens.significant_tokens, tokens.token_test) if tokens is not None else (None, None)
     return {
         "tied_to_run_by": tied, "token_view": tokens.token_view if tokens is not None else None,
-        "significant_tokens": None if sig is None else cs.SignificantFacts(full=sig.full, kept=sig.kept,
-                                                                           random=sig.random),
+        "significant_tokens": None if sig is None else asdict(sig),
         "token_test": cs.TokenTestFacts(alpha=test.alpha, min_count=test.min_count, null=test.null,
                                      random_subsets=test.random_subsets) if test is not None else cs.TokenTestFacts(
             alpha=None, min_count=None, null=None, random_subsets=None),
@@ -424,7 +425,6 @@ def build_manifest(inp: CardInputs, *, license: str | None = None) -> cs.CardMan
     stem = dataset_stem(str(src["file"] or "data"))
     if src.get("in_memory"):  # no file to be named after: the run's title (title=), else what the data were
         stem = res.title or f"Rows of a {memory_kind(str(src['file']))}"
-    shift = res.label_shift
     manifest: cs.CardManifest = {
         "format": FORMAT,
         "generator": {"tool": "aflite card", "aflite": __version__},
@@ -452,12 +452,9 @@ def build_manifest(inp: CardInputs, *, license: str | None = None) -> cs.CardMan
                                     size_after=it.size_after, n_eligible=it.n_eligible, n_unscored=it.n_unscored)
                               for it in res.iterations]},
         "versions": envelope.versions,
-        "labels": {"before": res.label_counts_before, "after": res.label_counts_after, "shift": None if shift is None
-                   else cs.ShiftFacts(shares_before=shift.shares_before, shares_after=shift.shares_after,
-                                   change_points=shift.change_points, max_change_points=shift.max_change_points,
-                                   warning=shift.warning)},
-        # cs.ProbeFacts declares ProbeRecord.to_json's keys (rundir cannot import the card's types)
-        "probe": None if res.partial_input_probe is None else cast(cs.ProbeFacts, res.partial_input_probe.to_json()),
+        "labels": {"before": res.label_counts_before, "after": res.label_counts_after,
+                   "shift": None if res.label_shift is None else res.label_shift.to_json()},
+        "probe": None if res.partial_input_probe is None else res.partial_input_probe.to_json(),
         "verdict": res.verdict or [],
         "evaluate": evaluate_facts(inp, kept_sha) if inp.evaluate is not None else None,
         "explain": explain_facts(inp, kept_sha) if inp.explain is not None else None,

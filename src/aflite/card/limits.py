@@ -6,7 +6,7 @@ left out), so that a card never claims more than the run, the evaluation and the
 
 from __future__ import annotations
 
-from aflite.card.schema import CardManifest, FilterFacts
+from aflite.card.schema import CardManifest, FilterFacts, label_shift, probe_record
 
 __all__ = ["known_limits", "stop_kind"]
 
@@ -72,12 +72,12 @@ def known_limits(m: CardManifest) -> list[str]:
             dropped, dict) else str(dropped)
         out.append(f"Rows of the input were dropped when it was read ({why}); they are in neither D nor D(Φ), and "
                    f"the input's row count above does not include them.")
-    shift = (m["labels"].get("shift") or {"warning": None})["warning"]
-    if shift:
-        out.append(f"Label shift: {shift}.")
-    probe = m.get("probe") or {}
-    if probe.get("skipped"):
-        out.append(f"The run's hypothesis-only probe was skipped: {probe['skipped']}.")
+    shift = label_shift(m)
+    if shift and shift.warning:
+        out.append(f"Label shift: {shift.warning}.")
+    probe = probe_record(m)
+    if probe and probe.skipped:
+        out.append(f"The run's hypothesis-only probe was skipped: {probe.skipped}.")
     elif probe:
         out.append("The run's probe is one cheap model (TF-IDF logistic regression on the hypothesis, or the text): "
                    "a smaller lead over same-size random subsets says the filter removed cues this probe uses, not "

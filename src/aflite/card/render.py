@@ -12,10 +12,11 @@ import json
 import re
 from typing import Any, Literal
 
+from aflite.card import schema as cs
 from aflite.card.facts import GIVEN_LICENSE, memory_kind
 from aflite.card.frontmatter import dump
-from aflite.card.schema import CardManifest, EvaluateFacts, ExplainFacts, FrontMatter, InputFacts, MeanStd, SetScore
 from aflite.commands.summary_md import warmup_line
+from aflite.evaluate.records import MeanStd
 
 __all__ = ["code", "front_matter", "render_card", "text"]
 
@@ -28,10 +29,10 @@ PARAMETERS = (("n", "target_size", "target size"), ("m", "n_partitions", "linear
               ("model", "model", "the ensemble's classifier"), ("C", "C", "its inverse regularization"))
 
 
-def front_matter(m: CardManifest) -> FrontMatter:
+def front_matter(m: cs.CardManifest) -> cs.FrontMatter:
     """The card's metadata as the Hub reads it (``configs`` points at the filtered data file)."""
     out = m["output"]
-    meta: FrontMatter = {"license": m["license"]["id"]}
+    meta: cs.FrontMatter = {"license": m["license"]["id"]}
     name = m["license"].get("name")
     if m["license"]["id"] == "other" and name:
         meta["license_name"] = name
@@ -102,7 +103,7 @@ def _value(v: Any) -> str:
     return f"{code(v)}" if isinstance(v, str) else f"{code(json.dumps(v, ensure_ascii=False, sort_keys=True))}"
 
 
-def source_text(src: InputFacts) -> str:
+def source_text(src: cs.InputFacts) -> str:
     """The input as the card names it: its file, or for data given in memory what it was (``a pandas DataFrame
     given to aflite.run``), not the placeholder name the run recorded."""
     if src.get("in_memory"):
@@ -116,7 +117,7 @@ def _table(head: list[str], rows: list[list[str]]) -> list[str]:
 
 
 # ---------------------------------------------------------------------------------------------- sections
-def _data(m: CardManifest) -> list[str]:
+def _data(m: cs.CardManifest) -> list[str]:
     src, out, lic = m["input"], m["output"], m["license"]
     kept = out["kept_ids"]
     data = out["data"]
@@ -152,7 +153,7 @@ def _data(m: CardManifest) -> list[str]:
     return lines + [""]
 
 
-def _how(m: CardManifest) -> list[str]:
+def _how(m: cs.CardManifest) -> list[str]:
     phi, flt = m["phi"], m["filter"]
     p = flt.get("parameters") or {}
     lines = ["## How D(Φ) was made", "",
@@ -193,7 +194,7 @@ def _how(m: CardManifest) -> list[str]:
     return lines
 
 
-def _changed(m: CardManifest) -> list[str]:
+def _changed(m: cs.CardManifest) -> list[str]:
     flt, lab = m["filter"], m["labels"]
     sizes = " → ".join(num(s) for s in flt.get("sizes") or [])
     lines = ["## What filtering changed", "",
@@ -202,28 +203,28 @@ def _changed(m: CardManifest) -> list[str]:
              f"- **Stop reason:** {text(flt.get('stop_reason'))}.", ""]
     if m.get("verdict"):
         lines += ["The run's verdict:", "", *[f"> {text(s)}" for s in m["verdict"]], ""]
-    shift = lab.get("shift")
+    shift = cs.label_shift(m)
     before, after = lab.get("before") or {}, lab.get("after") or {}
-    rows = [[f"{code(k)}", num(before.get(k)), f"{shift['shares_before'][k]:.1f}", num(after.get(k)),
-             f"{shift['shares_after'][k]:.1f}", f"{shift['change_points'][k]:+.1f}"] for k in sorted(before)] \
+    rows = [[f"{code(k)}", num(before.get(k)), f"{shift.shares_before[k]:.1f}", num(after.get(k)),
+             f"{shift.shares_after[k]:.1f}", f"{shift.change_points[k]:+.1f}"] for k in sorted(before)] \
         if shift else []
     lines += ["### Label shift", "",
               *_table(["label", "D rows", "D share %", "D(Φ) rows", "D(Φ) share %", "change (points)"], rows), ""]
-    probe = m.get("probe") or {}
-    if probe.get("results"):
-        lines += ["### The run's probe", "", f"{probe.get('model')}; 5-fold cross-validation accuracy on each set "
+    probe = cs.probe_record(m)
+    if probe and probe.results:
+        lines += ["### The run's probe", "", f"{probe.model}; 5-fold cross-validation accuracy on each set "
                   "and the majority-class rate of its rows (chance):", "",
                   *_table(["set", "rows", "accuracy %", "± (std)", "majority %", "lead over majority (points)"],
-                          [[text(r["name"]), num(r["size"]), pct(r.get("accuracy")), pct(r.get("accuracy_std")),
-                            pct(r.get("majority")), "–" if r["delta_majority"] is None else
-                            f"{100 * r['delta_majority']:+.1f}"] for r in probe["results"]]),
-                  "", text(probe.get("meaning", "")), ""]
-    elif probe.get("skipped"):
-        lines += ["### The run's probe", "", f"Skipped: {probe['skipped']}.", ""]
+                          [[text(r.name), num(r.size), pct(r.accuracy), pct(r.accuracy_std), pct(r.majority),
+                            "–" if r.delta_majority is None else f"{100 * r.delta_majority:+.1f}"]
+                           for r in probe.results]),
+                  "", text(probe.meaning), ""]
+    elif probe and probe.skipped:
+        lines += ["### The run's probe", "", f"Skipped: {probe.skipped}.", ""]
     return lines
 
 
-def _evaluations(ev: EvaluateFacts) -> list[tuple[str, Kind, str]]:
+def _evaluations(ev: cs.EvaluateFacts) -> list[tuple[str, Kind, str]]:
     """(title, kind, name) of every evaluation with figures: own / original held-out, tests, external sets."""
     out: list[tuple[str, Kind, str]] = []
     if ev.get("split"):
@@ -234,7 +235,7 @@ def _evaluations(ev: EvaluateFacts) -> list[tuple[str, Kind, str]]:
     return out
 
 
-def _cell(entry: SetScore | None, kind: Kind, name: str) -> str:
+def _cell(entry: cs.SetScore | None, kind: Kind, name: str) -> str:
     if entry is None:
         return "–"
     if kind == "own_heldout" or kind == "original_heldout":
@@ -243,7 +244,7 @@ def _cell(entry: SetScore | None, kind: Kind, name: str) -> str:
     return _stat(score.get("accuracy") if score else None)
 
 
-def _chance(entry: SetScore | None, kind: Kind, name: str) -> str:
+def _chance(entry: cs.SetScore | None, kind: Kind, name: str) -> str:
     if entry is None:
         return "–"
     if kind == "own_heldout":
@@ -261,7 +262,7 @@ ROLES = {"D": "D", "random": "same-size random subsets of D",
          "single-iteration": "the single-iteration cut (one model, one pass)", "filtered": "D(Φ)"}
 
 
-def _evaluate(ev: EvaluateFacts) -> list[str]:
+def _evaluate(ev: cs.EvaluateFacts) -> list[str]:
     sets = ev["sets"]
     roles = [r for r in ROLES if r in sets]
     head = ["model"] + [f"{sets[r]}" for r in roles]
@@ -286,15 +287,15 @@ def _evaluate(ev: EvaluateFacts) -> list[str]:
     return lines + (["Notes on the training sets:", "", *noted, ""] if noted else [])
 
 
-def _explain(ex: ExplainFacts) -> list[str]:
-    sig, test = ex.get("significant_tokens"), ex["token_test"]
+def _explain(ex: cs.ExplainFacts) -> list[str]:
+    sig, test = cs.significant_counts(ex), ex["token_test"]
     lines = ["## Explanation (aflite explain)", ""]
     if sig:
         lines += [f"Significant (token, label) pairs on the {ex.get('token_view')} (Gardner et al. 2021's test, "
                   f"Bonferroni α = {test.get('alpha')}, tokens in at least {test.get('min_count')} texts):", "",
-                  *_table(["set", "significant pairs"], [["D", num(sig.get("full"))], ["D(Φ)", num(sig.get("kept"))],
+                  *_table(["set", "significant pairs"], [["D", num(sig.full)], ["D(Φ)", num(sig.kept)],
                                                          [f"same-size random subsets (mean of "
-                                                          f"{test.get('random_subsets')})", num(sig.get("random"))]]),
+                                                          f"{test.get('random_subsets')})", num(sig.random)]]),
                   ""]
     top = ex.get("top_artifacts_kept") or []
     if top:
@@ -324,7 +325,7 @@ def _regions(regions: dict[str, int]) -> list[tuple[str, int]]:
                                                                       if r not in order)
 
 
-def render_card(m: CardManifest) -> str:
+def render_card(m: cs.CardManifest) -> str:
     """The whole README.md: ``---`` front matter ``---`` and the body. It depends on the manifest's content, not
     on its keys' order, so that ``manifest.json`` read back renders the same card."""
     body = [f"# {text(m['name'])}", "",

@@ -1,16 +1,28 @@
 """manifest.json of a card, typed: the one description that :mod:`aflite.card.facts` builds, ``manifest.json`` holds
 and the card, its limits and croissant.json are rendered from (read back from the file, the same dicts). Typed dicts,
 not dataclasses, because the renderers read the manifest as parsed from the file: the types say what each key holds.
+
+A section that is the JSON of another command's own record (the run's label shift and probe, explain's significant
+pairs, a manifest line, evaluate's mean and std) is not described again here: the manifest holds that record's JSON,
+and the renderers read it back as the record's own class (:func:`label_shift`, :func:`probe_record`,
+:func:`significant_counts`), its one description.
 """
 
 from __future__ import annotations
 
-from typing import Any, NotRequired, TypedDict
+from typing import NotRequired, TypedDict
 
+from aflite.check.token_summary import SignificantCounts
 from aflite.check.tokens import TokenPair
+from aflite.evaluate.records import MeanStd
+from aflite.features.base import JsonValue
+from aflite.rundir.manifest import ManifestEntry
+from aflite.rundir.schema import LabelShift, ProbeRecord
+from aflite.rundir.typed_json import typed
 
 __all__ = ["CardManifest", "DataFile", "EvaluateFacts", "ExplainFacts", "FilterFacts", "FrontMatter", "InputFacts",
-           "LicenseFacts", "ModelIdentity", "OutputFacts", "PhiFacts", "ProbeFacts", "SetScore"]
+           "LicenseFacts", "ModelIdentity", "OutputFacts", "PhiFacts", "SetScore", "label_shift", "probe_record",
+           "significant_counts"]
 
 
 class LicenseFacts(TypedDict):
@@ -91,7 +103,7 @@ class PhiFacts(TypedDict):
     featurizer: str
     view: str
     dim: int | None
-    options: dict[str, Any]
+    options: dict[str, JsonValue]
     model: ModelIdentity | None
     warmup_rows: int
     warmup_training: dict[str, int | float | str | None] | None
@@ -112,7 +124,7 @@ class FilterFacts(TypedDict):
     parameters: dict[str, int | float | str | bool | None]
     seed: int | None
     groups: str | None
-    overrides: dict[str, Any]
+    overrides: dict[str, int | float | str | bool | None]  # the parameters set by hand (RunBody.overrides)
     size_before: int
     size_after: int
     n_iterations: int
@@ -121,48 +133,10 @@ class FilterFacts(TypedDict):
     phases: list[Phase]
 
 
-class ShiftFacts(TypedDict):
-    """:class:`~aflite.rundir.schema.LabelShift` as JSON."""
-
-    shares_before: dict[str, float]
-    shares_after: dict[str, float]
-    change_points: dict[str, float]
-    max_change_points: float
-    warning: str | None
-
-
 class LabelFacts(TypedDict):
     before: dict[str, int]
     after: dict[str, int]
-    shift: ShiftFacts | None
-
-
-class ProbeRowFacts(TypedDict):
-    """:class:`~aflite.rundir.schema.ProbeRow` as JSON."""
-
-    name: str
-    size: int
-    accuracy: float | None
-    accuracy_std: float | None
-    majority: float
-    skipped: str | None
-    delta_majority: float | None
-
-
-class ProbeFacts(TypedDict, total=False):
-    """:meth:`aflite.rundir.schema.ProbeRecord.to_json`: a skipped probe has ``skipped`` and no model or groups."""
-
-    skipped: str
-    model: str
-    groups: str
-    results: list[ProbeRowFacts]
-    meaning: str
-
-
-class MeanStd(TypedDict, total=False):
-    mean: float | None
-    std: float | None
-    n: int
+    shift: dict[str, dict[str, float] | float | str | None] | None  # LabelShift.to_json
 
 
 class TestScore(TypedDict, total=False):
@@ -230,12 +204,6 @@ class EvaluateFacts(TypedDict):
     scores: dict[str, dict[str, SetScore]]
 
 
-class SignificantFacts(TypedDict):
-    full: int
-    kept: int
-    random: float
-
-
 class TokenTestFacts(TypedDict):
     alpha: float | None
     min_count: int | None
@@ -259,7 +227,7 @@ class ExplainFacts(TypedDict):
 
     tied_to_run_by: str
     token_view: str | None
-    significant_tokens: SignificantFacts | None
+    significant_tokens: dict[str, float] | None  # SignificantCounts as JSON
     token_test: TokenTestFacts
     top_artifacts_kept: list[TokenPair]
     first_phase_agreement: float | None
@@ -271,14 +239,6 @@ class ExplainFacts(TypedDict):
 class Generator(TypedDict):
     tool: str
     aflite: str
-
-
-class FileEntry(TypedDict, total=False):
-    """:func:`aflite.rundir.manifest.entry`: a file's size and sha256 (a link: its target)."""
-
-    size: int
-    sha256: str
-    link: str
 
 
 class FrontMatter(TypedDict, total=False):
@@ -316,10 +276,29 @@ class CardManifest(TypedDict):
     filter: FilterFacts
     versions: dict[str, str]
     labels: LabelFacts
-    probe: ProbeFacts | None
+    probe: dict[str, JsonValue] | None  # ProbeRecord.to_json
     verdict: list[str]
     evaluate: EvaluateFacts | None
     explain: ExplainFacts | None
     limits: NotRequired[list[str]]
-    files: NotRequired[dict[str, FileEntry]]
+    files: NotRequired[dict[str, ManifestEntry]]
     sealed: NotRequired[str]  # the digest of the rest (aflite.rundir.manifest.seal)
+
+
+def label_shift(m: CardManifest) -> LabelShift | None:
+    """The run's label shift (``labels.shift``) read back as :class:`~aflite.rundir.schema.LabelShift`."""
+    shift = m["labels"]["shift"]
+    return None if shift is None else typed(LabelShift, shift, "manifest.json: labels.shift")
+
+
+def probe_record(m: CardManifest) -> ProbeRecord | None:
+    """The run's probe (``probe``) read back as :class:`~aflite.rundir.schema.ProbeRecord`, rows and all."""
+    found = m["probe"]
+    return None if found is None else typed(ProbeRecord, found, "manifest.json: probe")
+
+
+def significant_counts(ex: ExplainFacts) -> SignificantCounts | None:
+    """explain's significant pairs (``explain.significant_tokens``) read back as their
+    :class:`~aflite.check.token_summary.SignificantCounts`."""
+    sig = ex["significant_tokens"]
+    return None if sig is None else typed(SignificantCounts, sig, "manifest.json: explain.significant_tokens")

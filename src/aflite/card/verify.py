@@ -14,13 +14,13 @@ import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from aflite.card.commit import FORMAT_PREFIX, PENDING
 from aflite.card.croissant import CROISSANT
 from aflite.card.facts import FORMAT
 from aflite.card.html import split_front_matter
 from aflite.errors import InputError
+from aflite.features.base import JsonValue
 from aflite.hashing import file_sha256
 from aflite.rundir.manifest import check_seal, verify
 from aflite.rundir.names import CARD, MANIFEST, MARKER, RESULTS
@@ -71,7 +71,9 @@ def _is_card(readme: Path) -> bool:
     return isinstance(meta.get("tags"), list) and "aflite" in meta["tags"]
 
 
-def _card_manifest(path: Path) -> dict[str, Any]:
+def _card_manifest(path: Path) -> dict[str, JsonValue]:
+    """manifest.json parsed, as far as it is a card's (a JSON object whose format is aflite card's): refused in one
+    line otherwise; every other key is checked where it is read."""
     try:
         doc = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
@@ -81,7 +83,7 @@ def _card_manifest(path: Path) -> dict[str, Any]:
     return doc
 
 
-def _verify_card(folder: Path, doc: dict[str, Any]) -> Verified:
+def _verify_card(folder: Path, doc: dict[str, JsonValue]) -> Verified:
     where = folder / MANIFEST
     if PENDING in doc:
         return Verified(folder, "card", 0, [f"{where}: the card was never committed (aflite card was interrupted "
@@ -132,7 +134,7 @@ def _croissant(folder: Path, bad: set[str]) -> list[str]:
     return problems
 
 
-def _check_file(folder: Path, name: str, want: Any, where: Path) -> str | None:
+def _check_file(folder: Path, name: str, want: JsonValue, where: Path) -> str | None:
     """One listed file: None when it is the one the manifest lists, else the line that says how it differs."""
     path = folder / name
     parts = Path(name).parts
@@ -150,12 +152,12 @@ def _check_file(folder: Path, name: str, want: Any, where: Path) -> str | None:
     return None
 
 
-def _unlisted(folder: Path, doc: dict[str, Any], files: dict[str, Any], where: Path) -> list[str]:
+def _unlisted(folder: Path, doc: dict[str, JsonValue], files: dict[str, JsonValue], where: Path) -> list[str]:
     """Files the card's ``configs`` would load (inside a saved dataset folder) that the manifest does not list:
     they would change the dataset. Other files beside the card (a .gitattributes, a .git folder) are not its."""
-    out = doc.get("output") or {}
-    name = str(out.get("file") or "")
-    if not out.get("is_folder") or not name or not (folder / name).is_dir():
+    out = doc.get("output")
+    name = str(out.get("file") or "") if isinstance(out, dict) else ""
+    if not isinstance(out, dict) or not out.get("is_folder") or not name or not (folder / name).is_dir():
         return []
     extra = sorted(f.relative_to(folder).as_posix() for f in (folder / name).rglob("*") if f.is_file())
     return [f"{folder / n}: not listed in {where}: a file the card did not publish, inside its data folder"
