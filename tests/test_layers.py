@@ -19,8 +19,8 @@ MAX_LINES = 500
 # table; keep them together.
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("ground", ("aflite", "aflite.errors", "aflite.atomic", "aflite.hashing", "aflite.device", "aflite.threads",
-                "aflite.splits", "aflite.group_folds", "aflite.defaults", "aflite.links", "aflite.progress",
-                "aflite.option")),
+                "aflite.splits", "aflite.jit", "aflite.group_folds", "aflite.defaults", "aflite.links",
+                "aflite.progress", "aflite.option")),
     ("data", ("aflite.data",)),
     ("cluster", ("aflite.cluster",)),
     ("features", ("aflite.features", "aflite.encoders")),

@@ -23,6 +23,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from aflite.errors import ParameterError
+from aflite.jit import Jit, compile_with
 
 __all__ = ["stratified_group_folds", "stratified_group_splits", "compiled"]
 
@@ -129,22 +130,15 @@ def _assign(order: Any, group_counts: Any, y_cnt: Any, k: int, fold_of: Any) -> 
 
 @cache
 def _kernel() -> tuple[Callable[..., None], bool]:
-    """The loop compiled with numba when it is importable (machine code cached next to the module when the folder
-    is writable), else the plain Python function (the same output)."""
-    try:
-        import numba
-    except ImportError:  # pragma: no cover - numba is a dependency
-        return _assign, False
+    """The loop compiled with numba (see :mod:`aflite.jit`), else the plain Python function (the same output)."""
     g = globals()
-    plain = {name: g[name] for name in ("_block_sum", "_pairwise_sum")}
-    for cache_code in (True, False):
-        try:
-            g.update({name: numba.njit(nogil=True, cache=cache_code)(f) for name, f in plain.items()})
-            return numba.njit(nogil=True, cache=cache_code)(_assign), True  # it calls the compiled sums
-        except RuntimeError:  # pragma: no cover - no writable cache folder: compile per process
-            g.update(plain)
-            continue
-    raise AssertionError("unreachable")  # pragma: no cover
+
+    def build(jit: Jit) -> Callable[..., None]:
+        g.update({name: jit(g[name], nogil=True) for name in ("_block_sum", "_pairwise_sum")})
+        return jit(_assign, nogil=True)  # it calls the compiled sums
+
+    run = compile_with(build, g)
+    return (_assign, False) if run is None else (run, True)
 
 
 def compiled() -> bool:

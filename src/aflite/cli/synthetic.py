@@ -91,7 +91,7 @@ def run(args: argparse.Namespace) -> int:
         show_progress=not args.quiet,
     )
     table = format_table(result)
-    from aflite.experiments.outputs import synthetic_json
+    from aflite.experiments.outputs import synthetic_json, synthetic_verdict
 
     obj = synthetic_json(result)  # the verdict first, then every figure (as in results.json)
     if args.out is not None:
@@ -104,8 +104,9 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(obj, indent=2, allow_nan=False))
     else:
         print(table, end="")
-        if obj.get("verdict"):  # the sentences results.json and summary.md open with, each symbol defined once
-            print("\nverdict: " + " ".join(define_terms(obj["verdict"])))
+        verdict = synthetic_verdict(obj)  # the sentences results.json and summary.md open with
+        if verdict:  # each symbol defined once
+            print("\nverdict: " + " ".join(define_terms(verdict)))
     return 0
 
 

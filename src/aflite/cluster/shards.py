@@ -39,7 +39,7 @@ from typing import Any
 
 import numpy as np
 
-from aflite.atomic import JSON, atomic_path, new_memmap, write_json, write_npy
+from aflite.atomic import atomic_path, new_memmap, write_json, write_npy
 from aflite.errors import ParameterError
 from aflite.hashing import data_fingerprint
 from aflite.progress import tqdm  # Jupyter: a widget bar, or none without ipywidgets
@@ -87,7 +87,8 @@ class ShardReport:
     seconds: float = 0.0
     folder: str = ""
 
-    def as_dict(self) -> JSON:
+    def as_dict(self) -> dict[str, int | float | dict[str, int] | list[float]]:
+        """The report as results.json's ``featurizer.cluster`` and embed's ``cluster`` record it."""
         return {"shards": self.shards, "reused": self.reused, "computed": self.computed, "loads": self.loads,
                 "workers": len(self.per_worker), "shards_per_worker": dict(sorted(self.per_worker.items())),
                 "seconds": round(self.seconds, 3),

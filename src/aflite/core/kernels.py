@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from aflite.jit import Jit, compile_with
 from aflite.threads import fit_workers
 
 __all__ = ["available", "own_rows_pass", "compact_rows", "TILE_ROWS"]
@@ -317,29 +318,26 @@ def _make_prefetch(numba: Any) -> Any:
     return prefetch
 
 
+def _build(jit: Jit) -> tuple[Any, Any, Any]:
+    """The two passes and the compaction loop compiled; the passes call the compiled prefetch and tile ask."""
+    global _prefetch, _ask_ahead
+    import numba
+    import numba.extending
+
+    _prefetch = _make_prefetch(numba)
+    _ask_ahead = jit(_ask_ahead_rows, nogil=True, inline="always")
+    return (jit(_own_rows_pass, nogil=True, fastmath=True), jit(_own_rows_pass3, nogil=True, fastmath=True),
+            jit(_compact_rows, nogil=True))
+
+
 def available() -> bool:
     """True when the compiled kernel can be used (numba importable; ``AFLITE_KERNEL=numpy`` turns it off)."""
-    global _compiled, _compiled3, _compact, _prefetch, _ask_ahead
+    global _compiled, _compiled3, _compact
     if os.environ.get("AFLITE_KERNEL", "").strip().lower() == "numpy":
         return False
     if _compiled is None:
-        try:
-            import numba
-        except ImportError:
-            _compiled = False
-        else:
-            import numba.extending
-
-            _prefetch = _make_prefetch(numba)
-            _ask_ahead = numba.njit(nogil=True, inline="always")(_ask_ahead_rows)
-            try:  # cache the machine code next to the module (or in the user's cache folder) ...
-                jit = numba.njit(nogil=True, cache=True, fastmath=True)
-                _compiled, _compiled3 = jit(_own_rows_pass), jit(_own_rows_pass3)
-                _compact = numba.njit(nogil=True, cache=True)(_compact_rows)
-            except RuntimeError:  # ... unless no folder is writable: then compile per process (< 1 s)
-                jit = numba.njit(nogil=True, cache=False, fastmath=True)
-                _compiled, _compiled3 = jit(_own_rows_pass), jit(_own_rows_pass3)
-                _compact = numba.njit(nogil=True, cache=False)(_compact_rows)
+        loops = compile_with(_build, globals())
+        _compiled, _compiled3, _compact = (False, None, None) if loops is None else loops
     return _compiled is not False
 
 

@@ -6,16 +6,17 @@ from the experiment's :class:`~aflite.rundir.results.Result`."""
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
 
-from aflite.atomic import JSON, atomic_open, write_text
+from aflite.atomic import atomic_open, write_text
 from aflite.errors import ParameterError
 from aflite.experiments.synthetic import Figure2Panel, SyntheticExperiment, _acc, format_table
+from aflite.features.base import JsonValue
 from aflite.rundir.folder import RunFolder, claims
 from aflite.rundir.results import Result
 from aflite.verdict import MIN_SPREAD, SPREAD_FACTOR, markdown, number
@@ -23,10 +24,11 @@ from aflite.verdict import MIN_SPREAD, SPREAD_FACTOR, markdown, number
 __all__ = ["SyntheticResult", "plot_figure2", "save_synthetic", "synthetic_json", "synthetic_verdict"]
 
 
-def synthetic_json(result: SyntheticExperiment) -> JSON:
+def synthetic_json(result: SyntheticExperiment) -> dict[str, JsonValue]:
     """The synthetic experiment's figures as JSON, opened by its verdict (:func:`synthetic_verdict`)."""
     obj = result.to_json()
-    return {"verdict": synthetic_verdict(obj), **obj}
+    verdict: list[JsonValue] = [*synthetic_verdict(obj)]
+    return {"verdict": verdict, **obj}
 
 
 @dataclass(repr=False)  # Result.__repr__: one line, not the arrays
@@ -43,7 +45,7 @@ class SyntheticResult(Result):
     def seed(self) -> Any:
         return self.run_seed
 
-    def to_json(self) -> JSON:
+    def to_json(self) -> dict[str, JsonValue]:
         return synthetic_json(self.result)
 
     def summary_md(self) -> str:
@@ -65,31 +67,36 @@ def save_synthetic(result: SyntheticExperiment, out: str | os.PathLike[str] | Ru
     return folder.path
 
 
-def synthetic_verdict(obj: JSON) -> list[str]:
+def synthetic_verdict(obj: dict[str, JsonValue]) -> list[str]:
     """``aflite synthetic``: per separation (every one the run made, so that none is silently left out), the share
     of planted (biased) instances before and after filtering, judged against the spread over seeds, and the models'
     dev accuracy on D against D(Φ). The shares are fractions (shown ×100); the accuracies are already percentages,
     as :func:`aflite.experiments.synthetic.format_table` prints them."""
     out: list[str] = []
-    for sep, s in (obj.get("summary") or {}).items():
-        before, after = s.get("biased_fraction_before") or {}, s.get("biased_fraction_after") or {}
+    for sep, figures in _obj(obj.get("summary")).items():
+        s = _obj(figures)
+        before, after = _obj(s.get("biased_fraction_before")), _obj(s.get("biased_fraction_after"))
         b, a = number(before.get("mean")), number(after.get("mean"))
         if b is None or a is None:
             continue
         spread = max(number(after.get("std")) or 0.0, number(before.get("std")) or 0.0, MIN_SPREAD)
         judged = ("beyond" if b - a > SPREAD_FACTOR * spread else "within")
-        acc = _accuracy_clause(s.get("accuracy_D") or {}, s.get("accuracy_filtered") or {})
+        acc = _accuracy_clause(_obj(s.get("accuracy_D")), _obj(s.get("accuracy_filtered")))
         out.append(f"Separation {sep}: AFLite lowered the share of planted (biased) instances from {100 * b:.1f}% to "
                    f"{100 * a:.1f}% over {s.get('n_runs')} seed(s), {judged} the seed spread (±{100 * spread:.1f})"
                    f"{acc}.")
     return out
 
 
-def _accuracy_clause(acc_d: Mapping[str, Mapping[str, float | None]], acc_f: Mapping[str, Mapping[str, float | None]]
-                     ) -> str:
+def _obj(value: JsonValue | None) -> dict[str, JsonValue]:
+    """``value`` when it is a JSON object, else empty (a figure the run did not make)."""
+    return value if isinstance(value, dict) else {}
+
+
+def _accuracy_clause(acc_d: dict[str, JsonValue], acc_f: dict[str, JsonValue]) -> str:
     """The models' mean dev accuracy (in %, as the summary holds it) on D and on D(Φ), over the models that have
     both; empty when none has."""
-    pairs = [(x, y) for x, y in ((number((acc_d.get(m) or {}).get("mean")), number((acc_f.get(m) or {}).get("mean")))
+    pairs = [(x, y) for x, y in ((number(_obj(acc_d.get(m)).get("mean")), number(_obj(acc_f.get(m)).get("mean")))
                                  for m in acc_d) if x is not None and y is not None]
     if not pairs:
         return ""

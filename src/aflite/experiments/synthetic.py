@@ -42,7 +42,6 @@ from typing import Any, TypedDict, cast
 import numpy as np
 from numpy.typing import NDArray
 
-from aflite.atomic import JSON
 from aflite.core.filter import AFLite
 from aflite.core.phase import Strategy
 from aflite.data.keywords import option_label
@@ -58,6 +57,7 @@ from aflite.experiments.circles import (  # the data of the experiment (aflite.e
     train_dev_split,
 )
 from aflite.experiments.circles import check_fraction as _check_fraction
+from aflite.features.base import JsonValue
 from aflite.progress import tqdm  # Jupyter: a widget bar, or none without ipywidgets
 
 __all__ = [
@@ -282,7 +282,7 @@ class SyntheticExperiment:
         """Per separation: mean/std (sample std, ddof=1) over seeds of every reported quantity."""
         return {sep: _summarise(self.runs_for(sep)) for sep in self.separations}
 
-    def to_json(self) -> JSON:
+    def to_json(self) -> dict[str, JsonValue]:
         """Plain JSON-ready dict (NaN → None): parameters, the paper's table, the aggregates and every run."""
         summary = self.summary()
         obj = {
@@ -303,10 +303,11 @@ class SyntheticExperiment:
             "summary": {str(sep): s for sep, s in summary.items()},
             "runs": [asdict(r) for r in self.runs],
         }
-        return _clean(obj)
+        return {k: _clean(v) for k, v in obj.items()}
 
 
-def _clean(obj: Any) -> Any:
+def _clean(obj: object) -> JsonValue:
+    """``obj`` as JSON values: numpy numbers as Python ones, NaN and infinities as None, keys as strings."""
     if isinstance(obj, dict):
         return {str(k): _clean(v) for k, v in obj.items()}
     if isinstance(obj, list | tuple):
@@ -315,7 +316,9 @@ def _clean(obj: Any) -> Any:
         return int(obj)
     if isinstance(obj, float | np.floating):
         return None if not math.isfinite(float(obj)) else float(obj)
-    return obj
+    if obj is None or isinstance(obj, str | int):
+        return obj
+    raise TypeError(f"not JSON serialisable: {type(obj).__name__}")
 
 
 def run_synthetic(

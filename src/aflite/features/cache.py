@@ -26,9 +26,9 @@ import numpy as np
 import scipy.sparse as sp
 
 from aflite import __version__
-from aflite.atomic import JSON, atomic_open, write_json, write_npy
+from aflite.atomic import atomic_open, write_json, write_npy
 from aflite.errors import InputError
-from aflite.features.base import CacheIdentity, FeatureJob, Matrix, PhiInfo, log, progress_bar
+from aflite.features.base import CacheIdentity, FeatureJob, JsonValue, Matrix, PhiInfo, log, progress_bar
 from aflite.hashing import data_fingerprint, file_sha256, inputs_fingerprint
 
 __all__ = ["check_run_features", "final_path", "load_cached", "read_only_hit", "store", "tie", "tied",
@@ -125,7 +125,7 @@ def load_cached(cache: Path, stem: str, drop_damaged: bool = True,
         if foreign is not None:
             log.warning("foreign feature cache entry %s (%s): not used, recomputing it", meta, foreign)
             return None
-        info = PhiInfo.from_json(described.get("info") or {})
+        info = PhiInfo.from_json(_object(described.get("info") or {}, "info"))
         _check_sha256(dense if dense.is_file() else sparse, described.get("sha256"))
         if dense.is_file():
             x: Matrix = np.load(dense, allow_pickle=False)
@@ -133,7 +133,7 @@ def load_cached(cache: Path, stem: str, drop_damaged: bool = True,
             x = sp.csr_matrix(sp.load_npz(sparse), dtype=np.float32)
         else:
             raise ValueError("the matrix file is missing")
-        if list(x.shape) != list(described["shape"]):
+        if not isinstance(described["shape"], list) or list(x.shape) != described["shape"]:
             raise ValueError(f"shape {list(x.shape)}, expected {described['shape']}")
     except (OSError, ValueError, KeyError, TypeError, AttributeError, EOFError) as exc:
         why = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
@@ -146,7 +146,7 @@ def load_cached(cache: Path, stem: str, drop_damaged: bool = True,
     return x, info
 
 
-def why_foreign(recorded: JSON, identity: CacheIdentity) -> str | None:
+def why_foreign(recorded: dict[str, JsonValue], identity: CacheIdentity) -> str | None:
     """Why a cache record is not of the call whose :func:`aflite.features.base.cache_identity` is ``identity``
     (None: it is), the first part that differs named: the inputs, the featurizer or view, an option, the rest of the
     key (labels, warm-up slice, image files), the format."""
@@ -159,7 +159,7 @@ def why_foreign(recorded: JSON, identity: CacheIdentity) -> str | None:
     for part in ("featurizer", "view"):
         if recorded.get(part) != getattr(identity, part):
             return f"another {part}: {recorded.get(part)!r} there, {getattr(identity, part)!r} here"
-    theirs, ours = recorded.get("options") or {}, identity.options or {}
+    theirs, ours = _object(recorded.get("options") or {}, "options"), identity.options or {}
     changed = sorted(k for k in {*theirs, *ours} if json.dumps(theirs.get(k), sort_keys=True, default=str)
                      != json.dumps(ours.get(k), sort_keys=True, default=str))
     if changed:
@@ -200,12 +200,16 @@ def tied(path: Path, identity: CacheIdentity, what: str) -> bool:
     return True
 
 
-def _read_record(path: Path) -> JSON:
+def _read_record(path: Path) -> dict[str, JsonValue]:
     """A record file's object (ValueError where it holds another value: the entry is damaged)."""
-    described = json.loads(path.read_text(encoding="utf-8"))
-    if not isinstance(described, dict):
-        raise ValueError("its record is not a JSON object")
-    return described
+    return _object(json.loads(path.read_text(encoding="utf-8")), "record")
+
+
+def _object(value: JsonValue, what: str) -> dict[str, JsonValue]:
+    """``value``, a JSON object read from a record (ValueError where it is another value: the entry is damaged)."""
+    if not isinstance(value, dict):
+        raise ValueError(f"its {what} is not a JSON object")
+    return value
 
 
 def _check_sha256(matrix: Path, recorded: Any) -> None:

@@ -33,6 +33,8 @@ import numpy as np
 import scipy.sparse as sp
 from numpy.typing import NDArray
 
+from aflite.jit import Jit, compile_with
+
 __all__ = ["compiled", "hashed_counts", "hashed_parts", "murmur_counts"]
 
 _FNV_OFFSET = np.uint64(0xCBF29CE484222325)
@@ -241,24 +243,18 @@ def _to_csr(buckets: Any, out_starts: Any, indptr: Any, indices: Any, data: Any)
 
 @cache
 def _kernels() -> tuple[Callable[..., None], Callable[..., None], Callable[..., None], bool]:
-    """The three loops, compiled with numba when it is importable (machine code cached next to the module when the
-    folder is writable), else the plain Python functions (the same output)."""
-    try:
-        import numba
-    except ImportError:  # pragma: no cover - numba is a dependency
-        return _word_rows, _char_wb_rows, _to_csr, False
+    """The three loops, compiled with numba (see :mod:`aflite.jit`), else the plain Python functions (the same
+    output)."""
     g = sys.modules[__name__].__dict__
-    for cache_code in (True, False):
-        try:
-            jit = numba.njit(nogil=True, cache=cache_code)
-            helpers = {name: numba.njit(nogil=True, inline="always", cache=cache_code)(g[name])
-                       for name in ("_finish", "_rotl32", "_mm_byte", "_h_add", "_h_start",
-                                    "_h_bucket", "_is_word", "_is_space")}
-            g.update(helpers)  # the compiled loops call the compiled helpers
-            return jit(_word_rows), jit(_char_wb_rows), jit(_to_csr), True
-        except RuntimeError:  # no writable cache folder: compile per process
-            continue
-    raise AssertionError("unreachable")  # pragma: no cover
+
+    def build(jit: Jit) -> tuple[Callable[..., None], Callable[..., None], Callable[..., None]]:
+        g.update({name: jit(g[name], nogil=True, inline="always")  # the compiled loops call the compiled helpers
+                  for name in ("_finish", "_rotl32", "_mm_byte", "_h_add", "_h_start", "_h_bucket", "_is_word",
+                               "_is_space")})
+        return jit(_word_rows, nogil=True), jit(_char_wb_rows, nogil=True), jit(_to_csr, nogil=True)
+
+    loops = compile_with(build, g)
+    return (_word_rows, _char_wb_rows, _to_csr, False) if loops is None else (*loops, True)
 
 
 def compiled() -> bool:

@@ -7,7 +7,7 @@ import math
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 
@@ -15,6 +15,18 @@ from aflite.atomic import announce, new_memmap, write_json, wrote
 from aflite.errors import InputError, ParameterError
 from aflite.features.base import log, progress_bar
 from aflite.features.cache import values_sha256
+
+
+class _Progress(TypedDict, total=False):
+    """``dest.progress.json``: what the partial file holds (its inputs' key, shape, chunking), the chunks flushed
+    and the sha256 of each one's values; total=False: a file left by another aflite may lack any of them."""
+
+    key: str
+    n: int
+    dim: int
+    chunk_size: int
+    done: list[int]
+    sha256: dict[str, str]
 
 
 def embed_to_npy(refs: Sequence[str], featurizer: Any, dest: str | os.PathLike[str], *, chunk_size: int = 4096,
@@ -43,7 +55,7 @@ def embed_to_npy(refs: Sequence[str], featurizer: Any, dest: str | os.PathLike[s
     mm: Any = None
     if prog.is_file() and partial.is_file():
         try:
-            state = json.loads(prog.read_text(encoding="utf-8"))
+            state: _Progress = json.loads(prog.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             state = {}
         if state.get("key") == key and state.get("n") == n and state.get("chunk_size") == chunk_size:
@@ -67,8 +79,8 @@ def embed_to_npy(refs: Sequence[str], featurizer: Any, dest: str | os.PathLike[s
             mm.flush()
             done.add(c)
             digests[str(c)] = values_sha256(part)
-            write_json(prog, {"key": key, "n": n, "dim": int(mm.shape[1]), "chunk_size": chunk_size,
-                              "done": sorted(done), "sha256": digests})
+            write_json(prog, _Progress(key=key, n=n, dim=int(mm.shape[1]), chunk_size=chunk_size,
+                                       done=sorted(done), sha256=digests))
     finally:
         if bar is not None:
             bar.close()
@@ -82,12 +94,12 @@ def embed_to_npy(refs: Sequence[str], featurizer: Any, dest: str | os.PathLike[s
     return dest
 
 
-def _verified(mm: Any, state: dict[str, Any], chunk_size: int, partial: Path) -> tuple[set[int], dict[str, str]]:
+def _verified(mm: Any, state: _Progress, chunk_size: int, partial: Path) -> tuple[set[int], dict[str, str]]:
     """The chunks the progress file records whose rows in the partial file still have the sha256 it records (and
     those digests); each other recorded chunk (changed since, or recorded by an older aflite without a sha256) is
     named in a warning line and left out, so that it is embedded again."""
     found = state.get("sha256")
-    recorded: dict[str, Any] = found if isinstance(found, dict) else {}
+    recorded: dict[str, str] = found if isinstance(found, dict) else {}
     done: set[int] = set()
     digests: dict[str, str] = {}
     for c in sorted({int(c) for c in state.get("done", [])}):

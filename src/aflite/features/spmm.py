@@ -27,6 +27,8 @@ import numpy as np
 import scipy.sparse as sp
 from numpy.typing import NDArray
 
+from aflite.jit import compile_with
+
 try:
     from numba import prange
 except ImportError:  # pragma: no cover - numba is a dependency
@@ -64,30 +66,16 @@ def _rows_scatter(indptr: Any, indices: Any, data: Any, dense: Any, out: Any, bo
         out[:, c0:c0 + w] = block
 
 
-def _compile(fn: Callable[..., None]) -> Callable[..., None] | None:
-    """``fn`` compiled (machine code cached next to the module when possible), or None without numba."""
-    try:
-        import numba
-    except ImportError:  # pragma: no cover - numba is a dependency
-        return None
-    for cache_code in (True, False):
-        try:
-            return numba.njit(parallel=True, nogil=True, cache=cache_code)(fn)
-        except RuntimeError:  # no writable cache folder
-            continue
-    return None  # pragma: no cover
-
-
 @cache
 def _kernel() -> Callable[..., None] | None:
     """The compiled row loop, or None without numba."""
-    return _compile(_rows_times)
+    return compile_with(lambda jit: jit(_rows_times, parallel=True, nogil=True))
 
 
 @cache
 def _scatter_kernel() -> Callable[..., None] | None:
     """The compiled scatter loop, or None without numba."""
-    return _compile(_rows_scatter)
+    return compile_with(lambda jit: jit(_rows_scatter, parallel=True, nogil=True))
 
 
 def _call(kernel: Callable[..., None], threads: int, *args: Any) -> None:
