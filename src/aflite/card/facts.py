@@ -30,12 +30,12 @@ from aflite.check.token_summary import TokenSummary
 from aflite.data import demo_dataset_path, option_label
 from aflite.data.files import MEMORY_PREFIX
 from aflite.errors import AfliteError, InputError, ParameterError
-from aflite.evaluate.records import SetInfo
 from aflite.evaluate.tables import evaluate_verdict
 from aflite.explain.check_summaries import DataMapSummary, LabelIssueSummary, SurrogateSummary
 from aflite.features.base import JsonValue
 from aflite.features.registry import find
 from aflite.hashing import file_sha256
+from aflite.rundir.evaluate_records import SetInfo
 from aflite.rundir.names import KEPT_IDS, WARMUP_IDS
 from aflite.rundir.read import RunRecord
 from aflite.rundir.schema import EvaluateBody, ExplainBody, RunBody

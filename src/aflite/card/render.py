@@ -16,7 +16,7 @@ from aflite.card import schema as cs
 from aflite.card.facts import GIVEN_LICENSE, memory_kind
 from aflite.card.frontmatter import dump
 from aflite.commands.summary_md import warmup_line
-from aflite.evaluate.records import MeanStd
+from aflite.rundir.evaluate_records import MeanStd
 
 __all__ = ["code", "front_matter", "render_card", "text"]
 

@@ -14,8 +14,8 @@ from typing import NotRequired, TypedDict
 
 from aflite.check.token_summary import SignificantCounts
 from aflite.check.tokens import TokenPair
-from aflite.evaluate.records import MeanStd
 from aflite.features.base import JsonValue
+from aflite.rundir.evaluate_records import MeanStd
 from aflite.rundir.manifest import ManifestEntry
 from aflite.rundir.schema import LabelShift, ProbeRecord
 from aflite.rundir.typed_json import typed

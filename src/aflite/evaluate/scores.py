@@ -1,5 +1,5 @@
 """Scores into records: one job's accuracy breakdowns (:func:`_breakdown`) and their aggregate over seeds
-(:func:`_aggregate`), in the shapes of :mod:`aflite.evaluate.records`."""
+(:func:`_aggregate`), in the shapes of :mod:`aflite.rundir.evaluate_records`."""
 
 from __future__ import annotations
 
