@@ -14,11 +14,13 @@ import importlib
 import inspect
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from aflite.atomic import JsonValue
 from aflite.errors import ParameterError
 from aflite.option import DERIVED, Option, OptionValue, constructor_default
+
+if TYPE_CHECKING:  # atomic imports numpy, which --help must not
+    from aflite.atomic import JsonValue
 
 __all__ = ["COMBINE", "COMMAND_OPTIONS", "FeaturizerSpec", "OPTIONS", "REGISTRY",
            "check_backend", "combined_spec", "default_featurizer", "featurizer_arg", "featurizer_help",
