@@ -28,7 +28,6 @@ from aflite.data.text import (
     Dataset,
     SourceInfo,
     _from_records,
-    _json_getter,
     _Records,
     _resolve_columns,
 )
@@ -143,7 +142,7 @@ def _is_int(v: Any) -> bool:
 
 def _cell(rec: JSON, col: str) -> Any:
     """A cell, pandas' missing values (``pd.NA``, ``NaT``) as None, as a file's missing values are."""
-    v = _json_getter(rec, col)
+    v = rec.get(col)
     return None if type(v).__name__ in ("NAType", "NaTType") else v
 
 

@@ -15,7 +15,6 @@ from typing import Any
 
 import numpy as np
 
-from aflite.atomic import JSON
 from aflite.data.cells import check_cell_limit, check_label_apart, label_of, row_id, text_of
 from aflite.data.columnar import _hf_label_names, _load_hf, _read_parquet
 from aflite.data.delimited import _read_jsonl, read_delimited
@@ -27,13 +26,11 @@ from aflite.errors import InputError, ParameterError
 
 @dataclass
 class SourceInfo:
-    """Where a dataset came from and what :func:`write_filtered` needs to write kept rows in that format.
+    """Where a dataset came from, so that :func:`write_filtered` can write kept rows back in that format.
 
-    ``format`` is the file format (``tsv``, ``csv``, ``jsonl``, ``parquet``, ``hf``); ``schema`` says how the
-    columns were understood (``snli-jsonl``, ``snli-tsv``, ``glue-mnli``, ``glue-qnli``, ``glue-rte``,
-    ``nli-tsv``, ``generic``). ``row_index`` maps each dataset row to its 0-based record in the file (dropped records
-    leave gaps); ``raw_records`` holds each kept record's original bytes for line-based formats; ``memory`` the
-    object in-memory data came from (:mod:`aflite.data.memory`; ``path`` is then its name, no file).
+    ``schema`` says how the columns were understood (``snli-jsonl``, ``glue-mnli``, ``nli-tsv``, ``generic``, ...);
+    ``row_index`` maps each row to its 0-based record in the file (dropped records leave gaps); ``raw_records`` are
+    the kept records' bytes (line formats); ``memory`` the in-memory object (``path`` is then its name).
     """
 
     path: Path
@@ -111,12 +108,9 @@ class Dataset:
         return self.bad_inputs if self.modality == "image" else []
 
 
-
-
 _FORMATS = ("auto", "tsv", "csv", "jsonl", "parquet", "hf")
-# The most bytes (UTF-8) one text cell may hold: far beyond any sentence or document an encoder reads (MiniLM
-# reads 256 tokens), far below what n-gram features of one cell can hold in memory (a 200 MB cell was killed for
-# memory after 219 s); ``max_cell_bytes=`` / ``--max-cell-bytes`` raises it, None lifts it.
+# The most UTF-8 bytes of one text cell: far beyond what an encoder reads (MiniLM: 256 tokens), far below what
+# n-gram features of one cell can hold in memory (a 200 MB cell was killed for memory after 219 s).
 MAX_CELL_BYTES = 8 << 20
 
 
@@ -132,13 +126,10 @@ def load_dataset(
     groups: str | None = None,
     max_cell_bytes: int | None = MAX_CELL_BYTES,
 ) -> Dataset:
-    """Load a text dataset, recognising SNLI/MNLI JSONL, GLUE TSVs (MNLI, QNLI, RTE), the project's
-    premise/hypothesis TSV (gzip) and generic CSV/TSV/JSONL/Parquet/HF datasets with named columns. A TSV keeps
-    its quotes as text, unless it was written with CSV quoting (pandas' ``to_csv(sep="\t")``): then it is read as
-    written (:mod:`aflite.data.delimited`).
-
-    Rows whose gold label is ``-`` (no annotator consensus; -1 in HF datasets) are dropped and counted in
-    ``dropped``. Every cell is checked before anything is featurized.
+    """Load a text dataset: SNLI/MNLI JSONL, GLUE TSVs (MNLI, QNLI, RTE), the project's premise/hypothesis TSV
+    and generic CSV/TSV/JSONL/Parquet/HF datasets. A TSV keeps its quotes as text unless it was written with CSV
+    quoting (:mod:`aflite.data.delimited`). Rows whose gold label is ``-`` (no consensus; -1 in HF datasets) are
+    dropped and counted in ``dropped``; every cell is checked before anything is featurized.
 
     Parameters
     ----------
@@ -183,36 +174,30 @@ def load_dataset(
 
 def _from_records(p: Path, rec: _Records, label_map: dict[Any, str] | None, group_by_premise: bool,
                   groups: str | None, max_cell_bytes: int | None = MAX_CELL_BYTES) -> Dataset:
-    """The :class:`Dataset` of records read by any reader (a file's, or :mod:`aflite.data.memory`'s): rows without
-    a gold label dropped and counted, empty texts counted, groups made."""
-    if label_map is None and rec.label_map is not None:
-        label_map = rec.label_map
-    src, records, get, where, raw, all_cols = rec.src, rec.records, rec.get, rec.where, rec.raw, rec.all_cols
-    ds = _build(p, src, records, get, where, raw, all_cols, label_map, group_by_premise and groups != "none",
+    """The :class:`Dataset` of any reader's records (a file's, or :mod:`aflite.data.memory`'s)."""
+    ds = _build(p, rec, rec.label_map if label_map is None else label_map, group_by_premise and groups != "none",
                 max_cell_bytes)
     if _CLI_NAMES.get() and ds.n_dropped:  # on screen, so that a smaller |D| than the file's is never a surprise
-
         why = ", ".join(f"{n:,} {k.replace('_', ' ')}" for k, n in sorted(ds.dropped.items()))
         print(f"{p}: dropped {ds.n_dropped:,} row(s) on load ({why}, e.g. SNLI's '-'); {len(ds):,} rows kept",
               file=sys.stderr)
     ds.empty_texts = _count_empty(ds)
     partly = {c: n for c, n in ds.empty_texts.items() if n < len(ds)}
     if _CLI_NAMES.get() and partly:  # a column empty in every row is refused (or noted) where it is read
-
         print(f"warning: {p}: " + "; ".join(f"{n:,} of {len(ds):,} rows have an empty {c!r} text" for c, n in
                                              partly.items()) + " (featurized as empty: nothing for Φ to read there)",
               file=sys.stderr)
     if groups == "twins":
         ds.groups = twin_families(ds.texts_a, ds.texts_b)
     elif groups not in (None, "premise", "none"):
-        ds.groups = _column_groups(p, ds, str(groups), all_cols)
+        ds.groups = _column_groups(p, ds, str(groups), rec.all_cols)
     return ds  # "premise" on single texts: no groups (there is no premise), as documented
 
 
 @dataclass
 class _Records:
-    """A file's records as the builder reads them: the source, the records, how to get a cell, where each record
-    sits in the file (for messages), their raw bytes (line formats), every column, and labels named by the file."""
+    """A reader's records: how to get a cell, where each sits (for messages), raw bytes (line formats), every
+    column, and the labels' names where the file has them."""
 
     src: SourceInfo
     records: Sequence[Any]
@@ -230,8 +215,8 @@ def _table_records(p: Path, fmt: str, roles: dict[str, str | None]) -> _Records:
     schema, cols = _resolve_columns(p, fmt, table.columns, roles)
     idx = {c: table.columns.index(c) for c in table.columns}
     src = SourceInfo(p, fmt, schema, table.gzip, cols, np.empty(0, np.int64), table.header_raw, [])
-    return _Records(src, table.rows, _cell_getter(idx), [f"line {ln}" for ln in table.linenos], table.raw,
-                    table.columns)
+    return _Records(src, table.rows, lambda rec, col: rec[idx[col]], [f"line {ln}" for ln in table.linenos],
+                    table.raw, table.columns)
 
 
 def _jsonl_records(p: Path, fmt: str, roles: dict[str, str | None]) -> _Records:
@@ -241,7 +226,7 @@ def _jsonl_records(p: Path, fmt: str, roles: dict[str, str | None]) -> _Records:
     all_cols = list(dict.fromkeys(k for rec in js.records[:100] for k in rec))
     schema, cols = _resolve_columns(p, fmt, all_cols, roles)
     src = SourceInfo(p, fmt, schema, js.gzip, cols, np.empty(0, np.int64), None, [])
-    return _Records(src, js.records, _json_getter, [f"line {ln}" for ln in js.linenos], js.raw, all_cols)
+    return _Records(src, js.records, dict.get, [f"line {ln}" for ln in js.linenos], js.raw, all_cols)
 
 
 def _parquet_records(p: Path, fmt: str, roles: dict[str, str | None]) -> _Records:
@@ -251,7 +236,7 @@ def _parquet_records(p: Path, fmt: str, roles: dict[str, str | None]) -> _Record
     all_cols = list(tbl.column_names)
     schema, cols = _resolve_columns(p, fmt, all_cols, roles)
     src = SourceInfo(p, fmt, schema, False, cols, np.empty(0, np.int64))
-    return _Records(src, tbl.to_pylist(), _json_getter, [f"row {i}" for i in range(tbl.num_rows)], None, all_cols)
+    return _Records(src, tbl.to_pylist(), dict.get, [f"row {i}" for i in range(tbl.num_rows)], None, all_cols)
 
 
 def _hf_records(p: Path, fmt: str, roles: dict[str, str | None]) -> _Records:
@@ -260,7 +245,7 @@ def _hf_records(p: Path, fmt: str, roles: dict[str, str | None]) -> _Records:
     schema, cols = _resolve_columns(p, fmt, all_cols, roles)
     records = hf.to_list() if hasattr(hf, "to_list") else [hf[i] for i in range(len(hf))]
     src = SourceInfo(p, "hf", schema, False, cols, np.empty(0, np.int64))
-    return _Records(src, records, _json_getter, [f"row {i}" for i in range(len(records))], None, all_cols,
+    return _Records(src, records, dict.get, [f"row {i}" for i in range(len(records))], None, all_cols,
                     _hf_label_names(hf, cols["label"]))
 
 
@@ -299,10 +284,8 @@ def check_view_texts(ds: Dataset, view: str, what: str | None = None) -> None:
 def _resolve_columns(
     path: Path, fmt: str, columns: Sequence[str], roles: dict[str, str | None]
 ) -> tuple[str, dict[str, str | None]]:
-    """Decide which columns hold text_a/text_b/label/id: the user's names first, else a known header.
-
-    Returns a schema name (informational, see :class:`SourceInfo`) and the role -> column mapping.
-    """
+    """The schema name (:class:`SourceInfo`) and which columns hold text_a/text_b/label/id: the user's names
+    first, else a known header's."""
     have = set(columns)
     schema = "generic"
     guess: dict[str, str | None] = {"text_a": None, "text_b": None, "label": None, "id": None}
@@ -353,34 +336,14 @@ def _resolve_columns(
     return schema, guess
 
 
-def _cell_getter(idx: dict[str, int]) -> Any:
-    def get(rec: list[str], col: str) -> Any:
-        return rec[idx[col]]
-
-    return get
-
-
-def _json_getter(rec: JSON, col: str) -> Any:
-    return rec.get(col)
-
-
-def _build(
-    path: Path,
-    src: SourceInfo,
-    records: Sequence[Any],
-    get: Any,
-    where: list[str],
-    raw: list[bytes] | None,
-    all_cols: list[str],
-    label_map: dict[Any, str] | None,
-    group_by_premise: bool,
-    max_cell_bytes: int | None = MAX_CELL_BYTES,
-) -> Dataset:
+def _build(path: Path, rec: _Records, label_map: dict[Any, str] | None, group_by_premise: bool,
+           max_cell_bytes: int | None) -> Dataset:
+    src, records, get, where = rec.src, rec.records, rec.get, rec.where
     cols = src.columns
     ca, cb, cl, ci = cols["text_a"], cols["text_b"], cols["label"], cols["id"]
     assert ca is not None and cl is not None
     used = {c for c in cols.values() if c is not None}
-    other_cols = [c for c in all_cols if c not in used]
+    other_cols = [c for c in rec.all_cols if c not in used]
     texts_a: list[str] = []
     texts_b: list[str] | None = [] if cb is not None else None
     labels: list[str] = []
@@ -389,8 +352,8 @@ def _build(
     keep_index: list[int] = []
     dropped: Counter[str] = Counter()
     seen_labels: dict[str, tuple[Any, str]] = {}  # a label's string -> (its first raw value, where)
-    for i, rec in enumerate(records):
-        raw_lab = get(rec, cl)
+    for i, row in enumerate(records):
+        raw_lab = get(row, cl)
         lab = label_of(path, where[i], cl, raw_lab, label_map, src.format)
         if lab is None:  # no gold label (SNLI's '-', -1 in HF datasets)
             dropped["no_gold_label"] += 1
@@ -398,12 +361,12 @@ def _build(
         if label_map is None:
             check_label_apart(path, where[i], cl, raw_lab, lab, seen_labels)
         labels.append(lab)
-        texts_a.append(text_of(path, where[i], ca, get(rec, ca), max_cell_bytes))
+        texts_a.append(text_of(path, where[i], ca, get(row, ca), max_cell_bytes))
         if texts_b is not None and cb is not None:
-            texts_b.append(text_of(path, where[i], cb, get(rec, cb), max_cell_bytes))
-        ids.append(row_id(path, where[i], ci, get(rec, ci)) if ci is not None else f"row-{i}")
+            texts_b.append(text_of(path, where[i], cb, get(row, cb), max_cell_bytes))
+        ids.append(row_id(path, where[i], ci, get(row, ci)) if ci is not None else f"row-{i}")
         for c in other_cols:
-            v = get(rec, c)
+            v = get(row, c)
             others[c].append(v if isinstance(v, str) else ("" if v is None else json.dumps(v, default=str)))
         keep_index.append(i)
     if not labels:
@@ -419,8 +382,8 @@ def _build(
         seen: dict[str, int] = {}
         groups = np.asarray([seen.setdefault(t, len(seen)) for t in texts_a], dtype=np.int64)
     src.row_index = np.asarray(keep_index, dtype=np.int64)
-    if raw is not None:
-        src.raw_records = [raw[i] for i in keep_index]
+    if rec.raw is not None:
+        src.raw_records = [rec.raw[i] for i in keep_index]
     return Dataset(
         texts_a=texts_a,
         texts_b=texts_b,
