@@ -215,7 +215,7 @@ def _load_column(path: Path, column: str, what: str) -> np.ndarray:
     _check_exists(path)
     suffix = _base_suffix(path)
     if suffix == ".npy":
-        arr = _load_vector_npy(path)
+        arr = _read_npy(path, False, "save labels as an int or str array")
     elif suffix in (".csv", ".tsv"):
         table = read_delimited(path, "," if suffix == ".csv" else "\t", quoting=suffix == ".csv")
         _missing_columns(path, [column], table.columns)
@@ -286,10 +286,6 @@ def _refuse_nan(path: Path, arr: np.ndarray, column: str, what: str) -> None:
     if len(bad):
         raise InputError(f"{path}: row {int(bad[0])} (0-based), column {column!r}: missing {what} (NaN); "
                          f"{len(bad)} row(s) have no {what}")
-
-
-def _load_vector_npy(path: Path) -> np.ndarray:
-    return _read_npy(path, False, "save labels as an int or str array")
 
 
 def _strings_to_array(values: list[str]) -> np.ndarray:

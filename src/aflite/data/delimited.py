@@ -72,13 +72,6 @@ def read_delimited(path: Path, delimiter: str, quoting: bool | None) -> _Table:
 FIELD_SIZE_LIMIT = 1 << 30  # 1 GiB: a field as long as JSONL accepts (Python's csv default refuses 128 KiB)
 
 
-def raise_field_size_limit() -> None:
-    """Lift the csv module's per-field limit (131,072 characters) to FIELD_SIZE_LIMIT, so that a long text is
-    read from CSV/TSV as it is from JSONL."""
-    if csv.field_size_limit() < FIELD_SIZE_LIMIT:
-        csv.field_size_limit(FIELD_SIZE_LIMIT)
-
-
 def _read_csv_records(path: Path, lines: list[bytes], texts: list[str], delimiter: str, gz: bool) -> _Table:
     """csv.reader pulls exactly the physical lines of one record at a time; record them to keep raw bytes."""
     consumed: list[int] = []
@@ -88,7 +81,8 @@ def _read_csv_records(path: Path, lines: list[bytes], texts: list[str], delimite
             consumed.append(i)
             yield text
 
-    raise_field_size_limit()
+    if csv.field_size_limit() < FIELD_SIZE_LIMIT:  # so that a long text reads from CSV/TSV as from JSONL
+        csv.field_size_limit(FIELD_SIZE_LIMIT)
     reader = csv.reader(feed(), delimiter=delimiter, strict=True)
     header: list[str] | None = None
     rows: list[list[str]] = []
@@ -131,10 +125,9 @@ def _tsv_is_quoted(path: Path, lines: list[bytes], texts: list[str], delimiter: 
     if not any(cell.startswith('"') for text in texts for cell in text.split(delimiter)):
         return None
     try:
-        table = _read_csv_records(path, lines, texts, delimiter, gz)
+        return _read_csv_records(path, lines, texts, delimiter, gz)
     except InputError:
         return None
-    return table
 
 
 def _check_header(path: Path, header: list[str]) -> None:
