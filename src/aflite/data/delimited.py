@@ -1,11 +1,8 @@
-"""Line-based files: CSV (quoted; a record may span lines), TSV and JSONL, each record kept with its raw bytes and
+"""Line-based files: CSV (a quoted record may span lines), TSV and JSONL, each record kept with its raw bytes and
 first line number so that kept rows can be written back byte for byte.
 
-A TSV is one record per line with every character kept, quotes included (SNLI's and GLUE's TSVs hold quotes as
-text: ``"An egg has got to hatch," he said.``), unless it was written with CSV quoting, as pandas' ``to_csv(sep="\t")``
-and Python's csv module write it (a field holding a quote, a tab or a line break put in double quotes, its quotes
-doubled): a TSV with fields that start with a quote, which the csv module reads with no error and with as many fields
-in every record as in the header, is read that way (:func:`_tsv_is_quoted`)."""
+A TSV keeps its quotes as text (SNLI's and GLUE's hold ``"An egg has got to hatch," he said.``), unless it was
+written with CSV quoting (pandas' ``to_csv(sep="\t")``): then it is read so (:func:`_tsv_is_quoted`)."""
 
 from __future__ import annotations
 
