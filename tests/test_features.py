@@ -132,6 +132,22 @@ def test_ngram_seed_changes_svd_but_not_shape() -> None:
     assert s0.shape == s1.shape and np.abs(s0 - s1).max() > 1e-2
 
 
+def test_ngram_repeated_texts_hashed_once_give_the_same_counts(monkeypatch: Any) -> None:
+    from aflite.features import ngram
+    from aflite.features.ngram_hash import murmur_counts
+
+    repeated = [PREMISES[i % 3] for i in range(12)] + ["A Man is playing a guitar on stage."]  # 4 distinct texts
+    for hasher in F.NgramFeaturizer()._hashers():
+        whole = murmur_counts(repeated, hasher.analyzer, hasher.ngram_range, hasher.n_features)
+        once = ngram._hashed(repeated, hasher)
+        for a, b in ((whole.indptr, once.indptr), (whole.indices, once.indices), (whole.data, once.data)):
+            assert a.dtype == b.dtype and np.array_equal(a, b)
+    # the featurizer's output with the shortcut is the one without it (DEDUP_BELOW 0: every field hashed whole)
+    x = F.make_featurizer("ngram", n_components=4).fit_transform(repeated, PREMISES[:13])
+    monkeypatch.setattr(ngram, "DEDUP_BELOW", 0.0)
+    assert np.array_equal(x, F.make_featurizer("ngram", n_components=4).fit_transform(repeated, PREMISES[:13]))
+
+
 def test_hypothesis_view_ignores_premise() -> None:
     shuffled = PREMISES[::-1]
     h1 = F.featurize(PREMISES, HYPOTHESES, "ngram", "hypothesis", n_components=6).X

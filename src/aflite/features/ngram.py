@@ -17,6 +17,7 @@ from aflite.features.rsvd import randomized_components
 from aflite.option import Option, check_params
 from aflite.threads import budget
 
+DEDUP_BELOW = 0.9  # hash a field's distinct texts once when they are at most this share of its rows
 NGRAM_RANGE = "must be an n-gram range (low, high) with 1 <= low <= high"
 
 
@@ -27,6 +28,20 @@ def _ngram_range(value: Any) -> bool:
 def _project(x: sp.csr_matrix, components: np.ndarray) -> np.ndarray:
     """TF-IDF rows onto the SVD components (TruncatedSVD.transform: ``x @ components^T``), float32."""
     return np.asarray(x @ components.T, dtype=np.float32)
+
+
+def _hashed(texts: list[str], hasher: Any) -> sp.csr_matrix:
+    """``hasher``'s counts of ``texts``, each distinct text hashed once and its row repeated.
+
+    Why: an NLI field repeats its texts (SNLI train_100k: 27,433 distinct premises in 99,890 rows), and equal
+    texts have equal count rows, so hashing the distinct ones and gathering rows gives the same matrix, bit for
+    bit, for a quarter of the premise hashing. Fields with few repeats are hashed as they are."""
+    first: dict[str, int] = {}
+    inverse = np.fromiter((first.setdefault(t, len(first)) for t in texts), dtype=np.intp, count=len(texts))
+    args = (hasher.analyzer, hasher.ngram_range, hasher.n_features, budget())
+    if len(first) > DEDUP_BELOW * len(texts):
+        return murmur_counts(texts, *args)
+    return sp.csr_matrix(murmur_counts(list(first), *args)[inverse])
 
 
 class NgramFeaturizer(BaseFeaturizer):
@@ -152,7 +167,7 @@ class NgramFeaturizer(BaseFeaturizer):
         state: list[tuple[np.ndarray, Any]] = []
         for k, hasher in enumerate(self._hashers()):
             # hasher.transform(texts) bit for bit, compiled and over the thread budget (ngram_hash.murmur_counts)
-            counts = murmur_counts(texts, hasher.analyzer, hasher.ngram_range, hasher.n_features, budget())
+            counts = _hashed(texts, hasher)
             if fitted is None:
                 self._tick(("word", "char")[k] + " n-grams")
                 fit_counts = counts if sample is None else counts[sample]
