@@ -80,7 +80,7 @@ def main() -> int:
     params = {"n_partitions": args.partitions, "random_state": 0, "device": "cpu"}
     sparse, t_sparse = timed(lambda: AFLite(**params).fit(X, y))
     dense, t_dense = timed(lambda: AFLite(**params).fit(Xd, y))
-    first = {"n_partitions": args.partitions, "train_size": sparse.params_["train_size"], "random_state": 0}
+    first = {"n_partitions": args.partitions, "train_size": sparse.params_.train_size, "random_state": 0}
     ref, t_ref = timed(lambda: predictability(X, y, model="sklearn", **first))
     p_sparse, t_p_sparse = timed(lambda: predictability(X, y, **first))
     p_dense, t_p_dense = timed(lambda: predictability(Xd, y, **first))
@@ -93,8 +93,8 @@ def main() -> int:
                                            "dense_mib": round(Xd.nbytes / 2**20, 1),
                                            "sparse_mib": round((X.data.nbytes + X.indices.nbytes
                                                                 + X.indptr.nbytes) / 2**20, 1)},
-        "parameters": {k: sparse.params_[k] for k in ("n_partitions", "train_size", "slice_size", "target_size",
-                                                      "threshold")},
+        "parameters": {k: getattr(sparse.params_, k) for k in ("n_partitions", "train_size", "slice_size",
+                                                               "target_size", "threshold")},
         "filter": {"sparse_seconds": round(t_sparse, 2), "dense_seconds": round(t_dense, 2),
                    "dense_over_sparse": round(t_dense / t_sparse, 2),
                    "sparse_kept": int(ks.sum()), "dense_kept": int(kd.sum()),

@@ -95,7 +95,7 @@ def test_random_state_none_int_and_generator_record_the_seed_used() -> None:
     assert isinstance(a.seed_, int) and a.seed_ != b.seed_  # fresh entropy each time
     again = AFLite(**KW, random_state=a.seed_).fit(X, y)  # the recorded seed repeats the run exactly
     assert np.array_equal(again.removed_at_, a.removed_at_)
-    assert a.params_["random_state"] == a.seed_
+    assert a.params_.random_state == a.seed_
     g1 = AFLite(**KW, random_state=np.random.default_rng(7)).fit(X, y)
     g2 = AFLite(**KW, random_state=np.random.default_rng(7)).fit(X, y)
     assert g1.seed_ == g2.seed_ and np.array_equal(g1.removed_at_, g2.removed_at_)

@@ -71,7 +71,7 @@ def test_run_defaults_are_aflites_own_sizes(n: int) -> None:
     from aflite.commands.run import scaled_defaults
 
     own = AFLite().resolved_params(n)
-    assert {k: own[k] for k in scaled_defaults(n)} == scaled_defaults(n)
+    assert {k: getattr(own, k) for k in scaled_defaults(n)} == scaled_defaults(n)
     assert scaled_defaults(550_152)["train_size"] == 50_000 and scaled_defaults(550_152)["slice_size"] == 10_000
 
 

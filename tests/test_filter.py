@@ -223,9 +223,9 @@ def test_resume_gives_exactly_the_uninterrupted_result():
 def test_sizes_accept_fractions_and_counts():
     X, y, _ = planted(400)
     p = AFLite(target_size=0.5, train_size=40, slice_size=0.05).resolved_params(400)
-    assert (p["target_size"], p["train_size"], p["slice_size"]) == (200, 40, 20)
+    assert (p.target_size, p.train_size, p.slice_size) == (200, 40, 20)
     d = AFLite().resolved_params(550_152)
-    assert (d["n_partitions"], d["train_size"], d["slice_size"], d["target_size"]) == (64, 50_000, 10_000, 92_000)
+    assert (d.n_partitions, d.train_size, d.slice_size, d.target_size) == (64, 50_000, 10_000, 92_000)
 
 
 @pytest.mark.parametrize(

@@ -32,7 +32,7 @@ from aflite.commands.summary_md import filter_verdict, render_filter_summary
 from aflite.core.backends.dask import use_cluster
 from aflite.core.backends.torch import STORAGE_DTYPES
 from aflite.core.filter import AFLite
-from aflite.core.phase import FilterState, ResolvedParams, validate_inputs
+from aflite.core.phase import FilterState, RunParameters, validate_inputs
 from aflite.device import ensemble_device
 from aflite.errors import InputError, ParameterError
 from aflite.hashing import inputs_fingerprint
@@ -54,7 +54,7 @@ from aflite.rundir.names import (
 from aflite.rundir.page import PageData
 from aflite.rundir.read import read_columns, read_id_list
 from aflite.rundir.results import Result, Table, recording_warnings
-from aflite.rundir.schema import Document, RunBody, RunParameters
+from aflite.rundir.schema import Document, RunBody
 
 __all__ = ["FilterResult", "check_runtime", "filter_files", "run_filter"]
 
@@ -162,10 +162,10 @@ class FilterResult(Result):
                 fh.writelines(f"{i}\n" for i in self.ids[~keep])
 
 
-def filter_summary(labels: NDArray[Any], state: FilterState, params: ResolvedParams) -> RunBody:
+def filter_summary(labels: NDArray[Any], state: FilterState, params: RunParameters) -> RunBody:
     """results.json's body of a filter: parameters, sizes, stop, label counts and per-phase records."""
     keep = state.keep
-    return RunBody(parameters=RunParameters(**params), size_before=int(len(keep)), size_after=int(keep.sum()),
+    return RunBody(parameters=params, size_before=int(len(keep)), size_after=int(keep.sum()),
                    n_iterations=state.iteration, stop_reason=state.stop_reason,
                    label_counts_before=dict(sorted(Counter(map(str, labels)).items())),
                    label_counts_after=dict(sorted(Counter(map(str, labels[keep])).items())),
@@ -191,13 +191,13 @@ def run_filter(af: Any, X: Any, y: np.ndarray, ids: np.ndarray, folder: RunFolde
     validate_inputs(X, y, groups)  # everything is validated before the output folder is touched
     params = af.resolved_params(len(y))
     if groups is not None:
-        params["groups"] = True
+        params = dataclasses.replace(params, groups=True)
     check_runtime(af)
     fp = inputs_fingerprint(X, y)
     # checked, resumed from its checkpoint or started over, then begun (results.json goes, and what is not resumed)
     state = None if folder is None else folder.resume(params, fp, resume=resume, dataset_fp=dataset_fp)
 
-    total = params["dataset_size"] - params["target_size"]
+    total = params.dataset_size - params.target_size
     done0 = 0 if state is None else int((~state.keep).sum())
     bar = tqdm(total=total, initial=done0, unit="inst", desc="removed", disable=not show_progress, file=sys.stderr,
                dynamic_ncols=True)

@@ -399,13 +399,13 @@ def run(data_path: Any, out: str | os.PathLike[str] | RunFolder | None = None, *
         folder.check_writes(_writes(ds, data_path, featurizer), inputs=[data_path])
     t0, cache_path = time.perf_counter(), _cache(cache_dir, folder)
     cached_before = _files(cache_path) if resume and cache_path is not None else None
-    feats, shards = _featurize(ds, featurizer, view, af, resolved["train_size"], seed, cache_path,
+    feats, shards = _featurize(ds, featurizer, view, af, resolved.train_size, seed, cache_path,
                                show_progress=show_progress, options=dict(featurizer_options or {}))
     timings["featurize_seconds"] = time.perf_counter() - t0
     rows = np.asarray(feats.rows)
-    af.set_params(target_size=resolved["target_size"], n_partitions=resolved["n_partitions"],  # the filter runs on
-                  train_size=resolved["train_size"], slice_size=resolved["slice_size"],  # D minus the warm-up slice
-                  threshold=resolved["threshold"])
+    af.set_params(target_size=resolved.target_size, n_partitions=resolved.n_partitions,  # the filter runs on
+                  train_size=resolved.train_size, slice_size=resolved.slice_size,  # D minus the warm-up slice
+                  threshold=resolved.threshold)
     grp = grp_all[rows] if grp_all is not None else None
     where = None if folder is None else folder.path
     if where is not None:

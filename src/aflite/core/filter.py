@@ -17,6 +17,7 @@ import copy
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -29,7 +30,7 @@ from aflite.core.phase import (  # one phase, the state and the size rules live 
     FilterState,
     IterationRecord,
     PhaseScores,
-    ResolvedParams,
+    RunParameters,
     Strategy,
     check_model,
     encode_classes,
@@ -147,7 +148,7 @@ class AFLite(BaseEstimator):
         tags.input_tags.allow_nan = False
         return tags
 
-    def resolved_params(self, n: int) -> ResolvedParams:
+    def resolved_params(self, n: int) -> RunParameters:
         """The parameters as counts for a dataset of n instances, validated (raises ParameterError)."""
         if self.strategy not in ("slicing", "greedy", "gumbel"):
             raise ParameterError(f"strategy must be slicing, greedy or gumbel, not {self.strategy!r}")
@@ -183,19 +184,19 @@ class AFLite(BaseEstimator):
                 f"train_size t={t} must be smaller than target_size n={target} (Algorithm 1 needs t < n)"
             )
         seed = self.random_state
-        return {
-            "dataset_size": n,
-            "target_size": target,
-            "n_partitions": int(self.n_partitions),
-            "train_size": t,
-            "slice_size": k,
-            "threshold": tau,
-            "strategy": self.strategy,
-            "model": self.model if isinstance(self.model, str) else type(self.model).__name__,
-            "C": c_value,
+        return RunParameters(
+            dataset_size=n,
+            target_size=target,
+            n_partitions=int(self.n_partitions),
+            train_size=t,
+            slice_size=k,
+            threshold=tau,
+            strategy=self.strategy,
+            model=self.model if isinstance(self.model, str) else type(self.model).__name__,
+            C=c_value,
             # the seed as given when it is one; fit records the seed it drew for None / a Generator
-            "random_state": int(seed) if isinstance(seed, int | np.integer) and not isinstance(seed, bool) else None,
-        }
+            random_state=int(seed) if isinstance(seed, int | np.integer) and not isinstance(seed, bool) else None,
+        )
 
     def get_kept_mask(self, indices: bool = False) -> NDArray[Any]:
         """The kept instances of the last fit: a boolean mask over the rows of D, or (``indices=True``)
@@ -219,9 +220,8 @@ class AFLite(BaseEstimator):
         continues from a state such a callback saved, giving exactly the uninterrupted result."""
         Xa, ya, ga = validate_inputs(X, y, groups)
         n = len(ya)
-        params = self.resolved_params(n)
         seed = seed_from(self.random_state)
-        params["random_state"] = seed
+        params = replace(self.resolved_params(n), random_state=seed)
         self.classes_, codes = encode_classes(ya)
         self.n_features_in_ = int(Xa.shape[1])
         self.seed_ = seed
@@ -235,7 +235,7 @@ class AFLite(BaseEstimator):
         self._keep_first_phase(None, Xa, codes, np.arange(n), None, state)  # None until phase 0 runs in this call
         ahead = None
         if getattr(ens, "host_waits", False) and ga is None and not incremental:
-            ahead = _NextPartitions(seed, params["n_partitions"], params["train_size"])
+            ahead = _NextPartitions(seed, params.n_partitions, params.train_size)
         try:
             self._phases(ens, Xa, codes, ga, state, params, incremental, ahead, callback)
         finally:
@@ -252,11 +252,11 @@ class AFLite(BaseEstimator):
 
     def _phases(
         self, ens: LinearEnsemble, Xa: Any, codes: NDArray[np.int64], ga: NDArray[np.int64] | None,
-        state: FilterState, params: ResolvedParams, incremental: bool, ahead: _NextPartitions | None,
+        state: FilterState, params: RunParameters, incremental: bool, ahead: _NextPartitions | None,
         callback: Callable[[IterationRecord, FilterState], None] | None,
     ) -> None:
         """The phases of Algorithm 1 until a stopping rule holds (``state`` is updated in place)."""
-        target = params["target_size"]
+        target = params.target_size
         while state.stop_reason is None:
             size = int(state.keep.sum())
             if size <= target:
@@ -271,16 +271,16 @@ class AFLite(BaseEstimator):
                 callback(record, state)
 
     def _phase(self, ens: Any, Xa: Any, codes: np.ndarray, ga: np.ndarray | None, state: FilterState,
-               params: ResolvedParams, size: int, incremental: bool,
+               params: RunParameters, size: int, incremental: bool,
                ahead: _NextPartitions | None) -> IterationRecord:
         """One filtering phase on the rows still kept: p̃ from the ensemble, the slice removed, the record kept and
         the stop decided (the k-rule, or n reached). ``ahead`` draws the next phase's partitions while a device fits
         this phase's."""
-        m, t, k = params["n_partitions"], params["train_size"], params["slice_size"]
-        target, tau = params["target_size"], params["threshold"]
+        m, t, k = params.n_partitions, params.train_size, params.slice_size
+        target, tau = params.target_size, params.threshold
         j = state.iteration
         rows = np.flatnonzero(state.keep)
-        seed = params["random_state"]
+        seed = params.random_state
         assert seed is not None, "fit draws the seed before the first phase"
         rng, mask = ahead.take(j, len(rows)) if ahead is not None else (np.random.default_rng([seed, j]), None)
         if ahead is not None and size - min(k, size - target) > target:  # the next phase if all k go

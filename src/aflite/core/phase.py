@@ -11,7 +11,7 @@ import copy
 import inspect
 import time
 from dataclasses import asdict, dataclass, field
-from typing import Any, Literal, NotRequired, TypedDict
+from typing import Any, Literal
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -63,9 +63,10 @@ class PhaseScores:
     train_mask: NDArray[np.bool_] | None = None  # (rows, m), True = in that model's training set
 
 
-class ResolvedParams(TypedDict):
+@dataclass(frozen=True)
+class RunParameters:
     """A filter's parameters as counts for its dataset (:meth:`aflite.core.filter.AFLite.resolved_params`): what
-    the phases read, the checkpoint checks and results.json records (``RunParameters``)."""
+    the phases read, the checkpoint checks, results.json records and explain and evaluate rebuild the filter from."""
 
     dataset_size: int
     target_size: int
@@ -76,8 +77,12 @@ class ResolvedParams(TypedDict):
     strategy: str
     model: str
     C: float
-    random_state: int | None
-    groups: NotRequired[bool]  # set when the partitions keep each group on one side
+    random_state: int | None = None  # the seed as given (None: drawn, recorded as the envelope's seed)
+    groups: bool = False  # the partitions kept each group on one side
+
+    def to_json(self) -> dict[str, int | float | str | bool | None]:
+        """As results.json and the checkpoint hold it: ``groups`` only when the partitions kept groups."""
+        return {k: v for k, v in asdict(self).items() if k != "groups" or v}
 
 
 @dataclass

@@ -10,20 +10,20 @@ from pathlib import Path
 import numpy as np
 
 from aflite.atomic import write_npz
-from aflite.core.phase import FilterState, IterationRecord, ResolvedParams
+from aflite.core.phase import FilterState, IterationRecord, RunParameters
 from aflite.errors import InputError
 from aflite.rundir.names import CHECKPOINT
 
 __all__ = ["load_checkpoint", "save_checkpoint"]
 
 
-def save_checkpoint(out: Path, state: FilterState, params: ResolvedParams, fp: str,
+def save_checkpoint(out: Path, state: FilterState, params: RunParameters, fp: str,
                     dataset: str | None = None) -> None:
     meta = {
         "iteration": state.iteration,
         "stop_reason": state.stop_reason,
         "history": [r.to_dict() for r in state.history],
-        "params": params,
+        "params": params.to_json(),
         "fingerprint": fp,
         "dataset_fingerprint": dataset,
     }
@@ -39,7 +39,7 @@ def save_checkpoint(out: Path, state: FilterState, params: ResolvedParams, fp: s
     )
 
 
-def load_checkpoint(out: Path, params: ResolvedParams, fp: str) -> FilterState | None:
+def load_checkpoint(out: Path, params: RunParameters, fp: str) -> FilterState | None:
     """The saved state, or None when there is none; refuses one made with other data or parameters."""
     path = out / CHECKPOINT
     if not path.exists():
@@ -52,8 +52,8 @@ def load_checkpoint(out: Path, params: ResolvedParams, fp: str) -> FilterState |
         raise InputError(f"{path}: unreadable checkpoint ({exc}); delete it to start over") from exc
     if meta["fingerprint"] != fp:
         raise InputError(f"{path}: checkpoint was made from different features or labels; use another --out")
-    if meta["params"] != params:
-        diff = {k: (meta["params"].get(k), v) for k, v in params.items() if meta["params"].get(k) != v}
+    if meta["params"] != params.to_json():
+        diff = {k: (meta["params"].get(k), v) for k, v in params.to_json().items() if meta["params"].get(k) != v}
         raise InputError(f"{path}: checkpoint was made with other parameters {diff} (saved, now)")
     return FilterState(
         iteration=int(meta["iteration"]),

@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import IO, Any, TypeVar
 
 from aflite.atomic import atomic_open, guarded, storage_errors, write_text
-from aflite.core.phase import FilterState, ResolvedParams
+from aflite.core.phase import FilterState, RunParameters
 from aflite.data.keywords import option_label
 from aflite.errors import AfliteError, InputError, OutputError, OutputWriteError
 from aflite.rundir import checkpoint
@@ -328,7 +328,7 @@ class RunFolder:
             print(f"warning: {entry}: left as it is: {why}", file=sys.stderr)
         forget_files(self.path, removed)
 
-    def resume(self, params: ResolvedParams, fp: str, *, resume: bool = False,
+    def resume(self, params: RunParameters, fp: str, *, resume: bool = False,
                dataset_fp: str | None = None) -> FilterState | None:
         """The filter's start: the folder checked (:meth:`check_start`), its checkpoint loaded when ``resume``
         (refused when made from other features, labels or parameters), then begun, keeping that checkpoint.
@@ -338,7 +338,7 @@ class RunFolder:
         self.begin(keep=(CHECKPOINT,) if state is not None else ())
         return state
 
-    def save_checkpoint(self, state: FilterState, params: ResolvedParams, fp: str,
+    def save_checkpoint(self, state: FilterState, params: RunParameters, fp: str,
                         dataset_fp: str | None = None) -> None:
         checkpoint.save_checkpoint(self.path, state, params, fp, dataset_fp)
         pause_point("checkpoint")

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from aflite.atomic import JsonObject
-from aflite.core.phase import IterationRecord
+from aflite.core.phase import IterationRecord, RunParameters
 from aflite.errors import InputError
 from aflite.features.base import Options, PhiInfo
 from aflite.option import OptionValue
@@ -94,28 +94,6 @@ def _as_json(value: Any) -> Any:
     if isinstance(value, list):
         return [_as_json(v) for v in value]
     return value
-
-
-@dataclass(frozen=True)
-class RunParameters:
-    """A run's parameters as counts for its dataset (:meth:`aflite.core.filter.AFLite.resolved_params`), what
-    explain and evaluate rebuild the filter from."""
-
-    dataset_size: int
-    target_size: int
-    n_partitions: int
-    train_size: int
-    slice_size: int
-    threshold: float
-    strategy: str
-    model: str
-    C: float
-    random_state: int | None = None  # the seed as given (None: drawn, recorded as the envelope's seed)
-    groups: bool = False  # the partitions kept each group on one side
-
-    def to_json(self) -> dict[str, int | float | str | bool | None]:
-        """As results.json holds it: ``groups`` only when the partitions kept groups."""
-        return {k: v for k, v in dataclasses.asdict(self).items() if k != "groups" or v}
 
 
 @dataclass(frozen=True)
