@@ -1,11 +1,6 @@
-"""Auditing a dataset file into a folder (what ``aflite audit`` does): text pairs or images, D and optionally D(Φ).
+"""``aflite audit``: one flow for text and images, D and optionally D(Φ), featurizing their union once.
 
-One flow for both modalities (:func:`audit_file`): read the data once as text or images
-(:func:`aflite.data.open_dataset`), take D(Φ) from a run folder (``compare``), sample, featurize the union once,
-audit each set, and write the folder (:meth:`aflite.rundir.folder.RunFolder.finish`: the t-SNE
-maps of an image audit, ``results.json``, ``summary.md`` and ``report.html``). What differs between text and
-images — the configuration, the features, the audit of one set and the page — is a :class:`TextAudit` or an
-:class:`ImageAudit` (:mod:`aflite.audit.modalities`).
+What differs between the modalities is a ``TextAudit`` or an ``ImageAudit`` (:mod:`aflite.audit.modalities`).
 """
 
 from __future__ import annotations
@@ -43,9 +38,7 @@ __all__ = ["AuditResult", "audit_file", "check_audit_config", "check_audit_optio
 
 @dataclass(repr=False)  # Result.__repr__: one line, not the arrays
 class AuditResult(Result):
-    """What :func:`audit_file` wrote: the folder, one :class:`aflite.audit.DatasetAudit` per audited set (D, and
-    D(Φ) with ``compare``), the JSON it saved as ``results.json`` and the notes shown in the
-    report; ``page`` renders report.html.
+    """What :func:`audit_file` wrote; ``page`` renders report.html.
 
     Parameters
     ----------
@@ -129,9 +122,8 @@ def check_audit_options(data_path: Any, *, featurizer: str | None = None,
                         model_path: str | None = None, path_column: str | None = None,
                         text_options: list[str] | tuple[str, ...] = (),
                         image_options: list[str] | tuple[str, ...] = ()) -> bool:
-    """Whether ``data_path`` is audited as images; refused before any work: options of the other modality
-    (``text_options``/``image_options``: the names of the options the caller set, as the caller spells them)
-    and a featurizer that does not read the data's modality."""
+    """Whether ``data_path`` is audited as images; options of the other modality (named as the caller spells
+    them) and a featurizer of the other modality are refused before any work."""
     kind = audit_kind(data_path, featurizer, path_column)
     is_images = isinstance(kind, ImageAudit)
     if text_options and is_images:
@@ -159,8 +151,8 @@ def _sets(ds: Any, kept: list[str] | None, sample: int | None, seed: int) -> tup
 
 def _featurizer_config(config: Any, featurizer: str | None,
                        options: dict[str, OptionValue] | None) -> tuple[Any, dict[str, OptionValue] | None]:
-    """(the audit's configuration with ``featurizer`` and ``options["model_path"]`` in it, the other options): one
-    spelling of Φ for every command; the same thing given twice, differently, is refused."""
+    """(the config with ``featurizer`` and ``model_path`` in it, the other options): one spelling of Φ for every
+    command; the same thing given twice, differently, is refused."""
     cfg = config if config is not None else AuditConfig()
     default = AuditConfig()
     if featurizer is not None:
@@ -199,21 +191,13 @@ def audit_file(
     featurizer_options: dict[str, OptionValue] | None = None,
     overwrite: bool = False, **columns: Unpack[Columns],
 ) -> AuditResult:
-    """Audit a dataset file for single-sentence label leakage (what ``aflite audit`` does) into ``out`` (a path or the
-    CLI's :class:`~aflite.rundir.folder.RunFolder`), its columns named by the keywords of :class:`aflite.data.Columns`
-    (``text_a=``, ``text_b=``, ``label=``, ``id_column=``, ``path_column=``, ...) for either kind of data.
+    """Audit a dataset file for single-sentence label leakage (what ``aflite audit`` does) into ``out``.
 
-    Image data (an image folder, a table with a path column, a HF dataset with an Image column, or an image
-    featurizer; :func:`aflite.data.modality_of`) is read with ``image_options`` (path_column, label, id_column,
-    skip_bad_images), featurized with ``featurizer_options`` (image_size; embeddings/embedding_ids for
-    ``precomputed``); the default ``minilm`` means EfficientNet-Lite0 there (``hf-image`` with a model_path), and
-    ``reference``, ``groups``, ``dataset_options`` do not apply. Φ: ``featurizer`` (default ``config.featurizer``),
-    ``featurizer_options`` (their ``model_path``, also TRA's, fills ``config``'s). Loads ``data_path``, and with
-    ``compare`` the kept rows of that AFLite run directory as D(Φ); with ``sample`` audits a seeded random sample of
-    each; featurizes the union once (cached in ``config.cache_dir``, default ``out/cache``); audits each set with
-    ``config`` (:class:`aflite.audit.AuditConfig`); writes the folder. ``config.tra=None`` becomes "only on a GPU"
-    here, once, so that the estimate and both audits agree. Nothing is written before the data are read and checked.
-    In-memory data (a DataFrame, ...) are text.
+    Image data (:func:`aflite.data.modality_of`) is read with ``image_options`` and featurized with
+    ``featurizer_options`` (image_size; embeddings/embedding_ids for ``precomputed``); the default ``minilm``
+    means EfficientNet-Lite0 there, and ``reference``, ``groups``, ``dataset_options`` do not apply. In-memory
+    data are text. ``config.tra=None`` becomes "only on a GPU" here, once, so that the estimate and both audits
+    agree. Nothing is written before the data are read and checked.
 
     Parameters
     ----------
@@ -222,7 +206,7 @@ def audit_file(
     out : path or RunFolder
         The folder to write.
     config : AuditConfig, optional
-        Models, sizes and stages.
+        Models, sizes and stages (its ``cache_dir`` defaults to ``out/cache``).
     compare : path, optional
         A run folder whose kept rows are audited as D(Φ).
     sample : int, optional
@@ -242,7 +226,7 @@ def audit_file(
     featurizer : str, optional
         The Φ (default ``config.featurizer``).
     featurizer_options : dict, optional
-        The featurizer's own options.
+        The featurizer's own options; their ``model_path`` (also TRA's) fills ``config``'s.
     overwrite : bool, default False
         Start over in an ``out`` that holds an audit.
     **columns
@@ -305,9 +289,8 @@ def audit_file(
 
 def _columns(dataset_options: JSON | None, image_options: JSON | None,
              columns: Columns) -> tuple[LoaderOptions, LoaderOptions | None]:
-    """The column keywords into the text loader's options and, those an image table has (path, label, id), into
-    the image loader's: which one reads the data is decided later (:func:`aflite.audit.modalities.audit_kind`).
-    The user's dicts are taken as loader keywords here; open_dataset refuses a key that is none."""
+    """The column keywords into both loaders' options (an image table's: path, label, id), since which loader
+    reads the data is decided later (:func:`aflite.audit.modalities.audit_kind`)."""
     text = with_columns(dataset_options, {k: v for k, v in columns.items() if k != "path_column"}, "audit_file")
     image = {k: v for k, v in columns.items() if k in ("path_column", "label", "id_column") and v is not None}
     given = with_columns(image_options, image, "audit_file") if image else image_options

@@ -1,11 +1,8 @@
-"""``aflite embed`` as a library call: compute Φ for a dataset file (text or images) and save it for ``filter``.
+"""``aflite embed`` as a library call: Φ of a dataset file (text or images), saved for ``filter``.
 
-:func:`embed` writes ``OUT/features.npy`` (float32, memory-mappable), ``OUT/ids.txt``, ``OUT/labels.txt``
-(``warmup_ids.txt`` for the warm-up Φ, ``bad_images.txt`` for skipped images), ``OUT/results.json`` and
-``OUT/summary.md``: the same files whether it is called from Python or from the command line. Image runs are
-written chunk by chunk into a memory-mapped file and an interrupted run resumes when called again. With
-``cluster`` the chunks are shards embedded by Dask workers (:mod:`aflite.cluster.shards`): the same features, bit
-for bit, as one process on the same backend.
+It writes ``OUT/features.npy`` (float32, memory-mappable), ``ids.txt``, ``labels.txt`` (``warmup_ids.txt`` for the
+warm-up Φ, ``bad_images.txt`` for skipped images), ``results.json`` and ``summary.md``. Image runs are written
+chunk by chunk and resume when called again; Dask shards (``cluster``) give the same features, bit for bit.
 """
 
 from __future__ import annotations
@@ -74,7 +71,7 @@ class EmbedResult(Result):
 
 def check_embed_out(out: str | os.PathLike[str], overwrite: bool = False, resume: bool = False) -> None:
     """Refuse, before anything is computed, to replace finished features without ``overwrite`` or ``resume`` (an
-    unfinished run, OUT/features.npy.partial or the chunks in the cache, is resumed by the same call instead)."""
+    unfinished run is resumed by the same call instead)."""
     done = Path(out) / FEATURES
     if overwrite and resume:
         raise ParameterError("--resume continues the embedding in OUT and --overwrite starts it over: give one")
@@ -93,24 +90,9 @@ def embed(data_path: Any, out: str | os.PathLike[str] | RunFolder, *, featurizer
           dataset_options: JSON | None = None, overwrite: bool = False, show_progress: bool = True,
           backend: str | None = None, cluster: Any = None, resume: bool = False,
           **columns: Unpack[Columns]) -> EmbedResult:
-    """Featurize ``data_path`` with ``featurizer`` under ``view`` and write the files listed in the module
-    docstring into ``out`` (a path, or the CLI's claimed :class:`~aflite.rundir.folder.RunFolder`).
-    ``featurizer_options`` are the featurizer's own options (``model_path``, ``lr``, ``max_steps``, ...; one that
-    the featurizer does not take is refused), as for :func:`aflite.run`.
+    """Featurize ``data_path`` with ``featurizer`` under ``view`` into ``out`` (the files of the module docstring).
 
-    ``data_path`` is read as images or text by :func:`aflite.data.open_dataset` (an image folder, or an image
-    featurizer: images; its columns named by the keywords of :class:`aflite.data.Columns`, ``text_a=``, ``label=``,
-    ``path_column=``, ..., or ``dataset_options``); a pandas
-    DataFrame, a pyarrow Table or a datasets.Dataset is read as text with the same keywords.
-    ``warmup_size`` is a count, or a fraction of the rows when below 1; ``cache_dir`` defaults to ``out/cache``;
-    ``backend`` is the encoder's runtime (torch, onnx, onnx-int8; default auto,
-    :func:`aflite.encoders.onnx_text.resolve_backend`); ``chunk_size`` rows are embedded (and cached) at a time.
-    ``cluster`` (``local``, ``local:N``, a scheduler address or an open
-    :class:`aflite.core.backends.dask.DaskExecutor`) embeds the chunks as shards on Dask workers
-    (:mod:`aflite.cluster.shards`; the cache must be storage every worker can write). ``resume`` continues an
-    interrupted call in ``out`` (as a plain call again does) and also accepts finished features there: text is
-    read back from the cache, a finished image matrix of the same inputs and options is kept. Returns an
-    :class:`EmbedResult`.
+    ``data_path`` is read as images (an image folder, or an image featurizer) or text; in-memory data are text.
 
     Parameters
     ----------
@@ -123,7 +105,7 @@ def embed(data_path: Any, out: str | os.PathLike[str] | RunFolder, *, featurizer
     view : str, default "pair"
         Which text Φ reads.
     featurizer_options : dict, optional
-        The featurizer's own options.
+        The featurizer's own options (``model_path``, ``lr``, ...; an untaken one is refused).
     warmup_size : int or float, default 0.1
         The warm-up slice of a featurizer trained on labels (a count, or a fraction of the rows).
     cache_dir : path, optional
@@ -145,11 +127,14 @@ def embed(data_path: Any, out: str | os.PathLike[str] | RunFolder, *, featurizer
     show_progress : bool, default True
         Show progress bars.
     backend : str, optional
-        The encoder's runtime: torch, onnx, onnx-int8 (default auto).
+        The encoder's runtime: torch, onnx, onnx-int8 (default auto,
+        :func:`aflite.encoders.onnx_text.resolve_backend`).
     cluster : str or DaskExecutor, optional
-        Embed the chunks as shards on Dask workers.
+        ``local``, ``local:N``, a scheduler address or an open executor: the chunks are embedded as shards on
+        its Dask workers (the cache must be storage every worker can write).
     resume : bool, default False
-        Continue an interrupted call in ``out``.
+        Continue an interrupted call in ``out`` (as a plain call does) and accept finished features there: text
+        is read back from the cache, a finished image matrix of the same inputs and options is kept.
     **columns
         The column keywords of :class:`aflite.data.Columns`.
 
@@ -218,10 +203,8 @@ def _embed_text(ds: Any, out: Path, *, featurizer: str, view: str, options: JSON
 
 def _embed_images(ds: Any, out: Path, *, featurizer: str, options: JSON, chunk_size: int,
                   show_progress: bool, cache_dir: Path, executor: Any, done_key: str | None = None) -> EmbedBody:
-    """OUT/features.npy written chunk by chunk (memory-mapped; an interrupted run resumes when the same call is
-    made again), OUT/ids.txt and OUT/labels.txt, ready for ``aflite filter --features OUT/features.npy --mmap``.
-    On a cluster the chunks are shards in ``cache_dir/shards/`` (resumed there), assembled into
-    OUT/features.npy and then removed."""
+    """OUT/features.npy written chunk by chunk (resumable), ids.txt and labels.txt; on a cluster the chunks are
+    shards in ``cache_dir/shards/`` (resumed there), assembled and then removed."""
     if featurizer not in (images := featurizer_names("embed", "image", only=True)):
         raise ParameterError(f"--featurizer {featurizer} on images: aflite embed takes "
                              f"{' or '.join(images)} (the warm-up Φ runs inside aflite run)")
@@ -255,8 +238,7 @@ def _embed_images(ds: Any, out: Path, *, featurizer: str, options: JSON, chunk_s
 
 
 def _finished_key(out: Path) -> str | None:
-    """The inputs and options of the finished OUT/features.npy (the key its committed results.json records), or
-    None when the folder holds no finished matrix that matches its manifest."""
+    """The key (inputs and options) results.json records for a finished, verified features.npy; else None."""
     try:
         res = read_results(out, names=(FEATURES,))
     except InputError:
@@ -273,8 +255,7 @@ def _rows(out: Path) -> int:
 
 
 def _result(data_path: str, seed: int, out: Path, found: EmbedBody) -> EmbedResult:
-    """results.json's body (``found`` with the data, its files and the seconds rounded) and the one-line account,
-    the same for text and images."""
+    """results.json's body and the one-line account, the same for text and images."""
     files = {"features": FEATURES, "ids": "ids.txt"}
     if (out / "labels.txt").exists():
         files["labels"] = "labels.txt"

@@ -1,10 +1,7 @@
-"""``aflite evaluate`` as a library call: :func:`evaluate` (``aflite.evaluate_runs``) compares the runs on D
-(:func:`aflite.evaluate.compare_runs`) and writes the folder (:meth:`aflite.rundir.folder.RunFolder.finish`):
-tables.md, accuracy.png, results.json, summary.md and report.html.
+"""``aflite evaluate`` as a library call (:func:`evaluate`, ``aflite.evaluate_runs``).
 
-:func:`evaluation_sets` reads what the command line's ``--hans``, ``--test`` and ``--ood*`` options name (files,
-label maps, the prediction map), with the same checks and one-line errors, so that a Python caller passes the same
-keywords and gets the same sets; :func:`evaluate_files` is that plus :func:`evaluate`.
+:func:`evaluation_sets` reads the ``--hans``, ``--test`` and ``--ood*`` spellings with the command line's checks
+and errors, so that a Python caller passes the same keywords and gets the same sets.
 """
 
 from __future__ import annotations
@@ -43,8 +40,8 @@ def parse_mapping(text: str | dict[str, str] | None, what: str = "--ood-pred-map
 
 
 def _label_maps(specs: Sequence[str], names: list[str]) -> tuple[dict[str, str], dict[str, dict[str, str]]]:
-    """``ood_label_map`` values → (map for every ood set, {set name: its own map}). ``NAME:a=b,...`` names the
-    set (the text before the first ``=`` holds a ``:``); a name that is no ood set is an error."""
+    """``ood_label_map`` values → (map for every ood set, {set name: its own map}); ``NAME:a=b,...`` names the
+    set (a ``:`` before the first ``=``), which must be an ood set."""
     every: dict[str, str] = {}
     per_set: dict[str, dict[str, str]] = {}
     for spec in specs:
@@ -103,8 +100,7 @@ def evaluate_files(data: str | Path, runs: Sequence[str | Path], out: str | Path
                    hans: str | Path | None = None, test: Sequence[str] = (), ood: Sequence[str] = (),
                    ood_label_map: Sequence[str] = (), ood_pred_map: str | dict[str, str] | None = None,
                    ood_group: str | None = None, ood_max: int | None = None, **keywords: Any) -> Any:
-    """What ``aflite evaluate`` does: :func:`evaluation_sets` from the file options, then :func:`evaluate` (its
-    keywords in ``keywords``) writing ``out``. Returns its report."""
+    """What ``aflite evaluate`` does: :func:`evaluation_sets`, then :func:`evaluate` with ``keywords``."""
     eval_sets, tests = evaluation_sets(hans=hans, test=test, ood=ood, ood_label_map=ood_label_map,
                                        ood_pred_map=ood_pred_map, ood_group=ood_group, ood_max=ood_max)
     keywords["eval_sets"] = [*keywords.get("eval_sets", ()), *eval_sets]
@@ -113,9 +109,8 @@ def evaluate_files(data: str | Path, runs: Sequence[str | Path], out: str | Path
 
 
 def _with_columns(keywords: dict[str, Any]) -> dict[str, Any]:
-    """``keywords`` with the column keywords (and ``groups``) moved into ``dataset_options``, compare_runs' one
-    spelling; one that compare_runs does not take either is refused as Python refuses it (before the folder is
-    written)."""
+    """``keywords`` with the column keywords and ``groups`` moved into ``dataset_options`` (compare_runs' one
+    spelling); a keyword neither takes is refused as Python refuses it, before the folder is written."""
     unknown = sorted(set(keywords) - set(inspect.signature(compare_runs).parameters) - {*COLUMNS, "groups"})
     if unknown:
         raise UnknownKeywordError(f"evaluate() got an unexpected keyword argument {unknown[0]!r}")
@@ -135,18 +130,12 @@ def evaluate(data: Any, runs: Sequence[str | os.PathLike[str]],
              out: str | os.PathLike[str] | RunFolder | None = None, *,
              cache_dir: str | os.PathLike[str] | None = None, overwrite: bool = False,
              **keywords: Any) -> EvaluateResult:
-    """:func:`aflite.evaluate.compare_runs` (its keywords in ``keywords``; ``cache_dir`` defaults to ``out/cache``)
-    on ``data`` (a file, or a pandas DataFrame, a pyarrow Table or a datasets.Dataset, read as ``aflite.run`` reads
-    it),
-    and with ``out`` (a path, or the CLI's claimed :class:`~aflite.rundir.folder.RunFolder`) its folder:
-    tables.md, accuracy.png, results.json, summary.md and report.html. Returns the
-    :class:`aflite.evaluate.EvaluateResult` (``out`` set). The column keywords of :class:`aflite.data.Columns`
-    (``text_a=``, ``text_b=``, ``label=``, ``id_column=``, ...) and ``groups=`` name DATA's columns, as for
-    :func:`aflite.run` (or ``dataset_options``).
+    """:func:`aflite.evaluate.compare_runs` on ``data`` (read as :func:`aflite.run` reads it), and with ``out`` its
+    folder: tables.md, accuracy.png, results.json, summary.md and report.html.
 
     Parameters
     ----------
-    data : path or data frame
+    data : path, pandas.DataFrame, pyarrow.Table or datasets.Dataset
         The data the runs filtered.
     runs : sequence of path
         Run folders of ``aflite run`` to compare.

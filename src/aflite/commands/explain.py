@@ -1,20 +1,11 @@
-""":func:`explain` (``aflite explain``; ``aflite.explain_run``): read a run folder and the data file back, recompute
-the run's first phase (:mod:`aflite.explain.recompute`), run every registered check (:mod:`aflite.check`; the
-built-in ones in :mod:`aflite.explain.checks`), each with its options (``checks={name: {key: value}}``; the
-command line's older flags ``--alpha``, ``--min-count``, ... are aliases of the built-in checks' options,
-:func:`check_aliases`), and write the explain folder (:mod:`aflite.explain.files`): each check's entry under
-results.json's ``checks[name]``.
+""":func:`explain` (``aflite explain``; ``aflite.explain_run``): read a run folder and its data back, recompute the
+run's first phase (:mod:`aflite.explain.recompute`), run every registered check (:mod:`aflite.check`) with its
+options (the older flags ``--alpha``, ... are aliases, :func:`check_aliases`), and write the explain folder.
 
-Where the data map comes from. A run folder holds the kept/removed ids, the last p̃ and the features cache, not
-the first phase's probabilities. Rather than make old runs unreadable, explain *recomputes* the first phase: the
-same Φ (from the run's cache, or recomputed with the recorded featurizer options), the same parameters and the
-run's seed — phase 0 draws its partitions from ``default_rng([seed, 0])`` exactly as the run did — so the result
-is the run's own first phase, deterministic from its seed. As a check, the recomputed p̃ of the rows the run
-removed in phase 0 is compared with the p̃ the run recorded for them (``first_phase.agreement`` in results.json;
-1.0 means bit-equal). Python users get the same numbers from ``AFLite.fit``'s fitted attributes.
-
-Everything is validated (run folder, ids, labels, Φ's fingerprint against the run's checkpoint) before the first
-file is written; files are written atomically, once (:meth:`aflite.rundir.folder.RunFolder.finish`).
+Why recompute: a run folder holds the ids, the last p̃ and the features cache, not the first phase's
+probabilities. The same Φ, parameters and seed (phase 0 draws from ``default_rng([seed, 0])`` as the run did) give
+the run's own first phase; ``first_phase.agreement`` in results.json compares the recomputed p̃ of the rows removed
+in phase 0 with the recorded one (1.0: bit-equal). Everything is validated before the first file is written.
 """
 
 from __future__ import annotations
@@ -59,9 +50,8 @@ from aflite.threads import limited
 __all__ = ["ExplainResult", "check_aliases", "explain"]
 
 def check_aliases() -> dict[str, tuple[tuple[str, str], ...]]:
-    """explain's older flags (--alpha, --min-count, ...), each an alias of built-in checks' options,
-    as the options declare them (``alias=``): keyword -> the (check, option) pairs the value given sets, in registry
-    order."""
+    """explain's older flags (--alpha, ...) as the check options declare them (``alias=``): keyword -> the
+    (check, option) pairs it sets, in registry order."""
     aliases: dict[str, list[tuple[str, str]]] = {}
     for name in check_names("explain"):
         for option in check_options(name):
@@ -106,9 +96,8 @@ def _load(data_path: Any, run: RunRecord, inst: Instances, dataset_options: dict
 
 def _features(ds: Any, run: RunRecord, cache_dir: Path, featurizer_options: dict[str, OptionValue] | None,
               show_progress: bool) -> Features:
-    """Φ as the run computed it: read from the run's cache when it is there (never written: a run folder is the
-    run's), else recomputed into ``cache_dir`` (explain's own: OUT/cache or --cache-dir) with the options the run
-    recorded (lists back to tuples)."""
+    """Φ as the run computed it: from the run's cache (read only: the folder is the run's), else recomputed into
+    explain's own ``cache_dir`` with the options the run recorded."""
     fz = _featurizer(run)
     opts: dict[str, JsonValue] = {k: v for k, v in run_options(fz.name, fz.options).items() if v is not None}
     refuse_untaken(fz.name, featurizer_options or {})  # an option the run's featurizer does not take
@@ -137,8 +126,8 @@ def _run_features(data_path: Any, ds: Any, rows: np.ndarray, run: RunRecord, fea
 
 def _token_view(ds: Any, rows: np.ndarray, fz: FeaturizerRecord, token_view: str,
                 options: dict[str, dict[str, OptionValue]]) -> tuple[list[str] | None, str]:
-    """(the run's rows' texts the token checks read, which text they are); images have none, and the stop rule,
-    which reads tokens, is refused on them, as the n-gram coefficients are for a Φ that cannot score tokens."""
+    """(the texts the token checks read, which text); images have none, so the stop rule is refused on them, as
+    the n-gram coefficients are for a Φ that cannot score tokens."""
     if options.get("ngram_coefficients", {}).get("enabled") and not spec(fz.name).scores_tokens:
         raise ParameterError(f"check 'ngram_coefficients' (--ngram-coefficients) reads an n-gram Φ; this run used "
                              f"{fz.name!r}")
@@ -152,10 +141,8 @@ def _token_view(ds: Any, rows: np.ndarray, fz: FeaturizerRecord, token_view: str
 
 def explain_check_options(checks: dict[str, dict[str, OptionValue]] | None,
                           aliases: dict[str, OptionValue]) -> dict[str, dict[str, OptionValue]]:
-    """``checks`` with the older flags folded in (``aliases``: keyword -> value, None where not given;
-    :func:`check_aliases`), as ``aflite explain`` gives them to :func:`explain` (``checks=``), checked
-    (:func:`aflite.check.resolve_checks`); a flag and ``--check`` giving one option two values are refused in one
-    line."""
+    """``checks`` with the older flags folded in (``aliases``: keyword -> value or None), checked; a flag and
+    ``--check`` giving one option two values are refused."""
     if checks is not None and not isinstance(checks, dict):
         raise ParameterError(f"checks must be a dict of check name -> its options, got {checks!r}")
     merged = {name: dict(opts) if isinstance(opts, dict) else opts for name, opts in (checks or {}).items()}
@@ -176,8 +163,8 @@ def explain_check_options(checks: dict[str, dict[str, OptionValue]] | None,
 
 
 def _check_outputs(found: dict[str, CheckResult], folder: RunFolder, rows: int) -> None:
-    """What the checks return, checked before the folder is begun: the names of their files (none of explain's own,
-    of the folder's reserved entries or of the user's entries there; one writer each) and of their columns."""
+    """The checks' file and column names, checked before the folder is begun: none of explain's own, reserved or
+    the user's files; one writer each."""
     own = check_files(found, set(FILES) | {PAGE} | set(RESERVED))
     folder.check_writes([*FILES, PAGE, *own])  # a file of the user's under one of these names: refused now
     check_columns(found, rows)
@@ -195,10 +182,7 @@ def explain(data_path: Any, run_dir: str | os.PathLike[str], out: str | os.PathL
             **columns: Unpack[Columns]) -> ExplainResult:
     """Explain a run of ``aflite run``: why its rows were removed, with every registered check.
 
-    The checks (:mod:`aflite.check`; the built-in ones in :mod:`aflite.explain.checks`): token artifacts with
-    significance (full / kept / random), the first phase's data map and label issues, why each row was easy, the
-    nearest kept rows, soft weights. The run folder is only read; an unknown check or option, or a bad value, is
-    refused in one line before any work.
+    The run folder is only read; an unknown check or option, or a bad value, is refused before any work.
 
     Parameters
     ----------

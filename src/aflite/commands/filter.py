@@ -1,9 +1,5 @@
-"""``aflite filter`` as a library call, and the filtering step every run shares.
-
-:func:`run_filter` fits :class:`~aflite.core.filter.AFLite` with a progress bar and a checkpoint in the run folder
-after every phase (a run is resumed with ``resume``, replaced with ``overwrite``, else refused) and returns the
-:class:`FilterResult`; :func:`filter_files` reads precomputed features and labels from files and does that. The
-folder a filter leaves (every file written atomically, so a killed run never leaves a half-written one):
+"""``aflite filter`` as a library call (:func:`filter_files`), and the filtering step every run shares
+(:func:`run_filter`). The folder a filter leaves (each file atomic: a killed run leaves none half-written):
 
 * ``kept_ids.txt`` / ``removed_ids.txt`` — one id per line, in dataset order;
 * ``instances.csv`` — id, label, kept, predictability (last p̃; empty if never scored), removed_at;
@@ -63,9 +59,7 @@ INSTANCE_COLUMNS = ("id", "label", "kept", "predictability", "removed_at")
 
 @dataclass(repr=False)  # Result.__repr__: one line, not the arrays
 class FilterResult(Result):
-    """What a filter left behind: its folder, its results.json body (``body``; ``summary``: as JSON), the kept mask
-    over the dataset's rows and the filtered dataset (``kept_ids.txt`` for ``filter``; ``filtered.<ext>`` for
-    ``run``); ``ids``, ``labels`` and ``state`` are the filtered rows and the filter's final state."""
+    """What a filter left behind; ``ids``, ``labels`` and ``state`` are the filtered rows and the final state."""
 
     command: ClassVar[str] = "filter"
     page_commands: ClassVar[tuple[str, ...]] = RUN_COMMANDS
@@ -97,9 +91,8 @@ class FilterResult(Result):
 
     @property
     def scores(self) -> Any:
-        """instances.csv as a pandas DataFrame (pandas comes with ``aflite[hf]``): per filtered row its ``id``,
-        ``label``, ``kept``, ``predictability`` (the last p̃; NaN if never scored) and ``removed_at`` (the phase
-        that removed it; -1: kept), in dataset order, indexed by a DataFrame input's own index."""
+        """instances.csv as a pandas DataFrame (``aflite[hf]``), indexed by a DataFrame input's own index;
+        ``predictability`` is NaN if never scored, ``removed_at`` -1 if kept."""
         import pandas as pd
 
         if self.state is None or self.ids is None or self.labels is None:
@@ -126,8 +119,7 @@ class FilterResult(Result):
         return Table(INSTANCE_COLUMNS, rows, INSTANCES)
 
     def page_rows(self, table: Table) -> Rows:
-        """The page's rows from the result in memory: the per-row table (a run adds its texts, warm-up slice and
-        images)."""
+        """The page's rows from the result in memory (a run adds its texts, warm-up slice and images)."""
         return Rows(table_columns(table.columns, table.rows), f"{self.out or 'the result'}/{table.name}")
 
     def page(self, document: Document) -> str | None:
@@ -139,8 +131,7 @@ class FilterResult(Result):
 
     @classmethod
     def page_of(cls, folder: Path, document: Document) -> PageData:
-        """The same page from a verified run folder: instances.csv, the warm-up slice's ids and, for an image
-        run (the modality results.json records), kept.csv and removed.csv."""
+        """The same page from a verified run folder (an image run adds kept.csv and removed.csv)."""
         if not (folder / INSTANCES).is_file():
             raise InputError(f"{folder / INSTANCES}: not found (is {folder} a complete run folder?)")
         body = document.body
@@ -174,8 +165,8 @@ def filter_summary(labels: NDArray[Any], state: FilterState, params: RunParamete
 
 
 def check_runtime(af: Any, cluster: Any = None) -> str:
-    """Where the fit will run, resolved now (the device, its storage, the cluster), so that what the fit would
-    refuse is refused before the folder is begun and the last good run there stays as it was."""
+    """Where the fit will run, resolved now, so that what the fit would refuse is refused before the folder is
+    begun and the last good run there stays as it was."""
     if af.storage not in STORAGE_DTYPES:
         raise ParameterError(f"storage must be one of {', '.join(STORAGE_DTYPES)}, not {af.storage!r}")
     return ensemble_device(af.device, af.executor or cluster) if af.model == "logistic" else "cpu"
@@ -184,10 +175,8 @@ def check_runtime(af: Any, cluster: Any = None) -> str:
 def run_filter(af: Any, X: Any, y: np.ndarray, ids: np.ndarray, folder: RunFolder | None, *,
                groups: np.ndarray | None = None, resume: bool = False, overwrite: bool = False,
                show_progress: bool = True, dataset_fp: str | None = None) -> FilterResult:
-    """Fit ``af`` with a progress bar and a checkpoint in ``folder`` after every phase; returns the result (its
-    files are written by ``folder.finish``). A previous run in the folder is continued with ``resume``, replaced
-    with ``overwrite`` (else the folder's claim refused it). Without a folder (None) nothing is written: no
-    checkpoint, no resume. ``dataset_fp``: the dataset's fingerprint, which a resumed checkpoint must match."""
+    """Fit ``af`` with a progress bar and a checkpoint in ``folder`` after every phase (``folder.finish`` writes
+    the files; None: nothing written); ``dataset_fp`` must match a resumed checkpoint's."""
     validate_inputs(X, y, groups)  # everything is validated before the output folder is touched
     params = af.resolved_params(len(y))
     if groups is not None:
@@ -249,12 +238,7 @@ def filter_files(
 ) -> FilterResult:
     """AFLite on precomputed features and labels read from files (what ``aflite filter`` does).
 
-    Reads the feature matrix (``.npy``, memory-mapped with ``mmap``, or numeric table columns), the labels
-    and optional ids and groups (column ``group``), checks they line up, and runs ``aflite`` (default:
-    :class:`AFLite` with its defaults) into the run directory ``out`` (a path, or the CLI's claimed
-    :class:`~aflite.rundir.folder.RunFolder`). ``cluster`` and ``cluster_scratch`` fit the partitions on a Dask
-    executor (:func:`aflite.commands.run.run` takes that executor in ``params``; one already set on ``aflite``
-    wins).
+    An executor already set on ``aflite`` wins over ``cluster``.
 
     Parameters
     ----------

@@ -1,15 +1,8 @@
-"""``aflite report DIR``: the page of a committed folder rebuilt through the typed reader.
+"""``aflite report DIR``: the page of a committed folder rebuilt from its verified files by its command's
+``Result.page_of`` (the builder of the page the command wrote from memory).
 
-The folder's lock is held while the page is read and written (:func:`aflite.rundir.lock.holding_lock`), so that a
-command rebuilding the folder meanwhile is refused (or refuses this), never mixed with it.
-
-The folder is read and verified (:func:`aflite.rundir.read.read_folder`; every file of its manifest, the page
-aside), the Result class the command that wrote it declares (:mod:`aflite.rundir.commands`; registered for its
-page when imported, :mod:`aflite.rundir.page`; a command added from outside registers its class itself) builds the
-page's data from that document and the folder (``Result.page_of``: the same builder as the page the command wrote from
-memory), and :func:`aflite.report.explorer.render` lays it out. The page is written atomically and is not listed
-in the manifest (docs/architecture.md, "An output folder's life"), so a kill at any moment leaves the committed
-folder as it was, with the old page or the new one.
+The folder's lock is held meanwhile, so a command rebuilding the folder is refused (or refuses this). The page is
+atomic and not in the manifest, so a kill leaves the folder with the old page or the new one.
 """
 
 from __future__ import annotations
@@ -45,8 +38,8 @@ def rebuilt_page(folder: str | os.PathLike[str]) -> PageData | str:
 
 
 def write_page(folder: str | os.PathLike[str], *, pack: bool | None = None) -> Path:
-    """(Re)write FOLDER/report.html from the folder (:func:`rebuilt_page`), atomically; a page that shows the
-    rows' texts is not replaced by one that cannot (``pack``: gzip the data always / never / when large)."""
+    """(Re)write FOLDER/report.html atomically; a page showing the rows' texts is not replaced by one that cannot
+    (``pack``: gzip the data always / never / when large)."""
     p = Path(folder)
     with holding_lock(p) if p.is_dir() else contextlib.nullcontext():  # no command builds the folder meanwhile
         page = rebuilt_page(p)

@@ -1,10 +1,7 @@
-"""From a dataset file to a filtered dataset: load → Φ (featurize) → AFLite → write back, with a summary.
+"""``aflite run`` and ``aflite demo``: load → Φ (featurize) → AFLite → write back, with a summary.
 
-This is what ``aflite run`` and ``aflite demo`` do; it composes :mod:`aflite.data` (:func:`~aflite.data.open_dataset`
-decides text or images), :mod:`aflite.features`, :mod:`aflite.core.filter` and the run folder
-(:mod:`aflite.rundir.folder`) without adding logic of its own beyond the paper's protocol: with a featurizer trained
-on labels (``warmup``) the warm-up slice (t rows, as in the paper) trains Φ and is then discarded — it is neither
-filtered nor written to the output.
+No logic beyond the paper's protocol: a warm-up Φ (``warmup``) trains on t rows, which are then neither filtered
+nor written to the output.
 """
 
 from __future__ import annotations
@@ -71,9 +68,7 @@ __all__ = ["RunResult", "run", "scaled_defaults"]
 
 @dataclass(repr=False)  # Result.__repr__: one line, not the arrays
 class RunResult(FilterResult):
-    """What a run left behind: its folder, its summary (results.json's body), the kept mask over
-    the dataset's rows (warm-up rows are False) and the filtered dataset (``filtered.<ext>``); ``dataset`` and
-    ``rows`` (the dataset rows the filter saw) give summary.md its examples and the page its texts.
+    """What a run left behind; ``dataset`` and ``rows`` give summary.md its examples and the page its texts.
 
     Parameters
     ----------
@@ -102,13 +97,12 @@ class RunResult(FilterResult):
     command: ClassVar[str] = "run"
     dataset: Any = None
     rows: np.ndarray | None = None
-    warmup_rows: np.ndarray | None = None  # the dataset rows of the warm-up slice that trained Φ (warmup_ids.txt)
+    warmup_rows: np.ndarray | None = None  # written as warmup_ids.txt
 
     @property
     def filtered(self) -> Any:
-        """The kept rows in the input's own type when the input was in memory: a pandas DataFrame (its index, column
-        order and dtypes as they were), a pyarrow Table or a datasets.Dataset; None for a file or folder, whose kept
-        rows are written to ``filtered_path``."""
+        """The kept rows of an in-memory input in its own type (a DataFrame keeps its index, column order and dtypes);
+        None for a file or folder (see ``filtered_path``)."""
         if self.dataset is None or self.dataset.source.memory is None:
             return None
         return data.filtered_rows(self.dataset, self.keep)
@@ -121,8 +115,7 @@ class RunResult(FilterResult):
         return src.memory.index[src.row_index[self.rows]]
 
     def page_rows(self, table: Table) -> Rows:
-        """The page's rows: the per-row table, and from the dataset in memory the texts and the warm-up slice (text)
-        or each row's image path as kept.csv/removed.csv record it (images)."""
+        """The per-row table plus, from the dataset in memory, the texts and warm-up slice or the image paths."""
         rows = super().page_rows(table)
         ds = rows.dataset = self.dataset
         if ds is not None and self.warmup_rows is not None:
@@ -133,7 +126,7 @@ class RunResult(FilterResult):
         return rows
 
     def summary_md(self) -> str:
-        """summary.md: the verdict, the sizes, the label shift, the probe and examples of kept and removed rows."""
+        """summary.md, with the probe and examples of kept and removed rows."""
         assert self.state is not None and self.rows is not None
         return render_summary(self.body, self.dataset, self.rows, self.state.predictability, self.state.keep)
 
@@ -146,16 +139,14 @@ def _out_name(src: Path) -> str:
 
 def _featurizer_options(featurizer: str, given: dict[str, OptionValue] | None,
                         ) -> tuple[dict[str, OptionValue], OptionValue]:
-    """The options the featurizer takes (one it does not take refused: :func:`featurizer_options_for`), and the
-    image size given among them: a command-wide option, checked against the data once it is open."""
+    """The featurizer's options (an untaken one refused), and the image size: checked against the data later."""
     given = dict(given or {})
     return featurizer_options_for(featurizer, **given), given.get("image_size")
 
 
 def _open(data_path: Any, featurizer: str, group_spec: str, dataset_options: dict[str, Any] | None,
           image_size: Any = None) -> Any:
-    """The dataset, as text or images (:func:`aflite.data.open_dataset`, for what the featurizer reads); image
-    options given for data read as text are refused (they would be dropped unread)."""
+    """The dataset as the featurizer reads it; image options on text data are refused (they would go unread)."""
     loader = {k: v for k, v in (dataset_options or {}).items() if v is not None}
     if group_spec != "premise":  # premise is the loader's own default for pairs (no groups for single texts)
         loader["groups"] = group_spec
@@ -167,8 +158,7 @@ def _open(data_path: Any, featurizer: str, group_spec: str, dataset_options: dic
 
 @contextlib.contextmanager
 def _refused_resume_leaves_no_cache(cache: Path | None, before: set[Path] | None) -> Iterator[None]:
-    """Around the filter: a refused ``--resume`` leaves the run's folder as it was found (the cache files this
-    call made are removed)."""
+    """A refused ``--resume`` leaves the folder as found: the cache files this call made are removed."""
     try:
         yield
     except (InputError, ParameterError):
@@ -179,8 +169,7 @@ def _refused_resume_leaves_no_cache(cache: Path | None, before: set[Path] | None
 
 def _check_before_features(ds: Any, data_path: Any, view: str, link_dir: Any, probe: bool,
                            writes: bool) -> str | None:
-    """Every check that needs no features, before featurizing (minutes) and before anything is written; returns
-    why the probe is skipped (None: it runs). ``writes``: the kept rows will be written to a folder."""
+    """Every check that needs no features, before Φ (minutes) and any write; returns why the probe is skipped."""
     is_images = ds.modality == "image"
     if writes and ds.source.memory is not None:
         check_writable(ds)  # a DataFrame Parquet cannot hold is refused now, not after the filter
@@ -210,8 +199,7 @@ def _check_before_features(ds: Any, data_path: Any, view: str, link_dir: Any, pr
 
 def _featurize(ds: Any, featurizer: str, view: str, af: AFLite, t: int, seed: int, cache: Path | None, *,
                show_progress: bool, options: dict[str, OptionValue]) -> tuple[Features, ShardedTransform | None]:
-    """Φ of the dataset (on the workers of ``af.executor`` in shards when it has one; the filter then runs there
-    too); returns the features and the shards' runner."""
+    """Φ of the dataset, in shards on ``af.executor``'s workers when it has one; also the shards' runner."""
     if af.executor is not None and not spec(featurizer).shards:
         print(f"note: --featurizer {featurizer} runs in this process (no shards); the filter runs on the cluster",
               file=sys.stderr)
@@ -228,8 +216,8 @@ PROBE_FOLDS = 5  # the probe's k: its bar has 5 sets · k folds, one step per fo
 
 def _probe(ds: Any, rows: np.ndarray, res: FilterResult, seed: int, show_progress: bool, grp: np.ndarray | None,
            group_spec: str) -> ProbeRecord:
-    """The hypothesis-only probe of summary.md: 5-fold CV on D, D(Φ) and 3 random subsets of |D(Φ)| rows (minutes
-    on large sets, so it shows progress), its folds keeping the run's groups."""
+    """summary.md's hypothesis-only probe: 5-fold CV on D, D(Φ) and 3 random |D(Φ)|-row subsets (minutes, so a
+    bar), its folds keeping the run's groups."""
     assert res.labels is not None
     probe_texts = ds.texts_b if ds.texts_b is not None else ds.texts_a
     bar = tqdm(total=5 * PROBE_FOLDS, desc="probe (D, D(Φ), 3 random subsets)", unit="fold", disable=not show_progress,
@@ -251,10 +239,9 @@ def _run_body(body: RunBody, data_path: Any, out: Path | None, ds: Any, dataset_
               feats: Features, shards: ShardedTransform | None, chosen: dict[str, float],
               given: dict[str, OptionValue], groups: str, dataset_options: dict[str, Any] | None = None,
               ) -> RunBody:
-    """The filter's ``body`` with what a run records besides: which data it read (a file resolved, and relative to
-    the run folder: report.html finds the texts from any current directory; its bytes' sha256, for a dataset card;
-    in-memory data by name with the sha256 of its rows, :func:`aflite.data.memory.rows_sha256`), the column
-    options it was read with (the page reads the rows back with them), Φ and the parameters' origin."""
+    """The filter's body plus the data read (a file also relative to the run folder, so the page finds the texts
+    from anywhere; its sha256 for a card), its column options (the page reads the rows back with them), Φ and the
+    parameters' origin."""
     memory = ds.source.memory is not None
     where = None if memory else Path(data_path).resolve()
     return dataclasses.replace(
@@ -274,8 +261,7 @@ def _run_body(body: RunBody, data_path: Any, out: Path | None, ds: Any, dataset_
 
 def _complete(body: RunBody, timings: dict[str, float], filtered_path: Path | None, title: str | None,
               t_call: float) -> RunBody:
-    """The last fields of a run's body: label shift, timings, the filtered file, the title, the call's wall time
-    (load, Φ, filter, probe, writing: not only the filter's part of it) and the verdict."""
+    """The body's last fields; the wall time is the whole call's, not only the filter's."""
     body = dataclasses.replace(
         body, label_shift=LabelShift.between(body.label_counts_before, body.label_counts_after), timings=timings,
         filtered_dataset=None if filtered_path is None else str(filtered_path), title=title or None,
@@ -285,8 +271,7 @@ def _complete(body: RunBody, timings: dict[str, float], filtered_path: Path | No
 
 def _write_data(ds: Any, rows: np.ndarray, feats: Features, res: FilterResult, out: Path | None, data_path: Any,
                 link_dir: Any) -> tuple[np.ndarray, Path | None]:
-    """The warm-up slice's ids and the kept rows in the input's own form (in-memory data: Parquet); returns (kept
-    mask over the dataset's rows, the filtered file). Without a folder (``out`` None) only the mask."""
+    """Writes the warm-up ids and the kept rows (in-memory data: Parquet); returns (kept mask, filtered file)."""
     keep = np.zeros(len(ds), dtype=bool)
     keep[rows[res.keep]] = True
     if out is None:
@@ -312,10 +297,7 @@ def run(data_path: Any, out: str | os.PathLike[str] | RunFolder | None = None, *
         show_progress: bool = True, probe: bool = True, dataset_options: dict[str, Any] | None = None,
         featurizer_options: dict[str, OptionValue] | None = None, link_dir: str | os.PathLike[str] | None = None,
         title: str | None = None, **keywords: Unpack[RunKeywords]) -> RunResult:
-    """Filter a dataset end to end: load, featurize (Φ), run AFLite, write the kept rows back.
-
-    What ``aflite run`` does. With a featurizer trained on labels (``warmup``) the warm-up slice trains Φ and is
-    then left out of the filter and of the output, as in the paper.
+    """Filter a dataset end to end (``aflite run``): load, featurize (Φ), run AFLite, write the kept rows back.
 
     Parameters
     ----------
@@ -434,7 +416,7 @@ def run(data_path: Any, out: str | os.PathLike[str] | RunFolder | None = None, *
 
 
 def _writes(ds: Any, data_path: Any, featurizer: str) -> list[str]:
-    """The names a run writes into its folder (each checked against the user's files before anything is written)."""
+    """The names a run writes, checked against the user's files before anything is written."""
     kept = [KEPT_CSV, REMOVED_CSV] if ds.modality == "image" else []
     name = FILTERED if ds.source.memory is not None else _out_name(Path(data_path))
     return [name, *kept, KEPT_IDS, REMOVED_IDS, INSTANCES, CHECKPOINT, SUMMARY_MD, PAGE, RESULTS,
@@ -447,7 +429,7 @@ def _cache(cache_dir: str | os.PathLike[str] | None, folder: RunFolder | None) -
 
 
 def _files(folder: Path) -> set[Path]:
-    """Every file and folder under ``folder`` (the folder itself too, when it exists)."""
+    """``folder`` and everything under it."""
     return {folder, *folder.rglob("*")} if folder.is_dir() else set()
 
 
@@ -461,8 +443,7 @@ def _remove_new(folder: Path, before: set[Path]) -> None:
 
 
 def _probe_row(r: ProbeResult) -> ProbeRow:
-    """One probe result as results.json holds it: a set that could not be probed has no accuracy (null) and says
-    why."""
+    """One probe result for results.json: an unprobed set has null accuracy and says why."""
     if r.skipped is not None:
         return ProbeRow(r.name, r.size, None, None, r.majority, r.skipped, None)
     return ProbeRow(r.name, r.size, r.accuracy, r.accuracy_std, r.majority, None, r.accuracy - r.majority)

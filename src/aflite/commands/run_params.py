@@ -1,6 +1,5 @@
-"""What :func:`aflite.commands.run.run` makes of its keywords: Table 8's sizes scaled to |D|, the column and size
-keywords folded into ``dataset_options`` and ``params``, and AFLite's parameters split into sizes and how the fit
-runs. Kept apart so that the run's own module is the pipeline and nothing else."""
+"""What :func:`aflite.commands.run.run` makes of its keywords (Table 8's sizes scaled to |D|); kept apart so that
+the run's own module is the pipeline and nothing else."""
 
 from __future__ import annotations
 
@@ -22,9 +21,8 @@ PARAMETERS = ("target_size", "n_partitions", "train_size", "slice_size", "thresh
 
 
 def scaled_defaults(n: int) -> dict[str, int | float]:
-    """Table 8's SNLI parameters scaled by n / 550,152 (m and τ do not scale): :class:`AFLite`'s own defaults
-    (fractions of |D|) resolved by its own rule, so the defaults live in one place. The floors t >= 2 and n >= 3
-    keep what ``aflite run`` chose on tiny data (|D| <= 16); above that the counts are AFLite's exactly."""
+    """Table 8's SNLI parameters scaled by n / 550,152 (m and τ do not scale), by :class:`AFLite`'s own rule so the
+    defaults live in one place; the floors t >= 2 and n >= 3 only act on tiny data (|D| <= 16)."""
     d = AFLite().get_params()
     return {
         "n_partitions": d["n_partitions"],
@@ -90,10 +88,8 @@ RUNTIME = ("strategy", "device", "storage", "random_state", "executor")
 def estimator_params(
     params: AFLite | Mapping[str, Any] | None,
 ) -> tuple[dict[str, Any], dict[str, OptionValue], dict[str, Any]]:
-    """(the estimator's other keywords, the size overrides, strategy/seed/device/storage/executor): one parameter
-    space with :func:`aflite.commands.filter.filter_files`, from ``params`` (an :class:`AFLite` or a dict of its
-    parameters, the size keywords merged in). A size left at AFLite's default is the scaled default (the same
-    counts)."""
+    """(the estimator's other keywords, the size overrides, the RUNTIME ones) from an :class:`AFLite` or a dict:
+    one parameter space with ``filter_files``; a size left at AFLite's default is no override."""
     defaults = AFLite().get_params()
     if isinstance(params, AFLite):
         base = params.get_params()
