@@ -26,7 +26,6 @@ from aflite.cli.flags import (
 from aflite.defaults import DEFAULT_MODELS, FINETUNE_CPU_MAX_TRAIN, LR_CANDIDATES
 from aflite.errors import ParameterError
 from aflite.rundir.commands import COMMANDS
-from aflite.rundir.names import RESULTS
 
 # this command's entry in the one table of commands (aflite.rundir.commands.COMMANDS)
 COMMAND = COMMANDS["evaluate"]
@@ -185,6 +184,6 @@ def run(args: argparse.Namespace) -> int:
     if rep.verdict:
         print(" ".join(rep.verdict) + "\n")
     print(rep.tables)
-    print(f"results: {args.out_folder.path / RESULTS}, tables: {args.out / 'tables.md'}, chart: "
+    print(f"results: {args.out_folder.results_path}, tables: {args.out / 'tables.md'}, chart: "
           f"{args.out / 'accuracy.png'}", file=sys.stderr)
     return 0

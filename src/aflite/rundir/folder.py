@@ -1,10 +1,24 @@
 """:class:`RunFolder`: the output folder of one command, its whole life in one object.
 
-The life is docs/architecture.md's "An output folder's life": **claim** (the CLI's ``--out``, or :func:`claims`
-for a Python caller: the same refusals), **check** (before anything is computed), **build** (:meth:`RunFolder.begin`
-takes results.json away first), **commit** (:meth:`RunFolder.finish`, results.json last with the manifest) and
-**verify** (every reader, :mod:`aflite.rundir.read`). aflite removes or replaces only what it wrote: the marker
-lists those names, each recorded before its file is created; any other entry is the user's, whenever it came.
+Every command claims its folder before any work (checked, marked as the command's own and locked:
+:mod:`aflite.rundir.lock`): the CLI claims ``--out`` and passes the :class:`RunFolder`, with the argv it parsed,
+to the library function as ``out``; a Python caller passes a path and the function claims it the same way
+(:func:`claims`: the same refusals, ``overwrite=True`` and ``resume=True`` for ``--overwrite``/``--resume``).
+The folder's life (docs/architecture.md): **claim** (a folder holding a run that is neither resumed nor
+overwritten is refused here); **check** — :meth:`RunFolder.check_start` refuses a resume from other data and
+:meth:`RunFolder.check_writes` a name the command will write that is the user's, both before anything is
+computed; **build** — :meth:`RunFolder.begin` (or :meth:`RunFolder.resume`, the filter's: the checkpoint
+loaded, then begun), before the first write, takes results.json away (the folder is unfinished from then on) and
+removes what aflite wrote there before except what the command resumes from; then the command writes its files
+(the filter's checkpoint after every phase, filtered.*, features.npy, ...); **commit** —
+:meth:`RunFolder.finish` writes the :class:`~aflite.rundir.results.Result`'s files, ``summary.md`` and
+``report.html`` (the page, as HTML, from the result in memory: ``Result.page``), then ``results.json`` last, with
+the manifest of every file aflite wrote but the page, which is derived from them (:mod:`aflite.rundir.manifest`);
+**verify** — every reader checks the files against that manifest (:mod:`aflite.rundir.read`).
+
+aflite removes or replaces only what it wrote: the marker lists those names (each recorded before its file is
+created; every atomic write into the folder passes :meth:`RunFolder._check_write` while it is claimed), and any
+other entry is the user's, whenever it came — a write onto one is refused in one line naming it.
 """
 
 from __future__ import annotations
@@ -29,6 +43,7 @@ from aflite.rundir.lock import (
     Marker,
     check_claim,
     forget_files,
+    holds_run,
     identity,
     lock_folder,
     pause_point,
@@ -53,10 +68,11 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 class RunFolder:
-    """An output folder, claimed for one command (``argv``: what results.json records; None: the process's own).
-
-    On an :class:`~aflite.errors.AfliteError` inside the ``with`` block the claim is undone (a refused input leaves
-    nothing behind); any other exit keeps the folder, so an interrupted run stays resumable."""
+    """An output folder: its path, the command that writes it, the argv results.json records (None: the process's
+    own) and its claim (:meth:`claim`: checked, created if needed, marked as the command's own and locked; released
+    when the ``with`` block ends). On an :class:`~aflite.errors.AfliteError` inside the block, a folder the claim
+    created is removed again and an existing one left as it was found (nothing is left behind by a refused input);
+    any other exit keeps it (an interrupted run stays resumable)."""
 
     def __init__(self, path: str | os.PathLike[str], command: str, *, argv: Sequence[str] | None = None,
                  created: bool = False, lock_fh: IO[str] | None = None) -> None:
@@ -77,8 +93,9 @@ class RunFolder:
     @classmethod
     def claim(cls, path: str | os.PathLike[str], command: str, *, overwrite: bool = False, resume: bool = False,
               argv: Sequence[str] | None = None, flag: str = "--out") -> RunFolder:
-        """Check (:func:`aflite.rundir.lock.check_claim`), create, mark and lock ``path`` for ``aflite COMMAND``,
-        before any computation; ``flag`` names ``path`` in messages."""
+        """Check, create, mark and lock ``path`` for ``aflite COMMAND``, before any computation: the refusals of
+        :func:`aflite.rundir.lock.check_claim` (another command's folder without ``overwrite``, a run neither
+        resumed nor overwritten), then a folder locked by a live process; ``flag`` names ``path`` in messages."""
         p, marker, entries = check_claim(path, command, overwrite=overwrite, resume=resume, flag=flag)
         existed = p.exists()
         try:
@@ -108,7 +125,8 @@ class RunFolder:
 
     @classmethod
     def of(cls, out: str | os.PathLike[str] | RunFolder, command: str) -> RunFolder:
-        """``out`` as claimed; a bare path means a command function that does not claim its folder (a bug)."""
+        """``out`` itself: the folder the CLI or :func:`claims` claimed; a bare path here means a command function
+        that does not claim its folder, which is a bug."""
         if not isinstance(out, RunFolder):
             raise TypeError(f"aflite {command}: the output folder was not claimed (decorate with rundir.folder.claims)")
         return out
@@ -121,8 +139,9 @@ class RunFolder:
 
     # ------------------------------------------------------------------------------------------------ claim
     def release(self, failed: bool = False) -> None:
-        """Stop guarding writes and release the lock; ``failed``: undo the claim, only while the path still leads to
-        the folder claimed."""
+        """Stop guarding the folder's writes and release its lock; ``failed`` (a refused input): undo the claim,
+        a created folder removed, an existing one's marker and lock removed or the replaced marker restored, only
+        while the path still leads to the folder claimed."""
         if self._guard is not None:
             self._guard.close()
             self._guard = None
@@ -160,8 +179,9 @@ class RunFolder:
         return written_of(self.path, read_marker(self.path)) | self._mine
 
     def _own(self, name: str, marker: Marker | None) -> bool:
-        """Whether aflite may replace or remove ``name``: this process wrote it, or the marker lists it and it is
-        exactly what aflite recorded (or absent; Φ's cache folder is content-addressed, so listed suffices)."""
+        """Whether aflite may replace or remove the entry ``name``: written by this process, or a plain name the
+        marker lists whose entry is exactly what aflite recorded writing (or absent; Φ's cache folder, which is
+        content-addressed and never removed, is aflite's when the marker lists it)."""
         if name in self._mine:
             return True
         if name not in written_of(self.path, marker):
@@ -174,8 +194,9 @@ class RunFolder:
         return unchanged(self.path, name, marker)
 
     def users(self) -> set[str]:
-        """The entries that are not aflite's (judged at the claim), and whatever appears meanwhile that the command
-        did not write: aflite never adopts what it finds."""
+        """The entries here that are not aflite's: not listed in the marker, or listed but no longer what aflite
+        recorded writing (judged when the command claimed the folder), and whatever appears while the command runs
+        that it did not write itself: aflite never adopts what it finds."""
         marker = read_marker(self.path)
         try:
             present = {e.name for e in self.path.iterdir()} - {MARKER, LOCK}
@@ -187,7 +208,8 @@ class RunFolder:
         return ((present & self._users) | (present - ours)) - self._mine
 
     def _why_not_ours(self, name: str) -> str:
-        """Why ``name`` is not aflite's, in words, with how to recover."""
+        """Why ``name`` is not aflite's, in words: what the marker says of it (a hint at the marker when that is the
+        cause, and how to recover)."""
         marker = read_marker(self.path)
         if self.lost_marker:
             return (f"the folder had no readable {MARKER} (aflite's record of what it wrote) when this command "
@@ -212,8 +234,8 @@ class RunFolder:
                            f"that name; {kept}. {why + '. ' if why else ''}Move it away or choose another {out}")
 
     def check_writes(self, names: Iterable[str], *, inputs: Iterable[Any] = ()) -> None:
-        """Refuse, before anything is written, a name the command writes that is the user's, and an input inside the
-        folder that the command would write over or remove."""
+        """Refuse, before anything is computed or written, a top-level name the command will write that is the
+        user's, and an input file inside the folder that the command would write over or remove."""
         names = list(names)
         users = self.users()
         for name in names:
@@ -229,7 +251,8 @@ class RunFolder:
                                       f"elsewhere or choose another {option_label('--out', 'out')}")
 
     def _check_write(self, path: Path) -> None:
-        """Before every atomic write below the folder: a user's entry refused, a new name recorded first."""
+        """Before every atomic write below the folder: a user's entry is refused, a new name recorded as aflite's
+        before its file is created."""
         self.check_same_folder()
         name = Path(os.path.abspath(path)).relative_to(os.path.abspath(self.path)).parts[0]
         if name in self._mine or name in (MARKER, LOCK):
@@ -240,15 +263,16 @@ class RunFolder:
         self._mine.add(name)
 
     def check_same_folder(self) -> None:
-        """Refuse to write or commit once the path leads elsewhere than the folder claimed and locked."""
+        """Refuse to write or commit once the path leads elsewhere than the folder claimed (its parent deleted,
+        moved, or replaced by a link since): aflite writes only into the folder it claimed and locked."""
         if self._identity is not None and identity(self.path) != self._identity:
             raise OutputError(f"{option_label('--out', 'out')} {self.path}: no longer the folder this command claimed "
                               f"(it or a parent was deleted, moved or replaced by a link while the command ran); "
                               f"nothing more was written or committed: run the command again")
 
     def _wrote(self, path: Path) -> None:
-        """After every atomic write directly inside: its sha256 and size recorded, so that a later command replaces
-        it only while it is still exactly that."""
+        """After every atomic write directly inside the folder: its sha256 and size recorded in the marker, so that
+        a later command replaces or removes it only while it is still exactly that."""
         where = Path(os.path.abspath(self.path))
         if Path(os.path.abspath(path)).parent == where and path.name in self._mine:
             record = record_of(path)
@@ -256,17 +280,25 @@ class RunFolder:
                 record_files(self.path, {path.name: record})
 
     # ------------------------------------------------------------------------------------------------ build
+    def holds_run(self) -> bool:
+        """Whether a filtering run has written here (a checkpoint, or a committed run's results.json)."""
+        return holds_run(self.path)
+
     def check_start(self, *, resume: bool = False, dataset_fp: str | None = None) -> None:
-        """Refuse, before anything is computed, a resume of a run made from another dataset than ``dataset_fp``."""
+        """Refuse, before anything is computed, a resume of a run made from another dataset (``dataset_fp``: the
+        one given now). A run neither resumed nor overwritten was refused by the claim
+        (:func:`aflite.rundir.lock.previous_run`)."""
         saved = recorded_dataset_fingerprint(self.path) if resume and dataset_fp is not None else None
         if saved is not None and saved != dataset_fp:
             raise InputError(f"{self.path}: the run there was made from a different dataset (its ids, labels or texts "
                              f"differ); use another {option_label('--out', 'out')}")
 
     def begin(self, *, keep: Sequence[str] = (), writes: Iterable[str] = ()) -> None:
-        """Start building, right before the first write: results.json goes first (the folder is unfinished from
-        then on), then what aflite wrote before except ``keep`` (what the command resumes from) and Φ's cache.
-        Once per folder; :meth:`finish` calls it when the command has not."""
+        """Start building, right before the command's first write: a name in ``writes`` that is the user's is
+        refused first; then results.json goes (from then on the folder is unfinished, and every reader says so),
+        then whatever aflite wrote here before except ``keep`` (what the command resumes from: the filter's
+        checkpoint, embed's partial matrix) and Φ's cache. The user's entries stay. Once per folder; :meth:`finish`
+        calls it when the command has not."""
         if self._begun:
             return
         writes = list(writes)
@@ -298,8 +330,9 @@ class RunFolder:
 
     def resume(self, params: RunParameters, fp: str, *, resume: bool = False,
                dataset_fp: str | None = None) -> FilterState | None:
-        """The filter's start: checked, its checkpoint loaded when ``resume``, then begun keeping it; returns the
-        state to resume from (None: from the start)."""
+        """The filter's start: the folder checked (:meth:`check_start`), its checkpoint loaded when ``resume``
+        (refused when made from other features, labels or parameters), then begun, keeping that checkpoint.
+        Returns the state to resume from (None: from the start)."""
         self.check_start(resume=resume, dataset_fp=dataset_fp)
         state = checkpoint.load_checkpoint(self.path, params, fp) if resume else None
         self.begin(keep=(CHECKPOINT,) if state is not None else ())
@@ -312,8 +345,9 @@ class RunFolder:
 
     # ------------------------------------------------------------------------------------------------ commit
     def finish(self, result: Result) -> dict[str, Any]:
-        """Write ``result``'s files, summary.md and report.html, then commit results.json with the manifest of every
-        file aflite wrote (the user's, Φ's cache and the page left out); returns results.json as written."""
+        """Write ``result``'s own files and per-row table, summary.md and report.html (its page, built from the
+        result in memory), then commit: results.json with the manifest of every file aflite wrote here (the user's
+        entries, Φ's cache and the page left out). Returns results.json as written."""
         table = result.table()
         last = [SUMMARY_MD, PAGE, RESULTS, *result.file_names, *([table.name] if table is not None else [])]
         self.check_writes(last)
@@ -342,8 +376,8 @@ class RunFolder:
         return written
 
     def _record_folders(self) -> None:
-        """Record the digest of each folder written inside (a saved HF dataset), so a later command can tell it is
-        still aflite's."""
+        """Record the digest of each folder this command wrote directly inside (a Hugging Face dataset saved in
+        place), so that a later command can tell it is still aflite's; Φ's cache aside."""
         records = {}
         for name in sorted(self._mine - {CACHE}):
             entry = self.path / name
@@ -353,10 +387,15 @@ class RunFolder:
                     records[name] = record
         record_files(self.path, records)
 
+    @property
+    def results_path(self) -> Path:
+        return self.path / RESULTS
+
 
 def claims(command: str, *, param: str = "out") -> Callable[[F], F]:
-    """A path given as ``param`` is claimed as the CLI claims ``--out`` (with the function's ``overwrite`` and
-    ``resume``) and held while it runs; a :class:`RunFolder` or None passes through."""
+    """Decorate a command's library function so that a path given as ``param`` is claimed as the CLI claims
+    ``--out`` (with the function's ``overwrite`` and ``resume`` keywords), held while it runs and released after:
+    a refused input leaves nothing behind. A :class:`RunFolder` (the CLI's claim) or None passes through."""
 
     def decorate(fn: F) -> F:
         sig = inspect.signature(fn)

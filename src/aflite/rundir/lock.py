@@ -1,8 +1,12 @@
-"""Claiming an output folder (:meth:`aflite.rundir.folder.RunFolder.claim`): checked before any computation,
-marked as its command's and locked against a second process.
+"""Claiming an output folder: every command that writes a folder claims it first.
 
-The marker lists what aflite wrote there (``"written"``, each name recorded before it is created), so that aflite
-removes or replaces only its own files: everything else in the folder is the user's, whenever it came.
+The path is checked before any computation, a marker file names the command that owns the folder (so that
+another command, or ``demo``'s clean start, never overwrites or deletes what it did not make), and a lock keeps a
+second process out while the first writes. :meth:`aflite.rundir.folder.RunFolder.claim` claims with these
+checks, and the :class:`~aflite.rundir.folder.RunFolder` holds the claim.
+
+The marker also lists what aflite wrote there (``"written"``: top-level names, recorded before each is created), so
+that aflite removes or replaces only its own files: everything else in the folder is the user's, whenever it came.
 """
 
 from __future__ import annotations
@@ -42,7 +46,7 @@ from aflite.rundir.names import (
 )
 
 __all__ = ["LOCK", "MARKER", "FileRecord", "Marker", "check_cache_dir", "check_claim", "check_outside_runs",
-           "clear_own_folder", "forget_files", "holding_lock", "holds_run", "identity", "is_run_folder",
+           "clear_own_folder", "foreign_of", "forget_files", "holding_lock", "holds_run", "identity", "is_run_folder",
            "lock_folder", "plain_name", "previous_run", "read_marker", "record_files", "record_of", "record_written",
            "recorded_files", "spelled_path", "unchanged", "write_marker", "written_of"]
 
@@ -53,7 +57,8 @@ _OLD_NAMES = frozenset({CHECKPOINT, INSTANCES, KEPT_IDS, REMOVED_IDS, WARMUP_IDS
 
 
 class FileRecord(TypedDict, total=False):
-    """What the marker records of one entry aflite wrote: a file's sha256 and size, or a folder's digest."""
+    """What the marker records of one entry aflite wrote (:func:`record_of`): a file's sha256 and size, or a
+    folder's digest."""
 
     sha256: str
     size: int
@@ -61,8 +66,9 @@ class FileRecord(TypedDict, total=False):
 
 
 class Marker(TypedDict, total=False):
-    """The owner marker, as :func:`write_marker` writes it; people copy and edit it, so every reader checks each
-    key's type before it trusts it (``foreign``: aflite 0.3.0's list of the user's entries)."""
+    """The owner marker (``.aflite``), as :func:`write_marker` writes it; a marker is a file people copy and edit,
+    so every reader checks each key's type before it trusts it (``foreign``: aflite 0.3.0's list of the user's
+    entries)."""
 
     command: str
     created: bool
@@ -93,8 +99,10 @@ NAME_MAX = 255  # bytes in one path component on the usual file systems (ext4, x
 
 
 def spelled_path(out: str | os.PathLike[str]) -> Path:
-    """An output path by the one rule of the command line and the library: ``..`` resolved as the kernel does
-    (so the folder claimed is the one written), a component too long for the file system refused."""
+    """An output path as the one rule of the command line and the library spells it: ``..`` resolved as the
+    kernel resolves it (the part up to the last ``..`` taken to its real folder, the rest appended), so that the
+    folder aflite claims is the one it writes, and a component too long for the file system refused in one line
+    (:class:`~aflite.errors.ParameterError`) before anything is touched."""
     p = Path(out).expanduser()
     for part in p.parts:
         if len(os.fsencode(part)) > NAME_MAX:
@@ -108,14 +116,16 @@ def spelled_path(out: str | os.PathLike[str]) -> Path:
 
 
 def plain_name(name: Any) -> bool:
-    """Whether ``name`` can only mean an entry directly inside the folder (not the marker or the lock): a marker
-    is copied and shared, so any other name it lists is never taken as a path."""
+    """Whether ``name`` can only mean an entry directly inside the folder: a non-empty string that is not ``.``,
+    ``..`` or absolute, holds no separator nor NUL, and is not the marker or the lock. A marker is a file of the
+    folder, which people copy and share: any other name it lists is never taken as a path."""
     return (isinstance(name, str) and name not in ("", ".", "..", MARKER, LOCK) and "/" not in name
             and "\\" not in name and "\0" not in name and not os.path.isabs(name))
 
 
 def recorded_files(marker: Marker | None) -> dict[str, FileRecord]:
-    """The marker's file records (plain name -> :class:`FileRecord`), entries of any other shape left out."""
+    """What the marker records of each file aflite wrote (plain name -> its sha256 and size; a folder's digest),
+    entries of any other shape left out."""
     files = marker.get("files") if marker is not None else None
     if not isinstance(files, dict):
         return {}
@@ -124,7 +134,8 @@ def recorded_files(marker: Marker | None) -> dict[str, FileRecord]:
 
 
 def record_of(path: Path) -> FileRecord | None:
-    """The record of an entry aflite has just written; None for a link or nothing."""
+    """What the marker records of an entry aflite has just written: a plain file's sha256 and size, a folder's
+    digest (:func:`aflite.hashing.file_sha256`); None for anything else (a link, nothing)."""
     try:
         st = path.lstat()
         if stat.S_ISREG(st.st_mode):
@@ -137,8 +148,8 @@ def record_of(path: Path) -> FileRecord | None:
 
 
 def unchanged(folder: Path, name: str, marker: Marker | None) -> bool:
-    """Whether ``folder/name`` is exactly what aflite recorded writing there (its kind, never a link, size and
-    sha256)."""
+    """Whether ``folder/name`` is exactly what aflite recorded writing there: a plain name the marker records, the
+    entry of the kind it recorded (never a link), its size and sha256 as recorded."""
     want = recorded_files(marker).get(name) if plain_name(name) else None
     if want is None:
         return False
@@ -176,8 +187,10 @@ def forget_files(folder: Path, names: Iterable[str]) -> None:
 
 
 def written_of(folder: Path, marker: Marker | None) -> set[str]:
-    """The top-level entries aflite wrote: the marker's ``"written"``; for a marker of aflite 0.3.0 or older (no
-    such list), the entries its manifest lists or under its own names, less what it lists as the user's."""
+    """The top-level entries of ``folder`` that aflite wrote (whatever else is there is the user's): the marker's
+    ``"written"`` list; for a marker of aflite 0.3.0 (which listed the user's entries of the claim instead) or older,
+    the entries present that its committed manifest lists or that it writes under its own names, less what that
+    marker lists as the user's; nothing without a marker."""
     if marker is None:
         return set()
     listed = marker.get("written")
@@ -202,15 +215,26 @@ def holds_run(folder: Path) -> bool:
 
 
 def previous_run(folder: Path, flag: str = "--out") -> OutputError:
-    """The refusal of a folder holding a run, neither resumed nor overwritten, in the CLI's or Python's words."""
+    """The refusal of a folder that holds a run, neither resumed nor overwritten (``flag``: ``--out`` names the
+    CLI's options, ``out`` the Python keywords)."""
     res, over = ("--resume", "--overwrite") if flag.startswith("-") else ("resume=True", "overwrite=True")
     return OutputError(f"{flag} {folder}: holds a previous run: pass {res} to continue it, {over} to start over, or "
                        f"choose another {flag}")
 
 
+def foreign_of(folder: Path, marker: Marker | None) -> list[str]:
+    """The entries of ``folder`` that aflite did not write (the user's own, there before aflite claimed it or added
+    since), sorted; the marker and the lock aside."""
+    ours = written_of(folder, marker)
+    try:
+        return sorted(e.name for e in folder.iterdir() if e.name not in ours and e.name not in (MARKER, LOCK))
+    except OSError:
+        return []
+
+
 def record_written(folder: Path, names: Iterable[str]) -> None:
-    """Add ``names`` to the marker's ``"written"`` before they are created (a kill in between leaves a name without
-    its file, never a file of aflite's unclaimed)."""
+    """Add ``names`` to what the marker says aflite wrote, before they are created (a kill in between leaves a
+    name listed whose file is missing, never a file of aflite's that the marker does not claim)."""
     marker = read_marker(folder)
     if marker is None:
         return
@@ -222,8 +246,9 @@ def record_written(folder: Path, names: Iterable[str]) -> None:
 
 
 def check_outside_runs(path: str | os.PathLike[str], runs: Any = (), *, flag: str = "--out") -> None:
-    """Refuse an output or cache path of a command that reads run folders when it is in one of ``runs`` or in any
-    run folder: a run folder is written by its run only, so what it recorded stays what the run did."""
+    """Refuse (one line, before anything is written) an output or cache path of a command that reads run folders
+    (explain, evaluate, audit --compare) when it is one of the input ``runs``, inside one, or inside any other run
+    folder: a run folder is written by its run only, so that what it recorded stays what the run did."""
     resolved = Path(path).expanduser().resolve()
     inputs = [Path(r).expanduser().resolve() for r in runs]
     for run in inputs:
@@ -231,33 +256,30 @@ def check_outside_runs(path: str | os.PathLike[str], runs: Any = (), *, flag: st
             where = "is" if resolved == run else "is inside"
             raise OutputError(f"{flag} {path} {where} the run folder {run}, which this command reads: a run folder "
                               f"is written by its run only; choose another {flag}")
-    _refuse_in_run(path, resolved, flag)
+    for folder in (resolved, *resolved.parents):
+        if is_run_folder(folder):
+            where = "is" if folder == resolved else "is inside"
+            raise OutputError(f"{flag} {path} {where} the run folder {folder}: a run folder is written by its run "
+                              f"only; choose another {flag}")
 
 
 def check_cache_dir(cache: str | os.PathLike[str], out: str | os.PathLike[str] | None = None, *,
                     flag: str = "--cache-dir") -> None:
-    """Refuse, before ``out`` is claimed, a cache folder the command could not write (a dangling link, a file, a
-    read-only folder) or must not (inside a run folder other than its own ``out``)."""
-    p = _refuse_dangling(spelled_path(cache), flag)
-    check_output_path(p, flag=flag, folder=True)
-    _refuse_in_run(cache, p.resolve(), flag, None if out is None else spelled_path(out).resolve())
-
-
-def _refuse_dangling(p: Path, flag: str) -> Path:
+    """Refuse, in one line and before ``out`` is claimed, a cache folder the command could not write or must not:
+    a dangling link, a regular file, a read-only folder (or one under a file), or a folder inside a run folder
+    other than the command's own ``out`` (a run folder is written by its run only)."""
+    p = spelled_path(cache)
     if p.is_symlink() and not p.exists():
         raise OutputError(f"{flag} {p}: a link to {os.readlink(p)}, which does not exist; give an existing folder "
                           f"or a new path")
-    return p
-
-
-def _refuse_in_run(given: Any, resolved: Path, flag: str, own: Path | None = None) -> None:
-    """``resolved`` in a run folder (below ``own``, the command's own folder, is allowed) refused."""
+    check_output_path(p, flag=flag, folder=True)
+    resolved, own = p.resolve(), None if out is None else spelled_path(out).resolve()
     for folder in (resolved, *resolved.parents):
         if folder == own:
             return
         if is_run_folder(folder):
             where = "is" if folder == resolved else "is inside"
-            raise OutputError(f"{flag} {given} {where} the run folder {folder}: a run folder is written by its run "
+            raise OutputError(f"{flag} {cache} {where} the run folder {folder}: a run folder is written by its run "
                               f"only; choose another {flag}")
 
 
@@ -284,8 +306,11 @@ def identity(path: Path) -> tuple[int, int] | None:
 
 def check_claim(out: str | os.PathLike[str], command: str, *, overwrite: bool = False, resume: bool = False,
                 flag: str = "--out") -> tuple[Path, Marker | None, list[Path]]:
-    """The refusals of a claim, before anything is created (an empty path is not the current folder by accident);
-    ``flag`` names ``out`` as the CLI or Python does. Returns the path, its marker and its entries."""
+    """The refusals of a claim of ``out`` for ``aflite COMMAND``, before anything is created: an empty path (it is
+    not the current folder by accident), a dangling link, a non-empty folder whose marker names another command
+    (unless ``overwrite``, the user's ``--overwrite``), a folder holding a run neither resumed nor overwritten.
+    ``flag``: how messages name ``out`` (``--out`` under the command line, ``out`` for a Python caller, whose
+    messages then name ``overwrite=True``). Returns the path, its marker and its entries (marker and lock aside)."""
     over = "--overwrite" if flag.startswith("-") else "overwrite=True"  # the CLI names its flags, Python keywords
     if not str(out).strip():
         raise ParameterError(f"{flag}: an empty path; give the folder to write into (\".\" for the current one)")
@@ -293,7 +318,10 @@ def check_claim(out: str | os.PathLike[str], command: str, *, overwrite: bool = 
         spelled = spelled_path(out)
     except ParameterError as exc:
         raise ParameterError(f"{flag} {exc}") from None
-    p = check_output_path(_refuse_dangling(spelled, flag), flag=flag, folder=True)
+    if spelled.is_symlink() and not spelled.exists():
+        raise OutputError(f"{flag} {spelled}: a link to {os.readlink(spelled)}, which does not exist; give an "
+                          f"existing folder or a new path")
+    p = check_output_path(spelled, flag=flag, folder=True)
     if not p.exists():
         return p, None, []
     entries = [e for e in p.iterdir() if e.name not in (MARKER, LOCK)]
@@ -313,7 +341,8 @@ def check_claim(out: str | os.PathLike[str], command: str, *, overwrite: bool = 
 
 
 def write_marker(folder: Path, command: str, marker: Marker | None, existed: bool) -> None:
-    """Mark ``folder`` as ``aflite COMMAND``'s, keeping what an earlier marker says aflite wrote and created."""
+    """Mark ``folder`` as ``aflite COMMAND``'s, keeping what an earlier marker says aflite wrote there (none in a
+    folder it did not make: the one thing it may replace or remove) and whether aflite created the folder."""
     created = not existed if marker is None else marker.get("created") is True
     ours = written_of(folder, marker)
     write_json(folder / MARKER, {"command": command, "created": created, "written": sorted(ours),
@@ -323,8 +352,9 @@ def write_marker(folder: Path, command: str, marker: Marker | None, existed: boo
 
 @contextlib.contextmanager
 def holding_lock(folder: str | os.PathLike[str], flag: str = "DIR") -> Iterator[None]:
-    """Hold the folder's lock while the block runs (``aflite report``: never a page written while a command builds
-    the folder, nor the reverse)."""
+    """Hold the folder's lock while the block runs (``aflite report``: a page is never written while a command
+    builds the folder, nor a command begun while the page of the old folder is written); a folder in use by
+    another process is refused in one line."""
     fh = lock_folder(Path(folder), flag)
     try:
         yield
@@ -363,8 +393,9 @@ def lock_folder(folder: Path, flag: str) -> IO[str] | None:
 
 
 def clear_own_folder(folder: Path, command: str) -> bool:
-    """Empty a folder ``aflite COMMAND`` created of what aflite provably wrote (unchanged files, Φ's cache); the
-    user's entries stay. Returns whether it was cleared."""
+    """Empty a folder that ``aflite COMMAND`` created and marked as its own of what aflite wrote there (its marker
+    and lock stay, and whatever the user added): the files the marker records, while unchanged, and Φ's cache;
+    anything else is left alone. Returns whether it was cleared."""
     marker = read_marker(folder)
     if marker is None or marker.get("command") != command or marker.get("created") is not True:
         return False
@@ -390,9 +421,12 @@ _passed: dict[str, int] = {}
 
 
 def pause_point(name: str) -> None:
-    """A named moment of a command's writes: when ``AFLITE_PAUSE_AT`` names it, the process writes its pid to
-    ``AFLITE_PAUSE_FILE`` and waits (forever, or until ``AFLITE_PAUSE_UNTIL`` exists), so that a test can kill it
-    at exactly that moment or act on the folder mid-run."""
+    """A named moment of a command's writes (``claimed``, ``begun``, ``checkpoint``, ``filtered``, ``files``,
+    ``committed``; ``page``: ``aflite report``'s page rendered, not yet written):
+    when the environment names it in ``AFLITE_PAUSE_AT``, the process writes its pid to ``AFLITE_PAUSE_FILE`` and
+    waits there forever, so that a test can kill it with SIGKILL at exactly that moment (tests/test_commit.py), or
+    (``AFLITE_PAUSE_UNTIL``) until that file exists, so that a test can act on the folder mid-run.
+    Nothing happens otherwise."""
     want = os.environ.get(PAUSE_AT)
     if not want:
         return
